@@ -1,0 +1,2 @@
+//! Build script.
+fn main() {}

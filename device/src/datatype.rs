@@ -1,0 +1,210 @@
+//! Datatypes (MPI standard chapter 5, and 3.3.1 for type matching).
+//!
+//! A payload is any `bytemuck::Pod` type that implements [`Equivalence`]: the
+//! primitive integers and floats, and user `#[repr(C)]` structs declared with
+//! [`user_datatype!`](crate::user_datatype). A message carries its datatype id;
+//! a receive with another datatype is an `MPI_ERR_TYPE` error, except a receive
+//! into bytes (`u8`, `MPI_BYTE`), which accepts any message (MPI 3.3.1).
+
+use bytemuck::Pod;
+
+/// The datatype of a message element: an id and the element size in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Datatype {
+    /// Identifier sent with the message (see the `ID_*` constants; user types
+    /// carry a hash of their name with the top bit set).
+    pub id: u32,
+    /// Size of one element in bytes.
+    pub size: u32,
+}
+
+/// `MPI_BYTE`: `u8`, which matches any datatype on receive.
+pub const ID_BYTE: u32 = 1;
+/// `MPI_INT8_T`.
+pub const ID_I8: u32 = 2;
+/// `MPI_UINT16_T`.
+pub const ID_U16: u32 = 3;
+/// `MPI_INT16_T`.
+pub const ID_I16: u32 = 4;
+/// `MPI_UINT32_T`.
+pub const ID_U32: u32 = 5;
+/// `MPI_INT32_T`.
+pub const ID_I32: u32 = 6;
+/// `MPI_UINT64_T`.
+pub const ID_U64: u32 = 7;
+/// `MPI_INT64_T`.
+pub const ID_I64: u32 = 8;
+/// `MPI_FLOAT`.
+pub const ID_F32: u32 = 9;
+/// `MPI_DOUBLE`.
+pub const ID_F64: u32 = 10;
+/// Top bit of every user datatype id.
+pub const USER_BIT: u32 = 0x8000_0000;
+
+/// A type that can travel in a message.
+pub trait Equivalence: Pod {
+    /// The datatype sent with each message of this type.
+    const DATATYPE: Datatype;
+}
+
+macro_rules! primitive {
+    ($($t:ty => $id:expr),* $(,)?) => {
+        $(impl Equivalence for $t {
+            const DATATYPE: Datatype = Datatype { id: $id, size: core::mem::size_of::<$t>() as u32 };
+        })*
+    };
+}
+
+primitive! {
+    u8 => ID_BYTE, i8 => ID_I8, u16 => ID_U16, i16 => ID_I16, u32 => ID_U32, i32 => ID_I32,
+    u64 => ID_U64, i64 => ID_I64, f32 => ID_F32, f64 => ID_F64,
+}
+
+/// The MPI name of a datatype id (user types: "user type").
+pub fn datatype_name(id: u32) -> &'static str {
+    match id {
+        ID_BYTE => "MPI_BYTE",
+        ID_I8 => "MPI_INT8_T",
+        ID_U16 => "MPI_UINT16_T",
+        ID_I16 => "MPI_INT16_T",
+        ID_U32 => "MPI_UINT32_T",
+        ID_I32 => "MPI_INT32_T",
+        ID_U64 => "MPI_UINT64_T",
+        ID_I64 => "MPI_INT64_T",
+        ID_F32 => "MPI_FLOAT",
+        ID_F64 => "MPI_DOUBLE",
+        id if id & USER_BIT != 0 => "user type",
+        _ => "unknown type",
+    }
+}
+
+/// FNV-1a hash of a type's name, used as a user datatype id.
+pub const fn user_datatype_id(name: &str) -> u32 {
+    let bytes = name.as_bytes();
+    let mut hash: u32 = 0x811c_9dc5;
+    let mut i = 0;
+    while i < bytes.len() {
+        hash ^= bytes[i] as u32;
+        hash = hash.wrapping_mul(0x0100_0193);
+        i += 1;
+    }
+    hash | USER_BIT
+}
+
+/// Declares a `#[repr(C)]` `Pod` struct as a message datatype.
+///
+/// ```
+/// #[repr(C)]
+/// #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+/// struct Particle { x: f32, y: f32, mass: f32 }
+/// gpu_mpi_device::user_datatype!(Particle);
+/// ```
+#[macro_export]
+macro_rules! user_datatype {
+    ($t:ty) => {
+        impl $crate::datatype::Equivalence for $t {
+            const DATATYPE: $crate::datatype::Datatype = $crate::datatype::Datatype {
+                id: $crate::datatype::user_datatype_id(stringify!($t)),
+                size: core::mem::size_of::<$t>() as u32,
+            };
+        }
+    };
+}
+
+/// A send buffer: one value or a slice of values of one datatype.
+pub trait Buffer {
+    /// The element datatype.
+    fn datatype(&self) -> Datatype;
+    /// The buffer's bytes.
+    fn as_bytes(&self) -> &[u8];
+    /// Number of elements.
+    fn count(&self) -> usize;
+}
+
+/// A receive buffer: one value or a slice of values of one datatype.
+pub trait BufferMut {
+    /// The element datatype.
+    fn datatype(&self) -> Datatype;
+    /// The buffer's bytes, writable.
+    fn as_bytes_mut(&mut self) -> &mut [u8];
+    /// Number of elements.
+    fn count(&self) -> usize;
+}
+
+impl<T: Equivalence> Buffer for T {
+    fn datatype(&self) -> Datatype {
+        T::DATATYPE
+    }
+    fn as_bytes(&self) -> &[u8] {
+        bytemuck::bytes_of(self)
+    }
+    fn count(&self) -> usize {
+        1
+    }
+}
+
+impl<T: Equivalence> Buffer for [T] {
+    fn datatype(&self) -> Datatype {
+        T::DATATYPE
+    }
+    fn as_bytes(&self) -> &[u8] {
+        bytemuck::cast_slice(self)
+    }
+    fn count(&self) -> usize {
+        self.len()
+    }
+}
+
+impl<T: Equivalence> BufferMut for T {
+    fn datatype(&self) -> Datatype {
+        T::DATATYPE
+    }
+    fn as_bytes_mut(&mut self) -> &mut [u8] {
+        bytemuck::bytes_of_mut(self)
+    }
+    fn count(&self) -> usize {
+        1
+    }
+}
+
+impl<T: Equivalence> BufferMut for [T] {
+    fn datatype(&self) -> Datatype {
+        T::DATATYPE
+    }
+    fn as_bytes_mut(&mut self) -> &mut [u8] {
+        bytemuck::cast_slice_mut(self)
+    }
+    fn count(&self) -> usize {
+        self.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[repr(C)]
+    #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+    struct Pair {
+        a: u32,
+        b: f32,
+    }
+    crate::user_datatype!(Pair);
+
+    #[test]
+    fn user_types_get_distinct_ids_with_the_user_bit() {
+        assert_ne!(Pair::DATATYPE.id & USER_BIT, 0);
+        assert_eq!(Pair::DATATYPE.size, 8);
+        assert_ne!(user_datatype_id("Pair"), user_datatype_id("Pear"));
+        assert_eq!(datatype_name(Pair::DATATYPE.id), "user type");
+        assert_eq!(datatype_name(f64::DATATYPE.id), "MPI_DOUBLE");
+    }
+
+    #[test]
+    fn slices_and_values_report_count_and_bytes() {
+        let v = [1.0f64, 2.0, 3.0];
+        assert_eq!(Buffer::count(&v[..]), 3);
+        assert_eq!(Buffer::as_bytes(&v[..]).len(), 24);
+        assert_eq!(Buffer::count(&7u32), 1);
+    }
+}

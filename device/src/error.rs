@@ -1,0 +1,284 @@
+//! Error classes (MPI standard 8.4, "Error Codes and Classes").
+//!
+//! Every call returns a `Result`. On the device an error is an [`Error`]; it
+//! crosses to the host as an [`ErrorClass`] (`repr(u32)`) plus four detail
+//! words, written into the rank's result record when the kernel returns.
+
+use crate::point_to_point::Status;
+use core::fmt;
+
+/// The class of an error, the code that crosses from the device to the host.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ErrorClass {
+    /// No error (`MPI_SUCCESS`).
+    Success = 0,
+    /// Invalid rank (`MPI_ERR_RANK`).
+    Rank = 1,
+    /// Invalid tag (`MPI_ERR_TAG`).
+    Tag = 2,
+    /// Message truncated on receive (`MPI_ERR_TRUNCATE`).
+    Truncate = 3,
+    /// Datatype mismatch between send and receive (`MPI_ERR_TYPE`).
+    Type = 4,
+    /// Invalid count (`MPI_ERR_COUNT`): buffers of a collective disagree.
+    Count = 5,
+    /// Buffer larger than the world's configuration allows (`MPI_ERR_BUFFER`).
+    Buffer = 6,
+    /// Invalid root (`MPI_ERR_ROOT`).
+    Root = 7,
+    /// Operation not defined for the datatype (`MPI_ERR_OP`).
+    Op = 8,
+    /// A wait exceeded the world's timeout (the rank is named in the deadlock report).
+    Timeout = 9,
+    /// Another rank aborted the world (timed out or failed), so this wait gave up.
+    Aborted = 10,
+    /// The world memory is not a world of this library's version (`MPI_ERR_INTERN`).
+    Intern = 11,
+    /// An index outside a kernel argument slice (`MPI_ERR_ARG`).
+    Arg = 12,
+}
+
+impl ErrorClass {
+    /// The class for a code read back from the device.
+    pub fn from_code(code: u32) -> Option<Self> {
+        Some(match code {
+            0 => Self::Success,
+            1 => Self::Rank,
+            2 => Self::Tag,
+            3 => Self::Truncate,
+            4 => Self::Type,
+            5 => Self::Count,
+            6 => Self::Buffer,
+            7 => Self::Root,
+            8 => Self::Op,
+            9 => Self::Timeout,
+            10 => Self::Aborted,
+            11 => Self::Intern,
+            12 => Self::Arg,
+            _ => return None,
+        })
+    }
+
+    /// The MPI name of the class.
+    pub fn mpi_name(self) -> &'static str {
+        match self {
+            Self::Success => "MPI_SUCCESS",
+            Self::Rank => "MPI_ERR_RANK",
+            Self::Tag => "MPI_ERR_TAG",
+            Self::Truncate => "MPI_ERR_TRUNCATE",
+            Self::Type => "MPI_ERR_TYPE",
+            Self::Count => "MPI_ERR_COUNT",
+            Self::Buffer => "MPI_ERR_BUFFER",
+            Self::Root => "MPI_ERR_ROOT",
+            Self::Op => "MPI_ERR_OP",
+            Self::Timeout => "MPI_ERR_TIMEOUT",
+            Self::Aborted => "MPI_ERR_ABORTED",
+            Self::Intern => "MPI_ERR_INTERN",
+            Self::Arg => "MPI_ERR_ARG",
+        }
+    }
+}
+
+/// An error returned by a device call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Error {
+    /// A rank outside `0..size` that is not the null process or any source.
+    InvalidRank {
+        /// The rank given.
+        rank: i32,
+        /// The world size.
+        size: i32,
+    },
+    /// A tag outside `0..=TAG_UB`, or `ANY_TAG` where a send needs a real tag.
+    InvalidTag {
+        /// The tag given.
+        tag: i32,
+    },
+    /// The matched message was longer than the receive buffer. The message is
+    /// consumed; the buffer holds its first `capacity_bytes` bytes.
+    Truncate {
+        /// The message's envelope and full length.
+        status: Status,
+        /// Bytes the receive buffer holds.
+        capacity_bytes: u32,
+    },
+    /// The matched message was sent with another datatype. The message is
+    /// consumed and the buffer untouched. Receive as bytes (`u8`) to accept any type.
+    TypeMismatch {
+        /// The message's envelope.
+        status: Status,
+        /// Datatype id the receive asked for.
+        expected: u32,
+    },
+    /// Ranks passed buffers of different lengths to one collective.
+    CountMismatch {
+        /// Elements this rank passed.
+        count: u32,
+        /// Elements the root (or rank 0) passed.
+        expected: u32,
+    },
+    /// A message or collective buffer larger than the world's configuration allows.
+    BufferTooLarge {
+        /// Bytes asked for.
+        bytes: u32,
+        /// The configured limit in bytes.
+        limit: u32,
+    },
+    /// A root outside `0..size`.
+    InvalidRoot {
+        /// The root given.
+        root: i32,
+        /// The world size.
+        size: i32,
+    },
+    /// A reduction operation that MPI does not define for the datatype
+    /// (MPI 6.9.2: bitwise and logical operations take integers only).
+    InvalidOperation {
+        /// The operation's code ([`crate::collective::SystemOperation::code`]).
+        op: u32,
+        /// The datatype id.
+        datatype: u32,
+    },
+    /// This rank waited longer than the world's timeout.
+    Timeout {
+        /// The operation it waited in ([`crate::wait::Operation`] code).
+        operation: u32,
+        /// The peer it waited for (-1: none).
+        peer: i32,
+        /// The tag it waited for (-1: any).
+        tag: i32,
+    },
+    /// Another rank aborted the world; this rank gave up its wait.
+    Aborted {
+        /// The rank that aborted first.
+        by_rank: u32,
+    },
+    /// The world memory does not hold a world of this library version.
+    Intern,
+    /// An index outside a [`GlobalSlice`](crate::kernel::GlobalSlice).
+    OutOfBounds {
+        /// The index.
+        index: u32,
+        /// The slice's length.
+        len: u32,
+    },
+}
+
+impl Error {
+    /// The error's class.
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            Error::InvalidRank { .. } => ErrorClass::Rank,
+            Error::InvalidTag { .. } => ErrorClass::Tag,
+            Error::Truncate { .. } => ErrorClass::Truncate,
+            Error::TypeMismatch { .. } => ErrorClass::Type,
+            Error::CountMismatch { .. } => ErrorClass::Count,
+            Error::BufferTooLarge { .. } => ErrorClass::Buffer,
+            Error::InvalidRoot { .. } => ErrorClass::Root,
+            Error::InvalidOperation { .. } => ErrorClass::Op,
+            Error::Timeout { .. } => ErrorClass::Timeout,
+            Error::Aborted { .. } => ErrorClass::Aborted,
+            Error::Intern => ErrorClass::Intern,
+            Error::OutOfBounds { .. } => ErrorClass::Arg,
+        }
+    }
+
+    /// The error as the five words of a rank's result record: class, details.
+    pub fn to_words(&self) -> [u32; 5] {
+        let c = self.class() as u32;
+        match *self {
+            Error::InvalidRank { rank, size } => [c, rank as u32, size as u32, 0, 0],
+            Error::InvalidTag { tag } => [c, tag as u32, 0, 0, 0],
+            Error::Truncate { status, capacity_bytes } => {
+                [c, status.source as u32, status.tag as u32, status.bytes, capacity_bytes]
+            }
+            Error::TypeMismatch { status, expected } => {
+                [c, status.source as u32, status.tag as u32, status.datatype, expected]
+            }
+            Error::CountMismatch { count, expected } => [c, count, expected, 0, 0],
+            Error::BufferTooLarge { bytes, limit } => [c, bytes, limit, 0, 0],
+            Error::InvalidRoot { root, size } => [c, root as u32, size as u32, 0, 0],
+            Error::InvalidOperation { op, datatype } => [c, op, datatype, 0, 0],
+            Error::Timeout { operation, peer, tag } => [c, operation, peer as u32, tag as u32, 0],
+            Error::Aborted { by_rank } => [c, by_rank, 0, 0, 0],
+            Error::Intern => [c, 0, 0, 0, 0],
+            Error::OutOfBounds { index, len } => [c, index, len, 0, 0],
+        }
+    }
+
+    /// Rebuilds an error from a result record; `None` for success or an
+    /// unknown class. Fields the record does not carry (a truncated message's
+    /// datatype, a mismatched message's length) come back as 0.
+    pub fn from_words(w: [u32; 5]) -> Option<Error> {
+        let status = |bytes: u32, datatype: u32| Status {
+            source: w[1] as i32,
+            tag: w[2] as i32,
+            bytes,
+            datatype,
+        };
+        Some(match ErrorClass::from_code(w[0])? {
+            ErrorClass::Success => return None,
+            ErrorClass::Rank => Error::InvalidRank { rank: w[1] as i32, size: w[2] as i32 },
+            ErrorClass::Tag => Error::InvalidTag { tag: w[1] as i32 },
+            ErrorClass::Truncate => Error::Truncate { status: status(w[3], 0), capacity_bytes: w[4] },
+            ErrorClass::Type => Error::TypeMismatch { status: status(0, w[3]), expected: w[4] },
+            ErrorClass::Count => Error::CountMismatch { count: w[1], expected: w[2] },
+            ErrorClass::Buffer => Error::BufferTooLarge { bytes: w[1], limit: w[2] },
+            ErrorClass::Root => Error::InvalidRoot { root: w[1] as i32, size: w[2] as i32 },
+            ErrorClass::Op => Error::InvalidOperation { op: w[1], datatype: w[2] },
+            ErrorClass::Timeout => Error::Timeout { operation: w[1], peer: w[2] as i32, tag: w[3] as i32 },
+            ErrorClass::Aborted => Error::Aborted { by_rank: w[1] },
+            ErrorClass::Intern => Error::Intern,
+            ErrorClass::Arg => Error::OutOfBounds { index: w[1], len: w[2] },
+        })
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: ", self.class().mpi_name())?;
+        match *self {
+            Error::InvalidRank { rank, size } => write!(f, "rank {rank} is not in a world of {size} ranks"),
+            Error::InvalidTag { tag } => write!(f, "tag {tag} is outside 0..={}", crate::point_to_point::TAG_UB),
+            Error::Truncate { status, capacity_bytes } => write!(
+                f,
+                "message of {} bytes from rank {} (tag {}) truncated to the receive buffer's {capacity_bytes} bytes",
+                status.bytes, status.source, status.tag
+            ),
+            Error::TypeMismatch { status, expected } => write!(
+                f,
+                "message from rank {} (tag {}) has datatype {}, the receive asked for {}",
+                status.source,
+                status.tag,
+                crate::datatype::datatype_name(status.datatype),
+                crate::datatype::datatype_name(expected)
+            ),
+            Error::CountMismatch { count, expected } => {
+                write!(f, "this rank passed {count} elements, the collective's root passed {expected}")
+            }
+            Error::BufferTooLarge { bytes, limit } => {
+                write!(f, "{bytes} bytes exceed the world's configured limit of {limit} bytes")
+            }
+            Error::InvalidRoot { root, size } => write!(f, "root {root} is not in a world of {size} ranks"),
+            Error::InvalidOperation { op, datatype } => write!(
+                f,
+                "operation {} is not defined for datatype {}",
+                crate::collective::SystemOperation::name_of(op),
+                crate::datatype::datatype_name(datatype)
+            ),
+            Error::Timeout { operation, peer, tag } => write!(
+                f,
+                "timed out in {}",
+                crate::wait::WaitDisplay { operation, peer, tag }
+            ),
+            Error::Aborted { by_rank } => write!(f, "world aborted by rank {by_rank}"),
+            Error::Intern => write!(f, "world memory is not a gpu-mpi world of this version"),
+            Error::OutOfBounds { index, len } => write!(f, "index {index} is outside a slice of {len} elements"),
+        }
+    }
+}
+
+impl core::error::Error for Error {}

@@ -1,0 +1,157 @@
+//! Kernel entry points, written once for the GPU and the CPU emulator.
+//!
+//! [`kernel!`](crate::kernel) turns one ordinary Rust function
+//! `fn(&World, &Args) -> Result<(), Error>` into
+//! - on nvptx64, an `extern "ptx-kernel"` entry named like the function, with
+//!   parameters `(world_memory: *mut u8, args: *const Args)`;
+//! - everywhere, a [`Kernel`] descriptor (a `static`) that the host launcher
+//!   takes: its name finds the PTX entry, its `entry` runs one rank on the
+//!   emulator.
+//!
+//! Both paths go through [`rank_main`], which attaches the rank to the world,
+//! runs the body and writes its result record.
+
+use crate::error::Error;
+use crate::shim::{self, Ordering};
+use crate::topology::World;
+use crate::wait::STATE_EXITED;
+use bytemuck::{Pod, Zeroable};
+use core::marker::PhantomData;
+
+/// A kernel the host can launch with arguments of type `A`.
+pub struct Kernel<A: 'static> {
+    /// Name of the PTX entry point (the function's name).
+    pub name: &'static str,
+    /// Runs one rank: `entry(world_memory, args)`.
+    ///
+    /// # Safety
+    /// As for [`rank_main`].
+    pub entry: unsafe fn(*mut u8, *const A),
+}
+
+/// Runs one rank of a kernel and writes its result record.
+///
+/// # Safety
+/// `world` must satisfy [`World::attach`]; `args` must point to a valid `A`
+/// that stays valid and unchanged for the whole launch.
+pub unsafe fn rank_main<A>(world: *mut u8, args: *const A, body: fn(&World, &A) -> Result<(), Error>) {
+    // SAFETY: forwarded from the caller.
+    let w = match unsafe { World::attach(world) } {
+        Ok(w) => w,
+        // No layout to write into: the host sees the result record untouched
+        // (class 0 with the record state still "running") and reports it.
+        Err(_) => return,
+    };
+    // SAFETY: the caller guarantees `args` is valid for the launch.
+    let result = body(&w, unsafe { &*args });
+    let words = match result {
+        Ok(()) => [0; 5],
+        Err(e) => e.to_words(),
+    };
+    let off = w.layout.result(w.rank);
+    for (i, word) in words.iter().enumerate() {
+        // SAFETY: the result record lies inside the world memory, aligned,
+        // written only by this rank and read by the host after the launch.
+        unsafe { shim::atomic_u32_at(w.base, off + 4 * i) }.store(*word, Ordering::Relaxed);
+    }
+    w.record_state(STATE_EXITED);
+}
+
+/// Defines a kernel once for the GPU and the emulator.
+///
+/// ```ignore
+/// gpu_mpi_device::kernel! {
+///     /// Every rank sends its rank to rank 0.
+///     pub static GATHER = fn gather(world: &World, args: &MyArgs) -> Result<(), Error> {
+///         /* ... */
+///         Ok(())
+///     }
+/// }
+/// ```
+#[macro_export]
+macro_rules! kernel {
+    ($(#[$meta:meta])* $vis:vis static $desc:ident = fn $name:ident($world:ident : &World, $args:ident : &$argty:ty) -> Result<(), Error> $body:block) => {
+        $(#[$meta])*
+        $vis fn $name($world: &$crate::World, $args: &$argty) -> ::core::result::Result<(), $crate::Error> $body
+
+        #[doc = concat!("Launch descriptor of [`", stringify!($name), "`].")]
+        $vis static $desc: $crate::kernel::Kernel<$argty> = $crate::kernel::Kernel {
+            name: stringify!($name),
+            entry: |world: *mut u8, args: *const $argty| {
+                // SAFETY: the launcher upholds `rank_main`'s contract.
+                unsafe { $crate::kernel::rank_main(world, args, $name) }
+            },
+        };
+
+        $crate::__kernel_entry!($name, $argty);
+    };
+}
+
+/// A slice of device-global memory passed to a kernel in its arguments
+/// (an address and a length; `Pod`, so it can sit in an argument struct).
+#[repr(C)]
+#[derive(Debug)]
+pub struct GlobalSlice<T: Pod> {
+    addr: u64,
+    len: u64,
+    _marker: PhantomData<T>,
+}
+
+// SAFETY: two u64 fields and a zero-sized marker: no padding, every bit
+// pattern valid, all-zero valid.
+unsafe impl<T: Pod> Zeroable for GlobalSlice<T> {}
+// SAFETY: as above; `T: Pod` makes the marker `Copy + 'static`.
+unsafe impl<T: Pod> Pod for GlobalSlice<T> {}
+
+impl<T: Pod> Clone for GlobalSlice<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T: Pod> Copy for GlobalSlice<T> {}
+
+impl<T: Pod> GlobalSlice<T> {
+    /// A slice of `len` elements at device address `addr`.
+    ///
+    /// # Safety
+    /// `addr` must be aligned for `T` and valid for `len` elements for every
+    /// launch that receives this slice.
+    pub const unsafe fn from_raw(addr: u64, len: u64) -> Self {
+        GlobalSlice { addr, len, _marker: PhantomData }
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    /// Whether the slice is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The device address.
+    pub fn addr(&self) -> u64 {
+        self.addr
+    }
+
+    /// Writes element `i`. Ranks writing the same element in one launch race,
+    /// exactly as CUDA threads would: give each rank its own elements.
+    pub fn write(&self, i: usize, value: T) -> Result<(), Error> {
+        if i as u64 >= self.len {
+            return Err(Error::OutOfBounds { index: i as u32, len: self.len as u32 });
+        }
+        // SAFETY: `from_raw`'s contract makes element `i < len` valid and aligned.
+        unsafe { core::ptr::write_volatile((self.addr as *mut T).add(i), value) };
+        Ok(())
+    }
+
+    /// Reads element `i`.
+    pub fn read(&self, i: usize) -> Result<T, Error> {
+        if i as u64 >= self.len {
+            return Err(Error::OutOfBounds { index: i as u32, len: self.len as u32 });
+        }
+        // SAFETY: as in `write`.
+        Ok(unsafe { core::ptr::read_volatile((self.addr as *const T).add(i)) })
+    }
+}

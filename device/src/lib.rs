@@ -1,0 +1,39 @@
+//! gpu-mpi-device: MPI called from inside a GPU kernel, every thread a rank.
+//!
+//! The same code runs on an NVIDIA GPU (compiled to PTX by rustc's nvptx64
+//! target) and on the host, where the CPU emulator of `gpu-mpi-host` runs
+//! each rank as a coroutine. The API follows rsmpi's vocabulary:
+//!
+//! ```ignore
+//! use gpu_mpi_device::traits::*;
+//! let x = world.rank() as f64;
+//! if world.rank() == 0 {
+//!     let mut y = 0.0f64;
+//!     world.process_at_rank(1).receive_into(&mut y)?;
+//! } else if world.rank() == 1 {
+//!     world.process_at_rank(0).send(&x)?;
+//! }
+//! world.barrier()?;
+//! ```
+//!
+//! Modules follow the MPI standard's chapters: [`point_to_point`] (3),
+//! [`datatype`] (5), [`collective`] (6), [`topology`] (7), [`error`] (8).
+#![no_std]
+
+pub mod collective;
+pub mod datatype;
+pub mod error;
+pub mod kernel;
+pub mod point_to_point;
+pub mod shim;
+pub mod state;
+pub mod topology;
+pub mod traits;
+pub mod wait;
+
+pub use datatype::{Buffer, BufferMut, Equivalence};
+pub use error::{Error, ErrorClass};
+pub use kernel::{GlobalSlice, Kernel};
+pub use point_to_point::{Status, ANY_TAG, TAG_UB};
+pub use state::WorldConfig;
+pub use topology::{AnyProcess, Process, World, ANY_SOURCE, PROC_NULL};

@@ -1,0 +1,235 @@
+//! Host implementation of the shim: the CPU emulator and plain host threads.
+//!
+//! Atomics are `core::sync::atomic` applied to the world memory. Indices, the
+//! block barrier and backoff ask the rank runtime that the emulator installs
+//! for the running rank (see [`runtime`]); with none installed (a plain host
+//! thread) the caller is rank 0 of a one-rank world.
+
+extern crate std;
+
+use super::{Coordinates, Ordering};
+use core::cell::UnsafeCell;
+use core::sync::atomic as core_atomic;
+
+fn load_ordering(o: Ordering) -> core_atomic::Ordering {
+    match o {
+        Ordering::Relaxed | Ordering::Release => core_atomic::Ordering::Relaxed,
+        Ordering::Acquire | Ordering::AcqRel => core_atomic::Ordering::Acquire,
+    }
+}
+
+fn store_ordering(o: Ordering) -> core_atomic::Ordering {
+    match o {
+        Ordering::Relaxed | Ordering::Acquire => core_atomic::Ordering::Relaxed,
+        Ordering::Release | Ordering::AcqRel => core_atomic::Ordering::Release,
+    }
+}
+
+fn rmw_ordering(o: Ordering) -> core_atomic::Ordering {
+    match o {
+        Ordering::Relaxed => core_atomic::Ordering::Relaxed,
+        Ordering::Acquire => core_atomic::Ordering::Acquire,
+        Ordering::Release => core_atomic::Ordering::Release,
+        Ordering::AcqRel => core_atomic::Ordering::AcqRel,
+    }
+}
+
+fn failure_ordering(o: Ordering) -> core_atomic::Ordering {
+    load_ordering(o)
+}
+
+macro_rules! host_atomic {
+    ($name:ident, $int:ty, $core:ty) => {
+        /// An atomic integer in world memory.
+        #[repr(transparent)]
+        pub struct $name(UnsafeCell<$int>);
+
+        // SAFETY: every access goes through the atomic operations below.
+        unsafe impl Sync for $name {}
+
+        impl $name {
+            /// A new atomic holding `v`.
+            pub const fn new(v: $int) -> Self {
+                Self(UnsafeCell::new(v))
+            }
+
+            fn core(&self) -> &$core {
+                // SAFETY: the cell is aligned for the integer (repr(transparent)
+                // over it, and world offsets are aligned), lives as long as
+                // `self`, and is only accessed atomically.
+                unsafe { <$core>::from_ptr(self.0.get()) }
+            }
+
+            /// Atomic load.
+            pub fn load(&self, o: Ordering) -> $int {
+                self.core().load(load_ordering(o))
+            }
+
+            /// Atomic store.
+            pub fn store(&self, v: $int, o: Ordering) {
+                self.core().store(v, store_ordering(o))
+            }
+
+            /// Atomic add, returning the previous value (wrapping).
+            pub fn fetch_add(&self, v: $int, o: Ordering) -> $int {
+                self.core().fetch_add(v, rmw_ordering(o))
+            }
+
+            /// Atomic bitwise or, returning the previous value.
+            pub fn fetch_or(&self, v: $int, o: Ordering) -> $int {
+                self.core().fetch_or(v, rmw_ordering(o))
+            }
+
+            /// Atomic exchange, returning the previous value.
+            pub fn swap(&self, v: $int, o: Ordering) -> $int {
+                self.core().swap(v, rmw_ordering(o))
+            }
+
+            /// Atomic compare-and-swap: `Ok(previous)` when it stored `new`.
+            pub fn compare_exchange(&self, current: $int, new: $int, o: Ordering) -> Result<$int, $int> {
+                self.core()
+                    .compare_exchange(current, new, rmw_ordering(o), failure_ordering(o))
+            }
+        }
+    };
+}
+
+host_atomic!(AtomicU32, u32, core_atomic::AtomicU32);
+host_atomic!(AtomicU64, u64, core_atomic::AtomicU64);
+
+/// A memory fence of the given ordering.
+pub fn fence(o: Ordering) {
+    match o {
+        Ordering::Relaxed => {}
+        _ => core_atomic::fence(rmw_ordering(o)),
+    }
+}
+
+/// Coordinates of the calling rank.
+pub fn coordinates() -> Coordinates {
+    runtime::with_current(|rt| rt.map(|r| r.coordinates())).unwrap_or(Coordinates {
+        thread: 0,
+        block: 0,
+        block_dim: 1,
+        grid_dim: 1,
+    })
+}
+
+/// Lane of the calling rank in its warp of 32.
+pub fn lane_id() -> u32 {
+    coordinates().thread % 32
+}
+
+/// Waits until every rank of the calling block has arrived (`__syncthreads`).
+pub fn block_barrier() {
+    runtime::with_current(|rt| {
+        if let Some(rt) = rt {
+            rt.suspend(runtime::Suspend::BlockBarrier);
+        }
+    })
+}
+
+/// Gives way after `polls` consecutive failed polls of one wait.
+pub(super) fn snooze(polls: u32) {
+    let handled = runtime::with_current(|rt| match rt {
+        Some(rt) => {
+            rt.suspend(runtime::Suspend::Poll { fresh: polls == 0 });
+            true
+        }
+        None => false,
+    });
+    if !handled {
+        std::thread::yield_now();
+    }
+}
+
+/// Nanoseconds of a monotonic clock (the GPU's `%globaltimer`).
+pub fn clock_ns() -> u64 {
+    use std::sync::OnceLock;
+    use std::time::Instant;
+    static START: OnceLock<Instant> = OnceLock::new();
+    let start = START.get_or_init(Instant::now);
+    start.elapsed().as_nanos() as u64
+}
+
+/// Whether another rank can read `ptr` directly (on the GPU: global memory,
+/// not a thread's local stack). On the host every address is shared.
+pub fn is_shared_address(_ptr: *const u8) -> bool {
+    true
+}
+
+/// Copies `len` bytes between shared locations (a message slot, a sender's
+/// buffer, a receive buffer).
+///
+/// # Safety
+/// Both ranges valid for `len` bytes and not overlapping; the protocol orders
+/// the copy against every concurrent access with acquire/release operations.
+pub unsafe fn copy_bytes(dst: *mut u8, src: *const u8, len: usize) {
+    // SAFETY: forwarded from the caller.
+    unsafe { core::ptr::copy_nonoverlapping(src, dst, len) }
+}
+
+pub mod runtime {
+    //! The hook through which the CPU emulator runs ranks.
+    //!
+    //! The emulator installs, on each worker thread and before it resumes a
+    //! rank, a pointer to that rank's [`RankRuntime`]. The shim asks it for the
+    //! rank's coordinates and suspends the rank through it at block barriers
+    //! and failed polls.
+
+    extern crate std;
+
+    use super::Coordinates;
+    use core::cell::Cell;
+
+    /// Why a rank hands the core back to the scheduler.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum Suspend {
+        /// A poll of shared memory failed. `fresh` is true when the rank did
+        /// something (completed a step, wrote shared state) since it was last
+        /// resumed; false when it only polled the same wait again and failed.
+        Poll {
+            /// Something happened since the last suspension.
+            fresh: bool,
+        },
+        /// The rank arrived at its block's barrier; resume it when every rank
+        /// of the block has arrived.
+        BlockBarrier,
+    }
+
+    /// What the emulator provides for one running rank.
+    pub trait RankRuntime {
+        /// The rank's thread/block coordinates.
+        fn coordinates(&self) -> Coordinates;
+        /// Suspends the rank until the scheduler resumes it.
+        fn suspend(&self, why: Suspend);
+    }
+
+    std::thread_local! {
+        static CURRENT: Cell<Option<*const dyn RankRuntime>> = const { Cell::new(None) };
+    }
+
+    /// Installs `rt` as the running rank of this OS thread (or none).
+    ///
+    /// # Safety
+    /// `rt` must stay valid until it is replaced or cleared on this thread.
+    pub unsafe fn set_current(rt: Option<*const dyn RankRuntime>) {
+        CURRENT.with(|c| c.set(rt));
+    }
+
+    /// Calls `f` with the running rank's runtime, if any.
+    pub fn with_current<R>(f: impl FnOnce(Option<&dyn RankRuntime>) -> R) -> R {
+        let ptr = CURRENT.with(|c| c.get());
+        // SAFETY: `set_current`'s caller keeps the runtime valid while installed.
+        let rt = ptr.map(|p| unsafe { &*p });
+        f(rt)
+    }
+}
+
+/// Kernel entry point for the host: nothing beyond the descriptor that
+/// [`kernel!`](crate::kernel) always emits.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __kernel_entry {
+    ($name:ident, $argty:ty) => {};
+}

@@ -1,0 +1,298 @@
+//! The world state: one block of device-global memory, laid out by the host.
+//!
+//! The host sizes it from a [`WorldConfig`], zeroes it and writes the header
+//! before the launch, so no rank does initialisation work at start-up (the
+//! thesis's `MPI_Init` spent 0.07 ms on it). Layout, in order, each region
+//! 64-byte aligned:
+//!
+//! | region | size | contents |
+//! |---|---|---|
+//! | header | 256 B | magic, version, [`WorldConfig`], grid size, abort flag |
+//! | mailboxes | `ranks × mailbox_stride` | per receiving rank: ticket counter, then `slots_per_rank` slots of 64 B envelope + `slot_bytes` payload |
+//! | barrier | `blocks × 64` | per block: its barrier counter (Dietz's single-writer barrier) |
+//! | broadcast | `collective_bytes` | the root's chunk of a broadcast |
+//! | block scratch | `blocks × collective_bytes` | per block: its partial reduction |
+//! | rank scratch | `ranks × collective_bytes` | per rank: its reduction operand, combined in a tree inside the block |
+//! | wait records | `ranks × 16` | per rank: state, operation, peer, tag (what the deadlock report prints) |
+//! | results | `ranks × 32` | per rank: the kernel's return value as an [`ErrorClass`](crate::ErrorClass) and four detail words |
+
+use bytemuck::{Pod, Zeroable};
+
+/// "GPMI" in little-endian.
+pub const MAGIC: u32 = 0x494d_5047;
+/// Version of this layout; the device refuses other versions.
+pub const VERSION: u32 = 1;
+
+/// `flags` bit: never let a receiver copy straight out of the sender's buffer;
+/// stream every large message through a slot (the path a GPU takes for a
+/// buffer in a thread's local memory). Lets the emulator test that path.
+pub const FLAG_FORCE_STREAMING: u32 = 1;
+
+/// Bytes of the header region.
+pub const HEADER_BYTES: usize = 256;
+/// Offset of the config inside the header.
+pub const CONFIG_OFFSET: usize = 16;
+/// Offset of the abort word (0: running; otherwise 1 + the rank that aborted).
+pub const ABORT_OFFSET: usize = 128;
+/// Bytes of a slot's envelope, before its payload.
+pub const ENVELOPE_BYTES: usize = 64;
+/// Bytes of a mailbox's header, before its slots.
+pub const MAILBOX_HEADER_BYTES: usize = 64;
+/// Bytes of one block's barrier record.
+pub const BARRIER_STRIDE: usize = 64;
+/// Bytes of one rank's wait record.
+pub const RECORD_STRIDE: usize = 16;
+/// Bytes of one rank's result record.
+pub const RESULT_STRIDE: usize = 32;
+
+/// Limits of one world, chosen by the host. Every field is checked by
+/// [`WorldConfig::layout`]; the docs (docs/limits.md) say what exceeding each gives.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
+pub struct WorldConfig {
+    /// Ranks in the world: one per GPU thread.
+    pub ranks: u32,
+    /// Ranks per block (threads per block). `ranks` must be a multiple.
+    pub block_dim: u32,
+    /// Message slots in each rank's mailbox.
+    pub slots_per_rank: u32,
+    /// Payload bytes per slot (multiple of 64). Larger messages go by rendezvous.
+    pub slot_bytes: u32,
+    /// Largest message in bytes; a larger send fails with `MPI_ERR_BUFFER`.
+    pub max_message_bytes: u32,
+    /// Bytes each rank and block may stage per round of a collective
+    /// (multiple of 64; larger collectives go in several rounds).
+    pub collective_bytes: u32,
+    /// `FLAG_*` bits.
+    pub flags: u32,
+    /// Reserved, zero.
+    pub reserved: u32,
+    /// A wait gives up after this many nanoseconds (0: never; the CPU
+    /// emulator detects deadlocks exactly and needs no timeout).
+    pub timeout_ns: u64,
+}
+
+impl WorldConfig {
+    /// Defaults for `ranks` ranks in blocks of `block_dim`: 8 slots of 256 B,
+    /// 1 MiB messages, 256 B collective rounds, no timeout.
+    pub const fn new(ranks: u32, block_dim: u32) -> Self {
+        WorldConfig {
+            ranks,
+            block_dim,
+            slots_per_rank: 8,
+            slot_bytes: 256,
+            max_message_bytes: 1 << 20,
+            collective_bytes: 256,
+            flags: 0,
+            reserved: 0,
+            timeout_ns: 0,
+        }
+    }
+
+    /// Checks the config and computes where each region lies.
+    pub fn layout(&self) -> Result<Layout, ConfigError> {
+        if self.ranks == 0 {
+            return Err(ConfigError::NoRanks);
+        }
+        if self.block_dim == 0 || self.ranks % self.block_dim != 0 {
+            return Err(ConfigError::BlockDim { ranks: self.ranks, block_dim: self.block_dim });
+        }
+        if self.slots_per_rank == 0 {
+            return Err(ConfigError::NoSlots);
+        }
+        if self.slot_bytes == 0 || self.slot_bytes % 64 != 0 {
+            return Err(ConfigError::SlotBytes(self.slot_bytes));
+        }
+        if self.collective_bytes == 0 || self.collective_bytes % 64 != 0 {
+            return Err(ConfigError::CollectiveBytes(self.collective_bytes));
+        }
+        if self.ranks > (i32::MAX as u32) {
+            return Err(ConfigError::TooManyRanks(self.ranks));
+        }
+        let ranks = self.ranks as usize;
+        let blocks = (self.ranks / self.block_dim) as usize;
+        let slot_stride = ENVELOPE_BYTES + self.slot_bytes as usize;
+        let mailbox_stride = MAILBOX_HEADER_BYTES + self.slots_per_rank as usize * slot_stride;
+        let coll = self.collective_bytes as usize;
+        let mailboxes = HEADER_BYTES;
+        let barrier = mailboxes + ranks * mailbox_stride;
+        let broadcast = barrier + blocks * BARRIER_STRIDE;
+        let block_scratch = broadcast + coll;
+        let rank_scratch = block_scratch + blocks * coll;
+        let records = rank_scratch + ranks * coll;
+        let results = records + ranks * RECORD_STRIDE;
+        let total = results + ranks * RESULT_STRIDE;
+        Ok(Layout {
+            ranks: self.ranks,
+            block_dim: self.block_dim,
+            blocks: blocks as u32,
+            slots_per_rank: self.slots_per_rank,
+            slot_bytes: self.slot_bytes,
+            slot_stride,
+            mailbox_stride,
+            mailboxes,
+            barrier,
+            broadcast,
+            block_scratch,
+            rank_scratch,
+            records,
+            results,
+            total,
+        })
+    }
+
+    /// Writes the header of a fresh world into `memory`, which must be zeroed
+    /// and at least `layout().total` bytes long.
+    pub fn write_header(&self, memory: &mut [u8]) -> Result<Layout, ConfigError> {
+        let layout = self.layout()?;
+        if memory.len() < layout.total {
+            return Err(ConfigError::MemoryTooSmall { needed: layout.total, got: memory.len() });
+        }
+        memory[0..4].copy_from_slice(&MAGIC.to_le_bytes());
+        memory[4..8].copy_from_slice(&VERSION.to_le_bytes());
+        memory[CONFIG_OFFSET..CONFIG_OFFSET + core::mem::size_of::<WorldConfig>()]
+            .copy_from_slice(bytemuck::bytes_of(self));
+        Ok(layout)
+    }
+}
+
+/// Where each region of a world lies (byte offsets from the world's base).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// Ranks.
+    pub ranks: u32,
+    /// Ranks per block.
+    pub block_dim: u32,
+    /// Blocks.
+    pub blocks: u32,
+    /// Slots per mailbox.
+    pub slots_per_rank: u32,
+    /// Payload bytes per slot.
+    pub slot_bytes: u32,
+    /// Bytes from one slot to the next.
+    pub slot_stride: usize,
+    /// Bytes from one mailbox to the next.
+    pub mailbox_stride: usize,
+    /// Offset of the first mailbox.
+    pub mailboxes: usize,
+    /// Offset of the barrier counters.
+    pub barrier: usize,
+    /// Offset of the broadcast area.
+    pub broadcast: usize,
+    /// Offset of the per-block scratch.
+    pub block_scratch: usize,
+    /// Offset of the per-rank scratch.
+    pub rank_scratch: usize,
+    /// Offset of the wait records.
+    pub records: usize,
+    /// Offset of the result records.
+    pub results: usize,
+    /// Total bytes.
+    pub total: usize,
+}
+
+impl Layout {
+    /// Offset of `rank`'s mailbox.
+    pub fn mailbox(&self, rank: u32) -> usize {
+        self.mailboxes + rank as usize * self.mailbox_stride
+    }
+    /// Offset of slot `slot` of `rank`'s mailbox.
+    pub fn slot(&self, rank: u32, slot: u32) -> usize {
+        self.mailbox(rank) + MAILBOX_HEADER_BYTES + slot as usize * self.slot_stride
+    }
+    /// Offset of `rank`'s wait record.
+    pub fn record(&self, rank: u32) -> usize {
+        self.records + rank as usize * RECORD_STRIDE
+    }
+    /// Offset of `rank`'s result record.
+    pub fn result(&self, rank: u32) -> usize {
+        self.results + rank as usize * RESULT_STRIDE
+    }
+}
+
+/// A world configuration that cannot be laid out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// Zero ranks.
+    NoRanks,
+    /// `ranks` is not a multiple of `block_dim`, or `block_dim` is zero.
+    BlockDim {
+        /// Ranks asked for.
+        ranks: u32,
+        /// Block size asked for.
+        block_dim: u32,
+    },
+    /// Zero slots per rank.
+    NoSlots,
+    /// Slot payload not a positive multiple of 64.
+    SlotBytes(u32),
+    /// Collective round size not a positive multiple of 64.
+    CollectiveBytes(u32),
+    /// More ranks than an `i32` rank can name.
+    TooManyRanks(u32),
+    /// The memory given is smaller than the layout.
+    MemoryTooSmall {
+        /// Bytes the layout needs.
+        needed: usize,
+        /// Bytes given.
+        got: usize,
+    },
+}
+
+impl core::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match *self {
+            ConfigError::NoRanks => write!(f, "a world needs at least one rank"),
+            ConfigError::BlockDim { ranks, block_dim } => {
+                write!(f, "{ranks} ranks do not split into blocks of {block_dim}")
+            }
+            ConfigError::NoSlots => write!(f, "slots_per_rank must be at least 1"),
+            ConfigError::SlotBytes(b) => write!(f, "slot_bytes {b} is not a positive multiple of 64"),
+            ConfigError::CollectiveBytes(b) => {
+                write!(f, "collective_bytes {b} is not a positive multiple of 64")
+            }
+            ConfigError::TooManyRanks(r) => write!(f, "{r} ranks exceed i32::MAX"),
+            ConfigError::MemoryTooSmall { needed, got } => {
+                write!(f, "world memory of {got} bytes is smaller than the {needed} bytes its layout needs")
+            }
+        }
+    }
+}
+
+impl core::error::Error for ConfigError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn regions_are_ordered_aligned_and_sized() {
+        let l = WorldConfig::new(1024, 256).layout().unwrap();
+        assert_eq!(l.blocks, 4);
+        assert_eq!(l.slot_stride, 64 + 256);
+        for off in [l.mailboxes, l.barrier, l.broadcast, l.block_scratch, l.rank_scratch, l.records, l.results] {
+            assert_eq!(off % 16, 0, "offset {off} misaligned");
+        }
+        assert!(l.mailboxes < l.barrier && l.barrier < l.broadcast && l.records < l.results);
+        assert_eq!(l.total, l.results + 1024 * RESULT_STRIDE);
+        assert_eq!(l.slot(1, 0), l.mailbox(1) + MAILBOX_HEADER_BYTES);
+    }
+
+    #[test]
+    fn bad_configs_are_refused_with_the_reason() {
+        assert_eq!(WorldConfig::new(0, 1).layout(), Err(ConfigError::NoRanks));
+        assert_eq!(
+            WorldConfig::new(100, 32).layout(),
+            Err(ConfigError::BlockDim { ranks: 100, block_dim: 32 })
+        );
+        let mut c = WorldConfig::new(64, 32);
+        c.slot_bytes = 100;
+        assert_eq!(c.layout(), Err(ConfigError::SlotBytes(100)));
+        let mut mem = [0u8; 16];
+        assert!(matches!(
+            WorldConfig::new(64, 32).write_header(&mut mem),
+            Err(ConfigError::MemoryTooSmall { .. })
+        ));
+    }
+}

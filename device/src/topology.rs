@@ -1,0 +1,135 @@
+//! The world communicator and process handles (MPI standard chapter 7).
+//!
+//! One communicator exists: the world of all ranks of the launch
+//! (`MPI_COMM_WORLD`). Rank `r` is CUDA thread `r % block_dim` of block
+//! `r / block_dim`.
+
+use crate::error::Error;
+use crate::shim;
+use crate::state::{Layout, WorldConfig, CONFIG_OFFSET, MAGIC, VERSION};
+
+/// `MPI_PROC_NULL`: sends to it and receives from it return at once.
+pub const PROC_NULL: i32 = -2;
+/// `MPI_ANY_SOURCE`.
+pub const ANY_SOURCE: i32 = -1;
+
+/// The world communicator as seen by one rank.
+pub struct World {
+    pub(crate) base: *mut u8,
+    pub(crate) layout: Layout,
+    pub(crate) rank: u32,
+    pub(crate) thread: u32,
+    pub(crate) block: u32,
+    pub(crate) timeout_ns: u64,
+    pub(crate) flags: u32,
+}
+
+impl World {
+    /// Attaches the calling rank to the world in `memory`.
+    ///
+    /// # Safety
+    /// `memory` must point to a world laid out and initialised by the host
+    /// (`WorldConfig::write_header` on zeroed memory of `layout().total`
+    /// bytes) that stays valid, and is accessed only through this library,
+    /// while the returned `World` lives; the launch grid must match its config.
+    pub unsafe fn attach(memory: *mut u8) -> Result<World, Error> {
+        // SAFETY: the header is at least 256 bytes of initialised memory that no
+        // rank writes during the launch (only the abort word, which is not read here).
+        let (magic, version, config) = unsafe {
+            (
+                core::ptr::read(memory as *const u32),
+                core::ptr::read(memory.add(4) as *const u32),
+                core::ptr::read_unaligned(memory.add(CONFIG_OFFSET) as *const WorldConfig),
+            )
+        };
+        if magic != MAGIC || version != VERSION {
+            return Err(Error::Intern);
+        }
+        let layout = config.layout().map_err(|_| Error::Intern)?;
+        let c = shim::coordinates();
+        if c.block_dim != layout.block_dim || c.grid_dim != layout.blocks {
+            return Err(Error::Intern);
+        }
+        Ok(World {
+            base: memory,
+            layout,
+            rank: c.block * c.block_dim + c.thread,
+            thread: c.thread,
+            block: c.block,
+            timeout_ns: config.timeout_ns,
+            flags: config.flags,
+        })
+    }
+
+    /// This rank (`MPI_Comm_rank`).
+    pub fn rank(&self) -> i32 {
+        self.rank as i32
+    }
+
+    /// Number of ranks (`MPI_Comm_size`).
+    pub fn size(&self) -> i32 {
+        self.layout.ranks as i32
+    }
+
+    /// Ranks per block.
+    pub fn block_size(&self) -> i32 {
+        self.layout.block_dim as i32
+    }
+
+    /// The process at rank `r`: a destination, a source, or a collective root.
+    /// `PROC_NULL` is allowed; other invalid ranks fail when used.
+    pub fn process_at_rank(&self, r: i32) -> Process<'_> {
+        Process { world: self, rank: r }
+    }
+
+    /// The null process (`MPI_PROC_NULL`).
+    pub fn null_process(&self) -> Process<'_> {
+        Process { world: self, rank: PROC_NULL }
+    }
+
+    /// A source that matches any rank (`MPI_ANY_SOURCE`).
+    pub fn any_process(&self) -> AnyProcess<'_> {
+        AnyProcess { world: self }
+    }
+
+    /// The world's layout.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    pub(crate) fn check_rank(&self, r: i32) -> Result<(), Error> {
+        if r >= 0 && r < self.size() {
+            Ok(())
+        } else {
+            Err(Error::InvalidRank { rank: r, size: self.size() })
+        }
+    }
+}
+
+/// One rank of the world, or the null process.
+#[derive(Clone, Copy)]
+pub struct Process<'a> {
+    pub(crate) world: &'a World,
+    pub(crate) rank: i32,
+}
+
+impl<'a> Process<'a> {
+    /// The rank this handle names (`PROC_NULL` for the null process).
+    pub fn rank(&self) -> i32 {
+        self.rank
+    }
+    /// Whether this is the null process.
+    pub fn is_null(&self) -> bool {
+        self.rank == PROC_NULL
+    }
+    /// The world.
+    pub fn world(&self) -> &'a World {
+        self.world
+    }
+}
+
+/// Any rank of the world, as a receive source.
+#[derive(Clone, Copy)]
+pub struct AnyProcess<'a> {
+    pub(crate) world: &'a World,
+}

@@ -1,0 +1,1 @@
+//! The traits to import: `use gpu_mpi_device::traits::*;`.

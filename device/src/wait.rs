@@ -1,0 +1,195 @@
+//! Bounded waits, wait records and the world abort flag.
+//!
+//! Every blocking step of the library is a poll loop through [`wait_for`]. A
+//! rank that has to wait writes a wait record (operation, peer, tag) into the
+//! world memory; it is what the deadlock report prints, on the emulator (which
+//! detects a deadlock exactly, in its scheduler) and on the GPU (where a wait
+//! that outlives the world's timeout marks its record timed out, raises the
+//! abort flag, and every other waiting rank gives up with `Aborted`).
+
+use crate::error::Error;
+use crate::shim::{self, Backoff, Ordering};
+use crate::topology::World;
+use core::fmt;
+
+/// Record state: the rank is running (not waiting).
+pub const STATE_RUNNING: u32 = 0;
+/// Record state: the rank is waiting in the recorded operation.
+pub const STATE_WAITING: u32 = 1;
+/// Record state: the rank's kernel function returned.
+pub const STATE_EXITED: u32 = 2;
+/// Record state: the rank's wait timed out (it aborted the world).
+pub const STATE_TIMED_OUT: u32 = 3;
+
+/// Code of the operation a rank waits in.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Operation {
+    /// A send waiting for a free slot or for the receiver.
+    Send = 1,
+    /// A receive waiting for a matching message.
+    Receive = 2,
+    /// A blocking probe.
+    Probe = 3,
+    /// A barrier (also the barrier steps inside other collectives).
+    Barrier = 4,
+    /// A broadcast.
+    Broadcast = 5,
+    /// A reduce.
+    Reduce = 6,
+    /// An all-reduce.
+    AllReduce = 7,
+    /// A combined send and receive.
+    SendReceive = 8,
+}
+
+impl Operation {
+    /// The operation for a recorded code.
+    pub fn from_code(code: u32) -> Option<Operation> {
+        Some(match code {
+            1 => Operation::Send,
+            2 => Operation::Receive,
+            3 => Operation::Probe,
+            4 => Operation::Barrier,
+            5 => Operation::Broadcast,
+            6 => Operation::Reduce,
+            7 => Operation::AllReduce,
+            8 => Operation::SendReceive,
+            _ => return None,
+        })
+    }
+}
+
+/// What one rank waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WaitFor {
+    /// The operation.
+    pub operation: Operation,
+    /// The peer rank (destination, source or root); `ANY_SOURCE` or -2 for none.
+    pub peer: i32,
+    /// The tag; `ANY_TAG` for any.
+    pub tag: i32,
+}
+
+/// Formats a wait as the deadlock report prints it, e.g.
+/// `receive(source 5, tag 7)` or `barrier`.
+#[derive(Clone, Copy, Debug)]
+pub struct WaitDisplay {
+    /// Operation code.
+    pub operation: u32,
+    /// Peer (-1 any, -2 none).
+    pub peer: i32,
+    /// Tag (-1 any).
+    pub tag: i32,
+}
+
+struct Peer(i32);
+impl fmt::Display for Peer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0 == crate::ANY_SOURCE {
+            write!(f, "any")
+        } else {
+            write!(f, "{}", self.0)
+        }
+    }
+}
+
+impl fmt::Display for WaitDisplay {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (p, t) = (Peer(self.peer), Peer(self.tag));
+        match Operation::from_code(self.operation) {
+            Some(Operation::Send) => write!(f, "send(dest {p}, tag {t})"),
+            Some(Operation::Receive) => write!(f, "receive(source {p}, tag {t})"),
+            Some(Operation::Probe) => write!(f, "probe(source {p}, tag {t})"),
+            Some(Operation::SendReceive) => write!(f, "send_receive(source {p}, tag {t})"),
+            Some(Operation::Barrier) => write!(f, "barrier"),
+            Some(Operation::Broadcast) => write!(f, "broadcast(root {p})"),
+            Some(Operation::Reduce) => write!(f, "reduce(root {p})"),
+            Some(Operation::AllReduce) => write!(f, "all_reduce"),
+            None => write!(f, "operation {}", self.operation),
+        }
+    }
+}
+
+impl World {
+    fn record_word(&self, word: usize) -> &shim::AtomicU32 {
+        let off = self.layout.record(self.rank) + 4 * word;
+        // SAFETY: the record lies inside the world memory, 4-byte aligned, and
+        // its words are only accessed atomically.
+        unsafe { shim::atomic_u32_at(self.base, off) }
+    }
+
+    /// Writes this rank's wait record. Relaxed: the record is read by the host
+    /// after the ranks stopped (kernel end, or the emulator's scheduler lock),
+    /// never used to synchronise ranks.
+    pub(crate) fn record_wait(&self, w: WaitFor) {
+        self.record_word(1).store(w.operation as u32, Ordering::Relaxed);
+        self.record_word(2).store(w.peer as u32, Ordering::Relaxed);
+        self.record_word(3).store(w.tag as u32, Ordering::Relaxed);
+        self.record_word(0).store(STATE_WAITING, Ordering::Relaxed);
+    }
+
+    pub(crate) fn record_state(&self, state: u32) {
+        self.record_word(0).store(state, Ordering::Relaxed);
+    }
+
+    fn abort_word(&self) -> &shim::AtomicU32 {
+        // SAFETY: the abort word lies in the header, 4-byte aligned, atomic-only.
+        unsafe { shim::atomic_u32_at(self.base, crate::state::ABORT_OFFSET) }
+    }
+
+    /// The rank that aborted the world, if any.
+    pub fn aborted_by(&self) -> Option<u32> {
+        // Relaxed: the flag only makes waiting ranks give up; it publishes no data.
+        match self.abort_word().load(Ordering::Relaxed) {
+            0 => None,
+            r => Some(r - 1),
+        }
+    }
+
+    /// Aborts the world: every rank waiting now or later gives up with
+    /// `Aborted`. The first rank to abort is the one reported.
+    pub fn abort(&self) {
+        // Relaxed: see `aborted_by`.
+        let _ = self.abort_word().compare_exchange(0, self.rank + 1, Ordering::Relaxed);
+    }
+}
+
+/// Polls `poll` until it yields a result, snoozing between polls.
+///
+/// The first failed poll writes the wait record. The wait ends early with
+/// `Aborted` when another rank aborted the world, and with `Timeout` (after
+/// marking the record and aborting the world) when the world has a timeout
+/// and it passed. `poll` gets the backoff to call `progressed` when it
+/// completed part of its work (a combined send-receive).
+pub(crate) fn wait_for<T>(
+    world: &World,
+    what: WaitFor,
+    mut poll: impl FnMut(&mut Backoff) -> Option<Result<T, Error>>,
+) -> Result<T, Error> {
+    let mut backoff = Backoff::new();
+    if let Some(r) = poll(&mut backoff) {
+        return r;
+    }
+    world.record_wait(what);
+    let start = if world.timeout_ns != 0 { shim::clock_ns() } else { 0 };
+    let mut polls: u32 = 0;
+    loop {
+        backoff.snooze();
+        polls = polls.wrapping_add(1);
+        if let Some(by_rank) = world.aborted_by() {
+            world.record_state(STATE_RUNNING);
+            return Err(Error::Aborted { by_rank });
+        }
+        if let Some(r) = poll(&mut backoff) {
+            world.record_state(STATE_RUNNING);
+            return r;
+        }
+        if world.timeout_ns != 0 && polls % 16 == 0 && shim::clock_ns().wrapping_sub(start) > world.timeout_ns {
+            world.record_state(STATE_TIMED_OUT);
+            world.abort();
+            return Err(Error::Timeout { operation: what.operation as u32, peer: what.peer, tag: what.tag });
+        }
+    }
+}
