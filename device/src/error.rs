@@ -192,12 +192,23 @@ impl Error {
         match *self {
             Error::InvalidRank { rank, size } => [c, rank as u32, size as u32, 0, 0],
             Error::InvalidTag { tag } => [c, tag as u32, 0, 0, 0],
-            Error::Truncate { status, capacity_bytes } => {
-                [c, status.source as u32, status.tag as u32, status.bytes, capacity_bytes]
-            }
-            Error::TypeMismatch { status, expected } => {
-                [c, status.source as u32, status.tag as u32, status.datatype, expected]
-            }
+            Error::Truncate {
+                status,
+                capacity_bytes,
+            } => [
+                c,
+                status.source as u32,
+                status.tag as u32,
+                status.bytes,
+                capacity_bytes,
+            ],
+            Error::TypeMismatch { status, expected } => [
+                c,
+                status.source as u32,
+                status.tag as u32,
+                status.datatype,
+                expected,
+            ],
             Error::CountMismatch { count, expected } => [c, count, expected, 0, 0],
             Error::BufferTooLarge { bytes, limit } => [c, bytes, limit, 0, 0],
             Error::InvalidRoot { root, size } => [c, root as u32, size as u32, 0, 0],
@@ -221,18 +232,46 @@ impl Error {
         };
         Some(match ErrorClass::from_code(w[0])? {
             ErrorClass::Success => return None,
-            ErrorClass::Rank => Error::InvalidRank { rank: w[1] as i32, size: w[2] as i32 },
+            ErrorClass::Rank => Error::InvalidRank {
+                rank: w[1] as i32,
+                size: w[2] as i32,
+            },
             ErrorClass::Tag => Error::InvalidTag { tag: w[1] as i32 },
-            ErrorClass::Truncate => Error::Truncate { status: status(w[3], 0), capacity_bytes: w[4] },
-            ErrorClass::Type => Error::TypeMismatch { status: status(0, w[3]), expected: w[4] },
-            ErrorClass::Count => Error::CountMismatch { count: w[1], expected: w[2] },
-            ErrorClass::Buffer => Error::BufferTooLarge { bytes: w[1], limit: w[2] },
-            ErrorClass::Root => Error::InvalidRoot { root: w[1] as i32, size: w[2] as i32 },
-            ErrorClass::Op => Error::InvalidOperation { op: w[1], datatype: w[2] },
-            ErrorClass::Timeout => Error::Timeout { operation: w[1], peer: w[2] as i32, tag: w[3] as i32 },
+            ErrorClass::Truncate => Error::Truncate {
+                status: status(w[3], 0),
+                capacity_bytes: w[4],
+            },
+            ErrorClass::Type => Error::TypeMismatch {
+                status: status(0, w[3]),
+                expected: w[4],
+            },
+            ErrorClass::Count => Error::CountMismatch {
+                count: w[1],
+                expected: w[2],
+            },
+            ErrorClass::Buffer => Error::BufferTooLarge {
+                bytes: w[1],
+                limit: w[2],
+            },
+            ErrorClass::Root => Error::InvalidRoot {
+                root: w[1] as i32,
+                size: w[2] as i32,
+            },
+            ErrorClass::Op => Error::InvalidOperation {
+                op: w[1],
+                datatype: w[2],
+            },
+            ErrorClass::Timeout => Error::Timeout {
+                operation: w[1],
+                peer: w[2] as i32,
+                tag: w[3] as i32,
+            },
             ErrorClass::Aborted => Error::Aborted { by_rank: w[1] },
             ErrorClass::Intern => Error::Intern,
-            ErrorClass::Arg => Error::OutOfBounds { index: w[1], len: w[2] },
+            ErrorClass::Arg => Error::OutOfBounds {
+                index: w[1],
+                len: w[2],
+            },
         })
     }
 }

@@ -117,7 +117,11 @@ impl<T: Pod> GlobalSlice<T> {
     /// `addr` must be aligned for `T` and valid for `len` elements for every
     /// launch that receives this slice.
     pub const unsafe fn from_raw(addr: u64, len: u64) -> Self {
-        GlobalSlice { addr, len, _marker: PhantomData }
+        GlobalSlice {
+            addr,
+            len,
+            _marker: PhantomData,
+        }
     }
 
     /// Number of elements.
@@ -139,7 +143,10 @@ impl<T: Pod> GlobalSlice<T> {
     /// exactly as CUDA threads would: give each rank its own elements.
     pub fn write(&self, i: usize, value: T) -> Result<(), Error> {
         if i as u64 >= self.len {
-            return Err(Error::OutOfBounds { index: i as u32, len: self.len as u32 });
+            return Err(Error::OutOfBounds {
+                index: i as u32,
+                len: self.len as u32,
+            });
         }
         // SAFETY: `from_raw`'s contract makes element `i < len` valid and aligned.
         unsafe { core::ptr::write_volatile((self.addr as *mut T).add(i), value) };
@@ -149,7 +156,10 @@ impl<T: Pod> GlobalSlice<T> {
     /// Reads element `i`.
     pub fn read(&self, i: usize) -> Result<T, Error> {
         if i as u64 >= self.len {
-            return Err(Error::OutOfBounds { index: i as u32, len: self.len as u32 });
+            return Err(Error::OutOfBounds {
+                index: i as u32,
+                len: self.len as u32,
+            });
         }
         // SAFETY: as in `write`.
         Ok(unsafe { core::ptr::read_volatile((self.addr as *const T).add(i)) })

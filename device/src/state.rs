@@ -95,7 +95,10 @@ impl WorldConfig {
             return Err(ConfigError::NoRanks);
         }
         if self.block_dim == 0 || self.ranks % self.block_dim != 0 {
-            return Err(ConfigError::BlockDim { ranks: self.ranks, block_dim: self.block_dim });
+            return Err(ConfigError::BlockDim {
+                ranks: self.ranks,
+                block_dim: self.block_dim,
+            });
         }
         if self.slots_per_rank == 0 {
             return Err(ConfigError::NoSlots);
@@ -146,7 +149,10 @@ impl WorldConfig {
     pub fn write_header(&self, memory: &mut [u8]) -> Result<Layout, ConfigError> {
         let layout = self.layout()?;
         if memory.len() < layout.total {
-            return Err(ConfigError::MemoryTooSmall { needed: layout.total, got: memory.len() });
+            return Err(ConfigError::MemoryTooSmall {
+                needed: layout.total,
+                got: memory.len(),
+            });
         }
         memory[0..4].copy_from_slice(&MAGIC.to_le_bytes());
         memory[4..8].copy_from_slice(&VERSION.to_le_bytes());
@@ -254,7 +260,10 @@ impl core::fmt::Display for ConfigError {
             }
             ConfigError::TooManyRanks(r) => write!(f, "{r} ranks exceed i32::MAX"),
             ConfigError::MemoryTooSmall { needed, got } => {
-                write!(f, "world memory of {got} bytes is smaller than the {needed} bytes its layout needs")
+                write!(
+                    f,
+                    "world memory of {got} bytes is smaller than the {needed} bytes its layout needs"
+                )
             }
         }
     }
@@ -271,7 +280,15 @@ mod tests {
         let l = WorldConfig::new(1024, 256).layout().unwrap();
         assert_eq!(l.blocks, 4);
         assert_eq!(l.slot_stride, 64 + 256);
-        for off in [l.mailboxes, l.barrier, l.broadcast, l.block_scratch, l.rank_scratch, l.records, l.results] {
+        for off in [
+            l.mailboxes,
+            l.barrier,
+            l.broadcast,
+            l.block_scratch,
+            l.rank_scratch,
+            l.records,
+            l.results,
+        ] {
             assert_eq!(off % 16, 0, "offset {off} misaligned");
         }
         assert!(l.mailboxes < l.barrier && l.barrier < l.broadcast && l.records < l.results);
@@ -284,7 +301,10 @@ mod tests {
         assert_eq!(WorldConfig::new(0, 1).layout(), Err(ConfigError::NoRanks));
         assert_eq!(
             WorldConfig::new(100, 32).layout(),
-            Err(ConfigError::BlockDim { ranks: 100, block_dim: 32 })
+            Err(ConfigError::BlockDim {
+                ranks: 100,
+                block_dim: 32
+            })
         );
         let mut c = WorldConfig::new(64, 32);
         c.slot_bytes = 100;

@@ -84,7 +84,10 @@ impl World {
 
     /// The null process (`MPI_PROC_NULL`).
     pub fn null_process(&self) -> Process<'_> {
-        Process { world: self, rank: PROC_NULL }
+        Process {
+            world: self,
+            rank: PROC_NULL,
+        }
     }
 
     /// A source that matches any rank (`MPI_ANY_SOURCE`).
@@ -101,7 +104,10 @@ impl World {
         if r >= 0 && r < self.size() {
             Ok(())
         } else {
-            Err(Error::InvalidRank { rank: r, size: self.size() })
+            Err(Error::InvalidRank {
+                rank: r,
+                size: self.size(),
+            })
         }
     }
 }

@@ -152,7 +152,9 @@ impl World {
     /// `Aborted`. The first rank to abort is the one reported.
     pub fn abort(&self) {
         // Relaxed: see `aborted_by`.
-        let _ = self.abort_word().compare_exchange(0, self.rank + 1, Ordering::Relaxed);
+        let _ = self
+            .abort_word()
+            .compare_exchange(0, self.rank + 1, Ordering::Relaxed);
     }
 }
 
@@ -173,7 +175,11 @@ pub(crate) fn wait_for<T>(
         return r;
     }
     world.record_wait(what);
-    let start = if world.timeout_ns != 0 { shim::clock_ns() } else { 0 };
+    let start = if world.timeout_ns != 0 {
+        shim::clock_ns()
+    } else {
+        0
+    };
     let mut polls: u32 = 0;
     loop {
         backoff.snooze();
@@ -186,10 +192,15 @@ pub(crate) fn wait_for<T>(
             world.record_state(STATE_RUNNING);
             return r;
         }
-        if world.timeout_ns != 0 && polls % 16 == 0 && shim::clock_ns().wrapping_sub(start) > world.timeout_ns {
+        if world.timeout_ns != 0 && polls % 16 == 0 && shim::clock_ns().wrapping_sub(start) > world.timeout_ns
+        {
             world.record_state(STATE_TIMED_OUT);
             world.abort();
-            return Err(Error::Timeout { operation: what.operation as u32, peer: what.peer, tag: what.tag });
+            return Err(Error::Timeout {
+                operation: what.operation as u32,
+                peer: what.peer,
+                tag: what.tag,
+            });
         }
     }
 }

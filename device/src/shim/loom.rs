@@ -1,0 +1,1 @@
+//! loom implementation of the shim.

@@ -1,0 +1,1 @@
+//! nvptx64 implementation of the shim (written by the GPU-path work).
