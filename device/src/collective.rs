@@ -1,13 +1,635 @@
 //! Collective communication (MPI standard chapter 6).
+//!
+//! - [`CommunicatorCollectives::barrier`] is the block-wise single-writer
+//!   barrier of the thesis (B. D. Young, "MPI within a GPU", 2009, fig. 5.11),
+//!   after H. Dietz's barrier: the ranks of a block meet at the block barrier,
+//!   then one rank per block arrives on its block's own counter and scans the
+//!   other blocks' counters; counters only grow (generation numbers are never
+//!   reset), and a block seen already leaving proves that all have arrived.
+//! - [`Root::broadcast_into`]: the root stages rounds of the buffer in the
+//!   world's broadcast area, a barrier publishes each round.
+//! - [`Root::reduce_into_root`], [`CommunicatorCollectives::all_reduce_into`]:
+//!   hierarchical. Each rank stages a round of its operand in its scratch
+//!   cell; a tree inside the block combines neighbours (lower ranks always on
+//!   the left); the block's leader stages the block's partial result; after a
+//!   barrier the root (reduce) or every block's leader (all-reduce) combines
+//!   the block results in block order. The result is therefore
+//!   `x0 op x1 op ... op x(n-1)` grouped as a balanced tree, which is what MPI
+//!   6.9.1 asks of an associative, possibly non-commutative operation.
+//!
+//! Errors (a bad root, mismatched counts) are detected without leaving the
+//! collective early wherever other ranks could still wait for this one: an
+//! erroneous rank still takes part in every barrier and returns the error at
+//! the end, so a bad argument never turns into a hang.
 
-/// A predefined reduction operation.
+use crate::datatype::{BufferMut, Equivalence, ID_F32, ID_F64};
+use crate::error::Error;
+use crate::shim::{self, AtomicU32, Ordering};
+use crate::topology::{Communicator, Process, World};
+use crate::wait::{wait_for, Operation as WaitOperation, WaitFor, STATE_RUNNING};
+
+/// An associative reduction operation on `T` (MPI 6.9).
+pub trait Operation<T> {
+    /// `MPI_ERR_OP` when the operation is not defined for `T`.
+    fn check(&self) -> Result<(), Error>;
+    /// `left op right`; `left` always holds the lower ranks' values.
+    fn apply(&self, left: &T, right: &T) -> T;
+}
+
+/// The predefined operations (`MPI_SUM`, `MPI_PROD`, ...; MPI 6.9.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SystemOperation(u32);
 
+const OP_SUM: u32 = 1;
+const OP_PRODUCT: u32 = 2;
+const OP_MIN: u32 = 3;
+const OP_MAX: u32 = 4;
+const OP_BAND: u32 = 5;
+const OP_BOR: u32 = 6;
+const OP_BXOR: u32 = 7;
+const OP_LAND: u32 = 8;
+const OP_LOR: u32 = 9;
+
 impl SystemOperation {
-    /// Name of an operation code.
+    /// `MPI_SUM` (integers wrap on overflow).
+    pub const fn sum() -> Self {
+        SystemOperation(OP_SUM)
+    }
+    /// `MPI_PROD` (integers wrap on overflow).
+    pub const fn product() -> Self {
+        SystemOperation(OP_PRODUCT)
+    }
+    /// `MPI_MIN`.
+    pub const fn min() -> Self {
+        SystemOperation(OP_MIN)
+    }
+    /// `MPI_MAX`.
+    pub const fn max() -> Self {
+        SystemOperation(OP_MAX)
+    }
+    /// `MPI_BAND` (integers only).
+    pub const fn bitwise_and() -> Self {
+        SystemOperation(OP_BAND)
+    }
+    /// `MPI_BOR` (integers only).
+    pub const fn bitwise_or() -> Self {
+        SystemOperation(OP_BOR)
+    }
+    /// `MPI_BXOR` (integers only).
+    pub const fn bitwise_xor() -> Self {
+        SystemOperation(OP_BXOR)
+    }
+    /// `MPI_LAND` (integers only; nonzero is true, the result is 0 or 1).
+    pub const fn logical_and() -> Self {
+        SystemOperation(OP_LAND)
+    }
+    /// `MPI_LOR` (integers only; nonzero is true, the result is 0 or 1).
+    pub const fn logical_or() -> Self {
+        SystemOperation(OP_LOR)
+    }
+    /// The operation's code (as carried by `Error::InvalidOperation`).
+    pub const fn code(&self) -> u32 {
+        self.0
+    }
+    /// The MPI name of an operation code.
     pub fn name_of(code: u32) -> &'static str {
-        let _ = code;
-        "op"
+        match code {
+            OP_SUM => "MPI_SUM",
+            OP_PRODUCT => "MPI_PROD",
+            OP_MIN => "MPI_MIN",
+            OP_MAX => "MPI_MAX",
+            OP_BAND => "MPI_BAND",
+            OP_BOR => "MPI_BOR",
+            OP_BXOR => "MPI_BXOR",
+            OP_LAND => "MPI_LAND",
+            OP_LOR => "MPI_LOR",
+            _ => "unknown operation",
+        }
+    }
+}
+
+macro_rules! integer_ops {
+    ($($t:ty),*) => {$(
+        impl Operation<$t> for SystemOperation {
+            fn check(&self) -> Result<(), Error> {
+                if (OP_SUM..=OP_LOR).contains(&self.0) {
+                    Ok(())
+                } else {
+                    Err(Error::InvalidOperation { op: self.0, datatype: <$t>::DATATYPE.id })
+                }
+            }
+            fn apply(&self, a: &$t, b: &$t) -> $t {
+                let (a, b) = (*a, *b);
+                match self.0 {
+                    OP_SUM => a.wrapping_add(b),
+                    OP_PRODUCT => a.wrapping_mul(b),
+                    OP_MIN => a.min(b),
+                    OP_MAX => a.max(b),
+                    OP_BAND => a & b,
+                    OP_BOR => a | b,
+                    OP_BXOR => a ^ b,
+                    OP_LAND => ((a != 0) && (b != 0)) as $t,
+                    _ => ((a != 0) || (b != 0)) as $t,
+                }
+            }
+        }
+    )*};
+}
+
+integer_ops!(u8, i8, u16, i16, u32, i32, u64, i64);
+
+macro_rules! float_ops {
+    ($($t:ty),*) => {$(
+        impl Operation<$t> for SystemOperation {
+            fn check(&self) -> Result<(), Error> {
+                if (OP_SUM..=OP_MAX).contains(&self.0) {
+                    Ok(())
+                } else {
+                    Err(Error::InvalidOperation { op: self.0, datatype: <$t>::DATATYPE.id })
+                }
+            }
+            fn apply(&self, a: &$t, b: &$t) -> $t {
+                let (a, b) = (*a, *b);
+                match self.0 {
+                    OP_SUM => a + b,
+                    OP_PRODUCT => a * b,
+                    OP_MIN => if b < a { b } else { a },
+                    _ => if b > a { b } else { a },
+                }
+            }
+        }
+    )*};
+}
+
+float_ops!(f32, f64);
+
+const _: () = assert!(ID_F32 != ID_F64);
+
+/// A user-defined operation (`MPI_Op_create`), commutative or not: the
+/// library always combines in rank order.
+#[derive(Clone, Copy)]
+pub struct UserOperation<F>(F);
+
+impl<F> UserOperation<F> {
+    /// Wraps `f(left, right)`, which must be associative.
+    pub const fn new(f: F) -> Self {
+        UserOperation(f)
+    }
+}
+
+impl<T, F: Fn(&T, &T) -> T> Operation<T> for UserOperation<F> {
+    fn check(&self) -> Result<(), Error> {
+        Ok(())
+    }
+    fn apply(&self, left: &T, right: &T) -> T {
+        (self.0)(left, right)
+    }
+}
+
+/// One value or a slice of values, as the operand of a reduction.
+pub trait Elements<T> {
+    /// The elements.
+    fn elements(&self) -> &[T];
+}
+
+/// One value or a slice of values, as the result of a reduction.
+pub trait ElementsMut<T> {
+    /// The elements, writable.
+    fn elements_mut(&mut self) -> &mut [T];
+}
+
+impl<T: Equivalence> Elements<T> for T {
+    fn elements(&self) -> &[T] {
+        core::slice::from_ref(self)
+    }
+}
+impl<T: Equivalence> Elements<T> for [T] {
+    fn elements(&self) -> &[T] {
+        self
+    }
+}
+impl<T: Equivalence> ElementsMut<T> for T {
+    fn elements_mut(&mut self) -> &mut [T] {
+        core::slice::from_mut(self)
+    }
+}
+impl<T: Equivalence> ElementsMut<T> for [T] {
+    fn elements_mut(&mut self) -> &mut [T] {
+        self
+    }
+}
+
+/// Collectives over the whole communicator.
+pub trait CommunicatorCollectives {
+    /// Blocks until every rank has called it (`MPI_Barrier`).
+    fn barrier(&self) -> Result<(), Error>;
+    /// Reduces every rank's `send` with `op` and gives every rank the result
+    /// (`MPI_Allreduce`).
+    fn all_reduce_into<T, S, R, O>(&self, send: &S, recv: &mut R, op: O) -> Result<(), Error>
+    where
+        T: Equivalence,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+        O: Operation<T>;
+}
+
+/// Collectives with a root process.
+pub trait Root {
+    /// Copies the root's `buf` to every rank's `buf` (`MPI_Bcast`).
+    fn broadcast_into<B: BufferMut + ?Sized>(&self, buf: &mut B) -> Result<(), Error>;
+    /// Called by the root: reduces every rank's `send` with `op` into `recv`
+    /// (`MPI_Reduce`). On a rank that is not the root `recv` is ignored.
+    fn reduce_into_root<T, S, R, O>(&self, send: &S, recv: &mut R, op: O) -> Result<(), Error>
+    where
+        T: Equivalence,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+        O: Operation<T>;
+    /// Called by every rank but the root: contributes `send` (`MPI_Reduce`).
+    /// The root calling it still takes part, then gets `MPI_ERR_ROOT`.
+    fn reduce_into<T, S, O>(&self, send: &S, op: O) -> Result<(), Error>
+    where
+        T: Equivalence,
+        S: Elements<T> + ?Sized,
+        O: Operation<T>;
+}
+
+/// Count word of a staged operand or partial result: the counts of the
+/// combined ranks disagreed.
+const COUNT_MISMATCH: u32 = u32::MAX;
+/// Bytes before the data in a scratch cell: the count word, padded so that
+/// the data is 8-byte aligned.
+const CELL_HEADER: usize = 8;
+
+impl World {
+    fn barrier_counter(&self, block: u32) -> &AtomicU32 {
+        let off = self.layout.barrier + block as usize * crate::state::BARRIER_STRIDE;
+        // SAFETY: inside the barrier region, aligned, atomic-only.
+        unsafe { shim::atomic_u32_at(self.base, off) }
+    }
+
+    fn rank_cell(&self, rank: u32) -> *mut u8 {
+        // SAFETY: inside the rank scratch region.
+        unsafe { self.base.add(self.layout.rank_scratch + rank as usize * self.collective_bytes()) }
+    }
+
+    fn block_cell(&self, block: u32) -> *mut u8 {
+        // SAFETY: inside the block scratch region.
+        unsafe { self.base.add(self.layout.block_scratch + block as usize * self.collective_bytes()) }
+    }
+
+    fn collective_bytes(&self) -> usize {
+        (self.layout.rank_scratch - self.layout.block_scratch) / self.layout.blocks as usize
+    }
+
+    /// The thesis barrier, recorded as `what` in the wait record.
+    fn world_barrier(&self, what: WaitFor) -> Result<(), Error> {
+        self.record_wait(what);
+        shim::block_barrier();
+        let mut result = Ok(());
+        if self.thread == 0 && self.layout.blocks > 1 {
+            result = self.block_leader_barrier(what);
+        }
+        shim::block_barrier();
+        self.record_state(STATE_RUNNING);
+        result
+    }
+
+    fn block_leader_barrier(&self, what: WaitFor) -> Result<(), Error> {
+        let blocks = self.layout.blocks;
+        let mine = self.barrier_counter(self.block);
+        // Only this rank writes its block's counter: Relaxed read of our own value.
+        let arrive = mine.load(Ordering::Relaxed).wrapping_add(1);
+        // The block's ranks' writes are ordered before ours by the block
+        // barrier; the fence makes them visible device-wide before we arrive.
+        shim::fence(Ordering::AcqRel);
+        // Release pairs with the other leaders' Acquire loads below.
+        mine.store(arrive, Ordering::Release);
+        let mut next = (self.block + 1) % blocks;
+        let mut outcome = Ok(());
+        while next != self.block {
+            let counter = self.barrier_counter(next);
+            let mut left = false;
+            let r = wait_for(self, what, |_| {
+                // Acquire pairs with that leader's Release arrive/leave store.
+                let v = counter.load(Ordering::Acquire);
+                let ahead = v.wrapping_sub(arrive) as i32;
+                if ahead > 0 {
+                    left = true;
+                    Some(Ok(()))
+                } else if ahead == 0 {
+                    Some(Ok(()))
+                } else {
+                    None
+                }
+            });
+            if let Err(e) = r {
+                outcome = Err(e);
+                break;
+            }
+            if left {
+                break;
+            }
+            next = (next + 1) % blocks;
+        }
+        if outcome.is_ok() {
+            // Release pairs with scanners that see us leaving; the fence orders
+            // what we acquired from the other blocks before our block's ranks
+            // pass the closing block barrier.
+            mine.store(arrive.wrapping_add(1), Ordering::Release);
+            shim::fence(Ordering::AcqRel);
+        }
+        outcome
+    }
+
+    fn reduce_impl<T, O>(
+        &self,
+        send: &[T],
+        mut recv: Option<&mut [T]>,
+        root: Option<i32>,
+        op: &O,
+    ) -> Result<(), Error>
+    where
+        T: Equivalence,
+        O: Operation<T>,
+    {
+        // Same datatype and operation on every rank: every rank returns here
+        // alike, before any barrier.
+        op.check()?;
+        let size = core::mem::size_of::<T>();
+        let per_round = (self.collective_bytes() - CELL_HEADER) / size.max(1);
+        if per_round == 0 || core::mem::align_of::<T>() > CELL_HEADER {
+            return Err(Error::BufferTooLarge {
+                bytes: size as u32,
+                limit: (self.collective_bytes() - CELL_HEADER) as u32,
+            });
+        }
+        let what = match root {
+            Some(r) => WaitFor { operation: WaitOperation::Reduce, peer: r, tag: -1 },
+            None => WaitFor { operation: WaitOperation::AllReduce, peer: -2, tag: -1 },
+        };
+        let mut local_error = None;
+        if let Some(r) = root {
+            if self.check_rank(r).is_err() {
+                // Every rank sees the same bad root: return alike.
+                return Err(Error::InvalidRoot { root: r, size: self.size() });
+            }
+        }
+        let n = send.len();
+        if let Some(out) = recv.as_deref() {
+            if out.len() != n {
+                local_error = Some(Error::CountMismatch { count: out.len() as u32, expected: n as u32 });
+                recv = None;
+            }
+        }
+        let is_root = root.is_none_or(|r| r == self.rank());
+        let rounds = n.div_ceil(per_round).max(1);
+        let mut round = 0;
+        while round < rounds {
+            let lo = round * per_round;
+            let hi = (lo + per_round).min(n);
+            let count = self.reduce_round(&send[lo..hi], n as u32, op, what)?;
+            if count == COUNT_MISMATCH {
+                // Everyone read the same block counts: all stop here.
+                self.world_barrier(what)?;
+                return Err(Error::CountMismatch { count: n as u32, expected: COUNT_MISMATCH });
+            }
+            let k = hi - lo;
+            if is_root {
+                match root {
+                    Some(_) => {
+                        if let Some(out) = recv.as_deref_mut() {
+                            self.combine_blocks(&mut out[lo..hi], op);
+                        }
+                    }
+                    None => {
+                        // Each block leader combines the block results into its
+                        // own cell; its block copies from there.
+                        if self.thread == 0 {
+                            let cell = self.rank_cell(self.rank);
+                            // SAFETY: the leader's own cell, unused by others now;
+                            // data area is 8-aligned and holds `per_round >= k` elements.
+                            let staged = unsafe {
+                                core::slice::from_raw_parts_mut(cell.add(CELL_HEADER) as *mut T, k)
+                            };
+                            self.combine_blocks(staged, op);
+                        }
+                        shim::block_barrier();
+                        if let Some(out) = recv.as_deref_mut() {
+                            let leader = self.block * self.layout.block_dim;
+                            let cell = self.rank_cell(leader);
+                            // SAFETY: the leader's cell holds k combined elements,
+                            // published by the block barrier above.
+                            unsafe {
+                                shim::copy_bytes(
+                                    out[lo..hi].as_mut_ptr() as *mut u8,
+                                    cell.add(CELL_HEADER),
+                                    k * size,
+                                )
+                            };
+                        }
+                    }
+                }
+            }
+            // Nobody may overwrite the scratch before everyone has read it.
+            self.world_barrier(what)?;
+            round += 1;
+        }
+        if root.is_some() && recv.is_none() && is_root && local_error.is_none() {
+            local_error = Some(Error::InvalidRoot { root: self.rank(), size: self.size() });
+        }
+        match local_error {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// One round: stage `part`, combine inside the block, stage the block's
+    /// result, meet at the barrier. Returns the count every rank passed, or
+    /// `COUNT_MISMATCH` when they disagree (every rank reads the same answer).
+    fn reduce_round<T: Equivalence, O: Operation<T>>(
+        &self,
+        part: &[T],
+        count: u32,
+        op: &O,
+        what: WaitFor,
+    ) -> Result<u32, Error> {
+        let k = part.len();
+        let bytes = core::mem::size_of_val(part);
+        let cell = self.rank_cell(self.rank);
+        // SAFETY: our own cell: count word then `per_round >= k` elements
+        // (checked by the caller); no other rank touches it before the block
+        // barrier below.
+        unsafe {
+            core::ptr::write(cell as *mut u32, count);
+            shim::copy_bytes(cell.add(CELL_HEADER), part.as_ptr() as *const u8, bytes);
+        }
+        self.record_wait(what);
+        let (t, dim) = (self.thread, self.layout.block_dim);
+        let mut stride = 1;
+        while stride < dim {
+            shim::block_barrier();
+            if t % (2 * stride) == 0 && t + stride < dim {
+                let left = cell;
+                let right = self.rank_cell(self.rank + stride);
+                // SAFETY: both cells were staged before the block barrier above
+                // and only this rank reads or writes them until the next one; the
+                // data areas are 8-aligned and hold `k` elements of `T` (equal
+                // counts checked first; `align_of::<T>() <= 8` by the caller).
+                unsafe {
+                    let lc = core::ptr::read(left as *const u32);
+                    let rc = core::ptr::read(right as *const u32);
+                    if lc != rc {
+                        core::ptr::write(left as *mut u32, COUNT_MISMATCH);
+                    } else {
+                        let l = left.add(CELL_HEADER) as *mut T;
+                        let r = right.add(CELL_HEADER) as *const T;
+                        for i in 0..k {
+                            let v = op.apply(&core::ptr::read(l.add(i)), &core::ptr::read(r.add(i)));
+                            core::ptr::write(l.add(i), v);
+                        }
+                    }
+                }
+            }
+            stride *= 2;
+        }
+        shim::block_barrier();
+        if t == 0 {
+            // SAFETY: the leader's cell holds the block's result (published by
+            // the block barrier); the block's cell is written only by its leader.
+            unsafe { shim::copy_bytes(self.block_cell(self.block), cell, CELL_HEADER + bytes) };
+        }
+        self.world_barrier(what)?;
+        for b in 0..self.layout.blocks {
+            // SAFETY: block cells were written before the barrier and are not
+            // written again before the round's closing barrier.
+            let c = unsafe { core::ptr::read(self.block_cell(b) as *const u32) };
+            if c != count {
+                return Ok(COUNT_MISMATCH);
+            }
+        }
+        Ok(count)
+    }
+
+    /// Combines the staged block results in block order into `out`.
+    fn combine_blocks<T: Equivalence, O: Operation<T>>(&self, out: &mut [T], op: &O) {
+        for (i, slot) in out.iter_mut().enumerate() {
+            // SAFETY: block cells hold `out.len()` staged elements each (the
+            // caller checked every count), published by the round's barrier.
+            let mut acc = unsafe { core::ptr::read((self.block_cell(0).add(CELL_HEADER) as *const T).add(i)) };
+            for b in 1..self.layout.blocks {
+                // SAFETY: as above.
+                let v = unsafe { core::ptr::read((self.block_cell(b).add(CELL_HEADER) as *const T).add(i)) };
+                acc = op.apply(&acc, &v);
+            }
+            *slot = acc;
+        }
+    }
+
+    fn broadcast_impl<B: BufferMut + ?Sized>(&self, root: i32, buf: &mut B) -> Result<(), Error> {
+        if self.check_rank(root).is_err() {
+            return Err(Error::InvalidRoot { root, size: self.size() });
+        }
+        let datatype = buf.datatype();
+        let bytes = buf.as_bytes_mut();
+        let what = WaitFor { operation: WaitOperation::Broadcast, peer: root, tag: -1 };
+        let area = self.broadcast_area();
+        let capacity = self.collective_bytes() - CELL_HEADER;
+        let is_root = root == self.rank();
+        let mut offset = 0usize;
+        let mut local_error = None;
+        loop {
+            if is_root {
+                let n = bytes.len().saturating_sub(offset).min(capacity);
+                // SAFETY: only the root writes the area, between the barrier
+                // that closed the last round and the one that opens this one.
+                unsafe {
+                    core::ptr::write(area as *mut u32, bytes.len() as u32);
+                    core::ptr::write(area.add(4) as *mut u32, datatype.id);
+                    shim::copy_bytes(area.add(CELL_HEADER), bytes.as_ptr().add(offset), n);
+                }
+            }
+            self.world_barrier(what)?;
+            // SAFETY: published by the barrier; nobody writes until the next one.
+            let (total, id) =
+                unsafe { (core::ptr::read(area as *const u32) as usize, core::ptr::read(area.add(4) as *const u32)) };
+            if !is_root && local_error.is_none() {
+                let status = crate::point_to_point::Status {
+                    source: root,
+                    tag: -1,
+                    bytes: total as u32,
+                    datatype: id,
+                };
+                if id != datatype.id && datatype.id != crate::datatype::ID_BYTE {
+                    local_error = Some(Error::TypeMismatch { status, expected: datatype.id });
+                } else if total != bytes.len() {
+                    local_error = Some(Error::CountMismatch {
+                        count: (bytes.len() / datatype.size.max(1) as usize) as u32,
+                        expected: (total / datatype.size.max(1) as usize) as u32,
+                    });
+                }
+            }
+            if !is_root && !matches!(local_error, Some(Error::TypeMismatch { .. })) {
+                let n = total.min(bytes.len()).saturating_sub(offset).min(capacity);
+                // SAFETY: as above; `offset + n <= bytes.len()`.
+                unsafe { shim::copy_bytes(bytes.as_mut_ptr().add(offset), area.add(CELL_HEADER), n) };
+            }
+            self.world_barrier(what)?;
+            offset += capacity;
+            if offset >= total {
+                break;
+            }
+        }
+        match local_error {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    fn broadcast_area(&self) -> *mut u8 {
+        // SAFETY: the broadcast region lies inside the world memory.
+        unsafe { self.base.add(self.layout.broadcast) }
+    }
+}
+
+impl CommunicatorCollectives for World {
+    fn barrier(&self) -> Result<(), Error> {
+        self.world_barrier(WaitFor { operation: WaitOperation::Barrier, peer: -2, tag: -1 })
+    }
+
+    fn all_reduce_into<T, S, R, O>(&self, send: &S, recv: &mut R, op: O) -> Result<(), Error>
+    where
+        T: Equivalence,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+        O: Operation<T>,
+    {
+        self.reduce_impl(send.elements(), Some(recv.elements_mut()), None, &op)
+    }
+}
+
+impl Root for Process<'_> {
+    fn broadcast_into<B: BufferMut + ?Sized>(&self, buf: &mut B) -> Result<(), Error> {
+        self.world.broadcast_impl(self.rank, buf)
+    }
+
+    fn reduce_into_root<T, S, R, O>(&self, send: &S, recv: &mut R, op: O) -> Result<(), Error>
+    where
+        T: Equivalence,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+        O: Operation<T>,
+    {
+        let recv = if self.rank == self.world.rank() { Some(recv.elements_mut()) } else { None };
+        self.world.reduce_impl(send.elements(), recv, Some(self.rank), &op)
+    }
+
+    fn reduce_into<T, S, O>(&self, send: &S, op: O) -> Result<(), Error>
+    where
+        T: Equivalence,
+        S: Elements<T> + ?Sized,
+        O: Operation<T>,
+    {
+        self.world.reduce_impl(send.elements(), None, Some(self.rank), &op)
     }
 }

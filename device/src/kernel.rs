@@ -153,6 +153,22 @@ impl<T: Pod> GlobalSlice<T> {
         Ok(())
     }
 
+    /// Borrows elements `start..start + len` as a Rust slice, e.g. as a
+    /// message buffer in device-global memory (which lets a large message go
+    /// straight from the sender's buffer to the receiver on the GPU).
+    ///
+    /// # Safety
+    /// No other reference to, or [`write`](Self::write) of, these elements may
+    /// exist while the slice lives (in any rank).
+    pub unsafe fn slice_mut<'a>(&self, start: usize, len: usize) -> Result<&'a mut [T], Error> {
+        let end = start.checked_add(len).filter(|&e| e as u64 <= self.len);
+        if end.is_none() {
+            return Err(Error::OutOfBounds { index: start.saturating_add(len) as u32, len: self.len as u32 });
+        }
+        // SAFETY: in bounds and aligned by `from_raw`'s contract; exclusive by ours.
+        Ok(unsafe { core::slice::from_raw_parts_mut((self.addr as *mut T).add(start), len) })
+    }
+
     /// Reads element `i`.
     pub fn read(&self, i: usize) -> Result<T, Error> {
         if i as u64 >= self.len {

@@ -1,9 +1,69 @@
 //! Point-to-point communication (MPI standard chapter 3).
+//!
+//! # Protocol
+//! Follows the thesis "MPI within a GPU" (B. D. Young, 2009, section 5.3):
+//! messages are buffered in slots in global memory and matched by the
+//! receiver, with sequence numbers for non-overtaking. Differences:
+//! - slots belong to the *receiver* (its mailbox), so `ANY_SOURCE` scans one
+//!   mailbox instead of every sender's buffer;
+//! - a sender takes a ticket from the receiver's counter when it claims a slot;
+//!   tickets of one sender to one receiver grow in send order, and a receive
+//!   takes the matching message with the lowest ticket. A scan that found a
+//!   candidate scans again until the lowest match is stable: after the acquire
+//!   of a candidate every earlier message of its sender is visible, so a stable
+//!   minimum has no earlier matching message (non-overtaking, MPI 3.5, also
+//!   under `ANY_SOURCE`/`ANY_TAG`);
+//! - a full mailbox makes the sender wait (the thesis returned an error);
+//! - a message larger than a slot goes by rendezvous: the first slot carries
+//!   the envelope, then either the receiver copies straight from the sender's
+//!   buffer (when it is shared memory: always on the emulator, global memory on
+//!   the GPU) or the rest streams through the same slot, chunk by chunk.
+//!
+//! Slot states and who moves them:
+//!
+//! | from | to | by | meaning |
+//! |---|---|---|---|
+//! | FREE | CLAIMED | sender (CAS) | slot taken, envelope being written |
+//! | CLAIMED | FULL | sender | envelope (and first chunk) published |
+//! | FULL | FREE | receiver | eager message consumed |
+//! | FULL | CTS | receiver | streaming: send the next chunk |
+//! | CTS | FULL | sender | streaming: next chunk published |
+//! | FULL | DONE | receiver | rendezvous finished (or cut short by an error) |
+//! | DONE | FREE | sender | sender returns |
+
+use crate::datatype::{Buffer, BufferMut, Datatype, Equivalence, ID_BYTE};
+use crate::error::Error;
+use crate::shim::{self, AtomicU32, AtomicU64, Backoff, Ordering};
+use crate::state::FLAG_FORCE_STREAMING;
+use crate::topology::{AnyProcess, Process, World, ANY_SOURCE, PROC_NULL};
+use crate::wait::{wait_for, Operation, WaitFor};
 
 /// `MPI_ANY_TAG`.
 pub const ANY_TAG: i32 = -1;
-/// `MPI_TAG_UB`: the largest tag (at least 32767 by the standard; here `i32::MAX`).
+/// `MPI_TAG_UB`: the largest tag (the standard asks for at least 32767; here `i32::MAX`).
 pub const TAG_UB: i32 = i32::MAX;
+
+const FREE: u32 = 0;
+const CLAIMED: u32 = 1;
+const FULL: u32 = 2;
+const CTS: u32 = 3;
+const DONE: u32 = 4;
+
+const KIND_EAGER: u32 = 0;
+const KIND_DIRECT: u32 = 1;
+const KIND_STREAM: u32 = 2;
+const KIND_CHUNK: u32 = 3;
+
+// Envelope word offsets (bytes) inside a slot.
+const W_STATE: usize = 0;
+const W_SOURCE: usize = 4;
+const W_TAG: usize = 8;
+const W_KIND: usize = 12;
+const W_DATATYPE: usize = 16;
+const W_BYTES: usize = 20;
+const W_CHUNK: usize = 24;
+const W_TICKET: usize = 32;
+const W_POINTER: usize = 40;
 
 /// The envelope of a received or probed message (`MPI_Status`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -12,4 +72,633 @@ pub struct Status {
     pub(crate) tag: i32,
     pub(crate) bytes: u32,
     pub(crate) datatype: u32,
+}
+
+impl Status {
+    /// The sender's rank (`MPI_SOURCE`); `PROC_NULL` for a receive from the null process.
+    pub fn source_rank(&self) -> i32 {
+        self.source
+    }
+    /// The message's tag (`MPI_TAG`); `ANY_TAG` for a receive from the null process.
+    pub fn tag(&self) -> i32 {
+        self.tag
+    }
+    /// Length of the message in bytes (the whole message, also when truncated).
+    pub fn bytes(&self) -> u32 {
+        self.bytes
+    }
+    /// The datatype id the message was sent with.
+    pub fn datatype_id(&self) -> u32 {
+        self.datatype
+    }
+    /// Number of `T` elements in the message (`MPI_Get_count`); `None`
+    /// (`MPI_UNDEFINED`) when the length is not a whole number of `T`.
+    pub fn count<T: Equivalence>(&self) -> Option<usize> {
+        let size = T::DATATYPE.size;
+        if size == 0 || !self.bytes.is_multiple_of(size) {
+            None
+        } else {
+            Some((self.bytes / size) as usize)
+        }
+    }
+}
+
+/// A process that messages can be sent to.
+pub trait Destination {
+    /// Blocking standard-mode send with tag 0 (`MPI_Send`).
+    fn send<B: Buffer + ?Sized>(&self, buf: &B) -> Result<(), Error> {
+        self.send_with_tag(buf, 0)
+    }
+    /// Blocking standard-mode send (`MPI_Send`). Returns once the data is
+    /// buffered (small messages) or the receiver has taken it (rendezvous).
+    fn send_with_tag<B: Buffer + ?Sized>(&self, buf: &B, tag: i32) -> Result<(), Error>;
+}
+
+/// A process (or any process) that messages can be received from.
+pub trait Source {
+    /// Blocking receive of a message with any tag (`MPI_Recv`, `MPI_ANY_TAG`).
+    fn receive_into<B: BufferMut + ?Sized>(&self, buf: &mut B) -> Result<Status, Error> {
+        self.receive_into_with_tag(buf, ANY_TAG)
+    }
+    /// Blocking receive (`MPI_Recv`). On truncation the message is consumed,
+    /// the buffer holds its first bytes, and the error carries the status.
+    fn receive_into_with_tag<B: BufferMut + ?Sized>(&self, buf: &mut B, tag: i32) -> Result<Status, Error>;
+    /// Receives one value of `T` with any tag.
+    fn receive<T: Equivalence>(&self) -> Result<(T, Status), Error> {
+        let mut v = T::zeroed();
+        let s = self.receive_into(&mut v)?;
+        Ok((v, s))
+    }
+    /// Blocking probe with any tag (`MPI_Probe`).
+    fn probe(&self) -> Result<Status, Error> {
+        self.probe_with_tag(ANY_TAG)
+    }
+    /// Blocking probe (`MPI_Probe`): the envelope of the message a receive
+    /// with the same source and tag would get next.
+    fn probe_with_tag(&self, tag: i32) -> Result<Status, Error>;
+    /// Non-blocking probe with any tag (`MPI_Iprobe`).
+    fn immediate_probe(&self) -> Result<Option<Status>, Error> {
+        self.immediate_probe_with_tag(ANY_TAG)
+    }
+    /// Non-blocking probe (`MPI_Iprobe`).
+    fn immediate_probe_with_tag(&self, tag: i32) -> Result<Option<Status>, Error>;
+    /// The source rank for matching (`ANY_SOURCE` for any).
+    #[doc(hidden)]
+    fn source_filter(&self) -> i32;
+    /// The world.
+    #[doc(hidden)]
+    fn source_world(&self) -> &World;
+}
+
+fn check_send_tag(tag: i32) -> Result<(), Error> {
+    if (0..=TAG_UB).contains(&tag) {
+        Ok(())
+    } else {
+        Err(Error::InvalidTag { tag })
+    }
+}
+
+fn check_receive_tag(tag: i32) -> Result<(), Error> {
+    if tag == ANY_TAG {
+        Ok(())
+    } else {
+        check_send_tag(tag)
+    }
+}
+
+fn null_status(datatype: Datatype) -> Status {
+    Status { source: PROC_NULL, tag: ANY_TAG, bytes: 0, datatype: datatype.id }
+}
+
+impl World {
+    fn slot_u32(&self, rank: u32, slot: u32, word: usize) -> &AtomicU32 {
+        // SAFETY: `layout.slot` is inside the world memory; envelope words are
+        // 4-byte aligned and only ever accessed atomically.
+        unsafe { shim::atomic_u32_at(self.base, self.layout.slot(rank, slot) + word) }
+    }
+
+    fn slot_u64(&self, rank: u32, slot: u32, word: usize) -> &AtomicU64 {
+        // SAFETY: as in `slot_u32`; the 64-bit words are 8-byte aligned.
+        unsafe { shim::atomic_u64_at(self.base, self.layout.slot(rank, slot) + word) }
+    }
+
+    fn ticket_counter(&self, rank: u32) -> &AtomicU64 {
+        // SAFETY: the mailbox header's first word, 8-byte aligned, atomic-only.
+        unsafe { shim::atomic_u64_at(self.base, self.layout.mailbox(rank)) }
+    }
+
+    fn payload(&self, rank: u32, slot: u32) -> *mut u8 {
+        // SAFETY: the payload follows the envelope inside the slot.
+        unsafe { self.base.add(self.layout.slot(rank, slot) + crate::state::ENVELOPE_BYTES) }
+    }
+
+    pub(crate) fn max_message_bytes(&self) -> u32 {
+        self.max_message_bytes
+    }
+}
+
+/// A send in progress: a state machine polled by the blocking calls.
+pub(crate) struct SendOp<'b> {
+    dest: u32,
+    tag: i32,
+    datatype: Datatype,
+    data: &'b [u8],
+    phase: SendPhase,
+}
+
+#[derive(Clone, Copy)]
+enum SendPhase {
+    Claim,
+    AwaitReceiver { slot: u32 },
+    Stream { slot: u32, offset: usize },
+    Done,
+}
+
+impl<'b> SendOp<'b> {
+    pub(crate) fn new(world: &World, dest: i32, tag: i32, datatype: Datatype, data: &'b [u8]) -> Result<Option<Self>, Error> {
+        check_send_tag(tag)?;
+        if dest == PROC_NULL {
+            return Ok(None);
+        }
+        world.check_rank(dest)?;
+        if data.len() > world.max_message_bytes() as usize {
+            return Err(Error::BufferTooLarge { bytes: data.len() as u32, limit: world.max_message_bytes() });
+        }
+        Ok(Some(SendOp { dest: dest as u32, tag, datatype, data, phase: SendPhase::Claim }))
+    }
+
+    /// Advances the send; `Some` when it finished. Calls `progressed` on the
+    /// backoff whenever it changed shared state without finishing.
+    pub(crate) fn poll(&mut self, w: &World, backoff: &mut Backoff) -> Option<Result<(), Error>> {
+        let slot_bytes = w.layout.slot_bytes as usize;
+        match self.phase {
+            SendPhase::Done => Some(Ok(())),
+            SendPhase::Claim => {
+                let slot = (0..w.layout.slots_per_rank).find(|&s| {
+                    let st = w.slot_u32(self.dest, s, W_STATE);
+                    // Acquire on success pairs with the receiver's Release store of
+                    // FREE (or the previous sender's, after DONE): its last reads
+                    // of this slot happen before our writes below.
+                    st.load(Ordering::Relaxed) == FREE
+                        && st.compare_exchange(FREE, CLAIMED, Ordering::Acquire).is_ok()
+                })?;
+                // Relaxed: the ticket's order among this sender's messages comes
+                // from program order on one atomic; it is published with FULL.
+                let ticket = w.ticket_counter(self.dest).fetch_add(1, Ordering::Relaxed);
+                let total = self.data.len();
+                let kind = if total <= slot_bytes {
+                    KIND_EAGER
+                } else if w.flags & FLAG_FORCE_STREAMING == 0 && shim::is_shared_address(self.data.as_ptr()) {
+                    KIND_DIRECT
+                } else {
+                    KIND_STREAM
+                };
+                let first = if kind == KIND_DIRECT { 0 } else { total.min(slot_bytes) };
+                w.slot_u32(self.dest, slot, W_SOURCE).store(w.rank, Ordering::Relaxed);
+                w.slot_u32(self.dest, slot, W_TAG).store(self.tag as u32, Ordering::Relaxed);
+                w.slot_u32(self.dest, slot, W_KIND).store(kind, Ordering::Relaxed);
+                w.slot_u32(self.dest, slot, W_DATATYPE).store(self.datatype.id, Ordering::Relaxed);
+                w.slot_u32(self.dest, slot, W_BYTES).store(total as u32, Ordering::Relaxed);
+                w.slot_u32(self.dest, slot, W_CHUNK).store(first as u32, Ordering::Relaxed);
+                w.slot_u64(self.dest, slot, W_TICKET).store(ticket, Ordering::Relaxed);
+                w.slot_u64(self.dest, slot, W_POINTER).store(self.data.as_ptr() as u64, Ordering::Relaxed);
+                // SAFETY: the slot is ours (CLAIMED); its payload holds `slot_bytes >= first` bytes.
+                unsafe { shim::copy_bytes(w.payload(self.dest, slot), self.data.as_ptr(), first) };
+                // Release pairs with the receiver's Acquire load in `find_match`:
+                // the envelope and payload written above are visible once FULL is.
+                w.slot_u32(self.dest, slot, W_STATE).store(FULL, Ordering::Release);
+                self.phase = match kind {
+                    KIND_EAGER => SendPhase::Done,
+                    KIND_DIRECT => SendPhase::AwaitReceiver { slot },
+                    _ => SendPhase::Stream { slot, offset: first },
+                };
+                if let SendPhase::Done = self.phase {
+                    Some(Ok(()))
+                } else {
+                    backoff.progressed();
+                    None
+                }
+            }
+            SendPhase::AwaitReceiver { slot } => {
+                let st = w.slot_u32(self.dest, slot, W_STATE);
+                // Acquire pairs with the receiver's Release store of DONE: its
+                // copy out of our buffer is finished before we return it.
+                if st.load(Ordering::Acquire) != DONE {
+                    return None;
+                }
+                // Release pairs with the next sender's Acquire claim.
+                st.store(FREE, Ordering::Release);
+                self.phase = SendPhase::Done;
+                Some(Ok(()))
+            }
+            SendPhase::Stream { slot, offset } => {
+                let st = w.slot_u32(self.dest, slot, W_STATE);
+                // Acquire pairs with the receiver's Release store of CTS or DONE:
+                // it finished reading the slot's previous chunk.
+                match st.load(Ordering::Acquire) {
+                    DONE => {
+                        // Release pairs with the next sender's Acquire claim.
+                        st.store(FREE, Ordering::Release);
+                        self.phase = SendPhase::Done;
+                        Some(Ok(()))
+                    }
+                    CTS if offset < self.data.len() => {
+                        let n = (self.data.len() - offset).min(slot_bytes);
+                        // SAFETY: the receiver asked for this chunk (CTS) and does
+                        // not touch the payload until FULL; `offset + n <= len`.
+                        unsafe {
+                            shim::copy_bytes(w.payload(self.dest, slot), self.data.as_ptr().add(offset), n)
+                        };
+                        w.slot_u32(self.dest, slot, W_CHUNK).store(n as u32, Ordering::Relaxed);
+                        w.slot_u32(self.dest, slot, W_KIND).store(KIND_CHUNK, Ordering::Relaxed);
+                        // Release pairs with the receiver's Acquire wait for FULL.
+                        st.store(FULL, Ordering::Release);
+                        self.phase = SendPhase::Stream { slot, offset: offset + n };
+                        backoff.progressed();
+                        None
+                    }
+                    _ => None,
+                }
+            }
+        }
+    }
+}
+
+/// A receive (or probe) in progress.
+pub(crate) struct RecvOp<'b> {
+    source: i32,
+    tag: i32,
+    datatype: Datatype,
+    buf: &'b mut [u8],
+    phase: RecvPhase,
+}
+
+#[derive(Clone, Copy)]
+enum RecvPhase {
+    Match,
+    Stream { slot: u32, received: usize, wanted: usize, outcome: Outcome },
+    Done { outcome: Outcome },
+}
+
+#[derive(Clone, Copy)]
+struct Outcome {
+    status: Status,
+    error: Option<Error>,
+}
+
+impl Outcome {
+    fn result(self) -> Result<Status, Error> {
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(self.status),
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Envelope {
+    slot: u32,
+    status: Status,
+    kind: u32,
+    chunk: u32,
+}
+
+impl World {
+    /// The matching message with the lowest ticket in this rank's mailbox,
+    /// rescanning until that minimum is stable (see the module docs).
+    fn find_match(&self, source: i32, tag: i32) -> Option<Envelope> {
+        let me = self.rank;
+        let mut best: Option<(u64, Envelope)> = None;
+        loop {
+            let mut pass: Option<(u64, Envelope)> = None;
+            for slot in 0..self.layout.slots_per_rank {
+                // Acquire pairs with the sender's Release store of FULL: the
+                // envelope and payload it wrote are visible.
+                if self.slot_u32(me, slot, W_STATE).load(Ordering::Acquire) != FULL {
+                    continue;
+                }
+                let kind = self.slot_u32(me, slot, W_KIND).load(Ordering::Relaxed);
+                if kind == KIND_CHUNK {
+                    continue;
+                }
+                let src = self.slot_u32(me, slot, W_SOURCE).load(Ordering::Relaxed) as i32;
+                let t = self.slot_u32(me, slot, W_TAG).load(Ordering::Relaxed) as i32;
+                if (source != ANY_SOURCE && src != source) || (tag != ANY_TAG && t != tag) {
+                    continue;
+                }
+                let ticket = self.slot_u64(me, slot, W_TICKET).load(Ordering::Relaxed);
+                if pass.is_none_or(|(b, _)| ticket < b) {
+                    let status = Status {
+                        source: src,
+                        tag: t,
+                        bytes: self.slot_u32(me, slot, W_BYTES).load(Ordering::Relaxed),
+                        datatype: self.slot_u32(me, slot, W_DATATYPE).load(Ordering::Relaxed),
+                    };
+                    let chunk = self.slot_u32(me, slot, W_CHUNK).load(Ordering::Relaxed);
+                    pass = Some((ticket, Envelope { slot, status, kind, chunk }));
+                }
+            }
+            match (best, pass) {
+                (_, None) => return None,
+                (Some((b, e)), Some((p, _))) if b == p => return Some(e),
+                (_, p) => best = p,
+            }
+        }
+    }
+}
+
+impl<'b> RecvOp<'b> {
+    pub(crate) fn new(
+        world: &World,
+        source: i32,
+        tag: i32,
+        datatype: Datatype,
+        buf: &'b mut [u8],
+    ) -> Result<Self, Error> {
+        check_receive_tag(tag)?;
+        let phase = if source == PROC_NULL {
+            RecvPhase::Done { outcome: Outcome { status: null_status(datatype), error: None } }
+        } else {
+            if source != ANY_SOURCE {
+                world.check_rank(source)?;
+            }
+            RecvPhase::Match
+        };
+        Ok(RecvOp { source, tag, datatype, buf, phase })
+    }
+
+    pub(crate) fn poll(&mut self, w: &World, backoff: &mut Backoff) -> Option<Result<Status, Error>> {
+        let me = w.rank;
+        match self.phase {
+            RecvPhase::Done { outcome } => Some(outcome.result()),
+            RecvPhase::Match => {
+                let env = w.find_match(self.source, self.tag)?;
+                let status = env.status;
+                let capacity = self.buf.len();
+                let error = if self.datatype.id != ID_BYTE && self.datatype.id != status.datatype {
+                    Some(Error::TypeMismatch { status, expected: self.datatype.id })
+                } else if status.bytes as usize > capacity {
+                    Some(Error::Truncate { status, capacity_bytes: capacity as u32 })
+                } else {
+                    None
+                };
+                let wanted = match error {
+                    Some(Error::TypeMismatch { .. }) => 0,
+                    _ => (status.bytes as usize).min(capacity),
+                };
+                let outcome = Outcome { status, error };
+                let st = w.slot_u32(me, env.slot, W_STATE);
+                match env.kind {
+                    KIND_EAGER => {
+                        // SAFETY: the slot is FULL (acquired in find_match) and
+                        // ours to read until we free it; `wanted <= chunk`.
+                        unsafe { shim::copy_bytes(self.buf.as_mut_ptr(), w.payload(me, env.slot), wanted) };
+                        // Release pairs with a sender's Acquire claim: our reads
+                        // of the payload happen before its next writes.
+                        st.store(FREE, Ordering::Release);
+                    }
+                    KIND_DIRECT => {
+                        let src = w.slot_u64(me, env.slot, W_POINTER).load(Ordering::Relaxed) as *const u8;
+                        // SAFETY: the sender published its buffer's address and
+                        // stays blocked, buffer untouched, until we store DONE.
+                        unsafe { shim::copy_bytes(self.buf.as_mut_ptr(), src, wanted) };
+                        // Release pairs with the sender's Acquire wait for DONE.
+                        st.store(DONE, Ordering::Release);
+                    }
+                    _ => {
+                        let n = (env.chunk as usize).min(wanted);
+                        // SAFETY: FULL slot, first chunk of `chunk >= n` bytes.
+                        unsafe { shim::copy_bytes(self.buf.as_mut_ptr(), w.payload(me, env.slot), n) };
+                        if n < wanted {
+                            // Release pairs with the sender's Acquire wait for CTS.
+                            st.store(CTS, Ordering::Release);
+                            self.phase = RecvPhase::Stream { slot: env.slot, received: n, wanted, outcome };
+                            backoff.progressed();
+                            return None;
+                        }
+                        // Release pairs with the sender's Acquire wait for DONE.
+                        st.store(DONE, Ordering::Release);
+                    }
+                }
+                self.phase = RecvPhase::Done { outcome };
+                Some(outcome.result())
+            }
+            RecvPhase::Stream { slot, received, wanted, outcome } => {
+                let st = w.slot_u32(me, slot, W_STATE);
+                // Acquire pairs with the sender's Release store of FULL for this chunk.
+                if st.load(Ordering::Acquire) != FULL {
+                    return None;
+                }
+                let chunk = w.slot_u32(me, slot, W_CHUNK).load(Ordering::Relaxed) as usize;
+                let n = chunk.min(wanted - received);
+                // SAFETY: FULL slot; `received + n <= wanted <= buf.len()`.
+                unsafe { shim::copy_bytes(self.buf.as_mut_ptr().add(received), w.payload(me, slot), n) };
+                let received = received + n;
+                if received < wanted {
+                    // Release pairs with the sender's Acquire wait for CTS.
+                    st.store(CTS, Ordering::Release);
+                    self.phase = RecvPhase::Stream { slot, received, wanted, outcome };
+                    backoff.progressed();
+                    return None;
+                }
+                // Release pairs with the sender's Acquire wait for DONE.
+                st.store(DONE, Ordering::Release);
+                self.phase = RecvPhase::Done { outcome };
+                Some(outcome.result())
+            }
+        }
+    }
+}
+
+fn probe_once(world: &World, source: i32, tag: i32) -> Option<Status> {
+    if source == PROC_NULL {
+        return Some(null_status(u8::DATATYPE));
+    }
+    world.find_match(source, tag).map(|e| e.status)
+}
+
+fn check_probe(world: &World, source: i32, tag: i32) -> Result<(), Error> {
+    check_receive_tag(tag)?;
+    if source != ANY_SOURCE && source != PROC_NULL {
+        world.check_rank(source)?;
+    }
+    Ok(())
+}
+
+fn receive_from<B: BufferMut + ?Sized>(world: &World, source: i32, buf: &mut B, tag: i32) -> Result<Status, Error> {
+    let datatype = buf.datatype();
+    let mut op = RecvOp::new(world, source, tag, datatype, buf.as_bytes_mut())?;
+    let what = WaitFor { operation: Operation::Receive, peer: source, tag };
+    wait_for(world, what, |b| op.poll(world, b))
+}
+
+fn probe_from(world: &World, source: i32, tag: i32) -> Result<Status, Error> {
+    check_probe(world, source, tag)?;
+    let what = WaitFor { operation: Operation::Probe, peer: source, tag };
+    wait_for(world, what, |_| probe_once(world, source, tag).map(Ok))
+}
+
+impl Destination for Process<'_> {
+    fn send_with_tag<B: Buffer + ?Sized>(&self, buf: &B, tag: i32) -> Result<(), Error> {
+        let w = self.world;
+        let Some(mut op) = SendOp::new(w, self.rank, tag, buf.datatype(), buf.as_bytes())? else {
+            return Ok(());
+        };
+        let what = WaitFor { operation: Operation::Send, peer: self.rank, tag };
+        wait_for(w, what, |b| op.poll(w, b))
+    }
+}
+
+macro_rules! impl_source {
+    ($t:ty) => {
+        impl Source for $t {
+            fn receive_into_with_tag<B: BufferMut + ?Sized>(&self, buf: &mut B, tag: i32) -> Result<Status, Error> {
+                receive_from(self.world, self.source_filter(), buf, tag)
+            }
+            fn probe_with_tag(&self, tag: i32) -> Result<Status, Error> {
+                probe_from(self.world, self.source_filter(), tag)
+            }
+            fn immediate_probe_with_tag(&self, tag: i32) -> Result<Option<Status>, Error> {
+                check_probe(self.world, self.source_filter(), tag)?;
+                Ok(probe_once(self.world, self.source_filter(), tag))
+            }
+            fn source_filter(&self) -> i32 {
+                source_rank_of(self)
+            }
+            fn source_world(&self) -> &World {
+                self.world
+            }
+        }
+    };
+}
+
+fn source_rank_of<T: SourceRank>(s: &T) -> i32 {
+    s.filter_rank()
+}
+
+trait SourceRank {
+    fn filter_rank(&self) -> i32;
+}
+impl SourceRank for Process<'_> {
+    fn filter_rank(&self) -> i32 {
+        self.rank
+    }
+}
+impl SourceRank for AnyProcess<'_> {
+    fn filter_rank(&self) -> i32 {
+        ANY_SOURCE
+    }
+}
+
+impl_source!(Process<'_>);
+impl_source!(AnyProcess<'_>);
+
+/// Sends `msg` to `destination` with `send_tag` and receives into `buf` from
+/// `source` with `receive_tag`, both progressing together so that exchanges
+/// (a ring shift, a send to self) cannot deadlock (`MPI_Sendrecv`, MPI 3.10).
+pub fn send_receive_into_with_tags<M, B, S>(
+    msg: &M,
+    destination: &Process<'_>,
+    send_tag: i32,
+    buf: &mut B,
+    source: &S,
+    receive_tag: i32,
+) -> Result<Status, Error>
+where
+    M: Buffer + ?Sized,
+    B: BufferMut + ?Sized,
+    S: Source,
+{
+    let w = destination.world;
+    let src = source.source_filter();
+    let mut send = SendOp::new(w, destination.rank, send_tag, msg.datatype(), msg.as_bytes())?;
+    let datatype = buf.datatype();
+    let mut recv = RecvOp::new(w, src, receive_tag, datatype, buf.as_bytes_mut())?;
+    let mut sent: Option<Result<(), Error>> = if send.is_none() { Some(Ok(())) } else { None };
+    let mut received: Option<Result<Status, Error>> = None;
+    let what = WaitFor { operation: Operation::SendReceive, peer: src, tag: receive_tag };
+    wait_for(w, what, |b| {
+        if sent.is_none() {
+            if let Some(op) = send.as_mut() {
+                sent = op.poll(w, b);
+                if sent.is_some() {
+                    b.progressed();
+                }
+            }
+        }
+        if received.is_none() {
+            received = recv.poll(w, b);
+            if received.is_some() {
+                b.progressed();
+            }
+        }
+        match (sent, received) {
+            (Some(Err(e)), _) => Some(Err(e)),
+            (Some(Ok(())), Some(r)) => Some(r),
+            _ => None,
+        }
+    })
+}
+
+/// [`send_receive_into_with_tags`] with tag 0 for the send and any tag for
+/// the receive.
+pub fn send_receive_into<M, B, S>(msg: &M, destination: &Process<'_>, buf: &mut B, source: &S) -> Result<Status, Error>
+where
+    M: Buffer + ?Sized,
+    B: BufferMut + ?Sized,
+    S: Source,
+{
+    send_receive_into_with_tags(msg, destination, 0, buf, source, ANY_TAG)
+}
+
+/// Sends the contents of `buf` and replaces them with the received message
+/// (`MPI_Sendrecv_replace`).
+///
+/// Limit: a buffer of up to 1 KiB is staged in a copy on the stack and
+/// exchanged like [`send_receive_into_with_tags`], so any exchange pattern
+/// works. A larger buffer is sent first and received after (there is no heap
+/// on the device to stage it), so its partner must be receiving rather than
+/// also sending a large message, otherwise the deadlock report names both.
+pub fn send_receive_replace_into<B, S>(
+    buf: &mut B,
+    destination: &Process<'_>,
+    send_tag: i32,
+    source: &S,
+    receive_tag: i32,
+) -> Result<Status, Error>
+where
+    B: BufferMut + Buffer + ?Sized,
+    S: Source,
+{
+    const STAGE: usize = 1024;
+    let len = BufferMut::as_bytes_mut(buf).len();
+    let datatype = BufferMut::datatype(buf);
+    if len <= STAGE {
+        let mut stage = [0u8; STAGE];
+        stage[..len].copy_from_slice(Buffer::as_bytes(buf));
+        let staged = RawBytes { bytes: &stage[..len], datatype };
+        return send_receive_into_with_tags(&staged, destination, send_tag, buf, source, receive_tag);
+    }
+    destination.send_with_tag(buf, send_tag)?;
+    let w = destination.world;
+    receive_from(w, source.source_filter(), buf, receive_tag)
+}
+
+/// Bytes sent with another element datatype (the staging copy of
+/// `send_receive_replace_into`).
+struct RawBytes<'a> {
+    bytes: &'a [u8],
+    datatype: Datatype,
+}
+
+impl Buffer for RawBytes<'_> {
+    fn datatype(&self) -> Datatype {
+        self.datatype
+    }
+    fn as_bytes(&self) -> &[u8] {
+        self.bytes
+    }
+    fn count(&self) -> usize {
+        self.bytes.len() / self.datatype.size.max(1) as usize
+    }
 }

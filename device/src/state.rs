@@ -94,7 +94,7 @@ impl WorldConfig {
         if self.ranks == 0 {
             return Err(ConfigError::NoRanks);
         }
-        if self.block_dim == 0 || self.ranks % self.block_dim != 0 {
+        if self.block_dim == 0 || !self.ranks.is_multiple_of(self.block_dim) {
             return Err(ConfigError::BlockDim {
                 ranks: self.ranks,
                 block_dim: self.block_dim,
@@ -103,10 +103,10 @@ impl WorldConfig {
         if self.slots_per_rank == 0 {
             return Err(ConfigError::NoSlots);
         }
-        if self.slot_bytes == 0 || self.slot_bytes % 64 != 0 {
+        if self.slot_bytes == 0 || !self.slot_bytes.is_multiple_of(64) {
             return Err(ConfigError::SlotBytes(self.slot_bytes));
         }
-        if self.collective_bytes == 0 || self.collective_bytes % 64 != 0 {
+        if self.collective_bytes == 0 || !self.collective_bytes.is_multiple_of(64) {
             return Err(ConfigError::CollectiveBytes(self.collective_bytes));
         }
         if self.ranks > (i32::MAX as u32) {

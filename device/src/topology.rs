@@ -22,6 +22,7 @@ pub struct World {
     pub(crate) block: u32,
     pub(crate) timeout_ns: u64,
     pub(crate) flags: u32,
+    pub(crate) max_message_bytes: u32,
 }
 
 impl World {
@@ -58,41 +59,8 @@ impl World {
             block: c.block,
             timeout_ns: config.timeout_ns,
             flags: config.flags,
+            max_message_bytes: config.max_message_bytes,
         })
-    }
-
-    /// This rank (`MPI_Comm_rank`).
-    pub fn rank(&self) -> i32 {
-        self.rank as i32
-    }
-
-    /// Number of ranks (`MPI_Comm_size`).
-    pub fn size(&self) -> i32 {
-        self.layout.ranks as i32
-    }
-
-    /// Ranks per block.
-    pub fn block_size(&self) -> i32 {
-        self.layout.block_dim as i32
-    }
-
-    /// The process at rank `r`: a destination, a source, or a collective root.
-    /// `PROC_NULL` is allowed; other invalid ranks fail when used.
-    pub fn process_at_rank(&self, r: i32) -> Process<'_> {
-        Process { world: self, rank: r }
-    }
-
-    /// The null process (`MPI_PROC_NULL`).
-    pub fn null_process(&self) -> Process<'_> {
-        Process {
-            world: self,
-            rank: PROC_NULL,
-        }
-    }
-
-    /// A source that matches any rank (`MPI_ANY_SOURCE`).
-    pub fn any_process(&self) -> AnyProcess<'_> {
-        AnyProcess { world: self }
     }
 
     /// The world's layout.
@@ -100,15 +68,50 @@ impl World {
         &self.layout
     }
 
+    /// Ranks per block.
+    pub fn block_size(&self) -> i32 {
+        self.layout.block_dim as i32
+    }
+
     pub(crate) fn check_rank(&self, r: i32) -> Result<(), Error> {
-        if r >= 0 && r < self.size() {
+        if r >= 0 && r < self.layout.ranks as i32 {
             Ok(())
         } else {
-            Err(Error::InvalidRank {
-                rank: r,
-                size: self.size(),
-            })
+            Err(Error::InvalidRank { rank: r, size: self.layout.ranks as i32 })
         }
+    }
+}
+
+/// A communicator (MPI chapter 7): here only the world.
+pub trait Communicator {
+    /// This rank (`MPI_Comm_rank`).
+    fn rank(&self) -> i32;
+    /// Number of ranks (`MPI_Comm_size`).
+    fn size(&self) -> i32;
+    /// The process at rank `r`: a destination, a source, or a collective root.
+    /// `PROC_NULL` is allowed; other invalid ranks fail with `MPI_ERR_RANK` when used.
+    fn process_at_rank(&self, r: i32) -> Process<'_>;
+    /// The null process (`MPI_PROC_NULL`).
+    fn null_process(&self) -> Process<'_>;
+    /// A source that matches any rank (`MPI_ANY_SOURCE`).
+    fn any_process(&self) -> AnyProcess<'_>;
+}
+
+impl Communicator for World {
+    fn rank(&self) -> i32 {
+        self.rank as i32
+    }
+    fn size(&self) -> i32 {
+        self.layout.ranks as i32
+    }
+    fn process_at_rank(&self, r: i32) -> Process<'_> {
+        Process { world: self, rank: r }
+    }
+    fn null_process(&self) -> Process<'_> {
+        Process { world: self, rank: PROC_NULL }
+    }
+    fn any_process(&self) -> AnyProcess<'_> {
+        AnyProcess { world: self }
     }
 }
 

@@ -1,1 +1,381 @@
-//! nvptx64 implementation of the shim (written by the GPU-path work).
+//! nvptx64 implementation of the shim: inline PTX.
+//!
+//! Why inline PTX rather than `core::sync::atomic`:
+//! - LLVM 22 drops the memory ordering of atomic read-modify-write operations
+//!   on NVPTX: `fetch_add(AcqRel)` comes out as a relaxed `atom.global.add`,
+//!   which would silently break every release/acquire pairing built on RMWs.
+//! - Rust atomics always use system (`.sys`) scope. The world lives in one
+//!   GPU's global memory and nothing outside the kernel races with it, so the
+//!   cheaper device (`.gpu`) scope is the right one, and the PTX checks
+//!   (`scripts/ptx-check.sh`) reject any `.sys` synchronizing operation.
+//!
+//! So every synchronizing operation is one PTX instruction written here with
+//! its semantics and scope spelled out (`ld.acquire.gpu`, `st.release.gpu`,
+//! `atom.acq_rel.gpu.add`, `fence.acq_rel.gpu`, ...). All of them need sm_70
+//! and PTX ISA 6.0 or later (`nanosleep` needs 6.3); the builder emits PTX 7.0
+//! or later.
+//!
+//! Every `asm!` that touches memory keeps the default memory clobber (no
+//! `nomem`/`readonly`), so the compiler cannot move ordinary loads and stores
+//! across it; the PTX semantics then order them for the hardware.
+//!
+//! Pairing, for all operations below: an `Acquire` (or `AcqRel`) operation
+//! that reads the value written by a `Release` (or `AcqRel`) operation of
+//! another rank on the same word synchronizes with it; what that rank wrote
+//! before its release is visible to this rank after its acquire. Which words
+//! pair with which is the protocol's business and is documented at the call
+//! sites (wait.rs, point_to_point.rs, collective.rs).
+
+use super::{Coordinates, Ordering};
+use core::arch::asm;
+use core::cell::UnsafeCell;
+
+/// Dispatches one `asm!` read-modify-write on a `shim::Ordering`, choosing the
+/// PTX semantics qualifier (`.relaxed`, `.acquire`, `.release`, `.acq_rel`) and
+/// always the `.gpu` scope. `$op` and `$ty` complete the opcode
+/// (`atom.<sem>.gpu.<op>.<ty>`); `$operands` is the operand list shared by
+/// every arm.
+macro_rules! atom_sem {
+    ($o:expr, $op:literal, $ty:literal, $args:literal, $($operands:tt)*) => {
+        match $o {
+            // Relaxed: atomicity only, no ordering.
+            Ordering::Relaxed => asm!(
+                concat!("atom.relaxed.gpu.", $op, ".", $ty, " ", $args, ";"),
+                $($operands)*
+            ),
+            // Acquire: pairs with a Release/AcqRel store or RMW of another rank
+            // on this word; later accesses of this rank stay after it.
+            Ordering::Acquire => asm!(
+                concat!("atom.acquire.gpu.", $op, ".", $ty, " ", $args, ";"),
+                $($operands)*
+            ),
+            // Release: pairs with an Acquire/AcqRel load or RMW of another rank
+            // on this word; earlier accesses of this rank stay before it.
+            Ordering::Release => asm!(
+                concat!("atom.release.gpu.", $op, ".", $ty, " ", $args, ";"),
+                $($operands)*
+            ),
+            // AcqRel: both of the above (e.g. a ticket counter that both
+            // publishes this rank's writes and observes the previous holders').
+            Ordering::AcqRel => asm!(
+                concat!("atom.acq_rel.gpu.", $op, ".", $ty, " ", $args, ";"),
+                $($operands)*
+            ),
+        }
+    };
+}
+
+macro_rules! nvptx_atomic {
+    ($name:ident, $int:ty, $reg:ident, $u:literal, $b:literal) => {
+        /// An atomic integer in world memory.
+        #[repr(transparent)]
+        pub struct $name(UnsafeCell<$int>);
+
+        // SAFETY: every access goes through the atomic PTX instructions below.
+        unsafe impl Sync for $name {}
+
+        impl $name {
+            /// A new atomic holding `v`.
+            pub const fn new(v: $int) -> Self {
+                Self(UnsafeCell::new(v))
+            }
+
+            /// Atomic load.
+            pub fn load(&self, o: Ordering) -> $int {
+                let p = self.0.get();
+                let v: $int;
+                match o {
+                    // Acquire: pairs with the Release store/RMW of another rank
+                    // that published what this rank reads after the load.
+                    Ordering::Acquire | Ordering::AcqRel => {
+                        // SAFETY: `p` points to a live, aligned atomic word
+                        // (`&self`); the instruction only reads it.
+                        unsafe {
+                            asm!(
+                                concat!("ld.acquire.gpu.", $u, " {v}, [{p}];"),
+                                v = out($reg) v,
+                                p = in(reg64) p,
+                                options(nostack),
+                            )
+                        }
+                    }
+                    // A load has no release half: Release degrades to Relaxed,
+                    // as on the host.
+                    Ordering::Relaxed | Ordering::Release => {
+                        // SAFETY: as above.
+                        unsafe {
+                            asm!(
+                                concat!("ld.relaxed.gpu.", $u, " {v}, [{p}];"),
+                                v = out($reg) v,
+                                p = in(reg64) p,
+                                options(nostack),
+                            )
+                        }
+                    }
+                }
+                v
+            }
+
+            /// Atomic store.
+            pub fn store(&self, v: $int, o: Ordering) {
+                let p = self.0.get();
+                match o {
+                    // Release: pairs with the Acquire load/RMW of another rank
+                    // that reads this value; this rank's earlier writes are
+                    // visible to it.
+                    Ordering::Release | Ordering::AcqRel => {
+                        // SAFETY: `p` points to a live, aligned atomic word
+                        // (`&self`) that is only accessed atomically.
+                        unsafe {
+                            asm!(
+                                concat!("st.release.gpu.", $u, " [{p}], {v};"),
+                                p = in(reg64) p,
+                                v = in($reg) v,
+                                options(nostack),
+                            )
+                        }
+                    }
+                    // A store has no acquire half: Acquire degrades to Relaxed,
+                    // as on the host.
+                    Ordering::Relaxed | Ordering::Acquire => {
+                        // SAFETY: as above.
+                        unsafe {
+                            asm!(
+                                concat!("st.relaxed.gpu.", $u, " [{p}], {v};"),
+                                p = in(reg64) p,
+                                v = in($reg) v,
+                                options(nostack),
+                            )
+                        }
+                    }
+                }
+            }
+
+            /// Atomic add, returning the previous value (wrapping).
+            pub fn fetch_add(&self, v: $int, o: Ordering) -> $int {
+                let p = self.0.get();
+                let old: $int;
+                // SAFETY: `p` points to a live, aligned atomic word (`&self`)
+                // that is only accessed atomically. Orderings: see `atom_sem!`.
+                unsafe {
+                    atom_sem!(o, "add", $u, "{old}, [{p}], {v}",
+                        old = out($reg) old, p = in(reg64) p, v = in($reg) v, options(nostack))
+                }
+                old
+            }
+
+            /// Atomic bitwise or, returning the previous value.
+            pub fn fetch_or(&self, v: $int, o: Ordering) -> $int {
+                let p = self.0.get();
+                let old: $int;
+                // SAFETY: as in `fetch_add`.
+                unsafe {
+                    atom_sem!(o, "or", $b, "{old}, [{p}], {v}",
+                        old = out($reg) old, p = in(reg64) p, v = in($reg) v, options(nostack))
+                }
+                old
+            }
+
+            /// Atomic exchange, returning the previous value.
+            pub fn swap(&self, v: $int, o: Ordering) -> $int {
+                let p = self.0.get();
+                let old: $int;
+                // SAFETY: as in `fetch_add`.
+                unsafe {
+                    atom_sem!(o, "exch", $b, "{old}, [{p}], {v}",
+                        old = out($reg) old, p = in(reg64) p, v = in($reg) v, options(nostack))
+                }
+                old
+            }
+
+            /// Atomic compare-and-swap: `Ok(previous)` when it stored `new`.
+            ///
+            /// PTX has one semantics qualifier per `atom.cas`; a failed CAS
+            /// still reads with the acquire half of `o`, as the host's
+            /// failure ordering does.
+            pub fn compare_exchange(&self, current: $int, new: $int, o: Ordering) -> Result<$int, $int> {
+                let p = self.0.get();
+                let old: $int;
+                // SAFETY: as in `fetch_add`.
+                unsafe {
+                    atom_sem!(o, "cas", $b, "{old}, [{p}], {c}, {n}",
+                        old = out($reg) old, p = in(reg64) p, c = in($reg) current,
+                        n = in($reg) new, options(nostack))
+                }
+                if old == current {
+                    Ok(old)
+                } else {
+                    Err(old)
+                }
+            }
+        }
+    };
+}
+
+nvptx_atomic!(AtomicU32, u32, reg32, "u32", "b32");
+nvptx_atomic!(AtomicU64, u64, reg64, "u64", "b64");
+
+/// A memory fence of the given ordering.
+pub fn fence(o: Ordering) {
+    match o {
+        Ordering::Relaxed => {}
+        // PTX fences come as `.sc` or `.acq_rel`; acq_rel covers Acquire,
+        // Release and AcqRel. Pairs like a C++ fence: a release fence before a
+        // relaxed store pairs with an acquire fence after a relaxed load (of
+        // another rank) that reads that store.
+        Ordering::Acquire | Ordering::Release | Ordering::AcqRel => {
+            // SAFETY: a fence touches no memory operand; it only orders this
+            // thread's accesses.
+            unsafe { asm!("fence.acq_rel.gpu;", options(nostack)) }
+        }
+    }
+}
+
+/// Reads one special register (`%tid.x`, `%ctaid.x`, ...).
+macro_rules! special_u32 {
+    ($reg:literal) => {{
+        let v: u32;
+        // SAFETY: reading a special register has no side effects and touches
+        // no memory.
+        unsafe {
+            asm!(
+                concat!("mov.u32 {v}, ", $reg, ";"),
+                v = out(reg32) v,
+                options(pure, nomem, nostack),
+            )
+        };
+        v
+    }};
+}
+
+/// Coordinates of the calling rank.
+pub fn coordinates() -> Coordinates {
+    Coordinates {
+        thread: special_u32!("%tid.x"),
+        block: special_u32!("%ctaid.x"),
+        block_dim: special_u32!("%ntid.x"),
+        grid_dim: special_u32!("%nctaid.x"),
+    }
+}
+
+/// Lane of the calling rank in its warp of 32.
+pub fn lane_id() -> u32 {
+    special_u32!("%laneid")
+}
+
+/// Waits until every rank of the calling block has arrived (`__syncthreads`).
+///
+/// `barrier.sync` rather than `bar.sync` (= `barrier.sync.aligned`): the
+/// non-aligned form is correct even when the threads of a warp reach the
+/// barrier from different places in the code, which MPI-style rank code with
+/// rank-dependent branches can do. The barrier also orders memory among the
+/// block's threads (what each wrote before it is visible to all after it).
+pub fn block_barrier() {
+    // SAFETY: all threads of the block execute this barrier (the library
+    // calls it from block-uniform collective code); it touches no memory
+    // operand. The default memory clobber keeps accesses on their side.
+    unsafe { asm!("barrier.sync 0;", options(nostack)) }
+}
+
+/// Gives way after `polls` consecutive failed polls of one wait: sleeps
+/// 32 ns, doubling with each failed poll up to 1 µs.
+pub(super) fn snooze(polls: u32) {
+    let ns: u32 = 32u32 << polls.min(5);
+    // SAFETY: `nanosleep` only suspends the thread for up to `ns` nanoseconds;
+    // it touches no memory. Not `nomem`: a poll loop must re-read memory after it.
+    unsafe { asm!("nanosleep.u32 {t};", t = in(reg32) ns, options(nostack)) }
+}
+
+/// Nanoseconds of a monotonic clock (`%globaltimer`).
+pub fn clock_ns() -> u64 {
+    let t: u64;
+    // SAFETY: reading `%globaltimer` has no side effects. Not `pure`: each
+    // read must happen (the value changes).
+    unsafe { asm!("mov.u64 {t}, %globaltimer;", t = out(reg64) t, options(nomem, nostack)) };
+    t
+}
+
+/// Whether another rank can read `ptr` directly: whether the generic address
+/// `ptr` lies in global memory (not in a thread's local stack or a block's
+/// shared memory).
+pub fn is_shared_address(ptr: *const u8) -> bool {
+    let global: u32;
+    // SAFETY: `isspacep` only inspects the address value, it dereferences
+    // nothing. The predicate register is local to the braces.
+    unsafe {
+        asm!(
+            "{{ .reg .pred %gpu_mpi_isg; isspacep.global %gpu_mpi_isg, {a}; selp.u32 {r}, 1, 0, %gpu_mpi_isg; }}",
+            a = in(reg64) ptr,
+            r = out(reg32) global,
+            options(pure, nomem, nostack),
+        )
+    };
+    global != 0
+}
+
+/// Copies `len` bytes between shared locations (a message slot, a sender's
+/// buffer, a receive buffer): 8-byte words when both ends are 8-aligned,
+/// 4-byte words when both are 4-aligned, bytes otherwise and for the tail.
+///
+/// # Safety
+/// Both ranges valid for `len` bytes and not overlapping; the protocol orders
+/// the copy against every concurrent access with acquire/release operations.
+pub unsafe fn copy_bytes(dst: *mut u8, src: *const u8, len: usize) {
+    let mut i = 0usize;
+    let align = (dst as usize) | (src as usize);
+    if align % 8 == 0 {
+        while i + 8 <= len {
+            // SAFETY: `i + 8 <= len`, both ends 8-aligned (base and `i` are),
+            // ranges valid and disjoint (caller).
+            unsafe { (dst.add(i) as *mut u64).write((src.add(i) as *const u64).read()) };
+            i += 8;
+        }
+    } else if align % 4 == 0 {
+        while i + 4 <= len {
+            // SAFETY: as above with 4-byte words.
+            unsafe { (dst.add(i) as *mut u32).write((src.add(i) as *const u32).read()) };
+            i += 4;
+        }
+    }
+    while i < len {
+        // SAFETY: `i < len`, ranges valid and disjoint (caller).
+        unsafe { dst.add(i).write(src.add(i).read()) };
+        i += 1;
+    }
+}
+
+/// A panic in device code traps: the launch fails with an error the host
+/// reports (`cudaErrorLaunchFailure` / `CUDA_ERROR_ILLEGAL_INSTRUCTION`).
+/// There is no unwinding on nvptx64 and no way to print the message.
+#[panic_handler]
+fn panic(_info: &core::panic::PanicInfo<'_>) -> ! {
+    // SAFETY: `trap` aborts the kernel; it never returns.
+    unsafe { asm!("trap;", options(noreturn, nostack)) }
+}
+
+/// Kernel entry point for nvptx64: an `extern "ptx-kernel"` function exported
+/// under the kernel's name, taking `(world_memory, args)`, that runs the rank
+/// through [`rank_main`](crate::kernel::rank_main).
+///
+/// It sits in an anonymous `const` so that it does not clash with the Rust
+/// function of the same name; the export name is what the launcher looks up.
+/// The crate that invokes [`kernel!`](crate::kernel) needs
+/// `#![cfg_attr(target_os = "cuda", feature(abi_ptx))]`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __kernel_entry {
+    ($name:ident, $argty:ty) => {
+        const _: () = {
+            /// PTX entry point.
+            ///
+            /// # Safety
+            /// As for [`rank_main`]($crate::kernel::rank_main): launched by the
+            /// host launcher on a world it initialised.
+            #[export_name = stringify!($name)]
+            pub unsafe extern "ptx-kernel" fn __gpu_mpi_ptx_entry(world: *mut u8, args: *const $argty) {
+                // SAFETY: the launcher upholds `rank_main`'s contract.
+                unsafe { $crate::kernel::rank_main(world, args, $name) }
+            }
+        };
+    };
+}
