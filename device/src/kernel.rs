@@ -70,9 +70,9 @@ pub unsafe fn rank_main<A>(world: *mut u8, args: *const A, body: fn(&World, &A) 
 /// ```
 #[macro_export]
 macro_rules! kernel {
-    ($(#[$meta:meta])* $vis:vis static $desc:ident = fn $name:ident($world:ident : &World, $args:ident : &$argty:ty) -> Result<(), Error> $body:block) => {
+    ($(#[$meta:meta])* $vis:vis static $desc:ident = fn $name:ident($world:ident : &$wty:ty, $args:ident : &$argty:ty) -> Result<(), $ety:ty> $body:block) => {
         $(#[$meta])*
-        $vis fn $name($world: &$crate::World, $args: &$argty) -> ::core::result::Result<(), $crate::Error> $body
+        $vis fn $name($world: &$wty, $args: &$argty) -> ::core::result::Result<(), $ety> $body
 
         #[doc = concat!("Launch descriptor of [`", stringify!($name), "`].")]
         $vis static $desc: $crate::kernel::Kernel<$argty> = $crate::kernel::Kernel {

@@ -1,1 +1,15 @@
-//! kernels
+//! The project's own kernels, written once for the GPU and the CPU emulator.
+//!
+//! Every kernel here is an ordinary Rust function wrapped by
+//! [`gpu_mpi_device::kernel!`]: the PTX builder compiles this crate for
+//! nvptx64 (each kernel becomes a PTX entry point), and the host links it as
+//! a normal crate for the emulator.
+//!
+//! - [`pi`]: the thesis's two pi-estimation kernels (figures 5.6 and 5.17).
+//! - [`samples`]: a token ring and a ping-pong.
+//! - [`semantics`]: the MPI semantic test programs, run on every backend.
+#![no_std]
+
+pub mod pi;
+pub mod samples;
+pub mod semantics;

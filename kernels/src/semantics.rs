@@ -1,0 +1,1 @@
+//! MPI semantic test programs (filled in by the semantic-test work).
