@@ -1,1 +1,16 @@
-//! gpu-mpi
+//! gpu-mpi: MPI inside one GPU kernel, in Rust. Every CUDA thread is an MPI
+//! rank; a kernel written in message-passing style runs unchanged on an
+//! NVIDIA GPU and on a CPU emulator that needs no GPU.
+//!
+//! This crate is what a host program depends on: it re-exports the host API
+//! of `gpu-mpi-host` (devices, worlds, launches, error reports), the device
+//! library as [`device`], the project's kernels as [`kernels`], and the PTX
+//! those kernels were compiled to.
+//!
+//! See README.md and docs/architecture.md.
+
+pub use gpu_mpi_device as device;
+pub use gpu_mpi_host::*;
+pub use gpu_mpi_kernels as kernels;
+
+pub mod conformance;
