@@ -270,12 +270,18 @@ impl World {
 
     fn rank_cell(&self, rank: u32) -> *mut u8 {
         // SAFETY: inside the rank scratch region.
-        unsafe { self.base.add(self.layout.rank_scratch + rank as usize * self.collective_bytes()) }
+        unsafe {
+            self.base
+                .add(self.layout.rank_scratch + rank as usize * self.collective_bytes())
+        }
     }
 
     fn block_cell(&self, block: u32) -> *mut u8 {
         // SAFETY: inside the block scratch region.
-        unsafe { self.base.add(self.layout.block_scratch + block as usize * self.collective_bytes()) }
+        unsafe {
+            self.base
+                .add(self.layout.block_scratch + block as usize * self.collective_bytes())
+        }
     }
 
     fn collective_bytes(&self) -> usize {
@@ -365,20 +371,34 @@ impl World {
             });
         }
         let what = match root {
-            Some(r) => WaitFor { operation: WaitOperation::Reduce, peer: r, tag: -1 },
-            None => WaitFor { operation: WaitOperation::AllReduce, peer: -2, tag: -1 },
+            Some(r) => WaitFor {
+                operation: WaitOperation::Reduce,
+                peer: r,
+                tag: -1,
+            },
+            None => WaitFor {
+                operation: WaitOperation::AllReduce,
+                peer: -2,
+                tag: -1,
+            },
         };
         let mut local_error = None;
         if let Some(r) = root {
             if self.check_rank(r).is_err() {
                 // Every rank sees the same bad root: return alike.
-                return Err(Error::InvalidRoot { root: r, size: self.size() });
+                return Err(Error::InvalidRoot {
+                    root: r,
+                    size: self.size(),
+                });
             }
         }
         let n = send.len();
         if let Some(out) = recv.as_deref() {
             if out.len() != n {
-                local_error = Some(Error::CountMismatch { count: out.len() as u32, expected: n as u32 });
+                local_error = Some(Error::CountMismatch {
+                    count: out.len() as u32,
+                    expected: n as u32,
+                });
                 recv = None;
             }
         }
@@ -392,7 +412,10 @@ impl World {
             if count == COUNT_MISMATCH {
                 // Everyone read the same block counts: all stop here.
                 self.world_barrier(what)?;
-                return Err(Error::CountMismatch { count: n as u32, expected: COUNT_MISMATCH });
+                return Err(Error::CountMismatch {
+                    count: n as u32,
+                    expected: COUNT_MISMATCH,
+                });
             }
             let k = hi - lo;
             if is_root {
@@ -436,7 +459,10 @@ impl World {
             round += 1;
         }
         if root.is_some() && recv.is_none() && is_root && local_error.is_none() {
-            local_error = Some(Error::InvalidRoot { root: self.rank(), size: self.size() });
+            local_error = Some(Error::InvalidRoot {
+                root: self.rank(),
+                size: self.size(),
+            });
         }
         match local_error {
             Some(e) => Err(e),
@@ -516,7 +542,8 @@ impl World {
         for (i, slot) in out.iter_mut().enumerate() {
             // SAFETY: block cells hold `out.len()` staged elements each (the
             // caller checked every count), published by the round's barrier.
-            let mut acc = unsafe { core::ptr::read((self.block_cell(0).add(CELL_HEADER) as *const T).add(i)) };
+            let mut acc =
+                unsafe { core::ptr::read((self.block_cell(0).add(CELL_HEADER) as *const T).add(i)) };
             for b in 1..self.layout.blocks {
                 // SAFETY: as above.
                 let v = unsafe { core::ptr::read((self.block_cell(b).add(CELL_HEADER) as *const T).add(i)) };
@@ -528,11 +555,18 @@ impl World {
 
     fn broadcast_impl<B: BufferMut + ?Sized>(&self, root: i32, buf: &mut B) -> Result<(), Error> {
         if self.check_rank(root).is_err() {
-            return Err(Error::InvalidRoot { root, size: self.size() });
+            return Err(Error::InvalidRoot {
+                root,
+                size: self.size(),
+            });
         }
         let datatype = buf.datatype();
         let bytes = buf.as_bytes_mut();
-        let what = WaitFor { operation: WaitOperation::Broadcast, peer: root, tag: -1 };
+        let what = WaitFor {
+            operation: WaitOperation::Broadcast,
+            peer: root,
+            tag: -1,
+        };
         let area = self.broadcast_area();
         let capacity = self.collective_bytes() - CELL_HEADER;
         let is_root = root == self.rank();
@@ -551,8 +585,12 @@ impl World {
             }
             self.world_barrier(what)?;
             // SAFETY: published by the barrier; nobody writes until the next one.
-            let (total, id) =
-                unsafe { (core::ptr::read(area as *const u32) as usize, core::ptr::read(area.add(4) as *const u32)) };
+            let (total, id) = unsafe {
+                (
+                    core::ptr::read(area as *const u32) as usize,
+                    core::ptr::read(area.add(4) as *const u32),
+                )
+            };
             if !is_root && local_error.is_none() {
                 let status = crate::point_to_point::Status {
                     source: root,
@@ -561,7 +599,10 @@ impl World {
                     datatype: id,
                 };
                 if id != datatype.id && datatype.id != crate::datatype::ID_BYTE {
-                    local_error = Some(Error::TypeMismatch { status, expected: datatype.id });
+                    local_error = Some(Error::TypeMismatch {
+                        status,
+                        expected: datatype.id,
+                    });
                 } else if total != bytes.len() {
                     local_error = Some(Error::CountMismatch {
                         count: (bytes.len() / datatype.size.max(1) as usize) as u32,
@@ -594,7 +635,11 @@ impl World {
 
 impl CommunicatorCollectives for World {
     fn barrier(&self) -> Result<(), Error> {
-        self.world_barrier(WaitFor { operation: WaitOperation::Barrier, peer: -2, tag: -1 })
+        self.world_barrier(WaitFor {
+            operation: WaitOperation::Barrier,
+            peer: -2,
+            tag: -1,
+        })
     }
 
     fn all_reduce_into<T, S, R, O>(&self, send: &S, recv: &mut R, op: O) -> Result<(), Error>
@@ -620,8 +665,13 @@ impl Root for Process<'_> {
         R: ElementsMut<T> + ?Sized,
         O: Operation<T>,
     {
-        let recv = if self.rank == self.world.rank() { Some(recv.elements_mut()) } else { None };
-        self.world.reduce_impl(send.elements(), recv, Some(self.rank), &op)
+        let recv = if self.rank == self.world.rank() {
+            Some(recv.elements_mut())
+        } else {
+            None
+        };
+        self.world
+            .reduce_impl(send.elements(), recv, Some(self.rank), &op)
     }
 
     fn reduce_into<T, S, O>(&self, send: &S, op: O) -> Result<(), Error>
@@ -630,6 +680,92 @@ impl Root for Process<'_> {
         S: Elements<T> + ?Sized,
         O: Operation<T>,
     {
-        self.world.reduce_impl(send.elements(), None, Some(self.rank), &op)
+        self.world
+            .reduce_impl(send.elements(), None, Some(self.rank), &op)
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    //! One-rank worlds on a plain host thread; multi-rank collectives are
+    //! tested through the emulator and under loom.
+    extern crate std;
+    use super::*;
+    use crate::state::WorldConfig;
+    use std::vec;
+    use std::vec::Vec;
+
+    fn with_world(f: impl FnOnce(&World)) {
+        let config = WorldConfig::new(1, 1);
+        let mut mem: Vec<u64> = vec![0; config.layout().unwrap().total.div_ceil(8)];
+        let bytes = bytemuck::cast_slice_mut::<u64, u8>(&mut mem);
+        config.write_header(bytes).unwrap();
+        // SAFETY: freshly initialised world memory that outlives the world.
+        let world = unsafe { World::attach(bytes.as_mut_ptr()) }.unwrap();
+        f(&world);
+    }
+
+    #[test]
+    fn one_rank_collectives_return_own_values() {
+        with_world(|w| {
+            w.barrier().unwrap();
+            let send: Vec<i64> = (0..100).collect();
+            let mut recv = vec![0i64; 100];
+            w.all_reduce_into(&send[..], &mut recv[..], SystemOperation::sum())
+                .unwrap();
+            assert_eq!(recv, send);
+            let mut buf: Vec<u16> = (0..1000).collect();
+            w.process_at_rank(0).broadcast_into(&mut buf[..]).unwrap();
+            assert_eq!(buf[999], 999);
+            let mut m = 0.0f64;
+            w.process_at_rank(0)
+                .reduce_into_root(&2.5f64, &mut m, SystemOperation::max())
+                .unwrap();
+            assert_eq!(m, 2.5);
+        });
+    }
+
+    #[test]
+    fn invalid_operations_roots_and_counts_are_errors() {
+        with_world(|w| {
+            let mut out = 0.0f64;
+            assert_eq!(
+                w.all_reduce_into(&1.0f64, &mut out, SystemOperation::bitwise_and()),
+                Err(Error::InvalidOperation {
+                    op: 5,
+                    datatype: crate::datatype::ID_F64
+                })
+            );
+            assert_eq!(
+                w.process_at_rank(3).reduce_into(&1u32, SystemOperation::sum()),
+                Err(Error::InvalidRoot { root: 3, size: 1 })
+            );
+            let mut two = [0u32; 2];
+            assert_eq!(
+                w.all_reduce_into(&1u32, &mut two[..], SystemOperation::sum()),
+                Err(Error::CountMismatch {
+                    count: 2,
+                    expected: 1
+                })
+            );
+            assert_eq!(
+                w.process_at_rank(0).reduce_into(&1u32, SystemOperation::sum()),
+                Err(Error::InvalidRoot { root: 0, size: 1 })
+            );
+        });
+    }
+
+    #[test]
+    fn system_operations_follow_mpi_definitions() {
+        let op = |o: SystemOperation, a: i32, b: i32| Operation::<i32>::apply(&o, &a, &b);
+        assert_eq!(op(SystemOperation::logical_and(), 5, 0), 0);
+        assert_eq!(op(SystemOperation::logical_or(), 5, 0), 1);
+        assert_eq!(op(SystemOperation::bitwise_xor(), 6, 3), 5);
+        assert_eq!(op(SystemOperation::sum(), i32::MAX, 1), i32::MIN);
+        assert_eq!(
+            Operation::<f32>::apply(&SystemOperation::min(), &1.5, &-2.0),
+            -2.0
+        );
+        assert!(Operation::<f32>::check(&SystemOperation::logical_or()).is_err());
     }
 }

@@ -167,7 +167,12 @@ fn check_receive_tag(tag: i32) -> Result<(), Error> {
 }
 
 fn null_status(datatype: Datatype) -> Status {
-    Status { source: PROC_NULL, tag: ANY_TAG, bytes: 0, datatype: datatype.id }
+    Status {
+        source: PROC_NULL,
+        tag: ANY_TAG,
+        bytes: 0,
+        datatype: datatype.id,
+    }
 }
 
 impl World {
@@ -189,7 +194,10 @@ impl World {
 
     fn payload(&self, rank: u32, slot: u32) -> *mut u8 {
         // SAFETY: the payload follows the envelope inside the slot.
-        unsafe { self.base.add(self.layout.slot(rank, slot) + crate::state::ENVELOPE_BYTES) }
+        unsafe {
+            self.base
+                .add(self.layout.slot(rank, slot) + crate::state::ENVELOPE_BYTES)
+        }
     }
 
     pub(crate) fn max_message_bytes(&self) -> u32 {
@@ -215,16 +223,31 @@ enum SendPhase {
 }
 
 impl<'b> SendOp<'b> {
-    pub(crate) fn new(world: &World, dest: i32, tag: i32, datatype: Datatype, data: &'b [u8]) -> Result<Option<Self>, Error> {
+    pub(crate) fn new(
+        world: &World,
+        dest: i32,
+        tag: i32,
+        datatype: Datatype,
+        data: &'b [u8],
+    ) -> Result<Option<Self>, Error> {
         check_send_tag(tag)?;
         if dest == PROC_NULL {
             return Ok(None);
         }
         world.check_rank(dest)?;
         if data.len() > world.max_message_bytes() as usize {
-            return Err(Error::BufferTooLarge { bytes: data.len() as u32, limit: world.max_message_bytes() });
+            return Err(Error::BufferTooLarge {
+                bytes: data.len() as u32,
+                limit: world.max_message_bytes(),
+            });
         }
-        Ok(Some(SendOp { dest: dest as u32, tag, datatype, data, phase: SendPhase::Claim }))
+        Ok(Some(SendOp {
+            dest: dest as u32,
+            tag,
+            datatype,
+            data,
+            phase: SendPhase::Claim,
+        }))
     }
 
     /// Advances the send; `Some` when it finished. Calls `progressed` on the
@@ -253,20 +276,32 @@ impl<'b> SendOp<'b> {
                 } else {
                     KIND_STREAM
                 };
-                let first = if kind == KIND_DIRECT { 0 } else { total.min(slot_bytes) };
-                w.slot_u32(self.dest, slot, W_SOURCE).store(w.rank, Ordering::Relaxed);
-                w.slot_u32(self.dest, slot, W_TAG).store(self.tag as u32, Ordering::Relaxed);
+                let first = if kind == KIND_DIRECT {
+                    0
+                } else {
+                    total.min(slot_bytes)
+                };
+                w.slot_u32(self.dest, slot, W_SOURCE)
+                    .store(w.rank, Ordering::Relaxed);
+                w.slot_u32(self.dest, slot, W_TAG)
+                    .store(self.tag as u32, Ordering::Relaxed);
                 w.slot_u32(self.dest, slot, W_KIND).store(kind, Ordering::Relaxed);
-                w.slot_u32(self.dest, slot, W_DATATYPE).store(self.datatype.id, Ordering::Relaxed);
-                w.slot_u32(self.dest, slot, W_BYTES).store(total as u32, Ordering::Relaxed);
-                w.slot_u32(self.dest, slot, W_CHUNK).store(first as u32, Ordering::Relaxed);
-                w.slot_u64(self.dest, slot, W_TICKET).store(ticket, Ordering::Relaxed);
-                w.slot_u64(self.dest, slot, W_POINTER).store(self.data.as_ptr() as u64, Ordering::Relaxed);
+                w.slot_u32(self.dest, slot, W_DATATYPE)
+                    .store(self.datatype.id, Ordering::Relaxed);
+                w.slot_u32(self.dest, slot, W_BYTES)
+                    .store(total as u32, Ordering::Relaxed);
+                w.slot_u32(self.dest, slot, W_CHUNK)
+                    .store(first as u32, Ordering::Relaxed);
+                w.slot_u64(self.dest, slot, W_TICKET)
+                    .store(ticket, Ordering::Relaxed);
+                w.slot_u64(self.dest, slot, W_POINTER)
+                    .store(self.data.as_ptr() as u64, Ordering::Relaxed);
                 // SAFETY: the slot is ours (CLAIMED); its payload holds `slot_bytes >= first` bytes.
                 unsafe { shim::copy_bytes(w.payload(self.dest, slot), self.data.as_ptr(), first) };
                 // Release pairs with the receiver's Acquire load in `find_match`:
                 // the envelope and payload written above are visible once FULL is.
-                w.slot_u32(self.dest, slot, W_STATE).store(FULL, Ordering::Release);
+                w.slot_u32(self.dest, slot, W_STATE)
+                    .store(FULL, Ordering::Release);
                 self.phase = match kind {
                     KIND_EAGER => SendPhase::Done,
                     KIND_DIRECT => SendPhase::AwaitReceiver { slot },
@@ -309,11 +344,16 @@ impl<'b> SendOp<'b> {
                         unsafe {
                             shim::copy_bytes(w.payload(self.dest, slot), self.data.as_ptr().add(offset), n)
                         };
-                        w.slot_u32(self.dest, slot, W_CHUNK).store(n as u32, Ordering::Relaxed);
-                        w.slot_u32(self.dest, slot, W_KIND).store(KIND_CHUNK, Ordering::Relaxed);
+                        w.slot_u32(self.dest, slot, W_CHUNK)
+                            .store(n as u32, Ordering::Relaxed);
+                        w.slot_u32(self.dest, slot, W_KIND)
+                            .store(KIND_CHUNK, Ordering::Relaxed);
                         // Release pairs with the receiver's Acquire wait for FULL.
                         st.store(FULL, Ordering::Release);
-                        self.phase = SendPhase::Stream { slot, offset: offset + n };
+                        self.phase = SendPhase::Stream {
+                            slot,
+                            offset: offset + n,
+                        };
                         backoff.progressed();
                         None
                     }
@@ -336,8 +376,15 @@ pub(crate) struct RecvOp<'b> {
 #[derive(Clone, Copy)]
 enum RecvPhase {
     Match,
-    Stream { slot: u32, received: usize, wanted: usize, outcome: Outcome },
-    Done { outcome: Outcome },
+    Stream {
+        slot: u32,
+        received: usize,
+        wanted: usize,
+        outcome: Outcome,
+    },
+    Done {
+        outcome: Outcome,
+    },
 }
 
 #[derive(Clone, Copy)]
@@ -395,7 +442,15 @@ impl World {
                         datatype: self.slot_u32(me, slot, W_DATATYPE).load(Ordering::Relaxed),
                     };
                     let chunk = self.slot_u32(me, slot, W_CHUNK).load(Ordering::Relaxed);
-                    pass = Some((ticket, Envelope { slot, status, kind, chunk }));
+                    pass = Some((
+                        ticket,
+                        Envelope {
+                            slot,
+                            status,
+                            kind,
+                            chunk,
+                        },
+                    ));
                 }
             }
             match (best, pass) {
@@ -417,14 +472,25 @@ impl<'b> RecvOp<'b> {
     ) -> Result<Self, Error> {
         check_receive_tag(tag)?;
         let phase = if source == PROC_NULL {
-            RecvPhase::Done { outcome: Outcome { status: null_status(datatype), error: None } }
+            RecvPhase::Done {
+                outcome: Outcome {
+                    status: null_status(datatype),
+                    error: None,
+                },
+            }
         } else {
             if source != ANY_SOURCE {
                 world.check_rank(source)?;
             }
             RecvPhase::Match
         };
-        Ok(RecvOp { source, tag, datatype, buf, phase })
+        Ok(RecvOp {
+            source,
+            tag,
+            datatype,
+            buf,
+            phase,
+        })
     }
 
     pub(crate) fn poll(&mut self, w: &World, backoff: &mut Backoff) -> Option<Result<Status, Error>> {
@@ -436,9 +502,15 @@ impl<'b> RecvOp<'b> {
                 let status = env.status;
                 let capacity = self.buf.len();
                 let error = if self.datatype.id != ID_BYTE && self.datatype.id != status.datatype {
-                    Some(Error::TypeMismatch { status, expected: self.datatype.id })
+                    Some(Error::TypeMismatch {
+                        status,
+                        expected: self.datatype.id,
+                    })
                 } else if status.bytes as usize > capacity {
-                    Some(Error::Truncate { status, capacity_bytes: capacity as u32 })
+                    Some(Error::Truncate {
+                        status,
+                        capacity_bytes: capacity as u32,
+                    })
                 } else {
                     None
                 };
@@ -472,7 +544,12 @@ impl<'b> RecvOp<'b> {
                         if n < wanted {
                             // Release pairs with the sender's Acquire wait for CTS.
                             st.store(CTS, Ordering::Release);
-                            self.phase = RecvPhase::Stream { slot: env.slot, received: n, wanted, outcome };
+                            self.phase = RecvPhase::Stream {
+                                slot: env.slot,
+                                received: n,
+                                wanted,
+                                outcome,
+                            };
                             backoff.progressed();
                             return None;
                         }
@@ -483,7 +560,12 @@ impl<'b> RecvOp<'b> {
                 self.phase = RecvPhase::Done { outcome };
                 Some(outcome.result())
             }
-            RecvPhase::Stream { slot, received, wanted, outcome } => {
+            RecvPhase::Stream {
+                slot,
+                received,
+                wanted,
+                outcome,
+            } => {
                 let st = w.slot_u32(me, slot, W_STATE);
                 // Acquire pairs with the sender's Release store of FULL for this chunk.
                 if st.load(Ordering::Acquire) != FULL {
@@ -497,7 +579,12 @@ impl<'b> RecvOp<'b> {
                 if received < wanted {
                     // Release pairs with the sender's Acquire wait for CTS.
                     st.store(CTS, Ordering::Release);
-                    self.phase = RecvPhase::Stream { slot, received, wanted, outcome };
+                    self.phase = RecvPhase::Stream {
+                        slot,
+                        received,
+                        wanted,
+                        outcome,
+                    };
                     backoff.progressed();
                     return None;
                 }
@@ -525,16 +612,29 @@ fn check_probe(world: &World, source: i32, tag: i32) -> Result<(), Error> {
     Ok(())
 }
 
-fn receive_from<B: BufferMut + ?Sized>(world: &World, source: i32, buf: &mut B, tag: i32) -> Result<Status, Error> {
+fn receive_from<B: BufferMut + ?Sized>(
+    world: &World,
+    source: i32,
+    buf: &mut B,
+    tag: i32,
+) -> Result<Status, Error> {
     let datatype = buf.datatype();
     let mut op = RecvOp::new(world, source, tag, datatype, buf.as_bytes_mut())?;
-    let what = WaitFor { operation: Operation::Receive, peer: source, tag };
+    let what = WaitFor {
+        operation: Operation::Receive,
+        peer: source,
+        tag,
+    };
     wait_for(world, what, |b| op.poll(world, b))
 }
 
 fn probe_from(world: &World, source: i32, tag: i32) -> Result<Status, Error> {
     check_probe(world, source, tag)?;
-    let what = WaitFor { operation: Operation::Probe, peer: source, tag };
+    let what = WaitFor {
+        operation: Operation::Probe,
+        peer: source,
+        tag,
+    };
     wait_for(world, what, |_| probe_once(world, source, tag).map(Ok))
 }
 
@@ -544,7 +644,11 @@ impl Destination for Process<'_> {
         let Some(mut op) = SendOp::new(w, self.rank, tag, buf.datatype(), buf.as_bytes())? else {
             return Ok(());
         };
-        let what = WaitFor { operation: Operation::Send, peer: self.rank, tag };
+        let what = WaitFor {
+            operation: Operation::Send,
+            peer: self.rank,
+            tag,
+        };
         wait_for(w, what, |b| op.poll(w, b))
     }
 }
@@ -552,7 +656,11 @@ impl Destination for Process<'_> {
 macro_rules! impl_source {
     ($t:ty) => {
         impl Source for $t {
-            fn receive_into_with_tag<B: BufferMut + ?Sized>(&self, buf: &mut B, tag: i32) -> Result<Status, Error> {
+            fn receive_into_with_tag<B: BufferMut + ?Sized>(
+                &self,
+                buf: &mut B,
+                tag: i32,
+            ) -> Result<Status, Error> {
                 receive_from(self.world, self.source_filter(), buf, tag)
             }
             fn probe_with_tag(&self, tag: i32) -> Result<Status, Error> {
@@ -616,7 +724,11 @@ where
     let mut recv = RecvOp::new(w, src, receive_tag, datatype, buf.as_bytes_mut())?;
     let mut sent: Option<Result<(), Error>> = if send.is_none() { Some(Ok(())) } else { None };
     let mut received: Option<Result<Status, Error>> = None;
-    let what = WaitFor { operation: Operation::SendReceive, peer: src, tag: receive_tag };
+    let what = WaitFor {
+        operation: Operation::SendReceive,
+        peer: src,
+        tag: receive_tag,
+    };
     wait_for(w, what, |b| {
         if sent.is_none() {
             if let Some(op) = send.as_mut() {
@@ -642,7 +754,12 @@ where
 
 /// [`send_receive_into_with_tags`] with tag 0 for the send and any tag for
 /// the receive.
-pub fn send_receive_into<M, B, S>(msg: &M, destination: &Process<'_>, buf: &mut B, source: &S) -> Result<Status, Error>
+pub fn send_receive_into<M, B, S>(
+    msg: &M,
+    destination: &Process<'_>,
+    buf: &mut B,
+    source: &S,
+) -> Result<Status, Error>
 where
     M: Buffer + ?Sized,
     B: BufferMut + ?Sized,
@@ -676,7 +793,10 @@ where
     if len <= STAGE {
         let mut stage = [0u8; STAGE];
         stage[..len].copy_from_slice(Buffer::as_bytes(buf));
-        let staged = RawBytes { bytes: &stage[..len], datatype };
+        let staged = RawBytes {
+            bytes: &stage[..len],
+            datatype,
+        };
         return send_receive_into_with_tags(&staged, destination, send_tag, buf, source, receive_tag);
     }
     destination.send_with_tag(buf, send_tag)?;
@@ -700,5 +820,128 @@ impl Buffer for RawBytes<'_> {
     }
     fn count(&self) -> usize {
         self.bytes.len() / self.datatype.size.max(1) as usize
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    //! One-rank worlds on a plain host thread (rank 0 of 1): self-sends and
+    //! argument checks. Multi-rank behaviour is tested through the emulator
+    //! (tests/ of the root crate) and under loom (device/tests/loom.rs).
+    extern crate std;
+    use super::*;
+    use crate::state::WorldConfig;
+    use crate::topology::Communicator;
+    use std::vec;
+    use std::vec::Vec;
+
+    fn with_world(config: WorldConfig, f: impl FnOnce(&World)) {
+        let layout = config.layout().unwrap();
+        let mut mem: Vec<u64> = vec![0; layout.total.div_ceil(8)];
+        let bytes = bytemuck::cast_slice_mut::<u64, u8>(&mut mem);
+        config.write_header(bytes).unwrap();
+        // SAFETY: freshly initialised world memory that outlives the world.
+        let world = unsafe { World::attach(bytes.as_mut_ptr()) }.unwrap();
+        f(&world);
+    }
+
+    #[test]
+    fn self_send_then_receive_small() {
+        with_world(WorldConfig::new(1, 1), |w| {
+            let me = w.process_at_rank(0);
+            me.send_with_tag(&[1.5f64, 2.5][..], 7).unwrap();
+            let mut got = [0.0f64; 2];
+            let s = me.receive_into_with_tag(&mut got[..], 7).unwrap();
+            assert_eq!(got, [1.5, 2.5]);
+            assert_eq!((s.source_rank(), s.tag(), s.count::<f64>()), (0, 7, Some(2)));
+        });
+    }
+
+    #[test]
+    fn send_receive_to_self_large_direct_and_streamed() {
+        for flags in [0, FLAG_FORCE_STREAMING] {
+            let mut c = WorldConfig::new(1, 1);
+            c.flags = flags;
+            with_world(c, |w| {
+                let data: Vec<u32> = (0..10_000u32).map(|i| i.wrapping_mul(2654435761)).collect();
+                let mut got = vec![0u32; 10_000];
+                let me = w.process_at_rank(0);
+                let s = send_receive_into(&data[..], &me, &mut got[..], &me).unwrap();
+                assert_eq!(got, data);
+                assert_eq!(s.count::<u32>(), Some(10_000));
+            });
+        }
+    }
+
+    #[test]
+    fn truncation_consumes_and_keeps_first_bytes() {
+        with_world(WorldConfig::new(1, 1), |w| {
+            let me = w.process_at_rank(0);
+            me.send(&[1u8, 2, 3, 4, 5][..]).unwrap();
+            me.send(&[9u8][..]).unwrap();
+            let mut small = [0u8; 3];
+            match me.receive_into(&mut small[..]) {
+                Err(Error::Truncate {
+                    status,
+                    capacity_bytes,
+                }) => {
+                    assert_eq!((status.bytes(), capacity_bytes), (5, 3));
+                }
+                other => panic!("expected truncation, got {other:?}"),
+            }
+            assert_eq!(small, [1, 2, 3]);
+            let mut next = [0u8; 4];
+            let s = me.receive_into(&mut next[..]).unwrap();
+            assert_eq!((s.bytes(), next[0]), (1, 9));
+        });
+    }
+
+    #[test]
+    fn null_process_and_argument_errors() {
+        with_world(WorldConfig::new(1, 1), |w| {
+            let null = w.null_process();
+            null.send(&5u32).unwrap();
+            let mut v = 77u32;
+            let s = null.receive_into(&mut v).unwrap();
+            assert_eq!(
+                (s.source_rank(), s.tag(), s.count::<u32>(), v),
+                (PROC_NULL, ANY_TAG, Some(0), 77)
+            );
+            assert_eq!(
+                w.process_at_rank(1).send(&1u8),
+                Err(Error::InvalidRank { rank: 1, size: 1 })
+            );
+            assert_eq!(
+                w.process_at_rank(0).send_with_tag(&1u8, -5),
+                Err(Error::InvalidTag { tag: -5 })
+            );
+            assert_eq!(
+                w.process_at_rank(0).send_with_tag(&1u8, ANY_TAG),
+                Err(Error::InvalidTag { tag: ANY_TAG })
+            );
+            let big = vec![0u8; (1 << 20) + 1];
+            assert_eq!(
+                w.process_at_rank(0).send(&big[..]),
+                Err(Error::BufferTooLarge {
+                    bytes: (1 << 20) + 1,
+                    limit: 1 << 20
+                })
+            );
+            assert_eq!(w.any_process().immediate_probe().unwrap(), None);
+        });
+    }
+
+    #[test]
+    fn type_mismatch_consumes_and_bytes_accept_anything() {
+        with_world(WorldConfig::new(1, 1), |w| {
+            let me = w.process_at_rank(0);
+            me.send(&3.0f64).unwrap();
+            me.send(&4.0f64).unwrap();
+            let mut i = 0i32;
+            assert!(matches!(me.receive_into(&mut i), Err(Error::TypeMismatch { .. })));
+            let mut raw = [0u8; 8];
+            me.receive_into(&mut raw[..]).unwrap();
+            assert_eq!(f64::from_le_bytes(raw), 4.0);
+        });
     }
 }
