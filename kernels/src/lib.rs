@@ -9,6 +9,10 @@
 //! - [`samples`]: a token ring and a ping-pong.
 //! - [`semantics`]: the MPI semantic test programs, run on every backend.
 #![no_std]
+// nvptx64 only: `kernel!` expands to an `extern "ptx-kernel"` entry point here.
+// Crate attributes gate on `target_os = "cuda"` (the nvptx64-nvidia-cuda
+// target): `cfg(target_arch)` is reserved to device/src/shim/.
+#![cfg_attr(target_os = "cuda", feature(abi_ptx))]
 
 pub mod pi;
 pub mod samples;
