@@ -19,10 +19,10 @@
 //! Modules follow the MPI standard's chapters: [`point_to_point`] (3),
 //! [`datatype`] (5), [`collective`] (6), [`topology`] (7), [`error`] (8).
 #![no_std]
-// nvptx64 only (the shim's inline PTX and the `ptx-kernel` entry ABI). Crate
-// attributes gate on `target_os = "cuda"`: `cfg(target_arch)` is reserved to
-// device/src/shim/.
-#![cfg_attr(target_os = "cuda", feature(asm_experimental_arch, abi_ptx))]
+// nvptx64 only: the shim's inline PTX. Crate attributes gate on
+// `target_os = "cuda"` (the nvptx64-nvidia-cuda target): `cfg(target_arch)` is
+// reserved to device/src/shim/.
+#![cfg_attr(target_os = "cuda", feature(asm_experimental_arch))]
 
 pub mod collective;
 pub mod datatype;
