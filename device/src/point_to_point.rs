@@ -1,30 +1,37 @@
 //! Point-to-point communication (MPI standard chapter 3).
 //!
 //! # Protocol
-//! Follows the thesis "MPI within a GPU" (B. D. Young, 2009, section 5.3):
-//! messages are buffered in slots in global memory and matched by the
-//! receiver, with sequence numbers for non-overtaking. Differences:
-//! - slots belong to the *receiver* (its mailbox), so `ANY_SOURCE` scans one
-//!   mailbox instead of every sender's buffer;
-//! - a sender takes a ticket from the receiver's counter when it claims a slot;
-//!   tickets of one sender to one receiver grow in send order, and a receive
-//!   takes the matching message with the lowest ticket. A scan that found a
-//!   candidate scans again until the lowest match is stable: after the acquire
-//!   of a candidate every earlier message of its sender is visible, so a stable
-//!   minimum has no earlier matching message (non-overtaking, MPI 3.5, also
-//!   under `ANY_SOURCE`/`ANY_TAG`);
-//! - a full mailbox makes the sender wait (the thesis returned an error);
-//! - a message larger than a slot goes by rendezvous: the first slot carries
-//!   the envelope, then either the receiver copies straight from the sender's
-//!   buffer (when it is shared memory: always on the emulator, global memory on
-//!   the GPU) or the rest streams through the same slot, chunk by chunk.
+//! The model of the thesis "MPI within a GPU" (B. D. Young, 2009, section
+//! 5.3): a sender buffers its message in a slot of its own outbox in global
+//! memory, and the receiver searches the sender's outbox for a matching
+//! envelope; sequence numbers give non-overtaking. Limits removed:
+//! - a full outbox makes the sender wait for a receiver to free a slot (the
+//!   thesis returned `MPI_ERR_NO_SPACE`); because slots belong to the sender,
+//!   one receiver receiving from many senders in any order (the thesis's
+//!   point-to-point pi) never runs out of room;
+//! - `ANY_SOURCE` (absent from the thesis): every rank has a count of the
+//!   messages published to it and not yet received; while it is non-zero a
+//!   receive from any source scans the senders' outboxes;
+//! - `ANY_TAG`, zero-length messages, any `Pod` datatype;
+//! - a message larger than a slot goes by rendezvous: the slot carries the
+//!   envelope, then either the receiver copies straight from the sender's
+//!   buffer (when it is shared memory: always on the emulator, global memory
+//!   on the GPU) or the rest streams through the same slot, chunk by chunk.
 //!
-//! Slot states and who moves them:
+//! A slot's state word holds the state in its low 3 bits and, once
+//! published, the destination rank above them, so a receiver that reads
+//! `FULL` for itself (one acquire load) owns the message: no other rank may
+//! change that slot until it answers.
+//!
+//! Non-overtaking (MPI 3.5): a sender numbers its messages; a receive takes
+//! the matching message with the lowest number from the chosen sender, and
+//! scans that sender's outbox again until the lowest match is stable. Once a
+//! candidate is acquired, every earlier message of its sender is visible, so
+//! a stable minimum has no earlier match — also under `ANY_TAG`/`ANY_SOURCE`.
 //!
 //! | from | to | by | meaning |
 //! |---|---|---|---|
-//! | FREE | CLAIMED | sender (CAS) | slot taken, envelope being written |
-//! | CLAIMED | FULL | sender | envelope (and first chunk) published |
+//! | FREE | FULL(dest) | sender | envelope (and first chunk) published |
 //! | FULL | FREE | receiver | eager message consumed |
 //! | FULL | CTS | receiver | streaming: send the next chunk |
 //! | CTS | FULL | sender | streaming: next chunk published |
@@ -44,10 +51,16 @@ pub const ANY_TAG: i32 = -1;
 pub const TAG_UB: i32 = i32::MAX;
 
 const FREE: u32 = 0;
-const CLAIMED: u32 = 1;
 const FULL: u32 = 2;
 const CTS: u32 = 3;
 const DONE: u32 = 4;
+const STATE_BITS: u32 = 3;
+const STATE_MASK: u32 = (1 << STATE_BITS) - 1;
+
+/// The state word of a slot in `state` addressed to `dest`.
+const fn state_for(dest: u32, state: u32) -> u32 {
+    (dest << STATE_BITS) | state
+}
 
 const KIND_EAGER: u32 = 0;
 const KIND_DIRECT: u32 = 1;
@@ -56,13 +69,12 @@ const KIND_CHUNK: u32 = 3;
 
 // Envelope word offsets (bytes) inside a slot.
 const W_STATE: usize = 0;
-const W_SOURCE: usize = 4;
 const W_TAG: usize = 8;
 const W_KIND: usize = 12;
 const W_DATATYPE: usize = 16;
 const W_BYTES: usize = 20;
 const W_CHUNK: usize = 24;
-const W_TICKET: usize = 32;
+const W_SEQUENCE: usize = 32;
 const W_POINTER: usize = 40;
 
 /// The envelope of a received or probed message (`MPI_Status`).
@@ -176,27 +188,34 @@ fn null_status(datatype: Datatype) -> Status {
 }
 
 impl World {
-    fn slot_u32(&self, rank: u32, slot: u32, word: usize) -> &AtomicU32 {
+    fn slot_u32(&self, owner: u32, slot: u32, word: usize) -> &AtomicU32 {
         // SAFETY: `layout.slot` is inside the world memory; envelope words are
         // 4-byte aligned and only ever accessed atomically.
-        unsafe { shim::atomic_u32_at(self.base, self.layout.slot(rank, slot) + word) }
+        unsafe { shim::atomic_u32_at(self.base, self.layout.slot(owner, slot) + word) }
     }
 
-    fn slot_u64(&self, rank: u32, slot: u32, word: usize) -> &AtomicU64 {
+    fn slot_u64(&self, owner: u32, slot: u32, word: usize) -> &AtomicU64 {
         // SAFETY: as in `slot_u32`; the 64-bit words are 8-byte aligned.
-        unsafe { shim::atomic_u64_at(self.base, self.layout.slot(rank, slot) + word) }
+        unsafe { shim::atomic_u64_at(self.base, self.layout.slot(owner, slot) + word) }
     }
 
-    fn ticket_counter(&self, rank: u32) -> &AtomicU64 {
-        // SAFETY: the mailbox header's first word, 8-byte aligned, atomic-only.
-        unsafe { shim::atomic_u64_at(self.base, self.layout.mailbox(rank)) }
+    /// The owner's message counter (only the owner touches it).
+    fn sequence_counter(&self, owner: u32) -> &AtomicU64 {
+        // SAFETY: the outbox header's first word, 8-byte aligned, atomic-only.
+        unsafe { shim::atomic_u64_at(self.base, self.layout.outbox(owner)) }
     }
 
-    fn payload(&self, rank: u32, slot: u32) -> *mut u8 {
+    /// Messages published to `rank` and not yet matched.
+    fn incoming(&self, rank: u32) -> &AtomicU32 {
+        // SAFETY: the outbox header's third word, 4-byte aligned, atomic-only.
+        unsafe { shim::atomic_u32_at(self.base, self.layout.outbox(rank) + 8) }
+    }
+
+    fn payload(&self, owner: u32, slot: u32) -> *mut u8 {
         // SAFETY: the payload follows the envelope inside the slot.
         unsafe {
             self.base
-                .add(self.layout.slot(rank, slot) + crate::state::ENVELOPE_BYTES)
+                .add(self.layout.slot(owner, slot) + crate::state::ENVELOPE_BYTES)
         }
     }
 
@@ -257,17 +276,17 @@ impl<'b> SendOp<'b> {
         match self.phase {
             SendPhase::Done => Some(Ok(())),
             SendPhase::Claim => {
+                let me = w.rank;
                 let slot = (0..w.layout.slots_per_rank).find(|&s| {
-                    let st = w.slot_u32(self.dest, s, W_STATE);
-                    // Acquire on success pairs with the receiver's Release store of
-                    // FREE (or the previous sender's, after DONE): its last reads
-                    // of this slot happen before our writes below.
-                    st.load(Ordering::Relaxed) == FREE
-                        && st.compare_exchange(FREE, CLAIMED, Ordering::Acquire).is_ok()
+                    // Acquire pairs with the receiver's Release store of FREE:
+                    // its last reads of this slot happen before our writes
+                    // below. Only the owner moves a slot out of FREE.
+                    w.slot_u32(me, s, W_STATE).load(Ordering::Acquire) & STATE_MASK == FREE
                 })?;
-                // Relaxed: the ticket's order among this sender's messages comes
-                // from program order on one atomic; it is published with FULL.
-                let ticket = w.ticket_counter(self.dest).fetch_add(1, Ordering::Relaxed);
+                let counter = w.sequence_counter(me);
+                // Relaxed: only this rank reads or writes its own counter.
+                let sequence = counter.load(Ordering::Relaxed);
+                counter.store(sequence + 1, Ordering::Relaxed);
                 let total = self.data.len();
                 let kind = if total <= slot_bytes {
                     KIND_EAGER
@@ -281,27 +300,28 @@ impl<'b> SendOp<'b> {
                 } else {
                     total.min(slot_bytes)
                 };
-                w.slot_u32(self.dest, slot, W_SOURCE)
-                    .store(w.rank, Ordering::Relaxed);
-                w.slot_u32(self.dest, slot, W_TAG)
+                w.slot_u32(me, slot, W_TAG)
                     .store(self.tag as u32, Ordering::Relaxed);
-                w.slot_u32(self.dest, slot, W_KIND).store(kind, Ordering::Relaxed);
-                w.slot_u32(self.dest, slot, W_DATATYPE)
+                w.slot_u32(me, slot, W_KIND).store(kind, Ordering::Relaxed);
+                w.slot_u32(me, slot, W_DATATYPE)
                     .store(self.datatype.id, Ordering::Relaxed);
-                w.slot_u32(self.dest, slot, W_BYTES)
+                w.slot_u32(me, slot, W_BYTES)
                     .store(total as u32, Ordering::Relaxed);
-                w.slot_u32(self.dest, slot, W_CHUNK)
+                w.slot_u32(me, slot, W_CHUNK)
                     .store(first as u32, Ordering::Relaxed);
-                w.slot_u64(self.dest, slot, W_TICKET)
-                    .store(ticket, Ordering::Relaxed);
-                w.slot_u64(self.dest, slot, W_POINTER)
+                w.slot_u64(me, slot, W_SEQUENCE)
+                    .store(sequence, Ordering::Relaxed);
+                w.slot_u64(me, slot, W_POINTER)
                     .store(self.data.as_ptr() as u64, Ordering::Relaxed);
-                // SAFETY: the slot is ours (CLAIMED); its payload holds `slot_bytes >= first` bytes.
-                unsafe { shim::copy_bytes(w.payload(self.dest, slot), self.data.as_ptr(), first) };
-                // Release pairs with the receiver's Acquire load in `find_match`:
-                // the envelope and payload written above are visible once FULL is.
-                w.slot_u32(self.dest, slot, W_STATE)
-                    .store(FULL, Ordering::Release);
+                // SAFETY: the slot is FREE and ours; its payload holds `slot_bytes >= first` bytes.
+                unsafe { shim::copy_bytes(w.payload(me, slot), self.data.as_ptr(), first) };
+                // Release pairs with the receiver's Acquire load in `scan_sender`:
+                // the envelope and payload written above are visible with FULL.
+                w.slot_u32(me, slot, W_STATE)
+                    .store(state_for(self.dest, FULL), Ordering::Release);
+                // Release pairs with the receiver's Acquire load of its count:
+                // a receiver that counts this message also sees it FULL.
+                w.incoming(self.dest).fetch_add(1, Ordering::Release);
                 self.phase = match kind {
                     KIND_EAGER => SendPhase::Done,
                     KIND_DIRECT => SendPhase::AwaitReceiver { slot },
@@ -315,25 +335,26 @@ impl<'b> SendOp<'b> {
                 }
             }
             SendPhase::AwaitReceiver { slot } => {
-                let st = w.slot_u32(self.dest, slot, W_STATE);
+                let st = w.slot_u32(w.rank, slot, W_STATE);
                 // Acquire pairs with the receiver's Release store of DONE: its
                 // copy out of our buffer is finished before we return it.
-                if st.load(Ordering::Acquire) != DONE {
+                if st.load(Ordering::Acquire) & STATE_MASK != DONE {
                     return None;
                 }
-                // Release pairs with the next sender's Acquire claim.
-                st.store(FREE, Ordering::Release);
+                // Relaxed: only this rank claims its slots again, after this store.
+                st.store(FREE, Ordering::Relaxed);
                 self.phase = SendPhase::Done;
                 Some(Ok(()))
             }
             SendPhase::Stream { slot, offset } => {
-                let st = w.slot_u32(self.dest, slot, W_STATE);
+                let me = w.rank;
+                let st = w.slot_u32(me, slot, W_STATE);
                 // Acquire pairs with the receiver's Release store of CTS or DONE:
                 // it finished reading the slot's previous chunk.
-                match st.load(Ordering::Acquire) {
+                match st.load(Ordering::Acquire) & STATE_MASK {
                     DONE => {
-                        // Release pairs with the next sender's Acquire claim.
-                        st.store(FREE, Ordering::Release);
+                        // Relaxed: only this rank claims its slots again.
+                        st.store(FREE, Ordering::Relaxed);
                         self.phase = SendPhase::Done;
                         Some(Ok(()))
                     }
@@ -341,15 +362,11 @@ impl<'b> SendOp<'b> {
                         let n = (self.data.len() - offset).min(slot_bytes);
                         // SAFETY: the receiver asked for this chunk (CTS) and does
                         // not touch the payload until FULL; `offset + n <= len`.
-                        unsafe {
-                            shim::copy_bytes(w.payload(self.dest, slot), self.data.as_ptr().add(offset), n)
-                        };
-                        w.slot_u32(self.dest, slot, W_CHUNK)
-                            .store(n as u32, Ordering::Relaxed);
-                        w.slot_u32(self.dest, slot, W_KIND)
-                            .store(KIND_CHUNK, Ordering::Relaxed);
+                        unsafe { shim::copy_bytes(w.payload(me, slot), self.data.as_ptr().add(offset), n) };
+                        w.slot_u32(me, slot, W_CHUNK).store(n as u32, Ordering::Relaxed);
+                        w.slot_u32(me, slot, W_KIND).store(KIND_CHUNK, Ordering::Relaxed);
                         // Release pairs with the receiver's Acquire wait for FULL.
-                        st.store(FULL, Ordering::Release);
+                        st.store(state_for(self.dest, FULL), Ordering::Release);
                         self.phase = SendPhase::Stream {
                             slot,
                             offset: offset + n,
@@ -411,39 +428,54 @@ struct Envelope {
 }
 
 impl World {
-    /// The matching message with the lowest ticket in this rank's mailbox,
-    /// rescanning until that minimum is stable (see the module docs).
+    /// The next message for this rank from `source` (or any source) with
+    /// `tag` (or any tag), by the rules in the module docs.
     fn find_match(&self, source: i32, tag: i32) -> Option<Envelope> {
-        let me = self.rank;
+        if source != ANY_SOURCE {
+            return self.scan_sender(source as u32, tag);
+        }
+        // Acquire pairs with the senders' Release increments: a counted
+        // message is visible as FULL in the scan below.
+        if self.incoming(self.rank).load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        let ranks = self.layout.ranks;
+        (1..=ranks)
+            .map(|i| (self.rank + i) % ranks)
+            .find_map(|s| self.scan_sender(s, tag))
+    }
+
+    /// The lowest-numbered matching message for this rank in `owner`'s
+    /// outbox, rescanning until that minimum is stable.
+    fn scan_sender(&self, owner: u32, tag: i32) -> Option<Envelope> {
+        let full = state_for(self.rank, FULL);
         let mut best: Option<(u64, Envelope)> = None;
         loop {
             let mut pass: Option<(u64, Envelope)> = None;
             for slot in 0..self.layout.slots_per_rank {
                 // Acquire pairs with the sender's Release store of FULL: the
-                // envelope and payload it wrote are visible.
-                if self.slot_u32(me, slot, W_STATE).load(Ordering::Acquire) != FULL {
+                // envelope and payload it wrote are visible, and stay as they
+                // are until this rank answers (only the destination moves a
+                // slot out of FULL).
+                if self.slot_u32(owner, slot, W_STATE).load(Ordering::Acquire) != full {
                     continue;
                 }
-                let kind = self.slot_u32(me, slot, W_KIND).load(Ordering::Relaxed);
-                if kind == KIND_CHUNK {
+                let kind = self.slot_u32(owner, slot, W_KIND).load(Ordering::Relaxed);
+                let t = self.slot_u32(owner, slot, W_TAG).load(Ordering::Relaxed) as i32;
+                if kind == KIND_CHUNK || (tag != ANY_TAG && t != tag) {
                     continue;
                 }
-                let src = self.slot_u32(me, slot, W_SOURCE).load(Ordering::Relaxed) as i32;
-                let t = self.slot_u32(me, slot, W_TAG).load(Ordering::Relaxed) as i32;
-                if (source != ANY_SOURCE && src != source) || (tag != ANY_TAG && t != tag) {
-                    continue;
-                }
-                let ticket = self.slot_u64(me, slot, W_TICKET).load(Ordering::Relaxed);
-                if pass.is_none_or(|(b, _)| ticket < b) {
+                let sequence = self.slot_u64(owner, slot, W_SEQUENCE).load(Ordering::Relaxed);
+                if pass.is_none_or(|(b, _)| sequence < b) {
                     let status = Status {
-                        source: src,
+                        source: owner as i32,
                         tag: t,
-                        bytes: self.slot_u32(me, slot, W_BYTES).load(Ordering::Relaxed),
-                        datatype: self.slot_u32(me, slot, W_DATATYPE).load(Ordering::Relaxed),
+                        bytes: self.slot_u32(owner, slot, W_BYTES).load(Ordering::Relaxed),
+                        datatype: self.slot_u32(owner, slot, W_DATATYPE).load(Ordering::Relaxed),
                     };
-                    let chunk = self.slot_u32(me, slot, W_CHUNK).load(Ordering::Relaxed);
+                    let chunk = self.slot_u32(owner, slot, W_CHUNK).load(Ordering::Relaxed);
                     pass = Some((
-                        ticket,
+                        sequence,
                         Envelope {
                             slot,
                             status,
@@ -519,18 +551,24 @@ impl<'b> RecvOp<'b> {
                     _ => (status.bytes as usize).min(capacity),
                 };
                 let outcome = Outcome { status, error };
-                let st = w.slot_u32(me, env.slot, W_STATE);
+                let owner = status.source as u32;
+                // Relaxed: the count is a hint for ANY_SOURCE scans; the message
+                // itself is owned through its slot's state word.
+                w.incoming(me).fetch_add(u32::MAX, Ordering::Relaxed);
+                let st = w.slot_u32(owner, env.slot, W_STATE);
                 match env.kind {
                     KIND_EAGER => {
-                        // SAFETY: the slot is FULL (acquired in find_match) and
-                        // ours to read until we free it; `wanted <= chunk`.
-                        unsafe { shim::copy_bytes(self.buf.as_mut_ptr(), w.payload(me, env.slot), wanted) };
-                        // Release pairs with a sender's Acquire claim: our reads
+                        // SAFETY: the slot is FULL for us (acquired in scan_sender)
+                        // and unchanged until we free it; `wanted <= chunk`.
+                        unsafe {
+                            shim::copy_bytes(self.buf.as_mut_ptr(), w.payload(owner, env.slot), wanted)
+                        };
+                        // Release pairs with the owner's Acquire claim: our reads
                         // of the payload happen before its next writes.
                         st.store(FREE, Ordering::Release);
                     }
                     KIND_DIRECT => {
-                        let src = w.slot_u64(me, env.slot, W_POINTER).load(Ordering::Relaxed) as *const u8;
+                        let src = w.slot_u64(owner, env.slot, W_POINTER).load(Ordering::Relaxed) as *const u8;
                         // SAFETY: the sender published its buffer's address and
                         // stays blocked, buffer untouched, until we store DONE.
                         unsafe { shim::copy_bytes(self.buf.as_mut_ptr(), src, wanted) };
@@ -554,7 +592,7 @@ impl<'b> RecvOp<'b> {
                             return None;
                         }
                         // Release pairs with the sender's Acquire wait for DONE.
-                        st.store(DONE, Ordering::Release);
+                        st.store(state_for(me, DONE), Ordering::Release);
                     }
                 }
                 self.phase = RecvPhase::Done { outcome };

@@ -8,7 +8,7 @@
 //! | region | size | contents |
 //! |---|---|---|
 //! | header | 256 B | magic, version, [`WorldConfig`], grid size, abort flag |
-//! | mailboxes | `ranks × mailbox_stride` | per receiving rank: ticket counter, then `slots_per_rank` slots of 64 B envelope + `slot_bytes` payload |
+//! | outboxes | `ranks × outbox_stride` | per sending rank: sequence counter and incoming-message count, then `slots_per_rank` slots of 64 B envelope + `slot_bytes` payload |
 //! | barrier | `blocks × 64` | per block: its barrier counter (Dietz's single-writer barrier) |
 //! | broadcast | `collective_bytes` | the root's chunk of a broadcast |
 //! | block scratch | `blocks × collective_bytes` | per block: its partial reduction |
@@ -36,8 +36,8 @@ pub const CONFIG_OFFSET: usize = 16;
 pub const ABORT_OFFSET: usize = 128;
 /// Bytes of a slot's envelope, before its payload.
 pub const ENVELOPE_BYTES: usize = 64;
-/// Bytes of a mailbox's header, before its slots.
-pub const MAILBOX_HEADER_BYTES: usize = 64;
+/// Bytes of an outbox's header, before its slots.
+pub const OUTBOX_HEADER_BYTES: usize = 64;
 /// Bytes of one block's barrier record.
 pub const BARRIER_STRIDE: usize = 64;
 /// Bytes of one rank's wait record.
@@ -54,7 +54,7 @@ pub struct WorldConfig {
     pub ranks: u32,
     /// Ranks per block (threads per block). `ranks` must be a multiple.
     pub block_dim: u32,
-    /// Message slots in each rank's mailbox.
+    /// Message slots in each rank's outbox (messages it has sent that are not yet received).
     pub slots_per_rank: u32,
     /// Payload bytes per slot (multiple of 64). Larger messages go by rendezvous.
     pub slot_bytes: u32,
@@ -115,10 +115,10 @@ impl WorldConfig {
         let ranks = self.ranks as usize;
         let blocks = (self.ranks / self.block_dim) as usize;
         let slot_stride = ENVELOPE_BYTES + self.slot_bytes as usize;
-        let mailbox_stride = MAILBOX_HEADER_BYTES + self.slots_per_rank as usize * slot_stride;
+        let outbox_stride = OUTBOX_HEADER_BYTES + self.slots_per_rank as usize * slot_stride;
         let coll = self.collective_bytes as usize;
-        let mailboxes = HEADER_BYTES;
-        let barrier = mailboxes + ranks * mailbox_stride;
+        let outboxes = HEADER_BYTES;
+        let barrier = outboxes + ranks * outbox_stride;
         let broadcast = barrier + blocks * BARRIER_STRIDE;
         let block_scratch = broadcast + coll;
         let rank_scratch = block_scratch + blocks * coll;
@@ -132,8 +132,8 @@ impl WorldConfig {
             slots_per_rank: self.slots_per_rank,
             slot_bytes: self.slot_bytes,
             slot_stride,
-            mailbox_stride,
-            mailboxes,
+            outbox_stride,
+            outboxes,
             barrier,
             broadcast,
             block_scratch,
@@ -171,16 +171,16 @@ pub struct Layout {
     pub block_dim: u32,
     /// Blocks.
     pub blocks: u32,
-    /// Slots per mailbox.
+    /// Slots per outbox.
     pub slots_per_rank: u32,
     /// Payload bytes per slot.
     pub slot_bytes: u32,
     /// Bytes from one slot to the next.
     pub slot_stride: usize,
-    /// Bytes from one mailbox to the next.
-    pub mailbox_stride: usize,
-    /// Offset of the first mailbox.
-    pub mailboxes: usize,
+    /// Bytes from one outbox to the next.
+    pub outbox_stride: usize,
+    /// Offset of the first outbox.
+    pub outboxes: usize,
     /// Offset of the barrier counters.
     pub barrier: usize,
     /// Offset of the broadcast area.
@@ -198,13 +198,13 @@ pub struct Layout {
 }
 
 impl Layout {
-    /// Offset of `rank`'s mailbox.
-    pub fn mailbox(&self, rank: u32) -> usize {
-        self.mailboxes + rank as usize * self.mailbox_stride
+    /// Offset of `rank`'s outbox.
+    pub fn outbox(&self, rank: u32) -> usize {
+        self.outboxes + rank as usize * self.outbox_stride
     }
-    /// Offset of slot `slot` of `rank`'s mailbox.
+    /// Offset of slot `slot` of `rank`'s outbox.
     pub fn slot(&self, rank: u32, slot: u32) -> usize {
-        self.mailbox(rank) + MAILBOX_HEADER_BYTES + slot as usize * self.slot_stride
+        self.outbox(rank) + OUTBOX_HEADER_BYTES + slot as usize * self.slot_stride
     }
     /// Offset of `rank`'s wait record.
     pub fn record(&self, rank: u32) -> usize {
@@ -281,7 +281,7 @@ mod tests {
         assert_eq!(l.blocks, 4);
         assert_eq!(l.slot_stride, 64 + 256);
         for off in [
-            l.mailboxes,
+            l.outboxes,
             l.barrier,
             l.broadcast,
             l.block_scratch,
@@ -291,9 +291,9 @@ mod tests {
         ] {
             assert_eq!(off % 16, 0, "offset {off} misaligned");
         }
-        assert!(l.mailboxes < l.barrier && l.barrier < l.broadcast && l.records < l.results);
+        assert!(l.outboxes < l.barrier && l.barrier < l.broadcast && l.records < l.results);
         assert_eq!(l.total, l.results + 1024 * RESULT_STRIDE);
-        assert_eq!(l.slot(1, 0), l.mailbox(1) + MAILBOX_HEADER_BYTES);
+        assert_eq!(l.slot(1, 0), l.outbox(1) + OUTBOX_HEADER_BYTES);
     }
 
     #[test]
