@@ -1,1 +1,513 @@
-//! ptx-builder
+//! Builds a `no_std` kernel crate to PTX with rustc's own `nvptx64-nvidia-cuda`
+//! target, for use from a build script (in the spirit of `cuda_builder`, without
+//! Rust-CUDA).
+//!
+//! For each SM architecture (`sm_70`, `sm_90` by default) it runs a nested
+//! `cargo +nightly rustc --crate-type cdylib --target nvptx64-nvidia-cuda
+//! -Zbuild-std=core` with `-C target-cpu=sm_XX` in `RUSTFLAGS` (so `core` is
+//! built for the same CPU) and `-C linker=<our link step>`. The link step
+//! replaces the `llvm-bitcode-linker` rustup component: it is the *calling
+//! executable itself* (a build script or the `ptx-check` binary), which must
+//! call [`run_as_linker_if_requested`] first thing in `main`. It links the
+//! bitcode with `llvm-link`, internalizes all but the kernels and optimizes
+//! with `opt`, and emits PTX with `llc` (see `link.rs`); those tools come from
+//! the toolchain's `llvm-tools` component.
+//!
+//! ```no_run
+//! // In build.rs's `main`: first, in case rustc runs this executable as the linker,
+//! gpu_mpi_ptx_builder::run_as_linker_if_requested();
+//! // then the build (the PTX files land in the nested target directory).
+//! let ptx = gpu_mpi_ptx_builder::PtxBuilder::new("kernels").archs(&[70, 90]).build();
+//! ```
+//!
+//! [`check`] holds the PTX lint and the `ptxas` runs; [`build_script`] the
+//! whole flow of the workspace's root build script.
+
+mod ar;
+pub mod build_script;
+pub mod check;
+mod link;
+
+use std::ffi::OsString;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// The rustc target.
+pub const TARGET: &str = "nvptx64-nvidia-cuda";
+/// Set (to the LLVM tools directory) in the environment of the nested cargo:
+/// tells the executable it is running as the linker.
+pub const LINKER_ENV: &str = "GPU_MPI_PTX_LINKER_LLVM_BIN";
+/// Set to `1` to skip the PTX build (no nightly needed; no GPU kernels).
+pub const SKIP_ENV: &str = "GPU_MPI_SKIP_PTX";
+/// Comma-separated SM numbers to build PTX for (default `70,90`).
+pub const ARCHS_ENV: &str = "GPU_MPI_PTX_ARCHS";
+/// Comma-separated SM numbers to assemble with ptxas (default `70,80,90`).
+pub const CHECK_ARCHS_ENV: &str = "GPU_MPI_PTX_CHECK_ARCHS";
+/// The rustup toolchain of the nested build (default `nightly`).
+pub const TOOLCHAIN_ENV: &str = "GPU_MPI_PTX_TOOLCHAIN";
+/// PTX is built for these SMs by default: sm_70 (Volta and later, the
+/// portable one) and sm_90 (Hopper).
+pub const DEFAULT_ARCHS: &[u32] = &[70, 90];
+/// ptxas assembles for these SMs by default (sm_80 from the sm_70 PTX).
+pub const DEFAULT_CHECK_ARCHS: &[u32] = &[70, 80, 90];
+
+/// If this process was started by rustc as the nvptx64 linker (the nested
+/// build sets [`LINKER_ENV`]), performs the link and exits; otherwise returns.
+/// Call it first thing in `main` of every executable passed as the linker.
+pub fn run_as_linker_if_requested() {
+    let Some(llvm_bin) = std::env::var_os(LINKER_ENV) else {
+        return;
+    };
+    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    match link::link(Path::new(&llvm_bin), args) {
+        Ok(()) => std::process::exit(0),
+        Err(e) => {
+            eprintln!("gpu-mpi PTX link step: {e}");
+            std::process::exit(1)
+        }
+    }
+}
+
+/// Why a PTX build failed.
+#[derive(Debug)]
+pub enum Error {
+    /// A toolchain component is missing; `install` is the command that adds it.
+    Missing {
+        /// What is missing.
+        what: String,
+        /// The command that installs it.
+        install: String,
+    },
+    /// The nested cargo build failed (its diagnostics went to stderr).
+    Build {
+        /// `sm_XX`.
+        arch: String,
+        /// Exit status.
+        status: String,
+    },
+    /// Something else (I/O, unexpected output).
+    Other(String),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Missing { what, install } => write!(
+                f,
+                "gpu-mpi PTX build: {what} is missing; install it with `{install}` \
+                 (or set {SKIP_ENV}=1 to build without GPU kernels)"
+            ),
+            Error::Build { arch, status } => write!(
+                f,
+                "gpu-mpi PTX build: compiling the kernels for {arch} failed ({status}); \
+                 the nested cargo's errors are above (or set {SKIP_ENV}=1 to build without GPU kernels)"
+            ),
+            Error::Other(m) => write!(f, "gpu-mpi PTX build: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// The nightly toolchain the kernels are built with.
+#[derive(Clone, Debug)]
+pub struct Toolchain {
+    /// rustup name (`nightly`, `nightly-2026-05-19`).
+    pub name: String,
+    /// `rustc --print sysroot`.
+    pub sysroot: PathBuf,
+    /// Host triple.
+    pub host: String,
+    /// Directory of `llvm-link`, `opt`, `llc` (the `llvm-tools` component).
+    pub llvm_bin: PathBuf,
+}
+
+/// Removes from `cmd`'s environment what the outer cargo (or a rustup proxy)
+/// set for itself: `CARGO_*` (but `CARGO_HOME` and `CARGO_NET_OFFLINE`),
+/// `RUSTC*`, `RUSTFLAGS`, `RUSTDOC*`, `RUSTUP_TOOLCHAIN`, build-script
+/// variables and the jobserver.
+pub fn clear_cargo_env(cmd: &mut Command) {
+    const BUILD_SCRIPT_VARS: &[&str] = &[
+        "CARGO",
+        "TARGET",
+        "HOST",
+        "OUT_DIR",
+        "OPT_LEVEL",
+        "PROFILE",
+        "DEBUG",
+        "NUM_JOBS",
+        "MAKEFLAGS",
+        "MFLAGS",
+        "RUSTFLAGS",
+        "RUSTUP_TOOLCHAIN",
+        LINKER_ENV,
+    ];
+    for (key, _) in std::env::vars_os() {
+        let Some(k) = key.to_str() else { continue };
+        let clear = BUILD_SCRIPT_VARS.contains(&k)
+            || (k.starts_with("CARGO_") && k != "CARGO_HOME" && k != "CARGO_NET_OFFLINE")
+            || k.starts_with("__CARGO")
+            || k.starts_with("RUSTC")
+            || k.starts_with("RUSTDOC")
+            || k.starts_with("DEP_");
+        if clear {
+            cmd.env_remove(&key);
+        }
+    }
+}
+
+fn rustup() -> Command {
+    let mut c = Command::new(std::env::var_os("RUSTUP").unwrap_or_else(|| "rustup".into()));
+    clear_cargo_env(&mut c);
+    // Never let a probe install a toolchain behind the user's back.
+    c.env("RUSTUP_AUTO_INSTALL", "0");
+    c
+}
+
+impl Toolchain {
+    /// Finds the rustup toolchain `name` and checks that it is a nightly with
+    /// `rust-src` and `llvm-tools`.
+    pub fn locate(name: &str) -> Result<Toolchain, Error> {
+        let install_tc = format!("rustup toolchain install {name} --component rust-src,llvm-tools");
+        let vv = rustup()
+            .args(["run", name, "rustc", "-vV"])
+            .stderr(Stdio::null())
+            .output();
+        let vv = match vv {
+            Err(_) => {
+                return Err(Error::Missing {
+                    what: "rustup (needed to run the nightly toolchain)".into(),
+                    install: "curl --proto '=https' -sSf https://sh.rustup.rs | sh".into(),
+                })
+            }
+            Ok(o) if !o.status.success() => {
+                return Err(Error::Missing {
+                    what: format!("the Rust `{name}` toolchain"),
+                    install: install_tc,
+                })
+            }
+            Ok(o) => String::from_utf8_lossy(&o.stdout).into_owned(),
+        };
+        let field = |key: &str| {
+            vv.lines()
+                .find_map(|l| l.strip_prefix(key))
+                .map(|v| v.trim().to_string())
+                .unwrap_or_default()
+        };
+        let release = field("release:");
+        if !(release.contains("nightly") || release.contains("dev")) {
+            return Err(Error::Missing {
+                what: format!(
+                    "a nightly toolchain (`{name}` is rustc {release}; {TOOLCHAIN_ENV} picks another)"
+                ),
+                install: "rustup toolchain install nightly --component rust-src,llvm-tools".into(),
+            });
+        }
+        let host = field("host:");
+        let out = rustup()
+            .args(["run", name, "rustc", "--print", "sysroot"])
+            .output()
+            .map_err(|e| Error::Other(format!("running rustup: {e}")))?;
+        let sysroot = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+        if !sysroot
+            .join("lib/rustlib/src/rust/library/core/Cargo.toml")
+            .is_file()
+        {
+            return Err(Error::Missing {
+                what: format!("the `rust-src` component of the `{name}` toolchain"),
+                install: format!("rustup component add rust-src --toolchain {name}"),
+            });
+        }
+        let llvm_bin = sysroot.join("lib/rustlib").join(&host).join("bin");
+        let exe = std::env::consts::EXE_SUFFIX;
+        if ["llvm-link", "opt", "llc"]
+            .iter()
+            .any(|t| !llvm_bin.join(format!("{t}{exe}")).is_file())
+        {
+            return Err(Error::Missing {
+                what: format!("the `llvm-tools` component of the `{name}` toolchain"),
+                install: format!("rustup component add llvm-tools --toolchain {name}"),
+            });
+        }
+        Ok(Toolchain {
+            name: name.to_string(),
+            sysroot,
+            host,
+            llvm_bin,
+        })
+    }
+}
+
+/// One built PTX file.
+#[derive(Clone, Debug)]
+pub struct BuiltPtx {
+    /// SM number (70 for `sm_70`).
+    pub arch: u32,
+    /// The PTX file (inside the nested target directory).
+    pub path: PathBuf,
+}
+
+/// Builds a kernel crate to PTX for a list of SM architectures.
+#[derive(Clone, Debug)]
+pub struct PtxBuilder {
+    crate_dir: PathBuf,
+    archs: Vec<u32>,
+    toolchain: String,
+    target_dir: Option<PathBuf>,
+    linker: Option<PathBuf>,
+}
+
+impl PtxBuilder {
+    /// A builder for the crate in `crate_dir` (the directory of its
+    /// Cargo.toml; a workspace member or a standalone crate). It must be
+    /// `no_std` and provide (directly or through a dependency) a panic handler.
+    pub fn new(crate_dir: impl Into<PathBuf>) -> Self {
+        PtxBuilder {
+            crate_dir: crate_dir.into(),
+            archs: DEFAULT_ARCHS.to_vec(),
+            toolchain: std::env::var(TOOLCHAIN_ENV).unwrap_or_else(|_| "nightly".into()),
+            target_dir: None,
+            linker: None,
+        }
+    }
+
+    /// SM numbers to build for (`&[70, 90]`).
+    pub fn archs(mut self, archs: &[u32]) -> Self {
+        self.archs = archs.to_vec();
+        self
+    }
+
+    /// The rustup toolchain (default: `$GPU_MPI_PTX_TOOLCHAIN` or `nightly`).
+    pub fn toolchain(mut self, name: &str) -> Self {
+        self.toolchain = name.to_string();
+        self
+    }
+
+    /// Where the nested builds keep their artifacts (one subdirectory per
+    /// SM). Default: `<crate_dir>/target/gpu-mpi-ptx`.
+    pub fn target_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.target_dir = Some(dir.into());
+        self
+    }
+
+    /// The executable rustc calls as the linker; it must call
+    /// [`run_as_linker_if_requested`] first. Default: the current executable.
+    pub fn linker(mut self, exe: impl Into<PathBuf>) -> Self {
+        self.linker = Some(exe.into());
+        self
+    }
+
+    /// Builds the PTX, one file per architecture, in the order given.
+    pub fn build(&self) -> Result<Vec<BuiltPtx>, Error> {
+        let tc = Toolchain::locate(&self.toolchain)?;
+        let linker = match &self.linker {
+            Some(l) => l.clone(),
+            None => std::env::current_exe().map_err(|e| Error::Other(format!("current_exe: {e}")))?,
+        };
+        let target_dir = self
+            .target_dir
+            .clone()
+            .unwrap_or_else(|| self.crate_dir.join("target").join("gpu-mpi-ptx"));
+        let manifest = self.crate_dir.join("Cargo.toml");
+        if !manifest.is_file() {
+            return Err(Error::Other(format!("no kernel crate at {}", manifest.display())));
+        }
+        let mut out = Vec::new();
+        for &arch in &self.archs {
+            out.push(self.build_one(
+                &tc,
+                &linker,
+                &manifest,
+                &target_dir.join(format!("sm_{arch}")),
+                arch,
+            )?);
+        }
+        Ok(out)
+    }
+
+    fn build_one(
+        &self,
+        tc: &Toolchain,
+        linker: &Path,
+        manifest: &Path,
+        target_dir: &Path,
+        arch: u32,
+    ) -> Result<BuiltPtx, Error> {
+        let mut cmd = rustup();
+        cmd.args([
+            "run",
+            &tc.name,
+            "cargo",
+            "rustc",
+            "--lib",
+            "--release",
+            "--crate-type",
+            "cdylib",
+        ])
+        .args([
+            "--target",
+            TARGET,
+            "-Zbuild-std=core",
+            "--message-format=json-render-diagnostics",
+        ])
+        .arg("--manifest-path")
+        .arg(manifest)
+        .arg("--target-dir")
+        .arg(target_dir)
+        // -C target-cpu reaches core too (the target requires one CPU for
+        // all crates); llbc is the target's own flavor, named so that rustc
+        // does not guess another from the linker's file name.
+        .env(
+            "CARGO_ENCODED_RUSTFLAGS",
+            [
+                format!("-Ctarget-cpu=sm_{arch}"),
+                "-Zunstable-options".into(),
+                "-Clinker-flavor=llbc".into(),
+            ]
+            .join("\u{1f}"),
+        )
+        .env(
+            format!("CARGO_TARGET_{}_LINKER", TARGET.to_uppercase().replace('-', "_")),
+            linker,
+        )
+        .env(LINKER_ENV, &tc.llvm_bin)
+        // Line tables in PTX only slow ptxas down; the workspace's release
+        // profile asks for them for the host.
+        .env("CARGO_PROFILE_RELEASE_DEBUG", "false")
+        .env("CARGO_PROFILE_RELEASE_INCREMENTAL", "false")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+        let output = cmd
+            .output()
+            .map_err(|e| Error::Other(format!("running `rustup run {} cargo`: {e}", tc.name)))?;
+        if !output.status.success() {
+            return Err(Error::Build {
+                arch: format!("sm_{arch}"),
+                status: output.status.to_string(),
+            });
+        }
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let path = ptx_artifact(&stdout).ok_or_else(|| {
+            Error::Other(format!(
+                "the nested build for sm_{arch} reported no .ptx artifact"
+            ))
+        })?;
+        Ok(BuiltPtx { arch, path })
+    }
+}
+
+/// The `.ptx` path among cargo's JSON messages (`"filenames":[...]` of a
+/// `compiler-artifact`).
+fn ptx_artifact(json_lines: &str) -> Option<PathBuf> {
+    for line in json_lines.lines().rev() {
+        if !line.contains("\"reason\":\"compiler-artifact\"") {
+            continue;
+        }
+        let Some(files) = line.split("\"filenames\":[").nth(1) else {
+            continue;
+        };
+        let files = files.split(']').next().unwrap_or("");
+        for quoted in json_strings(files) {
+            if quoted.ends_with(".ptx") {
+                return Some(PathBuf::from(quoted));
+            }
+        }
+    }
+    None
+}
+
+/// The JSON string literals in `s`, unescaped (enough for paths).
+fn json_strings(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c != '"' {
+            continue;
+        }
+        let mut v = String::new();
+        while let Some(c) = chars.next() {
+            match c {
+                '"' => break,
+                '\\' => match chars.next() {
+                    Some('n') => v.push('\n'),
+                    Some('t') => v.push('\t'),
+                    Some(o) => v.push(o),
+                    None => break,
+                },
+                _ => v.push(c),
+            }
+        }
+        out.push(v);
+    }
+    out
+}
+
+/// Parses a comma-separated SM list (`"70,90"`, `"sm_70, sm_80"`).
+pub fn parse_archs(s: &str) -> Result<Vec<u32>, String> {
+    let v: Result<Vec<u32>, String> = s
+        .split(',')
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+        .map(|a| {
+            a.trim_start_matches("sm_")
+                .parse::<u32>()
+                .map_err(|_| format!("bad SM architecture `{a}`"))
+                .and_then(|n| {
+                    if n >= 70 {
+                        Ok(n)
+                    } else {
+                        Err(format!("sm_{n}: the shim needs sm_70 or later"))
+                    }
+                })
+        })
+        .collect();
+    let v = v?;
+    if v.is_empty() {
+        return Err("empty SM architecture list".into());
+    }
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_ptx_artifact_in_cargo_json() {
+        let json = concat!(
+            "{\"reason\":\"compiler-artifact\",\"package_id\":\"x\",\"filenames\":[\"/t/libcore.rlib\"]}\n",
+            "{\"reason\":\"compiler-artifact\",\"target\":{\"kind\":[\"cdylib\"]},",
+            "\"filenames\":[\"/t/nvptx64-nvidia-cuda/release/gpu_mpi_kernels.ptx\"],\"fresh\":false}\n",
+            "{\"reason\":\"build-finished\",\"success\":true}\n"
+        );
+        assert_eq!(
+            ptx_artifact(json),
+            Some(PathBuf::from(
+                "/t/nvptx64-nvidia-cuda/release/gpu_mpi_kernels.ptx"
+            ))
+        );
+        assert_eq!(ptx_artifact("{\"reason\":\"build-finished\"}"), None);
+        assert_eq!(json_strings(r#""a\"b", "c\\d""#), ["a\"b", "c\\d"]);
+    }
+
+    #[test]
+    fn parses_arch_lists() {
+        assert_eq!(parse_archs("70,90").unwrap(), [70, 90]);
+        assert_eq!(parse_archs(" sm_70 , sm_80").unwrap(), [70, 80]);
+        assert!(parse_archs("60").is_err());
+        assert!(parse_archs("x").is_err());
+        assert!(parse_archs("").is_err());
+    }
+
+    #[test]
+    fn missing_component_is_one_line() {
+        let e = Error::Missing {
+            what: "the `rust-src` component of the `nightly` toolchain".into(),
+            install: "rustup component add rust-src --toolchain nightly".into(),
+        };
+        let s = e.to_string();
+        assert!(!s.contains('\n'));
+        assert!(s.contains("rustup component add rust-src --toolchain nightly"));
+    }
+}

@@ -300,12 +300,13 @@ pub fn clock_ns() -> u64 {
 /// shared memory).
 pub fn is_shared_address(ptr: *const u8) -> bool {
     let global: u32;
-    // SAFETY: `isspacep` only inspects the address value, it dereferences
-    // nothing. The predicate register is local to the braces.
+    // SAFETY: `isspacep` only inspects the address value (passed as an
+    // integer), it dereferences nothing. The predicate register is local to
+    // the braces.
     unsafe {
         asm!(
             "{{ .reg .pred %gpu_mpi_isg; isspacep.global %gpu_mpi_isg, {a}; selp.u32 {r}, 1, 0, %gpu_mpi_isg; }}",
-            a = in(reg64) ptr,
+            a = in(reg64) ptr as u64,
             r = out(reg32) global,
             options(pure, nomem, nostack),
         )
@@ -323,14 +324,14 @@ pub fn is_shared_address(ptr: *const u8) -> bool {
 pub unsafe fn copy_bytes(dst: *mut u8, src: *const u8, len: usize) {
     let mut i = 0usize;
     let align = (dst as usize) | (src as usize);
-    if align % 8 == 0 {
+    if align.is_multiple_of(8) {
         while i + 8 <= len {
             // SAFETY: `i + 8 <= len`, both ends 8-aligned (base and `i` are),
             // ranges valid and disjoint (caller).
             unsafe { (dst.add(i) as *mut u64).write((src.add(i) as *const u64).read()) };
             i += 8;
         }
-    } else if align % 4 == 0 {
+    } else if align.is_multiple_of(4) {
         while i + 4 <= len {
             // SAFETY: as above with 4-byte words.
             unsafe { (dst.add(i) as *mut u32).write((src.add(i) as *const u32).read()) };

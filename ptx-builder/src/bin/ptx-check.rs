@@ -1,0 +1,206 @@
+//! `ptx-check`: builds the kernels to PTX and checks it (what CI runs through
+//! `scripts/ptx-check.sh`).
+//!
+//! ```text
+//! ptx-check [--kernels DIR] [--archs 70,90] [--check-archs 70,80,90]
+//!           [--target-dir DIR] [--out DIR] [--toolchain NAME]
+//! ptx-check --ptx FILE:SM [--ptx FILE:SM ...] [--check-archs ...]
+//! ```
+//!
+//! Fails (exit 1) when a PTX has no kernel entry point, when the lint finds an
+//! `atom`/`red` without explicit `.relaxed/.acquire/.release/.acq_rel` or any
+//! `.sys`-scope operation, when ptxas is missing, or when ptxas rejects a PTX
+//! for any of the check architectures. Prints the register/stack report.
+
+use gpu_mpi_ptx_builder::{check, parse_archs, PtxBuilder, DEFAULT_ARCHS, DEFAULT_CHECK_ARCHS};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+struct Options {
+    kernels: PathBuf,
+    archs: Vec<u32>,
+    check_archs: Vec<u32>,
+    target_dir: PathBuf,
+    out: PathBuf,
+    toolchain: Option<String>,
+    given_ptx: Vec<(u32, PathBuf)>,
+}
+
+const USAGE: &str = "usage: ptx-check [--kernels DIR] [--archs 70,90] [--check-archs 70,80,90] \
+[--target-dir DIR] [--out DIR] [--toolchain NAME] | --ptx FILE:SM ...";
+
+fn parse_options() -> Result<Options, String> {
+    // The workspace this binary belongs to.
+    let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut o = Options {
+        kernels: workspace.join("kernels"),
+        archs: DEFAULT_ARCHS.to_vec(),
+        check_archs: DEFAULT_CHECK_ARCHS.to_vec(),
+        target_dir: workspace.join("target").join("gpu-mpi-ptx"),
+        out: workspace.join("target").join("ptx-check"),
+        toolchain: None,
+        given_ptx: Vec::new(),
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        let mut value = || args.next().ok_or_else(|| format!("`{a}` needs a value\n{USAGE}"));
+        match a.as_str() {
+            "--kernels" => o.kernels = PathBuf::from(value()?),
+            "--archs" => o.archs = parse_archs(&value()?)?,
+            "--check-archs" => o.check_archs = parse_archs(&value()?)?,
+            "--target-dir" => o.target_dir = PathBuf::from(value()?),
+            "--out" => o.out = PathBuf::from(value()?),
+            "--toolchain" => o.toolchain = Some(value()?),
+            "--ptx" => {
+                let v = value()?;
+                let (file, sm) = v
+                    .rsplit_once(':')
+                    .ok_or_else(|| format!("--ptx wants FILE:SM, got `{v}`"))?;
+                let sm = parse_archs(sm)?;
+                o.given_ptx.push((sm[0], PathBuf::from(file)));
+            }
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                std::process::exit(0);
+            }
+            _ => return Err(format!("unknown argument `{a}`\n{USAGE}")),
+        }
+    }
+    Ok(o)
+}
+
+fn main() -> ExitCode {
+    // rustc runs this very executable as the nvptx64 linker of the nested build.
+    gpu_mpi_ptx_builder::run_as_linker_if_requested();
+
+    let o = match parse_options() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("ptx-check: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut failed = false;
+
+    // 1. The PTX: given, or built.
+    let ptx: Vec<(u32, PathBuf)> = if !o.given_ptx.is_empty() {
+        o.given_ptx.clone()
+    } else {
+        let mut b = PtxBuilder::new(&o.kernels)
+            .archs(&o.archs)
+            .target_dir(&o.target_dir);
+        if let Some(tc) = &o.toolchain {
+            b = b.toolchain(tc);
+        }
+        eprintln!("ptx-check: building {} for {:?}", o.kernels.display(), o.archs);
+        match b.build() {
+            Ok(built) => {
+                if let Err(e) = std::fs::create_dir_all(&o.out) {
+                    eprintln!("ptx-check: creating {}: {e}", o.out.display());
+                    return ExitCode::FAILURE;
+                }
+                let mut v = Vec::new();
+                for p in built {
+                    let dest = o.out.join(format!("kernels_sm{}.ptx", p.arch));
+                    if let Err(e) = std::fs::copy(&p.path, &dest) {
+                        eprintln!("ptx-check: copying {}: {e}", p.path.display());
+                        return ExitCode::FAILURE;
+                    }
+                    v.push((p.arch, dest));
+                }
+                v
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    };
+
+    // 2. Lint, and make sure there is something to check.
+    let mut lint = Vec::new();
+    for (arch, path) in &ptx {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("ptx-check: reading {}: {e}", path.display());
+                return ExitCode::FAILURE;
+            }
+        };
+        let entries = check::entries(&text);
+        if entries.is_empty() {
+            eprintln!(
+                "ptx-check: FAIL {} (sm_{arch}) has no kernel entry point",
+                path.display()
+            );
+            failed = true;
+        } else {
+            println!(
+                "{} (sm_{arch}): {} kernels: {}",
+                path.display(),
+                entries.len(),
+                entries.join(", ")
+            );
+        }
+        let v = check::lint(&text);
+        if !v.is_empty() {
+            failed = true;
+        }
+        lint.push((path.clone(), v));
+    }
+
+    // 3. ptxas.
+    let ptxas = check::find_ptxas();
+    let mut assemblies = Vec::new();
+    match &ptxas {
+        None => {
+            eprintln!(
+                "ptx-check: FAIL ptxas not found: run .ci/ptx-setup.sh \
+                 (pip wheel nvidia-cuda-nvcc-cu12) or set PTXAS=/path/to/ptxas"
+            );
+            failed = true;
+        }
+        Some(ptxas) => {
+            let built: Vec<u32> = ptx.iter().map(|(a, _)| *a).collect();
+            let plan = check::assembly_plan(&built, &o.check_archs);
+            for &target in &o.check_archs {
+                if !plan.iter().any(|&(_, t)| t == target) {
+                    eprintln!("ptx-check: FAIL no PTX at or below sm_{target} to assemble for it");
+                    failed = true;
+                }
+            }
+            for (from, target) in plan {
+                let Some((_, path)) = ptx.iter().find(|(a, _)| *a == from) else {
+                    continue;
+                };
+                let a = check::assemble(ptxas, path, &format!("sm_{target}"));
+                if a.error.is_some() {
+                    failed = true;
+                }
+                assemblies.push(a);
+            }
+        }
+    }
+
+    let version = ptxas.as_deref().and_then(check::ptxas_version);
+    let report = check::format_report(
+        ptxas.as_deref().map(|p| (p, version.as_deref())),
+        &assemblies,
+        &lint,
+    );
+    println!("{report}");
+    if o.given_ptx.is_empty() {
+        let path = o.out.join("ptxas_report.txt");
+        match std::fs::write(&path, &report) {
+            Ok(()) => println!("report written to {}", path.display()),
+            Err(e) => eprintln!("ptx-check: writing {}: {e}", path.display()),
+        }
+    }
+    if failed {
+        eprintln!("ptx-check: FAILED");
+        ExitCode::FAILURE
+    } else {
+        println!("ptx-check: ok");
+        ExitCode::SUCCESS
+    }
+}

@@ -1,0 +1,581 @@
+//! Checks on the generated PTX.
+//!
+//! - [`lint`]: every `atom`/`red` instruction carries an explicit memory
+//!   semantics qualifier (`.relaxed`, `.acquire`, `.release`, `.acq_rel`),
+//!   and no instruction uses `.sys` scope. An unqualified `atom` is what LLVM
+//!   emits for a Rust atomic RMW whatever its ordering (LLVM 22 drops it on
+//!   NVPTX), and `.sys` is what Rust atomics use; both mean device code went
+//!   around the shim.
+//! - [`assemble`]: `ptxas -arch=sm_XX -v` assembles a PTX file and reports
+//!   registers, stack frame and spills per kernel ([`parse_ptxas_verbose`]).
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// What is wrong with one PTX instruction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Problem {
+    /// An `atom`/`red` without `.relaxed/.acquire/.release/.acq_rel`.
+    UnqualifiedAtomic,
+    /// A `.sys`-scope operation (the project means `.gpu`).
+    SystemScope,
+}
+
+/// One lint finding.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    /// 1-based line in the PTX text.
+    pub line: usize,
+    /// The instruction, whitespace-normalized.
+    pub instruction: String,
+    /// What is wrong.
+    pub problem: Problem,
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let why = match self.problem {
+            Problem::UnqualifiedAtomic => {
+                "atomic without explicit .relaxed/.acquire/.release/.acq_rel (device code bypassed the shim?)"
+            }
+            Problem::SystemScope => ".sys scope (the world is device memory: use .gpu through the shim)",
+        };
+        write!(f, "line {}: `{}`: {}", self.line, self.instruction, why)
+    }
+}
+
+const SEMANTICS: [&str; 4] = ["relaxed", "acquire", "release", "acq_rel"];
+
+/// Lints PTX text; an empty result means it passes.
+pub fn lint(ptx: &str) -> Vec<Violation> {
+    let mut out = Vec::new();
+    let mut in_block_comment = false;
+    for (idx, raw) in ptx.lines().enumerate() {
+        let code = strip_comments(raw, &mut in_block_comment);
+        for stmt in code.split(';') {
+            let Some(instr) = instruction(stmt) else { continue };
+            let opcode = instr.split_whitespace().next().unwrap_or("");
+            let parts: Vec<&str> = opcode.split('.').collect();
+            let problem = if (parts[0] == "atom" || parts[0] == "red")
+                && !parts.iter().any(|p| SEMANTICS.contains(p))
+            {
+                Some(Problem::UnqualifiedAtomic)
+            } else if parts.contains(&"sys") {
+                Some(Problem::SystemScope)
+            } else {
+                None
+            };
+            if let Some(problem) = problem {
+                out.push(Violation {
+                    line: idx + 1,
+                    instruction: instr.split_whitespace().collect::<Vec<_>>().join(" "),
+                    problem,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// Removes `//` and `/* */` comments from one line, tracking block comments
+/// across lines.
+fn strip_comments(line: &str, in_block: &mut bool) -> String {
+    let mut out = String::new();
+    let mut rest = line;
+    loop {
+        if *in_block {
+            match rest.find("*/") {
+                Some(i) => {
+                    rest = &rest[i + 2..];
+                    *in_block = false;
+                }
+                None => return out,
+            }
+        }
+        let line_comment = rest.find("//");
+        let block_comment = rest.find("/*");
+        match (line_comment, block_comment) {
+            (Some(l), Some(b)) if b < l => {
+                out.push_str(&rest[..b]);
+                out.push(' ');
+                rest = &rest[b + 2..];
+                *in_block = true;
+            }
+            (None, Some(b)) => {
+                out.push_str(&rest[..b]);
+                out.push(' ');
+                rest = &rest[b + 2..];
+                *in_block = true;
+            }
+            (Some(l), _) => {
+                out.push_str(&rest[..l]);
+                return out;
+            }
+            (None, None) => {
+                out.push_str(rest);
+                return out;
+            }
+        }
+    }
+}
+
+/// The instruction in one `;`-terminated statement, without braces, labels
+/// and predicate guard; `None` for directives, declarations and empty text.
+fn instruction(stmt: &str) -> Option<&str> {
+    let mut s = stmt.trim();
+    loop {
+        let before = s;
+        s = s.trim_start_matches(['{', '}']).trim_start();
+        // A label: `name:` at the start (names may contain `$`, `_`, `.`? no
+        // dots in labels, but `$L__BB0_1` style). Not `::`.
+        if let Some(colon) = s.find(':') {
+            let label = &s[..colon];
+            if !label.is_empty()
+                && label
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$' || c == '%')
+            {
+                s = s[colon + 1..].trim_start();
+            }
+        }
+        if s == before {
+            break;
+        }
+    }
+    if let Some(guarded) = s.strip_prefix('@') {
+        // `@%p1 atom...` / `@!%p1 atom...`
+        s = guarded
+            .split_once(char::is_whitespace)
+            .map(|(_, r)| r.trim_start())
+            .unwrap_or("");
+    }
+    if s.is_empty() || s.starts_with('.') || s.starts_with('}') {
+        return None;
+    }
+    Some(s)
+}
+
+/// Resources of one kernel as reported by `ptxas -v`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KernelResources {
+    /// Entry point name.
+    pub name: String,
+    /// Architecture it was assembled for (`sm_70`).
+    pub arch: String,
+    /// Registers per thread.
+    pub registers: u32,
+    /// Stack frame bytes.
+    pub stack_frame: u32,
+    /// Spill store bytes.
+    pub spill_stores: u32,
+    /// Spill load bytes.
+    pub spill_loads: u32,
+    /// Cumulative stack bytes (frame plus callees), when reported.
+    pub cumulative_stack: Option<u32>,
+}
+
+/// Number right before `suffix` in `line` (`"24 bytes stack frame"`).
+fn number_before(line: &str, suffix: &str) -> Option<u32> {
+    let i = line.find(suffix)?;
+    line[..i].split_whitespace().last()?.parse().ok()
+}
+
+/// Parses the stderr of `ptxas -v`: one entry per compiled entry function.
+/// Non-kernel functions' properties are ignored.
+pub fn parse_ptxas_verbose(text: &str) -> Vec<KernelResources> {
+    let mut out: Vec<KernelResources> = Vec::new();
+    let mut current: Option<usize> = None;
+    let mut properties_for: Option<String> = None;
+    for line in text.lines() {
+        if let Some(rest) = line.split("Compiling entry function '").nth(1) {
+            let mut it = rest.split('\'');
+            let name = it.next().unwrap_or("").to_string();
+            let arch = it.nth(1).unwrap_or("").to_string();
+            out.push(KernelResources {
+                name,
+                arch,
+                ..Default::default()
+            });
+            current = Some(out.len() - 1);
+            properties_for = None;
+        } else if let Some(rest) = line.split("Function properties for ").nth(1) {
+            properties_for = Some(rest.trim().to_string());
+        } else if line.contains("bytes stack frame") {
+            if let (Some(i), Some(f)) = (current, properties_for.take()) {
+                if out[i].name == f {
+                    out[i].stack_frame = number_before(line, "bytes stack frame").unwrap_or(0);
+                    out[i].spill_stores = number_before(line, "bytes spill stores").unwrap_or(0);
+                    out[i].spill_loads = number_before(line, "bytes spill loads").unwrap_or(0);
+                }
+            }
+        } else if line.contains("Used ") && line.contains(" registers") {
+            if let Some(i) = current {
+                out[i].registers = number_before(line, " registers").unwrap_or(0);
+                out[i].cumulative_stack = number_before(line, "bytes cumulative stack size");
+            }
+        }
+    }
+    out
+}
+
+/// Result of assembling one PTX file for one architecture.
+#[derive(Clone, Debug)]
+pub struct Assembly {
+    /// The PTX file.
+    pub ptx: PathBuf,
+    /// `sm_XX` it was assembled for.
+    pub arch: String,
+    /// Per-kernel resources (empty when assembly failed).
+    pub kernels: Vec<KernelResources>,
+    /// `ptxas warning` lines.
+    pub warnings: Vec<String>,
+    /// `Some(message)` when ptxas failed.
+    pub error: Option<String>,
+}
+
+/// Finds `ptxas`: `$PTXAS`, `$CUDA_HOME/bin`, `$CUDA_PATH/bin`, `PATH`,
+/// `/usr/local/cuda/bin`, the `nvidia-cuda-nvcc-cu12` Python wheel, and the
+/// link that `.ci/ptx-setup.sh` leaves in `${XDG_CACHE_HOME:-~/.cache}/gpu-mpi/bin`.
+pub fn find_ptxas() -> Option<PathBuf> {
+    let exe = if cfg!(windows) { "ptxas.exe" } else { "ptxas" };
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    if let Some(p) = std::env::var_os("PTXAS") {
+        candidates.push(PathBuf::from(p));
+    }
+    for var in ["CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"] {
+        if let Some(d) = std::env::var_os(var) {
+            candidates.push(Path::new(&d).join("bin").join(exe));
+        }
+    }
+    if let Some(path) = std::env::var_os("PATH") {
+        candidates.extend(std::env::split_paths(&path).map(|d| d.join(exe)));
+    }
+    candidates.push(PathBuf::from("/usr/local/cuda/bin").join(exe));
+    if let Some(found) = candidates.iter().find(|p| p.is_file()) {
+        return Some(found.clone());
+    }
+    for python in ["python3", "python"] {
+        // The wheel's `nvidia` and `nvidia.cuda_nvcc` are namespace packages:
+        // `__file__` is None, `__path__` is not.
+        let out = Command::new(python)
+            .args(["-c", "import nvidia.cuda_nvcc as m; print(list(m.__path__)[0])"])
+            .output();
+        if let Ok(out) = out {
+            if out.status.success() {
+                let dir = String::from_utf8_lossy(&out.stdout).trim().to_string();
+                let p = Path::new(&dir).join("bin").join(exe);
+                if p.is_file() {
+                    return Some(p);
+                }
+            }
+        }
+    }
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache")))?;
+    let p = cache.join("gpu-mpi").join("bin").join(exe);
+    p.is_file().then_some(p)
+}
+
+/// `ptxas --version`'s last line (`Cuda compilation tools, release 12.9, V12.9.86`).
+pub fn ptxas_version(ptxas: &Path) -> Option<String> {
+    let out = Command::new(ptxas).arg("--version").output().ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.contains("release"))
+        .or_else(|| text.lines().last())?;
+    Some(line.trim().to_string())
+}
+
+/// Assembles `ptx` for `arch` (`sm_70`) with `ptxas -v`, writing the cubin
+/// next to the PTX.
+pub fn assemble(ptxas: &Path, ptx: &Path, arch: &str) -> Assembly {
+    let cubin = ptx.with_extension(format!("{arch}.cubin"));
+    let result = Command::new(ptxas)
+        .arg(format!("-arch={arch}"))
+        .arg("-v")
+        .arg("-o")
+        .arg(&cubin)
+        .arg(ptx)
+        .output();
+    let mut a = Assembly {
+        ptx: ptx.to_path_buf(),
+        arch: arch.to_string(),
+        kernels: Vec::new(),
+        warnings: Vec::new(),
+        error: None,
+    };
+    match result {
+        Err(e) => a.error = Some(format!("running {}: {e}", ptxas.display())),
+        Ok(out) => {
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            a.warnings = text
+                .lines()
+                .filter(|l| l.contains("ptxas warning"))
+                .map(str::to_string)
+                .collect();
+            if out.status.success() {
+                a.kernels = parse_ptxas_verbose(&text);
+            } else {
+                let errors: Vec<&str> = text.lines().filter(|l| !l.starts_with("ptxas info")).collect();
+                a.error = Some(format!(
+                    "ptxas -arch={arch} failed ({}): {}",
+                    out.status,
+                    errors.join(" | ")
+                ));
+            }
+        }
+    }
+    a
+}
+
+/// Architectures to assemble for, each with the built PTX architecture it is
+/// assembled from: the highest built one not above it.
+pub fn assembly_plan(built: &[u32], check: &[u32]) -> Vec<(u32, u32)> {
+    let mut plan = Vec::new();
+    for &target in check {
+        if let Some(&from) = built.iter().filter(|&&b| b <= target).max() {
+            plan.push((from, target));
+        }
+    }
+    plan
+}
+
+/// Formats the report: one row per kernel and architecture, then warnings,
+/// errors and lint findings.
+pub fn format_report(
+    ptxas: Option<(&Path, Option<&str>)>,
+    assemblies: &[Assembly],
+    lint: &[(PathBuf, Vec<Violation>)],
+) -> String {
+    use std::fmt::Write;
+    let mut r = String::new();
+    let _ = writeln!(r, "gpu-mpi PTX report");
+    match ptxas {
+        Some((p, v)) => {
+            let _ = writeln!(r, "ptxas: {} ({})", p.display(), v.unwrap_or("unknown version"));
+        }
+        None => {
+            let _ = writeln!(
+                r,
+                "ptxas: not found (run .ci/ptx-setup.sh or set PTXAS); nothing assembled"
+            );
+        }
+    }
+    let rows: Vec<&KernelResources> = assemblies.iter().flat_map(|a| a.kernels.iter()).collect();
+    if !rows.is_empty() {
+        let w = rows.iter().map(|k| k.name.len()).max().unwrap_or(6).max(6);
+        let _ = writeln!(
+            r,
+            "{:<w$}  {:<6}  {:>4}  {:>5}  {:>9}  {:>8}  {:>8}",
+            "kernel", "arch", "regs", "stack", "cum.stack", "spill-st", "spill-ld"
+        );
+        for k in rows {
+            let cum = k
+                .cumulative_stack
+                .map(|c| c.to_string())
+                .unwrap_or_else(|| "-".into());
+            let _ = writeln!(
+                r,
+                "{:<w$}  {:<6}  {:>4}  {:>5}  {:>9}  {:>8}  {:>8}",
+                k.name, k.arch, k.registers, k.stack_frame, cum, k.spill_stores, k.spill_loads
+            );
+        }
+    }
+    for a in assemblies {
+        for warning in &a.warnings {
+            let _ = writeln!(r, "{} ({}): {}", a.ptx.display(), a.arch, warning.trim());
+        }
+        if let Some(e) = &a.error {
+            let _ = writeln!(r, "ERROR {} ({}): {}", a.ptx.display(), a.arch, e);
+        }
+    }
+    for (path, violations) in lint {
+        if violations.is_empty() {
+            let _ = writeln!(
+                r,
+                "lint {}: ok (every atom/red has explicit semantics, no .sys scope)",
+                path.display()
+            );
+        } else {
+            let _ = writeln!(r, "lint {}: {} violation(s)", path.display(), violations.len());
+            for v in violations {
+                let _ = writeln!(r, "  {v}");
+            }
+        }
+    }
+    r
+}
+
+/// Names of the `.entry` functions in PTX text.
+pub fn entries(ptx: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in ptx.lines() {
+        let mut words = line.split_whitespace();
+        while let Some(w) = words.next() {
+            if w == ".entry" {
+                if let Some(name) = words.next() {
+                    out.push(name.trim_end_matches('(').to_string());
+                }
+                break;
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn problems(ptx: &str) -> Vec<(usize, Problem)> {
+        lint(ptx).into_iter().map(|v| (v.line, v.problem)).collect()
+    }
+
+    #[test]
+    fn shim_instructions_pass() {
+        let ptx = r#"
+//
+// Generated by LLVM NVPTX Back-End
+//
+.version 7.0
+.target sm_70
+.address_size 64
+.visible .entry ring(
+	.param .u64 .ptr .align 1 ring_param_0
+)
+{
+	.reg .pred 	%p<3>;
+	// begin inline asm
+	ld.acquire.gpu.u32 %r142, [%rd346];
+	// end inline asm
+	ld.relaxed.gpu.u64 %rd14, [%rd180];
+	st.release.gpu.u32 [%rd116], %r276;
+	st.relaxed.gpu.u32 [%rd218], %r81;
+	atom.relaxed.gpu.add.u64 %rd311, [%rd121], %rd312;
+	atom.acquire.gpu.cas.b32 %r130, [%rd310], %r384, %r131;
+	atom.release.gpu.exch.b32 %r1, [%rd1], %r2;
+	atom.acq_rel.gpu.or.b64 %rd1, [%rd2], %rd3;
+	@%p1 atom.acq_rel.gpu.add.u32 %r1, [%rd1], %r2;
+	red.release.gpu.global.add.u32 [%rd1], %r2;
+	fence.acq_rel.gpu;
+	membar.gl;
+	barrier.sync 0;
+	nanosleep.u32 %r119;
+	{ .reg .pred %gpu_mpi_isg; isspacep.global %gpu_mpi_isg, %rd7; selp.u32 %r9, 1, 0, %gpu_mpi_isg; }
+	redux.sync.add.u32 %r1, %r2, -1;
+	ld.global.nc.u32 %r3, [%rd4];
+	mov.u64 %rd5, %globaltimer;
+$L__BB0_1:
+	// atom.global.add.u32 %r1, [%rd1], 1;   (a comment, not code)
+	/* red.global.add.u32 [%rd1], 1; */
+	/* a block comment
+	   atom.add.u32 %r1, [%rd1], 1;
+	*/
+	ret;
+}
+"#;
+        assert_eq!(lint(ptx), vec![]);
+    }
+
+    #[test]
+    fn unqualified_atomics_fail() {
+        let ptx = "\
+	atom.global.add.u32 %r1, [%rd1], %r2;
+	@%p1 atom.add.u32 %r1, [%rd1], %r2;
+	@!%p2 atom.global.cas.b32 %r1, [%rd1], %r2, %r3;
+	red.global.add.u32 [%rd1], %r2;
+$L__BB0_3: atom.shared.exch.b32 %r1, [%rd1], %r2;
+	{ atom.gpu.or.b32 %r1, [%rd1], %r2; }
+	atom.relaxed.gpu.add.u32 %r1, [%rd1], %r2; atom.inc.u32 %r1, [%rd1], %r2;
+";
+        assert_eq!(
+            problems(ptx),
+            vec![
+                (1, Problem::UnqualifiedAtomic),
+                (2, Problem::UnqualifiedAtomic),
+                (3, Problem::UnqualifiedAtomic),
+                (4, Problem::UnqualifiedAtomic),
+                (5, Problem::UnqualifiedAtomic),
+                (6, Problem::UnqualifiedAtomic),
+                (7, Problem::UnqualifiedAtomic),
+            ]
+        );
+        let v = lint("  atom.global.add.u32   %r1, [%rd1], %r2;");
+        assert_eq!(v[0].instruction, "atom.global.add.u32 %r1, [%rd1], %r2");
+    }
+
+    #[test]
+    fn system_scope_fails() {
+        let ptx = "\
+	ld.acquire.sys.global.u32 %r1, [%rd1];
+	st.release.sys.u32 [%rd1], %r2;
+	atom.acq_rel.sys.add.u32 %r1, [%rd1], %r2;
+	fence.sc.sys;
+	fence.acq_rel.sys;
+	membar.sys;
+	ld.relaxed.sys.u64 %rd1, [%rd2];
+	ld.acquire.gpu.u32 %r1, [%rd1];
+";
+        assert_eq!(
+            problems(ptx),
+            (1..=7).map(|l| (l, Problem::SystemScope)).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn parses_ptxas_verbose() {
+        let text = "\
+ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function 'ring' for 'sm_70'
+ptxas info    : Function properties for ring
+    24 bytes stack frame, 4 bytes spill stores, 8 bytes spill loads
+ptxas info    : Used 91 registers, used 1 barriers, 24 bytes cumulative stack size, 368 bytes cmem[0]
+ptxas info    : Compile time = 221.396 ms
+ptxas info    : Function properties for _RNvNtCs_4core9panicking9panic_fmt
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Compiling entry function 'pi' for 'sm_90'
+ptxas info    : Function properties for pi
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 40 registers
+";
+        let k = parse_ptxas_verbose(text);
+        assert_eq!(
+            k,
+            vec![
+                KernelResources {
+                    name: "ring".into(),
+                    arch: "sm_70".into(),
+                    registers: 91,
+                    stack_frame: 24,
+                    spill_stores: 4,
+                    spill_loads: 8,
+                    cumulative_stack: Some(24),
+                },
+                KernelResources {
+                    name: "pi".into(),
+                    arch: "sm_90".into(),
+                    registers: 40,
+                    ..Default::default()
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn plan_and_entries() {
+        assert_eq!(
+            assembly_plan(&[70, 90], &[70, 80, 90]),
+            vec![(70, 70), (70, 80), (90, 90)]
+        );
+        assert_eq!(assembly_plan(&[80], &[70, 80]), vec![(80, 80)]);
+        let ptx = ".visible .entry ring(\n.param .u64 a\n)\n.func foo()\n.visible .entry pi_reduce(\n";
+        assert_eq!(entries(ptx), ["ring", "pi_reduce"]);
+    }
+}
