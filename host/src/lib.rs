@@ -1,1 +1,45 @@
-//! host
+//! gpu-mpi-host: runs gpu-mpi kernels on a device and reports what happened.
+//!
+//! ```
+//! use gpu_mpi_host::{Device, WorldSpec};
+//! use gpu_mpi_device::traits::*;
+//! use gpu_mpi_device::{Error, World};
+//!
+//! gpu_mpi_device::kernel! {
+//!     /// Every rank writes its rank into its element.
+//!     pub static WHO = fn who(world: &World, args: &gpu_mpi_device::GlobalSlice<u32>) -> Result<(), Error> {
+//!         args.write(world.rank() as usize, world.rank() as u32)
+//!     }
+//! }
+//!
+//! let device = Device::cpu();
+//! let out = device.alloc_zeroed::<u32>(64)?;
+//! let report = device.launch(&WHO, &out.slice(), &WorldSpec::ranks(64))?;
+//! assert_eq!(report.ranks, 64);
+//! assert_eq!(device.download(&out)?, (0..64).collect::<Vec<u32>>());
+//! # Ok::<(), gpu_mpi_host::HostError>(())
+//! ```
+//!
+//! - [`Device`]: a backend ([`BackendKind`]): `cpu`, the emulator ([`cpu`],
+//!   docs/emulator.md), or `cuda`, an NVIDIA GPU; buffers ([`DeviceBuffer`])
+//!   and launches.
+//! - [`WorldSpec`]: the world a launch runs (ranks, block size, limits).
+//! - [`HostError`]: what can go wrong, among it [`HostError::Deadlock`] with
+//!   a [`DeadlockReport`] of what every rank waited for.
+//! - [`report`]: reading a world after a launch (shared by every backend).
+
+pub mod cpu;
+pub mod cuda;
+mod device;
+mod error;
+pub mod report;
+mod spec;
+
+pub use cpu::{CpuDevice, CpuOptions};
+pub use device::{Device, DeviceBuffer, LaunchReport};
+pub use error::{HostError, Resource};
+pub use report::{BlockedRank, BlockedState, DeadlockReport};
+pub use spec::{
+    default_block_dim, BackendKind, ParseBackendKindError, RankCount, Residency, WorldSpec,
+    PREFERRED_BLOCK_DIM,
+};

@@ -1,0 +1,185 @@
+//! The cpu backend: an emulator of one GPU on which every rank is a
+//! stackful coroutine.
+//!
+//! See docs/emulator.md for the execution model and its limits, and
+//! [`scheduler`] for the scheduler and its exact deadlock detection.
+//!
+//! The virtual device has the shape of an H100 by default ([`CpuOptions`]),
+//! so a world that the emulator refuses as not co-resident is one that the
+//! GPU would refuse too, with the same numbers.
+
+mod memory;
+pub mod scheduler;
+mod stack;
+
+pub use memory::CpuBuffer;
+
+use crate::device::LaunchReport;
+use crate::error::HostError;
+use crate::report;
+use crate::spec::Residency;
+use bytemuck::Pod;
+use gpu_mpi_device::{Kernel, WorldConfig};
+use scheduler::{Outcome, Run};
+use stack::StackPool;
+use std::time::Instant;
+
+/// Shape and resources of the emulated device.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CpuOptions {
+    /// Streaming multiprocessors (132, like an H100 SXM).
+    pub sms: u32,
+    /// Threads one SM holds at once (2048).
+    pub max_threads_per_sm: u32,
+    /// Blocks one SM holds at once (32).
+    pub max_blocks_per_sm: u32,
+    /// Threads one block may have (1024).
+    pub max_threads_per_block: u32,
+    /// Worker threads that run the ranks (default: the available cores); a
+    /// launch uses at most one per block.
+    pub workers: usize,
+    /// Usable stack bytes of each rank's coroutine (default 64 KiB; rounded
+    /// up to whole pages). Memory is only used as a rank touches it.
+    pub stack_bytes: usize,
+    /// Worlds of at most this many ranks get a guard page under every stack
+    /// (an overflow kills the process with a message); larger worlds get a
+    /// canary, checked at every suspension (an overflow stops the launch with
+    /// [`HostError::StackOverflow`]). Default 4096: each guard page costs two
+    /// of the process's ~65 530 memory mappings.
+    pub guard_page_limit: u32,
+}
+
+impl Default for CpuOptions {
+    fn default() -> Self {
+        CpuOptions {
+            sms: 132,
+            max_threads_per_sm: 2048,
+            max_blocks_per_sm: 32,
+            max_threads_per_block: 1024,
+            workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            stack_bytes: 64 * 1024,
+            guard_page_limit: 4096,
+        }
+    }
+}
+
+/// The emulated device.
+#[derive(Clone, Debug, Default)]
+pub struct CpuDevice {
+    options: CpuOptions,
+}
+
+impl CpuDevice {
+    /// An emulated device with these options.
+    pub fn new(options: CpuOptions) -> CpuDevice {
+        CpuDevice { options }
+    }
+
+    /// The device's options.
+    pub fn options(&self) -> &CpuOptions {
+        &self.options
+    }
+
+    /// How many ranks fit at once in blocks of `block_dim`.
+    pub fn residency(&self, block_dim: u32) -> Residency {
+        let o = &self.options;
+        Residency::from_limits(
+            o.sms,
+            o.max_threads_per_sm,
+            o.max_blocks_per_sm,
+            o.max_threads_per_block,
+            block_dim,
+        )
+    }
+
+    /// `bytes` zeroed bytes of device memory.
+    pub fn alloc_zeroed(&self, bytes: usize) -> Result<CpuBuffer, HostError> {
+        CpuBuffer::zeroed(bytes)
+    }
+
+    /// Copies `data` into `buffer` from byte `offset` on.
+    pub fn upload(&self, buffer: &mut CpuBuffer, offset: usize, data: &[u8]) -> Result<(), HostError> {
+        let end = offset.checked_add(data.len()).filter(|&e| e <= buffer.len());
+        let end = end.ok_or_else(|| {
+            HostError::Alloc(format!(
+                "upload of {} bytes at offset {offset} into a buffer of {} bytes",
+                data.len(),
+                buffer.len()
+            ))
+        })?;
+        buffer.as_mut_slice()[offset..end].copy_from_slice(data);
+        Ok(())
+    }
+
+    /// Copies `out.len()` bytes from `buffer`, starting at byte `offset`.
+    pub fn download(&self, buffer: &CpuBuffer, offset: usize, out: &mut [u8]) -> Result<(), HostError> {
+        let end = offset.checked_add(out.len()).filter(|&e| e <= buffer.len());
+        let end = end.ok_or_else(|| {
+            HostError::Alloc(format!(
+                "download of {} bytes at offset {offset} from a buffer of {} bytes",
+                out.len(),
+                buffer.len()
+            ))
+        })?;
+        out.copy_from_slice(&buffer.as_slice()[offset..end]);
+        Ok(())
+    }
+
+    /// Runs `kernel` on a new world of `config` and reads the outcome.
+    pub fn launch<A: Pod + Sync>(
+        &self,
+        kernel: &Kernel<A>,
+        args: &A,
+        config: &WorldConfig,
+    ) -> Result<LaunchReport, HostError> {
+        let layout = config.layout()?;
+        self.residency(config.block_dim).check(config.ranks)?;
+        let mut world = CpuBuffer::zeroed(layout.total)?;
+        config.write_header(world.as_mut_slice())?;
+        let o = &self.options;
+        let guard_pages = config.ranks <= o.guard_page_limit;
+        let stacks = StackPool::new(config.ranks as usize, o.stack_bytes, guard_pages)?;
+        if stacks.guarded() > 0 {
+            stack::install_overflow_reporter();
+        }
+        let workers = o.workers.clamp(1, layout.blocks as usize);
+        let timeout = (config.timeout_ns != 0).then(|| std::time::Duration::from_nanos(config.timeout_ns));
+        let start = Instant::now();
+        // SAFETY: `world` holds `layout.total` bytes laid out for `config`
+        // with the header written, and lives (unused by anything else) until
+        // after `run` returns, which joins every worker.
+        let outcome = unsafe {
+            Run {
+                entry: kernel.entry,
+                world: world.as_ptr(),
+                layout: &layout,
+                args,
+                stacks: &stacks,
+                workers,
+                timeout,
+            }
+            .run()
+        };
+        let elapsed = start.elapsed();
+        match outcome {
+            Outcome::Finished => {}
+            Outcome::Deadlock(r) => return Err(HostError::Deadlock(r)),
+            Outcome::Panicked { rank, message } => return Err(HostError::RankPanicked { rank, message }),
+            Outcome::StackOverflow { rank } => {
+                return Err(HostError::StackOverflow {
+                    rank,
+                    stack_bytes: stacks.stack_bytes(),
+                })
+            }
+        }
+        report::check_world(world.as_slice(), &layout)?;
+        Ok(LaunchReport {
+            ranks: layout.ranks,
+            block_dim: layout.block_dim,
+            blocks: layout.blocks,
+            backend: "cpu",
+            elapsed,
+            world_bytes: layout.total,
+        })
+    }
+}

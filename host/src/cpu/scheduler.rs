@@ -1,0 +1,547 @@
+//! The emulator's scheduler: ranks as coroutines on a few worker threads,
+//! with exact deadlock detection.
+//!
+//! # Execution model
+//! Every rank is a stackful coroutine running the kernel's entry. The blocks
+//! of the world are split into contiguous ranges, one per worker thread; all
+//! ranks of a block live on one worker, so the block barrier is a scheduler
+//! event of that worker. A worker runs *passes*: it resumes each of its
+//! runnable ranks once, in order. A resumption ends when the rank
+//! - suspends with `Poll { fresh }`: it failed a poll and gives way; it stays
+//!   runnable;
+//! - suspends with `BlockBarrier`: it is parked until every rank of its block
+//!   has arrived, then all of them become runnable again;
+//! - returns: the rank finished.
+//!
+//! # Progress
+//! A resumption *made progress* unless it ended in `Poll { fresh: false }`.
+//! The shim reports `fresh: false` only when the rank, since it was last
+//! resumed, did nothing but poll the same wait again and fail (see
+//! `gpu_mpi_device::shim::Backoff`): it read shared memory and wrote nothing
+//! that another rank can see. Everything else (a fresh poll, a barrier
+//! arrival or release, a rank that returned) is progress. A barrier that can
+//! never complete (a rank of its block returned) simply never releases its
+//! ranks: they are not runnable, and their block's remaining ranks report no
+//! progress either.
+//!
+//! A worker whose pass made progress increments the global `epoch` (SeqCst)
+//! once at the end of the pass, before anything else.
+//!
+//! # Sleeping and the deadlock rule
+//! A worker whose pass made no progress and that read the same epoch `e` at
+//! the start and at the end of the pass goes to sleep, recording "quiet at
+//! `e`". Under the coordination mutex it increments `sleepers`, then re-reads
+//! the epoch (both SeqCst) and waits on the condvar while the epoch is still
+//! `e`. A worker that made progress increments the epoch, then reads
+//! `sleepers`, and if it is non-zero locks the mutex and notifies. This is
+//! Dekker's pattern: in the single SeqCst order either the sleeper's epoch
+//! read sees the increment (it does not wait), or the progressing worker's
+//! read of `sleepers` sees the sleeper, and then its lock-and-notify happens
+//! after the sleeper released the mutex in `wait` (no lost wake-up).
+//!
+//! **Deadlock** is declared, under the mutex, when every worker that still
+//! has live ranks is asleep and quiet at the current epoch `E`.
+//!
+//! # Why the rule is exact
+//! *Sound (no false deadlock).* When the rule fires, no worker is inside a
+//! pass (all active ones wait on the condvar, the others have no ranks left),
+//! so every pass that made progress has already incremented the epoch; there
+//! were `E` increments in all, and each sleeping worker read `E` at the start
+//! of its last pass, so every increment, and every write that any progress
+//! resumption made before it, happened before each of those last passes
+//! began. In its last pass each worker resumed every runnable rank once and
+//! every one of them failed its poll and wrote nothing. So the shared memory
+//! those polls read is exactly the memory that now exists, and no write can
+//! come: every rank able to write is one of those pollers (which would fail
+//! the same poll again, forever) or parked in a block barrier (which needs
+//! an arrival from a rank of its block, all of which poll forever, have
+//! returned, or are parked). Nothing can ever progress: a deadlock.
+//!
+//! *Complete (a deadlock is always reported).* If no rank can progress, the
+//! next pass of each worker after the last progress makes no progress and
+//! starts and ends at the final epoch, so each worker goes to sleep quiet at
+//! it; the last one to do so finds all active workers asleep at the current
+//! epoch and declares. A worker that finishes its last rank leaves the active
+//! set and wakes the sleepers, so they re-check without it.
+//!
+//! The rule rests on the shim's contract that `fresh: false` means "read
+//! only, and the same read would fail again". A poll that depends on the
+//! clock breaks it: that is the world timeout (below).
+//!
+//! # Timeouts
+//! With a world timeout the device bounds its own waits by the clock, so a
+//! quiet world is not final: a wait may still time out, mark its record and
+//! abort the world. The scheduler then keeps resuming quiet ranks every
+//! millisecond (so their clocks are read) and declares a deadlock only when
+//! the world stayed quiet at one epoch for the timeout plus a grace period,
+//! which catches waits that have no timeout (ranks parked in block barriers,
+//! ranks polling outside the library). Usually the device's timeout fires
+//! first, every rank returns, and the host reads the timed-out record
+//! (`report::check_world`), exactly as on the GPU.
+
+use crate::cpu::stack::{PoolStack, StackPool};
+use crate::report::DeadlockReport;
+use corosensei::{Coroutine, CoroutineResult, Yielder};
+use gpu_mpi_device::shim::runtime::{self, RankRuntime, Suspend};
+use gpu_mpi_device::shim::Coordinates;
+use gpu_mpi_device::state::Layout;
+use std::cell::Cell;
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::*};
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// How often a quiet worker re-polls its ranks in timeout mode.
+const TIMEOUT_TICK: Duration = Duration::from_millis(1);
+/// How long past the world timeout a quiet world may stay quiet in timeout
+/// mode before the scheduler declares the deadlock itself.
+const TIMEOUT_GRACE: Duration = Duration::from_millis(250);
+
+/// How a run ended.
+#[derive(Debug)]
+pub(crate) enum Outcome {
+    /// Every rank returned.
+    Finished,
+    /// No rank could ever progress again.
+    Deadlock(DeadlockReport),
+    /// A rank's code panicked.
+    Panicked {
+        /// The rank.
+        rank: u32,
+        /// The panic message.
+        message: String,
+    },
+    /// A rank's stack canary was overwritten.
+    StackOverflow {
+        /// The rank.
+        rank: u32,
+    },
+}
+
+/// A pointer that may cross to the worker threads.
+struct SendPtr<T>(*const T);
+impl<T> Clone for SendPtr<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for SendPtr<T> {}
+// SAFETY: the pointees (world memory, kernel arguments of a `Sync` type)
+// outlive the scoped workers and are accessed only as the kernel does:
+// atomically or under the protocol's ordering.
+unsafe impl<T> Send for SendPtr<T> {}
+// SAFETY: as above.
+unsafe impl<T> Sync for SendPtr<T> {}
+
+/// What the workers share.
+struct Shared<'a> {
+    epoch: AtomicU64,
+    sleepers: AtomicUsize,
+    stop: AtomicBool,
+    /// Ranks parked in their block's barrier (for the deadlock report).
+    in_barrier: Vec<AtomicBool>,
+    coord: Mutex<Coord>,
+    wake: Condvar,
+    world: SendPtr<u8>,
+    layout: &'a Layout,
+    timeout: Option<Duration>,
+    stacks: &'a StackPool,
+}
+
+/// Coordination state, under `Shared::coord`.
+struct Coord {
+    /// Per worker: whether it still has live ranks.
+    active: Vec<bool>,
+    /// Per worker: `Some(e)` while it sleeps quiet at epoch `e`.
+    asleep_at: Vec<Option<u64>>,
+    /// Set once, by the first worker that ends the run early.
+    outcome: Option<Outcome>,
+    /// Timeout mode: the epoch the world went quiet at and when to give up.
+    deadline: Option<(u64, Instant)>,
+}
+
+fn lock(m: &Mutex<Coord>) -> MutexGuard<'_, Coord> {
+    // A worker panics only outside the lock (kernel panics are caught).
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The rank runtime the shim calls: coordinates and suspension.
+struct RankCtx {
+    coords: Coordinates,
+    yielder: Cell<*const Yielder<(), Suspend>>,
+}
+
+impl RankRuntime for RankCtx {
+    fn coordinates(&self) -> Coordinates {
+        self.coords
+    }
+
+    fn suspend(&self, why: Suspend) {
+        let y = self.yielder.get();
+        assert!(!y.is_null(), "suspend outside of the rank's coroutine");
+        // SAFETY: the runtime is installed only while its worker resumes this
+        // rank's coroutine, so this call runs on that coroutine's stack, where
+        // the yielder (set when the coroutine started) lives until it ends.
+        unsafe { (*y).suspend(why) };
+    }
+}
+
+type RankCoroutine = Coroutine<(), Suspend, (), PoolStack>;
+
+/// Runs every rank of a world to its end, or until it deadlocks.
+pub(crate) struct Run<'a, A> {
+    /// The kernel entry.
+    pub entry: unsafe fn(*mut u8, *const A),
+    /// The world memory (laid out, header written).
+    pub world: *mut u8,
+    /// Its layout.
+    pub layout: &'a Layout,
+    /// The kernel arguments.
+    pub args: &'a A,
+    /// One stack per rank.
+    pub stacks: &'a StackPool,
+    /// Worker threads (at most one per block).
+    pub workers: usize,
+    /// The world's timeout, if any.
+    pub timeout: Option<Duration>,
+}
+
+impl<A: Sync + 'static> Run<'_, A> {
+    /// Runs the world.
+    ///
+    /// # Safety
+    /// The kernel entry's contract (`gpu_mpi_device::kernel::rank_main`):
+    /// `world` points to `layout.total` bytes of a world laid out by
+    /// `layout` with its header written, used by nothing else during the run.
+    pub unsafe fn run(self) -> Outcome {
+        let blocks = self.layout.blocks as usize;
+        let workers = self.workers.clamp(1, blocks.max(1));
+        let shared = Shared {
+            epoch: AtomicU64::new(0),
+            sleepers: AtomicUsize::new(0),
+            stop: AtomicBool::new(false),
+            in_barrier: (0..self.layout.ranks).map(|_| AtomicBool::new(false)).collect(),
+            coord: Mutex::new(Coord {
+                active: vec![true; workers],
+                asleep_at: vec![None; workers],
+                outcome: None,
+                deadline: None,
+            }),
+            wake: Condvar::new(),
+            world: SendPtr(self.world),
+            layout: self.layout,
+            timeout: self.timeout,
+            stacks: self.stacks,
+        };
+        let args = SendPtr(self.args as *const A);
+        let entry = self.entry;
+        std::thread::scope(|s| {
+            for w in 0..workers {
+                let first = (blocks * w / workers) as u32;
+                let end = (blocks * (w + 1) / workers) as u32;
+                let shared = &shared;
+                std::thread::Builder::new()
+                    .name(format!("gpu-mpi-cpu-{w}"))
+                    .spawn_scoped(s, move || {
+                        let args = args;
+                        Worker::new(w, first, end, shared, entry, args.0).run()
+                    })
+                    .expect("spawning an emulator worker thread");
+            }
+        });
+        shared
+            .coord
+            .into_inner()
+            .unwrap_or_else(|e| e.into_inner())
+            .outcome
+            .unwrap_or(Outcome::Finished)
+    }
+}
+
+struct Worker<'s, 'a> {
+    index: usize,
+    shared: &'s Shared<'a>,
+    first_rank: u32,
+    block_dim: u32,
+    ctxs: Box<[RankCtx]>,
+    coros: Vec<Option<RankCoroutine>>,
+}
+
+impl<'s, 'a> Worker<'s, 'a> {
+    fn new<A: Sync + 'static>(
+        index: usize,
+        first_block: u32,
+        end_block: u32,
+        shared: &'s Shared<'a>,
+        entry: unsafe fn(*mut u8, *const A),
+        args: *const A,
+    ) -> Self {
+        let layout = shared.layout;
+        let block_dim = layout.block_dim;
+        let first_rank = first_block * block_dim;
+        let n = ((end_block - first_block) * block_dim) as usize;
+        let ctxs: Box<[RankCtx]> = (0..n as u32)
+            .map(|i| {
+                let rank = first_rank + i;
+                RankCtx {
+                    coords: Coordinates {
+                        thread: rank % block_dim,
+                        block: rank / block_dim,
+                        block_dim,
+                        grid_dim: layout.blocks,
+                    },
+                    yielder: Cell::new(std::ptr::null()),
+                }
+            })
+            .collect();
+        let world = SendPtr(shared.world.0);
+        let args = SendPtr(args);
+        let coros = (0..n)
+            .map(|i| {
+                let ctx: *const RankCtx = &ctxs[i];
+                let ctx = SendPtr(ctx);
+                // SAFETY: stack `rank` is used by this coroutine only, and every
+                // coroutine is gone before the pool drops (the pool outlives
+                // the scoped workers).
+                let stack = unsafe { shared.stacks.stack((first_rank as usize) + i) };
+                Some(Coroutine::with_stack(
+                    stack,
+                    move |y: &Yielder<(), Suspend>, ()| {
+                        let (ctx, world, args) = (ctx, world, args);
+                        // SAFETY: the contexts outlive the coroutines (the worker
+                        // drops its coroutines first); the yielder lives on this
+                        // coroutine's stack until it ends.
+                        unsafe { (*ctx.0).yielder.set(y) };
+                        // SAFETY: `Run::run`'s caller upholds the entry's contract;
+                        // `args` points to the caller's `A`, alive for the run.
+                        unsafe { entry(world.0 as *mut u8, args.0) }
+                    },
+                ))
+            })
+            .collect();
+        Worker {
+            index,
+            shared,
+            first_rank,
+            block_dim,
+            ctxs,
+            coros,
+        }
+    }
+
+    /// Resumes local rank `i` once with its runtime installed.
+    fn resume(&mut self, i: usize) -> std::thread::Result<CoroutineResult<Suspend, ()>> {
+        let ctx: *const RankCtx = &self.ctxs[i];
+        // SAFETY: the context outlives the resumption; it is cleared below
+        // before anything else runs on this thread.
+        unsafe { runtime::set_current(Some(ctx as *const dyn RankRuntime)) };
+        let coro = self.coros[i].as_mut().expect("resuming a finished rank");
+        let r = panic::catch_unwind(AssertUnwindSafe(|| coro.resume(())));
+        // SAFETY: clearing needs no guarantee.
+        unsafe { runtime::set_current(None) };
+        r
+    }
+
+    /// Ends the run early with `outcome`, unless it already ended.
+    fn finish_with(&self, outcome: Outcome) {
+        let mut g = lock(&self.shared.coord);
+        if g.outcome.is_none() {
+            g.outcome = Some(outcome);
+        }
+        self.shared.stop.store(true, SeqCst);
+        self.shared.wake.notify_all();
+    }
+
+    fn run(mut self) {
+        let n = self.coros.len();
+        let block_dim = self.block_dim as usize;
+        let mut run: Vec<usize> = (0..n).collect();
+        let mut next: Vec<usize> = Vec::with_capacity(n);
+        let mut parked: Vec<Vec<usize>> = vec![Vec::new(); n / block_dim.max(1)];
+        let mut live = n;
+        'passes: while live > 0 {
+            let e0 = self.shared.epoch.load(SeqCst);
+            let mut progress = false;
+            for &i in &run {
+                if self.shared.stop.load(Relaxed) {
+                    break 'passes;
+                }
+                let rank = self.first_rank + i as u32;
+                let r = self.resume(i);
+                // The red zone is checked after resumptions that did
+                // something; one that only failed a poll again ran the code
+                // of an earlier, checked one (and is checked at the end).
+                let checked = match r {
+                    Ok(CoroutineResult::Yield(Suspend::Poll { fresh: false })) => true,
+                    Ok(CoroutineResult::Return(())) => self.shared.stacks.intact_full(rank as usize),
+                    _ => self.shared.stacks.intact(rank as usize),
+                };
+                if !checked {
+                    self.finish_with(Outcome::StackOverflow { rank });
+                    break 'passes;
+                }
+                match r {
+                    Ok(CoroutineResult::Yield(Suspend::Poll { fresh })) => {
+                        progress |= fresh;
+                        next.push(i);
+                    }
+                    Ok(CoroutineResult::Yield(Suspend::BlockBarrier)) => {
+                        progress = true;
+                        let b = i / block_dim;
+                        self.shared.in_barrier[rank as usize].store(true, Relaxed);
+                        parked[b].push(i);
+                        if parked[b].len() == block_dim {
+                            for j in parked[b].drain(..) {
+                                let r = self.first_rank as usize + j;
+                                self.shared.in_barrier[r].store(false, Relaxed);
+                                next.push(j);
+                            }
+                        }
+                    }
+                    Ok(CoroutineResult::Return(())) => {
+                        progress = true;
+                        live -= 1;
+                        self.coros[i] = None;
+                    }
+                    Err(payload) => {
+                        self.coros[i] = None;
+                        let message = panic_message(payload.as_ref());
+                        self.finish_with(Outcome::Panicked { rank, message });
+                        break 'passes;
+                    }
+                }
+            }
+            std::mem::swap(&mut run, &mut next);
+            next.clear();
+            if progress {
+                self.shared.epoch.fetch_add(1, SeqCst);
+                if self.shared.sleepers.load(SeqCst) > 0 {
+                    let _g = lock(&self.shared.coord);
+                    self.shared.wake.notify_all();
+                }
+            } else if live > 0 && self.shared.epoch.load(SeqCst) == e0 && !self.sleep(e0) {
+                break;
+            }
+        }
+        if live == 0 {
+            let mut g = lock(&self.shared.coord);
+            g.active[self.index] = false;
+            self.shared.wake.notify_all();
+        }
+        // The ranks that did not return: check their whole red zones.
+        let overflowed = (0..self.coros.len())
+            .filter(|&i| self.coros[i].is_some())
+            .map(|i| self.first_rank + i as u32)
+            .find(|&r| !self.shared.stacks.intact_full(r as usize));
+        if let Some(rank) = overflowed {
+            let mut g = lock(&self.shared.coord);
+            if !matches!(g.outcome, Some(Outcome::StackOverflow { .. })) {
+                g.outcome = Some(Outcome::StackOverflow { rank });
+            }
+        }
+        self.drop_ranks();
+    }
+
+    /// Sleeps while the world stays quiet at `e0`. Returns false when the run
+    /// ended (a deadlock, possibly declared here, or another worker's error).
+    fn sleep(&self, e0: u64) -> bool {
+        let s = self.shared;
+        let mut g = lock(&s.coord);
+        g.asleep_at[self.index] = Some(e0);
+        s.sleepers.fetch_add(1, SeqCst);
+        let keep_running = loop {
+            if g.outcome.is_some() {
+                break false;
+            }
+            let e = s.epoch.load(SeqCst);
+            if e != e0 {
+                break true;
+            }
+            let settled = match s.timeout {
+                None => true,
+                Some(t) => {
+                    let now = Instant::now();
+                    match g.deadline {
+                        Some((de, d)) if de == e => now >= d,
+                        _ => {
+                            g.deadline = Some((e, now + t + TIMEOUT_GRACE));
+                            false
+                        }
+                    }
+                }
+            };
+            let all_quiet = (0..g.active.len()).all(|w| !g.active[w] || g.asleep_at[w] == Some(e));
+            if settled && all_quiet {
+                g.outcome = Some(Outcome::Deadlock(self.report()));
+                s.stop.store(true, SeqCst);
+                s.wake.notify_all();
+                break false;
+            }
+            if settled {
+                g = s.wake.wait(g).unwrap_or_else(|e| e.into_inner());
+            } else {
+                let (g2, w) = s
+                    .wake
+                    .wait_timeout(g, TIMEOUT_TICK)
+                    .unwrap_or_else(|e| e.into_inner());
+                g = g2;
+                if w.timed_out() && g.outcome.is_none() {
+                    // Re-poll the ranks so that their clocks advance.
+                    break true;
+                }
+            }
+        };
+        g.asleep_at[self.index] = None;
+        s.sleepers.fetch_sub(1, SeqCst);
+        keep_running
+    }
+
+    /// The deadlock report, built while every active worker sleeps (so no
+    /// rank runs) under the coordination lock.
+    fn report(&self) -> DeadlockReport {
+        let s = self.shared;
+        // SAFETY: the world memory is `layout.total` bytes, and no rank runs:
+        // every worker with live ranks waits on the condvar (its last accesses
+        // happen before it released the lock we now hold), the others have
+        // no ranks left.
+        let memory = unsafe { std::slice::from_raw_parts(s.world.0, s.layout.total) };
+        DeadlockReport::from_world(memory, s.layout, |r| s.in_barrier[r as usize].load(Relaxed))
+    }
+
+    /// Drops the coroutines of ranks that did not finish: unwinds their
+    /// stacks (running the destructors of their frames) with their runtime
+    /// installed; after a stack overflow, leaks them instead, since a
+    /// corrupted stack cannot be unwound safely.
+    fn drop_ranks(&mut self) {
+        let leak = matches!(
+            lock(&self.shared.coord).outcome,
+            Some(Outcome::StackOverflow { .. })
+        );
+        for i in 0..self.coros.len() {
+            let Some(coro) = self.coros[i].take() else {
+                continue;
+            };
+            if leak {
+                std::mem::forget(coro);
+                continue;
+            }
+            let ctx: *const RankCtx = &self.ctxs[i];
+            // SAFETY: as in `resume`.
+            unsafe { runtime::set_current(Some(ctx as *const dyn RankRuntime)) };
+            // A destructor that panics while the rank unwinds is dropped with it.
+            let _ = panic::catch_unwind(AssertUnwindSafe(move || drop(coro)));
+            // SAFETY: clearing needs no guarantee.
+            unsafe { runtime::set_current(None) };
+        }
+    }
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(non-string panic payload)".to_string()
+    }
+}

@@ -1,0 +1,297 @@
+//! The device a program runs kernels on, whichever backend it is.
+//!
+//! # Backend interface
+//! [`Device`] dispatches to one backend type per backend, each with the same
+//! small method set (`CpuDevice` in `cpu/`, `CudaDevice` in `cuda/`):
+//!
+//! | method | does |
+//! |---|---|
+//! | `residency(&self, block_dim: u32) -> Residency` | how many ranks fit at once in blocks of `block_dim`, and what limits it |
+//! | `alloc_zeroed(&self, bytes: usize) -> Result<Buffer, HostError>` | zeroed device memory, aligned to at least 64 bytes |
+//! | `upload(&self, buf: &mut Buffer, offset: usize, data: &[u8]) -> Result<(), HostError>` | host to device copy |
+//! | `download(&self, buf: &Buffer, offset: usize, out: &mut [u8]) -> Result<(), HostError>` | device to host copy |
+//! | `launch<A: Pod + Sync>(&self, kernel: &Kernel<A>, args: &A, config: &WorldConfig) -> Result<LaunchReport, HostError>` | checks co-residency ([`Residency::check`]), allocates and zeroes the world, writes its header, runs every rank, then reads the outcome with [`crate::report::check_world`] |
+//!
+//! and a buffer type (`CpuBuffer`, `CudaBuffer`) with `len(&self) -> usize`
+//! and its device address (`as_ptr()` on the cpu, `device_address()` on
+//! cuda). The cuda backend's constructor is
+//! `CudaDevice::open(ptx: Option<&'static str>) -> Result<CudaDevice, HostError>`,
+//! failing with [`HostError::NoGpu`] when no GPU is usable.
+
+use crate::cpu::{CpuBuffer, CpuDevice, CpuOptions};
+use crate::cuda::{CudaBuffer, CudaDevice};
+use crate::error::HostError;
+use crate::spec::{BackendKind, Residency, WorldSpec};
+use bytemuck::Pod;
+use gpu_mpi_device::{GlobalSlice, Kernel, WorldConfig};
+use std::marker::PhantomData;
+use std::time::Duration;
+
+/// What a successful launch reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LaunchReport {
+    /// Ranks in the world.
+    pub ranks: u32,
+    /// Ranks per block.
+    pub block_dim: u32,
+    /// Blocks.
+    pub blocks: u32,
+    /// The backend that ran it ("cpu" or "cuda").
+    pub backend: &'static str,
+    /// Time from the first rank's start to the last rank's end (on the GPU:
+    /// the kernel's run time).
+    pub elapsed: Duration,
+    /// Bytes of world memory.
+    pub world_bytes: usize,
+}
+
+enum Backend {
+    Cpu(CpuDevice),
+    Cuda(CudaDevice),
+}
+
+/// A device to run kernels on: the CPU emulator or an NVIDIA GPU.
+pub struct Device {
+    backend: Backend,
+}
+
+impl std::fmt::Debug for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Device")
+            .field("backend", &self.backend_name())
+            .finish()
+    }
+}
+
+enum RawBuffer {
+    Cpu(CpuBuffer),
+    Cuda(CudaBuffer),
+}
+
+/// `len` elements of `T` in a device's memory.
+///
+/// Pass [`DeviceBuffer::slice`] to a kernel in its arguments; read the data
+/// back with [`Device::download`] after the launch.
+pub struct DeviceBuffer<T: Pod> {
+    raw: RawBuffer,
+    len: usize,
+    _marker: PhantomData<T>,
+}
+
+impl<T: Pod> std::fmt::Debug for DeviceBuffer<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceBuffer")
+            .field("backend", &self.backend_name())
+            .field("len", &self.len)
+            .field("address", &format_args!("{:#x}", self.address()))
+            .finish()
+    }
+}
+
+impl<T: Pod> DeviceBuffer<T> {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the buffer has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn address(&self) -> u64 {
+        match &self.raw {
+            RawBuffer::Cpu(b) => b.as_ptr() as u64,
+            RawBuffer::Cuda(b) => b.device_address(),
+        }
+    }
+
+    fn backend_name(&self) -> &'static str {
+        match &self.raw {
+            RawBuffer::Cpu(_) => "cpu",
+            RawBuffer::Cuda(_) => "cuda",
+        }
+    }
+
+    /// The buffer as a kernel argument: its device address and length.
+    ///
+    /// The slice carries no lifetime (it crosses to the device inside a `Pod`
+    /// argument struct): keep the buffer alive for every launch that gets it.
+    pub fn slice(&self) -> GlobalSlice<T> {
+        // SAFETY: the address is aligned for `T` (allocations are 64-byte
+        // aligned, and `alloc_zeroed` refuses types aligned more) and valid
+        // for `len` elements while the buffer lives; launches that outlive
+        // the buffer are the caller's bug (documented above), as on the GPU.
+        unsafe { GlobalSlice::from_raw(self.address(), self.len as u64) }
+    }
+}
+
+fn bytes_for<T>(len: usize) -> Result<usize, HostError> {
+    if std::mem::align_of::<T>() > 64 {
+        return Err(HostError::Alloc(format!(
+            "{} needs {}-byte alignment; device buffers are 64-byte aligned",
+            std::any::type_name::<T>(),
+            std::mem::align_of::<T>()
+        )));
+    }
+    len.checked_mul(std::mem::size_of::<T>())
+        .ok_or_else(|| HostError::Alloc(format!("{len} elements of {}", std::any::type_name::<T>())))
+}
+
+impl Device {
+    /// The CPU emulator with default options (an H100-shaped virtual device).
+    pub fn cpu() -> Device {
+        Device::cpu_with(CpuOptions::default())
+    }
+
+    /// The CPU emulator with these options.
+    pub fn cpu_with(options: CpuOptions) -> Device {
+        Device {
+            backend: Backend::Cpu(CpuDevice::new(options)),
+        }
+    }
+
+    /// Opens a device of `kind`. `ptx` is the PTX module holding the kernels
+    /// (the cuda backend needs it; the emulator runs the host build).
+    ///
+    /// `Auto` takes the GPU when one is usable and otherwise the emulator,
+    /// saying so in one line on stderr:
+    /// `gpu-mpi: no usable GPU (<why>); using the cpu backend`.
+    pub fn open(kind: BackendKind, ptx: Option<&'static str>) -> Result<Device, HostError> {
+        match kind {
+            BackendKind::Cpu => Ok(Device::cpu()),
+            BackendKind::Cuda => Ok(Device {
+                backend: Backend::Cuda(CudaDevice::open(ptx)?),
+            }),
+            BackendKind::Auto => match CudaDevice::open(ptx) {
+                Ok(d) => Ok(Device {
+                    backend: Backend::Cuda(d),
+                }),
+                Err(e) => {
+                    let why = match e {
+                        HostError::NoGpu(why) => why,
+                        other => other.to_string(),
+                    };
+                    eprintln!("gpu-mpi: no usable GPU ({why}); using the cpu backend");
+                    Ok(Device::cpu())
+                }
+            },
+        }
+    }
+
+    /// "cpu" or "cuda".
+    pub fn backend_name(&self) -> &'static str {
+        match self.backend {
+            Backend::Cpu(_) => "cpu",
+            Backend::Cuda(_) => "cuda",
+        }
+    }
+
+    /// The emulator, when this device is one.
+    pub fn as_cpu(&self) -> Option<&CpuDevice> {
+        match &self.backend {
+            Backend::Cpu(d) => Some(d),
+            Backend::Cuda(_) => None,
+        }
+    }
+
+    /// How many ranks fit at once in blocks of `block_dim`, and what limits it.
+    pub fn residency(&self, block_dim: u32) -> Residency {
+        match &self.backend {
+            Backend::Cpu(d) => d.residency(block_dim),
+            Backend::Cuda(d) => d.residency(block_dim),
+        }
+    }
+
+    /// The largest world that is co-resident in blocks of `block_dim`.
+    pub fn max_ranks(&self, block_dim: u32) -> u32 {
+        self.residency(block_dim).capacity()
+    }
+
+    /// `len` zeroed elements of device memory.
+    pub fn alloc_zeroed<T: Pod>(&self, len: usize) -> Result<DeviceBuffer<T>, HostError> {
+        let bytes = bytes_for::<T>(len)?;
+        let raw = match &self.backend {
+            Backend::Cpu(d) => RawBuffer::Cpu(d.alloc_zeroed(bytes)?),
+            Backend::Cuda(d) => RawBuffer::Cuda(d.alloc_zeroed(bytes)?),
+        };
+        Ok(DeviceBuffer {
+            raw,
+            len,
+            _marker: PhantomData,
+        })
+    }
+
+    /// A device buffer holding a copy of `data`.
+    pub fn upload<T: Pod>(&self, data: &[T]) -> Result<DeviceBuffer<T>, HostError> {
+        let mut buf = self.alloc_zeroed::<T>(data.len())?;
+        self.write(&mut buf, data)?;
+        Ok(buf)
+    }
+
+    /// Overwrites `buffer` with `data` (of the same length).
+    pub fn write<T: Pod>(&self, buffer: &mut DeviceBuffer<T>, data: &[T]) -> Result<(), HostError> {
+        if data.len() != buffer.len {
+            return Err(HostError::Alloc(format!(
+                "writing {} elements into a buffer of {}",
+                data.len(),
+                buffer.len
+            )));
+        }
+        let bytes: &[u8] = bytemuck::cast_slice(data);
+        match (&self.backend, &mut buffer.raw) {
+            (Backend::Cpu(d), RawBuffer::Cpu(b)) => d.upload(b, 0, bytes),
+            (Backend::Cuda(d), RawBuffer::Cuda(b)) => d.upload(b, 0, bytes),
+            _ => Err(self.foreign(buffer.backend_name())),
+        }
+    }
+
+    /// A host copy of `buffer`.
+    pub fn download<T: Pod>(&self, buffer: &DeviceBuffer<T>) -> Result<Vec<T>, HostError> {
+        let mut out = vec![T::zeroed(); buffer.len];
+        let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut out);
+        match (&self.backend, &buffer.raw) {
+            (Backend::Cpu(d), RawBuffer::Cpu(b)) => d.download(b, 0, bytes)?,
+            (Backend::Cuda(d), RawBuffer::Cuda(b)) => d.download(b, 0, bytes)?,
+            _ => return Err(self.foreign(buffer.backend_name())),
+        }
+        Ok(out)
+    }
+
+    fn foreign(&self, owner: &str) -> HostError {
+        HostError::Alloc(format!(
+            "a buffer of the {owner} backend used with the {} backend",
+            self.backend_name()
+        ))
+    }
+
+    /// Runs `kernel` with `args` on a new world described by `spec`.
+    ///
+    /// Resolves the spec ([`WorldSpec::resolve`]: `RankCount::Max` becomes
+    /// the largest co-resident world), checks the layout
+    /// ([`HostError::Config`]) and co-residency ([`HostError::NotCoResident`]),
+    /// runs every rank, and reads the outcome: a deadlock
+    /// ([`HostError::Deadlock`]), ranks that returned errors
+    /// ([`HostError::RankFailed`]), or a [`LaunchReport`].
+    pub fn launch<A: Pod + Sync>(
+        &self,
+        kernel: &Kernel<A>,
+        args: &A,
+        spec: &WorldSpec,
+    ) -> Result<LaunchReport, HostError> {
+        let config = self.resolve(spec)?;
+        match &self.backend {
+            Backend::Cpu(d) => d.launch(kernel, args, &config),
+            Backend::Cuda(d) => d.launch(kernel, args, &config),
+        }
+    }
+
+    /// The world configuration `spec` gives on this device, checked.
+    pub fn resolve(&self, spec: &WorldSpec) -> Result<WorldConfig, HostError> {
+        let config = spec.resolve(|b| self.max_ranks(b))?;
+        config.layout()?;
+        self.residency(config.block_dim).check(config.ranks)?;
+        Ok(config)
+    }
+}

@@ -1,0 +1,418 @@
+//! Reading a world after a launch: deadlock reports and rank errors.
+//!
+//! Backend-independent: it works on the world memory as bytes (the emulator's
+//! own buffer, or a copy downloaded from the GPU) and its [`Layout`]. Two entry
+//! points:
+//! - [`DeadlockReport::from_world`] lists what every rank was doing, from the
+//!   wait records (the emulator calls it when its scheduler found a deadlock);
+//! - [`check_world`] decides the outcome of a launch that ran to its end: a
+//!   timed-out wait means a deadlock (the GPU's path, and the emulator's when
+//!   the world has a timeout), rank errors mean [`HostError::RankFailed`].
+
+use crate::error::HostError;
+use gpu_mpi_device::error::ErrorClass;
+use gpu_mpi_device::state::{Layout, ABORT_OFFSET};
+use gpu_mpi_device::wait::{
+    Operation, WaitDisplay, STATE_EXITED, STATE_RUNNING, STATE_TIMED_OUT, STATE_WAITING,
+};
+use std::fmt;
+
+/// How many groups of ranks a report prints before "... and N more ranks".
+const PRINTED_GROUPS: usize = 32;
+
+/// What one rank was doing when the world stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlockedState {
+    /// Waiting in an MPI operation (its wait record).
+    Waiting {
+        /// Operation code ([`Operation`] as `u32`).
+        operation: u32,
+        /// Peer rank: destination, source or root; -1 any, -2 none.
+        peer: i32,
+        /// Tag; -1 any.
+        tag: i32,
+    },
+    /// Its wait outlived the world's timeout; it aborted the world.
+    TimedOut {
+        /// Operation code.
+        operation: u32,
+        /// Peer rank.
+        peer: i32,
+        /// Tag.
+        tag: i32,
+    },
+    /// It was waiting here when another rank aborted the world, and gave up.
+    Aborted {
+        /// Operation code.
+        operation: u32,
+        /// Peer rank.
+        peer: i32,
+        /// Tag.
+        tag: i32,
+    },
+    /// Parked in its block's barrier (`__syncthreads`) outside any recorded
+    /// MPI wait (emulator only: the GPU cannot tell).
+    BlockBarrier,
+    /// Neither waiting in MPI nor finished: polling shared memory outside the
+    /// library (no wait record), or stopped before it attached to the world.
+    Running,
+    /// Its kernel function returned.
+    Exited,
+}
+
+impl BlockedState {
+    /// The operation the rank waited in, if it waited in one.
+    pub fn operation(&self) -> Option<Operation> {
+        match *self {
+            BlockedState::Waiting { operation, .. }
+            | BlockedState::TimedOut { operation, .. }
+            | BlockedState::Aborted { operation, .. } => Operation::from_code(operation),
+            _ => None,
+        }
+    }
+
+    /// Whether the rank had finished.
+    pub fn is_exited(&self) -> bool {
+        matches!(self, BlockedState::Exited)
+    }
+}
+
+impl fmt::Display for BlockedState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let wait = |operation, peer, tag| WaitDisplay { operation, peer, tag };
+        match *self {
+            BlockedState::Waiting { operation, peer, tag } => write!(f, "{}", wait(operation, peer, tag)),
+            BlockedState::TimedOut { operation, peer, tag } => {
+                write!(f, "timed out in {}", wait(operation, peer, tag))
+            }
+            BlockedState::Aborted { operation, peer, tag } => {
+                write!(f, "gave up in {} (world aborted)", wait(operation, peer, tag))
+            }
+            BlockedState::BlockBarrier => f.write_str("block barrier"),
+            BlockedState::Running => f.write_str("running (polling outside any MPI wait)"),
+            BlockedState::Exited => f.write_str("exited"),
+        }
+    }
+}
+
+/// One rank of a [`DeadlockReport`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockedRank {
+    /// The rank.
+    pub rank: u32,
+    /// What it was doing.
+    pub state: BlockedState,
+}
+
+/// What every rank of a deadlocked world was doing, in rank order.
+///
+/// Displayed as `deadlock: rank 3: receive(source 5, tag 7); rank 5: barrier;
+/// rank 6: exited`: ranks that had not finished first, then the ones that had
+/// exited (a rank that returned while others wait for it is often the cause);
+/// runs of consecutive ranks in the same state print as one range
+/// (`ranks 8-4095: exited`), and at most 32 such groups print before
+/// `... and N more ranks`. [`DeadlockReport::ranks`] keeps every rank.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DeadlockReport {
+    /// Every rank of the world, in rank order.
+    pub ranks: Vec<BlockedRank>,
+}
+
+fn word(memory: &[u8], offset: usize) -> u32 {
+    let mut b = [0u8; 4];
+    b.copy_from_slice(&memory[offset..offset + 4]);
+    u32::from_ne_bytes(b)
+}
+
+fn record_words(memory: &[u8], layout: &Layout, rank: u32) -> [u32; 4] {
+    let o = layout.record(rank);
+    [0, 1, 2, 3].map(|i| word(memory, o + 4 * i))
+}
+
+fn result_words(memory: &[u8], layout: &Layout, rank: u32) -> [u32; 5] {
+    let o = layout.result(rank);
+    [0, 1, 2, 3, 4].map(|i| word(memory, o + 4 * i))
+}
+
+impl DeadlockReport {
+    /// Builds the report from a world's wait and result records.
+    /// `in_block_barrier(rank)` says whether the rank is parked in its
+    /// block's barrier (the emulator knows; pass `|_| false` otherwise).
+    ///
+    /// # Panics
+    /// If `memory` is shorter than `layout.total`.
+    pub fn from_world(memory: &[u8], layout: &Layout, in_block_barrier: impl Fn(u32) -> bool) -> Self {
+        assert!(
+            memory.len() >= layout.total,
+            "world memory shorter than its layout"
+        );
+        let ranks = (0..layout.ranks)
+            .map(|rank| {
+                let [state, operation, peer, tag] = record_words(memory, layout, rank);
+                let (peer, tag) = (peer as i32, tag as i32);
+                let result = result_words(memory, layout, rank);
+                let state = match state {
+                    // `rank_main` marks the record exited after the timed-out
+                    // wait returned; the result record still says what timed out.
+                    _ if result[0] == ErrorClass::Timeout as u32 => BlockedState::TimedOut {
+                        operation: result[1],
+                        peer: result[2] as i32,
+                        tag: result[3] as i32,
+                    },
+                    STATE_TIMED_OUT => BlockedState::TimedOut { operation, peer, tag },
+                    STATE_WAITING => BlockedState::Waiting { operation, peer, tag },
+                    _ if in_block_barrier(rank) => BlockedState::BlockBarrier,
+                    STATE_EXITED => {
+                        if result[0] == ErrorClass::Aborted as u32 && operation != 0 {
+                            BlockedState::Aborted { operation, peer, tag }
+                        } else {
+                            BlockedState::Exited
+                        }
+                    }
+                    _ => BlockedState::Running,
+                };
+                BlockedRank { rank, state }
+            })
+            .collect();
+        DeadlockReport { ranks }
+    }
+
+    /// The ranks that had not exited.
+    pub fn blocked(&self) -> impl Iterator<Item = &BlockedRank> {
+        self.ranks.iter().filter(|r| !r.state.is_exited())
+    }
+
+    /// The state of `rank`, if it is in the report.
+    pub fn state_of(&self, rank: u32) -> Option<BlockedState> {
+        // Ranks are stored in rank order, usually all of them.
+        match self.ranks.get(rank as usize) {
+            Some(r) if r.rank == rank => Some(r.state),
+            _ => self.ranks.iter().find(|r| r.rank == rank).map(|r| r.state),
+        }
+    }
+}
+
+/// Consecutive ranks in one state.
+fn groups<'a>(ranks: impl Iterator<Item = &'a BlockedRank>) -> Vec<(u32, u32, BlockedState)> {
+    let mut out: Vec<(u32, u32, BlockedState)> = Vec::new();
+    for r in ranks {
+        match out.last_mut() {
+            Some((_, last, state)) if *last + 1 == r.rank && *state == r.state => *last = r.rank,
+            _ => out.push((r.rank, r.rank, r.state)),
+        }
+    }
+    out
+}
+
+impl fmt::Display for DeadlockReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("deadlock")?;
+        let mut all = groups(self.ranks.iter().filter(|r| !r.state.is_exited()));
+        all.extend(groups(self.ranks.iter().filter(|r| r.state.is_exited())));
+        for (i, (first, last, state)) in all.iter().take(PRINTED_GROUPS).enumerate() {
+            let sep = if i == 0 { ": " } else { "; " };
+            if first == last {
+                write!(f, "{sep}rank {first}: {state}")?;
+            } else {
+                write!(f, "{sep}ranks {first}-{last}: {state}")?;
+            }
+        }
+        if all.len() > PRINTED_GROUPS {
+            let more: u32 = all[PRINTED_GROUPS..].iter().map(|(a, b, _)| b - a + 1).sum();
+            write!(f, "; ... and {more} more ranks")?;
+        }
+        Ok(())
+    }
+}
+
+/// Decides the outcome of a launch that ran to its end (every rank returned,
+/// or the GPU kernel finished), from the world memory.
+///
+/// - A wait that timed out (its record marked timed out, or its rank's result
+///   `MPI_ERR_TIMEOUT`): the world deadlocked and the device's timeout broke it up: [`HostError::Deadlock`] built from the records
+///   (the timed-out rank reads "timed out in receive(...)", the ranks that
+///   gave up because of it "gave up in ...").
+/// - Ranks whose result record holds an error, or that never recorded their
+///   exit (they could not attach to the world): [`HostError::RankFailed`].
+/// - Otherwise `Ok`.
+///
+/// # Panics
+/// If `memory` is shorter than `layout.total`.
+pub fn check_world(memory: &[u8], layout: &Layout) -> Result<(), HostError> {
+    assert!(
+        memory.len() >= layout.total,
+        "world memory shorter than its layout"
+    );
+    let timed_out = (0..layout.ranks).any(|r| {
+        record_words(memory, layout, r)[0] == STATE_TIMED_OUT
+            || result_words(memory, layout, r)[0] == ErrorClass::Timeout as u32
+    });
+    if timed_out {
+        return Err(HostError::Deadlock(DeadlockReport::from_world(
+            memory,
+            layout,
+            |_| false,
+        )));
+    }
+    let mut errors = Vec::new();
+    for rank in 0..layout.ranks {
+        let w = result_words(memory, layout, rank);
+        let state = record_words(memory, layout, rank)[0];
+        if w[0] != 0 {
+            // An unknown class is a world of another version: internal error.
+            let e = gpu_mpi_device::Error::from_words(w).unwrap_or(gpu_mpi_device::Error::Intern);
+            errors.push((rank, e));
+        } else if state != STATE_EXITED {
+            // `rank_main` writes EXITED last; a rank that could not attach
+            // returns without writing anything.
+            debug_assert!(state == STATE_RUNNING || state == STATE_WAITING || state > STATE_TIMED_OUT);
+            errors.push((rank, gpu_mpi_device::Error::Intern));
+        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(HostError::RankFailed {
+            errors,
+            ranks: layout.ranks,
+        })
+    }
+}
+
+/// The rank that aborted the world, if any (its abort word).
+///
+/// # Panics
+/// If `memory` is shorter than the header.
+pub fn aborted_by(memory: &[u8]) -> Option<u32> {
+    match word(memory, ABORT_OFFSET) {
+        0 => None,
+        r => Some(r - 1),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpu_mpi_device::WorldConfig;
+
+    fn world(ranks: u32) -> (Vec<u8>, Layout) {
+        let c = WorldConfig::new(ranks, 1);
+        let l = c.layout().unwrap();
+        let mut m = vec![0u8; l.total];
+        c.write_header(&mut m).unwrap();
+        (m, l)
+    }
+
+    fn put(m: &mut [u8], off: usize, words: &[u32]) {
+        for (i, w) in words.iter().enumerate() {
+            m[off + 4 * i..off + 4 * i + 4].copy_from_slice(&w.to_ne_bytes());
+        }
+    }
+
+    #[test]
+    fn report_reads_like_the_spec() {
+        let (mut m, l) = world(7);
+        for r in 0..7 {
+            put(&mut m, l.record(r), &[STATE_EXITED]);
+        }
+        put(
+            &mut m,
+            l.record(3),
+            &[STATE_WAITING, Operation::Receive as u32, 5, 7],
+        );
+        put(
+            &mut m,
+            l.record(5),
+            &[
+                STATE_WAITING,
+                Operation::Barrier as u32,
+                -2i32 as u32,
+                -1i32 as u32,
+            ],
+        );
+        let rep = DeadlockReport::from_world(&m, &l, |_| false);
+        assert_eq!(rep.ranks.len(), 7);
+        assert_eq!(
+            rep.to_string(),
+            "deadlock: rank 3: receive(source 5, tag 7); rank 5: barrier; ranks 0-2: exited; \
+             rank 4: exited; rank 6: exited"
+        );
+        assert_eq!(rep.state_of(3).unwrap().operation(), Some(Operation::Receive));
+        assert_eq!(rep.blocked().count(), 2);
+    }
+
+    #[test]
+    fn long_reports_are_capped() {
+        let (mut m, l) = world(100);
+        for r in 0..100 {
+            put(
+                &mut m,
+                l.record(r),
+                &[STATE_WAITING, Operation::Receive as u32, r + 1, 0],
+            );
+        }
+        let s = DeadlockReport::from_world(&m, &l, |_| false).to_string();
+        assert!(s.ends_with("; ... and 68 more ranks"), "{s}");
+    }
+
+    #[test]
+    fn timed_out_world_is_a_deadlock_and_errors_are_collected() {
+        let (mut m, l) = world(3);
+        put(
+            &mut m,
+            l.record(0),
+            &[STATE_TIMED_OUT, Operation::Receive as u32, 1, 4],
+        );
+        put(&mut m, l.record(1), &[STATE_EXITED, Operation::Send as u32, 2, 0]);
+        put(
+            &mut m,
+            l.result(1),
+            &gpu_mpi_device::Error::Aborted { by_rank: 0 }.to_words(),
+        );
+        put(&mut m, l.record(2), &[STATE_EXITED]);
+        put(&mut m, ABORT_OFFSET, &[1]);
+        assert_eq!(aborted_by(&m), Some(0));
+        match check_world(&m, &l) {
+            Err(HostError::Deadlock(rep)) => assert_eq!(
+                rep.to_string(),
+                "deadlock: rank 0: timed out in receive(source 1, tag 4); \
+                 rank 1: gave up in send(dest 2, tag 0) (world aborted); rank 2: exited"
+            ),
+            other => panic!("{other:?}"),
+        }
+        // As `rank_main` leaves it: record exited, result "timed out".
+        put(&mut m, l.record(0), &[STATE_EXITED]);
+        put(
+            &mut m,
+            l.result(0),
+            &gpu_mpi_device::Error::Timeout {
+                operation: 2,
+                peer: 1,
+                tag: 4,
+            }
+            .to_words(),
+        );
+        match check_world(&m, &l) {
+            Err(HostError::Deadlock(rep)) => assert_eq!(
+                rep.state_of(0),
+                Some(BlockedState::TimedOut {
+                    operation: 2,
+                    peer: 1,
+                    tag: 4
+                })
+            ),
+            other => panic!("{other:?}"),
+        }
+        put(&mut m, l.result(0), &[0; 5]);
+        match check_world(&m, &l) {
+            Err(HostError::RankFailed { errors, ranks: 3 }) => {
+                assert_eq!(errors, vec![(1, gpu_mpi_device::Error::Aborted { by_rank: 0 })])
+            }
+            other => panic!("{other:?}"),
+        }
+        put(&mut m, l.result(1), &[0; 5]);
+        assert!(check_world(&m, &l).is_ok());
+        put(&mut m, l.record(2), &[STATE_RUNNING]);
+        assert!(matches!(check_world(&m, &l), Err(HostError::RankFailed { .. })));
+    }
+}

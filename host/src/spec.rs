@@ -1,0 +1,350 @@
+//! What the caller asks for: a backend ([`BackendKind`]) and a world ([`WorldSpec`]).
+
+use crate::error::{HostError, Resource};
+use gpu_mpi_device::state::{WorldConfig, FLAG_FORCE_STREAMING};
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+/// Block size [`WorldSpec`] aims for when none is given.
+pub const PREFERRED_BLOCK_DIM: u32 = 256;
+
+/// Which backend runs the kernels.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum BackendKind {
+    /// The GPU when one is usable, else the CPU emulator (with a notice on stderr).
+    #[default]
+    Auto,
+    /// The CPU emulator.
+    Cpu,
+    /// An NVIDIA GPU through the CUDA driver.
+    Cuda,
+}
+
+impl BackendKind {
+    /// The name `FromStr` accepts.
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendKind::Auto => "auto",
+            BackendKind::Cpu => "cpu",
+            BackendKind::Cuda => "cuda",
+        }
+    }
+}
+
+impl fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A backend name that is not "auto", "cpu" or "cuda".
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown backend {0:?} (expected \"auto\", \"cpu\" or \"cuda\")")]
+pub struct ParseBackendKindError(pub String);
+
+impl FromStr for BackendKind {
+    type Err = ParseBackendKindError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(BackendKind::Auto),
+            "cpu" => Ok(BackendKind::Cpu),
+            "cuda" | "gpu" => Ok(BackendKind::Cuda),
+            _ => Err(ParseBackendKindError(s.to_string())),
+        }
+    }
+}
+
+/// How many ranks a world has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RankCount {
+    /// Exactly this many.
+    Exact(u32),
+    /// As many as the device holds at once with the world's block size.
+    Max,
+}
+
+/// The world a launch runs: its size, block size and limits.
+///
+/// [`WorldSpec::ranks`] starts from the defaults of [`WorldConfig::new`];
+/// the setters change one field each:
+///
+/// ```
+/// # use gpu_mpi_host::WorldSpec;
+/// # use std::time::Duration;
+/// let spec = WorldSpec::ranks(4096).block_dim(128).timeout(Duration::from_secs(2));
+/// assert_eq!(spec.block_dim, Some(128));
+/// ```
+///
+/// # Block size
+/// A world's ranks split into equal blocks (`ranks % block_dim == 0`, see
+/// `gpu_mpi_device::state`). With `block_dim` left at `None` the block size
+/// is the largest divisor of the rank count that is at most
+/// [`PREFERRED_BLOCK_DIM`] (256), taking a multiple of 32 (a whole number of
+/// warps) when one exists: 4096 ranks run in blocks of 256, 4224 in blocks of
+/// 192, 5000 in blocks of 250 and a prime count in blocks of 1 (which few
+/// devices can hold many of: choose a rank count with small factors).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WorldSpec {
+    /// Number of ranks.
+    pub ranks: RankCount,
+    /// Ranks per block; `None` chooses as described above.
+    pub block_dim: Option<u32>,
+    /// Message slots in each rank's mailbox.
+    pub slots_per_rank: u32,
+    /// Payload bytes per slot (a multiple of 64).
+    pub slot_bytes: u32,
+    /// Largest message in bytes.
+    pub max_message_bytes: u32,
+    /// Bytes each rank stages per round of a collective (a multiple of 64).
+    pub collective_bytes: u32,
+    /// Stream every large message through a slot (test the GPU's path).
+    pub force_streaming: bool,
+    /// Give up a wait after this long: the rank's wait is marked timed out,
+    /// the world aborted, and the launch reports a deadlock. `None`: waits
+    /// are unbounded (the emulator detects deadlocks exactly without it).
+    pub timeout: Option<Duration>,
+}
+
+impl WorldSpec {
+    /// A world of `n` ranks with [`WorldConfig::new`]'s defaults.
+    pub fn ranks(n: u32) -> Self {
+        Self::with_count(RankCount::Exact(n))
+    }
+
+    /// The largest world the device holds at once.
+    pub fn max_ranks() -> Self {
+        Self::with_count(RankCount::Max)
+    }
+
+    fn with_count(ranks: RankCount) -> Self {
+        let d = WorldConfig::new(1, 1);
+        WorldSpec {
+            ranks,
+            block_dim: None,
+            slots_per_rank: d.slots_per_rank,
+            slot_bytes: d.slot_bytes,
+            max_message_bytes: d.max_message_bytes,
+            collective_bytes: d.collective_bytes,
+            force_streaming: false,
+            timeout: None,
+        }
+    }
+
+    /// Sets the block size.
+    pub fn block_dim(mut self, block_dim: u32) -> Self {
+        self.block_dim = Some(block_dim);
+        self
+    }
+
+    /// Sets the slots per mailbox.
+    pub fn slots_per_rank(mut self, n: u32) -> Self {
+        self.slots_per_rank = n;
+        self
+    }
+
+    /// Sets the payload bytes per slot.
+    pub fn slot_bytes(mut self, n: u32) -> Self {
+        self.slot_bytes = n;
+        self
+    }
+
+    /// Sets the largest message size.
+    pub fn max_message_bytes(mut self, n: u32) -> Self {
+        self.max_message_bytes = n;
+        self
+    }
+
+    /// Sets the bytes per collective round.
+    pub fn collective_bytes(mut self, n: u32) -> Self {
+        self.collective_bytes = n;
+        self
+    }
+
+    /// Forces (or not) every large message through a slot.
+    pub fn force_streaming(mut self, on: bool) -> Self {
+        self.force_streaming = on;
+        self
+    }
+
+    /// Bounds every wait by `timeout`.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Resolves the spec into a world configuration for a device whose
+    /// capacity with blocks of `block_dim` ranks is `capacity(block_dim)`.
+    /// Checks nothing beyond what resolving needs: [`WorldConfig::layout`] and
+    /// the co-residency check come after.
+    pub fn resolve(&self, capacity: impl Fn(u32) -> u32) -> Result<WorldConfig, HostError> {
+        let (ranks, block_dim) = match self.ranks {
+            RankCount::Exact(n) => (n, self.block_dim.unwrap_or_else(|| default_block_dim(n))),
+            RankCount::Max => {
+                let b = self.block_dim.unwrap_or(PREFERRED_BLOCK_DIM);
+                (capacity(b), b)
+            }
+        };
+        let mut c = WorldConfig::new(ranks, block_dim);
+        c.slots_per_rank = self.slots_per_rank;
+        c.slot_bytes = self.slot_bytes;
+        c.max_message_bytes = self.max_message_bytes;
+        c.collective_bytes = self.collective_bytes;
+        c.flags = if self.force_streaming {
+            FLAG_FORCE_STREAMING
+        } else {
+            0
+        };
+        c.timeout_ns = match self.timeout {
+            // 0 means "no timeout": a zero duration becomes 1 ns.
+            Some(t) => u64::try_from(t.as_nanos()).unwrap_or(u64::MAX).max(1),
+            None => 0,
+        };
+        Ok(c)
+    }
+}
+
+/// The block size a world of `ranks` ranks gets when none is given: the
+/// largest divisor of `ranks` that is at most [`PREFERRED_BLOCK_DIM`],
+/// preferring multiples of 32 (see [`WorldSpec`]). 1 for 0 ranks.
+pub fn default_block_dim(ranks: u32) -> u32 {
+    let divisors = || {
+        (1..=PREFERRED_BLOCK_DIM.min(ranks))
+            .rev()
+            .filter(move |d| ranks.is_multiple_of(*d))
+    };
+    divisors()
+        .find(|d| d.is_multiple_of(32))
+        .or_else(|| divisors().next())
+        .unwrap_or(1)
+}
+
+/// How many ranks a device holds at once with one block size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Residency {
+    /// Streaming multiprocessors (worker slots on the emulator).
+    pub sms: u32,
+    /// Blocks one SM holds at once (0 when a block is too large to run).
+    pub blocks_per_sm: u32,
+    /// Ranks per block.
+    pub block_dim: u32,
+    /// What bounds `blocks_per_sm`.
+    pub limit: Resource,
+    /// Threads one block may have (for the message when `limit` is
+    /// [`Resource::ThreadsPerBlock`]).
+    pub max_threads_per_block: u32,
+}
+
+impl Residency {
+    /// Ranks that fit.
+    pub fn capacity(&self) -> u32 {
+        let r = self.sms as u64 * self.blocks_per_sm as u64 * self.block_dim as u64;
+        r.min(u32::MAX as u64) as u32
+    }
+
+    /// Occupancy of a device with the given limits: blocks per SM is the
+    /// smaller of `max_blocks_per_sm` and `max_threads_per_sm / block_dim`;
+    /// a block larger than `max_threads_per_block` fits nowhere.
+    pub fn from_limits(
+        sms: u32,
+        max_threads_per_sm: u32,
+        max_blocks_per_sm: u32,
+        max_threads_per_block: u32,
+        block_dim: u32,
+    ) -> Residency {
+        let (blocks_per_sm, limit) = if block_dim == 0 || block_dim > max_threads_per_block {
+            (0, Resource::ThreadsPerBlock)
+        } else {
+            let by_threads = max_threads_per_sm / block_dim;
+            if max_blocks_per_sm <= by_threads {
+                (max_blocks_per_sm, Resource::BlocksPerSm)
+            } else {
+                (by_threads, Resource::ThreadsPerSm)
+            }
+        };
+        Residency {
+            sms,
+            blocks_per_sm,
+            block_dim,
+            limit,
+            max_threads_per_block,
+        }
+    }
+
+    /// `Ok` when `ranks` ranks fit, else [`HostError::NotCoResident`].
+    pub fn check(&self, ranks: u32) -> Result<(), HostError> {
+        let fits = self.capacity();
+        if ranks <= fits && self.blocks_per_sm > 0 {
+            return Ok(());
+        }
+        let detail = if self.limit == Resource::ThreadsPerBlock {
+            format!(
+                "blocks of {} ranks exceed the {} threads a block may have",
+                self.block_dim, self.max_threads_per_block
+            )
+        } else {
+            format!(
+                "{} SMs x {} blocks of {} ranks",
+                self.sms, self.blocks_per_sm, self.block_dim
+            )
+        };
+        Err(HostError::NotCoResident {
+            requested: ranks,
+            fits,
+            limit: self.limit,
+            detail,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn block_choice() {
+        assert_eq!(default_block_dim(4096), 256);
+        assert_eq!(default_block_dim(4224), 192);
+        assert_eq!(default_block_dim(5000), 250);
+        assert_eq!(default_block_dim(4099), 1);
+        assert_eq!(default_block_dim(64), 64);
+        assert_eq!(default_block_dim(100), 100);
+        assert_eq!(default_block_dim(96 * 7), 224);
+        assert_eq!(default_block_dim(1), 1);
+        assert_eq!(default_block_dim(0), 1);
+    }
+
+    #[test]
+    fn backend_names() {
+        assert_eq!("cpu".parse::<BackendKind>().unwrap(), BackendKind::Cpu);
+        assert_eq!("CUDA".parse::<BackendKind>().unwrap(), BackendKind::Cuda);
+        assert_eq!("auto".parse::<BackendKind>().unwrap(), BackendKind::Auto);
+        assert!("tpu".parse::<BackendKind>().is_err());
+    }
+
+    #[test]
+    fn residency_limits() {
+        let r = Residency::from_limits(132, 2048, 32, 1024, 1);
+        assert_eq!((r.capacity(), r.limit), (4224, Resource::BlocksPerSm));
+        let r = Residency::from_limits(132, 2048, 32, 1024, 256);
+        assert_eq!((r.capacity(), r.limit), (132 * 2048, Resource::ThreadsPerSm));
+        let r = Residency::from_limits(132, 2048, 32, 1024, 2048);
+        assert_eq!((r.capacity(), r.limit), (0, Resource::ThreadsPerBlock));
+        assert!(r.check(2048).is_err());
+    }
+
+    #[test]
+    fn resolve_fills_the_config() {
+        let c = WorldSpec::ranks(64)
+            .slot_bytes(512)
+            .force_streaming(true)
+            .timeout(Duration::ZERO)
+            .resolve(|_| 0)
+            .unwrap();
+        assert_eq!((c.ranks, c.block_dim, c.slot_bytes), (64, 64, 512));
+        assert_eq!((c.flags, c.timeout_ns), (FLAG_FORCE_STREAMING, 1));
+        let c = WorldSpec::max_ranks().block_dim(32).resolve(|b| b * 10).unwrap();
+        assert_eq!((c.ranks, c.block_dim), (320, 32));
+    }
+}
