@@ -421,7 +421,7 @@ pub fn entries(ptx: &str) -> Vec<String> {
         while let Some(w) = words.next() {
             if w == ".entry" {
                 if let Some(name) = words.next() {
-                    out.push(name.trim_end_matches('(').to_string());
+                    out.push(name.split('(').next().unwrap_or(name).to_string());
                 }
                 break;
             }
@@ -575,7 +575,8 @@ ptxas info    : Used 40 registers
             vec![(70, 70), (70, 80), (90, 90)]
         );
         assert_eq!(assembly_plan(&[80], &[70, 80]), vec![(80, 80)]);
-        let ptx = ".visible .entry ring(\n.param .u64 a\n)\n.func foo()\n.visible .entry pi_reduce(\n";
-        assert_eq!(entries(ptx), ["ring", "pi_reduce"]);
+        let ptx = ".visible .entry ring(\n.param .u64 a\n)\n.func foo()\n.visible .entry pi_reduce(\n\
+                   .visible .entry k(.param .u64 p)\n";
+        assert_eq!(entries(ptx), ["ring", "pi_reduce", "k"]);
     }
 }

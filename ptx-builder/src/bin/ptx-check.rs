@@ -32,6 +32,7 @@ const USAGE: &str = "usage: ptx-check [--kernels DIR] [--archs 70,90] [--check-a
 fn parse_options() -> Result<Options, String> {
     // The workspace this binary belongs to.
     let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let workspace = workspace.canonicalize().unwrap_or(workspace);
     let mut o = Options {
         kernels: workspace.join("kernels"),
         archs: DEFAULT_ARCHS.to_vec(),
