@@ -54,11 +54,16 @@ pub fn run(kernel_crate: &Path, watch: &[&Path]) {
     let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR is set for build scripts"));
     match build(kernel_crate, &out_dir) {
         Ok(outputs) => write_ptx_rs(&out_dir, outputs.as_ref()),
-        Err(line) => {
+        Err(Failure { line, show_output }) => {
             // `cargo::error` makes cargo print the line as the build's error
-            // and fail the build after the script exits (cargo 1.84+), without
-            // dumping the script's output as a failed exit status would.
+            // and fail the build after the script exits. A missing component
+            // needs nothing more; when the kernels failed to compile, a failed
+            // exit status makes cargo also show the script's stderr, which
+            // holds the nested cargo's diagnostics.
             println!("cargo::error={line}");
+            if show_output {
+                std::process::exit(1);
+            }
             write_ptx_rs(&out_dir, None);
         }
     }
@@ -93,7 +98,23 @@ fn nested_target_dir(out_dir: &Path) -> PathBuf {
         .unwrap_or_else(|| out_dir.join("gpu-mpi-ptx"))
 }
 
-fn build(kernel_crate: &Path, out_dir: &Path) -> Result<Option<Outputs>, String> {
+/// Why the build script fails: one line, and whether cargo should show the
+/// script's stderr too.
+struct Failure {
+    line: String,
+    show_output: bool,
+}
+
+impl From<String> for Failure {
+    fn from(line: String) -> Self {
+        Failure {
+            line,
+            show_output: false,
+        }
+    }
+}
+
+fn build(kernel_crate: &Path, out_dir: &Path) -> Result<Option<Outputs>, Failure> {
     println!("cargo::rerun-if-env-changed=GPU_MPI_PTX_TARGET_DIR");
     if skip_requested() {
         return Ok(None);
@@ -104,7 +125,10 @@ fn build(kernel_crate: &Path, out_dir: &Path) -> Result<Option<Outputs>, String>
         .archs(&archs)
         .target_dir(nested_target_dir(out_dir))
         .build()
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| Failure {
+            show_output: matches!(e, crate::Error::Build { .. }),
+            line: e.to_string(),
+        })?;
 
     let mut ptx = Vec::new();
     let mut lint = Vec::new();

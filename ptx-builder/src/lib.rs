@@ -100,8 +100,9 @@ impl fmt::Display for Error {
             ),
             Error::Build { arch, status } => write!(
                 f,
-                "gpu-mpi PTX build: compiling the kernels for {arch} failed ({status}); \
-                 the nested cargo's errors are above (or set {SKIP_ENV}=1 to build without GPU kernels)"
+                "gpu-mpi PTX build: compiling the kernels for nvptx64 {arch} failed ({status}); \
+                 the nested cargo's diagnostics follow in the build script's stderr \
+                 (or set {SKIP_ENV}=1 to build without GPU kernels)"
             ),
             Error::Other(m) => write!(f, "gpu-mpi PTX build: {m}"),
         }
