@@ -73,8 +73,22 @@ fn skip_requested() -> bool {
     std::env::var(SKIP_ENV).is_ok_and(|v| !v.is_empty() && v != "0")
 }
 
+/// Key of a ptxas report: ptxas, the jobs and the PTX contents.
+fn report_key(ptxas: Option<&Path>, jobs: &[(PathBuf, String)]) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    ptxas.hash(&mut h);
+    for (ptx, arch) in jobs {
+        ptx.hash(&mut h);
+        arch.hash(&mut h);
+        std::fs::read(ptx).unwrap_or_default().hash(&mut h);
+    }
+    format!("{:016x}", h.finish())
+}
+
 fn archs_from_env(var: &str, default: &[u32]) -> Result<Vec<u32>, String> {
     match std::env::var(var) {
+        Ok(s) if var == CHECK_ARCHS_ENV && s.trim() == "none" => Ok(Vec::new()),
         Ok(s) if !s.trim().is_empty() => {
             parse_archs(&s).map_err(|e| format!("gpu-mpi PTX build: {var}: {e}"))
         }
@@ -151,30 +165,53 @@ fn build(kernel_crate: &Path, out_dir: &Path) -> Result<Option<Outputs>, Failure
         ptx.push((b.arch, dest));
     }
 
-    let ptxas = check::find_ptxas();
-    let mut assemblies: Vec<Assembly> = Vec::new();
-    if let Some(ptxas) = &ptxas {
-        let built_archs: Vec<u32> = ptx.iter().map(|(a, _)| *a).collect();
-        for (from, target) in check::assembly_plan(&built_archs, &check_archs) {
-            let Some((_, path)) = ptx.iter().find(|(a, _)| *a == from) else {
-                continue;
-            };
-            let a = check::assemble(ptxas, path, &format!("sm_{target}"));
-            if let Some(e) = &a.error {
-                println!("cargo::warning=ptxas sm_{target}: {e}");
-            }
-            assemblies.push(a);
-        }
-    }
-    let version = ptxas.as_deref().and_then(check::ptxas_version);
-    let report = check::format_report(
-        ptxas.as_deref().map(|p| (p, version.as_deref())),
-        &assemblies,
-        &lint,
-    );
     let report_path = out_dir.join("ptxas_report.txt");
-    std::fs::write(&report_path, report)
-        .map_err(|e| format!("gpu-mpi PTX build: writing {}: {e}", report_path.display()))?;
+    let ptxas = if check_archs.is_empty() {
+        None
+    } else {
+        check::find_ptxas()
+    };
+    let built_archs: Vec<u32> = ptx.iter().map(|(a, _)| *a).collect();
+    let jobs: Vec<(PathBuf, String)> = check::assembly_plan(&built_archs, &check_archs)
+        .into_iter()
+        .filter_map(|(from, target)| {
+            let (_, path) = ptx.iter().find(|(a, _)| *a == from)?;
+            Some((path.clone(), format!("sm_{target}")))
+        })
+        .collect();
+    // ptxas takes long on a large module: reuse the last report when neither
+    // the PTX nor the plan nor ptxas changed.
+    let key_path = out_dir.join("ptxas_report.key");
+    let key = report_key(ptxas.as_deref(), &jobs);
+    let cached = std::fs::read_to_string(&key_path).is_ok_and(|k| k == key) && report_path.is_file();
+    if cached {
+        let report = std::fs::read_to_string(&report_path).unwrap_or_default();
+        for line in report.lines().filter(|l| l.starts_with("ERROR ")) {
+            println!("cargo::warning=ptxas: {line}");
+        }
+    } else {
+        let assemblies: Vec<Assembly> = match &ptxas {
+            Some(ptxas) => check::assemble_all(ptxas, &jobs),
+            None => Vec::new(),
+        };
+        for a in &assemblies {
+            if let Some(e) = &a.error {
+                println!("cargo::warning=ptxas {}: {e}", a.arch);
+            }
+        }
+        let version = ptxas.as_deref().and_then(check::ptxas_version);
+        let mut report = check::format_report(
+            ptxas.as_deref().map(|p| (p, version.as_deref())),
+            &assemblies,
+            &lint,
+        );
+        if check_archs.is_empty() {
+            report.push_str(&format!("ptxas skipped ({CHECK_ARCHS_ENV}=none)\n"));
+        }
+        std::fs::write(&report_path, report)
+            .map_err(|e| format!("gpu-mpi PTX build: writing {}: {e}", report_path.display()))?;
+        let _ = std::fs::write(&key_path, key);
+    }
     Ok(Some(Outputs { ptx, report_path }))
 }
 

@@ -335,6 +335,30 @@ pub fn assemble(ptxas: &Path, ptx: &Path, arch: &str) -> Assembly {
     a
 }
 
+/// Assembles every `(ptx, arch)` job, in parallel (ptxas on a module of many
+/// inlined kernels takes tens of seconds), returning the results in order.
+pub fn assemble_all(ptxas: &Path, jobs: &[(PathBuf, String)]) -> Vec<Assembly> {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = jobs
+            .iter()
+            .map(|(ptx, arch)| s.spawn(move || assemble(ptxas, ptx, arch)))
+            .collect();
+        handles
+            .into_iter()
+            .zip(jobs)
+            .map(|(h, (ptx, arch))| {
+                h.join().unwrap_or_else(|_| Assembly {
+                    ptx: ptx.clone(),
+                    arch: arch.clone(),
+                    kernels: Vec::new(),
+                    warnings: Vec::new(),
+                    error: Some("the ptxas thread panicked".into()),
+                })
+            })
+            .collect()
+    })
+}
+
 /// Architectures to assemble for, each with the built PTX architecture it is
 /// assembled from: the highest built one not above it.
 pub fn assembly_plan(built: &[u32], check: &[u32]) -> Vec<(u32, u32)> {

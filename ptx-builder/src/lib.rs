@@ -42,7 +42,8 @@ pub const LINKER_ENV: &str = "GPU_MPI_PTX_LINKER_LLVM_BIN";
 pub const SKIP_ENV: &str = "GPU_MPI_SKIP_PTX";
 /// Comma-separated SM numbers to build PTX for (default `70,90`).
 pub const ARCHS_ENV: &str = "GPU_MPI_PTX_ARCHS";
-/// Comma-separated SM numbers to assemble with ptxas (default `70,80,90`).
+/// Comma-separated SM numbers to assemble with ptxas (default `70,80,90`;
+/// `none` skips ptxas in the build script).
 pub const CHECK_ARCHS_ENV: &str = "GPU_MPI_PTX_CHECK_ARCHS";
 /// The rustup toolchain of the nested build (default `nightly`).
 pub const TOOLCHAIN_ENV: &str = "GPU_MPI_PTX_TOOLCHAIN";

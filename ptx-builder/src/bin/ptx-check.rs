@@ -170,15 +170,16 @@ fn main() -> ExitCode {
                     failed = true;
                 }
             }
-            for (from, target) in plan {
-                let Some((_, path)) = ptx.iter().find(|(a, _)| *a == from) else {
-                    continue;
-                };
-                let a = check::assemble(ptxas, path, &format!("sm_{target}"));
-                if a.error.is_some() {
-                    failed = true;
-                }
-                assemblies.push(a);
+            let jobs: Vec<(PathBuf, String)> = plan
+                .into_iter()
+                .filter_map(|(from, target)| {
+                    let (_, path) = ptx.iter().find(|(a, _)| *a == from)?;
+                    Some((path.clone(), format!("sm_{target}")))
+                })
+                .collect();
+            assemblies = check::assemble_all(ptxas, &jobs);
+            if assemblies.iter().any(|a| a.error.is_some()) {
+                failed = true;
             }
         }
     }
