@@ -14,6 +14,8 @@
 // target): `cfg(target_arch)` is reserved to device/src/shim/.
 #![cfg_attr(target_os = "cuda", feature(abi_ptx))]
 
+pub mod bench;
+pub mod native;
 pub mod pi;
 pub mod samples;
 pub mod semantics;
