@@ -14,3 +14,12 @@ pub use gpu_mpi_host::*;
 pub use gpu_mpi_kernels as kernels;
 
 pub mod conformance;
+
+include!(concat!(env!("OUT_DIR"), "/ptx.rs"));
+
+/// Opens a backend with the PTX this crate was built with
+/// ([`KERNELS_PTX`]; empty when built with `GPU_MPI_SKIP_PTX=1`, and then
+/// the cuda backend reports that it has no kernels).
+pub fn open(kind: BackendKind) -> Result<Device, HostError> {
+    Device::open(kind, KERNELS_PTX.first().map(|(_, ptx)| *ptx))
+}

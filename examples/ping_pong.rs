@@ -1,0 +1,56 @@
+//! Rank 0 and the last rank bounce a message `--iterations` times; the peer
+//! adds 1 to every byte and rank 0 checks each reply.
+//!
+//! `cargo run --release --example ping_pong -- [--backend auto|cpu|cuda] [--ranks N|max] [--bytes B]`
+
+mod common;
+
+use gpu_mpi::kernels::samples::{PingPongArgs, PING_PONG};
+use std::process::ExitCode;
+
+const ITERATIONS: u32 = 100;
+
+fn main() -> ExitCode {
+    let cli = match common::parse(64, "--bytes", 4096) {
+        Ok(c) => c,
+        Err(e) => return common::fail(e),
+    };
+    let run = || -> Result<(u64, gpu_mpi::LaunchReport), Box<dyn std::error::Error>> {
+        let device = common::open(&cli)?;
+        let spec = common::spec(&cli);
+        let ranks = match spec.ranks {
+            gpu_mpi::RankCount::Exact(n) => n,
+            gpu_mpi::RankCount::Max => return Err("ping_pong needs --ranks N".into()),
+        };
+        let buffers = device.alloc_zeroed::<u8>(2 * cli.count as usize)?;
+        let result = device.alloc_zeroed::<u64>(1)?;
+        let args = PingPongArgs {
+            peer: ranks - 1,
+            bytes: cli.count,
+            iterations: ITERATIONS,
+            reserved: 0,
+            buffers: buffers.slice(),
+            result: result.slice(),
+        };
+        let report = device.launch(&PING_PONG, &args, &spec)?;
+        Ok((device.download(&result)?[0], report))
+    };
+    match run() {
+        Ok((good, report)) => {
+            let per_trip = report.elapsed.as_secs_f64() / ITERATIONS as f64;
+            println!(
+                "round_trips_ok={good}/{ITERATIONS} bytes={} launch_per_round_trip_us={:.2} ranks={} backend={}",
+                cli.count,
+                per_trip * 1e6,
+                report.ranks,
+                report.backend
+            );
+            if good == ITERATIONS as u64 {
+                ExitCode::SUCCESS
+            } else {
+                common::fail("some replies were wrong")
+            }
+        }
+        Err(e) => common::fail(e),
+    }
+}
