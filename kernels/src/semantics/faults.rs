@@ -1,0 +1,101 @@
+//! Kernels that fail or deadlock on purpose, for the host's error reports
+//! (tests/errors.rs). Each returns the first error it meets with `?`, so the
+//! launch ends in `HostError::RankFailed` or `HostError::Deadlock`.
+
+use super::CaseArgs;
+use gpu_mpi_device::collective::SystemOperation;
+use gpu_mpi_device::traits::*;
+use gpu_mpi_device::{Error, World};
+
+/// Rank 1 sends to rank `size` (`MPI_ERR_RANK`).
+pub const FAULT_RANK: u32 = 0;
+/// Rank 0 sends with tag -5 (`MPI_ERR_TAG`).
+pub const FAULT_TAG: u32 = 1;
+/// Rank 0 sends 8 words to rank 1, which receives into 2 (`MPI_ERR_TRUNCATE`).
+pub const FAULT_TRUNCATE: u32 = 2;
+/// Rank 0 sends an `f64` to rank 1, which receives an `i32` (`MPI_ERR_TYPE`).
+pub const FAULT_TYPE: u32 = 3;
+/// An all-reduce where the last rank passes 2 elements (`MPI_ERR_COUNT` everywhere).
+pub const FAULT_COUNT: u32 = 4;
+/// Rank 0 sends `param + 1` bytes (`param` = the world's limit, at most
+/// 4095; `MPI_ERR_BUFFER`).
+pub const FAULT_BUFFER: u32 = 5;
+/// A broadcast from root `size` (`MPI_ERR_ROOT` everywhere).
+pub const FAULT_ROOT: u32 = 6;
+/// An all-reduce of `f64` with bitwise xor (`MPI_ERR_OP` everywhere).
+pub const FAULT_OP: u32 = 7;
+/// Rank 0 writes past the end of `out` (`MPI_ERR_ARG`).
+pub const FAULT_ARG: u32 = 8;
+/// Rank 0 receives from rank 1 with tag 7; rank 1 returns at once.
+pub const FAULT_DEADLOCK_RECEIVE: u32 = 9;
+/// Rank 0 returns at once; the others wait in a barrier.
+pub const FAULT_EXIT_BEFORE_BARRIER: u32 = 10;
+/// Ranks 0 and 1 both send `param` bytes (more than a slot) to each other
+/// with tag 3 before receiving: both sends wait for a receiver.
+pub const FAULT_SEND_SEND: u32 = 11;
+/// Every rank receives from any source with tag 2; nobody sends.
+pub const FAULT_RECEIVE_ANY: u32 = 12;
+
+gpu_mpi_device::kernel! {
+    /// The `FAULT_*` scenarios.
+    pub static SEMANTICS_FAULTS = fn semantics_faults(world: &World, args: &CaseArgs) -> Result<(), Error> {
+        let (rank, size) = (world.rank(), world.size());
+        match args.case {
+            FAULT_RANK if rank == 1 => world.process_at_rank(size).send(&1u32),
+            FAULT_TAG if rank == 0 => world.process_at_rank(0).send_with_tag(&1u32, -5),
+            FAULT_TRUNCATE if rank == 0 => world.process_at_rank(1).send_with_tag(&[7u32; 8][..], 4),
+            FAULT_TRUNCATE if rank == 1 => {
+                let mut two = [0u32; 2];
+                world.process_at_rank(0).receive_into(&mut two[..]).map(|_| ())
+            }
+            FAULT_TYPE if rank == 0 => world.process_at_rank(1).send_with_tag(&2.5f64, 6),
+            FAULT_TYPE if rank == 1 => {
+                let mut x = 0i32;
+                world.process_at_rank(0).receive_into(&mut x).map(|_| ())
+            }
+            FAULT_COUNT => {
+                let n = if rank == size - 1 { 2 } else { 1 };
+                let mut out = [0u32; 2];
+                let send = [1u32; 2];
+                world.all_reduce_into(
+                    send.get(..n).unwrap_or(&[]),
+                    out.get_mut(..n).unwrap_or(&mut []),
+                    SystemOperation::sum(),
+                )
+            }
+            FAULT_BUFFER if rank == 0 => {
+                let big = [0u8; 4096];
+                let n = (args.param as usize + 1).min(big.len());
+                world.process_at_rank(0).send(big.get(..n).unwrap_or(&[]))
+            }
+            FAULT_ROOT => {
+                let mut x = 0u32;
+                world.process_at_rank(size).broadcast_into(&mut x)
+            }
+            FAULT_OP => {
+                let mut x = 0.0f64;
+                world.all_reduce_into(&1.0f64, &mut x, SystemOperation::bitwise_xor())
+            }
+            FAULT_ARG if rank == 0 => args.out.write(args.out.len(), 1),
+            FAULT_DEADLOCK_RECEIVE if rank == 0 => {
+                let mut x = 0u32;
+                world.process_at_rank(1).receive_into_with_tag(&mut x, 7).map(|_| ())
+            }
+            FAULT_EXIT_BEFORE_BARRIER if rank != 0 => world.barrier(),
+            FAULT_SEND_SEND if rank < 2 => {
+                let other = world.process_at_rank(1 - rank);
+                let big = [rank as u8; 2048];
+                let n = (args.param as usize).min(big.len());
+                let msg = big.get(..n).unwrap_or(&[]);
+                other.send_with_tag(msg, 3)?;
+                let mut back = [0u8; 2048];
+                other.receive_into_with_tag(&mut back[..], 3).map(|_| ())
+            }
+            FAULT_RECEIVE_ANY => {
+                let mut x = 0u32;
+                world.any_process().receive_into_with_tag(&mut x, 2).map(|_| ())
+            }
+            _ => Ok(()),
+        }
+    }
+}
