@@ -148,6 +148,12 @@ mod tests {
     }
 
     #[test]
+    fn errors_cross_threads() {
+        fn send_sync<T: Send + Sync + 'static>() {}
+        send_sync::<HostError>();
+    }
+
+    #[test]
     fn rank_failed_lists_the_first_ranks() {
         let errors: Vec<_> = (0..10)
             .map(|r| (r, gpu_mpi_device::Error::InvalidTag { tag: -5 }))

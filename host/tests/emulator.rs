@@ -517,6 +517,13 @@ fn guard_page_overflow_child() {
     if std::env::var_os("GPU_MPI_OVERFLOW_CHILD").is_none() {
         return;
     }
+    let no_core = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: setrlimit reads the struct we pass; no core file for the
+    // deliberate crash below.
+    unsafe { libc::setrlimit(libc::RLIMIT_CORE, &no_core) };
     let d = Device::cpu_with(CpuOptions {
         workers: 1,
         stack_bytes: 32 * 1024,
@@ -548,4 +555,70 @@ fn a_stack_overflow_hits_the_guard_page() {
         stderr.contains("gpu-mpi: rank 1 overflowed its coroutine stack of 32768 bytes"),
         "{stderr}"
     );
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct RingArgs {
+    token: GlobalSlice<u32>,
+    laps: u32,
+    reserved: u32,
+}
+
+gpu_mpi_device::kernel! {
+    /// A token goes round the ring of ranks `laps` times: rank r waits for
+    /// the count to reach `lap * size + r`, then increments it.
+    pub static TOKEN_RING = fn token_ring(world: &World, a: &RingArgs) -> Result<(), Error> {
+        let (r, n) = (world.rank() as u32, world.size() as u32);
+        let token = cell(&a.token, 0);
+        for lap in 0..a.laps {
+            let mut b = Backoff::new();
+            while token.load(Ordering::Acquire) != lap * n + r {
+                b.snooze();
+            }
+            token.store(lap * n + r + 1, Ordering::Release);
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn a_token_ring_across_every_worker_completes() {
+    for workers in [1, 2, 4] {
+        let d = cpu(workers);
+        let token = d.alloc_zeroed::<u32>(1).unwrap();
+        let args = RingArgs {
+            token: token.slice(),
+            laps: 5,
+            reserved: 0,
+        };
+        d.launch(&TOKEN_RING, &args, &WorldSpec::ranks(256).block_dim(32))
+            .unwrap();
+        assert_eq!(d.download(&token).unwrap(), vec![5 * 256]);
+    }
+}
+
+#[test]
+fn backends_open_by_name() {
+    let d = Device::open("cpu".parse().unwrap(), None).unwrap();
+    assert_eq!(d.backend_name(), "cpu");
+    assert!(d.as_cpu().is_some());
+    let d = Device::open(gpu_mpi_host::BackendKind::Auto, None).unwrap();
+    assert!(["cpu", "cuda"].contains(&d.backend_name()));
+}
+
+#[test]
+fn buffers_round_trip_and_check_lengths() {
+    let d = Device::cpu();
+    let data: Vec<u64> = (0..10_000).map(|i| i * i).collect();
+    let mut b = d.upload(&data).unwrap();
+    assert_eq!(b.len(), 10_000);
+    assert_eq!(b.slice().len(), 10_000);
+    assert_eq!(b.slice().addr() % 64, 0);
+    assert_eq!(d.download(&b).unwrap(), data);
+    assert!(d.write(&mut b, &data[..5]).is_err());
+    let big = d.alloc_zeroed::<u8>(3 << 20).unwrap();
+    assert!(d.download(&big).unwrap().iter().all(|&x| x == 0));
+    let empty = d.alloc_zeroed::<u32>(0).unwrap();
+    assert!(empty.is_empty() && d.download(&empty).unwrap().is_empty());
 }

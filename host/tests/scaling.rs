@@ -70,25 +70,24 @@ gpu_mpi_device::kernel! {
     }
 }
 
-fn max_rss_mib() -> f64 {
-    // SAFETY: getrusage fills the struct we pass.
-    let mut u: libc_rusage::Rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: as above.
-    unsafe { libc_rusage::getrusage(0, &mut u) };
-    u.ru_maxrss as f64 / 1024.0
+fn usage() -> libc::rusage {
+    // SAFETY: all-zero is a valid `rusage` (plain integers).
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage(RUSAGE_SELF) fills the struct we pass.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    u
 }
 
-mod libc_rusage {
-    #[repr(C)]
-    pub struct Rusage {
-        pub ru_utime: [i64; 2],
-        pub ru_stime: [i64; 2],
-        pub ru_maxrss: i64,
-        pub rest: [i64; 13],
-    }
-    extern "C" {
-        pub fn getrusage(who: i32, usage: *mut Rusage) -> i32;
-    }
+/// Peak resident memory of the process so far, in MiB.
+fn max_rss_mib() -> f64 {
+    usage().ru_maxrss as f64 / 1024.0
+}
+
+/// CPU seconds (user + system) the process has used so far.
+fn cpu_seconds() -> f64 {
+    let u = usage();
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 * 1e-6;
+    t(u.ru_utime) + t(u.ru_stime)
 }
 
 #[test]
@@ -107,8 +106,8 @@ fn scaling_table() {
         ("pi_reduce", &PI_REDUCE),
         ("10 barriers", &BARRIERS),
     ];
-    println!("| kernel | ranks | workers | seconds | max RSS MiB |");
-    println!("|---|---|---|---|---|");
+    println!("| kernel | ranks | workers | seconds (launch) | CPU seconds | max RSS MiB |");
+    println!("|---|---|---|---|---|---|");
     for (name, k) in kernels {
         for &n in &sizes {
             for &w in &workers {
@@ -122,15 +121,17 @@ fn scaling_table() {
                     reserved: 0,
                     result: out.slice(),
                 };
+                let cpu0 = cpu_seconds();
                 let t = Instant::now();
                 let rep = d.launch(k, &args, &WorldSpec::ranks(n)).unwrap();
                 let total = t.elapsed();
+                let cpu = cpu_seconds() - cpu0;
                 if name != "10 barriers" {
                     let pi = d.download(&out).unwrap()[0];
                     assert!((pi - std::f64::consts::PI).abs() < 1e-6, "{pi}");
                 }
                 println!(
-                    "| {name} | {n} | {w} | {:.3} (launch {:.3}) | {:.0} |",
+                    "| {name} | {n} | {w} | {:.3} ({:.3}) | {cpu:.3} | {:.0} |",
                     rep.elapsed.as_secs_f64(),
                     total.as_secs_f64(),
                     max_rss_mib()
