@@ -294,7 +294,9 @@ impl PtxBuilder {
     }
 
     /// The executable rustc calls as the linker; it must call
-    /// [`run_as_linker_if_requested`] first. Default: the current executable.
+    /// [`run_as_linker_if_requested`] first. Default: a copy of the current
+    /// executable in the target directory, named after the link step's
+    /// source (see `stable_linker`).
     pub fn linker(mut self, exe: impl Into<PathBuf>) -> Self {
         self.linker = Some(exe.into());
         self
@@ -303,14 +305,14 @@ impl PtxBuilder {
     /// Builds the PTX, one file per architecture, in the order given.
     pub fn build(&self) -> Result<Vec<BuiltPtx>, Error> {
         let tc = Toolchain::locate(&self.toolchain)?;
-        let linker = match &self.linker {
-            Some(l) => l.clone(),
-            None => std::env::current_exe().map_err(|e| Error::Other(format!("current_exe: {e}")))?,
-        };
         let target_dir = self
             .target_dir
             .clone()
             .unwrap_or_else(|| self.crate_dir.join("target").join("gpu-mpi-ptx"));
+        let linker = match &self.linker {
+            Some(l) => l.clone(),
+            None => stable_linker(&target_dir)?,
+        };
         let manifest = self.crate_dir.join("Cargo.toml");
         if !manifest.is_file() {
             return Err(Error::Other(format!("no kernel crate at {}", manifest.display())));
@@ -397,6 +399,46 @@ impl PtxBuilder {
         })?;
         Ok(BuiltPtx { arch, path })
     }
+}
+
+/// FNV-1a of the link step's source: names the linker copy, so that a change
+/// of the link step relinks the kernels.
+const LINK_STEP_HASH: u64 = {
+    const fn fnv(mut h: u64, bytes: &[u8]) -> u64 {
+        let mut i = 0;
+        while i < bytes.len() {
+            h ^= bytes[i] as u64;
+            h = h.wrapping_mul(0x0100_0000_01b3);
+            i += 1;
+        }
+        h
+    }
+    let h = fnv(0xcbf2_9ce4_8422_2325, include_bytes!("link.rs"));
+    fnv(h, include_bytes!("ar.rs"))
+};
+
+/// The linker rustc is given: a copy of the current executable at a path
+/// that depends only on the link step's source. Cargo fingerprints the
+/// linker's path (a new one rebuilds even `core`), and the executables that
+/// run builds differ (the build script of each outer profile, `ptx-check`);
+/// all of them link alike, so they share one copy and one nested build.
+fn stable_linker(target_dir: &Path) -> Result<PathBuf, Error> {
+    let name = format!(
+        "gpu-mpi-ptx-link-{LINK_STEP_HASH:016x}{}",
+        std::env::consts::EXE_SUFFIX
+    );
+    let stable = target_dir.join(name);
+    if stable.is_file() {
+        return Ok(stable);
+    }
+    let io = |what: &str, e: std::io::Error| Error::Other(format!("{what}: {e}"));
+    let exe = std::env::current_exe().map_err(|e| io("current_exe", e))?;
+    std::fs::create_dir_all(target_dir).map_err(|e| io(&format!("creating {}", target_dir.display()), e))?;
+    // Copy then rename, so that a concurrent build never runs a partial file.
+    let tmp = target_dir.join(format!(".gpu-mpi-ptx-link-{}.tmp", std::process::id()));
+    std::fs::copy(&exe, &tmp).map_err(|e| io(&format!("copying {}", exe.display()), e))?;
+    std::fs::rename(&tmp, &stable).map_err(|e| io(&format!("renaming to {}", stable.display()), e))?;
+    Ok(stable)
 }
 
 /// The `.ptx` path among cargo's JSON messages (`"filenames":[...]` of a
