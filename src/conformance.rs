@@ -88,28 +88,53 @@ pub fn cases() -> Vec<Case> {
 // ---------------------------------------------------------------------------
 // Launching and reading back
 
-/// A world shape: ranks and ranks per block.
+/// A world shape: ranks, ranks per block, and optionally a small
+/// collective round (many rounds per collective).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Shape {
     /// Ranks.
     pub ranks: u32,
     /// Ranks per block.
     pub block: u32,
+    /// `collective_bytes` of the world; 0 for the default.
+    pub collective_bytes: u32,
 }
 
 const fn shape(ranks: u32, block: u32) -> Shape {
-    Shape { ranks, block }
+    Shape {
+        ranks,
+        block,
+        collective_bytes: 0,
+    }
+}
+
+/// A shape whose collectives stage 64 bytes per round (56 of data).
+const fn small_rounds(ranks: u32, block: u32) -> Shape {
+    Shape {
+        ranks,
+        block,
+        collective_bytes: 64,
+    }
 }
 
 impl Shape {
     fn spec(self) -> WorldSpec {
-        WorldSpec::ranks(self.ranks).block_dim(self.block)
+        let s = WorldSpec::ranks(self.ranks).block_dim(self.block);
+        if self.collective_bytes == 0 {
+            s
+        } else {
+            s.collective_bytes(self.collective_bytes)
+        }
     }
 }
 
 impl fmt::Display for Shape {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} ranks in blocks of {}", self.ranks, self.block)
+        write!(f, "{} ranks in blocks of {}", self.ranks, self.block)?;
+        if self.collective_bytes != 0 {
+            write!(f, ", {}-byte collective rounds", self.collective_bytes)?;
+        }
+        Ok(())
     }
 }
 
@@ -1060,6 +1085,8 @@ const COLLECTIVE_SHAPES: &[Shape] = &[
     shape(128, 32),
     shape(16, 1),
     shape(1024, 256),
+    small_rounds(7, 7),
+    small_rounds(12, 3),
 ];
 
 fn barrier(device: &Device) -> Result<(), String> {
@@ -1125,7 +1152,7 @@ fn broadcast_global(device: &Device) -> Result<(), String> {
 
 fn broadcast_every_root(device: &Device) -> Result<(), String> {
     let mut c = Checker::default();
-    c.shapes(&[shape(1, 1), shape(4, 4), shape(12, 3), shape(40, 20)], |c, s| {
+    c.shapes(&[shape(1, 1), shape(4, 4), shape(12, 3), shape(40, 20), small_rounds(6, 2)], |c, s| {
         let n = s.ranks;
         for count in [5, 70] {
             let case = coll::BCAST_EVERY_ROOT;
