@@ -1032,7 +1032,7 @@ fn arguments(device: &Device) -> Result<(), String> {
         let size = n as i64;
         use ErrorClass::*;
         for r in 0..n {
-            let expected: [(&str, [u32; 5]); 20] = [
+            let expected: [(&str, [u32; 5]); 21] = [
                 ("send to rank size", e(Rank, size, size)),
                 ("send to rank -7", e(Rank, -7, size)),
                 ("receive from rank size + 3", e(Rank, size + 3, size)),
@@ -1062,6 +1062,7 @@ fn arguments(device: &Device) -> Result<(), String> {
                 ("broadcast from the null process", e(Root, PROC_NULL as i64, size)),
                 ("all_reduce i32 with bitwise or", ok),
                 ("barrier after the errors", ok),
+                ("all_reduce of a 256-byte element", e(Buffer, 256, 248)),
             ];
             let mut w = o.rank(r);
             for (what, want) in expected {
@@ -1262,9 +1263,9 @@ fn reduce_checks<T: Reference>(device: &Device, type_index: u32) -> Result<(), S
                             w.take(),
                             class as u32,
                         );
-                        for i in 0..count as usize {
+                        for (i, &result) in results[k].iter().enumerate() {
                             let got = w.take() as u64 | (w.take() as u64) << 32;
-                            let want = if gets && valid { results[k][i] } else { fill };
+                            let want = if gets && valid { result } else { fill };
                             c.eq(
                                 || format!("{mode}, {count} elements, {name}: rank {r}: element {i} (bits)"),
                                 got,

@@ -305,7 +305,7 @@ fn check(p: &Program, records: &[u32], stride: usize) -> Result<(), String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(32))]
+    #![proptest_config(ProptestConfig::with_cases(64))]
 
     #[test]
     fn matching_follows_the_sequential_model(p in program()) {

@@ -382,6 +382,11 @@ pub const COUNT_REDUCE: u32 = 3;
 /// `count` case: all-reduce of `u64` where the last rank passes 100
 /// elements (4 rounds) and the others 40 (2 rounds).
 pub const COUNT_ALL_REDUCE_ROUNDS: u32 = 4;
+/// `count` case: rank 0 broadcasts `[7u32; 4]`; the last rank receives into
+/// `[f32; 4]` (`MPI_ERR_TYPE`), rank 1 (when it is not the last) into
+/// `[u8; 16]` (raw bytes: received), the others into `[u32; 4]`. The
+/// recorded result word is the first received word (or [`NONE`]).
+pub const COUNT_BROADCAST_TYPE: u32 = 5;
 /// Words per rank of [`SEMANTICS_COUNT`].
 pub const COUNT_STRIDE: u32 = 5;
 
@@ -420,6 +425,23 @@ gpu_mpi_device::kernel! {
                     root.reduce_into_root(prefix(&[1u32, 1], n)?, prefix_mut(&mut out, n)?, sum)
                 } else {
                     root.reduce_into(prefix(&[1u32, 1], n)?, sum)
+                }
+            }
+            COUNT_BROADCAST_TYPE => {
+                let root = world.process_at_rank(0);
+                if last && rank != 0 {
+                    let mut f = [0.0f32; 4];
+                    root.broadcast_into(&mut f[..])
+                } else if rank == 1 {
+                    let mut b = [0u8; 16];
+                    let r = root.broadcast_into(&mut b[..]);
+                    out[0] = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                    r
+                } else {
+                    let mut w = if rank == 0 { [7u32; 4] } else { [NONE; 4] };
+                    let r = root.broadcast_into(&mut w[..]);
+                    out[0] = w[0];
+                    r
                 }
             }
             _ => {

@@ -694,9 +694,27 @@ gpu_mpi_device::kernel! {
     }
 }
 
-/// Words per rank of [`SEMANTICS_ARGUMENTS`]: 20 results of 5 words, then
+/// Words per rank of [`SEMANTICS_ARGUMENTS`]: 21 results of 5 words, then
 /// the final all-reduce's value.
-pub const ARGUMENTS_STRIDE: u32 = 20 * 5 + 1;
+pub const ARGUMENTS_STRIDE: u32 = 21 * 5 + 1;
+
+/// A 256-byte user datatype: one element is more than a default collective
+/// round (248 bytes of data) can stage.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
+pub struct Big {
+    /// 32 words.
+    pub w: [u64; 32],
+}
+gpu_mpi_device::user_datatype!(Big);
+
+fn big_add(x: &Big, y: &Big) -> Big {
+    let mut z = *x;
+    for (a, b) in z.w.iter_mut().zip(y.w.iter()) {
+        *a = a.wrapping_add(*b);
+    }
+    z
+}
 /// Bytes of the stack buffer of [`SEMANTICS_ARGUMENTS`]: run it with
 /// `max_message_bytes` below this.
 pub const ARGUMENTS_BUFFER: usize = 1024;
@@ -714,7 +732,8 @@ gpu_mpi_device::kernel! {
     /// 15. `reduce_into` with root 0 (rank 0 calling it is an error);
     /// 16. `send_receive_into` with destination `size`; 17. a write past the
     ///     end of `out`; 18. broadcast from the null process; 19. all-reduce
-    ///     `i32` with bitwise or (valid); 20. barrier;
+    ///     `i32` with bitwise or (valid); 20. barrier; 21. all-reduce of one
+    ///     256-byte [`Big`] (more than a collective round);
     /// then the value of an all-reduce sum of 1 (the world still works).
     pub static SEMANTICS_ARGUMENTS = fn semantics_arguments(world: &World, args: &CaseArgs) -> Result<(), Error> {
         let (rank, size) = (world.rank(), world.size());
@@ -754,6 +773,10 @@ gpu_mpi_device::kernel! {
         let mut bits = 0i32;
         rec.error_words(&world.all_reduce_into(&(1i32 << (rank % 31)), &mut bits, SystemOperation::bitwise_or()))?;
         rec.error_words(&world.barrier())?;
+        let big = Big { w: [rank as u64; 32] };
+        let mut sum = Big { w: [0; 32] };
+        let op = gpu_mpi_device::collective::UserOperation::new(big_add);
+        rec.error_words(&world.all_reduce_into(&big, &mut sum, op))?;
         let mut total = 0u32;
         world.all_reduce_into(&1u32, &mut total, SystemOperation::sum())?;
         rec.push(total)
