@@ -248,7 +248,9 @@ fn with_a_timeout_the_device_reports_the_timed_out_wait() {
             .iter()
             .filter(|s| matches!(s, BlockedState::Aborted { .. }))
             .count();
-        assert_eq!((timed_out, gave_up), (1, 1), "{e}");
+        // Usually one times out and the other gives up; with two workers
+        // both may time out at the same moment.
+        assert!(timed_out >= 1 && timed_out + gave_up == 2, "{e}");
         assert!(
             states.iter().all(|s| s.operation() == Some(Operation::Receive)),
             "{e}"

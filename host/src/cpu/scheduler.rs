@@ -73,9 +73,11 @@
 //! quiet world is not final: a wait may still time out, mark its record and
 //! abort the world. The scheduler then keeps resuming quiet ranks every
 //! millisecond (so their clocks are read) and declares a deadlock only when
-//! the world stayed quiet at one epoch for the timeout plus a grace period,
-//! which catches waits that have no timeout (ranks parked in block barriers,
-//! ranks polling outside the library). Usually the device's timeout fires
+//! the world stayed quiet at one epoch for the timeout plus a grace period
+//! and every worker re-polled its ranks `LATE_PASSES` times after that (so
+//! every timed wait read the clock past its deadline, however slowly the
+//! workers ran). That catches deadlocks whose waits have no timeout (ranks
+//! parked in block barriers, ranks polling outside the library). Usually the device's timeout fires
 //! first, every rank returns, and the host reads the timed-out record
 //! (`report::check_world`), exactly as on the GPU.
 
@@ -96,6 +98,9 @@ const TIMEOUT_TICK: Duration = Duration::from_millis(1);
 /// How long past the world timeout a quiet world may stay quiet in timeout
 /// mode before the scheduler declares the deadlock itself.
 const TIMEOUT_GRACE: Duration = Duration::from_millis(250);
+/// Quiet passes every worker makes after that deadline before the scheduler
+/// declares the deadlock itself (the device reads the clock every 16 polls).
+const LATE_PASSES: u32 = 48;
 
 /// How a run ended.
 #[derive(Debug)]
@@ -158,6 +163,8 @@ struct Coord {
     outcome: Option<Outcome>,
     /// Timeout mode: the epoch the world went quiet at and when to give up.
     deadline: Option<(u64, Instant)>,
+    /// Timeout mode: per worker, quiet passes it made past the deadline.
+    late_passes: Vec<u32>,
 }
 
 fn lock(m: &Mutex<Coord>) -> MutexGuard<'_, Coord> {
@@ -226,6 +233,7 @@ impl<A: Sync + 'static> Run<'_, A> {
                 asleep_at: vec![None; workers],
                 outcome: None,
                 deadline: None,
+                late_passes: vec![0; workers],
             }),
             wake: Condvar::new(),
             world: SendPtr(self.world),
@@ -449,6 +457,8 @@ impl<'s, 'a> Worker<'s, 'a> {
         let mut g = lock(&s.coord);
         g.asleep_at[self.index] = Some(e0);
         s.sleepers.fetch_add(1, SeqCst);
+        // This call follows a quiet pass (not yet counted as a late one).
+        let mut after_pass = true;
         let keep_running = loop {
             if g.outcome.is_some() {
                 break false;
@@ -457,17 +467,27 @@ impl<'s, 'a> Worker<'s, 'a> {
             if e != e0 {
                 break true;
             }
-            let settled = match s.timeout {
-                None => true,
+            // Without a timeout a quiet world is final. With one, it is final
+            // once it stayed quiet past the deadline and every worker has
+            // re-polled its ranks LATE_PASSES times since: enough for each
+            // device wait to read the clock again, however slowly the
+            // workers were scheduled.
+            let (settled, my_part_done) = match s.timeout {
+                None => (true, true),
                 Some(t) => {
                     let now = Instant::now();
-                    match g.deadline {
-                        Some((de, d)) if de == e => now >= d,
-                        _ => {
-                            g.deadline = Some((e, now + t + TIMEOUT_GRACE));
-                            false
-                        }
+                    if !matches!(g.deadline, Some((de, _)) if de == e) {
+                        g.deadline = Some((e, now + t + TIMEOUT_GRACE));
+                        g.late_passes.fill(0);
                     }
+                    let past = g.deadline.is_some_and(|(_, d)| now >= d);
+                    if past && after_pass {
+                        g.late_passes[self.index] += 1;
+                    }
+                    after_pass = false;
+                    let done = |w: usize| !g.active[w] || g.late_passes[w] >= LATE_PASSES;
+                    let all_done = (0..g.active.len()).all(done);
+                    (past && all_done, done(self.index))
                 }
             };
             let all_quiet = (0..g.active.len()).all(|w| !g.active[w] || g.asleep_at[w] == Some(e));
@@ -477,7 +497,7 @@ impl<'s, 'a> Worker<'s, 'a> {
                 s.wake.notify_all();
                 break false;
             }
-            if settled {
+            if s.timeout.is_none() {
                 g = s.wake.wait(g).unwrap_or_else(|e| e.into_inner());
             } else {
                 let (g2, w) = s
@@ -485,7 +505,7 @@ impl<'s, 'a> Worker<'s, 'a> {
                     .wait_timeout(g, TIMEOUT_TICK)
                     .unwrap_or_else(|e| e.into_inner());
                 g = g2;
-                if w.timed_out() && g.outcome.is_none() {
+                if w.timed_out() && g.outcome.is_none() && !my_part_done {
                     // Re-poll the ranks so that their clocks advance.
                     break true;
                 }
