@@ -137,9 +137,6 @@ fn count_mismatch_fails_every_rank_without_a_hang() {
 /// `Error::CountMismatch::expected` is documented as the count the root (or
 /// rank 0) passed; here rank 0 passed 1.
 #[test]
-#[ignore = "bug: collective.rs reduce_impl reports CountMismatch { expected: u32::MAX } \
-            (its internal COUNT_MISMATCH marker) instead of the root's count, so the \
-            message says the root passed 4294967295 elements"]
 fn count_mismatch_names_the_roots_count() {
     let (errors, text) = failed(fault(FAULT_COUNT, 0, world(4)));
     for (rank, e) in &errors {

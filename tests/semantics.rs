@@ -47,10 +47,10 @@ conformance_tests! {
     p2p_probe_then_receive => "p2p/probe_then_receive",
     p2p_probe_any_source => "p2p/probe_any_source",
     p2p_truncation => "p2p/truncation",
-    #[ignore = "bug: point_to_point.rs RecvOp::poll reads streamed messages from the receiver's own outbox (docs/semantics.md)"]
+
     p2p_truncation_streamed => "p2p/truncation_streamed",
     p2p_large_direct => "p2p/large_direct",
-    #[ignore = "bug: point_to_point.rs RecvOp::poll reads streamed messages from the receiver's own outbox (docs/semantics.md)"]
+
     p2p_large_streamed => "p2p/large_streamed",
     p2p_non_overtaking_any_tag => "p2p/non_overtaking_any_tag",
     p2p_non_overtaking_any_source => "p2p/non_overtaking_any_source",
@@ -79,7 +79,7 @@ conformance_tests! {
 /// byte more than a slot, streamed (`force_streaming`), between two ranks.
 /// Rank 1 must receive rank 0's 257 bytes.
 #[test]
-#[ignore = "bug: point_to_point.rs RecvOp::poll reads streamed messages from the receiver's own outbox (docs/semantics.md)"]
+
 fn streamed_message_between_two_ranks() {
     use gpu_mpi::kernels::semantics::p2p::{LARGE_PAIRS, LARGE_STRIDE, SEMANTICS_LARGE};
     use gpu_mpi::kernels::semantics::{pattern_byte, CaseArgs};

@@ -257,8 +257,8 @@ pub trait Root {
 /// Count word of a staged operand or partial result: the counts of the
 /// combined ranks disagreed.
 const COUNT_MISMATCH: u32 = u32::MAX;
-/// Bytes before the data in a scratch cell: the count word, padded so that
-/// the data is 8-byte aligned.
+/// Bytes before the data in a scratch cell: the combined count word (or
+/// `COUNT_MISMATCH`) and the rank's own count, so that the data is 8-byte aligned.
 const CELL_HEADER: usize = 8;
 
 impl World {
@@ -408,13 +408,13 @@ impl World {
         while round < rounds {
             let lo = round * per_round;
             let hi = (lo + per_round).min(n);
-            let count = self.reduce_round(&send[lo..hi], n as u32, op, what)?;
-            if count == COUNT_MISMATCH {
+            let reference = root.unwrap_or(0) as u32;
+            if let Err(expected) = self.reduce_round(&send[lo..hi], n as u32, reference, op, what)? {
                 // Everyone read the same block counts: all stop here.
                 self.world_barrier(what)?;
                 return Err(Error::CountMismatch {
                     count: n as u32,
-                    expected: COUNT_MISMATCH,
+                    expected,
                 });
             }
             let k = hi - lo;
@@ -471,23 +471,26 @@ impl World {
     }
 
     /// One round: stage `part`, combine inside the block, stage the block's
-    /// result, meet at the barrier. Returns the count every rank passed, or
-    /// `COUNT_MISMATCH` when they disagree (every rank reads the same answer).
+    /// result, meet at the barrier. `Ok(Err(expected))` when the ranks passed
+    /// different counts (every rank reads the same answer), with the count
+    /// that rank `reference` (the root, or rank 0) passed.
     fn reduce_round<T: Equivalence, O: Operation<T>>(
         &self,
         part: &[T],
         count: u32,
+        reference: u32,
         op: &O,
         what: WaitFor,
-    ) -> Result<u32, Error> {
+    ) -> Result<Result<(), u32>, Error> {
         let k = part.len();
         let bytes = core::mem::size_of_val(part);
         let cell = self.rank_cell(self.rank);
-        // SAFETY: our own cell: count word then `per_round >= k` elements
-        // (checked by the caller); no other rank touches it before the block
-        // barrier below.
+        // SAFETY: our own cell: combined-count word, own-count word, then
+        // `per_round >= k` elements (checked by the caller); no other rank
+        // touches it before the block barrier below.
         unsafe {
             core::ptr::write(cell as *mut u32, count);
+            core::ptr::write(cell.add(4) as *mut u32, count);
             shim::copy_bytes(cell.add(CELL_HEADER), part.as_ptr() as *const u8, bytes);
         }
         self.record_wait(what);
@@ -531,10 +534,13 @@ impl World {
             // written again before the round's closing barrier.
             let c = unsafe { core::ptr::read(self.block_cell(b) as *const u32) };
             if c != count {
-                return Ok(COUNT_MISMATCH);
+                // SAFETY: the reference rank's own-count word was written before
+                // the barrier; cells are restaged only after the closing barrier.
+                let expected = unsafe { core::ptr::read(self.rank_cell(reference).add(4) as *const u32) };
+                return Ok(Err(expected));
             }
         }
-        Ok(count)
+        Ok(Ok(()))
     }
 
     /// Combines the staged block results in block order into `out`.

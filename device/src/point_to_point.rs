@@ -573,15 +573,15 @@ impl<'b> RecvOp<'b> {
                         // stays blocked, buffer untouched, until we store DONE.
                         unsafe { shim::copy_bytes(self.buf.as_mut_ptr(), src, wanted) };
                         // Release pairs with the sender's Acquire wait for DONE.
-                        st.store(DONE, Ordering::Release);
+                        st.store(state_for(me, DONE), Ordering::Release);
                     }
                     _ => {
                         let n = (env.chunk as usize).min(wanted);
                         // SAFETY: FULL slot, first chunk of `chunk >= n` bytes.
-                        unsafe { shim::copy_bytes(self.buf.as_mut_ptr(), w.payload(me, env.slot), n) };
+                        unsafe { shim::copy_bytes(self.buf.as_mut_ptr(), w.payload(owner, env.slot), n) };
                         if n < wanted {
                             // Release pairs with the sender's Acquire wait for CTS.
-                            st.store(CTS, Ordering::Release);
+                            st.store(state_for(me, CTS), Ordering::Release);
                             self.phase = RecvPhase::Stream {
                                 slot: env.slot,
                                 received: n,
@@ -604,19 +604,20 @@ impl<'b> RecvOp<'b> {
                 wanted,
                 outcome,
             } => {
-                let st = w.slot_u32(me, slot, W_STATE);
+                let owner = outcome.status.source as u32;
+                let st = w.slot_u32(owner, slot, W_STATE);
                 // Acquire pairs with the sender's Release store of FULL for this chunk.
-                if st.load(Ordering::Acquire) != FULL {
+                if st.load(Ordering::Acquire) != state_for(me, FULL) {
                     return None;
                 }
-                let chunk = w.slot_u32(me, slot, W_CHUNK).load(Ordering::Relaxed) as usize;
+                let chunk = w.slot_u32(owner, slot, W_CHUNK).load(Ordering::Relaxed) as usize;
                 let n = chunk.min(wanted - received);
                 // SAFETY: FULL slot; `received + n <= wanted <= buf.len()`.
-                unsafe { shim::copy_bytes(self.buf.as_mut_ptr().add(received), w.payload(me, slot), n) };
+                unsafe { shim::copy_bytes(self.buf.as_mut_ptr().add(received), w.payload(owner, slot), n) };
                 let received = received + n;
                 if received < wanted {
                     // Release pairs with the sender's Acquire wait for CTS.
-                    st.store(CTS, Ordering::Release);
+                    st.store(state_for(me, CTS), Ordering::Release);
                     self.phase = RecvPhase::Stream {
                         slot,
                         received,
@@ -627,7 +628,7 @@ impl<'b> RecvOp<'b> {
                     return None;
                 }
                 // Release pairs with the sender's Acquire wait for DONE.
-                st.store(DONE, Ordering::Release);
+                st.store(state_for(me, DONE), Ordering::Release);
                 self.phase = RecvPhase::Done { outcome };
                 Some(outcome.result())
             }

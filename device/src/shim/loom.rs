@@ -1,1 +1,619 @@
-//! loom implementation of the shim.
+//! loom implementation of the shim (`RUSTFLAGS="--cfg loom"`): every rank is
+//! a loom thread, every atomic of the world is a loom atomic, and payload
+//! copies are checked for data races.
+//!
+//! # Atomics at addresses
+//! Device code finds its atomics by casting addresses of the world memory
+//! ([`atomic_u32_at`](super::atomic_u32_at)), so a loom atomic cannot sit at
+//! that address: the shim's `AtomicU32`/`AtomicU64` keep the layout of the
+//! other targets (`repr(transparent)` over an `UnsafeCell` of the integer) and
+//! each operation looks its address up in the model of the world, which holds
+//! one loom atomic per word.
+//!
+//! The model creates those loom atomics up front, on the model's main thread,
+//! when the harness registers the world memory ([`loom_runtime::register_world`])
+//! before it spawns the ranks; each starts with the value the memory holds
+//! then. They are not created on first touch inside a rank: loom counts the
+//! creation of an atomic as an unsynchronised write by the creating thread and
+//! its initial value as a Release store, so a rank creating one would make
+//! every other rank's first access look like a race, or give it a
+//! synchronisation edge the hardware does not have. Creating them before the
+//! spawns puts the creation before every rank's accesses, as the host's
+//! zeroing and header write are before the launch. The same holds for the race
+//! trackers of payload lines, below.
+//!
+//! Every 4-byte word of the registered memory gets a loom `AtomicU32` and every
+//! 8-byte word a loom `AtomicU64`; a word used at both widths panics (loom
+//! would model the two as unrelated locations). After the first atomic access
+//! the raw memory of a word is no longer updated: its value lives in loom.
+//!
+//! # Payload races
+//! Non-atomic data (slot payloads, scratch cells, user buffers) is copied with
+//! [`copy_bytes`]. The model keeps one loom `UnsafeCell<()>` per 64-byte line of
+//! the registered world memory (and of ranges registered with
+//! [`loom_runtime::track`]); a copy reads every tracked source line and writes
+//! every tracked destination line through those cells around the raw copy, so
+//! loom panics with a causality violation when a copy is not ordered after a
+//! conflicting one by the protocol's acquire/release pairs. Lines that nobody
+//! registered (a rank's own stack or heap buffers) are copied unchecked.
+//!
+//! # Ranks
+//! [`loom_runtime::WorldModel::enter`] gives the calling loom thread its rank
+//! coordinates. The block barrier is a loom `Mutex` + `Condvar` generation
+//! counter per block; backoff yields the loom thread; the clock stands still
+//! (worlds checked under loom have no timeout).
+
+extern crate std;
+
+use super::{Coordinates, Ordering};
+use core::cell::UnsafeCell;
+use loom::sync::atomic as loom_atomic;
+
+/// Load orderings. A load has no release half: `Release` degrades to
+/// `Relaxed`, `AcqRel` to `Acquire` (as on the host and the GPU).
+fn load_ordering(o: Ordering) -> loom_atomic::Ordering {
+    match o {
+        Ordering::Relaxed | Ordering::Release => loom_atomic::Ordering::Relaxed,
+        Ordering::Acquire | Ordering::AcqRel => loom_atomic::Ordering::Acquire,
+    }
+}
+
+/// Store orderings. A store has no acquire half: `Acquire` degrades to
+/// `Relaxed`, `AcqRel` to `Release`.
+fn store_ordering(o: Ordering) -> loom_atomic::Ordering {
+    match o {
+        Ordering::Relaxed | Ordering::Acquire => loom_atomic::Ordering::Relaxed,
+        Ordering::Release | Ordering::AcqRel => loom_atomic::Ordering::Release,
+    }
+}
+
+/// Read-modify-write orderings map one to one (PTX `atom.<sem>.gpu`).
+fn rmw_ordering(o: Ordering) -> loom_atomic::Ordering {
+    match o {
+        Ordering::Relaxed => loom_atomic::Ordering::Relaxed,
+        Ordering::Acquire => loom_atomic::Ordering::Acquire,
+        Ordering::Release => loom_atomic::Ordering::Release,
+        Ordering::AcqRel => loom_atomic::Ordering::AcqRel,
+    }
+}
+
+/// A failed compare-exchange is a load.
+fn failure_ordering(o: Ordering) -> loom_atomic::Ordering {
+    load_ordering(o)
+}
+
+/// The operations the shim's atomics forward, implemented by loom's atomics
+/// and, for host-only words, by `core`'s (loom re-exports `core`'s `Ordering`).
+trait AtomicOps<T> {
+    fn load(&self, o: loom_atomic::Ordering) -> T;
+    fn store(&self, v: T, o: loom_atomic::Ordering);
+    fn fetch_add(&self, v: T, o: loom_atomic::Ordering) -> T;
+    fn fetch_or(&self, v: T, o: loom_atomic::Ordering) -> T;
+    fn swap(&self, v: T, o: loom_atomic::Ordering) -> T;
+    fn compare_exchange(
+        &self,
+        current: T,
+        new: T,
+        success: loom_atomic::Ordering,
+        failure: loom_atomic::Ordering,
+    ) -> Result<T, T>;
+}
+
+macro_rules! atomic_ops {
+    ($int:ty, $($impl_for:ty),*) => {$(
+        impl AtomicOps<$int> for $impl_for {
+            fn load(&self, o: loom_atomic::Ordering) -> $int {
+                <$impl_for>::load(self, o)
+            }
+            fn store(&self, v: $int, o: loom_atomic::Ordering) {
+                <$impl_for>::store(self, v, o)
+            }
+            fn fetch_add(&self, v: $int, o: loom_atomic::Ordering) -> $int {
+                <$impl_for>::fetch_add(self, v, o)
+            }
+            fn fetch_or(&self, v: $int, o: loom_atomic::Ordering) -> $int {
+                <$impl_for>::fetch_or(self, v, o)
+            }
+            fn swap(&self, v: $int, o: loom_atomic::Ordering) -> $int {
+                <$impl_for>::swap(self, v, o)
+            }
+            fn compare_exchange(
+                &self,
+                current: $int,
+                new: $int,
+                success: loom_atomic::Ordering,
+                failure: loom_atomic::Ordering,
+            ) -> Result<$int, $int> {
+                <$impl_for>::compare_exchange(self, current, new, success, failure)
+            }
+        }
+    )*};
+}
+
+atomic_ops!(u32, loom_atomic::AtomicU32, core::sync::atomic::AtomicU32);
+atomic_ops!(u64, loom_atomic::AtomicU64, core::sync::atomic::AtomicU64);
+
+macro_rules! loom_shim_atomic {
+    ($name:ident, $int:ty, $lookup:ident) => {
+        /// An atomic integer in world memory, modelled by a loom atomic of the
+        /// registered world (see the module docs).
+        #[repr(transparent)]
+        pub struct $name(UnsafeCell<$int>);
+
+        // SAFETY: the cell is only accessed atomically: through the loom
+        // atomic that models its address, or (host-only words) through a
+        // `core` atomic on it.
+        unsafe impl Sync for $name {}
+
+        impl $name {
+            /// A new atomic holding `v`. Under loom only atomics inside a
+            /// registered world can be operated on.
+            pub const fn new(v: $int) -> Self {
+                Self(UnsafeCell::new(v))
+            }
+
+            /// Runs `op` on the atomic that models this address.
+            fn with<R>(&self, op: impl FnOnce(&dyn AtomicOps<$int>) -> R) -> R {
+                let model = loom_runtime::current();
+                match model.$lookup(self.0.get() as usize) {
+                    loom_runtime::Target::Loom(a) => op(a),
+                    loom_runtime::Target::Raw(a) => op(a),
+                }
+            }
+
+            /// Atomic load.
+            pub fn load(&self, o: Ordering) -> $int {
+                self.with(|a| a.load(load_ordering(o)))
+            }
+
+            /// Atomic store.
+            pub fn store(&self, v: $int, o: Ordering) {
+                self.with(|a| a.store(v, store_ordering(o)))
+            }
+
+            /// Atomic add, returning the previous value (wrapping).
+            pub fn fetch_add(&self, v: $int, o: Ordering) -> $int {
+                self.with(|a| a.fetch_add(v, rmw_ordering(o)))
+            }
+
+            /// Atomic bitwise or, returning the previous value.
+            pub fn fetch_or(&self, v: $int, o: Ordering) -> $int {
+                self.with(|a| a.fetch_or(v, rmw_ordering(o)))
+            }
+
+            /// Atomic exchange, returning the previous value.
+            pub fn swap(&self, v: $int, o: Ordering) -> $int {
+                self.with(|a| a.swap(v, rmw_ordering(o)))
+            }
+
+            /// Atomic compare-and-swap: `Ok(previous)` when it stored `new`.
+            pub fn compare_exchange(&self, current: $int, new: $int, o: Ordering) -> Result<$int, $int> {
+                self.with(|a| a.compare_exchange(current, new, rmw_ordering(o), failure_ordering(o)))
+            }
+        }
+    };
+}
+
+loom_shim_atomic!(AtomicU32, u32, atomic_u32);
+loom_shim_atomic!(AtomicU64, u64, atomic_u64);
+
+/// A memory fence: `Relaxed` is none, the others are loom fences of the same
+/// ordering (PTX `fence.acq_rel.gpu`).
+pub fn fence(o: Ordering) {
+    match o {
+        Ordering::Relaxed => {}
+        _ => loom_atomic::fence(rmw_ordering(o)),
+    }
+}
+
+/// Coordinates of the calling rank, as given to [`loom_runtime::WorldModel::enter`].
+pub fn coordinates() -> Coordinates {
+    loom_runtime::current_coordinates()
+}
+
+/// Lane of the calling rank in its warp of 32.
+pub fn lane_id() -> u32 {
+    coordinates().thread % 32
+}
+
+/// Waits until every rank of the calling block has arrived (`__syncthreads`),
+/// on the block's loom barrier. A block of one rank passes at once.
+pub fn block_barrier() {
+    loom_runtime::current().block_barrier(coordinates().block);
+}
+
+/// Gives way after a failed poll: yields the loom thread, which tells loom's
+/// scheduler to run another rank before this one polls again.
+pub(super) fn snooze(_polls: u32) {
+    loom::thread::yield_now();
+}
+
+/// The clock stands still under loom: worlds checked there have no timeout.
+pub fn clock_ns() -> u64 {
+    0
+}
+
+/// Whether another rank can read `ptr` directly: every address is shared, as
+/// on the host.
+pub fn is_shared_address(_ptr: *const u8) -> bool {
+    true
+}
+
+/// Copies `len` bytes, reading every tracked 64-byte line of the source and
+/// writing every tracked line of the destination through loom's race checker.
+///
+/// # Safety
+/// Both ranges valid for `len` bytes and not overlapping; the protocol orders
+/// the copy against every concurrent access with acquire/release operations.
+pub unsafe fn copy_bytes(dst: *mut u8, src: *const u8, len: usize) {
+    if len == 0 {
+        return;
+    }
+    let _guards = loom_runtime::current().access(&[(src as usize, len, false), (dst as usize, len, true)]);
+    // SAFETY: forwarded from the caller; the guards above only record the
+    // access with loom and do not touch the bytes.
+    unsafe { core::ptr::copy_nonoverlapping(src, dst, len) }
+}
+
+pub mod loom_runtime {
+    //! What the loom harness uses to run ranks on loom threads: registering a
+    //! world's memory before the spawns, entering a rank on each loom thread,
+    //! and declaring plain accesses of tracked memory.
+
+    extern crate std;
+
+    use super::Coordinates;
+    use core::cell::RefCell;
+    use core::sync::atomic::{AtomicU8, Ordering as StdOrdering};
+    use loom::cell::{ConstPtr, MutPtr, UnsafeCell as LoomCell};
+    use loom::sync::atomic::{AtomicU32 as LoomU32, AtomicU64 as LoomU64};
+    use loom::sync::{Condvar, Mutex};
+    use std::collections::BTreeMap;
+    use std::sync::{Arc, Mutex as StdMutex};
+    use std::vec::Vec;
+
+    /// Bytes of one race-tracked line.
+    pub const LINE: usize = 64;
+
+    /// Width a word was first used at (bookkeeping only, not modelled).
+    const UNUSED: u8 = 0;
+    const WIDTH_32: u8 = 4;
+    const WIDTH_64: u8 = 8;
+    /// The upper half of a word used at 64 bits.
+    const WIDTH_64_HIGH: u8 = 9;
+
+    /// One 4-byte word of the world: its loom atomics (none for a host-only
+    /// word) and the width it is used at.
+    struct Word {
+        a32: Option<LoomU32>,
+        /// Only at 8-byte aligned addresses.
+        a64: Option<LoomU64>,
+        width: AtomicU8,
+    }
+
+    /// The atomic a shim operation goes to: loom's, or the raw memory for a
+    /// host-only word (see [`register_world`]).
+    pub(super) enum Target<'a, L, C> {
+        /// A loom atomic.
+        Loom(&'a L),
+        /// A `core` atomic on the raw memory.
+        Raw(&'a C),
+    }
+
+    /// A block's barrier: arrivals of the current generation and the
+    /// generation number, under a loom mutex (whose lock/unlock give the
+    /// happens-before edges of `bar.sync`).
+    struct BlockBarrier {
+        state: Mutex<(u32, u64)>,
+        cv: Condvar,
+        parties: u32,
+    }
+
+    impl BlockBarrier {
+        fn wait(&self) {
+            let mut g = self.state.lock().unwrap();
+            let generation = g.1;
+            g.0 += 1;
+            if g.0 == self.parties {
+                g.0 = 0;
+                g.1 += 1;
+                self.cv.notify_all();
+            } else {
+                while g.1 == generation {
+                    g = self.cv.wait(g).unwrap();
+                }
+            }
+        }
+    }
+
+    struct Shared {
+        /// Words by address; built before the spawns and never changed.
+        words: BTreeMap<usize, Word>,
+        /// Race trackers by line number (address / LINE). A std mutex: it only
+        /// guards the map and is never held across a loom scheduling point.
+        lines: StdMutex<BTreeMap<usize, LoomCell<()>>>,
+        blocks: Vec<BlockBarrier>,
+        block_dim: u32,
+        grid_dim: u32,
+    }
+
+    /// The model of one world: its atomics, tracked lines and block barriers.
+    /// Clone it into every rank's loom thread.
+    #[derive(Clone)]
+    pub struct WorldModel(Arc<Shared>);
+
+    struct Context {
+        model: WorldModel,
+        coordinates: Coordinates,
+    }
+
+    loom::thread_local! {
+        static CONTEXT: RefCell<Option<Context>> = RefCell::new(None);
+    }
+
+    /// Registers `len` bytes of world memory at `memory` for a grid of
+    /// `grid_dim` blocks of `block_dim` ranks: creates its loom atomics (from
+    /// the memory's current values), the race trackers of its lines and the
+    /// block barriers. Call it on the model's main thread, after writing the
+    /// header and before spawning the ranks.
+    ///
+    /// `host_only` lists byte ranges `(offset, len)` of atomics that ranks
+    /// only write and that only the host reads, after the launch (the wait
+    /// records and result records). Their interleaving with the other ranks
+    /// cannot change what any rank does, so they are plain atomics on the raw
+    /// memory rather than loom atomics: no scheduling points, a smaller state
+    /// space, and their final values stay readable in the memory.
+    ///
+    /// # Safety
+    /// `memory` must be 8-byte aligned, valid for `len` bytes, and outlive
+    /// every use of the returned model; during the model its words are
+    /// accessed only through the shim.
+    pub unsafe fn register_world(
+        memory: *mut u8,
+        len: usize,
+        block_dim: u32,
+        grid_dim: u32,
+        host_only: &[(usize, usize)],
+    ) -> WorldModel {
+        assert_eq!(memory as usize % 8, 0, "world memory must be 8-byte aligned");
+        assert!(block_dim > 0 && grid_dim > 0);
+        let base = memory as usize;
+        let modelled = |offset: usize, width: usize| {
+            !host_only
+                .iter()
+                .any(|&(start, n)| offset < start + n && start < offset + width)
+        };
+        let mut words = BTreeMap::new();
+        for offset in (0..len.saturating_sub(3)).step_by(4) {
+            let a32 = modelled(offset, 4).then(|| {
+                // SAFETY: inside the memory (caller), 4-byte aligned (base is 8-aligned).
+                LoomU32::new(unsafe { core::ptr::read(memory.add(offset) as *const u32) })
+            });
+            let a64 = (offset % 8 == 0 && offset + 8 <= len && modelled(offset, 8)).then(|| {
+                // SAFETY: as above, 8 bytes, 8-byte aligned.
+                LoomU64::new(unsafe { core::ptr::read(memory.add(offset) as *const u64) })
+            });
+            words.insert(
+                base + offset,
+                Word {
+                    a32,
+                    a64,
+                    width: AtomicU8::new(UNUSED),
+                },
+            );
+        }
+        let model = WorldModel(Arc::new(Shared {
+            words,
+            lines: StdMutex::new(BTreeMap::new()),
+            blocks: (0..grid_dim)
+                .map(|_| BlockBarrier {
+                    state: Mutex::new((0, 0)),
+                    cv: Condvar::new(),
+                    parties: block_dim,
+                })
+                .collect(),
+            block_dim,
+            grid_dim,
+        }));
+        model.track(memory, len);
+        model
+    }
+
+    impl WorldModel {
+        /// Makes the calling loom thread rank (`thread`, `block`) of this
+        /// world, until the thread ends.
+        pub fn enter(&self, thread: u32, block: u32) {
+            assert!(thread < self.0.block_dim && block < self.0.grid_dim);
+            let coordinates = Coordinates {
+                thread,
+                block,
+                block_dim: self.0.block_dim,
+                grid_dim: self.0.grid_dim,
+            };
+            CONTEXT.with(|c| {
+                *c.borrow_mut() = Some(Context {
+                    model: self.clone(),
+                    coordinates,
+                })
+            });
+        }
+
+        /// Race-tracks the 64-byte lines of `len` bytes at `ptr` from now on.
+        /// Creating a tracker counts, for loom, as a write by the calling
+        /// thread: call it on the main thread before the spawns for memory
+        /// every rank may touch (a scratch area), or on the rank that owns the
+        /// memory (its send buffer). Already tracked lines are kept.
+        pub fn track(&self, ptr: *const u8, len: usize) {
+            let mut lines = self.0.lines.lock().unwrap();
+            for line in line_range(ptr as usize, len) {
+                lines.entry(line).or_insert_with(|| LoomCell::new(()));
+            }
+        }
+
+        /// Stops tracking the lines of `len` bytes at `ptr` (before the memory
+        /// is freed, so that a later allocation there starts afresh).
+        pub fn untrack(&self, ptr: *const u8, len: usize) {
+            let mut lines = self.0.lines.lock().unwrap();
+            for line in line_range(ptr as usize, len) {
+                lines.remove(&line);
+            }
+        }
+
+        /// Records with loom accesses of tracked lines: `(address, len,
+        /// write)` per range. The accesses last while the returned guards live.
+        pub(crate) fn access(&self, ranges: &[(usize, usize, bool)]) -> AccessGuards {
+            let lines = self.0.lines.lock().unwrap();
+            let mut wanted: BTreeMap<usize, bool> = BTreeMap::new();
+            for &(addr, len, write) in ranges {
+                for line in line_range(addr, len) {
+                    if lines.contains_key(&line) {
+                        let w = wanted.entry(line).or_insert(false);
+                        *w |= write;
+                    }
+                }
+            }
+            let mut guards = AccessGuards {
+                reads: Vec::new(),
+                writes: Vec::new(),
+            };
+            for (line, write) in wanted {
+                // Entering an access is not a loom scheduling point, so the
+                // std mutex is not held across a switch to another rank.
+                let cell = &lines[&line];
+                if write {
+                    guards.writes.push(cell.get_mut());
+                } else {
+                    guards.reads.push(cell.get());
+                }
+            }
+            guards
+        }
+
+        fn word(&self, addr: usize, width: u8) -> &Word {
+            let Some(word) = self.0.words.get(&addr) else {
+                panic!(
+                    "loom shim: atomic at {addr:#x} is not in the registered world memory \
+                     (only world atomics can be modelled)"
+                );
+            };
+            claim(word, addr, width);
+            word
+        }
+
+        pub(super) fn atomic_u32(&self, addr: usize) -> Target<'_, LoomU32, core::sync::atomic::AtomicU32> {
+            match &self.word(addr, WIDTH_32).a32 {
+                Some(a) => Target::Loom(a),
+                // SAFETY: a host-only word of the registered memory: 4-byte
+                // aligned, alive while the model is, and only accessed
+                // atomically (through the shim).
+                None => Target::Raw(unsafe { core::sync::atomic::AtomicU32::from_ptr(addr as *mut u32) }),
+            }
+        }
+
+        pub(super) fn atomic_u64(&self, addr: usize) -> Target<'_, LoomU64, core::sync::atomic::AtomicU64> {
+            let word = self.word(addr, WIDTH_64);
+            let Some(high) = self.0.words.get(&(addr + 4)) else {
+                panic!("loom shim: 64-bit atomic at {addr:#x} runs past the world memory");
+            };
+            claim(high, addr + 4, WIDTH_64_HIGH);
+            if addr % 8 != 0 {
+                panic!("loom shim: 64-bit atomic at {addr:#x} is not 8-byte aligned");
+            }
+            match &word.a64 {
+                Some(a) => Target::Loom(a),
+                // SAFETY: as in `atomic_u32`, 8-byte aligned (checked above).
+                None => Target::Raw(unsafe { core::sync::atomic::AtomicU64::from_ptr(addr as *mut u64) }),
+            }
+        }
+
+        pub(super) fn block_barrier(&self, block: u32) {
+            let b = &self.0.blocks[block as usize];
+            if b.parties > 1 {
+                b.wait();
+            }
+        }
+    }
+
+    /// Records the width a word is used at; panics on a mixed-width use.
+    fn claim(word: &Word, addr: usize, width: u8) {
+        // Bookkeeping outside the model: Relaxed std atomics (loom runs one
+        // thread at a time).
+        match word
+            .width
+            .compare_exchange(UNUSED, width, StdOrdering::Relaxed, StdOrdering::Relaxed)
+        {
+            Ok(_) => {}
+            Err(w) if w == width => {}
+            Err(w) => panic!(
+                "loom shim: the word at {addr:#x} is used as a {} and as a {} atomic",
+                width_name(w),
+                width_name(width)
+            ),
+        }
+    }
+
+    fn width_name(w: u8) -> &'static str {
+        match w {
+            WIDTH_32 => "32-bit",
+            WIDTH_64 => "64-bit",
+            _ => "64-bit (upper half)",
+        }
+    }
+
+    fn line_range(addr: usize, len: usize) -> core::ops::Range<usize> {
+        if len == 0 {
+            0..0
+        } else {
+            addr / LINE..(addr + len - 1) / LINE + 1
+        }
+    }
+
+    /// Loom access guards of one copy or declared access.
+    pub struct AccessGuards {
+        reads: Vec<ConstPtr<()>>,
+        writes: Vec<MutPtr<()>>,
+    }
+
+    /// The model of the calling rank's world.
+    pub(crate) fn current() -> WorldModel {
+        CONTEXT
+            .with(|c| c.borrow().as_ref().map(|c| c.model.clone()))
+            .expect("loom shim used outside a rank (call WorldModel::enter on this loom thread first)")
+    }
+
+    pub(super) fn current_coordinates() -> Coordinates {
+        CONTEXT
+            .with(|c| c.borrow().as_ref().map(|c| c.coordinates))
+            .expect("loom shim used outside a rank (call WorldModel::enter on this loom thread first)")
+    }
+
+    /// Declares that the calling rank reads `len` bytes at `ptr` with plain
+    /// loads (checked against concurrent writes where those lines are tracked).
+    pub fn read(ptr: *const u8, len: usize) {
+        drop(current().access(&[(ptr as usize, len, false)]));
+    }
+
+    /// Declares that the calling rank writes `len` bytes at `ptr` with plain
+    /// stores (checked against concurrent accesses where those lines are tracked).
+    pub fn write(ptr: *const u8, len: usize) {
+        drop(current().access(&[(ptr as usize, len, true)]));
+    }
+
+    /// [`WorldModel::track`] for the calling rank's world.
+    pub fn track(ptr: *const u8, len: usize) {
+        current().track(ptr, len)
+    }
+
+    /// [`WorldModel::untrack`] for the calling rank's world.
+    pub fn untrack(ptr: *const u8, len: usize) {
+        current().untrack(ptr, len)
+    }
+}
+
+/// Kernel entry point under loom: nothing beyond the descriptor that
+/// [`kernel!`](crate::kernel) always emits.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __kernel_entry {
+    ($name:ident, $argty:ty) => {};
+}
