@@ -1,4 +1,4 @@
-//! Error classes (MPI standard 8.4, "Error Codes and Classes").
+//! Error classes (MPI 4.1 section 9.4, "Error Codes and Classes").
 //!
 //! Every call returns a `Result`. On the device an error is an [`Error`]; it
 //! crosses to the host as an [`ErrorClass`] (`repr(u32)`) plus four detail

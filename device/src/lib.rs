@@ -17,7 +17,7 @@
 //! ```
 //!
 //! Modules follow the MPI standard's chapters: [`point_to_point`] (3),
-//! [`datatype`] (5), [`collective`] (6), [`topology`] (7), [`error`] (8).
+//! [`datatype`] (5), [`collective`] (6), [`topology`] (7), [`error`] (9); numbering of MPI 4.1.
 #![no_std]
 // nvptx64 only: the shim's inline PTX. Crate attributes gate on
 // `target_os = "cuda"` (the nvptx64-nvidia-cuda target): `cfg(target_arch)` is
