@@ -196,6 +196,8 @@ fn write_number(out: &mut String, v: f64) {
         out.push_str("null");
     } else if v == v.trunc() && v.abs() < 1e15 {
         let _ = write!(out, "{}", v as i64);
+    } else if (1e-6..1e15).contains(&v.abs()) {
+        let _ = write!(out, "{v}");
     } else {
         let _ = write!(out, "{v:e}");
     }
