@@ -165,6 +165,9 @@ impl CpuDevice {
             Outcome::Finished => {}
             Outcome::Deadlock(r) => return Err(HostError::Deadlock(r)),
             Outcome::Panicked { rank, message } => return Err(HostError::RankPanicked { rank, message }),
+            Outcome::NoThread(why) => {
+                return Err(HostError::Alloc(format!("an emulator worker thread: {why}")))
+            }
             Outcome::StackOverflow { rank } => {
                 return Err(HostError::StackOverflow {
                     rank,

@@ -121,6 +121,8 @@ pub(crate) enum Outcome {
         /// The rank.
         rank: u32,
     },
+    /// A worker thread could not be started.
+    NoThread(String),
 }
 
 /// A pointer that may cross to the worker threads.
@@ -248,13 +250,33 @@ impl<A: Sync + 'static> Run<'_, A> {
                 let first = (blocks * w / workers) as u32;
                 let end = (blocks * (w + 1) / workers) as u32;
                 let shared = &shared;
-                std::thread::Builder::new()
+                let spawned = std::thread::Builder::new()
                     .name(format!("gpu-mpi-cpu-{w}"))
                     .spawn_scoped(s, move || {
                         let args = args;
-                        Worker::new(w, first, end, shared, entry, args.0).run()
-                    })
-                    .expect("spawning an emulator worker thread");
+                        let r = panic::catch_unwind(AssertUnwindSafe(|| {
+                            Worker::new(w, first, end, shared, entry, args.0).run()
+                        }));
+                        if let Err(p) = r {
+                            // A bug of the scheduler itself: end the run rather
+                            // than leave the other workers asleep forever.
+                            let mut g = lock(&shared.coord);
+                            g.outcome = Some(Outcome::Panicked {
+                                rank: first * shared.layout.block_dim,
+                                message: format!("emulator worker {w} failed: {}", panic_message(p.as_ref())),
+                            });
+                            shared.stop.store(true, SeqCst);
+                            shared.wake.notify_all();
+                        }
+                    });
+                if let Err(e) = spawned {
+                    // The workers already started would wait for this one.
+                    let mut g = lock(&shared.coord);
+                    g.outcome = Some(Outcome::NoThread(e.to_string()));
+                    shared.stop.store(true, SeqCst);
+                    shared.wake.notify_all();
+                    break;
+                }
             }
         });
         shared
