@@ -372,10 +372,12 @@ impl<'s, 'a> Worker<'s, 'a> {
         r
     }
 
-    /// Ends the run early with `outcome`, unless it already ended.
+    /// Ends the run early with `outcome`, unless it already ended (a stack
+    /// overflow replaces any other outcome: it decides that no coroutine may
+    /// be unwound).
     fn finish_with(&self, outcome: Outcome) {
         let mut g = lock(&self.shared.coord);
-        if g.outcome.is_none() {
+        if g.outcome.is_none() || matches!(outcome, Outcome::StackOverflow { .. }) {
             g.outcome = Some(outcome);
         }
         self.shared.stop.store(true, SeqCst);
@@ -464,10 +466,7 @@ impl<'s, 'a> Worker<'s, 'a> {
             .map(|i| self.first_rank + i as u32)
             .find(|&r| !self.shared.stacks.intact_full(r as usize));
         if let Some(rank) = overflowed {
-            let mut g = lock(&self.shared.coord);
-            if !matches!(g.outcome, Some(Outcome::StackOverflow { .. })) {
-                g.outcome = Some(Outcome::StackOverflow { rank });
-            }
+            self.finish_with(Outcome::StackOverflow { rank });
         }
         self.drop_ranks();
     }
