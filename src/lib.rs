@@ -18,8 +18,11 @@ pub mod conformance;
 include!(concat!(env!("OUT_DIR"), "/ptx.rs"));
 
 /// Opens a backend with the PTX this crate was built with
-/// ([`KERNELS_PTX`]; empty when built with `GPU_MPI_SKIP_PTX=1`, and then
-/// the cuda backend reports that it has no kernels).
+/// ([`KERNELS_PTX`]: the cuda backend loads the variant of the highest SM not
+/// above the GPU's compute capability; empty when built with
+/// `GPU_MPI_SKIP_PTX=1`, and then the cuda backend reports that it has no
+/// kernels). The cuda backend's options come from the environment
+/// (`gpu_mpi_host::cuda::CudaOptions::from_env`, docs/gpu.md).
 pub fn open(kind: BackendKind) -> Result<Device, HostError> {
-    Device::open(kind, KERNELS_PTX.first().map(|(_, ptx)| *ptx))
+    Device::open_variants(kind, KERNELS_PTX)
 }

@@ -15,11 +15,15 @@
 //! and a buffer type (`CpuBuffer`, `CudaBuffer`) with `len(&self) -> usize`
 //! and its device address (`as_ptr()` on the cpu, `device_address()` on
 //! cuda). The cuda backend's constructor is
-//! `CudaDevice::open(ptx: Option<&'static str>) -> Result<CudaDevice, HostError>`,
-//! failing with [`HostError::NoGpu`] when no GPU is usable.
+//! `CudaDevice::open(ptx: &[(&'static str, &'static str)]) -> Result<CudaDevice, HostError>`
+//! (the PTX variants, `("sm_70", text)`, ...), failing with
+//! [`HostError::NoGpu`] when no GPU is usable. On the GPU co-residency
+//! depends on the kernel (its registers), so the cuda backend also has
+//! `kernel_residency(name, block_dim)` and `resolve(name, spec)`, which
+//! [`Device::launch`] uses.
 
 use crate::cpu::{CpuBuffer, CpuDevice, CpuOptions};
-use crate::cuda::{CudaBuffer, CudaDevice};
+use crate::cuda::{CudaBuffer, CudaDevice, CudaOptions};
 use crate::error::HostError;
 use crate::spec::{BackendKind, Residency, WorldSpec};
 use bytemuck::Pod;
@@ -159,6 +163,21 @@ impl Device {
     /// saying so in one line on stderr:
     /// `gpu-mpi: no usable GPU (<why>); using the cpu backend`.
     pub fn open(kind: BackendKind, ptx: Option<&'static str>) -> Result<Device, HostError> {
+        match ptx {
+            // A label that is not `sm_XX` makes the cuda backend read the
+            // target from the PTX itself.
+            Some(p) => Device::open_variants(kind, &[("ptx", p)]),
+            None => Device::open_variants(kind, &[]),
+        }
+    }
+
+    /// Like [`Device::open`], with the kernels' PTX built for several targets:
+    /// `(label, text)` pairs such as `("sm_70", ptx)`; the cuda backend loads
+    /// the best one for its GPU.
+    pub fn open_variants(
+        kind: BackendKind,
+        ptx: &[(&'static str, &'static str)],
+    ) -> Result<Device, HostError> {
         match kind {
             BackendKind::Cpu => Ok(Device::cpu()),
             BackendKind::Cuda => Ok(Device {
@@ -180,6 +199,17 @@ impl Device {
         }
     }
 
+    /// The GPU with these options and PTX variants (see
+    /// [`Device::open_variants`]); [`HostError::NoGpu`] when none is usable.
+    pub fn cuda_with(
+        options: CudaOptions,
+        ptx: &[(&'static str, &'static str)],
+    ) -> Result<Device, HostError> {
+        Ok(Device {
+            backend: Backend::Cuda(CudaDevice::open_with(options, ptx)?),
+        })
+    }
+
     /// "cpu" or "cuda".
     pub fn backend_name(&self) -> &'static str {
         match self.backend {
@@ -196,7 +226,19 @@ impl Device {
         }
     }
 
+    /// The GPU, when this device is one.
+    pub fn as_cuda(&self) -> Option<&CudaDevice> {
+        match &self.backend {
+            Backend::Cuda(d) => Some(d),
+            Backend::Cpu(_) => None,
+        }
+    }
+
     /// How many ranks fit at once in blocks of `block_dim`, and what limits it.
+    ///
+    /// On the GPU it depends on the kernel (its registers): this is the
+    /// smallest over every kernel of the loaded PTX, a world that any of them
+    /// can run; [`Device::residency_for`] gives one kernel's.
     pub fn residency(&self, block_dim: u32) -> Residency {
         match &self.backend {
             Backend::Cpu(d) => d.residency(block_dim),
@@ -204,9 +246,24 @@ impl Device {
         }
     }
 
-    /// The largest world that is co-resident in blocks of `block_dim`.
+    /// The largest world that is co-resident in blocks of `block_dim`
+    /// (on the GPU: for every kernel, see [`Device::residency`]).
     pub fn max_ranks(&self, block_dim: u32) -> u32 {
         self.residency(block_dim).capacity()
+    }
+
+    /// How many ranks of `kernel` fit at once in blocks of `block_dim`
+    /// (on the emulator the same for every kernel).
+    pub fn residency_for<A>(&self, kernel: &Kernel<A>, block_dim: u32) -> Result<Residency, HostError> {
+        match &self.backend {
+            Backend::Cpu(d) => Ok(d.residency(block_dim)),
+            Backend::Cuda(d) => d.kernel_residency(kernel.name, block_dim),
+        }
+    }
+
+    /// The largest world of `kernel` that is co-resident in blocks of `block_dim`.
+    pub fn max_ranks_for<A>(&self, kernel: &Kernel<A>, block_dim: u32) -> Result<u32, HostError> {
+        Ok(self.residency_for(kernel, block_dim)?.capacity())
     }
 
     /// `len` zeroed elements of device memory.
@@ -269,7 +326,7 @@ impl Device {
     /// Runs `kernel` with `args` on a new world described by `spec`.
     ///
     /// Resolves the spec ([`WorldSpec::resolve`]: `RankCount::Max` becomes
-    /// the largest co-resident world), checks the layout
+    /// the largest co-resident world of this kernel), checks the layout
     /// ([`HostError::Config`]) and co-residency ([`HostError::NotCoResident`]),
     /// runs every rank, and reads the outcome: a deadlock
     /// ([`HostError::Deadlock`]), ranks that returned errors
@@ -280,10 +337,20 @@ impl Device {
         args: &A,
         spec: &WorldSpec,
     ) -> Result<LaunchReport, HostError> {
-        let config = self.resolve(spec)?;
+        let config = self.resolve_for(kernel, spec)?;
         match &self.backend {
             Backend::Cpu(d) => d.launch(kernel, args, &config),
             Backend::Cuda(d) => d.launch(kernel, args, &config),
+        }
+    }
+
+    /// The world configuration `spec` gives for `kernel` on this device,
+    /// checked (on the emulator the same as [`Device::resolve`]; on the GPU
+    /// sized by the kernel's own occupancy).
+    pub fn resolve_for<A>(&self, kernel: &Kernel<A>, spec: &WorldSpec) -> Result<WorldConfig, HostError> {
+        match &self.backend {
+            Backend::Cpu(_) => self.resolve(spec),
+            Backend::Cuda(d) => d.resolve(kernel.name, spec),
         }
     }
 

@@ -260,7 +260,10 @@ impl Drop for PinnedMemory {
 ///
 /// # Safety
 /// The driver must be initialised and `device` come from `cuDeviceGet`.
-pub(crate) unsafe fn device_attribute(device: sys::CUdevice, a: sys::CUdevice_attribute) -> Result<u32, HostError> {
+pub(crate) unsafe fn device_attribute(
+    device: sys::CUdevice,
+    a: sys::CUdevice_attribute,
+) -> Result<u32, HostError> {
     let mut v: i32 = 0;
     // SAFETY: as the caller guarantees; `v` is a valid place for the value.
     unsafe { cu!(cuDeviceGetAttribute(&mut v, a, device)) }?;
@@ -271,7 +274,10 @@ pub(crate) unsafe fn device_attribute(device: sys::CUdevice, a: sys::CUdevice_at
 ///
 /// # Safety
 /// `f` must be a function of a loaded module of the current context.
-pub(crate) unsafe fn function_attribute(f: sys::CUfunction, a: sys::CUfunction_attribute) -> Result<u32, HostError> {
+pub(crate) unsafe fn function_attribute(
+    f: sys::CUfunction,
+    a: sys::CUfunction_attribute,
+) -> Result<u32, HostError> {
     let mut v: i32 = 0;
     // SAFETY: as the caller guarantees; `v` is a valid place for the value.
     unsafe { cu!(cuFuncGetAttribute(&mut v, a, f)) }?;
@@ -296,7 +302,10 @@ pub(crate) unsafe fn load_module(ptx: &str, max_registers: Option<u32>) -> Resul
     let mut error_log = vec![0u8; JIT_LOG_BYTES];
     let mut options = vec![O::CU_JIT_ERROR_LOG_BUFFER, O::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES];
     // Integer option values travel in the pointer itself (CUDA's convention).
-    let mut values: Vec<*mut c_void> = vec![error_log.as_mut_ptr() as *mut c_void, JIT_LOG_BYTES as *mut c_void];
+    let mut values: Vec<*mut c_void> = vec![
+        error_log.as_mut_ptr() as *mut c_void,
+        JIT_LOG_BYTES as *mut c_void,
+    ];
     if let Some(n) = max_registers {
         options.push(O::CU_JIT_MAX_REGISTERS);
         values.push(n as usize as *mut c_void);

@@ -1,78 +1,1007 @@
-//! The cuda backend: a placeholder until the CUDA driver backend lands here.
+//! The cuda backend: runs the kernels' PTX on an NVIDIA GPU through the
+//! CUDA driver API (crate `cudarc`, loading `libcuda` at run time, so this
+//! builds and its tests run on machines without CUDA).
 //!
-//! This directory belongs to the cuda backend; the rest of the crate uses
-//! only the interface described in `device.rs` (module docs): `CudaDevice`
-//! with `open`, `residency`, `alloc_zeroed`, `upload`, `download` and
-//! `launch`, and `CudaBuffer` with `len` and `device_address`. Until then
-//! `open` says no GPU is usable, so `BackendKind::Auto` falls back to the
-//! emulator.
+//! [`CudaDevice`] has the method set of the emulator's `CpuDevice` (see
+//! `device.rs`): `residency`, `alloc_zeroed`, `upload`, `download`,
+//! `launch`; [`CudaBuffer`] is its memory. What it does (docs/gpu.md, "The
+//! cuda backend"):
+//!
+//! - **open**: finds the driver (`is_culib_present`), device
+//!   [`CudaOptions::ordinal`] (0), requires compute capability 7.0 and
+//!   cooperative launch, retains the device's primary context and loads the
+//!   embedded PTX of the highest SM not above the device's compute capability
+//!   ([`plan::ptx_candidates`]), JIT-compiled by the driver with
+//!   [`CudaOptions::max_registers`]. Anything missing is
+//!   [`HostError::NoGpu`] with the reason.
+//! - **launch**: sizes the world by the driver's occupancy for *this* kernel
+//!   and block size ([`plan::KernelOccupancy`]) and refuses one that cannot be
+//!   co-resident ([`HostError::NotCoResident`]); writes the world header on
+//!   the host and copies it over a zeroed world (ranks do no set-up); gives
+//!   every wait [`CudaOptions::default_timeout`] when the spec has none;
+//!   launches cooperatively (`cuLaunchCooperativeKernel`: the driver itself
+//!   refuses a grid that cannot be co-resident), times the kernel with events
+//!   and reads the outcome from the wait and result records with
+//!   [`report::check_world`], as the emulator does.
+//! - **a kernel that does not finish**: the host polls; when the world's
+//!   abort word has been set (a wait timed out) for [`CudaOptions::abort_grace`]
+//!   and the kernel still runs, or the kernel outlives
+//!   [`CudaOptions::watchdog`], the launch fails with the wait records read
+//!   while the kernel runs, and the context is *poisoned*: later calls fail
+//!   at once (a CUDA kernel cannot be stopped; the process's exit ends it).
+//!
+//! The pure parts (PTX choice, occupancy model) are in [`plan`].
+
+pub(crate) mod driver;
+pub mod plan;
 
 use crate::device::LaunchReport;
 use crate::error::HostError;
-use crate::spec::Residency;
+use crate::report::{self, DeadlockReport};
+use crate::spec::{Residency, WorldSpec};
 use bytemuck::Pod;
+use cudarc::driver::sys;
+use driver::{cu, Context, DeviceMemory, PinnedMemory};
+use gpu_mpi_device::state::{Layout, ABORT_OFFSET, HEADER_BYTES};
 use gpu_mpi_device::{Kernel, WorldConfig};
+use plan::{DeviceLimits, KernelOccupancy, KernelResources};
+use std::collections::HashMap;
+use std::ffi::{c_void, CString};
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
-const NOT_BUILT: &str = "the cuda backend is not built into this version";
+/// How often a launch reads the world's abort word while the kernel runs.
+const PROBE_INTERVAL: Duration = Duration::from_millis(50);
+/// How long a launch waits for a copy of the wait records out of a kernel
+/// that does not finish.
+const SNAPSHOT_WAIT: Duration = Duration::from_secs(2);
 
-/// An NVIDIA GPU (placeholder: cannot be opened).
-#[derive(Debug)]
-pub struct CudaDevice;
+/// Choices of the cuda backend. [`CudaOptions::from_env`] reads them from
+/// the environment (what [`crate::Device::open`] uses).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CudaOptions {
+    /// The device (`GPU_MPI_CUDA_DEVICE`; default 0).
+    pub ordinal: u32,
+    /// Caps the registers per thread of every kernel when the driver
+    /// JIT-compiles the PTX (`CU_JIT_MAX_REGISTERS`; `GPU_MPI_MAX_REGISTERS`,
+    /// 16..=255, `0` or unset: no cap). A cap lets more ranks be co-resident
+    /// (the MPI-style kernels use 200-220 registers: 256 ranks per H100 SM
+    /// uncapped, 512 at 128) at the price of spills to local memory; default
+    /// no cap (docs/gpu.md, "Registers and occupancy").
+    pub max_registers: Option<u32>,
+    /// The bound of every wait when the spec has no timeout
+    /// (`GPU_MPI_TIMEOUT_MS`; default 5 s). Every GPU wait must be bounded:
+    /// a deadlocked world otherwise never finishes.
+    pub default_timeout: Duration,
+    /// How long a kernel may go on after its world was aborted (a wait timed
+    /// out) before the launch gives up on it (default 10 s, at least the
+    /// world's timeout).
+    pub abort_grace: Duration,
+    /// The longest a kernel may run at all (`GPU_MPI_WATCHDOG_S`, `0`: no
+    /// limit; default 120 s). It catches ranks stuck outside any bounded
+    /// wait (a block barrier that exited ranks never reach, user code
+    /// spinning on memory).
+    pub watchdog: Option<Duration>,
+}
 
-/// Memory on the GPU (placeholder: never allocated).
-#[derive(Debug)]
-pub struct CudaBuffer;
+impl Default for CudaOptions {
+    fn default() -> Self {
+        CudaOptions {
+            ordinal: 0,
+            max_registers: None,
+            default_timeout: Duration::from_secs(5),
+            abort_grace: Duration::from_secs(10),
+            watchdog: Some(Duration::from_secs(120)),
+        }
+    }
+}
+
+impl CudaOptions {
+    /// The defaults, changed by `GPU_MPI_CUDA_DEVICE`, `GPU_MPI_MAX_REGISTERS`,
+    /// `GPU_MPI_TIMEOUT_MS` and `GPU_MPI_WATCHDOG_S` where set. Fails on a
+    /// value that is not a number in range.
+    pub fn from_env() -> Result<CudaOptions, String> {
+        Self::from_vars(|name| std::env::var(name).ok())
+    }
+
+    /// As [`from_env`](Self::from_env), with the variables from `var`.
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<CudaOptions, String> {
+        let mut o = CudaOptions::default();
+        let number = |name: &str| -> Result<Option<u64>, String> {
+            match var(name) {
+                None => Ok(None),
+                Some(v) if v.trim().is_empty() => Ok(None),
+                Some(v) => v
+                    .trim()
+                    .parse::<u64>()
+                    .map(Some)
+                    .map_err(|_| format!("{name}={v:?} is not a whole number")),
+            }
+        };
+        if let Some(n) = number("GPU_MPI_CUDA_DEVICE")? {
+            o.ordinal = u32::try_from(n).map_err(|_| format!("GPU_MPI_CUDA_DEVICE={n} is too large"))?;
+        }
+        match number("GPU_MPI_MAX_REGISTERS")? {
+            None | Some(0) => {}
+            Some(n @ 16..=255) => o.max_registers = Some(n as u32),
+            Some(n) => {
+                return Err(format!(
+                    "GPU_MPI_MAX_REGISTERS={n}: expected 16..=255, or 0 for no cap"
+                ))
+            }
+        }
+        match number("GPU_MPI_TIMEOUT_MS")? {
+            None => {}
+            Some(0) => return Err("GPU_MPI_TIMEOUT_MS=0: GPU waits must be bounded".into()),
+            Some(ms) => o.default_timeout = Duration::from_millis(ms),
+        }
+        match number("GPU_MPI_WATCHDOG_S")? {
+            None => {}
+            Some(0) => o.watchdog = None,
+            Some(s) => o.watchdog = Some(Duration::from_secs(s)),
+        }
+        Ok(o)
+    }
+}
+
+/// What was opened: the device, its limits and the PTX loaded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CudaInfo {
+    /// The device's name, e.g. "NVIDIA H100 80GB HBM3".
+    pub name: String,
+    /// Its ordinal.
+    pub ordinal: u32,
+    /// Compute capability as `major * 10 + minor` (90 for 9.0).
+    pub compute_capability: u32,
+    /// The driver's CUDA version as `1000 * major + 10 * minor` (12080).
+    pub driver_version: u32,
+    /// The SM of the PTX loaded (70 or 90).
+    pub ptx_sm: u32,
+    /// The device's limits.
+    pub limits: DeviceLimits,
+    /// The register cap the PTX was compiled with.
+    pub max_registers: Option<u32>,
+    /// Whether the device runs a display watchdog that kills long kernels.
+    pub kernel_exec_timeout: bool,
+    /// How long loading (JIT-compiling) the module took.
+    pub jit_time: Duration,
+}
+
+impl fmt::Display for CudaInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} (device {}, compute capability {}, {} SMs, driver CUDA {}.{}), sm_{} PTX, registers {}",
+            self.name,
+            self.ordinal,
+            plan::compute_capability(self.compute_capability),
+            self.limits.sms,
+            self.driver_version / 1000,
+            self.driver_version % 1000 / 10,
+            self.ptx_sm,
+            match self.max_registers {
+                Some(n) => format!("capped at {n}"),
+                None => "uncapped".into(),
+            }
+        )?;
+        if self.kernel_exec_timeout {
+            f.write_str(", display watchdog on")?;
+        }
+        Ok(())
+    }
+}
+
+/// Memory on the GPU.
+pub struct CudaBuffer {
+    memory: DeviceMemory,
+}
+
+impl fmt::Debug for CudaBuffer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CudaBuffer")
+            .field("len", &self.len())
+            .field("address", &format_args!("{:#x}", self.device_address()))
+            .finish()
+    }
+}
 
 impl CudaBuffer {
     /// Bytes of the allocation.
     pub fn len(&self) -> usize {
-        0
+        self.memory.bytes()
     }
 
     /// Whether the allocation is empty.
     pub fn is_empty(&self) -> bool {
-        true
+        self.len() == 0
     }
 
-    /// The device address.
+    /// The device address (256-byte aligned).
     pub fn device_address(&self) -> u64 {
-        0
+        self.memory.ptr()
     }
 }
 
+/// A kernel of the loaded module.
+#[derive(Clone, Copy)]
+struct Function {
+    raw: sys::CUfunction,
+    resources: KernelResources,
+}
+
+/// The driver objects of an open device, used under one lock.
+struct Inner {
+    module: sys::CUmodule,
+    /// Every copy and launch (non-blocking: it does not wait for, or hold up,
+    /// other streams).
+    stream: sys::CUstream,
+    /// Reads the abort word while a kernel runs on `stream`.
+    probe_stream: sys::CUstream,
+    start: sys::CUevent,
+    stop: sys::CUevent,
+    probe_word: PinnedMemory,
+    functions: HashMap<String, Function>,
+    occupancy: HashMap<(String, u32), KernelOccupancy>,
+}
+
+// SAFETY: the module, stream, event and function handles are driver handles
+// that any thread may use while their context is current; `Inner` lives
+// behind a mutex and every user binds the context first.
+unsafe impl Send for Inner {}
+
+/// An NVIDIA GPU.
+pub struct CudaDevice {
+    ctx: Arc<Context>,
+    info: Box<CudaInfo>,
+    options: CudaOptions,
+    /// The kernel entry points of the loaded PTX.
+    entries: Vec<&'static str>,
+    inner: Box<Mutex<Inner>>,
+}
+
+impl fmt::Debug for CudaDevice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CudaDevice")
+            .field("info", &self.info)
+            .field("options", &self.options)
+            .field("kernels", &self.entries.len())
+            .finish()
+    }
+}
+
+impl Drop for CudaDevice {
+    fn drop(&mut self) {
+        if self.ctx.bind().is_err() {
+            return;
+        }
+        let inner = self.inner.get_mut().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: the context is current; every handle was created in it by
+        // `open_with`, is destroyed once, here, and no launch is running
+        // (launches wait for their kernel, and `&mut self` excludes callers).
+        unsafe {
+            let _ = sys::cuEventDestroy_v2(inner.start);
+            let _ = sys::cuEventDestroy_v2(inner.stop);
+            let _ = sys::cuStreamDestroy_v2(inner.stream);
+            let _ = sys::cuStreamDestroy_v2(inner.probe_stream);
+            let _ = sys::cuModuleUnload(inner.module);
+        }
+    }
+}
+
+fn no_gpu(why: impl Into<String>) -> HostError {
+    HostError::NoGpu(why.into())
+}
+
+/// The text of a panic payload.
+fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "(no message)".into())
+}
+
+/// Where a launch stands after waiting for its kernel.
+enum Finish {
+    Done,
+    /// The kernel faulted (the context is unusable).
+    Failed(String),
+    /// The kernel does not finish; why the launch gave up.
+    Stuck(String),
+}
+
 impl CudaDevice {
-    /// Opens the first GPU and loads `ptx`.
-    pub fn open(_ptx: Option<&'static str>) -> Result<CudaDevice, HostError> {
-        Err(HostError::NoGpu(NOT_BUILT.into()))
+    /// Opens the GPU with [`CudaOptions::from_env`] and loads the best of the
+    /// `ptx` variants (`("sm_70", text)`, ...; a label that is not `sm_XX`
+    /// is read from the PTX's `.target`). [`HostError::NoGpu`] says why no
+    /// GPU is usable: no driver, no device, compute capability below 7.0, no
+    /// cooperative launch, no PTX for this device.
+    pub fn open(ptx: &[(&'static str, &'static str)]) -> Result<CudaDevice, HostError> {
+        let options = CudaOptions::from_env().map_err(no_gpu)?;
+        CudaDevice::open_with(options, ptx)
     }
 
-    /// How many ranks fit at once in blocks of `block_dim`.
+    /// Opens the GPU with these options.
+    pub fn open_with(
+        options: CudaOptions,
+        ptx: &[(&'static str, &'static str)],
+    ) -> Result<CudaDevice, HostError> {
+        // SAFETY: looking for the library loads and unloads it, which runs
+        // its initialisers and finalisers; nothing else (cudarc's own
+        // loader does the same before every first driver call).
+        if !unsafe { sys::is_culib_present() } {
+            return Err(no_gpu("no CUDA driver (libcuda.so not found)"));
+        }
+        // cudarc panics when the library lacks a symbol it is asked for (a
+        // driver older than CUDA 11): report that as no usable GPU.
+        match std::panic::catch_unwind(|| CudaDevice::open_loaded(options, ptx)) {
+            Ok(r) => r,
+            Err(p) => Err(no_gpu(format!(
+                "the CUDA driver cannot be used: {}",
+                panic_text(&*p)
+            ))),
+        }
+    }
+
+    fn open_loaded(
+        options: CudaOptions,
+        ptx: &[(&'static str, &'static str)],
+    ) -> Result<CudaDevice, HostError> {
+        use sys::CUdevice_attribute as A;
+        // SAFETY: `cuInit` has no preconditions.
+        if let Err(e) = unsafe { cu!(cuInit(0)) } {
+            return Err(no_gpu(e.to_string().replace("CUDA error: ", "")));
+        }
+        let mut count = 0;
+        // SAFETY: the driver is initialised; `count` is a valid place.
+        unsafe { cu!(cuDeviceGetCount(&mut count)) }?;
+        if count <= 0 {
+            return Err(no_gpu("no CUDA device"));
+        }
+        if options.ordinal >= count as u32 {
+            return Err(no_gpu(format!(
+                "no CUDA device {} ({count} present)",
+                options.ordinal
+            )));
+        }
+        let mut device: sys::CUdevice = 0;
+        // SAFETY: the driver is initialised; the ordinal is below the count.
+        unsafe { cu!(cuDeviceGet(&mut device, options.ordinal as i32)) }?;
+        let mut name_buf = [0u8; 256];
+        // SAFETY: `device` is valid; the buffer holds 256 bytes and the
+        // driver writes a NUL-terminated name of at most that many.
+        unsafe { cu!(cuDeviceGetName(name_buf.as_mut_ptr() as *mut _, 256, device)) }?;
+        let name = String::from_utf8_lossy(name_buf.split(|&b| b == 0).next().unwrap_or(&[])).into_owned();
+        let attr = |a| {
+            // SAFETY: the driver is initialised and `device` came from
+            // `cuDeviceGet`.
+            unsafe { driver::device_attribute(device, a) }
+        };
+        let cc = attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)? * 10
+            + attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
+        if cc < plan::MIN_COMPUTE_CAPABILITY {
+            return Err(no_gpu(format!(
+                "{name} has compute capability {}; the kernels need 7.0 or later",
+                plan::compute_capability(cc)
+            )));
+        }
+        if attr(A::CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH)? == 0 {
+            return Err(no_gpu(format!("{name} does not support cooperative launches")));
+        }
+        if ptx.is_empty() {
+            return Err(no_gpu(
+                "built without PTX (GPU_MPI_SKIP_PTX=1): no kernels to run",
+            ));
+        }
+        let candidates = plan::ptx_candidates(ptx, cc);
+        if candidates.is_empty() {
+            let have: Vec<String> = ptx
+                .iter()
+                .map(|(label, text)| {
+                    plan::ptx_sm(label, text).map_or_else(|| "?".into(), |s| format!("sm_{s}"))
+                })
+                .collect();
+            return Err(no_gpu(format!(
+                "no embedded PTX for compute capability {} (have {})",
+                plan::compute_capability(cc),
+                have.join(", ")
+            )));
+        }
+        let limits = DeviceLimits {
+            sms: attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
+            warp_size: attr(A::CU_DEVICE_ATTRIBUTE_WARP_SIZE)?,
+            max_threads_per_sm: attr(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)?,
+            max_blocks_per_sm: attr(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR)?,
+            max_threads_per_block: attr(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+            registers_per_sm: attr(A::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR)?,
+            registers_per_block: attr(A::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK)?,
+            shared_memory_per_sm: attr(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)?,
+            reserved_shared_memory_per_block: attr(A::CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK)?,
+        };
+        let kernel_exec_timeout = attr(A::CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT)? != 0;
+        let mut driver_version = 0;
+        // SAFETY: `driver_version` is a valid place.
+        unsafe { cu!(cuDriverGetVersion(&mut driver_version)) }?;
+
+        // SAFETY: the driver is initialised and `device` valid.
+        let ctx = unsafe { Context::retain(device) }?;
+        ctx.bind()?;
+        let jit_start = Instant::now();
+        let mut loaded = None;
+        let mut refusals = Vec::new();
+        for &(sm, text) in &candidates {
+            // SAFETY: the context is current on this thread.
+            match unsafe { driver::load_module(text, options.max_registers) } {
+                Ok(m) => {
+                    loaded = Some((sm, text, m));
+                    break;
+                }
+                // A driver older than the PTX ISA of this variant: try the next.
+                Err(e) if e.code == sys::CUresult::CUDA_ERROR_UNSUPPORTED_PTX_VERSION => {
+                    refusals.push(format!("sm_{sm}: {}", e.message))
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let Some((ptx_sm, text, module)) = loaded else {
+            return Err(HostError::Cuda(format!(
+                "the driver rejects every embedded PTX: {}",
+                refusals.join("; ")
+            )));
+        };
+        let jit_time = jit_start.elapsed();
+        let mut streams = [std::ptr::null_mut(); 2];
+        let mut events = [std::ptr::null_mut(); 2];
+        for s in &mut streams {
+            // SAFETY: the context is current; `s` is a valid place.
+            unsafe {
+                cu!(cuStreamCreate(
+                    s,
+                    sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32
+                ))
+            }?;
+        }
+        for e in &mut events {
+            // SAFETY: the context is current; `e` is a valid place.
+            unsafe { cu!(cuEventCreate(e, sys::CUevent_flags::CU_EVENT_DEFAULT as u32)) }?;
+        }
+        let probe_word = PinnedMemory::alloc(&ctx, 64)?;
+        Ok(CudaDevice {
+            info: Box::new(CudaInfo {
+                name,
+                ordinal: options.ordinal,
+                compute_capability: cc,
+                driver_version: driver_version.max(0) as u32,
+                ptx_sm,
+                limits,
+                max_registers: options.max_registers,
+                kernel_exec_timeout,
+                jit_time,
+            }),
+            entries: plan::ptx_entries(text),
+            options,
+            inner: Box::new(Mutex::new(Inner {
+                module,
+                stream: streams[0],
+                probe_stream: streams[1],
+                start: events[0],
+                stop: events[1],
+                probe_word,
+                functions: HashMap::new(),
+                occupancy: HashMap::new(),
+            })),
+            ctx,
+        })
+    }
+
+    /// The device and the PTX loaded.
+    pub fn info(&self) -> &CudaInfo {
+        &self.info
+    }
+
+    /// The options it was opened with.
+    pub fn options(&self) -> &CudaOptions {
+        &self.options
+    }
+
+    /// The kernel entry points of the loaded PTX.
+    pub fn kernels(&self) -> &[&'static str] {
+        &self.entries
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// How many ranks fit at once in blocks of `block_dim` for *every*
+    /// kernel of the loaded module: the smallest [`kernel_residency`]
+    /// (occupancy depends on the kernel's registers; use `kernel_residency`
+    /// for one kernel). Without kernels: the device's thread and block limits.
+    ///
+    /// [`kernel_residency`]: Self::kernel_residency
     pub fn residency(&self, block_dim: u32) -> Residency {
-        Residency::from_limits(0, 0, 0, 0, block_dim)
+        let mut best: Option<Residency> = None;
+        for name in &self.entries {
+            if let Ok(o) = self.kernel_occupancy(name, block_dim) {
+                if best.is_none_or(|b| o.capacity() < b.capacity()) {
+                    best = Some(o.residency);
+                }
+            }
+        }
+        best.unwrap_or_else(|| {
+            let l = &self.info.limits;
+            Residency::from_limits(
+                l.sms,
+                l.max_threads_per_sm,
+                l.max_blocks_per_sm,
+                l.max_threads_per_block,
+                block_dim,
+            )
+        })
     }
 
-    /// `bytes` zeroed bytes of GPU memory.
-    pub fn alloc_zeroed(&self, _bytes: usize) -> Result<CudaBuffer, HostError> {
-        Err(HostError::NoGpu(NOT_BUILT.into()))
+    /// How many ranks of kernel `name` fit at once in blocks of `block_dim`.
+    pub fn kernel_residency(&self, name: &str, block_dim: u32) -> Result<Residency, HostError> {
+        Ok(self.kernel_occupancy(name, block_dim)?.residency)
     }
 
-    /// Host to device copy.
-    pub fn upload(&self, _buffer: &mut CudaBuffer, _offset: usize, _data: &[u8]) -> Result<(), HostError> {
-        Err(HostError::NoGpu(NOT_BUILT.into()))
+    /// The occupancy of kernel `name` in blocks of `block_dim`: the driver's
+    /// count, what each resource allows and which runs out first.
+    pub fn kernel_occupancy(&self, name: &str, block_dim: u32) -> Result<KernelOccupancy, HostError> {
+        let mut inner = self.lock();
+        self.occupancy_locked(&mut inner, name, block_dim)
     }
 
-    /// Device to host copy.
-    pub fn download(&self, _buffer: &CudaBuffer, _offset: usize, _out: &mut [u8]) -> Result<(), HostError> {
-        Err(HostError::NoGpu(NOT_BUILT.into()))
+    fn function_locked(&self, inner: &mut Inner, name: &str) -> Result<Function, HostError> {
+        use sys::CUfunction_attribute as F;
+        if let Some(f) = inner.functions.get(name) {
+            return Ok(*f);
+        }
+        self.ctx.bind()?;
+        let c_name =
+            CString::new(name).map_err(|_| HostError::Cuda(format!("kernel name {name:?} holds a NUL")))?;
+        let mut raw: sys::CUfunction = std::ptr::null_mut();
+        // SAFETY: the context is current and `module` loaded in it; the name
+        // is NUL-terminated and outlives the call; `raw` is a valid place.
+        let r = unsafe { sys::cuModuleGetFunction(&mut raw, inner.module, c_name.as_ptr()) };
+        if r == sys::CUresult::CUDA_ERROR_NOT_FOUND {
+            return Err(HostError::Cuda(format!(
+                "kernel {name} is not in the loaded sm_{} PTX (cuModuleGetFunction: {})",
+                self.info.ptx_sm,
+                driver::describe(r)
+            )));
+        }
+        driver::check("cuModuleGetFunction", r)?;
+        let attr = |a| {
+            // SAFETY: `raw` is a function of the loaded module, and its
+            // context is current.
+            unsafe { driver::function_attribute(raw, a) }
+        };
+        let f = Function {
+            raw,
+            resources: KernelResources {
+                registers: attr(F::CU_FUNC_ATTRIBUTE_NUM_REGS)?,
+                shared_bytes: attr(F::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?,
+                max_threads_per_block: attr(F::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+                local_bytes: attr(F::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)?,
+            },
+        };
+        inner.functions.insert(name.to_string(), f);
+        Ok(f)
     }
 
-    /// Runs `kernel` on a new world of `config`.
+    fn occupancy_locked(
+        &self,
+        inner: &mut Inner,
+        name: &str,
+        block_dim: u32,
+    ) -> Result<KernelOccupancy, HostError> {
+        let key = (name.to_string(), block_dim);
+        if let Some(o) = inner.occupancy.get(&key) {
+            return Ok(o.clone());
+        }
+        let f = self.function_locked(inner, name)?;
+        let bounds = plan::Bounds::new(&self.info.limits, &f.resources, block_dim);
+        let driver_count = if bounds.too_large.is_some() {
+            None
+        } else {
+            self.ctx.bind()?;
+            let mut n: i32 = 0;
+            // SAFETY: the context is current and `f.raw` a function of its
+            // module; the block size is positive and within the kernel's
+            // limit (not `too_large`); `n` is a valid place.
+            unsafe {
+                cu!(cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                    &mut n,
+                    f.raw,
+                    block_dim as i32,
+                    0
+                ))
+            }?;
+            Some(n.max(0) as u32)
+        };
+        let o = KernelOccupancy::new(name, &self.info.limits, &f.resources, block_dim, driver_count);
+        inner.occupancy.insert(key, o.clone());
+        Ok(o)
+    }
+
+    /// The world configuration `spec` gives for kernel `name`, checked:
+    /// `RankCount::Max` becomes this kernel's capacity, and a world that
+    /// cannot be co-resident is [`HostError::NotCoResident`].
+    pub fn resolve(&self, name: &str, spec: &WorldSpec) -> Result<WorldConfig, HostError> {
+        // Fail on an unknown kernel here rather than resolve to 0 ranks.
+        self.function_locked(&mut self.lock(), name)?;
+        let config = spec.resolve(|b| self.kernel_occupancy(name, b).map_or(0, |o| o.capacity()))?;
+        config.layout()?;
+        self.kernel_occupancy(name, config.block_dim)?
+            .check(config.ranks)?;
+        Ok(config)
+    }
+
+    /// `bytes` zeroed bytes of GPU memory (256-byte aligned).
+    pub fn alloc_zeroed(&self, bytes: usize) -> Result<CudaBuffer, HostError> {
+        let inner = self.lock();
+        let memory = DeviceMemory::alloc(&self.ctx, bytes)?;
+        // SAFETY: the context is current (bound by `alloc`); the range lies
+        // in the allocation; the stream belongs to this context.
+        unsafe { cu!(cuMemsetD8Async(memory.ptr(), 0, bytes, inner.stream)) }?;
+        // SAFETY: the stream belongs to the current context.
+        unsafe { cu!(cuStreamSynchronize(inner.stream)) }?;
+        Ok(CudaBuffer { memory })
+    }
+
+    /// Copies `data` into `buffer` from byte `offset` on.
+    pub fn upload(&self, buffer: &mut CudaBuffer, offset: usize, data: &[u8]) -> Result<(), HostError> {
+        let end = offset.checked_add(data.len()).filter(|&e| e <= buffer.len());
+        if end.is_none() {
+            return Err(HostError::Alloc(format!(
+                "upload of {} bytes at offset {offset} into a buffer of {} bytes",
+                data.len(),
+                buffer.len()
+            )));
+        }
+        if data.is_empty() {
+            return Ok(());
+        }
+        let inner = self.lock();
+        self.ctx.bind()?;
+        // SAFETY: the context is current; the destination range lies in the
+        // buffer (checked above); `data` is valid for reads of its length and
+        // outlives the copy (the stream is synchronised before returning).
+        unsafe {
+            cu!(cuMemcpyHtoDAsync_v2(
+                buffer.device_address() + offset as u64,
+                data.as_ptr() as *const c_void,
+                data.len(),
+                inner.stream
+            ))
+        }?;
+        // SAFETY: the stream belongs to the current context.
+        unsafe { cu!(cuStreamSynchronize(inner.stream)) }
+    }
+
+    /// Copies `out.len()` bytes from `buffer`, starting at byte `offset`.
+    pub fn download(&self, buffer: &CudaBuffer, offset: usize, out: &mut [u8]) -> Result<(), HostError> {
+        let end = offset.checked_add(out.len()).filter(|&e| e <= buffer.len());
+        if end.is_none() {
+            return Err(HostError::Alloc(format!(
+                "download of {} bytes at offset {offset} from a buffer of {} bytes",
+                out.len(),
+                buffer.len()
+            )));
+        }
+        let inner = self.lock();
+        self.download_locked(&inner, buffer.device_address() + offset as u64, out)
+    }
+
+    fn download_locked(&self, inner: &Inner, src: u64, out: &mut [u8]) -> Result<(), HostError> {
+        if out.is_empty() {
+            return Ok(());
+        }
+        self.ctx.bind()?;
+        // SAFETY: the context is current; the caller passes a source range of
+        // device memory it owns; `out` is valid for writes of its length and
+        // outlives the copy (the stream is synchronised before returning).
+        unsafe {
+            cu!(cuMemcpyDtoHAsync_v2(
+                out.as_mut_ptr() as *mut c_void,
+                src,
+                out.len(),
+                inner.stream
+            ))
+        }?;
+        // SAFETY: the stream belongs to the current context.
+        unsafe { cu!(cuStreamSynchronize(inner.stream)) }
+    }
+
+    /// Runs `kernel` on a new world of `config` and reads the outcome.
+    ///
+    /// `config` should come from [`resolve`](Self::resolve); it is checked
+    /// again. A config without a timeout gets
+    /// [`CudaOptions::default_timeout`].
     pub fn launch<A: Pod + Sync>(
         &self,
-        _kernel: &Kernel<A>,
-        _args: &A,
-        _config: &WorldConfig,
+        kernel: &Kernel<A>,
+        args: &A,
+        config: &WorldConfig,
     ) -> Result<LaunchReport, HostError> {
-        Err(HostError::NoGpu(NOT_BUILT.into()))
+        let mut config = *config;
+        if config.timeout_ns == 0 {
+            config.timeout_ns = u64::try_from(self.options.default_timeout.as_nanos())
+                .unwrap_or(u64::MAX)
+                .max(1);
+        }
+        let layout = config.layout()?;
+        let mut inner = self.lock();
+        let occupancy = self.occupancy_locked(&mut inner, kernel.name, config.block_dim)?;
+        occupancy.check(config.ranks)?;
+        let function = self.function_locked(&mut inner, kernel.name)?;
+
+        // The world's image on the host: zeroed (lazily, by the allocator),
+        // with the header. Only the header is copied; the rest is zeroed on
+        // the device. After the launch, the records come back into it.
+        let mut image = vec![0u8; layout.total];
+        config.write_header(&mut image)?;
+        let head = HEADER_BYTES.min(layout.total);
+
+        let world = DeviceMemory::alloc(&self.ctx, layout.total)?;
+        let args_memory = DeviceMemory::alloc(&self.ctx, std::mem::size_of::<A>())?;
+        let args_bytes = bytemuck::bytes_of(args);
+        let stream = inner.stream;
+        // SAFETY: the context is current (bound by `alloc`). Each copy's
+        // device range lies in its allocation; the host sources (`image`,
+        // `args_bytes`) are valid for their lengths and outlive the copies
+        // (pageable sources are staged before the call returns, and the
+        // stream is waited for before this function returns in any case).
+        unsafe {
+            cu!(cuMemsetD8Async(world.ptr(), 0, layout.total, stream))?;
+            cu!(cuMemcpyHtoDAsync_v2(
+                world.ptr(),
+                image.as_ptr() as *const c_void,
+                head,
+                stream
+            ))?;
+            if !args_bytes.is_empty() {
+                cu!(cuMemcpyHtoDAsync_v2(
+                    args_memory.ptr(),
+                    args_bytes.as_ptr() as *const c_void,
+                    args_bytes.len(),
+                    stream
+                ))?;
+            }
+        }
+
+        // The entry's parameters: `(world_memory: u64, args: u64)`.
+        let mut world_param: u64 = world.ptr();
+        let mut args_param: u64 = args_memory.ptr();
+        let mut params: [*mut c_void; 2] = [
+            &mut world_param as *mut u64 as *mut c_void,
+            &mut args_param as *mut u64 as *mut c_void,
+        ];
+        // SAFETY: the context is current; the events and the stream belong to
+        // it; `function.raw` is the PTX entry `kernel.name`, whose parameters
+        // are two u64 (the `kernel!` macro's entry signature), and `params`
+        // points to two u64 that live until the call returns (the driver
+        // copies them at launch). The world holds `layout.total` bytes laid
+        // out for `config` with its header written (ordered before the launch
+        // on the stream), and `args_memory` a copy of the `A` that the entry
+        // expects; both stay allocated until the kernel finished or, if it
+        // never does, for the rest of the process (leaked below). The grid is
+        // `layout.blocks` blocks of `block_dim`, which the occupancy check
+        // above found co-resident.
+        let launched = unsafe {
+            cu!(cuEventRecord(inner.start, stream))?;
+            let r = sys::cuLaunchCooperativeKernel(
+                function.raw,
+                layout.blocks,
+                1,
+                1,
+                layout.block_dim,
+                1,
+                1,
+                0,
+                stream,
+                params.as_mut_ptr(),
+            );
+            driver::check(
+                &format!(
+                    "cuLaunchCooperativeKernel({}, {} blocks of {})",
+                    kernel.name, layout.blocks, layout.block_dim
+                ),
+                r,
+            )?;
+            cu!(cuEventRecord(inner.stop, stream))
+        };
+        if let Err(e) = launched {
+            // The kernel may have been queued before the stop event failed:
+            // wait for the stream before the memory is freed.
+            // SAFETY: the stream belongs to the current context.
+            let _ = unsafe { sys::cuStreamSynchronize(stream) };
+            return Err(e);
+        }
+
+        let timeout = Duration::from_nanos(config.timeout_ns);
+        match self.wait_locked(&mut inner, world.ptr(), timeout) {
+            Finish::Done => {}
+            Finish::Failed(why) => {
+                let message = format!(
+                    "kernel {} failed: {why} (a rank trapped: a panic in device code, or a bad memory access); \
+                     the GPU context is unusable until the process exits",
+                    kernel.name
+                );
+                self.ctx.poison(message.clone());
+                world.leak();
+                args_memory.leak();
+                return Err(HostError::Cuda(message));
+            }
+            Finish::Stuck(why) => {
+                let records = self.snapshot_locked(&inner, world.ptr(), &layout, &mut image);
+                let message = format!(
+                    "kernel {} never finished: {why}; the GPU context is unusable until the process exits",
+                    kernel.name
+                );
+                self.ctx.poison(message.clone());
+                world.leak();
+                args_memory.leak();
+                return Err(HostError::Cuda(match records {
+                    Some(report) => format!("{message}; its wait records: {report}"),
+                    None => message,
+                }));
+            }
+        }
+        let mut ms: f32 = 0.0;
+        // SAFETY: both events were recorded on the stream, which completed.
+        unsafe { cu!(cuEventElapsedTime(&mut ms, inner.start, inner.stop)) }?;
+        let elapsed = Duration::from_secs_f64(f64::from(ms.max(0.0)) / 1e3);
+
+        // Back come the header (the abort word) and the wait and result
+        // records, the last two regions of the world.
+        self.download_locked(&inner, world.ptr(), &mut image[..head])?;
+        self.download_locked(
+            &inner,
+            world.ptr() + layout.records as u64,
+            &mut image[layout.records..layout.total],
+        )?;
+        drop(world);
+        drop(args_memory);
+        drop(inner);
+        report::check_world(&image, &layout)?;
+        Ok(LaunchReport {
+            ranks: layout.ranks,
+            block_dim: layout.block_dim,
+            blocks: layout.blocks,
+            backend: "cuda",
+            elapsed,
+            world_bytes: layout.total,
+        })
+    }
+
+    /// Waits for the launch's stop event, watching the world's abort word
+    /// (docs/gpu.md, "Timeouts and the abort path").
+    fn wait_locked(&self, inner: &mut Inner, world: u64, timeout: Duration) -> Finish {
+        let started = Instant::now();
+        let grace = self.options.abort_grace.max(timeout);
+        let mut aborted_at: Option<Instant> = None;
+        let mut probing = false;
+        let mut next_probe = started + PROBE_INTERVAL;
+        let mut pause = Duration::from_micros(10);
+        loop {
+            // SAFETY: `stop` is an event of the current context, recorded on
+            // the launch's stream.
+            match unsafe { sys::cuEventQuery(inner.stop) } {
+                sys::CUresult::CUDA_SUCCESS => return Finish::Done,
+                sys::CUresult::CUDA_ERROR_NOT_READY => {}
+                r => return Finish::Failed(driver::describe(r)),
+            }
+            let now = Instant::now();
+            if probing {
+                // SAFETY: the probe stream belongs to the current context.
+                match unsafe { sys::cuStreamQuery(inner.probe_stream) } {
+                    sys::CUresult::CUDA_SUCCESS => {
+                        probing = false;
+                        // SAFETY: the copy into the probe word completed.
+                        let word = unsafe { inner.probe_word.read() };
+                        let aborted = u32::from_ne_bytes([word[0], word[1], word[2], word[3]]) != 0;
+                        if aborted && aborted_at.is_none() {
+                            aborted_at = Some(now);
+                        }
+                    }
+                    sys::CUresult::CUDA_ERROR_NOT_READY => {}
+                    r => return Finish::Failed(format!("reading the abort word: {}", driver::describe(r))),
+                }
+            } else if now >= next_probe {
+                next_probe = now + PROBE_INTERVAL;
+                let dst = inner.probe_word.as_mut_ptr();
+                // SAFETY: the context is current; the source is the abort
+                // word inside the world allocation (ABORT_OFFSET + 4 <=
+                // HEADER_BYTES); the destination is 64 bytes of pinned memory
+                // that no other copy targets now (`probing` was false) and
+                // that lives in `inner`.
+                let r = unsafe {
+                    sys::cuMemcpyDtoHAsync_v2(dst, world + ABORT_OFFSET as u64, 4, inner.probe_stream)
+                };
+                if r != sys::CUresult::CUDA_SUCCESS {
+                    return Finish::Failed(format!("reading the abort word: {}", driver::describe(r)));
+                }
+                probing = true;
+            }
+            if let Some(t) = aborted_at {
+                if now.duration_since(t) > grace {
+                    return Finish::Stuck(format!(
+                        "the world was aborted (a wait timed out) {:.1} s ago and the kernel still runs: \
+                         some rank is stuck outside any bounded wait, e.g. in a block barrier \
+                         (barrier.sync) that ranks which returned never reach",
+                        now.duration_since(t).as_secs_f64()
+                    ));
+                }
+            }
+            if let Some(w) = self.options.watchdog {
+                if now.duration_since(started) > w {
+                    return Finish::Stuck(format!(
+                        "it ran past the {} s watchdog (CudaOptions::watchdog, GPU_MPI_WATCHDOG_S){}",
+                        w.as_secs_f64(),
+                        if aborted_at.is_some() {
+                            ""
+                        } else {
+                            " without any wait timing out"
+                        }
+                    ));
+                }
+            }
+            if now.duration_since(started) < Duration::from_millis(2) {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(1));
+            }
+        }
+    }
+
+    /// Copies the wait and result records out of a world whose kernel still
+    /// runs, into `image`, and reads them as a deadlock report. `None` when
+    /// the copy fails or does not complete in time.
+    fn snapshot_locked(
+        &self,
+        inner: &Inner,
+        world: u64,
+        layout: &Layout,
+        image: &mut [u8],
+    ) -> Option<DeadlockReport> {
+        let bytes = layout.total - layout.records;
+        let mut pinned = PinnedMemory::alloc(&self.ctx, bytes).ok()?;
+        let dst = pinned.as_mut_ptr();
+        // SAFETY: the context is current (bound by `alloc`); the source range
+        // is the records region of the world allocation; the destination is
+        // `bytes` of pinned memory owned by `pinned`, which is leaked rather
+        // than freed below unless the copy completed.
+        let r = unsafe {
+            sys::cuMemcpyDtoHAsync_v2(dst, world + layout.records as u64, bytes, inner.probe_stream)
+        };
+        if r != sys::CUresult::CUDA_SUCCESS {
+            pinned.leak();
+            return None;
+        }
+        let deadline = Instant::now() + SNAPSHOT_WAIT;
+        loop {
+            // SAFETY: the probe stream belongs to the current context.
+            match unsafe { sys::cuStreamQuery(inner.probe_stream) } {
+                sys::CUresult::CUDA_SUCCESS => break,
+                sys::CUresult::CUDA_ERROR_NOT_READY if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(1))
+                }
+                _ => {
+                    pinned.leak();
+                    return None;
+                }
+            }
+        }
+        // SAFETY: the copy completed (the probe stream is idle).
+        let records = unsafe { pinned.read() };
+        let n = bytes.min(pinned.len());
+        image[layout.records..layout.records + n].copy_from_slice(&records[..n]);
+        // The context is about to be poisoned: leave the memory to the exit.
+        pinned.leak();
+        Some(DeadlockReport::from_world(image, layout, |_| false))
     }
 }

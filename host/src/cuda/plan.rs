@@ -291,9 +291,11 @@ pub fn ptx_sm(label: &str, ptx: &str) -> Option<u32> {
         digits.parse().ok()
     }
     parse(label).or_else(|| {
-        ptx.lines()
-            .take(64)
-            .find_map(|l| l.trim().strip_prefix(".target").and_then(|t| parse(t.split(',').next()?)))
+        ptx.lines().take(64).find_map(|l| {
+            l.trim()
+                .strip_prefix(".target")
+                .and_then(|t| parse(t.split(',').next()?))
+        })
     })
 }
 
@@ -307,7 +309,7 @@ pub fn ptx_candidates(variants: &[(&'static str, &'static str)], cc: u32) -> Vec
         .filter_map(|&(label, ptx)| ptx_sm(label, ptx).map(|sm| (sm, ptx)))
         .filter(|&(sm, _)| sm <= cc)
         .collect();
-    v.sort_by(|a, b| b.0.cmp(&a.0));
+    v.sort_by_key(|&(sm, _)| std::cmp::Reverse(sm));
     v
 }
 
@@ -316,9 +318,15 @@ pub fn ptx_entries(ptx: &str) -> Vec<&str> {
     ptx.lines()
         .filter_map(|l| {
             let l = l.trim_start();
-            let rest = l.strip_prefix(".visible ").or_else(|| l.strip_prefix(".weak ")).unwrap_or(l);
+            let rest = l
+                .strip_prefix(".visible ")
+                .or_else(|| l.strip_prefix(".weak "))
+                .unwrap_or(l);
             let rest = rest.strip_prefix(".entry")?;
-            let name = rest.trim_start().split(|c: char| c == '(' || c.is_whitespace()).next()?;
+            let name = rest
+                .trim_start()
+                .split(|c: char| c == '(' || c.is_whitespace())
+                .next()?;
             (!name.is_empty()).then_some(name)
         })
         .collect()

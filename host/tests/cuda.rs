@@ -1,0 +1,302 @@
+//! The cuda backend without a GPU: opening fails cleanly, `auto` falls back
+//! to the emulator, and the backend's pure decisions (PTX choice, occupancy,
+//! the limiting resource, the refusal's wording) hold for H100 numbers.
+//! On a machine with a GPU, scripts/gpu-check.sh runs the real thing.
+
+use gpu_mpi_host::cuda::plan::{
+    ptx_candidates, ptx_entries, ptx_sm, Bounds, DeviceLimits, KernelOccupancy, KernelResources,
+};
+use gpu_mpi_host::cuda::CudaOptions;
+use gpu_mpi_host::{BackendKind, Device, HostError, Resource, WorldSpec};
+use std::time::Duration;
+
+/// An H100 SXM as the driver describes it.
+fn h100() -> DeviceLimits {
+    DeviceLimits {
+        sms: 132,
+        warp_size: 32,
+        max_threads_per_sm: 2048,
+        max_blocks_per_sm: 32,
+        max_threads_per_block: 1024,
+        registers_per_sm: 65536,
+        registers_per_block: 65536,
+        shared_memory_per_sm: 228 * 1024,
+        reserved_shared_memory_per_block: 1024,
+    }
+}
+
+/// A kernel using `registers` per thread and no shared memory; its largest
+/// block is what 65536 registers per block allow, in whole warps.
+fn kernel(registers: u32) -> KernelResources {
+    let per_warp = (registers * 32).div_ceil(256) * 256;
+    KernelResources {
+        registers,
+        shared_bytes: 0,
+        max_threads_per_block: (65536 / per_warp * 32).min(1024),
+        local_bytes: 0,
+    }
+}
+
+fn occupancy(registers: u32, block_dim: u32) -> KernelOccupancy {
+    KernelOccupancy::new("k", &h100(), &kernel(registers), block_dim, None)
+}
+
+#[test]
+fn opening_cuda_without_a_gpu_or_ptx_is_no_gpu() {
+    // No PTX: no usable GPU on any machine, whether it has a driver or not.
+    match Device::open(BackendKind::Cuda, None) {
+        Err(HostError::NoGpu(why)) => assert!(!why.is_empty()),
+        other => panic!("expected NoGpu, got {other:?}"),
+    }
+    match Device::cuda_with(CudaOptions::default(), &[]) {
+        Err(HostError::NoGpu(_)) => {}
+        other => panic!("expected NoGpu, got {other:?}"),
+    }
+}
+
+#[test]
+fn opening_cuda_with_ptx_fails_cleanly_here() {
+    // With a PTX: fails without a panic wherever it fails (no driver: NoGpu;
+    // a driver: the JIT rejects this text).
+    let ptx = ".version 7.0\n.target sm_70\n.address_size 64\nnot ptx\n";
+    match Device::open_variants(BackendKind::Cuda, &[("sm_70", ptx)]) {
+        Err(HostError::NoGpu(_)) | Err(HostError::Cuda(_)) => {}
+        other => panic!("expected NoGpu or Cuda, got {other:?}"),
+    }
+}
+
+#[test]
+fn auto_falls_back_to_the_emulator() {
+    let d = Device::open(BackendKind::Auto, None).unwrap();
+    assert_eq!(d.backend_name(), "cpu");
+    assert!(d.as_cpu().is_some() && d.as_cuda().is_none());
+    let d = Device::open_variants(BackendKind::Auto, &[]).unwrap();
+    assert_eq!(d.backend_name(), "cpu");
+}
+
+#[test]
+fn options_come_from_the_environment() {
+    let vars = |pairs: &'static [(&'static str, &'static str)]| {
+        move |name: &str| pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string())
+    };
+    assert_eq!(CudaOptions::from_vars(vars(&[])).unwrap(), CudaOptions::default());
+    let o = CudaOptions::from_vars(vars(&[
+        ("GPU_MPI_MAX_REGISTERS", "128"),
+        ("GPU_MPI_TIMEOUT_MS", "2500"),
+        ("GPU_MPI_WATCHDOG_S", "0"),
+        ("GPU_MPI_CUDA_DEVICE", "1"),
+    ]))
+    .unwrap();
+    assert_eq!(o.max_registers, Some(128));
+    assert_eq!(o.default_timeout, Duration::from_millis(2500));
+    assert_eq!(o.watchdog, None);
+    assert_eq!(o.ordinal, 1);
+    assert_eq!(
+        CudaOptions::from_vars(vars(&[("GPU_MPI_MAX_REGISTERS", "0")]))
+            .unwrap()
+            .max_registers,
+        None
+    );
+    assert!(CudaOptions::from_vars(vars(&[("GPU_MPI_MAX_REGISTERS", "8")])).is_err());
+    assert!(CudaOptions::from_vars(vars(&[("GPU_MPI_MAX_REGISTERS", "lots")])).is_err());
+    assert!(CudaOptions::from_vars(vars(&[("GPU_MPI_TIMEOUT_MS", "0")])).is_err());
+    // Every GPU wait is bounded by default.
+    assert_eq!(CudaOptions::default().default_timeout, Duration::from_secs(5));
+}
+
+#[test]
+fn the_best_ptx_is_the_highest_sm_not_above_the_device() {
+    let v70 = ".version 7.0\n.target sm_70\n.address_size 64\n";
+    let v90 = ".version 7.8\n.target sm_90\n.address_size 64\n";
+    let variants = [("sm_70", v70), ("sm_90", v90)];
+    let sms = |cc| -> Vec<u32> { ptx_candidates(&variants, cc).iter().map(|c| c.0).collect() };
+    assert_eq!(sms(90), vec![90, 70]); // H100
+    assert_eq!(sms(80), vec![70]); // A100: sm_70 PTX, JIT-compiled
+    assert_eq!(sms(89), vec![70]); // L40
+    assert_eq!(sms(75), vec![70]);
+    assert_eq!(sms(70), vec![70]); // V100
+    assert_eq!(sms(100), vec![90, 70]); // B200
+    assert_eq!(sms(120), vec![90, 70]);
+    assert_eq!(sms(61), Vec::<u32>::new()); // Pascal: none
+    assert_eq!(ptx_candidates(&variants, 90)[0].1, v90);
+    // Unlabelled PTX: the `.target` line decides.
+    assert_eq!(ptx_sm("", v90), Some(90));
+    let unlabelled = [("", v70), ("", v90)];
+    assert_eq!(ptx_candidates(&unlabelled, 86)[0].0, 70);
+    assert!(ptx_candidates(&[("", "no target")], 90).is_empty());
+}
+
+#[test]
+fn kernel_entries_are_listed() {
+    let ptx = ".version 7.8\n.target sm_90\n.address_size 64\n\n\
+               // .globl\tring\n.visible .entry ring(\n\t.param .u64 .ptr .align 1 ring_param_0,\n\
+               \t.param .u64 .ptr .align 1 ring_param_1\n)\n{\n}\n\
+               .func (.param .b32 r) helper()\n{\n}\n\
+               .visible .entry pi_reduce(\n)\n";
+    assert_eq!(ptx_entries(ptx), vec!["ring", "pi_reduce"]);
+}
+
+#[test]
+fn h100_occupancy_by_registers() {
+    // `ring` (214 registers): 6912 registers per warp, 2 warps per register
+    // sub-partition, 8 warps per SM: one block of 256.
+    let o = occupancy(214, 256);
+    assert_eq!(o.bounds.registers_per_warp, 216 * 32);
+    assert_eq!(
+        (o.residency.blocks_per_sm, o.residency.limit),
+        (1, Resource::Registers)
+    );
+    assert_eq!(o.capacity(), 132 * 256);
+    // Capped at 128 registers: twice as many.
+    let o = occupancy(128, 256);
+    assert_eq!((o.capacity(), o.residency.limit), (67_584, Resource::Registers));
+    // `pi_reduce` (56 registers): 9 warps per sub-partition, 36 per SM.
+    let o = occupancy(56, 256);
+    assert_eq!(
+        (o.residency.blocks_per_sm, o.residency.limit),
+        (4, Resource::Registers)
+    );
+    assert_eq!(o.capacity(), 135_168);
+    // 32 registers: registers and threads both allow 8 blocks; threads win.
+    let o = occupancy(32, 256);
+    assert_eq!(
+        (o.capacity(), o.residency.limit),
+        (270_336, Resource::ThreadsPerSm)
+    );
+    // Blocks of one rank: the SM's 32 block slots.
+    let o = occupancy(56, 1);
+    assert_eq!((o.capacity(), o.residency.limit), (4224, Resource::BlocksPerSm));
+    let o = occupancy(214, 1);
+    assert_eq!((o.capacity(), o.residency.limit), (132 * 8, Resource::Registers));
+}
+
+#[test]
+fn h100_blocks_too_large() {
+    // 214 registers x 512 threads needs 110 592 registers; a block may have 65 536.
+    let o = occupancy(214, 512);
+    assert_eq!(o.bounds.too_large, Some(Resource::Registers));
+    assert_eq!((o.capacity(), o.residency.limit), (0, Resource::Registers));
+    let e = o.check(512).unwrap_err().to_string();
+    assert!(
+        e.contains("a block of 512 ranks needs 110592 registers, 65536 allowed"),
+        "{e}"
+    );
+    // Beyond the device's 1024 threads per block.
+    let o = occupancy(32, 2048);
+    assert_eq!((o.capacity(), o.residency.limit), (0, Resource::ThreadsPerBlock));
+    assert!(o.check(2048).is_err());
+    let o = occupancy(32, 0);
+    assert_eq!(o.residency.limit, Resource::ThreadsPerBlock);
+}
+
+#[test]
+fn h100_occupancy_by_shared_memory() {
+    // 48 KiB of static shared memory + 1 KiB reserved: 4 blocks of 228 KiB.
+    let k = KernelResources {
+        shared_bytes: 48 * 1024,
+        ..kernel(32)
+    };
+    let b = Bounds::new(&h100(), &k, 128);
+    assert_eq!(b.shared_memory, Some(4));
+    assert_eq!(b.limit(), (4, Resource::SharedMemory));
+    // Without shared memory, only the reservation counts: 228 blocks, no limit.
+    let b = Bounds::new(&h100(), &kernel(32), 128);
+    assert_eq!(b.shared_memory, Some(228));
+    assert_eq!(b.limit(), (16, Resource::ThreadsPerSm));
+}
+
+#[test]
+fn the_drivers_count_decides() {
+    // The driver's occupancy is authoritative; the model only names the
+    // resource and says when it disagrees.
+    let o = KernelOccupancy::new("ring", &h100(), &kernel(214), 256, Some(2));
+    assert_eq!(o.capacity(), 132 * 2 * 256);
+    assert_eq!(o.residency.limit, Resource::Registers);
+    assert!(
+        o.describe().ends_with("(the driver's occupancy: 2)"),
+        "{}",
+        o.describe()
+    );
+    let o = KernelOccupancy::new("ring", &h100(), &kernel(214), 256, Some(1));
+    assert!(!o.describe().contains("driver"), "{}", o.describe());
+}
+
+/// `world of R ranks cannot be co-resident: F fit (S SMs x B blocks of D
+/// ranks[, more]; limit: L)` as its numbers and limit.
+fn shape(message: &str) -> (u32, u32, u32, u32, u32, String) {
+    let num = |s: &str| -> u32 {
+        s.trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("{s:?} in {message:?}"))
+    };
+    let rest = message.strip_prefix("world of ").expect(message);
+    let (requested, rest) = rest.split_once(" ranks cannot be co-resident: ").expect(message);
+    let (fits, rest) = rest.split_once(" fit (").expect(message);
+    let (sms, rest) = rest.split_once(" SMs x ").expect(message);
+    let (blocks, rest) = rest.split_once(" blocks of ").expect(message);
+    let (block_dim, rest) = rest.split_once(" ranks").expect(message);
+    let (_, limit) = rest.rsplit_once("; limit: ").expect(message);
+    let limit = limit.strip_suffix(')').expect(message);
+    (
+        num(requested),
+        num(fits),
+        num(sms),
+        num(blocks),
+        num(block_dim),
+        limit.to_string(),
+    )
+}
+
+#[test]
+fn the_cuda_refusal_reads_like_the_emulators() {
+    // The emulator's refusal of 5000 ranks in blocks of one.
+    let cpu = Device::cpu()
+        .resolve(&WorldSpec::ranks(5000).block_dim(1))
+        .unwrap_err()
+        .to_string();
+    // The cuda backend's, for a kernel with few registers on an H100.
+    let cuda = KernelOccupancy::new("pi_reduce", &h100(), &kernel(56), 1, Some(32))
+        .check(5000)
+        .unwrap_err();
+    assert!(
+        matches!(
+            cuda,
+            HostError::NotCoResident {
+                requested: 5000,
+                fits: 4224,
+                limit: Resource::BlocksPerSm,
+                ..
+            }
+        ),
+        "{cuda:?}"
+    );
+    let cuda = cuda.to_string();
+    assert_eq!(shape(&cpu), shape(&cuda), "{cpu}\n{cuda}");
+    assert!(
+        cuda.starts_with(
+            "world of 5000 ranks cannot be co-resident: 4224 fit (132 SMs x 32 blocks of 1 ranks, \
+             kernel pi_reduce with 56 registers per thread and 0 B shared memory per block: \
+             blocks per SM by registers 36, by threads 64, by block slots 32"
+        ),
+        "{cuda}"
+    );
+
+    // A register-limited refusal: same shape, limit "registers".
+    let ring = KernelOccupancy::new("ring", &h100(), &kernel(214), 256, Some(1));
+    let e = ring.check(40_000).unwrap_err().to_string();
+    assert_eq!(
+        shape(&e),
+        (40_000, 33_792, 132, 1, 256, "registers".to_string()),
+        "{e}"
+    );
+    assert!(ring.check(33_792).is_ok());
+    // Too large a block: the emulator's wording for the thread limit.
+    let e = occupancy(32, 2048).check(2048).unwrap_err().to_string();
+    assert!(
+        e.starts_with(
+            "world of 2048 ranks cannot be co-resident: 0 fit (blocks of 2048 ranks exceed the 1024 threads"
+        ),
+        "{e}"
+    );
+    assert!(e.ends_with("; limit: threads per block)"), "{e}");
+}
