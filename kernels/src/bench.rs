@@ -17,7 +17,7 @@
 //! Timing is done inside the kernel with [`shim::clock_ns`], after warm-up
 //! rounds; the host turns the per-rank times into OSU-style statistics.
 
-use crate::native::{barrier_loop, bcast_loop, bytes_at, pair_buffers, pair_of, reduce_loop};
+use crate::native::{barrier_loop, bcast_loop, bytes_at, coll_results, pair_buffers, pair_of, reduce_loop};
 use bytemuck::{Pod, Zeroable};
 use gpu_mpi_device::collective::SystemOperation;
 use gpu_mpi_device::shim;
@@ -298,7 +298,8 @@ gpu_mpi_device::kernel! {
 gpu_mpi_device::kernel! {
     /// osu_barrier inside a kernel: `MPI_Barrier` in a timed loop.
     pub static BENCH_BARRIER = fn bench_barrier(world: &World, args: &CollArgs) -> Result<(), Error> {
-        barrier_loop(world, args, || world.barrier())
+        let (elapsed, errors) = barrier_loop(world, args, || world.barrier())?;
+        coll_results(args, world.rank() as usize, elapsed, errors)
     }
 }
 
@@ -307,7 +308,8 @@ gpu_mpi_device::kernel! {
     /// each round timed alone, a barrier between rounds.
     pub static BENCH_BCAST = fn bench_bcast(world: &World, args: &CollArgs) -> Result<(), Error> {
         let root = world.process_at_rank(args.root as i32);
-        bcast_loop(world, args, |buf, _| root.broadcast_into(buf), || world.barrier())
+        let (elapsed, errors) = bcast_loop(world, args, |buf, _| root.broadcast_into(buf), || world.barrier())?;
+        coll_results(args, world.rank() as usize, elapsed, errors)
     }
 }
 
@@ -317,7 +319,7 @@ gpu_mpi_device::kernel! {
     pub static BENCH_REDUCE = fn bench_reduce(world: &World, args: &CollArgs) -> Result<(), Error> {
         let root = world.process_at_rank(args.root as i32);
         let is_root = world.rank() as u32 == args.root;
-        reduce_loop(
+        let (elapsed, errors) = reduce_loop(
             world,
             args,
             |rows, _| {
@@ -334,7 +336,8 @@ gpu_mpi_device::kernel! {
                 Ok(is_root)
             },
             || world.barrier(),
-        )
+        )?;
+        coll_results(args, world.rank() as usize, elapsed, errors)
     }
 }
 
@@ -342,7 +345,7 @@ gpu_mpi_device::kernel! {
     /// osu_allreduce inside a kernel: `MPI_Allreduce` (sum) of `size` `f64`
     /// per rank, each round timed alone, a barrier between rounds.
     pub static BENCH_ALLREDUCE = fn bench_allreduce(world: &World, args: &CollArgs) -> Result<(), Error> {
-        reduce_loop(
+        let (elapsed, errors) = reduce_loop(
             world,
             args,
             |rows, _| {
@@ -355,7 +358,8 @@ gpu_mpi_device::kernel! {
                 Ok(true)
             },
             || world.barrier(),
-        )
+        )?;
+        coll_results(args, world.rank() as usize, elapsed, errors)
     }
 }
 

@@ -46,14 +46,25 @@ use gpu_mpi_device::{Error, GlobalSlice, World};
 /// after the polls does (read-only polls: the deadlock detection stays exact).
 const SPIN_POLLS: u32 = 64;
 
-/// Spins until `done()` holds. `done` must only read shared memory.
-pub fn spin_until(mut done: impl FnMut() -> bool) {
+/// A native wait gives up after this long (a broken baseline must not hang
+/// the GPU): the caller counts it as an error, so the benchmark fails.
+pub const SPIN_TIMEOUT_NS: u64 = 30_000_000_000;
+
+/// Spins until `done()` holds; false when it gave up after
+/// [`SPIN_TIMEOUT_NS`]. `done` must only read shared memory.
+#[must_use]
+pub fn spin_until(mut done: impl FnMut() -> bool) -> bool {
     let mut backoff = Backoff::new();
+    let mut start = None;
     loop {
         for _ in 0..SPIN_POLLS {
             if done() {
-                return;
+                return true;
             }
+        }
+        let now = shim::clock_ns();
+        if now.wrapping_sub(*start.get_or_insert(now)) > SPIN_TIMEOUT_NS {
+            return false;
         }
         backoff.snooze();
     }
@@ -91,6 +102,7 @@ pub struct GridBarrier<'a> {
     blocks: u32,
     leader: bool,
     round: u32,
+    timeouts: u64,
 }
 
 impl<'a> GridBarrier<'a> {
@@ -102,7 +114,13 @@ impl<'a> GridBarrier<'a> {
             blocks: c.grid_dim,
             leader: c.thread == 0,
             round: 0,
+            timeouts: 0,
         }
+    }
+
+    /// Waits of this rank that gave up ([`spin_until`]): errors.
+    pub fn timeouts(&self) -> u64 {
+        self.timeouts
     }
 
     /// Waits until every rank of the grid has called it as often.
@@ -117,7 +135,9 @@ impl<'a> GridBarrier<'a> {
             shim::fence(Ordering::AcqRel);
             self.counter.fetch_add(1, Ordering::Release);
             // Acquire pairs with the other leaders' Release arrivals.
-            spin_until(|| reached(self.counter.load(Ordering::Acquire), target));
+            if !spin_until(|| reached(self.counter.load(Ordering::Acquire), target)) {
+                self.timeouts += 1;
+            }
         }
         shim::block_barrier();
     }
@@ -412,8 +432,8 @@ gpu_mpi_device::kernel! {
                 stamp(send, seed, it);
                 copy(peer, send);
                 ping.store(it + 1, Ordering::Release);
-                spin_until(|| pong.load(Ordering::Acquire) == it + 1);
-                if !check_stamp(recv, seed, it) {
+                let answered = spin_until(|| pong.load(Ordering::Acquire) == it + 1);
+                if !answered || !check_stamp(recv, seed, it) {
                     errors += 1;
                 }
                 verified += 1;
@@ -428,8 +448,8 @@ gpu_mpi_device::kernel! {
             // after a ping and writes the sender's receive buffer before a pong.
             let (recv, peer) = unsafe { (bytes_at(&args.buffers, recv_at, n)?, bytes_at(&args.buffers, peer_at, n)?) };
             for it in 0..total {
-                spin_until(|| ping.load(Ordering::Acquire) == it + 1);
-                if !check_stamp(peer, seed, it) {
+                let arrived = spin_until(|| ping.load(Ordering::Acquire) == it + 1);
+                if !arrived || !check_stamp(peer, seed, it) {
                     errors += 1;
                 }
                 verified += 1;
@@ -474,7 +494,9 @@ gpu_mpi_device::kernel! {
                     start = shim::clock_ns();
                 }
                 for w in 0..args.window {
-                    spin_until(|| seq.wrapping_sub(tail.load(Ordering::Acquire)) < slots);
+                    if !spin_until(|| seq.wrapping_sub(tail.load(Ordering::Acquire)) < slots) {
+                        errors += 1;
+                    }
                     // SAFETY: slot `seq % slots` is free (see above).
                     let slot = unsafe { bytes_at(&args.buffers, ring_at + (seq % slots) as usize * n, n)? };
                     stamp(send, seed, it * args.window + w);
@@ -482,7 +504,9 @@ gpu_mpi_device::kernel! {
                     seq = seq.wrapping_add(1);
                     head.store(seq, Ordering::Release);
                 }
-                spin_until(|| tail.load(Ordering::Acquire) == seq);
+                if !spin_until(|| tail.load(Ordering::Acquire) == seq) {
+                    errors += 1;
+                }
                 verified += 1;
             }
             let elapsed = shim::clock_ns().wrapping_sub(start);
@@ -494,7 +518,9 @@ gpu_mpi_device::kernel! {
             let mut last = 0;
             for it in 0..total {
                 for w in 0..args.window {
-                    spin_until(|| head.load(Ordering::Acquire) != seq);
+                    if !spin_until(|| head.load(Ordering::Acquire) != seq) {
+                        errors += 1;
+                    }
                     // SAFETY: slot `seq % slots` is published (see above).
                     let slot = unsafe { bytes_at(&args.buffers, ring_at + (seq % slots) as usize * n, n)? };
                     copy(recv, slot);
@@ -600,7 +626,8 @@ pub fn fill_send_row(args: &CollArgs, rows: &ReduceRows, rank: u32, it: u32) -> 
     Ok(())
 }
 
-fn coll_results(args: &CollArgs, rank: usize, elapsed: u64, errors: u64) -> Result<(), Error> {
+/// Writes a rank's timed nanoseconds and error count.
+pub fn coll_results(args: &CollArgs, rank: usize, elapsed: u64, errors: u64) -> Result<(), Error> {
     args.out.write(2 * rank, elapsed)?;
     args.out.write(2 * rank + 1, errors)
 }
@@ -622,11 +649,12 @@ fn barrier_check(args: &CollArgs, world: &World, round: u32) -> Result<bool, Err
 
 /// The barrier loop shared by the MPI and the native barrier benchmark:
 /// `warmup` checked rounds, `iterations` timed rounds, one checked round.
+/// Returns the timed nanoseconds and the errors.
 pub fn barrier_loop(
     world: &World,
     args: &CollArgs,
     mut barrier: impl FnMut() -> Result<(), Error>,
-) -> Result<(), Error> {
+) -> Result<(u64, u64), Error> {
     let rank = world.rank() as usize;
     let mut errors = 0u64;
     let mut round = 0u32;
@@ -649,30 +677,32 @@ pub fn barrier_loop(
     }
     let elapsed = shim::clock_ns().wrapping_sub(start);
     checked(&mut barrier, &mut errors)?;
-    coll_results(args, rank, elapsed, errors)
+    Ok((elapsed, errors))
 }
 
 gpu_mpi_device::kernel! {
     /// The native grid barrier in the barrier benchmark's loop.
     pub static NATIVE_BARRIER = fn native_barrier(world: &World, args: &CollArgs) -> Result<(), Error> {
         let mut grid = GridBarrier::new(atomic_at(&args.counters, COUNTER_BARRIER)?);
-        barrier_loop(world, args, || {
+        let (elapsed, errors) = barrier_loop(world, args, || {
             grid.sync();
             Ok(())
-        })
+        })?;
+        coll_results(args, world.rank() as usize, elapsed, errors + grid.timeouts())
     }
 }
 
 /// The broadcast loop shared by the MPI and the native benchmark: before
 /// each round the root stamps its buffer; the broadcast alone is timed;
 /// then every rank checks the stamp (and, after the last round, every
-/// byte) and all meet in `barrier`.
+/// byte) and all meet in `barrier`. Returns the timed nanoseconds and the
+/// errors.
 pub fn bcast_loop(
     world: &World,
     args: &CollArgs,
     mut bcast: impl FnMut(&mut [u8], u32) -> Result<(), Error>,
     mut barrier: impl FnMut() -> Result<(), Error>,
-) -> Result<(), Error> {
+) -> Result<(u64, u64), Error> {
     let rank = world.rank() as u32;
     let n = args.size as usize;
     check_len(&args.bytes, bcast_bytes(world.size() as u32, args.size))?;
@@ -701,7 +731,7 @@ pub fn bcast_loop(
         }
         barrier()?;
     }
-    coll_results(args, rank as usize, elapsed, errors)
+    Ok((elapsed, errors))
 }
 
 gpu_mpi_device::kernel! {
@@ -715,7 +745,8 @@ gpu_mpi_device::kernel! {
         let n = args.size as usize;
         let rank = world.rank() as u32;
         let area_at = world.size() as usize * n;
-        bcast_loop(
+        let mut timeouts = 0u64;
+        let (elapsed, errors) = bcast_loop(
             world,
             args,
             |buf, it| {
@@ -728,8 +759,8 @@ gpu_mpi_device::kernel! {
                     copy(area, buf);
                     published.store(it + 1, Ordering::Release);
                 }
-                if c.thread == 0 {
-                    spin_until(|| reached(published.load(Ordering::Acquire), it + 1));
+                if c.thread == 0 && !spin_until(|| reached(published.load(Ordering::Acquire), it + 1)) {
+                    timeouts += 1;
                 }
                 shim::block_barrier();
                 if rank != args.root {
@@ -742,7 +773,8 @@ gpu_mpi_device::kernel! {
                 grid.sync();
                 Ok(())
             },
-        )
+        )?;
+        coll_results(args, rank as usize, elapsed, errors + timeouts + grid.timeouts())
     }
 }
 
@@ -750,13 +782,14 @@ gpu_mpi_device::kernel! {
 /// each round every rank fills its send row; the reduction alone is timed;
 /// then the ranks that got the result check every element against the
 /// closed form and all meet in `barrier`. `reduce` returns whether the
-/// calling rank holds the result in its receive row.
+/// calling rank holds the result in its receive row. Returns the timed
+/// nanoseconds and the errors.
 pub fn reduce_loop(
     world: &World,
     args: &CollArgs,
     mut reduce: impl FnMut(&ReduceRows, u32) -> Result<bool, Error>,
     mut barrier: impl FnMut() -> Result<(), Error>,
-) -> Result<(), Error> {
+) -> Result<(u64, u64), Error> {
     let rows = reduce_rows(world, args)?;
     let rank = world.rank() as u32;
     let ranks = world.size() as u32;
@@ -780,7 +813,7 @@ pub fn reduce_loop(
         }
         barrier()?;
     }
-    coll_results(args, rank as usize, elapsed, errors)
+    Ok((elapsed, errors))
 }
 
 fn native_reduce_round(
@@ -789,6 +822,7 @@ fn native_reduce_round(
     rows: &ReduceRows,
     all: bool,
     round: u32,
+    timeouts: &mut u64,
 ) -> Result<bool, Error> {
     let c = shim::coordinates();
     let rank = world.rank() as usize;
@@ -817,8 +851,10 @@ fn native_reduce_round(
         published.store(round, Ordering::Release);
     }
     let gets_result = all || rank == args.root as usize;
-    if (all && c.thread == 0) || (!all && gets_result) {
-        spin_until(|| reached(published.load(Ordering::Acquire), round));
+    if ((all && c.thread == 0) || (!all && gets_result))
+        && !spin_until(|| reached(published.load(Ordering::Acquire), round))
+    {
+        *timeouts += 1;
     }
     if all {
         shim::block_barrier();
@@ -838,15 +874,17 @@ gpu_mpi_device::kernel! {
     /// the result up once the last block announced it.
     pub static NATIVE_REDUCE = fn native_reduce(world: &World, args: &CollArgs) -> Result<(), Error> {
         let mut grid = GridBarrier::new(atomic_at(&args.counters, COUNTER_BARRIER)?);
-        reduce_loop(
+        let mut timeouts = 0u64;
+        let (elapsed, errors) = reduce_loop(
             world,
             args,
-            |rows, it| native_reduce_round(world, args, rows, false, it + 1),
+            |rows, it| native_reduce_round(world, args, rows, false, it + 1, &mut timeouts),
             || {
                 grid.sync();
                 Ok(())
             },
-        )
+        )?;
+        coll_results(args, world.rank() as usize, elapsed, errors + timeouts + grid.timeouts())
     }
 }
 
@@ -855,15 +893,17 @@ gpu_mpi_device::kernel! {
     /// for the last block's announcement and reads the result row.
     pub static NATIVE_ALLREDUCE = fn native_allreduce(world: &World, args: &CollArgs) -> Result<(), Error> {
         let mut grid = GridBarrier::new(atomic_at(&args.counters, COUNTER_BARRIER)?);
-        reduce_loop(
+        let mut timeouts = 0u64;
+        let (elapsed, errors) = reduce_loop(
             world,
             args,
-            |rows, it| native_reduce_round(world, args, rows, true, it + 1),
+            |rows, it| native_reduce_round(world, args, rows, true, it + 1, &mut timeouts),
             || {
                 grid.sync();
                 Ok(())
             },
-        )
+        )?;
+        coll_results(args, world.rank() as usize, elapsed, errors + timeouts + grid.timeouts())
     }
 }
 
@@ -933,12 +973,11 @@ gpu_mpi_device::kernel! {
                     start = shim::clock_ns();
                 }
                 flag.store(2 * it + 1, Ordering::Release);
-                spin_until(|| flag.load(Ordering::Acquire) == 2 * it + 2);
+                seen += spin_until(|| flag.load(Ordering::Acquire) == 2 * it + 2) as u64;
             } else {
-                spin_until(|| flag.load(Ordering::Acquire) == 2 * it + 1);
+                seen += spin_until(|| flag.load(Ordering::Acquire) == 2 * it + 1) as u64;
                 flag.store(2 * it + 2, Ordering::Release);
             }
-            seen += 1;
         }
         if rank == 0 {
             let elapsed = shim::clock_ns().wrapping_sub(start);
