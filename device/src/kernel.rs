@@ -54,7 +54,10 @@ pub unsafe fn rank_main<A>(world: *mut u8, args: *const A, body: fn(&World, &A) 
         // written only by this rank and read by the host after the launch.
         unsafe { shim::atomic_u32_at(w.base, off + 4 * i) }.store(*word, Ordering::Relaxed);
     }
-    w.record_state(STATE_EXITED);
+    // A rank whose wait timed out keeps that record: the report names its wait.
+    if !matches!(result, Err(Error::Timeout { .. })) {
+        w.record_state(STATE_EXITED);
+    }
 }
 
 /// Defines a kernel once for the GPU and the emulator.
@@ -163,7 +166,10 @@ impl<T: Pod> GlobalSlice<T> {
     pub unsafe fn slice_mut<'a>(&self, start: usize, len: usize) -> Result<&'a mut [T], Error> {
         let end = start.checked_add(len).filter(|&e| e as u64 <= self.len);
         if end.is_none() {
-            return Err(Error::OutOfBounds { index: start.saturating_add(len) as u32, len: self.len as u32 });
+            return Err(Error::OutOfBounds {
+                index: start.saturating_add(len) as u32,
+                len: self.len as u32,
+            });
         }
         // SAFETY: in bounds and aligned by `from_raw`'s contract; exclusive by ours.
         Ok(unsafe { core::slice::from_raw_parts_mut((self.addr as *mut T).add(start), len) })

@@ -114,9 +114,6 @@ fn large_messages_cross_workers() {
 }
 
 #[test]
-#[ignore = "device bug: the receiver's streaming path polls its own outbox slot \
-            instead of the sender's (point_to_point.rs, RecvPhase::Stream); the \
-            emulator reports the resulting deadlock"]
 fn large_messages_cross_workers_streamed() {
     send_big(true);
 }

@@ -81,6 +81,13 @@ impl Backoff {
 
     /// Says that the caller changed shared state or completed a step since the
     /// last snooze, so the next snooze is not a no-progress poll.
+    ///
+    /// This is a contract, not a hint: the emulator's exact deadlock detection
+    /// treats a snooze after a failed poll with no `progressed` call as "this
+    /// rank wrote nothing". A wait loop whose poll writes shared memory (a
+    /// completed sub-step of a send-receive, a streamed chunk) and then
+    /// snoozes without calling this can make the emulator report a deadlock
+    /// that is not one.
     pub fn progressed(&mut self) {
         self.polls = 0;
     }
