@@ -77,7 +77,10 @@ impl World {
         if r >= 0 && r < self.layout.ranks as i32 {
             Ok(())
         } else {
-            Err(Error::InvalidRank { rank: r, size: self.layout.ranks as i32 })
+            Err(Error::InvalidRank {
+                rank: r,
+                size: self.layout.ranks as i32,
+            })
         }
     }
 }
@@ -108,7 +111,10 @@ impl Communicator for World {
         Process { world: self, rank: r }
     }
     fn null_process(&self) -> Process<'_> {
-        Process { world: self, rank: PROC_NULL }
+        Process {
+            world: self,
+            rank: PROC_NULL,
+        }
     }
     fn any_process(&self) -> AnyProcess<'_> {
         AnyProcess { world: self }

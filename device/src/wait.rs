@@ -192,7 +192,9 @@ pub(crate) fn wait_for<T>(
             world.record_state(STATE_RUNNING);
             return r;
         }
-        if world.timeout_ns != 0 && polls.is_multiple_of(16) && shim::clock_ns().wrapping_sub(start) > world.timeout_ns
+        if world.timeout_ns != 0
+            && polls.is_multiple_of(16)
+            && shim::clock_ns().wrapping_sub(start) > world.timeout_ns
         {
             world.record_state(STATE_TIMED_OUT);
             world.abort();

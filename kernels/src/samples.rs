@@ -62,7 +62,9 @@ pub struct PingPongArgs {
 }
 
 fn pattern(iteration: u32, i: usize) -> u8 {
-    (iteration as usize).wrapping_mul(31).wrapping_add(i.wrapping_mul(7)) as u8
+    (iteration as usize)
+        .wrapping_mul(31)
+        .wrapping_add(i.wrapping_mul(7)) as u8
 }
 
 gpu_mpi_device::kernel! {
