@@ -346,14 +346,45 @@ pub fn ratio(a: f64, b: f64) -> f64 {
     }
 }
 
-/// The world size `options` asks for on `device`.
-pub fn resolve_ranks(device: &Device, options: &Options) -> u32 {
-    match options.ranks {
-        Some(RankCount::Exact(n)) => n,
-        Some(RankCount::Max) => device.max_ranks(gpu_mpi::PREFERRED_BLOCK_DIM),
-        None if device.backend_name() == "cuda" => device.max_ranks(gpu_mpi::PREFERRED_BLOCK_DIM),
-        None => CPU_DEFAULT_RANKS,
+/// The largest world in blocks of [`gpu_mpi::PREFERRED_BLOCK_DIM`] that
+/// every kernel run at the run's world size can hold (on a GPU each
+/// kernel's registers bound its occupancy; MPI and native are compared on
+/// the same world, so the smallest bound wins).
+pub fn max_common_ranks(device: &Device) -> Result<u32, String> {
+    use gpu_mpi::kernels::{bench as b, native as n, pi as p};
+    let bd = gpu_mpi::PREFERRED_BLOCK_DIM;
+    let caps = [
+        device.max_ranks_for(&p::PI_P2P, bd),
+        device.max_ranks_for(&p::PI_REDUCE, bd),
+        device.max_ranks_for(&n::NATIVE_PI_P2P_1, bd),
+        device.max_ranks_for(&n::NATIVE_PI_TREE_1, bd),
+        device.max_ranks_for(&n::NATIVE_PI_SINGLE_PASS, bd),
+        device.max_ranks_for(&n::NATIVE_COPY, bd),
+        device.max_ranks_for(&n::NATIVE_EMPTY, bd),
+        device.max_ranks_for(&b::BENCH_BARRIER, bd),
+        device.max_ranks_for(&b::BENCH_BCAST, bd),
+        device.max_ranks_for(&b::BENCH_REDUCE, bd),
+        device.max_ranks_for(&b::BENCH_ALLREDUCE, bd),
+        device.max_ranks_for(&n::NATIVE_BARRIER, bd),
+        device.max_ranks_for(&n::NATIVE_BCAST, bd),
+        device.max_ranks_for(&n::NATIVE_REDUCE, bd),
+        device.max_ranks_for(&n::NATIVE_ALLREDUCE, bd),
+    ];
+    let mut most = u32::MAX;
+    for c in caps {
+        most = most.min(c.map_err(|e| format!("occupancy: {e}"))?);
     }
+    Ok(most)
+}
+
+/// The world size `options` asks for on `device`.
+pub fn resolve_ranks(device: &Device, options: &Options) -> Result<u32, String> {
+    Ok(match options.ranks {
+        Some(RankCount::Exact(n)) => n,
+        Some(RankCount::Max) => max_common_ranks(device)?,
+        None if device.backend_name() == "cuda" => max_common_ranks(device)?,
+        None => CPU_DEFAULT_RANKS,
+    })
 }
 
 /// Runs the suites of `options` on `device`. Prints each table as soon as
@@ -361,7 +392,7 @@ pub fn resolve_ranks(device: &Device, options: &Options) -> u32 {
 /// failed launch.
 pub fn run(device: &Device, options: &Options, print: bool) -> Result<Report, String> {
     let start = Instant::now();
-    let ranks = resolve_ranks(device, options);
+    let ranks = resolve_ranks(device, options)?;
     if ranks < 4 {
         return Err(format!("--ranks {ranks}: the benchmarks need at least 4 ranks"));
     }
