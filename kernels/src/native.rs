@@ -1,7 +1,7 @@
 //! Native baselines: the same work as the MPI kernels, written the way a
 //! CUDA programmer would without MPI.
 //!
-//! They use the same [`kernel!`](gpu_mpi_device::kernel) macro and launch
+//! They use the same [`kernel!`](gpu_mpi_device::kernel!) macro and launch
 //! through the same `device.launch`, so they run on the GPU and on the
 //! emulator alike; they simply make no MPI call. Ranks find themselves with
 //! [`shim::coordinates`] (`threadIdx`/`blockIdx`), synchronise their block
