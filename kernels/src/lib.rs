@@ -8,6 +8,9 @@
 //! - [`pi`]: the thesis's two pi-estimation kernels (figures 5.6 and 5.17).
 //! - [`samples`]: a token ring and a ping-pong.
 //! - [`semantics`]: the MPI semantic test programs, run on every backend.
+//! - [`bench`]: the MPI side of the benchmarks (latency, bandwidth, collectives).
+//! - [`native`]: native baselines doing the same work without MPI (thesis
+//!   figures 5.7/5.8 and 5.18/5.19, a single-pass reduction, a grid barrier).
 #![no_std]
 // nvptx64 only: `kernel!` expands to an `extern "ptx-kernel"` entry point here.
 // Crate attributes gate on `target_os = "cuda"` (the nvptx64-nvidia-cuda
