@@ -26,13 +26,18 @@ fn h100() -> DeviceLimits {
 }
 
 /// A kernel using `registers` per thread and no shared memory; its largest
-/// block is what 65536 registers per block allow, in whole warps.
+/// block is what 65536 registers per block allow, in whole warps counted in
+/// fours (the hardware's per-block check).
 fn kernel(registers: u32) -> KernelResources {
     let per_warp = (registers * 32).div_ceil(256) * 256;
+    let warps = (1..=32u32)
+        .rev()
+        .find(|w| per_warp * w.div_ceil(4) * 4 <= 65536)
+        .unwrap_or(0);
     KernelResources {
         registers,
         shared_bytes: 0,
-        max_threads_per_block: (65536 / per_warp * 32).min(1024),
+        max_threads_per_block: warps * 32,
         local_bytes: 0,
     }
 }
@@ -63,6 +68,15 @@ fn opening_cuda_with_ptx_fails_cleanly_here() {
         Err(HostError::NoGpu(_)) | Err(HostError::Cuda(_)) => {}
         other => panic!("expected NoGpu or Cuda, got {other:?}"),
     }
+}
+
+#[test]
+fn devices_and_buffers_cross_threads() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<Device>();
+    send_sync::<gpu_mpi_host::cuda::CudaDevice>();
+    send_sync::<gpu_mpi_host::cuda::CudaBuffer>();
+    send_sync::<gpu_mpi_host::DeviceBuffer<u32>>();
 }
 
 #[test]
@@ -173,6 +187,20 @@ fn h100_occupancy_by_registers() {
 #[test]
 fn h100_blocks_too_large() {
     // 214 registers x 512 threads needs 110 592 registers; a block may have 65 536.
+    assert_eq!(kernel(214).max_threads_per_block, 256);
+    // 9 warps count as 12 in the per-block check: 82 944 registers.
+    let b = Bounds::new(
+        &h100(),
+        &KernelResources {
+            max_threads_per_block: 1024,
+            ..kernel(214)
+        },
+        288,
+    );
+    assert_eq!(
+        (b.registers_per_block_needed, b.too_large),
+        (82_944, Some(Resource::Registers))
+    );
     let o = occupancy(214, 512);
     assert_eq!(o.bounds.too_large, Some(Resource::Registers));
     assert_eq!((o.capacity(), o.residency.limit), (0, Resource::Registers));

@@ -83,6 +83,10 @@ pub struct CudaOptions {
     /// wait (a block barrier that exited ranks never reach, user code
     /// spinning on memory).
     pub watchdog: Option<Duration>,
+    /// Prints one line on stderr when the device opens (device, PTX, JIT
+    /// time) and one per launch (kernel, world, occupancy and its limit)
+    /// (`GPU_MPI_CUDA_VERBOSE=1`; default off).
+    pub verbose: bool,
 }
 
 impl Default for CudaOptions {
@@ -93,13 +97,15 @@ impl Default for CudaOptions {
             default_timeout: Duration::from_secs(5),
             abort_grace: Duration::from_secs(10),
             watchdog: Some(Duration::from_secs(120)),
+            verbose: false,
         }
     }
 }
 
 impl CudaOptions {
     /// The defaults, changed by `GPU_MPI_CUDA_DEVICE`, `GPU_MPI_MAX_REGISTERS`,
-    /// `GPU_MPI_TIMEOUT_MS` and `GPU_MPI_WATCHDOG_S` where set. Fails on a
+    /// `GPU_MPI_TIMEOUT_MS`, `GPU_MPI_WATCHDOG_S` and `GPU_MPI_CUDA_VERBOSE`
+    /// where set. Fails on a
     /// value that is not a number in range.
     pub fn from_env() -> Result<CudaOptions, String> {
         Self::from_vars(|name| std::env::var(name).ok())
@@ -141,6 +147,7 @@ impl CudaOptions {
             Some(0) => o.watchdog = None,
             Some(s) => o.watchdog = Some(Duration::from_secs(s)),
         }
+        o.verbose = number("GPU_MPI_CUDA_VERBOSE")?.is_some_and(|v| v != 0);
         Ok(o)
     }
 }
@@ -467,7 +474,7 @@ impl CudaDevice {
             unsafe { cu!(cuEventCreate(e, sys::CUevent_flags::CU_EVENT_DEFAULT as u32)) }?;
         }
         let probe_word = PinnedMemory::alloc(&ctx, 64)?;
-        Ok(CudaDevice {
+        let device = CudaDevice {
             info: Box::new(CudaInfo {
                 name,
                 ordinal: options.ordinal,
@@ -492,7 +499,16 @@ impl CudaDevice {
                 occupancy: HashMap::new(),
             })),
             ctx,
-        })
+        };
+        if device.options.verbose {
+            eprintln!(
+                "gpu-mpi: cuda: {}; {} kernels, JIT {:.1} s",
+                device.info,
+                device.entries.len(),
+                device.info.jit_time.as_secs_f64()
+            );
+        }
+        Ok(device)
     }
 
     /// The device and the PTX loaded.
@@ -643,6 +659,9 @@ impl CudaDevice {
     pub fn alloc_zeroed(&self, bytes: usize) -> Result<CudaBuffer, HostError> {
         let inner = self.lock();
         let memory = DeviceMemory::alloc(&self.ctx, bytes)?;
+        if bytes == 0 {
+            return Ok(CudaBuffer { memory });
+        }
         // SAFETY: the context is current (bound by `alloc`); the range lies
         // in the allocation; the stream belongs to this context.
         unsafe { cu!(cuMemsetD8Async(memory.ptr(), 0, bytes, inner.stream)) }?;
@@ -735,6 +754,21 @@ impl CudaDevice {
         let layout = config.layout()?;
         let mut inner = self.lock();
         let occupancy = self.occupancy_locked(&mut inner, kernel.name, config.block_dim)?;
+        if self.options.verbose {
+            eprintln!(
+                "gpu-mpi: cuda: launch {}: {} ranks in {} blocks of {}, timeout {:.3} s; fits {} ({} SMs x {} blocks, limit: {}; {})",
+                kernel.name,
+                config.ranks,
+                layout.blocks,
+                layout.block_dim,
+                config.timeout_ns as f64 / 1e9,
+                occupancy.capacity(),
+                occupancy.residency.sms,
+                occupancy.residency.blocks_per_sm,
+                occupancy.residency.limit,
+                occupancy.describe()
+            );
+        }
         occupancy.check(config.ranks)?;
         let function = self.function_locked(&mut inner, kernel.name)?;
 

@@ -13,8 +13,10 @@
 //! resource runs out first, [`Bounds`] recomputes the bound of each resource
 //! with the occupancy rules of sm_70 and later (registers are allocated per
 //! warp in units of 256, each SM's register file is split into 4 equal
-//! sub-partitions, warps come whole, shared memory in units of 128 bytes
-//! plus the per-block reservation) and names the smallest.
+//! sub-partitions that hold whole warps, a block's register need is checked
+//! against the per-block limit with its warps rounded up to a multiple of 4,
+//! warps come whole, shared memory in units of 128 bytes plus the per-block
+//! reservation) and names the smallest.
 
 use crate::error::{HostError, Resource};
 use crate::spec::Residency;
@@ -86,6 +88,10 @@ pub struct Bounds {
     pub warps_per_block: u32,
     /// Registers one warp is allocated.
     pub registers_per_warp: u32,
+    /// Registers a block counts as needing when the hardware checks the
+    /// per-block limit: its warps rounded up to a multiple of the SM's
+    /// sub-partitions, times `registers_per_warp`.
+    pub registers_per_block_needed: u64,
     /// Registers one block may use (the device's limit).
     pub registers_per_block: u32,
     /// By the SM's block slots.
@@ -112,7 +118,8 @@ impl Bounds {
         let too_large = if block_dim == 0 || block_dim > limits.max_threads_per_block {
             Some(Resource::ThreadsPerBlock)
         } else if block_dim > kernel.max_threads_per_block
-            || registers_per_warp.saturating_mul(warps_per_block) > limits.registers_per_block
+            || registers_per_warp.saturating_mul(round_up(warps_per_block, SM_SUB_PARTITIONS))
+                > limits.registers_per_block
         {
             Some(Resource::Registers)
         } else {
@@ -130,6 +137,8 @@ impl Bounds {
             block_dim,
             warps_per_block,
             registers_per_warp,
+            registers_per_block_needed: registers_per_warp as u64
+                * round_up(warps_per_block, SM_SUB_PARTITIONS) as u64,
             registers_per_block: limits.registers_per_block,
             blocks: limits.max_blocks_per_sm,
             threads: per_block(limits.max_threads_per_sm / warp),
@@ -235,7 +244,7 @@ impl KernelOccupancy {
             Some(Resource::Registers) => s.push_str(&format!(
                 ": a block of {} ranks needs {} registers, {} allowed (the kernel runs blocks of at most {} ranks)",
                 b.block_dim,
-                b.registers_per_warp as u64 * b.warps_per_block as u64,
+                b.registers_per_block_needed,
                 b.registers_per_block,
                 r.max_threads_per_block
             )),
