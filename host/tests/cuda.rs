@@ -3,11 +3,14 @@
 //! the limiting resource, the refusal's wording) hold for H100 numbers.
 //! On a machine with a GPU, scripts/gpu-check.sh runs the real thing.
 
+use gpu_mpi_device::{Error, World};
 use gpu_mpi_host::cuda::plan::{
     ptx_candidates, ptx_entries, ptx_sm, Bounds, DeviceLimits, KernelOccupancy, KernelResources,
 };
 use gpu_mpi_host::cuda::CudaOptions;
-use gpu_mpi_host::{BackendKind, Device, HostError, Resource, WorldSpec};
+use gpu_mpi_host::{BackendKind, Device, HostError, RankCount, Resource, WorldSpec};
+use std::path::PathBuf;
+use std::process::Command;
 use std::time::Duration;
 
 /// An H100 SXM as the driver describes it.
@@ -327,4 +330,233 @@ fn the_cuda_refusal_reads_like_the_emulators() {
         "{e}"
     );
     assert!(e.ends_with("; limit: threads per block)"), "{e}");
+}
+
+// ---------------------------------------------------------------------------
+// The driver calls, against a stand-in driver library (tests/fake_cuda):
+// open, occupancy, buffers, a launch's parameters and world, the abort and
+// watchdog paths. It needs a C compiler (`cc`); without one it is skipped.
+// The library is found through LD_LIBRARY_PATH, which the dynamic loader
+// reads at start-up, so the checks run in a child process: this test binary,
+// running the ignored test `fake_driver_child`.
+// ---------------------------------------------------------------------------
+
+gpu_mpi_device::kernel! {
+    /// A kernel the fake driver knows as 214 registers per thread.
+    pub static HEAVY = fn heavy(_world: &World, _args: &[u32; 4]) -> Result<(), Error> { Ok(()) }
+}
+
+gpu_mpi_device::kernel! {
+    /// A kernel the fake driver knows as 32 registers per thread.
+    pub static LIGHT = fn light(_world: &World, _args: &[u32; 4]) -> Result<(), Error> { Ok(()) }
+}
+
+/// What the fake launch checks the arguments by.
+const ARGS: [u32; 4] = [0xC0FFEE, 1, 2, 3];
+const FAKE_PTX: &str = "//\n.version 7.8\n.target sm_90\n.address_size 64\n\n\
+                        .visible .entry heavy(\n)\n{\n}\n.visible .entry light(\n)\n{\n}\n";
+
+fn build_fake_driver() -> Option<PathBuf> {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fake_cuda/libcuda.c");
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("fake_cuda");
+    std::fs::create_dir_all(&dir).ok()?;
+    let lib = dir.join("libcuda.so");
+    let built = Command::new("cc")
+        .args(["-shared", "-fPIC", "-O1", "-Wall", "-o"])
+        .arg(&lib)
+        .arg(&src)
+        .status();
+    match built {
+        Ok(s) if s.success() => Some(dir),
+        Ok(s) => panic!("cc failed on {}: {s}", src.display()),
+        Err(e) => {
+            eprintln!("skipped: no C compiler ({e})");
+            None
+        }
+    }
+}
+
+#[test]
+fn the_driver_calls_against_a_fake_driver() {
+    if !cfg!(target_os = "linux") {
+        return;
+    }
+    let Some(dir) = build_fake_driver() else { return };
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "fake_driver_child",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("LD_LIBRARY_PATH", &dir)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("1 passed"), "{text}");
+}
+
+fn fake_options(watchdog: Duration) -> CudaOptions {
+    CudaOptions {
+        abort_grace: Duration::from_millis(100),
+        watchdog: Some(watchdog),
+        ..CudaOptions::default()
+    }
+}
+
+#[test]
+#[ignore = "run by the_driver_calls_against_a_fake_driver, with the fake driver on LD_LIBRARY_PATH"]
+fn fake_driver_child() {
+    let open = |watchdog| {
+        Device::cuda_with(
+            fake_options(watchdog),
+            &[("sm_70", FAKE_PTX), ("sm_90", FAKE_PTX)],
+        )
+        .unwrap()
+    };
+    let d = open(Duration::from_secs(30));
+    assert_eq!(d.backend_name(), "cuda");
+    let cuda = d.as_cuda().unwrap();
+    assert_eq!(cuda.info().name, "Fake H100");
+    assert_eq!((cuda.info().compute_capability, cuda.info().ptx_sm), (90, 90));
+    assert_eq!(cuda.kernels(), &["heavy", "light"]);
+    assert!(cuda
+        .info()
+        .to_string()
+        .starts_with("Fake H100 (device 0, compute capability 9.0, 132 SMs"));
+
+    // Occupancy per kernel; the device-wide number is the smallest.
+    assert_eq!(d.max_ranks_for(&HEAVY, 256).unwrap(), 33_792);
+    assert_eq!(d.max_ranks_for(&LIGHT, 256).unwrap(), 270_336);
+    assert_eq!(d.max_ranks(256), 33_792);
+    assert_eq!(d.residency_for(&HEAVY, 256).unwrap().limit, Resource::Registers);
+    let e = d
+        .resolve_for(&HEAVY, &WorldSpec::ranks(40_192).block_dim(256))
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            HostError::NotCoResident {
+                requested: 40_192,
+                fits: 33_792,
+                limit: Resource::Registers,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    let e = d
+        .resolve_for(&HEAVY, &WorldSpec::ranks(512).block_dim(512))
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            HostError::NotCoResident {
+                fits: 0,
+                limit: Resource::Registers,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    let c = d.resolve_for(&HEAVY, &WorldSpec::max_ranks()).unwrap();
+    assert_eq!((c.ranks, c.block_dim), (33_792, 256));
+    assert_eq!(WorldSpec::max_ranks().ranks, RankCount::Max);
+
+    // Buffers.
+    let data: Vec<u64> = (0..1000).collect();
+    let mut b = d.upload(&data).unwrap();
+    assert_eq!(d.download(&b).unwrap(), data);
+    d.write(&mut b, &vec![7; 1000]).unwrap();
+    assert_eq!(d.download(&b).unwrap(), vec![7; 1000]);
+    assert_eq!(d.alloc_zeroed::<u32>(100).unwrap().slice().len(), 100);
+    assert!(d.download(&d.alloc_zeroed::<u8>(0).unwrap()).unwrap().is_empty());
+
+    // A launch whose ranks all "return": the fake checks the world's header,
+    // the grid and the arguments, and marks every wait record exited.
+    let spec = WorldSpec::ranks(1024);
+    let layout = d.resolve_for(&HEAVY, &spec).unwrap().layout().unwrap();
+    std::env::set_var(
+        "FAKE_CUDA_RECORDS",
+        format!("{},{}", layout.records, layout.ranks),
+    );
+    let rep = d.launch(&HEAVY, &ARGS, &spec).unwrap();
+    assert_eq!(
+        (rep.ranks, rep.block_dim, rep.blocks, rep.backend),
+        (1024, 256, 4, "cuda")
+    );
+    assert_eq!(rep.elapsed, Duration::from_micros(1500));
+    // The records say nothing ran: every rank failed to attach.
+    std::env::remove_var("FAKE_CUDA_RECORDS");
+    match d.launch(&LIGHT, &ARGS, &WorldSpec::ranks(64)) {
+        Err(HostError::RankFailed { errors, ranks: 64 }) => assert_eq!(errors.len(), 64),
+        other => panic!("{other:?}"),
+    }
+    // Wrong arguments: the fake refuses the launch, named in the error.
+    match d.launch(&LIGHT, &[0u32; 4], &WorldSpec::ranks(64)) {
+        Err(HostError::Cuda(m)) => assert!(
+            m.starts_with("cuLaunchCooperativeKernel(light, 1 blocks of 64) failed"),
+            "{m}"
+        ),
+        other => panic!("{other:?}"),
+    }
+
+    // A kernel that never finishes after a wait timed out: the launch gives
+    // up after the grace period, and the device is unusable afterwards.
+    std::env::set_var("FAKE_CUDA_HANG", "1");
+    let spec = WorldSpec::ranks(64).timeout(Duration::from_millis(10));
+    match d.launch(&LIGHT, &ARGS, &spec) {
+        Err(HostError::Cuda(m)) => {
+            assert!(
+                m.starts_with("kernel light never finished: the world was aborted"),
+                "{m}"
+            );
+            assert!(
+                m.contains("its wait records: deadlock: ranks 0-63: running"),
+                "{m}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    match d.alloc_zeroed::<u32>(4) {
+        Err(HostError::Cuda(m)) => assert!(
+            m.starts_with("the GPU context is unusable: kernel light never finished"),
+            "{m}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    drop(b);
+    drop(d);
+
+    // Without any timed-out wait: the watchdog.
+    std::env::set_var("FAKE_CUDA_HANG", "2");
+    let d = open(Duration::from_millis(500));
+    match d.launch(&LIGHT, &ARGS, &WorldSpec::ranks(64)) {
+        Err(HostError::Cuda(m)) => assert!(m.contains("ran past the 0.5 s watchdog"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    std::env::remove_var("FAKE_CUDA_HANG");
+
+    // Options from the environment: a bad one is no usable GPU.
+    std::env::set_var("GPU_MPI_MAX_REGISTERS", "7");
+    match Device::open_variants(BackendKind::Cuda, &[("sm_90", FAKE_PTX)]) {
+        Err(HostError::NoGpu(m)) => assert!(m.contains("GPU_MPI_MAX_REGISTERS"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    std::env::set_var("GPU_MPI_MAX_REGISTERS", "128");
+    let d = Device::open_variants(BackendKind::Auto, &[("sm_90", FAKE_PTX)]).unwrap();
+    assert_eq!(d.as_cuda().unwrap().info().max_registers, Some(128));
+    std::env::remove_var("GPU_MPI_MAX_REGISTERS");
+    // No PTX for compute capability 9.0.
+    let sm100 = ".version 8.6\n.target sm_100\n";
+    match Device::open_variants(BackendKind::Cuda, &[("sm_100", sm100)]) {
+        Err(HostError::NoGpu(m)) => assert_eq!(m, "no embedded PTX for compute capability 9.0 (have sm_100)"),
+        other => panic!("{other:?}"),
+    }
 }
