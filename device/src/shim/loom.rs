@@ -24,8 +24,10 @@
 //!
 //! Every 4-byte word of the registered memory gets a loom `AtomicU32` and every
 //! 8-byte word a loom `AtomicU64`; a word used at both widths panics (loom
-//! would model the two as unrelated locations). After the first atomic access
-//! the raw memory of a word is no longer updated: its value lives in loom.
+//! would model the two as unrelated locations). The raw memory of a modelled
+//! word is not updated: its value lives in loom. Words that ranks only write
+//! and the host reads after the launch (wait and result records) can be left
+//! out of the model; they stay `core` atomics on the memory.
 //!
 //! # Payload races
 //! Non-atomic data (slot payloads, scratch cells, user buffers) is copied with
@@ -35,7 +37,14 @@
 //! every tracked destination line through those cells around the raw copy, so
 //! loom panics with a causality violation when a copy is not ordered after a
 //! conflicting one by the protocol's acquire/release pairs. Lines that nobody
-//! registered (a rank's own stack or heap buffers) are copied unchecked.
+//! registered (a rank's own stack or heap buffers) are copied unchecked, and
+//! plain `core::ptr` reads and writes of device code (the collectives' count
+//! words and element-wise combining in scratch cells) are invisible to loom:
+//! only `copy_bytes` and the accesses declared with [`loom_runtime::read`] and
+//! [`loom_runtime::write`] are checked. Loom runs one rank at a time, so such a
+//! plain read still sees the last value written: a missing barrier shows up as
+//! a wrong result in some interleaving, a too weak ordering only where a
+//! checked access is involved.
 //!
 //! # Ranks
 //! [`loom_runtime::WorldModel::enter`] gives the calling loom thread its rank
@@ -155,10 +164,14 @@ macro_rules! loom_shim_atomic {
             /// Runs `op` on the atomic that models this address.
             fn with<R>(&self, op: impl FnOnce(&dyn AtomicOps<$int>) -> R) -> R {
                 let model = loom_runtime::current();
-                match model.$lookup(self.0.get() as usize) {
+                match model.$lookup(self.addr()) {
                     loom_runtime::Target::Loom(a) => op(a),
                     loom_runtime::Target::Raw(a) => op(a),
                 }
+            }
+
+            fn addr(&self) -> usize {
+                self.0.get() as usize
             }
 
             /// Atomic load.
@@ -385,19 +398,19 @@ pub mod loom_runtime {
         };
         let mut words = BTreeMap::new();
         for offset in (0..len.saturating_sub(3)).step_by(4) {
-            let a32 = modelled(offset, 4).then(|| {
-                // SAFETY: inside the memory (caller), 4-byte aligned (base is 8-aligned).
-                LoomU32::new(unsafe { core::ptr::read(memory.add(offset) as *const u32) })
-            });
-            let a64 = (offset % 8 == 0 && offset + 8 <= len && modelled(offset, 8)).then(|| {
+            // SAFETY: inside the memory (caller), 4-byte aligned (base is 8-aligned).
+            let v32 = unsafe { core::ptr::read(memory.add(offset) as *const u32) };
+            let v64 = if offset % 8 == 0 && offset + 8 <= len {
                 // SAFETY: as above, 8 bytes, 8-byte aligned.
-                LoomU64::new(unsafe { core::ptr::read(memory.add(offset) as *const u64) })
-            });
+                Some(unsafe { core::ptr::read(memory.add(offset) as *const u64) })
+            } else {
+                None
+            };
             words.insert(
                 base + offset,
                 Word {
-                    a32,
-                    a64,
+                    a32: modelled(offset, 4).then(|| LoomU32::new(v32)),
+                    a64: v64.filter(|_| modelled(offset, 8)).map(LoomU64::new),
                     width: AtomicU8::new(UNUSED),
                 },
             );

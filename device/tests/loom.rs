@@ -1,0 +1,282 @@
+//! Model checking of the point-to-point and collective protocols with loom.
+//!
+//! Run with
+//! `RUSTFLAGS="--cfg loom" cargo test -p gpu-mpi-device --test loom --release`
+//! (add `-- --nocapture` to see the interleavings explored per test).
+//!
+//! Every rank is a loom thread; every atomic of the world is a loom atomic and
+//! every payload copy is race-checked (see `device/src/shim/loom.rs`). Loom
+//! explores the interleavings and the values weak orderings allow, up to a
+//! preemption bound, and fails a test on a data race, a deadlock or a failed
+//! assertion.
+#![cfg(loom)]
+
+mod loom_support;
+
+use gpu_mpi_device::collective::SystemOperation;
+use gpu_mpi_device::point_to_point::send_receive_into;
+use gpu_mpi_device::shim::loom_runtime;
+use gpu_mpi_device::state::FLAG_FORCE_STREAMING;
+use gpu_mpi_device::traits::*;
+use gpu_mpi_device::{Error, World, ANY_TAG};
+use loom_support::{check, run_world, small_config, Aligned, Scratch};
+
+/// (a) One eager message from rank 1 to rank 0 arrives with its payload and envelope.
+#[test]
+fn eager_message_arrives_with_its_payload() {
+    check("eager", 3, || {
+        let results = run_world(small_config(2, 1, 1), 0, |w, _| -> Result<Option<[u32; 4]>, Error> {
+            if w.rank() == 1 {
+                w.process_at_rank(0).send_with_tag(&[1u32, 2, 3, 4][..], 5)?;
+                Ok(None)
+            } else {
+                let mut buf = [0u32; 4];
+                let s = w.process_at_rank(1).receive_into_with_tag(&mut buf[..], 5)?;
+                assert_eq!((s.source_rank(), s.tag(), s.count::<u32>()), (1, 5, Some(4)));
+                Ok(Some(buf))
+            }
+        });
+        assert_eq!(results[0], Ok(Some([1, 2, 3, 4])));
+        assert_eq!(results[1], Ok(None));
+    });
+}
+
+/// (b) Two messages of rank 1 with different tags, received with `ANY_TAG`
+/// and `ANY_SOURCE`, arrive in send order while rank 2 also sends.
+#[test]
+fn messages_do_not_overtake_under_any_source_and_any_tag() {
+    check("non-overtaking", 3, || {
+        let results = run_world(small_config(3, 1, 2), 0, |w, _| -> Result<Vec<(i32, i32, u32)>, Error> {
+            match w.rank() {
+                1 => {
+                    w.process_at_rank(0).send_with_tag(&10u32, 1)?;
+                    w.process_at_rank(0).send_with_tag(&11u32, 2)?;
+                    Ok(vec![])
+                }
+                2 => {
+                    w.process_at_rank(0).send_with_tag(&20u32, 3)?;
+                    Ok(vec![])
+                }
+                _ => {
+                    let mut got = vec![];
+                    for _ in 0..3 {
+                        let mut v = 0u32;
+                        let s = w.any_process().receive_into_with_tag(&mut v, ANY_TAG)?;
+                        got.push((s.source_rank(), s.tag(), v));
+                    }
+                    Ok(got)
+                }
+            }
+        });
+        let got = results[0].clone().unwrap();
+        let from_1: Vec<_> = got.iter().filter(|m| m.0 == 1).copied().collect();
+        assert_eq!(from_1, [(1, 1, 10), (1, 2, 11)], "rank 1's messages overtook: {got:?}");
+        assert!(got.contains(&(2, 3, 20)), "rank 2's message lost: {got:?}");
+        assert!(results[1..].iter().all(|r| r.is_ok()));
+    });
+}
+
+/// (c) More messages than slots: the sender waits for the receiver to free
+/// its only slot, and the payload of each reuse is intact.
+#[test]
+fn one_slot_is_reused_for_every_message() {
+    check("slot reuse", 3, || {
+        let results = run_world(small_config(2, 1, 1), 0, |w, _| -> Result<Vec<u64>, Error> {
+            if w.rank() == 1 {
+                for v in 1..=3u64 {
+                    w.process_at_rank(0).send_with_tag(&[v, v * 100][..], v as i32)?;
+                }
+                Ok(vec![])
+            } else {
+                let mut got = vec![];
+                for _ in 0..3 {
+                    let mut buf = [0u64; 2];
+                    let s = w.process_at_rank(1).receive_into(&mut buf[..])?;
+                    assert_eq!(buf[1], buf[0] * 100);
+                    assert_eq!(s.tag() as u64, buf[0]);
+                    got.push(buf[0]);
+                }
+                Ok(got)
+            }
+        });
+        assert_eq!(results[0], Ok(vec![1, 2, 3]));
+    });
+}
+
+/// 40 words: 160 bytes, more than a 64-byte slot.
+const BIG: usize = 40;
+
+fn big_message() -> Aligned<[u32; BIG]> {
+    let mut m = Aligned([0u32; BIG]);
+    for (i, v) in m.0.iter_mut().enumerate() {
+        *v = (i as u32 + 1) * 0x0101_0101;
+    }
+    m
+}
+
+/// Rank 1 sends a message larger than a slot to rank 0, then reuses its
+/// buffer; rank 0 checks the payload.
+fn rendezvous(w: &World) -> Result<(), Error> {
+    if w.rank() == 1 {
+        let mut data = big_message();
+        let bytes = core::mem::size_of_val(&data.0);
+        let p = data.0.as_ptr() as *const u8;
+        // Track the send buffer: the receiver may read it directly, and the
+        // sender overwrites it once the send returned.
+        loom_runtime::track(p, bytes);
+        w.process_at_rank(0).send_with_tag(&data.0[..], 9)?;
+        loom_runtime::write(p, bytes);
+        data.0 = [0; BIG];
+        std::hint::black_box(&data);
+        loom_runtime::untrack(p, bytes);
+    } else {
+        let mut buf = Aligned([0u32; BIG]);
+        let s = w.process_at_rank(1).receive_into_with_tag(&mut buf.0[..], 9)?;
+        assert_eq!(s.count::<u32>(), Some(BIG));
+        assert_eq!(buf.0, big_message().0);
+    }
+    Ok(())
+}
+
+/// (d) Rendezvous, direct path: the receiver copies from the sender's buffer.
+#[test]
+fn rendezvous_direct_copy() {
+    check("rendezvous direct", 3, || {
+        let results = run_world(small_config(2, 1, 1), 0, |w, _| rendezvous(w));
+        assert!(results.iter().all(|r| r.is_ok()), "{results:?}");
+    });
+}
+
+/// (d) Rendezvous, streaming path: the message goes through the slot in chunks.
+#[test]
+fn rendezvous_streamed_through_the_slot() {
+    check("rendezvous streaming", 3, || {
+        let mut config = small_config(2, 1, 1);
+        config.flags = FLAG_FORCE_STREAMING;
+        let results = run_world(config, 0, |w, _| rendezvous(w));
+        assert!(results.iter().all(|r| r.is_ok()), "{results:?}");
+    });
+}
+
+/// (e) A probe returns the envelope of the message the next receive gets.
+#[test]
+fn probe_then_receive_gets_the_probed_message() {
+    check("probe", 3, || {
+        let results = run_world(small_config(2, 1, 2), 0, |w, _| -> Result<(), Error> {
+            if w.rank() == 1 {
+                w.process_at_rank(0).send_with_tag(&[7u32, 7][..], 7)?;
+                w.process_at_rank(0).send_with_tag(&[8u32, 8, 8][..], 8)?;
+            } else {
+                let s = w.any_process().probe()?;
+                assert_eq!((s.source_rank(), s.tag(), s.count::<u32>()), (1, 7, Some(2)));
+                let mut buf = vec![0u32; s.count::<u32>().unwrap()];
+                let r = w
+                    .process_at_rank(s.source_rank())
+                    .receive_into_with_tag(&mut buf[..], s.tag())?;
+                assert_eq!((r.tag(), &buf[..]), (7, &[7u32, 7][..]));
+                let mut rest = [0u32; 3];
+                w.process_at_rank(1).receive_into(&mut rest[..])?;
+                assert_eq!(rest, [8, 8, 8]);
+            }
+            Ok(())
+        });
+        assert!(results.iter().all(|r| r.is_ok()), "{results:?}");
+    });
+}
+
+/// (f) Two ranks exchange values with one combined send-receive each.
+#[test]
+fn send_receive_exchange() {
+    check("send_receive", 3, || {
+        let results = run_world(small_config(2, 1, 1), 0, |w, _| -> Result<u32, Error> {
+            let other = w.process_at_rank(1 - w.rank());
+            let mine = 100 + w.rank() as u32;
+            let mut got = 0u32;
+            send_receive_into(&mine, &other, &mut got, &other)?;
+            Ok(got)
+        });
+        assert_eq!(results, [Ok(101), Ok(100)]);
+    });
+}
+
+/// Two barriers, two generations of the barrier counters: every rank writes
+/// its scratch line, meets the others, reads every line (writes before a
+/// barrier are visible after it), meets them again and overwrites its line
+/// (reads before a barrier are finished before writes after it).
+fn barrier_twice(w: &World, scratch: Scratch) -> Result<(), Error> {
+    let n = w.size() as usize;
+    let me = w.rank() as usize;
+    scratch.put(me, 1000 + me as u64);
+    w.barrier()?;
+    for k in 0..n {
+        assert_eq!(scratch.get(k), 1000 + k as u64, "rank {me} reads line {k}");
+    }
+    w.barrier()?;
+    scratch.put(me, 2000 + me as u64);
+    Ok(())
+}
+
+/// (g) The world barrier across 2 blocks of 1 rank.
+#[test]
+fn barrier_two_blocks() {
+    check("barrier 2x1", 3, || {
+        let results = run_world(small_config(2, 1, 1), 2, barrier_twice);
+        assert!(results.iter().all(|r| r.is_ok()), "{results:?}");
+    });
+}
+
+/// (g) The world barrier across 3 blocks of 1 rank. Without preemptions:
+/// with three ranks spinning on each other's counters even one preemption
+/// makes the state space too large; loom still explores every order in
+/// which the ranks yield and every value weak memory lets each load read.
+#[test]
+fn barrier_three_blocks() {
+    check("barrier 3x1", 0, || {
+        let results = run_world(small_config(3, 1, 1), 3, barrier_twice);
+        assert!(results.iter().all(|r| r.is_ok()), "{results:?}");
+    });
+}
+
+/// (h) The block barrier: 1 block of 2 ranks.
+#[test]
+fn barrier_one_block_of_two() {
+    check("barrier 1x2", 3, || {
+        let results = run_world(small_config(2, 2, 1), 2, barrier_twice);
+        assert!(results.iter().all(|r| r.is_ok()), "{results:?}");
+    });
+}
+
+fn all_reduce_sum(w: &World, _: Scratch) -> Result<[u32; 2], Error> {
+    let r = w.rank() as u32;
+    let mut out = [0u32; 2];
+    w.all_reduce_into(&[r + 1, 10 * (r + 1)][..], &mut out[..], SystemOperation::sum())?;
+    Ok(out)
+}
+
+/// (i) All-reduce over 2 blocks of 1 rank.
+#[test]
+fn all_reduce_two_blocks() {
+    check("all_reduce 2x1", 3, || {
+        let results = run_world(small_config(2, 1, 1), 0, all_reduce_sum);
+        assert_eq!(results, [Ok([3, 30]), Ok([3, 30])]);
+    });
+}
+
+/// (i) All-reduce over 3 blocks of 1 rank (without preemptions, as for the
+/// barrier of 3 blocks).
+#[test]
+fn all_reduce_three_blocks() {
+    check("all_reduce 3x1", 0, || {
+        let results = run_world(small_config(3, 1, 1), 0, all_reduce_sum);
+        assert_eq!(results, [Ok([6, 60]), Ok([6, 60]), Ok([6, 60])]);
+    });
+}
+
+/// (i) All-reduce over 1 block of 2 ranks (the tree inside the block).
+#[test]
+fn all_reduce_one_block_of_two() {
+    check("all_reduce 1x2", 3, || {
+        let results = run_world(small_config(2, 2, 1), 0, all_reduce_sum);
+        assert_eq!(results, [Ok([3, 30]), Ok([3, 30])]);
+    });
+}
