@@ -3,19 +3,23 @@
 //! - [`CommunicatorCollectives::barrier`] is the block-wise single-writer
 //!   barrier of the thesis (B. D. Young, "MPI within a GPU", 2009, fig. 5.11),
 //!   after H. Dietz's barrier: the ranks of a block meet at the block barrier,
-//!   then one rank per block arrives on its block's own counter and scans the
-//!   other blocks' counters; counters only grow (generation numbers are never
-//!   reset), and a block seen already leaving proves that all have arrived.
+//!   then one rank per block arrives on its block's own counter, and the
+//!   other blocks' counters are scanned until each has arrived; counters only
+//!   grow (generation numbers are never reset). Unlike the thesis, where the
+//!   arriving rank scanned every counter in turn (a memory round trip per
+//!   block, 40 µs for 132 blocks on an H100), the block's ranks share the
+//!   scan, each waiting for a few blocks at once.
 //! - [`Root::broadcast_into`]: the root stages rounds of the buffer in the
 //!   world's broadcast area, a barrier publishes each round.
 //! - [`Root::reduce_into_root`], [`CommunicatorCollectives::all_reduce_into`]:
 //!   hierarchical. Each rank stages a round of its operand in its scratch
 //!   cell; a tree inside the block combines neighbours (lower ranks always on
 //!   the left); the block's leader stages the block's partial result; after a
-//!   barrier the root (reduce) or every block's leader (all-reduce) combines
-//!   the block results in block order. The result is therefore
-//!   `x0 op x1 op ... op x(n-1)` grouped as a balanced tree, which is what MPI
-//!   6.9.1 asks of an associative, possibly non-commutative operation.
+//!   barrier the root's block (reduce) or every block (all-reduce) combines
+//!   the block results: each rank folds a contiguous run of blocks, then a
+//!   tree over those ranks. The result is therefore `x0 op x1 op ... op
+//!   x(n-1)` grouped as a balanced tree, which is what MPI 6.9.1 asks of an
+//!   associative, possibly non-commutative operation.
 //!
 //! Errors (a bad root, mismatched counts) are detected without leaving the
 //! collective early wherever other ranks could still wait for this one: an
@@ -288,64 +292,73 @@ impl World {
         (self.layout.rank_scratch - self.layout.block_scratch) / self.layout.blocks as usize
     }
 
+    /// A block's flag word: set to the current barrier generation by a rank
+    /// of the block that found a count mismatch after a reduction round.
+    fn block_flag(&self, block: u32) -> &AtomicU32 {
+        let off = self.layout.barrier + block as usize * crate::state::BARRIER_STRIDE + 8;
+        // SAFETY: inside the block's barrier record (64 bytes), aligned, atomic-only.
+        unsafe { shim::atomic_u32_at(self.base, off) }
+    }
+
     /// The thesis barrier, recorded as `what` in the wait record.
+    ///
+    /// Block barrier; the block's first rank arrives on the block's own
+    /// counter by storing the barrier's generation (the number of world
+    /// barriers so far, the same on every rank); the block's ranks share the
+    /// scan of the other blocks' counters, rank `t` of the block waiting for
+    /// blocks `t`, `t + block_dim`, ...; block barrier. Counters only grow, so
+    /// a counter at or past the generation has arrived, whether or not it has
+    /// already left. The thesis (fig. 5.11) had one rank per block scan every
+    /// counter in turn, which costs a memory round trip per block on the
+    /// critical path; shared, it costs about one.
     fn world_barrier(&self, what: WaitFor) -> Result<(), Error> {
         self.record_wait(what);
+        let generation = self.barrier_generation.get().wrapping_add(1);
+        self.barrier_generation.set(generation);
         shim::block_barrier();
         let mut result = Ok(());
-        if self.thread == 0 && self.layout.blocks > 1 {
-            result = self.block_leader_barrier(what);
+        let blocks = self.layout.blocks;
+        if blocks > 1 {
+            if self.thread == 0 {
+                // The block's ranks' writes are ordered before this point by
+                // the block barrier; the fence makes them visible device-wide
+                // before we arrive.
+                shim::fence(Ordering::AcqRel);
+                // Release pairs with the other blocks' Acquire loads below.
+                self.barrier_counter(self.block)
+                    .store(generation, Ordering::Release);
+            }
+            let mut block = self.thread;
+            let mut scanned = false;
+            while block < blocks {
+                if block != self.block {
+                    scanned = true;
+                    let counter = self.barrier_counter(block);
+                    let r = wait_for(self, what, |_| {
+                        // Acquire pairs with that block's Release arrival store.
+                        let v = counter.load(Ordering::Acquire);
+                        (v.wrapping_sub(generation) as i32 >= 0).then_some(Ok(()))
+                    });
+                    if r.is_err() {
+                        result = r;
+                        break;
+                    }
+                }
+                block += self.layout.block_dim;
+            }
+            if scanned {
+                // Orders what this rank acquired from the other blocks before
+                // its arrival at the closing block barrier, through which the
+                // rest of the block sees it.
+                shim::fence(Ordering::AcqRel);
+                // A finished wait marks the rank running; it still waits for
+                // its block.
+                self.record_wait(what);
+            }
         }
         shim::block_barrier();
         self.record_state(STATE_RUNNING);
         result
-    }
-
-    fn block_leader_barrier(&self, what: WaitFor) -> Result<(), Error> {
-        let blocks = self.layout.blocks;
-        let mine = self.barrier_counter(self.block);
-        // Only this rank writes its block's counter: Relaxed read of our own value.
-        let arrive = mine.load(Ordering::Relaxed).wrapping_add(1);
-        // The block's ranks' writes are ordered before ours by the block
-        // barrier; the fence makes them visible device-wide before we arrive.
-        shim::fence(Ordering::AcqRel);
-        // Release pairs with the other leaders' Acquire loads below.
-        mine.store(arrive, Ordering::Release);
-        let mut next = (self.block + 1) % blocks;
-        let mut outcome = Ok(());
-        while next != self.block {
-            let counter = self.barrier_counter(next);
-            let mut left = false;
-            let r = wait_for(self, what, |_| {
-                // Acquire pairs with that leader's Release arrive/leave store.
-                let v = counter.load(Ordering::Acquire);
-                let ahead = v.wrapping_sub(arrive) as i32;
-                if ahead > 0 {
-                    left = true;
-                    Some(Ok(()))
-                } else if ahead == 0 {
-                    Some(Ok(()))
-                } else {
-                    None
-                }
-            });
-            if let Err(e) = r {
-                outcome = Err(e);
-                break;
-            }
-            if left {
-                break;
-            }
-            next = (next + 1) % blocks;
-        }
-        if outcome.is_ok() {
-            // Release pairs with scanners that see us leaving; the fence orders
-            // what we acquired from the other blocks before our block's ranks
-            // pass the closing block barrier.
-            mine.store(arrive.wrapping_add(1), Ordering::Release);
-            shim::fence(Ordering::AcqRel);
-        }
-        outcome
     }
 
     fn reduce_impl<T, O>(
@@ -418,39 +431,24 @@ impl World {
                 });
             }
             let k = hi - lo;
-            if is_root {
-                match root {
-                    Some(_) => {
-                        if let Some(out) = recv.as_deref_mut() {
-                            self.combine_blocks(&mut out[lo..hi], op);
-                        }
-                    }
-                    None => {
-                        // Each block leader combines the block results into its
-                        // own cell; its block copies from there.
-                        if self.thread == 0 {
-                            let cell = self.rank_cell(self.rank);
-                            // SAFETY: the leader's own cell, unused by others now;
-                            // data area is 8-aligned and holds `per_round >= k` elements.
-                            let staged = unsafe {
-                                core::slice::from_raw_parts_mut(cell.add(CELL_HEADER) as *mut T, k)
-                            };
-                            self.combine_blocks(staged, op);
-                        }
-                        shim::block_barrier();
-                        if let Some(out) = recv.as_deref_mut() {
-                            let leader = self.block * self.layout.block_dim;
-                            let cell = self.rank_cell(leader);
-                            // SAFETY: the leader's cell holds k combined elements,
-                            // published by the block barrier above.
-                            unsafe {
-                                shim::copy_bytes(
-                                    out[lo..hi].as_mut_ptr() as *mut u8,
-                                    cell.add(CELL_HEADER),
-                                    k * size,
-                                )
-                            };
-                        }
+            // Reduce: the root's block combines the block results; all-reduce:
+            // every block does.
+            let combines = root.is_none_or(|r| r as u32 / self.layout.block_dim == self.block);
+            if combines {
+                self.combine_blocks(k, n as u32, op);
+                if is_root {
+                    if let Some(out) = recv.as_deref_mut() {
+                        let leader = self.block * self.layout.block_dim;
+                        let cell = self.rank_cell(leader);
+                        // SAFETY: the leader's cell holds k combined elements,
+                        // published by the block tree's closing barrier.
+                        unsafe {
+                            shim::copy_bytes(
+                                out[lo..hi].as_mut_ptr() as *mut u8,
+                                cell.add(CELL_HEADER),
+                                k * size,
+                            )
+                        };
                     }
                 }
             }
@@ -482,7 +480,6 @@ impl World {
         op: &O,
         what: WaitFor,
     ) -> Result<Result<(), u32>, Error> {
-        let k = part.len();
         let bytes = core::mem::size_of_val(part);
         let cell = self.rank_cell(self.rank);
         // SAFETY: our own cell: combined-count word, own-count word, then
@@ -494,12 +491,59 @@ impl World {
             shim::copy_bytes(cell.add(CELL_HEADER), part.as_ptr() as *const u8, bytes);
         }
         self.record_wait(what);
-        let (t, dim) = (self.thread, self.layout.block_dim);
+        self.block_tree(self.layout.block_dim, part.len(), op);
+        if self.thread == 0 {
+            // SAFETY: the leader's cell holds the block's result (published by
+            // the block tree's closing barrier); the block's cell is written
+            // only by its leader.
+            unsafe { shim::copy_bytes(self.block_cell(self.block), cell, CELL_HEADER + bytes) };
+        }
+        self.world_barrier(what)?;
+        // The block's ranks share the check of the block results' count words.
+        let mut mismatch = false;
+        let mut block = self.thread;
+        while block < self.layout.blocks {
+            // SAFETY: block cells were written before the barrier and are not
+            // written again before the round's closing barrier.
+            if unsafe { core::ptr::read(self.block_cell(block) as *const u32) } != count {
+                mismatch = true;
+                break;
+            }
+            block += self.layout.block_dim;
+        }
+        let flag = self.block_flag(self.block);
+        // The generation of the barrier just passed names this round; no
+        // reset is needed between rounds.
+        let generation = self.barrier_generation.get();
+        if mismatch {
+            // Relaxed: read only by this block's ranks, after the block barrier
+            // below, which orders memory among them.
+            flag.store(generation, Ordering::Relaxed);
+        }
+        shim::block_barrier();
+        // Relaxed: see the store above.
+        if flag.load(Ordering::Relaxed) == generation {
+            // SAFETY: the reference rank's own-count word was written before
+            // the barrier; cells are restaged only after the closing barrier.
+            let expected = unsafe { core::ptr::read(self.rank_cell(reference).add(4) as *const u32) };
+            return Ok(Err(expected));
+        }
+        Ok(Ok(()))
+    }
+
+    /// Combines the data of the cells of this block's first `active` ranks
+    /// into the cell of the block's first rank, as a tree of neighbours
+    /// (lower ranks on the left) with a block barrier before each step and
+    /// after the last. A cell whose count word differs from its neighbour's
+    /// poisons the result's count word with `COUNT_MISMATCH`. Every rank of
+    /// the block calls it.
+    fn block_tree<T: Equivalence, O: Operation<T>>(&self, active: u32, k: usize, op: &O) {
+        let t = self.thread;
         let mut stride = 1;
-        while stride < dim {
+        while stride < active {
             shim::block_barrier();
-            if t % (2 * stride) == 0 && t + stride < dim {
-                let left = cell;
+            if t % (2 * stride) == 0 && t + stride < active {
+                let left = self.rank_cell(self.rank);
                 let right = self.rank_cell(self.rank + stride);
                 // SAFETY: both cells were staged before the block barrier above
                 // and only this rank reads or writes them until the next one; the
@@ -523,40 +567,44 @@ impl World {
             stride *= 2;
         }
         shim::block_barrier();
-        if t == 0 {
-            // SAFETY: the leader's cell holds the block's result (published by
-            // the block barrier); the block's cell is written only by its leader.
-            unsafe { shim::copy_bytes(self.block_cell(self.block), cell, CELL_HEADER + bytes) };
-        }
-        self.world_barrier(what)?;
-        for b in 0..self.layout.blocks {
-            // SAFETY: block cells were written before the barrier and are not
-            // written again before the round's closing barrier.
-            let c = unsafe { core::ptr::read(self.block_cell(b) as *const u32) };
-            if c != count {
-                // SAFETY: the reference rank's own-count word was written before
-                // the barrier; cells are restaged only after the closing barrier.
-                let expected = unsafe { core::ptr::read(self.rank_cell(reference).add(4) as *const u32) };
-                return Ok(Err(expected));
-            }
-        }
-        Ok(Ok(()))
     }
 
-    /// Combines the staged block results in block order into `out`.
-    fn combine_blocks<T: Equivalence, O: Operation<T>>(&self, out: &mut [T], op: &O) {
-        for (i, slot) in out.iter_mut().enumerate() {
-            // SAFETY: block cells hold `out.len()` staged elements each (the
-            // caller checked every count), published by the round's barrier.
-            let mut acc =
-                unsafe { core::ptr::read((self.block_cell(0).add(CELL_HEADER) as *const T).add(i)) };
-            for b in 1..self.layout.blocks {
-                // SAFETY: as above.
-                let v = unsafe { core::ptr::read((self.block_cell(b).add(CELL_HEADER) as *const T).add(i)) };
-                acc = op.apply(&acc, &v);
+    /// Combines the staged block results (`k` elements each, counts already
+    /// checked equal to `count`) in block order into the cell of this
+    /// block's first rank. Every rank of the block calls it: rank `t` folds a
+    /// contiguous run of blocks into its own cell, then a block tree combines
+    /// the runs, so the order is block order and the critical path is a few
+    /// memory round trips instead of one per block.
+    fn combine_blocks<T: Equivalence, O: Operation<T>>(&self, k: usize, count: u32, op: &O) {
+        let blocks = self.layout.blocks;
+        let per_rank = blocks.div_ceil(self.layout.block_dim);
+        let active = blocks.div_ceil(per_rank);
+        if self.thread < active {
+            let first = self.thread * per_rank;
+            let end = (first + per_rank).min(blocks);
+            let cell = self.rank_cell(self.rank);
+            let data = |b: u32| -> *const T {
+                // SAFETY: the data area of a block cell, inside the block scratch.
+                unsafe { self.block_cell(b).add(CELL_HEADER) as *const T }
+            };
+            // SAFETY: the block cells hold `k` staged elements each (counts
+            // checked), published by the round's barrier and not written again
+            // before the closing one; our own cell is free after the block
+            // tree (its result went to the block cell) and holds
+            // `per_round >= k` elements.
+            unsafe {
+                core::ptr::write(cell as *mut u32, count);
+                let out = cell.add(CELL_HEADER) as *mut T;
+                for i in 0..k {
+                    let mut acc = core::ptr::read(data(first).add(i));
+                    for b in first + 1..end {
+                        acc = op.apply(&acc, &core::ptr::read(data(b).add(i)));
+                    }
+                    core::ptr::write(out.add(i), acc);
+                }
             }
-            *slot = acc;
         }
+        self.block_tree(active, k, op);
     }
 
     fn broadcast_impl<B: BufferMut + ?Sized>(&self, root: i32, buf: &mut B) -> Result<(), Error> {

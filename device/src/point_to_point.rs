@@ -18,16 +18,20 @@
 //!   buffer (when it is shared memory: always on the emulator, global memory
 //!   on the GPU) or the rest streams through the same slot, chunk by chunk.
 //!
-//! A slot's state word holds the state in its low 3 bits and, once
-//! published, the destination rank above them, so a receiver that reads
-//! `FULL` for itself (one acquire load) owns the message: no other rank may
-//! change that slot until it answers.
+//! A slot's state word (64 bits) holds the state in its low 3 bits, once
+//! published the destination rank above them, and in its high half the low
+//! 32 bits of the message's sequence number; a receiver that reads `FULL`
+//! for itself owns the message: no other rank may change that slot until it
+//! answers.
 //!
-//! Non-overtaking (MPI 3.5): a sender numbers its messages; a receive takes
-//! the matching message with the lowest number from the chosen sender, and
-//! scans that sender's outbox again until the lowest match is stable. Once a
-//! candidate is acquired, every earlier message of its sender is visible, so
-//! a stable minimum has no earlier match — also under `ANY_TAG`/`ANY_SOURCE`.
+//! Non-overtaking (MPI 3.5): a sender numbers its messages and, after
+//! publishing each one, stores how many it has published (release). A
+//! receive loads that count (acquire), then every slot's state and tag in
+//! one batch of loads, and takes the matching message with the lowest
+//! number among those the count covers: all of them are visible, so none
+//! that matches can be missed, also under `ANY_TAG`/`ANY_SOURCE`. The thesis
+//! rescanned until the lowest match was stable, at a memory round trip per
+//! slot and pass; this costs about three round trips per receive.
 //!
 //! | from | to | by | meaning |
 //! |---|---|---|---|
@@ -57,9 +61,29 @@ const DONE: u32 = 4;
 const STATE_BITS: u32 = 3;
 const STATE_MASK: u32 = (1 << STATE_BITS) - 1;
 
-/// The state word of a slot in `state` addressed to `dest`.
-const fn state_for(dest: u32, state: u32) -> u32 {
-    (dest << STATE_BITS) | state
+/// The state word of a slot in `state` addressed to `dest` (low half).
+const fn state_for(dest: u32, state: u32) -> u64 {
+    ((dest << STATE_BITS) | state) as u64
+}
+
+/// The state word of a published message: FULL for `dest`, with the low 32
+/// bits of the message's sequence number in the high half, so that one
+/// atomic load gives a state and the number of the message it belongs to.
+const fn full_word(dest: u32, sequence: u64) -> u64 {
+    (sequence << 32) | state_for(dest, FULL)
+}
+
+/// The state bits of a state word.
+const fn state_of(word: u64) -> u32 {
+    word as u32 & STATE_MASK
+}
+
+/// Whether a message numbered `sequence` (low 32 bits) is counted by a
+/// published count of `published` (low 32 bits): `sequence < published`,
+/// modulo 2^32. Numbers in flight from one sender are far closer than 2^31.
+const fn counted(sequence: u32, published: u32) -> bool {
+    let age = published.wrapping_sub(sequence);
+    age != 0 && age <= i32::MAX as u32
 }
 
 const KIND_EAGER: u32 = 0;
@@ -67,15 +91,24 @@ const KIND_DIRECT: u32 = 1;
 const KIND_STREAM: u32 = 2;
 const KIND_CHUNK: u32 = 3;
 
-// Envelope word offsets (bytes) inside a slot.
+// Envelope words (byte offsets) inside a slot, each one atomic access.
+/// u64: state in the low half (see `state_for`), sequence in the high half.
 const W_STATE: usize = 0;
-const W_TAG: usize = 8;
-const W_KIND: usize = 12;
-const W_DATATYPE: usize = 16;
-const W_BYTES: usize = 20;
+/// u64: tag in the low half, kind in the high half.
+const W_HEAD: usize = 8;
+/// u64: datatype id in the low half, message bytes in the high half.
+const W_TYPE_BYTES: usize = 16;
+/// u32: bytes of payload in the slot (first or current chunk).
 const W_CHUNK: usize = 24;
-const W_SEQUENCE: usize = 32;
-const W_POINTER: usize = 40;
+/// u64: address of the sender's buffer (rendezvous).
+const W_POINTER: usize = 32;
+/// Slots whose words one pass of a scan loads before looking at any, so
+/// that the loads overlap instead of costing a memory round trip each.
+const SCAN_BATCH: usize = 8;
+
+const fn head_word(tag: i32, kind: u32) -> u64 {
+    ((kind as u64) << 32) | tag as u32 as u64
+}
 
 /// The envelope of a received or probed message (`MPI_Status`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -199,8 +232,9 @@ impl World {
         unsafe { shim::atomic_u64_at(self.base, self.layout.slot(owner, slot) + word) }
     }
 
-    /// The owner's message counter (only the owner touches it).
-    fn sequence_counter(&self, owner: u32) -> &AtomicU64 {
+    /// How many messages the owner has published: every message numbered
+    /// below it is in a slot (or already received). Only the owner writes it.
+    fn published(&self, owner: u32) -> &AtomicU64 {
         // SAFETY: the outbox header's first word, 8-byte aligned, atomic-only.
         unsafe { shim::atomic_u64_at(self.base, self.layout.outbox(owner)) }
     }
@@ -237,7 +271,7 @@ pub(crate) struct SendOp<'b> {
 enum SendPhase {
     Claim,
     AwaitReceiver { slot: u32 },
-    Stream { slot: u32, offset: usize },
+    Stream { slot: u32, offset: usize, full: u64 },
     Done,
 }
 
@@ -281,12 +315,10 @@ impl<'b> SendOp<'b> {
                     // Acquire pairs with the receiver's Release store of FREE:
                     // its last reads of this slot happen before our writes
                     // below. Only the owner moves a slot out of FREE.
-                    w.slot_u32(me, s, W_STATE).load(Ordering::Acquire) & STATE_MASK == FREE
+                    state_of(w.slot_u64(me, s, W_STATE).load(Ordering::Acquire)) == FREE
                 })?;
-                let counter = w.sequence_counter(me);
-                // Relaxed: only this rank reads or writes its own counter.
-                let sequence = counter.load(Ordering::Relaxed);
-                counter.store(sequence + 1, Ordering::Relaxed);
+                let sequence = w.next_sequence.get();
+                w.next_sequence.set(sequence + 1);
                 let total = self.data.len();
                 let kind = if total <= slot_bytes {
                     KIND_EAGER
@@ -300,32 +332,38 @@ impl<'b> SendOp<'b> {
                 } else {
                     total.min(slot_bytes)
                 };
-                w.slot_u32(me, slot, W_TAG)
-                    .store(self.tag as u32, Ordering::Relaxed);
-                w.slot_u32(me, slot, W_KIND).store(kind, Ordering::Relaxed);
-                w.slot_u32(me, slot, W_DATATYPE)
-                    .store(self.datatype.id, Ordering::Relaxed);
-                w.slot_u32(me, slot, W_BYTES)
-                    .store(total as u32, Ordering::Relaxed);
+                w.slot_u64(me, slot, W_HEAD)
+                    .store(head_word(self.tag, kind), Ordering::Relaxed);
+                w.slot_u64(me, slot, W_TYPE_BYTES).store(
+                    ((total as u64) << 32) | self.datatype.id as u64,
+                    Ordering::Relaxed,
+                );
                 w.slot_u32(me, slot, W_CHUNK)
                     .store(first as u32, Ordering::Relaxed);
-                w.slot_u64(me, slot, W_SEQUENCE)
-                    .store(sequence, Ordering::Relaxed);
                 w.slot_u64(me, slot, W_POINTER)
                     .store(self.data.as_ptr() as u64, Ordering::Relaxed);
                 // SAFETY: the slot is FREE and ours; its payload holds `slot_bytes >= first` bytes.
                 unsafe { shim::copy_bytes(w.payload(me, slot), self.data.as_ptr(), first) };
-                // Release pairs with the receiver's Acquire load in `scan_sender`:
-                // the envelope and payload written above are visible with FULL.
-                w.slot_u32(me, slot, W_STATE)
-                    .store(state_for(self.dest, FULL), Ordering::Release);
+                let full = full_word(self.dest, sequence);
+                // Release pairs with the Acquire loads of the state by the
+                // receiver's rendezvous steps (and orders the envelope before
+                // the count below).
+                w.slot_u64(me, slot, W_STATE).store(full, Ordering::Release);
+                // Release pairs with the receiver's Acquire load of our
+                // published count in `scan_sender`: a receiver that counts
+                // this message sees its state, envelope and payload.
+                w.published(me).store(sequence + 1, Ordering::Release);
                 // Release pairs with the receiver's Acquire load of its count:
                 // a receiver that counts this message also sees it FULL.
                 w.incoming(self.dest).fetch_add(1, Ordering::Release);
                 self.phase = match kind {
                     KIND_EAGER => SendPhase::Done,
                     KIND_DIRECT => SendPhase::AwaitReceiver { slot },
-                    _ => SendPhase::Stream { slot, offset: first },
+                    _ => SendPhase::Stream {
+                        slot,
+                        offset: first,
+                        full,
+                    },
                 };
                 if let SendPhase::Done = self.phase {
                     Some(Ok(()))
@@ -335,26 +373,26 @@ impl<'b> SendOp<'b> {
                 }
             }
             SendPhase::AwaitReceiver { slot } => {
-                let st = w.slot_u32(w.rank, slot, W_STATE);
+                let st = w.slot_u64(w.rank, slot, W_STATE);
                 // Acquire pairs with the receiver's Release store of DONE: its
                 // copy out of our buffer is finished before we return it.
-                if st.load(Ordering::Acquire) & STATE_MASK != DONE {
+                if state_of(st.load(Ordering::Acquire)) != DONE {
                     return None;
                 }
                 // Relaxed: only this rank claims its slots again, after this store.
-                st.store(FREE, Ordering::Relaxed);
+                st.store(FREE as u64, Ordering::Relaxed);
                 self.phase = SendPhase::Done;
                 Some(Ok(()))
             }
-            SendPhase::Stream { slot, offset } => {
+            SendPhase::Stream { slot, offset, full } => {
                 let me = w.rank;
-                let st = w.slot_u32(me, slot, W_STATE);
+                let st = w.slot_u64(me, slot, W_STATE);
                 // Acquire pairs with the receiver's Release store of CTS or DONE:
                 // it finished reading the slot's previous chunk.
-                match st.load(Ordering::Acquire) & STATE_MASK {
+                match state_of(st.load(Ordering::Acquire)) {
                     DONE => {
                         // Relaxed: only this rank claims its slots again.
-                        st.store(FREE, Ordering::Relaxed);
+                        st.store(FREE as u64, Ordering::Relaxed);
                         self.phase = SendPhase::Done;
                         Some(Ok(()))
                     }
@@ -364,12 +402,14 @@ impl<'b> SendOp<'b> {
                         // not touch the payload until FULL; `offset + n <= len`.
                         unsafe { shim::copy_bytes(w.payload(me, slot), self.data.as_ptr().add(offset), n) };
                         w.slot_u32(me, slot, W_CHUNK).store(n as u32, Ordering::Relaxed);
-                        w.slot_u32(me, slot, W_KIND).store(KIND_CHUNK, Ordering::Relaxed);
+                        w.slot_u64(me, slot, W_HEAD)
+                            .store(head_word(self.tag, KIND_CHUNK), Ordering::Relaxed);
                         // Release pairs with the receiver's Acquire wait for FULL.
-                        st.store(state_for(self.dest, FULL), Ordering::Release);
+                        st.store(full, Ordering::Release);
                         self.phase = SendPhase::Stream {
                             slot,
                             offset: offset + n,
+                            full,
                         };
                         backoff.progressed();
                         None
@@ -435,62 +475,108 @@ impl World {
             return self.scan_sender(source as u32, tag);
         }
         // Acquire pairs with the senders' Release increments: a counted
-        // message is visible as FULL in the scan below.
+        // message is published (see `scan_sender`).
         if self.incoming(self.rank).load(Ordering::Acquire) == 0 {
             return None;
         }
         let ranks = self.layout.ranks;
-        (1..=ranks)
-            .map(|i| (self.rank + i) % ranks)
-            .find_map(|s| self.scan_sender(s, tag))
+        (1..=ranks).map(|i| (self.rank + i) % ranks).find_map(|s| {
+            if self.has_full_slot(s) {
+                self.scan_sender(s, tag)
+            } else {
+                None
+            }
+        })
+    }
+
+    /// A quick look, without ordering, whether `owner` has a slot FULL for
+    /// this rank: lets a receive from any source pass over silent senders
+    /// with one batch of loads each.
+    fn has_full_slot(&self, owner: u32) -> bool {
+        let full = state_for(self.rank, FULL) as u32;
+        let slots = self.layout.slots_per_rank as usize;
+        let mut first = 0;
+        while first < slots {
+            let mut states = [0u64; SCAN_BATCH];
+            for (i, state) in states.iter_mut().enumerate() {
+                if first + i < slots {
+                    // Relaxed: a hint; `scan_sender` reads again with ordering.
+                    *state = self
+                        .slot_u64(owner, (first + i) as u32, W_STATE)
+                        .load(Ordering::Relaxed);
+                }
+            }
+            if states[..(slots - first).min(SCAN_BATCH)]
+                .iter()
+                .any(|&w| w as u32 == full)
+            {
+                return true;
+            }
+            first += SCAN_BATCH;
+        }
+        false
     }
 
     /// The lowest-numbered matching message for this rank in `owner`'s
-    /// outbox, rescanning until that minimum is stable.
+    /// outbox among the messages `owner` had published when the scan began.
     fn scan_sender(&self, owner: u32, tag: i32) -> Option<Envelope> {
-        let full = state_for(self.rank, FULL);
-        let mut best: Option<(u64, Envelope)> = None;
-        loop {
-            let mut pass: Option<(u64, Envelope)> = None;
-            for slot in 0..self.layout.slots_per_rank {
-                // Acquire pairs with the sender's Release store of FULL: the
-                // envelope and payload it wrote are visible, and stay as they
-                // are until this rank answers (only the destination moves a
-                // slot out of FULL).
-                if self.slot_u32(owner, slot, W_STATE).load(Ordering::Acquire) != full {
+        let full = state_for(self.rank, FULL) as u32;
+        // Acquire pairs with the owner's Release store of its published
+        // count: every message numbered below it has its state, envelope and
+        // payload visible to the loads below, so the matching messages among
+        // them are all seen and the lowest is the next one (MPI 3.5). A
+        // message published after this load may be seen FULL too, but its
+        // envelope may not be visible yet: it is left for a later scan.
+        let published = self.published(owner).load(Ordering::Acquire) as u32;
+        let slots = self.layout.slots_per_rank as usize;
+        // (age of the message, slot, tag, kind): the oldest match so far.
+        let mut best: Option<(u32, u32, i32, u32)> = None;
+        let mut first = 0;
+        while first < slots {
+            let mut states = [0u64; SCAN_BATCH];
+            let mut heads = [0u64; SCAN_BATCH];
+            for i in 0..SCAN_BATCH {
+                if first + i < slots {
+                    let slot = (first + i) as u32;
+                    // Relaxed: ordered after the Acquire load above; a state
+                    // and the sequence it carries come from one atomic load.
+                    states[i] = self.slot_u64(owner, slot, W_STATE).load(Ordering::Relaxed);
+                    heads[i] = self.slot_u64(owner, slot, W_HEAD).load(Ordering::Relaxed);
+                }
+            }
+            for i in 0..SCAN_BATCH.min(slots - first) {
+                let sequence = (states[i] >> 32) as u32;
+                if states[i] as u32 != full || !counted(sequence, published) {
                     continue;
                 }
-                let kind = self.slot_u32(owner, slot, W_KIND).load(Ordering::Relaxed);
-                let t = self.slot_u32(owner, slot, W_TAG).load(Ordering::Relaxed) as i32;
+                let (t, kind) = (heads[i] as u32 as i32, (heads[i] >> 32) as u32);
                 if kind == KIND_CHUNK || (tag != ANY_TAG && t != tag) {
                     continue;
                 }
-                let sequence = self.slot_u64(owner, slot, W_SEQUENCE).load(Ordering::Relaxed);
-                if pass.is_none_or(|(b, _)| sequence < b) {
-                    let status = Status {
-                        source: owner as i32,
-                        tag: t,
-                        bytes: self.slot_u32(owner, slot, W_BYTES).load(Ordering::Relaxed),
-                        datatype: self.slot_u32(owner, slot, W_DATATYPE).load(Ordering::Relaxed),
-                    };
-                    let chunk = self.slot_u32(owner, slot, W_CHUNK).load(Ordering::Relaxed);
-                    pass = Some((
-                        sequence,
-                        Envelope {
-                            slot,
-                            status,
-                            kind,
-                            chunk,
-                        },
-                    ));
+                let age = published.wrapping_sub(sequence);
+                if best.is_none_or(|(oldest, ..)| age > oldest) {
+                    best = Some((age, (first + i) as u32, t, kind));
                 }
             }
-            match (best, pass) {
-                (_, None) => return None,
-                (Some((b, e)), Some((p, _))) if b == p => return Some(e),
-                (_, p) => best = p,
-            }
+            first += SCAN_BATCH;
         }
+        let (_, slot, t, kind) = best?;
+        // Relaxed: a counted message's envelope is visible (see above), and
+        // stays as it is until this rank answers (only the destination moves
+        // a slot out of FULL).
+        let type_bytes = self.slot_u64(owner, slot, W_TYPE_BYTES).load(Ordering::Relaxed);
+        let chunk = self.slot_u32(owner, slot, W_CHUNK).load(Ordering::Relaxed);
+        Some(Envelope {
+            slot,
+            status: Status {
+                source: owner as i32,
+                tag: t,
+                bytes: (type_bytes >> 32) as u32,
+                datatype: type_bytes as u32,
+            },
+            kind,
+            chunk,
+        })
     }
 }
 
@@ -555,7 +641,7 @@ impl<'b> RecvOp<'b> {
                 // Relaxed: the count is a hint for ANY_SOURCE scans; the message
                 // itself is owned through its slot's state word.
                 w.incoming(me).fetch_add(u32::MAX, Ordering::Relaxed);
-                let st = w.slot_u32(owner, env.slot, W_STATE);
+                let st = w.slot_u64(owner, env.slot, W_STATE);
                 match env.kind {
                     KIND_EAGER => {
                         // SAFETY: the slot is FULL for us (acquired in scan_sender)
@@ -565,7 +651,7 @@ impl<'b> RecvOp<'b> {
                         };
                         // Release pairs with the owner's Acquire claim: our reads
                         // of the payload happen before its next writes.
-                        st.store(FREE, Ordering::Release);
+                        st.store(FREE as u64, Ordering::Release);
                     }
                     KIND_DIRECT => {
                         let src = w.slot_u64(owner, env.slot, W_POINTER).load(Ordering::Relaxed) as *const u8;
@@ -605,9 +691,9 @@ impl<'b> RecvOp<'b> {
                 outcome,
             } => {
                 let owner = outcome.status.source as u32;
-                let st = w.slot_u32(owner, slot, W_STATE);
+                let st = w.slot_u64(owner, slot, W_STATE);
                 // Acquire pairs with the sender's Release store of FULL for this chunk.
-                if st.load(Ordering::Acquire) != state_for(me, FULL) {
+                if st.load(Ordering::Acquire) as u32 != state_for(me, FULL) as u32 {
                     return None;
                 }
                 let chunk = w.slot_u32(owner, slot, W_CHUNK).load(Ordering::Relaxed) as usize;

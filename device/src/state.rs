@@ -8,7 +8,7 @@
 //! | region | size | contents |
 //! |---|---|---|
 //! | header | 256 B | magic, version, [`WorldConfig`], grid size, abort flag |
-//! | outboxes | `ranks × outbox_stride` | per sending rank: sequence counter and incoming-message count, then `slots_per_rank` slots of 64 B envelope + `slot_bytes` payload |
+//! | outboxes | `ranks × outbox_stride` | per sending rank: its published-message count and the count of messages addressed to it and not yet received, then `slots_per_rank` slots of 64 B envelope + `slot_bytes` payload |
 //! | barrier | `blocks × 64` | per block: its barrier counter (Dietz's single-writer barrier) |
 //! | broadcast | `collective_bytes` | the root's chunk of a broadcast |
 //! | block scratch | `blocks × collective_bytes` | per block: its partial reduction |
@@ -21,12 +21,16 @@ use bytemuck::{Pod, Zeroable};
 /// "GPMI" in little-endian.
 pub const MAGIC: u32 = 0x494d_5047;
 /// Version of this layout; the device refuses other versions.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 /// `flags` bit: never let a receiver copy straight out of the sender's buffer;
 /// stream every large message through a slot (the path a GPU takes for a
 /// buffer in a thread's local memory). Lets the emulator test that path.
 pub const FLAG_FORCE_STREAMING: u32 = 1;
+
+/// Longest sleep between two polls of a GPU wait when the world's config
+/// says 0 (`WorldConfig::backoff_max_ns`).
+pub const DEFAULT_BACKOFF_MAX_NS: u32 = 1024;
 
 /// Bytes of the header region.
 pub const HEADER_BYTES: usize = 256;
@@ -65,8 +69,10 @@ pub struct WorldConfig {
     pub collective_bytes: u32,
     /// `FLAG_*` bits.
     pub flags: u32,
-    /// Reserved, zero.
-    pub reserved: u32,
+    /// Longest sleep, in nanoseconds, between two polls of a waiting rank on
+    /// the GPU (waits sleep 32 ns after a failed poll, doubling up to this);
+    /// 0: [`DEFAULT_BACKOFF_MAX_NS`]. The emulator ignores it.
+    pub backoff_max_ns: u32,
     /// A wait gives up after this many nanoseconds (0: never; the CPU
     /// emulator detects deadlocks exactly and needs no timeout).
     pub timeout_ns: u64,
@@ -84,7 +90,7 @@ impl WorldConfig {
             max_message_bytes: 1 << 20,
             collective_bytes: 256,
             flags: 0,
-            reserved: 0,
+            backoff_max_ns: 0,
             timeout_ns: 0,
         }
     }

@@ -7,6 +7,7 @@
 use crate::error::Error;
 use crate::shim;
 use crate::state::{Layout, WorldConfig, CONFIG_OFFSET, MAGIC, VERSION};
+use core::cell::Cell;
 
 /// `MPI_PROC_NULL`: sends to it and receives from it return at once.
 pub const PROC_NULL: i32 = -2;
@@ -23,6 +24,15 @@ pub struct World {
     pub(crate) timeout_ns: u64,
     pub(crate) flags: u32,
     pub(crate) max_message_bytes: u32,
+    /// Longest sleep of a GPU wait between polls (ns, never 0).
+    pub(crate) backoff_max_ns: u32,
+    /// World barriers this rank has entered. Every rank enters the same
+    /// barriers (collectives are called by all), so it is also the value
+    /// every block's barrier counter reaches in the current barrier.
+    pub(crate) barrier_generation: Cell<u32>,
+    /// Sequence number of this rank's next message (only this rank sends
+    /// from its outbox; the outbox's published count follows it).
+    pub(crate) next_sequence: Cell<u64>,
 }
 
 impl World {
@@ -60,6 +70,12 @@ impl World {
             timeout_ns: config.timeout_ns,
             flags: config.flags,
             max_message_bytes: config.max_message_bytes,
+            backoff_max_ns: match config.backoff_max_ns {
+                0 => crate::state::DEFAULT_BACKOFF_MAX_NS,
+                ns => ns,
+            },
+            barrier_generation: Cell::new(0),
+            next_sequence: Cell::new(0),
         })
     }
 

@@ -170,7 +170,7 @@ pub(crate) fn wait_for<T>(
     what: WaitFor,
     mut poll: impl FnMut(&mut Backoff) -> Option<Result<T, Error>>,
 ) -> Result<T, Error> {
-    let mut backoff = Backoff::new();
+    let mut backoff = Backoff::with_max_ns(world.backoff_max_ns);
     if let Some(r) = poll(&mut backoff) {
         return r;
     }

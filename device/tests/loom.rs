@@ -25,17 +25,21 @@ use loom_support::{check, run_world, small_config, Aligned, Scratch};
 #[test]
 fn eager_message_arrives_with_its_payload() {
     check("eager", 3, || {
-        let results = run_world(small_config(2, 1, 1), 0, |w, _| -> Result<Option<[u32; 4]>, Error> {
-            if w.rank() == 1 {
-                w.process_at_rank(0).send_with_tag(&[1u32, 2, 3, 4][..], 5)?;
-                Ok(None)
-            } else {
-                let mut buf = [0u32; 4];
-                let s = w.process_at_rank(1).receive_into_with_tag(&mut buf[..], 5)?;
-                assert_eq!((s.source_rank(), s.tag(), s.count::<u32>()), (1, 5, Some(4)));
-                Ok(Some(buf))
-            }
-        });
+        let results = run_world(
+            small_config(2, 1, 1),
+            0,
+            |w, _| -> Result<Option<[u32; 4]>, Error> {
+                if w.rank() == 1 {
+                    w.process_at_rank(0).send_with_tag(&[1u32, 2, 3, 4][..], 5)?;
+                    Ok(None)
+                } else {
+                    let mut buf = [0u32; 4];
+                    let s = w.process_at_rank(1).receive_into_with_tag(&mut buf[..], 5)?;
+                    assert_eq!((s.source_rank(), s.tag(), s.count::<u32>()), (1, 5, Some(4)));
+                    Ok(Some(buf))
+                }
+            },
+        );
         assert_eq!(results[0], Ok(Some([1, 2, 3, 4])));
         assert_eq!(results[1], Ok(None));
     });
@@ -46,31 +50,39 @@ fn eager_message_arrives_with_its_payload() {
 #[test]
 fn messages_do_not_overtake_under_any_source_and_any_tag() {
     check("non-overtaking", 3, || {
-        let results = run_world(small_config(3, 1, 2), 0, |w, _| -> Result<Vec<(i32, i32, u32)>, Error> {
-            match w.rank() {
-                1 => {
-                    w.process_at_rank(0).send_with_tag(&10u32, 1)?;
-                    w.process_at_rank(0).send_with_tag(&11u32, 2)?;
-                    Ok(vec![])
-                }
-                2 => {
-                    w.process_at_rank(0).send_with_tag(&20u32, 3)?;
-                    Ok(vec![])
-                }
-                _ => {
-                    let mut got = vec![];
-                    for _ in 0..3 {
-                        let mut v = 0u32;
-                        let s = w.any_process().receive_into_with_tag(&mut v, ANY_TAG)?;
-                        got.push((s.source_rank(), s.tag(), v));
+        let results = run_world(
+            small_config(3, 1, 2),
+            0,
+            |w, _| -> Result<Vec<(i32, i32, u32)>, Error> {
+                match w.rank() {
+                    1 => {
+                        w.process_at_rank(0).send_with_tag(&10u32, 1)?;
+                        w.process_at_rank(0).send_with_tag(&11u32, 2)?;
+                        Ok(vec![])
                     }
-                    Ok(got)
+                    2 => {
+                        w.process_at_rank(0).send_with_tag(&20u32, 3)?;
+                        Ok(vec![])
+                    }
+                    _ => {
+                        let mut got = vec![];
+                        for _ in 0..3 {
+                            let mut v = 0u32;
+                            let s = w.any_process().receive_into_with_tag(&mut v, ANY_TAG)?;
+                            got.push((s.source_rank(), s.tag(), v));
+                        }
+                        Ok(got)
+                    }
                 }
-            }
-        });
+            },
+        );
         let got = results[0].clone().unwrap();
         let from_1: Vec<_> = got.iter().filter(|m| m.0 == 1).copied().collect();
-        assert_eq!(from_1, [(1, 1, 10), (1, 2, 11)], "rank 1's messages overtook: {got:?}");
+        assert_eq!(
+            from_1,
+            [(1, 1, 10), (1, 2, 11)],
+            "rank 1's messages overtook: {got:?}"
+        );
         assert!(got.contains(&(2, 3, 20)), "rank 2's message lost: {got:?}");
         assert!(results[1..].iter().all(|r| r.is_ok()));
     });
@@ -246,6 +258,18 @@ fn barrier_one_block_of_two() {
     });
 }
 
+/// (h) The world barrier across 2 blocks of 2 ranks: the block's second
+/// rank waits for the other block's counter, which its block's first rank
+/// stored, so what the other block wrote reaches the first rank only
+/// through the closing block barrier. Without preemptions (four ranks).
+#[test]
+fn barrier_two_blocks_of_two() {
+    check("barrier 2x2", 0, || {
+        let results = run_world(small_config(4, 2, 1), 4, barrier_twice);
+        assert!(results.iter().all(|r| r.is_ok()), "{results:?}");
+    });
+}
+
 fn all_reduce_sum(w: &World, _: Scratch) -> Result<[u32; 2], Error> {
     let r = w.rank() as u32;
     let mut out = [0u32; 2];
@@ -278,5 +302,27 @@ fn all_reduce_one_block_of_two() {
     check("all_reduce 1x2", 3, || {
         let results = run_world(small_config(2, 2, 1), 0, all_reduce_sum);
         assert_eq!(results, [Ok([3, 30]), Ok([3, 30])]);
+    });
+}
+
+/// (i) Reduce to a root in the second of 2 blocks of 2 ranks: the root's
+/// block combines the block results, its two ranks each taking one block,
+/// then a tree. Without preemptions (four ranks).
+#[test]
+fn reduce_to_root_in_second_block_of_two() {
+    check("reduce 2x2 root 3", 0, || {
+        let results = run_world(small_config(4, 2, 1), 0, |w, _| -> Result<u32, Error> {
+            let root = w.process_at_rank(3);
+            let mine = w.rank() as u32 + 1;
+            if w.rank() == 3 {
+                let mut sum = 0u32;
+                root.reduce_into_root(&mine, &mut sum, SystemOperation::sum())?;
+                Ok(sum)
+            } else {
+                root.reduce_into(&mine, SystemOperation::sum())?;
+                Ok(0)
+            }
+        });
+        assert_eq!(results, [Ok(0), Ok(0), Ok(0), Ok(10)]);
     });
 }

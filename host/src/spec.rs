@@ -105,6 +105,12 @@ pub struct WorldSpec {
     /// the world aborted, and the launch reports a deadlock. `None`: waits
     /// are unbounded (the emulator detects deadlocks exactly without it).
     pub timeout: Option<Duration>,
+    /// Longest sleep between two polls of a waiting rank on the GPU (waits
+    /// sleep 32 ns after a failed poll, doubling up to this). `None`: the
+    /// cuda backend's default (`GPU_MPI_BACKOFF_NS`, else 1024 ns). Shorter
+    /// sleeps answer sooner and load the memory system more. The emulator
+    /// ignores it.
+    pub backoff_max: Option<Duration>,
 }
 
 impl WorldSpec {
@@ -129,6 +135,7 @@ impl WorldSpec {
             collective_bytes: d.collective_bytes,
             force_streaming: false,
             timeout: None,
+            backoff_max: None,
         }
     }
 
@@ -174,6 +181,13 @@ impl WorldSpec {
         self
     }
 
+    /// Sets the longest sleep between two polls of a GPU wait (at least
+    /// 1 ns, at most about 4.29 s).
+    pub fn backoff_max(mut self, max: Duration) -> Self {
+        self.backoff_max = Some(max);
+        self
+    }
+
     /// Resolves the spec into a world configuration for a device whose
     /// capacity with blocks of `block_dim` ranks is `capacity(block_dim)`.
     /// Checks nothing beyond what resolving needs: [`WorldConfig::layout`] and
@@ -199,6 +213,10 @@ impl WorldSpec {
         c.timeout_ns = match self.timeout {
             // 0 means "no timeout": a zero duration becomes 1 ns.
             Some(t) => u64::try_from(t.as_nanos()).unwrap_or(u64::MAX).max(1),
+            None => 0,
+        };
+        c.backoff_max_ns = match self.backoff_max {
+            Some(d) => u32::try_from(d.as_nanos()).unwrap_or(u32::MAX).max(1),
             None => 0,
         };
         Ok(c)
@@ -344,6 +362,17 @@ mod tests {
             .unwrap();
         assert_eq!((c.ranks, c.block_dim, c.slot_bytes), (64, 64, 512));
         assert_eq!((c.flags, c.timeout_ns), (FLAG_FORCE_STREAMING, 1));
+        assert_eq!(c.backoff_max_ns, 0);
+        let c = WorldSpec::ranks(64)
+            .backoff_max(Duration::from_nanos(200))
+            .resolve(|_| 0)
+            .unwrap();
+        assert_eq!(c.backoff_max_ns, 200);
+        let c = WorldSpec::ranks(64)
+            .backoff_max(Duration::ZERO)
+            .resolve(|_| 0)
+            .unwrap();
+        assert_eq!(c.backoff_max_ns, 1);
         let c = WorldSpec::max_ranks().block_dim(32).resolve(|b| b * 10).unwrap();
         assert_eq!((c.ranks, c.block_dim), (320, 32));
     }

@@ -102,8 +102,10 @@ fn options_come_from_the_environment() {
         ("GPU_MPI_TIMEOUT_MS", "2500"),
         ("GPU_MPI_WATCHDOG_S", "0"),
         ("GPU_MPI_CUDA_DEVICE", "1"),
+        ("GPU_MPI_BACKOFF_NS", "256"),
     ]))
     .unwrap();
+    assert_eq!(o.default_backoff_max_ns, Some(256));
     assert_eq!(o.max_registers, Some(128));
     assert_eq!(o.default_timeout, Duration::from_millis(2500));
     assert_eq!(o.watchdog, None);
@@ -117,6 +119,7 @@ fn options_come_from_the_environment() {
     assert!(CudaOptions::from_vars(vars(&[("GPU_MPI_MAX_REGISTERS", "8")])).is_err());
     assert!(CudaOptions::from_vars(vars(&[("GPU_MPI_MAX_REGISTERS", "lots")])).is_err());
     assert!(CudaOptions::from_vars(vars(&[("GPU_MPI_TIMEOUT_MS", "0")])).is_err());
+    assert!(CudaOptions::from_vars(vars(&[("GPU_MPI_BACKOFF_NS", "0")])).is_err());
     // Every GPU wait is bounded by default.
     assert_eq!(CudaOptions::default().default_timeout, Duration::from_secs(5));
 }

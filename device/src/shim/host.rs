@@ -130,7 +130,7 @@ pub fn block_barrier() {
 }
 
 /// Gives way after `polls` consecutive failed polls of one wait.
-pub(super) fn snooze(polls: u32) {
+pub(super) fn snooze(polls: u32, _max_ns: u32) {
     let handled = runtime::with_current(|rt| match rt {
         Some(rt) => {
             rt.suspend(runtime::Suspend::Poll { fresh: polls == 0 });

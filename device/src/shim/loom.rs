@@ -237,7 +237,7 @@ pub fn block_barrier() {
 
 /// Gives way after a failed poll: yields the loom thread, which tells loom's
 /// scheduler to run another rank before this one polls again.
-pub(super) fn snooze(_polls: u32) {
+pub(super) fn snooze(_polls: u32, _max_ns: u32) {
     loom::thread::yield_now();
 }
 

@@ -63,15 +63,32 @@ pub struct Coordinates {
 /// and tells the scheduler whether anything happened since the last snooze
 /// (the scheduler's exact deadlock detection rests on that); under loom it
 /// yields the model thread.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Backoff {
     polls: u32,
+    max_ns: u32,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff::new()
+    }
 }
 
 impl Backoff {
-    /// A backoff for a new wait.
+    /// A backoff for a new wait, sleeping at most
+    /// [`DEFAULT_BACKOFF_MAX_NS`](crate::state::DEFAULT_BACKOFF_MAX_NS) on the GPU.
     pub const fn new() -> Self {
-        Backoff { polls: 0 }
+        Backoff::with_max_ns(crate::state::DEFAULT_BACKOFF_MAX_NS)
+    }
+
+    /// A backoff whose sleeps on the GPU grow to at most `max_ns`
+    /// nanoseconds (at least 1).
+    pub const fn with_max_ns(max_ns: u32) -> Self {
+        Backoff {
+            polls: 0,
+            max_ns: if max_ns == 0 { 1 } else { max_ns },
+        }
     }
 
     /// Failed polls since the wait began or since the last [`Backoff::progressed`].
@@ -94,7 +111,7 @@ impl Backoff {
 
     /// Gives way after a failed poll.
     pub fn snooze(&mut self) {
-        imp::snooze(self.polls);
+        imp::snooze(self.polls, self.max_ns);
         self.polls = self.polls.saturating_add(1);
     }
 }

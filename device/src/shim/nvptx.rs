@@ -278,9 +278,9 @@ pub fn block_barrier() {
 }
 
 /// Gives way after `polls` consecutive failed polls of one wait: sleeps
-/// 32 ns, doubling with each failed poll up to 1 µs.
-pub(super) fn snooze(polls: u32) {
-    let ns: u32 = 32u32 << polls.min(5);
+/// 32 ns, doubling with each failed poll up to `max_ns`.
+pub(super) fn snooze(polls: u32, max_ns: u32) {
+    let ns: u32 = (32u32 << polls.min(26)).min(max_ns);
     // SAFETY: `nanosleep` only suspends the thread for up to `ns` nanoseconds;
     // it touches no memory. Not `nomem`: a poll loop must re-read memory after it.
     unsafe { asm!("nanosleep.u32 {t};", t = in(reg32) ns, options(nostack)) }

@@ -74,6 +74,10 @@ pub struct CudaOptions {
     /// (`GPU_MPI_TIMEOUT_MS`; default 5 s). Every GPU wait must be bounded:
     /// a deadlocked world otherwise never finishes.
     pub default_timeout: Duration,
+    /// The longest sleep between two polls of a GPU wait when the spec sets
+    /// none (`GPU_MPI_BACKOFF_NS`, 1..; default: the device library's,
+    /// 1024 ns).
+    pub default_backoff_max_ns: Option<u32>,
     /// How long a kernel may go on after its world was aborted (a wait timed
     /// out) before the launch gives up on it (default 10 s, at least the
     /// world's timeout).
@@ -95,6 +99,7 @@ impl Default for CudaOptions {
             ordinal: 0,
             max_registers: None,
             default_timeout: Duration::from_secs(5),
+            default_backoff_max_ns: None,
             abort_grace: Duration::from_secs(10),
             watchdog: Some(Duration::from_secs(120)),
             verbose: false,
@@ -104,7 +109,7 @@ impl Default for CudaOptions {
 
 impl CudaOptions {
     /// The defaults, changed by `GPU_MPI_CUDA_DEVICE`, `GPU_MPI_MAX_REGISTERS`,
-    /// `GPU_MPI_TIMEOUT_MS`, `GPU_MPI_WATCHDOG_S` and `GPU_MPI_CUDA_VERBOSE`
+    /// `GPU_MPI_TIMEOUT_MS`, `GPU_MPI_BACKOFF_NS`, `GPU_MPI_WATCHDOG_S` and `GPU_MPI_CUDA_VERBOSE`
     /// where set. Fails on a
     /// value that is not a number in range.
     pub fn from_env() -> Result<CudaOptions, String> {
@@ -141,6 +146,11 @@ impl CudaOptions {
             None => {}
             Some(0) => return Err("GPU_MPI_TIMEOUT_MS=0: GPU waits must be bounded".into()),
             Some(ms) => o.default_timeout = Duration::from_millis(ms),
+        }
+        match number("GPU_MPI_BACKOFF_NS")? {
+            None => {}
+            Some(n @ 1..=0xffff_ffff) => o.default_backoff_max_ns = Some(n as u32),
+            Some(n) => return Err(format!("GPU_MPI_BACKOFF_NS={n}: expected 1..=4294967295")),
         }
         match number("GPU_MPI_WATCHDOG_S")? {
             None => {}
@@ -751,17 +761,24 @@ impl CudaDevice {
                 .unwrap_or(u64::MAX)
                 .max(1);
         }
+        if config.backoff_max_ns == 0 {
+            config.backoff_max_ns = self.options.default_backoff_max_ns.unwrap_or(0);
+        }
         let layout = config.layout()?;
         let mut inner = self.lock();
         let occupancy = self.occupancy_locked(&mut inner, kernel.name, config.block_dim)?;
         if self.options.verbose {
             eprintln!(
-                "gpu-mpi: cuda: launch {}: {} ranks in {} blocks of {}, timeout {:.3} s; fits {} ({} SMs x {} blocks, limit: {}; {})",
+                "gpu-mpi: cuda: launch {}: {} ranks in {} blocks of {}, timeout {:.3} s, backoff max {} ns; fits {} ({} SMs x {} blocks, limit: {}; {})",
                 kernel.name,
                 config.ranks,
                 layout.blocks,
                 layout.block_dim,
                 config.timeout_ns as f64 / 1e9,
+                match config.backoff_max_ns {
+                    0 => gpu_mpi_device::state::DEFAULT_BACKOFF_MAX_NS,
+                    ns => ns,
+                },
                 occupancy.capacity(),
                 occupancy.residency.sms,
                 occupancy.residency.blocks_per_sm,
