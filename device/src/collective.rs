@@ -272,24 +272,43 @@ impl World {
         unsafe { shim::atomic_u32_at(self.base, off) }
     }
 
+    /// Starts a staging round: the next half of the staging regions.
+    ///
+    /// Each round writes its half before the round's world barrier and reads
+    /// it after; a half is written again two rounds later, after the next
+    /// round's barrier, which no rank passes before every rank has finished
+    /// reading. So a round needs no closing barrier.
+    fn begin_staging_round(&self) {
+        self.staging_round.set(self.staging_round.get().wrapping_add(1));
+    }
+
+    /// The half of the staging regions the current round uses.
+    fn staging_half(&self) -> usize {
+        (self.staging_round.get() & 1) as usize
+    }
+
     fn rank_cell(&self, rank: u32) -> *mut u8 {
-        // SAFETY: inside the rank scratch region.
+        let l = &self.layout;
+        let half = self.staging_half() * l.ranks as usize * l.collective_bytes;
+        // SAFETY: inside the rank scratch region (two halves of `ranks` cells).
         unsafe {
             self.base
-                .add(self.layout.rank_scratch + rank as usize * self.collective_bytes())
+                .add(l.rank_scratch + half + rank as usize * l.collective_bytes)
         }
     }
 
     fn block_cell(&self, block: u32) -> *mut u8 {
-        // SAFETY: inside the block scratch region.
+        let l = &self.layout;
+        let half = self.staging_half() * l.blocks as usize * l.collective_bytes;
+        // SAFETY: inside the block scratch region (two halves of `blocks` cells).
         unsafe {
             self.base
-                .add(self.layout.block_scratch + block as usize * self.collective_bytes())
+                .add(l.block_scratch + half + block as usize * l.collective_bytes)
         }
     }
 
     fn collective_bytes(&self) -> usize {
-        (self.layout.rank_scratch - self.layout.block_scratch) / self.layout.blocks as usize
+        self.layout.collective_bytes
     }
 
     /// A block's flag word: set to the current barrier generation by a rank
@@ -424,7 +443,6 @@ impl World {
             let reference = root.unwrap_or(0) as u32;
             if let Err(expected) = self.reduce_round(&send[lo..hi], n as u32, reference, op, what)? {
                 // Everyone read the same block counts: all stop here.
-                self.world_barrier(what)?;
                 return Err(Error::CountMismatch {
                     count: n as u32,
                     expected,
@@ -452,8 +470,6 @@ impl World {
                     }
                 }
             }
-            // Nobody may overwrite the scratch before everyone has read it.
-            self.world_barrier(what)?;
             round += 1;
         }
         if root.is_some() && recv.is_none() && is_root && local_error.is_none() {
@@ -481,6 +497,7 @@ impl World {
         what: WaitFor,
     ) -> Result<Result<(), u32>, Error> {
         let bytes = core::mem::size_of_val(part);
+        self.begin_staging_round();
         let cell = self.rank_cell(self.rank);
         // SAFETY: our own cell: combined-count word, own-count word, then
         // `per_round >= k` elements (checked by the caller); no other rank
@@ -621,16 +638,18 @@ impl World {
             peer: root,
             tag: -1,
         };
-        let area = self.broadcast_area();
         let capacity = self.collective_bytes() - CELL_HEADER;
         let is_root = root == self.rank();
         let mut offset = 0usize;
         let mut local_error = None;
         loop {
+            self.begin_staging_round();
+            let area = self.broadcast_area();
             if is_root {
                 let n = bytes.len().saturating_sub(offset).min(capacity);
-                // SAFETY: only the root writes the area, between the barrier
-                // that closed the last round and the one that opens this one.
+                // SAFETY: only the root writes the area; this half was last
+                // read in the round before the last one, which every rank
+                // finished before passing the last round's barrier.
                 unsafe {
                     core::ptr::write(area as *mut u32, bytes.len() as u32);
                     core::ptr::write(area.add(4) as *mut u32, datatype.id);
@@ -638,7 +657,8 @@ impl World {
                 }
             }
             self.world_barrier(what)?;
-            // SAFETY: published by the barrier; nobody writes until the next one.
+            // SAFETY: published by the barrier; nobody writes this half until
+            // after the next round's barrier.
             let (total, id) = unsafe {
                 (
                     core::ptr::read(area as *const u32) as usize,
@@ -669,7 +689,6 @@ impl World {
                 // SAFETY: as above; `offset + n <= bytes.len()`.
                 unsafe { shim::copy_bytes(bytes.as_mut_ptr().add(offset), area.add(CELL_HEADER), n) };
             }
-            self.world_barrier(what)?;
             offset += capacity;
             if offset >= total {
                 break;
@@ -682,8 +701,9 @@ impl World {
     }
 
     fn broadcast_area(&self) -> *mut u8 {
-        // SAFETY: the broadcast region lies inside the world memory.
-        unsafe { self.base.add(self.layout.broadcast) }
+        let half = self.staging_half() * self.layout.collective_bytes;
+        // SAFETY: the broadcast region (two halves) lies inside the world memory.
+        unsafe { self.base.add(self.layout.broadcast + half) }
     }
 }
 

@@ -10,9 +10,14 @@
 //! | header | 256 B | magic, version, [`WorldConfig`], grid size, abort flag |
 //! | outboxes | `ranks × outbox_stride` | per sending rank: its published-message count and the count of messages addressed to it and not yet received, then `slots_per_rank` slots of 64 B envelope + `slot_bytes` payload |
 //! | barrier | `blocks × 64` | per block: its barrier counter (Dietz's single-writer barrier) |
-//! | broadcast | `collective_bytes` | the root's chunk of a broadcast |
-//! | block scratch | `blocks × collective_bytes` | per block: its partial reduction |
-//! | rank scratch | `ranks × collective_bytes` | per rank: its reduction operand, combined in a tree inside the block |
+//! | broadcast | `2 × collective_bytes` | the root's chunk of a broadcast |
+//! | block scratch | `2 × blocks × collective_bytes` | per block: its partial reduction |
+//! | rank scratch | `2 × ranks × collective_bytes` | per rank: its reduction operand, combined in a tree inside the block |
+//!
+//! The three staging regions come in two halves used by alternate rounds of
+//! the collectives (every rank counts the rounds alike), so that a round's
+//! data is read while the next round writes the other half: one world
+//! barrier per round instead of two.
 //! | wait records | `ranks × 16` | per rank: state, operation, peer, tag (what the deadlock report prints) |
 //! | results | `ranks × 32` | per rank: the kernel's return value as an [`ErrorClass`](crate::ErrorClass) and four detail words |
 
@@ -126,9 +131,9 @@ impl WorldConfig {
         let outboxes = HEADER_BYTES;
         let barrier = outboxes + ranks * outbox_stride;
         let broadcast = barrier + blocks * BARRIER_STRIDE;
-        let block_scratch = broadcast + coll;
-        let rank_scratch = block_scratch + blocks * coll;
-        let records = rank_scratch + ranks * coll;
+        let block_scratch = broadcast + 2 * coll;
+        let rank_scratch = block_scratch + 2 * blocks * coll;
+        let records = rank_scratch + 2 * ranks * coll;
         let results = records + ranks * RECORD_STRIDE;
         let total = results + ranks * RESULT_STRIDE;
         Ok(Layout {
@@ -139,6 +144,7 @@ impl WorldConfig {
             slot_bytes: self.slot_bytes,
             slot_stride,
             outbox_stride,
+            collective_bytes: coll,
             outboxes,
             barrier,
             broadcast,
@@ -185,15 +191,17 @@ pub struct Layout {
     pub slot_stride: usize,
     /// Bytes from one outbox to the next.
     pub outbox_stride: usize,
+    /// Bytes of one staging cell of a collective round.
+    pub collective_bytes: usize,
     /// Offset of the first outbox.
     pub outboxes: usize,
     /// Offset of the barrier counters.
     pub barrier: usize,
-    /// Offset of the broadcast area.
+    /// Offset of the broadcast area (two halves).
     pub broadcast: usize,
-    /// Offset of the per-block scratch.
+    /// Offset of the per-block scratch (two halves).
     pub block_scratch: usize,
-    /// Offset of the per-rank scratch.
+    /// Offset of the per-rank scratch (two halves).
     pub rank_scratch: usize,
     /// Offset of the wait records.
     pub records: usize,

@@ -30,6 +30,9 @@ pub struct World {
     /// barriers (collectives are called by all), so it is also the value
     /// every block's barrier counter reaches in the current barrier.
     pub(crate) barrier_generation: Cell<u32>,
+    /// Rounds of collectives (broadcast rounds, reduction rounds) this rank
+    /// has staged; its parity picks the half of the staging regions.
+    pub(crate) staging_round: Cell<u32>,
     /// Sequence number of this rank's next message (only this rank sends
     /// from its outbox; the outbox's published count follows it).
     pub(crate) next_sequence: Cell<u64>,
@@ -75,6 +78,7 @@ impl World {
                 ns => ns,
             },
             barrier_generation: Cell::new(0),
+            staging_round: Cell::new(0),
             next_sequence: Cell::new(0),
         })
     }
