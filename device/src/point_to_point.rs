@@ -345,18 +345,18 @@ impl<'b> SendOp<'b> {
                 // SAFETY: the slot is FREE and ours; its payload holds `slot_bytes >= first` bytes.
                 unsafe { shim::copy_bytes(w.payload(me, slot), self.data.as_ptr(), first) };
                 let full = full_word(self.dest, sequence);
-                // Relaxed: a receiver takes the message only once our
-                // published count covers it (the Release store below).
-                w.slot_u64(me, slot, W_STATE).store(full, Ordering::Relaxed);
-                // Relaxed: the count is a hint for receives from any source,
-                // which find the message itself through the published count.
-                w.incoming(self.dest).fetch_add(1, Ordering::Relaxed);
+                // Release pairs with the Acquire loads of the state by the
+                // receiver's rendezvous steps.
+                w.slot_u64(me, slot, W_STATE).store(full, Ordering::Release);
                 // Release pairs with the receiver's Acquire load of our
                 // published count in `scan_sender`: a receiver that counts
-                // this message sees its state, envelope and payload. One
-                // release per message: each costs the wait for every earlier
-                // store of this rank to reach the device's memory.
+                // this message sees its state, envelope and payload.
                 w.published(me).store(sequence + 1, Ordering::Release);
+                // Release pairs with the receiver's Acquire load of its count
+                // in `find_match`: a receive from any source that counts this
+                // message finds it published, so its scan never spins on a
+                // count that runs ahead of what it can see.
+                w.incoming(self.dest).fetch_add(1, Ordering::Release);
                 self.phase = match kind {
                     KIND_EAGER => SendPhase::Done,
                     KIND_DIRECT => SendPhase::AwaitReceiver { slot },
@@ -475,9 +475,9 @@ impl World {
         if source != ANY_SOURCE {
             return self.scan_sender(source as u32, tag);
         }
-        // Relaxed: a hint (the senders increment it before publishing); the
-        // scan below finds messages through the published counts.
-        if self.incoming(self.rank).load(Ordering::Relaxed) == 0 {
+        // Acquire pairs with the senders' Release increments: a counted
+        // message is published (see `scan_sender`).
+        if self.incoming(self.rank).load(Ordering::Acquire) == 0 {
             return None;
         }
         let ranks = self.layout.ranks;
