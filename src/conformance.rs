@@ -13,13 +13,17 @@
 //! naming the world shape, the rank and the value), or with the host error
 //! of a launch that failed.
 
-use crate::{Device, WorldSpec};
+use crate::{BlockedState, Device, HostError, WorldSpec};
 use gpu_mpi_device::datatype::{ID_F32, ID_F64};
 use gpu_mpi_device::{ErrorClass, GlobalSlice, Kernel, ANY_TAG, PROC_NULL};
 use gpu_mpi_kernels::semantics::collectives::{self as coll, Operand};
+use gpu_mpi_kernels::semantics::faults::{
+    FAULT_DEADLOCK_RECEIVE, FAULT_RECEIVE_ANY, FAULT_SEND_SEND, SEMANTICS_FAULTS,
+};
 use gpu_mpi_kernels::semantics::p2p::{self, Mat2};
 use gpu_mpi_kernels::semantics::{pattern_byte, pattern_word, CaseArgs, NONE};
 use std::fmt;
+use std::time::Duration;
 
 /// One conformance case: a rule of the standard, checked on a device.
 #[derive(Clone, Copy)]
@@ -82,6 +86,9 @@ pub fn cases() -> Vec<Case> {
         case!("collective/reduce_f64", reduce_f64),
         case!("collective/non_commutative_user_op", user_op),
         case!("errors/collective_count_mismatch", count_mismatch),
+        case!("deadlock/timeout_names_the_wait", deadlock_timeout),
+        case!("deadlock/send_send_times_out", deadlock_send_send),
+        case!("deadlock/timeout_aborts_every_waiting_rank", deadlock_abort),
     ]
 }
 
@@ -1425,5 +1432,134 @@ fn count_mismatch(device: &Device) -> Result<(), String> {
             Ok(())
         },
     );
+    c.finish()
+}
+
+// ---------------------------------------------------------------------------
+// Deadlocks: every wait is bounded (the GPU's way to end one), the waiting
+// rank that times out aborts the world, the others give up, and the host
+// reports what each rank waited for. The emulator, which also detects
+// deadlocks exactly, honours a world's timeout the same way, so both
+// backends must give the same report.
+
+/// The wait bound of the deadlock cases: short, so that a case costs little.
+const DEADLOCK_TIMEOUT: Duration = Duration::from_millis(300);
+
+/// Launches fault scenario `case` and returns the deadlock report's ranks.
+fn deadlock_of(
+    device: &Device,
+    case: u32,
+    param: u32,
+    spec: WorldSpec,
+) -> Result<(Vec<BlockedState>, String), String> {
+    let out = device.alloc_zeroed::<u32>(16).map_err(|e| e.to_string())?;
+    let data = device.alloc_zeroed::<u8>(8).map_err(|e| e.to_string())?;
+    let cells = device.alloc_zeroed::<u32>(1).map_err(|e| e.to_string())?;
+    let args = CaseArgs {
+        case,
+        param,
+        param2: 0,
+        stride: 0,
+        out: out.slice(),
+        data: data.slice(),
+        cells: cells.slice(),
+    };
+    match device.launch(&SEMANTICS_FAULTS, &args, &spec.timeout(DEADLOCK_TIMEOUT)) {
+        Ok(_) => Err(format!(
+            "fault case {case}: the launch succeeded; expected a deadlock"
+        )),
+        Err(HostError::Deadlock(report)) => {
+            let text = report.to_string();
+            Ok((report.ranks.into_iter().map(|r| r.state).collect(), text))
+        }
+        Err(e) => Err(format!("fault case {case}: expected a deadlock, got: {e}")),
+    }
+}
+
+/// Whether `state` is a wait that timed out or gave up, in `(operation, peer, tag)`.
+fn ended_wait(state: &BlockedState, wait: (u32, i32, i32)) -> Option<bool> {
+    match *state {
+        BlockedState::TimedOut { operation, peer, tag } if (operation, peer, tag) == wait => Some(true),
+        BlockedState::Aborted { operation, peer, tag } if (operation, peer, tag) == wait => Some(false),
+        _ => None,
+    }
+}
+
+/// A receive nobody answers: the receiver times out naming its source and
+/// tag; the other rank has exited.
+fn deadlock_timeout(device: &Device) -> Result<(), String> {
+    let mut c = Checker::default();
+    c.shapes(&[shape(2, 2), shape(2, 1)], |c, s| {
+        let (states, text) = deadlock_of(device, FAULT_DEADLOCK_RECEIVE, 0, s.spec())?;
+        let receive = gpu_mpi_device::wait::Operation::Receive as u32;
+        c.eq(
+            || format!("rank 0 ({text})"),
+            states.first().cloned(),
+            Some(BlockedState::TimedOut {
+                operation: receive,
+                peer: 1,
+                tag: 7,
+            }),
+        );
+        c.eq(
+            || format!("rank 1 ({text})"),
+            states.get(1).cloned(),
+            Some(BlockedState::Exited),
+        );
+        c.eq(
+            || "report".into(),
+            text.as_str(),
+            "deadlock: rank 0: timed out in receive(source 1, tag 7); rank 1: exited",
+        );
+        Ok(())
+    });
+    c.finish()
+}
+
+/// Two ranks send each other a message larger than a slot (rendezvous):
+/// both wait in their send; at least one times out, the other times out
+/// too or gives up.
+fn deadlock_send_send(device: &Device) -> Result<(), String> {
+    let mut c = Checker::default();
+    c.shapes(&[shape(2, 2), shape(2, 1)], |c, s| {
+        let (states, text) = deadlock_of(device, FAULT_SEND_SEND, 1024, s.spec())?;
+        let send = gpu_mpi_device::wait::Operation::Send as u32;
+        let ends: Vec<_> = [(0usize, 1), (1, 0)]
+            .iter()
+            .map(|&(r, peer)| states.get(r).and_then(|st| ended_wait(st, (send, peer, 3))))
+            .collect();
+        c.ensure(ends.iter().all(Option::is_some), || {
+            format!("both ranks end their send(dest peer, tag 3): {text}")
+        });
+        c.ensure(ends.contains(&Some(true)), || {
+            format!("one of them timed out: {text}")
+        });
+        Ok(())
+    });
+    c.finish()
+}
+
+/// Every rank receives from any source and nobody sends, over several
+/// blocks: the first rank to time out aborts the world and every other rank
+/// gives up (or times out at the same moment), each naming its wait.
+fn deadlock_abort(device: &Device) -> Result<(), String> {
+    let mut c = Checker::default();
+    c.shapes(&[shape(3, 3), shape(40, 8), shape(512, 256)], |c, s| {
+        let (states, text) = deadlock_of(device, FAULT_RECEIVE_ANY, 0, s.spec())?;
+        let wait = (gpu_mpi_device::wait::Operation::Receive as u32, -1, 2);
+        let ends: Vec<_> = states.iter().map(|st| ended_wait(st, wait)).collect();
+        c.eq(|| "ranks in the report".into(), ends.len(), s.ranks as usize);
+        let odd = ends.iter().position(Option::is_none);
+        c.ensure(odd.is_none(), || {
+            format!("rank {odd:?} did not end its receive(source any, tag 2): {text:.300}")
+        });
+        c.ensure(ends.contains(&Some(true)), || {
+            format!("a rank timed out: {text:.300}")
+        });
+        c.ensure(text.contains("timed out in receive(source any, tag 2)"), || {
+            format!("report names the wait: {text:.300}")
+        });
+        Ok(())
+    });
     c.finish()
 }

@@ -66,7 +66,7 @@ pub struct CudaOptions {
     /// Caps the registers per thread of every kernel when the driver
     /// JIT-compiles the PTX (`CU_JIT_MAX_REGISTERS`; `GPU_MPI_MAX_REGISTERS`,
     /// 16..=255, `0` or unset: no cap). A cap lets more ranks be co-resident
-    /// (the MPI-style kernels use 200-220 registers: 256 ranks per H100 SM
+    /// (the MPI-style kernels use 140-190 registers: 256 ranks per H100 SM
     /// uncapped, 512 at 128) at the price of spills to local memory; default
     /// no cap (docs/gpu.md, "Registers and occupancy").
     pub max_registers: Option<u32>,
