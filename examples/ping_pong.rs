@@ -18,9 +18,11 @@ fn main() -> ExitCode {
     let run = || -> Result<(u64, gpu_mpi::LaunchReport), Box<dyn std::error::Error>> {
         let device = common::open(&cli)?;
         let spec = common::spec(&cli);
-        let ranks = match spec.ranks {
-            gpu_mpi::RankCount::Exact(n) => n,
-            gpu_mpi::RankCount::Max => return Err("ping_pong needs --ranks N".into()),
+        // The peer is the last rank, so `max` is resolved before the launch.
+        let ranks = device.resolve_for(&PING_PONG, &spec)?.ranks;
+        let spec = gpu_mpi::WorldSpec {
+            ranks: gpu_mpi::RankCount::Exact(ranks),
+            ..spec
         };
         let buffers = device.alloc_zeroed::<u8>(2 * cli.count as usize)?;
         let result = device.alloc_zeroed::<u64>(1)?;
