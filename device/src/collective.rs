@@ -559,7 +559,7 @@ impl World {
         let mut stride = 1;
         while stride < active {
             shim::block_barrier();
-            if t % (2 * stride) == 0 && t + stride < active {
+            if t.is_multiple_of(2 * stride) && t + stride < active {
                 let left = self.rank_cell(self.rank);
                 let right = self.rank_cell(self.rank + stride);
                 // SAFETY: both cells were staged before the block barrier above

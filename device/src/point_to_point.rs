@@ -31,7 +31,8 @@
 //! number among those the count covers: all of them are visible, so none
 //! that matches can be missed, also under `ANY_TAG`/`ANY_SOURCE`. The thesis
 //! rescanned until the lowest match was stable, at a memory round trip per
-//! slot and pass; this costs about three round trips per receive.
+//! slot and pass; here the count, the batch and the matched envelope are
+//! three dependent loads before the payload.
 //!
 //! | from | to | by | meaning |
 //! |---|---|---|---|
