@@ -13,7 +13,7 @@
 //! naming the world shape, the rank and the value), or with the host error
 //! of a launch that failed.
 
-use crate::{BlockedState, Device, HostError, WorldSpec};
+use crate::{BlockedState, Device, HostError, LaunchReport, WorldSpec};
 use gpu_mpi_device::datatype::{ID_F32, ID_F64};
 use gpu_mpi_device::{ErrorClass, GlobalSlice, Kernel, ANY_TAG, PROC_NULL};
 use gpu_mpi_kernels::semantics::collectives::{self as coll, Operand};
@@ -1445,16 +1445,21 @@ fn count_mismatch(device: &Device) -> Result<(), String> {
 /// The wait bound of the deadlock cases: short, so that a case costs little.
 const DEADLOCK_TIMEOUT: Duration = Duration::from_millis(300);
 
-/// Launches fault scenario `case` and returns the deadlock report's ranks.
-fn deadlock_of(
+/// Words of the out buffer [`launch_fault`] gives the fault kernel.
+pub const FAULT_OUT_WORDS: usize = 16;
+
+/// Launches scenario `case` of the fault kernel
+/// ([`SEMANTICS_FAULTS`]) with `param` in a world of `spec`, with an out
+/// buffer of [`FAULT_OUT_WORDS`] words and small data and cell buffers.
+pub fn launch_fault(
     device: &Device,
     case: u32,
     param: u32,
-    spec: WorldSpec,
-) -> Result<(Vec<BlockedState>, String), String> {
-    let out = device.alloc_zeroed::<u32>(16).map_err(|e| e.to_string())?;
-    let data = device.alloc_zeroed::<u8>(8).map_err(|e| e.to_string())?;
-    let cells = device.alloc_zeroed::<u32>(1).map_err(|e| e.to_string())?;
+    spec: &WorldSpec,
+) -> Result<LaunchReport, HostError> {
+    let out = device.alloc_zeroed::<u32>(FAULT_OUT_WORDS)?;
+    let data = device.alloc_zeroed::<u8>(8)?;
+    let cells = device.alloc_zeroed::<u32>(1)?;
     let args = CaseArgs {
         case,
         param,
@@ -1464,7 +1469,18 @@ fn deadlock_of(
         data: data.slice(),
         cells: cells.slice(),
     };
-    match device.launch(&SEMANTICS_FAULTS, &args, &spec.timeout(DEADLOCK_TIMEOUT)) {
+    device.launch(&SEMANTICS_FAULTS, &args, spec)
+}
+
+/// Launches fault scenario `case` with the deadlock cases' wait bound and
+/// returns every rank's state in the deadlock report, and the report.
+fn deadlock_of(
+    device: &Device,
+    case: u32,
+    param: u32,
+    spec: WorldSpec,
+) -> Result<(Vec<BlockedState>, String), String> {
+    match launch_fault(device, case, param, &spec.timeout(DEADLOCK_TIMEOUT)) {
         Ok(_) => Err(format!(
             "fault case {case}: the launch succeeded; expected a deadlock"
         )),

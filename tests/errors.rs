@@ -4,6 +4,7 @@
 //! Device errors surface as `HostError::RankFailed { errors, .. }` (the
 //! ranks' result records), deadlocks as `HostError::Deadlock(report)`.
 
+use gpu_mpi::conformance::{launch_fault, FAULT_OUT_WORDS};
 use gpu_mpi::device::wait::Operation;
 use gpu_mpi::device::{Error, ErrorClass, Status};
 use gpu_mpi::kernels::semantics::faults::*;
@@ -11,24 +12,9 @@ use gpu_mpi::kernels::semantics::{CaseArgs, Recorder};
 use gpu_mpi::{BlockedState, DeadlockReport, Device, HostError, WorldSpec};
 use std::time::Duration;
 
-const OUT_WORDS: usize = 16;
-
 /// Runs fault scenario `case` in a world of `spec` and returns the launch's error.
 fn fault(case: u32, param: u32, spec: WorldSpec) -> HostError {
-    let device = Device::cpu();
-    let out = device.alloc_zeroed::<u32>(OUT_WORDS).unwrap();
-    let data = device.alloc_zeroed::<u8>(8).unwrap();
-    let cells = device.alloc_zeroed::<u32>(1).unwrap();
-    let args = CaseArgs {
-        case,
-        param,
-        param2: 0,
-        stride: 0,
-        out: out.slice(),
-        data: data.slice(),
-        cells: cells.slice(),
-    };
-    match device.launch(&SEMANTICS_FAULTS, &args, &spec) {
+    match launch_fault(&Device::cpu(), case, param, &spec) {
         Ok(r) => panic!("fault case {case} succeeded: {r:?}"),
         Err(e) => e,
     }
@@ -196,7 +182,7 @@ fn invalid_operation_on_every_rank() {
 #[test]
 fn out_of_bounds_argument() {
     let (errors, text) = failed(fault(FAULT_ARG, 0, world(2)));
-    let n = OUT_WORDS as u32;
+    let n = FAULT_OUT_WORDS as u32;
     assert_eq!(errors, vec![(0, Error::OutOfBounds { index: n, len: n })]);
     assert_eq!(errors[0].1.class(), ErrorClass::Arg);
     assert!(

@@ -72,6 +72,9 @@ conformance_tests! {
     collective_reduce_f64 => "collective/reduce_f64",
     collective_non_commutative_user_op => "collective/non_commutative_user_op",
     errors_collective_count_mismatch => "errors/collective_count_mismatch",
+    deadlock_timeout_names_the_wait => "deadlock/timeout_names_the_wait",
+    deadlock_send_send_times_out => "deadlock/send_send_times_out",
+    deadlock_timeout_aborts_every_waiting_rank => "deadlock/timeout_aborts_every_waiting_rank",
 }
 
 /// Smallest reproduction of the streamed-receive bug behind the failures of
