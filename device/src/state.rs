@@ -9,7 +9,7 @@
 //! |---|---|---|
 //! | header | 256 B | magic, version, [`WorldConfig`], grid size, abort flag |
 //! | outboxes | `ranks × outbox_stride` | per sending rank: its published-message count and the count of messages addressed to it and not yet received, then `slots_per_rank` slots of 64 B envelope + `slot_bytes` payload |
-//! | barrier | `blocks × 64` | per block: its barrier counter (Dietz's single-writer barrier) |
+//! | barrier | `blocks × 64` | per block: its barrier counter (Dietz's single-writer barrier) and the flag word of a reduction's count check |
 //! | broadcast | `2 × collective_bytes` | the root's chunk of a broadcast |
 //! | block scratch | `2 × blocks × collective_bytes` | per block: its partial reduction |
 //! | rank scratch | `2 × ranks × collective_bytes` | per rank: its reduction operand, combined in a tree inside the block |
