@@ -520,8 +520,9 @@ impl World {
         let mut mismatch = false;
         let mut block = self.thread;
         while block < self.layout.blocks {
-            // SAFETY: block cells were written before the barrier and are not
-            // written again before the round's closing barrier.
+            // SAFETY: block cells were written before the barrier; this half is
+            // written again only after the next round's barrier
+            // (`begin_staging_round`).
             if unsafe { core::ptr::read(self.block_cell(block) as *const u32) } != count {
                 mismatch = true;
                 break;
@@ -541,7 +542,8 @@ impl World {
         // Relaxed: see the store above.
         if flag.load(Ordering::Relaxed) == generation {
             // SAFETY: the reference rank's own-count word was written before
-            // the barrier; cells are restaged only after the closing barrier.
+            // the barrier; this half is restaged only after the next round's
+            // barrier.
             let expected = unsafe { core::ptr::read(self.rank_cell(reference).add(4) as *const u32) };
             return Ok(Err(expected));
         }
@@ -606,7 +608,7 @@ impl World {
             };
             // SAFETY: the block cells hold `k` staged elements each (counts
             // checked), published by the round's barrier and not written again
-            // before the closing one; our own cell is free after the block
+            // before the next round's; our own cell is free after the block
             // tree (its result went to the block cell) and holds
             // `per_round >= k` elements.
             unsafe {

@@ -100,6 +100,15 @@ impl WorldConfig {
         }
     }
 
+    /// The longest sleep between two polls of a GPU wait: `backoff_max_ns`,
+    /// or [`DEFAULT_BACKOFF_MAX_NS`] where that is 0.
+    pub const fn effective_backoff_max_ns(&self) -> u32 {
+        match self.backoff_max_ns {
+            0 => DEFAULT_BACKOFF_MAX_NS,
+            ns => ns,
+        }
+    }
+
     /// Checks the config and computes where each region lies.
     pub fn layout(&self) -> Result<Layout, ConfigError> {
         if self.ranks == 0 {

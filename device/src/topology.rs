@@ -73,10 +73,7 @@ impl World {
             timeout_ns: config.timeout_ns,
             flags: config.flags,
             max_message_bytes: config.max_message_bytes,
-            backoff_max_ns: match config.backoff_max_ns {
-                0 => crate::state::DEFAULT_BACKOFF_MAX_NS,
-                ns => ns,
-            },
+            backoff_max_ns: config.effective_backoff_max_ns(),
             barrier_generation: Cell::new(0),
             staging_round: Cell::new(0),
             next_sequence: Cell::new(0),

@@ -775,10 +775,7 @@ impl CudaDevice {
                 layout.blocks,
                 layout.block_dim,
                 config.timeout_ns as f64 / 1e9,
-                match config.backoff_max_ns {
-                    0 => gpu_mpi_device::state::DEFAULT_BACKOFF_MAX_NS,
-                    ns => ns,
-                },
+                config.effective_backoff_max_ns(),
                 occupancy.capacity(),
                 occupancy.residency.sms,
                 occupancy.residency.blocks_per_sm,
