@@ -7,7 +7,7 @@
 #
 #   scripts/gpu-check.sh --build carry/bin
 #
-# which runs `cargo build --release --bins --examples` (with the PTX: not
+# which runs `cargo build --release --workspace --bins` (with the PTX: not
 # with GPU_MPI_SKIP_PTX=1) and puts gpu-mpi-check, gpu-mpi-bench and the
 # examples (stripped, gzipped: about 12 MB in all), the ptxas report and
 # this script into carry/bin. There:
@@ -40,12 +40,12 @@ if [[ ${1:-} == --build ]]; then
         echo "gpu-check: GPU_MPI_SKIP_PTX=1 builds no GPU kernels; unset it" >&2
         exit 1
     fi
-    (cd "$root" && cargo build --release --bins --examples) || exit 1
+    (cd "$root" && cargo build --release --workspace --bins) || exit 1
     mkdir -p "$dest" || exit 1
     rel=$root/target/release
     # Stripped and gzipped: ~2 MB each instead of ~22 MB (debug info, and
     # the embedded PTX text compresses well).
-    for b in gpu-mpi-check gpu-mpi-bench examples/pi_p2p examples/pi_reduce examples/ring examples/ping_pong; do
+    for b in gpu-mpi-check gpu-mpi-bench pi_p2p pi_reduce ring ping_pong; do
         name=$(basename "$b")
         cp "$rel/$b" "$dest/$name" || exit 1
         if command -v strip >/dev/null; then strip "$dest/$name" || exit 1; fi

@@ -4,16 +4,20 @@
 # no GPU.
 #
 #  1. unit tests of the checker itself (PTX snippets that must pass / fail);
-#  2. builds the `kernels` crate to PTX for sm_70 and sm_90 (nvptx64, nightly,
-#     -Zbuild-std=core, our llvm-link/opt/llc link step);
+#  2. builds every kernel crate of the workspace (the conformance cases', the
+#     benchmarks', each example's) to PTX for sm_70 and sm_90 (nvptx64,
+#     nightly, -Zbuild-std=core, our llvm-link/opt/llc link step);
 #  3. fails if any `atom`/`red` lacks an explicit .relaxed/.acquire/.release/
 #     .acq_rel, or any `.sys`-scope operation appears, or a PTX has no kernel;
 #  4. assembles with `ptxas -v` for sm_70 and sm_80 (from the sm_70 PTX) and
 #     sm_90, failing on any ptxas error, and prints registers / stack / spills
-#     per kernel (also written to target/ptx-check/ptxas_report.txt).
+#     per kernel (one report per crate in target/ptx-check/<crate>/, all of
+#     them together in target/ptx-check/ptxas_report.txt).
 #
 # Extra arguments go to the checker (`--help` lists them), e.g.
-#   scripts/ptx-check.sh --kernels /path/to/crate --archs 70,90 --check-archs 70,80,90
+#   scripts/ptx-check.sh --archs 70,90 --check-archs 70,80,90
+# To check one crate of your own:
+#   cargo run -p gpu-mpi-ptx-builder --bin ptx-check -- --kernels /path/to/crate
 # Environment: GPU_MPI_PTX_TOOLCHAIN (default nightly), PTXAS (path to ptxas).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -22,5 +26,20 @@ cd "$root"
 echo "== ptx-check: checker unit tests"
 cargo test --quiet -p gpu-mpi-ptx-builder
 
-echo "== ptx-check: build, lint and assemble the kernels"
-exec cargo run --quiet -p gpu-mpi-ptx-builder --bin ptx-check -- "$@"
+crates=(check/kernels bench/kernels examples/pi/kernels examples/ring/kernels examples/ping_pong/kernels)
+out=target/ptx-check
+cargo build --quiet -p gpu-mpi-ptx-builder --bin ptx-check
+mkdir -p "$out"
+: >"$out/ptxas_report.all"
+status=0
+for crate in "${crates[@]}"; do
+    name=${crate//\//-}
+    echo "== ptx-check: build, lint and assemble $crate"
+    if ! target/debug/ptx-check --kernels "$crate" --out "$out/$name" "$@"; then
+        status=1
+    fi
+    { echo "# $crate"; cat "$out/$name/ptxas_report.txt" 2>/dev/null; } >>"$out/ptxas_report.all"
+done
+mv "$out/ptxas_report.all" "$out/ptxas_report.txt"
+[[ $status == 0 ]] && echo "ptx-check: every kernel crate passed" || echo "ptx-check: FAILED"
+exit $status

@@ -17,7 +17,7 @@ gpu_mpi_device::kernel! {
 
 #[test]
 fn readme_example_sums_ranks_on_the_cpu_backend() -> Result<(), Box<dyn std::error::Error>> {
-    let device = gpu_mpi::open(gpu_mpi::BackendKind::Cpu)?;
+    let device = gpu_mpi::Device::cpu();
     let out = device.alloc_zeroed::<u64>(1)?;
     device.launch(&SUM_OF_RANKS, &out.slice(), &gpu_mpi::WorldSpec::ranks(4096))?;
     assert_eq!(device.download(&out)?[0], 4096 * 4095 / 2);

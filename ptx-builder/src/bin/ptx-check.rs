@@ -34,7 +34,7 @@ fn parse_options() -> Result<Options, String> {
     let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
     let workspace = workspace.canonicalize().unwrap_or(workspace);
     let mut o = Options {
-        kernels: workspace.join("kernels"),
+        kernels: workspace.join("check").join("kernels"),
         archs: DEFAULT_ARCHS.to_vec(),
         check_archs: DEFAULT_CHECK_ARCHS.to_vec(),
         target_dir: workspace.join("target").join("gpu-mpi-ptx"),

@@ -1,0 +1,1020 @@
+//! Native baselines: the same work as the MPI kernels, written the way a
+//! CUDA programmer would without MPI.
+//!
+//! They use the same [`kernel!`](gpu_mpi_device::kernel!) macro and launch
+//! through the same `device.launch`, so they run on the GPU and on the
+//! emulator alike; they simply make no MPI call. Ranks find themselves with
+//! [`shim::coordinates`] (`threadIdx`/`blockIdx`), synchronise their block
+//! with [`shim::block_barrier`] (`__syncthreads`) and other blocks through
+//! atomics in global memory ([`GlobalSlice`] arguments).
+//!
+//! What the shim does not offer, and how the baselines do without it:
+//! - **shared memory**: a block's tree reduction runs in a global scratch
+//!   array, one element (or row) per rank, instead of `__shared__` memory;
+//! - **warp shuffles** (`__shfl_down_sync`) and `__syncwarp`: absent, so
+//!   every step of a tree takes a block barrier (the thesis's figure 5.18
+//!   skipped the barriers of the last five steps, warp-synchronous code that
+//!   is no longer correct since Volta's independent thread scheduling).
+//!
+//! Both make the natives slower on a GPU than hand-written CUDA with shared
+//! memory and shuffles; docs/performance.md says so next to the numbers.
+//!
+//! # The kernels
+//! | kernel | what | thesis |
+//! |---|---|---|
+//! | [`native_pi_p2p_1`] + [`native_pi_p2p_2`] | partial sums to global memory, then one thread adds them | figures 5.7, 5.8 |
+//! | [`native_pi_tree_1`] + [`native_pi_tree_2`] | block tree reduction, one partial per block, then one block reduces those | figures 5.18, 5.19 |
+//! | [`native_pi_single_pass`] | block tree, one slot per block, the last block to arrive (atomic counter) finishes | — (CUDA's "threadFenceReduction" pattern) |
+//! | [`native_empty`] | nothing: a relaunch is the other native way to synchronise the grid | — |
+//! | [`native_latency`], [`native_bw`] | two ranks pass messages through global memory with release/acquire flags | — |
+//! | [`native_barrier`], [`native_bcast`], [`native_reduce`], [`native_allreduce`] | the collectives against [`GridBarrier`] and the single-pass reduction | — |
+//! | [`native_copy`], [`native_atomic_ping_pong`], [`native_atomic_rmw`] | physical limits: copy bandwidth, atomic flag round trip, dependent atomic latency | — |
+
+use crate::mpi::{
+    check_full, check_stamp, fill_pattern, reduce_value, stamp, CollArgs, P2pArgs, LIMIT_RESULTS,
+    P2P_FLAG_STRIDE, P2P_RESULTS,
+};
+use crate::pi::partial_sum;
+use bytemuck::{Pod, Zeroable};
+use gpu_mpi_device::shim::{self, AtomicU32, Backoff, Ordering};
+use gpu_mpi_device::traits::*;
+use gpu_mpi_device::{Error, GlobalSlice, World};
+
+/// Polls a native wait makes before it backs off: on the GPU a native spin
+/// stays on the flag (the library's waits sleep after every failed poll);
+/// on the emulator a rank must give way sooner or later, and the snooze
+/// after the polls does (read-only polls: the deadlock detection stays exact).
+const SPIN_POLLS: u32 = 64;
+
+/// A native wait gives up after this long (a broken baseline must not hang
+/// the GPU): the caller counts it as an error, so the benchmark fails.
+pub const SPIN_TIMEOUT_NS: u64 = 30_000_000_000;
+
+/// Spins until `done()` holds; false when it gave up after
+/// [`SPIN_TIMEOUT_NS`]. `done` must only read shared memory.
+#[must_use]
+pub fn spin_until(mut done: impl FnMut() -> bool) -> bool {
+    let mut backoff = Backoff::new();
+    let mut start = None;
+    loop {
+        for _ in 0..SPIN_POLLS {
+            if done() {
+                return true;
+            }
+        }
+        let now = shim::clock_ns();
+        if now.wrapping_sub(*start.get_or_insert(now)) > SPIN_TIMEOUT_NS {
+            return false;
+        }
+        backoff.snooze();
+    }
+}
+
+/// The 32-bit atomic at element `i` of `slice`.
+pub fn atomic_at(slice: &GlobalSlice<u32>, i: usize) -> Result<&AtomicU32, Error> {
+    if i >= slice.len() {
+        return Err(Error::OutOfBounds {
+            index: i as u32,
+            len: slice.len() as u32,
+        });
+    }
+    // SAFETY: in bounds, 4-byte aligned (the slice's contract), valid for the
+    // launch; the benchmark kernels access these words only atomically (the
+    // host zeroes them between launches).
+    Ok(unsafe { shim::atomic_u32_at(slice.addr() as *mut u8, 4 * i) })
+}
+
+/// `a >= b` for counters that may wrap.
+fn reached(a: u32, b: u32) -> bool {
+    a.wrapping_sub(b) as i32 >= 0
+}
+
+/// A grid-wide barrier like cooperative groups' `grid.sync()`: a block
+/// barrier; thread 0 of each block makes the block's writes visible, adds 1
+/// to one counter (a release atomic) and spins (acquire loads) until every
+/// block of this round has arrived; a block barrier.
+///
+/// The counter only grows: round `k` completes at `k * blocks`, so no reset
+/// is needed between rounds (the host zeroes it before a launch). It needs
+/// every block co-resident, as every world is.
+pub struct GridBarrier<'a> {
+    counter: &'a AtomicU32,
+    blocks: u32,
+    leader: bool,
+    round: u32,
+    timeouts: u64,
+}
+
+impl<'a> GridBarrier<'a> {
+    /// A barrier on `counter` (zero at launch) for the calling rank's grid.
+    pub fn new(counter: &'a AtomicU32) -> Self {
+        let c = shim::coordinates();
+        GridBarrier {
+            counter,
+            blocks: c.grid_dim,
+            leader: c.thread == 0,
+            round: 0,
+            timeouts: 0,
+        }
+    }
+
+    /// Waits of this rank that gave up ([`spin_until`]): errors.
+    pub fn timeouts(&self) -> u64 {
+        self.timeouts
+    }
+
+    /// Waits until every rank of the grid has called it as often.
+    pub fn sync(&mut self) {
+        self.round = self.round.wrapping_add(1);
+        shim::block_barrier();
+        if self.leader {
+            let target = self.round.wrapping_mul(self.blocks);
+            // The block barrier ordered the block's writes before this
+            // thread's; the fence makes them visible device-wide (CUDA's
+            // `__threadfence()` before the arrival).
+            shim::fence(Ordering::AcqRel);
+            self.counter.fetch_add(1, Ordering::Release);
+            // Acquire pairs with the other leaders' Release arrivals.
+            if !spin_until(|| reached(self.counter.load(Ordering::Acquire), target)) {
+                self.timeouts += 1;
+            }
+        }
+        shim::block_barrier();
+    }
+}
+
+/// Tree-reduces (sums) the rows of `count` elements that the `n` ranks of
+/// the calling block wrote at `scratch[(base + t) * count ..]`, `t` the
+/// thread index: on return row `base` holds the block's sum, visible to the
+/// whole block. Every rank of the block must call it; `log2(n)` block
+/// barriers, none before (the caller puts one after writing its row).
+///
+/// The caller checks that the rows lie inside `scratch`.
+fn block_tree(scratch: &GlobalSlice<f64>, base: usize, thread: usize, n: usize, count: usize) {
+    let mut width = n;
+    while width > 1 {
+        let half = width.div_ceil(2);
+        if thread < width - half {
+            let (mine, other) = ((base + thread) * count, (base + thread + half) * count);
+            for e in 0..count {
+                let v = scratch.read(mine + e).unwrap_or(0.0) + scratch.read(other + e).unwrap_or(0.0);
+                let _ = scratch.write(mine + e, v);
+            }
+        }
+        shim::block_barrier();
+        width = half;
+    }
+}
+
+fn check_len<T: Pod>(slice: &GlobalSlice<T>, needed: usize) -> Result<(), Error> {
+    if slice.len() < needed {
+        return Err(Error::OutOfBounds {
+            index: needed as u32,
+            len: slice.len() as u32,
+        });
+    }
+    Ok(())
+}
+
+/// Arguments of the native pi kernels.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct NativePiArgs {
+    /// Intervals each rank of the first kernel sums.
+    pub intervals_per_rank: u32,
+    /// Padding, zero.
+    pub reserved: u32,
+    /// Point-to-point: one partial sum per rank. Tree and single pass: one per
+    /// block of the first kernel.
+    pub partials: GlobalSlice<f64>,
+    /// The stand-in for shared memory: one element per rank of the launch.
+    pub scratch: GlobalSlice<f64>,
+    /// Single pass: `[0]` the arrival counter (zero at launch, zero again
+    /// after), `[1 + b]` whether block `b` arrived last.
+    pub counters: GlobalSlice<u32>,
+    /// The estimate (one element).
+    pub result: GlobalSlice<f64>,
+}
+
+gpu_mpi_device::kernel! {
+    /// Thesis figure 5.7: every rank writes its partial sum to global memory.
+    /// Rank 0 writes its own too (the thesis's second kernel read element 0,
+    /// which its first kernel never wrote).
+    pub static NATIVE_PI_P2P_1 = fn native_pi_p2p_1(world: &World, args: &NativePiArgs) -> Result<(), Error> {
+        let part = partial_sum(world.rank() as u32, world.size() as u32, args.intervals_per_rank);
+        args.partials.write(world.rank() as usize, part)
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// Thesis figure 5.8, launched as one thread: adds the partial sums in
+    /// rank order (the same order as the MPI kernel's receives).
+    pub static NATIVE_PI_P2P_2 = fn native_pi_p2p_2(world: &World, args: &NativePiArgs) -> Result<(), Error> {
+        if world.rank() != 0 {
+            return Ok(());
+        }
+        let mut sum = 0.0;
+        for i in 0..args.partials.len() {
+            sum += args.partials.read(i)?;
+        }
+        args.result.write(0, sum)
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// Thesis figure 5.18: each block tree-reduces its ranks' partial sums
+    /// and thread 0 writes the block's sum to `partials[block]`.
+    pub static NATIVE_PI_TREE_1 = fn native_pi_tree_1(world: &World, args: &NativePiArgs) -> Result<(), Error> {
+        let c = shim::coordinates();
+        check_len(&args.scratch, world.size() as usize)?;
+        check_len(&args.partials, c.grid_dim as usize)?;
+        let part = partial_sum(world.rank() as u32, world.size() as u32, args.intervals_per_rank);
+        let base = (c.block * c.block_dim) as usize;
+        args.scratch.write(base + c.thread as usize, part)?;
+        shim::block_barrier();
+        block_tree(&args.scratch, base, c.thread as usize, c.block_dim as usize, 1);
+        if c.thread == 0 {
+            args.partials.write(c.block as usize, args.scratch.read(base)?)?;
+        }
+        Ok(())
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// Thesis figure 5.19, launched as one block: each thread adds a strided
+    /// share of the block sums (the thesis had exactly 32 blocks, one per
+    /// thread), then the block tree-reduces them and thread 0 writes the estimate.
+    pub static NATIVE_PI_TREE_2 = fn native_pi_tree_2(_world: &World, args: &NativePiArgs) -> Result<(), Error> {
+        let c = shim::coordinates();
+        let n = c.block_dim as usize;
+        check_len(&args.scratch, n)?;
+        let mut sum = 0.0;
+        let mut i = c.thread as usize;
+        while i < args.partials.len() {
+            sum += args.partials.read(i)?;
+            i += n;
+        }
+        args.scratch.write(c.thread as usize, sum)?;
+        shim::block_barrier();
+        block_tree(&args.scratch, 0, c.thread as usize, n, 1);
+        if c.thread == 0 {
+            args.result.write(0, args.scratch.read(0)?)?;
+        }
+        Ok(())
+    }
+}
+
+/// The single-pass reduction of `count` elements per rank: each block
+/// tree-reduces the rows its ranks wrote at `scratch[rank * count ..]`,
+/// thread 0 stores the block's row in `partials[block * count ..]` and
+/// arrives on `arrivals` (acquire-release); the block that arrives last
+/// reduces the block rows (strided, then a tree) into `result`, and resets
+/// `arrivals` to zero. Returns whether the calling rank's block was last.
+///
+/// `last_flags[block]` carries "this block was last" from thread 0 to its
+/// block (where CUDA would use a `__shared__` flag).
+#[allow(clippy::too_many_arguments)]
+fn single_pass_reduce(
+    scratch: &GlobalSlice<f64>,
+    partials: &GlobalSlice<f64>,
+    result: &GlobalSlice<f64>,
+    arrivals: &AtomicU32,
+    last_flags: &GlobalSlice<u32>,
+    flag_base: usize,
+    count: usize,
+) -> Result<bool, Error> {
+    let c = shim::coordinates();
+    let (thread, block, n) = (c.thread as usize, c.block as usize, c.block_dim as usize);
+    let base = block * n;
+    block_tree(scratch, base, thread, n, count);
+    let flag = atomic_at(last_flags, flag_base + block)?;
+    if thread == 0 {
+        for e in 0..count {
+            partials.write(block * count + e, scratch.read(base * count + e)?)?;
+        }
+        // Release: the block's row is visible to whoever acquires the
+        // counter's later value; Acquire: the last arrival sees every row.
+        let before = arrivals.fetch_add(1, Ordering::AcqRel);
+        flag.store((before == c.grid_dim - 1) as u32, Ordering::Relaxed);
+    }
+    shim::block_barrier();
+    let last = flag.load(Ordering::Relaxed) == 1;
+    if last {
+        // Thread 0's acquire covers the block through the barrier; the fence
+        // makes each thread's own reads of other blocks' rows safe as well.
+        shim::fence(Ordering::AcqRel);
+        let row = (base + thread) * count;
+        for e in 0..count {
+            let mut sum = 0.0;
+            let mut b = thread;
+            while b < c.grid_dim as usize {
+                sum += partials.read(b * count + e)?;
+                b += n;
+            }
+            scratch.write(row + e, sum)?;
+        }
+        shim::block_barrier();
+        block_tree(scratch, base, thread, n, count);
+        if thread == 0 {
+            for e in 0..count {
+                result.write(e, scratch.read(base * count + e)?)?;
+            }
+            arrivals.store(0, Ordering::Relaxed);
+        }
+    }
+    Ok(last)
+}
+
+gpu_mpi_device::kernel! {
+    /// The modern one-kernel reduction: block trees, one slot per block, and
+    /// the last block to arrive on an atomic counter adds the slots up.
+    pub static NATIVE_PI_SINGLE_PASS = fn native_pi_single_pass(world: &World, args: &NativePiArgs) -> Result<(), Error> {
+        let c = shim::coordinates();
+        check_len(&args.scratch, world.size() as usize)?;
+        check_len(&args.partials, c.grid_dim as usize)?;
+        check_len(&args.counters, 1 + c.grid_dim as usize)?;
+        let part = partial_sum(world.rank() as u32, world.size() as u32, args.intervals_per_rank);
+        args.scratch.write(world.rank() as usize, part)?;
+        shim::block_barrier();
+        let arrivals = atomic_at(&args.counters, 0)?;
+        single_pass_reduce(&args.scratch, &args.partials, &args.result, arrivals, &args.counters, 1, 1)?;
+        Ok(())
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// An empty kernel: relaunching is the other native grid barrier.
+    pub static NATIVE_EMPTY = fn native_empty(_world: &World, _args: &u32) -> Result<(), Error> {
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Point-to-point baselines.
+
+/// Offsets (bytes) of a pair's buffers in [`P2pArgs::buffers`]: the
+/// sender's send buffer, the sender's receive buffer, the receiver's buffer,
+/// then the native ring's slots.
+pub fn pair_buffers(args: &P2pArgs, pair: usize) -> [usize; 4] {
+    let b = args.bytes as usize;
+    let base = pair * (3 + args.slots as usize) * b;
+    [base, base + b, base + 2 * b, base + 3 * b]
+}
+
+/// The pair the calling rank belongs to and whether it sends, or `None`.
+pub fn pair_of(world: &World, args: &P2pArgs) -> Option<(usize, bool)> {
+    let r = world.rank() as u32;
+    if r < args.pairs {
+        Some((r as usize, true))
+    } else if r >= args.offset && r - args.offset < args.pairs {
+        Some(((r - args.offset) as usize, false))
+    } else {
+        None
+    }
+}
+
+/// `len` bytes of `args.buffers` at byte `at`, as a slice.
+///
+/// # Safety
+/// Only the calling rank may use these bytes while the slice lives, except
+/// as the protocol of the calling kernel orders (release/acquire flags).
+pub unsafe fn bytes_at<'a>(buffers: &GlobalSlice<u8>, at: usize, len: usize) -> Result<&'a mut [u8], Error> {
+    // SAFETY: forwarded from the caller.
+    unsafe { buffers.slice_mut(at, len) }
+}
+
+fn copy(dst: &mut [u8], src: &[u8]) {
+    // SAFETY: both slices are valid for `len` bytes and do not overlap (they
+    // are distinct regions of the pair's buffers); the protocol orders the
+    // copy against the peer's accesses with release/acquire flags.
+    unsafe { shim::copy_bytes(dst.as_mut_ptr(), src.as_ptr(), dst.len().min(src.len())) }
+}
+
+fn write_results(out: &GlobalSlice<u64>, pair: usize, words: &[(usize, u64)]) -> Result<(), Error> {
+    for &(i, v) in words {
+        out.write(pair * P2P_RESULTS + i, v)?;
+    }
+    Ok(())
+}
+
+gpu_mpi_device::kernel! {
+    /// Native ping-pong: the sender copies its message straight into the
+    /// receiver's buffer and raises a flag (release); the receiver waits for
+    /// it (acquire), checks the message, copies it straight back into the
+    /// sender's receive buffer and raises the answer flag. One copy per
+    /// direction, the least a message can cost.
+    pub static NATIVE_LATENCY = fn native_latency(world: &World, args: &P2pArgs) -> Result<(), Error> {
+        let Some((pair, sender)) = pair_of(world, args) else { return Ok(()) };
+        let n = args.bytes as usize;
+        let [send_at, recv_at, peer_at, _] = pair_buffers(args, pair);
+        let ping = atomic_at(&args.flags, pair * P2P_FLAG_STRIDE)?;
+        let pong = atomic_at(&args.flags, pair * P2P_FLAG_STRIDE + P2P_FLAG_STRIDE / 2)?;
+        let total = args.warmup + args.iterations;
+        let seed = pair as u32 + 1;
+        let (mut errors, mut verified) = (0u64, 0u64);
+        if sender {
+            // SAFETY: the sender alone writes its send buffer; it writes the
+            // peer buffer only between the receiver's pong (acquire) and its
+            // own ping (release); it reads its receive buffer only after a pong.
+            let (send, recv, peer) = unsafe {
+                (
+                    bytes_at(&args.buffers, send_at, n)?,
+                    bytes_at(&args.buffers, recv_at, n)?,
+                    bytes_at(&args.buffers, peer_at, n)?,
+                )
+            };
+            fill_pattern(send, seed);
+            let mut start = shim::clock_ns();
+            for it in 0..total {
+                if it == args.warmup {
+                    start = shim::clock_ns();
+                }
+                stamp(send, seed, it);
+                copy(peer, send);
+                ping.store(it + 1, Ordering::Release);
+                let answered = spin_until(|| pong.load(Ordering::Acquire) == it + 1);
+                if !answered || !check_stamp(recv, seed, it) {
+                    errors += 1;
+                }
+                verified += 1;
+            }
+            let elapsed = shim::clock_ns().wrapping_sub(start);
+            if total > 0 && !check_full(recv, seed, total - 1) {
+                errors += 1;
+            }
+            write_results(&args.out, pair, &[(0, elapsed), (1, errors), (3, verified)])?;
+        } else {
+            // SAFETY: see the sender: the receiver reads the peer buffer
+            // after a ping and writes the sender's receive buffer before a pong.
+            let (recv, peer) = unsafe { (bytes_at(&args.buffers, recv_at, n)?, bytes_at(&args.buffers, peer_at, n)?) };
+            for it in 0..total {
+                let arrived = spin_until(|| ping.load(Ordering::Acquire) == it + 1);
+                if !arrived || !check_stamp(peer, seed, it) {
+                    errors += 1;
+                }
+                verified += 1;
+                copy(recv, peer);
+                pong.store(it + 1, Ordering::Release);
+            }
+            if total > 0 && !check_full(peer, seed, total - 1) {
+                errors += 1;
+            }
+            write_results(&args.out, pair, &[(2, errors), (4, verified)])?;
+        }
+        Ok(())
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// Native streaming between pairs: a ring of `slots` message buffers
+    /// per pair with a head counter (sender, release) and a tail counter
+    /// (receiver, release). The sender copies each message into a free
+    /// slot; the receiver copies it out into its buffer and checks it. At
+    /// the end of each window the sender waits until the receiver has taken
+    /// every message (osu_bw's acknowledgement).
+    pub static NATIVE_BW = fn native_bw(world: &World, args: &P2pArgs) -> Result<(), Error> {
+        let Some((pair, sender)) = pair_of(world, args) else { return Ok(()) };
+        let n = args.bytes as usize;
+        let slots = args.slots.max(1);
+        let [send_at, _, peer_at, ring_at] = pair_buffers(args, pair);
+        let head = atomic_at(&args.flags, pair * P2P_FLAG_STRIDE)?;
+        let tail = atomic_at(&args.flags, pair * P2P_FLAG_STRIDE + P2P_FLAG_STRIDE / 2)?;
+        let total = args.warmup + args.iterations;
+        let seed = pair as u32 + 1;
+        let (mut errors, mut verified) = (0u64, 0u64);
+        let mut seq = 0u32;
+        if sender {
+            // SAFETY: the sender alone writes its send buffer, and writes a
+            // ring slot only after the receiver released it (tail, acquire).
+            let send = unsafe { bytes_at(&args.buffers, send_at, n)? };
+            fill_pattern(send, seed);
+            let mut start = shim::clock_ns();
+            for it in 0..total {
+                if it == args.warmup {
+                    start = shim::clock_ns();
+                }
+                for w in 0..args.window {
+                    if !spin_until(|| seq.wrapping_sub(tail.load(Ordering::Acquire)) < slots) {
+                        errors += 1;
+                    }
+                    // SAFETY: slot `seq % slots` is free (see above).
+                    let slot = unsafe { bytes_at(&args.buffers, ring_at + (seq % slots) as usize * n, n)? };
+                    stamp(send, seed, it * args.window + w);
+                    copy(slot, send);
+                    seq = seq.wrapping_add(1);
+                    head.store(seq, Ordering::Release);
+                }
+                if !spin_until(|| tail.load(Ordering::Acquire) == seq) {
+                    errors += 1;
+                }
+                verified += 1;
+            }
+            let elapsed = shim::clock_ns().wrapping_sub(start);
+            write_results(&args.out, pair, &[(0, elapsed), (1, errors), (3, verified)])?;
+        } else {
+            // SAFETY: the receiver alone writes its buffer, and reads a ring
+            // slot only after the sender published it (head, acquire).
+            let recv = unsafe { bytes_at(&args.buffers, peer_at, n)? };
+            let mut last = 0;
+            for it in 0..total {
+                for w in 0..args.window {
+                    if !spin_until(|| head.load(Ordering::Acquire) != seq) {
+                        errors += 1;
+                    }
+                    // SAFETY: slot `seq % slots` is published (see above).
+                    let slot = unsafe { bytes_at(&args.buffers, ring_at + (seq % slots) as usize * n, n)? };
+                    copy(recv, slot);
+                    last = it * args.window + w;
+                    if !check_stamp(recv, seed, last) {
+                        errors += 1;
+                    }
+                    verified += 1;
+                    seq = seq.wrapping_add(1);
+                    tail.store(seq, Ordering::Release);
+                }
+            }
+            if total > 0 && args.window > 0 && !check_full(recv, seed, last) {
+                errors += 1;
+            }
+            write_results(&args.out, pair, &[(2, errors), (4, verified)])?;
+        }
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Collective baselines. Counter words of `CollArgs::counters`, one 64-byte
+// line each; per-block "last" flags after them.
+
+/// `counters` index of the grid barrier's counter.
+pub const COUNTER_BARRIER: usize = 0;
+/// `counters` index of the single-pass reduction's arrival counter.
+pub const COUNTER_ARRIVALS: usize = 16;
+/// `counters` index of the all-reduce's "result published" round.
+pub const COUNTER_RESULT: usize = 32;
+/// `counters` index of the broadcast's "data published" round.
+pub const COUNTER_BCAST: usize = 48;
+/// `counters` index of block 0's "arrived last" flag.
+pub const COUNTER_LAST_FLAGS: usize = 64;
+
+/// Words of `CollArgs::counters` a native collective needs for `blocks` blocks.
+pub const fn coll_counter_words(blocks: u32) -> usize {
+    COUNTER_LAST_FLAGS + blocks as usize
+}
+
+/// Bytes of `CollArgs::bytes` the broadcasts need: a buffer per rank, then
+/// the native broadcast's staging area.
+pub const fn bcast_bytes(ranks: u32, size: u32) -> usize {
+    (ranks as usize + 1) * size as usize
+}
+
+/// Elements of `CollArgs::values` the reductions need: per rank a send row
+/// and a receive row; then (natives) a scratch row per rank, a row per
+/// block and the result row.
+pub const fn reduce_values(ranks: u32, blocks: u32, count: u32) -> usize {
+    (3 * ranks as usize + blocks as usize + 1) * count as usize
+}
+
+/// Where the rows of the reductions lie in `CollArgs::values`.
+pub struct ReduceRows {
+    /// Elements per row.
+    pub count: usize,
+    /// First element of the calling rank's send row.
+    pub send: usize,
+    /// First element of the calling rank's receive row.
+    pub recv: usize,
+    /// The scratch region (one row per rank), as a slice.
+    pub scratch: GlobalSlice<f64>,
+    /// The block rows.
+    pub partials: GlobalSlice<f64>,
+    /// The result row.
+    pub result: GlobalSlice<f64>,
+}
+
+fn sub_slice(s: &GlobalSlice<f64>, start: usize, len: usize) -> Result<GlobalSlice<f64>, Error> {
+    check_len(s, start + len)?;
+    // SAFETY: inside `s`, whose contract covers these elements; the element
+    // size keeps the alignment.
+    Ok(unsafe { GlobalSlice::from_raw(s.addr() + 8 * start as u64, len as u64) })
+}
+
+/// The calling rank's rows (checks that `values` is large enough).
+pub fn reduce_rows(world: &World, args: &CollArgs) -> Result<ReduceRows, Error> {
+    let c = shim::coordinates();
+    let (ranks, blocks, count) = (world.size() as usize, c.grid_dim as usize, args.size as usize);
+    check_len(
+        &args.values,
+        reduce_values(ranks as u32, blocks as u32, count as u32),
+    )?;
+    let rank = world.rank() as usize;
+    Ok(ReduceRows {
+        count,
+        send: 2 * rank * count,
+        recv: (2 * rank + 1) * count,
+        scratch: sub_slice(&args.values, 2 * ranks * count, ranks * count)?,
+        partials: sub_slice(&args.values, 3 * ranks * count, blocks * count)?,
+        result: sub_slice(&args.values, (3 * ranks + blocks) * count, count)?,
+    })
+}
+
+/// Fills the calling rank's send row for iteration `it`.
+pub fn fill_send_row(args: &CollArgs, rows: &ReduceRows, rank: u32, it: u32) -> Result<(), Error> {
+    for e in 0..rows.count {
+        args.values
+            .write(rows.send + e, reduce_value(rank, e as u32, it))?;
+    }
+    Ok(())
+}
+
+/// Writes a rank's timed nanoseconds and error count.
+pub fn coll_results(args: &CollArgs, rank: usize, elapsed: u64, errors: u64) -> Result<(), Error> {
+    args.out.write(2 * rank, elapsed)?;
+    args.out.write(2 * rank + 1, errors)
+}
+
+/// Marks this rank's arrival at round `round` and, after the barrier that
+/// follows, checks that a rank of another block arrived too.
+fn barrier_mark(args: &CollArgs, rank: usize, round: u32) -> Result<(), Error> {
+    atomic_at(&args.marks, rank)?.store(round, Ordering::Relaxed);
+    Ok(())
+}
+
+fn barrier_check(args: &CollArgs, world: &World, round: u32) -> Result<bool, Error> {
+    let peer = crate::mpi::barrier_peer(world.rank() as u32, world.size() as u32);
+    Ok(reached(
+        atomic_at(&args.marks, peer as usize)?.load(Ordering::Relaxed),
+        round,
+    ))
+}
+
+/// The barrier loop shared by the MPI and the native barrier benchmark:
+/// `warmup` checked rounds, `iterations` timed rounds, one checked round.
+/// Returns the timed nanoseconds and the errors.
+pub fn barrier_loop(
+    world: &World,
+    args: &CollArgs,
+    mut barrier: impl FnMut() -> Result<(), Error>,
+) -> Result<(u64, u64), Error> {
+    let rank = world.rank() as usize;
+    let mut errors = 0u64;
+    let mut round = 0u32;
+    let mut checked =
+        |barrier: &mut dyn FnMut() -> Result<(), Error>, errors: &mut u64| -> Result<(), Error> {
+            round += 1;
+            barrier_mark(args, rank, round)?;
+            barrier()?;
+            if !barrier_check(args, world, round)? {
+                *errors += 1;
+            }
+            Ok(())
+        };
+    for _ in 0..args.warmup {
+        checked(&mut barrier, &mut errors)?;
+    }
+    let start = shim::clock_ns();
+    for _ in 0..args.iterations {
+        barrier()?;
+    }
+    let elapsed = shim::clock_ns().wrapping_sub(start);
+    checked(&mut barrier, &mut errors)?;
+    Ok((elapsed, errors))
+}
+
+gpu_mpi_device::kernel! {
+    /// The native grid barrier in the barrier benchmark's loop.
+    pub static NATIVE_BARRIER = fn native_barrier(world: &World, args: &CollArgs) -> Result<(), Error> {
+        let mut grid = GridBarrier::new(atomic_at(&args.counters, COUNTER_BARRIER)?);
+        let (elapsed, errors) = barrier_loop(world, args, || {
+            grid.sync();
+            Ok(())
+        })?;
+        coll_results(args, world.rank() as usize, elapsed, errors + grid.timeouts())
+    }
+}
+
+/// The broadcast loop shared by the MPI and the native benchmark: before
+/// each round the root stamps its buffer; the broadcast alone is timed;
+/// then every rank checks the stamp (and, after the last round, every
+/// byte) and all meet in `barrier`. Returns the timed nanoseconds and the
+/// errors.
+pub fn bcast_loop(
+    world: &World,
+    args: &CollArgs,
+    mut bcast: impl FnMut(&mut [u8], u32) -> Result<(), Error>,
+    mut barrier: impl FnMut() -> Result<(), Error>,
+) -> Result<(u64, u64), Error> {
+    let rank = world.rank() as u32;
+    let n = args.size as usize;
+    check_len(&args.bytes, bcast_bytes(world.size() as u32, args.size))?;
+    // SAFETY: each rank's buffer is its own; the broadcast writes it only
+    // through `bcast`, between the rank's barriers.
+    let buf = unsafe { args.bytes.slice_mut(rank as usize * n, n)? };
+    let root = args.root;
+    let seed = root + 1;
+    if rank == root {
+        fill_pattern(buf, seed);
+    }
+    let total = args.warmup + args.iterations;
+    let (mut elapsed, mut errors) = (0u64, 0u64);
+    for it in 0..total {
+        if rank == root {
+            stamp(buf, seed, it);
+        }
+        let start = shim::clock_ns();
+        bcast(buf, it)?;
+        let t = shim::clock_ns().wrapping_sub(start);
+        if it >= args.warmup {
+            elapsed += t;
+        }
+        if !check_stamp(buf, seed, it) || (it + 1 == total && !check_full(buf, seed, it)) {
+            errors += 1;
+        }
+        barrier()?;
+    }
+    Ok((elapsed, errors))
+}
+
+gpu_mpi_device::kernel! {
+    /// Native broadcast: the root copies its buffer to a staging area and
+    /// publishes the round (release); each block's thread 0 waits for it
+    /// (acquire), a block barrier, and every rank copies the data out.
+    pub static NATIVE_BCAST = fn native_bcast(world: &World, args: &CollArgs) -> Result<(), Error> {
+        let c = shim::coordinates();
+        let mut grid = GridBarrier::new(atomic_at(&args.counters, COUNTER_BARRIER)?);
+        let published = atomic_at(&args.counters, COUNTER_BCAST)?;
+        let n = args.size as usize;
+        let rank = world.rank() as u32;
+        let area_at = world.size() as usize * n;
+        let mut timeouts = 0u64;
+        let (elapsed, errors) = bcast_loop(
+            world,
+            args,
+            |buf, it| {
+                // SAFETY: the root writes the staging area only between the
+                // grid barrier that ended the previous round (everyone had
+                // read it) and its release of this round; the others read it
+                // after acquiring this round.
+                let area = unsafe { args.bytes.slice_mut(area_at, n)? };
+                if rank == args.root {
+                    copy(area, buf);
+                    published.store(it + 1, Ordering::Release);
+                }
+                if c.thread == 0 && !spin_until(|| reached(published.load(Ordering::Acquire), it + 1)) {
+                    timeouts += 1;
+                }
+                shim::block_barrier();
+                if rank != args.root {
+                    shim::fence(Ordering::AcqRel);
+                    copy(buf, area);
+                }
+                Ok(())
+            },
+            || {
+                grid.sync();
+                Ok(())
+            },
+        )?;
+        coll_results(args, rank as usize, elapsed, errors + timeouts + grid.timeouts())
+    }
+}
+
+/// The reduction loop shared by the MPI and the native benchmarks: before
+/// each round every rank fills its send row; the reduction alone is timed;
+/// then the ranks that got the result check every element against the
+/// closed form and all meet in `barrier`. `reduce` returns whether the
+/// calling rank holds the result in its receive row. Returns the timed
+/// nanoseconds and the errors.
+pub fn reduce_loop(
+    world: &World,
+    args: &CollArgs,
+    mut reduce: impl FnMut(&ReduceRows, u32) -> Result<bool, Error>,
+    mut barrier: impl FnMut() -> Result<(), Error>,
+) -> Result<(u64, u64), Error> {
+    let rows = reduce_rows(world, args)?;
+    let rank = world.rank() as u32;
+    let ranks = world.size() as u32;
+    let total = args.warmup + args.iterations;
+    let (mut elapsed, mut errors) = (0u64, 0u64);
+    for it in 0..total {
+        fill_send_row(args, &rows, rank, it)?;
+        let start = shim::clock_ns();
+        let has_result = reduce(&rows, it)?;
+        let t = shim::clock_ns().wrapping_sub(start);
+        if it >= args.warmup {
+            elapsed += t;
+        }
+        if has_result {
+            for e in 0..rows.count {
+                let want = crate::mpi::reduce_expected(ranks, e as u32, it);
+                if args.values.read(rows.recv + e)? != want {
+                    errors += 1;
+                }
+            }
+        }
+        barrier()?;
+    }
+    Ok((elapsed, errors))
+}
+
+fn native_reduce_round(
+    world: &World,
+    args: &CollArgs,
+    rows: &ReduceRows,
+    all: bool,
+    round: u32,
+    timeouts: &mut u64,
+) -> Result<bool, Error> {
+    let c = shim::coordinates();
+    let rank = world.rank() as usize;
+    let count = rows.count;
+    for e in 0..count {
+        rows.scratch
+            .write(rank * count + e, args.values.read(rows.send + e)?)?;
+    }
+    shim::block_barrier();
+    let arrivals = atomic_at(&args.counters, COUNTER_ARRIVALS)?;
+    let last = single_pass_reduce(
+        &rows.scratch,
+        &rows.partials,
+        &rows.result,
+        arrivals,
+        &args.counters,
+        COUNTER_LAST_FLAGS,
+        count,
+    )?;
+    // The last block published the result row; it announces the round
+    // (release). Reduce: the root, wherever its block is, waits for it and
+    // copies the row. All-reduce: every block's thread 0 waits, a block
+    // barrier, and every rank copies the row.
+    let published = atomic_at(&args.counters, COUNTER_RESULT)?;
+    if last && c.thread == 0 {
+        published.store(round, Ordering::Release);
+    }
+    let gets_result = all || rank == args.root as usize;
+    if ((all && c.thread == 0) || (!all && gets_result))
+        && !spin_until(|| reached(published.load(Ordering::Acquire), round))
+    {
+        *timeouts += 1;
+    }
+    if all {
+        shim::block_barrier();
+        shim::fence(Ordering::AcqRel);
+    }
+    if gets_result {
+        for e in 0..count {
+            args.values.write(rows.recv + e, rows.result.read(e)?)?;
+        }
+    }
+    Ok(gets_result)
+}
+
+gpu_mpi_device::kernel! {
+    /// Native reduce to the root: the single-pass reduction of
+    /// [`native_pi_single_pass`] on rows of `size` elements; the root picks
+    /// the result up once the last block announced it.
+    pub static NATIVE_REDUCE = fn native_reduce(world: &World, args: &CollArgs) -> Result<(), Error> {
+        let mut grid = GridBarrier::new(atomic_at(&args.counters, COUNTER_BARRIER)?);
+        let mut timeouts = 0u64;
+        let (elapsed, errors) = reduce_loop(
+            world,
+            args,
+            |rows, it| native_reduce_round(world, args, rows, false, it + 1, &mut timeouts),
+            || {
+                grid.sync();
+                Ok(())
+            },
+        )?;
+        coll_results(args, world.rank() as usize, elapsed, errors + timeouts + grid.timeouts())
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// Native all-reduce: the single-pass reduction, then every block waits
+    /// for the last block's announcement and reads the result row.
+    pub static NATIVE_ALLREDUCE = fn native_allreduce(world: &World, args: &CollArgs) -> Result<(), Error> {
+        let mut grid = GridBarrier::new(atomic_at(&args.counters, COUNTER_BARRIER)?);
+        let mut timeouts = 0u64;
+        let (elapsed, errors) = reduce_loop(
+            world,
+            args,
+            |rows, it| native_reduce_round(world, args, rows, true, it + 1, &mut timeouts),
+            || {
+                grid.sync();
+                Ok(())
+            },
+        )?;
+        coll_results(args, world.rank() as usize, elapsed, errors + timeouts + grid.timeouts())
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Physical limits.
+
+/// Arguments of [`native_copy`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct CopyArgs {
+    /// Source words.
+    pub src: GlobalSlice<u64>,
+    /// Destination words (as many).
+    pub dst: GlobalSlice<u64>,
+}
+
+gpu_mpi_device::kernel! {
+    /// Device-to-device copy bandwidth: a grid-stride loop of 8-byte words
+    /// (adjacent ranks touch adjacent words: coalesced on the GPU).
+    pub static NATIVE_COPY = fn native_copy(world: &World, args: &CopyArgs) -> Result<(), Error> {
+        let n = args.src.len().min(args.dst.len());
+        let step = world.size() as usize;
+        let mut i = world.rank() as usize;
+        while i < n {
+            args.dst.write(i, args.src.read(i)?)?;
+            i += step;
+        }
+        Ok(())
+    }
+}
+
+/// Arguments of [`native_atomic_ping_pong`] and [`native_atomic_rmw`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct AtomicArgs {
+    /// The rank that answers rank 0.
+    pub peer: u32,
+    /// Untimed rounds first.
+    pub warmup: u32,
+    /// Timed rounds.
+    pub iterations: u32,
+    /// Padding, zero.
+    pub reserved: u32,
+    /// `[0]` the flag (zero at launch).
+    pub flags: GlobalSlice<u32>,
+    /// `LIMIT_RESULTS` words: `[0]` timed nanoseconds, `[1]` errors, `[2]` rounds seen.
+    pub out: GlobalSlice<u64>,
+}
+
+gpu_mpi_device::kernel! {
+    /// Two ranks ping-pong through one atomic flag: rank 0 stores `2i+1`
+    /// (release) and waits for `2i+2`; the peer waits for `2i+1` and stores
+    /// `2i+2`. A round trip is two stores and two acquire loads that see them.
+    pub static NATIVE_ATOMIC_PING_PONG = fn native_atomic_ping_pong(world: &World, args: &AtomicArgs) -> Result<(), Error> {
+        let rank = world.rank() as u32;
+        if rank != 0 && rank != args.peer {
+            return Ok(());
+        }
+        check_len(&args.out, LIMIT_RESULTS)?;
+        let flag = atomic_at(&args.flags, 0)?;
+        let total = args.warmup + args.iterations;
+        let mut start = shim::clock_ns();
+        let mut seen = 0u64;
+        for it in 0..total {
+            if rank == 0 {
+                if it == args.warmup {
+                    start = shim::clock_ns();
+                }
+                flag.store(2 * it + 1, Ordering::Release);
+                seen += spin_until(|| flag.load(Ordering::Acquire) == 2 * it + 2) as u64;
+            } else {
+                seen += spin_until(|| flag.load(Ordering::Acquire) == 2 * it + 1) as u64;
+                flag.store(2 * it + 2, Ordering::Release);
+            }
+        }
+        if rank == 0 {
+            let elapsed = shim::clock_ns().wrapping_sub(start);
+            let errors = (flag.load(Ordering::Relaxed) != 2 * total) as u64;
+            args.out.write(0, elapsed)?;
+            args.out.write(1, errors)?;
+            args.out.write(2, seen)?;
+        }
+        Ok(())
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// One rank issues `iterations` dependent atomic adds on one word (each
+    /// add's operand depends on the previous result): the latency of one
+    /// atomic round trip to the memory system.
+    pub static NATIVE_ATOMIC_RMW = fn native_atomic_rmw(world: &World, args: &AtomicArgs) -> Result<(), Error> {
+        if world.rank() != 0 {
+            return Ok(());
+        }
+        check_len(&args.out, LIMIT_RESULTS)?;
+        let word = atomic_at(&args.flags, 0)?;
+        let total = args.warmup + args.iterations;
+        let mut start = shim::clock_ns();
+        let mut v = 0u32;
+        for it in 0..total {
+            if it == args.warmup {
+                start = shim::clock_ns();
+            }
+            // `v >> 31` is 0 (the word stays far below 2^31) but the
+            // hardware cannot know: each add waits for the previous result.
+            v = word.fetch_add(1 + (v >> 31), Ordering::Relaxed);
+        }
+        let elapsed = shim::clock_ns().wrapping_sub(start);
+        let errors = (word.load(Ordering::Relaxed) != total || (total > 0 && v != total - 1)) as u64;
+        args.out.write(0, elapsed)?;
+        args.out.write(1, errors)?;
+        args.out.write(2, total as u64)
+    }
+}

@@ -1,0 +1,333 @@
+//! Collective suites: osu_barrier, osu_bcast, osu_reduce, osu_allreduce
+//! inside a kernel, against the native grid barrier (and relaunch), a
+//! native broadcast and the native single-pass reductions; and `scale`,
+//! each of them from 32 ranks to the largest world.
+//!
+//! OSU's method: warm-up rounds, then a timed loop; each rank times itself
+//! and the statistics are taken over ranks (min, max, average of the
+//! per-round time). Barrier: the whole loop is timed. The others: each
+//! round's collective is timed alone, then a barrier (MPI's or the native
+//! one) separates the rounds, untimed.
+
+use super::{median, ratio, Ctx, Row, Section, Target};
+use gpu_mpi::device::Kernel;
+use gpu_mpi_bench_kernels::mpi::{CollArgs, BENCH_ALLREDUCE, BENCH_BARRIER, BENCH_BCAST, BENCH_REDUCE};
+use gpu_mpi_bench_kernels::native::{
+    bcast_bytes, coll_counter_words, reduce_values, NATIVE_ALLREDUCE, NATIVE_BARRIER, NATIVE_BCAST,
+    NATIVE_EMPTY, NATIVE_REDUCE,
+};
+
+/// The collective a launch measures.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Barrier,
+    Bcast,
+    Reduce,
+    Allreduce,
+}
+
+impl Op {
+    fn name(self) -> &'static str {
+        match self {
+            Op::Barrier => "barrier",
+            Op::Bcast => "bcast",
+            Op::Reduce => "reduce",
+            Op::Allreduce => "allreduce",
+        }
+    }
+
+    fn kernels(self) -> (&'static Kernel<CollArgs>, &'static Kernel<CollArgs>) {
+        match self {
+            Op::Barrier => (&BENCH_BARRIER, &NATIVE_BARRIER),
+            Op::Bcast => (&BENCH_BCAST, &NATIVE_BCAST),
+            Op::Reduce => (&BENCH_REDUCE, &NATIVE_REDUCE),
+            Op::Allreduce => (&BENCH_ALLREDUCE, &NATIVE_ALLREDUCE),
+        }
+    }
+}
+
+/// Per-round microseconds over ranks: medians (over launches) of the
+/// minimum, maximum and average.
+#[derive(Clone, Copy)]
+struct Stats {
+    min: f64,
+    max: f64,
+    avg: f64,
+}
+
+fn measure(
+    ctx: &mut Ctx,
+    kernel: &Kernel<CollArgs>,
+    op: Op,
+    ranks: u32,
+    size: u32,
+    (warmup, iterations): (u32, u32),
+) -> Result<Stats, String> {
+    let block_dim = Ctx::block_dim_for(ranks);
+    let blocks = ranks / block_dim;
+    let bytes = ctx.alloc::<u8>(if op == Op::Bcast {
+        bcast_bytes(ranks, size)
+    } else {
+        0
+    })?;
+    let values = ctx.alloc::<f64>(if matches!(op, Op::Reduce | Op::Allreduce) {
+        reduce_values(ranks, blocks, size)
+    } else {
+        0
+    })?;
+    let mut counters = ctx.alloc::<u32>(coll_counter_words(blocks))?;
+    let mut marks = ctx.alloc::<u32>(ranks as usize)?;
+    let mut out = ctx.alloc::<u64>(2 * ranks as usize)?;
+    let args = CollArgs {
+        size,
+        warmup,
+        iterations,
+        root: 0,
+        bytes: bytes.slice(),
+        values: values.slice(),
+        counters: counters.slice(),
+        marks: marks.slice(),
+        out: out.slice(),
+    };
+    let spec = ctx.world(ranks, Some(block_dim));
+    let (mut mins, mut maxs, mut avgs) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..ctx.preset.reps {
+        ctx.zero(&mut counters)?;
+        ctx.zero(&mut marks)?;
+        ctx.zero(&mut out)?;
+        ctx.launch(kernel, &args, &spec)?;
+        let o = ctx.download(&out)?;
+        let errors: u64 = o.iter().skip(1).step_by(2).sum();
+        if errors != 0 {
+            let bad = o.iter().skip(1).step_by(2).position(|&e| e != 0).unwrap_or(0);
+            return Err(format!(
+                "{}: {errors} wrong results on {ranks} ranks (size {size}), the first on rank {bad}",
+                kernel.name
+            ));
+        }
+        ctx.checked();
+        let per_round: Vec<f64> = o
+            .iter()
+            .step_by(2)
+            .map(|&ns| ns as f64 / iterations as f64 / 1e3)
+            .collect();
+        mins.push(per_round.iter().copied().fold(f64::INFINITY, f64::min));
+        maxs.push(per_round.iter().copied().fold(0.0, f64::max));
+        avgs.push(per_round.iter().sum::<f64>() / per_round.len() as f64);
+    }
+    Ok(Stats {
+        min: median(&mins),
+        max: median(&maxs),
+        avg: median(&avgs),
+    })
+}
+
+/// Kernel and wall microseconds of relaunching an empty kernel on the world.
+fn relaunch(ctx: &mut Ctx, ranks: u32) -> Result<(f64, f64), String> {
+    let spec = ctx.world(ranks, Some(Ctx::block_dim_for(ranks)));
+    let (mut kernel, mut wall) = (Vec::new(), Vec::new());
+    for _ in 0..ctx.preset.reps {
+        let t = ctx.launch(&NATIVE_EMPTY, &0u32, &spec)?;
+        kernel.push(t.report.elapsed.as_secs_f64() * 1e6);
+        wall.push(t.wall.as_secs_f64() * 1e6);
+    }
+    ctx.checked();
+    Ok((median(&kernel), median(&wall)))
+}
+
+fn stats_row(op: Op, ranks: u32, size: u32, mpi: Stats, native: Stats) -> Row {
+    vec![
+        ("op", op.name().into()),
+        ("ranks", ranks.into()),
+        ("size", size.into()),
+        ("mpi_avg_us", mpi.avg.into()),
+        ("mpi_min_us", mpi.min.into()),
+        ("mpi_max_us", mpi.max.into()),
+        ("native_avg_us", native.avg.into()),
+        ("native_min_us", native.min.into()),
+        ("native_max_us", native.max.into()),
+        ("ratio", ratio(mpi.avg, native.avg).into()),
+    ]
+}
+
+const STATS_COLUMNS: [(&str, &str); 7] = [
+    ("mpi_avg_us", "mpi avg us"),
+    ("mpi_min_us", "min"),
+    ("mpi_max_us", "max"),
+    ("native_avg_us", "native avg us"),
+    ("native_min_us", "min"),
+    ("native_max_us", "max"),
+    ("ratio", "x (avg)"),
+];
+
+pub(crate) fn barrier(ctx: &mut Ctx) -> Result<(Vec<Section>, Vec<Target>), String> {
+    let ranks = ctx.ranks;
+    let loops = ctx.preset.loops((10, 1000), (3, 20));
+    let (mpi_k, native_k) = Op::Barrier.kernels();
+    let mpi = measure(ctx, mpi_k, Op::Barrier, ranks, 0, loops)?;
+    let native = measure(ctx, native_k, Op::Barrier, ranks, 0, loops)?;
+    let (relaunch_kernel, relaunch_wall) = relaunch(ctx, ranks)?;
+    let mut row = stats_row(Op::Barrier, ranks, 0, mpi, native);
+    row.extend([
+        ("relaunch_kernel_us", relaunch_kernel.into()),
+        ("relaunch_wall_us", relaunch_wall.into()),
+        (
+            "atomic_round_trip_us",
+            (ctx.limits.atomic_round_trip_ns / 1e3).into(),
+        ),
+        ("iterations", loops.1.into()),
+    ]);
+    let mut columns = vec![("ranks", "ranks")];
+    columns.extend(STATS_COLUMNS);
+    columns.extend([
+        ("relaunch_kernel_us", "relaunch us"),
+        ("relaunch_wall_us", "relaunch wall us"),
+        ("atomic_round_trip_us", "atomic rtt us"),
+    ]);
+    Ok((
+        vec![Section {
+            suite: "barrier",
+            title: format!(
+                "barrier: {} ranks in blocks of {}, {} rounds timed, per-round time over ranks, median of {}",
+                ranks,
+                Ctx::block_dim_for(ranks),
+                loops.1,
+                ctx.preset.reps
+            ),
+            columns,
+            rows: vec![row],
+            notes: vec![
+                "native: grid barrier as cooperative groups' grid.sync (block barrier, one release atomic per block, acquire spin, block barrier)".into(),
+                "relaunch: an empty kernel on the same world (kernel time; wall = the host's launch call, world set-up included)".into(),
+            ],
+        }],
+        vec![Target {
+            name: "MPI barrier / native grid barrier",
+            value: ratio(mpi.avg, native.avg),
+            bound: 1.0,
+            unit: "x",
+        }],
+    ))
+}
+
+fn sized(ctx: &mut Ctx, op: Op, sizes: &[u32], unit: &'static str) -> Result<Section, String> {
+    let ranks = ctx.ranks;
+    let loops = ctx.preset.loops((10, 100), (2, 10));
+    let (mpi_k, native_k) = op.kernels();
+    let mut rows = Vec::new();
+    for &size in sizes {
+        let mpi = measure(ctx, mpi_k, op, ranks, size, loops)?;
+        let native = measure(ctx, native_k, op, ranks, size, loops)?;
+        let bytes = if op == Op::Bcast { size } else { size * 8 };
+        let mut row = stats_row(op, ranks, size, mpi, native);
+        row.push(("bytes", bytes.into()));
+        rows.push(row);
+    }
+    let mut columns = vec![("bytes", "bytes")];
+    columns.extend(STATS_COLUMNS);
+    let native = match op {
+        Op::Bcast => "native: the root copies to a staging area and publishes the round (release); block leaders acquire, block barrier, all copy out",
+        Op::Reduce => "native: single pass (block tree in global scratch, one row per block, the last block to arrive sums the rows), the root waits for the result",
+        _ => "native: single pass as reduce, then every block leader waits for the last block's announcement, block barrier, all read the result",
+    };
+    Ok(Section {
+        suite: op.name(),
+        title: format!(
+            "{}: {} ranks in blocks of {}, {} ({}), each round timed alone, median of {}",
+            op.name(),
+            ranks,
+            Ctx::block_dim_for(ranks),
+            match op {
+                Op::Bcast => "root 0",
+                Op::Reduce => "sum of f64, root 0",
+                _ => "sum of f64",
+            },
+            unit,
+            ctx.preset.reps
+        ),
+        columns,
+        rows,
+        notes: vec![native.into()],
+    })
+}
+
+/// Broadcast sizes; the per-rank buffers stay under 256 MiB in all.
+fn bcast_sizes(ctx: &Ctx) -> Vec<u32> {
+    let all = ctx.preset.pick(vec![8, 64, 512, 4096, 32768], vec![8, 4096]);
+    all.into_iter()
+        .filter(|&s| s == 8 || (ctx.ranks as u64 + 1) * s as u64 <= 256 << 20)
+        .collect()
+}
+
+/// Reduction element counts; the rows stay under 512 MiB in all.
+fn reduce_counts(ctx: &Ctx) -> Vec<u32> {
+    let all = ctx.preset.pick(vec![1, 4, 32, 128], vec![1, 32]);
+    all.into_iter()
+        .filter(|&c| c == 1 || 4 * ctx.ranks as u64 * c as u64 * 8 <= 512 << 20)
+        .collect()
+}
+
+pub(crate) fn bcast(ctx: &mut Ctx) -> Result<(Vec<Section>, Vec<Target>), String> {
+    let sizes = bcast_sizes(ctx);
+    Ok((vec![sized(ctx, Op::Bcast, &sizes, "bytes")?], vec![]))
+}
+
+pub(crate) fn reduce(ctx: &mut Ctx, all: bool) -> Result<(Vec<Section>, Vec<Target>), String> {
+    let counts = reduce_counts(ctx);
+    let op = if all { Op::Allreduce } else { Op::Reduce };
+    Ok((vec![sized(ctx, op, &counts, "size = f64 elements")?], vec![]))
+}
+
+pub(crate) fn scale(ctx: &mut Ctx) -> Result<(Vec<Section>, Vec<Target>), String> {
+    let top = ctx.ranks;
+    let mut sizes: Vec<u32> = (5..32).map(|k| 1u32 << k).take_while(|&n| n <= top).collect();
+    if sizes.last() != Some(&top) && top >= 32 {
+        sizes.push(top);
+    }
+    if sizes.is_empty() {
+        sizes.push(top);
+    }
+    let mut rows = Vec::new();
+    for op in [Op::Barrier, Op::Bcast, Op::Reduce, Op::Allreduce] {
+        let loops = if op == Op::Barrier {
+            ctx.preset.loops((10, 200), (2, 10))
+        } else {
+            ctx.preset.loops((5, 50), (1, 5))
+        };
+        let size = match op {
+            Op::Barrier => 0,
+            Op::Bcast => 8,
+            _ => 1,
+        };
+        let (mpi_k, native_k) = op.kernels();
+        for &ranks in &sizes {
+            let mpi = measure(ctx, mpi_k, op, ranks, size, loops)?;
+            let native = measure(ctx, native_k, op, ranks, size, loops)?;
+            let mut row = stats_row(op, ranks, size, mpi, native);
+            row.push(("blocks", (ranks / Ctx::block_dim_for(ranks)).into()));
+            rows.push(row);
+        }
+    }
+    Ok((
+        vec![Section {
+            suite: "scale",
+            title: format!(
+                "scale: 8-byte collectives (barrier: none) from 32 to {top} ranks, per-round us, median of {}",
+                ctx.preset.reps
+            ),
+            columns: vec![
+                ("op", "op"),
+                ("ranks", "ranks"),
+                ("blocks", "blocks"),
+                ("mpi_avg_us", "mpi avg us"),
+                ("mpi_max_us", "mpi max"),
+                ("native_avg_us", "native avg us"),
+                ("native_max_us", "native max"),
+                ("ratio", "x (avg)"),
+            ],
+            rows,
+            notes: vec![],
+        }],
+        vec![],
+    ))
+}

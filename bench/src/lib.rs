@@ -1,0 +1,657 @@
+//! The benchmark suites of `gpu-mpi-bench`: MPI inside a kernel against
+//! native baselines doing the same work, on whichever backend runs them.
+//!
+//! The binary (src/main.rs) and the smoke test (tests/bench_smoke.rs) call
+//! [`run`]; the kernels come from `gpu-mpi-bench-kernels` and are embedded
+//! here as PTX ([`KERNELS_PTX`]). Every measurement is the median of `reps`
+//! launches and comes with its native baseline from the same run and the
+//! ratio MPI/native (of times: above 1 means MPI is slower). A benchmark
+//! whose own correctness check fails makes [`run`] return an error naming it.
+//!
+//! See docs/performance.md for the method and the numbers.
+
+mod coll;
+pub mod json;
+mod limits;
+mod p2p;
+mod pi;
+
+use gpu_mpi::device::Kernel;
+use gpu_mpi::{Device, DeviceBuffer, HostError, LaunchReport, RankCount, WorldSpec};
+use json::Json;
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+pub use limits::Limits;
+
+include!(concat!(env!("OUT_DIR"), "/ptx.rs"));
+
+/// Opens a backend with the benchmark kernels' PTX ([`KERNELS_PTX`]).
+pub fn open(kind: gpu_mpi::BackendKind) -> Result<Device, HostError> {
+    Device::open_variants(kind, KERNELS_PTX)
+}
+
+/// Version tag of the JSON output.
+pub const SCHEMA: &str = "gpu-mpi-bench/1";
+
+/// The thesis's scale: 32 blocks of 128 threads (its second reduction
+/// kernel reads 32 block sums; its block tree starts at 64 + 64).
+pub const THESIS_RANKS: u32 = 4096;
+/// Threads per block in the thesis's kernels.
+pub const THESIS_BLOCK_DIM: u32 = 128;
+/// World size on the cpu backend when `--ranks` is not given (the emulator
+/// runs every rank as a coroutine on a few cores).
+pub const CPU_DEFAULT_RANKS: u32 = 1024;
+
+/// A benchmark suite.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Suite {
+    /// Pi estimation: MPI point-to-point and reduce against the natives.
+    Pi,
+    /// osu_latency inside a kernel.
+    Latency,
+    /// osu_bw and osu_mbw_mr inside a kernel.
+    Bw,
+    /// osu_barrier against the native grid barrier and relaunch.
+    Barrier,
+    /// osu_bcast against a native broadcast.
+    Bcast,
+    /// osu_reduce against the native single-pass reduction.
+    Reduce,
+    /// osu_allreduce against the native single-pass all-reduce.
+    Allreduce,
+    /// Each collective from 32 ranks to the largest world.
+    Scale,
+}
+
+impl Suite {
+    /// Every suite, in the order `all` runs them.
+    pub const ALL: [Suite; 8] = [
+        Suite::Pi,
+        Suite::Latency,
+        Suite::Bw,
+        Suite::Barrier,
+        Suite::Bcast,
+        Suite::Reduce,
+        Suite::Allreduce,
+        Suite::Scale,
+    ];
+
+    /// The suite's name on the command line and in the JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Suite::Pi => "pi",
+            Suite::Latency => "latency",
+            Suite::Bw => "bw",
+            Suite::Barrier => "barrier",
+            Suite::Bcast => "bcast",
+            Suite::Reduce => "reduce",
+            Suite::Allreduce => "allreduce",
+            Suite::Scale => "scale",
+        }
+    }
+
+    /// The suites a command-line name selects (`all`: every suite).
+    pub fn parse(name: &str) -> Option<Vec<Suite>> {
+        if name == "all" {
+            return Some(Suite::ALL.to_vec());
+        }
+        Suite::ALL.iter().find(|s| s.name() == name).map(|s| vec![*s])
+    }
+}
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The suites, in order.
+    pub suites: Vec<Suite>,
+    /// World size (`None`: the largest on a GPU, [`CPU_DEFAULT_RANKS`] on
+    /// the emulator).
+    pub ranks: Option<RankCount>,
+    /// Few points, few iterations.
+    pub quick: bool,
+    /// Launches per measurement (the median is reported).
+    pub reps: usize,
+    /// Step of the intervals per rank in the pi suite (2..=128).
+    pub pi_step: u32,
+    /// Run the pi suite at the thesis's scale too (4096 ranks in blocks of 128).
+    pub thesis_scale: bool,
+    /// Overrides the timed iterations of every in-kernel loop.
+    pub iterations: Option<u32>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            suites: Suite::ALL.to_vec(),
+            ranks: None,
+            quick: false,
+            reps: 5,
+            pi_step: 2,
+            thesis_scale: true,
+            iterations: None,
+        }
+    }
+}
+
+/// One table of results.
+#[derive(Clone, Debug)]
+pub struct Section {
+    /// The suite that made it.
+    pub suite: &'static str,
+    /// Its title.
+    pub title: String,
+    /// Printed columns: `(key, header)`; rows may hold more keys (JSON only).
+    pub columns: Vec<(&'static str, &'static str)>,
+    /// The rows.
+    pub rows: Vec<Row>,
+    /// Lines printed under the table.
+    pub notes: Vec<String>,
+}
+
+/// One row: named values in order.
+pub type Row = Vec<(&'static str, Json)>;
+
+/// A target from docs/performance.md and whether this run meets it.
+#[derive(Clone, Debug)]
+pub struct Target {
+    /// What is compared.
+    pub name: &'static str,
+    /// The measured value.
+    pub value: f64,
+    /// The bound.
+    pub bound: f64,
+    /// The unit of both.
+    pub unit: &'static str,
+}
+
+impl Target {
+    /// Whether the value is within the bound.
+    pub fn met(&self) -> bool {
+        self.value <= self.bound
+    }
+}
+
+/// Everything one run measured.
+#[derive(Clone, Debug)]
+pub struct Report {
+    /// "cpu" or "cuda".
+    pub backend: &'static str,
+    /// World size of the run (the largest for `scale`).
+    pub ranks: u32,
+    /// The options.
+    pub options: Options,
+    /// Physical limits measured at the start.
+    pub limits: Limits,
+    /// The tables.
+    pub sections: Vec<Section>,
+    /// Targets the suites that ran could evaluate.
+    pub targets: Vec<Target>,
+    /// Launches whose results were checked and right.
+    pub checked_launches: u64,
+    /// Wall time of the whole run.
+    pub wall: Duration,
+}
+
+/// Iteration counts and sizes of one run.
+pub(crate) struct Preset {
+    pub(crate) quick: bool,
+    pub(crate) reps: usize,
+    iterations: Option<u32>,
+}
+
+impl Preset {
+    /// `(warmup, iterations)`, `full` for a full run, `quick` for --quick;
+    /// `--iterations` overrides the timed count (and caps the warm-up).
+    pub(crate) fn loops(&self, full: (u32, u32), quick: (u32, u32)) -> (u32, u32) {
+        let (w, i) = if self.quick { quick } else { full };
+        match self.iterations {
+            Some(n) => (w.min(n.max(1)), n.max(1)),
+            None => (w, i),
+        }
+    }
+
+    /// `full` or `quick`.
+    pub(crate) fn pick<T>(&self, full: T, quick: T) -> T {
+        if self.quick {
+            quick
+        } else {
+            full
+        }
+    }
+}
+
+/// The context the suites run in.
+pub(crate) struct Ctx<'a> {
+    pub(crate) device: &'a Device,
+    pub(crate) preset: Preset,
+    /// The world size of the run.
+    pub(crate) ranks: u32,
+    pub(crate) limits: Limits,
+    pub(crate) options: &'a Options,
+    pub(crate) checked: u64,
+}
+
+impl Ctx<'_> {
+    pub(crate) fn is_gpu(&self) -> bool {
+        self.device.backend_name() == "cuda"
+    }
+
+    /// A world of `ranks` ranks in blocks of `block_dim` (`None`: the
+    /// default choice). On a GPU every wait is bounded (a hung benchmark
+    /// reports the deadlock instead of hanging the machine).
+    pub(crate) fn world(&self, ranks: u32, block_dim: Option<u32>) -> WorldSpec {
+        let mut s = WorldSpec::ranks(ranks);
+        if let Some(b) = block_dim {
+            s = s.block_dim(b);
+        }
+        if self.is_gpu() {
+            s = s.timeout(Duration::from_secs(60));
+        }
+        s
+    }
+
+    /// Launches `kernel`; an error names the kernel and the world.
+    pub(crate) fn launch<A: bytemuck::Pod + Sync>(
+        &self,
+        kernel: &Kernel<A>,
+        args: &A,
+        spec: &WorldSpec,
+    ) -> Result<Timed, String> {
+        let t = Instant::now();
+        let r = self
+            .device
+            .launch(kernel, args, spec)
+            .map_err(|e| launch_error(kernel.name, spec, e))?;
+        Ok(Timed {
+            wall: t.elapsed(),
+            report: r,
+        })
+    }
+
+    pub(crate) fn alloc<T: bytemuck::Pod>(&self, len: usize) -> Result<DeviceBuffer<T>, String> {
+        self.device
+            .alloc_zeroed::<T>(len.max(1))
+            .map_err(|e| format!("allocating {} elements: {e}", len.max(1)))
+    }
+
+    pub(crate) fn zero<T: bytemuck::Pod>(&self, buf: &mut DeviceBuffer<T>) -> Result<(), String> {
+        let zeros = vec![T::zeroed(); buf.len()];
+        self.device
+            .write(buf, &zeros)
+            .map_err(|e| format!("zeroing a buffer: {e}"))
+    }
+
+    pub(crate) fn download<T: bytemuck::Pod>(&self, buf: &DeviceBuffer<T>) -> Result<Vec<T>, String> {
+        self.device.download(buf).map_err(|e| format!("download: {e}"))
+    }
+
+    /// Counts a launch whose results were checked.
+    pub(crate) fn checked(&mut self) {
+        self.checked += 1;
+    }
+
+    /// Block size the collectives use for a world of `ranks`.
+    pub(crate) fn block_dim_for(ranks: u32) -> u32 {
+        gpu_mpi::default_block_dim(ranks)
+    }
+}
+
+fn launch_error(name: &str, spec: &WorldSpec, e: HostError) -> String {
+    let ranks = match spec.ranks {
+        RankCount::Exact(n) => n.to_string(),
+        RankCount::Max => "max".to_string(),
+    };
+    format!("{name} on {ranks} ranks: {e}")
+}
+
+/// One launch: the backend's report and the host's wall time around it.
+pub(crate) struct Timed {
+    pub(crate) report: LaunchReport,
+    pub(crate) wall: Duration,
+}
+
+/// The median of `v` (NaN when empty).
+pub fn median(v: &[f64]) -> f64 {
+    let mut s: Vec<f64> = v.iter().copied().filter(|x| !x.is_nan()).collect();
+    if s.is_empty() {
+        return f64::NAN;
+    }
+    s.sort_by(|a, b| a.total_cmp(b));
+    let n = s.len();
+    if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
+    }
+}
+
+/// Checks a pi estimate over `ranks * intervals_per_rank` intervals and
+/// returns its error; an error names the kernel (`name`).
+pub fn check_pi(name: &str, pi: f64, ranks: u32, intervals_per_rank: u32) -> Result<f64, String> {
+    let error = (pi - std::f64::consts::PI).abs();
+    // The midpoint rule's error for 4/(1+x^2) on n intervals is below 1/n^2;
+    // rounding in the sums adds far less than 1e-9.
+    let n = ranks as f64 * intervals_per_rank as f64;
+    if !error.is_finite() || error > 1.0 / (n * n) + 1e-9 {
+        return Err(format!(
+            "{name}: pi = {pi} is off by {error:e} ({ranks} ranks, {intervals_per_rank} intervals per rank)"
+        ));
+    }
+    Ok(error)
+}
+
+/// `a / b`, NaN when `b` is not positive.
+pub fn ratio(a: f64, b: f64) -> f64 {
+    if b > 0.0 {
+        a / b
+    } else {
+        f64::NAN
+    }
+}
+
+/// The largest world in blocks of [`gpu_mpi::PREFERRED_BLOCK_DIM`] that
+/// every kernel run at the run's world size can hold (on a GPU each
+/// kernel's registers bound its occupancy; MPI and native are compared on
+/// the same world, so the smallest bound wins).
+pub fn max_common_ranks(device: &Device) -> Result<u32, String> {
+    use gpu_mpi_bench_kernels::{mpi as b, native as n, pi as p};
+    let bd = gpu_mpi::PREFERRED_BLOCK_DIM;
+    let caps = [
+        device.max_ranks_for(&p::PI_P2P, bd),
+        device.max_ranks_for(&p::PI_REDUCE, bd),
+        device.max_ranks_for(&n::NATIVE_PI_P2P_1, bd),
+        device.max_ranks_for(&n::NATIVE_PI_TREE_1, bd),
+        device.max_ranks_for(&n::NATIVE_PI_SINGLE_PASS, bd),
+        device.max_ranks_for(&n::NATIVE_COPY, bd),
+        device.max_ranks_for(&n::NATIVE_EMPTY, bd),
+        device.max_ranks_for(&b::BENCH_BARRIER, bd),
+        device.max_ranks_for(&b::BENCH_BCAST, bd),
+        device.max_ranks_for(&b::BENCH_REDUCE, bd),
+        device.max_ranks_for(&b::BENCH_ALLREDUCE, bd),
+        device.max_ranks_for(&n::NATIVE_BARRIER, bd),
+        device.max_ranks_for(&n::NATIVE_BCAST, bd),
+        device.max_ranks_for(&n::NATIVE_REDUCE, bd),
+        device.max_ranks_for(&n::NATIVE_ALLREDUCE, bd),
+    ];
+    let mut most = u32::MAX;
+    for c in caps {
+        most = most.min(c.map_err(|e| format!("occupancy: {e}"))?);
+    }
+    Ok(most)
+}
+
+/// The world size `options` asks for on `device`.
+pub fn resolve_ranks(device: &Device, options: &Options) -> Result<u32, String> {
+    Ok(match options.ranks {
+        Some(RankCount::Exact(n)) => n,
+        Some(RankCount::Max) => max_common_ranks(device)?,
+        None if device.backend_name() == "cuda" => max_common_ranks(device)?,
+        None => CPU_DEFAULT_RANKS,
+    })
+}
+
+/// Runs the suites of `options` on `device`. Prints each table as soon as
+/// it is done when `print` is set. Fails on the first wrong result or
+/// failed launch.
+pub fn run(device: &Device, options: &Options, print: bool) -> Result<Report, String> {
+    let start = Instant::now();
+    let ranks = resolve_ranks(device, options)?;
+    if ranks < 4 {
+        return Err(format!("--ranks {ranks}: the benchmarks need at least 4 ranks"));
+    }
+    let preset = Preset {
+        quick: options.quick,
+        reps: options.reps.max(1),
+        iterations: options.iterations,
+    };
+    let mut ctx = Ctx {
+        device,
+        preset,
+        ranks,
+        limits: Limits::default(),
+        options,
+        checked: 0,
+    };
+    if print {
+        println!(
+            "gpu-mpi-bench: backend {}{}, {} ranks, {} launches per measurement (median){}",
+            device.backend_name(),
+            if device.backend_name() == "cpu" {
+                " (the CPU emulator, not a GPU)"
+            } else {
+                ""
+            },
+            ranks,
+            ctx.preset.reps,
+            if options.quick { ", quick" } else { "" }
+        );
+    }
+    let mut sections = Vec::new();
+    let (limits, section) = limits::measure(&mut ctx)?;
+    ctx.limits = limits;
+    emit(print, &section);
+    sections.push(section);
+    let mut targets = Vec::new();
+    for suite in &options.suites {
+        let (new, t) = match suite {
+            Suite::Pi => pi::run(&mut ctx)?,
+            Suite::Latency => p2p::latency(&mut ctx)?,
+            Suite::Bw => p2p::bandwidth(&mut ctx)?,
+            Suite::Barrier => coll::barrier(&mut ctx)?,
+            Suite::Bcast => coll::bcast(&mut ctx)?,
+            Suite::Reduce => coll::reduce(&mut ctx, false)?,
+            Suite::Allreduce => coll::reduce(&mut ctx, true)?,
+            Suite::Scale => coll::scale(&mut ctx)?,
+        };
+        for s in &new {
+            emit(print, s);
+        }
+        sections.extend(new);
+        targets.extend(t);
+    }
+    let report = Report {
+        backend: device.backend_name(),
+        ranks,
+        options: options.clone(),
+        limits: ctx.limits.clone(),
+        sections,
+        targets,
+        checked_launches: ctx.checked,
+        wall: start.elapsed(),
+    };
+    if print {
+        print!("{}", report.targets_text());
+        println!(
+            "all results checked: {} launches verified, wall time {:.1} s",
+            report.checked_launches,
+            report.wall.as_secs_f64()
+        );
+    }
+    Ok(report)
+}
+
+fn emit(print: bool, s: &Section) {
+    if print {
+        print!("{}", s.text());
+    }
+}
+
+/// A number for a table: integers as such, others with four significant digits.
+pub fn fmt_num(v: f64) -> String {
+    if v.is_nan() {
+        return "-".to_string();
+    }
+    if v == v.trunc() && v.abs() < 1e9 {
+        return format!("{}", v as i64);
+    }
+    if v.abs() < 1e-3 {
+        return format!("{v:.2e}");
+    }
+    let mag = v.abs().log10().floor() as i32;
+    let decimals = (3 - mag).clamp(0, 6) as usize;
+    format!("{v:.decimals$}")
+}
+
+impl Section {
+    /// The table as text.
+    pub fn text(&self) -> String {
+        let cells: Vec<Vec<String>> = self
+            .rows
+            .iter()
+            .map(|row| {
+                self.columns
+                    .iter()
+                    .map(
+                        |(key, _)| match row.iter().find(|(k, _)| k == key).map(|(_, v)| v) {
+                            Some(Json::Num(v)) => fmt_num(*v),
+                            Some(Json::Str(s)) => s.clone(),
+                            Some(Json::Bool(b)) => b.to_string(),
+                            _ => "-".to_string(),
+                        },
+                    )
+                    .collect()
+            })
+            .collect();
+        let widths: Vec<usize> = self
+            .columns
+            .iter()
+            .enumerate()
+            .map(|(i, (_, h))| {
+                cells
+                    .iter()
+                    .map(|r| r[i].len())
+                    .chain([h.len()])
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let mut out = String::new();
+        let _ = writeln!(out, "\n== {} ==", self.title);
+        let line = |out: &mut String, items: Vec<&str>| {
+            let parts: Vec<String> = items
+                .iter()
+                .zip(&widths)
+                .map(|(s, w)| format!("{s:>w$}"))
+                .collect();
+            let _ = writeln!(out, "{}", parts.join("  ").trim_end());
+        };
+        line(&mut out, self.columns.iter().map(|(_, h)| *h).collect());
+        for r in &cells {
+            line(&mut out, r.iter().map(String::as_str).collect());
+        }
+        for n in &self.notes {
+            let _ = writeln!(out, "  {n}");
+        }
+        out
+    }
+
+    fn json(&self) -> Json {
+        Json::Obj(vec![
+            ("suite".into(), self.suite.into()),
+            ("title".into(), self.title.clone().into()),
+            (
+                "columns".into(),
+                Json::Arr(self.columns.iter().map(|(k, _)| Json::from(*k)).collect()),
+            ),
+            (
+                "rows".into(),
+                Json::Arr(
+                    self.rows
+                        .iter()
+                        .map(|r| Json::Obj(r.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()))
+                        .collect(),
+                ),
+            ),
+            (
+                "notes".into(),
+                Json::Arr(self.notes.iter().map(|n| Json::from(n.clone())).collect()),
+            ),
+        ])
+    }
+}
+
+impl Report {
+    /// The targets as text.
+    pub fn targets_text(&self) -> String {
+        let mut out = String::new();
+        if self.targets.is_empty() {
+            return out;
+        }
+        let _ = writeln!(
+            out,
+            "\n== targets ({}) ==",
+            if self.backend == "cpu" {
+                "the emulator: informative only, the targets are for a GPU"
+            } else {
+                "GPU"
+            }
+        );
+        for t in &self.targets {
+            let _ = writeln!(
+                out,
+                "  {:<48} {:>10} {} (bound {} {}): {}",
+                t.name,
+                fmt_num(t.value),
+                t.unit,
+                fmt_num(t.bound),
+                t.unit,
+                if t.met() { "met" } else { "NOT met" }
+            );
+        }
+        out
+    }
+
+    /// The whole report as JSON.
+    pub fn json(&self) -> Json {
+        let unix = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let o = &self.options;
+        Json::Obj(vec![
+            ("schema".into(), SCHEMA.into()),
+            ("backend".into(), self.backend.into()),
+            ("emulator".into(), (self.backend == "cpu").into()),
+            ("unix_time".into(), unix.into()),
+            ("ranks".into(), self.ranks.into()),
+            (
+                "options".into(),
+                Json::Obj(vec![
+                    (
+                        "suites".into(),
+                        Json::Arr(o.suites.iter().map(|s| Json::from(s.name())).collect()),
+                    ),
+                    ("quick".into(), o.quick.into()),
+                    ("reps".into(), o.reps.into()),
+                    ("pi_step".into(), o.pi_step.into()),
+                    ("thesis_scale".into(), o.thesis_scale.into()),
+                    ("iterations".into(), o.iterations.into()),
+                ]),
+            ),
+            ("limits".into(), self.limits.json()),
+            (
+                "sections".into(),
+                Json::Arr(self.sections.iter().map(Section::json).collect()),
+            ),
+            (
+                "targets".into(),
+                Json::Arr(
+                    self.targets
+                        .iter()
+                        .map(|t| {
+                            Json::Obj(vec![
+                                ("name".into(), t.name.into()),
+                                ("value".into(), t.value.into()),
+                                ("bound".into(), t.bound.into()),
+                                ("unit".into(), t.unit.into()),
+                                ("met".into(), t.met().into()),
+                            ])
+                        })
+                        .collect(),
+                ),
+            ),
+            ("checked_launches".into(), self.checked_launches.into()),
+            ("wall_s".into(), self.wall.as_secs_f64().into()),
+        ])
+    }
+}

@@ -1,0 +1,478 @@
+//! Every error class, produced by a kernel on the CPU emulator, and the
+//! message it reads as; deadlock reports; host-side refusals.
+//!
+//! Device errors surface as `HostError::RankFailed { errors, .. }` (the
+//! ranks' result records), deadlocks as `HostError::Deadlock(report)`.
+
+use gpu_mpi::device::wait::Operation;
+use gpu_mpi::device::{Error, ErrorClass, Status};
+use gpu_mpi::{BlockedState, DeadlockReport, Device, HostError, WorldSpec};
+use gpu_mpi_check::{launch_fault, FAULT_OUT_WORDS};
+use gpu_mpi_check_kernels::faults::*;
+use gpu_mpi_check_kernels::{CaseArgs, Recorder};
+use std::time::Duration;
+
+/// Runs fault scenario `case` in a world of `spec` and returns the launch's error.
+fn fault(case: u32, param: u32, spec: WorldSpec) -> HostError {
+    match launch_fault(&Device::cpu(), case, param, &spec) {
+        Ok(r) => panic!("fault case {case} succeeded: {r:?}"),
+        Err(e) => e,
+    }
+}
+
+/// The failed ranks of a `RankFailed`, with the error's message.
+fn failed(e: HostError) -> (Vec<(u32, Error)>, String) {
+    let text = e.to_string();
+    match e {
+        HostError::RankFailed { errors, .. } => (errors, text),
+        other => panic!("expected RankFailed, got {other:?}"),
+    }
+}
+
+fn deadlock(e: HostError) -> (DeadlockReport, String) {
+    let text = e.to_string();
+    match e {
+        HostError::Deadlock(report) => (report, text),
+        other => panic!("expected a deadlock, got {other:?}"),
+    }
+}
+
+fn world(n: u32) -> WorldSpec {
+    WorldSpec::ranks(n)
+}
+
+#[test]
+fn invalid_rank() {
+    let (errors, text) = failed(fault(FAULT_RANK, 0, world(4)));
+    assert_eq!(errors, vec![(1, Error::InvalidRank { rank: 4, size: 4 })]);
+    assert_eq!(errors[0].1.class(), ErrorClass::Rank);
+    assert_eq!(
+        text,
+        "1 of 4 ranks failed: rank 1: MPI_ERR_RANK: rank 4 is not in a world of 4 ranks"
+    );
+}
+
+#[test]
+fn invalid_tag() {
+    let (errors, text) = failed(fault(FAULT_TAG, 0, world(2)));
+    assert_eq!(errors, vec![(0, Error::InvalidTag { tag: -5 })]);
+    assert_eq!(errors[0].1.class(), ErrorClass::Tag);
+    assert!(
+        text.ends_with("rank 0: MPI_ERR_TAG: tag -5 is outside 0..=2147483647"),
+        "{text}"
+    );
+}
+
+#[test]
+fn truncation() {
+    let (errors, text) = failed(fault(FAULT_TRUNCATE, 0, world(2)));
+    assert_eq!(errors.len(), 1, "{text}");
+    let (rank, e) = errors[0];
+    assert_eq!(rank, 1);
+    assert_eq!(e.class(), ErrorClass::Truncate);
+    match e {
+        Error::Truncate {
+            status,
+            capacity_bytes,
+        } => {
+            assert_eq!(
+                (status.source_rank(), status.tag(), status.bytes(), capacity_bytes),
+                (0, 4, 32, 8)
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        text.ends_with(
+            "rank 1: MPI_ERR_TRUNCATE: message of 32 bytes from rank 0 (tag 4) \
+             truncated to the receive buffer's 8 bytes"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn type_mismatch() {
+    let (errors, text) = failed(fault(FAULT_TYPE, 0, world(2)));
+    assert_eq!(errors.len(), 1, "{text}");
+    assert_eq!(errors[0].0, 1);
+    assert_eq!(errors[0].1.class(), ErrorClass::Type);
+    assert!(
+        text.ends_with(
+            "rank 1: MPI_ERR_TYPE: message from rank 0 (tag 6) has datatype MPI_DOUBLE, \
+             the receive asked for MPI_INT32_T"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn count_mismatch_fails_every_rank_without_a_hang() {
+    let (errors, text) = failed(fault(FAULT_COUNT, 0, world(6).block_dim(3)));
+    assert_eq!(errors.len(), 6, "{text}");
+    for (i, (rank, e)) in errors.iter().enumerate() {
+        assert_eq!(*rank, i as u32);
+        assert_eq!(e.class(), ErrorClass::Count, "{text}");
+    }
+    assert!(
+        text.starts_with("6 of 6 ranks failed: rank 0: MPI_ERR_COUNT: this rank passed 1 elements"),
+        "{text}"
+    );
+}
+
+/// `Error::CountMismatch::expected` is documented as the count the root (or
+/// rank 0) passed; here rank 0 passed 1.
+#[test]
+fn count_mismatch_names_the_roots_count() {
+    let (errors, text) = failed(fault(FAULT_COUNT, 0, world(4)));
+    for (rank, e) in &errors {
+        let count = if *rank == 3 { 2 } else { 1 };
+        assert_eq!(*e, Error::CountMismatch { count, expected: 1 }, "{text}");
+    }
+}
+
+#[test]
+fn buffer_too_large() {
+    let (errors, text) = failed(fault(FAULT_BUFFER, 1024, world(2).max_message_bytes(1024)));
+    assert_eq!(
+        errors,
+        vec![(
+            0,
+            Error::BufferTooLarge {
+                bytes: 1025,
+                limit: 1024
+            }
+        )]
+    );
+    assert!(
+        text.ends_with(
+            "rank 0: MPI_ERR_BUFFER: 1025 bytes exceed the world's configured limit of 1024 bytes"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn invalid_root_on_every_rank() {
+    let (errors, text) = failed(fault(FAULT_ROOT, 0, world(4)));
+    assert_eq!(errors.len(), 4);
+    assert!(errors
+        .iter()
+        .all(|(_, e)| *e == Error::InvalidRoot { root: 4, size: 4 }));
+    assert_eq!(errors[0].1.class(), ErrorClass::Root);
+    assert!(
+        text.starts_with("4 of 4 ranks failed: rank 0: MPI_ERR_ROOT: root 4 is not in a world of 4 ranks"),
+        "{text}"
+    );
+}
+
+#[test]
+fn invalid_operation_on_every_rank() {
+    let (errors, text) = failed(fault(FAULT_OP, 0, world(3)));
+    assert_eq!(errors.len(), 3);
+    assert_eq!(errors[0].1.class(), ErrorClass::Op);
+    assert!(
+        text.starts_with(
+            "3 of 3 ranks failed: rank 0: MPI_ERR_OP: operation MPI_BXOR is not defined for datatype MPI_DOUBLE"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn out_of_bounds_argument() {
+    let (errors, text) = failed(fault(FAULT_ARG, 0, world(2)));
+    let n = FAULT_OUT_WORDS as u32;
+    assert_eq!(errors, vec![(0, Error::OutOfBounds { index: n, len: n })]);
+    assert_eq!(errors[0].1.class(), ErrorClass::Arg);
+    assert!(
+        text.ends_with(&format!(
+            "rank 0: MPI_ERR_ARG: index {n} is outside a slice of {n} elements"
+        )),
+        "{text}"
+    );
+}
+
+#[test]
+fn unmatched_receive_is_reported_with_rank_operation_peer_and_tag() {
+    let (report, text) = deadlock(fault(FAULT_DEADLOCK_RECEIVE, 0, world(2)));
+    assert_eq!(
+        report.state_of(0),
+        Some(BlockedState::Waiting {
+            operation: Operation::Receive as u32,
+            peer: 1,
+            tag: 7
+        })
+    );
+    assert_eq!(report.state_of(1), Some(BlockedState::Exited));
+    assert_eq!(text, "deadlock: rank 0: receive(source 1, tag 7); rank 1: exited");
+}
+
+#[test]
+fn rank_that_exits_before_a_barrier_shows_as_exited() {
+    let (report, text) = deadlock(fault(FAULT_EXIT_BEFORE_BARRIER, 0, world(4)));
+    assert!(report.state_of(0).is_some_and(|s| s.is_exited()), "{text}");
+    for r in 1..4 {
+        let s = report.state_of(r).unwrap();
+        assert!(!s.is_exited(), "rank {r} should still wait: {text}");
+    }
+    assert!(text.contains("rank 0: exited"), "{text}");
+    assert!(text.starts_with("deadlock: ranks 1-3: "), "{text}");
+}
+
+#[test]
+fn rank_that_exits_before_a_barrier_across_blocks() {
+    let (report, text) = deadlock(fault(FAULT_EXIT_BEFORE_BARRIER, 0, world(6).block_dim(2)));
+    assert_eq!(report.state_of(0), Some(BlockedState::Exited), "{text}");
+    assert_eq!(report.blocked().count(), 5, "{text}");
+}
+
+#[test]
+fn two_large_sends_to_each_other_deadlock_and_both_show() {
+    let (report, text) = deadlock(fault(FAULT_SEND_SEND, 1024, world(2)));
+    for (r, peer) in [(0u32, 1), (1, 0)] {
+        assert_eq!(
+            report.state_of(r),
+            Some(BlockedState::Waiting {
+                operation: Operation::Send as u32,
+                peer,
+                tag: 3
+            }),
+            "{text}"
+        );
+    }
+    assert_eq!(
+        text,
+        "deadlock: rank 0: send(dest 1, tag 3); rank 1: send(dest 0, tag 3)"
+    );
+}
+
+#[test]
+fn receives_from_any_source_with_nobody_sending() {
+    let (report, text) = deadlock(fault(FAULT_RECEIVE_ANY, 0, world(40).block_dim(8)));
+    assert_eq!(report.blocked().count(), 40);
+    assert_eq!(text, "deadlock: ranks 0-39: receive(source any, tag 2)");
+}
+
+/// With a timeout (the GPU's way to end a deadlock) the waiting rank times
+/// out with `MPI_ERR_TIMEOUT`, aborts the world, and the host still reports
+/// a deadlock naming what it waited for.
+#[test]
+fn timeout_ends_a_deadlock() {
+    let spec = world(2).timeout(Duration::from_millis(200));
+    let (report, text) = deadlock(fault(FAULT_DEADLOCK_RECEIVE, 0, spec));
+    assert_eq!(
+        report.state_of(0),
+        Some(BlockedState::TimedOut {
+            operation: Operation::Receive as u32,
+            peer: 1,
+            tag: 7
+        }),
+        "{text}"
+    );
+    assert_eq!(
+        text,
+        "deadlock: rank 0: timed out in receive(source 1, tag 7); rank 1: exited"
+    );
+}
+
+/// Every rank waits; the first to time out aborts the world and the others
+/// give up with `MPI_ERR_ABORTED`.
+#[test]
+fn timeout_aborts_the_other_waiting_ranks() {
+    let spec = world(3).timeout(Duration::from_millis(200));
+    let (report, text) = deadlock(fault(FAULT_RECEIVE_ANY, 0, spec));
+    let states: Vec<_> = (0..3).map(|r| report.state_of(r).unwrap()).collect();
+    let wait = (Operation::Receive as u32, -1, 2);
+    let timed_out = states
+        .iter()
+        .filter(|s| matches!(s, BlockedState::TimedOut { operation, peer, tag } if (*operation, *peer, *tag) == wait))
+        .count();
+    let aborted = states
+        .iter()
+        .filter(|s| matches!(s, BlockedState::Aborted { operation, peer, tag } if (*operation, *peer, *tag) == wait))
+        .count();
+    assert_eq!((timed_out, aborted), (1, 2), "{text}");
+    assert!(text.contains("timed out in receive(source any, tag 2)"), "{text}");
+    assert!(
+        text.contains("gave up in receive(source any, tag 2) (world aborted)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn invalid_world_configuration_is_refused() {
+    let device = Device::cpu();
+    let out = device.alloc_zeroed::<u32>(1).unwrap();
+    let e = device
+        .launch(&WHO, &out.slice(), &WorldSpec::ranks(4).slot_bytes(100))
+        .unwrap_err();
+    assert!(matches!(e, HostError::Config(_)), "{e:?}");
+    assert_eq!(
+        e.to_string(),
+        "invalid world configuration: slot_bytes 100 is not a positive multiple of 64"
+    );
+    let e = device
+        .launch(&WHO, &out.slice(), &WorldSpec::ranks(10).block_dim(4))
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "invalid world configuration: 10 ranks do not split into blocks of 4"
+    );
+}
+
+#[test]
+fn world_too_large_to_be_co_resident_is_refused() {
+    let device = Device::cpu();
+    let out = device.alloc_zeroed::<u32>(1).unwrap();
+    let fits = device.max_ranks(1);
+    let e = device
+        .launch(&WHO, &out.slice(), &WorldSpec::ranks(fits + 1).block_dim(1))
+        .unwrap_err();
+    match &e {
+        HostError::NotCoResident {
+            requested, fits: f, ..
+        } => assert_eq!((*requested, *f), (fits + 1, fits)),
+        other => panic!("{other:?}"),
+    }
+    assert!(e.to_string().contains("cannot be co-resident"), "{e}");
+}
+
+gpu_mpi::device::kernel! {
+    /// Does nothing (for launches that must be refused before they run).
+    static WHO = fn who(_world: &gpu_mpi::device::World, _out: &gpu_mpi::device::GlobalSlice<u32>) -> Result<(), Error> {
+        Ok(())
+    }
+}
+
+/// Every class has its MPI name, and every error survives the trip through
+/// a result record (class and detail words) with the same message.
+#[test]
+fn every_class_round_trips_and_reads_well() {
+    let status = statuses();
+    let cases: Vec<(Error, &str, &str)> = vec![
+        (
+            Error::InvalidRank { rank: 9, size: 4 },
+            "MPI_ERR_RANK",
+            "rank 9 is not in a world of 4 ranks",
+        ),
+        (
+            Error::InvalidTag { tag: -5 },
+            "MPI_ERR_TAG",
+            "tag -5 is outside 0..=2147483647",
+        ),
+        (
+            Error::Truncate {
+                status,
+                capacity_bytes: 8,
+            },
+            "MPI_ERR_TRUNCATE",
+            "message of 32 bytes from rank 0 (tag 4) truncated to the receive buffer's 8 bytes",
+        ),
+        (
+            Error::CountMismatch {
+                count: 2,
+                expected: 1,
+            },
+            "MPI_ERR_COUNT",
+            "this rank passed 2 elements, the collective's root passed 1",
+        ),
+        (
+            Error::BufferTooLarge { bytes: 10, limit: 8 },
+            "MPI_ERR_BUFFER",
+            "10 bytes exceed the world's configured limit of 8 bytes",
+        ),
+        (
+            Error::InvalidRoot { root: -1, size: 3 },
+            "MPI_ERR_ROOT",
+            "root -1 is not in a world of 3 ranks",
+        ),
+        (
+            Error::InvalidOperation { op: 9, datatype: 9 },
+            "MPI_ERR_OP",
+            "operation MPI_LOR is not defined for datatype MPI_FLOAT",
+        ),
+        (
+            Error::Timeout {
+                operation: Operation::Receive as u32,
+                peer: 1,
+                tag: 7,
+            },
+            "MPI_ERR_TIMEOUT",
+            "timed out in receive(source 1, tag 7)",
+        ),
+        (
+            Error::Aborted { by_rank: 3 },
+            "MPI_ERR_ABORTED",
+            "world aborted by rank 3",
+        ),
+        (
+            Error::Intern,
+            "MPI_ERR_INTERN",
+            "world memory is not a gpu-mpi world of this version",
+        ),
+        (
+            Error::OutOfBounds { index: 5, len: 5 },
+            "MPI_ERR_ARG",
+            "index 5 is outside a slice of 5 elements",
+        ),
+    ];
+    for (e, name, detail) in cases {
+        assert_eq!(e.class().mpi_name(), name);
+        assert_eq!(e.to_string(), format!("{name}: {detail}"));
+        let back = Error::from_words(e.to_words()).expect("an error record");
+        assert_eq!(back.class(), e.class());
+        assert_eq!(back.to_string(), e.to_string());
+        assert_eq!(ErrorClass::from_code(e.class() as u32), Some(e.class()));
+    }
+    assert_eq!(Error::from_words([0; 5]), None);
+    assert_eq!(ErrorClass::Success.mpi_name(), "MPI_SUCCESS");
+    assert_eq!(ErrorClass::from_code(999), None);
+}
+
+/// A status with source 0, tag 4, 32 bytes, as a truncated receive reports
+/// it (statuses have no public constructor: take one from a real receive).
+fn statuses() -> Status {
+    let (errors, _) = failed(fault(FAULT_TRUNCATE, 0, world(2)));
+    match errors[0].1 {
+        Error::Truncate { status, .. } => status,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// `Recorder` (used by every semantic kernel) refuses to write past a rank's
+/// region instead of corrupting the next rank's.
+#[test]
+fn recorder_stays_in_its_region() {
+    let device = Device::cpu();
+    let out = device.alloc_zeroed::<u32>(4).unwrap();
+    let data = device.alloc_zeroed::<u8>(8).unwrap();
+    let cells = device.alloc_zeroed::<u32>(1).unwrap();
+    let args = CaseArgs {
+        case: 0,
+        param: 0,
+        param2: 0,
+        stride: 2,
+        out: out.slice(),
+        data: data.slice(),
+        cells: cells.slice(),
+    };
+    let (errors, _) = failed(device.launch(&OVERFLOW, &args, &WorldSpec::ranks(2)).unwrap_err());
+    assert_eq!(
+        errors,
+        vec![
+            (0, Error::OutOfBounds { index: 2, len: 2 }),
+            (1, Error::OutOfBounds { index: 4, len: 4 })
+        ]
+    );
+    assert_eq!(device.download(&out).unwrap(), vec![1, 2, 1, 2]);
+}
+
+gpu_mpi::device::kernel! {
+    /// Writes 3 words into a 2-word region.
+    static OVERFLOW = fn overflow(world: &gpu_mpi::device::World, args: &CaseArgs) -> Result<(), Error> {
+        use gpu_mpi::device::traits::*;
+        let mut rec = Recorder::new(args, world.rank());
+        rec.words(&[1, 2, 3])
+    }
+}

@@ -1,0 +1,70 @@
+//! Command line shared by the examples: `--backend auto|cpu|cuda`,
+//! `--ranks N|max` and one count option of the example's own.
+
+use gpu_mpi::{BackendKind, Device, RankCount, WorldSpec};
+use std::process::ExitCode;
+
+/// Options every example takes.
+pub struct Cli {
+    /// `--backend auto|cpu|cuda` (default auto).
+    pub backend: BackendKind,
+    /// `--ranks N|max` (default given by the example).
+    pub ranks: RankCount,
+    /// `--intervals-per-rank K` and other per-example counts.
+    pub count: u32,
+}
+
+/// Parses `--backend`, `--ranks` and the example's count option `count_flag`.
+pub fn parse(default_ranks: u32, count_flag: &str, default_count: u32) -> Result<Cli, String> {
+    let mut cli = Cli {
+        backend: BackendKind::Auto,
+        ranks: RankCount::Exact(default_ranks),
+        count: default_count,
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(flag) = args.next() {
+        let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--backend" => cli.backend = value()?.parse().map_err(|e| format!("{e}"))?,
+            "--ranks" => {
+                let v = value()?;
+                cli.ranks = if v == "max" {
+                    RankCount::Max
+                } else {
+                    RankCount::Exact(v.parse().map_err(|_| format!("--ranks: {v:?} is not a number or \"max\""))?)
+                };
+            }
+            f if f == count_flag => {
+                let v = value()?;
+                cli.count = v.parse().map_err(|_| format!("{count_flag}: {v:?} is not a number"))?;
+            }
+            "--help" | "-h" => {
+                return Err(format!(
+                    "usage: [--backend auto|cpu|cuda] [--ranks N|max] [{count_flag} K] (defaults: auto, {default_ranks}, {default_count})"
+                ))
+            }
+            other => return Err(format!("unknown option {other:?} (try --help)")),
+        }
+    }
+    Ok(cli)
+}
+
+/// The world the options ask for.
+pub fn spec(cli: &Cli) -> WorldSpec {
+    match cli.ranks {
+        RankCount::Exact(n) => WorldSpec::ranks(n),
+        RankCount::Max => WorldSpec::max_ranks(),
+    }
+}
+
+/// Opens the backend the options ask for, with the example's kernels
+/// (`ptx`: its build script's `KERNELS_PTX`), or says why not.
+pub fn open(cli: &Cli, ptx: &[(&'static str, &'static str)]) -> Result<Device, String> {
+    Device::open_variants(cli.backend, ptx).map_err(|e| format!("cannot open backend {}: {e}", cli.backend))
+}
+
+/// Prints `error: ...` and returns a failure exit code.
+pub fn fail(message: impl std::fmt::Display) -> ExitCode {
+    eprintln!("error: {message}");
+    ExitCode::FAILURE
+}
