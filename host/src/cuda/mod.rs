@@ -911,6 +911,15 @@ impl CudaDevice {
             world.ptr() + layout.records as u64,
             &mut image[layout.records..layout.total],
         )?;
+        if report::timed_out(&image, &layout) {
+            // A deadlock: its report also lists the messages left in the
+            // outboxes, as the emulator's does.
+            self.download_locked(
+                &inner,
+                world.ptr() + layout.outboxes as u64,
+                &mut image[layout.outboxes..layout.barrier],
+            )?;
+        }
         drop(world);
         drop(args_memory);
         drop(inner);
