@@ -37,7 +37,10 @@ mod spec;
 
 pub use cpu::{CpuDevice, CpuOptions};
 pub use device::{Device, DeviceBuffer, LaunchReport};
-pub use error::{HostError, Resource};
+pub use error::{
+    AllocError, BufferError, CopyDirection, CudaError, DriverFailure, HostError, NoGpu, OptionError,
+    Resource, StuckReason,
+};
 pub use report::{BlockedRank, BlockedState, DeadlockReport, Hint, UnreceivedMessage};
 pub use spec::{
     default_block_dim, BackendKind, ParseBackendKindError, RankCount, Residency, WorldSpec,
