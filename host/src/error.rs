@@ -512,6 +512,44 @@ mod tests {
     }
 
     #[test]
+    fn debug_reads_as_display_and_sources_chain() {
+        let e = HostError::from(AllocError::WorkerThread {
+            source: std::io::Error::from(std::io::ErrorKind::OutOfMemory),
+        });
+        assert_eq!(format!("{e:?}"), format!("{e}"));
+        assert!(
+            e.to_string()
+                .starts_with("allocation failed: an emulator worker thread: "),
+            "{e}"
+        );
+        let alloc = std::error::Error::source(&e).expect("the AllocError");
+        let io = alloc.source().expect("the io::Error");
+        assert!(io.downcast_ref::<std::io::Error>().is_some());
+
+        let failure = DriverFailure {
+            code: DriverError(cudarc::driver::sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY),
+            description: Some("out of memory".into()),
+        };
+        let e = HostError::from(CudaError::Call {
+            call: "cuMemAlloc_v2".into(),
+            error: failure,
+        });
+        assert_eq!(
+            format!("{e:?}"),
+            "CUDA error: cuMemAlloc_v2 failed: CUDA_ERROR_OUT_OF_MEMORY (out of memory)"
+        );
+        assert_eq!(
+            HostError::from(NoGpu::NoMatchingPtx {
+                major: 9,
+                minor: 0,
+                have: vec!["sm_100".into()]
+            })
+            .to_string(),
+            "no usable GPU: no embedded PTX for compute capability 9.0 (have sm_100)"
+        );
+    }
+
+    #[test]
     fn errors_cross_threads() {
         fn send_sync<T: Send + Sync + 'static>() {}
         send_sync::<HostError>();
