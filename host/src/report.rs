@@ -17,6 +17,7 @@ use gpu_mpi_device::state::{Layout, SlotEnvelope, ABORT_OFFSET};
 use gpu_mpi_device::wait::{
     Operation, WaitDisplay, STATE_EXITED, STATE_RUNNING, STATE_TIMED_OUT, STATE_WAITING,
 };
+use std::collections::HashMap;
 use std::fmt;
 
 /// How many groups of ranks a report prints before "... and N more ranks".
@@ -420,14 +421,18 @@ impl DeadlockReport {
     /// The hints for the patterns this report shows.
     fn recognise(&self, slot_bytes: u32) -> Vec<Hint> {
         let mut hints = Vec::new();
+        // Indexed by destination, so that huge worlds stay linear.
+        let mut to: HashMap<u32, Vec<&UnreceivedMessage>> = HashMap::new();
+        for m in &self.unreceived {
+            to.entry(m.dest).or_default().push(m);
+        }
         for r in &self.ranks {
             let Some((source, wanted)) = r.state.receive() else {
                 continue;
             };
-            let from_source = |m: &&UnreceivedMessage| {
-                m.dest == r.rank && (source == gpu_mpi_device::ANY_SOURCE || m.source as i32 == source)
-            };
-            let mut sent = self.unreceived.iter().filter(from_source);
+            let from_source =
+                |m: &&&UnreceivedMessage| source == gpu_mpi_device::ANY_SOURCE || m.source as i32 == source;
+            let mut sent = to.get(&r.rank).into_iter().flatten().filter(from_source);
             if let Some(m) = sent.clone().next() {
                 let any_tag = gpu_mpi_device::ANY_TAG;
                 if wanted != any_tag && sent.all(|m| m.tag != wanted) {
@@ -459,10 +464,10 @@ impl DeadlockReport {
             {
                 continue;
             }
-            let rendezvous = |from: u32, to: u32| {
-                self.unreceived
+            let rendezvous = |from: u32, dest: u32| {
+                to.get(&dest)?
                     .iter()
-                    .find(|m| m.source == from && m.dest == to && m.rendezvous)
+                    .find(|m| m.source == from && m.rendezvous)
                     .map(|m| m.bytes)
             };
             hints.push(Hint::SendSend {
