@@ -205,7 +205,12 @@ fn unmatched_receive_is_reported_with_rank_operation_peer_and_tag() {
         })
     );
     assert_eq!(report.state_of(1), Some(BlockedState::Exited));
-    assert_eq!(text, "deadlock: rank 0: receive(source 1, tag 7); rank 1: exited");
+    assert_eq!(
+        text,
+        "deadlock: rank 0: receive(source 1, tag 7); rank 1: exited\n\
+         waiting receives: rank 0: receive(source 1, tag 7)\n\
+         hint: rank 0 waits for a message from rank 1, which exited without sending it one"
+    );
 }
 
 #[test]
@@ -243,7 +248,12 @@ fn two_large_sends_to_each_other_deadlock_and_both_show() {
     }
     assert_eq!(
         text,
-        "deadlock: rank 0: send(dest 1, tag 3); rank 1: send(dest 0, tag 3)"
+        "deadlock: rank 0: send(dest 1, tag 3); rank 1: send(dest 0, tag 3)\n\
+         unreceived messages: rank 0 -> rank 1 (tag 3, 1024 bytes, rendezvous); \
+         rank 1 -> rank 0 (tag 3, 1024 bytes, rendezvous)\n\
+         hint: ranks 0 and 1 both send to each other first, with messages too large to buffer \
+         (1024 bytes each; a slot holds 256): use send_receive, or order the calls so that one \
+         of them receives first"
     );
 }
 
@@ -251,7 +261,11 @@ fn two_large_sends_to_each_other_deadlock_and_both_show() {
 fn receives_from_any_source_with_nobody_sending() {
     let (report, text) = deadlock(fault(FAULT_RECEIVE_ANY, 0, world(40).block_dim(8)));
     assert_eq!(report.blocked().count(), 40);
-    assert_eq!(text, "deadlock: ranks 0-39: receive(source any, tag 2)");
+    assert_eq!(
+        text,
+        "deadlock: ranks 0-39: receive(source any, tag 2)\n\
+         waiting receives: ranks 0-39: receive(source any, tag 2)"
+    );
 }
 
 /// With a timeout (the GPU's way to end a deadlock) the waiting rank times
@@ -272,7 +286,9 @@ fn timeout_ends_a_deadlock() {
     );
     assert_eq!(
         text,
-        "deadlock: rank 0: timed out in receive(source 1, tag 7); rank 1: exited"
+        "deadlock: rank 0: timed out in receive(source 1, tag 7); rank 1: exited\n\
+         waiting receives: rank 0: timed out in receive(source 1, tag 7)\n\
+         hint: rank 0 waits for a message from rank 1, which exited without sending it one"
     );
 }
 

@@ -55,12 +55,12 @@ pub const ANY_TAG: i32 = -1;
 /// `MPI_TAG_UB`: the largest tag (the standard asks for at least 32767; here `i32::MAX`).
 pub const TAG_UB: i32 = i32::MAX;
 
-const FREE: u32 = 0;
-const FULL: u32 = 2;
-const CTS: u32 = 3;
-const DONE: u32 = 4;
-const STATE_BITS: u32 = 3;
-const STATE_MASK: u32 = (1 << STATE_BITS) - 1;
+pub(crate) const FREE: u32 = 0;
+pub(crate) const FULL: u32 = 2;
+pub(crate) const CTS: u32 = 3;
+pub(crate) const DONE: u32 = 4;
+pub(crate) const STATE_BITS: u32 = 3;
+pub(crate) const STATE_MASK: u32 = (1 << STATE_BITS) - 1;
 
 /// The state word of a slot in `state` addressed to `dest` (low half).
 const fn state_for(dest: u32, state: u32) -> u64 {
@@ -87,18 +87,18 @@ const fn counted(sequence: u32, published: u32) -> bool {
     age != 0 && age <= i32::MAX as u32
 }
 
-const KIND_EAGER: u32 = 0;
-const KIND_DIRECT: u32 = 1;
-const KIND_STREAM: u32 = 2;
-const KIND_CHUNK: u32 = 3;
+pub(crate) const KIND_EAGER: u32 = 0;
+pub(crate) const KIND_DIRECT: u32 = 1;
+pub(crate) const KIND_STREAM: u32 = 2;
+pub(crate) const KIND_CHUNK: u32 = 3;
 
 // Envelope words (byte offsets) inside a slot, each one atomic access.
 /// u64: state in the low half (see `state_for`), sequence in the high half.
-const W_STATE: usize = 0;
+pub(crate) const W_STATE: usize = 0;
 /// u64: tag in the low half, kind in the high half.
-const W_HEAD: usize = 8;
+pub(crate) const W_HEAD: usize = 8;
 /// u64: datatype id in the low half, message bytes in the high half.
-const W_TYPE_BYTES: usize = 16;
+pub(crate) const W_TYPE_BYTES: usize = 16;
 /// u32: bytes of payload in the slot (first or current chunk).
 const W_CHUNK: usize = 24;
 /// u64: address of the sender's buffer (rendezvous).
@@ -982,6 +982,36 @@ mod tests {
             assert_eq!(got, [1.5, 2.5]);
             assert_eq!((s.source_rank(), s.tag(), s.count::<f64>()), (0, 7, Some(2)));
         });
+    }
+
+    #[test]
+    fn a_sent_message_decodes_from_its_slot_until_received() {
+        use crate::state::{MessageKind, SlotEnvelope, SlotState};
+        let config = WorldConfig::new(1, 1);
+        let layout = config.layout().unwrap();
+        let mut mem: Vec<u64> = vec![0; layout.total.div_ceil(8)];
+        let bytes = bytemuck::cast_slice_mut::<u64, u8>(&mut mem);
+        config.write_header(bytes).unwrap();
+        let base = bytes.as_mut_ptr();
+        let read = |slot| {
+            // SAFETY: the world memory outlives this view; no rank runs while it is read.
+            let memory = unsafe { std::slice::from_raw_parts(base as *const u8, layout.total) };
+            SlotEnvelope::read(memory, &layout, 0, slot)
+        };
+        // SAFETY: freshly initialised world memory that outlives the world.
+        let world = unsafe { World::attach(base) }.unwrap();
+        let me = world.process_at_rank(0);
+        me.send_with_tag(&[1u32, 2, 3][..], 9).unwrap();
+        let env = read(0);
+        assert_eq!(
+            (env.state, env.dest, env.tag, env.kind, env.bytes, env.sequence),
+            (SlotState::Full, 0, 9, MessageKind::Eager, 12, 0)
+        );
+        assert!(env.is_unreceived() && !env.is_rendezvous());
+        assert_eq!(read(1).state, SlotState::Free);
+        let mut got = [0u32; 3];
+        me.receive_into_with_tag(&mut got[..], 9).unwrap();
+        assert!(!read(0).is_unreceived());
     }
 
     #[test]

@@ -239,6 +239,110 @@ impl Layout {
     }
 }
 
+/// The state of an outbox slot, as [`SlotEnvelope::read`] decodes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SlotState {
+    /// Unused: the owner may claim it.
+    Free,
+    /// A message (or a rendezvous chunk) published for its destination.
+    Full,
+    /// Streaming: the receiver asked for the next chunk.
+    ClearToSend,
+    /// Rendezvous finished: the sender frees the slot.
+    Done,
+    /// A state word this version does not write (a corrupt or foreign world).
+    Unknown(u32),
+}
+
+/// How a slot carries its message, as [`SlotEnvelope::read`] decodes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MessageKind {
+    /// The whole message is in the slot.
+    Eager,
+    /// Rendezvous: the receiver copies from the sender's buffer.
+    Direct,
+    /// Rendezvous: the message streams through the slot; this is its first chunk.
+    Stream,
+    /// Rendezvous: a later chunk of a streamed message.
+    Chunk,
+    /// A kind this version does not write.
+    Unknown(u32),
+}
+
+/// The envelope of one outbox slot, read from a copy of the world memory
+/// after a launch (the host's view; ranks read slots atomically).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlotEnvelope {
+    /// The slot's state.
+    pub state: SlotState,
+    /// The destination rank (meaningful once published).
+    pub dest: u32,
+    /// Low 32 bits of the message's sequence number.
+    pub sequence: u32,
+    /// The message's tag.
+    pub tag: i32,
+    /// How the slot carries the message.
+    pub kind: MessageKind,
+    /// The datatype id the message was sent with.
+    pub datatype: u32,
+    /// Length of the whole message in bytes.
+    pub bytes: u32,
+}
+
+impl SlotEnvelope {
+    /// Decodes slot `slot` of `owner`'s outbox from `memory`, a copy of a
+    /// world laid out by `layout`.
+    ///
+    /// # Panics
+    /// If the slot lies outside `memory`.
+    pub fn read(memory: &[u8], layout: &Layout, owner: u32, slot: u32) -> SlotEnvelope {
+        use crate::point_to_point as p;
+        let base = layout.slot(owner, slot);
+        let u64_at = |word: usize| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&memory[base + word..base + word + 8]);
+            u64::from_ne_bytes(b)
+        };
+        let (state_word, head, type_bytes) = (u64_at(p::W_STATE), u64_at(p::W_HEAD), u64_at(p::W_TYPE_BYTES));
+        let state = match state_word as u32 & p::STATE_MASK {
+            p::FREE => SlotState::Free,
+            p::FULL => SlotState::Full,
+            p::CTS => SlotState::ClearToSend,
+            p::DONE => SlotState::Done,
+            other => SlotState::Unknown(other),
+        };
+        let kind = match (head >> 32) as u32 {
+            p::KIND_EAGER => MessageKind::Eager,
+            p::KIND_DIRECT => MessageKind::Direct,
+            p::KIND_STREAM => MessageKind::Stream,
+            p::KIND_CHUNK => MessageKind::Chunk,
+            other => MessageKind::Unknown(other),
+        };
+        SlotEnvelope {
+            state,
+            dest: state_word as u32 >> p::STATE_BITS,
+            sequence: (state_word >> 32) as u32,
+            tag: head as u32 as i32,
+            kind,
+            datatype: type_bytes as u32,
+            bytes: (type_bytes >> 32) as u32,
+        }
+    }
+
+    /// Whether the slot holds a message published and not yet taken by a
+    /// receiver: FULL with a first envelope (a later chunk belongs to a
+    /// message a receiver already matched).
+    pub fn is_unreceived(&self) -> bool {
+        self.state == SlotState::Full && self.kind != MessageKind::Chunk
+    }
+
+    /// Whether the message goes by rendezvous (larger than a slot): its
+    /// sender waits for the receiver.
+    pub fn is_rendezvous(&self) -> bool {
+        matches!(self.kind, MessageKind::Direct | MessageKind::Stream)
+    }
+}
+
 /// A world configuration that cannot be laid out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]

@@ -24,7 +24,7 @@
 
 use crate::cpu::{CpuBuffer, CpuDevice, CpuOptions};
 use crate::cuda::{CudaBuffer, CudaDevice, CudaOptions};
-use crate::error::HostError;
+use crate::error::{AllocError, BufferError, HostError};
 use crate::spec::{BackendKind, Residency, WorldSpec};
 use bytemuck::Pod;
 use gpu_mpi_device::{GlobalSlice, Kernel, WorldConfig};
@@ -133,14 +133,19 @@ impl<T: Pod> DeviceBuffer<T> {
 
 fn bytes_for<T>(len: usize) -> Result<usize, HostError> {
     if std::mem::align_of::<T>() > 64 {
-        return Err(HostError::Alloc(format!(
-            "{} needs {}-byte alignment; device buffers are 64-byte aligned",
-            std::any::type_name::<T>(),
-            std::mem::align_of::<T>()
-        )));
+        return Err(AllocError::Alignment {
+            type_name: std::any::type_name::<T>(),
+            align: std::mem::align_of::<T>(),
+        }
+        .into());
     }
-    len.checked_mul(std::mem::size_of::<T>())
-        .ok_or_else(|| HostError::Alloc(format!("{len} elements of {}", std::any::type_name::<T>())))
+    len.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| {
+        AllocError::TooManyElements {
+            len,
+            type_name: std::any::type_name::<T>(),
+        }
+        .into()
+    })
 }
 
 impl Device {
@@ -189,7 +194,7 @@ impl Device {
                 }),
                 Err(e) => {
                     let why = match e {
-                        HostError::NoGpu(why) => why,
+                        HostError::NoGpu(why) => why.to_string(),
                         other => other.to_string(),
                     };
                     eprintln!("gpu-mpi: no usable GPU ({why}); using the cpu backend");
@@ -290,11 +295,11 @@ impl Device {
     /// Overwrites `buffer` with `data` (of the same length).
     pub fn write<T: Pod>(&self, buffer: &mut DeviceBuffer<T>, data: &[T]) -> Result<(), HostError> {
         if data.len() != buffer.len {
-            return Err(HostError::Alloc(format!(
-                "writing {} elements into a buffer of {}",
-                data.len(),
-                buffer.len
-            )));
+            return Err(BufferError::LengthMismatch {
+                given: data.len(),
+                len: buffer.len,
+            }
+            .into());
         }
         let bytes: &[u8] = bytemuck::cast_slice(data);
         match (&self.backend, &mut buffer.raw) {
@@ -316,11 +321,12 @@ impl Device {
         Ok(out)
     }
 
-    fn foreign(&self, owner: &str) -> HostError {
-        HostError::Alloc(format!(
-            "a buffer of the {owner} backend used with the {} backend",
-            self.backend_name()
-        ))
+    fn foreign(&self, owner: &'static str) -> HostError {
+        BufferError::ForeignBackend {
+            owner,
+            used: self.backend_name(),
+        }
+        .into()
     }
 
     /// Runs `kernel` with `args` on a new world described by `spec`.

@@ -1,8 +1,10 @@
 //! Errors of the host API, shared by every backend.
 
 use crate::report::DeadlockReport;
+use cudarc::driver::DriverError;
 use gpu_mpi_device::state::ConfigError;
 use std::fmt;
+use std::time::Duration;
 
 /// How many failed ranks [`HostError::RankFailed`] prints before "... and N more".
 const PRINTED_FAILURES: usize = 8;
@@ -36,7 +38,10 @@ impl fmt::Display for Resource {
 }
 
 /// Every way a host call can fail.
-#[derive(Debug, thiserror::Error)]
+///
+/// `Debug` prints the same readable text as `Display`, so that a `main`
+/// returning `Result<(), HostError>` shows the message, not a struct dump.
+#[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum HostError {
     /// The world's configuration cannot be laid out (see `WorldConfig::layout`).
@@ -94,18 +99,377 @@ pub enum HostError {
         stack_bytes: usize,
     },
 
-    /// No GPU could be used (no driver, no device, no PTX, or the cuda
-    /// backend is not built in); the text says why.
+    /// No GPU could be used; the reason says why.
     #[error("no usable GPU: {0}")]
-    NoGpu(String),
+    NoGpu(#[from] NoGpu),
 
-    /// A CUDA driver call failed.
+    /// The CUDA driver failed, or a kernel on the GPU did.
     #[error("CUDA error: {0}")]
-    Cuda(String),
+    Cuda(#[from] CudaError),
 
     /// Memory for a buffer, the world or the rank stacks could not be had.
     #[error("allocation failed: {0}")]
-    Alloc(String),
+    Alloc(#[from] AllocError),
+
+    /// A buffer was used in a way its size or backend does not allow.
+    #[error("invalid buffer use: {0}")]
+    Buffer(#[from] BufferError),
+}
+
+impl fmt::Debug for HostError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+/// A failed CUDA driver call's result: the driver's code and its description.
+#[derive(Clone, Debug, thiserror::Error)]
+#[error("{:?}{}", code.0, Described(description))]
+pub struct DriverFailure {
+    /// The driver's error code.
+    #[source]
+    pub code: DriverError,
+    /// The driver's description of the code (`cuGetErrorString`), if it gave one.
+    pub description: Option<String>,
+}
+
+/// " (text)" for a description, nothing without one.
+struct Described<'a>(&'a Option<String>);
+
+impl fmt::Display for Described<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(text) => write!(f, " ({text})"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A bad value of an environment variable that configures the cuda backend.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{variable}={value:?}: expected {expected}")]
+pub struct OptionError {
+    /// The variable, e.g. `GPU_MPI_MAX_REGISTERS`.
+    pub variable: &'static str,
+    /// Its value.
+    pub value: String,
+    /// What it may hold.
+    pub expected: &'static str,
+}
+
+/// Why no GPU could be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum NoGpu {
+    /// The cuda backend is configured badly through the environment.
+    #[error("{0}")]
+    Option(#[from] OptionError),
+    /// No CUDA driver library was found.
+    #[error("no CUDA driver (libcuda.so not found)")]
+    NoDriver,
+    /// The driver library lacks calls the backend needs (older than CUDA 11).
+    #[error("the CUDA driver cannot be used: {missing}")]
+    OldDriver {
+        /// What the loader reported missing.
+        missing: String,
+    },
+    /// `cuInit` failed.
+    #[error("cuInit failed: {0}")]
+    Init(#[source] DriverFailure),
+    /// The driver sees no device.
+    #[error("no CUDA device")]
+    NoDevice,
+    /// The device asked for (`GPU_MPI_CUDA_DEVICE`) is not there.
+    #[error("no CUDA device {ordinal} ({count} present)")]
+    NoSuchDevice {
+        /// The ordinal asked for.
+        ordinal: u32,
+        /// Devices present.
+        count: u32,
+    },
+    /// The device is older than compute capability 7.0.
+    #[error("{name} has compute capability {major}.{minor}; the kernels need 7.0 or later")]
+    ComputeCapability {
+        /// The device's name.
+        name: String,
+        /// Major version.
+        major: u32,
+        /// Minor version.
+        minor: u32,
+    },
+    /// The device cannot launch cooperative kernels.
+    #[error("{name} does not support cooperative launches")]
+    NoCooperativeLaunch {
+        /// The device's name.
+        name: String,
+    },
+    /// The build embedded no PTX.
+    #[error("built without PTX (GPU_MPI_SKIP_PTX=1): no kernels to run")]
+    NoPtx,
+    /// No embedded PTX suits the device.
+    #[error("no embedded PTX for compute capability {major}.{minor} (have {})", have.join(", "))]
+    NoMatchingPtx {
+        /// Major version of the device's compute capability.
+        major: u32,
+        /// Minor version.
+        minor: u32,
+        /// The targets of the embedded PTX, e.g. `sm_100` (`?` when unknown).
+        have: Vec<String>,
+    },
+}
+
+/// A failure of the CUDA driver, or of a kernel on the GPU.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CudaError {
+    /// A driver call failed.
+    #[error("{call} failed: {error}")]
+    Call {
+        /// The call, e.g. `cuMemcpyHtoDAsync_v2` (with its kernel and grid for a launch).
+        call: String,
+        /// The driver's result.
+        #[source]
+        error: DriverFailure,
+    },
+    /// The driver could not compile a PTX module.
+    #[error("cuModuleLoadDataEx failed: {error}{}", JitLog(log))]
+    ModuleLoad {
+        /// The driver's result.
+        #[source]
+        error: DriverFailure,
+        /// The JIT compiler's error log (empty if it wrote none).
+        log: String,
+    },
+    /// A PTX text holds a NUL byte (it cannot be passed to the driver).
+    #[error("the PTX holds a NUL byte")]
+    PtxNul,
+    /// The driver is too old for every embedded PTX.
+    #[error("the driver rejects every embedded PTX: {}", refusals.join("; "))]
+    EveryPtxRejected {
+        /// One refusal per PTX tried, e.g. `sm_90: cuModuleLoadDataEx failed: ...`.
+        refusals: Vec<String>,
+    },
+    /// A kernel name cannot be passed to the driver.
+    #[error("kernel name {name:?} holds a NUL")]
+    KernelName {
+        /// The name.
+        name: String,
+    },
+    /// The loaded PTX has no kernel of that name.
+    #[error("kernel {name} is not in the loaded sm_{ptx_sm} PTX (cuModuleGetFunction: {error})")]
+    KernelNotFound {
+        /// The kernel's name.
+        name: String,
+        /// The target of the loaded PTX.
+        ptx_sm: u32,
+        /// The driver's result.
+        #[source]
+        error: DriverFailure,
+    },
+    /// A kernel faulted; the context cannot be used any more.
+    #[error(
+        "kernel {kernel} failed: {reading}{error} (a rank trapped: a panic in device code, or a bad \
+         memory access); the GPU context is unusable until the process exits",
+        reading = if *reading_abort_word { "reading the abort word: " } else { "" }
+    )]
+    KernelFailed {
+        /// The kernel's name.
+        kernel: String,
+        /// The driver's result.
+        #[source]
+        error: DriverFailure,
+        /// The fault surfaced while the host read the world's abort word.
+        reading_abort_word: bool,
+    },
+    /// A kernel never finished; the launch gave up on it and the context
+    /// cannot be used any more.
+    #[error(
+        "kernel {kernel} never finished: {why}; the GPU context is unusable until the process exits{}",
+        WaitRecords(records)
+    )]
+    KernelStuck {
+        /// The kernel's name.
+        kernel: String,
+        /// Why the launch gave up.
+        why: StuckReason,
+        /// What the ranks waited for, if the wait records could be read.
+        records: Option<DeadlockReport>,
+    },
+    /// An earlier kernel fault or hang left the context unusable.
+    #[error("the GPU context is unusable: {earlier}")]
+    ContextUnusable {
+        /// The earlier failure, as it was reported.
+        earlier: String,
+    },
+}
+
+/// "; JIT log: ..." for a non-empty log.
+struct JitLog<'a>(&'a str);
+
+impl fmt::Display for JitLog<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.is_empty() {
+            Ok(())
+        } else {
+            write!(f, "; JIT log: {}", self.0)
+        }
+    }
+}
+
+/// "; its wait records: ..." when they could be read.
+struct WaitRecords<'a>(&'a Option<DeadlockReport>);
+
+impl fmt::Display for WaitRecords<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(report) => write!(f, "; its wait records: {report}"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Why a launch gave up on a kernel that does not finish.
+#[derive(Clone, Copy, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StuckReason {
+    /// A wait timed out and aborted the world, and the grace period passed.
+    #[error(
+        "the world was aborted (a wait timed out) {:.1} s ago and the kernel still runs: \
+         some rank is stuck outside any bounded wait, e.g. in a block barrier \
+         (barrier.sync) that ranks which returned never reach",
+        since.as_secs_f64()
+    )]
+    AbortedButRunning {
+        /// Time since the abort was seen.
+        since: Duration,
+    },
+    /// The kernel ran past the watchdog.
+    #[error(
+        "it ran past the {} s watchdog (CudaOptions::watchdog, GPU_MPI_WATCHDOG_S){}",
+        watchdog.as_secs_f64(),
+        if *aborted { "" } else { " without any wait timing out" }
+    )]
+    Watchdog {
+        /// The watchdog's limit.
+        watchdog: Duration,
+        /// Whether a wait had timed out (and aborted the world) before.
+        aborted: bool,
+    },
+}
+
+/// Memory that could not be had.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AllocError {
+    /// Host memory for a buffer or a world (emulator).
+    #[error("{bytes} bytes of host memory: {source}")]
+    HostMemory {
+        /// Bytes asked for.
+        bytes: usize,
+        /// The system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// GPU memory.
+    #[error("{bytes} bytes of GPU memory (cuMemAlloc_v2: {error})")]
+    GpuMemory {
+        /// Bytes asked for.
+        bytes: usize,
+        /// The driver's result.
+        #[source]
+        error: DriverFailure,
+    },
+    /// The rank stacks' total size overflows the address space.
+    #[error("{count} stacks of {bytes} bytes")]
+    StacksTooLarge {
+        /// Stacks asked for.
+        count: usize,
+        /// Usable bytes of each.
+        bytes: usize,
+    },
+    /// The rank stacks could not be mapped (emulator).
+    #[error("{count} rank stacks of {bytes} bytes ({total} bytes of address space): {source}")]
+    Stacks {
+        /// Stacks asked for.
+        count: usize,
+        /// Usable bytes of each.
+        bytes: usize,
+        /// Bytes of address space with the guard pages.
+        total: usize,
+        /// The system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// An emulator worker thread could not be started.
+    #[error("an emulator worker thread: {source}")]
+    WorkerThread {
+        /// The system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A buffer's size in bytes overflows `usize`.
+    #[error("{len} elements of {type_name}")]
+    TooManyElements {
+        /// Elements asked for.
+        len: usize,
+        /// The element type.
+        type_name: &'static str,
+    },
+    /// The element type needs more alignment than device buffers have.
+    #[error("{type_name} needs {align}-byte alignment; device buffers are 64-byte aligned")]
+    Alignment {
+        /// The element type.
+        type_name: &'static str,
+        /// Its alignment.
+        align: usize,
+    },
+}
+
+/// Which way a copy goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CopyDirection {
+    /// Host to device.
+    Upload,
+    /// Device to host.
+    Download,
+}
+
+/// A buffer used in a way its size or backend does not allow.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BufferError {
+    /// A copy reaching past the end of the buffer.
+    #[error(
+        "{} of {bytes} bytes at offset {offset} {} a buffer of {len} bytes",
+        match direction { CopyDirection::Upload => "upload", CopyDirection::Download => "download" },
+        match direction { CopyDirection::Upload => "into", CopyDirection::Download => "from" }
+    )]
+    OutOfRange {
+        /// Which way.
+        direction: CopyDirection,
+        /// Bytes to copy.
+        bytes: usize,
+        /// Offset in the buffer.
+        offset: usize,
+        /// The buffer's length in bytes.
+        len: usize,
+    },
+    /// A write of another number of elements than the buffer holds.
+    #[error("writing {given} elements into a buffer of {len}")]
+    LengthMismatch {
+        /// Elements given.
+        given: usize,
+        /// Elements in the buffer.
+        len: usize,
+    },
+    /// A buffer of one backend used with a device of another.
+    #[error("a buffer of the {owner} backend used with the {used} backend")]
+    ForeignBackend {
+        /// The buffer's backend.
+        owner: &'static str,
+        /// The device's backend.
+        used: &'static str,
+    },
 }
 
 /// Display helper of [`HostError::RankFailed`].
@@ -144,6 +508,44 @@ mod tests {
             e.to_string(),
             "world of 5000 ranks cannot be co-resident: 4224 fit \
              (132 SMs x 32 blocks of 1 ranks; limit: blocks per SM)"
+        );
+    }
+
+    #[test]
+    fn debug_reads_as_display_and_sources_chain() {
+        let e = HostError::from(AllocError::WorkerThread {
+            source: std::io::Error::from(std::io::ErrorKind::OutOfMemory),
+        });
+        assert_eq!(format!("{e:?}"), format!("{e}"));
+        assert!(
+            e.to_string()
+                .starts_with("allocation failed: an emulator worker thread: "),
+            "{e}"
+        );
+        let alloc = std::error::Error::source(&e).expect("the AllocError");
+        let io = alloc.source().expect("the io::Error");
+        assert!(io.downcast_ref::<std::io::Error>().is_some());
+
+        let failure = DriverFailure {
+            code: DriverError(cudarc::driver::sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY),
+            description: Some("out of memory".into()),
+        };
+        let e = HostError::from(CudaError::Call {
+            call: "cuMemAlloc_v2".into(),
+            error: failure,
+        });
+        assert_eq!(
+            format!("{e:?}"),
+            "CUDA error: cuMemAlloc_v2 failed: CUDA_ERROR_OUT_OF_MEMORY (out of memory)"
+        );
+        assert_eq!(
+            HostError::from(NoGpu::NoMatchingPtx {
+                major: 9,
+                minor: 0,
+                have: vec!["sm_100".into()]
+            })
+            .to_string(),
+            "no usable GPU: no embedded PTX for compute capability 9.0 (have sm_100)"
         );
     }
 

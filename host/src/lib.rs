@@ -37,8 +37,11 @@ mod spec;
 
 pub use cpu::{CpuDevice, CpuOptions};
 pub use device::{Device, DeviceBuffer, LaunchReport};
-pub use error::{HostError, Resource};
-pub use report::{BlockedRank, BlockedState, DeadlockReport};
+pub use error::{
+    AllocError, BufferError, CopyDirection, CudaError, DriverFailure, HostError, NoGpu, OptionError,
+    Resource, StuckReason,
+};
+pub use report::{BlockedRank, BlockedState, DeadlockReport, Hint, UnreceivedMessage};
 pub use spec::{
     default_block_dim, BackendKind, ParseBackendKindError, RankCount, Residency, WorldSpec,
     PREFERRED_BLOCK_DIM,

@@ -4,21 +4,26 @@
 //! own buffer, or a copy downloaded from the GPU) and its [`Layout`]. Two entry
 //! points:
 //! - [`DeadlockReport::from_world`] lists what every rank was doing, from the
-//!   wait records (the emulator calls it when its scheduler found a deadlock);
+//!   wait records, the messages left in the outboxes, and hints for the
+//!   patterns it recognises (the emulator calls it when its scheduler found
+//!   a deadlock);
 //! - [`check_world`] decides the outcome of a launch that ran to its end: a
 //!   timed-out wait means a deadlock (the GPU's path, and the emulator's when
 //!   the world has a timeout), rank errors mean [`HostError::RankFailed`].
 
 use crate::error::HostError;
 use gpu_mpi_device::error::ErrorClass;
-use gpu_mpi_device::state::{Layout, ABORT_OFFSET};
+use gpu_mpi_device::state::{Layout, SlotEnvelope, ABORT_OFFSET};
 use gpu_mpi_device::wait::{
     Operation, WaitDisplay, STATE_EXITED, STATE_RUNNING, STATE_TIMED_OUT, STATE_WAITING,
 };
+use std::collections::HashMap;
 use std::fmt;
 
 /// How many groups of ranks a report prints before "... and N more ranks".
 const PRINTED_GROUPS: usize = 32;
+/// How many entries each later section of a report prints before "... and N more".
+const PRINTED_ENTRIES: usize = 8;
 
 /// What one rank was doing when the world stopped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,6 +80,27 @@ impl BlockedState {
     pub fn is_exited(&self) -> bool {
         matches!(self, BlockedState::Exited)
     }
+
+    /// The operation, peer and tag of the wait the rank was in, if any.
+    fn wait(&self) -> Option<(Operation, i32, i32)> {
+        match *self {
+            BlockedState::Waiting { peer, tag, .. }
+            | BlockedState::TimedOut { peer, tag, .. }
+            | BlockedState::Aborted { peer, tag, .. } => Some((self.operation()?, peer, tag)),
+            _ => None,
+        }
+    }
+
+    /// `(source, tag)` of the receive (or probe, or send-receive) the rank
+    /// waited in, if it waited in one.
+    pub fn receive(&self) -> Option<(i32, i32)> {
+        match self.wait()? {
+            (Operation::Receive | Operation::Probe | Operation::SendReceive, source, tag) => {
+                Some((source, tag))
+            }
+            _ => None,
+        }
+    }
 }
 
 impl fmt::Display for BlockedState {
@@ -104,18 +130,220 @@ pub struct BlockedRank {
     pub state: BlockedState,
 }
 
-/// What every rank of a deadlocked world was doing, in rank order.
+/// A message that was sent and never received: still in its sender's outbox
+/// when the world stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UnreceivedMessage {
+    /// The sender.
+    pub source: u32,
+    /// The destination.
+    pub dest: u32,
+    /// The tag.
+    pub tag: i32,
+    /// Length in bytes.
+    pub bytes: u32,
+    /// Larger than a slot: its sender waits in the send until a receiver takes it.
+    pub rendezvous: bool,
+}
+
+impl fmt::Display for UnreceivedMessage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "rank {} -> rank {} (tag {}, {} bytes",
+            self.source, self.dest, self.tag, self.bytes
+        )?;
+        if self.rendezvous {
+            f.write_str(", rendezvous")?;
+        }
+        f.write_str(")")
+    }
+}
+
+/// A pattern of a deadlock that the report recognises, printed as one
+/// line of advice.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Hint {
+    /// A rank waits for a tag while the source sent it a message with another.
+    TagMismatch {
+        /// The waiting rank.
+        rank: u32,
+        /// The source it receives from (`ANY_SOURCE` for any).
+        source: i32,
+        /// The tag it waits for.
+        wanted: i32,
+        /// The rank that sent it a message.
+        sender: u32,
+        /// That message's tag.
+        sent: i32,
+    },
+    /// Two ranks each wait in a send to the other, and neither receives.
+    SendSend {
+        /// The lower rank.
+        first: u32,
+        /// The higher rank.
+        second: u32,
+        /// Bytes of their messages, when both wait for a receiver because
+        /// the messages are larger than a slot (otherwise their outboxes are full).
+        rendezvous_bytes: Option<(u32, u32)>,
+        /// Payload bytes of a slot.
+        slot_bytes: u32,
+    },
+    /// Ranks exited while others wait in a collective.
+    ExitedBeforeCollective {
+        /// The collective ([`Operation`] as `u32`).
+        operation: u32,
+        /// The ranks waiting in it.
+        waiting: Vec<u32>,
+        /// The ranks that had exited.
+        exited: Vec<u32>,
+    },
+    /// A rank waits for a message from a rank that exited without sending it any.
+    SourceExited {
+        /// The waiting rank.
+        rank: u32,
+        /// The source, which exited.
+        source: u32,
+    },
+}
+
+/// A list of ranks printed as ranges (`ranks 0-1, 3-7`), at most
+/// [`PRINTED_ENTRIES`] ranges before "... and N more".
+struct Ranks<'a>(&'a [u32]);
+
+impl fmt::Display for Ranks<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut runs: Vec<(u32, u32)> = Vec::new();
+        for &r in self.0 {
+            match runs.last_mut() {
+                Some((_, last)) if *last + 1 == r => *last = r,
+                _ => runs.push((r, r)),
+            }
+        }
+        f.write_str(if self.0.len() == 1 { "rank " } else { "ranks " })?;
+        for (i, (a, b)) in runs.iter().take(PRINTED_ENTRIES).enumerate() {
+            let sep = if i == 0 { "" } else { ", " };
+            if a == b {
+                write!(f, "{sep}{a}")?;
+            } else {
+                write!(f, "{sep}{a}-{b}")?;
+            }
+        }
+        if runs.len() > PRINTED_ENTRIES {
+            let more: u32 = runs[PRINTED_ENTRIES..].iter().map(|(a, b)| b - a + 1).sum();
+            write!(f, " and {more} more")?;
+        }
+        Ok(())
+    }
+}
+
+fn operation_name(code: u32) -> &'static str {
+    match Operation::from_code(code) {
+        Some(Operation::Barrier) => "barrier",
+        Some(Operation::Broadcast) => "broadcast",
+        Some(Operation::Reduce) => "reduce",
+        Some(Operation::AllReduce) => "all_reduce",
+        Some(Operation::Send) => "send",
+        Some(Operation::Receive) => "receive",
+        Some(Operation::Probe) => "probe",
+        Some(Operation::SendReceive) => "send_receive",
+        _ => "an unknown operation",
+    }
+}
+
+impl fmt::Display for Hint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Hint::TagMismatch {
+                rank,
+                source,
+                wanted,
+                sender,
+                sent,
+            } => {
+                if *source == gpu_mpi_device::ANY_SOURCE {
+                    write!(
+                        f,
+                        "rank {rank} waits for a message from any rank with tag {wanted}"
+                    )?;
+                } else {
+                    write!(
+                        f,
+                        "rank {rank} waits for a message from rank {source} with tag {wanted}"
+                    )?;
+                }
+                write!(
+                    f,
+                    ", but rank {sender} sent it one with tag {sent}: check the tags"
+                )
+            }
+            Hint::SendSend {
+                first,
+                second,
+                rendezvous_bytes,
+                slot_bytes,
+            } => {
+                write!(f, "ranks {first} and {second} both send to each other first")?;
+                match rendezvous_bytes {
+                    Some((a, b)) if a == b => write!(
+                        f,
+                        ", with messages too large to buffer ({a} bytes each; a slot holds {slot_bytes})"
+                    )?,
+                    Some((a, b)) => write!(
+                        f,
+                        ", with messages too large to buffer ({a} and {b} bytes; a slot holds {slot_bytes})"
+                    )?,
+                    None => f.write_str(", and their outboxes are full")?,
+                }
+                f.write_str(": use send_receive, or order the calls so that one of them receives first")
+            }
+            Hint::ExitedBeforeCollective {
+                operation,
+                waiting,
+                exited,
+            } => write!(
+                f,
+                "{} exited while {} {} in {}: every rank must call the same collectives",
+                Ranks(exited),
+                Ranks(waiting),
+                if waiting.len() == 1 { "waits" } else { "wait" },
+                operation_name(*operation)
+            ),
+            Hint::SourceExited { rank, source } => write!(
+                f,
+                "rank {rank} waits for a message from rank {source}, which exited without sending it one"
+            ),
+        }
+    }
+}
+
+/// What every rank of a deadlocked world was doing, in rank order, what
+/// was left undelivered, and advice.
 ///
-/// Displayed as `deadlock: rank 3: receive(source 5, tag 7); rank 5: barrier;
-/// rank 6: exited`: ranks that had not finished first, then the ones that had
-/// exited (a rank that returned while others wait for it is often the cause);
-/// runs of consecutive ranks in the same state print as one range
-/// (`ranks 8-4095: exited`), and at most 32 such groups print before
-/// `... and N more ranks`. [`DeadlockReport::ranks`] keeps every rank.
+/// The first line reads `deadlock: rank 3: receive(source 5, tag 7); rank 5:
+/// barrier; rank 6: exited`: ranks that had not finished first, then the
+/// ones that had exited (a rank that returned while others wait for it is
+/// often the cause); runs of consecutive ranks in the same state print as one
+/// range (`ranks 8-4095: exited`), and at most 32 such groups print before
+/// `... and N more ranks`. Lines follow, each only when it has entries:
+///
+/// ```text
+/// unreceived messages: rank 0 -> rank 1 (tag 8, 4 bytes)
+/// waiting receives: rank 1: receive(source 0, tag 7)
+/// hint: rank 1 waits for a message from rank 0 with tag 7, but rank 0 sent it one with tag 8: check the tags
+/// ```
+///
+/// Each of these prints at most 8 entries before `... and N more`; the
+/// fields keep them all.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DeadlockReport {
     /// Every rank of the world, in rank order.
     pub ranks: Vec<BlockedRank>,
+    /// Messages sent and never received, by sender, then in the order sent.
+    pub unreceived: Vec<UnreceivedMessage>,
+    /// The patterns recognised, with advice.
+    pub hints: Vec<Hint>,
 }
 
 fn word(memory: &[u8], offset: usize) -> u32 {
@@ -174,7 +402,108 @@ impl DeadlockReport {
                 BlockedRank { rank, state }
             })
             .collect();
-        DeadlockReport { ranks }
+        let unreceived = unreceived_messages(memory, layout);
+        let mut report = DeadlockReport {
+            ranks,
+            unreceived,
+            hints: Vec::new(),
+        };
+        report.hints = report.recognise(layout.slot_bytes);
+        report
+    }
+
+    /// The ranks that waited in a receive (or probe, or send-receive) that
+    /// nothing matched.
+    pub fn waiting_receives(&self) -> impl Iterator<Item = &BlockedRank> {
+        self.ranks.iter().filter(|r| r.state.receive().is_some())
+    }
+
+    /// The hints for the patterns this report shows.
+    fn recognise(&self, slot_bytes: u32) -> Vec<Hint> {
+        let mut hints = Vec::new();
+        // Indexed by destination, so that huge worlds stay linear.
+        let mut to: HashMap<u32, Vec<&UnreceivedMessage>> = HashMap::new();
+        for m in &self.unreceived {
+            to.entry(m.dest).or_default().push(m);
+        }
+        for r in &self.ranks {
+            let Some((source, wanted)) = r.state.receive() else {
+                continue;
+            };
+            let from_source =
+                |m: &&&UnreceivedMessage| source == gpu_mpi_device::ANY_SOURCE || m.source as i32 == source;
+            let mut sent = to.get(&r.rank).into_iter().flatten().filter(from_source);
+            if let Some(m) = sent.clone().next() {
+                let any_tag = gpu_mpi_device::ANY_TAG;
+                if wanted != any_tag && sent.all(|m| m.tag != wanted) {
+                    hints.push(Hint::TagMismatch {
+                        rank: r.rank,
+                        source,
+                        wanted,
+                        sender: m.source,
+                        sent: m.tag,
+                    });
+                }
+            } else if source >= 0 && self.state_of(source as u32).is_some_and(|s| s.is_exited()) {
+                hints.push(Hint::SourceExited {
+                    rank: r.rank,
+                    source: source as u32,
+                });
+            }
+        }
+        for r in &self.ranks {
+            let Some((Operation::Send, peer, _)) = r.state.wait() else {
+                continue;
+            };
+            let first = r.rank;
+            if peer <= first as i32 {
+                continue;
+            }
+            let second = peer as u32;
+            if !matches!(self.state_of(second).and_then(|s| s.wait()), Some((Operation::Send, p, _)) if p == first as i32)
+            {
+                continue;
+            }
+            let rendezvous = |from: u32, dest: u32| {
+                to.get(&dest)?
+                    .iter()
+                    .find(|m| m.source == from && m.rendezvous)
+                    .map(|m| m.bytes)
+            };
+            hints.push(Hint::SendSend {
+                first,
+                second,
+                rendezvous_bytes: rendezvous(first, second).zip(rendezvous(second, first)),
+                slot_bytes,
+            });
+        }
+        let exited: Vec<u32> = self
+            .ranks
+            .iter()
+            .filter(|r| r.state.is_exited())
+            .map(|r| r.rank)
+            .collect();
+        let collective = self.ranks.iter().find_map(|r| match r.state.wait() {
+            Some((
+                op @ (Operation::Barrier | Operation::Broadcast | Operation::Reduce | Operation::AllReduce),
+                ..,
+            )) => Some(op),
+            _ => None,
+        });
+        if let (Some(op), false) = (collective, exited.is_empty()) {
+            let waiting = self
+                .ranks
+                .iter()
+                .filter(|r| r.state.operation() == Some(op))
+                .map(|r| r.rank)
+                .collect();
+            hints.push(Hint::ExitedBeforeCollective {
+                operation: op as u32,
+                waiting,
+                exited,
+            });
+        }
+        hints
     }
 
     /// The ranks that had not exited.
@@ -188,6 +517,66 @@ impl DeadlockReport {
         match self.ranks.get(rank as usize) {
             Some(r) if r.rank == rank => Some(r.state),
             _ => self.ranks.iter().find(|r| r.rank == rank).map(|r| r.state),
+        }
+    }
+}
+
+/// The messages still waiting in the outboxes for a receiver, by sender,
+/// then in the order sent.
+fn unreceived_messages(memory: &[u8], layout: &Layout) -> Vec<UnreceivedMessage> {
+    let mut out = Vec::new();
+    for source in 0..layout.ranks {
+        let mut sent: Vec<(u32, UnreceivedMessage)> = (0..layout.slots_per_rank)
+            .map(|slot| SlotEnvelope::read(memory, layout, source, slot))
+            .filter(SlotEnvelope::is_unreceived)
+            .map(|e| {
+                let m = UnreceivedMessage {
+                    source,
+                    dest: e.dest,
+                    tag: e.tag,
+                    bytes: e.bytes,
+                    rendezvous: e.is_rendezvous(),
+                };
+                (e.sequence, m)
+            })
+            .collect();
+        // Sequence numbers of messages in flight are close together; the
+        // wrapping distance from the first orders them across a wrap.
+        if let Some(&(base, _)) = sent.iter().min_by_key(|(s, _)| *s) {
+            sent.sort_by_key(|(s, _)| s.wrapping_sub(base));
+        }
+        out.extend(sent.into_iter().map(|(_, m)| m));
+    }
+    out
+}
+
+/// Writes at most [`PRINTED_ENTRIES`] entries of `items` after `title`,
+/// then "... and N more".
+fn section<T: fmt::Display>(f: &mut fmt::Formatter<'_>, title: &str, items: &[T]) -> fmt::Result {
+    if items.is_empty() {
+        return Ok(());
+    }
+    write!(f, "\n{title}: ")?;
+    for (i, item) in items.iter().take(PRINTED_ENTRIES).enumerate() {
+        let sep = if i == 0 { "" } else { "; " };
+        write!(f, "{sep}{item}")?;
+    }
+    if items.len() > PRINTED_ENTRIES {
+        write!(f, "; ... and {} more", items.len() - PRINTED_ENTRIES)?;
+    }
+    Ok(())
+}
+
+/// One group of consecutive ranks in one state, as printed.
+struct Group(u32, u32, BlockedState);
+
+impl fmt::Display for Group {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Group(first, last, state) = self;
+        if first == last {
+            write!(f, "rank {first}: {state}")
+        } else {
+            write!(f, "ranks {first}-{last}: {state}")
         }
     }
 }
@@ -211,15 +600,23 @@ impl fmt::Display for DeadlockReport {
         all.extend(groups(self.ranks.iter().filter(|r| r.state.is_exited())));
         for (i, (first, last, state)) in all.iter().take(PRINTED_GROUPS).enumerate() {
             let sep = if i == 0 { ": " } else { "; " };
-            if first == last {
-                write!(f, "{sep}rank {first}: {state}")?;
-            } else {
-                write!(f, "{sep}ranks {first}-{last}: {state}")?;
-            }
+            write!(f, "{sep}{}", Group(*first, *last, *state))?;
         }
         if all.len() > PRINTED_GROUPS {
             let more: u32 = all[PRINTED_GROUPS..].iter().map(|(a, b, _)| b - a + 1).sum();
             write!(f, "; ... and {more} more ranks")?;
+        }
+        section(f, "unreceived messages", &self.unreceived)?;
+        let receives: Vec<Group> = groups(self.waiting_receives())
+            .into_iter()
+            .map(|(a, b, state)| Group(a, b, state))
+            .collect();
+        section(f, "waiting receives", &receives)?;
+        for hint in self.hints.iter().take(PRINTED_ENTRIES) {
+            write!(f, "\nhint: {hint}")?;
+        }
+        if self.hints.len() > PRINTED_ENTRIES {
+            write!(f, "\n... and {} more hints", self.hints.len() - PRINTED_ENTRIES)?;
         }
         Ok(())
     }
@@ -243,11 +640,7 @@ pub fn check_world(memory: &[u8], layout: &Layout) -> Result<(), HostError> {
         memory.len() >= layout.total,
         "world memory shorter than its layout"
     );
-    let timed_out = (0..layout.ranks).any(|r| {
-        record_words(memory, layout, r)[0] == STATE_TIMED_OUT
-            || result_words(memory, layout, r)[0] == ErrorClass::Timeout as u32
-    });
-    if timed_out {
+    if timed_out(memory, layout) {
         return Err(HostError::Deadlock(DeadlockReport::from_world(
             memory,
             layout,
@@ -277,6 +670,18 @@ pub fn check_world(memory: &[u8], layout: &Layout) -> Result<(), HostError> {
             ranks: layout.ranks,
         })
     }
+}
+
+/// Whether a wait of the world timed out (its record marked timed out, or its
+/// rank's result `MPI_ERR_TIMEOUT`): [`check_world`] then reports a deadlock.
+///
+/// # Panics
+/// If `memory` is shorter than `layout.total`.
+pub fn timed_out(memory: &[u8], layout: &Layout) -> bool {
+    (0..layout.ranks).any(|r| {
+        record_words(memory, layout, r)[0] == STATE_TIMED_OUT
+            || result_words(memory, layout, r)[0] == ErrorClass::Timeout as u32
+    })
 }
 
 /// The rank that aborted the world, if any (its abort word).
@@ -335,7 +740,9 @@ mod tests {
         assert_eq!(
             rep.to_string(),
             "deadlock: rank 3: receive(source 5, tag 7); rank 5: barrier; ranks 0-2: exited; \
-             rank 4: exited; rank 6: exited"
+             rank 4: exited; rank 6: exited\n\
+             waiting receives: rank 3: receive(source 5, tag 7)\n\
+             hint: ranks 0-2, 4, 6 exited while rank 5 waits in barrier: every rank must call the same collectives"
         );
         assert_eq!(rep.state_of(3).unwrap().operation(), Some(Operation::Receive));
         assert_eq!(rep.blocked().count(), 2);
@@ -352,7 +759,14 @@ mod tests {
             );
         }
         let s = DeadlockReport::from_world(&m, &l, |_| false).to_string();
-        assert!(s.ends_with("; ... and 68 more ranks"), "{s}");
+        let lines: Vec<&str> = s.lines().collect();
+        assert!(lines[0].ends_with("; ... and 68 more ranks"), "{s}");
+        assert!(
+            lines[1].starts_with("waiting receives: rank 0: receive(source 1, tag 0); rank 1:"),
+            "{s}"
+        );
+        assert!(lines[1].ends_with("; ... and 92 more"), "{s}");
+        assert_eq!(lines.len(), 2, "{s}");
     }
 
     #[test]
@@ -376,7 +790,8 @@ mod tests {
             Err(HostError::Deadlock(rep)) => assert_eq!(
                 rep.to_string(),
                 "deadlock: rank 0: timed out in receive(source 1, tag 4); \
-                 rank 1: gave up in send(dest 2, tag 0) (world aborted); rank 2: exited"
+                 rank 1: gave up in send(dest 2, tag 0) (world aborted); rank 2: exited\n\
+                 waiting receives: rank 0: timed out in receive(source 1, tag 4)"
             ),
             other => panic!("{other:?}"),
         }

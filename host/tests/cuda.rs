@@ -53,7 +53,7 @@ fn occupancy(registers: u32, block_dim: u32) -> KernelOccupancy {
 fn opening_cuda_without_a_gpu_or_ptx_is_no_gpu() {
     // No PTX: no usable GPU on any machine, whether it has a driver or not.
     match Device::open(BackendKind::Cuda, None) {
-        Err(HostError::NoGpu(why)) => assert!(!why.is_empty()),
+        Err(HostError::NoGpu(why)) => assert!(!why.to_string().is_empty()),
         other => panic!("expected NoGpu, got {other:?}"),
     }
     match Device::cuda_with(CudaOptions::default(), &[]) {
@@ -504,7 +504,8 @@ fn fake_driver_child() {
     // Wrong arguments: the fake refuses the launch, named in the error.
     match d.launch(&LIGHT, &[0u32; 4], &WorldSpec::ranks(64)) {
         Err(HostError::Cuda(m)) => assert!(
-            m.starts_with("cuLaunchCooperativeKernel(light, 1 blocks of 64) failed"),
+            m.to_string()
+                .starts_with("cuLaunchCooperativeKernel(light, 1 blocks of 64) failed"),
             "{m}"
         ),
         other => panic!("{other:?}"),
@@ -516,6 +517,7 @@ fn fake_driver_child() {
     let spec = WorldSpec::ranks(64).timeout(Duration::from_millis(10));
     match d.launch(&LIGHT, &ARGS, &spec) {
         Err(HostError::Cuda(m)) => {
+            let m = m.to_string();
             assert!(
                 m.starts_with("kernel light never finished: the world was aborted"),
                 "{m}"
@@ -529,7 +531,8 @@ fn fake_driver_child() {
     }
     match d.alloc_zeroed::<u32>(4) {
         Err(HostError::Cuda(m)) => assert!(
-            m.starts_with("the GPU context is unusable: kernel light never finished"),
+            m.to_string()
+                .starts_with("the GPU context is unusable: kernel light never finished"),
             "{m}"
         ),
         other => panic!("{other:?}"),
@@ -541,7 +544,7 @@ fn fake_driver_child() {
     std::env::set_var("FAKE_CUDA_HANG", "2");
     let d = open(Duration::from_millis(500));
     match d.launch(&LIGHT, &ARGS, &WorldSpec::ranks(64)) {
-        Err(HostError::Cuda(m)) => assert!(m.contains("ran past the 0.5 s watchdog"), "{m}"),
+        Err(HostError::Cuda(m)) => assert!(m.to_string().contains("ran past the 0.5 s watchdog"), "{m}"),
         other => panic!("{other:?}"),
     }
     std::env::remove_var("FAKE_CUDA_HANG");
@@ -549,7 +552,7 @@ fn fake_driver_child() {
     // Options from the environment: a bad one is no usable GPU.
     std::env::set_var("GPU_MPI_MAX_REGISTERS", "7");
     match Device::open_variants(BackendKind::Cuda, &[("sm_90", FAKE_PTX)]) {
-        Err(HostError::NoGpu(m)) => assert!(m.contains("GPU_MPI_MAX_REGISTERS"), "{m}"),
+        Err(HostError::NoGpu(m)) => assert!(m.to_string().contains("GPU_MPI_MAX_REGISTERS"), "{m}"),
         other => panic!("{other:?}"),
     }
     std::env::set_var("GPU_MPI_MAX_REGISTERS", "128");
@@ -559,7 +562,10 @@ fn fake_driver_child() {
     // No PTX for compute capability 9.0.
     let sm100 = ".version 8.6\n.target sm_100\n";
     match Device::open_variants(BackendKind::Cuda, &[("sm_100", sm100)]) {
-        Err(HostError::NoGpu(m)) => assert_eq!(m, "no embedded PTX for compute capability 9.0 (have sm_100)"),
+        Err(HostError::NoGpu(m)) => assert_eq!(
+            m.to_string(),
+            "no embedded PTX for compute capability 9.0 (have sm_100)"
+        ),
         other => panic!("{other:?}"),
     }
 }

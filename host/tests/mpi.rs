@@ -149,7 +149,9 @@ fn an_unmatched_receive_is_reported_with_rank_operation_peer_and_tag() {
         assert!((1..64).all(|r| rep.state_of(r) == Some(BlockedState::Exited)));
         assert_eq!(
             e.to_string(),
-            "deadlock: rank 0: receive(source 1, tag 7); ranks 1-63: exited"
+            "deadlock: rank 0: receive(source 1, tag 7); ranks 1-63: exited\n\
+             waiting receives: rank 0: receive(source 1, tag 7)\n\
+             hint: rank 0 waits for a message from rank 1, which exited without sending it one"
         );
     }
 }
@@ -175,7 +177,8 @@ fn two_ranks_receiving_from_each_other_are_both_named() {
     assert_eq!(
         e.to_string(),
         "deadlock: rank 0: receive(source 3, tag any); rank 3: receive(source 0, tag any); \
-         ranks 1-2: exited"
+         ranks 1-2: exited\n\
+         waiting receives: rank 0: receive(source 3, tag any); rank 3: receive(source 0, tag any)"
     );
 }
 
@@ -210,8 +213,10 @@ fn a_rank_that_exits_while_others_wait_in_a_barrier_shows_as_exited() {
             assert_eq!(
                 e.to_string(),
                 format!(
-                    "deadlock: ranks 0-1: barrier; ranks 3-{}: barrier; rank 2: exited",
-                    ranks - 1
+                    "deadlock: ranks 0-1: barrier; ranks 3-{last}: barrier; rank 2: exited\n\
+                     hint: rank 2 exited while ranks 0-1, 3-{last} wait in barrier: \
+                     every rank must call the same collectives",
+                    last = ranks - 1
                 )
             );
         }
@@ -227,7 +232,9 @@ fn with_a_timeout_the_device_reports_the_timed_out_wait() {
         let e = cpu(workers).launch(&UNMATCHED, &0, &spec).unwrap_err();
         assert_eq!(
             e.to_string(),
-            "deadlock: rank 0: timed out in receive(source 1, tag 7); ranks 1-63: exited"
+            "deadlock: rank 0: timed out in receive(source 1, tag 7); ranks 1-63: exited\n\
+             waiting receives: rank 0: timed out in receive(source 1, tag 7)\n\
+             hint: rank 0 waits for a message from rank 1, which exited without sending it one"
         );
         let spec = WorldSpec::ranks(4)
             .block_dim(2)
@@ -266,6 +273,7 @@ fn with_a_timeout_a_deadlock_without_a_timed_wait_is_still_found() {
     let e = cpu(1).launch(&SKIP_BARRIER, &0, &spec).unwrap_err();
     assert_eq!(
         e.to_string(),
-        "deadlock: ranks 0-1: barrier; ranks 3-7: barrier; rank 2: exited"
+        "deadlock: ranks 0-1: barrier; ranks 3-7: barrier; rank 2: exited\n\
+         hint: rank 2 exited while ranks 0-1, 3-7 wait in barrier: every rank must call the same collectives"
     );
 }

@@ -1,6 +1,6 @@
 //! Zeroed, 64-byte aligned host memory: the emulator's "device memory".
 
-use crate::error::HostError;
+use crate::error::{AllocError, HostError};
 use std::alloc::{self, Layout};
 use std::ptr::NonNull;
 
@@ -37,7 +37,7 @@ impl CpuBuffer {
     /// buffers are mapped from the kernel, zero until touched: a world's
     /// memory costs only what its ranks use.
     pub fn zeroed(bytes: usize) -> Result<CpuBuffer, HostError> {
-        let fail = |why: String| HostError::Alloc(format!("{bytes} bytes of host memory: {why}"));
+        let fail = |source: std::io::Error| HostError::from(AllocError::HostMemory { bytes, source });
         if bytes >= MAP_THRESHOLD {
             // SAFETY: an anonymous private mapping at an address of the
             // kernel's choosing touches no existing memory.
@@ -52,19 +52,21 @@ impl CpuBuffer {
                 )
             };
             if raw == libc::MAP_FAILED {
-                return Err(fail(std::io::Error::last_os_error().to_string()));
+                return Err(fail(std::io::Error::last_os_error()));
             }
-            let ptr = NonNull::new(raw as *mut u8).ok_or_else(|| fail("null mapping".into()))?;
+            let ptr =
+                NonNull::new(raw as *mut u8).ok_or_else(|| fail(std::io::ErrorKind::OutOfMemory.into()))?;
             return Ok(CpuBuffer {
                 ptr,
                 bytes,
                 layout: None,
             });
         }
-        let layout = Layout::from_size_align(bytes.max(ALIGN), ALIGN).map_err(|e| fail(e.to_string()))?;
+        let layout = Layout::from_size_align(bytes.max(ALIGN), ALIGN)
+            .map_err(|e| fail(std::io::Error::new(std::io::ErrorKind::InvalidInput, e)))?;
         // SAFETY: the layout has a non-zero size.
         let raw = unsafe { alloc::alloc_zeroed(layout) };
-        let ptr = NonNull::new(raw).ok_or_else(|| fail("out of memory".into()))?;
+        let ptr = NonNull::new(raw).ok_or_else(|| fail(std::io::ErrorKind::OutOfMemory.into()))?;
         Ok(CpuBuffer {
             ptr,
             bytes,

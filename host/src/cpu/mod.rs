@@ -15,7 +15,7 @@ mod stack;
 pub use memory::CpuBuffer;
 
 use crate::device::LaunchReport;
-use crate::error::HostError;
+use crate::error::{AllocError, BufferError, CopyDirection, HostError};
 use crate::report;
 use crate::spec::Residency;
 use bytemuck::Pod;
@@ -100,12 +100,11 @@ impl CpuDevice {
     /// Copies `data` into `buffer` from byte `offset` on.
     pub fn upload(&self, buffer: &mut CpuBuffer, offset: usize, data: &[u8]) -> Result<(), HostError> {
         let end = offset.checked_add(data.len()).filter(|&e| e <= buffer.len());
-        let end = end.ok_or_else(|| {
-            HostError::Alloc(format!(
-                "upload of {} bytes at offset {offset} into a buffer of {} bytes",
-                data.len(),
-                buffer.len()
-            ))
+        let end = end.ok_or(BufferError::OutOfRange {
+            direction: CopyDirection::Upload,
+            bytes: data.len(),
+            offset,
+            len: buffer.len(),
         })?;
         buffer.as_mut_slice()[offset..end].copy_from_slice(data);
         Ok(())
@@ -114,12 +113,11 @@ impl CpuDevice {
     /// Copies `out.len()` bytes from `buffer`, starting at byte `offset`.
     pub fn download(&self, buffer: &CpuBuffer, offset: usize, out: &mut [u8]) -> Result<(), HostError> {
         let end = offset.checked_add(out.len()).filter(|&e| e <= buffer.len());
-        let end = end.ok_or_else(|| {
-            HostError::Alloc(format!(
-                "download of {} bytes at offset {offset} from a buffer of {} bytes",
-                out.len(),
-                buffer.len()
-            ))
+        let end = end.ok_or(BufferError::OutOfRange {
+            direction: CopyDirection::Download,
+            bytes: out.len(),
+            offset,
+            len: buffer.len(),
         })?;
         out.copy_from_slice(&buffer.as_slice()[offset..end]);
         Ok(())
@@ -165,9 +163,7 @@ impl CpuDevice {
             Outcome::Finished => {}
             Outcome::Deadlock(r) => return Err(HostError::Deadlock(r)),
             Outcome::Panicked { rank, message } => return Err(HostError::RankPanicked { rank, message }),
-            Outcome::NoThread(why) => {
-                return Err(HostError::Alloc(format!("an emulator worker thread: {why}")))
-            }
+            Outcome::NoThread(source) => return Err(AllocError::WorkerThread { source }.into()),
             Outcome::StackOverflow { rank } => {
                 return Err(HostError::StackOverflow {
                     rank,

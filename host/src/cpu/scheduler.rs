@@ -122,7 +122,7 @@ pub(crate) enum Outcome {
         rank: u32,
     },
     /// A worker thread could not be started.
-    NoThread(String),
+    NoThread(std::io::Error),
 }
 
 /// A pointer that may cross to the worker threads.
@@ -272,7 +272,7 @@ impl<A: Sync + 'static> Run<'_, A> {
                 if let Err(e) = spawned {
                     // The workers already started would wait for this one.
                     let mut g = lock(&shared.coord);
-                    g.outcome = Some(Outcome::NoThread(e.to_string()));
+                    g.outcome = Some(Outcome::NoThread(e));
                     shared.stop.store(true, SeqCst);
                     shared.wake.notify_all();
                     break;

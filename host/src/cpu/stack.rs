@@ -27,7 +27,7 @@
 //!   overflow the scheduler therefore does not unwind any coroutine (it leaks
 //!   them, which is safe) and reports the overflow.
 
-use crate::error::HostError;
+use crate::error::{AllocError, HostError};
 use corosensei::stack::{Stack, StackPointer};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, Once, OnceLock};
@@ -75,7 +75,7 @@ impl StackPool {
         let slot = usable + page;
         let len = slot
             .checked_mul(count.max(1))
-            .ok_or_else(|| HostError::Alloc(format!("{count} stacks of {usable} bytes")))?;
+            .ok_or(AllocError::StacksTooLarge { count, bytes: usable })?;
         // SAFETY: an anonymous private mapping at an address of the kernel's
         // choosing touches no existing memory.
         let base = unsafe {
@@ -89,10 +89,13 @@ impl StackPool {
             )
         };
         if base == libc::MAP_FAILED {
-            return Err(HostError::Alloc(format!(
-                "{count} rank stacks of {usable} bytes ({len} bytes of address space): {}",
-                std::io::Error::last_os_error()
-            )));
+            return Err(AllocError::Stacks {
+                count,
+                bytes: usable,
+                total: len,
+                source: std::io::Error::last_os_error(),
+            }
+            .into());
         }
         let base = base as *mut u8;
         // SAFETY: advice on our own mapping; failure only costs memory.

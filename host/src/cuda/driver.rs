@@ -2,16 +2,16 @@
 //! mapping, the context, device and pinned host memory, module loading.
 //!
 //! Every driver call goes through [`cu!`](crate::cuda::driver::cu), which
-//! turns a failure into [`HostError::Cuda`] naming the call, e.g.
+//! turns a failure into [`CudaError::Call`] naming the call, e.g.
 //! `cuModuleLoadDataEx failed: CUDA_ERROR_INVALID_PTX (a PTX JIT compilation
 //! failed)`.
 
-use crate::error::HostError;
-use cudarc::driver::sys;
+use crate::error::{AllocError, CudaError, DriverFailure, HostError};
+use cudarc::driver::{sys, DriverError};
 use std::ffi::{c_void, CStr, CString};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-/// Calls `sys::$f(args)` and maps a failure to [`HostError::Cuda`] naming
+/// Calls `sys::$f(args)` and maps a failure to [`CudaError::Call`] naming
 /// `$f`. Expands to an unsafe call: use it inside an `unsafe` block whose
 /// `SAFETY:` comment covers the call.
 macro_rules! cu {
@@ -21,28 +21,35 @@ macro_rules! cu {
 }
 pub(crate) use cu;
 
-/// The error's name and the driver's description of it.
-pub(crate) fn describe(r: sys::CUresult) -> String {
+/// The driver's code and its description of it.
+pub(crate) fn failure(r: sys::CUresult) -> DriverFailure {
     let mut text: *const std::ffi::c_char = std::ptr::null();
     // SAFETY: only called once the driver library is loaded (after a driver
     // call returned `r`); `cuGetErrorString` writes a pointer to a static,
     // NUL-terminated string or fails and leaves `text` null.
     let ok = unsafe { sys::cuGetErrorString(r, &mut text) } == sys::CUresult::CUDA_SUCCESS;
-    if ok && !text.is_null() {
+    let description = if ok && !text.is_null() {
         // SAFETY: a non-null result of `cuGetErrorString` is a static C string.
-        let text = unsafe { CStr::from_ptr(text) }.to_string_lossy();
-        format!("{r:?} ({text})")
+        Some(unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned())
     } else {
-        format!("{r:?}")
+        None
+    };
+    DriverFailure {
+        code: DriverError(r),
+        description,
     }
 }
 
-/// `Ok` for `CUDA_SUCCESS`, else [`HostError::Cuda`] naming `call`.
+/// `Ok` for `CUDA_SUCCESS`, else [`CudaError::Call`] naming `call`.
 pub(crate) fn check(call: &str, r: sys::CUresult) -> Result<(), HostError> {
     if r == sys::CUresult::CUDA_SUCCESS {
         Ok(())
     } else {
-        Err(HostError::Cuda(format!("{call} failed: {}", describe(r))))
+        Err(CudaError::Call {
+            call: call.into(),
+            error: failure(r),
+        }
+        .into())
     }
 }
 
@@ -93,7 +100,7 @@ impl Context {
     /// poisoned.
     pub(crate) fn bind(&self) -> Result<(), HostError> {
         if let Some(why) = self.poisoned().as_ref() {
-            return Err(HostError::Cuda(format!("the GPU context is unusable: {why}")));
+            return Err(CudaError::ContextUnusable { earlier: why.clone() }.into());
         }
         // SAFETY: `raw` is a primary context this value retained and has not
         // released (it is released only on drop).
@@ -145,10 +152,11 @@ impl DeviceMemory {
         // address. The memory is only reached through this value.
         let r = unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes.max(1)) };
         if r == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
-            return Err(HostError::Alloc(format!(
-                "{bytes} bytes of GPU memory (cuMemAlloc_v2: {})",
-                describe(r)
-            )));
+            return Err(AllocError::GpuMemory {
+                bytes,
+                error: failure(r),
+            }
+            .into());
         }
         check("cuMemAlloc_v2", r)?;
         Ok(DeviceMemory {
@@ -293,12 +301,9 @@ const JIT_LOG_BYTES: usize = 16 * 1024;
 ///
 /// # Safety
 /// A context must be current on the calling thread.
-pub(crate) unsafe fn load_module(ptx: &str, max_registers: Option<u32>) -> Result<sys::CUmodule, JitError> {
+pub(crate) unsafe fn load_module(ptx: &str, max_registers: Option<u32>) -> Result<sys::CUmodule, CudaError> {
     use sys::CUjit_option as O;
-    let image = CString::new(ptx).map_err(|_| JitError {
-        code: sys::CUresult::CUDA_ERROR_INVALID_IMAGE,
-        message: "the PTX holds a NUL byte".into(),
-    })?;
+    let image = CString::new(ptx).map_err(|_| CudaError::PtxNul)?;
     let mut error_log = vec![0u8; JIT_LOG_BYTES];
     let mut options = vec![O::CU_JIT_ERROR_LOG_BUFFER, O::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES];
     // Integer option values travel in the pointer itself (CUDA's convention).
@@ -328,25 +333,8 @@ pub(crate) unsafe fn load_module(ptx: &str, max_registers: Option<u32>) -> Resul
         return Ok(module);
     }
     let log = String::from_utf8_lossy(&error_log);
-    let log = log.trim_end_matches('\0').trim();
-    let mut message = format!("cuModuleLoadDataEx failed: {}", describe(r));
-    if !log.is_empty() {
-        message.push_str(&format!("; JIT log: {log}"));
-    }
-    Err(JitError { code: r, message })
-}
-
-/// A failed module load (kept apart so the caller can try an older PTX when
-/// the driver is too old for a PTX version).
-pub(crate) struct JitError {
-    /// The driver's error.
-    pub(crate) code: sys::CUresult,
-    /// The message.
-    pub(crate) message: String,
-}
-
-impl From<JitError> for HostError {
-    fn from(e: JitError) -> HostError {
-        HostError::Cuda(e.message)
-    }
+    Err(CudaError::ModuleLoad {
+        error: failure(r),
+        log: log.trim_end_matches('\0').trim().to_string(),
+    })
 }

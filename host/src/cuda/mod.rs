@@ -36,11 +36,13 @@ pub(crate) mod driver;
 pub mod plan;
 
 use crate::device::LaunchReport;
-use crate::error::HostError;
+use crate::error::{
+    BufferError, CopyDirection, CudaError, DriverFailure, HostError, NoGpu, OptionError, StuckReason,
+};
 use crate::report::{self, DeadlockReport};
 use crate::spec::{Residency, WorldSpec};
 use bytemuck::Pod;
-use cudarc::driver::sys;
+use cudarc::driver::{sys, DriverError};
 use driver::{cu, Context, DeviceMemory, PinnedMemory};
 use gpu_mpi_device::state::{Layout, ABORT_OFFSET, HEADER_BYTES};
 use gpu_mpi_device::{Kernel, WorldConfig};
@@ -112,45 +114,52 @@ impl CudaOptions {
     /// `GPU_MPI_TIMEOUT_MS`, `GPU_MPI_BACKOFF_NS`, `GPU_MPI_WATCHDOG_S` and `GPU_MPI_CUDA_VERBOSE`
     /// where set. Fails on a
     /// value that is not a number in range.
-    pub fn from_env() -> Result<CudaOptions, String> {
+    pub fn from_env() -> Result<CudaOptions, OptionError> {
         Self::from_vars(|name| std::env::var(name).ok())
     }
 
     /// As [`from_env`](Self::from_env), with the variables from `var`.
-    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<CudaOptions, String> {
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<CudaOptions, OptionError> {
         let mut o = CudaOptions::default();
-        let number = |name: &str| -> Result<Option<u64>, String> {
-            match var(name) {
+        let bad = |variable: &'static str, value: u64, expected: &'static str| OptionError {
+            variable,
+            value: value.to_string(),
+            expected,
+        };
+        let number = |variable: &'static str| -> Result<Option<u64>, OptionError> {
+            match var(variable) {
                 None => Ok(None),
                 Some(v) if v.trim().is_empty() => Ok(None),
-                Some(v) => v
-                    .trim()
-                    .parse::<u64>()
-                    .map(Some)
-                    .map_err(|_| format!("{name}={v:?} is not a whole number")),
+                Some(v) => v.trim().parse::<u64>().map(Some).map_err(|_| OptionError {
+                    variable,
+                    value: v,
+                    expected: "a whole number",
+                }),
             }
         };
         if let Some(n) = number("GPU_MPI_CUDA_DEVICE")? {
-            o.ordinal = u32::try_from(n).map_err(|_| format!("GPU_MPI_CUDA_DEVICE={n} is too large"))?;
+            o.ordinal = u32::try_from(n).map_err(|_| bad("GPU_MPI_CUDA_DEVICE", n, "a device ordinal"))?;
         }
         match number("GPU_MPI_MAX_REGISTERS")? {
             None | Some(0) => {}
             Some(n @ 16..=255) => o.max_registers = Some(n as u32),
-            Some(n) => {
-                return Err(format!(
-                    "GPU_MPI_MAX_REGISTERS={n}: expected 16..=255, or 0 for no cap"
-                ))
-            }
+            Some(n) => return Err(bad("GPU_MPI_MAX_REGISTERS", n, "16..=255, or 0 for no cap")),
         }
         match number("GPU_MPI_TIMEOUT_MS")? {
             None => {}
-            Some(0) => return Err("GPU_MPI_TIMEOUT_MS=0: GPU waits must be bounded".into()),
+            Some(0) => {
+                return Err(bad(
+                    "GPU_MPI_TIMEOUT_MS",
+                    0,
+                    "a positive number of milliseconds (GPU waits must be bounded)",
+                ))
+            }
             Some(ms) => o.default_timeout = Duration::from_millis(ms),
         }
         match number("GPU_MPI_BACKOFF_NS")? {
             None => {}
             Some(n @ 1..=0xffff_ffff) => o.default_backoff_max_ns = Some(n as u32),
-            Some(n) => return Err(format!("GPU_MPI_BACKOFF_NS={n}: expected 1..=4294967295")),
+            Some(n) => return Err(bad("GPU_MPI_BACKOFF_NS", n, "1..=4294967295")),
         }
         match number("GPU_MPI_WATCHDOG_S")? {
             None => {}
@@ -307,10 +316,6 @@ impl Drop for CudaDevice {
     }
 }
 
-fn no_gpu(why: impl Into<String>) -> HostError {
-    HostError::NoGpu(why.into())
-}
-
 /// The text of a panic payload.
 fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
     p.downcast_ref::<String>()
@@ -323,9 +328,13 @@ fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
 enum Finish {
     Done,
     /// The kernel faulted (the context is unusable).
-    Failed(String),
+    Failed {
+        error: DriverFailure,
+        /// It surfaced while reading the abort word.
+        reading_abort_word: bool,
+    },
     /// The kernel does not finish; why the launch gave up.
-    Stuck(String),
+    Stuck(StuckReason),
 }
 
 impl CudaDevice {
@@ -335,7 +344,7 @@ impl CudaDevice {
     /// GPU is usable: no driver, no device, compute capability below 7.0, no
     /// cooperative launch, no PTX for this device.
     pub fn open(ptx: &[(&'static str, &'static str)]) -> Result<CudaDevice, HostError> {
-        let options = CudaOptions::from_env().map_err(no_gpu)?;
+        let options = CudaOptions::from_env().map_err(NoGpu::from)?;
         CudaDevice::open_with(options, ptx)
     }
 
@@ -348,16 +357,16 @@ impl CudaDevice {
         // its initialisers and finalisers; nothing else (cudarc's own
         // loader does the same before every first driver call).
         if !unsafe { sys::is_culib_present() } {
-            return Err(no_gpu("no CUDA driver (libcuda.so not found)"));
+            return Err(NoGpu::NoDriver.into());
         }
         // cudarc panics when the library lacks a symbol it is asked for (a
         // driver older than CUDA 11): report that as no usable GPU.
         match std::panic::catch_unwind(|| CudaDevice::open_loaded(options, ptx)) {
             Ok(r) => r,
-            Err(p) => Err(no_gpu(format!(
-                "the CUDA driver cannot be used: {}",
-                panic_text(&*p)
-            ))),
+            Err(p) => Err(NoGpu::OldDriver {
+                missing: panic_text(&*p),
+            }
+            .into()),
         }
     }
 
@@ -367,20 +376,22 @@ impl CudaDevice {
     ) -> Result<CudaDevice, HostError> {
         use sys::CUdevice_attribute as A;
         // SAFETY: `cuInit` has no preconditions.
-        if let Err(e) = unsafe { cu!(cuInit(0)) } {
-            return Err(no_gpu(e.to_string().replace("CUDA error: ", "")));
+        let r = unsafe { sys::cuInit(0) };
+        if r != sys::CUresult::CUDA_SUCCESS {
+            return Err(NoGpu::Init(driver::failure(r)).into());
         }
         let mut count = 0;
         // SAFETY: the driver is initialised; `count` is a valid place.
         unsafe { cu!(cuDeviceGetCount(&mut count)) }?;
         if count <= 0 {
-            return Err(no_gpu("no CUDA device"));
+            return Err(NoGpu::NoDevice.into());
         }
         if options.ordinal >= count as u32 {
-            return Err(no_gpu(format!(
-                "no CUDA device {} ({count} present)",
-                options.ordinal
-            )));
+            return Err(NoGpu::NoSuchDevice {
+                ordinal: options.ordinal,
+                count: count as u32,
+            }
+            .into());
         }
         let mut device: sys::CUdevice = 0;
         // SAFETY: the driver is initialised; the ordinal is below the count.
@@ -398,18 +409,18 @@ impl CudaDevice {
         let cc = attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)? * 10
             + attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
         if cc < plan::MIN_COMPUTE_CAPABILITY {
-            return Err(no_gpu(format!(
-                "{name} has compute capability {}; the kernels need 7.0 or later",
-                plan::compute_capability(cc)
-            )));
+            return Err(NoGpu::ComputeCapability {
+                name,
+                major: cc / 10,
+                minor: cc % 10,
+            }
+            .into());
         }
         if attr(A::CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH)? == 0 {
-            return Err(no_gpu(format!("{name} does not support cooperative launches")));
+            return Err(NoGpu::NoCooperativeLaunch { name }.into());
         }
         if ptx.is_empty() {
-            return Err(no_gpu(
-                "built without PTX (GPU_MPI_SKIP_PTX=1): no kernels to run",
-            ));
+            return Err(NoGpu::NoPtx.into());
         }
         let candidates = plan::ptx_candidates(ptx, cc);
         if candidates.is_empty() {
@@ -419,11 +430,12 @@ impl CudaDevice {
                     plan::ptx_sm(label, text).map_or_else(|| "?".into(), |s| format!("sm_{s}"))
                 })
                 .collect();
-            return Err(no_gpu(format!(
-                "no embedded PTX for compute capability {} (have {})",
-                plan::compute_capability(cc),
-                have.join(", ")
-            )));
+            return Err(NoGpu::NoMatchingPtx {
+                major: cc / 10,
+                minor: cc % 10,
+                have,
+            }
+            .into());
         }
         let limits = DeviceLimits {
             sms: attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
@@ -455,17 +467,21 @@ impl CudaDevice {
                     break;
                 }
                 // A driver older than the PTX ISA of this variant: try the next.
-                Err(e) if e.code == sys::CUresult::CUDA_ERROR_UNSUPPORTED_PTX_VERSION => {
-                    refusals.push(format!("sm_{sm}: {}", e.message))
-                }
+                Err(
+                    e @ CudaError::ModuleLoad {
+                        error:
+                            DriverFailure {
+                                code: DriverError(sys::CUresult::CUDA_ERROR_UNSUPPORTED_PTX_VERSION),
+                                ..
+                            },
+                        ..
+                    },
+                ) => refusals.push(format!("sm_{sm}: {e}")),
                 Err(e) => return Err(e.into()),
             }
         }
         let Some((ptx_sm, text, module)) = loaded else {
-            return Err(HostError::Cuda(format!(
-                "the driver rejects every embedded PTX: {}",
-                refusals.join("; ")
-            )));
+            return Err(CudaError::EveryPtxRejected { refusals }.into());
         };
         let jit_time = jit_start.elapsed();
         let mut streams = [std::ptr::null_mut(); 2];
@@ -585,18 +601,18 @@ impl CudaDevice {
             return Ok(*f);
         }
         self.ctx.bind()?;
-        let c_name =
-            CString::new(name).map_err(|_| HostError::Cuda(format!("kernel name {name:?} holds a NUL")))?;
+        let c_name = CString::new(name).map_err(|_| CudaError::KernelName { name: name.into() })?;
         let mut raw: sys::CUfunction = std::ptr::null_mut();
         // SAFETY: the context is current and `module` loaded in it; the name
         // is NUL-terminated and outlives the call; `raw` is a valid place.
         let r = unsafe { sys::cuModuleGetFunction(&mut raw, inner.module, c_name.as_ptr()) };
         if r == sys::CUresult::CUDA_ERROR_NOT_FOUND {
-            return Err(HostError::Cuda(format!(
-                "kernel {name} is not in the loaded sm_{} PTX (cuModuleGetFunction: {})",
-                self.info.ptx_sm,
-                driver::describe(r)
-            )));
+            return Err(CudaError::KernelNotFound {
+                name: name.into(),
+                ptx_sm: self.info.ptx_sm,
+                error: driver::failure(r),
+            }
+            .into());
         }
         driver::check("cuModuleGetFunction", r)?;
         let attr = |a| {
@@ -684,11 +700,13 @@ impl CudaDevice {
     pub fn upload(&self, buffer: &mut CudaBuffer, offset: usize, data: &[u8]) -> Result<(), HostError> {
         let end = offset.checked_add(data.len()).filter(|&e| e <= buffer.len());
         if end.is_none() {
-            return Err(HostError::Alloc(format!(
-                "upload of {} bytes at offset {offset} into a buffer of {} bytes",
-                data.len(),
-                buffer.len()
-            )));
+            return Err(BufferError::OutOfRange {
+                direction: CopyDirection::Upload,
+                bytes: data.len(),
+                offset,
+                len: buffer.len(),
+            }
+            .into());
         }
         if data.is_empty() {
             return Ok(());
@@ -714,11 +732,13 @@ impl CudaDevice {
     pub fn download(&self, buffer: &CudaBuffer, offset: usize, out: &mut [u8]) -> Result<(), HostError> {
         let end = offset.checked_add(out.len()).filter(|&e| e <= buffer.len());
         if end.is_none() {
-            return Err(HostError::Alloc(format!(
-                "download of {} bytes at offset {offset} from a buffer of {} bytes",
-                out.len(),
-                buffer.len()
-            )));
+            return Err(BufferError::OutOfRange {
+                direction: CopyDirection::Download,
+                bytes: out.len(),
+                offset,
+                len: buffer.len(),
+            }
+            .into());
         }
         let inner = self.lock();
         self.download_locked(&inner, buffer.device_address() + offset as u64, out)
@@ -872,30 +892,37 @@ impl CudaDevice {
         let timeout = Duration::from_nanos(config.timeout_ns);
         match self.wait_locked(&mut inner, world.ptr(), timeout) {
             Finish::Done => {}
-            Finish::Failed(why) => {
-                let message = format!(
-                    "kernel {} failed: {why} (a rank trapped: a panic in device code, or a bad memory access); \
-                     the GPU context is unusable until the process exits",
-                    kernel.name
-                );
-                self.ctx.poison(message.clone());
+            Finish::Failed {
+                error,
+                reading_abort_word,
+            } => {
+                let e = CudaError::KernelFailed {
+                    kernel: kernel.name.into(),
+                    error,
+                    reading_abort_word,
+                };
+                self.ctx.poison(e.to_string());
                 world.leak();
                 args_memory.leak();
-                return Err(HostError::Cuda(message));
+                return Err(e.into());
             }
             Finish::Stuck(why) => {
                 let records = self.snapshot_locked(&inner, world.ptr(), &layout, &mut image);
-                let message = format!(
-                    "kernel {} never finished: {why}; the GPU context is unusable until the process exits",
-                    kernel.name
-                );
-                self.ctx.poison(message.clone());
+                let e = CudaError::KernelStuck {
+                    kernel: kernel.name.into(),
+                    why,
+                    records,
+                };
+                // Later calls name the hang, not the wait records again.
+                let poisoned = CudaError::KernelStuck {
+                    kernel: kernel.name.into(),
+                    why,
+                    records: None,
+                };
+                self.ctx.poison(poisoned.to_string());
                 world.leak();
                 args_memory.leak();
-                return Err(HostError::Cuda(match records {
-                    Some(report) => format!("{message}; its wait records: {report}"),
-                    None => message,
-                }));
+                return Err(e.into());
             }
         }
         let mut ms: f32 = 0.0;
@@ -911,6 +938,15 @@ impl CudaDevice {
             world.ptr() + layout.records as u64,
             &mut image[layout.records..layout.total],
         )?;
+        if report::timed_out(&image, &layout) {
+            // A deadlock: its report also lists the messages left in the
+            // outboxes, as the emulator's does.
+            self.download_locked(
+                &inner,
+                world.ptr() + layout.outboxes as u64,
+                &mut image[layout.outboxes..layout.barrier],
+            )?;
+        }
         drop(world);
         drop(args_memory);
         drop(inner);
@@ -940,7 +976,12 @@ impl CudaDevice {
             match unsafe { sys::cuEventQuery(inner.stop) } {
                 sys::CUresult::CUDA_SUCCESS => return Finish::Done,
                 sys::CUresult::CUDA_ERROR_NOT_READY => {}
-                r => return Finish::Failed(driver::describe(r)),
+                r => {
+                    return Finish::Failed {
+                        error: driver::failure(r),
+                        reading_abort_word: false,
+                    }
+                }
             }
             let now = Instant::now();
             if probing {
@@ -956,7 +997,12 @@ impl CudaDevice {
                         }
                     }
                     sys::CUresult::CUDA_ERROR_NOT_READY => {}
-                    r => return Finish::Failed(format!("reading the abort word: {}", driver::describe(r))),
+                    r => {
+                        return Finish::Failed {
+                            error: driver::failure(r),
+                            reading_abort_word: true,
+                        }
+                    }
                 }
             } else if now >= next_probe {
                 next_probe = now + PROBE_INTERVAL;
@@ -970,31 +1016,26 @@ impl CudaDevice {
                     sys::cuMemcpyDtoHAsync_v2(dst, world + ABORT_OFFSET as u64, 4, inner.probe_stream)
                 };
                 if r != sys::CUresult::CUDA_SUCCESS {
-                    return Finish::Failed(format!("reading the abort word: {}", driver::describe(r)));
+                    return Finish::Failed {
+                        error: driver::failure(r),
+                        reading_abort_word: true,
+                    };
                 }
                 probing = true;
             }
             if let Some(t) = aborted_at {
                 if now.duration_since(t) > grace {
-                    return Finish::Stuck(format!(
-                        "the world was aborted (a wait timed out) {:.1} s ago and the kernel still runs: \
-                         some rank is stuck outside any bounded wait, e.g. in a block barrier \
-                         (barrier.sync) that ranks which returned never reach",
-                        now.duration_since(t).as_secs_f64()
-                    ));
+                    return Finish::Stuck(StuckReason::AbortedButRunning {
+                        since: now.duration_since(t),
+                    });
                 }
             }
             if let Some(w) = self.options.watchdog {
                 if now.duration_since(started) > w {
-                    return Finish::Stuck(format!(
-                        "it ran past the {} s watchdog (CudaOptions::watchdog, GPU_MPI_WATCHDOG_S){}",
-                        w.as_secs_f64(),
-                        if aborted_at.is_some() {
-                            ""
-                        } else {
-                            " without any wait timing out"
-                        }
-                    ));
+                    return Finish::Stuck(StuckReason::Watchdog {
+                        watchdog: w,
+                        aborted: aborted_at.is_some(),
+                    });
                 }
             }
             if now.duration_since(started) < Duration::from_millis(2) {
