@@ -20,6 +20,9 @@
 //! # Ok::<(), gpu_mpi_host::HostError>(())
 //! ```
 //!
+//! - [`KernelImages`]: the kernels a program ships (PTX and SASS per SM),
+//!   embedded with [`include_kernels!`] from what
+//!   `gpu_mpi_ptx_builder::KernelBuilder` built; [`Device::open_kernels`].
 //! - [`Device`]: a backend ([`BackendKind`]): `cpu`, the emulator ([`cpu`],
 //!   docs/emulator.md), or `cuda`, an NVIDIA GPU; buffers ([`DeviceBuffer`])
 //!   and launches.
@@ -32,12 +35,14 @@ pub mod cpu;
 pub mod cuda;
 mod device;
 mod error;
+mod images;
 pub mod report;
 mod spec;
 
 pub use cpu::{CpuDevice, CpuOptions};
 pub use device::{Device, DeviceBuffer, LaunchReport};
 pub use error::{HostError, Resource};
+pub use images::{KernelImages, KernelParts};
 pub use report::{BlockedRank, BlockedState, DeadlockReport};
 pub use spec::{
     default_block_dim, BackendKind, ParseBackendKindError, RankCount, Residency, WorldSpec,
