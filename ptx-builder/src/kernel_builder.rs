@@ -137,6 +137,7 @@ impl KernelBuilder {
             TOOLCHAIN_ENV,
             AUTO_INSTALL_ENV,
             "GPU_MPI_PTX_TARGET_DIR",
+            "RUSTUP",
             "PTXAS",
             "CUDA_HOME",
             "CUDA_PATH",

@@ -177,3 +177,46 @@ fn a_missing_toolchain_builds_without_kernels_and_says_how_to_install_it() {
     );
     assert!(!run.contains("ptx sm_"), "{run}");
 }
+
+#[cfg(unix)]
+#[test]
+fn a_failed_install_is_announced_then_builds_without_kernels() {
+    use std::os::unix::fs::PermissionsExt;
+    // A rustup without toolchains whose installs fail (as offline).
+    let dir = target_dir().join("builder-tests");
+    std::fs::create_dir_all(&dir).unwrap();
+    let rustup = dir.join("failing-rustup.sh");
+    std::fs::write(
+        &rustup,
+        "#!/bin/sh\n\
+         case \"$1\" in\n\
+           run) echo \"error: toolchain is not installed\" >&2; exit 1;;\n\
+           *) echo \"error: could not download: no network here\" >&2; exit 1;;\n\
+         esac\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&rustup, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (out, target) = build_fixture(
+        "install",
+        &[
+            ("RUSTUP", rustup.to_str().unwrap()),
+            ("GPU_MPI_PTX_TOOLCHAIN", "nightly-offline"),
+        ],
+    );
+    let log = text(&out);
+    assert!(out.status.success(), "{log}");
+    let command =
+        "rustup toolchain install nightly-offline --profile minimal --component rust-src,llvm-tools";
+    let warnings: Vec<&str> = log.lines().filter(|l| l.contains("gpu-mpi:")).collect();
+    assert_eq!(warnings.len(), 2, "{log}");
+    assert!(
+        warnings[0].contains(&format!(
+            "gpu-mpi: installing the Rust `nightly-offline` toolchain for the GPU kernels: `{command}`"
+        )),
+        "{log}"
+    );
+    assert!(warnings[1].contains("building without GPU kernels"), "{log}");
+    assert!(warnings[1].contains("no network here"), "{log}");
+    assert!(warnings[1].contains(&format!("run `{command}`")), "{log}");
+    assert!(generated(&target).contains("Some(\"the Rust `nightly-offline` toolchain is missing and"));
+}
