@@ -14,7 +14,9 @@
 //!
 //! and a buffer type (`CpuBuffer`, `CudaBuffer`) with `len(&self) -> usize`
 //! and its device address (`as_ptr()` on the cpu, `device_address()` on
-//! cuda). The cuda backend's constructor is
+//! cuda). The cuda backend's constructors are
+//! `CudaDevice::open_images(kernels: &KernelImages) -> Result<CudaDevice, HostError>`
+//! (PTX and SASS per SM) and
 //! `CudaDevice::open(ptx: &[(&'static str, &'static str)]) -> Result<CudaDevice, HostError>`
 //! (the PTX variants, `("sm_70", text)`, ...), failing with
 //! [`HostError::NoGpu`] when no GPU is usable. On the GPU co-residency
@@ -25,6 +27,7 @@
 use crate::cpu::{CpuBuffer, CpuDevice, CpuOptions};
 use crate::cuda::{CudaBuffer, CudaDevice, CudaOptions};
 use crate::error::{AllocError, BufferError, HostError};
+use crate::images::KernelImages;
 use crate::spec::{BackendKind, Residency, WorldSpec};
 use bytemuck::Pod;
 use gpu_mpi_device::{GlobalSlice, Kernel, WorldConfig};
@@ -183,12 +186,38 @@ impl Device {
         kind: BackendKind,
         ptx: &[(&'static str, &'static str)],
     ) -> Result<Device, HostError> {
+        Device::open_with(kind, || CudaDevice::open(ptx))
+    }
+
+    /// Opens a device of `kind` for the kernels a program ships (PTX and
+    /// SASS per SM, from [`include_kernels!`](crate::include_kernels)):
+    ///
+    /// - `Cpu`: the emulator (it runs the host build of the kernels; the
+    ///   images are not used);
+    /// - `Cuda`: the GPU, loading the best image for it
+    ///   ([`crate::cuda::plan::choose_images`]: SASS of its major SM with a
+    ///   minor not above its own, else the PTX of the highest SM not above
+    ///   it, JIT-compiled); [`HostError::NoGpu`] when none is usable, saying
+    ///   `built without GPU kernels: <why>` when the build made none;
+    /// - `Auto`: the GPU when usable, else the emulator with one line on
+    ///   stderr, `gpu-mpi: no usable GPU (<why>); using the cpu backend`.
+    ///
+    /// The cuda backend's options come from the environment
+    /// ([`CudaOptions::from_env`]).
+    pub fn open_kernels(kind: BackendKind, kernels: &KernelImages) -> Result<Device, HostError> {
+        Device::open_with(kind, || CudaDevice::open_images(kernels))
+    }
+
+    fn open_with(
+        kind: BackendKind,
+        cuda: impl FnOnce() -> Result<CudaDevice, HostError>,
+    ) -> Result<Device, HostError> {
         match kind {
             BackendKind::Cpu => Ok(Device::cpu()),
             BackendKind::Cuda => Ok(Device {
-                backend: Backend::Cuda(CudaDevice::open(ptx)?),
+                backend: Backend::Cuda(cuda()?),
             }),
-            BackendKind::Auto => match CudaDevice::open(ptx) {
+            BackendKind::Auto => match cuda() {
                 Ok(d) => Ok(Device {
                     backend: Backend::Cuda(d),
                 }),
@@ -202,6 +231,14 @@ impl Device {
                 }
             },
         }
+    }
+
+    /// The GPU with these options, loading the best of `kernels` (see
+    /// [`Device::open_kernels`]); [`HostError::NoGpu`] when none is usable.
+    pub fn cuda_kernels_with(options: CudaOptions, kernels: &KernelImages) -> Result<Device, HostError> {
+        Ok(Device {
+            backend: Backend::Cuda(CudaDevice::open_images_with(options, kernels)?),
+        })
     }
 
     /// The GPU with these options and PTX variants (see

@@ -203,19 +203,10 @@ pub enum NoGpu {
         /// The device's name.
         name: String,
     },
-    /// The build embedded no PTX.
-    #[error("built without PTX (GPU_MPI_SKIP_PTX=1): no kernels to run")]
-    NoPtx,
-    /// No embedded PTX suits the device.
-    #[error("no embedded PTX for compute capability {major}.{minor} (have {})", have.join(", "))]
-    NoMatchingPtx {
-        /// Major version of the device's compute capability.
-        major: u32,
-        /// Minor version.
-        minor: u32,
-        /// The targets of the embedded PTX, e.g. `sm_100` (`?` when unknown).
-        have: Vec<String>,
-    },
+    /// No embedded kernel image (SASS or PTX) suits the device, or the
+    /// build made none.
+    #[error("{0}")]
+    Images(#[from] crate::cuda::plan::NoImage),
 }
 
 /// A failure of the CUDA driver, or of a kernel on the GPU.
@@ -243,10 +234,11 @@ pub enum CudaError {
     /// A PTX text holds a NUL byte (it cannot be passed to the driver).
     #[error("the PTX holds a NUL byte")]
     PtxNul,
-    /// The driver is too old for every embedded PTX.
-    #[error("the driver rejects every embedded PTX: {}", refusals.join("; "))]
-    EveryPtxRejected {
-        /// One refusal per PTX tried, e.g. `sm_90: cuModuleLoadDataEx failed: ...`.
+    /// The driver refuses every embedded image (too old for the PTX, or a
+    /// cubin it cannot load).
+    #[error("the driver rejects every embedded image: {}", refusals.join("; "))]
+    EveryImageRejected {
+        /// One refusal per image tried, e.g. `sm_90 PTX (JIT): cuModuleLoadDataEx failed: ...`.
         refusals: Vec<String>,
     },
     /// A kernel name cannot be passed to the driver.
@@ -255,13 +247,15 @@ pub enum CudaError {
         /// The name.
         name: String,
     },
-    /// The loaded PTX has no kernel of that name.
-    #[error("kernel {name} is not in the loaded sm_{ptx_sm} PTX (cuModuleGetFunction: {error})")]
+    /// The loaded module has no kernel of that name.
+    #[error("kernel {name} is not in the loaded sm_{ptx_sm} {image} (cuModuleGetFunction: {error})")]
     KernelNotFound {
         /// The kernel's name.
         name: String,
-        /// The target of the loaded PTX.
+        /// The SM of the loaded image.
         ptx_sm: u32,
+        /// SASS or PTX.
+        image: crate::cuda::plan::ImageKind,
         /// The driver's result.
         #[source]
         error: DriverFailure,
@@ -539,13 +533,12 @@ mod tests {
             "CUDA error: cuMemAlloc_v2 failed: CUDA_ERROR_OUT_OF_MEMORY (out of memory)"
         );
         assert_eq!(
-            HostError::from(NoGpu::NoMatchingPtx {
-                major: 9,
-                minor: 0,
-                have: vec!["sm_100".into()]
-            })
+            HostError::from(NoGpu::from(crate::cuda::plan::NoImage::NoneFor {
+                cc: 90,
+                have: "PTX sm_100".into()
+            }))
             .to_string(),
-            "no usable GPU: no embedded PTX for compute capability 9.0 (have sm_100)"
+            "no usable GPU: no embedded PTX or SASS for compute capability 9.0 (have PTX sm_100)"
         );
     }
 

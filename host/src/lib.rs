@@ -20,6 +20,9 @@
 //! # Ok::<(), gpu_mpi_host::HostError>(())
 //! ```
 //!
+//! - [`KernelImages`]: the kernels a program ships (PTX and SASS per SM),
+//!   embedded with [`include_kernels!`] from what
+//!   `gpu_mpi_ptx_builder::KernelBuilder` built; [`Device::open_kernels`].
 //! - [`Device`]: a backend ([`BackendKind`]): `cpu`, the emulator ([`cpu`],
 //!   docs/emulator.md), or `cuda`, an NVIDIA GPU; buffers ([`DeviceBuffer`])
 //!   and launches.
@@ -32,6 +35,7 @@ pub mod cpu;
 pub mod cuda;
 mod device;
 mod error;
+mod images;
 pub mod report;
 mod spec;
 
@@ -41,6 +45,7 @@ pub use error::{
     AllocError, BufferError, CopyDirection, CudaError, DriverFailure, HostError, NoGpu, OptionError,
     Resource, StuckReason,
 };
+pub use images::{KernelImages, KernelParts};
 pub use report::{BlockedRank, BlockedState, DeadlockReport, Hint, UnreceivedMessage};
 pub use spec::{
     default_block_dim, BackendKind, ParseBackendKindError, RankCount, Residency, WorldSpec,

@@ -4,11 +4,12 @@
 //! On a machine with a GPU, scripts/gpu-check.sh runs the real thing.
 
 use gpu_mpi_device::{Error, World};
+use gpu_mpi_host::cuda::plan::ImageKind;
 use gpu_mpi_host::cuda::plan::{
     ptx_candidates, ptx_entries, ptx_sm, Bounds, DeviceLimits, KernelOccupancy, KernelResources,
 };
 use gpu_mpi_host::cuda::CudaOptions;
-use gpu_mpi_host::{BackendKind, Device, HostError, RankCount, Resource, WorldSpec};
+use gpu_mpi_host::{BackendKind, Device, HostError, KernelImages, RankCount, Resource, WorldSpec};
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
@@ -89,6 +90,35 @@ fn auto_falls_back_to_the_emulator() {
     assert!(d.as_cpu().is_some() && d.as_cuda().is_none());
     let d = Device::open_variants(BackendKind::Auto, &[]).unwrap();
     assert_eq!(d.backend_name(), "cpu");
+    let d = Device::open_kernels(BackendKind::Auto, &WITHOUT).unwrap();
+    assert_eq!(d.backend_name(), "cpu");
+    assert_eq!(
+        Device::open_kernels(BackendKind::Cpu, &KernelImages::EMPTY)
+            .unwrap()
+            .backend_name(),
+        "cpu"
+    );
+}
+
+/// What a build without the nightly toolchain embeds.
+static WITHOUT: KernelImages = KernelImages::from_parts((
+    &[],
+    &[],
+    "",
+    Some("the Rust `nightly` toolchain is missing; run `rustup toolchain install nightly`"),
+));
+
+#[test]
+fn opening_cuda_without_kernels_says_why_they_are_missing() {
+    // Before any driver call, so on every machine.
+    match Device::open_kernels(BackendKind::Cuda, &WITHOUT) {
+        Err(HostError::NoGpu(why)) => assert_eq!(
+            why.to_string(),
+            "built without GPU kernels: the Rust `nightly` toolchain is missing; \
+             run `rustup toolchain install nightly`"
+        ),
+        other => panic!("expected NoGpu, got {other:?}"),
+    }
 }
 
 #[test]
@@ -358,6 +388,20 @@ gpu_mpi_device::kernel! {
 const ARGS: [u32; 4] = [0xC0FFEE, 1, 2, 3];
 const FAKE_PTX: &str = "//\n.version 7.8\n.target sm_90\n.address_size 64\n\n\
                         .visible .entry heavy(\n)\n{\n}\n.visible .entry light(\n)\n{\n}\n";
+const FAKE_PTX70: &str = "//\n.version 7.0\n.target sm_70\n.address_size 64\n\n\
+                          .visible .entry heavy(\n)\n{\n}\n.visible .entry light(\n)\n{\n}\n";
+/// What a KernelBuilder build embeds, with stand-in cubins the fake driver
+/// knows by the name after the ELF magic.
+static SHIPPED: KernelImages = KernelImages::from_parts((
+    &[("sm_70", FAKE_PTX70), ("sm_90", FAKE_PTX)],
+    &[
+        ("sm_70", b"\x7fELFfake sm_70 cubin\0" as &[u8]),
+        ("sm_80", b"\x7fELFfake sm_80 cubin\0" as &[u8]),
+        ("sm_90", b"\x7fELFfake sm_90 cubin\0" as &[u8]),
+    ],
+    "report",
+    None,
+));
 
 fn build_fake_driver() -> Option<PathBuf> {
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fake_cuda/libcuda.c");
@@ -564,8 +608,60 @@ fn fake_driver_child() {
     match Device::open_variants(BackendKind::Cuda, &[("sm_100", sm100)]) {
         Err(HostError::NoGpu(m)) => assert_eq!(
             m.to_string(),
-            "no embedded PTX for compute capability 9.0 (have sm_100)"
+            "no embedded PTX or SASS for compute capability 9.0 (have PTX sm_100)"
         ),
         other => panic!("{other:?}"),
     }
+
+    // Shipped kernels: the image each device gets is the one the driver
+    // loads (the fake logs each load).
+    let log = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("fake_cuda/images.log");
+    let _ = std::fs::remove_file(&log);
+    std::env::set_var("FAKE_CUDA_IMAGE_LOG", &log);
+    let last_load = || {
+        let text = std::fs::read_to_string(&log).unwrap();
+        text.lines().last().unwrap().to_string()
+    };
+    let open = |cc: &str| {
+        std::env::set_var("FAKE_CUDA_CC", cc);
+        Device::cuda_kernels_with(fake_options(Duration::from_secs(30)), &SHIPPED).unwrap()
+    };
+    // H100: the sm_90 cubin; the kernels are named by the PTX.
+    let d = open("90");
+    let info = d.as_cuda().unwrap().info().clone();
+    assert_eq!((info.ptx_sm, info.image), (90, ImageKind::Sass));
+    assert!(
+        info.to_string().contains(", sm_90 SASS, registers uncapped"),
+        "{info}"
+    );
+    assert_eq!(last_load(), "sass fake sm_90 cubin");
+    assert_eq!(d.as_cuda().unwrap().kernels(), &["heavy", "light"]);
+    assert_eq!(d.max_ranks_for(&HEAVY, 256).unwrap(), 33_792);
+    // 8.6: the sm_80 cubin; 7.5: the sm_70 one.
+    let d = open("86");
+    assert_eq!(d.as_cuda().unwrap().info().image, ImageKind::Sass);
+    assert_eq!(last_load(), "sass fake sm_80 cubin");
+    drop(open("75"));
+    assert_eq!(last_load(), "sass fake sm_70 cubin");
+    // 12.0: no cubin of its major: the sm_90 PTX, JIT-compiled.
+    let d = open("120");
+    let info = d.as_cuda().unwrap().info().clone();
+    assert_eq!((info.ptx_sm, info.image), (90, ImageKind::Ptx));
+    assert!(info.to_string().contains(", sm_90 PTX (JIT), "), "{info}");
+    assert_eq!(last_load(), "ptx sm_90");
+    // A register cap is applied by the JIT only: PTX even on an H100.
+    std::env::set_var("FAKE_CUDA_CC", "90");
+    let capped = CudaOptions {
+        max_registers: Some(128),
+        ..fake_options(Duration::from_secs(30))
+    };
+    let d = Device::cuda_kernels_with(capped, &SHIPPED).unwrap();
+    assert_eq!(d.as_cuda().unwrap().info().image, ImageKind::Ptx);
+    assert_eq!(last_load(), "ptx sm_90");
+    // Through open_kernels, options from the environment.
+    let d = Device::open_kernels(BackendKind::Auto, &SHIPPED).unwrap();
+    assert_eq!(d.backend_name(), "cuda");
+    assert_eq!(last_load(), "sass fake sm_90 cubin");
+    std::env::remove_var("FAKE_CUDA_CC");
+    std::env::remove_var("FAKE_CUDA_IMAGE_LOG");
 }

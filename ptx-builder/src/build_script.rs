@@ -69,12 +69,12 @@ pub fn run(kernel_crate: &Path, watch: &[&Path]) {
     }
 }
 
-fn skip_requested() -> bool {
+pub(crate) fn skip_requested() -> bool {
     std::env::var(SKIP_ENV).is_ok_and(|v| !v.is_empty() && v != "0")
 }
 
 /// Key of a ptxas report: ptxas, the jobs and the PTX contents.
-fn report_key(ptxas: Option<&Path>, jobs: &[(PathBuf, String)]) -> String {
+pub(crate) fn report_key(ptxas: Option<&Path>, jobs: &[(PathBuf, String)]) -> String {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
     ptxas.hash(&mut h);
@@ -86,7 +86,7 @@ fn report_key(ptxas: Option<&Path>, jobs: &[(PathBuf, String)]) -> String {
     format!("{:016x}", h.finish())
 }
 
-fn archs_from_env(var: &str, default: &[u32]) -> Result<Vec<u32>, String> {
+pub(crate) fn archs_from_env(var: &str, default: &[u32]) -> Result<Vec<u32>, String> {
     match std::env::var(var) {
         Ok(s) if var == CHECK_ARCHS_ENV && s.trim() == "none" => Ok(Vec::new()),
         Ok(s) if !s.trim().is_empty() => {
@@ -99,7 +99,7 @@ fn archs_from_env(var: &str, default: &[u32]) -> Result<Vec<u32>, String> {
 /// The nested builds' target directory: `<outer target dir>/gpu-mpi-ptx`,
 /// shared by every profile of the outer build. `OUT_DIR` is
 /// `<target>[/<triple>]/<profile>/build/<pkg>-<hash>/out`.
-fn nested_target_dir(out_dir: &Path) -> PathBuf {
+pub(crate) fn nested_target_dir(out_dir: &Path) -> PathBuf {
     if let Some(dir) = std::env::var_os("GPU_MPI_PTX_TARGET_DIR") {
         return PathBuf::from(dir);
     }

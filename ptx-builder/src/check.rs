@@ -226,6 +226,9 @@ pub struct Assembly {
     pub ptx: PathBuf,
     /// `sm_XX` it was assembled for.
     pub arch: String,
+    /// The cubin ptxas wrote ([`cubin_path`]); only meaningful when `error`
+    /// is `None`.
+    pub cubin: PathBuf,
     /// Per-kernel resources (empty when assembly failed).
     pub kernels: Vec<KernelResources>,
     /// `ptxas warning` lines.
@@ -289,10 +292,17 @@ pub fn ptxas_version(ptxas: &Path) -> Option<String> {
     Some(line.trim().to_string())
 }
 
+/// Where [`assemble`] writes the cubin of `ptx` for `arch`: next to the PTX,
+/// `kernels_sm70.ptx` giving `kernels_sm70.sm_80.cubin`.
+pub fn cubin_path(ptx: &Path, arch: &str) -> PathBuf {
+    ptx.with_extension(format!("{arch}.cubin"))
+}
+
 /// Assembles `ptx` for `arch` (`sm_70`) with `ptxas -v`, writing the cubin
-/// next to the PTX.
+/// next to the PTX ([`cubin_path`]): one ptxas run gives both the SASS and
+/// the report.
 pub fn assemble(ptxas: &Path, ptx: &Path, arch: &str) -> Assembly {
-    let cubin = ptx.with_extension(format!("{arch}.cubin"));
+    let cubin = cubin_path(ptx, arch);
     let result = Command::new(ptxas)
         .arg(format!("-arch={arch}"))
         .arg("-v")
@@ -303,6 +313,7 @@ pub fn assemble(ptxas: &Path, ptx: &Path, arch: &str) -> Assembly {
     let mut a = Assembly {
         ptx: ptx.to_path_buf(),
         arch: arch.to_string(),
+        cubin,
         kernels: Vec::new(),
         warnings: Vec::new(),
         error: None,
@@ -350,6 +361,7 @@ pub fn assemble_all(ptxas: &Path, jobs: &[(PathBuf, String)]) -> Vec<Assembly> {
                 h.join().unwrap_or_else(|_| Assembly {
                     ptx: ptx.clone(),
                     arch: arch.clone(),
+                    cubin: cubin_path(ptx, arch),
                     kernels: Vec::new(),
                     warnings: Vec::new(),
                     error: Some("the ptxas thread panicked".into()),

@@ -26,7 +26,10 @@
 mod ar;
 pub mod build_script;
 pub mod check;
+mod kernel_builder;
 mod link;
+
+pub use kernel_builder::{KernelBuilder, AUTO_INSTALL_ENV, GENERATED_FILE, SASS_ARCHS_DEFAULT};
 
 use std::ffi::OsString;
 use std::fmt;
@@ -159,7 +162,7 @@ pub fn clear_cargo_env(cmd: &mut Command) {
     }
 }
 
-fn rustup() -> Command {
+pub(crate) fn rustup() -> Command {
     let mut c = Command::new(std::env::var_os("RUSTUP").unwrap_or_else(|| "rustup".into()));
     clear_cargo_env(&mut c);
     // Never let a probe install a toolchain behind the user's back.
@@ -167,28 +170,97 @@ fn rustup() -> Command {
     c
 }
 
+/// What keeps a rustup toolchain from building kernels ([`Toolchain::probe`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ToolchainGap {
+    /// `rustup` is not found.
+    NoRustup,
+    /// The toolchain is not installed.
+    NotInstalled,
+    /// The toolchain is installed but is no nightly; its `release:` line.
+    NotNightly(String),
+    /// These components of the toolchain are missing (`rust-src`, `llvm-tools`).
+    Components(Vec<&'static str>),
+    /// The toolchain runs but `rustc --print sysroot` failed; why.
+    NoSysroot(String),
+}
+
+impl ToolchainGap {
+    /// What is missing, in words, for toolchain `name`.
+    pub fn what(&self, name: &str) -> String {
+        match self {
+            ToolchainGap::NoRustup => "rustup (needed to run the nightly toolchain)".into(),
+            ToolchainGap::NotInstalled => format!("the Rust `{name}` toolchain"),
+            ToolchainGap::NotNightly(release) => {
+                format!("a nightly toolchain (`{name}` is rustc {release}; {TOOLCHAIN_ENV} picks another)")
+            }
+            ToolchainGap::Components(c) => format!(
+                "the {} component{} of the `{name}` toolchain",
+                c.iter()
+                    .map(|c| format!("`{c}`"))
+                    .collect::<Vec<_>>()
+                    .join(" and "),
+                if c.len() > 1 { "s" } else { "" }
+            ),
+            ToolchainGap::NoSysroot(why) => {
+                format!("a working `{name}` toolchain (`rustc --print sysroot` failed: {why})")
+            }
+        }
+    }
+
+    /// The rustup command that fills the gap, when rustup can: installing
+    /// the toolchain, or adding the components. `None` for no rustup, a
+    /// toolchain that is no nightly, or a broken one.
+    pub fn rustup_install(&self, name: &str) -> Option<String> {
+        match self {
+            ToolchainGap::NotInstalled => Some(format!(
+                "rustup toolchain install {name} --profile minimal --component rust-src,llvm-tools"
+            )),
+            ToolchainGap::Components(c) => {
+                Some(format!("rustup component add {} --toolchain {name}", c.join(" ")))
+            }
+            ToolchainGap::NoRustup | ToolchainGap::NotNightly(_) | ToolchainGap::NoSysroot(_) => None,
+        }
+    }
+
+    /// The command a person runs to fill the gap (for messages).
+    pub fn install_hint(&self, name: &str) -> String {
+        match self {
+            ToolchainGap::NoRustup => format!(
+                "curl --proto '=https' -sSf https://sh.rustup.rs | sh, then rustup toolchain install {name} \
+                 --profile minimal --component rust-src,llvm-tools"
+            ),
+            ToolchainGap::NotNightly(_) => {
+                "rustup toolchain install nightly --profile minimal --component rust-src,llvm-tools".into()
+            }
+            ToolchainGap::NoSysroot(_) => format!(
+                "rustup toolchain install {name} --profile minimal --component rust-src,llvm-tools --force"
+            ),
+            gap => gap.rustup_install(name).unwrap_or_default(),
+        }
+    }
+}
+
 impl Toolchain {
     /// Finds the rustup toolchain `name` and checks that it is a nightly with
     /// `rust-src` and `llvm-tools`.
     pub fn locate(name: &str) -> Result<Toolchain, Error> {
-        let install_tc = format!("rustup toolchain install {name} --component rust-src,llvm-tools");
+        Toolchain::probe(name).map_err(|gap| Error::Missing {
+            what: gap.what(name),
+            install: gap.install_hint(name),
+        })
+    }
+
+    /// Like [`locate`](Self::locate), saying what is missing as a
+    /// [`ToolchainGap`] (what [`KernelBuilder`] installs).
+    pub fn probe(name: &str) -> Result<Toolchain, ToolchainGap> {
         let vv = rustup()
             .args(["run", name, "rustc", "-vV"])
             .stderr(Stdio::null())
             .output();
         let vv = match vv {
-            Err(_) => {
-                return Err(Error::Missing {
-                    what: "rustup (needed to run the nightly toolchain)".into(),
-                    install: "curl --proto '=https' -sSf https://sh.rustup.rs | sh".into(),
-                })
-            }
-            Ok(o) if !o.status.success() => {
-                return Err(Error::Missing {
-                    what: format!("the Rust `{name}` toolchain"),
-                    install: install_tc,
-                })
-            }
+            Err(_) => return Err(ToolchainGap::NoRustup),
+            Ok(o) if !o.status.success() => return Err(ToolchainGap::NotInstalled),
             Ok(o) => String::from_utf8_lossy(&o.stdout).into_owned(),
         };
         let field = |key: &str| {
@@ -199,38 +271,34 @@ impl Toolchain {
         };
         let release = field("release:");
         if !(release.contains("nightly") || release.contains("dev")) {
-            return Err(Error::Missing {
-                what: format!(
-                    "a nightly toolchain (`{name}` is rustc {release}; {TOOLCHAIN_ENV} picks another)"
-                ),
-                install: "rustup toolchain install nightly --component rust-src,llvm-tools".into(),
-            });
+            return Err(ToolchainGap::NotNightly(release));
         }
         let host = field("host:");
         let out = rustup()
             .args(["run", name, "rustc", "--print", "sysroot"])
             .output()
-            .map_err(|e| Error::Other(format!("running rustup: {e}")))?;
+            .map_err(|e| ToolchainGap::NoSysroot(e.to_string()))?;
+        if !out.status.success() {
+            return Err(ToolchainGap::NoSysroot(out.status.to_string()));
+        }
         let sysroot = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+        let llvm_bin = sysroot.join("lib/rustlib").join(&host).join("bin");
+        let exe = std::env::consts::EXE_SUFFIX;
+        let mut missing = Vec::new();
         if !sysroot
             .join("lib/rustlib/src/rust/library/core/Cargo.toml")
             .is_file()
         {
-            return Err(Error::Missing {
-                what: format!("the `rust-src` component of the `{name}` toolchain"),
-                install: format!("rustup component add rust-src --toolchain {name}"),
-            });
+            missing.push("rust-src");
         }
-        let llvm_bin = sysroot.join("lib/rustlib").join(&host).join("bin");
-        let exe = std::env::consts::EXE_SUFFIX;
         if ["llvm-link", "opt", "llc"]
             .iter()
             .any(|t| !llvm_bin.join(format!("{t}{exe}")).is_file())
         {
-            return Err(Error::Missing {
-                what: format!("the `llvm-tools` component of the `{name}` toolchain"),
-                install: format!("rustup component add llvm-tools --toolchain {name}"),
-            });
+            missing.push("llvm-tools");
+        }
+        if !missing.is_empty() {
+            return Err(ToolchainGap::Components(missing));
         }
         Ok(Toolchain {
             name: name.to_string(),
@@ -258,6 +326,7 @@ pub struct PtxBuilder {
     toolchain: String,
     target_dir: Option<PathBuf>,
     linker: Option<PathBuf>,
+    rustc_args: Vec<String>,
 }
 
 impl PtxBuilder {
@@ -271,7 +340,15 @@ impl PtxBuilder {
             toolchain: std::env::var(TOOLCHAIN_ENV).unwrap_or_else(|_| "nightly".into()),
             target_dir: None,
             linker: None,
+            rustc_args: Vec::new(),
         }
+    }
+
+    /// Extra arguments for the rustc that compiles the kernel crate itself
+    /// (after `cargo rustc ... --`; its dependencies do not get them).
+    pub fn rustc_args(mut self, args: &[&str]) -> Self {
+        self.rustc_args = args.iter().map(|a| a.to_string()).collect();
+        self
     }
 
     /// SM numbers to build for (`&[70, 90]`).
@@ -359,6 +436,12 @@ impl PtxBuilder {
         .arg(manifest)
         .arg("--target-dir")
         .arg(target_dir)
+        .args(if self.rustc_args.is_empty() {
+            &[][..]
+        } else {
+            &["--"][..]
+        })
+        .args(&self.rustc_args)
         // -C target-cpu reaches core too (the target requires one CPU for
         // all crates); llbc is the target's own flavor, named so that rustc
         // does not guess another from the linker's file name.

@@ -302,8 +302,34 @@ const JIT_LOG_BYTES: usize = 16 * 1024;
 /// # Safety
 /// A context must be current on the calling thread.
 pub(crate) unsafe fn load_module(ptx: &str, max_registers: Option<u32>) -> Result<sys::CUmodule, CudaError> {
-    use sys::CUjit_option as O;
     let image = CString::new(ptx).map_err(|_| CudaError::PtxNul)?;
+    // SAFETY: a context is current (the caller's contract); `image` is
+    // NUL-terminated PTX text that outlives the call.
+    unsafe { load_image(image.as_ptr() as *const c_void, max_registers) }
+}
+
+/// Loads a cubin (SASS for the device's SM) as a module, without JIT.
+///
+/// # Safety
+/// A context must be current on the calling thread.
+pub(crate) unsafe fn load_cubin(cubin: &[u8]) -> Result<sys::CUmodule, CudaError> {
+    // An embedded cubin (`include_bytes!`) may sit at any address; the ELF
+    // reader is given an 8-byte-aligned copy.
+    let mut aligned = vec![0u64; cubin.len().div_ceil(8)];
+    bytemuck::cast_slice_mut::<u64, u8>(&mut aligned)[..cubin.len()].copy_from_slice(cubin);
+    // SAFETY: a context is current (the caller's contract); `aligned` holds
+    // the whole ELF image, whose headers give its size, and outlives the call.
+    unsafe { load_image(aligned.as_ptr() as *const c_void, None) }
+}
+
+/// `cuModuleLoadDataEx` of `image` (NUL-terminated PTX, or a cubin) with an
+/// error log, and the register cap when given.
+///
+/// # Safety
+/// A context must be current on the calling thread, and `image` point to a
+/// whole PTX text or cubin that outlives the call.
+unsafe fn load_image(image: *const c_void, max_registers: Option<u32>) -> Result<sys::CUmodule, CudaError> {
+    use sys::CUjit_option as O;
     let mut error_log = vec![0u8; JIT_LOG_BYTES];
     let mut options = vec![O::CU_JIT_ERROR_LOG_BUFFER, O::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES];
     // Integer option values travel in the pointer itself (CUDA's convention).
@@ -316,14 +342,14 @@ pub(crate) unsafe fn load_module(ptx: &str, max_registers: Option<u32>) -> Resul
         values.push(n as usize as *mut c_void);
     }
     let mut module: sys::CUmodule = std::ptr::null_mut();
-    // SAFETY: a context is current (the caller's contract); `image` is a
-    // NUL-terminated PTX text that outlives the call; `options` and `values`
-    // have the same length, and the error log buffer is `JIT_LOG_BYTES`
-    // bytes long and outlives the call (the driver writes at most that many).
+    // SAFETY: a context is current and `image` is a whole image that
+    // outlives the call (the caller's contract); `options` and `values` have
+    // the same length, and the error log buffer is `JIT_LOG_BYTES` bytes long
+    // and outlives the call (the driver writes at most that many).
     let r = unsafe {
         sys::cuModuleLoadDataEx(
             &mut module,
-            image.as_ptr() as *const c_void,
+            image,
             options.len() as u32,
             options.as_mut_ptr(),
             values.as_mut_ptr(),

@@ -10,10 +10,11 @@
 //! - **open**: finds the driver (`is_culib_present`), device
 //!   [`CudaOptions::ordinal`] (0), requires compute capability 7.0 and
 //!   cooperative launch, retains the device's primary context and loads the
-//!   embedded PTX of the highest SM not above the device's compute capability
-//!   ([`plan::ptx_candidates`]), JIT-compiled by the driver with
-//!   [`CudaOptions::max_registers`]. Anything missing is
-//!   [`HostError::NoGpu`] with the reason.
+//!   best embedded image ([`plan::choose_images`]): SASS of the device's
+//!   major SM with a minor not above its own, else the PTX of the highest SM
+//!   not above the device's compute capability, JIT-compiled by the driver
+//!   with [`CudaOptions::max_registers`] (a cap skips SASS). Anything missing
+//!   is [`HostError::NoGpu`] with the reason.
 //! - **launch**: sizes the world by the driver's occupancy for *this* kernel
 //!   and block size ([`plan::KernelOccupancy`]) and refuses one that cannot be
 //!   co-resident ([`HostError::NotCoResident`]); writes the world header on
@@ -30,7 +31,7 @@
 //!   while the kernel runs, and the context is *poisoned*: later calls fail
 //!   at once (a CUDA kernel cannot be stopped; the process's exit ends it).
 //!
-//! The pure parts (PTX choice, occupancy model) are in [`plan`].
+//! The pure parts (image choice, occupancy model) are in [`plan`].
 
 pub(crate) mod driver;
 pub mod plan;
@@ -39,6 +40,7 @@ use crate::device::LaunchReport;
 use crate::error::{
     BufferError, CopyDirection, CudaError, DriverFailure, HostError, NoGpu, OptionError, StuckReason,
 };
+use crate::images::KernelImages;
 use crate::report::{self, DeadlockReport};
 use crate::spec::{Residency, WorldSpec};
 use bytemuck::Pod;
@@ -46,7 +48,7 @@ use cudarc::driver::{sys, DriverError};
 use driver::{cu, Context, DeviceMemory, PinnedMemory};
 use gpu_mpi_device::state::{Layout, ABORT_OFFSET, HEADER_BYTES};
 use gpu_mpi_device::{Kernel, WorldConfig};
-use plan::{DeviceLimits, KernelOccupancy, KernelResources};
+use plan::{DeviceLimits, ImageKind, ImageSet, KernelImage, KernelOccupancy, KernelResources};
 use std::collections::HashMap;
 use std::ffi::{c_void, CString};
 use std::fmt;
@@ -70,7 +72,8 @@ pub struct CudaOptions {
     /// 16..=255, `0` or unset: no cap). A cap lets more ranks be co-resident
     /// (the MPI-style kernels use 140-190 registers: 256 ranks per H100 SM
     /// uncapped, 512 at 128) at the price of spills to local memory; default
-    /// no cap (docs/gpu.md, "Registers and occupancy").
+    /// no cap (docs/gpu.md, "Registers and occupancy"). A cap loads PTX
+    /// even where SASS for the device is embedded: only the JIT applies it.
     pub max_registers: Option<u32>,
     /// The bound of every wait when the spec has no timeout
     /// (`GPU_MPI_TIMEOUT_MS`; default 5 s). Every GPU wait must be bounded:
@@ -89,8 +92,8 @@ pub struct CudaOptions {
     /// wait (a block barrier that exited ranks never reach, user code
     /// spinning on memory).
     pub watchdog: Option<Duration>,
-    /// Prints one line on stderr when the device opens (device, PTX, JIT
-    /// time) and one per launch (kernel, world, occupancy and its limit)
+    /// Prints one line on stderr when the device opens (device, the image
+    /// loaded, its load time) and one per launch (kernel, world, occupancy and its limit)
     /// (`GPU_MPI_CUDA_VERBOSE=1`; default off).
     pub verbose: bool,
 }
@@ -171,7 +174,7 @@ impl CudaOptions {
     }
 }
 
-/// What was opened: the device, its limits and the PTX loaded.
+/// What was opened: the device, its limits and the kernel image loaded.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct CudaInfo {
@@ -183,15 +186,17 @@ pub struct CudaInfo {
     pub compute_capability: u32,
     /// The driver's CUDA version as `1000 * major + 10 * minor` (12080).
     pub driver_version: u32,
-    /// The SM of the PTX loaded (70 or 90).
+    /// The SM of the image loaded (70, 80 or 90), PTX or SASS ([`image`](Self::image)).
     pub ptx_sm: u32,
+    /// Whether the image loaded was SASS or PTX (JIT-compiled).
+    pub image: ImageKind,
     /// The device's limits.
     pub limits: DeviceLimits,
-    /// The register cap the PTX was compiled with.
+    /// The register cap the PTX was compiled with (always `None` for SASS).
     pub max_registers: Option<u32>,
     /// Whether the device runs a display watchdog that kills long kernels.
     pub kernel_exec_timeout: bool,
-    /// How long loading (JIT-compiling) the module took.
+    /// How long loading the module took (for PTX: JIT-compiling it).
     pub jit_time: Duration,
 }
 
@@ -199,7 +204,7 @@ impl fmt::Display for CudaInfo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} (device {}, compute capability {}, {} SMs, driver CUDA {}.{}), sm_{} PTX, registers {}",
+            "{} (device {}, compute capability {}, {} SMs, driver CUDA {}.{}), sm_{} {}, registers {}",
             self.name,
             self.ordinal,
             plan::compute_capability(self.compute_capability),
@@ -207,6 +212,7 @@ impl fmt::Display for CudaInfo {
             self.driver_version / 1000,
             self.driver_version % 1000 / 10,
             self.ptx_sm,
+            self.image,
             match self.max_registers {
                 Some(n) => format!("capped at {n}"),
                 None => "uncapped".into(),
@@ -282,7 +288,7 @@ pub struct CudaDevice {
     ctx: Arc<Context>,
     info: Box<CudaInfo>,
     options: CudaOptions,
-    /// The kernel entry points of the loaded PTX.
+    /// The kernel entry points of the loaded module.
     entries: Vec<&'static str>,
     inner: Box<Mutex<Inner>>,
 }
@@ -353,6 +359,36 @@ impl CudaDevice {
         options: CudaOptions,
         ptx: &[(&'static str, &'static str)],
     ) -> Result<CudaDevice, HostError> {
+        CudaDevice::open_set(
+            options,
+            ImageSet {
+                ptx,
+                ..ImageSet::default()
+            },
+        )
+    }
+
+    /// Opens the GPU with [`CudaOptions::from_env`] and loads the best of
+    /// `kernels` ([`plan::choose_images`]: SASS for the device when there is
+    /// some, else PTX). Without kernels, [`HostError::NoGpu`] says why
+    /// ([`KernelImages::built_without`]).
+    pub fn open_images(kernels: &KernelImages) -> Result<CudaDevice, HostError> {
+        let options = CudaOptions::from_env().map_err(NoGpu::from)?;
+        CudaDevice::open_images_with(options, kernels)
+    }
+
+    /// [`open_images`](Self::open_images) with these options.
+    pub fn open_images_with(options: CudaOptions, kernels: &KernelImages) -> Result<CudaDevice, HostError> {
+        CudaDevice::open_set(options, kernels.into())
+    }
+
+    fn open_set(options: CudaOptions, images: ImageSet<'_>) -> Result<CudaDevice, HostError> {
+        // Without images no GPU is usable, whatever the driver: say why first.
+        if images.is_empty() {
+            if let Err(e) = plan::choose_images(images, 0, false) {
+                return Err(NoGpu::from(e).into());
+            }
+        }
         // SAFETY: looking for the library loads and unloads it, which runs
         // its initialisers and finalisers; nothing else (cudarc's own
         // loader does the same before every first driver call).
@@ -361,7 +397,7 @@ impl CudaDevice {
         }
         // cudarc panics when the library lacks a symbol it is asked for (a
         // driver older than CUDA 11): report that as no usable GPU.
-        match std::panic::catch_unwind(|| CudaDevice::open_loaded(options, ptx)) {
+        match std::panic::catch_unwind(|| CudaDevice::open_loaded(options, images)) {
             Ok(r) => r,
             Err(p) => Err(NoGpu::OldDriver {
                 missing: panic_text(&*p),
@@ -370,10 +406,7 @@ impl CudaDevice {
         }
     }
 
-    fn open_loaded(
-        options: CudaOptions,
-        ptx: &[(&'static str, &'static str)],
-    ) -> Result<CudaDevice, HostError> {
+    fn open_loaded(options: CudaOptions, images: ImageSet<'_>) -> Result<CudaDevice, HostError> {
         use sys::CUdevice_attribute as A;
         // SAFETY: `cuInit` has no preconditions.
         let r = unsafe { sys::cuInit(0) };
@@ -419,24 +452,7 @@ impl CudaDevice {
         if attr(A::CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH)? == 0 {
             return Err(NoGpu::NoCooperativeLaunch { name }.into());
         }
-        if ptx.is_empty() {
-            return Err(NoGpu::NoPtx.into());
-        }
-        let candidates = plan::ptx_candidates(ptx, cc);
-        if candidates.is_empty() {
-            let have: Vec<String> = ptx
-                .iter()
-                .map(|(label, text)| {
-                    plan::ptx_sm(label, text).map_or_else(|| "?".into(), |s| format!("sm_{s}"))
-                })
-                .collect();
-            return Err(NoGpu::NoMatchingPtx {
-                major: cc / 10,
-                minor: cc % 10,
-                have,
-            }
-            .into());
-        }
+        let candidates = plan::choose_images(images, cc, options.max_registers.is_some()).map_err(NoGpu::from)?;
         let limits = DeviceLimits {
             sms: attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
             warp_size: attr(A::CU_DEVICE_ATTRIBUTE_WARP_SIZE)?,
@@ -459,29 +475,47 @@ impl CudaDevice {
         let jit_start = Instant::now();
         let mut loaded = None;
         let mut refusals = Vec::new();
-        for &(sm, text) in &candidates {
-            // SAFETY: the context is current on this thread.
-            match unsafe { driver::load_module(text, options.max_registers) } {
+        for &image in &candidates {
+            let result = match image {
+                // SAFETY: the context is current on this thread.
+                KernelImage::Ptx { text, .. } => unsafe { driver::load_module(text, options.max_registers) },
+                // SAFETY: the context is current on this thread.
+                KernelImage::Sass { cubin, .. } => unsafe { driver::load_cubin(cubin) },
+            };
+            match result {
                 Ok(m) => {
-                    loaded = Some((sm, text, m));
+                    loaded = Some((image, m));
                     break;
                 }
-                // A driver older than the PTX ISA of this variant: try the next.
+                // A driver older than the PTX ISA of this variant, or one
+                // that refuses this cubin: try the next image.
                 Err(
                     e @ CudaError::ModuleLoad {
-                        error:
-                            DriverFailure {
-                                code: DriverError(sys::CUresult::CUDA_ERROR_UNSUPPORTED_PTX_VERSION),
-                                ..
-                            },
+                        error: DriverFailure { code: DriverError(code), .. },
                         ..
                     },
-                ) => refusals.push(format!("sm_{sm}: {e}")),
+                ) if matches!(
+                    code,
+                    sys::CUresult::CUDA_ERROR_UNSUPPORTED_PTX_VERSION | sys::CUresult::CUDA_ERROR_NO_BINARY_FOR_GPU
+                ) || (image.kind() == ImageKind::Sass && code == sys::CUresult::CUDA_ERROR_INVALID_IMAGE) =>
+                {
+                    refusals.push(format!("{image}: {e}"))
+                }
                 Err(e) => return Err(e.into()),
             }
         }
-        let Some((ptx_sm, text, module)) = loaded else {
-            return Err(CudaError::EveryPtxRejected { refusals }.into());
+        let Some((image, module)) = loaded else {
+            return Err(CudaError::EveryImageRejected { refusals }.into());
+        };
+        // A cubin's entries are those of the PTX it was assembled from.
+        let entries = match image {
+            KernelImage::Ptx { text, .. } => plan::ptx_entries(text),
+            KernelImage::Sass { .. } => images
+                .ptx
+                .iter()
+                .map(|(_, text)| plan::ptx_entries(text))
+                .find(|e| !e.is_empty())
+                .unwrap_or_default(),
         };
         let jit_time = jit_start.elapsed();
         let mut streams = [std::ptr::null_mut(); 2];
@@ -506,13 +540,17 @@ impl CudaDevice {
                 ordinal: options.ordinal,
                 compute_capability: cc,
                 driver_version: driver_version.max(0) as u32,
-                ptx_sm,
+                ptx_sm: image.sm(),
+                image: image.kind(),
                 limits,
-                max_registers: options.max_registers,
+                max_registers: match image {
+                    KernelImage::Ptx { .. } => options.max_registers,
+                    KernelImage::Sass { .. } => None,
+                },
                 kernel_exec_timeout,
                 jit_time,
             }),
-            entries: plan::ptx_entries(text),
+            entries,
             options,
             inner: Box::new(Mutex::new(Inner {
                 module,
@@ -528,7 +566,7 @@ impl CudaDevice {
         };
         if device.options.verbose {
             eprintln!(
-                "gpu-mpi: cuda: {}; {} kernels, JIT {:.1} s",
+                "gpu-mpi: cuda: {}; {} kernels, loaded in {:.1} s",
                 device.info,
                 device.entries.len(),
                 device.info.jit_time.as_secs_f64()
@@ -547,7 +585,7 @@ impl CudaDevice {
         &self.options
     }
 
-    /// The kernel entry points of the loaded PTX.
+    /// The kernel entry points of the loaded module.
     pub fn kernels(&self) -> &[&'static str] {
         &self.entries
     }
@@ -610,6 +648,7 @@ impl CudaDevice {
             return Err(CudaError::KernelNotFound {
                 name: name.into(),
                 ptx_sm: self.info.ptx_sm,
+                image: self.info.image,
                 error: driver::failure(r),
             }
             .into());

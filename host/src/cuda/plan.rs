@@ -1,5 +1,6 @@
-//! The cuda backend's decisions that need no GPU: which PTX to load, and
-//! how many ranks of a kernel fit on a device and what limits them.
+//! The cuda backend's decisions that need no GPU: which kernel image (SASS
+//! or PTX) to load, and how many ranks of a kernel fit on a device and what
+//! limits them.
 //!
 //! Everything here is a pure function of numbers the driver reports (device
 //! attributes, function attributes, the occupancy API), so it is tested on
@@ -19,7 +20,9 @@
 //! reservation) and names the smallest.
 
 use crate::error::{HostError, Resource};
+use crate::images::KernelImages;
 use crate::spec::Residency;
+use std::fmt;
 
 /// Registers are allocated to a warp in units of this many.
 pub const REGISTER_ALLOC_UNIT: u32 = 256;
@@ -290,20 +293,11 @@ impl KernelOccupancy {
 /// The SM a PTX module is for: from its label (`"sm_90"`), else from its
 /// `.target sm_90` directive. `None` when neither names one.
 pub fn ptx_sm(label: &str, ptx: &str) -> Option<u32> {
-    fn parse(s: &str) -> Option<u32> {
-        let digits: String = s
-            .trim()
-            .strip_prefix("sm_")?
-            .chars()
-            .take_while(|c| c.is_ascii_digit())
-            .collect();
-        digits.parse().ok()
-    }
-    parse(label).or_else(|| {
+    label_sm(label).or_else(|| {
         ptx.lines().take(64).find_map(|l| {
             l.trim()
                 .strip_prefix(".target")
-                .and_then(|t| parse(t.split(',').next()?))
+                .and_then(|t| label_sm(t.split(',').next()?))
         })
     })
 }
@@ -320,6 +314,190 @@ pub fn ptx_candidates(variants: &[(&'static str, &'static str)], cc: u32) -> Vec
         .collect();
     v.sort_by_key(|&(sm, _)| std::cmp::Reverse(sm));
     v
+}
+
+/// The images to choose from, borrowed: a [`KernelImages`], or the PTX
+/// variants alone (`CudaDevice::open`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ImageSet<'a> {
+    /// PTX per SM, `("sm_70", text)` (a label that is not `sm_XX` is read
+    /// from the PTX's `.target`).
+    pub ptx: &'a [(&'static str, &'static str)],
+    /// SASS per SM, `("sm_80", cubin)` (unlabelled ones are ignored).
+    pub sass: &'a [(&'static str, &'static [u8])],
+    /// Why there are no images, when the build says.
+    pub built_without: Option<&'static str>,
+}
+
+impl<'a> From<&'a KernelImages> for ImageSet<'a> {
+    fn from(k: &'a KernelImages) -> Self {
+        ImageSet {
+            ptx: k.ptx,
+            sass: k.sass,
+            built_without: k.built_without,
+        }
+    }
+}
+
+impl ImageSet<'_> {
+    /// Whether there is neither PTX nor SASS.
+    pub fn is_empty(&self) -> bool {
+        self.ptx.is_empty() && self.sass.is_empty()
+    }
+}
+
+/// Machine code or PTX.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ImageKind {
+    /// A cubin: loaded as it is.
+    Sass,
+    /// PTX: JIT-compiled by the driver when loaded.
+    Ptx,
+}
+
+/// One image the cuda backend can load.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum KernelImage {
+    /// A cubin for `sm_XY`.
+    Sass {
+        /// Its SM (`80`).
+        sm: u32,
+        /// The ELF image.
+        cubin: &'static [u8],
+    },
+    /// PTX for `sm_XY`.
+    Ptx {
+        /// Its SM (`70`).
+        sm: u32,
+        /// The text.
+        text: &'static str,
+    },
+}
+
+impl KernelImage {
+    /// The SM it is for.
+    pub fn sm(&self) -> u32 {
+        match *self {
+            KernelImage::Sass { sm, .. } | KernelImage::Ptx { sm, .. } => sm,
+        }
+    }
+
+    /// SASS or PTX.
+    pub fn kind(&self) -> ImageKind {
+        match self {
+            KernelImage::Sass { .. } => ImageKind::Sass,
+            KernelImage::Ptx { .. } => ImageKind::Ptx,
+        }
+    }
+}
+
+impl fmt::Display for ImageKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ImageKind::Sass => "SASS",
+            ImageKind::Ptx => "PTX (JIT)",
+        })
+    }
+}
+
+/// `sm_90 SASS` or `sm_90 PTX (JIT)`.
+impl fmt::Display for KernelImage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "sm_{} {}", self.sm(), self.kind())
+    }
+}
+
+impl fmt::Debug for KernelImage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let bytes = match self {
+            KernelImage::Sass { cubin, .. } => cubin.len(),
+            KernelImage::Ptx { text, .. } => text.len(),
+        };
+        write!(f, "{self} ({bytes} bytes)")
+    }
+}
+
+/// Why no embedded image suits a device.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum NoImage {
+    /// The build made no kernels, and says why.
+    #[error("built without GPU kernels: {0}")]
+    BuiltWithout(&'static str),
+    /// There are no images and no reason was given.
+    #[error("built without PTX (GPU_MPI_SKIP_PTX=1): no kernels to run")]
+    Empty,
+    /// None of the images runs on the device.
+    #[error("no embedded PTX or SASS for compute capability {} (have {have})", compute_capability(*.cc))]
+    NoneFor {
+        /// The device's compute capability (`major * 10 + minor`).
+        cc: u32,
+        /// The images there are, e.g. `PTX sm_70, sm_90; SASS sm_80`.
+        have: String,
+    },
+}
+
+/// The SM in a label such as `"sm_90"`.
+fn label_sm(label: &str) -> Option<u32> {
+    let digits: String = label
+        .trim()
+        .strip_prefix("sm_")?
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .collect();
+    digits.parse().ok()
+}
+
+/// The images a device of compute capability `cc` (`major * 10 + minor`)
+/// can load, best first:
+/// 1. SASS of the same major SM with a minor not above the device's,
+///    highest first (a cubin runs only on its own major version; an sm_80
+///    cubin runs on 8.6, an sm_90 one only on 9.x);
+/// 2. then PTX, as [`ptx_candidates`] orders it (the driver JIT-compiles it).
+///
+/// `jit_only` leaves SASS out: a register cap (`CU_JIT_MAX_REGISTERS`)
+/// applies only to a JIT compilation.
+pub fn choose_images(images: ImageSet<'_>, cc: u32, jit_only: bool) -> Result<Vec<KernelImage>, NoImage> {
+    if images.is_empty() {
+        return Err(match images.built_without {
+            Some(why) => NoImage::BuiltWithout(why),
+            None => NoImage::Empty,
+        });
+    }
+    let mut sass: Vec<KernelImage> = if jit_only {
+        Vec::new()
+    } else {
+        images
+            .sass
+            .iter()
+            .filter_map(|&(label, cubin)| label_sm(label).map(|sm| KernelImage::Sass { sm, cubin }))
+            .filter(|i| i.sm() / 10 == cc / 10 && i.sm() % 10 <= cc % 10)
+            .collect()
+    };
+    sass.sort_by_key(|i| std::cmp::Reverse(i.sm()));
+    let ptx = ptx_candidates(images.ptx, cc)
+        .into_iter()
+        .map(|(sm, text)| KernelImage::Ptx { sm, text });
+    let all: Vec<KernelImage> = sass.into_iter().chain(ptx).collect();
+    if all.is_empty() {
+        let ptx: Vec<String> = images
+            .ptx
+            .iter()
+            .map(|(label, text)| ptx_sm(label, text).map_or_else(|| "?".into(), |s| format!("sm_{s}")))
+            .collect();
+        let sass: Vec<&str> = images.sass.iter().map(|(label, _)| *label).collect();
+        let mut have = Vec::new();
+        if !ptx.is_empty() {
+            have.push(format!("PTX {}", ptx.join(", ")));
+        }
+        if !sass.is_empty() {
+            have.push(format!("SASS {}", sass.join(", ")));
+        }
+        return Err(NoImage::NoneFor {
+            cc,
+            have: have.join("; "),
+        });
+    }
+    Ok(all)
 }
 
 /// Names of the kernel entry points (`.entry NAME(`) of a PTX module.
@@ -367,5 +545,81 @@ mod tests {
         assert_eq!(ptx_sm("sm_70", ptx), Some(70));
         assert_eq!(ptx_sm("", ".target sm_80, debug\n"), Some(80));
         assert_eq!(ptx_sm("x", ""), None);
+    }
+
+    const P70: &str = ".version 7.0\n.target sm_70\n";
+    const P90: &str = ".version 7.8\n.target sm_90\n";
+    const C70: &[u8] = b"\x7fELF sm_70";
+    const C80: &[u8] = b"\x7fELF sm_80";
+    const C90: &[u8] = b"\x7fELF sm_90";
+    static SHIPPED: KernelImages = KernelImages {
+        ptx: &[("sm_70", P70), ("sm_90", P90)],
+        sass: &[("sm_70", C70), ("sm_80", C80), ("sm_90", C90)],
+        ptxas_report: "",
+        built_without: None,
+    };
+
+    fn best(cc: u32) -> KernelImage {
+        choose_images((&SHIPPED).into(), cc, false).unwrap()[0]
+    }
+
+    #[test]
+    fn sass_of_the_same_major_first_then_ptx() {
+        // V100: its own cubin; then the sm_70 PTX.
+        assert_eq!(
+            choose_images((&SHIPPED).into(), 70, false).unwrap(),
+            [
+                KernelImage::Sass { sm: 70, cubin: C70 },
+                KernelImage::Ptx { sm: 70, text: P70 }
+            ]
+        );
+        // A100 and RTX 30xx (8.6): the sm_80 cubin, never the sm_70 one.
+        assert_eq!(best(80), KernelImage::Sass { sm: 80, cubin: C80 });
+        assert_eq!(best(86), KernelImage::Sass { sm: 80, cubin: C80 });
+        assert_eq!(best(75), KernelImage::Sass { sm: 70, cubin: C70 });
+        // H100.
+        assert_eq!(best(90), KernelImage::Sass { sm: 90, cubin: C90 });
+        assert_eq!(best(90).to_string(), "sm_90 SASS");
+        // Blackwell (10.0, 12.0): no cubin of its major: the sm_90 PTX, JIT.
+        assert_eq!(best(120), KernelImage::Ptx { sm: 90, text: P90 });
+        assert_eq!(best(100).to_string(), "sm_90 PTX (JIT)");
+        // A register cap needs the JIT.
+        assert_eq!(
+            choose_images((&SHIPPED).into(), 90, true).unwrap()[0],
+            KernelImage::Ptx { sm: 90, text: P90 }
+        );
+    }
+
+    #[test]
+    fn no_image_says_why() {
+        let without = KernelImages {
+            built_without: Some(
+                "the Rust `nightly` toolchain is missing; run `rustup toolchain install nightly`",
+            ),
+            ..KernelImages::EMPTY
+        };
+        let e = choose_images((&without).into(), 90, false).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "built without GPU kernels: the Rust `nightly` toolchain is missing; run `rustup toolchain install nightly`"
+        );
+        assert_eq!(
+            choose_images((&KernelImages::EMPTY).into(), 90, false),
+            Err(NoImage::Empty)
+        );
+        let sass_only = KernelImages {
+            sass: &[("sm_90", C90)],
+            ..KernelImages::EMPTY
+        };
+        assert_eq!(
+            choose_images((&sass_only).into(), 80, false)
+                .unwrap_err()
+                .to_string(),
+            "no embedded PTX or SASS for compute capability 8.0 (have SASS sm_90)"
+        );
+        assert_eq!(
+            choose_images((&SHIPPED).into(), 61, false).unwrap_err().to_string(),
+            "no embedded PTX or SASS for compute capability 6.1 (have PTX sm_70, sm_90; SASS sm_70, sm_80, sm_90)"
+        );
     }
 }

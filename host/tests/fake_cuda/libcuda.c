@@ -6,9 +6,12 @@
  * parameters and, like a kernel whose ranks all returned, marks every rank's
  * wait record exited (at the offset the test gives in
  * FAKE_CUDA_RECORDS=<offset>,<ranks>). FAKE_CUDA_HANG=1 or 2: kernels never
- * finish (the host's abort and watchdog paths).
+ * finish (the host's abort and watchdog paths). FAKE_CUDA_CC=86: the compute
+ * capability (default 90). FAKE_CUDA_IMAGE_LOG=<file>: every module load
+ * appends a line naming its image (see cuModuleLoadDataEx).
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,6 +21,7 @@ typedef unsigned long long CUdeviceptr;
 enum {
     OK = 0,
     INVALID_VALUE = 1,
+    INVALID_IMAGE = 200,
     NOT_FOUND = 500,
     NOT_READY = 600,
 };
@@ -43,6 +47,11 @@ CUresult cuDeviceGetName(char *name, int len, int dev) {
     return OK;
 }
 
+static int compute_capability(void) {
+    const char *cc = getenv("FAKE_CUDA_CC");
+    return cc ? atoi(cc) : 90;
+}
+
 CUresult cuDeviceGetAttribute(int *v, int attribute, int dev) {
     (void)dev;
     switch (attribute) {
@@ -53,8 +62,8 @@ CUresult cuDeviceGetAttribute(int *v, int attribute, int dev) {
     case 16: *v = 132; break;          /* MULTIPROCESSOR_COUNT */
     case 17: *v = 0; break;            /* KERNEL_EXEC_TIMEOUT */
     case 39: *v = 2048; break;         /* MAX_THREADS_PER_MULTIPROCESSOR */
-    case 75: *v = 9; break;            /* COMPUTE_CAPABILITY_MAJOR */
-    case 76: *v = 0; break;            /* COMPUTE_CAPABILITY_MINOR */
+    case 75: *v = compute_capability() / 10; break; /* COMPUTE_CAPABILITY_MAJOR */
+    case 76: *v = compute_capability() % 10; break; /* COMPUTE_CAPABILITY_MINOR */
     case 81: *v = 228 * 1024; break;   /* MAX_SHARED_MEMORY_PER_MULTIPROCESSOR */
     case 82: *v = 65536; break;        /* MAX_REGISTERS_PER_MULTIPROCESSOR */
     case 95: *v = 1; break;            /* COOPERATIVE_LAUNCH */
@@ -70,12 +79,37 @@ CUresult cuDevicePrimaryCtxRetain(void **ctx, int dev) { (void)dev; *ctx = &cont
 CUresult cuDevicePrimaryCtxRelease_v2(int dev) { (void)dev; return OK; }
 CUresult cuCtxSetCurrent(void *ctx) { return ctx == &context ? OK : INVALID_VALUE; }
 
-/* The module: its text must be NUL-terminated PTX; the options must be
- * the error log buffer and its size, then optionally the register cap. */
+/* Appends one line to $FAKE_CUDA_IMAGE_LOG, if set. */
+static void log_image(const char *kind, const char *what, size_t n) {
+    const char *path = getenv("FAKE_CUDA_IMAGE_LOG");
+    FILE *f = path ? fopen(path, "a") : 0;
+    if (!f) return;
+    fprintf(f, "%s %.*s\n", kind, (int)n, what);
+    fclose(f);
+}
+
+/* The module: NUL-terminated PTX starting with a comment, or a "cubin": the
+ * ELF magic, then (in the tests' stand-ins) a NUL-terminated name, at an
+ * 8-byte-aligned address. The options must be the error log buffer and its
+ * size, then optionally the register cap. The log gets "ptx sm_XX" (the
+ * .target) or "sass <name>". */
 static int module;
 CUresult cuModuleLoadDataEx(void **m, const void *image, unsigned n, int *options, void **values) {
-    if (strncmp((const char *)image, "//", 2) != 0 || n < 2 || options[0] != 5 || options[1] != 6 || values[0] == 0)
+    const char *text = (const char *)image;
+    if (n < 2 || options[0] != 5 || options[1] != 6 || values[0] == 0)
         return INVALID_VALUE;
+    if (memcmp(text, "\x7f" "ELF", 4) == 0) {
+        if ((uintptr_t)image % 8 != 0) return INVALID_IMAGE;
+        log_image("sass", text + 4, strlen(text + 4));
+    } else if (strncmp(text, "//", 2) == 0) {
+        const char *target = strstr(text, ".target ");
+        if (target) {
+            target += strlen(".target ");
+            log_image("ptx", target, strcspn(target, ",\n"));
+        }
+    } else {
+        return INVALID_IMAGE;
+    }
     *m = &module;
     return OK;
 }
