@@ -3,7 +3,7 @@
 //!
 //! The binary (src/main.rs) and the smoke test (tests/bench_smoke.rs) call
 //! [`run`]; the kernels come from `gpu-mpi-bench-kernels` and are embedded
-//! here as PTX ([`KERNELS_PTX`]). Every measurement is the median of `reps`
+//! here as PTX and SASS ([`KERNELS`]). Every measurement is the median of `reps`
 //! launches and comes with its native baseline from the same run and the
 //! ratio MPI/native (of times: above 1 means MPI is slower). A benchmark
 //! whose own correctness check fails makes [`run`] return an error naming it.
@@ -24,11 +24,12 @@ use std::time::{Duration, Instant};
 
 pub use limits::Limits;
 
-include!(concat!(env!("OUT_DIR"), "/ptx.rs"));
+/// The benchmark kernels, built by build.rs: PTX and SASS per SM.
+pub static KERNELS: gpu_mpi::KernelImages = gpu_mpi::include_kernels!();
 
-/// Opens a backend with the benchmark kernels' PTX ([`KERNELS_PTX`]).
+/// Opens a backend with the benchmark kernels ([`KERNELS`]).
 pub fn open(kind: gpu_mpi::BackendKind) -> Result<Device, HostError> {
-    Device::open_variants(kind, KERNELS_PTX)
+    Device::open(kind, &KERNELS)
 }
 
 /// Version tag of the JSON output.

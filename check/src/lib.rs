@@ -1,5 +1,5 @@
 //! Backend-independent MPI conformance cases, and the kernels they launch
-//! ([`KERNELS_PTX`], built from the `gpu-mpi-check-kernels` crate).
+//! ([`KERNELS`], built from the `gpu-mpi-check-kernels` crate).
 //!
 //! Every [`Case`] launches one or more semantic kernels
 //! ([`gpu_mpi_check_kernels`]) on the device it is given, in several
@@ -16,7 +16,7 @@
 
 use gpu_mpi::device::datatype::{ID_F32, ID_F64};
 use gpu_mpi::device::{ErrorClass, GlobalSlice, Kernel, ANY_TAG, PROC_NULL};
-use gpu_mpi::{BackendKind, BlockedState, Device, HostError, LaunchReport, WorldSpec};
+use gpu_mpi::{BackendKind, BlockedState, Device, HostError, KernelImages, LaunchReport, WorldSpec};
 use gpu_mpi_check_kernels::collectives::{self as coll, Operand};
 use gpu_mpi_check_kernels::faults::{
     FAULT_DEADLOCK_RECEIVE, FAULT_RECEIVE_ANY, FAULT_SEND_SEND, SEMANTICS_FAULTS,
@@ -26,11 +26,12 @@ use gpu_mpi_check_kernels::{pattern_byte, pattern_word, CaseArgs, NONE};
 use std::fmt;
 use std::time::Duration;
 
-include!(concat!(env!("OUT_DIR"), "/ptx.rs"));
+/// The conformance kernels, built by build.rs: PTX and SASS per SM.
+pub static KERNELS: KernelImages = gpu_mpi::include_kernels!();
 
-/// Opens a backend with the conformance kernels' PTX ([`KERNELS_PTX`]).
+/// Opens a backend with the conformance kernels ([`KERNELS`]).
 pub fn open(kind: BackendKind) -> Result<Device, HostError> {
-    Device::open_variants(kind, KERNELS_PTX)
+    Device::open(kind, &KERNELS)
 }
 
 /// One conformance case: a rule of the standard, checked on a device.

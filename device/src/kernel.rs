@@ -1,6 +1,6 @@
 //! Kernel entry points, written once for the GPU and the CPU emulator.
 //!
-//! [`kernel!`](crate::kernel) turns one ordinary Rust function
+//! [`kernel!`](crate::kernel!) turns one ordinary Rust function
 //! `fn(&World, &Args) -> Result<(), Error>` into
 //! - on nvptx64, an `extern "ptx-kernel"` entry named like the function, with
 //!   parameters `(world_memory: *mut u8, args: *const Args)`;

@@ -1,6 +1,6 @@
 //! Bounded waits, wait records and the world abort flag.
 //!
-//! Every blocking step of the library is a poll loop through [`wait_for`]. A
+//! Every blocking step of the library is a poll loop through `wait_for`. A
 //! rank that has to wait writes a wait record (operation, peer, tag) into the
 //! world memory; it is what the deadlock report prints, on the emulator (which
 //! detects a deadlock exactly, in its scheduler) and on the GPU (where a wait

@@ -164,24 +164,10 @@ impl Device {
         }
     }
 
-    /// Opens a device of `kind`. `ptx` is the PTX module holding the kernels
-    /// (the cuda backend needs it; the emulator runs the host build).
-    ///
-    /// `Auto` takes the GPU when one is usable and otherwise the emulator,
-    /// saying so in one line on stderr:
-    /// `gpu-mpi: no usable GPU (<why>); using the cpu backend`.
-    pub fn open(kind: BackendKind, ptx: Option<&'static str>) -> Result<Device, HostError> {
-        match ptx {
-            // A label that is not `sm_XX` makes the cuda backend read the
-            // target from the PTX itself.
-            Some(p) => Device::open_variants(kind, &[("ptx", p)]),
-            None => Device::open_variants(kind, &[]),
-        }
-    }
-
-    /// Like [`Device::open`], with the kernels' PTX built for several targets:
-    /// `(label, text)` pairs such as `("sm_70", ptx)`; the cuda backend loads
-    /// the best one for its GPU.
+    /// Like [`Device::open`], with PTX alone: `(label, text)` pairs such as
+    /// `("sm_70", ptx)` (a label that is not `sm_XX` makes the cuda backend
+    /// read the target from the PTX itself); the cuda backend loads the best
+    /// one for its GPU. For PTX that a program made at run time.
     pub fn open_variants(
         kind: BackendKind,
         ptx: &[(&'static str, &'static str)],
@@ -204,7 +190,7 @@ impl Device {
     ///
     /// The cuda backend's options come from the environment
     /// ([`CudaOptions::from_env`]).
-    pub fn open_kernels(kind: BackendKind, kernels: &KernelImages) -> Result<Device, HostError> {
+    pub fn open(kind: BackendKind, kernels: &KernelImages) -> Result<Device, HostError> {
         Device::open_with(kind, || CudaDevice::open_images(kernels))
     }
 
@@ -234,7 +220,7 @@ impl Device {
     }
 
     /// The GPU with these options, loading the best of `kernels` (see
-    /// [`Device::open_kernels`]); [`HostError::NoGpu`] when none is usable.
+    /// [`Device::open`]); [`HostError::NoGpu`] when none is usable.
     pub fn cuda_kernels_with(options: CudaOptions, kernels: &KernelImages) -> Result<Device, HostError> {
         Ok(Device {
             backend: Backend::Cuda(CudaDevice::open_images_with(options, kernels)?),

@@ -18,7 +18,7 @@ pub type KernelParts = (
 ///
 /// ```ignore
 /// static KERNELS: gpu_mpi::KernelImages = gpu_mpi::include_kernels!();
-/// let device = gpu_mpi::Device::open_kernels(gpu_mpi::BackendKind::Auto, &KERNELS)?;
+/// let device = gpu_mpi::Device::open(gpu_mpi::BackendKind::Auto, &KERNELS)?;
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct KernelImages {

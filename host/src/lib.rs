@@ -22,7 +22,7 @@
 //!
 //! - [`KernelImages`]: the kernels a program ships (PTX and SASS per SM),
 //!   embedded with [`include_kernels!`] from what
-//!   `gpu_mpi_ptx_builder::KernelBuilder` built; [`Device::open_kernels`].
+//!   `gpu_mpi_ptx_builder::KernelBuilder` built; [`Device::open`].
 //! - [`Device`]: a backend ([`BackendKind`]): `cpu`, the emulator ([`cpu`],
 //!   docs/emulator.md), or `cuda`, an NVIDIA GPU; buffers ([`DeviceBuffer`])
 //!   and launches.

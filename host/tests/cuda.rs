@@ -53,7 +53,7 @@ fn occupancy(registers: u32, block_dim: u32) -> KernelOccupancy {
 #[test]
 fn opening_cuda_without_a_gpu_or_ptx_is_no_gpu() {
     // No PTX: no usable GPU on any machine, whether it has a driver or not.
-    match Device::open(BackendKind::Cuda, None) {
+    match Device::open(BackendKind::Cuda, &KernelImages::EMPTY) {
         Err(HostError::NoGpu(why)) => assert!(!why.to_string().is_empty()),
         other => panic!("expected NoGpu, got {other:?}"),
     }
@@ -85,15 +85,15 @@ fn devices_and_buffers_cross_threads() {
 
 #[test]
 fn auto_falls_back_to_the_emulator() {
-    let d = Device::open(BackendKind::Auto, None).unwrap();
+    let d = Device::open(BackendKind::Auto, &KernelImages::EMPTY).unwrap();
     assert_eq!(d.backend_name(), "cpu");
     assert!(d.as_cpu().is_some() && d.as_cuda().is_none());
     let d = Device::open_variants(BackendKind::Auto, &[]).unwrap();
     assert_eq!(d.backend_name(), "cpu");
-    let d = Device::open_kernels(BackendKind::Auto, &WITHOUT).unwrap();
+    let d = Device::open(BackendKind::Auto, &WITHOUT).unwrap();
     assert_eq!(d.backend_name(), "cpu");
     assert_eq!(
-        Device::open_kernels(BackendKind::Cpu, &KernelImages::EMPTY)
+        Device::open(BackendKind::Cpu, &KernelImages::EMPTY)
             .unwrap()
             .backend_name(),
         "cpu"
@@ -111,7 +111,7 @@ static WITHOUT: KernelImages = KernelImages::from_parts((
 #[test]
 fn opening_cuda_without_kernels_says_why_they_are_missing() {
     // Before any driver call, so on every machine.
-    match Device::open_kernels(BackendKind::Cuda, &WITHOUT) {
+    match Device::open(BackendKind::Cuda, &WITHOUT) {
         Err(HostError::NoGpu(why)) => assert_eq!(
             why.to_string(),
             "built without GPU kernels: the Rust `nightly` toolchain is missing; \
@@ -658,8 +658,8 @@ fn fake_driver_child() {
     let d = Device::cuda_kernels_with(capped, &SHIPPED).unwrap();
     assert_eq!(d.as_cuda().unwrap().info().image, ImageKind::Ptx);
     assert_eq!(last_load(), "ptx sm_90");
-    // Through open_kernels, options from the environment.
-    let d = Device::open_kernels(BackendKind::Auto, &SHIPPED).unwrap();
+    // Through open, options from the environment.
+    let d = Device::open(BackendKind::Auto, &SHIPPED).unwrap();
     assert_eq!(d.backend_name(), "cuda");
     assert_eq!(last_load(), "sass fake sm_90 cubin");
     std::env::remove_var("FAKE_CUDA_CC");

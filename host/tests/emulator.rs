@@ -600,10 +600,14 @@ fn a_token_ring_across_every_worker_completes() {
 
 #[test]
 fn backends_open_by_name() {
-    let d = Device::open("cpu".parse().unwrap(), None).unwrap();
+    let d = Device::open("cpu".parse().unwrap(), &gpu_mpi_host::KernelImages::EMPTY).unwrap();
     assert_eq!(d.backend_name(), "cpu");
     assert!(d.as_cpu().is_some());
-    let d = Device::open(gpu_mpi_host::BackendKind::Auto, None).unwrap();
+    let d = Device::open(
+        gpu_mpi_host::BackendKind::Auto,
+        &gpu_mpi_host::KernelImages::EMPTY,
+    )
+    .unwrap();
     assert!(["cpu", "cuda"].contains(&d.backend_name()));
 }
 

@@ -191,7 +191,7 @@ impl KernelBuilder {
             .archs(&ptx_archs)
             .toolchain(&toolchain)
             .target_dir(nested_target_dir(out_dir))
-            .rustc_args(&["-Zcrate-attr=feature(abi_ptx)", "-Aduplicate_features"])
+            .rustc_args(crate::KERNEL_CRATE_RUSTC_ARGS)
             .build();
         let built = match built {
             Ok(b) => b,

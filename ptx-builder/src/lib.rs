@@ -13,18 +13,32 @@
 //! with `opt`, and emits PTX with `llc` (see `link.rs`); those tools come from
 //! the toolchain's `llvm-tools` component.
 //!
+//! A program's build script needs one call ([`KernelBuilder`], also
+//! `gpu_mpi::builder::KernelBuilder`); the host then embeds the result with
+//! `gpu_mpi::include_kernels!()`:
+//!
 //! ```no_run
-//! // In build.rs's `main`: first, in case rustc runs this executable as the linker,
+//! // build.rs
+//! fn main() {
+//!     gpu_mpi_ptx_builder::KernelBuilder::new("kernels").build();
+//! }
+//! ```
+//!
+//! [`PtxBuilder`] is the lower layer (one nested build per SM), for tools
+//! such as `ptx-check`:
+//!
+//! ```no_run
+//! // First, in case rustc runs this executable as the linker,
 //! gpu_mpi_ptx_builder::run_as_linker_if_requested();
 //! // then the build (the PTX files land in the nested target directory).
 //! let ptx = gpu_mpi_ptx_builder::PtxBuilder::new("kernels").archs(&[70, 90]).build();
 //! ```
 //!
-//! [`check`] holds the PTX lint and the `ptxas` runs; [`build_script`] the
-//! whole flow of the workspace's root build script.
+//! [`check`] holds the PTX lint and the `ptxas` runs; [`KernelBuilder`] the
+//! whole flow of a build script that embeds kernels (PTX and SASS).
 
 mod ar;
-pub mod build_script;
+mod build_script;
 pub mod check;
 mod kernel_builder;
 mod link;
@@ -50,6 +64,12 @@ pub const ARCHS_ENV: &str = "GPU_MPI_PTX_ARCHS";
 pub const CHECK_ARCHS_ENV: &str = "GPU_MPI_PTX_CHECK_ARCHS";
 /// The rustup toolchain of the nested build (default `nightly`).
 pub const TOOLCHAIN_ENV: &str = "GPU_MPI_PTX_TOOLCHAIN";
+/// Extra rustc arguments for the kernel crate itself: `kernel!` needs the
+/// nightly feature `abi_ptx`, enabled here so that a kernel crate need not
+/// name it; `-Aduplicate_features` keeps a crate that names it too building.
+/// (A kernel crate that is a *dependency* of the one built does not get
+/// them and must carry `#![cfg_attr(target_os = "cuda", feature(abi_ptx))]`.)
+pub const KERNEL_CRATE_RUSTC_ARGS: &[&str] = &["-Zcrate-attr=feature(abi_ptx)", "-Aduplicate_features"];
 /// PTX is built for these SMs by default: sm_70 (Volta and later, the
 /// portable one) and sm_90 (Hopper).
 pub const DEFAULT_ARCHS: &[u32] = &[70, 90];

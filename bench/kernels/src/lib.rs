@@ -4,8 +4,6 @@
 //! 5.18/5.19, a single-pass reduction, a grid barrier). The pi kernels come
 //! from the pi example's kernel crate ([`pi`]).
 #![no_std]
-// nvptx64 only: `kernel!` expands to an `extern "ptx-kernel"` entry point.
-#![cfg_attr(target_os = "cuda", feature(abi_ptx))]
 
 pub mod mpi;
 pub mod native;

@@ -21,8 +21,6 @@
 //! - [`faults`]: kernels that fail or deadlock on purpose;
 //! - [`interpreter`]: runs an encoded communication program (property tests).
 #![no_std]
-// nvptx64 only: `kernel!` expands to an `extern "ptx-kernel"` entry point.
-#![cfg_attr(target_os = "cuda", feature(abi_ptx))]
 
 use bytemuck::{Pod, Zeroable};
 use gpu_mpi_device::{Error, GlobalSlice, Status};

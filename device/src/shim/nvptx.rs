@@ -360,8 +360,9 @@ fn panic(_info: &core::panic::PanicInfo<'_>) -> ! {
 ///
 /// It sits in an anonymous `const` so that it does not clash with the Rust
 /// function of the same name; the export name is what the launcher looks up.
-/// The crate that invokes [`kernel!`](crate::kernel) needs
-/// `#![cfg_attr(target_os = "cuda", feature(abi_ptx))]`.
+/// The crate that invokes [`kernel!`](crate::kernel) needs the nightly
+/// feature `abi_ptx`: the kernel builder enables it for the crate it builds;
+/// a kernel crate used as a dependency of another names it itself.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __kernel_entry {

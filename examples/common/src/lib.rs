@@ -1,7 +1,7 @@
 //! Command line shared by the examples: `--backend auto|cpu|cuda`,
 //! `--ranks N|max` and one count option of the example's own.
 
-use gpu_mpi::{BackendKind, Device, RankCount, WorldSpec};
+use gpu_mpi::{BackendKind, Device, KernelImages, RankCount, WorldSpec};
 use std::process::ExitCode;
 
 /// Options every example takes.
@@ -58,9 +58,10 @@ pub fn spec(cli: &Cli) -> WorldSpec {
 }
 
 /// Opens the backend the options ask for, with the example's kernels
-/// (`ptx`: its build script's `KERNELS_PTX`), or says why not.
-pub fn open(cli: &Cli, ptx: &[(&'static str, &'static str)]) -> Result<Device, String> {
-    Device::open_variants(cli.backend, ptx).map_err(|e| format!("cannot open backend {}: {e}", cli.backend))
+/// (what its build script built, from `gpu_mpi::include_kernels!`), or says
+/// why not.
+pub fn open(cli: &Cli, kernels: &KernelImages) -> Result<Device, String> {
+    Device::open(cli.backend, kernels).map_err(|e| format!("cannot open backend {}: {e}", cli.backend))
 }
 
 /// Prints `error: ...` and returns a failure exit code.

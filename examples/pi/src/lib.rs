@@ -1,11 +1,12 @@
 //! The pi example's host side: runs one of the thesis's two pi kernels
-//! (`kernels/`, built to PTX by build.rs: [`KERNELS_PTX`]) with the options
+//! (`kernels/`, built to PTX and SASS by build.rs: [`KERNELS`]) with the options
 //! of the command line. The binaries `pi_p2p` and `pi_reduce` call [`run_pi`].
 
 use gpu_mpi_examples_common::{fail, open, parse, spec};
 use std::process::ExitCode;
 
-include!(concat!(env!("OUT_DIR"), "/ptx.rs"));
+/// The pi kernels, built by build.rs: PTX and SASS per SM.
+pub static KERNELS: gpu_mpi::KernelImages = gpu_mpi::include_kernels!();
 
 /// Runs one of the pi kernels with the options of the command line and prints
 /// `pi=<value> error=<|value - PI|> ranks=<N> backend=<cpu|cuda>` last.
@@ -15,7 +16,7 @@ pub fn run_pi(kernel: &gpu_mpi::device::Kernel<gpu_mpi_example_pi_kernels::PiArg
         Err(e) => return fail(e),
     };
     let run = || -> Result<(f64, gpu_mpi::LaunchReport), Box<dyn std::error::Error>> {
-        let device = open(&cli, KERNELS_PTX)?;
+        let device = open(&cli, &KERNELS)?;
         let result = device.alloc_zeroed::<f64>(1)?;
         let args = gpu_mpi_example_pi_kernels::PiArgs {
             intervals_per_rank: cli.count,

@@ -8,7 +8,8 @@ use gpu_mpi_examples_common as common;
 use gpu_mpi_example_ping_pong_kernels::{PingPongArgs, PING_PONG};
 use std::process::ExitCode;
 
-include!(concat!(env!("OUT_DIR"), "/ptx.rs"));
+/// The kernel, built by build.rs: PTX and SASS per SM.
+static KERNELS: gpu_mpi::KernelImages = gpu_mpi::include_kernels!();
 
 const ITERATIONS: u32 = 100;
 
@@ -18,7 +19,7 @@ fn main() -> ExitCode {
         Err(e) => return common::fail(e),
     };
     let run = || -> Result<(u64, gpu_mpi::LaunchReport), Box<dyn std::error::Error>> {
-        let device = common::open(&cli, KERNELS_PTX)?;
+        let device = common::open(&cli, &KERNELS)?;
         let spec = common::spec(&cli);
         // The peer is the last rank, so `max` is resolved before the launch.
         let ranks = device.resolve_for(&PING_PONG, &spec)?.ranks;

@@ -7,7 +7,8 @@ use gpu_mpi_examples_common as common;
 use gpu_mpi_example_ring_kernels::{RingArgs, RING};
 use std::process::ExitCode;
 
-include!(concat!(env!("OUT_DIR"), "/ptx.rs"));
+/// The kernel, built by build.rs: PTX and SASS per SM.
+static KERNELS: gpu_mpi::KernelImages = gpu_mpi::include_kernels!();
 
 fn main() -> ExitCode {
     let cli = match common::parse(1024, "--laps", 3) {
@@ -15,7 +16,7 @@ fn main() -> ExitCode {
         Err(e) => return common::fail(e),
     };
     let run = || -> Result<(u64, gpu_mpi::LaunchReport), Box<dyn std::error::Error>> {
-        let device = common::open(&cli, KERNELS_PTX)?;
+        let device = common::open(&cli, &KERNELS)?;
         let result = device.alloc_zeroed::<u64>(1)?;
         let args = RingArgs {
             laps: cli.count,

@@ -452,7 +452,8 @@ impl CudaDevice {
         if attr(A::CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH)? == 0 {
             return Err(NoGpu::NoCooperativeLaunch { name }.into());
         }
-        let candidates = plan::choose_images(images, cc, options.max_registers.is_some()).map_err(NoGpu::from)?;
+        let candidates =
+            plan::choose_images(images, cc, options.max_registers.is_some()).map_err(NoGpu::from)?;
         let limits = DeviceLimits {
             sms: attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
             warp_size: attr(A::CU_DEVICE_ATTRIBUTE_WARP_SIZE)?,
@@ -491,13 +492,19 @@ impl CudaDevice {
                 // that refuses this cubin: try the next image.
                 Err(
                     e @ CudaError::ModuleLoad {
-                        error: DriverFailure { code: DriverError(code), .. },
+                        error:
+                            DriverFailure {
+                                code: DriverError(code),
+                                ..
+                            },
                         ..
                     },
                 ) if matches!(
                     code,
-                    sys::CUresult::CUDA_ERROR_UNSUPPORTED_PTX_VERSION | sys::CUresult::CUDA_ERROR_NO_BINARY_FOR_GPU
-                ) || (image.kind() == ImageKind::Sass && code == sys::CUresult::CUDA_ERROR_INVALID_IMAGE) =>
+                    sys::CUresult::CUDA_ERROR_UNSUPPORTED_PTX_VERSION
+                        | sys::CUresult::CUDA_ERROR_NO_BINARY_FOR_GPU
+                ) || (image.kind() == ImageKind::Sass
+                    && code == sys::CUresult::CUDA_ERROR_INVALID_IMAGE) =>
                 {
                     refusals.push(format!("{image}: {e}"))
                 }

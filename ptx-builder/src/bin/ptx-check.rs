@@ -89,7 +89,8 @@ fn main() -> ExitCode {
     } else {
         let mut b = PtxBuilder::new(&o.kernels)
             .archs(&o.archs)
-            .target_dir(&o.target_dir);
+            .target_dir(&o.target_dir)
+            .rustc_args(gpu_mpi_ptx_builder::KERNEL_CRATE_RUSTC_ARGS);
         if let Some(tc) = &o.toolchain {
             b = b.toolchain(tc);
         }

@@ -5,7 +5,8 @@
 //! over `ranks * intervals_per_rank` intervals; rank `r` takes intervals
 //! `r, r + ranks, r + 2 ranks, ...`.
 #![no_std]
-// nvptx64 only: `kernel!` expands to an `extern "ptx-kernel"` entry point.
+// The benchmarks' kernel crate depends on this one, and the builder enables
+// `abi_ptx` only for the crate it builds: a dependency names it itself.
 #![cfg_attr(target_os = "cuda", feature(abi_ptx))]
 
 use bytemuck::{Pod, Zeroable};

@@ -1,6 +1,5 @@
 //! The ping-pong example's kernel: rank 0 and a peer bounce a message.
 #![no_std]
-#![cfg_attr(target_os = "cuda", feature(abi_ptx))]
 
 use bytemuck::{Pod, Zeroable};
 use gpu_mpi_device::traits::*;

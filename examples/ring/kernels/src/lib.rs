@@ -1,6 +1,5 @@
 //! The ring example's kernel: a token goes around every rank.
 #![no_std]
-#![cfg_attr(target_os = "cuda", feature(abi_ptx))]
 
 use bytemuck::{Pod, Zeroable};
 use gpu_mpi_device::traits::*;

@@ -1,0 +1,229 @@
+//! The user's template, `templates/my-kernels`, as a user takes it: copied
+//! out of the tree into a temporary directory, pointed at this checkout,
+//! built (its build.rs compiles the kernel crate with the kernel builder),
+//! run on the CPU backend, its PTX linted and (when ptxas is found) checked
+//! for SASS; then built again on a machine that lacks the nightly toolchain
+//! and may not install it, which must still build and run on the CPU.
+//!
+//! The builds share `target/template-test` (and the nested nvptx64 builds
+//! `target/gpu-mpi-ptx`) so that reruns are incremental.
+
+use gpu_mpi::builder::check;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn checkout() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name();
+        if name == "target" {
+            continue;
+        }
+        let dest = to.join(&name);
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &dest);
+        } else {
+            std::fs::copy(entry.path(), dest).unwrap();
+        }
+    }
+}
+
+/// The template copied to a fresh temporary directory, its two paths
+/// pointing at this checkout, with this checkout's lock file (the same
+/// dependency versions, nothing new to download).
+fn copy_template() -> PathBuf {
+    let root = checkout();
+    let dir = std::env::temp_dir().join(format!("gpu-mpi-template-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    copy_dir(&root.join("templates").join("my-kernels"), &dir);
+    let manifest = dir.join("Cargo.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let pointed = text
+        .replace(
+            "gpu-mpi = { path = \"../..\" }",
+            &format!("gpu-mpi = {{ path = {:?} }}", root.display().to_string()),
+        )
+        .replace(
+            "gpu-mpi-device = { path = \"../../device\" }",
+            &format!(
+                "gpu-mpi-device = {{ path = {:?} }}",
+                root.join("device").display().to_string()
+            ),
+        );
+    assert_ne!(
+        text, pointed,
+        "the template's Cargo.toml no longer has the paths this test rewrites"
+    );
+    std::fs::write(&manifest, pointed).unwrap();
+    std::fs::copy(root.join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
+    dir
+}
+
+fn target_dir() -> PathBuf {
+    checkout().join("target").join("template-test")
+}
+
+/// `cargo build --release` of the copy, with `env` added.
+fn build(dir: &Path, env: &[(&str, &str)]) -> Output {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    gpu_mpi::builder::clear_cargo_env(&mut cmd);
+    cmd.current_dir(dir)
+        .args(["build", "--release", "--offline"])
+        .env("CARGO_TARGET_DIR", target_dir())
+        .env(
+            "GPU_MPI_PTX_TARGET_DIR",
+            checkout().join("target").join("gpu-mpi-ptx"),
+        )
+        .env_remove("GPU_MPI_SKIP_PTX")
+        .env_remove("GPU_MPI_PTX_TOOLCHAIN")
+        .env_remove("GPU_MPI_AUTO_INSTALL");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("cargo runs");
+    assert!(
+        out.status.success(),
+        "building the template failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn run_app(args: &[&str]) -> Output {
+    let out = Command::new(target_dir().join("release").join("my-app"))
+        .args(args)
+        .output()
+        .expect("my-app runs");
+    assert!(
+        out.status.success(),
+        "my-app {args:?} failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// The newest `gpu_mpi_kernels.rs` that the template's build script wrote.
+fn generated_expression() -> String {
+    let build = target_dir().join("release").join("build");
+    let newest = std::fs::read_dir(&build)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with("my-app-"))
+        .map(|e| e.path().join("out").join(gpu_mpi::builder::GENERATED_FILE))
+        .filter(|p| p.is_file())
+        .max_by_key(|p| p.metadata().and_then(|m| m.modified()).ok())
+        .expect("the build script wrote its expression");
+    std::fs::read_to_string(newest).unwrap()
+}
+
+/// The paths inside `macro!("...")` in the expression.
+fn paths_in(expression: &str, macro_name: &str) -> Vec<PathBuf> {
+    expression
+        .split(&format!("{macro_name}!(\""))
+        .skip(1)
+        .map(|rest| PathBuf::from(&rest[..rest.find('"').unwrap()]))
+        .collect()
+}
+
+#[test]
+fn the_template_builds_runs_and_ships_checked_kernels_from_a_copy() {
+    let dir = copy_template();
+
+    // 1. A normal build: PTX for sm_70 and sm_90, SASS where ptxas is found.
+    build(&dir, &[]);
+    let out = run_app(&["cpu", "1000"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("sum of ranks = 499500 (expected 499500) on 1000 ranks, cpu backend"),
+        "{stdout}"
+    );
+    // `auto` without a GPU: the emulator, with the one-line notice.
+    let out = run_app(&["auto", "64"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("sum of ranks = 2016"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("using the cpu backend"));
+
+    let expression = generated_expression();
+    // `built_without` is None: the build made kernels.
+    assert!(expression.trim_end().ends_with("None,\n)"), "{expression}");
+    let ptx = paths_in(&expression, "include_str");
+    let ptx: Vec<&PathBuf> = ptx
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "ptx"))
+        .collect();
+    assert_eq!(ptx.len(), 2, "PTX for sm_70 and sm_90: {expression}");
+    for p in &ptx {
+        let text = std::fs::read_to_string(p).unwrap();
+        // Only the user's kernel: nothing of the project's own suites.
+        assert_eq!(
+            check::entries(&text),
+            vec!["sum_of_ranks".to_string()],
+            "{}",
+            p.display()
+        );
+        assert_eq!(check::lint(&text), Vec::new(), "{}", p.display());
+    }
+    let sass = paths_in(&expression, "include_bytes");
+    match check::find_ptxas() {
+        Some(_) => {
+            assert_eq!(sass.len(), 3, "SASS for sm_70, sm_80 and sm_90: {expression}");
+            for cubin in &sass {
+                let bytes = std::fs::read(cubin).unwrap();
+                assert_eq!(&bytes[..4], b"\x7fELF", "{}", cubin.display());
+            }
+            let report =
+                std::fs::read_to_string(paths_in(&expression, "include_str").last().unwrap()).unwrap();
+            assert!(!report.contains("ERROR"), "{report}");
+            assert!(
+                report
+                    .lines()
+                    .any(|l| l.starts_with("sum_of_ranks") && l.contains("sm_90")),
+                "{report}"
+            );
+        }
+        None => {
+            assert!(sass.is_empty(), "no ptxas, no SASS: {expression}");
+            eprintln!("ptxas not found: the template's SASS is not checked");
+        }
+    }
+
+    // 2. A machine without the nightly toolchain that may not install it:
+    // the build still succeeds with one warning naming the command, and the
+    // program runs on the CPU backend.
+    let out = build(
+        &dir,
+        &[
+            ("GPU_MPI_PTX_TOOLCHAIN", "nightly-1970-01-01"),
+            ("GPU_MPI_AUTO_INSTALL", "0"),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("warning: my-app"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{stderr}");
+    assert!(
+        warnings[0].contains("building without GPU kernels")
+            && warnings[0]
+                .contains("rustup toolchain install nightly-1970-01-01 --profile minimal --component rust-src,llvm-tools"),
+        "{}",
+        warnings[0]
+    );
+    assert!(
+        generated_expression().trim_end().ends_with("\"),\n)"),
+        "built_without is Some(reason)"
+    );
+    let out = run_app(&["auto", "64"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("sum of ranks = 2016"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("built without GPU kernels"), "{stderr}");
+
+    let _ = std::fs::remove_dir_all(&dir);
+}
