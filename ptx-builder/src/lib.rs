@@ -18,10 +18,8 @@
 //! `gpu_mpi::include_kernels!()`:
 //!
 //! ```no_run
-//! // build.rs
-//! fn main() {
-//!     gpu_mpi_ptx_builder::KernelBuilder::new("kernels").build();
-//! }
+//! // build.rs: the whole of its `fn main()`
+//! gpu_mpi_ptx_builder::KernelBuilder::new("kernels").build();
 //! ```
 //!
 //! [`PtxBuilder`] is the lower layer (one nested build per SM), for tools
