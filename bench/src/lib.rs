@@ -11,14 +11,17 @@
 //! See docs/performance.md for the method and the numbers.
 
 mod coll;
-pub mod json;
 mod limits;
 mod p2p;
 mod pi;
 
 use gpu_mpi::device::Kernel;
 use gpu_mpi::{Device, DeviceBuffer, HostError, LaunchReport, RankCount, WorldSpec};
-use json::Json;
+use gpu_mpi_provenance::Provenance;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressFinish, ProgressStyle};
+use serde::ser::SerializeMap as _;
+use serde::{Serialize, Serializer};
+use serde_json::Value;
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
@@ -32,8 +35,8 @@ pub fn open(kind: gpu_mpi::BackendKind) -> Result<Device, HostError> {
     Device::open(kind, &KERNELS)
 }
 
-/// Version tag of the JSON output.
-pub const SCHEMA: &str = "gpu-mpi-bench/1";
+/// Version tag of the JSON output (2: the `provenance` object).
+pub const SCHEMA: &str = "gpu-mpi-bench/2";
 
 /// The thesis's scale: 32 blocks of 128 threads (its second reduction
 /// kernel reads 32 block sums; its block tree starts at 64 + 64).
@@ -136,22 +139,45 @@ impl Default for Options {
 }
 
 /// One table of results.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
 pub struct Section {
     /// The suite that made it.
     pub suite: &'static str,
     /// Its title.
     pub title: String,
     /// Printed columns: `(key, header)`; rows may hold more keys (JSON only).
+    #[serde(serialize_with = "column_keys")]
     pub columns: Vec<(&'static str, &'static str)>,
     /// The rows.
+    #[serde(serialize_with = "rows_as_objects")]
     pub rows: Vec<Row>,
     /// Lines printed under the table.
     pub notes: Vec<String>,
 }
 
-/// One row: named values in order.
-pub type Row = Vec<(&'static str, Json)>;
+/// One row: named values in order (numbers, strings, booleans; a NaN
+/// number is `null`).
+pub type Row = Vec<(&'static str, Value)>;
+
+/// The JSON of the columns: their keys.
+fn column_keys<S: Serializer>(columns: &[(&'static str, &'static str)], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(columns.iter().map(|(key, _)| key))
+}
+
+/// The JSON of the rows: one object each, its keys in the row's order.
+fn rows_as_objects<S: Serializer>(rows: &[Row], s: S) -> Result<S::Ok, S::Error> {
+    struct Object<'a>(&'a Row);
+    impl Serialize for Object<'_> {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            let mut map = s.serialize_map(Some(self.0.len()))?;
+            for (k, v) in self.0 {
+                map.serialize_entry(k, v)?;
+            }
+            map.end()
+        }
+    }
+    s.collect_seq(rows.iter().map(Object))
+}
 
 /// A target from docs/performance.md and whether this run meets it.
 #[derive(Clone, Debug)]
@@ -170,6 +196,27 @@ impl Target {
     /// Whether the value is within the bound.
     pub fn met(&self) -> bool {
         self.value <= self.bound
+    }
+}
+
+impl Serialize for Target {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Json<'a> {
+            name: &'a str,
+            value: f64,
+            bound: f64,
+            unit: &'a str,
+            met: bool,
+        }
+        Json {
+            name: self.name,
+            value: self.value,
+            bound: self.bound,
+            unit: self.unit,
+            met: self.met(),
+        }
+        .serialize(s)
     }
 }
 
@@ -231,6 +278,8 @@ pub(crate) struct Ctx<'a> {
     pub(crate) limits: Limits,
     pub(crate) options: &'a Options,
     pub(crate) checked: u64,
+    /// The run's progress bar (hidden when nothing prints).
+    pub(crate) progress: ProgressBar,
 }
 
 impl Ctx<'_> {
@@ -259,6 +308,10 @@ impl Ctx<'_> {
         args: &A,
         spec: &WorldSpec,
     ) -> Result<Timed, String> {
+        if !self.progress.is_hidden() {
+            self.progress
+                .set_message(format!("{} on {}", kernel.name, world_size(spec)));
+        }
         let t = Instant::now();
         let r = self
             .device
@@ -298,12 +351,15 @@ impl Ctx<'_> {
     }
 }
 
+fn world_size(spec: &WorldSpec) -> String {
+    match spec.ranks {
+        RankCount::Exact(n) => format!("{n} ranks"),
+        RankCount::Max => "max ranks".to_string(),
+    }
+}
+
 fn launch_error(name: &str, spec: &WorldSpec, e: HostError) -> String {
-    let ranks = match spec.ranks {
-        RankCount::Exact(n) => n.to_string(),
-        RankCount::Max => "max".to_string(),
-    };
-    format!("{name} on {ranks} ranks: {e}")
+    format!("{name} on {}: {e}", world_size(spec))
 }
 
 /// One launch: the backend's report and the host's wall time around it.
@@ -393,8 +449,9 @@ pub fn resolve_ranks(device: &Device, options: &Options) -> Result<u32, String> 
 }
 
 /// Runs the suites of `options` on `device`. Prints each table as soon as
-/// it is done when `print` is set. Fails on the first wrong result or
-/// failed launch.
+/// it is done when `print` is set, with a progress bar on stderr while it
+/// runs (only when stderr is a terminal). Fails on the first wrong result
+/// or failed launch.
 pub fn run(device: &Device, options: &Options, print: bool) -> Result<Report, String> {
     let start = Instant::now();
     let ranks = resolve_ranks(device, options)?;
@@ -413,28 +470,34 @@ pub fn run(device: &Device, options: &Options, print: bool) -> Result<Report, St
         limits: Limits::default(),
         options,
         checked: 0,
+        progress: progress_bar(print, options.suites.len() as u64 + 1),
     };
     if print {
-        println!(
-            "gpu-mpi-bench: backend {}{}, {} ranks, {} launches per measurement (median){}",
-            device.backend_name(),
-            if device.backend_name() == "cpu" {
-                " (the CPU emulator, not a GPU)"
-            } else {
-                ""
-            },
-            ranks,
-            ctx.preset.reps,
-            if options.quick { ", quick" } else { "" }
-        );
+        ctx.progress.suspend(|| {
+            println!(
+                "gpu-mpi-bench: backend {}{}, {} ranks, {} launches per measurement (median){}",
+                device.backend_name(),
+                if device.backend_name() == "cpu" {
+                    " (the CPU emulator, not a GPU)"
+                } else {
+                    ""
+                },
+                ranks,
+                ctx.preset.reps,
+                if options.quick { ", quick" } else { "" }
+            )
+        });
     }
     let mut sections = Vec::new();
+    ctx.progress.set_prefix("limits");
     let (limits, section) = limits::measure(&mut ctx)?;
     ctx.limits = limits;
-    emit(print, &section);
+    emit(print, &ctx.progress, &section);
     sections.push(section);
+    ctx.progress.inc(1);
     let mut targets = Vec::new();
     for suite in &options.suites {
+        ctx.progress.set_prefix(suite.name());
         let (new, t) = match suite {
             Suite::Pi => pi::run(&mut ctx)?,
             Suite::Latency => p2p::latency(&mut ctx)?,
@@ -446,11 +509,13 @@ pub fn run(device: &Device, options: &Options, print: bool) -> Result<Report, St
             Suite::Scale => coll::scale(&mut ctx)?,
         };
         for s in &new {
-            emit(print, s);
+            emit(print, &ctx.progress, s);
         }
         sections.extend(new);
         targets.extend(t);
+        ctx.progress.inc(1);
     }
+    ctx.progress.finish_and_clear();
     let report = Report {
         backend: device.backend_name(),
         ranks,
@@ -472,9 +537,27 @@ pub fn run(device: &Device, options: &Options, print: bool) -> Result<Report, St
     Ok(report)
 }
 
-fn emit(print: bool, s: &Section) {
+/// One bar over the suites (the limits first), its message the launch under
+/// way; on stderr when `print` is set and stderr is a terminal, else hidden.
+/// Cleared when dropped, so an error message does not land behind it.
+fn progress_bar(print: bool, suites: u64) -> ProgressBar {
+    if !print {
+        return ProgressBar::hidden();
+    }
+    let style =
+        ProgressStyle::with_template("{spinner} [{elapsed}] {bar:20} {pos}/{len} {prefix}: {wide_msg}")
+            .expect("the template is valid");
+    let bar = ProgressBar::with_draw_target(Some(suites), ProgressDrawTarget::stderr())
+        .with_style(style)
+        .with_finish(ProgressFinish::AndClear);
+    bar.enable_steady_tick(Duration::from_millis(200));
+    bar
+}
+
+/// Prints a finished table on stdout, clearing the bar around it.
+fn emit(print: bool, progress: &ProgressBar, s: &Section) {
     if print {
-        print!("{}", s.text());
+        progress.suspend(|| print!("{}", s.text()));
     }
 }
 
@@ -505,9 +588,9 @@ impl Section {
                     .iter()
                     .map(
                         |(key, _)| match row.iter().find(|(k, _)| k == key).map(|(_, v)| v) {
-                            Some(Json::Num(v)) => fmt_num(*v),
-                            Some(Json::Str(s)) => s.clone(),
-                            Some(Json::Bool(b)) => b.to_string(),
+                            Some(Value::Number(v)) => fmt_num(v.as_f64().unwrap_or(f64::NAN)),
+                            Some(Value::String(s)) => s.clone(),
+                            Some(Value::Bool(b)) => b.to_string(),
                             _ => "-".to_string(),
                         },
                     )
@@ -546,30 +629,6 @@ impl Section {
         }
         out
     }
-
-    fn json(&self) -> Json {
-        Json::Obj(vec![
-            ("suite".into(), self.suite.into()),
-            ("title".into(), self.title.clone().into()),
-            (
-                "columns".into(),
-                Json::Arr(self.columns.iter().map(|(k, _)| Json::from(*k)).collect()),
-            ),
-            (
-                "rows".into(),
-                Json::Arr(
-                    self.rows
-                        .iter()
-                        .map(|r| Json::Obj(r.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()))
-                        .collect(),
-                ),
-            ),
-            (
-                "notes".into(),
-                Json::Arr(self.notes.iter().map(|n| Json::from(n.clone())).collect()),
-            ),
-        ])
-    }
 }
 
 impl Report {
@@ -603,56 +662,58 @@ impl Report {
         out
     }
 
-    /// The whole report as JSON.
-    pub fn json(&self) -> Json {
-        let unix = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
+    /// The whole report as pretty-printed JSON, with the provenance of
+    /// the run (docs/bench/README.md).
+    pub fn json(&self, provenance: &Provenance) -> Result<String, serde_json::Error> {
+        #[derive(Serialize)]
+        struct OptionsJson {
+            suites: Vec<&'static str>,
+            quick: bool,
+            reps: usize,
+            pi_step: u32,
+            thesis_scale: bool,
+            iterations: Option<u32>,
+        }
+        #[derive(Serialize)]
+        struct ReportJson<'a> {
+            schema: &'static str,
+            backend: &'static str,
+            emulator: bool,
+            unix_time: u64,
+            ranks: u32,
+            options: OptionsJson,
+            limits: &'a Limits,
+            sections: &'a [Section],
+            targets: &'a [Target],
+            checked_launches: u64,
+            wall_s: f64,
+            provenance: &'a Provenance,
+        }
         let o = &self.options;
-        Json::Obj(vec![
-            ("schema".into(), SCHEMA.into()),
-            ("backend".into(), self.backend.into()),
-            ("emulator".into(), (self.backend == "cpu").into()),
-            ("unix_time".into(), unix.into()),
-            ("ranks".into(), self.ranks.into()),
-            (
-                "options".into(),
-                Json::Obj(vec![
-                    (
-                        "suites".into(),
-                        Json::Arr(o.suites.iter().map(|s| Json::from(s.name())).collect()),
-                    ),
-                    ("quick".into(), o.quick.into()),
-                    ("reps".into(), o.reps.into()),
-                    ("pi_step".into(), o.pi_step.into()),
-                    ("thesis_scale".into(), o.thesis_scale.into()),
-                    ("iterations".into(), o.iterations.into()),
-                ]),
-            ),
-            ("limits".into(), self.limits.json()),
-            (
-                "sections".into(),
-                Json::Arr(self.sections.iter().map(Section::json).collect()),
-            ),
-            (
-                "targets".into(),
-                Json::Arr(
-                    self.targets
-                        .iter()
-                        .map(|t| {
-                            Json::Obj(vec![
-                                ("name".into(), t.name.into()),
-                                ("value".into(), t.value.into()),
-                                ("bound".into(), t.bound.into()),
-                                ("unit".into(), t.unit.into()),
-                                ("met".into(), t.met().into()),
-                            ])
-                        })
-                        .collect(),
-                ),
-            ),
-            ("checked_launches".into(), self.checked_launches.into()),
-            ("wall_s".into(), self.wall.as_secs_f64().into()),
-        ])
+        let mut text = serde_json::to_string_pretty(&ReportJson {
+            schema: SCHEMA,
+            backend: self.backend,
+            emulator: self.backend == "cpu",
+            unix_time: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            ranks: self.ranks,
+            options: OptionsJson {
+                suites: o.suites.iter().map(|s| s.name()).collect(),
+                quick: o.quick,
+                reps: o.reps,
+                pi_step: o.pi_step,
+                thesis_scale: o.thesis_scale,
+                iterations: o.iterations,
+            },
+            limits: &self.limits,
+            sections: &self.sections,
+            targets: &self.targets,
+            checked_launches: self.checked_launches,
+            wall_s: self.wall.as_secs_f64(),
+            provenance,
+        })?;
+        text.push('\n');
+        Ok(text)
     }
 }

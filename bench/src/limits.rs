@@ -1,7 +1,6 @@
 //! Physical limits measured at the start of every run: what the hardware
 //! (or the emulator) allows at best, printed beside the MPI numbers.
 
-use super::json::Json;
 use super::{median, Ctx, Row, Section};
 use gpu_mpi_bench_kernels::mpi::LIMIT_RESULTS;
 use gpu_mpi_bench_kernels::native::{
@@ -29,17 +28,28 @@ impl Limits {
     pub fn atomic_one_way_ns(&self) -> f64 {
         self.atomic_round_trip_ns / 2.0
     }
+}
 
-    /// The limits as JSON.
-    pub fn json(&self) -> Json {
-        Json::Obj(vec![
-            ("copy_gbps".into(), self.copy_gbps.into()),
-            ("copy_bytes".into(), self.copy_bytes.into()),
-            ("copy_ranks".into(), self.copy_ranks.into()),
-            ("atomic_round_trip_ns".into(), self.atomic_round_trip_ns.into()),
-            ("atomic_one_way_ns".into(), self.atomic_one_way_ns().into()),
-            ("atomic_rmw_ns".into(), self.atomic_rmw_ns.into()),
-        ])
+impl serde::Serialize for Limits {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(serde::Serialize)]
+        struct Json {
+            copy_gbps: f64,
+            copy_bytes: u64,
+            copy_ranks: u32,
+            atomic_round_trip_ns: f64,
+            atomic_one_way_ns: f64,
+            atomic_rmw_ns: f64,
+        }
+        Json {
+            copy_gbps: self.copy_gbps,
+            copy_bytes: self.copy_bytes,
+            copy_ranks: self.copy_ranks,
+            atomic_round_trip_ns: self.atomic_round_trip_ns,
+            atomic_one_way_ns: self.atomic_one_way_ns(),
+            atomic_rmw_ns: self.atomic_rmw_ns,
+        }
+        .serialize(s)
     }
 }
 

@@ -2,84 +2,140 @@
 //! same work, OSU-style, on the GPU or the CPU emulator.
 //!
 //! ```text
-//! cargo run --release --bin gpu-mpi-bench -- <suite> [--backend auto|cpu|cuda]
+//! cargo run --release --bin gpu-mpi-bench -- <suite>... [--backend auto|cpu|cuda]
 //!     [--json FILE] [--ranks N|max] [--quick] [--reps N] [--pi-step K]
 //!     [--iterations N] [--no-thesis-scale]
 //! ```
 //!
 //! Suites: pi, latency, bw, barrier, bcast, reduce, allreduce, scale, all.
 //! Prints a table per measurement group and, with `--json`, writes every
-//! number to FILE. Exits non-zero when a benchmark's own correctness check
-//! fails (the message names it) or a launch fails. See docs/performance.md.
+//! number and the run's provenance to FILE. Exits 1 when a benchmark's own
+//! correctness check fails (the message names it), a launch fails or the
+//! backend cannot be opened; 2 on a usage error. See docs/performance.md.
 
 use gpu_mpi_bench as bench;
 
 use bench::{Options, Suite};
+use clap::{Parser, ValueEnum};
 use gpu_mpi::{BackendKind, RankCount};
+use gpu_mpi_provenance::Provenance;
+use serde::{Serialize, Serializer};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: gpu-mpi-bench <pi|latency|bw|barrier|bcast|reduce|allreduce|scale|all> \
-[--backend auto|cpu|cuda] [--json FILE] [--ranks N|max] [--quick] [--reps N] [--pi-step K] \
-[--iterations N] [--no-thesis-scale]";
-
+/// MPI inside a kernel against native kernels doing the same work,
+/// OSU-style, on the GPU or the CPU emulator.
+///
+/// Prints a table per measurement group and, with --json, writes every
+/// number and the run's provenance to FILE. Exits 1 when a benchmark's own
+/// correctness check fails, a launch fails or the backend cannot be opened;
+/// 2 on a usage error. See docs/performance.md.
+#[derive(Debug, Parser, Serialize)]
+#[command(name = "gpu-mpi-bench", version)]
 struct Cli {
+    /// The suites to run, in order (all: every suite).
+    #[arg(required = true, value_enum)]
+    suites: Vec<SuiteName>,
+    /// cpu (the emulator), cuda (an NVIDIA GPU) or auto (the GPU when
+    /// usable, else the emulator).
+    #[arg(long, value_name = "auto|cpu|cuda", default_value = "auto", value_parser = parse_backend)]
+    #[serde(serialize_with = "display")]
     backend: BackendKind,
-    json: Option<String>,
-    options: Options,
+    /// Also write the results to FILE as JSON.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// World size (default: the largest every kernel fits on a GPU, 1024 on
+    /// the emulator).
+    #[arg(long, value_name = "N|max", value_parser = parse_ranks)]
+    #[serde(serialize_with = "ranks")]
+    ranks: Option<RankCount>,
+    /// Few points, few iterations.
+    #[arg(long)]
+    quick: bool,
+    /// Launches per measurement, the median is reported (default 5, 3 with
+    /// --quick).
+    #[arg(long, value_name = "N")]
+    reps: Option<usize>,
+    /// Step of the intervals per rank in the pi suite.
+    #[arg(long, value_name = "K", default_value_t = 2)]
+    pi_step: u32,
+    /// Overrides the timed iterations of every in-kernel loop.
+    #[arg(long, value_name = "N")]
+    iterations: Option<u32>,
+    /// Skip the pi suite's run at the thesis's scale (4096 ranks in blocks
+    /// of 128).
+    #[arg(long)]
+    no_thesis_scale: bool,
 }
 
-fn number<T: std::str::FromStr>(flag: &str, v: &str) -> Result<T, String> {
-    v.parse().map_err(|_| format!("{flag}: {v:?} is not a number"))
+/// A suite on the command line.
+#[derive(Clone, Copy, Debug, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+enum SuiteName {
+    Pi,
+    Latency,
+    Bw,
+    Barrier,
+    Bcast,
+    Reduce,
+    Allreduce,
+    Scale,
+    All,
 }
 
-fn parse(args: impl IntoIterator<Item = String>) -> Result<Cli, String> {
-    let mut cli = Cli {
-        backend: BackendKind::Auto,
-        json: None,
-        options: Options::default(),
-    };
-    let mut suites: Option<Vec<Suite>> = None;
-    let mut reps = None;
-    let mut args = args.into_iter();
-    while let Some(a) = args.next() {
-        let mut value = || args.next().ok_or_else(|| format!("{a} needs a value"));
-        match a.as_str() {
-            "--backend" => cli.backend = value()?.parse().map_err(|e| format!("{e}"))?,
-            "--json" => cli.json = Some(value()?),
-            "--ranks" => {
-                let v = value()?;
-                cli.options.ranks = Some(if v == "max" {
-                    RankCount::Max
-                } else {
-                    RankCount::Exact(number("--ranks", &v)?)
-                });
-            }
-            "--quick" => cli.options.quick = true,
-            "--reps" => reps = Some(number::<usize>("--reps", &value()?)?.max(1)),
-            "--pi-step" => cli.options.pi_step = number::<u32>("--pi-step", &value()?)?.max(1),
-            "--iterations" => cli.options.iterations = Some(number::<u32>("--iterations", &value()?)?.max(1)),
-            "--no-thesis-scale" => cli.options.thesis_scale = false,
-            "--help" | "-h" => return Err(USAGE.to_string()),
-            s if !s.starts_with('-') => {
-                let found = Suite::parse(s).ok_or_else(|| format!("unknown suite {s:?}\n{USAGE}"))?;
-                suites.get_or_insert_with(Vec::new).extend(found);
-            }
-            other => return Err(format!("unknown option {other:?}\n{USAGE}")),
+fn parse_backend(s: &str) -> Result<BackendKind, gpu_mpi::ParseBackendKindError> {
+    s.parse()
+}
+
+/// `N` or `max`.
+fn parse_ranks(s: &str) -> Result<RankCount, String> {
+    if s == "max" {
+        return Ok(RankCount::Max);
+    }
+    s.parse()
+        .map(RankCount::Exact)
+        .map_err(|e| format!("{s:?} is neither a number of ranks nor max ({e})"))
+}
+
+fn display<S: Serializer>(v: &impl std::fmt::Display, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(v)
+}
+
+/// A number, "max" or null.
+fn ranks<S: Serializer>(r: &Option<RankCount>, s: S) -> Result<S::Ok, S::Error> {
+    match r {
+        None => s.serialize_none(),
+        Some(RankCount::Exact(n)) => s.serialize_u32(*n),
+        Some(RankCount::Max) => s.serialize_str("max"),
+    }
+}
+
+impl Cli {
+    /// The library's options.
+    fn options(&self) -> Options {
+        let suites = self
+            .suites
+            .iter()
+            .flat_map(|s| {
+                let name = s.to_possible_value().expect("no suite is skipped");
+                Suite::parse(name.get_name()).expect("every suite name parses")
+            })
+            .collect();
+        Options {
+            suites,
+            ranks: self.ranks,
+            quick: self.quick,
+            reps: self.reps.unwrap_or(if self.quick { 3 } else { 5 }).max(1),
+            pi_step: self.pi_step.max(1),
+            thesis_scale: !self.no_thesis_scale,
+            iterations: self.iterations.map(|n| n.max(1)),
         }
     }
-    cli.options.suites = suites.ok_or_else(|| format!("no suite given\n{USAGE}"))?;
-    cli.options.reps = reps.unwrap_or(if cli.options.quick { 3 } else { 5 });
-    Ok(cli)
 }
 
 fn main() -> ExitCode {
-    let cli = match parse(std::env::args().skip(1)) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("{e}");
-            return ExitCode::from(2);
-        }
-    };
+    let cli = Cli::parse();
+    let options = cli.options();
     let device = match bench::open(cli.backend) {
         Ok(d) => d,
         Err(e) => {
@@ -87,7 +143,11 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let report = match bench::run(&device, &cli.options, true) {
+    let commit = env!("GPU_MPI_COMMIT");
+    let program = concat!("gpu-mpi-bench ", env!("CARGO_PKG_VERSION"));
+    // Taken before the run: its date is when the run started.
+    let provenance = Provenance::new(&device, program, commit, &cli);
+    let report = match bench::run(&device, &options, true) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("\nerror: benchmark FAILED: {e}");
@@ -95,11 +155,15 @@ fn main() -> ExitCode {
         }
     };
     if let Some(path) = &cli.json {
-        if let Err(e) = std::fs::write(path, report.json().pretty()) {
-            eprintln!("error: writing {path}: {e}");
+        let written = provenance
+            .and_then(|p| report.json(&p))
+            .map_err(std::io::Error::from)
+            .and_then(|text| std::fs::write(path, text));
+        if let Err(e) = written {
+            eprintln!("error: writing {}: {e}", path.display());
             return ExitCode::FAILURE;
         }
-        println!("wrote {path}");
+        println!("wrote {}", path.display());
     }
     ExitCode::SUCCESS
 }

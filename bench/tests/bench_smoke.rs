@@ -6,9 +6,10 @@
 
 use gpu_mpi_bench as bench;
 
-use bench::json::Json;
 use bench::{Options, Suite};
 use gpu_mpi::{Device, RankCount};
+use gpu_mpi_provenance::Provenance;
+use serde_json::Value;
 use std::process::Command;
 
 fn tiny(suites: Vec<Suite>) -> Options {
@@ -24,21 +25,52 @@ fn tiny(suites: Vec<Suite>) -> Options {
 }
 
 /// Every number in `v` is finite or null; timing fields are not negative.
-fn check_numbers(v: &Json, path: &str) {
+fn check_numbers(v: &Value, path: &str) {
     match v {
-        Json::Num(x) => assert!(
-            x.is_finite() && (*x >= 0.0 || path.ends_with("growth_ms")),
-            "{path} = {x}"
-        ),
-        Json::Arr(items) => items
+        Value::Number(n) => {
+            let x = n.as_f64().unwrap();
+            assert!(
+                x.is_finite() && (x >= 0.0 || path.ends_with("growth_ms")),
+                "{path} = {x}"
+            )
+        }
+        Value::Array(items) => items
             .iter()
             .enumerate()
             .for_each(|(i, x)| check_numbers(x, &format!("{path}[{i}]"))),
-        Json::Obj(m) => m
+        Value::Object(m) => m
             .iter()
             .for_each(|(k, x)| check_numbers(x, &format!("{path}.{k}"))),
         _ => {}
     }
+}
+
+/// The provenance of an emulator run: the device fields the emulator has,
+/// null for the GPU-only ones, a commit, an RFC 3339 UTC date.
+fn check_cpu_provenance(p: &Value) {
+    assert_eq!(p["backend"], "cpu", "{p}");
+    assert!(p["device"].as_str().unwrap().contains("emulator"), "{p}");
+    assert!(p["sm_count"].as_u64().unwrap() > 0, "{p}");
+    for key in [
+        "compute_capability",
+        "sm_clock_mhz",
+        "memory_clock_mhz",
+        "driver_version",
+        "cuda_version",
+    ] {
+        assert!(p.get(key).is_some_and(Value::is_null), "{key}: {p}");
+    }
+    assert!(!p["commit"].as_str().unwrap().is_empty(), "{p}");
+    let date = p["date"].as_str().unwrap();
+    assert!(
+        date.len() == 20 && date.ends_with('Z') && date.as_bytes()[10] == b'T',
+        "{date}"
+    );
+    assert!(
+        p["program"].as_str().unwrap().starts_with("gpu-mpi-bench "),
+        "{p}"
+    );
+    assert!(p["options"].is_object(), "{p}");
 }
 
 #[test]
@@ -111,32 +143,70 @@ fn every_suite_runs_and_passes_its_checks() {
         .count();
     assert!(ratios > 20, "{ratios} ratios");
 
-    // The JSON round-trips through the parser and has the documented shape.
-    let text = report.json().pretty();
-    let json = Json::parse(&text).expect("the report's JSON does not parse");
-    assert_eq!(json.get("schema").and_then(Json::as_str), Some(bench::SCHEMA));
-    assert_eq!(json.get("backend").and_then(Json::as_str), Some("cpu"));
-    assert_eq!(json.get("emulator"), Some(&Json::Bool(true)));
-    let limits = json.get("limits").unwrap();
+    // The JSON parses back and has the documented shape, its values those
+    // of the report.
+    let provenance = Provenance::new(
+        &device,
+        "gpu-mpi-bench test",
+        "abc123",
+        &serde_json::json!({"suites": ["all"]}),
+    )
+    .unwrap();
+    let text = report.json(&provenance).unwrap();
+    let json: Value = serde_json::from_str(&text).expect("the report's JSON does not parse");
+    assert_eq!(json["schema"], bench::SCHEMA);
+    assert_eq!(json["backend"], "cpu");
+    assert_eq!(json["emulator"], true);
+    assert_eq!(json["ranks"], 64);
+    assert_eq!(json["checked_launches"], report.checked_launches);
+    assert_eq!(
+        json["options"]["suites"].as_array().unwrap().len(),
+        Suite::ALL.len()
+    );
+    assert_eq!(json["options"]["reps"], 2);
+    assert_eq!(json["options"]["iterations"], 3);
+    assert_eq!(json["options"]["thesis_scale"], false);
+    let limits = &json["limits"];
     for key in [
         "copy_gbps",
         "atomic_round_trip_ns",
         "atomic_one_way_ns",
         "atomic_rmw_ns",
     ] {
-        let v = limits.get(key).and_then(Json::as_f64).unwrap_or(f64::NAN);
+        let v = limits[key].as_f64().unwrap_or(f64::NAN);
         assert!(v > 0.0, "limits.{key} = {v}");
     }
-    let sections = json.get("sections").and_then(Json::as_array).unwrap();
+    assert_eq!(limits["copy_gbps"].as_f64(), Some(report.limits.copy_gbps));
+    let sections = json["sections"].as_array().unwrap();
     assert_eq!(sections.len(), report.sections.len());
-    for s in sections {
-        assert!(s
-            .get("rows")
-            .and_then(Json::as_array)
-            .is_some_and(|r| !r.is_empty()));
+    for (s, section) in sections.iter().zip(&report.sections) {
+        assert_eq!(s["suite"], section.suite);
+        assert_eq!(s["title"], section.title.as_str());
+        let keys: Vec<&str> = section.columns.iter().map(|(k, _)| *k).collect();
+        assert_eq!(s["columns"], serde_json::json!(keys));
+        let rows = s["rows"].as_array().unwrap();
+        assert_eq!(rows.len(), section.rows.len());
+        for (r, row) in rows.iter().zip(&section.rows) {
+            // Every key, in the row's order.
+            let keys: Vec<&str> = r.as_object().unwrap().keys().map(String::as_str).collect();
+            let expected: Vec<&str> = row.iter().map(|(k, _)| *k).collect();
+            assert_eq!(keys, expected, "{}", section.title);
+        }
     }
-    let targets = json.get("targets").and_then(Json::as_array).unwrap();
+    let targets = json["targets"].as_array().unwrap();
     assert_eq!(targets.len(), 4, "pi (2), latency and barrier targets");
+    for (t, target) in targets.iter().zip(&report.targets) {
+        assert_eq!(t["name"], target.name);
+        assert_eq!(t["value"].as_f64(), Some(target.value));
+        assert_eq!(t["met"], target.met());
+    }
+    let p = &json["provenance"];
+    assert_eq!(
+        (&p["commit"], &p["program"]),
+        (&"abc123".into(), &"gpu-mpi-bench test".into())
+    );
+    assert_eq!(p["options"]["suites"][0], "all");
+    check_cpu_provenance(p);
     check_numbers(&json, "$");
 }
 
@@ -180,21 +250,90 @@ fn the_binary_prints_tables_and_writes_json() {
         "{stdout}"
     );
     assert!(stdout.contains("not a GPU"), "the emulator is labelled: {stdout}");
-    let json = Json::parse(&std::fs::read_to_string(&file).unwrap()).unwrap();
-    let suites: Vec<&str> = json
-        .get("sections")
-        .and_then(Json::as_array)
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let suites: Vec<&str> = json["sections"]
+        .as_array()
         .unwrap()
         .iter()
-        .filter_map(|s| s.get("suite").and_then(Json::as_str))
+        .filter_map(|s| s["suite"].as_str())
         .collect();
     assert_eq!(suites, ["limits", "barrier", "reduce"]);
+    assert_eq!(json["schema"], bench::SCHEMA);
+    assert_eq!(json["ranks"], 32);
+    assert_eq!(json["options"]["reps"], 1);
+    // The provenance: this build's commit and the command line as parsed.
+    let p = &json["provenance"];
+    check_cpu_provenance(p);
+    assert_ne!(p["commit"], "", "{p}");
+    let o = &p["options"];
+    assert_eq!(o["suites"], serde_json::json!(["barrier", "reduce"]), "{o}");
+    assert_eq!(
+        (
+            &o["backend"],
+            &o["ranks"],
+            &o["quick"],
+            &o["reps"],
+            &o["iterations"]
+        ),
+        (&"cpu".into(), &32.into(), &true.into(), &1.into(), &2.into()),
+        "{o}"
+    );
+    assert_eq!(o["json"], file.to_str().unwrap(), "{o}");
+    assert_eq!(o["no_thesis_scale"], false, "{o}");
     let _ = std::fs::remove_dir_all(&dir);
 
-    // Bad command lines are refused.
-    let bad = Command::new(env!("CARGO_BIN_EXE_gpu-mpi-bench"))
-        .args(["nosuch", "--backend", "cpu"])
+    // Bad command lines are refused with a usage error.
+    for args in [
+        &["nosuch", "--backend", "cpu"][..],
+        &["--backend", "cpu"],
+        &["pi", "--backend", "tpu"],
+        &["pi", "--ranks", "many"],
+        &["pi", "--reps"],
+        &["pi", "--nosuch"],
+    ] {
+        let bad = Command::new(env!("CARGO_BIN_EXE_gpu-mpi-bench"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(bad.status.code(), Some(2), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&bad.stderr).starts_with("error:"),
+            "{args:?}"
+        );
+    }
+}
+
+#[test]
+fn the_help_names_every_flag_and_suite() {
+    let out = Command::new(env!("CARGO_BIN_EXE_gpu-mpi-bench"))
+        .arg("--help")
         .output()
         .unwrap();
-    assert_eq!(bad.status.code(), Some(2));
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    for flag in [
+        "--backend",
+        "--json",
+        "--ranks",
+        "--quick",
+        "--reps",
+        "--pi-step",
+        "--iterations",
+        "--no-thesis-scale",
+    ] {
+        assert!(help.contains(flag), "{flag}: {help}");
+    }
+    for suite in [
+        "pi",
+        "latency",
+        "bw",
+        "barrier",
+        "bcast",
+        "reduce",
+        "allreduce",
+        "scale",
+        "all",
+    ] {
+        assert!(help.contains(suite), "{suite}: {help}");
+    }
 }

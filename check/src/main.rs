@@ -9,56 +9,47 @@
 //! result, time) prints last. Exit status: 0 when every case passed, 1 when
 //! one failed, 2 on a usage error or a backend that cannot be opened.
 
+use clap::Parser;
 use gpu_mpi::BackendKind;
 use gpu_mpi_check::{cases, Case};
+use gpu_mpi_provenance::Provenance;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressFinish, ProgressStyle};
+use serde::{Serialize, Serializer};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-const USAGE: &str = "usage: gpu-mpi-check [--backend cpu|cuda|auto] [--json FILE] [--filter TEXT] [--list]
-
-Runs the MPI conformance cases (docs/semantics.md) on one backend.
-  --backend B   cpu (the emulator), cuda (an NVIDIA GPU) or auto (default:
-                the GPU when usable, else the emulator)
-  --json FILE   also write the results to FILE as JSON
-  --filter TEXT run only the cases whose name contains TEXT
-  --list        print the case names and exit";
-
+/// Runs the MPI conformance cases (docs/semantics.md) on one backend.
+///
+/// The details of every failure print as they happen; the table (case,
+/// result, time) prints last. Exit status: 0 when every case passed, 1 when
+/// one failed, 2 on a usage error or a backend that cannot be opened.
+#[derive(Debug, Parser, Serialize)]
+#[command(name = "gpu-mpi-check", version)]
 struct Options {
+    /// cpu (the emulator), cuda (an NVIDIA GPU) or auto (default: the GPU
+    /// when usable, else the emulator)
+    #[arg(long, value_name = "cpu|cuda|auto", default_value = "auto", value_parser = parse_backend)]
+    #[serde(serialize_with = "display")]
     backend: BackendKind,
-    json: Option<String>,
+    /// Also write the results to FILE as JSON (with the run's provenance)
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Run only the cases whose name contains TEXT
+    #[arg(long, value_name = "TEXT")]
     filter: Option<String>,
+    /// Print the case names and exit
+    #[arg(long)]
     list: bool,
 }
 
-fn parse(mut args: impl Iterator<Item = String>) -> Result<Options, String> {
-    let mut o = Options {
-        backend: BackendKind::Auto,
-        json: None,
-        filter: None,
-        list: false,
-    };
-    while let Some(a) = args.next() {
-        let (flag, inline) = match a.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
-            _ => (a.clone(), None),
-        };
-        let mut value = |name: &str| {
-            inline
-                .clone()
-                .or_else(|| args.next())
-                .ok_or_else(|| format!("{name} needs a value"))
-        };
-        match flag.as_str() {
-            "--backend" => o.backend = value("--backend")?.parse().map_err(|e| format!("{e}"))?,
-            "--json" => o.json = Some(value("--json")?),
-            "--filter" => o.filter = Some(value("--filter")?),
-            "--list" => o.list = true,
-            "-h" | "--help" => return Err(String::new()),
-            other => return Err(format!("unknown argument {other:?}")),
-        }
-    }
-    Ok(o)
+fn parse_backend(s: &str) -> Result<BackendKind, gpu_mpi::ParseBackendKindError> {
+    s.parse()
+}
+
+fn display<S: Serializer>(v: &impl std::fmt::Display, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(v)
 }
 
 struct Outcome {
@@ -87,47 +78,42 @@ fn run_case(case: &Case, device: &gpu_mpi::Device) -> Outcome {
     }
 }
 
-fn json_string(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
+/// The `--json` document: the counts, a row per case and the provenance.
+fn json(backend: &str, outcomes: &[Outcome], provenance: &Provenance) -> serde_json::Result<String> {
+    #[derive(Serialize)]
+    struct CaseJson<'a> {
+        name: &'a str,
+        result: &'static str,
+        seconds: f64,
+        message: &'a str,
     }
-    out.push('"');
-    out
-}
-
-fn json(backend: &str, outcomes: &[Outcome]) -> String {
+    #[derive(Serialize)]
+    struct Json<'a> {
+        backend: &'a str,
+        passed: usize,
+        failed: usize,
+        cases: Vec<CaseJson<'a>>,
+        provenance: &'a Provenance,
+    }
     let failed = outcomes.iter().filter(|o| o.result.is_err()).count();
-    let mut s = format!(
-        "{{\n  \"backend\": {},\n  \"passed\": {},\n  \"failed\": {},\n  \"cases\": [",
-        json_string(backend),
-        outcomes.len() - failed,
-        failed
-    );
-    for (i, o) in outcomes.iter().enumerate() {
-        let (result, message) = match &o.result {
-            Ok(()) => ("pass", String::new()),
-            Err(e) => ("fail", e.clone()),
-        };
-        s.push_str(if i == 0 { "\n" } else { ",\n" });
-        s.push_str(&format!(
-            "    {{\"name\": {}, \"result\": \"{result}\", \"seconds\": {:.6}, \"message\": {}}}",
-            json_string(o.name),
-            o.time.as_secs_f64(),
-            json_string(&message)
-        ));
-    }
-    s.push_str("\n  ]\n}\n");
-    s
+    let cases = outcomes
+        .iter()
+        .map(|o| CaseJson {
+            name: o.name,
+            result: if o.result.is_ok() { "pass" } else { "fail" },
+            seconds: o.time.as_secs_f64(),
+            message: o.result.as_ref().err().map_or("", String::as_str),
+        })
+        .collect();
+    let mut text = serde_json::to_string_pretty(&Json {
+        backend,
+        passed: outcomes.len() - failed,
+        failed,
+        cases,
+        provenance,
+    })?;
+    text.push('\n');
+    Ok(text)
 }
 
 fn table(backend: &str, outcomes: &[Outcome]) -> String {
@@ -153,18 +139,21 @@ fn table(backend: &str, outcomes: &[Outcome]) -> String {
     s
 }
 
+/// One bar over the cases on stderr, hidden when stderr is not a terminal;
+/// cleared when dropped.
+fn progress_bar(cases: usize) -> ProgressBar {
+    let style = ProgressStyle::with_template("{spinner} [{elapsed}] {bar:30} {pos}/{len} {wide_msg}")
+        .expect("the template is valid");
+    let bar = ProgressBar::with_draw_target(Some(cases as u64), ProgressDrawTarget::stderr())
+        .with_style(style)
+        .with_finish(ProgressFinish::AndClear);
+    bar.enable_steady_tick(Duration::from_millis(200));
+    bar
+}
+
 fn main() -> ExitCode {
-    let options = match parse(std::env::args().skip(1)) {
-        Ok(o) => o,
-        Err(e) if e.is_empty() => {
-            println!("{USAGE}");
-            return ExitCode::SUCCESS;
-        }
-        Err(e) => {
-            eprintln!("gpu-mpi-check: {e}\n{USAGE}");
-            return ExitCode::from(2);
-        }
-    };
+    // --help and --version print and exit 0; usage errors exit 2.
+    let options = Options::parse();
     let selected: Vec<Case> = cases()
         .into_iter()
         .filter(|c| options.filter.as_deref().is_none_or(|f| c.name.contains(f)))
@@ -182,12 +171,24 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let provenance = Provenance::new(
+        &device,
+        concat!("gpu-mpi-check ", env!("CARGO_PKG_VERSION")),
+        env!("GPU_MPI_COMMIT"),
+        &options,
+    );
     let backend = device.backend_name();
     println!("gpu-mpi-check: {} cases on the {backend} backend", selected.len());
+    let progress = progress_bar(selected.len());
+    // A panicking case prints its message on stderr: clear the bar around it.
+    let default_hook = std::panic::take_hook();
+    let hook_bar = progress.clone();
+    std::panic::set_hook(Box::new(move |info| hook_bar.suspend(|| default_hook(info))));
     let mut outcomes = Vec::new();
     for case in &selected {
+        progress.set_message(case.name);
         let o = run_case(case, &device);
-        match &o.result {
+        progress.suspend(|| match &o.result {
             Ok(()) => println!("pass  {} ({:.3}s)", o.name, o.time.as_secs_f64()),
             Err(e) => {
                 println!("FAIL  {} ({:.3}s)", o.name, o.time.as_secs_f64());
@@ -195,12 +196,18 @@ fn main() -> ExitCode {
                     println!("      {line}");
                 }
             }
-        }
+        });
+        progress.inc(1);
         outcomes.push(o);
     }
+    progress.finish_and_clear();
     if let Some(path) = &options.json {
-        if let Err(e) = std::fs::write(path, json(backend, &outcomes)) {
-            eprintln!("gpu-mpi-check: writing {path}: {e}");
+        let written = provenance
+            .and_then(|p| json(backend, &outcomes, &p))
+            .map_err(std::io::Error::from)
+            .and_then(|text| std::fs::write(path, text));
+        if let Err(e) = written {
+            eprintln!("gpu-mpi-check: writing {}: {e}", path.display());
             return ExitCode::from(2);
         }
     }

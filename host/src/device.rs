@@ -58,6 +58,27 @@ enum Backend {
     Cuda(CudaDevice),
 }
 
+/// What a device is ([`Device::describe`]): plain values, `None` where the
+/// backend does not know them (the emulator has no clocks and no CUDA).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DeviceDescription {
+    /// "cpu" or "cuda".
+    pub backend: &'static str,
+    /// The GPU's name, or the emulator's with its worker threads.
+    pub name: String,
+    /// Compute capability `(major, minor)`.
+    pub compute_capability: Option<(u32, u32)>,
+    /// Streaming multiprocessors (the emulator's virtual ones on the cpu backend).
+    pub sms: u32,
+    /// Peak SM clock, MHz.
+    pub sm_clock_mhz: Option<u32>,
+    /// Peak memory clock, MHz.
+    pub memory_clock_mhz: Option<u32>,
+    /// The CUDA version the driver supports `(major, minor)`.
+    pub cuda_version: Option<(u32, u32)>,
+}
+
 /// A device to run kernels on: the CPU emulator or an NVIDIA GPU.
 pub struct Device {
     backend: Backend,
@@ -243,6 +264,34 @@ impl Device {
         match self.backend {
             Backend::Cpu(_) => "cpu",
             Backend::Cuda(_) => "cuda",
+        }
+    }
+
+    /// What this device is, for the record of a run (the benchmarks' and
+    /// the conformance check's JSON); the same fields on every backend.
+    pub fn describe(&self) -> DeviceDescription {
+        match &self.backend {
+            Backend::Cpu(d) => DeviceDescription {
+                backend: "cpu",
+                name: format!("CPU emulator ({} workers)", d.options().workers),
+                compute_capability: None,
+                sms: d.options().sms,
+                sm_clock_mhz: None,
+                memory_clock_mhz: None,
+                cuda_version: None,
+            },
+            Backend::Cuda(d) => {
+                let info = d.info();
+                DeviceDescription {
+                    backend: "cuda",
+                    name: info.name.clone(),
+                    compute_capability: Some((info.compute_capability / 10, info.compute_capability % 10)),
+                    sms: info.limits.sms,
+                    sm_clock_mhz: info.sm_clock_khz.map(|k| k / 1000),
+                    memory_clock_mhz: info.memory_clock_khz.map(|k| k / 1000),
+                    cuda_version: Some((info.driver_version / 1000, info.driver_version % 1000 / 10)),
+                }
+            }
         }
     }
 

@@ -40,7 +40,7 @@ pub mod report;
 mod spec;
 
 pub use cpu::{CpuDevice, CpuOptions};
-pub use device::{Device, DeviceBuffer, LaunchReport};
+pub use device::{Device, DeviceBuffer, DeviceDescription, LaunchReport};
 pub use error::{
     AllocError, BufferError, CopyDirection, CudaError, DriverFailure, HostError, NoGpu, OptionError,
     Resource, StuckReason,

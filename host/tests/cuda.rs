@@ -473,6 +473,19 @@ fn fake_driver_child() {
     assert_eq!(cuda.info().name, "Fake H100");
     assert_eq!((cuda.info().compute_capability, cuda.info().ptx_sm), (90, 90));
     assert_eq!(cuda.kernels(), &["heavy", "light"]);
+    let described = d.describe();
+    assert_eq!(
+        (described.backend, described.name.as_str(), described.sms),
+        ("cuda", "Fake H100", 132)
+    );
+    assert_eq!(
+        (described.compute_capability, described.cuda_version),
+        (Some((9, 0)), Some((12, 8)))
+    );
+    assert_eq!(
+        (described.sm_clock_mhz, described.memory_clock_mhz),
+        (Some(1980), Some(2619))
+    );
     assert!(cuda
         .info()
         .to_string()

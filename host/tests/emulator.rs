@@ -626,3 +626,16 @@ fn buffers_round_trip_and_check_lengths() {
     let empty = d.alloc_zeroed::<u32>(0).unwrap();
     assert!(empty.is_empty() && d.download(&empty).unwrap().is_empty());
 }
+
+#[test]
+fn the_emulator_describes_itself_without_gpu_fields() {
+    let d = cpu(3).describe();
+    assert_eq!((d.backend, d.sms), ("cpu", 132));
+    assert!(
+        d.name.contains("emulator") && d.name.contains("3 workers"),
+        "{}",
+        d.name
+    );
+    assert_eq!((d.compute_capability, d.cuda_version), (None, None));
+    assert_eq!((d.sm_clock_mhz, d.memory_clock_mhz), (None, None));
+}

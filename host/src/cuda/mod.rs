@@ -192,6 +192,12 @@ pub struct CudaInfo {
     pub image: ImageKind,
     /// The device's limits.
     pub limits: DeviceLimits,
+    /// Peak SM clock in kHz (`CU_DEVICE_ATTRIBUTE_CLOCK_RATE`); `None`
+    /// where the driver no longer reports it.
+    pub sm_clock_khz: Option<u32>,
+    /// Peak memory clock in kHz (`CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE`);
+    /// `None` where the driver no longer reports it.
+    pub memory_clock_khz: Option<u32>,
     /// The register cap the PTX was compiled with (always `None` for SASS).
     pub max_registers: Option<u32>,
     /// Whether the device runs a display watchdog that kills long kernels.
@@ -466,6 +472,10 @@ impl CudaDevice {
             reserved_shared_memory_per_block: attr(A::CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK)?,
         };
         let kernel_exec_timeout = attr(A::CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT)? != 0;
+        // For the record only: CUDA 13 deprecates the clock attributes, so a
+        // refusal leaves them unknown instead of failing the open.
+        let sm_clock_khz = attr(A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE).ok();
+        let memory_clock_khz = attr(A::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE).ok();
         let mut driver_version = 0;
         // SAFETY: `driver_version` is a valid place.
         unsafe { cu!(cuDriverGetVersion(&mut driver_version)) }?;
@@ -550,6 +560,8 @@ impl CudaDevice {
                 ptx_sm: image.sm(),
                 image: image.kind(),
                 limits,
+                sm_clock_khz,
+                memory_clock_khz,
                 max_registers: match image {
                     KernelImage::Ptx { .. } => options.max_registers,
                     KernelImage::Sass { .. } => None,

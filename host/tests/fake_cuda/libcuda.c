@@ -59,8 +59,10 @@ CUresult cuDeviceGetAttribute(int *v, int attribute, int dev) {
     case 8: *v = 48 * 1024; break;     /* MAX_SHARED_MEMORY_PER_BLOCK */
     case 10: *v = 32; break;           /* WARP_SIZE */
     case 12: *v = 65536; break;        /* MAX_REGISTERS_PER_BLOCK */
+    case 13: *v = 1980000; break;      /* CLOCK_RATE (kHz) */
     case 16: *v = 132; break;          /* MULTIPROCESSOR_COUNT */
     case 17: *v = 0; break;            /* KERNEL_EXEC_TIMEOUT */
+    case 36: *v = 2619000; break;      /* MEMORY_CLOCK_RATE (kHz) */
     case 39: *v = 2048; break;         /* MAX_THREADS_PER_MULTIPROCESSOR */
     case 75: *v = compute_capability() / 10; break; /* COMPUTE_CAPABILITY_MAJOR */
     case 76: *v = compute_capability() % 10; break; /* COMPUTE_CAPABILITY_MINOR */
