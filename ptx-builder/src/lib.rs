@@ -108,8 +108,30 @@ pub enum Error {
         /// Exit status.
         status: String,
     },
-    /// Something else (I/O, unexpected output).
-    Other(String),
+    /// There is no kernel crate (no `Cargo.toml`) where one was named.
+    NoKernelCrate {
+        /// The manifest looked for.
+        manifest: PathBuf,
+    },
+    /// The nested cargo could not be started.
+    Spawn {
+        /// The toolchain it was run with.
+        toolchain: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The nested build succeeded but named no `.ptx` file.
+    NoPtxArtifact {
+        /// `sm_XX`.
+        arch: String,
+    },
+    /// A file operation of the builder failed.
+    Io {
+        /// What it was doing, e.g. "copying /path".
+        what: String,
+        /// Why.
+        source: std::io::Error,
+    },
 }
 
 impl fmt::Display for Error {
@@ -126,12 +148,34 @@ impl fmt::Display for Error {
                  the nested cargo's diagnostics follow in the build script's stderr \
                  (or set {SKIP_ENV}=1 to build without GPU kernels)"
             ),
-            Error::Other(m) => write!(f, "gpu-mpi PTX build: {m}"),
+            Error::NoKernelCrate { manifest } => {
+                write!(f, "gpu-mpi PTX build: no kernel crate at {}", manifest.display())
+            }
+            Error::Spawn { toolchain, source } => {
+                write!(
+                    f,
+                    "gpu-mpi PTX build: running `rustup run {toolchain} cargo`: {source}"
+                )
+            }
+            Error::NoPtxArtifact { arch } => {
+                write!(
+                    f,
+                    "gpu-mpi PTX build: the nested build for {arch} reported no .ptx artifact"
+                )
+            }
+            Error::Io { what, source } => write!(f, "gpu-mpi PTX build: {what}: {source}"),
         }
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Spawn { source, .. } | Error::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
 
 /// The nightly toolchain the kernels are built with.
 #[derive(Clone, Debug)]
@@ -410,7 +454,7 @@ impl PtxBuilder {
         };
         let manifest = self.crate_dir.join("Cargo.toml");
         if !manifest.is_file() {
-            return Err(Error::Other(format!("no kernel crate at {}", manifest.display())));
+            return Err(Error::NoKernelCrate { manifest });
         }
         let mut out = Vec::new();
         for &arch in &self.archs {
@@ -483,9 +527,10 @@ impl PtxBuilder {
         .env("CARGO_PROFILE_RELEASE_INCREMENTAL", "false")
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
-        let output = cmd
-            .output()
-            .map_err(|e| Error::Other(format!("running `rustup run {} cargo`: {e}", tc.name)))?;
+        let output = cmd.output().map_err(|source| Error::Spawn {
+            toolchain: tc.name.clone(),
+            source,
+        })?;
         if !output.status.success() {
             return Err(Error::Build {
                 arch: format!("sm_{arch}"),
@@ -493,10 +538,8 @@ impl PtxBuilder {
             });
         }
         let stdout = String::from_utf8_lossy(&output.stdout);
-        let path = ptx_artifact(&stdout).ok_or_else(|| {
-            Error::Other(format!(
-                "the nested build for sm_{arch} reported no .ptx artifact"
-            ))
+        let path = ptx_artifact(&stdout).ok_or_else(|| Error::NoPtxArtifact {
+            arch: format!("sm_{arch}"),
         })?;
         Ok(BuiltPtx { arch, path })
     }
@@ -532,7 +575,10 @@ fn stable_linker(target_dir: &Path) -> Result<PathBuf, Error> {
     if stable.is_file() {
         return Ok(stable);
     }
-    let io = |what: &str, e: std::io::Error| Error::Other(format!("{what}: {e}"));
+    let io = |what: &str, source: std::io::Error| Error::Io {
+        what: what.to_string(),
+        source,
+    };
     let exe = std::env::current_exe().map_err(|e| io("current_exe", e))?;
     std::fs::create_dir_all(target_dir).map_err(|e| io(&format!("creating {}", target_dir.display()), e))?;
     // Copy then rename, so that a concurrent build never runs a partial file.
