@@ -7,7 +7,7 @@
 //!     [--iterations N] [--no-thesis-scale]
 //! ```
 //!
-//! Suites: pi, latency, bw, barrier, bcast, reduce, allreduce, scale, all.
+//! Suites: pi, latency, bw, barrier, bcast, reduce, allreduce, scale, ddt, all.
 //! Prints a table per measurement group and, with `--json`, writes every
 //! number to FILE. Exits non-zero when a benchmark's own correctness check
 //! fails (the message names it) or a launch fails. See docs/performance.md.
@@ -18,7 +18,7 @@ use bench::{Options, Suite};
 use gpu_mpi::{BackendKind, RankCount};
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: gpu-mpi-bench <pi|latency|bw|barrier|bcast|reduce|allreduce|scale|all> \
+const USAGE: &str = "usage: gpu-mpi-bench <pi|latency|bw|barrier|bcast|reduce|allreduce|scale|ddt|all> \
 [--backend auto|cpu|cuda] [--json FILE] [--ranks N|max] [--quick] [--reps N] [--pi-step K] \
 [--iterations N] [--no-thesis-scale]";
 

@@ -65,6 +65,7 @@ fn every_suite_runs_and_passes_its_checks() {
         "reduce",
         "allreduce",
         "scale",
+        "ddt",
     ] {
         let sections: Vec<_> = report.sections.iter().filter(|s| s.suite == suite).collect();
         assert!(!sections.is_empty(), "no table for {suite}");

@@ -61,6 +61,8 @@ enum Backend {
 /// A device to run kernels on: the CPU emulator or an NVIDIA GPU.
 pub struct Device {
     backend: Backend,
+    /// Committed types' encodings uploaded by `Device::pack` (by type uid).
+    pub(crate) types: crate::datatype::engine::TypeCache,
 }
 
 impl std::fmt::Debug for Device {
@@ -161,6 +163,7 @@ impl Device {
     pub fn cpu_with(options: CpuOptions) -> Device {
         Device {
             backend: Backend::Cpu(CpuDevice::new(options)),
+            types: Default::default(),
         }
     }
 
@@ -202,10 +205,12 @@ impl Device {
             BackendKind::Cpu => Ok(Device::cpu()),
             BackendKind::Cuda => Ok(Device {
                 backend: Backend::Cuda(cuda()?),
+                types: Default::default(),
             }),
             BackendKind::Auto => match cuda() {
                 Ok(d) => Ok(Device {
                     backend: Backend::Cuda(d),
+                    types: Default::default(),
                 }),
                 Err(e) => {
                     let why = match e {
@@ -224,6 +229,7 @@ impl Device {
     pub fn cuda_kernels_with(options: CudaOptions, kernels: &KernelImages) -> Result<Device, HostError> {
         Ok(Device {
             backend: Backend::Cuda(CudaDevice::open_images_with(options, kernels)?),
+            types: Default::default(),
         })
     }
 
@@ -235,6 +241,7 @@ impl Device {
     ) -> Result<Device, HostError> {
         Ok(Device {
             backend: Backend::Cuda(CudaDevice::open_with(options, ptx)?),
+            types: Default::default(),
         })
     }
 
