@@ -6,13 +6,13 @@
 //!
 //! ```
 //! use gpu_mpi_host::datatype::{Primitive, UserDatatype};
-//! // Column 1 of a 4 x 4 matrix of f64: 4 blocks of 1 element, stride 4.
+//! // Column 0 of a 4 x 4 matrix of f64: 4 blocks of 1 element, stride 4.
 //! let column = UserDatatype::vector(4, 1, 4, &Primitive::F64.into())?;
 //! assert_eq!((column.size(), column.extent()), (32, 104));
 //! let committed = column.commit()?;
 //! let src: Vec<u8> = (0..128).collect();
 //! let packed = committed.pack(&src, 0, 1)?;
-//! assert_eq!(&packed[..8], &src[8..16]);
+//! assert_eq!(&packed[..16], [&src[..8], &src[32..40]].concat());
 //! # Ok::<(), gpu_mpi_host::datatype::DatatypeError>(())
 //! ```
 //!
