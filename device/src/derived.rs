@@ -12,16 +12,18 @@
 //! | words | what |
 //! |---|---|
 //! | `0..12` | [`EncodingHeader`] |
-//! | `12..12 + 6 * units` | the work units, 6 words each: [`Unit`] |
+//! | `12..12 + 8 * units` | the work units, 8 words each: [`Unit`] |
 //! | then `sig_runs` words | the type signature: `(count << 8) \| datatype id`, one run of equal primitives per word |
 //!
-//! A unit is `count` blocks of `len` contiguous bytes, the `j`-th at byte
-//! displacement `disp + j * stride` from the start of the instance (the
-//! buffer address plus `i * extent` for the `i`-th instance), packed one
-//! after the other from `packed_off`. Units appear in typemap order, so the
-//! packed bytes are the units' blocks in order; adjacent blocks are merged
-//! and equal blocks at a constant stride fold into one unit. A unit of one
-//! block has `stride` 0.
+//! A unit is `groups` groups of `count` blocks of `len` contiguous bytes,
+//! block `j` of group `g` at byte displacement `disp + g * group_stride + j *
+//! stride` from the start of the instance (the buffer address plus `i *
+//! extent` for the `i`-th instance), packed one after the other from
+//! `packed_off`. Units appear in typemap order, so the packed bytes are the
+//! units' blocks in order; adjacent blocks are merged, equal blocks at a
+//! constant stride fold into one group and equal groups at a constant stride
+//! into one unit (a vector of vectors is one unit). A unit of one block has
+//! `stride` 0; of one group, `group_stride` 0.
 //!
 //! For the cooperative walk each block is cut into chunks of `chunk_bytes`
 //! (the last chunk of a block may be shorter); `first_chunk` is the index of
@@ -41,7 +43,7 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"GMPIDDT1");
 /// Words of the header.
 pub const HEADER_WORDS: usize = 12;
 /// Words of one work unit.
-pub const UNIT_WORDS: usize = 6;
+pub const UNIT_WORDS: usize = 8;
 /// Bytes of one chunk of the cooperative walk for types committed with the
 /// defaults (and the const constructors): one 16-byte load per rank.
 pub const DEFAULT_CHUNK_BYTES: u64 = 16;
@@ -79,7 +81,8 @@ pub struct EncodingHeader {
     pub signature_hash: u64,
 }
 
-/// One work unit: `count` blocks of `len` bytes at `disp + j * stride`.
+/// One work unit: `groups` groups of `count` blocks of `len` bytes, block
+/// `j` of group `g` at `disp + g * group_stride + j * stride`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Unit {
     /// Displacement of the first block from the instance's start.
@@ -88,8 +91,12 @@ pub struct Unit {
     pub stride: i64,
     /// Bytes of each block.
     pub len: u64,
-    /// Blocks.
+    /// Blocks of a group.
     pub count: u64,
+    /// Bytes from one group to the next (0 when `groups` is 1).
+    pub group_stride: i64,
+    /// Groups.
+    pub groups: u64,
     /// Where the first block goes in the packed instance.
     pub packed_off: u64,
     /// Index of the unit's first chunk inside one instance.
@@ -104,6 +111,8 @@ impl Unit {
             self.stride as u64,
             self.len,
             self.count,
+            self.group_stride as u64,
+            self.groups,
             self.packed_off,
             self.first_chunk,
         ]
@@ -214,6 +223,8 @@ pub const fn vector<T: Equivalence>(count: u32, blocklength: u32, stride: i32) -
             stride: step,
             len: len as u64,
             count: count as u64,
+            group_stride: 0,
+            groups: 1,
             packed_off: 0,
             first_chunk: 0,
         },
@@ -242,6 +253,8 @@ pub const fn subarray_2d<T: Equivalence>(
             stride: row,
             len: subsizes[1] as u64 * s as u64,
             count: subsizes[0] as u64,
+            group_stride: 0,
+            groups: 1,
             packed_off: 0,
             first_chunk: 0,
         },
@@ -340,8 +353,10 @@ impl<'a> TypeRef<'a> {
             stride: word(self.words, b + 1)? as i64,
             len: word(self.words, b + 2)?,
             count: word(self.words, b + 3)?,
-            packed_off: word(self.words, b + 4)?,
-            first_chunk: word(self.words, b + 5)?,
+            group_stride: word(self.words, b + 4)? as i64,
+            groups: word(self.words, b + 5)?,
+            packed_off: word(self.words, b + 6)?,
+            first_chunk: word(self.words, b + 7)?,
         })
     }
 
@@ -460,26 +475,22 @@ unsafe fn walk(
     for inst in 0..count as u64 {
         for u in 0..ty.units() {
             let unit = ty.unit(u)?;
-            for j in 0..unit.count {
-                let disp = (j as i64)
-                    .checked_mul(unit.stride)
+            for g in 0..unit.groups {
+                let group = (g as i64)
+                    .checked_mul(unit.group_stride)
                     .and_then(|x| x.checked_add(unit.disp))
                     .ok_or(BAD_ENCODING)?;
-                let t = typed_at(origin, inst, ty.extent(), disp, unit.len, typed_len)?;
-                // SAFETY: forwarded from the caller.
-                unsafe {
-                    copy(
-                        dir,
-                        typed,
-                        typed_len,
-                        t,
-                        packed,
-                        packed_len,
-                        pos,
-                        unit.len as usize,
-                    )
-                }?;
-                pos += unit.len as usize;
+                for j in 0..unit.count {
+                    let disp = (j as i64)
+                        .checked_mul(unit.stride)
+                        .and_then(|x| x.checked_add(group))
+                        .ok_or(BAD_ENCODING)?;
+                    let t = typed_at(origin, inst, ty.extent(), disp, unit.len, typed_len)?;
+                    let n = unit.len as usize;
+                    // SAFETY: forwarded from the caller.
+                    unsafe { copy(dir, typed, typed_len, t, packed, packed_len, pos, n) }?;
+                    pos += n;
+                }
             }
         }
     }
@@ -633,16 +644,20 @@ unsafe fn walk_share(
         let r = g.checked_rem(cpi).ok_or(BAD_ENCODING)?;
         let unit = unit_of_chunk(ty, r)?;
         let per_block = ceil_div(unit.len, cb);
+        let per_group = per_block.checked_mul(unit.count).ok_or(BAD_ENCODING)?;
         if per_block == 0 || r < unit.first_chunk {
             return Err(BAD_ENCODING);
         }
         let k = r - unit.first_chunk;
+        let grp = k.checked_div(per_group).ok_or(BAD_ENCODING)?;
+        let k = k.checked_rem(per_group).ok_or(BAD_ENCODING)?;
         let j = k.checked_div(per_block).ok_or(BAD_ENCODING)?;
         let c = k.checked_rem(per_block).ok_or(BAD_ENCODING)?;
         let off = c.checked_mul(cb).ok_or(BAD_ENCODING)?;
         let n = cb.min(unit.len.saturating_sub(off));
-        let disp = (j as i64)
-            .checked_mul(unit.stride)
+        let disp = (grp as i64)
+            .checked_mul(unit.group_stride)
+            .and_then(|x| x.checked_add((j as i64).checked_mul(unit.stride)?))
             .and_then(|x| x.checked_add(unit.disp))
             .and_then(|x| x.checked_add(off as i64))
             .ok_or(BAD_ENCODING)?;
@@ -650,7 +665,13 @@ unsafe fn walk_share(
         let p = inst
             .checked_mul(h.size)
             .and_then(|x| x.checked_add(unit.packed_off))
-            .and_then(|x| x.checked_add(j.checked_mul(unit.len)?))
+            .and_then(|x| {
+                x.checked_add(
+                    grp.checked_mul(unit.count)?
+                        .checked_add(j)?
+                        .checked_mul(unit.len)?,
+                )
+            })
             .and_then(|x| x.checked_add(off))
             .ok_or(BAD_ENCODING)?;
         // SAFETY: forwarded from the caller.

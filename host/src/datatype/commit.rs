@@ -23,46 +23,72 @@ fn unit(disp: i64, stride: i64, len: u64, count: u64) -> Unit {
         stride,
         len,
         count,
+        group_stride: 0,
+        groups: 1,
         packed_off: 0,
         first_chunk: 0,
     }
 }
 
+/// The canonical form of a unit: one group of blocks rather than groups of
+/// one block, one run rather than groups that continue each other, one
+/// block rather than touching blocks, strides 0 where there is one of a
+/// thing.
+fn normalize(u: &mut Unit) -> Result<(), DatatypeError> {
+    if u.count == 1 && u.groups > 1 {
+        (u.count, u.stride, u.groups, u.group_stride) = (u.groups, u.group_stride, 1, 0);
+    }
+    if u.groups > 1 && Some(u.group_stride) == (u.count as i64).checked_mul(u.stride) {
+        u.count = u.count.checked_mul(u.groups).ok_or(ovf("size"))?;
+        (u.groups, u.group_stride) = (1, 0);
+    }
+    if u.count > 1 && u.groups == 1 && u.stride == u.len as i64 {
+        u.len = u.len.checked_mul(u.count).ok_or(ovf("size"))?;
+        u.count = 1;
+    }
+    if u.count == 1 {
+        u.stride = 0;
+    }
+    if u.groups == 1 {
+        u.group_stride = 0;
+    }
+    Ok(())
+}
+
 impl Flat {
     /// Appends a unit, merging it into the previous ones where it continues
     /// them: a block right after a single block joins it; equal blocks at a
-    /// constant stride fold into one unit.
+    /// constant stride fold into one group; equal groups at a constant
+    /// stride fold into one unit.
     fn push(&mut self, mut u: Unit) -> Result<(), DatatypeError> {
-        if u.len == 0 || u.count == 0 {
+        if u.len == 0 || u.count == 0 || u.groups == 0 {
             return Ok(());
         }
-        if u.count == 1 {
-            u.stride = 0;
-        } else if u.stride == u.len as i64 {
-            u.len = u.len.checked_mul(u.count).ok_or(ovf("size"))?;
-            u.count = 1;
-            u.stride = 0;
-        }
+        normalize(&mut u)?;
         self.units.push(u);
         while let [.., p, l] = self.units.as_mut_slice() {
-            if l.count != 1 {
+            if l.groups != 1 {
                 break;
             }
-            if p.count == 1 && p.disp.checked_add(p.len as i64) == Some(l.disp) {
+            let at = |n: u64, stride: i64| (n as i64).checked_mul(stride).and_then(|x| x.checked_add(p.disp));
+            let same_group = p.len == l.len && p.count == l.count && p.stride == l.stride;
+            if l.count == 1 && p.count == 1 && p.groups == 1 && at(1, p.len as i64) == Some(l.disp) {
                 p.len += l.len;
-            } else if p.len == l.len && p.count == 1 {
+            } else if l.count == 1 && p.len == l.len && p.count == 1 && p.groups == 1 {
                 p.stride = l.disp - p.disp;
                 p.count = 2;
-            } else if p.len == l.len
-                && (p.count as i64)
-                    .checked_mul(p.stride)
-                    .and_then(|x| x.checked_add(p.disp))
-                    == Some(l.disp)
+            } else if l.count == 1 && p.len == l.len && p.groups == 1 && at(p.count, p.stride) == Some(l.disp)
             {
                 p.count += 1;
+            } else if l.count > 1 && same_group && p.groups == 1 {
+                p.group_stride = l.disp - p.disp;
+                p.groups = 2;
+            } else if l.count > 1 && same_group && at(p.groups, p.group_stride) == Some(l.disp) {
+                p.groups += 1;
             } else {
                 break;
             }
+            normalize(p)?;
             self.units.pop();
         }
         if self.units.len() > MAX_UNITS {
@@ -99,7 +125,7 @@ impl Flat {
         }
         let ext = c.extent();
         match cf.units.as_slice() {
-            [u] if u.count == 1 => self.push(unit(
+            [u] if u.count == 1 && u.groups == 1 => self.push(unit(
                 d.checked_add(u.disp).ok_or(ovf("displacement"))?,
                 ext,
                 u.len,
@@ -233,12 +259,14 @@ impl CommittedType {
             packed = u
                 .len
                 .checked_mul(u.count)
+                .and_then(|b| b.checked_mul(u.groups))
                 .and_then(|b| b.checked_add(packed))
                 .ok_or(ovf("size"))?;
             chunks = u
                 .len
                 .div_ceil(chunk_bytes)
                 .checked_mul(u.count)
+                .and_then(|c| c.checked_mul(u.groups))
                 .and_then(|c| c.checked_add(chunks))
                 .ok_or(ovf("chunk count"))?;
         }

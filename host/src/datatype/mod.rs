@@ -1,7 +1,7 @@
 //! Derived datatypes (MPI 4.1 chapter 5) on the host: build a type from the
 //! constructors of section 5.1, query it, commit it into the position-
 //! independent encoding that device code walks ([`gpu_mpi_device::derived`]),
-//! and pack or unpack with the reference model ([`reference`]) or on a device
+//! and pack or unpack with the reference model ([`reference`](mod@reference)) or on a device
 //! (`Device::pack`, `Device::unpack`).
 //!
 //! ```
