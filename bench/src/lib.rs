@@ -11,6 +11,7 @@
 //! See docs/performance.md for the method and the numbers.
 
 mod coll;
+mod ddt;
 mod limits;
 mod p2p;
 mod pi;
@@ -66,11 +67,14 @@ pub enum Suite {
     Allreduce,
     /// Each collective from 32 ranks to the largest world.
     Scale,
+    /// Whole-GPU pack and unpack of derived datatypes (ddtbench patterns)
+    /// against copy kernels.
+    Ddt,
 }
 
 impl Suite {
     /// Every suite, in the order `all` runs them.
-    pub const ALL: [Suite; 8] = [
+    pub const ALL: [Suite; 9] = [
         Suite::Pi,
         Suite::Latency,
         Suite::Bw,
@@ -79,6 +83,7 @@ impl Suite {
         Suite::Reduce,
         Suite::Allreduce,
         Suite::Scale,
+        Suite::Ddt,
     ];
 
     /// The suite's name on the command line and in the JSON.
@@ -92,6 +97,7 @@ impl Suite {
             Suite::Reduce => "reduce",
             Suite::Allreduce => "allreduce",
             Suite::Scale => "scale",
+            Suite::Ddt => "ddt",
         }
     }
 
@@ -507,6 +513,7 @@ pub fn run(device: &Device, options: &Options, print: bool) -> Result<Report, St
             Suite::Reduce => coll::reduce(&mut ctx, false)?,
             Suite::Allreduce => coll::reduce(&mut ctx, true)?,
             Suite::Scale => coll::scale(&mut ctx)?,
+            Suite::Ddt => ddt::run(&mut ctx)?,
         };
         for s in &new {
             emit(print, &ctx.progress, s);

@@ -7,7 +7,7 @@
 //!     [--iterations N] [--no-thesis-scale]
 //! ```
 //!
-//! Suites: pi, latency, bw, barrier, bcast, reduce, allreduce, scale, all.
+//! Suites: pi, latency, bw, barrier, bcast, reduce, allreduce, scale, ddt, all.
 //! Prints a table per measurement group and, with `--json`, writes every
 //! number and the run's provenance to FILE. Exits 1 when a benchmark's own
 //! correctness check fails (the message names it), a launch fails or the

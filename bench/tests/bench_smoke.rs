@@ -97,6 +97,7 @@ fn every_suite_runs_and_passes_its_checks() {
         "reduce",
         "allreduce",
         "scale",
+        "ddt",
     ] {
         let sections: Vec<_> = report.sections.iter().filter(|s| s.suite == suite).collect();
         assert!(!sections.is_empty(), "no table for {suite}");
@@ -335,5 +336,26 @@ fn the_help_names_every_flag_and_suite() {
         "all",
     ] {
         assert!(help.contains(suite), "{suite}: {help}");
+    }
+}
+
+#[test]
+fn the_ddt_suite_checks_every_pattern() {
+    let device = Device::cpu();
+    let report = bench::run(&device, &tiny(vec![Suite::Ddt]), false).expect("a packed buffer was wrong");
+    let section = report
+        .sections
+        .iter()
+        .find(|s| s.suite == "ddt")
+        .expect("no ddt table");
+    assert_eq!(section.rows.len(), 8, "one row per pattern");
+    // Every pattern's pack and unpack were compared with the reference model.
+    assert!(report.checked_launches >= 16, "{}", report.checked_launches);
+    for row in &section.rows {
+        let units = row
+            .iter()
+            .find(|(k, _)| *k == "units")
+            .and_then(|(_, v)| v.as_f64());
+        assert!(units.is_some_and(|u| u >= 1.0), "{row:?}");
     }
 }

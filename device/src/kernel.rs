@@ -175,6 +175,24 @@ impl<T: Pod> GlobalSlice<T> {
         Ok(unsafe { core::slice::from_raw_parts_mut((self.addr as *mut T).add(start), len) })
     }
 
+    /// Borrows elements `start..start + len` as a shared Rust slice (an
+    /// encoding or a buffer that no rank writes during the launch).
+    ///
+    /// # Safety
+    /// Nothing may write these elements while the slice lives (in any rank).
+    pub unsafe fn slice<'a>(&self, start: usize, len: usize) -> Result<&'a [T], Error> {
+        let end = start.checked_add(len).filter(|&e| e as u64 <= self.len);
+        if end.is_none() {
+            return Err(Error::OutOfBounds {
+                index: start.saturating_add(len) as u32,
+                len: self.len as u32,
+            });
+        }
+        // SAFETY: in bounds and aligned by `from_raw`'s contract; not written
+        // meanwhile by ours.
+        Ok(unsafe { core::slice::from_raw_parts((self.addr as *const T).add(start), len) })
+    }
+
     /// Reads element `i`.
     pub fn read(&self, i: usize) -> Result<T, Error> {
         if i as u64 >= self.len {

@@ -17,7 +17,7 @@
 //! ```
 //!
 //! Modules follow the MPI standard's chapters: [`point_to_point`] (3),
-//! [`datatype`] (5), [`collective`] (6), [`topology`] (7), [`error`] (9); numbering of MPI 4.1.
+//! [`datatype`] and [`derived`] (5), [`collective`] (6), [`topology`] (7), [`error`] (9); numbering of MPI 4.1.
 #![no_std]
 // nvptx64 only: the shim's inline PTX. Crate attributes gate on
 // `target_os = "cuda"` (the nvptx64-nvidia-cuda target): `cfg(target_arch)` is
@@ -26,6 +26,7 @@
 
 pub mod collective;
 pub mod datatype;
+pub mod derived;
 pub mod error;
 pub mod kernel;
 pub mod point_to_point;
@@ -36,6 +37,7 @@ pub mod traits;
 pub mod wait;
 
 pub use datatype::{Buffer, BufferMut, Equivalence};
+pub use derived::{TypeRef, PACK_KERNEL};
 pub use error::{Error, ErrorClass};
 pub use kernel::{GlobalSlice, Kernel};
 pub use point_to_point::{Status, ANY_TAG, TAG_UB};

@@ -82,6 +82,8 @@ pub struct DeviceDescription {
 /// A device to run kernels on: the CPU emulator or an NVIDIA GPU.
 pub struct Device {
     backend: Backend,
+    /// Committed types' encodings uploaded by `Device::pack` (by type uid).
+    pub(crate) types: crate::datatype::engine::TypeCache,
 }
 
 impl std::fmt::Debug for Device {
@@ -182,6 +184,7 @@ impl Device {
     pub fn cpu_with(options: CpuOptions) -> Device {
         Device {
             backend: Backend::Cpu(CpuDevice::new(options)),
+            types: Default::default(),
         }
     }
 
@@ -223,10 +226,12 @@ impl Device {
             BackendKind::Cpu => Ok(Device::cpu()),
             BackendKind::Cuda => Ok(Device {
                 backend: Backend::Cuda(cuda()?),
+                types: Default::default(),
             }),
             BackendKind::Auto => match cuda() {
                 Ok(d) => Ok(Device {
                     backend: Backend::Cuda(d),
+                    types: Default::default(),
                 }),
                 Err(e) => {
                     let why = match e {
@@ -245,6 +250,7 @@ impl Device {
     pub fn cuda_kernels_with(options: CudaOptions, kernels: &KernelImages) -> Result<Device, HostError> {
         Ok(Device {
             backend: Backend::Cuda(CudaDevice::open_images_with(options, kernels)?),
+            types: Default::default(),
         })
     }
 
@@ -256,6 +262,7 @@ impl Device {
     ) -> Result<Device, HostError> {
         Ok(Device {
             backend: Backend::Cuda(CudaDevice::open_with(options, ptx)?),
+            types: Default::default(),
         })
     }
 

@@ -44,6 +44,11 @@ impl fmt::Display for Resource {
 #[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum HostError {
+    /// A derived datatype's constructor, commit or buffer check refused
+    /// (`Device::pack`, `Device::unpack`).
+    #[error("datatype: {0}")]
+    Datatype(#[from] crate::datatype::DatatypeError),
+
     /// The world's configuration cannot be laid out (see `WorldConfig::layout`).
     #[error("invalid world configuration: {0}")]
     Config(#[from] ConfigError),

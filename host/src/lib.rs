@@ -29,10 +29,13 @@
 //! - [`WorldSpec`]: the world a launch runs (ranks, block size, limits).
 //! - [`HostError`]: what can go wrong, among it [`HostError::Deadlock`] with
 //!   a [`DeadlockReport`] of what every rank waited for.
+//! - [`datatype`]: derived datatypes (MPI chapter 5): [`UserDatatype`],
+//!   [`CommittedType`], `Device::pack` and `Device::unpack`.
 //! - [`report`]: reading a world after a launch (shared by every backend).
 
 pub mod cpu;
 pub mod cuda;
+pub mod datatype;
 mod device;
 mod error;
 mod images;
@@ -40,6 +43,7 @@ pub mod report;
 mod spec;
 
 pub use cpu::{CpuDevice, CpuOptions};
+pub use datatype::{CommittedType, DatatypeError, Order, Primitive, UserDatatype};
 pub use device::{Device, DeviceBuffer, DeviceDescription, LaunchReport};
 pub use error::{
     AllocError, BufferError, CopyDirection, CudaError, DriverFailure, HostError, NoGpu, OptionError,

@@ -1,0 +1,240 @@
+//! The `ddt` suite: the whole-GPU pack engine (`Device::pack`,
+//! `Device::unpack`) on ddtbench's communication patterns and two of
+//! seed 001's, against copy kernels moving the same bytes in the same run:
+//! `native_copy` (8-byte words, grid-stride) and `ddt_copy16` (16 bytes per
+//! rank and step, the engine's own access pattern on a contiguous type).
+//! Every packed buffer and every unpacked one is checked against the
+//! reference model (`gpu_mpi::datatype::reference`). Also reported: the
+//! encoding's bytes and work units, and the host walk (the device walker's
+//! code, one thread) in GB/s.
+
+use super::{median, ratio, Ctx, Row, Section, Target};
+use gpu_mpi::datatype::{reference, CommittedType, Order, Primitive, UserDatatype};
+use gpu_mpi_bench_kernels::ddt::{Copy16Args, DDT_COPY16};
+use gpu_mpi_bench_kernels::native::{CopyArgs, NATIVE_COPY};
+use std::time::Instant;
+
+/// One pattern: a name, the type, and the bytes of the typed buffer.
+struct Shape {
+    name: &'static str,
+    what: &'static str,
+    ty: UserDatatype,
+}
+
+fn e(r: Result<UserDatatype, gpu_mpi::DatatypeError>) -> Result<UserDatatype, String> {
+    r.map_err(|e| e.to_string())
+}
+
+fn shapes(quick: bool) -> Result<Vec<Shape>, String> {
+    let f32t: UserDatatype = Primitive::F32.into();
+    let f64t: UserDatatype = Primitive::F64.into();
+    let q = |full: i64, small: i64| if quick { small } else { full };
+    let mut v = Vec::new();
+    // WRF: halos of a (z, y, x) f32 field, 3 cells wide.
+    let (nz, ny, nx) = (q(32, 4), q(256, 16), q(256, 16));
+    v.push(Shape {
+        name: "wrf_x_halo",
+        what: "subarray 3-D, 3 x-columns",
+        ty: e(UserDatatype::subarray(
+            &[nz, ny, nx],
+            &[nz, ny, 3],
+            &[0, 0, 3],
+            Order::C,
+            &f32t,
+        ))?,
+    });
+    v.push(Shape {
+        name: "wrf_y_halo",
+        what: "subarray 3-D, 3 y-rows",
+        ty: e(UserDatatype::subarray(
+            &[nz, ny, nx],
+            &[nz, 3, nx],
+            &[0, 3, 0],
+            Order::C,
+            &f32t,
+        ))?,
+    });
+    // NAS MG: a y-face of an n^3 f64 grid.
+    let n = q(128, 8);
+    v.push(Shape {
+        name: "nas_mg_face",
+        what: "vector(n, n, n*n) f64",
+        ty: e(UserDatatype::vector(n, n, n * n, &f64t))?,
+    });
+    // FFT 2-D: the transpose of an n x n complex matrix.
+    let n = q(256, 8);
+    let cplx = e(UserDatatype::contiguous(2, &f64t))?;
+    let col = e(UserDatatype::vector(n, 1, n, &cplx))?;
+    v.push(Shape {
+        name: "fft2d_transpose",
+        what: "hvector(n, 1, 16 B) of vector(n, 1, n) complex",
+        ty: e(UserDatatype::hvector(n, 1, 16, &col))?,
+    });
+    // LAMMPS: the particles that leave, 3 f64 each, by an index list.
+    let particles = q(100_000, 64);
+    // About 2 in 5, chosen by a hash of the index (no period to fold).
+    let leaves = |i: &i64| ((*i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) % 5 < 2;
+    let idx: Vec<i64> = (0..particles).filter(leaves).map(|i| i * 3).collect();
+    v.push(Shape {
+        name: "lammps_indexed",
+        what: "indexed_block(3, 2/5 of the particles) f64",
+        ty: e(UserDatatype::indexed_block(3, &idx, &f64t))?,
+    });
+    // MILC: su3 matrices (18 f32) of the even sites of a z-face, by t.
+    let l = q(16, 4);
+    let site = e(UserDatatype::contiguous(18, &f32t))?;
+    let row = e(UserDatatype::vector(l * l / 2, 1, 2, &site))?;
+    v.push(Shape {
+        name: "milc_su3_zdown",
+        what: "hvector(L, 1, L^3 sites) of vector(L^2/2, 1, 2) su3",
+        ty: e(UserDatatype::hvector(l, 1, l * l * l * 72, &row))?,
+    });
+    // Seed 001: the left half of an n x n f64 matrix, and its lower triangle.
+    let n = q(1024, 16);
+    v.push(Shape {
+        name: "submatrix_vector",
+        what: "vector(n, n/2, n) f64",
+        ty: e(UserDatatype::vector(n, n / 2, n, &f64t))?,
+    });
+    let n = q(512, 8);
+    let lens: Vec<i64> = (1..=n).collect();
+    let disps: Vec<i64> = (0..n).map(|i| i * n).collect();
+    v.push(Shape {
+        name: "lower_triangular",
+        what: "indexed(i + 1 at i*n) f64",
+        ty: e(UserDatatype::indexed(&lens, &disps, &f64t))?,
+    });
+    Ok(v)
+}
+
+fn ms(d: std::time::Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn measure(ctx: &mut Ctx, s: &Shape) -> Result<Row, String> {
+    let dev = ctx.device;
+    let c: CommittedType = s.ty.commit().map_err(|e| format!("{}: {e}", s.name))?;
+    let (_, hi) = c.span(1).map_err(|e| e.to_string())?;
+    let typed_len = hi.max(1) as usize;
+    let src: Vec<u8> = (0..typed_len).map(|i| (i * 131 + 7) as u8).collect();
+    let bytes = c.pack_size(1).map_err(|e| e.to_string())?;
+    let want = reference::pack(&s.ty, &src, 0, 1).map_err(|e| e.to_string())?;
+    let mut model = vec![0u8; typed_len];
+    reference::unpack(&s.ty, &want, 1, &mut model, 0).map_err(|e| e.to_string())?;
+
+    // The host walk: the device walker's code on one host thread.
+    let t = Instant::now();
+    let host = c.pack(&src, 0, 1).map_err(|e| e.to_string())?;
+    let host_ns = t.elapsed().as_nanos() as f64;
+    if host != want {
+        return Err(format!("{}: the host walk packed wrong bytes", s.name));
+    }
+
+    let dsrc = dev.upload(&src).map_err(|e| e.to_string())?;
+    let packed = ctx.alloc::<u8>(bytes)?;
+    let mut dst = ctx.alloc::<u8>(typed_len)?;
+    let spec = dev.pack_world(&c, 1).map_err(|e| e.to_string())?;
+    let (mut pack_t, mut unpack_t, mut copy_t, mut copy16_t) = (vec![], vec![], vec![], vec![]);
+    let words = bytes.div_ceil(8);
+    let (w_src, w_dst) = (ctx.alloc::<u64>(words)?, ctx.alloc::<u64>(words)?);
+    let (b_src, b_dst) = (ctx.alloc::<u8>(bytes)?, ctx.alloc::<u8>(bytes)?);
+    for _ in 0..ctx.preset.reps {
+        let r = dev
+            .pack_into(&c, &dsrc, 0, 1, &packed)
+            .map_err(|e| format!("{} pack: {e}", s.name))?;
+        pack_t.push(r.map_or(0.0, |r| ms(r.elapsed)));
+        ctx.zero(&mut dst)?;
+        let r = dev
+            .unpack(&c, &packed, 1, &dst, 0)
+            .map_err(|e| format!("{} unpack: {e}", s.name))?;
+        unpack_t.push(r.map_or(0.0, |r| ms(r.elapsed)));
+        let r = ctx.launch(
+            &NATIVE_COPY,
+            &CopyArgs {
+                src: w_src.slice(),
+                dst: w_dst.slice(),
+            },
+            &spec,
+        )?;
+        copy_t.push(ms(r.report.elapsed));
+        let r = ctx.launch(
+            &DDT_COPY16,
+            &Copy16Args {
+                src: b_src.slice(),
+                dst: b_dst.slice(),
+            },
+            &spec,
+        )?;
+        copy16_t.push(ms(r.report.elapsed));
+    }
+    if ctx.download(&packed)? != want {
+        return Err(format!("{}: Device::pack packed wrong bytes", s.name));
+    }
+    if ctx.download(&dst)? != model {
+        return Err(format!("{}: Device::unpack wrote wrong bytes", s.name));
+    }
+    ctx.checked();
+    ctx.checked();
+    let gbps = |t_ms: f64| ratio(bytes as f64, t_ms * 1e6);
+    let (p, u, c8, c16) = (
+        median(&pack_t),
+        median(&unpack_t),
+        median(&copy_t),
+        median(&copy16_t),
+    );
+    Ok(vec![
+        ("pattern", s.name.into()),
+        ("type", s.what.into()),
+        ("bytes", bytes.into()),
+        ("encoding_bytes", c.encoding_bytes().into()),
+        ("units", c.units().into()),
+        ("ranks", spec_ranks(&spec).into()),
+        ("pack_gbps", gbps(p).into()),
+        ("unpack_gbps", gbps(u).into()),
+        ("copy_gbps", gbps(c8).into()),
+        ("copy16_gbps", gbps(c16).into()),
+        ("pack_of_copy", ratio(c8, p).into()),
+        ("unpack_of_copy", ratio(c8, u).into()),
+        ("pack_of_copy16", ratio(c16, p).into()),
+        ("host_walk_gbps", ratio(bytes as f64, host_ns).into()),
+        ("pack_ms", p.into()),
+        ("copy_ms", c8.into()),
+    ])
+}
+
+fn spec_ranks(spec: &gpu_mpi::WorldSpec) -> u32 {
+    match spec.ranks {
+        gpu_mpi::RankCount::Exact(n) => n,
+        gpu_mpi::RankCount::Max => 0,
+    }
+}
+
+/// Runs the suite: one table, a row per pattern.
+pub(crate) fn run(ctx: &mut Ctx) -> Result<(Vec<Section>, Vec<Target>), String> {
+    let mut rows = Vec::new();
+    for s in shapes(ctx.preset.quick)? {
+        rows.push(measure(ctx, &s)?);
+    }
+    let section = Section {
+        suite: "ddt",
+        title: "ddt: whole-GPU pack/unpack of derived datatypes vs copy kernels (GB/s of packed bytes)".into(),
+        columns: vec![
+            ("pattern", "pattern"),
+            ("bytes", "bytes"),
+            ("encoding_bytes", "enc B"),
+            ("units", "units"),
+            ("pack_gbps", "pack"),
+            ("unpack_gbps", "unpack"),
+            ("copy_gbps", "copy8"),
+            ("copy16_gbps", "copy16"),
+            ("pack_of_copy", "pack/copy8"),
+            ("unpack_of_copy", "unpack/copy8"),
+            ("host_walk_gbps", "host walk"),
+        ],
+        rows,
+        notes: vec![
+            "pack/copy8: the engine's bandwidth as a fraction of the 8-byte-word copy of the same bytes in the same world; host walk: the walker on one host thread".into(),
+        ],
+    };
+    Ok((vec![section], Vec::new()))
+}
