@@ -441,6 +441,9 @@ pub const LARGE_PAIRS: u32 = 1;
 /// region (tag 6), odd ranks receive into their receive region, then send
 /// their send region.
 pub const LARGE_REPLACE: u32 = 2;
+/// `large` case: ring shift with `send_receive_replace_into_with_tags` of
+/// the send region (tag 6): larger than a slot, no staging (MPI 3.10).
+pub const LARGE_REPLACE_RING: u32 = 3;
 /// Words per rank of [`SEMANTICS_LARGE`].
 pub const LARGE_STRIDE: u32 = 4;
 
@@ -460,6 +463,11 @@ gpu_mpi_device::kernel! {
         let partner = if (rank ^ 1) < size { rank ^ 1 } else { rank };
         let p = world.process_at_rank(partner);
         let r = match args.case {
+            LARGE_REPLACE_RING => {
+                let right = world.process_at_rank((rank + 1) % size);
+                let left = world.process_at_rank((rank + size - 1) % size);
+                send_receive_replace_into_with_tags(send, &right, 6, &left, 6)
+            }
             LARGE_RING => {
                 let right = world.process_at_rank((rank + 1) % size);
                 let left = world.process_at_rank((rank + size - 1) % size);
