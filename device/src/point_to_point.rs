@@ -42,6 +42,24 @@
 //! | CTS | FULL | sender | streaming: next chunk published |
 //! | FULL | DONE | receiver | rendezvous finished (or cut short by an error) |
 //! | DONE | FREE | sender | sender returns |
+//! | FULL | CLAIMED | receiver | matched probe (`Message`): out of matching; relaxed, as only this receiver acts on it and the envelope was acquired by the scan |
+//! | CLAIMED | FREE, CTS, DONE | receiver | the matched receive, as from FULL (same release stores, same pairings) |
+//!
+//! A synchronous send (`MPI_Ssend`) of a message that fits a slot waits,
+//! after FREE -> FULL, until the slot is FREE again (acquire, pairing with
+//! the receiver's release of FREE after its copy): the receive has started.
+//! A larger one waits for DONE, as every rendezvous does. CLAIMED is not a
+//! started receive: a matched probe does not complete a synchronous send.
+//!
+//! # Requests
+//! The state machines below (`SendOp`, `RecvOp`) are the one engine:
+//! blocking calls poll one through `wait::wait_for`; requests
+//! ([`crate::request`]) keep theirs in their scope's table, polled by every
+//! request call of the rank. Ordering among one rank's posted requests
+//! (MPI 3.5): a send claims a slot (and so its number) only after every
+//! earlier posted send did; a receive takes a message only if no earlier
+//! posted, still unmatched receive accepts it. Blocking calls neither poll
+//! nor defer to pending requests (registers; see `request`).
 
 use crate::datatype::{Buffer, BufferMut, Datatype, Equivalence, ID_BYTE};
 use crate::error::Error;

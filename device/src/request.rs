@@ -34,11 +34,29 @@
 //! `MAX_REQUESTS` requests per open scope.
 //!
 //! # Progress
-//! Every wait of the rank (a blocking call, [`Request::wait`], a collective)
-//! and every test or immediate probe polls every active request of every
-//! open scope, in table order, so pending sends stream their chunks while
-//! the rank waits elsewhere (MPI 3.7.4's progress rule). Matching follows
-//! the posting order (MPI 3.5, see `point_to_point`).
+//! Every request call of the rank — posting, [`Request::wait`],
+//! [`Request::test`], the slice waits and tests, `immediate_probe`,
+//! `immediate_matched_probe`, the end of a scope — polls every active
+//! request of every open scope, in table order, so pending sends stream
+//! their chunks while the rank waits on any request. Among requests,
+//! matching follows the posting order (MPI 3.5): a send takes a slot (its
+//! number) only after every earlier posted send did, and a receive leaves a
+//! message to an earlier posted, still unmatched receive that accepts it.
+//!
+//! Limit (registers): blocking calls and collectives do not poll pending
+//! requests, and do not defer to them. Any call into the request engine
+//! from a wait loop, even through a function pointer and never taken,
+//! raised every point-to-point kernel's registers by 50 to 80 (sm_90: a
+//! latency kernel from 128 to 208); so the engine is reached only from the
+//! request calls above, and kernels without requests do not carry it. Hence
+//! a blocking call made while requests are pending (MPI 3.7.4 asks it to
+//! progress them) can hang where a pending send needs its sender (a
+//! streamed chunk, or a slot claim after a full outbox) and the blocking
+//! call waits on the peer of that send; and a blocking receive may take a
+//! message that an earlier posted, still pending receive request also
+//! matches. Complete (wait or test) requests before blocking calls that
+//! depend on them; the emulator reports such a hang as a deadlock naming
+//! the blocked call.
 //!
 //! # Null and inactive requests
 //! [`Request::null`] is `MPI_REQUEST_NULL`; a request becomes null when a
@@ -183,7 +201,11 @@ fn any_entry(w: &World, mut f: impl FnMut(&Entry) -> bool) -> bool {
 /// Whether a send posted before `post` still has no slot: a send posted at
 /// `post` must not be numbered before it (MPI 3.5).
 pub(crate) fn earlier_unclaimed_send(w: &World, post: u32) -> bool {
-    !w.scopes.get().is_null()
+    // A blocking call (numbered `posted`, never taken) does not defer to
+    // requests: it cannot progress them (see the module docs), so waiting
+    // for them could hang.
+    post != w.posted.get()
+        && !w.scopes.get().is_null()
         && any_entry(
             w,
             |e| matches!(e, Entry::Send(op) if op.unclaimed() && earlier(op.post, post)),
@@ -193,26 +215,13 @@ pub(crate) fn earlier_unclaimed_send(w: &World, post: u32) -> bool {
 /// Whether a receive posted before `post` is still unmatched and accepts a
 /// message with `status`'s envelope: it gets that message first (MPI 3.5).
 pub(crate) fn earlier_receive_accepts(w: &World, post: u32, status: &Status) -> bool {
-    !w.scopes.get().is_null()
+    // A blocking call does not defer to requests (as above).
+    post != w.posted.get()
+        && !w.scopes.get().is_null()
         && any_entry(
             w,
             |e| matches!(e, Entry::Recv(op) if earlier(op.post, post) && op.would_accept(status)),
         )
-}
-
-/// Polls every active request of every open scope once (the progress of
-/// every wait). `b.progressed()` is called when any changed shared state.
-pub(crate) fn progress(w: &World, b: &mut Backoff) {
-    if let Some(f) = w.progress_hook.get() {
-        if f(w) {
-            b.progressed();
-        }
-    }
-}
-
-/// The progress hook: [`progress_now`] once a scope is linked.
-fn progress_hook(w: &World) -> bool {
-    progress_now(w)
 }
 
 #[inline(never)]
@@ -228,7 +237,14 @@ fn progress_all(w: &World, b: &mut Backoff) {
     }
 }
 
-/// [`progress`] outside a wait; true when anything progressed.
+/// One progress pass inside a request wait's poll.
+fn pump(w: &World, b: &mut Backoff) {
+    if progress_now(w) {
+        b.progressed();
+    }
+}
+
+/// Polls every active request once; true when anything progressed.
 pub(crate) fn progress_now(w: &World) -> bool {
     if w.scopes.get().is_null() {
         return false;
@@ -276,7 +292,6 @@ impl<'a> Scope<'a> {
             Some(_) => Err(Error::Intern),
             None => {
                 self.world.set(Some(world));
-                world.progress_hook.set(Some(progress_hook));
                 self.core.parent.set(world.scopes.get());
                 world.scopes.set(&self.core);
                 Ok(())
@@ -329,7 +344,14 @@ impl<'a> Scope<'a> {
             };
             // An error here (a timeout, an abort) leaves the world aborted;
             // the requests' own outcomes are discarded (see `scope`).
-            let _ = wait_for(w, what, |_| if active(&self.core) { None } else { Some(Ok(())) });
+            let _ = wait_for(w, what, |b| {
+                pump(w, b);
+                if active(&self.core) {
+                    None
+                } else {
+                    Some(Ok(()))
+                }
+            });
         }
         w.note_progress();
     }
@@ -409,7 +431,10 @@ impl<'a, 's> Request<'a, 's> {
             peer: -2,
             tag: 1,
         });
-        wait_for(w, what, |_| s.core.collect(i))
+        wait_for(w, what, |b| {
+            pump(w, b);
+            s.core.collect(i)
+        })
     }
 
     /// Tests for completion (`MPI_Test`): `Some` with the outcome when the
@@ -550,7 +575,10 @@ pub fn wait_all(requests: &mut [Request<'_, '_>], statuses: &mut [Status]) -> Re
     check_statuses(requests.len(), statuses.len())?;
     if let Some(w) = world_of(requests) {
         let what = many(Operation::WaitMany, requests.len());
-        wait_for(w, what, |_| requests.iter().all(is_done).then_some(Ok(())))?;
+        wait_for(w, what, |b| {
+            pump(w, b);
+            requests.iter().all(is_done).then_some(Ok(()))
+        })?;
     }
     collect_all(requests, statuses)
 }
@@ -599,7 +627,10 @@ pub fn wait_any(requests: &mut [Request<'_, '_>]) -> Result<AnyCompletion, Error
         return Ok(AnyCompletion::AllNull);
     };
     let what = many(Operation::WaitMany, requests.len());
-    wait_for(w, what, |_| first_done(requests).map(Ok))
+    wait_for(w, what, |b| {
+        pump(w, b);
+        first_done(requests).map(Ok)
+    })
 }
 
 /// Tests for one completed request (`MPI_Testany`): `None` when none
@@ -668,9 +699,12 @@ pub fn wait_some(
         return Err(Error::OutOfBounds { index: 0, len: 0 });
     }
     let what = many(Operation::WaitMany, requests.len());
-    wait_for(w, what, |_| match some_done(requests, completions) {
-        Some(0) => None,
-        other => Some(Ok(other)),
+    wait_for(w, what, |b| {
+        pump(w, b);
+        match some_done(requests, completions) {
+            Some(0) => None,
+            other => Some(Ok(other)),
+        }
     })
 }
 

@@ -14,9 +14,6 @@ pub const PROC_NULL: i32 = -2;
 /// `MPI_ANY_SOURCE`.
 pub const ANY_SOURCE: i32 = -1;
 
-/// Polls every pending request of a rank; true when any progressed.
-pub(crate) type ProgressHook = fn(&World) -> bool;
-
 /// The world communicator as seen by one rank.
 pub struct World {
     pub(crate) base: *mut u8,
@@ -51,10 +48,6 @@ pub struct World {
     pub(crate) idle_key: Cell<u64>,
     /// How many times in a row that poll failed since.
     pub(crate) idle_count: Cell<u32>,
-    /// Set by the first request scope: polls every pending request. An
-    /// indirect call, so that kernels without requests do not carry the
-    /// request engine in their call graph (registers).
-    pub(crate) progress_hook: Cell<Option<ProgressHook>>,
 }
 
 impl World {
@@ -100,7 +93,6 @@ impl World {
             posted: Cell::new(0),
             idle_key: Cell::new(0),
             idle_count: Cell::new(0),
-            progress_hook: Cell::new(None),
         })
     }
 

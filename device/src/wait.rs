@@ -261,8 +261,6 @@ pub(crate) fn wait_for<T>(
 ) -> Result<T, Error> {
     world.note_progress();
     let mut backoff = Backoff::with_max_ns(world.backoff_max_ns);
-    // Every wait progresses the rank's pending requests (MPI 3.7.4).
-    crate::request::progress(world, &mut backoff);
     if let Some(r) = poll(&mut backoff) {
         return r;
     }
@@ -286,7 +284,6 @@ pub(crate) fn wait_for<T>(
                 return Err(Error::Aborted { by_rank });
             }
         }
-        crate::request::progress(world, &mut backoff);
         if let Some(r) = poll(&mut backoff) {
             world.record_state(STATE_RUNNING);
             return r;
