@@ -970,16 +970,12 @@ fn probe_from(world: &World, source: i32, tag: i32) -> Result<Status, Error> {
 /// ranks run, and a rank that only spins on it is part of a livelock report).
 fn immediate_probe_from(world: &World, source: i32, tag: i32) -> Result<Option<Status>, Error> {
     check_probe(world, source, tag)?;
-    let progressed = crate::request::progress_now(world);
     match probe_once(world, source, tag) {
         Some(s) => {
             world.note_progress();
             Ok(Some(s))
         }
         None => {
-            if progressed {
-                world.note_progress();
-            }
             let what = WaitFor {
                 operation: Operation::ImmediateProbe,
                 peer: source,
@@ -1191,7 +1187,6 @@ fn immediate_matched_probe_from(
     if source == PROC_NULL {
         return Ok(Some((Message::no_proc(), null_status(u8::DATATYPE))));
     }
-    let progressed = crate::request::progress_now(world);
     match world.claim_match(source, tag) {
         Some(env) => {
             world.note_progress();
@@ -1204,9 +1199,6 @@ fn immediate_matched_probe_from(
             )))
         }
         None => {
-            if progressed {
-                world.note_progress();
-            }
             let what = WaitFor {
                 operation: Operation::ImmediateProbe,
                 peer: source,

@@ -35,16 +35,16 @@
 //!
 //! # Progress
 //! Every request call of the rank — posting, [`Request::wait`],
-//! [`Request::test`], the slice waits and tests, `immediate_probe`,
-//! `immediate_matched_probe`, the end of a scope — polls every active
+//! [`Request::test`], the slice waits and tests, the end of a scope — polls
+//! every active
 //! request of every open scope, in table order, so pending sends stream
 //! their chunks while the rank waits on any request. Among requests,
 //! matching follows the posting order (MPI 3.5): a send takes a slot (its
 //! number) only after every earlier posted send did, and a receive leaves a
 //! message to an earlier posted, still unmatched receive that accepts it.
 //!
-//! Limit (registers): blocking calls and collectives do not poll pending
-//! requests, and do not defer to them. Any call into the request engine
+//! Limit (registers): blocking calls, probes (also `immediate_probe`) and
+//! collectives do not poll pending requests, and do not defer to them. Any call into the request engine
 //! from a wait loop, even through a function pointer and never taken,
 //! raised every point-to-point kernel's registers by 50 to 80 (sm_90: a
 //! latency kernel from 128 to 208); so the engine is reached only from the
