@@ -492,3 +492,70 @@ gpu_mpi::device::kernel! {
         rec.words(&[1, 2, 3])
     }
 }
+
+/// Runs `f` on a thread and fails if it does not return within `limit`: a
+/// regression to a silent emulator hang fails instead of hanging CI.
+fn within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(limit)
+        .unwrap_or_else(|_| panic!("the emulator did not return within {limit:?}"))
+}
+
+#[test]
+fn spinning_on_immediate_probe_is_a_livelock_not_a_hang() {
+    for spec in [world(2), world(3).block_dim(1), world(1)] {
+        let e = within(Duration::from_secs(120), move || fault(FAULT_SPIN_PROBE, 0, spec));
+        let (report, text) = deadlock(e);
+        assert!(text.starts_with("livelock: "), "{text}");
+        let n = report.blocked().count() as u32;
+        for r in 0..n {
+            assert_eq!(
+                report.state_of(r),
+                Some(BlockedState::Waiting {
+                    operation: Operation::ImmediateProbe as u32,
+                    peer: ((r + 1) % n) as i32,
+                    tag: 9
+                }),
+                "{text}"
+            );
+        }
+        assert!(text.contains("immediate_probe(source "), "{text}");
+    }
+}
+
+#[test]
+fn spinning_on_test_is_a_livelock_naming_the_requests() {
+    let e = within(Duration::from_secs(120), || fault(FAULT_SPIN_TEST, 0, world(3)));
+    let (report, text) = deadlock(e);
+    assert!(text.starts_with("livelock: "), "{text}");
+    assert!(
+        text.contains("rank 0: test of receive(source 1, tag 4)"),
+        "{text}"
+    );
+    assert!(text.contains("ranks 1-2: test over 1 requests"), "{text}");
+    assert_eq!(
+        report.state_of(1),
+        Some(BlockedState::Waiting {
+            operation: Operation::TestMany as u32,
+            peer: -2,
+            tag: 1
+        })
+    );
+}
+
+#[test]
+fn one_request_more_than_a_scope_holds_is_err_request() {
+    let (errors, text) = failed(fault(FAULT_REQUESTS, 0, world(2)));
+    let limit = gpu_mpi::device::request::MAX_REQUESTS as u32;
+    assert_eq!(errors, vec![(0, Error::RequestLimit { limit })]);
+    assert_eq!(errors[0].1.class(), ErrorClass::Request);
+    assert!(
+        text.contains(&format!(
+            "MPI_ERR_REQUEST: more than {limit} requests active in one request scope"
+        )),
+        "{text}"
+    );
+}

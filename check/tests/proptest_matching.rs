@@ -25,8 +25,8 @@
 use gpu_mpi::device::{ErrorClass, ANY_SOURCE, ANY_TAG};
 use gpu_mpi::{Device, WorldSpec};
 use gpu_mpi_check_kernels::interpreter::{
-    checksum, message_byte, ProgramArgs, MAX_BYTES, OP_PROBE_RECV, OP_RECV, OP_SEND, OP_WORDS, RECORD_WORDS,
-    SEMANTICS_INTERPRETER,
+    checksum, message_byte, ProgramArgs, MAX_BYTES, OP_IRECV, OP_PROBE_RECV, OP_RECV, OP_SEND, OP_WORDS,
+    RECORD_WORDS, SEMANTICS_INTERPRETER,
 };
 use gpu_mpi_check_kernels::NONE;
 use proptest::prelude::*;
@@ -49,6 +49,9 @@ struct Receive {
     tag: i32,
     capacity: u32,
     probe: bool,
+    /// Posted as a non-blocking receive; a run of them (up to a scope's
+    /// request table) is posted in order and completed with `wait_all`.
+    immediate: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -94,11 +97,13 @@ fn receive(rng: &mut Rng, source: i32, tag: i32) -> Receive {
     } else {
         rng.below(SLOT_BYTES as usize + 1) as u32
     };
+    let probe = rng.chance(25);
     Receive {
         source,
         tag,
         capacity,
-        probe: rng.chance(25),
+        probe,
+        immediate: !probe && rng.chance(50),
     }
 }
 
@@ -208,7 +213,13 @@ fn encode(p: &Program) -> Vec<u32> {
             words.extend([OP_SEND, m.dest, m.tag as u32, m.bytes, m.id]);
         }
         for rv in receives {
-            let kind = if rv.probe { OP_PROBE_RECV } else { OP_RECV };
+            let kind = if rv.probe {
+                OP_PROBE_RECV
+            } else if rv.immediate {
+                OP_IRECV
+            } else {
+                OP_RECV
+            };
             words.extend([kind, rv.source as u32, rv.tag as u32, rv.capacity, 0]);
         }
     }
@@ -329,6 +340,7 @@ fn model_accepts_a_known_run_and_rejects_overtaking() {
         tag,
         capacity: SLOT_BYTES,
         probe: false,
+        immediate: false,
     };
     let p = Program {
         ranks: 2,

@@ -111,7 +111,7 @@ macro_rules! user_datatype {
     };
 }
 
-/// A send buffer: one value or a slice of values of one datatype.
+/// A send buffer: one value, an array or a slice of values of one datatype.
 pub trait Buffer {
     /// The element datatype.
     fn datatype(&self) -> Datatype;
@@ -121,7 +121,7 @@ pub trait Buffer {
     fn count(&self) -> usize;
 }
 
-/// A receive buffer: one value or a slice of values of one datatype.
+/// A receive buffer: one value, an array or a slice of values of one datatype.
 pub trait BufferMut {
     /// The element datatype.
     fn datatype(&self) -> Datatype;
@@ -176,6 +176,30 @@ impl<T: Equivalence> BufferMut for [T] {
     }
     fn count(&self) -> usize {
         self.len()
+    }
+}
+
+impl<T: Equivalence, const N: usize> Buffer for [T; N] {
+    fn datatype(&self) -> Datatype {
+        T::DATATYPE
+    }
+    fn as_bytes(&self) -> &[u8] {
+        bytemuck::cast_slice(&self[..])
+    }
+    fn count(&self) -> usize {
+        N
+    }
+}
+
+impl<T: Equivalence, const N: usize> BufferMut for [T; N] {
+    fn datatype(&self) -> Datatype {
+        T::DATATYPE
+    }
+    fn as_bytes_mut(&mut self) -> &mut [u8] {
+        bytemuck::cast_slice_mut(&mut self[..])
+    }
+    fn count(&self) -> usize {
+        N
     }
 }
 

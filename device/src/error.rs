@@ -38,6 +38,8 @@ pub enum ErrorClass {
     Intern = 11,
     /// An index outside a kernel argument slice (`MPI_ERR_ARG`).
     Arg = 12,
+    /// An invalid request (`MPI_ERR_REQUEST`): more requests than a scope holds.
+    Request = 13,
 }
 
 impl ErrorClass {
@@ -57,6 +59,7 @@ impl ErrorClass {
             10 => Self::Aborted,
             11 => Self::Intern,
             12 => Self::Arg,
+            13 => Self::Request,
             _ => return None,
         })
     }
@@ -77,6 +80,7 @@ impl ErrorClass {
             Self::Aborted => "MPI_ERR_ABORTED",
             Self::Intern => "MPI_ERR_INTERN",
             Self::Arg => "MPI_ERR_ARG",
+            Self::Request => "MPI_ERR_REQUEST",
         }
     }
 }
@@ -165,6 +169,12 @@ pub enum Error {
         /// The slice's length.
         len: u32,
     },
+    /// A request was posted while its scope's table was full
+    /// ([`crate::request::MAX_REQUESTS`] active requests).
+    RequestLimit {
+        /// Requests one scope holds.
+        limit: u32,
+    },
 }
 
 impl Error {
@@ -183,6 +193,7 @@ impl Error {
             Error::Aborted { .. } => ErrorClass::Aborted,
             Error::Intern => ErrorClass::Intern,
             Error::OutOfBounds { .. } => ErrorClass::Arg,
+            Error::RequestLimit { .. } => ErrorClass::Request,
         }
     }
 
@@ -217,6 +228,7 @@ impl Error {
             Error::Aborted { by_rank } => [c, by_rank, 0, 0, 0],
             Error::Intern => [c, 0, 0, 0, 0],
             Error::OutOfBounds { index, len } => [c, index, len, 0, 0],
+            Error::RequestLimit { limit } => [c, limit, 0, 0, 0],
         }
     }
 
@@ -272,6 +284,7 @@ impl Error {
                 index: w[1],
                 len: w[2],
             },
+            ErrorClass::Request => Error::RequestLimit { limit: w[1] },
         })
     }
 }
@@ -316,6 +329,9 @@ impl fmt::Display for Error {
             Error::Aborted { by_rank } => write!(f, "world aborted by rank {by_rank}"),
             Error::Intern => write!(f, "world memory is not a gpu-mpi world of this version"),
             Error::OutOfBounds { index, len } => write!(f, "index {index} is outside a slice of {len} elements"),
+            Error::RequestLimit { limit } => {
+                write!(f, "more than {limit} requests active in one request scope")
+            }
         }
     }
 }

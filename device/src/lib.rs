@@ -16,7 +16,8 @@
 //! world.barrier()?;
 //! ```
 //!
-//! Modules follow the MPI standard's chapters: [`point_to_point`] (3),
+//! Modules follow the MPI standard's chapters: [`point_to_point`] (3; its
+//! non-blocking requests in [`request`], 3.7),
 //! [`datatype`] and [`derived`] (5), [`collective`] (6), [`topology`] (7), [`error`] (9); numbering of MPI 4.1.
 #![no_std]
 // nvptx64 only: the shim's inline PTX. Crate attributes gate on
@@ -30,6 +31,7 @@ pub mod derived;
 pub mod error;
 pub mod kernel;
 pub mod point_to_point;
+pub mod request;
 pub mod shim;
 pub mod state;
 pub mod topology;
@@ -40,6 +42,7 @@ pub use datatype::{Buffer, BufferMut, Equivalence};
 pub use derived::{TypeRef, PACK_KERNEL};
 pub use error::{Error, ErrorClass};
 pub use kernel::{GlobalSlice, Kernel};
-pub use point_to_point::{Status, ANY_TAG, TAG_UB};
+pub use point_to_point::{Message, Status, ANY_TAG, TAG_UB};
+pub use request::{Request, Scope};
 pub use state::WorldConfig;
 pub use topology::{AnyProcess, Process, World, ANY_SOURCE, PROC_NULL};

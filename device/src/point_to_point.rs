@@ -42,6 +42,24 @@
 //! | CTS | FULL | sender | streaming: next chunk published |
 //! | FULL | DONE | receiver | rendezvous finished (or cut short by an error) |
 //! | DONE | FREE | sender | sender returns |
+//! | FULL | CLAIMED | receiver | matched probe (`Message`): out of matching; relaxed, as only this receiver acts on it and the envelope was acquired by the scan |
+//! | CLAIMED | FREE, CTS, DONE | receiver | the matched receive, as from FULL (same release stores, same pairings) |
+//!
+//! A synchronous send (`MPI_Ssend`) of a message that fits a slot waits,
+//! after FREE -> FULL, until the slot is FREE again (acquire, pairing with
+//! the receiver's release of FREE after its copy): the receive has started.
+//! A larger one waits for DONE, as every rendezvous does. CLAIMED is not a
+//! started receive: a matched probe does not complete a synchronous send.
+//!
+//! # Requests
+//! The state machines below (`SendOp`, `RecvOp`) are the one engine:
+//! blocking calls poll one through `wait::wait_for`; requests
+//! ([`crate::request`]) keep theirs in their scope's table, polled by every
+//! request call of the rank. Ordering among one rank's posted requests
+//! (MPI 3.5): a send claims a slot (and so its number) only after every
+//! earlier posted send did; a receive takes a message only if no earlier
+//! posted, still unmatched receive accepts it. Blocking calls neither poll
+//! nor defer to pending requests (registers; see `request`).
 
 use crate::datatype::{Buffer, BufferMut, Datatype, Equivalence, ID_BYTE};
 use crate::error::Error;
@@ -59,6 +77,7 @@ pub(crate) const FREE: u32 = 0;
 pub(crate) const FULL: u32 = 2;
 pub(crate) const CTS: u32 = 3;
 pub(crate) const DONE: u32 = 4;
+pub(crate) const CLAIMED: u32 = 5;
 pub(crate) const STATE_BITS: u32 = 3;
 pub(crate) const STATE_MASK: u32 = (1 << STATE_BITS) - 1;
 
@@ -121,6 +140,16 @@ pub struct Status {
 }
 
 impl Status {
+    /// The empty status (MPI 3.7.3): source `ANY_SOURCE`, tag `ANY_TAG`,
+    /// count 0; what a wait on a null request returns.
+    pub const fn empty() -> Status {
+        Status {
+            source: ANY_SOURCE,
+            tag: ANY_TAG,
+            bytes: 0,
+            datatype: ID_BYTE,
+        }
+    }
     /// The sender's rank (`MPI_SOURCE`); `PROC_NULL` for a receive from the null process.
     pub fn source_rank(&self) -> i32 {
         self.source
@@ -158,6 +187,13 @@ pub trait Destination {
     /// Blocking standard-mode send (`MPI_Send`). Returns once the data is
     /// buffered (small messages) or the receiver has taken it (rendezvous).
     fn send_with_tag<B: Buffer + ?Sized>(&self, buf: &B, tag: i32) -> Result<(), Error>;
+    /// Blocking synchronous send with tag 0 (`MPI_Ssend`, MPI 3.4).
+    fn synchronous_send<B: Buffer + ?Sized>(&self, buf: &B) -> Result<(), Error> {
+        self.synchronous_send_with_tag(buf, 0)
+    }
+    /// Blocking synchronous send (`MPI_Ssend`, MPI 3.4): returns once the
+    /// matching receive has started (taken the message out of its slot).
+    fn synchronous_send_with_tag<B: Buffer + ?Sized>(&self, buf: &B, tag: i32) -> Result<(), Error>;
 }
 
 /// A process (or any process) that messages can be received from.
@@ -259,39 +295,72 @@ impl World {
     }
 }
 
-/// A send in progress: a state machine polled by the blocking calls.
-pub(crate) struct SendOp<'b> {
+/// How a send completes (MPI 3.4 modes, and the staging of a replace).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SendMode {
+    /// Standard mode: done once buffered (eager) or taken (rendezvous).
+    Standard,
+    /// Synchronous mode (`MPI_Ssend`): done once the receiver has taken the
+    /// message out of its slot, i.e. the matching receive has started.
+    Synchronous,
+    /// A `send_receive_replace`: a large message always streams through the
+    /// slot (never read from the buffer by the receiver), so that the bytes
+    /// already copied out ([`SendOp::copied`]) may be overwritten.
+    Replace,
+}
+
+/// A send in progress: a state machine polled by the blocking calls and by
+/// requests. The buffer is a raw range: the caller (a blocking call holding
+/// the borrow, or a request tied to its scope's lifetime) keeps it alive and
+/// unwritten until the send is done.
+pub(crate) struct SendOp {
     dest: u32,
     tag: i32,
     datatype: Datatype,
-    data: &'b [u8],
+    data: *const u8,
+    len: usize,
+    mode: SendMode,
+    /// Posting order among this rank's operations (see `request`).
+    pub(crate) post: u32,
     phase: SendPhase,
 }
 
 #[derive(Clone, Copy)]
 enum SendPhase {
     Claim,
-    AwaitReceiver { slot: u32 },
-    Stream { slot: u32, offset: usize, full: u64 },
+    AwaitReceiver {
+        slot: u32,
+    },
+    /// Synchronous eager send: published, waiting for the receiver to free it.
+    AwaitMatch {
+        slot: u32,
+    },
+    Stream {
+        slot: u32,
+        offset: usize,
+        full: u64,
+    },
     Done,
 }
 
-impl<'b> SendOp<'b> {
+impl SendOp {
     pub(crate) fn new(
         world: &World,
         dest: i32,
         tag: i32,
         datatype: Datatype,
-        data: &'b [u8],
+        data: *const u8,
+        len: usize,
+        mode: SendMode,
     ) -> Result<Option<Self>, Error> {
         check_send_tag(tag)?;
         if dest == PROC_NULL {
             return Ok(None);
         }
         world.check_rank(dest)?;
-        if data.len() > world.max_message_bytes() as usize {
+        if len > world.max_message_bytes() as usize {
             return Err(Error::BufferTooLarge {
-                bytes: data.len() as u32,
+                bytes: len as u32,
                 limit: world.max_message_bytes(),
             });
         }
@@ -300,8 +369,46 @@ impl<'b> SendOp<'b> {
             tag,
             datatype,
             data,
+            len,
+            mode,
+            post: world.posted.get(),
             phase: SendPhase::Claim,
         }))
+    }
+
+    /// The send's own envelope: what a completed send request reports.
+    pub(crate) fn status(&self) -> Status {
+        Status {
+            source: self.dest as i32,
+            tag: self.tag,
+            bytes: self.len as u32,
+            datatype: self.datatype.id,
+        }
+    }
+
+    /// What a wait for this send records.
+    pub(crate) fn what(&self) -> WaitFor {
+        WaitFor {
+            operation: Operation::Send,
+            peer: self.dest as i32,
+            tag: self.tag,
+        }
+    }
+
+    /// Whether the send still waits to be numbered (no slot yet): later
+    /// sends must not claim a slot before it (non-overtaking, MPI 3.5).
+    pub(crate) fn unclaimed(&self) -> bool {
+        matches!(self.phase, SendPhase::Claim)
+    }
+
+    /// Bytes of the buffer that no rank reads any more (all of them once
+    /// the send is done or the message sits in a slot).
+    pub(crate) fn copied(&self) -> usize {
+        match self.phase {
+            SendPhase::Claim | SendPhase::AwaitReceiver { .. } => 0,
+            SendPhase::Stream { offset, .. } => offset,
+            SendPhase::AwaitMatch { .. } | SendPhase::Done => usize::MAX,
+        }
     }
 
     /// Advances the send; `Some` when it finished. Calls `progressed` on the
@@ -311,6 +418,10 @@ impl<'b> SendOp<'b> {
         match self.phase {
             SendPhase::Done => Some(Ok(())),
             SendPhase::Claim => {
+                // An earlier send still without a slot is numbered first.
+                if crate::request::earlier_unclaimed_send(w, self.post) {
+                    return None;
+                }
                 let me = w.rank;
                 let slot = (0..w.layout.slots_per_rank).find(|&s| {
                     // Acquire pairs with the receiver's Release store of FREE:
@@ -320,10 +431,13 @@ impl<'b> SendOp<'b> {
                 })?;
                 let sequence = w.next_sequence.get();
                 w.next_sequence.set(sequence + 1);
-                let total = self.data.len();
+                let total = self.len;
                 let kind = if total <= slot_bytes {
                     KIND_EAGER
-                } else if w.flags & FLAG_FORCE_STREAMING == 0 && shim::is_shared_address(self.data.as_ptr()) {
+                } else if self.mode != SendMode::Replace
+                    && w.flags & FLAG_FORCE_STREAMING == 0
+                    && shim::is_shared_address(self.data)
+                {
                     KIND_DIRECT
                 } else {
                     KIND_STREAM
@@ -342,9 +456,10 @@ impl<'b> SendOp<'b> {
                 w.slot_u32(me, slot, W_CHUNK)
                     .store(first as u32, Ordering::Relaxed);
                 w.slot_u64(me, slot, W_POINTER)
-                    .store(self.data.as_ptr() as u64, Ordering::Relaxed);
-                // SAFETY: the slot is FREE and ours; its payload holds `slot_bytes >= first` bytes.
-                unsafe { shim::copy_bytes(w.payload(me, slot), self.data.as_ptr(), first) };
+                    .store(self.data as u64, Ordering::Relaxed);
+                // SAFETY: the slot is FREE and ours; its payload holds
+                // `slot_bytes >= first` bytes; the buffer holds `len >= first`.
+                unsafe { shim::copy_bytes(w.payload(me, slot), self.data, first) };
                 let full = full_word(self.dest, sequence);
                 // Release pairs with the Acquire loads of the state by the
                 // receiver's rendezvous steps.
@@ -359,6 +474,7 @@ impl<'b> SendOp<'b> {
                 // count that runs ahead of what it can see.
                 w.incoming(self.dest).fetch_add(1, Ordering::Release);
                 self.phase = match kind {
+                    KIND_EAGER if self.mode == SendMode::Synchronous => SendPhase::AwaitMatch { slot },
                     KIND_EAGER => SendPhase::Done,
                     KIND_DIRECT => SendPhase::AwaitReceiver { slot },
                     _ => SendPhase::Stream {
@@ -373,6 +489,18 @@ impl<'b> SendOp<'b> {
                     backoff.progressed();
                     None
                 }
+            }
+            SendPhase::AwaitMatch { slot } => {
+                // Acquire pairs with the receiver's Release store of FREE
+                // after it copied the payload: the receive has started (and
+                // taken the message). CLAIMED (a matched probe) is not yet a
+                // receive: keep waiting. Only this rank moves the slot out of
+                // FREE again, so FREE stays until we see it.
+                if state_of(w.slot_u64(w.rank, slot, W_STATE).load(Ordering::Acquire)) != FREE {
+                    return None;
+                }
+                self.phase = SendPhase::Done;
+                Some(Ok(()))
             }
             SendPhase::AwaitReceiver { slot } => {
                 let st = w.slot_u64(w.rank, slot, W_STATE);
@@ -398,11 +526,11 @@ impl<'b> SendOp<'b> {
                         self.phase = SendPhase::Done;
                         Some(Ok(()))
                     }
-                    CTS if offset < self.data.len() => {
-                        let n = (self.data.len() - offset).min(slot_bytes);
+                    CTS if offset < self.len => {
+                        let n = (self.len - offset).min(slot_bytes);
                         // SAFETY: the receiver asked for this chunk (CTS) and does
                         // not touch the payload until FULL; `offset + n <= len`.
-                        unsafe { shim::copy_bytes(w.payload(me, slot), self.data.as_ptr().add(offset), n) };
+                        unsafe { shim::copy_bytes(w.payload(me, slot), self.data.add(offset), n) };
                         w.slot_u32(me, slot, W_CHUNK).store(n as u32, Ordering::Relaxed);
                         w.slot_u64(me, slot, W_HEAD)
                             .store(head_word(self.tag, KIND_CHUNK), Ordering::Relaxed);
@@ -423,18 +551,26 @@ impl<'b> SendOp<'b> {
     }
 }
 
-/// A receive (or probe) in progress.
-pub(crate) struct RecvOp<'b> {
+/// A receive in progress. Like [`SendOp`], its buffer is a raw range kept
+/// alive and untouched by the caller until the receive is done.
+pub(crate) struct RecvOp {
     source: i32,
     tag: i32,
     datatype: Datatype,
-    buf: &'b mut [u8],
+    buf: *mut u8,
+    capacity: usize,
+    /// Posting order among this rank's operations (see `request`).
+    pub(crate) post: u32,
     phase: RecvPhase,
 }
 
 #[derive(Clone, Copy)]
 enum RecvPhase {
     Match,
+    /// A matched probe claimed this message (`Message`); no matching left.
+    Claimed {
+        env: Envelope,
+    },
     Stream {
         slot: u32,
         received: usize,
@@ -582,13 +718,14 @@ impl World {
     }
 }
 
-impl<'b> RecvOp<'b> {
+impl RecvOp {
     pub(crate) fn new(
         world: &World,
         source: i32,
         tag: i32,
         datatype: Datatype,
-        buf: &'b mut [u8],
+        buf: *mut u8,
+        capacity: usize,
     ) -> Result<Self, Error> {
         check_receive_tag(tag)?;
         let phase = if source == PROC_NULL {
@@ -609,83 +746,54 @@ impl<'b> RecvOp<'b> {
             tag,
             datatype,
             buf,
+            capacity,
+            post: world.posted.get(),
             phase,
         })
     }
 
+    /// What a wait for this receive records.
+    pub(crate) fn what(&self) -> WaitFor {
+        WaitFor {
+            operation: Operation::Receive,
+            peer: self.source,
+            tag: self.tag,
+        }
+    }
+
+    /// Whether this receive still matches and would accept a message with
+    /// `status`'s envelope (MPI 3.5: an earlier posted receive gets it first).
+    pub(crate) fn would_accept(&self, status: &Status) -> bool {
+        matches!(self.phase, RecvPhase::Match)
+            && (self.source == ANY_SOURCE || self.source == status.source)
+            && (self.tag == ANY_TAG || self.tag == status.tag)
+    }
+
     pub(crate) fn poll(&mut self, w: &World, backoff: &mut Backoff) -> Option<Result<Status, Error>> {
+        self.poll_limited(w, backoff, usize::MAX)
+    }
+
+    /// Advances the receive, writing only the first `allowed` bytes of the
+    /// buffer (the rest still being sent by a `send_receive_replace`).
+    pub(crate) fn poll_limited(
+        &mut self,
+        w: &World,
+        backoff: &mut Backoff,
+        allowed: usize,
+    ) -> Option<Result<Status, Error>> {
         let me = w.rank;
         match self.phase {
             RecvPhase::Done { outcome } => Some(outcome.result()),
             RecvPhase::Match => {
                 let env = w.find_match(self.source, self.tag)?;
-                let status = env.status;
-                let capacity = self.buf.len();
-                let error = if self.datatype.id != ID_BYTE && self.datatype.id != status.datatype {
-                    Some(Error::TypeMismatch {
-                        status,
-                        expected: self.datatype.id,
-                    })
-                } else if status.bytes as usize > capacity {
-                    Some(Error::Truncate {
-                        status,
-                        capacity_bytes: capacity as u32,
-                    })
-                } else {
-                    None
-                };
-                let wanted = match error {
-                    Some(Error::TypeMismatch { .. }) => 0,
-                    _ => (status.bytes as usize).min(capacity),
-                };
-                let outcome = Outcome { status, error };
-                let owner = status.source as u32;
-                // Relaxed: the count is a hint for ANY_SOURCE scans; the message
-                // itself is owned through its slot's state word.
-                w.incoming(me).fetch_add(u32::MAX, Ordering::Relaxed);
-                let st = w.slot_u64(owner, env.slot, W_STATE);
-                match env.kind {
-                    KIND_EAGER => {
-                        // SAFETY: the slot is FULL for us (acquired in scan_sender)
-                        // and unchanged until we free it; `wanted <= chunk`.
-                        unsafe {
-                            shim::copy_bytes(self.buf.as_mut_ptr(), w.payload(owner, env.slot), wanted)
-                        };
-                        // Release pairs with the owner's Acquire claim: our reads
-                        // of the payload happen before its next writes.
-                        st.store(FREE as u64, Ordering::Release);
-                    }
-                    KIND_DIRECT => {
-                        let src = w.slot_u64(owner, env.slot, W_POINTER).load(Ordering::Relaxed) as *const u8;
-                        // SAFETY: the sender published its buffer's address and
-                        // stays blocked, buffer untouched, until we store DONE.
-                        unsafe { shim::copy_bytes(self.buf.as_mut_ptr(), src, wanted) };
-                        // Release pairs with the sender's Acquire wait for DONE.
-                        st.store(state_for(me, DONE), Ordering::Release);
-                    }
-                    _ => {
-                        let n = (env.chunk as usize).min(wanted);
-                        // SAFETY: FULL slot, first chunk of `chunk >= n` bytes.
-                        unsafe { shim::copy_bytes(self.buf.as_mut_ptr(), w.payload(owner, env.slot), n) };
-                        if n < wanted {
-                            // Release pairs with the sender's Acquire wait for CTS.
-                            st.store(state_for(me, CTS), Ordering::Release);
-                            self.phase = RecvPhase::Stream {
-                                slot: env.slot,
-                                received: n,
-                                wanted,
-                                outcome,
-                            };
-                            backoff.progressed();
-                            return None;
-                        }
-                        // Release pairs with the sender's Acquire wait for DONE.
-                        st.store(state_for(me, DONE), Ordering::Release);
-                    }
+                // An earlier posted receive that accepts this message takes
+                // it first (its next poll does).
+                if crate::request::earlier_receive_accepts(w, self.post, &env.status) {
+                    return None;
                 }
-                self.phase = RecvPhase::Done { outcome };
-                Some(outcome.result())
+                self.start(w, backoff, env, true, allowed)
             }
+            RecvPhase::Claimed { env } => self.start(w, backoff, env, false, allowed),
             RecvPhase::Stream {
                 slot,
                 received,
@@ -700,8 +808,11 @@ impl<'b> RecvOp<'b> {
                 }
                 let chunk = w.slot_u32(owner, slot, W_CHUNK).load(Ordering::Relaxed) as usize;
                 let n = chunk.min(wanted - received);
-                // SAFETY: FULL slot; `received + n <= wanted <= buf.len()`.
-                unsafe { shim::copy_bytes(self.buf.as_mut_ptr().add(received), w.payload(owner, slot), n) };
+                if received + n > allowed {
+                    return None;
+                }
+                // SAFETY: FULL slot; `received + n <= wanted <= capacity`.
+                unsafe { shim::copy_bytes(self.buf.add(received), w.payload(owner, slot), n) };
                 let received = received + n;
                 if received < wanted {
                     // Release pairs with the sender's Acquire wait for CTS.
@@ -722,13 +833,107 @@ impl<'b> RecvOp<'b> {
             }
         }
     }
+
+    /// Receives the matched message `env` (FULL or CLAIMED for this rank,
+    /// so owned by it). `uncounted`: the message still counts in this rank's
+    /// incoming count (a matched probe already took it out).
+    fn start(
+        &mut self,
+        w: &World,
+        backoff: &mut Backoff,
+        env: Envelope,
+        uncounted: bool,
+        allowed: usize,
+    ) -> Option<Result<Status, Error>> {
+        let me = w.rank;
+        let status = env.status;
+        let capacity = self.capacity;
+        let error = if self.datatype.id != ID_BYTE && self.datatype.id != status.datatype {
+            Some(Error::TypeMismatch {
+                status,
+                expected: self.datatype.id,
+            })
+        } else if status.bytes as usize > capacity {
+            Some(Error::Truncate {
+                status,
+                capacity_bytes: capacity as u32,
+            })
+        } else {
+            None
+        };
+        let wanted = match error {
+            Some(Error::TypeMismatch { .. }) => 0,
+            _ => (status.bytes as usize).min(capacity),
+        };
+        let first = match env.kind {
+            KIND_EAGER | KIND_DIRECT => wanted,
+            _ => (env.chunk as usize).min(wanted),
+        };
+        if first > allowed {
+            return None;
+        }
+        let outcome = Outcome { status, error };
+        let owner = status.source as u32;
+        if uncounted {
+            // Relaxed: the count is a hint for ANY_SOURCE scans; the message
+            // itself is owned through its slot's state word.
+            w.incoming(me).fetch_add(u32::MAX, Ordering::Relaxed);
+        }
+        let st = w.slot_u64(owner, env.slot, W_STATE);
+        match env.kind {
+            KIND_EAGER => {
+                // SAFETY: the slot is FULL (or CLAIMED) for us (acquired in
+                // scan_sender) and unchanged until we free it; `wanted <= chunk`.
+                unsafe { shim::copy_bytes(self.buf, w.payload(owner, env.slot), wanted) };
+                // Release pairs with the owner's Acquire claim: our reads
+                // of the payload happen before its next writes; and with a
+                // synchronous sender's Acquire wait for FREE.
+                st.store(FREE as u64, Ordering::Release);
+            }
+            KIND_DIRECT => {
+                let src = w.slot_u64(owner, env.slot, W_POINTER).load(Ordering::Relaxed) as *const u8;
+                // SAFETY: the sender published its buffer's address and
+                // stays blocked, buffer untouched, until we store DONE.
+                unsafe { shim::copy_bytes(self.buf, src, wanted) };
+                // Release pairs with the sender's Acquire wait for DONE.
+                st.store(state_for(me, DONE), Ordering::Release);
+            }
+            _ => {
+                let n = first;
+                // SAFETY: FULL slot, first chunk of `chunk >= n` bytes.
+                unsafe { shim::copy_bytes(self.buf, w.payload(owner, env.slot), n) };
+                if n < wanted {
+                    // Release pairs with the sender's Acquire wait for CTS.
+                    st.store(state_for(me, CTS), Ordering::Release);
+                    self.phase = RecvPhase::Stream {
+                        slot: env.slot,
+                        received: n,
+                        wanted,
+                        outcome,
+                    };
+                    backoff.progressed();
+                    return None;
+                }
+                // Release pairs with the sender's Acquire wait for DONE.
+                st.store(state_for(me, DONE), Ordering::Release);
+            }
+        }
+        self.phase = RecvPhase::Done { outcome };
+        Some(outcome.result())
+    }
 }
 
 fn probe_once(world: &World, source: i32, tag: i32) -> Option<Status> {
     if source == PROC_NULL {
         return Some(null_status(u8::DATATYPE));
     }
-    world.find_match(source, tag).map(|e| e.status)
+    let env = world.find_match(source, tag)?;
+    // A message that an earlier posted receive request takes is not the
+    // one a receive posted now would get.
+    if crate::request::earlier_receive_accepts(world, world.posted.get(), &env.status) {
+        return None;
+    }
+    Some(env.status)
 }
 
 fn check_probe(world: &World, source: i32, tag: i32) -> Result<(), Error> {
@@ -746,13 +951,9 @@ fn receive_from<B: BufferMut + ?Sized>(
     tag: i32,
 ) -> Result<Status, Error> {
     let datatype = buf.datatype();
-    let mut op = RecvOp::new(world, source, tag, datatype, buf.as_bytes_mut())?;
-    let what = WaitFor {
-        operation: Operation::Receive,
-        peer: source,
-        tag,
-    };
-    wait_for(world, what, |b| op.poll(world, b))
+    let bytes = buf.as_bytes_mut();
+    let mut op = RecvOp::new(world, source, tag, datatype, bytes.as_mut_ptr(), bytes.len())?;
+    wait_for(world, op.what(), |b| op.poll(world, b))
 }
 
 fn probe_from(world: &World, source: i32, tag: i32) -> Result<Status, Error> {
@@ -765,18 +966,42 @@ fn probe_from(world: &World, source: i32, tag: i32) -> Result<Status, Error> {
     wait_for(world, what, |_| probe_once(world, source, tag).map(Ok))
 }
 
+/// `MPI_Iprobe`: one look; a failed look is a poll (the emulator lets other
+/// ranks run, and a rank that only spins on it is part of a livelock report).
+fn immediate_probe_from(world: &World, source: i32, tag: i32) -> Result<Option<Status>, Error> {
+    check_probe(world, source, tag)?;
+    match probe_once(world, source, tag) {
+        Some(s) => {
+            world.note_progress();
+            Ok(Some(s))
+        }
+        None => {
+            let what = WaitFor {
+                operation: Operation::ImmediateProbe,
+                peer: source,
+                tag,
+            };
+            world.failed_poll(what, 0);
+            Ok(None)
+        }
+    }
+}
+
+fn send_to<B: Buffer + ?Sized>(p: &Process<'_>, buf: &B, tag: i32, mode: SendMode) -> Result<(), Error> {
+    let w = p.world;
+    let bytes = buf.as_bytes();
+    let Some(mut op) = SendOp::new(w, p.rank, tag, buf.datatype(), bytes.as_ptr(), bytes.len(), mode)? else {
+        return Ok(());
+    };
+    wait_for(w, op.what(), |b| op.poll(w, b))
+}
+
 impl Destination for Process<'_> {
     fn send_with_tag<B: Buffer + ?Sized>(&self, buf: &B, tag: i32) -> Result<(), Error> {
-        let w = self.world;
-        let Some(mut op) = SendOp::new(w, self.rank, tag, buf.datatype(), buf.as_bytes())? else {
-            return Ok(());
-        };
-        let what = WaitFor {
-            operation: Operation::Send,
-            peer: self.rank,
-            tag,
-        };
-        wait_for(w, what, |b| op.poll(w, b))
+        send_to(self, buf, tag, SendMode::Standard)
+    }
+    fn synchronous_send_with_tag<B: Buffer + ?Sized>(&self, buf: &B, tag: i32) -> Result<(), Error> {
+        send_to(self, buf, tag, SendMode::Synchronous)
     }
 }
 
@@ -794,8 +1019,7 @@ macro_rules! impl_source {
                 probe_from(self.world, self.source_filter(), tag)
             }
             fn immediate_probe_with_tag(&self, tag: i32) -> Result<Option<Status>, Error> {
-                check_probe(self.world, self.source_filter(), tag)?;
-                Ok(probe_once(self.world, self.source_filter(), tag))
+                immediate_probe_from(self.world, self.source_filter(), tag)
             }
             fn source_filter(&self) -> i32 {
                 source_rank_of(self)
@@ -828,6 +1052,199 @@ impl SourceRank for AnyProcess<'_> {
 impl_source!(Process<'_>);
 impl_source!(AnyProcess<'_>);
 
+// ---------------------------------------------------------------------------
+// Matched probe and receive (MPI 3.8.2)
+
+/// A message taken out of matching by a matched probe (`MPI_Message`).
+///
+/// No receive other than [`Message::matched_receive_into`] can get it. A
+/// `Message` dropped without being received is discarded: its sender is
+/// released as if a receive of zero bytes had taken it (MPI leaves an
+/// unreceived matched message erroneous; a discard is the safe reading).
+#[must_use = "a matched message is received with `matched_receive_into`; dropping it discards it"]
+pub struct Message<'w> {
+    /// `None`: the message of the null process (`MPI_MESSAGE_NO_PROC`).
+    world: Option<&'w World>,
+    env: Envelope,
+}
+
+impl<'w> Message<'w> {
+    /// The message a matched probe of the null process returns
+    /// (`MPI_MESSAGE_NO_PROC`): receiving it returns at once with source
+    /// `PROC_NULL`, tag `ANY_TAG` and count 0.
+    pub fn no_proc() -> Message<'w> {
+        Message {
+            world: None,
+            env: Envelope {
+                slot: 0,
+                status: null_status(u8::DATATYPE),
+                kind: KIND_EAGER,
+                chunk: 0,
+            },
+        }
+    }
+
+    /// Whether this is [`Message::no_proc`].
+    pub fn is_no_proc(&self) -> bool {
+        self.world.is_none()
+    }
+
+    /// Receives the matched message into `buf` (`MPI_Mrecv`), with the
+    /// rules of a receive: `MPI_ERR_TRUNCATE` and `MPI_ERR_TYPE` as there.
+    pub fn matched_receive_into<B: BufferMut + ?Sized>(self, buf: &mut B) -> Result<Status, Error> {
+        let this = core::mem::ManuallyDrop::new(self);
+        let datatype = buf.datatype();
+        let Some(w) = this.world else {
+            return Ok(null_status(datatype));
+        };
+        let bytes = buf.as_bytes_mut();
+        let mut op = RecvOp::claimed(w, this.env, datatype, bytes.as_mut_ptr(), bytes.len());
+        wait_for(w, op.what(), |b| op.poll(w, b))
+    }
+
+    /// Receives the matched message as one value of `T`.
+    pub fn matched_receive<T: Equivalence>(self) -> Result<(T, Status), Error> {
+        let mut v = T::zeroed();
+        let s = self.matched_receive_into(&mut v)?;
+        Ok((v, s))
+    }
+}
+
+impl Drop for Message<'_> {
+    fn drop(&mut self) {
+        if let Some(w) = self.world {
+            // A receive of zero bytes finishes at its first poll (eager:
+            // FREE, rendezvous: DONE, nothing copied), so no wait.
+            let mut op = RecvOp::claimed(w, self.env, u8::DATATYPE, core::ptr::null_mut(), 0);
+            let _ = op.poll(w, &mut Backoff::new());
+        }
+    }
+}
+
+impl RecvOp {
+    /// A receive of the message `env` that a matched probe claimed.
+    fn claimed(world: &World, env: Envelope, datatype: Datatype, buf: *mut u8, capacity: usize) -> RecvOp {
+        RecvOp {
+            source: env.status.source,
+            tag: env.status.tag,
+            datatype,
+            buf,
+            capacity,
+            post: world.posted.get(),
+            phase: RecvPhase::Claimed { env },
+        }
+    }
+}
+
+impl World {
+    /// Finds the message a receive from `source` with `tag` would get now
+    /// and takes it out of matching: FULL -> CLAIMED (the state word's
+    /// sequence half kept), and out of this rank's incoming count.
+    fn claim_match(&self, source: i32, tag: i32) -> Option<Envelope> {
+        let env = self.find_match(source, tag)?;
+        if crate::request::earlier_receive_accepts(self, self.posted.get(), &env.status) {
+            return None;
+        }
+        let st = self.slot_u64(env.status.source as u32, env.slot, W_STATE);
+        // Relaxed: the slot is FULL for this rank, so only this rank changes
+        // it; nobody acts on CLAIMED (the sender waits for FREE, CTS or DONE,
+        // other receivers look only for FULL for themselves), and the
+        // envelope and payload were acquired by `scan_sender`.
+        let word = st.load(Ordering::Relaxed);
+        st.store((word & !(STATE_MASK as u64)) | CLAIMED as u64, Ordering::Relaxed);
+        // Relaxed: a hint for ANY_SOURCE scans (see `RecvOp::start`).
+        self.incoming(self.rank).fetch_add(u32::MAX, Ordering::Relaxed);
+        Some(env)
+    }
+}
+
+fn matched_probe_from(world: &World, source: i32, tag: i32) -> Result<(Message<'_>, Status), Error> {
+    check_probe(world, source, tag)?;
+    if source == PROC_NULL {
+        return Ok((Message::no_proc(), null_status(u8::DATATYPE)));
+    }
+    let what = WaitFor {
+        operation: Operation::Probe,
+        peer: source,
+        tag,
+    };
+    let env = wait_for(world, what, |_| world.claim_match(source, tag).map(Ok))?;
+    Ok((
+        Message {
+            world: Some(world),
+            env,
+        },
+        env.status,
+    ))
+}
+
+fn immediate_matched_probe_from(
+    world: &World,
+    source: i32,
+    tag: i32,
+) -> Result<Option<(Message<'_>, Status)>, Error> {
+    check_probe(world, source, tag)?;
+    if source == PROC_NULL {
+        return Ok(Some((Message::no_proc(), null_status(u8::DATATYPE))));
+    }
+    match world.claim_match(source, tag) {
+        Some(env) => {
+            world.note_progress();
+            Ok(Some((
+                Message {
+                    world: Some(world),
+                    env,
+                },
+                env.status,
+            )))
+        }
+        None => {
+            let what = WaitFor {
+                operation: Operation::ImmediateProbe,
+                peer: source,
+                tag,
+            };
+            world.failed_poll(what, 1);
+            Ok(None)
+        }
+    }
+}
+
+macro_rules! impl_matched_probe {
+    ($t:ident) => {
+        impl<'w> $t<'w> {
+            /// Blocking matched probe with any tag (`MPI_Mprobe`, MPI 3.8.2).
+            pub fn matched_probe(&self) -> Result<(Message<'w>, Status), Error> {
+                self.matched_probe_with_tag(ANY_TAG)
+            }
+            /// Blocking matched probe (`MPI_Mprobe`): waits for the message
+            /// a receive with this source and tag would get, and takes it out
+            /// of matching for [`Message::matched_receive_into`].
+            pub fn matched_probe_with_tag(&self, tag: i32) -> Result<(Message<'w>, Status), Error> {
+                matched_probe_from(self.world, source_rank_of(self), tag)
+            }
+            /// Non-blocking matched probe with any tag (`MPI_Improbe`).
+            pub fn immediate_matched_probe(&self) -> Result<Option<(Message<'w>, Status)>, Error> {
+                self.immediate_matched_probe_with_tag(ANY_TAG)
+            }
+            /// Non-blocking matched probe (`MPI_Improbe`); a failed one is a
+            /// poll, as for `immediate_probe`.
+            pub fn immediate_matched_probe_with_tag(
+                &self,
+                tag: i32,
+            ) -> Result<Option<(Message<'w>, Status)>, Error> {
+                immediate_matched_probe_from(self.world, source_rank_of(self), tag)
+            }
+        }
+    };
+}
+
+impl_matched_probe!(Process);
+impl_matched_probe!(AnyProcess);
+
+// ---------------------------------------------------------------------------
+// Send-receive (MPI 3.10)
+
 /// Sends `msg` to `destination` with `send_tag` and receives into `buf` from
 /// `source` with `receive_tag`, both progressing together so that exchanges
 /// (a ring shift, a send to self) cannot deadlock (`MPI_Sendrecv`, MPI 3.10).
@@ -845,16 +1262,38 @@ where
     S: Source,
 {
     let w = destination.world;
-    let src = source.source_filter();
-    let mut send = SendOp::new(w, destination.rank, send_tag, msg.datatype(), msg.as_bytes())?;
+    let out = msg.as_bytes();
+    let send = SendOp::new(
+        w,
+        destination.rank,
+        send_tag,
+        msg.datatype(),
+        out.as_ptr(),
+        out.len(),
+        SendMode::Standard,
+    )?;
     let datatype = buf.datatype();
-    let mut recv = RecvOp::new(w, src, receive_tag, datatype, buf.as_bytes_mut())?;
+    let bytes = buf.as_bytes_mut();
+    let recv = RecvOp::new(
+        w,
+        source.source_filter(),
+        receive_tag,
+        datatype,
+        bytes.as_mut_ptr(),
+        bytes.len(),
+    )?;
+    exchange(w, send, recv, false)
+}
+
+/// Polls a send and a receive together until both are done; `replace`: the
+/// receive writes only bytes the send has copied out (they share a buffer).
+fn exchange(w: &World, mut send: Option<SendOp>, mut recv: RecvOp, replace: bool) -> Result<Status, Error> {
     let mut sent: Option<Result<(), Error>> = if send.is_none() { Some(Ok(())) } else { None };
     let mut received: Option<Result<Status, Error>> = None;
     let what = WaitFor {
         operation: Operation::SendReceive,
-        peer: src,
-        tag: receive_tag,
+        peer: recv.source,
+        tag: recv.tag,
     };
     wait_for(w, what, |b| {
         if sent.is_none() {
@@ -866,7 +1305,11 @@ where
             }
         }
         if received.is_none() {
-            received = recv.poll(w, b);
+            let allowed = match (&sent, &send) {
+                (None, Some(op)) if replace => op.copied(),
+                _ => usize::MAX,
+            };
+            received = recv.poll_limited(w, b, allowed);
             if received.is_some() {
                 b.progressed();
             }
@@ -895,15 +1338,22 @@ where
     send_receive_into_with_tags(msg, destination, 0, buf, source, ANY_TAG)
 }
 
-/// Sends the contents of `buf` and replaces them with the received message
-/// (`MPI_Sendrecv_replace`).
+/// Sends the contents of `buf` to `destination` with `send_tag` and
+/// replaces them with the message received from `source` with
+/// `receive_tag` (`MPI_Sendrecv_replace`, MPI 3.10), of any size up to
+/// `max_message_bytes`, without a staging copy.
 ///
-/// Limit: a buffer of up to 1 KiB is staged in a copy on the stack and
-/// exchanged like [`send_receive_into_with_tags`], so any exchange pattern
-/// works. A larger buffer is sent first and received after (there is no heap
-/// on the device to stage it), so its partner must be receiving rather than
-/// also sending a large message, otherwise the deadlock report names both.
-pub fn send_receive_replace_into<B, S>(
+/// Algorithm: the send and the receive progress together, as in
+/// [`send_receive_into_with_tags`]. A message that fits a slot is copied
+/// into the slot when the send starts, so the buffer is free at once. A
+/// larger one always streams through the slot, chunk by chunk, never read
+/// by the receiver from the buffer; the receive writes a byte of the buffer
+/// only once the send has copied that byte out (chunk `k` in needs chunk
+/// `k` out). Each chunk out waits for the destination's request of it,
+/// and that destination writes its own chunk `k` only after sending it, so
+/// a ring shift of any size completes (no cycle: chunk `k` never waits for
+/// chunk `k + 1`). A large message costs a slot round trip per `slot_bytes`.
+pub fn send_receive_replace_into_with_tags<B, S>(
     buf: &mut B,
     destination: &Process<'_>,
     send_tag: i32,
@@ -911,43 +1361,40 @@ pub fn send_receive_replace_into<B, S>(
     receive_tag: i32,
 ) -> Result<Status, Error>
 where
-    B: BufferMut + Buffer + ?Sized,
+    B: BufferMut + ?Sized,
     S: Source,
 {
-    const STAGE: usize = 1024;
-    let len = BufferMut::as_bytes_mut(buf).len();
-    let datatype = BufferMut::datatype(buf);
-    if len <= STAGE {
-        let mut stage = [0u8; STAGE];
-        stage[..len].copy_from_slice(Buffer::as_bytes(buf));
-        let staged = RawBytes {
-            bytes: &stage[..len],
-            datatype,
-        };
-        return send_receive_into_with_tags(&staged, destination, send_tag, buf, source, receive_tag);
-    }
-    destination.send_with_tag(buf, send_tag)?;
     let w = destination.world;
-    receive_from(w, source.source_filter(), buf, receive_tag)
+    let datatype = buf.datatype();
+    let bytes = buf.as_bytes_mut();
+    let (ptr, len) = (bytes.as_mut_ptr(), bytes.len());
+    // Both operations use the one pointer: the send reads a byte only before
+    // the receive may write it (`exchange` with `replace`).
+    let send = SendOp::new(
+        w,
+        destination.rank,
+        send_tag,
+        datatype,
+        ptr,
+        len,
+        SendMode::Replace,
+    )?;
+    let recv = RecvOp::new(w, source.source_filter(), receive_tag, datatype, ptr, len)?;
+    exchange(w, send, recv, true)
 }
 
-/// Bytes sent with another element datatype (the staging copy of
-/// `send_receive_replace_into`).
-struct RawBytes<'a> {
-    bytes: &'a [u8],
-    datatype: Datatype,
-}
-
-impl Buffer for RawBytes<'_> {
-    fn datatype(&self) -> Datatype {
-        self.datatype
-    }
-    fn as_bytes(&self) -> &[u8] {
-        self.bytes
-    }
-    fn count(&self) -> usize {
-        self.bytes.len() / self.datatype.size.max(1) as usize
-    }
+/// [`send_receive_replace_into_with_tags`] with tag 0 for the send and any
+/// tag for the receive (rsmpi's `send_receive_replace_into`).
+pub fn send_receive_replace_into<B, S>(
+    buf: &mut B,
+    destination: &Process<'_>,
+    source: &S,
+) -> Result<Status, Error>
+where
+    B: BufferMut + ?Sized,
+    S: Source,
+{
+    send_receive_replace_into_with_tags(buf, destination, 0, source, ANY_TAG)
 }
 
 #[cfg(all(test, not(loom)))]
@@ -1100,5 +1547,131 @@ mod tests {
             me.receive_into(&mut raw[..]).unwrap();
             assert_eq!(f64::from_le_bytes(raw), 4.0);
         });
+    }
+
+    #[test]
+    fn requests_to_self_complete_with_wait_all_and_arrays_are_buffers() {
+        use crate::request::{scope, wait_all};
+        with_world(WorldConfig::new(1, 1), |w| {
+            let me = w.process_at_rank(0);
+            let out = [1u32, 2, 3];
+            let big: Vec<u32> = (0..5000u32).collect();
+            let mut a = [0u32; 3];
+            let mut b = vec![0u32; 5000];
+            let mut statuses = [Status::empty(); 4];
+            scope(|s| {
+                let mut reqs = [
+                    w.any_process()
+                        .immediate_receive_into_with_tag(s, &mut a, 0)
+                        .unwrap(),
+                    me.immediate_receive_into_with_tag(s, &mut b[..], 8).unwrap(),
+                    me.immediate_send_with_tag(s, &big[..], 8).unwrap(),
+                    me.immediate_synchronous_send(s, &out).unwrap(),
+                ];
+                wait_all(&mut reqs, &mut statuses).unwrap();
+                assert!(reqs.iter().all(|r| r.is_null()));
+            });
+            assert_eq!(a, [1, 2, 3]);
+            assert_eq!(b, big);
+            assert_eq!((statuses[0].tag(), statuses[0].count::<u32>()), (0, Some(3)));
+            assert_eq!(statuses[1].count::<u32>(), Some(5000));
+            me.send(&[4i32, 5]).unwrap();
+            let mut c = [0i32; 2];
+            me.receive_into(&mut c).unwrap();
+            assert_eq!(c, [4, 5]);
+        });
+    }
+
+    #[test]
+    fn null_sets_limits_and_posting_order() {
+        use crate::request::{scope, test_any, wait_any, wait_some, AnyCompletion, Request, MAX_REQUESTS};
+        with_world(WorldConfig::new(1, 1), |w| {
+            let mut none: [Request; 0] = [];
+            assert_eq!(wait_any(&mut none), Ok(AnyCompletion::AllNull));
+            let mut nulls = [Request::null(), Request::null()];
+            assert_eq!(test_any(&mut nulls), Some(AnyCompletion::AllNull));
+            assert_eq!(wait_some(&mut nulls, &mut [None; 2]), Ok(None));
+            assert_eq!(Request::null().wait(), Ok(Status::empty()));
+            let me = w.process_at_rank(0);
+            let mut bufs = [[0u32; 1]; MAX_REQUESTS + 1];
+            scope(|s| {
+                let (last, first) = bufs.split_last_mut().unwrap();
+                for b in first.iter_mut() {
+                    let _ = me.immediate_receive_into(s, b).unwrap();
+                }
+                assert!(matches!(
+                    me.immediate_receive_into(s, last),
+                    Err(Error::RequestLimit { .. })
+                ));
+                // The unwaited receives complete at the scope's end.
+                for i in 0..MAX_REQUESTS as u32 {
+                    me.send_with_tag(&[i], i as i32).unwrap();
+                }
+            });
+            // Posted in order: receive k got message k.
+            for (i, b) in bufs[..MAX_REQUESTS].iter().enumerate() {
+                assert_eq!(b[0], i as u32);
+            }
+            // An earlier any-tag receive takes a message a later tag-5 one also accepts.
+            let (mut x, mut y) = (0u32, 0u32);
+            scope(|s| {
+                let mut rx = me.immediate_receive_into(s, &mut x).unwrap();
+                let mut ry = me.immediate_receive_into_with_tag(s, &mut y, 5).unwrap();
+                assert_eq!(ry.test(), None);
+                me.send_with_tag(&7u32, 5).unwrap();
+                assert_eq!(ry.test(), None);
+                assert_eq!(rx.test().unwrap().unwrap().tag(), 5);
+                me.send_with_tag(&9u32, 5).unwrap();
+                assert_eq!(ry.wait().unwrap().tag(), 5);
+            });
+            assert_eq!((x, y), (7, 9));
+        });
+    }
+
+    #[test]
+    fn matched_probe_hides_the_message_from_receives() {
+        with_world(WorldConfig::new(1, 1), |w| {
+            let me = w.process_at_rank(0);
+            me.send_with_tag(&1u32, 3).unwrap();
+            me.send_with_tag(&2u32, 3).unwrap();
+            let (m, s) = w.any_process().matched_probe().unwrap();
+            assert_eq!((s.source_rank(), s.tag()), (0, 3));
+            let mut v = 0u32;
+            me.receive_into(&mut v).unwrap();
+            assert_eq!(v, 2);
+            assert_eq!(w.any_process().immediate_probe().unwrap(), None);
+            assert!(w.any_process().immediate_matched_probe().unwrap().is_none());
+            let (got, _) = m.matched_receive::<u32>().unwrap();
+            assert_eq!(got, 1);
+            let (m, s) = w.null_process().matched_probe().unwrap();
+            assert!(m.is_no_proc());
+            assert_eq!((s.source_rank(), s.tag(), s.bytes()), (PROC_NULL, ANY_TAG, 0));
+            assert_eq!(m.matched_receive_into(&mut v).unwrap().source_rank(), PROC_NULL);
+            // A dropped message is discarded: its slot is free again.
+            for i in 0..20u32 {
+                me.send(&i).unwrap();
+                let (m, _) = w.any_process().matched_probe().unwrap();
+                drop(m);
+            }
+            assert_eq!(w.any_process().immediate_probe().unwrap(), None);
+        });
+    }
+
+    #[test]
+    fn replace_to_self_of_any_size() {
+        for flags in [0, FLAG_FORCE_STREAMING] {
+            let mut c = WorldConfig::new(1, 1);
+            c.flags = flags;
+            with_world(c, |w| {
+                let me = w.process_at_rank(0);
+                for n in [3usize, 64, 65, 1000, 10_000] {
+                    let mut buf: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(2654435761)).collect();
+                    let want = buf.clone();
+                    let s = send_receive_replace_into(&mut buf[..], &me, &me).unwrap();
+                    assert_eq!(buf, want);
+                    assert_eq!(s.count::<u32>(), Some(n));
+                }
+            });
+        }
     }
 }

@@ -250,6 +250,8 @@ pub enum SlotState {
     ClearToSend,
     /// Rendezvous finished: the sender frees the slot.
     Done,
+    /// Taken out of matching by a matched probe, not yet received.
+    Claimed,
     /// A state word this version does not write (a corrupt or foreign world).
     Unknown(u32),
 }
@@ -309,6 +311,7 @@ impl SlotEnvelope {
             p::FULL => SlotState::Full,
             p::CTS => SlotState::ClearToSend,
             p::DONE => SlotState::Done,
+            p::CLAIMED => SlotState::Claimed,
             other => SlotState::Unknown(other),
         };
         let kind = match (head >> 32) as u32 {
@@ -333,7 +336,7 @@ impl SlotEnvelope {
     /// receiver: FULL with a first envelope (a later chunk belongs to a
     /// message a receiver already matched).
     pub fn is_unreceived(&self) -> bool {
-        self.state == SlotState::Full && self.kind != MessageKind::Chunk
+        matches!(self.state, SlotState::Full | SlotState::Claimed) && self.kind != MessageKind::Chunk
     }
 
     /// Whether the message goes by rendezvous (larger than a slot): its

@@ -36,6 +36,18 @@ pub struct World {
     /// Sequence number of this rank's next message (only this rank sends
     /// from its outbox; the outbox's published count follows it).
     pub(crate) next_sequence: Cell<u64>,
+    /// The innermost open request scope with requests (`request::Scope`),
+    /// linked to the outer ones; null when none.
+    pub(crate) scopes: Cell<*const crate::request::ScopeCore>,
+    /// Number of the next operation this rank posts (the posting order of
+    /// MPI 3.5 among requests and blocking calls).
+    pub(crate) posted: Cell<u32>,
+    /// Key of the non-blocking poll (test, immediate probe) that last failed
+    /// with nothing done since; 0 when the rank progressed since (see
+    /// `wait::World::failed_poll`).
+    pub(crate) idle_key: Cell<u64>,
+    /// How many times in a row that poll failed since.
+    pub(crate) idle_count: Cell<u32>,
 }
 
 impl World {
@@ -77,6 +89,10 @@ impl World {
             barrier_generation: Cell::new(0),
             staging_round: Cell::new(0),
             next_sequence: Cell::new(0),
+            scopes: Cell::new(core::ptr::null()),
+            posted: Cell::new(0),
+            idle_key: Cell::new(0),
+            idle_count: Cell::new(0),
         })
     }
 

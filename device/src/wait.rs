@@ -21,6 +21,11 @@ pub const STATE_EXITED: u32 = 2;
 /// Record state: the rank's wait timed out (it aborted the world).
 pub const STATE_TIMED_OUT: u32 = 3;
 
+/// Failed polls of one non-blocking call in a row, with no progress of the
+/// rank in between, after which the emulator counts the rank as quiet (a
+/// spin that cannot succeed; see `World::failed_poll`).
+pub const SPIN_QUIET_AFTER: u32 = 1 << 16;
+
 /// Code of the operation a rank waits in.
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,6 +47,19 @@ pub enum Operation {
     AllReduce = 7,
     /// A combined send and receive.
     SendReceive = 8,
+    /// A rank spinning on a non-blocking probe (`immediate_probe`,
+    /// `immediate_matched_probe`) that finds nothing.
+    ImmediateProbe = 9,
+    /// A rank spinning on the test of a send request.
+    TestSend = 10,
+    /// A rank spinning on the test of a receive request.
+    TestReceive = 11,
+    /// A rank spinning on a test over several requests (`test_all`,
+    /// `test_any`, `test_some`); the tag word holds their number.
+    TestMany = 12,
+    /// A wait over several requests (`wait_all`, `wait_any`, `wait_some`,
+    /// the end of a request scope); the tag word holds their number.
+    WaitMany = 13,
 }
 
 impl Operation {
@@ -56,8 +74,22 @@ impl Operation {
             6 => Operation::Reduce,
             7 => Operation::AllReduce,
             8 => Operation::SendReceive,
+            9 => Operation::ImmediateProbe,
+            10 => Operation::TestSend,
+            11 => Operation::TestReceive,
+            12 => Operation::TestMany,
+            13 => Operation::WaitMany,
             _ => return None,
         })
+    }
+
+    /// Whether a rank in this operation spins on a non-blocking call (it
+    /// runs, but cannot progress: a livelock rather than a deadlock).
+    pub fn is_spin(self) -> bool {
+        matches!(
+            self,
+            Operation::ImmediateProbe | Operation::TestSend | Operation::TestReceive | Operation::TestMany
+        )
     }
 }
 
@@ -107,6 +139,11 @@ impl fmt::Display for WaitDisplay {
             Some(Operation::Broadcast) => write!(f, "broadcast(root {p})"),
             Some(Operation::Reduce) => write!(f, "reduce(root {p})"),
             Some(Operation::AllReduce) => write!(f, "all_reduce"),
+            Some(Operation::ImmediateProbe) => write!(f, "immediate_probe(source {p}, tag {t})"),
+            Some(Operation::TestSend) => write!(f, "test of send(dest {p}, tag {t})"),
+            Some(Operation::TestReceive) => write!(f, "test of receive(source {p}, tag {t})"),
+            Some(Operation::TestMany) => write!(f, "test over {} requests", self.tag),
+            Some(Operation::WaitMany) => write!(f, "wait over {} requests", self.tag),
             None => write!(f, "operation {}", self.operation),
         }
     }
@@ -132,6 +169,58 @@ impl World {
 
     pub(crate) fn record_state(&self, state: u32) {
         self.record_word(0).store(state, Ordering::Relaxed);
+    }
+
+    /// A non-blocking call (a test, an immediate probe) failed: give way as a
+    /// failed poll does in a wait. `extra` tells apart calls with the same
+    /// record (the request's or slice's address).
+    ///
+    /// The emulator's exact deadlock rule needs a snooze that says "not
+    /// fresh" only when the rank, since its last snooze, did nothing but
+    /// fail the same read, and would keep failing it. A program may count
+    /// its failed tests (a delay loop), so a failed non-blocking call is
+    /// fresh until the same call (same record and `extra`) failed
+    /// [`SPIN_QUIET_AFTER`] times in a row with no progress of this rank in
+    /// between ([`World::note_progress`], called by every wait and every
+    /// non-blocking call that did something). A rank that spins on one call
+    /// that can never succeed thus turns quiet, and a world of such ranks
+    /// (and blocked ones) is reported, with their wait records, as a
+    /// livelock. Limits: a loop that alternates between two different
+    /// failing calls never turns quiet (it gives way, but is not reported);
+    /// a bounded loop of more than `SPIN_QUIET_AFTER` failed calls while
+    /// every other rank waits can be reported as a livelock.
+    pub(crate) fn failed_poll(&self, what: WaitFor, extra: usize) {
+        let key = ((what.operation as u64) << 56)
+            ^ ((what.peer as u32 as u64) << 24)
+            ^ (what.tag as u32 as u64)
+            ^ ((extra as u64) << 8)
+            | 1 << 63;
+        let fresh = if self.idle_key.get() != key {
+            self.idle_key.set(key);
+            self.idle_count.set(0);
+            self.record_wait(what);
+            true
+        } else {
+            let n = self.idle_count.get().saturating_add(1);
+            self.idle_count.set(n);
+            n < SPIN_QUIET_AFTER
+        };
+        let mut b = if fresh {
+            Backoff::with_max_ns(self.backoff_max_ns)
+        } else {
+            Backoff::idle(self.backoff_max_ns)
+        };
+        b.snooze();
+    }
+
+    /// This rank did something (a wait, a completed or progressed
+    /// non-blocking call): the next failed non-blocking poll is fresh, and
+    /// the wait record of a spin it left is cleared.
+    pub(crate) fn note_progress(&self) {
+        if self.idle_key.get() != 0 {
+            self.idle_key.set(0);
+            self.record_state(STATE_RUNNING);
+        }
     }
 
     fn abort_word(&self) -> &shim::AtomicU32 {
@@ -170,6 +259,7 @@ pub(crate) fn wait_for<T>(
     what: WaitFor,
     mut poll: impl FnMut(&mut Backoff) -> Option<Result<T, Error>>,
 ) -> Result<T, Error> {
+    world.note_progress();
     let mut backoff = Backoff::with_max_ns(world.backoff_max_ns);
     if let Some(r) = poll(&mut backoff) {
         return r;

@@ -326,3 +326,51 @@ fn reduce_to_root_in_second_block_of_two() {
         assert_eq!(results, [Ok(0), Ok(0), Ok(0), Ok(10)]);
     });
 }
+
+/// (m) A matched probe takes its message out of matching: the plain receive
+/// after it gets the next message, and the matched receive the probed one
+/// (the FULL -> CLAIMED transition, relaxed, by the receiver).
+#[test]
+fn matched_probe_claims_its_message() {
+    check("matched probe", 3, || {
+        let results = run_world(small_config(2, 1, 2), 0, |w, _| -> Result<(), Error> {
+            if w.rank() == 1 {
+                w.process_at_rank(0).send_with_tag(&10u32, 1)?;
+                w.process_at_rank(0).send_with_tag(&20u32, 2)?;
+            } else {
+                let (m, s) = w.any_process().matched_probe()?;
+                assert_eq!((s.source_rank(), s.tag()), (1, 1));
+                let mut next = 0u32;
+                let r = w.any_process().receive_into(&mut next)?;
+                assert_eq!((r.tag(), next), (2, 20));
+                let (v, s) = m.matched_receive::<u32>()?;
+                assert_eq!((s.tag(), v), (1, 10));
+            }
+            Ok(())
+        });
+        assert!(results.iter().all(|r| r.is_ok()), "{results:?}");
+    });
+}
+
+/// (n) A synchronous send returns only after the receive started: rank 0's
+/// plain write before its receive happens before rank 1's plain read after
+/// its synchronous send (through the receiver's release of FREE and the
+/// sender's acquire); a standard send would race here.
+#[test]
+fn synchronous_send_waits_for_the_receive() {
+    check("synchronous send", 3, || {
+        let results = run_world(small_config(2, 1, 1), 1, |w, scratch| -> Result<u64, Error> {
+            if w.rank() == 1 {
+                w.process_at_rank(0).synchronous_send(&5u32)?;
+                Ok(scratch.get(0))
+            } else {
+                scratch.put(0, 1);
+                let mut v = 0u32;
+                w.process_at_rank(1).receive_into(&mut v)?;
+                assert_eq!(v, 5);
+                Ok(0)
+            }
+        });
+        assert_eq!(results[1], Ok(1));
+    });
+}

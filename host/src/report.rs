@@ -95,9 +95,15 @@ impl BlockedState {
     /// waited in, if it waited in one.
     pub fn receive(&self) -> Option<(i32, i32)> {
         match self.wait()? {
-            (Operation::Receive | Operation::Probe | Operation::SendReceive, source, tag) => {
-                Some((source, tag))
-            }
+            (
+                Operation::Receive
+                | Operation::Probe
+                | Operation::SendReceive
+                | Operation::ImmediateProbe
+                | Operation::TestReceive,
+                source,
+                tag,
+            ) => Some((source, tag)),
             _ => None,
         }
     }
@@ -248,6 +254,9 @@ fn operation_name(code: u32) -> &'static str {
         Some(Operation::Receive) => "receive",
         Some(Operation::Probe) => "probe",
         Some(Operation::SendReceive) => "send_receive",
+        Some(Operation::ImmediateProbe) => "immediate_probe",
+        Some(Operation::TestSend) | Some(Operation::TestReceive) | Some(Operation::TestMany) => "test",
+        Some(Operation::WaitMany) => "wait",
         _ => "an unknown operation",
     }
 }
@@ -595,7 +604,13 @@ fn groups<'a>(ranks: impl Iterator<Item = &'a BlockedRank>) -> Vec<(u32, u32, Bl
 
 impl fmt::Display for DeadlockReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("deadlock")?;
+        // Ranks that spin on a non-blocking call that can never succeed run
+        // but cannot progress: the world is live-locked rather than dead.
+        let spinning = self
+            .ranks
+            .iter()
+            .any(|r| matches!(r.state, BlockedState::Waiting { operation, .. } if Operation::from_code(operation).is_some_and(Operation::is_spin)));
+        f.write_str(if spinning { "livelock" } else { "deadlock" })?;
         let mut all = groups(self.ranks.iter().filter(|r| !r.state.is_exited()));
         all.extend(groups(self.ranks.iter().filter(|r| r.state.is_exited())));
         for (i, (first, last, state)) in all.iter().take(PRINTED_GROUPS).enumerate() {

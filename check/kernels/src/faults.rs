@@ -4,6 +4,7 @@
 
 use super::CaseArgs;
 use gpu_mpi_device::collective::SystemOperation;
+use gpu_mpi_device::request;
 use gpu_mpi_device::traits::*;
 use gpu_mpi_device::{Error, World};
 
@@ -35,6 +36,16 @@ pub const FAULT_EXIT_BEFORE_BARRIER: u32 = 10;
 pub const FAULT_SEND_SEND: u32 = 11;
 /// Every rank receives from any source with tag 2; nobody sends.
 pub const FAULT_RECEIVE_ANY: u32 = 12;
+
+/// Every rank spins on `immediate_probe_with_tag(9)` from its right
+/// neighbour until it finds a message; nobody sends (a livelock).
+pub const FAULT_SPIN_PROBE: u32 = 13;
+/// Rank 0 posts a receive from rank 1 with tag 4 and spins on its `test`;
+/// the other ranks spin on `test_any` over a receive with tag 5 (a livelock).
+pub const FAULT_SPIN_TEST: u32 = 14;
+/// Rank 0 posts one receive more than a request scope holds
+/// (`MPI_ERR_REQUEST`); the pending ones are completed by rank 0's own sends.
+pub const FAULT_REQUESTS: u32 = 15;
 
 gpu_mpi_device::kernel! {
     /// The `FAULT_*` scenarios.
@@ -94,6 +105,40 @@ gpu_mpi_device::kernel! {
             FAULT_RECEIVE_ANY => {
                 let mut x = 0u32;
                 world.any_process().receive_into_with_tag(&mut x, 2).map(|_| ())
+            }
+            FAULT_SPIN_PROBE => {
+                let right = world.process_at_rank((rank + 1) % size);
+                while right.immediate_probe_with_tag(9)?.is_none() {}
+                Ok(())
+            }
+            FAULT_SPIN_TEST => {
+                let mut x = 0u32;
+                request::scope(|scope| {
+                    if rank == 0 {
+                        let mut r = world.process_at_rank(1 % size).immediate_receive_into_with_tag(scope, &mut x, 4)?;
+                        while r.test().is_none() {}
+                    } else {
+                        let mut rs = [world.any_process().immediate_receive_into_with_tag(scope, &mut x, 5)?];
+                        while request::test_any(&mut rs).is_none() {}
+                    }
+                    Ok(())
+                })
+            }
+            FAULT_REQUESTS if rank == 0 => {
+                let mut bufs = [0u32; request::MAX_REQUESTS + 1];
+                let me = world.process_at_rank(0);
+                request::scope(|scope| {
+                    let mut result = Ok(());
+                    for b in bufs.iter_mut() {
+                        if let Err(e) = me.immediate_receive_into(scope, b) {
+                            result = Err(e);
+                        }
+                    }
+                    for i in 0..request::MAX_REQUESTS as u32 {
+                        me.send(&i)?;
+                    }
+                    result
+                })
             }
             _ => Ok(()),
         }

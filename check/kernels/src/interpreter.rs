@@ -10,7 +10,11 @@
 //!   - [`OP_RECV`]: receive from `peer` (`ANY_SOURCE` as `u32`) with `tag`
 //!     (`ANY_TAG` as `u32`) into a buffer of `bytes` bytes;
 //!   - [`OP_PROBE_RECV`]: probe with that filter, then receive from the
-//!     probed source with the probed tag into `bytes` bytes.
+//!     probed source with the probed tag into `bytes` bytes;
+//!   - [`OP_IRECV`]: as [`OP_RECV`], non-blocking: a run of consecutive
+//!     `OP_IRECV` (up to a request scope's table) is posted in order, then
+//!     completed with `wait_all`, and recorded in posting order (matching
+//!     follows posting order, MPI 3.5, so the sequential model applies).
 //!
 //! # Record (`ProgramArgs::out`)
 //! Rank `r` writes from `r * stride`, per receive in program order,
@@ -20,6 +24,7 @@
 
 use super::{prefix, prefix_mut, Recorder, NONE};
 use bytemuck::{Pod, Zeroable};
+use gpu_mpi_device::request::{self, Request, MAX_REQUESTS};
 use gpu_mpi_device::traits::*;
 use gpu_mpi_device::{Error, GlobalSlice, Status, World, ANY_SOURCE};
 
@@ -29,6 +34,8 @@ pub const OP_SEND: u32 = 1;
 pub const OP_RECV: u32 = 2;
 /// Probe, then receive what was probed.
 pub const OP_PROBE_RECV: u32 = 3;
+/// Non-blocking receive (posted in a run, completed with `wait_all`).
+pub const OP_IRECV: u32 = 4;
 /// Words per operation.
 pub const OP_WORDS: usize = 5;
 /// Words recorded per receive.
@@ -75,14 +82,24 @@ gpu_mpi_device::kernel! {
         let start = p.read(rank as usize)? as usize;
         let ops = p.read(start)? as usize;
         let mut buf = [0u8; MAX_BYTES];
-        for k in 0..ops {
+        let mut k = 0;
+        while k < ops {
             let base = start + 1 + k * OP_WORDS;
+            k += 1;
             let kind = p.read(base)?;
             let peer = p.read(base + 1)? as i32;
             let tag = p.read(base + 2)? as i32;
             let bytes = (p.read(base + 3)? as usize).min(MAX_BYTES);
             let id = p.read(base + 4)?;
             match kind {
+                OP_IRECV => {
+                    let mut run = 1;
+                    while run < MAX_REQUESTS && k + run - 1 < ops && p.read(start + 1 + (k + run - 1) * OP_WORDS)? == OP_IRECV {
+                        run += 1;
+                    }
+                    immediate_run(world, &mut rec, p, base, run)?;
+                    k += run - 1;
+                }
                 OP_SEND => {
                     for (j, b) in buf.iter_mut().enumerate() {
                         *b = message_byte(id, j);
@@ -115,6 +132,61 @@ gpu_mpi_device::kernel! {
         }
         Ok(())
     }
+}
+
+/// Posts `run` consecutive `OP_IRECV` operations from `base` in order,
+/// completes them with `wait_all`, and records each in posting order.
+fn immediate_run(
+    world: &World,
+    rec: &mut Recorder,
+    p: &GlobalSlice<u32>,
+    base: usize,
+    run: usize,
+) -> Result<(), Error> {
+    let mut bufs = [[0u8; MAX_BYTES]; MAX_REQUESTS];
+    let mut caps = [0usize; MAX_REQUESTS];
+    let mut statuses = [Status::empty(); MAX_REQUESTS];
+    let posted = request::scope(|scope| -> Result<(), Error> {
+        let mut reqs = [const { Request::null() }; MAX_REQUESTS];
+        for (i, ((b, r), cap)) in bufs
+            .iter_mut()
+            .zip(reqs.iter_mut())
+            .zip(caps.iter_mut())
+            .take(run)
+            .enumerate()
+        {
+            let op = base + i * OP_WORDS;
+            let peer = p.read(op + 1)? as i32;
+            let tag = p.read(op + 2)? as i32;
+            *cap = (p.read(op + 3)? as usize).min(MAX_BYTES);
+            let into = prefix_mut(b, *cap)?;
+            *r = if peer == ANY_SOURCE {
+                world
+                    .any_process()
+                    .immediate_receive_into_with_tag(scope, into, tag)?
+            } else {
+                world
+                    .process_at_rank(peer)
+                    .immediate_receive_into_with_tag(scope, into, tag)?
+            };
+        }
+        // Errors of single receives (truncation) show in their statuses.
+        let _ = request::wait_all(&mut reqs, &mut statuses);
+        Ok(())
+    });
+    posted?;
+    for ((b, s), cap) in bufs.iter().zip(statuses.iter()).zip(caps.iter()).take(run) {
+        let r = if s.bytes() as usize > *cap {
+            Err(Error::Truncate {
+                status: *s,
+                capacity_bytes: *cap as u32,
+            })
+        } else {
+            Ok(*s)
+        };
+        record(rec, None, &r, b, *cap)?;
+    }
+    Ok(())
 }
 
 fn record(

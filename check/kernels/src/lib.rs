@@ -28,6 +28,7 @@ use gpu_mpi_device::{Error, GlobalSlice, Status};
 pub mod collectives;
 pub mod faults;
 pub mod interpreter;
+pub mod nonblocking;
 pub mod p2p;
 
 /// Arguments shared by the semantic kernels.

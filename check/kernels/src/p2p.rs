@@ -7,7 +7,7 @@ use super::{at, count_word, fill_pattern, prefix, prefix_mut, CaseArgs, Recorder
 use bytemuck::{Pod, Zeroable};
 use gpu_mpi_device::collective::{CommunicatorCollectives, Root, SystemOperation};
 use gpu_mpi_device::point_to_point::{
-    send_receive_into, send_receive_into_with_tags, send_receive_replace_into,
+    send_receive_into, send_receive_into_with_tags, send_receive_replace_into_with_tags,
 };
 use gpu_mpi_device::traits::*;
 use gpu_mpi_device::{Error, Status, World, ANY_TAG};
@@ -224,7 +224,7 @@ fn replace(world: &World, rec: &mut Recorder) -> Result<(), Error> {
     for (i, w) in buf.iter_mut().enumerate() {
         *w = rank as u32 * 100 + i as u32;
     }
-    let r = send_receive_replace_into(&mut buf[..], &right, 4, &left, 4);
+    let r = send_receive_replace_into_with_tags(&mut buf[..], &right, 4, &left, 4);
     rec.status(&r)?;
     rec.words(&[buf[0], buf[15]])
 }
@@ -441,6 +441,9 @@ pub const LARGE_PAIRS: u32 = 1;
 /// region (tag 6), odd ranks receive into their receive region, then send
 /// their send region.
 pub const LARGE_REPLACE: u32 = 2;
+/// `large` case: ring shift with `send_receive_replace_into_with_tags` of
+/// the send region (tag 6): larger than a slot, no staging (MPI 3.10).
+pub const LARGE_REPLACE_RING: u32 = 3;
 /// Words per rank of [`SEMANTICS_LARGE`].
 pub const LARGE_STRIDE: u32 = 4;
 
@@ -460,6 +463,11 @@ gpu_mpi_device::kernel! {
         let partner = if (rank ^ 1) < size { rank ^ 1 } else { rank };
         let p = world.process_at_rank(partner);
         let r = match args.case {
+            LARGE_REPLACE_RING => {
+                let right = world.process_at_rank((rank + 1) % size);
+                let left = world.process_at_rank((rank + size - 1) % size);
+                send_receive_replace_into_with_tags(send, &right, 6, &left, 6)
+            }
             LARGE_RING => {
                 let right = world.process_at_rank((rank + 1) % size);
                 let left = world.process_at_rank((rank + size - 1) % size);
@@ -475,7 +483,7 @@ gpu_mpi_device::kernel! {
                 p.send_with_tag(&send[..], 6)?;
                 r
             }
-            LARGE_REPLACE if rank % 2 == 0 && partner != rank => send_receive_replace_into(send, &p, 6, &p, 6),
+            LARGE_REPLACE if rank % 2 == 0 && partner != rank => send_receive_replace_into_with_tags(send, &p, 6, &p, 6),
             LARGE_REPLACE if partner != rank => {
                 let r = p.receive_into_with_tag(recv, 6);
                 p.send_with_tag(&send[..], 6)?;

@@ -91,6 +91,19 @@ impl Backoff {
         }
     }
 
+    /// A backoff whose next snooze counts as a repeated failed poll (not
+    /// fresh): for the polls of non-blocking calls and of requests.
+    pub(crate) const fn idle(max_ns: u32) -> Self {
+        let mut b = Backoff::with_max_ns(max_ns);
+        b.polls = 1;
+        b
+    }
+
+    /// Sets the failed-poll count (see [`Backoff::polls`]).
+    pub(crate) fn set_polls(&mut self, polls: u32) {
+        self.polls = polls;
+    }
+
     /// Failed polls since the wait began or since the last [`Backoff::progressed`].
     pub const fn polls(&self) -> u32 {
         self.polls
