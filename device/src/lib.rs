@@ -28,8 +28,10 @@
 pub mod collective;
 pub mod datatype;
 pub mod derived;
+pub(crate) mod engine;
 pub mod error;
 pub mod kernel;
+pub mod memory;
 pub mod point_to_point;
 pub mod request;
 pub mod shim;

@@ -27,36 +27,24 @@
 //! active, `MPI_Request_free`, the operation completing on its own; its
 //! outcome is then discarded, as here).
 //!
-//! Each scope's table holds [`MAX_REQUESTS`] requests; posting one more
-//! while all are active fails with `MPI_ERR_REQUEST`
+//! Requests live in the rank's request records in the world memory
+//! (`requests_per_rank` of them, 8 by default, shared by all its open
+//! scopes; [`crate::memory::RequestRecord`]), not on the stack: posting one
+//! more while all are in use fails with `MPI_ERR_REQUEST`
 //! ([`Error::RequestLimit`]), never a hang. A completed request frees its
-//! entry when it is waited or tested. Scopes nest: a rank has at most
-//! `MAX_REQUESTS` requests per open scope.
+//! record when it is waited or tested, or at the end of its scope.
 //!
 //! # Progress
-//! Every request call of the rank — posting, [`Request::wait`],
-//! [`Request::test`], the slice waits and tests, the end of a scope — polls
-//! every active
-//! request of every open scope, in table order, so pending sends stream
-//! their chunks while the rank waits on any request. Among requests,
-//! matching follows the posting order (MPI 3.5): a send takes a slot (its
-//! number) only after every earlier posted send did, and a receive leaves a
-//! message to an earlier posted, still unmatched receive that accepts it.
-//!
-//! Limit (registers): blocking calls, probes (also `immediate_probe`) and
-//! collectives do not poll pending requests, and do not defer to them. Any call into the request engine
-//! from a wait loop, even through a function pointer and never taken,
-//! raised every point-to-point kernel's registers by 50 to 80 (sm_90: a
-//! latency kernel from 128 to 208); so the engine is reached only from the
-//! request calls above, and kernels without requests do not carry it. Hence
-//! a blocking call made while requests are pending (MPI 3.7.4 asks it to
-//! progress them) can hang where a pending send needs its sender (a
-//! streamed chunk, or a slot claim after a full outbox) and the blocking
-//! call waits on the peer of that send; and a blocking receive may take a
-//! message that an earlier posted, still pending receive request also
-//! matches. Complete (wait or test) requests before blocking calls that
-//! depend on them; the emulator reports such a hang as a deadlock naming
-//! the blocked call.
+//! There is one engine (`engine.rs`): every call of the rank that
+//! communicates — posting, [`Request::wait`], [`Request::test`], the slice
+//! waits and tests, the end of a scope, and every blocking send, receive
+//! and probe, which is a record of its own — advances every record of the
+//! rank in posting order. So pending sends stream their chunks while the
+//! rank waits on anything (MPI 3.7.4), a send takes a slot only after every
+//! earlier posted send did, and a receive gets a message only if no
+//! earlier posted receive takes it (MPI 3.5), blocking calls included.
+//! Collectives do not progress requests (their waits are barriers of their
+//! own): complete the requests a collective's peers depend on before it.
 //!
 //! # Null and inactive requests
 //! [`Request::null`] is `MPI_REQUEST_NULL`; a request becomes null when a
@@ -68,198 +56,26 @@
 //! [`test_some`] then return `None`. [`Request::wait`] consumes its request,
 //! so a request cannot be waited on twice.
 
+use crate::engine::{self, Post};
 use crate::error::Error;
-use crate::point_to_point::{RecvOp, SendMode, SendOp, Status};
-use crate::shim::Backoff;
+use crate::point_to_point::{receive_post, send_post, SendMode, Status};
 use crate::topology::{AnyProcess, Process, World};
 use crate::wait::{wait_for, Operation, WaitFor};
 use crate::{Buffer, BufferMut};
-use core::cell::{Cell, UnsafeCell};
+use core::cell::Cell;
 use core::marker::PhantomData;
 
-/// Requests one scope holds at a time (its table's size).
+/// Requests a rank may have outstanding in its scopes with the default
+/// world configuration (`WorldConfig::requests_per_rank`).
 pub const MAX_REQUESTS: usize = 8;
-
-/// One entry of a scope's request table.
-pub(crate) enum Entry {
-    Free,
-    /// Taken out while it is polled (never seen by the ordering checks).
-    Busy,
-    Send(SendOp),
-    Recv(RecvOp),
-    /// Completed, not yet collected by a wait or test.
-    Done(Result<Status, Error>),
-}
-
-impl Entry {
-    fn what(&self) -> Option<WaitFor> {
-        match self {
-            Entry::Send(op) => Some(op.what()),
-            Entry::Recv(op) => Some(op.what()),
-            _ => None,
-        }
-    }
-}
-
-/// The part of a scope the world links to: its table and the next outer
-/// scope with requests.
-pub(crate) struct ScopeCore {
-    entries: [UnsafeCell<Entry>; MAX_REQUESTS],
-    parent: Cell<*const ScopeCore>,
-}
-
-impl ScopeCore {
-    fn entry(&self, i: usize) -> Option<&UnsafeCell<Entry>> {
-        self.entries.get(i)
-    }
-
-    /// Takes entry `i` out (leaving `Busy`).
-    fn take(&self, i: usize) -> Entry {
-        match self.entry(i) {
-            // SAFETY: entries are touched only by `take`, `put` and `peek`,
-            // which hold no reference beyond their own body; a scope is used
-            // by its one rank (`Scope` is not `Sync`).
-            Some(c) => unsafe { core::mem::replace(&mut *c.get(), Entry::Busy) },
-            None => Entry::Free,
-        }
-    }
-
-    fn put(&self, i: usize, e: Entry) {
-        if let Some(c) = self.entry(i) {
-            // SAFETY: as in `take`.
-            unsafe { *c.get() = e };
-        }
-    }
-
-    fn peek<R>(&self, i: usize, f: impl FnOnce(&Entry) -> R) -> Option<R> {
-        // SAFETY: as in `take`; `f` gets no access to the table.
-        self.entry(i).map(|c| f(unsafe { &*c.get() }))
-    }
-
-    /// Polls entry `i` once; true when it changed shared state or completed.
-    fn poll(&self, w: &World, i: usize, b: &mut Backoff) -> bool {
-        let e = self.take(i);
-        let before = b.polls();
-        b.set_polls(1);
-        let (e, done) = match e {
-            Entry::Send(mut op) => match op.poll(w, b) {
-                Some(r) => (Entry::Done(r.map(|()| op.status())), true),
-                None => (Entry::Send(op), false),
-            },
-            Entry::Recv(mut op) => match op.poll(w, b) {
-                Some(r) => (Entry::Done(r), true),
-                None => (Entry::Recv(op), false),
-            },
-            other => (other, false),
-        };
-        self.put(i, e);
-        let progressed = done || b.polls() == 0;
-        b.set_polls(if progressed { 0 } else { before });
-        progressed
-    }
-
-    /// The outcome of entry `i` if it completed; frees the entry.
-    fn collect(&self, i: usize) -> Option<Result<Status, Error>> {
-        match self.peek(i, |e| matches!(e, Entry::Done(_)))? {
-            true => match self.take(i) {
-                Entry::Done(r) => {
-                    self.put(i, Entry::Free);
-                    Some(r)
-                }
-                other => {
-                    self.put(i, other);
-                    None
-                }
-            },
-            false => None,
-        }
-    }
-}
-
-/// Whether `a` was posted before `b` (post numbers wrap).
-fn earlier(a: u32, b: u32) -> bool {
-    (a.wrapping_sub(b) as i32) < 0
-}
-
-/// Whether an entry of an open scope satisfies `f`.
-fn any_entry(w: &World, mut f: impl FnMut(&Entry) -> bool) -> bool {
-    let mut core = w.scopes.get();
-    while !core.is_null() {
-        // SAFETY: the world links only scopes that are alive (a scope
-        // unlinks itself before its storage goes away).
-        let c = unsafe { &*core };
-        for i in 0..MAX_REQUESTS {
-            if c.peek(i, &mut f) == Some(true) {
-                return true;
-            }
-        }
-        core = c.parent.get();
-    }
-    false
-}
-
-/// Whether a send posted before `post` still has no slot: a send posted at
-/// `post` must not be numbered before it (MPI 3.5).
-pub(crate) fn earlier_unclaimed_send(w: &World, post: u32) -> bool {
-    // A blocking call (numbered `posted`, never taken) does not defer to
-    // requests: it cannot progress them (see the module docs), so waiting
-    // for them could hang.
-    post != w.posted.get()
-        && !w.scopes.get().is_null()
-        && any_entry(
-            w,
-            |e| matches!(e, Entry::Send(op) if op.unclaimed() && earlier(op.post, post)),
-        )
-}
-
-/// Whether a receive posted before `post` is still unmatched and accepts a
-/// message with `status`'s envelope: it gets that message first (MPI 3.5).
-pub(crate) fn earlier_receive_accepts(w: &World, post: u32, status: &Status) -> bool {
-    // A blocking call does not defer to requests (as above).
-    post != w.posted.get()
-        && !w.scopes.get().is_null()
-        && any_entry(
-            w,
-            |e| matches!(e, Entry::Recv(op) if earlier(op.post, post) && op.would_accept(status)),
-        )
-}
-
-#[inline(never)]
-fn progress_all(w: &World, b: &mut Backoff) {
-    let mut core = w.scopes.get();
-    while !core.is_null() {
-        // SAFETY: as in `any_entry`.
-        let c = unsafe { &*core };
-        for i in 0..MAX_REQUESTS {
-            c.poll(w, i, b);
-        }
-        core = c.parent.get();
-    }
-}
-
-/// One progress pass inside a request wait's poll.
-fn pump(w: &World, b: &mut Backoff) {
-    if progress_now(w) {
-        b.progressed();
-    }
-}
-
-/// Polls every active request once; true when anything progressed.
-pub(crate) fn progress_now(w: &World) -> bool {
-    if w.scopes.get().is_null() {
-        return false;
-    }
-    let mut b = Backoff::idle(w.backoff_max_ns);
-    progress_all(w, &mut b);
-    b.polls() == 0
-}
 
 /// A scope for requests (rsmpi's `LocalScope`): buffers borrowed by its
 /// requests stay borrowed for `'a`, and every request is complete when
 /// [`scope`] returns. Invariant in `'a`.
 pub struct Scope<'a> {
-    core: ScopeCore,
     world: Cell<Option<&'a World>>,
+    /// This scope's id among the rank's scopes (0 until its first request).
+    id: Cell<u32>,
     _invariant: PhantomData<Cell<&'a ()>>,
 }
 
@@ -271,11 +87,8 @@ where
     F: FnOnce(&Scope<'a>) -> R,
 {
     let s = Scope {
-        core: ScopeCore {
-            entries: [const { UnsafeCell::new(Entry::Free) }; MAX_REQUESTS],
-            parent: Cell::new(core::ptr::null()),
-        },
         world: Cell::new(None),
+        id: Cell::new(0),
         _invariant: PhantomData,
     };
     let r = f(&s);
@@ -283,103 +96,77 @@ where
     r
 }
 
+/// Whether record `i` of `w` belongs to scope `id` and is in use.
+fn owned(w: &World, id: u32, i: u32) -> bool {
+    engine::mine!(w, records_used) & (1 << i) != 0 && engine::rec!(w, i, scope) == id
+}
+
 impl<'a> Scope<'a> {
-    /// Links this scope into `world` (first request) and checks that every
+    /// Ties this scope to `world` (first request) and checks that every
     /// request of the scope is of one world.
-    fn attach(&self, world: &'a World) -> Result<(), Error> {
+    fn attach(&self, world: &'a World) -> Result<u32, Error> {
         match self.world.get() {
-            Some(w) if core::ptr::eq(w, world) => Ok(()),
+            Some(w) if core::ptr::eq(w, world) => Ok(self.id.get()),
             Some(_) => Err(Error::Intern),
             None => {
+                // Ids start at 1 (0 marks a blocking call's record) and wrap
+                // past 2^32 scopes, far beyond any scope's life.
+                let id = engine::mine!(world, next_scope).wrapping_add(1).max(1);
+                engine::mine!(world, next_scope = id);
                 self.world.set(Some(world));
-                self.core.parent.set(world.scopes.get());
-                world.scopes.set(&self.core);
-                Ok(())
+                self.id.set(id);
+                Ok(id)
             }
         }
     }
 
-    /// Posts an operation: an entry of the table, the next post number, one
-    /// poll.
-    fn post<'s>(&'s self, world: &'a World, mut e: Entry) -> Result<Request<'a, 's>, Error> {
-        self.attach(world)?;
-        let Some(i) =
-            (0..MAX_REQUESTS).find(|&i| self.core.peek(i, |e| matches!(e, Entry::Free)) == Some(true))
-        else {
-            return Err(Error::RequestLimit {
-                limit: MAX_REQUESTS as u32,
-            });
-        };
-        let post = world.posted.get();
-        world.posted.set(post.wrapping_add(1));
-        match &mut e {
-            Entry::Send(op) => op.post = post,
-            Entry::Recv(op) => op.post = post,
-            _ => {}
-        }
-        self.core.put(i, e);
+    /// Posts an operation: a record, then one round of progress.
+    fn post<'s>(&'s self, world: &'a World, p: &Post) -> Result<Request<'a, 's>, Error> {
+        let id = self.attach(world)?;
+        let i = engine::post(world, id, p)?;
         world.note_progress();
-        let mut b = Backoff::with_max_ns(world.backoff_max_ns);
-        self.core.poll(world, i, &mut b);
+        engine::progress(world);
         Ok(Request {
             scope: Some(self),
-            index: i as u32,
+            index: i,
+            ready: None,
         })
     }
 
-    /// Waits for every active request (the end of [`scope`]).
+    /// Waits for every request of the scope still in use and frees it (the
+    /// end of [`scope`]).
     fn complete(&self) {
         let Some(w) = self.world.get() else {
             return;
         };
-        let active = |c: &ScopeCore| {
-            (0..MAX_REQUESTS)
-                .any(|i| c.peek(i, |e| matches!(e, Entry::Send(_) | Entry::Recv(_))) == Some(true))
-        };
-        if active(&self.core) {
+        let id = self.id.get();
+        let n = w.layout.records_per_rank;
+        let pending = || (0..n).any(|i| owned(w, id, i) && !engine::is_complete(w, i));
+        if pending() {
             let what = WaitFor {
                 operation: Operation::WaitMany,
                 peer: -2,
-                tag: MAX_REQUESTS as i32,
+                tag: (0..n).filter(|&i| owned(w, id, i)).count() as i32,
             };
             // An error here (a timeout, an abort) leaves the world aborted;
             // the requests' own outcomes are discarded (see `scope`).
             let _ = wait_for(w, what, |b| {
-                pump(w, b);
-                if active(&self.core) {
-                    None
-                } else {
-                    Some(Ok(()))
+                if engine::progress(w) {
+                    b.progressed();
                 }
+                (!pending()).then_some(Ok(()))
             });
         }
-        w.note_progress();
-    }
-}
-
-impl Drop for Scope<'_> {
-    fn drop(&mut self) {
-        // Unlink (also when `f` unwinds on the host): the world must never
-        // point to a dead table.
-        let Some(w) = self.world.get() else {
-            return;
-        };
-        let me: *const ScopeCore = &self.core;
-        let parent = self.core.parent.get();
-        if core::ptr::eq(w.scopes.get(), me) {
-            w.scopes.set(parent);
-            return;
-        }
-        let mut core = w.scopes.get();
-        while !core.is_null() {
-            // SAFETY: as in `any_entry`.
-            let c = unsafe { &*core };
-            if core::ptr::eq(c.parent.get(), me) {
-                c.parent.set(parent);
-                return;
+        for i in 0..n {
+            if owned(w, id, i) {
+                if engine::is_complete(w, i) {
+                    let _ = engine::collect(w, i);
+                } else {
+                    engine::cancel(w, i);
+                }
             }
-            core = c.parent.get();
         }
+        w.note_progress();
     }
 }
 
@@ -392,6 +179,9 @@ impl Drop for Scope<'_> {
 pub struct Request<'a, 's> {
     scope: Option<&'s Scope<'a>>,
     index: u32,
+    /// A request complete from the start (a receive from the null process)
+    /// holds its status here, with no record.
+    ready: Option<Status>,
 }
 
 /// The empty status (MPI 3.7.3): source `ANY_SOURCE`, tag `ANY_TAG`, count 0.
@@ -405,13 +195,14 @@ impl<'a, 's> Request<'a, 's> {
         Request {
             scope: None,
             index: 0,
+            ready: None,
         }
     }
 
     /// Whether this is the null request (never posted, or completed by a
     /// test or a wait over a slice).
     pub fn is_null(&self) -> bool {
-        self.scope.is_none()
+        self.scope.is_none() && self.ready.is_none()
     }
 
     fn world(&self) -> Option<&'a World> {
@@ -421,19 +212,20 @@ impl<'a, 's> Request<'a, 's> {
     /// Waits for the operation to complete (`MPI_Wait`) and returns its
     /// status (for a send, the send's own envelope); the null request
     /// returns the empty status at once.
-    pub fn wait(self) -> Result<Status, Error> {
-        let (Some(s), Some(w)) = (self.scope, self.world()) else {
+    pub fn wait(mut self) -> Result<Status, Error> {
+        if let Some(s) = self.ready.take() {
+            return Ok(s);
+        }
+        let Some(w) = self.world() else {
             return Ok(empty());
         };
-        let i = self.index as usize;
-        let what = s.core.peek(i, |e| e.what()).flatten().unwrap_or(WaitFor {
-            operation: Operation::WaitMany,
-            peer: -2,
-            tag: 1,
-        });
+        let i = self.index;
+        let what = engine::what(w, i);
         wait_for(w, what, |b| {
-            pump(w, b);
-            s.core.collect(i)
+            if engine::progress(w) {
+                b.progressed();
+            }
+            engine::is_complete(w, i).then(|| engine::collect(w, i))
         })
     }
 
@@ -443,42 +235,32 @@ impl<'a, 's> Request<'a, 's> {
     /// emulator the rank gives way, and a rank that spins on a test that can
     /// never succeed is part of a livelock report.
     pub fn test(&mut self) -> Option<Result<Status, Error>> {
+        if let Some(s) = self.ready.take() {
+            return Some(Ok(s));
+        }
         let (Some(s), Some(w)) = (self.scope, self.world()) else {
             return Some(Ok(empty()));
         };
-        let i = self.index as usize;
-        let progressed = progress_now(w);
-        if let Some(r) = s.core.collect(i) {
-            self.scope = None;
+        let i = self.index;
+        let progressed = engine::progress(w);
+        if let Some(r) = collect(self) {
             w.note_progress();
             return Some(r);
         }
         if progressed {
             w.note_progress();
         }
-        let what = s.core.peek(i, |e| e.what()).flatten();
-        let what = match what {
-            Some(WaitFor {
-                operation: Operation::Send,
-                peer,
-                tag,
-            }) => WaitFor {
-                operation: Operation::TestSend,
-                peer,
-                tag,
+        let WaitFor { operation, peer, tag } = engine::what(w, i);
+        let what = WaitFor {
+            operation: if operation == Operation::Send {
+                Operation::TestSend
+            } else {
+                Operation::TestReceive
             },
-            Some(WaitFor { peer, tag, .. }) => WaitFor {
-                operation: Operation::TestReceive,
-                peer,
-                tag,
-            },
-            None => WaitFor {
-                operation: Operation::TestMany,
-                peer: -2,
-                tag: 1,
-            },
+            peer,
+            tag,
         };
-        w.failed_poll(what, (s as *const Scope<'_> as usize).wrapping_add(i));
+        w.failed_poll(what, (s as *const Scope<'_> as usize).wrapping_add(i as usize));
         None
     }
 }
@@ -504,16 +286,33 @@ fn world_of<'a>(requests: &[Request<'a, '_>]) -> Option<&'a World> {
 
 /// Collects request `r` if it completed: it becomes null.
 fn collect(r: &mut Request<'_, '_>) -> Option<Result<Status, Error>> {
-    let s = r.scope?;
-    let out = s.core.collect(r.index as usize)?;
+    if let Some(s) = r.ready.take() {
+        return Some(Ok(s));
+    }
+    let w = r.world()?;
+    if !engine::is_complete(w, r.index) {
+        return None;
+    }
     r.scope = None;
-    Some(out)
+    Some(engine::collect(w, r.index))
 }
 
 fn is_done(r: &Request<'_, '_>) -> bool {
-    match r.scope {
+    match r.world() {
         None => true,
-        Some(s) => s.core.peek(r.index as usize, |e| matches!(e, Entry::Done(_))) == Some(true),
+        Some(w) => engine::is_complete(w, r.index),
+    }
+}
+
+/// One round of progress of `w`'s engine; true if anything moved.
+fn progress_now(w: &World) -> bool {
+    engine::progress(w)
+}
+
+/// [`progress_now`] inside a wait: tells the backoff.
+fn pump(w: &World, b: &mut crate::shim::Backoff) {
+    if engine::progress(w) {
+        b.progressed();
     }
 }
 
@@ -798,7 +597,7 @@ impl<'w> Process<'w> {
         'w: 'a,
     {
         let bytes = buf.as_bytes();
-        match SendOp::new(
+        match send_post(
             self.world,
             self.rank,
             tag,
@@ -807,7 +606,7 @@ impl<'w> Process<'w> {
             bytes.len(),
             mode,
         )? {
-            Some(op) => scope.post(self.world, Entry::Send(op)),
+            Some(p) => scope.post(self.world, &p),
             None => Ok(Request::null()),
         }
     }
@@ -843,15 +642,21 @@ macro_rules! impl_immediate_receive {
                 use crate::point_to_point::Source;
                 let datatype = buf.datatype();
                 let bytes = buf.as_bytes_mut();
-                let op = RecvOp::new(
+                match receive_post(
                     self.world,
                     self.source_filter(),
                     tag,
                     datatype,
                     bytes.as_mut_ptr(),
                     bytes.len(),
-                )?;
-                scope.post(self.world, Entry::Recv(op))
+                )? {
+                    Ok(p) => scope.post(self.world, &p),
+                    Err(null) => Ok(Request {
+                        scope: None,
+                        index: 0,
+                        ready: Some(null),
+                    }),
+                }
             }
         }
     };

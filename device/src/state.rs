@@ -8,7 +8,8 @@
 //! | region | size | contents |
 //! |---|---|---|
 //! | header | 256 B | magic, version, [`WorldConfig`], grid size, abort flag |
-//! | outboxes | `ranks × outbox_stride` | per sending rank: its published-message count and the count of messages addressed to it and not yet received, then `slots_per_rank` slots of 64 B envelope + `slot_bytes` payload |
+//! | outboxes | `ranks × slots_per_rank × (48 + slot_bytes)` | per sending rank: its slots, each a [`SlotHeader`](crate::memory::SlotHeader) and `slot_bytes` of payload (the thesis's sender-side buffering) |
+//! | ranks | `ranks × (64 + records × 64)` | per rank: its [`RankHeader`](crate::memory::RankHeader) (inbox, unexpected queue, active list) and `requests_per_rank + 2` [`RequestRecord`](crate::memory::RequestRecord)s |
 //! | barrier | `blocks × 64` | per block: its barrier counter (Dietz's single-writer barrier) and the flag word of a reduction's count check |
 //! | broadcast | `2 × collective_bytes` | the root's chunk of a broadcast |
 //! | block scratch | `2 × blocks × collective_bytes` | per block: its partial reduction |
@@ -26,7 +27,7 @@ use bytemuck::{Pod, Zeroable};
 /// "GPMI" in little-endian.
 pub const MAGIC: u32 = 0x494d_5047;
 /// Version of this layout; the device refuses other versions.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 
 /// `flags` bit: never let a receiver copy straight out of the sender's buffer;
 /// stream every large message through a slot (the path a GPU takes for a
@@ -43,10 +44,18 @@ pub const HEADER_BYTES: usize = 256;
 pub const CONFIG_OFFSET: usize = 16;
 /// Offset of the abort word (0: running; otherwise 1 + the rank that aborted).
 pub const ABORT_OFFSET: usize = 128;
-/// Bytes of a slot's envelope, before its payload.
-pub const ENVELOPE_BYTES: usize = 64;
-/// Bytes of an outbox's header, before its slots.
-pub const OUTBOX_HEADER_BYTES: usize = 64;
+/// Bytes of a slot's header ([`SlotHeader`](crate::memory::SlotHeader)), before its payload.
+pub const SLOT_HEADER_BYTES: usize = 48;
+/// Bytes of a rank's header ([`RankHeader`](crate::memory::RankHeader)).
+pub const RANK_HEADER_BYTES: usize = 64;
+/// Bytes of one request record ([`RequestRecord`](crate::memory::RequestRecord)).
+pub const RECORD_BYTES: usize = 64;
+/// Records of each rank kept for blocking calls (a send-receive uses two),
+/// beside the `requests_per_rank` of its request scopes.
+pub const BLOCKING_RECORDS: u32 = 2;
+/// Most slots per rank and most records per rank (the engine keeps them in
+/// 32-bit masks).
+pub const MAX_SLOTS_PER_RANK: u32 = 32;
 /// Bytes of one block's barrier record.
 pub const BARRIER_STRIDE: usize = 64;
 /// Bytes of one rank's wait record.
@@ -78,6 +87,12 @@ pub struct WorldConfig {
     /// the GPU (waits sleep 32 ns after a failed poll, doubling up to this);
     /// 0: [`DEFAULT_BACKOFF_MAX_NS`]. The emulator ignores it.
     pub backoff_max_ns: u32,
+    /// Requests a rank may have outstanding in its request scopes at once
+    /// (at most `MAX_SLOTS_PER_RANK - BLOCKING_RECORDS`); one more fails
+    /// with `MPI_ERR_REQUEST`.
+    pub requests_per_rank: u32,
+    /// Unused (zero).
+    pub reserved: u32,
     /// A wait gives up after this many nanoseconds (0: never; the CPU
     /// emulator detects deadlocks exactly and needs no timeout).
     pub timeout_ns: u64,
@@ -85,7 +100,7 @@ pub struct WorldConfig {
 
 impl WorldConfig {
     /// Defaults for `ranks` ranks in blocks of `block_dim`: 8 slots of 256 B,
-    /// 1 MiB messages, 256 B collective rounds, no timeout.
+    /// 8 requests, 1 MiB messages, 256 B collective rounds, no timeout.
     pub const fn new(ranks: u32, block_dim: u32) -> Self {
         WorldConfig {
             ranks,
@@ -96,8 +111,15 @@ impl WorldConfig {
             collective_bytes: 256,
             flags: 0,
             backoff_max_ns: 0,
+            requests_per_rank: 8,
+            reserved: 0,
             timeout_ns: 0,
         }
+    }
+
+    /// Request records of each rank: its requests and the blocking calls'.
+    pub const fn records_per_rank(&self) -> u32 {
+        self.requests_per_rank + BLOCKING_RECORDS
     }
 
     /// The longest sleep between two polls of a GPU wait: `backoff_max_ns`,
@@ -123,6 +145,15 @@ impl WorldConfig {
         if self.slots_per_rank == 0 {
             return Err(ConfigError::NoSlots);
         }
+        if self.slots_per_rank > MAX_SLOTS_PER_RANK {
+            return Err(ConfigError::TooManySlots(self.slots_per_rank));
+        }
+        if self.requests_per_rank == 0 || self.records_per_rank() > MAX_SLOTS_PER_RANK {
+            return Err(ConfigError::Requests(self.requests_per_rank));
+        }
+        if (self.ranks as u64) * (self.slots_per_rank as u64) >= (u32::MAX - 1) as u64 {
+            return Err(ConfigError::TooManyRanks(self.ranks));
+        }
         if self.slot_bytes == 0 || !self.slot_bytes.is_multiple_of(64) {
             return Err(ConfigError::SlotBytes(self.slot_bytes));
         }
@@ -134,11 +165,13 @@ impl WorldConfig {
         }
         let ranks = self.ranks as usize;
         let blocks = (self.ranks / self.block_dim) as usize;
-        let slot_stride = ENVELOPE_BYTES + self.slot_bytes as usize;
-        let outbox_stride = OUTBOX_HEADER_BYTES + self.slots_per_rank as usize * slot_stride;
+        let slot_stride = SLOT_HEADER_BYTES + self.slot_bytes as usize;
+        let outbox_stride = (self.slots_per_rank as usize * slot_stride).next_multiple_of(64);
+        let rank_stride = RANK_HEADER_BYTES + self.records_per_rank() as usize * RECORD_BYTES;
         let coll = self.collective_bytes as usize;
         let outboxes = HEADER_BYTES;
-        let barrier = outboxes + ranks * outbox_stride;
+        let rank_headers = outboxes + ranks * outbox_stride;
+        let barrier = rank_headers + ranks * rank_stride;
         let broadcast = barrier + blocks * BARRIER_STRIDE;
         let block_scratch = broadcast + 2 * coll;
         let rank_scratch = block_scratch + 2 * blocks * coll;
@@ -153,8 +186,11 @@ impl WorldConfig {
             slot_bytes: self.slot_bytes,
             slot_stride,
             outbox_stride,
+            rank_stride,
+            records_per_rank: self.records_per_rank(),
             collective_bytes: coll,
             outboxes,
+            rank_headers,
             barrier,
             broadcast,
             block_scratch,
@@ -200,10 +236,16 @@ pub struct Layout {
     pub slot_stride: usize,
     /// Bytes from one outbox to the next.
     pub outbox_stride: usize,
+    /// Bytes from one rank's header (and records) to the next.
+    pub rank_stride: usize,
+    /// Request records per rank.
+    pub records_per_rank: u32,
     /// Bytes of one staging cell of a collective round.
     pub collective_bytes: usize,
     /// Offset of the first outbox.
     pub outboxes: usize,
+    /// Offset of the first rank header.
+    pub rank_headers: usize,
     /// Offset of the barrier counters.
     pub barrier: usize,
     /// Offset of the broadcast area (two halves).
@@ -227,7 +269,15 @@ impl Layout {
     }
     /// Offset of slot `slot` of `rank`'s outbox.
     pub fn slot(&self, rank: u32, slot: u32) -> usize {
-        self.outbox(rank) + OUTBOX_HEADER_BYTES + slot as usize * self.slot_stride
+        self.outbox(rank) + slot as usize * self.slot_stride
+    }
+    /// Offset of `rank`'s header.
+    pub fn rank_header(&self, rank: u32) -> usize {
+        self.rank_headers + rank as usize * self.rank_stride
+    }
+    /// Offset of `rank`'s request record `index`.
+    pub fn record_of(&self, rank: u32, index: u32) -> usize {
+        self.rank_header(rank) + RANK_HEADER_BYTES + index as usize * RECORD_BYTES
     }
     /// Offset of `rank`'s wait record.
     pub fn record(&self, rank: u32) -> usize {
@@ -236,113 +286,6 @@ impl Layout {
     /// Offset of `rank`'s result record.
     pub fn result(&self, rank: u32) -> usize {
         self.results + rank as usize * RESULT_STRIDE
-    }
-}
-
-/// The state of an outbox slot, as [`SlotEnvelope::read`] decodes it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SlotState {
-    /// Unused: the owner may claim it.
-    Free,
-    /// A message (or a rendezvous chunk) published for its destination.
-    Full,
-    /// Streaming: the receiver asked for the next chunk.
-    ClearToSend,
-    /// Rendezvous finished: the sender frees the slot.
-    Done,
-    /// Taken out of matching by a matched probe, not yet received.
-    Claimed,
-    /// A state word this version does not write (a corrupt or foreign world).
-    Unknown(u32),
-}
-
-/// How a slot carries its message, as [`SlotEnvelope::read`] decodes it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MessageKind {
-    /// The whole message is in the slot.
-    Eager,
-    /// Rendezvous: the receiver copies from the sender's buffer.
-    Direct,
-    /// Rendezvous: the message streams through the slot; this is its first chunk.
-    Stream,
-    /// Rendezvous: a later chunk of a streamed message.
-    Chunk,
-    /// A kind this version does not write.
-    Unknown(u32),
-}
-
-/// The envelope of one outbox slot, read from a copy of the world memory
-/// after a launch (the host's view; ranks read slots atomically).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SlotEnvelope {
-    /// The slot's state.
-    pub state: SlotState,
-    /// The destination rank (meaningful once published).
-    pub dest: u32,
-    /// Low 32 bits of the message's sequence number.
-    pub sequence: u32,
-    /// The message's tag.
-    pub tag: i32,
-    /// How the slot carries the message.
-    pub kind: MessageKind,
-    /// The datatype id the message was sent with.
-    pub datatype: u32,
-    /// Length of the whole message in bytes.
-    pub bytes: u32,
-}
-
-impl SlotEnvelope {
-    /// Decodes slot `slot` of `owner`'s outbox from `memory`, a copy of a
-    /// world laid out by `layout`.
-    ///
-    /// # Panics
-    /// If the slot lies outside `memory`.
-    pub fn read(memory: &[u8], layout: &Layout, owner: u32, slot: u32) -> SlotEnvelope {
-        use crate::point_to_point as p;
-        let base = layout.slot(owner, slot);
-        let u64_at = |word: usize| {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(&memory[base + word..base + word + 8]);
-            u64::from_ne_bytes(b)
-        };
-        let (state_word, head, type_bytes) = (u64_at(p::W_STATE), u64_at(p::W_HEAD), u64_at(p::W_TYPE_BYTES));
-        let state = match state_word as u32 & p::STATE_MASK {
-            p::FREE => SlotState::Free,
-            p::FULL => SlotState::Full,
-            p::CTS => SlotState::ClearToSend,
-            p::DONE => SlotState::Done,
-            p::CLAIMED => SlotState::Claimed,
-            other => SlotState::Unknown(other),
-        };
-        let kind = match (head >> 32) as u32 {
-            p::KIND_EAGER => MessageKind::Eager,
-            p::KIND_DIRECT => MessageKind::Direct,
-            p::KIND_STREAM => MessageKind::Stream,
-            p::KIND_CHUNK => MessageKind::Chunk,
-            other => MessageKind::Unknown(other),
-        };
-        SlotEnvelope {
-            state,
-            dest: state_word as u32 >> p::STATE_BITS,
-            sequence: (state_word >> 32) as u32,
-            tag: head as u32 as i32,
-            kind,
-            datatype: type_bytes as u32,
-            bytes: (type_bytes >> 32) as u32,
-        }
-    }
-
-    /// Whether the slot holds a message published and not yet taken by a
-    /// receiver: FULL with a first envelope (a later chunk belongs to a
-    /// message a receiver already matched).
-    pub fn is_unreceived(&self) -> bool {
-        matches!(self.state, SlotState::Full | SlotState::Claimed) && self.kind != MessageKind::Chunk
-    }
-
-    /// Whether the message goes by rendezvous (larger than a slot): its
-    /// sender waits for the receiver.
-    pub fn is_rendezvous(&self) -> bool {
-        matches!(self.kind, MessageKind::Direct | MessageKind::Stream)
     }
 }
 
@@ -361,6 +304,10 @@ pub enum ConfigError {
     },
     /// Zero slots per rank.
     NoSlots,
+    /// More slots per rank than [`MAX_SLOTS_PER_RANK`].
+    TooManySlots(u32),
+    /// Zero requests per rank, or more than `MAX_SLOTS_PER_RANK - BLOCKING_RECORDS`.
+    Requests(u32),
     /// Slot payload not a positive multiple of 64.
     SlotBytes(u32),
     /// Collective round size not a positive multiple of 64.
@@ -384,11 +331,21 @@ impl core::fmt::Display for ConfigError {
                 write!(f, "{ranks} ranks do not split into blocks of {block_dim}")
             }
             ConfigError::NoSlots => write!(f, "slots_per_rank must be at least 1"),
+            ConfigError::TooManySlots(n) => {
+                write!(f, "slots_per_rank {n} exceeds {MAX_SLOTS_PER_RANK}")
+            }
+            ConfigError::Requests(n) => write!(
+                f,
+                "requests_per_rank {n} is not in 1..={}",
+                MAX_SLOTS_PER_RANK - BLOCKING_RECORDS
+            ),
             ConfigError::SlotBytes(b) => write!(f, "slot_bytes {b} is not a positive multiple of 64"),
             ConfigError::CollectiveBytes(b) => {
                 write!(f, "collective_bytes {b} is not a positive multiple of 64")
             }
-            ConfigError::TooManyRanks(r) => write!(f, "{r} ranks exceed i32::MAX"),
+            ConfigError::TooManyRanks(r) => {
+                write!(f, "{r} ranks exceed i32::MAX (or their slots exceed 2^32 - 2)")
+            }
             ConfigError::MemoryTooSmall { needed, got } => {
                 write!(
                     f,
@@ -409,7 +366,7 @@ mod tests {
     fn regions_are_ordered_aligned_and_sized() {
         let l = WorldConfig::new(1024, 256).layout().unwrap();
         assert_eq!(l.blocks, 4);
-        assert_eq!(l.slot_stride, 64 + 256);
+        assert_eq!(l.slot_stride, 48 + 256);
         for off in [
             l.outboxes,
             l.barrier,
@@ -423,7 +380,10 @@ mod tests {
         }
         assert!(l.outboxes < l.barrier && l.barrier < l.broadcast && l.records < l.results);
         assert_eq!(l.total, l.results + 1024 * RESULT_STRIDE);
-        assert_eq!(l.slot(1, 0), l.outbox(1) + OUTBOX_HEADER_BYTES);
+        assert_eq!(l.slot(1, 0), l.outbox(1));
+        assert_eq!(l.record_of(2, 0), l.rank_header(2) + RANK_HEADER_BYTES);
+        assert_eq!(l.rank_headers % 64, 0);
+        assert_eq!(l.outbox_stride % 64, 0);
     }
 
     #[test]

@@ -33,15 +33,6 @@ pub struct World {
     /// Rounds of collectives (broadcast rounds, reduction rounds) this rank
     /// has staged; its parity picks the half of the staging regions.
     pub(crate) staging_round: Cell<u32>,
-    /// Sequence number of this rank's next message (only this rank sends
-    /// from its outbox; the outbox's published count follows it).
-    pub(crate) next_sequence: Cell<u64>,
-    /// The innermost open request scope with requests (`request::Scope`),
-    /// linked to the outer ones; null when none.
-    pub(crate) scopes: Cell<*const crate::request::ScopeCore>,
-    /// Number of the next operation this rank posts (the posting order of
-    /// MPI 3.5 among requests and blocking calls).
-    pub(crate) posted: Cell<u32>,
     /// Key of the non-blocking poll (test, immediate probe) that last failed
     /// with nothing done since; 0 when the rank progressed since (see
     /// `wait::World::failed_poll`).
@@ -88,9 +79,6 @@ impl World {
             backoff_max_ns: config.effective_backoff_max_ns(),
             barrier_generation: Cell::new(0),
             staging_round: Cell::new(0),
-            next_sequence: Cell::new(0),
-            scopes: Cell::new(core::ptr::null()),
-            posted: Cell::new(0),
             idle_key: Cell::new(0),
             idle_count: Cell::new(0),
         })

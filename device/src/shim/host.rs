@@ -169,6 +169,16 @@ pub unsafe fn copy_bytes(dst: *mut u8, src: *const u8, len: usize) {
     unsafe { core::ptr::copy_nonoverlapping(src, dst, len) }
 }
 
+/// Copies `len` bytes of a large message (a rendezvous): on the GPU with
+/// 16-byte loads and stores, several in flight; here as [`copy_bytes`].
+///
+/// # Safety
+/// As for [`copy_bytes`].
+pub unsafe fn copy_wide(dst: *mut u8, src: *const u8, len: usize) {
+    // SAFETY: forwarded from the caller.
+    unsafe { copy_bytes(dst, src, len) }
+}
+
 pub mod runtime {
     //! The hook through which the CPU emulator runs ranks.
     //!

@@ -268,6 +268,16 @@ pub unsafe fn copy_bytes(dst: *mut u8, src: *const u8, len: usize) {
     unsafe { core::ptr::copy_nonoverlapping(src, dst, len) }
 }
 
+/// Copies `len` bytes of a large message; under loom as [`copy_bytes`]
+/// (same race checks).
+///
+/// # Safety
+/// As for [`copy_bytes`].
+pub unsafe fn copy_wide(dst: *mut u8, src: *const u8, len: usize) {
+    // SAFETY: forwarded from the caller.
+    unsafe { copy_bytes(dst, src, len) }
+}
+
 pub mod loom_runtime {
     //! What the loom harness uses to run ranks on loom threads: registering a
     //! world's memory before the spawns, entering a rank on each loom thread,

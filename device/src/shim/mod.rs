@@ -99,11 +99,6 @@ impl Backoff {
         b
     }
 
-    /// Sets the failed-poll count (see [`Backoff::polls`]).
-    pub(crate) fn set_polls(&mut self, polls: u32) {
-        self.polls = polls;
-    }
-
     /// Failed polls since the wait began or since the last [`Backoff::progressed`].
     pub const fn polls(&self) -> u32 {
         self.polls

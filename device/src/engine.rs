@@ -1,0 +1,727 @@
+//! The point-to-point engine: inboxes, the unexpected queue, request records
+//! and their progress. Every send and receive of the library, blocking or
+//! not, is a [`RequestRecord`] in the rank's active list, advanced by
+//! [`progress`]; a blocking call posts a record and waits on it.
+//!
+//! # One message
+//! A sender takes a free slot of its own outbox (its `free_slots` mask; when
+//! empty, one relaxed scan of the slots' states and one acquire fence for all
+//! it found), writes the header and the payload with plain and relaxed
+//! stores, and pushes the slot on the destination's inbox with one atomic
+//! swap (Release): its only synchronising operation for an eager message.
+//! The swap returns the slot pushed before, which it then links (relaxed).
+//!
+//! The receiver takes its whole inbox with one swap (Acquire, only when a
+//! relaxed load saw it non-empty), walks the chain (newest first) turning it
+//! around, and appends it to its unexpected queue: a doubly linked list of
+//! arrived slots in arrival order, kept in the slots' `link`/`back` words and
+//! the rank's private header. A receive from any source walks that queue
+//! (O(messages pending for this rank)); a receive from one source scans
+//! that sender's slots for the arrived one with the lowest sequence number
+//! (O(slots per rank)), then unlinks it in O(1). The receiver copies the
+//! payload and returns the slot with one Release store of FREE; a sender
+//! whose eager message fits never waits for that.
+//!
+//! # Ordering (MPI 3.5)
+//! One sender's pushes on one inbox follow its program order, and the
+//! receiver appends each chain it takes in push order, so the unexpected
+//! queue holds every sender's messages in the order they were sent, and
+//! the messages of one sender that have arrived are a prefix of what it
+//! sent: the first match in the queue (any source) or the lowest arrived
+//! number (one source) is the message MPI says comes next. Records are
+//! polled in posting order: a send takes a slot only after every earlier
+//! posted send did, and a receive gets the first message that no earlier
+//! posted receive took: receives match in the order they were posted, and a
+//! blocking call, posted last, leaves messages to earlier requests.
+//!
+//! # Why the swaps synchronise everything
+//! Every write to an inbox is an atomic read-modify-write (senders' swaps,
+//! the receiver's swap to empty), so each sender's Release swap heads a
+//! release sequence that contains every later write to that inbox (C++
+//! [intro.races], carried over to PTX by the proven mapping of Lustig et
+//! al., ASPLOS 2019). The receiver's Acquire swap therefore synchronises
+//! with every push before it, and every slot it finds through the links,
+//! however late it reads a link, had its header and payload written before.
+
+use crate::datatype::ID_BYTE;
+use crate::error::Error;
+use crate::memory::{
+    MessageKind, Outcome, RankHeader, RecordState, RequestRecord, SlotState, SlotWord, LINK_NONE, LINK_PENDING,
+};
+use crate::point_to_point::{SendMode, Status};
+use crate::shim::{self, Backoff, Ordering};
+use crate::state::{BLOCKING_RECORDS, FLAG_FORCE_STREAMING};
+use crate::topology::{World, ANY_SOURCE};
+use crate::wait::{Operation, WaitFor};
+use crate::ANY_TAG;
+
+/// Reads a private field of this rank's header.
+macro_rules! mine {
+    ($w:expr, $f:ident) => {
+        // SAFETY: the header is this rank's, private fields are touched only
+        // by it; a plain read of an initialised u32.
+        unsafe { (*$w.rank_header()).$f }
+    };
+    ($w:expr, $f:ident = $v:expr) => {{
+        let v = $v;
+        // SAFETY: as above, a plain write.
+        unsafe { (*$w.rank_header()).$f = v }
+    }};
+}
+
+/// Reads or writes a field of one of this rank's records.
+macro_rules! rec {
+    ($w:expr, $i:expr, $f:ident) => {
+        // SAFETY: records are private to their rank; `$i < records_per_rank`.
+        unsafe { (*$w.record($i)).$f }
+    };
+    ($w:expr, $i:expr, $f:ident = $v:expr) => {{
+        let v = $v;
+        // SAFETY: as above.
+        unsafe { (*$w.record($i)).$f = v }
+    }};
+}
+
+pub(crate) use {mine, rec};
+
+fn load(w: &World, id: u32, word: SlotWord) -> u32 {
+    // Relaxed: every use below is ordered by an Acquire operation named there.
+    w.slot_word(id, word).load(Ordering::Relaxed)
+}
+
+fn store(w: &World, id: u32, word: SlotWord, v: u32) {
+    // Relaxed: published by a later Release operation named at the call.
+    w.slot_word(id, word).store(v, Ordering::Relaxed)
+}
+
+impl World {
+    fn slot_id(&self, owner: u32, slot: u32) -> u32 {
+        owner * self.layout.slots_per_rank + slot
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Posting
+
+/// What a new record does.
+pub(crate) struct Post {
+    pub(crate) state: RecordState,
+    pub(crate) peer: i32,
+    pub(crate) tag: i32,
+    pub(crate) datatype: u32,
+    pub(crate) buffer: *const u8,
+    pub(crate) len: usize,
+    /// Send: the mode; receive: the bounding send record + 1 (replace), or 0;
+    /// claimed receive: the slot id + 1 (in `slot`).
+    pub(crate) mode: u32,
+    pub(crate) slot: u32,
+}
+
+/// Takes a free record for `scope` (0: a blocking call, which has
+/// [`BLOCKING_RECORDS`] of its own), fills it from `p`, appends it to the
+/// active list (posting order) and returns its index.
+pub(crate) fn post(w: &World, scope: u32, p: &Post) -> Result<u32, Error> {
+    let used = mine!(w, records_used);
+    let (first, end) = if scope == 0 {
+        (0, BLOCKING_RECORDS)
+    } else {
+        (BLOCKING_RECORDS, w.layout.records_per_rank)
+    };
+    let free = !used & (mask_below(end) & !mask_below(first));
+    if free == 0 {
+        return Err(Error::RequestLimit { limit: end - first });
+    }
+    let i = free.trailing_zeros();
+    mine!(w, records_used = used | (1 << i));
+    let r = RequestRecord {
+        state: p.state as u32,
+        next: 0,
+        peer: p.peer,
+        tag: p.tag,
+        datatype: p.datatype,
+        len: p.len as u32,
+        buffer: p.buffer as u64,
+        slot: p.slot,
+        offset: 0,
+        wanted: 0,
+        mode: p.mode,
+        scope,
+        outcome: Outcome::Success as u32,
+        // A send's status is its own envelope; a receive's is set at its match.
+        message_bytes: p.len as u32,
+        message_datatype: p.datatype,
+    };
+    // SAFETY: record `i` is this rank's and now marked used.
+    unsafe { w.record(i).write(r) };
+    let tail = mine!(w, active_tail);
+    if tail == 0 {
+        mine!(w, active_head = i + 1);
+    } else {
+        rec!(w, tail - 1, next = i + 1);
+    }
+    mine!(w, active_tail = i + 1);
+    Ok(i)
+}
+
+const fn mask_below(n: u32) -> u32 {
+    if n >= 32 {
+        u32::MAX
+    } else {
+        (1 << n) - 1
+    }
+}
+
+/// Whether record `i` finished.
+pub(crate) fn is_complete(w: &World, i: u32) -> bool {
+    rec!(w, i, state) == RecordState::Complete as u32
+}
+
+/// The outcome of finished record `i`; frees it.
+pub(crate) fn collect(w: &World, i: u32) -> Result<Status, Error> {
+    // SAFETY: this rank's record.
+    let r = unsafe { w.record(i).read() };
+    free(w, i);
+    let status = Status {
+        source: r.peer,
+        tag: r.tag,
+        bytes: r.message_bytes,
+        datatype: r.message_datatype,
+    };
+    match r.outcome {
+        o if o == Outcome::TypeMismatch as u32 => Err(Error::TypeMismatch {
+            status,
+            expected: r.datatype,
+        }),
+        o if o == Outcome::Truncate as u32 => Err(Error::Truncate {
+            status,
+            capacity_bytes: r.len,
+        }),
+        _ => Ok(status),
+    }
+}
+
+fn free(w: &World, i: u32) {
+    mine!(w, records_used = mine!(w, records_used) & !(1 << i));
+    rec!(w, i, state = RecordState::Free as u32);
+}
+
+/// Takes record `i` out of the active list (if it is there) and frees it:
+/// a wait given up on an abort or a timeout. A slot the record holds stays
+/// held (the world is being torn down).
+pub(crate) fn cancel(w: &World, i: u32) {
+    let mut prev = 0u32;
+    let mut r = mine!(w, active_head);
+    while r != 0 {
+        let next = rec!(w, r - 1, next);
+        if r == i + 1 {
+            if prev == 0 {
+                mine!(w, active_head = next);
+            } else {
+                rec!(w, prev - 1, next = next);
+            }
+            if next == 0 {
+                mine!(w, active_tail = prev);
+            }
+            break;
+        }
+        prev = r;
+        r = next;
+    }
+    free(w, i);
+}
+
+/// What a wait on record `i` records.
+pub(crate) fn what(w: &World, i: u32) -> WaitFor {
+    let state = RecordState::from_code(rec!(w, i, state));
+    WaitFor {
+        operation: if state.is_some_and(RecordState::is_send) {
+            Operation::Send
+        } else {
+            Operation::Receive
+        },
+        peer: rec!(w, i, peer),
+        tag: rec!(w, i, tag),
+    }
+}
+
+/// Bytes of a send record's buffer that no rank reads any more.
+fn send_copied(w: &World, i: u32) -> u32 {
+    match RecordState::from_code(rec!(w, i, state)) {
+        Some(RecordState::SendStream) => rec!(w, i, offset),
+        Some(RecordState::SendClaim) | Some(RecordState::SendAwaitDone) => 0,
+        _ => u32::MAX,
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Progress
+
+/// Advances every record of this rank once, in posting order, after taking
+/// the inbox. True when anything changed that another rank can see or that
+/// the rank's own waits look at.
+#[inline(never)]
+pub(crate) fn progress(w: &World) -> bool {
+    let mut moved = drain(w);
+    let mut prev = 0u32;
+    let mut r = mine!(w, active_head);
+    let mut send_blocked = false;
+    while r != 0 {
+        let i = r - 1;
+        let next = rec!(w, i, next);
+        let state = rec!(w, i, state);
+        let step = if state == RecordState::SendClaim as u32 {
+            if send_blocked {
+                Step::Idle
+            } else {
+                let s = claim(w, i);
+                send_blocked = matches!(s, Step::Idle);
+                s
+            }
+        } else if state == RecordState::RecvMatch as u32 {
+            match find(w, rec!(w, i, peer), rec!(w, i, tag)) {
+                0 => Step::Idle,
+                id1 => {
+                    unlink(w, id1);
+                    rec!(w, i, slot = id1);
+                    rec!(w, i, state = RecordState::RecvClaimed as u32);
+                    start_receive(w, i);
+                    Step::Moved
+                }
+            }
+        } else if state == RecordState::RecvClaimed as u32 {
+            start_receive(w, i)
+        } else if state == RecordState::RecvStream as u32 {
+            receive_chunk(w, i)
+        } else {
+            send_step(w, i, state)
+        };
+        moved |= !matches!(step, Step::Idle);
+        if rec!(w, i, state) == RecordState::Complete as u32 {
+            // Out of the active list; the record waits for its collection.
+            if prev == 0 {
+                mine!(w, active_head = next);
+            } else {
+                rec!(w, prev - 1, next = next);
+            }
+            if next == 0 {
+                mine!(w, active_tail = prev);
+            }
+        } else {
+            prev = r;
+        }
+        r = next;
+    }
+    moved
+}
+
+#[derive(Clone, Copy)]
+enum Step {
+    /// Nothing changed.
+    Idle,
+    /// Something changed.
+    Moved,
+}
+
+/// Takes this rank's inbox into its unexpected queue; true if it held anything.
+fn drain(w: &World) -> bool {
+    let me = w.rank;
+    let inbox = w.inbox(me);
+    // Relaxed: a look before the swap, so that an idle poll writes nothing.
+    if inbox.load(Ordering::Relaxed) == LINK_NONE {
+        return false;
+    }
+    // Acquire pairs with the senders' Release swaps in `publish` (every
+    // push before this swap in the inbox's modification order; see the
+    // module docs): their headers and payloads are visible below.
+    let top = inbox.swap(LINK_NONE, Ordering::Acquire);
+    let mut newer = LINK_NONE;
+    let mut node = top;
+    let mut count = 0u32;
+    let arrived = SlotState::Arrived.word(me);
+    while node != LINK_NONE {
+        let id = node - 1;
+        let mut older = load(w, id, SlotWord::Link);
+        if older == LINK_PENDING {
+            // The sender swapped this slot in and is about to store its link.
+            let mut b = Backoff::new();
+            while older == LINK_PENDING {
+                b.snooze();
+                older = load(w, id, SlotWord::Link);
+            }
+        }
+        store(w, id, SlotWord::Link, newer);
+        if newer != LINK_NONE {
+            store(w, newer - 1, SlotWord::Back, node);
+        }
+        // Relaxed: only this rank acts on ARRIVED (the sender waits for
+        // FREE, CTS or DONE).
+        store(w, id, SlotWord::State, arrived);
+        newer = node;
+        node = older;
+        count += 1;
+    }
+    let tail = mine!(w, queue_tail);
+    if newer != LINK_NONE {
+        store(w, newer - 1, SlotWord::Back, tail);
+        if tail == LINK_NONE {
+            mine!(w, queue_head = newer);
+        } else {
+            store(w, tail - 1, SlotWord::Link, newer);
+        }
+        mine!(w, queue_tail = top);
+        mine!(w, queued = mine!(w, queued) + count);
+    }
+    true
+}
+
+/// The arrived message a receive from `source` with `tag` gets now (slot id
+/// + 1), or 0 (only what [`progress`] has taken from the inbox counts).
+pub(crate) fn find(w: &World, source: i32, tag: i32) -> u32 {
+    if source == ANY_SOURCE {
+        let mut node = mine!(w, queue_head);
+        while node != LINK_NONE {
+            if tag == ANY_TAG || load(w, node - 1, SlotWord::Tag) as i32 == tag {
+                return node;
+            }
+            node = load(w, node - 1, SlotWord::Link);
+        }
+        return 0;
+    }
+    let arrived = SlotState::Arrived.word(w.rank);
+    let slots = w.layout.slots_per_rank;
+    let base = w.slot_id(source as u32, 0);
+    let mut best = 0u32;
+    let mut best_sequence = 0u32;
+    for s in 0..slots {
+        let id = base + s;
+        // Relaxed: ARRIVED for this rank was written by this rank (`drain`),
+        // after its Acquire swap made the header visible.
+        if load(w, id, SlotWord::State) != arrived {
+            continue;
+        }
+        if tag != ANY_TAG && load(w, id, SlotWord::Tag) as i32 != tag {
+            continue;
+        }
+        let sequence = load(w, id, SlotWord::Sequence);
+        if best == 0 || (sequence.wrapping_sub(best_sequence) as i32) < 0 {
+            best = id + 1;
+            best_sequence = sequence;
+        }
+    }
+    best
+}
+
+/// Takes arrived slot `id1` (id + 1) out of the unexpected queue.
+pub(crate) fn unlink(w: &World, id1: u32) {
+    let next = load(w, id1 - 1, SlotWord::Link);
+    let back = load(w, id1 - 1, SlotWord::Back);
+    if back == LINK_NONE {
+        mine!(w, queue_head = next);
+    } else {
+        store(w, back - 1, SlotWord::Link, next);
+    }
+    if next == LINK_NONE {
+        mine!(w, queue_tail = back);
+    } else {
+        store(w, next - 1, SlotWord::Back, back);
+    }
+    mine!(w, queued = mine!(w, queued) - 1);
+}
+
+/// The envelope of arrived slot `id`.
+pub(crate) fn envelope(w: &World, id: u32) -> Status {
+    Status {
+        source: (id / w.layout.slots_per_rank) as i32,
+        tag: load(w, id, SlotWord::Tag) as i32,
+        bytes: load(w, id, SlotWord::Bytes),
+        datatype: load(w, id, SlotWord::Datatype),
+    }
+}
+
+/// Marks unlinked slot `id` claimed by a matched probe (for the reports).
+pub(crate) fn mark_claimed(w: &World, id: u32) {
+    // Relaxed: only this rank acts on the slot until it answers.
+    store(w, id, SlotWord::State, SlotState::Claimed.word(w.rank));
+}
+
+// ---------------------------------------------------------------------------
+// Receives
+
+/// The bytes receive record `i` may write so far (a send-receive-replace
+/// writes only what its send has copied out of the shared buffer).
+fn allowed(w: &World, i: u32) -> u32 {
+    match rec!(w, i, mode) {
+        0 => u32::MAX,
+        send => send_copied(w, send - 1),
+    }
+}
+
+/// Starts receiving the claimed message of record `i` (state RecvClaimed).
+fn start_receive(w: &World, i: u32) -> Step {
+    let id = rec!(w, i, slot) - 1;
+    let status = envelope(w, id);
+    let capacity = rec!(w, i, len);
+    let expected = rec!(w, i, datatype);
+    let (outcome, wanted) = if expected != ID_BYTE && expected != status.datatype {
+        (Outcome::TypeMismatch, 0)
+    } else if status.bytes > capacity {
+        (Outcome::Truncate, capacity)
+    } else {
+        (Outcome::Success, status.bytes)
+    };
+    let kind = load(w, id, SlotWord::Kind);
+    let first = if kind == MessageKind::Stream as u32 {
+        load(w, id, SlotWord::Chunk).min(wanted)
+    } else {
+        wanted
+    };
+    if first > allowed(w, i) {
+        return Step::Idle;
+    }
+    rec!(w, i, peer = status.source);
+    rec!(w, i, tag = status.tag);
+    rec!(w, i, message_bytes = status.bytes);
+    rec!(w, i, message_datatype = status.datatype);
+    rec!(w, i, outcome = outcome as u32);
+    rec!(w, i, wanted = wanted);
+    let buf = rec!(w, i, buffer) as *mut u8;
+    let me = w.rank;
+    let state = w.slot_word(id, SlotWord::State);
+    if kind == MessageKind::Eager as u32 {
+        // SAFETY: the slot is ours until we free it (arrived for us, its
+        // header and payload acquired in `drain`); `wanted <= bytes <=
+        // slot_bytes` and the buffer holds `capacity >= wanted`.
+        unsafe { shim::copy_bytes(buf, w.slot_payload(id), wanted as usize) };
+        // Release pairs with the owner's Acquire fence after its reclaim
+        // scan (and a synchronous sender's Acquire wait for FREE): our reads
+        // of the payload happen before its next writes to it.
+        state.store(SlotState::Free.word(0), Ordering::Release);
+    } else if kind == MessageKind::Direct as u32 {
+        let mut src = [0u8; 8];
+        // SAFETY: a direct message's payload starts with the address of the
+        // sender's buffer (written before its push); 8 bytes.
+        unsafe { shim::copy_bytes(src.as_mut_ptr(), w.slot_payload(id), 8) };
+        let src = u64::from_ne_bytes(src) as *const u8;
+        // SAFETY: the sender keeps its buffer alive and unwritten until it
+        // sees DONE; `wanted` is within both buffers.
+        unsafe { shim::copy_wide(buf, src, wanted as usize) };
+        // Release pairs with the sender's Acquire wait for DONE.
+        state.store(SlotState::Done.word(me), Ordering::Release);
+    } else {
+        // SAFETY: first chunk of `chunk >= first` bytes in the payload.
+        unsafe { shim::copy_bytes(buf, w.slot_payload(id), first as usize) };
+        if first < wanted {
+            rec!(w, i, offset = first);
+            rec!(w, i, state = RecordState::RecvStream as u32);
+            // Release pairs with the sender's Acquire wait for CTS.
+            state.store(SlotState::ClearToSend.word(me), Ordering::Release);
+            return Step::Moved;
+        }
+        // Release pairs with the sender's Acquire wait for DONE.
+        state.store(SlotState::Done.word(me), Ordering::Release);
+    }
+    rec!(w, i, state = RecordState::Complete as u32);
+    Step::Moved
+}
+
+/// Takes the next chunk of a streamed message, if it is there.
+fn receive_chunk(w: &World, i: u32) -> Step {
+    let id = rec!(w, i, slot) - 1;
+    let me = w.rank;
+    let state = w.slot_word(id, SlotWord::State);
+    // Acquire pairs with the sender's Release store of CHUNK.
+    if state.load(Ordering::Acquire) != SlotState::Chunk.word(me) {
+        return Step::Idle;
+    }
+    let (offset, wanted) = (rec!(w, i, offset), rec!(w, i, wanted));
+    let n = load(w, id, SlotWord::Chunk).min(wanted - offset);
+    if offset + n > allowed(w, i) {
+        return Step::Idle;
+    }
+    let buf = rec!(w, i, buffer) as *mut u8;
+    // SAFETY: a CHUNK slot holds `chunk >= n` bytes; `offset + n <= wanted <= len`.
+    unsafe { shim::copy_bytes(buf.add(offset as usize), w.slot_payload(id), n as usize) };
+    let offset = offset + n;
+    rec!(w, i, offset = offset);
+    if offset < wanted {
+        // Release pairs with the sender's Acquire wait for CTS.
+        state.store(SlotState::ClearToSend.word(me), Ordering::Release);
+    } else {
+        // Release pairs with the sender's Acquire wait for DONE.
+        state.store(SlotState::Done.word(me), Ordering::Release);
+        rec!(w, i, state = RecordState::Complete as u32);
+    }
+    Step::Moved
+}
+
+/// Discards claimed slot `id` (a dropped `Message`): received as zero bytes.
+pub(crate) fn discard(w: &World, id: u32) {
+    let kind = load(w, id, SlotWord::Kind);
+    let state = w.slot_word(id, SlotWord::State);
+    if kind == MessageKind::Eager as u32 {
+        // Release pairs with the owner's reclaim (as in `start_receive`).
+        state.store(SlotState::Free.word(0), Ordering::Release);
+    } else {
+        // Release pairs with the sender's Acquire wait for DONE.
+        state.store(SlotState::Done.word(w.rank), Ordering::Release);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Sends
+
+/// A free slot of this rank's outbox, taken out of the free mask; `None`
+/// when every slot is in use.
+fn take_slot(w: &World) -> Option<u32> {
+    let mut free = mine!(w, free_slots);
+    if free == 0 {
+        let held = mine!(w, held_slots);
+        let me = w.rank;
+        for s in 0..w.layout.slots_per_rank {
+            // Relaxed: a FREE seen here is acquired by the fence below.
+            if held & (1 << s) == 0 && load(w, w.slot_id(me, s), SlotWord::State) == SlotState::Free as u32 {
+                free |= 1 << s;
+            }
+        }
+        if free == 0 {
+            return None;
+        }
+        // Acquire pairs with the receivers' Release stores of FREE: their
+        // last reads of these slots happen before our writes to them. One
+        // fence for every slot the scan found.
+        shim::fence(Ordering::Acquire);
+    }
+    let s = free.trailing_zeros();
+    mine!(w, free_slots = free & !(1 << s));
+    Some(s)
+}
+
+/// Gives own slot `s` back to the free mask (its last reader is known done).
+fn return_slot(w: &World, s: u32) {
+    mine!(w, held_slots = mine!(w, held_slots) & !(1 << s));
+    mine!(w, free_slots = mine!(w, free_slots) | (1 << s));
+}
+
+/// Claims a slot for send record `i` and publishes its message.
+fn claim(w: &World, i: u32) -> Step {
+    let Some(s) = take_slot(w) else {
+        return Step::Idle;
+    };
+    let me = w.rank;
+    let id = w.slot_id(me, s);
+    let dest = rec!(w, i, peer) as u32;
+    let len = rec!(w, i, len);
+    let data = rec!(w, i, buffer) as *const u8;
+    let mode = rec!(w, i, mode);
+    let slot_bytes = w.layout.slot_bytes;
+    let kind = if len <= slot_bytes {
+        MessageKind::Eager
+    } else if mode != SendMode::Replace as u32
+        && w.flags & FLAG_FORCE_STREAMING == 0
+        && shim::is_shared_address(data)
+    {
+        MessageKind::Direct
+    } else {
+        MessageKind::Stream
+    };
+    let payload = w.slot_payload(id);
+    let first = match kind {
+        MessageKind::Direct => {
+            let address = (data as u64).to_ne_bytes();
+            // SAFETY: the slot is ours and free; its payload holds >= 64 bytes.
+            unsafe { shim::copy_bytes(payload, address.as_ptr(), 8) };
+            0
+        }
+        _ => {
+            let n = len.min(slot_bytes);
+            // SAFETY: the slot is ours and free; `n <= slot_bytes` and the
+            // buffer holds `len >= n` bytes.
+            unsafe { shim::copy_bytes(payload, data, n as usize) };
+            n
+        }
+    };
+    let sequence = mine!(w, next_sequence);
+    mine!(w, next_sequence = sequence.wrapping_add(1));
+    store(w, id, SlotWord::Tag, rec!(w, i, tag) as u32);
+    store(w, id, SlotWord::Datatype, rec!(w, i, datatype));
+    store(w, id, SlotWord::Bytes, len);
+    store(w, id, SlotWord::Chunk, first);
+    store(w, id, SlotWord::Kind, kind as u32);
+    store(w, id, SlotWord::Sequence, sequence);
+    store(w, id, SlotWord::Link, LINK_PENDING);
+    store(w, id, SlotWord::State, SlotState::Queued.word(dest));
+    // Release pairs with the receiver's Acquire swap in `drain`: the header
+    // and payload above are visible to it (and, through the release
+    // sequence, to every later taker of this inbox).
+    let before = w.inbox(dest).swap(id + 1, Ordering::Release);
+    // Relaxed: the receiver reads it after acquiring our push, and waits
+    // while it still reads LINK_PENDING.
+    store(w, id, SlotWord::Link, before);
+    rec!(w, i, slot = s);
+    let next = match kind {
+        MessageKind::Eager if mode == SendMode::Synchronous as u32 => RecordState::SendAwaitFree,
+        MessageKind::Eager => RecordState::Complete,
+        MessageKind::Direct => RecordState::SendAwaitDone,
+        MessageKind::Stream => {
+            rec!(w, i, offset = first);
+            RecordState::SendStream
+        }
+    };
+    if !matches!(next, RecordState::Complete) {
+        mine!(w, held_slots = mine!(w, held_slots) | (1 << s));
+    }
+    rec!(w, i, state = next as u32);
+    Step::Moved
+}
+
+/// Advances a send record that holds a slot.
+fn send_step(w: &World, i: u32, state: u32) -> Step {
+    let s = rec!(w, i, slot);
+    let id = w.slot_id(w.rank, s);
+    let word = w.slot_word(id, SlotWord::State);
+    if state == RecordState::SendAwaitFree as u32 {
+        // Acquire pairs with the receiver's Release store of FREE after its
+        // copy: the receive has started. CLAIMED (a matched probe) is not.
+        if word.load(Ordering::Acquire) != SlotState::Free as u32 {
+            return Step::Idle;
+        }
+        return_slot(w, s);
+        rec!(w, i, state = RecordState::Complete as u32);
+        return Step::Moved;
+    }
+    if state != RecordState::SendAwaitDone as u32 && state != RecordState::SendStream as u32 {
+        return Step::Idle;
+    }
+    let dest = rec!(w, i, peer) as u32;
+    // Acquire pairs with the receiver's Release store of DONE (its copy out
+    // of our buffer or slot is finished) or of CTS (it read the last chunk).
+    let now = word.load(Ordering::Acquire);
+    if now == SlotState::Done.word(dest) {
+        // Relaxed: only this rank takes its slots.
+        word.store(SlotState::Free as u32, Ordering::Relaxed);
+        return_slot(w, s);
+        rec!(w, i, state = RecordState::Complete as u32);
+        return Step::Moved;
+    }
+    let (offset, len) = (rec!(w, i, offset), rec!(w, i, len));
+    if now != SlotState::ClearToSend.word(dest) || offset >= len {
+        return Step::Idle;
+    }
+    let n = (len - offset).min(w.layout.slot_bytes);
+    let data = rec!(w, i, buffer) as *const u8;
+    // SAFETY: the receiver asked for this chunk (CTS) and reads the payload
+    // only after CHUNK; `offset + n <= len`.
+    unsafe { shim::copy_bytes(w.slot_payload(id), data.add(offset as usize), n as usize) };
+    store(w, id, SlotWord::Chunk, n);
+    rec!(w, i, offset = offset + n);
+    // Release pairs with the receiver's Acquire wait for CHUNK.
+    word.store(SlotState::Chunk.word(dest), Ordering::Release);
+    Step::Moved
+}
+
+/// This rank's header, for tests and reports inside the crate.
+#[allow(dead_code)]
+pub(crate) fn header(w: &World) -> RankHeader {
+    // SAFETY: this rank's header.
+    unsafe { w.rank_header().read() }
+}

@@ -1,0 +1,416 @@
+//! The typed layer over the world memory: the `#[repr(C)]` records of the
+//! point-to-point engine, their state enums, and the one accessor that does
+//! address arithmetic on them.
+//!
+//! The host lays the regions out ([`crate::state::Layout`]); this module says
+//! what lies inside a region's element, and the host's report decodes the
+//! same structs from a copy of the memory (they are `Pod`).
+//!
+//! Access discipline, per field:
+//! - *shared* words (a slot's header, a rank's inbox) are read and written
+//!   only through the shim's atomics ([`World::slot_word`], [`World::inbox`]);
+//! - *private* words (a rank's [`RankHeader`] past its inbox, its
+//!   [`RequestRecord`]s) belong to one rank: only that rank touches them while
+//!   the kernel runs (plain loads and stores through [`World::rank_header`]
+//!   and [`World::record`]), and the host reads them after it.
+
+use crate::state::{Layout, RANK_HEADER_BYTES, RECORD_BYTES, SLOT_HEADER_BYTES};
+use crate::topology::World;
+use bytemuck::{Pod, Zeroable};
+
+/// Bits of a slot's state word that hold the [`SlotState`]; the destination
+/// rank sits above them.
+pub const STATE_BITS: u32 = 3;
+const STATE_MASK: u32 = (1 << STATE_BITS) - 1;
+
+/// A link to no slot (end of a list).
+pub const LINK_NONE: u32 = 0;
+/// A slot's push link while its sender has swapped it into an inbox and not
+/// yet stored the link to the slot pushed before it.
+pub const LINK_PENDING: u32 = u32::MAX;
+
+/// The state of an outbox slot (its state word's low [`STATE_BITS`] bits).
+///
+/// | from | to | by | meaning |
+/// |---|---|---|---|
+/// | Free | Queued | sender | envelope (and payload or first chunk) written, slot pushed on the destination's inbox |
+/// | Queued | Arrived | receiver | taken from the inbox into the receiver's unexpected queue |
+/// | Arrived | Claimed | receiver | a matched probe took it out of matching |
+/// | Arrived, Claimed | Free | receiver | eager message copied out |
+/// | Arrived, Claimed, Chunk | ClearToSend | receiver | streaming: send the next chunk |
+/// | ClearToSend | Chunk | sender | streaming: next chunk in the payload |
+/// | Arrived, Claimed, Chunk | Done | receiver | rendezvous finished (or cut short by an error) |
+/// | Done | Free | sender | the sender returns the slot to itself |
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SlotState {
+    /// Unused: its owner may take it.
+    Free = 0,
+    /// Published and pushed on the destination's inbox, not yet seen by it.
+    Queued = 1,
+    /// In the destination's unexpected queue, waiting for a receive.
+    Arrived = 2,
+    /// Taken out of matching by a matched probe, not yet received.
+    Claimed = 3,
+    /// Streaming: the receiver asks for the next chunk.
+    ClearToSend = 4,
+    /// Streaming: a later chunk is in the payload.
+    Chunk = 5,
+    /// Rendezvous finished: the sender frees the slot.
+    Done = 6,
+}
+
+impl SlotState {
+    /// The state in a state word, `None` for a code this version never writes.
+    pub fn of_word(word: u32) -> Option<SlotState> {
+        Some(match word & STATE_MASK {
+            0 => SlotState::Free,
+            1 => SlotState::Queued,
+            2 => SlotState::Arrived,
+            3 => SlotState::Claimed,
+            4 => SlotState::ClearToSend,
+            5 => SlotState::Chunk,
+            6 => SlotState::Done,
+            _ => return None,
+        })
+    }
+
+    /// The state word of a slot in this state for destination `dest`.
+    pub const fn word(self, dest: u32) -> u32 {
+        (dest << STATE_BITS) | self as u32
+    }
+}
+
+/// The destination rank in a state word.
+pub const fn dest_of_word(word: u32) -> u32 {
+    word >> STATE_BITS
+}
+
+/// How a slot carries its message.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MessageKind {
+    /// The whole message is in the payload.
+    Eager = 0,
+    /// Rendezvous: the payload holds the address of the sender's buffer,
+    /// which the receiver copies from.
+    Direct = 1,
+    /// Rendezvous: the message streams through the payload, chunk by chunk.
+    Stream = 2,
+}
+
+impl MessageKind {
+    /// The kind for a stored code.
+    pub fn from_code(code: u32) -> Option<MessageKind> {
+        Some(match code {
+            0 => MessageKind::Eager,
+            1 => MessageKind::Direct,
+            2 => MessageKind::Stream,
+            _ => return None,
+        })
+    }
+}
+
+/// The envelope of one outbox slot, before its payload
+/// ([`SLOT_HEADER_BYTES`]). Every field is a shared word.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct SlotHeader {
+    /// [`SlotState`] and, above it, the destination rank.
+    pub state: u32,
+    /// While queued: the slot pushed on the same inbox before this one
+    /// (slot id + 1, [`LINK_PENDING`] for a moment after the push); once
+    /// arrived: the next slot of the receiver's unexpected queue.
+    pub link: u32,
+    /// Once arrived: the previous slot of the unexpected queue.
+    pub back: u32,
+    /// The message's tag.
+    pub tag: i32,
+    /// The datatype id it was sent with.
+    pub datatype: u32,
+    /// Length of the whole message in bytes.
+    pub bytes: u32,
+    /// Bytes of the message in the payload now (eager: all; stream: this chunk).
+    pub chunk: u32,
+    /// [`MessageKind`] code.
+    pub kind: u32,
+    /// The sender's number for this message (its count of messages sent
+    /// before it): orders one sender's messages.
+    pub sequence: u32,
+    /// Unused.
+    pub reserved: [u32; 3],
+}
+
+/// One rank's header in the world memory ([`RANK_HEADER_BYTES`]).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct RankHeader {
+    /// Shared: the inbox, a stack of slots pushed by senders (slot id + 1,
+    /// [`LINK_NONE`] when empty); the rank takes it whole.
+    pub inbox: u32,
+    /// Keeps the shared word alone in its 16 bytes.
+    pub pad: [u32; 3],
+    /// Private: first slot of the unexpected queue (messages arrived and
+    /// not yet received, in arrival order).
+    pub queue_head: u32,
+    /// Private: last slot of the unexpected queue.
+    pub queue_tail: u32,
+    /// Private: messages in the unexpected queue.
+    pub queued: u32,
+    /// Private: first record of the active list (requests in posting
+    /// order; record index + 1).
+    pub active_head: u32,
+    /// Private: last record of the active list.
+    pub active_tail: u32,
+    /// Private: bit `i` set when record `i` is in use.
+    pub records_used: u32,
+    /// Private: bit `s` set when own slot `s` is known to be free.
+    pub free_slots: u32,
+    /// Private: bit `s` set when own slot `s` belongs to a send still in
+    /// progress (a reclaim scan leaves it alone).
+    pub held_slots: u32,
+    /// Private: number of this rank's next message.
+    pub next_sequence: u32,
+    /// Private: id of the next request scope this rank opens.
+    pub next_scope: u32,
+    /// Unused.
+    pub reserved: [u32; 2],
+}
+
+/// The state of a request record.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecordState {
+    /// Not in use.
+    Free = 0,
+    /// A send waiting for a slot (the outbox is full or an earlier send waits).
+    SendClaim = 1,
+    /// A synchronous eager send waiting for the receiver to free its slot.
+    SendAwaitFree = 2,
+    /// A direct rendezvous waiting for the receiver's copy (DONE).
+    SendAwaitDone = 3,
+    /// A streamed rendezvous: sends a chunk at each CTS.
+    SendStream = 4,
+    /// A receive looking for its message.
+    RecvMatch = 5,
+    /// A receive of a message a matched probe claimed (slot in `slot`).
+    RecvClaimed = 6,
+    /// A receive streaming its message's chunks.
+    RecvStream = 7,
+    /// Finished; the outcome is in the record until a wait or test takes it.
+    Complete = 8,
+}
+
+impl RecordState {
+    /// The state for a stored code.
+    pub fn from_code(code: u32) -> Option<RecordState> {
+        Some(match code {
+            0 => RecordState::Free,
+            1 => RecordState::SendClaim,
+            2 => RecordState::SendAwaitFree,
+            3 => RecordState::SendAwaitDone,
+            4 => RecordState::SendStream,
+            5 => RecordState::RecvMatch,
+            6 => RecordState::RecvClaimed,
+            7 => RecordState::RecvStream,
+            8 => RecordState::Complete,
+            _ => return None,
+        })
+    }
+
+    /// Whether a record in this state is a send.
+    pub fn is_send(self) -> bool {
+        matches!(
+            self,
+            RecordState::SendClaim | RecordState::SendAwaitFree | RecordState::SendAwaitDone | RecordState::SendStream
+        )
+    }
+}
+
+/// How a finished record ended ([`RequestRecord::outcome`]).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Completed.
+    Success = 0,
+    /// A receive got a message of another datatype (`MPI_ERR_TYPE`).
+    TypeMismatch = 1,
+    /// A receive got a message longer than its buffer (`MPI_ERR_TRUNCATE`).
+    Truncate = 2,
+}
+
+/// One request of a rank (a posted send or receive, or the operation of a
+/// blocking call), [`RECORD_BYTES`]. Private to its rank.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct RequestRecord {
+    /// [`RecordState`] code.
+    pub state: u32,
+    /// Next record of the active list (index + 1).
+    pub next: u32,
+    /// Send: the destination. Receive: the source filter; once matched, the
+    /// message's source.
+    pub peer: i32,
+    /// Send: the tag. Receive: the tag filter; once matched, the message's tag.
+    pub tag: i32,
+    /// The datatype id of the buffer.
+    pub datatype: u32,
+    /// Bytes of the buffer (send: the message; receive: the capacity).
+    pub len: u32,
+    /// Address of the buffer.
+    pub buffer: u64,
+    /// Send: own slot index. Receive: the matched slot's id + 1.
+    pub slot: u32,
+    /// Bytes copied so far (streaming).
+    pub offset: u32,
+    /// Receive: bytes it will copy (the message, cut to the buffer).
+    pub wanted: u32,
+    /// Send: [`SendMode`](crate::point_to_point) code. Receive: the record
+    /// (index + 1) of a send sharing its buffer (send-receive-replace) whose
+    /// progress bounds the bytes it may write, or 0.
+    pub mode: u32,
+    /// The scope that owns it (0: a blocking call).
+    pub scope: u32,
+    /// [`Outcome`] code.
+    pub outcome: u32,
+    /// Receive, once matched: the message's length in bytes.
+    pub message_bytes: u32,
+    /// Receive, once matched: the message's datatype id.
+    pub message_datatype: u32,
+}
+
+const _: () = assert!(core::mem::size_of::<SlotHeader>() == SLOT_HEADER_BYTES);
+const _: () = assert!(core::mem::size_of::<RankHeader>() == RANK_HEADER_BYTES);
+const _: () = assert!(core::mem::size_of::<RequestRecord>() == RECORD_BYTES);
+
+/// The shared words of a slot header, by field.
+#[derive(Clone, Copy)]
+pub(crate) enum SlotWord {
+    State,
+    Link,
+    Back,
+    Tag,
+    Datatype,
+    Bytes,
+    Chunk,
+    Kind,
+    Sequence,
+}
+
+impl SlotWord {
+    const fn offset(self) -> usize {
+        use core::mem::offset_of;
+        match self {
+            SlotWord::State => offset_of!(SlotHeader, state),
+            SlotWord::Link => offset_of!(SlotHeader, link),
+            SlotWord::Back => offset_of!(SlotHeader, back),
+            SlotWord::Tag => offset_of!(SlotHeader, tag),
+            SlotWord::Datatype => offset_of!(SlotHeader, datatype),
+            SlotWord::Bytes => offset_of!(SlotHeader, bytes),
+            SlotWord::Chunk => offset_of!(SlotHeader, chunk),
+            SlotWord::Kind => offset_of!(SlotHeader, kind),
+            SlotWord::Sequence => offset_of!(SlotHeader, sequence),
+        }
+    }
+}
+
+impl Layout {
+    /// Offset of the slot with global id `id` (`owner * slots_per_rank + slot`).
+    pub fn slot_by_id(&self, id: u32) -> usize {
+        let (owner, slot) = (id / self.slots_per_rank, id % self.slots_per_rank);
+        self.slot(owner, slot)
+    }
+}
+
+impl World {
+    /// A shared word of the header of slot `id`.
+    pub(crate) fn slot_word(&self, id: u32, word: SlotWord) -> &crate::shim::AtomicU32 {
+        // SAFETY: `id < ranks * slots_per_rank` (callers derive it from a
+        // rank and a slot index, or from a link the engine wrote); the word
+        // is 4-byte aligned inside the world memory and shared words are
+        // only accessed atomically.
+        unsafe { crate::shim::atomic_u32_at(self.base, self.layout.slot_by_id(id) + word.offset()) }
+    }
+
+    /// The payload of slot `id` (`slot_bytes`, 16-byte aligned).
+    pub(crate) fn slot_payload(&self, id: u32) -> *mut u8 {
+        // SAFETY: inside the world memory (see `slot_word`).
+        unsafe { self.base.add(self.layout.slot_by_id(id) + SLOT_HEADER_BYTES) }
+    }
+
+    /// The inbox word of `rank`.
+    pub(crate) fn inbox(&self, rank: u32) -> &crate::shim::AtomicU32 {
+        // SAFETY: `rank < ranks`; the inbox is the first word of the rank's
+        // header, 4-byte aligned, accessed only atomically.
+        unsafe { crate::shim::atomic_u32_at(self.base, self.layout.rank_header(rank)) }
+    }
+
+    /// This rank's header. Only its private fields may be used through the
+    /// pointer (the inbox goes through [`World::inbox`]).
+    pub(crate) fn rank_header(&self) -> *mut RankHeader {
+        // SAFETY: inside the world memory, 64-byte aligned.
+        unsafe { self.base.add(self.layout.rank_header(self.rank)) as *mut RankHeader }
+    }
+
+    /// This rank's request record `index` (`index < records_per_rank`).
+    pub(crate) fn record(&self, index: u32) -> *mut RequestRecord {
+        // SAFETY: inside the world memory, 64-byte aligned.
+        unsafe { self.base.add(self.layout.record_of(self.rank, index)) as *mut RequestRecord }
+    }
+}
+
+/// Decoded slot, as the host's report reads it from a copy of the memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlotView {
+    /// The owner (sender).
+    pub owner: u32,
+    /// Its header.
+    pub header: SlotHeader,
+}
+
+impl SlotView {
+    /// Decodes slot `slot` of `owner`'s outbox from `memory`, a copy of a
+    /// world laid out by `layout`.
+    ///
+    /// # Panics
+    /// If the slot lies outside `memory`.
+    pub fn read(memory: &[u8], layout: &Layout, owner: u32, slot: u32) -> SlotView {
+        let at = layout.slot(owner, slot);
+        SlotView {
+            owner,
+            header: bytemuck::pod_read_unaligned(&memory[at..at + SLOT_HEADER_BYTES]),
+        }
+    }
+
+    /// The slot's state (`None`: a code this version never writes).
+    pub fn state(&self) -> Option<SlotState> {
+        SlotState::of_word(self.header.state)
+    }
+
+    /// The destination rank.
+    pub fn dest(&self) -> u32 {
+        dest_of_word(self.header.state)
+    }
+
+    /// Whether the slot holds a message published and not yet received.
+    pub fn is_unreceived(&self) -> bool {
+        matches!(
+            self.state(),
+            Some(SlotState::Queued | SlotState::Arrived | SlotState::Claimed)
+        )
+    }
+
+    /// Whether the message goes by rendezvous (its sender waits for the receiver).
+    pub fn is_rendezvous(&self) -> bool {
+        self.header.kind != MessageKind::Eager as u32
+    }
+}
+
+/// Decodes `rank`'s request record `index` from a copy of the memory.
+///
+/// # Panics
+/// If the record lies outside `memory`.
+pub fn read_record(memory: &[u8], layout: &Layout, rank: u32, index: u32) -> RequestRecord {
+    let at = layout.record_of(rank, index);
+    bytemuck::pod_read_unaligned(&memory[at..at + RECORD_BYTES])
+}
