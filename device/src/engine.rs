@@ -579,8 +579,8 @@ fn take_slot(w: &World) -> Option<u32> {
         let me = w.rank;
         for s in 0..w.layout.slots_per_rank {
             // Relaxed: a FREE seen here is acquired by the fence below.
-            if held & (1 << s) == 0 && load(w, w.slot_id(me, s), SlotWord::State) == SlotState::Free as u32 {
-                free |= 1 << s;
+            if held & (1u64 << s) == 0 && load(w, w.slot_id(me, s), SlotWord::State) == SlotState::Free as u32 {
+                free |= 1u64 << s;
             }
         }
         if free == 0 {
@@ -592,14 +592,14 @@ fn take_slot(w: &World) -> Option<u32> {
         shim::fence(Ordering::Acquire);
     }
     let s = free.trailing_zeros();
-    mine!(w, free_slots = free & !(1 << s));
+    mine!(w, free_slots = free & !(1u64 << s));
     Some(s)
 }
 
 /// Gives own slot `s` back to the free mask (its last reader is known done).
 fn return_slot(w: &World, s: u32) {
-    mine!(w, held_slots = mine!(w, held_slots) & !(1 << s));
-    mine!(w, free_slots = mine!(w, free_slots) | (1 << s));
+    mine!(w, held_slots = mine!(w, held_slots) & !(1u64 << s));
+    mine!(w, free_slots = mine!(w, free_slots) | (1u64 << s));
 }
 
 /// Claims a slot for send record `i` and publishes its message.
@@ -668,7 +668,7 @@ fn claim(w: &World, i: u32) -> Step {
         }
     };
     if !matches!(next, RecordState::Complete) {
-        mine!(w, held_slots = mine!(w, held_slots) | (1 << s));
+        mine!(w, held_slots = mine!(w, held_slots) | (1u64 << s));
     }
     rec!(w, i, state = next as u32);
     Step::Moved

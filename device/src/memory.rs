@@ -165,16 +165,14 @@ pub struct RankHeader {
     /// Private: bit `i` set when record `i` is in use.
     pub records_used: u32,
     /// Private: bit `s` set when own slot `s` is known to be free.
-    pub free_slots: u32,
+    pub free_slots: u64,
     /// Private: bit `s` set when own slot `s` belongs to a send still in
     /// progress (a reclaim scan leaves it alone).
-    pub held_slots: u32,
+    pub held_slots: u64,
     /// Private: number of this rank's next message.
     pub next_sequence: u32,
     /// Private: id of the next request scope this rank opens.
     pub next_scope: u32,
-    /// Unused.
-    pub reserved: [u32; 2],
 }
 
 /// The state of a request record.

@@ -53,9 +53,11 @@ pub const RECORD_BYTES: usize = 64;
 /// Records of each rank kept for blocking calls (a send-receive uses two),
 /// beside the `requests_per_rank` of its request scopes.
 pub const BLOCKING_RECORDS: u32 = 2;
-/// Most slots per rank and most records per rank (the engine keeps them in
-/// 32-bit masks).
-pub const MAX_SLOTS_PER_RANK: u32 = 32;
+/// Most slots per rank (the engine keeps them in a 64-bit mask).
+pub const MAX_SLOTS_PER_RANK: u32 = 64;
+/// Most request records per rank, `requests_per_rank + BLOCKING_RECORDS`
+/// (a 32-bit mask).
+pub const MAX_RECORDS_PER_RANK: u32 = 32;
 /// Bytes of one block's barrier record.
 pub const BARRIER_STRIDE: usize = 64;
 /// Bytes of one rank's wait record.
@@ -88,7 +90,7 @@ pub struct WorldConfig {
     /// 0: [`DEFAULT_BACKOFF_MAX_NS`]. The emulator ignores it.
     pub backoff_max_ns: u32,
     /// Requests a rank may have outstanding in its request scopes at once
-    /// (at most `MAX_SLOTS_PER_RANK - BLOCKING_RECORDS`); one more fails
+    /// (at most `MAX_RECORDS_PER_RANK - BLOCKING_RECORDS`); one more fails
     /// with `MPI_ERR_REQUEST`.
     pub requests_per_rank: u32,
     /// Unused (zero).
@@ -148,7 +150,7 @@ impl WorldConfig {
         if self.slots_per_rank > MAX_SLOTS_PER_RANK {
             return Err(ConfigError::TooManySlots(self.slots_per_rank));
         }
-        if self.requests_per_rank == 0 || self.records_per_rank() > MAX_SLOTS_PER_RANK {
+        if self.requests_per_rank == 0 || self.records_per_rank() > MAX_RECORDS_PER_RANK {
             return Err(ConfigError::Requests(self.requests_per_rank));
         }
         if (self.ranks as u64) * (self.slots_per_rank as u64) >= (u32::MAX - 1) as u64 {
@@ -306,7 +308,7 @@ pub enum ConfigError {
     NoSlots,
     /// More slots per rank than [`MAX_SLOTS_PER_RANK`].
     TooManySlots(u32),
-    /// Zero requests per rank, or more than `MAX_SLOTS_PER_RANK - BLOCKING_RECORDS`.
+    /// Zero requests per rank, or more than `MAX_RECORDS_PER_RANK - BLOCKING_RECORDS`.
     Requests(u32),
     /// Slot payload not a positive multiple of 64.
     SlotBytes(u32),
@@ -337,7 +339,7 @@ impl core::fmt::Display for ConfigError {
             ConfigError::Requests(n) => write!(
                 f,
                 "requests_per_rank {n} is not in 1..={}",
-                MAX_SLOTS_PER_RANK - BLOCKING_RECORDS
+                MAX_RECORDS_PER_RANK - BLOCKING_RECORDS
             ),
             ConfigError::SlotBytes(b) => write!(f, "slot_bytes {b} is not a positive multiple of 64"),
             ConfigError::CollectiveBytes(b) => {

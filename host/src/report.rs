@@ -13,7 +13,8 @@
 
 use crate::error::HostError;
 use gpu_mpi_device::error::ErrorClass;
-use gpu_mpi_device::state::{Layout, SlotEnvelope, ABORT_OFFSET};
+use gpu_mpi_device::memory::SlotView;
+use gpu_mpi_device::state::{Layout, ABORT_OFFSET};
 use gpu_mpi_device::wait::{
     Operation, WaitDisplay, STATE_EXITED, STATE_RUNNING, STATE_TIMED_OUT, STATE_WAITING,
 };
@@ -536,17 +537,17 @@ fn unreceived_messages(memory: &[u8], layout: &Layout) -> Vec<UnreceivedMessage>
     let mut out = Vec::new();
     for source in 0..layout.ranks {
         let mut sent: Vec<(u32, UnreceivedMessage)> = (0..layout.slots_per_rank)
-            .map(|slot| SlotEnvelope::read(memory, layout, source, slot))
-            .filter(SlotEnvelope::is_unreceived)
-            .map(|e| {
+            .map(|slot| SlotView::read(memory, layout, source, slot))
+            .filter(SlotView::is_unreceived)
+            .map(|v| {
                 let m = UnreceivedMessage {
                     source,
-                    dest: e.dest,
-                    tag: e.tag,
-                    bytes: e.bytes,
-                    rendezvous: e.is_rendezvous(),
+                    dest: v.dest(),
+                    tag: v.header.tag,
+                    bytes: v.header.bytes,
+                    rendezvous: v.is_rendezvous(),
                 };
-                (e.sequence, m)
+                (v.header.sequence, m)
             })
             .collect();
         // Sequence numbers of messages in flight are close together; the

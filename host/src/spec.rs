@@ -99,6 +99,8 @@ pub struct WorldSpec {
     pub max_message_bytes: u32,
     /// Bytes each rank stages per round of a collective (a multiple of 64).
     pub collective_bytes: u32,
+    /// Requests each rank may have outstanding in its request scopes.
+    pub requests_per_rank: u32,
     /// Stream every large message through a slot (test the GPU's path).
     pub force_streaming: bool,
     /// Give up a wait after this long: the rank's wait is marked timed out,
@@ -133,6 +135,7 @@ impl WorldSpec {
             slot_bytes: d.slot_bytes,
             max_message_bytes: d.max_message_bytes,
             collective_bytes: d.collective_bytes,
+            requests_per_rank: d.requests_per_rank,
             force_streaming: false,
             timeout: None,
             backoff_max: None,
@@ -166,6 +169,12 @@ impl WorldSpec {
     /// Sets the bytes per collective round.
     pub fn collective_bytes(mut self, n: u32) -> Self {
         self.collective_bytes = n;
+        self
+    }
+
+    /// Sets the requests a rank may have outstanding (1 to 30).
+    pub fn requests_per_rank(mut self, n: u32) -> Self {
+        self.requests_per_rank = n;
         self
     }
 
@@ -205,6 +214,7 @@ impl WorldSpec {
         c.slot_bytes = self.slot_bytes;
         c.max_message_bytes = self.max_message_bytes;
         c.collective_bytes = self.collective_bytes;
+        c.requests_per_rank = self.requests_per_rank;
         c.flags = if self.force_streaming {
             FLAG_FORCE_STREAMING
         } else {
