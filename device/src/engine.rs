@@ -45,13 +45,15 @@
 
 use crate::datatype::ID_BYTE;
 use crate::error::Error;
+use crate::memory::Core;
 use crate::memory::{
-    MessageKind, Outcome, RankHeader, RecordState, RequestRecord, SlotState, SlotWord, LINK_NONE, LINK_PENDING,
+    MessageKind, Outcome, RankHeader, RecordState, RequestRecord, SlotState, SlotWord, LINK_NONE,
+    LINK_PENDING,
 };
 use crate::point_to_point::{SendMode, Status};
 use crate::shim::{self, Backoff, Ordering};
 use crate::state::{BLOCKING_RECORDS, FLAG_FORCE_STREAMING};
-use crate::topology::{World, ANY_SOURCE};
+use crate::topology::ANY_SOURCE;
 use crate::wait::{Operation, WaitFor};
 use crate::ANY_TAG;
 
@@ -84,20 +86,14 @@ macro_rules! rec {
 
 pub(crate) use {mine, rec};
 
-fn load(w: &World, id: u32, word: SlotWord) -> u32 {
+fn load(w: &Core, id: u32, word: SlotWord) -> u32 {
     // Relaxed: every use below is ordered by an Acquire operation named there.
     w.slot_word(id, word).load(Ordering::Relaxed)
 }
 
-fn store(w: &World, id: u32, word: SlotWord, v: u32) {
+fn store(w: &Core, id: u32, word: SlotWord, v: u32) {
     // Relaxed: published by a later Release operation named at the call.
     w.slot_word(id, word).store(v, Ordering::Relaxed)
-}
-
-impl World {
-    fn slot_id(&self, owner: u32, slot: u32) -> u32 {
-        owner * self.layout.slots_per_rank + slot
-    }
 }
 
 // ---------------------------------------------------------------------------
@@ -120,12 +116,13 @@ pub(crate) struct Post {
 /// Takes a free record for `scope` (0: a blocking call, which has
 /// [`BLOCKING_RECORDS`] of its own), fills it from `p`, appends it to the
 /// active list (posting order) and returns its index.
-pub(crate) fn post(w: &World, scope: u32, p: &Post) -> Result<u32, Error> {
+#[inline]
+pub(crate) fn post(w: &Core, scope: u32, p: &Post) -> Result<u32, Error> {
     let used = mine!(w, records_used);
     let (first, end) = if scope == 0 {
         (0, BLOCKING_RECORDS)
     } else {
-        (BLOCKING_RECORDS, w.layout.records_per_rank)
+        (BLOCKING_RECORDS, w.records_per_rank)
     };
     let free = !used & (mask_below(end) & !mask_below(first));
     if free == 0 {
@@ -172,12 +169,14 @@ const fn mask_below(n: u32) -> u32 {
 }
 
 /// Whether record `i` finished.
-pub(crate) fn is_complete(w: &World, i: u32) -> bool {
+#[inline]
+pub(crate) fn is_complete(w: &Core, i: u32) -> bool {
     rec!(w, i, state) == RecordState::Complete as u32
 }
 
 /// The outcome of finished record `i`; frees it.
-pub(crate) fn collect(w: &World, i: u32) -> Result<Status, Error> {
+#[inline]
+pub(crate) fn collect(w: &Core, i: u32) -> Result<Status, Error> {
     // SAFETY: this rank's record.
     let r = unsafe { w.record(i).read() };
     free(w, i);
@@ -200,7 +199,7 @@ pub(crate) fn collect(w: &World, i: u32) -> Result<Status, Error> {
     }
 }
 
-fn free(w: &World, i: u32) {
+fn free(w: &Core, i: u32) {
     mine!(w, records_used = mine!(w, records_used) & !(1 << i));
     rec!(w, i, state = RecordState::Free as u32);
 }
@@ -208,7 +207,8 @@ fn free(w: &World, i: u32) {
 /// Takes record `i` out of the active list (if it is there) and frees it:
 /// a wait given up on an abort or a timeout. A slot the record holds stays
 /// held (the world is being torn down).
-pub(crate) fn cancel(w: &World, i: u32) {
+#[inline]
+pub(crate) fn cancel(w: &Core, i: u32) {
     let mut prev = 0u32;
     let mut r = mine!(w, active_head);
     while r != 0 {
@@ -231,7 +231,8 @@ pub(crate) fn cancel(w: &World, i: u32) {
 }
 
 /// What a wait on record `i` records.
-pub(crate) fn what(w: &World, i: u32) -> WaitFor {
+#[inline]
+pub(crate) fn what(w: &Core, i: u32) -> WaitFor {
     let state = RecordState::from_code(rec!(w, i, state));
     WaitFor {
         operation: if state.is_some_and(RecordState::is_send) {
@@ -245,7 +246,7 @@ pub(crate) fn what(w: &World, i: u32) -> WaitFor {
 }
 
 /// Bytes of a send record's buffer that no rank reads any more.
-fn send_copied(w: &World, i: u32) -> u32 {
+fn send_copied(w: &Core, i: u32) -> u32 {
     match RecordState::from_code(rec!(w, i, state)) {
         Some(RecordState::SendStream) => rec!(w, i, offset),
         Some(RecordState::SendClaim) | Some(RecordState::SendAwaitDone) => 0,
@@ -259,8 +260,19 @@ fn send_copied(w: &World, i: u32) -> u32 {
 /// Advances every record of this rank once, in posting order, after taking
 /// the inbox. True when anything changed that another rank can see or that
 /// the rank's own waits look at.
+#[inline(always)]
+pub(crate) fn progress(core: Core) -> bool {
+    let (a, b) = core.to_words();
+    progress_words(a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3], b[4])
+}
+
+/// [`progress`] with the `Core` in scalar arguments: an aggregate passed by
+/// value to a call that is not inlined goes through local memory on nvptx.
 #[inline(never)]
-pub(crate) fn progress(w: &World) -> bool {
+#[allow(clippy::too_many_arguments)]
+fn progress_words(a0: u64, a1: u64, a2: u64, a3: u64, b0: u32, b1: u32, b2: u32, b3: u32, b4: u32) -> bool {
+    let core = Core::from_words([a0, a1, a2, a3], [b0, b1, b2, b3, b4, 0]);
+    let w = &core;
     let mut moved = drain(w);
     let mut prev = 0u32;
     let mut r = mine!(w, active_head);
@@ -323,7 +335,7 @@ enum Step {
 }
 
 /// Takes this rank's inbox into its unexpected queue; true if it held anything.
-fn drain(w: &World) -> bool {
+fn drain(w: &Core) -> bool {
     let me = w.rank;
     let inbox = w.inbox(me);
     // Relaxed: a look before the swap, so that an idle poll writes nothing.
@@ -376,7 +388,8 @@ fn drain(w: &World) -> bool {
 
 /// The arrived message a receive from `source` with `tag` gets now (slot id
 /// + 1), or 0 (only what [`progress`] has taken from the inbox counts).
-pub(crate) fn find(w: &World, source: i32, tag: i32) -> u32 {
+#[inline]
+pub(crate) fn find(w: &Core, source: i32, tag: i32) -> u32 {
     if source == ANY_SOURCE {
         let mut node = mine!(w, queue_head);
         while node != LINK_NONE {
@@ -388,7 +401,7 @@ pub(crate) fn find(w: &World, source: i32, tag: i32) -> u32 {
         return 0;
     }
     let arrived = SlotState::Arrived.word(w.rank);
-    let slots = w.layout.slots_per_rank;
+    let slots = w.slots_per_rank;
     let base = w.slot_id(source as u32, 0);
     let mut best = 0u32;
     let mut best_sequence = 0u32;
@@ -412,7 +425,8 @@ pub(crate) fn find(w: &World, source: i32, tag: i32) -> u32 {
 }
 
 /// Takes arrived slot `id1` (id + 1) out of the unexpected queue.
-pub(crate) fn unlink(w: &World, id1: u32) {
+#[inline]
+pub(crate) fn unlink(w: &Core, id1: u32) {
     let next = load(w, id1 - 1, SlotWord::Link);
     let back = load(w, id1 - 1, SlotWord::Back);
     if back == LINK_NONE {
@@ -429,9 +443,10 @@ pub(crate) fn unlink(w: &World, id1: u32) {
 }
 
 /// The envelope of arrived slot `id`.
-pub(crate) fn envelope(w: &World, id: u32) -> Status {
+#[inline]
+pub(crate) fn envelope(w: &Core, id: u32) -> Status {
     Status {
-        source: (id / w.layout.slots_per_rank) as i32,
+        source: (id / w.slots_per_rank) as i32,
         tag: load(w, id, SlotWord::Tag) as i32,
         bytes: load(w, id, SlotWord::Bytes),
         datatype: load(w, id, SlotWord::Datatype),
@@ -439,7 +454,8 @@ pub(crate) fn envelope(w: &World, id: u32) -> Status {
 }
 
 /// Marks unlinked slot `id` claimed by a matched probe (for the reports).
-pub(crate) fn mark_claimed(w: &World, id: u32) {
+#[inline]
+pub(crate) fn mark_claimed(w: &Core, id: u32) {
     // Relaxed: only this rank acts on the slot until it answers.
     store(w, id, SlotWord::State, SlotState::Claimed.word(w.rank));
 }
@@ -449,7 +465,7 @@ pub(crate) fn mark_claimed(w: &World, id: u32) {
 
 /// The bytes receive record `i` may write so far (a send-receive-replace
 /// writes only what its send has copied out of the shared buffer).
-fn allowed(w: &World, i: u32) -> u32 {
+fn allowed(w: &Core, i: u32) -> u32 {
     match rec!(w, i, mode) {
         0 => u32::MAX,
         send => send_copied(w, send - 1),
@@ -457,7 +473,7 @@ fn allowed(w: &World, i: u32) -> u32 {
 }
 
 /// Starts receiving the claimed message of record `i` (state RecvClaimed).
-fn start_receive(w: &World, i: u32) -> Step {
+fn start_receive(w: &Core, i: u32) -> Step {
     let id = rec!(w, i, slot) - 1;
     let status = envelope(w, id);
     let capacity = rec!(w, i, len);
@@ -497,11 +513,9 @@ fn start_receive(w: &World, i: u32) -> Step {
         // of the payload happen before its next writes to it.
         state.store(SlotState::Free.word(0), Ordering::Release);
     } else if kind == MessageKind::Direct as u32 {
-        let mut src = [0u8; 8];
         // SAFETY: a direct message's payload starts with the address of the
-        // sender's buffer (written before its push); 8 bytes.
-        unsafe { shim::copy_bytes(src.as_mut_ptr(), w.slot_payload(id), 8) };
-        let src = u64::from_ne_bytes(src) as *const u8;
+        // sender's buffer (written before its push); 16-byte aligned.
+        let src = unsafe { shim::load_payload_u64(w.slot_payload(id)) } as *const u8;
         // SAFETY: the sender keeps its buffer alive and unwritten until it
         // sees DONE; `wanted` is within both buffers.
         unsafe { shim::copy_wide(buf, src, wanted as usize) };
@@ -525,7 +539,7 @@ fn start_receive(w: &World, i: u32) -> Step {
 }
 
 /// Takes the next chunk of a streamed message, if it is there.
-fn receive_chunk(w: &World, i: u32) -> Step {
+fn receive_chunk(w: &Core, i: u32) -> Step {
     let id = rec!(w, i, slot) - 1;
     let me = w.rank;
     let state = w.slot_word(id, SlotWord::State);
@@ -555,7 +569,8 @@ fn receive_chunk(w: &World, i: u32) -> Step {
 }
 
 /// Discards claimed slot `id` (a dropped `Message`): received as zero bytes.
-pub(crate) fn discard(w: &World, id: u32) {
+#[inline]
+pub(crate) fn discard(w: &Core, id: u32) {
     let kind = load(w, id, SlotWord::Kind);
     let state = w.slot_word(id, SlotWord::State);
     if kind == MessageKind::Eager as u32 {
@@ -572,14 +587,15 @@ pub(crate) fn discard(w: &World, id: u32) {
 
 /// A free slot of this rank's outbox, taken out of the free mask; `None`
 /// when every slot is in use.
-fn take_slot(w: &World) -> Option<u32> {
+fn take_slot(w: &Core) -> Option<u32> {
     let mut free = mine!(w, free_slots);
     if free == 0 {
         let held = mine!(w, held_slots);
         let me = w.rank;
-        for s in 0..w.layout.slots_per_rank {
+        for s in 0..w.slots_per_rank {
             // Relaxed: a FREE seen here is acquired by the fence below.
-            if held & (1u64 << s) == 0 && load(w, w.slot_id(me, s), SlotWord::State) == SlotState::Free as u32 {
+            if held & (1u64 << s) == 0 && load(w, w.slot_id(me, s), SlotWord::State) == SlotState::Free as u32
+            {
                 free |= 1u64 << s;
             }
         }
@@ -597,13 +613,13 @@ fn take_slot(w: &World) -> Option<u32> {
 }
 
 /// Gives own slot `s` back to the free mask (its last reader is known done).
-fn return_slot(w: &World, s: u32) {
+fn return_slot(w: &Core, s: u32) {
     mine!(w, held_slots = mine!(w, held_slots) & !(1u64 << s));
     mine!(w, free_slots = mine!(w, free_slots) | (1u64 << s));
 }
 
 /// Claims a slot for send record `i` and publishes its message.
-fn claim(w: &World, i: u32) -> Step {
+fn claim(w: &Core, i: u32) -> Step {
     let Some(s) = take_slot(w) else {
         return Step::Idle;
     };
@@ -613,7 +629,7 @@ fn claim(w: &World, i: u32) -> Step {
     let len = rec!(w, i, len);
     let data = rec!(w, i, buffer) as *const u8;
     let mode = rec!(w, i, mode);
-    let slot_bytes = w.layout.slot_bytes;
+    let slot_bytes = w.slot_bytes;
     let kind = if len <= slot_bytes {
         MessageKind::Eager
     } else if mode != SendMode::Replace as u32
@@ -627,9 +643,9 @@ fn claim(w: &World, i: u32) -> Step {
     let payload = w.slot_payload(id);
     let first = match kind {
         MessageKind::Direct => {
-            let address = (data as u64).to_ne_bytes();
-            // SAFETY: the slot is ours and free; its payload holds >= 64 bytes.
-            unsafe { shim::copy_bytes(payload, address.as_ptr(), 8) };
+            // SAFETY: the slot is ours and free; its payload holds >= 64
+            // bytes, 16-byte aligned.
+            unsafe { shim::store_payload_u64(payload, data as u64) };
             0
         }
         _ => {
@@ -675,7 +691,7 @@ fn claim(w: &World, i: u32) -> Step {
 }
 
 /// Advances a send record that holds a slot.
-fn send_step(w: &World, i: u32, state: u32) -> Step {
+fn send_step(w: &Core, i: u32, state: u32) -> Step {
     let s = rec!(w, i, slot);
     let id = w.slot_id(w.rank, s);
     let word = w.slot_word(id, SlotWord::State);
@@ -707,7 +723,7 @@ fn send_step(w: &World, i: u32, state: u32) -> Step {
     if now != SlotState::ClearToSend.word(dest) || offset >= len {
         return Step::Idle;
     }
-    let n = (len - offset).min(w.layout.slot_bytes);
+    let n = (len - offset).min(w.slot_bytes);
     let data = rec!(w, i, buffer) as *const u8;
     // SAFETY: the receiver asked for this chunk (CTS) and reads the payload
     // only after CHUNK; `offset + n <= len`.
@@ -721,7 +737,7 @@ fn send_step(w: &World, i: u32, state: u32) -> Step {
 
 /// This rank's header, for tests and reports inside the crate.
 #[allow(dead_code)]
-pub(crate) fn header(w: &World) -> RankHeader {
+pub(crate) fn header(w: &Core) -> RankHeader {
     // SAFETY: this rank's header.
     unsafe { w.rank_header().read() }
 }

@@ -8,11 +8,11 @@
 //!
 //! Access discipline, per field:
 //! - *shared* words (a slot's header, a rank's inbox) are read and written
-//!   only through the shim's atomics ([`World::slot_word`], [`World::inbox`]);
+//!   only through the shim's atomics ([`Core::slot_word`], [`Core::inbox`]);
 //! - *private* words (a rank's [`RankHeader`] past its inbox, its
 //!   [`RequestRecord`]s) belong to one rank: only that rank touches them while
-//!   the kernel runs (plain loads and stores through [`World::rank_header`]
-//!   and [`World::record`]), and the host reads them after it.
+//!   the kernel runs (plain loads and stores through [`Core::rank_header`]
+//!   and [`Core::record`]), and the host reads them after it.
 
 use crate::state::{Layout, RANK_HEADER_BYTES, RECORD_BYTES, SLOT_HEADER_BYTES};
 use crate::topology::World;
@@ -220,7 +220,10 @@ impl RecordState {
     pub fn is_send(self) -> bool {
         matches!(
             self,
-            RecordState::SendClaim | RecordState::SendAwaitFree | RecordState::SendAwaitDone | RecordState::SendStream
+            RecordState::SendClaim
+                | RecordState::SendAwaitFree
+                | RecordState::SendAwaitDone
+                | RecordState::SendStream
         )
     }
 }
@@ -320,40 +323,153 @@ impl Layout {
     }
 }
 
-impl World {
+/// What the engine needs of a rank's [`World`], by value: a copy passed to
+/// the engine's one non-inlined function keeps the `World` itself out of
+/// local memory (a `&World` handed to a call that is not inlined puts the
+/// whole struct on the stack of every kernel).
+#[derive(Clone, Copy)]
+pub(crate) struct Core {
+    pub(crate) base: *mut u8,
+    pub(crate) rank: u32,
+    pub(crate) flags: u32,
+    pub(crate) slots_per_rank: u32,
+    pub(crate) slot_bytes: u32,
+    pub(crate) records_per_rank: u32,
+    slot_stride: u32,
+    outboxes: usize,
+    outbox_stride: usize,
+    rank_headers: usize,
+    rank_stride: usize,
+}
+
+impl Core {
+    /// The fields as words (see `engine::progress`).
+    #[inline(always)]
+    pub(crate) fn to_words(self) -> ([u64; 4], [u32; 6]) {
+        (
+            [
+                self.base as u64,
+                self.outboxes as u64,
+                ((self.outbox_stride as u64) << 32) | self.slot_stride as u64,
+                ((self.rank_stride as u64) << 32) | (self.rank_headers as u64 >> 6),
+            ],
+            [
+                self.rank,
+                self.flags,
+                self.slots_per_rank,
+                self.slot_bytes,
+                self.records_per_rank,
+                0,
+            ],
+        )
+    }
+
+    /// The inverse of [`Core::to_words`].
+    #[inline(always)]
+    pub(crate) fn from_words(a: [u64; 4], b: [u32; 6]) -> Core {
+        Core {
+            base: a[0] as *mut u8,
+            outboxes: a[1] as usize,
+            outbox_stride: (a[2] >> 32) as usize,
+            slot_stride: a[2] as u32,
+            rank_stride: (a[3] >> 32) as usize,
+            rank_headers: ((a[3] as u32) as usize) << 6,
+            rank: b[0],
+            flags: b[1],
+            slots_per_rank: b[2],
+            slot_bytes: b[3],
+            records_per_rank: b[4],
+        }
+    }
+
+    /// Offset of slot `id` (`owner * slots_per_rank + slot`).
+    #[inline(always)]
+    fn slot_offset(&self, id: u32) -> usize {
+        let (owner, slot) = (id / self.slots_per_rank, id % self.slots_per_rank);
+        self.outboxes + owner as usize * self.outbox_stride + slot as usize * self.slot_stride as usize
+    }
+
+    /// The id of `owner`'s slot `slot`.
+    #[inline(always)]
+    pub(crate) fn slot_id(&self, owner: u32, slot: u32) -> u32 {
+        owner * self.slots_per_rank + slot
+    }
+
     /// A shared word of the header of slot `id`.
+    #[inline(always)]
     pub(crate) fn slot_word(&self, id: u32, word: SlotWord) -> &crate::shim::AtomicU32 {
         // SAFETY: `id < ranks * slots_per_rank` (callers derive it from a
         // rank and a slot index, or from a link the engine wrote); the word
         // is 4-byte aligned inside the world memory and shared words are
         // only accessed atomically.
-        unsafe { crate::shim::atomic_u32_at(self.base, self.layout.slot_by_id(id) + word.offset()) }
+        unsafe { crate::shim::atomic_u32_at(self.base, self.slot_offset(id) + word.offset()) }
     }
 
     /// The payload of slot `id` (`slot_bytes`, 16-byte aligned).
+    #[inline(always)]
     pub(crate) fn slot_payload(&self, id: u32) -> *mut u8 {
         // SAFETY: inside the world memory (see `slot_word`).
-        unsafe { self.base.add(self.layout.slot_by_id(id) + SLOT_HEADER_BYTES) }
+        unsafe { self.base.add(self.slot_offset(id) + SLOT_HEADER_BYTES) }
     }
 
     /// The inbox word of `rank`.
+    #[inline(always)]
     pub(crate) fn inbox(&self, rank: u32) -> &crate::shim::AtomicU32 {
         // SAFETY: `rank < ranks`; the inbox is the first word of the rank's
         // header, 4-byte aligned, accessed only atomically.
-        unsafe { crate::shim::atomic_u32_at(self.base, self.layout.rank_header(rank)) }
+        unsafe { crate::shim::atomic_u32_at(self.base, self.rank_headers + rank as usize * self.rank_stride) }
     }
 
     /// This rank's header. Only its private fields may be used through the
-    /// pointer (the inbox goes through [`World::inbox`]).
+    /// pointer (the inbox goes through [`Core::inbox`]).
+    #[inline(always)]
     pub(crate) fn rank_header(&self) -> *mut RankHeader {
         // SAFETY: inside the world memory, 64-byte aligned.
-        unsafe { self.base.add(self.layout.rank_header(self.rank)) as *mut RankHeader }
+        unsafe {
+            self.base
+                .add(self.rank_headers + self.rank as usize * self.rank_stride) as *mut RankHeader
+        }
     }
 
     /// This rank's request record `index` (`index < records_per_rank`).
+    #[inline(always)]
     pub(crate) fn record(&self, index: u32) -> *mut RequestRecord {
+        let at = self.rank_headers + self.rank as usize * self.rank_stride + RANK_HEADER_BYTES;
         // SAFETY: inside the world memory, 64-byte aligned.
-        unsafe { self.base.add(self.layout.record_of(self.rank, index)) as *mut RequestRecord }
+        unsafe { self.base.add(at + index as usize * RECORD_BYTES) as *mut RequestRecord }
+    }
+}
+
+impl World {
+    /// The engine's copy of this world's addresses.
+    #[inline(always)]
+    pub(crate) fn core(&self) -> Core {
+        let l = &self.layout;
+        Core {
+            base: self.base,
+            rank: self.rank,
+            flags: self.flags,
+            slots_per_rank: l.slots_per_rank,
+            slot_bytes: l.slot_bytes,
+            records_per_rank: l.records_per_rank,
+            slot_stride: l.slot_stride as u32,
+            outboxes: l.outboxes,
+            outbox_stride: l.outbox_stride,
+            rank_headers: l.rank_headers,
+            rank_stride: l.rank_stride,
+        }
+    }
+
+    /// This rank's header (see [`Core::rank_header`]).
+    #[inline(always)]
+    pub(crate) fn rank_header(&self) -> *mut RankHeader {
+        self.core().rank_header()
+    }
+
+    /// This rank's request record `index`.
+    #[inline(always)]
+    pub(crate) fn record(&self, index: u32) -> *mut RequestRecord {
+        self.core().record(index)
     }
 }
 

@@ -195,16 +195,8 @@ pub(crate) fn send_post(
     len: usize,
     mode: SendMode,
 ) -> Result<Option<Post>, Error> {
-    check_send_tag(tag)?;
-    if dest == PROC_NULL {
+    if !check_send(world, dest, tag, len)? {
         return Ok(None);
-    }
-    world.check_rank(dest)?;
-    if len > world.max_message_bytes() as usize {
-        return Err(Error::BufferTooLarge {
-            bytes: len as u32,
-            limit: world.max_message_bytes(),
-        });
     }
     Ok(Some(Post {
         state: RecordState::SendClaim,
@@ -249,18 +241,18 @@ pub(crate) fn receive_post(
 
 /// Posts `p` as a blocking call's record and waits for it.
 fn run(world: &World, p: &Post) -> Result<Status, Error> {
-    let i = engine::post(world, 0, p)?;
-    let what = engine::what(world, i);
+    let i = engine::post(&world.core(), 0, p)?;
+    let what = engine::what(&world.core(), i);
     wait_records(world, what, i, u32::MAX)?;
-    engine::collect(world, i)
+    engine::collect(&world.core(), i)
 }
 
 /// Waits until records `a` and `b` (`u32::MAX`: none) are complete,
 /// progressing the engine. On an abort or timeout both are cancelled.
 pub(crate) fn wait_records(world: &World, what: WaitFor, a: u32, b: u32) -> Result<(), Error> {
-    let done = |i: u32| i == u32::MAX || engine::is_complete(world, i);
+    let done = |i: u32| i == u32::MAX || engine::is_complete(&world.core(), i);
     let r = wait_for(world, what, |backoff| {
-        if engine::progress(world) {
+        if engine::progress(world.core()) {
             backoff.progressed();
         }
         (done(a) && done(b)).then_some(Ok(()))
@@ -268,7 +260,7 @@ pub(crate) fn wait_records(world: &World, what: WaitFor, a: u32, b: u32) -> Resu
     if r.is_err() {
         for i in [a, b] {
             if i != u32::MAX {
-                engine::cancel(world, i);
+                engine::cancel(&world.core(), i);
             }
         }
     }
@@ -279,8 +271,8 @@ pub(crate) fn wait_records(world: &World, what: WaitFor, a: u32, b: u32) -> Resu
 /// progressing the rank's requests (an earlier posted receive takes its
 /// message first). Slot id + 1, or 0.
 fn look(world: &World, source: i32, tag: i32) -> u32 {
-    engine::progress(world);
-    engine::find(world, source, tag)
+    engine::progress(world.core());
+    engine::find(&world.core(), source, tag)
 }
 
 fn probe_once(world: &World, source: i32, tag: i32) -> Option<Status> {
@@ -289,7 +281,7 @@ fn probe_once(world: &World, source: i32, tag: i32) -> Option<Status> {
     }
     match look(world, source, tag) {
         0 => None,
-        id1 => Some(engine::envelope(world, id1 - 1)),
+        id1 => Some(engine::envelope(&world.core(), id1 - 1)),
     }
 }
 
@@ -308,11 +300,25 @@ fn receive_from<B: BufferMut + ?Sized>(
     tag: i32,
 ) -> Result<Status, Error> {
     let datatype = buf.datatype();
-    let bytes = buf.as_bytes_mut();
-    match receive_post(world, source, tag, datatype, bytes.as_mut_ptr(), bytes.len())? {
-        Ok(p) => run(world, &p),
-        Err(null) => Ok(null),
+    check_receive_tag(tag)?;
+    if source == PROC_NULL {
+        return Ok(null_status(datatype));
     }
+    if source != ANY_SOURCE {
+        world.check_rank(source)?;
+    }
+    let bytes = buf.as_bytes_mut();
+    let post = Post {
+        state: RecordState::RecvMatch,
+        peer: source,
+        tag,
+        datatype: datatype.id,
+        buffer: bytes.as_mut_ptr(),
+        len: bytes.len(),
+        mode: 0,
+        slot: 0,
+    };
+    run(world, &post)
 }
 
 fn probe_from(world: &World, source: i32, tag: i32) -> Result<Status, Error> {
@@ -326,12 +332,12 @@ fn probe_from(world: &World, source: i32, tag: i32) -> Result<Status, Error> {
         return Ok(null_status(u8::DATATYPE));
     }
     wait_for(world, what, |b| {
-        if engine::progress(world) {
+        if engine::progress(world.core()) {
             b.progressed();
         }
-        match engine::find(world, source, tag) {
+        match engine::find(&world.core(), source, tag) {
             0 => None,
-            id1 => Some(Ok(engine::envelope(world, id1 - 1))),
+            id1 => Some(Ok(engine::envelope(&world.core(), id1 - 1))),
         }
     })
 }
@@ -357,13 +363,41 @@ fn immediate_probe_from(world: &World, source: i32, tag: i32) -> Result<Option<S
     }
 }
 
+/// Checks a send's arguments; `Ok(false)` for the null process. (Kept
+/// apart from building the record: a `Result<Option<Post>, _>` returned by
+/// value stays in local memory on nvptx.)
+fn check_send(world: &World, dest: i32, tag: i32, len: usize) -> Result<bool, Error> {
+    check_send_tag(tag)?;
+    if dest == PROC_NULL {
+        return Ok(false);
+    }
+    world.check_rank(dest)?;
+    if len > world.max_message_bytes() as usize {
+        return Err(Error::BufferTooLarge {
+            bytes: len as u32,
+            limit: world.max_message_bytes(),
+        });
+    }
+    Ok(true)
+}
+
 fn send_to<B: Buffer + ?Sized>(p: &Process<'_>, buf: &B, tag: i32, mode: SendMode) -> Result<(), Error> {
     let w = p.world;
     let bytes = buf.as_bytes();
-    match send_post(w, p.rank, tag, buf.datatype(), bytes.as_ptr(), bytes.len(), mode)? {
-        Some(post) => run(w, &post).map(|_| ()),
-        None => Ok(()),
+    if !check_send(w, p.rank, tag, bytes.len())? {
+        return Ok(());
     }
+    let post = Post {
+        state: RecordState::SendClaim,
+        peer: p.rank,
+        tag,
+        datatype: buf.datatype().id,
+        buffer: bytes.as_ptr(),
+        len: bytes.len(),
+        mode: mode as u32,
+        slot: 0,
+    };
+    run(w, &post).map(|_| ())
 }
 
 impl Destination for Process<'_> {
@@ -422,7 +456,6 @@ impl SourceRank for AnyProcess<'_> {
 impl_source!(Process<'_>);
 impl_source!(AnyProcess<'_>);
 
-
 // ---------------------------------------------------------------------------
 // Matched probe and receive (MPI 3.8.2)
 
@@ -474,7 +507,7 @@ impl<'w> Message<'w> {
         };
         match run(w, &post) {
             Err(Error::RequestLimit { .. }) => {
-                engine::discard(w, this.slot);
+                engine::discard(&w.core(), this.slot);
                 Err(Error::RequestLimit {
                     limit: crate::state::BLOCKING_RECORDS,
                 })
@@ -494,7 +527,7 @@ impl<'w> Message<'w> {
 impl Drop for Message<'_> {
     fn drop(&mut self) {
         if let Some(w) = self.world {
-            engine::discard(w, self.slot);
+            engine::discard(&w.core(), self.slot);
         }
     }
 }
@@ -506,14 +539,14 @@ fn claim_match(world: &World, source: i32, tag: i32) -> Option<(Message<'_>, Sta
         0 => None,
         id1 => {
             let slot = id1 - 1;
-            engine::unlink(world, id1);
-            engine::mark_claimed(world, slot);
+            engine::unlink(&world.core(), id1);
+            engine::mark_claimed(&world.core(), slot);
             Some((
                 Message {
                     world: Some(world),
                     slot,
                 },
-                engine::envelope(world, slot),
+                engine::envelope(&world.core(), slot),
             ))
         }
     }
@@ -530,10 +563,10 @@ fn matched_probe_from(world: &World, source: i32, tag: i32) -> Result<(Message<'
         tag,
     };
     wait_for(world, what, |b| {
-        if engine::progress(world) {
+        if engine::progress(world.core()) {
             b.progressed();
         }
-        match engine::find(world, source, tag) {
+        match engine::find(&world.core(), source, tag) {
             0 => None,
             _ => claim_match(world, source, tag).map(Ok),
         }
@@ -643,9 +676,14 @@ where
 
 /// Posts a send and a receive and waits for both; `replace`: the receive
 /// writes only bytes the send has copied out (they share a buffer).
-fn exchange(w: &World, send: Option<Post>, recv: Result<Post, Status>, replace: bool) -> Result<Status, Error> {
+fn exchange(
+    w: &World,
+    send: Option<Post>,
+    recv: Result<Post, Status>,
+    replace: bool,
+) -> Result<Status, Error> {
     let s = match &send {
-        Some(p) => engine::post(w, 0, p)?,
+        Some(p) => engine::post(&w.core(), 0, p)?,
         None => u32::MAX,
     };
     let (r, what) = match recv {
@@ -658,11 +696,11 @@ fn exchange(w: &World, send: Option<Post>, recv: Result<Post, Status>, replace: 
                 peer: p.peer,
                 tag: p.tag,
             };
-            match engine::post(w, 0, &p) {
+            match engine::post(&w.core(), 0, &p) {
                 Ok(r) => (Ok(r), what),
                 Err(e) => {
                     if s != u32::MAX {
-                        engine::cancel(w, s);
+                        engine::cancel(&w.core(), s);
                     }
                     return Err(e);
                 }
@@ -679,9 +717,13 @@ fn exchange(w: &World, send: Option<Post>, recv: Result<Post, Status>, replace: 
     };
     let ri = *r.as_ref().unwrap_or(&u32::MAX);
     wait_records(w, what, s, ri)?;
-    let sent = if s != u32::MAX { engine::collect(w, s).map(|_| ()) } else { Ok(()) };
+    let sent = if s != u32::MAX {
+        engine::collect(&w.core(), s).map(|_| ())
+    } else {
+        Ok(())
+    };
     let received = match r {
-        Ok(i) => engine::collect(w, i),
+        Ok(i) => engine::collect(&w.core(), i),
         Err(null) => Ok(null),
     };
     sent.and(received)
@@ -735,7 +777,15 @@ where
     let (ptr, len) = (bytes.as_mut_ptr(), bytes.len());
     // Both records use the one pointer: the send reads a byte only before
     // the receive may write it (the receive is bounded by the send).
-    let send = send_post(w, destination.rank, send_tag, datatype, ptr, len, SendMode::Replace)?;
+    let send = send_post(
+        w,
+        destination.rank,
+        send_tag,
+        datatype,
+        ptr,
+        len,
+        SendMode::Replace,
+    )?;
     let recv = receive_post(w, source.source_filter(), receive_tag, datatype, ptr, len)?;
     exchange(w, send, recv, true)
 }
@@ -808,7 +858,14 @@ mod tests {
         me.send_with_tag(&[1u32, 2, 3][..], 9).unwrap();
         let v = read(0);
         assert_eq!(
-            (v.state(), v.dest(), v.header.tag, v.header.kind, v.header.bytes, v.header.sequence),
+            (
+                v.state(),
+                v.dest(),
+                v.header.tag,
+                v.header.kind,
+                v.header.bytes,
+                v.header.sequence
+            ),
             (Some(SlotState::Queued), 0, 9, MessageKind::Eager as u32, 12, 0)
         );
         assert!(v.is_unreceived() && !v.is_rendezvous());

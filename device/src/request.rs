@@ -123,9 +123,9 @@ impl<'a> Scope<'a> {
     /// Posts an operation: a record, then one round of progress.
     fn post<'s>(&'s self, world: &'a World, p: &Post) -> Result<Request<'a, 's>, Error> {
         let id = self.attach(world)?;
-        let i = engine::post(world, id, p)?;
+        let i = engine::post(&world.core(), id, p)?;
         world.note_progress();
-        engine::progress(world);
+        engine::progress(world.core());
         Ok(Request {
             scope: Some(self),
             index: i,
@@ -141,7 +141,7 @@ impl<'a> Scope<'a> {
         };
         let id = self.id.get();
         let n = w.layout.records_per_rank;
-        let pending = || (0..n).any(|i| owned(w, id, i) && !engine::is_complete(w, i));
+        let pending = || (0..n).any(|i| owned(w, id, i) && !engine::is_complete(&w.core(), i));
         if pending() {
             let what = WaitFor {
                 operation: Operation::WaitMany,
@@ -151,7 +151,7 @@ impl<'a> Scope<'a> {
             // An error here (a timeout, an abort) leaves the world aborted;
             // the requests' own outcomes are discarded (see `scope`).
             let _ = wait_for(w, what, |b| {
-                if engine::progress(w) {
+                if engine::progress(w.core()) {
                     b.progressed();
                 }
                 (!pending()).then_some(Ok(()))
@@ -159,10 +159,10 @@ impl<'a> Scope<'a> {
         }
         for i in 0..n {
             if owned(w, id, i) {
-                if engine::is_complete(w, i) {
-                    let _ = engine::collect(w, i);
+                if engine::is_complete(&w.core(), i) {
+                    let _ = engine::collect(&w.core(), i);
                 } else {
-                    engine::cancel(w, i);
+                    engine::cancel(&w.core(), i);
                 }
             }
         }
@@ -220,12 +220,12 @@ impl<'a, 's> Request<'a, 's> {
             return Ok(empty());
         };
         let i = self.index;
-        let what = engine::what(w, i);
+        let what = engine::what(&w.core(), i);
         wait_for(w, what, |b| {
-            if engine::progress(w) {
+            if engine::progress(w.core()) {
                 b.progressed();
             }
-            engine::is_complete(w, i).then(|| engine::collect(w, i))
+            engine::is_complete(&w.core(), i).then(|| engine::collect(&w.core(), i))
         })
     }
 
@@ -242,7 +242,7 @@ impl<'a, 's> Request<'a, 's> {
             return Some(Ok(empty()));
         };
         let i = self.index;
-        let progressed = engine::progress(w);
+        let progressed = engine::progress(w.core());
         if let Some(r) = collect(self) {
             w.note_progress();
             return Some(r);
@@ -250,7 +250,7 @@ impl<'a, 's> Request<'a, 's> {
         if progressed {
             w.note_progress();
         }
-        let WaitFor { operation, peer, tag } = engine::what(w, i);
+        let WaitFor { operation, peer, tag } = engine::what(&w.core(), i);
         let what = WaitFor {
             operation: if operation == Operation::Send {
                 Operation::TestSend
@@ -290,28 +290,28 @@ fn collect(r: &mut Request<'_, '_>) -> Option<Result<Status, Error>> {
         return Some(Ok(s));
     }
     let w = r.world()?;
-    if !engine::is_complete(w, r.index) {
+    if !engine::is_complete(&w.core(), r.index) {
         return None;
     }
     r.scope = None;
-    Some(engine::collect(w, r.index))
+    Some(engine::collect(&w.core(), r.index))
 }
 
 fn is_done(r: &Request<'_, '_>) -> bool {
     match r.world() {
         None => true,
-        Some(w) => engine::is_complete(w, r.index),
+        Some(w) => engine::is_complete(&w.core(), r.index),
     }
 }
 
 /// One round of progress of `w`'s engine; true if anything moved.
 fn progress_now(w: &World) -> bool {
-    engine::progress(w)
+    engine::progress(w.core())
 }
 
 /// [`progress_now`] inside a wait: tells the backoff.
 fn pump(w: &World, b: &mut crate::shim::Backoff) {
-    if engine::progress(w) {
+    if engine::progress(w.core()) {
         b.progressed();
     }
 }

@@ -389,6 +389,15 @@ mod tests {
     }
 
     #[test]
+    fn a_full_gpu_world_fits_in_a_gibibyte() {
+        // An H100: 132 SMs x 2048 threads, blocks of 256, default settings.
+        let l = WorldConfig::new(270_336, 256).layout().unwrap();
+        assert!(l.total < 1 << 30, "{} bytes", l.total);
+        let per_rank = (l.total - l.outboxes) / 270_336;
+        assert!((3_696..3_800).contains(&per_rank), "{per_rank} bytes per rank");
+    }
+
+    #[test]
     fn bad_configs_are_refused_with_the_reason() {
         assert_eq!(WorldConfig::new(0, 1).layout(), Err(ConfigError::NoRanks));
         assert_eq!(

@@ -179,6 +179,25 @@ pub unsafe fn copy_wide(dst: *mut u8, src: *const u8, len: usize) {
     unsafe { copy_bytes(dst, src, len) }
 }
 
+/// Stores a 64-bit word into a message payload with a plain store (the
+/// address of a rendezvous sender's buffer); published like the payload.
+///
+/// # Safety
+/// `ptr` 8-byte aligned and valid; ordered as [`copy_bytes`]'s ranges are.
+pub unsafe fn store_payload_u64(ptr: *mut u8, value: u64) {
+    // SAFETY: forwarded from the caller.
+    unsafe { (ptr as *mut u64).write(value) }
+}
+
+/// Loads a 64-bit word of a message payload stored by [`store_payload_u64`].
+///
+/// # Safety
+/// As for [`store_payload_u64`].
+pub unsafe fn load_payload_u64(ptr: *const u8) -> u64 {
+    // SAFETY: forwarded from the caller.
+    unsafe { (ptr as *const u64).read() }
+}
+
 pub mod runtime {
     //! The hook through which the CPU emulator runs ranks.
     //!

@@ -278,6 +278,28 @@ pub unsafe fn copy_wide(dst: *mut u8, src: *const u8, len: usize) {
     unsafe { copy_bytes(dst, src, len) }
 }
 
+/// Stores a 64-bit word into a message payload with a plain store, checked
+/// by loom like a copy into it.
+///
+/// # Safety
+/// `ptr` 8-byte aligned and valid; ordered as [`copy_bytes`]'s ranges are.
+pub unsafe fn store_payload_u64(ptr: *mut u8, value: u64) {
+    let _guards = loom_runtime::current().access(&[(ptr as usize, 8, true)]);
+    // SAFETY: forwarded from the caller.
+    unsafe { (ptr as *mut u64).write(value) }
+}
+
+/// Loads a 64-bit word of a message payload, checked by loom like a copy
+/// out of it.
+///
+/// # Safety
+/// As for [`store_payload_u64`].
+pub unsafe fn load_payload_u64(ptr: *const u8) -> u64 {
+    let _guards = loom_runtime::current().access(&[(ptr as usize, 8, false)]);
+    // SAFETY: forwarded from the caller.
+    unsafe { (ptr as *const u64).read() }
+}
+
 pub mod loom_runtime {
     //! What the loom harness uses to run ranks on loom threads: registering a
     //! world's memory before the spawns, entering a rank on each loom thread,

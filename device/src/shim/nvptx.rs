@@ -364,7 +364,12 @@ pub unsafe fn copy_wide(dst: *mut u8, src: *const u8, len: usize) {
             // SAFETY: `i + 64 <= len`: four whole 16-byte vectors inside both
             // ranges, 16-aligned (bases and `i` are); ranges disjoint (caller).
             unsafe {
-                let (a, b, c, e) = (s.add(k).read(), s.add(k + 1).read(), s.add(k + 2).read(), s.add(k + 3).read());
+                let (a, b, c, e) = (
+                    s.add(k).read(),
+                    s.add(k + 1).read(),
+                    s.add(k + 2).read(),
+                    s.add(k + 3).read(),
+                );
                 d.add(k).write(a);
                 d.add(k + 1).write(b);
                 d.add(k + 2).write(c);
@@ -380,6 +385,25 @@ pub unsafe fn copy_wide(dst: *mut u8, src: *const u8, len: usize) {
     }
     // SAFETY: the rest lies inside both ranges.
     unsafe { copy_bytes(dst.add(i), src.add(i), len - i) }
+}
+
+/// Stores a 64-bit word into a message payload with a plain store (the
+/// address of a rendezvous sender's buffer); published like the payload.
+///
+/// # Safety
+/// `ptr` 8-byte aligned and valid; ordered as [`copy_bytes`]'s ranges are.
+pub unsafe fn store_payload_u64(ptr: *mut u8, value: u64) {
+    // SAFETY: forwarded from the caller.
+    unsafe { (ptr as *mut u64).write(value) }
+}
+
+/// Loads a 64-bit word of a message payload stored by [`store_payload_u64`].
+///
+/// # Safety
+/// As for [`store_payload_u64`].
+pub unsafe fn load_payload_u64(ptr: *const u8) -> u64 {
+    // SAFETY: forwarded from the caller.
+    unsafe { (ptr as *const u64).read() }
 }
 
 /// A panic in device code traps: the launch fails with an error the host
