@@ -21,6 +21,14 @@
 //!   x(n-1)` grouped as a balanced tree, which is what MPI 6.9.1 asks of an
 //!   associative, possibly non-commutative operation.
 //!
+//! - The other collectives of the chapter — gather, scatter, all-gather,
+//!   all-to-all and their varcount and in-place forms (`exchange`),
+//!   reduce-scatter, scans and `reduce_local_into` (`prefix`) — start with
+//!   an argument agreement (`agreement`: one all-reduce round), then stage
+//!   their data in rounds of `collective_bytes` per rank through the same
+//!   cells; docs/architecture.md and docs/limits.md describe them and their
+//!   costs.
+//!
 //! Errors (a bad root, mismatched counts) are detected without leaving the
 //! collective early wherever other ranks could still wait for this one: an
 //! erroneous rank still takes part in every barrier and returns the error at
