@@ -186,8 +186,8 @@ fn exchange(world: &World, args: &CaseArgs, rank: u32, size: u32) -> Result<(), 
         X_GATHERV | E_GATHERV_COUNTS => {
             let root = world.process_at_rank(0);
             let mine = vc(rank, k) as usize + usize::from(args.case == E_GATHERV_COUNTS && last);
-            for i in 0..mine {
-                send[i] = xval(rank, 0, i as u32);
+            for (i, w) in send.iter_mut().enumerate().take(mine) {
+                *w = xval(rank, 0, i as u32);
             }
             if rank == 0 {
                 for q in 0..size {
@@ -258,8 +258,8 @@ fn exchange(world: &World, args: &CaseArgs, rank: u32, size: u32) -> Result<(), 
         }
         X_ALLGATHERV | E_ALLGATHERV_COUNTS => {
             let mine = vc(rank, k) as usize;
-            for i in 0..mine {
-                send[i] = xval(rank, 0, i as u32);
+            for (i, w) in send.iter_mut().enumerate().take(mine) {
+                *w = xval(rank, 0, i as u32);
             }
             for q in 0..size {
                 rc[q as usize] = vc(q, k);

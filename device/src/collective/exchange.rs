@@ -347,7 +347,7 @@ impl World {
         let (k, dtype) = match (send, &recv) {
             (Some(s), _) => (s.count(), s.datatype()),
             (None, Some(r)) => {
-                if r.count() % n != 0 {
+                if !r.count().is_multiple_of(n) {
                     local = local.or(Some(Error::CountMismatch {
                         count: r.count() as u32,
                         expected: (r.count() / n * n) as u32,
@@ -803,7 +803,7 @@ impl World {
         if send.datatype() != dtype {
             local = Some(type_error(-1, send.datatype(), dtype));
         }
-        if total % n != 0 || recv.count() != total {
+        if !total.is_multiple_of(n) || recv.count() != total {
             local = local.or(Some(Error::CountMismatch {
                 count: recv.count() as u32,
                 expected: total as u32,
@@ -849,7 +849,7 @@ impl World {
         let dtype = buf.datatype();
         let total = buf.count();
         let mut local = None;
-        if total % n != 0 {
+        if !total.is_multiple_of(n) {
             local = Some(Error::CountMismatch {
                 count: total as u32,
                 expected: (total / n * n) as u32,

@@ -115,7 +115,7 @@ impl World {
         let (first, block_lo, block_hi) = match counts {
             None => {
                 let k = n / ranks;
-                if n % ranks != 0 || recv_len != k {
+                if !n.is_multiple_of(ranks) || recv_len != k {
                     local = Some(Error::CountMismatch {
                         count: recv_len as u32,
                         expected: k as u32,
@@ -339,7 +339,7 @@ impl World {
             shim::block_barrier();
             // Reads cell t - d, which no rank writes in this step
             // ((t - d + 1) is not a multiple of 2d).
-            if (t + 1) % (2 * d) == 0 {
+            if (t + 1).is_multiple_of(2 * d) {
                 combine(t - d, t);
             }
             d *= 2;
