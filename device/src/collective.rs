@@ -21,12 +21,27 @@
 //!   x(n-1)` grouped as a balanced tree, which is what MPI 6.9.1 asks of an
 //!   associative, possibly non-commutative operation.
 //!
+//! - The other collectives of the chapter — gather, scatter, all-gather,
+//!   all-to-all and their varcount and in-place forms (`exchange`),
+//!   reduce-scatter, scans and `reduce_local_into` (`prefix`) — start with
+//!   an argument agreement (`agreement`: one all-reduce round), then stage
+//!   their data in rounds of `collective_bytes` per rank through the same
+//!   cells; docs/architecture.md and docs/limits.md describe them and their
+//!   costs.
+//!
 //! Errors (a bad root, mismatched counts) are detected without leaving the
 //! collective early wherever other ranks could still wait for this one: an
 //! erroneous rank still takes part in every barrier and returns the error at
 //! the end, so a bad argument never turns into a hang.
 
-use crate::datatype::{BufferMut, Equivalence, ID_F32, ID_F64};
+mod agreement;
+mod exchange;
+mod prefix;
+
+pub use exchange::{Partition, PartitionMut};
+pub use prefix::reduce_local_into;
+
+use crate::datatype::{Buffer, BufferMut, Equivalence, ID_F32, ID_F64};
 use crate::error::Error;
 use crate::shim::{self, AtomicU32, Ordering};
 use crate::topology::{Communicator, Process, World};
@@ -169,15 +184,46 @@ float_ops!(f32, f64);
 
 const _: () = assert!(ID_F32 != ID_F64);
 
-/// A user-defined operation (`MPI_Op_create`), commutative or not: the
-/// library always combines in rank order.
+/// A user-defined operation (`MPI_Op_create`), commutative or not.
+///
+/// The library combines operands in rank order whatever the flag says
+/// (MPI 6.9.5 allows an implementation to use the order for commutative
+/// operations too), so the flag changes no result; it is kept for
+/// programs that ask ([`UserOperation::is_commutative`]).
+///
+/// Standard section: MPI 4.1 §6.9.5.
 #[derive(Clone, Copy)]
-pub struct UserOperation<F>(F);
+pub struct UserOperation<F> {
+    f: F,
+    commutative: bool,
+}
 
 impl<F> UserOperation<F> {
-    /// Wraps `f(left, right)`, which must be associative.
+    /// Wraps `f(left, right)`, which must be associative; the same as
+    /// [`UserOperation::associative`].
     pub const fn new(f: F) -> Self {
-        UserOperation(f)
+        UserOperation {
+            f,
+            commutative: false,
+        }
+    }
+    /// An associative, possibly non-commutative operation
+    /// (`MPI_Op_create(f, commute = false)`): operands are combined in rank
+    /// order, `left` always holding lower ranks.
+    pub const fn associative(f: F) -> Self {
+        UserOperation {
+            f,
+            commutative: false,
+        }
+    }
+    /// An associative and commutative operation
+    /// (`MPI_Op_create(f, commute = true)`).
+    pub const fn commutative(f: F) -> Self {
+        UserOperation { f, commutative: true }
+    }
+    /// Whether the operation was declared commutative.
+    pub const fn is_commutative(&self) -> bool {
+        self.commutative
     }
 }
 
@@ -186,7 +232,7 @@ impl<T, F: Fn(&T, &T) -> T> Operation<T> for UserOperation<F> {
         Ok(())
     }
     fn apply(&self, left: &T, right: &T) -> T {
-        (self.0)(left, right)
+        (self.f)(left, right)
     }
 }
 
@@ -223,39 +269,287 @@ impl<T: Equivalence> ElementsMut<T> for [T] {
     }
 }
 
-/// Collectives over the whole communicator.
+/// Collectives over the whole communicator (MPI 4.1 chapter 6; rsmpi's
+/// `CommunicatorCollectives`).
+///
+/// Every rank of the world must call the same collectives in the same
+/// order. Bad arguments (buffers whose lengths disagree, a bad root or
+/// partition) never hang or panic: the ranks first agree on their
+/// arguments (one small all-reduce), and when any rank's are wrong every
+/// rank returns an error — that rank its own, the others the class of the
+/// failure (`MPI_ERR_COUNT`, `MPI_ERR_ROOT`, `MPI_ERR_TYPE`); their receive
+/// buffers are then left untouched. docs/limits.md gives the cost of each.
 pub trait CommunicatorCollectives {
     /// Blocks until every rank has called it (`MPI_Barrier`).
+    ///
+    /// Standard section: MPI 4.1 §6.3.
     fn barrier(&self) -> Result<(), Error>;
     /// Reduces every rank's `send` with `op` and gives every rank the result
     /// (`MPI_Allreduce`).
+    ///
+    /// Standard section: MPI 4.1 §6.9.6.
     fn all_reduce_into<T, S, R, O>(&self, send: &S, recv: &mut R, op: O) -> Result<(), Error>
     where
         T: Equivalence,
         S: Elements<T> + ?Sized,
         R: ElementsMut<T> + ?Sized,
         O: Operation<T>;
+    /// `MPI_Allreduce` with `MPI_IN_PLACE`: `buf` is this rank's operand and
+    /// receives the result.
+    ///
+    /// Standard section: MPI 4.1 §6.9.6.
+    fn all_reduce_in_place<T, R, O>(&self, buf: &mut R, op: O) -> Result<(), Error>
+    where
+        T: Equivalence,
+        R: ElementsMut<T> + ?Sized,
+        O: Operation<T>;
+    /// Every rank's `send` (the same count everywhere), concatenated in rank
+    /// order into every rank's `recv` (`size × count` elements;
+    /// `MPI_Allgather`). Each rank copies its own `size × count` elements
+    /// out of the staging cells: O(size × count) per rank, the size of its
+    /// result.
+    ///
+    /// Standard section: MPI 4.1 §6.7.
+    fn all_gather_into<S, R>(&self, send: &S, recv: &mut R) -> Result<(), Error>
+    where
+        S: Buffer + ?Sized,
+        R: BufferMut + ?Sized;
+    /// `MPI_Allgather` with `MPI_IN_PLACE`: rank `r`'s contribution is part
+    /// `r` of `buf` (`size` equal parts), and the other parts are filled.
+    ///
+    /// Standard section: MPI 4.1 §6.7.
+    fn all_gather_in_place<R>(&self, buf: &mut R) -> Result<(), Error>
+    where
+        R: BufferMut + ?Sized;
+    /// Every rank's `send` into part `r` of every rank's `recv`, the parts
+    /// given by counts and displacements that must be the same on every rank,
+    /// `counts[r]` equal to rank `r`'s send count (`MPI_Allgatherv`).
+    ///
+    /// Standard section: MPI 4.1 §6.7.
+    fn all_gather_varcount_into<S, R>(&self, send: &S, recv: &mut PartitionMut<'_, R>) -> Result<(), Error>
+    where
+        S: Buffer + ?Sized,
+        R: BufferMut + ?Sized;
+    /// Part `d` of every rank's `send` (`size` equal parts) to rank `d`,
+    /// where it lands in part `s` (the sender's rank) of `recv`
+    /// (`MPI_Alltoall`). Costs ceil(size × part bytes / collective_bytes)
+    /// world barriers (the staging area moves `collective_bytes` per rank per
+    /// round) and O(size × part) copying per rank.
+    ///
+    /// Standard section: MPI 4.1 §6.8.
+    fn all_to_all_into<S, R>(&self, send: &S, recv: &mut R) -> Result<(), Error>
+    where
+        S: Buffer + ?Sized,
+        R: BufferMut + ?Sized;
+    /// `MPI_Alltoall` with `MPI_IN_PLACE`: part `d` of `buf` goes to rank
+    /// `d` and is replaced by what rank `d` sent. Goes pairwise (rank `p`
+    /// with rank `(j - p) mod size` in step `j`): `size` × ceil(part bytes /
+    /// collective_bytes) world barriers.
+    ///
+    /// Standard section: MPI 4.1 §6.8.
+    fn all_to_all_in_place<R>(&self, buf: &mut R) -> Result<(), Error>
+    where
+        R: BufferMut + ?Sized;
+    /// `MPI_Alltoallv`: part `d` of `send` to rank `d`, into part `s` of its
+    /// `recv`; rank `d`'s receive count for `s` must equal rank `s`'s send
+    /// count for `d` (checked by exchanging the counts first). Costs like
+    /// [`all_to_all_into`](Self::all_to_all_into) with the largest part.
+    ///
+    /// Standard section: MPI 4.1 §6.8.
+    fn all_to_all_varcount_into<S, R>(
+        &self,
+        send: &Partition<'_, S>,
+        recv: &mut PartitionMut<'_, R>,
+    ) -> Result<(), Error>
+    where
+        S: Buffer + ?Sized,
+        R: BufferMut + ?Sized;
+    /// Reduces the `size × count` elements of every rank's `send` with `op`
+    /// (in rank order) and gives block `r` of the result to rank `r`'s `recv`
+    /// (`count` elements; `MPI_Reduce_scatter_block`).
+    ///
+    /// Standard section: MPI 4.1 §6.10.1.
+    fn reduce_scatter_block_into<T, S, R, O>(&self, send: &S, recv: &mut R, op: O) -> Result<(), Error>
+    where
+        T: Equivalence,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+        O: Operation<T>;
+    /// `MPI_Reduce_scatter_block` with `MPI_IN_PLACE`: `buf` holds the
+    /// `size × count` operands; its first `count` elements receive this
+    /// rank's block of the result (the rest is left as it was).
+    ///
+    /// Standard section: MPI 4.1 §6.10.1.
+    fn reduce_scatter_block_in_place<T, R, O>(&self, buf: &mut R, op: O) -> Result<(), Error>
+    where
+        T: Equivalence,
+        R: ElementsMut<T> + ?Sized,
+        O: Operation<T>;
+    /// Reduces the `sum(counts)` elements of every rank's `send` with `op`
+    /// (in rank order) and gives rank `r` the `counts[r]` elements after the
+    /// first `counts[0] + ... + counts[r-1]` (`MPI_Reduce_scatter`); `counts`
+    /// must be the same on every rank.
+    ///
+    /// Standard section: MPI 4.1 §6.10.2.
+    fn reduce_scatter_into<T, S, R, O>(
+        &self,
+        send: &S,
+        recv: &mut R,
+        counts: &[i32],
+        op: O,
+    ) -> Result<(), Error>
+    where
+        T: Equivalence,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+        O: Operation<T>;
+    /// Inclusive prefix reduction: rank `r` gets `x0 op x1 op ... op xr`
+    /// (`MPI_Scan`), in rank order for any operation.
+    ///
+    /// Standard section: MPI 4.1 §6.11.1.
+    fn scan_into<T, S, R, O>(&self, send: &S, recv: &mut R, op: O) -> Result<(), Error>
+    where
+        T: Equivalence,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+        O: Operation<T>;
+    /// `MPI_Scan` with `MPI_IN_PLACE`.
+    ///
+    /// Standard section: MPI 4.1 §6.11.1.
+    fn scan_in_place<T, R, O>(&self, buf: &mut R, op: O) -> Result<(), Error>
+    where
+        T: Equivalence,
+        R: ElementsMut<T> + ?Sized,
+        O: Operation<T>;
+    /// Exclusive prefix reduction: rank `r > 0` gets `x0 op ... op x(r-1)`
+    /// (`MPI_Exscan`); rank 0's `recv` is left untouched (the standard leaves
+    /// it undefined).
+    ///
+    /// Standard section: MPI 4.1 §6.11.2.
+    fn exclusive_scan_into<T, S, R, O>(&self, send: &S, recv: &mut R, op: O) -> Result<(), Error>
+    where
+        T: Equivalence,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+        O: Operation<T>;
+    /// `MPI_Exscan` with `MPI_IN_PLACE` (rank 0's `buf` is left untouched).
+    ///
+    /// Standard section: MPI 4.1 §6.11.2.
+    fn exclusive_scan_in_place<T, R, O>(&self, buf: &mut R, op: O) -> Result<(), Error>
+    where
+        T: Equivalence,
+        R: ElementsMut<T> + ?Sized,
+        O: Operation<T>;
 }
 
-/// Collectives with a root process.
+/// Collectives with a root process (rsmpi's `Root`), called on the root's
+/// [`Process`] by every rank. A `_root` method is the root's call; a rank
+/// that is not the root calling one takes part as if it had called the
+/// non-root form (its receive or send arguments of the root are ignored).
+/// The root calling a non-root form still takes part, then gets
+/// `MPI_ERR_ROOT` (and so do the others, for the collectives that agree on
+/// their arguments first).
 pub trait Root {
     /// Copies the root's `buf` to every rank's `buf` (`MPI_Bcast`).
+    ///
+    /// Standard section: MPI 4.1 §6.4.
     fn broadcast_into<B: BufferMut + ?Sized>(&self, buf: &mut B) -> Result<(), Error>;
     /// Called by the root: reduces every rank's `send` with `op` into `recv`
     /// (`MPI_Reduce`). On a rank that is not the root `recv` is ignored.
+    ///
+    /// Standard section: MPI 4.1 §6.9.1.
     fn reduce_into_root<T, S, R, O>(&self, send: &S, recv: &mut R, op: O) -> Result<(), Error>
     where
         T: Equivalence,
         S: Elements<T> + ?Sized,
         R: ElementsMut<T> + ?Sized,
         O: Operation<T>;
+    /// Called by the root: `MPI_Reduce` with `MPI_IN_PLACE`; `buf` is the
+    /// root's operand and receives the result.
+    ///
+    /// Standard section: MPI 4.1 §6.9.1.
+    fn reduce_into_root_in_place<T, R, O>(&self, buf: &mut R, op: O) -> Result<(), Error>
+    where
+        T: Equivalence,
+        R: ElementsMut<T> + ?Sized,
+        O: Operation<T>;
     /// Called by every rank but the root: contributes `send` (`MPI_Reduce`).
     /// The root calling it still takes part, then gets `MPI_ERR_ROOT`.
+    ///
+    /// Standard section: MPI 4.1 §6.9.1.
     fn reduce_into<T, S, O>(&self, send: &S, op: O) -> Result<(), Error>
     where
         T: Equivalence,
         S: Elements<T> + ?Sized,
         O: Operation<T>;
+    /// Called by every rank but the root: contributes `send` to a gather
+    /// (`MPI_Gather`).
+    ///
+    /// Standard section: MPI 4.1 §6.5.
+    fn gather_into<S: Buffer + ?Sized>(&self, send: &S) -> Result<(), Error>;
+    /// Called by the root: every rank's `send` (the same count everywhere)
+    /// into part `r` of `recv` (`size × count` elements; `MPI_Gather`). The
+    /// root copies every part out of the staging cells itself (its buffer
+    /// may be in its local memory): O(size × count) at the root.
+    ///
+    /// Standard section: MPI 4.1 §6.5.
+    fn gather_into_root<S, R>(&self, send: &S, recv: &mut R) -> Result<(), Error>
+    where
+        S: Buffer + ?Sized,
+        R: BufferMut + ?Sized;
+    /// Called by the root: `MPI_Gather` with `MPI_IN_PLACE`; the root's own
+    /// contribution is already in its part of `buf` (`size` equal parts).
+    ///
+    /// Standard section: MPI 4.1 §6.5.
+    fn gather_into_root_in_place<R>(&self, buf: &mut R) -> Result<(), Error>
+    where
+        R: BufferMut + ?Sized;
+    /// Called by every rank but the root: contributes `send` to a
+    /// varcount gather (`MPI_Gatherv`).
+    ///
+    /// Standard section: MPI 4.1 §6.5.
+    fn gather_varcount_into<S: Buffer + ?Sized>(&self, send: &S) -> Result<(), Error>;
+    /// Called by the root: rank `r`'s `send` into part `r` of `recv`
+    /// (counts and displacements; `counts[r]` must equal rank `r`'s count;
+    /// `MPI_Gatherv`).
+    ///
+    /// Standard section: MPI 4.1 §6.5.
+    fn gather_varcount_into_root<S, R>(&self, send: &S, recv: &mut PartitionMut<'_, R>) -> Result<(), Error>
+    where
+        S: Buffer + ?Sized,
+        R: BufferMut + ?Sized;
+    /// Called by every rank but the root: receives its part of the root's
+    /// buffer (`MPI_Scatter`).
+    ///
+    /// Standard section: MPI 4.1 §6.6.
+    fn scatter_into<R: BufferMut + ?Sized>(&self, recv: &mut R) -> Result<(), Error>;
+    /// Called by the root: part `r` of `send` (`size` equal parts) to rank
+    /// `r`'s `recv` (`MPI_Scatter`). The root stages every part itself (its
+    /// buffer may be in its local memory): O(size × count) at the root.
+    ///
+    /// Standard section: MPI 4.1 §6.6.
+    fn scatter_into_root<S, R>(&self, send: &S, recv: &mut R) -> Result<(), Error>
+    where
+        S: Buffer + ?Sized,
+        R: BufferMut + ?Sized;
+    /// Called by the root: `MPI_Scatter` with `MPI_IN_PLACE`; the root's own
+    /// part stays where it is in `send`.
+    ///
+    /// Standard section: MPI 4.1 §6.6.
+    fn scatter_into_root_in_place<S: Buffer + ?Sized>(&self, send: &S) -> Result<(), Error>;
+    /// Called by every rank but the root: receives its part of a varcount
+    /// scatter (`MPI_Scatterv`); its count must equal the root's count for it.
+    ///
+    /// Standard section: MPI 4.1 §6.6.
+    fn scatter_varcount_into<R: BufferMut + ?Sized>(&self, recv: &mut R) -> Result<(), Error>;
+    /// Called by the root: part `r` of `send` (counts and displacements) to
+    /// rank `r` (`MPI_Scatterv`).
+    ///
+    /// Standard section: MPI 4.1 §6.6.
+    fn scatter_varcount_into_root<S, R>(&self, send: &Partition<'_, S>, recv: &mut R) -> Result<(), Error>
+    where
+        S: Buffer + ?Sized,
+        R: BufferMut + ?Sized;
 }
 
 /// Count word of a staged operand or partial result: the counts of the
@@ -380,10 +674,23 @@ impl World {
         result
     }
 
-    fn reduce_impl<T, O>(
+    /// Reduce (`root` given) or all-reduce of the `n` elements at `send`
+    /// into the `recv` elements (pointer and length) of the ranks that get
+    /// the result.
+    ///
+    /// `send` and `recv` may be the same buffer (in place): each round reads
+    /// its elements `lo..hi` of `send` when it stages them and writes the
+    /// same elements of `recv` after the round's combination, so no element
+    /// is read after it was written.
+    ///
+    /// # Safety
+    /// `send` valid for reads of `n` elements and `recv` for writes of its
+    /// length for the whole call; nothing else accesses them meanwhile.
+    unsafe fn reduce_impl<T, O>(
         &self,
-        send: &[T],
-        mut recv: Option<&mut [T]>,
+        send: *const T,
+        n: usize,
+        mut recv: Option<(*mut T, usize)>,
         root: Option<i32>,
         op: &O,
     ) -> Result<(), Error>
@@ -424,11 +731,10 @@ impl World {
                 });
             }
         }
-        let n = send.len();
-        if let Some(out) = recv.as_deref() {
-            if out.len() != n {
+        if let Some((_, len)) = recv {
+            if len != n {
                 local_error = Some(Error::CountMismatch {
-                    count: out.len() as u32,
+                    count: len as u32,
                     expected: n as u32,
                 });
                 recv = None;
@@ -441,7 +747,9 @@ impl World {
             let lo = round * per_round;
             let hi = (lo + per_round).min(n);
             let reference = root.unwrap_or(0) as u32;
-            if let Err(expected) = self.reduce_round(&send[lo..hi], n as u32, reference, op, what)? {
+            // SAFETY: `lo <= hi <= n` elements of `send` (the caller's contract).
+            let part = unsafe { send.add(lo) };
+            if let Err(expected) = self.reduce_round(part, hi - lo, n as u32, reference, op, what)? {
                 // Everyone read the same block counts: all stop here.
                 return Err(Error::CountMismatch {
                     count: n as u32,
@@ -453,20 +761,15 @@ impl World {
             // every block does.
             let combines = root.is_none_or(|r| r as u32 / self.layout.block_dim == self.block);
             if combines {
-                self.combine_blocks(k, n as u32, op);
+                self.combine_blocks(self.layout.blocks, k, n as u32, op);
                 if is_root {
-                    if let Some(out) = recv.as_deref_mut() {
+                    if let Some((out, _)) = recv {
                         let leader = self.block * self.layout.block_dim;
                         let cell = self.rank_cell(leader);
                         // SAFETY: the leader's cell holds k combined elements,
-                        // published by the block tree's closing barrier.
-                        unsafe {
-                            shim::copy_bytes(
-                                out[lo..hi].as_mut_ptr() as *mut u8,
-                                cell.add(CELL_HEADER),
-                                k * size,
-                            )
-                        };
+                        // published by the block tree's closing barrier; `out`
+                        // holds `n >= hi` elements (checked above).
+                        unsafe { shim::copy_bytes(out.add(lo) as *mut u8, cell.add(CELL_HEADER), k * size) };
                     }
                 }
             }
@@ -490,25 +793,27 @@ impl World {
     /// that rank `reference` (the root, or rank 0) passed.
     fn reduce_round<T: Equivalence, O: Operation<T>>(
         &self,
-        part: &[T],
+        part: *const T,
+        k: usize,
         count: u32,
         reference: u32,
         op: &O,
         what: WaitFor,
     ) -> Result<Result<(), u32>, Error> {
-        let bytes = core::mem::size_of_val(part);
+        let bytes = k * core::mem::size_of::<T>();
         self.begin_staging_round();
         let cell = self.rank_cell(self.rank);
         // SAFETY: our own cell: combined-count word, own-count word, then
         // `per_round >= k` elements (checked by the caller); no other rank
-        // touches it before the block barrier below.
+        // touches it before the block barrier below. `part` holds `k`
+        // readable elements (the caller's contract).
         unsafe {
             core::ptr::write(cell as *mut u32, count);
             core::ptr::write(cell.add(4) as *mut u32, count);
-            shim::copy_bytes(cell.add(CELL_HEADER), part.as_ptr() as *const u8, bytes);
+            shim::copy_bytes(cell.add(CELL_HEADER), part as *const u8, bytes);
         }
         self.record_wait(what);
-        self.block_tree(self.layout.block_dim, part.len(), op);
+        self.block_tree(self.layout.block_dim, k, op);
         if self.thread == 0 {
             // SAFETY: the leader's cell holds the block's result (published by
             // the block tree's closing barrier); the block's cell is written
@@ -588,14 +893,13 @@ impl World {
         shim::block_barrier();
     }
 
-    /// Combines the staged block results (`k` elements each, counts already
-    /// checked equal to `count`) in block order into the cell of this
-    /// block's first rank. Every rank of the block calls it: rank `t` folds a
+    /// Combines the staged results of blocks `0..blocks` (`k` elements
+    /// each, counts already checked equal to `count`; `blocks >= 1`) in block
+    /// order into the cell of this block's first rank. Every rank of the block calls it: rank `t` folds a
     /// contiguous run of blocks into its own cell, then a block tree combines
     /// the runs, so the order is block order and the critical path is a few
     /// memory round trips instead of one per block.
-    fn combine_blocks<T: Equivalence, O: Operation<T>>(&self, k: usize, count: u32, op: &O) {
-        let blocks = self.layout.blocks;
+    fn combine_blocks<T: Equivalence, O: Operation<T>>(&self, blocks: u32, k: usize, count: u32, op: &O) {
         let per_rank = blocks.div_ceil(self.layout.block_dim);
         let active = blocks.div_ceil(per_rank);
         if self.thread < active {
@@ -725,7 +1029,167 @@ impl CommunicatorCollectives for World {
         R: ElementsMut<T> + ?Sized,
         O: Operation<T>,
     {
-        self.reduce_impl(send.elements(), Some(recv.elements_mut()), None, &op)
+        let (s, r) = (send.elements(), recv.elements_mut());
+        // SAFETY: two distinct borrowed slices, valid for the call.
+        unsafe { self.reduce_impl(s.as_ptr(), s.len(), Some((r.as_mut_ptr(), r.len())), None, &op) }
+    }
+
+    fn all_reduce_in_place<T, R, O>(&self, buf: &mut R, op: O) -> Result<(), Error>
+    where
+        T: Equivalence,
+        R: ElementsMut<T> + ?Sized,
+        O: Operation<T>,
+    {
+        let b = buf.elements_mut();
+        let (p, n) = (b.as_mut_ptr(), b.len());
+        // SAFETY: one exclusively borrowed slice, read and written only
+        // through `p` (reduce_impl's in-place order).
+        unsafe { self.reduce_impl(p as *const T, n, Some((p, n)), None, &op) }
+    }
+
+    fn all_gather_into<S, R>(&self, send: &S, recv: &mut R) -> Result<(), Error>
+    where
+        S: Buffer + ?Sized,
+        R: BufferMut + ?Sized,
+    {
+        self.all_gather_impl(Some(send), recv, None)
+    }
+
+    fn all_gather_in_place<R>(&self, buf: &mut R) -> Result<(), Error>
+    where
+        R: BufferMut + ?Sized,
+    {
+        self.all_gather_impl::<u8, R>(None, buf, None)
+    }
+
+    fn all_gather_varcount_into<S, R>(&self, send: &S, recv: &mut PartitionMut<'_, R>) -> Result<(), Error>
+    where
+        S: Buffer + ?Sized,
+        R: BufferMut + ?Sized,
+    {
+        let (counts, displs) = (recv.counts, recv.displs);
+        self.all_gather_impl(Some(send), &mut *recv.buf, Some((counts, displs)))
+    }
+
+    fn all_to_all_into<S, R>(&self, send: &S, recv: &mut R) -> Result<(), Error>
+    where
+        S: Buffer + ?Sized,
+        R: BufferMut + ?Sized,
+    {
+        self.all_to_all_impl(send, recv)
+    }
+
+    fn all_to_all_in_place<R>(&self, buf: &mut R) -> Result<(), Error>
+    where
+        R: BufferMut + ?Sized,
+    {
+        self.all_to_all_in_place_impl(buf)
+    }
+
+    fn all_to_all_varcount_into<S, R>(
+        &self,
+        send: &Partition<'_, S>,
+        recv: &mut PartitionMut<'_, R>,
+    ) -> Result<(), Error>
+    where
+        S: Buffer + ?Sized,
+        R: BufferMut + ?Sized,
+    {
+        self.all_to_all_varcount_impl(send, recv)
+    }
+
+    fn reduce_scatter_block_into<T, S, R, O>(&self, send: &S, recv: &mut R, op: O) -> Result<(), Error>
+    where
+        T: Equivalence,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+        O: Operation<T>,
+    {
+        let (s, r) = (send.elements(), recv.elements_mut());
+        // SAFETY: two distinct borrowed slices, valid for the call.
+        unsafe { self.reduce_scatter_impl(s.as_ptr(), s.len(), r.as_mut_ptr(), r.len(), None, &op) }
+    }
+
+    fn reduce_scatter_block_in_place<T, R, O>(&self, buf: &mut R, op: O) -> Result<(), Error>
+    where
+        T: Equivalence,
+        R: ElementsMut<T> + ?Sized,
+        O: Operation<T>,
+    {
+        let b = buf.elements_mut();
+        let (p, n) = (b.as_mut_ptr(), b.len());
+        let k = n / (self.layout.ranks as usize);
+        // SAFETY: one exclusively borrowed slice used only through `p`; the
+        // result (the first `k` elements) is written in reduce_scatter_impl's
+        // in-place order.
+        unsafe { self.reduce_scatter_impl(p as *const T, n, p, k, None, &op) }
+    }
+
+    fn reduce_scatter_into<T, S, R, O>(
+        &self,
+        send: &S,
+        recv: &mut R,
+        counts: &[i32],
+        op: O,
+    ) -> Result<(), Error>
+    where
+        T: Equivalence,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+        O: Operation<T>,
+    {
+        let (s, r) = (send.elements(), recv.elements_mut());
+        // SAFETY: two distinct borrowed slices, valid for the call.
+        unsafe { self.reduce_scatter_impl(s.as_ptr(), s.len(), r.as_mut_ptr(), r.len(), Some(counts), &op) }
+    }
+
+    fn scan_into<T, S, R, O>(&self, send: &S, recv: &mut R, op: O) -> Result<(), Error>
+    where
+        T: Equivalence,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+        O: Operation<T>,
+    {
+        let (s, r) = (send.elements(), recv.elements_mut());
+        // SAFETY: two distinct borrowed slices, valid for the call.
+        unsafe { self.scan_impl(s.as_ptr(), s.len(), r.as_mut_ptr(), r.len(), false, &op) }
+    }
+
+    fn scan_in_place<T, R, O>(&self, buf: &mut R, op: O) -> Result<(), Error>
+    where
+        T: Equivalence,
+        R: ElementsMut<T> + ?Sized,
+        O: Operation<T>,
+    {
+        let b = buf.elements_mut();
+        let (p, n) = (b.as_mut_ptr(), b.len());
+        // SAFETY: one exclusively borrowed slice used only through `p`, in
+        // scan_impl's in-place order.
+        unsafe { self.scan_impl(p as *const T, n, p, n, false, &op) }
+    }
+
+    fn exclusive_scan_into<T, S, R, O>(&self, send: &S, recv: &mut R, op: O) -> Result<(), Error>
+    where
+        T: Equivalence,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+        O: Operation<T>,
+    {
+        let (s, r) = (send.elements(), recv.elements_mut());
+        // SAFETY: two distinct borrowed slices, valid for the call.
+        unsafe { self.scan_impl(s.as_ptr(), s.len(), r.as_mut_ptr(), r.len(), true, &op) }
+    }
+
+    fn exclusive_scan_in_place<T, R, O>(&self, buf: &mut R, op: O) -> Result<(), Error>
+    where
+        T: Equivalence,
+        R: ElementsMut<T> + ?Sized,
+        O: Operation<T>,
+    {
+        let b = buf.elements_mut();
+        let (p, n) = (b.as_mut_ptr(), b.len());
+        // SAFETY: as in `scan_in_place`.
+        unsafe { self.scan_impl(p as *const T, n, p, n, true, &op) }
     }
 }
 
@@ -741,13 +1205,35 @@ impl Root for Process<'_> {
         R: ElementsMut<T> + ?Sized,
         O: Operation<T>,
     {
+        let s = send.elements();
         let recv = if self.rank == self.world.rank() {
-            Some(recv.elements_mut())
+            let r = recv.elements_mut();
+            Some((r.as_mut_ptr(), r.len()))
         } else {
             None
         };
-        self.world
-            .reduce_impl(send.elements(), recv, Some(self.rank), &op)
+        // SAFETY: two distinct borrowed slices, valid for the call.
+        unsafe {
+            self.world
+                .reduce_impl(s.as_ptr(), s.len(), recv, Some(self.rank), &op)
+        }
+    }
+
+    fn reduce_into_root_in_place<T, R, O>(&self, buf: &mut R, op: O) -> Result<(), Error>
+    where
+        T: Equivalence,
+        R: ElementsMut<T> + ?Sized,
+        O: Operation<T>,
+    {
+        let b = buf.elements_mut();
+        let (p, n) = (b.as_mut_ptr(), b.len());
+        let recv = (self.rank == self.world.rank()).then_some((p, n));
+        // SAFETY: one exclusively borrowed slice used only through `p`, in
+        // reduce_impl's in-place order.
+        unsafe {
+            self.world
+                .reduce_impl(p as *const T, n, recv, Some(self.rank), &op)
+        }
     }
 
     fn reduce_into<T, S, O>(&self, send: &S, op: O) -> Result<(), Error>
@@ -756,8 +1242,82 @@ impl Root for Process<'_> {
         S: Elements<T> + ?Sized,
         O: Operation<T>,
     {
-        self.world
-            .reduce_impl(send.elements(), None, Some(self.rank), &op)
+        let s = send.elements();
+        // SAFETY: a borrowed slice, valid for the call.
+        unsafe {
+            self.world
+                .reduce_impl(s.as_ptr(), s.len(), None, Some(self.rank), &op)
+        }
+    }
+
+    fn gather_into<S: Buffer + ?Sized>(&self, send: &S) -> Result<(), Error> {
+        self.world.gather_impl::<S, [u8]>(self.rank, Some(send), None)
+    }
+
+    fn gather_into_root<S, R>(&self, send: &S, recv: &mut R) -> Result<(), Error>
+    where
+        S: Buffer + ?Sized,
+        R: BufferMut + ?Sized,
+    {
+        let recv = (self.rank == self.world.rank()).then_some(recv);
+        self.world.gather_impl(self.rank, Some(send), recv)
+    }
+
+    fn gather_into_root_in_place<R>(&self, buf: &mut R) -> Result<(), Error>
+    where
+        R: BufferMut + ?Sized,
+    {
+        if self.rank != self.world.rank() {
+            // Not the root: `buf` is this rank's contribution.
+            let dtype = buf.datatype();
+            let send = exchange::Typed::new(buf.as_bytes_mut(), dtype);
+            return self.world.gather_impl::<_, [u8]>(self.rank, Some(&send), None);
+        }
+        self.world.gather_impl::<[u8], R>(self.rank, None, Some(buf))
+    }
+
+    fn gather_varcount_into<S: Buffer + ?Sized>(&self, send: &S) -> Result<(), Error> {
+        self.world.gather_varcount_impl::<S, [u8]>(self.rank, send, None)
+    }
+
+    fn gather_varcount_into_root<S, R>(&self, send: &S, recv: &mut PartitionMut<'_, R>) -> Result<(), Error>
+    where
+        S: Buffer + ?Sized,
+        R: BufferMut + ?Sized,
+    {
+        let recv = (self.rank == self.world.rank()).then_some(recv);
+        self.world.gather_varcount_impl(self.rank, send, recv)
+    }
+
+    fn scatter_into<R: BufferMut + ?Sized>(&self, recv: &mut R) -> Result<(), Error> {
+        self.world.scatter_impl::<[u8], R>(self.rank, None, Some(recv))
+    }
+
+    fn scatter_into_root<S, R>(&self, send: &S, recv: &mut R) -> Result<(), Error>
+    where
+        S: Buffer + ?Sized,
+        R: BufferMut + ?Sized,
+    {
+        let send = (self.rank == self.world.rank()).then_some(send);
+        self.world.scatter_impl(self.rank, send, Some(recv))
+    }
+
+    fn scatter_into_root_in_place<S: Buffer + ?Sized>(&self, send: &S) -> Result<(), Error> {
+        // Not the root: no receive buffer, so `MPI_ERR_ROOT` (after taking part).
+        self.world.scatter_impl::<S, [u8]>(self.rank, Some(send), None)
+    }
+
+    fn scatter_varcount_into<R: BufferMut + ?Sized>(&self, recv: &mut R) -> Result<(), Error> {
+        self.world.scatter_varcount_impl::<[u8], R>(self.rank, None, recv)
+    }
+
+    fn scatter_varcount_into_root<S, R>(&self, send: &Partition<'_, S>, recv: &mut R) -> Result<(), Error>
+    where
+        S: Buffer + ?Sized,
+        R: BufferMut + ?Sized,
+    {
+        let send = (self.rank == self.world.rank()).then_some(send);
+        self.world.scatter_varcount_impl(self.rank, send, recv)
     }
 }
 
@@ -828,6 +1388,87 @@ mod tests {
                 w.process_at_rank(0).reduce_into(&1u32, SystemOperation::sum()),
                 Err(Error::InvalidRoot { root: 0, size: 1 })
             );
+        });
+    }
+
+    #[test]
+    fn one_rank_chapter_6_collectives() {
+        with_world(|w| {
+            let root = w.process_at_rank(0);
+            let send = [1u32, 2, 3];
+            let mut recv = [0u32; 3];
+            root.gather_into_root(&send[..], &mut recv[..]).unwrap();
+            assert_eq!(recv, send);
+            let mut recv = [0u32; 3];
+            root.scatter_into_root(&send[..], &mut recv[..]).unwrap();
+            assert_eq!(recv, send);
+            let mut recv = [0u32; 3];
+            w.all_gather_into(&send[..], &mut recv[..]).unwrap();
+            assert_eq!(recv, send);
+            let mut recv = [0u32; 3];
+            w.all_to_all_into(&send[..], &mut recv[..]).unwrap();
+            assert_eq!(recv, send);
+            let mut buf = [4u32, 5, 6];
+            w.all_to_all_in_place(&mut buf[..]).unwrap();
+            assert_eq!(buf, [4, 5, 6]);
+            let mut recv = [0u32; 3];
+            w.scan_into(&send[..], &mut recv[..], SystemOperation::sum())
+                .unwrap();
+            assert_eq!(recv, send);
+            let mut recv = [9u32; 3];
+            w.exclusive_scan_into(&send[..], &mut recv[..], SystemOperation::sum())
+                .unwrap();
+            assert_eq!(recv, [9, 9, 9]);
+            let mut recv = [0u32; 3];
+            w.reduce_scatter_block_into(&send[..], &mut recv[..], SystemOperation::sum())
+                .unwrap();
+            assert_eq!(recv, send);
+            let mut recv = [0u32; 3];
+            w.reduce_scatter_into(&send[..], &mut recv[..], &[3], SystemOperation::sum())
+                .unwrap();
+            assert_eq!(recv, send);
+            let mut big = [0u8; 1000];
+            let mut part = [0i32; 1];
+            let counts = [1];
+            let displs = [7];
+            let mut p = PartitionMut::new(&mut part[..], &counts, &[0]);
+            w.all_gather_varcount_into(&5i32, &mut p).unwrap();
+            assert_eq!(part, [5]);
+            let src: [u8; 1000] = core::array::from_fn(|i| i as u8);
+            w.all_to_all_varcount_into(
+                &Partition::new(&src[..], &[900], &[50]),
+                &mut PartitionMut::new(&mut big[..], &[900], &[3]),
+            )
+            .unwrap();
+            assert_eq!(big[3..903], src[50..950]);
+            let mut x = [0u8; 2];
+            root.gather_varcount_into_root(&[8u8][..], &mut PartitionMut::new(&mut x[..], &counts, &[1]))
+                .unwrap();
+            assert_eq!(x, [0, 8]);
+            assert_eq!(
+                root.gather_varcount_into_root(
+                    &[8u8][..],
+                    &mut PartitionMut::new(&mut x[..], &counts, &displs)
+                ),
+                Err(Error::OutOfBounds { index: 8, len: 2 })
+            );
+            assert_eq!(
+                w.all_gather_into(&send[..], &mut recv[..2]),
+                Err(Error::CountMismatch {
+                    count: 2,
+                    expected: 3
+                })
+            );
+            assert_eq!(
+                w.process_at_rank(1).gather_into(&send[..]),
+                Err(Error::InvalidRoot { root: 1, size: 1 })
+            );
+            let mut acc = [1u32, 1];
+            reduce_local_into(&[2u32, 3][..], &mut acc[..], SystemOperation::sum()).unwrap();
+            assert_eq!(acc, [3, 4]);
+            let mut m = [1u32, 2];
+            w.all_reduce_in_place(&mut m[..], SystemOperation::max()).unwrap();
+            assert_eq!(m, [1, 2]);
         });
     }
 

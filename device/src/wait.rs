@@ -60,6 +60,18 @@ pub enum Operation {
     /// A wait over several requests (`wait_all`, `wait_any`, `wait_some`,
     /// the end of a request scope); the tag word holds their number.
     WaitMany = 13,
+    /// A gather (`MPI_Gather`, `MPI_Gatherv`); the peer is the root.
+    Gather = 14,
+    /// A scatter (`MPI_Scatter`, `MPI_Scatterv`); the peer is the root.
+    Scatter = 15,
+    /// An all-gather (`MPI_Allgather`, `MPI_Allgatherv`).
+    AllGather = 16,
+    /// An all-to-all (`MPI_Alltoall`, `MPI_Alltoallv`).
+    AllToAll = 17,
+    /// A reduce-scatter (`MPI_Reduce_scatter_block`, `MPI_Reduce_scatter`).
+    ReduceScatter = 18,
+    /// An inclusive or exclusive scan (`MPI_Scan`, `MPI_Exscan`).
+    Scan = 19,
 }
 
 impl Operation {
@@ -79,6 +91,12 @@ impl Operation {
             11 => Operation::TestReceive,
             12 => Operation::TestMany,
             13 => Operation::WaitMany,
+            14 => Operation::Gather,
+            15 => Operation::Scatter,
+            16 => Operation::AllGather,
+            17 => Operation::AllToAll,
+            18 => Operation::ReduceScatter,
+            19 => Operation::Scan,
             _ => return None,
         })
     }
@@ -139,6 +157,12 @@ impl fmt::Display for WaitDisplay {
             Some(Operation::Broadcast) => write!(f, "broadcast(root {p})"),
             Some(Operation::Reduce) => write!(f, "reduce(root {p})"),
             Some(Operation::AllReduce) => write!(f, "all_reduce"),
+            Some(Operation::Gather) => write!(f, "gather(root {p})"),
+            Some(Operation::Scatter) => write!(f, "scatter(root {p})"),
+            Some(Operation::AllGather) => write!(f, "all_gather"),
+            Some(Operation::AllToAll) => write!(f, "all_to_all"),
+            Some(Operation::ReduceScatter) => write!(f, "reduce_scatter"),
+            Some(Operation::Scan) => write!(f, "scan"),
             Some(Operation::ImmediateProbe) => write!(f, "immediate_probe(source {p}, tag {t})"),
             Some(Operation::TestSend) => write!(f, "test of send(dest {p}, tag {t})"),
             Some(Operation::TestReceive) => write!(f, "test of receive(source {p}, tag {t})"),

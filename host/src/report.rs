@@ -251,6 +251,12 @@ fn operation_name(code: u32) -> &'static str {
         Some(Operation::Broadcast) => "broadcast",
         Some(Operation::Reduce) => "reduce",
         Some(Operation::AllReduce) => "all_reduce",
+        Some(Operation::Gather) => "gather",
+        Some(Operation::Scatter) => "scatter",
+        Some(Operation::AllGather) => "all_gather",
+        Some(Operation::AllToAll) => "all_to_all",
+        Some(Operation::ReduceScatter) => "reduce_scatter",
+        Some(Operation::Scan) => "scan",
         Some(Operation::Send) => "send",
         Some(Operation::Receive) => "receive",
         Some(Operation::Probe) => "probe",
@@ -495,7 +501,16 @@ impl DeadlockReport {
             .collect();
         let collective = self.ranks.iter().find_map(|r| match r.state.wait() {
             Some((
-                op @ (Operation::Barrier | Operation::Broadcast | Operation::Reduce | Operation::AllReduce),
+                op @ (Operation::Barrier
+                | Operation::Broadcast
+                | Operation::Reduce
+                | Operation::AllReduce
+                | Operation::Gather
+                | Operation::Scatter
+                | Operation::AllGather
+                | Operation::AllToAll
+                | Operation::ReduceScatter
+                | Operation::Scan),
                 ..,
             )) => Some(op),
             _ => None,

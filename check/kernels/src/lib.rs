@@ -18,6 +18,9 @@
 //!   ordering, datatype matching, argument errors;
 //! - [`collectives`]: barrier, broadcast, reductions (every type and
 //!   operation, a non-commutative user operation), count mismatches;
+//! - [`chapter6`]: gather, scatter, all-gather, all-to-all (fixed,
+//!   varcount, in place), reduce-scatter, scans, in-place reductions and
+//!   their argument errors;
 //! - [`faults`]: kernels that fail or deadlock on purpose;
 //! - [`interpreter`]: runs an encoded communication program (property tests).
 #![no_std]
@@ -25,6 +28,7 @@
 use bytemuck::{Pod, Zeroable};
 use gpu_mpi_device::{Error, GlobalSlice, Status};
 
+pub mod chapter6;
 pub mod collectives;
 pub mod faults;
 pub mod interpreter;

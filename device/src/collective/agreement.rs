@@ -1,0 +1,172 @@
+//! The argument agreement that the newer collectives start with.
+//!
+//! Before moving any data, the ranks all-reduce one small [`Agreement`]:
+//! the minimum and maximum of a few values each rank passes (its count, the
+//! root it names, its datatype id, a checksum of its counts array, the
+//! largest part it sends or receives) and the largest error class any rank
+//! found in its own arguments. Every rank reads the same result, so every
+//! rank decides alike whether the data rounds run (their number comes from
+//! the agreed maximum) or everybody returns an error. A wrong argument
+//! therefore never turns into a hang, and no rank returns `Ok` from a
+//! collective another rank found erroneous.
+//!
+//! Cost: one round of the hierarchical all-reduce (one world barrier and
+//! the block trees), for 48 bytes per rank.
+
+use super::{UserOperation, CELL_HEADER};
+use crate::datatype::{user_datatype_id, Datatype, Equivalence};
+use crate::error::{Error, ErrorClass};
+use crate::point_to_point::Status;
+use crate::topology::{Communicator, World};
+use crate::wait::WaitFor;
+use bytemuck::{Pod, Zeroable};
+
+/// Values the ranks agree on.
+pub(crate) const SLOTS: usize = 5;
+/// Slot: the count that must be equal on every rank.
+pub(crate) const COUNT: usize = 0;
+/// Slot: the root every rank names (`u32::MAX` for none).
+pub(crate) const ROOT: usize = 1;
+/// Slot: the datatype id.
+pub(crate) const TYPE: usize = 2;
+/// Slot: a checksum of an array every rank passes alike (counts).
+pub(crate) const CHECK: usize = 3;
+/// Slot: a length of which only the maximum matters (bytes of the largest
+/// part, the number of staging rounds follows from it).
+pub(crate) const LEN: usize = 4;
+
+/// What one rank passes to the agreement, and what all of them agree on.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
+pub(crate) struct Agreement {
+    min: [u32; SLOTS],
+    max: [u32; SLOTS],
+    /// Largest error class found by a rank in its own arguments (0: none).
+    class: u32,
+    _pad: u32,
+}
+
+impl Equivalence for Agreement {
+    const DATATYPE: Datatype = Datatype {
+        id: user_datatype_id("gpu_mpi_device::collective::Agreement"),
+        size: core::mem::size_of::<Agreement>() as u32,
+    };
+}
+
+const _: () = assert!(core::mem::size_of::<Agreement>() + CELL_HEADER <= 64);
+
+fn combine(a: &Agreement, b: &Agreement) -> Agreement {
+    let mut r = *a;
+    for i in 0..SLOTS {
+        r.min[i] = a.min[i].min(b.min[i]);
+        r.max[i] = a.max[i].max(b.max[i]);
+    }
+    r.class = a.class.max(b.class);
+    r
+}
+
+impl Agreement {
+    /// Every slot 0, no error.
+    pub(crate) fn new() -> Agreement {
+        Agreement::zeroed()
+    }
+
+    /// Sets slot `slot` to `v`.
+    pub(crate) fn set(&mut self, slot: usize, v: u32) {
+        if let (Some(lo), Some(hi)) = (self.min.get_mut(slot), self.max.get_mut(slot)) {
+            *lo = v;
+            *hi = v;
+        }
+    }
+
+    /// Records a local error's class.
+    pub(crate) fn fail(&mut self, e: &Error) {
+        self.class = self.class.max(e.class() as u32);
+    }
+
+    /// Whether every rank passed the same value in `slot`.
+    pub(crate) fn same(&self, slot: usize) -> bool {
+        self.min.get(slot) == self.max.get(slot)
+    }
+
+    /// The smallest value passed in `slot`.
+    pub(crate) fn min(&self, slot: usize) -> u32 {
+        self.min.get(slot).copied().unwrap_or(0)
+    }
+
+    /// The largest value passed in `slot`.
+    pub(crate) fn max(&self, slot: usize) -> u32 {
+        self.max.get(slot).copied().unwrap_or(0)
+    }
+
+    /// Whether the data rounds may run: no rank failed and the `COUNT`,
+    /// `ROOT`, `TYPE` and `CHECK` slots agree.
+    pub(crate) fn ok(&self) -> bool {
+        self.class == 0 && self.same(COUNT) && self.same(ROOT) && self.same(TYPE) && self.same(CHECK)
+    }
+
+    /// The error of a rank whose own arguments were fine when the
+    /// agreement is not [`ok`](Self::ok): a bad or disagreeing root gives
+    /// `MPI_ERR_ROOT`, disagreeing datatypes `MPI_ERR_TYPE`, anything else
+    /// `MPI_ERR_COUNT` (`count`: this rank's count; `expected`: the other
+    /// end of the agreed range).
+    pub(crate) fn error(&self, world: &World, root: i32, count: u32, datatype: u32) -> Error {
+        if !self.same(ROOT) || self.class == ErrorClass::Root as u32 {
+            return Error::InvalidRoot {
+                root,
+                size: world.size(),
+            };
+        }
+        if !self.same(TYPE) || self.class == ErrorClass::Type as u32 {
+            let other = if self.min(TYPE) == datatype {
+                self.max(TYPE)
+            } else {
+                self.min(TYPE)
+            };
+            return Error::TypeMismatch {
+                status: Status {
+                    source: root,
+                    tag: -1,
+                    bytes: 0,
+                    datatype: other,
+                },
+                expected: datatype,
+            };
+        }
+        let expected = if self.min(COUNT) == count {
+            self.max(COUNT)
+        } else {
+            self.min(COUNT)
+        };
+        Error::CountMismatch { count, expected }
+    }
+}
+
+/// A checksum of a counts array (FNV-1a over its words), equal on every rank
+/// that passed the same array.
+pub(crate) fn checksum(counts: &[i32]) -> u32 {
+    let mut h: u32 = 0x811c_9dc5;
+    for &c in counts {
+        h ^= c as u32;
+        h = h.wrapping_mul(0x0100_0193);
+    }
+    h
+}
+
+impl World {
+    /// All-reduces `mine` over the world: every rank gets the same
+    /// [`Agreement`]. One staging round (world barrier, block trees).
+    pub(crate) fn agree(&self, mine: Agreement, what: WaitFor) -> Result<Agreement, Error> {
+        let op = UserOperation::commutative(combine);
+        // Every rank passes exactly one element, so the round's count check
+        // cannot fail; `reduce_round` returns an `Err` only for a failed wait.
+        let _ = self.reduce_round(&mine as *const Agreement, 1, 1, 0, &op, what)?;
+        self.combine_blocks(self.layout.blocks, 1, 1, &op);
+        let leader = self.rank_cell(self.block * self.layout.block_dim);
+        // SAFETY: the leader's cell holds the combined agreement, published
+        // by the block tree's closing barrier and not written again before
+        // the next round's world barrier; the data is 8-byte aligned.
+        let agreed = unsafe { core::ptr::read(leader.add(CELL_HEADER) as *const Agreement) };
+        Ok(agreed)
+    }
+}

@@ -1,0 +1,996 @@
+//! Gather, scatter, all-gather and all-to-all (MPI 4.1 §6.5–§6.8), fixed
+//! and varcount, staged through the rank scratch cells of the world memory.
+//!
+//! Each collective starts with the argument [agreement](super::agreement)
+//! (varcount forms first check their counts in one extra staging round:
+//! the root, or every rank for all-to-all, compares the counts it was given
+//! with what the other ranks pass), then moves the data in rounds of
+//! `collective_bytes` per rank: in a round, the ranks that send write their
+//! next chunk into their own cell (a scatter's root into every rank's
+//! cell), one world barrier publishes the cells, and every rank that
+//! receives copies what it needs out of the cells. Rounds alternate between
+//! the two halves of the staging regions like every collective round, so a
+//! round needs no closing barrier.
+//!
+//! Every rank copies its own data: a gather's root and a scatter's root copy
+//! `size × count` elements themselves because their buffers may be in their
+//! local memory (a stack array on the GPU), which no other thread can
+//! reach; every all-gather and all-to-all rank copies its own result.
+
+use super::agreement::{checksum, Agreement, CHECK, COUNT, LEN, ROOT, TYPE};
+use crate::datatype::{Buffer, BufferMut, Datatype};
+use crate::error::Error;
+use crate::shim;
+use crate::topology::{Communicator, World};
+use crate::wait::{Operation as WaitOperation, WaitFor};
+
+/// A buffer split into one part per rank by counts and displacements (in
+/// elements), as a send buffer (rsmpi's `Partition`).
+///
+/// Standard section: MPI 4.1 §6.5 (`MPI_Gatherv`'s `displs`), §6.6, §6.7, §6.8.
+pub struct Partition<'a, B: ?Sized> {
+    pub(crate) buf: &'a B,
+    pub(crate) counts: &'a [i32],
+    pub(crate) displs: &'a [i32],
+}
+
+impl<'a, B: ?Sized> Partition<'a, B> {
+    /// Part `r` is `counts[r]` elements of `buf` from element `displs[r]`.
+    /// Both arrays need one entry per rank; a part outside `buf` or a
+    /// negative entry makes the collective fail with `MPI_ERR_ARG`.
+    pub fn new(buf: &'a B, counts: &'a [i32], displs: &'a [i32]) -> Self {
+        Partition { buf, counts, displs }
+    }
+    /// The counts.
+    pub fn counts(&self) -> &[i32] {
+        self.counts
+    }
+    /// The displacements.
+    pub fn displs(&self) -> &[i32] {
+        self.displs
+    }
+}
+
+/// A buffer split into one part per rank by counts and displacements (in
+/// elements), as a receive buffer (rsmpi's `PartitionMut`).
+///
+/// Standard section: MPI 4.1 §6.5 (`MPI_Gatherv`'s `displs`), §6.6, §6.7, §6.8.
+pub struct PartitionMut<'a, B: ?Sized> {
+    pub(crate) buf: &'a mut B,
+    pub(crate) counts: &'a [i32],
+    pub(crate) displs: &'a [i32],
+}
+
+impl<'a, B: ?Sized> PartitionMut<'a, B> {
+    /// Part `r` is `counts[r]` elements of `buf` from element `displs[r]`.
+    /// Both arrays need one entry per rank; a part outside `buf` or a
+    /// negative entry makes the collective fail with `MPI_ERR_ARG`.
+    pub fn new(buf: &'a mut B, counts: &'a [i32], displs: &'a [i32]) -> Self {
+        PartitionMut { buf, counts, displs }
+    }
+    /// The counts.
+    pub fn counts(&self) -> &[i32] {
+        self.counts
+    }
+    /// The displacements.
+    pub fn displs(&self) -> &[i32] {
+        self.displs
+    }
+}
+
+/// A receive buffer's bytes seen as a send buffer of its datatype.
+pub(crate) struct Typed<'a> {
+    bytes: &'a [u8],
+    dtype: Datatype,
+}
+
+impl<'a> Typed<'a> {
+    /// `bytes`, holding elements of `dtype`.
+    pub(crate) fn new(bytes: &'a [u8], dtype: Datatype) -> Self {
+        Typed { bytes, dtype }
+    }
+}
+
+impl Buffer for Typed<'_> {
+    fn datatype(&self) -> Datatype {
+        self.dtype
+    }
+    fn as_bytes(&self) -> &[u8] {
+        self.bytes
+    }
+    fn count(&self) -> usize {
+        self.bytes.len() / (self.dtype.size as usize).max(1)
+    }
+}
+
+/// Where each rank's part lies in a buffer, in bytes.
+#[derive(Clone, Copy)]
+pub(crate) enum Parts<'a> {
+    /// Parts of this many bytes, back to back in rank order.
+    Even(usize),
+    /// Counts and displacements in elements of `size` bytes (checked by
+    /// [`check_partition`] first).
+    Var {
+        counts: &'a [i32],
+        displs: &'a [i32],
+        size: usize,
+    },
+}
+
+impl Parts<'_> {
+    /// Byte offset and byte length of part `q`.
+    pub(crate) fn get(&self, q: usize) -> (usize, usize) {
+        match *self {
+            Parts::Even(b) => (q * b, b),
+            Parts::Var { counts, displs, size } => {
+                let c = counts.get(q).copied().unwrap_or(0).max(0) as usize;
+                let d = displs.get(q).copied().unwrap_or(0).max(0) as usize;
+                (d * size, c * size)
+            }
+        }
+    }
+}
+
+/// Checks that `counts` and `displs` have one entry per rank and that every
+/// part lies inside a buffer of `len` elements; returns the largest count.
+pub(crate) fn check_partition(
+    counts: &[i32],
+    displs: &[i32],
+    len: usize,
+    ranks: usize,
+) -> Result<usize, Error> {
+    if counts.len() != ranks || displs.len() != ranks {
+        return Err(Error::CountMismatch {
+            count: counts.len().min(displs.len()) as u32,
+            expected: ranks as u32,
+        });
+    }
+    let mut largest = 0;
+    for (&c, &d) in counts.iter().zip(displs) {
+        let end = d as i64 + c as i64;
+        if c < 0 || d < 0 || end > len as i64 {
+            return Err(Error::OutOfBounds {
+                index: end.clamp(0, u32::MAX as i64) as u32,
+                len: len as u32,
+            });
+        }
+        largest = largest.max(c as usize);
+    }
+    Ok(largest)
+}
+
+fn type_error(root: i32, got: Datatype, expected: Datatype) -> Error {
+    Error::TypeMismatch {
+        status: crate::point_to_point::Status {
+            source: root,
+            tag: -1,
+            bytes: 0,
+            datatype: got.id,
+        },
+        expected: expected.id,
+    }
+}
+
+impl World {
+    /// Staging rounds of a gather or all-gather: each round, every rank with
+    /// a `send` (pointer, bytes) stages its next `collective_bytes`, a world
+    /// barrier publishes the cells, and `take(q, offset, cell, round_bytes)`
+    /// (the root's, or every rank's) copies from rank `q`'s cell the part of
+    /// its data from `offset` on. `max_bytes` (the largest part, agreed)
+    /// sets the number of rounds.
+    ///
+    /// # Safety
+    /// `send` readable for its length during the call; `take` copies at most
+    /// `round_bytes` bytes from the cell.
+    unsafe fn gather_rounds<F>(
+        &self,
+        send: Option<(*const u8, usize)>,
+        max_bytes: usize,
+        mut take: Option<F>,
+        what: WaitFor,
+    ) -> Result<(), Error>
+    where
+        F: FnMut(u32, usize, *const u8, usize),
+    {
+        let cb = self.collective_bytes();
+        let rounds = max_bytes.div_ceil(cb);
+        for round in 0..rounds {
+            let lo = round * cb;
+            self.begin_staging_round();
+            if let Some((ptr, len)) = send {
+                let m = len.saturating_sub(lo).min(cb);
+                if m > 0 {
+                    // SAFETY: our own cell holds `collective_bytes`; nobody
+                    // else touches it before the barrier; `lo + m <= len`.
+                    unsafe { shim::copy_bytes(self.rank_cell(self.rank), ptr.add(lo), m) };
+                }
+            }
+            self.world_barrier(what)?;
+            if let Some(t) = take.as_mut() {
+                for q in 0..self.layout.ranks {
+                    t(q, lo, self.rank_cell(q) as *const u8, cb);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Staging rounds of a scatter: each round the root's `give(q, offset,
+    /// cell, round_bytes)` writes the part of rank `q`'s data from `offset`
+    /// into `q`'s cell, a world barrier publishes them, and every rank with
+    /// a `recv` (pointer, bytes) copies its next chunk out of its own cell.
+    ///
+    /// # Safety
+    /// `recv` writable for its length during the call; `give` writes at most
+    /// `round_bytes` bytes into a cell.
+    unsafe fn scatter_rounds<F>(
+        &self,
+        max_bytes: usize,
+        mut give: Option<F>,
+        recv: Option<(*mut u8, usize)>,
+        what: WaitFor,
+    ) -> Result<(), Error>
+    where
+        F: FnMut(u32, usize, *mut u8, usize),
+    {
+        let cb = self.collective_bytes();
+        let rounds = max_bytes.div_ceil(cb);
+        for round in 0..rounds {
+            let lo = round * cb;
+            self.begin_staging_round();
+            if let Some(g) = give.as_mut() {
+                for q in 0..self.layout.ranks {
+                    g(q, lo, self.rank_cell(q), cb);
+                }
+            }
+            self.world_barrier(what)?;
+            if let Some((ptr, len)) = recv {
+                let m = len.saturating_sub(lo).min(cb);
+                if m > 0 {
+                    // SAFETY: our cell, published by the barrier, is not
+                    // written again before the next round's barrier;
+                    // `lo + m <= len`.
+                    unsafe { shim::copy_bytes(ptr.add(lo), self.rank_cell(self.rank), m) };
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Staging rounds of an all-to-all in which every rank sends part `d`
+    /// (at most `m` bytes; `send_parts` gives the lengths) to rank `d`.
+    ///
+    /// The ranks' send data is laid out virtually as `size` slots of `m`
+    /// bytes (slot `d` for rank `d`); round `r` moves the virtual bytes
+    /// `r × collective_bytes ..` of every rank: each rank's `give(d, offset,
+    /// cell_ptr, len)` stages the bytes of its part `d` that fall in the
+    /// window, and after the barrier a rank whose slot meets the window
+    /// copies, through `take(q, offset, cell_ptr, len)`, the bytes of its
+    /// slot out of every rank `q`'s cell (`recv_parts` gives the lengths it
+    /// expects, checked equal to the senders' beforehand).
+    /// ceil(size × m / collective_bytes) world barriers.
+    #[allow(clippy::too_many_arguments)]
+    fn all_to_all_rounds<G, T>(
+        &self,
+        m: usize,
+        send_parts: Parts<'_>,
+        recv_parts: Parts<'_>,
+        mut give: G,
+        mut take: T,
+        what: WaitFor,
+    ) -> Result<(), Error>
+    where
+        G: FnMut(u32, usize, *mut u8, usize),
+        T: FnMut(u32, usize, *const u8, usize),
+    {
+        if m == 0 {
+            return Ok(());
+        }
+        let n = self.layout.ranks as usize;
+        let cb = self.collective_bytes();
+        let rounds = (n * m).div_ceil(cb);
+        let p = self.rank as usize;
+        for round in 0..rounds {
+            let lo = round * cb;
+            let hi = lo + cb;
+            self.begin_staging_round();
+            let cell = self.rank_cell(self.rank);
+            let last = ((hi - 1) / m).min(n - 1);
+            for d in lo / m..=last {
+                let start = d * m;
+                let (_, len) = send_parts.get(d);
+                let (a, b) = (lo.max(start), hi.min(start + len.min(m)));
+                if a < b {
+                    // SAFETY: `a - lo + (b - a) <= collective_bytes`: inside
+                    // our own cell.
+                    give(d as u32, a - start, unsafe { cell.add(a - lo) }, b - a);
+                }
+            }
+            self.world_barrier(what)?;
+            let start = p * m;
+            if start < hi && start + m > lo {
+                for q in 0..n {
+                    let (_, len) = recv_parts.get(q);
+                    let (a, b) = (lo.max(start), hi.min(start + len.min(m)));
+                    if a < b {
+                        // SAFETY: inside rank q's cell, as above.
+                        let src = unsafe { self.rank_cell(q as u32).add(a - lo) };
+                        take(q as u32, a - start, src, b - a);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `MPI_Gather`: `send` None is the root's in-place form (its part is
+    /// already in `recv`); `recv` is the root's buffer (None at the other
+    /// ranks, and at a root that called the non-root form: `MPI_ERR_ROOT`).
+    pub(crate) fn gather_impl<S, R>(
+        &self,
+        root: i32,
+        send: Option<&S>,
+        recv: Option<&mut R>,
+    ) -> Result<(), Error>
+    where
+        S: Buffer + ?Sized,
+        R: BufferMut + ?Sized,
+    {
+        let what = WaitFor {
+            operation: WaitOperation::Gather,
+            peer: root,
+            tag: -1,
+        };
+        let n = self.layout.ranks as usize;
+        let is_root = root == self.rank();
+        let mut local = self.check_root(root);
+        let (k, dtype) = match (send, &recv) {
+            (Some(s), _) => (s.count(), s.datatype()),
+            (None, Some(r)) => {
+                if !r.count().is_multiple_of(n) {
+                    local = local.or(Some(Error::CountMismatch {
+                        count: r.count() as u32,
+                        expected: (r.count() / n * n) as u32,
+                    }));
+                }
+                (r.count() / n, r.datatype())
+            }
+            (None, None) => (0, <u8 as crate::Equivalence>::DATATYPE),
+        };
+        if is_root {
+            local = local.or(match &recv {
+                None => Some(Error::InvalidRoot {
+                    root,
+                    size: self.size(),
+                }),
+                Some(r) if r.datatype() != dtype => Some(type_error(root, dtype, r.datatype())),
+                Some(r) if r.count() != n * k => Some(Error::CountMismatch {
+                    count: r.count() as u32,
+                    expected: (n * k) as u32,
+                }),
+                Some(_) => None,
+            });
+        }
+        let mut mine = Agreement::new();
+        mine.set(ROOT, root as u32);
+        mine.set(COUNT, k as u32);
+        mine.set(TYPE, dtype.id);
+        if let Some(e) = &local {
+            mine.fail(e);
+        }
+        let agreed = self.agree(mine, what)?;
+        if !agreed.ok() {
+            return Err(local.unwrap_or_else(|| agreed.error(self, root, k as u32, dtype.id)));
+        }
+        let bytes = k * dtype.size as usize;
+        let in_place = send.is_none();
+        let send = send.map(|s| (s.as_bytes().as_ptr(), s.as_bytes().len()));
+        let base = recv.map(|r| r.as_bytes_mut().as_mut_ptr());
+        let me = self.rank;
+        let take = base.map(|base| {
+            move |q: u32, lo: usize, cell: *const u8, cb: usize| {
+                let m = bytes.saturating_sub(lo).min(cb);
+                if m > 0 && !(in_place && q == me) {
+                    // SAFETY: part q of the root's buffer (`n × bytes`
+                    // bytes, checked); the cell holds `m` bytes of rank
+                    // q's data.
+                    unsafe { shim::copy_bytes(base.add(q as usize * bytes + lo), cell, m) };
+                }
+            }
+        });
+        // SAFETY: `send` is a borrowed buffer; `take` copies at most `cb`.
+        unsafe { self.gather_rounds(send, bytes, take, what) }
+    }
+
+    /// `MPI_Gatherv`: `recv` is the root's partitioned buffer (None at the
+    /// other ranks, and at a root that called the non-root form).
+    pub(crate) fn gather_varcount_impl<S, R>(
+        &self,
+        root: i32,
+        send: &S,
+        recv: Option<&mut PartitionMut<'_, R>>,
+    ) -> Result<(), Error>
+    where
+        S: Buffer + ?Sized,
+        R: BufferMut + ?Sized,
+    {
+        let what = WaitFor {
+            operation: WaitOperation::Gather,
+            peer: root,
+            tag: -1,
+        };
+        let n = self.layout.ranks as usize;
+        let is_root = root == self.rank();
+        let dtype = send.datatype();
+        let size = dtype.size as usize;
+        let mut local = self.check_root(root);
+        let mut largest = send.count();
+        if is_root {
+            local = local.or(match &recv {
+                None => Some(Error::InvalidRoot {
+                    root,
+                    size: self.size(),
+                }),
+                Some(p) if p.buf.datatype() != dtype => Some(type_error(root, dtype, p.buf.datatype())),
+                Some(p) => match check_partition(p.counts, p.displs, p.buf.count(), n) {
+                    Ok(l) => {
+                        largest = largest.max(l);
+                        None
+                    }
+                    Err(e) => Some(e),
+                },
+            });
+        }
+        // The counts round: every rank stages its count, the root compares
+        // each with the count it expects.
+        let count = send.count() as u32;
+        let counts = recv.as_ref().map(|p| p.counts);
+        let mut wrong = None;
+        let check = counts.map(|counts| {
+            |q: u32, _lo: usize, cell: *const u8, _cb: usize| {
+                // SAFETY: rank q staged its 4-byte count in its cell.
+                let theirs = unsafe { core::ptr::read(cell as *const u32) };
+                let want = counts.get(q as usize).copied().unwrap_or(-1);
+                if want != theirs as i32 && wrong.is_none() {
+                    wrong = Some(Error::CountMismatch {
+                        count: want as u32,
+                        expected: theirs,
+                    });
+                }
+            }
+        });
+        // SAFETY: `count` lives on our stack for the call; `check` reads 4 bytes.
+        unsafe { self.gather_rounds(Some((&count as *const u32 as *const u8, 4)), 4, check, what)? };
+        local = local.or(wrong);
+        let mut mine = Agreement::new();
+        mine.set(ROOT, root as u32);
+        mine.set(TYPE, dtype.id);
+        mine.set(LEN, (largest * size).min(u32::MAX as usize) as u32);
+        if let Some(e) = &local {
+            mine.fail(e);
+        }
+        let agreed = self.agree(mine, what)?;
+        if !agreed.ok() {
+            return Err(local.unwrap_or_else(|| agreed.error(self, root, count, dtype.id)));
+        }
+        let bytes = send.as_bytes();
+        let take = recv.map(|p| {
+            let parts = Parts::Var {
+                counts: p.counts,
+                displs: p.displs,
+                size,
+            };
+            let base = p.buf.as_bytes_mut().as_mut_ptr();
+            move |q: u32, lo: usize, cell: *const u8, cb: usize| {
+                let (off, len) = parts.get(q as usize);
+                let m = len.saturating_sub(lo).min(cb);
+                if m > 0 {
+                    // SAFETY: inside part q of the root's buffer (checked by
+                    // `check_partition`); rank q staged `m` bytes (its count
+                    // equals the root's, checked).
+                    unsafe { shim::copy_bytes(base.add(off + lo), cell, m) };
+                }
+            }
+        });
+        // SAFETY: `bytes` is a borrowed buffer; `take` copies at most `cb`.
+        unsafe {
+            self.gather_rounds(
+                Some((bytes.as_ptr(), bytes.len())),
+                agreed.max(LEN) as usize,
+                take,
+                what,
+            )
+        }
+    }
+
+    /// `MPI_Scatter`: `send` is the root's buffer (None at the other ranks);
+    /// `recv` None is the root's in-place form (and, at another rank, a call
+    /// of the root's in-place form: `MPI_ERR_ROOT`).
+    pub(crate) fn scatter_impl<S, R>(
+        &self,
+        root: i32,
+        send: Option<&S>,
+        recv: Option<&mut R>,
+    ) -> Result<(), Error>
+    where
+        S: Buffer + ?Sized,
+        R: BufferMut + ?Sized,
+    {
+        let what = WaitFor {
+            operation: WaitOperation::Scatter,
+            peer: root,
+            tag: -1,
+        };
+        let n = self.layout.ranks as usize;
+        let is_root = root == self.rank();
+        let mut local = self.check_root(root);
+        let (k, dtype) = match (&recv, send) {
+            (Some(r), _) => (r.count(), r.datatype()),
+            (None, Some(s)) => (s.count() / n, s.datatype()),
+            (None, None) => (0, <u8 as crate::Equivalence>::DATATYPE),
+        };
+        if is_root {
+            local = local.or(match send {
+                None => Some(Error::InvalidRoot {
+                    root,
+                    size: self.size(),
+                }),
+                Some(s) if s.datatype() != dtype => Some(type_error(root, s.datatype(), dtype)),
+                Some(s) if s.count() != n * k => Some(Error::CountMismatch {
+                    count: s.count() as u32,
+                    expected: (n * k) as u32,
+                }),
+                Some(_) => None,
+            });
+        } else if recv.is_none() {
+            local = local.or(Some(Error::InvalidRoot {
+                root: self.rank(),
+                size: self.size(),
+            }));
+        }
+        let mut mine = Agreement::new();
+        mine.set(ROOT, root as u32);
+        mine.set(COUNT, k as u32);
+        mine.set(TYPE, dtype.id);
+        if let Some(e) = &local {
+            mine.fail(e);
+        }
+        let agreed = self.agree(mine, what)?;
+        if !agreed.ok() {
+            return Err(local.unwrap_or_else(|| agreed.error(self, root, k as u32, dtype.id)));
+        }
+        let bytes = k * dtype.size as usize;
+        let in_place = recv.is_none();
+        let me = self.rank;
+        let give = send.filter(|_| is_root).map(|s| {
+            let base = s.as_bytes().as_ptr();
+            move |q: u32, lo: usize, cell: *mut u8, cb: usize| {
+                let m = bytes.saturating_sub(lo).min(cb);
+                if m > 0 && !(in_place && q == me) {
+                    // SAFETY: part q of the root's buffer (`n × bytes`,
+                    // checked); rank q's cell holds `cb >= m` bytes and only
+                    // the root writes it this round.
+                    unsafe { shim::copy_bytes(cell, base.add(q as usize * bytes + lo), m) };
+                }
+            }
+        });
+        let recv = recv.map(|r| {
+            let b = r.as_bytes_mut();
+            (b.as_mut_ptr(), b.len())
+        });
+        // SAFETY: `recv` is a borrowed buffer; `give` writes at most `cb`.
+        unsafe { self.scatter_rounds(bytes, give, recv, what) }
+    }
+
+    /// `MPI_Scatterv`: `send` is the root's partitioned buffer (None at the
+    /// other ranks, and at a root that called the non-root form).
+    pub(crate) fn scatter_varcount_impl<S, R>(
+        &self,
+        root: i32,
+        send: Option<&Partition<'_, S>>,
+        recv: &mut R,
+    ) -> Result<(), Error>
+    where
+        S: Buffer + ?Sized,
+        R: BufferMut + ?Sized,
+    {
+        let what = WaitFor {
+            operation: WaitOperation::Scatter,
+            peer: root,
+            tag: -1,
+        };
+        let n = self.layout.ranks as usize;
+        let is_root = root == self.rank();
+        let dtype = recv.datatype();
+        let size = dtype.size as usize;
+        let mut local = self.check_root(root);
+        let mut largest = recv.count();
+        let mut valid = None;
+        if is_root {
+            local = local.or(match send {
+                None => Some(Error::InvalidRoot {
+                    root,
+                    size: self.size(),
+                }),
+                Some(p) if p.buf.datatype() != dtype => Some(type_error(root, p.buf.datatype(), dtype)),
+                Some(p) => match check_partition(p.counts, p.displs, p.buf.count(), n) {
+                    Ok(l) => {
+                        largest = largest.max(l);
+                        valid = Some(p);
+                        None
+                    }
+                    Err(e) => Some(e),
+                },
+            });
+        }
+        // The counts round: the root stages each rank's count in its cell,
+        // every rank compares it with its own.
+        let give_counts = valid.map(|p| {
+            move |q: u32, _lo: usize, cell: *mut u8, _cb: usize| {
+                let c = p.counts.get(q as usize).copied().unwrap_or(-1);
+                // SAFETY: rank q's cell (at least 64 bytes), written only by
+                // the root this round.
+                unsafe { core::ptr::write(cell as *mut u32, c as u32) };
+            }
+        });
+        let mut theirs = u32::MAX;
+        // SAFETY: `theirs` lives on our stack; `give_counts` writes 4 bytes.
+        unsafe {
+            self.scatter_rounds(
+                4,
+                give_counts,
+                Some((&mut theirs as *mut u32 as *mut u8, 4)),
+                what,
+            )?
+        };
+        let count = recv.count() as u32;
+        if theirs != count {
+            // (A root with a bad partition staged nothing: every rank fails.)
+            local = local.or(Some(Error::CountMismatch {
+                count,
+                expected: theirs,
+            }));
+        }
+        let mut mine = Agreement::new();
+        mine.set(ROOT, root as u32);
+        mine.set(TYPE, dtype.id);
+        mine.set(LEN, (largest * size).min(u32::MAX as usize) as u32);
+        if let Some(e) = &local {
+            mine.fail(e);
+        }
+        let agreed = self.agree(mine, what)?;
+        if !agreed.ok() {
+            return Err(local.unwrap_or_else(|| agreed.error(self, root, count, dtype.id)));
+        }
+        let give = valid.map(|p| {
+            let parts = Parts::Var {
+                counts: p.counts,
+                displs: p.displs,
+                size,
+            };
+            let base = p.buf.as_bytes().as_ptr();
+            move |q: u32, lo: usize, cell: *mut u8, cb: usize| {
+                let (off, len) = parts.get(q as usize);
+                let m = len.saturating_sub(lo).min(cb);
+                if m > 0 {
+                    // SAFETY: inside part q of the root's buffer (checked);
+                    // rank q's cell holds `cb >= m` bytes.
+                    unsafe { shim::copy_bytes(cell, base.add(off + lo), m) };
+                }
+            }
+        });
+        let b = recv.as_bytes_mut();
+        // SAFETY: `b` is a borrowed buffer; `give` writes at most `cb`.
+        unsafe {
+            self.scatter_rounds(
+                agreed.max(LEN) as usize,
+                give,
+                Some((b.as_mut_ptr(), b.len())),
+                what,
+            )
+        }
+    }
+
+    /// `MPI_Allgather` (`var` None; `send` None: in place) and
+    /// `MPI_Allgatherv` (`var`: counts and displacements of `recv`).
+    pub(crate) fn all_gather_impl<S, R>(
+        &self,
+        send: Option<&S>,
+        recv: &mut R,
+        var: Option<(&[i32], &[i32])>,
+    ) -> Result<(), Error>
+    where
+        S: Buffer + ?Sized,
+        R: BufferMut + ?Sized,
+    {
+        let what = WaitFor {
+            operation: WaitOperation::AllGather,
+            peer: -2,
+            tag: -1,
+        };
+        let n = self.layout.ranks as usize;
+        let dtype = recv.datatype();
+        let size = dtype.size as usize;
+        let mut local = None;
+        let k = match send {
+            Some(s) => s.count(),
+            None => recv.count() / n,
+        };
+        if let Some(s) = send {
+            if s.datatype() != dtype {
+                local = Some(type_error(-1, s.datatype(), dtype));
+            }
+        }
+        let mut mine = Agreement::new();
+        mine.set(ROOT, u32::MAX);
+        mine.set(TYPE, dtype.id);
+        let parts = match var {
+            None => {
+                if recv.count() != n * k {
+                    local = local.or(Some(Error::CountMismatch {
+                        count: recv.count() as u32,
+                        expected: (n * k) as u32,
+                    }));
+                }
+                mine.set(COUNT, k as u32);
+                mine.set(LEN, (k * size).min(u32::MAX as usize) as u32);
+                Parts::Even(k * size)
+            }
+            Some((counts, displs)) => {
+                match check_partition(counts, displs, recv.count(), n) {
+                    Ok(largest) => {
+                        mine.set(LEN, (largest * size).min(u32::MAX as usize) as u32);
+                        let expected = counts.get(self.rank as usize).copied().unwrap_or(-1);
+                        if expected != k as i32 {
+                            local = local.or(Some(Error::CountMismatch {
+                                count: k as u32,
+                                expected: expected as u32,
+                            }));
+                        }
+                    }
+                    Err(e) => local = local.or(Some(e)),
+                }
+                mine.set(CHECK, checksum(counts));
+                Parts::Var { counts, displs, size }
+            }
+        };
+        if let Some(e) = &local {
+            mine.fail(e);
+        }
+        let agreed = self.agree(mine, what)?;
+        if !agreed.ok() {
+            return Err(local.unwrap_or_else(|| agreed.error(self, -1, k as u32, dtype.id)));
+        }
+        let base = recv.as_bytes_mut().as_mut_ptr();
+        let me = self.rank;
+        let (own_off, own_len) = parts.get(me as usize);
+        let staged = match send {
+            Some(s) => (s.as_bytes().as_ptr(), s.as_bytes().len()),
+            // SAFETY: our own part of `recv` (checked to fit).
+            None => (unsafe { base.add(own_off) } as *const u8, own_len),
+        };
+        let in_place = send.is_none();
+        let take = move |q: u32, lo: usize, cell: *const u8, cb: usize| {
+            let (off, len) = parts.get(q as usize);
+            let m = len.saturating_sub(lo).min(cb);
+            if m > 0 && !(in_place && q == me) {
+                // SAFETY: inside part q of `recv` (checked); rank q staged
+                // `m` bytes (counts agreed). In place, our own part (the
+                // staged one) is never written.
+                unsafe { shim::copy_bytes(base.add(off + lo), cell, m) };
+            }
+        };
+        // SAFETY: `staged` is readable (a borrowed buffer or our own part of
+        // `recv`, which `take` leaves alone); `take` copies at most `cb`.
+        unsafe { self.gather_rounds(Some(staged), agreed.max(LEN) as usize, Some(take), what) }
+    }
+
+    /// `MPI_Alltoall`.
+    pub(crate) fn all_to_all_impl<S, R>(&self, send: &S, recv: &mut R) -> Result<(), Error>
+    where
+        S: Buffer + ?Sized,
+        R: BufferMut + ?Sized,
+    {
+        let what = WaitFor {
+            operation: WaitOperation::AllToAll,
+            peer: -2,
+            tag: -1,
+        };
+        let n = self.layout.ranks as usize;
+        let dtype = recv.datatype();
+        let total = send.count();
+        let mut local = None;
+        if send.datatype() != dtype {
+            local = Some(type_error(-1, send.datatype(), dtype));
+        }
+        if !total.is_multiple_of(n) || recv.count() != total {
+            local = local.or(Some(Error::CountMismatch {
+                count: recv.count() as u32,
+                expected: total as u32,
+            }));
+        }
+        let mut mine = Agreement::new();
+        mine.set(ROOT, u32::MAX);
+        mine.set(COUNT, total as u32);
+        mine.set(TYPE, dtype.id);
+        if let Some(e) = &local {
+            mine.fail(e);
+        }
+        let agreed = self.agree(mine, what)?;
+        if !agreed.ok() {
+            return Err(local.unwrap_or_else(|| agreed.error(self, -1, total as u32, dtype.id)));
+        }
+        let m = total / n * dtype.size as usize;
+        let src = send.as_bytes().as_ptr();
+        let dst = recv.as_bytes_mut().as_mut_ptr();
+        self.all_to_all_rounds(
+            m,
+            Parts::Even(m),
+            Parts::Even(m),
+            // SAFETY: part d of `send` (`n × m` bytes), `at + len <= m`; the
+            // cell range is inside our own cell.
+            |d, at, cell, len| unsafe { shim::copy_bytes(cell, src.add(d as usize * m + at), len) },
+            // SAFETY: part q of `recv` (`n × m` bytes, checked), `at + len <= m`.
+            |q, at, cell, len| unsafe { shim::copy_bytes(dst.add(q as usize * m + at), cell, len) },
+            what,
+        )
+    }
+
+    /// `MPI_Alltoall` with `MPI_IN_PLACE`, pairwise: in step `j` rank `p`
+    /// exchanges part `q = (j - p) mod size` with rank `q` (whose partner in
+    /// that step is `p`), staging its part before overwriting it.
+    pub(crate) fn all_to_all_in_place_impl<R: BufferMut + ?Sized>(&self, buf: &mut R) -> Result<(), Error> {
+        let what = WaitFor {
+            operation: WaitOperation::AllToAll,
+            peer: -2,
+            tag: -1,
+        };
+        let n = self.layout.ranks as usize;
+        let dtype = buf.datatype();
+        let total = buf.count();
+        let mut local = None;
+        if !total.is_multiple_of(n) {
+            local = Some(Error::CountMismatch {
+                count: total as u32,
+                expected: (total / n * n) as u32,
+            });
+        }
+        let mut mine = Agreement::new();
+        mine.set(ROOT, u32::MAX);
+        mine.set(COUNT, total as u32);
+        mine.set(TYPE, dtype.id);
+        if let Some(e) = &local {
+            mine.fail(e);
+        }
+        let agreed = self.agree(mine, what)?;
+        if !agreed.ok() {
+            return Err(local.unwrap_or_else(|| agreed.error(self, -1, total as u32, dtype.id)));
+        }
+        let m = total / n * dtype.size as usize;
+        let base = buf.as_bytes_mut().as_mut_ptr();
+        let cb = self.collective_bytes();
+        let p = self.rank as usize;
+        for j in 0..n {
+            let q = (j + n - p) % n;
+            let mut lo = 0;
+            while lo < m {
+                let len = (m - lo).min(cb);
+                self.begin_staging_round();
+                if q != p {
+                    // SAFETY: part q of `buf` (`n × m` bytes), into our own cell.
+                    unsafe { shim::copy_bytes(self.rank_cell(self.rank), base.add(q * m + lo), len) };
+                }
+                self.world_barrier(what)?;
+                if q != p {
+                    // SAFETY: rank q staged its part p (`len` bytes) in its
+                    // cell this round; we overwrite our part q, staged above.
+                    unsafe { shim::copy_bytes(base.add(q * m + lo), self.rank_cell(q as u32), len) };
+                }
+                lo += cb;
+            }
+        }
+        Ok(())
+    }
+
+    /// `MPI_Alltoallv`: the counts are exchanged first (an all-to-all of one
+    /// word per pair), each rank comparing what it will receive with what
+    /// it expects.
+    pub(crate) fn all_to_all_varcount_impl<S, R>(
+        &self,
+        send: &Partition<'_, S>,
+        recv: &mut PartitionMut<'_, R>,
+    ) -> Result<(), Error>
+    where
+        S: Buffer + ?Sized,
+        R: BufferMut + ?Sized,
+    {
+        let what = WaitFor {
+            operation: WaitOperation::AllToAll,
+            peer: -2,
+            tag: -1,
+        };
+        let n = self.layout.ranks as usize;
+        let dtype = recv.buf.datatype();
+        let size = dtype.size as usize;
+        let mut local = None;
+        if send.buf.datatype() != dtype {
+            local = Some(type_error(-1, send.buf.datatype(), dtype));
+        }
+        let mut largest = 0;
+        match check_partition(send.counts, send.displs, send.buf.count(), n) {
+            Ok(l) => largest = largest.max(l),
+            Err(e) => local = local.or(Some(e)),
+        }
+        match check_partition(recv.counts, recv.displs, recv.buf.count(), n) {
+            Ok(l) => largest = largest.max(l),
+            Err(e) => local = local.or(Some(e)),
+        }
+        let (scounts, rcounts) = (send.counts, recv.counts);
+        let mut wrong = None;
+        self.all_to_all_rounds(
+            4,
+            Parts::Even(4),
+            Parts::Even(4),
+            |d, _at, cell, _len| {
+                let c = scounts.get(d as usize).copied().unwrap_or(-1);
+                // SAFETY: 4 bytes inside our own cell (`len` is 4: windows
+                // are multiples of 4 bytes).
+                unsafe { core::ptr::write_unaligned(cell as *mut i32, c) };
+            },
+            |q, _at, cell, _len| {
+                // SAFETY: rank q staged its count for us there.
+                let theirs = unsafe { core::ptr::read_unaligned(cell as *const i32) };
+                let want = rcounts.get(q as usize).copied().unwrap_or(-1);
+                if theirs != want && wrong.is_none() {
+                    wrong = Some(Error::CountMismatch {
+                        count: want as u32,
+                        expected: theirs as u32,
+                    });
+                }
+            },
+            what,
+        )?;
+        local = local.or(wrong);
+        let mut mine = Agreement::new();
+        mine.set(ROOT, u32::MAX);
+        mine.set(TYPE, dtype.id);
+        mine.set(LEN, (largest * size).min(u32::MAX as usize) as u32);
+        if let Some(e) = &local {
+            mine.fail(e);
+        }
+        let agreed = self.agree(mine, what)?;
+        if !agreed.ok() {
+            return Err(local.unwrap_or_else(|| agreed.error(self, -1, 0, dtype.id)));
+        }
+        let sparts = Parts::Var {
+            counts: send.counts,
+            displs: send.displs,
+            size,
+        };
+        let rparts = Parts::Var {
+            counts: recv.counts,
+            displs: recv.displs,
+            size,
+        };
+        let src = send.buf.as_bytes().as_ptr();
+        let dst = recv.buf.as_bytes_mut().as_mut_ptr();
+        self.all_to_all_rounds(
+            agreed.max(LEN) as usize,
+            sparts,
+            rparts,
+            // SAFETY: inside part d of `send` (checked), `at + len` within it.
+            |d, at, cell, len| unsafe { shim::copy_bytes(cell, src.add(sparts.get(d as usize).0 + at), len) },
+            // SAFETY: inside part q of `recv` (checked), `at + len` within it.
+            |q, at, cell, len| unsafe { shim::copy_bytes(dst.add(rparts.get(q as usize).0 + at), cell, len) },
+            what,
+        )
+    }
+
+    /// `None`, or `MPI_ERR_ROOT` for a root outside the world.
+    pub(crate) fn check_root(&self, root: i32) -> Option<Error> {
+        self.check_rank(root).err().map(|_| Error::InvalidRoot {
+            root,
+            size: self.size(),
+        })
+    }
+}
