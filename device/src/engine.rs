@@ -45,7 +45,7 @@
 
 use crate::datatype::ID_BYTE;
 use crate::error::Error;
-use crate::memory::Core;
+use crate::memory::{Core, CoreWords};
 use crate::memory::{
     MessageKind, Outcome, RankHeader, RecordState, RequestRecord, SlotState, SlotWord, LINK_NONE,
     LINK_PENDING,
@@ -262,17 +262,111 @@ fn send_copied(w: &Core, i: u32) -> u32 {
 /// the rank's own waits look at.
 #[inline(always)]
 pub(crate) fn progress(core: Core) -> bool {
-    let (a, b) = core.to_words();
-    progress_words(a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3], b[4])
+    let c = core.to_words();
+    progress_words(c.0, c.1, c.2, c.3, c.4, c.5, c.6, c.7, c.8, c.9, c.10, c.11)
 }
 
 /// [`progress`] with the `Core` in scalar arguments: an aggregate passed by
-/// value to a call that is not inlined goes through local memory on nvptx.
+/// value (or a reference to one) to a call that is not inlined goes through
+/// local memory on nvptx.
 #[inline(never)]
 #[allow(clippy::too_many_arguments)]
-fn progress_words(a0: u64, a1: u64, a2: u64, a3: u64, b0: u32, b1: u32, b2: u32, b3: u32, b4: u32) -> bool {
-    let core = Core::from_words([a0, a1, a2, a3], [b0, b1, b2, b3, b4, 0]);
+fn progress_words(
+    w0: u64,
+    w1: u64,
+    w2: u64,
+    w3: u64,
+    w4: u64,
+    w5: u64,
+    w6: u32,
+    w7: u32,
+    w8: u32,
+    w9: u32,
+    w10: u32,
+    w11: u32,
+) -> bool {
+    let core = Core::from_words(CoreWords(w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11));
+    progress_in(&core)
+}
+
+/// Waits until record `i` is complete, progressing the engine (the wait of
+/// every blocking call), with the bounds of `wait::wait_for`.
+#[inline(always)]
+pub(crate) fn wait_record(core: Core, i: u32, what: WaitFor) -> Result<(), Error> {
+    let c = core.to_words();
+    let code = wait_words(
+        c.0,
+        c.1,
+        c.2,
+        c.3,
+        c.4,
+        c.5,
+        c.6,
+        c.7,
+        c.8,
+        c.9,
+        c.10,
+        c.11,
+        i,
+        what.operation as u32,
+        what.peer,
+        what.tag,
+    );
+    match code >> 32 {
+        0 => Ok(()),
+        1 => Err(Error::Aborted { by_rank: code as u32 }),
+        _ => Err(Error::Timeout {
+            operation: what.operation as u32,
+            peer: what.peer,
+            tag: what.tag,
+        }),
+    }
+}
+
+/// [`wait_record`] in scalar arguments; 0, or the error's kind in the high
+/// half (1: aborted by the rank in the low half, 2: timed out).
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn wait_words(
+    w0: u64,
+    w1: u64,
+    w2: u64,
+    w3: u64,
+    w4: u64,
+    w5: u64,
+    w6: u32,
+    w7: u32,
+    w8: u32,
+    w9: u32,
+    w10: u32,
+    w11: u32,
+    i: u32,
+    operation: u32,
+    peer: i32,
+    tag: i32,
+) -> u64 {
+    let core = Core::from_words(CoreWords(w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11));
     let w = &core;
+    let what = WaitFor {
+        operation: Operation::from_code(operation).unwrap_or(Operation::Receive),
+        peer,
+        tag,
+    };
+    let r = crate::wait::wait_core(w, what, |b| {
+        if progress_in(w) {
+            b.progressed();
+        }
+        is_complete(w, i).then_some(Ok(()))
+    });
+    match r {
+        Ok(()) => 0,
+        Err(Error::Aborted { by_rank }) => (1 << 32) | by_rank as u64,
+        Err(_) => 2 << 32,
+    }
+}
+
+#[inline(always)]
+fn progress_in(w: &Core) -> bool {
     let mut moved = drain(w);
     let mut prev = 0u32;
     let mut r = mine!(w, active_head);

@@ -148,8 +148,12 @@ pub struct RankHeader {
     /// Shared: the inbox, a stack of slots pushed by senders (slot id + 1,
     /// [`LINK_NONE`] when empty); the rank takes it whole.
     pub inbox: u32,
-    /// Keeps the shared word alone in its 16 bytes.
-    pub pad: [u32; 3],
+    /// Private: how many times in a row the non-blocking poll `idle_key`
+    /// failed (see `World::failed_poll`).
+    pub idle_count: u32,
+    /// Private: key of the non-blocking poll that last failed with nothing
+    /// done since; 0 when the rank progressed since.
+    pub idle_key: u64,
     /// Private: first slot of the unexpected queue (messages arrived and
     /// not yet received, in arrival order).
     pub queue_head: u32,
@@ -330,6 +334,12 @@ impl Layout {
 #[derive(Clone, Copy)]
 pub(crate) struct Core {
     pub(crate) base: *mut u8,
+    /// Offset of the wait records.
+    pub(crate) wait_records: usize,
+    /// A wait gives up after this many nanoseconds (0: never).
+    pub(crate) timeout_ns: u64,
+    /// Longest sleep between two polls (never 0).
+    pub(crate) backoff_max_ns: u32,
     pub(crate) rank: u32,
     pub(crate) flags: u32,
     pub(crate) slots_per_rank: u32,
@@ -342,43 +352,63 @@ pub(crate) struct Core {
     rank_stride: usize,
 }
 
+/// A [`Core`] as twelve scalars, for the arguments of a non-inlined call
+/// (an aggregate passed by value goes through local memory on nvptx; these
+/// are spread into separate arguments by the `engine` macros).
+#[derive(Clone, Copy)]
+pub(crate) struct CoreWords(
+    pub(crate) u64,
+    pub(crate) u64,
+    pub(crate) u64,
+    pub(crate) u64,
+    pub(crate) u64,
+    pub(crate) u64,
+    pub(crate) u32,
+    pub(crate) u32,
+    pub(crate) u32,
+    pub(crate) u32,
+    pub(crate) u32,
+    pub(crate) u32,
+);
+
 impl Core {
     /// The fields as words (see `engine::progress`).
     #[inline(always)]
-    pub(crate) fn to_words(self) -> ([u64; 4], [u32; 6]) {
-        (
-            [
-                self.base as u64,
-                self.outboxes as u64,
-                ((self.outbox_stride as u64) << 32) | self.slot_stride as u64,
-                ((self.rank_stride as u64) << 32) | (self.rank_headers as u64 >> 6),
-            ],
-            [
-                self.rank,
-                self.flags,
-                self.slots_per_rank,
-                self.slot_bytes,
-                self.records_per_rank,
-                0,
-            ],
+    pub(crate) fn to_words(self) -> CoreWords {
+        CoreWords(
+            self.base as u64,
+            self.outboxes as u64,
+            ((self.outbox_stride as u64) << 32) | self.slot_stride as u64,
+            ((self.rank_stride as u64) << 32) | (self.rank_headers as u64 >> 6),
+            self.wait_records as u64,
+            self.timeout_ns,
+            self.rank,
+            self.flags,
+            self.slots_per_rank,
+            self.slot_bytes,
+            self.records_per_rank,
+            self.backoff_max_ns,
         )
     }
 
     /// The inverse of [`Core::to_words`].
     #[inline(always)]
-    pub(crate) fn from_words(a: [u64; 4], b: [u32; 6]) -> Core {
+    pub(crate) fn from_words(w: CoreWords) -> Core {
         Core {
-            base: a[0] as *mut u8,
-            outboxes: a[1] as usize,
-            outbox_stride: (a[2] >> 32) as usize,
-            slot_stride: a[2] as u32,
-            rank_stride: (a[3] >> 32) as usize,
-            rank_headers: ((a[3] as u32) as usize) << 6,
-            rank: b[0],
-            flags: b[1],
-            slots_per_rank: b[2],
-            slot_bytes: b[3],
-            records_per_rank: b[4],
+            base: w.0 as *mut u8,
+            outboxes: w.1 as usize,
+            outbox_stride: (w.2 >> 32) as usize,
+            slot_stride: w.2 as u32,
+            rank_stride: (w.3 >> 32) as usize,
+            rank_headers: ((w.3 as u32) as usize) << 6,
+            wait_records: w.4 as usize,
+            timeout_ns: w.5,
+            rank: w.6,
+            flags: w.7,
+            slots_per_rank: w.8,
+            slot_bytes: w.9,
+            records_per_rank: w.10,
+            backoff_max_ns: w.11,
         }
     }
 
@@ -447,6 +477,9 @@ impl World {
         let l = &self.layout;
         Core {
             base: self.base,
+            wait_records: l.records,
+            timeout_ns: self.timeout_ns,
+            backoff_max_ns: self.backoff_max_ns,
             rank: self.rank,
             flags: self.flags,
             slots_per_rank: l.slots_per_rank,

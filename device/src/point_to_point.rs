@@ -241,10 +241,14 @@ pub(crate) fn receive_post(
 
 /// Posts `p` as a blocking call's record and waits for it.
 fn run(world: &World, p: &Post) -> Result<Status, Error> {
-    let i = engine::post(&world.core(), 0, p)?;
-    let what = engine::what(&world.core(), i);
-    wait_records(world, what, i, u32::MAX)?;
-    engine::collect(&world.core(), i)
+    let core = world.core();
+    let i = engine::post(&core, 0, p)?;
+    let what = engine::what(&core, i);
+    if let Err(e) = engine::wait_record(core, i, what) {
+        engine::cancel(&core, i);
+        return Err(e);
+    }
+    engine::collect(&core, i)
 }
 
 /// Waits until records `a` and `b` (`u32::MAX`: none) are complete,

@@ -33,12 +33,6 @@ pub struct World {
     /// Rounds of collectives (broadcast rounds, reduction rounds) this rank
     /// has staged; its parity picks the half of the staging regions.
     pub(crate) staging_round: Cell<u32>,
-    /// Key of the non-blocking poll (test, immediate probe) that last failed
-    /// with nothing done since; 0 when the rank progressed since (see
-    /// `wait::World::failed_poll`).
-    pub(crate) idle_key: Cell<u64>,
-    /// How many times in a row that poll failed since.
-    pub(crate) idle_count: Cell<u32>,
 }
 
 impl World {
@@ -79,8 +73,6 @@ impl World {
             backoff_max_ns: config.effective_backoff_max_ns(),
             barrier_generation: Cell::new(0),
             staging_round: Cell::new(0),
-            idle_key: Cell::new(0),
-            idle_count: Cell::new(0),
         })
     }
 

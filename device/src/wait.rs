@@ -9,6 +9,8 @@
 
 use crate::error::Error;
 use crate::shim::{self, Backoff, Ordering};
+use crate::engine::mine;
+use crate::memory::Core;
 use crate::topology::World;
 use core::fmt;
 
@@ -173,9 +175,9 @@ impl fmt::Display for WaitDisplay {
     }
 }
 
-impl World {
-    fn record_word(&self, word: usize) -> &shim::AtomicU32 {
-        let off = self.layout.record(self.rank) + 4 * word;
+impl Core {
+    fn wait_word(&self, word: usize) -> &shim::AtomicU32 {
+        let off = self.wait_records + self.rank as usize * crate::state::RECORD_STRIDE + 4 * word;
         // SAFETY: the record lies inside the world memory, 4-byte aligned, and
         // its words are only accessed atomically.
         unsafe { shim::atomic_u32_at(self.base, off) }
@@ -185,14 +187,80 @@ impl World {
     /// after the ranks stopped (kernel end, or the emulator's scheduler lock),
     /// never used to synchronise ranks.
     pub(crate) fn record_wait(&self, w: WaitFor) {
-        self.record_word(1).store(w.operation as u32, Ordering::Relaxed);
-        self.record_word(2).store(w.peer as u32, Ordering::Relaxed);
-        self.record_word(3).store(w.tag as u32, Ordering::Relaxed);
-        self.record_word(0).store(STATE_WAITING, Ordering::Relaxed);
+        self.wait_word(1).store(w.operation as u32, Ordering::Relaxed);
+        self.wait_word(2).store(w.peer as u32, Ordering::Relaxed);
+        self.wait_word(3).store(w.tag as u32, Ordering::Relaxed);
+        self.wait_word(0).store(STATE_WAITING, Ordering::Relaxed);
     }
 
     pub(crate) fn record_state(&self, state: u32) {
-        self.record_word(0).store(state, Ordering::Relaxed);
+        self.wait_word(0).store(state, Ordering::Relaxed);
+    }
+
+    /// See [`World::failed_poll`].
+    pub(crate) fn failed_poll(&self, what: WaitFor, extra: usize) {
+        let key = ((what.operation as u64) << 56)
+            ^ ((what.peer as u32 as u64) << 24)
+            ^ (what.tag as u32 as u64)
+            ^ ((extra as u64) << 8)
+            | 1 << 63;
+        let fresh = if mine!(self, idle_key) != key {
+            mine!(self, idle_key = key);
+            mine!(self, idle_count = 0);
+            self.record_wait(what);
+            true
+        } else {
+            let n = mine!(self, idle_count).saturating_add(1);
+            mine!(self, idle_count = n);
+            n < SPIN_QUIET_AFTER
+        };
+        let mut b = if fresh {
+            Backoff::with_max_ns(self.backoff_max_ns)
+        } else {
+            Backoff::idle(self.backoff_max_ns)
+        };
+        b.snooze();
+    }
+
+    /// See [`World::note_progress`].
+    pub(crate) fn note_progress(&self) {
+        if mine!(self, idle_key) != 0 {
+            mine!(self, idle_key = 0);
+            self.record_state(STATE_RUNNING);
+        }
+    }
+
+    fn abort_word(&self) -> &shim::AtomicU32 {
+        // SAFETY: the abort word lies in the header, 4-byte aligned, atomic-only.
+        unsafe { shim::atomic_u32_at(self.base, crate::state::ABORT_OFFSET) }
+    }
+
+    /// The rank that aborted the world, if any.
+    pub(crate) fn aborted_by(&self) -> Option<u32> {
+        // Relaxed: the flag only makes waiting ranks give up; it publishes no data.
+        match self.abort_word().load(Ordering::Relaxed) {
+            0 => None,
+            r => Some(r - 1),
+        }
+    }
+
+    /// See [`World::abort`].
+    pub(crate) fn abort(&self) {
+        // Relaxed: see `aborted_by`.
+        let _ = self
+            .abort_word()
+            .compare_exchange(0, self.rank + 1, Ordering::Relaxed);
+    }
+}
+
+impl World {
+    /// Writes this rank's wait record (see [`Core::record_wait`]).
+    pub(crate) fn record_wait(&self, w: WaitFor) {
+        self.core().record_wait(w)
+    }
+
+    pub(crate) fn record_state(&self, state: u32) {
+        self.core().record_state(state)
     }
 
     /// A non-blocking call (a test, an immediate probe) failed: give way as a
@@ -212,62 +280,28 @@ impl World {
     /// livelock. Limits: a loop that alternates between two different
     /// failing calls never turns quiet (it gives way, but is not reported);
     /// a bounded loop of more than `SPIN_QUIET_AFTER` failed calls while
-    /// every other rank waits can be reported as a livelock.
+    /// every other rank waits can be reported as a livelock. The key and
+    /// the count live in the rank's header (private words).
     pub(crate) fn failed_poll(&self, what: WaitFor, extra: usize) {
-        let key = ((what.operation as u64) << 56)
-            ^ ((what.peer as u32 as u64) << 24)
-            ^ (what.tag as u32 as u64)
-            ^ ((extra as u64) << 8)
-            | 1 << 63;
-        let fresh = if self.idle_key.get() != key {
-            self.idle_key.set(key);
-            self.idle_count.set(0);
-            self.record_wait(what);
-            true
-        } else {
-            let n = self.idle_count.get().saturating_add(1);
-            self.idle_count.set(n);
-            n < SPIN_QUIET_AFTER
-        };
-        let mut b = if fresh {
-            Backoff::with_max_ns(self.backoff_max_ns)
-        } else {
-            Backoff::idle(self.backoff_max_ns)
-        };
-        b.snooze();
+        self.core().failed_poll(what, extra)
     }
 
     /// This rank did something (a wait, a completed or progressed
     /// non-blocking call): the next failed non-blocking poll is fresh, and
     /// the wait record of a spin it left is cleared.
     pub(crate) fn note_progress(&self) {
-        if self.idle_key.get() != 0 {
-            self.idle_key.set(0);
-            self.record_state(STATE_RUNNING);
-        }
-    }
-
-    fn abort_word(&self) -> &shim::AtomicU32 {
-        // SAFETY: the abort word lies in the header, 4-byte aligned, atomic-only.
-        unsafe { shim::atomic_u32_at(self.base, crate::state::ABORT_OFFSET) }
+        self.core().note_progress()
     }
 
     /// The rank that aborted the world, if any.
     pub fn aborted_by(&self) -> Option<u32> {
-        // Relaxed: the flag only makes waiting ranks give up; it publishes no data.
-        match self.abort_word().load(Ordering::Relaxed) {
-            0 => None,
-            r => Some(r - 1),
-        }
+        self.core().aborted_by()
     }
 
     /// Aborts the world: every rank waiting now or later gives up with
     /// `Aborted`. The first rank to abort is the one reported.
     pub fn abort(&self) {
-        // Relaxed: see `aborted_by`.
-        let _ = self
-            .abort_word()
-            .compare_exchange(0, self.rank + 1, Ordering::Relaxed);
+        self.core().abort()
     }
 }
 
@@ -281,45 +315,56 @@ impl World {
 pub(crate) fn wait_for<T>(
     world: &World,
     what: WaitFor,
+    poll: impl FnMut(&mut Backoff) -> Option<Result<T, Error>>,
+) -> Result<T, Error> {
+    wait_core(&world.core(), what, poll)
+}
+
+/// [`wait_for`] on a [`Core`].
+#[inline(always)]
+pub(crate) fn wait_core<T>(
+    c: &Core,
+    what: WaitFor,
     mut poll: impl FnMut(&mut Backoff) -> Option<Result<T, Error>>,
 ) -> Result<T, Error> {
-    world.note_progress();
-    let mut backoff = Backoff::with_max_ns(world.backoff_max_ns);
-    if let Some(r) = poll(&mut backoff) {
-        return r;
-    }
-    world.record_wait(what);
-    let start = if world.timeout_ns != 0 {
-        shim::clock_ns()
-    } else {
-        0
-    };
+    c.note_progress();
+    let mut backoff = Backoff::with_max_ns(c.backoff_max_ns);
+    let mut start = 0u64;
     let mut polls: u32 = 0;
+    // One call site of `poll`, so that it is inlined (a closure called from
+    // two places is kept out of line, its captures in local memory).
     loop {
+        if let Some(r) = poll(&mut backoff) {
+            if polls != 0 {
+                c.record_state(STATE_RUNNING);
+            }
+            return r;
+        }
+        if polls == 0 {
+            c.record_wait(what);
+            if c.timeout_ns != 0 {
+                start = shim::clock_ns();
+            }
+        }
         backoff.snooze();
-        polls = polls.wrapping_add(1);
+        polls = polls.wrapping_add(1).max(1);
         // The abort word and the clock are read every 16th poll: each read is
         // a memory round trip on the GPU, on the path of a wait that is
         // about to succeed; giving up 16 polls late costs nothing.
-        let check = polls.is_multiple_of(16);
-        if check {
-            if let Some(by_rank) = world.aborted_by() {
-                world.record_state(STATE_RUNNING);
+        if polls.is_multiple_of(16) {
+            if let Some(by_rank) = c.aborted_by() {
+                c.record_state(STATE_RUNNING);
                 return Err(Error::Aborted { by_rank });
             }
-        }
-        if let Some(r) = poll(&mut backoff) {
-            world.record_state(STATE_RUNNING);
-            return r;
-        }
-        if check && world.timeout_ns != 0 && shim::clock_ns().wrapping_sub(start) > world.timeout_ns {
-            world.record_state(STATE_TIMED_OUT);
-            world.abort();
-            return Err(Error::Timeout {
-                operation: what.operation as u32,
-                peer: what.peer,
-                tag: what.tag,
-            });
+            if c.timeout_ns != 0 && shim::clock_ns().wrapping_sub(start) > c.timeout_ns {
+                c.record_state(STATE_TIMED_OUT);
+                c.abort();
+                return Err(Error::Timeout {
+                    operation: what.operation as u32,
+                    peer: what.peer,
+                    tag: what.tag,
+                });
+            }
         }
     }
 }

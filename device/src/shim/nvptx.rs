@@ -353,34 +353,33 @@ pub unsafe fn copy_bytes(dst: *mut u8, src: *const u8, len: usize) {
 /// # Safety
 /// As for [`copy_bytes`].
 pub unsafe fn copy_wide(dst: *mut u8, src: *const u8, len: usize) {
-    #[repr(C, align(16))]
-    #[derive(Clone, Copy)]
-    struct Vec4([u32; 4]);
     let mut i = 0usize;
     if ((dst as usize) | (src as usize)).is_multiple_of(16) {
-        let (d, s) = (dst as *mut Vec4, src as *const Vec4);
         while i + 64 <= len {
-            let k = i / 16;
             // SAFETY: `i + 64 <= len`: four whole 16-byte vectors inside both
             // ranges, 16-aligned (bases and `i` are); ranges disjoint (caller).
+            // Generic addressing: either buffer may be global or local.
             unsafe {
-                let (a, b, c, e) = (
-                    s.add(k).read(),
-                    s.add(k + 1).read(),
-                    s.add(k + 2).read(),
-                    s.add(k + 3).read(),
+                let (s, d) = (src.add(i), dst.add(i));
+                asm!(
+                    "ld.v4.u32 {{{a0}, {a1}, {a2}, {a3}}}, [{s}];",
+                    "ld.v4.u32 {{{b0}, {b1}, {b2}, {b3}}}, [{s}+16];",
+                    "ld.v4.u32 {{{c0}, {c1}, {c2}, {c3}}}, [{s}+32];",
+                    "ld.v4.u32 {{{e0}, {e1}, {e2}, {e3}}}, [{s}+48];",
+                    "st.v4.u32 [{d}], {{{a0}, {a1}, {a2}, {a3}}};",
+                    "st.v4.u32 [{d}+16], {{{b0}, {b1}, {b2}, {b3}}};",
+                    "st.v4.u32 [{d}+32], {{{c0}, {c1}, {c2}, {c3}}};",
+                    "st.v4.u32 [{d}+48], {{{e0}, {e1}, {e2}, {e3}}};",
+                    s = in(reg64) s,
+                    d = in(reg64) d,
+                    a0 = out(reg32) _, a1 = out(reg32) _, a2 = out(reg32) _, a3 = out(reg32) _,
+                    b0 = out(reg32) _, b1 = out(reg32) _, b2 = out(reg32) _, b3 = out(reg32) _,
+                    c0 = out(reg32) _, c1 = out(reg32) _, c2 = out(reg32) _, c3 = out(reg32) _,
+                    e0 = out(reg32) _, e1 = out(reg32) _, e2 = out(reg32) _, e3 = out(reg32) _,
+                    options(nostack),
                 );
-                d.add(k).write(a);
-                d.add(k + 1).write(b);
-                d.add(k + 2).write(c);
-                d.add(k + 3).write(e);
             }
             i += 64;
-        }
-        while i + 16 <= len {
-            // SAFETY: one whole vector inside both ranges, as above.
-            unsafe { d.add(i / 16).write(s.add(i / 16).read()) };
-            i += 16;
         }
     }
     // SAFETY: the rest lies inside both ranges.
