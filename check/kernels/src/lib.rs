@@ -19,7 +19,9 @@
 //! - [`collectives`]: barrier, broadcast, reductions (every type and
 //!   operation, a non-commutative user operation), count mismatches;
 //! - [`faults`]: kernels that fail or deadlock on purpose;
-//! - [`interpreter`]: runs an encoded communication program (property tests).
+//! - [`interpreter`]: runs an encoded communication program (property tests);
+//! - [`planted`]: wrong programs whose outcome depends on the schedule (the
+//!   schedule explorer's test subjects).
 #![no_std]
 
 use bytemuck::{Pod, Zeroable};
@@ -30,6 +32,7 @@ pub mod faults;
 pub mod interpreter;
 pub mod nonblocking;
 pub mod p2p;
+pub mod planted;
 
 /// Arguments shared by the semantic kernels.
 #[repr(C)]
