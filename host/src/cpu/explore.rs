@@ -204,12 +204,13 @@ impl Chooser {
         }
     }
 
-    /// Picks one of `choices` (local rank indices, not empty, in a
-    /// deterministic order); `last` is the rank resumed last.
+    /// Picks one of `choices` (local rank indices, not empty, in an order
+    /// that depends only on the run so far) and returns its position there;
+    /// `last` is the rank resumed last.
     pub(crate) fn pick(&mut self, choices: &[usize], last: Option<usize>) -> usize {
         debug_assert!(!choices.is_empty());
         let Some(pct) = &mut self.pct else {
-            return choices[self.rng.below(choices.len() as u64) as usize];
+            return self.rng.below(choices.len() as u64) as usize;
         };
         // Only real choices count as steps (PCT paper, 4.1).
         if choices.len() > 1 {
@@ -220,9 +221,8 @@ impl Chooser {
                 pct.priority[l] = lowered;
             }
         }
-        *choices
-            .iter()
-            .max_by_key(|&&i| pct.priority[i])
+        (0..choices.len())
+            .max_by_key(|&p| pct.priority[choices[p]])
             .expect("choices is not empty")
     }
 }
@@ -290,7 +290,7 @@ mod tests {
         let first = c.pick(&[0, 1, 2], Some(top));
         assert_ne!(first, top);
         // A single choice is no step.
-        assert_eq!(c.pick(&[top], Some(first)), top);
+        assert_eq!(c.pick(&[top], Some(first)), 0);
         assert_eq!(c.pct.as_ref().unwrap().priority[top], 1);
     }
 }

@@ -538,40 +538,30 @@ impl<'s, 'a> Worker<'s, 'a> {
         let n = self.coros.len();
         let block_dim = self.block_dim.max(1) as usize;
         let timeout = self.shared.timeout;
-        // Progress events so far (this worker's own epoch: it is alone).
-        let mut epoch: u64 = 0;
-        // Per rank: after a resumption that ended in a failed poll, the
-        // epoch then and whether the poll was fresh. The rank is *waiting*
-        // while that epoch is current, *stale* if the poll was also not fresh.
-        let mut polled: Vec<Option<(u64, bool)>> = vec![None; n];
-        // The runnable ranks (neither parked nor returned), in rank order.
-        let mut runnable: Vec<usize> = (0..n).collect();
+        // The runnable ranks (neither parked nor returned) in three lists:
+        // `ready` have not failed a poll since the last progress, `waiting`
+        // failed a fresh poll since, `stale` failed a poll that was not
+        // fresh since (see "Seeded schedules" in the module documentation).
+        // Any progress moves `waiting` and `stale` back to `ready`.
+        let mut ready: Vec<usize> = (0..n).collect();
+        let mut waiting: Vec<usize> = Vec::with_capacity(n);
+        let mut stale: Vec<usize> = Vec::with_capacity(n);
         let mut parked: Vec<Vec<usize>> = vec![Vec::new(); n / block_dim];
         let mut live = n;
         let mut last: Option<usize> = None;
-        let mut choices: Vec<usize> = Vec::with_capacity(n);
+        // Progress events so far (this worker's own epoch: it is alone).
+        let mut epoch: u64 = 0;
         // Timeout mode: the epoch the world went quiet at, when to give up,
         // and the quiet rounds made past that.
         let mut quiet: Option<(u64, Instant, u32)> = None;
         while live > 0 {
-            // Prefer ranks that are not waiting: a waiting rank would fail
-            // the same poll again. Failing that, ranks that are not stale.
-            choices.clear();
-            choices.extend(
-                runnable
-                    .iter()
-                    .copied()
-                    .filter(|&i| polled[i].is_none_or(|(e, _)| e != epoch)),
-            );
-            if choices.is_empty() {
-                choices.extend(
-                    runnable
-                        .iter()
-                        .copied()
-                        .filter(|&i| polled[i] != Some((epoch, false))),
-                );
-            }
-            if choices.is_empty() {
+            // Prefer ranks that are not waiting (a waiting rank would fail
+            // the same poll again), then ranks that are not stale.
+            let list = if !ready.is_empty() {
+                &mut ready
+            } else if !waiting.is_empty() {
+                &mut waiting
+            } else {
                 // Every runnable rank failed its poll and wrote nothing since
                 // the last progress: final, unless a timed wait may still
                 // read the clock past its deadline.
@@ -593,12 +583,10 @@ impl<'s, 'a> Worker<'s, 'a> {
                 }
                 std::thread::sleep(TIMEOUT_TICK);
                 // Re-poll every runnable rank once, so that its clock advances.
-                for &i in &runnable {
-                    polled[i] = Some((epoch, true));
-                }
+                waiting.append(&mut stale);
                 continue;
-            }
-            let i = chooser.pick(&choices, last);
+            };
+            let i = list.swap_remove(chooser.pick(list, last));
             last = Some(i);
             let rank = self.first_rank + i as u32;
             let r = self.resume(i);
@@ -611,33 +599,30 @@ impl<'s, 'a> Worker<'s, 'a> {
                 self.finish_with(Outcome::StackOverflow { rank });
                 break;
             }
+            // Whether the resumption made progress, and so ends every wait.
+            let progress = !matches!(r, Ok(CoroutineResult::Yield(Suspend::Poll { fresh: false })));
+            if progress {
+                epoch += 1;
+                ready.append(&mut waiting);
+                ready.append(&mut stale);
+            }
             match r {
-                Ok(CoroutineResult::Yield(Suspend::Poll { fresh })) => {
-                    if fresh {
-                        epoch += 1;
-                    }
-                    polled[i] = Some((epoch, fresh));
-                }
+                Ok(CoroutineResult::Yield(Suspend::Poll { fresh: true })) => waiting.push(i),
+                Ok(CoroutineResult::Yield(Suspend::Poll { fresh: false })) => stale.push(i),
                 Ok(CoroutineResult::Yield(Suspend::BlockBarrier)) => {
-                    epoch += 1;
                     let b = i / block_dim;
                     self.shared.in_barrier[rank as usize].store(true, Relaxed);
-                    runnable.retain(|&j| j != i);
                     parked[b].push(i);
                     if parked[b].len() == block_dim {
                         for j in parked[b].drain(..) {
                             let r = self.first_rank as usize + j;
                             self.shared.in_barrier[r].store(false, Relaxed);
-                            polled[j] = None;
-                            let at = runnable.partition_point(|&k| k < j);
-                            runnable.insert(at, j);
+                            ready.push(j);
                         }
                     }
                 }
                 Ok(CoroutineResult::Return(())) => {
-                    epoch += 1;
                     live -= 1;
-                    runnable.retain(|&j| j != i);
                     self.coros[i] = None;
                 }
                 Err(payload) => {
