@@ -69,8 +69,8 @@
 //! clock breaks it: that is the world timeout (below).
 //!
 //! # Seeded schedules
-//! With a seeded [`Schedule`] (`Random`, `Pct`; see
-//! [`Schedule`](crate::Schedule)) one worker runs every rank, and instead of
+//! With a seeded [`Schedule`] (`Random` or `Pct`) one worker runs every
+//! rank, and instead of
 //! passes it picks, after every resumption, the next rank to resume with
 //! the schedule's chooser. The worker keeps its own epoch (a count of the
 //! resumptions that made progress, with "progress" as above) and, per rank
@@ -81,7 +81,9 @@
 //! waiting after a poll that was not fresh. The chooser picks among the
 //! runnable ranks (not parked in a block barrier, not returned) that are
 //! not waiting, or, when all of them wait, among those that are not stale.
-//! Parking and releasing at block barriers is as in the passes.
+//! (The worker keeps the runnable ranks in three lists, ready, waiting and
+//! stale; a resumption that made progress moves the last two back to
+//! ready.) Parking and releasing at block barriers is as in the passes.
 //!
 //! **Deadlock** is declared when every runnable rank is stale (or none is
 //! runnable). *Sound:* a stale rank's last resumption ended with the epoch
