@@ -70,9 +70,8 @@
 //!
 //! # Seeded schedules
 //! With a seeded [`Schedule`] (`Random` or `Pct`) one worker runs every
-//! rank, and instead of
-//! passes it picks, after every resumption, the next rank to resume with
-//! the schedule's chooser. The worker keeps its own epoch (a count of the
+//! rank, and instead of passes it picks, after every resumption, the next
+//! rank to resume with the schedule's chooser. The worker keeps its own epoch (a count of the
 //! resumptions that made progress, with "progress" as above) and, per rank
 //! whose last resumption ended in a failed poll, the epoch at the end of
 //! that resumption and whether the poll was fresh. A rank is *waiting*
