@@ -24,9 +24,12 @@ use gpu_mpi_check_kernels::faults::{
 };
 use gpu_mpi_check_kernels::nonblocking as nb;
 use gpu_mpi_check_kernels::p2p::{self, Mat2};
+use gpu_mpi_check_kernels::planted;
 use gpu_mpi_check_kernels::{pattern_byte, pattern_word, CaseArgs, NONE};
 use std::fmt;
 use std::time::Duration;
+
+pub mod explore;
 
 /// The conformance kernels, built by build.rs: PTX and SASS per SM.
 pub static KERNELS: KernelImages = gpu_mpi::include_kernels!();
@@ -115,6 +118,58 @@ pub fn cases() -> Vec<Case> {
         case!("deadlock/send_send_times_out", deadlock_send_send),
         case!("deadlock/timeout_aborts_every_waiting_rank", deadlock_abort),
     ]
+}
+
+/// Cases whose kernels have a planted order-dependent bug
+/// ([`gpu_mpi_check_kernels::planted`]): they pass under the emulator's
+/// default schedule and fail under some others. Not conformance cases (a
+/// GPU may fail them any time): the schedule explorer's test subjects
+/// ([`explore`], `gpu-mpi-check explore`).
+pub fn planted_cases() -> Vec<Case> {
+    vec![
+        Case {
+            name: "planted/arrival_order",
+            run: planted_arrival_order,
+        },
+        Case {
+            name: "planted/any_source_deadlock",
+            run: planted_deadlock,
+        },
+    ]
+}
+
+/// The conformance case or planted case named `name`.
+pub fn find_case(name: &str) -> Option<Case> {
+    cases()
+        .into_iter()
+        .chain(planted_cases())
+        .find(|c| c.name == name)
+}
+
+fn planted_arrival_order(device: &Device) -> Result<(), String> {
+    let mut c = Checker::default();
+    let job = Job::new(&planted::SEMANTICS_PLANTED, planted::PLANTED_ARRIVAL_ORDER, 1);
+    let o = launch(device, &shape(3, 3).spec(), 3, &job)?;
+    for r in 1..3u32 {
+        c.eq(
+            || format!("rank 0 stored as rank {r}'s value"),
+            o.out[r as usize],
+            planted::planted_message(r),
+        );
+    }
+    c.finish()
+}
+
+fn planted_deadlock(device: &Device) -> Result<(), String> {
+    let mut c = Checker::default();
+    let job = Job::new(&planted::SEMANTICS_PLANTED, planted::PLANTED_DEADLOCK, 1);
+    let o = launch(device, &shape(3, 3).spec(), 3, &job)?;
+    c.eq(
+        || "rank 0: sources of its two receives".into(),
+        [o.out[0], o.out[1]],
+        [1, 2],
+    );
+    c.finish()
 }
 
 // ---------------------------------------------------------------------------

@@ -3,14 +3,23 @@
 //!
 //! ```text
 //! gpu-mpi-check [--backend cpu|cuda|auto] [--json FILE] [--filter TEXT] [--list]
+//! gpu-mpi-check explore CASE [--schedules N] [--seed S] [--mode random|pct]
+//!                            [--depth D] [--steps K] [--replay SEED] [--json FILE]
 //! ```
 //!
 //! The details of every failure print as they happen; the table (case,
 //! result, time) prints last. Exit status: 0 when every case passed, 1 when
 //! one failed, 2 on a usage error or a backend that cannot be opened.
+//!
+//! `explore` runs one case on the emulator under N seeded schedules
+//! (`gpu_mpi_check::explore`) and prints every distinct outcome with the
+//! seeds that replay it; `--replay SEED` runs one of them again. Exit
+//! status: 0 when every schedule gave the default schedule's outcome (for
+//! `--replay`: the case passed), 1 otherwise, 2 on a usage error.
 
-use clap::Parser;
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use gpu_mpi::BackendKind;
+use gpu_mpi_check::explore::{self as ex, Exploration, Mode};
 use gpu_mpi_check::{cases, Case};
 use gpu_mpi_provenance::Provenance;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressFinish, ProgressStyle};
@@ -42,6 +51,65 @@ struct Options {
     /// Print the case names and exit
     #[arg(long)]
     list: bool,
+    /// A subcommand instead of the conformance run
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand, Serialize)]
+enum Command {
+    /// Runs one case on the emulator under many seeded schedules and
+    /// reports every outcome that differs, with the seeds that replay it.
+    Explore(ExploreOptions),
+}
+
+/// Options of `gpu-mpi-check explore`.
+#[derive(Debug, Args, Serialize)]
+struct ExploreOptions {
+    /// The case: a conformance case (see --list) or a planted one
+    /// (planted/arrival_order, planted/any_source_deadlock)
+    case: String,
+    /// How many seeded schedules to run
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    schedules: u64,
+    /// The first seed (schedule i uses seed S + i)
+    #[arg(long, value_name = "S", default_value_t = 0)]
+    seed: u64,
+    /// random: the next rank uniformly at random; pct: probabilistic
+    /// concurrency testing (random priorities, depth - 1 change points)
+    #[arg(long, value_enum, default_value_t = ModeName::Random)]
+    mode: ModeName,
+    /// PCT's bug depth (with --mode pct)
+    #[arg(long, value_name = "D", default_value_t = 3)]
+    depth: u32,
+    /// PCT's expected run length in scheduling steps (default: 8 per rank)
+    #[arg(long, value_name = "K")]
+    steps: Option<u64>,
+    /// Run only the schedule of this seed, and print its outcome
+    #[arg(long, value_name = "SEED")]
+    replay: Option<u64>,
+    /// Also write the outcomes to FILE as JSON (with the run's provenance)
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+enum ModeName {
+    Random,
+    Pct,
+}
+
+impl ExploreOptions {
+    fn mode(&self) -> Mode {
+        match self.mode {
+            ModeName::Random => Mode::Random,
+            ModeName::Pct => Mode::Pct {
+                depth: self.depth,
+                steps: self.steps,
+            },
+        }
+    }
 }
 
 fn parse_backend(s: &str) -> Result<BackendKind, gpu_mpi::ParseBackendKindError> {
@@ -151,9 +219,228 @@ fn progress_bar(cases: usize) -> ProgressBar {
     bar
 }
 
+/// The command that replays `seed` of an exploration.
+fn replay_command(case: &str, mode: Mode, seed: u64) -> String {
+    format!(
+        "gpu-mpi-check explore {case} {} --replay {seed}",
+        mode.arguments()
+    )
+}
+
+/// Prints an outcome's message indented under its line.
+fn print_message(message: &str) {
+    for line in message.lines() {
+        println!("      {line}");
+    }
+}
+
+/// Seeds as `0, 3, 7, ... (12 in all)`: the first 8.
+fn seed_list(seeds: &[u64]) -> String {
+    let shown: Vec<String> = seeds.iter().take(8).map(u64::to_string).collect();
+    let mut s = shown.join(", ");
+    if seeds.len() > 8 {
+        s.push_str(&format!(", ... ({} in all)", seeds.len()));
+    }
+    s
+}
+
+/// The `explore --json` document.
+fn explore_json(e: &Exploration, provenance: &Provenance) -> serde_json::Result<String> {
+    #[derive(Serialize)]
+    struct OutcomeJson<'a> {
+        kind: &'static str,
+        message: &'a str,
+    }
+    #[derive(Serialize)]
+    struct FoundJson<'a> {
+        kind: &'static str,
+        message: &'a str,
+        differs_from_default: bool,
+        count: usize,
+        seeds: &'a [u64],
+        replay: String,
+    }
+    #[derive(Serialize)]
+    struct Json<'a> {
+        case: &'a str,
+        mode: &'static str,
+        depth: Option<u32>,
+        steps: Option<u64>,
+        first_seed: u64,
+        schedules: u64,
+        default_schedule: OutcomeJson<'a>,
+        outcomes: Vec<FoundJson<'a>>,
+        provenance: &'a Provenance,
+    }
+    let (depth, steps) = match e.mode {
+        Mode::Random => (None, None),
+        Mode::Pct { depth, steps } => (Some(depth), steps),
+    };
+    let mut text = serde_json::to_string_pretty(&Json {
+        case: e.case,
+        mode: e.mode.name(),
+        depth,
+        steps,
+        first_seed: e.first_seed,
+        schedules: e.schedules,
+        default_schedule: OutcomeJson {
+            kind: e.default.kind.name(),
+            message: &e.default.message,
+        },
+        outcomes: e
+            .outcomes
+            .iter()
+            .map(|f| FoundJson {
+                kind: f.outcome.kind.name(),
+                message: &f.outcome.message,
+                differs_from_default: f.differs,
+                count: f.seeds.len(),
+                seeds: &f.seeds,
+                replay: replay_command(e.case, e.mode, f.seeds[0]),
+            })
+            .collect(),
+        provenance,
+    })?;
+    text.push('\n');
+    Ok(text)
+}
+
+/// `gpu-mpi-check explore`.
+fn explore_main(options: &Options, o: &ExploreOptions) -> ExitCode {
+    let Some(case) = gpu_mpi_check::find_case(&o.case) else {
+        eprintln!("gpu-mpi-check: {}", ex::unknown_case(&o.case));
+        return ExitCode::from(2);
+    };
+    let mode = o.mode();
+    let write_json = |text: serde_json::Result<String>| -> Result<(), ExitCode> {
+        let Some(path) = &o.json else { return Ok(()) };
+        text.map_err(std::io::Error::from)
+            .and_then(|t| std::fs::write(path, t))
+            .map_err(|e| {
+                eprintln!("gpu-mpi-check: writing {}: {e}", path.display());
+                ExitCode::from(2)
+            })
+    };
+    let provenance = || {
+        Provenance::new(
+            &gpu_mpi::Device::cpu(),
+            concat!("gpu-mpi-check ", env!("CARGO_PKG_VERSION")),
+            env!("GPU_MPI_COMMIT"),
+            options,
+        )
+    };
+    if let Some(seed) = o.replay {
+        let outcome = match ex::replay(&case, mode, seed) {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                eprintln!("gpu-mpi-check: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        println!(
+            "{} under {}: {}",
+            case.name,
+            mode.schedule(seed),
+            outcome.kind.name()
+        );
+        print_message(&outcome.message);
+        let json = provenance().and_then(|p| {
+            #[derive(Serialize)]
+            struct Json<'a> {
+                case: &'a str,
+                mode: &'static str,
+                schedule: String,
+                seed: u64,
+                kind: &'static str,
+                message: &'a str,
+                provenance: &'a Provenance,
+            }
+            let mut t = serde_json::to_string_pretty(&Json {
+                case: case.name,
+                mode: mode.name(),
+                schedule: mode.schedule(seed).to_string(),
+                seed,
+                kind: outcome.kind.name(),
+                message: &outcome.message,
+                provenance: &p,
+            })?;
+            t.push('\n');
+            Ok(t)
+        });
+        if let Err(code) = write_json(json) {
+            return code;
+        }
+        return if outcome.kind == ex::OutcomeKind::Pass {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        };
+    }
+    let last = o.seed.saturating_add(o.schedules.saturating_sub(1));
+    println!(
+        "gpu-mpi-check explore: {}, {} {mode} schedules (seeds {}-{last}) on the cpu backend",
+        case.name, o.schedules, o.seed
+    );
+    let progress = progress_bar(o.schedules as usize);
+    let default_hook = std::panic::take_hook();
+    let hook_bar = progress.clone();
+    std::panic::set_hook(Box::new(move |info| hook_bar.suspend(|| default_hook(info))));
+    let explored = ex::explore(&case, mode, o.seed, o.schedules, |seed, outcome| {
+        progress.set_message(format!("seed {seed}: {}", outcome.kind.name()));
+        progress.inc(1);
+    });
+    progress.finish_and_clear();
+    let e = match explored {
+        Ok(e) => e,
+        Err(err) => {
+            eprintln!("gpu-mpi-check: {err}");
+            return ExitCode::from(2);
+        }
+    };
+    println!("default schedule: {}", e.default.kind.name());
+    print_message(&e.default.message);
+    for (i, f) in e.outcomes.iter().enumerate() {
+        let same = if f.differs {
+            "differs from the default schedule"
+        } else {
+            "as the default schedule"
+        };
+        println!(
+            "outcome {}: {} in {} of {} schedules ({same}); seeds {}",
+            i + 1,
+            f.outcome.kind.name(),
+            f.seeds.len(),
+            e.schedules,
+            seed_list(&f.seeds)
+        );
+        print_message(&f.outcome.message);
+        if f.differs {
+            println!("      replay: {}", replay_command(e.case, e.mode, f.seeds[0]));
+        }
+    }
+    let differing = e.differing().count();
+    println!(
+        "{} distinct outcomes in {} schedules; {differing} {} from the default schedule",
+        e.outcomes.len(),
+        e.schedules,
+        if differing == 1 { "differs" } else { "differ" }
+    );
+    if let Err(code) = write_json(provenance().and_then(|p| explore_json(&e, &p))) {
+        return code;
+    }
+    if e.deterministic() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
 fn main() -> ExitCode {
     // --help and --version print and exit 0; usage errors exit 2.
     let options = Options::parse();
+    if let Some(Command::Explore(o)) = &options.command {
+        return explore_main(&options, o);
+    }
     let selected: Vec<Case> = cases()
         .into_iter()
         .filter(|c| options.filter.as_deref().is_none_or(|f| c.name.contains(f)))

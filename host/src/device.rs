@@ -415,7 +415,9 @@ impl Device {
     /// ([`HostError::Config`]) and co-residency ([`HostError::NotCoResident`]),
     /// runs every rank, and reads the outcome: a deadlock
     /// ([`HostError::Deadlock`]), ranks that returned errors
-    /// ([`HostError::RankFailed`]), or a [`LaunchReport`].
+    /// ([`HostError::RankFailed`]), or a [`LaunchReport`]. On the emulator
+    /// the ranks run in the order of the spec's [`WorldSpec::schedule`], else
+    /// of [`CpuOptions::schedule`].
     pub fn launch<A: Pod + Sync>(
         &self,
         kernel: &Kernel<A>,
@@ -424,7 +426,10 @@ impl Device {
     ) -> Result<LaunchReport, HostError> {
         let config = self.resolve_for(kernel, spec)?;
         match &self.backend {
-            Backend::Cpu(d) => d.launch(kernel, args, &config),
+            Backend::Cpu(d) => {
+                let schedule = spec.schedule.unwrap_or(d.options().schedule);
+                d.launch_scheduled(kernel, args, &config, schedule)
+            }
             Backend::Cuda(d) => d.launch(kernel, args, &config),
         }
     }

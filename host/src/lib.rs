@@ -26,7 +26,8 @@
 //! - [`Device`]: a backend ([`BackendKind`]): `cpu`, the emulator ([`cpu`],
 //!   docs/emulator.md), or `cuda`, an NVIDIA GPU; buffers ([`DeviceBuffer`])
 //!   and launches.
-//! - [`WorldSpec`]: the world a launch runs (ranks, block size, limits).
+//! - [`WorldSpec`]: the world a launch runs (ranks, block size, limits,
+//!   and on the emulator the [`Schedule`] of its ranks).
 //! - [`HostError`]: what can go wrong, among it [`HostError::Deadlock`] with
 //!   a [`DeadlockReport`] of what every rank waited for.
 //! - [`datatype`]: derived datatypes (MPI chapter 5): [`UserDatatype`],
@@ -42,7 +43,7 @@ mod images;
 pub mod report;
 mod spec;
 
-pub use cpu::{CpuDevice, CpuOptions};
+pub use cpu::{CpuDevice, CpuOptions, Schedule};
 pub use datatype::{CommittedType, DatatypeError, Order, Primitive, UserDatatype};
 pub use device::{Device, DeviceBuffer, DeviceDescription, LaunchReport};
 pub use error::{

@@ -1,5 +1,6 @@
 //! What the caller asks for: a backend ([`BackendKind`]) and a world ([`WorldSpec`]).
 
+use crate::cpu::Schedule;
 use crate::error::{HostError, Resource};
 use gpu_mpi_device::state::{WorldConfig, FLAG_FORCE_STREAMING};
 use std::fmt;
@@ -113,6 +114,12 @@ pub struct WorldSpec {
     /// sleeps answer sooner and load the memory system more. The emulator
     /// ignores it.
     pub backoff_max: Option<Duration>,
+    /// The order in which the emulator runs the ranks: a seeded
+    /// [`Schedule::Random`] or [`Schedule::Pct`] replays the same
+    /// interleaving, hence the same outcome, for the same seed.
+    /// `None`: [`CpuOptions::schedule`](crate::CpuOptions::schedule) (by
+    /// default [`Schedule::Parallel`]). The cuda backend ignores it.
+    pub schedule: Option<Schedule>,
 }
 
 impl WorldSpec {
@@ -139,6 +146,7 @@ impl WorldSpec {
             force_streaming: false,
             timeout: None,
             backoff_max: None,
+            schedule: None,
         }
     }
 
@@ -194,6 +202,13 @@ impl WorldSpec {
     /// 1 ns, at most about 4.29 s).
     pub fn backoff_max(mut self, max: Duration) -> Self {
         self.backoff_max = Some(max);
+        self
+    }
+
+    /// Runs the ranks in the order of `schedule` on the emulator (see
+    /// [`WorldSpec::schedule`](WorldSpec#structfield.schedule)).
+    pub fn schedule(mut self, schedule: Schedule) -> Self {
+        self.schedule = Some(schedule);
         self
     }
 

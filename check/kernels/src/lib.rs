@@ -22,7 +22,9 @@
 //!   varcount, in place), reduce-scatter, scans, in-place reductions and
 //!   their argument errors;
 //! - [`faults`]: kernels that fail or deadlock on purpose;
-//! - [`interpreter`]: runs an encoded communication program (property tests).
+//! - [`interpreter`]: runs an encoded communication program (property tests);
+//! - [`planted`]: wrong programs whose outcome depends on the schedule (the
+//!   schedule explorer's test subjects).
 #![no_std]
 
 use bytemuck::{Pod, Zeroable};
@@ -34,6 +36,7 @@ pub mod faults;
 pub mod interpreter;
 pub mod nonblocking;
 pub mod p2p;
+pub mod planted;
 
 /// Arguments shared by the semantic kernels.
 #[repr(C)]

@@ -8,10 +8,12 @@
 //! so a world that the emulator refuses as not co-resident is one that the
 //! GPU would refuse too, with the same numbers.
 
+mod explore;
 mod memory;
 pub mod scheduler;
 mod stack;
 
+pub use explore::{Schedule, PCT_STEPS_PER_RANK};
 pub use memory::CpuBuffer;
 
 use crate::device::LaunchReport;
@@ -47,6 +49,12 @@ pub struct CpuOptions {
     /// [`HostError::StackOverflow`]). Default 4096: each guard page costs two
     /// of the process's ~65 530 memory mappings.
     pub guard_page_limit: u32,
+    /// The order in which ranks run when the launch's
+    /// [`WorldSpec::schedule`](crate::WorldSpec::schedule) is `None`
+    /// (default [`Schedule::Parallel`]); a seeded schedule runs on one
+    /// worker whatever `workers` says. docs/emulator.md, "Schedule
+    /// exploration".
+    pub schedule: Schedule,
 }
 
 impl Default for CpuOptions {
@@ -59,6 +67,7 @@ impl Default for CpuOptions {
             workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
             stack_bytes: 64 * 1024,
             guard_page_limit: 4096,
+            schedule: Schedule::Parallel,
         }
     }
 }
@@ -123,12 +132,25 @@ impl CpuDevice {
         Ok(())
     }
 
-    /// Runs `kernel` on a new world of `config` and reads the outcome.
+    /// Runs `kernel` on a new world of `config` and reads the outcome, in
+    /// the order of [`CpuOptions::schedule`].
     pub fn launch<A: Pod + Sync>(
         &self,
         kernel: &Kernel<A>,
         args: &A,
         config: &WorldConfig,
+    ) -> Result<LaunchReport, HostError> {
+        self.launch_scheduled(kernel, args, config, self.options.schedule)
+    }
+
+    /// Runs `kernel` on a new world of `config` in the order of `schedule`
+    /// and reads the outcome.
+    pub fn launch_scheduled<A: Pod + Sync>(
+        &self,
+        kernel: &Kernel<A>,
+        args: &A,
+        config: &WorldConfig,
+        schedule: Schedule,
     ) -> Result<LaunchReport, HostError> {
         let layout = config.layout()?;
         self.residency(config.block_dim).check(config.ranks)?;
@@ -155,6 +177,7 @@ impl CpuDevice {
                 stacks: &stacks,
                 workers,
                 timeout,
+                schedule,
             }
             .run()
         };

@@ -68,6 +68,47 @@
 //! only, and the same read would fail again". A poll that depends on the
 //! clock breaks it: that is the world timeout (below).
 //!
+//! # Seeded schedules
+//! With a seeded [`Schedule`] (`Random` or `Pct`) one worker runs every
+//! rank, and instead of passes it picks, after every resumption, the next
+//! rank to resume with the schedule's chooser. The worker keeps its own epoch (a count of the
+//! resumptions that made progress, with "progress" as above) and, per rank
+//! whose last resumption ended in a failed poll, the epoch at the end of
+//! that resumption and whether the poll was fresh. A rank is *waiting*
+//! while that epoch is still current (no rank progressed since it polled;
+//! a fresh poll counts its own progress first), and *stale* if it is
+//! waiting after a poll that was not fresh. The chooser picks among the
+//! runnable ranks (not parked in a block barrier, not returned) that are
+//! not waiting, or, when all of them wait, among those that are not stale.
+//! (The worker keeps the runnable ranks in three lists, ready, waiting and
+//! stale; a resumption that made progress moves the last two back to
+//! ready.) Parking and releasing at block barriers is as in the passes.
+//!
+//! **Deadlock** is declared when every runnable rank is stale (or none is
+//! runnable). *Sound:* a stale rank's last resumption ended with the epoch
+//! at `E`, the current one, and made no progress itself, so the epoch was
+//! `E` when it began: it began after every write any rank made, failed its
+//! poll and wrote nothing, and no resumption wrote since. So every runnable
+//! rank would fail the same poll again on the same memory, forever, and
+//! the parked ranks need an arrival from their block, whose ranks are
+//! stale, parked or returned: nothing can progress. *Complete:* once
+//! nothing can progress, every resumption ends in a poll that is not fresh
+//! (the shim's contract), which makes its rank stale; the epoch no longer
+//! moves, so no rank stops being stale, and the chooser only picks ranks
+//! that are not stale: after at most one resumption per runnable rank all
+//! are stale and the worker declares. The choice among the candidates
+//! (random, PCT priorities) plays no part in either argument. One worker
+//! and no clock in the decisions make the run a function of the program,
+//! the world and the seed; the deadlock report, built from the world
+//! memory at that point, is too.
+//!
+//! With a world timeout a quiet world is not final (below): when every
+//! runnable rank is stale the worker sleeps a tick and makes every runnable
+//! rank eligible once more, and declares the deadlock itself only after the
+//! timeout plus the grace period and `LATE_PASSES` more such rounds. Which
+//! timed wait expires first then depends on the clock, so a seeded run with
+//! a world timeout is reproducible only up to it.
+//!
 //! # Timeouts
 //! With a world timeout the device bounds its own waits by the clock, so a
 //! quiet world is not final: a wait may still time out, mark its record and
@@ -81,6 +122,7 @@
 //! first, every rank returns, and the host reads the timed-out record
 //! (`report::check_world`), exactly as on the GPU.
 
+use crate::cpu::explore::{Chooser, Schedule};
 use crate::cpu::stack::{PoolStack, StackPool};
 use crate::report::DeadlockReport;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
@@ -213,6 +255,9 @@ pub(crate) struct Run<'a, A> {
     pub workers: usize,
     /// The world's timeout, if any.
     pub timeout: Option<Duration>,
+    /// The order of the ranks: [`Schedule::Parallel`] uses `workers`
+    /// workers, a seeded schedule one.
+    pub schedule: Schedule,
 }
 
 impl<A: Sync + 'static> Run<'_, A> {
@@ -224,7 +269,13 @@ impl<A: Sync + 'static> Run<'_, A> {
     /// `layout` with its header written, used by nothing else during the run.
     pub unsafe fn run(self) -> Outcome {
         let blocks = self.layout.blocks as usize;
-        let workers = self.workers.clamp(1, blocks.max(1));
+        let chooser = Chooser::new(self.schedule, self.layout.ranks as usize);
+        let workers = if chooser.is_some() {
+            1
+        } else {
+            self.workers.clamp(1, blocks.max(1))
+        };
+        let mut chooser = chooser;
         let shared = Shared {
             epoch: AtomicU64::new(0),
             sleepers: AtomicUsize::new(0),
@@ -250,12 +301,17 @@ impl<A: Sync + 'static> Run<'_, A> {
                 let first = (blocks * w / workers) as u32;
                 let end = (blocks * (w + 1) / workers) as u32;
                 let shared = &shared;
+                let chooser = chooser.take();
                 let spawned = std::thread::Builder::new()
                     .name(format!("gpu-mpi-cpu-{w}"))
                     .spawn_scoped(s, move || {
                         let args = args;
                         let r = panic::catch_unwind(AssertUnwindSafe(|| {
-                            Worker::new(w, first, end, shared, entry, args.0).run()
+                            let worker = Worker::new(w, first, end, shared, entry, args.0);
+                            match chooser {
+                                Some(c) => worker.run_seeded(c),
+                                None => worker.run(),
+                            }
                         }));
                         if let Err(p) = r {
                             // A bug of the scheduler itself: end the run rather
@@ -460,7 +516,12 @@ impl<'s, 'a> Worker<'s, 'a> {
             g.active[self.index] = false;
             self.shared.wake.notify_all();
         }
-        // The ranks that did not return: check their whole red zones.
+        self.finish_ranks();
+    }
+
+    /// After the run: checks the whole red zones of the ranks that did not
+    /// return, then drops their coroutines.
+    fn finish_ranks(&mut self) {
         let overflowed = (0..self.coros.len())
             .filter(|&i| self.coros[i].is_some())
             .map(|i| self.first_rank + i as u32)
@@ -469,6 +530,111 @@ impl<'s, 'a> Worker<'s, 'a> {
             self.finish_with(Outcome::StackOverflow { rank });
         }
         self.drop_ranks();
+    }
+
+    /// Runs every rank of the world on this, the only, worker, choosing the
+    /// rank to resume at every scheduling point with `chooser` (a seeded
+    /// schedule; see "Seeded schedules" in the module documentation).
+    fn run_seeded(mut self, mut chooser: Chooser) {
+        let n = self.coros.len();
+        let block_dim = self.block_dim.max(1) as usize;
+        let timeout = self.shared.timeout;
+        // The runnable ranks (neither parked nor returned) in three lists:
+        // `ready` have not failed a poll since the last progress, `waiting`
+        // failed a fresh poll since, `stale` failed a poll that was not
+        // fresh since (see "Seeded schedules" in the module documentation).
+        // Any progress moves `waiting` and `stale` back to `ready`.
+        let mut ready: Vec<usize> = (0..n).collect();
+        let mut waiting: Vec<usize> = Vec::with_capacity(n);
+        let mut stale: Vec<usize> = Vec::with_capacity(n);
+        let mut parked: Vec<Vec<usize>> = vec![Vec::new(); n / block_dim];
+        let mut live = n;
+        let mut last: Option<usize> = None;
+        // Progress events so far (this worker's own epoch: it is alone).
+        let mut epoch: u64 = 0;
+        // Timeout mode: the epoch the world went quiet at, when to give up,
+        // and the quiet rounds made past that.
+        let mut quiet: Option<(u64, Instant, u32)> = None;
+        while live > 0 {
+            // Prefer ranks that are not waiting (a waiting rank would fail
+            // the same poll again), then ranks that are not stale.
+            let list = if !ready.is_empty() {
+                &mut ready
+            } else if !waiting.is_empty() {
+                &mut waiting
+            } else {
+                // Every runnable rank failed its poll and wrote nothing since
+                // the last progress: final, unless a timed wait may still
+                // read the clock past its deadline.
+                let Some(t) = timeout else {
+                    self.finish_with(Outcome::Deadlock(self.report()));
+                    break;
+                };
+                let now = Instant::now();
+                let q = quiet.get_or_insert((epoch, now + t + TIMEOUT_GRACE, 0));
+                if q.0 != epoch {
+                    *q = (epoch, now + t + TIMEOUT_GRACE, 0);
+                }
+                if now >= q.1 {
+                    q.2 += 1;
+                    if q.2 > LATE_PASSES {
+                        self.finish_with(Outcome::Deadlock(self.report()));
+                        break;
+                    }
+                }
+                std::thread::sleep(TIMEOUT_TICK);
+                // Re-poll every runnable rank once, so that its clock advances.
+                waiting.append(&mut stale);
+                continue;
+            };
+            let i = list.swap_remove(chooser.pick(list, last));
+            last = Some(i);
+            let rank = self.first_rank + i as u32;
+            let r = self.resume(i);
+            let checked = match r {
+                Ok(CoroutineResult::Yield(Suspend::Poll { fresh: false })) => true,
+                Ok(CoroutineResult::Return(())) => self.shared.stacks.intact_full(rank as usize),
+                _ => self.shared.stacks.intact(rank as usize),
+            };
+            if !checked {
+                self.finish_with(Outcome::StackOverflow { rank });
+                break;
+            }
+            // Whether the resumption made progress, and so ends every wait.
+            let progress = !matches!(r, Ok(CoroutineResult::Yield(Suspend::Poll { fresh: false })));
+            if progress {
+                epoch += 1;
+                ready.append(&mut waiting);
+                ready.append(&mut stale);
+            }
+            match r {
+                Ok(CoroutineResult::Yield(Suspend::Poll { fresh: true })) => waiting.push(i),
+                Ok(CoroutineResult::Yield(Suspend::Poll { fresh: false })) => stale.push(i),
+                Ok(CoroutineResult::Yield(Suspend::BlockBarrier)) => {
+                    let b = i / block_dim;
+                    self.shared.in_barrier[rank as usize].store(true, Relaxed);
+                    parked[b].push(i);
+                    if parked[b].len() == block_dim {
+                        for j in parked[b].drain(..) {
+                            let r = self.first_rank as usize + j;
+                            self.shared.in_barrier[r].store(false, Relaxed);
+                            ready.push(j);
+                        }
+                    }
+                }
+                Ok(CoroutineResult::Return(())) => {
+                    live -= 1;
+                    self.coros[i] = None;
+                }
+                Err(payload) => {
+                    self.coros[i] = None;
+                    let message = panic_message(payload.as_ref());
+                    self.finish_with(Outcome::Panicked { rank, message });
+                    break;
+                }
+            }
+        }
+        self.finish_ranks();
     }
 
     /// Sleeps while the world stays quiet at `e0`. Returns false when the run
