@@ -624,6 +624,7 @@ impl World {
     /// already left. The thesis (fig. 5.11) had one rank per block scan every
     /// counter in turn, which costs a memory round trip per block on the
     /// critical path; shared, it costs about one.
+    #[inline(always)]
     fn world_barrier(&self, what: WaitFor) -> Result<(), Error> {
         self.record_wait(what);
         let generation = self.barrier_generation.get().wrapping_add(1);
@@ -686,6 +687,7 @@ impl World {
     /// # Safety
     /// `send` valid for reads of `n` elements and `recv` for writes of its
     /// length for the whole call; nothing else accesses them meanwhile.
+    #[inline(always)]
     unsafe fn reduce_impl<T, O>(
         &self,
         send: *const T,

@@ -240,6 +240,7 @@ pub(crate) fn receive_post(
 }
 
 /// Posts `p` as a blocking call's record and waits for it.
+#[inline(always)]
 fn run(world: &World, p: &Post) -> Result<Status, Error> {
     let core = world.core();
     let i = engine::post(&core, 0, p)?;

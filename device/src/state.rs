@@ -7,7 +7,7 @@
 //!
 //! | region | size | contents |
 //! |---|---|---|
-//! | header | 256 B | magic, version, [`WorldConfig`], grid size, abort flag |
+//! | header | 512 B | magic, version, [`WorldConfig`], abort flag, [`Layout`] |
 //! | outboxes | `ranks × slots_per_rank × (48 + slot_bytes)` | per sending rank: its slots, each a [`SlotHeader`](crate::memory::SlotHeader) and `slot_bytes` of payload (the thesis's sender-side buffering) |
 //! | ranks | `ranks × (64 + records × 64)` | per rank: its [`RankHeader`](crate::memory::RankHeader) (inbox, unexpected queue, active list) and `requests_per_rank + 2` [`RequestRecord`](crate::memory::RequestRecord)s |
 //! | barrier | `blocks × 64` | per block: its barrier counter (Dietz's single-writer barrier) and the flag word of a reduction's count check |
@@ -27,7 +27,7 @@ use bytemuck::{Pod, Zeroable};
 /// "GPMI" in little-endian.
 pub const MAGIC: u32 = 0x494d_5047;
 /// Version of this layout; the device refuses other versions.
-pub const VERSION: u32 = 3;
+pub const VERSION: u32 = 4;
 
 /// `flags` bit: never let a receiver copy straight out of the sender's buffer;
 /// stream every large message through a slot (the path a GPU takes for a
@@ -39,7 +39,11 @@ pub const FLAG_FORCE_STREAMING: u32 = 1;
 pub const DEFAULT_BACKOFF_MAX_NS: u32 = 1024;
 
 /// Bytes of the header region.
-pub const HEADER_BYTES: usize = 256;
+pub const HEADER_BYTES: usize = 512;
+/// Offset of the [`Layout`] inside the header: the host writes it, ranks
+/// read its fields from memory when they need them (kept in registers, its
+/// twenty words would cost every kernel as many registers).
+pub const LAYOUT_OFFSET: usize = 256;
 /// Offset of the config inside the header.
 pub const CONFIG_OFFSET: usize = 16;
 /// Offset of the abort word (0: running; otherwise 1 + the rank that aborted).
@@ -217,11 +221,20 @@ impl WorldConfig {
         memory[4..8].copy_from_slice(&VERSION.to_le_bytes());
         memory[CONFIG_OFFSET..CONFIG_OFFSET + core::mem::size_of::<WorldConfig>()]
             .copy_from_slice(bytemuck::bytes_of(self));
+        // SAFETY: `LAYOUT_OFFSET + size_of::<Layout>() <= HEADER_BYTES <=
+        // memory.len()` (checked below at compile time and above); an
+        // unaligned write of a `Copy` struct.
+        unsafe { core::ptr::write_unaligned(memory.as_mut_ptr().add(LAYOUT_OFFSET) as *mut Layout, layout) };
         Ok(layout)
     }
 }
 
+const _: () = assert!(LAYOUT_OFFSET + core::mem::size_of::<Layout>() <= HEADER_BYTES);
+const _: () = assert!(ABORT_OFFSET + 4 <= LAYOUT_OFFSET);
+
 /// Where each region of a world lies (byte offsets from the world's base).
+/// `repr(C)`: the host writes it into the header at [`LAYOUT_OFFSET`].
+#[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Layout {
     /// Ranks.

@@ -6,7 +6,7 @@
 
 use crate::error::Error;
 use crate::shim;
-use crate::state::{Layout, WorldConfig, CONFIG_OFFSET, MAGIC, VERSION};
+use crate::state::{Layout, WorldConfig, CONFIG_OFFSET, LAYOUT_OFFSET, MAGIC, VERSION};
 use core::cell::Cell;
 
 /// `MPI_PROC_NULL`: sends to it and receives from it return at once.
@@ -14,10 +14,26 @@ pub const PROC_NULL: i32 = -2;
 /// `MPI_ANY_SOURCE`.
 pub const ANY_SOURCE: i32 = -1;
 
+/// A pointer to the world's [`Layout`] in its header; dereferences to it.
+#[derive(Clone, Copy)]
+pub(crate) struct LayoutRef(*const Layout);
+
+impl core::ops::Deref for LayoutRef {
+    type Target = Layout;
+    #[inline(always)]
+    fn deref(&self) -> &Layout {
+        // SAFETY: set by `World::attach` to the layout in the world's header,
+        // valid and unchanged while the world lives (attach's contract).
+        unsafe { &*self.0 }
+    }
+}
+
 /// The world communicator as seen by one rank.
 pub struct World {
     pub(crate) base: *mut u8,
-    pub(crate) layout: Layout,
+    /// The layout the host wrote into the header: read field by field
+    /// where used, never held whole in registers.
+    pub(crate) layout: LayoutRef,
     pub(crate) rank: u32,
     pub(crate) thread: u32,
     pub(crate) block: u32,
@@ -44,7 +60,7 @@ impl World {
     /// bytes) that stays valid, and is accessed only through this library,
     /// while the returned `World` lives; the launch grid must match its config.
     pub unsafe fn attach(memory: *mut u8) -> Result<World, Error> {
-        // SAFETY: the header is at least 256 bytes of initialised memory that no
+        // SAFETY: the header is at least 512 bytes of initialised memory that no
         // rank writes during the launch (only the abort word, which is not read here).
         let (magic, version, config) = unsafe {
             (
@@ -56,7 +72,9 @@ impl World {
         if magic != MAGIC || version != VERSION {
             return Err(Error::Intern);
         }
-        let layout = config.layout().map_err(|_| Error::Intern)?;
+        // SAFETY: the header holds the layout the host wrote with the config
+        // (`write_header`), 8-byte aligned, never written during the launch.
+        let layout = LayoutRef(unsafe { memory.add(LAYOUT_OFFSET) } as *const Layout);
         let c = shim::coordinates();
         if c.block_dim != layout.block_dim || c.grid_dim != layout.blocks {
             return Err(Error::Intern);

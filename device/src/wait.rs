@@ -7,10 +7,10 @@
 //! that outlives the world's timeout marks its record timed out, raises the
 //! abort flag, and every other waiting rank gives up with `Aborted`).
 
-use crate::error::Error;
-use crate::shim::{self, Backoff, Ordering};
 use crate::engine::mine;
+use crate::error::Error;
 use crate::memory::Core;
+use crate::shim::{self, Backoff, Ordering};
 use crate::topology::World;
 use core::fmt;
 
