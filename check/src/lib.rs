@@ -91,6 +91,10 @@ pub fn cases() -> Vec<Case> {
         case!("nonblocking/matched_probe", nb_mprobe),
         case!("nonblocking/synchronous_send", nb_ssend),
         case!("nonblocking/arrays_as_buffers", nb_arrays),
+        case!(
+            "nonblocking/blocking_calls_among_requests",
+            nb_blocking_among_requests
+        ),
         case!("errors/invalid_arguments", arguments),
         case!("collective/barrier", barrier),
         case!("collective/broadcast", broadcast_global),
@@ -1121,6 +1125,46 @@ fn nb_ssend(device: &Device) -> Result<(), String> {
                     got,
                     want,
                 );
+            }
+            Ok(())
+        });
+    }
+    c.finish()
+}
+
+fn nb_blocking_among_requests(device: &Device) -> Result<(), String> {
+    let mut c = Checker::default();
+    for (param, streaming) in [(0, false), (1, true)] {
+        c.shapes(NB_SHAPES, |c, s| {
+            let n = s.ranks;
+            let o = nb_launch(device, s, nb::NB_BLOCKING_AMONG_REQUESTS, param, streaming)?;
+            for r in 0..n {
+                let p = if r % 2 == 0 {
+                    if r + 1 < n {
+                        r + 1
+                    } else {
+                        r
+                    }
+                } else {
+                    r - 1
+                };
+                let mut w = o.rank(r);
+                let at = |what: &str| format!("streaming {streaming}: rank {r}: {what}");
+                c.eq(
+                    || at("blocking any-tag receive"),
+                    w.array(),
+                    st(OK, p as i32, 2, 8),
+                );
+                c.eq(|| at("its words"), w.array(), [p, 2]);
+                c.eq(
+                    || at("blocking tag-9 receive"),
+                    w.array(),
+                    st(OK, p as i32, 9, 400),
+                );
+                c.eq(|| at("words 0 and 99"), w.array(), [1000 * p, 1000 * p + 99]);
+                c.eq(|| at("posted receive"), w.array(), st(OK, p as i32, 1, 8));
+                c.eq(|| at("its words"), w.array(), [p, 1]);
+                c.eq(|| at("send class"), w.take(), OK as u32);
             }
             Ok(())
         });

@@ -63,6 +63,7 @@ conformance_tests! {
     nonblocking_matched_probe => "nonblocking/matched_probe",
     nonblocking_synchronous_send => "nonblocking/synchronous_send",
     nonblocking_arrays_as_buffers => "nonblocking/arrays_as_buffers",
+    nonblocking_blocking_calls_among_requests => "nonblocking/blocking_calls_among_requests",
     errors_invalid_arguments => "errors/invalid_arguments",
     collective_barrier => "collective/barrier",
     collective_broadcast => "collective/broadcast",

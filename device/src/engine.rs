@@ -4,7 +4,7 @@
 //! [`progress`]; a blocking call posts a record and waits on it.
 //!
 //! # One message
-//! A sender takes a free slot of its own outbox (its `free_slots` mask; when
+//! A sender takes a free slot of its own outbox (its `used_slots` mask; when
 //! empty, one relaxed scan of the slots' states and one acquire fence for all
 //! it found), writes the header and the payload with plain and relaxed
 //! stores, and pushes the slot on the destination's inbox with one atomic
@@ -679,10 +679,19 @@ pub(crate) fn discard(w: &Core, id: u32) {
 // ---------------------------------------------------------------------------
 // Sends
 
-/// A free slot of this rank's outbox, taken out of the free mask; `None`
-/// when every slot is in use.
+/// A free slot of this rank's outbox; `None` when every slot is in use.
+///
+/// The rank's `used_slots` mask has bit `s` set once slot `s` was used and
+/// not yet seen free again, so a zeroed world starts with every slot known
+/// free: the first `slots_per_rank` sends pay no fence.
 fn take_slot(w: &Core) -> Option<u32> {
-    let mut free = mine!(w, free_slots);
+    let used = mine!(w, used_slots);
+    let all = if w.slots_per_rank >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << w.slots_per_rank) - 1
+    };
+    let mut free = !used & all;
     if free == 0 {
         let held = mine!(w, held_slots);
         let me = w.rank;
@@ -702,14 +711,14 @@ fn take_slot(w: &Core) -> Option<u32> {
         shim::fence(Ordering::Acquire);
     }
     let s = free.trailing_zeros();
-    mine!(w, free_slots = free & !(1u64 << s));
+    mine!(w, used_slots = (all & !free) | (1u64 << s));
     Some(s)
 }
 
-/// Gives own slot `s` back to the free mask (its last reader is known done).
+/// Gives own slot `s` back (its last reader is known done).
 fn return_slot(w: &Core, s: u32) {
     mine!(w, held_slots = mine!(w, held_slots) & !(1u64 << s));
-    mine!(w, free_slots = mine!(w, free_slots) | (1u64 << s));
+    mine!(w, used_slots = mine!(w, used_slots) & !(1u64 << s));
 }
 
 /// Claims a slot for send record `i` and publishes its message.

@@ -8,11 +8,11 @@
 //!
 //! Access discipline, per field:
 //! - *shared* words (a slot's header, a rank's inbox) are read and written
-//!   only through the shim's atomics ([`Core::slot_word`], [`Core::inbox`]);
+//!   only through the shim's atomics (`Core::slot_word`, `Core::inbox`);
 //! - *private* words (a rank's [`RankHeader`] past its inbox, its
 //!   [`RequestRecord`]s) belong to one rank: only that rank touches them while
-//!   the kernel runs (plain loads and stores through [`Core::rank_header`]
-//!   and [`Core::record`]), and the host reads them after it.
+//!   the kernel runs (plain loads and stores through `Core::rank_header`
+//!   and `Core::record`), and the host reads them after it.
 
 use crate::state::{Layout, RANK_HEADER_BYTES, RECORD_BYTES, SLOT_HEADER_BYTES};
 use crate::topology::World;
@@ -168,8 +168,9 @@ pub struct RankHeader {
     pub active_tail: u32,
     /// Private: bit `i` set when record `i` is in use.
     pub records_used: u32,
-    /// Private: bit `s` set when own slot `s` is known to be free.
-    pub free_slots: u64,
+    /// Private: bit `s` set once own slot `s` was used and not yet seen
+    /// free again (zero at the start: every slot free).
+    pub used_slots: u64,
     /// Private: bit `s` set when own slot `s` belongs to a send still in
     /// progress (a reclaim scan leaves it alone).
     pub held_slots: u64,
@@ -451,7 +452,7 @@ impl Core {
     }
 
     /// This rank's header. Only its private fields may be used through the
-    /// pointer (the inbox goes through [`Core::inbox`]).
+    /// pointer (the inbox goes through `Core::inbox`).
     #[inline(always)]
     pub(crate) fn rank_header(&self) -> *mut RankHeader {
         // SAFETY: inside the world memory, 64-byte aligned.
@@ -493,7 +494,7 @@ impl World {
         }
     }
 
-    /// This rank's header (see [`Core::rank_header`]).
+    /// This rank's header (see `Core::rank_header`).
     #[inline(always)]
     pub(crate) fn rank_header(&self) -> *mut RankHeader {
         self.core().rank_header()

@@ -1,7 +1,7 @@
 //! Point-to-point communication (MPI standard chapter 3).
 //!
 //! The calls of this module and of [`crate::request`] are thin layers over
-//! one engine ([`crate::engine`], described there): every send and receive,
+//! one engine (`engine.rs`, described there): every send and receive,
 //! blocking or not, is a request record of the rank, advanced in posting
 //! order by the same progress function; a blocking call posts a record and
 //! waits on it. The model is the thesis "MPI within a GPU" (B. D. Young,

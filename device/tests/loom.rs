@@ -374,3 +374,32 @@ fn synchronous_send_waits_for_the_receive() {
         assert_eq!(results[1], Ok(1));
     });
 }
+
+/// (o) Posted receives match in posting order, a blocking call included:
+/// rank 0 posts a request for any tag, then makes a blocking receive for
+/// any tag, then waits the request; rank 1 sends tags 1 and 2. The request
+/// gets tag 1 in every interleaving (MPI 3.5).
+#[test]
+fn posted_receives_match_in_posting_order() {
+    check("posted order", 2, || {
+        let results = run_world(
+            small_config(2, 1, 1),
+            0,
+            |w, _| -> Result<Vec<(i32, u32)>, Error> {
+                if w.rank() == 1 {
+                    w.process_at_rank(0).send_with_tag(&11u32, 1)?;
+                    w.process_at_rank(0).send_with_tag(&12u32, 2)?;
+                    return Ok(vec![]);
+                }
+                let (mut a, mut b) = (0u32, 0u32);
+                let (sa, sb) = gpu_mpi_device::request::scope(|s| -> Result<_, Error> {
+                    let ra = w.any_process().immediate_receive_into(s, &mut a)?;
+                    let sb = w.any_process().receive_into_with_tag(&mut b, ANY_TAG)?;
+                    Ok((ra.wait()?, sb))
+                })?;
+                Ok(vec![(sa.tag(), a), (sb.tag(), b)])
+            },
+        );
+        assert_eq!(results[0], Ok(vec![(1, 11), (2, 12)]));
+    });
+}

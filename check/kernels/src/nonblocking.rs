@@ -53,6 +53,18 @@ pub const NB_SSEND: u32 = 5;
 /// right neighbour (tag 1) and receives into `[0i32; 3]` from its left.
 /// Records: status, 3 words.
 pub const NB_ARRAYS: u32 = 6;
+/// Blocking calls among pending requests (one engine): ranks pair up (`r`
+/// even with `r + 1`; a rank without partner is its own). Each posts an
+/// `immediate_receive_into` from its partner with any tag, makes two
+/// blocking sends to it (`[r, 1]` tag 1, `[r, 2]` tag 2), posts an
+/// `immediate_send` of 100 words `1000 r + i` (tag 9, a rendezvous), then
+/// a blocking receive with any tag (the earlier posted request takes tag 1,
+/// so this one must get tag 2), a blocking receive of tag 9 (it must
+/// progress the rank's own pending rendezvous, which streams chunk by chunk
+/// with `param` != 0), then waits for both requests. Records: the blocking
+/// any-tag receive's status and 2 words, the tag-9 receive's status and
+/// words 0 and 99, the posted receive's status and 2 words, the send's class.
+pub const NB_BLOCKING_AMONG_REQUESTS: u32 = 7;
 
 /// Words one rank records in a non-blocking case in a world of `size` ranks.
 pub fn nb_stride(case: u32, size: u32) -> u32 {
@@ -65,6 +77,7 @@ pub fn nb_stride(case: u32, size: u32) -> u32 {
         NB_MPROBE => 4 + 6 + 4 + 1 + 7 + 6,
         NB_SSEND => 4,
         NB_ARRAYS => 7,
+        NB_BLOCKING_AMONG_REQUESTS => 3 * (4 + 2) + 1,
         _ => 1,
     }
 }
@@ -81,6 +94,7 @@ gpu_mpi_device::kernel! {
             NB_MPROBE => mprobe(world, &mut rec),
             NB_SSEND => ssend(world, args.param, &mut rec),
             NB_ARRAYS => arrays(world, &mut rec),
+            NB_BLOCKING_AMONG_REQUESTS => blocking_among_requests(world, &mut rec),
             _ => rec.push(NONE),
         }
     }
@@ -329,4 +343,42 @@ fn arrays(world: &World, rec: &mut Recorder) -> Result<(), Error> {
         .receive_into(&mut got);
     rec.status(&s)?;
     rec.words(&[got[0] as u32, got[1] as u32, got[2] as u32])
+}
+
+fn blocking_among_requests(world: &World, rec: &mut Recorder) -> Result<(), Error> {
+    let rank = world.rank();
+    let partner = if rank % 2 == 0 {
+        if rank + 1 < world.size() {
+            rank + 1
+        } else {
+            rank
+        }
+    } else {
+        rank - 1
+    };
+    let p = world.process_at_rank(partner);
+    let r = rank as u32;
+    let mut big = [0u32; 100];
+    for (i, w) in big.iter_mut().enumerate() {
+        *w = 1000 * r + i as u32;
+    }
+    let mut first = [NONE; 2];
+    let mut second = [NONE; 2];
+    let mut got = [NONE; 100];
+    let (s2, sb, s1, sent) = request::scope(|scope| -> Result<_, Error> {
+        let rx = p.immediate_receive_into(scope, &mut first)?;
+        p.send_with_tag(&[r, 1], 1)?;
+        p.send_with_tag(&[r, 2], 2)?;
+        let sx = p.immediate_send_with_tag(scope, &big, 9)?;
+        let s2 = p.receive_into(&mut second);
+        let sb = p.receive_into_with_tag(&mut got, 9);
+        Ok((s2, sb, rx.wait(), sx.wait()))
+    })?;
+    rec.status(&s2)?;
+    rec.words(&second)?;
+    rec.status(&sb)?;
+    rec.words(&[got[0], got[99]])?;
+    rec.status(&s1)?;
+    rec.words(&first)?;
+    rec.class(&sent)
 }
