@@ -36,8 +36,10 @@ pub fn open(kind: gpu_mpi::BackendKind) -> Result<Device, HostError> {
     Device::open(kind, &KERNELS)
 }
 
-/// Version tag of the JSON output (2: the `provenance` object).
-pub const SCHEMA: &str = "gpu-mpi-bench/2";
+/// Version tag of the JSON output (2: the `provenance` object; 3: the
+/// synchronising operations per message of the latency and pi suites, and
+/// the non-blocking pi variant).
+pub const SCHEMA: &str = "gpu-mpi-bench/3";
 
 /// The thesis's scale: 32 blocks of 128 threads (its second reduction
 /// kernel reads 32 block sums; its block tree starts at 64 + 64).
@@ -374,6 +376,118 @@ pub(crate) struct Timed {
     pub(crate) wall: Duration,
 }
 
+/// Synchronising operations per message of the MPI side of a launch
+/// (docs/performance.md, "Synchronising operations per message
+/// (emulator)"): every rank's counts over the messages the launch passed,
+/// by kind. Measured on the cpu backend only; `None` on a GPU.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SyncPerMessage {
+    /// Every synchronising operation (the sum of the next four but
+    /// `relaxed_rmws`): what the "sync/msg" columns print.
+    pub total: f64,
+    /// Atomic loads with acquire ordering (polls of a flag included).
+    pub acquire_loads: f64,
+    /// Atomic stores with release ordering.
+    pub release_stores: f64,
+    /// Read-modify-writes with acquire, release or acq_rel ordering.
+    pub ordered_rmws: f64,
+    /// Fences.
+    pub fences: f64,
+    /// Relaxed read-modify-writes (not synchronising; memory round trips).
+    pub relaxed_rmws: f64,
+}
+
+impl SyncPerMessage {
+    /// The counts of `report` over `messages` messages; `None` when the
+    /// backend does not count (cuda) or no message passed.
+    pub fn of(report: &LaunchReport, messages: u64) -> Option<SyncPerMessage> {
+        let c = report.sync_counts.as_ref()?.total();
+        if messages == 0 {
+            return None;
+        }
+        let m = messages as f64;
+        Some(SyncPerMessage {
+            total: c.synchronizing() as f64 / m,
+            acquire_loads: c.acquire_loads as f64 / m,
+            release_stores: c.release_stores as f64 / m,
+            ordered_rmws: c.ordered_rmws() as f64 / m,
+            fences: c.fences as f64 / m,
+            relaxed_rmws: c.relaxed_rmws as f64 / m,
+        })
+    }
+
+    fn fields(&self) -> [f64; 6] {
+        [
+            self.total,
+            self.acquire_loads,
+            self.release_stores,
+            self.ordered_rmws,
+            self.fences,
+            self.relaxed_rmws,
+        ]
+    }
+
+    fn from_fields(f: [f64; 6]) -> SyncPerMessage {
+        SyncPerMessage {
+            total: f[0],
+            acquire_loads: f[1],
+            release_stores: f[2],
+            ordered_rmws: f[3],
+            fences: f[4],
+            relaxed_rmws: f[5],
+        }
+    }
+
+    /// Each kind's median over `v`, `None` when any is `None` (or `v` is
+    /// empty).
+    pub fn median(v: &[Option<SyncPerMessage>]) -> Option<SyncPerMessage> {
+        let v: Option<Vec<[f64; 6]>> = v.iter().map(|s| s.map(|s| s.fields())).collect();
+        let v = v.filter(|v| !v.is_empty())?;
+        Some(SyncPerMessage::from_fields(std::array::from_fn(|i| {
+            median(&v.iter().map(|f| f[i]).collect::<Vec<_>>())
+        })))
+    }
+
+    /// Each kind's mean over `v`, `None` when any is `None` (or `v` is empty).
+    pub fn mean(v: &[Option<SyncPerMessage>]) -> Option<SyncPerMessage> {
+        let v: Option<Vec<[f64; 6]>> = v.iter().map(|s| s.map(|s| s.fields())).collect();
+        let v = v.filter(|v| !v.is_empty())?;
+        let n = v.len() as f64;
+        Some(SyncPerMessage::from_fields(std::array::from_fn(|i| {
+            v.iter().map(|f| f[i]).sum::<f64>() / n
+        })))
+    }
+
+    /// The printed value: the total, `null` when not measured.
+    pub fn total_value(s: Option<SyncPerMessage>) -> Value {
+        s.map_or(Value::Null, |s| s.total.into())
+    }
+
+    /// The JSON breakdown by kind, `null` when not measured.
+    pub fn kinds_value(s: Option<SyncPerMessage>) -> Value {
+        s.map_or(Value::Null, |s| {
+            serde_json::json!({
+                "acquire_loads": s.acquire_loads,
+                "release_stores": s.release_stores,
+                "ordered_rmws": s.ordered_rmws,
+                "fences": s.fences,
+                "relaxed_rmws": s.relaxed_rmws,
+            })
+        })
+    }
+}
+
+/// The note under a table with "sync/msg" columns.
+pub(crate) fn sync_note(ctx: &Ctx) -> String {
+    if ctx.is_gpu() {
+        "sync/msg: not measured on a GPU (the emulator counts synchronising operations; run with --backend cpu)".into()
+    } else {
+        "sync/msg: synchronising operations (acquire loads, release stores, ordered RMWs, fences) of every rank per \
+         message, counted by the emulator; by kind in the JSON"
+            .into()
+    }
+}
+
 /// The median of `v` (NaN when empty).
 pub fn median(v: &[f64]) -> f64 {
     let mut s: Vec<f64> = v.iter().copied().filter(|x| !x.is_nan()).collect();
@@ -422,6 +536,7 @@ pub fn max_common_ranks(device: &Device) -> Result<u32, String> {
     let bd = gpu_mpi::PREFERRED_BLOCK_DIM;
     let caps = [
         device.max_ranks_for(&p::PI_P2P, bd),
+        device.max_ranks_for(&b::PI_P2P_NONBLOCKING, bd),
         device.max_ranks_for(&p::PI_REDUCE, bd),
         device.max_ranks_for(&n::NATIVE_PI_P2P_1, bd),
         device.max_ranks_for(&n::NATIVE_PI_TREE_1, bd),

@@ -2,7 +2,7 @@
 //! kernel, against native message passing through global memory.
 
 use super::limits::pair_world;
-use super::{median, ratio, Ctx, Row, Section, Target};
+use super::{median, ratio, sync_note, Ctx, Row, Section, SyncPerMessage, Target};
 use gpu_mpi::device::Kernel;
 use gpu_mpi_bench_kernels::mpi::{P2pArgs, BENCH_BW, BENCH_LATENCY, P2P_FLAG_STRIDE, P2P_RESULTS};
 use gpu_mpi_bench_kernels::native::{NATIVE_BW, NATIVE_LATENCY};
@@ -29,8 +29,13 @@ struct Shape {
     slots: u32,
 }
 
-/// What the out words of one launch say: per pair the sender's timed ns.
-fn run_once(ctx: &mut Ctx, kernel: &Kernel<P2pArgs>, s: &Shape) -> Result<Vec<f64>, String> {
+/// What the out words of one launch say: per pair the sender's timed ns;
+/// and the launch's synchronising operations per message (cpu backend).
+fn run_once(
+    ctx: &mut Ctx,
+    kernel: &Kernel<P2pArgs>,
+    s: &Shape,
+) -> Result<(Vec<f64>, Option<SyncPerMessage>), String> {
     let per_pair = (3 + s.slots as usize) * s.bytes as usize;
     let buffers = ctx.alloc::<u8>(per_pair * s.pairs as usize)?;
     let flags = ctx.alloc::<u32>(P2P_FLAG_STRIDE * s.pairs as usize)?;
@@ -48,9 +53,17 @@ fn run_once(ctx: &mut Ctx, kernel: &Kernel<P2pArgs>, s: &Shape) -> Result<Vec<f6
         flags: flags.slice(),
         out: out.slice(),
     };
-    ctx.launch(kernel, &args, &ctx.world(s.ranks, Some(s.block_dim)))?;
+    let run = ctx.launch(kernel, &args, &ctx.world(s.ranks, Some(s.block_dim)))?;
     let o = ctx.download(&out)?;
     let rounds = (s.warmup + s.iterations) as u64;
+    // Messages of the whole launch: latency, a message and its reply per
+    // round; bandwidth, a window and an acknowledgement.
+    let per_round = if kernel.name.contains("bw") {
+        s.window as u64 + 1
+    } else {
+        2
+    };
+    let sync = SyncPerMessage::of(&run.report, rounds * per_round * s.pairs as u64);
     let mut times = Vec::new();
     for p in 0..s.pairs as usize {
         let w = &o[p * P2P_RESULTS..(p + 1) * P2P_RESULTS];
@@ -70,17 +83,24 @@ fn run_once(ctx: &mut Ctx, kernel: &Kernel<P2pArgs>, s: &Shape) -> Result<Vec<f6
         times.push(w[0] as f64);
     }
     ctx.checked();
-    Ok(times)
+    Ok((times, sync))
 }
 
-/// Medians over the repetitions of the slowest pair's timed nanoseconds.
-fn measure(ctx: &mut Ctx, kernel: &Kernel<P2pArgs>, s: &Shape) -> Result<f64, String> {
+/// Medians over the repetitions of the slowest pair's timed nanoseconds and
+/// of the synchronising operations per message.
+fn measure(
+    ctx: &mut Ctx,
+    kernel: &Kernel<P2pArgs>,
+    s: &Shape,
+) -> Result<(f64, Option<SyncPerMessage>), String> {
     let mut v = Vec::new();
+    let mut sync = Vec::new();
     for _ in 0..ctx.preset.reps {
-        let t = run_once(ctx, kernel, s)?;
+        let (t, c) = run_once(ctx, kernel, s)?;
         v.push(t.into_iter().fold(0.0, f64::max));
+        sync.push(c);
     }
-    Ok(median(&v))
+    Ok((median(&v), SyncPerMessage::median(&sync)))
 }
 
 pub(crate) fn latency(ctx: &mut Ctx) -> Result<(Vec<Section>, Vec<Target>), String> {
@@ -115,8 +135,9 @@ pub(crate) fn latency(ctx: &mut Ctx) -> Result<(Vec<Section>, Vec<Target>), Stri
                 slots: 0,
             };
             let one_way = |ns: f64| ns / iterations as f64 / 2.0;
-            let mpi = one_way(measure(ctx, &BENCH_LATENCY, &shape)?);
-            let native = one_way(measure(ctx, &NATIVE_LATENCY, &shape)?);
+            let (mpi, sync) = measure(ctx, &BENCH_LATENCY, &shape)?;
+            let mpi = one_way(mpi);
+            let native = one_way(measure(ctx, &NATIVE_LATENCY, &shape)?.0);
             if bytes == 8 && peer >= block_dim {
                 target = Some(mpi);
             }
@@ -128,7 +149,9 @@ pub(crate) fn latency(ctx: &mut Ctx) -> Result<(Vec<Section>, Vec<Target>), Stri
                 ("native_us", (native / 1e3).into()),
                 ("ratio", ratio(mpi, native).into()),
                 ("atomic_one_way_us", (limit / 1e3).into()),
+                ("mpi_sync_per_msg", SyncPerMessage::total_value(sync)),
                 ("iterations", iterations.into()),
+                ("mpi_sync_kinds_per_msg", SyncPerMessage::kinds_value(sync)),
             ] as Row);
         }
     }
@@ -156,9 +179,13 @@ pub(crate) fn latency(ctx: &mut Ctx) -> Result<(Vec<Section>, Vec<Target>), Stri
                 ("native_us", "native us"),
                 ("ratio", "x"),
                 ("atomic_one_way_us", "atomic 1-way us"),
+                ("mpi_sync_per_msg", "mpi sync/msg"),
             ],
             rows,
-            notes: vec!["native: one copy straight into the peer's buffer and a release flag; ratio = MPI / native".into()],
+            notes: vec![
+                "native: one copy straight into the peer's buffer and a release flag; ratio = MPI / native".into(),
+                sync_note(ctx),
+            ],
         }],
         targets,
     ))
@@ -232,8 +259,8 @@ pub(crate) fn bandwidth(ctx: &mut Ctx) -> Result<(Vec<Section>, Vec<Target>), St
         ));
     }
     for (test, s) in cases {
-        let mpi_ns = measure(ctx, &BENCH_BW, &s)?;
-        let native_ns = measure(ctx, &NATIVE_BW, &s)?;
+        let (mpi_ns, _) = measure(ctx, &BENCH_BW, &s)?;
+        let (native_ns, _) = measure(ctx, &NATIVE_BW, &s)?;
         let messages = s.window as f64 * s.iterations as f64 * s.pairs as f64;
         let bytes = messages * s.bytes as f64;
         rows.push(vec![

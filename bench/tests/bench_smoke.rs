@@ -73,6 +73,33 @@ fn check_cpu_provenance(p: &Value) {
     assert!(p["options"].is_object(), "{p}");
 }
 
+/// The value of `key` in `row`.
+fn field<'r>(row: &'r [(&'static str, Value)], key: &str) -> Option<&'r Value> {
+    row.iter().find(|(k, _)| *k == key).map(|(_, v)| v)
+}
+
+/// Per-message kinds of eager messages: one release store (the slot
+/// freed), `rmws` ordered read-modify-writes at most (the push and at most
+/// one inbox swap; pi's receiver takes many messages per swap), at most one
+/// fence, nothing else.
+fn check_eager_kinds(kinds: &Value, rmws: f64, what: &str) {
+    let k = |name: &str| kinds[name].as_f64().unwrap_or(f64::NAN);
+    assert_eq!(k("release_stores"), 1.0, "{what}: {kinds}");
+    assert!(
+        k("ordered_rmws") > 1.0 && k("ordered_rmws") <= 2.0,
+        "{what}: {kinds}"
+    );
+    if rmws == 2.0 {
+        assert_eq!(k("ordered_rmws"), 2.0, "{what}: {kinds}");
+    }
+    assert!(k("fences") > 0.0 && k("fences") <= 1.0, "{what}: {kinds}");
+    assert_eq!(
+        (k("acquire_loads"), k("relaxed_rmws")),
+        (0.0, 0.0),
+        "{what}: {kinds}"
+    );
+}
+
 #[test]
 fn every_suite_runs_and_passes_its_checks() {
     let device = Device::cpu();
@@ -131,6 +158,48 @@ fn every_suite_runs_and_passes_its_checks() {
                 .and_then(|(_, v)| v.as_f64())
                 .unwrap();
             assert!(err < 1e-4, "pi error {err}");
+        }
+    }
+
+    // The non-blocking pi variant ran beside the blocking one, against the
+    // same native baseline, its estimate checked like the others.
+    let pi_rows: Vec<_> = report
+        .sections
+        .iter()
+        .filter(|s| s.suite == "pi")
+        .flat_map(|s| s.rows.iter())
+        .collect();
+    assert!(!pi_rows.is_empty());
+    for row in &pi_rows {
+        let num = |key: &str| field(row, key).and_then(Value::as_f64);
+        assert!(num("mpi_p2p_nb_ms").is_some_and(|v| v > 0.0), "{row:?}");
+        assert!(num("ratio_p2p_nb").is_some_and(|v| v > 0.0), "{row:?}");
+        // Both point-to-point variants pass one eager message per rank but
+        // 0: one push, one slot freed, at most one inbox swap and one
+        // reclaim fence per message, nothing else.
+        for key in ["mpi_p2p_sync_per_msg", "mpi_p2p_nb_sync_per_msg"] {
+            let v = num(key).unwrap_or(f64::NAN);
+            assert!((2.0..=4.0).contains(&v), "{key} = {v}");
+        }
+    }
+    for key in ["mpi_p2p_sync_kinds_per_msg", "mpi_p2p_nb_sync_kinds_per_msg"] {
+        let row = pi_rows.iter().find(|r| field(r, key).is_some()).unwrap();
+        check_eager_kinds(field(row, key).unwrap(), 1.0, key);
+    }
+
+    // The latency suite counts synchronising operations per message: an
+    // eager ping-pong message is one push (release swap), one inbox swap
+    // (acquire) and one slot freed (release store), plus a reclaim fence
+    // per slots-full of messages.
+    let latency = report.sections.iter().find(|s| s.suite == "latency").unwrap();
+    for row in &latency.rows {
+        let bytes = field(row, "bytes").and_then(Value::as_u64).unwrap();
+        let total = field(row, "mpi_sync_per_msg").and_then(Value::as_f64).unwrap();
+        assert!(total >= 3.0, "{bytes} B: {total} sync ops per message");
+        let kinds = field(row, "mpi_sync_kinds_per_msg").unwrap();
+        if bytes <= 8 {
+            check_eager_kinds(kinds, 2.0, "latency");
+            assert!(total <= 4.0, "{bytes} B: {total}");
         }
     }
 
@@ -195,7 +264,7 @@ fn every_suite_runs_and_passes_its_checks() {
         }
     }
     let targets = json["targets"].as_array().unwrap();
-    assert_eq!(targets.len(), 4, "pi (2), latency and barrier targets");
+    assert_eq!(targets.len(), 5, "pi (3), latency and barrier targets");
     for (t, target) in targets.iter().zip(&report.targets) {
         assert_eq!(t["name"], target.name);
         assert_eq!(t["value"].as_f64(), Some(target.value));

@@ -30,6 +30,7 @@ use crate::error::{AllocError, BufferError, HostError};
 use crate::images::KernelImages;
 use crate::spec::{BackendKind, Residency, WorldSpec};
 use bytemuck::Pod;
+pub use gpu_mpi_device::shim::runtime::SyncCounts;
 use gpu_mpi_device::{GlobalSlice, Kernel, WorldConfig};
 use std::marker::PhantomData;
 use std::time::Duration;
@@ -51,6 +52,41 @@ pub struct LaunchReport {
     pub elapsed: Duration,
     /// Bytes of world memory.
     pub world_bytes: usize,
+    /// The synchronising operations every rank issued (acquire loads,
+    /// release stores, read-modify-writes, fences; [`SyncCounts`]),
+    /// counted by the cpu backend's shim; `None` on the cuda backend, whose
+    /// atomics are not counted. docs/emulator.md, "Synchronising-operation
+    /// counts".
+    pub sync_counts: Option<SyncProfile>,
+}
+
+/// The synchronising operations of one launch, per rank (the cpu backend's
+/// [`LaunchReport::sync_counts`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SyncProfile {
+    per_rank: Vec<SyncCounts>,
+}
+
+impl SyncProfile {
+    /// A profile from the counts of ranks `0..per_rank.len()`.
+    pub fn new(per_rank: Vec<SyncCounts>) -> SyncProfile {
+        SyncProfile { per_rank }
+    }
+
+    /// The counts of every rank, indexed by rank.
+    pub fn per_rank(&self) -> &[SyncCounts] {
+        &self.per_rank
+    }
+
+    /// The counts of `rank`, `None` past the world's last rank.
+    pub fn rank(&self, rank: u32) -> Option<SyncCounts> {
+        self.per_rank.get(rank as usize).copied()
+    }
+
+    /// The sum over every rank.
+    pub fn total(&self) -> SyncCounts {
+        self.per_rank.iter().copied().sum()
+    }
 }
 
 enum Backend {

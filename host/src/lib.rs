@@ -45,7 +45,7 @@ mod spec;
 
 pub use cpu::{CpuDevice, CpuOptions, Schedule};
 pub use datatype::{CommittedType, DatatypeError, Order, Primitive, UserDatatype};
-pub use device::{Device, DeviceBuffer, DeviceDescription, LaunchReport};
+pub use device::{Device, DeviceBuffer, DeviceDescription, LaunchReport, SyncCounts, SyncProfile};
 pub use error::{
     AllocError, BufferError, CopyDirection, CudaError, DriverFailure, HostError, NoGpu, OptionError,
     Resource, StuckReason,

@@ -20,6 +20,7 @@
 use crate::native::{barrier_loop, bcast_loop, bytes_at, coll_results, pair_buffers, pair_of, reduce_loop};
 use bytemuck::{Pod, Zeroable};
 use gpu_mpi_device::collective::SystemOperation;
+use gpu_mpi_device::request::{self, AnyCompletion, Request};
 use gpu_mpi_device::shim;
 use gpu_mpi_device::traits::*;
 use gpu_mpi_device::{Error, GlobalSlice, World};
@@ -292,6 +293,66 @@ gpu_mpi_device::kernel! {
             }
             p2p_results(&args.out, pair, &[(2, errors), (4, verified)])
         }
+    }
+}
+
+/// Arguments of [`PI_P2P_NONBLOCKING`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct PiWindowArgs {
+    /// Intervals each rank sums.
+    pub intervals_per_rank: u32,
+    /// Receives rank 0 keeps posted at once (1 to
+    /// [`request::MAX_REQUESTS`]; more are clamped).
+    pub window: u32,
+    /// Where rank 0 writes the estimate (one element).
+    pub result: GlobalSlice<f64>,
+    /// One element per rank: rank 0 receives rank `r`'s partial sum into
+    /// element `r` (element 0 is unused).
+    pub received: GlobalSlice<f64>,
+}
+
+gpu_mpi_device::kernel! {
+    /// The thesis's point-to-point pi (figure 5.6) with non-blocking
+    /// receives: every rank but 0 sends its partial sum to rank 0, which
+    /// keeps a window of `window` immediate receives posted (one per source,
+    /// in rank order), and each time [`request::wait_any`] completes one,
+    /// posts the receive from the next rank in its place. After the last it
+    /// adds the sums in rank order (the same additions as `pi_p2p`).
+    pub static PI_P2P_NONBLOCKING = fn pi_p2p_nonblocking(world: &World, args: &PiWindowArgs) -> Result<(), Error> {
+        let size = world.size();
+        let part = crate::pi::partial_sum(world.rank() as u32, size as u32, args.intervals_per_rank);
+        if world.rank() != 0 {
+            return world.process_at_rank(0).send(&part);
+        }
+        // SAFETY: only rank 0 touches `received`, and only here.
+        let received = unsafe { args.received.slice_mut(0, size as usize)? };
+        let window = (args.window as usize).clamp(1, request::MAX_REQUESTS);
+        request::scope(|scope| -> Result<(), Error> {
+            let mut slots = received.iter_mut().enumerate().skip(1);
+            let mut requests: [Request<'_, '_>; request::MAX_REQUESTS] = core::array::from_fn(|_| Request::null());
+            for r in requests.iter_mut().take(window) {
+                if let Some((source, buf)) = slots.next() {
+                    *r = world.process_at_rank(source as i32).immediate_receive_into(scope, buf)?;
+                }
+            }
+            loop {
+                match request::wait_any(&mut requests)? {
+                    AnyCompletion::AllNull => return Ok(()),
+                    AnyCompletion::Completed { index, result } => {
+                        result?;
+                        if let Some((source, buf)) = slots.next() {
+                            requests[index] = world.process_at_rank(source as i32).immediate_receive_into(scope, buf)?;
+                        }
+                    }
+                }
+            }
+        })?;
+        let mut sum = part;
+        for v in &received[1..] {
+            sum += *v;
+        }
+        args.result.write(0, sum)
     }
 }
 

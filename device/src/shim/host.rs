@@ -4,12 +4,46 @@
 //! block barrier and backoff ask the rank runtime that the emulator installs
 //! for the running rank (see [`runtime`]); with none installed (a plain host
 //! thread) the caller is rank 0 of a one-rank world.
+//!
+//! Every synchronising operation is also counted, by kind, in a counter
+//! block of the calling OS thread ([`runtime::SyncCounts`]); the emulator
+//! takes the block after each resumption of a rank and adds it to that
+//! rank's totals (docs/emulator.md, "Synchronising-operation counts").
 
 extern crate std;
 
 use super::{Coordinates, Ordering};
 use core::cell::UnsafeCell;
 use core::sync::atomic as core_atomic;
+use runtime::count::{self, Kind};
+
+/// Counts a load of ordering `o` (an acquire load if it acquires).
+#[inline(always)]
+fn count_load(o: Ordering) {
+    if matches!(o, Ordering::Acquire | Ordering::AcqRel) {
+        count::bump(Kind::AcquireLoad);
+    }
+}
+
+/// Counts a store of ordering `o` (a release store if it releases).
+#[inline(always)]
+fn count_store(o: Ordering) {
+    if matches!(o, Ordering::Release | Ordering::AcqRel) {
+        count::bump(Kind::ReleaseStore);
+    }
+}
+
+/// Counts a read-modify-write of ordering `o` (every one: a relaxed one is
+/// a memory round trip too).
+#[inline(always)]
+fn count_rmw(o: Ordering) {
+    count::bump(match o {
+        Ordering::Relaxed => Kind::RelaxedRmw,
+        Ordering::Acquire => Kind::AcquireRmw,
+        Ordering::Release => Kind::ReleaseRmw,
+        Ordering::AcqRel => Kind::AcqRelRmw,
+    });
+}
 
 fn load_ordering(o: Ordering) -> core_atomic::Ordering {
     match o {
@@ -62,31 +96,38 @@ macro_rules! host_atomic {
 
             /// Atomic load.
             pub fn load(&self, o: Ordering) -> $int {
+                count_load(o);
                 self.core().load(load_ordering(o))
             }
 
             /// Atomic store.
             pub fn store(&self, v: $int, o: Ordering) {
+                count_store(o);
                 self.core().store(v, store_ordering(o))
             }
 
             /// Atomic add, returning the previous value (wrapping).
             pub fn fetch_add(&self, v: $int, o: Ordering) -> $int {
+                count_rmw(o);
                 self.core().fetch_add(v, rmw_ordering(o))
             }
 
             /// Atomic bitwise or, returning the previous value.
             pub fn fetch_or(&self, v: $int, o: Ordering) -> $int {
+                count_rmw(o);
                 self.core().fetch_or(v, rmw_ordering(o))
             }
 
             /// Atomic exchange, returning the previous value.
             pub fn swap(&self, v: $int, o: Ordering) -> $int {
+                count_rmw(o);
                 self.core().swap(v, rmw_ordering(o))
             }
 
             /// Atomic compare-and-swap: `Ok(previous)` when it stored `new`.
+            /// Counted as one read-modify-write whether or not it stores.
             pub fn compare_exchange(&self, current: $int, new: $int, o: Ordering) -> Result<$int, $int> {
+                count_rmw(o);
                 self.core()
                     .compare_exchange(current, new, rmw_ordering(o), failure_ordering(o))
             }
@@ -97,11 +138,15 @@ macro_rules! host_atomic {
 host_atomic!(AtomicU32, u32, core_atomic::AtomicU32);
 host_atomic!(AtomicU64, u64, core_atomic::AtomicU64);
 
-/// A memory fence of the given ordering.
+/// A memory fence of the given ordering (a `Relaxed` one is no fence and
+/// is not counted).
 pub fn fence(o: Ordering) {
     match o {
         Ordering::Relaxed => {}
-        _ => core_atomic::fence(rmw_ordering(o)),
+        _ => {
+            count::bump(Kind::Fence);
+            core_atomic::fence(rmw_ordering(o))
+        }
     }
 }
 
@@ -236,6 +281,154 @@ pub mod runtime {
 
     std::thread_local! {
         static CURRENT: Cell<Option<*const dyn RankRuntime>> = const { Cell::new(None) };
+    }
+
+    /// Synchronising operations, by kind, that the device code of one rank
+    /// (or one OS thread) issued through the shim.
+    ///
+    /// An operation is *synchronising* when it orders other accesses or is
+    /// a read-modify-write: an atomic load with `Acquire` (or `AcqRel`), a
+    /// store with `Release` (or `AcqRel`), every read-modify-write (swap,
+    /// add, or, compare-and-swap, whether or not it stores), and every fence
+    /// but a `Relaxed` one (which is none). Relaxed read-modify-writes order
+    /// nothing but are memory round trips on a GPU, so they are counted on
+    /// their own; relaxed loads and stores, plain accesses and copies are
+    /// not counted.
+    ///
+    /// Counting is per OS thread and costs one thread-local increment per
+    /// operation; [`take_sync_counts`] reads and resets the thread's block.
+    /// The CPU emulator takes it after every resumption of a rank, so its
+    /// per-rank totals (`LaunchReport::sync_counts` in gpu-mpi-host) hold
+    /// exactly what each rank issued.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+    pub struct SyncCounts {
+        /// Atomic loads with `Acquire` (or `AcqRel`) ordering.
+        pub acquire_loads: u64,
+        /// Atomic stores with `Release` (or `AcqRel`) ordering.
+        pub release_stores: u64,
+        /// Read-modify-writes with `Acquire` ordering.
+        pub acquire_rmws: u64,
+        /// Read-modify-writes with `Release` ordering.
+        pub release_rmws: u64,
+        /// Read-modify-writes with `AcqRel` ordering.
+        pub acq_rel_rmws: u64,
+        /// Read-modify-writes with `Relaxed` ordering (not synchronising,
+        /// but a memory round trip each).
+        pub relaxed_rmws: u64,
+        /// Fences (`Acquire`, `Release` or `AcqRel`).
+        pub fences: u64,
+    }
+
+    impl SyncCounts {
+        /// Read-modify-writes with an ordering other than `Relaxed`.
+        pub const fn ordered_rmws(&self) -> u64 {
+            self.acquire_rmws + self.release_rmws + self.acq_rel_rmws
+        }
+
+        /// Every synchronising operation: acquire loads, release stores,
+        /// ordered read-modify-writes and fences (relaxed read-modify-writes
+        /// are not among them).
+        pub const fn synchronizing(&self) -> u64 {
+            self.acquire_loads + self.release_stores + self.ordered_rmws() + self.fences
+        }
+
+        /// Every counted operation: [`synchronizing`](Self::synchronizing)
+        /// plus the relaxed read-modify-writes.
+        pub const fn total(&self) -> u64 {
+            self.synchronizing() + self.relaxed_rmws
+        }
+
+        fn fields(&self) -> [u64; count::KINDS] {
+            [
+                self.acquire_loads,
+                self.release_stores,
+                self.acquire_rmws,
+                self.release_rmws,
+                self.acq_rel_rmws,
+                self.relaxed_rmws,
+                self.fences,
+            ]
+        }
+
+        fn from_fields(f: [u64; count::KINDS]) -> Self {
+            SyncCounts {
+                acquire_loads: f[0],
+                release_stores: f[1],
+                acquire_rmws: f[2],
+                release_rmws: f[3],
+                acq_rel_rmws: f[4],
+                relaxed_rmws: f[5],
+                fences: f[6],
+            }
+        }
+    }
+
+    impl core::ops::AddAssign for SyncCounts {
+        fn add_assign(&mut self, other: SyncCounts) {
+            let (a, b) = (self.fields(), other.fields());
+            *self = SyncCounts::from_fields(core::array::from_fn(|i| a[i].wrapping_add(b[i])));
+        }
+    }
+
+    impl core::ops::Add for SyncCounts {
+        type Output = SyncCounts;
+        fn add(mut self, other: SyncCounts) -> SyncCounts {
+            self += other;
+            self
+        }
+    }
+
+    impl core::iter::Sum for SyncCounts {
+        fn sum<I: Iterator<Item = SyncCounts>>(iter: I) -> SyncCounts {
+            iter.fold(SyncCounts::default(), |a, b| a + b)
+        }
+    }
+
+    /// Returns the synchronising operations this OS thread issued since the
+    /// last call (or since it started) and resets its counters.
+    pub fn take_sync_counts() -> SyncCounts {
+        SyncCounts::from_fields(count::take())
+    }
+
+    pub(in super::super) mod count {
+        //! The thread's counter block.
+
+        extern crate std;
+
+        use core::cell::Cell;
+
+        /// Kinds of counted operations, in [`super::SyncCounts`]'s field order.
+        #[derive(Clone, Copy)]
+        pub(in super::super::super) enum Kind {
+            AcquireLoad = 0,
+            ReleaseStore = 1,
+            AcquireRmw = 2,
+            ReleaseRmw = 3,
+            AcqRelRmw = 4,
+            RelaxedRmw = 5,
+            Fence = 6,
+        }
+
+        /// Number of kinds.
+        pub(super) const KINDS: usize = 7;
+
+        std::thread_local! {
+            static COUNTS: [Cell<u64>; KINDS] = const { [const { Cell::new(0) }; KINDS] };
+        }
+
+        /// Counts one operation of `kind` on this thread.
+        #[inline(always)]
+        pub(in super::super::super) fn bump(kind: Kind) {
+            COUNTS.with(|c| {
+                let c = &c[kind as usize];
+                c.set(c.get().wrapping_add(1));
+            });
+        }
+
+        /// This thread's counts; resets them.
+        pub(super) fn take() -> [u64; KINDS] {
+            COUNTS.with(|c| core::array::from_fn(|i| c[i].replace(0)))
+        }
     }
 
     /// Installs `rt` as the running rank of this OS thread (or none).

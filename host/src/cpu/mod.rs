@@ -16,7 +16,7 @@ mod stack;
 pub use explore::{Schedule, PCT_STEPS_PER_RANK};
 pub use memory::CpuBuffer;
 
-use crate::device::LaunchReport;
+use crate::device::{LaunchReport, SyncProfile};
 use crate::error::{AllocError, BufferError, CopyDirection, HostError};
 use crate::report;
 use crate::spec::Residency;
@@ -182,8 +182,8 @@ impl CpuDevice {
             .run()
         };
         let elapsed = start.elapsed();
-        match outcome {
-            Outcome::Finished => {}
+        let sync_counts = match outcome {
+            Outcome::Finished { sync } => sync,
             Outcome::Deadlock(r) => return Err(HostError::Deadlock(r)),
             Outcome::Panicked { rank, message } => return Err(HostError::RankPanicked { rank, message }),
             Outcome::NoThread(source) => return Err(AllocError::WorkerThread { source }.into()),
@@ -193,7 +193,7 @@ impl CpuDevice {
                     stack_bytes: stacks.stack_bytes(),
                 })
             }
-        }
+        };
         report::check_world(world.as_slice(), &layout)?;
         Ok(LaunchReport {
             ranks: layout.ranks,
@@ -202,6 +202,7 @@ impl CpuDevice {
             backend: "cpu",
             elapsed,
             world_bytes: layout.total,
+            sync_counts: Some(SyncProfile::new(sync_counts)),
         })
     }
 }

@@ -126,7 +126,7 @@ use crate::cpu::explore::{Chooser, Schedule};
 use crate::cpu::stack::{PoolStack, StackPool};
 use crate::report::DeadlockReport;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
-use gpu_mpi_device::shim::runtime::{self, RankRuntime, Suspend};
+use gpu_mpi_device::shim::runtime::{self, RankRuntime, Suspend, SyncCounts};
 use gpu_mpi_device::shim::Coordinates;
 use gpu_mpi_device::state::Layout;
 use std::cell::Cell;
@@ -148,7 +148,10 @@ const LATE_PASSES: u32 = 48;
 #[derive(Debug)]
 pub(crate) enum Outcome {
     /// Every rank returned.
-    Finished,
+    Finished {
+        /// Per rank, the synchronising operations it issued.
+        sync: Vec<SyncCounts>,
+    },
     /// No rank could ever progress again.
     Deadlock(DeadlockReport),
     /// A rank's code panicked.
@@ -195,6 +198,9 @@ struct Shared<'a> {
     layout: &'a Layout,
     timeout: Option<Duration>,
     stacks: &'a StackPool,
+    /// Per rank, the synchronising operations it issued; each worker
+    /// writes its ranks' totals once, when it ends.
+    sync: Mutex<Vec<SyncCounts>>,
 }
 
 /// Coordination state, under `Shared::coord`.
@@ -293,6 +299,7 @@ impl<A: Sync + 'static> Run<'_, A> {
             layout: self.layout,
             timeout: self.timeout,
             stacks: self.stacks,
+            sync: Mutex::new(vec![SyncCounts::default(); self.layout.ranks as usize]),
         };
         let args = SendPtr(self.args as *const A);
         let entry = self.entry;
@@ -335,12 +342,13 @@ impl<A: Sync + 'static> Run<'_, A> {
                 }
             }
         });
+        let sync = shared.sync.into_inner().unwrap_or_else(|e| e.into_inner());
         shared
             .coord
             .into_inner()
             .unwrap_or_else(|e| e.into_inner())
             .outcome
-            .unwrap_or(Outcome::Finished)
+            .unwrap_or(Outcome::Finished { sync })
     }
 }
 
@@ -351,6 +359,8 @@ struct Worker<'s, 'a> {
     block_dim: u32,
     ctxs: Box<[RankCtx]>,
     coros: Vec<Option<RankCoroutine>>,
+    /// Per local rank, the synchronising operations of its resumptions so far.
+    sync: Vec<SyncCounts>,
 }
 
 impl<'s, 'a> Worker<'s, 'a> {
@@ -405,6 +415,8 @@ impl<'s, 'a> Worker<'s, 'a> {
                 ))
             })
             .collect();
+        // This thread's counters start at zero for the first resumption.
+        let _ = runtime::take_sync_counts();
         Worker {
             index,
             shared,
@@ -412,6 +424,7 @@ impl<'s, 'a> Worker<'s, 'a> {
             block_dim,
             ctxs,
             coros,
+            sync: vec![SyncCounts::default(); n],
         }
     }
 
@@ -425,6 +438,8 @@ impl<'s, 'a> Worker<'s, 'a> {
         let r = panic::catch_unwind(AssertUnwindSafe(|| coro.resume(())));
         // SAFETY: clearing needs no guarantee.
         unsafe { runtime::set_current(None) };
+        // Only this rank ran on this thread since the last take.
+        self.sync[i] += runtime::take_sync_counts();
         r
     }
 
@@ -529,6 +544,10 @@ impl<'s, 'a> Worker<'s, 'a> {
         if let Some(rank) = overflowed {
             self.finish_with(Outcome::StackOverflow { rank });
         }
+        let first = self.first_rank as usize;
+        let mut sync = self.shared.sync.lock().unwrap_or_else(|e| e.into_inner());
+        sync[first..first + self.sync.len()].copy_from_slice(&self.sync);
+        drop(sync);
         self.drop_ranks();
     }
 

@@ -1016,6 +1016,8 @@ impl CudaDevice {
             backend: "cuda",
             elapsed,
             world_bytes: layout.total,
+            // The GPU's atomics are not counted (docs/emulator.md).
+            sync_counts: None,
         })
     }
 

@@ -1,0 +1,269 @@
+//! The emulator's synchronising-operation counts (`LaunchReport::sync_counts`):
+//! what the host shim counts, that each operation is charged to the rank
+//! that issued it, and what an eager message costs in the point-to-point
+//! engine (device/src/engine.rs, "One message").
+
+use bytemuck::{Pod, Zeroable};
+use gpu_mpi_device::shim::{self, runtime, Ordering};
+use gpu_mpi_device::traits::*;
+use gpu_mpi_device::{Error, GlobalSlice, World};
+use gpu_mpi_host::{CpuOptions, Device, Schedule, SyncCounts, WorldSpec};
+
+/// The 32-bit atomic at element `i` of a device buffer.
+fn cell(s: &GlobalSlice<u32>, i: usize) -> &'static shim::AtomicU32 {
+    assert!(i < s.len());
+    // SAFETY: element `i` of a live, 4-byte aligned device buffer that the
+    // kernels of these tests access only atomically.
+    unsafe { shim::atomic_u32_at(s.addr() as *mut u8, 4 * i) }
+}
+
+/// One of each operation the shim has, issued by the rank given in `[0]`.
+fn one_of_each(a: &shim::AtomicU32) {
+    a.load(Ordering::Relaxed);
+    a.load(Ordering::Acquire);
+    a.load(Ordering::AcqRel);
+    a.load(Ordering::Release); // a relaxed load
+    a.store(1, Ordering::Relaxed);
+    a.store(2, Ordering::Release);
+    a.store(3, Ordering::AcqRel);
+    a.store(4, Ordering::Acquire); // a relaxed store
+    a.swap(5, Ordering::Release);
+    a.swap(6, Ordering::Acquire);
+    a.fetch_add(1, Ordering::AcqRel);
+    a.fetch_or(1, Ordering::Relaxed);
+    let _ = a.compare_exchange(0, 1, Ordering::Relaxed); // fails, still counted
+    let _ = a.compare_exchange(7, 8, Ordering::AcqRel); // succeeds
+    shim::fence(Ordering::Acquire);
+    shim::fence(Ordering::Release);
+    shim::fence(Ordering::AcqRel);
+    shim::fence(Ordering::Relaxed); // no fence
+}
+
+fn expected_one_of_each() -> SyncCounts {
+    SyncCounts {
+        acquire_loads: 2,
+        release_stores: 2,
+        acquire_rmws: 1,
+        release_rmws: 1,
+        acq_rel_rmws: 2,
+        relaxed_rmws: 2,
+        fences: 3,
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// Rank `[0]` issues one of each shim operation on word 1 of `args`,
+    /// suspending in between (a failed poll), so that other ranks run.
+    pub static ONE_OF_EACH = fn one_of_each_kernel(world: &World, args: &GlobalSlice<u32>) -> Result<(), Error> {
+        let who = cell(args, 0).load(Ordering::Relaxed);
+        if world.rank() as u32 == who {
+            one_of_each(cell(args, 1));
+            shim::Backoff::new().snooze();
+            one_of_each(cell(args, 2));
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn the_host_shim_counts_each_kind_on_the_calling_thread() {
+    let _ = runtime::take_sync_counts();
+    let a = shim::AtomicU32::new(7);
+    one_of_each(&a);
+    assert_eq!(runtime::take_sync_counts(), expected_one_of_each());
+    assert_eq!(
+        runtime::take_sync_counts(),
+        SyncCounts::default(),
+        "taking resets"
+    );
+    let e = expected_one_of_each();
+    assert_eq!((e.ordered_rmws(), e.synchronizing(), e.total()), (4, 11, 13));
+}
+
+#[test]
+fn each_rank_is_charged_with_its_own_operations() {
+    for workers in [1, 2] {
+        let d = Device::cpu_with(CpuOptions {
+            workers,
+            ..CpuOptions::default()
+        });
+        for who in [0u32, 5, 63] {
+            let mut buf = d.alloc_zeroed::<u32>(3).unwrap();
+            d.write(&mut buf, &[who, 7, 7]).unwrap();
+            let rep = d
+                .launch(&ONE_OF_EACH, &buf.slice(), &WorldSpec::ranks(64).block_dim(32))
+                .unwrap();
+            let p = rep.sync_counts.expect("the cpu backend counts");
+            assert_eq!(p.per_rank().len(), 64);
+            let e = expected_one_of_each();
+            for r in 0..64 {
+                let want = if r == who { e + e } else { SyncCounts::default() };
+                assert_eq!(p.rank(r), Some(want), "rank {r}, {workers} workers");
+            }
+            assert_eq!(p.rank(64), None);
+            assert_eq!(p.total(), e + e);
+        }
+    }
+}
+
+/// Arguments of [`EAGER`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+struct EagerArgs {
+    /// Messages rank 1 sends to rank 0.
+    messages: u32,
+    reserved: u32,
+    /// Rank 0 writes the messages it got wrong into element 0.
+    errors: GlobalSlice<u32>,
+}
+
+gpu_mpi_device::kernel! {
+    /// Rank 1 sends `messages` 8-byte messages to rank 0 with blocking
+    /// sends; rank 0 receives them with blocking receives and checks them.
+    pub static EAGER = fn eager_kernel(world: &World, args: &EagerArgs) -> Result<(), Error> {
+        match world.rank() {
+            1 => {
+                for i in 0..args.messages as u64 {
+                    world.process_at_rank(0).send(&(i * 3 + 1))?;
+                }
+            }
+            0 => {
+                let mut errors = 0;
+                for i in 0..args.messages as u64 {
+                    let (v, _) = world.process_at_rank(1).receive::<u64>()?;
+                    errors += u32::from(v != i * 3 + 1);
+                }
+                args.errors.write(0, errors)?;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// Runs [`EAGER`] and returns the counts of ranks 0 and 1.
+fn eager(d: &Device, messages: u32, spec: WorldSpec) -> (SyncCounts, SyncCounts) {
+    let errors = d.alloc_zeroed::<u32>(1).unwrap();
+    let args = EagerArgs {
+        messages,
+        reserved: 0,
+        errors: errors.slice(),
+    };
+    let rep = d.launch(&EAGER, &args, &spec).unwrap();
+    assert_eq!(d.download(&errors).unwrap(), [0]);
+    let p = rep.sync_counts.unwrap();
+    for r in 2..rep.ranks {
+        assert_eq!(p.rank(r), Some(SyncCounts::default()), "rank {r} only returned");
+    }
+    (p.rank(0).unwrap(), p.rank(1).unwrap())
+}
+
+/// What the engine's module docs promise for `n` eager messages with `s`
+/// slots per rank, whatever the schedule: per message, the sender issues
+/// one Release swap (the push) and the receiver one Release store (the
+/// slot freed); the receiver's Acquire swaps take the inbox only when it
+/// is not empty (so at most one per message, and at least one per `s`:
+/// the sender has at most `s` slots in flight); the sender's Acquire
+/// fences come one per reclaim scan that found a free slot (the first
+/// finds all `s`, every later one at least one). Nothing else.
+fn check_bounds(n: u64, s: u64, receiver: SyncCounts, sender: SyncCounts, what: &str) {
+    let batches = n.div_ceil(s);
+    assert_eq!(
+        sender,
+        SyncCounts {
+            release_rmws: n,
+            fences: sender.fences,
+            ..SyncCounts::default()
+        },
+        "sender, {what}"
+    );
+    let most_fences = if n == 0 { 0 } else { 1 + n.saturating_sub(s) };
+    assert!(
+        (batches..=most_fences).contains(&sender.fences),
+        "sender fences {} not in {batches}..={most_fences}, {what}",
+        sender.fences
+    );
+    assert_eq!(
+        receiver,
+        SyncCounts {
+            release_stores: n,
+            acquire_rmws: receiver.acquire_rmws,
+            ..SyncCounts::default()
+        },
+        "receiver, {what}"
+    );
+    assert!(
+        (batches..=n).contains(&receiver.acquire_rmws),
+        "receiver swaps {} not in {batches}..={n}, {what}",
+        receiver.acquire_rmws
+    );
+}
+
+#[test]
+fn an_eager_message_costs_one_release_and_one_acquire_in_batches() {
+    // One block on one worker: passes resume rank 0, then rank 1. The
+    // sender fills its `s` slots in one resumption (one reclaim scan, one
+    // fence), then fails to find a free slot; the receiver takes all `s`
+    // with one swap and frees each with one store; the sender's next scan
+    // finds all `s` free (one fence), and so on.
+    let d = Device::cpu();
+    for (n, s) in [(0u32, 8u32), (1, 8), (8, 8), (100, 8), (20, 4), (7, 1), (64, 64)] {
+        let spec = WorldSpec::ranks(4).block_dim(4).slots_per_rank(s);
+        let (receiver, sender) = eager(&d, n, spec);
+        let (n, s) = (n as u64, s as u64);
+        let batches = n.div_ceil(s);
+        assert_eq!(
+            sender,
+            SyncCounts {
+                release_rmws: n,
+                fences: batches,
+                ..SyncCounts::default()
+            },
+            "sender, {n} messages, {s} slots"
+        );
+        assert_eq!(
+            receiver,
+            SyncCounts {
+                acquire_rmws: batches,
+                release_stores: n,
+                ..SyncCounts::default()
+            },
+            "receiver, {n} messages, {s} slots"
+        );
+        check_bounds(n, s, receiver, sender, "parallel schedule");
+    }
+}
+
+#[test]
+fn eager_message_counts_stay_in_bounds_on_any_schedule() {
+    let d = Device::cpu_with(CpuOptions {
+        workers: 2,
+        ..CpuOptions::default()
+    });
+    let (n, s) = (64u32, 4u32);
+    let mut fences = Vec::new();
+    for seed in 0..16 {
+        for schedule in [Schedule::Random { seed }, Schedule::pct(seed, 3)] {
+            let spec = WorldSpec::ranks(4)
+                .block_dim(2)
+                .slots_per_rank(s)
+                .schedule(schedule);
+            let (receiver, sender) = eager(&d, n, spec);
+            check_bounds(n as u64, s as u64, receiver, sender, &schedule.to_string());
+            fences.push(sender.fences);
+        }
+    }
+    // A rank gives way only at a failed poll, so on one worker the sender
+    // fills all its slots before the receiver runs, and the receiver frees
+    // every message that arrived before the sender runs again: one fence
+    // and one swap per `s` messages on every seeded schedule.
+    let batches = (n / s) as u64;
+    assert!(fences.iter().all(|&f| f == batches), "{fences:?}");
+    // Two blocks on two workers: the ranks really run at once, and a scan
+    // may find only part of a batch freed.
+    for _ in 0..4 {
+        let spec = WorldSpec::ranks(4).block_dim(2).slots_per_rank(s);
+        let (receiver, sender) = eager(&d, n, spec);
+        check_bounds(n as u64, s as u64, receiver, sender, "two workers");
+    }
+}
