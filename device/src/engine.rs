@@ -289,12 +289,15 @@ fn progress_words(
     progress_in(&core)
 }
 
-/// Waits until record `i` is complete, progressing the engine (the wait of
-/// every blocking call), with the bounds of `wait::wait_for`.
+/// A blocking call: posts `p` in one of the records kept for blocking
+/// calls, waits until it is complete (progressing the engine, with the
+/// bounds of `wait::wait_for`), and returns the record to collect. All of
+/// it in one non-inlined function with scalar arguments, so that a kernel's
+/// own registers hold little more than its own variables.
 #[inline(always)]
-pub(crate) fn wait_record(core: Core, i: u32, what: WaitFor) -> Result<(), Error> {
+pub(crate) fn run_blocking(core: Core, p: &Post) -> Result<u32, Error> {
     let c = core.to_words();
-    let code = wait_words(
+    let code = run_words(
         c.0,
         c.1,
         c.2,
@@ -307,27 +310,45 @@ pub(crate) fn wait_record(core: Core, i: u32, what: WaitFor) -> Result<(), Error
         c.9,
         c.10,
         c.11,
-        i,
-        what.operation as u32,
-        what.peer,
-        what.tag,
+        p.state as u32,
+        p.peer,
+        p.tag,
+        p.datatype,
+        p.buffer as u64,
+        p.len as u64,
+        p.mode,
+        p.slot,
     );
+    let low = code as u32;
     match code >> 32 {
-        0 => Ok(()),
-        1 => Err(Error::Aborted { by_rank: code as u32 }),
-        _ => Err(Error::Timeout {
-            operation: what.operation as u32,
-            peer: what.peer,
-            tag: what.tag,
-        }),
+        0 => Ok(low),
+        1 => Err(Error::Aborted { by_rank: low }),
+        2 => Err(Error::RequestLimit { limit: low }),
+        _ => {
+            let what = WaitFor {
+                operation: if p.state.is_send() {
+                    Operation::Send
+                } else {
+                    Operation::Receive
+                },
+                peer: p.peer,
+                tag: p.tag,
+            };
+            Err(Error::Timeout {
+                operation: what.operation as u32,
+                peer: what.peer,
+                tag: what.tag,
+            })
+        }
     }
 }
 
-/// [`wait_record`] in scalar arguments; 0, or the error's kind in the high
-/// half (1: aborted by the rank in the low half, 2: timed out).
+/// [`run_blocking`] in scalar arguments: the record index, or the error's
+/// kind in the high half (1: aborted by the rank in the low half, 2: no
+/// free record (the limit in the low half), 3: timed out).
 #[inline(never)]
 #[allow(clippy::too_many_arguments)]
-fn wait_words(
+fn run_words(
     w0: u64,
     w1: u64,
     w2: u64,
@@ -340,15 +361,39 @@ fn wait_words(
     w9: u32,
     w10: u32,
     w11: u32,
-    i: u32,
-    operation: u32,
+    state: u32,
     peer: i32,
     tag: i32,
+    datatype: u32,
+    buffer: u64,
+    len: u64,
+    mode: u32,
+    slot: u32,
 ) -> u64 {
     let core = Core::from_words(CoreWords(w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11));
     let w = &core;
+    let state = RecordState::from_code(state).unwrap_or(RecordState::RecvMatch);
+    let p = Post {
+        state,
+        peer,
+        tag,
+        datatype,
+        buffer: buffer as *const u8,
+        len: len as usize,
+        mode,
+        slot,
+    };
+    let i = match post(w, 0, &p) {
+        Ok(i) => i,
+        Err(Error::RequestLimit { limit }) => return (2 << 32) | limit as u64,
+        Err(_) => return 3 << 32,
+    };
     let what = WaitFor {
-        operation: Operation::from_code(operation).unwrap_or(Operation::Receive),
+        operation: if state.is_send() {
+            Operation::Send
+        } else {
+            Operation::Receive
+        },
         peer,
         tag,
     };
@@ -359,9 +404,14 @@ fn wait_words(
         is_complete(w, i).then_some(Ok(()))
     });
     match r {
-        Ok(()) => 0,
-        Err(Error::Aborted { by_rank }) => (1 << 32) | by_rank as u64,
-        Err(_) => 2 << 32,
+        Ok(()) => i as u64,
+        Err(e) => {
+            cancel(w, i);
+            match e {
+                Error::Aborted { by_rank } => (1 << 32) | by_rank as u64,
+                _ => 3 << 32,
+            }
+        }
     }
 }
 

@@ -243,12 +243,7 @@ pub(crate) fn receive_post(
 #[inline(always)]
 fn run(world: &World, p: &Post) -> Result<Status, Error> {
     let core = world.core();
-    let i = engine::post(&core, 0, p)?;
-    let what = engine::what(&core, i);
-    if let Err(e) = engine::wait_record(core, i, what) {
-        engine::cancel(&core, i);
-        return Err(e);
-    }
+    let i = engine::run_blocking(core, p)?;
     engine::collect(&core, i)
 }
 
