@@ -4,7 +4,7 @@
 //! Device errors surface as `HostError::RankFailed { errors, .. }` (the
 //! ranks' result records), deadlocks as `HostError::Deadlock(report)`.
 
-use gpu_mpi::device::wait::Operation;
+use gpu_mpi::device::wait::Call;
 use gpu_mpi::device::{Error, ErrorClass, Status};
 use gpu_mpi::{BlockedState, DeadlockReport, Device, HostError, WorldSpec};
 use gpu_mpi_check::{launch_fault, FAULT_OUT_WORDS};
@@ -199,7 +199,7 @@ fn unmatched_receive_is_reported_with_rank_operation_peer_and_tag() {
     assert_eq!(
         report.state_of(0),
         Some(BlockedState::Waiting {
-            operation: Operation::Receive as u32,
+            operation: Call::Receive as u32,
             peer: 1,
             tag: 7
         })
@@ -239,7 +239,7 @@ fn two_large_sends_to_each_other_deadlock_and_both_show() {
         assert_eq!(
             report.state_of(r),
             Some(BlockedState::Waiting {
-                operation: Operation::Send as u32,
+                operation: Call::Send as u32,
                 peer,
                 tag: 3
             }),
@@ -278,7 +278,7 @@ fn timeout_ends_a_deadlock() {
     assert_eq!(
         report.state_of(0),
         Some(BlockedState::TimedOut {
-            operation: Operation::Receive as u32,
+            operation: Call::Receive as u32,
             peer: 1,
             tag: 7
         }),
@@ -299,7 +299,7 @@ fn timeout_aborts_the_other_waiting_ranks() {
     let spec = world(3).timeout(Duration::from_millis(200));
     let (report, text) = deadlock(fault(FAULT_RECEIVE_ANY, 0, spec));
     let states: Vec<_> = (0..3).map(|r| report.state_of(r).unwrap()).collect();
-    let wait = (Operation::Receive as u32, -1, 2);
+    let wait = (Call::Receive as u32, -1, 2);
     let timed_out = states
         .iter()
         .filter(|s| matches!(s, BlockedState::TimedOut { operation, peer, tag } if (*operation, *peer, *tag) == wait))
@@ -410,7 +410,7 @@ fn every_class_round_trips_and_reads_well() {
         ),
         (
             Error::Timeout {
-                operation: Operation::Receive as u32,
+                operation: Call::Receive as u32,
                 peer: 1,
                 tag: 7,
             },
@@ -515,7 +515,7 @@ fn spinning_on_immediate_probe_is_a_livelock_not_a_hang() {
             assert_eq!(
                 report.state_of(r),
                 Some(BlockedState::Waiting {
-                    operation: Operation::ImmediateProbe as u32,
+                    operation: Call::ImmediateProbe as u32,
                     peer: ((r + 1) % n) as i32,
                     tag: 9
                 }),
@@ -539,7 +539,7 @@ fn spinning_on_test_is_a_livelock_naming_the_requests() {
     assert_eq!(
         report.state_of(1),
         Some(BlockedState::Waiting {
-            operation: Operation::TestMany as u32,
+            operation: Call::TestMany as u32,
             peer: -2,
             tag: 1
         })

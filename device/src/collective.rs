@@ -44,8 +44,9 @@ pub use prefix::reduce_local_into;
 use crate::datatype::{Buffer, BufferMut, Equivalence, ID_F32, ID_F64};
 use crate::error::Error;
 use crate::shim::{self, AtomicU32, Ordering};
+use crate::topology::wait_for;
 use crate::topology::{Communicator, Process, World};
-use crate::wait::{wait_for, Operation as WaitOperation, WaitFor, STATE_RUNNING};
+use crate::wait::{Call as WaitCall, WaitFor, STATE_RUNNING};
 
 /// An associative reduction operation on `T` (MPI 6.9).
 pub trait Operation<T> {
@@ -713,12 +714,12 @@ impl World {
         }
         let what = match root {
             Some(r) => WaitFor {
-                operation: WaitOperation::Reduce,
+                operation: WaitCall::Reduce,
                 peer: r,
                 tag: -1,
             },
             None => WaitFor {
-                operation: WaitOperation::AllReduce,
+                operation: WaitCall::AllReduce,
                 peer: -2,
                 tag: -1,
             },
@@ -942,7 +943,7 @@ impl World {
         let datatype = buf.datatype();
         let bytes = buf.as_bytes_mut();
         let what = WaitFor {
-            operation: WaitOperation::Broadcast,
+            operation: WaitCall::Broadcast,
             peer: root,
             tag: -1,
         };
@@ -974,7 +975,7 @@ impl World {
                 )
             };
             if !is_root && local_error.is_none() {
-                let status = crate::point_to_point::Status {
+                let status = crate::status::Status {
                     source: root,
                     tag: -1,
                     bytes: total as u32,
@@ -1018,7 +1019,7 @@ impl World {
 impl CommunicatorCollectives for World {
     fn barrier(&self) -> Result<(), Error> {
         self.world_barrier(WaitFor {
-            operation: WaitOperation::Barrier,
+            operation: WaitCall::Barrier,
             peer: -2,
             tag: -1,
         })

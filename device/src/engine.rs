@@ -45,46 +45,20 @@
 
 use crate::datatype::ID_BYTE;
 use crate::error::Error;
+use crate::memory::SendMode;
 use crate::memory::{Core, CoreWords};
 use crate::memory::{
     MessageKind, Outcome, RankHeader, RecordState, RequestRecord, SlotState, SlotWord, LINK_NONE,
     LINK_PENDING,
 };
-use crate::point_to_point::{SendMode, Status};
 use crate::shim::{self, Backoff, Ordering};
 use crate::state::{BLOCKING_RECORDS, FLAG_FORCE_STREAMING};
-use crate::topology::ANY_SOURCE;
-use crate::wait::{Operation, WaitFor};
-use crate::ANY_TAG;
+use crate::status::Status;
+use crate::status::ANY_SOURCE;
+use crate::status::ANY_TAG;
+use crate::wait::{Call, WaitFor};
 
-/// Reads a private field of this rank's header.
-macro_rules! mine {
-    ($w:expr, $f:ident) => {
-        // SAFETY: the header is this rank's, private fields are touched only
-        // by it; a plain read of an initialised u32.
-        unsafe { (*$w.rank_header()).$f }
-    };
-    ($w:expr, $f:ident = $v:expr) => {{
-        let v = $v;
-        // SAFETY: as above, a plain write.
-        unsafe { (*$w.rank_header()).$f = v }
-    }};
-}
-
-/// Reads or writes a field of one of this rank's records.
-macro_rules! rec {
-    ($w:expr, $i:expr, $f:ident) => {
-        // SAFETY: records are private to their rank; `$i < records_per_rank`.
-        unsafe { (*$w.record($i)).$f }
-    };
-    ($w:expr, $i:expr, $f:ident = $v:expr) => {{
-        let v = $v;
-        // SAFETY: as above.
-        unsafe { (*$w.record($i)).$f = v }
-    }};
-}
-
-pub(crate) use {mine, rec};
+use crate::memory::{mine, rec};
 
 fn load(w: &Core, id: u32, word: SlotWord) -> u32 {
     // Relaxed: every use below is ordered by an Acquire operation named there.
@@ -236,9 +210,9 @@ pub(crate) fn what(w: &Core, i: u32) -> WaitFor {
     let state = RecordState::from_code(rec!(w, i, state));
     WaitFor {
         operation: if state.is_some_and(RecordState::is_send) {
-            Operation::Send
+            Call::Send
         } else {
-            Operation::Receive
+            Call::Receive
         },
         peer: rec!(w, i, peer),
         tag: rec!(w, i, tag),
@@ -327,9 +301,9 @@ pub(crate) fn run_blocking(core: Core, p: &Post) -> Result<u32, Error> {
         _ => {
             let what = WaitFor {
                 operation: if p.state.is_send() {
-                    Operation::Send
+                    Call::Send
                 } else {
-                    Operation::Receive
+                    Call::Receive
                 },
                 peer: p.peer,
                 tag: p.tag,
@@ -390,9 +364,9 @@ fn run_words(
     };
     let what = WaitFor {
         operation: if state.is_send() {
-            Operation::Send
+            Call::Send
         } else {
-            Operation::Receive
+            Call::Receive
         },
         peer,
         tag,

@@ -4,7 +4,7 @@
 //! crosses to the host as an [`ErrorClass`] (`repr(u32)`) plus four detail
 //! words, written into the rank's result record when the kernel returns.
 
-use crate::point_to_point::Status;
+use crate::status::Status;
 use core::fmt;
 
 /// The class of an error, the code that crosses from the device to the host.
@@ -148,7 +148,7 @@ pub enum Error {
     },
     /// This rank waited longer than the world's timeout.
     Timeout {
-        /// The operation it waited in ([`crate::wait::Operation`] code).
+        /// The operation it waited in ([`crate::wait::Call`] code).
         operation: u32,
         /// The peer it waited for (-1: none).
         peer: i32,

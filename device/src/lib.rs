@@ -36,6 +36,7 @@ pub mod point_to_point;
 pub mod request;
 pub mod shim;
 pub mod state;
+pub mod status;
 pub mod topology;
 pub mod traits;
 pub mod wait;

@@ -15,7 +15,6 @@
 //!   and `Core::record`), and the host reads them after it.
 
 use crate::state::{Layout, RANK_HEADER_BYTES, RECORD_BYTES, SLOT_HEADER_BYTES};
-use crate::topology::World;
 use bytemuck::{Pod, Zeroable};
 
 /// Bits of a slot's state word that hold the [`SlotState`]; the destination
@@ -80,6 +79,35 @@ impl SlotState {
         (dest << STATE_BITS) | self as u32
     }
 }
+
+/// Reads a private field of this rank's header.
+macro_rules! mine {
+    ($w:expr, $f:ident) => {
+        // SAFETY: the header is this rank's, private fields are touched only
+        // by it; a plain read of an initialised u32.
+        unsafe { (*$w.rank_header()).$f }
+    };
+    ($w:expr, $f:ident = $v:expr) => {{
+        let v = $v;
+        // SAFETY: as above, a plain write.
+        unsafe { (*$w.rank_header()).$f = v }
+    }};
+}
+
+/// Reads or writes a field of one of this rank's records.
+macro_rules! rec {
+    ($w:expr, $i:expr, $f:ident) => {
+        // SAFETY: records are private to their rank; `$i < records_per_rank`.
+        unsafe { (*$w.record($i)).$f }
+    };
+    ($w:expr, $i:expr, $f:ident = $v:expr) => {{
+        let v = $v;
+        // SAFETY: as above.
+        unsafe { (*$w.record($i)).$f = v }
+    }};
+}
+
+pub(crate) use {mine, rec};
 
 /// The destination rank in a state word.
 pub const fn dest_of_word(word: u32) -> u32 {
@@ -233,6 +261,21 @@ impl RecordState {
     }
 }
 
+/// How a send completes (MPI 3.4 modes, and the staging of a replace).
+#[repr(u32)]
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SendMode {
+    /// Standard mode: done once buffered (eager) or taken (rendezvous).
+    Standard = 0,
+    /// Synchronous mode (`MPI_Ssend`): done once the receiver has taken the
+    /// message out of its slot, i.e. the matching receive has started.
+    Synchronous = 1,
+    /// A `send_receive_replace`: a large message always streams through the
+    /// slot (never read from the buffer by the receiver), so that the bytes
+    /// already copied out may be overwritten by the receive.
+    Replace = 2,
+}
+
 /// How a finished record ended ([`RequestRecord::outcome`]).
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -271,7 +314,7 @@ pub struct RequestRecord {
     pub offset: u32,
     /// Receive: bytes it will copy (the message, cut to the buffer).
     pub wanted: u32,
-    /// Send: [`SendMode`](crate::point_to_point) code. Receive: the record
+    /// Send: `SendMode` code. Receive: the record
     /// (index + 1) of a send sharing its buffer (send-receive-replace) whose
     /// progress bounds the bytes it may write, or 0.
     pub mode: u32,
@@ -328,7 +371,7 @@ impl Layout {
     }
 }
 
-/// What the engine needs of a rank's [`World`], by value: a copy passed to
+/// What the engine needs of a rank's `World`, by value: a copy passed to
 /// the engine's one non-inlined function keeps the `World` itself out of
 /// local memory (a `&World` handed to a call that is not inlined puts the
 /// whole struct on the stack of every kernel).
@@ -346,11 +389,11 @@ pub(crate) struct Core {
     pub(crate) slots_per_rank: u32,
     pub(crate) slot_bytes: u32,
     pub(crate) records_per_rank: u32,
-    slot_stride: u32,
-    outboxes: usize,
-    outbox_stride: usize,
-    rank_headers: usize,
-    rank_stride: usize,
+    pub(crate) slot_stride: u32,
+    pub(crate) outboxes: usize,
+    pub(crate) outbox_stride: usize,
+    pub(crate) rank_headers: usize,
+    pub(crate) rank_stride: usize,
 }
 
 /// A [`Core`] as twelve scalars, for the arguments of a non-inlined call
@@ -468,42 +511,6 @@ impl Core {
         let at = self.rank_headers + self.rank as usize * self.rank_stride + RANK_HEADER_BYTES;
         // SAFETY: inside the world memory, 64-byte aligned.
         unsafe { self.base.add(at + index as usize * RECORD_BYTES) as *mut RequestRecord }
-    }
-}
-
-impl World {
-    /// The engine's copy of this world's addresses.
-    #[inline(always)]
-    pub(crate) fn core(&self) -> Core {
-        let l = &self.layout;
-        Core {
-            base: self.base,
-            wait_records: l.records,
-            timeout_ns: self.timeout_ns,
-            backoff_max_ns: self.backoff_max_ns,
-            rank: self.rank,
-            flags: self.flags,
-            slots_per_rank: l.slots_per_rank,
-            slot_bytes: l.slot_bytes,
-            records_per_rank: l.records_per_rank,
-            slot_stride: l.slot_stride as u32,
-            outboxes: l.outboxes,
-            outbox_stride: l.outbox_stride,
-            rank_headers: l.rank_headers,
-            rank_stride: l.rank_stride,
-        }
-    }
-
-    /// This rank's header (see `Core::rank_header`).
-    #[inline(always)]
-    pub(crate) fn rank_header(&self) -> *mut RankHeader {
-        self.core().rank_header()
-    }
-
-    /// This rank's request record `index`.
-    #[inline(always)]
-    pub(crate) fn record(&self, index: u32) -> *mut RequestRecord {
-        self.core().record(index)
     }
 }
 

@@ -24,65 +24,19 @@
 //! the receive has started); a larger one waits for DONE, as every
 //! rendezvous does. A matched probe (CLAIMED) is not a started receive.
 
-use crate::datatype::{Buffer, BufferMut, Datatype, Equivalence, ID_BYTE};
+use crate::datatype::{Buffer, BufferMut, Datatype, Equivalence};
 use crate::engine::{self, Post};
 use crate::error::Error;
-use crate::memory::RecordState;
+use crate::memory::{RecordState, SendMode};
+use crate::topology::wait_for;
 use crate::topology::{AnyProcess, Process, World, ANY_SOURCE, PROC_NULL};
-use crate::wait::{wait_for, Operation, WaitFor};
+use crate::wait::{Call, WaitFor};
 
-/// `MPI_ANY_TAG`.
-pub const ANY_TAG: i32 = -1;
+pub use crate::status::ANY_TAG;
 /// `MPI_TAG_UB`: the largest tag (the standard asks for at least 32767; here `i32::MAX`).
 pub const TAG_UB: i32 = i32::MAX;
 
-/// The envelope of a received or probed message (`MPI_Status`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Status {
-    pub(crate) source: i32,
-    pub(crate) tag: i32,
-    pub(crate) bytes: u32,
-    pub(crate) datatype: u32,
-}
-
-impl Status {
-    /// The empty status (MPI 3.7.3): source `ANY_SOURCE`, tag `ANY_TAG`,
-    /// count 0; what a wait on a null request returns.
-    pub const fn empty() -> Status {
-        Status {
-            source: ANY_SOURCE,
-            tag: ANY_TAG,
-            bytes: 0,
-            datatype: ID_BYTE,
-        }
-    }
-    /// The sender's rank (`MPI_SOURCE`); `PROC_NULL` for a receive from the null process.
-    pub fn source_rank(&self) -> i32 {
-        self.source
-    }
-    /// The message's tag (`MPI_TAG`); `ANY_TAG` for a receive from the null process.
-    pub fn tag(&self) -> i32 {
-        self.tag
-    }
-    /// Length of the message in bytes (the whole message, also when truncated).
-    pub fn bytes(&self) -> u32 {
-        self.bytes
-    }
-    /// The datatype id the message was sent with.
-    pub fn datatype_id(&self) -> u32 {
-        self.datatype
-    }
-    /// Number of `T` elements in the message (`MPI_Get_count`); `None`
-    /// (`MPI_UNDEFINED`) when the length is not a whole number of `T`.
-    pub fn count<T: Equivalence>(&self) -> Option<usize> {
-        let size = T::DATATYPE.size;
-        if size == 0 || !self.bytes.is_multiple_of(size) {
-            None
-        } else {
-            Some((self.bytes / size) as usize)
-        }
-    }
-}
+pub use crate::status::Status;
 
 /// A process that messages can be sent to.
 pub trait Destination {
@@ -167,21 +121,6 @@ impl World {
     pub(crate) fn max_message_bytes(&self) -> u32 {
         self.max_message_bytes
     }
-}
-
-/// How a send completes (MPI 3.4 modes, and the staging of a replace).
-#[repr(u32)]
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum SendMode {
-    /// Standard mode: done once buffered (eager) or taken (rendezvous).
-    Standard = 0,
-    /// Synchronous mode (`MPI_Ssend`): done once the receiver has taken the
-    /// message out of its slot, i.e. the matching receive has started.
-    Synchronous = 1,
-    /// A `send_receive_replace`: a large message always streams through the
-    /// slot (never read from the buffer by the receiver), so that the bytes
-    /// already copied out may be overwritten by the receive.
-    Replace = 2,
 }
 
 /// The record of a send of `len` bytes at `data` to `dest` with `tag`, after
@@ -324,7 +263,7 @@ fn receive_from<B: BufferMut + ?Sized>(
 fn probe_from(world: &World, source: i32, tag: i32) -> Result<Status, Error> {
     check_probe(world, source, tag)?;
     let what = WaitFor {
-        operation: Operation::Probe,
+        operation: Call::Probe,
         peer: source,
         tag,
     };
@@ -353,7 +292,7 @@ fn immediate_probe_from(world: &World, source: i32, tag: i32) -> Result<Option<S
         }
         None => {
             let what = WaitFor {
-                operation: Operation::ImmediateProbe,
+                operation: Call::ImmediateProbe,
                 peer: source,
                 tag,
             };
@@ -558,7 +497,7 @@ fn matched_probe_from(world: &World, source: i32, tag: i32) -> Result<(Message<'
         return Ok((Message::no_proc(), null_status(u8::DATATYPE)));
     }
     let what = WaitFor {
-        operation: Operation::Probe,
+        operation: Call::Probe,
         peer: source,
         tag,
     };
@@ -589,7 +528,7 @@ fn immediate_matched_probe_from(
         }
         None => {
             let what = WaitFor {
-                operation: Operation::ImmediateProbe,
+                operation: Call::ImmediateProbe,
                 peer: source,
                 tag,
             };
@@ -692,7 +631,7 @@ fn exchange(
                 p.mode = s + 1;
             }
             let what = WaitFor {
-                operation: Operation::SendReceive,
+                operation: Call::SendReceive,
                 peer: p.peer,
                 tag: p.tag,
             };
@@ -709,7 +648,7 @@ fn exchange(
         Err(null) => (
             Err(null),
             WaitFor {
-                operation: Operation::Send,
+                operation: Call::Send,
                 peer: send.as_ref().map_or(PROC_NULL, |p| p.peer),
                 tag: send.as_ref().map_or(ANY_TAG, |p| p.tag),
             },

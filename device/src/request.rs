@@ -58,9 +58,11 @@
 
 use crate::engine::{self, Post};
 use crate::error::Error;
-use crate::point_to_point::{receive_post, send_post, SendMode, Status};
+use crate::memory::{mine, rec, SendMode};
+use crate::point_to_point::{receive_post, send_post, Status};
+use crate::topology::wait_for;
 use crate::topology::{AnyProcess, Process, World};
-use crate::wait::{wait_for, Operation, WaitFor};
+use crate::wait::{Call, WaitFor};
 use crate::{Buffer, BufferMut};
 use core::cell::Cell;
 use core::marker::PhantomData;
@@ -98,7 +100,7 @@ where
 
 /// Whether record `i` of `w` belongs to scope `id` and is in use.
 fn owned(w: &World, id: u32, i: u32) -> bool {
-    engine::mine!(w, records_used) & (1 << i) != 0 && engine::rec!(w, i, scope) == id
+    mine!(w, records_used) & (1 << i) != 0 && rec!(w, i, scope) == id
 }
 
 impl<'a> Scope<'a> {
@@ -111,8 +113,8 @@ impl<'a> Scope<'a> {
             None => {
                 // Ids start at 1 (0 marks a blocking call's record) and wrap
                 // past 2^32 scopes, far beyond any scope's life.
-                let id = engine::mine!(world, next_scope).wrapping_add(1).max(1);
-                engine::mine!(world, next_scope = id);
+                let id = mine!(world, next_scope).wrapping_add(1).max(1);
+                mine!(world, next_scope = id);
                 self.world.set(Some(world));
                 self.id.set(id);
                 Ok(id)
@@ -144,7 +146,7 @@ impl<'a> Scope<'a> {
         let pending = || (0..n).any(|i| owned(w, id, i) && !engine::is_complete(&w.core(), i));
         if pending() {
             let what = WaitFor {
-                operation: Operation::WaitMany,
+                operation: Call::WaitMany,
                 peer: -2,
                 tag: (0..n).filter(|&i| owned(w, id, i)).count() as i32,
             };
@@ -252,10 +254,10 @@ impl<'a, 's> Request<'a, 's> {
         }
         let WaitFor { operation, peer, tag } = engine::what(&w.core(), i);
         let what = WaitFor {
-            operation: if operation == Operation::Send {
-                Operation::TestSend
+            operation: if operation == Call::Send {
+                Call::TestSend
             } else {
-                Operation::TestReceive
+                Call::TestReceive
             },
             peer,
             tag,
@@ -316,7 +318,7 @@ fn pump(w: &World, b: &mut crate::shim::Backoff) {
     }
 }
 
-fn many(operation: Operation, n: usize) -> WaitFor {
+fn many(operation: Call, n: usize) -> WaitFor {
     WaitFor {
         operation,
         peer: -2,
@@ -373,7 +375,7 @@ fn error_status(e: &Error) -> Status {
 pub fn wait_all(requests: &mut [Request<'_, '_>], statuses: &mut [Status]) -> Result<(), Error> {
     check_statuses(requests.len(), statuses.len())?;
     if let Some(w) = world_of(requests) {
-        let what = many(Operation::WaitMany, requests.len());
+        let what = many(Call::WaitMany, requests.len());
         wait_for(w, what, |b| {
             pump(w, b);
             requests.iter().all(is_done).then_some(Ok(()))
@@ -394,10 +396,7 @@ pub fn test_all(requests: &mut [Request<'_, '_>], statuses: &mut [Status]) -> Op
             if progressed {
                 w.note_progress();
             }
-            w.failed_poll(
-                many(Operation::TestMany, requests.len()),
-                requests.as_ptr() as usize,
-            );
+            w.failed_poll(many(Call::TestMany, requests.len()), requests.as_ptr() as usize);
             return None;
         }
         w.note_progress();
@@ -425,7 +424,7 @@ pub fn wait_any(requests: &mut [Request<'_, '_>]) -> Result<AnyCompletion, Error
     let Some(w) = world_of(requests) else {
         return Ok(AnyCompletion::AllNull);
     };
-    let what = many(Operation::WaitMany, requests.len());
+    let what = many(Call::WaitMany, requests.len());
     wait_for(w, what, |b| {
         pump(w, b);
         first_done(requests).map(Ok)
@@ -448,10 +447,7 @@ pub fn test_any(requests: &mut [Request<'_, '_>]) -> Option<AnyCompletion> {
             if progressed {
                 w.note_progress();
             }
-            w.failed_poll(
-                many(Operation::TestMany, requests.len()),
-                requests.as_ptr() as usize,
-            );
+            w.failed_poll(many(Call::TestMany, requests.len()), requests.as_ptr() as usize);
             None
         }
     }
@@ -497,7 +493,7 @@ pub fn wait_some(
     if completions.is_empty() {
         return Err(Error::OutOfBounds { index: 0, len: 0 });
     }
-    let what = many(Operation::WaitMany, requests.len());
+    let what = many(Call::WaitMany, requests.len());
     wait_for(w, what, |b| {
         pump(w, b);
         match some_done(requests, completions) {
@@ -520,10 +516,7 @@ pub fn test_some(
         if progressed {
             w.note_progress();
         }
-        w.failed_poll(
-            many(Operation::TestMany, requests.len()),
-            requests.as_ptr() as usize,
-        );
+        w.failed_poll(many(Call::TestMany, requests.len()), requests.as_ptr() as usize);
     } else {
         w.note_progress();
     }

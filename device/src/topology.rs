@@ -5,14 +5,14 @@
 //! `r / block_dim`.
 
 use crate::error::Error;
+use crate::memory::Core;
 use crate::shim;
+use crate::shim::Backoff;
 use crate::state::{Layout, WorldConfig, CONFIG_OFFSET, LAYOUT_OFFSET, MAGIC, VERSION};
+use crate::wait::{wait_core, WaitFor};
 use core::cell::Cell;
 
-/// `MPI_PROC_NULL`: sends to it and receives from it return at once.
-pub const PROC_NULL: i32 = -2;
-/// `MPI_ANY_SOURCE`.
-pub const ANY_SOURCE: i32 = -1;
+pub use crate::status::{ANY_SOURCE, PROC_NULL};
 
 /// A pointer to the world's [`Layout`] in its header; dereferences to it.
 #[derive(Clone, Copy)]
@@ -178,4 +178,107 @@ impl<'a> Process<'a> {
 #[derive(Clone, Copy)]
 pub struct AnyProcess<'a> {
     pub(crate) world: &'a World,
+}
+
+impl World {
+    /// The engine's copy of this world's addresses.
+    #[inline(always)]
+    pub(crate) fn core(&self) -> Core {
+        let l = &self.layout;
+        Core {
+            base: self.base,
+            wait_records: l.records,
+            timeout_ns: self.timeout_ns,
+            backoff_max_ns: self.backoff_max_ns,
+            rank: self.rank,
+            flags: self.flags,
+            slots_per_rank: l.slots_per_rank,
+            slot_bytes: l.slot_bytes,
+            records_per_rank: l.records_per_rank,
+            slot_stride: l.slot_stride as u32,
+            outboxes: l.outboxes,
+            outbox_stride: l.outbox_stride,
+            rank_headers: l.rank_headers,
+            rank_stride: l.rank_stride,
+        }
+    }
+
+    /// This rank's header (see `Core::rank_header`).
+    #[inline(always)]
+    pub(crate) fn rank_header(&self) -> *mut crate::memory::RankHeader {
+        self.core().rank_header()
+    }
+
+    /// This rank's request record `index`.
+    #[inline(always)]
+    pub(crate) fn record(&self, index: u32) -> *mut crate::memory::RequestRecord {
+        self.core().record(index)
+    }
+}
+
+impl World {
+    /// Writes this rank's wait record (see `Core::record_wait`).
+    pub(crate) fn record_wait(&self, w: WaitFor) {
+        self.core().record_wait(w)
+    }
+
+    pub(crate) fn record_state(&self, state: u32) {
+        self.core().record_state(state)
+    }
+
+    /// A non-blocking call (a test, an immediate probe) failed: give way as a
+    /// failed poll does in a wait. `extra` tells apart calls with the same
+    /// record (the request's or slice's address).
+    ///
+    /// The emulator's exact deadlock rule needs a snooze that says "not
+    /// fresh" only when the rank, since its last snooze, did nothing but
+    /// fail the same read, and would keep failing it. A program may count
+    /// its failed tests (a delay loop), so a failed non-blocking call is
+    /// fresh until the same call (same record and `extra`) failed
+    /// [`SPIN_QUIET_AFTER`](crate::wait::SPIN_QUIET_AFTER) times in a row with no progress of this rank in
+    /// between ([`World::note_progress`], called by every wait and every
+    /// non-blocking call that did something). A rank that spins on one call
+    /// that can never succeed thus turns quiet, and a world of such ranks
+    /// (and blocked ones) is reported, with their wait records, as a
+    /// livelock. Limits: a loop that alternates between two different
+    /// failing calls never turns quiet (it gives way, but is not reported);
+    /// a bounded loop of more than `SPIN_QUIET_AFTER` failed calls while
+    /// every other rank waits can be reported as a livelock. The key and
+    /// the count live in the rank's header (private words).
+    pub(crate) fn failed_poll(&self, what: WaitFor, extra: usize) {
+        self.core().failed_poll(what, extra)
+    }
+
+    /// This rank did something (a wait, a completed or progressed
+    /// non-blocking call): the next failed non-blocking poll is fresh, and
+    /// the wait record of a spin it left is cleared.
+    pub(crate) fn note_progress(&self) {
+        self.core().note_progress()
+    }
+
+    /// The rank that aborted the world, if any.
+    pub fn aborted_by(&self) -> Option<u32> {
+        self.core().aborted_by()
+    }
+
+    /// Aborts the world: every rank waiting now or later gives up with
+    /// `Aborted`. The first rank to abort is the one reported.
+    pub fn abort(&self) {
+        self.core().abort()
+    }
+}
+
+/// Polls `poll` until it yields a result, snoozing between polls.
+///
+/// The first failed poll writes the wait record. The wait ends early with
+/// `Aborted` when another rank aborted the world, and with `Timeout` (after
+/// marking the record and aborting the world) when the world has a timeout
+/// and it passed. `poll` gets the backoff to call `progressed` when it
+/// completed part of its work (a combined send-receive).
+pub(crate) fn wait_for<T>(
+    world: &World,
+    what: WaitFor,
+    poll: impl FnMut(&mut Backoff) -> Option<Result<T, Error>>,
+) -> Result<T, Error> {
+    wait_core(&world.core(), what, poll)
 }

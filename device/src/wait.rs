@@ -7,11 +7,9 @@
 //! that outlives the world's timeout marks its record timed out, raises the
 //! abort flag, and every other waiting rank gives up with `Aborted`).
 
-use crate::engine::mine;
 use crate::error::Error;
-use crate::memory::Core;
+use crate::memory::{mine, Core};
 use crate::shim::{self, Backoff, Ordering};
-use crate::topology::World;
 use core::fmt;
 
 /// Record state: the rank is running (not waiting).
@@ -28,11 +26,12 @@ pub const STATE_TIMED_OUT: u32 = 3;
 /// spin that cannot succeed; see `World::failed_poll`).
 pub const SPIN_QUIET_AFTER: u32 = 1 << 16;
 
-/// Code of the operation a rank waits in.
+/// The call a rank waits in (its code is what the wait record holds).
+/// Named apart from `collective::Operation`, the reduction operations.
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum Operation {
+pub enum Call {
     /// A send waiting for a free slot or for the receiver.
     Send = 1,
     /// A receive waiting for a matching message.
@@ -76,29 +75,29 @@ pub enum Operation {
     Scan = 19,
 }
 
-impl Operation {
+impl Call {
     /// The operation for a recorded code.
-    pub fn from_code(code: u32) -> Option<Operation> {
+    pub fn from_code(code: u32) -> Option<Call> {
         Some(match code {
-            1 => Operation::Send,
-            2 => Operation::Receive,
-            3 => Operation::Probe,
-            4 => Operation::Barrier,
-            5 => Operation::Broadcast,
-            6 => Operation::Reduce,
-            7 => Operation::AllReduce,
-            8 => Operation::SendReceive,
-            9 => Operation::ImmediateProbe,
-            10 => Operation::TestSend,
-            11 => Operation::TestReceive,
-            12 => Operation::TestMany,
-            13 => Operation::WaitMany,
-            14 => Operation::Gather,
-            15 => Operation::Scatter,
-            16 => Operation::AllGather,
-            17 => Operation::AllToAll,
-            18 => Operation::ReduceScatter,
-            19 => Operation::Scan,
+            1 => Call::Send,
+            2 => Call::Receive,
+            3 => Call::Probe,
+            4 => Call::Barrier,
+            5 => Call::Broadcast,
+            6 => Call::Reduce,
+            7 => Call::AllReduce,
+            8 => Call::SendReceive,
+            9 => Call::ImmediateProbe,
+            10 => Call::TestSend,
+            11 => Call::TestReceive,
+            12 => Call::TestMany,
+            13 => Call::WaitMany,
+            14 => Call::Gather,
+            15 => Call::Scatter,
+            16 => Call::AllGather,
+            17 => Call::AllToAll,
+            18 => Call::ReduceScatter,
+            19 => Call::Scan,
             _ => return None,
         })
     }
@@ -108,7 +107,7 @@ impl Operation {
     pub fn is_spin(self) -> bool {
         matches!(
             self,
-            Operation::ImmediateProbe | Operation::TestSend | Operation::TestReceive | Operation::TestMany
+            Call::ImmediateProbe | Call::TestSend | Call::TestReceive | Call::TestMany
         )
     }
 }
@@ -117,7 +116,7 @@ impl Operation {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WaitFor {
     /// The operation.
-    pub operation: Operation,
+    pub operation: Call,
     /// The peer rank (destination, source or root); `ANY_SOURCE` or -2 for none.
     pub peer: i32,
     /// The tag; `ANY_TAG` for any.
@@ -150,26 +149,26 @@ impl fmt::Display for Peer {
 impl fmt::Display for WaitDisplay {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (p, t) = (Peer(self.peer), Peer(self.tag));
-        match Operation::from_code(self.operation) {
-            Some(Operation::Send) => write!(f, "send(dest {p}, tag {t})"),
-            Some(Operation::Receive) => write!(f, "receive(source {p}, tag {t})"),
-            Some(Operation::Probe) => write!(f, "probe(source {p}, tag {t})"),
-            Some(Operation::SendReceive) => write!(f, "send_receive(source {p}, tag {t})"),
-            Some(Operation::Barrier) => write!(f, "barrier"),
-            Some(Operation::Broadcast) => write!(f, "broadcast(root {p})"),
-            Some(Operation::Reduce) => write!(f, "reduce(root {p})"),
-            Some(Operation::AllReduce) => write!(f, "all_reduce"),
-            Some(Operation::Gather) => write!(f, "gather(root {p})"),
-            Some(Operation::Scatter) => write!(f, "scatter(root {p})"),
-            Some(Operation::AllGather) => write!(f, "all_gather"),
-            Some(Operation::AllToAll) => write!(f, "all_to_all"),
-            Some(Operation::ReduceScatter) => write!(f, "reduce_scatter"),
-            Some(Operation::Scan) => write!(f, "scan"),
-            Some(Operation::ImmediateProbe) => write!(f, "immediate_probe(source {p}, tag {t})"),
-            Some(Operation::TestSend) => write!(f, "test of send(dest {p}, tag {t})"),
-            Some(Operation::TestReceive) => write!(f, "test of receive(source {p}, tag {t})"),
-            Some(Operation::TestMany) => write!(f, "test over {} requests", self.tag),
-            Some(Operation::WaitMany) => write!(f, "wait over {} requests", self.tag),
+        match Call::from_code(self.operation) {
+            Some(Call::Send) => write!(f, "send(dest {p}, tag {t})"),
+            Some(Call::Receive) => write!(f, "receive(source {p}, tag {t})"),
+            Some(Call::Probe) => write!(f, "probe(source {p}, tag {t})"),
+            Some(Call::SendReceive) => write!(f, "send_receive(source {p}, tag {t})"),
+            Some(Call::Barrier) => write!(f, "barrier"),
+            Some(Call::Broadcast) => write!(f, "broadcast(root {p})"),
+            Some(Call::Reduce) => write!(f, "reduce(root {p})"),
+            Some(Call::AllReduce) => write!(f, "all_reduce"),
+            Some(Call::Gather) => write!(f, "gather(root {p})"),
+            Some(Call::Scatter) => write!(f, "scatter(root {p})"),
+            Some(Call::AllGather) => write!(f, "all_gather"),
+            Some(Call::AllToAll) => write!(f, "all_to_all"),
+            Some(Call::ReduceScatter) => write!(f, "reduce_scatter"),
+            Some(Call::Scan) => write!(f, "scan"),
+            Some(Call::ImmediateProbe) => write!(f, "immediate_probe(source {p}, tag {t})"),
+            Some(Call::TestSend) => write!(f, "test of send(dest {p}, tag {t})"),
+            Some(Call::TestReceive) => write!(f, "test of receive(source {p}, tag {t})"),
+            Some(Call::TestMany) => write!(f, "test over {} requests", self.tag),
+            Some(Call::WaitMany) => write!(f, "wait over {} requests", self.tag),
             None => write!(f, "operation {}", self.operation),
         }
     }
@@ -197,7 +196,7 @@ impl Core {
         self.wait_word(0).store(state, Ordering::Relaxed);
     }
 
-    /// See [`World::failed_poll`].
+    /// A failed non-blocking poll (see `World::failed_poll`).
     pub(crate) fn failed_poll(&self, what: WaitFor, extra: usize) {
         let key = ((what.operation as u64) << 56)
             ^ ((what.peer as u32 as u64) << 24)
@@ -222,7 +221,7 @@ impl Core {
         b.snooze();
     }
 
-    /// See [`World::note_progress`].
+    /// This rank did something (see `World::note_progress`).
     pub(crate) fn note_progress(&self) {
         if mine!(self, idle_key) != 0 {
             mine!(self, idle_key = 0);
@@ -244,7 +243,7 @@ impl Core {
         }
     }
 
-    /// See [`World::abort`].
+    /// Aborts the world (see `World::abort`).
     pub(crate) fn abort(&self) {
         // Relaxed: see `aborted_by`.
         let _ = self
@@ -253,74 +252,7 @@ impl Core {
     }
 }
 
-impl World {
-    /// Writes this rank's wait record (see [`Core::record_wait`]).
-    pub(crate) fn record_wait(&self, w: WaitFor) {
-        self.core().record_wait(w)
-    }
-
-    pub(crate) fn record_state(&self, state: u32) {
-        self.core().record_state(state)
-    }
-
-    /// A non-blocking call (a test, an immediate probe) failed: give way as a
-    /// failed poll does in a wait. `extra` tells apart calls with the same
-    /// record (the request's or slice's address).
-    ///
-    /// The emulator's exact deadlock rule needs a snooze that says "not
-    /// fresh" only when the rank, since its last snooze, did nothing but
-    /// fail the same read, and would keep failing it. A program may count
-    /// its failed tests (a delay loop), so a failed non-blocking call is
-    /// fresh until the same call (same record and `extra`) failed
-    /// [`SPIN_QUIET_AFTER`] times in a row with no progress of this rank in
-    /// between ([`World::note_progress`], called by every wait and every
-    /// non-blocking call that did something). A rank that spins on one call
-    /// that can never succeed thus turns quiet, and a world of such ranks
-    /// (and blocked ones) is reported, with their wait records, as a
-    /// livelock. Limits: a loop that alternates between two different
-    /// failing calls never turns quiet (it gives way, but is not reported);
-    /// a bounded loop of more than `SPIN_QUIET_AFTER` failed calls while
-    /// every other rank waits can be reported as a livelock. The key and
-    /// the count live in the rank's header (private words).
-    pub(crate) fn failed_poll(&self, what: WaitFor, extra: usize) {
-        self.core().failed_poll(what, extra)
-    }
-
-    /// This rank did something (a wait, a completed or progressed
-    /// non-blocking call): the next failed non-blocking poll is fresh, and
-    /// the wait record of a spin it left is cleared.
-    pub(crate) fn note_progress(&self) {
-        self.core().note_progress()
-    }
-
-    /// The rank that aborted the world, if any.
-    pub fn aborted_by(&self) -> Option<u32> {
-        self.core().aborted_by()
-    }
-
-    /// Aborts the world: every rank waiting now or later gives up with
-    /// `Aborted`. The first rank to abort is the one reported.
-    pub fn abort(&self) {
-        self.core().abort()
-    }
-}
-
-/// Polls `poll` until it yields a result, snoozing between polls.
-///
-/// The first failed poll writes the wait record. The wait ends early with
-/// `Aborted` when another rank aborted the world, and with `Timeout` (after
-/// marking the record and aborting the world) when the world has a timeout
-/// and it passed. `poll` gets the backoff to call `progressed` when it
-/// completed part of its work (a combined send-receive).
-pub(crate) fn wait_for<T>(
-    world: &World,
-    what: WaitFor,
-    poll: impl FnMut(&mut Backoff) -> Option<Result<T, Error>>,
-) -> Result<T, Error> {
-    wait_core(&world.core(), what, poll)
-}
-
-/// [`wait_for`] on a [`Core`].
+/// The wait loop of `topology::wait_for`, on a [`Core`].
 #[inline(always)]
 pub(crate) fn wait_core<T>(
     c: &Core,

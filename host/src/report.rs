@@ -15,9 +15,7 @@ use crate::error::HostError;
 use gpu_mpi_device::error::ErrorClass;
 use gpu_mpi_device::memory::SlotView;
 use gpu_mpi_device::state::{Layout, ABORT_OFFSET};
-use gpu_mpi_device::wait::{
-    Operation, WaitDisplay, STATE_EXITED, STATE_RUNNING, STATE_TIMED_OUT, STATE_WAITING,
-};
+use gpu_mpi_device::wait::{Call, WaitDisplay, STATE_EXITED, STATE_RUNNING, STATE_TIMED_OUT, STATE_WAITING};
 use std::collections::HashMap;
 use std::fmt;
 
@@ -31,7 +29,7 @@ const PRINTED_ENTRIES: usize = 8;
 pub enum BlockedState {
     /// Waiting in an MPI operation (its wait record).
     Waiting {
-        /// Operation code ([`Operation`] as `u32`).
+        /// Operation code ([`Call`] as `u32`).
         operation: u32,
         /// Peer rank: destination, source or root; -1 any, -2 none.
         peer: i32,
@@ -68,11 +66,11 @@ pub enum BlockedState {
 
 impl BlockedState {
     /// The operation the rank waited in, if it waited in one.
-    pub fn operation(&self) -> Option<Operation> {
+    pub fn operation(&self) -> Option<Call> {
         match *self {
             BlockedState::Waiting { operation, .. }
             | BlockedState::TimedOut { operation, .. }
-            | BlockedState::Aborted { operation, .. } => Operation::from_code(operation),
+            | BlockedState::Aborted { operation, .. } => Call::from_code(operation),
             _ => None,
         }
     }
@@ -83,7 +81,7 @@ impl BlockedState {
     }
 
     /// The operation, peer and tag of the wait the rank was in, if any.
-    fn wait(&self) -> Option<(Operation, i32, i32)> {
+    fn wait(&self) -> Option<(Call, i32, i32)> {
         match *self {
             BlockedState::Waiting { peer, tag, .. }
             | BlockedState::TimedOut { peer, tag, .. }
@@ -97,11 +95,7 @@ impl BlockedState {
     pub fn receive(&self) -> Option<(i32, i32)> {
         match self.wait()? {
             (
-                Operation::Receive
-                | Operation::Probe
-                | Operation::SendReceive
-                | Operation::ImmediateProbe
-                | Operation::TestReceive,
+                Call::Receive | Call::Probe | Call::SendReceive | Call::ImmediateProbe | Call::TestReceive,
                 source,
                 tag,
             ) => Some((source, tag)),
@@ -199,7 +193,7 @@ pub enum Hint {
     },
     /// Ranks exited while others wait in a collective.
     ExitedBeforeCollective {
-        /// The collective ([`Operation`] as `u32`).
+        /// The collective ([`Call`] as `u32`).
         operation: u32,
         /// The ranks waiting in it.
         waiting: Vec<u32>,
@@ -246,24 +240,24 @@ impl fmt::Display for Ranks<'_> {
 }
 
 fn operation_name(code: u32) -> &'static str {
-    match Operation::from_code(code) {
-        Some(Operation::Barrier) => "barrier",
-        Some(Operation::Broadcast) => "broadcast",
-        Some(Operation::Reduce) => "reduce",
-        Some(Operation::AllReduce) => "all_reduce",
-        Some(Operation::Gather) => "gather",
-        Some(Operation::Scatter) => "scatter",
-        Some(Operation::AllGather) => "all_gather",
-        Some(Operation::AllToAll) => "all_to_all",
-        Some(Operation::ReduceScatter) => "reduce_scatter",
-        Some(Operation::Scan) => "scan",
-        Some(Operation::Send) => "send",
-        Some(Operation::Receive) => "receive",
-        Some(Operation::Probe) => "probe",
-        Some(Operation::SendReceive) => "send_receive",
-        Some(Operation::ImmediateProbe) => "immediate_probe",
-        Some(Operation::TestSend) | Some(Operation::TestReceive) | Some(Operation::TestMany) => "test",
-        Some(Operation::WaitMany) => "wait",
+    match Call::from_code(code) {
+        Some(Call::Barrier) => "barrier",
+        Some(Call::Broadcast) => "broadcast",
+        Some(Call::Reduce) => "reduce",
+        Some(Call::AllReduce) => "all_reduce",
+        Some(Call::Gather) => "gather",
+        Some(Call::Scatter) => "scatter",
+        Some(Call::AllGather) => "all_gather",
+        Some(Call::AllToAll) => "all_to_all",
+        Some(Call::ReduceScatter) => "reduce_scatter",
+        Some(Call::Scan) => "scan",
+        Some(Call::Send) => "send",
+        Some(Call::Receive) => "receive",
+        Some(Call::Probe) => "probe",
+        Some(Call::SendReceive) => "send_receive",
+        Some(Call::ImmediateProbe) => "immediate_probe",
+        Some(Call::TestSend) | Some(Call::TestReceive) | Some(Call::TestMany) => "test",
+        Some(Call::WaitMany) => "wait",
         _ => "an unknown operation",
     }
 }
@@ -468,7 +462,7 @@ impl DeadlockReport {
             }
         }
         for r in &self.ranks {
-            let Some((Operation::Send, peer, _)) = r.state.wait() else {
+            let Some((Call::Send, peer, _)) = r.state.wait() else {
                 continue;
             };
             let first = r.rank;
@@ -476,7 +470,7 @@ impl DeadlockReport {
                 continue;
             }
             let second = peer as u32;
-            if !matches!(self.state_of(second).and_then(|s| s.wait()), Some((Operation::Send, p, _)) if p == first as i32)
+            if !matches!(self.state_of(second).and_then(|s| s.wait()), Some((Call::Send, p, _)) if p == first as i32)
             {
                 continue;
             }
@@ -501,16 +495,16 @@ impl DeadlockReport {
             .collect();
         let collective = self.ranks.iter().find_map(|r| match r.state.wait() {
             Some((
-                op @ (Operation::Barrier
-                | Operation::Broadcast
-                | Operation::Reduce
-                | Operation::AllReduce
-                | Operation::Gather
-                | Operation::Scatter
-                | Operation::AllGather
-                | Operation::AllToAll
-                | Operation::ReduceScatter
-                | Operation::Scan),
+                op @ (Call::Barrier
+                | Call::Broadcast
+                | Call::Reduce
+                | Call::AllReduce
+                | Call::Gather
+                | Call::Scatter
+                | Call::AllGather
+                | Call::AllToAll
+                | Call::ReduceScatter
+                | Call::Scan),
                 ..,
             )) => Some(op),
             _ => None,
@@ -625,7 +619,7 @@ impl fmt::Display for DeadlockReport {
         let spinning = self
             .ranks
             .iter()
-            .any(|r| matches!(r.state, BlockedState::Waiting { operation, .. } if Operation::from_code(operation).is_some_and(Operation::is_spin)));
+            .any(|r| matches!(r.state, BlockedState::Waiting { operation, .. } if Call::from_code(operation).is_some_and(Call::is_spin)));
         f.write_str(if spinning { "livelock" } else { "deadlock" })?;
         let mut all = groups(self.ranks.iter().filter(|r| !r.state.is_exited()));
         all.extend(groups(self.ranks.iter().filter(|r| r.state.is_exited())));
@@ -751,20 +745,11 @@ mod tests {
         for r in 0..7 {
             put(&mut m, l.record(r), &[STATE_EXITED]);
         }
-        put(
-            &mut m,
-            l.record(3),
-            &[STATE_WAITING, Operation::Receive as u32, 5, 7],
-        );
+        put(&mut m, l.record(3), &[STATE_WAITING, Call::Receive as u32, 5, 7]);
         put(
             &mut m,
             l.record(5),
-            &[
-                STATE_WAITING,
-                Operation::Barrier as u32,
-                -2i32 as u32,
-                -1i32 as u32,
-            ],
+            &[STATE_WAITING, Call::Barrier as u32, -2i32 as u32, -1i32 as u32],
         );
         let rep = DeadlockReport::from_world(&m, &l, |_| false);
         assert_eq!(rep.ranks.len(), 7);
@@ -775,7 +760,7 @@ mod tests {
              waiting receives: rank 3: receive(source 5, tag 7)\n\
              hint: ranks 0-2, 4, 6 exited while rank 5 waits in barrier: every rank must call the same collectives"
         );
-        assert_eq!(rep.state_of(3).unwrap().operation(), Some(Operation::Receive));
+        assert_eq!(rep.state_of(3).unwrap().operation(), Some(Call::Receive));
         assert_eq!(rep.blocked().count(), 2);
     }
 
@@ -786,7 +771,7 @@ mod tests {
             put(
                 &mut m,
                 l.record(r),
-                &[STATE_WAITING, Operation::Receive as u32, r + 1, 0],
+                &[STATE_WAITING, Call::Receive as u32, r + 1, 0],
             );
         }
         let s = DeadlockReport::from_world(&m, &l, |_| false).to_string();
@@ -806,9 +791,9 @@ mod tests {
         put(
             &mut m,
             l.record(0),
-            &[STATE_TIMED_OUT, Operation::Receive as u32, 1, 4],
+            &[STATE_TIMED_OUT, Call::Receive as u32, 1, 4],
         );
-        put(&mut m, l.record(1), &[STATE_EXITED, Operation::Send as u32, 2, 0]);
+        put(&mut m, l.record(1), &[STATE_EXITED, Call::Send as u32, 2, 0]);
         put(
             &mut m,
             l.result(1),

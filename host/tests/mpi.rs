@@ -4,7 +4,7 @@
 use bytemuck::{Pod, Zeroable};
 use gpu_mpi_device::collective::SystemOperation;
 use gpu_mpi_device::traits::*;
-use gpu_mpi_device::wait::Operation;
+use gpu_mpi_device::wait::Call;
 use gpu_mpi_device::{Error, GlobalSlice, World};
 use gpu_mpi_host::{BlockedState, CpuOptions, Device, HostError, WorldSpec};
 use std::time::Duration;
@@ -141,7 +141,7 @@ fn an_unmatched_receive_is_reported_with_rank_operation_peer_and_tag() {
         assert_eq!(
             rep.state_of(0),
             Some(BlockedState::Waiting {
-                operation: Operation::Receive as u32,
+                operation: Call::Receive as u32,
                 peer: 1,
                 tag: 7
             })
@@ -206,7 +206,7 @@ fn a_rank_that_exits_while_others_wait_in_a_barrier_shows_as_exited() {
             for r in (0..ranks).filter(|&r| r != 2) {
                 assert_eq!(
                     rep.state_of(r).unwrap().operation(),
-                    Some(Operation::Barrier),
+                    Some(Call::Barrier),
                     "rank {r}"
                 );
             }
@@ -255,10 +255,7 @@ fn with_a_timeout_the_device_reports_the_timed_out_wait() {
         // Usually one times out and the other gives up; with two workers
         // both may time out at the same moment.
         assert!(timed_out >= 1 && timed_out + gave_up == 2, "{e}");
-        assert!(
-            states.iter().all(|s| s.operation() == Some(Operation::Receive)),
-            "{e}"
-        );
+        assert!(states.iter().all(|s| s.operation() == Some(Call::Receive)), "{e}");
     }
 }
 

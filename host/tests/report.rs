@@ -3,7 +3,7 @@
 //! print the same through `Debug` as through `Display`.
 
 use gpu_mpi_device::traits::*;
-use gpu_mpi_device::wait::Operation;
+use gpu_mpi_device::wait::Call;
 use gpu_mpi_device::{Error, World};
 use gpu_mpi_host::{
     BlockedState, CpuOptions, DeadlockReport, Device, Hint, HostError, UnreceivedMessage, WorldSpec,
@@ -119,7 +119,7 @@ fn two_large_sends_to_each_other_give_the_send_receive_hint() {
             .unwrap_err();
         let rep = deadlock(&e);
         let send = |peer| BlockedState::Waiting {
-            operation: Operation::Send as u32,
+            operation: Call::Send as u32,
             peer,
             tag: 5,
         };
@@ -165,7 +165,7 @@ fn a_rank_that_exits_before_a_barrier_is_named_in_a_hint() {
         assert_eq!(
             rep.hints,
             vec![Hint::ExitedBeforeCollective {
-                operation: Operation::Barrier as u32,
+                operation: Call::Barrier as u32,
                 waiting: vec![0, 1, 3, 4, 5, 6, 7],
                 exited: vec![2],
             }]

@@ -16,7 +16,7 @@
 use super::{UserOperation, CELL_HEADER};
 use crate::datatype::{user_datatype_id, Datatype, Equivalence};
 use crate::error::{Error, ErrorClass};
-use crate::point_to_point::Status;
+use crate::status::Status;
 use crate::topology::{Communicator, World};
 use crate::wait::WaitFor;
 use bytemuck::{Pod, Zeroable};

@@ -22,7 +22,7 @@ use crate::datatype::{Buffer, BufferMut, Datatype};
 use crate::error::Error;
 use crate::shim;
 use crate::topology::{Communicator, World};
-use crate::wait::{Operation as WaitOperation, WaitFor};
+use crate::wait::{Call as WaitCall, WaitFor};
 
 /// A buffer split into one part per rank by counts and displacements (in
 /// elements), as a send buffer (rsmpi's `Partition`).
@@ -161,7 +161,7 @@ pub(crate) fn check_partition(
 
 fn type_error(root: i32, got: Datatype, expected: Datatype) -> Error {
     Error::TypeMismatch {
-        status: crate::point_to_point::Status {
+        status: crate::status::Status {
             source: root,
             tag: -1,
             bytes: 0,
@@ -337,7 +337,7 @@ impl World {
         R: BufferMut + ?Sized,
     {
         let what = WaitFor {
-            operation: WaitOperation::Gather,
+            operation: WaitCall::Gather,
             peer: root,
             tag: -1,
         };
@@ -415,7 +415,7 @@ impl World {
         R: BufferMut + ?Sized,
     {
         let what = WaitFor {
-            operation: WaitOperation::Gather,
+            operation: WaitCall::Gather,
             peer: root,
             tag: -1,
         };
@@ -517,7 +517,7 @@ impl World {
         R: BufferMut + ?Sized,
     {
         let what = WaitFor {
-            operation: WaitOperation::Scatter,
+            operation: WaitCall::Scatter,
             peer: root,
             tag: -1,
         };
@@ -595,7 +595,7 @@ impl World {
         R: BufferMut + ?Sized,
     {
         let what = WaitFor {
-            operation: WaitOperation::Scatter,
+            operation: WaitCall::Scatter,
             peer: root,
             tag: -1,
         };
@@ -704,7 +704,7 @@ impl World {
         R: BufferMut + ?Sized,
     {
         let what = WaitFor {
-            operation: WaitOperation::AllGather,
+            operation: WaitCall::AllGather,
             peer: -2,
             tag: -1,
         };
@@ -792,7 +792,7 @@ impl World {
         R: BufferMut + ?Sized,
     {
         let what = WaitFor {
-            operation: WaitOperation::AllToAll,
+            operation: WaitCall::AllToAll,
             peer: -2,
             tag: -1,
         };
@@ -841,7 +841,7 @@ impl World {
     /// that step is `p`), staging its part before overwriting it.
     pub(crate) fn all_to_all_in_place_impl<R: BufferMut + ?Sized>(&self, buf: &mut R) -> Result<(), Error> {
         let what = WaitFor {
-            operation: WaitOperation::AllToAll,
+            operation: WaitCall::AllToAll,
             peer: -2,
             tag: -1,
         };
@@ -905,7 +905,7 @@ impl World {
         R: BufferMut + ?Sized,
     {
         let what = WaitFor {
-            operation: WaitOperation::AllToAll,
+            operation: WaitCall::AllToAll,
             peer: -2,
             tag: -1,
         };

@@ -27,7 +27,7 @@ use crate::datatype::Equivalence;
 use crate::error::Error;
 use crate::shim;
 use crate::topology::World;
-use crate::wait::{Operation as WaitOperation, WaitFor};
+use crate::wait::{Call as WaitCall, WaitFor};
 
 /// Combines `inbuf` into `inoutbuf` element by element: `inoutbuf[i] =
 /// inbuf[i] op inoutbuf[i]` (`MPI_Reduce_local`; `inbuf` is the left
@@ -97,7 +97,7 @@ impl World {
         O: Operation<T>,
     {
         let what = WaitFor {
-            operation: WaitOperation::ReduceScatter,
+            operation: WaitCall::ReduceScatter,
             peer: -2,
             tag: -1,
         };
@@ -216,7 +216,7 @@ impl World {
         O: Operation<T>,
     {
         let what = WaitFor {
-            operation: WaitOperation::Scan,
+            operation: WaitCall::Scan,
             peer: -2,
             tag: -1,
         };
