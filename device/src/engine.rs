@@ -45,8 +45,8 @@
 
 use crate::datatype::ID_BYTE;
 use crate::error::Error;
+use crate::memory::Core;
 use crate::memory::SendMode;
-use crate::memory::{Core, CoreWords};
 use crate::memory::{
     MessageKind, Outcome, RankHeader, RecordState, RequestRecord, SlotState, SlotWord, LINK_NONE,
     LINK_PENDING,
@@ -85,6 +85,27 @@ pub(crate) struct Post {
     /// claimed receive: the slot id + 1 (in `slot`).
     pub(crate) mode: u32,
     pub(crate) slot: u32,
+    /// A blocking call of at most 8 bytes whose data travels in the record
+    /// itself (see [`INLINE_BYTES`]): the buffer is the record's inline
+    /// area, which starts out holding `data` (a send's bytes).
+    pub(crate) inline: bool,
+    pub(crate) data: u64,
+}
+
+/// The most bytes a blocking call carries in its record instead of a
+/// buffer of the caller: the record's `slot` and `offset` words (8-aligned),
+/// unused by such a call until its send has copied the bytes out (`claim`
+/// copies before it stores `slot`) or until its receive copies them in
+/// (`start_receive` reads `slot` before its copy). A value on the caller's
+/// stack whose address reaches a record would have to live in local
+/// memory; carried by value it stays in registers.
+pub(crate) const INLINE_BYTES: usize = 8;
+
+/// Address of record `i`'s inline area.
+#[inline(always)]
+pub(crate) fn inline_area(w: &Core, i: u32) -> *mut u8 {
+    // SAFETY: inside this rank's record `i`.
+    unsafe { (w.record(i) as *mut u8).add(core::mem::offset_of!(RequestRecord, slot)) }
 }
 
 /// Takes a free record for `scope` (0: a blocking call, which has
@@ -96,7 +117,7 @@ pub(crate) fn post(w: &Core, scope: u32, p: &Post) -> Result<u32, Error> {
     let (first, end) = if scope == 0 {
         (0, BLOCKING_RECORDS)
     } else {
-        (BLOCKING_RECORDS, w.records_per_rank)
+        (BLOCKING_RECORDS, w.records_per_rank())
     };
     let free = !used & (mask_below(end) & !mask_below(first));
     if free == 0 {
@@ -124,6 +145,12 @@ pub(crate) fn post(w: &Core, scope: u32, p: &Post) -> Result<u32, Error> {
     };
     // SAFETY: record `i` is this rank's and now marked used.
     unsafe { w.record(i).write(r) };
+    if p.inline {
+        let area = inline_area(w, i);
+        // SAFETY: the inline area is 8 bytes of this rank's record, 8-aligned.
+        unsafe { (area as *mut u64).write(p.data) };
+        rec!(w, i, buffer = area as u64);
+    }
     let tail = mine!(w, active_tail);
     if tail == 0 {
         mine!(w, active_head = i + 1);
@@ -236,8 +263,7 @@ fn send_copied(w: &Core, i: u32) -> u32 {
 /// the rank's own waits look at.
 #[inline(always)]
 pub(crate) fn progress(core: Core) -> bool {
-    let c = core.to_words();
-    progress_words(c.0, c.1, c.2, c.3, c.4, c.5, c.6, c.7, c.8, c.9, c.10, c.11)
+    progress_words(core.base as u64, core.rank)
 }
 
 /// [`progress`] with the `Core` in scalar arguments: an aggregate passed by
@@ -245,21 +271,11 @@ pub(crate) fn progress(core: Core) -> bool {
 /// local memory on nvptx.
 #[inline(never)]
 #[allow(clippy::too_many_arguments)]
-fn progress_words(
-    w0: u64,
-    w1: u64,
-    w2: u64,
-    w3: u64,
-    w4: u64,
-    w5: u64,
-    w6: u32,
-    w7: u32,
-    w8: u32,
-    w9: u32,
-    w10: u32,
-    w11: u32,
-) -> bool {
-    let core = Core::from_words(CoreWords(w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11));
+fn progress_words(base: u64, rank: u32) -> bool {
+    let core = Core {
+        base: base as *mut u8,
+        rank,
+    };
     progress_in(&core)
 }
 
@@ -270,20 +286,9 @@ fn progress_words(
 /// own registers hold little more than its own variables.
 #[inline(always)]
 pub(crate) fn run_blocking(core: Core, p: &Post) -> Result<u32, Error> {
-    let c = core.to_words();
     let code = run_words(
-        c.0,
-        c.1,
-        c.2,
-        c.3,
-        c.4,
-        c.5,
-        c.6,
-        c.7,
-        c.8,
-        c.9,
-        c.10,
-        c.11,
+        core.base as u64,
+        core.rank,
         p.state as u32,
         p.peer,
         p.tag,
@@ -292,6 +297,8 @@ pub(crate) fn run_blocking(core: Core, p: &Post) -> Result<u32, Error> {
         p.len as u64,
         p.mode,
         p.slot,
+        p.inline as u32,
+        p.data,
     );
     let low = code as u32;
     match code >> 32 {
@@ -323,18 +330,8 @@ pub(crate) fn run_blocking(core: Core, p: &Post) -> Result<u32, Error> {
 #[inline(never)]
 #[allow(clippy::too_many_arguments)]
 fn run_words(
-    w0: u64,
-    w1: u64,
-    w2: u64,
-    w3: u64,
-    w4: u64,
-    w5: u64,
-    w6: u32,
-    w7: u32,
-    w8: u32,
-    w9: u32,
-    w10: u32,
-    w11: u32,
+    base: u64,
+    rank: u32,
     state: u32,
     peer: i32,
     tag: i32,
@@ -343,8 +340,13 @@ fn run_words(
     len: u64,
     mode: u32,
     slot: u32,
+    inline: u32,
+    data: u64,
 ) -> u64 {
-    let core = Core::from_words(CoreWords(w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11));
+    let core = Core {
+        base: base as *mut u8,
+        rank,
+    };
     let w = &core;
     let state = RecordState::from_code(state).unwrap_or(RecordState::RecvMatch);
     let p = Post {
@@ -356,6 +358,8 @@ fn run_words(
         len: len as usize,
         mode,
         slot,
+        inline: inline != 0,
+        data,
     };
     let i = match post(w, 0, &p) {
         Ok(i) => i,
@@ -519,7 +523,7 @@ pub(crate) fn find(w: &Core, source: i32, tag: i32) -> u32 {
         return 0;
     }
     let arrived = SlotState::Arrived.word(w.rank);
-    let slots = w.slots_per_rank;
+    let slots = w.slots_per_rank();
     let base = w.slot_id(source as u32, 0);
     let mut best = 0u32;
     let mut best_sequence = 0u32;
@@ -564,7 +568,7 @@ pub(crate) fn unlink(w: &Core, id1: u32) {
 #[inline]
 pub(crate) fn envelope(w: &Core, id: u32) -> Status {
     Status {
-        source: (id / w.slots_per_rank) as i32,
+        source: (id / w.slots_per_rank()) as i32,
         tag: load(w, id, SlotWord::Tag) as i32,
         bytes: load(w, id, SlotWord::Bytes),
         datatype: load(w, id, SlotWord::Datatype),
@@ -710,16 +714,16 @@ pub(crate) fn discard(w: &Core, id: u32) {
 /// free: the first `slots_per_rank` sends pay no fence.
 fn take_slot(w: &Core) -> Option<u32> {
     let used = mine!(w, used_slots);
-    let all = if w.slots_per_rank >= 64 {
+    let all = if w.slots_per_rank() >= 64 {
         u64::MAX
     } else {
-        (1u64 << w.slots_per_rank) - 1
+        (1u64 << w.slots_per_rank()) - 1
     };
     let mut free = !used & all;
     if free == 0 {
         let held = mine!(w, held_slots);
         let me = w.rank;
-        for s in 0..w.slots_per_rank {
+        for s in 0..w.slots_per_rank() {
             // Relaxed: a FREE seen here is acquired by the fence below.
             if held & (1u64 << s) == 0 && load(w, w.slot_id(me, s), SlotWord::State) == SlotState::Free as u32
             {
@@ -756,11 +760,11 @@ fn claim(w: &Core, i: u32) -> Step {
     let len = rec!(w, i, len);
     let data = rec!(w, i, buffer) as *const u8;
     let mode = rec!(w, i, mode);
-    let slot_bytes = w.slot_bytes;
+    let slot_bytes = w.slot_bytes();
     let kind = if len <= slot_bytes {
         MessageKind::Eager
     } else if mode != SendMode::Replace as u32
-        && w.flags & FLAG_FORCE_STREAMING == 0
+        && w.flags() & FLAG_FORCE_STREAMING == 0
         && shim::is_shared_address(data)
     {
         MessageKind::Direct
@@ -850,7 +854,7 @@ fn send_step(w: &Core, i: u32, state: u32) -> Step {
     if now != SlotState::ClearToSend.word(dest) || offset >= len {
         return Step::Idle;
     }
-    let n = (len - offset).min(w.slot_bytes);
+    let n = (len - offset).min(w.slot_bytes());
     let data = rec!(w, i, buffer) as *const u8;
     // SAFETY: the receiver asked for this chunk (CTS) and reads the payload
     // only after CHUNK; `offset + n <= len`.

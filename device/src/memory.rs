@@ -14,7 +14,9 @@
 //!   the kernel runs (plain loads and stores through `Core::rank_header`
 //!   and `Core::record`), and the host reads them after it.
 
-use crate::state::{Layout, RANK_HEADER_BYTES, RECORD_BYTES, SLOT_HEADER_BYTES};
+use crate::state::{
+    Layout, WorldConfig, CONFIG_OFFSET, LAYOUT_OFFSET, RANK_HEADER_BYTES, RECORD_BYTES, SLOT_HEADER_BYTES,
+};
 use bytemuck::{Pod, Zeroable};
 
 /// Bits of a slot's state word that hold the [`SlotState`]; the destination
@@ -371,102 +373,91 @@ impl Layout {
     }
 }
 
-/// What the engine needs of a rank's `World`, by value: a copy passed to
-/// the engine's one non-inlined function keeps the `World` itself out of
-/// local memory (a `&World` handed to a call that is not inlined puts the
-/// whole struct on the stack of every kernel).
+/// What the engine needs of a rank's `World`: the world's base address and
+/// the rank. Everything else (the layout, the config) is read from the
+/// world's header where it is used, not held in registers: a field read
+/// there is a cached load, a field held costs a register in every loop of
+/// the engine. Passed to the engine's non-inlined functions as its two
+/// scalars (an aggregate passed by value goes through local memory on nvptx).
 #[derive(Clone, Copy)]
 pub(crate) struct Core {
     pub(crate) base: *mut u8,
-    /// Offset of the wait records.
-    pub(crate) wait_records: usize,
-    /// A wait gives up after this many nanoseconds (0: never).
-    pub(crate) timeout_ns: u64,
-    /// Longest sleep between two polls (never 0).
-    pub(crate) backoff_max_ns: u32,
     pub(crate) rank: u32,
-    pub(crate) flags: u32,
-    pub(crate) slots_per_rank: u32,
-    pub(crate) slot_bytes: u32,
-    pub(crate) records_per_rank: u32,
-    pub(crate) slot_stride: u32,
-    pub(crate) outboxes: usize,
-    pub(crate) outbox_stride: usize,
-    pub(crate) rank_headers: usize,
-    pub(crate) rank_stride: usize,
 }
 
-/// A [`Core`] as twelve scalars, for the arguments of a non-inlined call
-/// (an aggregate passed by value goes through local memory on nvptx; these
-/// are spread into separate arguments by the `engine` macros).
-#[derive(Clone, Copy)]
-pub(crate) struct CoreWords(
-    pub(crate) u64,
-    pub(crate) u64,
-    pub(crate) u64,
-    pub(crate) u64,
-    pub(crate) u64,
-    pub(crate) u64,
-    pub(crate) u32,
-    pub(crate) u32,
-    pub(crate) u32,
-    pub(crate) u32,
-    pub(crate) u32,
-    pub(crate) u32,
-);
-
 impl Core {
-    /// The fields as words (see `engine::progress`).
     #[inline(always)]
-    pub(crate) fn to_words(self) -> CoreWords {
-        CoreWords(
-            self.base as u64,
-            self.outboxes as u64,
-            ((self.outbox_stride as u64) << 32) | self.slot_stride as u64,
-            ((self.rank_stride as u64) << 32) | (self.rank_headers as u64 >> 6),
-            self.wait_records as u64,
-            self.timeout_ns,
-            self.rank,
-            self.flags,
-            self.slots_per_rank,
-            self.slot_bytes,
-            self.records_per_rank,
-            self.backoff_max_ns,
-        )
+    fn layout(&self) -> &Layout {
+        // SAFETY: the host wrote the layout into the header of every world
+        // (`WorldConfig::write_header`); it is never written during a launch.
+        unsafe { &*(self.base.add(LAYOUT_OFFSET) as *const Layout) }
     }
 
-    /// The inverse of [`Core::to_words`].
     #[inline(always)]
-    pub(crate) fn from_words(w: CoreWords) -> Core {
-        Core {
-            base: w.0 as *mut u8,
-            outboxes: w.1 as usize,
-            outbox_stride: (w.2 >> 32) as usize,
-            slot_stride: w.2 as u32,
-            rank_stride: (w.3 >> 32) as usize,
-            rank_headers: ((w.3 as u32) as usize) << 6,
-            wait_records: w.4 as usize,
-            timeout_ns: w.5,
-            rank: w.6,
-            flags: w.7,
-            slots_per_rank: w.8,
-            slot_bytes: w.9,
-            records_per_rank: w.10,
-            backoff_max_ns: w.11,
-        }
+    fn config(&self) -> &WorldConfig {
+        // SAFETY: as in `layout`; the config is 8-byte aligned at CONFIG_OFFSET.
+        unsafe { &*(self.base.add(CONFIG_OFFSET) as *const WorldConfig) }
+    }
+
+    /// Slots per outbox.
+    #[inline(always)]
+    pub(crate) fn slots_per_rank(&self) -> u32 {
+        self.layout().slots_per_rank
+    }
+
+    /// Payload bytes per slot.
+    #[inline(always)]
+    pub(crate) fn slot_bytes(&self) -> u32 {
+        self.layout().slot_bytes
+    }
+
+    /// Request records per rank.
+    #[inline(always)]
+    pub(crate) fn records_per_rank(&self) -> u32 {
+        self.layout().records_per_rank
+    }
+
+    /// The config's `FLAG_*` bits.
+    #[inline(always)]
+    pub(crate) fn flags(&self) -> u32 {
+        self.config().flags
+    }
+
+    /// The largest message a send may carry.
+    #[inline(always)]
+    pub(crate) fn max_message_bytes(&self) -> u32 {
+        self.config().max_message_bytes
+    }
+
+    /// A wait gives up after this many nanoseconds (0: never).
+    #[inline(always)]
+    pub(crate) fn timeout_ns(&self) -> u64 {
+        self.config().timeout_ns
+    }
+
+    /// Longest sleep between two polls (never 0).
+    #[inline(always)]
+    pub(crate) fn backoff_max_ns(&self) -> u32 {
+        self.config().effective_backoff_max_ns()
+    }
+
+    /// Offset of this rank's wait record.
+    #[inline(always)]
+    pub(crate) fn wait_record(&self) -> usize {
+        self.layout().record(self.rank)
     }
 
     /// Offset of slot `id` (`owner * slots_per_rank + slot`).
     #[inline(always)]
     fn slot_offset(&self, id: u32) -> usize {
-        let (owner, slot) = (id / self.slots_per_rank, id % self.slots_per_rank);
-        self.outboxes + owner as usize * self.outbox_stride + slot as usize * self.slot_stride as usize
+        let spr = self.slots_per_rank();
+        self.layout().slot(id / spr, id % spr)
     }
 
     /// The id of `owner`'s slot `slot`.
     #[inline(always)]
     pub(crate) fn slot_id(&self, owner: u32, slot: u32) -> u32 {
-        owner * self.slots_per_rank + slot
+        owner * self.slots_per_rank() + slot
     }
 
     /// A shared word of the header of slot `id`.
@@ -491,7 +482,7 @@ impl Core {
     pub(crate) fn inbox(&self, rank: u32) -> &crate::shim::AtomicU32 {
         // SAFETY: `rank < ranks`; the inbox is the first word of the rank's
         // header, 4-byte aligned, accessed only atomically.
-        unsafe { crate::shim::atomic_u32_at(self.base, self.rank_headers + rank as usize * self.rank_stride) }
+        unsafe { crate::shim::atomic_u32_at(self.base, self.layout().rank_header(rank)) }
     }
 
     /// This rank's header. Only its private fields may be used through the
@@ -499,18 +490,14 @@ impl Core {
     #[inline(always)]
     pub(crate) fn rank_header(&self) -> *mut RankHeader {
         // SAFETY: inside the world memory, 64-byte aligned.
-        unsafe {
-            self.base
-                .add(self.rank_headers + self.rank as usize * self.rank_stride) as *mut RankHeader
-        }
+        unsafe { self.base.add(self.layout().rank_header(self.rank)) as *mut RankHeader }
     }
 
     /// This rank's request record `index` (`index < records_per_rank`).
     #[inline(always)]
     pub(crate) fn record(&self, index: u32) -> *mut RequestRecord {
-        let at = self.rank_headers + self.rank as usize * self.rank_stride + RANK_HEADER_BYTES;
         // SAFETY: inside the world memory, 64-byte aligned.
-        unsafe { self.base.add(at + index as usize * RECORD_BYTES) as *mut RequestRecord }
+        unsafe { self.base.add(self.layout().record_of(self.rank, index)) as *mut RequestRecord }
     }
 }
 

@@ -67,9 +67,7 @@ pub trait Source {
     fn receive_into_with_tag<B: BufferMut + ?Sized>(&self, buf: &mut B, tag: i32) -> Result<Status, Error>;
     /// Receives one value of `T` with any tag.
     fn receive<T: Equivalence>(&self) -> Result<(T, Status), Error> {
-        let mut v = T::zeroed();
-        let s = self.receive_into(&mut v)?;
-        Ok((v, s))
+        receive_value(self.source_world(), self.source_filter(), ANY_TAG)
     }
     /// Blocking probe with any tag (`MPI_Probe`).
     fn probe(&self) -> Result<Status, Error> {
@@ -117,12 +115,6 @@ fn null_status(datatype: Datatype) -> Status {
     }
 }
 
-impl World {
-    pub(crate) fn max_message_bytes(&self) -> u32 {
-        self.max_message_bytes
-    }
-}
-
 /// The record of a send of `len` bytes at `data` to `dest` with `tag`, after
 /// the argument checks; `None` for the null process.
 pub(crate) fn send_post(
@@ -146,6 +138,8 @@ pub(crate) fn send_post(
         len,
         mode: mode as u32,
         slot: 0,
+        inline: false,
+        data: 0,
     }))
 }
 
@@ -175,6 +169,8 @@ pub(crate) fn receive_post(
         len: capacity,
         mode: 0,
         slot: 0,
+        inline: false,
+        data: 0,
     }))
 }
 
@@ -256,6 +252,8 @@ fn receive_from<B: BufferMut + ?Sized>(
         len: bytes.len(),
         mode: 0,
         slot: 0,
+        inline: false,
+        data: 0,
     };
     run(world, &post)
 }
@@ -326,17 +324,84 @@ fn send_to<B: Buffer + ?Sized>(p: &Process<'_>, buf: &B, tag: i32, mode: SendMod
     if !check_send(w, p.rank, tag, bytes.len())? {
         return Ok(());
     }
+    let len = bytes.len();
+    // A small message travels in the record: its bytes are read here, so
+    // the caller's value need not live in (local) memory.
+    let inline = len <= engine::INLINE_BYTES;
+    let data = if inline { small_value(bytes) } else { 0 };
     let post = Post {
         state: RecordState::SendClaim,
         peer: p.rank,
         tag,
         datatype: buf.datatype().id,
         buffer: bytes.as_ptr(),
-        len: bytes.len(),
+        len,
         mode: mode as u32,
         slot: 0,
+        inline,
+        data,
     };
     run(w, &post).map(|_| ())
+}
+
+/// The bytes of a message of at most 8 bytes as a little-endian word (the
+/// targets are little-endian: stored back as a `u64`, its bytes come out in
+/// their order).
+#[inline(always)]
+fn small_value(bytes: &[u8]) -> u64 {
+    let p = bytes.as_ptr();
+    if bytes.len() == 8 && (p as usize).is_multiple_of(8) {
+        // SAFETY: 8 readable bytes, 8-aligned (an aligned load keeps a
+        // caller's local value in registers; nvptx splits unaligned ones).
+        return u64::from_le(unsafe { (p as *const u64).read() });
+    }
+    let mut v = 0u64;
+    for (i, b) in bytes.iter().enumerate().take(engine::INLINE_BYTES) {
+        v |= (*b as u64) << (8 * i);
+    }
+    v
+}
+
+/// A blocking receive of one value of `T` (`Source::receive`): a value of at
+/// most 8 bytes travels in the record, so it never needs a buffer in memory.
+fn receive_value<T: Equivalence>(world: &World, source: i32, tag: i32) -> Result<(T, Status), Error> {
+    let size = core::mem::size_of::<T>();
+    if size > engine::INLINE_BYTES {
+        let mut v = T::zeroed();
+        let s = receive_from(world, source, &mut v, tag)?;
+        return Ok((v, s));
+    }
+    check_receive_tag(tag)?;
+    if source == PROC_NULL {
+        return Ok((T::zeroed(), null_status(T::DATATYPE)));
+    }
+    if source != ANY_SOURCE {
+        world.check_rank(source)?;
+    }
+    let post = Post {
+        state: RecordState::RecvMatch,
+        peer: source,
+        tag,
+        datatype: T::DATATYPE.id,
+        buffer: core::ptr::null(),
+        len: size,
+        mode: 0,
+        slot: 0,
+        inline: true,
+        data: 0,
+    };
+    let core = world.core();
+    let i = engine::run_blocking(core, &post)?;
+    // SAFETY: the record's inline area holds the 8 bytes the receive wrote
+    // (`size` of them are the value); read before the record is freed.
+    let raw = unsafe { (engine::inline_area(&core, i) as *const u64).read() };
+    let status = engine::collect(&core, i)?;
+    let mut v = T::zeroed();
+    // SAFETY: `size <= 8` bytes of `raw` into the value (`T: Pod`).
+    unsafe {
+        core::ptr::copy_nonoverlapping(&raw as *const u64 as *const u8, &mut v as *mut T as *mut u8, size)
+    };
+    Ok((v, status))
 }
 
 impl Destination for Process<'_> {
@@ -443,6 +508,8 @@ impl<'w> Message<'w> {
             len: bytes.len(),
             mode: 0,
             slot: this.slot + 1,
+            inline: false,
+            data: 0,
         };
         match run(w, &post) {
             Err(Error::RequestLimit { .. }) => {

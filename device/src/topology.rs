@@ -8,7 +8,7 @@ use crate::error::Error;
 use crate::memory::Core;
 use crate::shim;
 use crate::shim::Backoff;
-use crate::state::{Layout, WorldConfig, CONFIG_OFFSET, LAYOUT_OFFSET, MAGIC, VERSION};
+use crate::state::{Layout, LAYOUT_OFFSET, MAGIC, VERSION};
 use crate::wait::{wait_core, WaitFor};
 use core::cell::Cell;
 
@@ -37,11 +37,6 @@ pub struct World {
     pub(crate) rank: u32,
     pub(crate) thread: u32,
     pub(crate) block: u32,
-    pub(crate) timeout_ns: u64,
-    pub(crate) flags: u32,
-    pub(crate) max_message_bytes: u32,
-    /// Longest sleep of a GPU wait between polls (ns, never 0).
-    pub(crate) backoff_max_ns: u32,
     /// World barriers this rank has entered. Every rank enters the same
     /// barriers (collectives are called by all), so it is also the value
     /// every block's barrier counter reaches in the current barrier.
@@ -62,11 +57,10 @@ impl World {
     pub unsafe fn attach(memory: *mut u8) -> Result<World, Error> {
         // SAFETY: the header is at least 512 bytes of initialised memory that no
         // rank writes during the launch (only the abort word, which is not read here).
-        let (magic, version, config) = unsafe {
+        let (magic, version) = unsafe {
             (
                 core::ptr::read(memory as *const u32),
                 core::ptr::read(memory.add(4) as *const u32),
-                core::ptr::read_unaligned(memory.add(CONFIG_OFFSET) as *const WorldConfig),
             )
         };
         if magic != MAGIC || version != VERSION {
@@ -85,10 +79,6 @@ impl World {
             rank: c.block * c.block_dim + c.thread,
             thread: c.thread,
             block: c.block,
-            timeout_ns: config.timeout_ns,
-            flags: config.flags,
-            max_message_bytes: config.max_message_bytes,
-            backoff_max_ns: config.effective_backoff_max_ns(),
             barrier_generation: Cell::new(0),
             staging_round: Cell::new(0),
         })
@@ -183,23 +173,15 @@ pub struct AnyProcess<'a> {
 impl World {
     /// The engine's copy of this world's addresses.
     #[inline(always)]
+    /// The largest message a send may carry (`WorldConfig::max_message_bytes`).
+    pub(crate) fn max_message_bytes(&self) -> u32 {
+        self.core().max_message_bytes()
+    }
+
     pub(crate) fn core(&self) -> Core {
-        let l = &self.layout;
         Core {
             base: self.base,
-            wait_records: l.records,
-            timeout_ns: self.timeout_ns,
-            backoff_max_ns: self.backoff_max_ns,
             rank: self.rank,
-            flags: self.flags,
-            slots_per_rank: l.slots_per_rank,
-            slot_bytes: l.slot_bytes,
-            records_per_rank: l.records_per_rank,
-            slot_stride: l.slot_stride as u32,
-            outboxes: l.outboxes,
-            outbox_stride: l.outbox_stride,
-            rank_headers: l.rank_headers,
-            rank_stride: l.rank_stride,
         }
     }
 

@@ -176,7 +176,7 @@ impl fmt::Display for WaitDisplay {
 
 impl Core {
     fn wait_word(&self, word: usize) -> &shim::AtomicU32 {
-        let off = self.wait_records + self.rank as usize * crate::state::RECORD_STRIDE + 4 * word;
+        let off = self.wait_record() + 4 * word;
         // SAFETY: the record lies inside the world memory, 4-byte aligned, and
         // its words are only accessed atomically.
         unsafe { shim::atomic_u32_at(self.base, off) }
@@ -214,9 +214,9 @@ impl Core {
             n < SPIN_QUIET_AFTER
         };
         let mut b = if fresh {
-            Backoff::with_max_ns(self.backoff_max_ns)
+            Backoff::with_max_ns(self.backoff_max_ns())
         } else {
-            Backoff::idle(self.backoff_max_ns)
+            Backoff::idle(self.backoff_max_ns())
         };
         b.snooze();
     }
@@ -260,7 +260,7 @@ pub(crate) fn wait_core<T>(
     mut poll: impl FnMut(&mut Backoff) -> Option<Result<T, Error>>,
 ) -> Result<T, Error> {
     c.note_progress();
-    let mut backoff = Backoff::with_max_ns(c.backoff_max_ns);
+    let mut backoff = Backoff::with_max_ns(c.backoff_max_ns());
     let mut start = 0u64;
     let mut polls: u32 = 0;
     // One call site of `poll`, so that it is inlined (a closure called from
@@ -274,7 +274,7 @@ pub(crate) fn wait_core<T>(
         }
         if polls == 0 {
             c.record_wait(what);
-            if c.timeout_ns != 0 {
+            if c.timeout_ns() != 0 {
                 start = shim::clock_ns();
             }
         }
@@ -288,7 +288,7 @@ pub(crate) fn wait_core<T>(
                 c.record_state(STATE_RUNNING);
                 return Err(Error::Aborted { by_rank });
             }
-            if c.timeout_ns != 0 && shim::clock_ns().wrapping_sub(start) > c.timeout_ns {
+            if c.timeout_ns() != 0 && shim::clock_ns().wrapping_sub(start) > c.timeout_ns() {
                 c.record_state(STATE_TIMED_OUT);
                 c.abort();
                 return Err(Error::Timeout {
