@@ -126,9 +126,11 @@ pub(crate) fn send_post(
     len: usize,
     mode: SendMode,
 ) -> Result<Option<Post>, Error> {
-    if !check_send(world, dest, tag, len)? {
+    check_send_tag(tag)?;
+    if dest == PROC_NULL {
         return Ok(None);
     }
+    check_send(world, dest, len)?;
     Ok(Some(Post {
         state: RecordState::SendClaim,
         peer: dest,
@@ -300,14 +302,11 @@ fn immediate_probe_from(world: &World, source: i32, tag: i32) -> Result<Option<S
     }
 }
 
-/// Checks a send's arguments; `Ok(false)` for the null process. (Kept
-/// apart from building the record: a `Result<Option<Post>, _>` returned by
+/// Checks a send's arguments to a rank that is not the null process. (Kept
+/// apart from building the record, and returning no value beside the
+/// error: a `Result<Option<Post>, _>` or a `Result<bool, _>` returned by
 /// value stays in local memory on nvptx.)
-fn check_send(world: &World, dest: i32, tag: i32, len: usize) -> Result<bool, Error> {
-    check_send_tag(tag)?;
-    if dest == PROC_NULL {
-        return Ok(false);
-    }
+fn check_send(world: &World, dest: i32, len: usize) -> Result<(), Error> {
     world.check_rank(dest)?;
     if len > world.max_message_bytes() as usize {
         return Err(Error::BufferTooLarge {
@@ -315,15 +314,17 @@ fn check_send(world: &World, dest: i32, tag: i32, len: usize) -> Result<bool, Er
             limit: world.max_message_bytes(),
         });
     }
-    Ok(true)
+    Ok(())
 }
 
 fn send_to<B: Buffer + ?Sized>(p: &Process<'_>, buf: &B, tag: i32, mode: SendMode) -> Result<(), Error> {
     let w = p.world;
     let bytes = buf.as_bytes();
-    if !check_send(w, p.rank, tag, bytes.len())? {
+    check_send_tag(tag)?;
+    if p.rank == PROC_NULL {
         return Ok(());
     }
+    check_send(w, p.rank, bytes.len())?;
     let len = bytes.len();
     // A small message travels in the record: its bytes are read here, so
     // the caller's value need not live in (local) memory.
@@ -334,7 +335,9 @@ fn send_to<B: Buffer + ?Sized>(p: &Process<'_>, buf: &B, tag: i32, mode: SendMod
         peer: p.rank,
         tag,
         datatype: buf.datatype().id,
-        buffer: bytes.as_ptr(),
+        // Inline: the record is the buffer (the caller's address must not
+        // escape, or its value would have to live in local memory).
+        buffer: if inline { core::ptr::null() } else { bytes.as_ptr() },
         len,
         mode: mode as u32,
         slot: 0,
