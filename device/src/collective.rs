@@ -562,7 +562,9 @@ const CELL_HEADER: usize = 8;
 
 impl World {
     fn barrier_counter(&self, block: u32) -> &AtomicU32 {
-        let off = self.layout.barrier + block as usize * crate::state::BARRIER_STRIDE;
+        let off = self.layout.barrier
+            + block as usize * crate::state::BARRIER_STRIDE
+            + core::mem::offset_of!(crate::memory::BarrierRecord, counter);
         // SAFETY: inside the barrier region, aligned, atomic-only.
         unsafe { shim::atomic_u32_at(self.base, off) }
     }
@@ -609,7 +611,9 @@ impl World {
     /// A block's flag word: set to the current barrier generation by a rank
     /// of the block that found a count mismatch after a reduction round.
     fn block_flag(&self, block: u32) -> &AtomicU32 {
-        let off = self.layout.barrier + block as usize * crate::state::BARRIER_STRIDE + 8;
+        let off = self.layout.barrier
+            + block as usize * crate::state::BARRIER_STRIDE
+            + core::mem::offset_of!(crate::memory::BarrierRecord, flag);
         // SAFETY: inside the block's barrier record (64 bytes), aligned, atomic-only.
         unsafe { shim::atomic_u32_at(self.base, off) }
     }

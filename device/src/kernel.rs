@@ -48,10 +48,11 @@ pub unsafe fn rank_main<A>(world: *mut u8, args: *const A, body: fn(&World, &A) 
         Ok(()) => [0; 5],
         Err(e) => e.to_words(),
     };
-    let off = w.layout.result(w.rank);
+    let off = w.layout.result(w.rank) + core::mem::offset_of!(crate::memory::ResultRecord, words);
     for (i, word) in words.iter().enumerate() {
-        // SAFETY: the result record lies inside the world memory, aligned,
-        // written only by this rank and read by the host after the launch.
+        // SAFETY: the result record (`memory::ResultRecord`) lies inside the
+        // world memory, aligned, written only by this rank and read by the
+        // host after the launch.
         unsafe { shim::atomic_u32_at(w.base, off + 4 * i) }.store(*word, Ordering::Relaxed);
     }
     // A rank whose wait timed out keeps that record: the report names its wait.

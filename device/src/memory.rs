@@ -556,3 +556,91 @@ pub fn read_record(memory: &[u8], layout: &Layout, rank: u32, index: u32) -> Req
     let at = layout.record_of(rank, index);
     bytemuck::pod_read_unaligned(&memory[at..at + RECORD_BYTES])
 }
+
+/// One rank's wait record ([`RECORD_STRIDE`](crate::state::RECORD_STRIDE)
+/// bytes): what the deadlock report prints. Written by its rank with
+/// relaxed atomics, read by the host after the ranks stopped.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct WaitRecord {
+    /// `wait::STATE_*`: running, waiting, exited, timed out.
+    pub state: u32,
+    /// The `wait::Call` code the rank waits in.
+    pub operation: u32,
+    /// The peer (destination, source or root; -1 any, -2 none).
+    pub peer: i32,
+    /// The tag (-1 any), or the number of requests of a wait over several.
+    pub tag: i32,
+}
+
+/// The word offsets of a [`WaitRecord`], for its atomic accesses.
+#[derive(Clone, Copy)]
+pub(crate) enum WaitWord {
+    State,
+    Operation,
+    Peer,
+    Tag,
+}
+
+impl WaitWord {
+    pub(crate) const fn offset(self) -> usize {
+        use core::mem::offset_of;
+        match self {
+            WaitWord::State => offset_of!(WaitRecord, state),
+            WaitWord::Operation => offset_of!(WaitRecord, operation),
+            WaitWord::Peer => offset_of!(WaitRecord, peer),
+            WaitWord::Tag => offset_of!(WaitRecord, tag),
+        }
+    }
+}
+
+/// One rank's result record ([`RESULT_STRIDE`](crate::state::RESULT_STRIDE)
+/// bytes): its kernel's return value, written once at its end.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct ResultRecord {
+    /// `Error::to_words`: the [`ErrorClass`](crate::ErrorClass) (0: success)
+    /// and four detail words.
+    pub words: [u32; 5],
+    /// Unused.
+    pub reserved: [u32; 3],
+}
+
+/// One block's barrier record ([`BARRIER_STRIDE`](crate::state::BARRIER_STRIDE)
+/// bytes, a line of its own).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct BarrierRecord {
+    /// The block's barrier counter: the generation of the last world
+    /// barrier its ranks arrived at (Dietz's single-writer barrier).
+    pub counter: u32,
+    /// Unused.
+    pub reserved0: u32,
+    /// Set to the barrier generation by a rank of the block that found a
+    /// count mismatch after a reduction round.
+    pub flag: u32,
+    /// Unused.
+    pub reserved: [u32; 13],
+}
+
+const _: () = assert!(core::mem::size_of::<WaitRecord>() == crate::state::RECORD_STRIDE);
+const _: () = assert!(core::mem::size_of::<ResultRecord>() == crate::state::RESULT_STRIDE);
+const _: () = assert!(core::mem::size_of::<BarrierRecord>() == crate::state::BARRIER_STRIDE);
+
+/// Decodes `rank`'s wait record from a copy of the memory.
+///
+/// # Panics
+/// If the record lies outside `memory`.
+pub fn read_wait_record(memory: &[u8], layout: &Layout, rank: u32) -> WaitRecord {
+    let at = layout.record(rank);
+    bytemuck::pod_read_unaligned(&memory[at..at + core::mem::size_of::<WaitRecord>()])
+}
+
+/// Decodes `rank`'s result record from a copy of the memory.
+///
+/// # Panics
+/// If the record lies outside `memory`.
+pub fn read_result_record(memory: &[u8], layout: &Layout, rank: u32) -> ResultRecord {
+    let at = layout.result(rank);
+    bytemuck::pod_read_unaligned(&memory[at..at + core::mem::size_of::<ResultRecord>()])
+}

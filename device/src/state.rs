@@ -10,7 +10,7 @@
 //! | header | 512 B | magic, version, [`WorldConfig`], abort flag, [`Layout`] |
 //! | outboxes | `ranks × slots_per_rank × (48 + slot_bytes)` | per sending rank: its slots, each a [`SlotHeader`](crate::memory::SlotHeader) and `slot_bytes` of payload (the thesis's sender-side buffering) |
 //! | ranks | `ranks × (64 + records × 64)` | per rank: its [`RankHeader`](crate::memory::RankHeader) (inbox, unexpected queue, active list) and `requests_per_rank + 2` [`RequestRecord`](crate::memory::RequestRecord)s |
-//! | barrier | `blocks × 64` | per block: its barrier counter (Dietz's single-writer barrier) and the flag word of a reduction's count check |
+//! | barrier | `blocks × 64` | per block: a [`BarrierRecord`](crate::memory::BarrierRecord): its barrier counter (Dietz's single-writer barrier) and the flag word of a reduction's count check |
 //! | broadcast | `2 × collective_bytes` | the root's chunk of a broadcast |
 //! | block scratch | `2 × blocks × collective_bytes` | per block: its partial reduction |
 //! | rank scratch | `2 × ranks × collective_bytes` | per rank: its reduction operand, combined in a tree inside the block |
@@ -19,8 +19,8 @@
 //! the collectives (every rank counts the rounds alike), so that a round's
 //! data is read while the next round writes the other half: one world
 //! barrier per round instead of two.
-//! | wait records | `ranks × 16` | per rank: state, operation, peer, tag (what the deadlock report prints) |
-//! | results | `ranks × 32` | per rank: the kernel's return value as an [`ErrorClass`](crate::ErrorClass) and four detail words |
+//! | wait records | `ranks × 16` | per rank: a [`WaitRecord`](crate::memory::WaitRecord): state, operation, peer, tag (what the deadlock report prints) |
+//! | results | `ranks × 32` | per rank: a [`ResultRecord`](crate::memory::ResultRecord): the kernel's return value as an [`ErrorClass`](crate::ErrorClass) and four detail words |
 
 use bytemuck::{Pod, Zeroable};
 

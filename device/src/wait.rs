@@ -8,7 +8,7 @@
 //! abort flag, and every other waiting rank gives up with `Aborted`).
 
 use crate::error::Error;
-use crate::memory::{mine, Core};
+use crate::memory::{mine, Core, WaitWord};
 use crate::shim::{self, Backoff, Ordering};
 use core::fmt;
 
@@ -175,8 +175,8 @@ impl fmt::Display for WaitDisplay {
 }
 
 impl Core {
-    fn wait_word(&self, word: usize) -> &shim::AtomicU32 {
-        let off = self.wait_record() + 4 * word;
+    fn wait_word(&self, word: WaitWord) -> &shim::AtomicU32 {
+        let off = self.wait_record() + word.offset();
         // SAFETY: the record lies inside the world memory, 4-byte aligned, and
         // its words are only accessed atomically.
         unsafe { shim::atomic_u32_at(self.base, off) }
@@ -186,14 +186,18 @@ impl Core {
     /// after the ranks stopped (kernel end, or the emulator's scheduler lock),
     /// never used to synchronise ranks.
     pub(crate) fn record_wait(&self, w: WaitFor) {
-        self.wait_word(1).store(w.operation as u32, Ordering::Relaxed);
-        self.wait_word(2).store(w.peer as u32, Ordering::Relaxed);
-        self.wait_word(3).store(w.tag as u32, Ordering::Relaxed);
-        self.wait_word(0).store(STATE_WAITING, Ordering::Relaxed);
+        self.wait_word(WaitWord::Operation)
+            .store(w.operation as u32, Ordering::Relaxed);
+        self.wait_word(WaitWord::Peer)
+            .store(w.peer as u32, Ordering::Relaxed);
+        self.wait_word(WaitWord::Tag)
+            .store(w.tag as u32, Ordering::Relaxed);
+        self.wait_word(WaitWord::State)
+            .store(STATE_WAITING, Ordering::Relaxed);
     }
 
     pub(crate) fn record_state(&self, state: u32) {
-        self.wait_word(0).store(state, Ordering::Relaxed);
+        self.wait_word(WaitWord::State).store(state, Ordering::Relaxed);
     }
 
     /// A failed non-blocking poll (see `World::failed_poll`).

@@ -13,7 +13,7 @@
 
 use crate::error::HostError;
 use gpu_mpi_device::error::ErrorClass;
-use gpu_mpi_device::memory::SlotView;
+use gpu_mpi_device::memory::{read_result_record, read_wait_record, SlotView};
 use gpu_mpi_device::state::{Layout, ABORT_OFFSET};
 use gpu_mpi_device::wait::{Call, WaitDisplay, STATE_EXITED, STATE_RUNNING, STATE_TIMED_OUT, STATE_WAITING};
 use std::collections::HashMap;
@@ -363,13 +363,12 @@ fn word(memory: &[u8], offset: usize) -> u32 {
 }
 
 fn record_words(memory: &[u8], layout: &Layout, rank: u32) -> [u32; 4] {
-    let o = layout.record(rank);
-    [0, 1, 2, 3].map(|i| word(memory, o + 4 * i))
+    let r = read_wait_record(memory, layout, rank);
+    [r.state, r.operation, r.peer as u32, r.tag as u32]
 }
 
 fn result_words(memory: &[u8], layout: &Layout, rank: u32) -> [u32; 5] {
-    let o = layout.result(rank);
-    [0, 1, 2, 3, 4].map(|i| word(memory, o + 4 * i))
+    read_result_record(memory, layout, rank).words
 }
 
 impl DeadlockReport {
