@@ -2264,7 +2264,7 @@ fn deadlock_timeout(device: &Device) -> Result<(), String> {
             text.as_str(),
             "deadlock: rank 0: timed out in receive(source 1, tag 7); rank 1: exited\n\
              waiting receives: rank 0: timed out in receive(source 1, tag 7)\n\
-             hint: rank 0 waits for a message from rank 1, which exited without sending it one",
+             hint: rank 0 waits for a message from rank 1, which exited with no message left for it (none sent, or all received already)",
         );
         Ok(())
     });

@@ -209,7 +209,7 @@ fn unmatched_receive_is_reported_with_rank_operation_peer_and_tag() {
         text,
         "deadlock: rank 0: receive(source 1, tag 7); rank 1: exited\n\
          waiting receives: rank 0: receive(source 1, tag 7)\n\
-         hint: rank 0 waits for a message from rank 1, which exited without sending it one"
+         hint: rank 0 waits for a message from rank 1, which exited with no message left for it (none sent, or all received already)"
     );
 }
 
@@ -288,7 +288,7 @@ fn timeout_ends_a_deadlock() {
         text,
         "deadlock: rank 0: timed out in receive(source 1, tag 7); rank 1: exited\n\
          waiting receives: rank 0: timed out in receive(source 1, tag 7)\n\
-         hint: rank 0 waits for a message from rank 1, which exited without sending it one"
+         hint: rank 0 waits for a message from rank 1, which exited with no message left for it (none sent, or all received already)"
     );
 }
 

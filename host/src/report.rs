@@ -200,7 +200,8 @@ pub enum Hint {
         /// The ranks that had exited.
         exited: Vec<u32>,
     },
-    /// A rank waits for a message from a rank that exited without sending it any.
+    /// A rank waits for a message from a rank that exited with no message
+    /// left for it (it sent none, or an earlier receive took them all).
     SourceExited {
         /// The waiting rank.
         rank: u32,
@@ -322,7 +323,7 @@ impl fmt::Display for Hint {
             ),
             Hint::SourceExited { rank, source } => write!(
                 f,
-                "rank {rank} waits for a message from rank {source}, which exited without sending it one"
+                "rank {rank} waits for a message from rank {source}, which exited with no message left for it (none sent, or all received already)"
             ),
         }
     }

@@ -151,7 +151,7 @@ fn an_unmatched_receive_is_reported_with_rank_operation_peer_and_tag() {
             e.to_string(),
             "deadlock: rank 0: receive(source 1, tag 7); ranks 1-63: exited\n\
              waiting receives: rank 0: receive(source 1, tag 7)\n\
-             hint: rank 0 waits for a message from rank 1, which exited without sending it one"
+             hint: rank 0 waits for a message from rank 1, which exited with no message left for it (none sent, or all received already)"
         );
     }
 }
@@ -234,7 +234,7 @@ fn with_a_timeout_the_device_reports_the_timed_out_wait() {
             e.to_string(),
             "deadlock: rank 0: timed out in receive(source 1, tag 7); ranks 1-63: exited\n\
              waiting receives: rank 0: timed out in receive(source 1, tag 7)\n\
-             hint: rank 0 waits for a message from rank 1, which exited without sending it one"
+             hint: rank 0 waits for a message from rank 1, which exited with no message left for it (none sent, or all received already)"
         );
         let spec = WorldSpec::ranks(4)
             .block_dim(2)
