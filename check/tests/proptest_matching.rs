@@ -13,7 +13,11 @@
 //!   at the end;
 //! - any-source/any-tag receives only.
 //!
-//! Some receives probe first and receive what they probed; some have small
+//! Some receives are non-blocking, posted in runs and completed with
+//! `wait_all`; inside a run, some are blocking receives made while the
+//! run's earlier receives are pending (they must leave those their
+//! messages: posting order, MPI 3.5, holds across blocking and non-blocking
+//! receives). Some receives probe first and receive what they probed; some have small
 //! buffers (truncation). The interpreter kernel
 //! (`gpu_mpi_check_kernels::interpreter`) records every receive; the
 //! model then replays the receives in program order: given the source a
@@ -25,8 +29,8 @@
 use gpu_mpi::device::{ErrorClass, ANY_SOURCE, ANY_TAG};
 use gpu_mpi::{Device, WorldSpec};
 use gpu_mpi_check_kernels::interpreter::{
-    checksum, message_byte, ProgramArgs, MAX_BYTES, OP_IRECV, OP_PROBE_RECV, OP_RECV, OP_SEND, OP_WORDS,
-    RECORD_WORDS, SEMANTICS_INTERPRETER,
+    checksum, message_byte, ProgramArgs, MAX_BYTES, OP_IRECV, OP_PROBE_RECV, OP_RECV, OP_RECV_IN_RUN,
+    OP_SEND, OP_WORDS, RECORD_WORDS, SEMANTICS_INTERPRETER,
 };
 use gpu_mpi_check_kernels::NONE;
 use proptest::prelude::*;
@@ -52,6 +56,9 @@ struct Receive {
     /// Posted as a non-blocking receive; a run of them (up to a scope's
     /// request table) is posted in order and completed with `wait_all`.
     immediate: bool,
+    /// Made blocking inside such a run (when not its first), while the
+    /// run's earlier receives are pending: posting order holds for it too.
+    in_run: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -104,6 +111,7 @@ fn receive(rng: &mut Rng, source: i32, tag: i32) -> Receive {
         capacity,
         probe,
         immediate: !probe && rng.chance(50),
+        in_run: rng.chance(25),
     }
 }
 
@@ -212,14 +220,18 @@ fn encode(p: &Program) -> Vec<u32> {
         for m in sends {
             words.extend([OP_SEND, m.dest, m.tag as u32, m.bytes, m.id]);
         }
+        let mut previous_immediate = false;
         for rv in receives {
             let kind = if rv.probe {
                 OP_PROBE_RECV
+            } else if rv.immediate && rv.in_run && previous_immediate {
+                OP_RECV_IN_RUN
             } else if rv.immediate {
                 OP_IRECV
             } else {
                 OP_RECV
             };
+            previous_immediate = rv.immediate && !rv.probe;
             words.extend([kind, rv.source as u32, rv.tag as u32, rv.capacity, 0]);
         }
     }
@@ -341,6 +353,7 @@ fn model_accepts_a_known_run_and_rejects_overtaking() {
         capacity: SLOT_BYTES,
         probe: false,
         immediate: false,
+        in_run: false,
     };
     let p = Program {
         ranks: 2,

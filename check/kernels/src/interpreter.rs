@@ -14,7 +14,10 @@
 //!   - [`OP_IRECV`]: as [`OP_RECV`], non-blocking: a run of consecutive
 //!     `OP_IRECV` (up to a request scope's table) is posted in order, then
 //!     completed with `wait_all`, and recorded in posting order (matching
-//!     follows posting order, MPI 3.5, so the sequential model applies).
+//!     follows posting order, MPI 3.5, so the sequential model applies);
+//!   - [`OP_RECV_IN_RUN`]: inside such a run (never first), a blocking
+//!     receive made after the run's earlier receives were posted and before
+//!     its `wait_all`: it must leave to them the messages they accept.
 //!
 //! # Record (`ProgramArgs::out`)
 //! Rank `r` writes from `r * stride`, per receive in program order,
@@ -36,6 +39,8 @@ pub const OP_RECV: u32 = 2;
 pub const OP_PROBE_RECV: u32 = 3;
 /// Non-blocking receive (posted in a run, completed with `wait_all`).
 pub const OP_IRECV: u32 = 4;
+/// Blocking receive inside a run of [`OP_IRECV`] (see the module docs).
+pub const OP_RECV_IN_RUN: u32 = 5;
 /// Words per operation.
 pub const OP_WORDS: usize = 5;
 /// Words recorded per receive.
@@ -94,7 +99,10 @@ gpu_mpi_device::kernel! {
             match kind {
                 OP_IRECV => {
                     let mut run = 1;
-                    while run < MAX_REQUESTS && k + run - 1 < ops && p.read(start + 1 + (k + run - 1) * OP_WORDS)? == OP_IRECV {
+                    while run < MAX_REQUESTS
+                        && k + run - 1 < ops
+                        && matches!(p.read(start + 1 + (k + run - 1) * OP_WORDS)?, OP_IRECV | OP_RECV_IN_RUN)
+                    {
                         run += 1;
                     }
                     immediate_run(world, &mut rec, p, base, run)?;
@@ -146,6 +154,7 @@ fn immediate_run(
     let mut bufs = [[0u8; MAX_BYTES]; MAX_REQUESTS];
     let mut caps = [0usize; MAX_REQUESTS];
     let mut statuses = [Status::empty(); MAX_REQUESTS];
+    let mut blocking: [Option<Result<Status, Error>>; MAX_REQUESTS] = [None; MAX_REQUESTS];
     let posted = request::scope(|scope| -> Result<(), Error> {
         let mut reqs = [const { Request::null() }; MAX_REQUESTS];
         for (i, ((b, r), cap)) in bufs
@@ -156,10 +165,21 @@ fn immediate_run(
             .enumerate()
         {
             let op = base + i * OP_WORDS;
+            let kind = p.read(op)?;
             let peer = p.read(op + 1)? as i32;
             let tag = p.read(op + 2)? as i32;
             *cap = (p.read(op + 3)? as usize).min(MAX_BYTES);
             let into = prefix_mut(b, *cap)?;
+            if kind == OP_RECV_IN_RUN {
+                // Blocking, while the earlier receives of the run are pending.
+                let got = if peer == ANY_SOURCE {
+                    world.any_process().receive_into_with_tag(into, tag)
+                } else {
+                    world.process_at_rank(peer).receive_into_with_tag(into, tag)
+                };
+                blocking[i] = Some(got);
+                continue;
+            }
             *r = if peer == ANY_SOURCE {
                 world
                     .any_process()
@@ -175,7 +195,17 @@ fn immediate_run(
         Ok(())
     });
     posted?;
-    for ((b, s), cap) in bufs.iter().zip(statuses.iter()).zip(caps.iter()).take(run) {
+    for (((b, s), cap), got) in bufs
+        .iter()
+        .zip(statuses.iter())
+        .zip(caps.iter())
+        .zip(blocking.iter())
+        .take(run)
+    {
+        if let Some(r) = got {
+            record(rec, None, r, b, *cap)?;
+            continue;
+        }
         let r = if s.bytes() as usize > *cap {
             Err(Error::Truncate {
                 status: *s,
