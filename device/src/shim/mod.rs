@@ -332,9 +332,8 @@ pub fn resolve_warp(mask: u32, calls: &[WarpCall; 32]) -> [u32; 32] {
     out
 }
 
-/// Lane `lane_index`'s value from `src_lane` of the lanes in `mask`
-/// (`__shfl_sync`): every lane of `mask` must call it (with the same mask)
-/// before any returns. `src_lane` is taken modulo 32; a source lane outside
+/// The `value` of lane `src_lane` (`__shfl_sync`): every lane of `mask`
+/// must call it (with the same mask) before any returns. `src_lane` is taken modulo 32; a source lane outside
 /// `mask` gives an undefined value on the GPU (the caller's own value on the
 /// emulator).
 #[doc(alias = "shfl.sync.idx.b32")]

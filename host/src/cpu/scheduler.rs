@@ -21,8 +21,8 @@
 //!   can complete (a mask without the caller, or naming lanes that do not
 //!   exist; lanes of one mask, or whose masks name each other, with
 //!   different masks or operations) ends the run with
-//!   [`Outcome::WarpMismatch`], a typed error, at the arrival that reveals
-//!   it;
+//!   `Outcome::WarpMismatch` (`HostError::WarpMismatch`), a typed error,
+//!   at the arrival that reveals it;
 //! - returns: the rank finished.
 //!
 //! # Progress
