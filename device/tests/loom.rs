@@ -403,3 +403,31 @@ fn posted_receives_match_in_posting_order() {
         assert_eq!(results[0], Ok(vec![(1, 11), (2, 12)]));
     });
 }
+
+fn warp_ops(w: &World, _: Scratch) -> Result<[u32; 4], Error> {
+    let lane = gpu_mpi_device::shim::lane_id();
+    let m = gpu_mpi_device::shim::warp_mask();
+    let v = w.rank() as u32 + 1;
+    let x = gpu_mpi_device::shim::shfl_xor_sync(m, v, 1);
+    let up = gpu_mpi_device::shim::shfl_up_sync(m, v, 1);
+    let ballot = gpu_mpi_device::shim::vote_ballot_sync(m, lane % 2 == 1);
+    gpu_mpi_device::shim::warp_sync(m);
+    Ok([x, up, ballot, gpu_mpi_device::shim::match_any_sync(m, lane / 2)])
+}
+
+/// (j) Warp collectives on the loom shim: one partial warp of 3 lanes.
+#[test]
+fn warp_collectives_of_a_partial_warp() {
+    check("warp 1x3", 2, || {
+        let results = run_world(small_config(3, 3, 1), 0, warp_ops);
+        // Lane 2's butterfly partner (lane 3) does not exist: own value.
+        assert_eq!(
+            results,
+            [
+                Ok([2, 1, 0b010, 0b011]),
+                Ok([1, 1, 0b010, 0b011]),
+                Ok([3, 2, 0b010, 0b100])
+            ]
+        );
+    });
+}

@@ -92,6 +92,19 @@ pub enum HostError {
         message: String,
     },
 
+    /// The lanes of a warp called warp collectives (shuffle, vote, match,
+    /// `bar.warp.sync`) that no warp can complete: different operations or
+    /// masks among the lanes of one mask, a mask that does not name the
+    /// caller, or one naming lanes that do not exist (emulator only; on the
+    /// GPU the result is undefined).
+    #[error("rank {rank}: warp collective mismatch: {message}")]
+    WarpMismatch {
+        /// The rank whose call revealed the mismatch.
+        rank: u32,
+        /// What the lanes called.
+        message: String,
+    },
+
     /// A rank used more stack than its coroutine has (emulator only).
     #[error(
         "rank {rank} overflowed its {stack_bytes}-byte coroutine stack \

@@ -57,6 +57,15 @@ pub enum BlockedState {
     /// Parked in its block's barrier (`__syncthreads`) outside any recorded
     /// MPI wait (emulator only: the GPU cannot tell).
     BlockBarrier,
+    /// Parked in a warp collective (a shuffle, vote, match or
+    /// `bar.warp.sync`), waiting for the other lanes of `mask` (emulator
+    /// only).
+    Warp {
+        /// The operation.
+        operation: gpu_mpi_device::shim::WarpOp,
+        /// The lanes it waits for (its `membermask`).
+        mask: u32,
+    },
     /// Neither waiting in MPI nor finished: polling shared memory outside the
     /// library (no wait record), or stopped before it attached to the world.
     Running,
@@ -116,6 +125,9 @@ impl fmt::Display for BlockedState {
                 write!(f, "gave up in {} (world aborted)", wait(operation, peer, tag))
             }
             BlockedState::BlockBarrier => f.write_str("block barrier"),
+            BlockedState::Warp { operation, mask } => {
+                write!(f, "warp collective {operation} (mask {mask:#010x})")
+            }
             BlockedState::Running => f.write_str("running (polling outside any MPI wait)"),
             BlockedState::Exited => f.write_str("exited"),
         }
@@ -380,6 +392,23 @@ impl DeadlockReport {
     /// # Panics
     /// If `memory` is shorter than `layout.total`.
     pub fn from_world(memory: &[u8], layout: &Layout, in_block_barrier: impl Fn(u32) -> bool) -> Self {
+        Self::from_world_parked(memory, layout, |r| {
+            in_block_barrier(r).then_some(BlockedState::BlockBarrier)
+        })
+    }
+
+    /// As [`from_world`](Self::from_world), with `parked(rank)` saying
+    /// where the scheduler holds a rank outside any MPI wait
+    /// ([`BlockedState::BlockBarrier`] or [`BlockedState::Warp`]), if it
+    /// does.
+    ///
+    /// # Panics
+    /// If `memory` is shorter than `layout.total`.
+    pub fn from_world_parked(
+        memory: &[u8],
+        layout: &Layout,
+        parked: impl Fn(u32) -> Option<BlockedState>,
+    ) -> Self {
         assert!(
             memory.len() >= layout.total,
             "world memory shorter than its layout"
@@ -389,6 +418,7 @@ impl DeadlockReport {
                 let [state, operation, peer, tag] = record_words(memory, layout, rank);
                 let (peer, tag) = (peer as i32, tag as i32);
                 let result = result_words(memory, layout, rank);
+                let held = parked(rank);
                 let state = match state {
                     // `rank_main` marks the record exited after the timed-out
                     // wait returned; the result record still says what timed out.
@@ -399,7 +429,7 @@ impl DeadlockReport {
                     },
                     STATE_TIMED_OUT => BlockedState::TimedOut { operation, peer, tag },
                     STATE_WAITING => BlockedState::Waiting { operation, peer, tag },
-                    _ if in_block_barrier(rank) => BlockedState::BlockBarrier,
+                    _ if held.is_some() => held.unwrap_or(BlockedState::Running),
                     STATE_EXITED => {
                         if result[0] == ErrorClass::Aborted as u32 && operation != 0 {
                             BlockedState::Aborted { operation, peer, tag }

@@ -25,6 +25,7 @@
 //! - [`interpreter`]: runs an encoded communication program (property tests);
 //! - [`planted`]: wrong programs whose outcome depends on the schedule (the
 //!   schedule explorer's test subjects).
+//! - [`warp`]: the shim's warp collectives and block-shared scratch.
 #![no_std]
 
 use bytemuck::{Pod, Zeroable};
@@ -37,6 +38,7 @@ pub mod interpreter;
 pub mod nonblocking;
 pub mod p2p;
 pub mod planted;
+pub mod warp;
 
 /// Arguments shared by the semantic kernels.
 #[repr(C)]

@@ -12,7 +12,7 @@
 
 extern crate std;
 
-use super::{Coordinates, Ordering};
+use super::{Coordinates, Ordering, WarpCall, WarpOp};
 use core::cell::UnsafeCell;
 use core::sync::atomic as core_atomic;
 use runtime::count::{self, Kind};
@@ -174,6 +174,102 @@ pub fn block_barrier() {
     })
 }
 
+/// One warp collective: through the emulator's scheduler (a scheduler
+/// event like the block barrier: the lane is parked until every lane of
+/// `mask` has arrived), or, on a plain host thread (rank 0 of a one-rank
+/// world), alone: then `mask` must name lane 0 only.
+fn warp(op: WarpOp, mask: u32, value: u32, operand: u32) -> u32 {
+    let call = WarpCall {
+        op,
+        mask,
+        value,
+        operand,
+    };
+    runtime::with_current(|rt| match rt {
+        Some(rt) => rt.warp(call),
+        None => {
+            assert!(
+                mask == 1,
+                "{op} with mask {mask:#x} on a plain host thread (lane 0 of a one-lane warp)"
+            );
+            let calls = [call; 32];
+            super::resolve_warp(mask, &calls)[0]
+        }
+    })
+}
+
+/// `shfl.sync.idx` on the emulator (see [`super::shfl_sync`]).
+pub(super) fn shfl_sync(mask: u32, value: u32, src_lane: u32) -> u32 {
+    warp(WarpOp::Shfl, mask, value, src_lane)
+}
+
+/// `shfl.sync.up` on the emulator (see [`super::shfl_up_sync`]).
+pub(super) fn shfl_up_sync(mask: u32, value: u32, delta: u32) -> u32 {
+    warp(WarpOp::ShflUp, mask, value, delta)
+}
+
+/// `shfl.sync.down` on the emulator (see [`super::shfl_down_sync`]).
+pub(super) fn shfl_down_sync(mask: u32, value: u32, delta: u32) -> u32 {
+    warp(WarpOp::ShflDown, mask, value, delta)
+}
+
+/// `shfl.sync.bfly` on the emulator (see [`super::shfl_xor_sync`]).
+pub(super) fn shfl_xor_sync(mask: u32, value: u32, lane_mask: u32) -> u32 {
+    warp(WarpOp::ShflXor, mask, value, lane_mask)
+}
+
+/// `vote.sync.all` on the emulator (see [`super::vote_all_sync`]).
+pub(super) fn vote_all_sync(mask: u32, predicate: bool) -> bool {
+    warp(WarpOp::VoteAll, mask, u32::from(predicate), 0) != 0
+}
+
+/// `vote.sync.any` on the emulator (see [`super::vote_any_sync`]).
+pub(super) fn vote_any_sync(mask: u32, predicate: bool) -> bool {
+    warp(WarpOp::VoteAny, mask, u32::from(predicate), 0) != 0
+}
+
+/// `vote.sync.ballot` on the emulator (see [`super::vote_ballot_sync`]).
+pub(super) fn vote_ballot_sync(mask: u32, predicate: bool) -> u32 {
+    warp(WarpOp::VoteBallot, mask, u32::from(predicate), 0)
+}
+
+/// `match.any.sync` on the emulator (see [`super::match_any_sync`]).
+pub(super) fn match_any_sync(mask: u32, value: u32) -> u32 {
+    warp(WarpOp::MatchAny, mask, value, 0)
+}
+
+/// `bar.warp.sync` on the emulator (see [`super::warp_sync`]).
+pub(super) fn warp_sync(mask: u32) {
+    warp(WarpOp::Sync, mask, 0, 0);
+}
+
+/// Every lane of the caller's warp that exists (see [`super::active_mask`]).
+pub(super) fn active_mask() -> u32 {
+    super::warp_mask()
+}
+
+/// The emulator's worker thread running the rank (0 on a plain thread).
+pub(super) fn sm_id() -> u32 {
+    runtime::with_current(|rt| rt.map_or(0, |r| r.sm_id()))
+}
+
+/// The block's shared scratch: a buffer of the block's state in the
+/// emulator ([`runtime::RankRuntime::shared_block`]); on a plain host
+/// thread, a buffer of that thread.
+pub(super) fn shared_block_base() -> *mut u8 {
+    runtime::with_current(|rt| match rt {
+        Some(rt) => rt.shared_block(),
+        None => {
+            #[repr(align(16))]
+            struct Scratch(core::cell::UnsafeCell<[u8; super::SHARED_BLOCK_BYTES]>);
+            std::thread_local! {
+                static SCRATCH: Scratch = const { Scratch(core::cell::UnsafeCell::new([0; super::SHARED_BLOCK_BYTES])) };
+            }
+            SCRATCH.with(|s| s.0.get() as *mut u8)
+        }
+    })
+}
+
 /// Gives way after `polls` consecutive failed polls of one wait.
 pub(super) fn snooze(polls: u32, _max_ns: u32) {
     let handled = runtime::with_current(|rt| match rt {
@@ -253,7 +349,7 @@ pub mod runtime {
 
     extern crate std;
 
-    use super::Coordinates;
+    use super::{Coordinates, WarpCall};
     use core::cell::Cell;
 
     /// Why a rank hands the core back to the scheduler.
@@ -269,6 +365,10 @@ pub mod runtime {
         /// The rank arrived at its block's barrier; resume it when every rank
         /// of the block has arrived.
         BlockBarrier,
+        /// The rank arrived at a warp collective (the call is in its
+        /// runtime, [`RankRuntime::warp`]); resume it when every lane of
+        /// the call's mask has arrived.
+        Warp,
     }
 
     /// What the emulator provides for one running rank.
@@ -277,6 +377,17 @@ pub mod runtime {
         fn coordinates(&self) -> Coordinates;
         /// Suspends the rank until the scheduler resumes it.
         fn suspend(&self, why: Suspend);
+        /// Takes part in a warp collective: records `call`, suspends with
+        /// [`Suspend::Warp`] and returns the lane's result
+        /// ([`resolve_warp`](crate::shim::resolve_warp)) once every lane of
+        /// `call.mask` has arrived.
+        fn warp(&self, call: WarpCall) -> u32;
+        /// The rank's block's shared scratch:
+        /// [`SHARED_BLOCK_BYTES`](crate::shim::SHARED_BLOCK_BYTES) bytes,
+        /// 16-byte aligned, the same for every rank of the block.
+        fn shared_block(&self) -> *mut u8;
+        /// The worker running the rank (the emulator's `%smid`).
+        fn sm_id(&self) -> u32;
     }
 
     std::thread_local! {

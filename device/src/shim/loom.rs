@@ -235,6 +235,82 @@ pub fn block_barrier() {
     loom_runtime::current().block_barrier(coordinates().block);
 }
 
+/// One warp collective on the calling warp's loom mutex and condvar (see
+/// [`loom_runtime`]): parks until every lane of `mask` has arrived.
+fn warp(op: super::WarpOp, mask: u32, value: u32, operand: u32) -> u32 {
+    let c = coordinates();
+    loom_runtime::current().warp(
+        c,
+        super::WarpCall {
+            op,
+            mask,
+            value,
+            operand,
+        },
+    )
+}
+
+/// `shfl.sync.idx` under loom (see [`super::shfl_sync`]).
+pub(super) fn shfl_sync(mask: u32, value: u32, src_lane: u32) -> u32 {
+    warp(super::WarpOp::Shfl, mask, value, src_lane)
+}
+
+/// `shfl.sync.up` under loom (see [`super::shfl_up_sync`]).
+pub(super) fn shfl_up_sync(mask: u32, value: u32, delta: u32) -> u32 {
+    warp(super::WarpOp::ShflUp, mask, value, delta)
+}
+
+/// `shfl.sync.down` under loom (see [`super::shfl_down_sync`]).
+pub(super) fn shfl_down_sync(mask: u32, value: u32, delta: u32) -> u32 {
+    warp(super::WarpOp::ShflDown, mask, value, delta)
+}
+
+/// `shfl.sync.bfly` under loom (see [`super::shfl_xor_sync`]).
+pub(super) fn shfl_xor_sync(mask: u32, value: u32, lane_mask: u32) -> u32 {
+    warp(super::WarpOp::ShflXor, mask, value, lane_mask)
+}
+
+/// `vote.sync.all` under loom (see [`super::vote_all_sync`]).
+pub(super) fn vote_all_sync(mask: u32, predicate: bool) -> bool {
+    warp(super::WarpOp::VoteAll, mask, u32::from(predicate), 0) != 0
+}
+
+/// `vote.sync.any` under loom (see [`super::vote_any_sync`]).
+pub(super) fn vote_any_sync(mask: u32, predicate: bool) -> bool {
+    warp(super::WarpOp::VoteAny, mask, u32::from(predicate), 0) != 0
+}
+
+/// `vote.sync.ballot` under loom (see [`super::vote_ballot_sync`]).
+pub(super) fn vote_ballot_sync(mask: u32, predicate: bool) -> u32 {
+    warp(super::WarpOp::VoteBallot, mask, u32::from(predicate), 0)
+}
+
+/// `match.any.sync` under loom (see [`super::match_any_sync`]).
+pub(super) fn match_any_sync(mask: u32, value: u32) -> u32 {
+    warp(super::WarpOp::MatchAny, mask, value, 0)
+}
+
+/// `bar.warp.sync` under loom (see [`super::warp_sync`]).
+pub(super) fn warp_sync(mask: u32) {
+    warp(super::WarpOp::Sync, mask, 0, 0);
+}
+
+/// Every lane of the caller's warp that exists (see [`super::active_mask`]).
+pub(super) fn active_mask() -> u32 {
+    super::warp_mask()
+}
+
+/// Always 0 under loom.
+pub(super) fn sm_id() -> u32 {
+    0
+}
+
+/// The block's shared scratch, a buffer of the model (see [`loom_runtime`]).
+/// Accesses to it are plain and not race-checked by loom.
+pub(super) fn shared_block_base() -> *mut u8 {
+    loom_runtime::current().shared_block(coordinates().block)
+}
+
 /// Gives way after a failed poll: yields the loom thread, which tells loom's
 /// scheduler to run another rank before this one polls again.
 pub(super) fn snooze(_polls: u32, _max_ns: u32) {
@@ -371,6 +447,82 @@ pub mod loom_runtime {
         }
     }
 
+    /// A warp's collective state, under a loom mutex (whose lock/unlock
+    /// give the happens-before edges of a `*.sync` warp instruction):
+    /// the lanes that arrived and their calls, and the results not yet
+    /// taken.
+    struct WarpState {
+        arrived: u32,
+        calls: [Option<crate::shim::WarpCall>; 32],
+        done: u32,
+        results: [u32; 32],
+    }
+
+    struct Warp {
+        state: Mutex<WarpState>,
+        cv: Condvar,
+    }
+
+    impl Warp {
+        /// Lane `lane` (of a warp whose lanes are `exists`) arrives with
+        /// `call`; returns its result once every lane of the mask arrived.
+        /// Panics (failing the model) on a call that no warp could
+        /// complete: a mask without the caller or with lanes that do not
+        /// exist, or lanes of one mask with different operations or masks.
+        fn arrive(&self, lane: u32, exists: u32, call: crate::shim::WarpCall) -> u32 {
+            let bit = 1u32 << lane;
+            assert!(
+                call.mask & bit != 0 && call.mask & !exists == 0,
+                "{}: mask {:#x} must name the calling lane {lane} and only lanes of the warp ({exists:#x})",
+                call.op,
+                call.mask
+            );
+            let mut g = self.state.lock().unwrap();
+            for k in 0..32u32 {
+                if let Some(other) = g.calls[k as usize] {
+                    if (call.mask & (1 << k) != 0 || other.mask & bit != 0)
+                        && (other.mask != call.mask || other.op != call.op)
+                    {
+                        panic!(
+                            "lane {lane} called {} with mask {:#x} while lane {k} waits in {} with mask {:#x}",
+                            call.op, call.mask, other.op, other.mask
+                        );
+                    }
+                }
+            }
+            g.arrived |= bit;
+            g.calls[lane as usize] = Some(call);
+            if g.arrived & call.mask == call.mask {
+                let calls: [crate::shim::WarpCall; 32] = core::array::from_fn(|l| g.calls[l].unwrap_or(call));
+                let r = crate::shim::resolve_warp(call.mask, &calls);
+                for (l, &x) in r.iter().enumerate() {
+                    if call.mask & (1 << l) != 0 {
+                        g.results[l] = x;
+                        g.calls[l] = None;
+                    }
+                }
+                g.arrived &= !call.mask;
+                g.done |= call.mask;
+                self.cv.notify_all();
+            }
+            while g.done & bit == 0 {
+                g = self.cv.wait(g).unwrap();
+            }
+            g.done &= !bit;
+            g.results[lane as usize]
+        }
+    }
+
+    /// A block's shared scratch (16-byte aligned).
+    #[repr(align(16))]
+    struct SharedScratch(core::cell::UnsafeCell<[u8; crate::shim::SHARED_BLOCK_BYTES]>);
+
+    // SAFETY: the ranks of a block order their accesses to the scratch with
+    // barriers, as on the GPU; loom runs one thread at a time.
+    unsafe impl Sync for SharedScratch {}
+    // SAFETY: as above.
+    unsafe impl Send for SharedScratch {}
+
     struct Shared {
         /// Words by address; built before the spawns and never changed.
         words: BTreeMap<usize, Word>,
@@ -378,6 +530,10 @@ pub mod loom_runtime {
         /// guards the map and is never held across a loom scheduling point.
         lines: StdMutex<BTreeMap<usize, LoomCell<()>>>,
         blocks: Vec<BlockBarrier>,
+        /// Per block, per warp (block-major).
+        warps: Vec<Warp>,
+        /// Per block, its shared scratch.
+        scratch: Vec<SharedScratch>,
         block_dim: u32,
         grid_dim: u32,
     }
@@ -456,6 +612,20 @@ pub mod loom_runtime {
                     cv: Condvar::new(),
                     parties: block_dim,
                 })
+                .collect(),
+            warps: (0..grid_dim * block_dim.div_ceil(32))
+                .map(|_| Warp {
+                    state: Mutex::new(WarpState {
+                        arrived: 0,
+                        calls: [None; 32],
+                        done: 0,
+                        results: [0; 32],
+                    }),
+                    cv: Condvar::new(),
+                })
+                .collect(),
+            scratch: (0..grid_dim)
+                .map(|_| SharedScratch(core::cell::UnsafeCell::new([0; crate::shim::SHARED_BLOCK_BYTES])))
                 .collect(),
             block_dim,
             grid_dim,
@@ -569,6 +739,21 @@ pub mod loom_runtime {
                 // SAFETY: as in `atomic_u32`, 8-byte aligned (checked above).
                 None => Target::Raw(unsafe { core::sync::atomic::AtomicU64::from_ptr(addr as *mut u64) }),
             }
+        }
+
+        /// A warp collective of the rank at `c` (see [`Warp::arrive`]).
+        pub(super) fn warp(&self, c: Coordinates, call: crate::shim::WarpCall) -> u32 {
+            let per_block = self.0.block_dim.div_ceil(32);
+            let w = &self.0.warps[(c.block * per_block + c.thread / 32) as usize];
+            let first = c.thread - c.thread % 32;
+            let n = (self.0.block_dim - first).min(32);
+            let exists = if n == 32 { u32::MAX } else { (1u32 << n) - 1 };
+            w.arrive(c.thread % 32, exists, call)
+        }
+
+        /// The shared scratch of `block`.
+        pub(super) fn shared_block(&self, block: u32) -> *mut u8 {
+            self.0.scratch[block as usize].0.get() as *mut u8
         }
 
         pub(super) fn block_barrier(&self, block: u32) {

@@ -1,14 +1,15 @@
 //! The one module that touches the hardware.
 //!
-//! Every atomic, fence, thread/block index, block barrier, sleep and clock used
-//! by device code goes through here, with one implementation per target chosen
+//! Every atomic, fence, thread/block index, block barrier, warp collective
+//! (shuffle, vote, match, `bar.warp.sync`), block-shared scratch, sleep and
+//! clock used by device code goes through here, with one implementation per target chosen
 //! by `cfg` (the crossbeam pattern):
 //!
 //! | cfg | file | what backs it |
 //! |---|---|---|
-//! | `target_arch = "nvptx64"` | `nvptx.rs` | inline PTX (`ld.acquire.gpu`, `atom.acq_rel.gpu`, `bar.sync`, `nanosleep`, `%globaltimer`) |
-//! | `loom` | `loom.rs` | loom's model-checked atomics, one loom thread per rank |
-//! | otherwise (the host) | `host.rs` | `core::sync::atomic` on the world memory; indices, block barrier and backoff come from the CPU emulator's scheduler through [`runtime`] |
+//! | `target_arch = "nvptx64"` | `nvptx.rs` | inline PTX (`ld.acquire.gpu`, `atom.acq_rel.gpu`, `bar.sync`, `shfl.sync`, `vote.sync`, `match.any.sync`, `.shared`, `nanosleep`, `%globaltimer`) |
+//! | `loom` | `loom.rs` | loom's model-checked atomics, one loom thread per rank; warp collectives on a loom mutex and condvar per warp |
+//! | otherwise (the host) | `host.rs` | `core::sync::atomic` on the world memory; indices, block barrier, warp collectives, shared scratch and backoff come from the CPU emulator's scheduler through [`runtime`] |
 //!
 //! No other file of the project may use `cfg(target_arch)`.
 //!
@@ -142,4 +143,296 @@ pub unsafe fn atomic_u32_at<'a>(base: *mut u8, offset: usize) -> &'a AtomicU32 {
 pub unsafe fn atomic_u64_at<'a>(base: *mut u8, offset: usize) -> &'a AtomicU64 {
     // SAFETY: as in `atomic_u32_at`.
     unsafe { &*(base.add(offset) as *const AtomicU64) }
+}
+
+/// Bytes of the per-block scratch that [`shared_block`] returns: static
+/// block-shared memory on the GPU (one `.shared` array per kernel that uses
+/// it), a buffer of the block's state on the emulator and under loom.
+pub const SHARED_BLOCK_BYTES: usize = 1024;
+
+/// The calling block's shared scratch, at least `N` bytes (`N` at most
+/// [`SHARED_BLOCK_BYTES`], checked at compile time), 16-byte aligned.
+///
+/// Every call, whatever `N`, returns the same area for all ranks of a block
+/// (one area per block, not one per call site): `N` only states how much of
+/// it the caller uses. The content is undefined at kernel start (zero on the
+/// emulator); ranks order their accesses with [`block_barrier`] (or a
+/// [`warp_sync`] among the lanes of one warp), as `__shared__` memory in CUDA.
+/// The pointer is a generic address (usable by plain loads and stores), not
+/// shared with other blocks: [`is_shared_address`] is false for it on the GPU
+/// (true on the emulator, where every address counts as shared).
+#[doc(alias = "__shared__")]
+pub fn shared_block<const N: usize>() -> *mut u8 {
+    const {
+        assert!(
+            N <= SHARED_BLOCK_BYTES,
+            "shared_block::<N>: N exceeds SHARED_BLOCK_BYTES"
+        );
+    }
+    imp::shared_block_base()
+}
+
+/// The mask of every lane of a full warp.
+pub const FULL_MASK: u32 = u32::MAX;
+
+/// [`shfl_sync`] of a 64-bit value: two 32-bit shuffles (low, then high half).
+pub fn shfl_sync_u64(mask: u32, value: u64, src_lane: u32) -> u64 {
+    let lo = shfl_sync(mask, value as u32, src_lane);
+    let hi = shfl_sync(mask, (value >> 32) as u32, src_lane);
+    (u64::from(hi) << 32) | u64::from(lo)
+}
+
+/// [`shfl_up_sync`] of a 64-bit value: two 32-bit shuffles.
+pub fn shfl_up_sync_u64(mask: u32, value: u64, delta: u32) -> u64 {
+    let lo = shfl_up_sync(mask, value as u32, delta);
+    let hi = shfl_up_sync(mask, (value >> 32) as u32, delta);
+    (u64::from(hi) << 32) | u64::from(lo)
+}
+
+/// [`shfl_down_sync`] of a 64-bit value: two 32-bit shuffles.
+pub fn shfl_down_sync_u64(mask: u32, value: u64, delta: u32) -> u64 {
+    let lo = shfl_down_sync(mask, value as u32, delta);
+    let hi = shfl_down_sync(mask, (value >> 32) as u32, delta);
+    (u64::from(hi) << 32) | u64::from(lo)
+}
+
+/// [`shfl_xor_sync`] of a 64-bit value: two 32-bit shuffles.
+pub fn shfl_xor_sync_u64(mask: u32, value: u64, lane_mask: u32) -> u64 {
+    let lo = shfl_xor_sync(mask, value as u32, lane_mask);
+    let hi = shfl_xor_sync(mask, (value >> 32) as u32, lane_mask);
+    (u64::from(hi) << 32) | u64::from(lo)
+}
+
+/// A warp collective: which one, for the emulator's scheduler and its
+/// deadlock report (the GPU runs the instruction named by [`WarpOp::name`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WarpOp {
+    /// [`shfl_sync`].
+    Shfl,
+    /// [`shfl_up_sync`].
+    ShflUp,
+    /// [`shfl_down_sync`].
+    ShflDown,
+    /// [`shfl_xor_sync`].
+    ShflXor,
+    /// [`vote_all_sync`].
+    VoteAll,
+    /// [`vote_any_sync`].
+    VoteAny,
+    /// [`vote_ballot_sync`].
+    VoteBallot,
+    /// [`match_any_sync`].
+    MatchAny,
+    /// [`warp_sync`].
+    Sync,
+}
+
+impl WarpOp {
+    /// Every operation, in code order ([`WarpOp::code`] is the index).
+    pub const ALL: [WarpOp; 9] = [
+        WarpOp::Shfl,
+        WarpOp::ShflUp,
+        WarpOp::ShflDown,
+        WarpOp::ShflXor,
+        WarpOp::VoteAll,
+        WarpOp::VoteAny,
+        WarpOp::VoteBallot,
+        WarpOp::MatchAny,
+        WarpOp::Sync,
+    ];
+
+    /// The PTX instruction, e.g. `shfl.sync.idx.b32`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            WarpOp::Shfl => "shfl.sync.idx.b32",
+            WarpOp::ShflUp => "shfl.sync.up.b32",
+            WarpOp::ShflDown => "shfl.sync.down.b32",
+            WarpOp::ShflXor => "shfl.sync.bfly.b32",
+            WarpOp::VoteAll => "vote.sync.all.pred",
+            WarpOp::VoteAny => "vote.sync.any.pred",
+            WarpOp::VoteBallot => "vote.sync.ballot.b32",
+            WarpOp::MatchAny => "match.any.sync.b32",
+            WarpOp::Sync => "bar.warp.sync",
+        }
+    }
+
+    /// A small number for the operation (its index in [`WarpOp::ALL`]).
+    pub const fn code(self) -> u32 {
+        self as u32
+    }
+
+    /// The operation of [`WarpOp::code`] `code`, if any.
+    pub const fn from_code(code: u32) -> Option<WarpOp> {
+        if (code as usize) < WarpOp::ALL.len() {
+            Some(WarpOp::ALL[code as usize])
+        } else {
+            None
+        }
+    }
+}
+
+impl core::fmt::Display for WarpOp {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What one lane brings to a warp collective (emulator and loom).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WarpCall {
+    /// The operation.
+    pub op: WarpOp,
+    /// The lanes taking part (`membermask`).
+    pub mask: u32,
+    /// The lane's value (a predicate as 0 or 1).
+    pub value: u32,
+    /// Source lane (`Shfl`), delta (`ShflUp`, `ShflDown`) or lane mask
+    /// (`ShflXor`); 0 otherwise.
+    pub operand: u32,
+}
+
+/// Results of one complete warp collective: `calls[l]` is lane `l`'s call
+/// for every lane `l` of `mask` (the others are ignored); returns each such
+/// lane's result at its index (0 elsewhere). All calls must have the same
+/// operation and `mask` (the callers check).
+///
+/// A shuffle whose source lane is outside `mask` or outside the warp gives
+/// the lane its own value: PTX's rule for a source outside the warp, and
+/// the emulator's choice where PTX leaves the result undefined (a source
+/// lane that does not take part).
+pub fn resolve_warp(mask: u32, calls: &[WarpCall; 32]) -> [u32; 32] {
+    let mut out = [0u32; 32];
+    let member = |l: u32| l < 32 && mask & (1 << l) != 0;
+    let ballot = (0..32u32)
+        .filter(|&l| member(l) && calls[l as usize].value != 0)
+        .fold(0u32, |b, l| b | (1 << l));
+    for lane in 0..32u32 {
+        if !member(lane) {
+            continue;
+        }
+        let c = calls[lane as usize];
+        let from = |src: Option<u32>| match src {
+            Some(j) if member(j) => calls[j as usize].value,
+            _ => c.value,
+        };
+        out[lane as usize] = match c.op {
+            WarpOp::Shfl => from(Some(c.operand & 31)),
+            WarpOp::ShflUp => from(lane.checked_sub(c.operand)),
+            WarpOp::ShflDown => from(lane.checked_add(c.operand).filter(|&j| j < 32)),
+            WarpOp::ShflXor => from(Some(lane ^ (c.operand & 31))),
+            WarpOp::VoteAll => u32::from(ballot == mask),
+            WarpOp::VoteAny => u32::from(ballot != 0),
+            WarpOp::VoteBallot => ballot,
+            WarpOp::MatchAny => (0..32u32)
+                .filter(|&l| member(l) && calls[l as usize].value == c.value)
+                .fold(0u32, |b, l| b | (1 << l)),
+            WarpOp::Sync => 0,
+        };
+    }
+    out
+}
+
+/// The `value` of lane `src_lane` (`__shfl_sync`): every lane of `mask`
+/// must call it (with the same mask) before any returns. `src_lane` is taken modulo 32; a source lane outside
+/// `mask` gives an undefined value on the GPU (the caller's own value on the
+/// emulator).
+#[doc(alias = "shfl.sync.idx.b32")]
+#[doc(alias = "__shfl_sync")]
+pub fn shfl_sync(mask: u32, value: u32, src_lane: u32) -> u32 {
+    imp::shfl_sync(mask, value, src_lane)
+}
+
+/// The value of lane `lane - delta` (`__shfl_up_sync`); lanes below `delta`
+/// keep their own value. Every lane of `mask` must call it.
+#[doc(alias = "shfl.sync.up.b32")]
+#[doc(alias = "__shfl_up_sync")]
+pub fn shfl_up_sync(mask: u32, value: u32, delta: u32) -> u32 {
+    imp::shfl_up_sync(mask, value, delta)
+}
+
+/// The value of lane `lane + delta` (`__shfl_down_sync`); lanes whose
+/// source is past lane 31 keep their own value. Every lane of `mask` must
+/// call it.
+#[doc(alias = "shfl.sync.down.b32")]
+#[doc(alias = "__shfl_down_sync")]
+pub fn shfl_down_sync(mask: u32, value: u32, delta: u32) -> u32 {
+    imp::shfl_down_sync(mask, value, delta)
+}
+
+/// The value of lane `lane ^ lane_mask` (`__shfl_xor_sync`, a butterfly).
+/// Every lane of `mask` must call it.
+#[doc(alias = "shfl.sync.bfly.b32")]
+#[doc(alias = "__shfl_xor_sync")]
+pub fn shfl_xor_sync(mask: u32, value: u32, lane_mask: u32) -> u32 {
+    imp::shfl_xor_sync(mask, value, lane_mask)
+}
+
+/// Whether `predicate` holds on every lane of `mask` (`__all_sync`).
+#[doc(alias = "vote.sync.all.pred")]
+#[doc(alias = "__all_sync")]
+pub fn vote_all_sync(mask: u32, predicate: bool) -> bool {
+    imp::vote_all_sync(mask, predicate)
+}
+
+/// Whether `predicate` holds on some lane of `mask` (`__any_sync`).
+#[doc(alias = "vote.sync.any.pred")]
+#[doc(alias = "__any_sync")]
+pub fn vote_any_sync(mask: u32, predicate: bool) -> bool {
+    imp::vote_any_sync(mask, predicate)
+}
+
+/// The lanes of `mask` whose `predicate` holds, one bit per lane
+/// (`__ballot_sync`).
+#[doc(alias = "vote.sync.ballot.b32")]
+#[doc(alias = "__ballot_sync")]
+pub fn vote_ballot_sync(mask: u32, predicate: bool) -> u32 {
+    imp::vote_ballot_sync(mask, predicate)
+}
+
+/// The lanes of `mask` whose `value` equals the caller's (`__match_any_sync`;
+/// sm_70 or later).
+#[doc(alias = "match.any.sync.b32")]
+#[doc(alias = "__match_any_sync")]
+pub fn match_any_sync(mask: u32, value: u32) -> u32 {
+    imp::match_any_sync(mask, value)
+}
+
+/// Waits until every lane of `mask` has arrived (`__syncwarp`); orders
+/// memory among them like [`block_barrier`] does for a block.
+#[doc(alias = "bar.warp.sync")]
+#[doc(alias = "__syncwarp")]
+pub fn warp_sync(mask: u32) {
+    imp::warp_sync(mask)
+}
+
+/// The lanes of the caller's warp that execute this call together
+/// (`__activemask`). On the emulator and under loom: every lane of the
+/// warp that exists (the last warp of a block may be partial), a superset
+/// of the GPU's answer, which depends on divergence.
+#[doc(alias = "activemask.b32")]
+#[doc(alias = "__activemask")]
+pub fn active_mask() -> u32 {
+    imp::active_mask()
+}
+
+/// The lanes of the caller's warp that exist: all 32, or fewer in the last
+/// warp of a block whose size is not a multiple of 32. The mask to pass to
+/// a warp collective that the whole warp calls.
+pub fn warp_mask() -> u32 {
+    let c = coordinates();
+    let first = c.thread - c.thread % 32;
+    let n = (c.block_dim - first).min(32);
+    if n == 32 {
+        u32::MAX
+    } else {
+        (1u32 << n) - 1
+    }
+}
+
+/// The streaming multiprocessor running the caller (`%smid`; it may change
+/// during the thread's life on the GPU). On the emulator: the worker
+/// thread running the rank; under loom: 0.
+#[doc(alias = "%smid")]
+pub fn sm_id() -> u32 {
+    imp::sm_id()
 }

@@ -277,6 +277,176 @@ pub fn block_barrier() {
     unsafe { asm!("barrier.sync 0;", options(nostack)) }
 }
 
+// The array below is declared with this size.
+const _: () = assert!(super::SHARED_BLOCK_BYTES == 1024);
+
+/// One `shfl.sync` of mode `$mode` (`idx`, `up`, `down`, `bfly`) with clamp
+/// value `$c` (`0x1f` for idx/down/bfly, `0` for up: the whole warp is one
+/// segment).
+macro_rules! shfl {
+    ($mode:literal, $c:literal, $mask:expr, $value:expr, $b:expr) => {{
+        let r: u32;
+        // SAFETY: a shuffle reads registers of the lanes of `mask` only; it
+        // touches no memory (but keeps the memory clobber: it is a
+        // convergence point the compiler must not move accesses across).
+        // Every lane of `mask` executes it (the caller's contract, as for
+        // `__shfl_sync`); otherwise the result, not memory, is undefined.
+        unsafe {
+            asm!(
+                concat!("shfl.sync.", $mode, ".b32 {r}, {v}, {b}, ", $c, ", {m};"),
+                r = out(reg32) r,
+                v = in(reg32) $value,
+                b = in(reg32) $b,
+                m = in(reg32) $mask,
+                options(nostack),
+            )
+        };
+        r
+    }};
+}
+
+/// `shfl.sync.idx.b32` (see [`super::shfl_sync`]).
+pub(super) fn shfl_sync(mask: u32, value: u32, src_lane: u32) -> u32 {
+    shfl!("idx", "0x1f", mask, value, src_lane)
+}
+
+/// `shfl.sync.up.b32` (see [`super::shfl_up_sync`]).
+pub(super) fn shfl_up_sync(mask: u32, value: u32, delta: u32) -> u32 {
+    shfl!("up", "0", mask, value, delta)
+}
+
+/// `shfl.sync.down.b32` (see [`super::shfl_down_sync`]).
+pub(super) fn shfl_down_sync(mask: u32, value: u32, delta: u32) -> u32 {
+    shfl!("down", "0x1f", mask, value, delta)
+}
+
+/// `shfl.sync.bfly.b32` (see [`super::shfl_xor_sync`]).
+pub(super) fn shfl_xor_sync(mask: u32, value: u32, lane_mask: u32) -> u32 {
+    shfl!("bfly", "0x1f", mask, value, lane_mask)
+}
+
+/// One `vote.sync` of mode `$mode` (`all`, `any`) giving a predicate as 0/1.
+macro_rules! vote_pred {
+    ($mode:literal, $mask:expr, $pred:expr) => {{
+        let r: u32;
+        // SAFETY: a vote reads the predicates of the lanes of `mask`; it
+        // touches no memory (memory clobber kept: a convergence point). The
+        // predicate registers are local to the braces.
+        unsafe {
+            asm!(
+                concat!(
+                    "{{ .reg .pred %gpu_mpi_vp, %gpu_mpi_vq; setp.ne.u32 %gpu_mpi_vp, {p}, 0; vote.sync.",
+                    $mode,
+                    ".pred %gpu_mpi_vq, %gpu_mpi_vp, {m}; selp.u32 {r}, 1, 0, %gpu_mpi_vq; }}"
+                ),
+                r = out(reg32) r,
+                p = in(reg32) u32::from($pred),
+                m = in(reg32) $mask,
+                options(nostack),
+            )
+        };
+        r != 0
+    }};
+}
+
+/// `vote.sync.all.pred` (see [`super::vote_all_sync`]).
+pub(super) fn vote_all_sync(mask: u32, predicate: bool) -> bool {
+    vote_pred!("all", mask, predicate)
+}
+
+/// `vote.sync.any.pred` (see [`super::vote_any_sync`]).
+pub(super) fn vote_any_sync(mask: u32, predicate: bool) -> bool {
+    vote_pred!("any", mask, predicate)
+}
+
+/// `vote.sync.ballot.b32` (see [`super::vote_ballot_sync`]).
+pub(super) fn vote_ballot_sync(mask: u32, predicate: bool) -> u32 {
+    let r: u32;
+    // SAFETY: as in `vote_pred!`.
+    unsafe {
+        asm!(
+            "{{ .reg .pred %gpu_mpi_vp; setp.ne.u32 %gpu_mpi_vp, {p}, 0; vote.sync.ballot.b32 {r}, %gpu_mpi_vp, {m}; }}",
+            r = out(reg32) r,
+            p = in(reg32) u32::from(predicate),
+            m = in(reg32) mask,
+            options(nostack),
+        )
+    };
+    r
+}
+
+/// `match.any.sync.b32` (see [`super::match_any_sync`]; sm_70+).
+pub(super) fn match_any_sync(mask: u32, value: u32) -> u32 {
+    let r: u32;
+    // SAFETY: as in `vote_pred!`: registers of the lanes of `mask` only.
+    unsafe {
+        asm!(
+            "match.any.sync.b32 {r}, {v}, {m};",
+            r = out(reg32) r,
+            v = in(reg32) value,
+            m = in(reg32) mask,
+            options(nostack),
+        )
+    };
+    r
+}
+
+/// `bar.warp.sync` (see [`super::warp_sync`]).
+pub(super) fn warp_sync(mask: u32) {
+    // SAFETY: a warp barrier touches no memory operand; the default memory
+    // clobber keeps this lane's accesses on their side of it, and the
+    // instruction orders memory among the lanes of `mask`.
+    unsafe { asm!("bar.warp.sync {m};", m = in(reg32) mask, options(nostack)) }
+}
+
+/// `activemask.b32` (see [`super::active_mask`]).
+pub(super) fn active_mask() -> u32 {
+    let r: u32;
+    // SAFETY: reads which lanes execute together; no memory. Not `pure`:
+    // the answer depends on where the warp has diverged.
+    unsafe { asm!("activemask.b32 {r};", r = out(reg32) r, options(nomem, nostack)) };
+    r
+}
+
+/// `%smid` (see [`super::sm_id`]).
+pub(super) fn sm_id() -> u32 {
+    let r: u32;
+    // SAFETY: reads a special register; no memory. Not `pure`: it may
+    // change between reads (a preempted block can move).
+    unsafe { asm!("mov.u32 {r}, %smid;", r = out(reg32) r, options(nomem, nostack)) };
+    r
+}
+
+/// The generic address of the block's shared scratch
+/// (see [`super::shared_block`]).
+///
+/// rustc's nvptx64 target has no way to place a Rust `static` in the shared
+/// address space (addrspace 3): statics go to `.global`. So the array is
+/// declared by PTX text: a `.shared` variable in this function's scope (in
+/// braces, so that its name cannot clash), converted to a generic address
+/// with `cvta.shared`. ptxas allocates it once per kernel that calls this
+/// function (its `ptxas -v` report counts the bytes under "smem").
+/// `#[inline(never)]` matters: an inlined copy would declare an array of its
+/// own, and two call sites would no longer share one area.
+#[inline(never)]
+pub(super) fn shared_block_base() -> *mut u8 {
+    let p: u64;
+    // SAFETY: declares the block's shared array and computes its generic
+    // address; no memory is accessed here.
+    unsafe {
+        asm!(
+            concat!(
+                "{{ .shared .align 16 .b8 gpu_mpi_block_shared[",
+                "1024",
+                "]; cvta.shared.u64 {p}, gpu_mpi_block_shared; }}"
+            ),
+            p = out(reg64) p,
+            options(nostack),
+        )
+    };
+    p as *mut u8
+}
+
 /// Gives way after `polls` consecutive failed polls of one wait: sleeps
 /// 32 ns, doubling with each failed poll up to `max_ns`.
 pub(super) fn snooze(polls: u32, max_ns: u32) {

@@ -186,6 +186,7 @@ impl CpuDevice {
             Outcome::Finished { sync } => sync,
             Outcome::Deadlock(r) => return Err(HostError::Deadlock(r)),
             Outcome::Panicked { rank, message } => return Err(HostError::RankPanicked { rank, message }),
+            Outcome::WarpMismatch { rank, message } => return Err(HostError::WarpMismatch { rank, message }),
             Outcome::NoThread(source) => return Err(AllocError::WorkerThread { source }.into()),
             Outcome::StackOverflow { rank } => {
                 return Err(HostError::StackOverflow {

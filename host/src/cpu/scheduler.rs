@@ -11,6 +11,18 @@
 //!   runnable;
 //! - suspends with `BlockBarrier`: it is parked until every rank of its block
 //!   has arrived, then all of them become runnable again;
+//! - suspends with `Warp`: it arrived at a warp collective (a shuffle, vote,
+//!   match or `bar.warp.sync`; the call, with its mask and value, is in its
+//!   context). A warp is 32 consecutive ranks of a block (the last warp of a
+//!   block may be partial). The rank is parked in its warp's slot until
+//!   every lane named in the call's mask has arrived; then the scheduler
+//!   computes every lane's result (`shim::resolve_warp`), stores it in the
+//!   lane's context and makes the lanes runnable again. A call that no warp
+//!   can complete (a mask without the caller, or naming lanes that do not
+//!   exist; lanes of one mask, or whose masks name each other, with
+//!   different masks or operations) ends the run with
+//!   `Outcome::WarpMismatch` (`HostError::WarpMismatch`), a typed error,
+//!   at the arrival that reveals it;
 //! - returns: the rank finished.
 //!
 //! # Progress
@@ -18,11 +30,12 @@
 //! The shim reports `fresh: false` only when the rank, since it was last
 //! resumed, did nothing but poll the same wait again and fail (see
 //! `gpu_mpi_device::shim::Backoff`): it read shared memory and wrote nothing
-//! that another rank can see. Everything else (a fresh poll, a barrier
-//! arrival or release, a rank that returned) is progress. A barrier that can
-//! never complete (a rank of its block returned) simply never releases its
-//! ranks: they are not runnable, and their block's remaining ranks report no
-//! progress either.
+//! that another rank can see. Everything else (a fresh poll, a barrier or
+//! warp-collective arrival or release, a rank that returned) is progress. A
+//! barrier or warp collective that can never complete (a rank of its block,
+//! or a lane of its mask, returned or waits elsewhere forever) simply never
+//! releases its ranks: they are not runnable, and the ranks they wait for
+//! report no progress either.
 //!
 //! A worker whose pass made progress increments the global `epoch` (SeqCst)
 //! once at the end of the pass, before anything else.
@@ -53,9 +66,12 @@
 //! every one of them failed its poll and wrote nothing. So the shared memory
 //! those polls read is exactly the memory that now exists, and no write can
 //! come: every rank able to write is one of those pollers (which would fail
-//! the same poll again, forever) or parked in a block barrier (which needs
-//! an arrival from a rank of its block, all of which poll forever, have
-//! returned, or are parked). Nothing can ever progress: a deadlock.
+//! the same poll again, forever) or parked in a block barrier or a warp
+//! collective (which needs an arrival from a rank of its block, or a lane
+//! of its mask, all of which poll forever, have returned, or are parked; a
+//! parked rank leaves only when its own barrier or collective completes,
+//! which needs an arrival in turn, and an arrival is progress, of which
+//! there was none). Nothing can ever progress: a deadlock.
 //!
 //! *Complete (a deadlock is always reported).* If no rank can progress, the
 //! next pass of each worker after the last progress makes no progress and
@@ -78,11 +94,12 @@
 //! while that epoch is still current (no rank progressed since it polled;
 //! a fresh poll counts its own progress first), and *stale* if it is
 //! waiting after a poll that was not fresh. The chooser picks among the
-//! runnable ranks (not parked in a block barrier, not returned) that are
+//! runnable ranks (not parked in a block barrier or a warp collective, not returned) that are
 //! not waiting, or, when all of them wait, among those that are not stale.
 //! (The worker keeps the runnable ranks in three lists, ready, waiting and
 //! stale; a resumption that made progress moves the last two back to
-//! ready.) Parking and releasing at block barriers is as in the passes.
+//! ready.) Parking and releasing at block barriers and warp collectives is
+//! as in the passes (released ranks go to ready).
 //!
 //! **Deadlock** is declared when every runnable rank is stale (or none is
 //! runnable). *Sound:* a stale rank's last resumption ended with the epoch
@@ -91,7 +108,8 @@
 //! poll and wrote nothing, and no resumption wrote since. So every runnable
 //! rank would fail the same poll again on the same memory, forever, and
 //! the parked ranks need an arrival from their block, whose ranks are
-//! stale, parked or returned: nothing can progress. *Complete:* once
+//! stale, parked or returned (a rank parked in a warp collective likewise
+//! needs an arrival from a lane of its mask): nothing can progress. *Complete:* once
 //! nothing can progress, every resumption ends in a poll that is not fresh
 //! (the shim's contract), which makes its rank stale; the epoch no longer
 //! moves, so no rank stops being stale, and the chooser only picks ranks
@@ -118,16 +136,16 @@
 //! and every worker re-polled its ranks `LATE_PASSES` times after that (so
 //! every timed wait read the clock past its deadline, however slowly the
 //! workers ran). That catches deadlocks whose waits have no timeout (ranks
-//! parked in block barriers, ranks polling outside the library). Usually the device's timeout fires
+//! parked in block barriers or warp collectives, ranks polling outside the library). Usually the device's timeout fires
 //! first, every rank returns, and the host reads the timed-out record
 //! (`report::check_world`), exactly as on the GPU.
 
 use crate::cpu::explore::{Chooser, Schedule};
 use crate::cpu::stack::{PoolStack, StackPool};
-use crate::report::DeadlockReport;
+use crate::report::{BlockedState, DeadlockReport};
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use gpu_mpi_device::shim::runtime::{self, RankRuntime, Suspend, SyncCounts};
-use gpu_mpi_device::shim::Coordinates;
+use gpu_mpi_device::shim::{resolve_warp, Coordinates, WarpCall, WarpOp, SHARED_BLOCK_BYTES};
 use gpu_mpi_device::state::Layout;
 use std::cell::Cell;
 use std::panic::{self, AssertUnwindSafe};
@@ -144,6 +162,26 @@ const TIMEOUT_GRACE: Duration = Duration::from_millis(250);
 /// declares the deadlock itself (the device reads the clock every 16 polls).
 const LATE_PASSES: u32 = 48;
 
+/// [`Shared::parked`]: in the block barrier.
+const PARKED_BARRIER: u64 = 1 << 32;
+
+/// [`Shared::parked`]: in a warp collective (mask in the low 32 bits).
+fn parked_warp(call: &WarpCall) -> u64 {
+    ((2 + u64::from(call.op.code())) << 32) | u64::from(call.mask)
+}
+
+/// The report state of a [`Shared::parked`] code.
+fn parked_state(code: u64) -> Option<BlockedState> {
+    match code >> 32 {
+        0 => None,
+        1 => Some(BlockedState::BlockBarrier),
+        k => WarpOp::from_code((k - 2) as u32).map(|operation| BlockedState::Warp {
+            operation,
+            mask: code as u32,
+        }),
+    }
+}
+
 /// How a run ended.
 #[derive(Debug)]
 pub(crate) enum Outcome {
@@ -159,6 +197,14 @@ pub(crate) enum Outcome {
         /// The rank.
         rank: u32,
         /// The panic message.
+        message: String,
+    },
+    /// Lanes of a warp called warp collectives that cannot complete
+    /// together (different operations or masks, or a bad mask).
+    WarpMismatch {
+        /// The rank whose call revealed it.
+        rank: u32,
+        /// What the lanes called.
         message: String,
     },
     /// A rank's stack canary was overwritten.
@@ -190,8 +236,9 @@ struct Shared<'a> {
     epoch: AtomicU64,
     sleepers: AtomicUsize,
     stop: AtomicBool,
-    /// Ranks parked in their block's barrier (for the deadlock report).
-    in_barrier: Vec<AtomicBool>,
+    /// Per rank, where the scheduler parks it (for the deadlock report):
+    /// 0 nowhere, [`PARKED_BARRIER`], or [`parked_warp`] of its call.
+    parked: Vec<AtomicU64>,
     coord: Mutex<Coord>,
     wake: Condvar,
     world: SendPtr<u8>,
@@ -226,6 +273,25 @@ fn lock(m: &Mutex<Coord>) -> MutexGuard<'_, Coord> {
 struct RankCtx {
     coords: Coordinates,
     yielder: Cell<*const Yielder<(), Suspend>>,
+    /// The warp collective the rank is parked in, until it completes.
+    warp_call: Cell<Option<WarpCall>>,
+    /// The result of its last warp collective.
+    warp_result: Cell<u32>,
+    /// Its block's shared scratch (owned by the worker).
+    shared: *mut u8,
+    /// Its worker's index.
+    worker: u32,
+}
+
+/// One block's shared scratch ([`SHARED_BLOCK_BYTES`], 16-byte aligned).
+#[repr(C, align(16))]
+struct Scratch(std::cell::UnsafeCell<[u8; SHARED_BLOCK_BYTES]>);
+
+/// One warp's collective in progress: the lanes parked in it and their calls.
+#[derive(Clone, Copy)]
+struct WarpSlot {
+    arrived: u32,
+    calls: [Option<WarpCall>; 32],
 }
 
 impl RankRuntime for RankCtx {
@@ -240,6 +306,22 @@ impl RankRuntime for RankCtx {
         // rank's coroutine, so this call runs on that coroutine's stack, where
         // the yielder (set when the coroutine started) lives until it ends.
         unsafe { (*y).suspend(why) };
+    }
+
+    fn warp(&self, call: WarpCall) -> u32 {
+        self.warp_call.set(Some(call));
+        // The scheduler parks the rank until every lane of the mask has
+        // arrived, then stores the result and clears the call.
+        self.suspend(Suspend::Warp);
+        self.warp_result.get()
+    }
+
+    fn shared_block(&self) -> *mut u8 {
+        self.shared
+    }
+
+    fn sm_id(&self) -> u32 {
+        self.worker
     }
 }
 
@@ -286,7 +368,7 @@ impl<A: Sync + 'static> Run<'_, A> {
             epoch: AtomicU64::new(0),
             sleepers: AtomicUsize::new(0),
             stop: AtomicBool::new(false),
-            in_barrier: (0..self.layout.ranks).map(|_| AtomicBool::new(false)).collect(),
+            parked: (0..self.layout.ranks).map(|_| AtomicU64::new(0)).collect(),
             coord: Mutex::new(Coord {
                 active: vec![true; workers],
                 asleep_at: vec![None; workers],
@@ -361,6 +443,11 @@ struct Worker<'s, 'a> {
     coros: Vec<Option<RankCoroutine>>,
     /// Per local rank, the synchronising operations of its resumptions so far.
     sync: Vec<SyncCounts>,
+    /// Per local block, its shared scratch (the ranks' contexts point into
+    /// it; the vector is never resized, so its elements never move).
+    _scratch: Vec<Scratch>,
+    /// Per local warp (block-major), its collective in progress.
+    warps: Vec<WarpSlot>,
 }
 
 impl<'s, 'a> Worker<'s, 'a> {
@@ -376,10 +463,18 @@ impl<'s, 'a> Worker<'s, 'a> {
         let block_dim = layout.block_dim;
         let first_rank = first_block * block_dim;
         let n = ((end_block - first_block) * block_dim) as usize;
+        let scratch: Vec<Scratch> = (first_block..end_block)
+            .map(|_| Scratch(std::cell::UnsafeCell::new([0; SHARED_BLOCK_BYTES])))
+            .collect();
+        let warps_per_block = block_dim.div_ceil(32) as usize;
         let ctxs: Box<[RankCtx]> = (0..n as u32)
             .map(|i| {
                 let rank = first_rank + i;
                 RankCtx {
+                    warp_call: Cell::new(None),
+                    warp_result: Cell::new(0),
+                    shared: scratch[(i / block_dim) as usize].0.get() as *mut u8,
+                    worker: index as u32,
                     coords: Coordinates {
                         thread: rank % block_dim,
                         block: rank / block_dim,
@@ -425,7 +520,83 @@ impl<'s, 'a> Worker<'s, 'a> {
             ctxs,
             coros,
             sync: vec![SyncCounts::default(); n],
+            warps: vec![
+                WarpSlot {
+                    arrived: 0,
+                    calls: [None; 32],
+                };
+                (end_block - first_block) as usize * warps_per_block
+            ],
+            _scratch: scratch,
         }
+    }
+
+    /// Local rank `i` arrived at a warp collective (its call is in its
+    /// context). Parks it; when every lane of the call's mask has arrived,
+    /// stores each lane's result, clears the slot and pushes the lanes'
+    /// local ranks to `released`. An `Err` says why no warp can complete the
+    /// call (the run ends with [`Outcome::WarpMismatch`]).
+    fn warp_arrive(&mut self, i: usize, released: &mut Vec<usize>) -> Result<(), String> {
+        let block_dim = self.block_dim as usize;
+        let (b, t) = (i / block_dim, i % block_dim);
+        let (w, lane) = (t / 32, (t % 32) as u32);
+        let first = b * block_dim + w * 32;
+        let n = (block_dim - w * 32).min(32);
+        let exists = if n == 32 { u32::MAX } else { (1u32 << n) - 1 };
+        let slot_index = b * block_dim.div_ceil(32) + w;
+        let Some(call) = self.ctxs[i].warp_call.get() else {
+            return Err("a warp suspension without a call".to_string());
+        };
+        let bit = 1u32 << lane;
+        let rank = self.first_rank as usize + i;
+        let whose = format!("lane {lane} of warp {w} of block {}", self.ctxs[i].coords.block);
+        if call.mask & bit == 0 {
+            return Err(format!(
+                "{whose} called {} with mask {:#010x}, which does not name it",
+                call.op, call.mask
+            ));
+        }
+        if call.mask & !exists != 0 {
+            return Err(format!(
+                "{whose} called {} with mask {:#010x}, which names lanes that do not exist (the warp has {n})",
+                call.op, call.mask
+            ));
+        }
+        let slot = &mut self.warps[slot_index];
+        for k in 0..32u32 {
+            let Some(other) = slot.calls[k as usize] else {
+                continue;
+            };
+            if (call.mask & (1 << k) != 0 || other.mask & bit != 0)
+                && (other.mask != call.mask || other.op != call.op)
+            {
+                return Err(format!(
+                    "{whose} called {} with mask {:#010x} while lane {k} waits in {} with mask {:#010x}",
+                    call.op, call.mask, other.op, other.mask
+                ));
+            }
+        }
+        slot.arrived |= bit;
+        slot.calls[lane as usize] = Some(call);
+        self.shared.parked[rank].store(parked_warp(&call), Relaxed);
+        if slot.arrived & call.mask != call.mask {
+            return Ok(());
+        }
+        let calls: [WarpCall; 32] = std::array::from_fn(|l| slot.calls[l].unwrap_or(call));
+        let results = resolve_warp(call.mask, &calls);
+        slot.arrived &= !call.mask;
+        for (l, &result) in results.iter().enumerate() {
+            if call.mask & (1 << l) == 0 {
+                continue;
+            }
+            slot.calls[l] = None;
+            let j = first + l;
+            self.ctxs[j].warp_call.set(None);
+            self.ctxs[j].warp_result.set(result);
+            self.shared.parked[self.first_rank as usize + j].store(0, Relaxed);
+            released.push(j);
+        }
+        Ok(())
     }
 
     /// Resumes local rank `i` once with its runtime installed.
@@ -491,14 +662,21 @@ impl<'s, 'a> Worker<'s, 'a> {
                     Ok(CoroutineResult::Yield(Suspend::BlockBarrier)) => {
                         progress = true;
                         let b = i / block_dim;
-                        self.shared.in_barrier[rank as usize].store(true, Relaxed);
+                        self.shared.parked[rank as usize].store(PARKED_BARRIER, Relaxed);
                         parked[b].push(i);
                         if parked[b].len() == block_dim {
                             for j in parked[b].drain(..) {
                                 let r = self.first_rank as usize + j;
-                                self.shared.in_barrier[r].store(false, Relaxed);
+                                self.shared.parked[r].store(0, Relaxed);
                                 next.push(j);
                             }
+                        }
+                    }
+                    Ok(CoroutineResult::Yield(Suspend::Warp)) => {
+                        progress = true;
+                        if let Err(message) = self.warp_arrive(i, &mut next) {
+                            self.finish_with(Outcome::WarpMismatch { rank, message });
+                            break 'passes;
                         }
                     }
                     Ok(CoroutineResult::Return(())) => {
@@ -631,14 +809,20 @@ impl<'s, 'a> Worker<'s, 'a> {
                 Ok(CoroutineResult::Yield(Suspend::Poll { fresh: false })) => stale.push(i),
                 Ok(CoroutineResult::Yield(Suspend::BlockBarrier)) => {
                     let b = i / block_dim;
-                    self.shared.in_barrier[rank as usize].store(true, Relaxed);
+                    self.shared.parked[rank as usize].store(PARKED_BARRIER, Relaxed);
                     parked[b].push(i);
                     if parked[b].len() == block_dim {
                         for j in parked[b].drain(..) {
                             let r = self.first_rank as usize + j;
-                            self.shared.in_barrier[r].store(false, Relaxed);
+                            self.shared.parked[r].store(0, Relaxed);
                             ready.push(j);
                         }
+                    }
+                }
+                Ok(CoroutineResult::Yield(Suspend::Warp)) => {
+                    if let Err(message) = self.warp_arrive(i, &mut ready) {
+                        self.finish_with(Outcome::WarpMismatch { rank, message });
+                        break;
                     }
                 }
                 Ok(CoroutineResult::Return(())) => {
@@ -731,7 +915,9 @@ impl<'s, 'a> Worker<'s, 'a> {
         // happen before it released the lock we now hold), the others have
         // no ranks left.
         let memory = unsafe { std::slice::from_raw_parts(s.world.0, s.layout.total) };
-        DeadlockReport::from_world(memory, s.layout, |r| s.in_barrier[r as usize].load(Relaxed))
+        DeadlockReport::from_world_parked(memory, s.layout, |r| {
+            parked_state(s.parked[r as usize].load(Relaxed))
+        })
     }
 
     /// Drops the coroutines of ranks that did not finish: unwinds their
