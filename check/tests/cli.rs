@@ -2,18 +2,9 @@
 //! the provenance of the run) on the emulator.
 
 use serde_json::Value;
-use std::process::{Command, Output};
+mod common;
 
-fn check(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpu-mpi-check"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+use common::{check, text};
 
 #[test]
 fn list_prints_the_filtered_case_names() {

@@ -11,7 +11,9 @@ use gpu_mpi_check_kernels::faults::*;
 use gpu_mpi_check_kernels::planted::{PLANTED_ARRIVAL_ORDER, SEMANTICS_PLANTED};
 use gpu_mpi_check_kernels::CaseArgs;
 use serde_json::Value;
-use std::process::{Command, Output};
+mod common;
+
+use common::{check, text};
 
 /// The schedules an exploration may need to find a planted bug.
 const BOUND: u64 = 64;
@@ -244,17 +246,6 @@ fn a_seeded_run_of_a_correct_case_passes() {
 
 // ---------------------------------------------------------------------------
 // The command line
-
-fn check(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpu-mpi-check"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
 
 #[test]
 fn explore_reports_the_differing_outcome_with_a_replay_command_and_json() {

@@ -155,12 +155,9 @@ pub(crate) fn receive_post(
     buf: *mut u8,
     capacity: usize,
 ) -> Result<Result<Post, Status>, Error> {
-    check_receive_tag(tag)?;
+    check_receive(world, source, tag)?;
     if source == PROC_NULL {
         return Ok(Err(null_status(datatype)));
-    }
-    if source != ANY_SOURCE {
-        world.check_rank(source)?;
     }
     Ok(Ok(Post {
         state: RecordState::RecvMatch,
@@ -222,7 +219,9 @@ fn probe_once(world: &World, source: i32, tag: i32) -> Option<Status> {
     }
 }
 
-fn check_probe(world: &World, source: i32, tag: i32) -> Result<(), Error> {
+/// Checks the tag and source of a receive or probe (`PROC_NULL` and
+/// `ANY_SOURCE` are valid sources).
+fn check_receive(world: &World, source: i32, tag: i32) -> Result<(), Error> {
     check_receive_tag(tag)?;
     if source != ANY_SOURCE && source != PROC_NULL {
         world.check_rank(source)?;
@@ -237,12 +236,9 @@ fn receive_from<B: BufferMut + ?Sized>(
     tag: i32,
 ) -> Result<Status, Error> {
     let datatype = buf.datatype();
-    check_receive_tag(tag)?;
+    check_receive(world, source, tag)?;
     if source == PROC_NULL {
         return Ok(null_status(datatype));
-    }
-    if source != ANY_SOURCE {
-        world.check_rank(source)?;
     }
     let bytes = buf.as_bytes_mut();
     let post = Post {
@@ -261,7 +257,7 @@ fn receive_from<B: BufferMut + ?Sized>(
 }
 
 fn probe_from(world: &World, source: i32, tag: i32) -> Result<Status, Error> {
-    check_probe(world, source, tag)?;
+    check_receive(world, source, tag)?;
     let what = WaitFor {
         operation: Call::Probe,
         peer: source,
@@ -284,7 +280,7 @@ fn probe_from(world: &World, source: i32, tag: i32) -> Result<Status, Error> {
 /// `MPI_Iprobe`: one look; a failed look is a poll (the emulator lets other
 /// ranks run, and a rank that only spins on it is part of a livelock report).
 fn immediate_probe_from(world: &World, source: i32, tag: i32) -> Result<Option<Status>, Error> {
-    check_probe(world, source, tag)?;
+    check_receive(world, source, tag)?;
     match probe_once(world, source, tag) {
         Some(s) => {
             world.note_progress();
@@ -374,12 +370,9 @@ fn receive_value<T: Equivalence>(world: &World, source: i32, tag: i32) -> Result
         let s = receive_from(world, source, &mut v, tag)?;
         return Ok((v, s));
     }
-    check_receive_tag(tag)?;
+    check_receive(world, source, tag)?;
     if source == PROC_NULL {
         return Ok((T::zeroed(), null_status(T::DATATYPE)));
-    }
-    if source != ANY_SOURCE {
-        world.check_rank(source)?;
     }
     let post = Post {
         state: RecordState::RecvMatch,
@@ -562,7 +555,7 @@ fn claim_match(world: &World, source: i32, tag: i32) -> Option<(Message<'_>, Sta
 }
 
 fn matched_probe_from(world: &World, source: i32, tag: i32) -> Result<(Message<'_>, Status), Error> {
-    check_probe(world, source, tag)?;
+    check_receive(world, source, tag)?;
     if source == PROC_NULL {
         return Ok((Message::no_proc(), null_status(u8::DATATYPE)));
     }
@@ -587,7 +580,7 @@ fn immediate_matched_probe_from(
     source: i32,
     tag: i32,
 ) -> Result<Option<(Message<'_>, Status)>, Error> {
-    check_probe(world, source, tag)?;
+    check_receive(world, source, tag)?;
     if source == PROC_NULL {
         return Ok(Some((Message::no_proc(), null_status(u8::DATATYPE))));
     }
