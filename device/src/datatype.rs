@@ -119,6 +119,9 @@ pub trait Buffer {
     fn as_bytes(&self) -> &[u8];
     /// Number of elements.
     fn count(&self) -> usize;
+    /// The length in bytes when the type fixes it (a value, an array), so
+    /// that the library can choose a path at compile time; `None` for slices.
+    const FIXED_BYTES: Option<usize> = None;
 }
 
 /// A receive buffer: one value, an array or a slice of values of one datatype.
@@ -129,9 +132,13 @@ pub trait BufferMut {
     fn as_bytes_mut(&mut self) -> &mut [u8];
     /// Number of elements.
     fn count(&self) -> usize;
+    /// The length in bytes when the type fixes it (a value, an array), so
+    /// that the library can choose a path at compile time; `None` for slices.
+    const FIXED_BYTES: Option<usize> = None;
 }
 
 impl<T: Equivalence> Buffer for T {
+    const FIXED_BYTES: Option<usize> = Some(core::mem::size_of::<T>());
     fn datatype(&self) -> Datatype {
         T::DATATYPE
     }
@@ -156,6 +163,7 @@ impl<T: Equivalence> Buffer for [T] {
 }
 
 impl<T: Equivalence> BufferMut for T {
+    const FIXED_BYTES: Option<usize> = Some(core::mem::size_of::<T>());
     fn datatype(&self) -> Datatype {
         T::DATATYPE
     }
@@ -180,6 +188,7 @@ impl<T: Equivalence> BufferMut for [T] {
 }
 
 impl<T: Equivalence, const N: usize> Buffer for [T; N] {
+    const FIXED_BYTES: Option<usize> = Some(N * core::mem::size_of::<T>());
     fn datatype(&self) -> Datatype {
         T::DATATYPE
     }
@@ -192,6 +201,7 @@ impl<T: Equivalence, const N: usize> Buffer for [T; N] {
 }
 
 impl<T: Equivalence, const N: usize> BufferMut for [T; N] {
+    const FIXED_BYTES: Option<usize> = Some(N * core::mem::size_of::<T>());
     fn datatype(&self) -> Datatype {
         T::DATATYPE
     }

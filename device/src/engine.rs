@@ -175,6 +175,18 @@ pub(crate) fn is_complete(w: &Core, i: u32) -> bool {
     rec!(w, i, state) == RecordState::Complete as u32
 }
 
+/// Bytes a finished inline receive `i` wrote into its inline area: the
+/// message's (MPI 3.2.4: nothing beyond them changes), the buffer's
+/// capacity on truncation, none on a type mismatch.
+#[inline(always)]
+pub(crate) fn inline_received(w: &Core, i: u32) -> usize {
+    if rec!(w, i, outcome) == Outcome::TypeMismatch as u32 {
+        0
+    } else {
+        rec!(w, i, message_bytes).min(rec!(w, i, len)) as usize
+    }
+}
+
 /// The outcome of finished record `i`; frees it.
 #[inline]
 pub(crate) fn collect(w: &Core, i: u32) -> Result<Status, Error> {
@@ -187,6 +199,9 @@ pub(crate) fn collect(w: &Core, i: u32) -> Result<Status, Error> {
         bytes: r.message_bytes,
         datatype: r.message_datatype,
     };
+    if r.outcome != Outcome::Success as u32 {
+        core::hint::cold_path();
+    }
     match r.outcome {
         o if o == Outcome::TypeMismatch as u32 => Err(Error::TypeMismatch {
             status,
@@ -281,90 +296,163 @@ fn progress_words(base: u64, rank: u32) -> bool {
 
 /// A blocking call: posts `p` in one of the records kept for blocking
 /// calls, waits until it is complete (progressing the engine, with the
-/// bounds of `wait::wait_for`), and returns the record to collect. All of
-/// it in one non-inlined function with scalar arguments, so that a kernel's
-/// own registers hold little more than its own variables.
+/// bounds of `wait::wait_for`), frees it and returns its index: the freed
+/// record keeps its fields (the status, the inline data) until this rank's
+/// next blocking call. All of it in [`run_words`], whose scalar
+/// arguments keep the caller's values out of local memory; the errors are
+/// built here, on a cold path, from the few words it returns.
 #[inline(always)]
 pub(crate) fn run_blocking(core: Core, p: &Post) -> Result<u32, Error> {
-    let code = run_words(
+    run(core, p).result(p)
+}
+
+/// How a blocking call ended: [`run_words`]'s result.
+#[derive(Clone, Copy)]
+pub(crate) struct Finished(u64);
+
+/// [`run_blocking`] up to the wait's end, for callers that look at the
+/// record before the outcome becomes a `Result`.
+#[inline(always)]
+pub(crate) fn run(core: Core, p: &Post) -> Finished {
+    // Few argument words: each is a register of the call. The inline data
+    // and the buffer address share one (a record has one or the other).
+    Finished(run_words(
         core.base as u64,
         core.rank,
-        p.state as u32,
+        p.state as u32 | (p.inline as u32) << 4 | p.mode << 8,
         p.peer,
         p.tag,
         p.datatype,
-        p.buffer as u64,
-        p.len as u64,
-        p.mode,
+        if p.inline { p.data } else { p.buffer as u64 },
+        p.len as u32,
         p.slot,
-        p.inline as u32,
-        p.data,
-    );
-    let low = code as u32;
-    match code >> 32 {
-        0 => Ok(low),
-        1 => Err(Error::Aborted { by_rank: low }),
-        2 => Err(Error::RequestLimit { limit: low }),
-        _ => {
-            let what = WaitFor {
+    ))
+}
+
+impl Finished {
+    /// A send's outcome, its record freed: sends finish complete, aborted,
+    /// out of records or timed out.
+    #[inline(always)]
+    pub(crate) fn sent(self, core: Core, p: &Post) -> Result<(), Error> {
+        let low = self.0 as u32;
+        let kind = (self.0 >> 32) as u32;
+        if kind == Failure::None as u32 {
+            // A send has no outcome but success: nothing to collect.
+            free(&core, low);
+            return Ok(());
+        }
+        core::hint::cold_path();
+        Err(if kind == Failure::Aborted as u32 {
+            Error::Aborted { by_rank: low }
+        } else if kind == Failure::RequestLimit as u32 {
+            Error::RequestLimit { limit: low }
+        } else {
+            Error::Timeout {
+                operation: Call::Send as u32,
+                peer: p.peer,
+                tag: p.tag,
+            }
+        })
+    }
+
+    /// The finished record (to [`collect`]), or the call's error.
+    #[inline(always)]
+    pub(crate) fn result(self, p: &Post) -> Result<u32, Error> {
+        let low = self.0 as u32;
+        let kind = (self.0 >> 32) as u32;
+        if kind == Failure::None as u32 {
+            return Ok(low);
+        }
+        core::hint::cold_path();
+        Err(if kind == Failure::Aborted as u32 {
+            Error::Aborted { by_rank: low }
+        } else if kind == Failure::RequestLimit as u32 {
+            Error::RequestLimit { limit: low }
+        } else {
+            Error::Timeout {
                 operation: if p.state.is_send() {
                     Call::Send
                 } else {
                     Call::Receive
-                },
+                } as u32,
                 peer: p.peer,
                 tag: p.tag,
-            };
-            Err(Error::Timeout {
-                operation: what.operation as u32,
-                peer: what.peer,
-                tag: what.tag,
-            })
-        }
+            }
+        })
     }
 }
 
-/// [`run_blocking`] in scalar arguments: the record index, or the error's
-/// kind in the high half (1: aborted by the rank in the low half, 2: no
-/// free record (the limit in the low half), 3: timed out).
-#[inline(never)]
+/// How a blocking call failed: the high half of [`run_words`]'s result.
+#[repr(u32)]
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Failure {
+    /// Complete; the low half is the record.
+    None = 0,
+    /// Another rank aborted the world (the low half is that rank).
+    Aborted = 1,
+    /// No free record (the low half is the limit).
+    RequestLimit = 2,
+    /// The wait timed out.
+    Timeout = 3,
+}
+
+const fn failed(kind: Failure, low: u32) -> u64 {
+    ((kind as u64) << 32) | low as u64
+}
+
+/// [`run_blocking`] in scalar arguments (`kind`: the record state, the
+/// inline flag at bit 4, the mode from bit 8; `word`: the inline data or the
+/// buffer's address): the record index, or a [`Failure`] in the high half.
+///
+/// Scalar arguments, because an aggregate (or a reference to one) reaching
+/// a call that is not inlined goes through local memory on nvptx. Called, or
+/// with the feature `inline-engine` inlined into each blocking call site: a
+/// call keeps the caller's live values in the ABI's callee-saved registers
+/// across it, which cost `pi_p2p` 8 registers (72 with the call, 64
+/// inlined, sm_90), while inlining copies the engine into every call site
+/// (docs/gpu.md).
+#[cfg_attr(feature = "inline-engine", inline(always))]
+#[cfg_attr(not(feature = "inline-engine"), inline(never))]
 #[allow(clippy::too_many_arguments)]
 fn run_words(
     base: u64,
     rank: u32,
-    state: u32,
+    kind: u32,
     peer: i32,
     tag: i32,
     datatype: u32,
-    buffer: u64,
-    len: u64,
-    mode: u32,
+    word: u64,
+    len: u32,
     slot: u32,
-    inline: u32,
-    data: u64,
 ) -> u64 {
     let core = Core {
         base: base as *mut u8,
         rank,
     };
     let w = &core;
-    let state = RecordState::from_code(state).unwrap_or(RecordState::RecvMatch);
+    let state = RecordState::from_code(kind & 0xf).unwrap_or(RecordState::RecvMatch);
+    let inline = kind & 0x10 != 0;
     let p = Post {
         state,
         peer,
         tag,
         datatype,
-        buffer: buffer as *const u8,
+        buffer: if inline {
+            core::ptr::null()
+        } else {
+            word as *const u8
+        },
         len: len as usize,
-        mode,
+        mode: kind >> 8,
         slot,
-        inline: inline != 0,
-        data,
+        inline,
+        data: if inline { word } else { 0 },
     };
     let i = match post(w, 0, &p) {
         Ok(i) => i,
-        Err(Error::RequestLimit { limit }) => return (2 << 32) | limit as u64,
-        Err(_) => return 3 << 32,
+        Err(Error::RequestLimit { limit }) => return failed(Failure::RequestLimit, limit),
+        // `post` fails with `RequestLimit` only.
+        Err(_) => return failed(Failure::RequestLimit, BLOCKING_RECORDS),
     };
     let what = WaitFor {
         operation: if state.is_send() {
@@ -386,8 +474,8 @@ fn run_words(
         Err(e) => {
             cancel(w, i);
             match e {
-                Error::Aborted { by_rank } => (1 << 32) | by_rank as u64,
-                _ => 3 << 32,
+                Error::Aborted { by_rank } => failed(Failure::Aborted, by_rank),
+                _ => failed(Failure::Timeout, 0),
             }
         }
     }

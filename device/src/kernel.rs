@@ -76,6 +76,10 @@ pub unsafe fn rank_main<A>(world: *mut u8, args: *const A, body: fn(&World, &A) 
 macro_rules! kernel {
     ($(#[$meta:meta])* $vis:vis static $desc:ident = fn $name:ident($world:ident : &$wty:ty, $args:ident : &$argty:ty) -> Result<(), $ety:ty> $body:block) => {
         $(#[$meta])*
+        // Inlined into its entry even from another crate: called through a
+        // function pointer that is not inlined, it would get the `World` by
+        // reference, in local memory.
+        #[inline(always)]
         $vis fn $name($world: &$wty, $args: &$argty) -> ::core::result::Result<(), $ety> $body
 
         #[doc = concat!("Launch descriptor of [`", stringify!($name), "`].")]

@@ -229,6 +229,7 @@ fn check_receive(world: &World, source: i32, tag: i32) -> Result<(), Error> {
     Ok(())
 }
 
+#[inline(always)]
 fn receive_from<B: BufferMut + ?Sized>(
     world: &World,
     source: i32,
@@ -241,19 +242,39 @@ fn receive_from<B: BufferMut + ?Sized>(
         return Ok(null_status(datatype));
     }
     let bytes = buf.as_bytes_mut();
+    // A buffer of at most 8 bytes is received into the record and copied
+    // here: the caller's address must not reach the engine, or its value
+    // would have to live in (local) memory.
+    let inline = matches!(B::FIXED_BYTES, Some(n) if n <= engine::INLINE_BYTES);
     let post = Post {
         state: RecordState::RecvMatch,
         peer: source,
         tag,
         datatype: datatype.id,
-        buffer: bytes.as_mut_ptr(),
+        buffer: if inline {
+            core::ptr::null()
+        } else {
+            bytes.as_mut_ptr()
+        },
         len: bytes.len(),
         mode: 0,
         slot: 0,
-        inline: false,
+        inline,
         data: 0,
     };
-    run(world, &post)
+    let core = world.core();
+    let i = engine::run_blocking(core, &post)?;
+    if inline {
+        // The first `n` bytes come from the record, the rest stay: merged in
+        // a word and stored whole, so the caller's value keeps to registers.
+        let n = engine::inline_received(&core, i);
+        // SAFETY: the record's inline area holds 8 bytes, 8-aligned; read
+        // before the record is freed.
+        let raw = unsafe { (engine::inline_area(&core, i) as *const u64).read() };
+        let keep = if n >= 8 { 0 } else { u64::MAX << (8 * n) };
+        store_small(bytes, (small_value(bytes) & keep) | (raw & !keep));
+    }
+    engine::collect(&core, i)
 }
 
 fn probe_from(world: &World, source: i32, tag: i32) -> Result<Status, Error> {
@@ -313,6 +334,7 @@ fn check_send(world: &World, dest: i32, len: usize) -> Result<(), Error> {
     Ok(())
 }
 
+#[inline(always)]
 fn send_to<B: Buffer + ?Sized>(p: &Process<'_>, buf: &B, tag: i32, mode: SendMode) -> Result<(), Error> {
     let w = p.world;
     let bytes = buf.as_bytes();
@@ -324,7 +346,7 @@ fn send_to<B: Buffer + ?Sized>(p: &Process<'_>, buf: &B, tag: i32, mode: SendMod
     let len = bytes.len();
     // A small message travels in the record: its bytes are read here, so
     // the caller's value need not live in (local) memory.
-    let inline = len <= engine::INLINE_BYTES;
+    let inline = matches!(B::FIXED_BYTES, Some(n) if n <= engine::INLINE_BYTES);
     let data = if inline { small_value(bytes) } else { 0 };
     let post = Post {
         state: RecordState::SendClaim,
@@ -340,7 +362,7 @@ fn send_to<B: Buffer + ?Sized>(p: &Process<'_>, buf: &B, tag: i32, mode: SendMod
         inline,
         data,
     };
-    run(w, &post).map(|_| ())
+    engine::run(w.core(), &post).sent(w.core(), &post)
 }
 
 /// The bytes of a message of at most 8 bytes as a little-endian word (the
@@ -361,8 +383,24 @@ fn small_value(bytes: &[u8]) -> u64 {
     v
 }
 
+/// Stores the first `bytes.len()` (at most 8) bytes of the little-endian
+/// word `v` into `bytes`: the inverse of [`small_value`].
+#[inline(always)]
+fn store_small(bytes: &mut [u8], v: u64) {
+    let p = bytes.as_mut_ptr();
+    if bytes.len() == 8 && (p as usize).is_multiple_of(8) {
+        // SAFETY: 8 writable bytes, 8-aligned.
+        unsafe { (p as *mut u64).write(v.to_le()) };
+        return;
+    }
+    for (i, b) in bytes.iter_mut().enumerate().take(engine::INLINE_BYTES) {
+        *b = (v >> (8 * i)) as u8;
+    }
+}
+
 /// A blocking receive of one value of `T` (`Source::receive`): a value of at
 /// most 8 bytes travels in the record, so it never needs a buffer in memory.
+#[inline(always)]
 fn receive_value<T: Equivalence>(world: &World, source: i32, tag: i32) -> Result<(T, Status), Error> {
     let size = core::mem::size_of::<T>();
     if size > engine::INLINE_BYTES {

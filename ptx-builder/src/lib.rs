@@ -125,6 +125,17 @@ pub enum Error {
         /// `sm_XX`.
         arch: String,
     },
+    /// A register budget (the kernel crate's
+    /// `[package.metadata.gpu-mpi.max-registers]` table, or
+    /// [`PtxBuilder::max_registers`]) that is not a whole number in 16..=255.
+    BadRegisterBudget {
+        /// The manifest.
+        manifest: PathBuf,
+        /// The kernel.
+        kernel: String,
+        /// The value given.
+        value: String,
+    },
     /// A file operation of the builder failed.
     Io {
         /// What it was doing, e.g. "copying /path".
@@ -163,6 +174,16 @@ impl fmt::Display for Error {
                     "gpu-mpi PTX build: the nested build for {arch} reported no .ptx artifact"
                 )
             }
+            Error::BadRegisterBudget {
+                manifest,
+                kernel,
+                value,
+            } => write!(
+                f,
+                "gpu-mpi PTX build: {}: register budget {kernel} = {value} \
+                 is not a whole number in {MIN_REGISTER_BUDGET}..={MAX_REGISTER_BUDGET}",
+                manifest.display()
+            ),
             Error::Io { what, source } => write!(f, "gpu-mpi PTX build: {what}: {source}"),
         }
     }
@@ -389,7 +410,13 @@ pub struct PtxBuilder {
     target_dir: Option<PathBuf>,
     linker: Option<PathBuf>,
     rustc_args: Vec<String>,
+    max_registers: Vec<(String, u32)>,
 }
+
+/// The smallest register budget a kernel crate may declare.
+pub const MIN_REGISTER_BUDGET: u32 = 16;
+/// The largest (the hardware's limit per thread).
+pub const MAX_REGISTER_BUDGET: u32 = 255;
 
 impl PtxBuilder {
     /// A builder for the crate in `crate_dir` (the directory of its
@@ -403,7 +430,25 @@ impl PtxBuilder {
             target_dir: None,
             linker: None,
             rustc_args: Vec::new(),
+            max_registers: Vec::new(),
         }
+    }
+
+    /// A register budget for the kernel `kernel`: a `.maxnreg` directive on
+    /// its entry, which ptxas and the driver's JIT obey; registers beyond it
+    /// spill to local memory, which the ptxas report shows as stack. Added
+    /// to those the crate declares in its manifest, one line per kernel:
+    ///
+    /// ```toml
+    /// [package.metadata.gpu-mpi.max-registers]
+    /// bench_reduce = 128
+    /// ```
+    ///
+    /// Only for kernels over the budget: ptxas takes a budget as room to
+    /// use, so a small kernel given one may get more registers, not fewer.
+    pub fn max_registers(mut self, kernel: &str, n: u32) -> Self {
+        self.max_registers.push((kernel.to_string(), n));
+        self
     }
 
     /// Extra arguments for the rustc that compiles the kernel crate itself
@@ -456,15 +501,30 @@ impl PtxBuilder {
         if !manifest.is_file() {
             return Err(Error::NoKernelCrate { manifest });
         }
+        let mut budgets = register_budgets(&manifest)?;
+        for (kernel, n) in &self.max_registers {
+            if !(MIN_REGISTER_BUDGET..=MAX_REGISTER_BUDGET).contains(n) {
+                return Err(Error::BadRegisterBudget {
+                    manifest,
+                    kernel: kernel.clone(),
+                    value: n.to_string(),
+                });
+            }
+            budgets.push((kernel.clone(), *n));
+        }
         let mut out = Vec::new();
         for &arch in &self.archs {
-            out.push(self.build_one(
+            let built = self.build_one(
                 &tc,
                 &linker,
                 &manifest,
                 &target_dir.join(format!("sm_{arch}")),
                 arch,
-            )?);
+            )?;
+            if !budgets.is_empty() {
+                apply_register_budgets(&built.path, &budgets)?;
+            }
+            out.push(built);
         }
         Ok(out)
     }
@@ -543,6 +603,95 @@ impl PtxBuilder {
         })?;
         Ok(BuiltPtx { arch, path })
     }
+}
+
+/// The register budgets a kernel crate declares in its manifest's
+/// `[package.metadata.gpu-mpi.max-registers]` table (`kernel = N` lines).
+fn register_budgets(manifest: &Path) -> Result<Vec<(String, u32)>, Error> {
+    let text = std::fs::read_to_string(manifest).map_err(|source| Error::Io {
+        what: format!("reading {}", manifest.display()),
+        source,
+    })?;
+    declared_register_budgets(&text)
+        .into_iter()
+        .map(|(kernel, value)| match value.parse::<u32>() {
+            Ok(n) if (MIN_REGISTER_BUDGET..=MAX_REGISTER_BUDGET).contains(&n) => Ok((kernel, n)),
+            _ => Err(Error::BadRegisterBudget {
+                manifest: manifest.to_path_buf(),
+                kernel,
+                value,
+            }),
+        })
+        .collect()
+}
+
+/// The `kernel = value` lines of the `[package.metadata.gpu-mpi.max-registers]`
+/// table of a manifest, as text (a line-wise reading: the builder has no
+/// TOML parser).
+fn declared_register_budgets(manifest: &str) -> Vec<(String, String)> {
+    let mut inside = false;
+    let mut out = Vec::new();
+    for line in manifest.lines() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.starts_with('[') {
+            inside = line == "[package.metadata.gpu-mpi.max-registers]";
+        } else if let (true, Some((key, value))) = (inside, line.split_once('=')) {
+            out.push((key.trim().trim_matches('"').to_string(), value.trim().to_string()));
+        }
+    }
+    out
+}
+
+/// Puts `.maxnreg` on the kernel entries of the PTX file at `path` that
+/// have a budget.
+fn apply_register_budgets(path: &Path, budgets: &[(String, u32)]) -> Result<(), Error> {
+    let io = |what: &str, source: std::io::Error| Error::Io {
+        what: format!("{what} {}", path.display()),
+        source,
+    };
+    let ptx = std::fs::read_to_string(path).map_err(|e| io("reading", e))?;
+    let budgeted = with_register_budgets(&ptx, budgets);
+    if budgeted != ptx {
+        std::fs::write(path, budgeted).map_err(|e| io("writing", e))?;
+    }
+    Ok(())
+}
+
+/// `ptx` with a `.maxnreg n` directive between the parameter list and the
+/// body of each `.entry` that `budgets` names (PTX ISA, "Performance-Tuning
+/// Directives"), replacing one already there: applying it twice changes
+/// nothing.
+fn with_register_budgets(ptx: &str, budgets: &[(String, u32)]) -> String {
+    let mut out = String::with_capacity(ptx.len() + 64);
+    // Between a budgeted entry's `.entry` line and its body's `{`: its
+    // budget, and whether its parameter list has closed.
+    let mut entry: Option<(u32, bool)> = None;
+    for line in ptx.split_inclusive('\n') {
+        let t = line.trim();
+        match entry {
+            None => {
+                if let Some(rest) = t.split(".entry ").nth(1) {
+                    let name = rest.split('(').next().unwrap_or("").trim();
+                    if let Some((_, n)) = budgets.iter().rev().find(|(k, _)| k == name) {
+                        entry = Some((*n, t.ends_with(')') || t.contains("()")));
+                    }
+                }
+            }
+            Some((n, closed)) => {
+                if t.starts_with(".maxnreg") {
+                    continue;
+                }
+                if !closed && t.starts_with(')') {
+                    entry = Some((n, true));
+                } else if closed && t.starts_with('{') {
+                    out.push_str(&format!(".maxnreg {n}\n"));
+                    entry = None;
+                }
+            }
+        }
+        out.push_str(line);
+    }
+    out
 }
 
 /// FNV-1a of the link step's source: names the linker copy, so that a change
@@ -663,6 +812,66 @@ pub fn parse_archs(s: &str) -> Result<Vec<u32>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const THREE_ENTRIES: &str = "\
+.func helper(\n\t.param .b64 x\n)\n{\n\tret;\n}\n\
+.visible .entry ring(\n\t.param .u64 a,\n\t.param .u64 b\n)\n{\n\tret;\n}\n\
+.visible .entry empty()\n{\n\tret;\n}\n\
+.visible .entry small(\n\t.param .u64 a\n)\n{\n\tret;\n}\n";
+
+    fn budgets(list: &[(&str, u32)]) -> Vec<(String, u32)> {
+        list.iter().map(|(k, n)| (k.to_string(), *n)).collect()
+    }
+
+    #[test]
+    fn register_budgets_go_on_the_named_entries_only() {
+        let once = with_register_budgets(THREE_ENTRIES, &budgets(&[("ring", 128), ("empty", 96)]));
+        assert!(once.contains("\t.param .u64 b\n)\n.maxnreg 128\n{"), "{once}");
+        assert!(once.contains(".entry empty()\n.maxnreg 96\n{"), "{once}");
+        assert!(once.contains(".entry small(\n\t.param .u64 a\n)\n{"), "{once}");
+        assert!(once.contains(".func helper(\n\t.param .b64 x\n)\n{"), "{once}");
+        assert_eq!(once.matches(".maxnreg").count(), 2);
+        // Idempotent, and a new budget replaces the old one.
+        assert_eq!(
+            with_register_budgets(&once, &budgets(&[("ring", 128), ("empty", 96)])),
+            once
+        );
+        let other = with_register_budgets(&once, &budgets(&[("ring", 64), ("empty", 96)]));
+        assert_eq!(
+            other,
+            with_register_budgets(THREE_ENTRIES, &budgets(&[("ring", 64), ("empty", 96)]))
+        );
+    }
+
+    #[test]
+    fn register_budgets_are_read_from_their_metadata_table_only() {
+        let manifest = "[package]\nname = \"k\"\nring = 7\n\n\
+                        [package.metadata.gpu-mpi.max-registers]\n# budgets\nring = 128 # per thread\n\
+                        \"bench_reduce\" = 96\n[dependencies]\nsmall = 9\n";
+        assert_eq!(
+            declared_register_budgets(manifest),
+            vec![
+                ("ring".to_string(), "128".to_string()),
+                ("bench_reduce".to_string(), "96".to_string())
+            ]
+        );
+        assert!(declared_register_budgets("[package]\nname = \"k\"\n").is_empty());
+        let dir = std::env::temp_dir().join(format!("gpu-mpi-budget-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("Cargo.toml");
+        for (value, ok) in [("128", Some(128)), ("8", None), ("256", None), ("\"many\"", None)] {
+            let text = format!("[package.metadata.gpu-mpi.max-registers]\nring = {value}\n");
+            std::fs::write(&path, text).unwrap();
+            match (register_budgets(&path), ok) {
+                (Ok(b), Some(want)) => assert_eq!(b, budgets(&[("ring", want)])),
+                (Err(Error::BadRegisterBudget { kernel, value: v, .. }), None) => {
+                    assert_eq!((kernel.as_str(), v.as_str()), ("ring", value))
+                }
+                (other, _) => panic!("{value}: {other:?}"),
+            }
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn finds_ptx_artifact_in_cargo_json() {

@@ -142,10 +142,13 @@ pub fn check_full(buf: &[u8], seed: u32, value: u32) -> bool {
 
 /// Element `e` of rank `rank`'s reduction operand in round `it`.
 pub fn reduce_value(rank: u32, e: u32, it: u32) -> f64 {
-    ((rank as u64 + e as u64 + it as u64) % REDUCE_MODULUS) as f64
+    // 32-bit division: a 64-bit one is a long instruction sequence on the
+    // GPU that would take registers from the timed loop. Ranks, elements and
+    // rounds are far below 2^30, so the sum does not wrap.
+    (rank.wrapping_add(e).wrapping_add(it) % REDUCE_MODULUS) as f64
 }
 
-const REDUCE_MODULUS: u64 = 1000;
+const REDUCE_MODULUS: u32 = 1000;
 
 /// `sum(k for k in a..b)`.
 fn range_sum(a: u64, b: u64) -> u64 {
@@ -160,9 +163,9 @@ fn range_sum(a: u64, b: u64) -> u64 {
 /// `sum((r + e + it) % 1000 for r in 0..ranks)`.
 pub fn reduce_expected(ranks: u32, e: u32, it: u32) -> f64 {
     let m = REDUCE_MODULUS;
-    let n = ranks as u64;
-    let c = (e as u64 + it as u64) % m;
-    let (cycles, rest) = (n / m, n % m);
+    let c = e.wrapping_add(it) % m;
+    let (cycles, rest) = (ranks / m, ranks % m);
+    let (m, c, cycles, rest) = (m as u64, c as u64, cycles as u64, rest as u64);
     let tail = if c + rest <= m {
         range_sum(c, c + rest)
     } else {
