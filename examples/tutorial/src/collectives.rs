@@ -2,7 +2,9 @@
 
 use crate::{args, check, say, text, Chapter};
 use gpu_mpi::WorldSpec;
-use gpu_mpi_example_tutorial_kernels::{COLLECTIVES, COLLECTIVES_BARRIERS, COLLECTIVES_RESULTS, COLLECTIVE_WORDS};
+use gpu_mpi_example_tutorial_kernels::{
+    COLLECTIVES, COLLECTIVES_BARRIERS, COLLECTIVES_RESULTS, COLLECTIVE_WORDS,
+};
 
 const RANKS: u32 = 256;
 const ROOT: u32 = 5;
@@ -10,7 +12,9 @@ const BARRIERS: u32 = 10;
 
 pub(crate) fn run(c: &mut Chapter) -> Result<(), String> {
     let device = c.device()?;
-    let out = device.alloc_zeroed::<u32>(RANKS as usize * COLLECTIVE_WORDS).map_err(text)?;
+    let out = device
+        .alloc_zeroed::<u32>(RANKS as usize * COLLECTIVE_WORDS)
+        .map_err(text)?;
     let none = device.alloc_zeroed::<u64>(0).map_err(text)?;
     let spec = WorldSpec::ranks(RANKS).block_dim(64);
     let report = device
@@ -21,7 +25,9 @@ pub(crate) fn run(c: &mut Chapter) -> Result<(), String> {
     for r in 0..RANKS {
         let w = &words[r as usize * COLLECTIVE_WORDS..][..COLLECTIVE_WORDS];
         let expected = [42, ROOT, sum, r * r.saturating_sub(1) / 2];
-        check(w == expected, || format!("rank {r} recorded {w:?}, expected {expected:?}"))?;
+        check(w == expected, || {
+            format!("rank {r} recorded {w:?}, expected {expected:?}")
+        })?;
     }
     say!(
         c,
@@ -30,19 +36,29 @@ pub(crate) fn run(c: &mut Chapter) -> Result<(), String> {
         report.blocks,
         report.block_dim
     );
-    say!(c, "every rank: broadcast [42, {ROOT}], sum of ranks {sum}, prefix r(r-1)/2: checked");
+    say!(
+        c,
+        "every rank: broadcast [42, {ROOT}], sum of ranks {sum}, prefix r(r-1)/2: checked"
+    );
 
     // The barrier's cost by block size: one writer per block.
     let Some(_) = report.sync_counts else {
         say!(c, "(no operation counts on the {} backend)", report.backend);
         return Ok(());
     };
-    say!(c, "{BARRIERS} barriers of {RANKS} ranks, synchronising operations per barrier:");
+    say!(
+        c,
+        "{BARRIERS} barriers of {RANKS} ranks, synchronising operations per barrier:"
+    );
     say!(c, "block  blocks  release stores  acquire loads  fences  all");
     for block in [32, 64, 128, 256] {
         let spec = WorldSpec::ranks(RANKS).block_dim(block);
         let report = device
-            .launch(&COLLECTIVES, &args(COLLECTIVES_BARRIERS, BARRIERS, &out, &none), &spec)
+            .launch(
+                &COLLECTIVES,
+                &args(COLLECTIVES_BARRIERS, BARRIERS, &out, &none),
+                &spec,
+            )
             .map_err(text)?;
         let counts = report.sync_counts.ok_or("no operation counts")?.total();
         let per = |n: u64| n as f64 / BARRIERS as f64;

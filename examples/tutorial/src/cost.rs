@@ -8,8 +8,14 @@ const ROUNDS: u32 = 100;
 
 pub(crate) fn run(c: &mut Chapter) -> Result<(), String> {
     let device = c.emulator();
-    say!(c, "ping-pong, {ROUNDS} rounds (200 messages), 64 ranks in blocks of 32, 64-byte slots");
-    say!(c, "per message:       release  acquire  release  acquire  fences  all");
+    say!(
+        c,
+        "ping-pong, {ROUNDS} rounds (200 messages), 64 ranks in blocks of 32, 64-byte slots"
+    );
+    say!(
+        c,
+        "per message:       release  acquire  release  acquire  fences  all"
+    );
     say!(c, "                   swaps    swaps    stores   loads");
     let runs = [
         (1, 1, "8 B, same warp"),
@@ -31,7 +37,9 @@ pub(crate) fn run(c: &mut Chapter) -> Result<(), String> {
         let spec = WorldSpec::ranks(64).block_dim(32).slot_bytes(64);
         let report = device.launch(&COST, &args, &spec).map_err(text)?;
         let right = device.download(&out).map_err(text)?[0];
-        check(right == ROUNDS, || format!("{what}: {right} of {ROUNDS} replies right"))?;
+        check(right == ROUNDS, || {
+            format!("{what}: {right} of {ROUNDS} replies right")
+        })?;
         let t: SyncCounts = report.sync_counts.ok_or("no operation counts")?.total();
         let per = |n: u64| n as f64 / (2 * ROUNDS) as f64;
         say!(
@@ -46,7 +54,11 @@ pub(crate) fn run(c: &mut Chapter) -> Result<(), String> {
             per(t.synchronizing())
         );
         check(t.release_rmws == 2 * ROUNDS as u64, || {
-            format!("{what}: {} release swaps for {} messages", t.release_rmws, 2 * ROUNDS)
+            format!(
+                "{what}: {} release swaps for {} messages",
+                t.release_rmws,
+                2 * ROUNDS
+            )
         })?;
     }
     Ok(())

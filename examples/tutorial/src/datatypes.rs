@@ -31,22 +31,36 @@ pub(crate) fn run(c: &mut Chapter) -> Result<(), String> {
         out: out.slice(),
         datatype: words.slice(),
     };
-    device.launch(&DATATYPES, &args, &WorldSpec::ranks(2)).map_err(text)?;
+    device
+        .launch(&DATATYPES, &args, &WorldSpec::ranks(2))
+        .map_err(text)?;
     let got = device.download(&out).map_err(text)?;
-    say!(c, "rank 0 packed column {COLUMN} of its matrix (10 i + j) into 32 bytes; rank 1 unpacked them:");
+    say!(
+        c,
+        "rank 0 packed column {COLUMN} of its matrix (10 i + j) into 32 bytes; rank 1 unpacked them:"
+    );
     for i in 0..MATRIX_SIDE {
         let row = &got[i * MATRIX_SIDE..][..MATRIX_SIDE];
         let expected: Vec<u32> = (0..MATRIX_SIDE as u32)
             .map(|j| if j == COLUMN { 10 * i as u32 + j } else { 0 })
             .collect();
-        check(row == expected, || format!("row {i}: {row:?}, expected {expected:?}"))?;
+        check(row == expected, || {
+            format!("row {i}: {row:?}, expected {expected:?}")
+        })?;
         let row: Vec<String> = row.iter().map(|v| format!("{v:>2}")).collect();
         say!(c, "  [{}]", row.join(" "));
     }
-    check(got[16] == 1, || "the kernel's vector::<f64>(4, 1, 4) differs from the host's commit".into())?;
-    say!(c, "derived::vector::<f64>(4, 1, 4) built in the kernel: the same words as the host's commit");
+    check(got[16] == 1, || {
+        "the kernel's vector::<f64>(4, 1, 4) differs from the host's commit".into()
+    })?;
+    say!(
+        c,
+        "derived::vector::<f64>(4, 1, 4) built in the kernel: the same words as the host's commit"
+    );
     let class = ErrorClass::from_code(got[17]);
-    check(class == Some(ErrorClass::Arg), || format!("short pack buffer gave class {}", got[17]))?;
+    check(class == Some(ErrorClass::Arg), || {
+        format!("short pack buffer gave class {}", got[17])
+    })?;
     say!(c, "pack into 31 bytes: {}", ErrorClass::Arg.mpi_name());
     Ok(())
 }

@@ -1,7 +1,7 @@
 //! Chapter 4: deadlock and how to read the report.
 
 use crate::{args, check, say, text, Chapter};
-use gpu_mpi::{HostError, Hint, WorldSpec};
+use gpu_mpi::{Hint, HostError, WorldSpec};
 use gpu_mpi_example_tutorial_kernels::{
     EXCHANGE, EXCHANGE_RECEIVE_FIRST, EXCHANGE_SEND_FIRST, EXCHANGE_SEND_RECEIVE,
 };
@@ -29,7 +29,9 @@ pub(crate) fn run(c: &mut Chapter) -> Result<(), String> {
             Ok(_) => {
                 let got = device.download(&out).map_err(text)?;
                 say!(c, "ok: rank 0 received {}, rank 1 received {}", got[0], got[1]);
-                check(!should_deadlock && got == [2, 1], || format!("{what}: unexpected {got:?}"))?;
+                check(!should_deadlock && got == [2, 1], || {
+                    format!("{what}: unexpected {got:?}")
+                })?;
             }
             Err(HostError::Deadlock(report)) => {
                 for line in report.to_string().lines() {

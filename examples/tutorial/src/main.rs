@@ -11,7 +11,10 @@ use gpu_mpi_example_tutorial::{chapter_number, run, CHAPTERS};
 use std::process::ExitCode;
 
 fn usage() -> ExitCode {
-    let names: Vec<String> = CHAPTERS.iter().map(|(n, name, _)| format!("{n} {name}")).collect();
+    let names: Vec<String> = CHAPTERS
+        .iter()
+        .map(|(n, name, _)| format!("{n} {name}"))
+        .collect();
     eprintln!(
         "usage: tutorial <chapter|all> [--backend cpu|cuda|auto]\nchapters: {}",
         names.join(", ")

@@ -17,18 +17,24 @@ fn completion_order(device: &Device, schedule: Option<Schedule>) -> Result<Vec<u
     if let Some(s) = schedule {
         spec = spec.schedule(s);
     }
-    device.launch(&NONBLOCKING, &args(0, 0, &out, &none), &spec).map_err(text)?;
+    device
+        .launch(&NONBLOCKING, &args(0, 0, &out, &none), &spec)
+        .map_err(text)?;
     let words = device.download(&out).map_err(text)?;
     for r in 0..RANKS {
         let left = (r + RANKS - 1) % RANKS;
         let got = [words[2 * r as usize], words[2 * r as usize + 1]];
-        check(got == [left, left], || format!("rank {r} received {got:?} from rank {left}"))?;
+        check(got == [left, left], || {
+            format!("rank {r} received {got:?} from rank {left}")
+        })?;
     }
     let base = 2 * RANKS as usize;
     let order = &words[base..base + RANKS as usize - 1];
     let mut sorted = order.to_vec();
     sorted.sort_unstable();
-    check(sorted == (1..RANKS).collect::<Vec<_>>(), || format!("wait_any order {order:?}"))?;
+    check(sorted == (1..RANKS).collect::<Vec<_>>(), || {
+        format!("wait_any order {order:?}")
+    })?;
     let sum = words[base + RANKS as usize - 1];
     let expected: u32 = (1..RANKS).map(|r| 10 * r).sum();
     check(sum == expected, || format!("sum {sum}, expected {expected}"))?;
@@ -42,15 +48,31 @@ fn list(v: &[u32]) -> String {
 pub(crate) fn run(c: &mut Chapter) -> Result<(), String> {
     let device = c.device()?;
     let order = completion_order(&device, None)?;
-    say!(c, "ring of {RANKS} ranks, 128-byte messages (rendezvous): every rank received its left neighbour's");
-    say!(c, "rank 0, wait_any over {} receives: completed from ranks {}", RANKS - 1, list(&order));
-    say!(c, "sum of the 7 values: {} (checked)", (1..RANKS).map(|r| 10 * r).sum::<u32>());
+    say!(
+        c,
+        "ring of {RANKS} ranks, 128-byte messages (rendezvous): every rank received its left neighbour's"
+    );
+    say!(
+        c,
+        "rank 0, wait_any over {} receives: completed from ranks {}",
+        RANKS - 1,
+        list(&order)
+    );
+    say!(
+        c,
+        "sum of the 7 values: {} (checked)",
+        (1..RANKS).map(|r| 10 * r).sum::<u32>()
+    );
     if device.backend_name() != "cpu" {
         return Ok(());
     }
     for seed in [1, 2] {
         let order = completion_order(&device, Some(Schedule::Random { seed }))?;
-        say!(c, "random schedule, seed {seed}: completed from ranks {}", list(&order));
+        say!(
+            c,
+            "random schedule, seed {seed}: completed from ranks {}",
+            list(&order)
+        );
     }
     Ok(())
 }

@@ -11,13 +11,19 @@ const SCHEDULES: u64 = 16;
 
 /// Runs the kernel once under `schedule` and checks every message; returns
 /// the sources in the order rank 0 received them.
-fn arrival_order(device: &Device, out: &DeviceBuffer<u32>, schedule: Option<Schedule>) -> Result<Vec<u32>, String> {
+fn arrival_order(
+    device: &Device,
+    out: &DeviceBuffer<u32>,
+    schedule: Option<Schedule>,
+) -> Result<Vec<u32>, String> {
     let none = device.alloc_zeroed::<u64>(0).map_err(text)?;
     let mut spec = WorldSpec::ranks(RANKS);
     if let Some(s) = schedule {
         spec = spec.schedule(s);
     }
-    device.launch(&PROBE_ANY, &args(0, 0, out, &none), &spec).map_err(text)?;
+    device
+        .launch(&PROBE_ANY, &args(0, 0, out, &none), &spec)
+        .map_err(text)?;
     let words = device.download(out).map_err(text)?;
     let mut order = Vec::new();
     for k in 0..(RANKS - 1) as usize {
@@ -43,7 +49,11 @@ pub(crate) fn run(c: &mut Chapter) -> Result<(), String> {
     let device = c.emulator();
     let out = device.alloc_zeroed::<u32>(3 * RANKS as usize).map_err(text)?;
     let default = arrival_order(&device, &out, None)?;
-    say!(c, "default schedule: rank 0 received from ranks {}", list(&default));
+    say!(
+        c,
+        "default schedule: rank 0 received from ranks {}",
+        list(&default)
+    );
     let mut outcomes: BTreeMap<Vec<u32>, Vec<u64>> = BTreeMap::new();
     for seed in 0..SCHEDULES {
         let order = arrival_order(&device, &out, Some(Schedule::Random { seed }))?;
@@ -59,13 +69,22 @@ pub(crate) fn run(c: &mut Chapter) -> Result<(), String> {
         "{} different arrival orders; every message matched its probe (source, tag, count)",
         outcomes.len()
     );
-    check(outcomes.len() >= 2, || "every schedule gave the same order".into())?;
+    check(outcomes.len() >= 2, || {
+        "every schedule gave the same order".into()
+    })?;
     let (order, seeds) = outcomes
         .iter()
         .find(|(o, _)| **o != default)
         .ok_or("no schedule differs from the default")?;
     let again = arrival_order(&device, &out, Some(Schedule::Random { seed: seeds[0] }))?;
-    check(again == *order, || format!("seed {} replayed {again:?}, not {order:?}", seeds[0]))?;
-    say!(c, "replay of seed {}: from ranks {} again", seeds[0], list(&again));
+    check(again == *order, || {
+        format!("seed {} replayed {again:?}, not {order:?}", seeds[0])
+    })?;
+    say!(
+        c,
+        "replay of seed {}: from ranks {} again",
+        seeds[0],
+        list(&again)
+    );
     Ok(())
 }

@@ -9,10 +9,14 @@ const BLOCK: u32 = 48;
 
 pub(crate) fn run(c: &mut Chapter) -> Result<(), String> {
     let device = c.device()?;
-    let out = device.alloc_zeroed::<u32>(RANKS as usize * WHERE_WORDS).map_err(text)?;
+    let out = device
+        .alloc_zeroed::<u32>(RANKS as usize * WHERE_WORDS)
+        .map_err(text)?;
     let none = device.alloc_zeroed::<u64>(0).map_err(text)?;
     let spec = WorldSpec::ranks(RANKS).block_dim(BLOCK);
-    let report = device.launch(&WHERE_AM_I, &args(0, 0, &out, &none), &spec).map_err(text)?;
+    let report = device
+        .launch(&WHERE_AM_I, &args(0, 0, &out, &none), &spec)
+        .map_err(text)?;
     let words = device.download(&out).map_err(text)?;
     say!(
         c,
@@ -27,12 +31,26 @@ pub(crate) fn run(c: &mut Chapter) -> Result<(), String> {
         let w = &words[r as usize * WHERE_WORDS..][..WHERE_WORDS];
         let thread = r % BLOCK;
         let expected = [r / BLOCK, thread, thread / 32, thread % 32, r - thread % 32];
-        check(w == expected, || format!("rank {r} recorded {w:?}, expected {expected:?}"))?;
+        check(w == expected, || {
+            format!("rank {r} recorded {w:?}, expected {expected:?}")
+        })?;
         if [0, 31, 32, 47, 48, 95].contains(&r) {
-            say!(c, "{:>4}  {:>5}  {:>6}  {:>4}  {:>4}  {:>18}", r, w[0], w[1], w[2], w[3], w[4]);
+            say!(
+                c,
+                "{:>4}  {:>5}  {:>6}  {:>4}  {:>4}  {:>18}",
+                r,
+                w[0],
+                w[1],
+                w[2],
+                w[3],
+                w[4]
+            );
         }
     }
-    say!(c, "all {RANKS} ranks: rank = block * {BLOCK} + thread, warp = thread / 32, lane = thread % 32");
+    say!(
+        c,
+        "all {RANKS} ranks: rank = block * {BLOCK} + thread, warp = thread / 32, lane = thread % 32"
+    );
 
     // Co-residency: how many ranks fit at once, and what is refused.
     let fit = device.residency(256);

@@ -43,8 +43,14 @@ fn quoted_blocks() -> Vec<(String, u32, String)> {
             else {
                 continue;
             };
-            let n: u32 = n.parse().unwrap_or_else(|_| panic!("{name}: bad marker {line:?}"));
-            assert_eq!(lines.next(), Some("```text"), "{name}: a ```text block must follow {line:?}");
+            let n: u32 = n
+                .parse()
+                .unwrap_or_else(|_| panic!("{name}: bad marker {line:?}"));
+            assert_eq!(
+                lines.next(),
+                Some("```text"),
+                "{name}: a ```text block must follow {line:?}"
+            );
             let block: Vec<&str> = lines.by_ref().take_while(|l| *l != "```").collect();
             blocks.push((name.clone(), n, block.join("\n") + "\n"));
         }
