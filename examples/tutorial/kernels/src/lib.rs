@@ -25,7 +25,7 @@ pub struct TutorialArgs {
     pub words: u32,
     /// Padding, zero.
     pub reserved: u32,
-    /// What the ranks record, `stride` words per rank unless a kernel says.
+    /// What the ranks record (each kernel says where).
     pub out: GlobalSlice<u32>,
     /// Chapter 7: the host's committed datatype (its encoding words).
     pub datatype: GlobalSlice<u64>,
@@ -222,11 +222,11 @@ gpu_mpi_device::kernel! {
     /// 16 words `[r; 16]` to its right one in one `request::scope`, then
     /// waits for both (`wait_all`); it records the first and last word
     /// received at `out[2 r..]`. Then rank 0 posts one receive from each of
-    /// ranks 1..size (at most 7: the rank's request records) and takes them
-    /// with `wait_any` as they complete; it records the sources in
+    /// ranks 1..size (at most 8: one per request record of the rank) and
+    /// takes them with `wait_any` as they complete; it records the sources in
     /// completion order at `out[2 size..]`, then their sum of payloads
-    /// (`10 r` each). Ranks 1..size send `10 r` to rank 0, the higher ranks
-    /// first after the ring (a barrier keeps the two parts apart).
+    /// (`10 r` each). Ranks 1..size send `10 r` to rank 0 after the ring (a
+    /// barrier keeps the two parts apart).
     pub static NONBLOCKING = fn nonblocking(world: &World, args: &TutorialArgs) -> Result<(), Error> {
         let (rank, size) = (world.rank(), world.size());
         let left = world.process_at_rank((rank + size - 1) % size);
@@ -246,7 +246,7 @@ gpu_mpi_device::kernel! {
         if rank != 0 {
             return world.process_at_rank(0).send(&(10 * rank as u32));
         }
-        let senders = ((size - 1) as usize).min(request::MAX_REQUESTS - 1);
+        let senders = ((size - 1) as usize).min(request::MAX_REQUESTS);
         let mut values = [0u32; request::MAX_REQUESTS];
         let base = 2 * size as usize;
         let mut sum = 0;
