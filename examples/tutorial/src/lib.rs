@@ -60,10 +60,17 @@ impl Chapter {
     /// The device of chapters that run on any backend: the emulator on one
     /// worker (deterministic), or the backend asked for.
     fn device(&self) -> Result<Device, String> {
-        match self.backend {
-            BackendKind::Cpu => Ok(emulator()),
-            kind => Device::open(kind, &KERNELS).map_err(|e| format!("cannot open backend {kind}: {e}")),
+        if self.backend == BackendKind::Cpu {
+            return Ok(emulator());
         }
+        let kind = self.backend;
+        let device = Device::open(kind, &KERNELS).map_err(|e| format!("cannot open backend {kind}: {e}"))?;
+        // `auto` without a usable GPU: the emulator, on one worker.
+        Ok(if device.backend_name() == "cpu" {
+            emulator()
+        } else {
+            device
+        })
     }
 
     /// The device of chapters that need the emulator (schedules, exact
