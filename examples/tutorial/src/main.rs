@@ -8,6 +8,7 @@
 
 use gpu_mpi::BackendKind;
 use gpu_mpi_example_tutorial::{chapter_number, run, CHAPTERS};
+use std::io::Write;
 use std::process::ExitCode;
 
 fn usage() -> ExitCode {
@@ -44,12 +45,15 @@ fn main() -> ExitCode {
     }
     let several = chapters.len() > 1;
     let mut failed = false;
+    // A closed pipe (`tutorial all | head`) ends the output, not the checks.
+    let mut stdout = std::io::stdout().lock();
     for n in chapters {
         if several {
-            println!("== chapter {n}: {}", CHAPTERS[n as usize - 1].2);
+            let _ = writeln!(stdout, "== chapter {n}: {}", CHAPTERS[n as usize - 1].2);
         }
         let outcome = run(n, backend);
-        print!("{}", outcome.output);
+        let _ = stdout.write_all(outcome.output.as_bytes());
+        let _ = stdout.flush();
         if let Some(f) = outcome.failure {
             eprintln!("error: chapter {n}: {f}");
             failed = true;
