@@ -46,6 +46,7 @@ use crate::error::Error;
 use crate::shim::{self, AtomicU32, Ordering};
 use crate::topology::wait_for;
 use crate::topology::{Communicator, Process, World};
+use crate::trace;
 use crate::wait::{Call as WaitCall, WaitFor, STATE_RUNNING};
 
 /// An associative reduction operation on `T` (MPI 6.9).
@@ -728,6 +729,7 @@ impl World {
                 tag: -1,
             },
         };
+        let _span = trace::Span::enter(&self.core(), what.operation as u32, what.peer);
         let mut local_error = None;
         if let Some(r) = root {
             if self.check_rank(r).is_err() {
@@ -951,6 +953,7 @@ impl World {
             peer: root,
             tag: -1,
         };
+        let _span = trace::Span::enter(&self.core(), what.operation as u32, what.peer);
         let capacity = self.collective_bytes() - CELL_HEADER;
         let is_root = root == self.rank();
         let mut offset = 0usize;
@@ -1022,6 +1025,7 @@ impl World {
 
 impl CommunicatorCollectives for World {
     fn barrier(&self) -> Result<(), Error> {
+        let _span = trace::Span::enter(&self.core(), WaitCall::Barrier as u32, -2);
         self.world_barrier(WaitFor {
             operation: WaitCall::Barrier,
             peer: -2,

@@ -273,12 +273,13 @@ pub(crate) fn wait_core<T>(
         if let Some(r) = poll(&mut backoff) {
             if polls != 0 {
                 c.record_state(STATE_RUNNING);
+                crate::trace::blocked(c, what.operation as u32, what.peer, what.tag, start);
             }
             return r;
         }
         if polls == 0 {
             c.record_wait(what);
-            if c.timeout_ns() != 0 {
+            if c.timeout_ns() != 0 || crate::trace::on(c) {
                 start = shim::clock_ns();
             }
         }

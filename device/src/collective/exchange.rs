@@ -22,6 +22,7 @@ use crate::datatype::{Buffer, BufferMut, Datatype};
 use crate::error::Error;
 use crate::shim;
 use crate::topology::{Communicator, World};
+use crate::trace;
 use crate::wait::{Call as WaitCall, WaitFor};
 
 /// A buffer split into one part per rank by counts and displacements (in
@@ -341,6 +342,7 @@ impl World {
             peer: root,
             tag: -1,
         };
+        let _span = trace::Span::enter(&self.core(), what.operation as u32, what.peer);
         let n = self.layout.ranks as usize;
         let is_root = root == self.rank();
         let mut local = self.check_root(root);
@@ -419,6 +421,7 @@ impl World {
             peer: root,
             tag: -1,
         };
+        let _span = trace::Span::enter(&self.core(), what.operation as u32, what.peer);
         let n = self.layout.ranks as usize;
         let is_root = root == self.rank();
         let dtype = send.datatype();
@@ -521,6 +524,7 @@ impl World {
             peer: root,
             tag: -1,
         };
+        let _span = trace::Span::enter(&self.core(), what.operation as u32, what.peer);
         let n = self.layout.ranks as usize;
         let is_root = root == self.rank();
         let mut local = self.check_root(root);
@@ -599,6 +603,7 @@ impl World {
             peer: root,
             tag: -1,
         };
+        let _span = trace::Span::enter(&self.core(), what.operation as u32, what.peer);
         let n = self.layout.ranks as usize;
         let is_root = root == self.rank();
         let dtype = recv.datatype();
@@ -708,6 +713,7 @@ impl World {
             peer: -2,
             tag: -1,
         };
+        let _span = trace::Span::enter(&self.core(), what.operation as u32, what.peer);
         let n = self.layout.ranks as usize;
         let dtype = recv.datatype();
         let size = dtype.size as usize;
@@ -796,6 +802,7 @@ impl World {
             peer: -2,
             tag: -1,
         };
+        let _span = trace::Span::enter(&self.core(), what.operation as u32, what.peer);
         let n = self.layout.ranks as usize;
         let dtype = recv.datatype();
         let total = send.count();
@@ -845,6 +852,7 @@ impl World {
             peer: -2,
             tag: -1,
         };
+        let _span = trace::Span::enter(&self.core(), what.operation as u32, what.peer);
         let n = self.layout.ranks as usize;
         let dtype = buf.datatype();
         let total = buf.count();
@@ -909,6 +917,7 @@ impl World {
             peer: -2,
             tag: -1,
         };
+        let _span = trace::Span::enter(&self.core(), what.operation as u32, what.peer);
         let n = self.layout.ranks as usize;
         let dtype = recv.buf.datatype();
         let size = dtype.size as usize;

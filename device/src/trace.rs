@@ -1,0 +1,358 @@
+//! Message traces: each rank records its MPI events into a bounded buffer of
+//! its own in the world memory, which the host decodes after the launch
+//! (`gpu_mpi::Trace`, docs/tracing.md).
+//!
+//! Tracing is chosen per launch: [`WorldConfig::trace_events`] events per
+//! rank, 0 for none (then the world has no trace region and every hook
+//! below is one test of a header word the rank reads anyway, cached). A rank's
+//! buffer is a [`TraceHeader`] followed by `trace_events` [`TraceEvent`]s;
+//! only its rank writes it (plain stores, like its request records), the
+//! host reads it after the ranks stopped. When the buffer is full, further
+//! events are counted in [`TraceHeader::dropped`] and not written: a full
+//! buffer never overwrites what it holds.
+//!
+//! Timestamps come from [`shim::clock_ns`] (`%globaltimer` on the GPU, the
+//! emulator's monotonic clock on the host, 0 under loom) and the SM from
+//! [`shim::sm_id`] (`%smid`; the emulator's worker thread).
+//!
+//! The hooks are called once per event site of the engine and of the
+//! blocking calls; each tests the config inline and does its work in a
+//! non-inlined function with scalar arguments, so a kernel that does not
+//! trace keeps its registers (docs/performance.md, "Tracing").
+//!
+//! [`WorldConfig::trace_events`]: crate::state::WorldConfig::trace_events
+
+use crate::memory::{Core, RequestRecord, SlotWord};
+use crate::shim::{self, Ordering};
+use crate::state::{Layout, TRACE_EVENT_BYTES, TRACE_HEADER_BYTES};
+use bytemuck::{Pod, Zeroable};
+
+/// What a [`TraceEvent`] records. The meaning of the event's `peer`, `tag`,
+/// `bytes`, `call` and `arg` fields depends on it (see each variant).
+#[repr(u16)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum TraceKind {
+    /// A send was posted (a blocking send's record or an immediate send's
+    /// request): `peer` the destination, `tag`, `bytes` the message's
+    /// length, `arg` the request record's index.
+    SendPosted = 1,
+    /// A receive was posted: `peer` the source filter (-1 any), `tag` the
+    /// tag filter (-1 any), `bytes` the buffer's capacity, `arg` the record
+    /// index.
+    ReceivePosted = 2,
+    /// A send's message was published in a slot and pushed on the
+    /// destination's inbox: `peer` the destination, `tag`, `bytes`, `arg`
+    /// the message's sequence number (its sender's count of messages sent
+    /// before it). `(this rank, arg)` names the message.
+    Sent = 3,
+    /// A receive (or a matched probe) took a message out of matching: `peer`
+    /// its sender, `tag`, `bytes` its length, `arg` its sequence number:
+    /// `(peer, arg)` is the message of the sender's [`TraceKind::Sent`].
+    Matched = 4,
+    /// A send's record completed: `peer` the destination, `tag`, `bytes`,
+    /// `arg` the record index.
+    SendCompleted = 5,
+    /// A receive's record completed: `peer` the message's source, `tag`,
+    /// `bytes` the message's length, `arg` the record index.
+    ReceiveCompleted = 6,
+    /// A probe found a message: `peer` its source, `tag`, `bytes` its
+    /// length, `call` the probe's `wait::Call` code (probe or immediate probe).
+    Probe = 7,
+    /// The rank entered a collective: `call` its `wait::Call` code, `peer`
+    /// its root (-2 for none).
+    CollectiveEnter = 8,
+    /// The rank left the collective it entered last: `call` its code.
+    CollectiveLeave = 9,
+    /// A wait that blocked (its first poll failed) ended: `call` the
+    /// operation, `peer` and `tag` as in the deadlock report, `arg` how long
+    /// it blocked in nanoseconds (it began `arg` before `time_ns`).
+    Blocked = 10,
+}
+
+impl TraceKind {
+    /// Every kind, in code order.
+    pub const ALL: [TraceKind; 10] = [
+        TraceKind::SendPosted,
+        TraceKind::ReceivePosted,
+        TraceKind::Sent,
+        TraceKind::Matched,
+        TraceKind::SendCompleted,
+        TraceKind::ReceiveCompleted,
+        TraceKind::Probe,
+        TraceKind::CollectiveEnter,
+        TraceKind::CollectiveLeave,
+        TraceKind::Blocked,
+    ];
+
+    /// The kind of a stored code, `None` for a code this version never writes.
+    pub fn from_code(code: u16) -> Option<TraceKind> {
+        TraceKind::ALL.iter().copied().find(|k| *k as u16 == code)
+    }
+
+    /// A short lower-case name ("send posted", "matched", ...).
+    pub const fn name(self) -> &'static str {
+        match self {
+            TraceKind::SendPosted => "send posted",
+            TraceKind::ReceivePosted => "receive posted",
+            TraceKind::Sent => "sent",
+            TraceKind::Matched => "matched",
+            TraceKind::SendCompleted => "send completed",
+            TraceKind::ReceiveCompleted => "receive completed",
+            TraceKind::Probe => "probe",
+            TraceKind::CollectiveEnter => "collective entered",
+            TraceKind::CollectiveLeave => "collective left",
+            TraceKind::Blocked => "blocked",
+        }
+    }
+}
+
+/// One recorded event ([`TRACE_EVENT_BYTES`]).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct TraceEvent {
+    /// When, in nanoseconds of [`shim::clock_ns`].
+    pub time_ns: u64,
+    /// [`TraceKind`] code.
+    pub kind: u16,
+    /// A `wait::Call` code (probes, collectives, blocked waits), else 0.
+    pub call: u16,
+    /// The peer rank (see [`TraceKind`]).
+    pub peer: i32,
+    /// The tag.
+    pub tag: i32,
+    /// Bytes of the message or buffer.
+    pub bytes: u32,
+    /// Kind-specific: a record index, a message's sequence number, a duration.
+    pub arg: u64,
+}
+
+/// The header of a rank's trace buffer ([`TRACE_HEADER_BYTES`]).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct TraceHeader {
+    /// Events written (at most the buffer's capacity).
+    pub recorded: u32,
+    /// Events not written because the buffer was full.
+    pub dropped: u32,
+    /// The SM the rank ran on at its first event (`%smid`).
+    pub sm_first: u32,
+    /// The SM at its last event.
+    pub sm_last: u32,
+    /// Unused.
+    pub reserved: [u32; 4],
+}
+
+const _: () = assert!(core::mem::size_of::<TraceEvent>() == TRACE_EVENT_BYTES);
+const _: () = assert!(core::mem::size_of::<TraceHeader>() == TRACE_HEADER_BYTES);
+
+impl TraceHeader {
+    /// Decodes `rank`'s trace header from a copy of a world's memory;
+    /// `None` when the world was not traced.
+    ///
+    /// # Panics
+    /// If the header lies outside `memory`.
+    pub fn read(memory: &[u8], layout: &Layout, rank: u32) -> Option<TraceHeader> {
+        if layout.trace_stride == 0 {
+            return None;
+        }
+        let at = layout.trace_of(rank);
+        Some(bytemuck::pod_read_unaligned(&memory[at..at + TRACE_HEADER_BYTES]))
+    }
+}
+
+impl TraceEvent {
+    /// Decodes event `index` of `rank`'s trace buffer from a copy of a
+    /// world's memory (`index` below the header's `recorded`).
+    ///
+    /// # Panics
+    /// If the event lies outside `memory`.
+    pub fn read(memory: &[u8], layout: &Layout, rank: u32, index: u32) -> TraceEvent {
+        let at = layout.trace_of(rank) + TRACE_HEADER_BYTES + index as usize * TRACE_EVENT_BYTES;
+        bytemuck::pod_read_unaligned(&memory[at..at + TRACE_EVENT_BYTES])
+    }
+
+    /// The event's kind (`None`: a code this version never writes).
+    pub fn kind(&self) -> Option<TraceKind> {
+        TraceKind::from_code(self.kind)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Recording
+
+/// Appends one event to the rank's buffer, or counts it dropped when the
+/// buffer is full. Scalar arguments: see `engine::progress_words`.
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn record_words(base: u64, rank: u32, kind: u32, call: u32, peer: i32, tag: i32, bytes: u32, arg: u64) {
+    let core = Core {
+        base: base as *mut u8,
+        rank,
+    };
+    let capacity = core.trace_events();
+    let header = core.trace_buffer() as *mut TraceHeader;
+    // SAFETY: tracing is on (the callers test it), so the buffer lies inside
+    // the world memory; it is this rank's and only this rank touches it
+    // during the launch: plain reads and writes.
+    unsafe {
+        let h = &mut *header;
+        if h.recorded >= capacity {
+            h.dropped = h.dropped.saturating_add(1);
+            return;
+        }
+        let sm = shim::sm_id();
+        if h.recorded == 0 && h.dropped == 0 {
+            h.sm_first = sm;
+        }
+        h.sm_last = sm;
+        let events = (header as *mut u8).add(TRACE_HEADER_BYTES) as *mut TraceEvent;
+        events.add(h.recorded as usize).write(TraceEvent {
+            time_ns: shim::clock_ns(),
+            kind: kind as u16,
+            call: call as u16,
+            peer,
+            tag,
+            bytes,
+            arg,
+        });
+        h.recorded += 1;
+    }
+}
+
+/// Whether this rank traces.
+#[inline(always)]
+pub(crate) fn on(w: &Core) -> bool {
+    w.trace_events() != 0
+}
+
+/// Records an event of `kind` with the given fields, if the rank traces.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn event(w: &Core, kind: TraceKind, call: u32, peer: i32, tag: i32, bytes: u32, arg: u64) {
+    if on(w) {
+        record_words(w.base as u64, w.rank, kind as u32, call, peer, tag, bytes, arg);
+    }
+}
+
+/// Record `i` was just posted (a send or a receive, by its state).
+#[inline(always)]
+pub(crate) fn posted(w: &Core, i: u32) {
+    if on(w) {
+        record_words_of(w.base as u64, w.rank, i, 0);
+    }
+}
+
+/// Record `i` just completed; `send` says whether it was a send.
+#[inline(always)]
+pub(crate) fn completed(w: &Core, i: u32, send: bool) {
+    if on(w) {
+        record_words_of(w.base as u64, w.rank, i, 1 + send as u32);
+    }
+}
+
+/// The record events: `what` 0 posted, 1 a receive completed, 2 a send
+/// completed. Reads the record out of line.
+#[inline(never)]
+fn record_words_of(base: u64, rank: u32, i: u32, what: u32) {
+    let core = Core {
+        base: base as *mut u8,
+        rank,
+    };
+    // SAFETY: this rank's record `i` (private to it).
+    let r: RequestRecord = unsafe { core.record(i).read() };
+    let (kind, bytes) = match what {
+        0 if crate::memory::RecordState::from_code(r.state).is_some_and(|s| s.is_send()) => {
+            (TraceKind::SendPosted, r.len)
+        }
+        0 => (TraceKind::ReceivePosted, r.len),
+        1 => (TraceKind::ReceiveCompleted, r.message_bytes),
+        _ => (TraceKind::SendCompleted, r.len),
+    };
+    record_words(base, rank, kind as u32, 0, r.peer, r.tag, bytes, i as u64);
+}
+
+/// Arrived slot `id` was just taken out of matching by this rank.
+#[inline(always)]
+pub(crate) fn matched(w: &Core, id: u32) {
+    if on(w) {
+        slot_words(w.base as u64, w.rank, id, TraceKind::Matched as u32, 0);
+    }
+}
+
+/// A probe (`call`) found arrived slot `id`.
+#[inline(always)]
+pub(crate) fn probed(w: &Core, id: u32, call: u32) {
+    if on(w) {
+        slot_words(w.base as u64, w.rank, id, TraceKind::Probe as u32, call);
+    }
+}
+
+/// An event about slot `id`: its envelope and sequence number.
+#[inline(never)]
+fn slot_words(base: u64, rank: u32, id: u32, kind: u32, call: u32) {
+    let core = Core {
+        base: base as *mut u8,
+        rank,
+    };
+    let w = &core;
+    // Relaxed: the slot's header was acquired when the rank took it from its
+    // inbox (`engine::drain`), and only this rank acts on it now.
+    let word = |f| w.slot_word(id, f).load(Ordering::Relaxed);
+    let source = (id / w.slots_per_rank()) as i32;
+    record_words(
+        base,
+        rank,
+        kind,
+        call,
+        source,
+        word(SlotWord::Tag) as i32,
+        word(SlotWord::Bytes),
+        word(SlotWord::Sequence) as u64,
+    );
+}
+
+/// A wait that blocked since `start_ns` (for `call`, `peer`, `tag`) ended.
+#[inline(always)]
+pub(crate) fn blocked(w: &Core, call: u32, peer: i32, tag: i32, start_ns: u64) {
+    if on(w) {
+        blocked_words(w.base as u64, w.rank, call, peer, tag, start_ns);
+    }
+}
+
+#[inline(never)]
+fn blocked_words(base: u64, rank: u32, call: u32, peer: i32, tag: i32, start_ns: u64) {
+    let waited = shim::clock_ns().saturating_sub(start_ns);
+    record_words(base, rank, TraceKind::Blocked as u32, call, peer, tag, 0, waited);
+}
+
+/// The span of one collective call: [`TraceKind::CollectiveEnter`] when
+/// made, [`TraceKind::CollectiveLeave`] when dropped (on every return).
+pub(crate) struct Span {
+    base: *mut u8,
+    rank: u32,
+    call: u32,
+}
+
+impl Span {
+    /// Enters collective `call` (a `wait::Call` code) with root `root` (-2: none).
+    #[inline(always)]
+    pub(crate) fn enter(w: &Core, call: u32, root: i32) -> Span {
+        event(w, TraceKind::CollectiveEnter, call, root, -1, 0, 0);
+        Span {
+            base: w.base,
+            rank: w.rank,
+            call,
+        }
+    }
+}
+
+impl Drop for Span {
+    #[inline(always)]
+    fn drop(&mut self) {
+        let w = Core {
+            base: self.base,
+            rank: self.rank,
+        };
+        event(&w, TraceKind::CollectiveLeave, self.call, -2, -1, 0, 0);
+    }
+}
