@@ -159,7 +159,7 @@ pub(crate) fn post(w: &Core, scope: u32, p: &Post) -> Result<u32, Error> {
         rec!(w, tail - 1, next = i + 1);
     }
     mine!(w, active_tail = i + 1);
-    trace::posted(w, i);
+    trace::posted(w);
     Ok(i)
 }
 
@@ -434,11 +434,7 @@ fn progress_in(w: &Core) -> bool {
         };
         moved |= !matches!(step, Step::Idle);
         if rec!(w, i, state) == RecordState::Complete as u32 {
-            trace::completed(
-                w,
-                i,
-                RecordState::from_code(state).is_some_and(RecordState::is_send),
-            );
+            trace::completed(w, i);
             // Out of the active list; the record waits for its collection.
             if prev == 0 {
                 mine!(w, active_head = next);

@@ -22,6 +22,7 @@
 //!
 //! [`WorldConfig::trace_events`]: crate::state::WorldConfig::trace_events
 
+use crate::error::Error;
 use crate::memory::{Core, RequestRecord, SlotWord};
 use crate::shim::{self, Ordering};
 use crate::state::{Layout, TRACE_EVENT_BYTES, TRACE_HEADER_BYTES};
@@ -138,8 +139,14 @@ pub struct TraceHeader {
     pub sm_first: u32,
     /// The SM at its last event.
     pub sm_last: u32,
+    /// When the rank's current blocked wait began (private scratch of the
+    /// [`TraceKind::Blocked`] event).
+    pub wait_start_ns: u64,
+    /// Bit `i` set while request record `i` holds a send (private scratch:
+    /// tells a completion's kind without the engine passing it).
+    pub send_records: u32,
     /// Unused.
-    pub reserved: [u32; 4],
+    pub reserved: u32,
 }
 
 const _: () = assert!(core::mem::size_of::<TraceEvent>() == TRACE_EVENT_BYTES);
@@ -183,6 +190,7 @@ impl TraceEvent {
 /// Appends one event to the rank's buffer, or counts it dropped when the
 /// buffer is full. Scalar arguments: see `engine::progress_words`.
 #[inline(never)]
+#[cold]
 #[allow(clippy::too_many_arguments)]
 fn record_words(base: u64, rank: u32, kind: u32, call: u32, peer: i32, tag: i32, bytes: u32, arg: u64) {
     let core = Core {
@@ -234,25 +242,38 @@ pub(crate) fn event(w: &Core, kind: TraceKind, call: u32, peer: i32, tag: i32, b
     }
 }
 
-/// Record `i` was just posted (a send or a receive, by its state).
+/// The record just posted (the last of the active list) was posted: a
+/// send or a receive, by its state.
 #[inline(always)]
-pub(crate) fn posted(w: &Core, i: u32) {
+pub(crate) fn posted(w: &Core) {
     if on(w) {
-        record_words_of(w.base as u64, w.rank, i, 0);
+        posted_words(w.base as u64, w.rank);
     }
 }
 
-/// Record `i` just completed; `send` says whether it was a send.
-#[inline(always)]
-pub(crate) fn completed(w: &Core, i: u32, send: bool) {
-    if on(w) {
-        record_words_of(w.base as u64, w.rank, i, 1 + send as u32);
-    }
-}
-
-/// The record events: `what` 0 posted, 1 a receive completed, 2 a send
-/// completed. Reads the record out of line.
 #[inline(never)]
+#[cold]
+fn posted_words(base: u64, rank: u32) {
+    let core = Core {
+        base: base as *mut u8,
+        rank,
+    };
+    let last = crate::memory::mine!(&core, active_tail);
+    record_words_of(base, rank, last - 1, 0);
+}
+
+/// Record `i` just completed.
+#[inline(always)]
+pub(crate) fn completed(w: &Core, i: u32) {
+    if on(w) {
+        record_words_of(w.base as u64, w.rank, i, 1);
+    }
+}
+
+/// The record events: `what` 0 posted, 1 completed. Reads the record out
+/// of line.
+#[inline(never)]
+#[cold]
 fn record_words_of(base: u64, rank: u32, i: u32, what: u32) {
     let core = Core {
         base: base as *mut u8,
@@ -260,13 +281,21 @@ fn record_words_of(base: u64, rank: u32, i: u32, what: u32) {
     };
     // SAFETY: this rank's record `i` (private to it).
     let r: RequestRecord = unsafe { core.record(i).read() };
-    let (kind, bytes) = match what {
-        0 if crate::memory::RecordState::from_code(r.state).is_some_and(|s| s.is_send()) => {
+    // SAFETY: tracing is on; the header is this rank's (see `record_words`).
+    let h = unsafe { &mut *(core.trace_buffer() as *mut TraceHeader) };
+    let bit = 1u32 << (i % 32);
+    let (kind, bytes) = if what == 0 {
+        if crate::memory::RecordState::from_code(r.state).is_some_and(|s| s.is_send()) {
+            h.send_records |= bit;
             (TraceKind::SendPosted, r.len)
+        } else {
+            h.send_records &= !bit;
+            (TraceKind::ReceivePosted, r.len)
         }
-        0 => (TraceKind::ReceivePosted, r.len),
-        1 => (TraceKind::ReceiveCompleted, r.message_bytes),
-        _ => (TraceKind::SendCompleted, r.len),
+    } else if h.send_records & bit != 0 {
+        (TraceKind::SendCompleted, r.len)
+    } else {
+        (TraceKind::ReceiveCompleted, r.message_bytes)
     };
     record_words(base, rank, kind as u32, 0, r.peer, r.tag, bytes, i as u64);
 }
@@ -275,8 +304,14 @@ fn record_words_of(base: u64, rank: u32, i: u32, what: u32) {
 #[inline(always)]
 pub(crate) fn matched(w: &Core, id: u32) {
     if on(w) {
-        slot_words(w.base as u64, w.rank, id, TraceKind::Matched as u32, 0);
+        matched_words(w.base as u64, w.rank, id);
     }
+}
+
+#[inline(never)]
+#[cold]
+fn matched_words(base: u64, rank: u32, id: u32) {
+    slot_words(base, rank, id, TraceKind::Matched as u32, 0);
 }
 
 /// A probe (`call`) found arrived slot `id`.
@@ -289,6 +324,7 @@ pub(crate) fn probed(w: &Core, id: u32, call: u32) {
 
 /// An event about slot `id`: its envelope and sequence number.
 #[inline(never)]
+#[cold]
 fn slot_words(base: u64, rank: u32, id: u32, kind: u32, call: u32) {
     let core = Core {
         base: base as *mut u8,
@@ -311,22 +347,68 @@ fn slot_words(base: u64, rank: u32, id: u32, kind: u32, call: u32) {
     );
 }
 
-/// A wait that blocked since `start_ns` (for `call`, `peer`, `tag`) ended.
+/// A wait's first poll failed: it blocks from now (the time is kept in the
+/// trace header, so that the wait holds no extra value while it polls).
 #[inline(always)]
-pub(crate) fn blocked(w: &Core, call: u32, peer: i32, tag: i32, start_ns: u64) {
+pub(crate) fn wait_began(w: &Core) {
     if on(w) {
-        blocked_words(w.base as u64, w.rank, call, peer, tag, start_ns);
+        // Inline, not a call: a call in the wait loop would cost the loop
+        // registers whether or not the rank traces.
+        let header = w.trace_buffer() as *mut TraceHeader;
+        // SAFETY: tracing is on; the header is this rank's (see `record_words`).
+        unsafe { (*header).wait_start_ns = shim::clock_ns() };
     }
 }
 
+/// A wait that blocked ended: records [`TraceKind::Blocked`] with what the
+/// rank's wait record says it waited in.
+#[inline(always)]
+pub(crate) fn wait_ended(w: &Core) {
+    if on(w) {
+        wait_words(w.base as u64, w.rank);
+    }
+}
+
+/// Records the end of a blocked wait (its start is in the header).
 #[inline(never)]
-fn blocked_words(base: u64, rank: u32, call: u32, peer: i32, tag: i32, start_ns: u64) {
-    let waited = shim::clock_ns().saturating_sub(start_ns);
-    record_words(base, rank, TraceKind::Blocked as u32, call, peer, tag, 0, waited);
+#[cold]
+fn wait_words(base: u64, rank: u32) {
+    let core = Core {
+        base: base as *mut u8,
+        rank,
+    };
+    let header = core.trace_buffer() as *mut TraceHeader;
+    let now = shim::clock_ns();
+    // SAFETY: tracing is on; the header is this rank's (see `record_words`).
+    let h = unsafe { &mut *header };
+    let waited = now.saturating_sub(h.wait_start_ns);
+    let at = core.wait_record();
+    // Relaxed: the rank's own wait record, written by it (`record_wait`).
+    let word = |off: usize| {
+        // SAFETY: a word of this rank's wait record, inside the world memory.
+        unsafe { shim::atomic_u32_at(core.base, at + off) }.load(Ordering::Relaxed)
+    };
+    use crate::memory::WaitRecord;
+    use core::mem::offset_of;
+    record_words(
+        base,
+        rank,
+        TraceKind::Blocked as u32,
+        word(offset_of!(WaitRecord, operation)),
+        word(offset_of!(WaitRecord, peer)) as i32,
+        word(offset_of!(WaitRecord, tag)) as i32,
+        0,
+        waited,
+    );
 }
 
 /// The span of one collective call: [`TraceKind::CollectiveEnter`] when
-/// made, [`TraceKind::CollectiveLeave`] when dropped (on every return).
+/// made, [`TraceKind::CollectiveLeave`] when [`Span::leave`] passes the
+/// call's result on, if it is a success. A call that returns an error
+/// early has no leave event (the host ends its span at the rank's next
+/// event): a leave on every path (a `Drop`) keeps the error's words in
+/// local memory across the hook, which costs every collective stack space
+/// whether or not the rank traces.
 pub(crate) struct Span {
     base: *mut u8,
     rank: u32,
@@ -344,15 +426,17 @@ impl Span {
             call,
         }
     }
-}
 
-impl Drop for Span {
+    /// Leaves the collective with result `r`, which it returns.
     #[inline(always)]
-    fn drop(&mut self) {
-        let w = Core {
-            base: self.base,
-            rank: self.rank,
-        };
-        event(&w, TraceKind::CollectiveLeave, self.call, -2, -1, 0, 0);
+    pub(crate) fn leave(self, r: Result<(), Error>) -> Result<(), Error> {
+        if r.is_ok() {
+            let w = Core {
+                base: self.base,
+                rank: self.rank,
+            };
+            event(&w, TraceKind::CollectiveLeave, self.call, -2, -1, 0, 0);
+        }
+        r
     }
 }

@@ -273,15 +273,16 @@ pub(crate) fn wait_core<T>(
         if let Some(r) = poll(&mut backoff) {
             if polls != 0 {
                 c.record_state(STATE_RUNNING);
-                crate::trace::blocked(c, what.operation as u32, what.peer, what.tag, start);
+                crate::trace::wait_ended(c);
             }
             return r;
         }
         if polls == 0 {
             c.record_wait(what);
-            if c.timeout_ns() != 0 || crate::trace::on(c) {
+            if c.timeout_ns() != 0 {
                 start = shim::clock_ns();
             }
+            crate::trace::wait_began(c);
         }
         backoff.snooze();
         polls = polls.wrapping_add(1).max(1);

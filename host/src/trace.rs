@@ -228,6 +228,7 @@ impl Trace {
             );
             // Open requests by record index: (async id, name).
             let mut open: HashMap<u64, (u64, String)> = HashMap::new();
+            let mut open_collective: Option<String> = None;
             let last = r.events.last().map_or(origin, |e| e.time_ns);
             for e in &r.events {
                 let Some(kind) = e.kind() else { continue };
@@ -276,10 +277,19 @@ impl Trace {
                         push(ts, v);
                     }
                     TraceKind::CollectiveEnter => {
-                        push(ts, base("B", call_name(e.call as u32, e.peer, e.tag)))
+                        // A collective that returned an error left no leave
+                        // event: it ends where the next one begins.
+                        if let Some(name) = open_collective.take() {
+                            push(ts, unfinished_end(pid, tid, ts, name));
+                        }
+                        let name = call_name(e.call as u32, e.peer, e.tag);
+                        open_collective = Some(name.clone());
+                        push(ts, base("B", name));
                     }
                     TraceKind::CollectiveLeave => {
-                        push(ts, base("E", call_name(e.call as u32, e.peer, e.tag)))
+                        if let Some(name) = open_collective.take() {
+                            push(ts, base("E", name));
+                        }
                     }
                     TraceKind::Blocked => {
                         let start = us(e.time_ns.saturating_sub(e.arg));
@@ -296,6 +306,10 @@ impl Trace {
             }
             // Requests still open at the end (a deadlock, or their completion
             // was dropped) end at the rank's last event, marked unfinished.
+            if let Some(name) = open_collective.take() {
+                let ts = us(last);
+                push(ts, unfinished_end(pid, tid, ts, name));
+            }
             let mut rest: Vec<_> = open.into_values().collect();
             rest.sort();
             for (id, name) in rest {
@@ -442,7 +456,10 @@ impl Trace {
                 let t = e.time_ns.saturating_sub(origin);
                 match e.kind() {
                     Some(TraceKind::CollectiveEnter) => {
-                        enter.push((t, call_name(e.call as u32, e.peer, e.tag)))
+                        // One open at a time: an earlier one with no leave
+                        // event returned an error.
+                        enter.clear();
+                        enter.push((t, call_name(e.call as u32, e.peer, e.tag)));
                     }
                     Some(TraceKind::CollectiveLeave) => {
                         if let Some((t0, name)) = enter.pop() {
@@ -465,6 +482,12 @@ impl Trace {
 /// A page for a launch with no trace (a deadlock report alone).
 pub fn deadlock_html(title: &str, report: &DeadlockReport) -> String {
     page(title, None, Some(report))
+}
+
+/// The end of a collective slice that recorded no leave event.
+fn unfinished_end(pid: u32, tid: u32, ts: f64, name: String) -> Value {
+    json!({"ph": "E", "name": name, "cat": "mpi", "pid": pid, "tid": tid, "ts": ts,
+        "args": {"kind": "unfinished"}})
 }
 
 fn peer_name(v: i32) -> String {

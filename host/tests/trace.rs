@@ -103,6 +103,15 @@ gpu_mpi_device::kernel! {
     }
 }
 
+gpu_mpi_device::kernel! {
+    /// A barrier, then a reduce to a root that does not exist: every rank
+    /// enters it and returns `MPI_ERR_ROOT`.
+    pub static BAD_ROOT = fn bad_root(world: &World, _out: &GlobalSlice<u64>) -> Result<(), Error> {
+        world.barrier()?;
+        world.process_at_rank(world.size()).reduce_into(&1u64, SystemOperation::sum())
+    }
+}
+
 fn spec() -> WorldSpec {
     WorldSpec::ranks(RANKS).block_dim(BLOCK)
 }
@@ -538,4 +547,43 @@ fn a_deadlock_page_draws_the_wait_for_graph_in_chromium() {
     assert!(dom.contains("rank 0 waits in receive(source 1, tag 3)"));
     assert!(is_png(&shot));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_failed_collective_has_no_leave_event_and_its_slice_still_ends() {
+    let d = Device::cpu();
+    let out = d.alloc_zeroed::<u64>(1).unwrap();
+    let run = d.launch_traced(&BAD_ROOT, &out.slice(), &WorldSpec::ranks(4).trace(16));
+    assert!(
+        matches!(run.result, Err(HostError::RankFailed { .. })),
+        "{:?}",
+        run.result
+    );
+    let t = run.trace.unwrap();
+    for r in &t.ranks {
+        let kinds: Vec<_> = r.events.iter().filter_map(|e| e.kind()).collect();
+        assert_eq!(
+            kinds,
+            [
+                TraceKind::CollectiveEnter,
+                TraceKind::CollectiveLeave,
+                TraceKind::CollectiveEnter
+            ],
+            "rank {}",
+            r.rank
+        );
+    }
+    // In the JSON every begun slice ends, the failed one marked unfinished.
+    let doc = chrome(&t);
+    for tid in 0..4u64 {
+        let on_track = |ph: &str| {
+            doc["traceEvents"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|e| e["ph"] == ph && e["tid"] == tid)
+                .count()
+        };
+        assert_eq!((on_track("B"), on_track("E")), (2, 2), "rank {tid}");
+    }
 }

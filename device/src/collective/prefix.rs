@@ -102,7 +102,7 @@ impl World {
             peer: -2,
             tag: -1,
         };
-        let _span = trace::Span::enter(&self.core(), what.operation as u32, what.peer);
+        let span = trace::Span::enter(&self.core(), what.operation as u32, what.peer);
         op.check()?;
         let per_round = self.elements_per_round::<T>()?;
         let ranks = self.layout.ranks as usize;
@@ -193,7 +193,7 @@ impl World {
                 }
             }
         }
-        Ok(())
+        span.leave(Ok(()))
     }
 
     /// `MPI_Scan` (`exclusive` false) and `MPI_Exscan` of the `n` elements
@@ -222,7 +222,7 @@ impl World {
             peer: -2,
             tag: -1,
         };
-        let _span = trace::Span::enter(&self.core(), what.operation as u32, what.peer);
+        let span = trace::Span::enter(&self.core(), what.operation as u32, what.peer);
         op.check()?;
         let per_round = self.elements_per_round::<T>()?;
         let mut local = None;
@@ -308,7 +308,7 @@ impl World {
                 }
             }
         }
-        Ok(())
+        span.leave(Ok(()))
     }
 
     /// Inclusive scan of the `k` staged elements of this block's rank cells,
