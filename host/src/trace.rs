@@ -555,7 +555,7 @@ fn page(title: &str, trace: Option<&Trace>, deadlock: Option<&DeadlockReport>) -
             let blocks = t.ranks.iter().map(|r| r.block + 1).max().unwrap_or(0);
             let _ = write!(
                 summary,
-                "{} ranks in {} blocks of {} on the {} backend; {} events recorded, {} dropped ({} per rank at most); {} messages linked",
+                "{} ranks in {} block(s) of {} on the {} backend; {} events recorded, {} dropped ({} per rank at most); {} messages linked",
                 t.ranks.len(),
                 blocks,
                 t.block_dim,
