@@ -440,3 +440,91 @@ impl Span {
         r
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    //! A one-rank world on a plain host thread: the events of a self-send
+    //! and its receive, and a full buffer. The emulator tests every kind
+    //! across ranks (host/tests/trace.rs).
+    extern crate std;
+    use super::*;
+    use crate::state::WorldConfig;
+    use crate::topology::{Communicator, World};
+    use crate::traits::*;
+    use std::vec;
+    use std::vec::Vec;
+
+    /// Runs `f` on a one-rank world with `events` trace events; returns the
+    /// world's memory.
+    fn run(events: u32, f: impl FnOnce(&World)) -> (Vec<u8>, Layout) {
+        let mut config = WorldConfig::new(1, 1);
+        config.trace_events = events;
+        let layout = config.layout().unwrap();
+        let mut mem: Vec<u64> = vec![0; layout.total.div_ceil(8)];
+        let bytes = bytemuck::cast_slice_mut::<u64, u8>(&mut mem);
+        config.write_header(bytes).unwrap();
+        // SAFETY: freshly initialised world memory that outlives the world.
+        let world = unsafe { World::attach(bytes.as_mut_ptr()) }.unwrap();
+        f(&world);
+        (bytes.to_vec(), layout)
+    }
+
+    fn self_send(w: &World) {
+        let me = w.process_at_rank(0);
+        me.send_with_tag(&7u32, 5).unwrap();
+        let mut v = 0u32;
+        me.receive_into_with_tag(&mut v, 5).unwrap();
+        assert_eq!(v, 7);
+    }
+
+    #[test]
+    fn a_self_send_and_its_receive_record_six_events_in_order() {
+        let (mem, layout) = run(16, self_send);
+        let h = TraceHeader::read(&mem, &layout, 0).unwrap();
+        assert_eq!((h.recorded, h.dropped), (6, 0));
+        let events: Vec<TraceEvent> = (0..6).map(|i| TraceEvent::read(&mem, &layout, 0, i)).collect();
+        let kinds: Vec<_> = events.iter().map(|e| e.kind().unwrap()).collect();
+        assert_eq!(
+            kinds,
+            [
+                TraceKind::SendPosted,
+                TraceKind::Sent,
+                TraceKind::SendCompleted,
+                TraceKind::ReceivePosted,
+                TraceKind::Matched,
+                TraceKind::ReceiveCompleted,
+            ]
+        );
+        for e in &events {
+            assert_eq!((e.peer, e.tag, e.bytes), (0, 5, 4), "{e:?}");
+        }
+        // The match names the message the send published: sender 0, number 0.
+        assert_eq!(events[1].arg, 0);
+        assert_eq!(events[4].arg, 0);
+        assert!(events.windows(2).all(|p| p[0].time_ns <= p[1].time_ns));
+    }
+
+    #[test]
+    fn a_full_buffer_counts_the_rest_and_keeps_its_events() {
+        let (mem, layout) = run(4, |w| {
+            self_send(w);
+            self_send(w);
+        });
+        let h = TraceHeader::read(&mem, &layout, 0).unwrap();
+        assert_eq!((h.recorded, h.dropped), (4, 8));
+        assert_eq!(
+            TraceEvent::read(&mem, &layout, 0, 3).kind(),
+            Some(TraceKind::ReceivePosted)
+        );
+        // Nothing written past the buffer: the world ends with it.
+        assert_eq!(layout.trace_of(0) + layout.trace_stride, layout.total);
+    }
+
+    #[test]
+    fn an_untraced_world_has_no_trace_region() {
+        let (mem, layout) = run(0, self_send);
+        assert_eq!(layout.trace_stride, 0);
+        assert_eq!(layout.trace, layout.total);
+        assert!(TraceHeader::read(&mem, &layout, 0).is_none());
+    }
+}
