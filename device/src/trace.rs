@@ -62,7 +62,9 @@ pub enum TraceKind {
     /// The rank entered a collective: `call` its `wait::Call` code, `peer`
     /// its root (-2 for none).
     CollectiveEnter = 8,
-    /// The rank left the collective it entered last: `call` its code.
+    /// The rank returned successfully from the collective it entered last:
+    /// `call` its code. A collective that returns an error records no leave
+    /// event (docs/tracing.md).
     CollectiveLeave = 9,
     /// A wait that blocked (its first poll failed) ended: `call` the
     /// operation, `peer` and `tag` as in the deadlock report, `arg` how long
