@@ -306,7 +306,9 @@ fn launch(device: &Device, spec: &WorldSpec, ranks: u32, job: &Job) -> Result<Ou
         data: limit(data.slice(), job.data),
         cells: limit(cells.slice(), job.cells),
     };
-    let report = device.launch(job.kernel, &args, &spec.trace_from_env()).map_err(host)?;
+    let report = device
+        .launch(job.kernel, &args, &spec.trace_from_env())
+        .map_err(host)?;
     write_trace(&report, job)?;
     Ok(Output {
         out: device.download(&out).map_err(host)?,
@@ -325,10 +327,14 @@ fn write_trace(report: &LaunchReport, job: &Job) -> Result<(), String> {
         return Ok(());
     };
     let n = LAUNCHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let stem = path.file_stem().map_or("trace".into(), |s| s.to_string_lossy().into_owned());
+    let stem = path
+        .file_stem()
+        .map_or("trace".into(), |s| s.to_string_lossy().into_owned());
     let file = path.with_file_name(format!("{stem}-{}-case{}-{n}.json", job.kernel.name, job.case));
     let title = format!("{} case {}", job.kernel.name, job.case);
-    trace.write_files(&file, &title, None).map_err(|e| e.to_string())?;
+    trace
+        .write_files(&file, &title, None)
+        .map_err(|e| e.to_string())?;
     Ok(())
 }
 
