@@ -66,7 +66,9 @@ pub enum TraceKind {
     /// `call` its code. A collective that returns an error records no leave
     /// event (docs/tracing.md).
     CollectiveLeave = 9,
-    /// A wait that blocked (its first poll failed) ended: `call` the
+    /// A wait that blocked (its first poll failed) ended with its
+    /// operation done (a wait given up on an abort or a timeout records
+    /// none; the deadlock report says where it stood): `call` the
     /// operation, `peer` and `tag` as in the deadlock report, `arg` how long
     /// it blocked in nanoseconds (it began `arg` before `time_ns`).
     Blocked = 10,
