@@ -306,13 +306,36 @@ fn launch(device: &Device, spec: &WorldSpec, ranks: u32, job: &Job) -> Result<Ou
         data: limit(data.slice(), job.data),
         cells: limit(cells.slice(), job.cells),
     };
-    device.launch(job.kernel, &args, spec).map_err(host)?;
+    let report = device
+        .launch(job.kernel, &args, &spec.trace_from_env())
+        .map_err(host)?;
+    write_trace(&report, job)?;
     Ok(Output {
         out: device.download(&out).map_err(host)?,
         data: device.download(&data).map_err(host)?,
         cells: device.download(&cells).map_err(host)?,
         stride: job.stride as usize,
     })
+}
+
+/// With `GPU_MPI_TRACE=dir/name.json`, writes each launch's trace beside
+/// it as `dir/name-<kernel>-case<case>-<n>.json` (and `.html`), `n`
+/// counting the launches of this process (docs/tracing.md).
+fn write_trace(report: &LaunchReport, job: &Job) -> Result<(), String> {
+    static LAUNCHES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let (Some(path), Some(trace)) = (gpu_mpi::trace_path_from_env(), report.trace()) else {
+        return Ok(());
+    };
+    let n = LAUNCHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let stem = path
+        .file_stem()
+        .map_or("trace".into(), |s| s.to_string_lossy().into_owned());
+    let file = path.with_file_name(format!("{stem}-{}-case{}-{n}.json", job.kernel.name, job.case));
+    let title = format!("{} case {}", job.kernel.name, job.case);
+    trace
+        .write_files(&file, &title, None)
+        .map_err(|e| e.to_string())?;
+    Ok(())
 }
 
 /// The first `len` elements of a buffer's slice (buffers are never empty).

@@ -46,6 +46,7 @@ use crate::error::Error;
 use crate::shim::{self, AtomicU32, Ordering};
 use crate::topology::wait_for;
 use crate::topology::{Communicator, Process, World};
+use crate::trace;
 use crate::wait::{Call as WaitCall, WaitFor, STATE_RUNNING};
 
 /// An associative reduction operation on `T` (MPI 6.9).
@@ -728,6 +729,7 @@ impl World {
                 tag: -1,
             },
         };
+        let span = trace::Span::enter(&self.core(), what.operation as u32, what.peer);
         let mut local_error = None;
         if let Some(r) = root {
             if self.check_rank(r).is_err() {
@@ -788,10 +790,10 @@ impl World {
                 size: self.size(),
             });
         }
-        match local_error {
+        span.leave(match local_error {
             Some(e) => Err(e),
             None => Ok(()),
-        }
+        })
     }
 
     /// One round: stage `part`, combine inside the block, stage the block's
@@ -951,6 +953,7 @@ impl World {
             peer: root,
             tag: -1,
         };
+        let span = trace::Span::enter(&self.core(), what.operation as u32, what.peer);
         let capacity = self.collective_bytes() - CELL_HEADER;
         let is_root = root == self.rank();
         let mut offset = 0usize;
@@ -1007,10 +1010,10 @@ impl World {
                 break;
             }
         }
-        match local_error {
+        span.leave(match local_error {
             Some(e) => Err(e),
             None => Ok(()),
-        }
+        })
     }
 
     fn broadcast_area(&self) -> *mut u8 {
@@ -1022,11 +1025,12 @@ impl World {
 
 impl CommunicatorCollectives for World {
     fn barrier(&self) -> Result<(), Error> {
-        self.world_barrier(WaitFor {
+        let span = trace::Span::enter(&self.core(), WaitCall::Barrier as u32, -2);
+        span.leave(self.world_barrier(WaitFor {
             operation: WaitCall::Barrier,
             peer: -2,
             tag: -1,
-        })
+        }))
     }
 
     fn all_reduce_into<T, S, R, O>(&self, send: &S, recv: &mut R, op: O) -> Result<(), Error>

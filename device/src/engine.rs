@@ -56,6 +56,7 @@ use crate::state::{BLOCKING_RECORDS, FLAG_FORCE_STREAMING};
 use crate::status::Status;
 use crate::status::ANY_SOURCE;
 use crate::status::ANY_TAG;
+use crate::trace::{self, TraceKind};
 use crate::wait::{Call, WaitFor};
 
 use crate::memory::{mine, rec};
@@ -158,6 +159,7 @@ pub(crate) fn post(w: &Core, scope: u32, p: &Post) -> Result<u32, Error> {
         rec!(w, tail - 1, next = i + 1);
     }
     mine!(w, active_tail = i + 1);
+    trace::posted(w);
     Ok(i)
 }
 
@@ -504,6 +506,7 @@ fn progress_in(w: &Core) -> bool {
                 0 => Step::Idle,
                 id1 => {
                     unlink(w, id1);
+                    trace::matched(w, id1 - 1);
                     rec!(w, i, slot = id1);
                     rec!(w, i, state = RecordState::RecvClaimed as u32);
                     start_receive(w, i);
@@ -519,6 +522,7 @@ fn progress_in(w: &Core) -> bool {
         };
         moved |= !matches!(step, Step::Idle);
         if rec!(w, i, state) == RecordState::Complete as u32 {
+            trace::completed(w, i);
             // Out of the active list; the record waits for its collection.
             if prev == 0 {
                 mine!(w, active_head = next);
@@ -892,6 +896,15 @@ fn claim(w: &Core, i: u32) -> Step {
     // Relaxed: the receiver reads it after acquiring our push, and waits
     // while it still reads LINK_PENDING.
     store(w, id, SlotWord::Link, before);
+    trace::event(
+        w,
+        TraceKind::Sent,
+        0,
+        dest as i32,
+        rec!(w, i, tag),
+        len,
+        sequence as u64,
+    );
     rec!(w, i, slot = s);
     let next = match kind {
         MessageKind::Eager if mode == SendMode::Synchronous as u32 => RecordState::SendAwaitFree,

@@ -38,6 +38,7 @@ pub mod shim;
 pub mod state;
 pub mod status;
 pub mod topology;
+pub mod trace;
 pub mod traits;
 pub mod wait;
 

@@ -441,6 +441,22 @@ impl Core {
         self.config().effective_backoff_max_ns()
     }
 
+    /// Events this rank may record in its trace buffer (0: tracing off).
+    /// One cached load of the world's header: the test on every trace site.
+    #[inline(always)]
+    pub(crate) fn trace_events(&self) -> u32 {
+        self.config().trace_events
+    }
+
+    /// This rank's trace buffer: its header, its events after it. Only
+    /// meaningful when [`Core::trace_events`] is not 0.
+    #[inline(always)]
+    pub(crate) fn trace_buffer(&self) -> *mut u8 {
+        // SAFETY: inside the world memory when tracing is on (the layout
+        // holds `ranks` trace buffers); 32-byte aligned.
+        unsafe { self.base.add(self.layout().trace_of(self.rank)) }
+    }
+
     /// Offset of this rank's wait record.
     #[inline(always)]
     pub(crate) fn wait_record(&self) -> usize {

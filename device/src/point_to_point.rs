@@ -30,6 +30,7 @@ use crate::error::Error;
 use crate::memory::{RecordState, SendMode};
 use crate::topology::wait_for;
 use crate::topology::{AnyProcess, Process, World, ANY_SOURCE, PROC_NULL};
+use crate::trace;
 use crate::wait::{Call, WaitFor};
 
 pub use crate::status::ANY_TAG;
@@ -215,7 +216,10 @@ fn probe_once(world: &World, source: i32, tag: i32) -> Option<Status> {
     }
     match look(world, source, tag) {
         0 => None,
-        id1 => Some(engine::envelope(&world.core(), id1 - 1)),
+        id1 => {
+            trace::probed(&world.core(), id1 - 1, Call::ImmediateProbe as u32);
+            Some(engine::envelope(&world.core(), id1 - 1))
+        }
     }
 }
 
@@ -293,7 +297,10 @@ fn probe_from(world: &World, source: i32, tag: i32) -> Result<Status, Error> {
         }
         match engine::find(&world.core(), source, tag) {
             0 => None,
-            id1 => Some(Ok(engine::envelope(&world.core(), id1 - 1))),
+            id1 => {
+                trace::probed(&world.core(), id1 - 1, Call::Probe as u32);
+                Some(Ok(engine::envelope(&world.core(), id1 - 1)))
+            }
         }
     })
 }
@@ -580,6 +587,8 @@ fn claim_match(world: &World, source: i32, tag: i32) -> Option<(Message<'_>, Sta
         id1 => {
             let slot = id1 - 1;
             engine::unlink(&world.core(), id1);
+            trace::probed(&world.core(), slot, Call::Probe as u32);
+            trace::matched(&world.core(), slot);
             engine::mark_claimed(&world.core(), slot);
             Some((
                 Message {

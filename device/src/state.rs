@@ -21,6 +21,7 @@
 //! barrier per round instead of two.
 //! | wait records | `ranks × 16` | per rank: a [`WaitRecord`](crate::memory::WaitRecord): state, operation, peer, tag (what the deadlock report prints) |
 //! | results | `ranks × 32` | per rank: a [`ResultRecord`](crate::memory::ResultRecord): the kernel's return value as an [`ErrorClass`](crate::ErrorClass) and four detail words |
+//! | trace | `ranks × (32 + trace_events × 32)`, none when tracing is off | per rank: a [`TraceHeader`](crate::trace::TraceHeader) and its [`TraceEvent`](crate::trace::TraceEvent)s (`crate::trace`) |
 
 use bytemuck::{Pod, Zeroable};
 
@@ -68,6 +69,12 @@ pub const BARRIER_STRIDE: usize = 64;
 pub const RECORD_STRIDE: usize = 16;
 /// Bytes of one rank's result record.
 pub const RESULT_STRIDE: usize = 32;
+/// Bytes of a rank's trace header ([`TraceHeader`](crate::trace::TraceHeader)).
+pub const TRACE_HEADER_BYTES: usize = 32;
+/// Bytes of one trace event ([`TraceEvent`](crate::trace::TraceEvent)).
+pub const TRACE_EVENT_BYTES: usize = 32;
+/// Most events a rank's trace buffer may hold (64 MiB per rank).
+pub const MAX_TRACE_EVENTS: u32 = 1 << 21;
 
 /// Limits of one world, chosen by the host. Every field is checked by
 /// [`WorldConfig::layout`]; the docs (docs/limits.md) say what exceeding each gives.
@@ -97,8 +104,9 @@ pub struct WorldConfig {
     /// (at most `MAX_RECORDS_PER_RANK - BLOCKING_RECORDS`); one more fails
     /// with `MPI_ERR_REQUEST`.
     pub requests_per_rank: u32,
-    /// Unused (zero).
-    pub reserved: u32,
+    /// Events each rank may record in its trace buffer (0: tracing off,
+    /// no trace region). `crate::trace` says what is recorded.
+    pub trace_events: u32,
     /// A wait gives up after this many nanoseconds (0: never; the CPU
     /// emulator detects deadlocks exactly and needs no timeout).
     pub timeout_ns: u64,
@@ -118,7 +126,7 @@ impl WorldConfig {
             flags: 0,
             backoff_max_ns: 0,
             requests_per_rank: 8,
-            reserved: 0,
+            trace_events: 0,
             timeout_ns: 0,
         }
     }
@@ -169,6 +177,9 @@ impl WorldConfig {
         if self.ranks > (i32::MAX as u32) {
             return Err(ConfigError::TooManyRanks(self.ranks));
         }
+        if self.trace_events > MAX_TRACE_EVENTS {
+            return Err(ConfigError::TraceEvents(self.trace_events));
+        }
         let ranks = self.ranks as usize;
         let blocks = (self.ranks / self.block_dim) as usize;
         let slot_stride = SLOT_HEADER_BYTES + self.slot_bytes as usize;
@@ -183,7 +194,12 @@ impl WorldConfig {
         let rank_scratch = block_scratch + 2 * blocks * coll;
         let records = rank_scratch + 2 * ranks * coll;
         let results = records + ranks * RECORD_STRIDE;
-        let total = results + ranks * RESULT_STRIDE;
+        let trace = (results + ranks * RESULT_STRIDE).next_multiple_of(64);
+        let trace_stride = match self.trace_events {
+            0 => 0,
+            n => TRACE_HEADER_BYTES + n as usize * TRACE_EVENT_BYTES,
+        };
+        let total = trace + ranks * trace_stride;
         Ok(Layout {
             ranks: self.ranks,
             block_dim: self.block_dim,
@@ -203,6 +219,8 @@ impl WorldConfig {
             rank_scratch,
             records,
             results,
+            trace,
+            trace_stride,
             total,
         })
     }
@@ -273,6 +291,11 @@ pub struct Layout {
     pub records: usize,
     /// Offset of the result records.
     pub results: usize,
+    /// Offset of the trace buffers (equal to `total` when tracing is off).
+    pub trace: usize,
+    /// Bytes of one rank's trace buffer: a `TraceHeader` and
+    /// `trace_events` `TraceEvent`s (0 when tracing is off).
+    pub trace_stride: usize,
     /// Total bytes.
     pub total: usize,
 }
@@ -302,6 +325,10 @@ impl Layout {
     pub fn result(&self, rank: u32) -> usize {
         self.results + rank as usize * RESULT_STRIDE
     }
+    /// Offset of `rank`'s trace buffer (its header; the events follow).
+    pub fn trace_of(&self, rank: u32) -> usize {
+        self.trace + rank as usize * self.trace_stride
+    }
 }
 
 /// A world configuration that cannot be laid out.
@@ -329,6 +356,8 @@ pub enum ConfigError {
     CollectiveBytes(u32),
     /// More ranks than an `i32` rank can name.
     TooManyRanks(u32),
+    /// More trace events per rank than [`MAX_TRACE_EVENTS`].
+    TraceEvents(u32),
     /// The memory given is smaller than the layout.
     MemoryTooSmall {
         /// Bytes the layout needs.
@@ -360,6 +389,9 @@ impl core::fmt::Display for ConfigError {
             }
             ConfigError::TooManyRanks(r) => {
                 write!(f, "{r} ranks exceed i32::MAX (or their slots exceed 2^32 - 2)")
+            }
+            ConfigError::TraceEvents(n) => {
+                write!(f, "trace_events {n} exceeds {MAX_TRACE_EVENTS} per rank")
             }
             ConfigError::MemoryTooSmall { needed, got } => {
                 write!(

@@ -273,6 +273,7 @@ pub(crate) fn wait_core<T>(
         if let Some(r) = poll(&mut backoff) {
             if polls != 0 {
                 c.record_state(STATE_RUNNING);
+                crate::trace::wait_ended(c);
             }
             return r;
         }
@@ -281,6 +282,7 @@ pub(crate) fn wait_core<T>(
             if c.timeout_ns() != 0 {
                 start = shim::clock_ns();
             }
+            crate::trace::wait_began(c);
         }
         backoff.snooze();
         polls = polls.wrapping_add(1).max(1);

@@ -29,6 +29,7 @@ use crate::cuda::{CudaBuffer, CudaDevice, CudaOptions};
 use crate::error::{AllocError, BufferError, HostError};
 use crate::images::KernelImages;
 use crate::spec::{BackendKind, Residency, WorldSpec};
+use crate::trace::Trace;
 use bytemuck::Pod;
 pub use gpu_mpi_device::shim::runtime::SyncCounts;
 use gpu_mpi_device::{GlobalSlice, Kernel, WorldConfig};
@@ -58,6 +59,27 @@ pub struct LaunchReport {
     /// atomics are not counted. docs/emulator.md, "Synchronising-operation
     /// counts".
     pub sync_counts: Option<SyncProfile>,
+    /// The ranks' MPI events when the spec asked for a trace
+    /// ([`WorldSpec::trace`]), else `None`.
+    pub trace: Option<Trace>,
+}
+
+impl LaunchReport {
+    /// The launch's trace, if it was traced ([`WorldSpec::trace`]).
+    pub fn trace(&self) -> Option<&Trace> {
+        self.trace.as_ref()
+    }
+}
+
+/// A launch with its trace, whatever its outcome ([`Device::launch_traced`]).
+#[derive(Debug)]
+pub struct TracedLaunch {
+    /// What [`Device::launch`] returns (its report's `trace` is `None`:
+    /// the trace is in [`TracedLaunch::trace`]).
+    pub result: Result<LaunchReport, HostError>,
+    /// The ranks' events, also after a deadlock or failed ranks; `None` when
+    /// the spec asked for no trace or the launch never ran.
+    pub trace: Option<Trace>,
 }
 
 /// The synchronising operations of one launch, per rank (the cpu backend's
@@ -460,13 +482,37 @@ impl Device {
         args: &A,
         spec: &WorldSpec,
     ) -> Result<LaunchReport, HostError> {
-        let config = self.resolve_for(kernel, spec)?;
+        let TracedLaunch { result, trace } = self.launch_traced(kernel, args, spec);
+        result.map(|mut r| {
+            r.trace = trace;
+            r
+        })
+    }
+
+    /// As [`launch`](Self::launch), returning the trace apart from the
+    /// outcome, so that a deadlock or a failed rank comes with the events
+    /// that led to it (docs/tracing.md).
+    pub fn launch_traced<A: Pod + Sync>(
+        &self,
+        kernel: &Kernel<A>,
+        args: &A,
+        spec: &WorldSpec,
+    ) -> TracedLaunch {
+        let config = match self.resolve_for(kernel, spec) {
+            Ok(c) => c,
+            Err(e) => {
+                return TracedLaunch {
+                    result: Err(e),
+                    trace: None,
+                }
+            }
+        };
         match &self.backend {
             Backend::Cpu(d) => {
                 let schedule = spec.schedule.unwrap_or(d.options().schedule);
-                d.launch_scheduled(kernel, args, &config, schedule)
+                d.launch_traced(kernel, args, &config, schedule)
             }
-            Backend::Cuda(d) => d.launch(kernel, args, &config),
+            Backend::Cuda(d) => d.launch_traced(kernel, args, &config),
         }
     }
 

@@ -33,6 +33,8 @@
 //! - [`datatype`]: derived datatypes (MPI chapter 5): [`UserDatatype`],
 //!   [`CommittedType`], `Device::pack` and `Device::unpack`.
 //! - [`report`]: reading a world after a launch (shared by every backend).
+//! - [`trace`]: message traces ([`WorldSpec::trace`]), exported as Chrome
+//!   trace JSON and as an HTML page (docs/tracing.md).
 
 pub mod cpu;
 pub mod cuda;
@@ -42,10 +44,13 @@ mod error;
 mod images;
 pub mod report;
 mod spec;
+pub mod trace;
 
 pub use cpu::{CpuDevice, CpuOptions, Schedule};
 pub use datatype::{CommittedType, DatatypeError, Order, Primitive, UserDatatype};
-pub use device::{Device, DeviceBuffer, DeviceDescription, LaunchReport, SyncCounts, SyncProfile};
+pub use device::{
+    Device, DeviceBuffer, DeviceDescription, LaunchReport, SyncCounts, SyncProfile, TracedLaunch,
+};
 pub use error::{
     AllocError, BufferError, CopyDirection, CudaError, DriverFailure, HostError, NoGpu, OptionError,
     Resource, StuckReason,
@@ -53,6 +58,7 @@ pub use error::{
 pub use images::{KernelImages, KernelParts};
 pub use report::{BlockedRank, BlockedState, DeadlockReport, Hint, UnreceivedMessage};
 pub use spec::{
-    default_block_dim, BackendKind, ParseBackendKindError, RankCount, Residency, WorldSpec,
-    PREFERRED_BLOCK_DIM,
+    default_block_dim, trace_path_from_env, BackendKind, ParseBackendKindError, RankCount, Residency,
+    WorldSpec, DEFAULT_TRACE_EVENTS, PREFERRED_BLOCK_DIM,
 };
+pub use trace::{MessageLink, RankTrace, Trace, TraceWriteError};

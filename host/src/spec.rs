@@ -120,6 +120,11 @@ pub struct WorldSpec {
     /// `None`: [`CpuOptions::schedule`](crate::CpuOptions::schedule) (by
     /// default [`Schedule::Parallel`]). The cuda backend ignores it.
     pub schedule: Option<Schedule>,
+    /// Events each rank may record in its trace buffer (0: no trace, the
+    /// default; docs/tracing.md). The trace comes back in
+    /// [`LaunchReport::trace`](crate::LaunchReport::trace) and from
+    /// [`Device::launch_traced`](crate::Device::launch_traced).
+    pub trace_events: u32,
 }
 
 impl WorldSpec {
@@ -147,6 +152,7 @@ impl WorldSpec {
             timeout: None,
             backoff_max: None,
             schedule: None,
+            trace_events: 0,
         }
     }
 
@@ -212,6 +218,28 @@ impl WorldSpec {
         self
     }
 
+    /// Records up to `events_per_rank` MPI events per rank (0: off). The
+    /// world memory grows by `ranks × (32 + 32 × events_per_rank)` bytes.
+    pub fn trace(mut self, events_per_rank: u32) -> Self {
+        self.trace_events = events_per_rank;
+        self
+    }
+
+    /// As [`trace`](Self::trace) with the count of the environment variable
+    /// `GPU_MPI_TRACE_EVENTS` (default [`DEFAULT_TRACE_EVENTS`]) when
+    /// `GPU_MPI_TRACE` names a file; the spec unchanged otherwise. What the
+    /// examples call.
+    pub fn trace_from_env(self) -> Self {
+        if trace_path_from_env().is_none() {
+            return self;
+        }
+        let n = std::env::var("GPU_MPI_TRACE_EVENTS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(DEFAULT_TRACE_EVENTS);
+        self.trace(n)
+    }
+
     /// Resolves the spec into a world configuration for a device whose
     /// capacity with blocks of `block_dim` ranks is `capacity(block_dim)`.
     /// Checks nothing beyond what resolving needs: [`WorldConfig::layout`] and
@@ -230,6 +258,7 @@ impl WorldSpec {
         c.max_message_bytes = self.max_message_bytes;
         c.collective_bytes = self.collective_bytes;
         c.requests_per_rank = self.requests_per_rank;
+        c.trace_events = self.trace_events;
         c.flags = if self.force_streaming {
             FLAG_FORCE_STREAMING
         } else {
@@ -246,6 +275,18 @@ impl WorldSpec {
         };
         Ok(c)
     }
+}
+
+/// Events per rank of a trace turned on by `GPU_MPI_TRACE` without
+/// `GPU_MPI_TRACE_EVENTS`.
+pub const DEFAULT_TRACE_EVENTS: u32 = 1024;
+
+/// The file `GPU_MPI_TRACE` names (Chrome trace JSON; the HTML page goes
+/// beside it), if set and not empty.
+pub fn trace_path_from_env() -> Option<std::path::PathBuf> {
+    std::env::var_os("GPU_MPI_TRACE")
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from)
 }
 
 /// The block size a world of `ranks` ranks gets when none is given: the

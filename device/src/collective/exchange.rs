@@ -22,6 +22,7 @@ use crate::datatype::{Buffer, BufferMut, Datatype};
 use crate::error::Error;
 use crate::shim;
 use crate::topology::{Communicator, World};
+use crate::trace;
 use crate::wait::{Call as WaitCall, WaitFor};
 
 /// A buffer split into one part per rank by counts and displacements (in
@@ -341,6 +342,7 @@ impl World {
             peer: root,
             tag: -1,
         };
+        let span = trace::Span::enter(&self.core(), what.operation as u32, what.peer);
         let n = self.layout.ranks as usize;
         let is_root = root == self.rank();
         let mut local = self.check_root(root);
@@ -399,7 +401,7 @@ impl World {
             }
         });
         // SAFETY: `send` is a borrowed buffer; `take` copies at most `cb`.
-        unsafe { self.gather_rounds(send, bytes, take, what) }
+        span.leave(unsafe { self.gather_rounds(send, bytes, take, what) })
     }
 
     /// `MPI_Gatherv`: `recv` is the root's partitioned buffer (None at the
@@ -419,6 +421,7 @@ impl World {
             peer: root,
             tag: -1,
         };
+        let span = trace::Span::enter(&self.core(), what.operation as u32, what.peer);
         let n = self.layout.ranks as usize;
         let is_root = root == self.rank();
         let dtype = send.datatype();
@@ -493,14 +496,14 @@ impl World {
             }
         });
         // SAFETY: `bytes` is a borrowed buffer; `take` copies at most `cb`.
-        unsafe {
+        span.leave(unsafe {
             self.gather_rounds(
                 Some((bytes.as_ptr(), bytes.len())),
                 agreed.max(LEN) as usize,
                 take,
                 what,
             )
-        }
+        })
     }
 
     /// `MPI_Scatter`: `send` is the root's buffer (None at the other ranks);
@@ -521,6 +524,7 @@ impl World {
             peer: root,
             tag: -1,
         };
+        let span = trace::Span::enter(&self.core(), what.operation as u32, what.peer);
         let n = self.layout.ranks as usize;
         let is_root = root == self.rank();
         let mut local = self.check_root(root);
@@ -579,7 +583,7 @@ impl World {
             (b.as_mut_ptr(), b.len())
         });
         // SAFETY: `recv` is a borrowed buffer; `give` writes at most `cb`.
-        unsafe { self.scatter_rounds(bytes, give, recv, what) }
+        span.leave(unsafe { self.scatter_rounds(bytes, give, recv, what) })
     }
 
     /// `MPI_Scatterv`: `send` is the root's partitioned buffer (None at the
@@ -599,6 +603,7 @@ impl World {
             peer: root,
             tag: -1,
         };
+        let span = trace::Span::enter(&self.core(), what.operation as u32, what.peer);
         let n = self.layout.ranks as usize;
         let is_root = root == self.rank();
         let dtype = recv.datatype();
@@ -681,14 +686,14 @@ impl World {
         });
         let b = recv.as_bytes_mut();
         // SAFETY: `b` is a borrowed buffer; `give` writes at most `cb`.
-        unsafe {
+        span.leave(unsafe {
             self.scatter_rounds(
                 agreed.max(LEN) as usize,
                 give,
                 Some((b.as_mut_ptr(), b.len())),
                 what,
             )
-        }
+        })
     }
 
     /// `MPI_Allgather` (`var` None; `send` None: in place) and
@@ -708,6 +713,7 @@ impl World {
             peer: -2,
             tag: -1,
         };
+        let span = trace::Span::enter(&self.core(), what.operation as u32, what.peer);
         let n = self.layout.ranks as usize;
         let dtype = recv.datatype();
         let size = dtype.size as usize;
@@ -782,7 +788,7 @@ impl World {
         };
         // SAFETY: `staged` is readable (a borrowed buffer or our own part of
         // `recv`, which `take` leaves alone); `take` copies at most `cb`.
-        unsafe { self.gather_rounds(Some(staged), agreed.max(LEN) as usize, Some(take), what) }
+        span.leave(unsafe { self.gather_rounds(Some(staged), agreed.max(LEN) as usize, Some(take), what) })
     }
 
     /// `MPI_Alltoall`.
@@ -796,6 +802,7 @@ impl World {
             peer: -2,
             tag: -1,
         };
+        let span = trace::Span::enter(&self.core(), what.operation as u32, what.peer);
         let n = self.layout.ranks as usize;
         let dtype = recv.datatype();
         let total = send.count();
@@ -823,7 +830,7 @@ impl World {
         let m = total / n * dtype.size as usize;
         let src = send.as_bytes().as_ptr();
         let dst = recv.as_bytes_mut().as_mut_ptr();
-        self.all_to_all_rounds(
+        span.leave(self.all_to_all_rounds(
             m,
             Parts::Even(m),
             Parts::Even(m),
@@ -833,7 +840,7 @@ impl World {
             // SAFETY: part q of `recv` (`n × m` bytes, checked), `at + len <= m`.
             |q, at, cell, len| unsafe { shim::copy_bytes(dst.add(q as usize * m + at), cell, len) },
             what,
-        )
+        ))
     }
 
     /// `MPI_Alltoall` with `MPI_IN_PLACE`, pairwise: in step `j` rank `p`
@@ -845,6 +852,7 @@ impl World {
             peer: -2,
             tag: -1,
         };
+        let span = trace::Span::enter(&self.core(), what.operation as u32, what.peer);
         let n = self.layout.ranks as usize;
         let dtype = buf.datatype();
         let total = buf.count();
@@ -889,7 +897,7 @@ impl World {
                 lo += cb;
             }
         }
-        Ok(())
+        span.leave(Ok(()))
     }
 
     /// `MPI_Alltoallv`: the counts are exchanged first (an all-to-all of one
@@ -909,6 +917,7 @@ impl World {
             peer: -2,
             tag: -1,
         };
+        let span = trace::Span::enter(&self.core(), what.operation as u32, what.peer);
         let n = self.layout.ranks as usize;
         let dtype = recv.buf.datatype();
         let size = dtype.size as usize;
@@ -974,7 +983,7 @@ impl World {
         };
         let src = send.buf.as_bytes().as_ptr();
         let dst = recv.buf.as_bytes_mut().as_mut_ptr();
-        self.all_to_all_rounds(
+        span.leave(self.all_to_all_rounds(
             agreed.max(LEN) as usize,
             sparts,
             rparts,
@@ -983,7 +992,7 @@ impl World {
             // SAFETY: inside part q of `recv` (checked), `at + len` within it.
             |q, at, cell, len| unsafe { shim::copy_bytes(dst.add(rparts.get(q as usize).0 + at), cell, len) },
             what,
-        )
+        ))
     }
 
     /// `None`, or `MPI_ERR_ROOT` for a root outside the world.

@@ -27,6 +27,7 @@ use crate::datatype::Equivalence;
 use crate::error::Error;
 use crate::shim;
 use crate::topology::World;
+use crate::trace;
 use crate::wait::{Call as WaitCall, WaitFor};
 
 /// Combines `inbuf` into `inoutbuf` element by element: `inoutbuf[i] =
@@ -101,6 +102,7 @@ impl World {
             peer: -2,
             tag: -1,
         };
+        let span = trace::Span::enter(&self.core(), what.operation as u32, what.peer);
         op.check()?;
         let per_round = self.elements_per_round::<T>()?;
         let ranks = self.layout.ranks as usize;
@@ -191,7 +193,7 @@ impl World {
                 }
             }
         }
-        Ok(())
+        span.leave(Ok(()))
     }
 
     /// `MPI_Scan` (`exclusive` false) and `MPI_Exscan` of the `n` elements
@@ -220,6 +222,7 @@ impl World {
             peer: -2,
             tag: -1,
         };
+        let span = trace::Span::enter(&self.core(), what.operation as u32, what.peer);
         op.check()?;
         let per_round = self.elements_per_round::<T>()?;
         let mut local = None;
@@ -305,7 +308,7 @@ impl World {
                 }
             }
         }
-        Ok(())
+        span.leave(Ok(()))
     }
 
     /// Inclusive scan of the `k` staged elements of this block's rank cells,

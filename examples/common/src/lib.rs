@@ -1,7 +1,7 @@
 //! Command line shared by the examples: `--backend auto|cpu|cuda`,
 //! `--ranks N|max` and one count option of the example's own.
 
-use gpu_mpi::{BackendKind, Device, KernelImages, RankCount, WorldSpec};
+use gpu_mpi::{trace_path_from_env, BackendKind, Device, KernelImages, LaunchReport, RankCount, WorldSpec};
 use std::process::ExitCode;
 
 /// Options every example takes.
@@ -49,12 +49,34 @@ pub fn parse(default_ranks: u32, count_flag: &str, default_count: u32) -> Result
     Ok(cli)
 }
 
-/// The world the options ask for.
+/// The world the options ask for, traced when `GPU_MPI_TRACE` names a
+/// file (`GPU_MPI_TRACE_EVENTS` events per rank, default 1024;
+/// docs/tracing.md).
 pub fn spec(cli: &Cli) -> WorldSpec {
     match cli.ranks {
         RankCount::Exact(n) => WorldSpec::ranks(n),
         RankCount::Max => WorldSpec::max_ranks(),
     }
+    .trace_from_env()
+}
+
+/// Writes the launch's trace to the file `GPU_MPI_TRACE` names (Chrome
+/// trace JSON) and the HTML page beside it, and says so on stderr; does
+/// nothing when the variable is unset or the launch was not traced.
+pub fn write_trace(report: &LaunchReport, title: &str) -> Result<(), String> {
+    let (Some(path), Some(trace)) = (trace_path_from_env(), report.trace()) else {
+        return Ok(());
+    };
+    let html = trace.write_files(&path, title, None).map_err(|e| e.to_string())?;
+    eprintln!(
+        "trace: {} events ({} dropped), {} messages: {} and {}",
+        trace.recorded(),
+        trace.dropped(),
+        trace.messages().len(),
+        path.display(),
+        html.display()
+    );
+    Ok(())
 }
 
 /// Opens the backend the options ask for, with the example's kernels

@@ -2,7 +2,7 @@
 //! (`kernels/`, built to PTX and SASS by build.rs: [`KERNELS`]) with the options
 //! of the command line. The binaries `pi_p2p` and `pi_reduce` call [`run_pi`].
 
-use gpu_mpi_examples_common::{fail, open, parse, spec};
+use gpu_mpi_examples_common::{fail, open, parse, spec, write_trace};
 use std::process::ExitCode;
 
 /// The pi kernels, built by build.rs: PTX and SASS per SM.
@@ -24,6 +24,7 @@ pub fn run_pi(kernel: &gpu_mpi::device::Kernel<gpu_mpi_example_pi_kernels::PiArg
             result: result.slice(),
         };
         let report = device.launch(kernel, &args, &spec(&cli))?;
+        write_trace(&report, kernel.name)?;
         Ok((device.download(&result)?[0], report))
     };
     let (pi, report) = match run() {

@@ -16,11 +16,13 @@ mod stack;
 pub use explore::{Schedule, PCT_STEPS_PER_RANK};
 pub use memory::CpuBuffer;
 
-use crate::device::{LaunchReport, SyncProfile};
+use crate::device::{LaunchReport, SyncProfile, TracedLaunch};
 use crate::error::{AllocError, BufferError, CopyDirection, HostError};
 use crate::report;
 use crate::spec::Residency;
+use crate::trace::Trace;
 use bytemuck::Pod;
+use gpu_mpi_device::state::Layout;
 use gpu_mpi_device::{Kernel, WorldConfig};
 use scheduler::{Outcome, Run};
 use stack::StackPool;
@@ -152,6 +154,39 @@ impl CpuDevice {
         config: &WorldConfig,
         schedule: Schedule,
     ) -> Result<LaunchReport, HostError> {
+        let TracedLaunch { result, trace } = self.launch_traced(kernel, args, config, schedule);
+        result.map(|mut r| {
+            r.trace = trace;
+            r
+        })
+    }
+
+    /// As [`launch_scheduled`](Self::launch_scheduled), with the trace apart
+    /// from the outcome (also after a deadlock; `None` when `config` has no
+    /// trace or the world never ran).
+    pub fn launch_traced<A: Pod + Sync>(
+        &self,
+        kernel: &Kernel<A>,
+        args: &A,
+        config: &WorldConfig,
+        schedule: Schedule,
+    ) -> TracedLaunch {
+        let mut world = None;
+        let result = self.run_world(kernel, args, config, schedule, &mut world);
+        let trace = world
+            .and_then(|(w, layout): (CpuBuffer, Layout)| Trace::from_world(w.as_slice(), &layout, "cpu"));
+        TracedLaunch { result, trace }
+    }
+
+    /// Runs the world; leaves its memory in `kept` once it ran.
+    fn run_world<A: Pod + Sync>(
+        &self,
+        kernel: &Kernel<A>,
+        args: &A,
+        config: &WorldConfig,
+        schedule: Schedule,
+        kept: &mut Option<(CpuBuffer, Layout)>,
+    ) -> Result<LaunchReport, HostError> {
         let layout = config.layout()?;
         self.residency(config.block_dim).check(config.ranks)?;
         let mut world = CpuBuffer::zeroed(layout.total)?;
@@ -182,6 +217,7 @@ impl CpuDevice {
             .run()
         };
         let elapsed = start.elapsed();
+        let world = &kept.insert((world, layout)).0;
         let sync_counts = match outcome {
             Outcome::Finished { sync } => sync,
             Outcome::Deadlock(r) => return Err(HostError::Deadlock(r)),
@@ -204,6 +240,7 @@ impl CpuDevice {
             elapsed,
             world_bytes: layout.total,
             sync_counts: Some(SyncProfile::new(sync_counts)),
+            trace: None,
         })
     }
 }

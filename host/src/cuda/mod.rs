@@ -36,13 +36,14 @@
 pub(crate) mod driver;
 pub mod plan;
 
-use crate::device::LaunchReport;
+use crate::device::{LaunchReport, TracedLaunch};
 use crate::error::{
     BufferError, CopyDirection, CudaError, DriverFailure, HostError, NoGpu, OptionError, StuckReason,
 };
 use crate::images::KernelImages;
 use crate::report::{self, DeadlockReport};
 use crate::spec::{Residency, WorldSpec};
+use crate::trace::Trace;
 use bytemuck::Pod;
 use cudarc::driver::{sys, DriverError};
 use driver::{cu, Context, DeviceMemory, PinnedMemory};
@@ -833,6 +834,34 @@ impl CudaDevice {
         args: &A,
         config: &WorldConfig,
     ) -> Result<LaunchReport, HostError> {
+        let TracedLaunch { result, trace } = self.launch_traced(kernel, args, config);
+        result.map(|mut r| {
+            r.trace = trace;
+            r
+        })
+    }
+
+    /// As [`launch`](Self::launch), with the trace apart from the outcome
+    /// (also after a timed-out deadlock; `None` when `config` has no trace or
+    /// the world's memory could not be read back).
+    pub fn launch_traced<A: Pod + Sync>(
+        &self,
+        kernel: &Kernel<A>,
+        args: &A,
+        config: &WorldConfig,
+    ) -> TracedLaunch {
+        let mut trace = None;
+        let result = self.run_world(kernel, args, config, &mut trace);
+        TracedLaunch { result, trace }
+    }
+
+    fn run_world<A: Pod + Sync>(
+        &self,
+        kernel: &Kernel<A>,
+        args: &A,
+        config: &WorldConfig,
+        trace: &mut Option<Trace>,
+    ) -> Result<LaunchReport, HostError> {
         let mut config = *config;
         if config.timeout_ns == 0 {
             config.timeout_ns = u64::try_from(self.options.default_timeout.as_nanos())
@@ -1008,6 +1037,8 @@ impl CudaDevice {
         drop(world);
         drop(args_memory);
         drop(inner);
+        // The trace buffers lie after the result records: downloaded above.
+        *trace = Trace::from_world(&image, &layout, "cuda");
         report::check_world(&image, &layout)?;
         Ok(LaunchReport {
             ranks: layout.ranks,
@@ -1018,6 +1049,7 @@ impl CudaDevice {
             world_bytes: layout.total,
             // The GPU's atomics are not counted (docs/emulator.md).
             sync_counts: None,
+            trace: None,
         })
     }
 

@@ -1,0 +1,730 @@
+//! Message traces of a launch (docs/tracing.md): what every rank recorded
+//! in its trace buffer ([`WorldSpec::trace`]), decoded from the world
+//! memory, linked (each message's send to the receive that matched it), and
+//! exported as Chrome trace event JSON (Perfetto, `chrome://tracing`) or as
+//! a self-contained HTML page.
+//!
+//! [`WorldSpec::trace`]: crate::WorldSpec::trace
+
+use crate::report::{BlockedState, DeadlockReport};
+use gpu_mpi_device::state::Layout;
+use gpu_mpi_device::trace::{TraceEvent, TraceHeader, TraceKind};
+use gpu_mpi_device::wait::{Call, WaitDisplay};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// Worlds of at most this many ranks get a sequence diagram in the HTML
+/// page; larger ones get the per-block table only.
+pub const SEQUENCE_DIAGRAM_MAX_RANKS: u32 = 64;
+/// The HTML page's sequence diagram draws at most this many messages.
+pub const SEQUENCE_DIAGRAM_MAX_MESSAGES: usize = 2000;
+
+/// What one rank recorded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RankTrace {
+    /// The rank.
+    pub rank: u32,
+    /// Its block.
+    pub block: u32,
+    /// The SM it ran on at its first event (`%smid`; the emulator's worker).
+    pub sm_first: u32,
+    /// The SM at its last event.
+    pub sm_last: u32,
+    /// Events not recorded because its buffer was full.
+    pub dropped: u32,
+    /// Its events, in the order recorded (time order).
+    pub events: Vec<TraceEvent>,
+}
+
+/// One message whose send and matching receive were both recorded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MessageLink {
+    /// The sender.
+    pub source: u32,
+    /// The sender's number for the message ([`TraceKind::Sent`]'s `arg`).
+    pub sequence: u32,
+    /// The receiver.
+    pub dest: u32,
+    /// The tag.
+    pub tag: i32,
+    /// Bytes.
+    pub bytes: u32,
+    /// Index of the [`TraceKind::Sent`] event in the sender's events.
+    pub sent: usize,
+    /// Index of the [`TraceKind::Matched`] event in the receiver's events.
+    pub matched: usize,
+}
+
+/// The trace of one launch: every rank's events.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Trace {
+    /// "cpu" or "cuda".
+    pub backend: &'static str,
+    /// Ranks per block.
+    pub block_dim: u32,
+    /// Events each rank's buffer held at most.
+    pub events_per_rank: u32,
+    /// Every rank's trace, in rank order.
+    pub ranks: Vec<RankTrace>,
+}
+
+/// Why a trace could not be written to files.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceWriteError {
+    /// Writing a file failed.
+    #[error("cannot write trace file {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+impl Trace {
+    /// Decodes the trace buffers of a world's memory; `None` when the world
+    /// was not traced (`trace_events` 0).
+    ///
+    /// # Panics
+    /// If `memory` is shorter than `layout.total`.
+    pub fn from_world(memory: &[u8], layout: &Layout, backend: &'static str) -> Option<Trace> {
+        assert!(
+            memory.len() >= layout.total,
+            "world memory shorter than its layout"
+        );
+        if layout.trace_stride == 0 {
+            return None;
+        }
+        let capacity = ((layout.trace_stride - gpu_mpi_device::state::TRACE_HEADER_BYTES)
+            / gpu_mpi_device::state::TRACE_EVENT_BYTES) as u32;
+        let ranks = (0..layout.ranks)
+            .map(|rank| {
+                let h = TraceHeader::read(memory, layout, rank).unwrap_or_default();
+                // A header can only claim what the buffer holds; a corrupt
+                // count is cut to the capacity rather than read past it.
+                let n = h.recorded.min(capacity);
+                RankTrace {
+                    rank,
+                    block: rank / layout.block_dim,
+                    sm_first: h.sm_first,
+                    sm_last: h.sm_last,
+                    dropped: h.dropped,
+                    events: (0..n)
+                        .map(|i| TraceEvent::read(memory, layout, rank, i))
+                        .collect(),
+                }
+            })
+            .collect();
+        Some(Trace {
+            backend,
+            block_dim: layout.block_dim,
+            events_per_rank: capacity,
+            ranks,
+        })
+    }
+
+    /// Events recorded, over every rank.
+    pub fn recorded(&self) -> u64 {
+        self.ranks.iter().map(|r| r.events.len() as u64).sum()
+    }
+
+    /// Events dropped because a buffer was full, over every rank.
+    pub fn dropped(&self) -> u64 {
+        self.ranks.iter().map(|r| r.dropped as u64).sum()
+    }
+
+    /// Every message whose send and matching receive (or matched probe)
+    /// were both recorded, in the order the receivers recorded the matches.
+    pub fn messages(&self) -> Vec<MessageLink> {
+        let mut sent: HashMap<(u32, u32), usize> = HashMap::new();
+        for r in &self.ranks {
+            for (i, e) in r.events.iter().enumerate() {
+                if e.kind() == Some(TraceKind::Sent) {
+                    sent.insert((r.rank, e.arg as u32), i);
+                }
+            }
+        }
+        let mut out = Vec::new();
+        for r in &self.ranks {
+            for (i, e) in r.events.iter().enumerate() {
+                if e.kind() != Some(TraceKind::Matched) || e.peer < 0 {
+                    continue;
+                }
+                let key = (e.peer as u32, e.arg as u32);
+                if let Some(&s) = sent.get(&key) {
+                    out.push(MessageLink {
+                        source: key.0,
+                        sequence: key.1,
+                        dest: r.rank,
+                        tag: e.tag,
+                        bytes: e.bytes,
+                        sent: s,
+                        matched: i,
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    /// The earliest timestamp of any event (the origin of the exports).
+    fn origin(&self) -> u64 {
+        self.ranks
+            .iter()
+            .flat_map(|r| r.events.iter())
+            .map(|e| match e.kind() {
+                Some(TraceKind::Blocked) => e.time_ns.saturating_sub(e.arg),
+                _ => e.time_ns,
+            })
+            .min()
+            .unwrap_or(0)
+    }
+
+    /// The SM named for a block: the first SM of its first rank.
+    fn block_sm(&self, block: u32) -> Option<u32> {
+        self.ranks
+            .iter()
+            .find(|r| r.block == block && !r.events.is_empty())
+            .map(|r| r.sm_first)
+    }
+
+    /// The trace in the Chrome trace event format (the JSON object form),
+    /// which Perfetto (ui.perfetto.dev) and `chrome://tracing` open: one
+    /// process per block (named with its SM on the GPU), one thread per
+    /// rank; requests as async slices from posted to completed; blocked
+    /// waits and the sends and matches as complete slices; collectives as
+    /// begin/end slices; probes as instants; one flow (`s` to `f`) from each
+    /// message's send to the receive that matched it. Every event carries
+    /// `args.kind`, the [`TraceKind`] name it came from. `otherData` holds the
+    /// backend, the buffer size, and the events recorded and dropped.
+    pub fn to_chrome_json(&self) -> String {
+        let origin = self.origin();
+        let us = |ns: u64| (ns.saturating_sub(origin)) as f64 / 1000.0;
+        let mut meta = Vec::new();
+        let mut events: Vec<(f64, usize, Value)> = Vec::new();
+        let mut push = |ts: f64, v: Value| {
+            let n = events.len();
+            events.push((ts, n, v));
+        };
+        let blocks = self.ranks.iter().map(|r| r.block + 1).max().unwrap_or(0);
+        for b in 0..blocks {
+            let name = match (self.backend, self.block_sm(b)) {
+                ("cuda", Some(sm)) => format!("block {b} (SM {sm})"),
+                _ => format!("block {b}"),
+            };
+            meta.push(json!({"ph": "M", "name": "process_name", "pid": b, "args": {"name": name}}));
+            meta.push(json!({"ph": "M", "name": "process_sort_index", "pid": b, "args": {"sort_index": b}}));
+        }
+        let mut async_id = 0u64;
+        for r in &self.ranks {
+            let (pid, tid) = (r.block, r.rank);
+            meta.push(json!({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
+                "args": {"name": format!("rank {}", r.rank)}}));
+            meta.push(
+                json!({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid,
+                "args": {"sort_index": r.rank}}),
+            );
+            // Open requests by record index: (async id, name).
+            let mut open: HashMap<u64, (u64, String)> = HashMap::new();
+            let mut open_collective: Option<String> = None;
+            let last = r.events.last().map_or(origin, |e| e.time_ns);
+            for e in &r.events {
+                let Some(kind) = e.kind() else { continue };
+                let ts = us(e.time_ns);
+                let base = |ph: &str, name: String| {
+                    json!({"ph": ph, "name": name, "cat": "mpi", "pid": pid, "tid": tid, "ts": ts,
+                        "args": {"kind": kind.name(), "peer": e.peer, "tag": e.tag, "bytes": e.bytes}})
+                };
+                match kind {
+                    TraceKind::SendPosted | TraceKind::ReceivePosted => {
+                        async_id += 1;
+                        let name = if kind == TraceKind::SendPosted {
+                            format!("send to {} (tag {})", e.peer, e.tag)
+                        } else {
+                            format!("receive from {} (tag {})", peer_name(e.peer), peer_name(e.tag))
+                        };
+                        let mut v = base("b", name.clone());
+                        v["cat"] = json!("request");
+                        v["id"] = json!(async_id);
+                        push(ts, v);
+                        open.insert(e.arg, (async_id, name));
+                    }
+                    TraceKind::SendCompleted | TraceKind::ReceiveCompleted => {
+                        if let Some((id, name)) = open.remove(&e.arg) {
+                            let mut v = base("e", name);
+                            v["cat"] = json!("request");
+                            v["id"] = json!(id);
+                            push(ts, v);
+                        }
+                    }
+                    TraceKind::Sent => {
+                        let mut v = base("X", format!("sent to {}", e.peer));
+                        v["dur"] = json!(0);
+                        v["args"]["sequence"] = json!(e.arg);
+                        push(ts, v);
+                    }
+                    TraceKind::Matched => {
+                        let mut v = base("X", format!("matched from {}", e.peer));
+                        v["dur"] = json!(0);
+                        v["args"]["sequence"] = json!(e.arg);
+                        push(ts, v);
+                    }
+                    TraceKind::Probe => {
+                        let mut v = base("i", format!("probe found {}", e.peer));
+                        v["s"] = json!("t");
+                        push(ts, v);
+                    }
+                    TraceKind::CollectiveEnter => {
+                        // A collective that returned an error left no leave
+                        // event: it ends where the next one begins.
+                        if let Some(name) = open_collective.take() {
+                            push(ts, unfinished_end(pid, tid, ts, name));
+                        }
+                        let name = call_name(e.call as u32, e.peer, e.tag);
+                        open_collective = Some(name.clone());
+                        push(ts, base("B", name));
+                    }
+                    TraceKind::CollectiveLeave => {
+                        if let Some(name) = open_collective.take() {
+                            push(ts, base("E", name));
+                        }
+                    }
+                    TraceKind::Blocked => {
+                        let start = us(e.time_ns.saturating_sub(e.arg));
+                        let mut v = base(
+                            "X",
+                            format!("blocked in {}", call_name(e.call as u32, e.peer, e.tag)),
+                        );
+                        v["ts"] = json!(start);
+                        v["dur"] = json!(e.arg as f64 / 1000.0);
+                        v["args"]["blocked_ns"] = json!(e.arg);
+                        push(start, v);
+                    }
+                }
+            }
+            // Requests still open at the end (a deadlock, or their completion
+            // was dropped) end at the rank's last event, marked unfinished.
+            if let Some(name) = open_collective.take() {
+                let ts = us(last);
+                push(ts, unfinished_end(pid, tid, ts, name));
+            }
+            let mut rest: Vec<_> = open.into_values().collect();
+            rest.sort();
+            for (id, name) in rest {
+                let ts = us(last);
+                push(
+                    ts,
+                    json!({"ph": "e", "name": name, "cat": "request", "id": id, "pid": pid, "tid": tid,
+                    "ts": ts, "args": {"kind": "unfinished"}}),
+                );
+            }
+        }
+        for (n, m) in self.messages().iter().enumerate() {
+            let s = &self.ranks[m.source as usize].events[m.sent];
+            let f = &self.ranks[m.dest as usize].events[m.matched];
+            let (ts_s, ts_f) = (us(s.time_ns), us(f.time_ns));
+            let name = format!(
+                "message {} -> {} (tag {}, {} B)",
+                m.source, m.dest, m.tag, m.bytes
+            );
+            let args = json!({"kind": "message", "source": m.source, "dest": m.dest,
+                "sequence": m.sequence, "tag": m.tag, "bytes": m.bytes});
+            push(
+                ts_s,
+                json!({"ph": "s", "id": n, "name": name, "cat": "message",
+                "pid": self.ranks[m.source as usize].block, "tid": m.source, "ts": ts_s, "args": args}),
+            );
+            push(
+                ts_f,
+                json!({"ph": "f", "bp": "e", "id": n, "name": name, "cat": "message",
+                "pid": self.ranks[m.dest as usize].block, "tid": m.dest, "ts": ts_f, "args": args}),
+            );
+        }
+        events.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        let mut all = meta;
+        all.extend(events.into_iter().map(|(_, _, v)| v));
+        let doc = json!({
+            "traceEvents": all,
+            "displayTimeUnit": "ns",
+            "otherData": {
+                "producer": "gpu-mpi",
+                "backend": self.backend,
+                "ranks": self.ranks.len(),
+                "block_dim": self.block_dim,
+                "events_per_rank": self.events_per_rank,
+                "recorded": self.recorded(),
+                "dropped": self.dropped(),
+                "dropped_per_rank": self.ranks.iter().map(|r| r.dropped).collect::<Vec<_>>(),
+            }
+        });
+        doc.to_string()
+    }
+
+    /// A self-contained HTML page of the trace (no network: inline CSS,
+    /// JS and SVG): a summary, a table per block, a sequence diagram of the
+    /// messages for worlds of up to [`SEQUENCE_DIAGRAM_MAX_RANKS`] ranks
+    /// (one `<line class="msg">` per message, labelled with its tag and
+    /// size), and, for a deadlock, its report and wait-for graph (one
+    /// `<line class="wait-edge">` per rank waiting on a known peer).
+    pub fn to_html(&self, title: &str, deadlock: Option<&DeadlockReport>) -> String {
+        page(title, Some(self), deadlock)
+    }
+
+    /// Writes the Chrome JSON to `path` and the HTML page beside it (the
+    /// same name with the extension `.html`); returns the HTML's path.
+    pub fn write_files(
+        &self,
+        path: &Path,
+        title: &str,
+        deadlock: Option<&DeadlockReport>,
+    ) -> Result<PathBuf, TraceWriteError> {
+        let html = path.with_extension("html");
+        let write = |p: &Path, s: String| {
+            std::fs::write(p, s).map_err(|source| TraceWriteError::Io {
+                path: p.to_path_buf(),
+                source,
+            })
+        };
+        write(path, self.to_chrome_json())?;
+        write(&html, self.to_html(title, deadlock))?;
+        Ok(html)
+    }
+
+    /// Per-block counts for the HTML table.
+    fn block_rows(&self) -> Vec<Value> {
+        let blocks = self.ranks.iter().map(|r| r.block + 1).max().unwrap_or(0);
+        (0..blocks)
+            .map(|b| {
+                let ranks: Vec<&RankTrace> = self.ranks.iter().filter(|r| r.block == b).collect();
+                let count = |k: TraceKind| {
+                    ranks
+                        .iter()
+                        .flat_map(|r| r.events.iter())
+                        .filter(|e| e.kind() == Some(k))
+                        .count()
+                };
+                let bytes: u64 = ranks
+                    .iter()
+                    .flat_map(|r| r.events.iter())
+                    .filter(|e| e.kind() == Some(TraceKind::Sent))
+                    .map(|e| e.bytes as u64)
+                    .sum();
+                let blocked: u64 = ranks
+                    .iter()
+                    .flat_map(|r| r.events.iter())
+                    .filter(|e| e.kind() == Some(TraceKind::Blocked))
+                    .map(|e| e.arg)
+                    .sum();
+                let mut sms: Vec<u32> = ranks.iter().filter(|r| !r.events.is_empty()).map(|r| r.sm_first).collect();
+                sms.sort();
+                sms.dedup();
+                json!({
+                    "block": b,
+                    "ranks": format!("{}-{}", ranks.first().map_or(0, |r| r.rank), ranks.last().map_or(0, |r| r.rank)),
+                    "sm": sms.iter().map(u32::to_string).collect::<Vec<_>>().join(","),
+                    "sent": count(TraceKind::Sent),
+                    "bytes": bytes,
+                    "received": count(TraceKind::Matched),
+                    "collectives": count(TraceKind::CollectiveEnter),
+                    "blocked_us": blocked as f64 / 1000.0,
+                    "dropped": ranks.iter().map(|r| r.dropped as u64).sum::<u64>(),
+                })
+            })
+            .collect()
+    }
+
+    /// The data the page's script draws the sequence diagram from.
+    fn diagram_data(&self) -> Value {
+        let origin = self.origin();
+        let messages: Vec<Value> = self
+            .messages()
+            .iter()
+            .take(SEQUENCE_DIAGRAM_MAX_MESSAGES)
+            .map(|m| {
+                let s = &self.ranks[m.source as usize].events[m.sent];
+                let f = &self.ranks[m.dest as usize].events[m.matched];
+                json!({"from": m.source, "to": m.dest, "tag": m.tag, "bytes": m.bytes,
+                    "t0": s.time_ns.saturating_sub(origin), "t1": f.time_ns.saturating_sub(origin)})
+            })
+            .collect();
+        let mut spans = Vec::new();
+        for r in &self.ranks {
+            let mut enter: Vec<(u64, String)> = Vec::new();
+            for e in &r.events {
+                let t = e.time_ns.saturating_sub(origin);
+                match e.kind() {
+                    Some(TraceKind::CollectiveEnter) => {
+                        // One open at a time: an earlier one with no leave
+                        // event returned an error.
+                        enter.clear();
+                        enter.push((t, call_name(e.call as u32, e.peer, e.tag)));
+                    }
+                    Some(TraceKind::CollectiveLeave) => {
+                        if let Some((t0, name)) = enter.pop() {
+                            spans.push(
+                                json!({"rank": r.rank, "t0": t0, "t1": t, "kind": "coll", "name": name}),
+                            );
+                        }
+                    }
+                    Some(TraceKind::Blocked) => spans
+                        .push(json!({"rank": r.rank, "t0": t.saturating_sub(e.arg),
+                        "t1": t, "kind": "blocked", "name": call_name(e.call as u32, e.peer, e.tag)})),
+                    _ => {}
+                }
+            }
+        }
+        json!({"messages": messages, "spans": spans, "total_messages": self.messages().len()})
+    }
+}
+
+/// A page for a launch with no trace (a deadlock report alone).
+pub fn deadlock_html(title: &str, report: &DeadlockReport) -> String {
+    page(title, None, Some(report))
+}
+
+/// The end of a collective slice that recorded no leave event.
+fn unfinished_end(pid: u32, tid: u32, ts: f64, name: String) -> Value {
+    json!({"ph": "E", "name": name, "cat": "mpi", "pid": pid, "tid": tid, "ts": ts,
+        "args": {"kind": "unfinished"}})
+}
+
+fn peer_name(v: i32) -> String {
+    if v == gpu_mpi_device::ANY_SOURCE {
+        "any".to_string()
+    } else {
+        v.to_string()
+    }
+}
+
+fn call_name(call: u32, peer: i32, tag: i32) -> String {
+    match Call::from_code(call) {
+        Some(_) => WaitDisplay {
+            operation: call,
+            peer,
+            tag,
+        }
+        .to_string(),
+        None => format!("operation {call}"),
+    }
+}
+
+/// The wait-for graph of a deadlock: nodes are the ranks that had not
+/// exited, an edge goes from a rank to the peer it waited for (a send's
+/// destination, a receive's or probe's source, a rooted collective's
+/// root); a wait on any source or an unrooted collective has no edge but
+/// is named in the node's label.
+fn wait_for_graph(report: &DeadlockReport) -> Value {
+    let nodes: Vec<Value> = report
+        .blocked()
+        .map(|r| json!({"rank": r.rank, "label": r.state.to_string()}))
+        .collect();
+    let edges: Vec<Value> = report
+        .blocked()
+        .filter_map(|r| match r.state {
+            BlockedState::Waiting { peer, operation, tag }
+            | BlockedState::TimedOut { peer, operation, tag }
+            | BlockedState::Aborted { peer, operation, tag }
+                if peer >= 0 && peer as u32 != r.rank =>
+            {
+                Some(json!({"from": r.rank, "to": peer, "label": call_name(operation, peer, tag)}))
+            }
+            _ => None,
+        })
+        .collect();
+    json!({"nodes": nodes, "edges": edges, "text": report.to_string()})
+}
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// JSON for a `<script type="application/json">` element: `</` cannot end it.
+fn script_json(v: &Value) -> String {
+    v.to_string().replace("</", "<\\/")
+}
+
+fn page(title: &str, trace: Option<&Trace>, deadlock: Option<&DeadlockReport>) -> String {
+    let mut summary = String::new();
+    let data = match trace {
+        Some(t) => {
+            let blocks = t.ranks.iter().map(|r| r.block + 1).max().unwrap_or(0);
+            let _ = write!(
+                summary,
+                "{} ranks in {} block(s) of {} on the {} backend; {} events recorded, {} dropped ({} per rank at most); {} messages linked",
+                t.ranks.len(),
+                blocks,
+                t.block_dim,
+                t.backend,
+                t.recorded(),
+                t.dropped(),
+                t.events_per_rank,
+                t.messages().len()
+            );
+            json!({
+                "ranks": t.ranks.len(),
+                "blocks": t.block_rows(),
+                "diagram": (t.ranks.len() as u32 <= SEQUENCE_DIAGRAM_MAX_RANKS).then(|| t.diagram_data()),
+                "deadlock": deadlock.map(wait_for_graph),
+            })
+        }
+        None => {
+            summary.push_str("no trace recorded (launch with WorldSpec::trace or GPU_MPI_TRACE)");
+            json!({"ranks": deadlock.map_or(0, |d| d.ranks.len()), "blocks": [], "diagram": null,
+                "deadlock": deadlock.map(wait_for_graph)})
+        }
+    };
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        r#"<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
+<style>{STYLE}</style></head>
+<body>
+<h1>{title}</h1>
+<p id="summary">{summary}</p>
+<div id="deadlock"></div>
+<h2>Blocks</h2>
+<table id="blocks"><thead><tr><th>block</th><th>ranks</th><th>SM</th><th>messages sent</th><th>bytes sent</th><th>messages received</th><th>collectives</th><th>blocked (µs)</th><th>events dropped</th></tr></thead><tbody></tbody></table>
+<h2>Sequence diagram</h2>
+<p class="note" id="diagram-note"></p>
+<div id="diagram"></div>
+<script type="application/json" id="trace-data">{data}</script>
+<script>{SCRIPT}</script>
+</body></html>
+"#,
+        title = escape(title),
+        summary = escape(&summary),
+        data = script_json(&data),
+    );
+    out
+}
+
+const STYLE: &str = r#"
+body { font: 13px/1.4 system-ui, sans-serif; margin: 16px; color: #222; }
+h1 { font-size: 18px; } h2 { font-size: 15px; margin-top: 20px; }
+table { border-collapse: collapse; } td, th { border: 1px solid #ccc; padding: 2px 8px; text-align: right; }
+th { background: #f0f0f0; }
+.note { color: #666; }
+pre { background: #fff4f4; border: 1px solid #e0b0b0; padding: 8px; white-space: pre-wrap; }
+svg text { font: 11px system-ui, sans-serif; }
+.lifeline { stroke: #999; stroke-dasharray: 4 3; }
+.msg { stroke: #1f5fbf; stroke-width: 1.4; }
+.msg-label { fill: #1f5fbf; }
+.blocked { fill: #f4a261; opacity: 0.7; }
+.coll { fill: #2a9d8f; opacity: 0.35; }
+.wait-node { fill: #fde2e2; stroke: #c0392b; }
+.wait-edge { stroke: #c0392b; stroke-width: 1.6; }
+"#;
+
+const SCRIPT: &str = r#"
+(function () {
+  const NS = 'http://www.w3.org/2000/svg';
+  const data = JSON.parse(document.getElementById('trace-data').textContent);
+  function el(name, attrs, parent) {
+    const e = document.createElementNS(NS, name);
+    for (const k in attrs) e.setAttribute(k, attrs[k]);
+    if (parent) parent.appendChild(e);
+    return e;
+  }
+  function text(x, y, s, parent, cls, anchor) {
+    const t = el('text', {x: x, y: y, 'text-anchor': anchor || 'middle'}, parent);
+    if (cls) t.setAttribute('class', cls);
+    t.textContent = s;
+    return t;
+  }
+  function marker(svg, id, color) {
+    const defs = el('defs', {}, svg);
+    const m = el('marker', {id: id, viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse'}, defs);
+    el('path', {d: 'M 0 0 L 10 5 L 0 10 z', fill: color}, m);
+  }
+  const tbody = document.querySelector('#blocks tbody');
+  for (const b of data.blocks) {
+    const tr = document.createElement('tr');
+    tr.className = 'block-row';
+    for (const k of ['block', 'ranks', 'sm', 'sent', 'bytes', 'received', 'collectives', 'blocked_us', 'dropped']) {
+      const td = document.createElement('td');
+      td.textContent = (k === 'blocked_us') ? b[k].toFixed(1) : b[k];
+      tr.appendChild(td);
+    }
+    tbody.appendChild(tr);
+  }
+  if (data.deadlock) {
+    const box = document.getElementById('deadlock');
+    const h = document.createElement('h2');
+    h.textContent = 'Deadlock: wait-for graph';
+    box.appendChild(h);
+    const pre = document.createElement('pre');
+    pre.textContent = data.deadlock.text;
+    box.appendChild(pre);
+    const nodes = data.deadlock.nodes;
+    const n = nodes.length, R = Math.max(90, n * 22), W = 2 * R + 320, H = 2 * R + 80;
+    const svg = el('svg', {width: W, height: H, id: 'wait-for'}, box);
+    marker(svg, 'wf-arrow', '#c0392b');
+    const pos = {};
+    nodes.forEach(function (nd, i) {
+      const a = 2 * Math.PI * i / Math.max(n, 1) - Math.PI / 2;
+      pos[nd.rank] = [W / 2 + R * Math.cos(a), H / 2 + R * Math.sin(a)];
+    });
+    for (const e of data.deadlock.edges) {
+      const p = pos[e.from], q = pos[e.to];
+      if (!p || !q) continue;
+      const dx = q[0] - p[0], dy = q[1] - p[1], d = Math.hypot(dx, dy) || 1, r = 18;
+      const line = el('line', {x1: p[0] + dx / d * r, y1: p[1] + dy / d * r, x2: q[0] - dx / d * r, y2: q[1] - dy / d * r,
+        'class': 'wait-edge', 'marker-end': 'url(#wf-arrow)'}, svg);
+      el('title', {}, line).textContent = 'rank ' + e.from + ' waits in ' + e.label;
+    }
+    nodes.forEach(function (nd) {
+      const p = pos[nd.rank];
+      el('circle', {cx: p[0], cy: p[1], r: 18, 'class': 'wait-node'}, svg);
+      text(p[0], p[1] + 4, String(nd.rank), svg);
+      text(p[0], p[1] + 32, nd.label, svg, 'wait-label');
+    });
+  }
+  const note = document.getElementById('diagram-note');
+  const d = data.diagram;
+  if (!d) {
+    note.textContent = data.ranks > 0 ? 'No sequence diagram: more than 64 ranks (or no trace); see the table and the Chrome trace JSON.' : '';
+    return;
+  }
+  if (d.total_messages > d.messages.length) {
+    note.textContent = 'Showing the first ' + d.messages.length + ' of ' + d.total_messages + ' messages.';
+  } else {
+    note.textContent = d.messages.length + ' messages; time runs down (rows in event order, not to scale).';
+  }
+  // Rows: the distinct times of every drawn point, in order.
+  const times = [];
+  for (const m of d.messages) { times.push(m.t0, m.t1); }
+  for (const s of d.spans) { times.push(s.t0, s.t1); }
+  const uniq = Array.from(new Set(times)).sort(function (a, b) { return a - b; });
+  const row = new Map();
+  uniq.forEach(function (t, i) { row.set(t, i); });
+  const colW = 90, rowH = 22, top = 40, left = 60;
+  const W = left + data.ranks * colW, H = top + (uniq.length + 1) * rowH + 20;
+  const svg = el('svg', {width: W, height: H, id: 'sequence'}, document.getElementById('diagram'));
+  marker(svg, 'msg-arrow', '#1f5fbf');
+  const x = function (r) { return left + r * colW; };
+  const y = function (t) { return top + (row.get(t) + 1) * rowH; };
+  for (let r = 0; r < data.ranks; r++) {
+    text(x(r), 20, 'rank ' + r, svg, 'rank-label');
+    el('line', {x1: x(r), y1: 28, x2: x(r), y2: H - 10, 'class': 'lifeline'}, svg);
+  }
+  for (const s of d.spans) {
+    const y0 = y(s.t0), y1 = y(s.t1);
+    const w = s.kind === 'coll' ? 16 : 8;
+    const rect = el('rect', {x: x(s.rank) - w / 2, y: y0, width: w, height: Math.max(2, y1 - y0), 'class': s.kind}, svg);
+    el('title', {}, rect).textContent = (s.kind === 'coll' ? '' : 'blocked in ') + s.name + ' (' + ((s.t1 - s.t0) / 1000).toFixed(1) + ' µs)';
+  }
+  for (const m of d.messages) {
+    const x0 = x(m.from), x1 = x(m.to), y0 = y(m.t0), y1 = y(m.t1);
+    const self = x0 === x1;
+    const line = el('line', {x1: x0, y1: y0, x2: self ? x0 + 30 : x1, y2: y1, 'class': 'msg', 'marker-end': 'url(#msg-arrow)'}, svg);
+    el('title', {}, line).textContent = 'rank ' + m.from + ' -> rank ' + m.to + ', tag ' + m.tag + ', ' + m.bytes + ' B';
+    text((x0 + (self ? x0 + 30 : x1)) / 2, (y0 + y1) / 2 - 3, 'tag ' + m.tag + ' · ' + m.bytes + ' B', svg, 'msg-label');
+  }
+})();
+"#;

@@ -1,0 +1,589 @@
+//! Message traces on the emulator (docs/tracing.md): what the ranks record,
+//! the Chrome trace JSON read back with serde_json, dropped events, the cost
+//! when off, and the HTML page rendered in headless Chromium.
+
+use gpu_mpi_device::collective::SystemOperation;
+use gpu_mpi_device::request::scope;
+use gpu_mpi_device::state::{ConfigError, MAX_TRACE_EVENTS};
+use gpu_mpi_device::trace::TraceKind;
+use gpu_mpi_device::traits::*;
+use gpu_mpi_device::{Error, GlobalSlice, World};
+use gpu_mpi_host::{Device, HostError, Schedule, Trace, WorldSpec};
+use serde_json::Value;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const RANKS: u32 = 8;
+const BLOCK: u32 = 4;
+/// Elements of the non-blocking exchange (600 bytes: larger than a slot).
+const BIG: usize = 150;
+
+gpu_mpi_device::kernel! {
+    /// Every kind of event: a blocking ring, a non-blocking ring of large
+    /// messages, a ping-pong (rank 1 blocks), a probe and a matched probe,
+    /// a barrier, an all-reduce and a broadcast. Writes per rank: what it
+    /// received from its left neighbour, the all-reduce, the broadcast.
+    pub static TRAFFIC = fn traffic_kernel(world: &World, out: &GlobalSlice<u64>) -> Result<(), Error> {
+        let r = world.rank();
+        let n = world.size();
+        let next = world.process_at_rank((r + 1) % n);
+        let prev = world.process_at_rank((r + n - 1) % n);
+        let mine = r as u64 * 10;
+        let mut left = 0u64;
+        if r % 2 == 0 {
+            next.send_with_tag(&mine, 7)?;
+            prev.receive_into_with_tag(&mut left, 7)?;
+        } else {
+            prev.receive_into_with_tag(&mut left, 7)?;
+            next.send_with_tag(&mine, 7)?;
+        }
+        let big_out = [r as u32; BIG];
+        let mut big_in = [0u32; BIG];
+        scope(|s| -> Result<(), Error> {
+            let rx = prev.immediate_receive_into_with_tag(s, &mut big_in[..], 9)?;
+            let tx = next.immediate_send_with_tag(s, &big_out[..], 9)?;
+            tx.wait()?;
+            rx.wait()?;
+            Ok(())
+        })?;
+        if big_in.iter().any(|&v| v != ((r + n - 1) % n) as u32) {
+            return Err(Error::Aborted { by_rank: r as u32 });
+        }
+        match r {
+            0 => {
+                let mut ping = 0u32;
+                world.process_at_rank(1).receive_into_with_tag(&mut ping, 20)?;
+                world.process_at_rank(1).send_with_tag(&(ping + 1), 21)?;
+                world.process_at_rank(1).send_with_tag(&5u16, 11)?;
+            }
+            1 => {
+                world.process_at_rank(0).send_with_tag(&41u32, 20)?;
+                let mut pong = 0u32;
+                world.process_at_rank(0).receive_into_with_tag(&mut pong, 21)?;
+                let st = world.any_process().probe_with_tag(11)?;
+                let mut v = 0u16;
+                world.process_at_rank(st.source_rank()).receive_into_with_tag(&mut v, 11)?;
+                if pong != 42 || v != 5 || st.bytes() != 2 {
+                    return Err(Error::Aborted { by_rank: 1 });
+                }
+            }
+            2 => world.process_at_rank(3).send_with_tag(&7u64, 12)?,
+            3 => {
+                let (msg, _) = world.any_process().matched_probe_with_tag(12)?;
+                let (v, _) = msg.matched_receive::<u64>()?;
+                if v != 7 {
+                    return Err(Error::Aborted { by_rank: 3 });
+                }
+            }
+            _ => {}
+        }
+        world.barrier()?;
+        let mut sum = 0u64;
+        world.all_reduce_into(&(r as u64), &mut sum, SystemOperation::sum())?;
+        let mut b = if r == 3 { 99u64 } else { 0 };
+        world.process_at_rank(3).broadcast_into(&mut b)?;
+        out.write(3 * r as usize, left)?;
+        out.write(3 * r as usize + 1, sum)?;
+        out.write(3 * r as usize + 2, b)?;
+        Ok(())
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// Ranks 0 and 1 each receive from the other first: a deadlock.
+    pub static CROSSED = fn crossed(world: &World, _out: &GlobalSlice<u64>) -> Result<(), Error> {
+        let r = world.rank();
+        if r < 2 {
+            let mut v = 0u64;
+            world.process_at_rank(1 - r).receive_into_with_tag(&mut v, 3)?;
+            world.process_at_rank(1 - r).send_with_tag(&v, 3)?;
+        }
+        Ok(())
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// A barrier, then a reduce to a root that does not exist: every rank
+    /// enters it and returns `MPI_ERR_ROOT`.
+    pub static BAD_ROOT = fn bad_root(world: &World, _out: &GlobalSlice<u64>) -> Result<(), Error> {
+        world.barrier()?;
+        world.process_at_rank(world.size()).reduce_into(&1u64, SystemOperation::sum())
+    }
+}
+
+fn spec() -> WorldSpec {
+    WorldSpec::ranks(RANKS).block_dim(BLOCK)
+}
+
+/// Runs TRAFFIC, checks its results, returns the trace.
+fn traffic(d: &Device, spec: WorldSpec) -> (gpu_mpi_host::LaunchReport, Option<Trace>) {
+    let out = d.alloc_zeroed::<u64>(3 * RANKS as usize).unwrap();
+    let rep = d.launch(&TRAFFIC, &out.slice(), &spec).unwrap();
+    let got = d.download(&out).unwrap();
+    let n = RANKS as u64;
+    for r in 0..n {
+        let i = 3 * r as usize;
+        assert_eq!(got[i], ((r + n - 1) % n) * 10, "rank {r} ring");
+        assert_eq!(got[i + 1], n * (n - 1) / 2, "rank {r} all-reduce");
+        assert_eq!(got[i + 2], 99, "rank {r} broadcast");
+    }
+    let t = rep.trace().cloned();
+    (rep, t)
+}
+
+fn kinds_of(t: &Trace) -> HashSet<TraceKind> {
+    t.ranks
+        .iter()
+        .flat_map(|r| r.events.iter())
+        .filter_map(|e| e.kind())
+        .collect()
+}
+
+#[test]
+fn every_rank_records_every_kind_and_messages_link() {
+    let d = Device::cpu();
+    let (_, trace) = traffic(&d, spec().trace(256));
+    let t = trace.expect("a traced launch has a trace");
+    assert_eq!(t.ranks.len(), RANKS as usize);
+    assert_eq!(t.dropped(), 0);
+    assert_eq!(
+        kinds_of(&t),
+        TraceKind::ALL.iter().copied().collect(),
+        "every kind recorded"
+    );
+    for r in &t.ranks {
+        assert!(!r.events.is_empty(), "rank {} recorded nothing", r.rank);
+        assert_eq!(r.block, r.rank / BLOCK);
+        assert!(
+            r.events.windows(2).all(|w| w[0].time_ns <= w[1].time_ns),
+            "rank {} out of order",
+            r.rank
+        );
+        let sent = r
+            .events
+            .iter()
+            .filter(|e| e.kind() == Some(TraceKind::Sent))
+            .count();
+        let posted = r
+            .events
+            .iter()
+            .filter(|e| e.kind() == Some(TraceKind::SendPosted))
+            .count();
+        let done = r
+            .events
+            .iter()
+            .filter(|e| e.kind() == Some(TraceKind::SendCompleted))
+            .count();
+        assert_eq!(
+            (sent, done),
+            (posted, posted),
+            "rank {}: every posted send sent and completed",
+            r.rank
+        );
+        let enters = r
+            .events
+            .iter()
+            .filter(|e| e.kind() == Some(TraceKind::CollectiveEnter))
+            .count();
+        let leaves = r
+            .events
+            .iter()
+            .filter(|e| e.kind() == Some(TraceKind::CollectiveLeave))
+            .count();
+        assert_eq!(
+            (enters, leaves),
+            (3, 3),
+            "rank {}: barrier, all-reduce, broadcast",
+            r.rank
+        );
+    }
+    // Every message sent was matched exactly once, by its destination, with
+    // its tag and size: 2 rings of 8, ping, pong, probe's, matched probe's.
+    let links = t.messages();
+    assert_eq!(links.len(), 2 * RANKS as usize + 4);
+    let sent_total: usize = t
+        .ranks
+        .iter()
+        .map(|r| {
+            r.events
+                .iter()
+                .filter(|e| e.kind() == Some(TraceKind::Sent))
+                .count()
+        })
+        .sum();
+    assert_eq!(links.len(), sent_total);
+    let mut seen = HashSet::new();
+    for m in &links {
+        assert!(seen.insert((m.source, m.sequence)), "message linked twice");
+        let s = &t.ranks[m.source as usize].events[m.sent];
+        assert_eq!((s.peer, s.tag, s.bytes), (m.dest as i32, m.tag, m.bytes));
+        match m.tag {
+            7 => assert_eq!((m.bytes, m.dest), (8, (m.source + 1) % RANKS)),
+            9 => assert_eq!(m.bytes, 4 * BIG as u32),
+            20 | 21 => assert_eq!(m.bytes, 4),
+            11 => assert_eq!((m.source, m.dest, m.bytes), (0, 1, 2)),
+            12 => assert_eq!((m.source, m.dest, m.bytes), (2, 3, 8)),
+            other => panic!("unexpected tag {other}"),
+        }
+    }
+    // Rank 1 waited for the pong: a blocked receive from rank 0, tag 21.
+    assert!(t.ranks[1]
+        .events
+        .iter()
+        .any(|e| e.kind() == Some(TraceKind::Blocked) && e.peer == 0 && e.tag == 21));
+}
+
+/// The Chrome trace JSON, read back.
+fn chrome(t: &Trace) -> Value {
+    serde_json::from_str(&t.to_chrome_json()).expect("valid JSON")
+}
+
+#[test]
+fn chrome_json_has_one_flow_per_message_ordered_tracks_and_every_kind() {
+    let d = Device::cpu();
+    let (_, trace) = traffic(&d, spec().trace(256));
+    let t = trace.unwrap();
+    let doc = chrome(&t);
+    let events = doc["traceEvents"].as_array().unwrap();
+    // Tracks: one thread per rank, named, in the process of its block.
+    let mut threads = HashMap::new();
+    for e in events
+        .iter()
+        .filter(|e| e["ph"] == "M" && e["name"] == "thread_name")
+    {
+        threads.insert(e["tid"].as_u64().unwrap(), e["pid"].as_u64().unwrap());
+    }
+    assert_eq!(threads.len(), RANKS as usize);
+    for (tid, pid) in &threads {
+        assert_eq!(*pid, tid / BLOCK as u64, "rank {tid} in its block's process");
+    }
+    // Per-track timestamps in order; every event on a known track.
+    let mut last: HashMap<u64, f64> = HashMap::new();
+    let mut kinds = HashSet::new();
+    for e in events.iter().filter(|e| e["ph"] != "M") {
+        let tid = e["tid"].as_u64().unwrap();
+        assert_eq!(threads.get(&tid), Some(&e["pid"].as_u64().unwrap()));
+        let ts = e["ts"].as_f64().unwrap();
+        let prev = last.insert(tid, ts).unwrap_or(f64::MIN);
+        assert!(prev <= ts, "rank {tid}: {prev} then {ts}");
+        kinds.insert(e["args"]["kind"].as_str().unwrap().to_string());
+    }
+    for k in TraceKind::ALL {
+        assert!(kinds.contains(k.name()), "kind {:?} missing from the JSON", k);
+    }
+    // Flows: exactly one start and one finish per matched message, from the
+    // sender's track to the receiver's, the finish not before the start.
+    let mut starts: HashMap<u64, &Value> = HashMap::new();
+    let mut finishes: HashMap<u64, &Value> = HashMap::new();
+    for e in events {
+        let id = e["id"].as_u64();
+        match e["ph"].as_str().unwrap() {
+            "s" => assert!(starts.insert(id.unwrap(), e).is_none(), "two flow starts"),
+            "f" => assert!(finishes.insert(id.unwrap(), e).is_none(), "two flow ends"),
+            _ => {}
+        }
+    }
+    let links = t.messages();
+    assert_eq!(starts.len(), links.len());
+    assert_eq!(finishes.len(), links.len());
+    let mut pairs = HashSet::new();
+    for (id, s) in &starts {
+        let f = finishes[id];
+        assert_eq!(s["args"]["source"], s["tid"]);
+        assert_eq!(f["args"]["dest"], f["tid"]);
+        assert_eq!(f["bp"], "e");
+        assert!(s["ts"].as_f64() <= f["ts"].as_f64());
+        pairs.insert((
+            s["args"]["source"].as_u64().unwrap(),
+            s["args"]["sequence"].as_u64().unwrap(),
+        ));
+    }
+    let expected: HashSet<(u64, u64)> = links
+        .iter()
+        .map(|m| (m.source as u64, m.sequence as u64))
+        .collect();
+    assert_eq!(pairs, expected, "every matched message has its flow");
+    assert_eq!(doc["otherData"]["dropped"], 0);
+    assert_eq!(doc["otherData"]["recorded"], t.recorded());
+    assert_eq!(doc["otherData"]["backend"], "cpu");
+}
+
+#[test]
+fn a_small_buffer_counts_what_it_dropped_and_keeps_the_first_events() {
+    let d = Device::cpu();
+    // One seeded schedule: the same interleaving, so the same waits block.
+    let seeded = spec().schedule(Schedule::Random { seed: 5 });
+    let (_, big) = traffic(&d, seeded.trace(256));
+    let (_, small) = traffic(&d, seeded.trace(4));
+    let (big, small) = (big.unwrap(), small.unwrap());
+    for (b, s) in big.ranks.iter().zip(&small.ranks) {
+        assert_eq!(s.events.len(), 4, "rank {} fills its 4 events", s.rank);
+        assert_eq!(
+            s.dropped as usize,
+            b.events.len() - 4,
+            "rank {}: the rest counted",
+            s.rank
+        );
+        // The kept events are the first four, intact.
+        let kinds = |r: &gpu_mpi_host::RankTrace| {
+            r.events
+                .iter()
+                .take(4)
+                .map(|e| (e.kind, e.peer, e.tag))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(kinds(s), kinds(b), "rank {}", s.rank);
+    }
+    let doc = chrome(&small);
+    assert_eq!(doc["otherData"]["dropped"].as_u64(), Some(small.dropped()));
+    assert!(small.dropped() > 0);
+    let per_rank: Vec<u64> = doc["otherData"]["dropped_per_rank"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        per_rank,
+        small.ranks.iter().map(|r| r.dropped as u64).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn tracing_off_records_nothing_and_costs_no_synchronising_operation() {
+    let d = Device::cpu();
+    let seeded = |s: WorldSpec| s.schedule(Schedule::Random { seed: 11 });
+    let (off, none) = traffic(&d, seeded(spec()));
+    assert!(none.is_none());
+    let (on, some) = traffic(&d, seeded(spec().trace(256)));
+    assert!(some.is_some());
+    // Trace records are plain stores to the rank's own buffer: the same
+    // schedule issues the same synchronising operations with it on or off.
+    assert_eq!(off.sync_counts, on.sync_counts);
+    assert_eq!(
+        on.world_bytes - off.world_bytes,
+        (RANKS as usize) * (32 + 256 * 32)
+    );
+}
+
+#[test]
+fn too_many_trace_events_is_a_config_error() {
+    let d = Device::cpu();
+    let out = d.alloc_zeroed::<u64>(3 * RANKS as usize).unwrap();
+    let e = d
+        .launch(&TRAFFIC, &out.slice(), &spec().trace(MAX_TRACE_EVENTS + 1))
+        .unwrap_err();
+    assert!(
+        matches!(e, HostError::Config(ConfigError::TraceEvents(n)) if n == MAX_TRACE_EVENTS + 1),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_deadlock_comes_with_its_trace() {
+    let d = Device::cpu();
+    let out = d.alloc_zeroed::<u64>(1).unwrap();
+    let run = d.launch_traced(&CROSSED, &out.slice(), &WorldSpec::ranks(4).trace(16));
+    let Err(HostError::Deadlock(report)) = run.result else {
+        panic!("expected a deadlock, got {:?}", run.result)
+    };
+    let t = run.trace.expect("trace kept after a deadlock");
+    for r in 0..2 {
+        let posted: Vec<_> = t.ranks[r]
+            .events
+            .iter()
+            .filter(|e| e.kind() == Some(TraceKind::ReceivePosted))
+            .collect();
+        assert_eq!(posted.len(), 1);
+        assert_eq!((posted[0].peer, posted[0].tag), (1 - r as i32, 3));
+        assert!(t.ranks[r]
+            .events
+            .iter()
+            .all(|e| e.kind() != Some(TraceKind::ReceiveCompleted)));
+    }
+    let html = t.to_html("crossed", Some(&report));
+    assert!(html.contains("wait-edge") && html.contains("deadlock"));
+}
+
+// ---------------------------------------------------------------------------
+// The HTML page in headless Chromium
+
+/// The Chromium binary: `GPU_MPI_CHROMIUM`, else `chromium` or
+/// `chromium-browser` on the PATH. `None` (with a notice) only when
+/// `GPU_MPI_SKIP_BROWSER=1`; otherwise a missing browser fails the test.
+fn chromium() -> Option<PathBuf> {
+    let candidates = std::env::var_os("GPU_MPI_CHROMIUM")
+        .map(|p| vec![PathBuf::from(p)])
+        .unwrap_or_else(|| vec!["chromium".into(), "chromium-browser".into()]);
+    for c in candidates {
+        if Command::new(&c)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+        {
+            return Some(c);
+        }
+    }
+    if std::env::var("GPU_MPI_SKIP_BROWSER").as_deref() == Ok("1") {
+        eprintln!("notice: no chromium found; GPU_MPI_SKIP_BROWSER=1, skipping the browser check");
+        return None;
+    }
+    panic!("headless Chromium is needed for this test: install Debian's `chromium` package (apt-get install -y chromium), set GPU_MPI_CHROMIUM to its binary, or set GPU_MPI_SKIP_BROWSER=1 to skip");
+}
+
+/// Loads `page` in headless Chromium; returns the rendered DOM, and writes
+/// a screenshot to `shot`.
+fn render(browser: &Path, page: &Path, shot: &Path, tmp: &Path) -> String {
+    let url = format!("file://{}", page.display());
+    let common = |c: &mut Command| {
+        c.args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+        ])
+        .arg(format!("--user-data-dir={}", tmp.join("profile").display()));
+    };
+    let mut dump = Command::new(browser);
+    common(&mut dump);
+    let out = dump.arg("--dump-dom").arg(&url).output().expect("run chromium");
+    assert!(
+        out.status.success(),
+        "chromium --dump-dom failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut s = Command::new(browser);
+    common(&mut s);
+    let st = s
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg("--window-size=1000,900")
+        .arg(&url)
+        .output()
+        .expect("run chromium");
+    assert!(
+        st.status.success(),
+        "chromium --screenshot failed: {}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn count(dom: &str, class: &str) -> usize {
+    dom.matches(&format!("class=\"{class}\"")).count()
+}
+
+fn tmp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("gpu-mpi-trace-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn is_png(path: &Path) -> bool {
+    std::fs::read(path).is_ok_and(|b| b.len() > 1000 && b.starts_with(b"\x89PNG\r\n\x1a\n"))
+}
+
+#[test]
+fn the_html_page_renders_one_arrow_per_message_in_chromium() {
+    let Some(browser) = chromium() else { return };
+    let d = Device::cpu();
+    let (_, trace) = traffic(&d, spec().trace(256));
+    let t = trace.unwrap();
+    let dir = tmp_dir("page");
+    let html = t.write_files(&dir.join("traffic.json"), "traffic", None).unwrap();
+    assert!(dir.join("traffic.json").exists());
+    let page = std::fs::read_to_string(&html).unwrap();
+    // Self-contained: nothing loaded (the one URL is the SVG namespace name).
+    for loader in [
+        "<link",
+        "src=",
+        "href=\"http",
+        "url(http",
+        "fetch(",
+        "XMLHttpRequest",
+        "import ",
+    ] {
+        assert!(!page.contains(loader), "the page loads something: {loader}");
+    }
+    let shot = dir.join("traffic.png");
+    let dom = render(&browser, &html, &shot, &dir);
+    assert_eq!(count(&dom, "msg"), t.messages().len(), "one arrow per message");
+    assert_eq!(count(&dom, "lifeline"), RANKS as usize);
+    assert_eq!(count(&dom, "block-row"), (RANKS / BLOCK) as usize);
+    assert!(count(&dom, "coll") >= 3 * RANKS as usize);
+    assert!(count(&dom, "blocked") >= 1);
+    assert!(dom.contains("tag 9 · 600 B"), "arrows carry tag and size");
+    assert_eq!(count(&dom, "wait-edge"), 0);
+    assert!(is_png(&shot), "screenshot written");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_deadlock_page_draws_the_wait_for_graph_in_chromium() {
+    let Some(browser) = chromium() else { return };
+    let d = Device::cpu();
+    let out = d.alloc_zeroed::<u64>(1).unwrap();
+    let run = d.launch_traced(&CROSSED, &out.slice(), &WorldSpec::ranks(4).trace(16));
+    let Err(HostError::Deadlock(report)) = run.result else {
+        panic!("expected a deadlock")
+    };
+    let dir = tmp_dir("deadlock");
+    let html = run
+        .trace
+        .unwrap()
+        .write_files(&dir.join("crossed.json"), "crossed", Some(&report))
+        .unwrap();
+    let shot = dir.join("crossed.png");
+    let dom = render(&browser, &html, &shot, &dir);
+    // Rank 0 waits for rank 1 and rank 1 for rank 0: two edges, two nodes.
+    assert_eq!(count(&dom, "wait-edge"), 2);
+    assert_eq!(count(&dom, "wait-node"), 2);
+    assert_eq!(count(&dom, "msg"), 0);
+    assert!(dom.contains("rank 0 waits in receive(source 1, tag 3)"));
+    assert!(is_png(&shot));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_failed_collective_has_no_leave_event_and_its_slice_still_ends() {
+    let d = Device::cpu();
+    let out = d.alloc_zeroed::<u64>(1).unwrap();
+    let run = d.launch_traced(&BAD_ROOT, &out.slice(), &WorldSpec::ranks(4).trace(16));
+    assert!(
+        matches!(run.result, Err(HostError::RankFailed { .. })),
+        "{:?}",
+        run.result
+    );
+    let t = run.trace.unwrap();
+    for r in &t.ranks {
+        let kinds: Vec<_> = r.events.iter().filter_map(|e| e.kind()).collect();
+        assert_eq!(
+            kinds,
+            [
+                TraceKind::CollectiveEnter,
+                TraceKind::CollectiveLeave,
+                TraceKind::CollectiveEnter
+            ],
+            "rank {}",
+            r.rank
+        );
+    }
+    // In the JSON every begun slice ends, the failed one marked unfinished.
+    let doc = chrome(&t);
+    for tid in 0..4u64 {
+        let on_track = |ph: &str| {
+            doc["traceEvents"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|e| e["ph"] == ph && e["tid"] == tid)
+                .count()
+        };
+        assert_eq!((on_track("B"), on_track("E")), (2, 2), "rank {tid}");
+    }
+}
