@@ -24,7 +24,7 @@
 //! the receive has started); a larger one waits for DONE, as every
 //! rendezvous does. A matched probe (CLAIMED) is not a started receive.
 
-use crate::datatype::{Buffer, BufferMut, Datatype, Equivalence};
+use crate::datatype::{Buffer, BufferMut, Datatype, Equivalence, TypedBuffer};
 use crate::engine::{self, Post};
 use crate::error::Error;
 use crate::memory::{RecordState, SendMode};
@@ -115,8 +115,36 @@ fn null_status(datatype: Datatype) -> Status {
     }
 }
 
+/// A send buffer as the engine takes it: its address, its length in bytes
+/// and 0; or, for a view of a non-contiguous derived datatype, the address
+/// of its [`TypedBuffer`], its packed length and [`engine::TYPED_MODE`].
+#[inline(always)]
+pub(crate) fn send_bytes<B: Buffer + ?Sized>(buf: &B) -> (*const u8, usize, u32) {
+    match buf.typed() {
+        Some(t) => (t as *const TypedBuffer as *const u8, t.packed, engine::TYPED_MODE),
+        None => {
+            let b = buf.as_bytes();
+            (b.as_ptr(), b.len(), 0)
+        }
+    }
+}
+
+/// [`send_bytes`] of a receive buffer.
+#[inline(always)]
+pub(crate) fn receive_bytes<B: BufferMut + ?Sized>(buf: &mut B) -> (*mut u8, usize, u32) {
+    match buf.typed_mut() {
+        Some(t) => (t as *const TypedBuffer as *mut u8, t.packed, engine::TYPED_MODE),
+        None => {
+            let b = buf.as_bytes_mut();
+            (b.as_mut_ptr(), b.len(), 0)
+        }
+    }
+}
+
 /// The record of a send of `len` bytes at `data` to `dest` with `tag`, after
-/// the argument checks; `None` for the null process.
+/// the argument checks; `None` for the null process. `typed`: 0, or
+/// [`engine::TYPED_MODE`] when `data` is a [`TypedBuffer`].
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn send_post(
     world: &World,
     dest: i32,
@@ -125,6 +153,7 @@ pub(crate) fn send_post(
     data: *const u8,
     len: usize,
     mode: SendMode,
+    typed: u32,
 ) -> Result<Option<Post>, Error> {
     check_send_tag(tag)?;
     if dest == PROC_NULL {
@@ -138,7 +167,7 @@ pub(crate) fn send_post(
         datatype: datatype.id,
         buffer: data,
         len,
-        mode: mode as u32,
+        mode: mode as u32 | typed,
         slot: 0,
         inline: false,
         data: 0,
@@ -147,6 +176,7 @@ pub(crate) fn send_post(
 
 /// The record of a receive into `capacity` bytes at `buf` from `source`
 /// with `tag`, after the argument checks; `Err(status)` of the null process.
+/// `typed` as for [`send_post`].
 pub(crate) fn receive_post(
     world: &World,
     source: i32,
@@ -154,6 +184,7 @@ pub(crate) fn receive_post(
     datatype: Datatype,
     buf: *mut u8,
     capacity: usize,
+    typed: u32,
 ) -> Result<Result<Post, Status>, Error> {
     check_receive(world, source, tag)?;
     if source == PROC_NULL {
@@ -166,7 +197,7 @@ pub(crate) fn receive_post(
         datatype: datatype.id,
         buffer: buf,
         len: capacity,
-        mode: 0,
+        mode: typed,
         slot: 0,
         inline: false,
         data: 0,
@@ -240,15 +271,15 @@ fn receive_from<B: BufferMut + ?Sized>(
     if source == PROC_NULL {
         return Ok(null_status(datatype));
     }
-    let bytes = buf.as_bytes_mut();
+    let (ptr, len, typed) = receive_bytes(buf);
     let post = Post {
         state: RecordState::RecvMatch,
         peer: source,
         tag,
         datatype: datatype.id,
-        buffer: bytes.as_mut_ptr(),
-        len: bytes.len(),
-        mode: 0,
+        buffer: ptr,
+        len,
+        mode: typed,
         slot: 0,
         inline: false,
         data: 0,
@@ -315,17 +346,16 @@ fn check_send(world: &World, dest: i32, len: usize) -> Result<(), Error> {
 
 fn send_to<B: Buffer + ?Sized>(p: &Process<'_>, buf: &B, tag: i32, mode: SendMode) -> Result<(), Error> {
     let w = p.world;
-    let bytes = buf.as_bytes();
+    let (ptr, len, typed) = send_bytes(buf);
     check_send_tag(tag)?;
     if p.rank == PROC_NULL {
         return Ok(());
     }
-    check_send(w, p.rank, bytes.len())?;
-    let len = bytes.len();
+    check_send(w, p.rank, len)?;
     // A small message travels in the record: its bytes are read here, so
     // the caller's value need not live in (local) memory.
-    let inline = len <= engine::INLINE_BYTES;
-    let data = if inline { small_value(bytes) } else { 0 };
+    let inline = typed == 0 && len <= engine::INLINE_BYTES;
+    let data = if inline { small_value(buf.as_bytes()) } else { 0 };
     let post = Post {
         state: RecordState::SendClaim,
         peer: p.rank,
@@ -333,9 +363,9 @@ fn send_to<B: Buffer + ?Sized>(p: &Process<'_>, buf: &B, tag: i32, mode: SendMod
         datatype: buf.datatype().id,
         // Inline: the record is the buffer (the caller's address must not
         // escape, or its value would have to live in local memory).
-        buffer: if inline { core::ptr::null() } else { bytes.as_ptr() },
+        buffer: if inline { core::ptr::null() } else { ptr },
         len,
-        mode: mode as u32,
+        mode: mode as u32 | typed,
         slot: 0,
         inline,
         data,
@@ -494,15 +524,15 @@ impl<'w> Message<'w> {
         let Some(w) = this.world else {
             return Ok(null_status(datatype));
         };
-        let bytes = buf.as_bytes_mut();
+        let (ptr, len, typed) = receive_bytes(buf);
         let post = Post {
             state: RecordState::RecvClaimed,
             peer: ANY_SOURCE,
             tag: ANY_TAG,
             datatype: datatype.id,
-            buffer: bytes.as_mut_ptr(),
-            len: bytes.len(),
-            mode: 0,
+            buffer: ptr,
+            len,
+            mode: typed,
             slot: this.slot + 1,
             inline: false,
             data: 0,
@@ -653,26 +683,20 @@ where
     S: Source,
 {
     let w = destination.world;
-    let out = msg.as_bytes();
+    let (out, out_len, out_typed) = send_bytes(msg);
     let send = send_post(
         w,
         destination.rank,
         send_tag,
         msg.datatype(),
-        out.as_ptr(),
-        out.len(),
+        out,
+        out_len,
         SendMode::Standard,
+        out_typed,
     )?;
     let datatype = buf.datatype();
-    let bytes = buf.as_bytes_mut();
-    let recv = receive_post(
-        w,
-        source.source_filter(),
-        receive_tag,
-        datatype,
-        bytes.as_mut_ptr(),
-        bytes.len(),
-    )?;
+    let (ptr, len, typed) = receive_bytes(buf);
+    let recv = receive_post(w, source.source_filter(), receive_tag, datatype, ptr, len, typed)?;
     exchange(w, send, recv, false)
 }
 
@@ -691,7 +715,7 @@ fn exchange(
     let (r, what) = match recv {
         Ok(mut p) => {
             if replace && s != u32::MAX {
-                p.mode = s + 1;
+                p.mode = (p.mode & engine::TYPED_MODE) | (s + 1);
             }
             let what = WaitFor {
                 operation: Call::SendReceive,
@@ -775,10 +799,10 @@ where
 {
     let w = destination.world;
     let datatype = buf.datatype();
-    let bytes = buf.as_bytes_mut();
-    let (ptr, len) = (bytes.as_mut_ptr(), bytes.len());
+    let (ptr, len, typed) = receive_bytes(buf);
     // Both records use the one pointer: the send reads a byte only before
-    // the receive may write it (the receive is bounded by the send).
+    // the receive may write it (the receive is bounded by the send; a view
+    // walks the same packed positions both ways).
     let send = send_post(
         w,
         destination.rank,
@@ -787,8 +811,9 @@ where
         ptr,
         len,
         SendMode::Replace,
+        typed,
     )?;
-    let recv = receive_post(w, source.source_filter(), receive_tag, datatype, ptr, len)?;
+    let recv = receive_post(w, source.source_filter(), receive_tag, datatype, ptr, len, typed)?;
     exchange(w, send, recv, true)
 }
 
