@@ -90,7 +90,10 @@ impl Side {
                 true
             }
             // SAFETY: forwarded from the caller.
-            Side::Typed(t) => unsafe { (*t).pack_range(at as u64, dst, n as u64) }.is_ok(),
+            Side::Typed(t) if cfg!(feature = "views") => unsafe {
+                ((*t).mover)(&*t, true, at as u64, dst, n as u64)
+            },
+            Side::Typed(_) => false,
         }
     }
 
@@ -109,7 +112,10 @@ impl Side {
                 true
             }
             // SAFETY: forwarded from the caller.
-            Side::Typed(t) => unsafe { (*t).unpack_range(at as u64, src, n as u64) }.is_ok(),
+            Side::Typed(t) if cfg!(feature = "views") => unsafe {
+                ((*t).mover)(&*t, false, at as u64, src as *mut u8, n as u64)
+            },
+            Side::Typed(_) => false,
         }
     }
 }

@@ -173,7 +173,21 @@ pub struct TypedBuffer {
     pub(crate) count: usize,
     /// Bytes of the packed form (`count` times the type's size).
     pub(crate) packed: usize,
+    /// The walker (`derived`'s), reached through this pointer so that a
+    /// kernel that makes no view holds no walker code: the engine and the
+    /// collectives never name it, and ptxas counts the registers of every
+    /// function a kernel can call.
+    pub(crate) mover: Mover,
 }
+
+/// Moves packed bytes `at..at + n` of a typed buffer to (`pack`) or from
+/// `other`; false when the walk failed.
+///
+/// # Safety
+/// The buffer and its encoding are alive (borrowed by their view, the
+/// written side exclusively); `other` is valid for `n` bytes.
+#[doc(hidden)]
+pub type Mover = unsafe fn(&TypedBuffer, bool, u64, *mut u8, u64) -> bool;
 
 /// The byte size of a primitive datatype id (`MPI_Type_size`), 0 for an
 /// unknown id.

@@ -762,6 +762,23 @@ unsafe fn walk_range(
     Ok(())
 }
 
+/// The [`Mover`](crate::datatype::Mover) of every view: packs or unpacks
+/// packed bytes `at..at + n` of `t`.
+///
+/// # Safety
+/// As for [`TypedBuffer::pack_range`] and [`TypedBuffer::unpack_range`].
+pub(crate) unsafe fn move_range(t: &TypedBuffer, pack: bool, at: u64, other: *mut u8, n: u64) -> bool {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        if pack {
+            t.pack_range(at, other, n)
+        } else {
+            t.unpack_range(at, other, n)
+        }
+    }
+    .is_ok()
+}
+
 impl TypedBuffer {
     /// The type of the buffer.
     ///
@@ -779,7 +796,7 @@ impl TypedBuffer {
     /// # Safety
     /// The buffer and its encoding are alive (the view's borrow), `out` is
     /// valid for `n` bytes and written by nobody else.
-    pub(crate) unsafe fn pack_range(&self, from: u64, out: *mut u8, n: u64) -> Result<(), Error> {
+    unsafe fn pack_range(&self, from: u64, out: *mut u8, n: u64) -> Result<(), Error> {
         // SAFETY: forwarded from the caller; a pack only reads the buffer.
         unsafe {
             walk_range(
@@ -802,7 +819,7 @@ impl TypedBuffer {
     /// # Safety
     /// The buffer (borrowed exclusively by its view) and its encoding are
     /// alive; `src` is valid for `n` bytes.
-    pub(crate) unsafe fn unpack_range(&self, from: u64, src: *const u8, n: u64) -> Result<(), Error> {
+    unsafe fn unpack_range(&self, from: u64, src: *const u8, n: u64) -> Result<(), Error> {
         // SAFETY: forwarded from the caller; an unpack only reads `src`.
         unsafe {
             walk_range(

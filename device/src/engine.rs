@@ -109,7 +109,9 @@ pub(crate) fn inline_area(w: &Core, i: u32) -> *mut u8 {
 }
 
 /// Bit of a record's `mode`: its `buffer` is a [`TypedBuffer`] whose packed
-/// form is the message (see [`typed_move`]).
+/// form is the message (see [`typed_move`]). Only with the `views` feature:
+/// without it no view makes a typed record, and the engine never calls the
+/// walker (a kernel's register count includes every function it can call).
 pub(crate) const TYPED_MODE: u32 = 1 << 31;
 
 /// Moves packed bytes `at..at + n` of record `i`'s typed buffer (at address
@@ -131,15 +133,11 @@ fn typed_move(base: u64, rank: u32, i: u32, typed: u64, pack: bool, at: u32, oth
     // blocking call's frame, or a request's scope); the caller names `n`
     // bytes at `other` inside a slot payload, or a rendezvous sender's
     // buffer, that it may read or write.
-    let r = unsafe {
+    let ok = unsafe {
         let t = &*(typed as *const TypedBuffer);
-        if pack {
-            t.pack_range(at as u64, other as *mut u8, n as u64)
-        } else {
-            t.unpack_range(at as u64, other as *const u8, n as u64)
-        }
+        (t.mover)(t, pack, at as u64, other as *mut u8, n as u64)
     };
-    if r.is_err() {
+    if !ok {
         rec!(&w, i, outcome = Outcome::Intern as u32);
     }
 }
@@ -163,7 +161,7 @@ unsafe fn move_bytes(
     src: *const u8,
     n: u32,
 ) {
-    if typed {
+    if cfg!(feature = "views") && typed {
         if pack {
             typed_move(w.base as u64, w.rank, i, src as u64, true, at, dst as u64, n);
         } else {
@@ -692,7 +690,7 @@ fn start_receive(w: &Core, i: u32) -> Step {
     rec!(w, i, outcome = outcome as u32);
     rec!(w, i, wanted = wanted);
     let buf = rec!(w, i, buffer) as *mut u8;
-    let typed = rec!(w, i, mode) & TYPED_MODE != 0;
+    let typed = cfg!(feature = "views") && rec!(w, i, mode) & TYPED_MODE != 0;
     let me = w.rank;
     let state = w.slot_word(id, SlotWord::State);
     if kind == MessageKind::Eager as u32 {
@@ -708,7 +706,7 @@ fn start_receive(w: &Core, i: u32) -> Step {
         // SAFETY: a direct message's payload starts with the address of the
         // sender's buffer (written before its push); 16-byte aligned.
         let src = unsafe { shim::load_payload_u64(w.slot_payload(id)) } as *const u8;
-        if typed {
+        if cfg!(feature = "views") && typed {
             // SAFETY: as below; the unpack reads `wanted` bytes at `src`.
             unsafe { move_bytes(w, i, true, false, 0, buf, src, wanted) };
         } else {
@@ -750,7 +748,7 @@ fn receive_chunk(w: &Core, i: u32) -> Step {
         return Step::Idle;
     }
     let buf = rec!(w, i, buffer) as *mut u8;
-    let typed = rec!(w, i, mode) & TYPED_MODE != 0;
+    let typed = cfg!(feature = "views") && rec!(w, i, mode) & TYPED_MODE != 0;
     let dst = if typed {
         buf
     } else {
@@ -841,7 +839,7 @@ fn claim(w: &Core, i: u32) -> Step {
     let len = rec!(w, i, len);
     let data = rec!(w, i, buffer) as *const u8;
     let mode = rec!(w, i, mode);
-    let typed = mode & TYPED_MODE != 0;
+    let typed = cfg!(feature = "views") && mode & TYPED_MODE != 0;
     let mode = mode & !TYPED_MODE;
     let slot_bytes = w.slot_bytes();
     let kind = if len <= slot_bytes {
@@ -940,7 +938,7 @@ fn send_step(w: &Core, i: u32, state: u32) -> Step {
     }
     let n = (len - offset).min(w.slot_bytes());
     let data = rec!(w, i, buffer) as *const u8;
-    let typed = rec!(w, i, mode) & TYPED_MODE != 0;
+    let typed = cfg!(feature = "views") && rec!(w, i, mode) & TYPED_MODE != 0;
     let src = if typed {
         data
     } else {

@@ -114,6 +114,13 @@ impl Layout {
             _ => None,
         }
         .or((packed == 0).then_some(origin));
+        if contiguous.is_none() && !cfg!(feature = "views") {
+            // Without the `views` feature the engine cannot walk a type.
+            return Err(Error::TypeMismatch {
+                status: Status::empty(),
+                expected: ty.signature_id(),
+            });
+        }
         let id = ty.signature_id();
         let (datatype, elements) = if id & SIGNATURE_BIT != 0 {
             let size = u32::try_from(h.size).map_err(|_| count_error(count))?;
@@ -134,6 +141,7 @@ impl Layout {
                 origin,
                 count,
                 packed,
+                mover: crate::derived::move_range,
             },
             contiguous,
             datatype,

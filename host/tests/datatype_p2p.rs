@@ -77,7 +77,12 @@ fn view_p2p(world: &World, args: &ViewArgs) -> Result<(), Error> {
     // SAFETY: the host writes none of these buffers during the launch; rank
     // 0 alone reads `src` (and writes it in SEND_RECEIVE), rank 1 alone
     // writes `dst`.
-    let (sty, rty) = unsafe { (TypeRef::from_global(&args.send_ty)?, TypeRef::from_global(&args.recv_ty)?) };
+    let (sty, rty) = unsafe {
+        (
+            TypeRef::from_global(&args.send_ty)?,
+            TypeRef::from_global(&args.recv_ty)?,
+        )
+    };
     let me = world.rank();
     if me == 0 {
         let src = unsafe { args.src.slice_mut(0, args.src.len()) }?;
@@ -98,7 +103,8 @@ fn view_p2p(world: &World, args: &ViewArgs) -> Result<(), Error> {
                 peer.send_with_tag(&v, 5)
             }
         };
-        args.out.write(OUT_WORDS + 5, r.err().map_or(0, |e| e.class() as u32))?;
+        args.out
+            .write(OUT_WORDS + 5, r.err().map_or(0, |e| e.class() as u32))?;
         return Ok(());
     }
     if me != 1 {
@@ -509,7 +515,11 @@ fn broadcast_and_gather_take_views() {
         recv_bytes: 0,
     };
     device
-        .launch(&VIEW_COLLECTIVES, &args, &WorldSpec::ranks(ranks as u32).collective_bytes(64))
+        .launch(
+            &VIEW_COLLECTIVES,
+            &args,
+            &WorldSpec::ranks(ranks as u32).collective_bytes(64),
+        )
         .unwrap();
     let out = device.download(&out).unwrap();
     for r in 0..ranks {
@@ -528,7 +538,10 @@ fn broadcast_and_gather_take_views() {
     let gathered = device.download(&src).unwrap();
     let extent = ty.extent() as usize;
     let want = partial_unpack(&ty, &all, 0, ranks * span);
-    assert_eq!(gathered[..extent * (ranks - 1) + span], want[..extent * (ranks - 1) + span]);
+    assert_eq!(
+        gathered[..extent * (ranks - 1) + span],
+        want[..extent * (ranks - 1) + span]
+    );
 }
 
 fn random_primitive_type() -> BoxedStrategy<UserDatatype> {
