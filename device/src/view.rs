@@ -336,9 +336,15 @@ mod tests {
     //! emulator (check/tests/datatypes.rs, host/tests/datatype.rs).
     extern crate std;
     use super::*;
-    use crate::derived::{subarray_2d, vector};
-    use crate::point_to_point::{send_receive_replace_into, Destination, Source};
-    use crate::state::{WorldConfig, FLAG_FORCE_STREAMING};
+    #[cfg(feature = "views")]
+    use crate::derived::subarray_2d;
+    use crate::derived::vector;
+    #[cfg(feature = "views")]
+    use crate::point_to_point::send_receive_replace_into;
+    use crate::point_to_point::{Destination, Source};
+    use crate::state::WorldConfig;
+    #[cfg(feature = "views")]
+    use crate::state::FLAG_FORCE_STREAMING;
     use crate::topology::{Communicator, World};
     use crate::ErrorClass;
     use std::vec;
@@ -355,6 +361,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "views")]
     fn a_vector_view_travels_packed_and_matches_a_plain_slice() {
         with_world(WorldConfig::new(1, 1), |w| {
             let enc = vector::<u32>(3, 2, 4);
@@ -382,6 +389,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "views")]
     fn large_views_stream_through_the_slot_both_ways() {
         for flags in [0, FLAG_FORCE_STREAMING] {
             let mut c = WorldConfig::new(1, 1);
@@ -430,6 +438,26 @@ mod tests {
     }
 
     #[test]
+    #[cfg(not(feature = "views"))]
+    fn without_the_feature_only_contiguous_views_are_made() {
+        let enc = vector::<u32>(3, 1, 2);
+        let ty = TypeRef::new(&enc).unwrap();
+        let src = [1u32, 2, 3, 4, 5];
+        assert_eq!(
+            View::with_count_and_datatype(&src[..], 1, &ty)
+                .unwrap_err()
+                .class(),
+            ErrorClass::Type
+        );
+        let run = vector::<u32>(2, 2, 2);
+        let ty = TypeRef::new(&run).unwrap();
+        assert!(View::with_count_and_datatype(&src[..], 1, &ty)
+            .unwrap()
+            .is_contiguous());
+    }
+
+    #[test]
+    #[cfg(feature = "views")]
     fn mismatches_truncation_and_bad_buffers_are_error_classes() {
         with_world(WorldConfig::new(1, 1), |w| {
             let enc = vector::<u32>(3, 1, 2);

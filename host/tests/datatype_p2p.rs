@@ -635,3 +635,103 @@ proptest! {
         prop_assert_eq!(o.dst, run.expected(packed));
     }
 }
+
+gpu_mpi_device::kernel! {
+    /// Every rank all-gathers column 1 of its 8 x 8 `u32` matrix (a view)
+    /// into a view of `size` columns of an `8 x 64` matrix (`recv_ty`: a
+    /// column resized to one element), then calls all-to-all with rank 0
+    /// passing a column view (refused), then a barrier. `out[r * 4..]`:
+    /// all-gather class, all-to-all class, barrier class; `dst[r *
+    /// 2048..]`: the all-gathered matrix.
+    pub static VIEW_REFUSED = fn view_refused(world: &World, args: &ViewArgs) -> Result<(), Error> {
+        use gpu_mpi_device::derived::vector;
+        let r = world.rank() as usize;
+        let n = world.size() as usize;
+        let col = vector::<u32>(8, 1, 8);
+        let ty = TypeRef::new(&col)?;
+        // SAFETY: the host writes no encoding during the launch.
+        let wty = unsafe { TypeRef::from_global(&args.recv_ty)? };
+        let m: [u32; 64] = core::array::from_fn(|k| (1000 * r + k) as u32);
+        // SAFETY: rank r alone writes its 2048 bytes of `dst`.
+        let all = unsafe { args.dst.slice_mut(0, args.dst.len())? };
+        let mine = all.get_mut(r * 2048..(r + 1) * 2048).ok_or(Error::Intern)?;
+        // Into `n` instances of the resized column: instance q is column q.
+        let c1 = {
+            let v = View::with_origin(&m[..], 4, 1, &ty)?;
+            let mut into = MutView::with_count_and_datatype(&mut *mine, n, &wty)?;
+            world.all_gather_into(&v, &mut into)
+        };
+        let c2 = if r == 0 {
+            let v = View::with_origin(&m[..], 4, 1, &ty)?;
+            let mut recv = [0u32; 8 * 64];
+            world.all_to_all_into(&v, &mut recv[..8 * n])
+        } else {
+            let send = [r as u32; 8 * 64];
+            let mut recv = [0u32; 8 * 64];
+            world.all_to_all_into(&send[..8 * n], &mut recv[..8 * n])
+        };
+        let c3 = world.barrier();
+        let class = |r: &Result<(), Error>| r.err().map_or(0, |e| e.class() as u32);
+        args.out.write(r * 4, class(&c1))?;
+        args.out.write(r * 4 + 1, class(&c2))?;
+        args.out.write(r * 4 + 2, class(&c3))?;
+        Ok(())
+    }
+}
+
+#[test]
+fn all_gather_takes_views_and_all_to_all_refuses_them_on_every_rank() {
+    let ranks = 5usize;
+    let device = Device::cpu();
+    let dst = device.alloc_zeroed::<u8>(ranks * 2048).unwrap();
+    let out = device.upload(&vec![u32::MAX; ranks * 4]).unwrap();
+    let column = UserDatatype::vector(8, 1, 64, &Primitive::U32.into()).unwrap();
+    let column = UserDatatype::resized(&column, 0, 4).unwrap();
+    let words = device.upload(column.commit().unwrap().words()).unwrap();
+    let byte = device.alloc_zeroed::<u8>(1).unwrap();
+    let args = ViewArgs {
+        send_ty: words.slice(),
+        recv_ty: words.slice(),
+        src: byte.slice(),
+        dst: dst.slice(),
+        out: out.slice(),
+        send_count: 0,
+        recv_count: 0,
+        send_origin: 0,
+        recv_origin: 0,
+        mode: 0,
+        recv_bytes: 0,
+    };
+    device
+        .launch(
+            &VIEW_REFUSED,
+            &args,
+            &WorldSpec::ranks(ranks as u32).collective_bytes(64),
+        )
+        .unwrap();
+    let out = device.download(&out).unwrap();
+    for r in 0..ranks {
+        assert_eq!(out[r * 4], 0, "rank {r}: all-gather of views");
+        let c2 = out[r * 4 + 1];
+        if r == 0 {
+            assert_eq!(c2, ErrorClass::Type as u32, "rank 0 passed the view");
+        } else {
+            assert_ne!(c2, 0, "rank {r}: the agreement fails everywhere");
+        }
+        assert_eq!(out[r * 4 + 2], 0, "rank {r}: barrier after");
+    }
+    let dst = device.download(&dst).unwrap();
+    let words: &[u32] = bytemuck::cast_slice(&dst);
+    for r in 0..ranks {
+        for q in 0..ranks {
+            for i in 0..8 {
+                // Column q of rank r's result is column 1 of rank q's matrix.
+                assert_eq!(
+                    words[r * 512 + 64 * i + q],
+                    (1000 * q + 8 * i + 1) as u32,
+                    "rank {r}, column {q}, row {i}"
+                );
+            }
+        }
+    }
+}
