@@ -424,7 +424,7 @@ impl TypeRef<'_> {
         let mut period = n;
         if (first & 0xff) != (last & 0xff) {
             for p in 1..n {
-                if n % p == 0 && (p..n).all(|i| run(i).ok() == run(i % p).ok()) {
+                if n.is_multiple_of(p) && (p..n).all(|i| run(i).ok() == run(i % p).ok()) {
                     period = p;
                     break;
                 }
@@ -482,7 +482,7 @@ impl TypeRef<'_> {
                 n = n.checked_add(count)?;
                 rest -= run;
             } else {
-                if rest % size != 0 {
+                if !rest.is_multiple_of(size) {
                     return None;
                 }
                 return n.checked_add(rest / size);

@@ -85,6 +85,7 @@ fn view_p2p(world: &World, args: &ViewArgs) -> Result<(), Error> {
     };
     let me = world.rank();
     if me == 0 {
+        // SAFETY: only rank 0 touches `src`; the host does not meanwhile.
         let src = unsafe { args.src.slice_mut(0, args.src.len()) }?;
         let peer = world.process_at_rank(1);
         let r = match args.mode {
@@ -110,6 +111,7 @@ fn view_p2p(world: &World, args: &ViewArgs) -> Result<(), Error> {
     if me != 1 {
         return Ok(());
     }
+    // SAFETY: only rank 1 touches `dst`; the host does not meanwhile.
     let dst = unsafe { args.dst.slice_mut(0, args.dst.len()) }?;
     let peer = world.process_at_rank(0);
     let origin = args.recv_origin as usize;
@@ -459,21 +461,21 @@ fn buffers_too_small_for_count_times_extent_are_argument_errors() {
 
 gpu_mpi_device::kernel! {
     /// Views in collectives: rank 0 broadcasts a view to every rank's view,
-    /// every rank gathers its rank-scaled view at rank 0 into a view, and
-    /// rank 0 scatters one back; each rank records its classes in `out`.
+    /// then every rank's view is gathered at rank 0 into a view of `size`
+    /// instances; each rank records its classes in `out`.
     pub static VIEW_COLLECTIVES = fn view_collectives(world: &World, args: &ViewArgs) -> Result<(), Error> {
-        // SAFETY: as in `view_p2p`; rank r owns `dst[r * span..]` and
-        // `out[r * 4..]`; only rank 0 touches `src`.
+        // SAFETY: the host writes no encoding during the launch.
         let ty = unsafe { TypeRef::from_global(&args.send_ty)? };
         let r = world.rank() as usize;
         let span = args.send_origin as usize;
-        let all = unsafe { args.dst.slice_mut(0, args.dst.len())? };
-        let mine = all.get_mut(r * span..(r + 1) * span).ok_or(Error::Intern)?;
+        // SAFETY: rank r alone touches `dst[r * span..(r + 1) * span]`.
+        let mine = unsafe { args.dst.slice_mut(r * span, span)? };
         let c1 = {
             let mut v = MutView::with_count_and_datatype(&mut *mine, 1, &ty)?;
             class(&world.process_at_rank(0).broadcast_into(&mut v).map(|_| gpu_mpi_device::Status::empty()))
         };
         let c2 = if r == 0 {
+            // SAFETY: only rank 0 touches `src`.
             let src = unsafe { args.src.slice_mut(0, args.src.len())? };
             let v = View::with_count_and_datatype(&*mine, 1, &ty)?;
             let mut rv = MutView::with_count_and_datatype(&mut *src, world.size() as usize, &ty)?;
@@ -652,9 +654,8 @@ gpu_mpi_device::kernel! {
         // SAFETY: the host writes no encoding during the launch.
         let wty = unsafe { TypeRef::from_global(&args.recv_ty)? };
         let m: [u32; 64] = core::array::from_fn(|k| (1000 * r + k) as u32);
-        // SAFETY: rank r alone writes its 2048 bytes of `dst`.
-        let all = unsafe { args.dst.slice_mut(0, args.dst.len())? };
-        let mine = all.get_mut(r * 2048..(r + 1) * 2048).ok_or(Error::Intern)?;
+        // SAFETY: rank r alone touches its 2048 bytes of `dst`.
+        let mine = unsafe { args.dst.slice_mut(r * 2048, 2048)? };
         // Into `n` instances of the resized column: instance q is column q.
         let c1 = {
             let v = View::with_origin(&m[..], 4, 1, &ty)?;

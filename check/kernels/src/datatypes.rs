@@ -105,10 +105,7 @@ fn large(world: &World, args: &CaseArgs, rec: &mut Recorder) -> Result<(), Error
     let ty = TypeRef::new(&block)?;
     // SAFETY: rank r alone touches its part of `data`; the host writes
     // nothing during the launch.
-    let all = unsafe { args.data.slice_mut(0, args.data.len()) }?;
-    let mine = all
-        .get_mut(r as usize * DT_LARGE_BYTES..(r as usize + 1) * DT_LARGE_BYTES)
-        .ok_or(Error::Intern)?;
+    let mine = unsafe { args.data.slice_mut(r as usize * DT_LARGE_BYTES, DT_LARGE_BYTES) }?;
     let (out, back) = mine.split_at_mut(DT_LARGE_BYTES / 2);
     for (k, w) in out.chunks_exact_mut(4).enumerate() {
         w.copy_from_slice(&pattern_word(r as u32, k).to_le_bytes());
