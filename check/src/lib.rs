@@ -29,6 +29,7 @@ use gpu_mpi_check_kernels::{pattern_byte, pattern_word, CaseArgs, NONE};
 use std::fmt;
 use std::time::Duration;
 
+mod datatypes;
 pub mod explore;
 
 /// The conformance kernels, built by build.rs: PTX and SASS per SM.
@@ -84,6 +85,10 @@ pub fn cases() -> Vec<Case> {
         case!("p2p/non_overtaking_any_source", order_any_source),
         case!("p2p/non_overtaking_any_source_by_tag", order_any_source_by_tag),
         case!("p2p/datatype_matching", types),
+        case!("datatypes/ring_column", datatypes::ring_column),
+        case!("datatypes/large_streamed", datatypes::large),
+        case!("errors/datatype_views", datatypes::errors),
+        case!("collective/datatype_views", datatypes::collectives),
         case!("nonblocking/wait_any_pre_posted", nb_wait_any),
         case!("nonblocking/all_to_all_posted_first", nb_all_to_all),
         case!("nonblocking/self_send_then_probe", nb_self_probe),

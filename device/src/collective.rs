@@ -36,12 +36,111 @@
 
 mod agreement;
 mod exchange;
+
+/// One side of a collective's data, addressed by packed position: a plain
+/// buffer, or a [`View`](crate::view::View) of a non-contiguous derived
+/// datatype, walked slot by slot as the point-to-point engine does. The
+/// collectives that take a view (broadcast, gather, scatter; docs/datatypes.md)
+/// move every byte through these two calls.
+#[derive(Clone, Copy)]
+pub(crate) enum Side {
+    /// Bytes at this address.
+    Plain(*mut u8),
+    /// A view's typed buffer.
+    Typed(*const TypedBuffer),
+}
+
+impl Side {
+    /// A send buffer's side and packed length.
+    #[inline(always)]
+    pub(crate) fn of<B: Buffer + ?Sized>(b: &B) -> (Side, usize) {
+        match b.typed() {
+            Some(t) => (Side::Typed(t), t.packed),
+            None => {
+                let bytes = b.as_bytes();
+                (Side::Plain(bytes.as_ptr() as *mut u8), bytes.len())
+            }
+        }
+    }
+
+    /// A receive buffer's side and packed length.
+    #[inline(always)]
+    pub(crate) fn of_mut<B: BufferMut + ?Sized>(b: &mut B) -> (Side, usize) {
+        match b.typed_mut() {
+            Some(t) => (Side::Typed(t), t.packed),
+            None => {
+                let bytes = b.as_bytes_mut();
+                (Side::Plain(bytes.as_mut_ptr()), bytes.len())
+            }
+        }
+    }
+
+    /// Copies packed bytes `at..at + n` of this side to `dst`; false when a
+    /// typed walk failed (its encoding changed under the view).
+    ///
+    /// # Safety
+    /// The side's buffer is borrowed for the call and holds `at + n` packed
+    /// bytes; `dst` is valid for `n` bytes.
+    #[inline(always)]
+    pub(crate) unsafe fn read(self, at: usize, dst: *mut u8, n: usize) -> bool {
+        match self {
+            Side::Plain(p) => {
+                // SAFETY: forwarded from the caller.
+                unsafe { shim::copy_bytes(dst, p.add(at), n) };
+                true
+            }
+            // SAFETY: forwarded from the caller.
+            Side::Typed(t) if cfg!(feature = "views") => unsafe {
+                ((*t).mover)(&*t, true, at as u64, dst, n as u64)
+            },
+            Side::Typed(_) => false,
+        }
+    }
+
+    /// Copies `n` bytes at `src` to packed bytes `at..at + n` of this side;
+    /// false when a typed walk failed.
+    ///
+    /// # Safety
+    /// The side's buffer is borrowed exclusively for the call and holds
+    /// `at + n` packed bytes; `src` is valid for `n` bytes.
+    #[inline(always)]
+    pub(crate) unsafe fn write(self, at: usize, src: *const u8, n: usize) -> bool {
+        match self {
+            Side::Plain(p) => {
+                // SAFETY: forwarded from the caller.
+                unsafe { shim::copy_bytes(p.add(at), src, n) };
+                true
+            }
+            // SAFETY: forwarded from the caller.
+            Side::Typed(t) if cfg!(feature = "views") => unsafe {
+                ((*t).mover)(&*t, false, at as u64, src as *mut u8, n as u64)
+            },
+            Side::Typed(_) => false,
+        }
+    }
+}
+
+/// `MPI_ERR_TYPE` for a view of a non-contiguous derived datatype passed
+/// to a collective that does not take one (only broadcast, gather and
+/// scatter do). The collective still runs its agreement, so every rank
+/// returns an error.
+pub(crate) fn no_view(typed: bool, id: u32) -> Option<Error> {
+    typed.then_some(Error::TypeMismatch {
+        status: crate::status::Status {
+            source: crate::status::PROC_NULL,
+            tag: -1,
+            bytes: 0,
+            datatype: id,
+        },
+        expected: id,
+    })
+}
 mod prefix;
 
 pub use exchange::{Partition, PartitionMut};
 pub use prefix::reduce_local_into;
 
-use crate::datatype::{Buffer, BufferMut, Equivalence, ID_F32, ID_F64};
+use crate::datatype::{Buffer, BufferMut, Equivalence, TypedBuffer, ID_F32, ID_F64};
 use crate::error::Error;
 use crate::shim::{self, AtomicU32, Ordering};
 use crate::topology::wait_for;
@@ -947,7 +1046,8 @@ impl World {
             });
         }
         let datatype = buf.datatype();
-        let bytes = buf.as_bytes_mut();
+        let (side, len) = Side::of_mut(buf);
+        let mut walked = true;
         let what = WaitFor {
             operation: WaitCall::Broadcast,
             peer: root,
@@ -962,14 +1062,14 @@ impl World {
             self.begin_staging_round();
             let area = self.broadcast_area();
             if is_root {
-                let n = bytes.len().saturating_sub(offset).min(capacity);
+                let n = len.saturating_sub(offset).min(capacity);
                 // SAFETY: only the root writes the area; this half was last
                 // read in the round before the last one, which every rank
                 // finished before passing the last round's barrier.
                 unsafe {
-                    core::ptr::write(area as *mut u32, bytes.len() as u32);
+                    core::ptr::write(area as *mut u32, len as u32);
                     core::ptr::write(area.add(4) as *mut u32, datatype.id);
-                    shim::copy_bytes(area.add(CELL_HEADER), bytes.as_ptr().add(offset), n);
+                    walked &= side.read(offset, area.add(CELL_HEADER), n);
                 }
             }
             self.world_barrier(what)?;
@@ -993,17 +1093,17 @@ impl World {
                         status,
                         expected: datatype.id,
                     });
-                } else if total != bytes.len() {
+                } else if total != len {
                     local_error = Some(Error::CountMismatch {
-                        count: (bytes.len() / datatype.size.max(1) as usize) as u32,
+                        count: (len / datatype.size.max(1) as usize) as u32,
                         expected: (total / datatype.size.max(1) as usize) as u32,
                     });
                 }
             }
             if !is_root && !matches!(local_error, Some(Error::TypeMismatch { .. })) {
-                let n = total.min(bytes.len()).saturating_sub(offset).min(capacity);
-                // SAFETY: as above; `offset + n <= bytes.len()`.
-                unsafe { shim::copy_bytes(bytes.as_mut_ptr().add(offset), area.add(CELL_HEADER), n) };
+                let n = total.min(len).saturating_sub(offset).min(capacity);
+                // SAFETY: as above; `offset + n <= len`.
+                walked &= unsafe { side.write(offset, area.add(CELL_HEADER), n) };
             }
             offset += capacity;
             if offset >= total {
@@ -1012,6 +1112,7 @@ impl World {
         }
         span.leave(match local_error {
             Some(e) => Err(e),
+            None if !walked => Err(Error::Intern),
             None => Ok(()),
         })
     }
@@ -1280,8 +1381,7 @@ impl Root for Process<'_> {
     {
         if self.rank != self.world.rank() {
             // Not the root: `buf` is this rank's contribution.
-            let dtype = buf.datatype();
-            let send = exchange::Typed::new(buf.as_bytes_mut(), dtype);
+            let send = exchange::Typed::of(buf);
             return self.world.gather_impl::<_, [u8]>(self.rank, Some(&send), None);
         }
         self.world.gather_impl::<[u8], R>(self.rank, None, Some(buf))

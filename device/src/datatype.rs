@@ -40,6 +40,10 @@ pub const ID_F32: u32 = 9;
 pub const ID_F64: u32 = 10;
 /// Top bit of every user datatype id.
 pub const USER_BIT: u32 = 0x8000_0000;
+/// Bit 30, with [`USER_BIT`] clear: the signature id of a derived datatype
+/// whose signature holds more than one primitive (the low 30 bits: a hash of
+/// its signature; see `derived::TypeRef::signature_id`).
+pub const SIGNATURE_BIT: u32 = 0x4000_0000;
 
 /// A type that can travel in a message.
 pub trait Equivalence: Pod {
@@ -74,6 +78,7 @@ pub fn datatype_name(id: u32) -> &'static str {
         ID_F32 => "MPI_FLOAT",
         ID_F64 => "MPI_DOUBLE",
         id if id & USER_BIT != 0 => "user type",
+        id if id & SIGNATURE_BIT != 0 => "derived type signature",
         _ => "unknown type",
     }
 }
@@ -111,30 +116,95 @@ macro_rules! user_datatype {
     };
 }
 
-/// A send buffer: one value, an array or a slice of values of one datatype.
+/// A send buffer: one value, an array or a slice of values of one datatype,
+/// or a [`View`](crate::view::View) of a derived datatype.
 pub trait Buffer {
     /// The element datatype.
     fn datatype(&self) -> Datatype;
-    /// The buffer's bytes.
+    /// The buffer's bytes (a view of a non-contiguous type: empty; its bytes
+    /// are reached through [`Buffer::typed`]).
     fn as_bytes(&self) -> &[u8];
     /// Number of elements.
     fn count(&self) -> usize;
     /// The length in bytes when the type fixes it (a value, an array), so
     /// that the library can choose a path at compile time; `None` for slices.
     const FIXED_BYTES: Option<usize> = None;
+    /// The typed layout of a view whose type is not one contiguous run;
+    /// `None` for contiguous buffers (every `Pod` buffer).
+    #[doc(hidden)]
+    fn typed(&self) -> Option<&TypedBuffer> {
+        None
+    }
 }
 
-/// A receive buffer: one value, an array or a slice of values of one datatype.
+/// A receive buffer: one value, an array or a slice of values of one
+/// datatype, or a [`MutView`](crate::view::MutView) of a derived datatype.
 pub trait BufferMut {
     /// The element datatype.
     fn datatype(&self) -> Datatype;
-    /// The buffer's bytes, writable.
+    /// The buffer's bytes, writable (a view of a non-contiguous type: empty).
     fn as_bytes_mut(&mut self) -> &mut [u8];
     /// Number of elements.
     fn count(&self) -> usize;
     /// The length in bytes when the type fixes it (a value, an array), so
     /// that the library can choose a path at compile time; `None` for slices.
     const FIXED_BYTES: Option<usize> = None;
+    /// As [`Buffer::typed`], for a receive buffer.
+    #[doc(hidden)]
+    fn typed_mut(&mut self) -> Option<&TypedBuffer> {
+        None
+    }
+}
+
+/// A buffer with a committed derived datatype, as the engine and the
+/// collectives walk it: `count` instances of the type whose encoding is
+/// `words[..words_len]`, instance `i` at `base + origin + i * extent`, the
+/// typemap inside `base[..len]` (checked when the view was made).
+/// `#[repr(C)]`: a send or receive record holds its address.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+#[doc(hidden)]
+pub struct TypedBuffer {
+    /// The encoding's words.
+    pub(crate) words: *const u64,
+    /// Words of the encoding.
+    pub(crate) words_len: usize,
+    /// The buffer.
+    pub(crate) base: *mut u8,
+    /// Bytes of the buffer.
+    pub(crate) len: usize,
+    /// Index of MPI's buffer address in the buffer.
+    pub(crate) origin: usize,
+    /// Instances of the type.
+    pub(crate) count: usize,
+    /// Bytes of the packed form (`count` times the type's size).
+    pub(crate) packed: usize,
+    /// The walker (`derived`'s), reached through this pointer so that a
+    /// kernel that makes no view holds no walker code: the engine and the
+    /// collectives never name it, and ptxas counts the registers of every
+    /// function a kernel can call.
+    pub(crate) mover: Mover,
+}
+
+/// Moves packed bytes `at..at + n` of a typed buffer to (`pack`) or from
+/// `other`; false when the walk failed.
+///
+/// # Safety
+/// The buffer and its encoding are alive (borrowed by their view, the
+/// written side exclusively); `other` is valid for `n` bytes.
+#[doc(hidden)]
+pub type Mover = unsafe fn(&TypedBuffer, bool, u64, *mut u8, u64) -> bool;
+
+/// The byte size of a primitive datatype id (`MPI_Type_size`), 0 for an
+/// unknown id.
+pub const fn primitive_size(id: u32) -> u32 {
+    match id {
+        ID_BYTE | ID_I8 => 1,
+        ID_U16 | ID_I16 => 2,
+        ID_U32 | ID_I32 | ID_F32 => 4,
+        ID_U64 | ID_I64 | ID_F64 => 8,
+        _ => 0,
+    }
 }
 
 impl<T: Equivalence> Buffer for T {

@@ -31,7 +31,7 @@
 //! `r, r + n, ...` of the whole buffer: consecutive ranks copy consecutive
 //! chunks, which coalesces on the GPU.
 
-use crate::datatype::{Datatype, Equivalence};
+use crate::datatype::{primitive_size, Datatype, Equivalence, TypedBuffer, ID_BYTE, SIGNATURE_BIT};
 use crate::error::Error;
 use crate::kernel::GlobalSlice;
 use crate::shim;
@@ -320,6 +320,11 @@ impl<'a> TypeRef<'a> {
         TypeRef::new(words)
     }
 
+    /// The encoding's words.
+    pub fn words(&self) -> &'a [u64] {
+        self.words
+    }
+
     /// The header.
     pub fn header(&self) -> &EncodingHeader {
         &self.header
@@ -384,6 +389,107 @@ impl<'a> TypeRef<'a> {
             (Some(a), Some(b)) => a == b,
             _ => false,
         }
+    }
+}
+
+impl TypeRef<'_> {
+    /// The datatype id a message of this type carries (its *signature id*),
+    /// so that a receiver checks type matching (MPI 4.1 §3.3.1) without the
+    /// sender's encoding:
+    /// - a type whose signature is one primitive repeated (every vector,
+    ///   subarray or indexed type of `f64`, ...) carries that primitive's id,
+    ///   so it matches a plain `[f64]` on the other side, and a message
+    ///   holding fewer elements or part of an instance still matches;
+    /// - a type of size 0 carries `MPI_BYTE`'s id;
+    /// - any other signature carries [`SIGNATURE_BIT`] and the low 30 bits of
+    ///   an FNV-1a hash of its *period*: the shortest prefix of its signature
+    ///   runs that repeats to the whole (when the first and last runs are of
+    ///   different primitives; else the whole signature), so `contiguous(2,
+    ///   S)` and `S` of a struct `S` carry the same id.
+    ///
+    /// Two different heterogeneous signatures collide with probability about
+    /// 2^-30; a collision makes a mismatch go undetected (the bytes are
+    /// still bounded by the receive buffer).
+    pub fn signature_id(&self) -> u32 {
+        let n = self.header.sig_runs as usize;
+        let run = |i: usize| self.signature_run(i).map(|(id, c)| signature_word(id, c));
+        let Ok(first) = run(0) else {
+            return ID_BYTE;
+        };
+        let prim = (first & 0xff) as u32;
+        if (1..n).all(|i| run(i).is_ok_and(|w| (w & 0xff) as u32 == prim)) {
+            return prim;
+        }
+        let last = run(n - 1).unwrap_or(first);
+        let mut period = n;
+        if (first & 0xff) != (last & 0xff) {
+            for p in 1..n {
+                if n.is_multiple_of(p) && (p..n).all(|i| run(i).ok() == run(i % p).ok()) {
+                    period = p;
+                    break;
+                }
+            }
+        }
+        let mut h: u32 = 0x811c_9dc5;
+        for i in 0..period {
+            for b in run(i).unwrap_or(0).to_le_bytes() {
+                h ^= b as u32;
+                h = h.wrapping_mul(0x0100_0193);
+            }
+        }
+        SIGNATURE_BIT | (h & (SIGNATURE_BIT - 1))
+    }
+
+    /// Whether one instance's typemap is one contiguous block of the type's
+    /// size: `Some` with its displacement (a type of size 0: `Some(0)`).
+    /// `count` instances are one run when also the extent equals the size
+    /// (or `count <= 1`); such a buffer goes through the engine as plain
+    /// bytes, at the cost of a `Pod` buffer.
+    pub fn contiguous_run(&self) -> Option<i64> {
+        let h = &self.header;
+        if h.size == 0 {
+            return Some(0);
+        }
+        if h.units != 1 {
+            return None;
+        }
+        let u = self.unit(0).ok()?;
+        (u.len == h.size && u.count == 1 && u.groups == 1).then_some(u.disp)
+    }
+
+    /// Primitive elements in the first `bytes` bytes of a packed message of
+    /// this type (`MPI_Get_elements`, MPI 4.1 §5.1.11): whole instances
+    /// times [`EncodingHeader::elements`] plus the primitives of the
+    /// signature runs the rest covers; `None` (`MPI_UNDEFINED`) when the
+    /// bytes end inside a primitive.
+    pub fn elements_in(&self, bytes: u64) -> Option<u64> {
+        let h = &self.header;
+        if h.size == 0 {
+            return (bytes == 0).then_some(0);
+        }
+        let whole = bytes / h.size;
+        let mut rest = bytes % h.size;
+        let mut n = whole.checked_mul(h.elements)?;
+        let mut i = 0usize;
+        while rest > 0 {
+            let (id, count) = self.signature_run(i).ok()?;
+            let size = primitive_size(id) as u64;
+            if size == 0 {
+                return None;
+            }
+            let run = size.checked_mul(count)?;
+            if rest >= run {
+                n = n.checked_add(count)?;
+                rest -= run;
+            } else {
+                if !rest.is_multiple_of(size) {
+                    return None;
+                }
+                return n.checked_add(rest / size);
+            }
+            i += 1;
+        }
+        Some(n)
     }
 }
 
@@ -560,6 +666,174 @@ pub fn unpack_from_at(
             packed.as_ptr() as *mut u8,
             packed.len(),
         )
+    }
+}
+
+/// The walk of packed bytes `from..from + n` of `count` instances: the bytes
+/// a pack would write at those positions, in `packed[..n]` (or read from
+/// there by an unpack). Starts with a binary search for the unit, then
+/// copies block by block.
+///
+/// # Safety
+/// As for [`copy`], with `packed` valid for `n` bytes.
+#[allow(clippy::too_many_arguments)]
+unsafe fn walk_range(
+    dir: Dir,
+    typed: *mut u8,
+    typed_len: usize,
+    origin: usize,
+    count: usize,
+    ty: &TypeRef<'_>,
+    from: u64,
+    packed: *mut u8,
+    n: u64,
+) -> Result<(), Error> {
+    let size = ty.size();
+    let total = pack_size(count, ty)? as u64;
+    let end = from.checked_add(n).ok_or(out_of_bounds(u64::MAX, 0))?;
+    if end > total {
+        return Err(out_of_bounds(end, total as usize));
+    }
+    if n == 0 {
+        return Ok(());
+    }
+    let mut inst = from / size;
+    let mut r = from % size;
+    let units = ty.units();
+    // The last unit whose packed bytes start at or before `r`.
+    let (mut lo, mut hi) = (0usize, units);
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if ty.unit(mid)?.packed_off <= r {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    let mut u = lo;
+    let mut pos = from;
+    while pos < end {
+        if u >= units {
+            return Err(BAD_ENCODING);
+        }
+        let unit = ty.unit(u)?;
+        let bytes = unit
+            .len
+            .checked_mul(unit.count)
+            .and_then(|x| x.checked_mul(unit.groups))
+            .ok_or(BAD_ENCODING)?;
+        let k = r.checked_sub(unit.packed_off).ok_or(BAD_ENCODING)?;
+        if k >= bytes {
+            u += 1;
+            continue;
+        }
+        let b = k / unit.len;
+        let off = k % unit.len;
+        let (g, j) = (b / unit.count, b % unit.count);
+        let disp = (g as i64)
+            .checked_mul(unit.group_stride)
+            .and_then(|x| x.checked_add((j as i64).checked_mul(unit.stride)?))
+            .and_then(|x| x.checked_add(unit.disp))
+            .and_then(|x| x.checked_add(off as i64))
+            .ok_or(BAD_ENCODING)?;
+        let m = (unit.len - off).min(end - pos);
+        let t = typed_at(origin, inst, ty.extent(), disp, m, typed_len)?;
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            copy(
+                dir,
+                typed,
+                typed_len,
+                t,
+                packed,
+                n as usize,
+                (pos - from) as usize,
+                m as usize,
+            )
+        }?;
+        pos += m;
+        r += m;
+        if r == size {
+            inst += 1;
+            r = 0;
+            u = 0;
+        }
+    }
+    Ok(())
+}
+
+/// The [`Mover`](crate::datatype::Mover) of every view: packs or unpacks
+/// packed bytes `at..at + n` of `t`.
+///
+/// # Safety
+/// As for [`TypedBuffer::pack_range`] and [`TypedBuffer::unpack_range`].
+pub(crate) unsafe fn move_range(t: &TypedBuffer, pack: bool, at: u64, other: *mut u8, n: u64) -> bool {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        if pack {
+            t.pack_range(at, other, n)
+        } else {
+            t.unpack_range(at, other, n)
+        }
+    }
+    .is_ok()
+}
+
+impl TypedBuffer {
+    /// The type of the buffer.
+    ///
+    /// # Safety
+    /// The encoding the buffer was made with is alive and unwritten.
+    unsafe fn ty(&self) -> Result<TypeRef<'_>, Error> {
+        // SAFETY: made from a live slice of `words_len` words (the caller
+        // keeps it alive).
+        let words = unsafe { core::slice::from_raw_parts(self.words, self.words_len) };
+        TypeRef::new(words)
+    }
+
+    /// Packs bytes `from..from + n` of the buffer's packed form into `out`.
+    ///
+    /// # Safety
+    /// The buffer and its encoding are alive (the view's borrow), `out` is
+    /// valid for `n` bytes and written by nobody else.
+    unsafe fn pack_range(&self, from: u64, out: *mut u8, n: u64) -> Result<(), Error> {
+        // SAFETY: forwarded from the caller; a pack only reads the buffer.
+        unsafe {
+            walk_range(
+                Dir::Pack,
+                self.base,
+                self.len,
+                self.origin,
+                self.count,
+                &self.ty()?,
+                from,
+                out,
+                n,
+            )
+        }
+    }
+
+    /// Unpacks `n` bytes at `src` as bytes `from..from + n` of the buffer's
+    /// packed form.
+    ///
+    /// # Safety
+    /// The buffer (borrowed exclusively by its view) and its encoding are
+    /// alive; `src` is valid for `n` bytes.
+    unsafe fn unpack_range(&self, from: u64, src: *const u8, n: u64) -> Result<(), Error> {
+        // SAFETY: forwarded from the caller; an unpack only reads `src`.
+        unsafe {
+            walk_range(
+                Dir::Unpack,
+                self.base,
+                self.len,
+                self.origin,
+                self.count,
+                &self.ty()?,
+                from,
+                src as *mut u8,
+                n,
+            )
+        }
     }
 }
 

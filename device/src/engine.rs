@@ -43,7 +43,7 @@
 //! with every push before it, and every slot it finds through the links,
 //! however late it reads a link, had its header and payload written before.
 
-use crate::datatype::ID_BYTE;
+use crate::datatype::{TypedBuffer, ID_BYTE};
 use crate::error::Error;
 use crate::memory::Core;
 use crate::memory::SendMode;
@@ -107,6 +107,72 @@ pub(crate) const INLINE_BYTES: usize = 8;
 pub(crate) fn inline_area(w: &Core, i: u32) -> *mut u8 {
     // SAFETY: inside this rank's record `i`.
     unsafe { (w.record(i) as *mut u8).add(core::mem::offset_of!(RequestRecord, slot)) }
+}
+
+/// Bit of a record's `mode`: its `buffer` is a [`TypedBuffer`] whose packed
+/// form is the message (see [`typed_move`]). Only with the `views` feature:
+/// without it no view makes a typed record, and the engine never calls the
+/// walker (a kernel's register count includes every function it can call).
+pub(crate) const TYPED_MODE: u32 = 1 << 31;
+
+/// Moves packed bytes `at..at + n` of record `i`'s typed buffer (at address
+/// `typed`): packs them to `other` (a send), or unpacks them from `other` (a
+/// receive). A walk that fails (the encoding changed under the view) marks
+/// the record `Outcome::Intern`. Out of line and cold, so that the engine's
+/// contiguous paths keep their registers; scalar arguments (an aggregate
+/// passed to a call goes through local memory on nvptx).
+#[inline(never)]
+#[cold]
+#[allow(clippy::too_many_arguments)]
+fn typed_move(base: u64, rank: u32, i: u32, typed: u64, pack: bool, at: u32, other: u64, n: u32) {
+    let w = Core {
+        base: base as *mut u8,
+        rank,
+    };
+    // SAFETY: a record with TYPED_MODE holds the address of the
+    // `TypedBuffer` of a view borrowed until the record is collected (a
+    // blocking call's frame, or a request's scope); the caller names `n`
+    // bytes at `other` inside a slot payload, or a rendezvous sender's
+    // buffer, that it may read or write.
+    let ok = unsafe {
+        let t = &*(typed as *const TypedBuffer);
+        (t.mover)(t, pack, at as u64, other as *mut u8, n as u64)
+    };
+    if !ok {
+        rec!(&w, i, outcome = Outcome::Intern as u32);
+    }
+}
+
+/// Copies `n` bytes from `src` to `dst` for record `i`: plain bytes, or
+/// (TYPED_MODE) a pack (`pack`: `src` is the typed buffer, from packed
+/// byte `at`) or an unpack (`dst` is the typed buffer).
+///
+/// # Safety
+/// As for `shim::copy_bytes`, of the packed side; the typed side as in
+/// [`typed_move`].
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn move_bytes(
+    w: &Core,
+    i: u32,
+    typed: bool,
+    pack: bool,
+    at: u32,
+    dst: *mut u8,
+    src: *const u8,
+    n: u32,
+) {
+    if cfg!(feature = "views") && typed {
+        if pack {
+            typed_move(w.base as u64, w.rank, i, src as u64, true, at, dst as u64, n);
+        } else {
+            typed_move(w.base as u64, w.rank, i, dst as u64, false, at, src as u64, n);
+        }
+    } else {
+        // SAFETY: forwarded from the caller (the plain buffer's bytes start
+        // at its address; `at` is already added by the caller).
+        unsafe { shim::copy_bytes(dst, src, n as usize) }
+    }
 }
 
 /// Takes a free record for `scope` (0: a blocking call, which has
@@ -213,6 +279,9 @@ pub(crate) fn collect(w: &Core, i: u32) -> Result<Status, Error> {
             status,
             capacity_bytes: r.len,
         }),
+        // Set only by a typed walk (the `views` feature); one more arm here
+        // costs the ring example 10 registers.
+        o if cfg!(feature = "views") && o == Outcome::Intern as u32 => Err(Error::Intern),
         _ => Ok(status),
     }
 }
@@ -321,7 +390,8 @@ pub(crate) fn run(core: Core, p: &Post) -> Finished {
     Finished(run_words(
         core.base as u64,
         core.rank,
-        p.state as u32 | (p.inline as u32) << 4 | p.mode << 8,
+        p.state as u32 | (p.inline as u32) << 4,
+        p.mode,
         p.peer,
         p.tag,
         p.datatype,
@@ -402,9 +472,8 @@ const fn failed(kind: Failure, low: u32) -> u64 {
     ((kind as u64) << 32) | low as u64
 }
 
-/// [`run_blocking`] in scalar arguments (`kind`: the record state, the
-/// inline flag at bit 4, the mode from bit 8; `word`: the inline data or the
-/// buffer's address): the record index, or a [`Failure`] in the high half.
+/// [`run_blocking`] in scalar arguments (`kind`: the record state and the
+/// inline flag at bit 4; `word`: the inline data or the buffer's address): the record index, or a [`Failure`] in the high half.
 ///
 /// Scalar arguments, because an aggregate (or a reference to one) reaching
 /// a call that is not inlined goes through local memory on nvptx. Called, or
@@ -420,6 +489,7 @@ fn run_words(
     base: u64,
     rank: u32,
     kind: u32,
+    mode: u32,
     peer: i32,
     tag: i32,
     datatype: u32,
@@ -445,7 +515,7 @@ fn run_words(
             word as *const u8
         },
         len: len as usize,
-        mode: kind >> 8,
+        mode,
         slot,
         inline,
         data: if inline { word } else { 0 },
@@ -680,7 +750,7 @@ pub(crate) fn mark_claimed(w: &Core, id: u32) {
 /// The bytes receive record `i` may write so far (a send-receive-replace
 /// writes only what its send has copied out of the shared buffer).
 fn allowed(w: &Core, i: u32) -> u32 {
-    match rec!(w, i, mode) {
+    match rec!(w, i, mode) & !TYPED_MODE {
         0 => u32::MAX,
         send => send_copied(w, send - 1),
     }
@@ -715,13 +785,14 @@ fn start_receive(w: &Core, i: u32) -> Step {
     rec!(w, i, outcome = outcome as u32);
     rec!(w, i, wanted = wanted);
     let buf = rec!(w, i, buffer) as *mut u8;
+    let typed = cfg!(feature = "views") && rec!(w, i, mode) & TYPED_MODE != 0;
     let me = w.rank;
     let state = w.slot_word(id, SlotWord::State);
     if kind == MessageKind::Eager as u32 {
         // SAFETY: the slot is ours until we free it (arrived for us, its
         // header and payload acquired in `drain`); `wanted <= bytes <=
         // slot_bytes` and the buffer holds `capacity >= wanted`.
-        unsafe { shim::copy_bytes(buf, w.slot_payload(id), wanted as usize) };
+        unsafe { move_bytes(w, i, typed, false, 0, buf, w.slot_payload(id), wanted) };
         // Release pairs with the owner's Acquire fence after its reclaim
         // scan (and a synchronous sender's Acquire wait for FREE): our reads
         // of the payload happen before its next writes to it.
@@ -730,14 +801,19 @@ fn start_receive(w: &Core, i: u32) -> Step {
         // SAFETY: a direct message's payload starts with the address of the
         // sender's buffer (written before its push); 16-byte aligned.
         let src = unsafe { shim::load_payload_u64(w.slot_payload(id)) } as *const u8;
-        // SAFETY: the sender keeps its buffer alive and unwritten until it
-        // sees DONE; `wanted` is within both buffers.
-        unsafe { shim::copy_wide(buf, src, wanted as usize) };
+        if cfg!(feature = "views") && typed {
+            // SAFETY: as below; the unpack reads `wanted` bytes at `src`.
+            unsafe { move_bytes(w, i, true, false, 0, buf, src, wanted) };
+        } else {
+            // SAFETY: the sender keeps its buffer alive and unwritten until it
+            // sees DONE; `wanted` is within both buffers.
+            unsafe { shim::copy_wide(buf, src, wanted as usize) };
+        }
         // Release pairs with the sender's Acquire wait for DONE.
         state.store(SlotState::Done.word(me), Ordering::Release);
     } else {
         // SAFETY: first chunk of `chunk >= first` bytes in the payload.
-        unsafe { shim::copy_bytes(buf, w.slot_payload(id), first as usize) };
+        unsafe { move_bytes(w, i, typed, false, 0, buf, w.slot_payload(id), first) };
         if first < wanted {
             rec!(w, i, offset = first);
             rec!(w, i, state = RecordState::RecvStream as u32);
@@ -767,8 +843,14 @@ fn receive_chunk(w: &Core, i: u32) -> Step {
         return Step::Idle;
     }
     let buf = rec!(w, i, buffer) as *mut u8;
+    let typed = cfg!(feature = "views") && rec!(w, i, mode) & TYPED_MODE != 0;
+    let dst = if typed {
+        buf
+    } else {
+        buf.wrapping_add(offset as usize)
+    };
     // SAFETY: a CHUNK slot holds `chunk >= n` bytes; `offset + n <= wanted <= len`.
-    unsafe { shim::copy_bytes(buf.add(offset as usize), w.slot_payload(id), n as usize) };
+    unsafe { move_bytes(w, i, typed, false, offset, dst, w.slot_payload(id), n) };
     let offset = offset + n;
     rec!(w, i, offset = offset);
     if offset < wanted {
@@ -852,10 +934,13 @@ fn claim(w: &Core, i: u32) -> Step {
     let len = rec!(w, i, len);
     let data = rec!(w, i, buffer) as *const u8;
     let mode = rec!(w, i, mode);
+    let typed = cfg!(feature = "views") && mode & TYPED_MODE != 0;
+    let mode = mode & !TYPED_MODE;
     let slot_bytes = w.slot_bytes();
     let kind = if len <= slot_bytes {
         MessageKind::Eager
-    } else if mode != SendMode::Replace as u32
+    } else if !typed
+        && mode != SendMode::Replace as u32
         && w.flags() & FLAG_FORCE_STREAMING == 0
         && shim::is_shared_address(data)
     {
@@ -875,7 +960,7 @@ fn claim(w: &Core, i: u32) -> Step {
             let n = len.min(slot_bytes);
             // SAFETY: the slot is ours and free; `n <= slot_bytes` and the
             // buffer holds `len >= n` bytes.
-            unsafe { shim::copy_bytes(payload, data, n as usize) };
+            unsafe { move_bytes(w, i, typed, true, 0, payload, data, n) };
             n
         }
     };
@@ -957,9 +1042,15 @@ fn send_step(w: &Core, i: u32, state: u32) -> Step {
     }
     let n = (len - offset).min(w.slot_bytes());
     let data = rec!(w, i, buffer) as *const u8;
+    let typed = cfg!(feature = "views") && rec!(w, i, mode) & TYPED_MODE != 0;
+    let src = if typed {
+        data
+    } else {
+        data.wrapping_add(offset as usize)
+    };
     // SAFETY: the receiver asked for this chunk (CTS) and reads the payload
     // only after CHUNK; `offset + n <= len`.
-    unsafe { shim::copy_bytes(w.slot_payload(id), data.add(offset as usize), n as usize) };
+    unsafe { move_bytes(w, i, typed, true, offset, w.slot_payload(id), src, n) };
     store(w, id, SlotWord::Chunk, n);
     rec!(w, i, offset = offset + n);
     // Release pairs with the receiver's Acquire wait for CHUNK.

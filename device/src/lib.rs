@@ -18,7 +18,7 @@
 //!
 //! Modules follow the MPI standard's chapters: [`point_to_point`] (3; its
 //! non-blocking requests in [`request`], 3.7),
-//! [`datatype`] and [`derived`] (5), [`collective`] (6), [`topology`] (7), [`error`] (9); numbering of MPI 4.1.
+//! [`datatype`], [`derived`] and [`view`] (5), [`collective`] (6), [`topology`] (7), [`error`] (9); numbering of MPI 4.1.
 #![no_std]
 // nvptx64 only: the shim's inline PTX. Crate attributes gate on
 // `target_os = "cuda"` (the nvptx64-nvidia-cuda target): `cfg(target_arch)` is
@@ -40,6 +40,7 @@ pub mod status;
 pub mod topology;
 pub mod trace;
 pub mod traits;
+pub mod view;
 pub mod wait;
 
 pub use datatype::{Buffer, BufferMut, Equivalence};
@@ -50,3 +51,4 @@ pub use point_to_point::{Message, Status, ANY_TAG, TAG_UB};
 pub use request::{Request, Scope};
 pub use state::WorldConfig;
 pub use topology::{AnyProcess, Process, World, ANY_SOURCE, PROC_NULL};
+pub use view::{MutView, View};

@@ -288,6 +288,9 @@ pub enum Outcome {
     TypeMismatch = 1,
     /// A receive got a message longer than its buffer (`MPI_ERR_TRUNCATE`).
     Truncate = 2,
+    /// The walk of a derived datatype's encoding failed (`MPI_ERR_INTERN`:
+    /// its words changed after the view checked them).
+    Intern = 3,
 }
 
 /// One request of a rank (a posted send or receive, or the operation of a
@@ -318,7 +321,9 @@ pub struct RequestRecord {
     pub wanted: u32,
     /// Send: `SendMode` code. Receive: the record
     /// (index + 1) of a send sharing its buffer (send-receive-replace) whose
-    /// progress bounds the bytes it may write, or 0.
+    /// progress bounds the bytes it may write, or 0. Either: bit 31 set when
+    /// `buffer` is the address of a `datatype::TypedBuffer` (a view of a
+    /// non-contiguous derived datatype) whose packed form is the message.
     pub mode: u32,
     /// The scope that owns it (0: a blocking call).
     pub scope: u32,

@@ -24,7 +24,7 @@
 //! the receive has started); a larger one waits for DONE, as every
 //! rendezvous does. A matched probe (CLAIMED) is not a started receive.
 
-use crate::datatype::{Buffer, BufferMut, Datatype, Equivalence};
+use crate::datatype::{Buffer, BufferMut, Datatype, Equivalence, TypedBuffer};
 use crate::engine::{self, Post};
 use crate::error::Error;
 use crate::memory::{RecordState, SendMode};
@@ -116,8 +116,36 @@ fn null_status(datatype: Datatype) -> Status {
     }
 }
 
+/// A send buffer as the engine takes it: its address, its length in bytes
+/// and 0; or, for a view of a non-contiguous derived datatype, the address
+/// of its [`TypedBuffer`], its packed length and [`engine::TYPED_MODE`].
+#[inline(always)]
+pub(crate) fn send_bytes<B: Buffer + ?Sized>(buf: &B) -> (*const u8, usize, u32) {
+    match buf.typed() {
+        Some(t) => (t as *const TypedBuffer as *const u8, t.packed, engine::TYPED_MODE),
+        None => {
+            let b = buf.as_bytes();
+            (b.as_ptr(), b.len(), 0)
+        }
+    }
+}
+
+/// [`send_bytes`] of a receive buffer.
+#[inline(always)]
+pub(crate) fn receive_bytes<B: BufferMut + ?Sized>(buf: &mut B) -> (*mut u8, usize, u32) {
+    match buf.typed_mut() {
+        Some(t) => (t as *const TypedBuffer as *mut u8, t.packed, engine::TYPED_MODE),
+        None => {
+            let b = buf.as_bytes_mut();
+            (b.as_mut_ptr(), b.len(), 0)
+        }
+    }
+}
+
 /// The record of a send of `len` bytes at `data` to `dest` with `tag`, after
-/// the argument checks; `None` for the null process.
+/// the argument checks; `None` for the null process. `typed`: 0, or
+/// [`engine::TYPED_MODE`] when `data` is a [`TypedBuffer`].
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn send_post(
     world: &World,
     dest: i32,
@@ -126,6 +154,7 @@ pub(crate) fn send_post(
     data: *const u8,
     len: usize,
     mode: SendMode,
+    typed: u32,
 ) -> Result<Option<Post>, Error> {
     check_send_tag(tag)?;
     if dest == PROC_NULL {
@@ -139,7 +168,7 @@ pub(crate) fn send_post(
         datatype: datatype.id,
         buffer: data,
         len,
-        mode: mode as u32,
+        mode: mode as u32 | typed,
         slot: 0,
         inline: false,
         data: 0,
@@ -148,6 +177,7 @@ pub(crate) fn send_post(
 
 /// The record of a receive into `capacity` bytes at `buf` from `source`
 /// with `tag`, after the argument checks; `Err(status)` of the null process.
+/// `typed` as for [`send_post`].
 pub(crate) fn receive_post(
     world: &World,
     source: i32,
@@ -155,6 +185,7 @@ pub(crate) fn receive_post(
     datatype: Datatype,
     buf: *mut u8,
     capacity: usize,
+    typed: u32,
 ) -> Result<Result<Post, Status>, Error> {
     check_receive(world, source, tag)?;
     if source == PROC_NULL {
@@ -167,7 +198,7 @@ pub(crate) fn receive_post(
         datatype: datatype.id,
         buffer: buf,
         len: capacity,
-        mode: 0,
+        mode: typed,
         slot: 0,
         inline: false,
         data: 0,
@@ -245,23 +276,19 @@ fn receive_from<B: BufferMut + ?Sized>(
     if source == PROC_NULL {
         return Ok(null_status(datatype));
     }
-    let bytes = buf.as_bytes_mut();
+    let (ptr, len, typed) = receive_bytes(buf);
     // A buffer of at most 8 bytes is received into the record and copied
     // here: the caller's address must not reach the engine, or its value
     // would have to live in (local) memory.
-    let inline = matches!(B::FIXED_BYTES, Some(n) if n <= engine::INLINE_BYTES);
+    let inline = typed == 0 && matches!(B::FIXED_BYTES, Some(n) if n <= engine::INLINE_BYTES);
     let post = Post {
         state: RecordState::RecvMatch,
         peer: source,
         tag,
         datatype: datatype.id,
-        buffer: if inline {
-            core::ptr::null()
-        } else {
-            bytes.as_mut_ptr()
-        },
-        len: bytes.len(),
-        mode: 0,
+        buffer: if inline { core::ptr::null_mut() } else { ptr },
+        len,
+        mode: typed,
         slot: 0,
         inline,
         data: 0,
@@ -276,6 +303,7 @@ fn receive_from<B: BufferMut + ?Sized>(
         // before the record is freed.
         let raw = unsafe { (engine::inline_area(&core, i) as *const u64).read() };
         let keep = if n >= 8 { 0 } else { u64::MAX << (8 * n) };
+        let bytes = buf.as_bytes_mut();
         store_small(bytes, (small_value(bytes) & keep) | (raw & !keep));
     }
     engine::collect(&core, i)
@@ -344,17 +372,16 @@ fn check_send(world: &World, dest: i32, len: usize) -> Result<(), Error> {
 #[inline(always)]
 fn send_to<B: Buffer + ?Sized>(p: &Process<'_>, buf: &B, tag: i32, mode: SendMode) -> Result<(), Error> {
     let w = p.world;
-    let bytes = buf.as_bytes();
+    let (ptr, len, typed) = send_bytes(buf);
     check_send_tag(tag)?;
     if p.rank == PROC_NULL {
         return Ok(());
     }
-    check_send(w, p.rank, bytes.len())?;
-    let len = bytes.len();
+    check_send(w, p.rank, len)?;
     // A small message travels in the record: its bytes are read here, so
     // the caller's value need not live in (local) memory.
-    let inline = matches!(B::FIXED_BYTES, Some(n) if n <= engine::INLINE_BYTES);
-    let data = if inline { small_value(bytes) } else { 0 };
+    let inline = typed == 0 && matches!(B::FIXED_BYTES, Some(n) if n <= engine::INLINE_BYTES);
+    let data = if inline { small_value(buf.as_bytes()) } else { 0 };
     let post = Post {
         state: RecordState::SendClaim,
         peer: p.rank,
@@ -362,9 +389,9 @@ fn send_to<B: Buffer + ?Sized>(p: &Process<'_>, buf: &B, tag: i32, mode: SendMod
         datatype: buf.datatype().id,
         // Inline: the record is the buffer (the caller's address must not
         // escape, or its value would have to live in local memory).
-        buffer: if inline { core::ptr::null() } else { bytes.as_ptr() },
+        buffer: if inline { core::ptr::null() } else { ptr },
         len,
-        mode: mode as u32,
+        mode: mode as u32 | typed,
         slot: 0,
         inline,
         data,
@@ -539,15 +566,15 @@ impl<'w> Message<'w> {
         let Some(w) = this.world else {
             return Ok(null_status(datatype));
         };
-        let bytes = buf.as_bytes_mut();
+        let (ptr, len, typed) = receive_bytes(buf);
         let post = Post {
             state: RecordState::RecvClaimed,
             peer: ANY_SOURCE,
             tag: ANY_TAG,
             datatype: datatype.id,
-            buffer: bytes.as_mut_ptr(),
-            len: bytes.len(),
-            mode: 0,
+            buffer: ptr,
+            len,
+            mode: typed,
             slot: this.slot + 1,
             inline: false,
             data: 0,
@@ -700,26 +727,20 @@ where
     S: Source,
 {
     let w = destination.world;
-    let out = msg.as_bytes();
+    let (out, out_len, out_typed) = send_bytes(msg);
     let send = send_post(
         w,
         destination.rank,
         send_tag,
         msg.datatype(),
-        out.as_ptr(),
-        out.len(),
+        out,
+        out_len,
         SendMode::Standard,
+        out_typed,
     )?;
     let datatype = buf.datatype();
-    let bytes = buf.as_bytes_mut();
-    let recv = receive_post(
-        w,
-        source.source_filter(),
-        receive_tag,
-        datatype,
-        bytes.as_mut_ptr(),
-        bytes.len(),
-    )?;
+    let (ptr, len, typed) = receive_bytes(buf);
+    let recv = receive_post(w, source.source_filter(), receive_tag, datatype, ptr, len, typed)?;
     exchange(w, send, recv, false)
 }
 
@@ -738,7 +759,7 @@ fn exchange(
     let (r, what) = match recv {
         Ok(mut p) => {
             if replace && s != u32::MAX {
-                p.mode = s + 1;
+                p.mode = (p.mode & engine::TYPED_MODE) | (s + 1);
             }
             let what = WaitFor {
                 operation: Call::SendReceive,
@@ -822,10 +843,10 @@ where
 {
     let w = destination.world;
     let datatype = buf.datatype();
-    let bytes = buf.as_bytes_mut();
-    let (ptr, len) = (bytes.as_mut_ptr(), bytes.len());
+    let (ptr, len, typed) = receive_bytes(buf);
     // Both records use the one pointer: the send reads a byte only before
-    // the receive may write it (the receive is bounded by the send).
+    // the receive may write it (the receive is bounded by the send; a view
+    // walks the same packed positions both ways).
     let send = send_post(
         w,
         destination.rank,
@@ -834,8 +855,9 @@ where
         ptr,
         len,
         SendMode::Replace,
+        typed,
     )?;
-    let recv = receive_post(w, source.source_filter(), receive_tag, datatype, ptr, len)?;
+    let recv = receive_post(w, source.source_filter(), receive_tag, datatype, ptr, len, typed)?;
     exchange(w, send, recv, true)
 }
 

@@ -59,7 +59,7 @@
 use crate::engine::{self, Post};
 use crate::error::Error;
 use crate::memory::{mine, rec, SendMode};
-use crate::point_to_point::{receive_post, send_post, Status};
+use crate::point_to_point::{receive_bytes, receive_post, send_bytes, send_post, Status};
 use crate::topology::wait_for;
 use crate::topology::{AnyProcess, Process, World};
 use crate::wait::{Call, WaitFor};
@@ -589,16 +589,8 @@ impl<'w> Process<'w> {
     where
         'w: 'a,
     {
-        let bytes = buf.as_bytes();
-        match send_post(
-            self.world,
-            self.rank,
-            tag,
-            buf.datatype(),
-            bytes.as_ptr(),
-            bytes.len(),
-            mode,
-        )? {
+        let (ptr, len, typed) = send_bytes(buf);
+        match send_post(self.world, self.rank, tag, buf.datatype(), ptr, len, mode, typed)? {
             Some(p) => scope.post(self.world, &p),
             None => Ok(Request::null()),
         }
@@ -634,14 +626,15 @@ macro_rules! impl_immediate_receive {
             {
                 use crate::point_to_point::Source;
                 let datatype = buf.datatype();
-                let bytes = buf.as_bytes_mut();
+                let (ptr, len, typed) = receive_bytes(buf);
                 match receive_post(
                     self.world,
                     self.source_filter(),
                     tag,
                     datatype,
-                    bytes.as_mut_ptr(),
-                    bytes.len(),
+                    ptr,
+                    len,
+                    typed,
                 )? {
                     Ok(p) => scope.post(self.world, &p),
                     Err(null) => Ok(Request {

@@ -18,7 +18,8 @@
 //! reach; every all-gather and all-to-all rank copies its own result.
 
 use super::agreement::{checksum, Agreement, CHECK, COUNT, LEN, ROOT, TYPE};
-use crate::datatype::{Buffer, BufferMut, Datatype};
+use super::{no_view, Side};
+use crate::datatype::{Buffer, BufferMut, Datatype, TypedBuffer};
 use crate::error::Error;
 use crate::shim;
 use crate::topology::{Communicator, World};
@@ -79,16 +80,26 @@ impl<'a, B: ?Sized> PartitionMut<'a, B> {
     }
 }
 
-/// A receive buffer's bytes seen as a send buffer of its datatype.
+/// A receive buffer seen as a send buffer of its datatype (a view keeps
+/// its typed layout).
 pub(crate) struct Typed<'a> {
     bytes: &'a [u8],
     dtype: Datatype,
+    count: usize,
+    typed: Option<TypedBuffer>,
 }
 
 impl<'a> Typed<'a> {
-    /// `bytes`, holding elements of `dtype`.
-    pub(crate) fn new(bytes: &'a [u8], dtype: Datatype) -> Self {
-        Typed { bytes, dtype }
+    /// `buf` as a send buffer.
+    pub(crate) fn of<B: BufferMut + ?Sized>(buf: &'a mut B) -> Self {
+        let (dtype, count) = (buf.datatype(), buf.count());
+        let typed = buf.typed_mut().copied();
+        Typed {
+            bytes: buf.as_bytes_mut(),
+            dtype,
+            count,
+            typed,
+        }
     }
 }
 
@@ -100,7 +111,10 @@ impl Buffer for Typed<'_> {
         self.bytes
     }
     fn count(&self) -> usize {
-        self.bytes.len() / (self.dtype.size as usize).max(1)
+        self.count
+    }
+    fn typed(&self) -> Option<&TypedBuffer> {
+        self.typed.as_ref()
     }
 }
 
@@ -182,10 +196,12 @@ impl World {
     ///
     /// # Safety
     /// `send` readable for its length during the call; `take` copies at most
-    /// `round_bytes` bytes from the cell.
+    /// `round_bytes` bytes from the cell. A typed `send` whose walk fails
+    /// (its encoding changed) stages what it could and the call returns
+    /// `MPI_ERR_INTERN` after the last round.
     unsafe fn gather_rounds<F>(
         &self,
-        send: Option<(*const u8, usize)>,
+        send: Option<(Side, usize)>,
         max_bytes: usize,
         mut take: Option<F>,
         what: WaitFor,
@@ -195,15 +211,16 @@ impl World {
     {
         let cb = self.collective_bytes();
         let rounds = max_bytes.div_ceil(cb);
+        let mut walked = true;
         for round in 0..rounds {
             let lo = round * cb;
             self.begin_staging_round();
-            if let Some((ptr, len)) = send {
+            if let Some((side, len)) = send {
                 let m = len.saturating_sub(lo).min(cb);
                 if m > 0 {
                     // SAFETY: our own cell holds `collective_bytes`; nobody
                     // else touches it before the barrier; `lo + m <= len`.
-                    unsafe { shim::copy_bytes(self.rank_cell(self.rank), ptr.add(lo), m) };
+                    walked &= unsafe { side.read(lo, self.rank_cell(self.rank), m) };
                 }
             }
             self.world_barrier(what)?;
@@ -213,7 +230,11 @@ impl World {
                 }
             }
         }
-        Ok(())
+        if walked {
+            Ok(())
+        } else {
+            Err(Error::Intern)
+        }
     }
 
     /// Staging rounds of a scatter: each round the root's `give(q, offset,
@@ -228,7 +249,7 @@ impl World {
         &self,
         max_bytes: usize,
         mut give: Option<F>,
-        recv: Option<(*mut u8, usize)>,
+        recv: Option<(Side, usize)>,
         what: WaitFor,
     ) -> Result<(), Error>
     where
@@ -236,6 +257,7 @@ impl World {
     {
         let cb = self.collective_bytes();
         let rounds = max_bytes.div_ceil(cb);
+        let mut walked = true;
         for round in 0..rounds {
             let lo = round * cb;
             self.begin_staging_round();
@@ -245,17 +267,21 @@ impl World {
                 }
             }
             self.world_barrier(what)?;
-            if let Some((ptr, len)) = recv {
+            if let Some((side, len)) = recv {
                 let m = len.saturating_sub(lo).min(cb);
                 if m > 0 {
                     // SAFETY: our cell, published by the barrier, is not
                     // written again before the next round's barrier;
                     // `lo + m <= len`.
-                    unsafe { shim::copy_bytes(ptr.add(lo), self.rank_cell(self.rank), m) };
+                    walked &= unsafe { side.write(lo, self.rank_cell(self.rank), m) };
                 }
             }
         }
-        Ok(())
+        if walked {
+            Ok(())
+        } else {
+            Err(Error::Intern)
+        }
     }
 
     /// Staging rounds of an all-to-all in which every rank sends part `d`
@@ -386,22 +412,25 @@ impl World {
         }
         let bytes = k * dtype.size as usize;
         let in_place = send.is_none();
-        let send = send.map(|s| (s.as_bytes().as_ptr(), s.as_bytes().len()));
-        let base = recv.map(|r| r.as_bytes_mut().as_mut_ptr());
+        let send = send.map(|s| Side::of(s));
+        let base = recv.map(|r| Side::of_mut(r).0);
         let me = self.rank;
+        let mut walked = true;
         let take = base.map(|base| {
+            let walked = &mut walked;
             move |q: u32, lo: usize, cell: *const u8, cb: usize| {
                 let m = bytes.saturating_sub(lo).min(cb);
                 if m > 0 && !(in_place && q == me) {
                     // SAFETY: part q of the root's buffer (`n × bytes`
-                    // bytes, checked); the cell holds `m` bytes of rank
-                    // q's data.
-                    unsafe { shim::copy_bytes(base.add(q as usize * bytes + lo), cell, m) };
+                    // packed bytes, checked); the cell holds `m` bytes of
+                    // rank q's data.
+                    *walked &= unsafe { base.write(q as usize * bytes + lo, cell, m) };
                 }
             }
         });
         // SAFETY: `send` is a borrowed buffer; `take` copies at most `cb`.
-        span.leave(unsafe { self.gather_rounds(send, bytes, take, what) })
+        let r = unsafe { self.gather_rounds(send, bytes, take, what) };
+        span.leave(r.and(if walked { Ok(()) } else { Err(Error::Intern) }))
     }
 
     /// `MPI_Gatherv`: `recv` is the root's partitioned buffer (None at the
@@ -410,7 +439,7 @@ impl World {
         &self,
         root: i32,
         send: &S,
-        recv: Option<&mut PartitionMut<'_, R>>,
+        mut recv: Option<&mut PartitionMut<'_, R>>,
     ) -> Result<(), Error>
     where
         S: Buffer + ?Sized,
@@ -426,7 +455,8 @@ impl World {
         let is_root = root == self.rank();
         let dtype = send.datatype();
         let size = dtype.size as usize;
-        let mut local = self.check_root(root);
+        let typed = send.typed().is_some() || recv.as_mut().is_some_and(|p| p.buf.typed_mut().is_some());
+        let mut local = self.check_root(root).or(no_view(typed, dtype.id));
         let mut largest = send.count();
         if is_root {
             local = local.or(match &recv {
@@ -463,7 +493,14 @@ impl World {
             }
         });
         // SAFETY: `count` lives on our stack for the call; `check` reads 4 bytes.
-        unsafe { self.gather_rounds(Some((&count as *const u32 as *const u8, 4)), 4, check, what)? };
+        unsafe {
+            self.gather_rounds(
+                Some((Side::Plain(&count as *const u32 as *mut u8), 4)),
+                4,
+                check,
+                what,
+            )?
+        };
         local = local.or(wrong);
         let mut mine = Agreement::new();
         mine.set(ROOT, root as u32);
@@ -498,7 +535,7 @@ impl World {
         // SAFETY: `bytes` is a borrowed buffer; `take` copies at most `cb`.
         span.leave(unsafe {
             self.gather_rounds(
-                Some((bytes.as_ptr(), bytes.len())),
+                Some((Side::Plain(bytes.as_ptr() as *mut u8), bytes.len())),
                 agreed.max(LEN) as usize,
                 take,
                 what,
@@ -566,24 +603,24 @@ impl World {
         let bytes = k * dtype.size as usize;
         let in_place = recv.is_none();
         let me = self.rank;
+        let mut walked = true;
         let give = send.filter(|_| is_root).map(|s| {
-            let base = s.as_bytes().as_ptr();
+            let base = Side::of(s).0;
+            let walked = &mut walked;
             move |q: u32, lo: usize, cell: *mut u8, cb: usize| {
                 let m = bytes.saturating_sub(lo).min(cb);
                 if m > 0 && !(in_place && q == me) {
-                    // SAFETY: part q of the root's buffer (`n × bytes`,
-                    // checked); rank q's cell holds `cb >= m` bytes and only
-                    // the root writes it this round.
-                    unsafe { shim::copy_bytes(cell, base.add(q as usize * bytes + lo), m) };
+                    // SAFETY: part q of the root's buffer (`n × bytes`
+                    // packed bytes, checked); rank q's cell holds `cb >= m`
+                    // bytes and only the root writes it this round.
+                    *walked &= unsafe { base.read(q as usize * bytes + lo, cell, m) };
                 }
             }
         });
-        let recv = recv.map(|r| {
-            let b = r.as_bytes_mut();
-            (b.as_mut_ptr(), b.len())
-        });
+        let recv = recv.map(|r| Side::of_mut(r));
         // SAFETY: `recv` is a borrowed buffer; `give` writes at most `cb`.
-        span.leave(unsafe { self.scatter_rounds(bytes, give, recv, what) })
+        let r = unsafe { self.scatter_rounds(bytes, give, recv, what) };
+        span.leave(r.and(if walked { Ok(()) } else { Err(Error::Intern) }))
     }
 
     /// `MPI_Scatterv`: `send` is the root's partitioned buffer (None at the
@@ -608,7 +645,8 @@ impl World {
         let is_root = root == self.rank();
         let dtype = recv.datatype();
         let size = dtype.size as usize;
-        let mut local = self.check_root(root);
+        let typed = recv.typed_mut().is_some() || send.is_some_and(|p| p.buf.typed().is_some());
+        let mut local = self.check_root(root).or(no_view(typed, dtype.id));
         let mut largest = recv.count();
         let mut valid = None;
         if is_root {
@@ -644,7 +682,7 @@ impl World {
             self.scatter_rounds(
                 4,
                 give_counts,
-                Some((&mut theirs as *mut u32 as *mut u8, 4)),
+                Some((Side::Plain(&mut theirs as *mut u32 as *mut u8), 4)),
                 what,
             )?
         };
@@ -690,7 +728,7 @@ impl World {
             self.scatter_rounds(
                 agreed.max(LEN) as usize,
                 give,
-                Some((b.as_mut_ptr(), b.len())),
+                Some((Side::Plain(b.as_mut_ptr()), b.len())),
                 what,
             )
         })
@@ -717,14 +755,19 @@ impl World {
         let n = self.layout.ranks as usize;
         let dtype = recv.datatype();
         let size = dtype.size as usize;
-        let mut local = None;
+        // Views: the fixed, not-in-place form only.
+        let mut local = no_view(
+            (var.is_some() || send.is_none()) && recv.typed_mut().is_some()
+                || var.is_some() && send.is_some_and(|s| s.typed().is_some()),
+            dtype.id,
+        );
         let k = match send {
             Some(s) => s.count(),
             None => recv.count() / n,
         };
         if let Some(s) = send {
             if s.datatype() != dtype {
-                local = Some(type_error(-1, s.datatype(), dtype));
+                local = local.or(Some(type_error(-1, s.datatype(), dtype)));
             }
         }
         let mut mine = Agreement::new();
@@ -767,15 +810,19 @@ impl World {
         if !agreed.ok() {
             return Err(local.unwrap_or_else(|| agreed.error(self, -1, k as u32, dtype.id)));
         }
-        let base = recv.as_bytes_mut().as_mut_ptr();
+        let base = Side::of_mut(recv).0;
         let me = self.rank;
         let (own_off, own_len) = parts.get(me as usize);
-        let staged = match send {
-            Some(s) => (s.as_bytes().as_ptr(), s.as_bytes().len()),
-            // SAFETY: our own part of `recv` (checked to fit).
-            None => (unsafe { base.add(own_off) } as *const u8, own_len),
+        let staged = match (send, base) {
+            (Some(s), _) => Side::of(s),
+            // SAFETY: our own part of `recv` (checked to fit; in place takes
+            // no view, checked above).
+            (None, Side::Plain(b)) => (Side::Plain(unsafe { b.add(own_off) }), own_len),
+            (None, Side::Typed(_)) => return Err(Error::Intern),
         };
+        let mut walked = true;
         let in_place = send.is_none();
+        let walked_take = &mut walked;
         let take = move |q: u32, lo: usize, cell: *const u8, cb: usize| {
             let (off, len) = parts.get(q as usize);
             let m = len.saturating_sub(lo).min(cb);
@@ -783,12 +830,13 @@ impl World {
                 // SAFETY: inside part q of `recv` (checked); rank q staged
                 // `m` bytes (counts agreed). In place, our own part (the
                 // staged one) is never written.
-                unsafe { shim::copy_bytes(base.add(off + lo), cell, m) };
+                *walked_take &= unsafe { base.write(off + lo, cell, m) };
             }
         };
         // SAFETY: `staged` is readable (a borrowed buffer or our own part of
         // `recv`, which `take` leaves alone); `take` copies at most `cb`.
-        span.leave(unsafe { self.gather_rounds(Some(staged), agreed.max(LEN) as usize, Some(take), what) })
+        let r = unsafe { self.gather_rounds(Some(staged), agreed.max(LEN) as usize, Some(take), what) };
+        span.leave(r.and(if walked { Ok(()) } else { Err(Error::Intern) }))
     }
 
     /// `MPI_Alltoall`.
@@ -806,9 +854,9 @@ impl World {
         let n = self.layout.ranks as usize;
         let dtype = recv.datatype();
         let total = send.count();
-        let mut local = None;
+        let mut local = no_view(send.typed().is_some() || recv.typed_mut().is_some(), dtype.id);
         if send.datatype() != dtype {
-            local = Some(type_error(-1, send.datatype(), dtype));
+            local = local.or(Some(type_error(-1, send.datatype(), dtype)));
         }
         if !total.is_multiple_of(n) || recv.count() != total {
             local = local.or(Some(Error::CountMismatch {
@@ -856,7 +904,7 @@ impl World {
         let n = self.layout.ranks as usize;
         let dtype = buf.datatype();
         let total = buf.count();
-        let mut local = None;
+        let mut local = no_view(buf.typed_mut().is_some(), dtype.id);
         if !total.is_multiple_of(n) {
             local = Some(Error::CountMismatch {
                 count: total as u32,
@@ -921,9 +969,12 @@ impl World {
         let n = self.layout.ranks as usize;
         let dtype = recv.buf.datatype();
         let size = dtype.size as usize;
-        let mut local = None;
+        let mut local = no_view(
+            send.buf.typed().is_some() || recv.buf.typed_mut().is_some(),
+            dtype.id,
+        );
         if send.buf.datatype() != dtype {
-            local = Some(type_error(-1, send.buf.datatype(), dtype));
+            local = local.or(Some(type_error(-1, send.buf.datatype(), dtype)));
         }
         let mut largest = 0;
         match check_partition(send.counts, send.displs, send.buf.count(), n) {

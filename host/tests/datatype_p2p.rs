@@ -1,0 +1,738 @@
+//! Derived datatypes through point-to-point and collectives on the emulator:
+//! `View`/`MutView` sends and receives between ranks (blocking, immediate,
+//! send-receive, matched probe), type matching, truncation, bad buffers, and
+//! a proptest of random type trees against the host reference model.
+
+use bytemuck::{Pod, Zeroable};
+use gpu_mpi_device::datatype::{ID_F64, SIGNATURE_BIT};
+use gpu_mpi_device::point_to_point::send_receive_into;
+use gpu_mpi_device::request::scope;
+use gpu_mpi_device::traits::*;
+use gpu_mpi_device::{BufferMut, Error, ErrorClass, GlobalSlice, MutView, TypeRef, View, World};
+use gpu_mpi_host::datatype::{reference, Order, Primitive, UserDatatype};
+use gpu_mpi_host::{Device, WorldSpec};
+use proptest::prelude::*;
+
+/// How rank 0 sends and rank 1 receives.
+const BLOCKING: u32 = 0;
+/// `immediate_send` / `immediate_receive_into`, waited together.
+const IMMEDIATE: u32 = 1;
+/// Both ranks `send_receive_into` (a swap).
+const SEND_RECEIVE: u32 = 2;
+/// Rank 1 probes, then receives the matched message.
+const MATCHED: u32 = 3;
+
+/// Words rank 1 records: error class (0: success), bytes, count_of,
+/// elements_of (`u32::MAX`: `MPI_UNDEFINED`), then for `SEND_RECEIVE`
+/// rank 0's class.
+const OUT_WORDS: usize = 8;
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct ViewArgs {
+    /// The send type's encoding.
+    send_ty: GlobalSlice<u64>,
+    /// The receive type's encoding.
+    recv_ty: GlobalSlice<u64>,
+    /// Rank 0's buffer.
+    src: GlobalSlice<u8>,
+    /// Rank 1's buffer.
+    dst: GlobalSlice<u8>,
+    /// Rank 1's results.
+    out: GlobalSlice<u32>,
+    send_count: u32,
+    recv_count: u32,
+    send_origin: u32,
+    recv_origin: u32,
+    mode: u32,
+    /// 1: rank 1 receives into plain bytes (`u8`) instead of a view.
+    recv_bytes: u32,
+}
+
+fn class(r: &Result<gpu_mpi_device::Status, Error>) -> u32 {
+    match r {
+        Ok(_) => 0,
+        Err(e) => e.class() as u32,
+    }
+}
+
+fn record(args: &ViewArgs, r: &Result<gpu_mpi_device::Status, Error>, ty: &TypeRef<'_>) -> Result<(), Error> {
+    let status = match r {
+        Ok(s) => Some(*s),
+        Err(Error::Truncate { status, .. }) | Err(Error::TypeMismatch { status, .. }) => Some(*status),
+        Err(_) => None,
+    };
+    let undefined = |x: Option<usize>| x.map_or(u32::MAX, |v| v as u32);
+    args.out.write(0, class(r))?;
+    if let Some(s) = status {
+        args.out.write(1, s.bytes())?;
+        args.out.write(2, undefined(s.count_of(ty)))?;
+        args.out.write(3, undefined(s.elements_of(ty)))?;
+        args.out.write(4, s.datatype_id())?;
+    }
+    Ok(())
+}
+
+fn view_p2p(world: &World, args: &ViewArgs) -> Result<(), Error> {
+    // SAFETY: the host writes none of these buffers during the launch; rank
+    // 0 alone reads `src` (and writes it in SEND_RECEIVE), rank 1 alone
+    // writes `dst`.
+    let (sty, rty) = unsafe {
+        (
+            TypeRef::from_global(&args.send_ty)?,
+            TypeRef::from_global(&args.recv_ty)?,
+        )
+    };
+    let me = world.rank();
+    if me == 0 {
+        // SAFETY: only rank 0 touches `src`; the host does not meanwhile.
+        let src = unsafe { args.src.slice_mut(0, args.src.len()) }?;
+        let peer = world.process_at_rank(1);
+        let r = match args.mode {
+            SEND_RECEIVE => {
+                // Rank 0 sends its view and takes rank 1's message as bytes.
+                let mut back = [0u8; 8];
+                let v = View::with_origin(&*src, args.send_origin as usize, args.send_count as usize, &sty)?;
+                send_receive_into(&v, &peer, &mut back[..], &peer).map(|_| ())
+            }
+            IMMEDIATE => {
+                let v = View::with_origin(&*src, args.send_origin as usize, args.send_count as usize, &sty)?;
+                scope(|s| peer.immediate_send_with_tag(s, &v, 5)?.wait().map(|_| ()))
+            }
+            _ => {
+                let v = View::with_origin(&*src, args.send_origin as usize, args.send_count as usize, &sty)?;
+                peer.send_with_tag(&v, 5)
+            }
+        };
+        args.out
+            .write(OUT_WORDS + 5, r.err().map_or(0, |e| e.class() as u32))?;
+        return Ok(());
+    }
+    if me != 1 {
+        return Ok(());
+    }
+    // SAFETY: only rank 1 touches `dst`; the host does not meanwhile.
+    let dst = unsafe { args.dst.slice_mut(0, args.dst.len()) }?;
+    let peer = world.process_at_rank(0);
+    let origin = args.recv_origin as usize;
+    let count = args.recv_count as usize;
+    let r = if args.recv_bytes == 1 {
+        receive(&peer, args.mode, &mut dst[..])
+    } else {
+        match MutView::with_origin(&mut *dst, origin, count, &rty) {
+            Ok(mut mv) => receive(&peer, args.mode, &mut mv),
+            Err(e) => {
+                // A bad receive buffer: record its class, take the message
+                // as bytes so that rank 0 completes.
+                args.out.write(0, e.class() as u32)?;
+                let mut sink = [0u8; 4096];
+                let _ = peer.receive_into(&mut sink[..]);
+                return Ok(());
+            }
+        }
+    };
+    record(args, &r, &rty)
+}
+
+/// Rank 1's receive from rank 0 in `mode`.
+fn receive<B: BufferMut + ?Sized>(
+    peer: &gpu_mpi_device::Process<'_>,
+    mode: u32,
+    buf: &mut B,
+) -> Result<gpu_mpi_device::Status, Error> {
+    match mode {
+        IMMEDIATE => scope(|s| peer.immediate_receive_into_with_tag(s, buf, 5)?.wait()),
+        SEND_RECEIVE => {
+            let none = [0u8; 0];
+            send_receive_into(&none[..], peer, buf, peer)
+        }
+        MATCHED => {
+            let (m, _) = peer.matched_probe_with_tag(5)?;
+            m.matched_receive_into(buf)
+        }
+        _ => peer.receive_into_with_tag(buf, 5),
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// Rank 0 sends a view, rank 1 receives into a view (or bytes) and
+    /// records the status.
+    pub static VIEW_P2P = fn view_p2p_kernel(world: &World, args: &ViewArgs) -> Result<(), Error> {
+        view_p2p(world, args)
+    }
+}
+
+/// What a run of [`VIEW_P2P`] left: rank 1's buffer and words.
+struct Outcome {
+    dst: Vec<u8>,
+    out: Vec<u32>,
+}
+
+impl Outcome {
+    fn class(&self) -> u32 {
+        self.out[0]
+    }
+    fn bytes(&self) -> u32 {
+        self.out[1]
+    }
+    fn sender_class(&self) -> u32 {
+        self.out[OUT_WORDS + 5]
+    }
+}
+
+struct Run<'a> {
+    send: &'a UserDatatype,
+    send_count: usize,
+    recv: &'a UserDatatype,
+    recv_count: usize,
+    src: Vec<u8>,
+    send_origin: usize,
+    dst_len: usize,
+    recv_origin: usize,
+    mode: u32,
+    recv_bytes: bool,
+    spec: WorldSpec,
+}
+
+impl<'a> Run<'a> {
+    /// Both sides `count` instances of `ty`, buffers sized from the span.
+    fn same(ty: &'a UserDatatype, count: usize) -> Run<'a> {
+        let c = ty.commit().unwrap();
+        let (lo, hi) = c.span(count).unwrap();
+        let origin = (-lo).max(0) as usize;
+        let len = origin + hi.max(0) as usize + 3;
+        Run {
+            send: ty,
+            send_count: count,
+            recv: ty,
+            recv_count: count,
+            src: pattern(len),
+            send_origin: origin,
+            dst_len: len,
+            recv_origin: origin,
+            mode: BLOCKING,
+            recv_bytes: false,
+            spec: WorldSpec::ranks(2),
+        }
+    }
+
+    fn go(&self) -> Outcome {
+        let device = Device::cpu();
+        let s = self.send.commit().unwrap();
+        let r = self.recv.commit().unwrap();
+        let send_ty = device.upload(s.words()).unwrap();
+        let recv_ty = device.upload(r.words()).unwrap();
+        let src = device.upload(&self.src).unwrap();
+        let dst = device.alloc_zeroed::<u8>(self.dst_len.max(1)).unwrap();
+        let out = device.upload(&[u32::MAX; 2 * OUT_WORDS]).unwrap();
+        let args = ViewArgs {
+            send_ty: send_ty.slice(),
+            recv_ty: recv_ty.slice(),
+            src: src.slice(),
+            dst: dst.slice(),
+            out: out.slice(),
+            send_count: self.send_count as u32,
+            recv_count: self.recv_count as u32,
+            send_origin: self.send_origin as u32,
+            recv_origin: self.recv_origin as u32,
+            mode: self.mode,
+            recv_bytes: self.recv_bytes as u32,
+        };
+        device.launch(&VIEW_P2P, &args, &self.spec).unwrap();
+        let mut dst = device.download(&dst).unwrap();
+        dst.truncate(self.dst_len);
+        Outcome {
+            dst,
+            out: device.download(&out).unwrap(),
+        }
+    }
+
+    /// What rank 1's buffer must hold: the reference unpack of the reference
+    /// pack of rank 0's view (cut to `bytes`) into zeroes.
+    fn expected(&self, bytes: usize) -> Vec<u8> {
+        let mut packed = reference::pack(self.send, &self.src, self.send_origin, self.send_count).unwrap();
+        packed.truncate(bytes);
+        if self.recv_bytes {
+            let mut d = vec![0u8; self.dst_len];
+            d[..packed.len()].copy_from_slice(&packed);
+            return d;
+        }
+        partial_unpack(self.recv, &packed, self.recv_origin, self.dst_len)
+    }
+}
+
+/// The reference unpack of `packed` (possibly part of an instance): the
+/// typemap's bytes in order until `packed` runs out.
+fn partial_unpack(ty: &UserDatatype, packed: &[u8], origin: usize, len: usize) -> Vec<u8> {
+    let map = reference::typemap(ty);
+    let mut d = vec![0u8; len];
+    let mut p = 0usize;
+    let mut i = 0i64;
+    while p < packed.len() {
+        for &(disp, prim) in &map {
+            for b in 0..prim.size() as i64 {
+                if p == packed.len() {
+                    return d;
+                }
+                d[(origin as i64 + i * ty.extent() + disp + b) as usize] = packed[p];
+                p += 1;
+            }
+        }
+        i += 1;
+        if map.is_empty() {
+            break;
+        }
+    }
+    d
+}
+
+fn pattern(n: usize) -> Vec<u8> {
+    (0..n).map(|i| (i * 13 + 7) as u8 | 1).collect()
+}
+
+fn f64s() -> UserDatatype {
+    Primitive::F64.into()
+}
+
+fn check_same(ty: &UserDatatype, count: usize, mode: u32) {
+    let mut run = Run::same(ty, count);
+    run.mode = mode;
+    let o = run.go();
+    let packed = ty.size() as usize * count;
+    assert_eq!((o.class(), o.bytes() as usize), (0, packed), "mode {mode}");
+    assert_eq!(o.out[2], count as u32, "count_of");
+    assert_eq!(o.out[3] as u64, ty.elements() * count as u64, "elements_of");
+    assert_eq!(o.dst, run.expected(packed), "mode {mode}: received bytes");
+    assert_eq!(o.sender_class(), 0);
+}
+
+#[test]
+fn vector_of_vectors_every_mode() {
+    // 4 planes of a 6 x 8 f64 grid, a 3 x 2 block of each.
+    let row = UserDatatype::vector(3, 2, 8, &f64s()).unwrap();
+    let ty = UserDatatype::hvector(4, 1, 6 * 8 * 8, &row).unwrap();
+    for mode in [BLOCKING, IMMEDIATE, SEND_RECEIVE, MATCHED] {
+        check_same(&ty, 1, mode);
+        check_same(&ty, 2, mode);
+    }
+}
+
+#[test]
+fn indexed_with_gaps_and_a_zero_block() {
+    let ty = UserDatatype::indexed(&[2, 0, 3, 1], &[1, 4, 6, 12], &Primitive::I32.into()).unwrap();
+    for mode in [BLOCKING, IMMEDIATE, MATCHED] {
+        check_same(&ty, 3, mode);
+    }
+}
+
+#[test]
+fn transpose_from_an_hvector_of_vectors() {
+    // A 40 x 40 f64 matrix sent as its transpose (12 800 bytes: beyond a
+    // slot, so it streams), received into a plain row-major matrix.
+    let n = 40i64;
+    let col = UserDatatype::vector(n, 1, n, &f64s()).unwrap();
+    let tr = UserDatatype::hvector(n, 1, 8, &col).unwrap();
+    let plain = UserDatatype::contiguous(n * n, &f64s()).unwrap();
+    let m: Vec<f64> = (0..n * n).map(|i| i as f64).collect();
+    for (mode, streaming) in [(BLOCKING, false), (IMMEDIATE, true), (MATCHED, false)] {
+        let mut run = Run::same(&tr, 1);
+        run.recv = &plain;
+        run.src = bytemuck::cast_slice(&m).to_vec();
+        run.send_origin = 0;
+        run.recv_origin = 0;
+        run.dst_len = run.src.len();
+        run.mode = mode;
+        run.spec = WorldSpec::ranks(2).force_streaming(streaming);
+        let o = run.go();
+        assert_eq!(o.class(), 0);
+        let got: &[f64] = bytemuck::cast_slice(&o.dst);
+        for i in 0..n as usize {
+            for j in 0..n as usize {
+                assert_eq!(got[i * n as usize + j], m[j * n as usize + i], "({i}, {j})");
+            }
+        }
+        // Same signature id on both sides: 1600 doubles.
+        assert_eq!(o.out[4], ID_F64);
+    }
+}
+
+#[test]
+fn struct_with_mixed_types_and_displacements() {
+    let ty = UserDatatype::structured(
+        &[1, 2, 3],
+        &[-16, 4, 24],
+        &[Primitive::U8.into(), Primitive::F64.into(), Primitive::I16.into()],
+    )
+    .unwrap();
+    for mode in [BLOCKING, IMMEDIATE, SEND_RECEIVE, MATCHED] {
+        check_same(&ty, 4, mode);
+    }
+    let o = Run::same(&ty, 1).go();
+    assert_ne!(o.out[4] & SIGNATURE_BIT, 0, "a heterogeneous signature id");
+    // The same signature as one contiguous run of two: the same id.
+    let two = UserDatatype::contiguous(2, &ty).unwrap();
+    let mut run = Run::same(&ty, 4);
+    run.recv = &two;
+    run.recv_count = 2;
+    let o = run.go();
+    assert_eq!((o.class(), o.out[2]), (0, 2));
+}
+
+#[test]
+fn partial_elements_get_elements_versus_count() {
+    // 5 doubles into a view of 3 instances of contiguous(2, f64): the
+    // message fills 2.5 instances.
+    let pair = UserDatatype::contiguous(2, &f64s()).unwrap();
+    let five = UserDatatype::contiguous(5, &f64s()).unwrap();
+    let mut run = Run::same(&pair, 3);
+    run.send = &five;
+    run.send_count = 1;
+    run.src = pattern(40);
+    run.send_origin = 0;
+    let o = run.go();
+    assert_eq!((o.class(), o.bytes()), (0, 40));
+    assert_eq!(o.out[2], u32::MAX, "count: MPI_UNDEFINED");
+    assert_eq!(o.out[3], 5, "elements");
+    assert_eq!(o.dst, run.expected(40));
+    // A struct {f64, i32} sent as 1.5 instances' worth of its primitives is
+    // not a prefix of whole signatures the ids can tell apart: the period
+    // differs, MPI_ERR_TYPE (docs/datatypes.md, limits).
+}
+
+#[test]
+fn signature_mismatch_is_a_type_error_on_the_receiver() {
+    let a = UserDatatype::vector(4, 1, 2, &f64s()).unwrap();
+    let b = UserDatatype::vector(4, 1, 2, &Primitive::I64.into()).unwrap();
+    let mut run = Run::same(&a, 1);
+    run.recv = &b;
+    let o = run.go();
+    assert_eq!(o.class(), ErrorClass::Type as u32);
+    assert_eq!(o.sender_class(), 0);
+    assert!(o.dst.iter().all(|&x| x == 0), "buffer untouched");
+    // Bytes stay the escape: the packed form, as it is.
+    let mut run = Run::same(&a, 1);
+    run.recv_bytes = true;
+    let o = run.go();
+    assert_eq!((o.class(), o.bytes()), (0, 32));
+    assert_eq!(o.dst, run.expected(32));
+    // A struct against another struct of the same size.
+    let s1 = UserDatatype::structured(&[1, 1], &[0, 8], &[f64s(), Primitive::I32.into()]).unwrap();
+    let s2 = UserDatatype::structured(&[1, 1], &[0, 8], &[f64s(), Primitive::F32.into()]).unwrap();
+    let mut run = Run::same(&s1, 2);
+    run.recv = &s2;
+    assert_eq!(run.go().class(), ErrorClass::Type as u32);
+}
+
+#[test]
+fn a_receive_holding_fewer_elements_is_truncated() {
+    let ty = UserDatatype::vector(3, 2, 3, &Primitive::I32.into()).unwrap();
+    for mode in [BLOCKING, IMMEDIATE, MATCHED] {
+        let mut run = Run::same(&ty, 4);
+        run.recv_count = 2;
+        run.mode = mode;
+        run.spec = WorldSpec::ranks(2).slot_bytes(64);
+        let o = run.go();
+        assert_eq!(o.class(), ErrorClass::Truncate as u32, "mode {mode}");
+        assert_eq!(o.bytes(), 96, "the status has the whole length");
+        // The first two instances arrived, the rest of the buffer is zero.
+        assert_eq!(o.dst, run.expected(48));
+    }
+    // Fewer bytes than the receive holds: fine.
+    let mut run = Run::same(&ty, 2);
+    run.recv_count = 4;
+    run.dst_len = 200;
+    let o = run.go();
+    assert_eq!((o.class(), o.out[2]), (0, 2));
+}
+
+#[test]
+fn buffers_too_small_for_count_times_extent_are_argument_errors() {
+    let ty = UserDatatype::vector(3, 2, 3, &Primitive::I32.into()).unwrap();
+    let mut run = Run::same(&ty, 2);
+    run.dst_len = 40; // 2 instances need 8 + 32 + 24 = 56 bytes
+    let o = run.go();
+    assert_eq!(o.class(), ErrorClass::Arg as u32);
+    let neg = UserDatatype::hvector(2, 1, -16, &f64s()).unwrap();
+    let mut run = Run::same(&neg, 1);
+    run.recv_origin = 8; // the second block lies at -16
+    let o = run.go();
+    assert_eq!(o.class(), ErrorClass::Arg as u32);
+}
+
+gpu_mpi_device::kernel! {
+    /// Views in collectives: rank 0 broadcasts a view to every rank's view,
+    /// then every rank's view is gathered at rank 0 into a view of `size`
+    /// instances; each rank records its classes in `out`.
+    pub static VIEW_COLLECTIVES = fn view_collectives(world: &World, args: &ViewArgs) -> Result<(), Error> {
+        // SAFETY: the host writes no encoding during the launch.
+        let ty = unsafe { TypeRef::from_global(&args.send_ty)? };
+        let r = world.rank() as usize;
+        let span = args.send_origin as usize;
+        // SAFETY: rank r alone touches `dst[r * span..(r + 1) * span]`.
+        let mine = unsafe { args.dst.slice_mut(r * span, span)? };
+        let c1 = {
+            let mut v = MutView::with_count_and_datatype(&mut *mine, 1, &ty)?;
+            class(&world.process_at_rank(0).broadcast_into(&mut v).map(|_| gpu_mpi_device::Status::empty()))
+        };
+        let c2 = if r == 0 {
+            // SAFETY: only rank 0 touches `src`.
+            let src = unsafe { args.src.slice_mut(0, args.src.len())? };
+            let v = View::with_count_and_datatype(&*mine, 1, &ty)?;
+            let mut rv = MutView::with_count_and_datatype(&mut *src, world.size() as usize, &ty)?;
+            class(&world.process_at_rank(0).gather_into_root(&v, &mut rv).map(|_| gpu_mpi_device::Status::empty()))
+        } else {
+            let v = View::with_count_and_datatype(&*mine, 1, &ty)?;
+            class(&world.process_at_rank(0).gather_into(&v).map(|_| gpu_mpi_device::Status::empty()))
+        };
+        args.out.write(r * 4, c1)?;
+        args.out.write(r * 4 + 1, c2)?;
+        Ok(())
+    }
+}
+
+#[test]
+fn broadcast_and_gather_take_views() {
+    let ty = UserDatatype::vector(5, 1, 3, &Primitive::U16.into()).unwrap();
+    let c = ty.commit().unwrap();
+    let span = c.span(1).unwrap().1 as usize; // 26 bytes
+    let ranks = 6usize;
+    let device = Device::cpu();
+    let mut init = vec![0u8; ranks * span];
+    init[..span].copy_from_slice(&pattern(span));
+    let words = device.upload(c.words()).unwrap();
+    let dst = device.upload(&init).unwrap();
+    let src = device.alloc_zeroed::<u8>(ranks * span).unwrap();
+    let out = device.upload(&vec![u32::MAX; ranks * 4]).unwrap();
+    let args = ViewArgs {
+        send_ty: words.slice(),
+        recv_ty: words.slice(),
+        src: src.slice(),
+        dst: dst.slice(),
+        out: out.slice(),
+        send_count: 1,
+        recv_count: 1,
+        send_origin: span as u32,
+        recv_origin: 0,
+        mode: 0,
+        recv_bytes: 0,
+    };
+    device
+        .launch(
+            &VIEW_COLLECTIVES,
+            &args,
+            &WorldSpec::ranks(ranks as u32).collective_bytes(64),
+        )
+        .unwrap();
+    let out = device.download(&out).unwrap();
+    for r in 0..ranks {
+        assert_eq!((out[r * 4], out[r * 4 + 1]), (0, 0), "rank {r}");
+    }
+    let dst = device.download(&dst).unwrap();
+    let root = &init[..span];
+    let packed = reference::pack(&ty, root, 0, 1).unwrap();
+    let want = partial_unpack(&ty, &packed, 0, span);
+    for r in 1..ranks {
+        assert_eq!(&dst[r * span..(r + 1) * span], &want[..], "broadcast to rank {r}");
+    }
+    // The gather at rank 0: every rank's part, each the broadcast value, in
+    // `ranks` instances of the type back to back.
+    let all = reference::pack(&ty, &dst, 0, 1).unwrap().repeat(ranks);
+    let gathered = device.download(&src).unwrap();
+    let extent = ty.extent() as usize;
+    let want = partial_unpack(&ty, &all, 0, ranks * span);
+    assert_eq!(
+        gathered[..extent * (ranks - 1) + span],
+        want[..extent * (ranks - 1) + span]
+    );
+}
+
+fn random_primitive_type() -> BoxedStrategy<UserDatatype> {
+    prop::sample::select(Primitive::ALL.to_vec())
+        .prop_map(UserDatatype::primitive)
+        .boxed()
+}
+
+/// A count or block length: mostly 1..max, sometimes 0.
+fn n(max: i64) -> BoxedStrategy<i64> {
+    prop_oneof![1 => Just(0i64), 6 => 1..max].boxed()
+}
+
+/// Random type trees (the shapes of host/tests/datatype.rs's generator).
+fn arb_type(depth: u32) -> BoxedStrategy<UserDatatype> {
+    let leaf = random_primitive_type();
+    if depth == 0 {
+        return leaf;
+    }
+    let sub = arb_type(depth - 1);
+    prop_oneof![
+        2 => leaf,
+        1 => (n(4), sub.clone()).prop_map(|(n, t)| UserDatatype::contiguous(n, &t).unwrap()),
+        2 => (n(4), n(3), -4i64..5, sub.clone())
+            .prop_map(|(n, b, s, t)| UserDatatype::vector(n, b, s, &t).unwrap()),
+        1 => (n(4), n(3), -40i64..40, sub.clone())
+            .prop_map(|(n, b, s, t)| UserDatatype::hvector(n, b, s, &t).unwrap()),
+        1 => (prop::collection::vec((n(3), -5i64..8), 0..4), sub.clone()).prop_map(|(v, t)| {
+            let (b, d): (Vec<i64>, Vec<i64>) = v.into_iter().unzip();
+            UserDatatype::indexed(&b, &d, &t).unwrap()
+        }),
+        1 => (n(3), prop::collection::vec(-30i64..60, 0..4), sub.clone())
+            .prop_map(|(b, d, t)| UserDatatype::hindexed_block(b, &d, &t).unwrap()),
+        1 => prop::collection::vec((n(3), -30i64..60, sub.clone()), 0..4).prop_map(|v| {
+            let b: Vec<i64> = v.iter().map(|x| x.0).collect();
+            let d: Vec<i64> = v.iter().map(|x| x.1).collect();
+            let t: Vec<UserDatatype> = v.into_iter().map(|x| x.2).collect();
+            UserDatatype::structured(&b, &d, &t).unwrap()
+        }),
+        1 => (prop::collection::vec((1i64..5, n(4), 0i64..4), 1..4), any::<bool>(), sub.clone()).prop_map(|(dims, c, t)| {
+            let sizes: Vec<i64> = dims.iter().map(|d| d.0).collect();
+            let subs: Vec<i64> = dims.iter().map(|d| d.1.min(d.0)).collect();
+            let starts: Vec<i64> = dims.iter().map(|d| d.2.min(d.0 - d.1.min(d.0))).collect();
+            let order = if c { Order::C } else { Order::Fortran };
+            UserDatatype::subarray(&sizes, &subs, &starts, order, &t).unwrap()
+        }),
+        1 => (-16i64..16, 0i64..40, sub.clone()).prop_map(|(lb, e, t)| UserDatatype::resized(&t, lb, e).unwrap()),
+    ]
+    .boxed()
+}
+
+/// Whether `count` instances of `ty` write no byte twice (MPI's condition on
+/// a receive type).
+fn no_overlap(ty: &UserDatatype, count: usize) -> bool {
+    let map = reference::typemap(ty);
+    let mut seen = std::collections::HashSet::new();
+    (0..count as i64).all(|i| {
+        map.iter()
+            .all(|&(d, p)| (0..p.size() as i64).all(|b| seen.insert(i * ty.extent() + d + b)))
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// A random type tree (depth up to 4, negative displacements, resized
+    /// extents) sent between two ranks, received into the same type (and,
+    /// when its blocks overlap, into bytes), against the reference model;
+    /// small slots so that larger types stream.
+    #[test]
+    fn random_types_travel_between_ranks(
+        ty in arb_type(4),
+        count in 1usize..3,
+        mode in 0u32..4,
+        small_slots in any::<bool>(),
+    ) {
+        prop_assume!(ty.size() > 0 && reference::typemap(&ty).len() < 3000);
+        let mut run = Run::same(&ty, count);
+        run.mode = mode;
+        run.recv_bytes = !no_overlap(&ty, count);
+        if small_slots {
+            run.spec = WorldSpec::ranks(2).slot_bytes(64);
+        }
+        let packed = ty.size() as usize * count;
+        if run.recv_bytes {
+            run.dst_len = run.dst_len.max(packed);
+        }
+        let o = run.go();
+        prop_assert_eq!(o.class(), 0);
+        prop_assert_eq!(o.bytes() as usize, packed);
+        prop_assert_eq!(o.dst, run.expected(packed));
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// Every rank all-gathers column 1 of its 8 x 8 `u32` matrix (a view)
+    /// into a view of `size` columns of an `8 x 64` matrix (`recv_ty`: a
+    /// column resized to one element), then calls all-to-all with rank 0
+    /// passing a column view (refused), then a barrier. `out[r * 4..]`:
+    /// all-gather class, all-to-all class, barrier class; `dst[r *
+    /// 2048..]`: the all-gathered matrix.
+    pub static VIEW_REFUSED = fn view_refused(world: &World, args: &ViewArgs) -> Result<(), Error> {
+        use gpu_mpi_device::derived::vector;
+        let r = world.rank() as usize;
+        let n = world.size() as usize;
+        let col = vector::<u32>(8, 1, 8);
+        let ty = TypeRef::new(&col)?;
+        // SAFETY: the host writes no encoding during the launch.
+        let wty = unsafe { TypeRef::from_global(&args.recv_ty)? };
+        let m: [u32; 64] = core::array::from_fn(|k| (1000 * r + k) as u32);
+        // SAFETY: rank r alone touches its 2048 bytes of `dst`.
+        let mine = unsafe { args.dst.slice_mut(r * 2048, 2048)? };
+        // Into `n` instances of the resized column: instance q is column q.
+        let c1 = {
+            let v = View::with_origin(&m[..], 4, 1, &ty)?;
+            let mut into = MutView::with_count_and_datatype(&mut *mine, n, &wty)?;
+            world.all_gather_into(&v, &mut into)
+        };
+        let c2 = if r == 0 {
+            let v = View::with_origin(&m[..], 4, 1, &ty)?;
+            let mut recv = [0u32; 8 * 64];
+            world.all_to_all_into(&v, &mut recv[..8 * n])
+        } else {
+            let send = [r as u32; 8 * 64];
+            let mut recv = [0u32; 8 * 64];
+            world.all_to_all_into(&send[..8 * n], &mut recv[..8 * n])
+        };
+        let c3 = world.barrier();
+        let class = |r: &Result<(), Error>| r.err().map_or(0, |e| e.class() as u32);
+        args.out.write(r * 4, class(&c1))?;
+        args.out.write(r * 4 + 1, class(&c2))?;
+        args.out.write(r * 4 + 2, class(&c3))?;
+        Ok(())
+    }
+}
+
+#[test]
+fn all_gather_takes_views_and_all_to_all_refuses_them_on_every_rank() {
+    let ranks = 5usize;
+    let device = Device::cpu();
+    let dst = device.alloc_zeroed::<u8>(ranks * 2048).unwrap();
+    let out = device.upload(&vec![u32::MAX; ranks * 4]).unwrap();
+    let column = UserDatatype::vector(8, 1, 64, &Primitive::U32.into()).unwrap();
+    let column = UserDatatype::resized(&column, 0, 4).unwrap();
+    let words = device.upload(column.commit().unwrap().words()).unwrap();
+    let byte = device.alloc_zeroed::<u8>(1).unwrap();
+    let args = ViewArgs {
+        send_ty: words.slice(),
+        recv_ty: words.slice(),
+        src: byte.slice(),
+        dst: dst.slice(),
+        out: out.slice(),
+        send_count: 0,
+        recv_count: 0,
+        send_origin: 0,
+        recv_origin: 0,
+        mode: 0,
+        recv_bytes: 0,
+    };
+    device
+        .launch(
+            &VIEW_REFUSED,
+            &args,
+            &WorldSpec::ranks(ranks as u32).collective_bytes(64),
+        )
+        .unwrap();
+    let out = device.download(&out).unwrap();
+    for r in 0..ranks {
+        assert_eq!(out[r * 4], 0, "rank {r}: all-gather of views");
+        let c2 = out[r * 4 + 1];
+        if r == 0 {
+            assert_eq!(c2, ErrorClass::Type as u32, "rank 0 passed the view");
+        } else {
+            assert_ne!(c2, 0, "rank {r}: the agreement fails everywhere");
+        }
+        assert_eq!(out[r * 4 + 2], 0, "rank {r}: barrier after");
+    }
+    let dst = device.download(&dst).unwrap();
+    let words: &[u32] = bytemuck::cast_slice(&dst);
+    for r in 0..ranks {
+        for q in 0..ranks {
+            for i in 0..8 {
+                // Column q of rank r's result is column 1 of rank q's matrix.
+                assert_eq!(
+                    words[r * 512 + 64 * i + q],
+                    (1000 * q + 8 * i + 1) as u32,
+                    "rank {r}, column {q}, row {i}"
+                );
+            }
+        }
+    }
+}
