@@ -47,6 +47,7 @@ use crate::datatype::ID_BYTE;
 use crate::error::Error;
 use crate::memory::Core;
 use crate::memory::SendMode;
+use crate::memory::CONTEXT_SHIFT;
 use crate::memory::{
     MessageKind, Outcome, RankHeader, RecordState, RequestRecord, SlotState, SlotWord, LINK_NONE,
     LINK_PENDING,
@@ -85,6 +86,9 @@ pub(crate) struct Post {
     /// claimed receive: the slot id + 1 (in `slot`).
     pub(crate) mode: u32,
     pub(crate) slot: u32,
+    /// The context word of the message (`SlotHeader::context`): a send's,
+    /// or the one a receive matches (0: the world's point-to-point).
+    pub(crate) context: u32,
     /// A blocking call of at most 8 bytes whose data travels in the record
     /// itself (see [`INLINE_BYTES`]): the buffer is the record's inline
     /// area, which starts out holding `data` (a send's bytes).
@@ -136,7 +140,7 @@ pub(crate) fn post(w: &Core, scope: u32, p: &Post) -> Result<u32, Error> {
         slot: p.slot,
         offset: 0,
         wanted: 0,
-        mode: p.mode,
+        mode: p.mode | (p.context << CONTEXT_SHIFT),
         scope,
         outcome: Outcome::Success as u32,
         // A send's status is its own envelope; a receive's is set at its match.
@@ -160,6 +164,9 @@ pub(crate) fn post(w: &Core, scope: u32, p: &Post) -> Result<u32, Error> {
     mine!(w, active_tail = i + 1);
     Ok(i)
 }
+
+/// The bits of a record's `mode` word below its context word.
+const MODE_MASK: u32 = (1 << CONTEXT_SHIFT) - 1;
 
 const fn mask_below(n: u32) -> u32 {
     if n >= 32 {
@@ -295,7 +302,8 @@ pub(crate) fn run_blocking(core: Core, p: &Post) -> Result<u32, Error> {
         p.datatype,
         p.buffer as u64,
         p.len as u64,
-        p.mode,
+        // The context rides in the mode's high bits: no extra argument.
+        p.mode | (p.context << CONTEXT_SHIFT),
         p.slot,
         p.inline as u32,
         p.data,
@@ -356,8 +364,9 @@ fn run_words(
         datatype,
         buffer: buffer as *const u8,
         len: len as usize,
-        mode,
+        mode: mode & MODE_MASK,
         slot,
+        context: mode >> CONTEXT_SHIFT,
         inline: inline != 0,
         data,
     };
@@ -412,7 +421,12 @@ fn progress_in(w: &Core) -> bool {
                 s
             }
         } else if state == RecordState::RecvMatch as u32 {
-            match find(w, rec!(w, i, peer), rec!(w, i, tag)) {
+            match find(
+                w,
+                rec!(w, i, peer),
+                rec!(w, i, tag),
+                rec!(w, i, mode) >> CONTEXT_SHIFT,
+            ) {
                 0 => Step::Idle,
                 id1 => {
                     unlink(w, id1);
@@ -508,14 +522,18 @@ fn drain(w: &Core) -> bool {
     true
 }
 
-/// The arrived message a receive from `source` with `tag` gets now (slot id
-/// + 1), or 0 (only what [`progress`] has taken from the inbox counts).
+/// The arrived message a receive from `source` (a world rank) with `tag`
+/// on context word `context` gets now (slot id + 1), or 0 (only what
+/// [`progress`] has taken from the inbox counts). Messages of other
+/// contexts are passed over (MPI 3.5: a context separates communicators).
 #[inline]
-pub(crate) fn find(w: &Core, source: i32, tag: i32) -> u32 {
+pub(crate) fn find(w: &Core, source: i32, tag: i32, context: u32) -> u32 {
     if source == ANY_SOURCE {
         let mut node = mine!(w, queue_head);
         while node != LINK_NONE {
-            if tag == ANY_TAG || load(w, node - 1, SlotWord::Tag) as i32 == tag {
+            if (tag == ANY_TAG || load(w, node - 1, SlotWord::Tag) as i32 == tag)
+                && load(w, node - 1, SlotWord::Context) == context
+            {
                 return node;
             }
             node = load(w, node - 1, SlotWord::Link);
@@ -535,6 +553,9 @@ pub(crate) fn find(w: &Core, source: i32, tag: i32) -> u32 {
             continue;
         }
         if tag != ANY_TAG && load(w, id, SlotWord::Tag) as i32 != tag {
+            continue;
+        }
+        if load(w, id, SlotWord::Context) != context {
             continue;
         }
         let sequence = load(w, id, SlotWord::Sequence);
@@ -564,11 +585,13 @@ pub(crate) fn unlink(w: &Core, id1: u32) {
     mine!(w, queued = mine!(w, queued) - 1);
 }
 
-/// The envelope of arrived slot `id`.
+/// The envelope of arrived slot `id`, its source a rank of the
+/// communicator of the message's context.
 #[inline]
 pub(crate) fn envelope(w: &Core, id: u32) -> Status {
+    let sender = id / w.slots_per_rank();
     Status {
-        source: (id / w.slots_per_rank()) as i32,
+        source: w.comm_rank_of(load(w, id, SlotWord::Context), sender),
         tag: load(w, id, SlotWord::Tag) as i32,
         bytes: load(w, id, SlotWord::Bytes),
         datatype: load(w, id, SlotWord::Datatype),
@@ -588,7 +611,7 @@ pub(crate) fn mark_claimed(w: &Core, id: u32) {
 /// The bytes receive record `i` may write so far (a send-receive-replace
 /// writes only what its send has copied out of the shared buffer).
 fn allowed(w: &Core, i: u32) -> u32 {
-    match rec!(w, i, mode) {
+    match rec!(w, i, mode) & MODE_MASK {
         0 => u32::MAX,
         send => send_copied(w, send - 1),
     }
@@ -759,7 +782,8 @@ fn claim(w: &Core, i: u32) -> Step {
     let dest = rec!(w, i, peer) as u32;
     let len = rec!(w, i, len);
     let data = rec!(w, i, buffer) as *const u8;
-    let mode = rec!(w, i, mode);
+    let mode_word = rec!(w, i, mode);
+    let mode = mode_word & MODE_MASK;
     let slot_bytes = w.slot_bytes();
     let kind = if len <= slot_bytes {
         MessageKind::Eager
@@ -795,6 +819,7 @@ fn claim(w: &Core, i: u32) -> Step {
     store(w, id, SlotWord::Chunk, first);
     store(w, id, SlotWord::Kind, kind as u32);
     store(w, id, SlotWord::Sequence, sequence);
+    store(w, id, SlotWord::Context, mode_word >> CONTEXT_SHIFT);
     store(w, id, SlotWord::Link, LINK_PENDING);
     store(w, id, SlotWord::State, SlotState::Queued.word(dest));
     // Release pairs with the receiver's Acquire swap in `drain`: the header

@@ -592,6 +592,7 @@ impl<'w> Process<'w> {
         let bytes = buf.as_bytes();
         match send_post(
             self.world,
+            self.comm,
             self.rank,
             tag,
             buf.datatype(),
@@ -637,6 +638,7 @@ macro_rules! impl_immediate_receive {
                 let bytes = buf.as_bytes_mut();
                 match receive_post(
                     self.world,
+                    self.comm,
                     self.source_filter(),
                     tag,
                     datatype,
