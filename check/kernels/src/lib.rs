@@ -21,6 +21,8 @@
 //! - [`chapter6`]: gather, scatter, all-gather, all-to-all (fixed,
 //!   varcount, in place), reduce-scatter, scans, in-place reductions and
 //!   their argument errors;
+//! - [`comm`]: communicators (splits, groups, compare, context isolation,
+//!   the communicator limit) and the collectives on sub-communicators;
 //! - [`faults`]: kernels that fail or deadlock on purpose;
 //! - [`interpreter`]: runs an encoded communication program (property tests);
 //! - [`planted`]: wrong programs whose outcome depends on the schedule (the
@@ -33,6 +35,7 @@ use gpu_mpi_device::{Error, GlobalSlice, Status};
 
 pub mod chapter6;
 pub mod collectives;
+pub mod comm;
 pub mod faults;
 pub mod interpreter;
 pub mod nonblocking;
