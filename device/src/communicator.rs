@@ -452,3 +452,67 @@ impl<'a> Group<'a> {
 
 /// `MPI_UNDEFINED` as [`Group::translate_ranks`] writes it.
 pub const UNDEFINED: i32 = -32766;
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    //! One-rank worlds on a plain host thread: creation, the limit, and
+    //! context isolation of self-sends. Multi-rank behaviour is tested on
+    //! the emulator (check/tests/comm.rs).
+    extern crate std;
+    use super::*;
+    use crate::point_to_point::{Destination, Source};
+    use crate::state::WorldConfig;
+    use std::vec;
+    use std::vec::Vec;
+
+    fn with_world(config: WorldConfig, f: impl FnOnce(&World)) {
+        let layout = config.layout().unwrap();
+        let mut mem: Vec<u64> = vec![0; layout.total.div_ceil(8)];
+        let bytes = bytemuck::cast_slice_mut::<u64, u8>(&mut mem);
+        config.write_header(bytes).unwrap();
+        // SAFETY: freshly initialised world memory that outlives the world.
+        let world = unsafe { World::attach(bytes.as_mut_ptr()) }.unwrap();
+        f(&world);
+    }
+
+    #[test]
+    fn self_messages_match_only_their_own_context() {
+        with_world(WorldConfig::new(1, 1), |w| {
+            let d = w.duplicate().unwrap();
+            assert_eq!((d.rank(), d.size(), d.context_id()), (0, 1, 1));
+            d.process_at_rank(0).send_with_tag(&11u32, 3).unwrap();
+            w.process_at_rank(0).send_with_tag(&22u32, 3).unwrap();
+            assert_eq!(
+                d.any_process().immediate_probe().unwrap().map(|s| s.tag()),
+                Some(3)
+            );
+            let (v, s) = w.any_process().receive::<u32>().unwrap();
+            assert_eq!((v, s.source_rank()), (22, 0));
+            assert_eq!(w.any_process().immediate_probe().unwrap(), None);
+            let (v, _) = d.process_at_rank(0).receive::<u32>().unwrap();
+            assert_eq!(v, 11);
+            assert_eq!(
+                d.process_at_rank(1).send(&1u8),
+                Err(Error::InvalidRank { rank: 1, size: 1 })
+            );
+        });
+    }
+
+    #[test]
+    fn the_limit_gives_mpi_err_comm_and_undefined_gives_none() {
+        let mut c = WorldConfig::new(1, 1);
+        c.communicators = 2;
+        with_world(c, |w| {
+            assert!(w.split_by_color(Color::undefined()).unwrap().is_none());
+            let s = w.split_shared().unwrap();
+            assert_eq!(s.compare(w), CommunicatorRelation::Congruent);
+            assert_eq!(s.compare(&s), CommunicatorRelation::Identical);
+            let e = w.duplicate().map(|_| ()).unwrap_err();
+            assert_eq!(e, Error::CommunicatorLimit { limit: 2 });
+            assert_eq!(e.class(), crate::ErrorClass::Comm);
+            // The world still works.
+            w.process_at_rank(0).send(&5u8).unwrap();
+            assert_eq!(w.any_process().receive::<u8>().unwrap().0, 5);
+        });
+    }
+}

@@ -351,14 +351,9 @@ impl<'a> View<'a> {
                 self.send(root, Tag::Reduce, T::DATATYPE, a as *const u8, k * unit)?;
             } else if r == root {
                 if let Some(o) = out {
-                    // SAFETY: as above.
-                    self.receive(
-                        0,
-                        Tag::Reduce,
-                        T::DATATYPE,
-                        unsafe { o.add(c0) } as *mut u8,
-                        k * unit,
-                    )?;
+                    // SAFETY: `out` holds `count >= c0 + k` elements.
+                    let at = unsafe { o.add(c0) } as *mut u8;
+                    self.receive(0, Tag::Reduce, T::DATATYPE, at, k * unit)?;
                 }
             }
             c0 += k;
