@@ -499,6 +499,31 @@ mod tests {
     }
 
     #[test]
+    fn requests_on_a_duplicate_match_only_its_messages() {
+        use crate::request::scope;
+        with_world(WorldConfig::new(1, 1), |w| {
+            let d = w.duplicate().unwrap();
+            let (mut on_d, mut on_w) = (0u32, 0u32);
+            scope(|s| {
+                let mut rd = d
+                    .any_process()
+                    .immediate_receive_into_with_tag(s, &mut on_d, 1)
+                    .unwrap();
+                let mut rw = w
+                    .process_at_rank(0)
+                    .immediate_receive_into_with_tag(s, &mut on_w, 1)
+                    .unwrap();
+                w.process_at_rank(0).send_with_tag(&7u32, 1).unwrap();
+                assert_eq!(rd.test(), None);
+                d.process_at_rank(0).send_with_tag(&8u32, 1).unwrap();
+                assert_eq!(rd.wait().unwrap().source_rank(), 0);
+                assert_eq!(rw.wait().unwrap().tag(), 1);
+            });
+            assert_eq!((on_d, on_w), (8, 7));
+        });
+    }
+
+    #[test]
     fn the_limit_gives_mpi_err_comm_and_undefined_gives_none() {
         let mut c = WorldConfig::new(1, 1);
         c.communicators = 2;
