@@ -253,7 +253,7 @@ impl<'a> View<'a> {
         while k < n {
             let to = (r + k) % n;
             let from = (r + n - k) % n;
-            let none = core::ptr::null_mut::<u8>();
+            let none = empty();
             self.send_receive(Some(to), none, 0, Some(from), none, 0, Tag::Barrier, u8::DATATYPE)?;
             k <<= 1;
         }
@@ -544,14 +544,14 @@ impl<'a> View<'a> {
     ) -> Result<(), Error> {
         let root = self.check_root(root)?;
         if self.rank != root {
-            let (p, n) = send.unwrap_or((core::ptr::null(), 0));
+            let (p, n) = send.unwrap_or((empty() as *const u8, 0));
             return self.send(root, Tag::Gather, dt, p, n);
         }
         let Some((rp, rlen)) = recv else {
             // The root called the non-root form: it takes every part (as
             // zero bytes: a truncation consumes the message), then fails.
             for q in (0..self.size).filter(|&q| q != root) {
-                match self.receive(q, Tag::Gather, dt, core::ptr::null_mut(), 0) {
+                match self.receive(q, Tag::Gather, dt, empty(), 0) {
                     Ok(()) | Err(Error::CountMismatch { .. }) => {}
                     Err(e) => return Err(e),
                 }
@@ -611,7 +611,7 @@ impl<'a> View<'a> {
             let Some((p, n)) = recv else {
                 // Not the root, and no receive buffer (the root's in-place
                 // form): take the part as zero bytes, then fail.
-                return match self.receive(root, Tag::Scatter, dt, core::ptr::null_mut(), 0) {
+                return match self.receive(root, Tag::Scatter, dt, empty(), 0) {
                     Ok(()) | Err(Error::CountMismatch { .. }) => Err(Error::InvalidRoot {
                         root: root as i32,
                         size: self.size as i32,
@@ -625,7 +625,7 @@ impl<'a> View<'a> {
             // The root called the non-root form: every rank gets an empty
             // part (a count error where it expected more), the root fails.
             for q in (0..self.size).filter(|&q| q != root) {
-                self.send(q, Tag::Scatter, dt, core::ptr::null(), 0)?;
+                self.send(q, Tag::Scatter, dt, empty(), 0)?;
             }
             return Err(Error::InvalidRoot {
                 root: root as i32,
@@ -755,6 +755,12 @@ impl<'a> View<'a> {
             }
         }
     }
+}
+
+/// The buffer of a zero-length message: dangling but non-null and
+/// aligned, as a copy of zero bytes still requires.
+fn empty() -> *mut u8 {
+    core::ptr::NonNull::<u8>::dangling().as_ptr()
 }
 
 /// A received message's length against the expected `len` bytes.
