@@ -509,7 +509,7 @@ mod tests {
                     .any_process()
                     .immediate_receive_into_with_tag(s, &mut on_d, 1)
                     .unwrap();
-                let mut rw = w
+                let rw = w
                     .process_at_rank(0)
                     .immediate_receive_into_with_tag(s, &mut on_w, 1)
                     .unwrap();
