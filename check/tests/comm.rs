@@ -305,6 +305,7 @@ fn collectives_model(w: u32, ranks: u32, m: u32, count: usize) -> Vec<u32> {
     let r = members.iter().position(|&q| q == w).unwrap();
     let pat = |q: u32, range: std::ops::Range<usize>| range.map(|i| pattern_word(q, i)).collect::<Vec<_>>();
     let mut words = vec![0u32; 17];
+    // words 17.. are pushed below
     words[1] = (0..n).fold(0, |h, root| fold(h, &pat(members[root], 0..count)));
     words[2] = fold_mats(&product(&members, count));
     let gathered: Vec<u32> = members.iter().flat_map(|&q| pat(q, 0..count)).collect();
@@ -348,6 +349,26 @@ fn collectives_model(w: u32, ranks: u32, m: u32, count: usize) -> Vec<u32> {
         0
     };
     words[16] = words[8];
+    let displ = |q: usize| q * (q + 1) / 2;
+    words.push(fold(0, &pat(members[n - 1], displ(r)..displ(r) + r + 1)));
+    let a2av: Vec<u32> = members
+        .iter()
+        .enumerate()
+        .flat_map(|(s, &ws)| {
+            let from: usize = (0..r).map(|d| (s + d) % 3).sum();
+            pat(ws, from..from + (s + r) % 3)
+        })
+        .collect();
+    words.push(fold(0, &a2av));
+    let off: usize = (0..r).map(|q| q % 2 + 1).sum();
+    let rs: Vec<u32> = (off..off + r % 2 + 1)
+        .map(|j| {
+            members
+                .iter()
+                .fold(0u32, |a, &q| a.wrapping_add(pattern_word(q, j)))
+        })
+        .collect();
+    words.push(fold(0, &rs));
     let mut v = vec![0, r as u32, n as u32, 0];
     v.extend(words);
     v

@@ -9,7 +9,7 @@
 use super::collectives::user_operand;
 use super::p2p::Mat2;
 use super::{pattern_word, CaseArgs, Recorder, NONE};
-use gpu_mpi_device::collective::{PartitionMut, SystemOperation, UserOperation};
+use gpu_mpi_device::collective::{Partition, PartitionMut, SystemOperation, UserOperation};
 use gpu_mpi_device::communicator::UNDEFINED;
 use gpu_mpi_device::traits::*;
 use gpu_mpi_device::{Color, CommunicatorRelation, Error, World};
@@ -279,7 +279,9 @@ fn group_case(world: &World, rec: &mut Recorder) -> Result<(), Error> {
 /// 15. all-to-all in place; 16. all-gather in place; 17. gatherv to root
 ///    0 (rank `q` sends `q + 1` words, packed); 18. all-gatherv (same);
 /// 19. in-place reduce at root `n - 1` (matrices, others contribute too);
-/// 20. in-place inclusive scan (matrices).
+/// 20. in-place inclusive scan (matrices); 21. scatterv from rank `n - 1`
+/// (part `q`: `q + 1` words); 22. all-to-allv (`(s + d) % 3` words from
+/// `s` to `d`, packed); 23. reduce-scatter with counts `q % 2 + 1`.
 fn collectives_case(world: &World, args: &CaseArgs, rec: &mut Recorder) -> Result<(), Error> {
     let rank = world.rank();
     let m = args.param.max(1);
@@ -296,7 +298,7 @@ fn collectives_case(world: &World, args: &CaseArgs, rec: &mut Recorder) -> Resul
     let mut classes = 0u32;
     let mut note = |k: u32, r: &Result<(), Error>| classes |= class(r) << (k % 24);
     let op = UserOperation::associative(|a: &Mat2, b: &Mat2| a.mul(b));
-    let mut words = [0u32; 18];
+    let mut words = [0u32; 20];
 
     let b = c.barrier();
     note(0, &b);
@@ -435,6 +437,53 @@ fn collectives_case(world: &World, args: &CaseArgs, rec: &mut Recorder) -> Resul
     note(16, &c.scan_in_place(&mut buf[..count], op));
     words[16] = buf[..count].iter().fold(0, hash_mat);
 
+    // Scatterv from the last rank: part `q` is `q + 1` of its pattern words.
+    let mut part = [0u32; COLL_MAX_SIZE];
+    if r == n - 1 {
+        let all: [u32; COLL_MAX_SIZE * (COLL_MAX_SIZE + 1) / 2] =
+            core::array::from_fn(|i| pattern_word(me, i));
+        let send = Partition::new(&all[..total], &counts[..n], &displs[..n]);
+        note(17, &last.scatter_varcount_into_root(&send, &mut part[..r + 1]));
+    } else {
+        note(17, &last.scatter_varcount_into(&mut part[..r + 1]));
+    }
+    words[17] = part[..r + 1].iter().fold(0, |h, &x| hash(h, x));
+
+    // All-to-allv: rank `s` sends `(s + d) % 3` words to `d`, packed.
+    let sc: [i32; COLL_MAX_SIZE] = core::array::from_fn(|d| ((r + d) % 3) as i32);
+    let rc: [i32; COLL_MAX_SIZE] = core::array::from_fn(|s| ((s + r) % 3) as i32);
+    let sd: [i32; COLL_MAX_SIZE] = core::array::from_fn(|d| sc[..d].iter().sum());
+    let rd: [i32; COLL_MAX_SIZE] = core::array::from_fn(|s| rc[..s].iter().sum());
+    let stotal = sc[..n].iter().sum::<i32>() as usize;
+    let rtotal = rc[..n].iter().sum::<i32>() as usize;
+    let out: [u32; 2 * COLL_MAX_SIZE] = core::array::from_fn(|i| pattern_word(me, i));
+    let mut inb = [0u32; 2 * COLL_MAX_SIZE];
+    let send = Partition::new(&out[..stotal], &sc[..n], &sd[..n]);
+    let mut recv = PartitionMut::new(&mut inb[..rtotal], &rc[..n], &rd[..n]);
+    note(18, &c.all_to_all_varcount_into(&send, &mut recv));
+    words[18] = inb[..rtotal].iter().fold(0, |h, &x| hash(h, x));
+
+    // Reduce-scatter with counts `q % 2 + 1` (u32 sums of pattern words).
+    let rs: [i32; COLL_MAX_SIZE] = core::array::from_fn(|q| (q % 2 + 1) as i32);
+    let rs_total = rs[..n].iter().sum::<i32>() as usize;
+    let mut mine_rs = [0u32; 2];
+    let mine_n = rs[r] as usize;
+    note(
+        19,
+        &c.reduce_scatter_into(
+            &send_words(me)[..rs_total],
+            &mut mine_rs[..mine_n],
+            &rs[..n],
+            SystemOperation::sum(),
+        ),
+    );
+    words[19] = mine_rs[..mine_n].iter().fold(0, |h, &x| hash(h, x));
+
     rec.push(classes)?;
-    rec.words(&words[..17])
+    rec.words(&words)
+}
+
+/// The first `2 × COLL_MAX_SIZE` pattern words of world rank `me`.
+fn send_words(me: u32) -> [u32; 2 * COLL_MAX_SIZE] {
+    core::array::from_fn(|i| pattern_word(me, i))
 }
