@@ -432,6 +432,11 @@ fn every_class_round_trips_and_reads_well() {
             "MPI_ERR_ARG",
             "index 5 is outside a slice of 5 elements",
         ),
+        (
+            Error::CommunicatorLimit { limit: 4 },
+            "MPI_ERR_COMM",
+            "the world holds 4 communicators and all are in use",
+        ),
     ];
     for (e, name, detail) in cases {
         assert_eq!(e.class().mpi_name(), name);

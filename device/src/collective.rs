@@ -135,6 +135,7 @@ pub(crate) fn no_view(typed: bool, id: u32) -> Option<Error> {
         expected: id,
     })
 }
+pub(crate) mod general;
 mod prefix;
 
 pub use exchange::{Partition, PartitionMut};
@@ -1305,8 +1306,20 @@ impl CommunicatorCollectives for World {
     }
 }
 
+impl Process<'_> {
+    /// The general algorithms' view of this process's communicator, when
+    /// it is not the world.
+    #[inline(always)]
+    fn sub(&self) -> Option<general::View<'_>> {
+        (self.comm.id != 0).then(|| general::View::of(self.world, self.comm))
+    }
+}
+
 impl Root for Process<'_> {
     fn broadcast_into<B: BufferMut + ?Sized>(&self, buf: &mut B) -> Result<(), Error> {
+        if let Some(v) = self.sub() {
+            return v.broadcast(self.rank, buf);
+        }
         self.world.broadcast_impl(self.rank, buf)
     }
 
@@ -1317,6 +1330,12 @@ impl Root for Process<'_> {
         R: ElementsMut<T> + ?Sized,
         O: Operation<T>,
     {
+        if let Some(v) = self.sub() {
+            let (s, n) = general::elements(send);
+            let r = general::elements_mut(recv);
+            // SAFETY: two borrowed slices, valid for the call.
+            return unsafe { v.reduce(s, n, Some(r), self.rank, &op) };
+        }
         let s = send.elements();
         let recv = if self.rank == self.world.rank() {
             let r = recv.elements_mut();
@@ -1337,6 +1356,11 @@ impl Root for Process<'_> {
         R: ElementsMut<T> + ?Sized,
         O: Operation<T>,
     {
+        if let Some(v) = self.sub() {
+            let (p, n) = general::elements_mut(buf);
+            // SAFETY: one slice, each chunk read before it is written.
+            return unsafe { v.reduce(p as *const T, n, Some((p, n)), self.rank, &op) };
+        }
         let b = buf.elements_mut();
         let (p, n) = (b.as_mut_ptr(), b.len());
         let recv = (self.rank == self.world.rank()).then_some((p, n));
@@ -1354,6 +1378,11 @@ impl Root for Process<'_> {
         S: Elements<T> + ?Sized,
         O: Operation<T>,
     {
+        if let Some(v) = self.sub() {
+            let (s, n) = general::elements(send);
+            // SAFETY: a borrowed slice, valid for the call.
+            return unsafe { v.reduce(s, n, None, self.rank, &op) };
+        }
         let s = send.elements();
         // SAFETY: a borrowed slice, valid for the call.
         unsafe {
@@ -1363,6 +1392,15 @@ impl Root for Process<'_> {
     }
 
     fn gather_into<S: Buffer + ?Sized>(&self, send: &S) -> Result<(), Error> {
+        if let Some(v) = self.sub() {
+            return v.gather(
+                self.rank,
+                Some(general::bytes_of(send)?),
+                None,
+                None,
+                send.datatype(),
+            );
+        }
         self.world.gather_impl::<S, [u8]>(self.rank, Some(send), None)
     }
 
@@ -1371,6 +1409,16 @@ impl Root for Process<'_> {
         S: Buffer + ?Sized,
         R: BufferMut + ?Sized,
     {
+        if let Some(v) = self.sub() {
+            let dt = send.datatype();
+            return v.gather(
+                self.rank,
+                Some(general::bytes_of(send)?),
+                Some(general::bytes_of_mut(recv)?),
+                None,
+                dt,
+            );
+        }
         let recv = (self.rank == self.world.rank()).then_some(recv);
         self.world.gather_impl(self.rank, Some(send), recv)
     }
@@ -1379,6 +1427,16 @@ impl Root for Process<'_> {
     where
         R: BufferMut + ?Sized,
     {
+        if let Some(v) = self.sub() {
+            let dt = buf.datatype();
+            let (p, n) = general::bytes_of_mut(buf)?;
+            return if v.rank as i32 == self.rank {
+                v.gather(self.rank, None, Some((p, n)), None, dt)
+            } else {
+                // Not the root: `buf` is this rank's contribution.
+                v.gather(self.rank, Some((p as *const u8, n)), None, None, dt)
+            };
+        }
         if self.rank != self.world.rank() {
             // Not the root: `buf` is this rank's contribution.
             let send = exchange::Typed::of(buf);
@@ -1388,6 +1446,15 @@ impl Root for Process<'_> {
     }
 
     fn gather_varcount_into<S: Buffer + ?Sized>(&self, send: &S) -> Result<(), Error> {
+        if let Some(v) = self.sub() {
+            return v.gather(
+                self.rank,
+                Some(general::bytes_of(send)?),
+                None,
+                None,
+                send.datatype(),
+            );
+        }
         self.world.gather_varcount_impl::<S, [u8]>(self.rank, send, None)
     }
 
@@ -1396,11 +1463,23 @@ impl Root for Process<'_> {
         S: Buffer + ?Sized,
         R: BufferMut + ?Sized,
     {
+        if let Some(v) = self.sub() {
+            let s = general::bytes_of(send)?;
+            if v.rank as i32 != self.rank {
+                return v.gather(self.rank, Some(s), None, None, send.datatype());
+            }
+            let (parts, rp, rn, dt) = general::partition_parts_mut(recv, v.size)?;
+            return v.gather(self.rank, Some(s), Some((rp, rn)), Some(parts), dt);
+        }
         let recv = (self.rank == self.world.rank()).then_some(recv);
         self.world.gather_varcount_impl(self.rank, send, recv)
     }
 
     fn scatter_into<R: BufferMut + ?Sized>(&self, recv: &mut R) -> Result<(), Error> {
+        if let Some(v) = self.sub() {
+            let dt = recv.datatype();
+            return v.scatter(self.rank, None, Some(general::bytes_of_mut(recv)?), None, dt);
+        }
         self.world.scatter_impl::<[u8], R>(self.rank, None, Some(recv))
     }
 
@@ -1409,16 +1488,34 @@ impl Root for Process<'_> {
         S: Buffer + ?Sized,
         R: BufferMut + ?Sized,
     {
+        if let Some(v) = self.sub() {
+            let dt = recv.datatype();
+            let s = (v.rank as i32 == self.rank).then(|| general::bytes_of(send)).transpose()?;
+            return v.scatter(self.rank, s, Some(general::bytes_of_mut(recv)?), None, dt);
+        }
         let send = (self.rank == self.world.rank()).then_some(send);
         self.world.scatter_impl(self.rank, send, Some(recv))
     }
 
     fn scatter_into_root_in_place<S: Buffer + ?Sized>(&self, send: &S) -> Result<(), Error> {
+        if let Some(v) = self.sub() {
+            return v.scatter(
+                self.rank,
+                Some(general::bytes_of(send)?),
+                None,
+                None,
+                send.datatype(),
+            );
+        }
         // Not the root: no receive buffer, so `MPI_ERR_ROOT` (after taking part).
         self.world.scatter_impl::<S, [u8]>(self.rank, Some(send), None)
     }
 
     fn scatter_varcount_into<R: BufferMut + ?Sized>(&self, recv: &mut R) -> Result<(), Error> {
+        if let Some(v) = self.sub() {
+            let dt = recv.datatype();
+            return v.scatter(self.rank, None, Some(general::bytes_of_mut(recv)?), None, dt);
+        }
         self.world.scatter_varcount_impl::<[u8], R>(self.rank, None, recv)
     }
 
@@ -1427,6 +1524,15 @@ impl Root for Process<'_> {
         S: Buffer + ?Sized,
         R: BufferMut + ?Sized,
     {
+        if let Some(v) = self.sub() {
+            let dt = recv.datatype();
+            let r = Some(general::bytes_of_mut(recv)?);
+            if v.rank as i32 != self.rank {
+                return v.scatter(self.rank, None, r, None, dt);
+            }
+            let (parts, sp, sn) = general::partition_parts(send, v.size)?;
+            return v.scatter(self.rank, Some((sp, sn)), r, Some(parts), dt);
+        }
         let send = (self.rank == self.world.rank()).then_some(send);
         self.world.scatter_varcount_impl(self.rank, send, recv)
     }

@@ -47,6 +47,7 @@ use crate::datatype::{TypedBuffer, ID_BYTE};
 use crate::error::Error;
 use crate::memory::Core;
 use crate::memory::SendMode;
+use crate::memory::CONTEXT_SHIFT;
 use crate::memory::{
     MessageKind, Outcome, RankHeader, RecordState, RequestRecord, SlotState, SlotWord, LINK_NONE,
     LINK_PENDING,
@@ -86,6 +87,9 @@ pub(crate) struct Post {
     /// claimed receive: the slot id + 1 (in `slot`).
     pub(crate) mode: u32,
     pub(crate) slot: u32,
+    /// The context word of the message (`SlotHeader::context`): a send's,
+    /// or the one a receive matches (0: the world's point-to-point).
+    pub(crate) context: u32,
     /// A blocking call of at most 8 bytes whose data travels in the record
     /// itself (see [`INLINE_BYTES`]): the buffer is the record's inline
     /// area, which starts out holding `data` (a send's bytes).
@@ -113,7 +117,10 @@ pub(crate) fn inline_area(w: &Core, i: u32) -> *mut u8 {
 /// form is the message (see [`typed_move`]). Only with the `views` feature:
 /// without it no view makes a typed record, and the engine never calls the
 /// walker (a kernel's register count includes every function it can call).
-pub(crate) const TYPED_MODE: u32 = 1 << 31;
+/// Below the context word ([`CONTEXT_SHIFT`]); the modes themselves (a
+/// `SendMode` code, a record index + 1) stay far below it.
+pub(crate) const TYPED_MODE: u32 = 1 << 15;
+const _: () = assert!(TYPED_MODE < 1 << CONTEXT_SHIFT);
 
 /// Moves packed bytes `at..at + n` of record `i`'s typed buffer (at address
 /// `typed`): packs them to `other` (a send), or unpacks them from `other` (a
@@ -203,7 +210,7 @@ pub(crate) fn post(w: &Core, scope: u32, p: &Post) -> Result<u32, Error> {
         slot: p.slot,
         offset: 0,
         wanted: 0,
-        mode: p.mode,
+        mode: p.mode | (p.context << CONTEXT_SHIFT),
         scope,
         outcome: Outcome::Success as u32,
         // A send's status is its own envelope; a receive's is set at its match.
@@ -228,6 +235,13 @@ pub(crate) fn post(w: &Core, scope: u32, p: &Post) -> Result<u32, Error> {
     trace::posted(w);
     Ok(i)
 }
+
+/// The bits of a record's `mode` word below its context word: the mode and
+/// [`TYPED_MODE`].
+const MODE_BITS: u32 = (1 << CONTEXT_SHIFT) - 1;
+/// The mode alone (a `SendMode` code, or a receive's bounding send record
+/// + 1).
+const MODE_MASK: u32 = MODE_BITS & !TYPED_MODE;
 
 const fn mask_below(n: u32) -> u32 {
     if n >= 32 {
@@ -391,7 +405,8 @@ pub(crate) fn run(core: Core, p: &Post) -> Finished {
         core.base as u64,
         core.rank,
         p.state as u32 | (p.inline as u32) << 4,
-        p.mode,
+        // The context rides in the mode's high bits, as in the record.
+        p.mode | (p.context << CONTEXT_SHIFT),
         p.peer,
         p.tag,
         p.datatype,
@@ -515,8 +530,9 @@ fn run_words(
             word as *const u8
         },
         len: len as usize,
-        mode,
+        mode: mode & MODE_BITS,
         slot,
+        context: mode >> CONTEXT_SHIFT,
         inline,
         data: if inline { word } else { 0 },
     };
@@ -572,7 +588,12 @@ fn progress_in(w: &Core) -> bool {
                 s
             }
         } else if state == RecordState::RecvMatch as u32 {
-            match find(w, rec!(w, i, peer), rec!(w, i, tag)) {
+            match find(
+                w,
+                rec!(w, i, peer),
+                rec!(w, i, tag),
+                rec!(w, i, mode) >> CONTEXT_SHIFT,
+            ) {
                 0 => Step::Idle,
                 id1 => {
                     unlink(w, id1);
@@ -670,14 +691,18 @@ fn drain(w: &Core) -> bool {
     true
 }
 
-/// The arrived message a receive from `source` with `tag` gets now (slot id
-/// + 1), or 0 (only what [`progress`] has taken from the inbox counts).
+/// The arrived message a receive from `source` (a world rank) with `tag`
+/// on context word `context` gets now (slot id + 1), or 0 (only what
+/// [`progress`] has taken from the inbox counts). Messages of other
+/// contexts are passed over (MPI 3.5: a context separates communicators).
 #[inline]
-pub(crate) fn find(w: &Core, source: i32, tag: i32) -> u32 {
+pub(crate) fn find(w: &Core, source: i32, tag: i32, context: u32) -> u32 {
     if source == ANY_SOURCE {
         let mut node = mine!(w, queue_head);
         while node != LINK_NONE {
-            if tag == ANY_TAG || load(w, node - 1, SlotWord::Tag) as i32 == tag {
+            if (tag == ANY_TAG || load(w, node - 1, SlotWord::Tag) as i32 == tag)
+                && load(w, node - 1, SlotWord::Context) == context
+            {
                 return node;
             }
             node = load(w, node - 1, SlotWord::Link);
@@ -697,6 +722,9 @@ pub(crate) fn find(w: &Core, source: i32, tag: i32) -> u32 {
             continue;
         }
         if tag != ANY_TAG && load(w, id, SlotWord::Tag) as i32 != tag {
+            continue;
+        }
+        if load(w, id, SlotWord::Context) != context {
             continue;
         }
         let sequence = load(w, id, SlotWord::Sequence);
@@ -726,11 +754,13 @@ pub(crate) fn unlink(w: &Core, id1: u32) {
     mine!(w, queued = mine!(w, queued) - 1);
 }
 
-/// The envelope of arrived slot `id`.
+/// The envelope of arrived slot `id`, its source a rank of the
+/// communicator of the message's context.
 #[inline]
 pub(crate) fn envelope(w: &Core, id: u32) -> Status {
+    let sender = id / w.slots_per_rank();
     Status {
-        source: (id / w.slots_per_rank()) as i32,
+        source: w.comm_rank_of(load(w, id, SlotWord::Context), sender),
         tag: load(w, id, SlotWord::Tag) as i32,
         bytes: load(w, id, SlotWord::Bytes),
         datatype: load(w, id, SlotWord::Datatype),
@@ -750,7 +780,7 @@ pub(crate) fn mark_claimed(w: &Core, id: u32) {
 /// The bytes receive record `i` may write so far (a send-receive-replace
 /// writes only what its send has copied out of the shared buffer).
 fn allowed(w: &Core, i: u32) -> u32 {
-    match rec!(w, i, mode) & !TYPED_MODE {
+    match rec!(w, i, mode) & MODE_MASK {
         0 => u32::MAX,
         send => send_copied(w, send - 1),
     }
@@ -933,9 +963,9 @@ fn claim(w: &Core, i: u32) -> Step {
     let dest = rec!(w, i, peer) as u32;
     let len = rec!(w, i, len);
     let data = rec!(w, i, buffer) as *const u8;
-    let mode = rec!(w, i, mode);
-    let typed = cfg!(feature = "views") && mode & TYPED_MODE != 0;
-    let mode = mode & !TYPED_MODE;
+    let mode_word = rec!(w, i, mode);
+    let typed = cfg!(feature = "views") && mode_word & TYPED_MODE != 0;
+    let mode = mode_word & MODE_MASK;
     let slot_bytes = w.slot_bytes();
     let kind = if len <= slot_bytes {
         MessageKind::Eager
@@ -972,6 +1002,7 @@ fn claim(w: &Core, i: u32) -> Step {
     store(w, id, SlotWord::Chunk, first);
     store(w, id, SlotWord::Kind, kind as u32);
     store(w, id, SlotWord::Sequence, sequence);
+    store(w, id, SlotWord::Context, mode_word >> CONTEXT_SHIFT);
     store(w, id, SlotWord::Link, LINK_PENDING);
     store(w, id, SlotWord::State, SlotState::Queued.word(dest));
     // Release pairs with the receiver's Acquire swap in `drain`: the header

@@ -40,6 +40,9 @@ pub enum ErrorClass {
     Arg = 12,
     /// An invalid request (`MPI_ERR_REQUEST`): more requests than a scope holds.
     Request = 13,
+    /// An invalid communicator (`MPI_ERR_COMM`): here, a communicator
+    /// creation beyond the world's `communicators` limit.
+    Comm = 14,
 }
 
 impl ErrorClass {
@@ -60,6 +63,7 @@ impl ErrorClass {
             11 => Self::Intern,
             12 => Self::Arg,
             13 => Self::Request,
+            14 => Self::Comm,
             _ => return None,
         })
     }
@@ -81,6 +85,7 @@ impl ErrorClass {
             Self::Intern => "MPI_ERR_INTERN",
             Self::Arg => "MPI_ERR_ARG",
             Self::Request => "MPI_ERR_REQUEST",
+            Self::Comm => "MPI_ERR_COMM",
         }
     }
 }
@@ -175,6 +180,13 @@ pub enum Error {
         /// Requests one scope holds.
         limit: u32,
     },
+    /// A communicator creation found every context of the world used
+    /// (`WorldConfig::communicators`); every rank of the parent gets it and
+    /// no communicator is created.
+    CommunicatorLimit {
+        /// Communicators the world holds.
+        limit: u32,
+    },
 }
 
 impl Error {
@@ -194,6 +206,7 @@ impl Error {
             Error::Intern => ErrorClass::Intern,
             Error::OutOfBounds { .. } => ErrorClass::Arg,
             Error::RequestLimit { .. } => ErrorClass::Request,
+            Error::CommunicatorLimit { .. } => ErrorClass::Comm,
         }
     }
 
@@ -229,6 +242,7 @@ impl Error {
             Error::Intern => [c, 0, 0, 0, 0],
             Error::OutOfBounds { index, len } => [c, index, len, 0, 0],
             Error::RequestLimit { limit } => [c, limit, 0, 0, 0],
+            Error::CommunicatorLimit { limit } => [c, limit, 0, 0, 0],
         }
     }
 
@@ -285,6 +299,7 @@ impl Error {
                 len: w[2],
             },
             ErrorClass::Request => Error::RequestLimit { limit: w[1] },
+            ErrorClass::Comm => Error::CommunicatorLimit { limit: w[1] },
         })
     }
 }
@@ -331,6 +346,9 @@ impl fmt::Display for Error {
             Error::OutOfBounds { index, len } => write!(f, "index {index} is outside a slice of {len} elements"),
             Error::RequestLimit { limit } => {
                 write!(f, "more than {limit} requests active in one request scope")
+            }
+            Error::CommunicatorLimit { limit } => {
+                write!(f, "the world holds {limit} communicators and all are in use")
             }
         }
     }

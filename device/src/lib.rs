@@ -26,6 +26,7 @@
 #![cfg_attr(target_os = "cuda", feature(asm_experimental_arch))]
 
 pub mod collective;
+pub mod communicator;
 pub mod datatype;
 pub mod derived;
 pub(crate) mod engine;
@@ -43,6 +44,7 @@ pub mod traits;
 pub mod view;
 pub mod wait;
 
+pub use communicator::{Color, CommunicatorRelation, Group, SimpleCommunicator};
 pub use datatype::{Buffer, BufferMut, Equivalence};
 pub use derived::{TypeRef, PACK_KERNEL};
 pub use error::{Error, ErrorClass};

@@ -167,8 +167,13 @@ pub struct SlotHeader {
     /// The sender's number for this message (its count of messages sent
     /// before it): orders one sender's messages.
     pub sequence: u32,
+    /// The message's context word (MPI 3.5, 7.1.2): `2 × id` for
+    /// point-to-point traffic of communicator context `id` (0: the world),
+    /// `2 × id + 1` for its collectives' traffic. A receive or probe
+    /// matches only messages of its own context word.
+    pub context: u32,
     /// Unused.
-    pub reserved: [u32; 3],
+    pub reserved: [u32; 2],
 }
 
 /// One rank's header in the world memory ([`RANK_HEADER_BYTES`]).
@@ -208,6 +213,50 @@ pub struct RankHeader {
     pub next_sequence: u32,
     /// Private: id of the next request scope this rank opens.
     pub next_scope: u32,
+}
+
+/// Bits of [`RequestRecord::mode`] below its context word.
+pub const CONTEXT_SHIFT: u32 = 16;
+
+/// One entry of a communicator table (MPI 4.1 chapter 7): a table holds
+/// `ranks` of them, one context's membership. The communicators a creation
+/// makes (one per colour of a split) share its context and its table: the
+/// members of each are a run of `member` words, ordered by (colour, key,
+/// parent rank). Written by the ranks of the parent during the creation
+/// (each its own entries, relaxed), published by the creation's closing
+/// barrier (its messages' Release and Acquire), then only read.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct CommEntry {
+    /// Entry `i`: the world rank at position `i` of the creation's order.
+    pub member: u32,
+    /// Entry `w`: the rank, in its new communicator, of world rank `w`.
+    pub inverse: u32,
+    /// Entry `p`: the colour parent rank `p` passed (a split's exchange).
+    pub color: i32,
+    /// Entry `p`: the key parent rank `p` passed.
+    pub key: i32,
+}
+
+/// A word of a [`CommEntry`].
+#[derive(Clone, Copy)]
+pub(crate) enum CommWord {
+    Member,
+    Inverse,
+    Color,
+    Key,
+}
+
+impl CommWord {
+    const fn offset(self) -> usize {
+        use core::mem::offset_of;
+        match self {
+            CommWord::Member => offset_of!(CommEntry, member),
+            CommWord::Inverse => offset_of!(CommEntry, inverse),
+            CommWord::Color => offset_of!(CommEntry, color),
+            CommWord::Key => offset_of!(CommEntry, key),
+        }
+    }
 }
 
 /// The state of a request record.
@@ -319,11 +368,14 @@ pub struct RequestRecord {
     pub offset: u32,
     /// Receive: bytes it will copy (the message, cut to the buffer).
     pub wanted: u32,
-    /// Send: `SendMode` code. Receive: the record
-    /// (index + 1) of a send sharing its buffer (send-receive-replace) whose
-    /// progress bounds the bytes it may write, or 0. Either: bit 31 set when
-    /// `buffer` is the address of a `datatype::TypedBuffer` (a view of a
-    /// non-contiguous derived datatype) whose packed form is the message.
+    /// Low [`CONTEXT_SHIFT`] bits: send: the `SendMode` code; receive: the
+    /// record (index + 1) of a send sharing its buffer
+    /// (send-receive-replace) whose progress bounds the bytes it may
+    /// write, or 0; either: bit 15 set when `buffer` is the address of a
+    /// `datatype::TypedBuffer` (a view of a non-contiguous derived
+    /// datatype) whose packed form is the message. High bits: the context
+    /// word of the message ([`SlotHeader::context`]): a send's, or the one a
+    /// receive matches.
     pub mode: u32,
     /// The scope that owns it (0: a blocking call).
     pub scope: u32,
@@ -338,6 +390,7 @@ pub struct RequestRecord {
 const _: () = assert!(core::mem::size_of::<SlotHeader>() == SLOT_HEADER_BYTES);
 const _: () = assert!(core::mem::size_of::<RankHeader>() == RANK_HEADER_BYTES);
 const _: () = assert!(core::mem::size_of::<RequestRecord>() == RECORD_BYTES);
+const _: () = assert!(core::mem::size_of::<CommEntry>() == crate::state::COMM_TABLE_ENTRY_BYTES);
 
 /// The shared words of a slot header, by field.
 #[derive(Clone, Copy)]
@@ -351,6 +404,7 @@ pub(crate) enum SlotWord {
     Chunk,
     Kind,
     Sequence,
+    Context,
 }
 
 impl SlotWord {
@@ -366,6 +420,7 @@ impl SlotWord {
             SlotWord::Chunk => offset_of!(SlotHeader, chunk),
             SlotWord::Kind => offset_of!(SlotHeader, kind),
             SlotWord::Sequence => offset_of!(SlotHeader, sequence),
+            SlotWord::Context => offset_of!(SlotHeader, context),
         }
     }
 }
@@ -512,6 +567,49 @@ impl Core {
     pub(crate) fn rank_header(&self) -> *mut RankHeader {
         // SAFETY: inside the world memory, 64-byte aligned.
         unsafe { self.base.add(self.layout().rank_header(self.rank)) as *mut RankHeader }
+    }
+
+    /// Communicator tables the world holds.
+    #[inline(always)]
+    pub(crate) fn communicators(&self) -> u32 {
+        self.layout().communicators
+    }
+
+    /// The world's counter of communicator contexts handed out.
+    #[inline(always)]
+    pub(crate) fn comm_counter(&self) -> &crate::shim::AtomicU32 {
+        // SAFETY: the first word of the communicator area, 64-byte aligned,
+        // accessed only atomically.
+        unsafe { crate::shim::atomic_u32_at(self.base, self.layout().comms) }
+    }
+
+    /// Word `word` of entry `index` of the table of context `id`.
+    #[inline(always)]
+    pub(crate) fn comm_word(&self, id: u32, index: u32, word: CommWord) -> &crate::shim::AtomicU32 {
+        // SAFETY: `1 <= id <= communicators` and `index < ranks` (the
+        // communicator code derives both from a context it was handed and
+        // ranks it checked); 4-byte aligned, accessed only atomically.
+        unsafe {
+            crate::shim::atomic_u32_at(
+                self.base,
+                self.layout().comm_table(id)
+                    + index as usize * core::mem::size_of::<CommEntry>()
+                    + word.offset(),
+            )
+        }
+    }
+
+    /// The rank in its communicator of world rank `world_rank` for a
+    /// message of context word `context` (the world's ranks as they are).
+    #[inline(always)]
+    pub(crate) fn comm_rank_of(&self, context: u32, world_rank: u32) -> i32 {
+        let id = context >> 1;
+        if id == 0 {
+            return world_rank as i32;
+        }
+        // Relaxed: the table was published by the creation's closing barrier.
+        self.comm_word(id, world_rank, CommWord::Inverse)
+            .load(crate::shim::Ordering::Relaxed) as i32
     }
 
     /// This rank's request record `index` (`index < records_per_rank`).

@@ -29,7 +29,7 @@ use crate::engine::{self, Post};
 use crate::error::Error;
 use crate::memory::{RecordState, SendMode};
 use crate::topology::wait_for;
-use crate::topology::{AnyProcess, Process, World, ANY_SOURCE, PROC_NULL};
+use crate::topology::{AnyProcess, CommInfo, Process, World, ANY_SOURCE, PROC_NULL};
 use crate::trace;
 use crate::wait::{Call, WaitFor};
 
@@ -68,7 +68,9 @@ pub trait Source {
     fn receive_into_with_tag<B: BufferMut + ?Sized>(&self, buf: &mut B, tag: i32) -> Result<Status, Error>;
     /// Receives one value of `T` with any tag.
     fn receive<T: Equivalence>(&self) -> Result<(T, Status), Error> {
-        receive_value(self.source_world(), self.source_filter(), ANY_TAG)
+        let w = self.source_world();
+        let source = self.source_comm().world_rank(w, self.source_filter())?;
+        receive_value(w, self.source_comm().context(), source, ANY_TAG)
     }
     /// Blocking probe with any tag (`MPI_Probe`).
     fn probe(&self) -> Result<Status, Error> {
@@ -83,12 +85,17 @@ pub trait Source {
     }
     /// Non-blocking probe (`MPI_Iprobe`).
     fn immediate_probe_with_tag(&self, tag: i32) -> Result<Option<Status>, Error>;
-    /// The source rank for matching (`ANY_SOURCE` for any).
+    /// The source rank for matching, in its communicator (`ANY_SOURCE`
+    /// for any).
     #[doc(hidden)]
     fn source_filter(&self) -> i32;
     /// The world.
     #[doc(hidden)]
     fn source_world(&self) -> &World;
+    /// The communicator of the source.
+    #[doc(hidden)]
+    #[allow(private_interfaces)]
+    fn source_comm(&self) -> CommInfo;
 }
 
 fn check_send_tag(tag: i32) -> Result<(), Error> {
@@ -142,12 +149,13 @@ pub(crate) fn receive_bytes<B: BufferMut + ?Sized>(buf: &mut B) -> (*mut u8, usi
     }
 }
 
-/// The record of a send of `len` bytes at `data` to `dest` with `tag`, after
-/// the argument checks; `None` for the null process. `typed`: 0, or
-/// [`engine::TYPED_MODE`] when `data` is a [`TypedBuffer`].
+/// The record of a send of `len` bytes at `data` to rank `dest` of `comm`
+/// with `tag`, after the argument checks; `None` for the null process.
+/// `typed`: 0, or [`engine::TYPED_MODE`] when `data` is a [`TypedBuffer`].
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn send_post(
     world: &World,
+    comm: CommInfo,
     dest: i32,
     tag: i32,
     datatype: Datatype,
@@ -160,6 +168,7 @@ pub(crate) fn send_post(
     if dest == PROC_NULL {
         return Ok(None);
     }
+    let dest = comm.world_rank(world, dest)?;
     check_send(world, dest, len)?;
     Ok(Some(Post {
         state: RecordState::SendClaim,
@@ -170,16 +179,18 @@ pub(crate) fn send_post(
         len,
         mode: mode as u32 | typed,
         slot: 0,
+        context: comm.context(),
         inline: false,
         data: 0,
     }))
 }
 
-/// The record of a receive into `capacity` bytes at `buf` from `source`
-/// with `tag`, after the argument checks; `Err(status)` of the null process.
-/// `typed` as for [`send_post`].
+/// The record of a receive into `capacity` bytes at `buf` from rank
+/// `source` of `comm` with `tag`, after the argument checks; `Err(status)`
+/// of the null process. `typed` as for [`send_post`].
 pub(crate) fn receive_post(
     world: &World,
+    comm: CommInfo,
     source: i32,
     tag: i32,
     datatype: Datatype,
@@ -187,7 +198,8 @@ pub(crate) fn receive_post(
     capacity: usize,
     typed: u32,
 ) -> Result<Result<Post, Status>, Error> {
-    check_receive(world, source, tag)?;
+    check_receive_tag(tag)?;
+    let source = comm.world_rank(world, source)?;
     if source == PROC_NULL {
         return Ok(Err(null_status(datatype)));
     }
@@ -200,6 +212,7 @@ pub(crate) fn receive_post(
         len: capacity,
         mode: typed,
         slot: 0,
+        context: comm.context(),
         inline: false,
         data: 0,
     }))
@@ -233,19 +246,19 @@ pub(crate) fn wait_records(world: &World, what: WaitFor, a: u32, b: u32) -> Resu
     r
 }
 
-/// The message a receive from `source` with `tag` would get now, after
-/// progressing the rank's requests (an earlier posted receive takes its
-/// message first). Slot id + 1, or 0.
-fn look(world: &World, source: i32, tag: i32) -> u32 {
+/// The message a receive from `source` (a world rank) with `tag` on
+/// context word `ctx` would get now, after progressing the rank's requests
+/// (an earlier posted receive takes its message first). Slot id + 1, or 0.
+fn look(world: &World, ctx: u32, source: i32, tag: i32) -> u32 {
     engine::progress(world.core());
-    engine::find(&world.core(), source, tag)
+    engine::find(&world.core(), source, tag, ctx)
 }
 
-fn probe_once(world: &World, source: i32, tag: i32) -> Option<Status> {
+fn probe_once(world: &World, ctx: u32, source: i32, tag: i32) -> Option<Status> {
     if source == PROC_NULL {
         return Some(null_status(u8::DATATYPE));
     }
-    match look(world, source, tag) {
+    match look(world, ctx, source, tag) {
         0 => None,
         id1 => {
             trace::probed(&world.core(), id1 - 1, Call::ImmediateProbe as u32);
@@ -267,6 +280,7 @@ fn check_receive(world: &World, source: i32, tag: i32) -> Result<(), Error> {
 #[inline(always)]
 fn receive_from<B: BufferMut + ?Sized>(
     world: &World,
+    ctx: u32,
     source: i32,
     buf: &mut B,
     tag: i32,
@@ -290,6 +304,7 @@ fn receive_from<B: BufferMut + ?Sized>(
         len,
         mode: typed,
         slot: 0,
+        context: ctx,
         inline,
         data: 0,
     };
@@ -309,7 +324,7 @@ fn receive_from<B: BufferMut + ?Sized>(
     engine::collect(&core, i)
 }
 
-fn probe_from(world: &World, source: i32, tag: i32) -> Result<Status, Error> {
+fn probe_from(world: &World, ctx: u32, source: i32, tag: i32) -> Result<Status, Error> {
     check_receive(world, source, tag)?;
     let what = WaitFor {
         operation: Call::Probe,
@@ -323,7 +338,7 @@ fn probe_from(world: &World, source: i32, tag: i32) -> Result<Status, Error> {
         if engine::progress(world.core()) {
             b.progressed();
         }
-        match engine::find(&world.core(), source, tag) {
+        match engine::find(&world.core(), source, tag, ctx) {
             0 => None,
             id1 => {
                 trace::probed(&world.core(), id1 - 1, Call::Probe as u32);
@@ -335,9 +350,9 @@ fn probe_from(world: &World, source: i32, tag: i32) -> Result<Status, Error> {
 
 /// `MPI_Iprobe`: one look; a failed look is a poll (the emulator lets other
 /// ranks run, and a rank that only spins on it is part of a livelock report).
-fn immediate_probe_from(world: &World, source: i32, tag: i32) -> Result<Option<Status>, Error> {
+fn immediate_probe_from(world: &World, ctx: u32, source: i32, tag: i32) -> Result<Option<Status>, Error> {
     check_receive(world, source, tag)?;
-    match probe_once(world, source, tag) {
+    match probe_once(world, ctx, source, tag) {
         Some(s) => {
             world.note_progress();
             Ok(Some(s))
@@ -377,14 +392,15 @@ fn send_to<B: Buffer + ?Sized>(p: &Process<'_>, buf: &B, tag: i32, mode: SendMod
     if p.rank == PROC_NULL {
         return Ok(());
     }
-    check_send(w, p.rank, len)?;
+    let dest = p.comm.world_rank(w, p.rank)?;
+    check_send(w, dest, len)?;
     // A small message travels in the record: its bytes are read here, so
     // the caller's value need not live in (local) memory.
     let inline = typed == 0 && matches!(B::FIXED_BYTES, Some(n) if n <= engine::INLINE_BYTES);
     let data = if inline { small_value(buf.as_bytes()) } else { 0 };
     let post = Post {
         state: RecordState::SendClaim,
-        peer: p.rank,
+        peer: dest,
         tag,
         datatype: buf.datatype().id,
         // Inline: the record is the buffer (the caller's address must not
@@ -393,6 +409,7 @@ fn send_to<B: Buffer + ?Sized>(p: &Process<'_>, buf: &B, tag: i32, mode: SendMod
         len,
         mode: mode as u32 | typed,
         slot: 0,
+        context: p.comm.context(),
         inline,
         data,
     };
@@ -435,11 +452,16 @@ fn store_small(bytes: &mut [u8], v: u64) {
 /// A blocking receive of one value of `T` (`Source::receive`): a value of at
 /// most 8 bytes travels in the record, so it never needs a buffer in memory.
 #[inline(always)]
-fn receive_value<T: Equivalence>(world: &World, source: i32, tag: i32) -> Result<(T, Status), Error> {
+fn receive_value<T: Equivalence>(
+    world: &World,
+    ctx: u32,
+    source: i32,
+    tag: i32,
+) -> Result<(T, Status), Error> {
     let size = core::mem::size_of::<T>();
     if size > engine::INLINE_BYTES {
         let mut v = T::zeroed();
-        let s = receive_from(world, source, &mut v, tag)?;
+        let s = receive_from(world, ctx, source, &mut v, tag)?;
         return Ok((v, s));
     }
     check_receive(world, source, tag)?;
@@ -455,6 +477,7 @@ fn receive_value<T: Equivalence>(world: &World, source: i32, tag: i32) -> Result
         len: size,
         mode: 0,
         slot: 0,
+        context: ctx,
         inline: true,
         data: 0,
     };
@@ -489,19 +512,29 @@ macro_rules! impl_source {
                 buf: &mut B,
                 tag: i32,
             ) -> Result<Status, Error> {
-                receive_from(self.world, self.source_filter(), buf, tag)
+                check_receive_tag(tag)?;
+                let source = self.comm.world_rank(self.world, self.source_filter())?;
+                receive_from(self.world, self.comm.context(), source, buf, tag)
             }
             fn probe_with_tag(&self, tag: i32) -> Result<Status, Error> {
-                probe_from(self.world, self.source_filter(), tag)
+                check_receive_tag(tag)?;
+                let source = self.comm.world_rank(self.world, self.source_filter())?;
+                probe_from(self.world, self.comm.context(), source, tag)
             }
             fn immediate_probe_with_tag(&self, tag: i32) -> Result<Option<Status>, Error> {
-                immediate_probe_from(self.world, self.source_filter(), tag)
+                check_receive_tag(tag)?;
+                let source = self.comm.world_rank(self.world, self.source_filter())?;
+                immediate_probe_from(self.world, self.comm.context(), source, tag)
             }
             fn source_filter(&self) -> i32 {
                 source_rank_of(self)
             }
             fn source_world(&self) -> &World {
                 self.world
+            }
+            #[allow(private_interfaces)]
+            fn source_comm(&self) -> CommInfo {
+                self.comm
             }
         }
     };
@@ -576,6 +609,8 @@ impl<'w> Message<'w> {
             len,
             mode: typed,
             slot: this.slot + 1,
+            // A claimed receive matches nothing: its slot is given.
+            context: 0,
             inline: false,
             data: 0,
         };
@@ -606,10 +641,11 @@ impl Drop for Message<'_> {
     }
 }
 
-/// Finds the message a receive from `source` with `tag` would get now and
-/// takes it out of matching (out of the unexpected queue, CLAIMED).
-fn claim_match(world: &World, source: i32, tag: i32) -> Option<(Message<'_>, Status)> {
-    match look(world, source, tag) {
+/// Finds the message a receive from `source` with `tag` on context word
+/// `ctx` would get now and takes it out of matching (out of the unexpected
+/// queue, CLAIMED).
+fn claim_match(world: &World, ctx: u32, source: i32, tag: i32) -> Option<(Message<'_>, Status)> {
+    match look(world, ctx, source, tag) {
         0 => None,
         id1 => {
             let slot = id1 - 1;
@@ -628,7 +664,12 @@ fn claim_match(world: &World, source: i32, tag: i32) -> Option<(Message<'_>, Sta
     }
 }
 
-fn matched_probe_from(world: &World, source: i32, tag: i32) -> Result<(Message<'_>, Status), Error> {
+fn matched_probe_from(
+    world: &World,
+    ctx: u32,
+    source: i32,
+    tag: i32,
+) -> Result<(Message<'_>, Status), Error> {
     check_receive(world, source, tag)?;
     if source == PROC_NULL {
         return Ok((Message::no_proc(), null_status(u8::DATATYPE)));
@@ -642,15 +683,16 @@ fn matched_probe_from(world: &World, source: i32, tag: i32) -> Result<(Message<'
         if engine::progress(world.core()) {
             b.progressed();
         }
-        match engine::find(&world.core(), source, tag) {
+        match engine::find(&world.core(), source, tag, ctx) {
             0 => None,
-            _ => claim_match(world, source, tag).map(Ok),
+            _ => claim_match(world, ctx, source, tag).map(Ok),
         }
     })
 }
 
 fn immediate_matched_probe_from(
     world: &World,
+    ctx: u32,
     source: i32,
     tag: i32,
 ) -> Result<Option<(Message<'_>, Status)>, Error> {
@@ -658,7 +700,7 @@ fn immediate_matched_probe_from(
     if source == PROC_NULL {
         return Ok(Some((Message::no_proc(), null_status(u8::DATATYPE))));
     }
-    match claim_match(world, source, tag) {
+    match claim_match(world, ctx, source, tag) {
         Some(m) => {
             world.note_progress();
             Ok(Some(m))
@@ -686,7 +728,9 @@ macro_rules! impl_matched_probe {
             /// a receive with this source and tag would get, and takes it out
             /// of matching for [`Message::matched_receive_into`].
             pub fn matched_probe_with_tag(&self, tag: i32) -> Result<(Message<'w>, Status), Error> {
-                matched_probe_from(self.world, source_rank_of(self), tag)
+                check_receive_tag(tag)?;
+                let source = self.comm.world_rank(self.world, source_rank_of(self))?;
+                matched_probe_from(self.world, self.comm.context(), source, tag)
             }
             /// Non-blocking matched probe with any tag (`MPI_Improbe`).
             pub fn immediate_matched_probe(&self) -> Result<Option<(Message<'w>, Status)>, Error> {
@@ -698,7 +742,9 @@ macro_rules! impl_matched_probe {
                 &self,
                 tag: i32,
             ) -> Result<Option<(Message<'w>, Status)>, Error> {
-                immediate_matched_probe_from(self.world, source_rank_of(self), tag)
+                check_receive_tag(tag)?;
+                let source = self.comm.world_rank(self.world, source_rank_of(self))?;
+                immediate_matched_probe_from(self.world, self.comm.context(), source, tag)
             }
         }
     };
@@ -730,6 +776,7 @@ where
     let (out, out_len, out_typed) = send_bytes(msg);
     let send = send_post(
         w,
+        destination.comm,
         destination.rank,
         send_tag,
         msg.datatype(),
@@ -740,13 +787,22 @@ where
     )?;
     let datatype = buf.datatype();
     let (ptr, len, typed) = receive_bytes(buf);
-    let recv = receive_post(w, source.source_filter(), receive_tag, datatype, ptr, len, typed)?;
+    let recv = receive_post(
+        w,
+        source.source_comm(),
+        source.source_filter(),
+        receive_tag,
+        datatype,
+        ptr,
+        len,
+        typed,
+    )?;
     exchange(w, send, recv, false)
 }
 
 /// Posts a send and a receive and waits for both; `replace`: the receive
 /// writes only bytes the send has copied out (they share a buffer).
-fn exchange(
+pub(crate) fn exchange(
     w: &World,
     send: Option<Post>,
     recv: Result<Post, Status>,
@@ -849,6 +905,7 @@ where
     // walks the same packed positions both ways).
     let send = send_post(
         w,
+        destination.comm,
         destination.rank,
         send_tag,
         datatype,
@@ -857,7 +914,16 @@ where
         SendMode::Replace,
         typed,
     )?;
-    let recv = receive_post(w, source.source_filter(), receive_tag, datatype, ptr, len, typed)?;
+    let recv = receive_post(
+        w,
+        source.source_comm(),
+        source.source_filter(),
+        receive_tag,
+        datatype,
+        ptr,
+        len,
+        typed,
+    )?;
     exchange(w, send, recv, true)
 }
 

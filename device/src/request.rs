@@ -590,7 +590,17 @@ impl<'w> Process<'w> {
         'w: 'a,
     {
         let (ptr, len, typed) = send_bytes(buf);
-        match send_post(self.world, self.rank, tag, buf.datatype(), ptr, len, mode, typed)? {
+        match send_post(
+            self.world,
+            self.comm,
+            self.rank,
+            tag,
+            buf.datatype(),
+            ptr,
+            len,
+            mode,
+            typed,
+        )? {
             Some(p) => scope.post(self.world, &p),
             None => Ok(Request::null()),
         }
@@ -629,6 +639,7 @@ macro_rules! impl_immediate_receive {
                 let (ptr, len, typed) = receive_bytes(buf);
                 match receive_post(
                     self.world,
+                    self.comm,
                     self.source_filter(),
                     tag,
                     datatype,

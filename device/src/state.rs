@@ -14,6 +14,7 @@
 //! | broadcast | `2 × collective_bytes` | the root's chunk of a broadcast |
 //! | block scratch | `2 × blocks × collective_bytes` | per block: its partial reduction |
 //! | rank scratch | `2 × ranks × collective_bytes` | per rank: its reduction operand, combined in a tree inside the block |
+//! | communicators | `64 + communicators × ranks × 16` | the context counter, then one table of `ranks` [`CommEntry`](crate::memory::CommEntry)s per communicator context: members, inverse map, colours and keys of its creation |
 //!
 //! The three staging regions come in two halves used by alternate rounds of
 //! the collectives (every rank counts the rounds alike), so that a round's
@@ -28,7 +29,7 @@ use bytemuck::{Pod, Zeroable};
 /// "GPMI" in little-endian.
 pub const MAGIC: u32 = 0x494d_5047;
 /// Version of this layout; the device refuses other versions.
-pub const VERSION: u32 = 4;
+pub const VERSION: u32 = 5;
 
 /// `flags` bit: never let a receiver copy straight out of the sender's buffer;
 /// stream every large message through a slot (the path a GPU takes for a
@@ -75,6 +76,18 @@ pub const TRACE_HEADER_BYTES: usize = 32;
 pub const TRACE_EVENT_BYTES: usize = 32;
 /// Most events a rank's trace buffer may hold (64 MiB per rank).
 pub const MAX_TRACE_EVENTS: u32 = 1 << 21;
+/// Communicators a world holds by default ([`WorldConfig::communicators`]).
+pub const DEFAULT_COMMUNICATORS: u32 = 4;
+/// Most communicators a world may hold: a message's context word
+/// (`2 × id + 1` at most) fits the 16 bits a request record keeps for it.
+pub const MAX_COMMUNICATORS: u32 = 1024;
+/// Bytes per world rank of one communicator table
+/// (`ranks` [`CommEntry`](crate::memory::CommEntry)s): its member, inverse, colour
+/// and key words.
+pub const COMM_TABLE_ENTRY_BYTES: usize = 16;
+/// Bytes of the communicator area's header (the context counter, a line
+/// of its own).
+pub const COMM_HEADER_BYTES: usize = 64;
 
 /// Limits of one world, chosen by the host. Every field is checked by
 /// [`WorldConfig::layout`]; the docs (docs/limits.md) say what exceeding each gives.
@@ -107,6 +120,13 @@ pub struct WorldConfig {
     /// Events each rank may record in its trace buffer (0: tracing off,
     /// no trace region). `crate::trace` says what is recorded.
     pub trace_events: u32,
+    /// Communicators (beyond the world) the launch may create, each a
+    /// context of its own (MPI 4.1 §7.1.2): [`COMM_TABLE_ENTRY_BYTES`] per
+    /// rank each; creating one more fails with `MPI_ERR_COMM` on every rank
+    /// of the parent. At most [`MAX_COMMUNICATORS`].
+    pub communicators: u32,
+    /// Padding, zero (keeps `timeout_ns` 8-aligned without implicit padding).
+    pub reserved: u32,
     /// A wait gives up after this many nanoseconds (0: never; the CPU
     /// emulator detects deadlocks exactly and needs no timeout).
     pub timeout_ns: u64,
@@ -127,6 +147,8 @@ impl WorldConfig {
             backoff_max_ns: 0,
             requests_per_rank: 8,
             trace_events: 0,
+            communicators: DEFAULT_COMMUNICATORS,
+            reserved: 0,
             timeout_ns: 0,
         }
     }
@@ -180,6 +202,9 @@ impl WorldConfig {
         if self.trace_events > MAX_TRACE_EVENTS {
             return Err(ConfigError::TraceEvents(self.trace_events));
         }
+        if self.communicators > MAX_COMMUNICATORS {
+            return Err(ConfigError::Communicators(self.communicators));
+        }
         let ranks = self.ranks as usize;
         let blocks = (self.ranks / self.block_dim) as usize;
         let slot_stride = SLOT_HEADER_BYTES + self.slot_bytes as usize;
@@ -192,7 +217,9 @@ impl WorldConfig {
         let broadcast = barrier + blocks * BARRIER_STRIDE;
         let block_scratch = broadcast + 2 * coll;
         let rank_scratch = block_scratch + 2 * blocks * coll;
-        let records = rank_scratch + 2 * ranks * coll;
+        let comms = rank_scratch + 2 * ranks * coll;
+        let comm_stride = (ranks * COMM_TABLE_ENTRY_BYTES).next_multiple_of(64);
+        let records = comms + COMM_HEADER_BYTES + self.communicators as usize * comm_stride;
         let results = records + ranks * RECORD_STRIDE;
         let trace = (results + ranks * RESULT_STRIDE).next_multiple_of(64);
         let trace_stride = match self.trace_events {
@@ -217,6 +244,9 @@ impl WorldConfig {
             broadcast,
             block_scratch,
             rank_scratch,
+            communicators: self.communicators,
+            comms,
+            comm_stride,
             records,
             results,
             trace,
@@ -287,6 +317,12 @@ pub struct Layout {
     pub block_scratch: usize,
     /// Offset of the per-rank scratch (two halves).
     pub rank_scratch: usize,
+    /// Communicator tables after the communicator area's header.
+    pub communicators: u32,
+    /// Offset of the communicator area (the context counter, then the tables).
+    pub comms: usize,
+    /// Bytes of one communicator table.
+    pub comm_stride: usize,
     /// Offset of the wait records.
     pub records: usize,
     /// Offset of the result records.
@@ -329,6 +365,11 @@ impl Layout {
     pub fn trace_of(&self, rank: u32) -> usize {
         self.trace + rank as usize * self.trace_stride
     }
+
+    /// Offset of the table of communicator context `id` (`1..=communicators`).
+    pub fn comm_table(&self, id: u32) -> usize {
+        self.comms + COMM_HEADER_BYTES + (id as usize - 1) * self.comm_stride
+    }
 }
 
 /// A world configuration that cannot be laid out.
@@ -358,6 +399,8 @@ pub enum ConfigError {
     TooManyRanks(u32),
     /// More trace events per rank than [`MAX_TRACE_EVENTS`].
     TraceEvents(u32),
+    /// More communicators than [`MAX_COMMUNICATORS`].
+    Communicators(u32),
     /// The memory given is smaller than the layout.
     MemoryTooSmall {
         /// Bytes the layout needs.
@@ -392,6 +435,9 @@ impl core::fmt::Display for ConfigError {
             }
             ConfigError::TraceEvents(n) => {
                 write!(f, "trace_events {n} exceeds {MAX_TRACE_EVENTS} per rank")
+            }
+            ConfigError::Communicators(n) => {
+                write!(f, "communicators {n} exceeds {MAX_COMMUNICATORS}")
             }
             ConfigError::MemoryTooSmall { needed, got } => {
                 write!(

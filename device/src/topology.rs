@@ -1,11 +1,18 @@
-//! The world communicator and process handles (MPI standard chapter 7).
+//! The world communicator, the [`Communicator`] trait and process handles
+//! (MPI standard chapter 7).
 //!
-//! One communicator exists: the world of all ranks of the launch
-//! (`MPI_COMM_WORLD`). Rank `r` is CUDA thread `r % block_dim` of block
-//! `r / block_dim`.
+//! The world holds all ranks of the launch (`MPI_COMM_WORLD`): rank `r` is
+//! CUDA thread `r % block_dim` of block `r / block_dim`. Sub-communicators
+//! ([`crate::communicator::SimpleCommunicator`]) are made from it
+//! collectively; a [`Process`] or [`AnyProcess`] of any communicator names
+//! ranks of that communicator and carries its context (MPI 3.5, 7.1.2).
 
+use crate::collective::general::View;
+use crate::communicator::{
+    block_color, compare_views, warp_color, Color, CommunicatorRelation, Group, SimpleCommunicator,
+};
 use crate::error::Error;
-use crate::memory::Core;
+use crate::memory::{CommWord, Core};
 use crate::shim;
 use crate::shim::Backoff;
 use crate::state::{Layout, LAYOUT_OFFSET, MAGIC, VERSION};
@@ -106,7 +113,80 @@ impl World {
     }
 }
 
-/// A communicator (MPI chapter 7): here only the world.
+/// Which communicator a handle belongs to: its context id (0: the world)
+/// and where its members lie in the context's table. Copied into every
+/// [`Process`] and [`AnyProcess`]; for the world every field is 0, so the
+/// world's paths fold the translation away.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct CommInfo {
+    /// The context id: 0 for the world, else `1..=communicators`.
+    pub(crate) id: u32,
+    /// The first of its members' entries in the context's table.
+    pub(crate) start: u32,
+    /// Its size (0 for the world, whose size is the layout's).
+    pub(crate) size: u32,
+}
+
+impl CommInfo {
+    /// The world's.
+    pub(crate) const WORLD: CommInfo = CommInfo {
+        id: 0,
+        start: 0,
+        size: 0,
+    };
+
+    /// The context word of its point-to-point messages.
+    #[inline(always)]
+    pub(crate) fn context(&self) -> u32 {
+        self.id << 1
+    }
+
+    /// The context word of its collectives' messages.
+    #[inline(always)]
+    pub(crate) fn collective_context(&self) -> u32 {
+        (self.id << 1) | 1
+    }
+
+    /// The world rank of rank `r` of this communicator, checked
+    /// (`MPI_ERR_RANK` with this communicator's size); `PROC_NULL` and
+    /// `ANY_SOURCE` stay as they are.
+    #[inline(always)]
+    pub(crate) fn world_rank(&self, world: &World, r: i32) -> Result<i32, Error> {
+        if r == PROC_NULL || r == ANY_SOURCE {
+            return Ok(r);
+        }
+        if self.id == 0 {
+            world.check_rank(r)?;
+            return Ok(r);
+        }
+        if r < 0 || r >= self.size as i32 {
+            return Err(Error::InvalidRank {
+                rank: r,
+                size: self.size as i32,
+            });
+        }
+        Ok(self.member(world, r as u32) as i32)
+    }
+
+    /// The world rank of member `r < size` (no check).
+    #[inline(always)]
+    pub(crate) fn member(&self, world: &World, r: u32) -> u32 {
+        if self.id == 0 {
+            return r;
+        }
+        // Relaxed: the table was published by the creation's closing barrier.
+        world
+            .core()
+            .comm_word(self.id, self.start + r, CommWord::Member)
+            .load(shim::Ordering::Relaxed)
+    }
+}
+
+/// A communicator (MPI 4.1 chapter 7): the world or a
+/// [`SimpleCommunicator`]. Beside the rank queries and process handles it
+/// provides the collective creation calls (each a split of this
+/// communicator, described in [`crate::communicator`]; O(size) per rank)
+/// and the local queries `compare` and `group`.
 pub trait Communicator {
     /// This rank (`MPI_Comm_rank`).
     fn rank(&self) -> i32;
@@ -119,6 +199,100 @@ pub trait Communicator {
     fn null_process(&self) -> Process<'_>;
     /// A source that matches any rank (`MPI_ANY_SOURCE`).
     fn any_process(&self) -> AnyProcess<'_>;
+    /// This rank's view of the communicator for the general algorithms.
+    #[doc(hidden)]
+    #[allow(private_interfaces)]
+    fn view(&self) -> View<'_>;
+
+    /// Splits the communicator by colour (`MPI_Comm_split` with the key
+    /// of every rank its rank here: the new ranks keep this order).
+    /// Collective; `Color::undefined()` ranks get `None`.
+    ///
+    /// Standard section: MPI 4.1 §7.4.2.
+    fn split_by_color(&self, color: Color) -> Result<Option<SimpleCommunicator<'_>>, Error> {
+        self.split_by_color_with_key(color, self.rank())
+    }
+
+    /// `MPI_Comm_split`: ranks of one colour form a communicator, ranked
+    /// by `key`, ties broken by their rank here. Collective; fails with
+    /// `MPI_ERR_COMM` on every rank when the world's communicators are all
+    /// used.
+    ///
+    /// Standard section: MPI 4.1 §7.4.2.
+    fn split_by_color_with_key(
+        &self,
+        color: Color,
+        key: i32,
+    ) -> Result<Option<SimpleCommunicator<'_>>, Error> {
+        self.view().split(color, key)
+    }
+
+    /// One communicator per block: the ranks that share a block's memory
+    /// and barrier (`MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)`), in the
+    /// order of their ranks here.
+    ///
+    /// Standard section: MPI 4.1 §7.4.2.
+    fn split_shared(&self) -> Result<SimpleCommunicator<'_>, Error> {
+        let v = self.view();
+        let color = block_color(v.world, v.world.rank);
+        v.split(color, self.rank())?.ok_or(Error::Intern)
+    }
+
+    /// One communicator per warp (our extension, in the manner of
+    /// `MPI_Comm_split_type`): the ranks of 32 consecutive threads of a
+    /// block (the last warp of a block whose size is not a multiple of 32
+    /// is partial), in the order of their ranks here.
+    fn split_by_warp(&self) -> Result<SimpleCommunicator<'_>, Error> {
+        let v = self.view();
+        let color = warp_color(v.world, v.world.rank);
+        v.split(color, self.rank())?.ok_or(Error::Intern)
+    }
+
+    /// A new communicator of the same ranks in the same order, with a
+    /// context of its own (`MPI_Comm_dup`). Collective.
+    ///
+    /// Standard section: MPI 4.1 §7.4.2.
+    fn duplicate(&self) -> Result<SimpleCommunicator<'_>, Error> {
+        self.view()
+            .split(Color::with_value(0), self.rank())?
+            .ok_or(Error::Intern)
+    }
+
+    /// `MPI_Comm_compare` (local): identical (the same communicator),
+    /// congruent (same ranks, same order, other context), similar (same
+    /// ranks, other order) or unequal. O(size²) at worst.
+    ///
+    /// Standard section: MPI 4.1 §7.4.1.
+    fn compare<C: Communicator + ?Sized>(&self, other: &C) -> CommunicatorRelation
+    where
+        Self: Sized,
+    {
+        compare_views(&self.view(), &other.view())
+    }
+
+    /// The group of the communicator (`MPI_Comm_group`, local).
+    ///
+    /// Standard section: MPI 4.1 §7.3.2.
+    fn group(&self) -> Group<'_> {
+        Group::of_view(&self.view())
+    }
+
+    /// The communicator of the ranks of `group`, ranked as in the group
+    /// (`MPI_Comm_create`): collective over this communicator, every rank
+    /// passing the same group (a subgroup of this communicator's); ranks
+    /// outside it get `None`.
+    ///
+    /// Standard section: MPI 4.1 §7.4.2.
+    fn split_by_subgroup_collective(
+        &self,
+        group: &Group<'_>,
+    ) -> Result<Option<SimpleCommunicator<'_>>, Error> {
+        let (color, key) = match group.rank() {
+            Some(r) => (Color::with_value(0), r),
+            None => (Color::undefined(), 0),
+        };
+        self.view().split(color, key)
+    }
 }
 
 impl Communicator for World {
@@ -129,28 +303,43 @@ impl Communicator for World {
         self.layout.ranks as i32
     }
     fn process_at_rank(&self, r: i32) -> Process<'_> {
-        Process { world: self, rank: r }
+        Process {
+            world: self,
+            comm: CommInfo::WORLD,
+            rank: r,
+        }
     }
     fn null_process(&self) -> Process<'_> {
         Process {
             world: self,
+            comm: CommInfo::WORLD,
             rank: PROC_NULL,
         }
     }
     fn any_process(&self) -> AnyProcess<'_> {
-        AnyProcess { world: self }
+        AnyProcess {
+            world: self,
+            comm: CommInfo::WORLD,
+        }
+    }
+    #[allow(private_interfaces)]
+    fn view(&self) -> View<'_> {
+        View::of(self, CommInfo::WORLD)
     }
 }
 
-/// One rank of the world, or the null process.
+/// One rank of a communicator, or the null process.
 #[derive(Clone, Copy)]
 pub struct Process<'a> {
     pub(crate) world: &'a World,
+    /// The communicator whose rank `rank` is.
+    pub(crate) comm: CommInfo,
     pub(crate) rank: i32,
 }
 
 impl<'a> Process<'a> {
-    /// The rank this handle names (`PROC_NULL` for the null process).
+    /// The rank this handle names in its communicator (`PROC_NULL` for
+    /// the null process).
     pub fn rank(&self) -> i32 {
         self.rank
     }
@@ -164,10 +353,12 @@ impl<'a> Process<'a> {
     }
 }
 
-/// Any rank of the world, as a receive source.
+/// Any rank of a communicator, as a receive source.
 #[derive(Clone, Copy)]
 pub struct AnyProcess<'a> {
     pub(crate) world: &'a World,
+    /// The communicator.
+    pub(crate) comm: CommInfo,
 }
 
 impl World {

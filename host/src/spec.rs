@@ -102,6 +102,10 @@ pub struct WorldSpec {
     pub collective_bytes: u32,
     /// Requests each rank may have outstanding in its request scopes.
     pub requests_per_rank: u32,
+    /// Communicators (splits, duplicates) the launch may create, each
+    /// costing 16 bytes per rank of world memory; one more fails with
+    /// `MPI_ERR_COMM` on every rank of its parent (docs/limits.md).
+    pub communicators: u32,
     /// Stream every large message through a slot (test the GPU's path).
     pub force_streaming: bool,
     /// Give up a wait after this long: the rank's wait is marked timed out,
@@ -148,6 +152,7 @@ impl WorldSpec {
             max_message_bytes: d.max_message_bytes,
             collective_bytes: d.collective_bytes,
             requests_per_rank: d.requests_per_rank,
+            communicators: d.communicators,
             force_streaming: false,
             timeout: None,
             backoff_max: None,
@@ -189,6 +194,12 @@ impl WorldSpec {
     /// Sets the requests a rank may have outstanding (1 to 30).
     pub fn requests_per_rank(mut self, n: u32) -> Self {
         self.requests_per_rank = n;
+        self
+    }
+
+    /// Sets how many communicators the launch may create (0 to 1024).
+    pub fn communicators(mut self, n: u32) -> Self {
+        self.communicators = n;
         self
     }
 
@@ -259,6 +270,7 @@ impl WorldSpec {
         c.collective_bytes = self.collective_bytes;
         c.requests_per_rank = self.requests_per_rank;
         c.trace_events = self.trace_events;
+        c.communicators = self.communicators;
         c.flags = if self.force_streaming {
             FLAG_FORCE_STREAMING
         } else {

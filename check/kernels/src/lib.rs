@@ -23,6 +23,8 @@
 //!   their argument errors;
 //! - [`datatypes`]: derived datatypes (views) in point-to-point and
 //!   collectives;
+//! - [`comm`]: communicators (splits, groups, compare, context isolation,
+//!   the communicator limit) and the collectives on sub-communicators;
 //! - [`faults`]: kernels that fail or deadlock on purpose;
 //! - [`interpreter`]: runs an encoded communication program (property tests);
 //! - [`planted`]: wrong programs whose outcome depends on the schedule (the
@@ -36,6 +38,7 @@ use gpu_mpi_device::{Error, GlobalSlice, Status};
 pub mod chapter6;
 pub mod collectives;
 pub mod datatypes;
+pub mod comm;
 pub mod faults;
 pub mod interpreter;
 pub mod nonblocking;

@@ -1,0 +1,1114 @@
+//! The collectives of a sub-communicator (MPI 4.1 chapter 6 on the
+//! communicators of chapter 7), over the point-to-point engine on the
+//! communicator's collective context (`2 × id + 1`), so that they never
+//! match its point-to-point messages nor another communicator's.
+//!
+//! A sub-communicator's ranks are any subset of the world, so the world's
+//! staging areas and block barriers do not apply; these algorithms use
+//! messages only (every step names its peer, so consecutive collectives
+//! cannot mix: one sender's messages arrive in order, MPI 3.5):
+//!
+//! | collective | algorithm | rounds (messages on the longest path) |
+//! |---|---|---|
+//! | barrier | dissemination (Hensgen, Finkel, Manber) | ceil(log2 n) |
+//! | broadcast | binomial tree from the root | ceil(log2 n) |
+//! | reduce, all-reduce | binomial tree to rank 0 in rank order (lower ranks on the left), then to the root / a broadcast; per chunk of [`CHUNK_BYTES`] | (ceil(log2 n) + 1) × chunks (all-reduce: twice) |
+//! | scan, exclusive scan | recursive doubling (Hillis–Steele), lower ranks on the left; per chunk | ceil(log2 n) × chunks |
+//! | gather(v), scatter(v) | linear: the root receives (sends) each part | n − 1 at the root |
+//! | all-gather(v) | ring | n − 1 |
+//! | all-to-all(v) | pairwise exchange (in place: pairs `p`, `(j − p) mod n`) | n − 1 (in place: n) |
+//! | reduce-scatter(-block) | one reduce per rank's block | n × the reduce |
+//!
+//! Reductions combine operands chunk by chunk in two stack buffers of
+//! [`CHUNK_BYTES`] (no heap, bounded local memory), so an element larger
+//! than a chunk fails with `MPI_ERR_BUFFER`. Argument checks that every rank
+//! makes alike (the root, the operation, partitions) fail on every rank
+//! before any message; a count that differs between ranks is detected by
+//! the receiver of the short or long message (`MPI_ERR_COUNT`), but is not
+//! agreed on beforehand as on the world: the other ranks may then wait for
+//! messages that never come (a deadlock report, or a timeout on the GPU).
+
+use super::exchange::{check_partition, Parts};
+use super::{Elements, ElementsMut, Operation, Partition, PartitionMut};
+use crate::datatype::{Buffer, BufferMut, Datatype, Equivalence};
+use crate::engine::{self, Post};
+use crate::error::Error;
+use crate::memory::{RecordState, SendMode};
+use crate::status::Status;
+use crate::topology::{CommInfo, World, PROC_NULL};
+
+/// Bytes of each of the two stack buffers a reduction combines in.
+pub const CHUNK_BYTES: usize = 128;
+
+/// Tags of the collectives' messages (their context keeps them apart from
+/// point-to-point traffic; the tags name the collective in reports).
+#[derive(Clone, Copy)]
+#[repr(i32)]
+pub(crate) enum Tag {
+    Barrier = 1,
+    Broadcast = 2,
+    Reduce = 3,
+    Scan = 4,
+    Gather = 5,
+    Scatter = 6,
+    AllGather = 7,
+    AllToAll = 8,
+}
+
+/// One rank's view of a communicator for the general algorithms.
+#[derive(Clone, Copy)]
+pub(crate) struct View<'a> {
+    pub(crate) world: &'a World,
+    pub(crate) comm: CommInfo,
+    /// This rank in the communicator.
+    pub(crate) rank: u32,
+    /// The communicator's size.
+    pub(crate) size: u32,
+}
+
+#[repr(C, align(16))]
+struct Chunk([core::mem::MaybeUninit<u8>; CHUNK_BYTES]);
+
+impl Chunk {
+    fn new() -> Self {
+        Chunk([core::mem::MaybeUninit::uninit(); CHUNK_BYTES])
+    }
+    fn ptr<T>(&mut self) -> *mut T {
+        self.0.as_mut_ptr() as *mut T
+    }
+}
+
+/// Elements of `T` per chunk, or `MPI_ERR_BUFFER` for an element that does
+/// not fit a chunk (or needs more than its 16-byte alignment).
+fn chunk_elements<T>() -> Result<usize, Error> {
+    let size = core::mem::size_of::<T>();
+    if size > CHUNK_BYTES || core::mem::align_of::<T>() > 16 {
+        return Err(Error::BufferTooLarge {
+            bytes: size as u32,
+            limit: CHUNK_BYTES as u32,
+        });
+    }
+    Ok(CHUNK_BYTES / size.max(1))
+}
+
+impl<'a> View<'a> {
+    /// The world rank of member `r`.
+    fn member(&self, r: u32) -> i32 {
+        self.comm.member(self.world, r) as i32
+    }
+
+    fn check_root(&self, root: i32) -> Result<u32, Error> {
+        if root < 0 || root >= self.size as i32 {
+            return Err(Error::InvalidRoot {
+                root,
+                size: self.size as i32,
+            });
+        }
+        Ok(root as u32)
+    }
+
+    fn send_post(&self, to: u32, tag: Tag, dt: Datatype, ptr: *const u8, len: usize) -> Post {
+        Post {
+            state: RecordState::SendClaim,
+            peer: self.member(to),
+            tag: tag as i32,
+            datatype: dt.id,
+            buffer: ptr,
+            len,
+            mode: SendMode::Standard as u32,
+            slot: 0,
+            context: self.comm.collective_context(),
+            inline: false,
+            data: 0,
+        }
+    }
+
+    fn receive_post(&self, from: u32, tag: Tag, dt: Datatype, ptr: *mut u8, len: usize) -> Post {
+        Post {
+            state: RecordState::RecvMatch,
+            peer: self.member(from),
+            tag: tag as i32,
+            datatype: dt.id,
+            buffer: ptr,
+            len,
+            mode: 0,
+            slot: 0,
+            context: self.comm.collective_context(),
+            inline: false,
+            data: 0,
+        }
+    }
+
+    /// The largest piece one message carries.
+    fn piece(&self) -> usize {
+        (self.world.max_message_bytes() as usize).max(1)
+    }
+
+    /// Sends `len` bytes at `ptr` to member `to`, in pieces of at most
+    /// `max_message_bytes`.
+    fn send(&self, to: u32, tag: Tag, dt: Datatype, ptr: *const u8, len: usize) -> Result<(), Error> {
+        let piece = self.piece();
+        let mut off = 0;
+        loop {
+            let n = (len - off).min(piece);
+            // SAFETY: `off + n <= len`, inside the caller's buffer.
+            let p = self.send_post(to, tag, dt, unsafe { ptr.add(off) }, n);
+            let core = self.world.core();
+            let i = engine::run_blocking(core, &p)?;
+            engine::collect(&core, i)?;
+            off += n;
+            if off >= len {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Receives `len` bytes from member `from` into `ptr` (pieces as
+    /// [`View::send`]); a message of another length is `MPI_ERR_COUNT` (in
+    /// elements of `dt`).
+    fn receive(&self, from: u32, tag: Tag, dt: Datatype, ptr: *mut u8, len: usize) -> Result<(), Error> {
+        let piece = self.piece();
+        let mut off = 0;
+        loop {
+            let n = (len - off).min(piece);
+            // SAFETY: `off + n <= len`, inside the caller's buffer.
+            let p = self.receive_post(from, tag, dt, unsafe { ptr.add(off) }, n);
+            let core = self.world.core();
+            let i = engine::run_blocking(core, &p)?;
+            let status = engine::collect(&core, i).map_err(|e| count_error(e, dt, n))?;
+            check_length(&status, dt, n)?;
+            off += n;
+            if off >= len {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Sends `slen` bytes at `sptr` to `to` and receives `rlen` bytes from
+    /// `from` into `rptr`, progressing both (either may be absent), in
+    /// pieces of at most `max_message_bytes`.
+    #[allow(clippy::too_many_arguments)]
+    fn send_receive(
+        &self,
+        to: Option<u32>,
+        sptr: *const u8,
+        slen: usize,
+        from: Option<u32>,
+        rptr: *mut u8,
+        rlen: usize,
+        tag: Tag,
+        dt: Datatype,
+    ) -> Result<(), Error> {
+        let piece = self.piece();
+        let (mut so, mut ro) = (0usize, 0usize);
+        let mut first = true;
+        loop {
+            let send_more = to.is_some() && (first || so < slen);
+            let receive_more = from.is_some() && (first || ro < rlen);
+            if !send_more && !receive_more {
+                return Ok(());
+            }
+            first = false;
+            let sn = (slen - so).min(piece);
+            let rn = (rlen - ro).min(piece);
+            let send = match to {
+                // SAFETY: `so + sn <= slen`, inside the send buffer.
+                Some(t) if send_more => Some(self.send_post(t, tag, dt, unsafe { sptr.add(so) }, sn)),
+                _ => None,
+            };
+            let recv = match from {
+                // SAFETY: `ro + rn <= rlen`, inside the receive buffer.
+                Some(f) if receive_more => Ok(self.receive_post(f, tag, dt, unsafe { rptr.add(ro) }, rn)),
+                _ => Err(Status {
+                    source: PROC_NULL,
+                    tag: -1,
+                    bytes: 0,
+                    datatype: dt.id,
+                }),
+            };
+            let got = recv.is_ok();
+            let status = crate::point_to_point::exchange(self.world, send, recv, false)
+                .map_err(|e| count_error(e, dt, rn))?;
+            if got {
+                check_length(&status, dt, rn)?;
+                ro += rn;
+            }
+            if send_more {
+                so += sn;
+            }
+            if (to.is_none() || so >= slen) && (from.is_none() || ro >= rlen) {
+                return Ok(());
+            }
+        }
+    }
+
+    // -----------------------------------------------------------------
+    // Barrier, broadcast
+
+    /// Dissemination barrier: in round `k` every rank signals rank
+    /// `r + 2^k` and waits for rank `r - 2^k` (mod n).
+    pub(crate) fn barrier(&self) -> Result<(), Error> {
+        let (r, n) = (self.rank, self.size);
+        let mut k = 1u32;
+        while k < n {
+            let to = (r + k) % n;
+            let from = (r + n - k) % n;
+            let none = empty();
+            self.send_receive(Some(to), none, 0, Some(from), none, 0, Tag::Barrier, u8::DATATYPE)?;
+            k <<= 1;
+        }
+        Ok(())
+    }
+
+    /// Binomial-tree broadcast of `len` bytes at `ptr` from `root`.
+    pub(crate) fn broadcast_bytes(
+        &self,
+        root: u32,
+        dt: Datatype,
+        ptr: *mut u8,
+        len: usize,
+    ) -> Result<(), Error> {
+        let (r, n) = (self.rank, self.size);
+        let vr = (r + n - root) % n;
+        let mut mask = 1u32;
+        while mask < n {
+            if vr & mask != 0 {
+                let src = (vr - mask + root) % n;
+                self.receive(src, Tag::Broadcast, dt, ptr, len)?;
+                break;
+            }
+            mask <<= 1;
+        }
+        mask >>= 1;
+        while mask > 0 {
+            if vr + mask < n {
+                let dst = (vr + mask + root) % n;
+                self.send(dst, Tag::Broadcast, dt, ptr, len)?;
+            }
+            mask >>= 1;
+        }
+        Ok(())
+    }
+
+    /// `MPI_Bcast` of a buffer from `root`.
+    pub(crate) fn broadcast<B: BufferMut + ?Sized>(&self, root: i32, buf: &mut B) -> Result<(), Error> {
+        let root = self.check_root(root)?;
+        let dt = buf.datatype();
+        let (ptr, len) = bytes_of_mut(buf)?;
+        self.broadcast_bytes(root, dt, ptr, len)
+    }
+
+    // -----------------------------------------------------------------
+    // Reductions
+
+    /// Reduces the `count` elements at `send` of every rank with `op`, in
+    /// rank order, into `out` at member `root` (`out` is only written
+    /// there, chunk `c` after chunk `c` of `send` was read, so they may be
+    /// the same buffer).
+    ///
+    /// # Safety
+    /// `send` readable for `count` elements; `out` (at the root) writable
+    /// for `count` elements.
+    pub(crate) unsafe fn reduce_raw<T: Equivalence, O: Operation<T>>(
+        &self,
+        send: *const T,
+        count: usize,
+        out: Option<*mut T>,
+        root: u32,
+        op: &O,
+    ) -> Result<(), Error> {
+        let e = chunk_elements::<T>()?;
+        let (r, n) = (self.rank, self.size);
+        let unit = core::mem::size_of::<T>();
+        let (mut acc, mut tmp) = (Chunk::new(), Chunk::new());
+        let (a, t) = (acc.ptr::<T>(), tmp.ptr::<T>());
+        let mut c0 = 0;
+        while c0 < count {
+            let k = e.min(count - c0);
+            // SAFETY: `c0 + k <= count` elements of `send`; `k <= e` fit a chunk.
+            unsafe { core::ptr::copy_nonoverlapping(send.add(c0), a, k) };
+            let mut mask = 1u32;
+            while mask < n {
+                if r & mask != 0 {
+                    self.send(r - mask, Tag::Reduce, T::DATATYPE, a as *const u8, k * unit)?;
+                    break;
+                }
+                if r + mask < n {
+                    self.receive(r + mask, Tag::Reduce, T::DATATYPE, t as *mut u8, k * unit)?;
+                    for i in 0..k {
+                        // SAFETY: `i < k`: initialised elements of both chunks.
+                        unsafe { a.add(i).write(op.apply(&*a.add(i), &*t.add(i))) };
+                    }
+                }
+                mask <<= 1;
+            }
+            if r == 0 && root == 0 {
+                if let Some(o) = out {
+                    // SAFETY: `out` holds `count >= c0 + k` elements.
+                    unsafe { core::ptr::copy_nonoverlapping(a, o.add(c0), k) };
+                }
+            } else if r == 0 {
+                self.send(root, Tag::Reduce, T::DATATYPE, a as *const u8, k * unit)?;
+            } else if r == root {
+                if let Some(o) = out {
+                    // SAFETY: `out` holds `count >= c0 + k` elements.
+                    let at = unsafe { o.add(c0) } as *mut u8;
+                    self.receive(0, Tag::Reduce, T::DATATYPE, at, k * unit)?;
+                }
+            }
+            c0 += k;
+        }
+        Ok(())
+    }
+
+    /// `MPI_Reduce`: `out` only at the root.
+    ///
+    /// # Safety
+    /// As [`View::reduce_raw`].
+    pub(crate) unsafe fn reduce<T: Equivalence, O: Operation<T>>(
+        &self,
+        send: *const T,
+        count: usize,
+        out: Option<(*mut T, usize)>,
+        root: i32,
+        op: &O,
+    ) -> Result<(), Error> {
+        op.check()?;
+        let root = self.check_root(root)?;
+        if let Some((_, len)) = out {
+            if len != count {
+                return Err(Error::CountMismatch {
+                    count: len as u32,
+                    expected: count as u32,
+                });
+            }
+        }
+        let out = if self.rank == root {
+            out.map(|(p, _)| p)
+        } else {
+            None
+        };
+        // SAFETY: the caller's contract.
+        unsafe { self.reduce_raw(send, count, out, root, op)? };
+        if self.rank == root && out.is_none() {
+            // The root called the non-root form: it took part, its result
+            // is dropped.
+            return Err(Error::InvalidRoot {
+                root: root as i32,
+                size: self.size as i32,
+            });
+        }
+        Ok(())
+    }
+
+    /// `MPI_Allreduce`: a reduce to rank 0, then a broadcast from it.
+    ///
+    /// # Safety
+    /// `send` readable for `count` elements, `out` writable for `len`.
+    pub(crate) unsafe fn all_reduce<T: Equivalence, O: Operation<T>>(
+        &self,
+        send: *const T,
+        count: usize,
+        out: *mut T,
+        len: usize,
+        op: &O,
+    ) -> Result<(), Error> {
+        op.check()?;
+        if len != count {
+            return Err(Error::CountMismatch {
+                count: len as u32,
+                expected: count as u32,
+            });
+        }
+        // SAFETY: the caller's contract.
+        unsafe { self.reduce_raw(send, count, Some(out), 0, op)? };
+        let bytes = count * core::mem::size_of::<T>();
+        self.broadcast_bytes(0, T::DATATYPE, out as *mut u8, bytes)
+    }
+
+    /// `MPI_Scan` (`exclusive`: `MPI_Exscan`, rank 0's `out` untouched):
+    /// recursive doubling per chunk; the exclusive prefix is kept in `out`
+    /// itself.
+    ///
+    /// # Safety
+    /// `send` readable for `count` elements, `out` writable for `len`
+    /// (they may be the same buffer).
+    pub(crate) unsafe fn scan<T: Equivalence, O: Operation<T>>(
+        &self,
+        send: *const T,
+        count: usize,
+        out: *mut T,
+        len: usize,
+        exclusive: bool,
+        op: &O,
+    ) -> Result<(), Error> {
+        op.check()?;
+        if len != count {
+            return Err(Error::CountMismatch {
+                count: len as u32,
+                expected: count as u32,
+            });
+        }
+        let e = chunk_elements::<T>()?;
+        let (r, n) = (self.rank, self.size);
+        let unit = core::mem::size_of::<T>();
+        let (mut acc, mut tmp) = (Chunk::new(), Chunk::new());
+        let (x, t) = (acc.ptr::<T>(), tmp.ptr::<T>());
+        let mut c0 = 0;
+        while c0 < count {
+            let k = e.min(count - c0);
+            // SAFETY: `c0 + k <= count`; `k` elements fit a chunk.
+            unsafe { core::ptr::copy_nonoverlapping(send.add(c0), x, k) };
+            // SAFETY: `out` holds `count` elements.
+            let o = unsafe { out.add(c0) };
+            let mut have_prefix = false;
+            let mut d = 1u32;
+            while d < n {
+                let to = (r + d < n).then_some(r + d);
+                let from = (r >= d).then_some(r.wrapping_sub(d));
+                self.send_receive(
+                    to,
+                    x as *const u8,
+                    k * unit,
+                    from,
+                    t as *mut u8,
+                    k * unit,
+                    Tag::Scan,
+                    T::DATATYPE,
+                )?;
+                if from.is_some() {
+                    for i in 0..k {
+                        // SAFETY: `i < k`: initialised elements; `o` holds `k`
+                        // more elements, initialised once `have_prefix`.
+                        unsafe {
+                            let y = &*t.add(i);
+                            if exclusive {
+                                let p = if have_prefix { op.apply(y, &*o.add(i)) } else { *y };
+                                o.add(i).write(p);
+                            }
+                            x.add(i).write(op.apply(y, &*x.add(i)));
+                        }
+                    }
+                    have_prefix = true;
+                }
+                d <<= 1;
+            }
+            if !exclusive {
+                // SAFETY: `o` holds `k` more elements.
+                unsafe { core::ptr::copy_nonoverlapping(x, o, k) };
+            }
+            c0 += k;
+        }
+        Ok(())
+    }
+
+    /// `MPI_Reduce_scatter(_block)`: the block of rank `q` (elements
+    /// `parts.get(q)` of every rank's `send`) reduced into `q`'s `out`.
+    ///
+    /// # Safety
+    /// `send` readable for its parts; `out` writable for this rank's part
+    /// (it may overlap `send` only at this rank's part 0 position, as the
+    /// in-place form: each block is read before any later block is written).
+    pub(crate) unsafe fn reduce_scatter<T: Equivalence, O: Operation<T>>(
+        &self,
+        send: *const T,
+        parts: Parts<'_>,
+        out: *mut T,
+        op: &O,
+    ) -> Result<(), Error> {
+        op.check()?;
+        let unit = core::mem::size_of::<T>();
+        for q in 0..self.size {
+            let (off, bytes) = parts.get(q as usize);
+            // SAFETY: the caller's contract: part `q` lies inside `send`.
+            let s = unsafe { send.add(off / unit) };
+            let o = (q == self.rank).then_some(out);
+            // SAFETY: as above; `out` holds this rank's part.
+            unsafe { self.reduce_raw(s, bytes / unit, o, q, op)? };
+        }
+        Ok(())
+    }
+
+    // -----------------------------------------------------------------
+    // Gather, scatter, all-gather, all-to-all
+
+    /// Linear gather: member `q`'s `send` into part `q` of the root's
+    /// `recv`; `send: None` at the root: in place.
+    pub(crate) fn gather(
+        &self,
+        root: i32,
+        send: Option<(*const u8, usize)>,
+        recv: Option<(*mut u8, usize)>,
+        parts: Option<Parts<'_>>,
+        dt: Datatype,
+    ) -> Result<(), Error> {
+        let root = self.check_root(root)?;
+        if self.rank != root {
+            let (p, n) = send.unwrap_or((empty() as *const u8, 0));
+            return self.send(root, Tag::Gather, dt, p, n);
+        }
+        let Some((rp, rlen)) = recv else {
+            // The root called the non-root form: it takes every part (as
+            // zero bytes: a truncation consumes the message), then fails.
+            for q in (0..self.size).filter(|&q| q != root) {
+                match self.receive(q, Tag::Gather, dt, empty(), 0) {
+                    Ok(()) | Err(Error::CountMismatch { .. }) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            return Err(Error::InvalidRoot {
+                root: root as i32,
+                size: self.size as i32,
+            });
+        };
+        // In place (no `send`): `recv` holds `size` equal parts.
+        let own = send.map_or(rlen / self.size as usize, |s| s.1);
+        let parts = parts.unwrap_or(Parts::Even(own));
+        let (_, last) = parts.get(self.size as usize - 1);
+        let (end, _) = parts.get(self.size as usize - 1);
+        if end + last > rlen {
+            return Err(Error::CountMismatch {
+                count: rlen as u32,
+                expected: (end + last) as u32,
+            });
+        }
+        for q in 0..self.size {
+            let (off, bytes) = parts.get(q as usize);
+            // SAFETY: part `q` lies inside `recv` (checked above for even
+            // parts, by `check_partition` for varcount ones).
+            let dst = unsafe { rp.add(off) };
+            if q == root {
+                if let Some((sp, sn)) = send {
+                    if sn != bytes {
+                        return Err(Error::CountMismatch {
+                            count: sn as u32,
+                            expected: bytes as u32,
+                        });
+                    }
+                    // SAFETY: `sn` bytes readable at `sp`, writable at `dst`;
+                    // distinct buffers (not in place).
+                    unsafe { core::ptr::copy(sp, dst, sn) };
+                }
+            } else {
+                self.receive(q, Tag::Gather, dt, dst, bytes)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Linear scatter: part `q` of the root's `send` to member `q`'s
+    /// `recv`; `recv: None` at the root: in place.
+    pub(crate) fn scatter(
+        &self,
+        root: i32,
+        send: Option<(*const u8, usize)>,
+        recv: Option<(*mut u8, usize)>,
+        parts: Option<Parts<'_>>,
+        dt: Datatype,
+    ) -> Result<(), Error> {
+        let root = self.check_root(root)?;
+        if self.rank != root {
+            let Some((p, n)) = recv else {
+                // Not the root, and no receive buffer (the root's in-place
+                // form): take the part as zero bytes, then fail.
+                return match self.receive(root, Tag::Scatter, dt, empty(), 0) {
+                    Ok(()) | Err(Error::CountMismatch { .. }) => Err(Error::InvalidRoot {
+                        root: root as i32,
+                        size: self.size as i32,
+                    }),
+                    Err(e) => Err(e),
+                };
+            };
+            return self.receive(root, Tag::Scatter, dt, p, n);
+        }
+        let Some((sp, slen)) = send else {
+            // The root called the non-root form: every rank gets an empty
+            // part (a count error where it expected more), the root fails.
+            for q in (0..self.size).filter(|&q| q != root) {
+                self.send(q, Tag::Scatter, dt, empty(), 0)?;
+            }
+            return Err(Error::InvalidRoot {
+                root: root as i32,
+                size: self.size as i32,
+            });
+        };
+        let parts = match parts {
+            Some(p) => p,
+            None => Parts::Even(slen / self.size as usize),
+        };
+        for q in 0..self.size {
+            let (off, bytes) = parts.get(q as usize);
+            // SAFETY: part `q` lies inside `send`.
+            let src = unsafe { sp.add(off) };
+            if q == root {
+                if let Some((rp, rn)) = recv {
+                    if rn != bytes {
+                        return Err(Error::CountMismatch {
+                            count: rn as u32,
+                            expected: bytes as u32,
+                        });
+                    }
+                    // SAFETY: `rn` bytes each side, distinct buffers.
+                    unsafe { core::ptr::copy(src, rp, rn) };
+                }
+            } else {
+                self.send(q, Tag::Scatter, dt, src, bytes)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Ring all-gather: this rank's part is already in `buf` (part
+    /// `rank`); in step `j` it passes part `rank - j` on to `rank + 1` and
+    /// takes part `rank - j - 1` from `rank - 1`.
+    pub(crate) fn all_gather_ring(&self, buf: *mut u8, parts: Parts<'_>, dt: Datatype) -> Result<(), Error> {
+        let (r, n) = (self.rank, self.size);
+        for j in 0..n.saturating_sub(1) {
+            let s = (r + n - j) % n;
+            let q = (r + 2 * n - j - 1) % n;
+            let (so, sb) = parts.get(s as usize);
+            let (qo, qb) = parts.get(q as usize);
+            // SAFETY: both parts lie inside `buf` and are distinct (s != q).
+            let (sp, qp) = unsafe { (buf.add(so) as *const u8, buf.add(qo)) };
+            self.send_receive(
+                Some((r + 1) % n),
+                sp,
+                sb,
+                Some((r + n - 1) % n),
+                qp,
+                qb,
+                Tag::AllGather,
+                dt,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Pairwise all-to-all: in step `j`, part `rank + j` of `send` to rank
+    /// `rank + j`, and part `rank - j` of `recv` from rank `rank - j`.
+    pub(crate) fn all_to_all_pairwise(
+        &self,
+        send: *const u8,
+        sparts: Parts<'_>,
+        recv: *mut u8,
+        rparts: Parts<'_>,
+        dt: Datatype,
+    ) -> Result<(), Error> {
+        let (r, n) = (self.rank, self.size);
+        let (so, sb) = sparts.get(r as usize);
+        let (ro, rb) = rparts.get(r as usize);
+        if sb != rb {
+            return Err(Error::CountMismatch {
+                count: rb as u32,
+                expected: sb as u32,
+            });
+        }
+        // SAFETY: own parts inside the buffers, which are distinct.
+        unsafe { core::ptr::copy(send.add(so), recv.add(ro), sb) };
+        for j in 1..n {
+            let to = (r + j) % n;
+            let from = (r + n - j) % n;
+            let (so, sb) = sparts.get(to as usize);
+            let (ro, rb) = rparts.get(from as usize);
+            // SAFETY: parts inside their buffers.
+            let (sp, rp) = unsafe { (send.add(so), recv.add(ro)) };
+            self.send_receive(Some(to), sp, sb, Some(from), rp, rb, Tag::AllToAll, dt)?;
+        }
+        Ok(())
+    }
+
+    /// In-place all-to-all: in step `j`, rank `p` swaps part `q = (j - p)
+    /// mod n` with rank `q` (whose partner in that step is `p`).
+    pub(crate) fn all_to_all_in_place(&self, buf: *mut u8, part: usize, dt: Datatype) -> Result<(), Error> {
+        let (r, n) = (self.rank, self.size);
+        for j in 0..n {
+            let q = (j + n - r) % n;
+            if q == r {
+                continue;
+            }
+            // SAFETY: part `q` lies inside `buf` (n equal parts).
+            let p = unsafe { buf.add(q as usize * part) };
+            self.exchange_replace(q, p, part, dt)?;
+        }
+        Ok(())
+    }
+
+    /// Sends the `len` bytes at `p` to member `q` and replaces them with
+    /// what `q` sends back (`MPI_Sendrecv_replace` on the collective
+    /// context).
+    fn exchange_replace(&self, q: u32, p: *mut u8, len: usize, dt: Datatype) -> Result<(), Error> {
+        let piece = self.piece();
+        let mut off = 0;
+        loop {
+            let n = (len - off).min(piece);
+            // SAFETY: `off + n <= len`.
+            let at = unsafe { p.add(off) };
+            let mut send = self.send_post(q, Tag::AllToAll, dt, at, n);
+            send.mode = SendMode::Replace as u32;
+            let recv = self.receive_post(q, Tag::AllToAll, dt, at, n);
+            let status = crate::point_to_point::exchange(self.world, Some(send), Ok(recv), true)
+                .map_err(|e| count_error(e, dt, n))?;
+            check_length(&status, dt, n)?;
+            off += n;
+            if off >= len {
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// The buffer of a zero-length message: dangling but non-null and
+/// aligned, as a copy of zero bytes still requires.
+fn empty() -> *mut u8 {
+    core::ptr::NonNull::<u8>::dangling().as_ptr()
+}
+
+/// A received message's length against the expected `len` bytes.
+fn check_length(status: &Status, dt: Datatype, len: usize) -> Result<(), Error> {
+    if status.bytes as usize != len {
+        let unit = (dt.size as usize).max(1);
+        return Err(Error::CountMismatch {
+            count: (len / unit) as u32,
+            expected: status.bytes / unit as u32,
+        });
+    }
+    Ok(())
+}
+
+/// A truncated collective message is a count mismatch.
+fn count_error(e: Error, dt: Datatype, len: usize) -> Error {
+    match e {
+        Error::Truncate { status, .. } => {
+            let unit = (dt.size as usize).max(1);
+            Error::CountMismatch {
+                count: (len / unit) as u32,
+                expected: status.bytes / unit as u32,
+            }
+        }
+        e => e,
+    }
+}
+
+/// The parts of a varcount partition over `n` ranks, checked against a
+/// buffer of `len` elements of `dt`.
+pub(crate) fn var_parts<'p>(
+    counts: &'p [i32],
+    displs: &'p [i32],
+    len_bytes: usize,
+    dt: Datatype,
+    n: u32,
+) -> Result<Parts<'p>, Error> {
+    let size = (dt.size as usize).max(1);
+    check_partition(counts, displs, len_bytes / size, n as usize)?;
+    Ok(Parts::Var { counts, displs, size })
+}
+
+/// The `(pointer, bytes)` of a send buffer; `MPI_ERR_TYPE` for a view of a
+/// non-contiguous derived datatype, which the collectives on
+/// sub-communicators do not take (docs/limits.md): only this rank fails.
+pub(crate) fn bytes_of<B: Buffer + ?Sized>(b: &B) -> Result<(*const u8, usize), Error> {
+    if let Some(e) = crate::collective::no_view(b.typed().is_some(), b.datatype().id) {
+        return Err(e);
+    }
+    let s = b.as_bytes();
+    Ok((s.as_ptr(), s.len()))
+}
+
+/// The `(pointer, bytes)` of a receive buffer; as [`bytes_of`].
+pub(crate) fn bytes_of_mut<B: BufferMut + ?Sized>(b: &mut B) -> Result<(*mut u8, usize), Error> {
+    if let Some(e) = crate::collective::no_view(b.typed_mut().is_some(), b.datatype().id) {
+        return Err(e);
+    }
+    let s = b.as_bytes_mut();
+    Ok((s.as_mut_ptr(), s.len()))
+}
+
+/// The elements of an operand.
+pub(crate) fn elements<T, S: Elements<T> + ?Sized>(s: &S) -> (*const T, usize) {
+    let e = s.elements();
+    (e.as_ptr(), e.len())
+}
+
+/// The elements of a result.
+pub(crate) fn elements_mut<T, R: ElementsMut<T> + ?Sized>(r: &mut R) -> (*mut T, usize) {
+    let e = r.elements_mut();
+    (e.as_mut_ptr(), e.len())
+}
+
+/// A partition's parts and its buffer's bytes.
+pub(crate) fn partition_parts<'p, S: Buffer + ?Sized>(
+    p: &'p Partition<'p, S>,
+    n: u32,
+) -> Result<(Parts<'p>, *const u8, usize), Error> {
+    let (ptr, len) = bytes_of(p.buf)?;
+    Ok((var_parts(p.counts, p.displs, len, p.buf.datatype(), n)?, ptr, len))
+}
+
+/// A receive partition's parts and its buffer's bytes.
+pub(crate) fn partition_parts_mut<'p, R: BufferMut + ?Sized>(
+    p: &'p mut PartitionMut<'_, R>,
+    n: u32,
+) -> Result<(Parts<'p>, *mut u8, usize, Datatype), Error> {
+    let dt = p.buf.datatype();
+    let (ptr, len) = bytes_of_mut(p.buf)?;
+    Ok((var_parts(p.counts, p.displs, len, dt, n)?, ptr, len, dt))
+}
+
+// ---------------------------------------------------------------------------
+// The collective traits on a sub-communicator
+
+use super::CommunicatorCollectives;
+use crate::communicator::SimpleCommunicator;
+use crate::topology::Communicator;
+
+impl CommunicatorCollectives for SimpleCommunicator<'_> {
+    fn barrier(&self) -> Result<(), Error> {
+        self.view().barrier()
+    }
+
+    fn all_reduce_into<T, S, R, O>(&self, send: &S, recv: &mut R, op: O) -> Result<(), Error>
+    where
+        T: Equivalence,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+        O: Operation<T>,
+    {
+        let (s, n) = elements(send);
+        let (r, m) = elements_mut(recv);
+        // SAFETY: two borrowed slices, valid for the call.
+        unsafe { self.view().all_reduce(s, n, r, m, &op) }
+    }
+
+    fn all_reduce_in_place<T, R, O>(&self, buf: &mut R, op: O) -> Result<(), Error>
+    where
+        T: Equivalence,
+        R: ElementsMut<T> + ?Sized,
+        O: Operation<T>,
+    {
+        let (p, n) = elements_mut(buf);
+        // SAFETY: one borrowed slice, each chunk read before it is written.
+        unsafe { self.view().all_reduce(p as *const T, n, p, n, &op) }
+    }
+
+    fn all_gather_into<S, R>(&self, send: &S, recv: &mut R) -> Result<(), Error>
+    where
+        S: Buffer + ?Sized,
+        R: BufferMut + ?Sized,
+    {
+        let v = self.view();
+        let (sp, sn) = bytes_of(send)?;
+        let dt = recv.datatype();
+        let (rp, rn) = bytes_of_mut(recv)?;
+        if rn != sn * v.size as usize {
+            return Err(Error::CountMismatch {
+                count: rn as u32,
+                expected: (sn * v.size as usize) as u32,
+            });
+        }
+        // SAFETY: part `rank` of `recv` holds `sn` bytes; distinct buffers.
+        unsafe { core::ptr::copy_nonoverlapping(sp, rp.add(v.rank as usize * sn), sn) };
+        v.all_gather_ring(rp, Parts::Even(sn), dt)
+    }
+
+    fn all_gather_in_place<R>(&self, buf: &mut R) -> Result<(), Error>
+    where
+        R: BufferMut + ?Sized,
+    {
+        let v = self.view();
+        let dt = buf.datatype();
+        let (p, n) = bytes_of_mut(buf)?;
+        v.all_gather_ring(p, Parts::Even(n / v.size as usize), dt)
+    }
+
+    fn all_gather_varcount_into<S, R>(&self, send: &S, recv: &mut PartitionMut<'_, R>) -> Result<(), Error>
+    where
+        S: Buffer + ?Sized,
+        R: BufferMut + ?Sized,
+    {
+        let v = self.view();
+        let (sp, sn) = bytes_of(send)?;
+        let (parts, rp, _, dt) = partition_parts_mut(recv, v.size)?;
+        let (off, bytes) = parts.get(v.rank as usize);
+        if bytes != sn {
+            return Err(Error::CountMismatch {
+                count: (sn / (dt.size as usize).max(1)) as u32,
+                expected: (bytes / (dt.size as usize).max(1)) as u32,
+            });
+        }
+        // SAFETY: this rank's part lies inside `recv` (checked partition).
+        unsafe { core::ptr::copy_nonoverlapping(sp, rp.add(off), sn) };
+        v.all_gather_ring(rp, parts, dt)
+    }
+
+    fn all_to_all_into<S, R>(&self, send: &S, recv: &mut R) -> Result<(), Error>
+    where
+        S: Buffer + ?Sized,
+        R: BufferMut + ?Sized,
+    {
+        let v = self.view();
+        let (sp, sn) = bytes_of(send)?;
+        let dt = recv.datatype();
+        let (rp, rn) = bytes_of_mut(recv)?;
+        if rn != sn {
+            return Err(Error::CountMismatch {
+                count: rn as u32,
+                expected: sn as u32,
+            });
+        }
+        let part = Parts::Even(sn / v.size as usize);
+        v.all_to_all_pairwise(sp, part, rp, part, dt)
+    }
+
+    fn all_to_all_in_place<R>(&self, buf: &mut R) -> Result<(), Error>
+    where
+        R: BufferMut + ?Sized,
+    {
+        let v = self.view();
+        let dt = buf.datatype();
+        let (p, n) = bytes_of_mut(buf)?;
+        v.all_to_all_in_place(p, n / v.size as usize, dt)
+    }
+
+    fn all_to_all_varcount_into<S, R>(
+        &self,
+        send: &Partition<'_, S>,
+        recv: &mut PartitionMut<'_, R>,
+    ) -> Result<(), Error>
+    where
+        S: Buffer + ?Sized,
+        R: BufferMut + ?Sized,
+    {
+        let v = self.view();
+        let (sparts, sp, _) = partition_parts(send, v.size)?;
+        let (rparts, rp, _, dt) = partition_parts_mut(recv, v.size)?;
+        v.all_to_all_pairwise(sp, sparts, rp, rparts, dt)
+    }
+
+    fn reduce_scatter_block_into<T, S, R, O>(&self, send: &S, recv: &mut R, op: O) -> Result<(), Error>
+    where
+        T: Equivalence,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+        O: Operation<T>,
+    {
+        let v = self.view();
+        let (s, n) = elements(send);
+        let (r, m) = elements_mut(recv);
+        if n != m * v.size as usize {
+            return Err(Error::CountMismatch {
+                count: n as u32,
+                expected: (m * v.size as usize) as u32,
+            });
+        }
+        let unit = core::mem::size_of::<T>();
+        // SAFETY: `send` holds `size` blocks of `m` elements, `recv` one.
+        unsafe { v.reduce_scatter(s, Parts::Even(m * unit), r, &op) }
+    }
+
+    fn reduce_scatter_block_in_place<T, R, O>(&self, buf: &mut R, op: O) -> Result<(), Error>
+    where
+        T: Equivalence,
+        R: ElementsMut<T> + ?Sized,
+        O: Operation<T>,
+    {
+        let v = self.view();
+        let (p, n) = elements_mut(buf);
+        let m = n / v.size as usize;
+        let unit = core::mem::size_of::<T>();
+        // SAFETY: one slice of `size` blocks of `m` elements; block `q`'s
+        // result goes to elements `0..m` of rank `q`, which no later block
+        // reads (block 0 is reduced first, each chunk read before written).
+        unsafe { v.reduce_scatter(p as *const T, Parts::Even(m * unit), p, &op) }
+    }
+
+    fn reduce_scatter_into<T, S, R, O>(
+        &self,
+        send: &S,
+        recv: &mut R,
+        counts: &[i32],
+        op: O,
+    ) -> Result<(), Error>
+    where
+        T: Equivalence,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+        O: Operation<T>,
+    {
+        let v = self.view();
+        let (s, n) = elements(send);
+        let (r, m) = elements_mut(recv);
+        if counts.len() != v.size as usize || counts.iter().any(|&c| c < 0) {
+            return Err(Error::CountMismatch {
+                count: counts.len() as u32,
+                expected: v.size,
+            });
+        }
+        let total: usize = counts.iter().map(|&c| c as usize).sum();
+        let mine = counts[v.rank as usize] as usize;
+        if n != total || m < mine {
+            return Err(Error::CountMismatch {
+                count: n as u32,
+                expected: total as u32,
+            });
+        }
+        op.check()?;
+        let mut off = 0usize;
+        // Block by block, each a reduce of its own to the rank it belongs to.
+        for (q, &c) in counts.iter().enumerate() {
+            let o = (q == v.rank as usize).then_some(r);
+            // SAFETY: block `q` (elements `off..off + c`) lies inside
+            // `send` (`n == total`); `recv` holds at least `mine` elements.
+            unsafe { v.reduce_raw(s.add(off), c as usize, o, q as u32, &op)? };
+            off += c as usize;
+        }
+        Ok(())
+    }
+
+    fn scan_into<T, S, R, O>(&self, send: &S, recv: &mut R, op: O) -> Result<(), Error>
+    where
+        T: Equivalence,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+        O: Operation<T>,
+    {
+        let (s, n) = elements(send);
+        let (r, m) = elements_mut(recv);
+        // SAFETY: two borrowed slices.
+        unsafe { self.view().scan(s, n, r, m, false, &op) }
+    }
+
+    fn scan_in_place<T, R, O>(&self, buf: &mut R, op: O) -> Result<(), Error>
+    where
+        T: Equivalence,
+        R: ElementsMut<T> + ?Sized,
+        O: Operation<T>,
+    {
+        let (p, n) = elements_mut(buf);
+        // SAFETY: one slice, each chunk read before it is written.
+        unsafe { self.view().scan(p as *const T, n, p, n, false, &op) }
+    }
+
+    fn exclusive_scan_into<T, S, R, O>(&self, send: &S, recv: &mut R, op: O) -> Result<(), Error>
+    where
+        T: Equivalence,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+        O: Operation<T>,
+    {
+        let (s, n) = elements(send);
+        let (r, m) = elements_mut(recv);
+        // SAFETY: two borrowed slices.
+        unsafe { self.view().scan(s, n, r, m, true, &op) }
+    }
+
+    fn exclusive_scan_in_place<T, R, O>(&self, buf: &mut R, op: O) -> Result<(), Error>
+    where
+        T: Equivalence,
+        R: ElementsMut<T> + ?Sized,
+        O: Operation<T>,
+    {
+        let (p, n) = elements_mut(buf);
+        // SAFETY: one slice, each chunk read before it is written.
+        unsafe { self.view().scan(p as *const T, n, p, n, true, &op) }
+    }
+}
