@@ -1490,7 +1490,9 @@ impl Root for Process<'_> {
     {
         if let Some(v) = self.sub() {
             let dt = recv.datatype();
-            let s = (v.rank as i32 == self.rank).then(|| general::bytes_of(send)).transpose()?;
+            let s = (v.rank as i32 == self.rank)
+                .then(|| general::bytes_of(send))
+                .transpose()?;
             return v.scatter(self.rank, s, Some(general::bytes_of_mut(recv)?), None, dt);
         }
         let send = (self.rank == self.world.rank()).then_some(send);

@@ -496,9 +496,11 @@ fn receive_value<T: Equivalence>(
 }
 
 impl Destination for Process<'_> {
+    #[inline(always)]
     fn send_with_tag<B: Buffer + ?Sized>(&self, buf: &B, tag: i32) -> Result<(), Error> {
         send_to(self, buf, tag, SendMode::Standard)
     }
+    #[inline(always)]
     fn synchronous_send_with_tag<B: Buffer + ?Sized>(&self, buf: &B, tag: i32) -> Result<(), Error> {
         send_to(self, buf, tag, SendMode::Synchronous)
     }

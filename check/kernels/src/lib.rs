@@ -37,8 +37,8 @@ use gpu_mpi_device::{Error, GlobalSlice, Status};
 
 pub mod chapter6;
 pub mod collectives;
-pub mod datatypes;
 pub mod comm;
+pub mod datatypes;
 pub mod faults;
 pub mod interpreter;
 pub mod nonblocking;
