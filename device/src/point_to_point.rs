@@ -188,6 +188,7 @@ pub(crate) fn send_post(
 /// The record of a receive into `capacity` bytes at `buf` from rank
 /// `source` of `comm` with `tag`, after the argument checks; `Err(status)`
 /// of the null process. `typed` as for [`send_post`].
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn receive_post(
     world: &World,
     comm: CommInfo,
