@@ -4,7 +4,7 @@
 //!
 //! Where rsmpi's example asserts, the kernel records: every rank writes
 //! what it saw, in order, into its row of [`WORDS`] words of `out`
-//! ([`Row`]); the host program (`examples/rsmpi/src`) computes what each
+//! (`Row`); the host program (`examples/rsmpi/src`) computes what each
 //! rank should have seen from the example's own formula and compares.
 //! Worlds are small: at most [`MAX_RANKS`] ranks (the kernels keep their
 //! tables on the stack); a larger world fails with `MPI_ERR_ARG`.
