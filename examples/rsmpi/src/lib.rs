@@ -517,7 +517,15 @@ pub fn open(backend: BackendKind) -> Result<Device, HostError> {
 /// checks every rank's record, and returns rank 0's (or the error: a host
 /// error, or the first rank whose record differs).
 pub fn run(device: &Device, example: &Example, ranks: u32, block_dim: u32) -> Result<Vec<i64>, String> {
+    run_in(device, example, WorldSpec::ranks(ranks).block_dim(block_dim))
+}
+
+/// [`run`] in the world `spec` (its size, block size, and on the cpu
+/// backend its schedule), with the example's own changes applied.
+pub fn run_in(device: &Device, example: &Example, spec: WorldSpec) -> Result<Vec<i64>, String> {
     let text = |e: HostError| format!("{}: {e}", example.name);
+    let config = device.resolve(&spec).map_err(text)?;
+    let ranks = config.ranks;
     let n = ranks as i64;
     let types = (example.types)(n).map_err(|e| format!("{}: datatype: {e}", example.name))?;
     let mut committed = Vec::new();
@@ -535,7 +543,7 @@ pub fn run(device: &Device, example: &Example, ranks: u32, block_dim: u32) -> Re
         type_a: type_a.slice(),
         type_b: type_b.slice(),
     };
-    let spec = (example.world)(WorldSpec::ranks(ranks).block_dim(block_dim));
+    let spec = (example.world)(spec);
     device.launch(example.kernel, &args, &spec).map_err(text)?;
     let all = device.download(&out).map_err(text)?;
     let mut rows = Vec::new();

@@ -3,8 +3,8 @@
 //! record; checks that the docs' table names every example; and runs the
 //! binary as CI users do.
 
-use gpu_mpi::{BackendKind, Device, HostError, WorldSpec};
-use gpu_mpi_example_rsmpi::{find, open, run, EXAMPLES, WORLDS};
+use gpu_mpi::{BackendKind, Device, HostError, Schedule, WorldSpec};
+use gpu_mpi_example_rsmpi::{find, open, run, run_in, EXAMPLES, WORLDS};
 use gpu_mpi_example_rsmpi_kernels::{ExampleArgs, UNWRITTEN, WORDS};
 use std::process::Command;
 
@@ -20,6 +20,26 @@ fn every_example_records_what_rsmpis_asserts() {
         for &(ranks, block_dim) in &WORLDS {
             if let Err(e) = run(&device, example, ranks, block_dim) {
                 failures.push(e);
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The examples' results do not depend on the interleaving (rsmpi's
+/// assertions hold for every run): each example under seeded random and
+/// PCT schedules of the emulator (docs/emulator.md).
+#[test]
+fn every_example_records_the_same_under_other_schedules() {
+    let device = cpu();
+    let mut failures = Vec::new();
+    for seed in 1..=3 {
+        for schedule in [Schedule::Random { seed }, Schedule::pct(seed, 3)] {
+            for example in EXAMPLES {
+                let spec = WorldSpec::ranks(6).block_dim(3).schedule(schedule);
+                if let Err(e) = run_in(&device, example, spec) {
+                    failures.push(format!("{schedule:?}: {e}"));
+                }
             }
         }
     }
