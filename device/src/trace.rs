@@ -782,6 +782,83 @@ mod tests {
         assert_eq!(layout.trace_of(0) + layout.trace_stride, layout.total);
     }
 
+    fn events_of(mem: &[u8], layout: &Layout) -> Vec<TraceEvent> {
+        let h = TraceHeader::read(mem, layout, 0).unwrap();
+        assert_eq!(h.dropped, 0);
+        (0..h.recorded)
+            .map(|i| TraceEvent::read(mem, layout, 0, i))
+            .collect()
+    }
+
+    #[test]
+    fn a_duplicate_its_collectives_and_its_messages_name_its_context() {
+        use crate::collective::{CommunicatorCollectives, Root};
+        use crate::error::ErrorClass;
+        use crate::wait::Call;
+        let (mem, layout) = run(64, |w| {
+            let d = w.duplicate().unwrap();
+            assert_eq!(d.context_id(), 1);
+            d.barrier().unwrap();
+            let me = d.process_at_rank(0);
+            me.send_with_tag(&3u8, 2).unwrap();
+            me.receive_into_with_tag(&mut 0u8, 2).unwrap();
+            let e = d.process_at_rank(1).broadcast_into(&mut 0u8).unwrap_err();
+            assert_eq!(e.class(), ErrorClass::Root);
+            w.barrier().unwrap();
+        });
+        let events = events_of(&mem, &layout);
+        let spans: Vec<_> = events
+            .iter()
+            .filter(
+                |e| !matches!(e.kind(), Some(k) if k < TraceKind::CollectiveEnter || k == TraceKind::Blocked),
+            )
+            .map(|e| (e.kind().unwrap(), e.call, e.context, e.peer, e.tag, e.arg))
+            .collect();
+        let (barrier, bcast) = (Call::Barrier as u8, Call::Broadcast as u8);
+        let dup = Creation::Duplicate as u8;
+        assert_eq!(
+            spans,
+            [
+                // The creation on the world: colour 0, key 0, rank 0 of 1;
+                // out: context 1, rank 0, first entry 0.
+                (TraceKind::CreationEnter, dup, 1, 0, 0, 0),
+                (TraceKind::CreationLeave, dup, 3, 0, 0, 0),
+                // The duplicate's barrier: no root; rank 0, first entry 0.
+                (TraceKind::CollectiveEnter, barrier, 3, -2, -2, 0),
+                (TraceKind::CollectiveLeave, barrier, 3, -2, -1, 0),
+                // A broadcast from a root out of range: its leave says
+                // MPI_ERR_ROOT.
+                (TraceKind::CollectiveEnter, bcast, 3, 1, -1, 0),
+                (
+                    TraceKind::CollectiveLeave,
+                    bcast,
+                    3,
+                    -2,
+                    -1,
+                    ErrorClass::Root as u64
+                ),
+                // The world's barrier.
+                (TraceKind::CollectiveEnter, barrier, 1, -2, -2, 0),
+                (TraceKind::CollectiveLeave, barrier, 1, -2, -1, 0),
+            ]
+        );
+        // The self-send on the duplicate: its point-to-point context word 2
+        // on all six events (one rank: the collectives send no messages).
+        let p2p: Vec<_> = events
+            .iter()
+            .filter(|e| e.kind() < Some(TraceKind::Probe))
+            .collect();
+        assert_eq!(p2p.len(), 6);
+        assert!(
+            p2p.iter()
+                .all(|e| (e.context, e.peer, e.tag, e.bytes) == (2, 0, 2, 1)),
+            "{p2p:?}"
+        );
+        assert!(p2p
+            .iter()
+            .all(|e| e.communicator() == Some(1) && !e.is_collective_traffic()));
+    }
+
     #[test]
     fn an_untraced_world_has_no_trace_region() {
         let (mem, layout) = run(0, self_send);

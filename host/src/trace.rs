@@ -318,11 +318,15 @@ impl Trace {
     /// which Perfetto (ui.perfetto.dev) and `chrome://tracing` open: one
     /// process per block (named with its SM on the GPU), one thread per
     /// rank; requests as async slices from posted to completed; blocked
-    /// waits and the sends and matches as complete slices; collectives as
-    /// begin/end slices; probes as instants; one flow (`s` to `f`) from each
+    /// waits and the sends and matches as complete slices; collectives and
+    /// communicator creations as begin/end slices named with their
+    /// communicator ("all_reduce (comm 1)", "barrier (world)", "split
+    /// (world → comm 1)", with " failed: MPI_ERR_…" when they returned an
+    /// error); probes as instants; one flow (`s` to `f`) from each
     /// message's send to the receive that matched it. Every event carries
-    /// `args.kind`, the [`TraceKind`] name it came from. `otherData` holds the
-    /// backend, the buffer size, and the events recorded and dropped.
+    /// `args.kind`, the [`TraceKind`] name it came from, and
+    /// `args.communicator` ("world", "comm 3", or null). `otherData` holds
+    /// the backend, the buffer size, and the events recorded and dropped.
     pub fn to_chrome_json(&self) -> String {
         let origin = self.origin();
         let us = |ns: u64| (ns.saturating_sub(origin)) as f64 / 1000.0;
@@ -626,7 +630,7 @@ impl Trace {
                 let s = &self.ranks[m.source as usize].events[m.sent];
                 let f = &self.ranks[m.dest as usize].events[m.matched];
                 json!({"from": m.source, "to": m.dest, "tag": m.tag, "bytes": m.bytes,
-                    "comm": context_suffix(m.context).trim_start(),
+                    "comm": diagram_comm(m.context),
                     "t0": s.time_ns.saturating_sub(origin), "t1": f.time_ns.saturating_sub(origin)})
             })
             .collect();
@@ -642,14 +646,10 @@ impl Trace {
                 "name": s.name(events)}));
         }
         for r in &self.ranks {
-            for e in &r.events {
+            for e in r.events.iter().filter(|e| e.kind() == Some(TraceKind::Blocked)) {
                 let t = e.time_ns.saturating_sub(origin);
-                match e.kind() {
-                    Some(TraceKind::Blocked) => spans
-                        .push(json!({"rank": r.rank, "t0": t.saturating_sub(e.arg),
-                        "t1": t, "kind": "blocked", "name": call_name(e.call as u32, e.peer, e.tag)})),
-                    _ => {}
-                }
+                spans.push(json!({"rank": r.rank, "t0": t.saturating_sub(e.arg),
+                    "t1": t, "kind": "blocked", "name": call_name(e.call as u32, e.peer, e.tag)}));
             }
         }
         json!({"messages": messages, "spans": spans, "total_messages": self.messages().len()})
@@ -693,6 +693,17 @@ fn context_suffix(context: u16) -> String {
         format!(" ({comm} collective)")
     } else {
         format!(" on {comm}")
+    }
+}
+
+/// The communicator an arrow of the sequence diagram names: nothing for
+/// the world's point-to-point traffic, "comm 3", or "comm 3 coll." and
+/// "world coll." for a collective's own messages.
+fn diagram_comm(context: u16) -> String {
+    match context {
+        0 | NO_CONTEXT => String::new(),
+        c if c & 1 == 1 => format!("{} coll.", comm_name(c as u32 >> 1)),
+        c => comm_name(c as u32 >> 1),
     }
 }
 

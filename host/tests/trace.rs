@@ -598,6 +598,32 @@ fn the_html_page_renders_one_arrow_per_message_in_chromium() {
 }
 
 #[test]
+fn the_html_page_shows_communicators_and_failed_collectives_in_chromium() {
+    let Some(browser) = chromium() else { return };
+    let t = split_trace();
+    let dir = tmp_dir("split-page");
+    let html = t.write_files(&dir.join("split.json"), "split", None).unwrap();
+    let shot = dir.join("split.png");
+    let dom = render(&browser, &html, &shot, &dir);
+    assert_eq!(count(&dom, "msg"), t.messages().len(), "one arrow per message");
+    // Per rank: the split, the all-reduce, the broadcast and the barrier
+    // drawn as collectives, the failed broadcast apart.
+    assert_eq!(count(&dom, "coll"), 4 * RANKS as usize);
+    assert_eq!(count(&dom, "coll failed"), RANKS as usize);
+    assert!(
+        dom.contains("comm 1 · tag 5 · 8 B"),
+        "arrows name their communicator"
+    );
+    assert!(
+        dom.contains("comm 1 coll. · tag"),
+        "a collective's own messages say so"
+    );
+    assert!(dom.contains("broadcast(root 4) (comm 1) failed: MPI_ERR_ROOT"));
+    assert!(is_png(&shot));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn a_deadlock_page_draws_the_wait_for_graph_in_chromium() {
     let Some(browser) = chromium() else { return };
     let d = Device::cpu();
