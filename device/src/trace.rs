@@ -305,7 +305,6 @@ const fn head(kind: TraceKind, call: u32, context: u32) -> u32 {
 /// `engine::progress_words`.
 #[inline(never)]
 #[cold]
-#[allow(clippy::too_many_arguments)]
 fn record_words(base: u64, rank: u32, head: u32, peer: i32, tag: i32, bytes: u32, arg: u64) {
     let core = Core {
         base: base as *mut u8,
@@ -857,6 +856,63 @@ mod tests {
         assert!(p2p
             .iter()
             .all(|e| e.communicator() == Some(1) && !e.is_collective_traffic()));
+    }
+
+    #[test]
+    fn every_collective_of_a_sub_communicator_is_a_span_left_with_its_result() {
+        use crate::collective::{CommunicatorCollectives, Root, SystemOperation};
+        use crate::error::ErrorClass;
+        use crate::wait::Call;
+        let (mem, layout) = run(128, |w| {
+            let d = w.duplicate().unwrap();
+            let root = d.process_at_rank(0);
+            let sum = SystemOperation::sum;
+            let (x, mut y) = ([4u32], [0u32]);
+            d.all_reduce_into(&x[..], &mut y[..], sum()).unwrap();
+            d.all_gather_into(&x[..], &mut y[..]).unwrap();
+            d.all_to_all_into(&x[..], &mut y[..]).unwrap();
+            d.reduce_scatter_block_into(&x[..], &mut y[..], sum()).unwrap();
+            d.scan_into(&x[..], &mut y[..], sum()).unwrap();
+            d.exclusive_scan_into(&x[..], &mut y[..], sum()).unwrap();
+            root.reduce_into_root(&x[..], &mut y[..], sum()).unwrap();
+            root.gather_into_root(&x[..], &mut y[..]).unwrap();
+            root.scatter_into_root(&x[..], &mut y[..]).unwrap();
+            // An argument error found before any message: still left.
+            let e = d.all_gather_into(&x[..], &mut [0u32; 2][..]).unwrap_err();
+            assert_eq!(e.class(), ErrorClass::Count);
+        });
+        let events = events_of(&mem, &layout);
+        let mut spans = Vec::new();
+        let mut open = None;
+        for e in &events {
+            match e.kind() {
+                Some(TraceKind::CollectiveEnter) => {
+                    assert_eq!((e.context, e.bytes), (3, 1), "{e:?}");
+                    assert!(open.replace(e.call).is_none(), "two spans open");
+                }
+                Some(TraceKind::CollectiveLeave) => {
+                    assert_eq!(open.take(), Some(e.call), "left what was entered");
+                    spans.push((e.call, e.arg));
+                }
+                _ => {}
+            }
+        }
+        let code = |c: Call| c as u8;
+        assert_eq!(
+            spans,
+            [
+                (code(Call::AllReduce), 0),
+                (code(Call::AllGather), 0),
+                (code(Call::AllToAll), 0),
+                (code(Call::ReduceScatter), 0),
+                (code(Call::Scan), 0),
+                (code(Call::Scan), 0),
+                (code(Call::Reduce), 0),
+                (code(Call::Gather), 0),
+                (code(Call::Scatter), 0),
+                (code(Call::AllGather), ErrorClass::Count as u64),
+            ]
+        );
     }
 
     #[test]
