@@ -829,7 +829,6 @@ impl World {
                 tag: -1,
             },
         };
-        let span = trace::Span::enter(&self.core(), what.operation as u32, what.peer);
         let mut local_error = None;
         if let Some(r) = root {
             if self.check_rank(r).is_err() {
@@ -890,10 +889,10 @@ impl World {
                 size: self.size(),
             });
         }
-        span.leave(match local_error {
+        match local_error {
             Some(e) => Err(e),
             None => Ok(()),
-        })
+        }
     }
 
     /// One round: stage `part`, combine inside the block, stage the block's
@@ -1054,7 +1053,6 @@ impl World {
             peer: root,
             tag: -1,
         };
-        let span = trace::Span::enter(&self.core(), what.operation as u32, what.peer);
         let capacity = self.collective_bytes() - CELL_HEADER;
         let is_root = root == self.rank();
         let mut offset = 0usize;
@@ -1111,11 +1109,11 @@ impl World {
                 break;
             }
         }
-        span.leave(match local_error {
+        match local_error {
             Some(e) => Err(e),
             None if !walked => Err(Error::Intern),
             None => Ok(()),
-        })
+        }
     }
 
     fn broadcast_area(&self) -> *mut u8 {
@@ -1142,9 +1140,12 @@ impl CommunicatorCollectives for World {
         R: ElementsMut<T> + ?Sized,
         O: Operation<T>,
     {
+        let span = trace::Span::enter(&self.core(), WaitCall::AllReduce as u32, -2);
         let (s, r) = (send.elements(), recv.elements_mut());
         // SAFETY: two distinct borrowed slices, valid for the call.
-        unsafe { self.reduce_impl(s.as_ptr(), s.len(), Some((r.as_mut_ptr(), r.len())), None, &op) }
+        span.leave(unsafe {
+            self.reduce_impl(s.as_ptr(), s.len(), Some((r.as_mut_ptr(), r.len())), None, &op)
+        })
     }
 
     fn all_reduce_in_place<T, R, O>(&self, buf: &mut R, op: O) -> Result<(), Error>
@@ -1153,11 +1154,12 @@ impl CommunicatorCollectives for World {
         R: ElementsMut<T> + ?Sized,
         O: Operation<T>,
     {
+        let span = trace::Span::enter(&self.core(), WaitCall::AllReduce as u32, -2);
         let b = buf.elements_mut();
         let (p, n) = (b.as_mut_ptr(), b.len());
         // SAFETY: one exclusively borrowed slice, read and written only
         // through `p` (reduce_impl's in-place order).
-        unsafe { self.reduce_impl(p as *const T, n, Some((p, n)), None, &op) }
+        span.leave(unsafe { self.reduce_impl(p as *const T, n, Some((p, n)), None, &op) })
     }
 
     fn all_gather_into<S, R>(&self, send: &S, recv: &mut R) -> Result<(), Error>
@@ -1165,14 +1167,16 @@ impl CommunicatorCollectives for World {
         S: Buffer + ?Sized,
         R: BufferMut + ?Sized,
     {
-        self.all_gather_impl(Some(send), recv, None)
+        let span = trace::Span::enter(&self.core(), WaitCall::AllGather as u32, -2);
+        span.leave(self.all_gather_impl(Some(send), recv, None))
     }
 
     fn all_gather_in_place<R>(&self, buf: &mut R) -> Result<(), Error>
     where
         R: BufferMut + ?Sized,
     {
-        self.all_gather_impl::<u8, R>(None, buf, None)
+        let span = trace::Span::enter(&self.core(), WaitCall::AllGather as u32, -2);
+        span.leave(self.all_gather_impl::<u8, R>(None, buf, None))
     }
 
     fn all_gather_varcount_into<S, R>(&self, send: &S, recv: &mut PartitionMut<'_, R>) -> Result<(), Error>
@@ -1180,8 +1184,9 @@ impl CommunicatorCollectives for World {
         S: Buffer + ?Sized,
         R: BufferMut + ?Sized,
     {
+        let span = trace::Span::enter(&self.core(), WaitCall::AllGather as u32, -2);
         let (counts, displs) = (recv.counts, recv.displs);
-        self.all_gather_impl(Some(send), &mut *recv.buf, Some((counts, displs)))
+        span.leave(self.all_gather_impl(Some(send), &mut *recv.buf, Some((counts, displs))))
     }
 
     fn all_to_all_into<S, R>(&self, send: &S, recv: &mut R) -> Result<(), Error>
@@ -1189,14 +1194,16 @@ impl CommunicatorCollectives for World {
         S: Buffer + ?Sized,
         R: BufferMut + ?Sized,
     {
-        self.all_to_all_impl(send, recv)
+        let span = trace::Span::enter(&self.core(), WaitCall::AllToAll as u32, -2);
+        span.leave(self.all_to_all_impl(send, recv))
     }
 
     fn all_to_all_in_place<R>(&self, buf: &mut R) -> Result<(), Error>
     where
         R: BufferMut + ?Sized,
     {
-        self.all_to_all_in_place_impl(buf)
+        let span = trace::Span::enter(&self.core(), WaitCall::AllToAll as u32, -2);
+        span.leave(self.all_to_all_in_place_impl(buf))
     }
 
     fn all_to_all_varcount_into<S, R>(
@@ -1208,7 +1215,8 @@ impl CommunicatorCollectives for World {
         S: Buffer + ?Sized,
         R: BufferMut + ?Sized,
     {
-        self.all_to_all_varcount_impl(send, recv)
+        let span = trace::Span::enter(&self.core(), WaitCall::AllToAll as u32, -2);
+        span.leave(self.all_to_all_varcount_impl(send, recv))
     }
 
     fn reduce_scatter_block_into<T, S, R, O>(&self, send: &S, recv: &mut R, op: O) -> Result<(), Error>
@@ -1218,9 +1226,12 @@ impl CommunicatorCollectives for World {
         R: ElementsMut<T> + ?Sized,
         O: Operation<T>,
     {
+        let span = trace::Span::enter(&self.core(), WaitCall::ReduceScatter as u32, -2);
         let (s, r) = (send.elements(), recv.elements_mut());
         // SAFETY: two distinct borrowed slices, valid for the call.
-        unsafe { self.reduce_scatter_impl(s.as_ptr(), s.len(), r.as_mut_ptr(), r.len(), None, &op) }
+        span.leave(unsafe {
+            self.reduce_scatter_impl(s.as_ptr(), s.len(), r.as_mut_ptr(), r.len(), None, &op)
+        })
     }
 
     fn reduce_scatter_block_in_place<T, R, O>(&self, buf: &mut R, op: O) -> Result<(), Error>
@@ -1229,13 +1240,14 @@ impl CommunicatorCollectives for World {
         R: ElementsMut<T> + ?Sized,
         O: Operation<T>,
     {
+        let span = trace::Span::enter(&self.core(), WaitCall::ReduceScatter as u32, -2);
         let b = buf.elements_mut();
         let (p, n) = (b.as_mut_ptr(), b.len());
         let k = n / (self.layout.ranks as usize);
         // SAFETY: one exclusively borrowed slice used only through `p`; the
         // result (the first `k` elements) is written in reduce_scatter_impl's
         // in-place order.
-        unsafe { self.reduce_scatter_impl(p as *const T, n, p, k, None, &op) }
+        span.leave(unsafe { self.reduce_scatter_impl(p as *const T, n, p, k, None, &op) })
     }
 
     fn reduce_scatter_into<T, S, R, O>(
@@ -1251,9 +1263,12 @@ impl CommunicatorCollectives for World {
         R: ElementsMut<T> + ?Sized,
         O: Operation<T>,
     {
+        let span = trace::Span::enter(&self.core(), WaitCall::ReduceScatter as u32, -2);
         let (s, r) = (send.elements(), recv.elements_mut());
         // SAFETY: two distinct borrowed slices, valid for the call.
-        unsafe { self.reduce_scatter_impl(s.as_ptr(), s.len(), r.as_mut_ptr(), r.len(), Some(counts), &op) }
+        span.leave(unsafe {
+            self.reduce_scatter_impl(s.as_ptr(), s.len(), r.as_mut_ptr(), r.len(), Some(counts), &op)
+        })
     }
 
     fn scan_into<T, S, R, O>(&self, send: &S, recv: &mut R, op: O) -> Result<(), Error>
@@ -1263,9 +1278,10 @@ impl CommunicatorCollectives for World {
         R: ElementsMut<T> + ?Sized,
         O: Operation<T>,
     {
+        let span = trace::Span::enter(&self.core(), WaitCall::Scan as u32, -2);
         let (s, r) = (send.elements(), recv.elements_mut());
         // SAFETY: two distinct borrowed slices, valid for the call.
-        unsafe { self.scan_impl(s.as_ptr(), s.len(), r.as_mut_ptr(), r.len(), false, &op) }
+        span.leave(unsafe { self.scan_impl(s.as_ptr(), s.len(), r.as_mut_ptr(), r.len(), false, &op) })
     }
 
     fn scan_in_place<T, R, O>(&self, buf: &mut R, op: O) -> Result<(), Error>
@@ -1274,11 +1290,12 @@ impl CommunicatorCollectives for World {
         R: ElementsMut<T> + ?Sized,
         O: Operation<T>,
     {
+        let span = trace::Span::enter(&self.core(), WaitCall::Scan as u32, -2);
         let b = buf.elements_mut();
         let (p, n) = (b.as_mut_ptr(), b.len());
         // SAFETY: one exclusively borrowed slice used only through `p`, in
         // scan_impl's in-place order.
-        unsafe { self.scan_impl(p as *const T, n, p, n, false, &op) }
+        span.leave(unsafe { self.scan_impl(p as *const T, n, p, n, false, &op) })
     }
 
     fn exclusive_scan_into<T, S, R, O>(&self, send: &S, recv: &mut R, op: O) -> Result<(), Error>
@@ -1288,9 +1305,10 @@ impl CommunicatorCollectives for World {
         R: ElementsMut<T> + ?Sized,
         O: Operation<T>,
     {
+        let span = trace::Span::enter(&self.core(), WaitCall::Scan as u32, -2);
         let (s, r) = (send.elements(), recv.elements_mut());
         // SAFETY: two distinct borrowed slices, valid for the call.
-        unsafe { self.scan_impl(s.as_ptr(), s.len(), r.as_mut_ptr(), r.len(), true, &op) }
+        span.leave(unsafe { self.scan_impl(s.as_ptr(), s.len(), r.as_mut_ptr(), r.len(), true, &op) })
     }
 
     fn exclusive_scan_in_place<T, R, O>(&self, buf: &mut R, op: O) -> Result<(), Error>
@@ -1299,10 +1317,11 @@ impl CommunicatorCollectives for World {
         R: ElementsMut<T> + ?Sized,
         O: Operation<T>,
     {
+        let span = trace::Span::enter(&self.core(), WaitCall::Scan as u32, -2);
         let b = buf.elements_mut();
         let (p, n) = (b.as_mut_ptr(), b.len());
         // SAFETY: as in `scan_in_place`.
-        unsafe { self.scan_impl(p as *const T, n, p, n, true, &op) }
+        span.leave(unsafe { self.scan_impl(p as *const T, n, p, n, true, &op) })
     }
 }
 
@@ -1318,9 +1337,10 @@ impl Process<'_> {
 impl Root for Process<'_> {
     fn broadcast_into<B: BufferMut + ?Sized>(&self, buf: &mut B) -> Result<(), Error> {
         if let Some(v) = self.sub() {
-            return v.broadcast(self.rank, buf);
+            return v.traced(WaitCall::Broadcast, self.rank, || v.broadcast(self.rank, buf));
         }
-        self.world.broadcast_impl(self.rank, buf)
+        let span = trace::Span::enter(&self.world.core(), WaitCall::Broadcast as u32, self.rank);
+        span.leave(self.world.broadcast_impl(self.rank, buf))
     }
 
     fn reduce_into_root<T, S, R, O>(&self, send: &S, recv: &mut R, op: O) -> Result<(), Error>
@@ -1331,11 +1351,14 @@ impl Root for Process<'_> {
         O: Operation<T>,
     {
         if let Some(v) = self.sub() {
-            let (s, n) = general::elements(send);
-            let r = general::elements_mut(recv);
-            // SAFETY: two borrowed slices, valid for the call.
-            return unsafe { v.reduce(s, n, Some(r), self.rank, &op) };
+            return v.traced(WaitCall::Reduce, self.rank, || {
+                let (s, n) = general::elements(send);
+                let r = general::elements_mut(recv);
+                // SAFETY: two borrowed slices, valid for the call.
+                unsafe { v.reduce(s, n, Some(r), self.rank, &op) }
+            });
         }
+        let span = trace::Span::enter(&self.world.core(), WaitCall::Reduce as u32, self.rank);
         let s = send.elements();
         let recv = if self.rank == self.world.rank() {
             let r = recv.elements_mut();
@@ -1344,10 +1367,10 @@ impl Root for Process<'_> {
             None
         };
         // SAFETY: two distinct borrowed slices, valid for the call.
-        unsafe {
+        span.leave(unsafe {
             self.world
                 .reduce_impl(s.as_ptr(), s.len(), recv, Some(self.rank), &op)
-        }
+        })
     }
 
     fn reduce_into_root_in_place<T, R, O>(&self, buf: &mut R, op: O) -> Result<(), Error>
@@ -1357,19 +1380,22 @@ impl Root for Process<'_> {
         O: Operation<T>,
     {
         if let Some(v) = self.sub() {
-            let (p, n) = general::elements_mut(buf);
-            // SAFETY: one slice, each chunk read before it is written.
-            return unsafe { v.reduce(p as *const T, n, Some((p, n)), self.rank, &op) };
+            return v.traced(WaitCall::Reduce, self.rank, || {
+                let (p, n) = general::elements_mut(buf);
+                // SAFETY: one slice, each chunk read before it is written.
+                unsafe { v.reduce(p as *const T, n, Some((p, n)), self.rank, &op) }
+            });
         }
+        let span = trace::Span::enter(&self.world.core(), WaitCall::Reduce as u32, self.rank);
         let b = buf.elements_mut();
         let (p, n) = (b.as_mut_ptr(), b.len());
         let recv = (self.rank == self.world.rank()).then_some((p, n));
         // SAFETY: one exclusively borrowed slice used only through `p`, in
         // reduce_impl's in-place order.
-        unsafe {
+        span.leave(unsafe {
             self.world
                 .reduce_impl(p as *const T, n, recv, Some(self.rank), &op)
-        }
+        })
     }
 
     fn reduce_into<T, S, O>(&self, send: &S, op: O) -> Result<(), Error>
@@ -1379,29 +1405,35 @@ impl Root for Process<'_> {
         O: Operation<T>,
     {
         if let Some(v) = self.sub() {
-            let (s, n) = general::elements(send);
-            // SAFETY: a borrowed slice, valid for the call.
-            return unsafe { v.reduce(s, n, None, self.rank, &op) };
+            return v.traced(WaitCall::Reduce, self.rank, || {
+                let (s, n) = general::elements(send);
+                // SAFETY: a borrowed slice, valid for the call.
+                unsafe { v.reduce(s, n, None, self.rank, &op) }
+            });
         }
+        let span = trace::Span::enter(&self.world.core(), WaitCall::Reduce as u32, self.rank);
         let s = send.elements();
         // SAFETY: a borrowed slice, valid for the call.
-        unsafe {
+        span.leave(unsafe {
             self.world
                 .reduce_impl(s.as_ptr(), s.len(), None, Some(self.rank), &op)
-        }
+        })
     }
 
     fn gather_into<S: Buffer + ?Sized>(&self, send: &S) -> Result<(), Error> {
         if let Some(v) = self.sub() {
-            return v.gather(
-                self.rank,
-                Some(general::bytes_of(send)?),
-                None,
-                None,
-                send.datatype(),
-            );
+            return v.traced(WaitCall::Gather, self.rank, || {
+                v.gather(
+                    self.rank,
+                    Some(general::bytes_of(send)?),
+                    None,
+                    None,
+                    send.datatype(),
+                )
+            });
         }
-        self.world.gather_impl::<S, [u8]>(self.rank, Some(send), None)
+        let span = trace::Span::enter(&self.world.core(), WaitCall::Gather as u32, self.rank);
+        span.leave(self.world.gather_impl::<S, [u8]>(self.rank, Some(send), None))
     }
 
     fn gather_into_root<S, R>(&self, send: &S, recv: &mut R) -> Result<(), Error>
@@ -1410,17 +1442,20 @@ impl Root for Process<'_> {
         R: BufferMut + ?Sized,
     {
         if let Some(v) = self.sub() {
-            let dt = send.datatype();
-            return v.gather(
-                self.rank,
-                Some(general::bytes_of(send)?),
-                Some(general::bytes_of_mut(recv)?),
-                None,
-                dt,
-            );
+            return v.traced(WaitCall::Gather, self.rank, || {
+                let dt = send.datatype();
+                v.gather(
+                    self.rank,
+                    Some(general::bytes_of(send)?),
+                    Some(general::bytes_of_mut(recv)?),
+                    None,
+                    dt,
+                )
+            });
         }
+        let span = trace::Span::enter(&self.world.core(), WaitCall::Gather as u32, self.rank);
         let recv = (self.rank == self.world.rank()).then_some(recv);
-        self.world.gather_impl(self.rank, Some(send), recv)
+        span.leave(self.world.gather_impl(self.rank, Some(send), recv))
     }
 
     fn gather_into_root_in_place<R>(&self, buf: &mut R) -> Result<(), Error>
@@ -1428,34 +1463,40 @@ impl Root for Process<'_> {
         R: BufferMut + ?Sized,
     {
         if let Some(v) = self.sub() {
-            let dt = buf.datatype();
-            let (p, n) = general::bytes_of_mut(buf)?;
-            return if v.rank as i32 == self.rank {
-                v.gather(self.rank, None, Some((p, n)), None, dt)
-            } else {
-                // Not the root: `buf` is this rank's contribution.
-                v.gather(self.rank, Some((p as *const u8, n)), None, None, dt)
-            };
+            return v.traced(WaitCall::Gather, self.rank, || {
+                let dt = buf.datatype();
+                let (p, n) = general::bytes_of_mut(buf)?;
+                if v.rank as i32 == self.rank {
+                    v.gather(self.rank, None, Some((p, n)), None, dt)
+                } else {
+                    // Not the root: `buf` is this rank's contribution.
+                    v.gather(self.rank, Some((p as *const u8, n)), None, None, dt)
+                }
+            });
         }
+        let span = trace::Span::enter(&self.world.core(), WaitCall::Gather as u32, self.rank);
         if self.rank != self.world.rank() {
             // Not the root: `buf` is this rank's contribution.
             let send = exchange::Typed::of(buf);
-            return self.world.gather_impl::<_, [u8]>(self.rank, Some(&send), None);
+            return span.leave(self.world.gather_impl::<_, [u8]>(self.rank, Some(&send), None));
         }
-        self.world.gather_impl::<[u8], R>(self.rank, None, Some(buf))
+        span.leave(self.world.gather_impl::<[u8], R>(self.rank, None, Some(buf)))
     }
 
     fn gather_varcount_into<S: Buffer + ?Sized>(&self, send: &S) -> Result<(), Error> {
         if let Some(v) = self.sub() {
-            return v.gather(
-                self.rank,
-                Some(general::bytes_of(send)?),
-                None,
-                None,
-                send.datatype(),
-            );
+            return v.traced(WaitCall::Gather, self.rank, || {
+                v.gather(
+                    self.rank,
+                    Some(general::bytes_of(send)?),
+                    None,
+                    None,
+                    send.datatype(),
+                )
+            });
         }
-        self.world.gather_varcount_impl::<S, [u8]>(self.rank, send, None)
+        let span = trace::Span::enter(&self.world.core(), WaitCall::Gather as u32, self.rank);
+        span.leave(self.world.gather_varcount_impl::<S, [u8]>(self.rank, send, None))
     }
 
     fn gather_varcount_into_root<S, R>(&self, send: &S, recv: &mut PartitionMut<'_, R>) -> Result<(), Error>
@@ -1464,23 +1505,29 @@ impl Root for Process<'_> {
         R: BufferMut + ?Sized,
     {
         if let Some(v) = self.sub() {
-            let s = general::bytes_of(send)?;
-            if v.rank as i32 != self.rank {
-                return v.gather(self.rank, Some(s), None, None, send.datatype());
-            }
-            let (parts, rp, rn, dt) = general::partition_parts_mut(recv, v.size)?;
-            return v.gather(self.rank, Some(s), Some((rp, rn)), Some(parts), dt);
+            return v.traced(WaitCall::Gather, self.rank, || {
+                let s = general::bytes_of(send)?;
+                if v.rank as i32 != self.rank {
+                    return v.gather(self.rank, Some(s), None, None, send.datatype());
+                }
+                let (parts, rp, rn, dt) = general::partition_parts_mut(recv, v.size)?;
+                v.gather(self.rank, Some(s), Some((rp, rn)), Some(parts), dt)
+            });
         }
+        let span = trace::Span::enter(&self.world.core(), WaitCall::Gather as u32, self.rank);
         let recv = (self.rank == self.world.rank()).then_some(recv);
-        self.world.gather_varcount_impl(self.rank, send, recv)
+        span.leave(self.world.gather_varcount_impl(self.rank, send, recv))
     }
 
     fn scatter_into<R: BufferMut + ?Sized>(&self, recv: &mut R) -> Result<(), Error> {
         if let Some(v) = self.sub() {
-            let dt = recv.datatype();
-            return v.scatter(self.rank, None, Some(general::bytes_of_mut(recv)?), None, dt);
+            return v.traced(WaitCall::Scatter, self.rank, || {
+                let dt = recv.datatype();
+                v.scatter(self.rank, None, Some(general::bytes_of_mut(recv)?), None, dt)
+            });
         }
-        self.world.scatter_impl::<[u8], R>(self.rank, None, Some(recv))
+        let span = trace::Span::enter(&self.world.core(), WaitCall::Scatter as u32, self.rank);
+        span.leave(self.world.scatter_impl::<[u8], R>(self.rank, None, Some(recv)))
     }
 
     fn scatter_into_root<S, R>(&self, send: &S, recv: &mut R) -> Result<(), Error>
@@ -1489,36 +1536,45 @@ impl Root for Process<'_> {
         R: BufferMut + ?Sized,
     {
         if let Some(v) = self.sub() {
-            let dt = recv.datatype();
-            let s = (v.rank as i32 == self.rank)
-                .then(|| general::bytes_of(send))
-                .transpose()?;
-            return v.scatter(self.rank, s, Some(general::bytes_of_mut(recv)?), None, dt);
+            return v.traced(WaitCall::Scatter, self.rank, || {
+                let dt = recv.datatype();
+                let s = (v.rank as i32 == self.rank)
+                    .then(|| general::bytes_of(send))
+                    .transpose()?;
+                v.scatter(self.rank, s, Some(general::bytes_of_mut(recv)?), None, dt)
+            });
         }
+        let span = trace::Span::enter(&self.world.core(), WaitCall::Scatter as u32, self.rank);
         let send = (self.rank == self.world.rank()).then_some(send);
-        self.world.scatter_impl(self.rank, send, Some(recv))
+        span.leave(self.world.scatter_impl(self.rank, send, Some(recv)))
     }
 
     fn scatter_into_root_in_place<S: Buffer + ?Sized>(&self, send: &S) -> Result<(), Error> {
         if let Some(v) = self.sub() {
-            return v.scatter(
-                self.rank,
-                Some(general::bytes_of(send)?),
-                None,
-                None,
-                send.datatype(),
-            );
+            return v.traced(WaitCall::Scatter, self.rank, || {
+                v.scatter(
+                    self.rank,
+                    Some(general::bytes_of(send)?),
+                    None,
+                    None,
+                    send.datatype(),
+                )
+            });
         }
         // Not the root: no receive buffer, so `MPI_ERR_ROOT` (after taking part).
-        self.world.scatter_impl::<S, [u8]>(self.rank, Some(send), None)
+        let span = trace::Span::enter(&self.world.core(), WaitCall::Scatter as u32, self.rank);
+        span.leave(self.world.scatter_impl::<S, [u8]>(self.rank, Some(send), None))
     }
 
     fn scatter_varcount_into<R: BufferMut + ?Sized>(&self, recv: &mut R) -> Result<(), Error> {
         if let Some(v) = self.sub() {
-            let dt = recv.datatype();
-            return v.scatter(self.rank, None, Some(general::bytes_of_mut(recv)?), None, dt);
+            return v.traced(WaitCall::Scatter, self.rank, || {
+                let dt = recv.datatype();
+                v.scatter(self.rank, None, Some(general::bytes_of_mut(recv)?), None, dt)
+            });
         }
-        self.world.scatter_varcount_impl::<[u8], R>(self.rank, None, recv)
+        let span = trace::Span::enter(&self.world.core(), WaitCall::Scatter as u32, self.rank);
+        span.leave(self.world.scatter_varcount_impl::<[u8], R>(self.rank, None, recv))
     }
 
     fn scatter_varcount_into_root<S, R>(&self, send: &Partition<'_, S>, recv: &mut R) -> Result<(), Error>
@@ -1527,16 +1583,19 @@ impl Root for Process<'_> {
         R: BufferMut + ?Sized,
     {
         if let Some(v) = self.sub() {
-            let dt = recv.datatype();
-            let r = Some(general::bytes_of_mut(recv)?);
-            if v.rank as i32 != self.rank {
-                return v.scatter(self.rank, None, r, None, dt);
-            }
-            let (parts, sp, sn) = general::partition_parts(send, v.size)?;
-            return v.scatter(self.rank, Some((sp, sn)), r, Some(parts), dt);
+            return v.traced(WaitCall::Scatter, self.rank, || {
+                let dt = recv.datatype();
+                let r = Some(general::bytes_of_mut(recv)?);
+                if v.rank as i32 != self.rank {
+                    return v.scatter(self.rank, None, r, None, dt);
+                }
+                let (parts, sp, sn) = general::partition_parts(send, v.size)?;
+                v.scatter(self.rank, Some((sp, sn)), r, Some(parts), dt)
+            });
         }
+        let span = trace::Span::enter(&self.world.core(), WaitCall::Scatter as u32, self.rank);
         let send = (self.rank == self.world.rank()).then_some(send);
-        self.world.scatter_varcount_impl(self.rank, send, recv)
+        span.leave(self.world.scatter_varcount_impl(self.rank, send, recv))
     }
 }
 

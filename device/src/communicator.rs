@@ -33,6 +33,8 @@ use crate::error::Error;
 use crate::memory::{CommWord, Core};
 use crate::shim::{self, Ordering};
 use crate::topology::{AnyProcess, CommInfo, Communicator, Process, World, PROC_NULL};
+use crate::trace::{self, Creation};
+use crate::wait::Call;
 
 /// The colour of a split (`MPI_Comm_split`'s `color`): ranks passing the
 /// same colour land in the same new communicator.
@@ -170,6 +172,21 @@ impl<'w> View<'w> {
         }
     }
 
+    /// Runs collective `call` (root `root` in this communicator's
+    /// numbering, -2 for none) as `f`, traced as a span: entered before
+    /// `f`, left with its result on every path (`trace::Span`).
+    #[inline(always)]
+    pub(crate) fn traced(
+        &self,
+        call: Call,
+        root: i32,
+        f: impl FnOnce() -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        let c = self.comm;
+        let span = trace::Span::enter_in(&self.world.core(), call as u32, root, c.id, c.start, c.size);
+        span.leave(f())
+    }
+
     fn word(&self, id: u32, index: u32, word: CommWord) -> &'w shim::AtomicU32 {
         let core: Core = self.world.core();
         let a = core.comm_word(id, index, word) as *const shim::AtomicU32;
@@ -215,8 +232,26 @@ impl<'w> View<'w> {
     }
 
     /// The split of this communicator by (`color`, `key`): the creation
-    /// described in the module docs.
-    pub(crate) fn split(&self, color: Color, key: i32) -> Result<Option<SimpleCommunicator<'w>>, Error> {
+    /// described in the module docs, traced as a span of creation `how`
+    /// (`trace::creation_entered`, `trace::creation_left`).
+    pub(crate) fn split(
+        &self,
+        how: Creation,
+        color: Color,
+        key: i32,
+    ) -> Result<Option<SimpleCommunicator<'w>>, Error> {
+        let core = self.world.core();
+        trace::creation_entered(&core, how, self.comm.id, color.0, key, self.rank, self.size);
+        let r = self.split_untraced(color, key);
+        let made = match &r {
+            Ok(Some(c)) => Some((c.info.id, c.info.start, c.info.size, c.rank)),
+            _ => None,
+        };
+        trace::creation_left(&core, how, made, r.as_ref().map(|_| ()));
+        r
+    }
+
+    fn split_untraced(&self, color: Color, key: i32) -> Result<Option<SimpleCommunicator<'w>>, Error> {
         let id = self.new_context()?;
         let me = self.rank;
         // Relaxed: published by the barrier below (its messages' Release

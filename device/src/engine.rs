@@ -57,7 +57,7 @@ use crate::state::{BLOCKING_RECORDS, FLAG_FORCE_STREAMING};
 use crate::status::Status;
 use crate::status::ANY_SOURCE;
 use crate::status::ANY_TAG;
-use crate::trace::{self, TraceKind};
+use crate::trace;
 use crate::wait::{Call, WaitFor};
 
 use crate::memory::{mine, rec};
@@ -1012,15 +1012,7 @@ fn claim(w: &Core, i: u32) -> Step {
     // Relaxed: the receiver reads it after acquiring our push, and waits
     // while it still reads LINK_PENDING.
     store(w, id, SlotWord::Link, before);
-    trace::event(
-        w,
-        TraceKind::Sent,
-        0,
-        dest as i32,
-        rec!(w, i, tag),
-        len,
-        sequence as u64,
-    );
+    trace::sent(w, id, dest);
     rec!(w, i, slot = s);
     let next = match kind {
         MessageKind::Eager if mode == SendMode::Synchronous as u32 => RecordState::SendAwaitFree,

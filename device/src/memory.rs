@@ -501,6 +501,12 @@ impl Core {
         self.config().effective_backoff_max_ns()
     }
 
+    /// Ranks of the world.
+    #[inline(always)]
+    pub(crate) fn ranks(&self) -> u32 {
+        self.layout().ranks
+    }
+
     /// Events this rank may record in its trace buffer (0: tracing off).
     /// One cached load of the world's header: the test on every trace site.
     #[inline(always)]

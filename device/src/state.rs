@@ -28,8 +28,9 @@ use bytemuck::{Pod, Zeroable};
 
 /// "GPMI" in little-endian.
 pub const MAGIC: u32 = 0x494d_5047;
-/// Version of this layout; the device refuses other versions.
-pub const VERSION: u32 = 5;
+/// Version of this layout; the device refuses other versions (6: trace
+/// events carry a context word).
+pub const VERSION: u32 = 6;
 
 /// `flags` bit: never let a receiver copy straight out of the sender's buffer;
 /// stream every large message through a slot (the path a GPU takes for a

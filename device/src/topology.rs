@@ -16,6 +16,7 @@ use crate::memory::{CommWord, Core};
 use crate::shim;
 use crate::shim::Backoff;
 use crate::state::{Layout, LAYOUT_OFFSET, MAGIC, VERSION};
+use crate::trace::Creation;
 use crate::wait::{wait_core, WaitFor};
 use core::cell::Cell;
 
@@ -224,7 +225,7 @@ pub trait Communicator {
         color: Color,
         key: i32,
     ) -> Result<Option<SimpleCommunicator<'_>>, Error> {
-        self.view().split(color, key)
+        self.view().split(Creation::Split, color, key)
     }
 
     /// One communicator per block: the ranks that share a block's memory
@@ -235,7 +236,8 @@ pub trait Communicator {
     fn split_shared(&self) -> Result<SimpleCommunicator<'_>, Error> {
         let v = self.view();
         let color = block_color(v.world, v.world.rank);
-        v.split(color, self.rank())?.ok_or(Error::Intern)
+        v.split(Creation::SplitShared, color, self.rank())?
+            .ok_or(Error::Intern)
     }
 
     /// One communicator per warp (our extension, in the manner of
@@ -245,7 +247,8 @@ pub trait Communicator {
     fn split_by_warp(&self) -> Result<SimpleCommunicator<'_>, Error> {
         let v = self.view();
         let color = warp_color(v.world, v.world.rank);
-        v.split(color, self.rank())?.ok_or(Error::Intern)
+        v.split(Creation::SplitByWarp, color, self.rank())?
+            .ok_or(Error::Intern)
     }
 
     /// A new communicator of the same ranks in the same order, with a
@@ -254,7 +257,7 @@ pub trait Communicator {
     /// Standard section: MPI 4.1 §7.4.2.
     fn duplicate(&self) -> Result<SimpleCommunicator<'_>, Error> {
         self.view()
-            .split(Color::with_value(0), self.rank())?
+            .split(Creation::Duplicate, Color::with_value(0), self.rank())?
             .ok_or(Error::Intern)
     }
 
@@ -291,7 +294,7 @@ pub trait Communicator {
             Some(r) => (Color::with_value(0), r),
             None => (Color::undefined(), 0),
         };
-        self.view().split(color, key)
+        self.view().split(Creation::Subgroup, color, key)
     }
 }
 

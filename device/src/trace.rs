@@ -11,6 +11,15 @@
 //! events are counted in [`TraceHeader::dropped`] and not written: a full
 //! buffer never overwrites what it holds.
 //!
+//! Every event names the communicator it concerns by its context word
+//! ([`TraceEvent::context`]): a message's envelope word (`2 × id` for
+//! point-to-point traffic of communicator context `id`, 0 the world;
+//! `2 × id + 1` for the messages a sub-communicator's collective exchanges),
+//! a collective's or a creation's `2 × id + 1`, or [`NO_CONTEXT`] where
+//! none applies. Peers are world ranks (the tracks of the exports); a
+//! collective's root is recorded both in its communicator's numbering and
+//! as a world rank.
+//!
 //! Timestamps come from [`shim::clock_ns`] (`%globaltimer` on the GPU, the
 //! emulator's monotonic clock on the host, 0 under loom) and the SM from
 //! [`shim::sm_id`] (`%smid`; the emulator's worker thread).
@@ -23,48 +32,59 @@
 //! [`WorldConfig::trace_events`]: crate::state::WorldConfig::trace_events
 
 use crate::error::Error;
-use crate::memory::{Core, RequestRecord, SlotWord};
+use crate::memory::{CommWord, Core, RequestRecord, SlotWord, CONTEXT_SHIFT};
 use crate::shim::{self, Ordering};
 use crate::state::{Layout, TRACE_EVENT_BYTES, TRACE_HEADER_BYTES};
 use bytemuck::{Pod, Zeroable};
 
 /// What a [`TraceEvent`] records. The meaning of the event's `peer`, `tag`,
-/// `bytes`, `call` and `arg` fields depends on it (see each variant).
-#[repr(u16)]
+/// `bytes`, `call`, `context` and `arg` fields depends on it (see each
+/// variant). Peers are world ranks.
+#[repr(u8)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum TraceKind {
     /// A send was posted (a blocking send's record or an immediate send's
     /// request): `peer` the destination, `tag`, `bytes` the message's
-    /// length, `arg` the request record's index.
+    /// length, `context` its context word, `arg` the request record's index.
     SendPosted = 1,
     /// A receive was posted: `peer` the source filter (-1 any), `tag` the
-    /// tag filter (-1 any), `bytes` the buffer's capacity, `arg` the record
-    /// index.
+    /// tag filter (-1 any), `bytes` the buffer's capacity, `context` the
+    /// context word it matches, `arg` the record index.
     ReceivePosted = 2,
     /// A send's message was published in a slot and pushed on the
-    /// destination's inbox: `peer` the destination, `tag`, `bytes`, `arg`
-    /// the message's sequence number (its sender's count of messages sent
-    /// before it). `(this rank, arg)` names the message.
+    /// destination's inbox: `peer` the destination, `tag`, `bytes`,
+    /// `context` its context word, `arg` the message's sequence number (its
+    /// sender's count of messages sent before it, over every context).
+    /// `(this rank, arg)` names the message.
     Sent = 3,
     /// A receive (or a matched probe) took a message out of matching: `peer`
-    /// its sender, `tag`, `bytes` its length, `arg` its sequence number:
-    /// `(peer, arg)` is the message of the sender's [`TraceKind::Sent`].
+    /// its sender, `tag`, `bytes` its length, `context` its context word,
+    /// `arg` its sequence number: `(peer, arg)` is the message of the
+    /// sender's [`TraceKind::Sent`], with the same context word.
     Matched = 4,
     /// A send's record completed: `peer` the destination, `tag`, `bytes`,
-    /// `arg` the record index.
+    /// `context`, `arg` the record index.
     SendCompleted = 5,
     /// A receive's record completed: `peer` the message's source, `tag`,
-    /// `bytes` the message's length, `arg` the record index.
+    /// `bytes` the message's length, `context`, `arg` the record index.
     ReceiveCompleted = 6,
     /// A probe found a message: `peer` its source, `tag`, `bytes` its
-    /// length, `call` the probe's `wait::Call` code (probe or immediate probe).
+    /// length, `context` its context word, `call` the probe's `wait::Call`
+    /// code (probe or immediate probe).
     Probe = 7,
-    /// The rank entered a collective: `call` its `wait::Call` code, `peer`
-    /// its root (-2 for none).
+    /// The rank entered a collective: `call` its `wait::Call` code,
+    /// `context` its communicator's collective word (`2 × id + 1`; 1 for
+    /// the world), `peer` its root in the communicator's numbering (-2 for
+    /// none), `tag` the root's world rank (-2 none, -1 a root out of
+    /// range), `bytes` the communicator's size, `arg` the rank's own rank
+    /// in it (high 32 bits) and the communicator's first table entry (low).
     CollectiveEnter = 8,
-    /// The rank returned successfully from the collective it entered last:
-    /// `call` its code. A collective that returns an error records no leave
-    /// event (docs/tracing.md).
+    /// The rank returned from the collective it entered last: `call` and
+    /// `context` as entered, `arg` the `ErrorClass` code of its result (0
+    /// for success). A world collective that fails before it enters its
+    /// algorithm records the enter event and this one; only a rank that
+    /// stops inside (a deadlock, a panic) leaves a span open
+    /// (docs/tracing.md).
     CollectiveLeave = 9,
     /// A wait that blocked (its first poll failed) ended with its
     /// operation done (a wait given up on an abort or a timeout records
@@ -72,11 +92,70 @@ pub enum TraceKind {
     /// operation, `peer` and `tag` as in the deadlock report, `arg` how long
     /// it blocked in nanoseconds (it began `arg` before `time_ns`).
     Blocked = 10,
+    /// The rank entered a communicator creation: `call` its [`Creation`]
+    /// code, `context` the parent's collective word, `peer` the colour it
+    /// passed (-1 for `MPI_UNDEFINED`), `tag` the key, `bytes` the
+    /// parent's size, `arg` its rank in the parent.
+    CreationEnter = 11,
+    /// The rank returned from the creation it entered last: `call` as
+    /// entered, `context` the new communicator's collective word
+    /// ([`NO_CONTEXT`] when the rank got none: `MPI_UNDEFINED`, or an
+    /// error), `peer` its rank there (-1 none), `tag` the communicator's
+    /// first table entry (-1 none), `bytes` its size, `arg` the
+    /// `ErrorClass` code of the result (0 for success).
+    CreationLeave = 12,
+}
+
+/// [`TraceEvent::context`] of an event that concerns no communicator (a
+/// blocked wait: the wait record does not say which).
+pub const NO_CONTEXT: u16 = u16::MAX;
+
+/// Which creation call a [`TraceKind::CreationEnter`] event records.
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Creation {
+    /// `split_by_color` or `split_by_color_with_key` (`MPI_Comm_split`).
+    Split = 1,
+    /// `split_shared` (`MPI_Comm_split_type`, shared).
+    SplitShared = 2,
+    /// `split_by_warp`.
+    SplitByWarp = 3,
+    /// `duplicate` (`MPI_Comm_dup`).
+    Duplicate = 4,
+    /// `split_by_subgroup_collective` (`MPI_Comm_create`).
+    Subgroup = 5,
+}
+
+impl Creation {
+    /// Every creation call, in code order.
+    pub const ALL: [Creation; 5] = [
+        Creation::Split,
+        Creation::SplitShared,
+        Creation::SplitByWarp,
+        Creation::Duplicate,
+        Creation::Subgroup,
+    ];
+
+    /// The call of a stored code.
+    pub fn from_code(code: u8) -> Option<Creation> {
+        Creation::ALL.iter().copied().find(|c| *c as u8 == code)
+    }
+
+    /// The method's name ("split", "duplicate", ...).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Creation::Split => "split",
+            Creation::SplitShared => "split_shared",
+            Creation::SplitByWarp => "split_by_warp",
+            Creation::Duplicate => "duplicate",
+            Creation::Subgroup => "split_by_subgroup_collective",
+        }
+    }
 }
 
 impl TraceKind {
     /// Every kind, in code order.
-    pub const ALL: [TraceKind; 10] = [
+    pub const ALL: [TraceKind; 12] = [
         TraceKind::SendPosted,
         TraceKind::ReceivePosted,
         TraceKind::Sent,
@@ -87,11 +166,13 @@ impl TraceKind {
         TraceKind::CollectiveEnter,
         TraceKind::CollectiveLeave,
         TraceKind::Blocked,
+        TraceKind::CreationEnter,
+        TraceKind::CreationLeave,
     ];
 
     /// The kind of a stored code, `None` for a code this version never writes.
-    pub fn from_code(code: u16) -> Option<TraceKind> {
-        TraceKind::ALL.iter().copied().find(|k| *k as u16 == code)
+    pub fn from_code(code: u8) -> Option<TraceKind> {
+        TraceKind::ALL.iter().copied().find(|k| *k as u8 == code)
     }
 
     /// A short lower-case name ("send posted", "matched", ...).
@@ -107,6 +188,8 @@ impl TraceKind {
             TraceKind::CollectiveEnter => "collective entered",
             TraceKind::CollectiveLeave => "collective left",
             TraceKind::Blocked => "blocked",
+            TraceKind::CreationEnter => "communicator creation entered",
+            TraceKind::CreationLeave => "communicator creation left",
         }
     }
 }
@@ -118,9 +201,13 @@ pub struct TraceEvent {
     /// When, in nanoseconds of [`shim::clock_ns`].
     pub time_ns: u64,
     /// [`TraceKind`] code.
-    pub kind: u16,
-    /// A `wait::Call` code (probes, collectives, blocked waits), else 0.
-    pub call: u16,
+    pub kind: u8,
+    /// A `wait::Call` code (probes, collectives, blocked waits), a
+    /// [`Creation`] code (creations), else 0.
+    pub call: u8,
+    /// The context word of the communicator the event concerns (see the
+    /// module docs; [`NO_CONTEXT`] for none).
+    pub context: u16,
     /// The peer rank (see [`TraceKind`]).
     pub peer: i32,
     /// The tag.
@@ -186,17 +273,39 @@ impl TraceEvent {
     pub fn kind(&self) -> Option<TraceKind> {
         TraceKind::from_code(self.kind)
     }
+
+    /// The context id of the communicator the event concerns (0 the
+    /// world; the communicators one split makes share theirs), `None` for
+    /// [`NO_CONTEXT`].
+    pub fn communicator(&self) -> Option<u32> {
+        (self.context != NO_CONTEXT).then_some(self.context as u32 >> 1)
+    }
+
+    /// Whether a message event belongs to a collective's own traffic (its
+    /// context word is odd: a sub-communicator's collective, or a
+    /// creation, exchanging messages).
+    pub fn is_collective_traffic(&self) -> bool {
+        self.context != NO_CONTEXT && self.context & 1 == 1
+    }
 }
 
 // ---------------------------------------------------------------------------
 // Recording
 
+/// The first word of an event after its time: `kind`, `call` and `context`
+/// as [`TraceEvent`] lays them out (little-endian), so that the recorders
+/// pass one scalar for the three.
+#[inline(always)]
+const fn head(kind: TraceKind, call: u32, context: u32) -> u32 {
+    kind as u32 | (call & 0xff) << 8 | (context & 0xffff) << 16
+}
+
 /// Appends one event to the rank's buffer, or counts it dropped when the
-/// buffer is full. Scalar arguments: see `engine::progress_words`.
+/// buffer is full. `head` is [`head`]'s word. Scalar arguments: see
+/// `engine::progress_words`.
 #[inline(never)]
 #[cold]
-#[allow(clippy::too_many_arguments)]
-fn record_words(base: u64, rank: u32, kind: u32, call: u32, peer: i32, tag: i32, bytes: u32, arg: u64) {
+fn record_words(base: u64, rank: u32, head: u32, peer: i32, tag: i32, bytes: u32, arg: u64) {
     let core = Core {
         base: base as *mut u8,
         rank,
@@ -220,8 +329,9 @@ fn record_words(base: u64, rank: u32, kind: u32, call: u32, peer: i32, tag: i32,
         let events = (header as *mut u8).add(TRACE_HEADER_BYTES) as *mut TraceEvent;
         events.add(h.recorded as usize).write(TraceEvent {
             time_ns: shim::clock_ns(),
-            kind: kind as u16,
-            call: call as u16,
+            kind: head as u8,
+            call: (head >> 8) as u8,
+            context: (head >> 16) as u16,
             peer,
             tag,
             bytes,
@@ -235,15 +345,6 @@ fn record_words(base: u64, rank: u32, kind: u32, call: u32, peer: i32, tag: i32,
 #[inline(always)]
 pub(crate) fn on(w: &Core) -> bool {
     w.trace_events() != 0
-}
-
-/// Records an event of `kind` with the given fields, if the rank traces.
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn event(w: &Core, kind: TraceKind, call: u32, peer: i32, tag: i32, bytes: u32, arg: u64) {
-    if on(w) {
-        record_words(w.base as u64, w.rank, kind as u32, call, peer, tag, bytes, arg);
-    }
 }
 
 /// The record just posted (the last of the active list) was posted: a
@@ -301,7 +402,17 @@ fn record_words_of(base: u64, rank: u32, i: u32, what: u32) {
     } else {
         (TraceKind::ReceiveCompleted, r.message_bytes)
     };
-    record_words(base, rank, kind as u32, 0, r.peer, r.tag, bytes, i as u64);
+    let context = r.mode >> CONTEXT_SHIFT;
+    record_words(base, rank, head(kind, 0, context), r.peer, r.tag, bytes, i as u64);
+}
+
+/// Own slot `id` was just published and pushed on `dest`'s inbox: records
+/// [`TraceKind::Sent`] with the envelope the slot holds.
+#[inline(always)]
+pub(crate) fn sent(w: &Core, id: u32, dest: u32) {
+    if on(w) {
+        slot_words(w.base as u64, w.rank, id, TraceKind::Sent as u32, dest as i32);
+    }
 }
 
 /// Arrived slot `id` was just taken out of matching by this rank.
@@ -315,36 +426,43 @@ pub(crate) fn matched(w: &Core, id: u32) {
 #[inline(never)]
 #[cold]
 fn matched_words(base: u64, rank: u32, id: u32) {
-    slot_words(base, rank, id, TraceKind::Matched as u32, 0);
+    slot_words(base, rank, id, TraceKind::Matched as u32, -1);
 }
 
 /// A probe (`call`) found arrived slot `id`.
 #[inline(always)]
 pub(crate) fn probed(w: &Core, id: u32, call: u32) {
     if on(w) {
-        slot_words(w.base as u64, w.rank, id, TraceKind::Probe as u32, call);
+        slot_words(w.base as u64, w.rank, id, TraceKind::Probe as u32 | call << 8, -1);
     }
 }
 
-/// An event about slot `id`: its envelope and sequence number.
+/// An event about slot `id`: its envelope and sequence number. `kind_call`
+/// holds the kind (low byte) and the call; `dest` is the peer of a
+/// [`TraceKind::Sent`] (-1: the peer is the slot's owner, its sender).
 #[inline(never)]
 #[cold]
-fn slot_words(base: u64, rank: u32, id: u32, kind: u32, call: u32) {
+fn slot_words(base: u64, rank: u32, id: u32, kind_call: u32, dest: i32) {
     let core = Core {
         base: base as *mut u8,
         rank,
     };
     let w = &core;
-    // Relaxed: the slot's header was acquired when the rank took it from its
-    // inbox (`engine::drain`), and only this rank acts on it now.
+    // Relaxed: a received slot's header was acquired when the rank took it
+    // from its inbox (`engine::drain`), and only this rank acts on it now;
+    // a sent slot's envelope words were written by this rank, and no other
+    // rank writes them.
     let word = |f| w.slot_word(id, f).load(Ordering::Relaxed);
-    let source = (id / w.slots_per_rank()) as i32;
+    let peer = if dest >= 0 {
+        dest
+    } else {
+        (id / w.slots_per_rank()) as i32
+    };
     record_words(
         base,
         rank,
-        kind,
-        call,
-        source,
+        kind_call | word(SlotWord::Context) << 16,
+        peer,
         word(SlotWord::Tag) as i32,
         word(SlotWord::Bytes),
         word(SlotWord::Sequence) as u64,
@@ -397,8 +515,11 @@ fn wait_words(base: u64, rank: u32) {
     record_words(
         base,
         rank,
-        TraceKind::Blocked as u32,
-        word(offset_of!(WaitRecord, operation)),
+        head(
+            TraceKind::Blocked,
+            word(offset_of!(WaitRecord, operation)),
+            NO_CONTEXT as u32,
+        ),
         word(offset_of!(WaitRecord, peer)) as i32,
         word(offset_of!(WaitRecord, tag)) as i32,
         0,
@@ -408,40 +529,176 @@ fn wait_words(base: u64, rank: u32) {
 
 /// The span of one collective call: [`TraceKind::CollectiveEnter`] when
 /// made, [`TraceKind::CollectiveLeave`] when [`Span::leave`] passes the
-/// call's result on, if it is a success. A call that returns an error
-/// early has no leave event (the host ends its span at the rank's next
-/// event): a leave on every path (a `Drop`) keeps the error's words in
-/// local memory across the hook, which costs every collective stack space
-/// whether or not the rank traces.
+/// call's result on, with its error class if it failed. Not a `Drop`
+/// guard: a leave on every path by `Drop` keeps the error's words in local
+/// memory across the hook, which costs every collective stack space
+/// whether or not the rank traces; so every return of a traced collective
+/// goes through [`Span::leave`] instead.
 pub(crate) struct Span {
     base: *mut u8,
     rank: u32,
-    call: u32,
+    /// The `wait::Call` code (low 16 bits) and the context word (high).
+    call_context: u32,
 }
 
 impl Span {
-    /// Enters collective `call` (a `wait::Call` code) with root `root` (-2: none).
+    /// Enters world collective `call` (a `wait::Call` code) with root
+    /// `root` (-2: none).
     #[inline(always)]
     pub(crate) fn enter(w: &Core, call: u32, root: i32) -> Span {
-        event(w, TraceKind::CollectiveEnter, call, root, -1, 0, 0);
+        Span::enter_in(w, call, root, 0, 0, 0)
+    }
+
+    /// Enters collective `call` with root `root` (in the communicator's
+    /// numbering; -2: none) on the communicator of context `id` (0: the
+    /// world), first table entry `start` and size `size` (ignored for the
+    /// world).
+    #[inline(always)]
+    pub(crate) fn enter_in(w: &Core, call: u32, root: i32, id: u32, start: u32, size: u32) -> Span {
+        if on(w) {
+            enter_words(w.base as u64, w.rank, call, root, id, start, size);
+        }
         Span {
             base: w.base,
             rank: w.rank,
-            call,
+            call_context: call | ((id << 1) | 1) << 16,
         }
     }
 
     /// Leaves the collective with result `r`, which it returns.
     #[inline(always)]
     pub(crate) fn leave(self, r: Result<(), Error>) -> Result<(), Error> {
-        if r.is_ok() {
-            let w = Core {
-                base: self.base,
-                rank: self.rank,
+        let w = Core {
+            base: self.base,
+            rank: self.rank,
+        };
+        if on(&w) {
+            let class = match &r {
+                Ok(()) => 0,
+                Err(e) => e.class() as u32,
             };
-            event(&w, TraceKind::CollectiveLeave, self.call, -2, -1, 0, 0);
+            leave_words(w.base as u64, w.rank, self.call_context, class);
         }
         r
+    }
+}
+
+/// Records [`TraceKind::CollectiveEnter`] (see [`Span::enter_in`]).
+#[inline(never)]
+#[cold]
+fn enter_words(base: u64, rank: u32, call: u32, root: i32, id: u32, start: u32, size: u32) {
+    let core = Core {
+        base: base as *mut u8,
+        rank,
+    };
+    let (size, mine, root_world) = if id == 0 {
+        let n = core.ranks();
+        let w = if root == -2 {
+            -2
+        } else if root >= 0 && (root as u32) < n {
+            root
+        } else {
+            -1
+        };
+        (n, rank, w)
+    } else {
+        let mine = core.comm_rank_of(id << 1, rank) as u32;
+        let w = if root == -2 {
+            -2
+        } else if root >= 0 && (root as u32) < size {
+            // Relaxed: the table was published by the creation's closing
+            // barrier, which this rank passed.
+            core.comm_word(id, start + root as u32, CommWord::Member)
+                .load(Ordering::Relaxed) as i32
+        } else {
+            -1
+        };
+        (size, mine, w)
+    };
+    record_words(
+        base,
+        rank,
+        head(TraceKind::CollectiveEnter, call, (id << 1) | 1),
+        root,
+        root_world,
+        size,
+        (mine as u64) << 32 | start as u64,
+    );
+}
+
+/// Records [`TraceKind::CollectiveLeave`] with error class `class`.
+#[inline(never)]
+#[cold]
+fn leave_words(base: u64, rank: u32, call_context: u32, class: u32) {
+    record_words(
+        base,
+        rank,
+        head(
+            TraceKind::CollectiveLeave,
+            call_context & 0xffff,
+            call_context >> 16,
+        ),
+        -2,
+        -1,
+        0,
+        class as u64,
+    );
+}
+
+/// The span of a communicator creation on the communicator of context `id`
+/// (0: the world): [`TraceKind::CreationEnter`] with the colour and key the
+/// rank passed and its rank and size in the parent.
+#[inline(always)]
+pub(crate) fn creation_entered(
+    w: &Core,
+    how: Creation,
+    id: u32,
+    color: u32,
+    key: i32,
+    parent_rank: u32,
+    parent_size: u32,
+) {
+    if on(w) {
+        record_words(
+            w.base as u64,
+            w.rank,
+            head(TraceKind::CreationEnter, how as u32, (id << 1) | 1),
+            color as i32,
+            key,
+            parent_size,
+            parent_rank as u64,
+        );
+    }
+}
+
+/// The end of a creation span: [`TraceKind::CreationLeave`] with the new
+/// communicator (`made`: its context id, first table entry, size and the
+/// rank's rank there; `None` when the rank got none) and the result's class.
+#[inline(always)]
+pub(crate) fn creation_left(
+    w: &Core,
+    how: Creation,
+    made: Option<(u32, u32, u32, u32)>,
+    r: Result<(), &Error>,
+) {
+    if on(w) {
+        let class = match r {
+            Ok(()) => 0,
+            Err(e) => e.class() as u32,
+        };
+        let (context, start, size, rank) = match made {
+            Some((id, start, size, rank)) => ((id << 1) | 1, start as i32, size, rank as i32),
+            None => (NO_CONTEXT as u32, -1, 0, -1),
+        };
+        record_words(
+            w.base as u64,
+            w.rank,
+            head(TraceKind::CreationLeave, how as u32, context),
+            rank,
+            start,
+            size,
+            class as u64,
+        );
     }
 }
 
@@ -522,6 +779,140 @@ mod tests {
         );
         // Nothing written past the buffer: the world ends with it.
         assert_eq!(layout.trace_of(0) + layout.trace_stride, layout.total);
+    }
+
+    fn events_of(mem: &[u8], layout: &Layout) -> Vec<TraceEvent> {
+        let h = TraceHeader::read(mem, layout, 0).unwrap();
+        assert_eq!(h.dropped, 0);
+        (0..h.recorded)
+            .map(|i| TraceEvent::read(mem, layout, 0, i))
+            .collect()
+    }
+
+    #[test]
+    fn a_duplicate_its_collectives_and_its_messages_name_its_context() {
+        use crate::collective::{CommunicatorCollectives, Root};
+        use crate::error::ErrorClass;
+        use crate::wait::Call;
+        let (mem, layout) = run(64, |w| {
+            let d = w.duplicate().unwrap();
+            assert_eq!(d.context_id(), 1);
+            d.barrier().unwrap();
+            let me = d.process_at_rank(0);
+            me.send_with_tag(&3u8, 2).unwrap();
+            me.receive_into_with_tag(&mut 0u8, 2).unwrap();
+            let e = d.process_at_rank(1).broadcast_into(&mut 0u8).unwrap_err();
+            assert_eq!(e.class(), ErrorClass::Root);
+            w.barrier().unwrap();
+        });
+        let events = events_of(&mem, &layout);
+        let spans: Vec<_> = events
+            .iter()
+            .filter(
+                |e| !matches!(e.kind(), Some(k) if k < TraceKind::CollectiveEnter || k == TraceKind::Blocked),
+            )
+            .map(|e| (e.kind().unwrap(), e.call, e.context, e.peer, e.tag, e.arg))
+            .collect();
+        let (barrier, bcast) = (Call::Barrier as u8, Call::Broadcast as u8);
+        let dup = Creation::Duplicate as u8;
+        assert_eq!(
+            spans,
+            [
+                // The creation on the world: colour 0, key 0, rank 0 of 1;
+                // out: context 1, rank 0, first entry 0.
+                (TraceKind::CreationEnter, dup, 1, 0, 0, 0),
+                (TraceKind::CreationLeave, dup, 3, 0, 0, 0),
+                // The duplicate's barrier: no root; rank 0, first entry 0.
+                (TraceKind::CollectiveEnter, barrier, 3, -2, -2, 0),
+                (TraceKind::CollectiveLeave, barrier, 3, -2, -1, 0),
+                // A broadcast from a root out of range: its leave says
+                // MPI_ERR_ROOT.
+                (TraceKind::CollectiveEnter, bcast, 3, 1, -1, 0),
+                (
+                    TraceKind::CollectiveLeave,
+                    bcast,
+                    3,
+                    -2,
+                    -1,
+                    ErrorClass::Root as u64
+                ),
+                // The world's barrier.
+                (TraceKind::CollectiveEnter, barrier, 1, -2, -2, 0),
+                (TraceKind::CollectiveLeave, barrier, 1, -2, -1, 0),
+            ]
+        );
+        // The self-send on the duplicate: its point-to-point context word 2
+        // on all six events (one rank: the collectives send no messages).
+        let p2p: Vec<_> = events
+            .iter()
+            .filter(|e| e.kind() < Some(TraceKind::Probe))
+            .collect();
+        assert_eq!(p2p.len(), 6);
+        assert!(
+            p2p.iter()
+                .all(|e| (e.context, e.peer, e.tag, e.bytes) == (2, 0, 2, 1)),
+            "{p2p:?}"
+        );
+        assert!(p2p
+            .iter()
+            .all(|e| e.communicator() == Some(1) && !e.is_collective_traffic()));
+    }
+
+    #[test]
+    fn every_collective_of_a_sub_communicator_is_a_span_left_with_its_result() {
+        use crate::collective::{CommunicatorCollectives, Root, SystemOperation};
+        use crate::error::ErrorClass;
+        use crate::wait::Call;
+        let (mem, layout) = run(128, |w| {
+            let d = w.duplicate().unwrap();
+            let root = d.process_at_rank(0);
+            let sum = SystemOperation::sum;
+            let (x, mut y) = ([4u32], [0u32]);
+            d.all_reduce_into(&x[..], &mut y[..], sum()).unwrap();
+            d.all_gather_into(&x[..], &mut y[..]).unwrap();
+            d.all_to_all_into(&x[..], &mut y[..]).unwrap();
+            d.reduce_scatter_block_into(&x[..], &mut y[..], sum()).unwrap();
+            d.scan_into(&x[..], &mut y[..], sum()).unwrap();
+            d.exclusive_scan_into(&x[..], &mut y[..], sum()).unwrap();
+            root.reduce_into_root(&x[..], &mut y[..], sum()).unwrap();
+            root.gather_into_root(&x[..], &mut y[..]).unwrap();
+            root.scatter_into_root(&x[..], &mut y[..]).unwrap();
+            // An argument error found before any message: still left.
+            let e = d.all_gather_into(&x[..], &mut [0u32; 2][..]).unwrap_err();
+            assert_eq!(e.class(), ErrorClass::Count);
+        });
+        let events = events_of(&mem, &layout);
+        let mut spans = Vec::new();
+        let mut open = None;
+        for e in &events {
+            match e.kind() {
+                Some(TraceKind::CollectiveEnter) => {
+                    assert_eq!((e.context, e.bytes), (3, 1), "{e:?}");
+                    assert!(open.replace(e.call).is_none(), "two spans open");
+                }
+                Some(TraceKind::CollectiveLeave) => {
+                    assert_eq!(open.take(), Some(e.call), "left what was entered");
+                    spans.push((e.call, e.arg));
+                }
+                _ => {}
+            }
+        }
+        let code = |c: Call| c as u8;
+        assert_eq!(
+            spans,
+            [
+                (code(Call::AllReduce), 0),
+                (code(Call::AllGather), 0),
+                (code(Call::AllToAll), 0),
+                (code(Call::ReduceScatter), 0),
+                (code(Call::Scan), 0),
+                (code(Call::Scan), 0),
+                (code(Call::Reduce), 0),
+                (code(Call::Gather), 0),
+                (code(Call::Scatter), 0),
+                (code(Call::AllGather), ErrorClass::Count as u64),
+            ]
+        );
     }
 
     #[test]

@@ -61,4 +61,4 @@ pub use spec::{
     default_block_dim, trace_path_from_env, BackendKind, ParseBackendKindError, RankCount, Residency,
     WorldSpec, DEFAULT_TRACE_EVENTS, PREFERRED_BLOCK_DIM,
 };
-pub use trace::{MessageLink, RankTrace, Trace, TraceWriteError};
+pub use trace::{MessageLink, RankTrace, SpanKind, SpanRecord, Trace, TraceWriteError};

@@ -8,8 +8,9 @@
 
 use crate::report::{BlockedState, DeadlockReport};
 use gpu_mpi_device::state::Layout;
-use gpu_mpi_device::trace::{TraceEvent, TraceHeader, TraceKind};
+use gpu_mpi_device::trace::{Creation, TraceEvent, TraceHeader, TraceKind, NO_CONTEXT};
 use gpu_mpi_device::wait::{Call, WaitDisplay};
+use gpu_mpi_device::ErrorClass;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -41,10 +42,14 @@ pub struct RankTrace {
 /// One message whose send and matching receive were both recorded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MessageLink {
-    /// The sender.
+    /// The sender (a world rank).
     pub source: u32,
     /// The sender's number for the message ([`TraceKind::Sent`]'s `arg`).
     pub sequence: u32,
+    /// The message's context word (`TraceEvent::context`): `2 × id` for
+    /// point-to-point traffic of communicator context `id` (0 the world),
+    /// `2 × id + 1` for a collective's own messages.
+    pub context: u16,
     /// The receiver.
     pub dest: u32,
     /// The tag.
@@ -55,6 +60,72 @@ pub struct MessageLink {
     pub sent: usize,
     /// Index of the [`TraceKind::Matched`] event in the receiver's events.
     pub matched: usize,
+}
+
+/// What a [`SpanRecord`] spans.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpanKind {
+    /// A collective: its `wait::Call`.
+    Collective(Call),
+    /// A communicator creation.
+    Creation(Creation),
+}
+
+/// A collective or a communicator creation as one rank recorded it: its
+/// enter event paired with the leave event that followed it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SpanRecord {
+    /// The rank (world).
+    pub rank: u32,
+    /// What it was.
+    pub kind: SpanKind,
+    /// The context id of the communicator it ran on (0 the world).
+    pub communicator: u32,
+    /// Index of its enter event in the rank's events.
+    pub enter: usize,
+    /// Index of its leave event; `None` when none was recorded (the rank
+    /// stopped inside: a deadlock, a panic, an abort; or the buffer was
+    /// full).
+    pub leave: Option<usize>,
+    /// The class of the error it returned (`None`: success, or no leave).
+    pub error: Option<ErrorClass>,
+    /// A creation that returned a communicator: its context id.
+    pub created: Option<u32>,
+}
+
+impl SpanRecord {
+    /// The slice's name in the exports: "all_reduce (comm 3)",
+    /// "broadcast(root 3) (world)", "split (world → comm 2)",
+    /// "duplicate (comm 1 → none)", with " failed: MPI_ERR_…" when it
+    /// returned an error.
+    pub fn name(&self, events: &[TraceEvent]) -> String {
+        let e = &events[self.enter];
+        let mut name = match self.kind {
+            SpanKind::Collective(_) => {
+                format!(
+                    "{} ({})",
+                    call_name(e.call as u32, e.peer, -1),
+                    comm_name(self.communicator)
+                )
+            }
+            SpanKind::Creation(c) => match (self.leave, self.created) {
+                (Some(_), Some(id)) => format!(
+                    "{} ({} → {})",
+                    c.name(),
+                    comm_name(self.communicator),
+                    comm_name(id)
+                ),
+                (Some(_), None) if self.error.is_none() => {
+                    format!("{} ({} → none)", c.name(), comm_name(self.communicator))
+                }
+                _ => format!("{} ({})", c.name(), comm_name(self.communicator)),
+            },
+        };
+        if let Some(class) = self.error {
+            let _ = write!(name, " failed: {}", class.mpi_name());
+        }
+        name
+    }
 }
 
 /// The trace of one launch: every rank's events.
@@ -137,12 +208,14 @@ impl Trace {
 
     /// Every message whose send and matching receive (or matched probe)
     /// were both recorded, in the order the receivers recorded the matches.
+    /// A message is keyed by its sender, the sender's sequence number and
+    /// its context word: a match links only to a send of the same context.
     pub fn messages(&self) -> Vec<MessageLink> {
-        let mut sent: HashMap<(u32, u32), usize> = HashMap::new();
+        let mut sent: HashMap<(u32, u32, u16), usize> = HashMap::new();
         for r in &self.ranks {
             for (i, e) in r.events.iter().enumerate() {
                 if e.kind() == Some(TraceKind::Sent) {
-                    sent.insert((r.rank, e.arg as u32), i);
+                    sent.insert((r.rank, e.arg as u32, e.context), i);
                 }
             }
         }
@@ -152,11 +225,12 @@ impl Trace {
                 if e.kind() != Some(TraceKind::Matched) || e.peer < 0 {
                     continue;
                 }
-                let key = (e.peer as u32, e.arg as u32);
+                let key = (e.peer as u32, e.arg as u32, e.context);
                 if let Some(&s) = sent.get(&key) {
                     out.push(MessageLink {
                         source: key.0,
                         sequence: key.1,
+                        context: key.2,
                         dest: r.rank,
                         tag: e.tag,
                         bytes: e.bytes,
@@ -165,6 +239,56 @@ impl Trace {
                     });
                 }
             }
+        }
+        out
+    }
+
+    /// Every collective and communicator creation of every rank, in rank
+    /// order and then in the order entered: each enter event paired with
+    /// the leave event that follows it. An enter followed by another enter
+    /// (or by nothing) has no leave: the rank stopped inside it.
+    pub fn spans(&self) -> Vec<SpanRecord> {
+        let mut out = Vec::new();
+        for r in &self.ranks {
+            let mut open: Option<SpanRecord> = None;
+            for (i, e) in r.events.iter().enumerate() {
+                let kind = match e.kind() {
+                    Some(TraceKind::CollectiveEnter) => {
+                        Call::from_code(e.call as u32).map(SpanKind::Collective)
+                    }
+                    Some(TraceKind::CreationEnter) => Creation::from_code(e.call).map(SpanKind::Creation),
+                    Some(k @ (TraceKind::CollectiveLeave | TraceKind::CreationLeave)) => {
+                        let pairs = matches!(
+                            (k, open.map(|o| o.kind)),
+                            (TraceKind::CollectiveLeave, Some(SpanKind::Collective(_)))
+                                | (TraceKind::CreationLeave, Some(SpanKind::Creation(_)))
+                        );
+                        if let (true, Some(mut s)) = (pairs, open.take()) {
+                            s.leave = Some(i);
+                            s.error =
+                                ErrorClass::from_code(e.arg as u32).filter(|c| *c != ErrorClass::Success);
+                            if k == TraceKind::CreationLeave {
+                                s.created = e.communicator();
+                            }
+                            out.push(s);
+                        }
+                        continue;
+                    }
+                    _ => continue,
+                };
+                let Some(kind) = kind else { continue };
+                out.extend(open.take());
+                open = Some(SpanRecord {
+                    rank: r.rank,
+                    kind,
+                    communicator: e.communicator().unwrap_or(0),
+                    enter: i,
+                    leave: None,
+                    error: None,
+                    created: None,
+                });
+            }
+            out.extend(open);
         }
         out
     }
@@ -194,11 +318,15 @@ impl Trace {
     /// which Perfetto (ui.perfetto.dev) and `chrome://tracing` open: one
     /// process per block (named with its SM on the GPU), one thread per
     /// rank; requests as async slices from posted to completed; blocked
-    /// waits and the sends and matches as complete slices; collectives as
-    /// begin/end slices; probes as instants; one flow (`s` to `f`) from each
+    /// waits and the sends and matches as complete slices; collectives and
+    /// communicator creations as begin/end slices named with their
+    /// communicator ("all_reduce (comm 1)", "barrier (world)", "split
+    /// (world → comm 1)", with " failed: MPI_ERR_…" when they returned an
+    /// error); probes as instants; one flow (`s` to `f`) from each
     /// message's send to the receive that matched it. Every event carries
-    /// `args.kind`, the [`TraceKind`] name it came from. `otherData` holds the
-    /// backend, the buffer size, and the events recorded and dropped.
+    /// `args.kind`, the [`TraceKind`] name it came from, and
+    /// `args.communicator` ("world", "comm 3", or null). `otherData` holds
+    /// the backend, the buffer size, and the events recorded and dropped.
     pub fn to_chrome_json(&self) -> String {
         let origin = self.origin();
         let us = |ns: u64| (ns.saturating_sub(origin)) as f64 / 1000.0;
@@ -218,6 +346,7 @@ impl Trace {
             meta.push(json!({"ph": "M", "name": "process_sort_index", "pid": b, "args": {"sort_index": b}}));
         }
         let mut async_id = 0u64;
+        let all_spans = self.spans();
         for r in &self.ranks {
             let (pid, tid) = (r.block, r.rank);
             meta.push(json!({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
@@ -228,22 +357,38 @@ impl Trace {
             );
             // Open requests by record index: (async id, name).
             let mut open: HashMap<u64, (u64, String)> = HashMap::new();
-            let mut open_collective: Option<String> = None;
             let last = r.events.last().map_or(origin, |e| e.time_ns);
-            for e in &r.events {
+            let spans: Vec<SpanRecord> = all_spans.iter().filter(|s| s.rank == r.rank).copied().collect();
+            let mut span_at: HashMap<usize, (bool, &SpanRecord)> = HashMap::new();
+            for s in &spans {
+                span_at.insert(s.enter, (true, s));
+                if let Some(l) = s.leave {
+                    span_at.insert(l, (false, s));
+                }
+            }
+            // The span entered last and not yet left: (its end if it has no
+            // leave event, its name).
+            let mut open_span: Option<String> = None;
+            for (i, e) in r.events.iter().enumerate() {
                 let Some(kind) = e.kind() else { continue };
                 let ts = us(e.time_ns);
                 let base = |ph: &str, name: String| {
                     json!({"ph": ph, "name": name, "cat": "mpi", "pid": pid, "tid": tid, "ts": ts,
-                        "args": {"kind": kind.name(), "peer": e.peer, "tag": e.tag, "bytes": e.bytes}})
+                        "args": {"kind": kind.name(), "peer": e.peer, "tag": e.tag, "bytes": e.bytes,
+                            "communicator": context_name(e.context), "context": e.context}})
                 };
                 match kind {
                     TraceKind::SendPosted | TraceKind::ReceivePosted => {
                         async_id += 1;
                         let name = if kind == TraceKind::SendPosted {
-                            format!("send to {} (tag {})", e.peer, e.tag)
+                            format!("send to {} (tag {}){}", e.peer, e.tag, context_suffix(e.context))
                         } else {
-                            format!("receive from {} (tag {})", peer_name(e.peer), peer_name(e.tag))
+                            format!(
+                                "receive from {} (tag {}){}",
+                                peer_name(e.peer),
+                                peer_name(e.tag),
+                                context_suffix(e.context)
+                            )
                         };
                         let mut v = base("b", name.clone());
                         v["cat"] = json!("request");
@@ -260,13 +405,16 @@ impl Trace {
                         }
                     }
                     TraceKind::Sent => {
-                        let mut v = base("X", format!("sent to {}", e.peer));
+                        let mut v = base("X", format!("sent to {}{}", e.peer, context_suffix(e.context)));
                         v["dur"] = json!(0);
                         v["args"]["sequence"] = json!(e.arg);
                         push(ts, v);
                     }
                     TraceKind::Matched => {
-                        let mut v = base("X", format!("matched from {}", e.peer));
+                        let mut v = base(
+                            "X",
+                            format!("matched from {}{}", e.peer, context_suffix(e.context)),
+                        );
                         v["dur"] = json!(0);
                         v["args"]["sequence"] = json!(e.arg);
                         push(ts, v);
@@ -276,20 +424,51 @@ impl Trace {
                         v["s"] = json!("t");
                         push(ts, v);
                     }
-                    TraceKind::CollectiveEnter => {
-                        // A collective that returned an error left no leave
-                        // event: it ends where the next one begins.
-                        if let Some(name) = open_collective.take() {
+                    TraceKind::CollectiveEnter | TraceKind::CreationEnter => {
+                        // One that recorded no leave (the rank stopped in
+                        // it) ends where the next one begins.
+                        if let Some(name) = open_span.take() {
                             push(ts, unfinished_end(pid, tid, ts, name));
                         }
-                        let name = call_name(e.call as u32, e.peer, e.tag);
-                        open_collective = Some(name.clone());
-                        push(ts, base("B", name));
-                    }
-                    TraceKind::CollectiveLeave => {
-                        if let Some(name) = open_collective.take() {
-                            push(ts, base("E", name));
+                        let Some(&(true, s)) = span_at.get(&i) else {
+                            continue;
+                        };
+                        let name = s.name(&r.events);
+                        let mut v = base("B", name.clone());
+                        let a = &mut v["args"];
+                        a["communicator"] = json!(comm_name(s.communicator));
+                        if kind == TraceKind::CollectiveEnter {
+                            a["root"] = json!(e.peer);
+                            a["root_world_rank"] = json!(e.tag);
+                            a["communicator_size"] = json!(e.bytes);
+                            a["communicator_rank"] = json!(e.arg >> 32);
+                            a["communicator_first_entry"] = json!(e.arg & 0xffff_ffff);
+                        } else {
+                            a["creation"] = json!(Creation::from_code(e.call).map(Creation::name));
+                            a["color"] = json!(e.peer);
+                            a["key"] = json!(e.tag);
+                            a["parent_size"] = json!(e.bytes);
+                            a["parent_rank"] = json!(e.arg);
                         }
+                        open_span = Some(name);
+                        push(ts, v);
+                    }
+                    TraceKind::CollectiveLeave | TraceKind::CreationLeave => {
+                        let Some(&(false, s)) = span_at.get(&i) else {
+                            continue;
+                        };
+                        let Some(name) = open_span.take() else { continue };
+                        let mut v = base("E", name);
+                        let a = &mut v["args"];
+                        a["communicator"] = json!(comm_name(s.communicator));
+                        a["result"] = json!(s.error.unwrap_or(ErrorClass::Success).mpi_name());
+                        a["failed"] = json!(s.error.is_some());
+                        if kind == TraceKind::CreationLeave {
+                            a["created"] = json!(s.created.map(comm_name));
+                            a["new_rank"] = json!(e.peer);
+                            a["new_size"] = json!(e.bytes);
+                        }
+                        push(ts, v);
                     }
                     TraceKind::Blocked => {
                         let start = us(e.time_ns.saturating_sub(e.arg));
@@ -306,7 +485,7 @@ impl Trace {
             }
             // Requests still open at the end (a deadlock, or their completion
             // was dropped) end at the rank's last event, marked unfinished.
-            if let Some(name) = open_collective.take() {
+            if let Some(name) = open_span.take() {
                 let ts = us(last);
                 push(ts, unfinished_end(pid, tid, ts, name));
             }
@@ -326,11 +505,16 @@ impl Trace {
             let f = &self.ranks[m.dest as usize].events[m.matched];
             let (ts_s, ts_f) = (us(s.time_ns), us(f.time_ns));
             let name = format!(
-                "message {} -> {} (tag {}, {} B)",
-                m.source, m.dest, m.tag, m.bytes
+                "message {} -> {} (tag {}, {} B){}",
+                m.source,
+                m.dest,
+                m.tag,
+                m.bytes,
+                context_suffix(m.context)
             );
             let args = json!({"kind": "message", "source": m.source, "dest": m.dest,
-                "sequence": m.sequence, "tag": m.tag, "bytes": m.bytes});
+                "sequence": m.sequence, "tag": m.tag, "bytes": m.bytes,
+                "communicator": context_name(m.context), "context": m.context});
             push(
                 ts_s,
                 json!({"ph": "s", "id": n, "name": name, "cat": "message",
@@ -446,33 +630,26 @@ impl Trace {
                 let s = &self.ranks[m.source as usize].events[m.sent];
                 let f = &self.ranks[m.dest as usize].events[m.matched];
                 json!({"from": m.source, "to": m.dest, "tag": m.tag, "bytes": m.bytes,
+                    "comm": diagram_comm(m.context),
                     "t0": s.time_ns.saturating_sub(origin), "t1": f.time_ns.saturating_sub(origin)})
             })
             .collect();
         let mut spans = Vec::new();
+        for s in self.spans() {
+            let events = &self.ranks[s.rank as usize].events;
+            // A span with no leave ends at the rank's next event.
+            let end = s.leave.unwrap_or((s.enter + 1).min(events.len() - 1));
+            spans.push(json!({"rank": s.rank,
+                "t0": events[s.enter].time_ns.saturating_sub(origin),
+                "t1": events[end].time_ns.saturating_sub(origin),
+                "kind": "coll", "failed": s.error.is_some() || s.leave.is_none(),
+                "name": s.name(events)}));
+        }
         for r in &self.ranks {
-            let mut enter: Vec<(u64, String)> = Vec::new();
-            for e in &r.events {
+            for e in r.events.iter().filter(|e| e.kind() == Some(TraceKind::Blocked)) {
                 let t = e.time_ns.saturating_sub(origin);
-                match e.kind() {
-                    Some(TraceKind::CollectiveEnter) => {
-                        // One open at a time: an earlier one with no leave
-                        // event returned an error.
-                        enter.clear();
-                        enter.push((t, call_name(e.call as u32, e.peer, e.tag)));
-                    }
-                    Some(TraceKind::CollectiveLeave) => {
-                        if let Some((t0, name)) = enter.pop() {
-                            spans.push(
-                                json!({"rank": r.rank, "t0": t0, "t1": t, "kind": "coll", "name": name}),
-                            );
-                        }
-                    }
-                    Some(TraceKind::Blocked) => spans
-                        .push(json!({"rank": r.rank, "t0": t.saturating_sub(e.arg),
-                        "t1": t, "kind": "blocked", "name": call_name(e.call as u32, e.peer, e.tag)})),
-                    _ => {}
-                }
+                spans.push(json!({"rank": r.rank, "t0": t.saturating_sub(e.arg),
+                    "t1": t, "kind": "blocked", "name": call_name(e.call as u32, e.peer, e.tag)}));
             }
         }
         json!({"messages": messages, "spans": spans, "total_messages": self.messages().len()})
@@ -488,6 +665,46 @@ pub fn deadlock_html(title: &str, report: &DeadlockReport) -> String {
 fn unfinished_end(pid: u32, tid: u32, ts: f64, name: String) -> Value {
     json!({"ph": "E", "name": name, "cat": "mpi", "pid": pid, "tid": tid, "ts": ts,
         "args": {"kind": "unfinished"}})
+}
+
+/// "world" or "comm 3" for a communicator's context id.
+fn comm_name(id: u32) -> String {
+    if id == 0 {
+        "world".to_string()
+    } else {
+        format!("comm {id}")
+    }
+}
+
+/// The communicator of an event's context word, `None` for [`NO_CONTEXT`].
+fn context_name(context: u16) -> Option<String> {
+    (context != NO_CONTEXT).then(|| comm_name(context as u32 >> 1))
+}
+
+/// What a slice's name adds for a message's context: nothing for the
+/// world's point-to-point traffic, " on comm 3" for a communicator's,
+/// " (world collective)" or " (comm 3 collective)" for a collective's own.
+fn context_suffix(context: u16) -> String {
+    if context == NO_CONTEXT || context == 0 {
+        return String::new();
+    }
+    let comm = comm_name(context as u32 >> 1);
+    if context & 1 == 1 {
+        format!(" ({comm} collective)")
+    } else {
+        format!(" on {comm}")
+    }
+}
+
+/// The communicator an arrow of the sequence diagram names: nothing for
+/// the world's point-to-point traffic, "comm 3", or "comm 3 coll." and
+/// "world coll." for a collective's own messages.
+fn diagram_comm(context: u16) -> String {
+    match context {
+        0 | NO_CONTEXT => String::new(),
+        c if c & 1 == 1 => format!("{} coll.", comm_name(c as u32 >> 1)),
+        c => comm_name(c as u32 >> 1),
+    }
 }
 
 fn peer_name(v: i32) -> String {
@@ -617,6 +834,7 @@ svg text { font: 11px system-ui, sans-serif; }
 .msg-label { fill: #1f5fbf; }
 .blocked { fill: #f4a261; opacity: 0.7; }
 .coll { fill: #2a9d8f; opacity: 0.35; }
+.coll.failed { fill: #e63946; opacity: 0.5; }
 .wait-node { fill: #fde2e2; stroke: #c0392b; }
 .wait-edge { stroke: #c0392b; stroke-width: 1.6; }
 "#;
@@ -716,15 +934,15 @@ const SCRIPT: &str = r#"
   for (const s of d.spans) {
     const y0 = y(s.t0), y1 = y(s.t1);
     const w = s.kind === 'coll' ? 16 : 8;
-    const rect = el('rect', {x: x(s.rank) - w / 2, y: y0, width: w, height: Math.max(2, y1 - y0), 'class': s.kind}, svg);
+    const rect = el('rect', {x: x(s.rank) - w / 2, y: y0, width: w, height: Math.max(2, y1 - y0), 'class': s.kind + (s.failed ? ' failed' : '')}, svg);
     el('title', {}, rect).textContent = (s.kind === 'coll' ? '' : 'blocked in ') + s.name + ' (' + ((s.t1 - s.t0) / 1000).toFixed(1) + ' µs)';
   }
   for (const m of d.messages) {
     const x0 = x(m.from), x1 = x(m.to), y0 = y(m.t0), y1 = y(m.t1);
     const self = x0 === x1;
     const line = el('line', {x1: x0, y1: y0, x2: self ? x0 + 30 : x1, y2: y1, 'class': 'msg', 'marker-end': 'url(#msg-arrow)'}, svg);
-    el('title', {}, line).textContent = 'rank ' + m.from + ' -> rank ' + m.to + ', tag ' + m.tag + ', ' + m.bytes + ' B';
-    text((x0 + (self ? x0 + 30 : x1)) / 2, (y0 + y1) / 2 - 3, 'tag ' + m.tag + ' · ' + m.bytes + ' B', svg, 'msg-label');
+    el('title', {}, line).textContent = 'rank ' + m.from + ' -> rank ' + m.to + ', tag ' + m.tag + ', ' + m.bytes + ' B' + (m.comm ? ' ' + m.comm : '');
+    text((x0 + (self ? x0 + 30 : x1)) / 2, (y0 + y1) / 2 - 3, (m.comm ? m.comm + ' · ' : '') + 'tag ' + m.tag + ' · ' + m.bytes + ' B', svg, 'msg-label');
   }
 })();
 "#;

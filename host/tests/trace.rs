@@ -5,10 +5,11 @@
 use gpu_mpi_device::collective::SystemOperation;
 use gpu_mpi_device::request::scope;
 use gpu_mpi_device::state::{ConfigError, MAX_TRACE_EVENTS};
-use gpu_mpi_device::trace::TraceKind;
+use gpu_mpi_device::trace::{Creation, TraceKind, NO_CONTEXT};
 use gpu_mpi_device::traits::*;
-use gpu_mpi_device::{Error, GlobalSlice, World};
-use gpu_mpi_host::{Device, HostError, Schedule, Trace, WorldSpec};
+use gpu_mpi_device::wait::Call;
+use gpu_mpi_device::{Color, Error, ErrorClass, GlobalSlice, World};
+use gpu_mpi_host::{Device, HostError, Schedule, SpanKind, Trace, WorldSpec};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -22,8 +23,9 @@ const BIG: usize = 150;
 gpu_mpi_device::kernel! {
     /// Every kind of event: a blocking ring, a non-blocking ring of large
     /// messages, a ping-pong (rank 1 blocks), a probe and a matched probe,
-    /// a barrier, an all-reduce and a broadcast. Writes per rank: what it
-    /// received from its left neighbour, the all-reduce, the broadcast.
+    /// a barrier, an all-reduce, a broadcast and a duplicate of the world.
+    /// Writes per rank: what it received from its left neighbour, the
+    /// all-reduce, the broadcast.
     pub static TRAFFIC = fn traffic_kernel(world: &World, out: &GlobalSlice<u64>) -> Result<(), Error> {
         let r = world.rank();
         let n = world.size();
@@ -83,6 +85,10 @@ gpu_mpi_device::kernel! {
         world.all_reduce_into(&(r as u64), &mut sum, SystemOperation::sum())?;
         let mut b = if r == 3 { 99u64 } else { 0 };
         world.process_at_rank(3).broadcast_into(&mut b)?;
+        let dup = world.duplicate()?;
+        if dup.size() != n {
+            return Err(Error::Intern);
+        }
         out.write(3 * r as usize, left)?;
         out.write(3 * r as usize + 1, sum)?;
         out.write(3 * r as usize + 2, b)?;
@@ -109,6 +115,69 @@ gpu_mpi_device::kernel! {
     pub static BAD_ROOT = fn bad_root(world: &World, _out: &GlobalSlice<u64>) -> Result<(), Error> {
         world.barrier()?;
         world.process_at_rank(world.size()).reduce_into(&1u64, SystemOperation::sum())
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// A split into even and odd ranks (context 1, two communicators of 4);
+    /// on each half: a ring of point-to-point messages with tag 5, an
+    /// all-reduce, a broadcast from its rank 1, and a broadcast from a
+    /// root out of range (every rank gets `MPI_ERR_ROOT` and goes on);
+    /// then a world ring with the same tag and a world barrier. Writes per
+    /// rank: what it received on the half, on the world, the all-reduce,
+    /// the broadcast.
+    pub static SPLIT = fn split_kernel(world: &World, out: &GlobalSlice<u64>) -> Result<(), Error> {
+        let r = world.rank();
+        let half = world
+            .split_by_color(Color::with_value((r % 2) as u32))?
+            .ok_or(Error::Intern)?;
+        let (hr, hn) = (half.rank(), half.size());
+        let on_half = ring_on(&half, r as u64)?;
+        let mut sum = 0u64;
+        half.all_reduce_into(&(r as u64), &mut sum, SystemOperation::sum())?;
+        let mut b = if hr == 1 { 100 + r as u64 } else { 0 };
+        half.process_at_rank(1).broadcast_into(&mut b)?;
+        let mut spare = 0u64;
+        match half.process_at_rank(hn).broadcast_into(&mut spare) {
+            Err(e) if e.class() == ErrorClass::Root => {}
+            _ => return Err(Error::Intern),
+        }
+        let on_world = ring_on(world, r as u64)?;
+        world.barrier()?;
+        out.write(4 * r as usize, on_half)?;
+        out.write(4 * r as usize + 1, on_world)?;
+        out.write(4 * r as usize + 2, sum)?;
+        out.write(4 * r as usize + 3, b)?;
+        Ok(())
+    }
+}
+
+/// A ring with tag 5 on communicator `c`: sends `value` to the next rank,
+/// returns what the previous one sent.
+fn ring_on<C: Communicator>(c: &C, value: u64) -> Result<u64, Error> {
+    let (me, size) = (c.rank(), c.size());
+    let next = c.process_at_rank((me + 1) % size);
+    let prev = c.process_at_rank((me + size - 1) % size);
+    let mut left = 0u64;
+    if me % 2 == 0 {
+        next.send_with_tag(&value, 5)?;
+        prev.receive_into_with_tag(&mut left, 5)?;
+    } else {
+        prev.receive_into_with_tag(&mut left, 5)?;
+        next.send_with_tag(&value, 5)?;
+    }
+    Ok(left)
+}
+
+gpu_mpi_device::kernel! {
+    /// A duplicate of the world, then a barrier on it that rank 0 skips:
+    /// the others stop inside it (a deadlock).
+    pub static STUCK = fn stuck(world: &World, _out: &GlobalSlice<u64>) -> Result<(), Error> {
+        let d = world.duplicate()?;
+        if d.rank() != 0 {
+            d.barrier()?;
+        }
+        Ok(())
     }
 }
 
@@ -199,9 +268,14 @@ fn every_rank_records_every_kind_and_messages_link() {
         );
     }
     // Every message sent was matched exactly once, by its destination, with
-    // its tag and size: 2 rings of 8, ping, pong, probe's, matched probe's.
+    // its tag and size: 2 rings of 8, ping, pong, probe's, matched probe's
+    // on the world's point-to-point context; the rest are the duplicate's
+    // (on the world's collective context).
     let links = t.messages();
-    assert_eq!(links.len(), 2 * RANKS as usize + 4);
+    let (p2p, creation): (Vec<&gpu_mpi_host::MessageLink>, Vec<_>) =
+        links.iter().partition(|m| m.context == 0);
+    assert_eq!(p2p.len(), 2 * RANKS as usize + 4);
+    assert!(!creation.is_empty() && creation.iter().all(|m| m.context == 1));
     let sent_total: usize = t
         .ranks
         .iter()
@@ -214,7 +288,7 @@ fn every_rank_records_every_kind_and_messages_link() {
         .sum();
     assert_eq!(links.len(), sent_total);
     let mut seen = HashSet::new();
-    for m in &links {
+    for m in &p2p {
         assert!(seen.insert((m.source, m.sequence)), "message linked twice");
         let s = &t.ranks[m.source as usize].events[m.sent];
         assert_eq!((s.peer, s.tag, s.bytes), (m.dest as i32, m.tag, m.bytes));
@@ -524,6 +598,32 @@ fn the_html_page_renders_one_arrow_per_message_in_chromium() {
 }
 
 #[test]
+fn the_html_page_shows_communicators_and_failed_collectives_in_chromium() {
+    let Some(browser) = chromium() else { return };
+    let t = split_trace();
+    let dir = tmp_dir("split-page");
+    let html = t.write_files(&dir.join("split.json"), "split", None).unwrap();
+    let shot = dir.join("split.png");
+    let dom = render(&browser, &html, &shot, &dir);
+    assert_eq!(count(&dom, "msg"), t.messages().len(), "one arrow per message");
+    // Per rank: the split, the all-reduce, the broadcast and the barrier
+    // drawn as collectives, the failed broadcast apart.
+    assert_eq!(count(&dom, "coll"), 4 * RANKS as usize);
+    assert_eq!(count(&dom, "coll failed"), RANKS as usize);
+    assert!(
+        dom.contains("comm 1 · tag 5 · 8 B"),
+        "arrows name their communicator"
+    );
+    assert!(
+        dom.contains("comm 1 coll. · tag"),
+        "a collective's own messages say so"
+    );
+    assert!(dom.contains("broadcast(root 4) (comm 1) failed: MPI_ERR_ROOT"));
+    assert!(is_png(&shot));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn a_deadlock_page_draws_the_wait_for_graph_in_chromium() {
     let Some(browser) = chromium() else { return };
     let d = Device::cpu();
@@ -550,7 +650,7 @@ fn a_deadlock_page_draws_the_wait_for_graph_in_chromium() {
 }
 
 #[test]
-fn a_failed_collective_has_no_leave_event_and_its_slice_still_ends() {
+fn a_failed_world_collective_records_its_leave_with_the_error_class() {
     let d = Device::cpu();
     let out = d.alloc_zeroed::<u64>(1).unwrap();
     let run = d.launch_traced(&BAD_ROOT, &out.slice(), &WorldSpec::ranks(4).trace(16));
@@ -567,14 +667,41 @@ fn a_failed_collective_has_no_leave_event_and_its_slice_still_ends() {
             [
                 TraceKind::CollectiveEnter,
                 TraceKind::CollectiveLeave,
-                TraceKind::CollectiveEnter
+                TraceKind::CollectiveEnter,
+                TraceKind::CollectiveLeave
             ],
             "rank {}",
             r.rank
         );
+        // The reduce's enter names its root (out of range: no world rank)
+        // and its leave the class of its error.
+        let (enter, leave) = (&r.events[2], &r.events[3]);
+        assert_eq!(
+            (enter.call as u32, enter.peer, enter.tag),
+            (Call::Reduce as u32, 4, -1)
+        );
+        assert_eq!((enter.context, enter.bytes), (1, 4));
+        assert_eq!(leave.arg, ErrorClass::Root as u64);
+        assert_eq!(r.events[1].arg, 0, "the barrier succeeded");
     }
-    // In the JSON every begun slice ends, the failed one marked unfinished.
+    for s in t.spans() {
+        assert!(s.leave.is_some());
+        let failed = s.kind == SpanKind::Collective(Call::Reduce);
+        assert_eq!(s.error, failed.then_some(ErrorClass::Root));
+    }
+    // In the JSON every begun slice ends; the failed one says so.
     let doc = chrome(&t);
+    let failed: Vec<&Value> = doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "E" && e["args"]["failed"] == true)
+        .collect();
+    assert_eq!(failed.len(), 4, "one failed reduce per rank");
+    for e in &failed {
+        assert_eq!(e["args"]["result"], "MPI_ERR_ROOT");
+        assert_eq!(e["name"], "reduce(root 4) (world) failed: MPI_ERR_ROOT");
+    }
     for tid in 0..4u64 {
         let on_track = |ph: &str| {
             doc["traceEvents"]
@@ -585,5 +712,264 @@ fn a_failed_collective_has_no_leave_event_and_its_slice_still_ends() {
                 .count()
         };
         assert_eq!((on_track("B"), on_track("E")), (2, 2), "rank {tid}");
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Communicators in the trace
+
+/// Runs SPLIT on 8 ranks in blocks of 4, checks its results, returns the trace.
+fn split_trace() -> Trace {
+    let d = Device::cpu();
+    let out = d.alloc_zeroed::<u64>(4 * RANKS as usize).unwrap();
+    let rep = d.launch(&SPLIT, &out.slice(), &spec().trace(512)).unwrap();
+    let got = d.download(&out).unwrap();
+    let n = RANKS as u64;
+    for r in 0..n {
+        let i = 4 * r as usize;
+        assert_eq!(got[i], (r + n - 2) % n, "rank {r}: left neighbour on its half");
+        assert_eq!(
+            got[i + 1],
+            (r + n - 1) % n,
+            "rank {r}: left neighbour on the world"
+        );
+        let half_sum: u64 = (0..n).filter(|q| q % 2 == r % 2).sum();
+        assert_eq!(got[i + 2], half_sum, "rank {r}: all-reduce on its half");
+        assert_eq!(
+            got[i + 3],
+            100 + 2 + r % 2,
+            "rank {r}: broadcast from the half's rank 1"
+        );
+    }
+    let t = rep.trace().cloned().unwrap();
+    assert_eq!(t.dropped(), 0);
+    t
+}
+
+#[test]
+fn sub_communicator_events_carry_their_context_and_spans_their_communicator() {
+    let t = split_trace();
+    for r in &t.ranks {
+        let w = r.rank;
+        let spans: Vec<_> = t.spans().into_iter().filter(|s| s.rank == w).collect();
+        let kinds: Vec<SpanKind> = spans.iter().map(|s| s.kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                SpanKind::Creation(Creation::Split),
+                SpanKind::Collective(Call::AllReduce),
+                SpanKind::Collective(Call::Broadcast),
+                SpanKind::Collective(Call::Broadcast),
+                SpanKind::Collective(Call::Barrier),
+            ],
+            "rank {w}"
+        );
+        let comms: Vec<u32> = spans.iter().map(|s| s.communicator).collect();
+        assert_eq!(comms, [0, 1, 1, 1, 0], "rank {w}");
+        assert!(
+            spans.iter().all(|s| s.leave.is_some()),
+            "rank {w}: every span left"
+        );
+        let errors: Vec<_> = spans.iter().map(|s| s.error).collect();
+        assert_eq!(
+            errors,
+            [None, None, None, Some(ErrorClass::Root), None],
+            "rank {w}"
+        );
+        assert_eq!(spans[0].created, Some(1));
+        // The split's events: colour and key in, the new rank and size out.
+        let (enter, leave) = (&r.events[spans[0].enter], &r.events[spans[0].leave.unwrap()]);
+        assert_eq!(
+            (enter.context, enter.peer, enter.tag),
+            (1, (w % 2) as i32, w as i32)
+        );
+        assert_eq!((enter.bytes, enter.arg), (RANKS, w as u64));
+        assert_eq!((leave.context, leave.peer, leave.bytes), (3, (w / 2) as i32, 4));
+        assert_eq!(leave.tag, if w % 2 == 0 { 0 } else { 4 }, "first table entry");
+        // The broadcast from the half's rank 1: its root in both numberings.
+        let b = &r.events[spans[2].enter];
+        assert_eq!((b.context, b.peer, b.tag, b.bytes), (3, 1, (2 + w % 2) as i32, 4));
+        assert_eq!(b.arg >> 32, (w / 2) as u64, "its rank on the half");
+        let bad = &r.events[spans[3].enter];
+        assert_eq!((bad.peer, bad.tag), (4, -1), "a root out of range");
+        assert_eq!(r.events[spans[3].leave.unwrap()].arg, ErrorClass::Root as u64);
+        // Point-to-point events: world ranks as peers, the half's context
+        // word (2) for its ring, the world's (0) for the world ring, the
+        // collective words (1, 3) for the messages the collectives exchange.
+        for e in &r.events {
+            match e.kind().unwrap() {
+                TraceKind::Sent | TraceKind::SendPosted if e.tag == 5 && e.context == 2 => {
+                    assert_eq!(e.peer as u32, (w + 2) % RANKS)
+                }
+                TraceKind::Sent | TraceKind::SendPosted if e.tag == 5 && e.context == 0 => {
+                    assert_eq!((e.context, e.peer as u32), (0, (w + 1) % RANKS))
+                }
+                TraceKind::Matched if e.tag == 5 && e.context == 2 => {
+                    assert_eq!(e.peer as u32, (w + RANKS - 2) % RANKS)
+                }
+                TraceKind::Blocked => assert_eq!(e.context, NO_CONTEXT),
+                _ => assert!(e.context <= 3, "rank {w}: {e:?}"),
+            }
+        }
+    }
+    // Messages link within their context: each match to the send of its
+    // context, 8 on the halves' ring, 8 on the world's, and the
+    // collectives' own.
+    let links = t.messages();
+    let count = |c: u16| links.iter().filter(|m| m.context == c && m.tag == 5).count();
+    assert_eq!((count(2), count(0)), (8, 8));
+    assert!(
+        links.iter().any(|m| m.context == 3),
+        "the half's collectives' messages"
+    );
+    assert!(
+        links.iter().any(|m| m.context == 1),
+        "the split's messages on the world"
+    );
+    for m in &links {
+        let s = &t.ranks[m.source as usize].events[m.sent];
+        let f = &t.ranks[m.dest as usize].events[m.matched];
+        assert_eq!((s.context, f.context), (m.context, m.context));
+        assert_eq!((s.peer as u32, f.peer as u32), (m.dest, m.source));
+        if m.context >> 1 == 1 {
+            assert_eq!(m.source % 2, m.dest % 2, "a half's message stays in its half");
+        }
+    }
+}
+
+#[test]
+fn chrome_json_names_the_communicator_of_every_span_and_flow() {
+    let t = split_trace();
+    let doc = chrome(&t);
+    let events = doc["traceEvents"].as_array().unwrap();
+    for tid in 0..RANKS as u64 {
+        let on_track: Vec<&Value> = events
+            .iter()
+            .filter(|e| e["tid"] == tid && (e["ph"] == "B" || e["ph"] == "E"))
+            .collect();
+        let names: Vec<&str> = on_track
+            .iter()
+            .filter(|e| e["ph"] == "B")
+            .map(|e| e["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "split (world → comm 1)",
+                "all_reduce (comm 1)",
+                "broadcast(root 1) (comm 1)",
+                "broadcast(root 4) (comm 1) failed: MPI_ERR_ROOT",
+                "barrier (world)",
+            ],
+            "rank {tid}"
+        );
+        // Begin and end alternate: every span closed, none nested.
+        let phases: Vec<&str> = on_track.iter().map(|e| e["ph"].as_str().unwrap()).collect();
+        assert_eq!(phases, ["B", "E"].repeat(5), "rank {tid}");
+        let comms: Vec<&str> = on_track
+            .iter()
+            .map(|e| e["args"]["communicator"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            comms,
+            [
+                "world", "world", "comm 1", "comm 1", "comm 1", "comm 1", "comm 1", "comm 1", "world",
+                "world"
+            ],
+            "rank {tid}"
+        );
+        let ends: Vec<(&Value, &Value)> = on_track
+            .iter()
+            .filter(|e| e["ph"] == "E")
+            .map(|e| (&e["args"]["failed"], &e["args"]["result"]))
+            .collect();
+        assert_eq!(ends[3], (&Value::Bool(true), &Value::from("MPI_ERR_ROOT")));
+        assert!(ends.iter().enumerate().all(|(i, e)| i == 3 || e.0 == false));
+        let split_end = on_track[1];
+        assert_eq!(split_end["args"]["created"], "comm 1");
+        assert_eq!(split_end["args"]["new_size"], 4);
+        let bcast = on_track[4];
+        assert_eq!(bcast["args"]["root"], 1);
+        assert_eq!(bcast["args"]["root_world_rank"], 2 + tid % 2);
+        assert_eq!(bcast["args"]["communicator_rank"], tid / 2);
+    }
+    // One flow per linked message, each naming its communicator; the
+    // halves' ring flows stay within a half and say "on comm 1".
+    let links = t.messages();
+    let starts: Vec<&Value> = events.iter().filter(|e| e["ph"] == "s").collect();
+    let finishes: HashMap<u64, &Value> = events
+        .iter()
+        .filter(|e| e["ph"] == "f")
+        .map(|e| (e["id"].as_u64().unwrap(), e))
+        .collect();
+    assert_eq!((starts.len(), finishes.len()), (links.len(), links.len()));
+    let mut ring_on_half = 0;
+    for s in &starts {
+        let f = finishes[&s["id"].as_u64().unwrap()];
+        assert_eq!(s["args"], f["args"]);
+        assert_eq!(s["tid"], s["args"]["source"]);
+        assert_eq!(f["tid"], f["args"]["dest"]);
+        let context = s["args"]["context"].as_u64().unwrap();
+        let comm = if context >> 1 == 0 { "world" } else { "comm 1" };
+        assert_eq!(s["args"]["communicator"], comm);
+        if context == 2 && s["args"]["tag"] == 5 {
+            ring_on_half += 1;
+            assert!(
+                s["name"].as_str().unwrap().ends_with(" on comm 1"),
+                "{}",
+                s["name"]
+            );
+            let (a, b) = (s["tid"].as_u64().unwrap(), f["tid"].as_u64().unwrap());
+            assert_eq!(b, (a + 2) % RANKS as u64);
+        }
+        if context & 1 == 1 {
+            assert!(
+                s["name"].as_str().unwrap().ends_with(" collective)"),
+                "{}",
+                s["name"]
+            );
+        }
+    }
+    assert_eq!(ring_on_half, 8);
+    // The request slices of the half's ring say where they ran.
+    assert!(events
+        .iter()
+        .any(|e| e["ph"] == "b" && e["name"] == "send to 2 (tag 5) on comm 1" && e["tid"] == 0));
+}
+
+#[test]
+fn a_rank_stopped_inside_a_collective_leaves_a_span_closed_as_unfinished() {
+    let d = Device::cpu();
+    let out = d.alloc_zeroed::<u64>(1).unwrap();
+    let run = d.launch_traced(&STUCK, &out.slice(), &WorldSpec::ranks(4).trace(64));
+    assert!(
+        matches!(run.result, Err(HostError::Deadlock(_))),
+        "{:?}",
+        run.result
+    );
+    let t = run.trace.unwrap();
+    for s in t.spans() {
+        match s.kind {
+            SpanKind::Creation(c) => {
+                assert_eq!(c, Creation::Duplicate);
+                assert_eq!((s.communicator, s.created, s.error), (0, Some(1), None));
+            }
+            SpanKind::Collective(c) => {
+                assert_eq!((c, s.communicator), (Call::Barrier, 1));
+                assert_ne!(s.rank, 0, "rank 0 skipped the barrier");
+                assert_eq!(s.leave, None, "rank {} stopped inside", s.rank);
+            }
+        }
+    }
+    let doc = chrome(&t);
+    let events = doc["traceEvents"].as_array().unwrap();
+    for tid in 1..4u64 {
+        let ends: Vec<&Value> = events
+            .iter()
+            .filter(|e| e["tid"] == tid && e["ph"] == "E")
+            .collect();
+        assert_eq!(ends.len(), 2, "rank {tid}: the duplicate's end and the barrier's");
+        assert_eq!(ends[1]["args"]["kind"], "unfinished");
+        assert_eq!(ends[1]["name"], "barrier (comm 1)");
     }
 }

@@ -23,7 +23,6 @@ use crate::datatype::{Buffer, BufferMut, Datatype, TypedBuffer};
 use crate::error::Error;
 use crate::shim;
 use crate::topology::{Communicator, World};
-use crate::trace;
 use crate::wait::{Call as WaitCall, WaitFor};
 
 /// A buffer split into one part per rank by counts and displacements (in
@@ -368,7 +367,6 @@ impl World {
             peer: root,
             tag: -1,
         };
-        let span = trace::Span::enter(&self.core(), what.operation as u32, what.peer);
         let n = self.layout.ranks as usize;
         let is_root = root == self.rank();
         let mut local = self.check_root(root);
@@ -430,7 +428,7 @@ impl World {
         });
         // SAFETY: `send` is a borrowed buffer; `take` copies at most `cb`.
         let r = unsafe { self.gather_rounds(send, bytes, take, what) };
-        span.leave(r.and(if walked { Ok(()) } else { Err(Error::Intern) }))
+        r.and(if walked { Ok(()) } else { Err(Error::Intern) })
     }
 
     /// `MPI_Gatherv`: `recv` is the root's partitioned buffer (None at the
@@ -450,7 +448,6 @@ impl World {
             peer: root,
             tag: -1,
         };
-        let span = trace::Span::enter(&self.core(), what.operation as u32, what.peer);
         let n = self.layout.ranks as usize;
         let is_root = root == self.rank();
         let dtype = send.datatype();
@@ -533,14 +530,14 @@ impl World {
             }
         });
         // SAFETY: `bytes` is a borrowed buffer; `take` copies at most `cb`.
-        span.leave(unsafe {
+        unsafe {
             self.gather_rounds(
                 Some((Side::Plain(bytes.as_ptr() as *mut u8), bytes.len())),
                 agreed.max(LEN) as usize,
                 take,
                 what,
             )
-        })
+        }
     }
 
     /// `MPI_Scatter`: `send` is the root's buffer (None at the other ranks);
@@ -561,7 +558,6 @@ impl World {
             peer: root,
             tag: -1,
         };
-        let span = trace::Span::enter(&self.core(), what.operation as u32, what.peer);
         let n = self.layout.ranks as usize;
         let is_root = root == self.rank();
         let mut local = self.check_root(root);
@@ -620,7 +616,7 @@ impl World {
         let recv = recv.map(|r| Side::of_mut(r));
         // SAFETY: `recv` is a borrowed buffer; `give` writes at most `cb`.
         let r = unsafe { self.scatter_rounds(bytes, give, recv, what) };
-        span.leave(r.and(if walked { Ok(()) } else { Err(Error::Intern) }))
+        r.and(if walked { Ok(()) } else { Err(Error::Intern) })
     }
 
     /// `MPI_Scatterv`: `send` is the root's partitioned buffer (None at the
@@ -640,7 +636,6 @@ impl World {
             peer: root,
             tag: -1,
         };
-        let span = trace::Span::enter(&self.core(), what.operation as u32, what.peer);
         let n = self.layout.ranks as usize;
         let is_root = root == self.rank();
         let dtype = recv.datatype();
@@ -724,14 +719,14 @@ impl World {
         });
         let b = recv.as_bytes_mut();
         // SAFETY: `b` is a borrowed buffer; `give` writes at most `cb`.
-        span.leave(unsafe {
+        unsafe {
             self.scatter_rounds(
                 agreed.max(LEN) as usize,
                 give,
                 Some((Side::Plain(b.as_mut_ptr()), b.len())),
                 what,
             )
-        })
+        }
     }
 
     /// `MPI_Allgather` (`var` None; `send` None: in place) and
@@ -751,7 +746,6 @@ impl World {
             peer: -2,
             tag: -1,
         };
-        let span = trace::Span::enter(&self.core(), what.operation as u32, what.peer);
         let n = self.layout.ranks as usize;
         let dtype = recv.datatype();
         let size = dtype.size as usize;
@@ -836,7 +830,7 @@ impl World {
         // SAFETY: `staged` is readable (a borrowed buffer or our own part of
         // `recv`, which `take` leaves alone); `take` copies at most `cb`.
         let r = unsafe { self.gather_rounds(Some(staged), agreed.max(LEN) as usize, Some(take), what) };
-        span.leave(r.and(if walked { Ok(()) } else { Err(Error::Intern) }))
+        r.and(if walked { Ok(()) } else { Err(Error::Intern) })
     }
 
     /// `MPI_Alltoall`.
@@ -850,7 +844,6 @@ impl World {
             peer: -2,
             tag: -1,
         };
-        let span = trace::Span::enter(&self.core(), what.operation as u32, what.peer);
         let n = self.layout.ranks as usize;
         let dtype = recv.datatype();
         let total = send.count();
@@ -878,7 +871,7 @@ impl World {
         let m = total / n * dtype.size as usize;
         let src = send.as_bytes().as_ptr();
         let dst = recv.as_bytes_mut().as_mut_ptr();
-        span.leave(self.all_to_all_rounds(
+        self.all_to_all_rounds(
             m,
             Parts::Even(m),
             Parts::Even(m),
@@ -888,7 +881,7 @@ impl World {
             // SAFETY: part q of `recv` (`n × m` bytes, checked), `at + len <= m`.
             |q, at, cell, len| unsafe { shim::copy_bytes(dst.add(q as usize * m + at), cell, len) },
             what,
-        ))
+        )
     }
 
     /// `MPI_Alltoall` with `MPI_IN_PLACE`, pairwise: in step `j` rank `p`
@@ -900,7 +893,6 @@ impl World {
             peer: -2,
             tag: -1,
         };
-        let span = trace::Span::enter(&self.core(), what.operation as u32, what.peer);
         let n = self.layout.ranks as usize;
         let dtype = buf.datatype();
         let total = buf.count();
@@ -945,7 +937,7 @@ impl World {
                 lo += cb;
             }
         }
-        span.leave(Ok(()))
+        Ok(())
     }
 
     /// `MPI_Alltoallv`: the counts are exchanged first (an all-to-all of one
@@ -965,7 +957,6 @@ impl World {
             peer: -2,
             tag: -1,
         };
-        let span = trace::Span::enter(&self.core(), what.operation as u32, what.peer);
         let n = self.layout.ranks as usize;
         let dtype = recv.buf.datatype();
         let size = dtype.size as usize;
@@ -1034,7 +1025,7 @@ impl World {
         };
         let src = send.buf.as_bytes().as_ptr();
         let dst = recv.buf.as_bytes_mut().as_mut_ptr();
-        span.leave(self.all_to_all_rounds(
+        self.all_to_all_rounds(
             agreed.max(LEN) as usize,
             sparts,
             rparts,
@@ -1043,7 +1034,7 @@ impl World {
             // SAFETY: inside part q of `recv` (checked), `at + len` within it.
             |q, at, cell, len| unsafe { shim::copy_bytes(dst.add(rparts.get(q as usize).0 + at), cell, len) },
             what,
-        ))
+        )
     }
 
     /// `None`, or `MPI_ERR_ROOT` for a root outside the world.

@@ -860,10 +860,12 @@ pub(crate) fn partition_parts_mut<'p, R: BufferMut + ?Sized>(
 use super::CommunicatorCollectives;
 use crate::communicator::SimpleCommunicator;
 use crate::topology::Communicator;
+use crate::wait::Call;
 
 impl CommunicatorCollectives for SimpleCommunicator<'_> {
     fn barrier(&self) -> Result<(), Error> {
-        self.view().barrier()
+        let v = self.view();
+        v.traced(Call::Barrier, -2, || v.barrier())
     }
 
     fn all_reduce_into<T, S, R, O>(&self, send: &S, recv: &mut R, op: O) -> Result<(), Error>
@@ -873,10 +875,13 @@ impl CommunicatorCollectives for SimpleCommunicator<'_> {
         R: ElementsMut<T> + ?Sized,
         O: Operation<T>,
     {
-        let (s, n) = elements(send);
-        let (r, m) = elements_mut(recv);
-        // SAFETY: two borrowed slices, valid for the call.
-        unsafe { self.view().all_reduce(s, n, r, m, &op) }
+        let v = self.view();
+        v.traced(Call::AllReduce, -2, || {
+            let (s, n) = elements(send);
+            let (r, m) = elements_mut(recv);
+            // SAFETY: two borrowed slices, valid for the call.
+            unsafe { v.all_reduce(s, n, r, m, &op) }
+        })
     }
 
     fn all_reduce_in_place<T, R, O>(&self, buf: &mut R, op: O) -> Result<(), Error>
@@ -885,9 +890,12 @@ impl CommunicatorCollectives for SimpleCommunicator<'_> {
         R: ElementsMut<T> + ?Sized,
         O: Operation<T>,
     {
-        let (p, n) = elements_mut(buf);
-        // SAFETY: one borrowed slice, each chunk read before it is written.
-        unsafe { self.view().all_reduce(p as *const T, n, p, n, &op) }
+        let v = self.view();
+        v.traced(Call::AllReduce, -2, || {
+            let (p, n) = elements_mut(buf);
+            // SAFETY: one borrowed slice, each chunk read before it is written.
+            unsafe { v.all_reduce(p as *const T, n, p, n, &op) }
+        })
     }
 
     fn all_gather_into<S, R>(&self, send: &S, recv: &mut R) -> Result<(), Error>
@@ -896,18 +904,20 @@ impl CommunicatorCollectives for SimpleCommunicator<'_> {
         R: BufferMut + ?Sized,
     {
         let v = self.view();
-        let (sp, sn) = bytes_of(send)?;
-        let dt = recv.datatype();
-        let (rp, rn) = bytes_of_mut(recv)?;
-        if rn != sn * v.size as usize {
-            return Err(Error::CountMismatch {
-                count: rn as u32,
-                expected: (sn * v.size as usize) as u32,
-            });
-        }
-        // SAFETY: part `rank` of `recv` holds `sn` bytes; distinct buffers.
-        unsafe { core::ptr::copy_nonoverlapping(sp, rp.add(v.rank as usize * sn), sn) };
-        v.all_gather_ring(rp, Parts::Even(sn), dt)
+        v.traced(Call::AllGather, -2, || {
+            let (sp, sn) = bytes_of(send)?;
+            let dt = recv.datatype();
+            let (rp, rn) = bytes_of_mut(recv)?;
+            if rn != sn * v.size as usize {
+                return Err(Error::CountMismatch {
+                    count: rn as u32,
+                    expected: (sn * v.size as usize) as u32,
+                });
+            }
+            // SAFETY: part `rank` of `recv` holds `sn` bytes; distinct buffers.
+            unsafe { core::ptr::copy_nonoverlapping(sp, rp.add(v.rank as usize * sn), sn) };
+            v.all_gather_ring(rp, Parts::Even(sn), dt)
+        })
     }
 
     fn all_gather_in_place<R>(&self, buf: &mut R) -> Result<(), Error>
@@ -915,9 +925,11 @@ impl CommunicatorCollectives for SimpleCommunicator<'_> {
         R: BufferMut + ?Sized,
     {
         let v = self.view();
-        let dt = buf.datatype();
-        let (p, n) = bytes_of_mut(buf)?;
-        v.all_gather_ring(p, Parts::Even(n / v.size as usize), dt)
+        v.traced(Call::AllGather, -2, || {
+            let dt = buf.datatype();
+            let (p, n) = bytes_of_mut(buf)?;
+            v.all_gather_ring(p, Parts::Even(n / v.size as usize), dt)
+        })
     }
 
     fn all_gather_varcount_into<S, R>(&self, send: &S, recv: &mut PartitionMut<'_, R>) -> Result<(), Error>
@@ -926,18 +938,20 @@ impl CommunicatorCollectives for SimpleCommunicator<'_> {
         R: BufferMut + ?Sized,
     {
         let v = self.view();
-        let (sp, sn) = bytes_of(send)?;
-        let (parts, rp, _, dt) = partition_parts_mut(recv, v.size)?;
-        let (off, bytes) = parts.get(v.rank as usize);
-        if bytes != sn {
-            return Err(Error::CountMismatch {
-                count: (sn / (dt.size as usize).max(1)) as u32,
-                expected: (bytes / (dt.size as usize).max(1)) as u32,
-            });
-        }
-        // SAFETY: this rank's part lies inside `recv` (checked partition).
-        unsafe { core::ptr::copy_nonoverlapping(sp, rp.add(off), sn) };
-        v.all_gather_ring(rp, parts, dt)
+        v.traced(Call::AllGather, -2, || {
+            let (sp, sn) = bytes_of(send)?;
+            let (parts, rp, _, dt) = partition_parts_mut(recv, v.size)?;
+            let (off, bytes) = parts.get(v.rank as usize);
+            if bytes != sn {
+                return Err(Error::CountMismatch {
+                    count: (sn / (dt.size as usize).max(1)) as u32,
+                    expected: (bytes / (dt.size as usize).max(1)) as u32,
+                });
+            }
+            // SAFETY: this rank's part lies inside `recv` (checked partition).
+            unsafe { core::ptr::copy_nonoverlapping(sp, rp.add(off), sn) };
+            v.all_gather_ring(rp, parts, dt)
+        })
     }
 
     fn all_to_all_into<S, R>(&self, send: &S, recv: &mut R) -> Result<(), Error>
@@ -946,17 +960,19 @@ impl CommunicatorCollectives for SimpleCommunicator<'_> {
         R: BufferMut + ?Sized,
     {
         let v = self.view();
-        let (sp, sn) = bytes_of(send)?;
-        let dt = recv.datatype();
-        let (rp, rn) = bytes_of_mut(recv)?;
-        if rn != sn {
-            return Err(Error::CountMismatch {
-                count: rn as u32,
-                expected: sn as u32,
-            });
-        }
-        let part = Parts::Even(sn / v.size as usize);
-        v.all_to_all_pairwise(sp, part, rp, part, dt)
+        v.traced(Call::AllToAll, -2, || {
+            let (sp, sn) = bytes_of(send)?;
+            let dt = recv.datatype();
+            let (rp, rn) = bytes_of_mut(recv)?;
+            if rn != sn {
+                return Err(Error::CountMismatch {
+                    count: rn as u32,
+                    expected: sn as u32,
+                });
+            }
+            let part = Parts::Even(sn / v.size as usize);
+            v.all_to_all_pairwise(sp, part, rp, part, dt)
+        })
     }
 
     fn all_to_all_in_place<R>(&self, buf: &mut R) -> Result<(), Error>
@@ -964,9 +980,11 @@ impl CommunicatorCollectives for SimpleCommunicator<'_> {
         R: BufferMut + ?Sized,
     {
         let v = self.view();
-        let dt = buf.datatype();
-        let (p, n) = bytes_of_mut(buf)?;
-        v.all_to_all_in_place(p, n / v.size as usize, dt)
+        v.traced(Call::AllToAll, -2, || {
+            let dt = buf.datatype();
+            let (p, n) = bytes_of_mut(buf)?;
+            v.all_to_all_in_place(p, n / v.size as usize, dt)
+        })
     }
 
     fn all_to_all_varcount_into<S, R>(
@@ -979,9 +997,11 @@ impl CommunicatorCollectives for SimpleCommunicator<'_> {
         R: BufferMut + ?Sized,
     {
         let v = self.view();
-        let (sparts, sp, _) = partition_parts(send, v.size)?;
-        let (rparts, rp, _, dt) = partition_parts_mut(recv, v.size)?;
-        v.all_to_all_pairwise(sp, sparts, rp, rparts, dt)
+        v.traced(Call::AllToAll, -2, || {
+            let (sparts, sp, _) = partition_parts(send, v.size)?;
+            let (rparts, rp, _, dt) = partition_parts_mut(recv, v.size)?;
+            v.all_to_all_pairwise(sp, sparts, rp, rparts, dt)
+        })
     }
 
     fn reduce_scatter_block_into<T, S, R, O>(&self, send: &S, recv: &mut R, op: O) -> Result<(), Error>
@@ -992,17 +1012,19 @@ impl CommunicatorCollectives for SimpleCommunicator<'_> {
         O: Operation<T>,
     {
         let v = self.view();
-        let (s, n) = elements(send);
-        let (r, m) = elements_mut(recv);
-        if n != m * v.size as usize {
-            return Err(Error::CountMismatch {
-                count: n as u32,
-                expected: (m * v.size as usize) as u32,
-            });
-        }
-        let unit = core::mem::size_of::<T>();
-        // SAFETY: `send` holds `size` blocks of `m` elements, `recv` one.
-        unsafe { v.reduce_scatter(s, Parts::Even(m * unit), r, &op) }
+        v.traced(Call::ReduceScatter, -2, || {
+            let (s, n) = elements(send);
+            let (r, m) = elements_mut(recv);
+            if n != m * v.size as usize {
+                return Err(Error::CountMismatch {
+                    count: n as u32,
+                    expected: (m * v.size as usize) as u32,
+                });
+            }
+            let unit = core::mem::size_of::<T>();
+            // SAFETY: `send` holds `size` blocks of `m` elements, `recv` one.
+            unsafe { v.reduce_scatter(s, Parts::Even(m * unit), r, &op) }
+        })
     }
 
     fn reduce_scatter_block_in_place<T, R, O>(&self, buf: &mut R, op: O) -> Result<(), Error>
@@ -1012,13 +1034,15 @@ impl CommunicatorCollectives for SimpleCommunicator<'_> {
         O: Operation<T>,
     {
         let v = self.view();
-        let (p, n) = elements_mut(buf);
-        let m = n / v.size as usize;
-        let unit = core::mem::size_of::<T>();
-        // SAFETY: one slice of `size` blocks of `m` elements; block `q`'s
-        // result goes to elements `0..m` of rank `q`, which no later block
-        // reads (block 0 is reduced first, each chunk read before written).
-        unsafe { v.reduce_scatter(p as *const T, Parts::Even(m * unit), p, &op) }
+        v.traced(Call::ReduceScatter, -2, || {
+            let (p, n) = elements_mut(buf);
+            let m = n / v.size as usize;
+            let unit = core::mem::size_of::<T>();
+            // SAFETY: one slice of `size` blocks of `m` elements; block `q`'s
+            // result goes to elements `0..m` of rank `q`, which no later block
+            // reads (block 0 is reduced first, each chunk read before written).
+            unsafe { v.reduce_scatter(p as *const T, Parts::Even(m * unit), p, &op) }
+        })
     }
 
     fn reduce_scatter_into<T, S, R, O>(
@@ -1035,33 +1059,35 @@ impl CommunicatorCollectives for SimpleCommunicator<'_> {
         O: Operation<T>,
     {
         let v = self.view();
-        let (s, n) = elements(send);
-        let (r, m) = elements_mut(recv);
-        if counts.len() != v.size as usize || counts.iter().any(|&c| c < 0) {
-            return Err(Error::CountMismatch {
-                count: counts.len() as u32,
-                expected: v.size,
-            });
-        }
-        let total: usize = counts.iter().map(|&c| c as usize).sum();
-        let mine = counts[v.rank as usize] as usize;
-        if n != total || m < mine {
-            return Err(Error::CountMismatch {
-                count: n as u32,
-                expected: total as u32,
-            });
-        }
-        op.check()?;
-        let mut off = 0usize;
-        // Block by block, each a reduce of its own to the rank it belongs to.
-        for (q, &c) in counts.iter().enumerate() {
-            let o = (q == v.rank as usize).then_some(r);
-            // SAFETY: block `q` (elements `off..off + c`) lies inside
-            // `send` (`n == total`); `recv` holds at least `mine` elements.
-            unsafe { v.reduce_raw(s.add(off), c as usize, o, q as u32, &op)? };
-            off += c as usize;
-        }
-        Ok(())
+        v.traced(Call::ReduceScatter, -2, || {
+            let (s, n) = elements(send);
+            let (r, m) = elements_mut(recv);
+            if counts.len() != v.size as usize || counts.iter().any(|&c| c < 0) {
+                return Err(Error::CountMismatch {
+                    count: counts.len() as u32,
+                    expected: v.size,
+                });
+            }
+            let total: usize = counts.iter().map(|&c| c as usize).sum();
+            let mine = counts[v.rank as usize] as usize;
+            if n != total || m < mine {
+                return Err(Error::CountMismatch {
+                    count: n as u32,
+                    expected: total as u32,
+                });
+            }
+            op.check()?;
+            let mut off = 0usize;
+            // Block by block, each a reduce of its own to the rank it belongs to.
+            for (q, &c) in counts.iter().enumerate() {
+                let o = (q == v.rank as usize).then_some(r);
+                // SAFETY: block `q` (elements `off..off + c`) lies inside
+                // `send` (`n == total`); `recv` holds at least `mine` elements.
+                unsafe { v.reduce_raw(s.add(off), c as usize, o, q as u32, &op)? };
+                off += c as usize;
+            }
+            Ok(())
+        })
     }
 
     fn scan_into<T, S, R, O>(&self, send: &S, recv: &mut R, op: O) -> Result<(), Error>
@@ -1071,10 +1097,13 @@ impl CommunicatorCollectives for SimpleCommunicator<'_> {
         R: ElementsMut<T> + ?Sized,
         O: Operation<T>,
     {
-        let (s, n) = elements(send);
-        let (r, m) = elements_mut(recv);
-        // SAFETY: two borrowed slices.
-        unsafe { self.view().scan(s, n, r, m, false, &op) }
+        let v = self.view();
+        v.traced(Call::Scan, -2, || {
+            let (s, n) = elements(send);
+            let (r, m) = elements_mut(recv);
+            // SAFETY: two borrowed slices.
+            unsafe { v.scan(s, n, r, m, false, &op) }
+        })
     }
 
     fn scan_in_place<T, R, O>(&self, buf: &mut R, op: O) -> Result<(), Error>
@@ -1083,9 +1112,12 @@ impl CommunicatorCollectives for SimpleCommunicator<'_> {
         R: ElementsMut<T> + ?Sized,
         O: Operation<T>,
     {
-        let (p, n) = elements_mut(buf);
-        // SAFETY: one slice, each chunk read before it is written.
-        unsafe { self.view().scan(p as *const T, n, p, n, false, &op) }
+        let v = self.view();
+        v.traced(Call::Scan, -2, || {
+            let (p, n) = elements_mut(buf);
+            // SAFETY: one slice, each chunk read before it is written.
+            unsafe { v.scan(p as *const T, n, p, n, false, &op) }
+        })
     }
 
     fn exclusive_scan_into<T, S, R, O>(&self, send: &S, recv: &mut R, op: O) -> Result<(), Error>
@@ -1095,10 +1127,13 @@ impl CommunicatorCollectives for SimpleCommunicator<'_> {
         R: ElementsMut<T> + ?Sized,
         O: Operation<T>,
     {
-        let (s, n) = elements(send);
-        let (r, m) = elements_mut(recv);
-        // SAFETY: two borrowed slices.
-        unsafe { self.view().scan(s, n, r, m, true, &op) }
+        let v = self.view();
+        v.traced(Call::Scan, -2, || {
+            let (s, n) = elements(send);
+            let (r, m) = elements_mut(recv);
+            // SAFETY: two borrowed slices.
+            unsafe { v.scan(s, n, r, m, true, &op) }
+        })
     }
 
     fn exclusive_scan_in_place<T, R, O>(&self, buf: &mut R, op: O) -> Result<(), Error>
@@ -1107,8 +1142,11 @@ impl CommunicatorCollectives for SimpleCommunicator<'_> {
         R: ElementsMut<T> + ?Sized,
         O: Operation<T>,
     {
-        let (p, n) = elements_mut(buf);
-        // SAFETY: one slice, each chunk read before it is written.
-        unsafe { self.view().scan(p as *const T, n, p, n, true, &op) }
+        let v = self.view();
+        v.traced(Call::Scan, -2, || {
+            let (p, n) = elements_mut(buf);
+            // SAFETY: one slice, each chunk read before it is written.
+            unsafe { v.scan(p as *const T, n, p, n, true, &op) }
+        })
     }
 }

@@ -27,7 +27,6 @@ use crate::datatype::Equivalence;
 use crate::error::Error;
 use crate::shim;
 use crate::topology::World;
-use crate::trace;
 use crate::wait::{Call as WaitCall, WaitFor};
 
 /// Combines `inbuf` into `inoutbuf` element by element: `inoutbuf[i] =
@@ -102,7 +101,6 @@ impl World {
             peer: -2,
             tag: -1,
         };
-        let span = trace::Span::enter(&self.core(), what.operation as u32, what.peer);
         op.check()?;
         let per_round = self.elements_per_round::<T>()?;
         let ranks = self.layout.ranks as usize;
@@ -193,7 +191,7 @@ impl World {
                 }
             }
         }
-        span.leave(Ok(()))
+        Ok(())
     }
 
     /// `MPI_Scan` (`exclusive` false) and `MPI_Exscan` of the `n` elements
@@ -222,7 +220,6 @@ impl World {
             peer: -2,
             tag: -1,
         };
-        let span = trace::Span::enter(&self.core(), what.operation as u32, what.peer);
         op.check()?;
         let per_round = self.elements_per_round::<T>()?;
         let mut local = None;
@@ -308,7 +305,7 @@ impl World {
                 }
             }
         }
-        span.leave(Ok(()))
+        Ok(())
     }
 
     /// Inclusive scan of the `k` staged elements of this block's rank cells,
