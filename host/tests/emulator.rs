@@ -134,7 +134,7 @@ gpu_mpi_device::kernel! {
             }
             return Ok(());
         }
-        let n = shim::block_barrier_count(r % 2 == 0);
+        let n = shim::block_barrier_count(r.is_multiple_of(2));
         cell(flags, 2 + r).store(1 + n, Ordering::Relaxed);
         Ok(())
     }
