@@ -94,6 +94,7 @@ conformance_tests! {
     deadlock_timeout_names_the_wait => "deadlock/timeout_names_the_wait",
     deadlock_send_send_times_out => "deadlock/send_send_times_out",
     deadlock_timeout_aborts_every_waiting_rank => "deadlock/timeout_aborts_every_waiting_rank",
+    deadlock_skipped_collective_fails_everywhere => "deadlock/skipped_collective_fails_everywhere",
 }
 
 /// Smallest reproduction of the streamed-receive bug behind the failures of

@@ -730,15 +730,28 @@ impl World {
     /// already left. The thesis (fig. 5.11) had one rank per block scan every
     /// counter in turn, which costs a memory round trip per block on the
     /// critical path; shared, it costs about one.
+    ///
+    /// It fails alike on every rank of a block. The opening block barrier
+    /// counts the ranks that came: a rank that returned from the kernel does
+    /// not hold a block barrier (PTX `exit`; the emulator does the same), so
+    /// a count short of the block means a rank that will never enter. Such a
+    /// block does not arrive on its counter (so every other block's barrier
+    /// fails too) and waits, bounded, for nothing ([`Core::wait_forever`]).
+    /// The closing block barrier counts the ranks whose waits succeeded:
+    /// when one failed, its block-mates return `Aborted` as well
+    /// ([`Core::gave_up`]), so no rank of the block goes on into a
+    /// collective's next step alone.
     #[inline(always)]
     fn world_barrier(&self, what: WaitFor) -> Result<(), Error> {
         self.record_wait(what);
         let generation = self.barrier_generation.get().wrapping_add(1);
         self.barrier_generation.set(generation);
-        shim::block_barrier();
+        let present = shim::block_barrier_count(true);
         let mut result = Ok(());
         let blocks = self.layout.blocks;
-        if blocks > 1 {
+        if present != self.layout.block_dim {
+            result = Err(self.core().wait_forever(what));
+        } else if blocks > 1 {
             if self.thread == 0 {
                 // The block's ranks' writes are ordered before this point by
                 // the block barrier; the fence makes them visible device-wide
@@ -776,8 +789,11 @@ impl World {
                 self.record_wait(what);
             }
         }
-        shim::block_barrier();
+        let passed = shim::block_barrier_count(result.is_ok());
         self.record_state(STATE_RUNNING);
+        if result.is_ok() && passed != present {
+            return Err(self.core().gave_up());
+        }
         result
     }
 

@@ -254,6 +254,39 @@ impl Core {
             .abort_word()
             .compare_exchange(0, self.rank + 1, Ordering::Relaxed);
     }
+
+    /// The error of a rank whose own waits succeeded in a collective that
+    /// failed for another rank of its block: `Aborted` by the rank that
+    /// aborted the world. The failed wait aborted the world (a timeout) or
+    /// gave up because it was aborted, before the block barrier through
+    /// which this rank learnt of it, so the word is set; should it read
+    /// unset, this rank aborts the world itself and names whoever did first.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn gave_up(&self) -> Error {
+        if self.aborted_by().is_none() {
+            self.abort();
+        }
+        Error::Aborted {
+            by_rank: self.aborted_by().unwrap_or(self.rank),
+        }
+    }
+
+    /// The wait of a rank whose collective cannot complete because a rank
+    /// it needs never comes (a rank of its block returned from the kernel
+    /// before entering it): a bounded wait for nothing, which ends with
+    /// `Timeout` (marking the record and aborting the world) or `Aborted`;
+    /// without a timeout it lasts, and the emulator reports the deadlock
+    /// with this wait.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn wait_forever(&self, what: WaitFor) -> Error {
+        match wait_core(self, what, |_| None::<Result<(), Error>>) {
+            Err(e) => e,
+            // The poll never succeeds.
+            Ok(()) => Error::Intern,
+        }
+    }
 }
 
 /// The wait loop of `topology::wait_for`, on a [`Core`].

@@ -120,27 +120,61 @@ fn the_block_barrier_publishes_every_write_of_the_block() {
 }
 
 gpu_mpi_device::kernel! {
-    /// Rank 1 returns; the others of its block wait for it at the block barrier.
-    pub static LEAVE_EARLY = fn leave_early(world: &World, _a: &u32) -> Result<(), Error> {
-        if world.rank() != 1 {
-            shim::block_barrier();
+    /// Rank 1 returns (with `flags[0]` = 0) or waits forever for `flags[1]`,
+    /// which nobody sets; the other ranks meet at a counting block barrier
+    /// (their rank's parity as the predicate) and store what it counted.
+    pub static LEAVE_EARLY = fn leave_early(world: &World, flags: &GlobalSlice<u32>) -> Result<(), Error> {
+        let r = world.rank() as usize;
+        if r == 1 {
+            if cell(flags, 0).load(Ordering::Relaxed) == 1 {
+                let mut b = Backoff::new();
+                while cell(flags, 1).load(Ordering::Acquire) == 0 {
+                    b.snooze();
+                }
+            }
+            return Ok(());
         }
+        let n = shim::block_barrier_count(r.is_multiple_of(2));
+        cell(flags, 2 + r).store(1 + n, Ordering::Relaxed);
         Ok(())
     }
 }
 
 #[test]
-fn a_block_barrier_missing_a_rank_is_a_deadlock() {
+fn a_rank_that_returned_does_not_hold_its_block_barrier() {
+    // As PTX `exit` releases a barrier that only exited threads hold up:
+    // the block barrier completes without rank 1 and counts the ranks that
+    // came with a true predicate (ranks 0 and 2 of the first block; 4 and
+    // 6 of the second).
     for workers in [1, 2] {
-        let e = cpu(workers)
-            .launch(&LEAVE_EARLY, &0, &WorldSpec::ranks(8).block_dim(4))
-            .unwrap_err();
+        let d = cpu(workers);
+        let flags = d.alloc_zeroed::<u32>(10).unwrap();
+        d.launch(&LEAVE_EARLY, &flags.slice(), &WorldSpec::ranks(8).block_dim(4))
+            .unwrap();
+        assert_eq!(d.download(&flags).unwrap(), [0, 0, 3, 0, 3, 3, 3, 3, 3, 3]);
+    }
+}
+
+#[test]
+fn a_block_barrier_missing_a_rank_that_waits_elsewhere_is_a_deadlock() {
+    // With a world timeout too: no rank is in a timed wait, so the
+    // scheduler's own detection reports it once the timeout and its grace
+    // period have passed.
+    for (workers, timeout) in [(1, None), (2, None), (1, Some(20))] {
+        let d = cpu(workers);
+        let flags = d.upload(&[1u32, 0, 0, 0, 0, 0, 0, 0, 0, 0]).unwrap();
+        let mut spec = WorldSpec::ranks(8).block_dim(4);
+        if let Some(ms) = timeout {
+            spec = spec.timeout(std::time::Duration::from_millis(ms));
+        }
+        let e = d.launch(&LEAVE_EARLY, &flags.slice(), &spec).unwrap_err();
         let HostError::Deadlock(rep) = e else {
             panic!("{e}")
         };
         // The second block passes its barrier and finishes.
         let expect = |r| match r {
-            1 | 4..=7 => BlockedState::Exited,
+            1 => BlockedState::Running,
+            4..=7 => BlockedState::Exited,
             _ => BlockedState::BlockBarrier,
         };
         for r in 0..8 {
@@ -148,8 +182,8 @@ fn a_block_barrier_missing_a_rank_is_a_deadlock() {
         }
         assert_eq!(
             rep.to_string(),
-            "deadlock: rank 0: block barrier; ranks 2-3: block barrier; ranks 1-7: exited"
-                .replace("ranks 1-7", "rank 1: exited; ranks 4-7")
+            "deadlock: rank 0: block barrier; rank 1: running (polling outside any MPI wait); \
+             ranks 2-3: block barrier; ranks 4-7: exited"
         );
     }
 }
@@ -436,8 +470,9 @@ fn bad_configurations_are_config_errors() {
             ConfigError::CollectiveBytes(0),
         ),
     ];
+    let flags = d.alloc_zeroed::<u32>(10).unwrap();
     for (spec, want) in cases {
-        match d.launch(&LEAVE_EARLY, &0, &spec) {
+        match d.launch(&LEAVE_EARLY, &flags.slice(), &spec) {
             Err(HostError::Config(got)) => assert_eq!(got, want),
             other => panic!("{spec:?}: {other:?}"),
         }

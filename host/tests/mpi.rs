@@ -260,17 +260,35 @@ fn with_a_timeout_the_device_reports_the_timed_out_wait() {
 }
 
 #[test]
-fn with_a_timeout_a_deadlock_without_a_timed_wait_is_still_found() {
-    // One block: its ranks wait in the block barrier inside `barrier`,
-    // which has no timeout, so the scheduler's exact detection reports it
-    // once the timeout and its grace period have passed.
-    let spec = WorldSpec::ranks(8)
-        .block_dim(8)
-        .timeout(Duration::from_millis(20));
-    let e = cpu(1).launch(&SKIP_BARRIER, &0, &spec).unwrap_err();
-    assert_eq!(
-        e.to_string(),
-        "deadlock: ranks 0-1: barrier; ranks 3-7: barrier; rank 2: exited\n\
-         hint: rank 2 exited while ranks 0-1, 3-7 wait in barrier: every rank must call the same collectives"
-    );
+fn with_a_timeout_a_barrier_missing_a_block_mate_fails_on_every_rank() {
+    // One block: rank 2 returned, so the block barrier inside `barrier`
+    // completes without it (as PTX `exit` releases it) and counts one rank
+    // short; the block never arrives and its ranks wait, bounded, until one
+    // times out and the others give up.
+    for workers in [1, 2] {
+        let spec = WorldSpec::ranks(8)
+            .block_dim(8)
+            .timeout(Duration::from_millis(20));
+        let e = cpu(workers).launch(&SKIP_BARRIER, &0, &spec).unwrap_err();
+        let HostError::Deadlock(rep) = &e else {
+            panic!("{e}")
+        };
+        assert_eq!(rep.state_of(2), Some(BlockedState::Exited));
+        let ended: Vec<_> = (0..8)
+            .filter(|&r| r != 2)
+            .map(|r| match rep.state_of(r).unwrap() {
+                BlockedState::TimedOut { operation, .. } if operation == Call::Barrier as u32 => true,
+                BlockedState::Aborted { operation, .. } if operation == Call::Barrier as u32 => false,
+                other => panic!("rank {r}: {other}\n{e}"),
+            })
+            .collect();
+        assert!(ended.contains(&true), "{e}");
+        assert!(
+            e.to_string().ends_with(
+                "rank 2: exited\n\
+                 hint: rank 2 exited while ranks 0-1, 3-7 wait in barrier: every rank must call the same collectives"
+            ),
+            "{e}"
+        );
+    }
 }

@@ -30,6 +30,8 @@
 //! - [`planted`]: wrong programs whose outcome depends on the schedule (the
 //!   schedule explorer's test subjects).
 //! - [`warp`]: the shim's warp collectives and block-shared scratch.
+//! - [`skip`]: a collective that one rank never enters (it must fail on
+//!   every rank that entered it).
 #![no_std]
 
 use bytemuck::{Pod, Zeroable};
@@ -44,6 +46,7 @@ pub mod interpreter;
 pub mod nonblocking;
 pub mod p2p;
 pub mod planted;
+pub mod skip;
 pub mod warp;
 
 /// Arguments shared by the semantic kernels.

@@ -166,11 +166,21 @@ pub fn lane_id() -> u32 {
 }
 
 /// Waits until every rank of the calling block has arrived (`__syncthreads`).
+/// As on the GPU, a rank that returned from the kernel does not hold it.
 pub fn block_barrier() {
-    runtime::with_current(|rt| {
-        if let Some(rt) = rt {
-            rt.suspend(runtime::Suspend::BlockBarrier);
-        }
+    block_barrier_count(false);
+}
+
+/// The block barrier that also counts (see the nvptx
+/// `block_barrier_count`): the scheduler parks the rank like at
+/// [`block_barrier`] and, when every rank of the block that has not
+/// returned has arrived, gives each the number that arrived with
+/// `predicate` true. On a plain host thread (rank 0 of a one-rank world),
+/// the rank alone.
+pub fn block_barrier_count(predicate: bool) -> u32 {
+    runtime::with_current(|rt| match rt {
+        Some(rt) => rt.block_barrier(predicate),
+        None => u32::from(predicate),
     })
 }
 
@@ -362,8 +372,9 @@ pub mod runtime {
             /// Something happened since the last suspension.
             fresh: bool,
         },
-        /// The rank arrived at its block's barrier; resume it when every rank
-        /// of the block has arrived.
+        /// The rank arrived at its block's barrier (its predicate is in its
+        /// runtime, [`RankRuntime::block_barrier`]); resume it when every
+        /// rank of the block that has not returned has arrived.
         BlockBarrier,
         /// The rank arrived at a warp collective (the call is in its
         /// runtime, [`RankRuntime::warp`]); resume it when every lane of
@@ -377,6 +388,13 @@ pub mod runtime {
         fn coordinates(&self) -> Coordinates;
         /// Suspends the rank until the scheduler resumes it.
         fn suspend(&self, why: Suspend);
+        /// Takes part in the block barrier: records `predicate`, suspends
+        /// with [`Suspend::BlockBarrier`] and returns how many ranks of the
+        /// block arrived with their predicate true once the barrier
+        /// completed (every rank of the block that has not returned arrived:
+        /// a returned rank does not hold a block barrier, as PTX `exit`
+        /// releases one).
+        fn block_barrier(&self, predicate: bool) -> u32;
         /// Takes part in a warp collective: records `call`, suspends with
         /// [`Suspend::Warp`] and returns the lane's result
         /// ([`resolve_warp`](crate::shim::resolve_warp)) once every lane of

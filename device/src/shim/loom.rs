@@ -230,9 +230,16 @@ pub fn lane_id() -> u32 {
 }
 
 /// Waits until every rank of the calling block has arrived (`__syncthreads`),
-/// on the block's loom barrier. A block of one rank passes at once.
+/// on the block's loom barrier. A block of one rank passes at once; a rank
+/// that ended ([`loom_runtime::WorldModel::exit`]) does not hold it.
 pub fn block_barrier() {
-    loom_runtime::current().block_barrier(coordinates().block);
+    block_barrier_count(false);
+}
+
+/// The block barrier that also counts (see the nvptx `block_barrier_count`):
+/// the number of the block's ranks that arrived with `predicate` true.
+pub fn block_barrier_count(predicate: bool) -> u32 {
+    loom_runtime::current().block_barrier(coordinates().block, predicate)
 }
 
 /// One warp collective on the calling warp's loom mutex and condvar (see
@@ -421,29 +428,57 @@ pub mod loom_runtime {
         Raw(&'a C),
     }
 
-    /// A block's barrier: arrivals of the current generation and the
-    /// generation number, under a loom mutex (whose lock/unlock give the
+    /// The state of a block's barrier.
+    struct BarrierState {
+        /// Arrivals of the current generation.
+        arrived: u32,
+        /// Of those, the ones with a true predicate.
+        votes: u32,
+        /// Ranks of the block that ended: they do not hold the barrier.
+        exited: u32,
+        /// Completed generations.
+        generation: u64,
+        /// The count of the last completed generation.
+        count: u32,
+    }
+
+    /// A block's barrier under a loom mutex (whose lock/unlock give the
     /// happens-before edges of `bar.sync`).
     struct BlockBarrier {
-        state: Mutex<(u32, u64)>,
+        state: Mutex<BarrierState>,
         cv: Condvar,
         parties: u32,
     }
 
     impl BlockBarrier {
-        fn wait(&self) {
-            let mut g = self.state.lock().unwrap();
-            let generation = g.1;
-            g.0 += 1;
-            if g.0 == self.parties {
-                g.0 = 0;
-                g.1 += 1;
+        /// Completes the current generation if every rank that has not
+        /// ended has arrived.
+        fn complete_if_full(&self, g: &mut BarrierState) {
+            if g.arrived > 0 && g.arrived + g.exited >= self.parties {
+                g.count = g.votes;
+                g.arrived = 0;
+                g.votes = 0;
+                g.generation += 1;
                 self.cv.notify_all();
-            } else {
-                while g.1 == generation {
-                    g = self.cv.wait(g).unwrap();
-                }
             }
+        }
+
+        fn wait(&self, predicate: bool) -> u32 {
+            let mut g = self.state.lock().unwrap();
+            let generation = g.generation;
+            g.arrived += 1;
+            g.votes += u32::from(predicate);
+            self.complete_if_full(&mut g);
+            while g.generation == generation {
+                g = self.cv.wait(g).unwrap();
+            }
+            g.count
+        }
+
+        fn exit(&self) {
+            let mut g = self.state.lock().unwrap();
+            g.exited += 1;
+            self.complete_if_full(&mut g);
         }
     }
 
@@ -608,7 +643,13 @@ pub mod loom_runtime {
             lines: StdMutex::new(BTreeMap::new()),
             blocks: (0..grid_dim)
                 .map(|_| BlockBarrier {
-                    state: Mutex::new((0, 0)),
+                    state: Mutex::new(BarrierState {
+                        arrived: 0,
+                        votes: 0,
+                        exited: 0,
+                        generation: 0,
+                        count: 0,
+                    }),
                     cv: Condvar::new(),
                     parties: block_dim,
                 })
@@ -756,10 +797,24 @@ pub mod loom_runtime {
             self.0.scratch[block as usize].0.get() as *mut u8
         }
 
-        pub(super) fn block_barrier(&self, block: u32) {
+        pub(super) fn block_barrier(&self, block: u32, predicate: bool) -> u32 {
             let b = &self.0.blocks[block as usize];
             if b.parties > 1 {
-                b.wait();
+                b.wait(predicate)
+            } else {
+                u32::from(predicate)
+            }
+        }
+
+        /// The calling rank ended (its kernel function returned): like a
+        /// thread's PTX `exit`, it no longer holds its block's barrier, which
+        /// completes if the other ranks of the block are all waiting in it.
+        /// Call it on the rank's loom thread after its last shim call.
+        pub fn exit(&self) {
+            let c = current_coordinates();
+            let b = &self.0.blocks[c.block as usize];
+            if b.parties > 1 {
+                b.exit();
             }
         }
     }

@@ -7,7 +7,7 @@
 //!
 //! | cfg | file | what backs it |
 //! |---|---|---|
-//! | `target_arch = "nvptx64"` | `nvptx.rs` | inline PTX (`ld.acquire.gpu`, `atom.acq_rel.gpu`, `bar.sync`, `shfl.sync`, `vote.sync`, `match.any.sync`, `.shared`, `nanosleep`, `%globaltimer`) |
+//! | `target_arch = "nvptx64"` | `nvptx.rs` | inline PTX (`ld.acquire.gpu`, `atom.acq_rel.gpu`, `bar.sync`, `barrier.red.popc`, `shfl.sync`, `vote.sync`, `match.any.sync`, `.shared`, `nanosleep`, `%globaltimer`) |
 //! | `loom` | `loom.rs` | loom's model-checked atomics, one loom thread per rank; warp collectives on a loom mutex and condvar per warp |
 //! | otherwise (the host) | `host.rs` | `core::sync::atomic` on the world memory; indices, block barrier, warp collectives, shared scratch and backoff come from the CPU emulator's scheduler through [`runtime`] |
 //!

@@ -277,6 +277,28 @@ pub fn block_barrier() {
     unsafe { asm!("barrier.sync 0;", options(nostack)) }
 }
 
+/// The block barrier that also counts: waits like [`block_barrier`] and
+/// returns how many ranks of the block arrived with `predicate` true
+/// (`barrier.red.popc.u32`, barrier 0, the same barrier resource as
+/// [`block_barrier`]). A thread that exited does not hold a barrier (PTX
+/// `exit`: the barrier is released when the exited threads are the only
+/// ones missing) and is not counted.
+pub fn block_barrier_count(predicate: bool) -> u32 {
+    let count: u32;
+    // SAFETY: as in `block_barrier`; the reduction reads only the predicate
+    // register of each arriving thread. The default memory clobber keeps
+    // accesses on their side, as for `block_barrier`.
+    unsafe {
+        asm!(
+            "{{ .reg .pred p; setp.ne.u32 p, {v}, 0; barrier.red.popc.u32 {c}, 0, p; }}",
+            c = out(reg32) count,
+            v = in(reg32) u32::from(predicate),
+            options(nostack)
+        )
+    }
+    count
+}
+
 // The array below is declared with this size.
 const _: () = assert!(super::SHARED_BLOCK_BYTES == 1024);
 

@@ -131,7 +131,10 @@ where
                 // SAFETY: the world memory was initialised above and outlives
                 // this thread (joined before it is freed).
                 let world = unsafe { World::attach(base as *mut u8) }.expect("attach");
-                kernel(&world, scratch)
+                let result = kernel(&world, scratch);
+                // The rank's thread ends: it no longer holds its block's barrier.
+                model.exit();
+                result
             })
         })
         .collect();

@@ -10,7 +10,11 @@
 //! - suspends with `Poll { fresh }`: it failed a poll and gives way; it stays
 //!   runnable;
 //! - suspends with `BlockBarrier`: it is parked until every rank of its block
-//!   has arrived, then all of them become runnable again;
+//!   that has not returned has arrived (a returned rank does not hold a
+//!   block barrier: PTX `exit` releases the barriers that only exited
+//!   threads hold up), then all of them become runnable again, each with
+//!   the count of the ranks that arrived with their predicate true
+//!   (`barrier.red.popc`);
 //! - suspends with `Warp`: it arrived at a warp collective (a shuffle, vote,
 //!   match or `bar.warp.sync`; the call, with its mask and value, is in its
 //!   context). A warp is 32 consecutive ranks of a block (the last warp of a
@@ -32,9 +36,9 @@
 //! `gpu_mpi_device::shim::Backoff`): it read shared memory and wrote nothing
 //! that another rank can see. Everything else (a fresh poll, a barrier or
 //! warp-collective arrival or release, a rank that returned) is progress. A
-//! barrier or warp collective that can never complete (a rank of its block,
-//! or a lane of its mask, returned or waits elsewhere forever) simply never
-//! releases its ranks: they are not runnable, and the ranks they wait for
+//! barrier or warp collective that can never complete (a rank of its block
+//! waits elsewhere forever, or a lane of its mask returned or waits
+//! elsewhere forever) simply never releases its ranks: they are not runnable, and the ranks they wait for
 //! report no progress either.
 //!
 //! A worker whose pass made progress increments the global `epoch` (SeqCst)
@@ -67,8 +71,10 @@
 //! those polls read is exactly the memory that now exists, and no write can
 //! come: every rank able to write is one of those pollers (which would fail
 //! the same poll again, forever) or parked in a block barrier or a warp
-//! collective (which needs an arrival from a rank of its block, or a lane
-//! of its mask, all of which poll forever, have returned, or are parked; a
+//! collective (which needs an arrival from a rank of its block that has
+//! not returned, or from a lane of its mask, all of which poll forever,
+//! have returned, or are parked; a return releases a block barrier at once,
+//! and is progress; a
 //! parked rank leaves only when its own barrier or collective completes,
 //! which needs an arrival in turn, and an arrival is progress, of which
 //! there was none). Nothing can ever progress: a deadlock.
@@ -277,6 +283,11 @@ struct RankCtx {
     warp_call: Cell<Option<WarpCall>>,
     /// The result of its last warp collective.
     warp_result: Cell<u32>,
+    /// Its predicate at the block barrier it is parked in.
+    barrier_vote: Cell<bool>,
+    /// What its last block barrier counted (ranks that arrived with their
+    /// predicate true).
+    barrier_count: Cell<u32>,
     /// Its block's shared scratch (owned by the worker).
     shared: *mut u8,
     /// Its worker's index.
@@ -314,6 +325,14 @@ impl RankRuntime for RankCtx {
         // arrived, then stores the result and clears the call.
         self.suspend(Suspend::Warp);
         self.warp_result.get()
+    }
+
+    fn block_barrier(&self, predicate: bool) -> u32 {
+        self.barrier_vote.set(predicate);
+        // The scheduler parks the rank until its block's barrier completes,
+        // then stores the count.
+        self.suspend(Suspend::BlockBarrier);
+        self.barrier_count.get()
     }
 
     fn shared_block(&self) -> *mut u8 {
@@ -473,6 +492,8 @@ impl<'s, 'a> Worker<'s, 'a> {
                 RankCtx {
                     warp_call: Cell::new(None),
                     warp_result: Cell::new(0),
+                    barrier_vote: Cell::new(false),
+                    barrier_count: Cell::new(0),
                     shared: scratch[(i / block_dim) as usize].0.get() as *mut u8,
                     worker: index as u32,
                     coords: Coordinates {
@@ -599,6 +620,32 @@ impl<'s, 'a> Worker<'s, 'a> {
         Ok(())
     }
 
+    /// The block barrier of local block `b`, with `parked` ranks parked in
+    /// it and `returned` of its ranks returned from the kernel: when every
+    /// rank that has not returned has arrived (a returned rank does not hold
+    /// a block barrier, as PTX `exit` releases one), gives each parked rank
+    /// the count of true predicates, unparks them and pushes them to
+    /// `released`.
+    fn release_barrier_if_complete(
+        &self,
+        parked: &mut Vec<usize>,
+        returned: usize,
+        released: &mut Vec<usize>,
+    ) {
+        if parked.is_empty() || parked.len() + returned < self.block_dim as usize {
+            return;
+        }
+        let count = parked
+            .iter()
+            .filter(|&&j| self.ctxs[j].barrier_vote.get())
+            .count() as u32;
+        for j in parked.drain(..) {
+            self.ctxs[j].barrier_count.set(count);
+            self.shared.parked[self.first_rank as usize + j].store(0, Relaxed);
+            released.push(j);
+        }
+    }
+
     /// Resumes local rank `i` once with its runtime installed.
     fn resume(&mut self, i: usize) -> std::thread::Result<CoroutineResult<Suspend, ()>> {
         let ctx: *const RankCtx = &self.ctxs[i];
@@ -632,6 +679,7 @@ impl<'s, 'a> Worker<'s, 'a> {
         let mut run: Vec<usize> = (0..n).collect();
         let mut next: Vec<usize> = Vec::with_capacity(n);
         let mut parked: Vec<Vec<usize>> = vec![Vec::new(); n / block_dim.max(1)];
+        let mut returned: Vec<usize> = vec![0; n / block_dim.max(1)];
         let mut live = n;
         'passes: while live > 0 {
             let e0 = self.shared.epoch.load(SeqCst);
@@ -664,13 +712,7 @@ impl<'s, 'a> Worker<'s, 'a> {
                         let b = i / block_dim;
                         self.shared.parked[rank as usize].store(PARKED_BARRIER, Relaxed);
                         parked[b].push(i);
-                        if parked[b].len() == block_dim {
-                            for j in parked[b].drain(..) {
-                                let r = self.first_rank as usize + j;
-                                self.shared.parked[r].store(0, Relaxed);
-                                next.push(j);
-                            }
-                        }
+                        self.release_barrier_if_complete(&mut parked[b], returned[b], &mut next);
                     }
                     Ok(CoroutineResult::Yield(Suspend::Warp)) => {
                         progress = true;
@@ -683,6 +725,9 @@ impl<'s, 'a> Worker<'s, 'a> {
                         progress = true;
                         live -= 1;
                         self.coros[i] = None;
+                        let b = i / block_dim;
+                        returned[b] += 1;
+                        self.release_barrier_if_complete(&mut parked[b], returned[b], &mut next);
                     }
                     Err(payload) => {
                         self.coros[i] = None;
@@ -745,6 +790,7 @@ impl<'s, 'a> Worker<'s, 'a> {
         let mut waiting: Vec<usize> = Vec::with_capacity(n);
         let mut stale: Vec<usize> = Vec::with_capacity(n);
         let mut parked: Vec<Vec<usize>> = vec![Vec::new(); n / block_dim];
+        let mut returned: Vec<usize> = vec![0; n / block_dim];
         let mut live = n;
         let mut last: Option<usize> = None;
         // Progress events so far (this worker's own epoch: it is alone).
@@ -811,13 +857,7 @@ impl<'s, 'a> Worker<'s, 'a> {
                     let b = i / block_dim;
                     self.shared.parked[rank as usize].store(PARKED_BARRIER, Relaxed);
                     parked[b].push(i);
-                    if parked[b].len() == block_dim {
-                        for j in parked[b].drain(..) {
-                            let r = self.first_rank as usize + j;
-                            self.shared.parked[r].store(0, Relaxed);
-                            ready.push(j);
-                        }
-                    }
+                    self.release_barrier_if_complete(&mut parked[b], returned[b], &mut ready);
                 }
                 Ok(CoroutineResult::Yield(Suspend::Warp)) => {
                     if let Err(message) = self.warp_arrive(i, &mut ready) {
@@ -828,6 +868,9 @@ impl<'s, 'a> Worker<'s, 'a> {
                 Ok(CoroutineResult::Return(())) => {
                     live -= 1;
                     self.coros[i] = None;
+                    let b = i / block_dim;
+                    returned[b] += 1;
+                    self.release_barrier_if_complete(&mut parked[b], returned[b], &mut ready);
                 }
                 Err(payload) => {
                     self.coros[i] = None;
