@@ -26,15 +26,14 @@
 //! order, §6.12, so they agree on it) in its `u`-th use, `u = n /
 //! IMMEDIATE_SLOTS + 1`. Starting, a rank writes its arguments (kind, root,
 //! byte count, datatype, its local error class) and, for a reduction, its
-//! operand into its own cell of the slot; a broadcast's root writes its data
-//! into the slot's result cell. It then arrives on its block's counter of
+//! operand (a broadcast's root: its data) into its own cell of the slot. It then arrives on its block's counter of
 //! the slot (an acquire-release add). The block's last arriver (the add
 //! that brings the counter to `u × block_dim`) checks the block's
 //! arguments against the block's first rank and folds the block's operands
 //! in rank order into the block's cell, then arrives on the slot's world
 //! counter. The world's last arriver checks the blocks' verdicts and first
 //! ranks against rank 0, folds the block cells in block order into the
-//! result cell, writes the verdict and publishes `u` in the slot's `done`
+//! result cell (a broadcast: copies the root's cell there), writes the verdict and publishes `u` in the slot's `done`
 //! word (release). A test is one acquire load of `done`; completion copies
 //! the result out (broadcast, reduce's root, all-reduce) and arrives on the
 //! slot's consumption counters (block, then world).
@@ -373,8 +372,8 @@ fn arrive<F: Fold>(w: &World, slot: u32, use_: u32, fold: &F) {
     let bd = w.layout.block_dim;
     let blocks = w.layout.blocks;
     let block = w.block;
-    // AcqRel: releases this rank's cell (and a broadcast root's result
-    // cell) to the block's last arriver, which acquires every earlier
+    // AcqRel: releases this rank's cell (arguments and operand or
+    // broadcast data) to the block's last arriver, which acquires every earlier
     // arriver's cell through this counter's release sequence.
     let old = w
         .block_word(slot, block, core::mem::offset_of!(BlockRecord, arrived))
@@ -429,6 +428,18 @@ fn arrive<F: Fold>(w: &World, slot: u32, use_: u32, fold: &F) {
         if verdict == 0 {
             verdict = judge(&w.read_args(slot, b * bd), &reference);
         }
+    }
+    if verdict == 0 && reference.kind_class == Kind::Broadcast as u32 {
+        // SAFETY: the root's cell (`root` checked in range by its own
+        // rank, equal on every rank by the verdict) was released to us
+        // through its block's last arriver; the result cell as below.
+        unsafe {
+            shim::copy_bytes(
+                w.result_cell(slot),
+                w.operand(slot, reference.root as u32),
+                reference.bytes as usize,
+            )
+        };
     }
     if verdict == 0 && kind_folds {
         let out = w.result_cell(slot);
@@ -524,10 +535,7 @@ fn start<'a, 's, F: Fold>(
     );
     if class == 0 {
         if let Some((side, bytes)) = s.data {
-            let dst = match s.kind {
-                Kind::Broadcast => w.result_cell(slot),
-                _ => w.operand(slot, w.rank),
-            };
+            let dst = w.operand(slot, w.rank);
             // SAFETY: `bytes <= capacity` (checked above) fits the cell; the
             // cell's readers of the previous use are done (the wait above);
             // `side` is the caller's borrowed buffer of `bytes` packed bytes.
