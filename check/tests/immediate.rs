@@ -29,7 +29,13 @@ fn device(schedule: Schedule) -> Device {
 }
 
 /// Launches case `case` and returns every rank's record, or the launch error.
-fn launch(d: &Device, spec: &WorldSpec, ranks: u32, case: u32, param: u32) -> Result<Vec<Vec<u32>>, HostError> {
+fn launch(
+    d: &Device,
+    spec: &WorldSpec,
+    ranks: u32,
+    case: u32,
+    param: u32,
+) -> Result<Vec<Vec<u32>>, HostError> {
     let stride = IC_STRIDE as usize;
     let out = d.alloc_zeroed::<u32>(ranks as usize * stride)?;
     let data = d.alloc_zeroed::<u8>(8)?;
@@ -98,7 +104,11 @@ fn values_for_every_root_with_non_commutative_in_place_and_zero_length() {
         for root in 0..n {
             let s = SCHEDULES[(root as usize) % SCHEDULES.len()];
             let got = run(s, n, b, IC_VALUES, root);
-            check(&got, |r| values_want(n, root, r), &format!("{n}/{b} root {root} {s:?}"));
+            check(
+                &got,
+                |r| values_want(n, root, r),
+                &format!("{n}/{b} root {root} {s:?}"),
+            );
         }
     }
 }
@@ -126,11 +136,7 @@ fn test_polls_until_the_last_rank_starts() {
     for (n, b) in SHAPES {
         for s in SCHEDULES {
             let got = run(s, n, b, IC_TEST_POLL, 0);
-            check(
-                &got,
-                |_| vec![0, 0, n * (n + 1) / 2],
-                &format!("{n}/{b} {s:?}"),
-            );
+            check(&got, |_| vec![0, 0, n * (n + 1) / 2], &format!("{n}/{b} {s:?}"));
         }
     }
 }
@@ -149,7 +155,11 @@ fn argument_errors_reach_every_rank_and_the_next_collective_works() {
                 4 => class(ErrorClass::Intern),
                 _ => class(ErrorClass::Count),
             };
-            check(&got, |_| vec![bad, 0, n], &format!("kind {kind} on {n}/{b} {s:?}"));
+            check(
+                &got,
+                |_| vec![bad, 0, n],
+                &format!("kind {kind} on {n}/{b} {s:?}"),
+            );
         }
     }
 }

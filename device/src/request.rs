@@ -181,7 +181,9 @@ impl<'a> Scope<'a> {
                 operation: Call::WaitMany,
                 peer: -2,
                 tag: ((0..n).filter(|&i| owned(w, id, i)).count()
-                    + immediate::indices().filter(|&i| immediate::owned(w, id, i)).count()) as i32,
+                    + immediate::indices()
+                        .filter(|&i| immediate::owned(w, id, i))
+                        .count()) as i32,
             };
             // An error here (a timeout, an abort) leaves the world aborted;
             // the requests' own outcomes are discarded (see `scope`).

@@ -441,7 +441,12 @@ fn immediate_pair(w: &World, _: Scratch) -> Result<[u32; 3], Error> {
     let mut sum = [0u32; 2];
     let mut word = if r == 1 { 77 } else { 0 };
     request::scope(|scope| -> Result<(), Error> {
-        let a = w.immediate_all_reduce_into(scope, &[r + 1, 10 * (r + 1)][..], &mut sum[..], SystemOperation::sum())?;
+        let a = w.immediate_all_reduce_into(
+            scope,
+            &[r + 1, 10 * (r + 1)][..],
+            &mut sum[..],
+            SystemOperation::sum(),
+        )?;
         a.wait()?;
         let b = w.process_at_rank(1).immediate_broadcast_into(scope, &mut word)?;
         b.wait()?;

@@ -89,7 +89,12 @@ fn values(world: &World, root: i32, rec: &mut Recorder) -> Result<(), Error> {
     let r = world.rank() as u32;
     let is_root = world.rank() == root;
     let mut bcast = if is_root {
-        [100 * root as u32, 100 * root as u32 + 1, 100 * root as u32 + 2, 100 * root as u32 + 3]
+        [
+            100 * root as u32,
+            100 * root as u32 + 1,
+            100 * root as u32 + 2,
+            100 * root as u32 + 3,
+        ]
     } else {
         [NONE; 4]
     };
@@ -99,7 +104,12 @@ fn values(world: &World, root: i32, rec: &mut Recorder) -> Result<(), Error> {
             world
                 .process_at_rank(root)
                 .immediate_broadcast_into(scope, &mut bcast[..])?,
-            world.immediate_all_reduce_into(scope, &[r + 1, 3 * r][..], &mut pair[..], SystemOperation::sum())?,
+            world.immediate_all_reduce_into(
+                scope,
+                &[r + 1, 3 * r][..],
+                &mut pair[..],
+                SystemOperation::sum(),
+            )?,
         ];
         Ok(wait_all(&mut reqs, &mut []))
     })?;
@@ -121,13 +131,19 @@ fn values(world: &World, root: i32, rec: &mut Recorder) -> Result<(), Error> {
         Ok((class(&red_req.wait()), c_bar))
     })?;
     rec.words(&[c_red, c_bar])?;
-    rec.words(&[red[0] as u32, (red[0] >> 32) as u32, red[1] as u32, (red[1] >> 32) as u32])?;
+    rec.words(&[
+        red[0] as u32,
+        (red[0] >> 32) as u32,
+        red[1] as u32,
+        (red[1] >> 32) as u32,
+    ])?;
 
     let mut mats = [Mat2::default(); 2];
     let mut min = r + 7;
     let (c_mat, c_min) = request::scope(|scope| -> Result<(u32, u32), Error> {
         let send = [user_operand(r, 0), user_operand(r, 1)];
-        let a = world.immediate_all_reduce_into(scope, &send[..], &mut mats[..], UserOperation::new(mat_mul))?;
+        let a =
+            world.immediate_all_reduce_into(scope, &send[..], &mut mats[..], UserOperation::new(mat_mul))?;
         let b = world.immediate_all_reduce_in_place(scope, &mut min, SystemOperation::min())?;
         Ok((class(&a.wait()), class(&b.wait())))
     })?;
@@ -179,9 +195,13 @@ fn overlap(world: &World, root: i32, rec: &mut Recorder) -> Result<(), Error> {
     let (ring1, ring2) = (10 * r, 20 * r);
     request::scope(|scope| -> Result<(), Error> {
         let a = world.immediate_all_reduce_into(scope, &r, &mut sum, SystemOperation::sum())?;
-        let b = world.process_at_rank(root).immediate_broadcast_into(scope, &mut word)?;
+        let b = world
+            .process_at_rank(root)
+            .immediate_broadcast_into(scope, &mut word)?;
         // A ring step while both collectives are outstanding.
-        let s1 = world.process_at_rank(right).immediate_send_with_tag(scope, &ring1, 1)?;
+        let s1 = world
+            .process_at_rank(right)
+            .immediate_send_with_tag(scope, &ring1, 1)?;
         world.process_at_rank(left).receive_into_with_tag(&mut first, 1)?;
         s1.wait()?;
         let mut reqs = [
@@ -190,7 +210,9 @@ fn overlap(world: &World, root: i32, rec: &mut Recorder) -> Result<(), Error> {
                 .process_at_rank(left)
                 .immediate_receive_into_with_tag(scope, &mut second, 2)?,
             b,
-            world.process_at_rank(right).immediate_send_with_tag(scope, &ring2, 2)?,
+            world
+                .process_at_rank(right)
+                .immediate_send_with_tag(scope, &ring2, 2)?,
         ];
         let mut statuses = [gpu_mpi_device::Status::empty(); 4];
         let all = wait_all(&mut reqs, &mut statuses);
@@ -254,9 +276,13 @@ fn errors(world: &World, kind: u32, rec: &mut Recorder) -> Result<(), Error> {
             }
             1 => {
                 let root = if rank == 1 { 1 } else { 0 };
-                world.process_at_rank(root).immediate_broadcast_into(scope, &mut w)?
+                world
+                    .process_at_rank(root)
+                    .immediate_broadcast_into(scope, &mut w)?
             }
-            2 => world.process_at_rank(size).immediate_broadcast_into(scope, &mut w)?,
+            2 => world
+                .process_at_rank(size)
+                .immediate_broadcast_into(scope, &mut w)?,
             3 => world.immediate_all_reduce_into(scope, &send[..], &mut recv[..], SystemOperation::sum())?,
             4 if rank == 0 => world.immediate_barrier(scope)?,
             4 => world.immediate_all_reduce_into(scope, &r, &mut w, SystemOperation::sum())?,
@@ -314,7 +340,8 @@ fn never_enters(world: &World, spin: u32, rec: &mut Recorder) -> Result<(), Erro
     }
     let mut s = 0u32;
     let got = request::scope(|scope| -> Result<u32, Error> {
-        let mut q: Request<'_, '_> = world.immediate_all_reduce_into(scope, &1u32, &mut s, SystemOperation::sum())?;
+        let mut q: Request<'_, '_> =
+            world.immediate_all_reduce_into(scope, &1u32, &mut s, SystemOperation::sum())?;
         if spin == 0 {
             return Ok(class(&q.wait()));
         }

@@ -358,7 +358,9 @@ impl<T: Equivalence, O: Operation<T>> Fold for OpFold<'_, T, O> {
         for i in 0..n {
             // SAFETY: the caller's contract; `i < n` elements of each cell.
             unsafe {
-                let v = self.0.apply(&core::ptr::read(acc.add(i)), &core::ptr::read(next.add(i)));
+                let v = self
+                    .0
+                    .apply(&core::ptr::read(acc.add(i)), &core::ptr::read(next.add(i)));
                 core::ptr::write(acc.add(i), v);
             }
         }
@@ -494,7 +496,9 @@ fn start<'a, 's, F: Fold>(
     let n = w.immediate.started.get();
     let slot = n % IMMEDIATE_SLOTS;
     if w.immediate.slots[slot as usize].get().scope != 0 {
-        return Err(Error::RequestLimit { limit: IMMEDIATE_SLOTS });
+        return Err(Error::RequestLimit {
+            limit: IMMEDIATE_SLOTS,
+        });
     }
     w.immediate.started.set(n.wrapping_add(1));
     let use_ = n / IMMEDIATE_SLOTS + 1;
@@ -541,8 +545,10 @@ fn start<'a, 's, F: Fold>(
             // `side` is the caller's borrowed buffer of `bytes` packed bytes.
             if !unsafe { side.read(0, dst, bytes) } {
                 s.error = Some(Error::Intern);
-                w.rank_word(slot, w.rank, 0)
-                    .store(s.kind as u32 | (ErrorClass::Intern as u32) << 8, Ordering::Relaxed);
+                w.rank_word(slot, w.rank, 0).store(
+                    s.kind as u32 | (ErrorClass::Intern as u32) << 8,
+                    Ordering::Relaxed,
+                );
             }
         }
     }
@@ -814,10 +820,14 @@ impl<'w> Process<'w> {
         if self.comm.id != 0 {
             return Err(Error::CommunicatorLimit { limit: 0 });
         }
-        let error = self.world.check_rank(self.rank).err().map(|_| Error::InvalidRoot {
-            root: self.rank,
-            size: self.world.size(),
-        });
+        let error = self
+            .world
+            .check_rank(self.rank)
+            .err()
+            .map(|_| Error::InvalidRoot {
+                root: self.rank,
+                size: self.world.size(),
+            });
         Ok((self.rank, error))
     }
 
