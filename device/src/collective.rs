@@ -36,6 +36,7 @@
 
 mod agreement;
 mod exchange;
+pub mod immediate;
 
 /// One side of a collective's data, addressed by packed position: a plain
 /// buffer, or a [`View`](crate::view::View) of a non-contiguous derived

@@ -56,6 +56,7 @@
 //! [`test_some`] then return `None`. [`Request::wait`] consumes its request,
 //! so a request cannot be waited on twice.
 
+use crate::collective::immediate;
 use crate::engine::{self, Post};
 use crate::error::Error;
 use crate::memory::{mine, rec, SendMode};
@@ -103,10 +104,38 @@ fn owned(w: &World, id: u32, i: u32) -> bool {
     mine!(w, records_used) & (1 << i) != 0 && rec!(w, i, scope) == id
 }
 
+/// Whether request index `i` (a record, or a non-blocking collective's
+/// slot: `collective::immediate`) has completed.
+fn complete(w: &World, i: u32) -> bool {
+    if immediate::is_immediate(i) {
+        immediate::is_complete(w, i)
+    } else {
+        engine::is_complete(&w.core(), i)
+    }
+}
+
+/// Collects request index `i` (complete) and frees it.
+fn collect_index(w: &World, i: u32) -> Result<Status, Error> {
+    if immediate::is_immediate(i) {
+        immediate::collect(w, i)
+    } else {
+        engine::collect(&w.core(), i)
+    }
+}
+
+/// What a wait on request index `i` records.
+fn what_index(w: &World, i: u32) -> WaitFor {
+    if immediate::is_immediate(i) {
+        immediate::what(w, i)
+    } else {
+        engine::what(&w.core(), i)
+    }
+}
+
 impl<'a> Scope<'a> {
     /// Ties this scope to `world` (first request) and checks that every
     /// request of the scope is of one world.
-    fn attach(&self, world: &'a World) -> Result<u32, Error> {
+    pub(crate) fn attach(&self, world: &'a World) -> Result<u32, Error> {
         match self.world.get() {
             Some(w) if core::ptr::eq(w, world) => Ok(self.id.get()),
             Some(_) => Err(Error::Intern),
@@ -143,12 +172,18 @@ impl<'a> Scope<'a> {
         };
         let id = self.id.get();
         let n = w.layout.records_per_rank;
-        let pending = || (0..n).any(|i| owned(w, id, i) && !engine::is_complete(&w.core(), i));
+        let pending = || {
+            (0..n).any(|i| owned(w, id, i) && !engine::is_complete(&w.core(), i))
+                || immediate::indices().any(|i| immediate::owned(w, id, i) && !immediate::is_complete(w, i))
+        };
         if pending() {
             let what = WaitFor {
                 operation: Call::WaitMany,
                 peer: -2,
-                tag: (0..n).filter(|&i| owned(w, id, i)).count() as i32,
+                tag: ((0..n).filter(|&i| owned(w, id, i)).count()
+                    + immediate::indices()
+                        .filter(|&i| immediate::owned(w, id, i))
+                        .count()) as i32,
             };
             // An error here (a timeout, an abort) leaves the world aborted;
             // the requests' own outcomes are discarded (see `scope`).
@@ -166,6 +201,13 @@ impl<'a> Scope<'a> {
                 } else {
                     engine::cancel(&w.core(), i);
                 }
+            }
+        }
+        // A collective still incomplete here (the wait above failed: a
+        // timeout, an abort) stays in its slot: the world is aborted.
+        for i in immediate::indices() {
+            if immediate::owned(w, id, i) && immediate::is_complete(w, i) {
+                let _ = immediate::collect(w, i);
             }
         }
         w.note_progress();
@@ -201,6 +243,16 @@ impl<'a, 's> Request<'a, 's> {
         }
     }
 
+    /// A request for a non-blocking collective's slot
+    /// (`collective::immediate`).
+    pub(crate) fn collective(scope: &'s Scope<'a>, index: u32) -> Self {
+        Request {
+            scope: Some(scope),
+            index,
+            ready: None,
+        }
+    }
+
     /// Whether this is the null request (never posted, or completed by a
     /// test or a wait over a slice).
     pub fn is_null(&self) -> bool {
@@ -222,12 +274,12 @@ impl<'a, 's> Request<'a, 's> {
             return Ok(empty());
         };
         let i = self.index;
-        let what = engine::what(&w.core(), i);
+        let what = what_index(w, i);
         wait_for(w, what, |b| {
             if engine::progress(w.core()) {
                 b.progressed();
             }
-            engine::is_complete(&w.core(), i).then(|| engine::collect(&w.core(), i))
+            complete(w, i).then(|| collect_index(w, i))
         })
     }
 
@@ -251,6 +303,13 @@ impl<'a, 's> Request<'a, 's> {
         }
         if progressed {
             w.note_progress();
+        }
+        if immediate::is_immediate(i) {
+            w.failed_poll(
+                immediate::test_what(w, i),
+                (s as *const Scope<'_> as usize).wrapping_add(i as usize),
+            );
+            return None;
         }
         let WaitFor { operation, peer, tag } = engine::what(&w.core(), i);
         let what = WaitFor {
@@ -292,17 +351,17 @@ fn collect(r: &mut Request<'_, '_>) -> Option<Result<Status, Error>> {
         return Some(Ok(s));
     }
     let w = r.world()?;
-    if !engine::is_complete(&w.core(), r.index) {
+    if !complete(w, r.index) {
         return None;
     }
     r.scope = None;
-    Some(engine::collect(&w.core(), r.index))
+    Some(collect_index(w, r.index))
 }
 
 fn is_done(r: &Request<'_, '_>) -> bool {
     match r.world() {
         None => true,
-        Some(w) => engine::is_complete(&w.core(), r.index),
+        Some(w) => complete(w, r.index),
     }
 }
 

@@ -15,6 +15,7 @@
 //! | block scratch | `2 × blocks × collective_bytes` | per block: its partial reduction |
 //! | rank scratch | `2 × ranks × collective_bytes` | per rank: its reduction operand, combined in a tree inside the block |
 //! | communicators | `64 + communicators × ranks × 16` | the context counter, then one table of `ranks` [`CommEntry`](crate::memory::CommEntry)s per communicator context: members, inverse map, colours and keys of its creation |
+//! | immediate | `IMMEDIATE_SLOTS × ((64 + immediate_bytes) × (1 + blocks) + ranks × immediate_bytes)` | the non-blocking collectives' staging slots (`crate::collective::immediate`): per slot its world record and result cell, per block its record and partial-result cell, per rank its argument header and operand cell |
 //!
 //! The three staging regions come in two halves used by alternate rounds of
 //! the collectives (every rank counts the rounds alike), so that a round's
@@ -29,7 +30,7 @@ use bytemuck::{Pod, Zeroable};
 /// "GPMI" in little-endian.
 pub const MAGIC: u32 = 0x494d_5047;
 /// Version of this layout; the device refuses other versions (6: trace
-/// events carry a context word).
+/// events carry a context word; cells of the non-blocking collectives).
 pub const VERSION: u32 = 6;
 
 /// `flags` bit: never let a receiver copy straight out of the sender's buffer;
@@ -77,6 +78,16 @@ pub const TRACE_HEADER_BYTES: usize = 32;
 pub const TRACE_EVENT_BYTES: usize = 32;
 /// Most events a rank's trace buffer may hold (64 MiB per rank).
 pub const MAX_TRACE_EVENTS: u32 = 1 << 21;
+/// Staging slots of the non-blocking collectives: how many a rank may have
+/// outstanding at once (`crate::collective::immediate`).
+pub const IMMEDIATE_SLOTS: u32 = 2;
+/// Default bytes of one rank's cell of a non-blocking collective
+/// ([`WorldConfig::immediate_bytes`]): a 16-byte argument header and 48
+/// bytes of operand.
+pub const DEFAULT_IMMEDIATE_BYTES: u32 = 64;
+/// Bytes of the records of a non-blocking collective's slot (world and
+/// block records, each before its cell).
+pub const IMMEDIATE_RECORD_BYTES: usize = 64;
 /// Communicators a world holds by default ([`WorldConfig::communicators`]).
 pub const DEFAULT_COMMUNICATORS: u32 = 4;
 /// Most communicators a world may hold: a message's context word
@@ -126,8 +137,12 @@ pub struct WorldConfig {
     /// rank each; creating one more fails with `MPI_ERR_COMM` on every rank
     /// of the parent. At most [`MAX_COMMUNICATORS`].
     pub communicators: u32,
-    /// Padding, zero (keeps `timeout_ns` 8-aligned without implicit padding).
-    pub reserved: u32,
+    /// Bytes of each rank's staging cell per slot of the non-blocking
+    /// collectives (a multiple of 64, at least 64): a 16-byte argument
+    /// header, then the operand, so a non-blocking collective moves at most
+    /// `immediate_bytes - 16` bytes; more fails with `MPI_ERR_BUFFER`.
+    /// Also the size of each slot's result and block cells.
+    pub immediate_bytes: u32,
     /// A wait gives up after this many nanoseconds (0: never; the CPU
     /// emulator detects deadlocks exactly and needs no timeout).
     pub timeout_ns: u64,
@@ -149,7 +164,7 @@ impl WorldConfig {
             requests_per_rank: 8,
             trace_events: 0,
             communicators: DEFAULT_COMMUNICATORS,
-            reserved: 0,
+            immediate_bytes: DEFAULT_IMMEDIATE_BYTES,
             timeout_ns: 0,
         }
     }
@@ -197,6 +212,9 @@ impl WorldConfig {
         if self.collective_bytes == 0 || !self.collective_bytes.is_multiple_of(64) {
             return Err(ConfigError::CollectiveBytes(self.collective_bytes));
         }
+        if self.immediate_bytes == 0 || !self.immediate_bytes.is_multiple_of(64) {
+            return Err(ConfigError::ImmediateBytes(self.immediate_bytes));
+        }
         if self.ranks > (i32::MAX as u32) {
             return Err(ConfigError::TooManyRanks(self.ranks));
         }
@@ -220,7 +238,10 @@ impl WorldConfig {
         let rank_scratch = block_scratch + 2 * blocks * coll;
         let comms = rank_scratch + 2 * ranks * coll;
         let comm_stride = (ranks * COMM_TABLE_ENTRY_BYTES).next_multiple_of(64);
-        let records = comms + COMM_HEADER_BYTES + self.communicators as usize * comm_stride;
+        let immediate = comms + COMM_HEADER_BYTES + self.communicators as usize * comm_stride;
+        let ib = self.immediate_bytes as usize;
+        let immediate_slot_stride = (IMMEDIATE_RECORD_BYTES + ib) * (1 + blocks) + ranks * ib;
+        let records = immediate + IMMEDIATE_SLOTS as usize * immediate_slot_stride;
         let results = records + ranks * RECORD_STRIDE;
         let trace = (results + ranks * RESULT_STRIDE).next_multiple_of(64);
         let trace_stride = match self.trace_events {
@@ -248,6 +269,9 @@ impl WorldConfig {
             communicators: self.communicators,
             comms,
             comm_stride,
+            immediate,
+            immediate_bytes: ib,
+            immediate_slot_stride,
             records,
             results,
             trace,
@@ -324,6 +348,13 @@ pub struct Layout {
     pub comms: usize,
     /// Bytes of one communicator table.
     pub comm_stride: usize,
+    /// Offset of the non-blocking collectives' slots.
+    pub immediate: usize,
+    /// Bytes of one rank's (or block's, or the result's) cell of a slot.
+    pub immediate_bytes: usize,
+    /// Bytes of one slot: its world record and result cell, its block
+    /// records and cells, its rank cells.
+    pub immediate_slot_stride: usize,
     /// Offset of the wait records.
     pub records: usize,
     /// Offset of the result records.
@@ -367,6 +398,21 @@ impl Layout {
         self.trace + rank as usize * self.trace_stride
     }
 
+    /// Offset of slot `slot`'s world record (its result cell follows).
+    pub fn immediate_slot(&self, slot: u32) -> usize {
+        self.immediate + slot as usize * self.immediate_slot_stride
+    }
+    /// Offset of block `block`'s record in slot `slot` (its cell follows).
+    pub fn immediate_block(&self, slot: u32, block: u32) -> usize {
+        self.immediate_slot(slot) + (1 + block as usize) * (IMMEDIATE_RECORD_BYTES + self.immediate_bytes)
+    }
+    /// Offset of rank `rank`'s cell in slot `slot`.
+    pub fn immediate_rank(&self, slot: u32, rank: u32) -> usize {
+        self.immediate_slot(slot)
+            + (1 + self.blocks as usize) * (IMMEDIATE_RECORD_BYTES + self.immediate_bytes)
+            + rank as usize * self.immediate_bytes
+    }
+
     /// Offset of the table of communicator context `id` (`1..=communicators`).
     pub fn comm_table(&self, id: u32) -> usize {
         self.comms + COMM_HEADER_BYTES + (id as usize - 1) * self.comm_stride
@@ -402,6 +448,8 @@ pub enum ConfigError {
     TraceEvents(u32),
     /// More communicators than [`MAX_COMMUNICATORS`].
     Communicators(u32),
+    /// `immediate_bytes` not a positive multiple of 64.
+    ImmediateBytes(u32),
     /// The memory given is smaller than the layout.
     MemoryTooSmall {
         /// Bytes the layout needs.
@@ -439,6 +487,9 @@ impl core::fmt::Display for ConfigError {
             }
             ConfigError::Communicators(n) => {
                 write!(f, "communicators {n} exceeds {MAX_COMMUNICATORS}")
+            }
+            ConfigError::ImmediateBytes(b) => {
+                write!(f, "immediate_bytes {b} is not a positive multiple of 64")
             }
             ConfigError::MemoryTooSmall { needed, got } => {
                 write!(
@@ -486,7 +537,7 @@ mod tests {
         let l = WorldConfig::new(270_336, 256).layout().unwrap();
         assert!(l.total < 1 << 30, "{} bytes", l.total);
         let per_rank = (l.total - l.outboxes) / 270_336;
-        assert!((3_696..3_800).contains(&per_rank), "{per_rank} bytes per rank");
+        assert!((3_824..3_928).contains(&per_rank), "{per_rank} bytes per rank");
     }
 
     #[test]

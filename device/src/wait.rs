@@ -73,6 +73,14 @@ pub enum Call {
     ReduceScatter = 18,
     /// An inclusive or exclusive scan (`MPI_Scan`, `MPI_Exscan`).
     Scan = 19,
+    /// A rank spinning on the test of a non-blocking collective's request
+    /// (`crate::collective::immediate`); the peer is its root (-2: none),
+    /// the tag its kind.
+    TestCollective = 20,
+    /// A non-blocking collective waiting, as it starts, for every rank to
+    /// complete the earlier one that used its staging slot; the tag is the
+    /// slot.
+    CollectiveSlot = 21,
 }
 
 impl Call {
@@ -98,6 +106,8 @@ impl Call {
             17 => Call::AllToAll,
             18 => Call::ReduceScatter,
             19 => Call::Scan,
+            20 => Call::TestCollective,
+            21 => Call::CollectiveSlot,
             _ => return None,
         })
     }
@@ -107,7 +117,7 @@ impl Call {
     pub fn is_spin(self) -> bool {
         matches!(
             self,
-            Call::ImmediateProbe | Call::TestSend | Call::TestReceive | Call::TestMany
+            Call::ImmediateProbe | Call::TestSend | Call::TestReceive | Call::TestMany | Call::TestCollective
         )
     }
 }
@@ -169,6 +179,23 @@ impl fmt::Display for WaitDisplay {
             Some(Call::TestReceive) => write!(f, "test of receive(source {p}, tag {t})"),
             Some(Call::TestMany) => write!(f, "test over {} requests", self.tag),
             Some(Call::WaitMany) => write!(f, "wait over {} requests", self.tag),
+            Some(Call::TestCollective) => {
+                let kind = match self.tag {
+                    1 => "barrier",
+                    2 => "broadcast",
+                    3 => "reduce",
+                    _ => "all_reduce",
+                };
+                match self.peer {
+                    -2 => write!(f, "test of immediate_{kind}"),
+                    _ => write!(f, "test of immediate_{kind}(root {p})"),
+                }
+            }
+            Some(Call::CollectiveSlot) => write!(
+                f,
+                "immediate collective waiting for every rank to complete the one before in slot {}",
+                self.tag
+            ),
             None => write!(f, "operation {}", self.operation),
         }
     }

@@ -15,6 +15,7 @@ mod loom_support;
 
 use gpu_mpi_device::collective::SystemOperation;
 use gpu_mpi_device::point_to_point::send_receive_into;
+use gpu_mpi_device::request;
 use gpu_mpi_device::shim::loom_runtime;
 use gpu_mpi_device::state::FLAG_FORCE_STREAMING;
 use gpu_mpi_device::traits::*;
@@ -429,5 +430,71 @@ fn warp_collectives_of_a_partial_warp() {
                 Ok([3, 2, 0b010, 0b100])
             ]
         );
+    });
+}
+
+/// A non-blocking all-reduce followed by a non-blocking broadcast, each
+/// waited: the arrival counters, the last arrivers' folds and the release
+/// of `done` (`collective::immediate`).
+fn immediate_pair(w: &World, _: Scratch) -> Result<[u32; 3], Error> {
+    let r = w.rank() as u32;
+    let mut sum = [0u32; 2];
+    let mut word = if r == 1 { 77 } else { 0 };
+    request::scope(|scope| -> Result<(), Error> {
+        let a = w.immediate_all_reduce_into(
+            scope,
+            &[r + 1, 10 * (r + 1)][..],
+            &mut sum[..],
+            SystemOperation::sum(),
+        )?;
+        a.wait()?;
+        let b = w.process_at_rank(1).immediate_broadcast_into(scope, &mut word)?;
+        b.wait()?;
+        Ok(())
+    })?;
+    Ok([sum[0], sum[1], word])
+}
+
+/// (n) Non-blocking all-reduce and broadcast over 2 blocks of 1 rank.
+#[test]
+fn immediate_collectives_two_blocks() {
+    check("immediate 2x1", 2, || {
+        let results = run_world(small_config(2, 1, 1), 0, immediate_pair);
+        assert_eq!(results, [Ok([3, 30, 77]), Ok([3, 30, 77])]);
+    });
+}
+
+/// (n) Non-blocking all-reduce and broadcast over 1 block of 2 ranks.
+#[test]
+fn immediate_collectives_one_block_of_two() {
+    check("immediate 1x2", 2, || {
+        let results = run_world(small_config(2, 2, 1), 0, immediate_pair);
+        assert_eq!(results, [Ok([3, 30, 77]), Ok([3, 30, 77])]);
+    });
+}
+
+/// (n) Three non-blocking barriers-with-data in a row over 2 blocks: the
+/// third reuses the first's slot, so it must wait until both ranks
+/// collected the first (the consumption counters), and polls with `test`.
+#[test]
+fn immediate_slot_reuse_waits_for_every_rank() {
+    check("immediate reuse 2x1", 1, || {
+        let results = run_world(small_config(2, 1, 1), 0, |w, _| -> Result<[u32; 3], Error> {
+            let r = w.rank() as u32;
+            let mut out = [0u32; 3];
+            for (k, o) in out.iter_mut().enumerate() {
+                let send = r + 10 * k as u32;
+                request::scope(|scope| -> Result<(), Error> {
+                    let mut q = w.immediate_all_reduce_into(scope, &send, o, SystemOperation::sum())?;
+                    loop {
+                        if let Some(res) = q.test() {
+                            return res.map(|_| ());
+                        }
+                    }
+                })?;
+            }
+            Ok(out)
+        });
+        assert_eq!(results, [Ok([1, 21, 41]), Ok([1, 21, 41])]);
     });
 }

@@ -269,7 +269,11 @@ fn operation_name(code: u32) -> &'static str {
         Some(Call::Probe) => "probe",
         Some(Call::SendReceive) => "send_receive",
         Some(Call::ImmediateProbe) => "immediate_probe",
-        Some(Call::TestSend) | Some(Call::TestReceive) | Some(Call::TestMany) => "test",
+        Some(Call::TestSend)
+        | Some(Call::TestReceive)
+        | Some(Call::TestMany)
+        | Some(Call::TestCollective) => "test",
+        Some(Call::CollectiveSlot) => "immediate_collective_slot",
         Some(Call::WaitMany) => "wait",
         _ => "an unknown operation",
     }

@@ -106,6 +106,11 @@ pub struct WorldSpec {
     /// costing 16 bytes per rank of world memory; one more fails with
     /// `MPI_ERR_COMM` on every rank of its parent (docs/limits.md).
     pub communicators: u32,
+    /// Bytes of each rank's staging cell of a non-blocking collective (a
+    /// multiple of 64): a non-blocking broadcast, reduce or all-reduce moves
+    /// at most `immediate_bytes - 16` bytes (docs/limits.md). The world
+    /// memory holds two slots of `ranks × immediate_bytes` and a little more.
+    pub immediate_bytes: u32,
     /// Stream every large message through a slot (test the GPU's path).
     pub force_streaming: bool,
     /// Give up a wait after this long: the rank's wait is marked timed out,
@@ -153,6 +158,7 @@ impl WorldSpec {
             collective_bytes: d.collective_bytes,
             requests_per_rank: d.requests_per_rank,
             communicators: d.communicators,
+            immediate_bytes: d.immediate_bytes,
             force_streaming: false,
             timeout: None,
             backoff_max: None,
@@ -200,6 +206,13 @@ impl WorldSpec {
     /// Sets how many communicators the launch may create (0 to 1024).
     pub fn communicators(mut self, n: u32) -> Self {
         self.communicators = n;
+        self
+    }
+
+    /// Sets the bytes of a rank's cell of a non-blocking collective (a
+    /// multiple of 64; its payload is 16 bytes less).
+    pub fn immediate_bytes(mut self, n: u32) -> Self {
+        self.immediate_bytes = n;
         self
     }
 
@@ -271,6 +284,7 @@ impl WorldSpec {
         c.requests_per_rank = self.requests_per_rank;
         c.trace_events = self.trace_events;
         c.communicators = self.communicators;
+        c.immediate_bytes = self.immediate_bytes;
         c.flags = if self.force_streaming {
             FLAG_FORCE_STREAMING
         } else {

@@ -25,6 +25,9 @@
 //!   collectives;
 //! - [`comm`]: communicators (splits, groups, compare, context isolation,
 //!   the communicator limit) and the collectives on sub-communicators;
+//! - [`immediate`]: the non-blocking collectives (barrier, broadcast,
+//!   reduce, all-reduce), their overlap with point-to-point requests, test
+//!   polling, argument errors and bounds;
 //! - [`faults`]: kernels that fail or deadlock on purpose;
 //! - [`interpreter`]: runs an encoded communication program (property tests);
 //! - [`planted`]: wrong programs whose outcome depends on the schedule (the
@@ -42,6 +45,7 @@ pub mod collectives;
 pub mod comm;
 pub mod datatypes;
 pub mod faults;
+pub mod immediate;
 pub mod interpreter;
 pub mod nonblocking;
 pub mod p2p;

@@ -1,0 +1,358 @@
+//! Non-blocking collectives of the world (MPI 4.1 §6.12): barrier,
+//! broadcast, reduce and all-reduce started with `immediate_*`, completed
+//! with `wait`, `test` and the slice calls, mixed with point-to-point
+//! requests; their argument errors and bounds.
+
+use super::collectives::user_operand;
+use super::p2p::Mat2;
+use super::{CaseArgs, Recorder, NONE};
+use gpu_mpi_device::collective::{SystemOperation, UserOperation};
+use gpu_mpi_device::request::{self, wait_all, Request};
+use gpu_mpi_device::traits::*;
+use gpu_mpi_device::{Error, World};
+
+/// Values, root `param`: broadcast of `[100 root + i; 4]` and an all-reduce
+/// (sum of `[r + 1, 3 r]`) outstanding together,
+/// completed by `wait_all`; then a reduce to the root (sum of `[r, r²]` as
+/// `u64`) and a barrier, waited in the reverse order; then a
+/// non-commutative all-reduce of two [`Mat2`] (`user_operand(r, i)`,
+/// matrix product) and an in-place all-reduce (min of `r + 7`); then a
+/// zero-length broadcast and an in-place reduce to the root (sum of
+/// `[r, 1]`); then ten all-reduces (sum of `r + k`) one after another.
+/// Records: the classes of every completion and the values (see the host
+/// test).
+pub const IC_VALUES: u32 = 0;
+/// Overlap: an all-reduce (sum of `r`) and a broadcast from root `param`
+/// outstanding while every rank receives from its left and sends to its
+/// right (a blocking ring step, then posted requests in the same
+/// `wait_all` as the collectives). Records: the ring values, every class,
+/// the sum, the broadcast word.
+pub const IC_OVERLAP: u32 = 1;
+/// Test polling: every rank starts an all-reduce (sum of `r + 1`); the last
+/// rank starts only after a message from rank 0, which rank 0 sends after
+/// testing its request 50 times (none may complete: the last rank has not
+/// started). Everyone then polls `test` until it completes. Records: tests
+/// that completed early (rank 0), the class, the sum.
+pub const IC_TEST_POLL: u32 = 2;
+/// Argument errors, kind `param`: 0 count mismatch (the last rank passes 2
+/// elements to an all-reduce, the others 1); 1 root mismatch (rank 1 names
+/// root 1 for a broadcast, the others root 0); 2 root out of range (every
+/// rank names root `size`); 3 too large (an all-reduce of 20 `u32`); 4
+/// different collectives (rank 0 a barrier, the others an all-reduce); 5
+/// receive count not the send count at the reduce's root; 6 the root
+/// calls the non-root reduce form. Then an all-reduce (sum of 1) that must
+/// succeed. Records: the class of the bad collective, the class and value
+/// of the good one.
+pub const IC_ERRORS: u32 = 3;
+/// The outstanding bound: two all-reduces started, a third gives
+/// `MPI_ERR_REQUEST` at once; both are waited, then a third succeeds.
+/// Records: the third's start class, the two waits' classes and sums, the
+/// last's class and sum.
+pub const IC_LIMIT: u32 = 4;
+/// Every rank but rank 0 starts an all-reduce and waits (`param` 0) or
+/// spins on `test` (`param` 1); rank 0 never starts it: a deadlock (a
+/// livelock when spinning) that the emulator reports, or a timeout.
+/// Records: the class the waiting ranks got.
+pub const IC_NEVER_ENTERS: u32 = 5;
+
+/// Words one rank records.
+pub const IC_STRIDE: u32 = 48;
+
+gpu_mpi_device::kernel! {
+    /// The `IC_*` cases.
+    pub static SEMANTICS_IMMEDIATE = fn semantics_immediate(world: &World, args: &CaseArgs) -> Result<(), Error> {
+        let mut rec = Recorder::new(args, world.rank());
+        match args.case {
+            IC_VALUES => values(world, args.param as i32, &mut rec),
+            IC_OVERLAP => overlap(world, args.param as i32, &mut rec),
+            IC_TEST_POLL => test_poll(world, &mut rec),
+            IC_ERRORS => errors(world, args.param, &mut rec),
+            IC_LIMIT => limit(world, &mut rec),
+            IC_NEVER_ENTERS => never_enters(world, args.param, &mut rec),
+            _ => rec.push(NONE),
+        }
+    }
+}
+
+fn mat_mul(x: &Mat2, y: &Mat2) -> Mat2 {
+    x.mul(y)
+}
+
+fn class(r: &Result<gpu_mpi_device::Status, Error>) -> u32 {
+    match r {
+        Ok(_) => 0,
+        Err(e) => e.class() as u32,
+    }
+}
+
+fn values(world: &World, root: i32, rec: &mut Recorder) -> Result<(), Error> {
+    let r = world.rank() as u32;
+    let is_root = world.rank() == root;
+    let mut bcast = if is_root {
+        [
+            100 * root as u32,
+            100 * root as u32 + 1,
+            100 * root as u32 + 2,
+            100 * root as u32 + 3,
+        ]
+    } else {
+        [NONE; 4]
+    };
+    let mut pair = [0u32; 2];
+    let all = request::scope(|scope| -> Result<Result<(), Error>, Error> {
+        let mut reqs = [
+            world
+                .process_at_rank(root)
+                .immediate_broadcast_into(scope, &mut bcast[..])?,
+            world.immediate_all_reduce_into(
+                scope,
+                &[r + 1, 3 * r][..],
+                &mut pair[..],
+                SystemOperation::sum(),
+            )?,
+        ];
+        Ok(wait_all(&mut reqs, &mut []))
+    })?;
+    rec.push(all.err().map_or(0, |e| e.class() as u32))?;
+    rec.words(&bcast)?;
+    rec.words(&pair)?;
+
+    let mut red = [NONE as u64; 2];
+    let (c_red, c_bar) = request::scope(|scope| -> Result<(u32, u32), Error> {
+        let send = [r as u64, (r as u64) * (r as u64)];
+        let p = world.process_at_rank(root);
+        let red_req = if is_root {
+            p.immediate_reduce_into_root(scope, &send[..], &mut red[..], SystemOperation::sum())?
+        } else {
+            p.immediate_reduce_into(scope, &send[..], SystemOperation::sum())?
+        };
+        let bar = world.immediate_barrier(scope)?;
+        let c_bar = class(&bar.wait());
+        Ok((class(&red_req.wait()), c_bar))
+    })?;
+    rec.words(&[c_red, c_bar])?;
+    rec.words(&[
+        red[0] as u32,
+        (red[0] >> 32) as u32,
+        red[1] as u32,
+        (red[1] >> 32) as u32,
+    ])?;
+
+    let mut mats = [Mat2::default(); 2];
+    let mut min = r + 7;
+    let (c_mat, c_min) = request::scope(|scope| -> Result<(u32, u32), Error> {
+        let send = [user_operand(r, 0), user_operand(r, 1)];
+        let a =
+            world.immediate_all_reduce_into(scope, &send[..], &mut mats[..], UserOperation::new(mat_mul))?;
+        let b = world.immediate_all_reduce_in_place(scope, &mut min, SystemOperation::min())?;
+        Ok((class(&a.wait()), class(&b.wait())))
+    })?;
+    rec.words(&[c_mat, c_min, min])?;
+    for m in &mats {
+        rec.words(&[m.a, m.b, m.c, m.d])?;
+    }
+
+    let mut empty: [u32; 0] = [];
+    let mut own = [r, 1];
+    let (c_empty, c_inplace) = request::scope(|scope| -> Result<(u32, u32), Error> {
+        let a = world
+            .process_at_rank(root)
+            .immediate_broadcast_into(scope, &mut empty[..])?;
+        let p = world.process_at_rank(root);
+        let b = if is_root {
+            p.immediate_reduce_into_root_in_place(scope, &mut own[..], SystemOperation::sum())?
+        } else {
+            p.immediate_reduce_into(scope, &[r, 1][..], SystemOperation::sum())?
+        };
+        Ok((class(&a.wait()), class(&b.wait())))
+    })?;
+    rec.words(&[c_empty, c_inplace, own[0], own[1]])?;
+
+    let mut sum = 0u32;
+    let mut failures = 0u32;
+    for k in 0..10u32 {
+        let mut s = 0u32;
+        let c = request::scope(|scope| -> Result<u32, Error> {
+            let q = world.immediate_all_reduce_into(scope, &(r + k), &mut s, SystemOperation::sum())?;
+            Ok(class(&q.wait()))
+        })?;
+        failures += (c != 0) as u32;
+        sum = sum.wrapping_add(s);
+    }
+    rec.words(&[failures, sum])
+}
+
+fn overlap(world: &World, root: i32, rec: &mut Recorder) -> Result<(), Error> {
+    let (rank, size) = (world.rank(), world.size());
+    let r = rank as u32;
+    let right = (rank + 1) % size;
+    let left = (rank + size - 1) % size;
+    let mut sum = 0u32;
+    let mut word = if rank == root { 1000 + root as u32 } else { NONE };
+    let mut first = NONE;
+    let mut second = NONE;
+    let mut classes = [NONE; 4];
+    let (ring1, ring2) = (10 * r, 20 * r);
+    request::scope(|scope| -> Result<(), Error> {
+        let a = world.immediate_all_reduce_into(scope, &r, &mut sum, SystemOperation::sum())?;
+        let b = world
+            .process_at_rank(root)
+            .immediate_broadcast_into(scope, &mut word)?;
+        // A ring step while both collectives are outstanding.
+        let s1 = world
+            .process_at_rank(right)
+            .immediate_send_with_tag(scope, &ring1, 1)?;
+        world.process_at_rank(left).receive_into_with_tag(&mut first, 1)?;
+        s1.wait()?;
+        let mut reqs = [
+            a,
+            world
+                .process_at_rank(left)
+                .immediate_receive_into_with_tag(scope, &mut second, 2)?,
+            b,
+            world
+                .process_at_rank(right)
+                .immediate_send_with_tag(scope, &ring2, 2)?,
+        ];
+        let mut statuses = [gpu_mpi_device::Status::empty(); 4];
+        let all = wait_all(&mut reqs, &mut statuses);
+        classes = [
+            all.err().map_or(0, |e| e.class() as u32),
+            statuses[1].source_rank() as u32,
+            statuses[1].tag() as u32,
+            statuses[3].tag() as u32,
+        ];
+        Ok(())
+    })?;
+    rec.words(&[first, second])?;
+    rec.words(&classes)?;
+    rec.words(&[sum, word])
+}
+
+fn test_poll(world: &World, rec: &mut Recorder) -> Result<(), Error> {
+    let (rank, size) = (world.rank(), world.size());
+    let r = rank as u32;
+    let last = size - 1;
+    let mut sum = 0u32;
+    let mut early = 0u32;
+    let mut outcome = NONE;
+    if rank == last && last != 0 {
+        let mut go = 0u32;
+        world.process_at_rank(0).receive_into_with_tag(&mut go, 5)?;
+    }
+    request::scope(|scope| -> Result<(), Error> {
+        let mut q = world.immediate_all_reduce_into(scope, &(r + 1), &mut sum, SystemOperation::sum())?;
+        if rank == 0 && last != 0 {
+            for _ in 0..50 {
+                if let Some(res) = q.test() {
+                    early += 1;
+                    outcome = class(&res);
+                }
+            }
+            world.process_at_rank(last).send_with_tag(&1u32, 5)?;
+        }
+        while outcome == NONE {
+            if let Some(res) = q.test() {
+                outcome = class(&res);
+            }
+        }
+        Ok(())
+    })?;
+    rec.words(&[early, outcome, sum])
+}
+
+fn errors(world: &World, kind: u32, rec: &mut Recorder) -> Result<(), Error> {
+    let (rank, size) = (world.rank(), world.size());
+    let r = rank as u32;
+    let last = rank == size - 1;
+    let send = [r; 20];
+    let mut recv = [0u32; 20];
+    let mut w = r;
+    let bad = request::scope(|scope| -> Result<u32, Error> {
+        let q = match kind {
+            0 => {
+                let n = if last { 2 } else { 1 };
+                world.immediate_all_reduce_into(scope, &send[..n], &mut recv[..n], SystemOperation::sum())?
+            }
+            1 => {
+                let root = if rank == 1 { 1 } else { 0 };
+                world
+                    .process_at_rank(root)
+                    .immediate_broadcast_into(scope, &mut w)?
+            }
+            2 => world
+                .process_at_rank(size)
+                .immediate_broadcast_into(scope, &mut w)?,
+            3 => world.immediate_all_reduce_into(scope, &send[..], &mut recv[..], SystemOperation::sum())?,
+            4 if rank == 0 => world.immediate_barrier(scope)?,
+            4 => world.immediate_all_reduce_into(scope, &r, &mut w, SystemOperation::sum())?,
+            5 if rank == 0 => world.process_at_rank(0).immediate_reduce_into_root(
+                scope,
+                &send[..2],
+                &mut recv[..3],
+                SystemOperation::sum(),
+            )?,
+            5 => world
+                .process_at_rank(0)
+                .immediate_reduce_into(scope, &send[..2], SystemOperation::sum())?,
+            _ => world
+                .process_at_rank(0)
+                .immediate_reduce_into(scope, &r, SystemOperation::sum())?,
+        };
+        Ok(class(&q.wait()))
+    })?;
+    let mut s = 0u32;
+    let good = request::scope(|scope| -> Result<u32, Error> {
+        let q = world.immediate_all_reduce_into(scope, &1u32, &mut s, SystemOperation::sum())?;
+        Ok(class(&q.wait()))
+    })?;
+    rec.words(&[bad, good, s])
+}
+
+fn limit(world: &World, rec: &mut Recorder) -> Result<(), Error> {
+    let r = world.rank() as u32;
+    let (mut a, mut b, mut c) = (0u32, 0u32, 0u32);
+    let words = request::scope(|scope| -> Result<[u32; 5], Error> {
+        let qa = world.immediate_all_reduce_into(scope, &r, &mut a, SystemOperation::sum())?;
+        let qb = world.immediate_all_reduce_into(scope, &1u32, &mut b, SystemOperation::sum())?;
+        let third = match world.immediate_all_reduce_into(scope, &2u32, &mut c, SystemOperation::sum()) {
+            Ok(q) => {
+                let _ = q.wait();
+                0
+            }
+            Err(e) => e.class() as u32,
+        };
+        Ok([third, class(&qa.wait()), class(&qb.wait()), 0, 0])
+    })?;
+    rec.words(&words[..3])?;
+    rec.words(&[a, b])?;
+    let mut d = 0u32;
+    let last = request::scope(|scope| -> Result<u32, Error> {
+        let q = world.immediate_all_reduce_into(scope, &3u32, &mut d, SystemOperation::sum())?;
+        Ok(class(&q.wait()))
+    })?;
+    rec.words(&[last, d])
+}
+
+fn never_enters(world: &World, spin: u32, rec: &mut Recorder) -> Result<(), Error> {
+    if world.rank() == 0 {
+        return rec.push(0);
+    }
+    let mut s = 0u32;
+    let got = request::scope(|scope| -> Result<u32, Error> {
+        let mut q: Request<'_, '_> =
+            world.immediate_all_reduce_into(scope, &1u32, &mut s, SystemOperation::sum())?;
+        if spin == 0 {
+            return Ok(class(&q.wait()));
+        }
+        loop {
+            if let Some(res) = q.test() {
+                return Ok(class(&res));
+            }
+            if world.aborted_by().is_some() {
+                return Ok(Error::Aborted { by_rank: 0 }.class() as u32);
+            }
+        }
+    })?;
+    rec.push(got)
+}

@@ -1,0 +1,240 @@
+//! Non-blocking collectives of the world (MPI 4.1 §6.12) on the emulator:
+//! the `IC_*` cases of `gpu_mpi_check_kernels::immediate` for every root,
+//! one block, several blocks, blocks of one rank, and seeded schedules;
+//! argument errors on every rank; the outstanding bound; a rank that never
+//! starts the collective (deadlock, livelock, timeout).
+
+use gpu_mpi::device::wait::Call;
+use gpu_mpi::device::ErrorClass;
+use gpu_mpi::{BlockedState, CpuOptions, Device, HostError, Schedule, WorldSpec};
+use gpu_mpi_check_kernels::collectives::user_operand;
+use gpu_mpi_check_kernels::immediate::*;
+use gpu_mpi_check_kernels::p2p::Mat2;
+use gpu_mpi_check_kernels::{CaseArgs, NONE};
+use std::time::Duration;
+
+const SHAPES: [(u32, u32); 6] = [(1, 1), (5, 5), (6, 3), (8, 2), (12, 4), (7, 1)];
+const SCHEDULES: [Schedule; 3] = [
+    Schedule::Parallel,
+    Schedule::Random { seed: 3 },
+    Schedule::Random { seed: 11 },
+];
+
+fn device(schedule: Schedule) -> Device {
+    Device::cpu_with(CpuOptions {
+        workers: 2,
+        schedule,
+        ..CpuOptions::default()
+    })
+}
+
+/// Launches case `case` and returns every rank's record, or the launch error.
+fn launch(
+    d: &Device,
+    spec: &WorldSpec,
+    ranks: u32,
+    case: u32,
+    param: u32,
+) -> Result<Vec<Vec<u32>>, HostError> {
+    let stride = IC_STRIDE as usize;
+    let out = d.alloc_zeroed::<u32>(ranks as usize * stride)?;
+    let data = d.alloc_zeroed::<u8>(8)?;
+    let cells = d.alloc_zeroed::<u32>(8)?;
+    let args = CaseArgs {
+        case,
+        param,
+        param2: 0,
+        stride: IC_STRIDE,
+        out: out.slice(),
+        data: data.slice(),
+        cells: cells.slice(),
+    };
+    d.launch(&SEMANTICS_IMMEDIATE, &args, spec)?;
+    Ok(d.download(&out)?.chunks(stride).map(|c| c.to_vec()).collect())
+}
+
+fn run(schedule: Schedule, ranks: u32, block: u32, case: u32, param: u32) -> Vec<Vec<u32>> {
+    let spec = WorldSpec::ranks(ranks).block_dim(block);
+    launch(&device(schedule), &spec, ranks, case, param)
+        .unwrap_or_else(|e| panic!("case {case} ({param}) on {ranks}/{block} {schedule:?}: {e}"))
+}
+
+fn mat_words(m: &Mat2) -> [u32; 4] {
+    [m.a, m.b, m.c, m.d]
+}
+
+/// What rank `r` of `n` records in `IC_VALUES` with root `root`.
+fn values_want(n: u32, root: u32, r: u32) -> Vec<u32> {
+    let mut w = vec![0];
+    w.extend((0..4).map(|i| 100 * root + i));
+    w.extend([n * (n + 1) / 2, 3 * n * (n - 1) / 2]);
+    w.extend([0, 0]);
+    if r == root {
+        let s1: u64 = (0..n as u64).sum();
+        let s2: u64 = (0..n as u64).map(|x| x * x).sum();
+        w.extend([s1 as u32, (s1 >> 32) as u32, s2 as u32, (s2 >> 32) as u32]);
+    } else {
+        w.extend([NONE, 0, NONE, 0]);
+    }
+    w.extend([0, 0, 7]);
+    for i in 0..2 {
+        let m = (1..n).fold(user_operand(0, i), |acc, q| acc.mul(&user_operand(q, i)));
+        w.extend(mat_words(&m));
+    }
+    w.extend([0, 0]);
+    if r == root {
+        w.extend([n * (n - 1) / 2, n]);
+    } else {
+        w.extend([r, 1]);
+    }
+    w.extend([0, 10 * n * (n - 1) / 2 + 45 * n]);
+    w
+}
+
+fn check(got: &[Vec<u32>], want: impl Fn(u32) -> Vec<u32>, what: &str) {
+    for (r, rec) in got.iter().enumerate() {
+        let want = want(r as u32);
+        assert_eq!(&rec[..want.len()], &want[..], "{what}: rank {r}");
+    }
+}
+
+#[test]
+fn values_for_every_root_with_non_commutative_in_place_and_zero_length() {
+    for (n, b) in SHAPES {
+        for root in 0..n {
+            let s = SCHEDULES[(root as usize) % SCHEDULES.len()];
+            let got = run(s, n, b, IC_VALUES, root);
+            check(
+                &got,
+                |r| values_want(n, root, r),
+                &format!("{n}/{b} root {root} {s:?}"),
+            );
+        }
+    }
+}
+
+#[test]
+fn collectives_overlap_point_to_point_in_one_wait_all() {
+    for (n, b) in SHAPES {
+        for s in SCHEDULES {
+            let root = n / 2;
+            let got = run(s, n, b, IC_OVERLAP, root);
+            check(
+                &got,
+                |r| {
+                    let left = (r + n - 1) % n;
+                    vec![10 * left, 20 * left, 0, left, 2, 2, n * (n - 1) / 2, 1000 + root]
+                },
+                &format!("{n}/{b} {s:?}"),
+            );
+        }
+    }
+}
+
+#[test]
+fn test_polls_until_the_last_rank_starts() {
+    for (n, b) in SHAPES {
+        for s in SCHEDULES {
+            let got = run(s, n, b, IC_TEST_POLL, 0);
+            check(&got, |_| vec![0, 0, n * (n + 1) / 2], &format!("{n}/{b} {s:?}"));
+        }
+    }
+}
+
+#[test]
+fn argument_errors_reach_every_rank_and_the_next_collective_works() {
+    let class = |c: ErrorClass| c as u32;
+    for (n, b) in [(5u32, 5u32), (6, 3), (8, 2), (7, 1)] {
+        for kind in 0..7 {
+            let s = SCHEDULES[kind as usize % SCHEDULES.len()];
+            let got = run(s, n, b, IC_ERRORS, kind);
+            let bad = match kind {
+                0 => class(ErrorClass::Count),
+                1 | 2 | 6 => class(ErrorClass::Root),
+                3 => class(ErrorClass::Buffer),
+                4 => class(ErrorClass::Intern),
+                _ => class(ErrorClass::Count),
+            };
+            check(
+                &got,
+                |_| vec![bad, 0, n],
+                &format!("kind {kind} on {n}/{b} {s:?}"),
+            );
+        }
+    }
+}
+
+#[test]
+fn a_third_outstanding_collective_is_err_request_and_the_slots_recover() {
+    for (n, b) in SHAPES {
+        let got = run(Schedule::Parallel, n, b, IC_LIMIT, 0);
+        check(
+            &got,
+            |_| vec![ErrorClass::Request as u32, 0, 0, n * (n - 1) / 2, n, 0, 3 * n],
+            &format!("{n}/{b}"),
+        );
+    }
+}
+
+fn deadlock(e: Result<Vec<Vec<u32>>, HostError>) -> (Vec<BlockedState>, String) {
+    match e {
+        Err(HostError::Deadlock(report)) => {
+            let text = report.to_string();
+            (report.ranks.into_iter().map(|r| r.state).collect(), text)
+        }
+        Err(other) => panic!("expected a deadlock, got {other}"),
+        Ok(_) => panic!("expected a deadlock, the launch succeeded"),
+    }
+}
+
+#[test]
+fn a_rank_that_never_starts_is_a_deadlock_a_livelock_or_a_timeout() {
+    let d = device(Schedule::Parallel);
+    let spec = WorldSpec::ranks(4).block_dim(2);
+    let (states, text) = deadlock(launch(&d, &spec, 4, IC_NEVER_ENTERS, 0));
+    assert!(text.starts_with("deadlock: "), "{text}");
+    assert!(text.contains("all_reduce"), "{text}");
+    assert_eq!(states[0], BlockedState::Exited, "{text}");
+    for s in &states[1..] {
+        assert_eq!(
+            *s,
+            BlockedState::Waiting {
+                operation: Call::AllReduce as u32,
+                peer: -2,
+                tag: -1
+            },
+            "{text}"
+        );
+    }
+
+    let (states, text) = deadlock(launch(&d, &spec, 4, IC_NEVER_ENTERS, 1));
+    assert!(text.starts_with("livelock: "), "{text}");
+    assert!(text.contains("test of immediate_all_reduce"), "{text}");
+    assert_eq!(
+        states[1],
+        BlockedState::Waiting {
+            operation: Call::TestCollective as u32,
+            peer: -2,
+            tag: 4
+        },
+        "{text}"
+    );
+
+    // With a timeout the waiting ranks' waits end with an error, which
+    // the kernel records (it returns normally).
+    let spec = spec.timeout(Duration::from_millis(200));
+    let got = match launch(&d, &spec, 4, IC_NEVER_ENTERS, 0) {
+        Ok(got) => got,
+        Err(HostError::Deadlock(report)) => panic!("unexpected report: {report}"),
+        Err(e) => panic!("{e}"),
+    };
+    let (timeout, aborted) = (ErrorClass::Timeout as u32, ErrorClass::Aborted as u32);
+    for (r, rec) in got.iter().enumerate().skip(1) {
+        assert!(
+            rec[0] == timeout || rec[0] == aborted,
+            "rank {r}: class {}",
+            rec[0]
+        );
+    }
+    assert!(got[1..].iter().any(|rec| rec[0] == timeout));
+}

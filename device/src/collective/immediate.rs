@@ -1,0 +1,978 @@
+//! Non-blocking collectives of the world: barrier, broadcast, reduce and
+//! all-reduce (MPI 4.1 §6.12: `MPI_Ibarrier`, `MPI_Ibcast`, `MPI_Ireduce`,
+//! `MPI_Iallreduce`; rsmpi's `immediate_barrier`,
+//! `immediate_broadcast_into`, `immediate_reduce_into_root`,
+//! `immediate_all_reduce_into`).
+//!
+//! ```ignore
+//! request::scope(|scope| -> Result<(), Error> {
+//!     let mut sum = 0u32;
+//!     let r = world.immediate_all_reduce_into(scope, &x, &mut sum, SystemOperation::sum())?;
+//!     // ... point-to-point work, other requests ...
+//!     r.wait()?;
+//!     Ok(())
+//! })?;
+//! ```
+//!
+//! # Protocol: nobody's progress needed
+//! The ranks of a block may be anywhere in their programs, so nothing here
+//! uses the block barrier or a warp collective, and a started collective
+//! completes without any rank calling a test or a wait for another (MPI
+//! 4.1 §6.12 progress): all the work is done by the ranks as they *start*
+//! the collective.
+//!
+//! A rank's `n`-th non-blocking collective uses staging slot `n mod
+//! IMMEDIATE_SLOTS` (every rank starts the same collectives in the same
+//! order, §6.12, so they agree on it) in its `u`-th use, `u = n /
+//! IMMEDIATE_SLOTS + 1`. Starting, a rank writes its arguments (kind, root,
+//! byte count, datatype, its local error class) and, for a reduction, its
+//! operand (a broadcast's root: its data) into its own cell of the slot. It then arrives on its block's counter of
+//! the slot (an acquire-release add). The block's last arriver (the add
+//! that brings the counter to `u × block_dim`) checks the block's
+//! arguments against the block's first rank and folds the block's operands
+//! in rank order into the block's cell, then arrives on the slot's world
+//! counter. The world's last arriver checks the blocks' verdicts and first
+//! ranks against rank 0, folds the block cells in block order into the
+//! result cell (a broadcast: copies the root's cell there), writes the verdict and publishes `u` in the slot's `done`
+//! word (release). A test is one acquire load of `done`; completion copies
+//! the result out (broadcast, reduce's root, all-reduce) and arrives on the
+//! slot's consumption counters (block, then world).
+//!
+//! Operands are combined strictly in rank order (`x0 op x1 op ... op
+//! x(n-1)`, left to right, in two levels), as MPI §6.9.1 asks of a
+//! non-commutative operation; the cost is serial: the last arriver of a
+//! block folds `block_dim` operands, the last of the world `blocks` block
+//! results, each of `count` elements.
+//!
+//! # Bounds
+//! - At most [`IMMEDIATE_SLOTS`] (2) non-blocking collectives per rank are
+//!   outstanding (started and not yet completed by a wait or test, or by
+//!   the end of their scope). Starting one more fails at once with
+//!   `MPI_ERR_REQUEST` ([`Error::RequestLimit`]) on that rank, which then
+//!   does not take part (the program is erroneous: the others' collective
+//!   will wait for it).
+//! - The one rule that needs other ranks' progress: a rank starting its
+//!   `n`-th collective waits until every rank has *completed* (waited,
+//!   tested or ended the scope of) its `(n - IMMEDIATE_SLOTS)`-th, whose
+//!   slot it reuses; it progresses its point-to-point requests meanwhile.
+//!   A rank that never completes it leaves the others waiting: on the
+//!   emulator a deadlock report naming `immediate_collective_slot`, on the
+//!   GPU the world's timeout.
+//! - Payload: at most `immediate_bytes - 16` bytes
+//!   ([`WorldConfig::immediate_bytes`](crate::state::WorldConfig::immediate_bytes),
+//!   48 by default); more fails with `MPI_ERR_BUFFER` on every rank that
+//!   passes it (and with the verdict's class on the others).
+//! - Only the world: a sub-communicator's `Process` gives `MPI_ERR_COMM`.
+//!
+//! # Errors
+//! Wrong arguments never hang a rank: a rank with a local error (bad root,
+//! too large, bad operation, receive count not the send count) still
+//! arrives, with its error class in its arguments; the verdict (the first
+//! error class in rank order, or a mismatch of kind, root, count or
+//! datatype with rank 0's) reaches every rank when the collective
+//! completes: a rank returns its own local error, or else the verdict's
+//! class (`MPI_ERR_COUNT`, `MPI_ERR_ROOT`, `MPI_ERR_TYPE`, `MPI_ERR_BUFFER`,
+//! `MPI_ERR_OP`; ranks that started different collectives in the same
+//! position get `MPI_ERR_INTERN`). Receive buffers are then untouched.
+
+use crate::collective::{Elements, ElementsMut, Operation, Side};
+use crate::datatype::{BufferMut, Equivalence, ID_BYTE};
+use crate::error::{Error, ErrorClass};
+use crate::request::{Request, Scope};
+use crate::shim::{self, AtomicU32, Ordering};
+use crate::state::{IMMEDIATE_RECORD_BYTES, IMMEDIATE_SLOTS};
+use crate::status::{Status, PROC_NULL};
+use crate::topology::{wait_for, Communicator, Process, World};
+use crate::wait::{Call, WaitFor};
+use core::cell::Cell;
+use core::marker::PhantomData;
+
+/// Request indices at or above this name a non-blocking collective's slot
+/// (`index - IMMEDIATE_INDEX`), not a request record.
+pub(crate) const IMMEDIATE_INDEX: u32 = 1 << 31;
+
+/// Bytes of the argument header at the start of a rank's cell.
+pub const ARGS_BYTES: usize = 16;
+
+/// Which collective a slot use is (the low byte of [`Args::kind_class`]).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// `MPI_Ibarrier`.
+    Barrier = 1,
+    /// `MPI_Ibcast`.
+    Broadcast = 2,
+    /// `MPI_Ireduce`.
+    Reduce = 3,
+    /// `MPI_Iallreduce`.
+    AllReduce = 4,
+}
+
+impl Kind {
+    fn call(self) -> Call {
+        match self {
+            Kind::Barrier => Call::Barrier,
+            Kind::Broadcast => Call::Broadcast,
+            Kind::Reduce => Call::Reduce,
+            Kind::AllReduce => Call::AllReduce,
+        }
+    }
+
+    /// Whether a use whose reference [`Args::kind_class`] is `code`
+    /// combines operands.
+    fn folds(code: u32) -> bool {
+        let kind = code & 0xff;
+        kind == Kind::Reduce as u32 || kind == Kind::AllReduce as u32
+    }
+}
+
+/// A rank's arguments, at the start of its cell in a slot: written by the
+/// rank before it arrives, read by its block's last arriver (and, for a
+/// block's first rank, by the world's). Every word is accessed atomically
+/// (relaxed; published by the arrival counters).
+#[repr(C)]
+pub struct Args {
+    /// [`Kind`] code, plus the rank's local error class (an
+    /// [`ErrorClass`] code, 0: none) shifted left by 8.
+    pub kind_class: u32,
+    /// The root (-1 for the barrier and the all-reduce).
+    pub root: i32,
+    /// Bytes of the operand or broadcast data.
+    pub bytes: u32,
+    /// The datatype id of the elements.
+    pub datatype: u32,
+}
+
+/// A slot's world record ([`IMMEDIATE_RECORD_BYTES`], its result cell of
+/// `immediate_bytes` follows).
+#[repr(C)]
+pub struct SlotRecord {
+    /// The last use of the slot that completed (every rank arrived and the
+    /// result is in the result cell). Stored (Release) by the world's last
+    /// arriver; loaded (Acquire) by every test.
+    pub done: u32,
+    /// Blocks whose ranks have all arrived, over all uses (`u × blocks`
+    /// once use `u` is complete).
+    pub arrived: u32,
+    /// Blocks whose ranks have all completed (collected) their request,
+    /// over all uses.
+    pub consumed: u32,
+    /// The verdict of the last completed use: an [`ErrorClass`] code, 0
+    /// when the arguments agreed.
+    pub verdict: u32,
+    /// Rank 0's arguments of the last completed use (what a mismatch
+    /// error reports as expected).
+    pub reference: Args,
+    /// Unused.
+    pub reserved: [u32; 8],
+}
+
+/// A block's record in a slot ([`IMMEDIATE_RECORD_BYTES`], its cell of
+/// partial results follows).
+#[repr(C)]
+pub struct BlockRecord {
+    /// The block's ranks that have arrived, over all uses.
+    pub arrived: u32,
+    /// The block's ranks that have completed their request, over all uses.
+    pub consumed: u32,
+    /// The block's verdict of its last use (an [`ErrorClass`] code or 0).
+    pub verdict: u32,
+    /// Unused.
+    pub reserved: [u32; 13],
+}
+
+const _: () = assert!(core::mem::size_of::<Args>() == ARGS_BYTES);
+const _: () = assert!(core::mem::size_of::<SlotRecord>() == IMMEDIATE_RECORD_BYTES);
+const _: () = assert!(core::mem::size_of::<BlockRecord>() == IMMEDIATE_RECORD_BYTES);
+
+/// What a rank keeps of one started collective (its own, never in the
+/// world memory).
+#[derive(Clone, Copy)]
+struct Pending {
+    /// The owning scope's id; 0: the slot is free for this rank.
+    scope: u32,
+    /// The slot's use this collective is.
+    use_: u32,
+    kind: Kind,
+    root: i32,
+    /// Where the result goes at completion (none: nothing to copy).
+    out: Option<Side>,
+    /// Bytes, element size and datatype id this rank passed.
+    bytes: u32,
+    size: u32,
+    datatype: u32,
+    /// This rank's own argument error, returned at completion.
+    error: Option<Error>,
+}
+
+const FREE: Pending = Pending {
+    scope: 0,
+    use_: 0,
+    kind: Kind::Barrier,
+    root: -1,
+    out: None,
+    bytes: 0,
+    size: 1,
+    datatype: 0,
+    error: None,
+};
+
+/// The rank's own state of its non-blocking collectives (a field of
+/// [`World`]).
+pub(crate) struct Local {
+    /// Non-blocking collectives started so far.
+    started: Cell<u32>,
+    slots: [Cell<Pending>; IMMEDIATE_SLOTS as usize],
+}
+
+impl Local {
+    /// No collective started.
+    pub(crate) const fn new() -> Self {
+        Local {
+            started: Cell::new(0),
+            slots: [const { Cell::new(FREE) }; IMMEDIATE_SLOTS as usize],
+        }
+    }
+}
+
+fn slot_of(index: u32) -> u32 {
+    index - IMMEDIATE_INDEX
+}
+
+fn pending(w: &World, index: u32) -> Pending {
+    w.immediate.slots[slot_of(index) as usize].get()
+}
+
+impl World {
+    fn slot_record(&self, slot: u32) -> *mut u8 {
+        // SAFETY: inside the immediate region (`Layout::immediate_slot`).
+        unsafe { self.base.add(self.layout.immediate_slot(slot)) }
+    }
+
+    fn slot_word(&self, slot: u32, offset: usize) -> &AtomicU32 {
+        // SAFETY: a word of the slot's record, 4-aligned (the region is
+        // 64-aligned, the record 64 bytes), accessed only atomically.
+        unsafe { shim::atomic_u32_at(self.base, self.layout.immediate_slot(slot) + offset) }
+    }
+
+    fn block_word(&self, slot: u32, block: u32, offset: usize) -> &AtomicU32 {
+        // SAFETY: as `slot_word`, in block `block`'s record.
+        unsafe { shim::atomic_u32_at(self.base, self.layout.immediate_block(slot, block) + offset) }
+    }
+
+    fn rank_word(&self, slot: u32, rank: u32, offset: usize) -> &AtomicU32 {
+        // SAFETY: as `slot_word`, in rank `rank`'s argument header.
+        unsafe { shim::atomic_u32_at(self.base, self.layout.immediate_rank(slot, rank) + offset) }
+    }
+
+    /// The result cell of a slot.
+    fn result_cell(&self, slot: u32) -> *mut u8 {
+        // SAFETY: the cell follows the slot's record, inside the region.
+        unsafe { self.slot_record(slot).add(IMMEDIATE_RECORD_BYTES) }
+    }
+
+    /// The partial-result cell of a block in a slot.
+    fn partial_cell(&self, slot: u32, block: u32) -> *mut u8 {
+        // SAFETY: the cell follows the block's record, inside the region.
+        unsafe {
+            self.base
+                .add(self.layout.immediate_block(slot, block) + IMMEDIATE_RECORD_BYTES)
+        }
+    }
+
+    /// The operand of a rank in a slot (after its argument header).
+    fn operand(&self, slot: u32, rank: u32) -> *mut u8 {
+        // SAFETY: inside the rank's cell of `immediate_bytes >= 64` bytes.
+        unsafe { self.base.add(self.layout.immediate_rank(slot, rank) + ARGS_BYTES) }
+    }
+
+    fn read_args(&self, slot: u32, rank: u32) -> Args {
+        // Relaxed: published by the arrival counters (see `arrive`).
+        let word = |o| self.rank_word(slot, rank, o).load(Ordering::Relaxed);
+        Args {
+            kind_class: word(0),
+            root: word(4) as i32,
+            bytes: word(8),
+            datatype: word(12),
+        }
+    }
+
+    fn write_args(&self, slot: u32, a: &Args) {
+        // Relaxed: released by this rank's arrival (see `arrive`).
+        let r = self.rank;
+        self.rank_word(slot, r, 0).store(a.kind_class, Ordering::Relaxed);
+        self.rank_word(slot, r, 4).store(a.root as u32, Ordering::Relaxed);
+        self.rank_word(slot, r, 8).store(a.bytes, Ordering::Relaxed);
+        self.rank_word(slot, r, 12).store(a.datatype, Ordering::Relaxed);
+    }
+}
+
+/// The verdict of `a` against `reference`: its local error class, else a
+/// mismatch class, else 0.
+fn judge(a: &Args, reference: &Args) -> u32 {
+    let class = a.kind_class >> 8;
+    if class != 0 {
+        class
+    } else if a.kind_class != reference.kind_class & 0xff {
+        if reference.kind_class >> 8 != 0 {
+            // The reference's own error decides.
+            reference.kind_class >> 8
+        } else {
+            ErrorClass::Intern as u32
+        }
+    } else if a.root != reference.root {
+        ErrorClass::Root as u32
+    } else if a.datatype != reference.datatype {
+        ErrorClass::Type as u32
+    } else if a.bytes != reference.bytes {
+        ErrorClass::Count as u32
+    } else {
+        0
+    }
+}
+
+/// How the last arrivers combine operands.
+trait Fold {
+    /// `acc = acc op next` over `bytes` bytes of elements.
+    ///
+    /// # Safety
+    /// Both cells hold `bytes` bytes of elements of the fold's type,
+    /// 16-aligned, and nobody else accesses them meanwhile.
+    unsafe fn fold(&self, acc: *mut u8, next: *const u8, bytes: usize);
+}
+
+/// Barrier and broadcast: nothing to combine.
+struct NoFold;
+
+impl Fold for NoFold {
+    unsafe fn fold(&self, _: *mut u8, _: *const u8, _: usize) {}
+}
+
+/// A reduction's operation on `T`.
+struct OpFold<'o, T, O>(&'o O, PhantomData<T>);
+
+impl<T: Equivalence, O: Operation<T>> Fold for OpFold<'_, T, O> {
+    unsafe fn fold(&self, acc: *mut u8, next: *const u8, bytes: usize) {
+        let n = bytes / core::mem::size_of::<T>().max(1);
+        let (acc, next) = (acc as *mut T, next as *const T);
+        for i in 0..n {
+            // SAFETY: the caller's contract; `i < n` elements of each cell.
+            unsafe {
+                let v = self
+                    .0
+                    .apply(&core::ptr::read(acc.add(i)), &core::ptr::read(next.add(i)));
+                core::ptr::write(acc.add(i), v);
+            }
+        }
+    }
+}
+
+/// Arrives in use `use_` of `slot` (this rank's cell is written), and, as
+/// the last arriver of its block, and then of the world, checks and folds.
+#[inline(never)]
+fn arrive<F: Fold>(w: &World, slot: u32, use_: u32, fold: &F) {
+    let bd = w.layout.block_dim;
+    let blocks = w.layout.blocks;
+    let block = w.block;
+    // AcqRel: releases this rank's cell (arguments and operand or
+    // broadcast data) to the block's last arriver, which acquires every earlier
+    // arriver's cell through this counter's release sequence.
+    let old = w
+        .block_word(slot, block, core::mem::offset_of!(BlockRecord, arrived))
+        .fetch_add(1, Ordering::AcqRel);
+    if old.wrapping_add(1) != use_.wrapping_mul(bd) {
+        return;
+    }
+    let first = block * bd;
+    let reference = w.read_args(slot, first);
+    let mut verdict = 0;
+    for r in first..first + bd {
+        if verdict == 0 {
+            verdict = judge(&w.read_args(slot, r), &reference);
+        }
+    }
+    let kind_folds = Kind::folds(reference.kind_class);
+    if verdict == 0 && kind_folds {
+        let cell = w.partial_cell(slot, block);
+        let bytes = reference.bytes as usize;
+        // SAFETY: the block's operands were released to us by the counter
+        // above; the block cell is written only by a block's last arriver,
+        // and its readers of the previous use (the world's last arriver)
+        // finished before that use completed, which every rank collected
+        // before this use started (`start`).
+        unsafe {
+            shim::copy_bytes(cell, w.operand(slot, first), bytes);
+            for r in first + 1..first + bd {
+                fold.fold(cell, w.operand(slot, r), bytes);
+            }
+        }
+    }
+    // Relaxed: released by the add below.
+    w.block_word(slot, block, core::mem::offset_of!(BlockRecord, verdict))
+        .store(verdict, Ordering::Relaxed);
+    // AcqRel: releases the block's verdict and cell to the world's last
+    // arriver, which acquires every block's through this counter.
+    let old = w
+        .slot_word(slot, core::mem::offset_of!(SlotRecord, arrived))
+        .fetch_add(1, Ordering::AcqRel);
+    if old.wrapping_add(1) != use_.wrapping_mul(blocks) {
+        return;
+    }
+    let reference = w.read_args(slot, 0);
+    let mut verdict = 0;
+    for b in 0..blocks {
+        if verdict == 0 {
+            // Relaxed: acquired through the add above.
+            verdict = w
+                .block_word(slot, b, core::mem::offset_of!(BlockRecord, verdict))
+                .load(Ordering::Relaxed);
+        }
+        if verdict == 0 {
+            verdict = judge(&w.read_args(slot, b * bd), &reference);
+        }
+    }
+    if verdict == 0 && reference.kind_class == Kind::Broadcast as u32 {
+        // SAFETY: the root's cell (`root` checked in range by its own
+        // rank, equal on every rank by the verdict) was released to us
+        // through its block's last arriver; the result cell as below.
+        unsafe {
+            shim::copy_bytes(
+                w.result_cell(slot),
+                w.operand(slot, reference.root as u32),
+                reference.bytes as usize,
+            )
+        };
+    }
+    if verdict == 0 && kind_folds {
+        let out = w.result_cell(slot);
+        let bytes = reference.bytes as usize;
+        // SAFETY: every block cell was released to us by the add above;
+        // the result cell's readers of the previous use finished before
+        // this use started (`start`).
+        unsafe {
+            shim::copy_bytes(out, w.partial_cell(slot, 0), bytes);
+            for b in 1..blocks {
+                fold.fold(out, w.partial_cell(slot, b), bytes);
+            }
+        }
+    }
+    // Relaxed: released by the store of `done` below.
+    let put = |o: usize, v: u32| w.slot_word(slot, o).store(v, Ordering::Relaxed);
+    put(core::mem::offset_of!(SlotRecord, verdict), verdict);
+    let r = core::mem::offset_of!(SlotRecord, reference);
+    put(r, reference.kind_class);
+    put(r + 4, reference.root as u32);
+    put(r + 8, reference.bytes);
+    put(r + 12, reference.datatype);
+    // Release: pairs with the Acquire load of every rank's test
+    // (`is_complete`): publishes the result cell and the verdict.
+    w.slot_word(slot, core::mem::offset_of!(SlotRecord, done))
+        .store(use_, Ordering::Release);
+}
+
+/// What one rank brings to a collective.
+struct Start {
+    kind: Kind,
+    root: i32,
+    /// Its operand (a reduction) or data (a broadcast's root): side and bytes.
+    data: Option<(Side, usize)>,
+    /// Where the result goes.
+    out: Option<Side>,
+    bytes: usize,
+    size: u32,
+    datatype: u32,
+    error: Option<Error>,
+}
+
+/// Starts a collective: checks the rank's own bound, waits for the slot's
+/// previous use to be collected by every rank, writes the cell, arrives.
+fn start<'a, 's, F: Fold>(
+    w: &'a World,
+    scope: &'s Scope<'a>,
+    mut s: Start,
+    fold: &F,
+) -> Result<Request<'a, 's>, Error> {
+    let id = scope.attach(w)?;
+    let n = w.immediate.started.get();
+    let slot = n % IMMEDIATE_SLOTS;
+    if w.immediate.slots[slot as usize].get().scope != 0 {
+        return Err(Error::RequestLimit {
+            limit: IMMEDIATE_SLOTS,
+        });
+    }
+    w.immediate.started.set(n.wrapping_add(1));
+    let use_ = n / IMMEDIATE_SLOTS + 1;
+    let capacity = w.layout.immediate_bytes - ARGS_BYTES;
+    if s.error.is_none() && s.bytes > capacity {
+        s.error = Some(Error::BufferTooLarge {
+            bytes: s.bytes as u32,
+            limit: capacity as u32,
+        });
+    }
+    let consumed = w.slot_word(slot, core::mem::offset_of!(SlotRecord, consumed));
+    let previous = (use_ - 1).wrapping_mul(w.layout.blocks);
+    // Acquire: pairs with the Release adds of `collect`: every rank's reads
+    // of the slot's previous use happen before we write it again.
+    if consumed.load(Ordering::Acquire) != previous {
+        let what = WaitFor {
+            operation: Call::CollectiveSlot,
+            peer: -2,
+            tag: slot as i32,
+        };
+        wait_for(w, what, |b| {
+            if crate::engine::progress(w.core()) {
+                b.progressed();
+            }
+            // Acquire: as above.
+            (consumed.load(Ordering::Acquire) == previous).then_some(Ok(()))
+        })?;
+    }
+    let class = s.error.map_or(0, |e| e.class() as u32);
+    w.write_args(
+        slot,
+        &Args {
+            kind_class: s.kind as u32 | class << 8,
+            root: s.root,
+            bytes: s.bytes as u32,
+            datatype: s.datatype,
+        },
+    );
+    if class == 0 {
+        if let Some((side, bytes)) = s.data {
+            let dst = w.operand(slot, w.rank);
+            // SAFETY: `bytes <= capacity` (checked above) fits the cell; the
+            // cell's readers of the previous use are done (the wait above);
+            // `side` is the caller's borrowed buffer of `bytes` packed bytes.
+            if !unsafe { side.read(0, dst, bytes) } {
+                s.error = Some(Error::Intern);
+                w.rank_word(slot, w.rank, 0).store(
+                    s.kind as u32 | (ErrorClass::Intern as u32) << 8,
+                    Ordering::Relaxed,
+                );
+            }
+        }
+    }
+    arrive(w, slot, use_, fold);
+    w.immediate.slots[slot as usize].set(Pending {
+        scope: id,
+        use_,
+        kind: s.kind,
+        root: s.root,
+        out: s.out,
+        bytes: s.bytes as u32,
+        size: s.size,
+        datatype: s.datatype,
+        error: s.error,
+    });
+    w.note_progress();
+    Ok(Request::collective(scope, IMMEDIATE_INDEX + slot))
+}
+
+/// Whether request index `i` names a non-blocking collective.
+pub(crate) fn is_immediate(i: u32) -> bool {
+    i >= IMMEDIATE_INDEX
+}
+
+/// Whether the collective of request index `i` has completed.
+pub(crate) fn is_complete(w: &World, i: u32) -> bool {
+    let p = pending(w, i);
+    // Acquire: pairs with the Release store of the world's last arriver
+    // (`arrive`): the result cell and the verdict are visible.
+    p.scope != 0
+        && w.slot_word(slot_of(i), core::mem::offset_of!(SlotRecord, done))
+            .load(Ordering::Acquire)
+            == p.use_
+}
+
+/// Whether request index `i` is an uncollected collective of scope `id`.
+pub(crate) fn owned(w: &World, id: u32, i: u32) -> bool {
+    pending(w, i).scope == id
+}
+
+/// The request indices of the rank's collective slots.
+pub(crate) fn indices() -> core::ops::Range<u32> {
+    IMMEDIATE_INDEX..IMMEDIATE_INDEX + IMMEDIATE_SLOTS
+}
+
+/// What a wait on request index `i` records.
+pub(crate) fn what(w: &World, i: u32) -> WaitFor {
+    let p = pending(w, i);
+    WaitFor {
+        operation: p.kind.call(),
+        peer: if p.root < 0 { -2 } else { p.root },
+        tag: -1,
+    }
+}
+
+/// What a failed test of request index `i` records.
+pub(crate) fn test_what(w: &World, i: u32) -> WaitFor {
+    let p = pending(w, i);
+    WaitFor {
+        operation: Call::TestCollective,
+        peer: if p.root < 0 { -2 } else { p.root },
+        tag: p.kind as i32,
+    }
+}
+
+/// Completes the collective of request index `i` (complete): its outcome,
+/// the result copied out, the slot consumed.
+pub(crate) fn collect(w: &World, i: u32) -> Result<Status, Error> {
+    let slot = slot_of(i);
+    let p = pending(w, i);
+    let word = |o: usize| w.slot_word(slot, o).load(Ordering::Relaxed);
+    // Relaxed: acquired with `done` (`is_complete`).
+    let verdict = word(core::mem::offset_of!(SlotRecord, verdict));
+    let r = core::mem::offset_of!(SlotRecord, reference);
+    let (ref_bytes, ref_datatype) = (word(r + 8), word(r + 12));
+    let result = match (p.error, verdict) {
+        (Some(e), _) => Err(e),
+        (None, 0) => {
+            let mut result = Ok(Status::empty());
+            if let Some(out) = p.out {
+                // SAFETY: the result cell holds `p.bytes` bytes (the verdict
+                // says every rank passed the same count), published by
+                // `done`; `out` is the buffer borrowed by the request for
+                // its scope, of `p.bytes` packed bytes.
+                if !unsafe { out.write(0, w.result_cell(slot), p.bytes as usize) } {
+                    result = Err(Error::Intern);
+                }
+            }
+            result
+        }
+        (None, class) => Err(verdict_error(w, &p, class, ref_bytes, ref_datatype)),
+    };
+    let bd = w.layout.block_dim;
+    // AcqRel: releases this rank's reads of the slot to the block's last
+    // consumer, which acquires every earlier one's.
+    let old = w
+        .block_word(slot, w.block, core::mem::offset_of!(BlockRecord, consumed))
+        .fetch_add(1, Ordering::AcqRel);
+    if old.wrapping_add(1) == p.use_.wrapping_mul(bd) {
+        // Release: pairs with the Acquire loads of `start` on every rank
+        // that reuses the slot (through this counter's release sequence).
+        w.slot_word(slot, core::mem::offset_of!(SlotRecord, consumed))
+            .fetch_add(1, Ordering::Release);
+    }
+    w.immediate.slots[slot as usize].set(FREE);
+    result
+}
+
+/// The error a rank without a local error returns for a verdict.
+fn verdict_error(w: &World, p: &Pending, class: u32, ref_bytes: u32, ref_datatype: u32) -> Error {
+    let size = p.size.max(1);
+    match ErrorClass::from_code(class) {
+        Some(ErrorClass::Count) => Error::CountMismatch {
+            count: p.bytes / size,
+            expected: ref_bytes / size,
+        },
+        Some(ErrorClass::Root) | Some(ErrorClass::Rank) => Error::InvalidRoot {
+            root: p.root,
+            size: w.size(),
+        },
+        Some(ErrorClass::Type) => Error::TypeMismatch {
+            status: Status {
+                source: PROC_NULL,
+                tag: -1,
+                bytes: ref_bytes,
+                datatype: ref_datatype,
+            },
+            expected: p.datatype,
+        },
+        Some(ErrorClass::Buffer) => Error::BufferTooLarge {
+            bytes: ref_bytes.max(p.bytes),
+            limit: (w.layout.immediate_bytes - ARGS_BYTES) as u32,
+        },
+        Some(ErrorClass::Op) => Error::InvalidOperation {
+            op: 0,
+            datatype: p.datatype,
+        },
+        _ => Error::Intern,
+    }
+}
+
+/// A reduction's operand: its pointer, elements and checks.
+fn reduction<T, O>(op: &O, send: &[T], recv_len: Option<usize>) -> Option<Error>
+where
+    T: Equivalence,
+    O: Operation<T>,
+{
+    if let Err(e) = op.check() {
+        return Some(e);
+    }
+    if core::mem::align_of::<T>() > ARGS_BYTES {
+        return Some(Error::BufferTooLarge {
+            bytes: core::mem::size_of::<T>() as u32,
+            limit: 0,
+        });
+    }
+    match recv_len {
+        Some(n) if n != send.len() => Some(Error::CountMismatch {
+            count: n as u32,
+            expected: send.len() as u32,
+        }),
+        _ => None,
+    }
+}
+
+fn plain<T>(s: &[T]) -> (Side, usize) {
+    (Side::Plain(s.as_ptr() as *mut u8), core::mem::size_of_val(s))
+}
+
+impl World {
+    /// Starts a barrier (`MPI_Ibarrier`): the request completes once every
+    /// rank has started it.
+    ///
+    /// Standard section: MPI 4.1 §6.12.1.
+    pub fn immediate_barrier<'a, 's>(&'a self, scope: &'s Scope<'a>) -> Result<Request<'a, 's>, Error> {
+        start(
+            self,
+            scope,
+            Start {
+                kind: Kind::Barrier,
+                root: -1,
+                data: None,
+                out: None,
+                bytes: 0,
+                size: 1,
+                datatype: ID_BYTE,
+                error: None,
+            },
+            &NoFold,
+        )
+    }
+
+    /// Starts an all-reduce (`MPI_Iallreduce`): every rank's `recv` gets
+    /// `send[0] op send[1] op ...` in rank order when its request completes.
+    /// `send` is copied as the call starts (it may be reused at once).
+    ///
+    /// Standard section: MPI 4.1 §6.12.8.
+    pub fn immediate_all_reduce_into<'a, 's, T, S, R, O>(
+        &'a self,
+        scope: &'s Scope<'a>,
+        send: &S,
+        recv: &'a mut R,
+        op: O,
+    ) -> Result<Request<'a, 's>, Error>
+    where
+        T: Equivalence,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+        O: Operation<T>,
+    {
+        let send = send.elements();
+        let recv = recv.elements_mut();
+        let error = reduction(&op, send, Some(recv.len()));
+        let out = Side::Plain(recv.as_mut_ptr() as *mut u8);
+        all_reduce(self, scope, send, out, error, &op)
+    }
+
+    /// `MPI_Iallreduce` with `MPI_IN_PLACE`: `buf` is this rank's operand
+    /// (copied as the call starts) and receives the result.
+    ///
+    /// Standard section: MPI 4.1 §6.12.8.
+    pub fn immediate_all_reduce_in_place<'a, 's, T, R, O>(
+        &'a self,
+        scope: &'s Scope<'a>,
+        buf: &'a mut R,
+        op: O,
+    ) -> Result<Request<'a, 's>, Error>
+    where
+        T: Equivalence,
+        R: ElementsMut<T> + ?Sized,
+        O: Operation<T>,
+    {
+        let buf = buf.elements_mut();
+        let error = reduction(&op, buf, None);
+        let out = Side::Plain(buf.as_mut_ptr() as *mut u8);
+        all_reduce(self, scope, buf, out, error, &op)
+    }
+}
+
+fn all_reduce<'a, 's, T: Equivalence, O: Operation<T>>(
+    w: &'a World,
+    scope: &'s Scope<'a>,
+    send: &[T],
+    out: Side,
+    error: Option<Error>,
+    op: &O,
+) -> Result<Request<'a, 's>, Error> {
+    let (side, bytes) = plain(send);
+    start(
+        w,
+        scope,
+        Start {
+            kind: Kind::AllReduce,
+            root: -1,
+            data: Some((side, bytes)),
+            out: Some(out),
+            bytes,
+            size: core::mem::size_of::<T>() as u32,
+            datatype: T::DATATYPE.id,
+            error,
+        },
+        &OpFold(op, PhantomData::<T>),
+    )
+}
+
+impl<'w> Process<'w> {
+    /// The root's rank, or `MPI_ERR_COMM` for a sub-communicator's process.
+    fn immediate_root(&self) -> Result<(i32, Option<Error>), Error> {
+        if self.comm.id != 0 {
+            return Err(Error::CommunicatorLimit { limit: 0 });
+        }
+        let error = self
+            .world
+            .check_rank(self.rank)
+            .err()
+            .map(|_| Error::InvalidRoot {
+                root: self.rank,
+                size: self.world.size(),
+            });
+        Ok((self.rank, error))
+    }
+
+    /// Starts a broadcast from this process (`MPI_Ibcast`): on the root,
+    /// `buf` is read as the call starts; on the others it receives the
+    /// root's data when the request completes (same length and datatype
+    /// on every rank; a view of a derived datatype is accepted).
+    ///
+    /// Standard section: MPI 4.1 §6.12.2.
+    pub fn immediate_broadcast_into<'a, 's, B: BufferMut + ?Sized>(
+        &self,
+        scope: &'s Scope<'a>,
+        buf: &'a mut B,
+    ) -> Result<Request<'a, 's>, Error>
+    where
+        'w: 'a,
+    {
+        let (root, error) = self.immediate_root()?;
+        let datatype = buf.datatype();
+        let (side, len) = Side::of_mut(buf);
+        let is_root = root == self.world.rank as i32;
+        start(
+            self.world,
+            scope,
+            Start {
+                kind: Kind::Broadcast,
+                root,
+                data: is_root.then_some((side, len)),
+                out: (!is_root).then_some(side),
+                bytes: len,
+                size: datatype.size.max(1),
+                datatype: datatype.id,
+                error,
+            },
+            &NoFold,
+        )
+    }
+
+    /// Starts a reduce to this process, called by the root
+    /// (`MPI_Ireduce`): `recv` gets the rank-ordered reduction when the
+    /// request completes. Called on another rank it still takes part, and
+    /// every rank's request completes with `MPI_ERR_ROOT`.
+    ///
+    /// Standard section: MPI 4.1 §6.12.7.
+    pub fn immediate_reduce_into_root<'a, 's, T, S, R, O>(
+        &self,
+        scope: &'s Scope<'a>,
+        send: &S,
+        recv: &'a mut R,
+        op: O,
+    ) -> Result<Request<'a, 's>, Error>
+    where
+        'w: 'a,
+        T: Equivalence,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+        O: Operation<T>,
+    {
+        let recv = recv.elements_mut();
+        let out = Side::Plain(recv.as_mut_ptr() as *mut u8);
+        let len = recv.len();
+        self.reduce(scope, send.elements(), Some((out, len)), true, &op)
+    }
+
+    /// `MPI_Ireduce` with `MPI_IN_PLACE`, called by the root: `buf` is its
+    /// operand (copied as the call starts) and receives the result.
+    ///
+    /// Standard section: MPI 4.1 §6.12.7.
+    pub fn immediate_reduce_into_root_in_place<'a, 's, T, R, O>(
+        &self,
+        scope: &'s Scope<'a>,
+        buf: &'a mut R,
+        op: O,
+    ) -> Result<Request<'a, 's>, Error>
+    where
+        'w: 'a,
+        T: Equivalence,
+        R: ElementsMut<T> + ?Sized,
+        O: Operation<T>,
+    {
+        let buf = buf.elements_mut();
+        let out = Side::Plain(buf.as_mut_ptr() as *mut u8);
+        let len = buf.len();
+        self.reduce(scope, buf, Some((out, len)), true, &op)
+    }
+
+    /// Starts a reduce to this process, called by every rank but the root
+    /// (`MPI_Ireduce`): contributes `send`, copied as the call starts. The
+    /// request completes when the reduction is done (so that argument
+    /// errors reach every rank). Called on the root it still takes part,
+    /// and every rank's request completes with `MPI_ERR_ROOT`.
+    ///
+    /// Standard section: MPI 4.1 §6.12.7.
+    pub fn immediate_reduce_into<'a, 's, T, S, O>(
+        &self,
+        scope: &'s Scope<'a>,
+        send: &S,
+        op: O,
+    ) -> Result<Request<'a, 's>, Error>
+    where
+        'w: 'a,
+        T: Equivalence,
+        S: Elements<T> + ?Sized,
+        O: Operation<T>,
+    {
+        self.reduce(scope, send.elements(), None, false, &op)
+    }
+
+    fn reduce<'a, 's, T: Equivalence, O: Operation<T>>(
+        &self,
+        scope: &'s Scope<'a>,
+        send: &[T],
+        recv: Option<(Side, usize)>,
+        as_root: bool,
+        op: &O,
+    ) -> Result<Request<'a, 's>, Error>
+    where
+        'w: 'a,
+    {
+        let (root, mut error) = self.immediate_root()?;
+        let is_root = root == self.world.rank as i32;
+        if error.is_none() && is_root != as_root {
+            error = Some(Error::InvalidRoot {
+                root,
+                size: self.world.size(),
+            });
+        }
+        if error.is_none() {
+            error = reduction(op, send, recv.map(|(_, n)| n));
+        }
+        let (side, bytes) = plain(send);
+        start(
+            self.world,
+            scope,
+            Start {
+                kind: Kind::Reduce,
+                root,
+                data: Some((side, bytes)),
+                out: recv.map(|(s, _)| s),
+                bytes,
+                size: core::mem::size_of::<T>() as u32,
+                datatype: T::DATATYPE.id,
+                error,
+            },
+            &OpFold(op, PhantomData::<T>),
+        )
+    }
+}
