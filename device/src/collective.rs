@@ -737,10 +737,11 @@ impl World {
     /// not hold a block barrier (PTX `exit`; the emulator does the same), so
     /// a count short of the block means a rank that will never enter. Such a
     /// block does not arrive on its counter (so every other block's barrier
-    /// fails too) and waits, bounded, for nothing ([`Core::wait_forever`]).
+    /// fails too) and waits, bounded, for nothing
+    /// ([`crate::wait::barrier_wait_forever`]).
     /// The closing block barrier counts the ranks whose waits succeeded:
     /// when one failed, its block-mates return `Aborted` as well
-    /// ([`Core::gave_up`]), so no rank of the block goes on into a
+    /// ([`crate::wait::barrier_failed`]), so no rank of the block goes on into a
     /// collective's next step alone.
     #[inline(always)]
     fn world_barrier(&self, what: WaitFor) -> Result<(), Error> {
@@ -748,10 +749,18 @@ impl World {
         let generation = self.barrier_generation.get().wrapping_add(1);
         self.barrier_generation.set(generation);
         let present = shim::block_barrier_count(true);
-        let mut result = Ok(());
+        // This rank's failure as a `wait::barrier_word` (0: none), not a
+        // `Result`: it is held across the closing block barrier.
+        let mut failure: u64 = 0;
         let blocks = self.layout.blocks;
         if present != self.layout.block_dim {
-            result = Err(self.core().wait_forever(what));
+            failure = crate::wait::barrier_wait_forever(
+                self.base as u64,
+                self.rank,
+                what.operation,
+                what.peer,
+                what.tag,
+            );
         } else if blocks > 1 {
             if self.thread == 0 {
                 // The block's ranks' writes are ordered before this point by
@@ -773,8 +782,8 @@ impl World {
                         let v = counter.load(Ordering::Acquire);
                         (v.wrapping_sub(generation) as i32 >= 0).then_some(Ok(()))
                     });
-                    if r.is_err() {
-                        result = r;
+                    if let Err(e) = r {
+                        failure = crate::wait::barrier_word(e);
                         break;
                     }
                 }
@@ -790,12 +799,13 @@ impl World {
                 self.record_wait(what);
             }
         }
-        let passed = shim::block_barrier_count(result.is_ok());
+        let passed = shim::block_barrier_count(failure == 0);
         self.record_state(STATE_RUNNING);
-        if result.is_ok() && passed != present {
-            return Err(self.core().gave_up());
+        if failure != 0 || passed != present {
+            let word = crate::wait::barrier_failed(self.base as u64, self.rank, failure);
+            return Err(crate::wait::barrier_error(word, what));
         }
-        result
+        Ok(())
     }
 
     /// Reduce (`root` given) or all-reduce of the `n` elements at `send`

@@ -7,7 +7,7 @@
 //! that outlives the world's timeout marks its record timed out, raises the
 //! abort flag, and every other waiting rank gives up with `Aborted`).
 
-use crate::error::Error;
+use crate::error::{Error, ErrorClass};
 use crate::memory::{mine, Core, WaitWord};
 use crate::shim::{self, Backoff, Ordering};
 use core::fmt;
@@ -281,39 +281,88 @@ impl Core {
             .abort_word()
             .compare_exchange(0, self.rank + 1, Ordering::Relaxed);
     }
+}
 
-    /// The error of a rank whose own waits succeeded in a collective that
-    /// failed for another rank of its block: `Aborted` by the rank that
-    /// aborted the world. The failed wait aborted the world (a timeout) or
-    /// gave up because it was aborted, before the block barrier through
-    /// which this rank learnt of it, so the word is set; should it read
-    /// unset, this rank aborts the world itself and names whoever did first.
-    #[cold]
-    #[inline(never)]
-    pub(crate) fn gave_up(&self) -> Error {
-        if self.aborted_by().is_none() {
-            self.abort();
-        }
-        Error::Aborted {
-            by_rank: self.aborted_by().unwrap_or(self.rank),
-        }
+/// How one rank's part of a world barrier ended, as one word: 0 for
+/// success, else the error class's code ([`ErrorClass`]) in the low half
+/// and, for `Aborted`, the aborting rank in the high half. The world
+/// barrier holds this word, not a `Result`, across its closing block
+/// barrier: an `Error` held there, or returned from an out-of-line
+/// function, lives in local memory on nvptx. A `Timeout` takes its fields
+/// from the barrier's [`WaitFor`] when the word is turned back into an
+/// error ([`barrier_error`]); any other error than `Timeout` and `Aborted`
+/// (none of the barrier's waits returns one) becomes `Intern`.
+#[inline(always)]
+pub(crate) fn barrier_word(e: Error) -> u64 {
+    match e {
+        Error::Timeout { .. } => ErrorClass::Timeout as u64,
+        Error::Aborted { by_rank } => (u64::from(by_rank) << 32) | ErrorClass::Aborted as u64,
+        _ => ErrorClass::Intern as u64,
     }
+}
 
-    /// The wait of a rank whose collective cannot complete because a rank
-    /// it needs never comes (a rank of its block returned from the kernel
-    /// before entering it): a bounded wait for nothing, which ends with
-    /// `Timeout` (marking the record and aborting the world) or `Aborted`;
-    /// without a timeout it lasts, and the emulator reports the deadlock
-    /// with this wait.
-    #[cold]
-    #[inline(never)]
-    pub(crate) fn wait_forever(&self, what: WaitFor) -> Error {
-        match wait_core(self, what, |_| None::<Result<(), Error>>) {
-            Err(e) => e,
-            // The poll never succeeds.
-            Ok(()) => Error::Intern,
-        }
+/// The error of a non-zero [`barrier_word`] of a barrier that waited as `what`.
+#[inline(always)]
+pub(crate) fn barrier_error(word: u64, what: WaitFor) -> Error {
+    match ErrorClass::from_code(word as u32) {
+        Some(ErrorClass::Timeout) => Error::Timeout {
+            operation: what.operation as u32,
+            peer: what.peer,
+            tag: what.tag,
+        },
+        Some(ErrorClass::Aborted) => Error::Aborted {
+            by_rank: (word >> 32) as u32,
+        },
+        _ => Error::Intern,
     }
+}
+
+/// The wait of a rank whose world barrier cannot complete because a rank
+/// it needs never comes (a rank of its block returned from the kernel
+/// before entering it): a bounded wait for nothing (recorded as the
+/// operation, peer and tag given), which ends with `Timeout` (marking the
+/// record and aborting the world) or `Aborted`; without a timeout it
+/// lasts, and the emulator reports the deadlock with this wait. Returns
+/// the [`barrier_word`] of the failure. Scalar arguments and result, so
+/// that the caller keeps nothing in local memory for the call.
+#[cold]
+#[inline(never)]
+pub(crate) fn barrier_wait_forever(base: u64, rank: u32, operation: Call, peer: i32, tag: i32) -> u64 {
+    let c = Core {
+        base: base as *mut u8,
+        rank,
+    };
+    let what = WaitFor { operation, peer, tag };
+    match wait_core(&c, what, |_| None::<Result<(), Error>>) {
+        Err(e) => barrier_word(e),
+        // The poll never succeeds.
+        Ok(()) => ErrorClass::Intern as u64,
+    }
+}
+
+/// The failure tail of a world barrier, after its closing block barrier:
+/// `word` is this rank's own [`barrier_word`]. A rank whose own waits
+/// failed keeps its error. A rank whose own waits succeeded while another
+/// rank of its block failed returns `Aborted` by the rank that aborted the
+/// world: the failed wait aborted the world (a timeout) or gave up because
+/// it was aborted, before the block barrier through which this rank learnt
+/// of it, so the word is set; should it read unset, this rank aborts the
+/// world itself and names whoever did first.
+#[cold]
+#[inline(never)]
+pub(crate) fn barrier_failed(base: u64, rank: u32, word: u64) -> u64 {
+    if word != 0 {
+        return word;
+    }
+    let c = Core {
+        base: base as *mut u8,
+        rank,
+    };
+    if c.aborted_by().is_none() {
+        c.abort();
+    }
+    let by_rank = c.aborted_by().unwrap_or(rank);
+    (u64::from(by_rank) << 32) | ErrorClass::Aborted as u64
 }
 
 /// The wait loop of `topology::wait_for`, on a [`Core`].
