@@ -415,3 +415,39 @@ pub(crate) fn wait_core<T>(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const WHAT: WaitFor = WaitFor {
+        operation: Call::Barrier,
+        peer: -2,
+        tag: 7,
+    };
+
+    #[test]
+    fn barrier_word_keeps_what_the_barrier_error_needs() {
+        let timeout = Error::Timeout {
+            operation: Call::Barrier as u32,
+            peer: -2,
+            tag: 7,
+        };
+        let w = barrier_word(timeout);
+        assert_ne!(w, 0);
+        assert_eq!(barrier_error(w, WHAT), timeout);
+        for by_rank in [0, 1, 12_345, u32::MAX - 1] {
+            let w = barrier_word(Error::Aborted { by_rank });
+            assert_ne!(w, 0);
+            assert_eq!(barrier_error(w, WHAT), Error::Aborted { by_rank });
+        }
+    }
+
+    #[test]
+    fn barrier_word_of_another_error_is_intern() {
+        let w = barrier_word(Error::InvalidTag { tag: 3 });
+        assert_ne!(w, 0);
+        assert_eq!(barrier_error(w, WHAT), Error::Intern);
+        assert_eq!(barrier_error(barrier_word(Error::Intern), WHAT), Error::Intern);
+    }
+}
