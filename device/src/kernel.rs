@@ -45,6 +45,8 @@ pub unsafe fn rank_main<A>(world: *mut u8, args: *const A, body: fn(&World, &A) 
     };
     // SAFETY: the caller guarantees `args` is valid for the launch.
     let result = body(&w, unsafe { &*args });
+    // Slots this rank received from and has not handed back yet.
+    crate::engine::return_deferred(&w.core());
     let words = match result {
         Ok(()) => [0; 5],
         Err(e) => e.to_words(),
