@@ -592,25 +592,36 @@ fn progress_in(w: &Core) -> bool {
                 send_blocked = matches!(s, Step::Idle);
                 s
             }
-        } else if state == RecordState::RecvMatch as u32 {
-            match find(
-                w,
-                rec!(w, i, peer),
-                rec!(w, i, tag),
-                rec!(w, i, mode) >> CONTEXT_SHIFT,
-            ) {
-                0 => Step::Idle,
-                id1 => {
-                    unlink(w, id1);
-                    trace::matched(w, id1 - 1);
-                    rec!(w, i, slot = id1);
-                    rec!(w, i, state = RecordState::RecvClaimed as u32);
-                    start_receive(w, i);
+        } else if state == RecordState::RecvMatch as u32 || state == RecordState::RecvClaimed as u32 {
+            // One call site of `start_receive` (it is inlined once): a
+            // receive that matches now starts at once.
+            let matched = state == RecordState::RecvMatch as u32;
+            let ready = !matched
+                || match find(
+                    w,
+                    rec!(w, i, peer),
+                    rec!(w, i, tag),
+                    rec!(w, i, mode) >> CONTEXT_SHIFT,
+                ) {
+                    0 => false,
+                    id1 => {
+                        unlink(w, id1);
+                        trace::matched(w, id1 - 1);
+                        rec!(w, i, slot = id1);
+                        rec!(w, i, state = RecordState::RecvClaimed as u32);
+                        true
+                    }
+                };
+            if !ready {
+                Step::Idle
+            } else {
+                let s = start_receive(w, i);
+                if matched {
                     Step::Moved
+                } else {
+                    s
                 }
             }
-        } else if state == RecordState::RecvClaimed as u32 {
-            start_receive(w, i)
         } else if state == RecordState::RecvStream as u32 {
             receive_chunk(w, i)
         } else {
@@ -792,6 +803,7 @@ fn allowed(w: &Core, i: u32) -> u32 {
 }
 
 /// Starts receiving the claimed message of record `i` (state RecvClaimed).
+#[cfg_attr(feature = "inline-engine", inline(always))]
 fn start_receive(w: &Core, i: u32) -> Step {
     let id = rec!(w, i, slot) - 1;
     let status = envelope(w, id);
@@ -924,7 +936,7 @@ pub(crate) fn discard(w: &Core, id: u32) {
 /// sender always keeps the slots beyond the batch bound. A synchronous
 /// eager send completes when its slot comes back, so it may complete that
 /// much later than the receive started (MPI 3.4 sets no bound).
-#[inline(always)]
+#[inline(never)]
 fn defer_free(w: &Core, id: u32) {
     // Relaxed: only this rank acts on RETURNING (a receive from one source
     // passes it over as it does every state but ARRIVED; the sender waits
