@@ -90,6 +90,10 @@ impl ErrorClass {
     }
 }
 
+/// Word 3 of an `MPI_ERR_COUNT` result record that is an
+/// [`Error::CollectiveMismatch`] (a [`Error::CountMismatch`] has 0 there).
+const COLLECTIVE_MISMATCH: u32 = 1;
+
 /// An error returned by a device call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -180,6 +184,20 @@ pub enum Error {
         /// Requests one scope holds.
         limit: u32,
     },
+    /// Ranks started different non-blocking collectives in the same
+    /// position (MPI 4.1 §6.12: every rank of a communicator starts the
+    /// same collectives in the same order). Class `MPI_ERR_COUNT`, as the
+    /// other disagreements of collective arguments; every rank's request
+    /// completes with it.
+    CollectiveMismatch {
+        /// The collective this rank started
+        /// ([`Kind`](crate::collective::immediate::Kind) code).
+        kind: u32,
+        /// A different collective another rank started in that position
+        /// (rank 0's, or, on a rank that started rank 0's, a disagreeing
+        /// rank's).
+        other: u32,
+    },
     /// A communicator creation found every context of the world used
     /// (`WorldConfig::communicators`); every rank of the parent gets it and
     /// no communicator is created.
@@ -207,6 +225,7 @@ impl Error {
             Error::OutOfBounds { .. } => ErrorClass::Arg,
             Error::RequestLimit { .. } => ErrorClass::Request,
             Error::CommunicatorLimit { .. } => ErrorClass::Comm,
+            Error::CollectiveMismatch { .. } => ErrorClass::Count,
         }
     }
 
@@ -234,6 +253,7 @@ impl Error {
                 expected,
             ],
             Error::CountMismatch { count, expected } => [c, count, expected, 0, 0],
+            Error::CollectiveMismatch { kind, other } => [c, kind, other, COLLECTIVE_MISMATCH, 0],
             Error::BufferTooLarge { bytes, limit } => [c, bytes, limit, 0, 0],
             Error::InvalidRoot { root, size } => [c, root as u32, size as u32, 0, 0],
             Error::InvalidOperation { op, datatype } => [c, op, datatype, 0, 0],
@@ -270,6 +290,10 @@ impl Error {
             ErrorClass::Type => Error::TypeMismatch {
                 status: status(0, w[3]),
                 expected: w[4],
+            },
+            ErrorClass::Count if w[3] == COLLECTIVE_MISMATCH => Error::CollectiveMismatch {
+                kind: w[1],
+                other: w[2],
             },
             ErrorClass::Count => Error::CountMismatch {
                 count: w[1],
@@ -326,6 +350,12 @@ impl fmt::Display for Error {
             Error::CountMismatch { count, expected } => {
                 write!(f, "this rank passed {count} elements, the collective's root passed {expected}")
             }
+            Error::CollectiveMismatch { kind, other } => write!(
+                f,
+                "this rank started a non-blocking {} where another rank started a non-blocking {}",
+                crate::collective::immediate::kind_name(kind),
+                crate::collective::immediate::kind_name(other)
+            ),
             Error::BufferTooLarge { bytes, limit } => {
                 write!(f, "{bytes} bytes exceed the world's configured limit of {limit} bytes")
             }
@@ -355,3 +385,26 @@ impl fmt::Display for Error {
 }
 
 impl core::error::Error for Error {}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+
+    #[test]
+    fn a_collective_mismatch_crosses_to_the_host_apart_from_a_count_mismatch() {
+        let e = Error::CollectiveMismatch { kind: 1, other: 4 };
+        assert_eq!(e.class(), ErrorClass::Count);
+        assert_eq!(Error::from_words(e.to_words()), Some(e));
+        let c = Error::CountMismatch {
+            count: 1,
+            expected: 4,
+        };
+        assert_eq!(Error::from_words(c.to_words()), Some(c));
+        let text = std::format!("{e}");
+        assert_eq!(
+            text,
+            "MPI_ERR_COUNT: this rank started a non-blocking barrier where another rank started a non-blocking all-reduce"
+        );
+    }
+}

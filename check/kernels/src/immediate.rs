@@ -42,7 +42,7 @@ pub const IC_TEST_POLL: u32 = 2;
 /// receive count not the send count at the reduce's root; 6 the root
 /// calls the non-root reduce form. Then an all-reduce (sum of 1) that must
 /// succeed. Records: the class of the bad collective, the class and value
-/// of the good one.
+/// of the good one, the bad one's error words (`Error::to_words`).
 pub const IC_ERRORS: u32 = 3;
 /// The outstanding bound: two all-reduces started, a third gives
 /// `MPI_ERR_REQUEST` at once; both are waited, then a third succeeds.
@@ -268,7 +268,7 @@ fn errors(world: &World, kind: u32, rec: &mut Recorder) -> Result<(), Error> {
     let send = [r; 20];
     let mut recv = [0u32; 20];
     let mut w = r;
-    let bad = request::scope(|scope| -> Result<u32, Error> {
+    let bad = request::scope(|scope| -> Result<[u32; 5], Error> {
         let q = match kind {
             0 => {
                 let n = if last { 2 } else { 1 };
@@ -299,14 +299,15 @@ fn errors(world: &World, kind: u32, rec: &mut Recorder) -> Result<(), Error> {
                 .process_at_rank(0)
                 .immediate_reduce_into(scope, &r, SystemOperation::sum())?,
         };
-        Ok(class(&q.wait()))
+        Ok(q.wait().err().map_or([0; 5], |e| e.to_words()))
     })?;
     let mut s = 0u32;
     let good = request::scope(|scope| -> Result<u32, Error> {
         let q = world.immediate_all_reduce_into(scope, &1u32, &mut s, SystemOperation::sum())?;
         Ok(class(&q.wait()))
     })?;
-    rec.words(&[bad, good, s])
+    rec.words(&[bad[0], good, s])?;
+    rec.words(&bad)
 }
 
 fn limit(world: &World, rec: &mut Recorder) -> Result<(), Error> {

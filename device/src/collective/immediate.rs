@@ -73,7 +73,8 @@
 //! completes: a rank returns its own local error, or else the verdict's
 //! class (`MPI_ERR_COUNT`, `MPI_ERR_ROOT`, `MPI_ERR_TYPE`, `MPI_ERR_BUFFER`,
 //! `MPI_ERR_OP`; ranks that started different collectives in the same
-//! position get `MPI_ERR_INTERN`). Receive buffers are then untouched.
+//! position get [`Error::CollectiveMismatch`], class `MPI_ERR_COUNT`, as
+//! the blocking collectives' disagreements). Receive buffers are then untouched.
 
 use crate::collective::{Elements, ElementsMut, Operation, Side};
 use crate::datatype::{BufferMut, Equivalence, TypedBuffer, ID_BYTE};
@@ -424,6 +425,13 @@ impl World {
     }
 }
 
+/// The verdict of ranks that started different collectives in the same
+/// position, with the two [`Kind`] codes that differ in bits 16..24 and
+/// 24..32: not an [`ErrorClass`] code (those are small), so that it is
+/// told apart from a count mismatch; it becomes
+/// [`Error::CollectiveMismatch`].
+const KIND_MISMATCH: u32 = 0x100;
+
 /// The verdict of `a` against `reference`: its local error class, else a
 /// mismatch class, else 0.
 fn judge(a: &Args, reference: &Args) -> u32 {
@@ -435,7 +443,7 @@ fn judge(a: &Args, reference: &Args) -> u32 {
             // The reference's own error decides.
             reference.kind_class >> 8
         } else {
-            ErrorClass::Intern as u32
+            KIND_MISMATCH | (a.kind_class & 0xff) << 16 | (reference.kind_class & 0xff) << 24
         }
     } else if a.root != reference.root {
         ErrorClass::Root as u32
@@ -793,7 +801,26 @@ fn verdict_error(w: &World, p: &Pending, class: u32, ref_bytes: u32, ref_datatyp
             op: 0,
             datatype: p.datatype,
         },
+        _ if class & 0xffff == KIND_MISMATCH => {
+            let (one, two) = ((class >> 16) & 0xff, class >> 24);
+            let kind = p.kind as u32;
+            Error::CollectiveMismatch {
+                kind,
+                other: if kind == one { two } else { one },
+            }
+        }
         _ => Error::Intern,
+    }
+}
+
+/// The name of a [`Kind`] code (what [`Error::CollectiveMismatch`] prints).
+pub fn kind_name(code: u32) -> &'static str {
+    match code {
+        c if c == Kind::Barrier as u32 => "barrier",
+        c if c == Kind::Broadcast as u32 => "broadcast",
+        c if c == Kind::Reduce as u32 => "reduce",
+        c if c == Kind::AllReduce as u32 => "all-reduce",
+        _ => "collective",
     }
 }
 
