@@ -256,3 +256,19 @@ fn a_rank_that_never_starts_is_a_deadlock_a_livelock_or_a_timeout() {
     }
     assert!(got[1..].iter().any(|rec| rec[0] == timeout));
 }
+
+#[test]
+fn a_sub_communicator_gives_err_comm_naming_its_context() {
+    for (n, b) in [(5u32, 5u32), (6, 3), (7, 1)] {
+        let got = run(Schedule::Parallel, n, b, IC_SUB_COMM, 0);
+        for (r, rec) in got.iter().enumerate() {
+            // The first split of the launch takes context 1.
+            let want = Error::ImmediateOnSubCommunicator { context: 1 };
+            for at in [0, 5] {
+                let e = Error::from_words(rec[at..at + 5].try_into().unwrap());
+                assert_eq!(e, Some(want), "rank {r} on {n}/{b}");
+            }
+            assert_eq!(&rec[10..12], &[0, n], "rank {r} on {n}/{b}");
+        }
+    }
+}

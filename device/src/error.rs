@@ -94,6 +94,11 @@ impl ErrorClass {
 /// [`Error::CollectiveMismatch`] (a [`Error::CountMismatch`] has 0 there).
 const COLLECTIVE_MISMATCH: u32 = 1;
 
+/// Word 2 of an `MPI_ERR_COMM` result record that is an
+/// [`Error::ImmediateOnSubCommunicator`] (a [`Error::CommunicatorLimit`]
+/// has 0 there).
+const IMMEDIATE_ON_SUB: u32 = 1;
+
 /// An error returned by a device call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -198,6 +203,13 @@ pub enum Error {
         /// rank's).
         other: u32,
     },
+    /// A non-blocking collective started on a sub-communicator: they are
+    /// implemented on the world only (class `MPI_ERR_COMM`); the call
+    /// fails at once on the rank and starts nothing.
+    ImmediateOnSubCommunicator {
+        /// The sub-communicator's context id.
+        context: u32,
+    },
     /// A communicator creation found every context of the world used
     /// (`WorldConfig::communicators`); every rank of the parent gets it and
     /// no communicator is created.
@@ -226,6 +238,7 @@ impl Error {
             Error::RequestLimit { .. } => ErrorClass::Request,
             Error::CommunicatorLimit { .. } => ErrorClass::Comm,
             Error::CollectiveMismatch { .. } => ErrorClass::Count,
+            Error::ImmediateOnSubCommunicator { .. } => ErrorClass::Comm,
         }
     }
 
@@ -263,6 +276,7 @@ impl Error {
             Error::OutOfBounds { index, len } => [c, index, len, 0, 0],
             Error::RequestLimit { limit } => [c, limit, 0, 0, 0],
             Error::CommunicatorLimit { limit } => [c, limit, 0, 0, 0],
+            Error::ImmediateOnSubCommunicator { context } => [c, context, IMMEDIATE_ON_SUB, 0, 0],
         }
     }
 
@@ -323,6 +337,9 @@ impl Error {
                 len: w[2],
             },
             ErrorClass::Request => Error::RequestLimit { limit: w[1] },
+            ErrorClass::Comm if w[2] == IMMEDIATE_ON_SUB => {
+                Error::ImmediateOnSubCommunicator { context: w[1] }
+            }
             ErrorClass::Comm => Error::CommunicatorLimit { limit: w[1] },
         })
     }
@@ -377,6 +394,10 @@ impl fmt::Display for Error {
             Error::RequestLimit { limit } => {
                 write!(f, "more than {limit} requests active in one request scope")
             }
+            Error::ImmediateOnSubCommunicator { context } => write!(
+                f,
+                "non-blocking collectives are implemented on the world only, not on sub-communicator context {context}"
+            ),
             Error::CommunicatorLimit { limit } => {
                 write!(f, "the world holds {limit} communicators and all are in use")
             }
@@ -392,7 +413,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_collective_mismatch_crosses_to_the_host_apart_from_a_count_mismatch() {
+    fn the_immediate_collectives_errors_cross_to_the_host_apart_from_their_classmates() {
         let e = Error::CollectiveMismatch { kind: 1, other: 4 };
         assert_eq!(e.class(), ErrorClass::Count);
         assert_eq!(Error::from_words(e.to_words()), Some(e));
@@ -401,6 +422,11 @@ mod tests {
             expected: 4,
         };
         assert_eq!(Error::from_words(c.to_words()), Some(c));
+        let s = Error::ImmediateOnSubCommunicator { context: 3 };
+        assert_eq!(s.class(), ErrorClass::Comm);
+        assert_eq!(Error::from_words(s.to_words()), Some(s));
+        let l = Error::CommunicatorLimit { limit: 3 };
+        assert_eq!(Error::from_words(l.to_words()), Some(l));
         let text = std::format!("{e}");
         assert_eq!(
             text,

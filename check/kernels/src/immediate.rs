@@ -9,7 +9,7 @@ use super::{CaseArgs, Recorder, NONE};
 use gpu_mpi_device::collective::{SystemOperation, UserOperation};
 use gpu_mpi_device::request::{self, wait_all, Request};
 use gpu_mpi_device::traits::*;
-use gpu_mpi_device::{Error, World};
+use gpu_mpi_device::{Color, Error, World};
 
 /// Values, root `param`: broadcast of `[100 root + i; 4]` and an all-reduce
 /// (sum of `[r + 1, 3 r]`) outstanding together,
@@ -55,6 +55,12 @@ pub const IC_LIMIT: u32 = 4;
 /// Records: the class the waiting ranks got.
 pub const IC_NEVER_ENTERS: u32 = 5;
 
+/// Sub-communicators: the world split by `rank % 2` with reversed keys;
+/// on it a broadcast from its rank 0 and a reduce to it are started.
+/// Records: each start's error words (`Error::to_words`; they are not
+/// implemented there), then the class and sum of a world all-reduce.
+pub const IC_SUB_COMM: u32 = 6;
+
 /// Words one rank records.
 pub const IC_STRIDE: u32 = 48;
 
@@ -69,6 +75,7 @@ gpu_mpi_device::kernel! {
             IC_ERRORS => errors(world, args.param, &mut rec),
             IC_LIMIT => limit(world, &mut rec),
             IC_NEVER_ENTERS => never_enters(world, args.param, &mut rec),
+            IC_SUB_COMM => sub_comm(world, &mut rec),
             _ => rec.push(NONE),
         }
     }
@@ -308,6 +315,32 @@ fn errors(world: &World, kind: u32, rec: &mut Recorder) -> Result<(), Error> {
     })?;
     rec.words(&[bad[0], good, s])?;
     rec.words(&bad)
+}
+
+fn sub_comm(world: &World, rec: &mut Recorder) -> Result<(), Error> {
+    let rank = world.rank();
+    let color = Color::with_value(rank as u32 % 2);
+    let Some(sub) = world.split_by_color_with_key(color, -rank)? else {
+        return rec.push(NONE);
+    };
+    let words = |e: Result<Request<'_, '_>, Error>| e.err().map_or([0; 5], |e| e.to_words());
+    let mut w = rank as u32;
+    let (b, r) = request::scope(|scope| {
+        let b = words(sub.process_at_rank(0).immediate_broadcast_into(scope, &mut w));
+        let r = words(
+            sub.process_at_rank(0)
+                .immediate_reduce_into(scope, &1u32, SystemOperation::sum()),
+        );
+        (b, r)
+    });
+    rec.words(&b)?;
+    rec.words(&r)?;
+    let mut s = 0u32;
+    let good = request::scope(|scope| -> Result<u32, Error> {
+        let q = world.immediate_all_reduce_into(scope, &1u32, &mut s, SystemOperation::sum())?;
+        Ok(class(&q.wait()))
+    })?;
+    rec.words(&[good, s])
 }
 
 fn limit(world: &World, rec: &mut Recorder) -> Result<(), Error> {

@@ -62,7 +62,8 @@
 //!   ([`WorldConfig::immediate_bytes`](crate::state::WorldConfig::immediate_bytes),
 //!   48 by default); more fails with `MPI_ERR_BUFFER` on every rank that
 //!   passes it (and with the verdict's class on the others).
-//! - Only the world: a sub-communicator's `Process` gives `MPI_ERR_COMM`.
+//! - Only the world: a sub-communicator's `Process` gives
+//!   [`Error::ImmediateOnSubCommunicator`] (`MPI_ERR_COMM`) at once.
 //!
 //! # Errors
 //! Wrong arguments never hang a rank: a rank with a local error (bad root,
@@ -952,7 +953,9 @@ impl<'w> Process<'w> {
     /// The root's rank, or `MPI_ERR_COMM` for a sub-communicator's process.
     fn immediate_root(&self) -> Result<(i32, Option<Error>), Error> {
         if self.comm.id != 0 {
-            return Err(Error::CommunicatorLimit { limit: 0 });
+            return Err(Error::ImmediateOnSubCommunicator {
+                context: self.comm.id,
+            });
         }
         let error = self
             .world
