@@ -4,8 +4,9 @@
 //! argument errors on every rank; the outstanding bound; a rank that never
 //! starts the collective (deadlock, livelock, timeout).
 
+use gpu_mpi::device::collective::immediate::Kind;
 use gpu_mpi::device::wait::Call;
-use gpu_mpi::device::ErrorClass;
+use gpu_mpi::device::{Error, ErrorClass};
 use gpu_mpi::{BlockedState, CpuOptions, Device, HostError, Schedule, WorldSpec};
 use gpu_mpi_check_kernels::collectives::user_operand;
 use gpu_mpi_check_kernels::immediate::*;
@@ -152,7 +153,6 @@ fn argument_errors_reach_every_rank_and_the_next_collective_works() {
                 0 => class(ErrorClass::Count),
                 1 | 2 | 6 => class(ErrorClass::Root),
                 3 => class(ErrorClass::Buffer),
-                4 => class(ErrorClass::Intern),
                 _ => class(ErrorClass::Count),
             };
             check(
@@ -160,6 +160,24 @@ fn argument_errors_reach_every_rank_and_the_next_collective_works() {
                 |_| vec![bad, 0, n],
                 &format!("kind {kind} on {n}/{b} {s:?}"),
             );
+            if kind == 4 {
+                // Rank 0 started a barrier, the others an all-reduce: each
+                // names its own and the other.
+                let (barrier, all_reduce) = (Kind::Barrier as u32, Kind::AllReduce as u32);
+                for (r, rec) in got.iter().enumerate() {
+                    let (mine, other) = if r == 0 {
+                        (barrier, all_reduce)
+                    } else {
+                        (all_reduce, barrier)
+                    };
+                    let want = Error::CollectiveMismatch { kind: mine, other };
+                    assert_eq!(
+                        Error::from_words(rec[3..8].try_into().unwrap()),
+                        Some(want),
+                        "rank {r} on {n}/{b}"
+                    );
+                }
+            }
         }
     }
 }
@@ -237,4 +255,20 @@ fn a_rank_that_never_starts_is_a_deadlock_a_livelock_or_a_timeout() {
         );
     }
     assert!(got[1..].iter().any(|rec| rec[0] == timeout));
+}
+
+#[test]
+fn a_sub_communicator_gives_err_comm_naming_its_context() {
+    for (n, b) in [(5u32, 5u32), (6, 3), (7, 1)] {
+        let got = run(Schedule::Parallel, n, b, IC_SUB_COMM, 0);
+        for (r, rec) in got.iter().enumerate() {
+            // The first split of the launch takes context 1.
+            let want = Error::ImmediateOnSubCommunicator { context: 1 };
+            for at in [0, 5] {
+                let e = Error::from_words(rec[at..at + 5].try_into().unwrap());
+                assert_eq!(e, Some(want), "rank {r} on {n}/{b}");
+            }
+            assert_eq!(&rec[10..12], &[0, n], "rank {r} on {n}/{b}");
+        }
+    }
 }

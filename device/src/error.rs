@@ -90,6 +90,15 @@ impl ErrorClass {
     }
 }
 
+/// Word 3 of an `MPI_ERR_COUNT` result record that is an
+/// [`Error::CollectiveMismatch`] (a [`Error::CountMismatch`] has 0 there).
+const COLLECTIVE_MISMATCH: u32 = 1;
+
+/// Word 2 of an `MPI_ERR_COMM` result record that is an
+/// [`Error::ImmediateOnSubCommunicator`] (a [`Error::CommunicatorLimit`]
+/// has 0 there).
+const IMMEDIATE_ON_SUB: u32 = 1;
+
 /// An error returned by a device call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -180,6 +189,27 @@ pub enum Error {
         /// Requests one scope holds.
         limit: u32,
     },
+    /// Ranks started different non-blocking collectives in the same
+    /// position (MPI 4.1 §6.12: every rank of a communicator starts the
+    /// same collectives in the same order). Class `MPI_ERR_COUNT`, as the
+    /// other disagreements of collective arguments; every rank's request
+    /// completes with it.
+    CollectiveMismatch {
+        /// The collective this rank started
+        /// ([`Kind`](crate::collective::immediate::Kind) code).
+        kind: u32,
+        /// A different collective another rank started in that position
+        /// (rank 0's, or, on a rank that started rank 0's, a disagreeing
+        /// rank's).
+        other: u32,
+    },
+    /// A non-blocking collective started on a sub-communicator: they are
+    /// implemented on the world only (class `MPI_ERR_COMM`); the call
+    /// fails at once on the rank and starts nothing.
+    ImmediateOnSubCommunicator {
+        /// The sub-communicator's context id.
+        context: u32,
+    },
     /// A communicator creation found every context of the world used
     /// (`WorldConfig::communicators`); every rank of the parent gets it and
     /// no communicator is created.
@@ -207,6 +237,8 @@ impl Error {
             Error::OutOfBounds { .. } => ErrorClass::Arg,
             Error::RequestLimit { .. } => ErrorClass::Request,
             Error::CommunicatorLimit { .. } => ErrorClass::Comm,
+            Error::CollectiveMismatch { .. } => ErrorClass::Count,
+            Error::ImmediateOnSubCommunicator { .. } => ErrorClass::Comm,
         }
     }
 
@@ -234,6 +266,7 @@ impl Error {
                 expected,
             ],
             Error::CountMismatch { count, expected } => [c, count, expected, 0, 0],
+            Error::CollectiveMismatch { kind, other } => [c, kind, other, COLLECTIVE_MISMATCH, 0],
             Error::BufferTooLarge { bytes, limit } => [c, bytes, limit, 0, 0],
             Error::InvalidRoot { root, size } => [c, root as u32, size as u32, 0, 0],
             Error::InvalidOperation { op, datatype } => [c, op, datatype, 0, 0],
@@ -243,6 +276,7 @@ impl Error {
             Error::OutOfBounds { index, len } => [c, index, len, 0, 0],
             Error::RequestLimit { limit } => [c, limit, 0, 0, 0],
             Error::CommunicatorLimit { limit } => [c, limit, 0, 0, 0],
+            Error::ImmediateOnSubCommunicator { context } => [c, context, IMMEDIATE_ON_SUB, 0, 0],
         }
     }
 
@@ -270,6 +304,10 @@ impl Error {
             ErrorClass::Type => Error::TypeMismatch {
                 status: status(0, w[3]),
                 expected: w[4],
+            },
+            ErrorClass::Count if w[3] == COLLECTIVE_MISMATCH => Error::CollectiveMismatch {
+                kind: w[1],
+                other: w[2],
             },
             ErrorClass::Count => Error::CountMismatch {
                 count: w[1],
@@ -299,6 +337,9 @@ impl Error {
                 len: w[2],
             },
             ErrorClass::Request => Error::RequestLimit { limit: w[1] },
+            ErrorClass::Comm if w[2] == IMMEDIATE_ON_SUB => {
+                Error::ImmediateOnSubCommunicator { context: w[1] }
+            }
             ErrorClass::Comm => Error::CommunicatorLimit { limit: w[1] },
         })
     }
@@ -326,6 +367,12 @@ impl fmt::Display for Error {
             Error::CountMismatch { count, expected } => {
                 write!(f, "this rank passed {count} elements, the collective's root passed {expected}")
             }
+            Error::CollectiveMismatch { kind, other } => write!(
+                f,
+                "this rank started a non-blocking {} where another rank started a non-blocking {}",
+                crate::collective::immediate::kind_name(kind),
+                crate::collective::immediate::kind_name(other)
+            ),
             Error::BufferTooLarge { bytes, limit } => {
                 write!(f, "{bytes} bytes exceed the world's configured limit of {limit} bytes")
             }
@@ -347,6 +394,10 @@ impl fmt::Display for Error {
             Error::RequestLimit { limit } => {
                 write!(f, "more than {limit} requests active in one request scope")
             }
+            Error::ImmediateOnSubCommunicator { context } => write!(
+                f,
+                "non-blocking collectives are implemented on the world only, not on sub-communicator context {context}"
+            ),
             Error::CommunicatorLimit { limit } => {
                 write!(f, "the world holds {limit} communicators and all are in use")
             }
@@ -355,3 +406,31 @@ impl fmt::Display for Error {
 }
 
 impl core::error::Error for Error {}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+
+    #[test]
+    fn the_immediate_collectives_errors_cross_to_the_host_apart_from_their_classmates() {
+        let e = Error::CollectiveMismatch { kind: 1, other: 4 };
+        assert_eq!(e.class(), ErrorClass::Count);
+        assert_eq!(Error::from_words(e.to_words()), Some(e));
+        let c = Error::CountMismatch {
+            count: 1,
+            expected: 4,
+        };
+        assert_eq!(Error::from_words(c.to_words()), Some(c));
+        let s = Error::ImmediateOnSubCommunicator { context: 3 };
+        assert_eq!(s.class(), ErrorClass::Comm);
+        assert_eq!(Error::from_words(s.to_words()), Some(s));
+        let l = Error::CommunicatorLimit { limit: 3 };
+        assert_eq!(Error::from_words(l.to_words()), Some(l));
+        let text = std::format!("{e}");
+        assert_eq!(
+            text,
+            "MPI_ERR_COUNT: this rank started a non-blocking barrier where another rank started a non-blocking all-reduce"
+        );
+    }
+}

@@ -16,6 +16,7 @@
 //! | rank scratch | `2 × ranks × collective_bytes` | per rank: its reduction operand, combined in a tree inside the block |
 //! | communicators | `64 + communicators × ranks × 16` | the context counter, then one table of `ranks` [`CommEntry`](crate::memory::CommEntry)s per communicator context: members, inverse map, colours and keys of its creation |
 //! | immediate | `IMMEDIATE_SLOTS × ((64 + immediate_bytes) × (1 + blocks) + ranks × immediate_bytes)` | the non-blocking collectives' staging slots (`crate::collective::immediate`): per slot its world record and result cell, per block its record and partial-result cell, per rank its argument header and operand cell |
+//! | immediate local | `ranks × 64` | per rank, private to it: its [`ImmediateLocal`](crate::collective::immediate::ImmediateLocal) record (how many non-blocking collectives it started, and per slot what it keeps of the one it has outstanding) |
 //!
 //! The three staging regions come in two halves used by alternate rounds of
 //! the collectives (every rank counts the rounds alike), so that a round's
@@ -31,8 +32,9 @@ use bytemuck::{Pod, Zeroable};
 pub const MAGIC: u32 = 0x494d_5047;
 /// Version of this layout; the device refuses other versions (6: trace
 /// events carry a context word; cells of the non-blocking collectives;
-/// 7: the rank header's deferred slot returns).
-pub const VERSION: u32 = 7;
+/// 7: each rank's private record of its non-blocking collectives; 8: the
+/// rank header's deferred slot returns).
+pub const VERSION: u32 = 8;
 
 /// `flags` bit: never let a receiver copy straight out of the sender's buffer;
 /// stream every large message through a slot (the path a GPU takes for a
@@ -89,6 +91,9 @@ pub const DEFAULT_IMMEDIATE_BYTES: u32 = 64;
 /// Bytes of the records of a non-blocking collective's slot (world and
 /// block records, each before its cell).
 pub const IMMEDIATE_RECORD_BYTES: usize = 64;
+/// Bytes of each rank's private record of its non-blocking collectives
+/// ([`ImmediateLocal`](crate::collective::immediate::ImmediateLocal)).
+pub const IMMEDIATE_LOCAL_BYTES: usize = 64;
 /// Communicators a world holds by default ([`WorldConfig::communicators`]).
 pub const DEFAULT_COMMUNICATORS: u32 = 4;
 /// Most communicators a world may hold: a message's context word
@@ -242,7 +247,8 @@ impl WorldConfig {
         let immediate = comms + COMM_HEADER_BYTES + self.communicators as usize * comm_stride;
         let ib = self.immediate_bytes as usize;
         let immediate_slot_stride = (IMMEDIATE_RECORD_BYTES + ib) * (1 + blocks) + ranks * ib;
-        let records = immediate + IMMEDIATE_SLOTS as usize * immediate_slot_stride;
+        let immediate_local = immediate + IMMEDIATE_SLOTS as usize * immediate_slot_stride;
+        let records = immediate_local + ranks * IMMEDIATE_LOCAL_BYTES;
         let results = records + ranks * RECORD_STRIDE;
         let trace = (results + ranks * RESULT_STRIDE).next_multiple_of(64);
         let trace_stride = match self.trace_events {
@@ -273,6 +279,7 @@ impl WorldConfig {
             immediate,
             immediate_bytes: ib,
             immediate_slot_stride,
+            immediate_local,
             records,
             results,
             trace,
@@ -356,6 +363,9 @@ pub struct Layout {
     /// Bytes of one slot: its world record and result cell, its block
     /// records and cells, its rank cells.
     pub immediate_slot_stride: usize,
+    /// Offset of the ranks' private records of their non-blocking
+    /// collectives ([`IMMEDIATE_LOCAL_BYTES`] each).
+    pub immediate_local: usize,
     /// Offset of the wait records.
     pub records: usize,
     /// Offset of the result records.
@@ -412,6 +422,11 @@ impl Layout {
         self.immediate_slot(slot)
             + (1 + self.blocks as usize) * (IMMEDIATE_RECORD_BYTES + self.immediate_bytes)
             + rank as usize * self.immediate_bytes
+    }
+
+    /// Offset of rank `rank`'s private record of its non-blocking collectives.
+    pub fn immediate_local_of(&self, rank: u32) -> usize {
+        self.immediate_local + rank as usize * IMMEDIATE_LOCAL_BYTES
     }
 
     /// Offset of the table of communicator context `id` (`1..=communicators`).
@@ -538,7 +553,7 @@ mod tests {
         let l = WorldConfig::new(270_336, 256).layout().unwrap();
         assert!(l.total < 1 << 30, "{} bytes", l.total);
         let per_rank = (l.total - l.outboxes) / 270_336;
-        assert!((3_824..3_928).contains(&per_rank), "{per_rank} bytes per rank");
+        assert!((3_888..3_992).contains(&per_rank), "{per_rank} bytes per rank");
     }
 
     #[test]

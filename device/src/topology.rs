@@ -52,8 +52,6 @@ pub struct World {
     /// Rounds of collectives (broadcast rounds, reduction rounds) this rank
     /// has staged; its parity picks the half of the staging regions.
     pub(crate) staging_round: Cell<u32>,
-    /// This rank's non-blocking collectives (`collective::immediate`).
-    pub(crate) immediate: crate::collective::immediate::Local,
 }
 
 impl World {
@@ -91,7 +89,6 @@ impl World {
             block: c.block,
             barrier_generation: Cell::new(0),
             staging_round: Cell::new(0),
-            immediate: crate::collective::immediate::Local::new(),
         })
     }
 

@@ -9,7 +9,7 @@ use super::{CaseArgs, Recorder, NONE};
 use gpu_mpi_device::collective::{SystemOperation, UserOperation};
 use gpu_mpi_device::request::{self, wait_all, Request};
 use gpu_mpi_device::traits::*;
-use gpu_mpi_device::{Error, World};
+use gpu_mpi_device::{Color, Error, World};
 
 /// Values, root `param`: broadcast of `[100 root + i; 4]` and an all-reduce
 /// (sum of `[r + 1, 3 r]`) outstanding together,
@@ -42,7 +42,7 @@ pub const IC_TEST_POLL: u32 = 2;
 /// receive count not the send count at the reduce's root; 6 the root
 /// calls the non-root reduce form. Then an all-reduce (sum of 1) that must
 /// succeed. Records: the class of the bad collective, the class and value
-/// of the good one.
+/// of the good one, the bad one's error words (`Error::to_words`).
 pub const IC_ERRORS: u32 = 3;
 /// The outstanding bound: two all-reduces started, a third gives
 /// `MPI_ERR_REQUEST` at once; both are waited, then a third succeeds.
@@ -54,6 +54,12 @@ pub const IC_LIMIT: u32 = 4;
 /// livelock when spinning) that the emulator reports, or a timeout.
 /// Records: the class the waiting ranks got.
 pub const IC_NEVER_ENTERS: u32 = 5;
+
+/// Sub-communicators: the world split by `rank % 2` with reversed keys;
+/// on it a broadcast from its rank 0 and a reduce to it are started.
+/// Records: each start's error words (`Error::to_words`; they are not
+/// implemented there), then the class and sum of a world all-reduce.
+pub const IC_SUB_COMM: u32 = 6;
 
 /// Words one rank records.
 pub const IC_STRIDE: u32 = 48;
@@ -69,6 +75,7 @@ gpu_mpi_device::kernel! {
             IC_ERRORS => errors(world, args.param, &mut rec),
             IC_LIMIT => limit(world, &mut rec),
             IC_NEVER_ENTERS => never_enters(world, args.param, &mut rec),
+            IC_SUB_COMM => sub_comm(world, &mut rec),
             _ => rec.push(NONE),
         }
     }
@@ -268,7 +275,7 @@ fn errors(world: &World, kind: u32, rec: &mut Recorder) -> Result<(), Error> {
     let send = [r; 20];
     let mut recv = [0u32; 20];
     let mut w = r;
-    let bad = request::scope(|scope| -> Result<u32, Error> {
+    let bad = request::scope(|scope| -> Result<[u32; 5], Error> {
         let q = match kind {
             0 => {
                 let n = if last { 2 } else { 1 };
@@ -299,14 +306,41 @@ fn errors(world: &World, kind: u32, rec: &mut Recorder) -> Result<(), Error> {
                 .process_at_rank(0)
                 .immediate_reduce_into(scope, &r, SystemOperation::sum())?,
         };
-        Ok(class(&q.wait()))
+        Ok(q.wait().err().map_or([0; 5], |e| e.to_words()))
     })?;
     let mut s = 0u32;
     let good = request::scope(|scope| -> Result<u32, Error> {
         let q = world.immediate_all_reduce_into(scope, &1u32, &mut s, SystemOperation::sum())?;
         Ok(class(&q.wait()))
     })?;
-    rec.words(&[bad, good, s])
+    rec.words(&[bad[0], good, s])?;
+    rec.words(&bad)
+}
+
+fn sub_comm(world: &World, rec: &mut Recorder) -> Result<(), Error> {
+    let rank = world.rank();
+    let color = Color::with_value(rank as u32 % 2);
+    let Some(sub) = world.split_by_color_with_key(color, -rank)? else {
+        return rec.push(NONE);
+    };
+    let words = |e: Result<Request<'_, '_>, Error>| e.err().map_or([0; 5], |e| e.to_words());
+    let mut w = rank as u32;
+    let (b, r) = request::scope(|scope| {
+        let b = words(sub.process_at_rank(0).immediate_broadcast_into(scope, &mut w));
+        let r = words(
+            sub.process_at_rank(0)
+                .immediate_reduce_into(scope, &1u32, SystemOperation::sum()),
+        );
+        (b, r)
+    });
+    rec.words(&b)?;
+    rec.words(&r)?;
+    let mut s = 0u32;
+    let good = request::scope(|scope| -> Result<u32, Error> {
+        let q = world.immediate_all_reduce_into(scope, &1u32, &mut s, SystemOperation::sum())?;
+        Ok(class(&q.wait()))
+    })?;
+    rec.words(&[good, s])
 }
 
 fn limit(world: &World, rec: &mut Recorder) -> Result<(), Error> {

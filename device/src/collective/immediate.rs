@@ -62,7 +62,8 @@
 //!   ([`WorldConfig::immediate_bytes`](crate::state::WorldConfig::immediate_bytes),
 //!   48 by default); more fails with `MPI_ERR_BUFFER` on every rank that
 //!   passes it (and with the verdict's class on the others).
-//! - Only the world: a sub-communicator's `Process` gives `MPI_ERR_COMM`.
+//! - Only the world: a sub-communicator's `Process` gives
+//!   [`Error::ImmediateOnSubCommunicator`] (`MPI_ERR_COMM`) at once.
 //!
 //! # Errors
 //! Wrong arguments never hang a rank: a rank with a local error (bad root,
@@ -73,18 +74,18 @@
 //! completes: a rank returns its own local error, or else the verdict's
 //! class (`MPI_ERR_COUNT`, `MPI_ERR_ROOT`, `MPI_ERR_TYPE`, `MPI_ERR_BUFFER`,
 //! `MPI_ERR_OP`; ranks that started different collectives in the same
-//! position get `MPI_ERR_INTERN`). Receive buffers are then untouched.
+//! position get [`Error::CollectiveMismatch`], class `MPI_ERR_COUNT`, as
+//! the blocking collectives' disagreements). Receive buffers are then untouched.
 
 use crate::collective::{Elements, ElementsMut, Operation, Side};
-use crate::datatype::{BufferMut, Equivalence, ID_BYTE};
+use crate::datatype::{BufferMut, Equivalence, TypedBuffer, ID_BYTE};
 use crate::error::{Error, ErrorClass};
 use crate::request::{Request, Scope};
 use crate::shim::{self, AtomicU32, Ordering};
-use crate::state::{IMMEDIATE_RECORD_BYTES, IMMEDIATE_SLOTS};
+use crate::state::{IMMEDIATE_LOCAL_BYTES, IMMEDIATE_RECORD_BYTES, IMMEDIATE_SLOTS};
 use crate::status::{Status, PROC_NULL};
 use crate::topology::{wait_for, Communicator, Process, World};
 use crate::wait::{Call, WaitFor};
-use core::cell::Cell;
 use core::marker::PhantomData;
 
 /// Request indices at or above this name a non-blocking collective's slot
@@ -185,8 +186,61 @@ const _: () = assert!(core::mem::size_of::<Args>() == ARGS_BYTES);
 const _: () = assert!(core::mem::size_of::<SlotRecord>() == IMMEDIATE_RECORD_BYTES);
 const _: () = assert!(core::mem::size_of::<BlockRecord>() == IMMEDIATE_RECORD_BYTES);
 
-/// What a rank keeps of one started collective (its own, never in the
-/// world memory).
+/// Where a started collective's result goes ([`PendingRecord::out_kind`]).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutKind {
+    /// Nothing to copy out.
+    None = 0,
+    /// Plain bytes at [`PendingRecord::out`].
+    Plain = 1,
+    /// A view's typed buffer at [`PendingRecord::out`].
+    Typed = 2,
+}
+
+/// What a rank keeps of the collective it has outstanding in one slot,
+/// beside the [`Args`] in its own cell of the slot (kind, root, bytes,
+/// datatype, its local error class: the cell is the rank's until it starts
+/// the slot's next use): a record of its [`ImmediateLocal`], private to
+/// the rank (plain loads and stores). Zeroed memory is a free slot.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PendingRecord {
+    /// The owning scope's id; 0: the slot is free for this rank.
+    pub scope: u32,
+    /// Bytes of one element.
+    pub size: u32,
+    /// Where the result goes: an [`OutKind`] code.
+    pub out_kind: u32,
+    /// The address of the result buffer (plain bytes or a typed buffer),
+    /// low word then high word.
+    pub out: [u32; 2],
+    /// The two detail words of this rank's own argument error
+    /// ([`Error::to_words`]; its class is in the rank's [`Args`]).
+    pub details: [u32; 2],
+}
+
+/// A rank's private record of its non-blocking collectives in the world
+/// memory ([`IMMEDIATE_LOCAL_BYTES`], at
+/// [`Layout::immediate_local_of`](crate::state::Layout::immediate_local_of)).
+/// Kept there rather than in [`World`], so that a kernel that passes
+/// `&World` to out-of-line calls keeps the `World` in registers.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ImmediateLocal {
+    /// Non-blocking collectives this rank started so far; the use of slot
+    /// `s` outstanding is the number of those that took slot `s`.
+    pub started: u32,
+    /// Unused.
+    pub reserved: u32,
+    /// Per slot, the collective outstanding there.
+    pub slots: [PendingRecord; IMMEDIATE_SLOTS as usize],
+}
+
+const _: () = assert!(core::mem::size_of::<ImmediateLocal>() == IMMEDIATE_LOCAL_BYTES);
+
+/// What a rank keeps of one started collective, decoded from its
+/// [`PendingRecord`] and its [`Args`].
 #[derive(Clone, Copy)]
 struct Pending {
     /// The owning scope's id; 0: the slot is free for this rank.
@@ -205,42 +259,107 @@ struct Pending {
     error: Option<Error>,
 }
 
-const FREE: Pending = Pending {
-    scope: 0,
-    use_: 0,
-    kind: Kind::Barrier,
-    root: -1,
-    out: None,
-    bytes: 0,
-    size: 1,
-    datatype: 0,
-    error: None,
-};
-
-/// The rank's own state of its non-blocking collectives (a field of
-/// [`World`]).
-pub(crate) struct Local {
-    /// Non-blocking collectives started so far.
-    started: Cell<u32>,
-    slots: [Cell<Pending>; IMMEDIATE_SLOTS as usize],
-}
-
-impl Local {
-    /// No collective started.
-    pub(crate) const fn new() -> Self {
-        Local {
-            started: Cell::new(0),
-            slots: [const { Cell::new(FREE) }; IMMEDIATE_SLOTS as usize],
-        }
-    }
-}
-
 fn slot_of(index: u32) -> u32 {
     index - IMMEDIATE_INDEX
 }
 
+/// The kind of a [`Kind`] code (the barrier for an unknown one).
+fn kind_of(code: u32) -> Kind {
+    match code & 0xff {
+        k if k == Kind::Broadcast as u32 => Kind::Broadcast,
+        k if k == Kind::Reduce as u32 => Kind::Reduce,
+        k if k == Kind::AllReduce as u32 => Kind::AllReduce,
+        _ => Kind::Barrier,
+    }
+}
+
+impl World {
+    /// This rank's private record of its non-blocking collectives.
+    fn immediate_local(&self) -> *mut ImmediateLocal {
+        // SAFETY: inside the world memory (`Layout::immediate_local_of`),
+        // 8-aligned (the region is 64-aligned, records 64 bytes).
+        unsafe { self.base.add(self.layout.immediate_local_of(self.rank)) as *mut ImmediateLocal }
+    }
+
+    /// Non-blocking collectives this rank started.
+    fn started(&self) -> u32 {
+        // SAFETY: the record is this rank's alone; a plain read of an
+        // initialised (zeroed by the host) word.
+        unsafe { (*self.immediate_local()).started }
+    }
+
+    fn set_started(&self, n: u32) {
+        // SAFETY: as `started`, a plain write.
+        unsafe { (*self.immediate_local()).started = n }
+    }
+
+    /// The record of this rank's slot `slot` (`slot < IMMEDIATE_SLOTS`).
+    fn pending_record(&self, slot: u32) -> *mut PendingRecord {
+        // SAFETY: `slot` is a slot index, so the record is inside this
+        // rank's `ImmediateLocal`.
+        unsafe { core::ptr::addr_of_mut!((*self.immediate_local()).slots[slot as usize]) }
+    }
+
+    /// The scope owning slot `slot` of this rank (0: free).
+    fn pending_scope(&self, slot: u32) -> u32 {
+        // SAFETY: as `started`, of the slot's record.
+        unsafe { (*self.pending_record(slot)).scope }
+    }
+
+    /// What this rank keeps of its collective in slot `slot`.
+    fn pending(&self, slot: u32) -> Pending {
+        // SAFETY: as `started`, a plain read of the slot's record.
+        let r = unsafe { *self.pending_record(slot) };
+        let args = self.read_args(slot, self.rank);
+        let address = (r.out[0] as u64 | (r.out[1] as u64) << 32) as usize;
+        let out = match r.out_kind {
+            k if k == OutKind::Plain as u32 => Some(Side::Plain(address as *mut u8)),
+            k if k == OutKind::Typed as u32 => Some(Side::Typed(address as *const TypedBuffer)),
+            _ => None,
+        };
+        let n = self.started();
+        Pending {
+            scope: r.scope,
+            use_: n.wrapping_sub(slot).wrapping_add(1) / IMMEDIATE_SLOTS,
+            kind: kind_of(args.kind_class),
+            root: args.root,
+            out,
+            bytes: args.bytes,
+            size: r.size,
+            datatype: args.datatype,
+            error: Error::from_words([args.kind_class >> 8, r.details[0], r.details[1], 0, 0]),
+        }
+    }
+
+    /// Keeps what this rank needs of its collective in slot `slot` (the
+    /// rest is in its [`Args`]).
+    fn set_pending(&self, slot: u32, scope: u32, size: u32, out: Option<Side>, error: Option<Error>) {
+        let (out_kind, address) = match out {
+            None => (OutKind::None, 0),
+            Some(Side::Plain(p)) => (OutKind::Plain, p as usize as u64),
+            Some(Side::Typed(t)) => (OutKind::Typed, t as usize as u64),
+        };
+        let words = error.map_or([0; 5], |e| e.to_words());
+        let r = PendingRecord {
+            scope,
+            size,
+            out_kind: out_kind as u32,
+            out: [address as u32, (address >> 32) as u32],
+            details: [words[1], words[2]],
+        };
+        // SAFETY: as `started`, a plain write of the slot's record.
+        unsafe { *self.pending_record(slot) = r }
+    }
+
+    /// Frees slot `slot` of this rank.
+    fn free_pending(&self, slot: u32) {
+        // SAFETY: as `started`, a plain write.
+        unsafe { (*self.pending_record(slot)).scope = 0 }
+    }
+}
+
 fn pending(w: &World, index: u32) -> Pending {
-    w.immediate.slots[slot_of(index) as usize].get()
+    w.pending(slot_of(index))
 }
 
 impl World {
@@ -307,6 +426,13 @@ impl World {
     }
 }
 
+/// The verdict of ranks that started different collectives in the same
+/// position, with the two [`Kind`] codes that differ in bits 16..24 and
+/// 24..32: not an [`ErrorClass`] code (those are small), so that it is
+/// told apart from a count mismatch; it becomes
+/// [`Error::CollectiveMismatch`].
+const KIND_MISMATCH: u32 = 0x100;
+
 /// The verdict of `a` against `reference`: its local error class, else a
 /// mismatch class, else 0.
 fn judge(a: &Args, reference: &Args) -> u32 {
@@ -318,7 +444,7 @@ fn judge(a: &Args, reference: &Args) -> u32 {
             // The reference's own error decides.
             reference.kind_class >> 8
         } else {
-            ErrorClass::Intern as u32
+            KIND_MISMATCH | (a.kind_class & 0xff) << 16 | (reference.kind_class & 0xff) << 24
         }
     } else if a.root != reference.root {
         ErrorClass::Root as u32
@@ -493,14 +619,14 @@ fn start<'a, 's, F: Fold>(
     fold: &F,
 ) -> Result<Request<'a, 's>, Error> {
     let id = scope.attach(w)?;
-    let n = w.immediate.started.get();
+    let n = w.started();
     let slot = n % IMMEDIATE_SLOTS;
-    if w.immediate.slots[slot as usize].get().scope != 0 {
+    if w.pending_scope(slot) != 0 {
         return Err(Error::RequestLimit {
             limit: IMMEDIATE_SLOTS,
         });
     }
-    w.immediate.started.set(n.wrapping_add(1));
+    w.set_started(n.wrapping_add(1));
     let use_ = n / IMMEDIATE_SLOTS + 1;
     let capacity = w.layout.immediate_bytes - ARGS_BYTES;
     if s.error.is_none() && s.bytes > capacity {
@@ -553,17 +679,7 @@ fn start<'a, 's, F: Fold>(
         }
     }
     arrive(w, slot, use_, fold);
-    w.immediate.slots[slot as usize].set(Pending {
-        scope: id,
-        use_,
-        kind: s.kind,
-        root: s.root,
-        out: s.out,
-        bytes: s.bytes as u32,
-        size: s.size,
-        datatype: s.datatype,
-        error: s.error,
-    });
+    w.set_pending(slot, id, s.size, s.out, s.error);
     w.note_progress();
     Ok(Request::collective(scope, IMMEDIATE_INDEX + slot))
 }
@@ -653,7 +769,7 @@ pub(crate) fn collect(w: &World, i: u32) -> Result<Status, Error> {
         w.slot_word(slot, core::mem::offset_of!(SlotRecord, consumed))
             .fetch_add(1, Ordering::Release);
     }
-    w.immediate.slots[slot as usize].set(FREE);
+    w.free_pending(slot);
     result
 }
 
@@ -686,7 +802,26 @@ fn verdict_error(w: &World, p: &Pending, class: u32, ref_bytes: u32, ref_datatyp
             op: 0,
             datatype: p.datatype,
         },
+        _ if class & 0xffff == KIND_MISMATCH => {
+            let (one, two) = ((class >> 16) & 0xff, class >> 24);
+            let kind = p.kind as u32;
+            Error::CollectiveMismatch {
+                kind,
+                other: if kind == one { two } else { one },
+            }
+        }
         _ => Error::Intern,
+    }
+}
+
+/// The name of a [`Kind`] code (what [`Error::CollectiveMismatch`] prints).
+pub fn kind_name(code: u32) -> &'static str {
+    match code {
+        c if c == Kind::Barrier as u32 => "barrier",
+        c if c == Kind::Broadcast as u32 => "broadcast",
+        c if c == Kind::Reduce as u32 => "reduce",
+        c if c == Kind::AllReduce as u32 => "all-reduce",
+        _ => "collective",
     }
 }
 
@@ -818,7 +953,9 @@ impl<'w> Process<'w> {
     /// The root's rank, or `MPI_ERR_COMM` for a sub-communicator's process.
     fn immediate_root(&self) -> Result<(i32, Option<Error>), Error> {
         if self.comm.id != 0 {
-            return Err(Error::CommunicatorLimit { limit: 0 });
+            return Err(Error::ImmediateOnSubCommunicator {
+                context: self.comm.id,
+            });
         }
         let error = self
             .world
