@@ -381,7 +381,7 @@ fn progress_words(base: u64, rank: u32) -> bool {
         base: base as *mut u8,
         rank,
     };
-    progress_in(&core)
+    progress_in::<false>(&core)
 }
 
 /// A blocking call: posts `p` in one of the records kept for blocking
@@ -557,7 +557,7 @@ fn run_words(
         tag,
     };
     let r = crate::wait::wait_core(w, what, |b| {
-        if progress_in(w) {
+        if progress_in::<true>(w) {
             b.progressed();
         }
         is_complete(w, i).then_some(Ok(()))
@@ -574,8 +574,14 @@ fn run_words(
     }
 }
 
+/// One pass of [`progress`]. `BLOCKING`: the pass of a blocking call's
+/// wait (`run_words`), where the eager receive path is inlined (with
+/// `inline-engine` the whole engine sits in the kernel, and a call there
+/// keeps the kernel's values in callee-saved registers); elsewhere
+/// (`progress_words`, already a call) it stays a call, which keeps the
+/// request kernels' register count down.
 #[inline(always)]
-fn progress_in(w: &Core) -> bool {
+fn progress_in<const BLOCKING: bool>(w: &Core) -> bool {
     let mut moved = drain(w);
     let mut prev = 0u32;
     let mut r = mine!(w, active_head);
@@ -615,7 +621,11 @@ fn progress_in(w: &Core) -> bool {
             if !ready {
                 Step::Idle
             } else {
-                let s = start_receive(w, i);
+                let s = if BLOCKING {
+                    start_receive(w, i)
+                } else {
+                    start_receive_outlined(w.base as u64, w.rank, i)
+                };
                 if matched {
                     Step::Moved
                 } else {
@@ -800,6 +810,17 @@ fn allowed(w: &Core, i: u32) -> u32 {
         0 => u32::MAX,
         send => send_copied(w, send - 1),
     }
+}
+
+/// [`start_receive`] as a call, with scalar arguments (see
+/// [`progress_words`]).
+#[inline(never)]
+fn start_receive_outlined(base: u64, rank: u32, i: u32) -> Step {
+    let core = Core {
+        base: base as *mut u8,
+        rank,
+    };
+    start_receive(&core, i)
 }
 
 /// Starts receiving the claimed message of record `i` (state RecvClaimed).

@@ -45,8 +45,6 @@ pub unsafe fn rank_main<A>(world: *mut u8, args: *const A, body: fn(&World, &A) 
     };
     // SAFETY: the caller guarantees `args` is valid for the launch.
     let result = body(&w, unsafe { &*args });
-    // Slots this rank received from and has not handed back yet.
-    crate::engine::return_deferred(&w.core());
     let words = match result {
         Ok(()) => [0; 5],
         Err(e) => e.to_words(),
@@ -62,6 +60,9 @@ pub unsafe fn rank_main<A>(world: *mut u8, args: *const A, body: fn(&World, &A) 
     if !matches!(result, Err(Error::Timeout { .. })) {
         w.record_state(STATE_EXITED);
     }
+    // Slots this rank received from and has not handed back yet; last, so
+    // that nothing of the result is live across the call.
+    crate::engine::return_deferred(&w.core());
 }
 
 /// Defines a kernel once for the GPU and the emulator.
