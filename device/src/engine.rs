@@ -19,8 +19,13 @@
 //! (O(messages pending for this rank)); a receive from one source scans
 //! that sender's slots for the arrived one with the lowest sequence number
 //! (O(slots per rank)), then unlinks it in O(1). The receiver copies the
-//! payload and returns the slot with one Release store of FREE; a sender
-//! whose eager message fits never waits for that.
+//! payload and returns the slot later, in a batch: one Release fence and a
+//! relaxed store of FREE per slot, when half a rank's slots are waiting to
+//! go back, and before the receiver waits, fails a non-blocking poll or
+//! exits (`defer_free`). A sender whose eager message fits never waits for
+//! that. In the common case an eager message thus costs the sender one
+//! Release swap and the receiver its share of one Acquire swap and of one
+//! fence per batch.
 //!
 //! # Ordering (MPI 3.5)
 //! One sender's pushes on one inbox follow its program order, and the
@@ -376,7 +381,7 @@ fn progress_words(base: u64, rank: u32) -> bool {
         base: base as *mut u8,
         rank,
     };
-    progress_in(&core)
+    progress_in::<false>(&core)
 }
 
 /// A blocking call: posts `p` in one of the records kept for blocking
@@ -552,7 +557,7 @@ fn run_words(
         tag,
     };
     let r = crate::wait::wait_core(w, what, |b| {
-        if progress_in(w) {
+        if progress_in::<true>(w) {
             b.progressed();
         }
         is_complete(w, i).then_some(Ok(()))
@@ -569,8 +574,14 @@ fn run_words(
     }
 }
 
+/// One pass of [`progress`]. `BLOCKING`: the pass of a blocking call's
+/// wait (`run_words`), where the eager receive path is inlined (with
+/// `inline-engine` the whole engine sits in the kernel, and a call there
+/// keeps the kernel's values in callee-saved registers); elsewhere
+/// (`progress_words`, already a call) it stays a call, which keeps the
+/// request kernels' register count down.
 #[inline(always)]
-fn progress_in(w: &Core) -> bool {
+fn progress_in<const BLOCKING: bool>(w: &Core) -> bool {
     let mut moved = drain(w);
     let mut prev = 0u32;
     let mut r = mine!(w, active_head);
@@ -587,25 +598,40 @@ fn progress_in(w: &Core) -> bool {
                 send_blocked = matches!(s, Step::Idle);
                 s
             }
-        } else if state == RecordState::RecvMatch as u32 {
-            match find(
-                w,
-                rec!(w, i, peer),
-                rec!(w, i, tag),
-                rec!(w, i, mode) >> CONTEXT_SHIFT,
-            ) {
-                0 => Step::Idle,
-                id1 => {
-                    unlink(w, id1);
-                    trace::matched(w, id1 - 1);
-                    rec!(w, i, slot = id1);
-                    rec!(w, i, state = RecordState::RecvClaimed as u32);
-                    start_receive(w, i);
+        } else if state == RecordState::RecvMatch as u32 || state == RecordState::RecvClaimed as u32 {
+            // One call site of `start_receive` (it is inlined once): a
+            // receive that matches now starts at once.
+            let matched = state == RecordState::RecvMatch as u32;
+            let ready = !matched
+                || match find(
+                    w,
+                    rec!(w, i, peer),
+                    rec!(w, i, tag),
+                    rec!(w, i, mode) >> CONTEXT_SHIFT,
+                ) {
+                    0 => false,
+                    id1 => {
+                        unlink(w, id1);
+                        trace::matched(w, id1 - 1);
+                        rec!(w, i, slot = id1);
+                        rec!(w, i, state = RecordState::RecvClaimed as u32);
+                        true
+                    }
+                };
+            if !ready {
+                Step::Idle
+            } else {
+                let s = if BLOCKING {
+                    start_receive(w, i)
+                } else {
+                    start_receive_outlined(w.base as u64, w.rank, i)
+                };
+                if matched {
                     Step::Moved
+                } else {
+                    s
                 }
             }
-        } else if state == RecordState::RecvClaimed as u32 {
-            start_receive(w, i)
         } else if state == RecordState::RecvStream as u32 {
             receive_chunk(w, i)
         } else {
@@ -786,7 +812,19 @@ fn allowed(w: &Core, i: u32) -> u32 {
     }
 }
 
+/// [`start_receive`] as a call, with scalar arguments (see
+/// [`progress_words`]).
+#[inline(never)]
+fn start_receive_outlined(base: u64, rank: u32, i: u32) -> Step {
+    let core = Core {
+        base: base as *mut u8,
+        rank,
+    };
+    start_receive(&core, i)
+}
+
 /// Starts receiving the claimed message of record `i` (state RecvClaimed).
+#[cfg_attr(feature = "inline-engine", inline(always))]
 fn start_receive(w: &Core, i: u32) -> Step {
     let id = rec!(w, i, slot) - 1;
     let status = envelope(w, id);
@@ -823,10 +861,7 @@ fn start_receive(w: &Core, i: u32) -> Step {
         // header and payload acquired in `drain`); `wanted <= bytes <=
         // slot_bytes` and the buffer holds `capacity >= wanted`.
         unsafe { move_bytes(w, i, typed, false, 0, buf, w.slot_payload(id), wanted) };
-        // Release pairs with the owner's Acquire fence after its reclaim
-        // scan (and a synchronous sender's Acquire wait for FREE): our reads
-        // of the payload happen before its next writes to it.
-        state.store(SlotState::Free.word(0), Ordering::Release);
+        defer_free(w, id);
     } else if kind == MessageKind::Direct as u32 {
         // SAFETY: a direct message's payload starts with the address of the
         // sender's buffer (written before its push); 16-byte aligned.
@@ -900,12 +935,74 @@ pub(crate) fn discard(w: &Core, id: u32) {
     let kind = load(w, id, SlotWord::Kind);
     let state = w.slot_word(id, SlotWord::State);
     if kind == MessageKind::Eager as u32 {
-        // Release pairs with the owner's reclaim (as in `start_receive`).
-        state.store(SlotState::Free.word(0), Ordering::Release);
+        defer_free(w, id);
     } else {
         // Release pairs with the sender's Acquire wait for DONE.
         state.store(SlotState::Done.word(w.rank), Ordering::Release);
     }
+}
+
+/// Returns received eager slot `id` to its sender later, in a batch: the
+/// slot joins this rank's deferred list, which [`flush_frees`] empties when
+/// it holds half of a rank's slots, and before this rank waits, fails a
+/// non-blocking poll or exits.
+///
+/// Why: returning a slot at once costs a Release store per message; a batch
+/// costs one fence, and the common eager message then costs the receiver
+/// only its share of the inbox swap. Why it cannot deadlock: a sender waits
+/// for one of its slots only inside a wait, and a rank holds deferred slots
+/// only while it runs: every wait, every failed poll (`Core::record_wait`)
+/// and the rank's exit flush first. The delay is bounded by the rank's
+/// next MPI call that does not complete at once (or its exit), and a
+/// sender always keeps the slots beyond the batch bound. A synchronous
+/// eager send completes when its slot comes back, so it may complete that
+/// much later than the receive started (MPI 3.4 sets no bound).
+#[inline(never)]
+fn defer_free(w: &Core, id: u32) {
+    // Relaxed: only this rank acts on RETURNING (a receive from one source
+    // passes it over as it does every state but ARRIVED; the sender waits
+    // for FREE).
+    store(w, id, SlotWord::State, SlotState::Returning.word(w.rank));
+    // Relaxed: the link word is ours until the slot is returned; the flush
+    // reads it back before the FREE store hands the slot over.
+    store(w, id, SlotWord::Link, mine!(w, free_head));
+    mine!(w, free_head = id + 1);
+    let n = mine!(w, free_count) + 1;
+    mine!(w, free_count = n);
+    if n >= (w.slots_per_rank() / 2).max(1) {
+        flush_frees(w);
+    }
+}
+
+/// Returns the deferred slots (see [`defer_free`]) if there are any: what a
+/// rank does before it waits or exits.
+#[inline(always)]
+pub(crate) fn return_deferred(w: &Core) {
+    if mine!(w, free_head) != LINK_NONE {
+        flush_frees(w);
+    }
+}
+
+/// Returns every deferred slot (see [`defer_free`]) to its sender: one
+/// fence, then one relaxed store of FREE per slot.
+#[inline(never)]
+fn flush_frees(w: &Core) {
+    let mut link = mine!(w, free_head);
+    // Release: with the relaxed FREE stores below, pairs with the owner's
+    // Acquire fence after its reclaim scan (and a synchronous sender's
+    // Acquire wait for FREE): our reads of each payload happen before its
+    // next writes to it.
+    shim::fence(Ordering::Release);
+    while link != LINK_NONE {
+        let id = link - 1;
+        // Read before the store: once FREE, the sender may reuse the slot.
+        link = load(w, id, SlotWord::Link);
+        // Relaxed: made a release by the fence above.
+        w.slot_word(id, SlotWord::State)
+            .store(SlotState::Free.word(0), Ordering::Relaxed);
+    }
+    mine!(w, free_head = LINK_NONE);
+    mine!(w, free_count = 0);
 }
 
 // ---------------------------------------------------------------------------

@@ -59,6 +59,9 @@ pub enum SlotState {
     Chunk = 5,
     /// Rendezvous finished: the sender frees the slot.
     Done = 6,
+    /// Eager message received; the receiver hands the slot back (FREE) with
+    /// its next batch (`engine::defer_free`).
+    Returning = 7,
 }
 
 impl SlotState {
@@ -72,6 +75,7 @@ impl SlotState {
             4 => SlotState::ClearToSend,
             5 => SlotState::Chunk,
             6 => SlotState::Done,
+            7 => SlotState::Returning,
             _ => return None,
         })
     }
@@ -213,6 +217,12 @@ pub struct RankHeader {
     pub next_sequence: u32,
     /// Private: id of the next request scope this rank opens.
     pub next_scope: u32,
+    /// Private: the first received eager slot whose return to its sender is
+    /// deferred (slot id + 1, [`LINK_NONE`] for none); the rest are chained
+    /// through their `link` words (see `engine::flush_frees`).
+    pub free_head: u32,
+    /// Private: how many slots `free_head` chains.
+    pub free_count: u32,
 }
 
 /// Bits of [`RequestRecord::mode`] below its context word.

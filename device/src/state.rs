@@ -9,7 +9,7 @@
 //! |---|---|---|
 //! | header | 512 B | magic, version, [`WorldConfig`], abort flag, [`Layout`] |
 //! | outboxes | `ranks × slots_per_rank × (48 + slot_bytes)` | per sending rank: its slots, each a [`SlotHeader`](crate::memory::SlotHeader) and `slot_bytes` of payload (the thesis's sender-side buffering) |
-//! | ranks | `ranks × (64 + records × 64)` | per rank: its [`RankHeader`](crate::memory::RankHeader) (inbox, unexpected queue, active list) and `requests_per_rank + 2` [`RequestRecord`](crate::memory::RequestRecord)s |
+//! | ranks | `ranks × (72 + records × 64)` | per rank: its [`RankHeader`](crate::memory::RankHeader) (inbox, unexpected queue, active list) and `requests_per_rank + 2` [`RequestRecord`](crate::memory::RequestRecord)s |
 //! | barrier | `blocks × 64` | per block: a [`BarrierRecord`](crate::memory::BarrierRecord): its barrier counter (Dietz's single-writer barrier) and the flag word of a reduction's count check |
 //! | broadcast | `2 × collective_bytes` | the root's chunk of a broadcast |
 //! | block scratch | `2 × blocks × collective_bytes` | per block: its partial reduction |
@@ -32,8 +32,9 @@ use bytemuck::{Pod, Zeroable};
 pub const MAGIC: u32 = 0x494d_5047;
 /// Version of this layout; the device refuses other versions (6: trace
 /// events carry a context word; cells of the non-blocking collectives;
-/// 7: each rank's private record of its non-blocking collectives).
-pub const VERSION: u32 = 7;
+/// 7: each rank's private record of its non-blocking collectives; 8: the
+/// rank header's deferred slot returns).
+pub const VERSION: u32 = 8;
 
 /// `flags` bit: never let a receiver copy straight out of the sender's buffer;
 /// stream every large message through a slot (the path a GPU takes for a
@@ -57,7 +58,7 @@ pub const ABORT_OFFSET: usize = 128;
 /// Bytes of a slot's header ([`SlotHeader`](crate::memory::SlotHeader)), before its payload.
 pub const SLOT_HEADER_BYTES: usize = 48;
 /// Bytes of a rank's header ([`RankHeader`](crate::memory::RankHeader)).
-pub const RANK_HEADER_BYTES: usize = 64;
+pub const RANK_HEADER_BYTES: usize = 72;
 /// Bytes of one request record ([`RequestRecord`](crate::memory::RequestRecord)).
 pub const RECORD_BYTES: usize = 64;
 /// Records of each rank kept for blocking calls (a send-receive uses two),

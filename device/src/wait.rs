@@ -213,6 +213,9 @@ impl Core {
     /// after the ranks stopped (kernel end, or the emulator's scheduler lock),
     /// never used to synchronise ranks.
     pub(crate) fn record_wait(&self, w: WaitFor) {
+        // A rank about to wait hands back the slots it received from first:
+        // their senders may be waiting for them (`engine::defer_free`).
+        crate::engine::return_deferred(self);
         self.wait_word(WaitWord::Operation)
             .store(w.operation as u32, Ordering::Relaxed);
         self.wait_word(WaitWord::Peer)
