@@ -119,6 +119,12 @@ fn only_root(r: i64, row: Vec<i64>) -> Vec<i64> {
     }
 }
 
+/// The barrier-collection examples' record: per completion call (six),
+/// every barrier completed and nothing miscounted or misreported.
+fn barrier_tallies() -> Vec<i64> {
+    [k::BARRIERS_PER_CALL as i64, 0].repeat(6)
+}
+
 /// `time`: every rank recorded (start, end) around one barrier; no rank may
 /// leave before the last one entered.
 fn barrier_times(rows: &[Vec<i64>]) -> Result<(), String> {
@@ -316,6 +322,38 @@ pub static EXAMPLES: &[Example] = &[
         Expect::Rows(|r, _| vec![pi_bits(), 1, 1, pi_bits(), r, 0, pi_bits()])
     ),
     example!(
+        "immediate_barrier",
+        IMMEDIATE_BARRIER,
+        "6.12.1, 3.4",
+        Expect::Rows(|r, n| {
+            let mut v = vec![n - 1, n - 1];
+            v.extend(vec![3; n as usize - 1]);
+            only_root(r, v)
+        })
+    ),
+    example!(
+        "immediate_barrier_multiple",
+        IMMEDIATE_BARRIER_MULTIPLE,
+        "6.12.1, 3.7.5",
+        Expect::Rows(|_, _| barrier_tallies())
+    ),
+    example!(
+        "immediate_broadcast",
+        IMMEDIATE_BROADCAST,
+        "6.12.2",
+        Expect::Rows(|_, _| vec![1024, 2, 4, 8, 16])
+    ),
+    example!(
+        "immediate_multiple_barrier",
+        IMMEDIATE_MULTIPLE_BARRIER,
+        "6.12.1, 3.7.5",
+        Expect::Rows(|_, _| {
+            let mut v = barrier_tallies();
+            v.extend([ErrorClass::Request as i64, 0]);
+            v
+        })
+    ),
+    example!(
         "immediate_multiple_requests",
         IMMEDIATE_MULTIPLE_REQUESTS,
         "3.7.5, 3.5",
@@ -353,6 +391,18 @@ pub static EXAMPLES: &[Example] = &[
             let lbound = even as i64;
             let mut v = vec![targets, 1];
             v.extend((0..targets).map(|k| 2 * k + lbound));
+            v
+        })
+    ),
+    example!(
+        "immediate_reduce",
+        IMMEDIATE_REDUCE,
+        "6.12.7, 6.12.8, 6.9.5",
+        Expect::Rows(|r, n| {
+            let mut v = only_root(r, vec![n * (n - 1) / 2]);
+            v.push(n - 1);
+            v.push((r as i32).wrapping_pow(n as u32) as i64);
+            v.extend([n * (n - 1) / 2; 2]);
             v
         })
     ),

@@ -19,6 +19,7 @@ use gpu_mpi_device::point_to_point::{send_receive_into, send_receive_replace_int
 use gpu_mpi_device::request::{
     self, test_all, test_any, test_some, wait_all, wait_any, wait_some, AnyCompletion,
 };
+use gpu_mpi_device::state::IMMEDIATE_SLOTS;
 use gpu_mpi_device::traits::*;
 use gpu_mpi_device::{shim, CommunicatorRelation, Error, GlobalSlice, MutView, Request, Status, View, World};
 
@@ -929,6 +930,317 @@ gpu_mpi_device::kernel! {
         row.put(targets as i64)?;
         row.put(matched as i64)?;
         row.put_all(received[..targets].iter().map(|&v| v as i64))
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// `immediate_barrier`: every rank but 0 sends 1, starts a non-blocking
+    /// barrier, sends 2, waits for the barrier, sends 3; rank 0 receives
+    /// `2 (size - 1)` messages from any source, starts the barrier, receives
+    /// `size - 1` more, and waits. No 3 can arrive before the barrier
+    /// completes, and it cannot complete before rank 0 has received every 1
+    /// and 2. Rank 0 records how many 1s and 2s the first `2 (size - 1)`
+    /// words hold (their order varies) and the last `size - 1` words.
+    pub static IMMEDIATE_BARRIER = fn immediate_barrier(world: &World, args: &ExampleArgs) -> Result<(), Error> {
+        let n = ranks(world)?;
+        let root = world.process_at_rank(0);
+        if world.rank() != 0 {
+            root.send(&1u64)?;
+            request::scope(|scope| -> Result<Status, Error> {
+                let barrier = world.immediate_barrier(scope)?;
+                root.send(&2u64)?;
+                barrier.wait()
+            })?;
+            return root.send(&3u64);
+        }
+        let m = n - 1;
+        let mut buf = [0u64; 3 * (MAX_RANKS - 1)];
+        for x in &mut buf[..2 * m] {
+            world.any_process().receive_into(x)?;
+        }
+        request::scope(|scope| -> Result<Status, Error> {
+            let barrier = world.immediate_barrier(scope)?;
+            for x in &mut buf[2 * m..3 * m] {
+                world.any_process().receive_into(x)?;
+            }
+            barrier.wait()
+        })?;
+        let mut row = Row::of(world, args);
+        let first = &buf[..2 * m];
+        row.put(first.iter().filter(|&&v| v == 1).count() as i64)?;
+        row.put(first.iter().filter(|&&v| v == 2).count() as i64)?;
+        row.put_all(buf[2 * m..3 * m].iter().map(|&v| v as i64))
+    }
+}
+
+/// Barriers each completion call of the barrier-collection examples
+/// completes (rsmpi's `COUNT` is 128; 8 keeps the six schedules of
+/// `tests/examples.rs` fast while every slot is reused 4 times per call).
+pub const BARRIERS_PER_CALL: usize = 8;
+
+/// Non-blocking collectives a rank may have outstanding
+/// (`IMMEDIATE_SLOTS`): the barrier-collection examples start this many at
+/// a time, in `BARRIERS_PER_CALL / BARRIERS_AT_ONCE` rounds, where rsmpi
+/// starts all of them at once.
+pub const BARRIERS_AT_ONCE: usize = IMMEDIATE_SLOTS as usize;
+
+/// The six ways rsmpi's `RequestCollection` completes requests.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Completion {
+    WaitAny,
+    WaitSome,
+    WaitAll,
+    TestAny,
+    TestSome,
+    TestAll,
+}
+
+/// The completion calls in the order the barrier-collection examples use
+/// them.
+const COMPLETIONS: [Completion; 6] = [
+    Completion::WaitAny,
+    Completion::WaitSome,
+    Completion::WaitAll,
+    Completion::TestAny,
+    Completion::TestSome,
+    Completion::TestAll,
+];
+
+/// What the rounds of one completion call found.
+#[derive(Clone, Copy, Default)]
+struct Tally {
+    /// Barriers completed.
+    finished: i64,
+    /// Times the requests still active were not the started less the
+    /// completed (rsmpi's `incomplete()` check).
+    miscounted: i64,
+    /// Completions reported for a request that was already complete, not
+    /// made null, or never reported (rsmpi's check of the result entries).
+    misreported: i64,
+}
+
+impl Tally {
+    /// Notes `index` reported complete: it must be new and its request
+    /// null now.
+    fn report(&mut self, seen: &mut u32, reqs: &[Request<'_, '_>], index: usize) {
+        let bit = 1u32 << index;
+        let fresh = *seen & bit == 0 && reqs.get(index).is_some_and(Request::is_null);
+        self.misreported += (!fresh) as i64;
+        *seen |= bit;
+    }
+
+    /// Notes the active requests after `done` of the round completed.
+    fn count(&mut self, reqs: &[Request<'_, '_>], done: usize) {
+        let active = reqs.iter().filter(|r| !r.is_null()).count();
+        self.miscounted += (active + done != reqs.len()) as i64;
+    }
+}
+
+/// One round: [`BARRIERS_AT_ONCE`] barriers started, then completed with
+/// `how` (a test call polled until everything completed).
+fn barrier_round(world: &World, how: Completion, tally: &mut Tally) -> Result<(), Error> {
+    request::scope(|scope| -> Result<(), Error> {
+        let mut reqs = [const { Request::null() }; BARRIERS_AT_ONCE];
+        for r in reqs.iter_mut() {
+            *r = world.immediate_barrier(scope)?;
+        }
+        let mut seen = 0u32;
+        let mut done = 0;
+        match how {
+            Completion::WaitAny | Completion::TestAny => loop {
+                let c = if how == Completion::WaitAny {
+                    Some(wait_any(&mut reqs)?)
+                } else {
+                    test_any(&mut reqs)
+                };
+                match c {
+                    Some(AnyCompletion::Completed { index, result }) => {
+                        result?;
+                        tally.report(&mut seen, &reqs, index);
+                        done += 1;
+                    }
+                    Some(AnyCompletion::AllNull) => break,
+                    None => {}
+                }
+                tally.count(&reqs, done);
+            },
+            Completion::WaitSome | Completion::TestSome => loop {
+                let mut completions = [None; BARRIERS_AT_ONCE];
+                let k = if how == Completion::WaitSome {
+                    wait_some(&mut reqs, &mut completions)?
+                } else {
+                    test_some(&mut reqs, &mut completions)
+                };
+                let Some(k) = k else { break };
+                for c in &completions[..k] {
+                    match c {
+                        Some((index, result)) => {
+                            (*result)?;
+                            tally.report(&mut seen, &reqs, *index);
+                        }
+                        None => tally.misreported += 1,
+                    }
+                }
+                tally.misreported += completions[k..].iter().filter(|c| c.is_some()).count() as i64;
+                done += k;
+                tally.count(&reqs, done);
+            },
+            Completion::WaitAll | Completion::TestAll => {
+                let mut statuses = [Status::empty(); BARRIERS_AT_ONCE];
+                if how == Completion::WaitAll {
+                    wait_all(&mut reqs, &mut statuses)?;
+                } else {
+                    while test_all(&mut reqs, &mut statuses).transpose()?.is_none() {
+                        tally.count(&reqs, 0);
+                    }
+                }
+                for index in 0..reqs.len() {
+                    tally.report(&mut seen, &reqs, index);
+                }
+                done = reqs.len();
+                tally.count(&reqs, done);
+            }
+        }
+        tally.misreported += (seen != (1 << reqs.len()) - 1) as i64;
+        tally.finished += done as i64;
+        Ok(())
+    })
+}
+
+/// rsmpi's six collections of [`BARRIERS_PER_CALL`] barriers: per
+/// completion call, its rounds' tally.
+#[inline(never)]
+fn barrier_collections(world: &World) -> Result<[Tally; 6], Error> {
+    let mut tallies = [Tally::default(); 6];
+    for (how, tally) in COMPLETIONS.iter().zip(tallies.iter_mut()) {
+        for _ in 0..BARRIERS_PER_CALL / BARRIERS_AT_ONCE {
+            barrier_round(world, *how, tally)?;
+        }
+    }
+    Ok(tallies)
+}
+
+gpu_mpi_device::kernel! {
+    /// `immediate_multiple_barrier`: [`BARRIERS_PER_CALL`] non-blocking
+    /// barriers completed with each of `wait_any`, `wait_some`, `wait_all`,
+    /// `test_any`, `test_some` and `test_all`, [`BARRIERS_AT_ONCE`] at a
+    /// time; after every call the requests still active must be the
+    /// started less the completed. Then one barrier more than may be
+    /// outstanding: the extra start fails with `MPI_ERR_REQUEST`, the
+    /// others complete. Records per call the barriers completed and the
+    /// miscounts, then the extra start's class and the others'.
+    pub static IMMEDIATE_MULTIPLE_BARRIER = fn immediate_multiple_barrier(world: &World, args: &ExampleArgs) -> Result<(), Error> {
+        let mut row = Row::of(world, args);
+        for t in barrier_collections(world)? {
+            row.put(t.finished)?;
+            row.put(t.miscounted)?;
+        }
+        let (extra, rest) = request::scope(|scope| -> Result<(i64, i64), Error> {
+            let mut reqs = [const { Request::null() }; BARRIERS_AT_ONCE];
+            for r in reqs.iter_mut() {
+                *r = world.immediate_barrier(scope)?;
+            }
+            let extra = class(&world.immediate_barrier(scope));
+            Ok((extra, class(&wait_all(&mut reqs, &mut []))))
+        })?;
+        row.put(extra)?;
+        row.put(rest)
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// `immediate_barrier_multiple`: the same collections of barriers as
+    /// `immediate_multiple_barrier`, checking what each call reports
+    /// instead: every completion names a request not completed before and
+    /// now null, `wait_some`/`test_some` fill exactly the entries they
+    /// count, and every barrier is reported once. Records per call the
+    /// barriers completed and the bad reports.
+    pub static IMMEDIATE_BARRIER_MULTIPLE = fn immediate_barrier_multiple(world: &World, args: &ExampleArgs) -> Result<(), Error> {
+        let mut row = Row::of(world, args);
+        for t in barrier_collections(world)? {
+            row.put(t.finished)?;
+            row.put(t.misreported)?;
+        }
+        Ok(())
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// `immediate_broadcast`: rank 0 broadcasts 1024, then `[2, 4, 8, 16]`,
+    /// each with a non-blocking broadcast waited at once; every rank
+    /// records both.
+    pub static IMMEDIATE_BROADCAST = fn immediate_broadcast(world: &World, args: &ExampleArgs) -> Result<(), Error> {
+        let root = world.process_at_rank(0);
+        let is_root = world.rank() == 0;
+        let mut x = if is_root { 1u64 << 10 } else { 0 };
+        request::scope(|scope| root.immediate_broadcast_into(scope, &mut x)?.wait())?;
+        let mut a = [0u64; 4];
+        if is_root {
+            for (i, v) in a.iter_mut().enumerate() {
+                *v = 2 << i;
+            }
+        }
+        request::scope(|scope| root.immediate_broadcast_into(scope, &mut a[..])?.wait())?;
+        let mut row = Row::of(world, args);
+        row.put(x as i64)?;
+        row.put_all(a.iter().map(|&v| v as i64))
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// `immediate_reduce`: non-blocking, each waited at once: the sum of
+    /// the ranks reduced to rank 0 (recorded there), the all-reduced
+    /// maximum, the product of `0..size` all-reduced as a vector of which
+    /// rank `r` keeps element `r` (`r^size`: rsmpi's reduce-scatter-block),
+    /// and all-reduced sums of the ranks with a commutative closure and
+    /// with a function. Every rank records its results.
+    pub static IMMEDIATE_REDUCE = fn immediate_reduce(world: &World, args: &ExampleArgs) -> Result<(), Error> {
+        let n = ranks(world)?;
+        let rank = world.rank();
+        let root = world.process_at_rank(0);
+        let mut row = Row::of(world, args);
+        if rank == 0 {
+            let mut sum = 0i32;
+            request::scope(|scope| {
+                root.immediate_reduce_into_root(scope, &rank, &mut sum, SystemOperation::sum())?
+                    .wait()
+            })?;
+            row.put(sum as i64)?;
+        } else {
+            request::scope(|scope| {
+                root.immediate_reduce_into(scope, &rank, SystemOperation::sum())?
+                    .wait()
+            })?;
+        }
+        let mut max = -1i32;
+        request::scope(|scope| {
+            world
+                .immediate_all_reduce_into(scope, &rank, &mut max, SystemOperation::max())?
+                .wait()
+        })?;
+        row.put(max as i64)?;
+        let mut a = [0i32; MAX_RANKS];
+        for (i, v) in a[..n].iter_mut().enumerate() {
+            *v = i as i32;
+        }
+        let mut b = [0i32; MAX_RANKS];
+        request::scope(|scope| {
+            world
+                .immediate_all_reduce_into(scope, &a[..n], &mut b[..n], SystemOperation::product())?
+                .wait()
+        })?;
+        row.put(b[rank as usize] as i64)?;
+        let mut c = 0i32;
+        let sum = UserOperation::commutative(|x: &i32, y: &i32| x.wrapping_add(*y));
+        request::scope(|scope| world.immediate_all_reduce_into(scope, &rank, &mut c, sum)?.wait())?;
+        row.put(c as i64)?;
+        let mut d = 0i32;
+        request::scope(|scope| {
+            world
+                .immediate_all_reduce_into(scope, &rank, &mut d, UserOperation::associative(add))?
+                .wait()
+        })?;
+        row.put(d as i64)
     }
 }
 
