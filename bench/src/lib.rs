@@ -17,8 +17,8 @@ mod p2p;
 mod pi;
 
 use gpu_mpi::device::Kernel;
-use gpu_mpi_bench_kernels::exchange::Exchange;
 use gpu_mpi::{Device, DeviceBuffer, HostError, LaunchReport, RankCount, WorldSpec};
+use gpu_mpi_bench_kernels::exchange::Exchange;
 use gpu_mpi_provenance::Provenance;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressFinish, ProgressStyle};
 use serde::ser::SerializeMap as _;

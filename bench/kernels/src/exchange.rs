@@ -151,7 +151,15 @@ fn expected(op: Exchange, rank: u32, ranks: u32, root: u32, count: usize, i: usi
 /// Elements of `recv` that differ from what `op` should have delivered.
 /// Out of line: the check takes no registers from the timed loop.
 #[inline(never)]
-fn wrong_elements(op: Exchange, recv: &[f64], rank: u32, ranks: u32, root: u32, count: usize, it: u32) -> u64 {
+fn wrong_elements(
+    op: Exchange,
+    recv: &[f64],
+    rank: u32,
+    ranks: u32,
+    root: u32,
+    count: usize,
+    it: u32,
+) -> u64 {
     let mut errors = 0;
     for (i, &v) in recv.iter().enumerate() {
         if v != expected(op, rank, ranks, root, count, i, it) {
@@ -194,7 +202,12 @@ pub fn exchange_loop(
     // SAFETY: the two regions are disjoint and the calling rank's own; other
     // ranks touch them only inside the collective (MPI, or the native
     // protocol's release/acquire ordering).
-    let (send, recv) = unsafe { (args.values.slice_mut(r.send, r.send_len)?, args.values.slice_mut(r.recv, r.recv_len)?) };
+    let (send, recv) = unsafe {
+        (
+            args.values.slice_mut(r.send, r.send_len)?,
+            args.values.slice_mut(r.recv, r.recv_len)?,
+        )
+    };
     let total = args.warmup + args.iterations;
     let (mut elapsed, mut errors) = (0u64, 0u64);
     for it in 0..total {
@@ -212,7 +225,13 @@ pub fn exchange_loop(
 }
 
 /// Runs `op` through the MPI library on the calling rank.
-fn mpi_exchange(world: &World, op: Exchange, root: u32, send: &mut [f64], recv: &mut [f64]) -> Result<(), Error> {
+fn mpi_exchange(
+    world: &World,
+    op: Exchange,
+    root: u32,
+    send: &mut [f64],
+    recv: &mut [f64],
+) -> Result<(), Error> {
     let root_process = world.process_at_rank(root as i32);
     let is_root = world.rank() as u32 == root;
     match op {
@@ -222,7 +241,9 @@ fn mpi_exchange(world: &World, op: Exchange, root: u32, send: &mut [f64], recv: 
         Exchange::Scatter => root_process.scatter_into(&mut recv[..]),
         Exchange::AllGather => world.all_gather_into(&send[..], &mut recv[..]),
         Exchange::AllToAll => world.all_to_all_into(&send[..], &mut recv[..]),
-        Exchange::ReduceScatter => world.reduce_scatter_block_into(&send[..], &mut recv[..], SystemOperation::sum()),
+        Exchange::ReduceScatter => {
+            world.reduce_scatter_block_into(&send[..], &mut recv[..], SystemOperation::sum())
+        }
         Exchange::Scan => world.scan_into(&send[..], &mut recv[..], SystemOperation::sum()),
     }
 }
@@ -363,7 +384,11 @@ fn block_scan(v: f64) -> f64 {
         // SAFETY: as above; lanes below `warps` read the totals written
         // before the barrier, and each writes back only its own element,
         // read by the others after the next barrier.
-        let total = if lane < warps { unsafe { shared.add(lane as usize).read() } } else { 0.0 };
+        let total = if lane < warps {
+            unsafe { shared.add(lane as usize).read() }
+        } else {
+            0.0
+        };
         let before = warp_scan(total, lane) - total;
         if lane < warps {
             // SAFETY: as above.
@@ -483,7 +508,13 @@ fn native_exchange(
 /// publishes them (release flag per block); warp 0 of every block sums the
 /// totals of the blocks before it (acquire, a strided share per lane, a
 /// shuffle sum) and every rank adds that.
-fn native_scan(args: &CollArgs, send: &[f64], recv: &mut [f64], stage: usize, round: u32) -> Result<u64, Error> {
+fn native_scan(
+    args: &CollArgs,
+    send: &[f64],
+    recv: &mut [f64],
+    stage: usize,
+    round: u32,
+) -> Result<u64, Error> {
     let c = shim::coordinates();
     let count = args.size as usize;
     let block = c.block as usize;
@@ -635,7 +666,12 @@ fn shfl_reduce_kernel(world: &World, args: &CollArgs, all: bool) -> Result<(), E
             Ok(())
         },
     )?;
-    coll_results(args, world.rank() as usize, elapsed, errors + timeouts + grid.timeouts())
+    coll_results(
+        args,
+        world.rank() as usize,
+        elapsed,
+        errors + timeouts + grid.timeouts(),
+    )
 }
 
 #[cfg(test)]
@@ -673,7 +709,10 @@ mod tests {
             let rank_c = (rank * c) as usize;
             for i in 0..count * ranks as usize {
                 let (q, e) = ((i / count) as u32, i % count);
-                assert_eq!(expected(Exchange::Gather, rank, ranks, root, count, i, it), send(q, e));
+                assert_eq!(
+                    expected(Exchange::Gather, rank, ranks, root, count, i, it),
+                    send(q, e)
+                );
                 assert_eq!(
                     expected(Exchange::AllToAll, rank, ranks, root, count, i, it),
                     send(q, rank_c + e)
@@ -685,12 +724,18 @@ mod tests {
                     send(root, rank_c + i)
                 );
                 let column: f64 = (0..ranks).map(|q| send(q, rank_c + i)).sum();
-                assert_eq!(expected(Exchange::ReduceScatter, rank, ranks, root, count, i, it), column);
+                assert_eq!(
+                    expected(Exchange::ReduceScatter, rank, ranks, root, count, i, it),
+                    column
+                );
                 let prefix: f64 = (0..=rank).map(|q| send(q, i)).sum();
                 assert_eq!(expected(Exchange::Scan, rank, ranks, root, count, i, it), prefix);
             }
         }
         let wrong = [0.5, send(0, 1), send(0, 2)];
-        assert_eq!(wrong_elements(Exchange::Scan, &wrong, 0, ranks, root, count, it), 1);
+        assert_eq!(
+            wrong_elements(Exchange::Scan, &wrong, 0, ranks, root, count, it),
+            1
+        );
     }
 }

@@ -938,7 +938,11 @@ pub fn block_sum(v: f64) -> f64 {
     let mut total = 0.0;
     if warp == 0 {
         // SAFETY: as above, written before the barrier.
-        let x = if lane < warps { unsafe { shared.add(lane as usize).read() } } else { 0.0 };
+        let x = if lane < warps {
+            unsafe { shared.add(lane as usize).read() }
+        } else {
+            0.0
+        };
         total = warp_sum(x);
     }
     shim::block_barrier();
@@ -971,7 +975,8 @@ pub fn shfl_reduce_round(
     }
     let arrivals = atomic_at(&args.counters, COUNTER_ARRIVALS)?;
     // The "last" flag lives after block_sum's words in the shared scratch.
-    let flag = shim::shared_block::<{ BLOCK_SUM_SHARED_BYTES + 4 }>().wrapping_add(BLOCK_SUM_SHARED_BYTES) as *mut u32;
+    let flag = shim::shared_block::<{ BLOCK_SUM_SHARED_BYTES + 4 }>().wrapping_add(BLOCK_SUM_SHARED_BYTES)
+        as *mut u32;
     if thread == 0 {
         // Release: the block's row is visible to whoever acquires the
         // counter's later value; Acquire: the last arrival sees every row.
