@@ -381,10 +381,11 @@ fn block_scan(v: f64) -> f64 {
     }
     shim::block_barrier();
     if warp == 0 {
-        // SAFETY: as above; lanes below `warps` read the totals written
-        // before the barrier, and each writes back only its own element,
-        // read by the others after the next barrier.
+        // Lanes below `warps` read the totals written before the barrier,
+        // and each writes back only its own element, read by the others
+        // after the next barrier.
         let total = if lane < warps {
+            // SAFETY: as above.
             unsafe { shared.add(lane as usize).read() }
         } else {
             0.0

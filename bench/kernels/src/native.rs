@@ -9,7 +9,7 @@
 //! atomics in global memory ([`GlobalSlice`] arguments).
 //!
 //! The first baselines were written before the shim offered shared memory
-//! and warp shuffles: their block trees ([`block_tree`]) run in a global
+//! and warp shuffles: their block trees (`block_tree`) run in a global
 //! scratch array, one element (or row) per rank, a block barrier per step.
 //! They stay as a second column (`native_global`) of the reduce and
 //! all-reduce suites. The baselines the ratios are taken against now use
@@ -937,8 +937,8 @@ pub fn block_sum(v: f64) -> f64 {
     shim::block_barrier();
     let mut total = 0.0;
     if warp == 0 {
-        // SAFETY: as above, written before the barrier.
         let x = if lane < warps {
+            // SAFETY: as above, written before the barrier.
             unsafe { shared.add(lane as usize).read() }
         } else {
             0.0
