@@ -34,7 +34,7 @@ mkdir -p "$out" || exit 1
 if [[ $# -gt 0 ]]; then
     suites=("$@")
 else
-    suites=(pi latency bw barrier bcast reduce allreduce scale)
+    suites=(pi latency bw barrier bcast reduce allreduce gather scatter allgather alltoall reduce_scatter scan ibarrier iallreduce scale)
 fi
 
 {

@@ -1,7 +1,11 @@
-//! Collective suites: osu_barrier, osu_bcast, osu_reduce, osu_allreduce
-//! inside a kernel, against the native grid barrier (and relaunch), a
-//! native broadcast and the native single-pass reductions; and `scale`,
-//! each of them from 32 ranks to the largest world.
+//! Collective suites: osu_barrier, osu_bcast, osu_reduce, osu_allreduce,
+//! osu_gather, osu_scatter, osu_allgather, osu_alltoall,
+//! osu_reduce_scatter, osu_scan, osu_ibarrier and osu_iallreduce inside a
+//! kernel, each against a native kernel doing the same data movement in
+//! the same run (the grid barrier and relaunch, a native broadcast, the
+//! single-pass reductions with warp shuffles and shared memory, direct
+//! stores and loads for the exchanges); and `scale`, each of them from 32
+//! ranks to the largest world.
 //!
 //! OSU's method: warm-up rounds, then a timed loop; each rank times itself
 //! and the statistics are taken over ranks (min, max, average of the
@@ -11,6 +15,11 @@
 
 use super::{median, ratio, Ctx, Row, Section, Target};
 use gpu_mpi::device::Kernel;
+use gpu_mpi_bench_kernels::exchange::{
+    exchange_values, Exchange, BENCH_ALLGATHER, BENCH_ALLTOALL, BENCH_GATHER, BENCH_IALLREDUCE,
+    BENCH_IBARRIER, BENCH_REDUCE_SCATTER, BENCH_SCAN, BENCH_SCATTER, NATIVE_ALLGATHER, NATIVE_ALLREDUCE_SHFL,
+    NATIVE_ALLTOALL, NATIVE_GATHER, NATIVE_REDUCE_SCATTER, NATIVE_REDUCE_SHFL, NATIVE_SCAN, NATIVE_SCATTER,
+};
 use gpu_mpi_bench_kernels::mpi::{CollArgs, BENCH_ALLREDUCE, BENCH_BARRIER, BENCH_BCAST, BENCH_REDUCE};
 use gpu_mpi_bench_kernels::native::{
     bcast_bytes, coll_counter_words, reduce_values, NATIVE_ALLREDUCE, NATIVE_BARRIER, NATIVE_BCAST,
@@ -24,6 +33,9 @@ enum Op {
     Bcast,
     Reduce,
     Allreduce,
+    Ibarrier,
+    Iallreduce,
+    Exchange(Exchange),
 }
 
 impl Op {
@@ -33,15 +45,58 @@ impl Op {
             Op::Bcast => "bcast",
             Op::Reduce => "reduce",
             Op::Allreduce => "allreduce",
+            Op::Ibarrier => "ibarrier",
+            Op::Iallreduce => "iallreduce",
+            Op::Exchange(Exchange::Gather) => "gather",
+            Op::Exchange(Exchange::Scatter) => "scatter",
+            Op::Exchange(Exchange::AllGather) => "allgather",
+            Op::Exchange(Exchange::AllToAll) => "alltoall",
+            Op::Exchange(Exchange::ReduceScatter) => "reduce_scatter",
+            Op::Exchange(Exchange::Scan) => "scan",
         }
     }
 
+    /// The MPI kernel and the native baseline the ratio is taken against.
     fn kernels(self) -> (&'static Kernel<CollArgs>, &'static Kernel<CollArgs>) {
         match self {
             Op::Barrier => (&BENCH_BARRIER, &NATIVE_BARRIER),
             Op::Bcast => (&BENCH_BCAST, &NATIVE_BCAST),
-            Op::Reduce => (&BENCH_REDUCE, &NATIVE_REDUCE),
-            Op::Allreduce => (&BENCH_ALLREDUCE, &NATIVE_ALLREDUCE),
+            Op::Reduce => (&BENCH_REDUCE, &NATIVE_REDUCE_SHFL),
+            Op::Allreduce => (&BENCH_ALLREDUCE, &NATIVE_ALLREDUCE_SHFL),
+            Op::Ibarrier => (&BENCH_IBARRIER, &NATIVE_BARRIER),
+            Op::Iallreduce => (&BENCH_IALLREDUCE, &NATIVE_ALLREDUCE_SHFL),
+            Op::Exchange(x) => match x {
+                Exchange::Gather => (&BENCH_GATHER, &NATIVE_GATHER),
+                Exchange::Scatter => (&BENCH_SCATTER, &NATIVE_SCATTER),
+                Exchange::AllGather => (&BENCH_ALLGATHER, &NATIVE_ALLGATHER),
+                Exchange::AllToAll => (&BENCH_ALLTOALL, &NATIVE_ALLTOALL),
+                Exchange::ReduceScatter => (&BENCH_REDUCE_SCATTER, &NATIVE_REDUCE_SCATTER),
+                Exchange::Scan => (&BENCH_SCAN, &NATIVE_SCAN),
+            },
+        }
+    }
+
+    /// The first native baseline, without shuffles or shared memory (block
+    /// trees in global memory), kept as a second column.
+    fn global_native(self) -> Option<&'static Kernel<CollArgs>> {
+        match self {
+            Op::Reduce => Some(&NATIVE_REDUCE),
+            Op::Allreduce => Some(&NATIVE_ALLREDUCE),
+            _ => None,
+        }
+    }
+
+    fn is_reduction(self) -> bool {
+        matches!(self, Op::Reduce | Op::Allreduce | Op::Iallreduce)
+    }
+
+    /// Bytes a rank contributes per call for `size` (broadcast: bytes;
+    /// the others: `f64` elements).
+    fn bytes(self, size: u32) -> u32 {
+        if self == Op::Bcast {
+            size
+        } else {
+            size * 8
         }
     }
 }
@@ -70,10 +125,10 @@ fn measure(
     } else {
         0
     })?;
-    let values = ctx.alloc::<f64>(if matches!(op, Op::Reduce | Op::Allreduce) {
-        reduce_values(ranks, blocks, size)
-    } else {
-        0
+    let values = ctx.alloc::<f64>(match op {
+        Op::Exchange(x) => exchange_values(x, ranks, blocks, size),
+        _ if op.is_reduction() => reduce_values(ranks, blocks, size),
+        _ => 0,
     })?;
     let mut counters = ctx.alloc::<u32>(coll_counter_words(blocks))?;
     let mut marks = ctx.alloc::<u32>(ranks as usize)?;
@@ -160,6 +215,12 @@ const STATS_COLUMNS: [(&str, &str); 7] = [
     ("ratio", "x (avg)"),
 ];
 
+/// The columns of the first native baseline (block trees in global memory).
+const GLOBAL_COLUMNS: [(&str, &str); 2] = [
+    ("native_global_avg_us", "global-tree native us"),
+    ("ratio_global", "x (global)"),
+];
+
 pub(crate) fn barrier(ctx: &mut Ctx) -> Result<(Vec<Section>, Vec<Target>), String> {
     let ranks = ctx.ranks;
     let loops = ctx.preset.loops((10, 1000), (3, 20));
@@ -210,6 +271,34 @@ pub(crate) fn barrier(ctx: &mut Ctx) -> Result<(Vec<Section>, Vec<Target>), Stri
     ))
 }
 
+pub(crate) fn ibarrier(ctx: &mut Ctx) -> Result<(Vec<Section>, Vec<Target>), String> {
+    let ranks = ctx.ranks;
+    let loops = ctx.preset.loops((10, 1000), (3, 20));
+    let (mpi_k, native_k) = Op::Ibarrier.kernels();
+    let mpi = measure(ctx, mpi_k, Op::Ibarrier, ranks, 0, loops)?;
+    let native = measure(ctx, native_k, Op::Ibarrier, ranks, 0, loops)?;
+    let mut row = stats_row(Op::Ibarrier, ranks, 0, mpi, native);
+    row.push(("iterations", loops.1.into()));
+    let mut columns = vec![("ranks", "ranks")];
+    columns.extend(STATS_COLUMNS);
+    Ok((
+        vec![Section {
+            suite: "ibarrier",
+            title: format!(
+                "ibarrier: {} ranks in blocks of {}, {} rounds of MPI_Ibarrier + MPI_Wait timed, per-round time over ranks, median of {}",
+                ranks,
+                Ctx::block_dim_for(ranks),
+                loops.1,
+                ctx.preset.reps
+            ),
+            columns,
+            rows: vec![row],
+            notes: vec!["native: the grid barrier of the barrier suite (nothing to overlap: the wait follows the call at once)".into()],
+        }],
+        vec![],
+    ))
+}
+
 fn sized(ctx: &mut Ctx, op: Op, sizes: &[u32], unit: &'static str) -> Result<Section, String> {
     let ranks = ctx.ranks;
     let loops = ctx.preset.loops((10, 100), (2, 10));
@@ -218,18 +307,34 @@ fn sized(ctx: &mut Ctx, op: Op, sizes: &[u32], unit: &'static str) -> Result<Sec
     for &size in sizes {
         let mpi = measure(ctx, mpi_k, op, ranks, size, loops)?;
         let native = measure(ctx, native_k, op, ranks, size, loops)?;
-        let bytes = if op == Op::Bcast { size } else { size * 8 };
         let mut row = stats_row(op, ranks, size, mpi, native);
-        row.push(("bytes", bytes.into()));
+        row.push(("bytes", op.bytes(size).into()));
+        if let Some(global_k) = op.global_native() {
+            let global = measure(ctx, global_k, op, ranks, size, loops)?;
+            row.extend([
+                ("native_global_avg_us", global.avg.into()),
+                ("ratio_global", ratio(mpi.avg, global.avg).into()),
+            ]);
+        }
         rows.push(row);
     }
     let mut columns = vec![("bytes", "bytes")];
     columns.extend(STATS_COLUMNS);
-    let native = match op {
+    if op.global_native().is_some() {
+        columns.extend(GLOBAL_COLUMNS);
+    }
+    let mut notes = vec![match op {
         Op::Bcast => "native: the root copies to a staging area and publishes the round (release); block leaders acquire, block barrier, all copy out",
-        Op::Reduce => "native: single pass (block tree in global scratch, one row per block, the last block to arrive sums the rows), the root waits for the result",
-        _ => "native: single pass as reduce, then every block leader waits for the last block's announcement, block barrier, all read the result",
-    };
+        Op::Reduce => "native: single pass with warp shuffles and shared memory (warp sums, block sum in shared memory, one row per block, the last block to arrive sums the rows), the root waits for the result",
+        _ => "native: the single pass of reduce (warp shuffles, shared memory), then every block leader waits for the last block's announcement, block barrier, all read the result",
+    }
+    .to_string()];
+    if op.global_native().is_some() {
+        notes.push("global-tree native: the first baseline, the same single pass with the block trees in global memory and a block barrier per step (no shuffles, no shared memory)".into());
+    }
+    if op == Op::Iallreduce {
+        notes.push("mpi: MPI_Iallreduce then MPI_Wait at once (no overlap measured)".into());
+    }
     Ok(Section {
         suite: op.name(),
         title: format!(
@@ -247,7 +352,7 @@ fn sized(ctx: &mut Ctx, op: Op, sizes: &[u32], unit: &'static str) -> Result<Sec
         ),
         columns,
         rows,
-        notes: vec![native.into()],
+        notes,
     })
 }
 
@@ -278,6 +383,95 @@ pub(crate) fn reduce(ctx: &mut Ctx, all: bool) -> Result<(Vec<Section>, Vec<Targ
     Ok((vec![sized(ctx, op, &counts, "size = f64 elements")?], vec![]))
 }
 
+pub(crate) fn iallreduce(ctx: &mut Ctx) -> Result<(Vec<Section>, Vec<Target>), String> {
+    // A non-blocking all-reduce's operand must fit the world's
+    // `immediate_bytes` (48 by default): at most 6 `f64`.
+    let counts = [1, 4];
+    Ok((
+        vec![sized(ctx, Op::Iallreduce, &counts, "size = f64 elements")?],
+        vec![],
+    ))
+}
+
+/// `f64` elements of the exchange benchmarks' buffers at most (512 MiB).
+const EXCHANGE_MAX_VALUES: usize = 64 << 20;
+
+/// The largest world (a power of two, or `top` itself) up to `top` whose
+/// buffers for `x` with `count` elements fit [`EXCHANGE_MAX_VALUES`]: the
+/// all-gather, all-to-all and reduce-scatter grow with the square of the
+/// world.
+fn exchange_ranks(x: Exchange, top: u32, count: u32) -> u32 {
+    let fits = |n: u32| exchange_values(x, n, n, count) <= EXCHANGE_MAX_VALUES;
+    if fits(top) {
+        return top;
+    }
+    let mut n = top.next_power_of_two() / 2;
+    while n > 1 && !fits(n) {
+        n /= 2;
+    }
+    n.max(1)
+}
+
+/// What each exchange's native baseline does.
+fn exchange_note(x: Exchange) -> &'static str {
+    match x {
+        Exchange::Gather => "native: every rank stores its part straight into the root's buffer; block barrier, one release arrival per block; the root acquires until every block arrived",
+        Exchange::Scatter => "native: the root publishes the round (release); block leaders acquire, block barrier, every rank loads its part of the root's buffer",
+        Exchange::AllGather => "native: every rank stores its part once into a staging area, grid barrier, every rank loads all parts",
+        Exchange::AllToAll => "native: every rank stores part d straight into rank d's buffer, then a grid barrier",
+        Exchange::ReduceScatter => "native: a grid barrier publishes the send buffers; rank r sums element r of every rank's buffer (adjacent ranks load adjacent elements)",
+        Exchange::Scan => "native: block scan with warp shuffles (shfl.up) and the warps' totals in shared memory; the block's totals published with a release flag; warp 0 of each block acquires the earlier blocks' totals and sums them with shuffles",
+    }
+}
+
+pub(crate) fn exchange(ctx: &mut Ctx, x: Exchange) -> Result<(Vec<Section>, Vec<Target>), String> {
+    let op = Op::Exchange(x);
+    let counts = ctx.preset.pick(vec![1, 8, 64], vec![1, 8]);
+    let loops = ctx.preset.loops((10, 100), (2, 10));
+    let (mpi_k, native_k) = op.kernels();
+    let mut rows = Vec::new();
+    for &count in &counts {
+        let ranks = exchange_ranks(x, ctx.ranks, count);
+        if ranks < 32.min(ctx.ranks) {
+            continue;
+        }
+        let mpi = measure(ctx, mpi_k, op, ranks, count, loops)?;
+        let native = measure(ctx, native_k, op, ranks, count, loops)?;
+        let mut row = stats_row(op, ranks, count, mpi, native);
+        row.push(("bytes", op.bytes(count).into()));
+        rows.push(row);
+    }
+    let mut columns = vec![("bytes", "bytes"), ("ranks", "ranks")];
+    columns.extend(STATS_COLUMNS);
+    let mut notes = vec![exchange_note(x).to_string()];
+    if x.is_quadratic() {
+        notes.push(format!(
+            "memory grows with the square of the world: a row runs on the largest world up to {} ranks whose buffers fit 512 MiB",
+            ctx.ranks
+        ));
+    }
+    Ok((
+        vec![Section {
+            suite: op.name(),
+            title: format!(
+                "{}: up to {} ranks, bytes = f64 elements × 8 per rank and part{}, each round timed alone, median of {}",
+                op.name(),
+                ctx.ranks,
+                match x {
+                    Exchange::Gather | Exchange::Scatter => ", root 0",
+                    Exchange::ReduceScatter | Exchange::Scan => ", sum",
+                    _ => "",
+                },
+                ctx.preset.reps
+            ),
+            columns,
+            rows,
+            notes,
+        }],
+        vec![],
+    ))
+}
+
 pub(crate) fn scale(ctx: &mut Ctx) -> Result<(Vec<Section>, Vec<Target>), String> {
     let top = ctx.ranks;
     let mut sizes: Vec<u32> = (5..32).map(|k| 1u32 << k).take_while(|&n| n <= top).collect();
@@ -288,19 +482,27 @@ pub(crate) fn scale(ctx: &mut Ctx) -> Result<(Vec<Section>, Vec<Target>), String
         sizes.push(top);
     }
     let mut rows = Vec::new();
-    for op in [Op::Barrier, Op::Bcast, Op::Reduce, Op::Allreduce] {
-        let loops = if op == Op::Barrier {
+    let mut ops = vec![Op::Barrier, Op::Bcast, Op::Reduce, Op::Allreduce];
+    ops.extend(Exchange::ALL.map(Op::Exchange));
+    ops.extend([Op::Ibarrier, Op::Iallreduce]);
+    for op in ops {
+        let loops = if matches!(op, Op::Barrier | Op::Ibarrier) {
             ctx.preset.loops((10, 200), (2, 10))
         } else {
             ctx.preset.loops((5, 50), (1, 5))
         };
         let size = match op {
-            Op::Barrier => 0,
+            Op::Barrier | Op::Ibarrier => 0,
             Op::Bcast => 8,
             _ => 1,
         };
         let (mpi_k, native_k) = op.kernels();
         for &ranks in &sizes {
+            if let Op::Exchange(x) = op {
+                if exchange_ranks(x, ranks, size) != ranks {
+                    continue;
+                }
+            }
             let mpi = measure(ctx, mpi_k, op, ranks, size, loops)?;
             let native = measure(ctx, native_k, op, ranks, size, loops)?;
             let mut row = stats_row(op, ranks, size, mpi, native);
@@ -326,7 +528,7 @@ pub(crate) fn scale(ctx: &mut Ctx) -> Result<(Vec<Section>, Vec<Target>), String
                 ("ratio", "x (avg)"),
             ],
             rows,
-            notes: vec![],
+            notes: vec!["all-gather, all-to-all, reduce-scatter: only the worlds whose buffers fit 512 MiB (memory grows with the square of the world)".into()],
         }],
         vec![],
     ))

@@ -18,6 +18,7 @@ mod pi;
 
 use gpu_mpi::device::Kernel;
 use gpu_mpi::{Device, DeviceBuffer, HostError, LaunchReport, RankCount, WorldSpec};
+use gpu_mpi_bench_kernels::exchange::Exchange;
 use gpu_mpi_provenance::Provenance;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressFinish, ProgressStyle};
 use serde::ser::SerializeMap as _;
@@ -67,6 +68,24 @@ pub enum Suite {
     Reduce,
     /// osu_allreduce against the native single-pass all-reduce.
     Allreduce,
+    /// osu_gather against native direct stores with per-block arrivals.
+    Gather,
+    /// osu_scatter against a native publish-and-load.
+    Scatter,
+    /// osu_allgather against a native staging area and grid barrier.
+    Allgather,
+    /// osu_alltoall against native direct stores and a grid barrier.
+    Alltoall,
+    /// osu_reduce_scatter (`MPI_Reduce_scatter_block`) against a native
+    /// column sum.
+    ReduceScatter,
+    /// osu_scan against a native warp-shuffle scan.
+    Scan,
+    /// osu_ibarrier (`MPI_Ibarrier` + wait) against the native grid barrier.
+    Ibarrier,
+    /// osu_iallreduce (`MPI_Iallreduce` + wait) against the native
+    /// shuffle all-reduce.
+    Iallreduce,
     /// Each collective from 32 ranks to the largest world.
     Scale,
     /// Whole-GPU pack and unpack of derived datatypes (ddtbench patterns)
@@ -76,7 +95,7 @@ pub enum Suite {
 
 impl Suite {
     /// Every suite, in the order `all` runs them.
-    pub const ALL: [Suite; 9] = [
+    pub const ALL: [Suite; 17] = [
         Suite::Pi,
         Suite::Latency,
         Suite::Bw,
@@ -84,6 +103,14 @@ impl Suite {
         Suite::Bcast,
         Suite::Reduce,
         Suite::Allreduce,
+        Suite::Gather,
+        Suite::Scatter,
+        Suite::Allgather,
+        Suite::Alltoall,
+        Suite::ReduceScatter,
+        Suite::Scan,
+        Suite::Ibarrier,
+        Suite::Iallreduce,
         Suite::Scale,
         Suite::Ddt,
     ];
@@ -98,6 +125,14 @@ impl Suite {
             Suite::Bcast => "bcast",
             Suite::Reduce => "reduce",
             Suite::Allreduce => "allreduce",
+            Suite::Gather => "gather",
+            Suite::Scatter => "scatter",
+            Suite::Allgather => "allgather",
+            Suite::Alltoall => "alltoall",
+            Suite::ReduceScatter => "reduce_scatter",
+            Suite::Scan => "scan",
+            Suite::Ibarrier => "ibarrier",
+            Suite::Iallreduce => "iallreduce",
             Suite::Scale => "scale",
             Suite::Ddt => "ddt",
         }
@@ -627,6 +662,14 @@ pub fn run(device: &Device, options: &Options, print: bool) -> Result<Report, St
             Suite::Bcast => coll::bcast(&mut ctx)?,
             Suite::Reduce => coll::reduce(&mut ctx, false)?,
             Suite::Allreduce => coll::reduce(&mut ctx, true)?,
+            Suite::Gather => coll::exchange(&mut ctx, Exchange::Gather)?,
+            Suite::Scatter => coll::exchange(&mut ctx, Exchange::Scatter)?,
+            Suite::Allgather => coll::exchange(&mut ctx, Exchange::AllGather)?,
+            Suite::Alltoall => coll::exchange(&mut ctx, Exchange::AllToAll)?,
+            Suite::ReduceScatter => coll::exchange(&mut ctx, Exchange::ReduceScatter)?,
+            Suite::Scan => coll::exchange(&mut ctx, Exchange::Scan)?,
+            Suite::Ibarrier => coll::ibarrier(&mut ctx)?,
+            Suite::Iallreduce => coll::iallreduce(&mut ctx)?,
             Suite::Scale => coll::scale(&mut ctx)?,
             Suite::Ddt => ddt::run(&mut ctx)?,
         };

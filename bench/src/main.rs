@@ -7,7 +7,9 @@
 //!     [--iterations N] [--no-thesis-scale]
 //! ```
 //!
-//! Suites: pi, latency, bw, barrier, bcast, reduce, allreduce, scale, ddt, all.
+//! Suites: pi, latency, bw, barrier, bcast, reduce, allreduce, gather,
+//! scatter, allgather, alltoall, reduce_scatter, scan, ibarrier, iallreduce,
+//! scale, ddt, all.
 //! Prints a table per measurement group and, with `--json`, writes every
 //! number and the run's provenance to FILE. Exits 1 when a benchmark's own
 //! correctness check fails (the message names it), a launch fails or the
@@ -79,7 +81,18 @@ enum SuiteName {
     Bcast,
     Reduce,
     Allreduce,
+    Gather,
+    Scatter,
+    Allgather,
+    Alltoall,
+    #[value(name = "reduce_scatter")]
+    #[serde(rename = "reduce_scatter")]
+    ReduceScatter,
+    Scan,
+    Ibarrier,
+    Iallreduce,
     Scale,
+    Ddt,
     All,
 }
 

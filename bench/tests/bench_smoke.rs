@@ -123,6 +123,14 @@ fn every_suite_runs_and_passes_its_checks() {
         "bcast",
         "reduce",
         "allreduce",
+        "gather",
+        "scatter",
+        "allgather",
+        "alltoall",
+        "reduce_scatter",
+        "scan",
+        "ibarrier",
+        "iallreduce",
         "scale",
         "ddt",
     ] {
@@ -401,7 +409,11 @@ fn the_help_names_every_flag_and_suite() {
         "bcast",
         "reduce",
         "allreduce",
+        "gather",
+        "reduce_scatter",
+        "iallreduce",
         "scale",
+        "ddt",
         "all",
     ] {
         assert!(help.contains(suite), "{suite}: {help}");

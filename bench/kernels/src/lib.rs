@@ -7,6 +7,7 @@
 #![no_std]
 
 pub mod ddt;
+pub mod exchange;
 pub mod mpi;
 pub mod native;
 pub use gpu_mpi_example_pi_kernels as pi;

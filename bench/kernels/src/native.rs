@@ -8,16 +8,15 @@
 //! with [`shim::block_barrier`] (`__syncthreads`) and other blocks through
 //! atomics in global memory ([`GlobalSlice`] arguments).
 //!
-//! What the shim does not offer, and how the baselines do without it:
-//! - **shared memory**: a block's tree reduction runs in a global scratch
-//!   array, one element (or row) per rank, instead of `__shared__` memory;
-//! - **warp shuffles** (`__shfl_down_sync`) and `__syncwarp`: absent, so
-//!   every step of a tree takes a block barrier (the thesis's figure 5.18
-//!   skipped the barriers of the last five steps, warp-synchronous code that
-//!   is no longer correct since Volta's independent thread scheduling).
-//!
-//! Both make the natives slower on a GPU than hand-written CUDA with shared
-//! memory and shuffles; docs/performance.md says so next to the numbers.
+//! The first baselines were written before the shim offered shared memory
+//! and warp shuffles: their block trees (`block_tree`) run in a global
+//! scratch array, one element (or row) per rank, a block barrier per step.
+//! They stay as a second column (`native_global`) of the reduce and
+//! all-reduce suites. The baselines the ratios are taken against now use
+//! the same tools as hand-written CUDA, through the shim: [`warp_sum`]
+//! (`__shfl_down_sync`), [`block_sum`] (warp sums in the block's
+//! [`shim::shared_block`], `__shared__` memory), and the shuffle scan of
+//! [`crate::exchange`].
 //!
 //! # The kernels
 //! | kernel | what | thesis |
@@ -28,6 +27,8 @@
 //! | [`native_empty`] | nothing: a relaunch is the other native way to synchronise the grid | — |
 //! | [`native_latency`], [`native_bw`] | two ranks pass messages through global memory with release/acquire flags | — |
 //! | [`native_barrier`], [`native_bcast`], [`native_reduce`], [`native_allreduce`] | the collectives against [`GridBarrier`] and the single-pass reduction | — |
+//! | [`crate::exchange::NATIVE_REDUCE_SHFL`], [`crate::exchange::NATIVE_ALLREDUCE_SHFL`] | the single-pass reduction with [`block_sum`] ([`shfl_reduce_round`]) | — |
+//! | the natives of [`crate::exchange`] | gather, scatter, all-gather, all-to-all, reduce-scatter, scan | — |
 //! | [`native_copy`], [`native_atomic_ping_pong`], [`native_atomic_rmw`] | physical limits: copy bandwidth, atomic flag round trip, dependent atomic latency | — |
 
 use crate::mpi::{
@@ -85,7 +86,7 @@ pub fn atomic_at(slice: &GlobalSlice<u32>, i: usize) -> Result<&AtomicU32, Error
 }
 
 /// `a >= b` for counters that may wrap.
-fn reached(a: u32, b: u32) -> bool {
+pub fn reached(a: u32, b: u32) -> bool {
     a.wrapping_sub(b) as i32 >= 0
 }
 
@@ -835,7 +836,6 @@ fn native_reduce_round(
     round: u32,
     timeouts: &mut u64,
 ) -> Result<bool, Error> {
-    let c = shim::coordinates();
     let rank = world.rank() as usize;
     let count = rows.count;
     for e in 0..count {
@@ -853,10 +853,26 @@ fn native_reduce_round(
         COUNTER_LAST_FLAGS,
         count,
     )?;
-    // The last block published the result row; it announces the round
-    // (release). Reduce: the root, wherever its block is, waits for it and
-    // copies the row. All-reduce: every block's thread 0 waits, a block
-    // barrier, and every rank copies the row.
+    publish_result(world, args, rows, all, last, round, timeouts)
+}
+
+/// The end of a native reduction round: the last block published the
+/// result row; it announces the round (release). Reduce: the root,
+/// wherever its block is, waits for it and copies the row. All-reduce:
+/// every block's thread 0 waits, a block barrier, and every rank copies the
+/// row. Returns whether the calling rank got the result.
+fn publish_result(
+    world: &World,
+    args: &CollArgs,
+    rows: &ReduceRows,
+    all: bool,
+    last: bool,
+    round: u32,
+    timeouts: &mut u64,
+) -> Result<bool, Error> {
+    let c = shim::coordinates();
+    let rank = world.rank() as usize;
+    let count = rows.count;
     let published = atomic_at(&args.counters, COUNTER_RESULT)?;
     if last && c.thread == 0 {
         published.store(round, Ordering::Release);
@@ -877,6 +893,123 @@ fn native_reduce_round(
         }
     }
     Ok(gets_result)
+}
+
+/// Sum of `v` over the lanes of the caller's warp, valid in lane 0
+/// (`__shfl_down_sync`, log2(32) steps; a lane whose source lies beyond the
+/// warp's last lane keeps its value). Every lane of the warp calls it.
+pub fn warp_sum(v: f64) -> f64 {
+    let mask = shim::warp_mask();
+    let (lane, lanes) = (shim::coordinates().thread % 32, mask.count_ones());
+    let mut x = v;
+    let mut delta = 16;
+    while delta > 0 {
+        let y = f64::from_bits(shim::shfl_down_sync_u64(mask, x.to_bits(), delta));
+        if lane + delta < lanes {
+            x += y;
+        }
+        delta /= 2;
+    }
+    x
+}
+
+/// Bytes of the block's shared scratch [`block_sum`] uses: one `f64` per
+/// warp (at most 32).
+pub const BLOCK_SUM_SHARED_BYTES: usize = 32 * 8;
+
+/// Sum of `v` over the ranks of the calling block, valid in thread 0: a
+/// warp shuffle sum, the warps' sums in the block's shared memory, a warp
+/// shuffle sum of those by warp 0. Two block barriers (the second lets the
+/// caller reuse the shared scratch); every rank of the block calls it.
+/// This is what a CUDA programmer writes with `__shfl_down_sync` and
+/// `__shared__` memory.
+pub fn block_sum(v: f64) -> f64 {
+    let c = shim::coordinates();
+    let (lane, warp) = (c.thread % 32, c.thread / 32);
+    let warps = c.block_dim.div_ceil(32);
+    let shared = shim::shared_block::<BLOCK_SUM_SHARED_BYTES>() as *mut f64;
+    let s = warp_sum(v);
+    if lane == 0 {
+        // SAFETY: `warp < 32` (blocks have at most 1024 threads): inside the
+        // shared scratch; one writer per element, read after the barrier.
+        unsafe { shared.add(warp as usize).write(s) };
+    }
+    shim::block_barrier();
+    let mut total = 0.0;
+    if warp == 0 {
+        let x = if lane < warps {
+            // SAFETY: as above, written before the barrier.
+            unsafe { shared.add(lane as usize).read() }
+        } else {
+            0.0
+        };
+        total = warp_sum(x);
+    }
+    shim::block_barrier();
+    total
+}
+
+/// One round of the single-pass reduction with warp shuffles and shared
+/// memory ([`block_sum`] per element): thread 0 stores the block's row and
+/// arrives (acquire-release); the "last" flag goes to the block through
+/// shared memory; the last block sums the block rows (a strided share per
+/// rank, then [`block_sum`]), publishes the result row and announces the
+/// round; the result goes out as in the global-memory version. Returns
+/// whether the calling rank holds the result in its receive row.
+pub fn shfl_reduce_round(
+    world: &World,
+    args: &CollArgs,
+    rows: &ReduceRows,
+    all: bool,
+    round: u32,
+    timeouts: &mut u64,
+) -> Result<bool, Error> {
+    let c = shim::coordinates();
+    let (thread, block, n) = (c.thread as usize, c.block as usize, c.block_dim as usize);
+    let count = rows.count;
+    for e in 0..count {
+        let s = block_sum(args.values.read(rows.send + e)?);
+        if thread == 0 {
+            rows.partials.write(block * count + e, s)?;
+        }
+    }
+    let arrivals = atomic_at(&args.counters, COUNTER_ARRIVALS)?;
+    // The "last" flag lives after block_sum's words in the shared scratch.
+    let flag = shim::shared_block::<{ BLOCK_SUM_SHARED_BYTES + 4 }>().wrapping_add(BLOCK_SUM_SHARED_BYTES)
+        as *mut u32;
+    if thread == 0 {
+        // Release: the block's row is visible to whoever acquires the
+        // counter's later value; Acquire: the last arrival sees every row.
+        let before = arrivals.fetch_add(1, Ordering::AcqRel);
+        // SAFETY: inside the shared scratch, written by thread 0 alone and
+        // read by the block after the barrier.
+        unsafe { flag.write((before == c.grid_dim - 1) as u32) };
+    }
+    shim::block_barrier();
+    // SAFETY: written before the barrier; rewritten only in the next round,
+    // after the block barriers of block_sum and of the round's end.
+    let last = unsafe { flag.read() } == 1;
+    if last {
+        // Thread 0's acquire covers the block through the barrier; the fence
+        // makes each thread's own reads of other blocks' rows safe as well.
+        shim::fence(Ordering::AcqRel);
+        for e in 0..count {
+            let mut part = 0.0;
+            let mut b = thread;
+            while b < c.grid_dim as usize {
+                part += rows.partials.read(b * count + e)?;
+                b += n;
+            }
+            let s = block_sum(part);
+            if thread == 0 {
+                rows.result.write(e, s)?;
+            }
+        }
+        if thread == 0 {
+            arrivals.store(0, Ordering::Relaxed);
+        }
+    }
+    publish_result(world, args, rows, all, last, round, timeouts)
 }
 
 gpu_mpi_device::kernel! {

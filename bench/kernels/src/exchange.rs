@@ -1,0 +1,742 @@
+//! osu_gather, osu_scatter, osu_allgather, osu_alltoall,
+//! osu_reduce_scatter and osu_scan inside a kernel, MPI and native, and
+//! the non-blocking barrier and all-reduce (osu_ibarrier, osu_iallreduce).
+//!
+//! Every kernel runs [`exchange_loop`]: each round every rank fills its send
+//! region with [`reduce_value`] of (rank, element, round), the collective
+//! alone is timed, then every rank that received something checks every
+//! element against the closed form (untimed) and all meet in a barrier.
+//! Data movement (gather, scatter, all-gather, all-to-all) checks that each
+//! element came from the right rank and place; reduce-scatter and scan
+//! check sums with [`reduce_expected`].
+//!
+//! The native kernels move the same data the way a CUDA programmer would:
+//! direct stores into the destination where it is global memory, one
+//! release per block (after a block barrier) to announce arrival, warp
+//! shuffles and the block's shared memory for the scan
+//! ([`crate::native::block_sum`], [`warp_scan`]).
+
+use crate::mpi::{reduce_expected, reduce_value, CollArgs};
+use crate::native::{
+    atomic_at, barrier_loop, block_sum, coll_results, reached, reduce_loop, shfl_reduce_round, spin_until,
+    GridBarrier, COUNTER_ARRIVALS, COUNTER_BARRIER, COUNTER_BCAST, COUNTER_LAST_FLAGS, COUNTER_RESULT,
+};
+use gpu_mpi_device::collective::SystemOperation;
+use gpu_mpi_device::request;
+use gpu_mpi_device::shim::{self, Ordering};
+use gpu_mpi_device::traits::*;
+use gpu_mpi_device::{Error, World};
+
+/// The collective an exchange benchmark measures.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exchange {
+    /// `MPI_Gather` to the root: `count` elements from every rank.
+    Gather,
+    /// `MPI_Scatter` from the root: `count` elements to every rank.
+    Scatter,
+    /// `MPI_Allgather`: `count` elements from every rank to every rank.
+    AllGather,
+    /// `MPI_Alltoall`: `count` elements from every rank to every rank, a
+    /// different part to each.
+    AllToAll,
+    /// `MPI_Reduce_scatter_block` (sum of `f64`): `count` elements of the
+    /// sum to every rank.
+    ReduceScatter,
+    /// `MPI_Scan` (inclusive sum of `f64`): `count` elements.
+    Scan,
+}
+
+impl Exchange {
+    /// Every exchange benchmark, in the order the bench runs them.
+    pub const ALL: [Exchange; 6] = [
+        Exchange::Gather,
+        Exchange::Scatter,
+        Exchange::AllGather,
+        Exchange::AllToAll,
+        Exchange::ReduceScatter,
+        Exchange::Scan,
+    ];
+
+    /// Whether every rank's receive region holds `ranks × count` elements
+    /// (or its send region does): memory grows with the square of the world.
+    pub const fn is_quadratic(self) -> bool {
+        matches!(
+            self,
+            Exchange::AllGather | Exchange::AllToAll | Exchange::ReduceScatter
+        )
+    }
+}
+
+/// Where the calling rank's regions lie in [`CollArgs::values`] (element
+/// offsets and lengths).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Regions {
+    /// First element of the send region.
+    pub send: usize,
+    /// Its length.
+    pub send_len: usize,
+    /// First element of the receive region.
+    pub recv: usize,
+    /// Its length.
+    pub recv_len: usize,
+    /// First element of the native staging area (all-gather: one part per
+    /// rank; scan: one total per block).
+    pub stage: usize,
+}
+
+/// Per-rank send and receive lengths of `op` and whether the send region
+/// (`.0`) or the receive region (`.1`) is the root's alone.
+const fn lengths(op: Exchange, ranks: usize, count: usize) -> (usize, usize, bool, bool) {
+    let all = ranks * count;
+    match op {
+        Exchange::Gather => (count, all, false, true),
+        Exchange::Scatter => (all, count, true, false),
+        Exchange::AllGather => (count, all, false, false),
+        Exchange::AllToAll => (all, all, false, false),
+        Exchange::ReduceScatter => (all, count, false, false),
+        Exchange::Scan => (count, count, false, false),
+    }
+}
+
+/// The regions of `rank` (the root's region is the only one where a region
+/// is the root's alone; other ranks get it empty).
+pub const fn exchange_regions(op: Exchange, rank: usize, root: usize, ranks: usize, count: usize) -> Regions {
+    let (s, r, send_root, recv_root) = lengths(op, ranks, count);
+    let send_area = if send_root { s } else { ranks * s };
+    let recv_area = if recv_root { r } else { ranks * r };
+    let (send, send_len) = if send_root {
+        (0, if rank == root { s } else { 0 })
+    } else {
+        (rank * s, s)
+    };
+    let (recv, recv_len) = if recv_root {
+        (send_area, if rank == root { r } else { 0 })
+    } else {
+        (send_area + rank * r, r)
+    };
+    Regions {
+        send,
+        send_len,
+        recv,
+        recv_len,
+        stage: send_area + recv_area,
+    }
+}
+
+/// Elements of [`CollArgs::values`] an exchange benchmark needs.
+pub const fn exchange_values(op: Exchange, ranks: u32, blocks: u32, count: u32) -> usize {
+    let (ranks, count) = (ranks as usize, count as usize);
+    let stage = match op {
+        Exchange::AllGather => ranks * count,
+        Exchange::Scan => blocks as usize * count,
+        _ => 0,
+    };
+    exchange_regions(op, 0, 0, ranks, count).stage + stage
+}
+
+/// Whether `recv`'s element `i` is right for `op` on `rank` in round `it`.
+fn expected(op: Exchange, rank: u32, ranks: u32, root: u32, count: usize, i: usize, it: u32) -> f64 {
+    let (part, e) = ((i / count.max(1)) as u32, (i % count.max(1)) as u32);
+    let offset = rank * count as u32;
+    match op {
+        Exchange::Gather | Exchange::AllGather => reduce_value(part, e, it),
+        Exchange::Scatter => reduce_value(root, offset + i as u32, it),
+        Exchange::AllToAll => reduce_value(part, offset + e, it),
+        Exchange::ReduceScatter => reduce_expected(ranks, offset + i as u32, it),
+        Exchange::Scan => reduce_expected(rank + 1, i as u32, it),
+    }
+}
+
+/// Elements of `recv` that differ from what `op` should have delivered.
+/// Out of line: the check takes no registers from the timed loop.
+#[inline(never)]
+fn wrong_elements(
+    op: Exchange,
+    recv: &[f64],
+    rank: u32,
+    ranks: u32,
+    root: u32,
+    count: usize,
+    it: u32,
+) -> u64 {
+    let mut errors = 0;
+    for (i, &v) in recv.iter().enumerate() {
+        if v != expected(op, rank, ranks, root, count, i, it) {
+            errors += 1;
+        }
+    }
+    errors
+}
+
+/// Fills the calling rank's send region for round `it`.
+#[inline(never)]
+fn fill(send: &mut [f64], rank: u32, it: u32) {
+    for (e, v) in send.iter_mut().enumerate() {
+        *v = reduce_value(rank, e as u32, it);
+    }
+}
+
+/// The loop shared by the MPI and the native exchange benchmarks: per
+/// round, fill the send region, time `run(send, recv, round)` alone, check
+/// the receive region, meet in `barrier`. Returns the timed nanoseconds
+/// and the errors.
+pub fn exchange_loop(
+    world: &World,
+    args: &CollArgs,
+    op: Exchange,
+    mut run: impl FnMut(&mut [f64], &mut [f64], u32) -> Result<(), Error>,
+    mut barrier: impl FnMut() -> Result<(), Error>,
+) -> Result<(u64, u64), Error> {
+    let (rank, ranks) = (world.rank() as u32, world.size() as u32);
+    let count = args.size as usize;
+    let blocks = shim::coordinates().grid_dim;
+    let needed = exchange_values(op, ranks, blocks, args.size);
+    if args.values.len() < needed {
+        return Err(Error::OutOfBounds {
+            index: needed as u32,
+            len: args.values.len() as u32,
+        });
+    }
+    let r = exchange_regions(op, rank as usize, args.root as usize, ranks as usize, count);
+    // SAFETY: the two regions are disjoint and the calling rank's own; other
+    // ranks touch them only inside the collective (MPI, or the native
+    // protocol's release/acquire ordering).
+    let (send, recv) = unsafe {
+        (
+            args.values.slice_mut(r.send, r.send_len)?,
+            args.values.slice_mut(r.recv, r.recv_len)?,
+        )
+    };
+    let total = args.warmup + args.iterations;
+    let (mut elapsed, mut errors) = (0u64, 0u64);
+    for it in 0..total {
+        fill(send, rank, it);
+        let start = shim::clock_ns();
+        run(send, recv, it)?;
+        let t = shim::clock_ns().wrapping_sub(start);
+        if it >= args.warmup {
+            elapsed += t;
+        }
+        errors += wrong_elements(op, recv, rank, ranks, args.root, count, it);
+        barrier()?;
+    }
+    Ok((elapsed, errors))
+}
+
+/// Runs `op` through the MPI library on the calling rank.
+fn mpi_exchange(
+    world: &World,
+    op: Exchange,
+    root: u32,
+    send: &mut [f64],
+    recv: &mut [f64],
+) -> Result<(), Error> {
+    let root_process = world.process_at_rank(root as i32);
+    let is_root = world.rank() as u32 == root;
+    match op {
+        Exchange::Gather if is_root => root_process.gather_into_root(&send[..], &mut recv[..]),
+        Exchange::Gather => root_process.gather_into(&send[..]),
+        Exchange::Scatter if is_root => root_process.scatter_into_root(&send[..], &mut recv[..]),
+        Exchange::Scatter => root_process.scatter_into(&mut recv[..]),
+        Exchange::AllGather => world.all_gather_into(&send[..], &mut recv[..]),
+        Exchange::AllToAll => world.all_to_all_into(&send[..], &mut recv[..]),
+        Exchange::ReduceScatter => {
+            world.reduce_scatter_block_into(&send[..], &mut recv[..], SystemOperation::sum())
+        }
+        Exchange::Scan => world.scan_into(&send[..], &mut recv[..], SystemOperation::sum()),
+    }
+}
+
+/// The MPI side of an exchange benchmark: the collective, each round timed
+/// alone, a world barrier between rounds.
+#[inline(never)]
+fn mpi_kernel(world: &World, args: &CollArgs, op: Exchange) -> Result<(), Error> {
+    let (elapsed, errors) = exchange_loop(
+        world,
+        args,
+        op,
+        |send, recv, _| mpi_exchange(world, op, args.root, send, recv),
+        || world.barrier(),
+    )?;
+    coll_results(args, world.rank() as usize, elapsed, errors)
+}
+
+gpu_mpi_device::kernel! {
+    /// osu_gather inside a kernel: `MPI_Gather` of `size` `f64` per rank to the root.
+    pub static BENCH_GATHER = fn bench_gather(world: &World, args: &CollArgs) -> Result<(), Error> {
+        mpi_kernel(world, args, Exchange::Gather)
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// osu_scatter inside a kernel: `MPI_Scatter` of `size` `f64` per rank from the root.
+    pub static BENCH_SCATTER = fn bench_scatter(world: &World, args: &CollArgs) -> Result<(), Error> {
+        mpi_kernel(world, args, Exchange::Scatter)
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// osu_allgather inside a kernel: `MPI_Allgather` of `size` `f64` per rank.
+    pub static BENCH_ALLGATHER = fn bench_allgather(world: &World, args: &CollArgs) -> Result<(), Error> {
+        mpi_kernel(world, args, Exchange::AllGather)
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// osu_alltoall inside a kernel: `MPI_Alltoall` of `size` `f64` per pair.
+    pub static BENCH_ALLTOALL = fn bench_alltoall(world: &World, args: &CollArgs) -> Result<(), Error> {
+        mpi_kernel(world, args, Exchange::AllToAll)
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// osu_reduce_scatter inside a kernel: `MPI_Reduce_scatter_block` (sum)
+    /// of `size` `f64` per rank.
+    pub static BENCH_REDUCE_SCATTER = fn bench_reduce_scatter(world: &World, args: &CollArgs) -> Result<(), Error> {
+        mpi_kernel(world, args, Exchange::ReduceScatter)
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// osu_scan inside a kernel: `MPI_Scan` (sum) of `size` `f64`.
+    pub static BENCH_SCAN = fn bench_scan(world: &World, args: &CollArgs) -> Result<(), Error> {
+        mpi_kernel(world, args, Exchange::Scan)
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// osu_ibarrier inside a kernel: `MPI_Ibarrier` then `MPI_Wait`, in the
+    /// barrier benchmark's timed loop.
+    pub static BENCH_IBARRIER = fn bench_ibarrier(world: &World, args: &CollArgs) -> Result<(), Error> {
+        let (elapsed, errors) = barrier_loop(world, args, || {
+            request::scope(|scope| world.immediate_barrier(scope)?.wait().map(|_| ()))
+        })?;
+        coll_results(args, world.rank() as usize, elapsed, errors)
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// osu_iallreduce inside a kernel: `MPI_Iallreduce` (sum) of `size`
+    /// `f64` then `MPI_Wait`, each round timed alone, a barrier between rounds.
+    pub static BENCH_IALLREDUCE = fn bench_iallreduce(world: &World, args: &CollArgs) -> Result<(), Error> {
+        let (elapsed, errors) = reduce_loop(
+            world,
+            args,
+            |rows, _| {
+                // SAFETY: the rows are this rank's own; nothing else touches
+                // them until the request completes.
+                let (send, recv) = unsafe {
+                    (args.values.slice_mut(rows.send, rows.count)?, args.values.slice_mut(rows.recv, rows.count)?)
+                };
+                request::scope(|scope| {
+                    world
+                        .immediate_all_reduce_into(scope, &send[..], &mut recv[..], SystemOperation::sum())?
+                        .wait()
+                })?;
+                Ok(true)
+            },
+            || world.barrier(),
+        )?;
+        coll_results(args, world.rank() as usize, elapsed, errors)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Native baselines.
+
+/// Inclusive prefix sum of `v` over the lanes `0..=lane` of the caller's
+/// warp (`__shfl_up_sync`, log2(32) steps). Every lane of the warp calls it.
+pub fn warp_scan(v: f64, lane: u32) -> f64 {
+    let mask = shim::warp_mask();
+    let mut x = v;
+    let mut delta = 1;
+    while delta < 32 {
+        let y = f64::from_bits(shim::shfl_up_sync_u64(mask, x.to_bits(), delta));
+        if lane >= delta {
+            x += y;
+        }
+        delta *= 2;
+    }
+    x
+}
+
+/// Bytes of the block's shared scratch the native scan uses: one `f64` per
+/// warp (at most 32), then the block's offset.
+const SCAN_SHARED_BYTES: usize = 33 * 8;
+
+/// Inclusive prefix sum of `v` over the ranks `0..=thread` of the calling
+/// block: a warp scan, the warps' totals in shared memory scanned by warp
+/// 0, added back. Two block barriers; every rank of the block calls it.
+fn block_scan(v: f64) -> f64 {
+    let c = shim::coordinates();
+    let (lane, warp) = (c.thread % 32, (c.thread / 32) as usize);
+    let warps = c.block_dim.div_ceil(32);
+    let shared = shim::shared_block::<SCAN_SHARED_BYTES>() as *mut f64;
+    let x = warp_scan(v, lane);
+    if lane == 31 || c.thread + 1 == c.block_dim {
+        // SAFETY: `warp < 32`: inside the shared scratch (33 f64); one
+        // writer per element; read after the block barrier.
+        unsafe { shared.add(warp).write(x) };
+    }
+    shim::block_barrier();
+    if warp == 0 {
+        // Lanes below `warps` read the totals written before the barrier,
+        // and each writes back only its own element, read by the others
+        // after the next barrier.
+        let total = if lane < warps {
+            // SAFETY: as above.
+            unsafe { shared.add(lane as usize).read() }
+        } else {
+            0.0
+        };
+        let before = warp_scan(total, lane) - total;
+        if lane < warps {
+            // SAFETY: as above.
+            unsafe { shared.add(lane as usize).write(before) };
+        }
+    }
+    shim::block_barrier();
+    // SAFETY: written by warp 0 before the barrier.
+    let offset = unsafe { shared.add(warp).read() };
+    x + offset
+}
+
+/// One native exchange on the calling rank (the regions as
+/// [`exchange_loop`] gives them; `grid` is the collective's own grid
+/// barrier; `round` counts from 1). Returns the waits that gave up.
+fn native_exchange(
+    world: &World,
+    args: &CollArgs,
+    op: Exchange,
+    send: &[f64],
+    recv: &mut [f64],
+    grid: &mut GridBarrier<'_>,
+    round: u32,
+) -> Result<u64, Error> {
+    let c = shim::coordinates();
+    let (rank, ranks) = (world.rank() as usize, world.size() as usize);
+    let (count, root) = (args.size as usize, args.root as usize);
+    let values = &args.values;
+    let regions = |r: usize| exchange_regions(op, r, root, ranks, count);
+    let mut timeouts = 0u64;
+    match op {
+        Exchange::Gather => {
+            // Every rank stores its part into the root's buffer; a block
+            // barrier, one release per block; the root waits for them all.
+            let at = regions(root).recv + rank * count;
+            for (e, &v) in send.iter().enumerate() {
+                values.write(at + e, v)?;
+            }
+            let arrivals = atomic_at(&args.counters, COUNTER_ARRIVALS)?;
+            shim::block_barrier();
+            if c.thread == 0 {
+                // The block barrier ordered the block's stores before this
+                // thread's; the fence makes them visible device-wide.
+                shim::fence(Ordering::AcqRel);
+                // Release: pairs with the root's acquire below.
+                arrivals.fetch_add(1, Ordering::Release);
+            }
+            if rank == root {
+                let target = round.wrapping_mul(c.grid_dim);
+                // Acquire: pairs with every block's release arrival.
+                if !spin_until(|| reached(arrivals.load(Ordering::Acquire), target)) {
+                    timeouts += 1;
+                }
+            }
+        }
+        Exchange::Scatter => {
+            // The root's buffer is global memory: it publishes the round
+            // (release), each block's thread 0 waits (acquire), a block
+            // barrier, and every rank loads its part.
+            let published = atomic_at(&args.counters, COUNTER_BCAST)?;
+            if rank == root {
+                published.store(round, Ordering::Release);
+            }
+            if c.thread == 0 && !spin_until(|| reached(published.load(Ordering::Acquire), round)) {
+                timeouts += 1;
+            }
+            shim::block_barrier();
+            shim::fence(Ordering::AcqRel);
+            let at = regions(root).send + rank * count;
+            for (e, v) in recv.iter_mut().enumerate() {
+                *v = values.read(at + e)?;
+            }
+        }
+        Exchange::AllGather => {
+            // Each rank stores its part once into a staging area, a grid
+            // barrier, each rank loads all parts (adjacent ranks load
+            // adjacent elements).
+            let stage = regions(rank).stage;
+            for (e, &v) in send.iter().enumerate() {
+                values.write(stage + rank * count + e, v)?;
+            }
+            grid.sync();
+            for (i, v) in recv.iter_mut().enumerate() {
+                *v = values.read(stage + i)?;
+            }
+        }
+        Exchange::AllToAll => {
+            // Each rank stores part d straight into rank d's buffer, then a
+            // grid barrier.
+            for d in 0..ranks {
+                let at = regions(d).recv + rank * count;
+                for e in 0..count {
+                    values.write(at + e, send[d * count + e])?;
+                }
+            }
+            grid.sync();
+        }
+        Exchange::ReduceScatter => {
+            // A grid barrier publishes the send buffers (filled before the
+            // round); rank r sums element r × count + e of every rank's.
+            grid.sync();
+            for (e, v) in recv.iter_mut().enumerate() {
+                let mut sum = 0.0;
+                for q in 0..ranks {
+                    sum += values.read(regions(q).send + rank * count + e)?;
+                }
+                *v = sum;
+            }
+        }
+        Exchange::Scan => timeouts += native_scan(args, send, recv, regions(rank).stage, round)?,
+    }
+    Ok(timeouts)
+}
+
+/// The native scan: a block scan (shuffles, shared memory) per element; the
+/// last rank of each block stores the block's totals and its thread 0
+/// publishes them (release flag per block); warp 0 of every block sums the
+/// totals of the blocks before it (acquire, a strided share per lane, a
+/// shuffle sum) and every rank adds that.
+fn native_scan(
+    args: &CollArgs,
+    send: &[f64],
+    recv: &mut [f64],
+    stage: usize,
+    round: u32,
+) -> Result<u64, Error> {
+    let c = shim::coordinates();
+    let count = args.size as usize;
+    let block = c.block as usize;
+    for e in 0..count {
+        let x = block_scan(send[e]);
+        recv[e] = x;
+        if c.thread + 1 == c.block_dim {
+            args.values.write(stage + block * count + e, x)?;
+        }
+    }
+    shim::block_barrier();
+    let flag = atomic_at(&args.counters, COUNTER_LAST_FLAGS + block)?;
+    if c.thread == 0 {
+        // The block barrier ordered the totals' stores before this thread;
+        // the fence makes them visible device-wide.
+        shim::fence(Ordering::AcqRel);
+        // Release: pairs with the acquire loads of later blocks below.
+        flag.store(round, Ordering::Release);
+    }
+    let mut timeouts = 0u64;
+    let lane = c.thread % 32;
+    if c.thread < 32 {
+        let mut b = lane as usize;
+        while b < block {
+            let other = atomic_at(&args.counters, COUNTER_LAST_FLAGS + b)?;
+            // Acquire: pairs with block b's release of its totals.
+            if !spin_until(|| reached(other.load(Ordering::Acquire), round)) {
+                timeouts += 1;
+            }
+            b += 32;
+        }
+    }
+    let shared = shim::shared_block::<SCAN_SHARED_BYTES>() as *mut f64;
+    for (e, v) in recv.iter_mut().enumerate() {
+        let mut part = 0.0;
+        if c.thread < 32 {
+            let mut b = lane as usize;
+            while b < block {
+                part += args.values.read(stage + b * count + e)?;
+                b += 32;
+            }
+        }
+        let before = block_sum(if c.thread < 32 { part } else { 0.0 });
+        if c.thread == 0 {
+            // SAFETY: element 32 of the shared scratch, written by thread 0
+            // alone, read by the block after the barrier.
+            unsafe { shared.add(32).write(before) };
+        }
+        shim::block_barrier();
+        // SAFETY: written before the barrier.
+        *v += unsafe { shared.add(32).read() };
+        shim::block_barrier();
+    }
+    Ok(timeouts)
+}
+
+/// The native side of an exchange benchmark: [`native_exchange`] in
+/// [`exchange_loop`], a grid barrier between rounds.
+#[inline(never)]
+fn native_kernel(world: &World, args: &CollArgs, op: Exchange) -> Result<(), Error> {
+    let mut between = GridBarrier::new(atomic_at(&args.counters, COUNTER_BARRIER)?);
+    let mut inside = GridBarrier::new(atomic_at(&args.counters, COUNTER_RESULT)?);
+    let mut timeouts = 0u64;
+    let (elapsed, errors) = exchange_loop(
+        world,
+        args,
+        op,
+        |send, recv, it| {
+            timeouts += native_exchange(world, args, op, send, recv, &mut inside, it + 1)?;
+            Ok(())
+        },
+        || {
+            between.sync();
+            Ok(())
+        },
+    )?;
+    let waits = timeouts + between.timeouts() + inside.timeouts();
+    coll_results(args, world.rank() as usize, elapsed, errors + waits)
+}
+
+gpu_mpi_device::kernel! {
+    /// Native gather: direct stores into the root's buffer, one release per block.
+    pub static NATIVE_GATHER = fn native_gather(world: &World, args: &CollArgs) -> Result<(), Error> {
+        native_kernel(world, args, Exchange::Gather)
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// Native scatter: the root publishes its buffer; every rank loads its part.
+    pub static NATIVE_SCATTER = fn native_scatter(world: &World, args: &CollArgs) -> Result<(), Error> {
+        native_kernel(world, args, Exchange::Scatter)
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// Native all-gather: stores to a staging area, a grid barrier, loads.
+    pub static NATIVE_ALLGATHER = fn native_allgather(world: &World, args: &CollArgs) -> Result<(), Error> {
+        native_kernel(world, args, Exchange::AllGather)
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// Native all-to-all: direct stores into every destination, a grid barrier.
+    pub static NATIVE_ALLTOALL = fn native_alltoall(world: &World, args: &CollArgs) -> Result<(), Error> {
+        native_kernel(world, args, Exchange::AllToAll)
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// Native reduce-scatter: a grid barrier, each rank sums its column of
+    /// every rank's send buffer.
+    pub static NATIVE_REDUCE_SCATTER = fn native_reduce_scatter(world: &World, args: &CollArgs) -> Result<(), Error> {
+        native_kernel(world, args, Exchange::ReduceScatter)
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// Native scan: warp-shuffle block scan, block totals with release flags.
+    pub static NATIVE_SCAN = fn native_scan_kernel(world: &World, args: &CollArgs) -> Result<(), Error> {
+        native_kernel(world, args, Exchange::Scan)
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// Native all-reduce with warp shuffles and shared memory (the baseline
+    /// of osu_iallreduce, and of osu_allreduce beside the global-memory tree).
+    pub static NATIVE_ALLREDUCE_SHFL = fn native_allreduce_shfl(world: &World, args: &CollArgs) -> Result<(), Error> {
+        shfl_reduce_kernel(world, args, true)
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// Native reduce with warp shuffles and shared memory.
+    pub static NATIVE_REDUCE_SHFL = fn native_reduce_shfl(world: &World, args: &CollArgs) -> Result<(), Error> {
+        shfl_reduce_kernel(world, args, false)
+    }
+}
+
+#[inline(never)]
+fn shfl_reduce_kernel(world: &World, args: &CollArgs, all: bool) -> Result<(), Error> {
+    let mut grid = GridBarrier::new(atomic_at(&args.counters, COUNTER_BARRIER)?);
+    let mut timeouts = 0u64;
+    let (elapsed, errors) = reduce_loop(
+        world,
+        args,
+        |rows, it| shfl_reduce_round(world, args, rows, all, it + 1, &mut timeouts),
+        || {
+            grid.sync();
+            Ok(())
+        },
+    )?;
+    coll_results(
+        args,
+        world.rank() as usize,
+        elapsed,
+        errors + timeouts + grid.timeouts(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    extern crate std;
+    use std::vec;
+
+    #[test]
+    fn regions_are_disjoint_and_inside_the_values() {
+        for op in Exchange::ALL {
+            for (ranks, count) in [(1usize, 1usize), (5, 3), (64, 2)] {
+                let total = exchange_values(op, ranks as u32, 2, count as u32);
+                let mut owner = vec![None; total];
+                for rank in 0..ranks {
+                    let r = exchange_regions(op, rank, 2 % ranks, ranks, count);
+                    for i in (r.send..r.send + r.send_len).chain(r.recv..r.recv + r.recv_len) {
+                        assert!(i < r.stage && i < total, "{op:?} rank {rank}: {i}");
+                        assert_eq!(owner[i], None, "{op:?}: element {i} twice");
+                        owner[i] = Some(rank);
+                    }
+                }
+                let used = owner.iter().filter(|o| o.is_some()).count();
+                assert_eq!(used, exchange_regions(op, 0, 0, ranks, count).stage, "{op:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_expected_values_are_what_a_reference_exchange_gives() {
+        let (ranks, count, root, it) = (6u32, 3usize, 2u32, 7u32);
+        let send = |r: u32, i: usize| reduce_value(r, i as u32, it);
+        for rank in 0..ranks {
+            let c = count as u32;
+            let rank_c = (rank * c) as usize;
+            for i in 0..count * ranks as usize {
+                let (q, e) = ((i / count) as u32, i % count);
+                assert_eq!(
+                    expected(Exchange::Gather, rank, ranks, root, count, i, it),
+                    send(q, e)
+                );
+                assert_eq!(
+                    expected(Exchange::AllToAll, rank, ranks, root, count, i, it),
+                    send(q, rank_c + e)
+                );
+            }
+            for i in 0..count {
+                assert_eq!(
+                    expected(Exchange::Scatter, rank, ranks, root, count, i, it),
+                    send(root, rank_c + i)
+                );
+                let column: f64 = (0..ranks).map(|q| send(q, rank_c + i)).sum();
+                assert_eq!(
+                    expected(Exchange::ReduceScatter, rank, ranks, root, count, i, it),
+                    column
+                );
+                let prefix: f64 = (0..=rank).map(|q| send(q, i)).sum();
+                assert_eq!(expected(Exchange::Scan, rank, ranks, root, count, i, it), prefix);
+            }
+        }
+        let wrong = [0.5, send(0, 1), send(0, 2)];
+        assert_eq!(
+            wrong_elements(Exchange::Scan, &wrong, 0, ranks, root, count, it),
+            1
+        );
+    }
+}
