@@ -869,13 +869,17 @@ impl World {
             m,
             Parts::Even(m),
             Parts::Even(m),
-            // SAFETY: part d of `send` (`n × m` packed bytes), `at + len <=
-            // m`; the cell range is inside our own cell.
-            |d, at, cell, len| walked.set(walked.get() & unsafe { src.read(d as usize * m + at, cell, len) }),
-            // SAFETY: part q of `recv` (`n × m` packed bytes, checked), `at
-            // + len <= m`.
+            |d, at, cell, len| {
+                // SAFETY: part d of `send` (`n × m` packed bytes), `at + len
+                // <= m`; the cell range is inside our own cell.
+                let ok = unsafe { src.read(d as usize * m + at, cell, len) };
+                walked.set(walked.get() & ok)
+            },
             |q, at, cell, len| {
-                walked.set(walked.get() & unsafe { dst.write(q as usize * m + at, cell, len) })
+                // SAFETY: part q of `recv` (`n × m` packed bytes, checked),
+                // `at + len <= m`.
+                let ok = unsafe { dst.write(q as usize * m + at, cell, len) };
+                walked.set(walked.get() & ok)
             },
             what,
         );
@@ -1035,13 +1039,15 @@ impl World {
                 let off = sparts.get(d as usize).0 + at;
                 // SAFETY: inside part d of `send` (packed positions,
                 // checked), `at + len` within it.
-                walked.set(walked.get() & unsafe { src.read(off, cell, len) })
+                let ok = unsafe { src.read(off, cell, len) };
+                walked.set(walked.get() & ok)
             },
             |q, at, cell, len| {
                 let off = rparts.get(q as usize).0 + at;
                 // SAFETY: inside part q of `recv` (packed positions,
                 // checked), `at + len` within it.
-                walked.set(walked.get() & unsafe { dst.write(off, cell, len) })
+                let ok = unsafe { dst.write(off, cell, len) };
+                walked.set(walked.get() & ok)
             },
             what,
         );
