@@ -40,9 +40,10 @@ pub mod immediate;
 
 /// One side of a collective's data, addressed by packed position: a plain
 /// buffer, or a [`View`](crate::view::View) of a non-contiguous derived
-/// datatype, walked slot by slot as the point-to-point engine does. The
-/// collectives that take a view (broadcast, gather, scatter; docs/datatypes.md)
-/// move every byte through these two calls.
+/// datatype, walked slot by slot as the point-to-point engine does. Every
+/// data-moving collective of the world (broadcast, gather, scatter,
+/// all-gather, all-to-all, fixed and varcount, in place or not;
+/// docs/datatypes.md) moves every byte through these two calls.
 #[derive(Clone, Copy)]
 pub(crate) enum Side {
     /// Bytes at this address.
@@ -122,9 +123,8 @@ impl Side {
 }
 
 /// `MPI_ERR_TYPE` for a view of a non-contiguous derived datatype passed
-/// to a collective that does not take one (only broadcast, gather and
-/// scatter do). The collective still runs its agreement, so every rank
-/// returns an error.
+/// to a collective that does not take one (the collectives on
+/// sub-communicators; the world's take views everywhere).
 pub(crate) fn no_view(typed: bool, id: u32) -> Option<Error> {
     typed.then_some(Error::TypeMismatch {
         status: crate::status::Status {

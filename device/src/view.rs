@@ -43,7 +43,7 @@
 //! instances (from the true lower bound of the first to the true upper
 //! bound of the last) is `MPI_ERR_ARG`.
 
-use crate::datatype::{primitive_size, Buffer, BufferMut, Datatype, TypedBuffer, ID_BYTE, SIGNATURE_BIT};
+use crate::datatype::{primitive_size, Buffer, BufferMut, Datatype, TypedBuffer, SIGNATURE_BIT};
 use crate::derived::TypeRef;
 use crate::error::Error;
 use crate::status::Status;
@@ -125,9 +125,10 @@ impl Layout {
         let (datatype, elements) = if id & SIGNATURE_BIT != 0 {
             let size = u32::try_from(h.size).map_err(|_| count_error(count))?;
             (Datatype { id, size }, count)
-        } else if packed == 0 {
-            (Datatype { id: ID_BYTE, size: 1 }, 0)
         } else {
+            // An empty view keeps its type's id (an empty type's is
+            // `ID_BYTE`), as an empty slice does: a rank with no elements in
+            // a varcount collective still agrees on the type.
             let size = primitive_size(id).max(1);
             (Datatype { id, size }, packed / size as usize)
         };

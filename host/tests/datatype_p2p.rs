@@ -642,10 +642,11 @@ gpu_mpi_device::kernel! {
     /// Every rank all-gathers column 1 of its 8 x 8 `u32` matrix (a view)
     /// into a view of `size` columns of an `8 x 64` matrix (`recv_ty`: a
     /// column resized to one element), then calls all-to-all with rank 0
-    /// passing a column view (refused), then a barrier. `out[r * 4..]`:
+    /// passing a column view of 8 elements where the others pass `8 x size`
+    /// (a count mismatch, found by the agreement), then a barrier. `out[r * 4..]`:
     /// all-gather class, all-to-all class, barrier class; `dst[r *
     /// 2048..]`: the all-gathered matrix.
-    pub static VIEW_REFUSED = fn view_refused(world: &World, args: &ViewArgs) -> Result<(), Error> {
+    pub static VIEW_MISMATCH = fn view_mismatch(world: &World, args: &ViewArgs) -> Result<(), Error> {
         use gpu_mpi_device::derived::vector;
         let r = world.rank() as usize;
         let n = world.size() as usize;
@@ -681,7 +682,7 @@ gpu_mpi_device::kernel! {
 }
 
 #[test]
-fn all_gather_takes_views_and_all_to_all_refuses_them_on_every_rank() {
+fn all_gather_takes_views_and_an_all_to_all_mismatch_fails_on_every_rank() {
     let ranks = 5usize;
     let device = Device::cpu();
     let dst = device.alloc_zeroed::<u8>(ranks * 2048).unwrap();
@@ -705,7 +706,7 @@ fn all_gather_takes_views_and_all_to_all_refuses_them_on_every_rank() {
     };
     device
         .launch(
-            &VIEW_REFUSED,
+            &VIEW_MISMATCH,
             &args,
             &WorldSpec::ranks(ranks as u32).collective_bytes(64),
         )
@@ -715,7 +716,7 @@ fn all_gather_takes_views_and_all_to_all_refuses_them_on_every_rank() {
         assert_eq!(out[r * 4], 0, "rank {r}: all-gather of views");
         let c2 = out[r * 4 + 1];
         if r == 0 {
-            assert_eq!(c2, ErrorClass::Type as u32, "rank 0 passed the view");
+            assert_eq!(c2, ErrorClass::Count as u32, "rank 0 passed 8 elements");
         } else {
             assert_ne!(c2, 0, "rank {r}: the agreement fails everywhere");
         }

@@ -18,12 +18,12 @@
 //! reach; every all-gather and all-to-all rank copies its own result.
 
 use super::agreement::{checksum, Agreement, CHECK, COUNT, LEN, ROOT, TYPE};
-use super::{no_view, Side};
+use super::Side;
 use crate::datatype::{Buffer, BufferMut, Datatype, TypedBuffer};
 use crate::error::Error;
-use crate::shim;
 use crate::topology::{Communicator, World};
 use crate::wait::{Call as WaitCall, WaitFor};
+use core::cell::Cell;
 
 /// A buffer split into one part per rank by counts and displacements (in
 /// elements), as a send buffer (rsmpi's `Partition`).
@@ -187,7 +187,8 @@ fn type_error(root: i32, got: Datatype, expected: Datatype) -> Error {
 
 impl World {
     /// Staging rounds of a gather or all-gather: each round, every rank with
-    /// a `send` (pointer, bytes) stages its next `collective_bytes`, a world
+    /// a `send` (side, first packed byte, bytes) stages its next
+    /// `collective_bytes`, a world
     /// barrier publishes the cells, and `take(q, offset, cell, round_bytes)`
     /// (the root's, or every rank's) copies from rank `q`'s cell the part of
     /// its data from `offset` on. `max_bytes` (the largest part, agreed)
@@ -200,7 +201,7 @@ impl World {
     /// `MPI_ERR_INTERN` after the last round.
     unsafe fn gather_rounds<F>(
         &self,
-        send: Option<(Side, usize)>,
+        send: Option<(Side, usize, usize)>,
         max_bytes: usize,
         mut take: Option<F>,
         what: WaitFor,
@@ -214,12 +215,13 @@ impl World {
         for round in 0..rounds {
             let lo = round * cb;
             self.begin_staging_round();
-            if let Some((side, len)) = send {
+            if let Some((side, at, len)) = send {
                 let m = len.saturating_sub(lo).min(cb);
                 if m > 0 {
                     // SAFETY: our own cell holds `collective_bytes`; nobody
-                    // else touches it before the barrier; `lo + m <= len`.
-                    walked &= unsafe { side.read(lo, self.rank_cell(self.rank), m) };
+                    // else touches it before the barrier; `lo + m <= len`
+                    // packed bytes from `at`.
+                    walked &= unsafe { side.read(at + lo, self.rank_cell(self.rank), m) };
                 }
             }
             self.world_barrier(what)?;
@@ -410,7 +412,10 @@ impl World {
         }
         let bytes = k * dtype.size as usize;
         let in_place = send.is_none();
-        let send = send.map(|s| Side::of(s));
+        let send = send.map(|s| {
+            let (side, len) = Side::of(s);
+            (side, 0, len)
+        });
         let base = recv.map(|r| Side::of_mut(r).0);
         let me = self.rank;
         let mut walked = true;
@@ -437,7 +442,7 @@ impl World {
         &self,
         root: i32,
         send: &S,
-        mut recv: Option<&mut PartitionMut<'_, R>>,
+        recv: Option<&mut PartitionMut<'_, R>>,
     ) -> Result<(), Error>
     where
         S: Buffer + ?Sized,
@@ -452,8 +457,7 @@ impl World {
         let is_root = root == self.rank();
         let dtype = send.datatype();
         let size = dtype.size as usize;
-        let typed = send.typed().is_some() || recv.as_mut().is_some_and(|p| p.buf.typed_mut().is_some());
-        let mut local = self.check_root(root).or(no_view(typed, dtype.id));
+        let mut local = self.check_root(root);
         let mut largest = send.count();
         if is_root {
             local = local.or(match &recv {
@@ -492,7 +496,7 @@ impl World {
         // SAFETY: `count` lives on our stack for the call; `check` reads 4 bytes.
         unsafe {
             self.gather_rounds(
-                Some((Side::Plain(&count as *const u32 as *mut u8), 4)),
+                Some((Side::Plain(&count as *const u32 as *mut u8), 0, 4)),
                 4,
                 check,
                 what,
@@ -510,34 +514,30 @@ impl World {
         if !agreed.ok() {
             return Err(local.unwrap_or_else(|| agreed.error(self, root, count, dtype.id)));
         }
-        let bytes = send.as_bytes();
+        let (side, len) = Side::of(send);
+        let mut walked = true;
         let take = recv.map(|p| {
             let parts = Parts::Var {
                 counts: p.counts,
                 displs: p.displs,
                 size,
             };
-            let base = p.buf.as_bytes_mut().as_mut_ptr();
+            let base = Side::of_mut(&mut *p.buf).0;
+            let walked = &mut walked;
             move |q: u32, lo: usize, cell: *const u8, cb: usize| {
                 let (off, len) = parts.get(q as usize);
                 let m = len.saturating_sub(lo).min(cb);
                 if m > 0 {
-                    // SAFETY: inside part q of the root's buffer (checked by
-                    // `check_partition`); rank q staged `m` bytes (its count
-                    // equals the root's, checked).
-                    unsafe { shim::copy_bytes(base.add(off + lo), cell, m) };
+                    // SAFETY: inside part q of the root's buffer (packed
+                    // positions, checked by `check_partition`); rank q
+                    // staged `m` bytes (its count equals the root's, checked).
+                    *walked &= unsafe { base.write(off + lo, cell, m) };
                 }
             }
         });
-        // SAFETY: `bytes` is a borrowed buffer; `take` copies at most `cb`.
-        unsafe {
-            self.gather_rounds(
-                Some((Side::Plain(bytes.as_ptr() as *mut u8), bytes.len())),
-                agreed.max(LEN) as usize,
-                take,
-                what,
-            )
-        }
+        // SAFETY: `send` is a borrowed buffer; `take` copies at most `cb`.
+        let r = unsafe { self.gather_rounds(Some((side, 0, len)), agreed.max(LEN) as usize, take, what) };
+        r.and(if walked { Ok(()) } else { Err(Error::Intern) })
     }
 
     /// `MPI_Scatter`: `send` is the root's buffer (None at the other ranks);
@@ -640,8 +640,7 @@ impl World {
         let is_root = root == self.rank();
         let dtype = recv.datatype();
         let size = dtype.size as usize;
-        let typed = recv.typed_mut().is_some() || send.is_some_and(|p| p.buf.typed().is_some());
-        let mut local = self.check_root(root).or(no_view(typed, dtype.id));
+        let mut local = self.check_root(root);
         let mut largest = recv.count();
         let mut valid = None;
         if is_root {
@@ -700,33 +699,30 @@ impl World {
         if !agreed.ok() {
             return Err(local.unwrap_or_else(|| agreed.error(self, root, count, dtype.id)));
         }
+        let mut walked = true;
         let give = valid.map(|p| {
             let parts = Parts::Var {
                 counts: p.counts,
                 displs: p.displs,
                 size,
             };
-            let base = p.buf.as_bytes().as_ptr();
+            let base = Side::of(p.buf).0;
+            let walked = &mut walked;
             move |q: u32, lo: usize, cell: *mut u8, cb: usize| {
                 let (off, len) = parts.get(q as usize);
                 let m = len.saturating_sub(lo).min(cb);
                 if m > 0 {
-                    // SAFETY: inside part q of the root's buffer (checked);
-                    // rank q's cell holds `cb >= m` bytes.
-                    unsafe { shim::copy_bytes(cell, base.add(off + lo), m) };
+                    // SAFETY: inside part q of the root's buffer (packed
+                    // positions, checked); rank q's cell holds `cb >= m`
+                    // bytes.
+                    *walked &= unsafe { base.read(off + lo, cell, m) };
                 }
             }
         });
-        let b = recv.as_bytes_mut();
-        // SAFETY: `b` is a borrowed buffer; `give` writes at most `cb`.
-        unsafe {
-            self.scatter_rounds(
-                agreed.max(LEN) as usize,
-                give,
-                Some((Side::Plain(b.as_mut_ptr()), b.len())),
-                what,
-            )
-        }
+        let recv = Side::of_mut(recv);
+        // SAFETY: `recv` is a borrowed buffer; `give` writes at most `cb`.
+        let r = unsafe { self.scatter_rounds(agreed.max(LEN) as usize, give, Some(recv), what) };
+        r.and(if walked { Ok(()) } else { Err(Error::Intern) })
     }
 
     /// `MPI_Allgather` (`var` None; `send` None: in place) and
@@ -749,12 +745,7 @@ impl World {
         let n = self.layout.ranks as usize;
         let dtype = recv.datatype();
         let size = dtype.size as usize;
-        // Views: the fixed, not-in-place form only.
-        let mut local = no_view(
-            (var.is_some() || send.is_none()) && recv.typed_mut().is_some()
-                || var.is_some() && send.is_some_and(|s| s.typed().is_some()),
-            dtype.id,
-        );
+        let mut local = None;
         let k = match send {
             Some(s) => s.count(),
             None => recv.count() / n,
@@ -807,12 +798,14 @@ impl World {
         let base = Side::of_mut(recv).0;
         let me = self.rank;
         let (own_off, own_len) = parts.get(me as usize);
-        let staged = match (send, base) {
-            (Some(s), _) => Side::of(s),
-            // SAFETY: our own part of `recv` (checked to fit; in place takes
-            // no view, checked above).
-            (None, Side::Plain(b)) => (Side::Plain(unsafe { b.add(own_off) }), own_len),
-            (None, Side::Typed(_)) => return Err(Error::Intern),
+        let staged = match send {
+            Some(s) => {
+                let (side, len) = Side::of(s);
+                (side, 0, len)
+            }
+            // In place: our own part of `recv` (packed positions, checked
+            // to fit).
+            None => (base, own_off, own_len),
         };
         let mut walked = true;
         let in_place = send.is_none();
@@ -847,7 +840,7 @@ impl World {
         let n = self.layout.ranks as usize;
         let dtype = recv.datatype();
         let total = send.count();
-        let mut local = no_view(send.typed().is_some() || recv.typed_mut().is_some(), dtype.id);
+        let mut local = None;
         if send.datatype() != dtype {
             local = local.or(Some(type_error(-1, send.datatype(), dtype)));
         }
@@ -869,19 +862,28 @@ impl World {
             return Err(local.unwrap_or_else(|| agreed.error(self, -1, total as u32, dtype.id)));
         }
         let m = total / n * dtype.size as usize;
-        let src = send.as_bytes().as_ptr();
-        let dst = recv.as_bytes_mut().as_mut_ptr();
-        self.all_to_all_rounds(
+        let src = Side::of(send).0;
+        let dst = Side::of_mut(recv).0;
+        let walked = Cell::new(true);
+        let r = self.all_to_all_rounds(
             m,
             Parts::Even(m),
             Parts::Even(m),
-            // SAFETY: part d of `send` (`n × m` bytes), `at + len <= m`; the
-            // cell range is inside our own cell.
-            |d, at, cell, len| unsafe { shim::copy_bytes(cell, src.add(d as usize * m + at), len) },
-            // SAFETY: part q of `recv` (`n × m` bytes, checked), `at + len <= m`.
-            |q, at, cell, len| unsafe { shim::copy_bytes(dst.add(q as usize * m + at), cell, len) },
+            |d, at, cell, len| {
+                // SAFETY: part d of `send` (`n × m` packed bytes), `at + len
+                // <= m`; the cell range is inside our own cell.
+                let ok = unsafe { src.read(d as usize * m + at, cell, len) };
+                walked.set(walked.get() & ok)
+            },
+            |q, at, cell, len| {
+                // SAFETY: part q of `recv` (`n × m` packed bytes, checked),
+                // `at + len <= m`.
+                let ok = unsafe { dst.write(q as usize * m + at, cell, len) };
+                walked.set(walked.get() & ok)
+            },
             what,
-        )
+        );
+        r.and(if walked.get() { Ok(()) } else { Err(Error::Intern) })
     }
 
     /// `MPI_Alltoall` with `MPI_IN_PLACE`, pairwise: in step `j` rank `p`
@@ -896,7 +898,7 @@ impl World {
         let n = self.layout.ranks as usize;
         let dtype = buf.datatype();
         let total = buf.count();
-        let mut local = no_view(buf.typed_mut().is_some(), dtype.id);
+        let mut local = None;
         if !total.is_multiple_of(n) {
             local = Some(Error::CountMismatch {
                 count: total as u32,
@@ -915,9 +917,10 @@ impl World {
             return Err(local.unwrap_or_else(|| agreed.error(self, -1, total as u32, dtype.id)));
         }
         let m = total / n * dtype.size as usize;
-        let base = buf.as_bytes_mut().as_mut_ptr();
+        let base = Side::of_mut(buf).0;
         let cb = self.collective_bytes();
         let p = self.rank as usize;
+        let mut walked = true;
         for j in 0..n {
             let q = (j + n - p) % n;
             let mut lo = 0;
@@ -925,19 +928,24 @@ impl World {
                 let len = (m - lo).min(cb);
                 self.begin_staging_round();
                 if q != p {
-                    // SAFETY: part q of `buf` (`n × m` bytes), into our own cell.
-                    unsafe { shim::copy_bytes(self.rank_cell(self.rank), base.add(q * m + lo), len) };
+                    // SAFETY: part q of `buf` (`n × m` packed bytes), into
+                    // our own cell.
+                    walked &= unsafe { base.read(q * m + lo, self.rank_cell(self.rank), len) };
                 }
                 self.world_barrier(what)?;
                 if q != p {
                     // SAFETY: rank q staged its part p (`len` bytes) in its
                     // cell this round; we overwrite our part q, staged above.
-                    unsafe { shim::copy_bytes(base.add(q * m + lo), self.rank_cell(q as u32), len) };
+                    walked &= unsafe { base.write(q * m + lo, self.rank_cell(q as u32), len) };
                 }
                 lo += cb;
             }
         }
-        Ok(())
+        if walked {
+            Ok(())
+        } else {
+            Err(Error::Intern)
+        }
     }
 
     /// `MPI_Alltoallv`: the counts are exchanged first (an all-to-all of one
@@ -960,10 +968,7 @@ impl World {
         let n = self.layout.ranks as usize;
         let dtype = recv.buf.datatype();
         let size = dtype.size as usize;
-        let mut local = no_view(
-            send.buf.typed().is_some() || recv.buf.typed_mut().is_some(),
-            dtype.id,
-        );
+        let mut local = None;
         if send.buf.datatype() != dtype {
             local = local.or(Some(type_error(-1, send.buf.datatype(), dtype)));
         }
@@ -1023,18 +1028,30 @@ impl World {
             displs: recv.displs,
             size,
         };
-        let src = send.buf.as_bytes().as_ptr();
-        let dst = recv.buf.as_bytes_mut().as_mut_ptr();
-        self.all_to_all_rounds(
+        let src = Side::of(send.buf).0;
+        let dst = Side::of_mut(&mut *recv.buf).0;
+        let walked = Cell::new(true);
+        let r = self.all_to_all_rounds(
             agreed.max(LEN) as usize,
             sparts,
             rparts,
-            // SAFETY: inside part d of `send` (checked), `at + len` within it.
-            |d, at, cell, len| unsafe { shim::copy_bytes(cell, src.add(sparts.get(d as usize).0 + at), len) },
-            // SAFETY: inside part q of `recv` (checked), `at + len` within it.
-            |q, at, cell, len| unsafe { shim::copy_bytes(dst.add(rparts.get(q as usize).0 + at), cell, len) },
+            |d, at, cell, len| {
+                let off = sparts.get(d as usize).0 + at;
+                // SAFETY: inside part d of `send` (packed positions,
+                // checked), `at + len` within it.
+                let ok = unsafe { src.read(off, cell, len) };
+                walked.set(walked.get() & ok)
+            },
+            |q, at, cell, len| {
+                let off = rparts.get(q as usize).0 + at;
+                // SAFETY: inside part q of `recv` (packed positions,
+                // checked), `at + len` within it.
+                let ok = unsafe { dst.write(off, cell, len) };
+                walked.set(walked.get() & ok)
+            },
             what,
-        )
+        );
+        r.and(if walked.get() { Ok(()) } else { Err(Error::Intern) })
     }
 
     /// `None`, or `MPI_ERR_ROOT` for a root outside the world.

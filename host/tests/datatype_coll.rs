@@ -1,0 +1,671 @@
+//! Collectives with derived datatypes on either side, on the emulator:
+//! all-gather (fixed, in place, varcount), gather and scatter (fixed and
+//! varcount), all-to-all (fixed, in place, varcount) with vector, indexed
+//! and struct views on the send side, the receive side or both, every root,
+//! odd world sizes and small staging cells (many rounds). Every rank's
+//! buffer is checked against the host reference model (pack the inputs,
+//! move packed positions as MPI 4.1 §6.5-§6.8 say, unpack into the initial
+//! buffer), and the error cases (a signature mismatch, a part outside the
+//! buffer) fail on every rank.
+
+use bytemuck::{Pod, Zeroable};
+use gpu_mpi_device::collective::{Partition, PartitionMut};
+use gpu_mpi_device::traits::*;
+use gpu_mpi_device::{Buffer, BufferMut, Error, ErrorClass, GlobalSlice, MutView, TypeRef, View, World};
+use gpu_mpi_host::datatype::{reference, Primitive, UserDatatype};
+use gpu_mpi_host::{Device, WorldSpec};
+
+const ALL_GATHER: u32 = 0;
+const ALL_GATHER_IN_PLACE: u32 = 1;
+const ALL_GATHER_VARCOUNT: u32 = 2;
+const GATHER_VARCOUNT: u32 = 3;
+const SCATTER_VARCOUNT: u32 = 4;
+const ALL_TO_ALL: u32 = 5;
+const ALL_TO_ALL_IN_PLACE: u32 = 6;
+const ALL_TO_ALL_VARCOUNT: u32 = 7;
+const GATHER: u32 = 8;
+const SCATTER: u32 = 9;
+
+/// Bytes of each rank's send and receive region.
+const REGION: usize = 8192;
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct CollArgs {
+    send_ty: GlobalSlice<u64>,
+    recv_ty: GlobalSlice<u64>,
+    /// `size` regions of `REGION` bytes: rank r's send buffer.
+    src: GlobalSlice<u8>,
+    /// `size` regions: rank r's receive buffer.
+    dst: GlobalSlice<u8>,
+    /// Per rank: the count of its send (instances of a view, `u32`s of a
+    /// plain slice) and of its receive.
+    scount: GlobalSlice<u32>,
+    rcount: GlobalSlice<u32>,
+    /// `size x size`, row r for rank r: partitions (in elements).
+    scounts: GlobalSlice<i32>,
+    sdispls: GlobalSlice<i32>,
+    rcounts: GlobalSlice<i32>,
+    rdispls: GlobalSlice<i32>,
+    /// Per rank: the collective's error class (0: success).
+    out: GlobalSlice<u32>,
+    op: u32,
+    root: u32,
+    /// 1: the send side is a view of `send_ty`, 0: a `[u32]`.
+    send_view: u32,
+    /// 1: the receive side is a view of `recv_ty`, 0: a `[u32]`.
+    recv_view: u32,
+    /// The rank that receives into a `[f32]` instead (`u32::MAX`: none).
+    bad: u32,
+    _pad: [u32; 3],
+}
+
+fn run<S: Buffer + ?Sized, R: BufferMut + ?Sized>(
+    world: &World,
+    args: &CollArgs,
+    send: &S,
+    recv: &mut R,
+) -> Result<(), Error> {
+    let n = world.size() as usize;
+    let r = world.rank() as usize;
+    // SAFETY: the host writes none of these during the launch.
+    let row = |s: &GlobalSlice<i32>| unsafe { s.slice(r * n, n) };
+    let (sc, sd, rc, rd) = (
+        row(&args.scounts)?,
+        row(&args.sdispls)?,
+        row(&args.rcounts)?,
+        row(&args.rdispls)?,
+    );
+    let root = world.process_at_rank(args.root as i32);
+    let at_root = args.root as usize == r;
+    match args.op {
+        ALL_GATHER => world.all_gather_into(send, recv),
+        ALL_GATHER_IN_PLACE => world.all_gather_in_place(recv),
+        ALL_GATHER_VARCOUNT => world.all_gather_varcount_into(send, &mut PartitionMut::new(recv, rc, rd)),
+        GATHER_VARCOUNT if at_root => {
+            root.gather_varcount_into_root(send, &mut PartitionMut::new(recv, rc, rd))
+        }
+        GATHER_VARCOUNT => root.gather_varcount_into(send),
+        SCATTER_VARCOUNT if at_root => root.scatter_varcount_into_root(&Partition::new(send, sc, sd), recv),
+        SCATTER_VARCOUNT => root.scatter_varcount_into(recv),
+        ALL_TO_ALL => world.all_to_all_into(send, recv),
+        ALL_TO_ALL_IN_PLACE => world.all_to_all_in_place(recv),
+        ALL_TO_ALL_VARCOUNT => world.all_to_all_varcount_into(
+            &Partition::new(send, sc, sd),
+            &mut PartitionMut::new(recv, rc, rd),
+        ),
+        GATHER if at_root => root.gather_into_root(send, recv),
+        GATHER => root.gather_into(send),
+        SCATTER if at_root => root.scatter_into_root(send, recv),
+        SCATTER => root.scatter_into(recv),
+        _ => Err(Error::Intern),
+    }
+}
+
+fn with_recv<S: Buffer + ?Sized>(
+    world: &World,
+    args: &CollArgs,
+    send: &S,
+    dst: &mut [u8],
+    rty: &TypeRef<'_>,
+) -> Result<(), Error> {
+    let r = world.rank() as usize;
+    let count = args.rcount.read(r)? as usize;
+    if args.bad as usize == r {
+        let f: &mut [f32] = bytemuck::cast_slice_mut(dst);
+        return run(world, args, send, &mut f[..count]);
+    }
+    if args.recv_view == 1 {
+        let mut v = MutView::with_count_and_datatype(dst, count, rty)?;
+        run(world, args, send, &mut v)
+    } else {
+        let u: &mut [u32] = bytemuck::cast_slice_mut(dst);
+        run(world, args, send, &mut u[..count])
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// Rank r runs `args.op` from its send region into its receive region
+    /// and records the class.
+    pub static COLL_VIEWS = fn coll_views(world: &World, args: &CollArgs) -> Result<(), Error> {
+        let r = world.rank() as usize;
+        // SAFETY: the host writes no encoding during the launch.
+        let sty = unsafe { TypeRef::from_global(&args.send_ty)? };
+        // SAFETY: as above.
+        let rty = unsafe { TypeRef::from_global(&args.recv_ty)? };
+        // SAFETY: rank r alone touches its regions.
+        let src = unsafe { args.src.slice(r * REGION, REGION)? };
+        // SAFETY: as above.
+        let dst = unsafe { args.dst.slice_mut(r * REGION, REGION)? };
+        let count = args.scount.read(r)? as usize;
+        let result = if args.send_view == 1 {
+            let v = View::with_count_and_datatype(src, count, &sty)?;
+            with_recv(world, args, &v, dst, &rty)
+        } else {
+            let u: &[u32] = bytemuck::cast_slice(src);
+            with_recv(world, args, &u[..count], dst, &rty)
+        };
+        args.out.write(r, result.err().map_or(0, |e| e.class() as u32))
+    }
+}
+
+/// One side of a collective: a view of a type with `epi` elements per
+/// instance, or a plain `[u32]`.
+#[derive(Clone)]
+struct Shape {
+    ty: UserDatatype,
+    view: bool,
+    /// Elements (units of the partition) per instance.
+    epi: usize,
+}
+
+fn u32s() -> UserDatatype {
+    Primitive::U32.into()
+}
+
+fn plain() -> Shape {
+    Shape {
+        ty: u32s(),
+        view: false,
+        epi: 1,
+    }
+}
+
+/// Three `u32` at stride 2 (gaps between).
+fn vector() -> Shape {
+    Shape {
+        ty: UserDatatype::vector(3, 1, 2, &u32s()).unwrap(),
+        view: true,
+        epi: 3,
+    }
+}
+
+/// Two `u32` at 0, none at 3, one at 5: gaps and a zero block.
+fn indexed() -> Shape {
+    Shape {
+        ty: UserDatatype::indexed(&[2, 0, 1], &[0, 3, 5], &u32s()).unwrap(),
+        view: true,
+        epi: 3,
+    }
+}
+
+/// Two `u32` 12 bytes apart, resized to 8 bytes: instances interleave
+/// (instance i at bytes 8i and 8i + 12) without overlapping.
+fn interleaved() -> Shape {
+    let v = UserDatatype::vector(2, 1, 3, &u32s()).unwrap();
+    Shape {
+        ty: UserDatatype::resized(&v, 0, 8).unwrap(),
+        view: true,
+        epi: 2,
+    }
+}
+
+/// A struct `{u32 @ 0, f64 @ 8}`, or the same signature laid out
+/// backwards (`{u32 @ 16, f64 @ 0}`): one element per instance.
+fn structure(backwards: bool) -> Shape {
+    let d = if backwards { [16, 0] } else { [0, 8] };
+    Shape {
+        ty: UserDatatype::structured(&[1, 1], &d, &[u32s(), Primitive::F64.into()]).unwrap(),
+        view: true,
+        epi: 1,
+    }
+}
+
+impl Shape {
+    /// Bytes of one element of the packed stream.
+    fn unit(&self) -> usize {
+        self.ty.size() as usize / self.epi
+    }
+    fn count(&self, elements: usize) -> usize {
+        assert_eq!(elements % self.epi, 0, "whole instances");
+        elements / self.epi
+    }
+}
+
+struct Case {
+    n: usize,
+    op: u32,
+    root: usize,
+    send: Shape,
+    recv: Shape,
+    /// Elements each rank sends / receives.
+    scount: Vec<usize>,
+    rcount: Vec<usize>,
+    /// Rows per rank, in elements.
+    scounts: Vec<Vec<i32>>,
+    sdispls: Vec<Vec<i32>>,
+    rcounts: Vec<Vec<i32>>,
+    rdispls: Vec<Vec<i32>>,
+    bad: Option<usize>,
+}
+
+fn src_byte(r: usize, i: usize) -> u8 {
+    (r * 37 + i * 13 + 7) as u8 | 1
+}
+
+fn dst_byte(r: usize, i: usize) -> u8 {
+    ((r * 53 + i * 7 + 3) as u8) & 0x7e
+}
+
+fn flat(rows: &[Vec<i32>], n: usize) -> Vec<i32> {
+    if rows.is_empty() {
+        return vec![0; n * n];
+    }
+    rows.concat()
+}
+
+impl Case {
+    fn new(n: usize, op: u32, send: Shape, recv: Shape) -> Case {
+        Case {
+            n,
+            op,
+            root: 0,
+            send,
+            recv,
+            scount: vec![0; n],
+            rcount: vec![0; n],
+            scounts: vec![],
+            sdispls: vec![],
+            rcounts: vec![],
+            rdispls: vec![],
+            bad: None,
+        }
+    }
+
+    /// Launches; returns the classes and every rank's receive region.
+    fn launch(&self) -> (Vec<u32>, Vec<u8>, Vec<u8>) {
+        let n = self.n;
+        let device = Device::cpu();
+        let src: Vec<u8> = (0..n * REGION)
+            .map(|i| src_byte(i / REGION, i % REGION))
+            .collect();
+        let dst: Vec<u8> = (0..n * REGION)
+            .map(|i| dst_byte(i / REGION, i % REGION))
+            .collect();
+        let sw = device.upload(self.send.ty.commit().unwrap().words()).unwrap();
+        let rw = device.upload(self.recv.ty.commit().unwrap().words()).unwrap();
+        let s = device.upload(&src).unwrap();
+        let d = device.upload(&dst).unwrap();
+        let sc: Vec<u32> = (0..n).map(|r| self.send.count(self.scount[r]) as u32).collect();
+        let rc: Vec<u32> = (0..n).map(|r| self.recv.count(self.rcount[r]) as u32).collect();
+        let scount = device.upload(&sc).unwrap();
+        let rcount = device.upload(&rc).unwrap();
+        let m = |rows: &Vec<Vec<i32>>| device.upload(&flat(rows, n)).unwrap();
+        let (a, b, c, e) = (
+            m(&self.scounts),
+            m(&self.sdispls),
+            m(&self.rcounts),
+            m(&self.rdispls),
+        );
+        let out = device.upload(&vec![u32::MAX; n]).unwrap();
+        let args = CollArgs {
+            send_ty: sw.slice(),
+            recv_ty: rw.slice(),
+            src: s.slice(),
+            dst: d.slice(),
+            scount: scount.slice(),
+            rcount: rcount.slice(),
+            scounts: a.slice(),
+            sdispls: b.slice(),
+            rcounts: c.slice(),
+            rdispls: e.slice(),
+            out: out.slice(),
+            op: self.op,
+            root: self.root as u32,
+            send_view: self.send.view as u32,
+            recv_view: self.recv.view as u32,
+            bad: self.bad.map_or(u32::MAX, |b| b as u32),
+            _pad: [0; 3],
+        };
+        device
+            .launch(
+                &COLL_VIEWS,
+                &args,
+                &WorldSpec::ranks(n as u32).collective_bytes(64),
+            )
+            .unwrap();
+        (device.download(&out).unwrap(), dst, device.download(&d).unwrap())
+    }
+
+    /// The packed receive stream of every rank after the collective, by the
+    /// reference model.
+    fn expected(&self, dst: &[u8]) -> Vec<u8> {
+        let n = self.n;
+        let (su, ru) = (self.send.unit(), self.recv.unit());
+        assert_eq!(su, ru, "the same signature on both sides");
+        let u = su;
+        let region = |buf: &[u8], r: usize| buf[r * REGION..(r + 1) * REGION].to_vec();
+        let src: Vec<u8> = (0..n * REGION)
+            .map(|i| src_byte(i / REGION, i % REGION))
+            .collect();
+        let ps: Vec<Vec<u8>> = (0..n)
+            .map(|r| {
+                reference::pack(
+                    &self.send.ty,
+                    &region(&src, r),
+                    0,
+                    self.send.count(self.scount[r]),
+                )
+                .unwrap()
+            })
+            .collect();
+        let init: Vec<Vec<u8>> = (0..n)
+            .map(|r| {
+                reference::pack(&self.recv.ty, &region(dst, r), 0, self.recv.count(self.rcount[r])).unwrap()
+            })
+            .collect();
+        let mut pr = init.clone();
+        let span = |c: i32, d: i32| d as usize * u..(d + c) as usize * u;
+        match self.op {
+            ALL_GATHER | GATHER => {
+                let k = ps[0].len();
+                let targets: Vec<usize> = if self.op == GATHER {
+                    vec![self.root]
+                } else {
+                    (0..n).collect()
+                };
+                for r in targets {
+                    for (q, p) in ps.iter().enumerate() {
+                        pr[r][q * k..(q + 1) * k].copy_from_slice(p);
+                    }
+                }
+            }
+            ALL_GATHER_IN_PLACE => {
+                for (r, out) in pr.iter_mut().enumerate() {
+                    let k = init[r].len() / n;
+                    for (q, i) in init.iter().enumerate() {
+                        out[q * k..(q + 1) * k].copy_from_slice(&i[q * k..(q + 1) * k]);
+                    }
+                }
+            }
+            ALL_GATHER_VARCOUNT | GATHER_VARCOUNT => {
+                let targets: Vec<usize> = if self.op == GATHER_VARCOUNT {
+                    vec![self.root]
+                } else {
+                    (0..n).collect()
+                };
+                for r in targets {
+                    for (q, p) in ps.iter().enumerate() {
+                        let s = span(self.rcounts[r][q], self.rdispls[r][q]);
+                        pr[r][s].copy_from_slice(p);
+                    }
+                }
+            }
+            SCATTER | SCATTER_VARCOUNT => {
+                for (q, out) in pr.iter_mut().enumerate() {
+                    let s = if self.op == SCATTER {
+                        let k = out.len();
+                        q * k..(q + 1) * k
+                    } else {
+                        span(self.scounts[self.root][q], self.sdispls[self.root][q])
+                    };
+                    out.copy_from_slice(&ps[self.root][s]);
+                }
+            }
+            ALL_TO_ALL | ALL_TO_ALL_IN_PLACE => {
+                let from = if self.op == ALL_TO_ALL { &ps } else { &init };
+                for (r, out) in pr.iter_mut().enumerate() {
+                    let m = from[r].len() / n;
+                    for (q, f) in from.iter().enumerate() {
+                        out[q * m..(q + 1) * m].copy_from_slice(&f[r * m..(r + 1) * m]);
+                    }
+                }
+            }
+            ALL_TO_ALL_VARCOUNT => {
+                for (d, out) in pr.iter_mut().enumerate() {
+                    for (s, p) in ps.iter().enumerate() {
+                        let c = self.scounts[s][d];
+                        assert_eq!(c, self.rcounts[d][s]);
+                        out[span(c, self.rdispls[d][s])].copy_from_slice(&p[span(c, self.sdispls[s][d])]);
+                    }
+                }
+            }
+            _ => unreachable!(),
+        }
+        let mut want = dst.to_vec();
+        for (r, p) in pr.iter().enumerate() {
+            let mut reg = region(dst, r);
+            reference::unpack(&self.recv.ty, p, self.recv.count(self.rcount[r]), &mut reg, 0).unwrap();
+            want[r * REGION..(r + 1) * REGION].copy_from_slice(&reg);
+        }
+        want
+    }
+
+    /// Launches, expects success everywhere and the reference result.
+    fn check(&self) {
+        let (classes, init, got) = self.launch();
+        assert_eq!(classes, vec![0; self.n], "{}", self.what());
+        let want = self.expected(&init);
+        for r in 0..self.n {
+            assert!(
+                got[r * REGION..(r + 1) * REGION] == want[r * REGION..(r + 1) * REGION],
+                "rank {r}: {}",
+                self.what()
+            );
+        }
+    }
+
+    /// Launches, expects `class` at `at` and `others` at every other rank
+    /// (the agreement: nobody proceeds, nobody hangs).
+    fn check_fails(&self, at: usize, class: ErrorClass, others: ErrorClass) {
+        let (classes, _, _) = self.launch();
+        for (r, &c) in classes.iter().enumerate() {
+            let want = if r == at { class } else { others };
+            assert_eq!(c, want as u32, "rank {r}: {}", self.what());
+        }
+    }
+
+    fn what(&self) -> String {
+        format!(
+            "op {} on {} ranks, root {}, send view {} (epi {}), recv view {} (epi {})",
+            self.op, self.n, self.root, self.send.view, self.send.epi, self.recv.view, self.recv.epi
+        )
+    }
+}
+
+/// The side pairs every collective runs with: u32 signatures on one side,
+/// the other, both (different types), and a struct on both (different
+/// layouts of one signature).
+fn pairs() -> Vec<(Shape, Shape)> {
+    vec![
+        (vector(), plain()),
+        (plain(), indexed()),
+        (indexed(), interleaved()),
+        (vector(), vector()),
+        (structure(false), structure(true)),
+    ]
+}
+
+/// Elements per part: a multiple of every `epi` (1, 2, 3).
+const K: usize = 6;
+
+#[test]
+fn all_gather_fixed_and_in_place_take_views() {
+    for n in [1, 3, 5] {
+        for (s, r) in pairs() {
+            let mut c = Case::new(n, ALL_GATHER, s.clone(), r.clone());
+            c.scount = vec![K; n];
+            c.rcount = vec![n * K; n];
+            c.check();
+            let mut c = Case::new(n, ALL_GATHER_IN_PLACE, r.clone(), r);
+            c.rcount = vec![n * K; n];
+            c.check();
+        }
+    }
+}
+
+#[test]
+fn gather_and_scatter_take_views_at_every_root() {
+    for n in [2, 5] {
+        for (s, r) in pairs() {
+            for root in 0..n {
+                for op in [GATHER, SCATTER] {
+                    let mut c = Case::new(n, op, s.clone(), r.clone());
+                    c.root = root;
+                    let (mine, roots) = (K, n * K);
+                    if op == GATHER {
+                        c.scount = vec![mine; n];
+                        c.rcount = (0..n).map(|q| if q == root { roots } else { 0 }).collect();
+                    } else {
+                        c.scount = (0..n).map(|q| if q == root { roots } else { 0 }).collect();
+                        c.rcount = vec![mine; n];
+                    }
+                    c.check();
+                }
+            }
+        }
+    }
+}
+
+/// Rank q's part: `6 x ((q + 1) mod 3)` elements (0, 6 or 12), at
+/// displacements in reverse rank order with a gap of 3 between parts.
+fn var_parts(n: usize) -> (Vec<i32>, Vec<i32>, usize) {
+    let counts: Vec<i32> = (0..n).map(|q| (K * ((q + 1) % 3)) as i32).collect();
+    let mut displs = vec![0; n];
+    let mut at = 3;
+    for q in (0..n).rev() {
+        displs[q] = at;
+        at += counts[q] + 3;
+    }
+    (counts, displs, (at as usize).next_multiple_of(K))
+}
+
+#[test]
+fn varcount_gather_scatter_and_all_gather_take_views() {
+    for n in [3, 4] {
+        let (counts, displs, total) = var_parts(n);
+        for (s, r) in pairs() {
+            for root in [0, n - 1] {
+                let mut c = Case::new(n, GATHER_VARCOUNT, s.clone(), r.clone());
+                c.root = root;
+                c.scount = counts.iter().map(|&k| k as usize).collect();
+                c.rcount = (0..n).map(|q| if q == root { total } else { 0 }).collect();
+                c.rcounts = vec![counts.clone(); n];
+                c.rdispls = vec![displs.clone(); n];
+                c.check();
+                let mut c = Case::new(n, SCATTER_VARCOUNT, s.clone(), r.clone());
+                c.root = root;
+                c.scount = (0..n).map(|q| if q == root { total } else { 0 }).collect();
+                c.rcount = counts.iter().map(|&k| k as usize).collect();
+                c.scounts = vec![counts.clone(); n];
+                c.sdispls = vec![displs.clone(); n];
+                c.check();
+            }
+            let mut c = Case::new(n, ALL_GATHER_VARCOUNT, s, r);
+            c.scount = counts.iter().map(|&k| k as usize).collect();
+            c.rcount = vec![total; n];
+            c.rcounts = vec![counts.clone(); n];
+            c.rdispls = vec![displs.clone(); n];
+            c.check();
+        }
+    }
+}
+
+#[test]
+fn all_to_all_fixed_in_place_and_varcount_take_views() {
+    for n in [1, 3, 5] {
+        for (s, r) in pairs() {
+            let mut c = Case::new(n, ALL_TO_ALL, s.clone(), r.clone());
+            c.scount = vec![n * K; n];
+            c.rcount = vec![n * K; n];
+            c.check();
+            let mut c = Case::new(n, ALL_TO_ALL_IN_PLACE, r.clone(), r.clone());
+            c.rcount = vec![n * K; n];
+            c.check();
+            // Rank s sends 6 x ((s + d) mod 3) elements to rank d; parts in
+            // reverse order in the send buffer, in order in the receive one.
+            let cnt = |s: usize, d: usize| (K * ((s + d) % 3)) as i32;
+            let mut c = Case::new(n, ALL_TO_ALL_VARCOUNT, s, r);
+            for p in 0..n {
+                let sc: Vec<i32> = (0..n).map(|d| cnt(p, d)).collect();
+                let rc: Vec<i32> = (0..n).map(|s| cnt(s, p)).collect();
+                let mut sd = vec![0; n];
+                let mut at = 0;
+                for d in (0..n).rev() {
+                    sd[d] = at;
+                    at += sc[d];
+                }
+                c.scount[p] = (at as usize).next_multiple_of(K);
+                let rd: Vec<i32> = rc
+                    .iter()
+                    .scan(0, |a, &x| Some(std::mem::replace(a, *a + x)))
+                    .collect();
+                c.rcount[p] = (rc.iter().sum::<i32>() as usize).next_multiple_of(K);
+                c.scounts.push(sc);
+                c.sdispls.push(sd);
+                c.rcounts.push(rc);
+                c.rdispls.push(rd);
+            }
+            c.check();
+        }
+    }
+}
+
+#[test]
+fn a_signature_mismatch_fails_on_every_rank() {
+    let n = 5;
+    for op in [
+        ALL_GATHER,
+        ALL_GATHER_IN_PLACE,
+        ALL_TO_ALL,
+        ALL_TO_ALL_IN_PLACE,
+        ALL_TO_ALL_VARCOUNT,
+        ALL_GATHER_VARCOUNT,
+    ] {
+        let mut c = Case::new(n, op, vector(), plain());
+        let bad = 3;
+        c.bad = Some(bad);
+        c.scount = vec![n * K; n];
+        c.rcount = vec![n * K; n];
+        if op == ALL_GATHER {
+            c.scount = vec![K; n];
+        }
+        let rows = vec![vec![K as i32; n]; n];
+        let displs: Vec<Vec<i32>> = vec![(0..n).map(|q| (q * K) as i32).collect(); n];
+        c.scounts = rows.clone();
+        c.sdispls = displs.clone();
+        c.rcounts = rows;
+        c.rdispls = displs;
+        if op == ALL_GATHER_VARCOUNT {
+            c.scount = vec![K; n];
+        }
+        // The agreement names the type mismatch on every rank.
+        c.check_fails(bad, ErrorClass::Type, ErrorClass::Type);
+    }
+    // A struct view against a u32 view: the signatures differ.
+    let mut c = Case::new(3, ALL_TO_ALL, structure(false), vector());
+    c.scount = vec![3 * K; 3];
+    c.rcount = vec![3 * K; 3];
+    let (classes, _, _) = c.launch();
+    assert!(
+        classes.iter().all(|&k| k == ErrorClass::Type as u32),
+        "{classes:?}"
+    );
+}
+
+#[test]
+fn a_part_outside_the_view_fails_on_every_rank() {
+    // Rank 2's receive partition reaches past its view (one element more
+    // than the view holds): MPI_ERR_ARG there, an error everywhere.
+    let n = 4;
+    let mut c = Case::new(n, ALL_TO_ALL_VARCOUNT, vector(), indexed());
+    let rows = vec![vec![K as i32; n]; n];
+    let displs: Vec<Vec<i32>> = vec![(0..n).map(|q| (q * K) as i32).collect(); n];
+    c.scount = vec![n * K; n];
+    c.rcount = vec![n * K; n];
+    c.scounts = rows.clone();
+    c.sdispls = displs.clone();
+    c.rcounts = rows;
+    c.rdispls = displs;
+    c.rdispls[2][n - 1] += 1;
+    c.check_fails(2, ErrorClass::Arg, ErrorClass::Count);
+    // A varcount gather whose root's view is too small for its partition.
+    let (counts, displs, total) = var_parts(n);
+    let mut c = Case::new(n, GATHER_VARCOUNT, indexed(), vector());
+    c.root = 1;
+    c.scount = counts.iter().map(|&k| k as usize).collect();
+    c.rcount = (0..n).map(|q| if q == 1 { total - 2 * K } else { 0 }).collect();
+    c.rcounts = vec![counts; n];
+    c.rdispls = vec![displs; n];
+    c.check_fails(1, ErrorClass::Arg, ErrorClass::Count);
+}
