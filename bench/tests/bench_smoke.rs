@@ -82,9 +82,11 @@ fn field<'r>(row: &'r [(&'static str, Value)], key: &str) -> Option<&'r Value> {
 /// freed), `rmws` ordered read-modify-writes at most (the push and at most
 /// one inbox swap; pi's receiver takes many messages per swap), less than
 /// one fence (none for a rank's first `slots_per_rank` sends), nothing else.
-fn check_eager_kinds(kinds: &Value, rmws: f64, what: &str) {
+fn check_eager_kinds(kinds: &Value, rmws: f64, fences: std::ops::Range<f64>, what: &str) {
     let k = |name: &str| kinds[name].as_f64().unwrap_or(f64::NAN);
-    assert_eq!(k("release_stores"), 1.0, "{what}: {kinds}");
+    // The receiver returns slots with relaxed stores after one release
+    // fence per batch, so no release store is left on the eager path.
+    assert_eq!(k("release_stores"), 0.0, "{what}: {kinds}");
     assert!(
         k("ordered_rmws") > 1.0 && k("ordered_rmws") <= 2.0,
         "{what}: {kinds}"
@@ -92,7 +94,7 @@ fn check_eager_kinds(kinds: &Value, rmws: f64, what: &str) {
     if rmws == 2.0 {
         assert_eq!(k("ordered_rmws"), 2.0, "{what}: {kinds}");
     }
-    assert!((0.0..1.0).contains(&k("fences")), "{what}: {kinds}");
+    assert!(fences.contains(&k("fences")), "{what}: {kinds}");
     assert_eq!(
         (k("acquire_loads"), k("relaxed_rmws")),
         (0.0, 0.0),
@@ -183,21 +185,22 @@ fn every_suite_runs_and_passes_its_checks() {
         assert!(num("mpi_p2p_nb_ms").is_some_and(|v| v > 0.0), "{row:?}");
         assert!(num("ratio_p2p_nb").is_some_and(|v| v > 0.0), "{row:?}");
         // Both point-to-point variants pass one eager message per rank but
-        // 0: one push, one slot freed, at most one inbox swap and one
-        // reclaim fence per message, nothing else.
+        // 0: one push, rank 0's share of an inbox swap and of a fence that
+        // returns a batch of slots (a quarter at the default eight slots).
         for key in ["mpi_p2p_sync_per_msg", "mpi_p2p_nb_sync_per_msg"] {
             let v = num(key).unwrap_or(f64::NAN);
-            assert!((2.0..=4.0).contains(&v), "{key} = {v}");
+            assert!((1.0..2.0).contains(&v), "{key} = {v}");
         }
     }
     for key in ["mpi_p2p_sync_kinds_per_msg", "mpi_p2p_nb_sync_kinds_per_msg"] {
         let row = pi_rows.iter().find(|r| field(r, key).is_some()).unwrap();
-        check_eager_kinds(field(row, key).unwrap(), 1.0, key);
+        check_eager_kinds(field(row, key).unwrap(), 1.0, 0.2..1.0, key);
     }
 
     // The latency suite counts synchronising operations per message: an
     // eager ping-pong message is one push (release swap), one inbox swap
-    // (acquire) and one slot freed (release store), plus a reclaim fence
+    // (acquire) and the fence that returns its slot when the receiver next
+    // waits (each rank waits after every message), plus a reclaim fence
     // per slots-full of messages.
     let latency = report.sections.iter().find(|s| s.suite == "latency").unwrap();
     for row in &latency.rows {
@@ -206,7 +209,7 @@ fn every_suite_runs_and_passes_its_checks() {
         assert!(total >= 3.0, "{bytes} B: {total} sync ops per message");
         let kinds = field(row, "mpi_sync_kinds_per_msg").unwrap();
         if bytes <= 8 {
-            check_eager_kinds(kinds, 2.0, "latency");
+            check_eager_kinds(kinds, 2.0, 1.0..2.0, "latency");
             assert!(total <= 4.0, "{bytes} B: {total}");
         }
     }

@@ -93,27 +93,7 @@ fn messages_do_not_overtake_under_any_source_and_any_tag() {
 /// its only slot, and the payload of each reuse is intact.
 #[test]
 fn one_slot_is_reused_for_every_message() {
-    check("slot reuse", 3, || {
-        let results = run_world(small_config(2, 1, 1), 0, |w, _| -> Result<Vec<u64>, Error> {
-            if w.rank() == 1 {
-                for v in 1..=3u64 {
-                    w.process_at_rank(0).send_with_tag(&[v, v * 100][..], v as i32)?;
-                }
-                Ok(vec![])
-            } else {
-                let mut got = vec![];
-                for _ in 0..3 {
-                    let mut buf = [0u64; 2];
-                    let s = w.process_at_rank(1).receive_into(&mut buf[..])?;
-                    assert_eq!(buf[1], buf[0] * 100);
-                    assert_eq!(s.tag() as u64, buf[0]);
-                    got.push(buf[0]);
-                }
-                Ok(got)
-            }
-        });
-        assert_eq!(results[0], Ok(vec![1, 2, 3]));
-    });
+    batched_return("slot reuse", 1, 3, 3);
 }
 
 /// (c') `slots` slots, `messages` messages: the receiver returns received
