@@ -7,10 +7,19 @@
 //! reference model (`gpu_mpi::datatype::reference`). Also reported: the
 //! encoding's bytes and work units, and the host walk (the device walker's
 //! code, one thread) in GB/s.
+//!
+//! Two more tables: the tiled path against the direct one
+//! (`PackStrategy::Tiled` and `Direct`) on transpose-like patterns, each as
+//! a fraction of the 8-byte copy in the same run; and send/receive of a
+//! derived type between two ranks (`View`/`MutView`) against manual pack +
+//! byte send + unpack in the same kernel ([`DDT_P2P`]). Ratios only; nothing
+//! is asserted about them.
 
 use super::{median, ratio, Ctx, Row, Section, Target};
-use gpu_mpi::datatype::{reference, CommittedType, Order, Primitive, UserDatatype};
-use gpu_mpi_bench_kernels::ddt::{Copy16Args, DDT_COPY16};
+use gpu_mpi::datatype::{reference, CommittedType, Order, PackStrategy, Primitive, UserDatatype};
+use gpu_mpi::device::derived::PackPath;
+use gpu_mpi::Device;
+use gpu_mpi_bench_kernels::ddt::{Copy16Args, TypedP2pArgs, DDT_COPY16, DDT_P2P, P2P_MANUAL, P2P_TYPED};
 use gpu_mpi_bench_kernels::native::{CopyArgs, NATIVE_COPY};
 use std::time::Instant;
 
@@ -209,11 +218,220 @@ fn spec_ranks(spec: &gpu_mpi::WorldSpec) -> u32 {
     }
 }
 
-/// Runs the suite: one table, a row per pattern.
+/// The transpose-like patterns of the tiled-path table: one type and the
+/// instances packed at once.
+fn tile_shapes(quick: bool) -> Result<Vec<(Shape, usize)>, String> {
+    let q = |full: i64, small: i64| if quick { small } else { full };
+    let f32t: UserDatatype = Primitive::F32.into();
+    let f64t: UserDatatype = Primitive::F64.into();
+    let cplx = e(UserDatatype::contiguous(2, &f64t))?;
+    let transpose = |n: i64, elem: &UserDatatype| -> Result<UserDatatype, String> {
+        let col = e(UserDatatype::vector(n, 1, n, elem))?;
+        e(UserDatatype::hvector(n, 1, elem.extent(), &col))
+    };
+    let n = q(1024, 40);
+    let col = e(UserDatatype::vector(n, 1, n, &f32t))?;
+    Ok(vec![
+        (
+            Shape {
+                name: "fft2d_transpose",
+                what: "hvector(n, 1, 16 B) of vector(n, 1, n) complex",
+                ty: transpose(q(512, 24), &cplx)?,
+            },
+            1,
+        ),
+        (
+            Shape {
+                name: "transpose_f64",
+                what: "hvector(n, 1, 8 B) of vector(n, 1, n) f64",
+                ty: transpose(q(1024, 33), &f64t)?,
+            },
+            1,
+        ),
+        (
+            Shape {
+                name: "transpose_f32",
+                what: "hvector(n, 1, 4 B) of vector(n, 1, n) f32",
+                ty: transpose(q(1024, 40), &f32t)?,
+            },
+            1,
+        ),
+        (
+            Shape {
+                name: "matrix_columns",
+                what: "n x resized(vector(n, 1, n) f32, extent 4 B)",
+                ty: e(UserDatatype::resized(&col, 0, 4))?,
+            },
+            n as usize,
+        ),
+    ])
+}
+
+/// Pack and unpack of `count` instances of `s` by the tiled and the direct
+/// path, both checked against the reference model, and the copy of the
+/// packed bytes in the same run.
+fn measure_tiles(ctx: &mut Ctx, s: &Shape, count: usize) -> Result<Row, String> {
+    let dev: &Device = ctx.device;
+    let c: CommittedType = s.ty.commit().map_err(|e| format!("{}: {e}", s.name))?;
+    let (_, hi) = c.span(count).map_err(|e| e.to_string())?;
+    let typed_len = hi.max(1) as usize;
+    let src: Vec<u8> = (0..typed_len).map(|i| (i * 131 + 7) as u8).collect();
+    let bytes = c.pack_size(count).map_err(|e| e.to_string())?;
+    let want = reference::pack(&s.ty, &src, 0, count).map_err(|e| e.to_string())?;
+    let mut model = vec![0u8; typed_len];
+    reference::unpack(&s.ty, &want, count, &mut model, 0).map_err(|e| e.to_string())?;
+    let auto = Device::pack_path(&c, count, PackStrategy::Auto).map_err(|e| e.to_string())?;
+    let dsrc = dev.upload(&src).map_err(|e| e.to_string())?;
+    let spec = dev.pack_world(&c, count).map_err(|e| e.to_string())?;
+    let words = bytes.div_ceil(8);
+    let (w_src, w_dst) = (ctx.alloc::<u64>(words)?, ctx.alloc::<u64>(words)?);
+    let mut t = [vec![], vec![], vec![], vec![]];
+    let strategies = [PackStrategy::Tiled, PackStrategy::Direct];
+    let mut copy_t = vec![];
+    for _ in 0..ctx.preset.reps {
+        for (k, strategy) in strategies.into_iter().enumerate() {
+            let packed = ctx.alloc::<u8>(bytes)?;
+            let r = dev
+                .pack_into_using(&c, &dsrc, 0, count, &packed, strategy)
+                .map_err(|e| format!("{} pack {strategy:?}: {e}", s.name))?;
+            t[2 * k].push(r.map_or(0.0, |r| ms(r.elapsed)));
+            let dst = ctx.alloc::<u8>(typed_len)?;
+            let r = dev
+                .unpack_using(&c, &packed, count, &dst, 0, strategy)
+                .map_err(|e| format!("{} unpack {strategy:?}: {e}", s.name))?;
+            t[2 * k + 1].push(r.map_or(0.0, |r| ms(r.elapsed)));
+            if ctx.download(&packed)? != want {
+                return Err(format!("{}: the {strategy:?} pack packed wrong bytes", s.name));
+            }
+            if ctx.download(&dst)? != model {
+                return Err(format!("{}: the {strategy:?} unpack wrote wrong bytes", s.name));
+            }
+            ctx.checked();
+            ctx.checked();
+        }
+        let r = ctx.launch(
+            &NATIVE_COPY,
+            &CopyArgs {
+                src: w_src.slice(),
+                dst: w_dst.slice(),
+            },
+            &spec,
+        )?;
+        copy_t.push(ms(r.report.elapsed));
+    }
+    let [tp, tu, dp, du] = t.map(|v| median(&v));
+    let c8 = median(&copy_t);
+    let gbps = |t_ms: f64| ratio(bytes as f64, t_ms * 1e6);
+    Ok(vec![
+        ("pattern", s.name.into()),
+        ("type", s.what.into()),
+        ("count", count.into()),
+        ("bytes", bytes.into()),
+        (
+            "auto",
+            (if auto == PackPath::Tiled {
+                "tiled"
+            } else {
+                "direct"
+            })
+            .into(),
+        ),
+        ("tiled_pack_gbps", gbps(tp).into()),
+        ("direct_pack_gbps", gbps(dp).into()),
+        ("tiled_unpack_gbps", gbps(tu).into()),
+        ("direct_unpack_gbps", gbps(du).into()),
+        ("copy_gbps", gbps(c8).into()),
+        ("tiled_pack_of_copy", ratio(c8, tp).into()),
+        ("direct_pack_of_copy", ratio(c8, dp).into()),
+        ("tiled_unpack_of_copy", ratio(c8, tu).into()),
+        ("direct_unpack_of_copy", ratio(c8, du).into()),
+        ("pack_tiled_over_direct", ratio(dp, tp).into()),
+        ("unpack_tiled_over_direct", ratio(du, tu).into()),
+    ])
+}
+
+/// Send/receive of one instance of `s` from rank 0 to rank 1, typed
+/// (`View` to `MutView`) against manual pack + byte send + unpack, `msgs`
+/// messages per launch; rank 1's buffer checked against the reference
+/// model after each.
+fn measure_p2p(ctx: &mut Ctx, s: &Shape, msgs: u32) -> Result<Row, String> {
+    let dev: &Device = ctx.device;
+    let c: CommittedType = s.ty.commit().map_err(|e| format!("{}: {e}", s.name))?;
+    let (_, hi) = c.span(1).map_err(|e| e.to_string())?;
+    let typed_len = hi.max(1) as usize;
+    let src: Vec<u8> = (0..typed_len).map(|i| (i * 29 + 11) as u8).collect();
+    let bytes = c.pack_size(1).map_err(|e| e.to_string())?;
+    let want = reference::pack(&s.ty, &src, 0, 1).map_err(|e| e.to_string())?;
+    let mut model = vec![0u8; typed_len];
+    reference::unpack(&s.ty, &want, 1, &mut model, 0).map_err(|e| e.to_string())?;
+    let enc = dev.upload(c.words()).map_err(|e| e.to_string())?;
+    let dsrc = dev.upload(&src).map_err(|e| e.to_string())?;
+    let (ss, rs) = (ctx.alloc::<u8>(bytes)?, ctx.alloc::<u8>(bytes)?);
+    let max = u32::try_from(bytes.max(64))
+        .map_err(|_| format!("{}: {bytes} bytes is too large a message", s.name))?;
+    let spec = ctx.world(2, None).max_message_bytes(max);
+    let mut t = [vec![], vec![]];
+    for _ in 0..ctx.preset.reps {
+        for (k, mode) in [P2P_TYPED, P2P_MANUAL].into_iter().enumerate() {
+            let dst = ctx.alloc::<u8>(typed_len)?;
+            let args = TypedP2pArgs {
+                ty: enc.slice(),
+                src: dsrc.slice(),
+                dst: dst.slice(),
+                send_staging: ss.slice(),
+                recv_staging: rs.slice(),
+                count: 1,
+                origin: 0,
+                mode,
+                reps: msgs,
+            };
+            let r = ctx
+                .launch(&DDT_P2P, &args, &spec)
+                .map_err(|e| format!("{} send/receive (mode {mode}): {e}", s.name))?;
+            t[k].push(ms(r.report.elapsed));
+            if ctx.download(&dst)? != model {
+                return Err(format!(
+                    "{}: send/receive (mode {mode}) received wrong bytes",
+                    s.name
+                ));
+            }
+            ctx.checked();
+        }
+    }
+    let [typed, manual] = t.map(|v| median(&v));
+    let gbps = |t_ms: f64| ratio(bytes as f64 * msgs as f64, t_ms * 1e6);
+    Ok(vec![
+        ("pattern", s.name.into()),
+        ("bytes", bytes.into()),
+        ("messages", msgs.into()),
+        ("typed_gbps", gbps(typed).into()),
+        ("manual_gbps", gbps(manual).into()),
+        ("typed_over_manual", ratio(manual, typed).into()),
+        ("typed_ms", typed.into()),
+        ("manual_ms", manual.into()),
+    ])
+}
+
+/// Runs the suite: a table with a row per pattern, the tiled-path table and
+/// the send/receive table.
 pub(crate) fn run(ctx: &mut Ctx) -> Result<(Vec<Section>, Vec<Target>), String> {
     let mut rows = Vec::new();
-    for s in shapes(ctx.preset.quick)? {
-        rows.push(measure(ctx, &s)?);
+    let all = shapes(ctx.preset.quick)?;
+    for s in &all {
+        rows.push(measure(ctx, s)?);
+    }
+    let mut tile_rows = Vec::new();
+    for (s, count) in tile_shapes(ctx.preset.quick)? {
+        tile_rows.push(measure_tiles(ctx, &s, count)?);
+    }
+    let msgs = if ctx.preset.quick { 2 } else { 20 };
+    let mut p2p_rows = Vec::new();
+    // The bench kernels' PTX is built without the device crate's `views`
+    // feature, so a GPU refuses the typed view (MPI_ERR_TYPE): emulator only.
+    if !ctx.is_gpu() {
+        for s in &all {
+            p2p_rows.push(measure_p2p(ctx, s, msgs)?);
+        }
     }
     let section = Section {
         suite: "ddt",
@@ -236,5 +454,41 @@ pub(crate) fn run(ctx: &mut Ctx) -> Result<(Vec<Section>, Vec<Target>), String> 
             "pack/copy8: the engine's bandwidth as a fraction of the 8-byte-word copy of the same bytes in the same world; host walk: the walker on one host thread".into(),
         ],
     };
-    Ok((vec![section], Vec::new()))
+    let tiles = Section {
+        suite: "ddt",
+        title: "ddt tiles: tiled vs direct whole-GPU pack/unpack of transpose-like types (fractions of copy8 in the same run)".into(),
+        columns: vec![
+            ("pattern", "pattern"),
+            ("bytes", "bytes"),
+            ("auto", "auto"),
+            ("tiled_pack_of_copy", "tiled pack"),
+            ("direct_pack_of_copy", "direct pack"),
+            ("tiled_unpack_of_copy", "tiled unpack"),
+            ("direct_unpack_of_copy", "direct unpack"),
+            ("pack_tiled_over_direct", "pack tiled/direct"),
+            ("unpack_tiled_over_direct", "unpack tiled/direct"),
+        ],
+        rows: tile_rows,
+        notes: vec![
+            "tiled/direct > 1: the shared-memory tiles are faster; auto: the path PackStrategy::Auto picks; every packed and unpacked buffer checked against the reference model".into(),
+        ],
+    };
+    let p2p = Section {
+        suite: "ddt",
+        title: "ddt p2p: send/receive with the type (View/MutView) vs manual pack + byte send + unpack, two ranks".into(),
+        columns: vec![
+            ("pattern", "pattern"),
+            ("bytes", "bytes"),
+            ("messages", "msgs"),
+            ("typed_gbps", "typed GB/s"),
+            ("manual_gbps", "manual GB/s"),
+            ("typed_over_manual", "typed/manual"),
+        ],
+        rows: p2p_rows,
+        notes: vec![
+            "typed/manual > 1: the typed send is faster; times are whole launches of `msgs` messages; rank 1's buffer checked against the reference model after every launch".into(),
+            "emulator only: the bench kernels' PTX lacks the `views` feature (no rows on a GPU)".into(),
+        ],
+    };
+    Ok((vec![section, tiles, p2p], Vec::new()))
 }

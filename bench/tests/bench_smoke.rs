@@ -433,8 +433,35 @@ fn the_ddt_suite_checks_every_pattern() {
         .find(|s| s.suite == "ddt")
         .expect("no ddt table");
     assert_eq!(section.rows.len(), 8, "one row per pattern");
+    let titles: Vec<&str> = report
+        .sections
+        .iter()
+        .filter(|s| s.suite == "ddt")
+        .map(|s| s.title.as_str())
+        .collect();
+    assert_eq!(titles.len(), 3, "{titles:?}");
+    let tiles = report
+        .sections
+        .iter()
+        .find(|s| s.title.starts_with("ddt tiles"))
+        .expect("no tiles table");
+    assert_eq!(tiles.rows.len(), 4);
+    for row in &tiles.rows {
+        let auto = row.iter().find(|(k, _)| *k == "auto").map(|(_, v)| v.to_string());
+        assert!(auto.is_some_and(|a| a.contains("tiled")), "{row:?}");
+    }
+    let p2p = report
+        .sections
+        .iter()
+        .find(|s| s.title.starts_with("ddt p2p"))
+        .expect("no p2p table");
+    assert_eq!(p2p.rows.len(), 8);
     // Every pattern's pack and unpack were compared with the reference model.
-    assert!(report.checked_launches >= 16, "{}", report.checked_launches);
+    assert!(
+        report.checked_launches >= 16 + 16 + 16,
+        "{}",
+        report.checked_launches
+    );
     for row in &section.rows {
         let units = row
             .iter()

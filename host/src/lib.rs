@@ -47,7 +47,7 @@ mod spec;
 pub mod trace;
 
 pub use cpu::{CpuDevice, CpuOptions, Schedule};
-pub use datatype::{CommittedType, DatatypeError, Order, Primitive, UserDatatype};
+pub use datatype::{CommittedType, DatatypeError, Order, PackStrategy, Primitive, UserDatatype};
 pub use device::{
     Device, DeviceBuffer, DeviceDescription, LaunchReport, SyncCounts, SyncProfile, TracedLaunch,
 };

@@ -148,7 +148,7 @@ pub unsafe fn atomic_u64_at<'a>(base: *mut u8, offset: usize) -> &'a AtomicU64 {
 /// Bytes of the per-block scratch that [`shared_block`] returns: static
 /// block-shared memory on the GPU (one `.shared` array per kernel that uses
 /// it), a buffer of the block's state on the emulator and under loom.
-pub const SHARED_BLOCK_BYTES: usize = 1024;
+pub const SHARED_BLOCK_BYTES: usize = 4096;
 
 /// The calling block's shared scratch, at least `N` bytes (`N` at most
 /// [`SHARED_BLOCK_BYTES`], checked at compile time), 16-byte aligned.

@@ -300,7 +300,7 @@ pub fn block_barrier_count(predicate: bool) -> u32 {
 }
 
 // The array below is declared with this size.
-const _: () = assert!(super::SHARED_BLOCK_BYTES == 1024);
+const _: () = assert!(super::SHARED_BLOCK_BYTES == 4096);
 
 /// One `shfl.sync` of mode `$mode` (`idx`, `up`, `down`, `bfly`) with clamp
 /// value `$c` (`0x1f` for idx/down/bfly, `0` for up: the whole warp is one
@@ -459,7 +459,7 @@ pub(super) fn shared_block_base() -> *mut u8 {
         asm!(
             concat!(
                 "{{ .shared .align 16 .b8 gpu_mpi_block_shared[",
-                "1024",
+                "4096",
                 "]; cvta.shared.u64 {p}, gpu_mpi_block_shared; }}"
             ),
             p = out(reg64) p,

@@ -1,12 +1,14 @@
 //! The whole-GPU pack engine: `Device::pack` and `Device::unpack` run
 //! [`gpu_mpi_device::derived::PACK_KERNEL`] over a world in which every rank
-//! copies its share of chunks (rank `r` of `n`: chunks `r, r + n, ...`).
+//! copies its share of chunks (rank `r` of `n`: chunks `r, r + n, ...`),
+//! or every block moves square tiles through its shared scratch (the tiled
+//! path, [`PackStrategy`]).
 
 use super::{CommittedType, DatatypeError};
 use crate::device::{Device, DeviceBuffer, LaunchReport};
 use crate::error::HostError;
 use crate::spec::WorldSpec;
-use gpu_mpi_device::derived::{PackArgs, PACK, PACK_KERNEL, UNPACK};
+use gpu_mpi_device::derived::{PackArgs, PackPath, TileShape, TypeRef, PACK, PACK_KERNEL, UNPACK};
 use std::collections::HashMap;
 use std::sync::Mutex;
 
@@ -17,10 +19,28 @@ pub(crate) struct TypeCache {
     map: Mutex<HashMap<u64, DeviceBuffer<u64>>>,
 }
 
+/// Which walk [`Device::pack_into_using`] and [`Device::unpack_using`] run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PackStrategy {
+    /// The tiled path when [`TileShape::profitable`] says so (a one-unit
+    /// type whose blocks of 1 to 16 bytes lie at least a 32-byte sector
+    /// apart along a row while consecutive rows are one block apart: a
+    /// transpose, columns of a matrix), the direct path otherwise.
+    #[default]
+    Auto,
+    /// Every rank copies its chunks straight between the buffers.
+    Direct,
+    /// Every block moves tiles through its shared scratch; a type and
+    /// count without a [`TileShape`] is [`DatatypeError::NotTileable`].
+    Tiled,
+}
+
 /// Ranks of a pack world on the emulator (each rank is a coroutine).
 const CPU_PACK_RANKS: u32 = 256;
 /// Ranks per block of a pack world.
 const PACK_BLOCK_DIM: u32 = 256;
+/// Ranks per block of a tiled pack world on the emulator.
+const CPU_TILED_BLOCK_DIM: u32 = 64;
 
 impl Device {
     /// Runs `f` with this device's copy of `ty`'s encoding, uploading it the
@@ -51,24 +71,39 @@ impl Device {
         }
     }
 
-    /// The world a pack or unpack of `count` instances of `ty` runs on: one
-    /// rank per chunk, at most the whole device (256 ranks on the emulator),
-    /// in blocks of 256, with the smallest mailboxes (the kernel sends no
-    /// message).
+    /// The world a pack or unpack of `count` instances of `ty` runs on by
+    /// the direct path: one rank per chunk, at most the whole device (256
+    /// ranks on the emulator), in blocks of 256, with the smallest
+    /// mailboxes (the kernel sends no message).
     pub fn pack_world(&self, ty: &CommittedType, count: usize) -> Result<WorldSpec, HostError> {
+        self.pack_world_for(ty, count, PackPath::Direct)
+    }
+
+    /// [`Device::pack_world`] for `path`. The tiled path's world on the
+    /// emulator has blocks of 64 ranks (4 blocks of 64 when there is work
+    /// for 256 ranks), so that several blocks share the tiles and a block
+    /// has fewer ranks than a tile has elements; on a GPU, blocks of 256.
+    pub fn pack_world_for(
+        &self,
+        ty: &CommittedType,
+        count: usize,
+        path: PackPath,
+    ) -> Result<WorldSpec, HostError> {
         let chunks = (ty.header().chunks_per_instance)
             .saturating_mul(count as u64)
             .max(1);
-        let cap = match self.backend_name() {
-            "cpu" => CPU_PACK_RANKS,
-            _ => self.max_ranks_for(&PACK_KERNEL, PACK_BLOCK_DIM)?,
+        let cpu = self.backend_name() == "cpu";
+        let block = match path {
+            PackPath::Tiled if cpu => CPU_TILED_BLOCK_DIM,
+            _ => PACK_BLOCK_DIM,
+        };
+        let cap = if cpu {
+            CPU_PACK_RANKS
+        } else {
+            self.max_ranks_for(&PACK_KERNEL, block)?
         };
         let ranks = chunks.min(cap as u64) as u32;
-        let block_dim = if ranks >= PACK_BLOCK_DIM {
-            PACK_BLOCK_DIM
-        } else {
-            ranks.max(1)
-        };
+        let block_dim = if ranks >= block { block } else { ranks.max(1) };
         let ranks = ranks / block_dim * block_dim;
         Ok(WorldSpec::ranks(ranks.max(1))
             .block_dim(block_dim)
@@ -129,7 +164,40 @@ impl Device {
         count: usize,
         out: &DeviceBuffer<u8>,
     ) -> Result<Option<LaunchReport>, HostError> {
-        self.run_pack(ty, src, origin, count, out, PACK)
+        self.run_pack(ty, src, origin, count, out, PACK, PackStrategy::Auto)
+    }
+
+    /// [`Device::pack_into`] with the walk chosen by `strategy` (to measure
+    /// the tiled and the direct path on the same type).
+    pub fn pack_into_using(
+        &self,
+        ty: &CommittedType,
+        src: &DeviceBuffer<u8>,
+        origin: usize,
+        count: usize,
+        out: &DeviceBuffer<u8>,
+        strategy: PackStrategy,
+    ) -> Result<Option<LaunchReport>, HostError> {
+        self.run_pack(ty, src, origin, count, out, PACK, strategy)
+    }
+
+    /// The walk `strategy` picks for `count` instances of `ty`:
+    /// [`PackPath::Tiled`] or [`PackPath::Direct`].
+    pub fn pack_path(
+        ty: &CommittedType,
+        count: usize,
+        strategy: PackStrategy,
+    ) -> Result<PackPath, HostError> {
+        let shape = TypeRef::new(ty.words())
+            .ok()
+            .and_then(|t| TileShape::of(&t, count as u64));
+        match (strategy, shape) {
+            (PackStrategy::Direct, _) => Ok(PackPath::Direct),
+            (PackStrategy::Tiled, Some(_)) => Ok(PackPath::Tiled),
+            (PackStrategy::Tiled, None) => Err(DatatypeError::NotTileable.into()),
+            (PackStrategy::Auto, Some(s)) if s.profitable() => Ok(PackPath::Tiled),
+            (PackStrategy::Auto, _) => Ok(PackPath::Direct),
+        }
     }
 
     /// `MPI_Unpack` of a whole device buffer in one kernel: `count`
@@ -144,9 +212,23 @@ impl Device {
         dst: &DeviceBuffer<u8>,
         origin: usize,
     ) -> Result<Option<LaunchReport>, HostError> {
-        self.run_pack(ty, dst, origin, count, packed, UNPACK)
+        self.run_pack(ty, dst, origin, count, packed, UNPACK, PackStrategy::Auto)
     }
 
+    /// [`Device::unpack`] with the walk chosen by `strategy`.
+    pub fn unpack_using(
+        &self,
+        ty: &CommittedType,
+        packed: &DeviceBuffer<u8>,
+        count: usize,
+        dst: &DeviceBuffer<u8>,
+        origin: usize,
+        strategy: PackStrategy,
+    ) -> Result<Option<LaunchReport>, HostError> {
+        self.run_pack(ty, dst, origin, count, packed, UNPACK, strategy)
+    }
+
+    #[allow(clippy::too_many_arguments)]
     fn run_pack(
         &self,
         ty: &CommittedType,
@@ -155,8 +237,10 @@ impl Device {
         count: usize,
         packed: &DeviceBuffer<u8>,
         direction: u32,
+        strategy: PackStrategy,
     ) -> Result<Option<LaunchReport>, HostError> {
         Device::check_span(ty, typed.len(), origin, count)?;
+        let path = Device::pack_path(ty, count, strategy)?;
         let need = ty.pack_size(count)?;
         if packed.len() < need {
             return Err(DatatypeError::OutOfBuffer {
@@ -168,7 +252,7 @@ impl Device {
         if need == 0 {
             return Ok(None);
         }
-        let spec = self.pack_world(ty, count)?;
+        let spec = self.pack_world_for(ty, count, path)?;
         self.with_type(ty, |enc| {
             let args = PackArgs {
                 ty: enc.slice(),
@@ -177,7 +261,7 @@ impl Device {
                 count: count as u64,
                 origin: origin as u64,
                 direction,
-                reserved: 0,
+                path: path as u32,
             };
             Ok(Some(self.launch(&PACK_KERNEL, &args, &spec)?))
         })

@@ -27,6 +27,7 @@ pub(crate) mod engine;
 pub mod reference;
 
 pub use commit::CommittedType;
+pub use engine::PackStrategy;
 
 use gpu_mpi_device::datatype::{
     ID_BYTE, ID_F32, ID_F64, ID_I16, ID_I32, ID_I64, ID_I8, ID_U16, ID_U32, ID_U64,
@@ -207,6 +208,11 @@ pub enum DatatypeError {
         /// The buffer's length.
         len: usize,
     },
+    /// The tiled path forced ([`PackStrategy::Tiled`]) for a type and count
+    /// it cannot move: more than one work unit, blocks longer than 16 bytes,
+    /// or fewer than two rows or columns (`MPI_ERR_TYPE`).
+    #[error("MPI_ERR_TYPE: the tiled pack path cannot move this type and count")]
+    NotTileable,
 }
 
 impl DatatypeError {
@@ -216,7 +222,8 @@ impl DatatypeError {
             DatatypeError::NegativeCount { .. } => ErrorClass::Count,
             DatatypeError::Overflow { .. }
             | DatatypeError::TooDeep { .. }
-            | DatatypeError::TooLarge { .. } => ErrorClass::Type,
+            | DatatypeError::TooLarge { .. }
+            | DatatypeError::NotTileable => ErrorClass::Type,
             DatatypeError::LengthMismatch { .. }
             | DatatypeError::SubarrayOutOfRange { .. }
             | DatatypeError::NoDimensions
