@@ -1452,7 +1452,7 @@ impl Root for Process<'_> {
             return v.traced(WaitCall::Gather, self.rank, || {
                 v.gather(
                     self.rank,
-                    Some(general::bytes_of(send)?),
+                    Some(general::place_of(send)),
                     None,
                     None,
                     send.datatype(),
@@ -1473,8 +1473,8 @@ impl Root for Process<'_> {
                 let dt = send.datatype();
                 v.gather(
                     self.rank,
-                    Some(general::bytes_of(send)?),
-                    Some(general::bytes_of_mut(recv)?),
+                    Some(general::place_of(send)),
+                    Some(general::place_of_mut(recv)),
                     None,
                     dt,
                 )
@@ -1492,12 +1492,12 @@ impl Root for Process<'_> {
         if let Some(v) = self.sub() {
             return v.traced(WaitCall::Gather, self.rank, || {
                 let dt = buf.datatype();
-                let (p, n) = general::bytes_of_mut(buf)?;
+                let (p, n) = general::place_of_mut(buf);
                 if v.rank as i32 == self.rank {
                     v.gather(self.rank, None, Some((p, n)), None, dt)
                 } else {
                     // Not the root: `buf` is this rank's contribution.
-                    v.gather(self.rank, Some((p as *const u8, n)), None, None, dt)
+                    v.gather(self.rank, Some((p, n)), None, None, dt)
                 }
             });
         }
@@ -1515,7 +1515,7 @@ impl Root for Process<'_> {
             return v.traced(WaitCall::Gather, self.rank, || {
                 v.gather(
                     self.rank,
-                    Some(general::bytes_of(send)?),
+                    Some(general::place_of(send)),
                     None,
                     None,
                     send.datatype(),
@@ -1533,7 +1533,7 @@ impl Root for Process<'_> {
     {
         if let Some(v) = self.sub() {
             return v.traced(WaitCall::Gather, self.rank, || {
-                let s = general::bytes_of(send)?;
+                let s = general::place_of(send);
                 if v.rank as i32 != self.rank {
                     return v.gather(self.rank, Some(s), None, None, send.datatype());
                 }
@@ -1550,7 +1550,7 @@ impl Root for Process<'_> {
         if let Some(v) = self.sub() {
             return v.traced(WaitCall::Scatter, self.rank, || {
                 let dt = recv.datatype();
-                v.scatter(self.rank, None, Some(general::bytes_of_mut(recv)?), None, dt)
+                v.scatter(self.rank, None, Some(general::place_of_mut(recv)), None, dt)
             });
         }
         let span = trace::Span::enter(&self.world.core(), WaitCall::Scatter as u32, self.rank);
@@ -1565,10 +1565,8 @@ impl Root for Process<'_> {
         if let Some(v) = self.sub() {
             return v.traced(WaitCall::Scatter, self.rank, || {
                 let dt = recv.datatype();
-                let s = (v.rank as i32 == self.rank)
-                    .then(|| general::bytes_of(send))
-                    .transpose()?;
-                v.scatter(self.rank, s, Some(general::bytes_of_mut(recv)?), None, dt)
+                let s = (v.rank as i32 == self.rank).then(|| general::place_of(send));
+                v.scatter(self.rank, s, Some(general::place_of_mut(recv)), None, dt)
             });
         }
         let span = trace::Span::enter(&self.world.core(), WaitCall::Scatter as u32, self.rank);
@@ -1581,7 +1579,7 @@ impl Root for Process<'_> {
             return v.traced(WaitCall::Scatter, self.rank, || {
                 v.scatter(
                     self.rank,
-                    Some(general::bytes_of(send)?),
+                    Some(general::place_of(send)),
                     None,
                     None,
                     send.datatype(),
@@ -1597,7 +1595,7 @@ impl Root for Process<'_> {
         if let Some(v) = self.sub() {
             return v.traced(WaitCall::Scatter, self.rank, || {
                 let dt = recv.datatype();
-                v.scatter(self.rank, None, Some(general::bytes_of_mut(recv)?), None, dt)
+                v.scatter(self.rank, None, Some(general::place_of_mut(recv)), None, dt)
             });
         }
         let span = trace::Span::enter(&self.world.core(), WaitCall::Scatter as u32, self.rank);
@@ -1612,7 +1610,7 @@ impl Root for Process<'_> {
         if let Some(v) = self.sub() {
             return v.traced(WaitCall::Scatter, self.rank, || {
                 let dt = recv.datatype();
-                let r = Some(general::bytes_of_mut(recv)?);
+                let r = Some(general::place_of_mut(recv));
                 if v.rank as i32 != self.rank {
                     return v.scatter(self.rank, None, r, None, dt);
                 }

@@ -28,7 +28,7 @@
 //! matches a message of another, even between the same ranks with the same
 //! tag (MPI 3.5 and 7.1.2).
 
-use crate::collective::general::View;
+use crate::collective::general::{Place, View};
 use crate::error::Error;
 use crate::memory::{CommWord, Core};
 use crate::shim::{self, Ordering};
@@ -222,7 +222,7 @@ impl<'w> View<'w> {
         self.broadcast_bytes(
             0,
             <u32 as crate::Equivalence>::DATATYPE,
-            &mut word as *mut u32 as *mut u8,
+            Place::plain(&mut word as *mut u32 as *const u8),
             4,
         )?;
         if word == 0 {

@@ -177,13 +177,31 @@ pub struct TypedBuffer {
     pub(crate) origin: usize,
     /// Instances of the type.
     pub(crate) count: usize,
-    /// Bytes of the packed form (`count` times the type's size).
+    /// Bytes of the packed form (`count` times the type's size), or of the
+    /// part of it that starts at `skip`.
     pub(crate) packed: usize,
+    /// Packed bytes of the whole form before this buffer's first: 0 for a
+    /// view, the offset of a part that the collectives of a
+    /// sub-communicator send as one message ([`TypedBuffer::part`]).
+    pub(crate) skip: usize,
     /// The walker (`derived`'s), reached through this pointer so that a
     /// kernel that makes no view holds no walker code: the engine and the
     /// collectives never name it, and ptxas counts the registers of every
     /// function a kernel can call.
     pub(crate) mover: Mover,
+}
+
+impl TypedBuffer {
+    /// Packed bytes `at..at + n` of this buffer's packed form as a buffer
+    /// of its own, whose packed byte 0 is this one's byte `at`: a message
+    /// that carries a part of a view.
+    pub(crate) fn part(&self, at: usize, n: usize) -> TypedBuffer {
+        TypedBuffer {
+            skip: self.skip + at,
+            packed: n,
+            ..*self
+        }
+    }
 }
 
 /// Moves packed bytes `at..at + n` of a typed buffer to (`pack`) or from

@@ -763,11 +763,13 @@ unsafe fn walk_range(
 }
 
 /// The [`Mover`](crate::datatype::Mover) of every view: packs or unpacks
-/// packed bytes `at..at + n` of `t`.
+/// packed bytes `at..at + n` of `t` (bytes `skip + at..` of the whole
+/// form: `t` may be a part).
 ///
 /// # Safety
 /// As for [`TypedBuffer::pack_range`] and [`TypedBuffer::unpack_range`].
 pub(crate) unsafe fn move_range(t: &TypedBuffer, pack: bool, at: u64, other: *mut u8, n: u64) -> bool {
+    let at = at + t.skip as u64;
     // SAFETY: forwarded from the caller.
     unsafe {
         if pack {

@@ -142,6 +142,7 @@ impl Layout {
                 origin,
                 count,
                 packed,
+                skip: 0,
                 mover: crate::derived::move_range,
             },
             contiguous,

@@ -6,7 +6,9 @@
 //! buffer is checked against the host reference model (pack the inputs,
 //! move packed positions as MPI 4.1 §6.5-§6.8 say, unpack into the initial
 //! buffer), and the error cases (a signature mismatch, a part outside the
-//! buffer) fail on every rank.
+//! buffer) fail on every rank. The same cases run on a duplicate of the
+//! world (a sub-communicator: the general algorithms of
+//! `collective/general.rs`, whose messages carry parts of a view).
 
 use bytemuck::{Pod, Zeroable};
 use gpu_mpi_device::collective::{Partition, PartitionMut};
@@ -57,11 +59,14 @@ struct CollArgs {
     recv_view: u32,
     /// The rank that receives into a `[f32]` instead (`u32::MAX`: none).
     bad: u32,
-    _pad: [u32; 3],
+    /// 1: run on a duplicate of the world (a sub-communicator), 0: on the
+    /// world.
+    dup: u32,
+    _pad: [u32; 2],
 }
 
-fn run<S: Buffer + ?Sized, R: BufferMut + ?Sized>(
-    world: &World,
+fn run<C: Communicator + CommunicatorCollectives, S: Buffer + ?Sized, R: BufferMut + ?Sized>(
+    world: &C,
     args: &CollArgs,
     send: &S,
     recv: &mut R,
@@ -102,8 +107,8 @@ fn run<S: Buffer + ?Sized, R: BufferMut + ?Sized>(
     }
 }
 
-fn with_recv<S: Buffer + ?Sized>(
-    world: &World,
+fn with_recv<C: Communicator + CommunicatorCollectives, S: Buffer + ?Sized>(
+    world: &C,
     args: &CollArgs,
     send: &S,
     dst: &mut [u8],
@@ -138,7 +143,16 @@ gpu_mpi_device::kernel! {
         // SAFETY: as above.
         let dst = unsafe { args.dst.slice_mut(r * REGION, REGION)? };
         let count = args.scount.read(r)? as usize;
-        let result = if args.send_view == 1 {
+        let result = if args.dup == 1 {
+            let dup = world.duplicate()?;
+            if args.send_view == 1 {
+                let v = View::with_count_and_datatype(src, count, &sty)?;
+                with_recv(&dup, args, &v, dst, &rty)
+            } else {
+                let u: &[u32] = bytemuck::cast_slice(src);
+                with_recv(&dup, args, &u[..count], dst, &rty)
+            }
+        } else if args.send_view == 1 {
             let v = View::with_count_and_datatype(src, count, &sty)?;
             with_recv(world, args, &v, dst, &rty)
         } else {
@@ -222,6 +236,7 @@ impl Shape {
     }
 }
 
+#[derive(Clone)]
 struct Case {
     n: usize,
     op: u32,
@@ -237,6 +252,8 @@ struct Case {
     rcounts: Vec<Vec<i32>>,
     rdispls: Vec<Vec<i32>>,
     bad: Option<usize>,
+    /// On a duplicate of the world.
+    dup: bool,
 }
 
 fn src_byte(r: usize, i: usize) -> u8 {
@@ -269,6 +286,7 @@ impl Case {
             rcounts: vec![],
             rdispls: vec![],
             bad: None,
+            dup: false,
         }
     }
 
@@ -315,13 +333,19 @@ impl Case {
             send_view: self.send.view as u32,
             recv_view: self.recv.view as u32,
             bad: self.bad.map_or(u32::MAX, |b| b as u32),
-            _pad: [0; 3],
+            dup: self.dup as u32,
+            _pad: [0; 2],
         };
         device
             .launch(
                 &COLL_VIEWS,
                 &args,
-                &WorldSpec::ranks(n as u32).collective_bytes(64),
+                // Blocks of one or two: a duplicate of a world of more than
+                // one rank is never one whole block, so it takes the
+                // general (message) algorithms.
+                &WorldSpec::ranks(n as u32)
+                    .block_dim(if n % 2 == 0 { 2 } else { 1 })
+                    .collective_bytes(64),
             )
             .unwrap();
         (device.download(&out).unwrap(), dst, device.download(&d).unwrap())
@@ -431,8 +455,17 @@ impl Case {
         want
     }
 
-    /// Launches, expects success everywhere and the reference result.
+    /// Launches on the world, then on a duplicate of it; expects success
+    /// everywhere and the reference result each time.
     fn check(&self) {
+        self.check_once();
+        let mut dup = self.clone();
+        dup.dup = true;
+        dup.check_once();
+    }
+
+    /// Launches, expects success everywhere and the reference result.
+    fn check_once(&self) {
         let (classes, init, got) = self.launch();
         assert_eq!(classes, vec![0; self.n], "{}", self.what());
         let want = self.expected(&init);
@@ -457,8 +490,15 @@ impl Case {
 
     fn what(&self) -> String {
         format!(
-            "op {} on {} ranks, root {}, send view {} (epi {}), recv view {} (epi {})",
-            self.op, self.n, self.root, self.send.view, self.send.epi, self.recv.view, self.recv.epi
+            "op {} on {} ranks{}, root {}, send view {} (epi {}), recv view {} (epi {})",
+            self.op,
+            self.n,
+            if self.dup { " (duplicate)" } else { "" },
+            self.root,
+            self.send.view,
+            self.send.epi,
+            self.recv.view,
+            self.recv.epi
         )
     }
 }

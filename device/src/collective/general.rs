@@ -19,6 +19,11 @@
 //! | all-to-all(v) | pairwise exchange (in place: pairs `p`, `(j − p) mod n`) | n − 1 (in place: n) |
 //! | reduce-scatter(-block) | one reduce per rank's block | n × the reduce |
 //!
+//! Every message names its buffer by [`Place`]: plain bytes, or packed
+//! bytes of a view of a derived datatype, which travel as a typed record
+//! (the engine packs at the sender and unpacks at the receiver, MPI 4.1
+//! §5.1.11), so views cost no staging buffer here either.
+//!
 //! Reductions combine operands chunk by chunk in two stack buffers of
 //! [`CHUNK_BYTES`] (no heap, bounded local memory), so an element larger
 //! than a chunk fails with `MPI_ERR_BUFFER`. Argument checks that every rank
@@ -29,8 +34,8 @@
 //! messages that never come (a deadlock report, or a timeout on the GPU).
 
 use super::exchange::{check_partition, Parts};
-use super::{Elements, ElementsMut, Operation, Partition, PartitionMut};
-use crate::datatype::{Buffer, BufferMut, Datatype, Equivalence};
+use super::{Elements, ElementsMut, Operation, Partition, PartitionMut, Side};
+use crate::datatype::{Buffer, BufferMut, Datatype, Equivalence, TypedBuffer};
 use crate::engine::{self, Post};
 use crate::error::Error;
 use crate::memory::{RecordState, SendMode};
@@ -91,6 +96,103 @@ fn chunk_elements<T>() -> Result<usize, Error> {
     Ok(CHUNK_BYTES / size.max(1))
 }
 
+/// A collective's buffer from packed byte `at` on: plain bytes, or a view
+/// of a non-contiguous derived datatype whose parts travel as typed
+/// messages (the engine packs and unpacks them as it copies; MPI 4.1
+/// section 6.1: a collective's buffers are `(buf, count, datatype)`).
+#[derive(Clone, Copy)]
+pub(crate) struct Place {
+    side: Side,
+    at: usize,
+}
+
+impl Place {
+    /// Plain bytes at `p`.
+    pub(crate) fn plain(p: *const u8) -> Place {
+        Place {
+            side: Side::Plain(p as *mut u8),
+            at: 0,
+        }
+    }
+
+    /// Packed bytes from `n` further on.
+    fn add(self, n: usize) -> Place {
+        Place {
+            side: self.side,
+            at: self.at + n,
+        }
+    }
+
+    /// The record's buffer word and typed-mode bit for `n` bytes here;
+    /// a view's part is written to `part`, which must outlive the record.
+    fn post_buffer(self, n: usize, part: &mut TypedBuffer) -> (*const u8, u32) {
+        match self.side {
+            // SAFETY: the caller keeps `at + n` inside the buffer.
+            Side::Plain(p) => (unsafe { p.add(self.at) } as *const u8, 0),
+            Side::Typed(t) => {
+                // SAFETY: a typed side points at the TypedBuffer of a view
+                // borrowed for the collective.
+                *part = unsafe { (*t).part(self.at, n) };
+                (part as *const TypedBuffer as *const u8, engine::TYPED_MODE)
+            }
+        }
+    }
+
+    /// Copies `n` packed bytes from `src` to `dst` (a rank's own part),
+    /// through a stack chunk when either is a view; `MPI_ERR_INTERN` when a
+    /// walk failed (the encoding changed under its view).
+    ///
+    /// # Safety
+    /// Both hold `n` packed bytes from their `at`; `dst` is written by
+    /// nobody else during the call.
+    unsafe fn copy(src: Place, dst: Place, n: usize) -> Result<(), Error> {
+        if let (Side::Plain(s), Side::Plain(d)) = (src.side, dst.side) {
+            // SAFETY: the caller's contract; `copy` allows the overlap of
+            // an in-place part with itself.
+            unsafe { core::ptr::copy(s.add(src.at), d.add(dst.at), n) };
+            return Ok(());
+        }
+        let mut c = Chunk::new();
+        let mut off = 0;
+        while off < n {
+            let k = (n - off).min(CHUNK_BYTES);
+            // SAFETY: `off + k <= n` bytes of each side; `k` fit the chunk.
+            let ok = unsafe {
+                src.side.read(src.at + off, c.ptr(), k) && dst.side.write(dst.at + off, c.ptr(), k)
+            };
+            if !ok {
+                return Err(Error::Intern);
+            }
+            off += k;
+        }
+        Ok(())
+    }
+}
+
+/// A stand-in for a part that [`Place::post_buffer`] overwrites when it
+/// is used (a plain place leaves it alone).
+fn no_part() -> TypedBuffer {
+    TypedBuffer {
+        words: core::ptr::null(),
+        words_len: 0,
+        base: core::ptr::null_mut(),
+        len: 0,
+        origin: 0,
+        count: 0,
+        packed: 0,
+        skip: 0,
+        mover: unreachable_mover,
+    }
+}
+
+/// The mover of [`no_part`], never called: a plain record is never typed.
+///
+/// # Safety
+/// None needed; it touches nothing.
+unsafe fn unreachable_mover(_: &TypedBuffer, _: bool, _: u64, _: *mut u8, _: u64) -> bool {
+    false
+}
+
 impl<'a> View<'a> {
     /// The world rank of member `r`.
     fn member(&self, r: u32) -> i32 {
@@ -107,7 +209,7 @@ impl<'a> View<'a> {
         Ok(root as u32)
     }
 
-    fn send_post(&self, to: u32, tag: Tag, dt: Datatype, ptr: *const u8, len: usize) -> Post {
+    fn send_post(&self, to: u32, tag: Tag, dt: Datatype, (ptr, typed): (*const u8, u32), len: usize) -> Post {
         Post {
             state: RecordState::SendClaim,
             peer: self.member(to),
@@ -115,7 +217,7 @@ impl<'a> View<'a> {
             datatype: dt.id,
             buffer: ptr,
             len,
-            mode: SendMode::Standard as u32,
+            mode: SendMode::Standard as u32 | typed,
             slot: 0,
             context: self.comm.collective_context(),
             inline: false,
@@ -123,7 +225,14 @@ impl<'a> View<'a> {
         }
     }
 
-    fn receive_post(&self, from: u32, tag: Tag, dt: Datatype, ptr: *mut u8, len: usize) -> Post {
+    fn receive_post(
+        &self,
+        from: u32,
+        tag: Tag,
+        dt: Datatype,
+        (ptr, typed): (*const u8, u32),
+        len: usize,
+    ) -> Post {
         Post {
             state: RecordState::RecvMatch,
             peer: self.member(from),
@@ -131,7 +240,7 @@ impl<'a> View<'a> {
             datatype: dt.id,
             buffer: ptr,
             len,
-            mode: 0,
+            mode: typed,
             slot: 0,
             context: self.comm.collective_context(),
             inline: false,
@@ -144,15 +253,16 @@ impl<'a> View<'a> {
         (self.world.max_message_bytes() as usize).max(1)
     }
 
-    /// Sends `len` bytes at `ptr` to member `to`, in pieces of at most
+    /// Sends `len` bytes at `at` to member `to`, in pieces of at most
     /// `max_message_bytes`.
-    fn send(&self, to: u32, tag: Tag, dt: Datatype, ptr: *const u8, len: usize) -> Result<(), Error> {
+    fn send(&self, to: u32, tag: Tag, dt: Datatype, at: Place, len: usize) -> Result<(), Error> {
         let piece = self.piece();
         let mut off = 0;
+        let mut part = no_part();
         loop {
             let n = (len - off).min(piece);
-            // SAFETY: `off + n <= len`, inside the caller's buffer.
-            let p = self.send_post(to, tag, dt, unsafe { ptr.add(off) }, n);
+            // `off + n <= len`, inside the caller's buffer.
+            let p = self.send_post(to, tag, dt, at.add(off).post_buffer(n, &mut part), n);
             let core = self.world.core();
             let i = engine::run_blocking(core, &p)?;
             engine::collect(&core, i)?;
@@ -163,16 +273,17 @@ impl<'a> View<'a> {
         }
     }
 
-    /// Receives `len` bytes from member `from` into `ptr` (pieces as
+    /// Receives `len` bytes from member `from` into `at` (pieces as
     /// [`View::send`]); a message of another length is `MPI_ERR_COUNT` (in
     /// elements of `dt`).
-    fn receive(&self, from: u32, tag: Tag, dt: Datatype, ptr: *mut u8, len: usize) -> Result<(), Error> {
+    fn receive(&self, from: u32, tag: Tag, dt: Datatype, at: Place, len: usize) -> Result<(), Error> {
         let piece = self.piece();
         let mut off = 0;
+        let mut part = no_part();
         loop {
             let n = (len - off).min(piece);
-            // SAFETY: `off + n <= len`, inside the caller's buffer.
-            let p = self.receive_post(from, tag, dt, unsafe { ptr.add(off) }, n);
+            // `off + n <= len`, inside the caller's buffer.
+            let p = self.receive_post(from, tag, dt, at.add(off).post_buffer(n, &mut part), n);
             let core = self.world.core();
             let i = engine::run_blocking(core, &p)?;
             let status = engine::collect(&core, i).map_err(|e| count_error(e, dt, n))?;
@@ -191,16 +302,17 @@ impl<'a> View<'a> {
     fn send_receive(
         &self,
         to: Option<u32>,
-        sptr: *const u8,
+        sptr: Place,
         slen: usize,
         from: Option<u32>,
-        rptr: *mut u8,
+        rptr: Place,
         rlen: usize,
         tag: Tag,
         dt: Datatype,
     ) -> Result<(), Error> {
         let piece = self.piece();
         let (mut so, mut ro) = (0usize, 0usize);
+        let (mut spart, mut rpart) = (no_part(), no_part());
         let mut first = true;
         loop {
             let send_more = to.is_some() && (first || so < slen);
@@ -212,13 +324,17 @@ impl<'a> View<'a> {
             let sn = (slen - so).min(piece);
             let rn = (rlen - ro).min(piece);
             let send = match to {
-                // SAFETY: `so + sn <= slen`, inside the send buffer.
-                Some(t) if send_more => Some(self.send_post(t, tag, dt, unsafe { sptr.add(so) }, sn)),
+                // `so + sn <= slen`, inside the send buffer.
+                Some(t) if send_more => {
+                    Some(self.send_post(t, tag, dt, sptr.add(so).post_buffer(sn, &mut spart), sn))
+                }
                 _ => None,
             };
             let recv = match from {
-                // SAFETY: `ro + rn <= rlen`, inside the receive buffer.
-                Some(f) if receive_more => Ok(self.receive_post(f, tag, dt, unsafe { rptr.add(ro) }, rn)),
+                // `ro + rn <= rlen`, inside the receive buffer.
+                Some(f) if receive_more => {
+                    Ok(self.receive_post(f, tag, dt, rptr.add(ro).post_buffer(rn, &mut rpart), rn))
+                }
                 _ => Err(Status {
                     source: PROC_NULL,
                     tag: -1,
@@ -253,7 +369,7 @@ impl<'a> View<'a> {
         while k < n {
             let to = (r + k) % n;
             let from = (r + n - k) % n;
-            let none = empty();
+            let none = Place::plain(empty());
             self.send_receive(Some(to), none, 0, Some(from), none, 0, Tag::Barrier, u8::DATATYPE)?;
             k <<= 1;
         }
@@ -265,7 +381,7 @@ impl<'a> View<'a> {
         &self,
         root: u32,
         dt: Datatype,
-        ptr: *mut u8,
+        ptr: Place,
         len: usize,
     ) -> Result<(), Error> {
         let (r, n) = (self.rank, self.size);
@@ -294,8 +410,8 @@ impl<'a> View<'a> {
     pub(crate) fn broadcast<B: BufferMut + ?Sized>(&self, root: i32, buf: &mut B) -> Result<(), Error> {
         let root = self.check_root(root)?;
         let dt = buf.datatype();
-        let (ptr, len) = bytes_of_mut(buf)?;
-        self.broadcast_bytes(root, dt, ptr, len)
+        let (at, len) = place_of_mut(buf);
+        self.broadcast_bytes(root, dt, at, len)
     }
 
     // -----------------------------------------------------------------
@@ -330,11 +446,23 @@ impl<'a> View<'a> {
             let mut mask = 1u32;
             while mask < n {
                 if r & mask != 0 {
-                    self.send(r - mask, Tag::Reduce, T::DATATYPE, a as *const u8, k * unit)?;
+                    self.send(
+                        r - mask,
+                        Tag::Reduce,
+                        T::DATATYPE,
+                        Place::plain(a as *const u8),
+                        k * unit,
+                    )?;
                     break;
                 }
                 if r + mask < n {
-                    self.receive(r + mask, Tag::Reduce, T::DATATYPE, t as *mut u8, k * unit)?;
+                    self.receive(
+                        r + mask,
+                        Tag::Reduce,
+                        T::DATATYPE,
+                        Place::plain(t as *const u8),
+                        k * unit,
+                    )?;
                     for i in 0..k {
                         // SAFETY: `i < k`: initialised elements of both chunks.
                         unsafe { a.add(i).write(op.apply(&*a.add(i), &*t.add(i))) };
@@ -348,12 +476,18 @@ impl<'a> View<'a> {
                     unsafe { core::ptr::copy_nonoverlapping(a, o.add(c0), k) };
                 }
             } else if r == 0 {
-                self.send(root, Tag::Reduce, T::DATATYPE, a as *const u8, k * unit)?;
+                self.send(
+                    root,
+                    Tag::Reduce,
+                    T::DATATYPE,
+                    Place::plain(a as *const u8),
+                    k * unit,
+                )?;
             } else if r == root {
                 if let Some(o) = out {
                     // SAFETY: `out` holds `count >= c0 + k` elements.
-                    let at = unsafe { o.add(c0) } as *mut u8;
-                    self.receive(0, Tag::Reduce, T::DATATYPE, at, k * unit)?;
+                    let at = unsafe { o.add(c0) } as *const u8;
+                    self.receive(0, Tag::Reduce, T::DATATYPE, Place::plain(at), k * unit)?;
                 }
             }
             c0 += k;
@@ -423,7 +557,7 @@ impl<'a> View<'a> {
         // SAFETY: the caller's contract.
         unsafe { self.reduce_raw(send, count, Some(out), 0, op)? };
         let bytes = count * core::mem::size_of::<T>();
-        self.broadcast_bytes(0, T::DATATYPE, out as *mut u8, bytes)
+        self.broadcast_bytes(0, T::DATATYPE, Place::plain(out as *const u8), bytes)
     }
 
     /// `MPI_Scan` (`exclusive`: `MPI_Exscan`, rank 0's `out` untouched):
@@ -468,10 +602,10 @@ impl<'a> View<'a> {
                 let from = (r >= d).then_some(r.wrapping_sub(d));
                 self.send_receive(
                     to,
-                    x as *const u8,
+                    Place::plain(x as *const u8),
                     k * unit,
                     from,
-                    t as *mut u8,
+                    Place::plain(t as *const u8),
                     k * unit,
                     Tag::Scan,
                     T::DATATYPE,
@@ -537,21 +671,21 @@ impl<'a> View<'a> {
     pub(crate) fn gather(
         &self,
         root: i32,
-        send: Option<(*const u8, usize)>,
-        recv: Option<(*mut u8, usize)>,
+        send: Option<(Place, usize)>,
+        recv: Option<(Place, usize)>,
         parts: Option<Parts<'_>>,
         dt: Datatype,
     ) -> Result<(), Error> {
         let root = self.check_root(root)?;
         if self.rank != root {
-            let (p, n) = send.unwrap_or((empty() as *const u8, 0));
+            let (p, n) = send.unwrap_or((Place::plain(empty()), 0));
             return self.send(root, Tag::Gather, dt, p, n);
         }
         let Some((rp, rlen)) = recv else {
             // The root called the non-root form: it takes every part (as
             // zero bytes: a truncation consumes the message), then fails.
             for q in (0..self.size).filter(|&q| q != root) {
-                match self.receive(q, Tag::Gather, dt, empty(), 0) {
+                match self.receive(q, Tag::Gather, dt, Place::plain(empty()), 0) {
                     Ok(()) | Err(Error::CountMismatch { .. }) => {}
                     Err(e) => return Err(e),
                 }
@@ -574,9 +708,9 @@ impl<'a> View<'a> {
         }
         for q in 0..self.size {
             let (off, bytes) = parts.get(q as usize);
-            // SAFETY: part `q` lies inside `recv` (checked above for even
-            // parts, by `check_partition` for varcount ones).
-            let dst = unsafe { rp.add(off) };
+            // Part `q` lies inside `recv` (checked above for even parts, by
+            // `check_partition` for varcount ones).
+            let dst = rp.add(off);
             if q == root {
                 if let Some((sp, sn)) = send {
                     if sn != bytes {
@@ -585,9 +719,9 @@ impl<'a> View<'a> {
                             expected: bytes as u32,
                         });
                     }
-                    // SAFETY: `sn` bytes readable at `sp`, writable at `dst`;
+                    // SAFETY: `sn` packed bytes at `sp` and at `dst`;
                     // distinct buffers (not in place).
-                    unsafe { core::ptr::copy(sp, dst, sn) };
+                    unsafe { Place::copy(sp, dst, sn)? };
                 }
             } else {
                 self.receive(q, Tag::Gather, dt, dst, bytes)?;
@@ -601,8 +735,8 @@ impl<'a> View<'a> {
     pub(crate) fn scatter(
         &self,
         root: i32,
-        send: Option<(*const u8, usize)>,
-        recv: Option<(*mut u8, usize)>,
+        send: Option<(Place, usize)>,
+        recv: Option<(Place, usize)>,
         parts: Option<Parts<'_>>,
         dt: Datatype,
     ) -> Result<(), Error> {
@@ -611,7 +745,7 @@ impl<'a> View<'a> {
             let Some((p, n)) = recv else {
                 // Not the root, and no receive buffer (the root's in-place
                 // form): take the part as zero bytes, then fail.
-                return match self.receive(root, Tag::Scatter, dt, empty(), 0) {
+                return match self.receive(root, Tag::Scatter, dt, Place::plain(empty()), 0) {
                     Ok(()) | Err(Error::CountMismatch { .. }) => Err(Error::InvalidRoot {
                         root: root as i32,
                         size: self.size as i32,
@@ -625,7 +759,7 @@ impl<'a> View<'a> {
             // The root called the non-root form: every rank gets an empty
             // part (a count error where it expected more), the root fails.
             for q in (0..self.size).filter(|&q| q != root) {
-                self.send(q, Tag::Scatter, dt, empty(), 0)?;
+                self.send(q, Tag::Scatter, dt, Place::plain(empty()), 0)?;
             }
             return Err(Error::InvalidRoot {
                 root: root as i32,
@@ -638,8 +772,8 @@ impl<'a> View<'a> {
         };
         for q in 0..self.size {
             let (off, bytes) = parts.get(q as usize);
-            // SAFETY: part `q` lies inside `send`.
-            let src = unsafe { sp.add(off) };
+            // Part `q` lies inside `send`.
+            let src = sp.add(off);
             if q == root {
                 if let Some((rp, rn)) = recv {
                     if rn != bytes {
@@ -648,8 +782,8 @@ impl<'a> View<'a> {
                             expected: bytes as u32,
                         });
                     }
-                    // SAFETY: `rn` bytes each side, distinct buffers.
-                    unsafe { core::ptr::copy(src, rp, rn) };
+                    // SAFETY: `rn` packed bytes each side, distinct buffers.
+                    unsafe { Place::copy(src, rp, rn)? };
                 }
             } else {
                 self.send(q, Tag::Scatter, dt, src, bytes)?;
@@ -661,15 +795,15 @@ impl<'a> View<'a> {
     /// Ring all-gather: this rank's part is already in `buf` (part
     /// `rank`); in step `j` it passes part `rank - j` on to `rank + 1` and
     /// takes part `rank - j - 1` from `rank - 1`.
-    pub(crate) fn all_gather_ring(&self, buf: *mut u8, parts: Parts<'_>, dt: Datatype) -> Result<(), Error> {
+    pub(crate) fn all_gather_ring(&self, buf: Place, parts: Parts<'_>, dt: Datatype) -> Result<(), Error> {
         let (r, n) = (self.rank, self.size);
         for j in 0..n.saturating_sub(1) {
             let s = (r + n - j) % n;
             let q = (r + 2 * n - j - 1) % n;
             let (so, sb) = parts.get(s as usize);
             let (qo, qb) = parts.get(q as usize);
-            // SAFETY: both parts lie inside `buf` and are distinct (s != q).
-            let (sp, qp) = unsafe { (buf.add(so) as *const u8, buf.add(qo)) };
+            // Both parts lie inside `buf` and are distinct (s != q).
+            let (sp, qp) = (buf.add(so), buf.add(qo));
             self.send_receive(
                 Some((r + 1) % n),
                 sp,
@@ -688,9 +822,9 @@ impl<'a> View<'a> {
     /// `rank + j`, and part `rank - j` of `recv` from rank `rank - j`.
     pub(crate) fn all_to_all_pairwise(
         &self,
-        send: *const u8,
+        send: Place,
         sparts: Parts<'_>,
-        recv: *mut u8,
+        recv: Place,
         rparts: Parts<'_>,
         dt: Datatype,
     ) -> Result<(), Error> {
@@ -704,14 +838,14 @@ impl<'a> View<'a> {
             });
         }
         // SAFETY: own parts inside the buffers, which are distinct.
-        unsafe { core::ptr::copy(send.add(so), recv.add(ro), sb) };
+        unsafe { Place::copy(send.add(so), recv.add(ro), sb)? };
         for j in 1..n {
             let to = (r + j) % n;
             let from = (r + n - j) % n;
             let (so, sb) = sparts.get(to as usize);
             let (ro, rb) = rparts.get(from as usize);
-            // SAFETY: parts inside their buffers.
-            let (sp, rp) = unsafe { (send.add(so), recv.add(ro)) };
+            // Parts inside their buffers.
+            let (sp, rp) = (send.add(so), recv.add(ro));
             self.send_receive(Some(to), sp, sb, Some(from), rp, rb, Tag::AllToAll, dt)?;
         }
         Ok(())
@@ -719,15 +853,15 @@ impl<'a> View<'a> {
 
     /// In-place all-to-all: in step `j`, rank `p` swaps part `q = (j - p)
     /// mod n` with rank `q` (whose partner in that step is `p`).
-    pub(crate) fn all_to_all_in_place(&self, buf: *mut u8, part: usize, dt: Datatype) -> Result<(), Error> {
+    pub(crate) fn all_to_all_in_place(&self, buf: Place, part: usize, dt: Datatype) -> Result<(), Error> {
         let (r, n) = (self.rank, self.size);
         for j in 0..n {
             let q = (j + n - r) % n;
             if q == r {
                 continue;
             }
-            // SAFETY: part `q` lies inside `buf` (n equal parts).
-            let p = unsafe { buf.add(q as usize * part) };
+            // Part `q` lies inside `buf` (n equal parts).
+            let p = buf.add(q as usize * part);
             self.exchange_replace(q, p, part, dt)?;
         }
         Ok(())
@@ -736,15 +870,16 @@ impl<'a> View<'a> {
     /// Sends the `len` bytes at `p` to member `q` and replaces them with
     /// what `q` sends back (`MPI_Sendrecv_replace` on the collective
     /// context).
-    fn exchange_replace(&self, q: u32, p: *mut u8, len: usize, dt: Datatype) -> Result<(), Error> {
+    fn exchange_replace(&self, q: u32, p: Place, len: usize, dt: Datatype) -> Result<(), Error> {
         let piece = self.piece();
         let mut off = 0;
+        let mut part = no_part();
         loop {
             let n = (len - off).min(piece);
-            // SAFETY: `off + n <= len`.
-            let at = unsafe { p.add(off) };
+            // `off + n <= len`; the send and the receive name the same part.
+            let at = p.add(off).post_buffer(n, &mut part);
             let mut send = self.send_post(q, Tag::AllToAll, dt, at, n);
-            send.mode = SendMode::Replace as u32;
+            send.mode = SendMode::Replace as u32 | at.1;
             let recv = self.receive_post(q, Tag::AllToAll, dt, at, n);
             let status = crate::point_to_point::exchange(self.world, Some(send), Ok(recv), true)
                 .map_err(|e| count_error(e, dt, n))?;
@@ -803,9 +938,22 @@ pub(crate) fn var_parts<'p>(
     Ok(Parts::Var { counts, displs, size })
 }
 
+/// The place and packed bytes of a send buffer, a view's included.
+pub(crate) fn place_of<B: Buffer + ?Sized>(b: &B) -> (Place, usize) {
+    let (side, len) = Side::of(b);
+    (Place { side, at: 0 }, len)
+}
+
+/// The place and packed bytes of a receive buffer, a view's included.
+pub(crate) fn place_of_mut<B: BufferMut + ?Sized>(b: &mut B) -> (Place, usize) {
+    let (side, len) = Side::of_mut(b);
+    (Place { side, at: 0 }, len)
+}
+
 /// The `(pointer, bytes)` of a send buffer; `MPI_ERR_TYPE` for a view of a
-/// non-contiguous derived datatype, which the collectives on
-/// sub-communicators do not take (docs/limits.md): only this rank fails.
+/// non-contiguous derived datatype, which the hardware paths of block and
+/// warp communicators do not take: only this rank fails.
+#[allow(dead_code)]
 pub(crate) fn bytes_of<B: Buffer + ?Sized>(b: &B) -> Result<(*const u8, usize), Error> {
     if let Some(e) = crate::collective::no_view(b.typed().is_some(), b.datatype().id) {
         return Err(e);
@@ -815,6 +963,7 @@ pub(crate) fn bytes_of<B: Buffer + ?Sized>(b: &B) -> Result<(*const u8, usize), 
 }
 
 /// The `(pointer, bytes)` of a receive buffer; as [`bytes_of`].
+#[allow(dead_code)]
 pub(crate) fn bytes_of_mut<B: BufferMut + ?Sized>(b: &mut B) -> Result<(*mut u8, usize), Error> {
     if let Some(e) = crate::collective::no_view(b.typed_mut().is_some(), b.datatype().id) {
         return Err(e);
@@ -835,23 +984,23 @@ pub(crate) fn elements_mut<T, R: ElementsMut<T> + ?Sized>(r: &mut R) -> (*mut T,
     (e.as_mut_ptr(), e.len())
 }
 
-/// A partition's parts and its buffer's bytes.
+/// A partition's parts and its buffer's place and packed bytes.
 pub(crate) fn partition_parts<'p, S: Buffer + ?Sized>(
     p: &'p Partition<'p, S>,
     n: u32,
-) -> Result<(Parts<'p>, *const u8, usize), Error> {
-    let (ptr, len) = bytes_of(p.buf)?;
-    Ok((var_parts(p.counts, p.displs, len, p.buf.datatype(), n)?, ptr, len))
+) -> Result<(Parts<'p>, Place, usize), Error> {
+    let (at, len) = place_of(p.buf);
+    Ok((var_parts(p.counts, p.displs, len, p.buf.datatype(), n)?, at, len))
 }
 
-/// A receive partition's parts and its buffer's bytes.
+/// A receive partition's parts and its buffer's place and packed bytes.
 pub(crate) fn partition_parts_mut<'p, R: BufferMut + ?Sized>(
     p: &'p mut PartitionMut<'_, R>,
     n: u32,
-) -> Result<(Parts<'p>, *mut u8, usize, Datatype), Error> {
+) -> Result<(Parts<'p>, Place, usize, Datatype), Error> {
     let dt = p.buf.datatype();
-    let (ptr, len) = bytes_of_mut(p.buf)?;
-    Ok((var_parts(p.counts, p.displs, len, dt, n)?, ptr, len, dt))
+    let (at, len) = place_of_mut(p.buf);
+    Ok((var_parts(p.counts, p.displs, len, dt, n)?, at, len, dt))
 }
 
 // ---------------------------------------------------------------------------
@@ -905,9 +1054,9 @@ impl CommunicatorCollectives for SimpleCommunicator<'_> {
     {
         let v = self.view();
         v.traced(Call::AllGather, -2, || {
-            let (sp, sn) = bytes_of(send)?;
+            let (sp, sn) = place_of(send);
             let dt = recv.datatype();
-            let (rp, rn) = bytes_of_mut(recv)?;
+            let (rp, rn) = place_of_mut(recv);
             if rn != sn * v.size as usize {
                 return Err(Error::CountMismatch {
                     count: rn as u32,
@@ -915,7 +1064,7 @@ impl CommunicatorCollectives for SimpleCommunicator<'_> {
                 });
             }
             // SAFETY: part `rank` of `recv` holds `sn` bytes; distinct buffers.
-            unsafe { core::ptr::copy_nonoverlapping(sp, rp.add(v.rank as usize * sn), sn) };
+            unsafe { Place::copy(sp, rp.add(v.rank as usize * sn), sn)? };
             v.all_gather_ring(rp, Parts::Even(sn), dt)
         })
     }
@@ -927,7 +1076,7 @@ impl CommunicatorCollectives for SimpleCommunicator<'_> {
         let v = self.view();
         v.traced(Call::AllGather, -2, || {
             let dt = buf.datatype();
-            let (p, n) = bytes_of_mut(buf)?;
+            let (p, n) = place_of_mut(buf);
             v.all_gather_ring(p, Parts::Even(n / v.size as usize), dt)
         })
     }
@@ -939,7 +1088,7 @@ impl CommunicatorCollectives for SimpleCommunicator<'_> {
     {
         let v = self.view();
         v.traced(Call::AllGather, -2, || {
-            let (sp, sn) = bytes_of(send)?;
+            let (sp, sn) = place_of(send);
             let (parts, rp, _, dt) = partition_parts_mut(recv, v.size)?;
             let (off, bytes) = parts.get(v.rank as usize);
             if bytes != sn {
@@ -949,7 +1098,7 @@ impl CommunicatorCollectives for SimpleCommunicator<'_> {
                 });
             }
             // SAFETY: this rank's part lies inside `recv` (checked partition).
-            unsafe { core::ptr::copy_nonoverlapping(sp, rp.add(off), sn) };
+            unsafe { Place::copy(sp, rp.add(off), sn)? };
             v.all_gather_ring(rp, parts, dt)
         })
     }
@@ -961,9 +1110,9 @@ impl CommunicatorCollectives for SimpleCommunicator<'_> {
     {
         let v = self.view();
         v.traced(Call::AllToAll, -2, || {
-            let (sp, sn) = bytes_of(send)?;
+            let (sp, sn) = place_of(send);
             let dt = recv.datatype();
-            let (rp, rn) = bytes_of_mut(recv)?;
+            let (rp, rn) = place_of_mut(recv);
             if rn != sn {
                 return Err(Error::CountMismatch {
                     count: rn as u32,
@@ -982,7 +1131,7 @@ impl CommunicatorCollectives for SimpleCommunicator<'_> {
         let v = self.view();
         v.traced(Call::AllToAll, -2, || {
             let dt = buf.datatype();
-            let (p, n) = bytes_of_mut(buf)?;
+            let (p, n) = place_of_mut(buf);
             v.all_to_all_in_place(p, n / v.size as usize, dt)
         })
     }
