@@ -246,6 +246,37 @@ pub struct CommEntry {
     pub color: i32,
     /// Entry `p`: the key parent rank `p` passed.
     pub key: i32,
+    /// Entry `w`: the [`CommKind`] of world rank `w`'s communicator of
+    /// this context (written by that rank alone at the end of the
+    /// creation, read only by it).
+    pub kind: u32,
+}
+
+/// Which collective paths a communicator takes (the `kind` word of its
+/// members' [`CommEntry`]s). A creation sets it from the members' table,
+/// which every member reads alike, so all members agree.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CommKind {
+    /// Any set of ranks: the message algorithms of `collective/general.rs`.
+    General = 0,
+    /// Every rank of one block, communicator rank = thread index: the
+    /// block barrier and the block's shared scratch.
+    Block = 1,
+    /// Every lane of one warp (32, or the lanes of a block's partial last
+    /// warp), communicator rank = lane: warp shuffles and votes.
+    Warp = 2,
+}
+
+impl CommKind {
+    /// The kind stored as `code`; [`CommKind::General`] for any other word.
+    pub const fn from_code(code: u32) -> CommKind {
+        match code {
+            1 => CommKind::Block,
+            2 => CommKind::Warp,
+            _ => CommKind::General,
+        }
+    }
 }
 
 /// A word of a [`CommEntry`].
@@ -255,6 +286,7 @@ pub(crate) enum CommWord {
     Inverse,
     Color,
     Key,
+    Kind,
 }
 
 impl CommWord {
@@ -265,6 +297,7 @@ impl CommWord {
             CommWord::Inverse => offset_of!(CommEntry, inverse),
             CommWord::Color => offset_of!(CommEntry, color),
             CommWord::Key => offset_of!(CommEntry, key),
+            CommWord::Kind => offset_of!(CommEntry, kind),
         }
     }
 }

@@ -14,7 +14,7 @@
 //! | broadcast | `2 × collective_bytes` | the root's chunk of a broadcast |
 //! | block scratch | `2 × blocks × collective_bytes` | per block: its partial reduction |
 //! | rank scratch | `2 × ranks × collective_bytes` | per rank: its reduction operand, combined in a tree inside the block |
-//! | communicators | `64 + communicators × ranks × 16` | the context counter, then one table of `ranks` [`CommEntry`](crate::memory::CommEntry)s per communicator context: members, inverse map, colours and keys of its creation |
+//! | communicators | `64 + communicators × ranks × 20` (each table rounded up to 64) | the context counter, then one table of `ranks` [`CommEntry`](crate::memory::CommEntry)s per communicator context: members, inverse map, colours and keys of its creation, each rank's communicator kind |
 //! | immediate | `IMMEDIATE_SLOTS × ((64 + immediate_bytes) × (1 + blocks) + ranks × immediate_bytes)` | the non-blocking collectives' staging slots (`crate::collective::immediate`): per slot its world record and result cell, per block its record and partial-result cell, per rank its argument header and operand cell |
 //! | immediate local | `ranks × 64` | per rank, private to it: its [`ImmediateLocal`](crate::collective::immediate::ImmediateLocal) record (how many non-blocking collectives it started, and per slot what it keeps of the one it has outstanding) |
 //!
@@ -33,8 +33,9 @@ pub const MAGIC: u32 = 0x494d_5047;
 /// Version of this layout; the device refuses other versions (6: trace
 /// events carry a context word; cells of the non-blocking collectives;
 /// 7: each rank's private record of its non-blocking collectives; 8: the
-/// rank header's deferred slot returns).
-pub const VERSION: u32 = 8;
+/// rank header's deferred slot returns; 9: a communicator table entry
+/// carries its rank's communicator kind).
+pub const VERSION: u32 = 9;
 
 /// `flags` bit: never let a receiver copy straight out of the sender's buffer;
 /// stream every large message through a slot (the path a GPU takes for a
@@ -100,9 +101,9 @@ pub const DEFAULT_COMMUNICATORS: u32 = 4;
 /// (`2 × id + 1` at most) fits the 16 bits a request record keeps for it.
 pub const MAX_COMMUNICATORS: u32 = 1024;
 /// Bytes per world rank of one communicator table
-/// (`ranks` [`CommEntry`](crate::memory::CommEntry)s): its member, inverse, colour
-/// and key words.
-pub const COMM_TABLE_ENTRY_BYTES: usize = 16;
+/// (`ranks` [`CommEntry`](crate::memory::CommEntry)s): its member, inverse, colour,
+/// key and kind words.
+pub const COMM_TABLE_ENTRY_BYTES: usize = 20;
 /// Bytes of the communicator area's header (the context counter, a line
 /// of its own).
 pub const COMM_HEADER_BYTES: usize = 64;
