@@ -246,15 +246,14 @@ pub struct CommEntry {
     pub color: i32,
     /// Entry `p`: the key parent rank `p` passed.
     pub key: i32,
-    /// Entry `w`: the [`CommKind`] of world rank `w`'s communicator of
-    /// this context (written by that rank alone at the end of the
-    /// creation, read only by it).
-    pub kind: u32,
 }
 
-/// Which collective paths a communicator takes (the `kind` word of its
-/// members' [`CommEntry`]s). A creation sets it from the members' table,
-/// which every member reads alike, so all members agree.
+/// Which collective paths a communicator takes (the kind bits of its
+/// members' warps' [`WarpWord`]s). A creation sets it from the members'
+/// table, which every member reads alike, so all members agree; it is the
+/// same for every lane of a warp (a warp or block communicator holds every
+/// lane of the warp, so no lane of it is in a general one of the same
+/// context).
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CommKind {
@@ -279,6 +278,41 @@ impl CommKind {
     }
 }
 
+/// One word per warp of the world after each communicator table: bits 0
+/// and 1 its lanes' [`CommKind`] in that context (set by each lane with an
+/// OR at the end of the creation, never changed), bits 2 to 7 how many
+/// lanes arrived at the current warp collective of its warp communicator,
+/// bits 8 to 31 the generation of that collective (counting modulo
+/// 2^24). Zero at launch, like all of the world's memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WarpWord(pub u32);
+
+impl WarpWord {
+    /// Mask of the kind bits.
+    pub const KIND_MASK: u32 = 0b11;
+    /// One arrival (added to the word by each lane that arrives).
+    pub const ARRIVAL: u32 = 1 << 2;
+    /// One generation (the arrival count's carry: a full warp's last
+    /// arriver adds `GENERATION - lanes × ARRIVAL`, which clears the count
+    /// and steps the generation).
+    pub const GENERATION: u32 = 1 << 8;
+
+    /// The communicator kind it holds.
+    pub const fn kind(self) -> CommKind {
+        CommKind::from_code(self.0 & Self::KIND_MASK)
+    }
+
+    /// Lanes arrived at the current collective.
+    pub const fn arrived(self) -> u32 {
+        (self.0 / Self::ARRIVAL) % (Self::GENERATION / Self::ARRIVAL)
+    }
+
+    /// The current collective's generation.
+    pub const fn generation(self) -> u32 {
+        self.0 / Self::GENERATION
+    }
+}
+
 /// A word of a [`CommEntry`].
 #[derive(Clone, Copy)]
 pub(crate) enum CommWord {
@@ -286,7 +320,6 @@ pub(crate) enum CommWord {
     Inverse,
     Color,
     Key,
-    Kind,
 }
 
 impl CommWord {
@@ -297,7 +330,6 @@ impl CommWord {
             CommWord::Inverse => offset_of!(CommEntry, inverse),
             CommWord::Color => offset_of!(CommEntry, color),
             CommWord::Key => offset_of!(CommEntry, key),
-            CommWord::Kind => offset_of!(CommEntry, kind),
         }
     }
 }
@@ -646,6 +678,16 @@ impl Core {
                     + word.offset(),
             )
         }
+    }
+
+    /// The [`WarpWord`] of warp `warp` (block-major) in the table of
+    /// context `id`.
+    #[inline(always)]
+    pub(crate) fn comm_warp_word(&self, id: u32, warp: u32) -> &crate::shim::AtomicU32 {
+        // SAFETY: `1 <= id <= communicators` and `warp` below the world's
+        // warps (the caller derives it from its own coordinates); 4-byte
+        // aligned, accessed only atomically.
+        unsafe { crate::shim::atomic_u32_at(self.base, self.layout().comm_warp_word(id, warp)) }
     }
 
     /// The rank in its communicator of world rank `world_rank` for a

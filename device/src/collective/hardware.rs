@@ -40,13 +40,14 @@
 //! deadlock; on the GPU `shfl.sync` with an exited lane in its mask is
 //! undefined by PTX, so that case is not guarded there.
 
+use super::immediate::Kind;
 use super::Operation;
 use crate::datatype::{Datatype, Equivalence};
 use crate::error::Error;
-use crate::memory::{CommKind, CommWord};
+use crate::memory::{CommKind, WarpWord};
 use crate::shim::{self, Ordering, SHARED_BLOCK_BYTES};
 use crate::topology::{CommInfo, World};
-use crate::wait::{Call, WaitFor};
+use crate::wait::{Call, WaitFor, STATE_RUNNING};
 use core::mem::{align_of, size_of, MaybeUninit};
 
 use super::general::{bytes_of_mut, View};
@@ -83,18 +84,26 @@ enum Mismatch {
     Type = 8,
 }
 
+/// The calling rank's warp, block-major (the index of its
+/// [`WarpWord`] in a communicator table).
+#[inline(always)]
+fn warp_index(world: &World) -> u32 {
+    world.block * world.layout.block_dim.div_ceil(32) + world.thread / 32
+}
+
 /// The kind of the calling rank's communicator `comm` (the world: general).
 #[inline(always)]
 fn kind(world: &World, comm: CommInfo) -> CommKind {
     if comm.id == 0 {
         return CommKind::General;
     }
-    // Relaxed: written by this rank itself at the end of the creation.
-    let code = world
+    // Relaxed: the kind bits were set by this rank itself (among its
+    // lanes, all with the same bits) at the end of the creation.
+    let word = world
         .core()
-        .comm_word(comm.id, world.rank, CommWord::Kind)
+        .comm_warp_word(comm.id, warp_index(world))
         .load(Ordering::Relaxed);
-    CommKind::from_code(code)
+    WarpWord(word).kind()
 }
 
 /// Decides and stores the kind of the communicator `comm` that the calling
@@ -114,11 +123,15 @@ pub(crate) fn store_kind(world: &World, comm: CommInfo) {
     } else {
         CommKind::General
     };
-    // Relaxed: read only by this rank (`kind`).
-    world
-        .core()
-        .comm_word(comm.id, world.rank, CommWord::Kind)
-        .store(kind as u32, Ordering::Relaxed);
+    if kind != CommKind::General {
+        // Relaxed: read by this rank (`kind`); every lane of the warp ORs
+        // the same bits, and the arrival counter in the same word is left
+        // as it is.
+        world
+            .core()
+            .comm_warp_word(comm.id, warp_index(world))
+            .fetch_or(kind as u32, Ordering::Relaxed);
+    }
 }
 
 /// The disagreements of `mine` with rank 0's `first`.
@@ -147,8 +160,8 @@ fn compare(mine: &Descriptor, first: &Descriptor) -> u32 {
 fn verdict(worst: u32, mine: &Descriptor, first: &Descriptor, size: u32, local: Option<Error>) -> Error {
     let e = if worst == Mismatch::Call as u32 {
         Error::CollectiveMismatch {
-            call: mine.call,
-            expected: first.call,
+            kind: kind_code(mine.call),
+            other: kind_code(first.call),
         }
     } else if worst == Mismatch::Root as u32 {
         Error::InvalidRoot {
@@ -174,6 +187,18 @@ fn verdict(worst: u32, mine: &Descriptor, first: &Descriptor, size: u32, local: 
     match local {
         Some(l) if l.class() == e.class() => l,
         _ => e,
+    }
+}
+
+/// The [`Kind`] code of a [`Call`] code (what [`Error::CollectiveMismatch`]
+/// names, as for the non-blocking collectives); 0 for any other call.
+fn kind_code(call: u32) -> u32 {
+    match Call::from_code(call) {
+        Some(Call::Barrier) => Kind::Barrier as u32,
+        Some(Call::Broadcast) => Kind::Broadcast as u32,
+        Some(Call::Reduce) => Kind::Reduce as u32,
+        Some(Call::AllReduce) => Kind::AllReduce as u32,
+        _ => 0,
     }
 }
 
@@ -277,25 +302,55 @@ fn block_open(v: &View<'_>, mine: Descriptor, local_bits: u32, local: Option<Err
 #[cold]
 #[inline(never)]
 fn missing_rank(world: &World, mine: Descriptor) -> Error {
-    let call = Call::from_code(mine.call).unwrap_or(Call::Barrier);
-    let peer = if mine.root == u32::MAX {
-        -2
-    } else {
-        mine.root as i32
-    };
-    let word = crate::wait::barrier_wait_forever(world.base as u64, world.rank, call, peer, -1);
-    crate::wait::barrier_error(
-        word,
-        WaitFor {
-            operation: call,
-            peer,
-            tag: -1,
-        },
-    )
+    let what = wait_of(&mine);
+    let word = crate::wait::barrier_wait_forever(world.base as u64, world.rank, what.operation, what.peer, what.tag);
+    crate::wait::barrier_error(word, what)
 }
 
-/// The warp opening: agreement on `mine` with lane 0's descriptor.
+/// The wait record of a collective described by `d` (peer: its root, or
+/// -2 for none, as the general collectives record).
+fn wait_of(d: &Descriptor) -> WaitFor {
+    WaitFor {
+        operation: Call::from_code(d.call).unwrap_or(Call::Barrier),
+        peer: if d.root == u32::MAX { -2 } else { d.root as i32 },
+        tag: -1,
+    }
+}
+
+/// Waits, bounded, until every lane of the caller's warp has arrived at a
+/// collective of the warp communicator `v` (`what`: the caller's). Until
+/// then no lane takes part in a warp collective instruction, whose mask
+/// names every lane: `shfl.sync` or `vote.sync` with a lane that exited in
+/// its mask is undefined in PTX, and with a lane waiting elsewhere it
+/// never completes. A lane that returned or waits elsewhere leaves the
+/// others here: the deadlock report on the emulator, `MPI_ERR_TIMEOUT`
+/// (then `MPI_ERR_ABORTED` on the rest) on the GPU.
+#[inline(never)]
+fn warp_arrive(v: &View<'_>, what: WaitFor) -> Result<(), Error> {
+    let world = v.world;
+    let core = world.core();
+    let word = core.comm_warp_word(v.comm.id, warp_index(world));
+    // Relaxed, here and below: the protocol lives in this one word, whose
+    // modification order alone decides who arrived; the collective's data
+    // moves by the warp instructions after it, which order the lanes'
+    // accesses themselves.
+    let old = WarpWord(word.fetch_add(WarpWord::ARRIVAL, Ordering::Relaxed));
+    let generation = old.generation();
+    if old.arrived() + 1 == v.size {
+        // The last lane: clear the count and step the generation (no lane
+        // arrives again before it sees the new generation).
+        word.fetch_add(WarpWord::GENERATION - v.size * WarpWord::ARRIVAL, Ordering::Relaxed);
+        return Ok(());
+    }
+    crate::topology::wait_for(world, what, |_| {
+        (WarpWord(word.load(Ordering::Relaxed)).generation() != generation).then_some(Ok(()))
+    })
+}
+
+/// The warp opening: every lane present ([`warp_arrive`]), then agreement
+/// on `mine` with lane 0's descriptor.
 fn warp_open(v: &View<'_>, mine: Descriptor, local_bits: u32, local: Option<Error>) -> Result<(), Error> {
+    warp_arrive(v, wait_of(&mine))?;
     let mask = shim::warp_mask();
     let first = Descriptor {
         call: shim::shfl_sync(mask, mine.call, 0),
@@ -311,6 +366,13 @@ fn warp_open(v: &View<'_>, mine: Descriptor, local_bits: u32, local: Option<Erro
     Ok(())
 }
 
+/// The opening of every collective here. The rank records its wait
+/// first, which also hands back the eager slots it deferred
+/// (`Core::record_wait`): their senders may be ranks of this block or
+/// warp that cannot reach this collective before they get them. No
+/// message is received between the opening and the end of the
+/// collective, so its later block barriers and warp instructions find
+/// nothing deferred.
 fn open(
     v: &View<'_>,
     kind: CommKind,
@@ -318,6 +380,7 @@ fn open(
     local_bits: u32,
     local: Option<Error>,
 ) -> Result<(), Error> {
+    v.world.record_wait(wait_of(&mine));
     if kind == CommKind::Block {
         block_open(v, mine, local_bits, local)
     } else {
@@ -355,10 +418,11 @@ pub(crate) fn barrier(v: &View<'_>) -> Option<Result<(), Error>> {
     let r = open(v, kind, mine, 0, None);
     if kind == CommKind::Warp && r.is_ok() {
         // Orders the lanes' memory accesses around the barrier, as the
-        // block barriers of the block opening do.
+        // block barriers of the block opening do (every lane is present:
+        // the opening's agreement).
         shim::warp_sync(shim::warp_mask());
     }
-    Some(r)
+    Some(finished(v, r))
 }
 
 /// `MPI_Bcast` of `buf` from `root` on a block or warp communicator (a
@@ -374,10 +438,11 @@ pub(crate) fn broadcast_buffer<B: BufferMut + ?Sized>(
         return None;
     }
     let dt = buf.datatype();
-    Some(match bytes_of_mut(buf) {
+    let r = match bytes_of_mut(buf) {
         Ok((ptr, len)) => broadcast_on(v, kind, root as u32, dt, ptr, len, None),
         Err(e) => broadcast_on(v, kind, root as u32, dt, core::ptr::null_mut(), 0, Some(e)),
-    })
+    };
+    Some(finished(v, r))
 }
 
 fn broadcast_on(
@@ -475,7 +540,16 @@ pub(crate) unsafe fn reduce<T: Equivalence, O: Operation<T>>(
         return None;
     }
     // SAFETY: the caller's contract.
-    Some(unsafe { reduce_on(v, kind, send, count, out, root, op) })
+    let r = unsafe { reduce_on(v, kind, send, count, out, root, op) };
+    Some(finished(v, r))
+}
+
+/// The end of a collective here: the rank runs again (its wait record,
+/// written by the opening), and `r` is its result.
+#[inline(always)]
+fn finished(v: &View<'_>, r: Result<(), Error>) -> Result<(), Error> {
+    v.world.record_state(STATE_RUNNING);
+    r
 }
 
 unsafe fn reduce_on<T: Equivalence, O: Operation<T>>(
