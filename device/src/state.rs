@@ -248,7 +248,8 @@ impl WorldConfig {
         let rank_scratch = block_scratch + 2 * blocks * coll;
         let comms = rank_scratch + 2 * ranks * coll;
         let warps = blocks * (self.block_dim as usize).div_ceil(32);
-        let comm_stride = (ranks * COMM_TABLE_ENTRY_BYTES + warps * COMM_WARP_WORD_BYTES).next_multiple_of(64);
+        let comm_stride =
+            (ranks * COMM_TABLE_ENTRY_BYTES + warps * COMM_WARP_WORD_BYTES).next_multiple_of(64);
         let immediate = comms + COMM_HEADER_BYTES + self.communicators as usize * comm_stride;
         let ib = self.immediate_bytes as usize;
         let immediate_slot_stride = (IMMEDIATE_RECORD_BYTES + ib) * (1 + blocks) + ranks * ib;
@@ -443,7 +444,9 @@ impl Layout {
     /// (block-major: `block × ceil(block_dim / 32) + thread / 32`) in the
     /// table of communicator context `id`.
     pub fn comm_warp_word(&self, id: u32, warp: u32) -> usize {
-        self.comm_table(id) + self.ranks as usize * COMM_TABLE_ENTRY_BYTES + warp as usize * COMM_WARP_WORD_BYTES
+        self.comm_table(id)
+            + self.ranks as usize * COMM_TABLE_ENTRY_BYTES
+            + warp as usize * COMM_WARP_WORD_BYTES
     }
 }
 

@@ -43,6 +43,15 @@ pub const H_MISMATCH: u32 = 2;
 /// Rank `param` of the communicator returns from the kernel; the others
 /// call a barrier on it (a deadlock on the emulator).
 pub const H_EXIT: u32 = 3;
+/// Deferred slot returns: world rank 1 sends `param + 1` messages
+/// (`1..=param + 1`, tag 7) to world rank 0, which receives the first
+/// before a barrier on the communicator and the rest after it. With
+/// `param` slots per rank the last send needs the slot of the first
+/// message, which rank 0 keeps deferred until it blocks: it must hand it
+/// back at the barrier. Records the class of the sends (rank 1) or of the
+/// receives (rank 0; 0 elsewhere), the barrier's class, and at rank 0 the
+/// sum of the values received.
+pub const H_DEFERRED: u32 = 4;
 
 fn communicator<'w>(world: &'w World, on: u32) -> Result<SimpleCommunicator<'w>, Error> {
     if on == ON_WARP {
@@ -153,6 +162,31 @@ gpu_mpi_device::kernel! {
                 let mut s = 0u32;
                 let r = c.all_reduce_into(&(rank as u32 + 1), &mut s, SystemOperation::sum());
                 rec.words(&[class_of(&r), s])
+            }
+            H_DEFERRED => {
+                let me = world.rank();
+                let mut sum = 0u32;
+                let mut r = Ok(());
+                if me == 1 {
+                    let to = world.process_at_rank(0);
+                    r = (0..=args.param).try_for_each(|i| to.send_with_tag(&(i + 1), 7));
+                } else if me == 0 {
+                    let mut v = 0u32;
+                    r = world.process_at_rank(1).receive_into_with_tag(&mut v, 7).map(|_| ());
+                    sum = v;
+                }
+                let b = c.barrier();
+                if me == 0 && r.is_ok() {
+                    for _ in 0..args.param {
+                        let mut v = 0u32;
+                        r = world.process_at_rank(1).receive_into_with_tag(&mut v, 7).map(|_| ());
+                        if r.is_err() {
+                            break;
+                        }
+                        sum = sum.wrapping_add(v);
+                    }
+                }
+                rec.words(&[class_of(&r), class_of(&b), sum])
             }
             H_EXIT => {
                 if rank == args.param as i32 {

@@ -2,8 +2,8 @@
 //! warp, on the hardware's own tools (MPI 4.1 chapter 6 on the
 //! communicators of `split_shared` and `split_by_warp`).
 //!
-//! A creation stores each rank's [`CommKind`] in its communicator table
-//! ([`store_kind`]): [`CommKind::Block`] when the communicator holds every
+//! A creation stores each rank's [`CommKind`] in its warp's [`WarpWord`]
+//! after the communicator table ([`store_kind`]): [`CommKind::Block`] when the communicator holds every
 //! rank of one block with communicator rank = thread index,
 //! [`CommKind::Warp`] when it holds every lane of one warp (32, or the
 //! lanes of a block's partial last warp) with communicator rank = lane.
@@ -12,7 +12,10 @@
 //! take the paths below; everything else (and these where the note says
 //! so) keeps the message algorithms of `collective/general.rs`.
 //!
-//! Every call opens with an *agreement* on a [`Descriptor`] (the call, its
+//! Every call first records the rank's wait, which hands back the eager
+//! slots it deferred (their senders may be ranks of this block or warp
+//! that cannot come before they get them), then opens with an
+//! *agreement* on a [`Descriptor`] (the call, its
 //! root, its count, its datatype): each rank compares its own with rank
 //! 0's, and either every rank goes on or every rank returns the same class
 //! of error ([`Error::CollectiveMismatch`] for another collective, then
@@ -23,7 +26,7 @@
 //! | kind | opening | barrier | broadcast of `b` bytes | (all-)reduce of `c` elements of `s` bytes |
 //! |---|---|---|---|---|
 //! | block | 2 block barriers (rank 0 writes the descriptor to the shared scratch; the first barrier counts the ranks present, the second those that disagree) | the opening | `2 × ceil(b / 1008) − 1` block barriers, 1008 bytes staged per round | per round of `k = floor(1008 / ((warps + 1) × s))` elements: a shuffle tree per warp, the warps' partials in the scratch, a shuffle tree in warp 0, the result in the scratch; 2 block barriers per round |
-//! | warp | 4 shuffles and a ballot | the opening and `bar.warp.sync` | `ceil(b / 4)` shuffles from the root | per element: `ceil(s / 4) × ceil(log2 lanes)` shuffles down, then `ceil(s / 4)` from lane 0 (not for a reduce to root 0) |
+//! | warp | an arrival on the warp's [`WarpWord`] (an atomic add, a poll until the last lane came), 4 shuffles and a ballot | the opening and `bar.warp.sync` | `ceil(b / 4)` shuffles from the root | per element: `ceil(s / 4) × ceil(log2 lanes)` shuffles down, then `ceil(s / 4)` from lane 0 (not for a reduce to root 0) |
 //!
 //! A block (all-)reduce whose `(warps + 1) × s` exceeds the 1008 bytes (an
 //! element larger than 31 bytes in a block of 1024 threads), or whose
@@ -35,10 +38,11 @@
 //! opening barrier counts fewer ranks than the block has; every rank that
 //! came then waits, bounded, for nothing, and gets the deadlock report on
 //! the emulator or `MPI_ERR_TIMEOUT`/`MPI_ERR_ABORTED` on the GPU (as the
-//! world barrier does). A lane of a warp that returned leaves its lanes in
-//! a warp collective that cannot complete: the emulator reports the
-//! deadlock; on the GPU `shfl.sync` with an exited lane in its mask is
-//! undefined by PTX, so that case is not guarded there.
+//! world barrier does). A warp's lanes run no warp instruction before
+//! every lane has arrived on the warp's [`WarpWord`] ([`warp_arrive`]):
+//! `shfl.sync` or `vote.sync` with an exited lane in its mask is undefined
+//! in PTX, so a lane that returned (or waits elsewhere) leaves the others
+//! in that bounded wait, with the same outcomes as the block's.
 
 use super::immediate::Kind;
 use super::Operation;
@@ -303,7 +307,8 @@ fn block_open(v: &View<'_>, mine: Descriptor, local_bits: u32, local: Option<Err
 #[inline(never)]
 fn missing_rank(world: &World, mine: Descriptor) -> Error {
     let what = wait_of(&mine);
-    let word = crate::wait::barrier_wait_forever(world.base as u64, world.rank, what.operation, what.peer, what.tag);
+    let word =
+        crate::wait::barrier_wait_forever(world.base as u64, world.rank, what.operation, what.peer, what.tag);
     crate::wait::barrier_error(word, what)
 }
 
@@ -339,7 +344,10 @@ fn warp_arrive(v: &View<'_>, what: WaitFor) -> Result<(), Error> {
     if old.arrived() + 1 == v.size {
         // The last lane: clear the count and step the generation (no lane
         // arrives again before it sees the new generation).
-        word.fetch_add(WarpWord::GENERATION - v.size * WarpWord::ARRIVAL, Ordering::Relaxed);
+        word.fetch_add(
+            WarpWord::GENERATION - v.size * WarpWord::ARRIVAL,
+            Ordering::Relaxed,
+        );
         return Ok(());
     }
     crate::topology::wait_for(world, what, |_| {
