@@ -263,7 +263,7 @@ fn warp_fold<T: Equivalence, O: Operation<T>>(mask: u32, lane: u32, n: u32, mut 
     let mut d = 1u32;
     while d < n {
         let other = shfl_down_value(mask, &x, d);
-        if lane % (2 * d) == 0 && lane + d < n {
+        if lane.is_multiple_of(2 * d) && lane + d < n {
             x = op.apply(&x, &other);
         }
         d <<= 1;
