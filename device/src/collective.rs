@@ -137,6 +137,7 @@ pub(crate) fn no_view(typed: bool, id: u32) -> Option<Error> {
     })
 }
 pub(crate) mod general;
+pub(crate) mod hardware;
 mod prefix;
 
 pub use exchange::{Partition, PartitionMut};
@@ -1364,7 +1365,9 @@ impl Process<'_> {
 impl Root for Process<'_> {
     fn broadcast_into<B: BufferMut + ?Sized>(&self, buf: &mut B) -> Result<(), Error> {
         if let Some(v) = self.sub() {
-            return v.traced(WaitCall::Broadcast, self.rank, || v.broadcast(self.rank, buf));
+            return v.traced(WaitCall::Broadcast, self.rank, || {
+                hardware::broadcast_buffer(&v, self.rank, buf).unwrap_or_else(|| v.broadcast(self.rank, buf))
+            });
         }
         let span = trace::Span::enter(&self.world.core(), WaitCall::Broadcast as u32, self.rank);
         span.leave(self.world.broadcast_impl(self.rank, buf))
@@ -1382,7 +1385,9 @@ impl Root for Process<'_> {
                 let (s, n) = general::elements(send);
                 let r = general::elements_mut(recv);
                 // SAFETY: two borrowed slices, valid for the call.
-                unsafe { v.reduce(s, n, Some(r), self.rank, &op) }
+                unsafe { hardware::reduce(&v, s, n, Some(r), Some(self.rank), &op) }
+                    // SAFETY: as above.
+                    .unwrap_or_else(|| unsafe { v.reduce(s, n, Some(r), self.rank, &op) })
             });
         }
         let span = trace::Span::enter(&self.world.core(), WaitCall::Reduce as u32, self.rank);
@@ -1409,8 +1414,10 @@ impl Root for Process<'_> {
         if let Some(v) = self.sub() {
             return v.traced(WaitCall::Reduce, self.rank, || {
                 let (p, n) = general::elements_mut(buf);
-                // SAFETY: one slice, each chunk read before it is written.
-                unsafe { v.reduce(p as *const T, n, Some((p, n)), self.rank, &op) }
+                // SAFETY: one slice, each element read before it is written.
+                unsafe { hardware::reduce(&v, p as *const T, n, Some((p, n)), Some(self.rank), &op) }
+                    // SAFETY: one slice, each chunk read before it is written.
+                    .unwrap_or_else(|| unsafe { v.reduce(p as *const T, n, Some((p, n)), self.rank, &op) })
             });
         }
         let span = trace::Span::enter(&self.world.core(), WaitCall::Reduce as u32, self.rank);
@@ -1435,7 +1442,9 @@ impl Root for Process<'_> {
             return v.traced(WaitCall::Reduce, self.rank, || {
                 let (s, n) = general::elements(send);
                 // SAFETY: a borrowed slice, valid for the call.
-                unsafe { v.reduce(s, n, None, self.rank, &op) }
+                unsafe { hardware::reduce(&v, s, n, None, Some(self.rank), &op) }
+                    // SAFETY: as above.
+                    .unwrap_or_else(|| unsafe { v.reduce(s, n, None, self.rank, &op) })
             });
         }
         let span = trace::Span::enter(&self.world.core(), WaitCall::Reduce as u32, self.rank);

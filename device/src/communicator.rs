@@ -295,6 +295,9 @@ impl<'w> View<'w> {
             });
         }
         self.barrier()?;
+        if let Some(c) = &found {
+            crate::collective::hardware::store_kind(self.world, c.info);
+        }
         Ok(found)
     }
 }

@@ -191,9 +191,11 @@ pub enum Error {
     },
     /// Ranks started different non-blocking collectives in the same
     /// position (MPI 4.1 §6.12: every rank of a communicator starts the
-    /// same collectives in the same order). Class `MPI_ERR_COUNT`, as the
-    /// other disagreements of collective arguments; every rank's request
-    /// completes with it.
+    /// same collectives in the same order), or the ranks of a block or
+    /// warp communicator entered different blocking collectives together
+    /// (MPI 4.1 §6.1). Class `MPI_ERR_COUNT`, as the other disagreements
+    /// of collective arguments; every rank's request (or call) completes
+    /// with it.
     CollectiveMismatch {
         /// The collective this rank started
         /// ([`Kind`](crate::collective::immediate::Kind) code).
@@ -369,7 +371,7 @@ impl fmt::Display for Error {
             }
             Error::CollectiveMismatch { kind, other } => write!(
                 f,
-                "this rank started a non-blocking {} where another rank started a non-blocking {}",
+                "this rank called {} where another rank of its communicator called {}",
                 crate::collective::immediate::kind_name(kind),
                 crate::collective::immediate::kind_name(other)
             ),
@@ -430,7 +432,7 @@ mod tests {
         let text = std::format!("{e}");
         assert_eq!(
             text,
-            "MPI_ERR_COUNT: this rank started a non-blocking barrier where another rank started a non-blocking all-reduce"
+            "MPI_ERR_COUNT: this rank called barrier where another rank of its communicator called all-reduce"
         );
     }
 }

@@ -248,6 +248,71 @@ pub struct CommEntry {
     pub key: i32,
 }
 
+/// Which collective paths a communicator takes (the kind bits of its
+/// members' warps' [`WarpWord`]s). A creation sets it from the members'
+/// table, which every member reads alike, so all members agree; it is the
+/// same for every lane of a warp (a warp or block communicator holds every
+/// lane of the warp, so no lane of it is in a general one of the same
+/// context).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CommKind {
+    /// Any set of ranks: the message algorithms of `collective/general.rs`.
+    General = 0,
+    /// Every rank of one block, communicator rank = thread index: the
+    /// block barrier and the block's shared scratch.
+    Block = 1,
+    /// Every lane of one warp (32, or the lanes of a block's partial last
+    /// warp), communicator rank = lane: warp shuffles and votes.
+    Warp = 2,
+}
+
+impl CommKind {
+    /// The kind stored as `code`; [`CommKind::General`] for any other word.
+    pub const fn from_code(code: u32) -> CommKind {
+        match code {
+            1 => CommKind::Block,
+            2 => CommKind::Warp,
+            _ => CommKind::General,
+        }
+    }
+}
+
+/// One word per warp of the world after each communicator table: bits 0
+/// and 1 its lanes' [`CommKind`] in that context (set by each lane with an
+/// OR at the end of the creation, never changed), bits 2 to 7 how many
+/// lanes arrived at the current warp collective of its warp communicator,
+/// bits 8 to 31 the generation of that collective (counting modulo
+/// 2^24). Zero at launch, like all of the world's memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WarpWord(pub u32);
+
+impl WarpWord {
+    /// Mask of the kind bits.
+    pub const KIND_MASK: u32 = 0b11;
+    /// One arrival (added to the word by each lane that arrives).
+    pub const ARRIVAL: u32 = 1 << 2;
+    /// One generation (the arrival count's carry: a full warp's last
+    /// arriver adds `GENERATION - lanes × ARRIVAL`, which clears the count
+    /// and steps the generation).
+    pub const GENERATION: u32 = 1 << 8;
+
+    /// The communicator kind it holds.
+    pub const fn kind(self) -> CommKind {
+        CommKind::from_code(self.0 & Self::KIND_MASK)
+    }
+
+    /// Lanes arrived at the current collective.
+    pub const fn arrived(self) -> u32 {
+        (self.0 / Self::ARRIVAL) % (Self::GENERATION / Self::ARRIVAL)
+    }
+
+    /// The current collective's generation.
+    pub const fn generation(self) -> u32 {
+        self.0 / Self::GENERATION
+    }
+}
+
 /// A word of a [`CommEntry`].
 #[derive(Clone, Copy)]
 pub(crate) enum CommWord {
@@ -613,6 +678,16 @@ impl Core {
                     + word.offset(),
             )
         }
+    }
+
+    /// The [`WarpWord`] of warp `warp` (block-major) in the table of
+    /// context `id`.
+    #[inline(always)]
+    pub(crate) fn comm_warp_word(&self, id: u32, warp: u32) -> &crate::shim::AtomicU32 {
+        // SAFETY: `1 <= id <= communicators` and `warp` below the world's
+        // warps (the caller derives it from its own coordinates); 4-byte
+        // aligned, accessed only atomically.
+        unsafe { crate::shim::atomic_u32_at(self.base, self.layout().comm_warp_word(id, warp)) }
     }
 
     /// The rank in its communicator of world rank `world_rank` for a

@@ -14,7 +14,7 @@
 //! | broadcast | `2 × collective_bytes` | the root's chunk of a broadcast |
 //! | block scratch | `2 × blocks × collective_bytes` | per block: its partial reduction |
 //! | rank scratch | `2 × ranks × collective_bytes` | per rank: its reduction operand, combined in a tree inside the block |
-//! | communicators | `64 + communicators × ranks × 16` | the context counter, then one table of `ranks` [`CommEntry`](crate::memory::CommEntry)s per communicator context: members, inverse map, colours and keys of its creation |
+//! | communicators | `64 + communicators × (ranks × 16 + warps × 4)` (each table rounded up to 64) | the context counter, then per communicator context one table of `ranks` [`CommEntry`](crate::memory::CommEntry)s (members, inverse map, colours and keys of its creation) followed by one [`WarpWord`](crate::memory::WarpWord) per warp of the world (its communicator kind and the agreement counter of its warp collectives) |
 //! | immediate | `IMMEDIATE_SLOTS × ((64 + immediate_bytes) × (1 + blocks) + ranks × immediate_bytes)` | the non-blocking collectives' staging slots (`crate::collective::immediate`): per slot its world record and result cell, per block its record and partial-result cell, per rank its argument header and operand cell |
 //! | immediate local | `ranks × 64` | per rank, private to it: its [`ImmediateLocal`](crate::collective::immediate::ImmediateLocal) record (how many non-blocking collectives it started, and per slot what it keeps of the one it has outstanding) |
 //!
@@ -33,8 +33,9 @@ pub const MAGIC: u32 = 0x494d_5047;
 /// Version of this layout; the device refuses other versions (6: trace
 /// events carry a context word; cells of the non-blocking collectives;
 /// 7: each rank's private record of its non-blocking collectives; 8: the
-/// rank header's deferred slot returns).
-pub const VERSION: u32 = 8;
+/// rank header's deferred slot returns; 9: a word per warp after each
+/// communicator table).
+pub const VERSION: u32 = 9;
 
 /// `flags` bit: never let a receiver copy straight out of the sender's buffer;
 /// stream every large message through a slot (the path a GPU takes for a
@@ -103,6 +104,9 @@ pub const MAX_COMMUNICATORS: u32 = 1024;
 /// (`ranks` [`CommEntry`](crate::memory::CommEntry)s): its member, inverse, colour
 /// and key words.
 pub const COMM_TABLE_ENTRY_BYTES: usize = 16;
+/// Bytes per warp of one communicator table, after its entries: its
+/// [`WarpWord`](crate::memory::WarpWord).
+pub const COMM_WARP_WORD_BYTES: usize = 4;
 /// Bytes of the communicator area's header (the context counter, a line
 /// of its own).
 pub const COMM_HEADER_BYTES: usize = 64;
@@ -243,7 +247,9 @@ impl WorldConfig {
         let block_scratch = broadcast + 2 * coll;
         let rank_scratch = block_scratch + 2 * blocks * coll;
         let comms = rank_scratch + 2 * ranks * coll;
-        let comm_stride = (ranks * COMM_TABLE_ENTRY_BYTES).next_multiple_of(64);
+        let warps = blocks * (self.block_dim as usize).div_ceil(32);
+        let comm_stride =
+            (ranks * COMM_TABLE_ENTRY_BYTES + warps * COMM_WARP_WORD_BYTES).next_multiple_of(64);
         let immediate = comms + COMM_HEADER_BYTES + self.communicators as usize * comm_stride;
         let ib = self.immediate_bytes as usize;
         let immediate_slot_stride = (IMMEDIATE_RECORD_BYTES + ib) * (1 + blocks) + ranks * ib;
@@ -432,6 +438,15 @@ impl Layout {
     /// Offset of the table of communicator context `id` (`1..=communicators`).
     pub fn comm_table(&self, id: u32) -> usize {
         self.comms + COMM_HEADER_BYTES + (id as usize - 1) * self.comm_stride
+    }
+
+    /// Offset of the [`WarpWord`](crate::memory::WarpWord) of warp `warp`
+    /// (block-major: `block × ceil(block_dim / 32) + thread / 32`) in the
+    /// table of communicator context `id`.
+    pub fn comm_warp_word(&self, id: u32, warp: u32) -> usize {
+        self.comm_table(id)
+            + self.ranks as usize * COMM_TABLE_ENTRY_BYTES
+            + warp as usize * COMM_WARP_WORD_BYTES
     }
 }
 

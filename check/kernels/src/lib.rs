@@ -45,6 +45,7 @@ pub mod collectives;
 pub mod comm;
 pub mod datatypes;
 pub mod faults;
+pub mod hwcomm;
 pub mod immediate;
 pub mod interpreter;
 pub mod nonblocking;

@@ -1014,7 +1014,9 @@ use crate::wait::Call;
 impl CommunicatorCollectives for SimpleCommunicator<'_> {
     fn barrier(&self) -> Result<(), Error> {
         let v = self.view();
-        v.traced(Call::Barrier, -2, || v.barrier())
+        v.traced(Call::Barrier, -2, || {
+            super::hardware::barrier(&v).unwrap_or_else(|| v.barrier())
+        })
     }
 
     fn all_reduce_into<T, S, R, O>(&self, send: &S, recv: &mut R, op: O) -> Result<(), Error>
@@ -1029,7 +1031,9 @@ impl CommunicatorCollectives for SimpleCommunicator<'_> {
             let (s, n) = elements(send);
             let (r, m) = elements_mut(recv);
             // SAFETY: two borrowed slices, valid for the call.
-            unsafe { v.all_reduce(s, n, r, m, &op) }
+            unsafe { super::hardware::reduce(&v, s, n, Some((r, m)), None, &op) }
+                // SAFETY: as above.
+                .unwrap_or_else(|| unsafe { v.all_reduce(s, n, r, m, &op) })
         })
     }
 
@@ -1042,8 +1046,10 @@ impl CommunicatorCollectives for SimpleCommunicator<'_> {
         let v = self.view();
         v.traced(Call::AllReduce, -2, || {
             let (p, n) = elements_mut(buf);
-            // SAFETY: one borrowed slice, each chunk read before it is written.
-            unsafe { v.all_reduce(p as *const T, n, p, n, &op) }
+            // SAFETY: one borrowed slice, each element read before it is written.
+            unsafe { super::hardware::reduce(&v, p as *const T, n, Some((p, n)), None, &op) }
+                // SAFETY: one borrowed slice, each chunk read before it is written.
+                .unwrap_or_else(|| unsafe { v.all_reduce(p as *const T, n, p, n, &op) })
         })
     }
 

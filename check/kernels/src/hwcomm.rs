@@ -1,0 +1,201 @@
+//! The collectives of block and warp communicators (`split_shared`,
+//! `split_by_warp`), which take the hardware paths of the device's
+//! `collective/hardware.rs`: values for every root, non-commutative
+//! operations, zero lengths, payloads larger than the block's shared
+//! scratch, disagreements, and a rank that leaves. `param2` picks the
+//! communicator: [`ON_BLOCK`] or [`ON_WARP`]. Rank `r` records
+//! [`HW_STRIDE`] words at `r * stride`; check/tests/hwcomm.rs computes what
+//! each must be.
+
+use super::collectives::user_operand;
+use super::p2p::Mat2;
+use super::{CaseArgs, Recorder, NONE};
+use gpu_mpi_device::collective::{SystemOperation, UserOperation};
+use gpu_mpi_device::traits::*;
+use gpu_mpi_device::{Error, SimpleCommunicator, World};
+
+/// Words each rank records.
+pub const HW_STRIDE: u32 = 512;
+
+/// `param2`: the communicator of `split_shared`.
+pub const ON_BLOCK: u32 = 0;
+/// `param2`: the communicator of `split_by_warp`.
+pub const ON_WARP: u32 = 1;
+
+/// Barrier and all-reduce: records the creation's class, the rank and
+/// size, the barrier's class, then the class of an in-place all-reduce of
+/// `param` [`Mat2`]s (element `i` of rank `q`: `user_operand(q, i)`, the
+/// product in rank order) and its `4 × param` words, then the class and
+/// value (low word) of an all-reduce sum of `rank + 1` as `u64`.
+pub const H_ALL_REDUCE: u32 = 0;
+/// For every root `t` of the communicator: a broadcast of `param` `u32`s
+/// (the root's element `j`: `1000 t + j`), a reduce to `t` of one
+/// [`Mat2`] (`user_operand(q, t)`; in place at odd roots). Records, per
+/// root: broadcast class, `sum of (j + 1) × element j` (wrapping), reduce
+/// class, the four words of the result at the root (NONE elsewhere).
+pub const H_ROOTS: u32 = 1;
+/// Disagreements: rank `param` of the communicator calls a broadcast
+/// (root 0) where the others call a barrier; then an all-reduce sum where
+/// rank `param` passes 2 elements and the others 1; then a broadcast
+/// where rank `param` names root 1 and the others root 0; then a correct
+/// all-reduce sum of `rank + 1`. Records the four classes and the sum.
+pub const H_MISMATCH: u32 = 2;
+/// Rank `param` of the communicator returns from the kernel; the others
+/// call a barrier on it (a deadlock on the emulator).
+pub const H_EXIT: u32 = 3;
+/// Deferred slot returns: world rank 1 sends `param + 1` messages
+/// (`1..=param + 1`, tag 7) to world rank 0, which receives the first
+/// before a barrier on the communicator and the rest after it. With
+/// `param` slots per rank the last send needs the slot of the first
+/// message, which rank 0 keeps deferred until it blocks: it must hand it
+/// back at the barrier. Records the class of the sends (rank 1) or of the
+/// receives (rank 0; 0 elsewhere), the barrier's class, and at rank 0 the
+/// sum of the values received.
+pub const H_DEFERRED: u32 = 4;
+
+fn communicator<'w>(world: &'w World, on: u32) -> Result<SimpleCommunicator<'w>, Error> {
+    if on == ON_WARP {
+        world.split_by_warp()
+    } else {
+        world.split_shared()
+    }
+}
+
+fn class_of<T>(r: &Result<T, Error>) -> u32 {
+    match r {
+        Ok(_) => 0,
+        Err(e) => e.class() as u32,
+    }
+}
+
+fn mat_mul(x: &Mat2, y: &Mat2) -> Mat2 {
+    x.mul(y)
+}
+
+/// Most elements of the broadcasts of [`H_ROOTS`] (1200 bytes: more than
+/// the block's shared scratch).
+pub const HW_MAX_COUNT: u32 = 300;
+/// Most matrices of [`H_ALL_REDUCE`] (1120 bytes).
+pub const HW_MAX_MATRICES: u32 = 70;
+
+gpu_mpi_device::kernel! {
+    /// The cases `H_*` of this module on the communicator `param2` picks.
+    pub static SEMANTICS_HWCOMM = fn semantics_hwcomm(world: &World, args: &CaseArgs) -> Result<(), Error> {
+        let mut rec = Recorder::new(args, world.rank());
+        let c = communicator(world, args.param2);
+        rec.push(class_of(&c))?;
+        let c = c?;
+        let (rank, size) = (c.rank(), c.size());
+        rec.words(&[rank as u32, size as u32])?;
+        let n = args.param.min(HW_MAX_COUNT) as usize;
+        match args.case {
+            H_ALL_REDUCE => {
+                rec.push(class_of(&c.barrier()))?;
+                let n = n.min(HW_MAX_MATRICES as usize);
+                let mut mats = [Mat2::default(); HW_MAX_MATRICES as usize];
+                for (i, m) in mats.iter_mut().enumerate().take(n) {
+                    *m = user_operand(rank as u32, i as u32);
+                }
+                let op = UserOperation::associative(mat_mul);
+                let r = c.all_reduce_in_place(&mut mats[..n], op);
+                rec.push(class_of(&r))?;
+                for m in &mats[..n] {
+                    rec.words(&[m.a, m.b, m.c, m.d])?;
+                }
+                let mut x = 0u64;
+                let r = c.all_reduce_into(&(rank as u64 + 1), &mut x, SystemOperation::sum());
+                rec.words(&[class_of(&r), x as u32])
+            }
+            H_ROOTS => {
+                let op = UserOperation::associative(mat_mul);
+                for t in 0..size {
+                    let mut buf = [0u32; HW_MAX_COUNT as usize];
+                    if rank == t {
+                        for (j, v) in buf.iter_mut().enumerate().take(n) {
+                            *v = 1000 * t as u32 + j as u32;
+                        }
+                    }
+                    let root = c.process_at_rank(t);
+                    let b = root.broadcast_into(&mut buf[..n]);
+                    let sum = buf[..n]
+                        .iter()
+                        .enumerate()
+                        .fold(0u32, |s, (j, v)| s.wrapping_add(v.wrapping_mul(j as u32 + 1)));
+                    rec.words(&[class_of(&b), sum])?;
+                    let mine = user_operand(rank as u32, t as u32);
+                    let (r, got) = if rank == t {
+                        if t % 2 == 1 {
+                            let mut m = mine;
+                            (root.reduce_into_root_in_place(&mut m, op), Some(m))
+                        } else {
+                            let mut m = Mat2::default();
+                            (root.reduce_into_root(&mine, &mut m, op), Some(m))
+                        }
+                    } else {
+                        (root.reduce_into(&mine, op), None)
+                    };
+                    rec.push(class_of(&r))?;
+                    match got {
+                        Some(m) => rec.words(&[m.a, m.b, m.c, m.d])?,
+                        None => rec.words(&[NONE; 4])?,
+                    }
+                }
+                Ok(())
+            }
+            H_MISMATCH => {
+                let odd = rank == args.param as i32;
+                let r = if odd {
+                    let mut v = 5u32;
+                    c.process_at_rank(0).broadcast_into(&mut v)
+                } else {
+                    c.barrier()
+                };
+                rec.push(class_of(&r))?;
+                let two = [rank as u32; 2];
+                let mut out = [0u32; 2];
+                let k = if odd { 2 } else { 1 };
+                let r = c.all_reduce_into(&two[..k], &mut out[..k], SystemOperation::sum());
+                rec.push(class_of(&r))?;
+                let mut v = rank as u32;
+                let r = c.process_at_rank(if odd { 1 } else { 0 }).broadcast_into(&mut v);
+                rec.push(class_of(&r))?;
+                let mut s = 0u32;
+                let r = c.all_reduce_into(&(rank as u32 + 1), &mut s, SystemOperation::sum());
+                rec.words(&[class_of(&r), s])
+            }
+            H_DEFERRED => {
+                let me = world.rank();
+                let mut sum = 0u32;
+                let mut r = Ok(());
+                if me == 1 {
+                    let to = world.process_at_rank(0);
+                    r = (0..=args.param).try_for_each(|i| to.send_with_tag(&(i + 1), 7));
+                } else if me == 0 {
+                    let mut v = 0u32;
+                    r = world.process_at_rank(1).receive_into_with_tag(&mut v, 7).map(|_| ());
+                    sum = v;
+                }
+                let b = c.barrier();
+                if me == 0 && r.is_ok() {
+                    for _ in 0..args.param {
+                        let mut v = 0u32;
+                        r = world.process_at_rank(1).receive_into_with_tag(&mut v, 7).map(|_| ());
+                        if r.is_err() {
+                            break;
+                        }
+                        sum = sum.wrapping_add(v);
+                    }
+                }
+                rec.words(&[class_of(&r), class_of(&b), sum])
+            }
+            H_EXIT => {
+                if rank == args.param as i32 {
+                    return Ok(());
+                }
+                let r = c.barrier();
+                rec.push(class_of(&r))
+            }
+            _ => Ok(()),
+        }
+    }
+}

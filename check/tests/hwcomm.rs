@@ -1,0 +1,303 @@
+//! Block and warp communicators (`split_shared`, `split_by_warp`) on the
+//! emulator: their collectives take the hardware paths of
+//! `collective/hardware.rs` (no message on their collective context, the
+//! spans still traced), with the values of the general algorithms: every
+//! root, a non-commutative operation in rank order, zero lengths, payloads
+//! above the shared scratch, blocks with a partial last warp; and every
+//! rank fails alike on a disagreement, or the emulator reports a deadlock
+//! when a rank has left.
+
+use gpu_mpi::device::wait::Call;
+use gpu_mpi::device::ErrorClass;
+use gpu_mpi::SpanKind;
+use gpu_mpi::{CpuOptions, Device, HostError, Schedule, WorldSpec};
+use gpu_mpi_check_kernels::collectives::user_operand;
+use gpu_mpi_check_kernels::hwcomm::*;
+use gpu_mpi_check_kernels::p2p::Mat2;
+use gpu_mpi_check_kernels::{CaseArgs, NONE};
+use std::time::Duration;
+
+fn device(schedule: Schedule) -> Device {
+    Device::cpu_with(CpuOptions {
+        workers: 2,
+        schedule,
+        ..CpuOptions::default()
+    })
+}
+
+struct Run {
+    records: Vec<Vec<u32>>,
+    report: gpu_mpi::LaunchReport,
+}
+
+/// Runs case `case` on `spec` and returns every rank's record.
+fn launch(d: &Device, spec: &WorldSpec, case: u32, param: u32, on: u32) -> Result<Run, HostError> {
+    let ranks = match spec.ranks {
+        gpu_mpi::RankCount::Exact(n) => n as usize,
+        gpu_mpi::RankCount::Max => unreachable!("tests use exact sizes"),
+    };
+    let stride = HW_STRIDE as usize;
+    let out = d.alloc_zeroed::<u32>(ranks * stride).unwrap();
+    let data = d.alloc_zeroed::<u8>(8).unwrap();
+    let cells = d.alloc_zeroed::<u32>(8).unwrap();
+    let args = CaseArgs {
+        case,
+        param,
+        param2: on,
+        stride: HW_STRIDE,
+        out: out.slice(),
+        data: data.slice(),
+        cells: cells.slice(),
+    };
+    let report = d.launch(&SEMANTICS_HWCOMM, &args, spec)?;
+    let got = d.download(&out).unwrap();
+    Ok(Run {
+        records: got.chunks(stride).map(|c| c.to_vec()).collect(),
+        report,
+    })
+}
+
+fn run(spec: WorldSpec, schedule: Schedule, case: u32, param: u32, on: u32) -> Vec<Vec<u32>> {
+    launch(&device(schedule), &spec, case, param, on)
+        .unwrap_or_else(|e| panic!("case {case} ({param}, on {on}) on {spec:?}: {e}"))
+        .records
+}
+
+/// World rank `w`'s rank and size in its block (`ON_BLOCK`) or warp
+/// (`ON_WARP`) communicator, in a world of blocks of `block` ranks.
+fn place(w: u32, block: u32, on: u32) -> (u32, u32) {
+    let t = w % block;
+    if on == ON_BLOCK {
+        return (t, block);
+    }
+    let first = t / 32 * 32;
+    (t % 32, (block - first).min(32))
+}
+
+fn product(size: u32, i: u32) -> Mat2 {
+    (0..size)
+        .map(|q| user_operand(q, i))
+        .reduce(|a, b| a.mul(&b))
+        .unwrap()
+}
+
+fn check(got: &[Vec<u32>], want: impl Fn(usize) -> Vec<u32>, what: &str) {
+    for (w, rec) in got.iter().enumerate() {
+        let want = want(w);
+        assert_eq!(&rec[..want.len()], &want[..], "{what}: world rank {w}");
+    }
+}
+
+const SCHEDULES: [Schedule; 2] = [Schedule::Parallel, Schedule::Random { seed: 11 }];
+/// (ranks, block size): a partial last warp (45 = 32 + 13), a block that
+/// is one warp, two blocks of 40, a block of one rank.
+const SHAPES: [(u32, u32); 4] = [(45, 45), (64, 32), (80, 40), (3, 1)];
+
+#[test]
+fn barrier_and_all_reduce_of_matrices_in_rank_order() {
+    // 0 (zero length), 1, 3, and 70 matrices (1120 bytes: several rounds
+    // of the block's scratch).
+    for (ranks, block) in SHAPES {
+        for on in [ON_BLOCK, ON_WARP] {
+            for n in [0u32, 1, 3, 70] {
+                for s in SCHEDULES {
+                    let got = run(WorldSpec::ranks(ranks).block_dim(block), s, H_ALL_REDUCE, n, on);
+                    check(
+                        &got,
+                        |w| {
+                            let (r, size) = place(w as u32, block, on);
+                            let mut v = vec![0, r, size, 0, 0];
+                            for i in 0..n {
+                                let m = product(size, i);
+                                v.extend([m.a, m.b, m.c, m.d]);
+                            }
+                            v.extend([0, size * (size + 1) / 2]);
+                            v
+                        },
+                        &format!("all-reduce of {n}, {ranks} in blocks of {block}, on {on}, {s:?}"),
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn broadcast_and_reduce_from_every_root() {
+    // 0, 1, 5 and 300 u32s (1200 bytes: more than the block's scratch).
+    for (ranks, block) in SHAPES {
+        for on in [ON_BLOCK, ON_WARP] {
+            for n in [0u32, 1, 5, 300] {
+                let got = run(
+                    WorldSpec::ranks(ranks).block_dim(block),
+                    Schedule::Parallel,
+                    H_ROOTS,
+                    n,
+                    on,
+                );
+                check(
+                    &got,
+                    |w| {
+                        let (r, size) = place(w as u32, block, on);
+                        let mut v = vec![0, r, size];
+                        for t in 0..size {
+                            let sum =
+                                (0..n).fold(0u32, |s, j| s.wrapping_add((1000 * t + j).wrapping_mul(j + 1)));
+                            v.extend([0, sum, 0]);
+                            if r == t {
+                                let m = product(size, t);
+                                v.extend([m.a, m.b, m.c, m.d]);
+                            } else {
+                                v.extend([NONE; 4]);
+                            }
+                        }
+                        v
+                    },
+                    &format!("roots, {n} elements, {ranks} in blocks of {block}, on {on}"),
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_disagreement_fails_on_every_rank_and_the_next_call_works() {
+    let count = ErrorClass::Count as u32;
+    let root = ErrorClass::Root as u32;
+    for (ranks, block) in [(45u32, 45u32), (64, 32)] {
+        for on in [ON_BLOCK, ON_WARP] {
+            for odd in [0u32, 1, 12, 40] {
+                for s in SCHEDULES {
+                    let got = run(WorldSpec::ranks(ranks).block_dim(block), s, H_MISMATCH, odd, on);
+                    check(
+                        &got,
+                        |w| {
+                            let (r, size) = place(w as u32, block, on);
+                            let bad = odd < size;
+                            let classes = if bad { [count, count, root] } else { [0, 0, 0] };
+                            let mut v = vec![0, r, size];
+                            v.extend(classes);
+                            v.extend([0, size * (size + 1) / 2]);
+                            v
+                        },
+                        &format!("rank {odd} disagrees, {ranks} in blocks of {block}, on {on}, {s:?}"),
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_rank_that_left_gives_a_deadlock_report() {
+    // `odd` is a communicator rank: on a warp communicator, a lane that
+    // both warps of a block of 45 have (12 < 13).
+    for (ranks, block, odd_block, odd_warp) in [(45u32, 45u32, 3u32, 3u32), (45, 45, 40, 12), (64, 32, 0, 0)]
+    {
+        for (on, odd) in [(ON_BLOCK, odd_block), (ON_WARP, odd_warp)] {
+            let d = device(Schedule::Parallel);
+            let spec = WorldSpec::ranks(ranks).block_dim(block);
+            match launch(&d, &spec, H_EXIT, odd, on) {
+                Err(HostError::Deadlock(report)) => {
+                    let text = report.to_string();
+                    assert!(text.contains("barrier"), "{text}");
+                }
+                Err(e) => panic!("rank {odd} left, on {on}: not a deadlock report: {e}"),
+                Ok(_) => panic!("rank {odd} left, on {on}: the launch succeeded"),
+            }
+        }
+    }
+}
+
+#[test]
+fn a_rank_that_left_gives_timeouts_on_the_others_with_a_wait_bound() {
+    // With a timeout the ranks that came fail their bounded wait (as on
+    // the GPU) rather than being seen as a deadlock: the kernel records
+    // the barrier's class. On a block communicator the 44 other ranks of
+    // the block; on a warp communicator the 31 other lanes of the first
+    // warp, which never enter a shuffle with the lane that left (the 13
+    // lanes of the second warp pass their barrier, unless the abort
+    // reaches them first).
+    let timeout = ErrorClass::Timeout as u32;
+    let aborted = ErrorClass::Aborted as u32;
+    for on in [ON_BLOCK, ON_WARP] {
+        let d = device(Schedule::Parallel);
+        let spec = WorldSpec::ranks(45)
+            .block_dim(45)
+            .timeout(Duration::from_millis(50));
+        let run = launch(&d, &spec, H_EXIT, 3, on).unwrap_or_else(|e| panic!("on {on}: {e}"));
+        let mut timed_out = 0;
+        for (w, rec) in run.records.iter().enumerate() {
+            let (r, size) = place(w as u32, 45, on);
+            assert_eq!(&rec[..3], &[0, r, size], "on {on}: world rank {w}");
+            let class = rec[3];
+            if w == 3 {
+                assert_eq!(class, 0, "on {on}: the rank that left records nothing more");
+            } else if on == ON_BLOCK || w < 32 {
+                assert!(
+                    class == timeout || class == aborted,
+                    "on {on}: world rank {w}: class {class}"
+                );
+            } else {
+                assert!(
+                    class == 0 || class == aborted,
+                    "on {on}: world rank {w}: class {class}"
+                );
+            }
+            timed_out += usize::from(class == timeout);
+        }
+        assert!(timed_out >= 1, "on {on}: no rank timed out");
+    }
+}
+
+#[test]
+fn a_rank_hands_back_deferred_slots_before_it_waits_in_a_block_or_warp_collective() {
+    // Rank 1's last send needs the slot rank 0 holds deferred: rank 0 must
+    // return it when it enters the barrier, or both wait for ever.
+    let slots = 4u32;
+    for on in [ON_BLOCK, ON_WARP] {
+        for s in SCHEDULES {
+            let spec = WorldSpec::ranks(45).block_dim(45).slots_per_rank(slots);
+            let got = run(spec, s, H_DEFERRED, slots, on);
+            check(
+                &got,
+                |w| {
+                    let (r, size) = place(w as u32, 45, on);
+                    let sum = if w == 0 { (slots + 1) * (slots + 2) / 2 } else { 0 };
+                    vec![0, r, size, 0, 0, sum]
+                },
+                &format!("deferred returns, on {on}, {s:?}"),
+            );
+        }
+    }
+}
+
+#[test]
+fn block_and_warp_collectives_send_no_message_and_are_traced() {
+    for on in [ON_BLOCK, ON_WARP] {
+        let d = device(Schedule::Parallel);
+        let spec = WorldSpec::ranks(45).block_dim(45).trace(512);
+        let run = launch(&d, &spec, H_ALL_REDUCE, 3, on).unwrap();
+        let t = run.report.trace().expect("a traced launch has a trace");
+        let comm = run.records.len();
+        assert_eq!(comm, 45);
+        let spans = t.spans();
+        let calls = |call: Call| {
+            spans
+                .iter()
+                .filter(|s| s.kind == SpanKind::Collective(call) && s.communicator != 0)
+                .filter(|s| s.leave.is_some() && s.error.is_none())
+                .count()
+        };
+        assert_eq!(calls(Call::Barrier), 45, "on {on}");
+        assert_eq!(calls(Call::AllReduce), 90, "on {on}");
+        // The creation's own messages are on the world's collective
+        // context (1); the new communicator's collective context (3) has
+        // none.
+        let on_comm = t.messages().iter().filter(|m| m.context == 3).count();
+        assert_eq!(
+            on_comm, 0,
+            "on {on}: messages on the communicator's collective context"
+        );
+    }
+}

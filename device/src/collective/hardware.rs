@@ -1,0 +1,677 @@
+//! The collectives of a communicator that is one whole block or one whole
+//! warp, on the hardware's own tools (MPI 4.1 chapter 6 on the
+//! communicators of `split_shared` and `split_by_warp`).
+//!
+//! A creation stores each rank's [`CommKind`] in its warp's [`WarpWord`]
+//! after the communicator table ([`store_kind`]): [`CommKind::Block`] when the communicator holds every
+//! rank of one block with communicator rank = thread index,
+//! [`CommKind::Warp`] when it holds every lane of one warp (32, or the
+//! lanes of a block's partial last warp) with communicator rank = lane.
+//! Every member decides from the same published member entries, so all
+//! agree. Barrier, broadcast, reduce and all-reduce on such a communicator
+//! take the paths below; everything else (and these where the note says
+//! so) keeps the message algorithms of `collective/general.rs`.
+//!
+//! Every call first records the rank's wait, which hands back the eager
+//! slots it deferred (their senders may be ranks of this block or warp
+//! that cannot come before they get them), then opens with an
+//! *agreement* on a [`Descriptor`] (the call, its
+//! root, its count, its datatype): each rank compares its own with rank
+//! 0's, and either every rank goes on or every rank returns the same class
+//! of error ([`Error::CollectiveMismatch`] for another collective, then
+//! `MPI_ERR_ROOT`, `MPI_ERR_COUNT`, `MPI_ERR_TYPE`), so neither a wrong
+//! argument nor a rank in another collective of this module silently pairs
+//! with the others' steps.
+//!
+//! | kind | opening | barrier | broadcast of `b` bytes | (all-)reduce of `c` elements of `s` bytes |
+//! |---|---|---|---|---|
+//! | block | 2 block barriers (rank 0 writes the descriptor to the shared scratch; the first barrier counts the ranks present, the second those that disagree) | the opening | `2 × ceil(b / 1008) − 1` block barriers, 1008 bytes staged per round | per round of `k = floor(1008 / ((warps + 1) × s))` elements: a shuffle tree per warp, the warps' partials in the scratch, a shuffle tree in warp 0, the result in the scratch; 2 block barriers per round |
+//! | warp | an arrival on the warp's [`WarpWord`] (an atomic add, a poll until the last lane came), 4 shuffles and a ballot | the opening and `bar.warp.sync` | `ceil(b / 4)` shuffles from the root | per element: `ceil(s / 4) × ceil(log2 lanes)` shuffles down, then `ceil(s / 4)` from lane 0 (not for a reduce to root 0) |
+//!
+//! A block (all-)reduce whose `(warps + 1) × s` exceeds the 1008 bytes (an
+//! element larger than 31 bytes in a block of 1024 threads), or whose
+//! element needs more than 16-byte alignment, takes the general algorithm
+//! instead (decided from the type and the block alike on every rank).
+//!
+//! Failures: a rank of the block that returned from the kernel does not
+//! hold a block barrier (PTX `exit`; the emulator does the same), so the
+//! opening barrier counts fewer ranks than the block has; every rank that
+//! came then waits, bounded, for nothing, and gets the deadlock report on
+//! the emulator or `MPI_ERR_TIMEOUT`/`MPI_ERR_ABORTED` on the GPU (as the
+//! world barrier does). A warp's lanes run no warp instruction before
+//! every lane has arrived on the warp's [`WarpWord`] ([`warp_arrive`]):
+//! `shfl.sync` or `vote.sync` with an exited lane in its mask is undefined
+//! in PTX, so a lane that returned (or waits elsewhere) leaves the others
+//! in that bounded wait, with the same outcomes as the block's.
+
+use super::immediate::Kind;
+use super::Operation;
+use crate::datatype::{Datatype, Equivalence};
+use crate::error::Error;
+use crate::memory::{CommKind, WarpWord};
+use crate::shim::{self, Ordering, SHARED_BLOCK_BYTES};
+use crate::topology::{CommInfo, World};
+use crate::wait::{Call, WaitFor, STATE_RUNNING};
+use core::mem::{align_of, size_of, MaybeUninit};
+
+use super::general::{bytes_of_mut, View};
+use crate::datatype::BufferMut;
+
+/// What every rank of a block or warp communicator must pass alike to one
+/// collective (the head of the block's shared scratch during the opening).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Descriptor {
+    /// The collective ([`Call`] code).
+    call: u32,
+    /// Its root (`u32::MAX` for none).
+    root: u32,
+    /// Its count (bytes of a broadcast, elements of a reduction).
+    count: u32,
+    /// Its datatype id.
+    datatype: u32,
+}
+
+/// Bytes at the head of the shared scratch that hold rank 0's descriptor.
+const HEADER_BYTES: usize = 16;
+const _: () = assert!(size_of::<Descriptor>() == HEADER_BYTES);
+/// Bytes of the shared scratch after the header, where data is staged.
+pub const STAGE_BYTES: usize = SHARED_BLOCK_BYTES - HEADER_BYTES;
+
+/// Disagreements, in the order of their precedence.
+#[derive(Clone, Copy)]
+#[repr(u32)]
+enum Mismatch {
+    Call = 1,
+    Root = 2,
+    Count = 4,
+    Type = 8,
+}
+
+/// The calling rank's warp, block-major (the index of its
+/// [`WarpWord`] in a communicator table).
+#[inline(always)]
+fn warp_index(world: &World) -> u32 {
+    world.block * world.layout.block_dim.div_ceil(32) + world.thread / 32
+}
+
+/// The kind of the calling rank's communicator `comm` (the world: general).
+#[inline(always)]
+fn kind(world: &World, comm: CommInfo) -> CommKind {
+    if comm.id == 0 {
+        return CommKind::General;
+    }
+    // Relaxed: the kind bits were set by this rank itself (among its
+    // lanes, all with the same bits) at the end of the creation.
+    let word = world
+        .core()
+        .comm_warp_word(comm.id, warp_index(world))
+        .load(Ordering::Relaxed);
+    WarpWord(word).kind()
+}
+
+/// Decides and stores the kind of the communicator `comm` that the calling
+/// rank just joined (after the creation's closing barrier, which published
+/// the member entries it reads: every member reads the same ones).
+pub(crate) fn store_kind(world: &World, comm: CommInfo) {
+    let bd = world.layout.block_dim;
+    let thread = world.thread;
+    let warp_first = thread - thread % 32;
+    let lanes = (bd - warp_first).min(32);
+    let block_base = world.rank - thread;
+    let runs = |first: u32, n: u32| (0..n).all(|i| comm.member(world, i) == first + i);
+    let kind = if comm.size == lanes && runs(block_base + warp_first, lanes) {
+        CommKind::Warp
+    } else if comm.size == bd && runs(block_base, bd) {
+        CommKind::Block
+    } else {
+        CommKind::General
+    };
+    if kind != CommKind::General {
+        // Relaxed: read by this rank (`kind`); every lane of the warp ORs
+        // the same bits, and the arrival counter in the same word is left
+        // as it is.
+        world
+            .core()
+            .comm_warp_word(comm.id, warp_index(world))
+            .fetch_or(kind as u32, Ordering::Relaxed);
+    }
+}
+
+/// The disagreements of `mine` with rank 0's `first`.
+fn compare(mine: &Descriptor, first: &Descriptor) -> u32 {
+    let mut bits = 0;
+    if mine.call != first.call {
+        bits |= Mismatch::Call as u32;
+    }
+    if mine.root != first.root {
+        bits |= Mismatch::Root as u32;
+    }
+    if mine.count != first.count {
+        bits |= Mismatch::Count as u32;
+    }
+    if mine.datatype != first.datatype {
+        bits |= Mismatch::Type as u32;
+    }
+    bits
+}
+
+/// The error every rank returns when some rank found the disagreement
+/// `worst` (the one of highest precedence found anywhere); a rank with an
+/// error of its own of that class (`local`) keeps it.
+#[cold]
+#[inline(never)]
+fn verdict(worst: u32, mine: &Descriptor, first: &Descriptor, size: u32, local: Option<Error>) -> Error {
+    let e = if worst == Mismatch::Call as u32 {
+        Error::CollectiveMismatch {
+            kind: kind_code(mine.call),
+            other: kind_code(first.call),
+        }
+    } else if worst == Mismatch::Root as u32 {
+        Error::InvalidRoot {
+            root: mine.root as i32,
+            size: size as i32,
+        }
+    } else if worst == Mismatch::Count as u32 {
+        Error::CountMismatch {
+            count: mine.count,
+            expected: first.count,
+        }
+    } else {
+        Error::TypeMismatch {
+            status: crate::status::Status {
+                source: 0,
+                tag: -1,
+                bytes: 0,
+                datatype: first.datatype,
+            },
+            expected: mine.datatype,
+        }
+    };
+    match local {
+        Some(l) if l.class() == e.class() => l,
+        _ => e,
+    }
+}
+
+/// The [`Kind`] code of a [`Call`] code (what [`Error::CollectiveMismatch`]
+/// names, as for the non-blocking collectives); 0 for any other call.
+fn kind_code(call: u32) -> u32 {
+    match Call::from_code(call) {
+        Some(Call::Barrier) => Kind::Barrier as u32,
+        Some(Call::Broadcast) => Kind::Broadcast as u32,
+        Some(Call::Reduce) => Kind::Reduce as u32,
+        Some(Call::AllReduce) => Kind::AllReduce as u32,
+        _ => 0,
+    }
+}
+
+/// The disagreement of highest precedence among the ranks' `bits`, given
+/// a test `any(mask)` that says whether some rank's bits meet `mask` (the
+/// same answer on every rank).
+fn worst(mut any: impl FnMut(u32) -> bool) -> u32 {
+    for m in [Mismatch::Call, Mismatch::Root, Mismatch::Count] {
+        if any(m as u32) {
+            return m as u32;
+        }
+    }
+    Mismatch::Type as u32
+}
+
+// ---------------------------------------------------------------------------
+// Values through shuffles
+
+/// `value` of lane `lane + delta` (lanes past the warp: their own), word
+/// by word.
+fn shfl_down_value<T: Equivalence>(mask: u32, value: &T, delta: u32) -> T {
+    shuffle_value(value, |w| shim::shfl_down_sync(mask, w, delta))
+}
+
+/// `value` of lane `src`, word by word.
+fn shfl_value<T: Equivalence>(mask: u32, value: &T, src: u32) -> T {
+    shuffle_value(value, |w| shim::shfl_sync(mask, w, src))
+}
+
+/// Passes each 4-byte word of `value` (the last one zero-padded) through
+/// `shuffle` and rebuilds a `T` from the results.
+#[inline(always)]
+fn shuffle_value<T: Equivalence>(value: &T, mut shuffle: impl FnMut(u32) -> u32) -> T {
+    let mut out = MaybeUninit::<T>::zeroed();
+    let src = value as *const T as *const u8;
+    let dst = out.as_mut_ptr() as *mut u8;
+    let n = size_of::<T>();
+    let mut i = 0;
+    while i < n {
+        let k = (n - i).min(4);
+        let mut w = [0u8; 4];
+        // SAFETY: `i + k <= n` bytes of `value`, a `Pod` without padding.
+        unsafe { core::ptr::copy_nonoverlapping(src.add(i), w.as_mut_ptr(), k) };
+        let r = shuffle(u32::from_le_bytes(w)).to_le_bytes();
+        // SAFETY: `i + k <= n` bytes of `out`.
+        unsafe { core::ptr::copy_nonoverlapping(r.as_ptr(), dst.add(i), k) };
+        i += 4;
+    }
+    // SAFETY: every byte written (or zero), and any bytes are a valid `Pod`.
+    unsafe { out.assume_init() }
+}
+
+/// Shuffle-tree reduction over the first `n` lanes of `mask` in lane
+/// order (lane `l` folds its run `[l, l + d)` on the left of `[l + d, l +
+/// 2d)`, so non-commutative operations see rank order, MPI 6.9.1); the
+/// result at lane 0. Every lane of `mask` calls it with the same `n`.
+fn warp_fold<T: Equivalence, O: Operation<T>>(mask: u32, lane: u32, n: u32, mut x: T, op: &O) -> T {
+    let mut d = 1u32;
+    while d < n {
+        let other = shfl_down_value(mask, &x, d);
+        if lane.is_multiple_of(2 * d) && lane + d < n {
+            x = op.apply(&x, &other);
+        }
+        d <<= 1;
+    }
+    x
+}
+
+// ---------------------------------------------------------------------------
+// Openings
+
+/// The block opening: agreement on `mine` with rank 0's descriptor, and
+/// the count of the ranks present; `local` is this rank's own argument
+/// error, whose disagreement bits are `local_bits`.
+fn block_open(v: &View<'_>, mine: Descriptor, local_bits: u32, local: Option<Error>) -> Result<(), Error> {
+    let world = v.world;
+    let scratch = shim::shared_block::<SHARED_BLOCK_BYTES>();
+    let head = scratch as *mut Descriptor;
+    if world.thread == 0 {
+        // SAFETY: the scratch's head, 16-byte aligned; nobody reads it
+        // before the block barrier below, and the previous call's readers
+        // passed that call's second barrier, which rank 0 passed too.
+        unsafe { head.write(mine) };
+    }
+    let present = shim::block_barrier_count(true);
+    if present != world.layout.block_dim {
+        return Err(missing_rank(world, mine));
+    }
+    // SAFETY: written by rank 0 before the barrier above.
+    let first = unsafe { head.read() };
+    let bits = compare(&mine, &first) | local_bits;
+    if shim::block_barrier_count(bits != 0) != 0 {
+        let w = worst(|m| shim::block_barrier_count(bits & m != 0) != 0);
+        return Err(verdict(w, &mine, &first, v.size, local));
+    }
+    Ok(())
+}
+
+/// A rank of the block returned from the kernel: wait, bounded, for it
+/// (the deadlock report names the collective), then fail.
+#[cold]
+#[inline(never)]
+fn missing_rank(world: &World, mine: Descriptor) -> Error {
+    let what = wait_of(&mine);
+    let word =
+        crate::wait::barrier_wait_forever(world.base as u64, world.rank, what.operation, what.peer, what.tag);
+    crate::wait::barrier_error(word, what)
+}
+
+/// The wait record of a collective described by `d` (peer: its root, or
+/// -2 for none, as the general collectives record).
+fn wait_of(d: &Descriptor) -> WaitFor {
+    WaitFor {
+        operation: Call::from_code(d.call).unwrap_or(Call::Barrier),
+        peer: if d.root == u32::MAX { -2 } else { d.root as i32 },
+        tag: -1,
+    }
+}
+
+/// Waits, bounded, until every lane of the caller's warp has arrived at a
+/// collective of the warp communicator `v` (`what`: the caller's). Until
+/// then no lane takes part in a warp collective instruction, whose mask
+/// names every lane: `shfl.sync` or `vote.sync` with a lane that exited in
+/// its mask is undefined in PTX, and with a lane waiting elsewhere it
+/// never completes. A lane that returned or waits elsewhere leaves the
+/// others here: the deadlock report on the emulator, `MPI_ERR_TIMEOUT`
+/// (then `MPI_ERR_ABORTED` on the rest) on the GPU.
+#[inline(never)]
+fn warp_arrive(v: &View<'_>, what: WaitFor) -> Result<(), Error> {
+    let world = v.world;
+    let core = world.core();
+    let word = core.comm_warp_word(v.comm.id, warp_index(world));
+    // Relaxed, here and below: the protocol lives in this one word, whose
+    // modification order alone decides who arrived; the collective's data
+    // moves by the warp instructions after it, which order the lanes'
+    // accesses themselves.
+    let old = WarpWord(word.fetch_add(WarpWord::ARRIVAL, Ordering::Relaxed));
+    let generation = old.generation();
+    if old.arrived() + 1 == v.size {
+        // The last lane: clear the count and step the generation (no lane
+        // arrives again before it sees the new generation).
+        word.fetch_add(
+            WarpWord::GENERATION - v.size * WarpWord::ARRIVAL,
+            Ordering::Relaxed,
+        );
+        return Ok(());
+    }
+    crate::topology::wait_for(world, what, |_| {
+        (WarpWord(word.load(Ordering::Relaxed)).generation() != generation).then_some(Ok(()))
+    })
+}
+
+/// The warp opening: every lane present ([`warp_arrive`]), then agreement
+/// on `mine` with lane 0's descriptor.
+fn warp_open(v: &View<'_>, mine: Descriptor, local_bits: u32, local: Option<Error>) -> Result<(), Error> {
+    warp_arrive(v, wait_of(&mine))?;
+    let mask = shim::warp_mask();
+    let first = Descriptor {
+        call: shim::shfl_sync(mask, mine.call, 0),
+        root: shim::shfl_sync(mask, mine.root, 0),
+        count: shim::shfl_sync(mask, mine.count, 0),
+        datatype: shim::shfl_sync(mask, mine.datatype, 0),
+    };
+    let bits = compare(&mine, &first) | local_bits;
+    if shim::vote_ballot_sync(mask, bits != 0) != 0 {
+        let w = worst(|m| shim::vote_any_sync(mask, bits & m != 0));
+        return Err(verdict(w, &mine, &first, v.size, local));
+    }
+    Ok(())
+}
+
+/// The opening of every collective here. The rank records its wait
+/// first, which also hands back the eager slots it deferred
+/// (`Core::record_wait`): their senders may be ranks of this block or
+/// warp that cannot reach this collective before they get them. No
+/// message is received between the opening and the end of the
+/// collective, so its later block barriers and warp instructions find
+/// nothing deferred.
+fn open(
+    v: &View<'_>,
+    kind: CommKind,
+    mine: Descriptor,
+    local_bits: u32,
+    local: Option<Error>,
+) -> Result<(), Error> {
+    v.world.record_wait(wait_of(&mine));
+    if kind == CommKind::Block {
+        block_open(v, mine, local_bits, local)
+    } else {
+        warp_open(v, mine, local_bits, local)
+    }
+}
+
+/// `root` checked against the size (after the agreement: alike everywhere).
+fn check_root(v: &View<'_>, root: u32) -> Result<(), Error> {
+    if root >= v.size {
+        return Err(Error::InvalidRoot {
+            root: root as i32,
+            size: v.size as i32,
+        });
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// The collectives; `None`: not a block or warp communicator, take the
+// general algorithm.
+
+/// `MPI_Barrier` on a block or warp communicator.
+pub(crate) fn barrier(v: &View<'_>) -> Option<Result<(), Error>> {
+    let kind = kind(v.world, v.comm);
+    if kind == CommKind::General {
+        return None;
+    }
+    let mine = Descriptor {
+        call: Call::Barrier as u32,
+        root: u32::MAX,
+        count: 0,
+        datatype: 0,
+    };
+    let r = open(v, kind, mine, 0, None);
+    if kind == CommKind::Warp && r.is_ok() {
+        // Orders the lanes' memory accesses around the barrier, as the
+        // block barriers of the block opening do (every lane is present:
+        // the opening's agreement).
+        shim::warp_sync(shim::warp_mask());
+    }
+    Some(finished(v, r))
+}
+
+/// `MPI_Bcast` of `buf` from `root` on a block or warp communicator (a
+/// buffer whose bytes are not one run fails on its rank with its own
+/// error, on the others with `MPI_ERR_TYPE`).
+pub(crate) fn broadcast_buffer<B: BufferMut + ?Sized>(
+    v: &View<'_>,
+    root: i32,
+    buf: &mut B,
+) -> Option<Result<(), Error>> {
+    let kind = kind(v.world, v.comm);
+    if kind == CommKind::General {
+        return None;
+    }
+    let dt = buf.datatype();
+    let r = match bytes_of_mut(buf) {
+        Ok((ptr, len)) => broadcast_on(v, kind, root as u32, dt, ptr, len, None),
+        Err(e) => broadcast_on(v, kind, root as u32, dt, core::ptr::null_mut(), 0, Some(e)),
+    };
+    Some(finished(v, r))
+}
+
+fn broadcast_on(
+    v: &View<'_>,
+    kind: CommKind,
+    root: u32,
+    dt: Datatype,
+    ptr: *mut u8,
+    len: usize,
+    local: Option<Error>,
+) -> Result<(), Error> {
+    let mine = Descriptor {
+        call: Call::Broadcast as u32,
+        root,
+        count: len as u32,
+        datatype: dt.id,
+    };
+    let local_bits = if local.is_some() { Mismatch::Type as u32 } else { 0 };
+    open(v, kind, mine, local_bits, local)?;
+    check_root(v, root)?;
+    let me = v.rank;
+    if kind == CommKind::Warp {
+        let mask = shim::warp_mask();
+        let mut i = 0;
+        while i < len {
+            let k = (len - i).min(4);
+            let mut w = [0u8; 4];
+            if me == root {
+                // SAFETY: `i + k <= len` bytes of the caller's buffer.
+                unsafe { core::ptr::copy_nonoverlapping(ptr.add(i), w.as_mut_ptr(), k) };
+            }
+            let r = shim::shfl_sync(mask, u32::from_le_bytes(w), root).to_le_bytes();
+            if me != root {
+                // SAFETY: as above.
+                unsafe { core::ptr::copy_nonoverlapping(r.as_ptr(), ptr.add(i), k) };
+            }
+            i += 4;
+        }
+        return Ok(());
+    }
+    // SAFETY: the scratch after its header, `STAGE_BYTES` long.
+    let stage = unsafe { shim::shared_block::<SHARED_BLOCK_BYTES>().add(HEADER_BYTES) };
+    let mut off = 0;
+    while off < len {
+        if off > 0 {
+            // Every rank has copied the previous round out.
+            shim::block_barrier();
+        }
+        let n = (len - off).min(STAGE_BYTES);
+        if me == root {
+            // SAFETY: `off + n <= len` bytes of the buffer, `n` of the stage.
+            unsafe { core::ptr::copy_nonoverlapping(ptr.add(off), stage, n) };
+        }
+        shim::block_barrier();
+        if me != root {
+            // SAFETY: as above.
+            unsafe { core::ptr::copy_nonoverlapping(stage, ptr.add(off), n) };
+        }
+        off += n;
+    }
+    Ok(())
+}
+
+/// Elements of `T` per round of a block reduction over `warps` warps
+/// (0: the stage cannot hold one per warp and the result, or `T` needs
+/// more than the scratch's 16-byte alignment).
+fn block_round<T>(warps: u32) -> usize {
+    if align_of::<T>() > 16 {
+        return 0;
+    }
+    STAGE_BYTES / ((warps as usize + 1) * size_of::<T>().max(1))
+}
+
+/// `MPI_Reduce` (`root` given: `out` at the root, `None` there for the
+/// non-root form) or `MPI_Allreduce` (`root` `None`: `out` everywhere)
+/// of the `count` elements at `send` on a block or warp communicator.
+///
+/// # Safety
+/// `send` readable for `count` elements; `out` (where given) writable for
+/// `len` elements; they may be the same buffer.
+pub(crate) unsafe fn reduce<T: Equivalence, O: Operation<T>>(
+    v: &View<'_>,
+    send: *const T,
+    count: usize,
+    out: Option<(*mut T, usize)>,
+    root: Option<i32>,
+    op: &O,
+) -> Option<Result<(), Error>> {
+    let kind = kind(v.world, v.comm);
+    if kind == CommKind::General {
+        return None;
+    }
+    let warps = v.world.layout.block_dim.div_ceil(32);
+    if kind == CommKind::Block && block_round::<T>(warps) == 0 {
+        return None;
+    }
+    // SAFETY: the caller's contract.
+    let r = unsafe { reduce_on(v, kind, send, count, out, root, op) };
+    Some(finished(v, r))
+}
+
+/// The end of a collective here: the rank runs again (its wait record,
+/// written by the opening), and `r` is its result.
+#[inline(always)]
+fn finished(v: &View<'_>, r: Result<(), Error>) -> Result<(), Error> {
+    v.world.record_state(STATE_RUNNING);
+    r
+}
+
+unsafe fn reduce_on<T: Equivalence, O: Operation<T>>(
+    v: &View<'_>,
+    kind: CommKind,
+    send: *const T,
+    count: usize,
+    out: Option<(*mut T, usize)>,
+    root: Option<i32>,
+    op: &O,
+) -> Result<(), Error> {
+    op.check()?;
+    let me = v.rank;
+    let receives = root.is_none_or(|r| r == me as i32);
+    // This rank's own argument errors: the root's result buffer.
+    let (mut local_bits, mut local) = (0u32, None);
+    let mut dst = None;
+    if receives {
+        match out {
+            Some((p, len)) if len == count => dst = Some(p),
+            Some((_, len)) => {
+                local_bits = Mismatch::Count as u32;
+                local = Some(Error::CountMismatch {
+                    count: len as u32,
+                    expected: count as u32,
+                });
+            }
+            None => {
+                local_bits = Mismatch::Root as u32;
+                local = Some(Error::InvalidRoot {
+                    root: me as i32,
+                    size: v.size as i32,
+                });
+            }
+        }
+    }
+    let (call, root_word) = match root {
+        Some(r) => (Call::Reduce, r as u32),
+        None => (Call::AllReduce, u32::MAX),
+    };
+    let mine = Descriptor {
+        call: call as u32,
+        root: root_word,
+        count: count as u32,
+        datatype: T::DATATYPE.id,
+    };
+    open(v, kind, mine, local_bits, local)?;
+    if let Some(r) = root {
+        check_root(v, r as u32)?;
+    }
+    let lane = v.world.thread % 32;
+    let mask = shim::warp_mask();
+    if kind == CommKind::Warp {
+        let n = v.size;
+        let from_lane0 = root.is_none_or(|r| r != 0);
+        for i in 0..count {
+            // SAFETY: `i < count` elements of `send`.
+            let x = unsafe { send.add(i).read_unaligned() };
+            let mut x = warp_fold(mask, lane, n, x, op);
+            if from_lane0 {
+                x = shfl_value(mask, &x, 0);
+            }
+            if let Some(d) = dst {
+                // SAFETY: `i < count` elements of `out` (checked above);
+                // element `i` of `send` was read before.
+                unsafe { d.add(i).write_unaligned(x) };
+            }
+        }
+        return Ok(());
+    }
+    let warps = v.world.layout.block_dim.div_ceil(32);
+    let warp = v.world.thread / 32;
+    let lanes = mask.count_ones();
+    let k = block_round::<T>(warps);
+    // SAFETY: the scratch after its header: `warps × k` partials, then `k`
+    // results, `(warps + 1) × k × unit <= STAGE_BYTES` (`block_round`).
+    let partials = unsafe { shim::shared_block::<SHARED_BLOCK_BYTES>().add(HEADER_BYTES) } as *mut T;
+    // SAFETY: as above.
+    let results = unsafe { partials.add(warps as usize * k) };
+    let mut c0 = 0;
+    while c0 < count {
+        let kk = k.min(count - c0);
+        for i in 0..kk {
+            // SAFETY: `c0 + i < count` elements of `send`.
+            let x = unsafe { send.add(c0 + i).read_unaligned() };
+            let x = warp_fold(mask, lane, lanes, x, op);
+            if lane == 0 {
+                // SAFETY: partial `i` of this warp, inside the stage; the
+                // previous round's were read before its second barrier.
+                unsafe { partials.add(warp as usize * k + i).write(x) };
+            }
+        }
+        shim::block_barrier();
+        if warp == 0 {
+            for i in 0..kk {
+                let from = if lane < warps { lane } else { 0 };
+                // SAFETY: written by lane 0 of warp `from` before the barrier.
+                let y = unsafe { partials.add(from as usize * k + i).read() };
+                let y = warp_fold(mask, lane, warps, y, op);
+                if lane == 0 {
+                    // SAFETY: result `i`, inside the stage; the previous
+                    // round's were read before this round's first barrier.
+                    unsafe { results.add(i).write(y) };
+                }
+            }
+        }
+        shim::block_barrier();
+        if let Some(d) = dst {
+            // SAFETY: `c0 + kk <= count` elements of `out`; the results
+            // written before the barrier above; `send`'s elements of this
+            // round were read before it.
+            unsafe { core::ptr::copy_nonoverlapping(results, d.add(c0), kk) };
+        }
+        c0 += kk;
+    }
+    Ok(())
+}
