@@ -950,20 +950,10 @@ pub(crate) fn place_of_mut<B: BufferMut + ?Sized>(b: &mut B) -> (Place, usize) {
     (Place { side, at: 0 }, len)
 }
 
-/// The `(pointer, bytes)` of a send buffer; `MPI_ERR_TYPE` for a view of a
-/// non-contiguous derived datatype, which the hardware paths of block and
-/// warp communicators do not take: only this rank fails.
-#[allow(dead_code)]
-pub(crate) fn bytes_of<B: Buffer + ?Sized>(b: &B) -> Result<(*const u8, usize), Error> {
-    if let Some(e) = crate::collective::no_view(b.typed().is_some(), b.datatype().id) {
-        return Err(e);
-    }
-    let s = b.as_bytes();
-    Ok((s.as_ptr(), s.len()))
-}
-
-/// The `(pointer, bytes)` of a receive buffer; as [`bytes_of`].
-#[allow(dead_code)]
+/// The `(pointer, bytes)` of a receive buffer; `MPI_ERR_TYPE` for a view
+/// of a non-contiguous derived datatype, which the hardware broadcast of
+/// block and warp communicators does not take (its opening then fails on
+/// every rank).
 pub(crate) fn bytes_of_mut<B: BufferMut + ?Sized>(b: &mut B) -> Result<(*mut u8, usize), Error> {
     if let Some(e) = crate::collective::no_view(b.typed_mut().is_some(), b.datatype().id) {
         return Err(e);
