@@ -344,7 +344,7 @@ impl Case {
                 // one rank is never one whole block, so it takes the
                 // general (message) algorithms.
                 &WorldSpec::ranks(n as u32)
-                    .block_dim(if n % 2 == 0 { 2 } else { 1 })
+                    .block_dim(if n.is_multiple_of(2) { 2 } else { 1 })
                     .collective_bytes(64),
             )
             .unwrap();
