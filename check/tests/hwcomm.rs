@@ -161,6 +161,40 @@ fn broadcast_and_reduce_from_every_root() {
 }
 
 #[test]
+fn broadcast_of_a_view_from_every_root_moves_only_its_elements() {
+    // 0, 1, 5 and 300 elements at stride 2 (1200 packed bytes: more than
+    // the block's stage, so several rounds; the warp path moves 4 packed
+    // bytes per shuffle through the walker).
+    for (ranks, block) in SHAPES {
+        for on in [ON_BLOCK, ON_WARP] {
+            for n in [0u32, 1, 5, 300] {
+                let got = run(
+                    WorldSpec::ranks(ranks).block_dim(block),
+                    Schedule::Parallel,
+                    H_VIEW,
+                    n,
+                    on,
+                );
+                check(
+                    &got,
+                    |w| {
+                        let (r, size) = place(w as u32, block, on);
+                        let mut v = vec![0, r, size];
+                        for t in 0..size {
+                            let sum =
+                                (0..n).fold(0u32, |s, j| s.wrapping_add((1000 * t + j).wrapping_mul(j + 1)));
+                            v.extend([0, sum, 0]);
+                        }
+                        v
+                    },
+                    &format!("view broadcast, {n} elements, {ranks} in blocks of {block}, on {on}"),
+                );
+            }
+        }
+    }
+}
+
+#[test]
 fn a_disagreement_fails_on_every_rank_and_the_next_call_works() {
     let count = ErrorClass::Count as u32;
     let root = ErrorClass::Root as u32;

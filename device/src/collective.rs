@@ -122,20 +122,6 @@ impl Side {
     }
 }
 
-/// `MPI_ERR_TYPE` for a view of a non-contiguous derived datatype passed
-/// to a collective that does not take one (the collectives on
-/// sub-communicators; the world's take views everywhere).
-pub(crate) fn no_view(typed: bool, id: u32) -> Option<Error> {
-    typed.then_some(Error::TypeMismatch {
-        status: crate::status::Status {
-            source: crate::status::PROC_NULL,
-            tag: -1,
-            bytes: 0,
-            datatype: id,
-        },
-        expected: id,
-    })
-}
 pub(crate) mod general;
 pub(crate) mod hardware;
 mod prefix;

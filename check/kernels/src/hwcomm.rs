@@ -12,7 +12,7 @@ use super::p2p::Mat2;
 use super::{CaseArgs, Recorder, NONE};
 use gpu_mpi_device::collective::{SystemOperation, UserOperation};
 use gpu_mpi_device::traits::*;
-use gpu_mpi_device::{Error, SimpleCommunicator, World};
+use gpu_mpi_device::{Error, MutView, SimpleCommunicator, TypeRef, World};
 
 /// Words each rank records.
 pub const HW_STRIDE: u32 = 512;
@@ -52,6 +52,13 @@ pub const H_EXIT: u32 = 3;
 /// receives (rank 0; 0 elsewhere), the barrier's class, and at rank 0 the
 /// sum of the values received.
 pub const H_DEFERRED: u32 = 4;
+/// For every root `t`: a broadcast of a view of a vector type (`param`
+/// `u32`s at stride 2, built in the kernel) over a buffer of `2 × param`
+/// words: the root's element `j` (word `2j`) is `1000 t + j`; every odd
+/// word of rank `q` is `0xAA00_0000 + q` before and must stay so. Records,
+/// per root: the class, `sum of (j + 1) × element j` (wrapping), and how
+/// many odd words changed.
+pub const H_VIEW: u32 = 5;
 
 fn communicator<'w>(world: &'w World, on: u32) -> Result<SimpleCommunicator<'w>, Error> {
     if on == ON_WARP {
@@ -187,6 +194,30 @@ gpu_mpi_device::kernel! {
                     }
                 }
                 rec.words(&[class_of(&r), class_of(&b), sum])
+            }
+            H_VIEW => {
+                let words = gpu_mpi_device::derived::vector::<u32>(n as u32, 1, 2);
+                let ty = TypeRef::new(&words)?;
+                for t in 0..size {
+                    let mut buf = [0u32; 2 * HW_MAX_COUNT as usize];
+                    for (k, v) in buf.iter_mut().enumerate().take(2 * n) {
+                        *v = if k % 2 == 1 {
+                            0xAA00_0000 + rank as u32
+                        } else if rank == t {
+                            1000 * t as u32 + k as u32 / 2
+                        } else {
+                            0
+                        };
+                    }
+                    let b = {
+                        let mut v = MutView::with_count_and_datatype(&mut buf[..2 * n], 1, &ty)?;
+                        c.process_at_rank(t).broadcast_into(&mut v)
+                    };
+                    let sum = (0..n).fold(0u32, |s, j| s.wrapping_add(buf[2 * j].wrapping_mul(j as u32 + 1)));
+                    let changed = (0..n).filter(|&j| buf[2 * j + 1] != 0xAA00_0000 + rank as u32).count();
+                    rec.words(&[class_of(&b), sum, changed as u32])?;
+                }
+                Ok(())
             }
             H_EXIT => {
                 if rank == args.param as i32 {

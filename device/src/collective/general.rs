@@ -950,18 +950,6 @@ pub(crate) fn place_of_mut<B: BufferMut + ?Sized>(b: &mut B) -> (Place, usize) {
     (Place { side, at: 0 }, len)
 }
 
-/// The `(pointer, bytes)` of a receive buffer; `MPI_ERR_TYPE` for a view
-/// of a non-contiguous derived datatype, which the hardware broadcast of
-/// block and warp communicators does not take (its opening then fails on
-/// every rank).
-pub(crate) fn bytes_of_mut<B: BufferMut + ?Sized>(b: &mut B) -> Result<(*mut u8, usize), Error> {
-    if let Some(e) = crate::collective::no_view(b.typed_mut().is_some(), b.datatype().id) {
-        return Err(e);
-    }
-    let s = b.as_bytes_mut();
-    Ok((s.as_mut_ptr(), s.len()))
-}
-
 /// The elements of an operand.
 pub(crate) fn elements<T, S: Elements<T> + ?Sized>(s: &S) -> (*const T, usize) {
     let e = s.elements();

@@ -54,7 +54,8 @@ use crate::topology::{CommInfo, World};
 use crate::wait::{Call, WaitFor, STATE_RUNNING};
 use core::mem::{align_of, size_of, MaybeUninit};
 
-use super::general::{bytes_of_mut, View};
+use super::general::View;
+use super::Side;
 use crate::datatype::BufferMut;
 
 /// What every rank of a block or warp communicator must pass alike to one
@@ -433,9 +434,10 @@ pub(crate) fn barrier(v: &View<'_>) -> Option<Result<(), Error>> {
     Some(finished(v, r))
 }
 
-/// `MPI_Bcast` of `buf` from `root` on a block or warp communicator (a
-/// buffer whose bytes are not one run fails on its rank with its own
-/// error, on the others with `MPI_ERR_TYPE`).
+/// `MPI_Bcast` of `buf` from `root` on a block or warp communicator; a
+/// view of a non-contiguous derived datatype moves by packed position
+/// (the root packs into the stage or the shuffle word, the others unpack
+/// from it).
 pub(crate) fn broadcast_buffer<B: BufferMut + ?Sized>(
     v: &View<'_>,
     root: i32,
@@ -446,11 +448,8 @@ pub(crate) fn broadcast_buffer<B: BufferMut + ?Sized>(
         return None;
     }
     let dt = buf.datatype();
-    let r = match bytes_of_mut(buf) {
-        Ok((ptr, len)) => broadcast_on(v, kind, root as u32, dt, ptr, len, None),
-        Err(e) => broadcast_on(v, kind, root as u32, dt, core::ptr::null_mut(), 0, Some(e)),
-    };
-    Some(finished(v, r))
+    let (side, len) = Side::of_mut(buf);
+    Some(finished(v, broadcast_on(v, kind, root as u32, dt, side, len)))
 }
 
 fn broadcast_on(
@@ -458,9 +457,8 @@ fn broadcast_on(
     kind: CommKind,
     root: u32,
     dt: Datatype,
-    ptr: *mut u8,
+    side: Side,
     len: usize,
-    local: Option<Error>,
 ) -> Result<(), Error> {
     let mine = Descriptor {
         call: Call::Broadcast as u32,
@@ -468,10 +466,12 @@ fn broadcast_on(
         count: len as u32,
         datatype: dt.id,
     };
-    let local_bits = if local.is_some() { Mismatch::Type as u32 } else { 0 };
-    open(v, kind, mine, local_bits, local)?;
+    open(v, kind, mine, 0, None)?;
     check_root(v, root)?;
     let me = v.rank;
+    // False once a view's walk failed (its encoding changed under it): the
+    // rank goes on taking part, so that nobody waits for it, then fails.
+    let mut walked = true;
     if kind == CommKind::Warp {
         let mask = shim::warp_mask();
         let mut i = 0;
@@ -479,17 +479,18 @@ fn broadcast_on(
             let k = (len - i).min(4);
             let mut w = [0u8; 4];
             if me == root {
-                // SAFETY: `i + k <= len` bytes of the caller's buffer.
-                unsafe { core::ptr::copy_nonoverlapping(ptr.add(i), w.as_mut_ptr(), k) };
+                // SAFETY: `i + k <= len` packed bytes of the caller's
+                // buffer, `k <= 4` of the word.
+                walked &= unsafe { side.read(i, w.as_mut_ptr(), k) };
             }
             let r = shim::shfl_sync(mask, u32::from_le_bytes(w), root).to_le_bytes();
             if me != root {
                 // SAFETY: as above.
-                unsafe { core::ptr::copy_nonoverlapping(r.as_ptr(), ptr.add(i), k) };
+                walked &= unsafe { side.write(i, r.as_ptr(), k) };
             }
             i += 4;
         }
-        return Ok(());
+        return if walked { Ok(()) } else { Err(Error::Intern) };
     }
     // SAFETY: the scratch after its header, `STAGE_BYTES` long.
     let stage = unsafe { shim::shared_block::<SHARED_BLOCK_BYTES>().add(HEADER_BYTES) };
@@ -501,17 +502,22 @@ fn broadcast_on(
         }
         let n = (len - off).min(STAGE_BYTES);
         if me == root {
-            // SAFETY: `off + n <= len` bytes of the buffer, `n` of the stage.
-            unsafe { core::ptr::copy_nonoverlapping(ptr.add(off), stage, n) };
+            // SAFETY: `off + n <= len` packed bytes of the buffer, `n` of
+            // the stage.
+            walked &= unsafe { side.read(off, stage, n) };
         }
         shim::block_barrier();
         if me != root {
             // SAFETY: as above.
-            unsafe { core::ptr::copy_nonoverlapping(stage, ptr.add(off), n) };
+            walked &= unsafe { side.write(off, stage, n) };
         }
         off += n;
     }
-    Ok(())
+    if walked {
+        Ok(())
+    } else {
+        Err(Error::Intern)
+    }
 }
 
 /// Elements of `T` per round of a block reduction over `warps` warps
@@ -569,13 +575,18 @@ unsafe fn reduce_on<T: Equivalence, O: Operation<T>>(
     root: Option<i32>,
     op: &O,
 ) -> Result<(), Error> {
-    op.check()?;
     let me = v.rank;
     let receives = root.is_none_or(|r| r == me as i32);
-    // This rank's own argument errors: the root's result buffer.
+    // This rank's own argument errors, agreed on in the opening so that
+    // every rank fails: an operation its type does not take, the root's
+    // result buffer.
     let (mut local_bits, mut local) = (0u32, None);
     let mut dst = None;
-    if receives {
+    let op_error = op.check().err();
+    if op_error.is_some() {
+        // The others fail with `MPI_ERR_TYPE`, this rank with its own.
+        local_bits = Mismatch::Type as u32;
+    } else if receives {
         match out {
             Some((p, len)) if len == count => dst = Some(p),
             Some((_, len)) => {
@@ -604,7 +615,7 @@ unsafe fn reduce_on<T: Equivalence, O: Operation<T>>(
         count: count as u32,
         datatype: T::DATATYPE.id,
     };
-    open(v, kind, mine, local_bits, local)?;
+    open(v, kind, mine, local_bits, local).map_err(|e| op_error.unwrap_or(e))?;
     if let Some(r) = root {
         check_root(v, r as u32)?;
     }
