@@ -122,16 +122,19 @@ fn barrier_and_all_reduce_of_matrices_in_rank_order() {
     }
 }
 
-#[test]
-fn broadcast_and_reduce_from_every_root() {
-    // 0, 1, 5 and 300 u32s (1200 bytes: more than the block's scratch).
+/// Runs `case` (one of the every-root cases) on every shape, both
+/// communicators and 0, 1, 5 and 300 elements (1200 bytes: more than the
+/// block's stage, so several rounds), and checks each rank's record: its
+/// place, then per root `t` the broadcast's class, the weighted sum of the
+/// root's elements (`1000 t + j`), then what `after(size, rank, t)` adds.
+fn every_root(case: u32, what: &str, after: impl Fn(u32, u32, u32) -> Vec<u32>) {
     for (ranks, block) in SHAPES {
         for on in [ON_BLOCK, ON_WARP] {
             for n in [0u32, 1, 5, 300] {
                 let got = run(
                     WorldSpec::ranks(ranks).block_dim(block),
                     Schedule::Parallel,
-                    H_ROOTS,
+                    case,
                     n,
                     on,
                 );
@@ -143,17 +146,12 @@ fn broadcast_and_reduce_from_every_root() {
                         for t in 0..size {
                             let sum =
                                 (0..n).fold(0u32, |s, j| s.wrapping_add((1000 * t + j).wrapping_mul(j + 1)));
-                            v.extend([0, sum, 0]);
-                            if r == t {
-                                let m = product(size, t);
-                                v.extend([m.a, m.b, m.c, m.d]);
-                            } else {
-                                v.extend([NONE; 4]);
-                            }
+                            v.extend([0, sum]);
+                            v.extend(after(size, r, t));
                         }
                         v
                     },
-                    &format!("roots, {n} elements, {ranks} in blocks of {block}, on {on}"),
+                    &format!("{what}, {n} elements, {ranks} in blocks of {block}, on {on}"),
                 );
             }
         }
@@ -161,33 +159,53 @@ fn broadcast_and_reduce_from_every_root() {
 }
 
 #[test]
+fn broadcast_and_reduce_from_every_root() {
+    every_root(H_ROOTS, "roots", |size, r, t| {
+        let mut v = vec![0];
+        if r == t {
+            let m = product(size, t);
+            v.extend([m.a, m.b, m.c, m.d]);
+        } else {
+            v.extend([NONE; 4]);
+        }
+        v
+    });
+}
+
+#[test]
 fn broadcast_of_a_view_from_every_root_moves_only_its_elements() {
-    // 0, 1, 5 and 300 elements at stride 2 (1200 packed bytes: more than
-    // the block's stage, so several rounds; the warp path moves 4 packed
-    // bytes per shuffle through the walker).
+    // Elements at stride 2; the warp path moves 4 packed bytes per shuffle
+    // through the walker. The third word per root: odd words changed.
+    every_root(H_VIEW, "view broadcast", |_, _, _| vec![0]);
+}
+
+#[test]
+fn an_operation_one_rank_cannot_apply_fails_every_rank() {
+    let op = ErrorClass::Op as u32;
+    let ty = ErrorClass::Type as u32;
     for (ranks, block) in SHAPES {
         for on in [ON_BLOCK, ON_WARP] {
-            for n in [0u32, 1, 5, 300] {
+            for odd in [0u32, 1, 12, 40] {
                 let got = run(
                     WorldSpec::ranks(ranks).block_dim(block),
                     Schedule::Parallel,
-                    H_VIEW,
-                    n,
+                    H_BAD_OP,
+                    odd,
                     on,
                 );
                 check(
                     &got,
                     |w| {
                         let (r, size) = place(w as u32, block, on);
-                        let mut v = vec![0, r, size];
-                        for t in 0..size {
-                            let sum =
-                                (0..n).fold(0u32, |s, j| s.wrapping_add((1000 * t + j).wrapping_mul(j + 1)));
-                            v.extend([0, sum, 0]);
-                        }
-                        v
+                        let class = match (odd < size, r == odd) {
+                            (false, _) => 0,
+                            (true, true) => op,
+                            (true, false) => ty,
+                        };
+                        let sum = (size * (size + 1) / 2) as f32;
+                        vec![0, r, size, class, class, 0, sum.to_bits()]
                     },
-                    &format!("view broadcast, {n} elements, {ranks} in blocks of {block}, on {on}"),
+                    &format!("rank {odd} passes MPI_BAND on f32, {ranks} in blocks of {block}, on {on}"),
                 );
             }
         }

@@ -679,7 +679,6 @@ fn drain(w: &Core) -> bool {
     let top = inbox.swap(LINK_NONE, Ordering::Acquire);
     let mut newer = LINK_NONE;
     let mut node = top;
-    let mut count = 0u32;
     let arrived = SlotState::Arrived.word(me);
     while node != LINK_NONE {
         let id = node - 1;
@@ -701,7 +700,6 @@ fn drain(w: &Core) -> bool {
         store(w, id, SlotWord::State, arrived);
         newer = node;
         node = older;
-        count += 1;
     }
     let tail = mine!(w, queue_tail);
     if newer != LINK_NONE {
@@ -712,7 +710,6 @@ fn drain(w: &Core) -> bool {
             store(w, tail - 1, SlotWord::Link, newer);
         }
         mine!(w, queue_tail = top);
-        mine!(w, queued = mine!(w, queued) + count);
     }
     true
 }
@@ -777,7 +774,6 @@ pub(crate) fn unlink(w: &Core, id1: u32) {
     } else {
         store(w, next - 1, SlotWord::Back, back);
     }
-    mine!(w, queued = mine!(w, queued) - 1);
 }
 
 /// The envelope of arrived slot `id`, its source a rank of the

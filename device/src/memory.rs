@@ -198,8 +198,8 @@ pub struct RankHeader {
     pub queue_head: u32,
     /// Private: last slot of the unexpected queue.
     pub queue_tail: u32,
-    /// Private: messages in the unexpected queue.
-    pub queued: u32,
+    /// Unused (zero): keeps the 8-byte fields below at their offsets.
+    pub reserved: u32,
     /// Private: first record of the active list (requests in posting
     /// order; record index + 1).
     pub active_head: u32,

@@ -59,6 +59,12 @@ pub const H_DEFERRED: u32 = 4;
 /// per root: the class, `sum of (j + 1) × element j` (wrapping), and how
 /// many odd words changed.
 pub const H_VIEW: u32 = 5;
+/// An operation that one rank's element type does not take: rank `param`
+/// passes `MPI_BAND` on `f32` (`MPI_ERR_OP` there), the others `MPI_SUM`,
+/// to an all-reduce and then to a reduce to root 0 of `rank + 1`; then
+/// every rank a correct all-reduce sum of `rank + 1`. Records the three
+/// classes and the last sum (as an `f32`'s bits).
+pub const H_BAD_OP: u32 = 20;
 
 fn communicator<'w>(world: &'w World, on: u32) -> Result<SimpleCommunicator<'w>, Error> {
     if on == ON_WARP {
@@ -218,6 +224,25 @@ gpu_mpi_device::kernel! {
                     rec.words(&[class_of(&b), sum, changed as u32])?;
                 }
                 Ok(())
+            }
+            H_BAD_OP => {
+                let op = if rank == args.param as i32 {
+                    SystemOperation::bitwise_and()
+                } else {
+                    SystemOperation::sum()
+                };
+                let mine = rank as f32 + 1.0;
+                let mut out = 0f32;
+                let all = c.all_reduce_into(&mine, &mut out, op);
+                let root = c.process_at_rank(0);
+                let one = if rank == 0 {
+                    root.reduce_into_root(&mine, &mut out, op)
+                } else {
+                    root.reduce_into(&mine, op)
+                };
+                let mut sum = 0f32;
+                let last = c.all_reduce_into(&mine, &mut sum, SystemOperation::sum());
+                rec.words(&[class_of(&all), class_of(&one), class_of(&last), sum.to_bits()])
             }
             H_EXIT => {
                 if rank == args.param as i32 {
