@@ -26,7 +26,7 @@ cd "$root"
 echo "== ptx-check: checker unit tests"
 cargo test --quiet -p gpu-mpi-ptx-builder
 
-crates=(check/kernels bench/kernels examples/pi/kernels examples/ring/kernels examples/ping_pong/kernels examples/tutorial/kernels examples/rsmpi/kernels)
+crates=(check/kernels bench/kernels bench/views-kernels examples/pi/kernels examples/ring/kernels examples/ping_pong/kernels examples/tutorial/kernels examples/rsmpi/kernels)
 out=target/ptx-check
 cargo build --quiet -p gpu-mpi-ptx-builder --bin ptx-check
 mkdir -p "$out"

@@ -32,6 +32,11 @@ pub use limits::Limits;
 /// The benchmark kernels, built by build.rs: PTX and SASS per SM.
 pub static KERNELS: gpu_mpi::KernelImages = gpu_mpi::include_kernels!();
 
+/// The benchmark kernels that send and receive views of derived datatypes
+/// (`gpu-mpi-bench-views-kernels`, built with the device crate's `views`
+/// feature): a second image, opened as a second device on a GPU.
+pub static VIEWS_KERNELS: gpu_mpi::KernelImages = gpu_mpi::include_kernels!("views");
+
 /// Opens a backend with the benchmark kernels ([`KERNELS`]).
 pub fn open(kind: gpu_mpi::BackendKind) -> Result<Device, HostError> {
     Device::open(kind, &KERNELS)
@@ -285,6 +290,7 @@ pub struct Report {
 }
 
 /// Iteration counts and sizes of one run.
+#[derive(Clone, Copy)]
 pub(crate) struct Preset {
     pub(crate) quick: bool,
     pub(crate) reps: usize,

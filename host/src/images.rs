@@ -79,15 +79,26 @@ impl fmt::Debug for KernelImages {
 }
 
 /// The [`KernelImages`] that `gpu_mpi_ptx_builder::KernelBuilder` wrote for
-/// this crate in its build script (`$OUT_DIR/gpu_mpi_kernels.rs`).
+/// this crate in its build script (`$OUT_DIR/gpu_mpi_kernels.rs`); with a
+/// name, the image of the builder given that name with
+/// `KernelBuilder::image` (`$OUT_DIR/<name>/gpu_mpi_kernels.rs`).
 ///
 /// ```ignore
 /// static KERNELS: gpu_mpi::KernelImages = gpu_mpi::include_kernels!();
+/// static VIEWS: gpu_mpi::KernelImages = gpu_mpi::include_kernels!("views");
 /// ```
 #[macro_export]
 macro_rules! include_kernels {
     () => {
         $crate::KernelImages::from_parts(include!(concat!(env!("OUT_DIR"), "/gpu_mpi_kernels.rs")))
+    };
+    ($image:literal) => {
+        $crate::KernelImages::from_parts(include!(concat!(
+            env!("OUT_DIR"),
+            "/",
+            $image,
+            "/gpu_mpi_kernels.rs"
+        )))
     };
 }
 

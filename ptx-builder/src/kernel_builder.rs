@@ -69,6 +69,7 @@ pub struct KernelBuilder {
     ptx_archs: Vec<u32>,
     sms: Vec<u32>,
     watch: Vec<PathBuf>,
+    image: Option<String>,
 }
 
 /// Why the build goes on without kernels: the reason, and the one warning
@@ -94,7 +95,29 @@ impl KernelBuilder {
             ptx_archs: DEFAULT_ARCHS.to_vec(),
             sms: SASS_ARCHS_DEFAULT.to_vec(),
             watch: Vec::new(),
+            image: None,
         }
+    }
+
+    /// Writes everything into `$OUT_DIR/<name>/` instead of `$OUT_DIR`,
+    /// for a build script that builds more than one kernel crate (one
+    /// `KernelBuilder` each, every one but one named): the program embeds
+    /// this image with `gpu_mpi::include_kernels!("<name>")`. A crate whose
+    /// kernels need other features of `gpu-mpi-device` than the rest (and
+    /// so other registers) ships them this way. `name`: letters, digits,
+    /// `_` and `-`.
+    pub fn image(mut self, name: &str) -> Self {
+        let ok = !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if !ok {
+            fail(&format!(
+                "KernelBuilder::image: {name:?} is not a plain directory name"
+            ));
+        }
+        self.image = Some(name.to_string());
+        self
     }
 
     /// The SMs to ship SASS (cubins) for; default 70, 80, 90. Empty: PTX only.
@@ -129,6 +152,16 @@ impl KernelBuilder {
             std::env::var_os("OUT_DIR")
                 .unwrap_or_else(|| fail("KernelBuilder::build runs in a build script (OUT_DIR is not set)")),
         );
+        let out_dir = match &self.image {
+            Some(name) => out_dir.join(name),
+            None => out_dir,
+        };
+        if let Err(e) = std::fs::create_dir_all(&out_dir) {
+            fail(&format!(
+                "gpu-mpi kernel build: creating {}: {e}",
+                out_dir.display()
+            ));
+        }
         let crate_dir = manifest_dir.join(&self.crate_dir);
         for var in [
             SKIP_ENV,
