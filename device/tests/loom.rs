@@ -463,6 +463,50 @@ fn warp_collectives_of_a_partial_warp() {
     });
 }
 
+/// Two barriers and an all-reduce on the caller's warp communicator: three
+/// arrivals on the warp's `WarpWord` (`collective::hardware::warp_arrive`:
+/// one relaxed word, count and generation), so the second and third find
+/// the word the last lane of the one before stepped. Lines written before a
+/// barrier are read after it by every lane; the all-reduce's shuffles move
+/// the sums.
+fn warp_comm_thrice(w: &World, scratch: Scratch) -> Result<u32, Error> {
+    let c = w.split_by_warp()?;
+    let n = c.size() as usize;
+    let me = c.rank() as usize;
+    scratch.put(me, 1000 + me as u64);
+    c.barrier()?;
+    for k in 0..n {
+        assert_eq!(scratch.get(k), 1000 + k as u64, "lane {me} reads line {k}");
+    }
+    c.barrier()?;
+    scratch.put(me, 2000 + me as u64);
+    let mut sum = 0u32;
+    c.all_reduce_into(&(me as u32 + 1), &mut sum, SystemOperation::sum())?;
+    Ok(sum)
+}
+
+/// (k) The warp arrival protocol of a warp communicator: one partial warp
+/// of 2 lanes, three collectives in a row (a lane that leaves one may
+/// arrive at the next before the other lane saw the generation step).
+#[test]
+fn warp_communicator_arrivals_of_two_lanes() {
+    check("warp comm 1x2", 0, || {
+        let results = run_world(small_config(2, 2, 1), 2, warp_comm_thrice);
+        assert_eq!(results, [Ok(3), Ok(3)]);
+    });
+}
+
+/// (k) As above with 3 lanes: the last of three arrivals steps the
+/// generation. Without preemptions (the creation's world collectives of
+/// three ranks make the bounded space too large otherwise).
+#[test]
+fn warp_communicator_arrivals_of_three_lanes() {
+    check("warp comm 1x3", 0, || {
+        let results = run_world(small_config(3, 3, 1), 3, warp_comm_thrice);
+        assert_eq!(results, [Ok(6), Ok(6), Ok(6)]);
+    });
+}
+
 /// A non-blocking all-reduce followed by a non-blocking broadcast, each
 /// waited: the arrival counters, the last arrivers' folds and the release
 /// of `done` (`collective::immediate`).
