@@ -488,6 +488,8 @@ fn warp_comm_thrice(w: &World, scratch: Scratch) -> Result<u32, Error> {
 /// (k) The warp arrival protocol of a warp communicator: one partial warp
 /// of 2 lanes, three collectives in a row (a lane that leaves one may
 /// arrive at the next before the other lane saw the generation step).
+/// Without preemptions: the creation's world collectives make even one
+/// preemption too large a space (61,440 interleavings as it is).
 #[test]
 fn warp_communicator_arrivals_of_two_lanes() {
     check("warp comm 1x2", 0, || {
@@ -497,9 +499,9 @@ fn warp_communicator_arrivals_of_two_lanes() {
 }
 
 /// (k) As above with 3 lanes: the last of three arrivals steps the
-/// generation. Without preemptions (the creation's world collectives of
-/// three ranks make the bounded space too large otherwise).
+/// generation while two lanes poll. Without preemptions.
 #[test]
+#[ignore = "slow model (> 5 min); run with --ignored"]
 fn warp_communicator_arrivals_of_three_lanes() {
     check("warp comm 1x3", 0, || {
         let results = run_world(small_config(3, 3, 1), 3, warp_comm_thrice);
