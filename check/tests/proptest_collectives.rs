@@ -2,11 +2,11 @@
 //! sequential model of MPI 4.1 chapters 6 and 7.
 //!
 //! A generated program: a world shape (one rank, one warp, one block of 45
-//! ranks with a partial last warp, 3 blocks of 5, 2 blocks of 45); up to
-//! four communicators, each a duplicate, a split with random colours
+//! ranks with a partial last warp, 3 blocks of 5, 2 blocks of one warp, 2
+//! blocks of 45); up to five communicators, each a duplicate, a split with random colours
 //! (some `Color::undefined()`) and keys (with ties), a `split_shared` or a
 //! `split_by_warp`, of the world or of an earlier such communicator; then
-//! up to ten steps, each a collective (barrier, broadcast, reduce,
+//! up to twelve steps, each a collective (barrier, broadcast, reduce,
 //! all-reduce, gather, scatter, all-gather, all-to-all, scan, exclusive
 //! scan, reduce-scatter-block; in place or not) on the world or one of the
 //! communicators, with a root valid in every communicator of the split
@@ -29,7 +29,7 @@ use gpu_mpi_check_kernels::NONE;
 use proptest::prelude::*;
 
 /// (ranks, block size) of the generated worlds.
-const SHAPES: [(u32, u32); 5] = [(1, 1), (32, 32), (45, 45), (15, 5), (90, 45)];
+const SHAPES: [(u32, u32); 6] = [(1, 1), (32, 32), (45, 45), (15, 5), (64, 32), (90, 45)];
 /// A root that no communicator of these worlds has.
 const BAD_ROOT: u32 = 1000;
 
@@ -472,15 +472,15 @@ fn program() -> impl Strategy<Value = Program> {
     );
     (
         0..SHAPES.len(),
-        prop::collection::vec(comm, 0..=4),
-        prop::collection::vec(step, 1..=10),
+        prop::collection::vec(comm, 0..=MAX_COMMS - 1),
+        prop::collection::vec(step, 1..=12),
         prop::option::of(any::<u64>()),
     )
         .prop_map(|(shape, comms, steps, schedule)| build(shape, comms, steps, schedule))
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(32))]
+    #![proptest_config(ProptestConfig::with_cases(48))]
 
     #[test]
     fn collectives_follow_the_sequential_model(p in program()) {
