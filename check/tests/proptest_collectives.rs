@@ -569,3 +569,74 @@ fn model_accepts_a_known_run_and_rejects_a_wrong_order() {
     let (a, b) = (make(T_MAT2, 1, 0, 0), make(T_MAT2, 1, 1, 0));
     assert_ne!(combine(T_MAT2, &a, &b), combine(T_MAT2, &b, &a));
 }
+
+/// Every root of every rooted collective (in place and not, matrices, so
+/// rank order shows) on each kind of communicator, beside the random
+/// programs: roots run up to the largest communicator of a split, so the
+/// smaller ones of the same split must refuse the larger roots with
+/// `MPI_ERR_ROOT` while the others move the data.
+#[test]
+fn every_root_of_every_rooted_collective_on_each_kind_of_communicator() {
+    for (ranks, block_dim) in [(15u32, 5u32), (45, 45)] {
+        let table = (0..ranks)
+            .map(|w| {
+                if w % 7 == 3 {
+                    (u32::MAX, 0)
+                } else {
+                    (w % 3, (w % 4) as i32 - 2)
+                }
+            })
+            .collect();
+        let comm = |kind, parent, table| Comm { kind, parent, table };
+        let mut p = Program {
+            ranks,
+            block_dim,
+            comms: vec![
+                comm(COMM_DUPLICATE, 0, Vec::new()),
+                comm(COMM_SPLIT, 0, table),
+                comm(COMM_SHARED, 0, Vec::new()),
+                comm(COMM_WARP, 0, Vec::new()),
+                comm(COMM_SHARED, 2, Vec::new()),
+            ],
+            steps: Vec::new(),
+            schedule: None,
+        };
+        let g = groups(&memberships(&p));
+        for sel in 0..=p.comms.len() {
+            let largest = if sel == 0 {
+                ranks
+            } else {
+                g[sel - 1]
+                    .iter()
+                    .flatten()
+                    .map(|m| m.len() as u32)
+                    .max()
+                    .unwrap_or(0)
+            };
+            for kind in [K_BROADCAST, K_REDUCE, K_GATHER, K_SCATTER] {
+                for root in 0..largest {
+                    p.steps.push(Step {
+                        comm: sel,
+                        kind,
+                        root,
+                        count: 2,
+                        ty: T_MAT2,
+                        seed: kind << 16 | root,
+                        in_place: root % 2 == 1,
+                    });
+                }
+            }
+        }
+        let refused = p
+            .steps
+            .iter()
+            .filter(|s| s.comm > 0 && g[s.comm - 1].iter().flatten().any(|m| s.root >= m.len() as u32))
+            .count();
+        assert!(
+            refused > 0,
+            "some communicator must be smaller than its split's largest"
+        );
+        let records = run(&p).unwrap_or_else(|e| panic!("{ranks} ranks: {e}"));
+        check(&p, &records).unwrap_or_else(|e| panic!("{ranks} ranks: {e}"));
+    }
+}
