@@ -30,6 +30,8 @@
 //!   polling, argument errors and bounds;
 //! - [`faults`]: kernels that fail or deadlock on purpose;
 //! - [`interpreter`]: runs an encoded communication program (property tests);
+//! - [`collective_interpreter`]: creates an encoded set of communicators and
+//!   runs an encoded sequence of collectives on them (property tests);
 //! - [`planted`]: wrong programs whose outcome depends on the schedule (the
 //!   schedule explorer's test subjects).
 //! - [`warp`]: the shim's warp collectives and block-shared scratch.
@@ -41,6 +43,7 @@ use bytemuck::{Pod, Zeroable};
 use gpu_mpi_device::{Error, GlobalSlice, Status};
 
 pub mod chapter6;
+pub mod collective_interpreter;
 pub mod collectives;
 pub mod comm;
 pub mod datatypes;
