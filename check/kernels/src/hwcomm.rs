@@ -59,6 +59,21 @@ pub const H_DEFERRED: u32 = 4;
 /// per root: the class, `sum of (j + 1) × element j` (wrapping), and how
 /// many odd words changed.
 pub const H_VIEW: u32 = 5;
+/// Scans: an inclusive scan in place of `param` [`Mat2`]s (element `i` of
+/// rank `q`: `user_operand(q, i)`, the product in rank order), then an
+/// exclusive scan of the same operands into a buffer preset to
+/// [`SCAN_MARK`] (rank 0's stays so), then an exclusive scan in place and
+/// an inclusive scan into another buffer of `rank + 1` as `u64` (sum).
+/// Records the class and `4 × param` words of each matrix scan, then the
+/// class and low word of each sum.
+pub const H_SCAN: u32 = 6;
+/// Scan disagreements: rank `param` of the communicator calls an
+/// exclusive scan where the others call a scan (sum of one `u32`), then an
+/// all-reduce where the others call a scan, then a scan of 2 elements
+/// where the others pass 1; then a correct scan of `rank + 1`. Records,
+/// per disagreement, the class and word 3 of the error's record (1: a
+/// collective mismatch, 0: a count mismatch), then the class and sum.
+pub const H_SCAN_MISMATCH: u32 = 7;
 
 fn communicator<'w>(world: &'w World, on: u32) -> Result<SimpleCommunicator<'w>, Error> {
     if on == ON_WARP {
@@ -84,6 +99,26 @@ fn mat_mul(x: &Mat2, y: &Mat2) -> Mat2 {
 pub const HW_MAX_COUNT: u32 = 300;
 /// Most matrices of [`H_ALL_REDUCE`] (1120 bytes).
 pub const HW_MAX_MATRICES: u32 = 70;
+/// Most matrices of [`H_SCAN`] (960 bytes: several rounds of a block
+/// scan's stage, whose rounds hold `1008 / (2 × (warps − 1) × 16)`).
+pub const HW_MAX_SCAN: u32 = 60;
+/// What an exclusive scan's receive buffer holds before [`H_SCAN`]'s call.
+pub const SCAN_MARK: Mat2 = Mat2 {
+    a: 0x5CA0,
+    b: 0x5CA1,
+    c: 0x5CA2,
+    d: 0x5CA3,
+};
+
+fn mismatch_words(r: &Result<(), Error>) -> [u32; 2] {
+    match r {
+        Ok(()) => [0, 0],
+        Err(e) => {
+            let w = e.to_words();
+            [w[0], w[3]]
+        }
+    }
+}
 
 gpu_mpi_device::kernel! {
     /// The cases `H_*` of this module on the communicator `param2` picks.
@@ -218,6 +253,56 @@ gpu_mpi_device::kernel! {
                     rec.words(&[class_of(&b), sum, changed as u32])?;
                 }
                 Ok(())
+            }
+            H_SCAN => {
+                let n = n.min(HW_MAX_SCAN as usize);
+                let op = UserOperation::associative(mat_mul);
+                let mut mats = [Mat2::default(); HW_MAX_SCAN as usize];
+                for (i, m) in mats.iter_mut().enumerate().take(n) {
+                    *m = user_operand(rank as u32, i as u32);
+                }
+                let operands = mats;
+                let r = c.scan_in_place(&mut mats[..n], op);
+                rec.push(class_of(&r))?;
+                for m in &mats[..n] {
+                    rec.words(&[m.a, m.b, m.c, m.d])?;
+                }
+                let mut ex = [SCAN_MARK; HW_MAX_SCAN as usize];
+                let r = c.exclusive_scan_into(&operands[..n], &mut ex[..n], op);
+                rec.push(class_of(&r))?;
+                for m in &ex[..n] {
+                    rec.words(&[m.a, m.b, m.c, m.d])?;
+                }
+                let mut x = rank as u64 + 1;
+                let r = c.exclusive_scan_in_place(&mut x, SystemOperation::sum());
+                rec.words(&[class_of(&r), x as u32])?;
+                let mut y = 0u64;
+                let r = c.scan_into(&(rank as u64 + 1), &mut y, SystemOperation::sum());
+                rec.words(&[class_of(&r), y as u32])
+            }
+            H_SCAN_MISMATCH => {
+                let odd = rank == args.param as i32;
+                let one = rank as u32 + 1;
+                let mut out = [0u32; 2];
+                let r = if odd {
+                    c.exclusive_scan_into(&one, &mut out[0], SystemOperation::sum())
+                } else {
+                    c.scan_into(&one, &mut out[0], SystemOperation::sum())
+                };
+                rec.words(&mismatch_words(&r))?;
+                let r = if odd {
+                    c.all_reduce_into(&one, &mut out[0], SystemOperation::sum())
+                } else {
+                    c.scan_into(&one, &mut out[0], SystemOperation::sum())
+                };
+                rec.words(&mismatch_words(&r))?;
+                let two = [one; 2];
+                let k = if odd { 2 } else { 1 };
+                let r = c.scan_into(&two[..k], &mut out[..k], SystemOperation::sum());
+                rec.words(&mismatch_words(&r))?;
+                let mut s = 0u32;
+                let r = c.scan_into(&one, &mut s, SystemOperation::sum());
+                rec.words(&[class_of(&r), s])
             }
             H_EXIT => {
                 if rank == args.param as i32 {
