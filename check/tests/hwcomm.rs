@@ -353,3 +353,110 @@ fn block_and_warp_collectives_send_no_message_and_are_traced() {
         );
     }
 }
+
+/// The product of `user_operand(q, i)` for `q` in `0..=r` (rank order).
+fn prefix(r: u32, i: u32) -> Mat2 {
+    product(r + 1, i)
+}
+
+#[test]
+fn scan_and_exclusive_scan_of_matrices_in_rank_order() {
+    // 0 (zero length), 1, 3 and 60 matrices (960 bytes: 2 rounds of a
+    // block of 2 warps' stage, 6 of a block of 4 warps'); blocks of 45
+    // (a partial last warp), 32 (one warp: the warp path), 40 (two
+    // blocks), 100 (four warps), 1.
+    let shapes = [(45u32, 45u32), (64, 32), (80, 40), (100, 100), (3, 1)];
+    for (ranks, block) in shapes {
+        for on in [ON_BLOCK, ON_WARP] {
+            for n in [0u32, 1, 3, 60] {
+                for s in SCHEDULES {
+                    let got = run(WorldSpec::ranks(ranks).block_dim(block), s, H_SCAN, n, on);
+                    check(
+                        &got,
+                        |w| {
+                            let (r, size) = place(w as u32, block, on);
+                            let mut v = vec![0, r, size, 0];
+                            for i in 0..n {
+                                let m = prefix(r, i);
+                                v.extend([m.a, m.b, m.c, m.d]);
+                            }
+                            v.push(0);
+                            for i in 0..n {
+                                let m = if r == 0 { SCAN_MARK } else { prefix(r - 1, i) };
+                                v.extend([m.a, m.b, m.c, m.d]);
+                            }
+                            let ex = if r == 0 { 1 } else { r * (r + 1) / 2 };
+                            v.extend([0, ex, 0, (r + 1) * (r + 2) / 2]);
+                            v
+                        },
+                        &format!("scans of {n}, {ranks} in blocks of {block}, on {on}, {s:?}"),
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_scan_disagreement_fails_on_every_rank_and_the_next_scan_works() {
+    let count = ErrorClass::Count as u32;
+    for (ranks, block) in [(45u32, 45u32), (64, 32), (100, 100)] {
+        for on in [ON_BLOCK, ON_WARP] {
+            for odd in [0u32, 1, 12, 40, 99] {
+                for s in SCHEDULES {
+                    let got = run(
+                        WorldSpec::ranks(ranks).block_dim(block),
+                        s,
+                        H_SCAN_MISMATCH,
+                        odd,
+                        on,
+                    );
+                    check(
+                        &got,
+                        |w| {
+                            let (r, size) = place(w as u32, block, on);
+                            let mut v = vec![0, r, size];
+                            if odd < size {
+                                // Another call twice (a collective
+                                // mismatch), then another count.
+                                v.extend([count, 1, count, 1, count, 0]);
+                            } else {
+                                v.extend([0; 6]);
+                            }
+                            v.extend([0, (r + 1) * (r + 2) / 2]);
+                            v
+                        },
+                        &format!(
+                            "rank {odd} disagrees in a scan, {ranks} in blocks of {block}, on {on}, {s:?}"
+                        ),
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn block_and_warp_scans_send_no_message_and_are_traced() {
+    // The scans take the hardware paths: four traced scans per rank, and
+    // no message on the communicator's collective context (3), where the
+    // general algorithm's recursive doubling would send them.
+    for on in [ON_BLOCK, ON_WARP] {
+        let d = device(Schedule::Parallel);
+        let spec = WorldSpec::ranks(45).block_dim(45).trace(512);
+        let run = launch(&d, &spec, H_SCAN, 3, on).unwrap();
+        let t = run.report.trace().expect("a traced launch has a trace");
+        let scans = t
+            .spans()
+            .iter()
+            .filter(|s| s.kind == SpanKind::Collective(Call::Scan) && s.communicator != 0)
+            .filter(|s| s.leave.is_some() && s.error.is_none())
+            .count();
+        assert_eq!(scans, 4 * 45, "on {on}");
+        let on_comm = t.messages().iter().filter(|m| m.context == 3).count();
+        assert_eq!(
+            on_comm, 0,
+            "on {on}: messages on the communicator's collective context"
+        );
+    }
+}

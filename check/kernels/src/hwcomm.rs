@@ -64,7 +64,22 @@ pub const H_VIEW: u32 = 5;
 /// to an all-reduce and then to a reduce to root 0 of `rank + 1`; then
 /// every rank a correct all-reduce sum of `rank + 1`. Records the three
 /// classes and the last sum (as an `f32`'s bits).
-pub const H_BAD_OP: u32 = 20;
+pub const H_BAD_OP: u32 = 8;
+/// Scans: an inclusive scan in place of `param` [`Mat2`]s (element `i` of
+/// rank `q`: `user_operand(q, i)`, the product in rank order), then an
+/// exclusive scan of the same operands into a buffer preset to
+/// [`SCAN_MARK`] (rank 0's stays so), then an exclusive scan in place and
+/// an inclusive scan into another buffer of `rank + 1` as `u64` (sum).
+/// Records the class and `4 × param` words of each matrix scan, then the
+/// class and low word of each sum.
+pub const H_SCAN: u32 = 6;
+/// Scan disagreements: rank `param` of the communicator calls an
+/// exclusive scan where the others call a scan (sum of one `u32`), then an
+/// all-reduce where the others call a scan, then a scan of 2 elements
+/// where the others pass 1; then a correct scan of `rank + 1`. Records,
+/// per disagreement, the class and word 3 of the error's record (1: a
+/// collective mismatch, 0: a count mismatch), then the class and sum.
+pub const H_SCAN_MISMATCH: u32 = 7;
 
 fn communicator<'w>(world: &'w World, on: u32) -> Result<SimpleCommunicator<'w>, Error> {
     if on == ON_WARP {
@@ -90,6 +105,26 @@ fn mat_mul(x: &Mat2, y: &Mat2) -> Mat2 {
 pub const HW_MAX_COUNT: u32 = 300;
 /// Most matrices of [`H_ALL_REDUCE`] (1120 bytes).
 pub const HW_MAX_MATRICES: u32 = 70;
+/// Most matrices of [`H_SCAN`] (960 bytes: several rounds of a block
+/// scan's stage, whose rounds hold `1008 / (2 × (warps − 1) × 16)`).
+pub const HW_MAX_SCAN: u32 = 60;
+/// What an exclusive scan's receive buffer holds before [`H_SCAN`]'s call.
+pub const SCAN_MARK: Mat2 = Mat2 {
+    a: 0x5CA0,
+    b: 0x5CA1,
+    c: 0x5CA2,
+    d: 0x5CA3,
+};
+
+fn mismatch_words(r: &Result<(), Error>) -> [u32; 2] {
+    match r {
+        Ok(()) => [0, 0],
+        Err(e) => {
+            let w = e.to_words();
+            [w[0], w[3]]
+        }
+    }
+}
 
 gpu_mpi_device::kernel! {
     /// The cases `H_*` of this module on the communicator `param2` picks.
@@ -243,6 +278,56 @@ gpu_mpi_device::kernel! {
                 let mut sum = 0f32;
                 let last = c.all_reduce_into(&mine, &mut sum, SystemOperation::sum());
                 rec.words(&[class_of(&all), class_of(&one), class_of(&last), sum.to_bits()])
+            }
+            H_SCAN => {
+                let n = n.min(HW_MAX_SCAN as usize);
+                let op = UserOperation::associative(mat_mul);
+                let mut mats = [Mat2::default(); HW_MAX_SCAN as usize];
+                for (i, m) in mats.iter_mut().enumerate().take(n) {
+                    *m = user_operand(rank as u32, i as u32);
+                }
+                let operands = mats;
+                let r = c.scan_in_place(&mut mats[..n], op);
+                rec.push(class_of(&r))?;
+                for m in &mats[..n] {
+                    rec.words(&[m.a, m.b, m.c, m.d])?;
+                }
+                let mut ex = [SCAN_MARK; HW_MAX_SCAN as usize];
+                let r = c.exclusive_scan_into(&operands[..n], &mut ex[..n], op);
+                rec.push(class_of(&r))?;
+                for m in &ex[..n] {
+                    rec.words(&[m.a, m.b, m.c, m.d])?;
+                }
+                let mut x = rank as u64 + 1;
+                let r = c.exclusive_scan_in_place(&mut x, SystemOperation::sum());
+                rec.words(&[class_of(&r), x as u32])?;
+                let mut y = 0u64;
+                let r = c.scan_into(&(rank as u64 + 1), &mut y, SystemOperation::sum());
+                rec.words(&[class_of(&r), y as u32])
+            }
+            H_SCAN_MISMATCH => {
+                let odd = rank == args.param as i32;
+                let one = rank as u32 + 1;
+                let mut out = [0u32; 2];
+                let r = if odd {
+                    c.exclusive_scan_into(&one, &mut out[0], SystemOperation::sum())
+                } else {
+                    c.scan_into(&one, &mut out[0], SystemOperation::sum())
+                };
+                rec.words(&mismatch_words(&r))?;
+                let r = if odd {
+                    c.all_reduce_into(&one, &mut out[0], SystemOperation::sum())
+                } else {
+                    c.scan_into(&one, &mut out[0], SystemOperation::sum())
+                };
+                rec.words(&mismatch_words(&r))?;
+                let two = [one; 2];
+                let k = if odd { 2 } else { 1 };
+                let r = c.scan_into(&two[..k], &mut out[..k], SystemOperation::sum());
+                rec.words(&mismatch_words(&r))?;
+                let mut s = 0u32;
+                let r = c.scan_into(&one, &mut s, SystemOperation::sum());
+                rec.words(&[class_of(&r), s])
             }
             H_EXIT => {
                 if rank == args.param as i32 {

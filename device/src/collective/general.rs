@@ -1235,7 +1235,9 @@ impl CommunicatorCollectives for SimpleCommunicator<'_> {
             let (s, n) = elements(send);
             let (r, m) = elements_mut(recv);
             // SAFETY: two borrowed slices.
-            unsafe { v.scan(s, n, r, m, false, &op) }
+            unsafe { super::hardware::scan(&v, s, n, r, m, false, &op) }
+                // SAFETY: as above.
+                .unwrap_or_else(|| unsafe { v.scan(s, n, r, m, false, &op) })
         })
     }
 
@@ -1248,8 +1250,10 @@ impl CommunicatorCollectives for SimpleCommunicator<'_> {
         let v = self.view();
         v.traced(Call::Scan, -2, || {
             let (p, n) = elements_mut(buf);
-            // SAFETY: one slice, each chunk read before it is written.
-            unsafe { v.scan(p as *const T, n, p, n, false, &op) }
+            // SAFETY: one slice, each element read before it is written.
+            unsafe { super::hardware::scan(&v, p as *const T, n, p, n, false, &op) }
+                // SAFETY: one slice, each chunk read before it is written.
+                .unwrap_or_else(|| unsafe { v.scan(p as *const T, n, p, n, false, &op) })
         })
     }
 
@@ -1265,7 +1269,9 @@ impl CommunicatorCollectives for SimpleCommunicator<'_> {
             let (s, n) = elements(send);
             let (r, m) = elements_mut(recv);
             // SAFETY: two borrowed slices.
-            unsafe { v.scan(s, n, r, m, true, &op) }
+            unsafe { super::hardware::scan(&v, s, n, r, m, true, &op) }
+                // SAFETY: as above.
+                .unwrap_or_else(|| unsafe { v.scan(s, n, r, m, true, &op) })
         })
     }
 
@@ -1278,8 +1284,10 @@ impl CommunicatorCollectives for SimpleCommunicator<'_> {
         let v = self.view();
         v.traced(Call::Scan, -2, || {
             let (p, n) = elements_mut(buf);
-            // SAFETY: one slice, each chunk read before it is written.
-            unsafe { v.scan(p as *const T, n, p, n, true, &op) }
+            // SAFETY: one slice, each element read before it is written.
+            unsafe { super::hardware::scan(&v, p as *const T, n, p, n, true, &op) }
+                // SAFETY: one slice, each chunk read before it is written.
+                .unwrap_or_else(|| unsafe { v.scan(p as *const T, n, p, n, true, &op) })
         })
     }
 }

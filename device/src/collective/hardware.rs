@@ -8,8 +8,8 @@
 //! [`CommKind::Warp`] when it holds every lane of one warp (32, or the
 //! lanes of a block's partial last warp) with communicator rank = lane.
 //! Every member decides from the same published member entries, so all
-//! agree. Barrier, broadcast, reduce and all-reduce on such a communicator
-//! take the paths below; everything else (and these where the note says
+//! agree. Barrier, broadcast, reduce, all-reduce, scan and exclusive scan
+//! (MPI 4.1 §6.11) on such a communicator take the paths below; everything else (and these where the note says
 //! so) keeps the message algorithms of `collective/general.rs`.
 //!
 //! Every call first records the rank's wait, which hands back the eager
@@ -23,15 +23,20 @@
 //! argument nor a rank in another collective of this module silently pairs
 //! with the others' steps.
 //!
-//! | kind | opening | barrier | broadcast of `b` bytes | (all-)reduce of `c` elements of `s` bytes |
-//! |---|---|---|---|---|
-//! | block | 2 block barriers (rank 0 writes the descriptor to the shared scratch; the first barrier counts the ranks present, the second those that disagree) | the opening | `2 × ceil(b / 1008) − 1` block barriers, 1008 bytes staged per round | per round of `k = floor(1008 / ((warps + 1) × s))` elements: a shuffle tree per warp, the warps' partials in the scratch, a shuffle tree in warp 0, the result in the scratch; 2 block barriers per round |
-//! | warp | an arrival on the warp's [`WarpWord`] (an atomic add, a poll until the last lane came), 4 shuffles and a ballot | the opening and `bar.warp.sync` | `ceil(b / 4)` shuffles from the root | per element: `ceil(s / 4) × ceil(log2 lanes)` shuffles down, then `ceil(s / 4)` from lane 0 (not for a reduce to root 0) |
+//! | kind | opening | barrier | broadcast of `b` bytes | (all-)reduce of `c` elements of `s` bytes | (exclusive) scan of `c` elements of `s` bytes |
+//! |---|---|---|---|---|---|
+//! | block | 2 block barriers (rank 0 writes the descriptor to the shared scratch; the first barrier counts the ranks present, the second those that disagree) | the opening | `2 × ceil(b / 1008) − 1` block barriers, 1008 bytes staged per round | per round of `k = floor(1008 / ((warps + 1) × s))` elements: a shuffle tree per warp, the warps' partials in the scratch, a shuffle tree in warp 0, the result in the scratch; 2 block barriers per round | per round of `k = floor(1008 / (2 × (warps − 1) × s))` elements: a shuffle-up scan per warp (into the receive buffer), the totals of warps `0..warps − 1` in the scratch, a shuffle-up scan of them in warp 0 into a second region, each rank of warps `1..` combines its prefix on the left; 2 block barriers per round |
+//! | warp | an arrival on the warp's [`WarpWord`] (an atomic add, a poll until the last lane came), 4 shuffles and a ballot | the opening and `bar.warp.sync` | `ceil(b / 4)` shuffles from the root | per element: `ceil(s / 4) × ceil(log2 lanes)` shuffles down, then `ceil(s / 4)` from lane 0 (not for a reduce to root 0) | per element: `ceil(s / 4) × ceil(log2 lanes)` shuffles up (the lower lanes' run on the left), then `ceil(s / 4)` up by one for an exclusive scan |
 //!
 //! A block (all-)reduce whose `(warps + 1) × s` exceeds the 1008 bytes (an
 //! element larger than 31 bytes in a block of 1024 threads), or whose
 //! element needs more than 16-byte alignment, takes the general algorithm
-//! instead (decided from the type and the block alike on every rank).
+//! instead (decided from the type and the block alike on every rank); a
+//! block scan likewise when `2 × (warps − 1) × s` exceeds them (more
+//! than 16 bytes in a block of 1024 threads). An exclusive scan leaves
+//! rank 0's receive buffer untouched, as the general algorithm does; its
+//! descriptor's call word carries a bit that tells it from an inclusive
+//! scan, so the two disagree in the opening.
 //!
 //! Failures: a rank of the block that returned from the kernel does not
 //! hold a block barrier (PTX `exit`; the emulator does the same), so the
@@ -317,7 +322,7 @@ fn missing_rank(world: &World, mine: Descriptor) -> Error {
 /// -2 for none, as the general collectives record).
 fn wait_of(d: &Descriptor) -> WaitFor {
     WaitFor {
-        operation: Call::from_code(d.call).unwrap_or(Call::Barrier),
+        operation: Call::from_code(d.call & 0xff).unwrap_or(Call::Barrier),
         peer: if d.root == u32::MAX { -2 } else { d.root as i32 },
         tag: -1,
     }
@@ -685,4 +690,215 @@ unsafe fn reduce_on<T: Equivalence, O: Operation<T>>(
         c0 += kk;
     }
     Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Scans
+
+/// The descriptor's call word of an exclusive scan: [`Call::Scan`] with
+/// this bit, so that an inclusive and an exclusive scan disagree on the
+/// call in the opening (the low byte stays the [`Call`] code).
+const EXCLUSIVE_BIT: u32 = 0x100;
+
+/// `value` of lane `lane - delta` (lanes below `delta`: their own), word
+/// by word.
+fn shfl_up_value<T: Equivalence>(mask: u32, value: &T, delta: u32) -> T {
+    shuffle_value(value, |w| shim::shfl_up_sync(mask, w, delta))
+}
+
+/// Inclusive shuffle-up scan over the first `n` lanes of `mask` (lane `l`
+/// gets `x_0 ∘ … ∘ x_l`, operands combined in lane order: the lower
+/// lanes' run on the left, MPI 6.9.1); lanes at or past `n` get values of
+/// no meaning. Every lane of `mask` calls it with the same `n`.
+fn warp_scan<T: Equivalence, O: Operation<T>>(mask: u32, lane: u32, n: u32, mut x: T, op: &O) -> T {
+    let mut d = 1u32;
+    while d < n {
+        let lower = shfl_up_value(mask, &x, d);
+        if lane >= d {
+            x = op.apply(&lower, &x);
+        }
+        d <<= 1;
+    }
+    x
+}
+
+/// Elements of `T` per round of a block scan over `warps` warps (0: the
+/// stage cannot hold two entries per warp but the last, or `T` needs more
+/// than the scratch's 16-byte alignment).
+fn scan_round<T>(warps: u32) -> usize {
+    if align_of::<T>() > 16 {
+        return 0;
+    }
+    STAGE_BYTES / (2 * (warps.max(2) as usize - 1) * size_of::<T>().max(1))
+}
+
+/// `MPI_Scan` (`exclusive`: `MPI_Exscan`, rank 0's `out` left untouched,
+/// as the general algorithm leaves it) of the `count` elements at `send`
+/// into `out` (`len` elements) on a block or warp communicator.
+///
+/// # Safety
+/// `send` readable for `count` elements, `out` writable for `len`
+/// elements; they may be the same buffer.
+pub(crate) unsafe fn scan<T: Equivalence, O: Operation<T>>(
+    v: &View<'_>,
+    send: *const T,
+    count: usize,
+    out: *mut T,
+    len: usize,
+    exclusive: bool,
+    op: &O,
+) -> Option<Result<(), Error>> {
+    let kind = kind(v.world, v.comm);
+    if kind == CommKind::General {
+        return None;
+    }
+    let warps = v.world.layout.block_dim.div_ceil(32);
+    if kind == CommKind::Block && scan_round::<T>(warps) == 0 {
+        return None;
+    }
+    // SAFETY: the caller's contract.
+    let r = unsafe { scan_on(v, kind, send, count, out, len, exclusive, op) };
+    Some(finished(v, r))
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn scan_on<T: Equivalence, O: Operation<T>>(
+    v: &View<'_>,
+    kind: CommKind,
+    send: *const T,
+    count: usize,
+    out: *mut T,
+    len: usize,
+    exclusive: bool,
+    op: &O,
+) -> Result<(), Error> {
+    // This rank's own argument errors, agreed on in the opening so that
+    // every rank fails: an operation its type does not take, a receive
+    // buffer of another length.
+    let (mut local_bits, mut local) = (0u32, None);
+    let op_error = op.check().err();
+    if op_error.is_some() {
+        local_bits = Mismatch::Type as u32;
+    } else if len != count {
+        local_bits = Mismatch::Count as u32;
+        local = Some(Error::CountMismatch {
+            count: len as u32,
+            expected: count as u32,
+        });
+    }
+    let mine = Descriptor {
+        call: Call::Scan as u32 | if exclusive { EXCLUSIVE_BIT } else { 0 },
+        root: u32::MAX,
+        count: count as u32,
+        datatype: T::DATATYPE.id,
+    };
+    open(v, kind, mine, local_bits, local).map_err(|e| op_error.unwrap_or(e))?;
+    let lane = v.world.thread % 32;
+    let mask = shim::warp_mask();
+    if kind == CommKind::Warp {
+        for i in 0..count {
+            // SAFETY: `i < count` elements of `send`.
+            let x = unsafe { send.add(i).read_unaligned() };
+            let mut x = warp_scan(mask, lane, v.size, x, op);
+            if exclusive {
+                x = shfl_up_value(mask, &x, 1);
+            }
+            if !exclusive || lane > 0 {
+                // SAFETY: `i < count == len` elements of `out`; element
+                // `i` of `send` was read before.
+                unsafe { out.add(i).write_unaligned(x) };
+            }
+        }
+        return Ok(());
+    }
+    // SAFETY: the block path's stage is `scan_round`'s layout.
+    unsafe { block_scan(v, send, count, out, exclusive, op) };
+    Ok(())
+}
+
+/// The block scan: per round of `k` elements, a shuffle scan in every
+/// warp (its result in `out`), the totals of warps `0..warps - 1` in the
+/// stage, a shuffle scan of them in warp 0 into a second region of the
+/// stage (the prefix of the warps before each warp), and every rank of
+/// warps `1..` combines that prefix on the left of its warp's result.
+///
+/// # Safety
+/// As [`scan`], `len == count`, after a successful block opening.
+unsafe fn block_scan<T: Equivalence, O: Operation<T>>(
+    v: &View<'_>,
+    send: *const T,
+    count: usize,
+    out: *mut T,
+    exclusive: bool,
+    op: &O,
+) {
+    let warps = v.world.layout.block_dim.div_ceil(32);
+    let warp = v.world.thread / 32;
+    let lane = v.world.thread % 32;
+    let mask = shim::warp_mask();
+    let lanes = mask.count_ones();
+    let k = scan_round::<T>(warps);
+    let inner = warps as usize - 1;
+    // SAFETY: the scratch after its header: `inner × k` totals, then
+    // `inner × k` prefixes, `2 × inner × k × unit <= STAGE_BYTES`
+    // (`scan_round`), 16-byte aligned (`T`'s alignment is at most 16).
+    let totals = unsafe { shim::shared_block::<SHARED_BLOCK_BYTES>().add(HEADER_BYTES) } as *mut T;
+    // SAFETY: as above.
+    let prefixes = unsafe { totals.add(inner * k) };
+    let mut c0 = 0;
+    while c0 < count {
+        let kk = k.min(count - c0);
+        for i in 0..kk {
+            // SAFETY: `c0 + i < count` elements of `send`.
+            let x = unsafe { send.add(c0 + i).read_unaligned() };
+            let x = warp_scan(mask, lane, lanes, x, op);
+            if (warp as usize) < inner && lane == lanes - 1 {
+                // SAFETY: total `i` of this warp, inside the stage; the
+                // previous round's were read by warp 0 before that
+                // round's second barrier.
+                unsafe { totals.add(warp as usize * k + i).write(x) };
+            }
+            let x = if exclusive { shfl_up_value(mask, &x, 1) } else { x };
+            if !exclusive || lane > 0 {
+                // SAFETY: `c0 + i < count` elements of `out`; element
+                // `c0 + i` of `send` was read before.
+                unsafe { out.add(c0 + i).write_unaligned(x) };
+            }
+        }
+        shim::block_barrier();
+        if warp == 0 {
+            for i in 0..kk {
+                let from = if (lane as usize) < inner { lane as usize } else { 0 };
+                // SAFETY: written by the last lane of warp `from` before
+                // the barrier above.
+                let y = unsafe { totals.add(from * k + i).read() };
+                let y = warp_scan(mask, lane, inner as u32, y, op);
+                if (lane as usize) < inner {
+                    // SAFETY: prefix `i` of warp `lane + 1`, inside the
+                    // stage; the previous round's were read before this
+                    // round's first barrier.
+                    unsafe { prefixes.add(lane as usize * k + i).write(y) };
+                }
+            }
+        }
+        shim::block_barrier();
+        if warp > 0 {
+            for i in 0..kk {
+                // SAFETY: written by warp 0 before the barrier above.
+                let p = unsafe { prefixes.add((warp as usize - 1) * k + i).read() };
+                // SAFETY: `c0 + i < count` elements of `out`, written
+                // above by this rank (but lane 0's of an exclusive scan).
+                unsafe {
+                    let o = out.add(c0 + i);
+                    let x = if exclusive && lane == 0 {
+                        p
+                    } else {
+                        op.apply(&p, &o.read_unaligned())
+                    };
+                    o.write_unaligned(x);
+                }
+            }
+        }
+        c0 += kk;
+    }
 }
