@@ -324,34 +324,39 @@ fn a_rank_hands_back_deferred_slots_before_it_waits_in_a_block_or_warp_collectiv
     }
 }
 
-#[test]
-fn block_and_warp_collectives_send_no_message_and_are_traced() {
+/// Runs `case` traced on one block of 45 ranks, on the block and on the
+/// warp communicators, and checks that every rank's spans of each call in
+/// `want` (call, completed spans in all) are there, and that no message
+/// went on the new communicator's collective context (3: the creation's
+/// own messages are on the world's, 1), where the general algorithms
+/// would send them.
+fn traced_without_messages(case: u32, want: &[(Call, usize)]) {
     for on in [ON_BLOCK, ON_WARP] {
         let d = device(Schedule::Parallel);
         let spec = WorldSpec::ranks(45).block_dim(45).trace(512);
-        let run = launch(&d, &spec, H_ALL_REDUCE, 3, on).unwrap();
+        let run = launch(&d, &spec, case, 3, on).unwrap();
+        assert_eq!(run.records.len(), 45);
         let t = run.report.trace().expect("a traced launch has a trace");
-        let comm = run.records.len();
-        assert_eq!(comm, 45);
         let spans = t.spans();
-        let calls = |call: Call| {
-            spans
+        for &(call, n) in want {
+            let done = spans
                 .iter()
                 .filter(|s| s.kind == SpanKind::Collective(call) && s.communicator != 0)
                 .filter(|s| s.leave.is_some() && s.error.is_none())
-                .count()
-        };
-        assert_eq!(calls(Call::Barrier), 45, "on {on}");
-        assert_eq!(calls(Call::AllReduce), 90, "on {on}");
-        // The creation's own messages are on the world's collective
-        // context (1); the new communicator's collective context (3) has
-        // none.
+                .count();
+            assert_eq!(done, n, "on {on}: {call:?} spans");
+        }
         let on_comm = t.messages().iter().filter(|m| m.context == 3).count();
         assert_eq!(
             on_comm, 0,
             "on {on}: messages on the communicator's collective context"
         );
     }
+}
+
+#[test]
+fn block_and_warp_collectives_send_no_message_and_are_traced() {
+    traced_without_messages(H_ALL_REDUCE, &[(Call::Barrier, 45), (Call::AllReduce, 90)]);
 }
 
 /// The product of `user_operand(q, i)` for `q` in `0..=r` (rank order).
@@ -438,25 +443,6 @@ fn a_scan_disagreement_fails_on_every_rank_and_the_next_scan_works() {
 
 #[test]
 fn block_and_warp_scans_send_no_message_and_are_traced() {
-    // The scans take the hardware paths: four traced scans per rank, and
-    // no message on the communicator's collective context (3), where the
-    // general algorithm's recursive doubling would send them.
-    for on in [ON_BLOCK, ON_WARP] {
-        let d = device(Schedule::Parallel);
-        let spec = WorldSpec::ranks(45).block_dim(45).trace(512);
-        let run = launch(&d, &spec, H_SCAN, 3, on).unwrap();
-        let t = run.report.trace().expect("a traced launch has a trace");
-        let scans = t
-            .spans()
-            .iter()
-            .filter(|s| s.kind == SpanKind::Collective(Call::Scan) && s.communicator != 0)
-            .filter(|s| s.leave.is_some() && s.error.is_none())
-            .count();
-        assert_eq!(scans, 4 * 45, "on {on}");
-        let on_comm = t.messages().iter().filter(|m| m.context == 3).count();
-        assert_eq!(
-            on_comm, 0,
-            "on {on}: messages on the communicator's collective context"
-        );
-    }
+    // Four scans per rank (exclusive ones are traced as scans).
+    traced_without_messages(H_SCAN, &[(Call::Scan, 4 * 45)]);
 }
