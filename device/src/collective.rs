@@ -12,12 +12,15 @@
 //! - [`Root::broadcast_into`]: the root stages rounds of the buffer in the
 //!   world's broadcast area, a barrier publishes each round.
 //! - [`Root::reduce_into_root`], [`CommunicatorCollectives::all_reduce_into`]:
-//!   hierarchical. Each rank stages a round of its operand in its scratch
-//!   cell; a tree inside the block combines neighbours (lower ranks always on
-//!   the left); the block's leader stages the block's partial result; after a
-//!   barrier the root's block (reduce) or every block (all-reduce) combines
-//!   the block results: each rank folds a contiguous run of blocks, then a
-//!   tree over those ranks. The result is therefore `x0 op x1 op ... op
+//!   hierarchical: warp, block, grid. Each rank stages a round of its
+//!   operand in its scratch cell; each warp folds its lanes with shuffles
+//!   (lower lanes always on the left), the warps' partials meet in the
+//!   block's shared memory and warp 0 folds them with shuffles (three block
+//!   barriers whatever the block size; `World::block_tree`); the block's
+//!   leader stages the block's partial result; after a world barrier the
+//!   root's block (reduce) or every block (all-reduce) combines the block
+//!   results: each rank folds a contiguous run of blocks, then the same
+//!   warp/shared-memory fold over those ranks. The result is therefore `x0 op x1 op ... op
 //!   x(n-1)` grouped as a balanced tree, which is what MPI 6.9.1 asks of an
 //!   associative, possibly non-commutative operation.
 //!
@@ -649,6 +652,20 @@ const COUNT_MISMATCH: u32 = u32::MAX;
 /// `COUNT_MISMATCH`) and the rank's own count, so that the data is 8-byte aligned.
 const CELL_HEADER: usize = 8;
 
+/// The block's shared scratch during the block phase of a world reduction
+/// ([`World::block_tree`]).
+#[repr(C)]
+struct BlockStage {
+    /// Each warp's count word: the count its cells agreed on, or
+    /// `COUNT_MISMATCH`.
+    counts: [u32; 32],
+    /// The warps' partial results, `k` elements per warp, when they fit.
+    partials: [u8; PARTIAL_BYTES],
+}
+
+/// Bytes of [`BlockStage::partials`].
+const PARTIAL_BYTES: usize = shim::SHARED_BLOCK_BYTES - 128;
+
 impl World {
     fn barrier_counter(&self, block: u32) -> &AtomicU32 {
         let off = self.layout.barrier
@@ -913,6 +930,7 @@ impl World {
     /// result, meet at the barrier. `Ok(Err(expected))` when the ranks passed
     /// different counts (every rank reads the same answer), with the count
     /// that rank `reference` (the root, or rank 0) passed.
+    #[inline(always)]
     fn reduce_round<T: Equivalence, O: Operation<T>>(
         &self,
         part: *const T,
@@ -978,39 +996,108 @@ impl World {
     }
 
     /// Combines the data of the cells of this block's first `active` ranks
-    /// into the cell of the block's first rank, as a tree of neighbours
-    /// (lower ranks on the left) with a block barrier before each step and
-    /// after the last. A cell whose count word differs from its neighbour's
-    /// poisons the result's count word with `COUNT_MISMATCH`. Every rank of
-    /// the block calls it.
+    /// (`k` elements each) into the cell of the block's first rank, in rank
+    /// order, with the block's hardware: a shuffle tree per warp
+    /// ([`hardware::warp_fold`]: lower lanes on the left), the warps'
+    /// partials in the block's shared scratch ([`BlockStage`]; when `warps ×
+    /// k` elements do not fit there, in the cell of each warp's first rank),
+    /// and a shuffle tree of the partials in warp 0. Three block barriers
+    /// whatever the block size; the thesis's tree of neighbours in global
+    /// memory took `log2(active) + 1`, a memory round trip after each. A
+    /// cell whose count word differs from the first cell's (inside a warp,
+    /// or between warps) makes the result's count word `COUNT_MISMATCH`.
+    /// Every rank of the block calls it.
     fn block_tree<T: Equivalence, O: Operation<T>>(&self, active: u32, k: usize, op: &O) {
-        let t = self.thread;
-        let mut stride = 1;
-        while stride < active {
-            shim::block_barrier();
-            if t.is_multiple_of(2 * stride) && t + stride < active {
-                let left = self.rank_cell(self.rank);
-                let right = self.rank_cell(self.rank + stride);
-                // SAFETY: both cells were staged before the block barrier above
-                // and only this rank reads or writes them until the next one; the
-                // data areas are 8-aligned and hold `k` elements of `T` (equal
-                // counts checked first; `align_of::<T>() <= 8` by the caller).
+        // Also orders the shared scratch: the ranks' previous collective (a
+        // block communicator's) may read it until every rank has come here.
+        // A block short of a rank that returned (no shuffle may name it) skips
+        // the combination; the world barrier that follows fails it.
+        let whole = shim::block_barrier_count(true) == self.layout.block_dim;
+        let lane = self.thread % 32;
+        let warp = self.thread / 32;
+        let warps = active.div_ceil(32);
+        let size = core::mem::size_of::<T>();
+        let stage = shim::shared_block::<{ core::mem::size_of::<BlockStage>() }>() as *mut BlockStage;
+        // SAFETY: the stage's fields, inside the shared scratch.
+        let (counts, shared) = unsafe {
+            (
+                core::ptr::addr_of_mut!((*stage).counts) as *mut u32,
+                core::ptr::addr_of_mut!((*stage).partials) as *mut u8,
+            )
+        };
+        // Where warp `w`'s partial `i` lives: `base + w × stride + i × size`.
+        let (base, stride) = if warps as usize * k * size <= PARTIAL_BYTES {
+            (shared, k * size)
+        } else {
+            // SAFETY: the data area of the block's first cell; cells of the
+            // warps' first ranks are `32 × collective_bytes` apart.
+            let first = unsafe {
+                self.rank_cell(self.block * self.layout.block_dim)
+                    .add(CELL_HEADER)
+            };
+            (first, 32 * self.collective_bytes())
+        };
+        let mask = shim::warp_mask();
+        if whole && warp < warps {
+            let n = (active - 32 * warp).min(32);
+            let cell = self.rank_cell(self.rank);
+            // SAFETY: our own cell, staged by this rank (a lane past `n`
+            // reads its stale cell, which no lane combines).
+            let c = unsafe { core::ptr::read(cell as *const u32) };
+            let first = shim::shfl_sync(mask, c, 0);
+            let differs = shim::vote_any_sync(mask, lane < n && c != first);
+            if lane == 0 {
+                // SAFETY: this warp's count word of the stage.
                 unsafe {
-                    let lc = core::ptr::read(left as *const u32);
-                    let rc = core::ptr::read(right as *const u32);
-                    if lc != rc {
-                        core::ptr::write(left as *mut u32, COUNT_MISMATCH);
-                    } else {
-                        let l = left.add(CELL_HEADER) as *mut T;
-                        let r = right.add(CELL_HEADER) as *const T;
-                        for i in 0..k {
-                            let v = op.apply(&core::ptr::read(l.add(i)), &core::ptr::read(r.add(i)));
-                            core::ptr::write(l.add(i), v);
-                        }
+                    counts
+                        .add(warp as usize)
+                        .write(if differs { COUNT_MISMATCH } else { c })
+                };
+            }
+            if !differs {
+                // Equal count words: the same `k` on every lane of the warp.
+                for i in 0..k {
+                    // SAFETY: element `i < k <= per_round` of our own cell.
+                    let x = unsafe { core::ptr::read((cell.add(CELL_HEADER) as *const T).add(i)) };
+                    let x = hardware::warp_fold(mask, lane, n, x, op);
+                    if lane == 0 {
+                        // SAFETY: partial `i` of this warp, inside the stage
+                        // (`warps × k` elements fit) or in this rank's own cell,
+                        // whose element `i` it read above.
+                        unsafe { core::ptr::write(base.add(warp as usize * stride + i * size) as *mut T, x) };
                     }
                 }
             }
-            stride *= 2;
+        }
+        shim::block_barrier();
+        if whole && warp == 0 {
+            let result = self.rank_cell(self.rank);
+            // SAFETY: the warps' count words, written before the barrier.
+            let (c0, c) = unsafe { (counts.read(), counts.add(lane.min(warps - 1) as usize).read()) };
+            if shim::vote_any_sync(mask, c != c0) || c0 == COUNT_MISMATCH {
+                if lane == 0 {
+                    // SAFETY: the block's first cell is this rank's own.
+                    unsafe { core::ptr::write(result as *mut u32, COUNT_MISMATCH) };
+                }
+            } else {
+                for i in 0..k {
+                    let from = lane.min(warps - 1) as usize;
+                    // SAFETY: partial `i` of warp `from`, written before the
+                    // barrier.
+                    let y = unsafe { core::ptr::read(base.add(from * stride + i * size) as *const T) };
+                    let y = hardware::warp_fold(mask, lane, warps, y, op);
+                    if lane == 0 {
+                        // SAFETY: element `i` of the block's first cell (our
+                        // own); where the partials live there, every lane read
+                        // element `i` before the shuffles that produced `y`.
+                        unsafe { core::ptr::write((result.add(CELL_HEADER) as *mut T).add(i), y) };
+                    }
+                }
+                if lane == 0 {
+                    // SAFETY: as above.
+                    unsafe { core::ptr::write(result as *mut u32, c0) };
+                }
+            }
         }
         shim::block_barrier();
     }

@@ -13,7 +13,7 @@
 //! | barrier | `blocks × 64` | per block: a [`BarrierRecord`](crate::memory::BarrierRecord): its barrier counter (Dietz's single-writer barrier) and the flag word of a reduction's count check |
 //! | broadcast | `2 × collective_bytes` | the root's chunk of a broadcast |
 //! | block scratch | `2 × blocks × collective_bytes` | per block: its partial reduction |
-//! | rank scratch | `2 × ranks × collective_bytes` | per rank: its reduction operand, combined in a tree inside the block |
+//! | rank scratch | `2 × ranks × collective_bytes` | per rank: its reduction operand, folded inside the block by warp shuffles (the cells of the warps' first ranks hold the warps' partials when they do not fit the block's shared memory) |
 //! | communicators | `64 + communicators × (ranks × 16 + warps × 4)` (each table rounded up to 64) | the context counter, then per communicator context one table of `ranks` [`CommEntry`](crate::memory::CommEntry)s (members, inverse map, colours and keys of its creation) followed by one [`WarpWord`](crate::memory::WarpWord) per warp of the world (its communicator kind and the agreement counter of its warp collectives) |
 //! | immediate | `IMMEDIATE_SLOTS × ((64 + immediate_bytes) × (1 + blocks) + ranks × immediate_bytes)` | the non-blocking collectives' staging slots (`crate::collective::immediate`): per slot its world record and result cell, per block its record and partial-result cell, per rank its argument header and operand cell |
 //! | immediate local | `ranks × 64` | per rank, private to it: its [`ImmediateLocal`](crate::collective::immediate::ImmediateLocal) record (how many non-blocking collectives it started, and per slot what it keeps of the one it has outstanding) |

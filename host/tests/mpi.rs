@@ -292,3 +292,116 @@ fn with_a_timeout_a_barrier_missing_a_block_mate_fails_on_every_rank() {
         );
     }
 }
+
+/// A 2x2 matrix of wrapping `u32` (row-major `[a b; c d]`): its product is
+/// associative and not commutative, so a result shows the order operands
+/// were combined in.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+struct M2([u32; 4]);
+gpu_mpi_device::user_datatype!(M2);
+
+impl M2 {
+    fn mul(&self, r: &M2) -> M2 {
+        let (a, b) = (self.0, r.0);
+        let m = |x: u32, y: u32, z: u32, w: u32| x.wrapping_mul(y).wrapping_add(z.wrapping_mul(w));
+        M2([
+            m(a[0], b[0], a[1], b[2]),
+            m(a[0], b[1], a[1], b[3]),
+            m(a[2], b[0], a[3], b[2]),
+            m(a[2], b[1], a[3], b[3]),
+        ])
+    }
+
+    /// Element `i` of rank `r`'s operand.
+    fn of(r: u32, i: u32) -> M2 {
+        M2([1, r.wrapping_mul(7).wrapping_add(i), (r ^ i) & 3, 1])
+    }
+}
+
+/// Elements per rank of [`MATRIX_REDUCTIONS`].
+const MATRICES: usize = 40;
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct MatrixArgs {
+    /// The reduce's root.
+    root: i32,
+    reserved: u32,
+    /// Per rank: its all-reduce result, then (the root only) its reduce
+    /// result, `MATRICES` matrices each.
+    out: GlobalSlice<M2>,
+}
+
+gpu_mpi_device::kernel! {
+    /// Every rank all-reduces `MATRICES` matrices by the product (several
+    /// rounds of `collective_bytes`), then reduces them to `root`.
+    pub static MATRIX_REDUCTIONS = fn matrix_reductions(world: &World, a: &MatrixArgs) -> Result<(), Error> {
+        let me = world.rank() as u32;
+        let mut send = [M2::default(); MATRICES];
+        for (i, m) in send.iter_mut().enumerate() {
+            *m = M2::of(me, i as u32);
+        }
+        let op = gpu_mpi_device::collective::UserOperation::associative(|l: &M2, r: &M2| l.mul(r));
+        let mut all = [M2::default(); MATRICES];
+        world.all_reduce_into(&send[..], &mut all[..], op)?;
+        let base = 2 * MATRICES * me as usize;
+        for (i, m) in all.iter().enumerate() {
+            a.out.write(base + i, *m)?;
+        }
+        let root = world.process_at_rank(a.root);
+        if world.rank() == a.root {
+            let mut at_root = [M2::default(); MATRICES];
+            root.reduce_into_root(&send[..], &mut at_root[..], op)?;
+            for (i, m) in at_root.iter().enumerate() {
+                a.out.write(base + MATRICES + i, *m)?;
+            }
+        } else {
+            root.reduce_into(&send[..], op)?;
+        }
+        Ok(())
+    }
+}
+
+/// World reductions of a non-commutative operation come out in rank order
+/// whichever place the block phase keeps the warps' partials in: the
+/// block's shared memory (small blocks) or, when `warps × elements` do not
+/// fit there, the global cells of the warps' first ranks (blocks of 1024
+/// threads: 32 warps × 15 matrices of 16 bytes per round); partial warps
+/// (blocks of 45) and several rounds of `collective_bytes`.
+#[test]
+fn world_reductions_of_matrices_are_in_rank_order_in_every_block_shape() {
+    let d = cpu(2);
+    for (ranks, block_dim, root) in [(90u32, 45u32, 77i32), (128, 64, 3), (2048, 1024, 1500), (1, 1, 0)] {
+        let out = d.alloc_zeroed::<M2>(2 * MATRICES * ranks as usize).unwrap();
+        let args = MatrixArgs {
+            root,
+            reserved: 0,
+            out: out.slice(),
+        };
+        d.launch(
+            &MATRIX_REDUCTIONS,
+            &args,
+            &WorldSpec::ranks(ranks).block_dim(block_dim),
+        )
+        .unwrap();
+        let got = d.download(&out).unwrap();
+        let want: Vec<M2> = (0..MATRICES as u32)
+            .map(|i| (1..ranks).fold(M2::of(0, i), |acc, r| acc.mul(&M2::of(r, i))))
+            .collect();
+        for r in 0..ranks as usize {
+            let base = 2 * MATRICES * r;
+            assert_eq!(
+                got[base..base + MATRICES],
+                want[..],
+                "{ranks}x{block_dim}: all-reduce at rank {r}"
+            );
+        }
+        let base = 2 * MATRICES * root as usize + MATRICES;
+        assert_eq!(
+            got[base..base + MATRICES],
+            want[..],
+            "{ranks}x{block_dim}: reduce at root {root}"
+        );
+    }
+}

@@ -48,6 +48,7 @@ fn expected_one_of_each() -> SyncCounts {
         acq_rel_rmws: 2,
         relaxed_rmws: 2,
         fences: 3,
+        ..SyncCounts::default()
     }
 }
 
@@ -284,5 +285,68 @@ fn eager_message_counts_stay_in_bounds_on_any_schedule() {
         let spec = WorldSpec::ranks(4).block_dim(2).slots_per_rank(s);
         let (receiver, sender) = eager(&d, n, spec);
         check_bounds(n as u64, s as u64, receiver, sender, "two workers");
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// Every rank all-reduces one `f64` (its rank + 1) over the world;
+    /// a rank whose result is not `n (n + 1) / 2` adds one to element 0.
+    pub static ALL_REDUCE_ONE = fn all_reduce_one_kernel(world: &World, errors: &GlobalSlice<u32>) -> Result<(), Error> {
+        let n = world.size() as f64;
+        let mut sum = 0.0f64;
+        world.all_reduce_into(&(world.rank() as f64 + 1.0), &mut sum, gpu_mpi_device::collective::SystemOperation::sum())?;
+        if sum != n * (n + 1.0) / 2.0 {
+            let _ = cell(errors, 0).fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+}
+
+/// The world all-reduce's block phases follow the hardware (warp shuffles,
+/// then the warps' partials in shared memory): a rank meets the same 9
+/// block barriers whatever the block size (3 per block phase, 2 in the
+/// world barrier, 1 for the count check), where the earlier tree of
+/// neighbours in global memory took `log2(block_dim) + 1` per phase. Warp
+/// operations, for one 8-byte element (2 words a shuffle): every warp
+/// agrees on its cells' counts (a shuffle and a vote) and folds its lanes
+/// (`2 ceil(log2 32)` shuffles); warp 0 then checks the warps' counts (a
+/// vote) and folds their partials (`2 ceil(log2 warps)`); the phase that
+/// combines the blocks' results repeats this over the `active` ranks that
+/// folded a run of blocks (one here: a single block, or 4 blocks folded by
+/// ranks 0..4 of warp 0, which fold in `2 ceil(log2 4)` shuffles).
+#[test]
+fn a_world_all_reduce_meets_nine_block_barriers_whatever_the_block_size() {
+    let d = Device::cpu();
+    for (blocks, block_dim) in [(1u32, 32u32), (1, 64), (1, 256), (4, 64), (4, 256)] {
+        let ranks = blocks * block_dim;
+        let errors = d.alloc_zeroed::<u32>(1).unwrap();
+        let spec = WorldSpec::ranks(ranks).block_dim(block_dim);
+        let rep = d.launch(&ALL_REDUCE_ONE, &errors.slice(), &spec).unwrap();
+        assert_eq!(d.download(&errors).unwrap(), [0], "{blocks}x{block_dim}: sums");
+        let p = rep.sync_counts.unwrap();
+        let warps = block_dim / 32;
+        let log2 = |x: u32| u64::from(x.next_power_of_two().trailing_zeros());
+        // Each block phase: a shuffle and a vote per warp, the lane fold.
+        let lanes = 2 + 2 * log2(32);
+        // Warp 0 also: a vote and the fold of the warps' partials.
+        let leader = 1 + 2 * log2(warps);
+        // The combining phase: `active` ranks in warp 0 (the whole of it
+        // here), folding `active` lanes.
+        let active = blocks.div_ceil(blocks.div_ceil(block_dim));
+        let combining_warp0 = 2 + 2 * log2(active) + 1;
+        for r in 0..ranks {
+            let c = p.rank(r).unwrap();
+            let thread = r % block_dim;
+            let expected_warp_ops = if thread < 32 {
+                lanes + leader + combining_warp0
+            } else {
+                lanes
+            };
+            assert_eq!(
+                (c.block_barriers, c.warp_operations),
+                (9, expected_warp_ops),
+                "{blocks}x{block_dim}, rank {r}"
+            );
+        }
     }
 }

@@ -246,16 +246,25 @@ fn shuffle_value<T: Equivalence>(value: &T, mut shuffle: impl FnMut(u32) -> u32)
     let src = value as *const T as *const u8;
     let dst = out.as_mut_ptr() as *mut u8;
     let n = size_of::<T>();
+    // Whole words as words: no byte buffer on the stack (`n` is a constant,
+    // so the tail below vanishes for sizes that are multiples of 4).
     let mut i = 0;
-    while i < n {
-        let k = (n - i).min(4);
+    while i + 4 <= n {
+        // SAFETY: `i + 4 <= n` bytes of `value` and of `out`.
+        unsafe {
+            let w = (src.add(i) as *const u32).read_unaligned();
+            (dst.add(i) as *mut u32).write_unaligned(shuffle(w));
+        }
+        i += 4;
+    }
+    if i < n {
+        let k = n - i;
         let mut w = [0u8; 4];
         // SAFETY: `i + k <= n` bytes of `value`, a `Pod` without padding.
         unsafe { core::ptr::copy_nonoverlapping(src.add(i), w.as_mut_ptr(), k) };
         let r = shuffle(u32::from_le_bytes(w)).to_le_bytes();
         // SAFETY: `i + k <= n` bytes of `out`.
         unsafe { core::ptr::copy_nonoverlapping(r.as_ptr(), dst.add(i), k) };
-        i += 4;
     }
     // SAFETY: every byte written (or zero), and any bytes are a valid `Pod`.
     unsafe { out.assume_init() }
@@ -265,7 +274,13 @@ fn shuffle_value<T: Equivalence>(value: &T, mut shuffle: impl FnMut(u32) -> u32)
 /// order (lane `l` folds its run `[l, l + d)` on the left of `[l + d, l +
 /// 2d)`, so non-commutative operations see rank order, MPI 6.9.1); the
 /// result at lane 0. Every lane of `mask` calls it with the same `n`.
-fn warp_fold<T: Equivalence, O: Operation<T>>(mask: u32, lane: u32, n: u32, mut x: T, op: &O) -> T {
+pub(crate) fn warp_fold<T: Equivalence, O: Operation<T>>(
+    mask: u32,
+    lane: u32,
+    n: u32,
+    mut x: T,
+    op: &O,
+) -> T {
     let mut d = 1u32;
     while d < n {
         let other = shfl_down_value(mask, &x, d);

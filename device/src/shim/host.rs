@@ -178,6 +178,7 @@ pub fn block_barrier() {
 /// `predicate` true. On a plain host thread (rank 0 of a one-rank world),
 /// the rank alone.
 pub fn block_barrier_count(predicate: bool) -> u32 {
+    count::bump(Kind::BlockBarrier);
     runtime::with_current(|rt| match rt {
         Some(rt) => rt.block_barrier(predicate),
         None => u32::from(predicate),
@@ -189,6 +190,7 @@ pub fn block_barrier_count(predicate: bool) -> u32 {
 /// `mask` has arrived), or, on a plain host thread (rank 0 of a one-rank
 /// world), alone: then `mask` must name lane 0 only.
 fn warp(op: WarpOp, mask: u32, value: u32, operand: u32) -> u32 {
+    count::bump(Kind::WarpOperation);
     let call = WarpCall {
         op,
         mask,
@@ -413,7 +415,8 @@ pub mod runtime {
     }
 
     /// Synchronising operations, by kind, that the device code of one rank
-    /// (or one OS thread) issued through the shim.
+    /// (or one OS thread) issued through the shim, and its block barriers
+    /// and warp collectives (scheduler events, counted apart).
     ///
     /// An operation is *synchronising* when it orders other accesses or is
     /// a read-modify-write: an atomic load with `Acquire` (or `AcqRel`), a
@@ -446,6 +449,13 @@ pub mod runtime {
         pub relaxed_rmws: u64,
         /// Fences (`Acquire`, `Release` or `AcqRel`).
         pub fences: u64,
+        /// Block barriers (plain or counting): scheduler events of the whole
+        /// block, not memory operations, so not in
+        /// [`total`](Self::total).
+        pub block_barriers: u64,
+        /// Warp collectives (shuffles, votes, match, `bar.warp.sync`):
+        /// scheduler events of a warp, not in [`total`](Self::total).
+        pub warp_operations: u64,
     }
 
     impl SyncCounts {
@@ -476,6 +486,8 @@ pub mod runtime {
                 self.acq_rel_rmws,
                 self.relaxed_rmws,
                 self.fences,
+                self.block_barriers,
+                self.warp_operations,
             ]
         }
 
@@ -488,6 +500,8 @@ pub mod runtime {
                 acq_rel_rmws: f[4],
                 relaxed_rmws: f[5],
                 fences: f[6],
+                block_barriers: f[7],
+                warp_operations: f[8],
             }
         }
     }
@@ -536,10 +550,12 @@ pub mod runtime {
             AcqRelRmw = 4,
             RelaxedRmw = 5,
             Fence = 6,
+            BlockBarrier = 7,
+            WarpOperation = 8,
         }
 
         /// Number of kinds.
-        pub(super) const KINDS: usize = 7;
+        pub(super) const KINDS: usize = 9;
 
         std::thread_local! {
             static COUNTS: [Cell<u64>; KINDS] = const { [const { Cell::new(0) }; KINDS] };
