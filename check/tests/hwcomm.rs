@@ -3,7 +3,8 @@
 //! `collective/hardware.rs` (no message on their collective context, the
 //! spans still traced), with the values of the general algorithms: every
 //! root, a non-commutative operation in rank order, zero lengths, payloads
-//! above the shared scratch, blocks with a partial last warp; and every
+//! above the block's stage (a gather, an all-reduce in a block of 1024),
+//! blocks with a partial last warp; and every
 //! rank fails alike on a disagreement, or the emulator reports a deadlock
 //! when a rank has left.
 
@@ -120,6 +121,32 @@ fn barrier_and_all_reduce_of_matrices_in_rank_order() {
             }
         }
     }
+}
+
+#[test]
+fn all_reduce_of_a_block_of_1024_in_rounds_of_the_stage() {
+    // 32 warps: the stage holds 4080 / (33 × 16) = 7 matrices a round, so
+    // 70 take 10 rounds.
+    let got = run(
+        WorldSpec::ranks(1024).block_dim(1024),
+        Schedule::Parallel,
+        H_ALL_REDUCE,
+        70,
+        ON_BLOCK,
+    );
+    check(
+        &got,
+        |w| {
+            let mut v = vec![0, w as u32, 1024, 0, 0];
+            for i in 0..70 {
+                let m = product(1024, i);
+                v.extend([m.a, m.b, m.c, m.d]);
+            }
+            v.extend([0, 1024 * 1025 / 2]);
+            v
+        },
+        "all-reduce of 70 matrices on a block of 1024",
+    );
 }
 
 /// Runs `case` (one of the every-root cases) on every shape, both
@@ -331,6 +358,12 @@ fn a_rank_hands_back_deferred_slots_before_it_waits_in_a_block_or_warp_collectiv
 /// own messages are on the world's, 1), where the general algorithms
 /// would send them.
 fn traced_without_messages(case: u32, want: &[(Call, usize)]) {
+    traced_without_messages_on(case, |_| want.to_vec());
+}
+
+/// [`traced_without_messages`] with counts that depend on the communicator
+/// (`ON_BLOCK`: one of 45 ranks; `ON_WARP`: warps of 32 and 13).
+fn traced_without_messages_on(case: u32, want: impl Fn(u32) -> Vec<(Call, usize)>) {
     for on in [ON_BLOCK, ON_WARP] {
         let d = device(Schedule::Parallel);
         let spec = WorldSpec::ranks(45).block_dim(45).trace(512);
@@ -338,7 +371,7 @@ fn traced_without_messages(case: u32, want: &[(Call, usize)]) {
         assert_eq!(run.records.len(), 45);
         let t = run.report.trace().expect("a traced launch has a trace");
         let spans = t.spans();
-        for &(call, n) in want {
+        for (call, n) in want(on) {
             let done = spans
                 .iter()
                 .filter(|s| s.kind == SpanKind::Collective(call) && s.communicator != 0)
@@ -445,4 +478,105 @@ fn a_scan_disagreement_fails_on_every_rank_and_the_next_scan_works() {
 fn block_and_warp_scans_send_no_message_and_are_traced() {
     // Four scans per rank (exclusive ones are traced as scans).
     traced_without_messages(H_SCAN, &[(Call::Scan, 4 * 45)]);
+}
+
+/// The weighted sum of a gather's result on a communicator of `size`
+/// ranks with `part` elements each (`gathered(q, j)` in part `q`).
+fn gathered_sum(size: u32, part: u32) -> u32 {
+    let all: Vec<u32> = (0..size)
+        .flat_map(|q| (0..part).map(move |j| gathered(q, j)))
+        .collect();
+    weighted(&all)
+}
+
+#[test]
+fn gather_and_all_gather_from_every_root_in_place_and_not() {
+    // 0, 1, 3 and 24 elements per rank (24 × 4 = 96 bytes: two rounds of
+    // a block's stage of 4080 / 45 = 90 bytes per rank; blocks of 100 take
+    // 11, 44 bytes in rounds of 40: the kernel's buffer holds 1100).
+    for (ranks, block) in [(45u32, 45u32), (64, 32), (80, 40), (3, 1), (100, 100)] {
+        for on in [ON_BLOCK, ON_WARP] {
+            for n in [0u32, 1, 3, 24] {
+                for s in SCHEDULES {
+                    let got = run(WorldSpec::ranks(ranks).block_dim(block), s, H_GATHER, n, on);
+                    check(
+                        &got,
+                        |w| {
+                            let (r, size) = place(w as u32, block, on);
+                            let part = n.min(HW_MAX_PART).min(HW_MAX_GATHER / size);
+                            let sum = gathered_sum(size, part);
+                            let mut v = vec![0, r, size, 0, sum, 0, sum];
+                            for t in 0..size {
+                                v.extend([0, if t == r { sum } else { NONE }]);
+                            }
+                            v
+                        },
+                        &format!("gathers of {n}, {ranks} in blocks of {block}, on {on}, {s:?}"),
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_gather_disagreement_fails_on_every_rank_and_the_next_call_works() {
+    let count = ErrorClass::Count as u32;
+    for (ranks, block) in [(45u32, 45u32), (64, 32), (100, 100)] {
+        for on in [ON_BLOCK, ON_WARP] {
+            for odd in [0u32, 1, 12, 40, 99] {
+                for s in SCHEDULES {
+                    let got = run(
+                        WorldSpec::ranks(ranks).block_dim(block),
+                        s,
+                        H_GATHER_MISMATCH,
+                        odd,
+                        on,
+                    );
+                    check(
+                        &got,
+                        |w| {
+                            let (r, size) = place(w as u32, block, on);
+                            let mut v = vec![0, r, size];
+                            if odd < size {
+                                v.extend([count, 0]);
+                            } else {
+                                v.extend([0, 0]);
+                            }
+                            // The root's short buffer fails everyone.
+                            v.extend([count, 0]);
+                            if odd < size && odd != 0 {
+                                // An all-gather against gathers.
+                                v.extend([count, 1]);
+                            } else if odd == 0 {
+                                // The root calls the all-gather.
+                                v.extend([count, 1]);
+                            } else {
+                                v.extend([0, 0]);
+                            }
+                            v.extend([0, gathered_sum(size, 1)]);
+                            v
+                        },
+                        &format!(
+                            "rank {odd} disagrees in a gather, {ranks} in blocks of {block}, on {on}, {s:?}"
+                        ),
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn block_and_warp_gathers_send_no_message_and_are_traced() {
+    // Two all-gathers per rank, and per rank a gather per root of its
+    // communicator: 45 roots on the block, 32 and 13 on the two warps.
+    traced_without_messages_on(H_GATHER, |on| {
+        let gathers = if on == ON_BLOCK {
+            45 * 45
+        } else {
+            32 * 32 + 13 * 13
+        };
+        vec![(Call::AllGather, 2 * 45), (Call::Gather, gathers)]
+    });
 }

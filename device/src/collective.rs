@@ -1532,6 +1532,13 @@ impl Root for Process<'_> {
     fn gather_into<S: Buffer + ?Sized>(&self, send: &S) -> Result<(), Error> {
         if let Some(v) = self.sub() {
             return v.traced(WaitCall::Gather, self.rank, || {
+                let (sp, sn) = general::place_of(send);
+                // SAFETY: the send buffer borrowed for the call.
+                if let Some(r) =
+                    unsafe { hardware::gather(&v, Some(self.rank), Some(sp), sn, None, send.datatype()) }
+                {
+                    return r;
+                }
                 v.gather(
                     self.rank,
                     Some(general::place_of(send)),
@@ -1553,6 +1560,14 @@ impl Root for Process<'_> {
         if let Some(v) = self.sub() {
             return v.traced(WaitCall::Gather, self.rank, || {
                 let dt = send.datatype();
+                let (sp, sn) = general::place_of(send);
+                // The receive buffer counts at the root only (MPI 6.5).
+                let mine = v.rank as i32 == self.rank;
+                let hw_recv = mine.then(|| general::place_of_mut(recv));
+                // SAFETY: both buffers borrowed for the call, distinct.
+                if let Some(r) = unsafe { hardware::gather(&v, Some(self.rank), Some(sp), sn, hw_recv, dt) } {
+                    return r;
+                }
                 v.gather(
                     self.rank,
                     Some(general::place_of(send)),
@@ -1575,6 +1590,27 @@ impl Root for Process<'_> {
             return v.traced(WaitCall::Gather, self.rank, || {
                 let dt = buf.datatype();
                 let (p, n) = general::place_of_mut(buf);
+                let hw = if v.rank as i32 == self.rank {
+                    let part = n / v.size as usize;
+                    // SAFETY: the buffer borrowed for the call; its first
+                    // `size × part` bytes are the parts.
+                    unsafe {
+                        hardware::gather(
+                            &v,
+                            Some(self.rank),
+                            None,
+                            part,
+                            Some((p, part * v.size as usize)),
+                            dt,
+                        )
+                    }
+                } else {
+                    // SAFETY: as above, this rank's part.
+                    unsafe { hardware::gather(&v, Some(self.rank), Some(p), n, None, dt) }
+                };
+                if let Some(r) = hw {
+                    return r;
+                }
                 if v.rank as i32 == self.rank {
                     v.gather(self.rank, None, Some((p, n)), None, dt)
                 } else {

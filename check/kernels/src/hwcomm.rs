@@ -81,6 +81,46 @@ pub const H_SCAN: u32 = 6;
 /// collective mismatch, 0: a count mismatch), then the class and sum.
 pub const H_SCAN_MISMATCH: u32 = 7;
 
+/// Gathers: `part = min(param, HW_MAX_PART, HW_MAX_GATHER / size)` `u32`s per rank
+/// (element `j` of rank `q`: `gathered(q, j)`). An all-gather, then an
+/// all-gather in place (the other parts preset to [`GATHER_MARK`]), then
+/// for every root `t` a gather to `t` (in place at odd roots). Records
+/// the class and [`weighted`] sum of each all-gather's result, then per
+/// root the class and, at the root, the weighted sum (NONE elsewhere).
+pub const H_GATHER: u32 = 9;
+/// Gather disagreements: rank `param` of the communicator passes 2
+/// elements to an all-gather where the others pass 1 (`MPI_ERR_COUNT`
+/// everywhere); then a gather to root 0 whose root passes a receive
+/// buffer one element short (`MPI_ERR_COUNT` everywhere, though only the
+/// root's buffer is wrong); then rank `param` calls an all-gather where
+/// the others gather to 0 (a collective mismatch); then a correct
+/// all-gather. Records, per disagreement, the class and word 3 of the
+/// error's record (1: a collective mismatch), then the class and weighted
+/// sum of the last all-gather.
+pub const H_GATHER_MISMATCH: u32 = 10;
+
+/// Most elements per rank of [`H_GATHER`].
+pub const HW_MAX_PART: u32 = 32;
+/// Most elements of [`H_GATHER`]'s results (4400 bytes: more than the
+/// block's shared scratch, so a block gathers in several rounds).
+pub const HW_MAX_GATHER: u32 = 1100;
+
+/// Element `j` of rank `q`'s part in [`H_GATHER`].
+pub fn gathered(q: u32, j: u32) -> u32 {
+    1000 * q + j + 1
+}
+
+/// `sum of (i + 1) × x[i]`, wrapping: a checksum that sees every element
+/// and its position.
+pub fn weighted(x: &[u32]) -> u32 {
+    x.iter()
+        .enumerate()
+        .fold(0u32, |s, (i, v)| s.wrapping_add(v.wrapping_mul(i as u32 + 1)))
+}
+
+/// What the parts of an in-place all-gather hold before the call.
+pub const GATHER_MARK: u32 = 0x6A7E_0000;
+
 fn communicator<'w>(world: &'w World, on: u32) -> Result<SimpleCommunicator<'w>, Error> {
     if on == ON_WARP {
         world.split_by_warp()
@@ -100,13 +140,14 @@ fn mat_mul(x: &Mat2, y: &Mat2) -> Mat2 {
     x.mul(y)
 }
 
-/// Most elements of the broadcasts of [`H_ROOTS`] (1200 bytes: more than
-/// the block's shared scratch).
+/// Most elements of the broadcasts of [`H_ROOTS`] (1200 bytes; the
+/// block's stage holds 4080, so one round).
 pub const HW_MAX_COUNT: u32 = 300;
 /// Most matrices of [`H_ALL_REDUCE`] (1120 bytes).
 pub const HW_MAX_MATRICES: u32 = 70;
 /// Most matrices of [`H_SCAN`] (960 bytes: several rounds of a block
-/// scan's stage, whose rounds hold `1008 / (2 × (warps − 1) × 16)`).
+/// scan's stage in blocks of more than 2 warps, whose rounds hold
+/// `4080 / (2 × (warps − 1) × 16)` matrices: 42 in a block of 100).
 pub const HW_MAX_SCAN: u32 = 60;
 /// What an exclusive scan's receive buffer holds before [`H_SCAN`]'s call.
 pub const SCAN_MARK: Mat2 = Mat2 {
@@ -328,6 +369,73 @@ gpu_mpi_device::kernel! {
                 let mut s = 0u32;
                 let r = c.scan_into(&one, &mut s, SystemOperation::sum());
                 rec.words(&[class_of(&r), s])
+            }
+            H_GATHER => {
+                let me = rank as u32;
+                let size = size as usize;
+                let part = (args.param.min(HW_MAX_PART) as usize).min(HW_MAX_GATHER as usize / size);
+                let mut mine = [0u32; HW_MAX_PART as usize];
+                for (j, v) in mine.iter_mut().enumerate().take(part) {
+                    *v = gathered(me, j as u32);
+                }
+                let all = part * size;
+                let mut buf = [0u32; HW_MAX_GATHER as usize];
+                let r = c.all_gather_into(&mine[..part], &mut buf[..all]);
+                rec.words(&[class_of(&r), weighted(&buf[..all])])?;
+                for (i, v) in buf.iter_mut().enumerate().take(all) {
+                    *v = if i / part.max(1) == rank as usize { mine[i % part.max(1)] } else { GATHER_MARK };
+                }
+                let r = c.all_gather_in_place(&mut buf[..all]);
+                rec.words(&[class_of(&r), weighted(&buf[..all])])?;
+                for t in 0..size as i32 {
+                    let root = c.process_at_rank(t);
+                    let r = if rank != t {
+                        if t % 2 == 1 {
+                            let mut own = mine;
+                            root.gather_into_root_in_place(&mut own[..part])
+                        } else {
+                            root.gather_into(&mine[..part])
+                        }
+                    } else {
+                        buf = [GATHER_MARK; HW_MAX_GATHER as usize];
+                        if t % 2 == 1 {
+                            buf[t as usize * part..(t as usize + 1) * part].copy_from_slice(&mine[..part]);
+                            root.gather_into_root_in_place(&mut buf[..all])
+                        } else {
+                            root.gather_into_root(&mine[..part], &mut buf[..all])
+                        }
+                    };
+                    let sum = if rank == t { weighted(&buf[..all]) } else { NONE };
+                    rec.words(&[class_of(&r), sum])?;
+                }
+                Ok(())
+            }
+            H_GATHER_MISMATCH => {
+                let odd = rank == args.param as i32;
+                let me = rank as u32;
+                let size = size as usize;
+                let mine = [gathered(me, 0), gathered(me, 1)];
+                let mut buf = [0u32; 2 * HW_MAX_COUNT as usize];
+                let k = if odd { 2 } else { 1 };
+                let r = c.all_gather_into(&mine[..k], &mut buf[..k * size]);
+                rec.words(&mismatch_words(&r))?;
+                let root = c.process_at_rank(0);
+                let r = if rank == 0 {
+                    root.gather_into_root(&mine[..1], &mut buf[..size - 1])
+                } else {
+                    root.gather_into(&mine[..1])
+                };
+                rec.words(&mismatch_words(&r))?;
+                let r = if odd {
+                    c.all_gather_into(&mine[..1], &mut buf[..size])
+                } else if rank == 0 {
+                    root.gather_into_root(&mine[..1], &mut buf[..size])
+                } else {
+                    root.gather_into(&mine[..1])
+                };
+                rec.words(&mismatch_words(&r))?;
+                let r = c.all_gather_into(&mine[..1], &mut buf[..size]);
+                rec.words(&[class_of(&r), weighted(&buf[..size])])
             }
             H_EXIT => {
                 if rank == args.param as i32 {

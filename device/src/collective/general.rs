@@ -102,8 +102,10 @@ fn chunk_elements<T>() -> Result<usize, Error> {
 /// section 6.1: a collective's buffers are `(buf, count, datatype)`).
 #[derive(Clone, Copy)]
 pub(crate) struct Place {
-    side: Side,
-    at: usize,
+    /// The buffer.
+    pub(crate) side: Side,
+    /// The first packed byte.
+    pub(crate) at: usize,
 }
 
 impl Place {
@@ -116,7 +118,7 @@ impl Place {
     }
 
     /// Packed bytes from `n` further on.
-    fn add(self, n: usize) -> Place {
+    pub(crate) fn add(self, n: usize) -> Place {
         Place {
             side: self.side,
             at: self.at + n,
@@ -1041,6 +1043,10 @@ impl CommunicatorCollectives for SimpleCommunicator<'_> {
             let (sp, sn) = place_of(send);
             let dt = recv.datatype();
             let (rp, rn) = place_of_mut(recv);
+            // SAFETY: both buffers borrowed for the call, distinct.
+            if let Some(r) = unsafe { super::hardware::gather(&v, None, Some(sp), sn, Some((rp, rn)), dt) } {
+                return r;
+            }
             if rn != sn * v.size as usize {
                 return Err(Error::CountMismatch {
                     count: rn as u32,
@@ -1061,7 +1067,16 @@ impl CommunicatorCollectives for SimpleCommunicator<'_> {
         v.traced(Call::AllGather, -2, || {
             let dt = buf.datatype();
             let (p, n) = place_of_mut(buf);
-            v.all_gather_ring(p, Parts::Even(n / v.size as usize), dt)
+            let part = n / v.size as usize;
+            // SAFETY: the buffer borrowed for the call; its first `size ×
+            // part` bytes are the parts (a remainder stays untouched, as
+            // in the ring below).
+            if let Some(r) = unsafe {
+                super::hardware::gather(&v, None, None, part, Some((p, part * v.size as usize)), dt)
+            } {
+                return r;
+            }
+            v.all_gather_ring(p, Parts::Even(part), dt)
         })
     }
 

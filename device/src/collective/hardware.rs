@@ -9,7 +9,8 @@
 //! lanes of a block's partial last warp) with communicator rank = lane.
 //! Every member decides from the same published member entries, so all
 //! agree. Barrier, broadcast, reduce, all-reduce, scan and exclusive scan
-//! (MPI 4.1 §6.11) on such a communicator take the paths below; everything else (and these where the note says
+//! (MPI 4.1 §6.11), gather and all-gather (§6.5, §6.7: the fixed-count
+//! forms, in place or not) on such a communicator take the paths below; everything else (and these where the note says
 //! so) keeps the message algorithms of `collective/general.rs`.
 //!
 //! Every call first records the rank's wait, which hands back the eager
@@ -23,17 +24,17 @@
 //! argument nor a rank in another collective of this module silently pairs
 //! with the others' steps.
 //!
-//! | kind | opening | barrier | broadcast of `b` bytes | (all-)reduce of `c` elements of `s` bytes | (exclusive) scan of `c` elements of `s` bytes |
-//! |---|---|---|---|---|---|
-//! | block | 2 block barriers (rank 0 writes the descriptor to the shared scratch; the first barrier counts the ranks present, the second those that disagree) | the opening | `2 × ceil(b / 1008) − 1` block barriers, 1008 bytes staged per round | per round of `k = floor(1008 / ((warps + 1) × s))` elements: a shuffle tree per warp, the warps' partials in the scratch, a shuffle tree in warp 0, the result in the scratch; 2 block barriers per round | per round of `k = floor(1008 / (2 × (warps − 1) × s))` elements: a shuffle-up scan per warp (into the receive buffer), the totals of warps `0..warps − 1` in the scratch, a shuffle-up scan of them in warp 0 into a second region, each rank of warps `1..` combines its prefix on the left; 2 block barriers per round |
-//! | warp | an arrival on the warp's [`WarpWord`] (an atomic add, a poll until the last lane came), 4 shuffles and a ballot | the opening and `bar.warp.sync` | `ceil(b / 4)` shuffles from the root | per element: `ceil(s / 4) × ceil(log2 lanes)` shuffles down, then `ceil(s / 4)` from lane 0 (not for a reduce to root 0) | per element: `ceil(s / 4) × ceil(log2 lanes)` shuffles up (the lower lanes' run on the left), then `ceil(s / 4)` up by one for an exclusive scan |
+//! | kind | opening | barrier | broadcast of `b` bytes | (all-)reduce of `c` elements of `s` bytes | (exclusive) scan of `c` elements of `s` bytes | (all-)gather of `b` bytes per rank |
+//! |---|---|---|---|---|---|---|
+//! | block | 2 block barriers (rank 0 writes the descriptor to the shared scratch; the first barrier counts the ranks present, the second those that disagree) | the opening | `2 × ceil(b / 4080) − 1` block barriers, 4080 bytes staged per round | per round of `k = floor(4080 / ((warps + 1) × s))` elements: a shuffle tree per warp, the warps' partials in the scratch, a shuffle tree in warp 0, the result in the scratch; 2 block barriers per round | per round of `k = floor(4080 / (2 × (warps − 1) × s))` elements: a shuffle-up scan per warp (into the receive buffer), the totals of warps `0..warps − 1` in the scratch, a shuffle-up scan of them in warp 0 into a second region, each rank of warps `1..` combines its prefix on the left; 2 block barriers per round | per round `c = floor(4080 / n)` bytes of every rank's part in the scratch (rank `j`'s at `j × c`), each receiving rank copies the `n` chunks out; 2 block barriers per round |
+//! | warp | an arrival on the warp's [`WarpWord`] (an atomic add, a poll until the last lane came), 4 shuffles and a ballot | the opening and `bar.warp.sync` | `ceil(b / 4)` shuffles from the root | per element: `ceil(s / 4) × ceil(log2 lanes)` shuffles down, then `ceil(s / 4)` from lane 0 (not for a reduce to root 0) | per element: `ceil(s / 4) × ceil(log2 lanes)` shuffles up (the lower lanes' run on the left), then `ceil(s / 4)` up by one for an exclusive scan | per lane `j` in turn, `ceil(b / 4)` shuffles from `j` (every lane takes part) |
 //!
-//! A block (all-)reduce whose `(warps + 1) × s` exceeds the 1008 bytes (an
-//! element larger than 31 bytes in a block of 1024 threads), or whose
+//! A block (all-)reduce whose `(warps + 1) × s` exceeds the 4080 bytes (an
+//! element larger than 123 bytes in a block of 1024 threads), or whose
 //! element needs more than 16-byte alignment, takes the general algorithm
 //! instead (decided from the type and the block alike on every rank); a
 //! block scan likewise when `2 × (warps − 1) × s` exceeds them (more
-//! than 16 bytes in a block of 1024 threads). An exclusive scan leaves
+//! than 65 bytes in a block of 1024 threads). An exclusive scan leaves
 //! rank 0's receive buffer untouched, as the general algorithm does; its
 //! descriptor's call word carries a bit that tells it from an inclusive
 //! scan, so the two disagree in the opening.
@@ -59,7 +60,7 @@ use crate::topology::{CommInfo, World};
 use crate::wait::{Call, WaitFor, STATE_RUNNING};
 use core::mem::{align_of, size_of, MaybeUninit};
 
-use super::general::View;
+use super::general::{Place, View};
 use super::Side;
 use crate::datatype::BufferMut;
 
@@ -705,6 +706,150 @@ unsafe fn reduce_on<T: Equivalence, O: Operation<T>>(
         c0 += kk;
     }
     Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Gathers
+
+/// `MPI_Gather` (`root` given) or `MPI_Allgather` (`root` `None`) of
+/// `part` packed bytes per rank on a block or warp communicator. `send`:
+/// this rank's part (`None`: in place, already part `rank` of `recv`);
+/// `recv`: the receive buffer and its packed length at the ranks that
+/// receive (every rank of an all-gather, a gather's root; `None` at the
+/// others, and at a root that called the non-root form).
+///
+/// # Safety
+/// The places are borrowed for the call: `send` holds `part` packed bytes,
+/// `recv` its length, exclusively.
+pub(crate) unsafe fn gather(
+    v: &View<'_>,
+    root: Option<i32>,
+    send: Option<Place>,
+    part: usize,
+    recv: Option<(Place, usize)>,
+    dt: Datatype,
+) -> Option<Result<(), Error>> {
+    let kind = kind(v.world, v.comm);
+    if kind == CommKind::General {
+        return None;
+    }
+    // SAFETY: the caller's contract.
+    Some(finished(v, unsafe {
+        gather_on(v, kind, root, send, part, recv, dt)
+    }))
+}
+
+unsafe fn gather_on(
+    v: &View<'_>,
+    kind: CommKind,
+    root: Option<i32>,
+    send: Option<Place>,
+    part: usize,
+    recv: Option<(Place, usize)>,
+    dt: Datatype,
+) -> Result<(), Error> {
+    let me = v.rank;
+    let n = v.size as usize;
+    let receives = root.is_none_or(|r| r == me as i32);
+    // A receiving rank's own argument errors, agreed on in the opening so
+    // that every rank fails: its buffer's length, a root's missing buffer.
+    let (mut local_bits, mut local, mut out) = (0u32, None, None);
+    if receives {
+        match recv {
+            Some((p, len)) if len == part * n => out = Some(p),
+            Some((_, len)) => {
+                local_bits = Mismatch::Count as u32;
+                local = Some(Error::CountMismatch {
+                    count: len as u32,
+                    expected: (part * n) as u32,
+                });
+            }
+            None => {
+                local_bits = Mismatch::Root as u32;
+                local = Some(Error::InvalidRoot {
+                    root: me as i32,
+                    size: n as i32,
+                });
+            }
+        }
+    }
+    let (call, root_word) = match root {
+        Some(r) => (Call::Gather, r as u32),
+        None => (Call::AllGather, u32::MAX),
+    };
+    let mine = Descriptor {
+        call: call as u32,
+        root: root_word,
+        count: part as u32,
+        datatype: dt.id,
+    };
+    open(v, kind, mine, local_bits, local)?;
+    if let Some(r) = root {
+        check_root(v, r as u32)?;
+    }
+    // This rank's part: its send buffer, or (in place) its part of `recv`
+    // (in place only where it receives, and its buffer passed the opening).
+    let Some(src) = send.or_else(|| out.map(|o| o.add(me as usize * part))) else {
+        return Err(Error::Intern);
+    };
+    // Part `j` lands in `out` unless it is this rank's own, in place.
+    let lands = |j: usize| out.filter(|_| j != me as usize || send.is_some());
+    // False once a view's walk failed (its encoding changed under it): the
+    // rank goes on taking part, so that nobody waits for it, then fails.
+    let mut walked = true;
+    if kind == CommKind::Warp {
+        let mask = shim::warp_mask();
+        for j in 0..n {
+            let mut off = 0;
+            while off < part {
+                let k = (part - off).min(4);
+                let mut w = [0u8; 4];
+                if j == me as usize {
+                    // SAFETY: `off + k <= part` packed bytes of this
+                    // rank's part, `k <= 4` of the word.
+                    walked &= unsafe { src.side.read(src.at + off, w.as_mut_ptr(), k) };
+                }
+                let r = shim::shfl_sync(mask, u32::from_le_bytes(w), j as u32).to_le_bytes();
+                if let Some(o) = lands(j) {
+                    // SAFETY: part `j < n` of `out`, which holds `n × part`
+                    // packed bytes (checked in the opening).
+                    walked &= unsafe { o.side.write(o.at + j * part + off, r.as_ptr(), k) };
+                }
+                off += 4;
+            }
+        }
+        return if walked { Ok(()) } else { Err(Error::Intern) };
+    }
+    // Each round stages `c` bytes of every rank's part: rank `j`'s at `j × c`.
+    let c = STAGE_BYTES / n;
+    // SAFETY: the scratch after its header, `STAGE_BYTES >= n × c` long.
+    let stage = unsafe { shim::shared_block::<SHARED_BLOCK_BYTES>().add(HEADER_BYTES) };
+    let mut off = 0;
+    while off < part {
+        if off > 0 {
+            // Every rank has copied the previous round out.
+            shim::block_barrier();
+        }
+        let k = (part - off).min(c);
+        // SAFETY: `off + k <= part` packed bytes of this rank's part; its
+        // `k <= c` bytes of the stage, which nobody reads before the
+        // barrier below.
+        walked &= unsafe { src.side.read(src.at + off, stage.add(me as usize * c), k) };
+        shim::block_barrier();
+        for j in 0..n {
+            if let Some(o) = lands(j) {
+                // SAFETY: rank `j`'s `k` bytes of the stage, written before
+                // the barrier; part `j` of `out` (`n × part` bytes).
+                walked &= unsafe { o.side.write(o.at + j * part + off, stage.add(j * c), k) };
+            }
+        }
+        off += k;
+    }
+    if walked {
+        Ok(())
+    } else {
+        Err(Error::Intern)
+    }
 }
 
 // ---------------------------------------------------------------------------
