@@ -1534,9 +1534,9 @@ impl Root for Process<'_> {
             return v.traced(WaitCall::Gather, self.rank, || {
                 let (sp, sn) = general::place_of(send);
                 // SAFETY: the send buffer borrowed for the call.
-                if let Some(r) =
-                    unsafe { hardware::gather(&v, Some(self.rank), Some(sp), sn, None, send.datatype()) }
-                {
+                let hw =
+                    unsafe { hardware::gather(&v, Some(self.rank), Some(sp), sn, None, send.datatype()) };
+                if let Some(r) = hw {
                     return r;
                 }
                 v.gather(
@@ -1565,7 +1565,8 @@ impl Root for Process<'_> {
                 let mine = v.rank as i32 == self.rank;
                 let hw_recv = mine.then(|| general::place_of_mut(recv));
                 // SAFETY: both buffers borrowed for the call, distinct.
-                if let Some(r) = unsafe { hardware::gather(&v, Some(self.rank), Some(sp), sn, hw_recv, dt) } {
+                let hw = unsafe { hardware::gather(&v, Some(self.rank), Some(sp), sn, hw_recv, dt) };
+                if let Some(r) = hw {
                     return r;
                 }
                 v.gather(

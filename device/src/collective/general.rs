@@ -1044,7 +1044,8 @@ impl CommunicatorCollectives for SimpleCommunicator<'_> {
             let dt = recv.datatype();
             let (rp, rn) = place_of_mut(recv);
             // SAFETY: both buffers borrowed for the call, distinct.
-            if let Some(r) = unsafe { super::hardware::gather(&v, None, Some(sp), sn, Some((rp, rn)), dt) } {
+            let hw = unsafe { super::hardware::gather(&v, None, Some(sp), sn, Some((rp, rn)), dt) };
+            if let Some(r) = hw {
                 return r;
             }
             if rn != sn * v.size as usize {
