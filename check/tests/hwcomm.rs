@@ -580,3 +580,50 @@ fn block_and_warp_gathers_send_no_message_and_are_traced() {
         vec![(Call::AllGather, 2 * 45), (Call::Gather, gathers)]
     });
 }
+
+#[test]
+fn scatter_from_every_root_in_place_and_not() {
+    let count = ErrorClass::Count as u32;
+    for (ranks, block) in [(45u32, 45u32), (64, 32), (3, 1), (100, 100)] {
+        for on in [ON_BLOCK, ON_WARP] {
+            for n in [0u32, 1, 24] {
+                for s in SCHEDULES {
+                    let got = run(WorldSpec::ranks(ranks).block_dim(block), s, H_SCATTER, n, on);
+                    check(
+                        &got,
+                        |w| {
+                            let (r, size) = place(w as u32, block, on);
+                            let part = n.min(HW_MAX_PART).min(HW_MAX_GATHER / size);
+                            let mine = |shift: u32| -> Vec<u32> {
+                                (0..part).map(|j| gathered(r, j) + shift).collect()
+                            };
+                            let mut v = vec![0, r, size];
+                            for t in 0..size {
+                                v.extend([0, weighted(&mine(7 * t))]);
+                            }
+                            // The root's longer receive buffer fails everyone.
+                            v.extend([count, 0]);
+                            v.extend([0, weighted(&mine(0))]);
+                            v
+                        },
+                        &format!("scatters of {n}, {ranks} in blocks of {block}, on {on}, {s:?}"),
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn block_and_warp_scatters_send_no_message_and_are_traced() {
+    // Per rank a scatter per root of its communicator, then two more (the
+    // failing one is traced with its error, so not counted).
+    traced_without_messages_on(H_SCATTER, |on| {
+        let scatters = if on == ON_BLOCK {
+            45 * 46
+        } else {
+            32 * 33 + 13 * 14
+        };
+        vec![(Call::Scatter, scatters)]
+    });
+}

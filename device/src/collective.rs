@@ -1669,7 +1669,13 @@ impl Root for Process<'_> {
         if let Some(v) = self.sub() {
             return v.traced(WaitCall::Scatter, self.rank, || {
                 let dt = recv.datatype();
-                v.scatter(self.rank, None, Some(general::place_of_mut(recv)), None, dt)
+                let r = general::place_of_mut(recv);
+                // SAFETY: the receive buffer borrowed for the call.
+                let hw = unsafe { hardware::scatter(&v, self.rank, None, Some(r), dt) };
+                if let Some(res) = hw {
+                    return res;
+                }
+                v.scatter(self.rank, None, Some(r), None, dt)
             });
         }
         let span = trace::Span::enter(&self.world.core(), WaitCall::Scatter as u32, self.rank);
@@ -1685,7 +1691,13 @@ impl Root for Process<'_> {
             return v.traced(WaitCall::Scatter, self.rank, || {
                 let dt = recv.datatype();
                 let s = (v.rank as i32 == self.rank).then(|| general::place_of(send));
-                v.scatter(self.rank, s, Some(general::place_of_mut(recv)), None, dt)
+                let r = general::place_of_mut(recv);
+                // SAFETY: both buffers borrowed for the call, distinct.
+                let hw = unsafe { hardware::scatter(&v, self.rank, s, Some(r), dt) };
+                if let Some(res) = hw {
+                    return res;
+                }
+                v.scatter(self.rank, s, Some(r), None, dt)
             });
         }
         let span = trace::Span::enter(&self.world.core(), WaitCall::Scatter as u32, self.rank);
@@ -1696,13 +1708,13 @@ impl Root for Process<'_> {
     fn scatter_into_root_in_place<S: Buffer + ?Sized>(&self, send: &S) -> Result<(), Error> {
         if let Some(v) = self.sub() {
             return v.traced(WaitCall::Scatter, self.rank, || {
-                v.scatter(
-                    self.rank,
-                    Some(general::place_of(send)),
-                    None,
-                    None,
-                    send.datatype(),
-                )
+                let s = general::place_of(send);
+                // SAFETY: the send buffer borrowed for the call.
+                let hw = unsafe { hardware::scatter(&v, self.rank, Some(s), None, send.datatype()) };
+                if let Some(res) = hw {
+                    return res;
+                }
+                v.scatter(self.rank, Some(s), None, None, send.datatype())
             });
         }
         // Not the root: no receive buffer, so `MPI_ERR_ROOT` (after taking part).

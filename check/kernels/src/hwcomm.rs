@@ -105,6 +105,17 @@ pub const HW_MAX_PART: u32 = 32;
 /// block's shared scratch, so a block gathers in several rounds).
 pub const HW_MAX_GATHER: u32 = 1100;
 
+/// Scatters: `part = min(param, HW_MAX_PART, HW_MAX_GATHER / size)`
+/// `u32`s per rank. For every root `t`, a scatter from `t` (in place at
+/// odd roots) of parts whose element `j` for rank `q` is
+/// `gathered(q, j) + 7 t`; records the class and [`weighted`] sum of the part received
+/// (at an in-place root: of its own part, left in place). Then a scatter
+/// from root 0 whose root passes a receive buffer one element longer
+/// (`MPI_ERR_COUNT` everywhere), recording the class and word 3 of the
+/// error's record, then a correct scatter from the last rank, recording
+/// its class and sum.
+pub const H_SCATTER: u32 = 11;
+
 /// Element `j` of rank `q`'s part in [`H_GATHER`].
 pub fn gathered(q: u32, j: u32) -> u32 {
     1000 * q + j + 1
@@ -409,6 +420,50 @@ gpu_mpi_device::kernel! {
                     rec.words(&[class_of(&r), sum])?;
                 }
                 Ok(())
+            }
+            H_SCATTER => {
+                let size = size as usize;
+                let part = (args.param.min(HW_MAX_PART) as usize).min(HW_MAX_GATHER as usize / size);
+                let all = part * size;
+                let mut parts = [0u32; HW_MAX_GATHER as usize];
+                for t in 0..size as i32 {
+                    let root = c.process_at_rank(t);
+                    let mut got = [0u32; HW_MAX_PART as usize + 1];
+                    let r = if rank == t {
+                        for (i, v) in parts.iter_mut().enumerate().take(all) {
+                            *v = gathered((i / part.max(1)) as u32, (i % part.max(1)) as u32) + 7 * t as u32;
+                        }
+                        if t % 2 == 1 {
+                            let r = root.scatter_into_root_in_place(&parts[..all]);
+                            let own = t as usize * part;
+                            got[..part].copy_from_slice(&parts[own..own + part]);
+                            r
+                        } else {
+                            root.scatter_into_root(&parts[..all], &mut got[..part])
+                        }
+                    } else {
+                        root.scatter_into(&mut got[..part])
+                    };
+                    rec.words(&[class_of(&r), weighted(&got[..part])])?;
+                }
+                let root = c.process_at_rank(0);
+                let mut got = [0u32; HW_MAX_PART as usize + 1];
+                let r = if rank == 0 {
+                    root.scatter_into_root(&parts[..all], &mut got[..part + 1])
+                } else {
+                    root.scatter_into(&mut got[..part])
+                };
+                rec.words(&mismatch_words(&r))?;
+                let last = c.process_at_rank(size as i32 - 1);
+                let r = if rank == size as i32 - 1 {
+                    for (i, v) in parts.iter_mut().enumerate().take(all) {
+                        *v = gathered((i / part.max(1)) as u32, (i % part.max(1)) as u32);
+                    }
+                    last.scatter_into_root(&parts[..all], &mut got[..part])
+                } else {
+                    last.scatter_into(&mut got[..part])
+                };
+                rec.words(&[class_of(&r), weighted(&got[..part])])
             }
             H_GATHER_MISMATCH => {
                 let odd = rank == args.param as i32;

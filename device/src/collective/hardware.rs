@@ -9,8 +9,8 @@
 //! lanes of a block's partial last warp) with communicator rank = lane.
 //! Every member decides from the same published member entries, so all
 //! agree. Barrier, broadcast, reduce, all-reduce, scan and exclusive scan
-//! (MPI 4.1 §6.11), gather and all-gather (§6.5, §6.7: the fixed-count
-//! forms, in place or not) on such a communicator take the paths below; everything else (and these where the note says
+//! (MPI 4.1 §6.11), gather, all-gather and scatter (§6.5, §6.6, §6.7: the
+//! fixed-count forms, in place or not) on such a communicator take the paths below; everything else (and these where the note says
 //! so) keeps the message algorithms of `collective/general.rs`.
 //!
 //! Every call first records the rank's wait, which hands back the eager
@@ -24,10 +24,10 @@
 //! argument nor a rank in another collective of this module silently pairs
 //! with the others' steps.
 //!
-//! | kind | opening | barrier | broadcast of `b` bytes | (all-)reduce of `c` elements of `s` bytes | (exclusive) scan of `c` elements of `s` bytes | (all-)gather of `b` bytes per rank |
+//! | kind | opening | barrier | broadcast of `b` bytes | (all-)reduce of `c` elements of `s` bytes | (exclusive) scan of `c` elements of `s` bytes | (all-)gather, scatter of `b` bytes per rank |
 //! |---|---|---|---|---|---|---|
-//! | block | 2 block barriers (rank 0 writes the descriptor to the shared scratch; the first barrier counts the ranks present, the second those that disagree) | the opening | `2 × ceil(b / 4080) − 1` block barriers, 4080 bytes staged per round | per round of `k = floor(4080 / ((warps + 1) × s))` elements: a shuffle tree per warp, the warps' partials in the scratch, a shuffle tree in warp 0, the result in the scratch; 2 block barriers per round | per round of `k = floor(4080 / (2 × (warps − 1) × s))` elements: a shuffle-up scan per warp (into the receive buffer), the totals of warps `0..warps − 1` in the scratch, a shuffle-up scan of them in warp 0 into a second region, each rank of warps `1..` combines its prefix on the left; 2 block barriers per round | per round `c = floor(4080 / n)` bytes of every rank's part in the scratch (rank `j`'s at `j × c`), each receiving rank copies the `n` chunks out; 2 block barriers per round |
-//! | warp | an arrival on the warp's [`WarpWord`] (an atomic add, a poll until the last lane came), 4 shuffles and a ballot | the opening and `bar.warp.sync` | `ceil(b / 4)` shuffles from the root | per element: `ceil(s / 4) × ceil(log2 lanes)` shuffles down, then `ceil(s / 4)` from lane 0 (not for a reduce to root 0) | per element: `ceil(s / 4) × ceil(log2 lanes)` shuffles up (the lower lanes' run on the left), then `ceil(s / 4)` up by one for an exclusive scan | per lane `j` in turn, `ceil(b / 4)` shuffles from `j` (every lane takes part) |
+//! | block | 2 block barriers (rank 0 writes the descriptor to the shared scratch; the first barrier counts the ranks present, the second those that disagree) | the opening | `2 × ceil(b / 4080) − 1` block barriers, 4080 bytes staged per round | per round of `k = floor(4080 / ((warps + 1) × s))` elements: a shuffle tree per warp, the warps' partials in the scratch, a shuffle tree in warp 0, the result in the scratch; 2 block barriers per round | per round of `k = floor(4080 / (2 × (warps − 1) × s))` elements: a shuffle-up scan per warp (into the receive buffer), the totals of warps `0..warps − 1` in the scratch, a shuffle-up scan of them in warp 0 into a second region, each rank of warps `1..` combines its prefix on the left; 2 block barriers per round | per round `c = floor(4080 / n)` bytes of every rank's part in the scratch (rank `j`'s at `j × c`), each receiving rank copies the `n` chunks out (a scatter: the root stages every part's chunk, each rank copies its own); 2 block barriers per round |
+//! | warp | an arrival on the warp's [`WarpWord`] (an atomic add, a poll until the last lane came), 4 shuffles and a ballot | the opening and `bar.warp.sync` | `ceil(b / 4)` shuffles from the root | per element: `ceil(s / 4) × ceil(log2 lanes)` shuffles down, then `ceil(s / 4)` from lane 0 (not for a reduce to root 0) | per element: `ceil(s / 4) × ceil(log2 lanes)` shuffles up (the lower lanes' run on the left), then `ceil(s / 4)` up by one for an exclusive scan | per lane `j` in turn, `ceil(b / 4)` shuffles from `j` (a scatter: from the root, lane `j` keeps them; every lane takes part) |
 //!
 //! A block (all-)reduce whose `(warps + 1) × s` exceeds the 4080 bytes (an
 //! element larger than 123 bytes in a block of 1024 threads), or whose
@@ -842,6 +842,137 @@ unsafe fn gather_on(
                 // the barrier; part `j` of `out` (`n × part` bytes).
                 walked &= unsafe { o.side.write(o.at + j * part + off, stage.add(j * c), k) };
             }
+        }
+        off += k;
+    }
+    if walked {
+        Ok(())
+    } else {
+        Err(Error::Intern)
+    }
+}
+
+/// `MPI_Scatter` from `root` on a block or warp communicator. The root
+/// passes `send` (its `size` parts) and `recv` (`None`: in place, its
+/// part stays in `send`); the others `recv` (`None`: they called the
+/// root's in-place form, an error).
+///
+/// # Safety
+/// The places are borrowed for the call: `send` for reads of its length,
+/// `recv` exclusively for its length.
+pub(crate) unsafe fn scatter(
+    v: &View<'_>,
+    root: i32,
+    send: Option<(Place, usize)>,
+    recv: Option<(Place, usize)>,
+    dt: Datatype,
+) -> Option<Result<(), Error>> {
+    let kind = kind(v.world, v.comm);
+    if kind == CommKind::General {
+        return None;
+    }
+    // SAFETY: the caller's contract.
+    Some(finished(v, unsafe { scatter_on(v, kind, root, send, recv, dt) }))
+}
+
+unsafe fn scatter_on(
+    v: &View<'_>,
+    kind: CommKind,
+    root: i32,
+    send: Option<(Place, usize)>,
+    recv: Option<(Place, usize)>,
+    dt: Datatype,
+) -> Result<(), Error> {
+    let me = v.rank;
+    let n = v.size as usize;
+    let is_root = root == me as i32;
+    // The part's length: the root's send buffer split in `size`, the
+    // others' receive buffer; a wrong form or a root's receive buffer of
+    // another length fails every rank through the opening.
+    let (mut local_bits, mut local) = (0u32, None);
+    let wrong_form = Error::InvalidRoot {
+        root: me as i32,
+        size: n as i32,
+    };
+    let part = match (is_root, send, recv) {
+        (true, Some((_, len)), r) => {
+            let part = len / n;
+            if let Some((_, got)) = r.filter(|&(_, got)| got != part) {
+                local_bits = Mismatch::Count as u32;
+                local = Some(Error::CountMismatch {
+                    count: got as u32,
+                    expected: part as u32,
+                });
+            }
+            part
+        }
+        (false, _, Some((_, len))) => len,
+        (_, _, r) => {
+            local_bits = Mismatch::Root as u32;
+            local = Some(wrong_form);
+            r.map_or(0, |(_, len)| len)
+        }
+    };
+    let mine = Descriptor {
+        call: Call::Scatter as u32,
+        root: root as u32,
+        count: part as u32,
+        datatype: dt.id,
+    };
+    open(v, kind, mine, local_bits, local)?;
+    check_root(v, root as u32)?;
+    let root = root as usize;
+    // The root's parts (only read at the root), and where this rank's part
+    // lands (none at an in-place root).
+    let src = send.map(|(p, _)| p);
+    let dst = recv.map(|(p, _)| p);
+    let mut walked = true;
+    if kind == CommKind::Warp {
+        let mask = shim::warp_mask();
+        for j in 0..n {
+            let mut off = 0;
+            while off < part {
+                let k = (part - off).min(4);
+                let mut w = [0u8; 4];
+                if let (true, Some(s)) = (me as usize == root, src) {
+                    // SAFETY: `off + k <= part` packed bytes of part `j` of
+                    // the root's `n × part` (the opening agreed on `part`).
+                    walked &= unsafe { s.side.read(s.at + j * part + off, w.as_mut_ptr(), k) };
+                }
+                let r = shim::shfl_sync(mask, u32::from_le_bytes(w), root as u32).to_le_bytes();
+                if let (true, Some(d)) = (j == me as usize, dst) {
+                    // SAFETY: `off + k <= part` bytes of this rank's part.
+                    walked &= unsafe { d.side.write(d.at + off, r.as_ptr(), k) };
+                }
+                off += 4;
+            }
+        }
+        return if walked { Ok(()) } else { Err(Error::Intern) };
+    }
+    // Each round stages `c` bytes of every part: part `j`'s at `j × c`.
+    let c = STAGE_BYTES / n;
+    // SAFETY: the scratch after its header, `STAGE_BYTES >= n × c` long.
+    let stage = unsafe { shim::shared_block::<SHARED_BLOCK_BYTES>().add(HEADER_BYTES) };
+    let mut off = 0;
+    while off < part {
+        if off > 0 {
+            // Every rank has copied the previous round out.
+            shim::block_barrier();
+        }
+        let k = (part - off).min(c);
+        if let (true, Some(s)) = (me as usize == root, src) {
+            for j in 0..n {
+                // SAFETY: `off + k <= part` packed bytes of part `j` of the
+                // root's buffer; `k <= c` bytes of the stage, read by
+                // nobody before the barrier below.
+                walked &= unsafe { s.side.read(s.at + j * part + off, stage.add(j * c), k) };
+            }
+        }
+        shim::block_barrier();
+        if let Some(d) = dst {
+            // SAFETY: this rank's `k` bytes of the stage, written before the
+            // barrier; `off + k <= part` bytes of its receive buffer.
+            walked &= unsafe { d.side.write(d.at + off, stage.add(me as usize * c), k) };
         }
         off += k;
     }
