@@ -405,3 +405,49 @@ fn world_reductions_of_matrices_are_in_rank_order_in_every_block_shape() {
         );
     }
 }
+
+gpu_mpi_device::kernel! {
+    /// World rank 5 calls a barrier where every other rank all-reduces (an
+    /// erroneous program: MPI 6.1).
+    pub static BARRIER_AGAINST_ALL_REDUCE = fn barrier_against_all_reduce(world: &World, a: &SumArgs) -> Result<(), Error> {
+        if world.rank() == 5 {
+            world.barrier()?;
+        } else {
+            let mut sum = 0.0f64;
+            world.all_reduce_into(&part(world.rank()), &mut sum, SystemOperation::sum())?;
+            a.result.write(world.rank() as usize, sum)?;
+        }
+        Ok(())
+    }
+}
+
+/// A rank in another world collective than the rest of its warp: the
+/// all-reduce's lanes wait in the warp shuffles of the block phase for a
+/// lane that waits at a block barrier elsewhere. The emulator reports the
+/// deadlock (on a GPU nothing reports it: docs/limits.md).
+#[test]
+fn a_rank_in_another_world_collective_gives_a_deadlock_report() {
+    for workers in [1, 2] {
+        let d = cpu(workers);
+        let out = d.alloc_zeroed::<f64>(64).unwrap();
+        let args = SumArgs { result: out.slice() };
+        let e = d
+            .launch(&BARRIER_AGAINST_ALL_REDUCE, &args, &WorldSpec::ranks(64).block_dim(64))
+            .unwrap_err();
+        let HostError::Deadlock(rep) = &e else {
+            panic!("{workers} workers: expected a deadlock report, got {e}");
+        };
+        for r in 0..64 {
+            let operation = if r == 5 { Call::Barrier } else { Call::AllReduce };
+            assert_eq!(
+                rep.state_of(r),
+                Some(BlockedState::Waiting {
+                    operation: operation as u32,
+                    peer: -2,
+                    tag: -1
+                }),
+                "{workers} workers, rank {r}: {rep}"
+            );
+        }
+    }
+}
