@@ -432,7 +432,11 @@ fn a_rank_in_another_world_collective_gives_a_deadlock_report() {
         let out = d.alloc_zeroed::<f64>(64).unwrap();
         let args = SumArgs { result: out.slice() };
         let e = d
-            .launch(&BARRIER_AGAINST_ALL_REDUCE, &args, &WorldSpec::ranks(64).block_dim(64))
+            .launch(
+                &BARRIER_AGAINST_ALL_REDUCE,
+                &args,
+                &WorldSpec::ranks(64).block_dim(64),
+            )
             .unwrap_err();
         let HostError::Deadlock(rep) = &e else {
             panic!("{workers} workers: expected a deadlock report, got {e}");
