@@ -794,8 +794,41 @@ unsafe fn gather_on(
     };
     // Part `j` lands in `out` unless it is this rank's own, in place.
     let lands = |j: usize| out.filter(|_| j != me as usize || send.is_some());
-    // False once a view's walk failed (its encoding changed under it): the
-    // rank goes on taking part, so that nobody waits for it, then fails.
+    // SAFETY: `src` holds this rank's `part` bytes, `out` (where given)
+    // `n × part` (checked in the opening).
+    unsafe {
+        move_parts(
+            kind,
+            n,
+            part,
+            |j| j as u32,
+            |j| (j == me as usize).then_some(src),
+            |j| lands(j).map(|o| o.add(j * part)),
+        )
+    }
+}
+
+/// Moves `n` parts of `part` packed bytes on a block or warp communicator
+/// whose opening passed: part `j` comes from the rank `source(j)`, which
+/// reads it from `from(j)` (`None` at every other rank), and goes to
+/// `to(j)` at the ranks where that is given. Warp: one shuffle per 4 bytes
+/// of each part from its source lane, every lane taking part. Block:
+/// rounds of `c = floor(STAGE_BYTES / n)` bytes of every part (part `j`'s
+/// chunk at `j × c` of the stage), 2 block barriers a round. A view's walk
+/// that failed (its encoding changed under it) gives `MPI_ERR_INTERN` at
+/// the end, the rank taking part to the end so that nobody waits for it.
+///
+/// # Safety
+/// Every place given holds `part` packed bytes, borrowed for the call
+/// (those of `to` exclusively).
+unsafe fn move_parts(
+    kind: CommKind,
+    n: usize,
+    part: usize,
+    source: impl Fn(usize) -> u32,
+    from: impl Fn(usize) -> Option<Place>,
+    to: impl Fn(usize) -> Option<Place>,
+) -> Result<(), Error> {
     let mut walked = true;
     if kind == CommKind::Warp {
         let mask = shim::warp_mask();
@@ -804,46 +837,49 @@ unsafe fn gather_on(
             while off < part {
                 let k = (part - off).min(4);
                 let mut w = [0u8; 4];
-                if j == me as usize {
-                    // SAFETY: `off + k <= part` packed bytes of this
-                    // rank's part, `k <= 4` of the word.
-                    walked &= unsafe { src.side.read(src.at + off, w.as_mut_ptr(), k) };
+                if let Some(f) = from(j) {
+                    // SAFETY: `off + k <= part` packed bytes of the part,
+                    // `k <= 4` of the word.
+                    walked &= unsafe { f.side.read(f.at + off, w.as_mut_ptr(), k) };
                 }
-                let r = shim::shfl_sync(mask, u32::from_le_bytes(w), j as u32).to_le_bytes();
-                if let Some(o) = lands(j) {
-                    // SAFETY: part `j < n` of `out`, which holds `n × part`
-                    // packed bytes (checked in the opening).
-                    walked &= unsafe { o.side.write(o.at + j * part + off, r.as_ptr(), k) };
+                let r = shim::shfl_sync(mask, u32::from_le_bytes(w), source(j)).to_le_bytes();
+                if let Some(t) = to(j) {
+                    // SAFETY: as above, of the part's destination.
+                    walked &= unsafe { t.side.write(t.at + off, r.as_ptr(), k) };
                 }
                 off += 4;
             }
         }
-        return if walked { Ok(()) } else { Err(Error::Intern) };
-    }
-    // Each round stages `c` bytes of every rank's part: rank `j`'s at `j × c`.
-    let c = STAGE_BYTES / n;
-    // SAFETY: the scratch after its header, `STAGE_BYTES >= n × c` long.
-    let stage = unsafe { shim::shared_block::<SHARED_BLOCK_BYTES>().add(HEADER_BYTES) };
-    let mut off = 0;
-    while off < part {
-        if off > 0 {
-            // Every rank has copied the previous round out.
-            shim::block_barrier();
-        }
-        let k = (part - off).min(c);
-        // SAFETY: `off + k <= part` packed bytes of this rank's part; its
-        // `k <= c` bytes of the stage, which nobody reads before the
-        // barrier below.
-        walked &= unsafe { src.side.read(src.at + off, stage.add(me as usize * c), k) };
-        shim::block_barrier();
-        for j in 0..n {
-            if let Some(o) = lands(j) {
-                // SAFETY: rank `j`'s `k` bytes of the stage, written before
-                // the barrier; part `j` of `out` (`n × part` bytes).
-                walked &= unsafe { o.side.write(o.at + j * part + off, stage.add(j * c), k) };
+    } else {
+        let c = STAGE_BYTES / n;
+        // SAFETY: the scratch after its header, `STAGE_BYTES >= n × c` long.
+        let stage = unsafe { shim::shared_block::<SHARED_BLOCK_BYTES>().add(HEADER_BYTES) };
+        let mut off = 0;
+        while off < part {
+            if off > 0 {
+                // Every rank has copied the previous round out.
+                shim::block_barrier();
             }
+            let k = (part - off).min(c);
+            for j in 0..n {
+                if let Some(f) = from(j) {
+                    // SAFETY: `off + k <= part` packed bytes of the part;
+                    // `k <= c` bytes of its chunk of the stage, which nobody
+                    // reads before the barrier below.
+                    walked &= unsafe { f.side.read(f.at + off, stage.add(j * c), k) };
+                }
+            }
+            shim::block_barrier();
+            for j in 0..n {
+                if let Some(t) = to(j) {
+                    // SAFETY: part `j`'s `k` bytes of the stage, written
+                    // before the barrier; `off + k <= part` bytes of its
+                    // destination.
+                    walked &= unsafe { t.side.write(t.at + off, stage.add(j * c), k) };
+                }
+            }
+            off += k;
         }
-        off += k;
     }
     if walked {
         Ok(())
@@ -924,62 +960,19 @@ unsafe fn scatter_on(
     let root = root as usize;
     // The root's parts (only read at the root), and where this rank's part
     // lands (none at an in-place root).
-    let src = send.map(|(p, _)| p);
+    let src = send.map(|(p, _)| p).filter(|_| me as usize == root);
     let dst = recv.map(|(p, _)| p);
-    let mut walked = true;
-    if kind == CommKind::Warp {
-        let mask = shim::warp_mask();
-        for j in 0..n {
-            let mut off = 0;
-            while off < part {
-                let k = (part - off).min(4);
-                let mut w = [0u8; 4];
-                if let (true, Some(s)) = (me as usize == root, src) {
-                    // SAFETY: `off + k <= part` packed bytes of part `j` of
-                    // the root's `n × part` (the opening agreed on `part`).
-                    walked &= unsafe { s.side.read(s.at + j * part + off, w.as_mut_ptr(), k) };
-                }
-                let r = shim::shfl_sync(mask, u32::from_le_bytes(w), root as u32).to_le_bytes();
-                if let (true, Some(d)) = (j == me as usize, dst) {
-                    // SAFETY: `off + k <= part` bytes of this rank's part.
-                    walked &= unsafe { d.side.write(d.at + off, r.as_ptr(), k) };
-                }
-                off += 4;
-            }
-        }
-        return if walked { Ok(()) } else { Err(Error::Intern) };
-    }
-    // Each round stages `c` bytes of every part: part `j`'s at `j × c`.
-    let c = STAGE_BYTES / n;
-    // SAFETY: the scratch after its header, `STAGE_BYTES >= n × c` long.
-    let stage = unsafe { shim::shared_block::<SHARED_BLOCK_BYTES>().add(HEADER_BYTES) };
-    let mut off = 0;
-    while off < part {
-        if off > 0 {
-            // Every rank has copied the previous round out.
-            shim::block_barrier();
-        }
-        let k = (part - off).min(c);
-        if let (true, Some(s)) = (me as usize == root, src) {
-            for j in 0..n {
-                // SAFETY: `off + k <= part` packed bytes of part `j` of the
-                // root's buffer; `k <= c` bytes of the stage, read by
-                // nobody before the barrier below.
-                walked &= unsafe { s.side.read(s.at + j * part + off, stage.add(j * c), k) };
-            }
-        }
-        shim::block_barrier();
-        if let Some(d) = dst {
-            // SAFETY: this rank's `k` bytes of the stage, written before the
-            // barrier; `off + k <= part` bytes of its receive buffer.
-            walked &= unsafe { d.side.write(d.at + off, stage.add(me as usize * c), k) };
-        }
-        off += k;
-    }
-    if walked {
-        Ok(())
-    } else {
-        Err(Error::Intern)
+    // SAFETY: the root's `send` holds `n × part` bytes (the opening agreed
+    // on `part`), `recv` this rank's `part`.
+    unsafe {
+        move_parts(
+            kind,
+            n,
+            part,
+            |_| root as u32,
+            |j| src.map(|s| s.add(j * part)),
+            |j| dst.filter(|_| j == me as usize),
+        )
     }
 }
 
