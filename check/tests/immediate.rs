@@ -258,7 +258,7 @@ fn a_rank_that_never_starts_is_a_deadlock_a_livelock_or_a_timeout() {
 }
 
 #[test]
-fn a_sub_communicator_gives_err_comm_naming_its_context() {
+fn a_sub_communicator_of_a_world_without_their_state_gives_err_comm_naming_its_context() {
     for (n, b) in [(5u32, 5u32), (6, 3), (7, 1)] {
         let got = run(Schedule::Parallel, n, b, IC_SUB_COMM, 0);
         for (r, rec) in got.iter().enumerate() {
@@ -269,6 +269,51 @@ fn a_sub_communicator_gives_err_comm_naming_its_context() {
                 assert_eq!(e, Some(want), "rank {r} on {n}/{b}");
             }
             assert_eq!(&rec[10..12], &[0, n], "rank {r} on {n}/{b}");
+        }
+    }
+}
+
+/// What rank `r` of `n` (blocks of `b`) records in `IC_SUB_COMM` with
+/// `param` on a world with the communicators' state: the model of the
+/// split by `r % 3` with reversed keys.
+fn sub_comm_want(n: u32, b: u32, param: u32, r: u32) -> Vec<u32> {
+    let members: Vec<u32> = (0..n).rev().filter(|q| q % 3 == r % 3).collect();
+    let m = members.len() as u32;
+    let me = members.iter().position(|&q| q == r).unwrap() as u32;
+    let root = param % m;
+    let mut w = vec![0];
+    w.extend((0..4).map(|i| 100 * root + i));
+    for i in 0..2 {
+        let p = members[1..]
+            .iter()
+            .fold(user_operand(members[0], i), |acc, &q| acc.mul(&user_operand(q, i)));
+        w.extend(mat_words(&p));
+    }
+    w.extend([0, 0, 0, 0]);
+    let block = r / b * b..(r / b + 1) * b;
+    w.extend([n * (n - 1) / 2, block.sum()]);
+    w.extend([ErrorClass::Request as u32, 0, 0, 0]);
+    if me == root {
+        w.extend([members.iter().sum(), m]);
+    } else {
+        w.extend([NONE, NONE]);
+    }
+    w.push(n);
+    // A communicator of one rank has nobody to disagree with.
+    let count = if m > 1 { ErrorClass::Count as u32 } else { 0 };
+    w.extend([count, 0, m, m, me]);
+    w
+}
+
+#[test]
+fn sub_communicators_broadcast_reduce_in_member_order_and_keep_their_own_slots() {
+    for (n, b) in SHAPES {
+        for param in 0..3 {
+            let s = SCHEDULES[param as usize];
+            let spec = WorldSpec::ranks(n).block_dim(b).immediate_on_communicators(true);
+            let what = format!("{n}/{b} root param {param} {s:?}");
+            let got = launch(&device(s), &spec, n, IC_SUB_COMM, param).unwrap_or_else(|e| panic!("{what}: {e}"));
+            check(&got, |r| sub_comm_want(n, b, param, r), &what);
         }
     }
 }

@@ -205,9 +205,10 @@ pub enum Error {
         /// rank's).
         other: u32,
     },
-    /// A non-blocking collective started on a sub-communicator: they are
-    /// implemented on the world only (class `MPI_ERR_COMM`); the call
-    /// fails at once on the rank and starts nothing.
+    /// A non-blocking collective started on a sub-communicator of a world
+    /// launched without their state (`WorldSpec::immediate_on_communicators`
+    /// off, the default; class `MPI_ERR_COMM`): the call fails at once on
+    /// the rank and starts nothing.
     ImmediateOnSubCommunicator {
         /// The sub-communicator's context id.
         context: u32,
@@ -398,7 +399,7 @@ impl fmt::Display for Error {
             }
             Error::ImmediateOnSubCommunicator { context } => write!(
                 f,
-                "non-blocking collectives are implemented on the world only, not on sub-communicator context {context}"
+                "non-blocking collective on sub-communicator context {context}: the world was launched without their state (WorldSpec::immediate_on_communicators)"
             ),
             Error::CommunicatorLimit { limit } => {
                 write!(f, "the world holds {limit} communicators and all are in use")

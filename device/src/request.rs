@@ -174,14 +174,14 @@ impl<'a> Scope<'a> {
         let n = w.layout.records_per_rank;
         let pending = || {
             (0..n).any(|i| owned(w, id, i) && !engine::is_complete(&w.core(), i))
-                || immediate::indices().any(|i| immediate::owned(w, id, i) && !immediate::is_complete(w, i))
+                || immediate::indices(w).any(|i| immediate::owned(w, id, i) && !immediate::is_complete(w, i))
         };
         if pending() {
             let what = WaitFor {
                 operation: Call::WaitMany,
                 peer: -2,
                 tag: ((0..n).filter(|&i| owned(w, id, i)).count()
-                    + immediate::indices()
+                    + immediate::indices(w)
                         .filter(|&i| immediate::owned(w, id, i))
                         .count()) as i32,
             };
@@ -205,7 +205,7 @@ impl<'a> Scope<'a> {
         }
         // A collective still incomplete here (the wait above failed: a
         // timeout, an abort) stays in its slot: the world is aborted.
-        for i in immediate::indices() {
+        for i in immediate::indices(w) {
             if immediate::owned(w, id, i) && immediate::is_complete(w, i) {
                 let _ = immediate::collect(w, i);
             }

@@ -17,6 +17,7 @@
 //! | communicators | `64 + communicators × (ranks × 16 + warps × 4)` (each table rounded up to 64) | the context counter, then per communicator context one table of `ranks` [`CommEntry`](crate::memory::CommEntry)s (members, inverse map, colours and keys of its creation) followed by one [`WarpWord`](crate::memory::WarpWord) per warp of the world (its communicator kind and the agreement counter of its warp collectives) |
 //! | immediate | `IMMEDIATE_SLOTS × ((64 + immediate_bytes) × (1 + blocks) + ranks × immediate_bytes)` | the non-blocking collectives' staging slots (`crate::collective::immediate`): per slot its world record and result cell, per block its record and partial-result cell, per rank its argument header and operand cell |
 //! | immediate local | `ranks × 64` | per rank, private to it: its [`ImmediateLocal`](crate::collective::immediate::ImmediateLocal) record (how many non-blocking collectives it started, and per slot what it keeps of the one it has outstanding) |
+//! | immediate communicators | `communicators × ranks × (128 + IMMEDIATE_SLOTS × (64 + 2 × immediate_bytes))` with [`FLAG_IMMEDIATE_COMMUNICATORS`], else 0 | per communicator context: per world rank its [`CommImmediateLocal`](crate::collective::immediate::CommImmediateLocal); then per slot and table entry a group record (used at a group's first entry), a result cell and the member's argument and operand cell |
 //!
 //! The three staging regions come in two halves used by alternate rounds of
 //! the collectives (every rank counts the rounds alike), so that a round's
@@ -34,13 +35,19 @@ pub const MAGIC: u32 = 0x494d_5047;
 /// events carry a context word; cells of the non-blocking collectives;
 /// 7: each rank's private record of its non-blocking collectives; 8: the
 /// rank header's deferred slot returns; 9: a word per warp after each
-/// communicator table).
-pub const VERSION: u32 = 9;
+/// communicator table; 10: the communicator contexts' non-blocking
+/// collective state).
+pub const VERSION: u32 = 10;
 
 /// `flags` bit: never let a receiver copy straight out of the sender's buffer;
 /// stream every large message through a slot (the path a GPU takes for a
 /// buffer in a thread's local memory). Lets the emulator test that path.
 pub const FLAG_FORCE_STREAMING: u32 = 1;
+/// [`WorldConfig::flags`] bit: every communicator context gets the state
+/// of non-blocking collectives (`crate::collective::immediate`), so that
+/// sub-communicators have them too; without it they fail with
+/// `MPI_ERR_COMM`.
+pub const FLAG_IMMEDIATE_COMMUNICATORS: u32 = 2;
 
 /// Longest sleep between two polls of a GPU wait when the world's config
 /// says 0 (`WorldConfig::backoff_max_ns`).
@@ -95,6 +102,10 @@ pub const IMMEDIATE_RECORD_BYTES: usize = 64;
 /// Bytes of each rank's private record of its non-blocking collectives
 /// ([`ImmediateLocal`](crate::collective::immediate::ImmediateLocal)).
 pub const IMMEDIATE_LOCAL_BYTES: usize = 64;
+/// Bytes of each rank's private record of its non-blocking collectives on
+/// one communicator context
+/// ([`CommImmediateLocal`](crate::collective::immediate::CommImmediateLocal)).
+pub const COMM_IMMEDIATE_LOCAL_BYTES: usize = 128;
 /// Communicators a world holds by default ([`WorldConfig::communicators`]).
 pub const DEFAULT_COMMUNICATORS: u32 = 4;
 /// Most communicators a world may hold: a message's context word
@@ -254,7 +265,13 @@ impl WorldConfig {
         let ib = self.immediate_bytes as usize;
         let immediate_slot_stride = (IMMEDIATE_RECORD_BYTES + ib) * (1 + blocks) + ranks * ib;
         let immediate_local = immediate + IMMEDIATE_SLOTS as usize * immediate_slot_stride;
-        let records = immediate_local + ranks * IMMEDIATE_LOCAL_BYTES;
+        let immediate_comms = immediate_local + ranks * IMMEDIATE_LOCAL_BYTES;
+        let immediate_comm_stride = if self.flags & FLAG_IMMEDIATE_COMMUNICATORS != 0 {
+            ranks * (COMM_IMMEDIATE_LOCAL_BYTES + IMMEDIATE_SLOTS as usize * (IMMEDIATE_RECORD_BYTES + 2 * ib))
+        } else {
+            0
+        };
+        let records = immediate_comms + self.communicators as usize * immediate_comm_stride;
         let results = records + ranks * RECORD_STRIDE;
         let trace = (results + ranks * RESULT_STRIDE).next_multiple_of(64);
         let trace_stride = match self.trace_events {
@@ -286,6 +303,8 @@ impl WorldConfig {
             immediate_bytes: ib,
             immediate_slot_stride,
             immediate_local,
+            immediate_comms,
+            immediate_comm_stride,
             records,
             results,
             trace,
@@ -372,6 +391,11 @@ pub struct Layout {
     /// Offset of the ranks' private records of their non-blocking
     /// collectives ([`IMMEDIATE_LOCAL_BYTES`] each).
     pub immediate_local: usize,
+    /// Offset of the communicator contexts' non-blocking collective state.
+    pub immediate_comms: usize,
+    /// Bytes of one context's non-blocking collective state; 0 when the
+    /// world has none ([`FLAG_IMMEDIATE_COMMUNICATORS`] unset).
+    pub immediate_comm_stride: usize,
     /// Offset of the wait records.
     pub records: usize,
     /// Offset of the result records.
@@ -433,6 +457,24 @@ impl Layout {
     /// Offset of rank `rank`'s private record of its non-blocking collectives.
     pub fn immediate_local_of(&self, rank: u32) -> usize {
         self.immediate_local + rank as usize * IMMEDIATE_LOCAL_BYTES
+    }
+
+    /// Offset of world rank `rank`'s private record of its non-blocking
+    /// collectives on communicator context `id` (`1..=communicators`;
+    /// only with [`Layout::immediate_comm_stride`] not 0).
+    pub fn immediate_comm_local(&self, id: u32, rank: u32) -> usize {
+        self.immediate_comms
+            + (id as usize - 1) * self.immediate_comm_stride
+            + rank as usize * COMM_IMMEDIATE_LOCAL_BYTES
+    }
+    /// Offset of entry `entry`'s record in slot `slot` of communicator
+    /// context `id` (a group's record, at its first member's entry), then
+    /// its result cell, then its member cell (each `immediate_bytes`).
+    pub fn immediate_comm_entry(&self, id: u32, slot: u32, entry: u32) -> usize {
+        let per_entry = IMMEDIATE_RECORD_BYTES + 2 * self.immediate_bytes;
+        self.immediate_comm_local(id, 0)
+            + self.ranks as usize * COMM_IMMEDIATE_LOCAL_BYTES
+            + (slot as usize * self.ranks as usize + entry as usize) * per_entry
     }
 
     /// Offset of the table of communicator context `id` (`1..=communicators`).
@@ -560,6 +602,28 @@ mod tests {
         assert_eq!(l.record_of(2, 0), l.rank_header(2) + RANK_HEADER_BYTES);
         assert_eq!(l.rank_headers % 64, 0);
         assert_eq!(l.outbox_stride % 64, 0);
+    }
+
+    #[test]
+    fn the_communicators_immediate_state_is_opt_in_and_tiles_its_region() {
+        let off = WorldConfig::new(96, 32).layout().unwrap();
+        assert_eq!(off.immediate_comm_stride, 0);
+        assert_eq!(off.records, off.immediate_comms);
+        let mut c = WorldConfig::new(96, 32);
+        c.flags = FLAG_IMMEDIATE_COMMUNICATORS;
+        let on = c.layout().unwrap();
+        // 128 + 2 x (64 + 2 x 64) bytes per rank and context.
+        assert_eq!(on.immediate_comm_stride, 96 * 512);
+        assert_eq!(on.records, on.immediate_comms + 4 * 96 * 512);
+        assert_eq!(on.immediate_comm_local(1, 0), on.immediate_comms);
+        assert_eq!(on.immediate_comm_local(2, 1), on.immediate_comms + 96 * 512 + 128);
+        let per_entry = 64 + 2 * 64;
+        assert_eq!(on.immediate_comm_entry(1, 0, 0), on.immediate_comms + 96 * 128);
+        assert_eq!(on.immediate_comm_entry(1, 1, 95) + per_entry, on.immediate_comm_local(2, 0));
+        assert_eq!(on.immediate_comm_entry(4, 1, 95) + per_entry, on.records);
+        for o in [on.immediate_comm_local(3, 5), on.immediate_comm_entry(3, 1, 7)] {
+            assert_eq!(o % 64, 0);
+        }
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use crate::cpu::Schedule;
 use crate::error::{HostError, Resource};
-use gpu_mpi_device::state::{WorldConfig, FLAG_FORCE_STREAMING};
+use gpu_mpi_device::state::{WorldConfig, FLAG_FORCE_STREAMING, FLAG_IMMEDIATE_COMMUNICATORS};
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
@@ -111,6 +111,14 @@ pub struct WorldSpec {
     /// at most `immediate_bytes - 16` bytes (docs/limits.md). The world
     /// memory holds two slots of `ranks × immediate_bytes` and a little more.
     pub immediate_bytes: u32,
+    /// Give every communicator context the state of non-blocking
+    /// collectives, so that sub-communicators have `immediate_barrier`,
+    /// `immediate_broadcast_into`, `immediate_reduce_into*` and
+    /// `immediate_all_reduce_*`: `communicators × ranks × (128 + 2 × (64 +
+    /// 2 × immediate_bytes))` bytes of world memory (512 per rank per
+    /// context by default). Off (the default), they fail with
+    /// `MPI_ERR_COMM` (docs/limits.md).
+    pub immediate_on_communicators: bool,
     /// Stream every large message through a slot (test the GPU's path).
     pub force_streaming: bool,
     /// Give up a wait after this long: the rank's wait is marked timed out,
@@ -159,6 +167,7 @@ impl WorldSpec {
             requests_per_rank: d.requests_per_rank,
             communicators: d.communicators,
             immediate_bytes: d.immediate_bytes,
+            immediate_on_communicators: false,
             force_streaming: false,
             timeout: None,
             backoff_max: None,
@@ -213,6 +222,13 @@ impl WorldSpec {
     /// multiple of 64; its payload is 16 bytes less).
     pub fn immediate_bytes(mut self, n: u32) -> Self {
         self.immediate_bytes = n;
+        self
+    }
+
+    /// Gives (or not) every communicator context the state of non-blocking
+    /// collectives (see the field).
+    pub fn immediate_on_communicators(mut self, on: bool) -> Self {
+        self.immediate_on_communicators = on;
         self
     }
 
@@ -290,6 +306,9 @@ impl WorldSpec {
         } else {
             0
         };
+        if self.immediate_on_communicators {
+            c.flags |= FLAG_IMMEDIATE_COMMUNICATORS;
+        }
         c.timeout_ns = match self.timeout {
             // 0 means "no timeout": a zero duration becomes 1 ns.
             Some(t) => u64::try_from(t.as_nanos()).unwrap_or(u64::MAX).max(1),
@@ -455,6 +474,11 @@ mod tests {
         assert_eq!((c.ranks, c.block_dim, c.slot_bytes), (64, 64, 512));
         assert_eq!((c.flags, c.timeout_ns), (FLAG_FORCE_STREAMING, 1));
         assert_eq!(c.backoff_max_ns, 0);
+        let c = WorldSpec::ranks(64)
+            .immediate_on_communicators(true)
+            .resolve(|_| 0)
+            .unwrap();
+        assert_eq!(c.flags, FLAG_IMMEDIATE_COMMUNICATORS);
         let c = WorldSpec::ranks(64)
             .backoff_max(Duration::from_nanos(200))
             .resolve(|_| 0)

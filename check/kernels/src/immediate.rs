@@ -1,4 +1,4 @@
-//! Non-blocking collectives of the world (MPI 4.1 §6.12): barrier,
+//! Non-blocking collectives of the world and of sub-communicators (MPI 4.1 §6.12): barrier,
 //! broadcast, reduce and all-reduce started with `immediate_*`, completed
 //! with `wait`, `test` and the slice calls, mixed with point-to-point
 //! requests; their argument errors and bounds.
@@ -55,10 +55,20 @@ pub const IC_LIMIT: u32 = 4;
 /// Records: the class the waiting ranks got.
 pub const IC_NEVER_ENTERS: u32 = 5;
 
-/// Sub-communicators: the world split by `rank % 2` with reversed keys;
-/// on it a broadcast from its rank 0 and a reduce to it are started.
-/// Records: each start's error words (`Error::to_words`; they are not
-/// implemented there), then the class and sum of a world all-reduce.
+/// Sub-communicators: the world split by `rank % 3` with reversed keys
+/// (strided members, communicator order the reverse of the world's), and
+/// per block (`split_shared`). Outstanding together: a broadcast from the
+/// communicator's rank `param % size` of `[100 root + i; 4]`, a
+/// non-commutative all-reduce of two [`Mat2`] (`user_operand(world rank,
+/// i)`, matrix product) on it, a world all-reduce and a block all-reduce
+/// (sums of the world rank). Then a reduce to its root (sum of `[world
+/// rank, 1]`) and a barrier outstanding, a third start (`MPI_ERR_REQUEST`)
+/// and a world all-reduce (sum of 1); then a count disagreement (its rank
+/// 0 passes two elements) and an all-reduce (sum of 1). Records: 0, the
+/// values and classes in that order, the communicator's size and rank.
+/// On a world without their state: the error words (`Error::to_words`) of
+/// the broadcast's and a barrier's starts, then the class and sum of a
+/// world all-reduce.
 pub const IC_SUB_COMM: u32 = 6;
 
 /// Words one rank records.
@@ -75,7 +85,7 @@ gpu_mpi_device::kernel! {
             IC_ERRORS => errors(world, args.param, &mut rec),
             IC_LIMIT => limit(world, &mut rec),
             IC_NEVER_ENTERS => never_enters(world, args.param, &mut rec),
-            IC_SUB_COMM => sub_comm(world, &mut rec),
+            IC_SUB_COMM => sub_comm(world, args.param, &mut rec),
             _ => rec.push(NONE),
         }
     }
@@ -317,30 +327,96 @@ fn errors(world: &World, kind: u32, rec: &mut Recorder) -> Result<(), Error> {
     rec.words(&bad)
 }
 
-fn sub_comm(world: &World, rec: &mut Recorder) -> Result<(), Error> {
+fn sub_comm(world: &World, param: u32, rec: &mut Recorder) -> Result<(), Error> {
     let rank = world.rank();
-    let color = Color::with_value(rank as u32 % 2);
+    let color = Color::with_value(rank as u32 % 3);
     let Some(sub) = world.split_by_color_with_key(color, -rank)? else {
         return rec.push(NONE);
     };
-    let words = |e: Result<Request<'_, '_>, Error>| e.err().map_or([0; 5], |e| e.to_words());
-    let mut w = rank as u32;
-    let (b, r) = request::scope(|scope| {
-        let b = words(sub.process_at_rank(0).immediate_broadcast_into(scope, &mut w));
-        let r = words(
-            sub.process_at_rank(0)
-                .immediate_reduce_into(scope, &1u32, SystemOperation::sum()),
-        );
-        (b, r)
-    });
-    rec.words(&b)?;
-    rec.words(&r)?;
-    let mut s = 0u32;
-    let good = request::scope(|scope| -> Result<u32, Error> {
-        let q = world.immediate_all_reduce_into(scope, &1u32, &mut s, SystemOperation::sum())?;
-        Ok(class(&q.wait()))
+    let block = world.split_shared()?;
+    let (n, me) = (sub.size(), sub.rank());
+    let root = (param % n as u32) as i32;
+    let r = rank as u32;
+    let mut bcast = if me == root {
+        [100 * root as u32, 100 * root as u32 + 1, 100 * root as u32 + 2, 100 * root as u32 + 3]
+    } else {
+        [NONE; 4]
+    };
+    let send = [user_operand(r, 0), user_operand(r, 1)];
+    let mut mats = [Mat2::default(); 2];
+    let (mut wsum, mut bsum) = (0u32, 0u32);
+    let words = |e: Error| e.to_words();
+    // Without the world's state for them: the errors of a broadcast and a
+    // barrier on the communicator, then a world all-reduce.
+    let first = request::scope(|scope| -> Result<Result<[u32; 4], [u32; 10]>, Error> {
+        let b = match sub.process_at_rank(root).immediate_broadcast_into(scope, &mut bcast) {
+            Ok(q) => q,
+            Err(e) => {
+                let mut both = [0; 10];
+                both[..5].copy_from_slice(&words(e));
+                if let Err(e) = sub.immediate_barrier(scope) {
+                    both[5..].copy_from_slice(&words(e));
+                }
+                return Ok(Err(both));
+            }
+        };
+        let a = sub.immediate_all_reduce_into(scope, &send[..], &mut mats[..], UserOperation::new(mat_mul))?;
+        let w = world.immediate_all_reduce_into(scope, &r, &mut wsum, SystemOperation::sum())?;
+        let k = block.immediate_all_reduce_into(scope, &r, &mut bsum, SystemOperation::sum())?;
+        Ok(Ok([class(&k.wait()), class(&w.wait()), class(&a.wait()), class(&b.wait())]))
     })?;
-    rec.words(&[good, s])
+    let classes = match first {
+        Ok(c) => c,
+        Err(both) => {
+            rec.words(&both)?;
+            let mut s = 0u32;
+            let good = request::scope(|scope| -> Result<u32, Error> {
+                let q = world.immediate_all_reduce_into(scope, &1u32, &mut s, SystemOperation::sum())?;
+                Ok(class(&q.wait()))
+            })?;
+            return rec.words(&[good, s]);
+        }
+    };
+    rec.push(0)?;
+    rec.words(&bcast)?;
+    for m in &mats {
+        rec.words(&[m.a, m.b, m.c, m.d])?;
+    }
+    rec.words(&classes)?;
+    rec.words(&[wsum, bsum])?;
+    // A reduce to the root and a barrier outstanding on the communicator:
+    // a third start there is `MPI_ERR_REQUEST`, while one on the world
+    // (its own two slots) starts.
+    let mut red = [NONE; 2];
+    let mut ws = 0u32;
+    let second = request::scope(|scope| -> Result<[u32; 4], Error> {
+        let p = sub.process_at_rank(root);
+        let q = if me == root {
+            p.immediate_reduce_into_root(scope, &[r, 1][..], &mut red[..], SystemOperation::sum())?
+        } else {
+            p.immediate_reduce_into(scope, &[r, 1][..], SystemOperation::sum())?
+        };
+        let bar = sub.immediate_barrier(scope)?;
+        let third = sub.immediate_barrier(scope).err().map_or(0, |e| e.class() as u32);
+        let w = world.immediate_all_reduce_into(scope, &1u32, &mut ws, SystemOperation::sum())?;
+        Ok([third, class(&q.wait()), class(&bar.wait()), class(&w.wait())])
+    })?;
+    rec.words(&second)?;
+    rec.words(&red)?;
+    rec.push(ws)?;
+    // A count disagreement on the communicator (its rank 0 passes two
+    // elements, the others one) fails every member; the next succeeds.
+    let (mut x, mut s) = ([0u32; 2], 0u32);
+    let third = request::scope(|scope| -> Result<[u32; 2], Error> {
+        let len = if me == 0 { 2 } else { 1 };
+        let q = sub.immediate_all_reduce_into(scope, &[1u32, 1][..len], &mut x[..len], SystemOperation::sum())?;
+        let bad = class(&q.wait());
+        let q = sub.immediate_all_reduce_into(scope, &1u32, &mut s, SystemOperation::sum())?;
+        Ok([bad, class(&q.wait())])
+    })?;
+    rec.words(&third)?;
+    rec.push(s)?;
+    rec.words(&[n as u32, me as u32])
 }
 
 fn limit(world: &World, rec: &mut Recorder) -> Result<(), Error> {

@@ -1,5 +1,5 @@
-//! Non-blocking collectives of the world: barrier, broadcast, reduce and
-//! all-reduce (MPI 4.1 §6.12: `MPI_Ibarrier`, `MPI_Ibcast`, `MPI_Ireduce`,
+//! Non-blocking collectives of the world and of sub-communicators:
+//! barrier, broadcast, reduce and all-reduce (MPI 4.1 §6.12: `MPI_Ibarrier`, `MPI_Ibcast`, `MPI_Ireduce`,
 //! `MPI_Iallreduce`; rsmpi's `immediate_barrier`,
 //! `immediate_broadcast_into`, `immediate_reduce_into_root`,
 //! `immediate_all_reduce_into`).
@@ -38,6 +38,26 @@
 //! the result out (broadcast, reduce's root, all-reduce) and arrives on the
 //! slot's consumption counters (block, then world).
 //!
+//! # Sub-communicators: one level
+//! On a [`SimpleCommunicator`] (a world launched with
+//! [`FLAG_IMMEDIATE_COMMUNICATORS`](crate::state::FLAG_IMMEDIATE_COMMUNICATORS),
+//! `WorldSpec::immediate_on_communicators` on the host), the same protocol
+//! runs on the communicator's context with one level: each context has,
+//! per rank, its own [`CommImmediateLocal`] (its own count of started
+//! collectives, so that the communicator's `n`-th collective takes slot
+//! `n mod IMMEDIATE_SLOTS` on every member whatever the member does
+//! elsewhere), and per slot and entry of the context's table a record, a
+//! result cell and a member cell. A group's record and result are at its
+//! first member's entry, each member's cell at its own (the groups of one
+//! split are disjoint runs of entries). A member writes its cell and
+//! arrives on the group's counter; the group's last arriver checks every
+//! member's arguments against member 0's, folds the operands in member
+//! order into the result cell (a broadcast: copies the root's), and
+//! publishes `done`; completion consumes on the group's counter. The cost
+//! is serial: one rank folds `size` operands. Block and warp
+//! communicators take this path too (it needs no rank's progress, so
+//! neither the block barrier nor a shuffle).
+//!
 //! Operands are combined strictly in rank order (`x0 op x1 op ... op
 //! x(n-1)`, left to right, in two levels), as MPI §6.9.1 asks of a
 //! non-commutative operation; the cost is serial: the last arriver of a
@@ -62,8 +82,14 @@
 //!   ([`WorldConfig::immediate_bytes`](crate::state::WorldConfig::immediate_bytes),
 //!   48 by default); more fails with `MPI_ERR_BUFFER` on every rank that
 //!   passes it (and with the verdict's class on the others).
-//! - Only the world: a sub-communicator's `Process` gives
-//!   [`Error::ImmediateOnSubCommunicator`] (`MPI_ERR_COMM`) at once.
+//! - The bound of [`IMMEDIATE_SLOTS`] outstanding is per communicator:
+//!   a rank may have two on the world and two on each communicator.
+//! - A sub-communicator of a world launched without their state
+//!   ([`FLAG_IMMEDIATE_COMMUNICATORS`](crate::state::FLAG_IMMEDIATE_COMMUNICATORS)
+//!   unset, the default: it costs `communicators × ranks × (128 + 2 ×
+//!   (64 + 2 × immediate_bytes))` bytes, 512 per rank per context by
+//!   default) gives [`Error::ImmediateOnSubCommunicator`] (`MPI_ERR_COMM`)
+//!   at once, on its communicator calls and its `Process` alike.
 //!
 //! # Errors
 //! Wrong arguments never hang a rank: a rank with a local error (bad root,
@@ -82,9 +108,10 @@ use crate::datatype::{BufferMut, Equivalence, TypedBuffer, ID_BYTE};
 use crate::error::{Error, ErrorClass};
 use crate::request::{Request, Scope};
 use crate::shim::{self, AtomicU32, Ordering};
-use crate::state::{IMMEDIATE_LOCAL_BYTES, IMMEDIATE_RECORD_BYTES, IMMEDIATE_SLOTS};
+use crate::communicator::SimpleCommunicator;
+use crate::state::{COMM_IMMEDIATE_LOCAL_BYTES, IMMEDIATE_LOCAL_BYTES, IMMEDIATE_RECORD_BYTES, IMMEDIATE_SLOTS};
 use crate::status::{Status, PROC_NULL};
-use crate::topology::{wait_for, Communicator, Process, World};
+use crate::topology::{wait_for, CommInfo, Process, World};
 use crate::wait::{Call, WaitFor};
 use core::marker::PhantomData;
 
@@ -239,6 +266,79 @@ pub struct ImmediateLocal {
 
 const _: () = assert!(core::mem::size_of::<ImmediateLocal>() == IMMEDIATE_LOCAL_BYTES);
 
+/// A rank's private record of its non-blocking collectives on one
+/// communicator context ([`COMM_IMMEDIATE_LOCAL_BYTES`], at
+/// [`Layout::immediate_comm_local`](crate::state::Layout::immediate_comm_local)):
+/// which group of the context it is in (written as each collective
+/// starts; a rank is in one group of a context at most, so it never
+/// changes), then its [`ImmediateLocal`] there.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CommImmediateLocal {
+    /// The group's first entry in the context's table.
+    pub start: u32,
+    /// The group's size.
+    pub size: u32,
+    /// This rank's rank in the group.
+    pub member: u32,
+    /// Unused.
+    pub reserved: [u32; 13],
+    /// Its collectives on the context.
+    pub local: ImmediateLocal,
+}
+
+const _: () = assert!(core::mem::size_of::<CommImmediateLocal>() == COMM_IMMEDIATE_LOCAL_BYTES);
+
+/// Where a rank's non-blocking collective lives: the world's slots
+/// (context 0: two levels, blocks then the world), or a communicator
+/// context's (one level: the group's record, at its first member's entry
+/// of the context's table, and its members' cells at theirs).
+#[derive(Clone, Copy)]
+struct Space {
+    /// The context id (0: the world).
+    id: u32,
+    /// The group's first entry in the context's table (0 for the world).
+    start: u32,
+    /// The group's size (the world's ranks for the world).
+    size: u32,
+    /// This rank's rank in the group.
+    member: u32,
+}
+
+impl Space {
+    fn world(w: &World) -> Space {
+        Space {
+            id: 0,
+            start: 0,
+            size: w.layout.ranks,
+            member: w.rank,
+        }
+    }
+
+    /// The request index of slot `slot` of this space.
+    fn index(&self, slot: u32) -> u32 {
+        IMMEDIATE_INDEX + self.id * IMMEDIATE_SLOTS + slot
+    }
+}
+
+/// The space of request index `i` (as the rank recorded it when it started
+/// a collective there).
+fn space_of(w: &World, i: u32) -> Space {
+    let id = (i - IMMEDIATE_INDEX) / IMMEDIATE_SLOTS;
+    if id == 0 {
+        return Space::world(w);
+    }
+    // SAFETY: the rank's own record (`immediate_comm_local`), plain reads
+    // of words only it writes.
+    let l = unsafe { *w.comm_local(id) };
+    Space {
+        id,
+        start: l.start,
+        size: l.size,
+        member: l.member,
+    }
+}
+
 /// What a rank keeps of one started collective, decoded from its
 /// [`PendingRecord`] and its [`Args`].
 #[derive(Clone, Copy)]
@@ -260,7 +360,7 @@ struct Pending {
 }
 
 fn slot_of(index: u32) -> u32 {
-    index - IMMEDIATE_INDEX
+    (index - IMMEDIATE_INDEX) % IMMEDIATE_SLOTS
 }
 
 /// The kind of a [`Kind`] code (the barrier for an unknown one).
@@ -274,50 +374,64 @@ fn kind_of(code: u32) -> Kind {
 }
 
 impl World {
-    /// This rank's private record of its non-blocking collectives.
-    fn immediate_local(&self) -> *mut ImmediateLocal {
+    /// This rank's private record of its non-blocking collectives on
+    /// communicator context `id` (`1..=communicators`, the world with
+    /// their state).
+    fn comm_local(&self, id: u32) -> *mut CommImmediateLocal {
+        // SAFETY: inside the world memory (`Layout::immediate_comm_local`:
+        // the caller's `id` names a context, and the world has their state),
+        // 64-aligned.
+        unsafe { self.base.add(self.layout.immediate_comm_local(id, self.rank)) as *mut CommImmediateLocal }
+    }
+
+    /// This rank's private record of its non-blocking collectives in `sp`.
+    fn immediate_local(&self, sp: Space) -> *mut ImmediateLocal {
+        if sp.id != 0 {
+            // SAFETY: the record is inside the rank's `CommImmediateLocal`.
+            return unsafe { core::ptr::addr_of_mut!((*self.comm_local(sp.id)).local) };
+        }
         // SAFETY: inside the world memory (`Layout::immediate_local_of`),
         // 8-aligned (the region is 64-aligned, records 64 bytes).
         unsafe { self.base.add(self.layout.immediate_local_of(self.rank)) as *mut ImmediateLocal }
     }
 
-    /// Non-blocking collectives this rank started.
-    fn started(&self) -> u32 {
+    /// Non-blocking collectives this rank started in `sp`.
+    fn started(&self, sp: Space) -> u32 {
         // SAFETY: the record is this rank's alone; a plain read of an
         // initialised (zeroed by the host) word.
-        unsafe { (*self.immediate_local()).started }
+        unsafe { (*self.immediate_local(sp)).started }
     }
 
-    fn set_started(&self, n: u32) {
+    fn set_started(&self, sp: Space, n: u32) {
         // SAFETY: as `started`, a plain write.
-        unsafe { (*self.immediate_local()).started = n }
+        unsafe { (*self.immediate_local(sp)).started = n }
     }
 
-    /// The record of this rank's slot `slot` (`slot < IMMEDIATE_SLOTS`).
-    fn pending_record(&self, slot: u32) -> *mut PendingRecord {
+    /// The record of this rank's slot `slot` in `sp` (`slot < IMMEDIATE_SLOTS`).
+    fn pending_record(&self, sp: Space, slot: u32) -> *mut PendingRecord {
         // SAFETY: `slot` is a slot index, so the record is inside this
         // rank's `ImmediateLocal`.
-        unsafe { core::ptr::addr_of_mut!((*self.immediate_local()).slots[slot as usize]) }
+        unsafe { core::ptr::addr_of_mut!((*self.immediate_local(sp)).slots[slot as usize]) }
     }
 
-    /// The scope owning slot `slot` of this rank (0: free).
-    fn pending_scope(&self, slot: u32) -> u32 {
+    /// The scope owning slot `slot` of this rank in `sp` (0: free).
+    fn pending_scope(&self, sp: Space, slot: u32) -> u32 {
         // SAFETY: as `started`, of the slot's record.
-        unsafe { (*self.pending_record(slot)).scope }
+        unsafe { (*self.pending_record(sp, slot)).scope }
     }
 
-    /// What this rank keeps of its collective in slot `slot`.
-    fn pending(&self, slot: u32) -> Pending {
+    /// What this rank keeps of its collective in slot `slot` of `sp`.
+    fn pending(&self, sp: Space, slot: u32) -> Pending {
         // SAFETY: as `started`, a plain read of the slot's record.
-        let r = unsafe { *self.pending_record(slot) };
-        let args = self.read_args(slot, self.rank);
+        let r = unsafe { *self.pending_record(sp, slot) };
+        let args = self.read_args(sp, slot, sp.member);
         let address = (r.out[0] as u64 | (r.out[1] as u64) << 32) as usize;
         let out = match r.out_kind {
             k if k == OutKind::Plain as u32 => Some(Side::Plain(address as *mut u8)),
             k if k == OutKind::Typed as u32 => Some(Side::Typed(address as *const TypedBuffer)),
             _ => None,
         };
-        let n = self.started();
+        let n = self.started(sp);
         Pending {
             scope: r.scope,
             use_: n.wrapping_sub(slot).wrapping_add(1) / IMMEDIATE_SLOTS,
@@ -333,7 +447,7 @@ impl World {
 
     /// Keeps what this rank needs of its collective in slot `slot` (the
     /// rest is in its [`Args`]).
-    fn set_pending(&self, slot: u32, scope: u32, size: u32, out: Option<Side>, error: Option<Error>) {
+    fn set_pending(&self, sp: Space, slot: u32, scope: u32, size: u32, out: Option<Side>, error: Option<Error>) {
         let (out_kind, address) = match out {
             None => (OutKind::None, 0),
             Some(Side::Plain(p)) => (OutKind::Plain, p as usize as u64),
@@ -348,30 +462,48 @@ impl World {
             details: [words[1], words[2]],
         };
         // SAFETY: as `started`, a plain write of the slot's record.
-        unsafe { *self.pending_record(slot) = r }
+        unsafe { *self.pending_record(sp, slot) = r }
     }
 
-    /// Frees slot `slot` of this rank.
-    fn free_pending(&self, slot: u32) {
+    /// Frees slot `slot` of this rank in `sp`.
+    fn free_pending(&self, sp: Space, slot: u32) {
         // SAFETY: as `started`, a plain write.
-        unsafe { (*self.pending_record(slot)).scope = 0 }
+        unsafe { (*self.pending_record(sp, slot)).scope = 0 }
     }
 }
 
 fn pending(w: &World, index: u32) -> Pending {
-    w.pending(slot_of(index))
+    w.pending(space_of(w, index), slot_of(index))
 }
 
 impl World {
-    fn slot_record(&self, slot: u32) -> *mut u8 {
-        // SAFETY: inside the immediate region (`Layout::immediate_slot`).
-        unsafe { self.base.add(self.layout.immediate_slot(slot)) }
+    /// Offset of the record of slot `slot` of `sp`: the world's slot
+    /// record, or the group's, at its first entry (the result cell follows
+    /// either).
+    fn slot_offset(&self, sp: Space, slot: u32) -> usize {
+        if sp.id == 0 {
+            self.layout.immediate_slot(slot)
+        } else {
+            self.layout.immediate_comm_entry(sp.id, slot, sp.start)
+        }
     }
 
-    fn slot_word(&self, slot: u32, offset: usize) -> &AtomicU32 {
-        // SAFETY: a word of the slot's record, 4-aligned (the region is
-        // 64-aligned, the record 64 bytes), accessed only atomically.
-        unsafe { shim::atomic_u32_at(self.base, self.layout.immediate_slot(slot) + offset) }
+    fn slot_word(&self, sp: Space, slot: u32, offset: usize) -> &AtomicU32 {
+        // SAFETY: a word of the slot's record, 4-aligned (the regions are
+        // 64-aligned, the records 64 bytes), accessed only atomically.
+        unsafe { shim::atomic_u32_at(self.base, self.slot_offset(sp, slot) + offset) }
+    }
+
+    /// Offset of member `member`'s cell (arguments, then operand) in slot
+    /// `slot` of `sp`.
+    fn cell_offset(&self, sp: Space, slot: u32, member: u32) -> usize {
+        if sp.id == 0 {
+            self.layout.immediate_rank(slot, member)
+        } else {
+            self.layout.immediate_comm_entry(sp.id, slot, sp.start + member)
+                + IMMEDIATE_RECORD_BYTES
+                + self.layout.immediate_bytes
+        }
     }
 
     fn block_word(&self, slot: u32, block: u32, offset: usize) -> &AtomicU32 {
@@ -379,15 +511,15 @@ impl World {
         unsafe { shim::atomic_u32_at(self.base, self.layout.immediate_block(slot, block) + offset) }
     }
 
-    fn rank_word(&self, slot: u32, rank: u32, offset: usize) -> &AtomicU32 {
-        // SAFETY: as `slot_word`, in rank `rank`'s argument header.
-        unsafe { shim::atomic_u32_at(self.base, self.layout.immediate_rank(slot, rank) + offset) }
+    fn rank_word(&self, sp: Space, slot: u32, member: u32, offset: usize) -> &AtomicU32 {
+        // SAFETY: as `slot_word`, in member `member`'s argument header.
+        unsafe { shim::atomic_u32_at(self.base, self.cell_offset(sp, slot, member) + offset) }
     }
 
-    /// The result cell of a slot.
-    fn result_cell(&self, slot: u32) -> *mut u8 {
+    /// The result cell of a slot of `sp`.
+    fn result_cell(&self, sp: Space, slot: u32) -> *mut u8 {
         // SAFETY: the cell follows the slot's record, inside the region.
-        unsafe { self.slot_record(slot).add(IMMEDIATE_RECORD_BYTES) }
+        unsafe { self.base.add(self.slot_offset(sp, slot) + IMMEDIATE_RECORD_BYTES) }
     }
 
     /// The partial-result cell of a block in a slot.
@@ -399,15 +531,15 @@ impl World {
         }
     }
 
-    /// The operand of a rank in a slot (after its argument header).
-    fn operand(&self, slot: u32, rank: u32) -> *mut u8 {
-        // SAFETY: inside the rank's cell of `immediate_bytes >= 64` bytes.
-        unsafe { self.base.add(self.layout.immediate_rank(slot, rank) + ARGS_BYTES) }
+    /// The operand of a member in a slot of `sp` (after its argument header).
+    fn operand(&self, sp: Space, slot: u32, member: u32) -> *mut u8 {
+        // SAFETY: inside the member's cell of `immediate_bytes >= 64` bytes.
+        unsafe { self.base.add(self.cell_offset(sp, slot, member) + ARGS_BYTES) }
     }
 
-    fn read_args(&self, slot: u32, rank: u32) -> Args {
+    fn read_args(&self, sp: Space, slot: u32, member: u32) -> Args {
         // Relaxed: published by the arrival counters (see `arrive`).
-        let word = |o| self.rank_word(slot, rank, o).load(Ordering::Relaxed);
+        let word = |o| self.rank_word(sp, slot, member, o).load(Ordering::Relaxed);
         Args {
             kind_class: word(0),
             root: word(4) as i32,
@@ -416,13 +548,13 @@ impl World {
         }
     }
 
-    fn write_args(&self, slot: u32, a: &Args) {
+    fn write_args(&self, sp: Space, slot: u32, a: &Args) {
         // Relaxed: released by this rank's arrival (see `arrive`).
-        let r = self.rank;
-        self.rank_word(slot, r, 0).store(a.kind_class, Ordering::Relaxed);
-        self.rank_word(slot, r, 4).store(a.root as u32, Ordering::Relaxed);
-        self.rank_word(slot, r, 8).store(a.bytes, Ordering::Relaxed);
-        self.rank_word(slot, r, 12).store(a.datatype, Ordering::Relaxed);
+        let r = sp.member;
+        self.rank_word(sp, slot, r, 0).store(a.kind_class, Ordering::Relaxed);
+        self.rank_word(sp, slot, r, 4).store(a.root as u32, Ordering::Relaxed);
+        self.rank_word(sp, slot, r, 8).store(a.bytes, Ordering::Relaxed);
+        self.rank_word(sp, slot, r, 12).store(a.datatype, Ordering::Relaxed);
     }
 }
 
@@ -493,10 +625,20 @@ impl<T: Equivalence, O: Operation<T>> Fold for OpFold<'_, T, O> {
     }
 }
 
-/// Arrives in use `use_` of `slot` (this rank's cell is written), and, as
-/// the last arriver of its block, and then of the world, checks and folds.
+/// Arrives in use `use_` of `slot` of `sp` (this rank's cell is written),
+/// and, as the last arriver, checks and folds.
 #[inline(never)]
-fn arrive<F: Fold>(w: &World, slot: u32, use_: u32, fold: &F) {
+fn arrive<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, fold: &F) {
+    if sp.id == 0 {
+        arrive_world(w, sp, slot, use_, fold)
+    } else {
+        arrive_group(w, sp, slot, use_, fold)
+    }
+}
+
+/// The world's arrival: as the last arriver of its block, and then of the
+/// world, checks and folds.
+fn arrive_world<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, fold: &F) {
     let bd = w.layout.block_dim;
     let blocks = w.layout.blocks;
     let block = w.block;
@@ -510,11 +652,11 @@ fn arrive<F: Fold>(w: &World, slot: u32, use_: u32, fold: &F) {
         return;
     }
     let first = block * bd;
-    let reference = w.read_args(slot, first);
+    let reference = w.read_args(sp, slot, first);
     let mut verdict = 0;
     for r in first..first + bd {
         if verdict == 0 {
-            verdict = judge(&w.read_args(slot, r), &reference);
+            verdict = judge(&w.read_args(sp, slot, r), &reference);
         }
     }
     let kind_folds = Kind::folds(reference.kind_class);
@@ -527,9 +669,9 @@ fn arrive<F: Fold>(w: &World, slot: u32, use_: u32, fold: &F) {
         // finished before that use completed, which every rank collected
         // before this use started (`start`).
         unsafe {
-            shim::copy_bytes(cell, w.operand(slot, first), bytes);
+            shim::copy_bytes(cell, w.operand(sp, slot, first), bytes);
             for r in first + 1..first + bd {
-                fold.fold(cell, w.operand(slot, r), bytes);
+                fold.fold(cell, w.operand(sp, slot, r), bytes);
             }
         }
     }
@@ -539,12 +681,12 @@ fn arrive<F: Fold>(w: &World, slot: u32, use_: u32, fold: &F) {
     // AcqRel: releases the block's verdict and cell to the world's last
     // arriver, which acquires every block's through this counter.
     let old = w
-        .slot_word(slot, core::mem::offset_of!(SlotRecord, arrived))
+        .slot_word(sp, slot, core::mem::offset_of!(SlotRecord, arrived))
         .fetch_add(1, Ordering::AcqRel);
     if old.wrapping_add(1) != use_.wrapping_mul(blocks) {
         return;
     }
-    let reference = w.read_args(slot, 0);
+    let reference = w.read_args(sp, slot, 0);
     let mut verdict = 0;
     for b in 0..blocks {
         if verdict == 0 {
@@ -554,23 +696,12 @@ fn arrive<F: Fold>(w: &World, slot: u32, use_: u32, fold: &F) {
                 .load(Ordering::Relaxed);
         }
         if verdict == 0 {
-            verdict = judge(&w.read_args(slot, b * bd), &reference);
+            verdict = judge(&w.read_args(sp, slot, b * bd), &reference);
         }
     }
-    if verdict == 0 && reference.kind_class == Kind::Broadcast as u32 {
-        // SAFETY: the root's cell (`root` checked in range by its own
-        // rank, equal on every rank by the verdict) was released to us
-        // through its block's last arriver; the result cell as below.
-        unsafe {
-            shim::copy_bytes(
-                w.result_cell(slot),
-                w.operand(slot, reference.root as u32),
-                reference.bytes as usize,
-            )
-        };
-    }
+    copy_root(w, sp, slot, verdict, &reference);
     if verdict == 0 && kind_folds {
-        let out = w.result_cell(slot);
+        let out = w.result_cell(sp, slot);
         let bytes = reference.bytes as usize;
         // SAFETY: every block cell was released to us by the add above;
         // the result cell's readers of the previous use finished before
@@ -582,8 +713,72 @@ fn arrive<F: Fold>(w: &World, slot: u32, use_: u32, fold: &F) {
             }
         }
     }
+    publish(w, sp, slot, use_, verdict, &reference);
+}
+
+/// A communicator's arrival (one level): as the group's last arriver,
+/// checks every member's arguments against its first member's, folds the
+/// operands in member order into the result cell (a broadcast: copies the
+/// root's cell there) and publishes. The cost is serial, `size` operands
+/// folded by one rank (docs/limits.md).
+fn arrive_group<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, fold: &F) {
+    // AcqRel: releases this rank's cell (arguments and operand or broadcast
+    // data) to the group's last arriver, which acquires every earlier
+    // arriver's cell through this counter's release sequence.
+    let old = w
+        .slot_word(sp, slot, core::mem::offset_of!(SlotRecord, arrived))
+        .fetch_add(1, Ordering::AcqRel);
+    if old.wrapping_add(1) != use_.wrapping_mul(sp.size) {
+        return;
+    }
+    let reference = w.read_args(sp, slot, 0);
+    let mut verdict = 0;
+    for m in 0..sp.size {
+        if verdict == 0 {
+            verdict = judge(&w.read_args(sp, slot, m), &reference);
+        }
+    }
+    copy_root(w, sp, slot, verdict, &reference);
+    if verdict == 0 && Kind::folds(reference.kind_class) {
+        let out = w.result_cell(sp, slot);
+        let bytes = reference.bytes as usize;
+        // SAFETY: every member's operand was released to us by the add
+        // above; the result cell's readers of the previous use finished
+        // before this use started (`start`).
+        unsafe {
+            shim::copy_bytes(out, w.operand(sp, slot, 0), bytes);
+            for m in 1..sp.size {
+                fold.fold(out, w.operand(sp, slot, m), bytes);
+            }
+        }
+    }
+    publish(w, sp, slot, use_, verdict, &reference);
+}
+
+/// A broadcast's last arriver: copies the root's data into the result cell
+/// when the arguments agree.
+fn copy_root(w: &World, sp: Space, slot: u32, verdict: u32, reference: &Args) {
+    if verdict == 0 && reference.kind_class == Kind::Broadcast as u32 {
+        // SAFETY: the root's cell (`root` checked in range by its own
+        // rank, equal on every rank by the verdict) was released to us
+        // (through its block's last arriver in the world); the result
+        // cell's readers of the previous use finished before this use
+        // started (`start`).
+        unsafe {
+            shim::copy_bytes(
+                w.result_cell(sp, slot),
+                w.operand(sp, slot, reference.root as u32),
+                reference.bytes as usize,
+            )
+        };
+    }
+}
+
+/// The last arriver's end: the verdict and the reference arguments, then
+/// `done` (Release).
+fn publish(w: &World, sp: Space, slot: u32, use_: u32, verdict: u32, reference: &Args) {
     // Relaxed: released by the store of `done` below.
-    let put = |o: usize, v: u32| w.slot_word(slot, o).store(v, Ordering::Relaxed);
+    let put = |o: usize, v: u32| w.slot_word(sp, slot, o).store(v, Ordering::Relaxed);
     put(core::mem::offset_of!(SlotRecord, verdict), verdict);
     let r = core::mem::offset_of!(SlotRecord, reference);
     put(r, reference.kind_class);
@@ -592,7 +787,7 @@ fn arrive<F: Fold>(w: &World, slot: u32, use_: u32, fold: &F) {
     put(r + 12, reference.datatype);
     // Release: pairs with the Acquire load of every rank's test
     // (`is_complete`): publishes the result cell and the verdict.
-    w.slot_word(slot, core::mem::offset_of!(SlotRecord, done))
+    w.slot_word(sp, slot, core::mem::offset_of!(SlotRecord, done))
         .store(use_, Ordering::Release);
 }
 
@@ -610,23 +805,35 @@ struct Start {
     error: Option<Error>,
 }
 
-/// Starts a collective: checks the rank's own bound, waits for the slot's
-/// previous use to be collected by every rank, writes the cell, arrives.
+/// Starts a collective in `sp`: checks the rank's own bound, waits for the
+/// slot's previous use to be collected by every rank, writes the cell,
+/// arrives.
 fn start<'a, 's, F: Fold>(
     w: &'a World,
+    sp: Space,
     scope: &'s Scope<'a>,
     mut s: Start,
     fold: &F,
 ) -> Result<Request<'a, 's>, Error> {
     let id = scope.attach(w)?;
-    let n = w.started();
+    if sp.id != 0 {
+        // SAFETY: the rank's own record; plain writes of words only it
+        // accesses (`space_of` reads them back).
+        unsafe {
+            let l = w.comm_local(sp.id);
+            (*l).start = sp.start;
+            (*l).size = sp.size;
+            (*l).member = sp.member;
+        }
+    }
+    let n = w.started(sp);
     let slot = n % IMMEDIATE_SLOTS;
-    if w.pending_scope(slot) != 0 {
+    if w.pending_scope(sp, slot) != 0 {
         return Err(Error::RequestLimit {
             limit: IMMEDIATE_SLOTS,
         });
     }
-    w.set_started(n.wrapping_add(1));
+    w.set_started(sp, n.wrapping_add(1));
     let use_ = n / IMMEDIATE_SLOTS + 1;
     let capacity = w.layout.immediate_bytes - ARGS_BYTES;
     if s.error.is_none() && s.bytes > capacity {
@@ -635,8 +842,10 @@ fn start<'a, 's, F: Fold>(
             limit: capacity as u32,
         });
     }
-    let consumed = w.slot_word(slot, core::mem::offset_of!(SlotRecord, consumed));
-    let previous = (use_ - 1).wrapping_mul(w.layout.blocks);
+    let consumed = w.slot_word(sp, slot, core::mem::offset_of!(SlotRecord, consumed));
+    // The world counts blocks that consumed a use, a group its members.
+    let per_use = if sp.id == 0 { w.layout.blocks } else { sp.size };
+    let previous = (use_ - 1).wrapping_mul(per_use);
     // Acquire: pairs with the Release adds of `collect`: every rank's reads
     // of the slot's previous use happen before we write it again.
     if consumed.load(Ordering::Acquire) != previous {
@@ -655,6 +864,7 @@ fn start<'a, 's, F: Fold>(
     }
     let class = s.error.map_or(0, |e| e.class() as u32);
     w.write_args(
+        sp,
         slot,
         &Args {
             kind_class: s.kind as u32 | class << 8,
@@ -665,23 +875,23 @@ fn start<'a, 's, F: Fold>(
     );
     if class == 0 {
         if let Some((side, bytes)) = s.data {
-            let dst = w.operand(slot, w.rank);
+            let dst = w.operand(sp, slot, sp.member);
             // SAFETY: `bytes <= capacity` (checked above) fits the cell; the
             // cell's readers of the previous use are done (the wait above);
             // `side` is the caller's borrowed buffer of `bytes` packed bytes.
             if !unsafe { side.read(0, dst, bytes) } {
                 s.error = Some(Error::Intern);
-                w.rank_word(slot, w.rank, 0).store(
+                w.rank_word(sp, slot, sp.member, 0).store(
                     s.kind as u32 | (ErrorClass::Intern as u32) << 8,
                     Ordering::Relaxed,
                 );
             }
         }
     }
-    arrive(w, slot, use_, fold);
-    w.set_pending(slot, id, s.size, s.out, s.error);
+    arrive(w, sp, slot, use_, fold);
+    w.set_pending(sp, slot, id, s.size, s.out, s.error);
     w.note_progress();
-    Ok(Request::collective(scope, IMMEDIATE_INDEX + slot))
+    Ok(Request::collective(scope, sp.index(slot)))
 }
 
 /// Whether request index `i` names a non-blocking collective.
@@ -695,7 +905,7 @@ pub(crate) fn is_complete(w: &World, i: u32) -> bool {
     // Acquire: pairs with the Release store of the world's last arriver
     // (`arrive`): the result cell and the verdict are visible.
     p.scope != 0
-        && w.slot_word(slot_of(i), core::mem::offset_of!(SlotRecord, done))
+        && w.slot_word(space_of(w, i), slot_of(i), core::mem::offset_of!(SlotRecord, done))
             .load(Ordering::Acquire)
             == p.use_
 }
@@ -705,9 +915,15 @@ pub(crate) fn owned(w: &World, id: u32, i: u32) -> bool {
     pending(w, i).scope == id
 }
 
-/// The request indices of the rank's collective slots.
-pub(crate) fn indices() -> core::ops::Range<u32> {
-    IMMEDIATE_INDEX..IMMEDIATE_INDEX + IMMEDIATE_SLOTS
+/// The request indices of the rank's collective slots: the world's, then,
+/// where the world has their state, every communicator context's.
+pub(crate) fn indices(w: &World) -> core::ops::Range<u32> {
+    let spaces = if w.layout.immediate_comm_stride != 0 {
+        1 + w.layout.communicators
+    } else {
+        1
+    };
+    IMMEDIATE_INDEX..IMMEDIATE_INDEX + spaces * IMMEDIATE_SLOTS
 }
 
 /// What a wait on request index `i` records.
@@ -734,8 +950,9 @@ pub(crate) fn test_what(w: &World, i: u32) -> WaitFor {
 /// the result copied out, the slot consumed.
 pub(crate) fn collect(w: &World, i: u32) -> Result<Status, Error> {
     let slot = slot_of(i);
+    let sp = space_of(w, i);
     let p = pending(w, i);
-    let word = |o: usize| w.slot_word(slot, o).load(Ordering::Relaxed);
+    let word = |o: usize| w.slot_word(sp, slot, o).load(Ordering::Relaxed);
     // Relaxed: acquired with `done` (`is_complete`).
     let verdict = word(core::mem::offset_of!(SlotRecord, verdict));
     let r = core::mem::offset_of!(SlotRecord, reference);
@@ -749,14 +966,22 @@ pub(crate) fn collect(w: &World, i: u32) -> Result<Status, Error> {
                 // says every rank passed the same count), published by
                 // `done`; `out` is the buffer borrowed by the request for
                 // its scope, of `p.bytes` packed bytes.
-                if !unsafe { out.write(0, w.result_cell(slot), p.bytes as usize) } {
+                if !unsafe { out.write(0, w.result_cell(sp, slot), p.bytes as usize) } {
                     result = Err(Error::Intern);
                 }
             }
             result
         }
-        (None, class) => Err(verdict_error(w, &p, class, ref_bytes, ref_datatype)),
+        (None, class) => Err(verdict_error(w, sp, &p, class, ref_bytes, ref_datatype)),
     };
+    if sp.id != 0 {
+        // Release: pairs with the Acquire loads of `start` on every member
+        // that reuses the slot (through this counter's release sequence).
+        w.slot_word(sp, slot, core::mem::offset_of!(SlotRecord, consumed))
+            .fetch_add(1, Ordering::Release);
+        w.free_pending(sp, slot);
+        return result;
+    }
     let bd = w.layout.block_dim;
     // AcqRel: releases this rank's reads of the slot to the block's last
     // consumer, which acquires every earlier one's.
@@ -766,15 +991,15 @@ pub(crate) fn collect(w: &World, i: u32) -> Result<Status, Error> {
     if old.wrapping_add(1) == p.use_.wrapping_mul(bd) {
         // Release: pairs with the Acquire loads of `start` on every rank
         // that reuses the slot (through this counter's release sequence).
-        w.slot_word(slot, core::mem::offset_of!(SlotRecord, consumed))
+        w.slot_word(sp, slot, core::mem::offset_of!(SlotRecord, consumed))
             .fetch_add(1, Ordering::Release);
     }
-    w.free_pending(slot);
+    w.free_pending(sp, slot);
     result
 }
 
 /// The error a rank without a local error returns for a verdict.
-fn verdict_error(w: &World, p: &Pending, class: u32, ref_bytes: u32, ref_datatype: u32) -> Error {
+fn verdict_error(w: &World, sp: Space, p: &Pending, class: u32, ref_bytes: u32, ref_datatype: u32) -> Error {
     let size = p.size.max(1);
     match ErrorClass::from_code(class) {
         Some(ErrorClass::Count) => Error::CountMismatch {
@@ -783,7 +1008,7 @@ fn verdict_error(w: &World, p: &Pending, class: u32, ref_bytes: u32, ref_datatyp
         },
         Some(ErrorClass::Root) | Some(ErrorClass::Rank) => Error::InvalidRoot {
             root: p.root,
-            size: w.size(),
+            size: sp.size as i32,
         },
         Some(ErrorClass::Type) => Error::TypeMismatch {
             status: Status {
@@ -859,21 +1084,7 @@ impl World {
     ///
     /// Standard section: MPI 4.1 §6.12.1.
     pub fn immediate_barrier<'a, 's>(&'a self, scope: &'s Scope<'a>) -> Result<Request<'a, 's>, Error> {
-        start(
-            self,
-            scope,
-            Start {
-                kind: Kind::Barrier,
-                root: -1,
-                data: None,
-                out: None,
-                bytes: 0,
-                size: 1,
-                datatype: ID_BYTE,
-                error: None,
-            },
-            &NoFold,
-        )
+        barrier(self, Space::world(self), scope)
     }
 
     /// Starts an all-reduce (`MPI_Iallreduce`): every rank's `recv` gets
@@ -898,7 +1109,7 @@ impl World {
         let recv = recv.elements_mut();
         let error = reduction(&op, send, Some(recv.len()));
         let out = Side::Plain(recv.as_mut_ptr() as *mut u8);
-        all_reduce(self, scope, send, out, error, &op)
+        all_reduce(self, Space::world(self), scope, send, out, error, &op)
     }
 
     /// `MPI_Iallreduce` with `MPI_IN_PLACE`: `buf` is this rank's operand
@@ -919,12 +1130,32 @@ impl World {
         let buf = buf.elements_mut();
         let error = reduction(&op, buf, None);
         let out = Side::Plain(buf.as_mut_ptr() as *mut u8);
-        all_reduce(self, scope, buf, out, error, &op)
+        all_reduce(self, Space::world(self), scope, buf, out, error, &op)
     }
+}
+
+fn barrier<'a, 's>(w: &'a World, sp: Space, scope: &'s Scope<'a>) -> Result<Request<'a, 's>, Error> {
+    start(
+        w,
+        sp,
+        scope,
+        Start {
+            kind: Kind::Barrier,
+            root: -1,
+            data: None,
+            out: None,
+            bytes: 0,
+            size: 1,
+            datatype: ID_BYTE,
+            error: None,
+        },
+        &NoFold,
+    )
 }
 
 fn all_reduce<'a, 's, T: Equivalence, O: Operation<T>>(
     w: &'a World,
+    sp: Space,
     scope: &'s Scope<'a>,
     send: &[T],
     out: Side,
@@ -934,6 +1165,7 @@ fn all_reduce<'a, 's, T: Equivalence, O: Operation<T>>(
     let (side, bytes) = plain(send);
     start(
         w,
+        sp,
         scope,
         Start {
             kind: Kind::AllReduce,
@@ -949,23 +1181,101 @@ fn all_reduce<'a, 's, T: Equivalence, O: Operation<T>>(
     )
 }
 
+/// The space of this rank's non-blocking collectives on `comm`, or
+/// `MPI_ERR_COMM` where the world has no state for them on communicators.
+fn space(w: &World, comm: CommInfo) -> Result<Space, Error> {
+    if comm.id == 0 {
+        return Ok(Space::world(w));
+    }
+    if w.layout.immediate_comm_stride == 0 {
+        return Err(Error::ImmediateOnSubCommunicator { context: comm.id });
+    }
+    Ok(Space {
+        id: comm.id,
+        start: comm.start,
+        size: comm.size,
+        member: w.core().comm_rank_of(comm.context(), w.rank) as u32,
+    })
+}
+
+impl<'w> SimpleCommunicator<'w> {
+    /// Starts a barrier of this communicator (`MPI_Ibarrier`), as
+    /// [`World::immediate_barrier`]. Needs the world's state for
+    /// non-blocking collectives on communicators
+    /// ([`FLAG_IMMEDIATE_COMMUNICATORS`](crate::state::FLAG_IMMEDIATE_COMMUNICATORS));
+    /// without it, `MPI_ERR_COMM` ([`Error::ImmediateOnSubCommunicator`])
+    /// at once.
+    ///
+    /// Standard section: MPI 4.1 §6.12.1.
+    pub fn immediate_barrier<'a, 's>(&self, scope: &'s Scope<'a>) -> Result<Request<'a, 's>, Error>
+    where
+        'w: 'a,
+    {
+        barrier(self.world, space(self.world, self.info)?, scope)
+    }
+
+    /// Starts an all-reduce of this communicator (`MPI_Iallreduce`), as
+    /// [`World::immediate_all_reduce_into`]: operands combined in the
+    /// communicator's rank order.
+    ///
+    /// Standard section: MPI 4.1 §6.12.8.
+    pub fn immediate_all_reduce_into<'a, 's, T, S, R, O>(
+        &self,
+        scope: &'s Scope<'a>,
+        send: &S,
+        recv: &'a mut R,
+        op: O,
+    ) -> Result<Request<'a, 's>, Error>
+    where
+        'w: 'a,
+        T: Equivalence,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+        O: Operation<T>,
+    {
+        let sp = space(self.world, self.info)?;
+        let send = send.elements();
+        let recv = recv.elements_mut();
+        let error = reduction(&op, send, Some(recv.len()));
+        let out = Side::Plain(recv.as_mut_ptr() as *mut u8);
+        all_reduce(self.world, sp, scope, send, out, error, &op)
+    }
+
+    /// `MPI_Iallreduce` with `MPI_IN_PLACE` on this communicator, as
+    /// [`World::immediate_all_reduce_in_place`].
+    ///
+    /// Standard section: MPI 4.1 §6.12.8.
+    pub fn immediate_all_reduce_in_place<'a, 's, T, R, O>(
+        &self,
+        scope: &'s Scope<'a>,
+        buf: &'a mut R,
+        op: O,
+    ) -> Result<Request<'a, 's>, Error>
+    where
+        'w: 'a,
+        T: Equivalence,
+        R: ElementsMut<T> + ?Sized,
+        O: Operation<T>,
+    {
+        let sp = space(self.world, self.info)?;
+        let buf = buf.elements_mut();
+        let error = reduction(&op, buf, None);
+        let out = Side::Plain(buf.as_mut_ptr() as *mut u8);
+        all_reduce(self.world, sp, scope, buf, out, error, &op)
+    }
+}
+
 impl<'w> Process<'w> {
-    /// The root's rank, or `MPI_ERR_COMM` for a sub-communicator's process.
-    fn immediate_root(&self) -> Result<(i32, Option<Error>), Error> {
-        if self.comm.id != 0 {
-            return Err(Error::ImmediateOnSubCommunicator {
-                context: self.comm.id,
-            });
-        }
-        let error = self
-            .world
-            .check_rank(self.rank)
-            .err()
-            .map(|_| Error::InvalidRoot {
-                root: self.rank,
-                size: self.world.size(),
-            });
-        Ok((self.rank, error))
+    /// The space of the collective, the root's rank and its error (out of
+    /// range), or `MPI_ERR_COMM` (a sub-communicator of a world without
+    /// their state).
+    fn immediate_root(&self) -> Result<(Space, i32, Option<Error>), Error> {
+        let sp = space(self.world, self.comm)?;
+        let error = (self.rank < 0 || self.rank >= sp.size as i32).then_some(Error::InvalidRoot {
+            root: self.rank,
+            size: sp.size as i32,
+        });
+        Ok((sp, self.rank, error))
     }
 
     /// Starts a broadcast from this process (`MPI_Ibcast`): on the root,
@@ -982,12 +1292,13 @@ impl<'w> Process<'w> {
     where
         'w: 'a,
     {
-        let (root, error) = self.immediate_root()?;
+        let (sp, root, error) = self.immediate_root()?;
         let datatype = buf.datatype();
         let (side, len) = Side::of_mut(buf);
-        let is_root = root == self.world.rank as i32;
+        let is_root = root == sp.member as i32;
         start(
             self.world,
+            sp,
             scope,
             Start {
                 kind: Kind::Broadcast,
@@ -1084,12 +1395,12 @@ impl<'w> Process<'w> {
     where
         'w: 'a,
     {
-        let (root, mut error) = self.immediate_root()?;
-        let is_root = root == self.world.rank as i32;
+        let (sp, root, mut error) = self.immediate_root()?;
+        let is_root = root == sp.member as i32;
         if error.is_none() && is_root != as_root {
             error = Some(Error::InvalidRoot {
                 root,
-                size: self.world.size(),
+                size: sp.size as i32,
             });
         }
         if error.is_none() {
@@ -1098,6 +1409,7 @@ impl<'w> Process<'w> {
         let (side, bytes) = plain(send);
         start(
             self.world,
+            sp,
             scope,
             Start {
                 kind: Kind::Reduce,
