@@ -238,6 +238,24 @@ fn a_rank_that_never_starts_is_a_deadlock_a_livelock_or_a_timeout() {
         "{text}"
     );
 
+    // The same on the two communicators of a split by parity: world
+    // ranks 0 and 1 (their rank 0) never start.
+    let on = spec.immediate_on_communicators(true);
+    let (states, text) = deadlock(launch(&d, &on, 4, IC_NEVER_ENTERS, 2));
+    assert!(text.starts_with("deadlock: "), "{text}");
+    assert_eq!(&states[..2], &[BlockedState::Exited, BlockedState::Exited], "{text}");
+    for s in &states[2..] {
+        assert_eq!(
+            *s,
+            BlockedState::Waiting {
+                operation: Call::AllReduce as u32,
+                peer: -2,
+                tag: -1
+            },
+            "{text}"
+        );
+    }
+
     // With a timeout the waiting ranks' waits end with an error, which
     // the kernel records (it returns normally).
     let spec = spec.timeout(Duration::from_millis(200));

@@ -17,7 +17,7 @@ use gpu_mpi_device::collective::SystemOperation;
 use gpu_mpi_device::point_to_point::send_receive_into;
 use gpu_mpi_device::request;
 use gpu_mpi_device::shim::loom_runtime;
-use gpu_mpi_device::state::FLAG_FORCE_STREAMING;
+use gpu_mpi_device::state::{FLAG_FORCE_STREAMING, FLAG_IMMEDIATE_COMMUNICATORS};
 use gpu_mpi_device::traits::*;
 use gpu_mpi_device::{Error, World, ANY_TAG};
 use loom_support::{check, run_world, small_config, Aligned, Scratch};
@@ -572,5 +572,51 @@ fn immediate_slot_reuse_waits_for_every_rank() {
             Ok(out)
         });
         assert_eq!(results, [Ok([1, 21, 41]), Ok([1, 21, 41])]);
+    });
+}
+
+/// On a warp communicator of a world with the communicators' state: a
+/// non-blocking all-reduce, a broadcast from its rank 1, then an
+/// all-reduce polled with `test` that reuses the first's slot (the
+/// group's consumption counter): the one-level protocol of
+/// `collective::immediate` on a context (the group's arrival counter, its
+/// last arriver's fold, the release of `done`).
+fn immediate_on_a_communicator(w: &World, _: Scratch) -> Result<[u32; 4], Error> {
+    let c = w.split_by_warp()?;
+    let r = c.rank() as u32;
+    let mut sum = [0u32; 2];
+    let mut word = if r == 1 { 77 } else { 0 };
+    let mut last = 0u32;
+    request::scope(|scope| -> Result<(), Error> {
+        let a = c.immediate_all_reduce_into(
+            scope,
+            &[r + 1, 10 * (r + 1)][..],
+            &mut sum[..],
+            SystemOperation::sum(),
+        )?;
+        a.wait()?;
+        let b = c.process_at_rank(1).immediate_broadcast_into(scope, &mut word)?;
+        b.wait()?;
+        let mut q = c.immediate_all_reduce_into(scope, &(r + 5), &mut last, SystemOperation::sum())?;
+        loop {
+            if let Some(res) = q.test() {
+                return res.map(|_| ());
+            }
+        }
+    })?;
+    Ok([sum[0], sum[1], word, last])
+}
+
+/// (n) The non-blocking collectives of a communicator context: one block
+/// of 2 ranks, its warp communicator. One preemption (67,056
+/// interleavings, the creation's world collectives included).
+#[test]
+fn immediate_collectives_on_a_communicator_of_two() {
+    check("immediate comm 1x2", 1, || {
+        let mut config = small_config(2, 2, 1);
+        config.communicators = 1;
+        config.flags |= FLAG_IMMEDIATE_COMMUNICATORS;
+        let results = run_world(config, 0, immediate_on_a_communicator);
+        assert_eq!(results, [Ok([3, 30, 77, 11]), Ok([3, 30, 77, 11])]);
     });
 }

@@ -52,6 +52,8 @@ pub const IC_LIMIT: u32 = 4;
 /// Every rank but rank 0 starts an all-reduce and waits (`param` 0) or
 /// spins on `test` (`param` 1); rank 0 never starts it: a deadlock (a
 /// livelock when spinning) that the emulator reports, or a timeout.
+/// `param` 2: the same on the communicators of a split by `rank % 2`
+/// (their rank 0 never starts; needs the world's state for them).
 /// Records: the class the waiting ranks got.
 pub const IC_NEVER_ENTERS: u32 = 5;
 
@@ -445,6 +447,21 @@ fn limit(world: &World, rec: &mut Recorder) -> Result<(), Error> {
 }
 
 fn never_enters(world: &World, spin: u32, rec: &mut Recorder) -> Result<(), Error> {
+    if spin == 2 {
+        let color = Color::with_value(world.rank() as u32 % 2);
+        let Some(c) = world.split_by_color(color)? else {
+            return rec.push(NONE);
+        };
+        if c.rank() == 0 {
+            return rec.push(0);
+        }
+        let mut s = 0u32;
+        let got = request::scope(|scope| -> Result<u32, Error> {
+            let q = c.immediate_all_reduce_into(scope, &1u32, &mut s, SystemOperation::sum())?;
+            Ok(class(&q.wait()))
+        })?;
+        return rec.push(got);
+    }
     if world.rank() == 0 {
         return rec.push(0);
     }
