@@ -114,6 +114,24 @@ fn values_for_every_root_with_non_commutative_in_place_and_zero_length() {
     }
 }
 
+/// The world's arrival tree with partial nodes: 40 ranks (two levels:
+/// nodes of 32 and 8 ranks under the top), 1100 (three levels: 35 nodes,
+/// 2, the top) in blocks that do not line up with the nodes.
+#[test]
+fn values_over_arrival_trees_of_two_and_three_levels() {
+    for (n, b) in [(40u32, 8u32), (1100, 100)] {
+        for (k, root) in [0, 33, n - 1].into_iter().enumerate() {
+            let s = SCHEDULES[k];
+            let got = run(s, n, b, IC_VALUES, root);
+            check(
+                &got,
+                |r| values_want(n, root, r),
+                &format!("{n}/{b} root {root} {s:?}"),
+            );
+        }
+    }
+}
+
 #[test]
 fn collectives_overlap_point_to_point_in_one_wait_all() {
     for (n, b) in SHAPES {
@@ -145,7 +163,9 @@ fn test_polls_until_the_last_rank_starts() {
 #[test]
 fn argument_errors_reach_every_rank_and_the_next_collective_works() {
     let class = |c: ErrorClass| c as u32;
-    for (n, b) in [(5u32, 5u32), (6, 3), (8, 2), (7, 1)] {
+    // 40 and 70 ranks: the world's arrival tree has two levels, and the
+    // disagreeing rank's verdict climbs from a level-0 node to the top.
+    for (n, b) in [(5u32, 5u32), (6, 3), (8, 2), (7, 1), (40, 8), (70, 35)] {
         for kind in 0..7 {
             let s = SCHEDULES[kind as usize % SCHEDULES.len()];
             let got = run(s, n, b, IC_ERRORS, kind);

@@ -15,7 +15,7 @@
 //! | block scratch | `2 × blocks × collective_bytes` | per block: its partial reduction |
 //! | rank scratch | `2 × ranks × collective_bytes` | per rank: its reduction operand, folded inside the block by warp shuffles (the cells of the warps' first ranks hold the warps' partials when they do not fit the block's shared memory) |
 //! | communicators | `64 + communicators × (ranks × 16 + warps × 4)` (each table rounded up to 64) | the context counter, then per communicator context one table of `ranks` [`CommEntry`](crate::memory::CommEntry)s (members, inverse map, colours and keys of its creation) followed by one [`WarpWord`](crate::memory::WarpWord) per warp of the world (its communicator kind and the agreement counter of its warp collectives) |
-//! | immediate | `IMMEDIATE_SLOTS × ((64 + immediate_bytes) × (1 + blocks) + ranks × immediate_bytes)` | the non-blocking collectives' staging slots (`crate::collective::immediate`): per slot its world record and result cell, per block its record and partial-result cell, per rank its argument header and operand cell |
+//! | immediate | `IMMEDIATE_SLOTS × ((64 + immediate_bytes) × (1 + nodes) + ranks × immediate_bytes)`, `nodes` = [`immediate_tree_nodes`]`(ranks)` | the non-blocking collectives' staging slots (`crate::collective::immediate`): per slot its world record and result cell, per node of its arrival tree its record and partial-result cell, per rank its argument header and operand cell |
 //! | immediate local | `ranks × 64` | per rank, private to it: its [`ImmediateLocal`](crate::collective::immediate::ImmediateLocal) record (how many non-blocking collectives it started, and per slot what it keeps of the one it has outstanding) |
 //! | immediate communicators | `communicators × ranks × (128 + IMMEDIATE_SLOTS × (64 + 2 × immediate_bytes))` with [`FLAG_IMMEDIATE_COMMUNICATORS`], else 0 | per communicator context: per world rank its [`CommImmediateLocal`](crate::collective::immediate::CommImmediateLocal); then per slot and table entry a group record (used at a group's first entry), a result cell and the member's argument and operand cell |
 //!
@@ -97,8 +97,28 @@ pub const IMMEDIATE_SLOTS: u32 = 2;
 /// bytes of operand.
 pub const DEFAULT_IMMEDIATE_BYTES: u32 = 64;
 /// Bytes of the records of a non-blocking collective's slot (world and
-/// block records, each before its cell).
+/// node records, each before its cell).
 pub const IMMEDIATE_RECORD_BYTES: usize = 64;
+/// Children of a node of the world's arrival tree of the non-blocking
+/// collectives (`crate::collective::immediate`): 32 ranks at level 0, 32
+/// nodes of the level below at each level above.
+pub const IMMEDIATE_FANOUT: u32 = 32;
+
+/// Nodes of the world's arrival tree of the non-blocking collectives over
+/// `ranks` ranks: `ceil(ranks / 32)` at level 0, `ceil` of that `/ 32` at
+/// level 1, and so on up to the single top node (about `ranks / 31`).
+pub const fn immediate_tree_nodes(ranks: u32) -> u32 {
+    let mut count = ranks;
+    let mut total = 0;
+    loop {
+        let nodes = count.div_ceil(IMMEDIATE_FANOUT);
+        total += nodes;
+        if nodes <= 1 {
+            return total;
+        }
+        count = nodes;
+    }
+}
 /// Bytes of each rank's private record of its non-blocking collectives
 /// ([`ImmediateLocal`](crate::collective::immediate::ImmediateLocal)).
 pub const IMMEDIATE_LOCAL_BYTES: usize = 64;
@@ -263,7 +283,8 @@ impl WorldConfig {
             (ranks * COMM_TABLE_ENTRY_BYTES + warps * COMM_WARP_WORD_BYTES).next_multiple_of(64);
         let immediate = comms + COMM_HEADER_BYTES + self.communicators as usize * comm_stride;
         let ib = self.immediate_bytes as usize;
-        let immediate_slot_stride = (IMMEDIATE_RECORD_BYTES + ib) * (1 + blocks) + ranks * ib;
+        let immediate_nodes = immediate_tree_nodes(self.ranks);
+        let immediate_slot_stride = (IMMEDIATE_RECORD_BYTES + ib) * (1 + immediate_nodes as usize) + ranks * ib;
         let immediate_local = immediate + IMMEDIATE_SLOTS as usize * immediate_slot_stride;
         let immediate_comms = immediate_local + ranks * IMMEDIATE_LOCAL_BYTES;
         let immediate_comm_stride = if self.flags & FLAG_IMMEDIATE_COMMUNICATORS != 0 {
@@ -302,6 +323,7 @@ impl WorldConfig {
             immediate,
             immediate_bytes: ib,
             immediate_slot_stride,
+            immediate_nodes,
             immediate_local,
             immediate_comms,
             immediate_comm_stride,
@@ -388,6 +410,8 @@ pub struct Layout {
     /// Bytes of one slot: its world record and result cell, its block
     /// records and cells, its rank cells.
     pub immediate_slot_stride: usize,
+    /// Nodes of a slot's arrival tree ([`immediate_tree_nodes`]).
+    pub immediate_nodes: u32,
     /// Offset of the ranks' private records of their non-blocking
     /// collectives ([`IMMEDIATE_LOCAL_BYTES`] each).
     pub immediate_local: usize,
@@ -443,14 +467,15 @@ impl Layout {
     pub fn immediate_slot(&self, slot: u32) -> usize {
         self.immediate + slot as usize * self.immediate_slot_stride
     }
-    /// Offset of block `block`'s record in slot `slot` (its cell follows).
-    pub fn immediate_block(&self, slot: u32, block: u32) -> usize {
-        self.immediate_slot(slot) + (1 + block as usize) * (IMMEDIATE_RECORD_BYTES + self.immediate_bytes)
+    /// Offset of node `node`'s record in slot `slot` (its cell follows);
+    /// nodes numbered level by level from level 0.
+    pub fn immediate_node(&self, slot: u32, node: u32) -> usize {
+        self.immediate_slot(slot) + (1 + node as usize) * (IMMEDIATE_RECORD_BYTES + self.immediate_bytes)
     }
     /// Offset of rank `rank`'s cell in slot `slot`.
     pub fn immediate_rank(&self, slot: u32, rank: u32) -> usize {
         self.immediate_slot(slot)
-            + (1 + self.blocks as usize) * (IMMEDIATE_RECORD_BYTES + self.immediate_bytes)
+            + (1 + self.immediate_nodes as usize) * (IMMEDIATE_RECORD_BYTES + self.immediate_bytes)
             + rank as usize * self.immediate_bytes
     }
 
@@ -602,6 +627,18 @@ mod tests {
         assert_eq!(l.record_of(2, 0), l.rank_header(2) + RANK_HEADER_BYTES);
         assert_eq!(l.rank_headers % 64, 0);
         assert_eq!(l.outbox_stride % 64, 0);
+    }
+
+    #[test]
+    fn the_arrival_tree_has_a_node_per_32_below_up_to_one() {
+        for (ranks, nodes) in [(1, 1), (32, 1), (33, 3), (1024, 33), (1025, 36), (270_336, 8448 + 264 + 9 + 1)] {
+            assert_eq!(immediate_tree_nodes(ranks), nodes, "{ranks} ranks");
+        }
+        let l = WorldConfig::new(1100, 100).layout().unwrap();
+        assert_eq!(l.immediate_nodes, 35 + 2 + 1);
+        assert_eq!(l.immediate_node(0, 38), l.immediate_rank(0, 0));
+        assert_eq!(l.immediate_rank(1, 0), l.immediate_slot(1) + 39 * 128);
+        assert_eq!(l.immediate_slot(1), l.immediate_rank(0, 0) + 1100 * 64);
     }
 
     #[test]

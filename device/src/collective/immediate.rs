@@ -109,7 +109,9 @@ use crate::error::{Error, ErrorClass};
 use crate::request::{Request, Scope};
 use crate::shim::{self, AtomicU32, Ordering};
 use crate::communicator::SimpleCommunicator;
-use crate::state::{COMM_IMMEDIATE_LOCAL_BYTES, IMMEDIATE_LOCAL_BYTES, IMMEDIATE_RECORD_BYTES, IMMEDIATE_SLOTS};
+use crate::state::{
+    COMM_IMMEDIATE_LOCAL_BYTES, IMMEDIATE_FANOUT, IMMEDIATE_LOCAL_BYTES, IMMEDIATE_RECORD_BYTES, IMMEDIATE_SLOTS,
+};
 use crate::status::{Status, PROC_NULL};
 use crate::topology::{wait_for, CommInfo, Process, World};
 use crate::wait::{Call, WaitFor};
@@ -182,8 +184,8 @@ pub struct SlotRecord {
     /// Blocks whose ranks have all arrived, over all uses (`u × blocks`
     /// once use `u` is complete).
     pub arrived: u32,
-    /// Blocks whose ranks have all completed (collected) their request,
-    /// over all uses.
+    /// Uses every rank has completed (collected): the world's top node
+    /// adds one per use; a group's members add one each.
     pub consumed: u32,
     /// The verdict of the last completed use: an [`ErrorClass`] code, 0
     /// when the arguments agreed.
@@ -195,15 +197,16 @@ pub struct SlotRecord {
     pub reserved: [u32; 8],
 }
 
-/// A block's record in a slot ([`IMMEDIATE_RECORD_BYTES`], its cell of
-/// partial results follows).
+/// A node's record in a slot of the world ([`IMMEDIATE_RECORD_BYTES`],
+/// its cell of partial results follows): a node of the arrival tree
+/// (`IMMEDIATE_FANOUT` ranks, or nodes of the level below, per node).
 #[repr(C)]
-pub struct BlockRecord {
-    /// The block's ranks that have arrived, over all uses.
+pub struct NodeRecord {
+    /// Its children that have arrived, over all uses.
     pub arrived: u32,
-    /// The block's ranks that have completed their request, over all uses.
+    /// Its children that have completed their request, over all uses.
     pub consumed: u32,
-    /// The block's verdict of its last use (an [`ErrorClass`] code or 0).
+    /// Its verdict of its last use (an [`ErrorClass`] code or 0).
     pub verdict: u32,
     /// Unused.
     pub reserved: [u32; 13],
@@ -211,7 +214,7 @@ pub struct BlockRecord {
 
 const _: () = assert!(core::mem::size_of::<Args>() == ARGS_BYTES);
 const _: () = assert!(core::mem::size_of::<SlotRecord>() == IMMEDIATE_RECORD_BYTES);
-const _: () = assert!(core::mem::size_of::<BlockRecord>() == IMMEDIATE_RECORD_BYTES);
+const _: () = assert!(core::mem::size_of::<NodeRecord>() == IMMEDIATE_RECORD_BYTES);
 
 /// Where a started collective's result goes ([`PendingRecord::out_kind`]).
 #[repr(u32)]
@@ -506,9 +509,10 @@ impl World {
         }
     }
 
-    fn block_word(&self, slot: u32, block: u32, offset: usize) -> &AtomicU32 {
-        // SAFETY: as `slot_word`, in block `block`'s record.
-        unsafe { shim::atomic_u32_at(self.base, self.layout.immediate_block(slot, block) + offset) }
+    fn node_word(&self, slot: u32, node: u32, offset: usize) -> &AtomicU32 {
+        // SAFETY: as `slot_word`, in node `node`'s record (`node` below
+        // the tree's nodes: `Tree` derives it from the layout).
+        unsafe { shim::atomic_u32_at(self.base, self.layout.immediate_node(slot, node) + offset) }
     }
 
     fn rank_word(&self, sp: Space, slot: u32, member: u32, offset: usize) -> &AtomicU32 {
@@ -522,12 +526,12 @@ impl World {
         unsafe { self.base.add(self.slot_offset(sp, slot) + IMMEDIATE_RECORD_BYTES) }
     }
 
-    /// The partial-result cell of a block in a slot.
-    fn partial_cell(&self, slot: u32, block: u32) -> *mut u8 {
-        // SAFETY: the cell follows the block's record, inside the region.
+    /// The partial-result cell of a node in a slot.
+    fn partial_cell(&self, slot: u32, node: u32) -> *mut u8 {
+        // SAFETY: the cell follows the node's record, inside the region.
         unsafe {
             self.base
-                .add(self.layout.immediate_block(slot, block) + IMMEDIATE_RECORD_BYTES)
+                .add(self.layout.immediate_node(slot, node) + IMMEDIATE_RECORD_BYTES)
         }
     }
 
@@ -636,84 +640,140 @@ fn arrive<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, fold: &F) {
     }
 }
 
-/// The world's arrival: as the last arriver of its block, and then of the
-/// world, checks and folds.
+/// One step of a rank's climb of the world's arrival tree: the node it
+/// reaches at some level and where that node's children are.
+#[derive(Clone, Copy)]
+struct Tree {
+    /// Items of the level below (ranks at level 0, nodes above).
+    count: u32,
+    /// The climbing rank's item there.
+    item: u32,
+    /// Index of this level's first node.
+    base: u32,
+    /// Index of the level below's first node (level 1 and up).
+    below: u32,
+    /// Ranks per item of the level below (1 at level 0).
+    span: u64,
+}
+
+impl Tree {
+    fn start(w: &World) -> Tree {
+        Tree {
+            count: w.layout.ranks,
+            item: w.rank,
+            base: 0,
+            below: 0,
+            span: 1,
+        }
+    }
+
+    /// Nodes of this level.
+    fn nodes(&self) -> u32 {
+        self.count.div_ceil(IMMEDIATE_FANOUT)
+    }
+
+    /// The node reached at this level.
+    fn node(&self) -> u32 {
+        self.item / IMMEDIATE_FANOUT
+    }
+
+    /// The node's children (items of the level below).
+    fn children(&self) -> core::ops::Range<u32> {
+        let first = self.node() * IMMEDIATE_FANOUT;
+        first..self.count.min(first + IMMEDIATE_FANOUT)
+    }
+
+    /// The first rank under item `c` of the level below.
+    fn first_rank(&self, c: u32) -> u32 {
+        (c as u64 * self.span) as u32
+    }
+
+    /// The next level up.
+    fn up(self) -> Tree {
+        let nodes = self.nodes();
+        Tree {
+            count: nodes,
+            item: self.node(),
+            base: self.base + nodes,
+            below: self.base,
+            span: self.span * IMMEDIATE_FANOUT as u64,
+        }
+    }
+}
+
+/// The world's arrival: up a tree of nodes of `IMMEDIATE_FANOUT` children
+/// (ranks at level 0, nodes above): the last arriver of a node checks its
+/// children's arguments and verdicts and folds their operands (partial
+/// results) in rank order into the node's cell, then arrives at the
+/// node's parent; the top node's last arriver folds into the result cell
+/// and publishes. No fold or check is longer than 32 children.
 fn arrive_world<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, fold: &F) {
-    let bd = w.layout.block_dim;
-    let blocks = w.layout.blocks;
-    let block = w.block;
-    // AcqRel: releases this rank's cell (arguments and operand or
-    // broadcast data) to the block's last arriver, which acquires every earlier
-    // arriver's cell through this counter's release sequence.
-    let old = w
-        .block_word(slot, block, core::mem::offset_of!(BlockRecord, arrived))
-        .fetch_add(1, Ordering::AcqRel);
-    if old.wrapping_add(1) != use_.wrapping_mul(bd) {
-        return;
-    }
-    let first = block * bd;
-    let reference = w.read_args(sp, slot, first);
-    let mut verdict = 0;
-    for r in first..first + bd {
-        if verdict == 0 {
-            verdict = judge(&w.read_args(sp, slot, r), &reference);
+    let mut t = Tree::start(w);
+    loop {
+        let node = t.base + t.node();
+        let children = t.children();
+        // AcqRel: releases this rank's cell (arguments and operand or
+        // broadcast data), or as a node's last arriver its node's verdict
+        // and cell, to this node's last arriver, which acquires every
+        // earlier arriver's through this counter's release sequence.
+        let old = w
+            .node_word(slot, node, core::mem::offset_of!(NodeRecord, arrived))
+            .fetch_add(1, Ordering::AcqRel);
+        if old.wrapping_add(1) != use_.wrapping_mul(children.len() as u32) {
+            return;
         }
-    }
-    let kind_folds = Kind::folds(reference.kind_class);
-    if verdict == 0 && kind_folds {
-        let cell = w.partial_cell(slot, block);
-        let bytes = reference.bytes as usize;
-        // SAFETY: the block's operands were released to us by the counter
-        // above; the block cell is written only by a block's last arriver,
-        // and its readers of the previous use (the world's last arriver)
-        // finished before that use completed, which every rank collected
-        // before this use started (`start`).
-        unsafe {
-            shim::copy_bytes(cell, w.operand(sp, slot, first), bytes);
-            for r in first + 1..first + bd {
-                fold.fold(cell, w.operand(sp, slot, r), bytes);
+        let reference = w.read_args(sp, slot, t.first_rank(children.start));
+        let mut verdict = 0;
+        for c in children.clone() {
+            if verdict == 0 && t.span > 1 {
+                // Relaxed: acquired through the add above.
+                verdict = w
+                    .node_word(slot, t.below + c, core::mem::offset_of!(NodeRecord, verdict))
+                    .load(Ordering::Relaxed);
+            }
+            if verdict == 0 {
+                verdict = judge(&w.read_args(sp, slot, t.first_rank(c)), &reference);
             }
         }
-    }
-    // Relaxed: released by the add below.
-    w.block_word(slot, block, core::mem::offset_of!(BlockRecord, verdict))
-        .store(verdict, Ordering::Relaxed);
-    // AcqRel: releases the block's verdict and cell to the world's last
-    // arriver, which acquires every block's through this counter.
-    let old = w
-        .slot_word(sp, slot, core::mem::offset_of!(SlotRecord, arrived))
-        .fetch_add(1, Ordering::AcqRel);
-    if old.wrapping_add(1) != use_.wrapping_mul(blocks) {
-        return;
-    }
-    let reference = w.read_args(sp, slot, 0);
-    let mut verdict = 0;
-    for b in 0..blocks {
-        if verdict == 0 {
-            // Relaxed: acquired through the add above.
-            verdict = w
-                .block_word(slot, b, core::mem::offset_of!(BlockRecord, verdict))
-                .load(Ordering::Relaxed);
-        }
-        if verdict == 0 {
-            verdict = judge(&w.read_args(sp, slot, b * bd), &reference);
-        }
-    }
-    copy_root(w, sp, slot, verdict, &reference);
-    if verdict == 0 && kind_folds {
-        let out = w.result_cell(sp, slot);
-        let bytes = reference.bytes as usize;
-        // SAFETY: every block cell was released to us by the add above;
-        // the result cell's readers of the previous use finished before
-        // this use started (`start`).
-        unsafe {
-            shim::copy_bytes(out, w.partial_cell(slot, 0), bytes);
-            for b in 1..blocks {
-                fold.fold(out, w.partial_cell(slot, b), bytes);
+        let top = t.nodes() == 1;
+        if verdict == 0 && Kind::folds(reference.kind_class) {
+            let cell = if top {
+                w.result_cell(sp, slot)
+            } else {
+                w.partial_cell(slot, node)
+            };
+            let part = |c: u32| {
+                if t.span == 1 {
+                    w.operand(sp, slot, c)
+                } else {
+                    w.partial_cell(slot, t.below + c)
+                }
+            };
+            let bytes = reference.bytes as usize;
+            // SAFETY: the children's operands or partial results were
+            // released to us by the add above; this node's cell (the
+            // result cell at the top) is written only by its last arriver,
+            // and its readers of the previous use (the parent's last
+            // arriver; the ranks' completions) finished before that use
+            // completed, which every rank collected before this use
+            // started (`start`).
+            unsafe {
+                shim::copy_bytes(cell, part(children.start), bytes);
+                for c in children.start + 1..children.end {
+                    fold.fold(cell, part(c), bytes);
+                }
             }
         }
+        if top {
+            copy_root(w, sp, slot, verdict, &reference);
+            publish(w, sp, slot, use_, verdict, &reference);
+            return;
+        }
+        // Relaxed: released by the parent's add.
+        w.node_word(slot, node, core::mem::offset_of!(NodeRecord, verdict))
+            .store(verdict, Ordering::Relaxed);
+        t = t.up();
     }
-    publish(w, sp, slot, use_, verdict, &reference);
 }
 
 /// A communicator's arrival (one level): as the group's last arriver,
@@ -843,8 +903,8 @@ fn start<'a, 's, F: Fold>(
         });
     }
     let consumed = w.slot_word(sp, slot, core::mem::offset_of!(SlotRecord, consumed));
-    // The world counts blocks that consumed a use, a group its members.
-    let per_use = if sp.id == 0 { w.layout.blocks } else { sp.size };
+    // The world's top node adds one per use, a group's members one each.
+    let per_use = if sp.id == 0 { 1 } else { sp.size };
     let previous = (use_ - 1).wrapping_mul(per_use);
     // Acquire: pairs with the Release adds of `collect`: every rank's reads
     // of the slot's previous use happen before we write it again.
@@ -982,17 +1042,27 @@ pub(crate) fn collect(w: &World, i: u32) -> Result<Status, Error> {
         w.free_pending(sp, slot);
         return result;
     }
-    let bd = w.layout.block_dim;
-    // AcqRel: releases this rank's reads of the slot to the block's last
-    // consumer, which acquires every earlier one's.
-    let old = w
-        .block_word(slot, w.block, core::mem::offset_of!(BlockRecord, consumed))
-        .fetch_add(1, Ordering::AcqRel);
-    if old.wrapping_add(1) == p.use_.wrapping_mul(bd) {
-        // Release: pairs with the Acquire loads of `start` on every rank
-        // that reuses the slot (through this counter's release sequence).
-        w.slot_word(sp, slot, core::mem::offset_of!(SlotRecord, consumed))
-            .fetch_add(1, Ordering::Release);
+    // Up the arrival tree again: a node's last consumer goes on to its
+    // parent, the top's adds one to the slot's counter.
+    let mut t = Tree::start(w);
+    loop {
+        // AcqRel: releases this rank's reads of the slot (as a node's last
+        // consumer, its children's too) to the node's last consumer, which
+        // acquires every earlier one's.
+        let old = w
+            .node_word(slot, t.base + t.node(), core::mem::offset_of!(NodeRecord, consumed))
+            .fetch_add(1, Ordering::AcqRel);
+        if old.wrapping_add(1) != p.use_.wrapping_mul(t.children().len() as u32) {
+            break;
+        }
+        if t.nodes() == 1 {
+            // Release: pairs with the Acquire loads of `start` on every
+            // rank that reuses the slot.
+            w.slot_word(sp, slot, core::mem::offset_of!(SlotRecord, consumed))
+                .fetch_add(1, Ordering::Release);
+            break;
+        }
+        t = t.up();
     }
     w.free_pending(sp, slot);
     result
