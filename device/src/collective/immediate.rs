@@ -26,17 +26,24 @@
 //! order, §6.12, so they agree on it) in its `u`-th use, `u = n /
 //! IMMEDIATE_SLOTS + 1`. Starting, a rank writes its arguments (kind, root,
 //! byte count, datatype, its local error class) and, for a reduction, its
-//! operand (a broadcast's root: its data) into its own cell of the slot. It then arrives on its block's counter of
-//! the slot (an acquire-release add). The block's last arriver (the add
-//! that brings the counter to `u × block_dim`) checks the block's
-//! arguments against the block's first rank and folds the block's operands
-//! in rank order into the block's cell, then arrives on the slot's world
-//! counter. The world's last arriver checks the blocks' verdicts and first
-//! ranks against rank 0, folds the block cells in block order into the
-//! result cell (a broadcast: copies the root's cell there), writes the verdict and publishes `u` in the slot's `done`
-//! word (release). A test is one acquire load of `done`; completion copies
-//! the result out (broadcast, reduce's root, all-reduce) and arrives on the
-//! slot's consumption counters (block, then world).
+//! operand (a broadcast's root: its data) into its own cell of the slot.
+//! It then climbs the slot's arrival tree: nodes of `IMMEDIATE_FANOUT`
+//! (32) children, ranks `32 i .. 32 i + 32` under level-0 node `i`, 32
+//! nodes of the level below under each node above, up to one top node
+//! (three levels for 1,100 ranks, four for a full H100). At each node it
+//! arrives with an acquire-release add; the add that brings the node's
+//! counter to `u × children` makes it the node's last arriver, which
+//! checks its children's arguments (their first ranks') against the
+//! node's first rank and their verdicts, folds their operands (level 0) or
+//! partial results in rank order into the node's cell, stores the node's
+//! verdict and goes on to the parent; the other arrivers are done. The
+//! top node's last arriver folds into the result cell (a broadcast: copies
+//! the root's cell there), writes the verdict and publishes `u` in the
+//! slot's `done` word (release). No rank checks or folds more than 32
+//! children at one node, and at most one node per level. A test is one
+//! acquire load of `done`; completion copies the result out (broadcast,
+//! reduce's root, all-reduce) and climbs the tree again on its
+//! consumption counters, the top's last consumer adding one to the slot's.
 //!
 //! # Sub-communicators: one level
 //! On a [`SimpleCommunicator`] (a world launched with
@@ -59,10 +66,10 @@
 //! neither the block barrier nor a shuffle).
 //!
 //! Operands are combined strictly in rank order (`x0 op x1 op ... op
-//! x(n-1)`, left to right, in two levels), as MPI §6.9.1 asks of a
-//! non-commutative operation; the cost is serial: the last arriver of a
-//! block folds `block_dim` operands, the last of the world `blocks` block
-//! results, each of `count` elements.
+//! x(n-1)`, bracketed by the tree's nodes), as MPI §6.9.1 asks of a
+//! non-commutative operation (associativity is assumed, as for every
+//! reduction); the cost per level is one node's 32 children of `count`
+//! elements, the levels one after another (`ceil(log32(ranks))`).
 //!
 //! # Bounds
 //! - At most [`IMMEDIATE_SLOTS`] (2) non-blocking collectives per rank are
@@ -157,8 +164,9 @@ impl Kind {
 }
 
 /// A rank's arguments, at the start of its cell in a slot: written by the
-/// rank before it arrives, read by its block's last arriver (and, for a
-/// block's first rank, by the world's). Every word is accessed atomically
+/// rank before it arrives, read by its level-0 node's last arriver (and,
+/// for a node's first rank, by the last arrivers above; in a
+/// communicator, by the group's). Every word is accessed atomically
 /// (relaxed; published by the arrival counters).
 #[repr(C)]
 pub struct Args {
@@ -293,7 +301,7 @@ pub struct CommImmediateLocal {
 const _: () = assert!(core::mem::size_of::<CommImmediateLocal>() == COMM_IMMEDIATE_LOCAL_BYTES);
 
 /// Where a rank's non-blocking collective lives: the world's slots
-/// (context 0: two levels, blocks then the world), or a communicator
+/// (context 0: the arrival tree of the world's ranks), or a communicator
 /// context's (one level: the group's record, at its first member's entry
 /// of the context's table, and its members' cells at theirs).
 #[derive(Clone, Copy)]
@@ -821,7 +829,7 @@ fn copy_root(w: &World, sp: Space, slot: u32, verdict: u32, reference: &Args) {
     if verdict == 0 && reference.kind_class == Kind::Broadcast as u32 {
         // SAFETY: the root's cell (`root` checked in range by its own
         // rank, equal on every rank by the verdict) was released to us
-        // (through its block's last arriver in the world); the result
+        // (through the last arrivers of the tree's nodes in the world); the result
         // cell's readers of the previous use finished before this use
         // started (`start`).
         unsafe {
