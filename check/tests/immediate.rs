@@ -263,7 +263,11 @@ fn a_rank_that_never_starts_is_a_deadlock_a_livelock_or_a_timeout() {
     let on = spec.immediate_on_communicators(true);
     let (states, text) = deadlock(launch(&d, &on, 4, IC_NEVER_ENTERS, 2));
     assert!(text.starts_with("deadlock: "), "{text}");
-    assert_eq!(&states[..2], &[BlockedState::Exited, BlockedState::Exited], "{text}");
+    assert_eq!(
+        &states[..2],
+        &[BlockedState::Exited, BlockedState::Exited],
+        "{text}"
+    );
     for s in &states[2..] {
         assert_eq!(
             *s,
@@ -322,9 +326,9 @@ fn sub_comm_want(n: u32, b: u32, param: u32, r: u32) -> Vec<u32> {
     let mut w = vec![0];
     w.extend((0..4).map(|i| 100 * root + i));
     for i in 0..2 {
-        let p = members[1..]
-            .iter()
-            .fold(user_operand(members[0], i), |acc, &q| acc.mul(&user_operand(q, i)));
+        let p = members[1..].iter().fold(user_operand(members[0], i), |acc, &q| {
+            acc.mul(&user_operand(q, i))
+        });
         w.extend(mat_words(&p));
     }
     w.extend([0, 0, 0, 0]);
@@ -350,7 +354,8 @@ fn sub_communicators_broadcast_reduce_in_member_order_and_keep_their_own_slots()
             let s = SCHEDULES[param as usize];
             let spec = WorldSpec::ranks(n).block_dim(b).immediate_on_communicators(true);
             let what = format!("{n}/{b} root param {param} {s:?}");
-            let got = launch(&device(s), &spec, n, IC_SUB_COMM, param).unwrap_or_else(|e| panic!("{what}: {e}"));
+            let got =
+                launch(&device(s), &spec, n, IC_SUB_COMM, param).unwrap_or_else(|e| panic!("{what}: {e}"));
             check(&got, |r| sub_comm_want(n, b, param, r), &what);
         }
     }

@@ -102,7 +102,12 @@ pub const IMMEDIATE_RECORD_BYTES: usize = 64;
 /// Children of a node of the world's arrival tree of the non-blocking
 /// collectives (`crate::collective::immediate`): 32 ranks at level 0, 32
 /// nodes of the level below at each level above.
+#[cfg(not(loom))]
 pub const IMMEDIATE_FANOUT: u32 = 32;
+/// Under loom, 2, so that worlds of a few ranks climb a tree of several
+/// levels (device/tests/loom.rs); the protocol does not depend on it.
+#[cfg(loom)]
+pub const IMMEDIATE_FANOUT: u32 = 2;
 
 /// Nodes of the world's arrival tree of the non-blocking collectives over
 /// `ranks` ranks: `ceil(ranks / 32)` at level 0, `ceil` of that `/ 32` at
@@ -284,11 +289,13 @@ impl WorldConfig {
         let immediate = comms + COMM_HEADER_BYTES + self.communicators as usize * comm_stride;
         let ib = self.immediate_bytes as usize;
         let immediate_nodes = immediate_tree_nodes(self.ranks);
-        let immediate_slot_stride = (IMMEDIATE_RECORD_BYTES + ib) * (1 + immediate_nodes as usize) + ranks * ib;
+        let immediate_slot_stride =
+            (IMMEDIATE_RECORD_BYTES + ib) * (1 + immediate_nodes as usize) + ranks * ib;
         let immediate_local = immediate + IMMEDIATE_SLOTS as usize * immediate_slot_stride;
         let immediate_comms = immediate_local + ranks * IMMEDIATE_LOCAL_BYTES;
         let immediate_comm_stride = if self.flags & FLAG_IMMEDIATE_COMMUNICATORS != 0 {
-            ranks * (COMM_IMMEDIATE_LOCAL_BYTES + IMMEDIATE_SLOTS as usize * (IMMEDIATE_RECORD_BYTES + 2 * ib))
+            ranks
+                * (COMM_IMMEDIATE_LOCAL_BYTES + IMMEDIATE_SLOTS as usize * (IMMEDIATE_RECORD_BYTES + 2 * ib))
         } else {
             0
         };
@@ -631,7 +638,14 @@ mod tests {
 
     #[test]
     fn the_arrival_tree_has_a_node_per_32_below_up_to_one() {
-        for (ranks, nodes) in [(1, 1), (32, 1), (33, 3), (1024, 33), (1025, 36), (270_336, 8448 + 264 + 9 + 1)] {
+        for (ranks, nodes) in [
+            (1, 1),
+            (32, 1),
+            (33, 3),
+            (1024, 33),
+            (1025, 36),
+            (270_336, 8448 + 264 + 9 + 1),
+        ] {
             assert_eq!(immediate_tree_nodes(ranks), nodes, "{ranks} ranks");
         }
         let l = WorldConfig::new(1100, 100).layout().unwrap();
@@ -656,7 +670,10 @@ mod tests {
         assert_eq!(on.immediate_comm_local(2, 1), on.immediate_comms + 96 * 512 + 128);
         let per_entry = 64 + 2 * 64;
         assert_eq!(on.immediate_comm_entry(1, 0, 0), on.immediate_comms + 96 * 128);
-        assert_eq!(on.immediate_comm_entry(1, 1, 95) + per_entry, on.immediate_comm_local(2, 0));
+        assert_eq!(
+            on.immediate_comm_entry(1, 1, 95) + per_entry,
+            on.immediate_comm_local(2, 0)
+        );
         assert_eq!(on.immediate_comm_entry(4, 1, 95) + per_entry, on.records);
         for o in [on.immediate_comm_local(3, 5), on.immediate_comm_entry(3, 1, 7)] {
             assert_eq!(o % 64, 0);

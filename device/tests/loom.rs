@@ -13,7 +13,7 @@
 
 mod loom_support;
 
-use gpu_mpi_device::collective::SystemOperation;
+use gpu_mpi_device::collective::{SystemOperation, UserOperation};
 use gpu_mpi_device::point_to_point::send_receive_into;
 use gpu_mpi_device::request;
 use gpu_mpi_device::shim::loom_runtime;
@@ -618,5 +618,46 @@ fn immediate_collectives_on_a_communicator_of_two() {
         config.flags |= FLAG_IMMEDIATE_COMMUNICATORS;
         let results = run_world(config, 0, immediate_on_a_communicator);
         assert_eq!(results, [Ok([3, 30, 77, 11]), Ok([3, 30, 77, 11])]);
+    });
+}
+
+/// (n) The world's arrival tree climbed through two levels: under loom a
+/// node has 2 children (`IMMEDIATE_FANOUT`), so 3 ranks in blocks of one
+/// make level-0 nodes {0, 1} and {2} under the top. A non-commutative
+/// all-reduce (decimal concatenation of `r + 1`) and a broadcast from
+/// the last rank, each waited; then a third collective reuses the first's
+/// slot. Without preemptions: with one, three ranks' polling exceeds loom's
+/// branch limit (20,000), and 200,000 did not finish in 15 minutes. Loom
+/// still checks, on the executions it runs, that every read of a child's
+/// cell happens after its write (the acquire-release chain up the tree).
+#[test]
+fn immediate_collectives_up_a_tree_of_two_levels() {
+    check("immediate tree 3x1", 0, || {
+        let results = run_world(small_config(3, 1, 1), 0, |w, _| -> Result<[u32; 3], Error> {
+            let r = w.rank() as u32;
+            let mut digits = 0u32;
+            let mut word = if r == 2 { 77 } else { 0 };
+            let mut sum = 0u32;
+            request::scope(|scope| -> Result<(), Error> {
+                // Decimal concatenation: associative, not commutative.
+                let op = UserOperation::associative(|x: &u32, y: &u32| {
+                    let mut p = 10;
+                    while p <= *y {
+                        p *= 10;
+                    }
+                    x * p + y
+                });
+                w.immediate_all_reduce_into(scope, &(r + 1), &mut digits, op)?
+                    .wait()?;
+                w.process_at_rank(2)
+                    .immediate_broadcast_into(scope, &mut word)?
+                    .wait()?;
+                w.immediate_all_reduce_into(scope, &r, &mut sum, SystemOperation::sum())?
+                    .wait()?;
+                Ok(())
+            })?;
+            Ok([digits, word, sum])
+        });
+        assert_eq!(results, [Ok([123, 77, 3]), Ok([123, 77, 3]), Ok([123, 77, 3])]);
     });
 }

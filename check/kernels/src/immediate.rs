@@ -340,7 +340,12 @@ fn sub_comm(world: &World, param: u32, rec: &mut Recorder) -> Result<(), Error> 
     let root = (param % n as u32) as i32;
     let r = rank as u32;
     let mut bcast = if me == root {
-        [100 * root as u32, 100 * root as u32 + 1, 100 * root as u32 + 2, 100 * root as u32 + 3]
+        [
+            100 * root as u32,
+            100 * root as u32 + 1,
+            100 * root as u32 + 2,
+            100 * root as u32 + 3,
+        ]
     } else {
         [NONE; 4]
     };
@@ -351,7 +356,10 @@ fn sub_comm(world: &World, param: u32, rec: &mut Recorder) -> Result<(), Error> 
     // Without the world's state for them: the errors of a broadcast and a
     // barrier on the communicator, then a world all-reduce.
     let first = request::scope(|scope| -> Result<Result<[u32; 4], [u32; 10]>, Error> {
-        let b = match sub.process_at_rank(root).immediate_broadcast_into(scope, &mut bcast) {
+        let b = match sub
+            .process_at_rank(root)
+            .immediate_broadcast_into(scope, &mut bcast)
+        {
             Ok(q) => q,
             Err(e) => {
                 let mut both = [0; 10];
@@ -362,10 +370,16 @@ fn sub_comm(world: &World, param: u32, rec: &mut Recorder) -> Result<(), Error> 
                 return Ok(Err(both));
             }
         };
-        let a = sub.immediate_all_reduce_into(scope, &send[..], &mut mats[..], UserOperation::new(mat_mul))?;
+        let a =
+            sub.immediate_all_reduce_into(scope, &send[..], &mut mats[..], UserOperation::new(mat_mul))?;
         let w = world.immediate_all_reduce_into(scope, &r, &mut wsum, SystemOperation::sum())?;
         let k = block.immediate_all_reduce_into(scope, &r, &mut bsum, SystemOperation::sum())?;
-        Ok(Ok([class(&k.wait()), class(&w.wait()), class(&a.wait()), class(&b.wait())]))
+        Ok(Ok([
+            class(&k.wait()),
+            class(&w.wait()),
+            class(&a.wait()),
+            class(&b.wait()),
+        ]))
     })?;
     let classes = match first {
         Ok(c) => c,
@@ -411,7 +425,8 @@ fn sub_comm(world: &World, param: u32, rec: &mut Recorder) -> Result<(), Error> 
     let (mut x, mut s) = ([0u32; 2], 0u32);
     let third = request::scope(|scope| -> Result<[u32; 2], Error> {
         let len = if me == 0 { 2 } else { 1 };
-        let q = sub.immediate_all_reduce_into(scope, &[1u32, 1][..len], &mut x[..len], SystemOperation::sum())?;
+        let q =
+            sub.immediate_all_reduce_into(scope, &[1u32, 1][..len], &mut x[..len], SystemOperation::sum())?;
         let bad = class(&q.wait());
         let q = sub.immediate_all_reduce_into(scope, &1u32, &mut s, SystemOperation::sum())?;
         Ok([bad, class(&q.wait())])

@@ -111,13 +111,14 @@
 //! the blocking collectives' disagreements). Receive buffers are then untouched.
 
 use crate::collective::{Elements, ElementsMut, Operation, Side};
+use crate::communicator::SimpleCommunicator;
 use crate::datatype::{BufferMut, Equivalence, TypedBuffer, ID_BYTE};
 use crate::error::{Error, ErrorClass};
 use crate::request::{Request, Scope};
 use crate::shim::{self, AtomicU32, Ordering};
-use crate::communicator::SimpleCommunicator;
 use crate::state::{
-    COMM_IMMEDIATE_LOCAL_BYTES, IMMEDIATE_FANOUT, IMMEDIATE_LOCAL_BYTES, IMMEDIATE_RECORD_BYTES, IMMEDIATE_SLOTS,
+    COMM_IMMEDIATE_LOCAL_BYTES, IMMEDIATE_FANOUT, IMMEDIATE_LOCAL_BYTES, IMMEDIATE_RECORD_BYTES,
+    IMMEDIATE_SLOTS,
 };
 use crate::status::{Status, PROC_NULL};
 use crate::topology::{wait_for, CommInfo, Process, World};
@@ -458,7 +459,15 @@ impl World {
 
     /// Keeps what this rank needs of its collective in slot `slot` (the
     /// rest is in its [`Args`]).
-    fn set_pending(&self, sp: Space, slot: u32, scope: u32, size: u32, out: Option<Side>, error: Option<Error>) {
+    fn set_pending(
+        &self,
+        sp: Space,
+        slot: u32,
+        scope: u32,
+        size: u32,
+        out: Option<Side>,
+        error: Option<Error>,
+    ) {
         let (out_kind, address) = match out {
             None => (OutKind::None, 0),
             Some(Side::Plain(p)) => (OutKind::Plain, p as usize as u64),
@@ -563,10 +572,13 @@ impl World {
     fn write_args(&self, sp: Space, slot: u32, a: &Args) {
         // Relaxed: released by this rank's arrival (see `arrive`).
         let r = sp.member;
-        self.rank_word(sp, slot, r, 0).store(a.kind_class, Ordering::Relaxed);
-        self.rank_word(sp, slot, r, 4).store(a.root as u32, Ordering::Relaxed);
+        self.rank_word(sp, slot, r, 0)
+            .store(a.kind_class, Ordering::Relaxed);
+        self.rank_word(sp, slot, r, 4)
+            .store(a.root as u32, Ordering::Relaxed);
         self.rank_word(sp, slot, r, 8).store(a.bytes, Ordering::Relaxed);
-        self.rank_word(sp, slot, r, 12).store(a.datatype, Ordering::Relaxed);
+        self.rank_word(sp, slot, r, 12)
+            .store(a.datatype, Ordering::Relaxed);
     }
 }
 
@@ -973,8 +985,12 @@ pub(crate) fn is_complete(w: &World, i: u32) -> bool {
     // Acquire: pairs with the Release store of the world's last arriver
     // (`arrive`): the result cell and the verdict are visible.
     p.scope != 0
-        && w.slot_word(space_of(w, i), slot_of(i), core::mem::offset_of!(SlotRecord, done))
-            .load(Ordering::Acquire)
+        && w.slot_word(
+            space_of(w, i),
+            slot_of(i),
+            core::mem::offset_of!(SlotRecord, done),
+        )
+        .load(Ordering::Acquire)
             == p.use_
 }
 
@@ -1058,7 +1074,11 @@ pub(crate) fn collect(w: &World, i: u32) -> Result<Status, Error> {
         // consumer, its children's too) to the node's last consumer, which
         // acquires every earlier one's.
         let old = w
-            .node_word(slot, t.base + t.node(), core::mem::offset_of!(NodeRecord, consumed))
+            .node_word(
+                slot,
+                t.base + t.node(),
+                core::mem::offset_of!(NodeRecord, consumed),
+            )
             .fetch_add(1, Ordering::AcqRel);
         if old.wrapping_add(1) != p.use_.wrapping_mul(t.children().len() as u32) {
             break;
