@@ -8,7 +8,9 @@
 //! `split_by_warp`, of the world or of an earlier such communicator; then
 //! up to twelve steps, each a collective (barrier, broadcast, reduce,
 //! all-reduce, gather, scatter, all-gather, all-to-all, scan, exclusive
-//! scan, reduce-scatter-block; in place or not) on the world or one of the
+//! scan, reduce-scatter-block; in place or not; or a non-blocking barrier,
+//! broadcast, reduce or all-reduce, waited at once, whose results must be
+//! the blocking one's) on the world or one of the
 //! communicators, with a root valid in every communicator of the split
 //! (or, now and then, one valid in none), a count from 0 to 3 and an
 //! element type `u32` or `u64` (reductions: sum) or a 2 × 2 matrix
@@ -220,7 +222,22 @@ fn reduced(ty: u32, seed: u32, ranks: std::ops::Range<u32>, i: u32) -> Vec<u32> 
 }
 
 fn rooted(kind: u32) -> bool {
-    matches!(kind, K_BROADCAST | K_REDUCE | K_GATHER | K_SCATTER)
+    matches!(
+        kind,
+        K_BROADCAST | K_REDUCE | K_GATHER | K_SCATTER | K_IBROADCAST | K_IREDUCE
+    )
+}
+
+/// The blocking collective a non-blocking kind must agree with (MPI 4.1
+/// §6.12: the same results); other kinds as they are.
+fn blocking(kind: u32) -> u32 {
+    match kind {
+        K_IBARRIER => K_BARRIER,
+        K_IBROADCAST => K_BROADCAST,
+        K_IREDUCE => K_REDUCE,
+        K_IALL_REDUCE => K_ALL_REDUCE,
+        k => k,
+    }
 }
 
 /// What rank `r` of a communicator of `n` ranks must record for `s`:
@@ -232,7 +249,7 @@ fn expected(s: &Step, n: u32, r: u32) -> (u32, Option<u32>) {
     }
     let (ty, seed, c, t) = (s.ty, s.seed, s.count, s.root);
     let elems = |f: &dyn Fn(u32) -> Vec<u32>, len: u32| fold(&(0..len).map(f).collect::<Vec<_>>());
-    let h = match s.kind {
+    let h = match blocking(s.kind) {
         K_BARRIER => 0,
         K_BROADCAST => elems(&|i| make(ty, seed, t, i), c),
         K_REDUCE if r != t => 0,
@@ -317,7 +334,8 @@ fn run(p: &Program) -> Result<Vec<u32>, String> {
     let m = memberships(p);
     let spec = WorldSpec::ranks(p.ranks)
         .block_dim(p.block_dim)
-        .communicators(contexts_needed(p, &m).max(1));
+        .communicators(contexts_needed(p, &m).max(1))
+        .immediate_on_communicators(true);
     device
         .launch(&SEMANTICS_COLLECTIVE_INTERPRETER, &args, &spec)
         .map_err(|e| format!("launch failed: {e}"))?;
@@ -613,7 +631,14 @@ fn every_root_of_every_rooted_collective_on_each_kind_of_communicator() {
                     .max()
                     .unwrap_or(0)
             };
-            for kind in [K_BROADCAST, K_REDUCE, K_GATHER, K_SCATTER] {
+            for kind in [
+                K_BROADCAST,
+                K_REDUCE,
+                K_GATHER,
+                K_SCATTER,
+                K_IBROADCAST,
+                K_IREDUCE,
+            ] {
                 for root in 0..largest {
                     p.steps.push(Step {
                         comm: sel,

@@ -48,6 +48,7 @@ use super::p2p::Mat2;
 use super::NONE;
 use bytemuck::{Pod, Zeroable};
 use gpu_mpi_device::collective::SystemOperation;
+use gpu_mpi_device::request::{self, Request};
 use gpu_mpi_device::traits::*;
 use gpu_mpi_device::{Color, Error, GlobalSlice, SimpleCommunicator, World};
 
@@ -89,8 +90,17 @@ pub const K_SCAN: u32 = 8;
 pub const K_EXCLUSIVE_SCAN: u32 = 9;
 /// `reduce_scatter_block_into` (in place: `reduce_scatter_block_in_place`).
 pub const K_REDUCE_SCATTER_BLOCK: u32 = 10;
+/// `immediate_barrier`, waited at once.
+pub const K_IBARRIER: u32 = 11;
+/// `immediate_broadcast_into` from the root, waited at once.
+pub const K_IBROADCAST: u32 = 12;
+/// `immediate_reduce_into_root` (in place: `_in_place`) at the root,
+/// `immediate_reduce_into` elsewhere, waited at once.
+pub const K_IREDUCE: u32 = 13;
+/// `immediate_all_reduce_into` (in place: `_in_place`), waited at once.
+pub const K_IALL_REDUCE: u32 = 14;
 /// Number of step kinds.
-pub const KINDS: u32 = 11;
+pub const KINDS: u32 = 15;
 /// Words per step.
 pub const STEP_WORDS: usize = 7;
 
@@ -210,6 +220,12 @@ impl Element for Mat2 {
     fn fold(h: u32, e: &Mat2) -> u32 {
         super::comm::hash_mat(h, e)
     }
+}
+
+/// A started non-blocking collective, waited: its start's or its
+/// completion's error.
+fn waited(r: Result<Request<'_, '_>, Error>) -> Result<(), Error> {
+    r?.wait().map(|_| ())
 }
 
 /// One step, decoded.
@@ -363,7 +379,7 @@ fn create<'c, C: Communicator>(
 
 /// Runs `step` on `c` with its element type: the class and the fold.
 #[inline(never)]
-fn on_communicator<C: Communicator + CommunicatorCollectives>(
+fn on_communicator<C: Communicator + CommunicatorCollectives + ImmediateCollectives>(
     c: &C,
     step: &Step,
 ) -> [u32; STEP_RECORD_WORDS] {
@@ -375,7 +391,7 @@ fn on_communicator<C: Communicator + CommunicatorCollectives>(
 }
 
 #[inline(never)]
-fn typed<C: Communicator + CommunicatorCollectives, T: Element>(
+fn typed<C: Communicator + CommunicatorCollectives + ImmediateCollectives, T: Element>(
     c: &C,
     step: &Step,
 ) -> [u32; STEP_RECORD_WORDS] {
@@ -498,6 +514,42 @@ fn typed<C: Communicator + CommunicatorCollectives, T: Element>(
             c.reduce_scatter_block_into(&send[..whole], &mut recv[..count], op),
             Shown::Recv(count),
         ),
+        K_IBARRIER => (request::scope(|s| waited(c.immediate_barrier(s))), Shown::Nothing),
+        K_IBROADCAST => {
+            if is_root {
+                recv[..count].copy_from_slice(&send[..count]);
+            }
+            let r = request::scope(|s| waited(root.immediate_broadcast_into(s, &mut recv[..count])));
+            (r, Shown::Recv(count))
+        }
+        K_IREDUCE if is_root && place => {
+            recv[..count].copy_from_slice(&send[..count]);
+            let r = request::scope(|s| {
+                waited(root.immediate_reduce_into_root_in_place(s, &mut recv[..count], op))
+            });
+            (r, Shown::Recv(count))
+        }
+        K_IREDUCE if is_root => {
+            let r = request::scope(|s| {
+                waited(root.immediate_reduce_into_root(s, &send[..count], &mut recv[..count], op))
+            });
+            (r, Shown::Recv(count))
+        }
+        K_IREDUCE => (
+            request::scope(|s| waited(root.immediate_reduce_into(s, &send[..count], op))),
+            Shown::Nothing,
+        ),
+        K_IALL_REDUCE if place => {
+            recv[..count].copy_from_slice(&send[..count]);
+            let r = request::scope(|s| waited(c.immediate_all_reduce_in_place(s, &mut recv[..count], op)));
+            (r, Shown::Recv(count))
+        }
+        K_IALL_REDUCE => {
+            let r = request::scope(|s| {
+                waited(c.immediate_all_reduce_into(s, &send[..count], &mut recv[..count], op))
+            });
+            (r, Shown::Recv(count))
+        }
         other => (
             Err(Error::OutOfBounds {
                 index: other,

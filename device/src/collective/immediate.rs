@@ -1363,6 +1363,119 @@ impl<'w> SimpleCommunicator<'w> {
     }
 }
 
+/// The non-blocking barrier and all-reduce of a communicator (MPI 4.1
+/// §6.12), on the world and on a [`SimpleCommunicator`] alike, for code
+/// generic over both (the calls are also inherent methods of each; the
+/// rooted ones are on [`Process`]).
+pub trait ImmediateCollectives {
+    /// Starts a barrier (`MPI_Ibarrier`).
+    ///
+    /// Standard section: MPI 4.1 §6.12.1.
+    fn immediate_barrier<'a, 's>(&'a self, scope: &'s Scope<'a>) -> Result<Request<'a, 's>, Error>;
+
+    /// Starts an all-reduce (`MPI_Iallreduce`) into `recv`.
+    ///
+    /// Standard section: MPI 4.1 §6.12.8.
+    fn immediate_all_reduce_into<'a, 's, T, S, R, O>(
+        &'a self,
+        scope: &'s Scope<'a>,
+        send: &S,
+        recv: &'a mut R,
+        op: O,
+    ) -> Result<Request<'a, 's>, Error>
+    where
+        T: Equivalence,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+        O: Operation<T>;
+
+    /// Starts an all-reduce (`MPI_Iallreduce`) with `MPI_IN_PLACE`.
+    ///
+    /// Standard section: MPI 4.1 §6.12.8.
+    fn immediate_all_reduce_in_place<'a, 's, T, R, O>(
+        &'a self,
+        scope: &'s Scope<'a>,
+        buf: &'a mut R,
+        op: O,
+    ) -> Result<Request<'a, 's>, Error>
+    where
+        T: Equivalence,
+        R: ElementsMut<T> + ?Sized,
+        O: Operation<T>;
+}
+
+impl ImmediateCollectives for World {
+    fn immediate_barrier<'a, 's>(&'a self, scope: &'s Scope<'a>) -> Result<Request<'a, 's>, Error> {
+        World::immediate_barrier(self, scope)
+    }
+
+    fn immediate_all_reduce_into<'a, 's, T, S, R, O>(
+        &'a self,
+        scope: &'s Scope<'a>,
+        send: &S,
+        recv: &'a mut R,
+        op: O,
+    ) -> Result<Request<'a, 's>, Error>
+    where
+        T: Equivalence,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+        O: Operation<T>,
+    {
+        World::immediate_all_reduce_into(self, scope, send, recv, op)
+    }
+
+    fn immediate_all_reduce_in_place<'a, 's, T, R, O>(
+        &'a self,
+        scope: &'s Scope<'a>,
+        buf: &'a mut R,
+        op: O,
+    ) -> Result<Request<'a, 's>, Error>
+    where
+        T: Equivalence,
+        R: ElementsMut<T> + ?Sized,
+        O: Operation<T>,
+    {
+        World::immediate_all_reduce_in_place(self, scope, buf, op)
+    }
+}
+
+impl<'w> ImmediateCollectives for SimpleCommunicator<'w> {
+    fn immediate_barrier<'a, 's>(&'a self, scope: &'s Scope<'a>) -> Result<Request<'a, 's>, Error> {
+        SimpleCommunicator::immediate_barrier(self, scope)
+    }
+
+    fn immediate_all_reduce_into<'a, 's, T, S, R, O>(
+        &'a self,
+        scope: &'s Scope<'a>,
+        send: &S,
+        recv: &'a mut R,
+        op: O,
+    ) -> Result<Request<'a, 's>, Error>
+    where
+        T: Equivalence,
+        S: Elements<T> + ?Sized,
+        R: ElementsMut<T> + ?Sized,
+        O: Operation<T>,
+    {
+        SimpleCommunicator::immediate_all_reduce_into(self, scope, send, recv, op)
+    }
+
+    fn immediate_all_reduce_in_place<'a, 's, T, R, O>(
+        &'a self,
+        scope: &'s Scope<'a>,
+        buf: &'a mut R,
+        op: O,
+    ) -> Result<Request<'a, 's>, Error>
+    where
+        T: Equivalence,
+        R: ElementsMut<T> + ?Sized,
+        O: Operation<T>,
+    {
+        SimpleCommunicator::immediate_all_reduce_in_place(self, scope, buf, op)
+    }
+}
+
 impl<'w> Process<'w> {
     /// The space of the collective, the root's rank and its error (out of
     /// range), or `MPI_ERR_COMM` (a sub-communicator of a world without
