@@ -627,3 +627,56 @@ fn block_and_warp_scatters_send_no_message_and_are_traced() {
         vec![(Call::Scatter, scatters)]
     });
 }
+
+/// What world rank `w` records in `H_ALL_TO_ALL` with `n` elements.
+fn all_to_all_want(w: u32, block: u32, on: u32, n: u32) -> Vec<u32> {
+    let (r, size) = place(w, block, on);
+    let part = n.min(HW_MAX_PART).min(HW_MAX_GATHER / size);
+    let got: Vec<u32> = (0..size)
+        .flat_map(|q| (0..part).map(move |e| gathered(q, r * part + e)))
+        .collect();
+    let sum = weighted(&got);
+    let mut v = vec![0, r, size, 0, sum, 0, sum];
+    if on == ON_WARP {
+        // The last lane's longer receive buffer fails every lane.
+        v.extend([ErrorClass::Count as u32, 0, 0, sum]);
+    }
+    v
+}
+
+#[test]
+fn all_to_all_on_warps_by_shuffles_and_on_blocks_in_place_and_not() {
+    // Warps of 32, 13 (a partial last warp: rounds to 16 with lanes
+    // that have no partner), 8 and 1; 0, 1, 3 and 24 elements per pair.
+    for (ranks, block) in [(45u32, 45u32), (64, 32), (16, 8), (3, 1)] {
+        for on in [ON_BLOCK, ON_WARP] {
+            for n in [0u32, 1, 3, 24] {
+                for s in SCHEDULES {
+                    let got = run(WorldSpec::ranks(ranks).block_dim(block), s, H_ALL_TO_ALL, n, on);
+                    check(
+                        &got,
+                        |w| all_to_all_want(w as u32, block, on, n),
+                        &format!("all-to-all of {n}, {ranks} in blocks of {block}, on {on}, {s:?}"),
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn warp_all_to_all_sends_no_message_and_is_traced() {
+    let d = device(Schedule::Parallel);
+    let spec = WorldSpec::ranks(45).block_dim(45).trace(512);
+    let run = launch(&d, &spec, H_ALL_TO_ALL, 3, ON_WARP).unwrap();
+    let t = run.report.trace().expect("a traced launch has a trace");
+    let done = t
+        .spans()
+        .iter()
+        .filter(|s| s.kind == SpanKind::Collective(Call::AllToAll) && s.communicator != 0)
+        .filter(|s| s.leave.is_some() && s.error.is_none())
+        .count();
+    // Three that succeed per lane, the disagreement fails.
+    assert_eq!(done, 3 * 45);
+    assert_eq!(t.messages().iter().filter(|m| m.context == 3).count(), 0);
+}

@@ -116,6 +116,16 @@ pub const HW_MAX_GATHER: u32 = 1100;
 /// its class and sum.
 pub const H_SCATTER: u32 = 11;
 
+/// All-to-all: `part = min(param, HW_MAX_PART, HW_MAX_GATHER / size)`
+/// `u32`s per pair of ranks; element `e` of the part rank `q` sends to
+/// rank `d` is `gathered(q, d × part + e)`. An all-to-all, then one in
+/// place; on a warp communicator also one where the last rank's receive
+/// buffer is one element longer than its send buffer (`MPI_ERR_COUNT`
+/// everywhere, through the opening), then a correct one. Records the
+/// class and [`weighted`] sum of each result (the disagreement: its class
+/// and word 3 of the error's record).
+pub const H_ALL_TO_ALL: u32 = 12;
+
 /// Element `j` of rank `q`'s part in [`H_GATHER`].
 pub fn gathered(q: u32, j: u32) -> u32 {
     1000 * q + j + 1
@@ -498,6 +508,29 @@ gpu_mpi_device::kernel! {
                 }
                 let r = c.barrier();
                 rec.push(class_of(&r))
+            }
+            H_ALL_TO_ALL => {
+                let size = size as usize;
+                let part = (args.param.min(HW_MAX_PART) as usize).min(HW_MAX_GATHER as usize / size);
+                let all = part * size;
+                let mut send = [0u32; HW_MAX_GATHER as usize + 1];
+                for (i, v) in send.iter_mut().enumerate().take(all) {
+                    *v = gathered(rank as u32, i as u32);
+                }
+                let mut recv = [0u32; HW_MAX_GATHER as usize + 1];
+                let r = c.all_to_all_into(&send[..all], &mut recv[..all]);
+                rec.words(&[class_of(&r), weighted(&recv[..all])])?;
+                let mut buf = send;
+                let r = c.all_to_all_in_place(&mut buf[..all]);
+                rec.words(&[class_of(&r), weighted(&buf[..all])])?;
+                if args.param2 == ON_WARP {
+                    let longer = all + usize::from(rank == size as i32 - 1);
+                    let r = c.all_to_all_into(&send[..all], &mut recv[..longer]);
+                    rec.words(&mismatch_words(&r))?;
+                    let r = c.all_to_all_into(&send[..all], &mut recv[..all]);
+                    rec.words(&[class_of(&r), weighted(&recv[..all])])?;
+                }
+                Ok(())
             }
             _ => Ok(()),
         }

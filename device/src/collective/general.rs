@@ -1113,6 +1113,10 @@ impl CommunicatorCollectives for SimpleCommunicator<'_> {
             let (sp, sn) = place_of(send);
             let dt = recv.datatype();
             let (rp, rn) = place_of_mut(recv);
+            // SAFETY: both buffers borrowed for the call, distinct.
+            if let Some(r) = unsafe { super::hardware::all_to_all(&v, Some((sp, sn)), (rp, rn), dt) } {
+                return r;
+            }
             if rn != sn {
                 return Err(Error::CountMismatch {
                     count: rn as u32,
@@ -1132,6 +1136,10 @@ impl CommunicatorCollectives for SimpleCommunicator<'_> {
         v.traced(Call::AllToAll, -2, || {
             let dt = buf.datatype();
             let (p, n) = place_of_mut(buf);
+            // SAFETY: the buffer borrowed for the call.
+            if let Some(r) = unsafe { super::hardware::all_to_all(&v, None, (p, n), dt) } {
+                return r;
+            }
             v.all_to_all_in_place(p, n / v.size as usize, dt)
         })
     }

@@ -977,6 +977,96 @@ unsafe fn scatter_on(
 }
 
 // ---------------------------------------------------------------------------
+// All-to-all
+
+/// `MPI_Alltoall` on a warp communicator: `send` with its packed length
+/// (`None`: in place, the parts are in `recv`), `recv` with its length,
+/// `size` equal parts each. A block communicator keeps the general
+/// algorithm (`None`): its `size²` parts do not fit the shared scratch in
+/// useful rounds, and a rank's buffers may be in its local memory, which
+/// no other rank can read.
+///
+/// Round `k` of `next_power_of_two(size)`: lane `i` trades part `i ^ k`
+/// with lane `i ^ k` (when that lane exists), one shuffle per 4 bytes;
+/// each part is read and then overwritten in the same round, so the in
+/// place form needs no copy. A send length other than the receive
+/// length fails every lane through the opening.
+///
+/// # Safety
+/// The places are borrowed for the call: `send` for reads of its length,
+/// `recv` exclusively for its length.
+pub(crate) unsafe fn all_to_all(
+    v: &View<'_>,
+    send: Option<(Place, usize)>,
+    recv: (Place, usize),
+    dt: Datatype,
+) -> Option<Result<(), Error>> {
+    if kind(v.world, v.comm) != CommKind::Warp {
+        return None;
+    }
+    // SAFETY: the caller's contract.
+    Some(finished(v, unsafe { all_to_all_on(v, send, recv, dt) }))
+}
+
+unsafe fn all_to_all_on(
+    v: &View<'_>,
+    send: Option<(Place, usize)>,
+    recv: (Place, usize),
+    dt: Datatype,
+) -> Result<(), Error> {
+    let n = v.size as usize;
+    let (out, len) = recv;
+    let part = len / n;
+    let (mut local_bits, mut local) = (0u32, None);
+    if let Some((_, sent)) = send.filter(|&(_, sent)| sent != len) {
+        local_bits = Mismatch::Count as u32;
+        local = Some(Error::CountMismatch {
+            count: len as u32,
+            expected: sent as u32,
+        });
+    }
+    let mine = Descriptor {
+        call: Call::AllToAll as u32,
+        root: u32::MAX,
+        count: part as u32,
+        datatype: dt.id,
+    };
+    open(v, CommKind::Warp, mine, local_bits, local)?;
+    let mask = shim::warp_mask();
+    let me = v.rank as usize;
+    let from = send.map_or(out, |(p, _)| p);
+    let mut walked = true;
+    for k in 0..n.next_power_of_two() {
+        let partner = me ^ k;
+        let trades = partner < n;
+        // A lane without a partner this round reads its own word back.
+        let src = if trades { partner } else { me } as u32;
+        let mut off = 0;
+        while off < part {
+            let b = (part - off).min(4);
+            let mut w = [0u8; 4];
+            if trades {
+                // SAFETY: `partner × part + off + b <= n × part <= len`
+                // packed bytes of the send (or receive) buffer.
+                walked &= unsafe { from.side.read(from.at + partner * part + off, w.as_mut_ptr(), b) };
+            }
+            let r = shim::shfl_sync(mask, u32::from_le_bytes(w), src).to_le_bytes();
+            if trades {
+                // SAFETY: as above, of the receive buffer; the word read
+                // from it (in place) was read above.
+                walked &= unsafe { out.side.write(out.at + partner * part + off, r.as_ptr(), b) };
+            }
+            off += 4;
+        }
+    }
+    if walked {
+        Ok(())
+    } else {
+        Err(Error::Intern)
+    }
+}
+
+// ---------------------------------------------------------------------------
 // Scans
 
 /// The descriptor's call word of an exclusive scan: [`Call::Scan`] with
