@@ -10,8 +10,10 @@
 //! Every member decides from the same published member entries, so all
 //! agree. Barrier, broadcast, reduce, all-reduce, scan and exclusive scan
 //! (MPI 4.1 §6.11), gather, all-gather and scatter (§6.5, §6.6, §6.7: the
-//! fixed-count forms, in place or not) on such a communicator take the paths below; everything else (and these where the note says
-//! so) keeps the message algorithms of `collective/general.rs`.
+//! fixed-count forms, in place or not), and on a warp communicator
+//! all-to-all (§6.8, fixed counts, in place or not), take the paths below;
+//! everything else (and these where the note says so) keeps the message
+//! algorithms of `collective/general.rs`.
 //!
 //! Every call first records the rank's wait, which hands back the eager
 //! slots it deferred (their senders may be ranks of this block or warp
@@ -27,7 +29,7 @@
 //! | kind | opening | barrier | broadcast of `b` bytes | (all-)reduce of `c` elements of `s` bytes | (exclusive) scan of `c` elements of `s` bytes | (all-)gather, scatter of `b` bytes per rank |
 //! |---|---|---|---|---|---|---|
 //! | block | 2 block barriers (rank 0 writes the descriptor to the shared scratch; the first barrier counts the ranks present, the second those that disagree) | the opening | `2 × ceil(b / 4080) − 1` block barriers, 4080 bytes staged per round | per round of `k = floor(4080 / ((warps + 1) × s))` elements: a shuffle tree per warp, the warps' partials in the scratch, a shuffle tree in warp 0, the result in the scratch; 2 block barriers per round | per round of `k = floor(4080 / (2 × (warps − 1) × s))` elements: a shuffle-up scan per warp (into the receive buffer), the totals of warps `0..warps − 1` in the scratch, a shuffle-up scan of them in warp 0 into a second region, each rank of warps `1..` combines its prefix on the left; 2 block barriers per round | per round `c = floor(4080 / n)` bytes of every rank's part in the scratch (rank `j`'s at `j × c`), each receiving rank copies the `n` chunks out (a scatter: the root stages every part's chunk, each rank copies its own); 2 block barriers per round |
-//! | warp | an arrival on the warp's [`WarpWord`] (an atomic add, a poll until the last lane came), 4 shuffles and a ballot | the opening and `bar.warp.sync` | `ceil(b / 4)` shuffles from the root | per element: `ceil(s / 4) × ceil(log2 lanes)` shuffles down, then `ceil(s / 4)` from lane 0 (not for a reduce to root 0) | per element: `ceil(s / 4) × ceil(log2 lanes)` shuffles up (the lower lanes' run on the left), then `ceil(s / 4)` up by one for an exclusive scan | per lane `j` in turn, `ceil(b / 4)` shuffles from `j` (a scatter: from the root, lane `j` keeps them; every lane takes part) |
+//! | warp | an arrival on the warp's [`WarpWord`] (an atomic add, a poll until the last lane came), 4 shuffles and a ballot | the opening and `bar.warp.sync` | `ceil(b / 4)` shuffles from the root | per element: `ceil(s / 4) × ceil(log2 lanes)` shuffles down, then `ceil(s / 4)` from lane 0 (not for a reduce to root 0) | per element: `ceil(s / 4) × ceil(log2 lanes)` shuffles up (the lower lanes' run on the left), then `ceil(s / 4)` up by one for an exclusive scan | per lane `j` in turn, `ceil(b / 4)` shuffles from `j` (a scatter: from the root, lane `j` keeps them; every lane takes part); all-to-all of `b` bytes per pair: `next_power_of_two(lanes)` rounds of `ceil(b / 4)` shuffles, lane `i` trading with lane `i ^ k` |
 //!
 //! A block (all-)reduce whose `(warps + 1) × s` exceeds the 4080 bytes (an
 //! element larger than 123 bytes in a block of 1024 threads), or whose
