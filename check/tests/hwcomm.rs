@@ -636,11 +636,12 @@ fn all_to_all_want(w: u32, block: u32, on: u32, n: u32) -> Vec<u32> {
         .flat_map(|q| (0..part).map(move |e| gathered(q, r * part + e)))
         .collect();
     let sum = weighted(&got);
-    let mut v = vec![0, r, size, 0, sum, 0, sum];
+    let mut v = vec![0, r, size, 0, sum];
     if on == ON_WARP {
         // The last lane's longer receive buffer fails every lane.
         v.extend([ErrorClass::Count as u32, 0, 0, sum]);
     }
+    v.extend([0, sum]);
     v
 }
 

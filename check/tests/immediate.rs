@@ -225,6 +225,18 @@ fn deadlock(e: Result<Vec<Vec<u32>>, HostError>) -> (Vec<BlockedState>, String) 
     }
 }
 
+/// Every state of `states` waits in a non-blocking all-reduce.
+fn waiting_in_all_reduce(states: &[BlockedState], text: &str) {
+    for s in states {
+        let want = BlockedState::Waiting {
+            operation: Call::AllReduce as u32,
+            peer: -2,
+            tag: -1,
+        };
+        assert_eq!(*s, want, "{text}");
+    }
+}
+
 #[test]
 fn a_rank_that_never_starts_is_a_deadlock_a_livelock_or_a_timeout() {
     let d = device(Schedule::Parallel);
@@ -233,17 +245,7 @@ fn a_rank_that_never_starts_is_a_deadlock_a_livelock_or_a_timeout() {
     assert!(text.starts_with("deadlock: "), "{text}");
     assert!(text.contains("all_reduce"), "{text}");
     assert_eq!(states[0], BlockedState::Exited, "{text}");
-    for s in &states[1..] {
-        assert_eq!(
-            *s,
-            BlockedState::Waiting {
-                operation: Call::AllReduce as u32,
-                peer: -2,
-                tag: -1
-            },
-            "{text}"
-        );
-    }
+    waiting_in_all_reduce(&states[1..], &text);
 
     let (states, text) = deadlock(launch(&d, &spec, 4, IC_NEVER_ENTERS, 1));
     assert!(text.starts_with("livelock: "), "{text}");
@@ -268,17 +270,7 @@ fn a_rank_that_never_starts_is_a_deadlock_a_livelock_or_a_timeout() {
         &[BlockedState::Exited, BlockedState::Exited],
         "{text}"
     );
-    for s in &states[2..] {
-        assert_eq!(
-            *s,
-            BlockedState::Waiting {
-                operation: Call::AllReduce as u32,
-                peer: -2,
-                tag: -1
-            },
-            "{text}"
-        );
-    }
+    waiting_in_all_reduce(&states[2..], &text);
 
     // With a timeout the waiting ranks' waits end with an error, which
     // the kernel records (it returns normally).

@@ -513,18 +513,23 @@ fn warp_communicator_arrivals_of_three_lanes() {
 /// waited: the arrival counters, the last arrivers' folds and the release
 /// of `done` (`collective::immediate`).
 fn immediate_pair(w: &World, _: Scratch) -> Result<[u32; 3], Error> {
-    let r = w.rank() as u32;
+    immediate_pair_on(w)
+}
+
+/// [`immediate_pair`] on the world or a communicator `c`.
+fn immediate_pair_on<C: Communicator + ImmediateCollectives>(c: &C) -> Result<[u32; 3], Error> {
+    let r = c.rank() as u32;
     let mut sum = [0u32; 2];
     let mut word = if r == 1 { 77 } else { 0 };
     request::scope(|scope| -> Result<(), Error> {
-        let a = w.immediate_all_reduce_into(
+        let a = c.immediate_all_reduce_into(
             scope,
             &[r + 1, 10 * (r + 1)][..],
             &mut sum[..],
             SystemOperation::sum(),
         )?;
         a.wait()?;
-        let b = w.process_at_rank(1).immediate_broadcast_into(scope, &mut word)?;
+        let b = c.process_at_rank(1).immediate_broadcast_into(scope, &mut word)?;
         b.wait()?;
         Ok(())
     })?;
@@ -583,20 +588,10 @@ fn immediate_slot_reuse_waits_for_every_rank() {
 /// last arriver's fold, the release of `done`).
 fn immediate_on_a_communicator(w: &World, _: Scratch) -> Result<[u32; 4], Error> {
     let c = w.split_by_warp()?;
+    let [x, y, word] = immediate_pair_on(&c)?;
     let r = c.rank() as u32;
-    let mut sum = [0u32; 2];
-    let mut word = if r == 1 { 77 } else { 0 };
     let mut last = 0u32;
     request::scope(|scope| -> Result<(), Error> {
-        let a = c.immediate_all_reduce_into(
-            scope,
-            &[r + 1, 10 * (r + 1)][..],
-            &mut sum[..],
-            SystemOperation::sum(),
-        )?;
-        a.wait()?;
-        let b = c.process_at_rank(1).immediate_broadcast_into(scope, &mut word)?;
-        b.wait()?;
         let mut q = c.immediate_all_reduce_into(scope, &(r + 5), &mut last, SystemOperation::sum())?;
         loop {
             if let Some(res) = q.test() {
@@ -604,7 +599,7 @@ fn immediate_on_a_communicator(w: &World, _: Scratch) -> Result<[u32; 4], Error>
             }
         }
     })?;
-    Ok([sum[0], sum[1], word, last])
+    Ok([x, y, word, last])
 }
 
 /// (n) The non-blocking collectives of a communicator context: one block

@@ -118,10 +118,10 @@ pub const H_SCATTER: u32 = 11;
 
 /// All-to-all: `part = min(param, HW_MAX_PART, HW_MAX_GATHER / size)`
 /// `u32`s per pair of ranks; element `e` of the part rank `q` sends to
-/// rank `d` is `gathered(q, d × part + e)`. An all-to-all, then one in
-/// place; on a warp communicator also one where the last rank's receive
-/// buffer is one element longer than its send buffer (`MPI_ERR_COUNT`
-/// everywhere, through the opening), then a correct one. Records the
+/// rank `d` is `gathered(q, d × part + e)`. An all-to-all; on a warp
+/// communicator then one where the last rank's receive buffer is one
+/// element longer than its send buffer (`MPI_ERR_COUNT` everywhere,
+/// through the opening) and a correct one; then one in place. Records the
 /// class and [`weighted`] sum of each result (the disagreement: its class
 /// and word 3 of the error's record).
 pub const H_ALL_TO_ALL: u32 = 12;
@@ -520,9 +520,6 @@ gpu_mpi_device::kernel! {
                 let mut recv = [0u32; HW_MAX_GATHER as usize + 1];
                 let r = c.all_to_all_into(&send[..all], &mut recv[..all]);
                 rec.words(&[class_of(&r), weighted(&recv[..all])])?;
-                let mut buf = send;
-                let r = c.all_to_all_in_place(&mut buf[..all]);
-                rec.words(&[class_of(&r), weighted(&buf[..all])])?;
                 if args.param2 == ON_WARP {
                     let longer = all + usize::from(rank == size as i32 - 1);
                     let r = c.all_to_all_into(&send[..all], &mut recv[..longer]);
@@ -530,7 +527,8 @@ gpu_mpi_device::kernel! {
                     let r = c.all_to_all_into(&send[..all], &mut recv[..all]);
                     rec.words(&[class_of(&r), weighted(&recv[..all])])?;
                 }
-                Ok(())
+                let r = c.all_to_all_in_place(&mut send[..all]);
+                rec.words(&[class_of(&r), weighted(&send[..all])])
             }
             _ => Ok(()),
         }

@@ -97,6 +97,17 @@ fn mat_mul(x: &Mat2, y: &Mat2) -> Mat2 {
     x.mul(y)
 }
 
+/// A broadcast's buffer: `[100 root + i; 4]` at the root, [`NONE`]
+/// elsewhere.
+fn broadcast_words(root: i32, is_root: bool) -> [u32; 4] {
+    let b = 100 * root as u32;
+    if is_root {
+        [b, b + 1, b + 2, b + 3]
+    } else {
+        [NONE; 4]
+    }
+}
+
 fn class(r: &Result<gpu_mpi_device::Status, Error>) -> u32 {
     match r {
         Ok(_) => 0,
@@ -107,16 +118,7 @@ fn class(r: &Result<gpu_mpi_device::Status, Error>) -> u32 {
 fn values(world: &World, root: i32, rec: &mut Recorder) -> Result<(), Error> {
     let r = world.rank() as u32;
     let is_root = world.rank() == root;
-    let mut bcast = if is_root {
-        [
-            100 * root as u32,
-            100 * root as u32 + 1,
-            100 * root as u32 + 2,
-            100 * root as u32 + 3,
-        ]
-    } else {
-        [NONE; 4]
-    };
+    let mut bcast = broadcast_words(root, is_root);
     let mut pair = [0u32; 2];
     let all = request::scope(|scope| -> Result<Result<(), Error>, Error> {
         let mut reqs = [
@@ -339,16 +341,7 @@ fn sub_comm(world: &World, param: u32, rec: &mut Recorder) -> Result<(), Error> 
     let (n, me) = (sub.size(), sub.rank());
     let root = (param % n as u32) as i32;
     let r = rank as u32;
-    let mut bcast = if me == root {
-        [
-            100 * root as u32,
-            100 * root as u32 + 1,
-            100 * root as u32 + 2,
-            100 * root as u32 + 3,
-        ]
-    } else {
-        [NONE; 4]
-    };
+    let mut bcast = broadcast_words(root, me == root);
     let send = [user_operand(r, 0), user_operand(r, 1)];
     let mut mats = [Mat2::default(); 2];
     let (mut wsum, mut bsum) = (0u32, 0u32);

@@ -1404,77 +1404,50 @@ pub trait ImmediateCollectives {
         O: Operation<T>;
 }
 
-impl ImmediateCollectives for World {
-    fn immediate_barrier<'a, 's>(&'a self, scope: &'s Scope<'a>) -> Result<Request<'a, 's>, Error> {
-        World::immediate_barrier(self, scope)
-    }
+/// Implements [`ImmediateCollectives`] for a type by its inherent methods
+/// of the same names (inherent methods come first in `<$ty>::` paths).
+macro_rules! immediate_collectives_by_inherent {
+    ($ty:ty $(, $lt:lifetime)?) => {
+        impl$(<$lt>)? ImmediateCollectives for $ty {
+            fn immediate_barrier<'a, 's>(&'a self, scope: &'s Scope<'a>) -> Result<Request<'a, 's>, Error> {
+                <$ty>::immediate_barrier(self, scope)
+            }
 
-    fn immediate_all_reduce_into<'a, 's, T, S, R, O>(
-        &'a self,
-        scope: &'s Scope<'a>,
-        send: &S,
-        recv: &'a mut R,
-        op: O,
-    ) -> Result<Request<'a, 's>, Error>
-    where
-        T: Equivalence,
-        S: Elements<T> + ?Sized,
-        R: ElementsMut<T> + ?Sized,
-        O: Operation<T>,
-    {
-        World::immediate_all_reduce_into(self, scope, send, recv, op)
-    }
+            fn immediate_all_reduce_into<'a, 's, T, S, R, O>(
+                &'a self,
+                scope: &'s Scope<'a>,
+                send: &S,
+                recv: &'a mut R,
+                op: O,
+            ) -> Result<Request<'a, 's>, Error>
+            where
+                T: Equivalence,
+                S: Elements<T> + ?Sized,
+                R: ElementsMut<T> + ?Sized,
+                O: Operation<T>,
+            {
+                <$ty>::immediate_all_reduce_into(self, scope, send, recv, op)
+            }
 
-    fn immediate_all_reduce_in_place<'a, 's, T, R, O>(
-        &'a self,
-        scope: &'s Scope<'a>,
-        buf: &'a mut R,
-        op: O,
-    ) -> Result<Request<'a, 's>, Error>
-    where
-        T: Equivalence,
-        R: ElementsMut<T> + ?Sized,
-        O: Operation<T>,
-    {
-        World::immediate_all_reduce_in_place(self, scope, buf, op)
-    }
+            fn immediate_all_reduce_in_place<'a, 's, T, R, O>(
+                &'a self,
+                scope: &'s Scope<'a>,
+                buf: &'a mut R,
+                op: O,
+            ) -> Result<Request<'a, 's>, Error>
+            where
+                T: Equivalence,
+                R: ElementsMut<T> + ?Sized,
+                O: Operation<T>,
+            {
+                <$ty>::immediate_all_reduce_in_place(self, scope, buf, op)
+            }
+        }
+    };
 }
 
-impl<'w> ImmediateCollectives for SimpleCommunicator<'w> {
-    fn immediate_barrier<'a, 's>(&'a self, scope: &'s Scope<'a>) -> Result<Request<'a, 's>, Error> {
-        SimpleCommunicator::immediate_barrier(self, scope)
-    }
-
-    fn immediate_all_reduce_into<'a, 's, T, S, R, O>(
-        &'a self,
-        scope: &'s Scope<'a>,
-        send: &S,
-        recv: &'a mut R,
-        op: O,
-    ) -> Result<Request<'a, 's>, Error>
-    where
-        T: Equivalence,
-        S: Elements<T> + ?Sized,
-        R: ElementsMut<T> + ?Sized,
-        O: Operation<T>,
-    {
-        SimpleCommunicator::immediate_all_reduce_into(self, scope, send, recv, op)
-    }
-
-    fn immediate_all_reduce_in_place<'a, 's, T, R, O>(
-        &'a self,
-        scope: &'s Scope<'a>,
-        buf: &'a mut R,
-        op: O,
-    ) -> Result<Request<'a, 's>, Error>
-    where
-        T: Equivalence,
-        R: ElementsMut<T> + ?Sized,
-        O: Operation<T>,
-    {
-        SimpleCommunicator::immediate_all_reduce_in_place(self, scope, buf, op)
-    }
-}
+immediate_collectives_by_inherent!(World);
+immediate_collectives_by_inherent!(SimpleCommunicator<'w>, 'w);
 
 impl<'w> Process<'w> {
     /// The space of the collective, the root's rank and its error (out of
