@@ -154,10 +154,10 @@ fn all_reduce_of_a_block_of_1024_in_rounds_of_the_stage() {
 /// block's stage, so several rounds), and checks each rank's record: its
 /// place, then per root `t` the broadcast's class, the weighted sum of the
 /// root's elements (`1000 t + j`), then what `after(size, rank, t)` adds.
-fn every_root(case: u32, what: &str, after: impl Fn(u32, u32, u32) -> Vec<u32>) {
+fn every_root(case: u32, what: &str, counts: &[u32], after: impl Fn(u32, u32, u32) -> Vec<u32>) {
     for (ranks, block) in SHAPES {
         for on in [ON_BLOCK, ON_WARP] {
-            for n in [0u32, 1, 5, 300] {
+            for &n in counts {
                 let got = run(
                     WorldSpec::ranks(ranks).block_dim(block),
                     Schedule::Parallel,
@@ -187,7 +187,8 @@ fn every_root(case: u32, what: &str, after: impl Fn(u32, u32, u32) -> Vec<u32>) 
 
 #[test]
 fn broadcast_and_reduce_from_every_root() {
-    every_root(H_ROOTS, "roots", |size, r, t| {
+    // 1100 words (4400 bytes): two rounds of a block's stage of 4080.
+    every_root(H_ROOTS, "roots", &[0, 1, 5, 300, 1100], |size, r, t| {
         let mut v = vec![0];
         if r == t {
             let m = product(size, t);
@@ -203,7 +204,7 @@ fn broadcast_and_reduce_from_every_root() {
 fn broadcast_of_a_view_from_every_root_moves_only_its_elements() {
     // Elements at stride 2; the warp path moves 4 packed bytes per shuffle
     // through the walker. The third word per root: odd words changed.
-    every_root(H_VIEW, "view broadcast", |_, _, _| vec![0]);
+    every_root(H_VIEW, "view broadcast", &[0, 1, 5, 300], |_, _, _| vec![0]);
 }
 
 #[test]

@@ -29,6 +29,7 @@ pub const ON_WARP: u32 = 1;
 /// value (low word) of an all-reduce sum of `rank + 1` as `u64`.
 pub const H_ALL_REDUCE: u32 = 0;
 /// For every root `t` of the communicator: a broadcast of `param` `u32`s
+/// (at most [`HW_MAX_BROADCAST`])
 /// (the root's element `j`: `1000 t + j`), a reduce to `t` of one
 /// [`Mat2`] (`user_operand(q, t)`; in place at odd roots). Records, per
 /// root: broadcast class, `sum of (j + 1) × element j` (wrapping), reduce
@@ -164,6 +165,9 @@ fn mat_mul(x: &Mat2, y: &Mat2) -> Mat2 {
 /// Most elements of the broadcasts of [`H_ROOTS`] (1200 bytes; the
 /// block's stage holds 4080, so one round).
 pub const HW_MAX_COUNT: u32 = 300;
+/// Most elements of [`H_ROOTS`]'s broadcast (4400 bytes: two rounds of
+/// the block's stage).
+pub const HW_MAX_BROADCAST: u32 = 1100;
 /// Most matrices of [`H_ALL_REDUCE`] (1120 bytes).
 pub const HW_MAX_MATRICES: u32 = 70;
 /// Most matrices of [`H_SCAN`] (960 bytes: several rounds of a block
@@ -218,8 +222,9 @@ gpu_mpi_device::kernel! {
             }
             H_ROOTS => {
                 let op = UserOperation::associative(mat_mul);
+                let n = args.param.min(HW_MAX_BROADCAST) as usize;
                 for t in 0..size {
-                    let mut buf = [0u32; HW_MAX_COUNT as usize];
+                    let mut buf = [0u32; HW_MAX_BROADCAST as usize];
                     if rank == t {
                         for (j, v) in buf.iter_mut().enumerate().take(n) {
                             *v = 1000 * t as u32 + j as u32;
