@@ -4,7 +4,8 @@
 //! strided members, several blocks, partial warps and seeded schedules.
 
 use gpu_mpi::device::ErrorClass;
-use gpu_mpi::{CpuOptions, Device, Schedule, WorldSpec};
+use gpu_mpi::{CpuOptions, Schedule, WorldSpec};
+use gpu_mpi_check::test_device;
 use gpu_mpi_check_kernels::collectives::user_operand;
 use gpu_mpi_check_kernels::comm::*;
 use gpu_mpi_check_kernels::p2p::Mat2;
@@ -18,7 +19,7 @@ fn run(spec: WorldSpec, schedule: Schedule, case: u32, param: u32, param2: u32) 
         gpu_mpi::RankCount::Exact(n) => n as usize,
         gpu_mpi::RankCount::Max => unreachable!("tests use exact sizes"),
     };
-    let d = Device::cpu_with(CpuOptions {
+    let d = test_device(CpuOptions {
         workers: 2,
         schedule,
         ..CpuOptions::default()

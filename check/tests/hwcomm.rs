@@ -12,14 +12,20 @@ use gpu_mpi::device::wait::Call;
 use gpu_mpi::device::ErrorClass;
 use gpu_mpi::SpanKind;
 use gpu_mpi::{CpuOptions, Device, HostError, Schedule, WorldSpec};
+use gpu_mpi_check::test_device;
 use gpu_mpi_check_kernels::collectives::user_operand;
 use gpu_mpi_check_kernels::hwcomm::*;
 use gpu_mpi_check_kernels::p2p::Mat2;
 use gpu_mpi_check_kernels::{CaseArgs, NONE};
 use std::time::Duration;
 
+/// Whether the tests run on the GPU ([`gpu_mpi_check::TEST_BACKEND_VAR`]).
+fn on_gpu() -> bool {
+    std::env::var(gpu_mpi_check::TEST_BACKEND_VAR).as_deref() == Ok("cuda")
+}
+
 fn device(schedule: Schedule) -> Device {
-    Device::cpu_with(CpuOptions {
+    test_device(CpuOptions {
         workers: 2,
         schedule,
         ..CpuOptions::default()
@@ -127,13 +133,18 @@ fn barrier_and_all_reduce_of_matrices_in_rank_order() {
 fn all_reduce_of_a_block_of_1024_in_rounds_of_the_stage() {
     // 32 warps: the stage holds 4080 / (33 × 16) = 7 matrices a round, so
     // 70 take 10 rounds.
-    let got = run(
-        WorldSpec::ranks(1024).block_dim(1024),
-        Schedule::Parallel,
-        H_ALL_REDUCE,
-        70,
-        ON_BLOCK,
-    );
+    let spec = WorldSpec::ranks(1024).block_dim(1024);
+    let got = match launch(&device(Schedule::Parallel), &spec, H_ALL_REDUCE, 70, ON_BLOCK) {
+        Ok(run) => run.records,
+        // On a GPU the test kernel's 128 registers allow blocks of 512 at
+        // most: the host refuses the world with the numbers, as it must.
+        Err(HostError::NotCoResident { fits, .. }) if on_gpu() => {
+            assert_eq!(fits, 0);
+            eprintln!("skipped on the GPU: a block of 1024 does not fit this kernel");
+            return;
+        }
+        Err(e) => panic!("all-reduce on a block of 1024: {e}"),
+    };
     check(
         &got,
         |w| {
@@ -275,7 +286,8 @@ fn a_rank_that_left_gives_a_deadlock_report() {
     for (ranks, block, odd_block, odd_warp) in [(45u32, 45u32, 3u32, 3u32), (45, 45, 40, 12), (64, 32, 0, 0)]
     {
         for (on, odd) in [(ON_BLOCK, odd_block), (ON_WARP, odd_warp)] {
-            let d = device(Schedule::Parallel);
+            // Exact deadlock detection is the emulator's.
+            let d = Device::cpu();
             let spec = WorldSpec::ranks(ranks).block_dim(block);
             match launch(&d, &spec, H_EXIT, odd, on) {
                 Err(HostError::Deadlock(report)) => {

@@ -8,6 +8,7 @@ use gpu_mpi::device::collective::immediate::Kind;
 use gpu_mpi::device::wait::Call;
 use gpu_mpi::device::{Error, ErrorClass};
 use gpu_mpi::{BlockedState, CpuOptions, Device, HostError, Schedule, WorldSpec};
+use gpu_mpi_check::test_device;
 use gpu_mpi_check_kernels::collectives::user_operand;
 use gpu_mpi_check_kernels::immediate::*;
 use gpu_mpi_check_kernels::p2p::Mat2;
@@ -22,7 +23,7 @@ const SCHEDULES: [Schedule; 3] = [
 ];
 
 fn device(schedule: Schedule) -> Device {
-    Device::cpu_with(CpuOptions {
+    test_device(CpuOptions {
         workers: 2,
         schedule,
         ..CpuOptions::default()
@@ -239,7 +240,8 @@ fn waiting_in_all_reduce(states: &[BlockedState], text: &str) {
 
 #[test]
 fn a_rank_that_never_starts_is_a_deadlock_a_livelock_or_a_timeout() {
-    let d = device(Schedule::Parallel);
+    // Exact deadlock and livelock detection is the emulator's.
+    let d = Device::cpu();
     let spec = WorldSpec::ranks(4).block_dim(2);
     let (states, text) = deadlock(launch(&d, &spec, 4, IC_NEVER_ENTERS, 0));
     assert!(text.starts_with("deadlock: "), "{text}");

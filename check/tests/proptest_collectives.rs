@@ -24,7 +24,8 @@
 //! function of (seed, communicator rank, element index).
 
 use gpu_mpi::device::ErrorClass;
-use gpu_mpi::{CpuOptions, Device, Schedule, WorldSpec};
+use gpu_mpi::{CpuOptions, Schedule, WorldSpec};
+use gpu_mpi_check::test_device;
 use gpu_mpi_check_kernels::collective_interpreter::*;
 use gpu_mpi_check_kernels::comm::hash;
 use gpu_mpi_check_kernels::NONE;
@@ -315,7 +316,7 @@ fn run(p: &Program) -> Result<Vec<u32>, String> {
         None => Schedule::Parallel,
         Some(seed) => Schedule::Random { seed },
     };
-    let device = Device::cpu_with(CpuOptions {
+    let device = test_device(CpuOptions {
         workers: 2,
         schedule,
         ..CpuOptions::default()

@@ -2,7 +2,8 @@
 //! (`gpu_mpi_check_kernels::warp`) on the emulator: exact values on full and
 //! partial warps, several blocks, the parallel and a seeded schedule.
 
-use gpu_mpi::{CpuOptions, Device, Schedule, WorldSpec};
+use gpu_mpi::{CpuOptions, Schedule, WorldSpec};
+use gpu_mpi_check::test_device;
 use gpu_mpi_check_kernels::warp::{SEMANTICS_WARP, WARP_WORDS};
 use gpu_mpi_check_kernels::CaseArgs;
 
@@ -37,7 +38,7 @@ fn expected(r: usize, ranks: usize, block: usize) -> Vec<u32> {
 fn the_warp_kernel_records_exact_values() {
     for schedule in [Schedule::Parallel, Schedule::Random { seed: 11 }] {
         for (ranks, block) in [(256usize, 256usize), (300, 100), (33, 33), (5, 5)] {
-            let d = Device::cpu_with(CpuOptions {
+            let d = test_device(CpuOptions {
                 workers: 2,
                 schedule,
                 ..CpuOptions::default()
