@@ -824,7 +824,7 @@ impl World {
     /// # Safety
     /// `send` valid for reads of `n` elements and `recv` for writes of its
     /// length for the whole call; nothing else accesses them meanwhile.
-    #[inline(always)]
+    #[inline(never)]
     unsafe fn reduce_impl<T, O>(
         &self,
         send: *const T,
@@ -1007,6 +1007,7 @@ impl World {
     /// cell whose count word differs from the first cell's (inside a warp,
     /// or between warps) makes the result's count word `COUNT_MISMATCH`.
     /// Every rank of the block calls it.
+    #[inline(never)]
     fn block_tree<T: Equivalence, O: Operation<T>>(&self, active: u32, k: usize, op: &O) {
         // Also orders the shared scratch: the ranks' previous collective (a
         // block communicator's) may read it until every rank has come here.
@@ -1139,6 +1140,7 @@ impl World {
         self.block_tree(active, k, op);
     }
 
+    #[inline(never)]
     fn broadcast_impl<B: BufferMut + ?Sized>(&self, root: i32, buf: &mut B) -> Result<(), Error> {
         if self.check_rank(root).is_err() {
             return Err(Error::InvalidRoot {

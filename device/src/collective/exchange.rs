@@ -354,6 +354,7 @@ impl World {
     /// `MPI_Gather`: `send` None is the root's in-place form (its part is
     /// already in `recv`); `recv` is the root's buffer (None at the other
     /// ranks, and at a root that called the non-root form: `MPI_ERR_ROOT`).
+    #[inline(never)]
     pub(crate) fn gather_impl<S, R>(
         &self,
         root: i32,
@@ -438,6 +439,7 @@ impl World {
 
     /// `MPI_Gatherv`: `recv` is the root's partitioned buffer (None at the
     /// other ranks, and at a root that called the non-root form).
+    #[inline(never)]
     pub(crate) fn gather_varcount_impl<S, R>(
         &self,
         root: i32,
@@ -543,6 +545,7 @@ impl World {
     /// `MPI_Scatter`: `send` is the root's buffer (None at the other ranks);
     /// `recv` None is the root's in-place form (and, at another rank, a call
     /// of the root's in-place form: `MPI_ERR_ROOT`).
+    #[inline(never)]
     pub(crate) fn scatter_impl<S, R>(
         &self,
         root: i32,
@@ -621,6 +624,7 @@ impl World {
 
     /// `MPI_Scatterv`: `send` is the root's partitioned buffer (None at the
     /// other ranks, and at a root that called the non-root form).
+    #[inline(never)]
     pub(crate) fn scatter_varcount_impl<S, R>(
         &self,
         root: i32,

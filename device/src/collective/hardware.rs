@@ -461,6 +461,7 @@ pub(crate) fn barrier(v: &View<'_>) -> Option<Result<(), Error>> {
 /// view of a non-contiguous derived datatype moves by packed position
 /// (the root packs into the stage or the shuffle word, the others unpack
 /// from it).
+#[inline(never)]
 pub(crate) fn broadcast_buffer<B: BufferMut + ?Sized>(
     v: &View<'_>,
     root: i32,
@@ -560,6 +561,7 @@ fn block_round<T>(warps: u32) -> usize {
 /// # Safety
 /// `send` readable for `count` elements; `out` (where given) writable for
 /// `len` elements; they may be the same buffer.
+#[inline(never)]
 pub(crate) unsafe fn reduce<T: Equivalence, O: Operation<T>>(
     v: &View<'_>,
     send: *const T,
@@ -723,6 +725,7 @@ unsafe fn reduce_on<T: Equivalence, O: Operation<T>>(
 /// # Safety
 /// The places are borrowed for the call: `send` holds `part` packed bytes,
 /// `recv` its length, exclusively.
+#[inline(never)]
 pub(crate) unsafe fn gather(
     v: &View<'_>,
     root: Option<i32>,
@@ -898,6 +901,7 @@ unsafe fn move_parts(
 /// # Safety
 /// The places are borrowed for the call: `send` for reads of its length,
 /// `recv` exclusively for its length.
+#[inline(never)]
 pub(crate) unsafe fn scatter(
     v: &View<'_>,
     root: i32,
