@@ -306,10 +306,11 @@ fn a_rank_that_left_gives_timeouts_on_the_others_with_a_wait_bound() {
     // With a timeout the ranks that came fail their bounded wait (as on
     // the GPU) rather than being seen as a deadlock: the kernel records
     // the barrier's class. On a block communicator the 44 other ranks of
-    // the block; on a warp communicator the 31 other lanes of the first
-    // warp, which never enter a shuffle with the lane that left (the 13
-    // lanes of the second warp pass their barrier, unless the abort
-    // reaches them first).
+    // the block; on a warp communicator the other lanes of both warps,
+    // since lane 3 leaves in each (world ranks 3 and 35): their own wait
+    // times out or the abort of another ends it. (The emulator's schedule
+    // let the second warp see the abort first; on an H100 its lanes timed
+    // out themselves.)
     let timeout = ErrorClass::Timeout as u32;
     let aborted = ErrorClass::Aborted as u32;
     for on in [ON_BLOCK, ON_WARP] {
@@ -323,16 +324,11 @@ fn a_rank_that_left_gives_timeouts_on_the_others_with_a_wait_bound() {
             let (r, size) = place(w as u32, 45, on);
             assert_eq!(&rec[..3], &[0, r, size], "on {on}: world rank {w}");
             let class = rec[3];
-            if w == 3 {
-                assert_eq!(class, 0, "on {on}: the rank that left records nothing more");
-            } else if on == ON_BLOCK || w < 32 {
-                assert!(
-                    class == timeout || class == aborted,
-                    "on {on}: world rank {w}: class {class}"
-                );
+            if r == 3 {
+                assert_eq!(class, 0, "on {on}: world rank {w} left and records nothing more");
             } else {
                 assert!(
-                    class == 0 || class == aborted,
+                    class == timeout || class == aborted,
                     "on {on}: world rank {w}: class {class}"
                 );
             }
