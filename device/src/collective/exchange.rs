@@ -12,10 +12,12 @@
 //! the two halves of the staging regions like every collective round, so a
 //! round needs no closing barrier.
 //!
-//! Every rank copies its own data: a gather's root and a scatter's root copy
-//! `size × count` elements themselves because their buffers may be in their
-//! local memory (a stack array on the GPU), which no other thread can
-//! reach; every all-gather and all-to-all rank copies its own result.
+//! Every rank copies its own data: a scatter's root copies `size × count`
+//! elements itself because its buffer may be in its local memory (a stack
+//! array on the GPU), which no other thread can reach; so does a gather's
+//! root whose buffer is local or a typed view, while the ranks of its block
+//! share the copies into a plain buffer in global memory ([`GatherShare`]);
+//! every all-gather and all-to-all rank copies its own result.
 
 use super::agreement::{checksum, Agreement, CHECK, COUNT, LEN, ROOT, TYPE};
 use super::Side;
@@ -185,6 +187,39 @@ fn type_error(root: i32, got: Datatype, expected: Datatype) -> Error {
     }
 }
 
+/// How the ranks of a fixed-count gather's root block share the root's
+/// copies: the root publishes its receive buffer in the block's shared
+/// scratch when it is plain bytes in global memory (else null, and the
+/// root copies alone), and after each round's barrier rank `t` of the
+/// block copies the parts of ranks `t`, `t + block_dim`, ...: the thesis
+/// had the root walk every rank, a memory round trip per rank on one
+/// thread.
+#[derive(Clone, Copy)]
+pub(crate) struct GatherShare {
+    /// Bytes of one rank's part.
+    bytes: usize,
+    /// The root, whose part an `MPI_IN_PLACE` gather leaves where it is.
+    root: u32,
+}
+
+/// What the root publishes in the shared scratch's first 16 bytes.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Published {
+    /// The receive buffer, or null: the root copies alone.
+    base: *mut u8,
+    /// Nonzero when the root gathers in place (its part is not staged).
+    in_place: u64,
+}
+
+impl GatherShare {
+    /// The published buffer's slot: the head of the block's shared scratch
+    /// (16-byte aligned).
+    fn slot() -> *mut Published {
+        crate::shim::shared_block::<{ crate::shim::SHARED_BLOCK_BYTES }>() as *mut Published
+    }
+}
+
 impl World {
     /// Staging rounds of a gather or all-gather: each round, every rank with
     /// a `send` (side, first packed byte, bytes) stages its next
@@ -192,18 +227,24 @@ impl World {
     /// barrier publishes the cells, and `take(q, offset, cell, round_bytes)`
     /// (the root's, or every rank's) copies from rank `q`'s cell the part of
     /// its data from `offset` on. `max_bytes` (the largest part, agreed)
-    /// sets the number of rounds.
+    /// sets the number of rounds. With `share` (the ranks of a gather's root
+    /// block, every one of them) and a published buffer, the block copies
+    /// the parts instead of `take` and meets at a block barrier after each
+    /// round, so the root returns only when its buffer is complete.
     ///
     /// # Safety
     /// `send` readable for its length during the call; `take` copies at most
     /// `round_bytes` bytes from the cell. A typed `send` whose walk fails
     /// (its encoding changed) stages what it could and the call returns
-    /// `MPI_ERR_INTERN` after the last round.
+    /// `MPI_ERR_INTERN` after the last round. With `share`, the slot holds
+    /// null or a buffer of `ranks × bytes` bytes writable by every rank of
+    /// the block for the whole call, written before the first round.
     unsafe fn gather_rounds<F>(
         &self,
         send: Option<(Side, usize, usize)>,
         max_bytes: usize,
         mut take: Option<F>,
+        share: Option<GatherShare>,
         what: WaitFor,
     ) -> Result<(), Error>
     where
@@ -225,7 +266,34 @@ impl World {
                 }
             }
             self.world_barrier(what)?;
-            if let Some(t) = take.as_mut() {
+            // SAFETY: the slot was written before the first round's world
+            // barrier, whose block barriers order it for the block, and is
+            // not written again during the call.
+            let published = share.map(|_| unsafe { GatherShare::slot().read() });
+            if let (Some(s), Some(p)) = (share, published.filter(|p| !p.base.is_null())) {
+                let base = p.base;
+                let skip = (p.in_place != 0).then_some(s.root);
+                let m = s.bytes.saturating_sub(lo).min(cb);
+                let mut q = self.thread;
+                while q < self.layout.ranks && m > 0 {
+                    if skip != Some(q) {
+                        // SAFETY: part q of the published buffer (`ranks ×
+                        // bytes`, the caller's contract), `lo + m <= bytes`;
+                        // rank q's cell holds `m` staged bytes, published by
+                        // the barrier and not written before the next
+                        // round's. No two ranks write the same part.
+                        unsafe {
+                            crate::shim::copy_bytes(
+                                base.add(q as usize * s.bytes + lo),
+                                self.rank_cell(q) as *const u8,
+                                m,
+                            )
+                        };
+                    }
+                    q += self.layout.block_dim;
+                }
+                crate::shim::block_barrier();
+            } else if let Some(t) = take.as_mut() {
                 for q in 0..self.layout.ranks {
                     t(q, lo, self.rank_cell(q) as *const u8, cb);
                 }
@@ -419,6 +487,26 @@ impl World {
         });
         let base = recv.map(|r| Side::of_mut(r).0);
         let me = self.rank;
+        // The root's block (the same on every rank after the agreement)
+        // shares the copies when the root's buffer is plain global memory.
+        let share = (self.block == root as u32 / self.layout.block_dim).then_some(GatherShare {
+            bytes,
+            root: root as u32,
+        });
+        if share.is_some() && is_root {
+            let published = Published {
+                base: match base {
+                    Some(Side::Plain(p)) if crate::shim::is_shared_address(p) => p,
+                    _ => core::ptr::null_mut(),
+                },
+                in_place: u64::from(in_place),
+            };
+            // SAFETY: the slot inside the block's shared scratch, 8-byte
+            // aligned. Every rank of the block has passed the agreement's
+            // closing block barrier, after every read of the scratch by its
+            // earlier collectives and by the agreement.
+            unsafe { GatherShare::slot().write(published) };
+        }
         let mut walked = true;
         let take = base.map(|base| {
             let walked = &mut walked;
@@ -433,7 +521,7 @@ impl World {
             }
         });
         // SAFETY: `send` is a borrowed buffer; `take` copies at most `cb`.
-        let r = unsafe { self.gather_rounds(send, bytes, take, what) };
+        let r = unsafe { self.gather_rounds(send, bytes, take, share, what) };
         r.and(if walked { Ok(()) } else { Err(Error::Intern) })
     }
 
@@ -501,6 +589,7 @@ impl World {
                 Some((Side::Plain(&count as *const u32 as *mut u8), 0, 4)),
                 4,
                 check,
+                None,
                 what,
             )?
         };
@@ -538,7 +627,7 @@ impl World {
             }
         });
         // SAFETY: `send` is a borrowed buffer; `take` copies at most `cb`.
-        let r = unsafe { self.gather_rounds(Some((side, 0, len)), agreed.max(LEN) as usize, take, what) };
+        let r = unsafe { self.gather_rounds(Some((side, 0, len)), agreed.max(LEN) as usize, take, None, what) };
         r.and(if walked { Ok(()) } else { Err(Error::Intern) })
     }
 
@@ -826,7 +915,7 @@ impl World {
         };
         // SAFETY: `staged` is readable (a borrowed buffer or our own part of
         // `recv`, which `take` leaves alone); `take` copies at most `cb`.
-        let r = unsafe { self.gather_rounds(Some(staged), agreed.max(LEN) as usize, Some(take), what) };
+        let r = unsafe { self.gather_rounds(Some(staged), agreed.max(LEN) as usize, Some(take), None, what) };
         r.and(if walked { Ok(()) } else { Err(Error::Intern) })
     }
 
