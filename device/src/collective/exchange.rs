@@ -627,7 +627,8 @@ impl World {
             }
         });
         // SAFETY: `send` is a borrowed buffer; `take` copies at most `cb`.
-        let r = unsafe { self.gather_rounds(Some((side, 0, len)), agreed.max(LEN) as usize, take, None, what) };
+        let r =
+            unsafe { self.gather_rounds(Some((side, 0, len)), agreed.max(LEN) as usize, take, None, what) };
         r.and(if walked { Ok(()) } else { Err(Error::Intern) })
     }
 
