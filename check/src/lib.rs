@@ -57,9 +57,22 @@ pub const TEST_BACKEND_VAR: &str = "GPU_MPI_TEST_BACKEND";
 /// another backend: a run that fell back to the emulator would claim a GPU
 /// coverage it did not have.
 pub fn test_device(options: gpu_mpi::CpuOptions) -> Device {
+    if tests_on_gpu() {
+        open(BackendKind::Cuda).unwrap_or_else(|e| panic!("{TEST_BACKEND_VAR}=cuda: {e}"))
+    } else {
+        Device::cpu_with(options)
+    }
+}
+
+/// Whether [`TEST_BACKEND_VAR`] puts the integration tests on the GPU.
+///
+/// # Panics
+///
+/// When the variable names neither `cpu` nor `cuda`.
+pub fn tests_on_gpu() -> bool {
     match std::env::var(TEST_BACKEND_VAR).as_deref() {
-        Err(std::env::VarError::NotPresent) | Ok("" | "cpu") => Device::cpu_with(options),
-        Ok("cuda") => open(BackendKind::Cuda).unwrap_or_else(|e| panic!("{TEST_BACKEND_VAR}=cuda: {e}")),
+        Err(std::env::VarError::NotPresent) | Ok("" | "cpu") => false,
+        Ok("cuda") => true,
         Ok(other) => panic!("{TEST_BACKEND_VAR}={other}: neither cpu nor cuda"),
         Err(e) => panic!("{TEST_BACKEND_VAR}: {e}"),
     }

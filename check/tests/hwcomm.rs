@@ -19,11 +19,6 @@ use gpu_mpi_check_kernels::p2p::Mat2;
 use gpu_mpi_check_kernels::{CaseArgs, NONE};
 use std::time::Duration;
 
-/// Whether the tests run on the GPU ([`gpu_mpi_check::TEST_BACKEND_VAR`]).
-fn on_gpu() -> bool {
-    std::env::var(gpu_mpi_check::TEST_BACKEND_VAR).as_deref() == Ok("cuda")
-}
-
 fn device(schedule: Schedule) -> Device {
     test_device(CpuOptions {
         workers: 2,
@@ -138,7 +133,7 @@ fn all_reduce_of_a_block_of_1024_in_rounds_of_the_stage() {
         Ok(run) => run.records,
         // On a GPU the test kernel's 128 registers allow blocks of 512 at
         // most: the host refuses the world with the numbers, as it must.
-        Err(HostError::NotCoResident { fits, .. }) if on_gpu() => {
+        Err(HostError::NotCoResident { fits, .. }) if gpu_mpi_check::tests_on_gpu() => {
             assert_eq!(fits, 0);
             eprintln!("skipped on the GPU: a block of 1024 does not fit this kernel");
             return;

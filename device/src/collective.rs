@@ -824,6 +824,9 @@ impl World {
     /// # Safety
     /// `send` valid for reads of `n` elements and `recv` for writes of its
     /// length for the whole call; nothing else accesses them meanwhile.
+    // Not inlined: a root and its warp-mates reach this through different
+    // API calls, and must meet at one copy of its barriers and shuffles
+    // (docs/gpu.md, "GPU runs", 2026-11-24: two inlined copies hung).
     #[inline(never)]
     unsafe fn reduce_impl<T, O>(
         &self,
@@ -1007,6 +1010,9 @@ impl World {
     /// cell whose count word differs from the first cell's (inside a warp,
     /// or between warps) makes the result's count word `COUNT_MISMATCH`.
     /// Every rank of the block calls it.
+    // Not inlined: a root and its warp-mates reach this through different
+    // API calls, and must meet at one copy of its barriers and shuffles
+    // (docs/gpu.md, "GPU runs", 2026-11-24: two inlined copies hung).
     #[inline(never)]
     fn block_tree<T: Equivalence, O: Operation<T>>(&self, active: u32, k: usize, op: &O) {
         // Also orders the shared scratch: the ranks' previous collective (a
@@ -1140,6 +1146,9 @@ impl World {
         self.block_tree(active, k, op);
     }
 
+    // Not inlined: a root and its warp-mates reach this through different
+    // API calls, and must meet at one copy of its barriers and shuffles
+    // (docs/gpu.md, "GPU runs", 2026-11-24: two inlined copies hung).
     #[inline(never)]
     fn broadcast_impl<B: BufferMut + ?Sized>(&self, root: i32, buf: &mut B) -> Result<(), Error> {
         if self.check_rank(root).is_err() {

@@ -422,6 +422,9 @@ impl World {
     /// `MPI_Gather`: `send` None is the root's in-place form (its part is
     /// already in `recv`); `recv` is the root's buffer (None at the other
     /// ranks, and at a root that called the non-root form: `MPI_ERR_ROOT`).
+    // Not inlined: a root and its warp-mates reach this through different
+    // API calls, and must meet at one copy of its barriers and shuffles
+    // (docs/gpu.md, "GPU runs", 2026-11-24: two inlined copies hung).
     #[inline(never)]
     pub(crate) fn gather_impl<S, R>(
         &self,
@@ -527,6 +530,9 @@ impl World {
 
     /// `MPI_Gatherv`: `recv` is the root's partitioned buffer (None at the
     /// other ranks, and at a root that called the non-root form).
+    // Not inlined: a root and its warp-mates reach this through different
+    // API calls, and must meet at one copy of its barriers and shuffles
+    // (docs/gpu.md, "GPU runs", 2026-11-24: two inlined copies hung).
     #[inline(never)]
     pub(crate) fn gather_varcount_impl<S, R>(
         &self,
@@ -635,6 +641,9 @@ impl World {
     /// `MPI_Scatter`: `send` is the root's buffer (None at the other ranks);
     /// `recv` None is the root's in-place form (and, at another rank, a call
     /// of the root's in-place form: `MPI_ERR_ROOT`).
+    // Not inlined: a root and its warp-mates reach this through different
+    // API calls, and must meet at one copy of its barriers and shuffles
+    // (docs/gpu.md, "GPU runs", 2026-11-24: two inlined copies hung).
     #[inline(never)]
     pub(crate) fn scatter_impl<S, R>(
         &self,
@@ -714,6 +723,9 @@ impl World {
 
     /// `MPI_Scatterv`: `send` is the root's partitioned buffer (None at the
     /// other ranks, and at a root that called the non-root form).
+    // Not inlined: a root and its warp-mates reach this through different
+    // API calls, and must meet at one copy of its barriers and shuffles
+    // (docs/gpu.md, "GPU runs", 2026-11-24: two inlined copies hung).
     #[inline(never)]
     pub(crate) fn scatter_varcount_impl<S, R>(
         &self,

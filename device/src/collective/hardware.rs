@@ -461,6 +461,9 @@ pub(crate) fn barrier(v: &View<'_>) -> Option<Result<(), Error>> {
 /// view of a non-contiguous derived datatype moves by packed position
 /// (the root packs into the stage or the shuffle word, the others unpack
 /// from it).
+// Not inlined: a root and its warp-mates reach this through different
+// API calls, and must meet at one copy of its barriers and shuffles
+// (docs/gpu.md, "GPU runs", 2026-11-24: two inlined copies hung).
 #[inline(never)]
 pub(crate) fn broadcast_buffer<B: BufferMut + ?Sized>(
     v: &View<'_>,
@@ -561,6 +564,9 @@ fn block_round<T>(warps: u32) -> usize {
 /// # Safety
 /// `send` readable for `count` elements; `out` (where given) writable for
 /// `len` elements; they may be the same buffer.
+// Not inlined: a root and its warp-mates reach this through different
+// API calls, and must meet at one copy of its barriers and shuffles
+// (docs/gpu.md, "GPU runs", 2026-11-24: two inlined copies hung).
 #[inline(never)]
 pub(crate) unsafe fn reduce<T: Equivalence, O: Operation<T>>(
     v: &View<'_>,
@@ -725,6 +731,9 @@ unsafe fn reduce_on<T: Equivalence, O: Operation<T>>(
 /// # Safety
 /// The places are borrowed for the call: `send` holds `part` packed bytes,
 /// `recv` its length, exclusively.
+// Not inlined: a root and its warp-mates reach this through different
+// API calls, and must meet at one copy of its barriers and shuffles
+// (docs/gpu.md, "GPU runs", 2026-11-24: two inlined copies hung).
 #[inline(never)]
 pub(crate) unsafe fn gather(
     v: &View<'_>,
@@ -901,6 +910,9 @@ unsafe fn move_parts(
 /// # Safety
 /// The places are borrowed for the call: `send` for reads of its length,
 /// `recv` exclusively for its length.
+// Not inlined: a root and its warp-mates reach this through different
+// API calls, and must meet at one copy of its barriers and shuffles
+// (docs/gpu.md, "GPU runs", 2026-11-24: two inlined copies hung).
 #[inline(never)]
 pub(crate) unsafe fn scatter(
     v: &View<'_>,
