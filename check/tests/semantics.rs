@@ -129,3 +129,32 @@ fn streamed_message_between_two_ranks() {
     let expected: Vec<u8> = (0..LEN).map(|i| pattern_byte(0, i)).collect();
     assert_eq!(received, &expected[..], "rank 1 did not receive rank 0's bytes");
 }
+
+/// The collective cases on an emulator whose ranks' stacks are local memory,
+/// as on the GPU (`CpuOptions::local_stacks`): a root buffer on the stack
+/// (every case's buffers are) can no longer be reached by the other ranks,
+/// so gather and scatter stage the parts through the world's cells, the
+/// path a GPU takes for them; the plain emulator copies them directly.
+#[test]
+fn collective_cases_with_local_stacks() {
+    let device = Device::cpu_with(gpu_mpi::CpuOptions {
+        local_stacks: true,
+        ..Default::default()
+    });
+    for name in [
+        "collective/gather_scatter",
+        "collective/all_gather",
+        "collective/datatype_views",
+        "errors/collective_arguments",
+        "errors/collective_count_mismatch",
+        "deadlock/skipped_collective_fails_everywhere",
+    ] {
+        let case: Case = cases()
+            .into_iter()
+            .find(|c| c.name == name)
+            .unwrap_or_else(|| panic!("no conformance case named {name}"));
+        if let Err(e) = (case.run)(&device) {
+            panic!("{name} with local stacks failed:\n{e}");
+        }
+    }
+}

@@ -700,6 +700,21 @@ impl World {
         }
     }
 
+    /// Rank `rank`'s cell in the staging round that begins next: written
+    /// before that round only by `rank` itself, to publish something its
+    /// first world barrier orders (the other half's readers finished before
+    /// the current round's barrier, which a rank between collectives has
+    /// passed).
+    fn next_rank_cell(&self, rank: u32) -> *mut u8 {
+        let l = &self.layout;
+        let half = (1 - self.staging_half()) * l.ranks as usize * l.collective_bytes;
+        // SAFETY: inside the rank scratch region (two halves of `ranks` cells).
+        unsafe {
+            self.base
+                .add(l.rank_scratch + half + rank as usize * l.collective_bytes)
+        }
+    }
+
     fn block_cell(&self, block: u32) -> *mut u8 {
         let l = &self.layout;
         let half = self.staging_half() * l.blocks as usize * l.collective_bytes;

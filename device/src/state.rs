@@ -278,7 +278,9 @@ impl WorldConfig {
         let coll = self.collective_bytes as usize;
         let outboxes = HEADER_BYTES;
         let rank_headers = outboxes + ranks * outbox_stride;
-        let barrier = rank_headers + ranks * rank_stride;
+        // 64-byte aligned from here on: a barrier record, a collective cell
+        // never shares a cache line (or a loom race-tracking line) with another.
+        let barrier = (rank_headers + ranks * rank_stride).next_multiple_of(64);
         let broadcast = barrier + blocks * BARRIER_STRIDE;
         let block_scratch = broadcast + 2 * coll;
         let rank_scratch = block_scratch + 2 * blocks * coll;

@@ -13,7 +13,7 @@
 
 mod loom_support;
 
-use gpu_mpi_device::collective::{SystemOperation, UserOperation};
+use gpu_mpi_device::collective::{PartitionMut, SystemOperation, UserOperation};
 use gpu_mpi_device::point_to_point::send_receive_into;
 use gpu_mpi_device::request;
 use gpu_mpi_device::shim::loom_runtime;
@@ -654,5 +654,81 @@ fn immediate_collectives_up_a_tree_of_two_levels() {
             Ok([digits, word, sum])
         });
         assert_eq!(results, [Ok([123, 77, 3]), Ok([123, 77, 3]), Ok([123, 77, 3])]);
+    });
+}
+
+/// The kernel of the direct gather and scatter tests: a gather into the last
+/// rank's buffer of two scratch lines (one 64-byte part per rank), then a
+/// scatter out of them, then the root overwrites them. Every rank copies its
+/// own part straight into or out of the root's buffer (the emulator's
+/// addresses are all reachable), so loom checks that the gather's closing
+/// barrier orders the copies before the root's reads, and the scatter's
+/// orders the ranks' reads before the root's overwrite.
+fn gather_then_scatter(w: &World, scratch: Scratch) -> Result<[u64; 3], Error> {
+    let root = w.process_at_rank(1);
+    let me = w.rank() as u64;
+    let mine = [me + 7; 8];
+    let mut part = [0u64; 8];
+    if w.rank() == 1 {
+        // SAFETY: lines 0 and 1 of the scratch, 64-byte aligned; only this
+        // rank makes a buffer of them, and the other rank reaches them only
+        // inside the two collectives.
+        let buf = unsafe { std::slice::from_raw_parts_mut(scratch.line(0) as *mut u64, 16) };
+        root.gather_into_root(&mine[..], &mut buf[..])?;
+        let gathered = [scratch.get(0), scratch.get(1)];
+        scratch.put(0, 50);
+        scratch.put(1, 51);
+        // SAFETY: as above; the gather's view of the lines ended with it.
+        let buf = unsafe { std::slice::from_raw_parts(scratch.line(0) as *const u64, 16) };
+        root.scatter_into_root(&buf[..], &mut part[..])?;
+        scratch.put(0, 0);
+        scratch.put(1, 0);
+        Ok([gathered[0], gathered[1], part[0]])
+    } else {
+        root.gather_into(&mine[..])?;
+        root.scatter_into(&mut part[..])?;
+        Ok([0, 0, part[0]])
+    }
+}
+
+/// (q) A gather and a scatter across 2 blocks of 1 rank, each rank copying
+/// its own part into and out of the root's buffer.
+#[test]
+fn gather_and_scatter_direct_two_blocks() {
+    check("gather+scatter direct 2x1", 2, || {
+        let results = run_world(small_config(2, 1, 1), 2, gather_then_scatter);
+        assert_eq!(results, [Ok([0, 0, 50]), Ok([7, 8, 51])]);
+    });
+}
+
+/// (q) A varcount gather across 2 blocks of 1 rank into the root's scratch
+/// lines, in reversed order (rank 1's part first): the root publishes its
+/// buffer and partition in the counts round, each rank checks its count
+/// against the root's and copies its part.
+#[test]
+fn gather_varcount_direct_two_blocks() {
+    check("gatherv direct 2x1", 3, || {
+        let results = run_world(
+            small_config(2, 1, 1),
+            2,
+            |w, scratch| -> Result<[u64; 2], Error> {
+                let root = w.process_at_rank(0);
+                let mine = [w.rank() as u64 + 3; 8];
+                if w.rank() == 0 {
+                    let (counts, displs) = ([8, 8], [8, 0]);
+                    // SAFETY: as in `gather_then_scatter`.
+                    let buf = unsafe { std::slice::from_raw_parts_mut(scratch.line(0) as *mut u64, 16) };
+                    root.gather_varcount_into_root(
+                        &mine[..],
+                        &mut PartitionMut::new(&mut buf[..], &counts, &displs),
+                    )?;
+                    Ok([scratch.get(0), scratch.get(1)])
+                } else {
+                    root.gather_varcount_into(&mine[..])?;
+                    Ok([0, 0])
+                }
+            },
+        );
+        assert_eq!(results, [Ok([4, 3]), Ok([0, 0])]);
     });
 }

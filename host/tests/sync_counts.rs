@@ -350,3 +350,76 @@ fn a_world_all_reduce_meets_nine_block_barriers_whatever_the_block_size() {
         }
     }
 }
+
+/// Arguments of [`GATHER_TO_ROOT`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+struct GatherArgs {
+    /// Elements each rank sends (at most 64).
+    count: u32,
+    reserved: u32,
+    /// Rank 0 adds the elements it got wrong to element 0.
+    errors: GlobalSlice<u32>,
+}
+
+gpu_mpi_device::kernel! {
+    /// Every rank gathers `count` copies of its rank to rank 0, whose
+    /// receive buffer is an array on its stack (at most 8 ranks).
+    pub static GATHER_TO_ROOT = fn gather_to_root_kernel(world: &World, args: &GatherArgs) -> Result<(), Error> {
+        let k = args.count as usize;
+        let n = world.size() as usize;
+        let mine = [world.rank() as u32; 64];
+        let root = world.process_at_rank(0);
+        if world.rank() == 0 {
+            let mut all = [u32::MAX; 8 * 64];
+            root.gather_into_root(&mine[..k], &mut all[..n * k])?;
+            let wrong = (0..n * k).filter(|&i| all[i] != (i / k) as u32).count();
+            let _ = cell(&args.errors, 0).fetch_add(wrong as u32, Ordering::Relaxed);
+        } else {
+            root.gather_into(&mine[..k])?;
+        }
+        Ok(())
+    }
+}
+
+/// A gather whose root's buffer every rank can reach (the plain emulator:
+/// every address is shared) costs one world barrier after the agreement
+/// whatever its size: each rank copies its own part into the root's
+/// buffer. A root buffer on the stack of a GPU thread (`local_stacks`)
+/// cannot be reached, and the parts go through the world's cells, one
+/// world barrier (two block barriers) per `collective_bytes` round.
+#[test]
+fn a_direct_gather_costs_the_same_barriers_at_any_size() {
+    let mut barriers = Vec::new();
+    for local_stacks in [false, true] {
+        let d = Device::cpu_with(CpuOptions {
+            local_stacks,
+            ..CpuOptions::default()
+        });
+        for count in [16u32, 64] {
+            let errors = d.alloc_zeroed::<u32>(1).unwrap();
+            let args = GatherArgs {
+                count,
+                reserved: 0,
+                errors: errors.slice(),
+            };
+            let spec = WorldSpec::ranks(8).block_dim(4).collective_bytes(64);
+            let rep = d.launch(&GATHER_TO_ROOT, &args, &spec).unwrap();
+            assert_eq!(
+                d.download(&errors).unwrap(),
+                [0],
+                "local stacks {local_stacks}, {count} elements"
+            );
+            let p = rep.sync_counts.unwrap();
+            let per_rank: Vec<u64> = (0..8).map(|r| p.rank(r).unwrap().block_barriers).collect();
+            assert!(per_rank.iter().all(|&b| b == per_rank[0]), "{per_rank:?}");
+            barriers.push(per_rank[0]);
+        }
+    }
+    // 16 elements: one round of 64 bytes; 64 elements: four.
+    let (direct_small, direct_large, staged_small, staged_large) =
+        (barriers[0], barriers[1], barriers[2], barriers[3]);
+    assert_eq!(direct_small, direct_large, "{barriers:?}");
+    assert_eq!(staged_small, direct_small, "{barriers:?}");
+    assert_eq!(staged_large, staged_small + 3 * 2, "{barriers:?}");
+}

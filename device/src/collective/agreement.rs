@@ -53,7 +53,14 @@ impl Equivalence for Agreement {
     };
 }
 
-const _: () = assert!(core::mem::size_of::<Agreement>() + CELL_HEADER <= 64);
+/// First byte of a cell that the agreement round leaves alone (the round
+/// stages, combines and copies `CELL_HEADER` + one [`Agreement`]): a
+/// gather's or scatter's root publishes its buffer's address there, for
+/// the ranks to read after the agreement (`exchange`).
+pub(crate) const AGREEMENT_END: usize = CELL_HEADER + core::mem::size_of::<Agreement>();
+
+// The smallest cell (64 bytes) holds the agreement and an address after it.
+const _: () = assert!(AGREEMENT_END + 8 <= 64);
 
 fn combine(a: &Agreement, b: &Agreement) -> Agreement {
     let mut r = *a;

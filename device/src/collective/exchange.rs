@@ -19,7 +19,7 @@
 //! share the copies into a plain buffer in global memory ([`GatherShare`]);
 //! every all-gather and all-to-all rank copies its own result.
 
-use super::agreement::{checksum, Agreement, CHECK, COUNT, LEN, ROOT, TYPE};
+use super::agreement::{checksum, Agreement, AGREEMENT_END, CHECK, COUNT, LEN, ROOT, TYPE};
 use super::Side;
 use crate::datatype::{Buffer, BufferMut, Datatype, TypedBuffer};
 use crate::error::Error;
@@ -187,64 +187,125 @@ fn type_error(root: i32, got: Datatype, expected: Datatype) -> Error {
     }
 }
 
-/// How the ranks of a fixed-count gather's root block share the root's
-/// copies: the root publishes its receive buffer in the block's shared
-/// scratch when it is plain bytes in global memory (else null, and the
-/// root copies alone), and after each round's barrier rank `t` of the
-/// block copies the parts of ranks `t`, `t + block_dim`, ...: the thesis
-/// had the root walk every rank, a memory round trip per rank on one
-/// thread.
-#[derive(Clone, Copy)]
-pub(crate) struct GatherShare {
-    /// Bytes of one rank's part.
-    bytes: usize,
-    /// The root, whose part an `MPI_IN_PLACE` gather leaves where it is.
-    root: u32,
+/// The rooted collectives of this module, as the agreement's `CHECK` slot
+/// and a published buffer name them: ranks that call different ones never
+/// agree, so never copy into or out of a buffer another collective
+/// published.
+#[repr(u32)]
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Rooted {
+    Gather = 1,
+    GatherVarcount = 2,
+    Scatter = 3,
+    ScatterVarcount = 4,
 }
 
-/// What the root publishes in the shared scratch's first 16 bytes.
+/// The address a root publishes for its buffer: plain bytes in global
+/// memory, which every rank can reach, or null (a buffer in the root's
+/// local memory, a stack array on the GPU; a typed view): the parts are
+/// then staged through the cells and the root copies them alone.
+fn reachable(side: Option<Side>) -> *mut u8 {
+    match side {
+        Some(Side::Plain(p)) if crate::shim::is_shared_address(p) => p,
+        _ => core::ptr::null_mut(),
+    }
+}
+
+/// What a rank stages in the counts round of a varcount gather or scatter:
+/// its count, and at the root its buffer and partition when every rank can
+/// reach them, for each rank to check its own count and copy its own part.
 #[repr(C)]
 #[derive(Clone, Copy)]
-struct Published {
-    /// The receive buffer, or null: the root copies alone.
+struct CountStage {
+    /// The staging rank's count.
+    count: u32,
+    /// The collective of a root that published ([`Rooted`]), else 0.
+    call: u32,
+    /// The staging round the root published in.
+    round: u32,
+    _pad: u32,
+    /// The root's buffer, or null.
     base: *mut u8,
-    /// Nonzero when the root gathers in place (its part is not staged).
-    in_place: u64,
+    /// The root's counts (`ranks` entries, checked by the root).
+    counts: *const i32,
+    /// The root's displacements (`ranks` entries, checked by the root).
+    displs: *const i32,
 }
 
-impl GatherShare {
-    /// The published buffer's slot: the head of the block's shared scratch
-    /// (16-byte aligned).
-    fn slot() -> *mut Published {
-        crate::shim::shared_block::<{ crate::shim::SHARED_BLOCK_BYTES }>() as *mut Published
+const _: () = assert!(core::mem::size_of::<CountStage>() <= 64);
+
+/// A root's buffer and partition, published for every rank to copy its part.
+#[derive(Clone, Copy)]
+struct Direct {
+    base: *mut u8,
+    counts: *const i32,
+    displs: *const i32,
+}
+
+impl Direct {
+    /// Rank `q`'s count and byte offset in the root's buffer.
+    ///
+    /// # Safety
+    /// `q` is a rank of the world (the arrays have one entry per rank).
+    unsafe fn part(&self, q: u32, size: usize) -> (i32, usize) {
+        // SAFETY: entry `q` of the root's arrays, which the root checked have
+        // one entry per rank and does not change during the call.
+        let (c, d) = unsafe {
+            (
+                self.counts.add(q as usize).read(),
+                self.displs.add(q as usize).read(),
+            )
+        };
+        (c, d.max(0) as usize * size)
+    }
+}
+
+impl CountStage {
+    fn new(count: u32) -> Self {
+        CountStage {
+            count,
+            call: 0,
+            round: 0,
+            _pad: 0,
+            base: core::ptr::null_mut(),
+            counts: core::ptr::null(),
+            displs: core::ptr::null(),
+        }
+    }
+
+    /// The root's stage: `buf`, `counts` and `displs` when all three are
+    /// reachable, for the staging round that begins next.
+    fn publish(&mut self, world: &World, call: Rooted, buf: Side, counts: &[i32], displs: &[i32]) {
+        let base = reachable(Some(buf));
+        let shared = |p: *const i32| crate::shim::is_shared_address(p as *const u8);
+        if !base.is_null() && shared(counts.as_ptr()) && shared(displs.as_ptr()) {
+            self.call = call as u32;
+            self.round = world.staging_round.get().wrapping_add(1);
+            self.base = base;
+            self.counts = counts.as_ptr();
+            self.displs = displs.as_ptr();
+        }
     }
 }
 
 impl World {
     /// Staging rounds of a gather or all-gather: each round, every rank with
     /// a `send` (side, first packed byte, bytes) stages its next
-    /// `collective_bytes`, a world
-    /// barrier publishes the cells, and `take(q, offset, cell, round_bytes)`
-    /// (the root's, or every rank's) copies from rank `q`'s cell the part of
-    /// its data from `offset` on. `max_bytes` (the largest part, agreed)
-    /// sets the number of rounds. With `share` (the ranks of a gather's root
-    /// block, every one of them) and a published buffer, the block copies
-    /// the parts instead of `take` and meets at a block barrier after each
-    /// round, so the root returns only when its buffer is complete.
+    /// `collective_bytes`, a world barrier publishes the cells, and `take(q,
+    /// offset, cell, round_bytes)` (the root's, or every rank's) copies from
+    /// rank `q`'s cell the part of its data from `offset` on. `max_bytes`
+    /// (the largest part, agreed) sets the number of rounds.
     ///
     /// # Safety
     /// `send` readable for its length during the call; `take` copies at most
     /// `round_bytes` bytes from the cell. A typed `send` whose walk fails
     /// (its encoding changed) stages what it could and the call returns
-    /// `MPI_ERR_INTERN` after the last round. With `share`, the slot holds
-    /// null or a buffer of `ranks × bytes` bytes writable by every rank of
-    /// the block for the whole call, written before the first round.
+    /// `MPI_ERR_INTERN` after the last round.
     unsafe fn gather_rounds<F>(
         &self,
         send: Option<(Side, usize, usize)>,
         max_bytes: usize,
         mut take: Option<F>,
-        share: Option<GatherShare>,
         what: WaitFor,
     ) -> Result<(), Error>
     where
@@ -266,34 +327,7 @@ impl World {
                 }
             }
             self.world_barrier(what)?;
-            // SAFETY: the slot was written before the first round's world
-            // barrier, whose block barriers order it for the block, and is
-            // not written again during the call.
-            let published = share.map(|_| unsafe { GatherShare::slot().read() });
-            if let (Some(s), Some(p)) = (share, published.filter(|p| !p.base.is_null())) {
-                let base = p.base;
-                let skip = (p.in_place != 0).then_some(s.root);
-                let m = s.bytes.saturating_sub(lo).min(cb);
-                let mut q = self.thread;
-                while q < self.layout.ranks && m > 0 {
-                    if skip != Some(q) {
-                        // SAFETY: part q of the published buffer (`ranks ×
-                        // bytes`, the caller's contract), `lo + m <= bytes`;
-                        // rank q's cell holds `m` staged bytes, published by
-                        // the barrier and not written before the next
-                        // round's. No two ranks write the same part.
-                        unsafe {
-                            crate::shim::copy_bytes(
-                                base.add(q as usize * s.bytes + lo),
-                                self.rank_cell(q) as *const u8,
-                                m,
-                            )
-                        };
-                    }
-                    q += self.layout.block_dim;
-                }
-                crate::shim::block_barrier();
-            } else if let Some(t) = take.as_mut() {
+            if let Some(t) = take.as_mut() {
                 for q in 0..self.layout.ranks {
                     t(q, lo, self.rank_cell(q) as *const u8, cb);
                 }
@@ -304,6 +338,70 @@ impl World {
         } else {
             Err(Error::Intern)
         }
+    }
+
+    /// The root's side of a fixed-count gather or scatter, before the
+    /// agreement: writes the address of its buffer (or null: see
+    /// [`reachable`]) after the agreement's data in its cell of the round
+    /// that begins next, the agreement's, whose world barrier publishes it.
+    fn publish_buffer(&self, buf: *mut u8) {
+        // SAFETY: our own cell of the next round, `AGREEMENT_END + 8 <= 64
+        // <= collective_bytes` bytes, 8-byte aligned (cells are 64-byte
+        // aligned, `AGREEMENT_END` a multiple of 8); no other rank reads or
+        // writes it before that round's barrier (`next_rank_cell`), and the
+        // agreement round writes only the bytes before `AGREEMENT_END`.
+        unsafe { (self.next_rank_cell(self.rank).add(AGREEMENT_END) as *mut *mut u8).write(buf) };
+    }
+
+    /// After an agreement that found every rank naming the valid `root` in
+    /// the same collective: the address the root published
+    /// ([`publish_buffer`](Self::publish_buffer)), or null.
+    fn published_buffer(&self, root: u32) -> *mut u8 {
+        // SAFETY: the root's cell of the agreement round (the current one),
+        // written before the round's world barrier and not again before the
+        // next round's; the agreement does not touch these bytes.
+        unsafe { (self.rank_cell(root).add(AGREEMENT_END) as *const *mut u8).read() }
+    }
+
+    /// The counts round of a varcount gather or scatter: every rank stages
+    /// `stage` (its count; at the root, what it publishes), and `check`, the
+    /// root's when it did not publish, reads every rank's cell. Returns what
+    /// the root published in this round for `call` (None also when `root`
+    /// is not a rank: the agreement then fails).
+    ///
+    /// # Safety
+    /// `check` reads at most the 4-byte count of a cell.
+    unsafe fn counts_round<F>(
+        &self,
+        root: i32,
+        call: Rooted,
+        stage: &CountStage,
+        check: Option<F>,
+        what: WaitFor,
+    ) -> Result<Option<Direct>, Error>
+    where
+        F: FnMut(u32, usize, *const u8, usize),
+    {
+        let len = core::mem::size_of::<CountStage>();
+        let send = Some((Side::Plain(stage as *const CountStage as *mut u8), 0, len));
+        // SAFETY: `stage` lives on the caller's stack for the call; `check`
+        // reads within a cell (the caller's contract).
+        unsafe { self.gather_rounds(send, len, check, what)? };
+        if self.check_root(root).is_some() {
+            return Ok(None);
+        }
+        // SAFETY: the root's cell of the round just passed holds its stage
+        // (the cell is 64-byte aligned and at least 64 bytes), published by
+        // the barrier and not written again before the next round's.
+        let theirs = unsafe { core::ptr::read(self.rank_cell(root as u32) as *const CountStage) };
+        // A stage from this round for this collective: the root published
+        // it (a stale cell, or a rank in another call, would not match).
+        let fresh = theirs.call == call as u32 && theirs.round == self.staging_round.get();
+        Ok((fresh && !theirs.base.is_null()).then_some(Direct {
+            base: theirs.base,
+            counts: theirs.counts,
+            displs: theirs.displs,
+        }))
     }
 
     /// Staging rounds of a scatter: each round the root's `give(q, offset,
@@ -475,8 +573,13 @@ impl World {
         mine.set(ROOT, root as u32);
         mine.set(COUNT, k as u32);
         mine.set(TYPE, dtype.id);
+        mine.set(CHECK, Rooted::Gather as u32);
         if let Some(e) = &local {
             mine.fail(e);
+        }
+        let base = recv.map(|r| Side::of_mut(r).0);
+        if is_root {
+            self.publish_buffer(reachable(base.filter(|_| local.is_none())));
         }
         let agreed = self.agree(mine, what)?;
         if !agreed.ok() {
@@ -488,27 +591,22 @@ impl World {
             let (side, len) = Side::of(s);
             (side, 0, len)
         });
-        let base = recv.map(|r| Side::of_mut(r).0);
         let me = self.rank;
-        // The root's block (the same on every rank after the agreement)
-        // shares the copies when the root's buffer is plain global memory.
-        let share = (self.block == root as u32 / self.layout.block_dim).then_some(GatherShare {
-            bytes,
-            root: root as u32,
-        });
-        if share.is_some() && is_root {
-            let published = Published {
-                base: match base {
-                    Some(Side::Plain(p)) if crate::shim::is_shared_address(p) => p,
-                    _ => core::ptr::null_mut(),
-                },
-                in_place: u64::from(in_place),
-            };
-            // SAFETY: the slot inside the block's shared scratch, 8-byte
-            // aligned. Every rank of the block has passed the agreement's
-            // closing block barrier, after every read of the scratch by its
-            // earlier collectives and by the agreement.
-            unsafe { GatherShare::slot().write(published) };
+        let direct = self.published_buffer(root as u32);
+        if !direct.is_null() && bytes > 0 {
+            // Every rank copies its own part into the root's buffer; one
+            // world barrier tells the root they are there.
+            let mut walked = true;
+            if let Some((side, _, _)) = send {
+                // SAFETY: part `me` of the root's buffer (`n × bytes` plain
+                // bytes in global memory, checked by the root before it
+                // published), which no other rank writes; our send holds
+                // `bytes` packed bytes (count and datatype agreed). The
+                // root's in-place part (no send) stays where it is.
+                walked = unsafe { side.read(0, direct.add(me as usize * bytes), bytes) };
+            }
+            self.world_barrier(what)?;
+            return if walked { Ok(()) } else { Err(Error::Intern) };
         }
         let mut walked = true;
         let take = base.map(|base| {
@@ -524,7 +622,7 @@ impl World {
             }
         });
         // SAFETY: `send` is a borrowed buffer; `take` copies at most `cb`.
-        let r = unsafe { self.gather_rounds(send, bytes, take, share, what) };
+        let r = unsafe { self.gather_rounds(send, bytes, take, what) };
         r.and(if walked { Ok(()) } else { Err(Error::Intern) })
     }
 
@@ -538,7 +636,7 @@ impl World {
         &self,
         root: i32,
         send: &S,
-        recv: Option<&mut PartitionMut<'_, R>>,
+        mut recv: Option<&mut PartitionMut<'_, R>>,
     ) -> Result<(), Error>
     where
         S: Buffer + ?Sized,
@@ -571,10 +669,22 @@ impl World {
                 },
             });
         }
-        // The counts round: every rank stages its count, the root compares
-        // each with the count it expects.
+        // The counts round: every rank stages its count; the root also its
+        // buffer and partition when every rank can reach them, and then each
+        // rank compares its count with the root's (else the root compares
+        // every rank's).
         let count = send.count() as u32;
-        let counts = recv.as_ref().map(|p| p.counts);
+        let mut stage = CountStage::new(count);
+        if let (true, None, Some(p)) = (is_root, &local, recv.as_mut()) {
+            stage.publish(
+                self,
+                Rooted::GatherVarcount,
+                Side::of_mut(&mut *p.buf).0,
+                p.counts,
+                p.displs,
+            );
+        }
+        let counts = recv.as_ref().map(|p| p.counts).filter(|_| stage.base.is_null());
         let mut wrong = None;
         let check = counts.map(|counts| {
             |q: u32, _lo: usize, cell: *const u8, _cb: usize| {
@@ -589,20 +699,23 @@ impl World {
                 }
             }
         });
-        // SAFETY: `count` lives on our stack for the call; `check` reads 4 bytes.
-        unsafe {
-            self.gather_rounds(
-                Some((Side::Plain(&count as *const u32 as *mut u8), 0, 4)),
-                4,
-                check,
-                None,
-                what,
-            )?
-        };
+        // SAFETY: `check` reads a cell's count.
+        let direct = unsafe { self.counts_round(root, Rooted::GatherVarcount, &stage, check, what)? };
         local = local.or(wrong);
+        if let Some(d) = &direct {
+            // SAFETY: we are a rank of the world.
+            let (want, _) = unsafe { d.part(self.rank, size) };
+            if want != count as i32 {
+                local = local.or(Some(Error::CountMismatch {
+                    count,
+                    expected: want as u32,
+                }));
+            }
+        }
         let mut mine = Agreement::new();
         mine.set(ROOT, root as u32);
         mine.set(TYPE, dtype.id);
+        mine.set(CHECK, Rooted::GatherVarcount as u32);
         mine.set(LEN, (largest * size).min(u32::MAX as usize) as u32);
         if let Some(e) = &local {
             mine.fail(e);
@@ -612,6 +725,20 @@ impl World {
             return Err(local.unwrap_or_else(|| agreed.error(self, root, count, dtype.id)));
         }
         let (side, len) = Side::of(send);
+        if let Some(d) = direct.filter(|_| agreed.max(LEN) > 0) {
+            // Every rank copies its own part into the root's buffer; one
+            // world barrier tells the root they are there.
+            let mut walked = true;
+            if len > 0 {
+                // SAFETY: we are a rank; our part of the root's buffer
+                // (inside it: the root checked its partition; our count
+                // equals the root's, checked above and agreed), written by
+                // no other rank; our send holds `len` packed bytes.
+                walked = unsafe { side.read(0, d.base.add(d.part(self.rank, size).1), len) };
+            }
+            self.world_barrier(what)?;
+            return if walked { Ok(()) } else { Err(Error::Intern) };
+        }
         let mut walked = true;
         let take = recv.map(|p| {
             let parts = Parts::Var {
@@ -633,8 +760,7 @@ impl World {
             }
         });
         // SAFETY: `send` is a borrowed buffer; `take` copies at most `cb`.
-        let r =
-            unsafe { self.gather_rounds(Some((side, 0, len)), agreed.max(LEN) as usize, take, None, what) };
+        let r = unsafe { self.gather_rounds(Some((side, 0, len)), agreed.max(LEN) as usize, take, what) };
         r.and(if walked { Ok(()) } else { Err(Error::Intern) })
     }
 
@@ -691,8 +817,13 @@ impl World {
         mine.set(ROOT, root as u32);
         mine.set(COUNT, k as u32);
         mine.set(TYPE, dtype.id);
+        mine.set(CHECK, Rooted::Scatter as u32);
         if let Some(e) = &local {
             mine.fail(e);
+        }
+        if is_root {
+            let base = send.map(|s| Side::of(s).0);
+            self.publish_buffer(reachable(base.filter(|_| local.is_none())));
         }
         let agreed = self.agree(mine, what)?;
         if !agreed.ok() {
@@ -701,6 +832,22 @@ impl World {
         let bytes = k * dtype.size as usize;
         let in_place = recv.is_none();
         let me = self.rank;
+        let direct = self.published_buffer(root as u32);
+        if !direct.is_null() && bytes > 0 {
+            // Every rank copies its own part out of the root's buffer; one
+            // world barrier tells the root that its buffer is free again.
+            let mut walked = true;
+            if let Some(r) = recv {
+                // SAFETY: part `me` of the root's buffer (`n × bytes` plain
+                // bytes in global memory, checked by the root before it
+                // published), which the root does not change before the
+                // barrier; `r` holds `bytes` packed bytes (agreed). The
+                // root's in-place part (no recv) stays where it is.
+                walked = unsafe { Side::of_mut(r).0.write(0, direct.add(me as usize * bytes), bytes) };
+            }
+            self.world_barrier(what)?;
+            return if walked { Ok(()) } else { Err(Error::Intern) };
+        }
         let mut walked = true;
         let give = send.filter(|_| is_root).map(|s| {
             let base = Side::of(s).0;
@@ -766,37 +913,52 @@ impl World {
                 },
             });
         }
-        // The counts round: the root stages each rank's count in its cell,
-        // every rank compares it with its own.
-        let give_counts = valid.map(|p| {
-            move |q: u32, _lo: usize, cell: *mut u8, _cb: usize| {
-                let c = p.counts.get(q as usize).copied().unwrap_or(-1);
-                // SAFETY: rank q's cell (at least 64 bytes), written only by
-                // the root this round.
-                unsafe { core::ptr::write(cell as *mut u32, c as u32) };
+        // The counts round: every rank stages its count; the root also its
+        // buffer and partition when every rank can reach them, and then each
+        // rank compares its count with the root's (else the root compares
+        // every rank's).
+        let count = recv.count() as u32;
+        let mut stage = CountStage::new(count);
+        if let (None, Some(p)) = (&local, valid) {
+            stage.publish(
+                self,
+                Rooted::ScatterVarcount,
+                Side::of(p.buf).0,
+                p.counts,
+                p.displs,
+            );
+        }
+        let mut wrong = None;
+        let check = valid.filter(|_| stage.base.is_null()).map(|p| {
+            |q: u32, _lo: usize, cell: *const u8, _cb: usize| {
+                // SAFETY: rank q staged its 4-byte count in its cell.
+                let theirs = unsafe { core::ptr::read(cell as *const u32) };
+                let want = p.counts.get(q as usize).copied().unwrap_or(-1);
+                if want != theirs as i32 && wrong.is_none() {
+                    wrong = Some(Error::CountMismatch {
+                        count: want as u32,
+                        expected: theirs,
+                    });
+                }
             }
         });
-        let mut theirs = u32::MAX;
-        // SAFETY: `theirs` lives on our stack; `give_counts` writes 4 bytes.
-        unsafe {
-            self.scatter_rounds(
-                4,
-                give_counts,
-                Some((Side::Plain(&mut theirs as *mut u32 as *mut u8), 4)),
-                what,
-            )?
-        };
-        let count = recv.count() as u32;
-        if theirs != count {
-            // (A root with a bad partition staged nothing: every rank fails.)
-            local = local.or(Some(Error::CountMismatch {
-                count,
-                expected: theirs,
-            }));
+        // SAFETY: `check` reads a cell's count.
+        let direct = unsafe { self.counts_round(root, Rooted::ScatterVarcount, &stage, check, what)? };
+        local = local.or(wrong);
+        if let Some(d) = &direct {
+            // SAFETY: we are a rank of the world.
+            let (want, _) = unsafe { d.part(self.rank, size) };
+            if want != count as i32 {
+                local = local.or(Some(Error::CountMismatch {
+                    count,
+                    expected: want as u32,
+                }));
+            }
         }
         let mut mine = Agreement::new();
         mine.set(ROOT, root as u32);
         mine.set(TYPE, dtype.id);
+        mine.set(CHECK, Rooted::ScatterVarcount as u32);
         mine.set(LEN, (largest * size).min(u32::MAX as usize) as u32);
         if let Some(e) = &local {
             mine.fail(e);
@@ -804,6 +966,22 @@ impl World {
         let agreed = self.agree(mine, what)?;
         if !agreed.ok() {
             return Err(local.unwrap_or_else(|| agreed.error(self, root, count, dtype.id)));
+        }
+        if let Some(d) = direct.filter(|_| agreed.max(LEN) > 0) {
+            // Every rank copies its own part out of the root's buffer; one
+            // world barrier tells the root that its buffer is free again.
+            let (side, len) = Side::of_mut(recv);
+            let mut walked = true;
+            if len > 0 {
+                // SAFETY: we are a rank; our part of the root's buffer
+                // (inside it: the root checked its partition; our count
+                // equals the root's, checked above and agreed), which the
+                // root does not change before the barrier; `recv` holds
+                // `len` packed bytes.
+                walked = unsafe { side.write(0, d.base.add(d.part(self.rank, size).1), len) };
+            }
+            self.world_barrier(what)?;
+            return if walked { Ok(()) } else { Err(Error::Intern) };
         }
         let mut walked = true;
         let give = valid.map(|p| {
@@ -928,7 +1106,7 @@ impl World {
         };
         // SAFETY: `staged` is readable (a borrowed buffer or our own part of
         // `recv`, which `take` leaves alone); `take` copies at most `cb`.
-        let r = unsafe { self.gather_rounds(Some(staged), agreed.max(LEN) as usize, Some(take), None, what) };
+        let r = unsafe { self.gather_rounds(Some(staged), agreed.max(LEN) as usize, Some(take), what) };
         r.and(if walked { Ok(()) } else { Err(Error::Intern) })
     }
 

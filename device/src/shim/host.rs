@@ -306,9 +306,11 @@ pub fn clock_ns() -> u64 {
 }
 
 /// Whether another rank can read `ptr` directly (on the GPU: global memory,
-/// not a thread's local stack). On the host every address is shared.
-pub fn is_shared_address(_ptr: *const u8) -> bool {
-    true
+/// not a thread's local stack). On the host every address is shared, but
+/// for an address on the running rank's own stack when the emulator keeps
+/// stacks local as the GPU does (`CpuOptions::local_stacks`).
+pub fn is_shared_address(ptr: *const u8) -> bool {
+    runtime::with_current(|rt| rt.is_none_or(|r| !r.is_local(ptr as usize)))
 }
 
 /// Copies `len` bytes between shared locations (a message slot, a sender's
@@ -408,6 +410,10 @@ pub mod runtime {
         fn shared_block(&self) -> *mut u8;
         /// The worker running the rank (the emulator's `%smid`).
         fn sm_id(&self) -> u32;
+        /// Whether `addr` is in the rank's local memory, which no other
+        /// rank may reach (its stack, when the emulator keeps stacks local
+        /// as the GPU does).
+        fn is_local(&self, addr: usize) -> bool;
     }
 
     std::thread_local! {

@@ -81,6 +81,13 @@ impl Scratch {
         unsafe { p.write_volatile(value) }
     }
 
+    /// The start of line `i`, for a rank to pass lines as a buffer to a
+    /// collective (copies into and out of them are race-checked).
+    pub fn line(&self, i: usize) -> *mut u8 {
+        assert!(i < self.lines);
+        (self.base + i * LINE) as *mut u8
+    }
+
     /// Reads the value at the start of line `i` (a plain load, checked by loom).
     pub fn get(&self, i: usize) -> u64 {
         assert!(i < self.lines);

@@ -57,6 +57,14 @@ pub struct CpuOptions {
     /// worker whatever `workers` says. docs/emulator.md, "Schedule
     /// exploration".
     pub schedule: Schedule,
+    /// Whether a rank's stack is local memory, as on the GPU: an address on
+    /// the rank's own stack counts as one no other rank can reach
+    /// (`gpu_mpi_device::shim::is_shared_address`), so the library takes
+    /// the paths a GPU takes for stack buffers (a rendezvous streamed
+    /// through the slot, a gather's or scatter's parts staged through the
+    /// world's cells) instead of direct copies. Default false: every
+    /// address is shared, as it is in one process.
+    pub local_stacks: bool,
 }
 
 impl Default for CpuOptions {
@@ -70,6 +78,7 @@ impl Default for CpuOptions {
             stack_bytes: 64 * 1024,
             guard_page_limit: 4096,
             schedule: Schedule::Parallel,
+            local_stacks: false,
         }
     }
 }
@@ -213,6 +222,7 @@ impl CpuDevice {
                 workers,
                 timeout,
                 schedule,
+                local_stacks: self.options.local_stacks,
             }
             .run()
         };

@@ -149,6 +149,7 @@
 use crate::cpu::explore::{Chooser, Schedule};
 use crate::cpu::stack::{PoolStack, StackPool};
 use crate::report::{BlockedState, DeadlockReport};
+use corosensei::stack::Stack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use gpu_mpi_device::shim::runtime::{self, RankRuntime, Suspend, SyncCounts};
 use gpu_mpi_device::shim::{resolve_warp, Coordinates, WarpCall, WarpOp, SHARED_BLOCK_BYTES};
@@ -251,6 +252,8 @@ struct Shared<'a> {
     layout: &'a Layout,
     timeout: Option<Duration>,
     stacks: &'a StackPool,
+    /// Whether a rank's stack is local memory.
+    local_stacks: bool,
     /// Per rank, the synchronising operations it issued; each worker
     /// writes its ranks' totals once, when it ends.
     sync: Mutex<Vec<SyncCounts>>,
@@ -292,6 +295,9 @@ struct RankCtx {
     shared: *mut u8,
     /// Its worker's index.
     worker: u32,
+    /// Its stack's addresses (`limit..base`) when stacks are local memory,
+    /// as on the GPU; empty otherwise.
+    stack: Cell<(usize, usize)>,
 }
 
 /// One block's shared scratch ([`SHARED_BLOCK_BYTES`], 16-byte aligned).
@@ -342,6 +348,11 @@ impl RankRuntime for RankCtx {
     fn sm_id(&self) -> u32 {
         self.worker
     }
+
+    fn is_local(&self, addr: usize) -> bool {
+        let (limit, base) = self.stack.get();
+        (limit..base).contains(&addr)
+    }
 }
 
 type RankCoroutine = Coroutine<(), Suspend, (), PoolStack>;
@@ -365,6 +376,8 @@ pub(crate) struct Run<'a, A> {
     /// The order of the ranks: [`Schedule::Parallel`] uses `workers`
     /// workers, a seeded schedule one.
     pub schedule: Schedule,
+    /// Whether a rank's stack is local memory ([`CpuOptions::local_stacks`](super::CpuOptions::local_stacks)).
+    pub local_stacks: bool,
 }
 
 impl<A: Sync + 'static> Run<'_, A> {
@@ -400,6 +413,7 @@ impl<A: Sync + 'static> Run<'_, A> {
             layout: self.layout,
             timeout: self.timeout,
             stacks: self.stacks,
+            local_stacks: self.local_stacks,
             sync: Mutex::new(vec![SyncCounts::default(); self.layout.ranks as usize]),
         };
         let args = SendPtr(self.args as *const A);
@@ -503,6 +517,7 @@ impl<'s, 'a> Worker<'s, 'a> {
                         grid_dim: layout.blocks,
                     },
                     yielder: Cell::new(std::ptr::null()),
+                    stack: Cell::new((0, 0)),
                 }
             })
             .collect();
@@ -516,6 +531,11 @@ impl<'s, 'a> Worker<'s, 'a> {
                 // coroutine is gone before the pool drops (the pool outlives
                 // the scoped workers).
                 let stack = unsafe { shared.stacks.stack((first_rank as usize) + i) };
+                if shared.local_stacks {
+                    ctxs[i]
+                        .stack
+                        .set((Stack::limit(&stack).get(), Stack::base(&stack).get()));
+                }
                 Some(Coroutine::with_stack(
                     stack,
                     move |y: &Yielder<(), Suspend>, ()| {
