@@ -1,14 +1,14 @@
 //! Collective communication (MPI standard chapter 6).
 //!
-//! - [`CommunicatorCollectives::barrier`] is the block-wise single-writer
-//!   barrier of the thesis (B. D. Young, "MPI within a GPU", 2009, fig. 5.11),
-//!   after H. Dietz's barrier: the ranks of a block meet at the block barrier,
-//!   then one rank per block arrives on its block's own counter, and the
-//!   other blocks' counters are scanned until each has arrived; counters only
-//!   grow (generation numbers are never reset). Unlike the thesis, where the
-//!   arriving rank scanned every counter in turn (a memory round trip per
-//!   block, 40 µs for 132 blocks on an H100), the block's ranks share the
-//!   scan, each waiting for a few blocks at once.
+//! - [`CommunicatorCollectives::barrier`] is block-wise like the thesis's
+//!   (B. D. Young, "MPI within a GPU", 2009, fig. 5.11): the ranks of a block
+//!   meet at the block barrier, then one rank per block adds the block's
+//!   arrival to the world's one arrival count, the arrival that completes
+//!   the barrier releases it through one word, and each block's rank waits
+//!   for that word; the block barrier again. Counts only grow (generation
+//!   numbers are never reset). The thesis's single-writer counters, one per
+//!   block read by every block, cost `blocks²` reads per barrier (5.9x a
+//!   CUDA grid barrier on an H100); this is what a grid barrier does.
 //! - [`Root::broadcast_into`]: the root stages rounds of the buffer in the
 //!   world's broadcast area, a barrier publishes each round.
 //! - [`Root::reduce_into_root`], [`CommunicatorCollectives::all_reduce_into`]:
@@ -667,12 +667,18 @@ struct BlockStage {
 const PARTIAL_BYTES: usize = shim::SHARED_BLOCK_BYTES - 128;
 
 impl World {
-    fn barrier_counter(&self, block: u32) -> &AtomicU32 {
-        let off = self.layout.barrier
-            + block as usize * crate::state::BARRIER_STRIDE
-            + core::mem::offset_of!(crate::memory::BarrierRecord, counter);
-        // SAFETY: inside the barrier region, aligned, atomic-only.
-        unsafe { shim::atomic_u32_at(self.base, off) }
+    /// The world barrier's arrival count and release word.
+    fn grid_barrier(&self) -> (&AtomicU32, &AtomicU32) {
+        use crate::memory::GridBarrier;
+        let at = |field: usize| {
+            // SAFETY: inside the world barrier's record at the start of the
+            // barrier region, 4-byte aligned, accessed only atomically.
+            unsafe { shim::atomic_u32_at(self.base, self.layout.barrier + field) }
+        };
+        (
+            at(core::mem::offset_of!(GridBarrier, arrivals)),
+            at(core::mem::offset_of!(GridBarrier, released)),
+        )
     }
 
     /// Starts a staging round: the next half of the staging regions.
@@ -733,35 +739,39 @@ impl World {
     /// of the block that found a count mismatch after a reduction round.
     fn block_flag(&self, block: u32) -> &AtomicU32 {
         let off = self.layout.barrier
+            + crate::state::GRID_BARRIER_BYTES
             + block as usize * crate::state::BARRIER_STRIDE
             + core::mem::offset_of!(crate::memory::BarrierRecord, flag);
         // SAFETY: inside the block's barrier record (64 bytes), aligned, atomic-only.
         unsafe { shim::atomic_u32_at(self.base, off) }
     }
 
-    /// The thesis barrier, recorded as `what` in the wait record.
+    /// The world barrier, recorded as `what` in the wait record.
     ///
-    /// Block barrier; the block's first rank arrives on the block's own
-    /// counter by storing the barrier's generation (the number of world
-    /// barriers so far, the same on every rank); the block's ranks share the
-    /// scan of the other blocks' counters, rank `t` of the block waiting for
-    /// blocks `t`, `t + block_dim`, ...; block barrier. Counters only grow, so
-    /// a counter at or past the generation has arrived, whether or not it has
-    /// already left. The thesis (fig. 5.11) had one rank per block scan every
-    /// counter in turn, which costs a memory round trip per block on the
-    /// critical path; shared, it costs about one.
+    /// Block barrier; the block's first rank adds the block's arrival to
+    /// the one arrival count of the world ([`GridBarrier`](crate::memory::GridBarrier)),
+    /// and the arrival that completes the generation (the number of world
+    /// barriers so far, the same on every rank: generation `g` is complete
+    /// at `g × blocks` arrivals) stores `g` in the release word; each
+    /// block's first rank waits for the release word to reach `g`; block
+    /// barrier. One read-modify-write and one polled word per block, what
+    /// a CUDA grid barrier does: the thesis's single-writer counters (one
+    /// per block, every block reading every counter) put `blocks²` polls on
+    /// the memory system each round, 11.3 µs on an H100 against the native
+    /// 1.9 (docs/performance.md). The other ranks of a block wait in the
+    /// block barrier, which costs no memory traffic.
     ///
     /// It fails alike on every rank of a block. The opening block barrier
     /// counts the ranks that came: a rank that returned from the kernel does
     /// not hold a block barrier (PTX `exit`; the emulator does the same), so
     /// a count short of the block means a rank that will never enter. Such a
-    /// block does not arrive on its counter (so every other block's barrier
-    /// fails too) and waits, bounded, for nothing
+    /// block does not arrive (so the generation is never released and every
+    /// other block's barrier fails too) and waits, bounded, for nothing
     /// ([`crate::wait::barrier_wait_forever`]).
     /// The closing block barrier counts the ranks whose waits succeeded:
-    /// when one failed, its block-mates return `Aborted` as well
-    /// ([`crate::wait::barrier_failed`]), so no rank of the block goes on into a
-    /// collective's next step alone.
+    /// when the first rank's failed, its block-mates return `Aborted` as
+    /// well ([`crate::wait::barrier_failed`]), so no rank of the block goes
+    /// on into a collective's next step alone.
     #[inline(always)]
     fn world_barrier(&self, what: WaitFor) -> Result<(), Error> {
         self.record_wait(what);
@@ -780,42 +790,38 @@ impl World {
                 what.peer,
                 what.tag,
             );
-        } else if blocks > 1 {
-            if self.thread == 0 {
-                // The block's ranks' writes are ordered before this point by
-                // the block barrier; the fence makes them visible device-wide
-                // before we arrive.
-                shim::fence(Ordering::AcqRel);
-                // Release pairs with the other blocks' Acquire loads below.
-                self.barrier_counter(self.block)
-                    .store(generation, Ordering::Release);
+        } else if blocks > 1 && self.thread == 0 {
+            let (arrivals, released) = self.grid_barrier();
+            // The block's ranks' writes are ordered before this point by
+            // the block barrier; the fence makes them visible device-wide
+            // before we arrive.
+            shim::fence(Ordering::AcqRel);
+            // AcqRel: the release carries this block's writes to the arrival
+            // that completes the generation; the acquire takes every earlier
+            // arrival's (the arrivals are one release sequence).
+            let before = arrivals.fetch_add(1, Ordering::AcqRel);
+            if before.wrapping_add(1) == generation.wrapping_mul(blocks) {
+                // Release pairs with the Acquire loads below: it passes on
+                // every block's writes, which the arrival above acquired.
+                released.store(generation, Ordering::Release);
             }
-            let mut block = self.thread;
-            let mut scanned = false;
-            while block < blocks {
-                if block != self.block {
-                    scanned = true;
-                    let counter = self.barrier_counter(block);
-                    let r = wait_for(self, what, |_| {
-                        // Acquire pairs with that block's Release arrival store.
-                        let v = counter.load(Ordering::Acquire);
-                        (v.wrapping_sub(generation) as i32 >= 0).then_some(Ok(()))
-                    });
-                    if let Err(e) = r {
-                        failure = crate::wait::barrier_word(e);
-                        break;
-                    }
+            let r = wait_for(self, what, |_| {
+                // Acquire pairs with the Release store of the arrival that
+                // completed the generation.
+                let v = released.load(Ordering::Acquire);
+                (v.wrapping_sub(generation) as i32 >= 0).then_some(Ok(()))
+            });
+            match r {
+                Ok(()) => {
+                    // Orders what this rank acquired before its arrival at
+                    // the closing block barrier, through which the rest of
+                    // the block sees it.
+                    shim::fence(Ordering::AcqRel);
+                    // A finished wait marks the rank running; it still
+                    // waits for its block.
+                    self.record_wait(what);
                 }
-                block += self.layout.block_dim;
-            }
-            if scanned {
-                // Orders what this rank acquired from the other blocks before
-                // its arrival at the closing block barrier, through which the
-                // rest of the block sees it.
-                shim::fence(Ordering::AcqRel);
-                // A finished wait marks the rank running; it still waits for
-                // its block.
-                self.record_wait(what);
+                Err(e) => failure = crate::wait::barrier_word(e),
             }
         }
         let passed = shim::block_barrier_count(failure == 0);

@@ -816,16 +816,31 @@ pub struct ResultRecord {
     pub reserved: [u32; 3],
 }
 
+/// The world barrier's words ([`GRID_BARRIER_BYTES`](crate::state::GRID_BARRIER_BYTES)):
+/// each on a line of its own, so that the blocks' polls of the release word
+/// do not meet the arrivals.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct GridBarrier {
+    /// Block arrivals at world barriers so far (wrapping): generation `g`
+    /// is complete when it reaches `g × blocks`.
+    pub arrivals: u32,
+    /// Unused.
+    pub reserved0: [u32; 15],
+    /// The generation released last (the number of world barriers every
+    /// block has arrived at).
+    pub released: u32,
+    /// Unused.
+    pub reserved1: [u32; 15],
+}
+
 /// One block's barrier record ([`BARRIER_STRIDE`](crate::state::BARRIER_STRIDE)
 /// bytes, a line of its own).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
 pub struct BarrierRecord {
-    /// The block's barrier counter: the generation of the last world
-    /// barrier its ranks arrived at (Dietz's single-writer barrier).
-    pub counter: u32,
     /// Unused.
-    pub reserved0: u32,
+    pub reserved0: [u32; 2],
     /// Set to the barrier generation by a rank of the block that found a
     /// count mismatch after a reduction round.
     pub flag: u32,
@@ -836,6 +851,7 @@ pub struct BarrierRecord {
 const _: () = assert!(core::mem::size_of::<WaitRecord>() == crate::state::RECORD_STRIDE);
 const _: () = assert!(core::mem::size_of::<ResultRecord>() == crate::state::RESULT_STRIDE);
 const _: () = assert!(core::mem::size_of::<BarrierRecord>() == crate::state::BARRIER_STRIDE);
+const _: () = assert!(core::mem::size_of::<GridBarrier>() == crate::state::GRID_BARRIER_BYTES);
 
 /// Decodes `rank`'s wait record from a copy of the memory.
 ///

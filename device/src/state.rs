@@ -10,7 +10,7 @@
 //! | header | 512 B | magic, version, [`WorldConfig`], abort flag, [`Layout`] |
 //! | outboxes | `ranks × slots_per_rank × (48 + slot_bytes)` | per sending rank: its slots, each a [`SlotHeader`](crate::memory::SlotHeader) and `slot_bytes` of payload (the thesis's sender-side buffering) |
 //! | ranks | `ranks × (72 + records × 64)` | per rank: its [`RankHeader`](crate::memory::RankHeader) (inbox, unexpected queue, active list) and `requests_per_rank + 2` [`RequestRecord`](crate::memory::RequestRecord)s |
-//! | barrier | `blocks × 64` | per block: a [`BarrierRecord`](crate::memory::BarrierRecord): its barrier counter (Dietz's single-writer barrier) and the flag word of a reduction's count check |
+//! | barrier | `128 + blocks × 64` | the world barrier's [`GridBarrier`](crate::memory::GridBarrier) (the blocks' arrival count and the generation released last, a line each); then per block a [`BarrierRecord`](crate::memory::BarrierRecord): the flag word of a reduction's count check |
 //! | broadcast | `2 × collective_bytes` | the root's chunk of a broadcast |
 //! | block scratch | `2 × blocks × collective_bytes` | per block: its partial reduction |
 //! | rank scratch | `2 × ranks × collective_bytes` | per rank: its reduction operand, folded inside the block by warp shuffles (the cells of the warps' first ranks hold the warps' partials when they do not fit the block's shared memory) |
@@ -36,8 +36,9 @@ pub const MAGIC: u32 = 0x494d_5047;
 /// 7: each rank's private record of its non-blocking collectives; 8: the
 /// rank header's deferred slot returns; 9: a word per warp after each
 /// communicator table; 10: the communicator contexts' non-blocking
-/// collective state).
-pub const VERSION: u32 = 10;
+/// collective state; 11: the world barrier's one arrival counter and
+/// release word, regions from the barrier on 64-byte aligned).
+pub const VERSION: u32 = 11;
 
 /// `flags` bit: never let a receiver copy straight out of the sender's buffer;
 /// stream every large message through a slot (the path a GPU takes for a
@@ -79,6 +80,9 @@ pub const MAX_SLOTS_PER_RANK: u32 = 64;
 pub const MAX_RECORDS_PER_RANK: u32 = 32;
 /// Bytes of one block's barrier record.
 pub const BARRIER_STRIDE: usize = 64;
+/// Bytes of the world barrier's record
+/// ([`GridBarrier`](crate::memory::GridBarrier)), before the blocks' records.
+pub const GRID_BARRIER_BYTES: usize = 128;
 /// Bytes of one rank's wait record.
 pub const RECORD_STRIDE: usize = 16;
 /// Bytes of one rank's result record.
@@ -281,7 +285,7 @@ impl WorldConfig {
         // 64-byte aligned from here on: a barrier record, a collective cell
         // never shares a cache line (or a loom race-tracking line) with another.
         let barrier = (rank_headers + ranks * rank_stride).next_multiple_of(64);
-        let broadcast = barrier + blocks * BARRIER_STRIDE;
+        let broadcast = barrier + GRID_BARRIER_BYTES + blocks * BARRIER_STRIDE;
         let block_scratch = broadcast + 2 * coll;
         let rank_scratch = block_scratch + 2 * blocks * coll;
         let comms = rank_scratch + 2 * ranks * coll;
@@ -398,7 +402,8 @@ pub struct Layout {
     pub outboxes: usize,
     /// Offset of the first rank header.
     pub rank_headers: usize,
-    /// Offset of the barrier counters.
+    /// Offset of the world barrier's record, followed by the blocks' barrier
+    /// records.
     pub barrier: usize,
     /// Offset of the broadcast area (two halves).
     pub broadcast: usize,

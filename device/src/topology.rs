@@ -46,8 +46,9 @@ pub struct World {
     pub(crate) thread: u32,
     pub(crate) block: u32,
     /// World barriers this rank has entered. Every rank enters the same
-    /// barriers (collectives are called by all), so it is also the value
-    /// every block's barrier counter reaches in the current barrier.
+    /// barriers (collectives are called by all), so it is also the
+    /// generation the world barrier's release word reaches in the current
+    /// barrier.
     pub(crate) barrier_generation: Cell<u32>,
     /// Rounds of collectives (broadcast rounds, reduction rounds) this rank
     /// has staged; its parity picks the half of the staging regions.

@@ -148,12 +148,15 @@ fn expected(op: Exchange, rank: u32, ranks: u32, root: u32, count: usize, i: usi
     }
 }
 
-/// Elements of `recv` that differ from what `op` should have delivered.
-/// Out of line: the check takes no registers from the timed loop.
+/// Elements of `recv`, elements `first..` of a receive region, that differ
+/// from what `op` should have delivered. Out of line: the check takes no
+/// registers from the timed loop.
 #[inline(never)]
+#[allow(clippy::too_many_arguments)]
 fn wrong_elements(
     op: Exchange,
     recv: &[f64],
+    first: usize,
     rank: u32,
     ranks: u32,
     root: u32,
@@ -162,7 +165,7 @@ fn wrong_elements(
 ) -> u64 {
     let mut errors = 0;
     for (i, &v) in recv.iter().enumerate() {
-        if v != expected(op, rank, ranks, root, count, i, it) {
+        if v != expected(op, rank, ranks, root, count, first + i, it) {
             errors += 1;
         }
     }
@@ -179,7 +182,10 @@ fn fill(send: &mut [f64], rank: u32, it: u32) {
 
 /// The loop shared by the MPI and the native exchange benchmarks: per
 /// round, fill the send region, time `run(send, recv, round)` alone, check
-/// the receive region, meet in `barrier`. Returns the timed nanoseconds
+/// the receive region, meet in `barrier`. A gather's root does not check
+/// the `ranks × count` elements alone (a serial walk that kept the
+/// full-size suite from finishing): after an extra barrier every rank
+/// checks its own part of the root's region. Returns the timed nanoseconds
 /// and the errors.
 pub fn exchange_loop(
     world: &World,
@@ -199,6 +205,7 @@ pub fn exchange_loop(
         });
     }
     let r = exchange_regions(op, rank as usize, args.root as usize, ranks as usize, count);
+    let root_recv = exchange_regions(op, args.root as usize, args.root as usize, ranks as usize, count).recv;
     // SAFETY: the two regions are disjoint and the calling rank's own; other
     // ranks touch them only inside the collective (MPI, or the native
     // protocol's release/acquire ordering).
@@ -218,7 +225,17 @@ pub fn exchange_loop(
         if it >= args.warmup {
             elapsed += t;
         }
-        errors += wrong_elements(op, recv, rank, ranks, args.root, count, it);
+        if op == Exchange::Gather {
+            barrier()?;
+            let first = rank as usize * count;
+            // SAFETY: our part of the root's receive region, complete (the
+            // barrier above follows the root's return) and not written
+            // again before the barrier below.
+            let part = unsafe { args.values.slice(root_recv + first, count)? };
+            errors += wrong_elements(op, part, first, rank, ranks, args.root, count, it);
+        } else {
+            errors += wrong_elements(op, recv, 0, rank, ranks, args.root, count, it);
+        }
         barrier()?;
     }
     Ok((elapsed, errors))
@@ -735,8 +752,19 @@ mod tests {
         }
         let wrong = [0.5, send(0, 1), send(0, 2)];
         assert_eq!(
-            wrong_elements(Exchange::Scan, &wrong, 0, ranks, root, count, it),
+            wrong_elements(Exchange::Scan, &wrong, 0, 0, ranks, root, count, it),
             1
+        );
+        // A gather's part checked by its own rank: elements `first..` of the
+        // root's region.
+        let part = [send(2, 0), send(2, 1), send(2, 2)];
+        assert_eq!(
+            wrong_elements(Exchange::Gather, &part, 2 * count, 2, ranks, root, count, it),
+            0
+        );
+        assert_eq!(
+            wrong_elements(Exchange::Gather, &part, count, 1, ranks, root, count, it),
+            count as u64
         );
     }
 }
