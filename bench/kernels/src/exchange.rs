@@ -182,11 +182,14 @@ fn fill(send: &mut [f64], rank: u32, it: u32) {
 
 /// The loop shared by the MPI and the native exchange benchmarks: per
 /// round, fill the send region, time `run(send, recv, round)` alone, check
-/// the receive region, meet in `barrier`. A gather's root does not check
-/// the `ranks × count` elements alone (a serial walk that kept the
-/// full-size suite from finishing): after an extra barrier every rank
-/// checks its own part of the root's region. Returns the timed nanoseconds
-/// and the errors.
+/// the receive region (before the barrier: a native may write it again as
+/// soon as the barrier lets it), meet in `barrier`. A gather's root does
+/// not check the `ranks × count` elements alone (a serial walk that kept
+/// the full-size suite from finishing): after the barrier every rank
+/// checks its own part of the root's region, complete then and not
+/// rewritten before the rank enters the next gather (by the rank itself,
+/// or by the MPI root after that gather's first world barrier). Returns
+/// the timed nanoseconds and the errors.
 pub fn exchange_loop(
     world: &World,
     args: &CollArgs,
@@ -205,7 +208,6 @@ pub fn exchange_loop(
         });
     }
     let r = exchange_regions(op, rank as usize, args.root as usize, ranks as usize, count);
-    let root_recv = exchange_regions(op, args.root as usize, args.root as usize, ranks as usize, count).recv;
     // SAFETY: the two regions are disjoint and the calling rank's own; other
     // ranks touch them only inside the collective (MPI, or the native
     // protocol's release/acquire ordering).
@@ -225,20 +227,34 @@ pub fn exchange_loop(
         if it >= args.warmup {
             elapsed += t;
         }
-        if op == Exchange::Gather {
-            barrier()?;
-            let first = rank as usize * count;
-            // SAFETY: our part of the root's receive region, complete (the
-            // barrier above follows the root's return) and not written
-            // again before the barrier below.
-            let part = unsafe { args.values.slice(root_recv + first, count)? };
-            errors += wrong_elements(op, part, first, rank, ranks, args.root, count, it);
-        } else {
+        if op != Exchange::Gather {
             errors += wrong_elements(op, recv, 0, rank, ranks, args.root, count, it);
         }
         barrier()?;
+        if op == Exchange::Gather {
+            errors += gathered_part_errors(args, rank, ranks, it);
+        }
     }
     Ok((elapsed, errors))
+}
+
+/// Errors in the calling rank's part of a gather's root region after round
+/// `it` ([`exchange_loop`] says when it may be read); out of line, like
+/// [`wrong_elements`].
+#[inline(never)]
+fn gathered_part_errors(args: &CollArgs, rank: u32, ranks: u32, it: u32) -> u64 {
+    let count = args.size as usize;
+    let root = args.root as usize;
+    let root_recv = exchange_regions(Exchange::Gather, root, root, ranks as usize, count).recv;
+    let first = rank as usize * count;
+    // SAFETY: our part of the root's receive region, complete after the
+    // round's barrier and not written again before we enter the next
+    // gather (`exchange_loop`). The loop checked that the values hold
+    // every region.
+    match unsafe { args.values.slice(root_recv + first, count) } {
+        Ok(part) => wrong_elements(Exchange::Gather, part, first, rank, ranks, args.root, count, it),
+        Err(_) => count as u64,
+    }
 }
 
 /// Runs `op` through the MPI library on the calling rank.

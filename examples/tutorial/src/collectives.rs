@@ -50,7 +50,10 @@ pub(crate) fn run(c: &mut Chapter) -> Result<(), String> {
         c,
         "{BARRIERS} barriers of {RANKS} ranks, synchronising operations per barrier:"
     );
-    say!(c, "block  blocks  arrivals  release stores  acquire loads  fences  all");
+    say!(
+        c,
+        "block  blocks  arrivals  release stores  acquire loads  fences  all"
+    );
     for block in [32, 64, 128, 256] {
         let spec = WorldSpec::ranks(RANKS).block_dim(block);
         let report = device
@@ -77,7 +80,11 @@ pub(crate) fn run(c: &mut Chapter) -> Result<(), String> {
         // release store per barrier (the arrival that completes it), and
         // no memory at all for a world of one block (the block barrier
         // alone).
-        let (arrivals, releases) = if report.blocks > 1 { (report.blocks, 1) } else { (0, 0) };
+        let (arrivals, releases) = if report.blocks > 1 {
+            (report.blocks, 1)
+        } else {
+            (0, 0)
+        };
         check(counts.acq_rel_rmws == (BARRIERS * arrivals) as u64, || {
             format!("blocks of {block}: {} arrivals", counts.acq_rel_rmws)
         })?;
