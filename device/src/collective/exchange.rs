@@ -364,31 +364,42 @@ impl World {
     }
 
     /// The counts round of a varcount gather or scatter: every rank stages
-    /// `stage` (its count; at the root, what it publishes), and `check`, the
-    /// root's when it did not publish, reads every rank's cell. Returns what
+    /// `stage` (its count; at the root, what it publishes). Returns what
     /// the root published in this round for `call` (None also when `root`
-    /// is not a rank: the agreement then fails).
-    ///
-    /// # Safety
-    /// `check` reads at most the 4-byte count of a cell.
-    unsafe fn counts_round<F>(
+    /// is not a rank: the agreement then fails), and a count mismatch this
+    /// rank found: with a publication each rank compares its own count with
+    /// the root's entry, else the root compares every rank's count with
+    /// `root_counts` (its counts, given when it did not publish).
+    fn counts_round(
         &self,
         root: i32,
         call: Rooted,
         stage: &CountStage,
-        check: Option<F>,
+        root_counts: Option<&[i32]>,
+        size: usize,
         what: WaitFor,
-    ) -> Result<Option<Direct>, Error>
-    where
-        F: FnMut(u32, usize, *const u8, usize),
-    {
+    ) -> Result<(Option<Direct>, Option<Error>), Error> {
+        let mut wrong = None;
+        let check = root_counts.map(|counts| {
+            |q: u32, _lo: usize, cell: *const u8, _cb: usize| {
+                // SAFETY: rank q staged its 4-byte count in its cell.
+                let theirs = unsafe { core::ptr::read(cell as *const u32) };
+                let want = counts.get(q as usize).copied().unwrap_or(-1);
+                if want != theirs as i32 && wrong.is_none() {
+                    wrong = Some(Error::CountMismatch {
+                        count: want as u32,
+                        expected: theirs,
+                    });
+                }
+            }
+        });
         let len = core::mem::size_of::<CountStage>();
         let send = Some((Side::Plain(stage as *const CountStage as *mut u8), 0, len));
         // SAFETY: `stage` lives on the caller's stack for the call; `check`
-        // reads within a cell (the caller's contract).
+        // reads a cell's count.
         unsafe { self.gather_rounds(send, len, check, what)? };
         if self.check_root(root).is_some() {
-            return Ok(None);
+            return Ok((None, wrong));
         }
         // SAFETY: the root's cell of the round just passed holds its stage
         // (the cell is 64-byte aligned and at least 64 bytes), published by
@@ -397,11 +408,22 @@ impl World {
         // A stage from this round for this collective: the root published
         // it (a stale cell, or a rank in another call, would not match).
         let fresh = theirs.call == call as u32 && theirs.round == self.staging_round.get();
-        Ok((fresh && !theirs.base.is_null()).then_some(Direct {
+        let direct = (fresh && !theirs.base.is_null()).then_some(Direct {
             base: theirs.base,
             counts: theirs.counts,
             displs: theirs.displs,
-        }))
+        });
+        if let Some(d) = &direct {
+            // SAFETY: we are a rank of the world.
+            let (want, _) = unsafe { d.part(self.rank, size) };
+            if want != stage.count as i32 {
+                wrong = wrong.or(Some(Error::CountMismatch {
+                    count: stage.count,
+                    expected: want as u32,
+                }));
+            }
+        }
+        Ok((direct, wrong))
     }
 
     /// Staging rounds of a scatter: each round the root's `give(q, offset,
@@ -684,34 +706,10 @@ impl World {
                 p.displs,
             );
         }
-        let counts = recv.as_ref().map(|p| p.counts).filter(|_| stage.base.is_null());
-        let mut wrong = None;
-        let check = counts.map(|counts| {
-            |q: u32, _lo: usize, cell: *const u8, _cb: usize| {
-                // SAFETY: rank q staged its 4-byte count in its cell.
-                let theirs = unsafe { core::ptr::read(cell as *const u32) };
-                let want = counts.get(q as usize).copied().unwrap_or(-1);
-                if want != theirs as i32 && wrong.is_none() {
-                    wrong = Some(Error::CountMismatch {
-                        count: want as u32,
-                        expected: theirs,
-                    });
-                }
-            }
-        });
-        // SAFETY: `check` reads a cell's count.
-        let direct = unsafe { self.counts_round(root, Rooted::GatherVarcount, &stage, check, what)? };
+        let root_counts = recv.as_ref().map(|p| p.counts).filter(|_| stage.base.is_null());
+        let (direct, wrong) =
+            self.counts_round(root, Rooted::GatherVarcount, &stage, root_counts, size, what)?;
         local = local.or(wrong);
-        if let Some(d) = &direct {
-            // SAFETY: we are a rank of the world.
-            let (want, _) = unsafe { d.part(self.rank, size) };
-            if want != count as i32 {
-                local = local.or(Some(Error::CountMismatch {
-                    count,
-                    expected: want as u32,
-                }));
-            }
-        }
         let mut mine = Agreement::new();
         mine.set(ROOT, root as u32);
         mine.set(TYPE, dtype.id);
@@ -928,33 +926,10 @@ impl World {
                 p.displs,
             );
         }
-        let mut wrong = None;
-        let check = valid.filter(|_| stage.base.is_null()).map(|p| {
-            |q: u32, _lo: usize, cell: *const u8, _cb: usize| {
-                // SAFETY: rank q staged its 4-byte count in its cell.
-                let theirs = unsafe { core::ptr::read(cell as *const u32) };
-                let want = p.counts.get(q as usize).copied().unwrap_or(-1);
-                if want != theirs as i32 && wrong.is_none() {
-                    wrong = Some(Error::CountMismatch {
-                        count: want as u32,
-                        expected: theirs,
-                    });
-                }
-            }
-        });
-        // SAFETY: `check` reads a cell's count.
-        let direct = unsafe { self.counts_round(root, Rooted::ScatterVarcount, &stage, check, what)? };
+        let root_counts = valid.map(|p| p.counts).filter(|_| stage.base.is_null());
+        let (direct, wrong) =
+            self.counts_round(root, Rooted::ScatterVarcount, &stage, root_counts, size, what)?;
         local = local.or(wrong);
-        if let Some(d) = &direct {
-            // SAFETY: we are a rank of the world.
-            let (want, _) = unsafe { d.part(self.rank, size) };
-            if want != count as i32 {
-                local = local.or(Some(Error::CountMismatch {
-                    count,
-                    expected: want as u32,
-                }));
-            }
-        }
         let mut mine = Agreement::new();
         mine.set(ROOT, root as u32);
         mine.set(TYPE, dtype.id);
