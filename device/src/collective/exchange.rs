@@ -12,12 +12,14 @@
 //! the two halves of the staging regions like every collective round, so a
 //! round needs no closing barrier.
 //!
-//! Every rank copies its own data: a scatter's root copies `size × count`
-//! elements itself because its buffer may be in its local memory (a stack
-//! array on the GPU), which no other thread can reach; so does a gather's
-//! root whose buffer is local or a typed view, while the ranks of its block
-//! share the copies into a plain buffer in global memory ([`GatherShare`]);
-//! every all-gather and all-to-all rank copies its own result.
+//! A world gather or scatter whose root buffer is plain bytes in global
+//! memory stages no data: the root publishes the buffer (and a varcount
+//! root its partition), every rank copies its own part straight into or out
+//! of it, and one world barrier ends the call ([`World::publish_buffer`],
+//! [`CountStage`]). A root buffer no other thread can reach (a stack array
+//! on the GPU, a typed view) goes through the cells, the root copying all
+//! `size × count` elements itself; every all-gather and all-to-all rank
+//! copies its own result from the cells.
 
 use super::agreement::{checksum, Agreement, AGREEMENT_END, CHECK, COUNT, LEN, ROOT, TYPE};
 use super::Side;
