@@ -133,7 +133,7 @@ pub use exchange::{Partition, PartitionMut};
 pub use prefix::reduce_local_into;
 
 use crate::datatype::{Buffer, BufferMut, Equivalence, TypedBuffer, ID_F32, ID_F64};
-use crate::error::Error;
+use crate::error::{Error, ErrorClass};
 use crate::shim::{self, AtomicU32, Ordering};
 use crate::topology::wait_for;
 use crate::topology::{Communicator, Process, World};
@@ -842,13 +842,15 @@ impl World {
     /// same elements of `recv` after the round's combination, so no element
     /// is read after it was written.
     ///
+    /// Inlined into each call: the operands are copied here, and every
+    /// barrier and shuffle of a round is in [`reduce_step`], one copy that a
+    /// root and its warp-mates share. Passing `send` or `recv` to an
+    /// out-of-line function would put a scalar operand in local memory.
+    ///
     /// # Safety
     /// `send` valid for reads of `n` elements and `recv` for writes of its
     /// length for the whole call; nothing else accesses them meanwhile.
-    // Not inlined: a root and its warp-mates reach this through different
-    // API calls, and must meet at one copy of its barriers and shuffles
-    // (docs/gpu.md, "GPU runs", 2026-11-24: two inlined copies hung).
-    #[inline(never)]
+    #[inline(always)]
     unsafe fn reduce_impl<T, O>(
         &self,
         send: *const T,
@@ -910,31 +912,41 @@ impl World {
             let lo = round * per_round;
             let hi = (lo + per_round).min(n);
             let reference = root.unwrap_or(0) as u32;
-            // SAFETY: `lo <= hi <= n` elements of `send` (the caller's contract).
-            let part = unsafe { send.add(lo) };
-            if let Err(expected) = self.reduce_round(part, hi - lo, n as u32, reference, op, what)? {
-                // Everyone read the same block counts: all stop here.
-                return Err(Error::CountMismatch {
-                    count: n as u32,
-                    expected,
-                });
-            }
             let k = hi - lo;
+            // SAFETY: `lo <= hi <= n` elements of `send` (the caller's contract).
+            self.stage_operands(unsafe { send.add(lo) }, k, n as u32);
             // Reduce: the root's block combines the block results; all-reduce:
             // every block does.
             let combines = root.is_none_or(|r| r as u32 / self.layout.block_dim == self.block);
-            if combines {
-                self.combine_blocks(self.layout.blocks, k, n as u32, op);
-                if is_root {
-                    if let Some((out, _)) = recv {
-                        let leader = self.block * self.layout.block_dim;
-                        let cell = self.rank_cell(leader);
-                        // SAFETY: the leader's cell holds k combined elements,
-                        // published by the block tree's closing barrier; `out`
-                        // holds `n >= hi` elements (checked above).
-                        unsafe { shim::copy_bytes(out.add(lo) as *mut u8, cell.add(CELL_HEADER), k * size) };
-                    }
-                }
+            let generation = self.barrier_generation.get();
+            let word = reduce_step::<T, O>(
+                self.base,
+                self.rank,
+                self.thread,
+                self.block,
+                generation,
+                self.staging_round.get(),
+                k,
+                n as u32,
+                reference,
+                combines,
+                op,
+                what.operation,
+                what.peer,
+            );
+            // A step passes exactly one world barrier, failed or not.
+            self.barrier_generation.set(generation.wrapping_add(1));
+            if word != 0 {
+                return Err(step_error(word, n as u32, what));
+            }
+            // A rank that gets the result is in a block that combined.
+            if let Some((out, _)) = recv.filter(|_| is_root) {
+                let leader = self.block * self.layout.block_dim;
+                let cell = self.rank_cell(leader);
+                // SAFETY: the leader's cell holds k combined elements,
+                // published by the block tree's closing barrier; `out`
+                // holds `n >= hi` elements (checked above).
+                unsafe { shim::copy_bytes(out.add(lo) as *mut u8, cell.add(CELL_HEADER), k * size) };
             }
             round += 1;
         }
@@ -964,18 +976,40 @@ impl World {
         op: &O,
         what: WaitFor,
     ) -> Result<Result<(), u32>, Error> {
+        self.stage_operands(part, k, count);
+        self.reduce_staged::<T, O>(k, count, reference, op, what)
+    }
+
+    /// Opens a staging round and copies the `k` elements at `part` into this
+    /// rank's cell, with `count` in both count words.
+    #[inline(always)]
+    fn stage_operands<T: Equivalence>(&self, part: *const T, k: usize, count: u32) {
         let bytes = k * core::mem::size_of::<T>();
         self.begin_staging_round();
         let cell = self.rank_cell(self.rank);
         // SAFETY: our own cell: combined-count word, own-count word, then
         // `per_round >= k` elements (checked by the caller); no other rank
-        // touches it before the block barrier below. `part` holds `k`
+        // touches it before the block barrier of the round. `part` holds `k`
         // readable elements (the caller's contract).
         unsafe {
             core::ptr::write(cell as *mut u32, count);
             core::ptr::write(cell.add(4) as *mut u32, count);
             shim::copy_bytes(cell.add(CELL_HEADER), part as *const u8, bytes);
         }
+    }
+
+    /// The rest of [`World::reduce_round`], once the operands are staged.
+    #[inline(always)]
+    fn reduce_staged<T: Equivalence, O: Operation<T>>(
+        &self,
+        k: usize,
+        count: u32,
+        reference: u32,
+        op: &O,
+        what: WaitFor,
+    ) -> Result<Result<(), u32>, Error> {
+        let bytes = k * core::mem::size_of::<T>();
+        let cell = self.rank_cell(self.rank);
         self.record_wait(what);
         self.block_tree(self.layout.block_dim, k, op);
         if self.thread == 0 {
@@ -1031,11 +1065,26 @@ impl World {
     /// cell whose count word differs from the first cell's (inside a warp,
     /// or between warps) makes the result's count word `COUNT_MISMATCH`.
     /// Every rank of the block calls it.
-    // Not inlined: a root and its warp-mates reach this through different
-    // API calls, and must meet at one copy of its barriers and shuffles
-    // (docs/gpu.md, "GPU runs", 2026-11-24: two inlined copies hung).
-    #[inline(never)]
+    ///
+    /// The barriers and shuffles are in one out-of-line copy
+    /// ([`block_tree_at`]), called with this world's scalars.
+    #[inline(always)]
     fn block_tree<T: Equivalence, O: Operation<T>>(&self, active: u32, k: usize, op: &O) {
+        block_tree_at::<T, O>(
+            self.base,
+            self.rank,
+            self.thread,
+            self.block,
+            self.staging_round.get(),
+            active,
+            k,
+            op,
+        );
+    }
+
+    /// The body of [`World::block_tree`].
+    #[inline(always)]
+    fn block_tree_body<T: Equivalence, O: Operation<T>>(&self, active: u32, k: usize, op: &O) {
         // Also orders the shared scratch: the ranks' previous collective (a
         // block communicator's) may read it until every rank has come here.
         // A block short of a rank that returned (no shuffle may name it) skips
@@ -1785,6 +1834,91 @@ impl Root for Process<'_> {
         let send = (self.rank == self.world.rank()).then_some(send);
         span.leave(self.world.scatter_varcount_impl(self.rank, send, recv))
     }
+}
+
+/// One round of [`World::reduce_impl`] after this rank staged its
+/// operands ([`World::stage_operands`]): the block tree, the world barrier,
+/// the count check and, where `combines`, the combination of the block
+/// results into the cell of the block's first rank. Returns 0, or the
+/// failure as a word for [`step_error`]. The world is passed as
+/// [`World::from_parts`]' scalars and the result as a word, so that the
+/// caller keeps nothing in local memory for the call.
+// Not inlined: a root and its warp-mates reach this through different API
+// calls, and must meet at one copy of its barriers and shuffles
+// (docs/gpu.md, "GPU runs", 2026-11-24: two inlined copies hung).
+#[inline(never)]
+#[allow(clippy::too_many_arguments)] // scalars, to stay in registers (above)
+fn reduce_step<T: Equivalence, O: Operation<T>>(
+    base: *mut u8,
+    rank: u32,
+    thread: u32,
+    block: u32,
+    generation: u32,
+    staging: u32,
+    k: usize,
+    count: u32,
+    reference: u32,
+    combines: bool,
+    op: &O,
+    operation: WaitCall,
+    peer: i32,
+) -> u64 {
+    // SAFETY: the scalars of the caller's attached world.
+    let w = unsafe { World::from_parts(base, rank, thread, block, generation, staging) };
+    let what = WaitFor {
+        operation,
+        peer,
+        tag: -1,
+    };
+    match w.reduce_staged::<T, O>(k, count, reference, op, what) {
+        Err(e) => crate::wait::barrier_word(e),
+        Ok(Err(expected)) => (u64::from(expected) << 32) | ErrorClass::Count as u64,
+        Ok(Ok(())) => {
+            if combines {
+                w.combine_blocks(w.layout.blocks, k, count, op);
+            }
+            0
+        }
+    }
+}
+
+/// The error of a non-zero [`reduce_step`] word of a reduction of `count`
+/// elements per rank that waited as `what`: a count mismatch (every rank
+/// read the same block counts, so all stop here) with the reference rank's
+/// count in the high half, or the world barrier's failure.
+#[inline(always)]
+fn step_error(word: u64, count: u32, what: WaitFor) -> Error {
+    if word as u32 == ErrorClass::Count as u32 {
+        Error::CountMismatch {
+            count,
+            expected: (word >> 32) as u32,
+        }
+    } else {
+        crate::wait::barrier_error(word, what)
+    }
+}
+
+/// [`World::block_tree`] out of line, on the world rebuilt from its scalars
+/// ([`World::from_parts`]; the tree passes no world barrier, so the
+/// generation does not matter here).
+// Not inlined: a root and its warp-mates reach this through different API
+// calls, and must meet at one copy of its barriers and shuffles
+// (docs/gpu.md, "GPU runs", 2026-11-24: two inlined copies hung).
+#[inline(never)]
+#[allow(clippy::too_many_arguments)] // scalars, to stay in registers (above)
+fn block_tree_at<T: Equivalence, O: Operation<T>>(
+    base: *mut u8,
+    rank: u32,
+    thread: u32,
+    block: u32,
+    staging: u32,
+    active: u32,
+    k: usize,
+    op: &O,
+) {
+    // SAFETY: the scalars of the caller's attached world.
+    let w = unsafe { World::from_parts(base, rank, thread, block, 0, staging) };
+    w.block_tree_body::<T, O>(active, k, op);
 }
 
 #[cfg(all(test, not(loom)))]

@@ -93,6 +93,38 @@ impl World {
         })
     }
 
+    /// The same rank's `World` again, from the scalars of one attached by
+    /// [`World::attach`] (`generation` and `staging`: its two counters). An
+    /// out-of-line function that takes these scalars instead of a `&World`
+    /// keeps the world in registers on nvptx: a reference, or a struct of
+    /// them passed by value, makes the caller store the world in local
+    /// memory (a stack frame in the ptxas report).
+    ///
+    /// # Safety
+    /// `base`, `rank`, `thread` and `block` are those of a `World` that is
+    /// alive (its contract holds for the copy).
+    #[inline(always)]
+    pub(crate) unsafe fn from_parts(
+        base: *mut u8,
+        rank: u32,
+        thread: u32,
+        block: u32,
+        generation: u32,
+        staging: u32,
+    ) -> World {
+        World {
+            base,
+            // SAFETY: `base` is an attached world's memory (the caller's
+            // contract), whose header holds the layout.
+            layout: LayoutRef(unsafe { base.add(LAYOUT_OFFSET) } as *const Layout),
+            rank,
+            thread,
+            block,
+            barrier_generation: Cell::new(generation),
+            staging_round: Cell::new(staging),
+        }
+    }
+
     /// The world's layout.
     pub fn layout(&self) -> &Layout {
         &self.layout
