@@ -169,6 +169,8 @@ fn compare_tells_identical_congruent_similar_and_unequal() {
                     if many { 2 } else { 1 },
                     if many { 3 } else { 1 },
                     0,
+                    1,
+                    if many { 2 } else { 1 },
                 ]
             },
             &format!("compare, {ranks} ranks"),

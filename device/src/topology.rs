@@ -331,6 +331,30 @@ pub trait Communicator {
     }
 }
 
+/// A reference to a communicator is one (as in rsmpi), so that generic
+/// code can take `impl Communicator` and be handed `&world`.
+impl<C: Communicator + ?Sized> Communicator for &C {
+    fn rank(&self) -> i32 {
+        (**self).rank()
+    }
+    fn size(&self) -> i32 {
+        (**self).size()
+    }
+    fn process_at_rank(&self, r: i32) -> Process<'_> {
+        (**self).process_at_rank(r)
+    }
+    fn null_process(&self) -> Process<'_> {
+        (**self).null_process()
+    }
+    fn any_process(&self) -> AnyProcess<'_> {
+        (**self).any_process()
+    }
+    #[allow(private_interfaces)]
+    fn view(&self) -> View<'_> {
+        (**self).view()
+    }
+}
+
 impl Communicator for World {
     fn rank(&self) -> i32 {
         self.rank as i32

@@ -148,6 +148,9 @@ gpu_mpi_device::kernel! {
                     relation_code(world.compare(&reversed)),
                     relation_code(world.compare(&halves)),
                     relation_code(dup.compare(&dup)),
+                    // Through `impl Communicator for &C`.
+                    relation_code(Communicator::compare(&&dup, &world)),
+                    relation_code(Communicator::compare(&world, &&reversed)),
                 ])
             }
             C_GROUP => group_case(world, &mut rec),
