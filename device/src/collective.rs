@@ -611,6 +611,17 @@ pub trait Root {
     where
         S: Buffer + ?Sized,
         R: BufferMut + ?Sized;
+    /// Called by the root: `MPI_Gatherv` with `MPI_IN_PLACE`; the root's own
+    /// contribution is already in its part of `recv` (`counts[root]`
+    /// elements at `displs[root]`), which stays as it is. Another rank that
+    /// calls it contributes all of `recv.buf`, as in
+    /// [`Root::gather_into_root_in_place`].
+    ///
+    /// Standard section: MPI 4.1 §6.5.
+    fn gather_varcount_into_root_in_place<R: BufferMut + ?Sized>(
+        &self,
+        recv: &mut PartitionMut<'_, R>,
+    ) -> Result<(), Error>;
     /// Called by every rank but the root: receives its part of the root's
     /// buffer (`MPI_Scatter`).
     ///
@@ -643,6 +654,13 @@ pub trait Root {
     where
         S: Buffer + ?Sized,
         R: BufferMut + ?Sized;
+    /// Called by the root: `MPI_Scatterv` with `MPI_IN_PLACE`; the root's
+    /// own part stays where it is in `send`. Another rank that calls it
+    /// fails with `MPI_ERR_ROOT` (on the world every rank does; on a
+    /// sub-communicator the root, whose sends went out, returns).
+    ///
+    /// Standard section: MPI 4.1 §6.6.
+    fn scatter_varcount_into_root_in_place<S: Buffer + ?Sized>(&self, send: &Partition<'_, S>) -> Result<(), Error>;
 }
 
 /// Count word of a staged operand or partial result: the counts of the
@@ -1723,7 +1741,7 @@ impl Root for Process<'_> {
             });
         }
         let span = trace::Span::enter(&self.world.core(), WaitCall::Gather as u32, self.rank);
-        span.leave(self.world.gather_varcount_impl::<S, [u8]>(self.rank, send, None))
+        span.leave(self.world.gather_varcount_impl::<S, [u8]>(self.rank, Some(send), None))
     }
 
     fn gather_varcount_into_root<S, R>(&self, send: &S, recv: &mut PartitionMut<'_, R>) -> Result<(), Error>
@@ -1743,7 +1761,32 @@ impl Root for Process<'_> {
         }
         let span = trace::Span::enter(&self.world.core(), WaitCall::Gather as u32, self.rank);
         let recv = (self.rank == self.world.rank()).then_some(recv);
-        span.leave(self.world.gather_varcount_impl(self.rank, send, recv))
+        span.leave(self.world.gather_varcount_impl(self.rank, Some(send), recv))
+    }
+
+    fn gather_varcount_into_root_in_place<R: BufferMut + ?Sized>(
+        &self,
+        recv: &mut PartitionMut<'_, R>,
+    ) -> Result<(), Error> {
+        if let Some(v) = self.sub() {
+            return v.traced(WaitCall::Gather, self.rank, || {
+                if v.rank as i32 != self.rank {
+                    // Not the root: `recv.buf` is this rank's contribution.
+                    let dt = recv.buf.datatype();
+                    let s = general::place_of_mut(&mut *recv.buf);
+                    return v.gather(self.rank, Some(s), None, None, dt);
+                }
+                let (parts, rp, rn, dt) = general::partition_parts_mut(recv, v.size)?;
+                v.gather(self.rank, None, Some((rp, rn)), Some(parts), dt)
+            });
+        }
+        let span = trace::Span::enter(&self.world.core(), WaitCall::Gather as u32, self.rank);
+        if self.rank != self.world.rank() {
+            // Not the root: `recv.buf` is this rank's contribution.
+            let send = exchange::Typed::of(&mut *recv.buf);
+            return span.leave(self.world.gather_varcount_impl::<_, [u8]>(self.rank, Some(&send), None));
+        }
+        span.leave(self.world.gather_varcount_impl::<[u8], R>(self.rank, None, Some(recv)))
     }
 
     fn scatter_into<R: BufferMut + ?Sized>(&self, recv: &mut R) -> Result<(), Error> {
@@ -1811,7 +1854,7 @@ impl Root for Process<'_> {
             });
         }
         let span = trace::Span::enter(&self.world.core(), WaitCall::Scatter as u32, self.rank);
-        span.leave(self.world.scatter_varcount_impl::<[u8], R>(self.rank, None, recv))
+        span.leave(self.world.scatter_varcount_impl::<[u8], R>(self.rank, None, Some(recv)))
     }
 
     fn scatter_varcount_into_root<S, R>(&self, send: &Partition<'_, S>, recv: &mut R) -> Result<(), Error>
@@ -1832,7 +1875,28 @@ impl Root for Process<'_> {
         }
         let span = trace::Span::enter(&self.world.core(), WaitCall::Scatter as u32, self.rank);
         let send = (self.rank == self.world.rank()).then_some(send);
-        span.leave(self.world.scatter_varcount_impl(self.rank, send, recv))
+        span.leave(self.world.scatter_varcount_impl(self.rank, send, Some(recv)))
+    }
+
+    fn scatter_varcount_into_root_in_place<S: Buffer + ?Sized>(&self, send: &Partition<'_, S>) -> Result<(), Error> {
+        if let Some(v) = self.sub() {
+            return v.traced(WaitCall::Scatter, self.rank, || {
+                let dt = send.buf.datatype();
+                if v.rank as i32 != self.rank {
+                    // Not the root, and no receive buffer: `MPI_ERR_ROOT`
+                    // once its part is taken (general.rs's `scatter`).
+                    return v.scatter(self.rank, None, None, None, dt);
+                }
+                let (parts, sp, sn) = general::partition_parts(send, v.size)?;
+                v.scatter(self.rank, Some((sp, sn)), None, Some(parts), dt)
+            });
+        }
+        let span = trace::Span::enter(&self.world.core(), WaitCall::Scatter as u32, self.rank);
+        let root = self.rank == self.world.rank();
+        span.leave(
+            self.world
+                .scatter_varcount_impl::<S, [u8]>(self.rank, root.then_some(send), None),
+        )
     }
 }
 

@@ -27,6 +27,10 @@ const ALL_TO_ALL_IN_PLACE: u32 = 6;
 const ALL_TO_ALL_VARCOUNT: u32 = 7;
 const GATHER: u32 = 8;
 const SCATTER: u32 = 9;
+const GATHER_VARCOUNT_IN_PLACE: u32 = 10;
+const SCATTER_VARCOUNT_IN_PLACE: u32 = 11;
+/// Every rank calls the root's in-place scatterv.
+const SCATTER_VARCOUNT_IN_PLACE_EVERYWHERE: u32 = 12;
 
 /// Bytes of each rank's send and receive region.
 const REGION: usize = 8192;
@@ -93,6 +97,17 @@ fn run<C: Communicator + CommunicatorCollectives, S: Buffer + ?Sized, R: BufferM
         GATHER_VARCOUNT => root.gather_varcount_into(send),
         SCATTER_VARCOUNT if at_root => root.scatter_varcount_into_root(&Partition::new(send, sc, sd), recv),
         SCATTER_VARCOUNT => root.scatter_varcount_into(recv),
+        GATHER_VARCOUNT_IN_PLACE if at_root => {
+            root.gather_varcount_into_root_in_place(&mut PartitionMut::new(recv, rc, rd))
+        }
+        GATHER_VARCOUNT_IN_PLACE => root.gather_varcount_into(send),
+        SCATTER_VARCOUNT_IN_PLACE if at_root => {
+            root.scatter_varcount_into_root_in_place(&Partition::new(send, sc, sd))
+        }
+        SCATTER_VARCOUNT_IN_PLACE => root.scatter_varcount_into(recv),
+        SCATTER_VARCOUNT_IN_PLACE_EVERYWHERE => {
+            root.scatter_varcount_into_root_in_place(&Partition::new(send, sc, sd))
+        }
         ALL_TO_ALL => world.all_to_all_into(send, recv),
         ALL_TO_ALL_IN_PLACE => world.all_to_all_in_place(recv),
         ALL_TO_ALL_VARCOUNT => world.all_to_all_varcount_into(
@@ -402,21 +417,29 @@ impl Case {
                     }
                 }
             }
-            ALL_GATHER_VARCOUNT | GATHER_VARCOUNT => {
-                let targets: Vec<usize> = if self.op == GATHER_VARCOUNT {
-                    vec![self.root]
-                } else {
+            ALL_GATHER_VARCOUNT | GATHER_VARCOUNT | GATHER_VARCOUNT_IN_PLACE => {
+                let targets: Vec<usize> = if self.op == ALL_GATHER_VARCOUNT {
                     (0..n).collect()
+                } else {
+                    vec![self.root]
                 };
                 for r in targets {
                     for (q, p) in ps.iter().enumerate() {
+                        if self.op == GATHER_VARCOUNT_IN_PLACE && q == r {
+                            // The root's own part stays as it was.
+                            continue;
+                        }
                         let s = span(self.rcounts[r][q], self.rdispls[r][q]);
                         pr[r][s].copy_from_slice(p);
                     }
                 }
             }
-            SCATTER | SCATTER_VARCOUNT => {
+            SCATTER | SCATTER_VARCOUNT | SCATTER_VARCOUNT_IN_PLACE => {
                 for (q, out) in pr.iter_mut().enumerate() {
+                    if self.op == SCATTER_VARCOUNT_IN_PLACE && q == self.root {
+                        // The root receives nothing (its part stays in its send).
+                        continue;
+                    }
                     let s = if self.op == SCATTER {
                         let k = out.len();
                         q * k..(q + 1) * k
@@ -599,6 +622,55 @@ fn varcount_gather_scatter_and_all_gather_take_views() {
             c.check();
         }
     }
+}
+
+/// `MPI_Gatherv` and `MPI_Scatterv` with `MPI_IN_PLACE` at every root: the
+/// root's own part stays where it is (its receive region keeps the initial
+/// bytes there; a scatter's root receives nothing), every other part moves
+/// as in the plain forms; views on either side (the world's staged path),
+/// plain slices (its direct path) and on a duplicate (the general one).
+#[test]
+fn varcount_gather_and_scatter_in_place_at_every_root() {
+    for n in [1, 3, 4] {
+        let (counts, displs, total) = var_parts(n);
+        for (s, r) in pairs().into_iter().chain([(plain(), plain())]) {
+            for root in 0..n {
+                // The root's receive side is its whole partitioned buffer;
+                // the others send their part with the send side's type.
+                let mut c = Case::new(n, GATHER_VARCOUNT_IN_PLACE, s.clone(), r.clone());
+                c.root = root;
+                c.scount = counts.iter().map(|&k| k as usize).collect();
+                c.scount[root] = 0;
+                c.rcount = (0..n).map(|q| if q == root { total } else { 0 }).collect();
+                c.rcounts = vec![counts.clone(); n];
+                c.rdispls = vec![displs.clone(); n];
+                c.check();
+                let mut c = Case::new(n, SCATTER_VARCOUNT_IN_PLACE, s.clone(), r.clone());
+                c.root = root;
+                c.scount = (0..n).map(|q| if q == root { total } else { 0 }).collect();
+                c.rcount = counts.iter().map(|&k| k as usize).collect();
+                c.rcount[root] = 0;
+                c.scounts = vec![counts.clone(); n];
+                c.sdispls = vec![displs.clone(); n];
+                c.check();
+            }
+        }
+    }
+}
+
+/// A rank other than the root that calls the in-place scatterv (it has no
+/// receive buffer) fails with `MPI_ERR_ROOT`, and so does every rank.
+#[test]
+fn scatterv_in_place_at_a_non_root_fails_on_every_rank() {
+    let n = 4;
+    let (counts, displs, total) = var_parts(n);
+    let mut c = Case::new(n, SCATTER_VARCOUNT_IN_PLACE_EVERYWHERE, plain(), plain());
+    c.root = 1;
+    c.scount = vec![total; n];
+    c.rcount = counts.iter().map(|&k| k as usize).collect();
+    c.scounts = vec![counts.clone(); n];
+    c.sdispls = vec![displs.clone(); n];
+    c.check_fails(usize::MAX, ErrorClass::Root, ErrorClass::Root);
 }
 
 #[test]

@@ -177,6 +177,12 @@ pub(crate) fn check_partition(
     Ok(largest)
 }
 
+/// The in-place root's own count in its partition's `counts` (0 where
+/// the entry is missing or negative: `check_partition` fails those).
+fn own_count(counts: &[i32], root: i32) -> u32 {
+    counts.get(root as usize).copied().unwrap_or(0).max(0) as u32
+}
+
 fn type_error(root: i32, got: Datatype, expected: Datatype) -> Error {
     Error::TypeMismatch {
         status: crate::status::Status {
@@ -651,7 +657,8 @@ impl World {
     }
 
     /// `MPI_Gatherv`: `recv` is the root's partitioned buffer (None at the
-    /// other ranks, and at a root that called the non-root form).
+    /// other ranks, and at a root that called the non-root form); `send`
+    /// None is the root's in-place form (its part already in `recv`).
     // Not inlined: a root and its warp-mates reach this through different
     // API calls, and must meet at one copy of its barriers and shuffles
     // (docs/gpu.md, "GPU runs", 2026-11-24: two inlined copies hung).
@@ -659,7 +666,7 @@ impl World {
     pub(crate) fn gather_varcount_impl<S, R>(
         &self,
         root: i32,
-        send: &S,
+        send: Option<&S>,
         mut recv: Option<&mut PartitionMut<'_, R>>,
     ) -> Result<(), Error>
     where
@@ -673,10 +680,15 @@ impl World {
         };
         let n = self.layout.ranks as usize;
         let is_root = root == self.rank();
-        let dtype = send.datatype();
+        let in_place = send.is_none();
+        let dtype = match (send, &recv) {
+            (Some(s), _) => s.datatype(),
+            (None, Some(p)) => p.buf.datatype(),
+            (None, None) => <u8 as crate::Equivalence>::DATATYPE,
+        };
         let size = dtype.size as usize;
         let mut local = self.check_root(root);
-        let mut largest = send.count();
+        let mut largest = send.map_or(0, |s| s.count());
         if is_root {
             local = local.or(match &recv {
                 None => Some(Error::InvalidRoot {
@@ -696,8 +708,12 @@ impl World {
         // The counts round: every rank stages its count; the root also its
         // buffer and partition when every rank can reach them, and then each
         // rank compares its count with the root's (else the root compares
-        // every rank's).
-        let count = send.count() as u32;
+        // every rank's). The in-place root's count is its own entry.
+        let count = match (send, &recv) {
+            (Some(s), _) => s.count() as u32,
+            (None, Some(p)) => own_count(p.counts, root),
+            (None, None) => 0,
+        };
         let mut stage = CountStage::new(count);
         if let (true, None, Some(p)) = (is_root, &local, recv.as_mut()) {
             stage.publish(
@@ -724,17 +740,22 @@ impl World {
         if !agreed.ok() {
             return Err(local.unwrap_or_else(|| agreed.error(self, root, count, dtype.id)));
         }
-        let (side, len) = Side::of(send);
+        let send = send.map(|s| {
+            let (side, len) = Side::of(s);
+            (side, 0, len)
+        });
+        let me = self.rank;
         if let Some(d) = direct.filter(|_| agreed.max(LEN) > 0) {
             // Every rank copies its own part into the root's buffer; one
-            // world barrier tells the root they are there.
+            // world barrier tells the root they are there. The in-place
+            // root's part stays where it is.
             let mut walked = true;
-            if len > 0 {
+            if let Some((side, _, len)) = send.filter(|s| s.2 > 0) {
                 // SAFETY: we are a rank; our part of the root's buffer
                 // (inside it: the root checked its partition; our count
                 // equals the root's, checked above and agreed), written by
                 // no other rank; our send holds `len` packed bytes.
-                walked = unsafe { side.read(0, d.base.add(d.part(self.rank, size).1), len) };
+                walked = unsafe { side.read(0, d.base.add(d.part(me, size).1), len) };
             }
             self.world_barrier(what)?;
             return if walked { Ok(()) } else { Err(Error::Intern) };
@@ -751,7 +772,7 @@ impl World {
             move |q: u32, lo: usize, cell: *const u8, cb: usize| {
                 let (off, len) = parts.get(q as usize);
                 let m = len.saturating_sub(lo).min(cb);
-                if m > 0 {
+                if m > 0 && !(in_place && q == me) {
                     // SAFETY: inside part q of the root's buffer (packed
                     // positions, checked by `check_partition`); rank q
                     // staged `m` bytes (its count equals the root's, checked).
@@ -760,7 +781,7 @@ impl World {
             }
         });
         // SAFETY: `send` is a borrowed buffer; `take` copies at most `cb`.
-        let r = unsafe { self.gather_rounds(Some((side, 0, len)), agreed.max(LEN) as usize, take, what) };
+        let r = unsafe { self.gather_rounds(send, agreed.max(LEN) as usize, take, what) };
         r.and(if walked { Ok(()) } else { Err(Error::Intern) })
     }
 
@@ -869,7 +890,9 @@ impl World {
     }
 
     /// `MPI_Scatterv`: `send` is the root's partitioned buffer (None at the
-    /// other ranks, and at a root that called the non-root form).
+    /// other ranks, and at a root that called the non-root form); `recv`
+    /// None is the root's in-place form (and, at another rank, a call of
+    /// it: `MPI_ERR_ROOT`).
     // Not inlined: a root and its warp-mates reach this through different
     // API calls, and must meet at one copy of its barriers and shuffles
     // (docs/gpu.md, "GPU runs", 2026-11-24: two inlined copies hung).
@@ -878,7 +901,7 @@ impl World {
         &self,
         root: i32,
         send: Option<&Partition<'_, S>>,
-        recv: &mut R,
+        mut recv: Option<&mut R>,
     ) -> Result<(), Error>
     where
         S: Buffer + ?Sized,
@@ -891,10 +914,15 @@ impl World {
         };
         let n = self.layout.ranks as usize;
         let is_root = root == self.rank();
-        let dtype = recv.datatype();
+        let in_place = recv.is_none();
+        let dtype = match (&recv, send) {
+            (Some(r), _) => r.datatype(),
+            (None, Some(p)) => p.buf.datatype(),
+            (None, None) => <u8 as crate::Equivalence>::DATATYPE,
+        };
         let size = dtype.size as usize;
         let mut local = self.check_root(root);
-        let mut largest = recv.count();
+        let mut largest = recv.as_ref().map_or(0, |r| r.count());
         let mut valid = None;
         if is_root {
             local = local.or(match send {
@@ -912,12 +940,22 @@ impl World {
                     Err(e) => Some(e),
                 },
             });
+        } else if in_place {
+            // The root's in-place form at another rank.
+            local = local.or(Some(Error::InvalidRoot {
+                root: self.rank(),
+                size: self.size(),
+            }));
         }
         // The counts round: every rank stages its count; the root also its
         // buffer and partition when every rank can reach them, and then each
         // rank compares its count with the root's (else the root compares
-        // every rank's).
-        let count = recv.count() as u32;
+        // every rank's). The in-place root's count is its own entry.
+        let count = match (&recv, send) {
+            (Some(r), _) => r.count() as u32,
+            (None, Some(p)) => own_count(p.counts, root),
+            (None, None) => 0,
+        };
         let mut stage = CountStage::new(count);
         if let (None, Some(p)) = (&local, valid) {
             stage.publish(
@@ -947,9 +985,9 @@ impl World {
         if let Some(d) = direct.filter(|_| agreed.max(LEN) > 0) {
             // Every rank copies its own part out of the root's buffer; one
             // world barrier tells the root that its buffer is free again.
-            let (side, len) = Side::of_mut(recv);
+            // The in-place root's part stays where it is.
             let mut walked = true;
-            if len > 0 {
+            if let Some((side, len)) = recv.as_mut().map(|r| Side::of_mut(&mut **r)).filter(|r| r.1 > 0) {
                 // SAFETY: we are a rank; our part of the root's buffer
                 // (inside it: the root checked its partition; our count
                 // equals the root's, checked above and agreed), which the
@@ -969,10 +1007,11 @@ impl World {
             };
             let base = Side::of(p.buf).0;
             let walked = &mut walked;
+            let me = self.rank;
             move |q: u32, lo: usize, cell: *mut u8, cb: usize| {
                 let (off, len) = parts.get(q as usize);
                 let m = len.saturating_sub(lo).min(cb);
-                if m > 0 {
+                if m > 0 && !(in_place && q == me) {
                     // SAFETY: inside part q of the root's buffer (packed
                     // positions, checked); rank q's cell holds `cb >= m`
                     // bytes.
@@ -980,9 +1019,9 @@ impl World {
                 }
             }
         });
-        let recv = Side::of_mut(recv);
+        let recv = recv.map(|r| Side::of_mut(r));
         // SAFETY: `recv` is a borrowed buffer; `give` writes at most `cb`.
-        let r = unsafe { self.scatter_rounds(agreed.max(LEN) as usize, give, Some(recv), what) };
+        let r = unsafe { self.scatter_rounds(agreed.max(LEN) as usize, give, recv, what) };
         r.and(if walked { Ok(()) } else { Err(Error::Intern) })
     }
 
