@@ -1868,6 +1868,8 @@ fn ch6_name(case: u32) -> &'static str {
         ch6::X_SCATTER => "scatter",
         ch6::X_SCATTER_IN_PLACE => "scatter in place",
         ch6::X_SCATTERV => "scatterv",
+        ch6::X_GATHERV_IN_PLACE => "gatherv in place",
+        ch6::X_SCATTERV_IN_PLACE => "scatterv in place",
         ch6::X_ALLGATHER => "all_gather",
         ch6::X_ALLGATHER_IN_PLACE => "all_gather in place",
         ch6::X_ALLGATHERV => "all_gatherv",
@@ -1891,6 +1893,9 @@ fn exchange_expected(case: u32, n: u32, k: u32, root: u32, r: u32) -> Vec<u32> {
             ch6::X_GATHERV if r == 0 => {
                 (0..ch6::vc(q, k)).for_each(|i| put(ch6::displ(q, k, 0) + i, ch6::xval(q, 0, i)))
             }
+            ch6::X_GATHERV_IN_PLACE if r == root => {
+                (0..ch6::vc(q, k)).for_each(|i| put(ch6::displ(q, k, 0) + i, ch6::xval(q, root, i)))
+            }
             ch6::X_ALLGATHER | ch6::X_ALLGATHER_IN_PLACE => {
                 (0..k).for_each(|i| put(q * k + i, ch6::xval(q, 0, i)))
             }
@@ -1910,6 +1915,9 @@ fn exchange_expected(case: u32, n: u32, k: u32, root: u32, r: u32) -> Vec<u32> {
         ch6::X_SCATTER => (0..k).for_each(|i| put(i, ch6::xval(root, r, i))),
         ch6::X_SCATTER_IN_PLACE if r != root => (0..k).for_each(|i| put(i, ch6::xval(root, r, i))),
         ch6::X_SCATTERV => (0..ch6::vc(r, k)).for_each(|i| put(i, ch6::xval(0, r, i))),
+        ch6::X_SCATTERV_IN_PLACE if r != root => {
+            (0..ch6::vc(r, k)).for_each(|i| put(i, ch6::xval(root, r, i)))
+        }
         _ => {}
     }
     v
@@ -1921,7 +1929,17 @@ fn exchange_checks(device: &Device, cases: &[u32]) -> Result<(), String> {
     let mut c = Checker::default();
     c.shapes(CH6_SHAPES, |c, s| {
         let n = s.ranks;
-        let rooted = |case: u32| matches!(case, ch6::X_GATHER | ch6::X_GATHER_IN_PLACE | ch6::X_SCATTER | ch6::X_SCATTER_IN_PLACE);
+        let rooted = |case: u32| {
+            matches!(
+                case,
+                ch6::X_GATHER
+                    | ch6::X_GATHER_IN_PLACE
+                    | ch6::X_SCATTER
+                    | ch6::X_SCATTER_IN_PLACE
+                    | ch6::X_GATHERV_IN_PLACE
+                    | ch6::X_SCATTERV_IN_PLACE
+            )
+        };
         for &case in cases {
             let roots: Vec<u32> = if rooted(case) { vec![0, n / 2, n - 1] } else { vec![0] };
             let mut seen = std::collections::BTreeSet::new();
@@ -1970,6 +1988,8 @@ fn gather_scatter(device: &Device) -> Result<(), String> {
             ch6::X_SCATTER,
             ch6::X_SCATTER_IN_PLACE,
             ch6::X_SCATTERV,
+            ch6::X_GATHERV_IN_PLACE,
+            ch6::X_SCATTERV_IN_PLACE,
         ],
     )
 }

@@ -423,6 +423,14 @@ pub trait CommunicatorCollectives {
     where
         S: Buffer + ?Sized,
         R: BufferMut + ?Sized;
+    /// `MPI_Allgatherv` with `MPI_IN_PLACE`: rank `r`'s contribution is
+    /// already its part `r` of `recv` (`counts[r]` elements at
+    /// `displs[r]`), and the other parts are filled.
+    ///
+    /// Standard section: MPI 4.1 §6.7.
+    fn all_gather_varcount_in_place<R>(&self, recv: &mut PartitionMut<'_, R>) -> Result<(), Error>
+    where
+        R: BufferMut + ?Sized;
     /// Part `d` of every rank's `send` (`size` equal parts) to rank `d`,
     /// where it lands in part `s` (the sender's rank) of `recv`
     /// (`MPI_Alltoall`). Costs ceil(size × part bytes / collective_bytes)
@@ -1387,6 +1395,15 @@ impl CommunicatorCollectives for World {
         let span = trace::Span::enter(&self.core(), WaitCall::AllGather as u32, -2);
         let (counts, displs) = (recv.counts, recv.displs);
         span.leave(self.all_gather_impl(Some(send), &mut *recv.buf, Some((counts, displs))))
+    }
+
+    fn all_gather_varcount_in_place<R>(&self, recv: &mut PartitionMut<'_, R>) -> Result<(), Error>
+    where
+        R: BufferMut + ?Sized,
+    {
+        let span = trace::Span::enter(&self.core(), WaitCall::AllGather as u32, -2);
+        let (counts, displs) = (recv.counts, recv.displs);
+        span.leave(self.all_gather_impl::<u8, R>(None, &mut *recv.buf, Some((counts, displs))))
     }
 
     fn all_to_all_into<S, R>(&self, send: &S, recv: &mut R) -> Result<(), Error>

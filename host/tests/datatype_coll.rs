@@ -31,6 +31,7 @@ const GATHER_VARCOUNT_IN_PLACE: u32 = 10;
 const SCATTER_VARCOUNT_IN_PLACE: u32 = 11;
 /// Every rank calls the root's in-place scatterv.
 const SCATTER_VARCOUNT_IN_PLACE_EVERYWHERE: u32 = 12;
+const ALL_GATHER_VARCOUNT_IN_PLACE: u32 = 13;
 
 /// Bytes of each rank's send and receive region.
 const REGION: usize = 8192;
@@ -91,6 +92,7 @@ fn run<C: Communicator + CommunicatorCollectives, S: Buffer + ?Sized, R: BufferM
         ALL_GATHER => world.all_gather_into(send, recv),
         ALL_GATHER_IN_PLACE => world.all_gather_in_place(recv),
         ALL_GATHER_VARCOUNT => world.all_gather_varcount_into(send, &mut PartitionMut::new(recv, rc, rd)),
+        ALL_GATHER_VARCOUNT_IN_PLACE => world.all_gather_varcount_in_place(&mut PartitionMut::new(recv, rc, rd)),
         GATHER_VARCOUNT if at_root => {
             root.gather_varcount_into_root(send, &mut PartitionMut::new(recv, rc, rd))
         }
@@ -449,6 +451,15 @@ impl Case {
                     out.copy_from_slice(&ps[self.root][s]);
                 }
             }
+            ALL_GATHER_VARCOUNT_IN_PLACE => {
+                // Rank q's contribution is its own part q as it was.
+                for (r, out) in pr.iter_mut().enumerate() {
+                    for (q, i) in init.iter().enumerate() {
+                        let from = span(self.rcounts[q][q], self.rdispls[q][q]);
+                        out[span(self.rcounts[r][q], self.rdispls[r][q])].copy_from_slice(&i[from]);
+                    }
+                }
+            }
             ALL_TO_ALL | ALL_TO_ALL_IN_PLACE => {
                 let from = if self.op == ALL_TO_ALL { &ps } else { &init };
                 for (r, out) in pr.iter_mut().enumerate() {
@@ -654,6 +665,25 @@ fn varcount_gather_and_scatter_in_place_at_every_root() {
                 c.sdispls = vec![displs.clone(); n];
                 c.check();
             }
+        }
+    }
+}
+
+/// `MPI_Allgatherv` with `MPI_IN_PLACE`: each rank's own part (at
+/// displacements that differ between ranks) is its contribution.
+#[test]
+fn all_gather_varcount_in_place_takes_views() {
+    for n in [1, 3, 4] {
+        let (counts, displs, total) = var_parts(n);
+        for (_, r) in pairs().into_iter().chain([(plain(), plain())]) {
+            let mut c = Case::new(n, ALL_GATHER_VARCOUNT_IN_PLACE, r.clone(), r);
+            c.rcount = vec![total; n];
+            c.rcounts = vec![counts.clone(); n];
+            // Rank p's parts shifted by p mod 2 elements of the gaps.
+            c.rdispls = (0..n)
+                .map(|p| displs.iter().map(|&d| d + (p % 2) as i32).collect())
+                .collect();
+            c.check();
         }
     }
 }

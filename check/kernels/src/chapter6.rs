@@ -49,8 +49,14 @@ pub const X_ALLTOALL_IN_PLACE: u32 = 10;
 /// `exchange` case: `MPI_Alltoallv`: `s` sends [`vcc`]`(s, d)` words to
 /// `d`, from [`displ`]`(d, k, 0)`, into [`displ`]`(s, k, 1)`.
 pub const X_ALLTOALLV: u32 = 11;
+/// `exchange` case: `MPI_Gatherv` with `MPI_IN_PLACE` at root `param2`:
+/// as [`X_GATHERV`], the root's own part already at its place.
+pub const X_GATHERV_IN_PLACE: u32 = 12;
+/// `exchange` case: `MPI_Scatterv` with `MPI_IN_PLACE` at root `param2`:
+/// as [`X_SCATTERV`], the root receiving nothing.
+pub const X_SCATTERV_IN_PLACE: u32 = 13;
 /// Every data case of [`SEMANTICS_EXCHANGE`].
-pub const X_CASES: [u32; 12] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11];
+pub const X_CASES: [u32; 14] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13];
 
 /// Error case: the root's gather buffer is one word short (root 0).
 pub const E_GATHER_SHORT_RECV: u32 = 20;
@@ -198,6 +204,40 @@ fn exchange(world: &World, args: &CaseArgs, rank: u32, size: u32) -> Result<(), 
                 root.gather_varcount_into_root(&send[..mine], &mut PartitionMut::new(&mut recv[..], rc, rd))
             } else {
                 root.gather_varcount_into(&send[..mine])
+            }
+        }
+        X_GATHERV_IN_PLACE => {
+            let mine = vc(rank, k) as usize;
+            if is_root {
+                for q in 0..size {
+                    rc[q as usize] = vc(q, k);
+                    rd[q as usize] = displ(q, k, 0);
+                }
+                for i in 0..vc(rank, k) {
+                    recv[(displ(rank, k, 0) + i) as usize] = xval(rank, root_rank, i);
+                }
+                let (rc, rd) = (as_i32(rc), as_i32(rd));
+                root.gather_varcount_into_root_in_place(&mut PartitionMut::new(&mut recv[..], rc, rd))
+            } else {
+                for (i, w) in send.iter_mut().enumerate().take(mine) {
+                    *w = xval(rank, root_rank, i as u32);
+                }
+                root.gather_varcount_into(&send[..mine])
+            }
+        }
+        X_SCATTERV_IN_PLACE => {
+            if is_root {
+                for q in 0..size {
+                    sc[q as usize] = vc(q, k);
+                    sd[q as usize] = displ(q, k, 1);
+                    for i in 0..vc(q, k) {
+                        send[(displ(q, k, 1) + i) as usize] = xval(root_rank, q, i);
+                    }
+                }
+                let part = Partition::new(&send[..], as_i32(sc), as_i32(sd));
+                root.scatter_varcount_into_root_in_place(&part)
+            } else {
+                root.scatter_varcount_into(&mut recv[..vc(rank, k) as usize])
             }
         }
         X_SCATTER => {

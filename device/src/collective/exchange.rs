@@ -1025,8 +1025,8 @@ impl World {
         r.and(if walked { Ok(()) } else { Err(Error::Intern) })
     }
 
-    /// `MPI_Allgather` (`var` None; `send` None: in place) and
-    /// `MPI_Allgatherv` (`var`: counts and displacements of `recv`).
+    /// `MPI_Allgather` (`var` None) and `MPI_Allgatherv` (`var`: counts
+    /// and displacements of `recv`); `send` None: in place.
     pub(crate) fn all_gather_impl<S, R>(
         &self,
         send: Option<&S>,
@@ -1046,9 +1046,11 @@ impl World {
         let dtype = recv.datatype();
         let size = dtype.size as usize;
         let mut local = None;
-        let k = match send {
-            Some(s) => s.count(),
-            None => recv.count() / n,
+        let k = match (send, var) {
+            (Some(s), _) => s.count(),
+            // In place: our own part of `recv`.
+            (None, Some((counts, _))) => own_count(counts, self.rank as i32) as usize,
+            (None, None) => recv.count() / n,
         };
         if let Some(s) = send {
             if s.datatype() != dtype {

@@ -1103,6 +1103,18 @@ impl CommunicatorCollectives for SimpleCommunicator<'_> {
         })
     }
 
+    fn all_gather_varcount_in_place<R>(&self, recv: &mut PartitionMut<'_, R>) -> Result<(), Error>
+    where
+        R: BufferMut + ?Sized,
+    {
+        let v = self.view();
+        v.traced(Call::AllGather, -2, || {
+            // This rank's part is already in `recv`: the ring's start.
+            let (parts, rp, _, dt) = partition_parts_mut(recv, v.size)?;
+            v.all_gather_ring(rp, parts, dt)
+        })
+    }
+
     fn all_to_all_into<S, R>(&self, send: &S, recv: &mut R) -> Result<(), Error>
     where
         S: Buffer + ?Sized,
