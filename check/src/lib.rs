@@ -2063,6 +2063,7 @@ fn prefix_name(case: u32) -> &'static str {
         ch6::P_RSB => "reduce_scatter_block",
         ch6::P_RSB_IN_PLACE => "reduce_scatter_block in place",
         ch6::P_RS => "reduce_scatter",
+        ch6::P_RS_IN_PLACE => "reduce_scatter in place",
         ch6::P_ALL_REDUCE_IN_PLACE => "all_reduce in place",
         ch6::P_REDUCE_IN_PLACE => "reduce in place (root n/2)",
         _ => "?",
@@ -2102,6 +2103,7 @@ fn prefix_checks(device: &Device, cases: &[u32]) -> Result<(), String> {
                         ch6::P_SCAN_IN_PLACE
                             | ch6::P_EXSCAN_IN_PLACE
                             | ch6::P_RSB_IN_PLACE
+                            | ch6::P_RS_IN_PLACE
                             | ch6::P_ALL_REDUCE_IN_PLACE
                             | ch6::P_REDUCE_IN_PLACE
                     );
@@ -2136,7 +2138,7 @@ fn prefix_checks(device: &Device, cases: &[u32]) -> Result<(), String> {
                             ch6::P_RSB | ch6::P_RSB_IN_PLACE => {
                                 (k, Box::new(|i| fold(op, 0..n, r * k + i).unwrap_or_default()))
                             }
-                            ch6::P_RS => (
+                            ch6::P_RS | ch6::P_RS_IN_PLACE => (
                                 ch6::rs_count(r, k),
                                 Box::new(|i| fold(op, 0..n, offsets[r as usize] + i).unwrap_or_default()),
                             ),
@@ -2188,7 +2190,10 @@ fn scan(device: &Device) -> Result<(), String> {
 }
 
 fn reduce_scatter(device: &Device) -> Result<(), String> {
-    prefix_checks(device, &[ch6::P_RSB, ch6::P_RSB_IN_PLACE, ch6::P_RS])
+    prefix_checks(
+        device,
+        &[ch6::P_RSB, ch6::P_RSB_IN_PLACE, ch6::P_RS, ch6::P_RS_IN_PLACE],
+    )
 }
 
 fn reduce_in_place(device: &Device) -> Result<(), String> {

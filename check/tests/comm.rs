@@ -372,6 +372,16 @@ fn collectives_model(w: u32, ranks: u32, m: u32, count: usize) -> Vec<u32> {
         })
         .collect();
     words.push(fold(0, &rs));
+    // The in-place forms: the same results (the in-place scatterv's root
+    // receives nothing, its part stays zero).
+    words.push(words[19]);
+    words.push(words[14]);
+    words.push(words[13]);
+    words.push(if r == n - 1 {
+        fold(0, &vec![0; r + 1])
+    } else {
+        words[17]
+    });
     let mut v = vec![0, r as u32, n as u32, 0];
     v.extend(words);
     v

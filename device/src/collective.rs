@@ -504,6 +504,16 @@ pub trait CommunicatorCollectives {
         S: Elements<T> + ?Sized,
         R: ElementsMut<T> + ?Sized,
         O: Operation<T>;
+    /// `MPI_Reduce_scatter` with `MPI_IN_PLACE`: `buf` holds this rank's
+    /// `sum(counts)` operands; its first `counts[rank]` elements receive
+    /// this rank's block of the result (the rest is left as it was).
+    ///
+    /// Standard section: MPI 4.1 §6.10.2.
+    fn reduce_scatter_in_place<T, R, O>(&self, buf: &mut R, counts: &[i32], op: O) -> Result<(), Error>
+    where
+        T: Equivalence,
+        R: ElementsMut<T> + ?Sized,
+        O: Operation<T>;
     /// Inclusive prefix reduction: rank `r` gets `x0 op x1 op ... op xr`
     /// (`MPI_Scan`), in rank order for any operation.
     ///
@@ -668,7 +678,10 @@ pub trait Root {
     /// sub-communicator the root, whose sends went out, returns).
     ///
     /// Standard section: MPI 4.1 §6.6.
-    fn scatter_varcount_into_root_in_place<S: Buffer + ?Sized>(&self, send: &Partition<'_, S>) -> Result<(), Error>;
+    fn scatter_varcount_into_root_in_place<S: Buffer + ?Sized>(
+        &self,
+        send: &Partition<'_, S>,
+    ) -> Result<(), Error>;
 }
 
 /// Count word of a staged operand or partial result: the counts of the
@@ -1488,6 +1501,25 @@ impl CommunicatorCollectives for World {
         })
     }
 
+    fn reduce_scatter_in_place<T, R, O>(&self, buf: &mut R, counts: &[i32], op: O) -> Result<(), Error>
+    where
+        T: Equivalence,
+        R: ElementsMut<T> + ?Sized,
+        O: Operation<T>,
+    {
+        let span = trace::Span::enter(&self.core(), WaitCall::ReduceScatter as u32, -2);
+        let b = buf.elements_mut();
+        let (p, n) = (b.as_mut_ptr(), b.len());
+        // The result's length is this rank's count (a missing or negative
+        // one fails in the counts' checks).
+        let k = counts.get(self.rank as usize).copied().unwrap_or(0).max(0) as usize;
+        // SAFETY: one exclusively borrowed slice used only through `p`; the
+        // result (the first `k <= n` elements, else the counts' checks fail
+        // before any write) is written in reduce_scatter_impl's in-place
+        // order.
+        span.leave(unsafe { self.reduce_scatter_impl(p as *const T, n, p, k, Some(counts), &op) })
+    }
+
     fn scan_into<T, S, R, O>(&self, send: &S, recv: &mut R, op: O) -> Result<(), Error>
     where
         T: Equivalence,
@@ -1758,7 +1790,10 @@ impl Root for Process<'_> {
             });
         }
         let span = trace::Span::enter(&self.world.core(), WaitCall::Gather as u32, self.rank);
-        span.leave(self.world.gather_varcount_impl::<S, [u8]>(self.rank, Some(send), None))
+        span.leave(
+            self.world
+                .gather_varcount_impl::<S, [u8]>(self.rank, Some(send), None),
+        )
     }
 
     fn gather_varcount_into_root<S, R>(&self, send: &S, recv: &mut PartitionMut<'_, R>) -> Result<(), Error>
@@ -1801,9 +1836,15 @@ impl Root for Process<'_> {
         if self.rank != self.world.rank() {
             // Not the root: `recv.buf` is this rank's contribution.
             let send = exchange::Typed::of(&mut *recv.buf);
-            return span.leave(self.world.gather_varcount_impl::<_, [u8]>(self.rank, Some(&send), None));
+            return span.leave(
+                self.world
+                    .gather_varcount_impl::<_, [u8]>(self.rank, Some(&send), None),
+            );
         }
-        span.leave(self.world.gather_varcount_impl::<[u8], R>(self.rank, None, Some(recv)))
+        span.leave(
+            self.world
+                .gather_varcount_impl::<[u8], R>(self.rank, None, Some(recv)),
+        )
     }
 
     fn scatter_into<R: BufferMut + ?Sized>(&self, recv: &mut R) -> Result<(), Error> {
@@ -1871,7 +1912,10 @@ impl Root for Process<'_> {
             });
         }
         let span = trace::Span::enter(&self.world.core(), WaitCall::Scatter as u32, self.rank);
-        span.leave(self.world.scatter_varcount_impl::<[u8], R>(self.rank, None, Some(recv)))
+        span.leave(
+            self.world
+                .scatter_varcount_impl::<[u8], R>(self.rank, None, Some(recv)),
+        )
     }
 
     fn scatter_varcount_into_root<S, R>(&self, send: &Partition<'_, S>, recv: &mut R) -> Result<(), Error>
@@ -1895,7 +1939,10 @@ impl Root for Process<'_> {
         span.leave(self.world.scatter_varcount_impl(self.rank, send, Some(recv)))
     }
 
-    fn scatter_varcount_into_root_in_place<S: Buffer + ?Sized>(&self, send: &Partition<'_, S>) -> Result<(), Error> {
+    fn scatter_varcount_into_root_in_place<S: Buffer + ?Sized>(
+        &self,
+        send: &Partition<'_, S>,
+    ) -> Result<(), Error> {
         if let Some(v) = self.sub() {
             return v.traced(WaitCall::Scatter, self.rank, || {
                 let dt = send.buf.datatype();

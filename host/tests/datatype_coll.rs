@@ -92,7 +92,9 @@ fn run<C: Communicator + CommunicatorCollectives, S: Buffer + ?Sized, R: BufferM
         ALL_GATHER => world.all_gather_into(send, recv),
         ALL_GATHER_IN_PLACE => world.all_gather_in_place(recv),
         ALL_GATHER_VARCOUNT => world.all_gather_varcount_into(send, &mut PartitionMut::new(recv, rc, rd)),
-        ALL_GATHER_VARCOUNT_IN_PLACE => world.all_gather_varcount_in_place(&mut PartitionMut::new(recv, rc, rd)),
+        ALL_GATHER_VARCOUNT_IN_PLACE => {
+            world.all_gather_varcount_in_place(&mut PartitionMut::new(recv, rc, rd))
+        }
         GATHER_VARCOUNT if at_root => {
             root.gather_varcount_into_root(send, &mut PartitionMut::new(recv, rc, rd))
         }

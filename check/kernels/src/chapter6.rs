@@ -396,8 +396,10 @@ pub const P_RS: u32 = 6;
 pub const P_ALL_REDUCE_IN_PLACE: u32 = 7;
 /// `prefix` case: `MPI_Reduce` in place at root `size / 2`.
 pub const P_REDUCE_IN_PLACE: u32 = 8;
+/// `prefix` case: `MPI_Reduce_scatter` in place, counts [`rs_count`].
+pub const P_RS_IN_PLACE: u32 = 9;
 /// Every data case of [`SEMANTICS_PREFIX`].
-pub const P_CASES: [u32; 9] = [0, 1, 2, 3, 4, 5, 6, 7, 8];
+pub const P_CASES: [u32; 10] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9];
 /// Error case: a scan where the last rank passes one element more.
 pub const PE_SCAN_COUNT: u32 = 20;
 /// Error case: a reduce-scatter where rank `min(1, size - 1)` passes other
@@ -495,7 +497,7 @@ where
         P_EXSCAN_IN_PLACE => world.exclusive_scan_in_place(&mut send[..ku], op),
         P_RSB => world.reduce_scatter_block_into(&send[..n * ku], &mut recv[..ku], op),
         P_RSB_IN_PLACE => world.reduce_scatter_block_in_place(&mut send[..n * ku], op),
-        P_RS | PE_RS_COUNTS => {
+        P_RS | PE_RS_COUNTS | P_RS_IN_PLACE => {
             let mut counts = [0i32; 512];
             let counts = counts.get_mut(..n).ok_or(Error::OutOfBounds {
                 index: n as u32,
@@ -509,6 +511,9 @@ where
             let mine = counts[rank as usize] as usize;
             if args.case == PE_RS_COUNTS && rank == 1.min(size - 1) {
                 counts[0] += 1;
+            }
+            if args.case == P_RS_IN_PLACE {
+                return world.reduce_scatter_in_place(&mut send[..total], counts, op);
             }
             world.reduce_scatter_into(&send[..total], &mut recv[..mine], counts, op)
         }

@@ -301,7 +301,7 @@ fn collectives_case(world: &World, args: &CaseArgs, rec: &mut Recorder) -> Resul
     let mut classes = 0u32;
     let mut note = |k: u32, r: &Result<(), Error>| classes |= class(r) << (k % 24);
     let op = UserOperation::associative(|a: &Mat2, b: &Mat2| a.mul(b));
-    let mut words = [0u32; 20];
+    let mut words = [0u32; 24];
 
     let b = c.barrier();
     note(0, &b);
@@ -481,6 +481,43 @@ fn collectives_case(world: &World, args: &CaseArgs, rec: &mut Recorder) -> Resul
         ),
     );
     words[19] = mine_rs[..mine_n].iter().fold(0, |h, &x| hash(h, x));
+
+    // The in-place forms of the last four varcount collectives, on the
+    // same data: the same results as words 19, 14, 13 and 17.
+    let mut rs_buf = send_words(me);
+    note(
+        20,
+        &c.reduce_scatter_in_place(&mut rs_buf[..rs_total], &rs[..n], SystemOperation::sum()),
+    );
+    words[20] = rs_buf[..mine_n].iter().fold(0, |h, &x| hash(h, x));
+
+    let mut v = [0u32; COLL_MAX_SIZE * (COLL_MAX_SIZE + 1) / 2];
+    let at = displs[r] as usize;
+    v[at..at + r + 1].copy_from_slice(&own[..r + 1]);
+    let mut part = PartitionMut::new(&mut v[..total], &counts[..n], &displs[..n]);
+    note(21, &c.all_gather_varcount_in_place(&mut part));
+    words[21] = v[..total].iter().fold(0, |h, &x| hash(h, x));
+
+    let mut v = [0u32; COLL_MAX_SIZE * (COLL_MAX_SIZE + 1) / 2];
+    if r == 0 {
+        v[0] = own[0];
+        let mut part = PartitionMut::new(&mut v[..total], &counts[..n], &displs[..n]);
+        note(22, &p0.gather_varcount_into_root_in_place(&mut part));
+        words[22] = v[..total].iter().fold(0, |h, &x| hash(h, x));
+    } else {
+        note(22, &p0.gather_varcount_into(&own[..r + 1]));
+    }
+
+    let mut part = [0u32; COLL_MAX_SIZE];
+    if r == n - 1 {
+        let all: [u32; COLL_MAX_SIZE * (COLL_MAX_SIZE + 1) / 2] =
+            core::array::from_fn(|i| pattern_word(me, i));
+        let send = Partition::new(&all[..total], &counts[..n], &displs[..n]);
+        note(23, &last.scatter_varcount_into_root_in_place(&send));
+    } else {
+        note(23, &last.scatter_varcount_into(&mut part[..r + 1]));
+    }
+    words[23] = part[..r + 1].iter().fold(0, |h, &x| hash(h, x));
 
     rec.push(classes)?;
     rec.words(&words)

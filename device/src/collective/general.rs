@@ -1259,6 +1259,47 @@ impl CommunicatorCollectives for SimpleCommunicator<'_> {
         })
     }
 
+    fn reduce_scatter_in_place<T, R, O>(&self, buf: &mut R, counts: &[i32], op: O) -> Result<(), Error>
+    where
+        T: Equivalence,
+        R: ElementsMut<T> + ?Sized,
+        O: Operation<T>,
+    {
+        let v = self.view();
+        v.traced(Call::ReduceScatter, -2, || {
+            let (p, n) = elements_mut(buf);
+            if counts.len() != v.size as usize || counts.iter().any(|&c| c < 0) {
+                return Err(Error::CountMismatch {
+                    count: counts.len() as u32,
+                    expected: v.size,
+                });
+            }
+            let total: usize = counts.iter().map(|&c| c as usize).sum();
+            if n != total {
+                return Err(Error::CountMismatch {
+                    count: n as u32,
+                    expected: total as u32,
+                });
+            }
+            op.check()?;
+            let mut off = 0usize;
+            // Block by block as above; this rank's result goes to elements
+            // `0..counts[rank]`, below its own block (`off` up), which a
+            // chunked reduce reads before it writes, and no later block
+            // (from `off + c` on) is written.
+            for (q, &c) in counts.iter().enumerate() {
+                let o = (q == v.rank as usize).then_some(p);
+                // SAFETY: block `q` (elements `off..off + c`) lies inside
+                // `buf` (`n == total`); the result overlaps only blocks
+                // already reduced and this one, read chunk by chunk before
+                // each chunk's result is written at or below it.
+                unsafe { v.reduce_raw(p.add(off) as *const T, c as usize, o, q as u32, &op)? };
+                off += c as usize;
+            }
+            Ok(())
+        })
+    }
+
     fn scan_into<T, S, R, O>(&self, send: &S, recv: &mut R, op: O) -> Result<(), Error>
     where
         T: Equivalence,
