@@ -1494,7 +1494,7 @@ const COLLECTIVE_SHAPES: &[Shape] = &[
 ];
 
 fn barrier(device: &Device) -> Result<(), String> {
-    const ROUNDS: u32 = 4;
+    const ROUNDS: u32 = 8;
     let mut c = Checker::default();
     let shapes = [COLLECTIVE_SHAPES, &[shape(256, 64), shape(64, 8)]].concat();
     c.shapes(&shapes, |c, s| {

@@ -14,20 +14,31 @@ pub fn barrier_value(round: u32, rank: u32) -> u32 {
     round.wrapping_mul(1_000_003).wrapping_add(rank).wrapping_add(1)
 }
 
+/// Probes of delay of rank `rank` before round `round` of
+/// [`SEMANTICS_BARRIER`] (at most `max`): pseudo-random per rank and round
+/// (a multiplicative hash), so that the ranks arrive in another order
+/// every round; the last rank always waits the longest.
+pub fn barrier_delay(round: u32, rank: u32, size: u32, max: u32) -> u32 {
+    if rank + 1 == size {
+        return max;
+    }
+    let h = (rank.wrapping_mul(0x9E37_79B9) ^ round.wrapping_mul(0x85EB_CA6B)).wrapping_mul(0xC2B2_AE35);
+    (h >> 16) % (max + 1)
+}
+
 gpu_mpi_device::kernel! {
     /// Barrier visibility (MPI 6.3): `param` rounds; in each, every rank
-    /// writes [`barrier_value`] into its cell (`cells[r]`), the last rank
-    /// after `param2` probes of delay; barrier; every rank reads every cell
+    /// writes [`barrier_value`] into its cell (`cells[r]`) after
+    /// [`barrier_delay`] probes (at most `param2`, the last rank's); barrier;
+    /// every rank reads every cell
     /// and counts the wrong ones; barrier. Records per round: first barrier's
     /// class, wrong cells, second barrier's class.
     pub static SEMANTICS_BARRIER = fn semantics_barrier(world: &World, args: &CaseArgs) -> Result<(), Error> {
         let (rank, size) = (world.rank(), world.size());
         let mut rec = Recorder::new(args, rank);
         for round in 0..args.param {
-            if rank == size - 1 {
-                for _ in 0..args.param2 {
-                    let _ = world.any_process().immediate_probe();
-                }
+            for _ in 0..barrier_delay(round, rank as u32, size as u32, args.param2) {
+                let _ = world.any_process().immediate_probe();
             }
             args.cells.write(rank as usize, barrier_value(round, rank as u32))?;
             let first = world.barrier();
