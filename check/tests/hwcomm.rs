@@ -685,3 +685,49 @@ fn warp_all_to_all_sends_no_message_and_is_traced() {
     assert_eq!(done, 3 * 45);
     assert_eq!(t.messages().iter().filter(|m| m.context == 3).count(), 0);
 }
+
+/// A rank of a block or warp communicator that returns from the kernel
+/// while the others enter a collective on it (every collective of
+/// [`EXIT_OPS`], rooted at the next rank): without a wait bound the
+/// emulator reports the deadlock, naming the rank that left; with one,
+/// every rank that entered fails (`Timeout` or `Aborted`), none returns Ok.
+#[test]
+fn a_rank_that_left_fails_every_collective_on_blocks_and_warps() {
+    let timeout = ErrorClass::Timeout as u32;
+    let aborted = ErrorClass::Aborted as u32;
+    for (op, name) in EXIT_OPS.iter().enumerate() {
+        let param = 3 + 256 * op as u32;
+        for on in [ON_BLOCK, ON_WARP] {
+            let spec = WorldSpec::ranks(45).block_dim(45);
+            match launch(&Device::cpu(), &spec, H_EXIT_IN, param, on) {
+                Err(HostError::Deadlock(report)) => {
+                    let text = report.to_string();
+                    // In the list of blocked ranks, or (a general
+                    // algorithm's long list, cut short) in the hint.
+                    assert!(
+                        text.contains("rank 3: exited") || text.contains("rank 3, which exited"),
+                        "{name} on {on}: {text}"
+                    );
+                }
+                Err(e) => panic!("{name} on {on}: not a deadlock report: {e}"),
+                Ok(_) => panic!("{name} on {on}: the launch succeeded"),
+            }
+            let spec = spec.timeout(Duration::from_millis(50));
+            let run = launch(&device(Schedule::Parallel), &spec, H_EXIT_IN, param, on)
+                .unwrap_or_else(|e| panic!("{name} on {on}: {e}"));
+            for (w, rec) in run.records.iter().enumerate() {
+                let (r, size) = place(w as u32, 45, on);
+                assert_eq!(&rec[..3], &[0, r, size], "{name} on {on}: world rank {w}");
+                let class = rec[3];
+                if r == 3 {
+                    assert_eq!(class, 0, "{name} on {on}: world rank {w} left");
+                } else {
+                    assert!(
+                        class == timeout || class == aborted,
+                        "{name} on {on}: world rank {w} (rank {r}) returned class {class}"
+                    );
+                }
+            }
+        }
+    }
+}

@@ -127,6 +127,26 @@ pub const H_SCATTER: u32 = 11;
 /// and word 3 of the error's record).
 pub const H_ALL_TO_ALL: u32 = 12;
 
+/// Rank `param % 256` of the communicator returns from the kernel; the
+/// others enter collective [`EXIT_OPS`]`[param / 256]` on it, rooted at the
+/// next rank (a deadlock on the emulator without a timeout; with one,
+/// every rank that entered must fail). Records the collective's class.
+pub const H_EXIT_IN: u32 = 13;
+
+/// The collectives of [`H_EXIT_IN`], by index.
+pub const EXIT_OPS: [&str; 10] = [
+    "barrier",
+    "broadcast",
+    "reduce",
+    "all-reduce",
+    "scan",
+    "gather",
+    "scatter",
+    "all-gather",
+    "all-to-all",
+    "exclusive scan",
+];
+
 /// Element `j` of rank `q`'s part in [`H_GATHER`].
 pub fn gathered(q: u32, j: u32) -> u32 {
     1000 * q + j + 1
@@ -512,6 +532,34 @@ gpu_mpi_device::kernel! {
                     return Ok(());
                 }
                 let r = c.barrier();
+                rec.push(class_of(&r))
+            }
+            H_EXIT_IN => {
+                let (odd, op) = ((args.param % 256) as i32, args.param / 256);
+                if rank == odd {
+                    return Ok(());
+                }
+                let root_rank = (odd + 1) % size;
+                let root = c.process_at_rank(root_rank);
+                let is_root = rank == root_rank;
+                let n = size as usize;
+                let mut buf = [rank as u32 + 1; 64];
+                let mut all = [0u32; 64];
+                let r = match op {
+                    0 => c.barrier(),
+                    1 => root.broadcast_into(&mut buf[..2]),
+                    2 if is_root => root.reduce_into_root(&buf[..2], &mut all[..2], SystemOperation::sum()),
+                    2 => root.reduce_into(&buf[..2], SystemOperation::sum()),
+                    3 => c.all_reduce_into(&buf[..2], &mut all[..2], SystemOperation::sum()),
+                    4 => c.scan_into(&buf[..2], &mut all[..2], SystemOperation::sum()),
+                    5 if is_root => root.gather_into_root(&buf[..1], &mut all[..n]),
+                    5 => root.gather_into(&buf[..1]),
+                    6 if is_root => root.scatter_into_root(&buf[..n], &mut all[..1]),
+                    6 => root.scatter_into(&mut all[..1]),
+                    7 => c.all_gather_into(&buf[..1], &mut all[..n]),
+                    8 => c.all_to_all_into(&buf[..n], &mut all[..n]),
+                    _ => c.exclusive_scan_into(&buf[..2], &mut all[..2], SystemOperation::sum()),
+                };
                 rec.push(class_of(&r))
             }
             H_ALL_TO_ALL => {
