@@ -293,6 +293,42 @@ fn a_rank_that_never_starts_is_a_deadlock_a_livelock_or_a_timeout() {
     assert!(got[1..].iter().any(|rec| rec[0] == timeout));
 }
 
+/// The same for the other three non-blocking collectives: rank 0 never
+/// starts a barrier, a broadcast or a reduce (roots: rank 1) that the
+/// others wait for: a deadlock report naming rank 0 as exited and every
+/// other rank waiting in it; with a wait bound every other rank fails.
+#[test]
+fn a_rank_that_never_starts_a_barrier_broadcast_or_reduce_fails_the_others() {
+    let d = Device::cpu();
+    let spec = WorldSpec::ranks(4).block_dim(2);
+    let (timeout, aborted) = (ErrorClass::Timeout as u32, ErrorClass::Aborted as u32);
+    for (op, name) in [(0, "barrier"), (1, "broadcast"), (2, "reduce")] {
+        let (states, text) = deadlock(launch(&d, &spec, 4, IC_NEVER_ENTERS_OP, op));
+        assert!(text.starts_with("deadlock: "), "{name}: {text}");
+        assert!(text.contains(name), "{name}: {text}");
+        assert_eq!(states[0], BlockedState::Exited, "{name}: {text}");
+        assert!(
+            states[1..]
+                .iter()
+                .all(|s| matches!(s, BlockedState::Waiting { .. })),
+            "{name}: {text}"
+        );
+        let bounded = spec.clone().timeout(Duration::from_millis(200));
+        let got = match launch(&d, &bounded, 4, IC_NEVER_ENTERS_OP, op) {
+            Ok(got) => got,
+            Err(e) => panic!("{name}: {e}"),
+        };
+        for (r, rec) in got.iter().enumerate().skip(1) {
+            assert!(
+                rec[0] == timeout || rec[0] == aborted,
+                "{name}: rank {r}: class {}",
+                rec[0]
+            );
+        }
+        assert!(got[1..].iter().any(|rec| rec[0] == timeout), "{name}");
+    }
+}
+
 #[test]
 fn a_sub_communicator_of_a_world_without_their_state_gives_err_comm_naming_its_context() {
     for (n, b) in [(5u32, 5u32), (6, 3), (7, 1)] {

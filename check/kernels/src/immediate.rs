@@ -75,6 +75,11 @@ pub const IC_SUB_COMM: u32 = 6;
 
 /// Words one rank records.
 pub const IC_STRIDE: u32 = 48;
+/// Every rank but rank 0 starts non-blocking collective `param` (0: a
+/// barrier, 1: a broadcast from rank 1, 2: a reduce to rank 1, 3: an
+/// all-reduce) and waits; rank 0 never starts it. Records: the class the
+/// waiting ranks got.
+pub const IC_NEVER_ENTERS_OP: u32 = 7;
 
 gpu_mpi_device::kernel! {
     /// The `IC_*` cases.
@@ -88,6 +93,7 @@ gpu_mpi_device::kernel! {
             IC_LIMIT => limit(world, &mut rec),
             IC_NEVER_ENTERS => never_enters(world, args.param, &mut rec),
             IC_SUB_COMM => sub_comm(world, args.param, &mut rec),
+            IC_NEVER_ENTERS_OP => never_enters_op(world, args.param, &mut rec),
             _ => rec.push(NONE),
         }
     }
@@ -488,6 +494,27 @@ fn never_enters(world: &World, spin: u32, rec: &mut Recorder) -> Result<(), Erro
                 return Ok(Error::Aborted { by_rank: 0 }.class() as u32);
             }
         }
+    })?;
+    rec.push(got)
+}
+
+fn never_enters_op(world: &World, op: u32, rec: &mut Recorder) -> Result<(), Error> {
+    if world.rank() == 0 {
+        return rec.push(0);
+    }
+    let (mut buf, mut out) = ([world.rank() as u32; 2], [0u32; 2]);
+    let root = world.process_at_rank(1);
+    let got = request::scope(|scope| -> Result<u32, Error> {
+        let q = match op {
+            0 => world.immediate_barrier(scope)?,
+            1 => root.immediate_broadcast_into(scope, &mut buf[..])?,
+            2 if world.rank() == 1 => {
+                root.immediate_reduce_into_root(scope, &buf[..], &mut out[..], SystemOperation::sum())?
+            }
+            2 => root.immediate_reduce_into(scope, &buf[..], SystemOperation::sum())?,
+            _ => world.immediate_all_reduce_into(scope, &buf[..], &mut out[..], SystemOperation::sum())?,
+        };
+        Ok(class(&q.wait()))
     })?;
     rec.push(got)
 }
