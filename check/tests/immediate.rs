@@ -313,7 +313,7 @@ fn a_rank_that_never_starts_a_barrier_broadcast_or_reduce_fails_the_others() {
                 .all(|s| matches!(s, BlockedState::Waiting { .. })),
             "{name}: {text}"
         );
-        let bounded = spec.clone().timeout(Duration::from_millis(200));
+        let bounded = spec.timeout(Duration::from_millis(200));
         let got = match launch(&d, &bounded, 4, IC_NEVER_ENTERS_OP, op) {
             Ok(got) => got,
             Err(e) => panic!("{name}: {e}"),
