@@ -665,6 +665,53 @@ impl<'a> View<'a> {
         Ok(())
     }
 
+    /// `MPI_Reduce_scatter`: block `q` (`counts[q]` elements, in rank
+    /// order) of the `n` elements at `send` reduced into the first
+    /// `counts[q]` of member `q`'s `out_len` elements at `out`, block by
+    /// block, each a reduce of its own. `out` may be `send` (in place):
+    /// this rank's result goes to elements `0..counts[rank]`, at or below
+    /// its own block, which the chunked reduce reads before it writes each
+    /// chunk's result, and the blocks after it are never written.
+    ///
+    /// # Safety
+    /// `send` readable for `n` elements and `out` writable for `out_len`
+    /// for the call.
+    pub(crate) unsafe fn reduce_scatter_counts<T: Equivalence, O: Operation<T>>(
+        &self,
+        send: *const T,
+        n: usize,
+        out: *mut T,
+        out_len: usize,
+        counts: &[i32],
+        op: &O,
+    ) -> Result<(), Error> {
+        if counts.len() != self.size as usize || counts.iter().any(|&c| c < 0) {
+            return Err(Error::CountMismatch {
+                count: counts.len() as u32,
+                expected: self.size,
+            });
+        }
+        let total: usize = counts.iter().map(|&c| c as usize).sum();
+        let mine = counts[self.rank as usize] as usize;
+        if n != total || out_len < mine {
+            return Err(Error::CountMismatch {
+                count: n as u32,
+                expected: total as u32,
+            });
+        }
+        op.check()?;
+        let mut off = 0usize;
+        for (q, &c) in counts.iter().enumerate() {
+            let o = (q == self.rank as usize).then_some(out);
+            // SAFETY: block `q` (elements `off..off + c`) lies inside `send`
+            // (`n == total`); `out` holds at least `mine` elements (in
+            // place, the order above).
+            unsafe { self.reduce_raw(send.add(off), c as usize, o, q as u32, op)? };
+            off += c as usize;
+        }
+        Ok(())
+    }
+
     // -----------------------------------------------------------------
     // Gather, scatter, all-gather, all-to-all
 
@@ -1231,31 +1278,8 @@ impl CommunicatorCollectives for SimpleCommunicator<'_> {
         v.traced(Call::ReduceScatter, -2, || {
             let (s, n) = elements(send);
             let (r, m) = elements_mut(recv);
-            if counts.len() != v.size as usize || counts.iter().any(|&c| c < 0) {
-                return Err(Error::CountMismatch {
-                    count: counts.len() as u32,
-                    expected: v.size,
-                });
-            }
-            let total: usize = counts.iter().map(|&c| c as usize).sum();
-            let mine = counts[v.rank as usize] as usize;
-            if n != total || m < mine {
-                return Err(Error::CountMismatch {
-                    count: n as u32,
-                    expected: total as u32,
-                });
-            }
-            op.check()?;
-            let mut off = 0usize;
-            // Block by block, each a reduce of its own to the rank it belongs to.
-            for (q, &c) in counts.iter().enumerate() {
-                let o = (q == v.rank as usize).then_some(r);
-                // SAFETY: block `q` (elements `off..off + c`) lies inside
-                // `send` (`n == total`); `recv` holds at least `mine` elements.
-                unsafe { v.reduce_raw(s.add(off), c as usize, o, q as u32, &op)? };
-                off += c as usize;
-            }
-            Ok(())
+            // SAFETY: two borrowed slices, valid for the call.
+            unsafe { v.reduce_scatter_counts(s, n, r, m, counts, &op) }
         })
     }
 
@@ -1268,35 +1292,9 @@ impl CommunicatorCollectives for SimpleCommunicator<'_> {
         let v = self.view();
         v.traced(Call::ReduceScatter, -2, || {
             let (p, n) = elements_mut(buf);
-            if counts.len() != v.size as usize || counts.iter().any(|&c| c < 0) {
-                return Err(Error::CountMismatch {
-                    count: counts.len() as u32,
-                    expected: v.size,
-                });
-            }
-            let total: usize = counts.iter().map(|&c| c as usize).sum();
-            if n != total {
-                return Err(Error::CountMismatch {
-                    count: n as u32,
-                    expected: total as u32,
-                });
-            }
-            op.check()?;
-            let mut off = 0usize;
-            // Block by block as above; this rank's result goes to elements
-            // `0..counts[rank]`, below its own block (`off` up), which a
-            // chunked reduce reads before it writes, and no later block
-            // (from `off + c` on) is written.
-            for (q, &c) in counts.iter().enumerate() {
-                let o = (q == v.rank as usize).then_some(p);
-                // SAFETY: block `q` (elements `off..off + c`) lies inside
-                // `buf` (`n == total`); the result overlaps only blocks
-                // already reduced and this one, read chunk by chunk before
-                // each chunk's result is written at or below it.
-                unsafe { v.reduce_raw(p.add(off) as *const T, c as usize, o, q as u32, &op)? };
-                off += c as usize;
-            }
-            Ok(())
+            // SAFETY: one borrowed slice, the operands and the result's place
+            // (`reduce_scatter_counts`' in-place order).
+            unsafe { v.reduce_scatter_counts(p, n, p, n, counts, &op) }
         })
     }
 
