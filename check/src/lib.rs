@@ -1876,6 +1876,7 @@ fn ch6_name(case: u32) -> &'static str {
         ch6::X_ALLTOALL => "all_to_all",
         ch6::X_ALLTOALL_IN_PLACE => "all_to_all in place",
         ch6::X_ALLTOALLV => "all_to_allv",
+        ch6::X_ALLTOALLV_IN_PLACE => "all_to_allv in place",
         _ => "?",
     }
 }
@@ -1907,6 +1908,9 @@ fn exchange_expected(case: u32, n: u32, k: u32, root: u32, r: u32) -> Vec<u32> {
             }
             ch6::X_ALLTOALLV => {
                 (0..ch6::vcc(q, r, k)).for_each(|i| put(ch6::displ(q, k, 1) + i, ch6::xval(q, r, i)))
+            }
+            ch6::X_ALLTOALLV_IN_PLACE => {
+                (0..ch6::vcs(q, r, k)).for_each(|i| put(ch6::displ(q, k, r) + i, ch6::xval(q, r, i)))
             }
             _ => {}
         }
@@ -2004,7 +2008,12 @@ fn all_gather(device: &Device) -> Result<(), String> {
 fn all_to_all_case(device: &Device) -> Result<(), String> {
     exchange_checks(
         device,
-        &[ch6::X_ALLTOALL, ch6::X_ALLTOALL_IN_PLACE, ch6::X_ALLTOALLV],
+        &[
+            ch6::X_ALLTOALL,
+            ch6::X_ALLTOALL_IN_PLACE,
+            ch6::X_ALLTOALLV,
+            ch6::X_ALLTOALLV_IN_PLACE,
+        ],
     )
 }
 

@@ -382,6 +382,7 @@ fn collectives_model(w: u32, ranks: u32, m: u32, count: usize) -> Vec<u32> {
     } else {
         words[17]
     });
+    words.push(words[18]);
     let mut v = vec![0, r as u32, n as u32, 0];
     v.extend(words);
     v

@@ -465,6 +465,18 @@ pub trait CommunicatorCollectives {
     where
         S: Buffer + ?Sized,
         R: BufferMut + ?Sized;
+    /// `MPI_Alltoallv` with `MPI_IN_PLACE`: part `d` of `buf` (`counts[d]`
+    /// elements at `displs[d]`) goes to rank `d` and is replaced by what rank
+    /// `d` sent, so rank `d`'s `counts[s]` must equal rank `s`'s `counts[d]`
+    /// (checked by exchanging the counts first: `MPI_ERR_COUNT` on every
+    /// rank). Goes pairwise like [`all_to_all_in_place`](Self::all_to_all_in_place),
+    /// every step as long as the longest part: `size` × ceil(largest part
+    /// bytes / collective_bytes) world barriers.
+    ///
+    /// Standard section: MPI 4.1 §6.8.
+    fn all_to_all_varcount_in_place<R>(&self, buf: &mut PartitionMut<'_, R>) -> Result<(), Error>
+    where
+        R: BufferMut + ?Sized;
     /// Reduces the `size × count` elements of every rank's `send` with `op`
     /// (in rank order) and gives block `r` of the result to rank `r`'s `recv`
     /// (`count` elements; `MPI_Reduce_scatter_block`).
@@ -1447,6 +1459,14 @@ impl CommunicatorCollectives for World {
     {
         let span = trace::Span::enter(&self.core(), WaitCall::AllToAll as u32, -2);
         span.leave(self.all_to_all_varcount_impl(send, recv))
+    }
+
+    fn all_to_all_varcount_in_place<R>(&self, buf: &mut PartitionMut<'_, R>) -> Result<(), Error>
+    where
+        R: BufferMut + ?Sized,
+    {
+        let span = trace::Span::enter(&self.core(), WaitCall::AllToAll as u32, -2);
+        span.leave(self.all_to_all_varcount_in_place_impl(buf))
     }
 
     fn reduce_scatter_block_into<T, S, R, O>(&self, send: &S, recv: &mut R, op: O) -> Result<(), Error>

@@ -32,6 +32,7 @@ const SCATTER_VARCOUNT_IN_PLACE: u32 = 11;
 /// Every rank calls the root's in-place scatterv.
 const SCATTER_VARCOUNT_IN_PLACE_EVERYWHERE: u32 = 12;
 const ALL_GATHER_VARCOUNT_IN_PLACE: u32 = 13;
+const ALL_TO_ALL_VARCOUNT_IN_PLACE: u32 = 14;
 
 /// Bytes of each rank's send and receive region.
 const REGION: usize = 8192;
@@ -118,6 +119,7 @@ fn run<C: Communicator + CommunicatorCollectives, S: Buffer + ?Sized, R: BufferM
             &Partition::new(send, sc, sd),
             &mut PartitionMut::new(recv, rc, rd),
         ),
+        ALL_TO_ALL_VARCOUNT_IN_PLACE => world.all_to_all_varcount_in_place(&mut PartitionMut::new(recv, rc, rd)),
         GATHER if at_root => root.gather_into_root(send, recv),
         GATHER => root.gather_into(send),
         SCATTER if at_root => root.scatter_into_root(send, recv),
@@ -480,6 +482,16 @@ impl Case {
                     }
                 }
             }
+            ALL_TO_ALL_VARCOUNT_IN_PLACE => {
+                // Rank d's part s becomes what rank s had in its part d.
+                for (d, out) in pr.iter_mut().enumerate() {
+                    for (s, i) in init.iter().enumerate() {
+                        let c = self.rcounts[d][s];
+                        assert_eq!(c, self.rcounts[s][d]);
+                        out[span(c, self.rdispls[d][s])].copy_from_slice(&i[span(c, self.rdispls[s][d])]);
+                    }
+                }
+            }
             _ => unreachable!(),
         }
         let mut want = dst.to_vec();
@@ -743,6 +755,52 @@ fn all_to_all_fixed_in_place_and_varcount_take_views() {
             c.check();
         }
     }
+}
+
+/// The in-place all-to-allv's case on `n` ranks: rank `p` swaps `cnt(p, q)
+/// = cnt(q, p)` elements with rank `q` (pair 0-1 more than a staging round
+/// of 64 bytes), its parts in reverse order with gaps of `p mod 3` elements.
+fn all_to_allv_in_place(n: usize, recv: Shape) -> Case {
+    let cnt = |p: usize, q: usize| (K * ((p + q) % 3) + if p + q == 1 { 4 * K } else { 0 }) as i32;
+    let mut c = Case::new(n, ALL_TO_ALL_VARCOUNT_IN_PLACE, recv.clone(), recv);
+    for p in 0..n {
+        let rc: Vec<i32> = (0..n).map(|q| cnt(p, q)).collect();
+        let mut rd = vec![0; n];
+        let mut at = (p % 3) as i32;
+        for q in (0..n).rev() {
+            rd[q] = at;
+            at += rc[q] + (p % 3) as i32;
+        }
+        c.rcount[p] = (at as usize).next_multiple_of(K);
+        c.rcounts.push(rc);
+        c.rdispls.push(rd);
+    }
+    c
+}
+
+/// `MPI_Alltoallv` with `MPI_IN_PLACE`: every rank's part for rank `q` is
+/// replaced by rank `q`'s part for it (parts of different lengths per pair,
+/// one longer than a staging round), views and plain slices, on the world
+/// (pairwise through the cells) and a duplicate (messages).
+#[test]
+fn all_to_all_varcount_in_place_takes_views() {
+    for n in [1, 2, 3, 5] {
+        for (_, r) in pairs().into_iter().chain([(plain(), plain())]) {
+            all_to_allv_in_place(n, r).check();
+        }
+    }
+}
+
+/// In-place all-to-allv with counts that do not match pairwise (rank 2
+/// expects one element more from rank 0 than rank 0 sends it): the counts
+/// round finds it, every rank fails with `MPI_ERR_COUNT` and none moves
+/// data.
+#[test]
+fn an_in_place_all_to_allv_count_mismatch_fails_on_every_rank() {
+    let mut c = all_to_allv_in_place(4, plain());
+    c.rcounts[2][0] += 1;
+    c.rcount[2] += K;
+    c.check_fails(usize::MAX, ErrorClass::Count, ErrorClass::Count);
 }
 
 #[test]

@@ -55,8 +55,11 @@ pub const X_GATHERV_IN_PLACE: u32 = 12;
 /// `exchange` case: `MPI_Scatterv` with `MPI_IN_PLACE` at root `param2`:
 /// as [`X_SCATTERV`], the root receiving nothing.
 pub const X_SCATTERV_IN_PLACE: u32 = 13;
+/// `exchange` case: `MPI_Alltoallv` with `MPI_IN_PLACE`: rank `r` swaps
+/// [`vcs`]`(r, q)` words with `q`, its part for `q` at [`displ`]`(q, k, r)`.
+pub const X_ALLTOALLV_IN_PLACE: u32 = 14;
 /// Every data case of [`SEMANTICS_EXCHANGE`].
-pub const X_CASES: [u32; 14] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13];
+pub const X_CASES: [u32; 15] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14];
 
 /// Error case: the root's gather buffer is one word short (root 0).
 pub const E_GATHER_SHORT_RECV: u32 = 20;
@@ -105,6 +108,12 @@ pub fn vc(r: u32, k: u32) -> u32 {
 /// The all-to-all varcount count from `s` to `d` (0 to `k + 1`).
 pub fn vcc(s: u32, d: u32, k: u32) -> u32 {
     (s * 3 + d * 5 + 1) % (k + 2)
+}
+
+/// The in-place all-to-allv count between `a` and `b`, the same both ways
+/// (0 to `k + 1`).
+pub fn vcs(a: u32, b: u32, k: u32) -> u32 {
+    vcc(a.min(b), a.max(b), k)
 }
 
 /// Displacement of part `q` in a buffer of `size` parts of `k + 2` words:
@@ -346,6 +355,17 @@ fn exchange(world: &World, args: &CaseArgs, rank: u32, size: u32) -> Result<(), 
             }
             let s = Partition::new(&send[..], as_i32(sc), as_i32(sd));
             world.all_to_all_varcount_into(&s, &mut PartitionMut::new(&mut recv[..], as_i32(rc), as_i32(rd)))
+        }
+        X_ALLTOALLV_IN_PLACE => {
+            for q in 0..size {
+                rc[q as usize] = vcs(rank, q, k);
+                rd[q as usize] = displ(q, k, rank);
+                for i in 0..vcs(rank, q, k) {
+                    recv[(displ(q, k, rank) + i) as usize] = xval(rank, q, i);
+                }
+            }
+            let (rc, rd) = (as_i32(rc), as_i32(rd));
+            world.all_to_all_varcount_in_place(&mut PartitionMut::new(&mut recv[..], rc, rd))
         }
         E_GATHER_SHORT_RECV => {
             let root = world.process_at_rank(0);

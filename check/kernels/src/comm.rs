@@ -266,7 +266,7 @@ fn group_case(world: &World, rec: &mut Recorder) -> Result<(), Error> {
 
 /// Words of [`C_COLLECTIVES`], after the split's class and the
 /// communicator's rank and size:
-/// 3. OR of every collective's class (shifted by its index mod 24);
+/// 3. OR of every collective's class (shifted by its index);
 /// 4. barrier class;
 /// 5. broadcasts from every root (`count` pattern words of the root's
 ///    world rank): the fold of what arrived;
@@ -284,7 +284,10 @@ fn group_case(world: &World, rec: &mut Recorder) -> Result<(), Error> {
 /// 19. in-place reduce at root `n - 1` (matrices, others contribute too);
 /// 20. in-place inclusive scan (matrices); 21. scatterv from rank `n - 1`
 /// (part `q`: `q + 1` words); 22. all-to-allv (`(s + d) % 3` words from
-/// `s` to `d`, packed); 23. reduce-scatter with counts `q % 2 + 1`.
+/// `s` to `d`, packed); 23. reduce-scatter with counts `q % 2 + 1`;
+/// 24-27. the in-place reduce-scatter, all-gatherv, gatherv (root 0) and
+/// scatterv (root `n - 1`) on the same data; 28. the in-place all-to-allv
+/// (the same counts as 22, which are the same both ways: word 22 again).
 fn collectives_case(world: &World, args: &CaseArgs, rec: &mut Recorder) -> Result<(), Error> {
     let rank = world.rank();
     let m = args.param.max(1);
@@ -299,9 +302,9 @@ fn collectives_case(world: &World, args: &CaseArgs, rec: &mut Recorder) -> Resul
     }
     let me = rank as u32;
     let mut classes = 0u32;
-    let mut note = |k: u32, r: &Result<(), Error>| classes |= class(r) << (k % 24);
+    let mut note = |k: u32, r: &Result<(), Error>| classes |= class(r) << k;
     let op = UserOperation::associative(|a: &Mat2, b: &Mat2| a.mul(b));
-    let mut words = [0u32; 24];
+    let mut words = [0u32; 25];
 
     let b = c.barrier();
     note(0, &b);
@@ -518,6 +521,15 @@ fn collectives_case(world: &World, args: &CaseArgs, rec: &mut Recorder) -> Resul
         note(23, &last.scatter_varcount_into(&mut part[..r + 1]));
     }
     words[23] = part[..r + 1].iter().fold(0, |h, &x| hash(h, x));
+
+    // All-to-allv in place: part `s` of the buffer (packed as word 18's
+    // receive buffer) starts as this rank's words for `s`, at the offset
+    // where rank `s` keeps its part for this rank, so the result is word
+    // 18's.
+    let mut io = out;
+    let mut part = PartitionMut::new(&mut io[..rtotal], &rc[..n], &rd[..n]);
+    note(24, &c.all_to_all_varcount_in_place(&mut part));
+    words[24] = io[..rtotal].iter().fold(0, |h, &x| hash(h, x));
 
     rec.push(classes)?;
     rec.words(&words)

@@ -1220,25 +1220,44 @@ impl World {
         }
         let m = total / n * dtype.size as usize;
         let base = Side::of_mut(buf).0;
+        // SAFETY: `buf` holds `n × m` packed bytes, borrowed for the call.
+        unsafe { self.pairwise_in_place(base, Parts::Even(m), m, what) }
+    }
+
+    /// The pairwise in-place exchange: in step `j` rank `p` swaps part `q =
+    /// (j - p) mod size` (`parts`) with rank `q`, whose part `p` has the
+    /// same length (checked beforehand), in rounds of `collective_bytes`:
+    /// each rank stages its part before the barrier and overwrites it from
+    /// its partner's cell after. Every step takes ceil(`largest` /
+    /// collective_bytes) rounds on every rank (`largest`: the agreed
+    /// longest part in bytes), so the world barriers line up even where the
+    /// pairs' parts differ.
+    ///
+    /// # Safety
+    /// `parts` lie inside `base`'s buffer, writable for the call.
+    unsafe fn pairwise_in_place(&self, base: Side, parts: Parts<'_>, largest: usize, what: WaitFor) -> Result<(), Error> {
+        let n = self.layout.ranks as usize;
         let cb = self.collective_bytes();
         let p = self.rank as usize;
         let mut walked = true;
         for j in 0..n {
             let q = (j + n - p) % n;
+            let (off, len) = parts.get(q);
             let mut lo = 0;
-            while lo < m {
-                let len = (m - lo).min(cb);
+            while lo < largest {
+                let m = len.saturating_sub(lo).min(cb);
                 self.begin_staging_round();
-                if q != p {
-                    // SAFETY: part q of `buf` (`n × m` packed bytes), into
-                    // our own cell.
-                    walked &= unsafe { base.read(q * m + lo, self.rank_cell(self.rank), len) };
+                if q != p && m > 0 {
+                    // SAFETY: inside part q of the buffer (`lo + m <=
+                    // len`), into our own cell (`m <= collective_bytes`).
+                    walked &= unsafe { base.read(off + lo, self.rank_cell(self.rank), m) };
                 }
                 self.world_barrier(what)?;
-                if q != p {
-                    // SAFETY: rank q staged its part p (`len` bytes) in its
-                    // cell this round; we overwrite our part q, staged above.
-                    walked &= unsafe { base.write(q * m + lo, self.rank_cell(q as u32), len) };
+                if q != p && m > 0 {
+                    // SAFETY: rank q staged the same bytes of its part p
+                    // (equal lengths, checked) in its cell this round; we
+                    // overwrite our part q, staged above.
+                    walked &= unsafe { base.write(off + lo, self.rank_cell(q as u32), m) };
                 }
                 lo += cb;
             }
@@ -1283,32 +1302,7 @@ impl World {
             Ok(l) => largest = largest.max(l),
             Err(e) => local = local.or(Some(e)),
         }
-        let (scounts, rcounts) = (send.counts, recv.counts);
-        let mut wrong = None;
-        self.all_to_all_rounds(
-            4,
-            Parts::Even(4),
-            Parts::Even(4),
-            |d, _at, cell, _len| {
-                let c = scounts.get(d as usize).copied().unwrap_or(-1);
-                // SAFETY: 4 bytes inside our own cell (`len` is 4: windows
-                // are multiples of 4 bytes).
-                unsafe { core::ptr::write_unaligned(cell as *mut i32, c) };
-            },
-            |q, _at, cell, _len| {
-                // SAFETY: rank q staged its count for us there.
-                let theirs = unsafe { core::ptr::read_unaligned(cell as *const i32) };
-                let want = rcounts.get(q as usize).copied().unwrap_or(-1);
-                if theirs != want && wrong.is_none() {
-                    wrong = Some(Error::CountMismatch {
-                        count: want as u32,
-                        expected: theirs as u32,
-                    });
-                }
-            },
-            what,
-        )?;
-        local = local.or(wrong);
+        local = local.or(self.exchange_counts(send.counts, recv.counts, what)?);
         let mut mine = Agreement::new();
         mine.set(ROOT, u32::MAX);
         mine.set(TYPE, dtype.id);
@@ -1354,6 +1348,84 @@ impl World {
             what,
         );
         r.and(if walked.get() { Ok(()) } else { Err(Error::Intern) })
+    }
+
+    /// The counts round of `MPI_Alltoallv`: an all-to-all of one word per
+    /// pair (`scounts[d]` to rank `d`); returns the mismatch this rank
+    /// found between what rank `q` will send it and `rcounts[q]`.
+    fn exchange_counts(&self, scounts: &[i32], rcounts: &[i32], what: WaitFor) -> Result<Option<Error>, Error> {
+        let mut wrong = None;
+        self.all_to_all_rounds(
+            4,
+            Parts::Even(4),
+            Parts::Even(4),
+            |d, _at, cell, _len| {
+                let c = scounts.get(d as usize).copied().unwrap_or(-1);
+                // SAFETY: 4 bytes inside our own cell (`len` is 4: windows
+                // are multiples of 4 bytes).
+                unsafe { core::ptr::write_unaligned(cell as *mut i32, c) };
+            },
+            |q, _at, cell, _len| {
+                // SAFETY: rank q staged its count for us there.
+                let theirs = unsafe { core::ptr::read_unaligned(cell as *const i32) };
+                let want = rcounts.get(q as usize).copied().unwrap_or(-1);
+                if theirs != want && wrong.is_none() {
+                    wrong = Some(Error::CountMismatch {
+                        count: want as u32,
+                        expected: theirs as u32,
+                    });
+                }
+            },
+            what,
+        )?;
+        Ok(wrong)
+    }
+
+    /// `MPI_Alltoallv` with `MPI_IN_PLACE`: part `q` of `buf` (`counts[q]`
+    /// elements at `displs[q]`) goes to rank `q` and is replaced by what
+    /// rank `q` sent, so rank `q`'s `counts[p]` must equal rank `p`'s
+    /// `counts[q]` (checked by the counts round, as for the `into` form).
+    /// Then pairwise like [`all_to_all_in_place_impl`](Self::all_to_all_in_place_impl),
+    /// every step as long as the longest part of any rank.
+    pub(crate) fn all_to_all_varcount_in_place_impl<R>(&self, buf: &mut PartitionMut<'_, R>) -> Result<(), Error>
+    where
+        R: BufferMut + ?Sized,
+    {
+        let what = WaitFor {
+            operation: WaitCall::AllToAll,
+            peer: -2,
+            tag: -1,
+        };
+        let n = self.layout.ranks as usize;
+        let dtype = buf.buf.datatype();
+        let size = dtype.size as usize;
+        let mut local = None;
+        let mut largest = 0;
+        match check_partition(buf.counts, buf.displs, buf.buf.count(), n) {
+            Ok(l) => largest = l,
+            Err(e) => local = Some(e),
+        }
+        local = local.or(self.exchange_counts(buf.counts, buf.counts, what)?);
+        let mut mine = Agreement::new();
+        mine.set(ROOT, u32::MAX);
+        mine.set(TYPE, dtype.id);
+        mine.set(LEN, (largest * size).min(u32::MAX as usize) as u32);
+        if let Some(e) = &local {
+            mine.fail(e);
+        }
+        let agreed = self.agree(mine, what)?;
+        if !agreed.ok() {
+            return Err(local.unwrap_or_else(|| agreed.error(self, -1, 0, dtype.id)));
+        }
+        let parts = Parts::Var {
+            counts: buf.counts,
+            displs: buf.displs,
+            size,
+        };
+        let base = Side::of_mut(&mut *buf.buf).0;
+        // SAFETY: the parts lie inside `buf` (checked, and agreed on by
+        // every rank), borrowed for the call.
+        unsafe { self.pairwise_in_place(base, parts, agreed.max(LEN) as usize, what) }
     }
 
     /// `None`, or `MPI_ERR_ROOT` for a root outside the world.

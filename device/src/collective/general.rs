@@ -901,17 +901,18 @@ impl<'a> View<'a> {
     }
 
     /// In-place all-to-all: in step `j`, rank `p` swaps part `q = (j - p)
-    /// mod n` with rank `q` (whose partner in that step is `p`).
-    pub(crate) fn all_to_all_in_place(&self, buf: Place, part: usize, dt: Datatype) -> Result<(), Error> {
+    /// mod n` (`parts`) with rank `q` (whose partner in that step is `p`).
+    pub(crate) fn all_to_all_in_place(&self, buf: Place, parts: Parts<'_>, dt: Datatype) -> Result<(), Error> {
         let (r, n) = (self.rank, self.size);
         for j in 0..n {
             let q = (j + n - r) % n;
             if q == r {
                 continue;
             }
-            // Part `q` lies inside `buf` (n equal parts).
-            let p = buf.add(q as usize * part);
-            self.exchange_replace(q, p, part, dt)?;
+            let (off, len) = parts.get(q as usize);
+            // Part `q` lies inside `buf` (checked partition, or n equal
+            // parts).
+            self.exchange_replace(q, buf.add(off), len, dt)?;
         }
         Ok(())
     }
@@ -1199,7 +1200,7 @@ impl CommunicatorCollectives for SimpleCommunicator<'_> {
             if let Some(r) = unsafe { super::hardware::all_to_all(&v, None, (p, n), dt) } {
                 return r;
             }
-            v.all_to_all_in_place(p, n / v.size as usize, dt)
+            v.all_to_all_in_place(p, Parts::Even(n / v.size as usize), dt)
         })
     }
 
@@ -1217,6 +1218,17 @@ impl CommunicatorCollectives for SimpleCommunicator<'_> {
             let (sparts, sp, _) = partition_parts(send, v.size)?;
             let (rparts, rp, _, dt) = partition_parts_mut(recv, v.size)?;
             v.all_to_all_pairwise(sp, sparts, rp, rparts, dt)
+        })
+    }
+
+    fn all_to_all_varcount_in_place<R>(&self, buf: &mut PartitionMut<'_, R>) -> Result<(), Error>
+    where
+        R: BufferMut + ?Sized,
+    {
+        let v = self.view();
+        v.traced(Call::AllToAll, -2, || {
+            let (parts, p, _, dt) = partition_parts_mut(buf, v.size)?;
+            v.all_to_all_in_place(p, parts, dt)
         })
     }
 
