@@ -119,7 +119,9 @@ fn run<C: Communicator + CommunicatorCollectives, S: Buffer + ?Sized, R: BufferM
             &Partition::new(send, sc, sd),
             &mut PartitionMut::new(recv, rc, rd),
         ),
-        ALL_TO_ALL_VARCOUNT_IN_PLACE => world.all_to_all_varcount_in_place(&mut PartitionMut::new(recv, rc, rd)),
+        ALL_TO_ALL_VARCOUNT_IN_PLACE => {
+            world.all_to_all_varcount_in_place(&mut PartitionMut::new(recv, rc, rd))
+        }
         GATHER if at_root => root.gather_into_root(send, recv),
         GATHER => root.gather_into(send),
         SCATTER if at_root => root.scatter_into_root(send, recv),

@@ -1235,7 +1235,13 @@ impl World {
     ///
     /// # Safety
     /// `parts` lie inside `base`'s buffer, writable for the call.
-    unsafe fn pairwise_in_place(&self, base: Side, parts: Parts<'_>, largest: usize, what: WaitFor) -> Result<(), Error> {
+    unsafe fn pairwise_in_place(
+        &self,
+        base: Side,
+        parts: Parts<'_>,
+        largest: usize,
+        what: WaitFor,
+    ) -> Result<(), Error> {
         let n = self.layout.ranks as usize;
         let cb = self.collective_bytes();
         let p = self.rank as usize;
@@ -1353,7 +1359,12 @@ impl World {
     /// The counts round of `MPI_Alltoallv`: an all-to-all of one word per
     /// pair (`scounts[d]` to rank `d`); returns the mismatch this rank
     /// found between what rank `q` will send it and `rcounts[q]`.
-    fn exchange_counts(&self, scounts: &[i32], rcounts: &[i32], what: WaitFor) -> Result<Option<Error>, Error> {
+    fn exchange_counts(
+        &self,
+        scounts: &[i32],
+        rcounts: &[i32],
+        what: WaitFor,
+    ) -> Result<Option<Error>, Error> {
         let mut wrong = None;
         self.all_to_all_rounds(
             4,
@@ -1387,7 +1398,10 @@ impl World {
     /// `counts[q]` (checked by the counts round, as for the `into` form).
     /// Then pairwise like [`all_to_all_in_place_impl`](Self::all_to_all_in_place_impl),
     /// every step as long as the longest part of any rank.
-    pub(crate) fn all_to_all_varcount_in_place_impl<R>(&self, buf: &mut PartitionMut<'_, R>) -> Result<(), Error>
+    pub(crate) fn all_to_all_varcount_in_place_impl<R>(
+        &self,
+        buf: &mut PartitionMut<'_, R>,
+    ) -> Result<(), Error>
     where
         R: BufferMut + ?Sized,
     {

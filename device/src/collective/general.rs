@@ -11,13 +11,21 @@
 //! | collective | algorithm | rounds (messages on the longest path) |
 //! |---|---|---|
 //! | barrier | dissemination (Hensgen, Finkel, Manber) | ceil(log2 n) |
-//! | broadcast | binomial tree from the root | ceil(log2 n) |
-//! | reduce, all-reduce | binomial tree to rank 0 in rank order (lower ranks on the left), then to the root / a broadcast; per chunk of [`CHUNK_BYTES`] | (ceil(log2 n) + 1) × chunks (all-reduce: twice) |
-//! | scan, exclusive scan | recursive doubling (Hillis–Steele), lower ranks on the left; per chunk | ceil(log2 n) × chunks |
-//! | gather(v), scatter(v) | linear: the root receives (sends) each part | n − 1 at the root |
+//! | broadcast | binomial tree from the root, then the completion barrier | 2 ceil(log2 n) |
+//! | reduce, all-reduce | binomial tree to rank 0 in rank order (lower ranks on the left), then to the root (reduce: and the completion barrier) / a broadcast; per chunk of [`CHUNK_BYTES`] | (ceil(log2 n) + 1) × chunks (reduce: + ceil(log2 n); all-reduce: twice) |
+//! | scan, exclusive scan | recursive doubling (Hillis–Steele), lower ranks on the left; per chunk; then the completion barrier | ceil(log2 n) × (chunks + 1) |
+//! | gather(v), scatter(v) | linear: the root receives (sends) each part, then the completion barrier | n − 1 at the root, + ceil(log2 n) |
 //! | all-gather(v) | ring | n − 1 |
 //! | all-to-all(v) | pairwise exchange (in place: pairs `p`, `(j − p) mod n`) | n − 1 (in place: n) |
 //! | reduce-scatter(-block) | one reduce per rank's block | n × the reduce |
+//!
+//! The completion barrier (`View::complete`, a dissemination barrier) ends
+//! the collectives in which some rank would otherwise finish without
+//! having heard, even through others, from every rank: when a rank never
+//! enters one, every rank that did then fails (`MPI_ERR_TIMEOUT` or
+//! `MPI_ERR_ABORTED` under a wait bound), as on the world. The others
+//! (barrier, all-reduce, all-gather, all-to-all, reduce-scatter) already
+//! make every rank wait on every other.
 //!
 //! Every message names its buffer by [`Place`]: plain bytes, or packed
 //! bytes of a view of a derived datatype, which travel as a typed record
@@ -378,6 +386,19 @@ impl<'a> View<'a> {
         Ok(())
     }
 
+    /// Ends a collective in which a rank need not hear, even through
+    /// others, from every other rank (broadcast, reduce, gather, scatter,
+    /// scans): a [`barrier`](Self::barrier), entered whatever `data` (the
+    /// collective's own steps) gave, so that when a rank never enters the
+    /// collective every rank that did fails (`MPI_ERR_TIMEOUT` or
+    /// `MPI_ERR_ABORTED`) instead of some returning `Ok` (the rule of
+    /// docs/semantics.md, "A collective that cannot complete"). Costs
+    /// ceil(log2 n) message rounds. `data`'s error comes first.
+    fn complete(&self, data: Result<(), Error>) -> Result<(), Error> {
+        let done = self.barrier();
+        data.and(done)
+    }
+
     /// Binomial-tree broadcast of `len` bytes at `ptr` from `root`.
     pub(crate) fn broadcast_bytes(
         &self,
@@ -408,12 +429,14 @@ impl<'a> View<'a> {
         Ok(())
     }
 
-    /// `MPI_Bcast` of a buffer from `root`.
+    /// `MPI_Bcast` of a buffer from `root`, then [`complete`](Self::complete).
     pub(crate) fn broadcast<B: BufferMut + ?Sized>(&self, root: i32, buf: &mut B) -> Result<(), Error> {
-        let root = self.check_root(root)?;
-        let dt = buf.datatype();
-        let (at, len) = place_of_mut(buf);
-        self.broadcast_bytes(root, dt, at, len)
+        let data = self.check_root(root).and_then(|root| {
+            let dt = buf.datatype();
+            let (at, len) = place_of_mut(buf);
+            self.broadcast_bytes(root, dt, at, len)
+        });
+        self.complete(data)
     }
 
     // -----------------------------------------------------------------
@@ -497,11 +520,29 @@ impl<'a> View<'a> {
         Ok(())
     }
 
-    /// `MPI_Reduce`: `out` only at the root.
+    /// `MPI_Reduce`: `out` only at the root; then
+    /// [`complete`](Self::complete).
     ///
     /// # Safety
     /// As [`View::reduce_raw`].
     pub(crate) unsafe fn reduce<T: Equivalence, O: Operation<T>>(
+        &self,
+        send: *const T,
+        count: usize,
+        out: Option<(*mut T, usize)>,
+        root: i32,
+        op: &O,
+    ) -> Result<(), Error> {
+        // SAFETY: the caller's contract.
+        let data = unsafe { self.reduce_data(send, count, out, root, op) };
+        self.complete(data)
+    }
+
+    /// The steps of [`reduce`](Self::reduce).
+    ///
+    /// # Safety
+    /// As [`View::reduce_raw`].
+    unsafe fn reduce_data<T: Equivalence, O: Operation<T>>(
         &self,
         send: *const T,
         count: usize,
@@ -564,12 +605,31 @@ impl<'a> View<'a> {
 
     /// `MPI_Scan` (`exclusive`: `MPI_Exscan`, rank 0's `out` untouched):
     /// recursive doubling per chunk; the exclusive prefix is kept in `out`
-    /// itself.
+    /// itself. Then [`complete`](Self::complete).
     ///
     /// # Safety
     /// `send` readable for `count` elements, `out` writable for `len`
     /// (they may be the same buffer).
     pub(crate) unsafe fn scan<T: Equivalence, O: Operation<T>>(
+        &self,
+        send: *const T,
+        count: usize,
+        out: *mut T,
+        len: usize,
+        exclusive: bool,
+        op: &O,
+    ) -> Result<(), Error> {
+        // SAFETY: the caller's contract.
+        let data = unsafe { self.scan_data(send, count, out, len, exclusive, op) };
+        self.complete(data)
+    }
+
+    /// The steps of [`scan`](Self::scan), before
+    /// [`complete`](Self::complete).
+    ///
+    /// # Safety
+    /// As [`scan`](Self::scan).
+    unsafe fn scan_data<T: Equivalence, O: Operation<T>>(
         &self,
         send: *const T,
         count: usize,
@@ -716,8 +776,23 @@ impl<'a> View<'a> {
     // Gather, scatter, all-gather, all-to-all
 
     /// Linear gather: member `q`'s `send` into part `q` of the root's
-    /// `recv`; `send: None` at the root: in place.
+    /// `recv`; `send: None` at the root: in place. Then
+    /// [`complete`](Self::complete).
     pub(crate) fn gather(
+        &self,
+        root: i32,
+        send: Option<(Place, usize)>,
+        recv: Option<(Place, usize)>,
+        parts: Option<Parts<'_>>,
+        dt: Datatype,
+    ) -> Result<(), Error> {
+        let data = self.gather_data(root, send, recv, parts, dt);
+        self.complete(data)
+    }
+
+    /// The steps of [`gather`](Self::gather), before
+    /// [`complete`](Self::complete).
+    fn gather_data(
         &self,
         root: i32,
         send: Option<(Place, usize)>,
@@ -780,8 +855,23 @@ impl<'a> View<'a> {
     }
 
     /// Linear scatter: part `q` of the root's `send` to member `q`'s
-    /// `recv`; `recv: None` at the root: in place.
+    /// `recv`; `recv: None` at the root: in place. Then
+    /// [`complete`](Self::complete).
     pub(crate) fn scatter(
+        &self,
+        root: i32,
+        send: Option<(Place, usize)>,
+        recv: Option<(Place, usize)>,
+        parts: Option<Parts<'_>>,
+        dt: Datatype,
+    ) -> Result<(), Error> {
+        let data = self.scatter_data(root, send, recv, parts, dt);
+        self.complete(data)
+    }
+
+    /// The steps of [`scatter`](Self::scatter), before
+    /// [`complete`](Self::complete).
+    fn scatter_data(
         &self,
         root: i32,
         send: Option<(Place, usize)>,
@@ -902,7 +992,12 @@ impl<'a> View<'a> {
 
     /// In-place all-to-all: in step `j`, rank `p` swaps part `q = (j - p)
     /// mod n` (`parts`) with rank `q` (whose partner in that step is `p`).
-    pub(crate) fn all_to_all_in_place(&self, buf: Place, parts: Parts<'_>, dt: Datatype) -> Result<(), Error> {
+    pub(crate) fn all_to_all_in_place(
+        &self,
+        buf: Place,
+        parts: Parts<'_>,
+        dt: Datatype,
+    ) -> Result<(), Error> {
         let (r, n) = (self.rank, self.size);
         for j in 0..n {
             let q = (j + n - r) % n;
