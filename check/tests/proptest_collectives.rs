@@ -8,7 +8,10 @@
 //! `split_by_warp`, of the world or of an earlier such communicator; then
 //! up to twelve steps, each a collective (barrier, broadcast, reduce,
 //! all-reduce, gather, scatter, all-gather, all-to-all, scan, exclusive
-//! scan, reduce-scatter-block; in place or not; or a non-blocking barrier,
+//! scan, reduce-scatter-block; the varcount gatherv, scatterv,
+//! all-gatherv, all-to-allv and reduce-scatter with counts from 0 to the
+//! step's count per rank, parts at the ends of their slots so that gaps
+//! stay; in place or not; or a non-blocking barrier,
 //! broadcast, reduce or all-reduce, waited at once, whose results must be
 //! the blocking one's) on the world or one of the
 //! communicators, with a root valid in every communicator of the split
@@ -225,7 +228,7 @@ fn reduced(ty: u32, seed: u32, ranks: std::ops::Range<u32>, i: u32) -> Vec<u32> 
 fn rooted(kind: u32) -> bool {
     matches!(
         kind,
-        K_BROADCAST | K_REDUCE | K_GATHER | K_SCATTER | K_IBROADCAST | K_IREDUCE
+        K_BROADCAST | K_REDUCE | K_GATHER | K_SCATTER | K_IBROADCAST | K_IREDUCE | K_GATHERV | K_SCATTERV
     )
 }
 
@@ -250,6 +253,25 @@ fn expected(s: &Step, n: u32, r: u32) -> (u32, Option<u32>) {
     }
     let (ty, seed, c, t) = (s.ty, s.seed, s.count, s.root);
     let elems = |f: &dyn Fn(u32) -> Vec<u32>, len: u32| fold(&(0..len).map(f).collect::<Vec<_>>());
+    let fill = |j: u32| make(ty, FILL_SEED, FILL_RANK, j);
+    let vc = |q: u32| var_count(seed, q, c);
+    // Element `j` of a varcount receive buffer (slots of `c` elements, part
+    // `q` of `len(q)` elements at the slot's end): the fill in the gaps,
+    // else `part(q, i)` for the part's element `i`.
+    let slots = |len: &dyn Fn(u32) -> u32, part: &dyn Fn(u32, u32) -> Vec<u32>| {
+        elems(
+            &|j| {
+                let (q, off) = (j / c.max(1), j % c.max(1));
+                let gap = c - len(q);
+                if off < gap {
+                    fill(j)
+                } else {
+                    part(q, off - gap)
+                }
+            },
+            n * c,
+        )
+    };
     let h = match blocking(s.kind) {
         K_BARRIER => 0,
         K_BROADCAST => elems(&|i| make(ty, seed, t, i), c),
@@ -272,6 +294,25 @@ fn expected(s: &Step, n: u32, r: u32) -> (u32, Option<u32>) {
             },
             c,
         ),
+        K_GATHERV if r != t => 0,
+        K_GATHERV | K_ALL_GATHERV => slots(&vc, &|q, i| make(ty, seed, q, i)),
+        K_SCATTERV if r == t && s.in_place => elems(&|j| make(ty, seed, t, j), n * c),
+        K_SCATTERV => elems(&|i| make(ty, seed, t, var_displ(r, vc(r), c) + i), vc(r)),
+        K_ALL_TO_ALLV => {
+            // Slot `q` holds rank `q`'s elements for this rank (its slot `r`).
+            let len = |q: u32| {
+                if s.in_place {
+                    var_pair(seed, q.min(r), q.max(r), c)
+                } else {
+                    var_pair(seed, q, r, c)
+                }
+            };
+            slots(&len, &|q, i| make(ty, seed, q, r * c + i))
+        }
+        K_REDUCE_SCATTER => {
+            let off: u32 = (0..r).map(vc).sum();
+            elems(&|i| reduced(ty, seed, 0..n, off + i), vc(r))
+        }
         _ => unreachable!("generated kinds"),
     };
     (0, Some(h))
@@ -639,6 +680,8 @@ fn every_root_of_every_rooted_collective_on_each_kind_of_communicator() {
                 K_SCATTER,
                 K_IBROADCAST,
                 K_IREDUCE,
+                K_GATHERV,
+                K_SCATTERV,
             ] {
                 for root in 0..largest {
                     p.steps.push(Step {

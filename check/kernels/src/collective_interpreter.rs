@@ -47,7 +47,7 @@ use super::comm::hash;
 use super::p2p::Mat2;
 use super::NONE;
 use bytemuck::{Pod, Zeroable};
-use gpu_mpi_device::collective::SystemOperation;
+use gpu_mpi_device::collective::{Partition, PartitionMut, SystemOperation};
 use gpu_mpi_device::request::{self, Request};
 use gpu_mpi_device::traits::*;
 use gpu_mpi_device::{Color, Error, GlobalSlice, SimpleCommunicator, World};
@@ -99,8 +99,27 @@ pub const K_IBROADCAST: u32 = 12;
 pub const K_IREDUCE: u32 = 13;
 /// `immediate_all_reduce_into` (in place: `_in_place`), waited at once.
 pub const K_IALL_REDUCE: u32 = 14;
+/// `gather_varcount_into_root` (in place: `_in_place`) at the root,
+/// `gather_varcount_into` elsewhere: rank `q` sends [`var_count`] elements,
+/// which land at [`var_displ`] in part `q`'s slot of `count` elements.
+pub const K_GATHERV: u32 = 15;
+/// `scatter_varcount_into_root` (in place: `_in_place`) at the root,
+/// `scatter_varcount_into` elsewhere: part `q` is [`var_count`] elements
+/// of the root's send buffer at [`var_displ`].
+pub const K_SCATTERV: u32 = 16;
+/// `all_gather_varcount_into` (in place: `_in_place`), parts as
+/// [`K_GATHERV`].
+pub const K_ALL_GATHERV: u32 = 17;
+/// `all_to_all_varcount_into`: rank `s` sends [`var_pair`]`(s, d)` elements
+/// from its slot `d` to rank `d`, which puts them at [`var_displ`] of its
+/// slot `s`; in place (`all_to_all_varcount_in_place`) the count between
+/// `a` and `b` is [`var_pair`]`(min, max)`, the same both ways.
+pub const K_ALL_TO_ALLV: u32 = 18;
+/// `reduce_scatter_into` (in place: `reduce_scatter_in_place`) with counts
+/// [`var_count`]: rank `r` gets its block of the reduction, in rank order.
+pub const K_REDUCE_SCATTER: u32 = 19;
 /// Number of step kinds.
-pub const KINDS: u32 = 15;
+pub const KINDS: u32 = 20;
 /// Words per step.
 pub const STEP_WORDS: usize = 7;
 
@@ -138,6 +157,25 @@ pub struct CollectiveProgramArgs {
     pub program: GlobalSlice<u32>,
     /// The records.
     pub out: GlobalSlice<u32>,
+}
+
+/// A varcount step's count of rank `q` (0 to `count`).
+pub fn var_count(seed: u32, q: u32, count: u32) -> u32 {
+    (seed >> 8).wrapping_add(q.wrapping_mul(7)) % (count + 1)
+}
+
+/// An all-to-allv step's count from `s` to `d` (0 to `count`).
+pub fn var_pair(seed: u32, s: u32, d: u32, count: u32) -> u32 {
+    (seed >> 8)
+        .wrapping_add(s.wrapping_mul(3))
+        .wrapping_add(d.wrapping_mul(5))
+        % (count + 1)
+}
+
+/// Where a part of `c` elements starts in slot `q` of `count` elements: at
+/// the slot's end, so that the slots' first elements are gaps.
+pub fn var_displ(q: u32, c: u32, count: u32) -> u32 {
+    q * count + (count - c)
 }
 
 /// Word `w` of element `i` of communicator rank `rank`'s input under `seed`.
@@ -419,6 +457,12 @@ fn typed<C: Communicator + CommunicatorCollectives + ImmediateCollectives, T: El
     let is_root = step.root as usize == r;
     let op = T::op();
     let place = step.in_place;
+    if matches!(
+        step.kind,
+        K_GATHERV | K_SCATTERV | K_ALL_GATHERV | K_ALL_TO_ALLV | K_REDUCE_SCATTER
+    ) {
+        return varcount(c, step, n, r, &send, &mut recv);
+    }
     let (result, shown) = match step.kind {
         K_BARRIER => (c.barrier(), Shown::Nothing),
         K_BROADCAST => {
@@ -558,6 +602,16 @@ fn typed<C: Communicator + CommunicatorCollectives + ImmediateCollectives, T: El
             Shown::Nothing,
         ),
     };
+    record(result, shown, &send, &recv)
+}
+
+/// The record of a step: its class, and the fold of what `shown` names.
+fn record<T: Element>(
+    result: Result<(), Error>,
+    shown: Shown,
+    send: &[T],
+    recv: &[T],
+) -> [u32; STEP_RECORD_WORDS] {
     match result {
         Err(e) => [e.class() as u32, NONE],
         Ok(()) => {
@@ -569,4 +623,118 @@ fn typed<C: Communicator + CommunicatorCollectives + ImmediateCollectives, T: El
             [0, h]
         }
     }
+}
+
+/// The varcount steps ([`K_GATHERV`] to [`K_REDUCE_SCATTER`]) of rank `r`
+/// of `n`, with `send` holding this rank's `n × count` input elements and
+/// `recv` the fill.
+#[inline(never)]
+fn varcount<C: Communicator + CommunicatorCollectives, T: Element>(
+    c: &C,
+    step: &Step,
+    n: usize,
+    r: usize,
+    send: &[T],
+    recv: &mut [T],
+) -> [u32; STEP_RECORD_WORDS] {
+    let (count, seed, place) = (step.count, step.seed, step.in_place);
+    let whole = n * count;
+    let me = r as u32;
+    let root = c.process_at_rank(step.root as i32);
+    let is_root = step.root as usize == r;
+    let mut counts = [0i32; MAX_RANKS];
+    let mut displs = [0i32; MAX_RANKS];
+    let mut scounts = [0i32; MAX_RANKS];
+    let mut sdispls = [0i32; MAX_RANKS];
+    let k = count as u32;
+    for q in 0..n {
+        let qq = q as u32;
+        let (cq, sq) = match step.kind {
+            K_ALL_TO_ALLV if place => (var_pair(seed, me.min(qq), me.max(qq), k), 0),
+            K_ALL_TO_ALLV => (var_pair(seed, qq, me, k), var_pair(seed, me, qq, k)),
+            _ => (var_count(seed, qq, k), 0),
+        };
+        counts[q] = cq as i32;
+        displs[q] = var_displ(qq, cq, k) as i32;
+        scounts[q] = sq as i32;
+        sdispls[q] = (qq * k) as i32;
+    }
+    let (counts, displs) = (&counts[..n], &displs[..n]);
+    let mine = counts[r] as usize;
+    let at = displs[r] as usize;
+    let op = T::op();
+    let (result, shown) = match step.kind {
+        K_GATHERV if is_root && place => {
+            recv[at..at + mine].copy_from_slice(&send[..mine]);
+            let mut part = PartitionMut::new(&mut recv[..whole], counts, displs);
+            (
+                root.gather_varcount_into_root_in_place(&mut part),
+                Shown::Recv(whole),
+            )
+        }
+        K_GATHERV if is_root => {
+            let mut part = PartitionMut::new(&mut recv[..whole], counts, displs);
+            (
+                root.gather_varcount_into_root(&send[..mine], &mut part),
+                Shown::Recv(whole),
+            )
+        }
+        K_GATHERV => (root.gather_varcount_into(&send[..mine]), Shown::Nothing),
+        K_SCATTERV if is_root && place => {
+            let part = Partition::new(&send[..whole], counts, displs);
+            (
+                root.scatter_varcount_into_root_in_place(&part),
+                Shown::Send(whole),
+            )
+        }
+        K_SCATTERV if is_root => {
+            let part = Partition::new(&send[..whole], counts, displs);
+            (
+                root.scatter_varcount_into_root(&part, &mut recv[..mine]),
+                Shown::Recv(mine),
+            )
+        }
+        K_SCATTERV => (root.scatter_varcount_into(&mut recv[..mine]), Shown::Recv(mine)),
+        K_ALL_GATHERV if place => {
+            recv[at..at + mine].copy_from_slice(&send[..mine]);
+            let mut part = PartitionMut::new(&mut recv[..whole], counts, displs);
+            (c.all_gather_varcount_in_place(&mut part), Shown::Recv(whole))
+        }
+        K_ALL_GATHERV => {
+            let mut part = PartitionMut::new(&mut recv[..whole], counts, displs);
+            (
+                c.all_gather_varcount_into(&send[..mine], &mut part),
+                Shown::Recv(whole),
+            )
+        }
+        K_ALL_TO_ALLV if place => {
+            for q in 0..n {
+                let (d, len) = (displs[q] as usize, counts[q] as usize);
+                recv[d..d + len].copy_from_slice(&send[q * count..q * count + len]);
+            }
+            let mut part = PartitionMut::new(&mut recv[..whole], counts, displs);
+            (c.all_to_all_varcount_in_place(&mut part), Shown::Recv(whole))
+        }
+        K_ALL_TO_ALLV => {
+            let out = Partition::new(&send[..whole], &scounts[..n], &sdispls[..n]);
+            let mut part = PartitionMut::new(&mut recv[..whole], counts, displs);
+            (c.all_to_all_varcount_into(&out, &mut part), Shown::Recv(whole))
+        }
+        _ => {
+            let total = counts.iter().map(|&x| x as usize).sum::<usize>();
+            if place {
+                recv[..total].copy_from_slice(&send[..total]);
+                (
+                    c.reduce_scatter_in_place(&mut recv[..total], counts, op),
+                    Shown::Recv(mine),
+                )
+            } else {
+                (
+                    c.reduce_scatter_into(&send[..total], &mut recv[..mine], counts, op),
+                    Shown::Recv(mine),
+                )
+            }
+        }
+    };
+    record(result, shown, send, recv)
 }
