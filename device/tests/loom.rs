@@ -732,3 +732,93 @@ fn gather_varcount_direct_two_blocks() {
         assert_eq!(results, [Ok([4, 3]), Ok([0, 0])]);
     });
 }
+
+/// Decimal concatenation of `x` and `y` (`12 ∘ 3 = 123`): associative, not
+/// commutative, so a result shows the order its operands combined in.
+fn concat(x: &u32, y: &u32) -> u32 {
+    let mut p = 10;
+    while p <= *y {
+        p *= 10;
+    }
+    x * p + y
+}
+
+/// (o) The world scans over 2 blocks of 1 rank: an inclusive scan, then an
+/// exclusive one, of a non-commutative operation (the block totals staged
+/// and folded by the later block in rank order).
+#[test]
+fn world_scans_two_blocks() {
+    check("scan 2x1", 3, || {
+        let results = run_world(small_config(2, 1, 1), 0, |w, _| -> Result<[u32; 2], Error> {
+            let r = w.rank() as u32;
+            let op = UserOperation::associative(concat);
+            let (mut inc, mut exc) = (0u32, 0u32);
+            w.scan_into(&(r + 1), &mut inc, op)?;
+            w.exclusive_scan_into(&(r + 1), &mut exc, op)?;
+            Ok([inc, exc])
+        });
+        // Rank 0's exclusive result is undefined (MPI 6.11.2): untouched.
+        assert_eq!(results, [Ok([1, 0]), Ok([12, 1])]);
+    });
+}
+
+/// (p) Staged rounds that alternate halves of the staging area, and the
+/// pairwise in-place exchange: an in-place all-to-allv over 2 blocks of 1
+/// rank whose pair part (20 `u32`s, 80 bytes) takes two rounds of the
+/// 64-byte cells, then a second one at once (its first round reuses the
+/// half the first one's first round used, with no closing barrier).
+#[test]
+fn in_place_all_to_allv_in_two_rounds_twice() {
+    check("alltoallv in place 2x1", 3, || {
+        let results = run_world(small_config(2, 1, 1), 0, |w, _| -> Result<[u32; 4], Error> {
+            let r = w.rank() as usize;
+            // Rank r's part for rank q: 20 elements `100 r + 10 q + i` at
+            // displacement 20 q + 1; its own part is one element.
+            let counts: [i32; 2] = if r == 0 { [1, 20] } else { [20, 1] };
+            let displs: [i32; 2] = [1, 21];
+            let mut buf = [0u32; 42];
+            for q in 0..2 {
+                for i in 0..counts[q] as usize {
+                    buf[displs[q] as usize + i] = (100 * r + 10 * q + i) as u32;
+                }
+            }
+            let mut out = [0u32; 4];
+            let first = displs[1 - r] as usize;
+            for o in out.chunks_mut(2) {
+                w.all_to_all_varcount_in_place(&mut PartitionMut::new(&mut buf[..], &counts, &displs))?;
+                // The first and last element of the part for the other
+                // rank: its part for us after one swap, ours after two.
+                o[0] = buf[first];
+                o[1] = buf[first + 19];
+            }
+            Ok(out)
+        });
+        // After one swap rank 0's part 1 is rank 1's part 0 (110 ..);
+        // after the second it is back (10 ..).
+        assert_eq!(results, [Ok([100, 119, 10, 29]), Ok([10, 29, 100, 119])]);
+    });
+}
+
+/// (q) A block communicator (`split_shared`) of one block of 2 ranks: its
+/// hardware paths (the block barrier, the block's shared scratch) for a
+/// broadcast from rank 1, a non-commutative all-reduce and a scan, one
+/// after another. Without preemptions: the creation's world collectives
+/// make the space large, as for the warp communicator.
+#[test]
+fn block_communicator_collectives_of_two() {
+    check("block comm 1x2", 0, || {
+        let results = run_world(small_config(2, 2, 1), 0, |w, _| -> Result<[u32; 3], Error> {
+            let c = w.split_shared()?;
+            let r = c.rank() as u32;
+            let op = UserOperation::associative(concat);
+            let mut word = if r == 1 { 77 } else { 0 };
+            c.process_at_rank(1).broadcast_into(&mut word)?;
+            let mut all = 0u32;
+            c.all_reduce_into(&(r + 1), &mut all, op)?;
+            let mut scan = 0u32;
+            c.scan_into(&(r + 1), &mut scan, op)?;
+            Ok([word, all, scan])
+        });
+        assert_eq!(results, [Ok([77, 12, 1]), Ok([77, 12, 12])]);
+    });
+}
