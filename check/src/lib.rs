@@ -2075,6 +2075,7 @@ fn prefix_name(case: u32) -> &'static str {
         ch6::P_RS_IN_PLACE => "reduce_scatter in place",
         ch6::P_ALL_REDUCE_IN_PLACE => "all_reduce in place",
         ch6::P_REDUCE_IN_PLACE => "reduce in place (root n/2)",
+        ch6::P_REDUCE_LOCAL => "reduce_local",
         _ => "?",
     }
 }
@@ -2152,6 +2153,9 @@ fn prefix_checks(device: &Device, cases: &[u32]) -> Result<(), String> {
                                 Box::new(|i| fold(op, 0..n, offsets[r as usize] + i).unwrap_or_default()),
                             ),
                             ch6::P_ALL_REDUCE_IN_PLACE => (k, Box::new(|j| fold(op, 0..n, j).unwrap_or_default())),
+                            // Element j (the left operand) combined with
+                            // element j + 1 of this rank's own operands.
+                            ch6::P_REDUCE_LOCAL => (k, Box::new(|j| (op.combine)(&mine(j), &mine(j + 1)))),
                             _ => (
                                 k,
                                 Box::new(|j| if r == n / 2 { fold(op, 0..n, j).unwrap_or_default() } else { mine(j) }),
@@ -2206,7 +2210,14 @@ fn reduce_scatter(device: &Device) -> Result<(), String> {
 }
 
 fn reduce_in_place(device: &Device) -> Result<(), String> {
-    prefix_checks(device, &[ch6::P_ALL_REDUCE_IN_PLACE, ch6::P_REDUCE_IN_PLACE])
+    prefix_checks(
+        device,
+        &[
+            ch6::P_ALL_REDUCE_IN_PLACE,
+            ch6::P_REDUCE_IN_PLACE,
+            ch6::P_REDUCE_LOCAL,
+        ],
+    )
 }
 
 /// Bad arguments to the chapter 6 collectives: every rank that entered

@@ -11,7 +11,9 @@
 use super::collectives::user_operand;
 use super::p2p::Mat2;
 use super::{CaseArgs, Recorder};
-use gpu_mpi_device::collective::{Operation, Partition, PartitionMut, SystemOperation, UserOperation};
+use gpu_mpi_device::collective::{
+    reduce_local_into, Operation, Partition, PartitionMut, SystemOperation, UserOperation,
+};
 use gpu_mpi_device::traits::*;
 use gpu_mpi_device::{Equivalence, Error, World};
 
@@ -418,8 +420,11 @@ pub const P_ALL_REDUCE_IN_PLACE: u32 = 7;
 pub const P_REDUCE_IN_PLACE: u32 = 8;
 /// `prefix` case: `MPI_Reduce_scatter` in place, counts [`rs_count`].
 pub const P_RS_IN_PLACE: u32 = 9;
+/// `prefix` case: `MPI_Reduce_local` of elements `0..param` (the left
+/// operands) into a copy of elements `1..param + 1` in the receive buffer.
+pub const P_REDUCE_LOCAL: u32 = 10;
 /// Every data case of [`SEMANTICS_PREFIX`].
-pub const P_CASES: [u32; 10] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9];
+pub const P_CASES: [u32; 11] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10];
 /// Error case: a scan where the last rank passes one element more.
 pub const PE_SCAN_COUNT: u32 = 20;
 /// Error case: a reduce-scatter where rank `min(1, size - 1)` passes other
@@ -428,8 +433,11 @@ pub const PE_RS_COUNTS: u32 = 21;
 /// Error case: a reduce-scatter-block where rank 0's receive buffer is one
 /// element longer.
 pub const PE_RSB_RECV: u32 = 22;
+/// Error case: `MPI_Reduce_local` with an inout buffer one element longer
+/// than the input, on every rank.
+pub const PE_REDUCE_LOCAL_COUNT: u32 = 23;
 /// Every error case of [`SEMANTICS_PREFIX`].
-pub const PE_CASES: [u32; 3] = [20, 21, 22];
+pub const PE_CASES: [u32; 4] = [20, 21, 22, 23];
 
 /// `param2` of [`SEMANTICS_PREFIX`]: `u32` sum.
 pub const PREFIX_SUM: u32 = 0;
@@ -549,6 +557,11 @@ where
         PE_SCAN_COUNT => {
             let m = ku + usize::from(last);
             world.scan_into(&send[..m], &mut recv[..m], op)
+        }
+        P_REDUCE_LOCAL | PE_REDUCE_LOCAL_COUNT => {
+            let m = ku + usize::from(args.case == PE_REDUCE_LOCAL_COUNT);
+            recv[..m].copy_from_slice(&send[1..m + 1]);
+            reduce_local_into(&send[..ku], &mut recv[..m], op)
         }
         _ => {
             // PE_RSB_RECV
