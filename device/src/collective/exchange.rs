@@ -1309,17 +1309,7 @@ impl World {
             Err(e) => local = local.or(Some(e)),
         }
         local = local.or(self.exchange_counts(send.counts, recv.counts, what)?);
-        let mut mine = Agreement::new();
-        mine.set(ROOT, u32::MAX);
-        mine.set(TYPE, dtype.id);
-        mine.set(LEN, (largest * size).min(u32::MAX as usize) as u32);
-        if let Some(e) = &local {
-            mine.fail(e);
-        }
-        let agreed = self.agree(mine, what)?;
-        if !agreed.ok() {
-            return Err(local.unwrap_or_else(|| agreed.error(self, -1, 0, dtype.id)));
-        }
+        let longest = self.agree_parts(local, largest * size, dtype, what)?;
         let sparts = Parts::Var {
             counts: send.counts,
             displs: send.displs,
@@ -1334,7 +1324,7 @@ impl World {
         let dst = Side::of_mut(&mut *recv.buf).0;
         let walked = Cell::new(true);
         let r = self.all_to_all_rounds(
-            agreed.max(LEN) as usize,
+            longest,
             sparts,
             rparts,
             |d, at, cell, len| {
@@ -1354,6 +1344,31 @@ impl World {
             what,
         );
         r.and(if walked.get() { Ok(()) } else { Err(Error::Intern) })
+    }
+
+    /// The agreement of the all-to-allv forms after their counts round:
+    /// no root, the datatype, and the largest part (`largest` bytes at this
+    /// rank); `local` is this rank's own error. The agreed longest part in
+    /// bytes, or the error every rank returns.
+    fn agree_parts(
+        &self,
+        local: Option<Error>,
+        largest: usize,
+        dtype: Datatype,
+        what: WaitFor,
+    ) -> Result<usize, Error> {
+        let mut mine = Agreement::new();
+        mine.set(ROOT, u32::MAX);
+        mine.set(TYPE, dtype.id);
+        mine.set(LEN, largest.min(u32::MAX as usize) as u32);
+        if let Some(e) = &local {
+            mine.fail(e);
+        }
+        let agreed = self.agree(mine, what)?;
+        if !agreed.ok() {
+            return Err(local.unwrap_or_else(|| agreed.error(self, -1, 0, dtype.id)));
+        }
+        Ok(agreed.max(LEN) as usize)
     }
 
     /// The counts round of `MPI_Alltoallv`: an all-to-all of one word per
@@ -1420,17 +1435,7 @@ impl World {
             Err(e) => local = Some(e),
         }
         local = local.or(self.exchange_counts(buf.counts, buf.counts, what)?);
-        let mut mine = Agreement::new();
-        mine.set(ROOT, u32::MAX);
-        mine.set(TYPE, dtype.id);
-        mine.set(LEN, (largest * size).min(u32::MAX as usize) as u32);
-        if let Some(e) = &local {
-            mine.fail(e);
-        }
-        let agreed = self.agree(mine, what)?;
-        if !agreed.ok() {
-            return Err(local.unwrap_or_else(|| agreed.error(self, -1, 0, dtype.id)));
-        }
+        let longest = self.agree_parts(local, largest * size, dtype, what)?;
         let parts = Parts::Var {
             counts: buf.counts,
             displs: buf.displs,
@@ -1439,7 +1444,7 @@ impl World {
         let base = Side::of_mut(&mut *buf.buf).0;
         // SAFETY: the parts lie inside `buf` (checked, and agreed on by
         // every rank), borrowed for the call.
-        unsafe { self.pairwise_in_place(base, parts, agreed.max(LEN) as usize, what) }
+        unsafe { self.pairwise_in_place(base, parts, longest, what) }
     }
 
     /// `None`, or `MPI_ERR_ROOT` for a root outside the world.

@@ -786,72 +786,56 @@ impl<'a> View<'a> {
         parts: Option<Parts<'_>>,
         dt: Datatype,
     ) -> Result<(), Error> {
-        let data = self.gather_data(root, send, recv, parts, dt);
-        self.complete(data)
-    }
-
-    /// The steps of [`gather`](Self::gather), before
-    /// [`complete`](Self::complete).
-    fn gather_data(
-        &self,
-        root: i32,
-        send: Option<(Place, usize)>,
-        recv: Option<(Place, usize)>,
-        parts: Option<Parts<'_>>,
-        dt: Datatype,
-    ) -> Result<(), Error> {
-        let root = self.check_root(root)?;
-        if self.rank != root {
-            let (p, n) = send.unwrap_or((Place::plain(empty()), 0));
-            return self.send(root, Tag::Gather, dt, p, n);
-        }
-        let Some((rp, rlen)) = recv else {
-            // The root called the non-root form: it takes every part (as
-            // zero bytes: a truncation consumes the message), then fails.
-            for q in (0..self.size).filter(|&q| q != root) {
-                match self.receive(q, Tag::Gather, dt, Place::plain(empty()), 0) {
-                    Ok(()) | Err(Error::CountMismatch { .. }) => {}
-                    Err(e) => return Err(e),
-                }
+        // The data steps, then the completion barrier whatever they gave.
+        let data = (|| -> Result<(), Error> {
+            let root = self.check_root(root)?;
+            if self.rank != root {
+                let (p, n) = send.unwrap_or((Place::plain(empty()), 0));
+                return self.send(root, Tag::Gather, dt, p, n);
             }
-            return Err(Error::InvalidRoot {
-                root: root as i32,
-                size: self.size as i32,
-            });
-        };
-        // In place (no `send`): `recv` holds `size` equal parts.
-        let own = send.map_or(rlen / self.size as usize, |s| s.1);
-        let parts = parts.unwrap_or(Parts::Even(own));
-        let (_, last) = parts.get(self.size as usize - 1);
-        let (end, _) = parts.get(self.size as usize - 1);
-        if end + last > rlen {
-            return Err(Error::CountMismatch {
-                count: rlen as u32,
-                expected: (end + last) as u32,
-            });
-        }
-        for q in 0..self.size {
-            let (off, bytes) = parts.get(q as usize);
-            // Part `q` lies inside `recv` (checked above for even parts, by
-            // `check_partition` for varcount ones).
-            let dst = rp.add(off);
-            if q == root {
-                if let Some((sp, sn)) = send {
-                    if sn != bytes {
-                        return Err(Error::CountMismatch {
-                            count: sn as u32,
-                            expected: bytes as u32,
-                        });
+            let Some((rp, rlen)) = recv else {
+                // The root called the non-root form: it takes every part (as
+                // zero bytes: a truncation consumes the message), then fails.
+                for q in (0..self.size).filter(|&q| q != root) {
+                    match self.receive(q, Tag::Gather, dt, Place::plain(empty()), 0) {
+                        Ok(()) | Err(Error::CountMismatch { .. }) => {}
+                        Err(e) => return Err(e),
                     }
-                    // SAFETY: `sn` packed bytes at `sp` and at `dst`;
-                    // distinct buffers (not in place).
-                    unsafe { Place::copy(sp, dst, sn)? };
                 }
-            } else {
-                self.receive(q, Tag::Gather, dt, dst, bytes)?;
+                return Err(Error::InvalidRoot {
+                    root: root as i32,
+                    size: self.size as i32,
+                });
+            };
+            // In place (no `send`): `recv` holds `size` equal parts.
+            let own = send.map_or(rlen / self.size as usize, |s| s.1);
+            let parts = parts.unwrap_or(Parts::Even(own));
+            let (_, last) = parts.get(self.size as usize - 1);
+            let (end, _) = parts.get(self.size as usize - 1);
+            if end + last > rlen {
+                return Err(Error::CountMismatch {
+                    count: rlen as u32,
+                    expected: (end + last) as u32,
+                });
             }
-        }
-        Ok(())
+            for q in 0..self.size {
+                let (off, bytes) = parts.get(q as usize);
+                // Part `q` lies inside `recv` (checked above for even parts, by
+                // `check_partition` for varcount ones).
+                let dst = rp.add(off);
+                if q == root {
+                    if let Some((sp, sn)) = send {
+                        // SAFETY: `sn` packed bytes at `sp`, part `q` at
+                        // `dst`; distinct buffers (not in place).
+                        unsafe { own_part(sp, dst, sn, bytes)? };
+                    }
+                } else {
+                    self.receive(q, Tag::Gather, dt, dst, bytes)?;
+                }
+            }
+            Ok(())
+        })();
+        self.complete(data)
     }
 
     /// Linear scatter: part `q` of the root's `send` to member `q`'s
@@ -865,70 +849,55 @@ impl<'a> View<'a> {
         parts: Option<Parts<'_>>,
         dt: Datatype,
     ) -> Result<(), Error> {
-        let data = self.scatter_data(root, send, recv, parts, dt);
-        self.complete(data)
-    }
-
-    /// The steps of [`scatter`](Self::scatter), before
-    /// [`complete`](Self::complete).
-    fn scatter_data(
-        &self,
-        root: i32,
-        send: Option<(Place, usize)>,
-        recv: Option<(Place, usize)>,
-        parts: Option<Parts<'_>>,
-        dt: Datatype,
-    ) -> Result<(), Error> {
-        let root = self.check_root(root)?;
-        if self.rank != root {
-            let Some((p, n)) = recv else {
-                // Not the root, and no receive buffer (the root's in-place
-                // form): take the part as zero bytes, then fail.
-                return match self.receive(root, Tag::Scatter, dt, Place::plain(empty()), 0) {
-                    Ok(()) | Err(Error::CountMismatch { .. }) => Err(Error::InvalidRoot {
-                        root: root as i32,
-                        size: self.size as i32,
-                    }),
-                    Err(e) => Err(e),
+        // The data steps, then the completion barrier whatever they gave.
+        let data = (|| -> Result<(), Error> {
+            let root = self.check_root(root)?;
+            if self.rank != root {
+                let Some((p, n)) = recv else {
+                    // Not the root, and no receive buffer (the root's in-place
+                    // form): take the part as zero bytes, then fail.
+                    return match self.receive(root, Tag::Scatter, dt, Place::plain(empty()), 0) {
+                        Ok(()) | Err(Error::CountMismatch { .. }) => Err(Error::InvalidRoot {
+                            root: root as i32,
+                            size: self.size as i32,
+                        }),
+                        Err(e) => Err(e),
+                    };
                 };
-            };
-            return self.receive(root, Tag::Scatter, dt, p, n);
-        }
-        let Some((sp, slen)) = send else {
-            // The root called the non-root form: every rank gets an empty
-            // part (a count error where it expected more), the root fails.
-            for q in (0..self.size).filter(|&q| q != root) {
-                self.send(q, Tag::Scatter, dt, Place::plain(empty()), 0)?;
+                return self.receive(root, Tag::Scatter, dt, p, n);
             }
-            return Err(Error::InvalidRoot {
-                root: root as i32,
-                size: self.size as i32,
-            });
-        };
-        let parts = match parts {
-            Some(p) => p,
-            None => Parts::Even(slen / self.size as usize),
-        };
-        for q in 0..self.size {
-            let (off, bytes) = parts.get(q as usize);
-            // Part `q` lies inside `send`.
-            let src = sp.add(off);
-            if q == root {
-                if let Some((rp, rn)) = recv {
-                    if rn != bytes {
-                        return Err(Error::CountMismatch {
-                            count: rn as u32,
-                            expected: bytes as u32,
-                        });
-                    }
-                    // SAFETY: `rn` packed bytes each side, distinct buffers.
-                    unsafe { Place::copy(src, rp, rn)? };
+            let Some((sp, slen)) = send else {
+                // The root called the non-root form: every rank gets an empty
+                // part (a count error where it expected more), the root fails.
+                for q in (0..self.size).filter(|&q| q != root) {
+                    self.send(q, Tag::Scatter, dt, Place::plain(empty()), 0)?;
                 }
-            } else {
-                self.send(q, Tag::Scatter, dt, src, bytes)?;
+                return Err(Error::InvalidRoot {
+                    root: root as i32,
+                    size: self.size as i32,
+                });
+            };
+            let parts = match parts {
+                Some(p) => p,
+                None => Parts::Even(slen / self.size as usize),
+            };
+            for q in 0..self.size {
+                let (off, bytes) = parts.get(q as usize);
+                // Part `q` lies inside `send`.
+                let src = sp.add(off);
+                if q == root {
+                    if let Some((rp, rn)) = recv {
+                        // SAFETY: part `q` at `src`, `rn` packed bytes at
+                        // `rp`; distinct buffers (not in place).
+                        unsafe { own_part(src, rp, rn, bytes)? };
+                    }
+                } else {
+                    self.send(q, Tag::Scatter, dt, src, bytes)?;
+                }
             }
-        }
-        Ok(())
+            Ok(())
+        })();
+        self.complete(data)
     }
 
     /// Ring all-gather: this rank's part is already in `buf` (part
@@ -1035,6 +1004,24 @@ impl<'a> View<'a> {
             }
         }
     }
+}
+
+/// A gather's or scatter's root copying its own part between its two
+/// buffers: the `len` bytes its own buffer holds must be the part's
+/// `bytes` (`MPI_ERR_COUNT` otherwise).
+///
+/// # Safety
+/// `from` readable and `to` writable for `min(len, bytes)` packed bytes,
+/// distinct buffers.
+unsafe fn own_part(from: Place, to: Place, len: usize, bytes: usize) -> Result<(), Error> {
+    if len != bytes {
+        return Err(Error::CountMismatch {
+            count: len as u32,
+            expected: bytes as u32,
+        });
+    }
+    // SAFETY: the caller's contract, `len == bytes`.
+    unsafe { Place::copy(from, to, len) }
 }
 
 /// The buffer of a zero-length message: dangling but non-null and
