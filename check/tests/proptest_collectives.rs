@@ -11,7 +11,7 @@
 //! scan, reduce-scatter-block; the varcount gatherv, scatterv,
 //! all-gatherv, all-to-allv and reduce-scatter with counts from 0 to the
 //! step's count per rank, parts at the ends of their slots so that gaps
-//! stay; in place or not; or a non-blocking barrier,
+//! stay, on `u32` (sums); in place or not; or a non-blocking barrier,
 //! broadcast, reduce or all-reduce, waited at once, whose results must be
 //! the blocking one's) on the world or one of the
 //! communicators, with a root valid in every communicator of the split
@@ -251,7 +251,13 @@ fn expected(s: &Step, n: u32, r: u32) -> (u32, Option<u32>) {
     if rooted(s.kind) && s.root >= n {
         return (ErrorClass::Root as u32, Some(NONE));
     }
-    let (ty, seed, c, t) = (s.ty, s.seed, s.count, s.root);
+    // The interpreter runs the varcount kinds on `u32` whatever `ty`.
+    let varcount = matches!(
+        s.kind,
+        K_GATHERV | K_SCATTERV | K_ALL_GATHERV | K_ALL_TO_ALLV | K_REDUCE_SCATTER
+    );
+    let ty = if varcount { T_U32 } else { s.ty };
+    let (seed, c, t) = (s.seed, s.count, s.root);
     let elems = |f: &dyn Fn(u32) -> Vec<u32>, len: u32| fold(&(0..len).map(f).collect::<Vec<_>>());
     let fill = |j: u32| make(ty, FILL_SEED, FILL_RANK, j);
     let vc = |q: u32| var_count(seed, q, c);
