@@ -386,15 +386,16 @@ impl<'a> View<'a> {
         Ok(())
     }
 
-    /// Ends a collective in which a rank need not hear, even through
-    /// others, from every other rank (broadcast, reduce, gather, scatter,
-    /// scans): a [`barrier`](Self::barrier), entered whatever `data` (the
-    /// collective's own steps) gave, so that when a rank never enters the
-    /// collective every rank that did fails (`MPI_ERR_TIMEOUT` or
-    /// `MPI_ERR_ABORTED`) instead of some returning `Ok` (the rule of
-    /// docs/semantics.md, "A collective that cannot complete"). Costs
-    /// ceil(log2 n) message rounds. `data`'s error comes first.
-    fn complete(&self, data: Result<(), Error>) -> Result<(), Error> {
+    /// Runs the `steps` of a collective in which a rank need not hear, even
+    /// through others, from every other rank (broadcast, reduce, gather,
+    /// scatter, scans), then a [`barrier`](Self::barrier), entered whatever
+    /// the steps gave, so that when a rank never enters the collective
+    /// every rank that did fails (`MPI_ERR_TIMEOUT` or `MPI_ERR_ABORTED`)
+    /// instead of some returning `Ok` (the rule of docs/semantics.md, "A
+    /// collective that cannot complete"). Costs ceil(log2 n) message
+    /// rounds. The steps' error comes first.
+    fn complete(&self, steps: impl FnOnce() -> Result<(), Error>) -> Result<(), Error> {
+        let data = steps();
         let done = self.barrier();
         data.and(done)
     }
@@ -431,12 +432,12 @@ impl<'a> View<'a> {
 
     /// `MPI_Bcast` of a buffer from `root`, then [`complete`](Self::complete).
     pub(crate) fn broadcast<B: BufferMut + ?Sized>(&self, root: i32, buf: &mut B) -> Result<(), Error> {
-        let data = self.check_root(root).and_then(|root| {
+        self.complete(|| {
+            let root = self.check_root(root)?;
             let dt = buf.datatype();
             let (at, len) = place_of_mut(buf);
             self.broadcast_bytes(root, dt, at, len)
-        });
-        self.complete(data)
+        })
     }
 
     // -----------------------------------------------------------------
@@ -533,49 +534,34 @@ impl<'a> View<'a> {
         root: i32,
         op: &O,
     ) -> Result<(), Error> {
-        // SAFETY: the caller's contract.
-        let data = unsafe { self.reduce_data(send, count, out, root, op) };
-        self.complete(data)
-    }
-
-    /// The steps of [`reduce`](Self::reduce).
-    ///
-    /// # Safety
-    /// As [`View::reduce_raw`].
-    unsafe fn reduce_data<T: Equivalence, O: Operation<T>>(
-        &self,
-        send: *const T,
-        count: usize,
-        out: Option<(*mut T, usize)>,
-        root: i32,
-        op: &O,
-    ) -> Result<(), Error> {
-        op.check()?;
-        let root = self.check_root(root)?;
-        if let Some((_, len)) = out {
-            if len != count {
-                return Err(Error::CountMismatch {
-                    count: len as u32,
-                    expected: count as u32,
+        self.complete(|| {
+            op.check()?;
+            let root = self.check_root(root)?;
+            if let Some((_, len)) = out {
+                if len != count {
+                    return Err(Error::CountMismatch {
+                        count: len as u32,
+                        expected: count as u32,
+                    });
+                }
+            }
+            let out = if self.rank == root {
+                out.map(|(p, _)| p)
+            } else {
+                None
+            };
+            // SAFETY: the caller's contract.
+            unsafe { self.reduce_raw(send, count, out, root, op)? };
+            if self.rank == root && out.is_none() {
+                // The root called the non-root form: it took part, its result
+                // is dropped.
+                return Err(Error::InvalidRoot {
+                    root: root as i32,
+                    size: self.size as i32,
                 });
             }
-        }
-        let out = if self.rank == root {
-            out.map(|(p, _)| p)
-        } else {
-            None
-        };
-        // SAFETY: the caller's contract.
-        unsafe { self.reduce_raw(send, count, out, root, op)? };
-        if self.rank == root && out.is_none() {
-            // The root called the non-root form: it took part, its result
-            // is dropped.
-            return Err(Error::InvalidRoot {
-                root: root as i32,
-                size: self.size as i32,
-            });
-        }
-        Ok(())
+            Ok(())
+        })
     }
 
     /// `MPI_Allreduce`: a reduce to rank 0, then a broadcast from it.
@@ -619,83 +605,66 @@ impl<'a> View<'a> {
         exclusive: bool,
         op: &O,
     ) -> Result<(), Error> {
-        // SAFETY: the caller's contract.
-        let data = unsafe { self.scan_data(send, count, out, len, exclusive, op) };
-        self.complete(data)
-    }
-
-    /// The steps of [`scan`](Self::scan), before
-    /// [`complete`](Self::complete).
-    ///
-    /// # Safety
-    /// As [`scan`](Self::scan).
-    unsafe fn scan_data<T: Equivalence, O: Operation<T>>(
-        &self,
-        send: *const T,
-        count: usize,
-        out: *mut T,
-        len: usize,
-        exclusive: bool,
-        op: &O,
-    ) -> Result<(), Error> {
-        op.check()?;
-        if len != count {
-            return Err(Error::CountMismatch {
-                count: len as u32,
-                expected: count as u32,
-            });
-        }
-        let e = chunk_elements::<T>()?;
-        let (r, n) = (self.rank, self.size);
-        let unit = core::mem::size_of::<T>();
-        let (mut acc, mut tmp) = (Chunk::new(), Chunk::new());
-        let (x, t) = (acc.ptr::<T>(), tmp.ptr::<T>());
-        let mut c0 = 0;
-        while c0 < count {
-            let k = e.min(count - c0);
-            // SAFETY: `c0 + k <= count`; `k` elements fit a chunk.
-            unsafe { core::ptr::copy_nonoverlapping(send.add(c0), x, k) };
-            // SAFETY: `out` holds `count` elements.
-            let o = unsafe { out.add(c0) };
-            let mut have_prefix = false;
-            let mut d = 1u32;
-            while d < n {
-                let to = (r + d < n).then_some(r + d);
-                let from = (r >= d).then_some(r.wrapping_sub(d));
-                self.send_receive(
-                    to,
-                    Place::plain(x as *const u8),
-                    k * unit,
-                    from,
-                    Place::plain(t as *const u8),
-                    k * unit,
-                    Tag::Scan,
-                    T::DATATYPE,
-                )?;
-                if from.is_some() {
-                    for i in 0..k {
-                        // SAFETY: `i < k`: initialised elements; `o` holds `k`
-                        // more elements, initialised once `have_prefix`.
-                        unsafe {
-                            let y = &*t.add(i);
-                            if exclusive {
-                                let p = if have_prefix { op.apply(y, &*o.add(i)) } else { *y };
-                                o.add(i).write(p);
+        self.complete(|| {
+            op.check()?;
+            if len != count {
+                return Err(Error::CountMismatch {
+                    count: len as u32,
+                    expected: count as u32,
+                });
+            }
+            let e = chunk_elements::<T>()?;
+            let (r, n) = (self.rank, self.size);
+            let unit = core::mem::size_of::<T>();
+            let (mut acc, mut tmp) = (Chunk::new(), Chunk::new());
+            let (x, t) = (acc.ptr::<T>(), tmp.ptr::<T>());
+            let mut c0 = 0;
+            while c0 < count {
+                let k = e.min(count - c0);
+                // SAFETY: `c0 + k <= count`; `k` elements fit a chunk.
+                unsafe { core::ptr::copy_nonoverlapping(send.add(c0), x, k) };
+                // SAFETY: `out` holds `count` elements.
+                let o = unsafe { out.add(c0) };
+                let mut have_prefix = false;
+                let mut d = 1u32;
+                while d < n {
+                    let to = (r + d < n).then_some(r + d);
+                    let from = (r >= d).then_some(r.wrapping_sub(d));
+                    self.send_receive(
+                        to,
+                        Place::plain(x as *const u8),
+                        k * unit,
+                        from,
+                        Place::plain(t as *const u8),
+                        k * unit,
+                        Tag::Scan,
+                        T::DATATYPE,
+                    )?;
+                    if from.is_some() {
+                        for i in 0..k {
+                            // SAFETY: `i < k`: initialised elements; `o` holds `k`
+                            // more elements, initialised once `have_prefix`.
+                            unsafe {
+                                let y = &*t.add(i);
+                                if exclusive {
+                                    let p = if have_prefix { op.apply(y, &*o.add(i)) } else { *y };
+                                    o.add(i).write(p);
+                                }
+                                x.add(i).write(op.apply(y, &*x.add(i)));
                             }
-                            x.add(i).write(op.apply(y, &*x.add(i)));
                         }
+                        have_prefix = true;
                     }
-                    have_prefix = true;
+                    d <<= 1;
                 }
-                d <<= 1;
+                if !exclusive {
+                    // SAFETY: `o` holds `k` more elements.
+                    unsafe { core::ptr::copy_nonoverlapping(x, o, k) };
+                }
+                c0 += k;
             }
-            if !exclusive {
-                // SAFETY: `o` holds `k` more elements.
-                unsafe { core::ptr::copy_nonoverlapping(x, o, k) };
-            }
-            c0 += k;
-        }
-        Ok(())
+            Ok(())
+        })
     }
 
     /// `MPI_Reduce_scatter(_block)`: the block of rank `q` (elements
@@ -786,8 +755,7 @@ impl<'a> View<'a> {
         parts: Option<Parts<'_>>,
         dt: Datatype,
     ) -> Result<(), Error> {
-        // The data steps, then the completion barrier whatever they gave.
-        let data = (|| -> Result<(), Error> {
+        self.complete(|| {
             let root = self.check_root(root)?;
             if self.rank != root {
                 let (p, n) = send.unwrap_or((Place::plain(empty()), 0));
@@ -834,8 +802,7 @@ impl<'a> View<'a> {
                 }
             }
             Ok(())
-        })();
-        self.complete(data)
+        })
     }
 
     /// Linear scatter: part `q` of the root's `send` to member `q`'s
@@ -849,8 +816,7 @@ impl<'a> View<'a> {
         parts: Option<Parts<'_>>,
         dt: Datatype,
     ) -> Result<(), Error> {
-        // The data steps, then the completion barrier whatever they gave.
-        let data = (|| -> Result<(), Error> {
+        self.complete(|| {
             let root = self.check_root(root)?;
             if self.rank != root {
                 let Some((p, n)) = recv else {
@@ -896,8 +862,7 @@ impl<'a> View<'a> {
                 }
             }
             Ok(())
-        })();
-        self.complete(data)
+        })
     }
 
     /// Ring all-gather: this rank's part is already in `buf` (part
