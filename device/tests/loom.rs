@@ -19,6 +19,7 @@ use gpu_mpi_device::request;
 use gpu_mpi_device::shim::loom_runtime;
 use gpu_mpi_device::state::{FLAG_FORCE_STREAMING, FLAG_IMMEDIATE_COMMUNICATORS};
 use gpu_mpi_device::traits::*;
+use gpu_mpi_device::wait::Call;
 use gpu_mpi_device::{Error, World, ANY_TAG};
 use loom_support::{check, run_world, small_config, Aligned, Scratch};
 
@@ -820,5 +821,136 @@ fn block_communicator_collectives_of_two() {
             Ok([word, all, scan])
         });
         assert_eq!(results, [Ok([77, 12, 1]), Ok([77, 12, 12])]);
+    });
+}
+
+/// `small_config` with a wait bound: under loom each rank's clock advances
+/// `CLOCK_STEP_NS` per read, so a wait for a rank that never comes times out
+/// after a few reads in every interleaving.
+fn bounded(ranks: u32, block_dim: u32) -> gpu_mpi_device::WorldConfig {
+    let mut c = small_config(ranks, block_dim, 1);
+    c.timeout_ns = 2 * loom_runtime::CLOCK_STEP_NS;
+    c
+}
+
+/// The results of a collective that rank `absent` never entered: it
+/// returns `Ok`; every other rank fails, with `Timeout` in one of
+/// `operations` (the waits the collective is made of) or with `Aborted` by
+/// a rank that timed out, and at least one timed out.
+fn every_entered_rank_failed(results: &[Result<(), Error>], absent: usize, operations: &[Call]) {
+    let timed_out: Vec<u32> = results
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| matches!(r, Err(Error::Timeout { .. })))
+        .map(|(k, _)| k as u32)
+        .collect();
+    assert!(!timed_out.is_empty(), "nobody timed out: {results:?}");
+    for (k, r) in results.iter().enumerate() {
+        match r {
+            Ok(()) => assert_eq!(k, absent, "rank {k} returned Ok: {results:?}"),
+            Err(Error::Timeout { operation: op, .. }) => {
+                assert!(
+                    operations.iter().any(|&c| c as u32 == *op),
+                    "rank {k}: {results:?}"
+                )
+            }
+            Err(Error::Aborted { by_rank }) => {
+                assert!(timed_out.contains(by_rank), "rank {k}: {results:?}")
+            }
+            Err(e) => panic!("rank {k}: unexpected {e:?} in {results:?}"),
+        }
+    }
+}
+
+/// (r) A world barrier that rank 2 of 3 blocks of 1 never enters fails on
+/// both ranks that entered: one times out and aborts the world, the other
+/// times out too or gives up on the abort (the timeout path of the
+/// bounded waits, with the clock advancing per read).
+#[test]
+fn a_barrier_that_a_rank_skips_fails_on_every_rank_that_entered() {
+    check("skipped barrier 3x1", 1, || {
+        let results = run_world(bounded(3, 1), 0, |w, _| -> Result<(), Error> {
+            if w.rank() == 2 {
+                return Ok(());
+            }
+            w.barrier()
+        });
+        every_entered_rank_failed(&results, 2, &[Call::Barrier]);
+    });
+}
+
+/// (r) Across 2 blocks of 2 ranks, rank 3 returns from the kernel instead
+/// of entering the barrier: its block-mate finds the block short, the
+/// other block waits for a block that never arrives; all three fail.
+/// Without preemptions (four ranks).
+#[test]
+fn a_barrier_that_a_block_mate_skips_fails_on_every_rank_that_entered() {
+    check("skipped barrier 2x2", 1, || {
+        let results = run_world(bounded(4, 2), 0, |w, _| -> Result<(), Error> {
+            if w.rank() == 3 {
+                return Ok(());
+            }
+            w.barrier()
+        });
+        every_entered_rank_failed(&results, 3, &[Call::Barrier]);
+    });
+}
+
+/// (r) A broadcast from rank 0 that rank 2 of 3 blocks of 1 never enters:
+/// the root has already published its value, and still fails.
+#[test]
+fn a_broadcast_that_a_rank_skips_fails_on_the_root_too() {
+    check("skipped broadcast 3x1", 1, || {
+        let results = run_world(bounded(3, 1), 0, |w, _| -> Result<(), Error> {
+            if w.rank() == 2 {
+                return Ok(());
+            }
+            let mut v = if w.rank() == 0 { 42u32 } else { 0 };
+            w.process_at_rank(0).broadcast_into(&mut v)?;
+            assert_eq!(v, 42, "a broadcast that returns has the root's value");
+            Ok(())
+        });
+        every_entered_rank_failed(&results, 2, &[Call::Broadcast]);
+    });
+}
+
+/// (r) A broadcast on a duplicate of the world of 2 blocks of 1 (the
+/// general algorithm), from rank 0, which rank 1 never enters: the root's
+/// only data step is an eager send that succeeds, and it fails all the
+/// same, in the completion barrier. The general algorithm's waits are
+/// messages: the root times out in a send or receive of the barrier.
+#[test]
+fn a_sub_communicator_broadcast_that_a_rank_skips_fails_on_the_root() {
+    check("skipped broadcast on a duplicate 2x1", 0, || {
+        let results = run_world(bounded(2, 1), 0, |w, _| -> Result<(), Error> {
+            let c = w.duplicate()?;
+            if w.rank() == 1 {
+                return Ok(());
+            }
+            let mut v = 42u32;
+            c.process_at_rank(0).broadcast_into(&mut v)
+        });
+        every_entered_rank_failed(&results, 1, &[Call::Receive, Call::Send, Call::SendReceive]);
+    });
+}
+
+/// (r) A reduce to rank 1 of 3 blocks of 1 that rank 0 never enters: the
+/// root and rank 2 (whose contribution the root may already hold) fail.
+#[test]
+fn a_reduce_that_a_rank_skips_fails_on_every_rank_that_entered() {
+    check("skipped reduce 3x1", 1, || {
+        let results = run_world(bounded(3, 1), 0, |w, _| -> Result<(), Error> {
+            let root = w.process_at_rank(1);
+            let mine = w.rank() as u32 + 1;
+            match w.rank() {
+                0 => Ok(()),
+                1 => {
+                    let mut sum = 0u32;
+                    root.reduce_into_root(&mine, &mut sum, SystemOperation::sum())
+                }
+                _ => root.reduce_into(&mine, SystemOperation::sum()),
+            }
+        });
+        every_entered_rank_failed(&results, 0, &[Call::Reduce, Call::Barrier]);
     });
 }

@@ -49,8 +49,11 @@
 //! # Ranks
 //! [`loom_runtime::WorldModel::enter`] gives the calling loom thread its rank
 //! coordinates. The block barrier is a loom `Mutex` + `Condvar` generation
-//! counter per block; backoff yields the loom thread; the clock stands still
-//! (worlds checked under loom have no timeout).
+//! counter per block; backoff yields the loom thread. Each rank has its own
+//! clock, which advances [`loom_runtime::CLOCK_STEP_NS`] per read: a world
+//! with a timeout times out after a bounded number of reads, whatever the
+//! interleaving, so loom can check the timeout paths (a world without one
+//! never reads the clock).
 
 extern crate std;
 
@@ -324,9 +327,11 @@ pub(super) fn snooze(_polls: u32, _max_ns: u32) {
     loom::thread::yield_now();
 }
 
-/// The clock stands still under loom: worlds checked there have no timeout.
+/// The calling rank's clock: [`loom_runtime::CLOCK_STEP_NS`] more on each
+/// read. A rank's own count of reads, so the value depends only on what the
+/// rank did, as loom's replay of an interleaving requires.
 pub fn clock_ns() -> u64 {
-    0
+    loom_runtime::tick_clock()
 }
 
 /// Whether another rank can read `ptr` directly: every address is shared, as
@@ -581,7 +586,12 @@ pub mod loom_runtime {
     struct Context {
         model: WorldModel,
         coordinates: Coordinates,
+        /// The rank's clock (see [`super::clock_ns`]).
+        clock_ns: u64,
     }
+
+    /// How far a rank's clock advances per read under loom.
+    pub const CLOCK_STEP_NS: u64 = 1_000;
 
     loom::thread_local! {
         static CONTEXT: RefCell<Option<Context>> = RefCell::new(None);
@@ -690,6 +700,7 @@ pub mod loom_runtime {
                 *c.borrow_mut() = Some(Context {
                     model: self.clone(),
                     coordinates,
+                    clock_ns: 0,
                 })
             });
         }
@@ -870,6 +881,18 @@ pub mod loom_runtime {
         CONTEXT
             .with(|c| c.borrow().as_ref().map(|c| c.coordinates))
             .expect("loom shim used outside a rank (call WorldModel::enter on this loom thread first)")
+    }
+
+    /// Advances the calling rank's clock by [`CLOCK_STEP_NS`] and returns it.
+    pub(super) fn tick_clock() -> u64 {
+        CONTEXT.with(|c| {
+            let mut c = c.borrow_mut();
+            let c = c
+                .as_mut()
+                .expect("loom shim used outside a rank (call WorldModel::enter on this loom thread first)");
+            c.clock_ns += CLOCK_STEP_NS;
+            c.clock_ns
+        })
     }
 
     /// Declares that the calling rank reads `len` bytes at `ptr` with plain
