@@ -7,11 +7,18 @@
 include!("../provenance/build_commit.rs");
 
 fn main() {
-    gpu_mpi::builder::KernelBuilder::new("kernels").build();
+    // SASS as for the conformance kernels (check/build.rs): sm_90, and only
+    // where this machine has a GPU or GPU_MPI_SASS=1.
+    gpu_mpi::builder::KernelBuilder::new("kernels")
+        .sms(&[90])
+        .sass_only_for_a_local_gpu()
+        .build();
     // The kernels that need the device crate's `views` feature, as a second
     // image (`include_kernels!("views")`): the feature raises registers.
     gpu_mpi::builder::KernelBuilder::new("views-kernels")
         .image("views")
+        .sms(&[90])
+        .sass_only_for_a_local_gpu()
         .build();
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     println!("cargo::rustc-env=GPU_MPI_COMMIT={}", commit(root));

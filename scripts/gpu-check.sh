@@ -7,8 +7,9 @@
 #
 #   scripts/gpu-check.sh --build carry/bin
 #
-# which runs `cargo build --release --workspace --bins` (with the PTX: not
-# with GPU_MPI_SKIP_PTX=1) and puts gpu-mpi-check, gpu-mpi-bench and the
+# which runs `GPU_MPI_SASS=1 cargo build --release --workspace --bins` (with
+# the PTX: not with GPU_MPI_SKIP_PTX=1; GPU_MPI_SASS=1 assembles the check and
+# bench kernels for sm_90 here, where no GPU is seen) and puts gpu-mpi-check, gpu-mpi-bench and the
 # examples (stripped, gzipped: about 12 MB in all), the ptxas report and
 # this script into carry/bin. There:
 #
@@ -40,7 +41,7 @@ if [[ ${1:-} == --build ]]; then
         echo "gpu-check: GPU_MPI_SKIP_PTX=1 builds no GPU kernels; unset it" >&2
         exit 1
     fi
-    (cd "$root" && cargo build --release --workspace --bins) || exit 1
+    (cd "$root" && GPU_MPI_SASS=1 cargo build --release --workspace --bins) || exit 1
     mkdir -p "$dest" || exit 1
     rel=$root/target/release
     # Stripped and gzipped: ~2 MB each instead of ~22 MB (debug info, and

@@ -300,16 +300,11 @@ pub fn cubin_path(ptx: &Path, arch: &str) -> PathBuf {
 
 /// Assembles `ptx` for `arch` (`sm_70`) with `ptxas -v`, writing the cubin
 /// next to the PTX ([`cubin_path`]): one ptxas run gives both the SASS and
-/// the report.
-pub fn assemble(ptxas: &Path, ptx: &Path, arch: &str) -> Assembly {
+/// the report. With a `cache` directory ([`AssemblyCache`]), a PTX text
+/// assembled before by the same ptxas for the same SM is not assembled
+/// again: its cubin and ptxas output come from the cache.
+pub fn assemble(ptxas: &Path, ptx: &Path, arch: &str, cache: Option<&AssemblyCache>) -> Assembly {
     let cubin = cubin_path(ptx, arch);
-    let result = Command::new(ptxas)
-        .arg(format!("-arch={arch}"))
-        .arg("-v")
-        .arg("-o")
-        .arg(&cubin)
-        .arg(ptx)
-        .output();
     let mut a = Assembly {
         ptx: ptx.to_path_buf(),
         arch: arch.to_string(),
@@ -318,23 +313,47 @@ pub fn assemble(ptxas: &Path, ptx: &Path, arch: &str) -> Assembly {
         warnings: Vec::new(),
         error: None,
     };
+    let text = match std::fs::read(ptx) {
+        Ok(t) => t,
+        Err(e) => {
+            a.error = Some(format!("reading {}: {e}", ptx.display()));
+            return a;
+        }
+    };
+    let key = cache.map(|c| c.key(ptxas, arch, &text));
+    if let (Some(c), Some(key)) = (cache, &key) {
+        if let Some(output) = c.fetch(key, &a.cubin) {
+            a.warnings = warnings(&output);
+            a.kernels = parse_ptxas_verbose(&output);
+            return a;
+        }
+    }
+    let result = {
+        let _slot = cache.map(AssemblyCache::slot);
+        Command::new(ptxas)
+            .arg(format!("-arch={arch}"))
+            .arg("-v")
+            .arg("-o")
+            .arg(&a.cubin)
+            .arg(ptx)
+            .output()
+    };
     match result {
         Err(e) => a.error = Some(format!("running {}: {e}", ptxas.display())),
         Ok(out) => {
-            let text = format!(
+            let output = format!(
                 "{}{}",
                 String::from_utf8_lossy(&out.stdout),
                 String::from_utf8_lossy(&out.stderr)
             );
-            a.warnings = text
-                .lines()
-                .filter(|l| l.contains("ptxas warning"))
-                .map(str::to_string)
-                .collect();
+            a.warnings = warnings(&output);
             if out.status.success() {
-                a.kernels = parse_ptxas_verbose(&text);
+                a.kernels = parse_ptxas_verbose(&output);
+                if let (Some(c), Some(key)) = (cache, &key) {
+                    c.store(key, &a.cubin, &output);
+                }
             } else {
-                let errors: Vec<&str> = text.lines().filter(|l| !l.starts_with("ptxas info")).collect();
+                let errors: Vec<&str> = output.lines().filter(|l| !l.starts_with("ptxas info")).collect();
                 a.error = Some(format!(
                     "ptxas -arch={arch} failed ({}): {}",
                     out.status,
@@ -346,13 +365,27 @@ pub fn assemble(ptxas: &Path, ptx: &Path, arch: &str) -> Assembly {
     a
 }
 
+fn warnings(ptxas_output: &str) -> Vec<String> {
+    ptxas_output
+        .lines()
+        .filter(|l| l.contains("ptxas warning"))
+        .map(str::to_string)
+        .collect()
+}
+
 /// Assembles every `(ptx, arch)` job, in parallel (ptxas on a module of many
-/// inlined kernels takes tens of seconds), returning the results in order.
-pub fn assemble_all(ptxas: &Path, jobs: &[(PathBuf, String)]) -> Vec<Assembly> {
+/// inlined kernels takes minutes), returning the results in order. With a
+/// cache, the ptxas processes of every build script and `ptx-check` that
+/// share it are bounded together ([`AssemblyCache::slot`]).
+pub fn assemble_all(
+    ptxas: &Path,
+    jobs: &[(PathBuf, String)],
+    cache: Option<&AssemblyCache>,
+) -> Vec<Assembly> {
     std::thread::scope(|s| {
         let handles: Vec<_> = jobs
             .iter()
-            .map(|(ptx, arch)| s.spawn(move || assemble(ptxas, ptx, arch)))
+            .map(|(ptx, arch)| s.spawn(move || assemble(ptxas, ptx, arch, cache)))
             .collect();
         handles
             .into_iter()
@@ -369,6 +402,128 @@ pub fn assemble_all(ptxas: &Path, jobs: &[(PathBuf, String)]) -> Vec<Assembly> {
             })
             .collect()
     })
+}
+
+/// Environment variable: how many ptxas processes may run at once among all
+/// the builds that share one [`AssemblyCache`] (default: one per 6 GiB of
+/// available memory, at most one per CPU, at least one).
+pub const PTXAS_JOBS_ENV: &str = "GPU_MPI_PTXAS_JOBS";
+
+/// A content-addressed store of ptxas results: the key is ptxas itself (its
+/// path, size and modification time), the SM and the PTX text, so the build
+/// scripts of every profile (release, clippy's, doc's) and `ptx-check` that
+/// assemble the same PTX run ptxas once between them. The directory also
+/// holds the lock files that bound how many ptxas processes run at once
+/// ([`PTXAS_JOBS_ENV`]): ptxas on the conformance kernels takes about 6 GB.
+#[derive(Clone, Debug)]
+pub struct AssemblyCache {
+    dir: PathBuf,
+    slots: usize,
+}
+
+impl AssemblyCache {
+    /// The cache in `dir` (created on first use).
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        AssemblyCache {
+            dir: dir.into(),
+            slots: ptxas_jobs(),
+        }
+    }
+
+    /// The cache's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn key(&self, ptxas: &Path, arch: &str, ptx: &[u8]) -> String {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        let ptxas = ptxas.canonicalize().unwrap_or_else(|_| ptxas.to_path_buf());
+        ptxas.hash(&mut h);
+        if let Ok(m) = std::fs::metadata(&ptxas) {
+            m.len().hash(&mut h);
+            m.modified().ok().hash(&mut h);
+        }
+        arch.hash(&mut h);
+        ptx.len().hash(&mut h);
+        ptx.hash(&mut h);
+        format!("{arch}-{:016x}", h.finish())
+    }
+
+    /// Copies a cached cubin to `cubin`; its ptxas output, or `None` on a miss.
+    fn fetch(&self, key: &str, cubin: &Path) -> Option<String> {
+        let output = std::fs::read_to_string(self.dir.join(format!("{key}.log"))).ok()?;
+        std::fs::copy(self.dir.join(format!("{key}.cubin")), cubin).ok()?;
+        Some(output)
+    }
+
+    /// Stores a successful assembly. A failure to store only costs a later
+    /// ptxas run; each file is renamed into place, so a reader never sees
+    /// half of one, and the log (which `fetch` reads first) comes last.
+    fn store(&self, key: &str, cubin: &Path, output: &str) {
+        let _ = std::fs::create_dir_all(&self.dir);
+        let tmp = |ext: &str| self.dir.join(format!("{key}.{ext}.tmp{}", std::process::id()));
+        let put = |ext: &str, write: &dyn Fn(&Path) -> std::io::Result<()>| {
+            let t = tmp(ext);
+            let ok = write(&t).is_ok() && std::fs::rename(&t, self.dir.join(format!("{key}.{ext}"))).is_ok();
+            if !ok {
+                let _ = std::fs::remove_file(&t);
+            }
+            ok
+        };
+        if put("cubin", &|t| std::fs::copy(cubin, t).map(|_| ())) {
+            put("log", &|t| std::fs::write(t, output));
+        }
+    }
+
+    /// Waits for one of the cache's ptxas slots (a lock file held until the
+    /// guard drops; the OS releases it should the process die). Without a
+    /// usable lock file, ptxas runs unbounded rather than not at all.
+    fn slot(&self) -> Option<std::fs::File> {
+        std::fs::create_dir_all(&self.dir).ok()?;
+        let files: Vec<std::fs::File> = (0..self.slots)
+            .filter_map(|i| {
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .truncate(false)
+                    .write(true)
+                    .open(self.dir.join(format!("ptxas-slot-{i}.lock")))
+                    .ok()
+            })
+            .collect();
+        if files.is_empty() {
+            return None;
+        }
+        loop {
+            for f in &files {
+                if f.try_lock().is_ok() {
+                    return f.try_clone().ok();
+                }
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    }
+}
+
+/// How many ptxas processes may run at once ([`PTXAS_JOBS_ENV`]).
+pub fn ptxas_jobs() -> usize {
+    if let Some(n) = std::env::var(PTXAS_JOBS_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+    {
+        return n.max(1);
+    }
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let by_memory = available_memory_bytes().map_or(cpus, |b| (b / (6 << 30)) as usize);
+    by_memory.clamp(1, cpus)
+}
+
+/// `MemAvailable` of /proc/meminfo (Linux); `None` elsewhere.
+fn available_memory_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }
 
 /// Architectures to assemble for, each with the built PTX architecture it is
@@ -563,6 +718,58 @@ $L__BB0_3: atom.shared.exch.b32 %r1, [%rd1], %r2;
             problems(ptx),
             (1..=7).map(|l| (l, Problem::SystemScope)).collect::<Vec<_>>()
         );
+    }
+
+    /// A stand-in ptxas that counts its runs and writes a cubin and a report.
+    #[cfg(unix)]
+    fn fake_ptxas(dir: &Path) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let p = dir.join("ptxas");
+        let script = format!(
+            "#!/bin/sh\necho run >> {runs}\nout=\"\"\nfor a; do [ \"$prev\" = -o ] && out=$a; prev=$a; done\n\
+             echo cubin > \"$out\"\n\
+             echo \"ptxas info    : Compiling entry function 'k' for 'sm_90'\"\n\
+             echo \"ptxas info    : Used 12 registers\"\n",
+            runs = dir.join("runs").display()
+        );
+        std::fs::write(&p, script).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_cache_assembles_each_ptx_text_once_per_sm() {
+        let dir = std::env::temp_dir().join(format!("gpu-mpi-sass-cache-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("a")).unwrap();
+        std::fs::create_dir_all(dir.join("b")).unwrap();
+        let ptxas = fake_ptxas(&dir);
+        let runs = || std::fs::read_to_string(dir.join("runs")).map_or(0, |t| t.lines().count());
+        let cache = AssemblyCache::new(dir.join("cache"));
+        let (a, b) = (dir.join("a").join("k.ptx"), dir.join("b").join("k.ptx"));
+        std::fs::write(&a, ".entry k").unwrap();
+        std::fs::write(&b, ".entry k").unwrap();
+        let first = assemble(&ptxas, &a, "sm_90", Some(&cache));
+        assert_eq!(
+            (first.error.as_deref(), first.kernels.len(), runs()),
+            (None, 1, 1)
+        );
+        // The same text elsewhere (another profile's OUT_DIR): no ptxas run,
+        // the cubin and the report all the same.
+        let again = assemble(&ptxas, &b, "sm_90", Some(&cache));
+        assert_eq!((again.kernels[0].registers, runs()), (12, 1));
+        assert_eq!(std::fs::read_to_string(&again.cubin).unwrap(), "cubin\n");
+        // Another SM, or other text: assembled.
+        assemble(&ptxas, &b, "sm_80", Some(&cache));
+        assert_eq!(runs(), 2);
+        std::fs::write(&b, ".entry k2").unwrap();
+        assemble(&ptxas, &b, "sm_90", Some(&cache));
+        assert_eq!(runs(), 3);
+        // Without a cache, always.
+        assemble(&ptxas, &a, "sm_90", None);
+        assert_eq!(runs(), 4);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -14,6 +14,10 @@ use std::process::{Command, Stdio};
 /// Set to `0` to forbid [`KernelBuilder::build`] to install the nightly
 /// toolchain or its components with rustup.
 pub const AUTO_INSTALL_ENV: &str = "GPU_MPI_AUTO_INSTALL";
+/// `1`: assemble SASS even where [`KernelBuilder::sass_only_for_a_local_gpu`]
+/// finds no GPU (a build to be carried to a GPU machine); `0`: never for such
+/// crates.
+pub const SASS_ENV: &str = "GPU_MPI_SASS";
 /// The file [`KernelBuilder::build`] writes in `$OUT_DIR`: one Rust
 /// expression, `(ptx, sass, ptxas_report, built_without)`.
 pub const GENERATED_FILE: &str = "gpu_mpi_kernels.rs";
@@ -70,6 +74,7 @@ pub struct KernelBuilder {
     sms: Vec<u32>,
     watch: Vec<PathBuf>,
     image: Option<String>,
+    sass_only_for_a_local_gpu: bool,
 }
 
 /// Why the build goes on without kernels: the reason, and the one warning
@@ -96,6 +101,7 @@ impl KernelBuilder {
             sms: SASS_ARCHS_DEFAULT.to_vec(),
             watch: Vec::new(),
             image: None,
+            sass_only_for_a_local_gpu: false,
         }
     }
 
@@ -124,6 +130,36 @@ impl KernelBuilder {
     pub fn sms(mut self, sms: &[u32]) -> Self {
         self.sms = sms.to_vec();
         self
+    }
+
+    /// SASS only where the binary can meet a GPU without leaving this
+    /// machine: for crates whose binaries run where they are built (test
+    /// suites, benchmarks). ptxas then runs only when this machine has an
+    /// NVIDIA driver (`/proc/driver/nvidia/version`, or `/dev/dxg` under
+    /// WSL) or [`SASS_ENV`]`=1`; elsewhere the image holds PTX alone (which
+    /// the cuda backend JIT-compiles should it meet a GPU after all), and
+    /// the build skips the minutes and gigabytes that ptxas takes on a large
+    /// kernel crate. [`SASS_ENV`]`=0` skips ptxas for such crates everywhere.
+    pub fn sass_only_for_a_local_gpu(mut self) -> Self {
+        self.sass_only_for_a_local_gpu = true;
+        self
+    }
+
+    /// Why this build assembles no SASS under
+    /// [`sass_only_for_a_local_gpu`](Self::sass_only_for_a_local_gpu).
+    fn sass_skipped(&self) -> Option<String> {
+        if !self.sass_only_for_a_local_gpu {
+            return None;
+        }
+        match std::env::var(SASS_ENV).as_deref().map(str::trim) {
+            Ok("1") => None,
+            Ok("0") => Some(format!("{SASS_ENV}=0")),
+            _ if local_gpu_driver() => None,
+            _ => Some(format!(
+                "no NVIDIA driver on this machine and this crate's binaries run where they are built \
+                 ({SASS_ENV}=1 assembles anyway)"
+            )),
+        }
     }
 
     /// The SMs to build PTX for; default 70, 90 (`$GPU_MPI_PTX_ARCHS` wins).
@@ -169,6 +205,8 @@ impl KernelBuilder {
             CHECK_ARCHS_ENV,
             TOOLCHAIN_ENV,
             AUTO_INSTALL_ENV,
+            SASS_ENV,
+            check::PTXAS_JOBS_ENV,
             "GPU_MPI_PTX_TARGET_DIR",
             "RUSTUP",
             "PTXAS",
@@ -258,7 +296,10 @@ impl KernelBuilder {
             ptx.push((b.arch, dest));
         }
 
+        let sass_off = self.sass_skipped();
+        let sms = if sass_off.is_some() { Vec::new() } else { sms };
         let ptxas = if sms.is_empty() { None } else { check::find_ptxas() };
+        let cache = check::AssemblyCache::new(nested_target_dir(out_dir).join("sass-cache"));
         let built_archs: Vec<u32> = ptx.iter().map(|(a, _)| *a).collect();
         let jobs: Vec<(u32, PathBuf, String)> = check::assembly_plan(&built_archs, &sms)
             .into_iter()
@@ -270,7 +311,7 @@ impl KernelBuilder {
         let key_jobs: Vec<(PathBuf, String)> = jobs.iter().map(|(_, p, a)| (p.clone(), a.clone())).collect();
         let report = out_dir.join("ptxas_report.txt");
         let key_path = out_dir.join("ptxas_report.key");
-        let key = report_key(ptxas.as_deref(), &key_jobs);
+        let key = report_key(ptxas.as_deref(), &key_jobs) + sass_off.as_deref().unwrap_or("");
         let cached = std::fs::read_to_string(&key_path).is_ok_and(|k| k == key) && report.is_file();
         let mut sass = Vec::new();
         if cached {
@@ -292,7 +333,7 @@ impl KernelBuilder {
                 let _ = std::fs::remove_file(check::cubin_path(path, arch));
             }
             let assemblies: Vec<Assembly> = match &ptxas {
-                Some(p) => check::assemble_all(p, &key_jobs),
+                Some(p) => check::assemble_all(p, &key_jobs, Some(&cache)),
                 None => Vec::new(),
             };
             for (a, (sm, _, _)) in assemblies.iter().zip(&jobs) {
@@ -308,8 +349,14 @@ impl KernelBuilder {
                 &assemblies,
                 &lint,
             );
-            if sms.is_empty() {
-                let _ = writeln!(text, "ptxas skipped (no SASS targets, or {CHECK_ARCHS_ENV}=none)");
+            match sass_off {
+                Some(why) => {
+                    let _ = writeln!(text, "ptxas skipped: {why}");
+                }
+                None if sms.is_empty() => {
+                    let _ = writeln!(text, "ptxas skipped (no SASS targets, or {CHECK_ARCHS_ENV}=none)");
+                }
+                None => {}
             }
             std::fs::write(&report, text).unwrap_or_else(|e| {
                 fail(&format!(
@@ -321,6 +368,11 @@ impl KernelBuilder {
         }
         Ok(Built { ptx, sass, report })
     }
+}
+
+/// Whether this machine has an NVIDIA driver a binary could launch on.
+fn local_gpu_driver() -> bool {
+    Path::new("/proc/driver/nvidia/version").exists() || Path::new("/dev/dxg").exists()
 }
 
 /// Ends the build script with one error line.

@@ -41,7 +41,7 @@ pub mod check;
 mod kernel_builder;
 mod link;
 
-pub use kernel_builder::{KernelBuilder, AUTO_INSTALL_ENV, GENERATED_FILE, SASS_ARCHS_DEFAULT};
+pub use kernel_builder::{KernelBuilder, AUTO_INSTALL_ENV, GENERATED_FILE, SASS_ARCHS_DEFAULT, SASS_ENV};
 
 use std::ffi::OsString;
 use std::fmt;

@@ -178,7 +178,8 @@ fn main() -> ExitCode {
                     Some((path.clone(), format!("sm_{target}")))
                 })
                 .collect();
-            assemblies = check::assemble_all(ptxas, &jobs);
+            let cache = check::AssemblyCache::new(o.target_dir.join("sass-cache"));
+            assemblies = check::assemble_all(ptxas, &jobs, Some(&cache));
             if assemblies.iter().any(|a| a.error.is_some()) {
                 failed = true;
             }
