@@ -152,15 +152,7 @@ pub trait Operation<T> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SystemOperation(u32);
 
-const OP_SUM: u32 = 1;
-const OP_PRODUCT: u32 = 2;
-const OP_MIN: u32 = 3;
-const OP_MAX: u32 = 4;
-const OP_BAND: u32 = 5;
-const OP_BOR: u32 = 6;
-const OP_BXOR: u32 = 7;
-const OP_LAND: u32 = 8;
-const OP_LOR: u32 = 9;
+use crate::codes::{OP_BAND, OP_BOR, OP_BXOR, OP_LAND, OP_LOR, OP_MAX, OP_MIN, OP_PRODUCT, OP_SUM};
 
 impl SystemOperation {
     /// `MPI_SUM` (integers wrap on overflow).
@@ -205,18 +197,7 @@ impl SystemOperation {
     }
     /// The MPI name of an operation code.
     pub fn name_of(code: u32) -> &'static str {
-        match code {
-            OP_SUM => "MPI_SUM",
-            OP_PRODUCT => "MPI_PROD",
-            OP_MIN => "MPI_MIN",
-            OP_MAX => "MPI_MAX",
-            OP_BAND => "MPI_BAND",
-            OP_BOR => "MPI_BOR",
-            OP_BXOR => "MPI_BXOR",
-            OP_LAND => "MPI_LAND",
-            OP_LOR => "MPI_LOR",
-            _ => "unknown operation",
-        }
+        crate::codes::operation_name(code)
     }
 }
 

@@ -58,6 +58,7 @@ use crate::memory::{
     LINK_PENDING,
 };
 use crate::shim::{self, Backoff, Ordering};
+use crate::slot_return::defer_free;
 use crate::state::{BLOCKING_RECORDS, FLAG_FORCE_STREAMING};
 use crate::status::Status;
 use crate::status::ANY_SOURCE;
@@ -936,69 +937,6 @@ pub(crate) fn discard(w: &Core, id: u32) {
         // Release pairs with the sender's Acquire wait for DONE.
         state.store(SlotState::Done.word(w.rank), Ordering::Release);
     }
-}
-
-/// Returns received eager slot `id` to its sender later, in a batch: the
-/// slot joins this rank's deferred list, which [`flush_frees`] empties when
-/// it holds half of a rank's slots, and before this rank waits, fails a
-/// non-blocking poll or exits.
-///
-/// Why: returning a slot at once costs a Release store per message; a batch
-/// costs one fence, and the common eager message then costs the receiver
-/// only its share of the inbox swap. Why it cannot deadlock: a sender waits
-/// for one of its slots only inside a wait, and a rank holds deferred slots
-/// only while it runs: every wait, every failed poll (`Core::record_wait`)
-/// and the rank's exit flush first. The delay is bounded by the rank's
-/// next MPI call that does not complete at once (or its exit), and a
-/// sender always keeps the slots beyond the batch bound. A synchronous
-/// eager send completes when its slot comes back, so it may complete that
-/// much later than the receive started (MPI 3.4 sets no bound).
-#[inline(never)]
-fn defer_free(w: &Core, id: u32) {
-    // Relaxed: only this rank acts on RETURNING (a receive from one source
-    // passes it over as it does every state but ARRIVED; the sender waits
-    // for FREE).
-    store(w, id, SlotWord::State, SlotState::Returning.word(w.rank));
-    // Relaxed: the link word is ours until the slot is returned; the flush
-    // reads it back before the FREE store hands the slot over.
-    store(w, id, SlotWord::Link, mine!(w, free_head));
-    mine!(w, free_head = id + 1);
-    let n = mine!(w, free_count) + 1;
-    mine!(w, free_count = n);
-    if n >= (w.slots_per_rank() / 2).max(1) {
-        flush_frees(w);
-    }
-}
-
-/// Returns the deferred slots (see [`defer_free`]) if there are any: what a
-/// rank does before it waits or exits.
-#[inline(always)]
-pub(crate) fn return_deferred(w: &Core) {
-    if mine!(w, free_head) != LINK_NONE {
-        flush_frees(w);
-    }
-}
-
-/// Returns every deferred slot (see [`defer_free`]) to its sender: one
-/// fence, then one relaxed store of FREE per slot.
-#[inline(never)]
-fn flush_frees(w: &Core) {
-    let mut link = mine!(w, free_head);
-    // Release: with the relaxed FREE stores below, pairs with the owner's
-    // Acquire fence after its reclaim scan (and a synchronous sender's
-    // Acquire wait for FREE): our reads of each payload happen before its
-    // next writes to it.
-    shim::fence(Ordering::Release);
-    while link != LINK_NONE {
-        let id = link - 1;
-        // Read before the store: once FREE, the sender may reuse the slot.
-        link = load(w, id, SlotWord::Link);
-        // Relaxed: made a release by the fence above.
-        w.slot_word(id, SlotWord::State)
-            .store(SlotState::Free.word(0), Ordering::Relaxed);
-    }
-    mine!(w, free_head = LINK_NONE);
-    mine!(w, free_count = 0);
 }
 
 // ---------------------------------------------------------------------------

@@ -353,7 +353,7 @@ impl fmt::Display for Error {
         write!(f, "{}: ", self.class().mpi_name())?;
         match *self {
             Error::InvalidRank { rank, size } => write!(f, "rank {rank} is not in a world of {size} ranks"),
-            Error::InvalidTag { tag } => write!(f, "tag {tag} is outside 0..={}", crate::point_to_point::TAG_UB),
+            Error::InvalidTag { tag } => write!(f, "tag {tag} is outside 0..={}", crate::status::TAG_UB),
             Error::Truncate { status, capacity_bytes } => write!(
                 f,
                 "message of {} bytes from rank {} (tag {}) truncated to the receive buffer's {capacity_bytes} bytes",
@@ -373,8 +373,8 @@ impl fmt::Display for Error {
             Error::CollectiveMismatch { kind, other } => write!(
                 f,
                 "this rank called {} where another rank of its communicator called {}",
-                crate::collective::immediate::kind_name(kind),
-                crate::collective::immediate::kind_name(other)
+                crate::codes::kind_name(kind),
+                crate::codes::kind_name(other)
             ),
             Error::BufferTooLarge { bytes, limit } => {
                 write!(f, "{bytes} bytes exceed the world's configured limit of {limit} bytes")
@@ -383,13 +383,13 @@ impl fmt::Display for Error {
             Error::InvalidOperation { op, datatype } => write!(
                 f,
                 "operation {} is not defined for datatype {}",
-                crate::collective::SystemOperation::name_of(op),
+                crate::codes::operation_name(op),
                 crate::datatype::datatype_name(datatype)
             ),
             Error::Timeout { operation, peer, tag } => write!(
                 f,
                 "timed out in {}",
-                crate::wait::WaitDisplay { operation, peer, tag }
+                crate::codes::WaitDisplay { operation, peer, tag }
             ),
             Error::Aborted { by_rank } => write!(f, "world aborted by rank {by_rank}"),
             Error::Intern => write!(f, "world memory is not a gpu-mpi world of this version"),

@@ -25,6 +25,7 @@
 // reserved to device/src/shim/.
 #![cfg_attr(target_os = "cuda", feature(asm_experimental_arch))]
 
+mod codes;
 pub mod collective;
 pub mod communicator;
 pub mod datatype;
@@ -36,6 +37,7 @@ pub mod memory;
 pub mod point_to_point;
 pub mod request;
 pub mod shim;
+mod slot_return;
 pub mod state;
 pub mod status;
 pub mod topology;

@@ -60,7 +60,7 @@ pub enum SlotState {
     /// Rendezvous finished: the sender frees the slot.
     Done = 6,
     /// Eager message received; the receiver hands the slot back (FREE) with
-    /// its next batch (`engine::defer_free`).
+    /// its next batch (`slot_return::defer_free`).
     Returning = 7,
 }
 
@@ -219,7 +219,7 @@ pub struct RankHeader {
     pub next_scope: u32,
     /// Private: the first received eager slot whose return to its sender is
     /// deferred (slot id + 1, [`LINK_NONE`] for none); the rest are chained
-    /// through their `link` words (see `engine::flush_frees`).
+    /// through their `link` words (see `slot_return::flush_frees`).
     pub free_head: u32,
     /// Private: how many slots `free_head` chains.
     pub free_count: u32,

@@ -33,9 +33,7 @@ use crate::topology::{AnyProcess, CommInfo, Process, World, ANY_SOURCE, PROC_NUL
 use crate::trace;
 use crate::wait::{Call, WaitFor};
 
-pub use crate::status::ANY_TAG;
-/// `MPI_TAG_UB`: the largest tag (the standard asks for at least 32767; here `i32::MAX`).
-pub const TAG_UB: i32 = i32::MAX;
+pub use crate::status::{ANY_TAG, TAG_UB};
 
 pub use crate::status::Status;
 

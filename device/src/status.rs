@@ -5,6 +5,8 @@ use crate::datatype::{Equivalence, ID_BYTE};
 
 /// `MPI_ANY_TAG`.
 pub const ANY_TAG: i32 = -1;
+/// `MPI_TAG_UB`: the largest tag (the standard asks for at least 32767; here `i32::MAX`).
+pub const TAG_UB: i32 = i32::MAX;
 /// `MPI_ANY_SOURCE`.
 pub const ANY_SOURCE: i32 = -1;
 /// `MPI_PROC_NULL`: sends to it and receives from it return at once.

@@ -125,44 +125,14 @@ use crate::topology::{wait_for, CommInfo, Process, World};
 use crate::wait::{Call, WaitFor};
 use core::marker::PhantomData;
 
+pub use crate::codes::{kind_name, Kind};
+
 /// Request indices at or above this name a non-blocking collective's slot
 /// (`index - IMMEDIATE_INDEX`), not a request record.
 pub(crate) const IMMEDIATE_INDEX: u32 = 1 << 31;
 
 /// Bytes of the argument header at the start of a rank's cell.
 pub const ARGS_BYTES: usize = 16;
-
-/// Which collective a slot use is (the low byte of [`Args::kind_class`]).
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    /// `MPI_Ibarrier`.
-    Barrier = 1,
-    /// `MPI_Ibcast`.
-    Broadcast = 2,
-    /// `MPI_Ireduce`.
-    Reduce = 3,
-    /// `MPI_Iallreduce`.
-    AllReduce = 4,
-}
-
-impl Kind {
-    fn call(self) -> Call {
-        match self {
-            Kind::Barrier => Call::Barrier,
-            Kind::Broadcast => Call::Broadcast,
-            Kind::Reduce => Call::Reduce,
-            Kind::AllReduce => Call::AllReduce,
-        }
-    }
-
-    /// Whether a use whose reference [`Args::kind_class`] is `code`
-    /// combines operands.
-    fn folds(code: u32) -> bool {
-        let kind = code & 0xff;
-        kind == Kind::Reduce as u32 || kind == Kind::AllReduce as u32
-    }
-}
 
 /// A rank's arguments, at the start of its cell in a slot: written by the
 /// rank before it arrives, read by its level-0 node's last arriver (and,
@@ -1134,17 +1104,6 @@ fn verdict_error(w: &World, sp: Space, p: &Pending, class: u32, ref_bytes: u32, 
             }
         }
         _ => Error::Intern,
-    }
-}
-
-/// The name of a [`Kind`] code (what [`Error::CollectiveMismatch`] prints).
-pub fn kind_name(code: u32) -> &'static str {
-    match code {
-        c if c == Kind::Barrier as u32 => "barrier",
-        c if c == Kind::Broadcast as u32 => "broadcast",
-        c if c == Kind::Reduce as u32 => "reduce",
-        c if c == Kind::AllReduce as u32 => "all-reduce",
-        _ => "collective",
     }
 }
 
