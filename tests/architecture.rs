@@ -29,11 +29,11 @@ const DEVICE_LAYERS: &[&[&str]] = &[
     &["slot_return"],
     &["wait"],
     &["engine"],
-    &["topology"],
     &["communicator"],
     &["point_to_point"],
     &["request"],
     &["collective"],
+    &["creation"],
     &["kernel"],
     &["derived"],
     &["view"],
@@ -42,12 +42,6 @@ const DEVICE_LAYERS: &[&[&str]] = &[
 
 /// Upward imports of gpu-mpi-device not yet removed (issue 26): `(from, to)`.
 const DEVICE_KNOWN_UPWARD: &[(&str, &str)] = &[
-    // The Communicator trait's `view` names the collectives' description of
-    // a communicator, and its provided methods create communicators.
-    ("topology", "collective"),
-    ("topology", "communicator"),
-    // Creation runs the collectives of the parent.
-    ("communicator", "collective"),
     // A request's index may name a non-blocking collective's slot.
     ("request", "collective"),
 ];

@@ -97,12 +97,11 @@ conformance_tests! {
     deadlock_skipped_collective_fails_everywhere => "deadlock/skipped_collective_fails_everywhere",
 }
 
-/// Smallest reproduction of the streamed-receive bug behind the failures of
-/// `p2p/truncation_streamed` and `p2p/large_streamed`: one message of one
-/// byte more than a slot, streamed (`force_streaming`), between two ranks.
-/// Rank 1 must receive rank 0's 257 bytes.
+/// One message of one byte more than a slot, streamed (`force_streaming`),
+/// between two ranks: rank 1 must receive rank 0's 257 bytes. The smallest
+/// case of the streamed path that `p2p/truncation_streamed` and
+/// `p2p/large_streamed` exercise at size.
 #[test]
-
 fn streamed_message_between_two_ranks() {
     use gpu_mpi::WorldSpec;
     use gpu_mpi_check_kernels::p2p::{LARGE_PAIRS, LARGE_STRIDE, SEMANTICS_LARGE};

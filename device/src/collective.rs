@@ -132,11 +132,12 @@ mod prefix;
 pub use exchange::{Partition, PartitionMut};
 pub use prefix::reduce_local_into;
 
+use crate::communicator::wait_for;
+use crate::communicator::CommView;
+use crate::communicator::{Communicator, Process, World};
 use crate::datatype::{Buffer, BufferMut, Equivalence, TypedBuffer, ID_F32, ID_F64};
 use crate::error::{Error, ErrorClass};
 use crate::shim::{self, AtomicU32, Ordering};
-use crate::topology::wait_for;
-use crate::topology::{Communicator, Process, World};
 use crate::trace;
 use crate::wait::{Call as WaitCall, WaitFor, STATE_RUNNING};
 
@@ -1579,8 +1580,8 @@ impl Process<'_> {
     /// The general algorithms' view of this process's communicator, when
     /// it is not the world.
     #[inline(always)]
-    fn sub(&self) -> Option<general::View<'_>> {
-        (self.comm.id != 0).then(|| general::View::of(self.world, self.comm))
+    fn sub(&self) -> Option<CommView<'_>> {
+        (self.comm.id != 0).then(|| CommView::of(self.world, self.comm))
     }
 }
 

@@ -1,25 +1,17 @@
-//! Sub-communicators and groups (MPI 4.1 chapter 7; rsmpi vocabulary).
+//! Communicators: the world, sub-communicators and groups, the
+//! [`Communicator`] trait and process handles (MPI 4.1 chapter 7; rsmpi
+//! vocabulary). Creating a communicator is a collective operation and lives
+//! above the collectives (`crate::creation`); everything here is local.
 //!
-//! A [`SimpleCommunicator`] is made collectively from a parent (the
-//! [`World`] or another `SimpleCommunicator`) by a split
-//! ([`Communicator::split_by_color`], `split_by_color_with_key`,
-//! `split_shared`, `split_by_warp`, `duplicate`,
-//! `split_by_subgroup_collective`). Nothing is allocated on a heap: each
-//! creation takes the next free *context* of the world memory
-//! (`WorldConfig::communicators` of them, never reused during a launch)
-//! and its table of `ranks` [`CommEntry`](crate::memory::CommEntry)s; the
-//! handle itself is four words.
-//!
-//! A creation, on a parent of `n` ranks:
-//! 1. parent rank 0 takes the next context id from the world's counter
-//!    (`MPI_ERR_COMM` on every rank when none is left) and broadcasts it
-//!    over the parent (binomial tree, ceil(log2 n) rounds);
-//! 2. every rank writes its (colour, key) into the new table at its parent
-//!    rank; a barrier of the parent (dissemination, ceil(log2 n) rounds);
-//! 3. every rank reads the `n` pairs (O(n) per rank) and computes its
-//!    communicator's first entry, size and its own position (colour, then
-//!    key, then parent rank), writes its world rank there and its new rank
-//!    at its world rank (the inverse map); a second barrier publishes them.
+//! The world holds all ranks of the launch (`MPI_COMM_WORLD`): rank `r` is
+//! CUDA thread `r % block_dim` of block `r / block_dim`. A
+//! [`SimpleCommunicator`] is made collectively from a parent (the [`World`]
+//! or another `SimpleCommunicator`); a [`Process`] or [`AnyProcess`] of any
+//! communicator names ranks of that communicator and carries its context
+//! (MPI 3.5, 7.1.2). Nothing is allocated on a heap: each creation takes
+//! the next free *context* of the world memory (`WorldConfig::communicators`
+//! of them, never reused during a launch) and its table of `ranks`
+//! [`CommEntry`](crate::memory::CommEntry)s; the handle itself is four words.
 //!
 //! The communicators of one creation share its context: their members are
 //! disjoint, so their messages cannot meet. Messages carry the context in
@@ -28,20 +20,454 @@
 //! matches a message of another, even between the same ranks with the same
 //! tag (MPI 3.5 and 7.1.2).
 
-use crate::collective::general::{Place, View};
 use crate::error::Error;
 use crate::memory::{CommWord, Core};
-use crate::shim::{self, Ordering};
-use crate::topology::{AnyProcess, CommInfo, Communicator, Process, World, PROC_NULL};
-use crate::trace::{self, Creation};
-use crate::wait::Call;
+use crate::shim::{self, Backoff};
+use crate::state::{Layout, LAYOUT_OFFSET, MAGIC, VERSION};
+use crate::trace;
+use crate::wait::{wait_core, Call, WaitFor};
+use core::cell::Cell;
+
+pub use crate::status::{ANY_SOURCE, PROC_NULL};
+
+/// A pointer to the world's [`Layout`] in its header; dereferences to it.
+#[derive(Clone, Copy)]
+pub(crate) struct LayoutRef(*const Layout);
+
+impl core::ops::Deref for LayoutRef {
+    type Target = Layout;
+    #[inline(always)]
+    fn deref(&self) -> &Layout {
+        // SAFETY: set by `World::attach` to the layout in the world's header,
+        // valid and unchanged while the world lives (attach's contract).
+        unsafe { &*self.0 }
+    }
+}
+
+/// The world communicator as seen by one rank.
+pub struct World {
+    pub(crate) base: *mut u8,
+    /// The layout the host wrote into the header: read field by field
+    /// where used, never held whole in registers.
+    pub(crate) layout: LayoutRef,
+    pub(crate) rank: u32,
+    pub(crate) thread: u32,
+    pub(crate) block: u32,
+    /// World barriers this rank has entered. Every rank enters the same
+    /// barriers (collectives are called by all), so it is also the
+    /// generation the world barrier's release word reaches in the current
+    /// barrier.
+    pub(crate) barrier_generation: Cell<u32>,
+    /// Rounds of collectives (broadcast rounds, reduction rounds) this rank
+    /// has staged; its parity picks the half of the staging regions.
+    pub(crate) staging_round: Cell<u32>,
+}
+
+impl World {
+    /// Attaches the calling rank to the world in `memory`.
+    ///
+    /// # Safety
+    /// `memory` must point to a world laid out and initialised by the host
+    /// (`WorldConfig::write_header` on zeroed memory of `layout().total`
+    /// bytes) that stays valid, and is accessed only through this library,
+    /// while the returned `World` lives; the launch grid must match its config.
+    pub unsafe fn attach(memory: *mut u8) -> Result<World, Error> {
+        // SAFETY: the header is at least 512 bytes of initialised memory that no
+        // rank writes during the launch (only the abort word, which is not read here).
+        let (magic, version) = unsafe {
+            (
+                core::ptr::read(memory as *const u32),
+                core::ptr::read(memory.add(4) as *const u32),
+            )
+        };
+        if magic != MAGIC || version != VERSION {
+            return Err(Error::Intern);
+        }
+        // SAFETY: the header holds the layout the host wrote with the config
+        // (`write_header`), 8-byte aligned, never written during the launch.
+        let layout = LayoutRef(unsafe { memory.add(LAYOUT_OFFSET) } as *const Layout);
+        let c = shim::coordinates();
+        if c.block_dim != layout.block_dim || c.grid_dim != layout.blocks {
+            return Err(Error::Intern);
+        }
+        Ok(World {
+            base: memory,
+            layout,
+            rank: c.block * c.block_dim + c.thread,
+            thread: c.thread,
+            block: c.block,
+            barrier_generation: Cell::new(0),
+            staging_round: Cell::new(0),
+        })
+    }
+
+    /// The same rank's `World` again, from the scalars of one attached by
+    /// [`World::attach`] (`generation` and `staging`: its two counters). An
+    /// out-of-line function that takes these scalars instead of a `&World`
+    /// keeps the world in registers on nvptx: a reference, or a struct of
+    /// them passed by value, makes the caller store the world in local
+    /// memory (a stack frame in the ptxas report).
+    ///
+    /// # Safety
+    /// `base`, `rank`, `thread` and `block` are those of a `World` that is
+    /// alive (its contract holds for the copy).
+    #[inline(always)]
+    pub(crate) unsafe fn from_parts(
+        base: *mut u8,
+        rank: u32,
+        thread: u32,
+        block: u32,
+        generation: u32,
+        staging: u32,
+    ) -> World {
+        World {
+            base,
+            // SAFETY: `base` is an attached world's memory (the caller's
+            // contract), whose header holds the layout.
+            layout: LayoutRef(unsafe { base.add(LAYOUT_OFFSET) } as *const Layout),
+            rank,
+            thread,
+            block,
+            barrier_generation: Cell::new(generation),
+            staging_round: Cell::new(staging),
+        }
+    }
+
+    /// The world's layout.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// Ranks per block.
+    pub fn block_size(&self) -> i32 {
+        self.layout.block_dim as i32
+    }
+
+    pub(crate) fn check_rank(&self, r: i32) -> Result<(), Error> {
+        if r >= 0 && r < self.layout.ranks as i32 {
+            Ok(())
+        } else {
+            Err(Error::InvalidRank {
+                rank: r,
+                size: self.layout.ranks as i32,
+            })
+        }
+    }
+}
+
+/// Which communicator a handle belongs to: its context id (0: the world)
+/// and where its members lie in the context's table. Copied into every
+/// [`Process`] and [`AnyProcess`]; for the world every field is 0, so the
+/// world's paths fold the translation away.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct CommInfo {
+    /// The context id: 0 for the world, else `1..=communicators`.
+    pub(crate) id: u32,
+    /// The first of its members' entries in the context's table.
+    pub(crate) start: u32,
+    /// Its size (0 for the world, whose size is the layout's).
+    pub(crate) size: u32,
+}
+
+impl CommInfo {
+    /// The world's.
+    pub(crate) const WORLD: CommInfo = CommInfo {
+        id: 0,
+        start: 0,
+        size: 0,
+    };
+
+    /// The context word of its point-to-point messages.
+    #[inline(always)]
+    pub(crate) fn context(&self) -> u32 {
+        self.id << 1
+    }
+
+    /// The context word of its collectives' messages.
+    #[inline(always)]
+    pub(crate) fn collective_context(&self) -> u32 {
+        (self.id << 1) | 1
+    }
+
+    /// The world rank of rank `r` of this communicator, checked
+    /// (`MPI_ERR_RANK` with this communicator's size); `PROC_NULL` and
+    /// `ANY_SOURCE` stay as they are.
+    #[inline(always)]
+    pub(crate) fn world_rank(&self, world: &World, r: i32) -> Result<i32, Error> {
+        if r == PROC_NULL || r == ANY_SOURCE {
+            return Ok(r);
+        }
+        if self.id == 0 {
+            world.check_rank(r)?;
+            return Ok(r);
+        }
+        if r < 0 || r >= self.size as i32 {
+            return Err(Error::InvalidRank {
+                rank: r,
+                size: self.size as i32,
+            });
+        }
+        Ok(self.member(world, r as u32) as i32)
+    }
+
+    /// The world rank of member `r < size` (no check).
+    #[inline(always)]
+    pub(crate) fn member(&self, world: &World, r: u32) -> u32 {
+        if self.id == 0 {
+            return r;
+        }
+        // Relaxed: the table was published by the creation's closing barrier.
+        world
+            .core()
+            .comm_word(self.id, self.start + r, CommWord::Member)
+            .load(shim::Ordering::Relaxed)
+    }
+}
+
+/// A communicator (MPI 4.1 chapter 7): the world or a
+/// [`SimpleCommunicator`]. Beside the rank queries and process handles it
+/// provides the collective creation calls (each a split of this
+/// communicator, described in [`crate::communicator`]; O(size) per rank)
+/// and the local queries `compare` and `group`.
+pub trait Communicator {
+    /// This rank (`MPI_Comm_rank`).
+    fn rank(&self) -> i32;
+    /// Number of ranks (`MPI_Comm_size`).
+    fn size(&self) -> i32;
+    /// The process at rank `r`: a destination, a source, or a collective root.
+    /// `PROC_NULL` is allowed; other invalid ranks fail with `MPI_ERR_RANK` when used.
+    fn process_at_rank(&self, r: i32) -> Process<'_>;
+    /// The null process (`MPI_PROC_NULL`).
+    fn null_process(&self) -> Process<'_>;
+    /// A source that matches any rank (`MPI_ANY_SOURCE`).
+    fn any_process(&self) -> AnyProcess<'_>;
+    /// This rank's view of the communicator for the general algorithms.
+    #[doc(hidden)]
+    #[allow(private_interfaces)]
+    fn view(&self) -> CommView<'_>;
+
+    /// `MPI_Comm_compare` (local): identical (the same communicator),
+    /// congruent (same ranks, same order, other context), similar (same
+    /// ranks, other order) or unequal. O(size²) at worst.
+    ///
+    /// Standard section: MPI 4.1 §7.4.1.
+    fn compare<C: Communicator + ?Sized>(&self, other: &C) -> CommunicatorRelation
+    where
+        Self: Sized,
+    {
+        compare_views(&self.view(), &other.view())
+    }
+
+    /// The group of the communicator (`MPI_Comm_group`, local).
+    ///
+    /// Standard section: MPI 4.1 §7.3.2.
+    fn group(&self) -> Group<'_> {
+        Group::of_view(&self.view())
+    }
+}
+
+/// A reference to a communicator is one (as in rsmpi), so that generic
+/// code can take `impl Communicator` and be handed `&world`.
+impl<C: Communicator + ?Sized> Communicator for &C {
+    fn rank(&self) -> i32 {
+        (**self).rank()
+    }
+    fn size(&self) -> i32 {
+        (**self).size()
+    }
+    fn process_at_rank(&self, r: i32) -> Process<'_> {
+        (**self).process_at_rank(r)
+    }
+    fn null_process(&self) -> Process<'_> {
+        (**self).null_process()
+    }
+    fn any_process(&self) -> AnyProcess<'_> {
+        (**self).any_process()
+    }
+    #[allow(private_interfaces)]
+    fn view(&self) -> CommView<'_> {
+        (**self).view()
+    }
+}
+
+impl Communicator for World {
+    fn rank(&self) -> i32 {
+        self.rank as i32
+    }
+    fn size(&self) -> i32 {
+        self.layout.ranks as i32
+    }
+    fn process_at_rank(&self, r: i32) -> Process<'_> {
+        Process {
+            world: self,
+            comm: CommInfo::WORLD,
+            rank: r,
+        }
+    }
+    fn null_process(&self) -> Process<'_> {
+        Process {
+            world: self,
+            comm: CommInfo::WORLD,
+            rank: PROC_NULL,
+        }
+    }
+    fn any_process(&self) -> AnyProcess<'_> {
+        AnyProcess {
+            world: self,
+            comm: CommInfo::WORLD,
+        }
+    }
+    #[allow(private_interfaces)]
+    fn view(&self) -> CommView<'_> {
+        CommView::of(self, CommInfo::WORLD)
+    }
+}
+
+/// One rank of a communicator, or the null process.
+#[derive(Clone, Copy)]
+pub struct Process<'a> {
+    pub(crate) world: &'a World,
+    /// The communicator whose rank `rank` is.
+    pub(crate) comm: CommInfo,
+    pub(crate) rank: i32,
+}
+
+impl<'a> Process<'a> {
+    /// The rank this handle names in its communicator (`PROC_NULL` for
+    /// the null process).
+    pub fn rank(&self) -> i32 {
+        self.rank
+    }
+    /// Whether this is the null process.
+    pub fn is_null(&self) -> bool {
+        self.rank == PROC_NULL
+    }
+    /// The world.
+    pub fn world(&self) -> &'a World {
+        self.world
+    }
+}
+
+/// Any rank of a communicator, as a receive source.
+#[derive(Clone, Copy)]
+pub struct AnyProcess<'a> {
+    pub(crate) world: &'a World,
+    /// The communicator.
+    pub(crate) comm: CommInfo,
+}
+
+impl World {
+    /// The engine's copy of this world's addresses.
+    #[inline(always)]
+    /// The largest message a send may carry (`WorldConfig::max_message_bytes`).
+    pub(crate) fn max_message_bytes(&self) -> u32 {
+        self.core().max_message_bytes()
+    }
+
+    pub(crate) fn core(&self) -> Core {
+        Core {
+            base: self.base,
+            rank: self.rank,
+        }
+    }
+
+    /// This rank's header (see `Core::rank_header`).
+    #[inline(always)]
+    pub(crate) fn rank_header(&self) -> *mut crate::memory::RankHeader {
+        self.core().rank_header()
+    }
+
+    /// This rank's request record `index`.
+    #[inline(always)]
+    pub(crate) fn record(&self, index: u32) -> *mut crate::memory::RequestRecord {
+        self.core().record(index)
+    }
+}
+
+impl World {
+    /// Writes this rank's wait record (see `Core::record_wait`).
+    pub(crate) fn record_wait(&self, w: WaitFor) {
+        self.core().record_wait(w)
+    }
+
+    pub(crate) fn record_state(&self, state: u32) {
+        self.core().record_state(state)
+    }
+
+    /// A non-blocking call (a test, an immediate probe) failed: give way as a
+    /// failed poll does in a wait. `extra` tells apart calls with the same
+    /// record (the request's or slice's address).
+    ///
+    /// The emulator's exact deadlock rule needs a snooze that says "not
+    /// fresh" only when the rank, since its last snooze, did nothing but
+    /// fail the same read, and would keep failing it. A program may count
+    /// its failed tests (a delay loop), so a failed non-blocking call is
+    /// fresh until the same call (same record and `extra`) failed
+    /// [`SPIN_QUIET_AFTER`](crate::wait::SPIN_QUIET_AFTER) times in a row with no progress of this rank in
+    /// between ([`World::note_progress`], called by every wait and every
+    /// non-blocking call that did something). A rank that spins on one call
+    /// that can never succeed thus turns quiet, and a world of such ranks
+    /// (and blocked ones) is reported, with their wait records, as a
+    /// livelock. Limits: a loop that alternates between two different
+    /// failing calls never turns quiet (it gives way, but is not reported);
+    /// a bounded loop of more than `SPIN_QUIET_AFTER` failed calls while
+    /// every other rank waits can be reported as a livelock. The key and
+    /// the count live in the rank's header (private words).
+    pub(crate) fn failed_poll(&self, what: WaitFor, extra: usize) {
+        self.core().failed_poll(what, extra)
+    }
+
+    /// This rank did something (a wait, a completed or progressed
+    /// non-blocking call): the next failed non-blocking poll is fresh, and
+    /// the wait record of a spin it left is cleared.
+    pub(crate) fn note_progress(&self) {
+        self.core().note_progress()
+    }
+
+    /// The rank that aborted the world, if any.
+    pub fn aborted_by(&self) -> Option<u32> {
+        self.core().aborted_by()
+    }
+
+    /// Aborts the world: every rank waiting now or later gives up with
+    /// `Aborted`. The first rank to abort is the one reported.
+    pub fn abort(&self) {
+        self.core().abort()
+    }
+}
+
+/// Polls `poll` until it yields a result, snoozing between polls.
+///
+/// The first failed poll writes the wait record. The wait ends early with
+/// `Aborted` when another rank aborted the world, and with `Timeout` (after
+/// marking the record and aborting the world) when the world has a timeout
+/// and it passed. `poll` gets the backoff to call `progressed` when it
+/// completed part of its work (a combined send-receive).
+pub(crate) fn wait_for<T>(
+    world: &World,
+    what: WaitFor,
+    poll: impl FnMut(&mut Backoff) -> Option<Result<T, Error>>,
+) -> Result<T, Error> {
+    wait_core(&world.core(), what, poll)
+}
+
+/// One rank's view of a communicator for the general algorithms.
+#[derive(Clone, Copy)]
+pub(crate) struct CommView<'a> {
+    pub(crate) world: &'a World,
+    pub(crate) comm: CommInfo,
+    /// This rank in the communicator.
+    pub(crate) rank: u32,
+    /// The communicator's size.
+    pub(crate) size: u32,
+}
 
 /// The colour of a split (`MPI_Comm_split`'s `color`): ranks passing the
 /// same colour land in the same new communicator.
 ///
 /// Standard section: MPI 4.1 §7.4.2.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Color(u32);
+pub struct Color(pub(crate) u32);
 
 impl Color {
     /// `MPI_UNDEFINED`: the rank joins no communicator (the split returns
@@ -142,8 +568,8 @@ impl Communicator for SimpleCommunicator<'_> {
         }
     }
     #[allow(private_interfaces)]
-    fn view(&self) -> View<'_> {
-        View {
+    fn view(&self) -> CommView<'_> {
+        CommView {
             world: self.world,
             comm: self.info,
             rank: self.rank,
@@ -152,19 +578,19 @@ impl Communicator for SimpleCommunicator<'_> {
     }
 }
 
-impl<'w> View<'w> {
+impl<'w> CommView<'w> {
     /// The view of the communicator `comm` for the calling rank (its rank
     /// there from the inverse map; the world's as it is).
-    pub(crate) fn of(world: &'w World, comm: CommInfo) -> View<'w> {
+    pub(crate) fn of(world: &'w World, comm: CommInfo) -> CommView<'w> {
         if comm.id == 0 {
-            return View {
+            return CommView {
                 world,
                 comm,
                 rank: world.rank,
                 size: world.layout.ranks,
             };
         }
-        View {
+        CommView {
             world,
             comm,
             rank: world.core().comm_rank_of(comm.context(), world.rank) as u32,
@@ -186,120 +612,6 @@ impl<'w> View<'w> {
         let span = trace::Span::enter_in(&self.world.core(), call as u32, root, c.id, c.start, c.size);
         span.leave(f())
     }
-
-    fn word(&self, id: u32, index: u32, word: CommWord) -> &'w shim::AtomicU32 {
-        let core: Core = self.world.core();
-        let a = core.comm_word(id, index, word) as *const shim::AtomicU32;
-        // SAFETY: the word lies in the world memory, which lives as long
-        // as the world (`'w`).
-        unsafe { &*a }
-    }
-
-    /// Takes a context id for a creation on this communicator: rank 0
-    /// draws it from the world's counter and broadcasts it; 0 when none
-    /// was left (the same on every rank).
-    fn new_context(&self) -> Result<u32, Error> {
-        let core = self.world.core();
-        let limit = core.communicators();
-        let mut id = 0u32;
-        if self.rank == 0 {
-            let counter = core.comm_counter();
-            // Relaxed: the number itself publishes nothing; the table the
-            // creation writes is published by its own barriers.
-            let mut seen = counter.load(Ordering::Relaxed);
-            while seen < limit {
-                // Relaxed, as above.
-                match counter.compare_exchange(seen, seen + 1, Ordering::Relaxed) {
-                    Ok(_) => {
-                        id = seen + 1;
-                        break;
-                    }
-                    Err(now) => seen = now,
-                }
-            }
-        }
-        let mut word = id;
-        self.broadcast_bytes(
-            0,
-            <u32 as crate::Equivalence>::DATATYPE,
-            Place::plain(&mut word as *mut u32 as *const u8),
-            4,
-        )?;
-        if word == 0 {
-            return Err(Error::CommunicatorLimit { limit });
-        }
-        Ok(word)
-    }
-
-    /// The split of this communicator by (`color`, `key`): the creation
-    /// described in the module docs, traced as a span of creation `how`
-    /// (`trace::creation_entered`, `trace::creation_left`).
-    pub(crate) fn split(
-        &self,
-        how: Creation,
-        color: Color,
-        key: i32,
-    ) -> Result<Option<SimpleCommunicator<'w>>, Error> {
-        let core = self.world.core();
-        trace::creation_entered(&core, how, self.comm.id, color.0, key, self.rank, self.size);
-        let r = self.split_untraced(color, key);
-        let made = match &r {
-            Ok(Some(c)) => Some((c.info.id, c.info.start, c.info.size, c.rank)),
-            _ => None,
-        };
-        trace::creation_left(&core, how, made, r.as_ref().map(|_| ()));
-        r
-    }
-
-    fn split_untraced(&self, color: Color, key: i32) -> Result<Option<SimpleCommunicator<'w>>, Error> {
-        let id = self.new_context()?;
-        let me = self.rank;
-        // Relaxed: published by the barrier below (its messages' Release
-        // swaps and Acquire takes).
-        self.word(id, me, CommWord::Color)
-            .store(color.0, Ordering::Relaxed);
-        self.word(id, me, CommWord::Key)
-            .store(key as u32, Ordering::Relaxed);
-        self.barrier()?;
-        let mut found = None;
-        if !color.is_undefined() {
-            let (mut start, mut size, mut before) = (0u32, 0u32, 0u32);
-            for q in 0..self.size {
-                // Relaxed: written before the barrier above, which this
-                // rank passed.
-                let c = self.word(id, q, CommWord::Color).load(Ordering::Relaxed);
-                if c == u32::MAX {
-                    continue;
-                }
-                if c < color.0 {
-                    start += 1;
-                } else if c == color.0 {
-                    size += 1;
-                    // Relaxed, as above.
-                    let k = self.word(id, q, CommWord::Key).load(Ordering::Relaxed) as i32;
-                    if k < key || (k == key && q < me) {
-                        before += 1;
-                    }
-                }
-            }
-            let w = self.world.rank;
-            // Relaxed: published by the closing barrier below.
-            self.word(id, start + before, CommWord::Member)
-                .store(w, Ordering::Relaxed);
-            self.word(id, w, CommWord::Inverse)
-                .store(before, Ordering::Relaxed);
-            found = Some(SimpleCommunicator {
-                world: self.world,
-                info: CommInfo { id, start, size },
-                rank: before,
-            });
-        }
-        self.barrier()?;
-        if let Some(c) = &found {
-            crate::collective::hardware::store_kind(self.world, c.info);
-        }
-        Ok(found)
-    }
 }
 
 /// The colour `split_shared` gives world rank `w`: its block.
@@ -317,7 +629,7 @@ pub(crate) fn warp_color(world: &World, w: u32) -> Color {
 }
 
 /// `MPI_Comm_compare` of two views.
-pub(crate) fn compare_views(a: &View<'_>, b: &View<'_>) -> CommunicatorRelation {
+pub(crate) fn compare_views(a: &CommView<'_>, b: &CommView<'_>) -> CommunicatorRelation {
     if a.comm == b.comm && a.size == b.size {
         return CommunicatorRelation::Identical;
     }
@@ -360,7 +672,7 @@ enum Members<'a> {
 }
 
 impl<'a> Group<'a> {
-    pub(crate) fn of_view(view: &View<'a>) -> Group<'a> {
+    pub(crate) fn of_view(view: &CommView<'a>) -> Group<'a> {
         Group {
             world: view.world,
             members: Members::Comm(view.comm, view.size),
@@ -490,92 +802,3 @@ impl<'a> Group<'a> {
 
 /// `MPI_UNDEFINED` as [`Group::translate_ranks`] writes it.
 pub const UNDEFINED: i32 = -32766;
-
-#[cfg(all(test, not(loom)))]
-mod tests {
-    //! One-rank worlds on a plain host thread: creation, the limit, and
-    //! context isolation of self-sends. Multi-rank behaviour is tested on
-    //! the emulator (check/tests/comm.rs).
-    extern crate std;
-    use super::*;
-    use crate::point_to_point::{Destination, Source};
-    use crate::state::WorldConfig;
-    use std::vec;
-    use std::vec::Vec;
-
-    fn with_world(config: WorldConfig, f: impl FnOnce(&World)) {
-        let layout = config.layout().unwrap();
-        let mut mem: Vec<u64> = vec![0; layout.total.div_ceil(8)];
-        let bytes = bytemuck::cast_slice_mut::<u64, u8>(&mut mem);
-        config.write_header(bytes).unwrap();
-        // SAFETY: freshly initialised world memory that outlives the world.
-        let world = unsafe { World::attach(bytes.as_mut_ptr()) }.unwrap();
-        f(&world);
-    }
-
-    #[test]
-    fn self_messages_match_only_their_own_context() {
-        with_world(WorldConfig::new(1, 1), |w| {
-            let d = w.duplicate().unwrap();
-            assert_eq!((d.rank(), d.size(), d.context_id()), (0, 1, 1));
-            d.process_at_rank(0).send_with_tag(&11u32, 3).unwrap();
-            w.process_at_rank(0).send_with_tag(&22u32, 3).unwrap();
-            assert_eq!(
-                d.any_process().immediate_probe().unwrap().map(|s| s.tag()),
-                Some(3)
-            );
-            let (v, s) = w.any_process().receive::<u32>().unwrap();
-            assert_eq!((v, s.source_rank()), (22, 0));
-            assert_eq!(w.any_process().immediate_probe().unwrap(), None);
-            let (v, _) = d.process_at_rank(0).receive::<u32>().unwrap();
-            assert_eq!(v, 11);
-            assert_eq!(
-                d.process_at_rank(1).send(&1u8),
-                Err(Error::InvalidRank { rank: 1, size: 1 })
-            );
-        });
-    }
-
-    #[test]
-    fn requests_on_a_duplicate_match_only_its_messages() {
-        use crate::request::scope;
-        with_world(WorldConfig::new(1, 1), |w| {
-            let d = w.duplicate().unwrap();
-            let (mut on_d, mut on_w) = (0u32, 0u32);
-            scope(|s| {
-                let mut rd = d
-                    .any_process()
-                    .immediate_receive_into_with_tag(s, &mut on_d, 1)
-                    .unwrap();
-                let rw = w
-                    .process_at_rank(0)
-                    .immediate_receive_into_with_tag(s, &mut on_w, 1)
-                    .unwrap();
-                w.process_at_rank(0).send_with_tag(&7u32, 1).unwrap();
-                assert_eq!(rd.test(), None);
-                d.process_at_rank(0).send_with_tag(&8u32, 1).unwrap();
-                assert_eq!(rd.wait().unwrap().source_rank(), 0);
-                assert_eq!(rw.wait().unwrap().tag(), 1);
-            });
-            assert_eq!((on_d, on_w), (8, 7));
-        });
-    }
-
-    #[test]
-    fn the_limit_gives_mpi_err_comm_and_undefined_gives_none() {
-        let mut c = WorldConfig::new(1, 1);
-        c.communicators = 2;
-        with_world(c, |w| {
-            assert!(w.split_by_color(Color::undefined()).unwrap().is_none());
-            let s = w.split_shared().unwrap();
-            assert_eq!(s.compare(w), CommunicatorRelation::Congruent);
-            assert_eq!(s.compare(&s), CommunicatorRelation::Identical);
-            let e = w.duplicate().map(|_| ()).unwrap_err();
-            assert_eq!(e, Error::CommunicatorLimit { limit: 2 });
-            assert_eq!(e.class(), crate::ErrorClass::Comm);
-            // The world still works.
-            w.process_at_rank(0).send(&5u8).unwrap();
-            assert_eq!(w.any_process().receive::<u8>().unwrap().0, 5);
-        });
-    }
-}

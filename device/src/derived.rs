@@ -31,11 +31,11 @@
 //! `r, r + n, ...` of the whole buffer: consecutive ranks copy consecutive
 //! chunks, which coalesces on the GPU.
 
+use crate::communicator::{Communicator, World};
 use crate::datatype::{primitive_size, Datatype, Equivalence, TypedBuffer, ID_BYTE, SIGNATURE_BIT};
 use crate::error::Error;
 use crate::kernel::GlobalSlice;
 use crate::shim;
-use crate::topology::{Communicator, World};
 use bytemuck::{Pod, Zeroable};
 
 /// First word of every encoding: "GMPIDDT1".

@@ -11,9 +11,9 @@
 //! Both paths go through [`rank_main`], which attaches the rank to the world,
 //! runs the body and writes its result record.
 
+use crate::communicator::World;
 use crate::error::Error;
 use crate::shim::{self, Ordering};
-use crate::topology::World;
 use crate::wait::STATE_EXITED;
 use bytemuck::{Pod, Zeroable};
 use core::marker::PhantomData;

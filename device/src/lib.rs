@@ -18,7 +18,9 @@
 //!
 //! Modules follow the MPI standard's chapters: [`point_to_point`] (3; its
 //! non-blocking requests in [`request`], 3.7),
-//! [`datatype`], [`derived`] and [`view`] (5), [`collective`] (6), [`topology`] (7), [`error`] (9); numbering of MPI 4.1.
+//! [`datatype`], [`derived`] and [`view`] (5), [`collective`] (6), [`communicator`] (7), [`error`] (9); numbering of MPI 4.1.
+//! The modules stand in layers, each importing only from those below it
+//! (docs/architecture.md, "Invariants"; checked by `tests/architecture.rs`).
 #![no_std]
 // nvptx64 only: the shim's inline PTX. Crate attributes gate on
 // `target_os = "cuda"` (the nvptx64-nvidia-cuda target): `cfg(target_arch)` is
@@ -28,6 +30,7 @@
 mod codes;
 pub mod collective;
 pub mod communicator;
+mod creation;
 pub mod datatype;
 pub mod derived;
 pub(crate) mod engine;
@@ -40,13 +43,14 @@ pub mod shim;
 mod slot_return;
 pub mod state;
 pub mod status;
-pub mod topology;
 pub mod trace;
 pub mod traits;
 pub mod view;
 pub mod wait;
 
+pub use communicator::{AnyProcess, Process, World, ANY_SOURCE, PROC_NULL};
 pub use communicator::{Color, CommunicatorRelation, Group, SimpleCommunicator};
+pub use creation::CommunicatorCreation;
 pub use datatype::{Buffer, BufferMut, Equivalence};
 pub use derived::{TypeRef, PACK_KERNEL};
 pub use error::{Error, ErrorClass};
@@ -54,5 +58,4 @@ pub use kernel::{GlobalSlice, Kernel};
 pub use point_to_point::{Message, Status, ANY_TAG, TAG_UB};
 pub use request::{Request, Scope};
 pub use state::WorldConfig;
-pub use topology::{AnyProcess, Process, World, ANY_SOURCE, PROC_NULL};
 pub use view::{MutView, View};

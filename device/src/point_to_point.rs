@@ -24,12 +24,12 @@
 //! the receive has started); a larger one waits for DONE, as every
 //! rendezvous does. A matched probe (CLAIMED) is not a started receive.
 
+use crate::communicator::wait_for;
+use crate::communicator::{AnyProcess, CommInfo, Process, World, ANY_SOURCE, PROC_NULL};
 use crate::datatype::{Buffer, BufferMut, Datatype, Equivalence, TypedBuffer};
 use crate::engine::{self, Post};
 use crate::error::Error;
 use crate::memory::{RecordState, SendMode};
-use crate::topology::wait_for;
-use crate::topology::{AnyProcess, CommInfo, Process, World, ANY_SOURCE, PROC_NULL};
 use crate::trace;
 use crate::wait::{Call, WaitFor};
 
@@ -946,11 +946,12 @@ where
 mod tests {
     //! One-rank worlds on a plain host thread (rank 0 of 1): self-sends and
     //! argument checks. Multi-rank behaviour is tested through the emulator
-    //! (tests/ of the root crate) and under loom (device/tests/loom.rs).
+    //! (check/tests/semantics.rs, check/tests/errors.rs, host/tests/) and under
+    //! loom (device/tests/loom.rs).
     extern crate std;
     use super::*;
+    use crate::communicator::Communicator;
     use crate::state::{WorldConfig, FLAG_FORCE_STREAMING};
-    use crate::topology::Communicator;
     use std::vec;
     use std::vec::Vec;
 

@@ -18,14 +18,14 @@
 //! | immediate | `IMMEDIATE_SLOTS × ((64 + immediate_bytes) × (1 + nodes) + ranks × immediate_bytes)`, `nodes` = [`immediate_tree_nodes`]`(ranks)` | the non-blocking collectives' staging slots (`crate::collective::immediate`): per slot its world record and result cell, per node of its arrival tree its record and partial-result cell, per rank its argument header and operand cell |
 //! | immediate local | `ranks × 64` | per rank, private to it: its [`ImmediateLocal`](crate::collective::immediate::ImmediateLocal) record (how many non-blocking collectives it started, and per slot what it keeps of the one it has outstanding) |
 //! | immediate communicators | `communicators × ranks × (128 + IMMEDIATE_SLOTS × (64 + 2 × immediate_bytes))` with [`FLAG_IMMEDIATE_COMMUNICATORS`], else 0 | per communicator context: per world rank its [`CommImmediateLocal`](crate::collective::immediate::CommImmediateLocal); then per slot and table entry a group record (used at a group's first entry), a result cell and the member's argument and operand cell |
+//! | wait records | `ranks × 16` | per rank: a [`WaitRecord`](crate::memory::WaitRecord): state, operation, peer, tag (what the deadlock report prints) |
+//! | results | `ranks × 32` | per rank: a [`ResultRecord`](crate::memory::ResultRecord): the kernel's return value as an [`ErrorClass`](crate::ErrorClass) and four detail words |
+//! | trace | `ranks × (32 + trace_events × 32)`, none when tracing is off | per rank: a [`TraceHeader`](crate::trace::TraceHeader) and its [`TraceEvent`](crate::trace::TraceEvent)s (`crate::trace`) |
 //!
 //! The three staging regions come in two halves used by alternate rounds of
 //! the collectives (every rank counts the rounds alike), so that a round's
 //! data is read while the next round writes the other half: one world
 //! barrier per round instead of two.
-//! | wait records | `ranks × 16` | per rank: a [`WaitRecord`](crate::memory::WaitRecord): state, operation, peer, tag (what the deadlock report prints) |
-//! | results | `ranks × 32` | per rank: a [`ResultRecord`](crate::memory::ResultRecord): the kernel's return value as an [`ErrorClass`](crate::ErrorClass) and four detail words |
-//! | trace | `ranks × (32 + trace_events × 32)`, none when tracing is off | per rank: a [`TraceHeader`](crate::trace::TraceHeader) and its [`TraceEvent`](crate::trace::TraceEvent)s (`crate::trace`) |
 
 use bytemuck::{Pod, Zeroable};
 

@@ -709,8 +709,8 @@ mod tests {
     //! across ranks (host/tests/trace.rs).
     extern crate std;
     use super::*;
+    use crate::communicator::{Communicator, World};
     use crate::state::WorldConfig;
-    use crate::topology::{Communicator, World};
     use crate::traits::*;
     use std::vec;
     use std::vec::Vec;

@@ -2,6 +2,7 @@
 
 pub use crate::collective::immediate::ImmediateCollectives;
 pub use crate::collective::{CommunicatorCollectives, Operation, Root};
+pub use crate::communicator::Communicator;
+pub use crate::creation::CommunicatorCreation;
 pub use crate::datatype::{Buffer, BufferMut, Equivalence};
 pub use crate::point_to_point::{Destination, Source};
-pub use crate::topology::Communicator;

@@ -335,9 +335,10 @@ impl Status {
 mod tests {
     //! One-rank worlds on a plain host thread: self-sends of views, eager
     //! and streamed, and the argument checks. Multi-rank cases run on the
-    //! emulator (check/tests/datatypes.rs, host/tests/datatype.rs).
+    //! emulator (host/tests/datatype_p2p.rs, host/tests/datatype_coll.rs).
     extern crate std;
     use super::*;
+    use crate::communicator::{Communicator, World};
     #[cfg(feature = "views")]
     use crate::derived::subarray_2d;
     use crate::derived::vector;
@@ -347,7 +348,6 @@ mod tests {
     use crate::state::WorldConfig;
     #[cfg(feature = "views")]
     use crate::state::FLAG_FORCE_STREAMING;
-    use crate::topology::{Communicator, World};
     use crate::ErrorClass;
     use std::vec;
     use std::vec::Vec;

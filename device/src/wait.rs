@@ -204,7 +204,7 @@ pub(crate) fn barrier_failed(base: u64, rank: u32, word: u64) -> u64 {
     (u64::from(by_rank) << 32) | ErrorClass::Aborted as u64
 }
 
-/// The wait loop of `topology::wait_for`, on a [`Core`].
+/// The wait loop of `communicator::wait_for`, on a [`Core`].
 #[inline(always)]
 pub(crate) fn wait_core<T>(
     c: &Core,

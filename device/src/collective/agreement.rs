@@ -14,10 +14,10 @@
 //! the block trees), for 48 bytes per rank.
 
 use super::{UserOperation, CELL_HEADER};
+use crate::communicator::{Communicator, World};
 use crate::datatype::{user_datatype_id, Datatype, Equivalence};
 use crate::error::{Error, ErrorClass};
 use crate::status::Status;
-use crate::topology::{Communicator, World};
 use crate::wait::WaitFor;
 use bytemuck::{Pod, Zeroable};
 

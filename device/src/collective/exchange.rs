@@ -23,9 +23,9 @@
 
 use super::agreement::{checksum, Agreement, AGREEMENT_END, CHECK, COUNT, LEN, ROOT, TYPE};
 use super::Side;
+use crate::communicator::{Communicator, World};
 use crate::datatype::{Buffer, BufferMut, Datatype, TypedBuffer};
 use crate::error::Error;
-use crate::topology::{Communicator, World};
 use crate::wait::{Call as WaitCall, WaitFor};
 use core::cell::Cell;
 

@@ -19,7 +19,7 @@
 //! | all-to-all(v) | pairwise exchange (in place: pairs `p`, `(j − p) mod n`) | n − 1 (in place: n) |
 //! | reduce-scatter(-block) | one reduce per rank's block | n × the reduce |
 //!
-//! The completion barrier (`View::complete`, a dissemination barrier) ends
+//! The completion barrier (`CommView::complete`, a dissemination barrier) ends
 //! the collectives in which some rank would otherwise finish without
 //! having heard, even through others, from every rank: when a rank never
 //! enters one, every rank that did then fails (`MPI_ERR_TIMEOUT` or
@@ -43,12 +43,13 @@
 
 use super::exchange::{check_partition, Parts};
 use super::{Elements, ElementsMut, Operation, Partition, PartitionMut, Side};
+use crate::communicator::CommView;
+use crate::communicator::PROC_NULL;
 use crate::datatype::{Buffer, BufferMut, Datatype, Equivalence, TypedBuffer};
 use crate::engine::{self, Post};
 use crate::error::Error;
 use crate::memory::{RecordState, SendMode};
 use crate::status::Status;
-use crate::topology::{CommInfo, World, PROC_NULL};
 
 /// Bytes of each of the two stack buffers a reduction combines in.
 pub const CHUNK_BYTES: usize = 128;
@@ -66,17 +67,6 @@ pub(crate) enum Tag {
     Scatter = 6,
     AllGather = 7,
     AllToAll = 8,
-}
-
-/// One rank's view of a communicator for the general algorithms.
-#[derive(Clone, Copy)]
-pub(crate) struct View<'a> {
-    pub(crate) world: &'a World,
-    pub(crate) comm: CommInfo,
-    /// This rank in the communicator.
-    pub(crate) rank: u32,
-    /// The communicator's size.
-    pub(crate) size: u32,
 }
 
 #[repr(C, align(16))]
@@ -203,7 +193,7 @@ unsafe fn unreachable_mover(_: &TypedBuffer, _: bool, _: u64, _: *mut u8, _: u64
     false
 }
 
-impl<'a> View<'a> {
+impl<'a> CommView<'a> {
     /// The world rank of member `r`.
     fn member(&self, r: u32) -> i32 {
         self.comm.member(self.world, r) as i32
@@ -284,7 +274,7 @@ impl<'a> View<'a> {
     }
 
     /// Receives `len` bytes from member `from` into `at` (pieces as
-    /// [`View::send`]); a message of another length is `MPI_ERR_COUNT` (in
+    /// [`CommView::send`]); a message of another length is `MPI_ERR_COUNT` (in
     /// elements of `dt`).
     fn receive(&self, from: u32, tag: Tag, dt: Datatype, at: Place, len: usize) -> Result<(), Error> {
         let piece = self.piece();
@@ -525,7 +515,7 @@ impl<'a> View<'a> {
     /// [`complete`](Self::complete).
     ///
     /// # Safety
-    /// As [`View::reduce_raw`].
+    /// As [`CommView::reduce_raw`].
     pub(crate) unsafe fn reduce<T: Equivalence, O: Operation<T>>(
         &self,
         send: *const T,
@@ -1082,8 +1072,8 @@ pub(crate) fn partition_parts_mut<'p, R: BufferMut + ?Sized>(
 // The collective traits on a sub-communicator
 
 use super::CommunicatorCollectives;
+use crate::communicator::Communicator;
 use crate::communicator::SimpleCommunicator;
-use crate::topology::Communicator;
 use crate::wait::Call;
 
 impl CommunicatorCollectives for SimpleCommunicator<'_> {

@@ -54,16 +54,17 @@
 
 use super::immediate::Kind;
 use super::Operation;
+use crate::communicator::{CommInfo, World};
 use crate::datatype::{Datatype, Equivalence};
 use crate::error::Error;
 use crate::memory::{CommKind, WarpWord};
 use crate::shim::{self, Ordering, SHARED_BLOCK_BYTES};
-use crate::topology::{CommInfo, World};
 use crate::wait::{Call, WaitFor, STATE_RUNNING};
 use core::mem::{align_of, size_of, MaybeUninit};
 
-use super::general::{Place, View};
+use super::general::Place;
 use super::Side;
+use crate::communicator::CommView;
 use crate::datatype::BufferMut;
 
 /// What every rank of a block or warp communicator must pass alike to one
@@ -301,7 +302,12 @@ pub(crate) fn warp_fold<T: Equivalence, O: Operation<T>>(
 /// The block opening: agreement on `mine` with rank 0's descriptor, and
 /// the count of the ranks present; `local` is this rank's own argument
 /// error, whose disagreement bits are `local_bits`.
-fn block_open(v: &View<'_>, mine: Descriptor, local_bits: u32, local: Option<Error>) -> Result<(), Error> {
+fn block_open(
+    v: &CommView<'_>,
+    mine: Descriptor,
+    local_bits: u32,
+    local: Option<Error>,
+) -> Result<(), Error> {
     let world = v.world;
     let scratch = shim::shared_block::<SHARED_BLOCK_BYTES>();
     let head = scratch as *mut Descriptor;
@@ -355,7 +361,7 @@ fn wait_of(d: &Descriptor) -> WaitFor {
 /// others here: the deadlock report on the emulator, `MPI_ERR_TIMEOUT`
 /// (then `MPI_ERR_ABORTED` on the rest) on the GPU.
 #[inline(never)]
-fn warp_arrive(v: &View<'_>, what: WaitFor) -> Result<(), Error> {
+fn warp_arrive(v: &CommView<'_>, what: WaitFor) -> Result<(), Error> {
     let world = v.world;
     let core = world.core();
     let word = core.comm_warp_word(v.comm.id, warp_index(world));
@@ -374,14 +380,14 @@ fn warp_arrive(v: &View<'_>, what: WaitFor) -> Result<(), Error> {
         );
         return Ok(());
     }
-    crate::topology::wait_for(world, what, |_| {
+    crate::communicator::wait_for(world, what, |_| {
         (WarpWord(word.load(Ordering::Relaxed)).generation() != generation).then_some(Ok(()))
     })
 }
 
 /// The warp opening: every lane present ([`warp_arrive`]), then agreement
 /// on `mine` with lane 0's descriptor.
-fn warp_open(v: &View<'_>, mine: Descriptor, local_bits: u32, local: Option<Error>) -> Result<(), Error> {
+fn warp_open(v: &CommView<'_>, mine: Descriptor, local_bits: u32, local: Option<Error>) -> Result<(), Error> {
     warp_arrive(v, wait_of(&mine))?;
     let mask = shim::warp_mask();
     let first = Descriptor {
@@ -406,7 +412,7 @@ fn warp_open(v: &View<'_>, mine: Descriptor, local_bits: u32, local: Option<Erro
 /// collective, so its later block barriers and warp instructions find
 /// nothing deferred.
 fn open(
-    v: &View<'_>,
+    v: &CommView<'_>,
     kind: CommKind,
     mine: Descriptor,
     local_bits: u32,
@@ -421,7 +427,7 @@ fn open(
 }
 
 /// `root` checked against the size (after the agreement: alike everywhere).
-fn check_root(v: &View<'_>, root: u32) -> Result<(), Error> {
+fn check_root(v: &CommView<'_>, root: u32) -> Result<(), Error> {
     if root >= v.size {
         return Err(Error::InvalidRoot {
             root: root as i32,
@@ -436,7 +442,7 @@ fn check_root(v: &View<'_>, root: u32) -> Result<(), Error> {
 // general algorithm.
 
 /// `MPI_Barrier` on a block or warp communicator.
-pub(crate) fn barrier(v: &View<'_>) -> Option<Result<(), Error>> {
+pub(crate) fn barrier(v: &CommView<'_>) -> Option<Result<(), Error>> {
     let kind = kind(v.world, v.comm);
     if kind == CommKind::General {
         return None;
@@ -466,7 +472,7 @@ pub(crate) fn barrier(v: &View<'_>) -> Option<Result<(), Error>> {
 // (docs/gpu.md, "GPU runs", 2026-11-24: two inlined copies hung).
 #[inline(never)]
 pub(crate) fn broadcast_buffer<B: BufferMut + ?Sized>(
-    v: &View<'_>,
+    v: &CommView<'_>,
     root: i32,
     buf: &mut B,
 ) -> Option<Result<(), Error>> {
@@ -480,7 +486,7 @@ pub(crate) fn broadcast_buffer<B: BufferMut + ?Sized>(
 }
 
 fn broadcast_on(
-    v: &View<'_>,
+    v: &CommView<'_>,
     kind: CommKind,
     root: u32,
     dt: Datatype,
@@ -569,7 +575,7 @@ fn block_round<T>(warps: u32) -> usize {
 // (docs/gpu.md, "GPU runs", 2026-11-24: two inlined copies hung).
 #[inline(never)]
 pub(crate) unsafe fn reduce<T: Equivalence, O: Operation<T>>(
-    v: &View<'_>,
+    v: &CommView<'_>,
     send: *const T,
     count: usize,
     out: Option<(*mut T, usize)>,
@@ -592,13 +598,13 @@ pub(crate) unsafe fn reduce<T: Equivalence, O: Operation<T>>(
 /// The end of a collective here: the rank runs again (its wait record,
 /// written by the opening), and `r` is its result.
 #[inline(always)]
-fn finished(v: &View<'_>, r: Result<(), Error>) -> Result<(), Error> {
+fn finished(v: &CommView<'_>, r: Result<(), Error>) -> Result<(), Error> {
     v.world.record_state(STATE_RUNNING);
     r
 }
 
 unsafe fn reduce_on<T: Equivalence, O: Operation<T>>(
-    v: &View<'_>,
+    v: &CommView<'_>,
     kind: CommKind,
     send: *const T,
     count: usize,
@@ -736,7 +742,7 @@ unsafe fn reduce_on<T: Equivalence, O: Operation<T>>(
 // (docs/gpu.md, "GPU runs", 2026-11-24: two inlined copies hung).
 #[inline(never)]
 pub(crate) unsafe fn gather(
-    v: &View<'_>,
+    v: &CommView<'_>,
     root: Option<i32>,
     send: Option<Place>,
     part: usize,
@@ -754,7 +760,7 @@ pub(crate) unsafe fn gather(
 }
 
 unsafe fn gather_on(
-    v: &View<'_>,
+    v: &CommView<'_>,
     kind: CommKind,
     root: Option<i32>,
     send: Option<Place>,
@@ -915,7 +921,7 @@ unsafe fn move_parts(
 // (docs/gpu.md, "GPU runs", 2026-11-24: two inlined copies hung).
 #[inline(never)]
 pub(crate) unsafe fn scatter(
-    v: &View<'_>,
+    v: &CommView<'_>,
     root: i32,
     send: Option<(Place, usize)>,
     recv: Option<(Place, usize)>,
@@ -930,7 +936,7 @@ pub(crate) unsafe fn scatter(
 }
 
 unsafe fn scatter_on(
-    v: &View<'_>,
+    v: &CommView<'_>,
     kind: CommKind,
     root: i32,
     send: Option<(Place, usize)>,
@@ -1014,7 +1020,7 @@ unsafe fn scatter_on(
 /// The places are borrowed for the call: `send` for reads of its length,
 /// `recv` exclusively for its length.
 pub(crate) unsafe fn all_to_all(
-    v: &View<'_>,
+    v: &CommView<'_>,
     send: Option<(Place, usize)>,
     recv: (Place, usize),
     dt: Datatype,
@@ -1027,7 +1033,7 @@ pub(crate) unsafe fn all_to_all(
 }
 
 unsafe fn all_to_all_on(
-    v: &View<'_>,
+    v: &CommView<'_>,
     send: Option<(Place, usize)>,
     recv: (Place, usize),
     dt: Datatype,
@@ -1132,7 +1138,7 @@ fn scan_round<T>(warps: u32) -> usize {
 /// `send` readable for `count` elements, `out` writable for `len`
 /// elements; they may be the same buffer.
 pub(crate) unsafe fn scan<T: Equivalence, O: Operation<T>>(
-    v: &View<'_>,
+    v: &CommView<'_>,
     send: *const T,
     count: usize,
     out: *mut T,
@@ -1155,7 +1161,7 @@ pub(crate) unsafe fn scan<T: Equivalence, O: Operation<T>>(
 
 #[allow(clippy::too_many_arguments)]
 unsafe fn scan_on<T: Equivalence, O: Operation<T>>(
-    v: &View<'_>,
+    v: &CommView<'_>,
     kind: CommKind,
     send: *const T,
     count: usize,
@@ -1217,7 +1223,7 @@ unsafe fn scan_on<T: Equivalence, O: Operation<T>>(
 /// # Safety
 /// As [`scan`], `len == count`, after a successful block opening.
 unsafe fn block_scan<T: Equivalence, O: Operation<T>>(
-    v: &View<'_>,
+    v: &CommView<'_>,
     send: *const T,
     count: usize,
     out: *mut T,

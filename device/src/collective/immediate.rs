@@ -112,6 +112,7 @@
 
 use crate::collective::{Elements, ElementsMut, Operation, Side};
 use crate::communicator::SimpleCommunicator;
+use crate::communicator::{wait_for, CommInfo, Process, World};
 use crate::datatype::{BufferMut, Equivalence, TypedBuffer, ID_BYTE};
 use crate::error::{Error, ErrorClass};
 use crate::request::{Request, Scope};
@@ -121,7 +122,6 @@ use crate::state::{
     IMMEDIATE_SLOTS,
 };
 use crate::status::{Status, PROC_NULL};
-use crate::topology::{wait_for, CommInfo, Process, World};
 use crate::wait::{Call, WaitFor};
 use core::marker::PhantomData;
 

@@ -23,10 +23,10 @@
 
 use super::agreement::{checksum, Agreement, CHECK, COUNT, ROOT, TYPE};
 use super::{Elements, ElementsMut, Operation, CELL_HEADER};
+use crate::communicator::World;
 use crate::datatype::Equivalence;
 use crate::error::Error;
 use crate::shim;
-use crate::topology::World;
 use crate::wait::{Call as WaitCall, WaitFor};
 
 /// Combines `inbuf` into `inoutbuf` element by element: `inoutbuf[i] =
