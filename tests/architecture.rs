@@ -48,26 +48,19 @@ const DEVICE_KNOWN_UPWARD: &[(&str, &str)] = &[
 
 /// gpu-mpi-host, bottom to top.
 const HOST_LAYERS: &[&[&str]] = &[
-    &["images"],
-    &["report"],
+    &["images", "datatype", "schedule", "deadlock"],
     &["error"],
+    &["report"],
     &["spec"],
     &["trace"],
-    &["datatype"],
+    &["launch"],
     &["cpu", "cuda"],
     &["device"],
+    &["pack"],
 ];
 
-/// Upward imports of gpu-mpi-host not yet removed (issue 26).
-const HOST_KNOWN_UPWARD: &[(&str, &str)] = &[
-    ("report", "error"),
-    ("error", "datatype"),
-    ("error", "cuda"),
-    ("spec", "cpu"),
-    ("datatype", "device"),
-    ("cpu", "device"),
-    ("cuda", "device"),
-];
+/// Upward imports of gpu-mpi-host not yet removed (issue 26): none left.
+const HOST_KNOWN_UPWARD: &[(&str, &str)] = &[];
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

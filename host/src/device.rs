@@ -23,93 +23,22 @@
 //! depends on the kernel (its registers), so the cuda backend also has
 //! `kernel_residency(name, block_dim)` and `resolve(name, spec)`, which
 //! [`Device::launch`] uses.
+//!
+//! What a launch returns ([`LaunchReport`], [`TracedLaunch`]) is in the
+//! crate's `launch.rs`, below the backends; `Device::pack` and the other
+//! datatype methods are in `pack.rs`, above this module.
 
 use crate::cpu::{CpuBuffer, CpuDevice, CpuOptions};
 use crate::cuda::{CudaBuffer, CudaDevice, CudaOptions};
 use crate::error::{AllocError, BufferError, HostError};
 use crate::images::KernelImages;
+use crate::launch::{LaunchReport, TracedLaunch};
 use crate::spec::{BackendKind, Residency, WorldSpec};
-use crate::trace::Trace;
 use bytemuck::Pod;
-pub use gpu_mpi_device::shim::runtime::SyncCounts;
 use gpu_mpi_device::{GlobalSlice, Kernel, WorldConfig};
+use std::collections::HashMap;
 use std::marker::PhantomData;
-use std::time::Duration;
-
-/// What a successful launch reports.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct LaunchReport {
-    /// Ranks in the world.
-    pub ranks: u32,
-    /// Ranks per block.
-    pub block_dim: u32,
-    /// Blocks.
-    pub blocks: u32,
-    /// The backend that ran it ("cpu" or "cuda").
-    pub backend: &'static str,
-    /// Time from the first rank's start to the last rank's end (on the GPU:
-    /// the kernel's run time).
-    pub elapsed: Duration,
-    /// Bytes of world memory.
-    pub world_bytes: usize,
-    /// The synchronising operations every rank issued (acquire loads,
-    /// release stores, read-modify-writes, fences; [`SyncCounts`]),
-    /// counted by the cpu backend's shim; `None` on the cuda backend, whose
-    /// atomics are not counted. docs/emulator.md, "Synchronising-operation
-    /// counts".
-    pub sync_counts: Option<SyncProfile>,
-    /// The ranks' MPI events when the spec asked for a trace
-    /// ([`WorldSpec::trace`]), else `None`.
-    pub trace: Option<Trace>,
-}
-
-impl LaunchReport {
-    /// The launch's trace, if it was traced ([`WorldSpec::trace`]).
-    pub fn trace(&self) -> Option<&Trace> {
-        self.trace.as_ref()
-    }
-}
-
-/// A launch with its trace, whatever its outcome ([`Device::launch_traced`]).
-#[derive(Debug)]
-pub struct TracedLaunch {
-    /// What [`Device::launch`] returns (its report's `trace` is `None`:
-    /// the trace is in [`TracedLaunch::trace`]).
-    pub result: Result<LaunchReport, HostError>,
-    /// The ranks' events, also after a deadlock or failed ranks; `None` when
-    /// the spec asked for no trace or the launch never ran.
-    pub trace: Option<Trace>,
-}
-
-/// The synchronising operations of one launch, per rank (the cpu backend's
-/// [`LaunchReport::sync_counts`]).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct SyncProfile {
-    per_rank: Vec<SyncCounts>,
-}
-
-impl SyncProfile {
-    /// A profile from the counts of ranks `0..per_rank.len()`.
-    pub fn new(per_rank: Vec<SyncCounts>) -> SyncProfile {
-        SyncProfile { per_rank }
-    }
-
-    /// The counts of every rank, indexed by rank.
-    pub fn per_rank(&self) -> &[SyncCounts] {
-        &self.per_rank
-    }
-
-    /// The counts of `rank`, `None` past the world's last rank.
-    pub fn rank(&self, rank: u32) -> Option<SyncCounts> {
-        self.per_rank.get(rank as usize).copied()
-    }
-
-    /// The sum over every rank.
-    pub fn total(&self) -> SyncCounts {
-        self.per_rank.iter().copied().sum()
-    }
-}
+use std::sync::Mutex;
 
 enum Backend {
     Cpu(CpuDevice),
@@ -141,7 +70,14 @@ pub struct DeviceDescription {
 pub struct Device {
     backend: Backend,
     /// Committed types' encodings uploaded by `Device::pack` (by type uid).
-    pub(crate) types: crate::datatype::engine::TypeCache,
+    pub(crate) types: TypeCache,
+}
+
+/// Committed types' encodings on one device, uploaded once each (keyed by
+/// the type's uid; filled and read by `Device::pack`, in `pack.rs`).
+#[derive(Default)]
+pub(crate) struct TypeCache {
+    pub(crate) map: Mutex<HashMap<u64, DeviceBuffer<u64>>>,
 }
 
 impl std::fmt::Debug for Device {

@@ -1,6 +1,6 @@
 //! Errors of the host API, shared by every backend.
 
-use crate::report::DeadlockReport;
+use crate::deadlock::DeadlockReport;
 use cudarc::driver::DriverError;
 use gpu_mpi_device::state::ConfigError;
 use std::fmt;
@@ -224,7 +224,7 @@ pub enum NoGpu {
     /// No embedded kernel image (SASS or PTX) suits the device, or the
     /// build made none.
     #[error("{0}")]
-    Images(#[from] crate::cuda::plan::NoImage),
+    Images(#[from] crate::images::NoImage),
 }
 
 /// A failure of the CUDA driver, or of a kernel on the GPU.
@@ -273,7 +273,7 @@ pub enum CudaError {
         /// The SM of the loaded image.
         ptx_sm: u32,
         /// SASS or PTX.
-        image: crate::cuda::plan::ImageKind,
+        image: crate::images::ImageKind,
         /// The driver's result.
         #[source]
         error: DriverFailure,
@@ -551,7 +551,7 @@ mod tests {
             "CUDA error: cuMemAlloc_v2 failed: CUDA_ERROR_OUT_OF_MEMORY (out of memory)"
         );
         assert_eq!(
-            HostError::from(NoGpu::from(crate::cuda::plan::NoImage::NoneFor {
+            HostError::from(NoGpu::from(crate::images::NoImage::NoneFor {
                 cc: 90,
                 have: "PTX sm_100".into()
             }))

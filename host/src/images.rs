@@ -1,6 +1,10 @@
 //! [`KernelImages`]: the kernels a program ships, as
 //! `gpu_mpi_ptx_builder::KernelBuilder` builds them, and
 //! [`include_kernels!`](crate::include_kernels) to embed them.
+//!
+//! The kinds of image ([`ImageKind`]) and why none suits a device
+//! ([`NoImage`]) are here too, below the errors that name them; the cuda
+//! backend chooses among the images (`cuda::plan`, which re-exports them).
 
 use std::fmt;
 
@@ -76,6 +80,48 @@ impl fmt::Debug for KernelImages {
             .field("built_without", &self.built_without)
             .finish()
     }
+}
+
+/// Machine code or PTX.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ImageKind {
+    /// A cubin: loaded as it is.
+    Sass,
+    /// PTX: JIT-compiled by the driver when loaded.
+    Ptx,
+}
+
+impl fmt::Display for ImageKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ImageKind::Sass => "SASS",
+            ImageKind::Ptx => "PTX (JIT)",
+        })
+    }
+}
+
+/// Why no embedded image suits a device.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum NoImage {
+    /// The build made no kernels, and says why.
+    #[error("built without GPU kernels: {0}")]
+    BuiltWithout(&'static str),
+    /// There are no images and no reason was given.
+    #[error("built without PTX (GPU_MPI_SKIP_PTX=1): no kernels to run")]
+    Empty,
+    /// None of the images runs on the device.
+    #[error("no embedded PTX or SASS for compute capability {} (have {have})", compute_capability(*.cc))]
+    NoneFor {
+        /// The device's compute capability (`major * 10 + minor`).
+        cc: u32,
+        /// The images there are, e.g. `PTX sm_70, sm_90; SASS sm_80`.
+        have: String,
+    },
+}
+
+/// Formats a compute capability (`90` as `9.0`).
+pub fn compute_capability(cc: u32) -> String {
+    format!("{}.{}", cc / 10, cc % 10)
 }
 
 /// The [`KernelImages`] that `gpu_mpi_ptx_builder::KernelBuilder` wrote for

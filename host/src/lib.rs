@@ -39,23 +39,26 @@
 pub mod cpu;
 pub mod cuda;
 pub mod datatype;
+mod deadlock;
 mod device;
 mod error;
 mod images;
+mod launch;
+mod pack;
 pub mod report;
+mod schedule;
 mod spec;
 pub mod trace;
 
 pub use cpu::{CpuDevice, CpuOptions, Schedule};
 pub use datatype::{CommittedType, DatatypeError, Order, PackStrategy, Primitive, UserDatatype};
-pub use device::{
-    Device, DeviceBuffer, DeviceDescription, LaunchReport, SyncCounts, SyncProfile, TracedLaunch,
-};
+pub use device::{Device, DeviceBuffer, DeviceDescription};
 pub use error::{
     AllocError, BufferError, CopyDirection, CudaError, DriverFailure, HostError, NoGpu, OptionError,
     Resource, StuckReason,
 };
 pub use images::{KernelImages, KernelParts};
+pub use launch::{LaunchReport, SyncCounts, SyncProfile, TracedLaunch};
 pub use report::{BlockedRank, BlockedState, DeadlockReport, Hint, UnreceivedMessage};
 pub use spec::{
     default_block_dim, trace_path_from_env, BackendKind, ParseBackendKindError, RankCount, Residency,

@@ -1,7 +1,7 @@
 //! What the caller asks for: a backend ([`BackendKind`]) and a world ([`WorldSpec`]).
 
-use crate::cpu::Schedule;
 use crate::error::{HostError, Resource};
+use crate::schedule::Schedule;
 use gpu_mpi_device::state::{WorldConfig, FLAG_FORCE_STREAMING, FLAG_IMMEDIATE_COMMUNICATORS};
 use std::fmt;
 use std::str::FromStr;

@@ -13,11 +13,11 @@ mod memory;
 pub mod scheduler;
 mod stack;
 
-pub use explore::{Schedule, PCT_STEPS_PER_RANK};
+pub use crate::schedule::{Schedule, PCT_STEPS_PER_RANK};
 pub use memory::CpuBuffer;
 
-use crate::device::{LaunchReport, SyncProfile, TracedLaunch};
 use crate::error::{AllocError, BufferError, CopyDirection, HostError};
+use crate::launch::{LaunchReport, SyncProfile, TracedLaunch};
 use crate::report;
 use crate::spec::Residency;
 use crate::trace::Trace;

@@ -146,9 +146,10 @@
 //! first, every rank returns, and the host reads the timed-out record
 //! (`report::check_world`), exactly as on the GPU.
 
-use crate::cpu::explore::{Chooser, Schedule};
+use crate::cpu::explore::Chooser;
 use crate::cpu::stack::{PoolStack, StackPool};
 use crate::report::{BlockedState, DeadlockReport};
+use crate::schedule::Schedule;
 use corosensei::stack::Stack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use gpu_mpi_device::shim::runtime::{self, RankRuntime, Suspend, SyncCounts};

@@ -36,11 +36,11 @@
 pub(crate) mod driver;
 pub mod plan;
 
-use crate::device::{LaunchReport, TracedLaunch};
 use crate::error::{
     BufferError, CopyDirection, CudaError, DriverFailure, HostError, NoGpu, OptionError, StuckReason,
 };
 use crate::images::KernelImages;
+use crate::launch::{LaunchReport, TracedLaunch};
 use crate::report::{self, DeadlockReport};
 use crate::spec::{Residency, WorldSpec};
 use crate::trace::Trace;

@@ -21,6 +21,7 @@
 
 use crate::error::{HostError, Resource};
 use crate::images::KernelImages;
+pub use crate::images::{compute_capability, ImageKind, NoImage};
 use crate::spec::Residency;
 use std::fmt;
 
@@ -346,15 +347,6 @@ impl ImageSet<'_> {
     }
 }
 
-/// Machine code or PTX.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ImageKind {
-    /// A cubin: loaded as it is.
-    Sass,
-    /// PTX: JIT-compiled by the driver when loaded.
-    Ptx,
-}
-
 /// One image the cuda backend can load.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum KernelImage {
@@ -391,15 +383,6 @@ impl KernelImage {
     }
 }
 
-impl fmt::Display for ImageKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            ImageKind::Sass => "SASS",
-            ImageKind::Ptx => "PTX (JIT)",
-        })
-    }
-}
-
 /// `sm_90 SASS` or `sm_90 PTX (JIT)`.
 impl fmt::Display for KernelImage {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -415,25 +398,6 @@ impl fmt::Debug for KernelImage {
         };
         write!(f, "{self} ({bytes} bytes)")
     }
-}
-
-/// Why no embedded image suits a device.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum NoImage {
-    /// The build made no kernels, and says why.
-    #[error("built without GPU kernels: {0}")]
-    BuiltWithout(&'static str),
-    /// There are no images and no reason was given.
-    #[error("built without PTX (GPU_MPI_SKIP_PTX=1): no kernels to run")]
-    Empty,
-    /// None of the images runs on the device.
-    #[error("no embedded PTX or SASS for compute capability {} (have {have})", compute_capability(*.cc))]
-    NoneFor {
-        /// The device's compute capability (`major * 10 + minor`).
-        cc: u32,
-        /// The images there are, e.g. `PTX sm_70, sm_90; SASS sm_80`.
-        have: String,
-    },
 }
 
 /// The SM in a label such as `"sm_90"`.
@@ -517,11 +481,6 @@ pub fn ptx_entries(ptx: &str) -> Vec<&str> {
             (!name.is_empty()).then_some(name)
         })
         .collect()
-}
-
-/// Formats a compute capability (`90` as `9.0`).
-pub fn compute_capability(cc: u32) -> String {
-    format!("{}.{}", cc / 10, cc % 10)
 }
 
 #[cfg(test)]

@@ -2,7 +2,8 @@
 //! constructors of section 5.1, query it, commit it into the position-
 //! independent encoding that device code walks ([`gpu_mpi_device::derived`]),
 //! and pack or unpack with the reference model ([`reference`](mod@reference)) or on a device
-//! (`Device::pack`, `Device::unpack`).
+//! (`Device::pack`, `Device::unpack`, in the crate's `pack.rs`: this module
+//! does not depend on the device).
 //!
 //! ```
 //! use gpu_mpi_host::datatype::{Primitive, UserDatatype};
@@ -23,11 +24,9 @@
 //! or arrays of different lengths are `MPI_ERR_ARG`. No constructor panics.
 
 mod commit;
-pub(crate) mod engine;
 pub mod reference;
 
 pub use commit::CommittedType;
-pub use engine::PackStrategy;
 
 use gpu_mpi_device::datatype::{
     ID_BYTE, ID_F32, ID_F64, ID_I16, ID_I32, ID_I64, ID_I8, ID_U16, ID_U32, ID_U64,
@@ -133,6 +132,22 @@ pub enum Order {
     C,
     /// `MPI_ORDER_FORTRAN`: the first dimension varies fastest.
     Fortran,
+}
+
+/// Which walk [`Device::pack_into_using`](crate::Device::pack_into_using) and [`Device::unpack_using`](crate::Device::unpack_using) run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PackStrategy {
+    /// The tiled path when [`TileShape::profitable`](gpu_mpi_device::derived::TileShape::profitable) says so (a one-unit
+    /// type whose blocks of 1 to 16 bytes lie at least a 32-byte sector
+    /// apart along a row while consecutive rows are one block apart: a
+    /// transpose, columns of a matrix), the direct path otherwise.
+    #[default]
+    Auto,
+    /// Every rank copies its chunks straight between the buffers.
+    Direct,
+    /// Every block moves tiles through its shared scratch; a type and
+    /// count without a [`TileShape`](gpu_mpi_device::derived::TileShape) is [`DatatypeError::NotTileable`].
+    Tiled,
 }
 
 /// Why a constructor, a commit or a reference walk refused.

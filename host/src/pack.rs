@@ -3,37 +3,16 @@
 //! copies its share of chunks (rank `r` of `n`: chunks `r, r + n, ...`),
 //! or every block moves square tiles through its shared scratch (the tiled
 //! path, [`PackStrategy`]).
+//!
+//! Methods of [`Device`] only; the datatypes they move, their commit and
+//! [`PackStrategy`] are in [`crate::datatype`], below the device.
 
-use super::{CommittedType, DatatypeError};
-use crate::device::{Device, DeviceBuffer, LaunchReport};
+use crate::datatype::{CommittedType, DatatypeError, PackStrategy};
+use crate::device::{Device, DeviceBuffer};
 use crate::error::HostError;
+use crate::launch::LaunchReport;
 use crate::spec::WorldSpec;
 use gpu_mpi_device::derived::{PackArgs, PackPath, TileShape, TypeRef, PACK, PACK_KERNEL, UNPACK};
-use std::collections::HashMap;
-use std::sync::Mutex;
-
-/// Committed types' encodings on one device, uploaded once each (keyed by
-/// the type's uid).
-#[derive(Default)]
-pub(crate) struct TypeCache {
-    map: Mutex<HashMap<u64, DeviceBuffer<u64>>>,
-}
-
-/// Which walk [`Device::pack_into_using`] and [`Device::unpack_using`] run.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum PackStrategy {
-    /// The tiled path when [`TileShape::profitable`] says so (a one-unit
-    /// type whose blocks of 1 to 16 bytes lie at least a 32-byte sector
-    /// apart along a row while consecutive rows are one block apart: a
-    /// transpose, columns of a matrix), the direct path otherwise.
-    #[default]
-    Auto,
-    /// Every rank copies its chunks straight between the buffers.
-    Direct,
-    /// Every block moves tiles through its shared scratch; a type and
-    /// count without a [`TileShape`] is [`DatatypeError::NotTileable`].
-    Tiled,
-}
 
 /// Ranks of a pack world on the emulator (each rank is a coroutine).
 const CPU_PACK_RANKS: u32 = 256;

@@ -1,0 +1,741 @@
+//! What every rank of a stopped world was doing: [`DeadlockReport`] and
+//! its parts, built from the world memory as bytes (the emulator's own
+//! buffer, or a copy downloaded from the GPU) and its [`Layout`] by
+//! [`DeadlockReport::from_world`].
+//!
+//! Below the errors (a [`DeadlockReport`] is part of `HostError::Deadlock`);
+//! the public path of these types is [`crate::report`], which also decides
+//! a launch's outcome (`report::check_world`).
+
+use gpu_mpi_device::error::ErrorClass;
+use gpu_mpi_device::memory::{read_result_record, read_wait_record, SlotView};
+use gpu_mpi_device::state::Layout;
+use gpu_mpi_device::wait::{Call, WaitDisplay, STATE_EXITED, STATE_TIMED_OUT, STATE_WAITING};
+use std::collections::HashMap;
+use std::fmt;
+
+/// How many groups of ranks a report prints before "... and N more ranks".
+const PRINTED_GROUPS: usize = 32;
+/// How many entries each later section of a report prints before "... and N more".
+const PRINTED_ENTRIES: usize = 8;
+
+/// What one rank was doing when the world stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlockedState {
+    /// Waiting in an MPI operation (its wait record).
+    Waiting {
+        /// Operation code ([`Call`] as `u32`).
+        operation: u32,
+        /// Peer rank: destination, source or root; -1 any, -2 none.
+        peer: i32,
+        /// Tag; -1 any.
+        tag: i32,
+    },
+    /// Its wait outlived the world's timeout; it aborted the world.
+    TimedOut {
+        /// Operation code.
+        operation: u32,
+        /// Peer rank.
+        peer: i32,
+        /// Tag.
+        tag: i32,
+    },
+    /// It was waiting here when another rank aborted the world, and gave up.
+    Aborted {
+        /// Operation code.
+        operation: u32,
+        /// Peer rank.
+        peer: i32,
+        /// Tag.
+        tag: i32,
+    },
+    /// Parked in its block's barrier (`__syncthreads`) outside any recorded
+    /// MPI wait (emulator only: the GPU cannot tell).
+    BlockBarrier,
+    /// Parked in a warp collective (a shuffle, vote, match or
+    /// `bar.warp.sync`), waiting for the other lanes of `mask` (emulator
+    /// only).
+    Warp {
+        /// The operation.
+        operation: gpu_mpi_device::shim::WarpOp,
+        /// The lanes it waits for (its `membermask`).
+        mask: u32,
+    },
+    /// Neither waiting in MPI nor finished: polling shared memory outside the
+    /// library (no wait record), or stopped before it attached to the world.
+    Running,
+    /// Its kernel function returned.
+    Exited,
+}
+
+impl BlockedState {
+    /// The operation the rank waited in, if it waited in one.
+    pub fn operation(&self) -> Option<Call> {
+        match *self {
+            BlockedState::Waiting { operation, .. }
+            | BlockedState::TimedOut { operation, .. }
+            | BlockedState::Aborted { operation, .. } => Call::from_code(operation),
+            _ => None,
+        }
+    }
+
+    /// Whether the rank had finished.
+    pub fn is_exited(&self) -> bool {
+        matches!(self, BlockedState::Exited)
+    }
+
+    /// The operation, peer and tag of the wait the rank was in, if any.
+    fn wait(&self) -> Option<(Call, i32, i32)> {
+        match *self {
+            BlockedState::Waiting { peer, tag, .. }
+            | BlockedState::TimedOut { peer, tag, .. }
+            | BlockedState::Aborted { peer, tag, .. } => Some((self.operation()?, peer, tag)),
+            _ => None,
+        }
+    }
+
+    /// `(source, tag)` of the receive (or probe, or send-receive) the rank
+    /// waited in, if it waited in one.
+    pub fn receive(&self) -> Option<(i32, i32)> {
+        match self.wait()? {
+            (
+                Call::Receive | Call::Probe | Call::SendReceive | Call::ImmediateProbe | Call::TestReceive,
+                source,
+                tag,
+            ) => Some((source, tag)),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for BlockedState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let wait = |operation, peer, tag| WaitDisplay { operation, peer, tag };
+        match *self {
+            BlockedState::Waiting { operation, peer, tag } => write!(f, "{}", wait(operation, peer, tag)),
+            BlockedState::TimedOut { operation, peer, tag } => {
+                write!(f, "timed out in {}", wait(operation, peer, tag))
+            }
+            BlockedState::Aborted { operation, peer, tag } => {
+                write!(f, "gave up in {} (world aborted)", wait(operation, peer, tag))
+            }
+            BlockedState::BlockBarrier => f.write_str("block barrier"),
+            BlockedState::Warp { operation, mask } => {
+                write!(f, "warp collective {operation} (mask {mask:#010x})")
+            }
+            BlockedState::Running => f.write_str("running (polling outside any MPI wait)"),
+            BlockedState::Exited => f.write_str("exited"),
+        }
+    }
+}
+
+/// One rank of a [`DeadlockReport`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockedRank {
+    /// The rank.
+    pub rank: u32,
+    /// What it was doing.
+    pub state: BlockedState,
+}
+
+/// A message that was sent and never received: still in its sender's outbox
+/// when the world stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UnreceivedMessage {
+    /// The sender.
+    pub source: u32,
+    /// The destination.
+    pub dest: u32,
+    /// The tag.
+    pub tag: i32,
+    /// Length in bytes.
+    pub bytes: u32,
+    /// Larger than a slot: its sender waits in the send until a receiver takes it.
+    pub rendezvous: bool,
+}
+
+impl fmt::Display for UnreceivedMessage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "rank {} -> rank {} (tag {}, {} bytes",
+            self.source, self.dest, self.tag, self.bytes
+        )?;
+        if self.rendezvous {
+            f.write_str(", rendezvous")?;
+        }
+        f.write_str(")")
+    }
+}
+
+/// A pattern of a deadlock that the report recognises, printed as one
+/// line of advice.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Hint {
+    /// A rank waits for a tag while the source sent it a message with another.
+    TagMismatch {
+        /// The waiting rank.
+        rank: u32,
+        /// The source it receives from (`ANY_SOURCE` for any).
+        source: i32,
+        /// The tag it waits for.
+        wanted: i32,
+        /// The rank that sent it a message.
+        sender: u32,
+        /// That message's tag.
+        sent: i32,
+    },
+    /// Two ranks each wait in a send to the other, and neither receives.
+    SendSend {
+        /// The lower rank.
+        first: u32,
+        /// The higher rank.
+        second: u32,
+        /// Bytes of their messages, when both wait for a receiver because
+        /// the messages are larger than a slot (otherwise their outboxes are full).
+        rendezvous_bytes: Option<(u32, u32)>,
+        /// Payload bytes of a slot.
+        slot_bytes: u32,
+    },
+    /// Ranks exited while others wait in a collective.
+    ExitedBeforeCollective {
+        /// The collective ([`Call`] as `u32`).
+        operation: u32,
+        /// The ranks waiting in it.
+        waiting: Vec<u32>,
+        /// The ranks that had exited.
+        exited: Vec<u32>,
+    },
+    /// A rank waits for a message from a rank that exited with no message
+    /// left for it (it sent none, or an earlier receive took them all).
+    SourceExited {
+        /// The waiting rank.
+        rank: u32,
+        /// The source, which exited.
+        source: u32,
+    },
+}
+
+/// A list of ranks printed as ranges (`ranks 0-1, 3-7`), at most
+/// [`PRINTED_ENTRIES`] ranges before "... and N more".
+struct Ranks<'a>(&'a [u32]);
+
+impl fmt::Display for Ranks<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut runs: Vec<(u32, u32)> = Vec::new();
+        for &r in self.0 {
+            match runs.last_mut() {
+                Some((_, last)) if *last + 1 == r => *last = r,
+                _ => runs.push((r, r)),
+            }
+        }
+        f.write_str(if self.0.len() == 1 { "rank " } else { "ranks " })?;
+        for (i, (a, b)) in runs.iter().take(PRINTED_ENTRIES).enumerate() {
+            let sep = if i == 0 { "" } else { ", " };
+            if a == b {
+                write!(f, "{sep}{a}")?;
+            } else {
+                write!(f, "{sep}{a}-{b}")?;
+            }
+        }
+        if runs.len() > PRINTED_ENTRIES {
+            let more: u32 = runs[PRINTED_ENTRIES..].iter().map(|(a, b)| b - a + 1).sum();
+            write!(f, " and {more} more")?;
+        }
+        Ok(())
+    }
+}
+
+fn operation_name(code: u32) -> &'static str {
+    match Call::from_code(code) {
+        Some(Call::Barrier) => "barrier",
+        Some(Call::Broadcast) => "broadcast",
+        Some(Call::Reduce) => "reduce",
+        Some(Call::AllReduce) => "all_reduce",
+        Some(Call::Gather) => "gather",
+        Some(Call::Scatter) => "scatter",
+        Some(Call::AllGather) => "all_gather",
+        Some(Call::AllToAll) => "all_to_all",
+        Some(Call::ReduceScatter) => "reduce_scatter",
+        Some(Call::Scan) => "scan",
+        Some(Call::Send) => "send",
+        Some(Call::Receive) => "receive",
+        Some(Call::Probe) => "probe",
+        Some(Call::SendReceive) => "send_receive",
+        Some(Call::ImmediateProbe) => "immediate_probe",
+        Some(Call::TestSend)
+        | Some(Call::TestReceive)
+        | Some(Call::TestMany)
+        | Some(Call::TestCollective) => "test",
+        Some(Call::CollectiveSlot) => "immediate_collective_slot",
+        Some(Call::WaitMany) => "wait",
+        _ => "an unknown operation",
+    }
+}
+
+impl fmt::Display for Hint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Hint::TagMismatch {
+                rank,
+                source,
+                wanted,
+                sender,
+                sent,
+            } => {
+                if *source == gpu_mpi_device::ANY_SOURCE {
+                    write!(
+                        f,
+                        "rank {rank} waits for a message from any rank with tag {wanted}"
+                    )?;
+                } else {
+                    write!(
+                        f,
+                        "rank {rank} waits for a message from rank {source} with tag {wanted}"
+                    )?;
+                }
+                write!(
+                    f,
+                    ", but rank {sender} sent it one with tag {sent}: check the tags"
+                )
+            }
+            Hint::SendSend {
+                first,
+                second,
+                rendezvous_bytes,
+                slot_bytes,
+            } => {
+                write!(f, "ranks {first} and {second} both send to each other first")?;
+                match rendezvous_bytes {
+                    Some((a, b)) if a == b => write!(
+                        f,
+                        ", with messages too large to buffer ({a} bytes each; a slot holds {slot_bytes})"
+                    )?,
+                    Some((a, b)) => write!(
+                        f,
+                        ", with messages too large to buffer ({a} and {b} bytes; a slot holds {slot_bytes})"
+                    )?,
+                    None => f.write_str(", and their outboxes are full")?,
+                }
+                f.write_str(": use send_receive, or order the calls so that one of them receives first")
+            }
+            Hint::ExitedBeforeCollective {
+                operation,
+                waiting,
+                exited,
+            } => write!(
+                f,
+                "{} exited while {} {} in {}: every rank must call the same collectives",
+                Ranks(exited),
+                Ranks(waiting),
+                if waiting.len() == 1 { "waits" } else { "wait" },
+                operation_name(*operation)
+            ),
+            Hint::SourceExited { rank, source } => write!(
+                f,
+                "rank {rank} waits for a message from rank {source}, which exited with no message left for it (none sent, or all received already)"
+            ),
+        }
+    }
+}
+
+/// What every rank of a deadlocked world was doing, in rank order, what
+/// was left undelivered, and advice.
+///
+/// The first line reads `deadlock: rank 3: receive(source 5, tag 7); rank 5:
+/// barrier; rank 6: exited`: ranks that had not finished first, then the
+/// ones that had exited (a rank that returned while others wait for it is
+/// often the cause); runs of consecutive ranks in the same state print as one
+/// range (`ranks 8-4095: exited`), and at most 32 such groups print before
+/// `... and N more ranks`. Lines follow, each only when it has entries:
+///
+/// ```text
+/// unreceived messages: rank 0 -> rank 1 (tag 8, 4 bytes)
+/// waiting receives: rank 1: receive(source 0, tag 7)
+/// hint: rank 1 waits for a message from rank 0 with tag 7, but rank 0 sent it one with tag 8: check the tags
+/// ```
+///
+/// Each of these prints at most 8 entries before `... and N more`; the
+/// fields keep them all.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DeadlockReport {
+    /// Every rank of the world, in rank order.
+    pub ranks: Vec<BlockedRank>,
+    /// Messages sent and never received, by sender, then in the order sent.
+    pub unreceived: Vec<UnreceivedMessage>,
+    /// The patterns recognised, with advice.
+    pub hints: Vec<Hint>,
+}
+
+/// The wait record of `rank`: state, operation, peer and tag.
+pub(crate) fn record_words(memory: &[u8], layout: &Layout, rank: u32) -> [u32; 4] {
+    let r = read_wait_record(memory, layout, rank);
+    [r.state, r.operation, r.peer as u32, r.tag as u32]
+}
+
+/// The result record of `rank`.
+pub(crate) fn result_words(memory: &[u8], layout: &Layout, rank: u32) -> [u32; 5] {
+    read_result_record(memory, layout, rank).words
+}
+
+impl DeadlockReport {
+    /// Builds the report from a world's wait and result records.
+    /// `in_block_barrier(rank)` says whether the rank is parked in its
+    /// block's barrier (the emulator knows; pass `|_| false` otherwise).
+    ///
+    /// # Panics
+    /// If `memory` is shorter than `layout.total`.
+    pub fn from_world(memory: &[u8], layout: &Layout, in_block_barrier: impl Fn(u32) -> bool) -> Self {
+        Self::from_world_parked(memory, layout, |r| {
+            in_block_barrier(r).then_some(BlockedState::BlockBarrier)
+        })
+    }
+
+    /// As [`from_world`](Self::from_world), with `parked(rank)` saying
+    /// where the scheduler holds a rank outside any MPI wait
+    /// ([`BlockedState::BlockBarrier`] or [`BlockedState::Warp`]), if it
+    /// does.
+    ///
+    /// # Panics
+    /// If `memory` is shorter than `layout.total`.
+    pub fn from_world_parked(
+        memory: &[u8],
+        layout: &Layout,
+        parked: impl Fn(u32) -> Option<BlockedState>,
+    ) -> Self {
+        assert!(
+            memory.len() >= layout.total,
+            "world memory shorter than its layout"
+        );
+        let ranks = (0..layout.ranks)
+            .map(|rank| {
+                let [state, operation, peer, tag] = record_words(memory, layout, rank);
+                let (peer, tag) = (peer as i32, tag as i32);
+                let result = result_words(memory, layout, rank);
+                let held = parked(rank);
+                let state = match state {
+                    // `rank_main` marks the record exited after the timed-out
+                    // wait returned; the result record still says what timed out.
+                    _ if result[0] == ErrorClass::Timeout as u32 => BlockedState::TimedOut {
+                        operation: result[1],
+                        peer: result[2] as i32,
+                        tag: result[3] as i32,
+                    },
+                    STATE_TIMED_OUT => BlockedState::TimedOut { operation, peer, tag },
+                    STATE_WAITING => BlockedState::Waiting { operation, peer, tag },
+                    _ if held.is_some() => held.unwrap_or(BlockedState::Running),
+                    STATE_EXITED => {
+                        if result[0] == ErrorClass::Aborted as u32 && operation != 0 {
+                            BlockedState::Aborted { operation, peer, tag }
+                        } else {
+                            BlockedState::Exited
+                        }
+                    }
+                    _ => BlockedState::Running,
+                };
+                BlockedRank { rank, state }
+            })
+            .collect();
+        let unreceived = unreceived_messages(memory, layout);
+        let mut report = DeadlockReport {
+            ranks,
+            unreceived,
+            hints: Vec::new(),
+        };
+        report.hints = report.recognise(layout.slot_bytes);
+        report
+    }
+
+    /// The ranks that waited in a receive (or probe, or send-receive) that
+    /// nothing matched.
+    pub fn waiting_receives(&self) -> impl Iterator<Item = &BlockedRank> {
+        self.ranks.iter().filter(|r| r.state.receive().is_some())
+    }
+
+    /// The hints for the patterns this report shows.
+    fn recognise(&self, slot_bytes: u32) -> Vec<Hint> {
+        let mut hints = Vec::new();
+        // Indexed by destination, so that huge worlds stay linear.
+        let mut to: HashMap<u32, Vec<&UnreceivedMessage>> = HashMap::new();
+        for m in &self.unreceived {
+            to.entry(m.dest).or_default().push(m);
+        }
+        for r in &self.ranks {
+            let Some((source, wanted)) = r.state.receive() else {
+                continue;
+            };
+            let from_source =
+                |m: &&&UnreceivedMessage| source == gpu_mpi_device::ANY_SOURCE || m.source as i32 == source;
+            let mut sent = to.get(&r.rank).into_iter().flatten().filter(from_source);
+            if let Some(m) = sent.clone().next() {
+                let any_tag = gpu_mpi_device::ANY_TAG;
+                if wanted != any_tag && sent.all(|m| m.tag != wanted) {
+                    hints.push(Hint::TagMismatch {
+                        rank: r.rank,
+                        source,
+                        wanted,
+                        sender: m.source,
+                        sent: m.tag,
+                    });
+                }
+            } else if source >= 0 && self.state_of(source as u32).is_some_and(|s| s.is_exited()) {
+                hints.push(Hint::SourceExited {
+                    rank: r.rank,
+                    source: source as u32,
+                });
+            }
+        }
+        for r in &self.ranks {
+            let Some((Call::Send, peer, _)) = r.state.wait() else {
+                continue;
+            };
+            let first = r.rank;
+            if peer <= first as i32 {
+                continue;
+            }
+            let second = peer as u32;
+            if !matches!(self.state_of(second).and_then(|s| s.wait()), Some((Call::Send, p, _)) if p == first as i32)
+            {
+                continue;
+            }
+            let rendezvous = |from: u32, dest: u32| {
+                to.get(&dest)?
+                    .iter()
+                    .find(|m| m.source == from && m.rendezvous)
+                    .map(|m| m.bytes)
+            };
+            hints.push(Hint::SendSend {
+                first,
+                second,
+                rendezvous_bytes: rendezvous(first, second).zip(rendezvous(second, first)),
+                slot_bytes,
+            });
+        }
+        let exited: Vec<u32> = self
+            .ranks
+            .iter()
+            .filter(|r| r.state.is_exited())
+            .map(|r| r.rank)
+            .collect();
+        let collective = self.ranks.iter().find_map(|r| match r.state.wait() {
+            Some((
+                op @ (Call::Barrier
+                | Call::Broadcast
+                | Call::Reduce
+                | Call::AllReduce
+                | Call::Gather
+                | Call::Scatter
+                | Call::AllGather
+                | Call::AllToAll
+                | Call::ReduceScatter
+                | Call::Scan),
+                ..,
+            )) => Some(op),
+            _ => None,
+        });
+        if let (Some(op), false) = (collective, exited.is_empty()) {
+            let waiting = self
+                .ranks
+                .iter()
+                .filter(|r| r.state.operation() == Some(op))
+                .map(|r| r.rank)
+                .collect();
+            hints.push(Hint::ExitedBeforeCollective {
+                operation: op as u32,
+                waiting,
+                exited,
+            });
+        }
+        hints
+    }
+
+    /// The ranks that had not exited.
+    pub fn blocked(&self) -> impl Iterator<Item = &BlockedRank> {
+        self.ranks.iter().filter(|r| !r.state.is_exited())
+    }
+
+    /// The state of `rank`, if it is in the report.
+    pub fn state_of(&self, rank: u32) -> Option<BlockedState> {
+        // Ranks are stored in rank order, usually all of them.
+        match self.ranks.get(rank as usize) {
+            Some(r) if r.rank == rank => Some(r.state),
+            _ => self.ranks.iter().find(|r| r.rank == rank).map(|r| r.state),
+        }
+    }
+}
+
+/// The messages still waiting in the outboxes for a receiver, by sender,
+/// then in the order sent.
+fn unreceived_messages(memory: &[u8], layout: &Layout) -> Vec<UnreceivedMessage> {
+    let mut out = Vec::new();
+    for source in 0..layout.ranks {
+        let mut sent: Vec<(u32, UnreceivedMessage)> = (0..layout.slots_per_rank)
+            .map(|slot| SlotView::read(memory, layout, source, slot))
+            .filter(SlotView::is_unreceived)
+            .map(|v| {
+                let m = UnreceivedMessage {
+                    source,
+                    dest: v.dest(),
+                    tag: v.header.tag,
+                    bytes: v.header.bytes,
+                    rendezvous: v.is_rendezvous(),
+                };
+                (v.header.sequence, m)
+            })
+            .collect();
+        // Sequence numbers of messages in flight are close together; the
+        // wrapping distance from the first orders them across a wrap.
+        if let Some(&(base, _)) = sent.iter().min_by_key(|(s, _)| *s) {
+            sent.sort_by_key(|(s, _)| s.wrapping_sub(base));
+        }
+        out.extend(sent.into_iter().map(|(_, m)| m));
+    }
+    out
+}
+
+/// Writes at most [`PRINTED_ENTRIES`] entries of `items` after `title`,
+/// then "... and N more".
+fn section<T: fmt::Display>(f: &mut fmt::Formatter<'_>, title: &str, items: &[T]) -> fmt::Result {
+    if items.is_empty() {
+        return Ok(());
+    }
+    write!(f, "\n{title}: ")?;
+    for (i, item) in items.iter().take(PRINTED_ENTRIES).enumerate() {
+        let sep = if i == 0 { "" } else { "; " };
+        write!(f, "{sep}{item}")?;
+    }
+    if items.len() > PRINTED_ENTRIES {
+        write!(f, "; ... and {} more", items.len() - PRINTED_ENTRIES)?;
+    }
+    Ok(())
+}
+
+/// One group of consecutive ranks in one state, as printed.
+struct Group(u32, u32, BlockedState);
+
+impl fmt::Display for Group {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Group(first, last, state) = self;
+        if first == last {
+            write!(f, "rank {first}: {state}")
+        } else {
+            write!(f, "ranks {first}-{last}: {state}")
+        }
+    }
+}
+
+/// Consecutive ranks in one state.
+fn groups<'a>(ranks: impl Iterator<Item = &'a BlockedRank>) -> Vec<(u32, u32, BlockedState)> {
+    let mut out: Vec<(u32, u32, BlockedState)> = Vec::new();
+    for r in ranks {
+        match out.last_mut() {
+            Some((_, last, state)) if *last + 1 == r.rank && *state == r.state => *last = r.rank,
+            _ => out.push((r.rank, r.rank, r.state)),
+        }
+    }
+    out
+}
+
+impl fmt::Display for DeadlockReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Ranks that spin on a non-blocking call that can never succeed run
+        // but cannot progress: the world is live-locked rather than dead.
+        let spinning = self
+            .ranks
+            .iter()
+            .any(|r| matches!(r.state, BlockedState::Waiting { operation, .. } if Call::from_code(operation).is_some_and(Call::is_spin)));
+        f.write_str(if spinning { "livelock" } else { "deadlock" })?;
+        let mut all = groups(self.ranks.iter().filter(|r| !r.state.is_exited()));
+        all.extend(groups(self.ranks.iter().filter(|r| r.state.is_exited())));
+        for (i, (first, last, state)) in all.iter().take(PRINTED_GROUPS).enumerate() {
+            let sep = if i == 0 { ": " } else { "; " };
+            write!(f, "{sep}{}", Group(*first, *last, *state))?;
+        }
+        if all.len() > PRINTED_GROUPS {
+            let more: u32 = all[PRINTED_GROUPS..].iter().map(|(a, b, _)| b - a + 1).sum();
+            write!(f, "; ... and {more} more ranks")?;
+        }
+        section(f, "unreceived messages", &self.unreceived)?;
+        let receives: Vec<Group> = groups(self.waiting_receives())
+            .into_iter()
+            .map(|(a, b, state)| Group(a, b, state))
+            .collect();
+        section(f, "waiting receives", &receives)?;
+        for hint in self.hints.iter().take(PRINTED_ENTRIES) {
+            write!(f, "\nhint: {hint}")?;
+        }
+        if self.hints.len() > PRINTED_ENTRIES {
+            write!(f, "\n... and {} more hints", self.hints.len() - PRINTED_ENTRIES)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use gpu_mpi_device::WorldConfig;
+
+    /// A world of `ranks` ranks with its header written.
+    pub(crate) fn world(ranks: u32) -> (Vec<u8>, Layout) {
+        let c = WorldConfig::new(ranks, 1);
+        let l = c.layout().unwrap();
+        let mut m = vec![0u8; l.total];
+        c.write_header(&mut m).unwrap();
+        (m, l)
+    }
+
+    /// Writes `words` at byte `off` of `m`.
+    pub(crate) fn put(m: &mut [u8], off: usize, words: &[u32]) {
+        for (i, w) in words.iter().enumerate() {
+            m[off + 4 * i..off + 4 * i + 4].copy_from_slice(&w.to_ne_bytes());
+        }
+    }
+
+    #[test]
+    fn report_reads_like_the_spec() {
+        let (mut m, l) = world(7);
+        for r in 0..7 {
+            put(&mut m, l.record(r), &[STATE_EXITED]);
+        }
+        put(&mut m, l.record(3), &[STATE_WAITING, Call::Receive as u32, 5, 7]);
+        put(
+            &mut m,
+            l.record(5),
+            &[STATE_WAITING, Call::Barrier as u32, -2i32 as u32, -1i32 as u32],
+        );
+        let rep = DeadlockReport::from_world(&m, &l, |_| false);
+        assert_eq!(rep.ranks.len(), 7);
+        assert_eq!(
+            rep.to_string(),
+            "deadlock: rank 3: receive(source 5, tag 7); rank 5: barrier; ranks 0-2: exited; \
+             rank 4: exited; rank 6: exited\n\
+             waiting receives: rank 3: receive(source 5, tag 7)\n\
+             hint: ranks 0-2, 4, 6 exited while rank 5 waits in barrier: every rank must call the same collectives"
+        );
+        assert_eq!(rep.state_of(3).unwrap().operation(), Some(Call::Receive));
+        assert_eq!(rep.blocked().count(), 2);
+    }
+
+    #[test]
+    fn long_reports_are_capped() {
+        let (mut m, l) = world(100);
+        for r in 0..100 {
+            put(
+                &mut m,
+                l.record(r),
+                &[STATE_WAITING, Call::Receive as u32, r + 1, 0],
+            );
+        }
+        let s = DeadlockReport::from_world(&m, &l, |_| false).to_string();
+        let lines: Vec<&str> = s.lines().collect();
+        assert!(lines[0].ends_with("; ... and 68 more ranks"), "{s}");
+        assert!(
+            lines[1].starts_with("waiting receives: rank 0: receive(source 1, tag 0); rank 1:"),
+            "{s}"
+        );
+        assert!(lines[1].ends_with("; ... and 92 more"), "{s}");
+        assert_eq!(lines.len(), 2, "{s}");
+    }
+}
