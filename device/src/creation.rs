@@ -5,7 +5,7 @@
 //!
 //! A [`SimpleCommunicator`] is made collectively from a parent (the
 //! [`World`] or another `SimpleCommunicator`) by a split
-//! ([`Communicator::split_by_color`], `split_by_color_with_key`,
+//! ([`CommunicatorCreation::split_by_color`], `split_by_color_with_key`,
 //! `split_shared`, `split_by_warp`, `duplicate`,
 //! `split_by_subgroup_collective`). Nothing is allocated on a heap: each
 //! creation takes the next free *context* of the world memory
