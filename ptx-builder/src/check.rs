@@ -376,7 +376,7 @@ fn warnings(ptxas_output: &str) -> Vec<String> {
 /// Assembles every `(ptx, arch)` job, in parallel (ptxas on a module of many
 /// inlined kernels takes minutes), returning the results in order. With a
 /// cache, the ptxas processes of every build script and `ptx-check` that
-/// share it are bounded together ([`AssemblyCache::slot`]).
+/// share it are bounded together ([`PTXAS_JOBS_ENV`]).
 pub fn assemble_all(
     ptxas: &Path,
     jobs: &[(PathBuf, String)],

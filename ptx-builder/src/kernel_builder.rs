@@ -54,7 +54,13 @@ pub const SASS_ARCHS_DEFAULT: &[u32] = crate::DEFAULT_CHECK_ARCHS;
 ///    [`sms`](Self::sms) (`$GPU_MPI_PTX_CHECK_ARCHS` wins; `none`: no
 ///    ptxas), each from the PTX of the highest SM not above it; the same
 ///    `ptxas -v` runs give the report (registers, stack, spills), and an
-///    unchanged PTX reuses the last runs;
+///    unchanged PTX reuses the last runs. A PTX text that any build of the
+///    same target directory (another profile, `ptx-check`) assembled with
+///    the same ptxas comes from the [`AssemblyCache`](crate::check::AssemblyCache)
+///    in `<target>/gpu-mpi-ptx/sass-cache`, and at most
+///    `$GPU_MPI_PTXAS_JOBS` ptxas processes run at once across those builds.
+///    [`sass_only_for_a_local_gpu`](Self::sass_only_for_a_local_gpu) skips
+///    this step on a machine without an NVIDIA driver;
 /// 5. writes the expression file.
 ///
 /// # Rebuilds
