@@ -30,7 +30,9 @@ const DEVICE_LAYERS: &[&[&str]] = &[
     &["wait"],
     &["engine"],
     &["communicator"],
+    &["buffers"],
     &["point_to_point"],
+    &["nonblocking"],
     &["request"],
     &["collective"],
     &["creation"],
@@ -40,11 +42,8 @@ const DEVICE_LAYERS: &[&[&str]] = &[
     &["traits"],
 ];
 
-/// Upward imports of gpu-mpi-device not yet removed (issue 26): `(from, to)`.
-const DEVICE_KNOWN_UPWARD: &[(&str, &str)] = &[
-    // A request's index may name a non-blocking collective's slot.
-    ("request", "collective"),
-];
+/// Upward imports of gpu-mpi-device not yet removed: none left.
+const DEVICE_KNOWN_UPWARD: &[(&str, &str)] = &[];
 
 /// gpu-mpi-host, bottom to top.
 const HOST_LAYERS: &[&[&str]] = &[

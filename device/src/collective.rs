@@ -41,89 +41,7 @@ mod agreement;
 mod exchange;
 pub mod immediate;
 
-/// One side of a collective's data, addressed by packed position: a plain
-/// buffer, or a [`View`](crate::view::View) of a non-contiguous derived
-/// datatype, walked slot by slot as the point-to-point engine does. Every
-/// data-moving collective of the world (broadcast, gather, scatter,
-/// all-gather, all-to-all, fixed and varcount, in place or not;
-/// docs/datatypes.md) moves every byte through these two calls.
-#[derive(Clone, Copy)]
-pub(crate) enum Side {
-    /// Bytes at this address.
-    Plain(*mut u8),
-    /// A view's typed buffer.
-    Typed(*const TypedBuffer),
-}
-
-impl Side {
-    /// A send buffer's side and packed length.
-    #[inline(always)]
-    pub(crate) fn of<B: Buffer + ?Sized>(b: &B) -> (Side, usize) {
-        match b.typed() {
-            Some(t) => (Side::Typed(t), t.packed),
-            None => {
-                let bytes = b.as_bytes();
-                (Side::Plain(bytes.as_ptr() as *mut u8), bytes.len())
-            }
-        }
-    }
-
-    /// A receive buffer's side and packed length.
-    #[inline(always)]
-    pub(crate) fn of_mut<B: BufferMut + ?Sized>(b: &mut B) -> (Side, usize) {
-        match b.typed_mut() {
-            Some(t) => (Side::Typed(t), t.packed),
-            None => {
-                let bytes = b.as_bytes_mut();
-                (Side::Plain(bytes.as_mut_ptr()), bytes.len())
-            }
-        }
-    }
-
-    /// Copies packed bytes `at..at + n` of this side to `dst`; false when a
-    /// typed walk failed (its encoding changed under the view).
-    ///
-    /// # Safety
-    /// The side's buffer is borrowed for the call and holds `at + n` packed
-    /// bytes; `dst` is valid for `n` bytes.
-    #[inline(always)]
-    pub(crate) unsafe fn read(self, at: usize, dst: *mut u8, n: usize) -> bool {
-        match self {
-            Side::Plain(p) => {
-                // SAFETY: forwarded from the caller.
-                unsafe { shim::copy_bytes(dst, p.add(at), n) };
-                true
-            }
-            // SAFETY: forwarded from the caller.
-            Side::Typed(t) if cfg!(feature = "views") => unsafe {
-                ((*t).mover)(&*t, true, at as u64, dst, n as u64)
-            },
-            Side::Typed(_) => false,
-        }
-    }
-
-    /// Copies `n` bytes at `src` to packed bytes `at..at + n` of this side;
-    /// false when a typed walk failed.
-    ///
-    /// # Safety
-    /// The side's buffer is borrowed exclusively for the call and holds
-    /// `at + n` packed bytes; `src` is valid for `n` bytes.
-    #[inline(always)]
-    pub(crate) unsafe fn write(self, at: usize, src: *const u8, n: usize) -> bool {
-        match self {
-            Side::Plain(p) => {
-                // SAFETY: forwarded from the caller.
-                unsafe { shim::copy_bytes(p.add(at), src, n) };
-                true
-            }
-            // SAFETY: forwarded from the caller.
-            Side::Typed(t) if cfg!(feature = "views") => unsafe {
-                ((*t).mover)(&*t, false, at as u64, src as *mut u8, n as u64)
-            },
-            Side::Typed(_) => false,
-        }
-    }
-}
+pub(crate) use crate::buffers::Side;
 
 pub(crate) mod general;
 pub(crate) mod hardware;
@@ -135,7 +53,7 @@ pub use prefix::reduce_local_into;
 use crate::communicator::wait_for;
 use crate::communicator::CommView;
 use crate::communicator::{Communicator, Process, World};
-use crate::datatype::{Buffer, BufferMut, Equivalence, TypedBuffer, ID_F32, ID_F64};
+use crate::datatype::{Buffer, BufferMut, Equivalence, ID_F32, ID_F64};
 use crate::error::{Error, ErrorClass};
 use crate::shim::{self, AtomicU32, Ordering};
 use crate::trace;

@@ -27,6 +27,7 @@
 // reserved to device/src/shim/.
 #![cfg_attr(target_os = "cuda", feature(asm_experimental_arch))]
 
+mod buffers;
 mod codes;
 pub mod collective;
 pub mod communicator;
@@ -37,6 +38,7 @@ pub(crate) mod engine;
 pub mod error;
 pub mod kernel;
 pub mod memory;
+mod nonblocking;
 pub mod point_to_point;
 pub mod request;
 pub mod shim;

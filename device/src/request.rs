@@ -56,12 +56,12 @@
 //! [`test_some`] then return `None`. [`Request::wait`] consumes its request,
 //! so a request cannot be waited on twice.
 
-use crate::collective::immediate;
 use crate::communicator::wait_for;
 use crate::communicator::{AnyProcess, Process, World};
 use crate::engine::{self, Post};
 use crate::error::Error;
 use crate::memory::{mine, rec, SendMode};
+use crate::nonblocking as immediate;
 use crate::point_to_point::{receive_bytes, receive_post, send_bytes, send_post, Status};
 use crate::wait::{Call, WaitFor};
 use crate::{Buffer, BufferMut};

@@ -1,0 +1,683 @@
+//! The slots of the non-blocking collectives as a rank's requests see them
+//! (MPI 4.1 §6.12): the records in the world memory, what a rank keeps of
+//! each collective it started, the arrival tree's levels, and completion
+//! (`is_complete`, `collect`). A request index at or above
+//! [`IMMEDIATE_INDEX`] names one of these slots; `request` completes it
+//! here, and `collective::immediate` starts it. The protocol is described
+//! in `collective::immediate`.
+
+use crate::buffers::Side;
+use crate::codes::Kind;
+use crate::communicator::World;
+use crate::datatype::TypedBuffer;
+use crate::error::{Error, ErrorClass};
+use crate::shim::{self, AtomicU32, Ordering};
+use crate::state::{
+    COMM_IMMEDIATE_LOCAL_BYTES, IMMEDIATE_FANOUT, IMMEDIATE_LOCAL_BYTES, IMMEDIATE_RECORD_BYTES,
+    IMMEDIATE_SLOTS,
+};
+use crate::status::{Status, PROC_NULL};
+use crate::wait::{Call, WaitFor};
+
+/// Request indices at or above this name a non-blocking collective's slot
+/// (`index - IMMEDIATE_INDEX`), not a request record.
+pub(crate) const IMMEDIATE_INDEX: u32 = 1 << 31;
+
+/// Bytes of the argument header at the start of a rank's cell.
+pub const ARGS_BYTES: usize = 16;
+
+/// A rank's arguments, at the start of its cell in a slot: written by the
+/// rank before it arrives, read by its level-0 node's last arriver (and,
+/// for a node's first rank, by the last arrivers above; in a
+/// communicator, by the group's). Every word is accessed atomically
+/// (relaxed; published by the arrival counters).
+#[repr(C)]
+pub struct Args {
+    /// [`Kind`] code, plus the rank's local error class (an
+    /// [`ErrorClass`] code, 0: none) shifted left by 8.
+    pub kind_class: u32,
+    /// The root (-1 for the barrier and the all-reduce).
+    pub root: i32,
+    /// Bytes of the operand or broadcast data.
+    pub bytes: u32,
+    /// The datatype id of the elements.
+    pub datatype: u32,
+}
+
+/// A slot's world record ([`IMMEDIATE_RECORD_BYTES`], its result cell of
+/// `immediate_bytes` follows).
+#[repr(C)]
+pub struct SlotRecord {
+    /// The last use of the slot that completed (every rank arrived and the
+    /// result is in the result cell). Stored (Release) by the world's last
+    /// arriver; loaded (Acquire) by every test.
+    pub done: u32,
+    /// Blocks whose ranks have all arrived, over all uses (`u × blocks`
+    /// once use `u` is complete).
+    pub arrived: u32,
+    /// Uses every rank has completed (collected): the world's top node
+    /// adds one per use; a group's members add one each.
+    pub consumed: u32,
+    /// The verdict of the last completed use: an [`ErrorClass`] code, 0
+    /// when the arguments agreed.
+    pub verdict: u32,
+    /// Rank 0's arguments of the last completed use (what a mismatch
+    /// error reports as expected).
+    pub reference: Args,
+    /// Unused.
+    pub reserved: [u32; 8],
+}
+
+/// A node's record in a slot of the world ([`IMMEDIATE_RECORD_BYTES`],
+/// its cell of partial results follows): a node of the arrival tree
+/// (`IMMEDIATE_FANOUT` ranks, or nodes of the level below, per node).
+#[repr(C)]
+pub struct NodeRecord {
+    /// Its children that have arrived, over all uses.
+    pub arrived: u32,
+    /// Its children that have completed their request, over all uses.
+    pub consumed: u32,
+    /// Its verdict of its last use (an [`ErrorClass`] code or 0).
+    pub verdict: u32,
+    /// Unused.
+    pub reserved: [u32; 13],
+}
+
+const _: () = assert!(core::mem::size_of::<Args>() == ARGS_BYTES);
+const _: () = assert!(core::mem::size_of::<SlotRecord>() == IMMEDIATE_RECORD_BYTES);
+const _: () = assert!(core::mem::size_of::<NodeRecord>() == IMMEDIATE_RECORD_BYTES);
+
+/// Where a started collective's result goes ([`PendingRecord::out_kind`]).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutKind {
+    /// Nothing to copy out.
+    None = 0,
+    /// Plain bytes at [`PendingRecord::out`].
+    Plain = 1,
+    /// A view's typed buffer at [`PendingRecord::out`].
+    Typed = 2,
+}
+
+/// What a rank keeps of the collective it has outstanding in one slot,
+/// beside the [`Args`] in its own cell of the slot (kind, root, bytes,
+/// datatype, its local error class: the cell is the rank's until it starts
+/// the slot's next use): a record of its [`ImmediateLocal`], private to
+/// the rank (plain loads and stores). Zeroed memory is a free slot.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PendingRecord {
+    /// The owning scope's id; 0: the slot is free for this rank.
+    pub scope: u32,
+    /// Bytes of one element.
+    pub size: u32,
+    /// Where the result goes: an [`OutKind`] code.
+    pub out_kind: u32,
+    /// The address of the result buffer (plain bytes or a typed buffer),
+    /// low word then high word.
+    pub out: [u32; 2],
+    /// The two detail words of this rank's own argument error
+    /// ([`Error::to_words`]; its class is in the rank's [`Args`]).
+    pub details: [u32; 2],
+}
+
+/// A rank's private record of its non-blocking collectives in the world
+/// memory ([`IMMEDIATE_LOCAL_BYTES`], at
+/// [`Layout::immediate_local_of`](crate::state::Layout::immediate_local_of)).
+/// Kept there rather than in [`World`], so that a kernel that passes
+/// `&World` to out-of-line calls keeps the `World` in registers.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ImmediateLocal {
+    /// Non-blocking collectives this rank started so far; the use of slot
+    /// `s` outstanding is the number of those that took slot `s`.
+    pub started: u32,
+    /// Unused.
+    pub reserved: u32,
+    /// Per slot, the collective outstanding there.
+    pub slots: [PendingRecord; IMMEDIATE_SLOTS as usize],
+}
+
+const _: () = assert!(core::mem::size_of::<ImmediateLocal>() == IMMEDIATE_LOCAL_BYTES);
+
+/// A rank's private record of its non-blocking collectives on one
+/// communicator context ([`COMM_IMMEDIATE_LOCAL_BYTES`], at
+/// [`Layout::immediate_comm_local`](crate::state::Layout::immediate_comm_local)):
+/// which group of the context it is in (written as each collective
+/// starts; a rank is in one group of a context at most, so it never
+/// changes), then its [`ImmediateLocal`] there.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CommImmediateLocal {
+    /// The group's first entry in the context's table.
+    pub start: u32,
+    /// The group's size.
+    pub size: u32,
+    /// This rank's rank in the group.
+    pub member: u32,
+    /// Unused.
+    pub reserved: [u32; 13],
+    /// Its collectives on the context.
+    pub local: ImmediateLocal,
+}
+
+const _: () = assert!(core::mem::size_of::<CommImmediateLocal>() == COMM_IMMEDIATE_LOCAL_BYTES);
+
+/// Where a rank's non-blocking collective lives: the world's slots
+/// (context 0: the arrival tree of the world's ranks), or a communicator
+/// context's (one level: the group's record, at its first member's entry
+/// of the context's table, and its members' cells at theirs).
+#[derive(Clone, Copy)]
+pub(crate) struct Space {
+    /// The context id (0: the world).
+    pub(crate) id: u32,
+    /// The group's first entry in the context's table (0 for the world).
+    pub(crate) start: u32,
+    /// The group's size (the world's ranks for the world).
+    pub(crate) size: u32,
+    /// This rank's rank in the group.
+    pub(crate) member: u32,
+}
+
+impl Space {
+    pub(crate) fn world(w: &World) -> Space {
+        Space {
+            id: 0,
+            start: 0,
+            size: w.layout.ranks,
+            member: w.rank,
+        }
+    }
+
+    /// The request index of slot `slot` of this space.
+    pub(crate) fn index(&self, slot: u32) -> u32 {
+        IMMEDIATE_INDEX + self.id * IMMEDIATE_SLOTS + slot
+    }
+}
+
+/// The space of request index `i` (as the rank recorded it when it started
+/// a collective there).
+pub(crate) fn space_of(w: &World, i: u32) -> Space {
+    let id = (i - IMMEDIATE_INDEX) / IMMEDIATE_SLOTS;
+    if id == 0 {
+        return Space::world(w);
+    }
+    // SAFETY: the rank's own record (`immediate_comm_local`), plain reads
+    // of words only it writes.
+    let l = unsafe { *w.comm_local(id) };
+    Space {
+        id,
+        start: l.start,
+        size: l.size,
+        member: l.member,
+    }
+}
+
+/// What a rank keeps of one started collective, decoded from its
+/// [`PendingRecord`] and its [`Args`].
+#[derive(Clone, Copy)]
+pub(crate) struct Pending {
+    /// The owning scope's id; 0: the slot is free for this rank.
+    pub(crate) scope: u32,
+    /// The slot's use this collective is.
+    pub(crate) use_: u32,
+    pub(crate) kind: Kind,
+    pub(crate) root: i32,
+    /// Where the result goes at completion (none: nothing to copy).
+    pub(crate) out: Option<Side>,
+    /// Bytes, element size and datatype id this rank passed.
+    pub(crate) bytes: u32,
+    pub(crate) size: u32,
+    pub(crate) datatype: u32,
+    /// This rank's own argument error, returned at completion.
+    pub(crate) error: Option<Error>,
+}
+
+pub(crate) fn slot_of(index: u32) -> u32 {
+    (index - IMMEDIATE_INDEX) % IMMEDIATE_SLOTS
+}
+
+/// The kind of a [`Kind`] code (the barrier for an unknown one).
+pub(crate) fn kind_of(code: u32) -> Kind {
+    match code & 0xff {
+        k if k == Kind::Broadcast as u32 => Kind::Broadcast,
+        k if k == Kind::Reduce as u32 => Kind::Reduce,
+        k if k == Kind::AllReduce as u32 => Kind::AllReduce,
+        _ => Kind::Barrier,
+    }
+}
+
+impl World {
+    /// This rank's private record of its non-blocking collectives on
+    /// communicator context `id` (`1..=communicators`, the world with
+    /// their state).
+    pub(crate) fn comm_local(&self, id: u32) -> *mut CommImmediateLocal {
+        // SAFETY: inside the world memory (`Layout::immediate_comm_local`:
+        // the caller's `id` names a context, and the world has their state),
+        // 64-aligned.
+        unsafe { self.base.add(self.layout.immediate_comm_local(id, self.rank)) as *mut CommImmediateLocal }
+    }
+
+    /// This rank's private record of its non-blocking collectives in `sp`.
+    pub(crate) fn immediate_local(&self, sp: Space) -> *mut ImmediateLocal {
+        if sp.id != 0 {
+            // SAFETY: the record is inside the rank's `CommImmediateLocal`.
+            return unsafe { core::ptr::addr_of_mut!((*self.comm_local(sp.id)).local) };
+        }
+        // SAFETY: inside the world memory (`Layout::immediate_local_of`),
+        // 8-aligned (the region is 64-aligned, records 64 bytes).
+        unsafe { self.base.add(self.layout.immediate_local_of(self.rank)) as *mut ImmediateLocal }
+    }
+
+    /// Non-blocking collectives this rank started in `sp`.
+    pub(crate) fn started(&self, sp: Space) -> u32 {
+        // SAFETY: the record is this rank's alone; a plain read of an
+        // initialised (zeroed by the host) word.
+        unsafe { (*self.immediate_local(sp)).started }
+    }
+
+    pub(crate) fn set_started(&self, sp: Space, n: u32) {
+        // SAFETY: as `started`, a plain write.
+        unsafe { (*self.immediate_local(sp)).started = n }
+    }
+
+    /// The record of this rank's slot `slot` in `sp` (`slot < IMMEDIATE_SLOTS`).
+    pub(crate) fn pending_record(&self, sp: Space, slot: u32) -> *mut PendingRecord {
+        // SAFETY: `slot` is a slot index, so the record is inside this
+        // rank's `ImmediateLocal`.
+        unsafe { core::ptr::addr_of_mut!((*self.immediate_local(sp)).slots[slot as usize]) }
+    }
+
+    /// The scope owning slot `slot` of this rank in `sp` (0: free).
+    pub(crate) fn pending_scope(&self, sp: Space, slot: u32) -> u32 {
+        // SAFETY: as `started`, of the slot's record.
+        unsafe { (*self.pending_record(sp, slot)).scope }
+    }
+
+    /// What this rank keeps of its collective in slot `slot` of `sp`.
+    pub(crate) fn pending(&self, sp: Space, slot: u32) -> Pending {
+        // SAFETY: as `started`, a plain read of the slot's record.
+        let r = unsafe { *self.pending_record(sp, slot) };
+        let args = self.read_args(sp, slot, sp.member);
+        let address = (r.out[0] as u64 | (r.out[1] as u64) << 32) as usize;
+        let out = match r.out_kind {
+            k if k == OutKind::Plain as u32 => Some(Side::Plain(address as *mut u8)),
+            k if k == OutKind::Typed as u32 => Some(Side::Typed(address as *const TypedBuffer)),
+            _ => None,
+        };
+        let n = self.started(sp);
+        Pending {
+            scope: r.scope,
+            use_: n.wrapping_sub(slot).wrapping_add(1) / IMMEDIATE_SLOTS,
+            kind: kind_of(args.kind_class),
+            root: args.root,
+            out,
+            bytes: args.bytes,
+            size: r.size,
+            datatype: args.datatype,
+            error: Error::from_words([args.kind_class >> 8, r.details[0], r.details[1], 0, 0]),
+        }
+    }
+
+    /// Keeps what this rank needs of its collective in slot `slot` (the
+    /// rest is in its [`Args`]).
+    pub(crate) fn set_pending(
+        &self,
+        sp: Space,
+        slot: u32,
+        scope: u32,
+        size: u32,
+        out: Option<Side>,
+        error: Option<Error>,
+    ) {
+        let (out_kind, address) = match out {
+            None => (OutKind::None, 0),
+            Some(Side::Plain(p)) => (OutKind::Plain, p as usize as u64),
+            Some(Side::Typed(t)) => (OutKind::Typed, t as usize as u64),
+        };
+        let words = error.map_or([0; 5], |e| e.to_words());
+        let r = PendingRecord {
+            scope,
+            size,
+            out_kind: out_kind as u32,
+            out: [address as u32, (address >> 32) as u32],
+            details: [words[1], words[2]],
+        };
+        // SAFETY: as `started`, a plain write of the slot's record.
+        unsafe { *self.pending_record(sp, slot) = r }
+    }
+
+    /// Frees slot `slot` of this rank in `sp`.
+    pub(crate) fn free_pending(&self, sp: Space, slot: u32) {
+        // SAFETY: as `started`, a plain write.
+        unsafe { (*self.pending_record(sp, slot)).scope = 0 }
+    }
+}
+
+pub(crate) fn pending(w: &World, index: u32) -> Pending {
+    w.pending(space_of(w, index), slot_of(index))
+}
+
+impl World {
+    /// Offset of the record of slot `slot` of `sp`: the world's slot
+    /// record, or the group's, at its first entry (the result cell follows
+    /// either).
+    pub(crate) fn slot_offset(&self, sp: Space, slot: u32) -> usize {
+        if sp.id == 0 {
+            self.layout.immediate_slot(slot)
+        } else {
+            self.layout.immediate_comm_entry(sp.id, slot, sp.start)
+        }
+    }
+
+    pub(crate) fn slot_word(&self, sp: Space, slot: u32, offset: usize) -> &AtomicU32 {
+        // SAFETY: a word of the slot's record, 4-aligned (the regions are
+        // 64-aligned, the records 64 bytes), accessed only atomically.
+        unsafe { shim::atomic_u32_at(self.base, self.slot_offset(sp, slot) + offset) }
+    }
+
+    /// Offset of member `member`'s cell (arguments, then operand) in slot
+    /// `slot` of `sp`.
+    pub(crate) fn cell_offset(&self, sp: Space, slot: u32, member: u32) -> usize {
+        if sp.id == 0 {
+            self.layout.immediate_rank(slot, member)
+        } else {
+            self.layout.immediate_comm_entry(sp.id, slot, sp.start + member)
+                + IMMEDIATE_RECORD_BYTES
+                + self.layout.immediate_bytes
+        }
+    }
+
+    pub(crate) fn node_word(&self, slot: u32, node: u32, offset: usize) -> &AtomicU32 {
+        // SAFETY: as `slot_word`, in node `node`'s record (`node` below
+        // the tree's nodes: `Tree` derives it from the layout).
+        unsafe { shim::atomic_u32_at(self.base, self.layout.immediate_node(slot, node) + offset) }
+    }
+
+    pub(crate) fn rank_word(&self, sp: Space, slot: u32, member: u32, offset: usize) -> &AtomicU32 {
+        // SAFETY: as `slot_word`, in member `member`'s argument header.
+        unsafe { shim::atomic_u32_at(self.base, self.cell_offset(sp, slot, member) + offset) }
+    }
+
+    /// The result cell of a slot of `sp`.
+    pub(crate) fn result_cell(&self, sp: Space, slot: u32) -> *mut u8 {
+        // SAFETY: the cell follows the slot's record, inside the region.
+        unsafe { self.base.add(self.slot_offset(sp, slot) + IMMEDIATE_RECORD_BYTES) }
+    }
+
+    /// The partial-result cell of a node in a slot.
+    pub(crate) fn partial_cell(&self, slot: u32, node: u32) -> *mut u8 {
+        // SAFETY: the cell follows the node's record, inside the region.
+        unsafe {
+            self.base
+                .add(self.layout.immediate_node(slot, node) + IMMEDIATE_RECORD_BYTES)
+        }
+    }
+
+    /// The operand of a member in a slot of `sp` (after its argument header).
+    pub(crate) fn operand(&self, sp: Space, slot: u32, member: u32) -> *mut u8 {
+        // SAFETY: inside the member's cell of `immediate_bytes >= 64` bytes.
+        unsafe { self.base.add(self.cell_offset(sp, slot, member) + ARGS_BYTES) }
+    }
+
+    pub(crate) fn read_args(&self, sp: Space, slot: u32, member: u32) -> Args {
+        // Relaxed: published by the arrival counters (see `arrive`).
+        let word = |o| self.rank_word(sp, slot, member, o).load(Ordering::Relaxed);
+        Args {
+            kind_class: word(0),
+            root: word(4) as i32,
+            bytes: word(8),
+            datatype: word(12),
+        }
+    }
+
+    pub(crate) fn write_args(&self, sp: Space, slot: u32, a: &Args) {
+        // Relaxed: released by this rank's arrival (see `arrive`).
+        let r = sp.member;
+        self.rank_word(sp, slot, r, 0)
+            .store(a.kind_class, Ordering::Relaxed);
+        self.rank_word(sp, slot, r, 4)
+            .store(a.root as u32, Ordering::Relaxed);
+        self.rank_word(sp, slot, r, 8).store(a.bytes, Ordering::Relaxed);
+        self.rank_word(sp, slot, r, 12)
+            .store(a.datatype, Ordering::Relaxed);
+    }
+}
+
+/// The verdict of ranks that started different collectives in the same
+/// position, with the two [`Kind`] codes that differ in bits 16..24 and
+/// 24..32: not an [`ErrorClass`] code (those are small), so that it is
+/// told apart from a count mismatch; it becomes
+/// [`Error::CollectiveMismatch`].
+pub(crate) const KIND_MISMATCH: u32 = 0x100;
+
+/// One step of a rank's climb of the world's arrival tree: the node it
+/// reaches at some level and where that node's children are.
+#[derive(Clone, Copy)]
+pub(crate) struct Tree {
+    /// Items of the level below (ranks at level 0, nodes above).
+    pub(crate) count: u32,
+    /// The climbing rank's item there.
+    pub(crate) item: u32,
+    /// Index of this level's first node.
+    pub(crate) base: u32,
+    /// Index of the level below's first node (level 1 and up).
+    pub(crate) below: u32,
+    /// Ranks per item of the level below (1 at level 0).
+    pub(crate) span: u64,
+}
+
+impl Tree {
+    pub(crate) fn start(w: &World) -> Tree {
+        Tree {
+            count: w.layout.ranks,
+            item: w.rank,
+            base: 0,
+            below: 0,
+            span: 1,
+        }
+    }
+
+    /// Nodes of this level.
+    pub(crate) fn nodes(&self) -> u32 {
+        self.count.div_ceil(IMMEDIATE_FANOUT)
+    }
+
+    /// The node reached at this level.
+    pub(crate) fn node(&self) -> u32 {
+        self.item / IMMEDIATE_FANOUT
+    }
+
+    /// The node's children (items of the level below).
+    pub(crate) fn children(&self) -> core::ops::Range<u32> {
+        let first = self.node() * IMMEDIATE_FANOUT;
+        first..self.count.min(first + IMMEDIATE_FANOUT)
+    }
+
+    /// The first rank under item `c` of the level below.
+    pub(crate) fn first_rank(&self, c: u32) -> u32 {
+        (c as u64 * self.span) as u32
+    }
+
+    /// The next level up.
+    pub(crate) fn up(self) -> Tree {
+        let nodes = self.nodes();
+        Tree {
+            count: nodes,
+            item: self.node(),
+            base: self.base + nodes,
+            below: self.base,
+            span: self.span * IMMEDIATE_FANOUT as u64,
+        }
+    }
+}
+
+/// Whether request index `i` names a non-blocking collective.
+pub(crate) fn is_immediate(i: u32) -> bool {
+    i >= IMMEDIATE_INDEX
+}
+
+/// Whether the collective of request index `i` has completed.
+pub(crate) fn is_complete(w: &World, i: u32) -> bool {
+    let p = pending(w, i);
+    // Acquire: pairs with the Release store of the world's last arriver
+    // (`arrive`): the result cell and the verdict are visible.
+    p.scope != 0
+        && w.slot_word(
+            space_of(w, i),
+            slot_of(i),
+            core::mem::offset_of!(SlotRecord, done),
+        )
+        .load(Ordering::Acquire)
+            == p.use_
+}
+
+/// Whether request index `i` is an uncollected collective of scope `id`.
+pub(crate) fn owned(w: &World, id: u32, i: u32) -> bool {
+    pending(w, i).scope == id
+}
+
+/// The request indices of the rank's collective slots: the world's, then,
+/// where the world has their state, every communicator context's.
+pub(crate) fn indices(w: &World) -> core::ops::Range<u32> {
+    let spaces = if w.layout.immediate_comm_stride != 0 {
+        1 + w.layout.communicators
+    } else {
+        1
+    };
+    IMMEDIATE_INDEX..IMMEDIATE_INDEX + spaces * IMMEDIATE_SLOTS
+}
+
+/// What a wait on request index `i` records.
+pub(crate) fn what(w: &World, i: u32) -> WaitFor {
+    let p = pending(w, i);
+    WaitFor {
+        operation: p.kind.call(),
+        peer: if p.root < 0 { -2 } else { p.root },
+        tag: -1,
+    }
+}
+
+/// What a failed test of request index `i` records.
+pub(crate) fn test_what(w: &World, i: u32) -> WaitFor {
+    let p = pending(w, i);
+    WaitFor {
+        operation: Call::TestCollective,
+        peer: if p.root < 0 { -2 } else { p.root },
+        tag: p.kind as i32,
+    }
+}
+
+/// Completes the collective of request index `i` (complete): its outcome,
+/// the result copied out, the slot consumed.
+pub(crate) fn collect(w: &World, i: u32) -> Result<Status, Error> {
+    let slot = slot_of(i);
+    let sp = space_of(w, i);
+    let p = pending(w, i);
+    let word = |o: usize| w.slot_word(sp, slot, o).load(Ordering::Relaxed);
+    // Relaxed: acquired with `done` (`is_complete`).
+    let verdict = word(core::mem::offset_of!(SlotRecord, verdict));
+    let r = core::mem::offset_of!(SlotRecord, reference);
+    let (ref_bytes, ref_datatype) = (word(r + 8), word(r + 12));
+    let result = match (p.error, verdict) {
+        (Some(e), _) => Err(e),
+        (None, 0) => {
+            let mut result = Ok(Status::empty());
+            if let Some(out) = p.out {
+                // SAFETY: the result cell holds `p.bytes` bytes (the verdict
+                // says every rank passed the same count), published by
+                // `done`; `out` is the buffer borrowed by the request for
+                // its scope, of `p.bytes` packed bytes.
+                if !unsafe { out.write(0, w.result_cell(sp, slot), p.bytes as usize) } {
+                    result = Err(Error::Intern);
+                }
+            }
+            result
+        }
+        (None, class) => Err(verdict_error(w, sp, &p, class, ref_bytes, ref_datatype)),
+    };
+    if sp.id != 0 {
+        // Release: pairs with the Acquire loads of `start` on every member
+        // that reuses the slot (through this counter's release sequence).
+        w.slot_word(sp, slot, core::mem::offset_of!(SlotRecord, consumed))
+            .fetch_add(1, Ordering::Release);
+        w.free_pending(sp, slot);
+        return result;
+    }
+    // Up the arrival tree again: a node's last consumer goes on to its
+    // parent, the top's adds one to the slot's counter.
+    let mut t = Tree::start(w);
+    loop {
+        // AcqRel: releases this rank's reads of the slot (as a node's last
+        // consumer, its children's too) to the node's last consumer, which
+        // acquires every earlier one's.
+        let old = w
+            .node_word(
+                slot,
+                t.base + t.node(),
+                core::mem::offset_of!(NodeRecord, consumed),
+            )
+            .fetch_add(1, Ordering::AcqRel);
+        if old.wrapping_add(1) != p.use_.wrapping_mul(t.children().len() as u32) {
+            break;
+        }
+        if t.nodes() == 1 {
+            // Release: pairs with the Acquire loads of `start` on every
+            // rank that reuses the slot.
+            w.slot_word(sp, slot, core::mem::offset_of!(SlotRecord, consumed))
+                .fetch_add(1, Ordering::Release);
+            break;
+        }
+        t = t.up();
+    }
+    w.free_pending(sp, slot);
+    result
+}
+
+/// The error a rank without a local error returns for a verdict.
+pub(crate) fn verdict_error(
+    w: &World,
+    sp: Space,
+    p: &Pending,
+    class: u32,
+    ref_bytes: u32,
+    ref_datatype: u32,
+) -> Error {
+    let size = p.size.max(1);
+    match ErrorClass::from_code(class) {
+        Some(ErrorClass::Count) => Error::CountMismatch {
+            count: p.bytes / size,
+            expected: ref_bytes / size,
+        },
+        Some(ErrorClass::Root) | Some(ErrorClass::Rank) => Error::InvalidRoot {
+            root: p.root,
+            size: sp.size as i32,
+        },
+        Some(ErrorClass::Type) => Error::TypeMismatch {
+            status: Status {
+                source: PROC_NULL,
+                tag: -1,
+                bytes: ref_bytes,
+                datatype: ref_datatype,
+            },
+            expected: p.datatype,
+        },
+        Some(ErrorClass::Buffer) => Error::BufferTooLarge {
+            bytes: ref_bytes.max(p.bytes),
+            limit: (w.layout.immediate_bytes - ARGS_BYTES) as u32,
+        },
+        Some(ErrorClass::Op) => Error::InvalidOperation {
+            op: 0,
+            datatype: p.datatype,
+        },
+        _ if class & 0xffff == KIND_MISMATCH => {
+            let (one, two) = ((class >> 16) & 0xff, class >> 24);
+            let kind = p.kind as u32;
+            Error::CollectiveMismatch {
+                kind,
+                other: if kind == one { two } else { one },
+            }
+        }
+        _ => Error::Intern,
+    }
+}
