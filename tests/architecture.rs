@@ -351,6 +351,107 @@ fn host_modules_import_only_from_layers_below() {
     assert!(problems.is_empty(), "\n{}", problems.join("\n"));
 }
 
+/// Every module file of the crate in `src` (`a`, `a::b`) and the module
+/// files it imports through `crate::` and `super::` paths.
+fn file_imports(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    let name = |f: &Path| {
+        let rel = f.strip_prefix(src).unwrap().with_extension("");
+        let mut parts: Vec<String> = rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into())
+            .collect();
+        if parts.last().is_some_and(|l| l == "mod") {
+            parts.pop();
+        }
+        parts.join("::")
+    };
+    let modules: BTreeSet<String> = files.iter().map(|f| name(f)).collect();
+    let mut graph = BTreeMap::new();
+    for file in &files {
+        let me = name(file);
+        if me == "lib" || me == "main" {
+            continue;
+        }
+        let code = without_tests(&strip_comments(&std::fs::read_to_string(file).unwrap()));
+        let parent: Vec<&str> = me
+            .rsplit_once("::")
+            .map_or(vec![], |(p, _)| p.split("::").collect());
+        let mut targets = BTreeSet::new();
+        for (prefix, base) in [("crate::", vec![]), ("super::", parent)] {
+            let mut from = 0;
+            while let Some(k) = code[from..].find(prefix) {
+                let at = from + k;
+                from = at + prefix.len();
+                let before = at.checked_sub(1).map(|p| code.as_bytes()[p]);
+                if before.is_some_and(|c| c == b'$' || c == b'_' || c == b':' || c.is_ascii_alphanumeric()) {
+                    continue;
+                }
+                let path: String = code[from..]
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
+                    .collect();
+                let mut segs: Vec<&str> = base.clone();
+                segs.extend(path.split("::").filter(|s| !s.is_empty()));
+                // The longest prefix that names a module file.
+                if let Some(t) = (1..=segs.len())
+                    .rev()
+                    .map(|n| segs[..n].join("::"))
+                    .find(|c| modules.contains(c))
+                {
+                    if t != me {
+                        targets.insert(t);
+                    }
+                }
+            }
+        }
+        graph.insert(me, targets);
+    }
+    graph
+}
+
+/// The cycles of a graph: its strongly connected components of more than
+/// one node.
+fn cycles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
+    let reach = |from: &String| {
+        let mut seen = BTreeSet::new();
+        let mut todo = vec![from.clone()];
+        while let Some(n) = todo.pop() {
+            for t in graph.get(&n).into_iter().flatten() {
+                if seen.insert(t.clone()) {
+                    todo.push(t.clone());
+                }
+            }
+        }
+        seen
+    };
+    let reaches: BTreeMap<&String, BTreeSet<String>> = graph.keys().map(|k| (k, reach(k))).collect();
+    let mut out: Vec<Vec<String>> = Vec::new();
+    for a in graph.keys() {
+        let scc: Vec<String> = graph
+            .keys()
+            .filter(|b| *b == a || (reaches[a].contains(*b) && reaches[*b].contains(a)))
+            .cloned()
+            .collect();
+        if scc.len() > 1 && !out.contains(&scc) {
+            out.push(scc);
+        }
+    }
+    out
+}
+
+/// The layers above are of top-level modules; inside one (`collective`
+/// and its files) a file must not import its parent or a sibling that
+/// imports it back either.
+#[test]
+fn no_module_file_is_in_an_import_cycle() {
+    for krate in ["device", "host"] {
+        let found = cycles(&file_imports(&root().join(krate).join("src")));
+        assert!(found.is_empty(), "import cycles in {krate}/src: {found:?}");
+    }
+}
+
 #[test]
 fn target_arch_appears_only_in_the_shim() {
     let root = root();

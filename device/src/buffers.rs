@@ -87,3 +87,33 @@ impl Side {
         }
     }
 }
+
+/// A collective's buffer from packed byte `at` on: plain bytes, or a view
+/// of a non-contiguous derived datatype whose parts travel as typed
+/// messages (the engine packs and unpacks them as it copies; MPI 4.1
+/// section 6.1: a collective's buffers are `(buf, count, datatype)`).
+#[derive(Clone, Copy)]
+pub(crate) struct Place {
+    /// The buffer.
+    pub(crate) side: Side,
+    /// The first packed byte.
+    pub(crate) at: usize,
+}
+
+impl Place {
+    /// Plain bytes at `p`.
+    pub(crate) fn plain(p: *const u8) -> Place {
+        Place {
+            side: Side::Plain(p as *mut u8),
+            at: 0,
+        }
+    }
+
+    /// Packed bytes from `n` further on.
+    pub(crate) fn add(self, n: usize) -> Place {
+        Place {
+            side: self.side,
+            at: self.at + n,
+        }
+    }
+}

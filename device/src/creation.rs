@@ -31,7 +31,7 @@
 //! matches a message of another, even between the same ranks with the same
 //! tag (MPI 3.5 and 7.1.2).
 
-use crate::collective::general::Place;
+use crate::buffers::Place;
 use crate::communicator::{
     block_color, warp_color, Color, CommInfo, CommView, Communicator, Group, SimpleCommunicator,
 };

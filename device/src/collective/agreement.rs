@@ -13,13 +13,17 @@
 //! Cost: one round of the hierarchical all-reduce (one world barrier and
 //! the block trees), for 48 bytes per rank.
 
-use super::{UserOperation, CELL_HEADER};
+use super::operation::UserOperation;
 use crate::communicator::{Communicator, World};
 use crate::datatype::{user_datatype_id, Datatype, Equivalence};
 use crate::error::{Error, ErrorClass};
 use crate::status::Status;
 use crate::wait::WaitFor;
 use bytemuck::{Pod, Zeroable};
+
+/// Bytes before the data in a scratch cell: the combined count word (or
+/// `COUNT_MISMATCH`) and the rank's own count, so that the data is 8-byte aligned.
+pub(super) const CELL_HEADER: usize = 8;
 
 /// Values the ranks agree on.
 pub(crate) const SLOTS: usize = 5;

@@ -22,7 +22,7 @@
 //! copies its own result from the cells.
 
 use super::agreement::{checksum, Agreement, AGREEMENT_END, CHECK, COUNT, LEN, ROOT, TYPE};
-use super::Side;
+use crate::buffers::Side;
 use crate::communicator::{Communicator, World};
 use crate::datatype::{Buffer, BufferMut, Datatype, TypedBuffer};
 use crate::error::Error;

@@ -42,7 +42,9 @@
 //! messages that never come (a deadlock report, or a timeout on the GPU).
 
 use super::exchange::{check_partition, Parts};
-use super::{Elements, ElementsMut, Operation, Partition, PartitionMut, Side};
+use super::exchange::{Partition, PartitionMut};
+use super::operation::{Elements, ElementsMut, Operation};
+use crate::buffers::{Place, Side};
 use crate::communicator::CommView;
 use crate::communicator::PROC_NULL;
 use crate::datatype::{Buffer, BufferMut, Datatype, Equivalence, TypedBuffer};
@@ -94,35 +96,32 @@ fn chunk_elements<T>() -> Result<usize, Error> {
     Ok(CHUNK_BYTES / size.max(1))
 }
 
-/// A collective's buffer from packed byte `at` on: plain bytes, or a view
-/// of a non-contiguous derived datatype whose parts travel as typed
-/// messages (the engine packs and unpacks them as it copies; MPI 4.1
-/// section 6.1: a collective's buffers are `(buf, count, datatype)`).
-#[derive(Clone, Copy)]
-pub(crate) struct Place {
-    /// The buffer.
-    pub(crate) side: Side,
-    /// The first packed byte.
-    pub(crate) at: usize,
+/// A stand-in for a part that [`Place::post_buffer`] overwrites when it
+/// is used (a plain place leaves it alone).
+fn no_part() -> TypedBuffer {
+    TypedBuffer {
+        words: core::ptr::null(),
+        words_len: 0,
+        base: core::ptr::null_mut(),
+        len: 0,
+        origin: 0,
+        count: 0,
+        packed: 0,
+        skip: 0,
+        mover: unreachable_mover,
+    }
 }
 
+/// The mover of [`no_part`], never called: a plain record is never typed.
+///
+/// # Safety
+/// None needed; it touches nothing.
+unsafe fn unreachable_mover(_: &TypedBuffer, _: bool, _: u64, _: *mut u8, _: u64) -> bool {
+    false
+}
+
+/// What the message algorithms do with a [`Place`].
 impl Place {
-    /// Plain bytes at `p`.
-    pub(crate) fn plain(p: *const u8) -> Place {
-        Place {
-            side: Side::Plain(p as *mut u8),
-            at: 0,
-        }
-    }
-
-    /// Packed bytes from `n` further on.
-    pub(crate) fn add(self, n: usize) -> Place {
-        Place {
-            side: self.side,
-            at: self.at + n,
-        }
-    }
-
     /// The record's buffer word and typed-mode bit for `n` bytes here;
     /// a view's part is written to `part`, which must outlive the record.
     fn post_buffer(self, n: usize, part: &mut TypedBuffer) -> (*const u8, u32) {
@@ -167,30 +166,6 @@ impl Place {
         }
         Ok(())
     }
-}
-
-/// A stand-in for a part that [`Place::post_buffer`] overwrites when it
-/// is used (a plain place leaves it alone).
-fn no_part() -> TypedBuffer {
-    TypedBuffer {
-        words: core::ptr::null(),
-        words_len: 0,
-        base: core::ptr::null_mut(),
-        len: 0,
-        origin: 0,
-        count: 0,
-        packed: 0,
-        skip: 0,
-        mover: unreachable_mover,
-    }
-}
-
-/// The mover of [`no_part`], never called: a plain record is never typed.
-///
-/// # Safety
-/// None needed; it touches nothing.
-unsafe fn unreachable_mover(_: &TypedBuffer, _: bool, _: u64, _: *mut u8, _: u64) -> bool {
-    false
 }
 
 impl<'a> CommView<'a> {
@@ -1071,7 +1046,7 @@ pub(crate) fn partition_parts_mut<'p, R: BufferMut + ?Sized>(
 // ---------------------------------------------------------------------------
 // The collective traits on a sub-communicator
 
-use super::CommunicatorCollectives;
+use super::api::CommunicatorCollectives;
 use crate::communicator::Communicator;
 use crate::communicator::SimpleCommunicator;
 use crate::wait::Call;

@@ -52,8 +52,8 @@
 //! in PTX, so a lane that returned (or waits elsewhere) leaves the others
 //! in that bounded wait, with the same outcomes as the block's.
 
-use super::immediate::Kind;
-use super::Operation;
+use super::operation::Operation;
+use crate::codes::Kind;
 use crate::communicator::{CommInfo, World};
 use crate::datatype::{Datatype, Equivalence};
 use crate::error::Error;
@@ -62,8 +62,8 @@ use crate::shim::{self, Ordering, SHARED_BLOCK_BYTES};
 use crate::wait::{Call, WaitFor, STATE_RUNNING};
 use core::mem::{align_of, size_of, MaybeUninit};
 
-use super::general::Place;
-use super::Side;
+use crate::buffers::Place;
+use crate::buffers::Side;
 use crate::communicator::CommView;
 use crate::datatype::BufferMut;
 

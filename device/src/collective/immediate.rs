@@ -110,7 +110,8 @@
 //! position get [`Error::CollectiveMismatch`], class `MPI_ERR_COUNT`, as
 //! the blocking collectives' disagreements). Receive buffers are then untouched.
 
-use crate::collective::{Elements, ElementsMut, Operation, Side};
+use super::operation::{Elements, ElementsMut, Operation};
+use crate::buffers::Side;
 use crate::communicator::SimpleCommunicator;
 use crate::communicator::{wait_for, CommInfo, Process, World};
 use crate::datatype::{BufferMut, Equivalence, ID_BYTE};

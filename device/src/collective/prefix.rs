@@ -21,8 +21,9 @@
 //!   (shared between them, as in all-reduce) and combine that prefix with
 //!   their own.
 
+use super::agreement::CELL_HEADER;
 use super::agreement::{checksum, Agreement, CHECK, COUNT, ROOT, TYPE};
-use super::{Elements, ElementsMut, Operation, CELL_HEADER};
+use super::operation::{Elements, ElementsMut, Operation};
 use crate::communicator::World;
 use crate::datatype::Equivalence;
 use crate::error::Error;
