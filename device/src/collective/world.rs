@@ -1,0 +1,762 @@
+//! The world's own collective algorithms: the block-wise barrier, the
+//! staged broadcast and the hierarchical (warp, block, grid) reduction
+//! described in [`crate::collective`], on the world's staging cells.
+
+use super::agreement::CELL_HEADER;
+use super::hardware;
+use super::operation::Operation;
+use crate::buffers::Side;
+use crate::communicator::wait_for;
+use crate::communicator::{Communicator, World};
+use crate::datatype::{BufferMut, Equivalence};
+use crate::error::{Error, ErrorClass};
+use crate::shim::{self, AtomicU32, Ordering};
+use crate::wait::{Call as WaitCall, WaitFor, STATE_RUNNING};
+
+/// Count word of a staged operand or partial result: the counts of the
+/// combined ranks disagreed.
+const COUNT_MISMATCH: u32 = u32::MAX;
+
+/// The block's shared scratch during the block phase of a world reduction
+/// ([`World::block_tree`]).
+#[repr(C)]
+struct BlockStage {
+    /// Each warp's count word: the count its cells agreed on, or
+    /// `COUNT_MISMATCH`.
+    counts: [u32; 32],
+    /// The warps' partial results, `k` elements per warp, when they fit.
+    partials: [u8; PARTIAL_BYTES],
+}
+
+/// Bytes of [`BlockStage::partials`].
+const PARTIAL_BYTES: usize = shim::SHARED_BLOCK_BYTES - 128;
+
+impl World {
+    /// The world barrier's arrival count and release word.
+    pub(super) fn grid_barrier(&self) -> (&AtomicU32, &AtomicU32) {
+        use crate::memory::GridBarrier;
+        let at = |field: usize| {
+            // SAFETY: inside the world barrier's record at the start of the
+            // barrier region, 4-byte aligned, accessed only atomically.
+            unsafe { shim::atomic_u32_at(self.base, self.layout.barrier + field) }
+        };
+        (
+            at(core::mem::offset_of!(GridBarrier, arrivals)),
+            at(core::mem::offset_of!(GridBarrier, released)),
+        )
+    }
+
+    /// Starts a staging round: the next half of the staging regions.
+    ///
+    /// Each round writes its half before the round's world barrier and reads
+    /// it after; a half is written again two rounds later, after the next
+    /// round's barrier, which no rank passes before every rank has finished
+    /// reading. So a round needs no closing barrier.
+    pub(super) fn begin_staging_round(&self) {
+        self.staging_round.set(self.staging_round.get().wrapping_add(1));
+    }
+
+    /// The half of the staging regions the current round uses.
+    pub(super) fn staging_half(&self) -> usize {
+        (self.staging_round.get() & 1) as usize
+    }
+
+    pub(super) fn rank_cell(&self, rank: u32) -> *mut u8 {
+        let l = &self.layout;
+        let half = self.staging_half() * l.ranks as usize * l.collective_bytes;
+        // SAFETY: inside the rank scratch region (two halves of `ranks` cells).
+        unsafe {
+            self.base
+                .add(l.rank_scratch + half + rank as usize * l.collective_bytes)
+        }
+    }
+
+    /// Rank `rank`'s cell in the staging round that begins next: written
+    /// before that round only by `rank` itself, to publish something its
+    /// first world barrier orders (the other half's readers finished before
+    /// the current round's barrier, which a rank between collectives has
+    /// passed).
+    pub(super) fn next_rank_cell(&self, rank: u32) -> *mut u8 {
+        let l = &self.layout;
+        let half = (1 - self.staging_half()) * l.ranks as usize * l.collective_bytes;
+        // SAFETY: inside the rank scratch region (two halves of `ranks` cells).
+        unsafe {
+            self.base
+                .add(l.rank_scratch + half + rank as usize * l.collective_bytes)
+        }
+    }
+
+    pub(super) fn block_cell(&self, block: u32) -> *mut u8 {
+        let l = &self.layout;
+        let half = self.staging_half() * l.blocks as usize * l.collective_bytes;
+        // SAFETY: inside the block scratch region (two halves of `blocks` cells).
+        unsafe {
+            self.base
+                .add(l.block_scratch + half + block as usize * l.collective_bytes)
+        }
+    }
+
+    pub(super) fn collective_bytes(&self) -> usize {
+        self.layout.collective_bytes
+    }
+
+    /// A block's flag word: set to the current barrier generation by a rank
+    /// of the block that found a count mismatch after a reduction round.
+    pub(super) fn block_flag(&self, block: u32) -> &AtomicU32 {
+        let off = self.layout.barrier
+            + crate::state::GRID_BARRIER_BYTES
+            + block as usize * crate::state::BARRIER_STRIDE
+            + core::mem::offset_of!(crate::memory::BarrierRecord, flag);
+        // SAFETY: inside the block's barrier record (64 bytes), aligned, atomic-only.
+        unsafe { shim::atomic_u32_at(self.base, off) }
+    }
+
+    /// The world barrier, recorded as `what` in the wait record.
+    ///
+    /// Block barrier; the block's first rank adds the block's arrival to
+    /// the one arrival count of the world ([`GridBarrier`](crate::memory::GridBarrier)),
+    /// and the arrival that completes the generation (the number of world
+    /// barriers so far, the same on every rank: generation `g` is complete
+    /// at `g × blocks` arrivals) stores `g` in the release word; each
+    /// block's first rank waits for the release word to reach `g`; block
+    /// barrier. One read-modify-write and one polled word per block, what
+    /// a CUDA grid barrier does: the thesis's single-writer counters (one
+    /// per block, every block reading every counter) put `blocks²` polls on
+    /// the memory system each round, 11.3 µs on an H100 against the native
+    /// 1.9 (docs/performance.md). The other ranks of a block wait in the
+    /// block barrier, which costs no memory traffic.
+    ///
+    /// It fails alike on every rank of a block. The opening block barrier
+    /// counts the ranks that came: a rank that returned from the kernel does
+    /// not hold a block barrier (PTX `exit`; the emulator does the same), so
+    /// a count short of the block means a rank that will never enter. Such a
+    /// block does not arrive (so the generation is never released and every
+    /// other block's barrier fails too) and waits, bounded, for nothing
+    /// ([`crate::wait::barrier_wait_forever`]).
+    /// The closing block barrier counts the ranks whose waits succeeded:
+    /// when the first rank's failed, its block-mates return `Aborted` as
+    /// well ([`crate::wait::barrier_failed`]), so no rank of the block goes
+    /// on into a collective's next step alone.
+    #[inline(always)]
+    pub(super) fn world_barrier(&self, what: WaitFor) -> Result<(), Error> {
+        self.record_wait(what);
+        let generation = self.barrier_generation.get().wrapping_add(1);
+        self.barrier_generation.set(generation);
+        let present = shim::block_barrier_count(true);
+        // This rank's failure as a `wait::barrier_word` (0: none), not a
+        // `Result`: it is held across the closing block barrier.
+        let mut failure: u64 = 0;
+        let blocks = self.layout.blocks;
+        if present != self.layout.block_dim {
+            failure = crate::wait::barrier_wait_forever(
+                self.base as u64,
+                self.rank,
+                what.operation,
+                what.peer,
+                what.tag,
+            );
+        } else if blocks > 1 && self.thread == 0 {
+            let (arrivals, released) = self.grid_barrier();
+            // The block's ranks' writes are ordered before this point by
+            // the block barrier; the fence makes them visible device-wide
+            // before we arrive.
+            shim::fence(Ordering::AcqRel);
+            // AcqRel: the release carries this block's writes to the arrival
+            // that completes the generation; the acquire takes every earlier
+            // arrival's (the arrivals are one release sequence).
+            let before = arrivals.fetch_add(1, Ordering::AcqRel);
+            if before.wrapping_add(1) == generation.wrapping_mul(blocks) {
+                // Release pairs with the Acquire loads below: it passes on
+                // every block's writes, which the arrival above acquired.
+                released.store(generation, Ordering::Release);
+            }
+            let r = wait_for(self, what, |_| {
+                // Acquire pairs with the Release store of the arrival that
+                // completed the generation.
+                let v = released.load(Ordering::Acquire);
+                (v.wrapping_sub(generation) as i32 >= 0).then_some(Ok(()))
+            });
+            match r {
+                Ok(()) => {
+                    // Orders what this rank acquired before its arrival at
+                    // the closing block barrier, through which the rest of
+                    // the block sees it.
+                    shim::fence(Ordering::AcqRel);
+                    // A finished wait marks the rank running; it still
+                    // waits for its block.
+                    self.record_wait(what);
+                }
+                Err(e) => failure = crate::wait::barrier_word(e),
+            }
+        }
+        let passed = shim::block_barrier_count(failure == 0);
+        self.record_state(STATE_RUNNING);
+        if failure != 0 || passed != present {
+            let word = crate::wait::barrier_failed(self.base as u64, self.rank, failure);
+            return Err(crate::wait::barrier_error(word, what));
+        }
+        Ok(())
+    }
+
+    /// Reduce (`root` given) or all-reduce of the `n` elements at `send`
+    /// into the `recv` elements (pointer and length) of the ranks that get
+    /// the result.
+    ///
+    /// `send` and `recv` may be the same buffer (in place): each round reads
+    /// its elements `lo..hi` of `send` when it stages them and writes the
+    /// same elements of `recv` after the round's combination, so no element
+    /// is read after it was written.
+    ///
+    /// Inlined into each call: the operands are copied here, and every
+    /// barrier and shuffle of a round is in [`reduce_step`], one copy that a
+    /// root and its warp-mates share. Passing `send` or `recv` to an
+    /// out-of-line function would put a scalar operand in local memory.
+    ///
+    /// # Safety
+    /// `send` valid for reads of `n` elements and `recv` for writes of its
+    /// length for the whole call; nothing else accesses them meanwhile.
+    #[inline(always)]
+    pub(super) unsafe fn reduce_impl<T, O>(
+        &self,
+        send: *const T,
+        n: usize,
+        mut recv: Option<(*mut T, usize)>,
+        root: Option<i32>,
+        op: &O,
+    ) -> Result<(), Error>
+    where
+        T: Equivalence,
+        O: Operation<T>,
+    {
+        // Same datatype and operation on every rank: every rank returns here
+        // alike, before any barrier.
+        op.check()?;
+        let size = core::mem::size_of::<T>();
+        let per_round = (self.collective_bytes() - CELL_HEADER) / size.max(1);
+        if per_round == 0 || core::mem::align_of::<T>() > CELL_HEADER {
+            return Err(Error::BufferTooLarge {
+                bytes: size as u32,
+                limit: (self.collective_bytes() - CELL_HEADER) as u32,
+            });
+        }
+        let what = match root {
+            Some(r) => WaitFor {
+                operation: WaitCall::Reduce,
+                peer: r,
+                tag: -1,
+            },
+            None => WaitFor {
+                operation: WaitCall::AllReduce,
+                peer: -2,
+                tag: -1,
+            },
+        };
+        let mut local_error = None;
+        if let Some(r) = root {
+            if self.check_rank(r).is_err() {
+                // Every rank sees the same bad root: return alike.
+                return Err(Error::InvalidRoot {
+                    root: r,
+                    size: self.size(),
+                });
+            }
+        }
+        if let Some((_, len)) = recv {
+            if len != n {
+                local_error = Some(Error::CountMismatch {
+                    count: len as u32,
+                    expected: n as u32,
+                });
+                recv = None;
+            }
+        }
+        let is_root = root.is_none_or(|r| r == self.rank());
+        let rounds = n.div_ceil(per_round).max(1);
+        let mut round = 0;
+        while round < rounds {
+            let lo = round * per_round;
+            let hi = (lo + per_round).min(n);
+            let reference = root.unwrap_or(0) as u32;
+            let k = hi - lo;
+            // SAFETY: `lo <= hi <= n` elements of `send` (the caller's contract).
+            self.stage_operands(unsafe { send.add(lo) }, k, n as u32);
+            // Reduce: the root's block combines the block results; all-reduce:
+            // every block does.
+            let combines = root.is_none_or(|r| r as u32 / self.layout.block_dim == self.block);
+            let generation = self.barrier_generation.get();
+            let word = reduce_step::<T, O>(
+                self.base,
+                self.rank,
+                self.thread,
+                self.block,
+                generation,
+                self.staging_round.get(),
+                k,
+                n as u32,
+                reference,
+                combines,
+                op,
+                what.operation,
+                what.peer,
+            );
+            // A step passes exactly one world barrier, failed or not.
+            self.barrier_generation.set(generation.wrapping_add(1));
+            if word != 0 {
+                return Err(step_error(word, n as u32, what));
+            }
+            // A rank that gets the result is in a block that combined.
+            if let Some((out, _)) = recv.filter(|_| is_root) {
+                let leader = self.block * self.layout.block_dim;
+                let cell = self.rank_cell(leader);
+                // SAFETY: the leader's cell holds k combined elements,
+                // published by the block tree's closing barrier; `out`
+                // holds `n >= hi` elements (checked above).
+                unsafe { shim::copy_bytes(out.add(lo) as *mut u8, cell.add(CELL_HEADER), k * size) };
+            }
+            round += 1;
+        }
+        if root.is_some() && recv.is_none() && is_root && local_error.is_none() {
+            local_error = Some(Error::InvalidRoot {
+                root: self.rank(),
+                size: self.size(),
+            });
+        }
+        match local_error {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// One round: stage `part`, combine inside the block, stage the block's
+    /// result, meet at the barrier. `Ok(Err(expected))` when the ranks passed
+    /// different counts (every rank reads the same answer), with the count
+    /// that rank `reference` (the root, or rank 0) passed.
+    #[inline(always)]
+    pub(super) fn reduce_round<T: Equivalence, O: Operation<T>>(
+        &self,
+        part: *const T,
+        k: usize,
+        count: u32,
+        reference: u32,
+        op: &O,
+        what: WaitFor,
+    ) -> Result<Result<(), u32>, Error> {
+        self.stage_operands(part, k, count);
+        self.reduce_staged::<T, O>(k, count, reference, op, what)
+    }
+
+    /// Opens a staging round and copies the `k` elements at `part` into this
+    /// rank's cell, with `count` in both count words.
+    #[inline(always)]
+    pub(super) fn stage_operands<T: Equivalence>(&self, part: *const T, k: usize, count: u32) {
+        let bytes = k * core::mem::size_of::<T>();
+        self.begin_staging_round();
+        let cell = self.rank_cell(self.rank);
+        // SAFETY: our own cell: combined-count word, own-count word, then
+        // `per_round >= k` elements (checked by the caller); no other rank
+        // touches it before the block barrier of the round. `part` holds `k`
+        // readable elements (the caller's contract).
+        unsafe {
+            core::ptr::write(cell as *mut u32, count);
+            core::ptr::write(cell.add(4) as *mut u32, count);
+            shim::copy_bytes(cell.add(CELL_HEADER), part as *const u8, bytes);
+        }
+    }
+
+    /// The rest of [`World::reduce_round`], once the operands are staged.
+    #[inline(always)]
+    pub(super) fn reduce_staged<T: Equivalence, O: Operation<T>>(
+        &self,
+        k: usize,
+        count: u32,
+        reference: u32,
+        op: &O,
+        what: WaitFor,
+    ) -> Result<Result<(), u32>, Error> {
+        let bytes = k * core::mem::size_of::<T>();
+        let cell = self.rank_cell(self.rank);
+        self.record_wait(what);
+        self.block_tree(self.layout.block_dim, k, op);
+        if self.thread == 0 {
+            // SAFETY: the leader's cell holds the block's result (published by
+            // the block tree's closing barrier); the block's cell is written
+            // only by its leader.
+            unsafe { shim::copy_bytes(self.block_cell(self.block), cell, CELL_HEADER + bytes) };
+        }
+        self.world_barrier(what)?;
+        // The block's ranks share the check of the block results' count words.
+        let mut mismatch = false;
+        let mut block = self.thread;
+        while block < self.layout.blocks {
+            // SAFETY: block cells were written before the barrier; this half is
+            // written again only after the next round's barrier
+            // (`begin_staging_round`).
+            if unsafe { core::ptr::read(self.block_cell(block) as *const u32) } != count {
+                mismatch = true;
+                break;
+            }
+            block += self.layout.block_dim;
+        }
+        let flag = self.block_flag(self.block);
+        // The generation of the barrier just passed names this round; no
+        // reset is needed between rounds.
+        let generation = self.barrier_generation.get();
+        if mismatch {
+            // Relaxed: read only by this block's ranks, after the block barrier
+            // below, which orders memory among them.
+            flag.store(generation, Ordering::Relaxed);
+        }
+        shim::block_barrier();
+        // Relaxed: see the store above.
+        if flag.load(Ordering::Relaxed) == generation {
+            // SAFETY: the reference rank's own-count word was written before
+            // the barrier; this half is restaged only after the next round's
+            // barrier.
+            let expected = unsafe { core::ptr::read(self.rank_cell(reference).add(4) as *const u32) };
+            return Ok(Err(expected));
+        }
+        Ok(Ok(()))
+    }
+
+    /// Combines the data of the cells of this block's first `active` ranks
+    /// (`k` elements each) into the cell of the block's first rank, in rank
+    /// order, with the block's hardware: a shuffle tree per warp
+    /// ([`hardware::warp_fold`]: lower lanes on the left), the warps'
+    /// partials in the block's shared scratch ([`BlockStage`]; when `warps ×
+    /// k` elements do not fit there, in the cell of each warp's first rank),
+    /// and a shuffle tree of the partials in warp 0. Three block barriers
+    /// whatever the block size; the thesis's tree of neighbours in global
+    /// memory took `log2(active) + 1`, a memory round trip after each. A
+    /// cell whose count word differs from the first cell's (inside a warp,
+    /// or between warps) makes the result's count word `COUNT_MISMATCH`.
+    /// Every rank of the block calls it.
+    ///
+    /// The barriers and shuffles are in one out-of-line copy
+    /// ([`block_tree_at`]), called with this world's scalars.
+    #[inline(always)]
+    pub(super) fn block_tree<T: Equivalence, O: Operation<T>>(&self, active: u32, k: usize, op: &O) {
+        block_tree_at::<T, O>(
+            self.base,
+            self.rank,
+            self.thread,
+            self.block,
+            self.staging_round.get(),
+            active,
+            k,
+            op,
+        );
+    }
+
+    /// The body of [`World::block_tree`].
+    #[inline(always)]
+    pub(super) fn block_tree_body<T: Equivalence, O: Operation<T>>(&self, active: u32, k: usize, op: &O) {
+        // Also orders the shared scratch: the ranks' previous collective (a
+        // block communicator's) may read it until every rank has come here.
+        // A block short of a rank that returned (no shuffle may name it) skips
+        // the combination; the world barrier that follows fails it.
+        let whole = shim::block_barrier_count(true) == self.layout.block_dim;
+        let lane = self.thread % 32;
+        let warp = self.thread / 32;
+        let warps = active.div_ceil(32);
+        let size = core::mem::size_of::<T>();
+        let stage = shim::shared_block::<{ core::mem::size_of::<BlockStage>() }>() as *mut BlockStage;
+        // SAFETY: the stage's fields, inside the shared scratch.
+        let (counts, shared) = unsafe {
+            (
+                core::ptr::addr_of_mut!((*stage).counts) as *mut u32,
+                core::ptr::addr_of_mut!((*stage).partials) as *mut u8,
+            )
+        };
+        // Where warp `w`'s partial `i` lives: `base + w × stride + i × size`.
+        let (base, stride) = if warps as usize * k * size <= PARTIAL_BYTES {
+            (shared, k * size)
+        } else {
+            // SAFETY: the data area of the block's first cell; cells of the
+            // warps' first ranks are `32 × collective_bytes` apart.
+            let first = unsafe {
+                self.rank_cell(self.block * self.layout.block_dim)
+                    .add(CELL_HEADER)
+            };
+            (first, 32 * self.collective_bytes())
+        };
+        let mask = shim::warp_mask();
+        if whole && warp < warps {
+            let n = (active - 32 * warp).min(32);
+            let cell = self.rank_cell(self.rank);
+            // SAFETY: our own cell, staged by this rank (a lane past `n`
+            // reads its stale cell, which no lane combines).
+            let c = unsafe { core::ptr::read(cell as *const u32) };
+            let first = shim::shfl_sync(mask, c, 0);
+            let differs = shim::vote_any_sync(mask, lane < n && c != first);
+            if lane == 0 {
+                // SAFETY: this warp's count word of the stage.
+                unsafe {
+                    counts
+                        .add(warp as usize)
+                        .write(if differs { COUNT_MISMATCH } else { c })
+                };
+            }
+            if !differs {
+                // Equal count words: the same `k` on every lane of the warp.
+                for i in 0..k {
+                    // SAFETY: element `i < k <= per_round` of our own cell.
+                    let x = unsafe { core::ptr::read((cell.add(CELL_HEADER) as *const T).add(i)) };
+                    let x = hardware::warp_fold(mask, lane, n, x, op);
+                    if lane == 0 {
+                        // SAFETY: partial `i` of this warp, inside the stage
+                        // (`warps × k` elements fit) or in this rank's own cell,
+                        // whose element `i` it read above.
+                        unsafe { core::ptr::write(base.add(warp as usize * stride + i * size) as *mut T, x) };
+                    }
+                }
+            }
+        }
+        shim::block_barrier();
+        if whole && warp == 0 {
+            let result = self.rank_cell(self.rank);
+            // SAFETY: the warps' count words, written before the barrier.
+            let (c0, c) = unsafe { (counts.read(), counts.add(lane.min(warps - 1) as usize).read()) };
+            if shim::vote_any_sync(mask, c != c0) || c0 == COUNT_MISMATCH {
+                if lane == 0 {
+                    // SAFETY: the block's first cell is this rank's own.
+                    unsafe { core::ptr::write(result as *mut u32, COUNT_MISMATCH) };
+                }
+            } else {
+                for i in 0..k {
+                    let from = lane.min(warps - 1) as usize;
+                    // SAFETY: partial `i` of warp `from`, written before the
+                    // barrier.
+                    let y = unsafe { core::ptr::read(base.add(from * stride + i * size) as *const T) };
+                    let y = hardware::warp_fold(mask, lane, warps, y, op);
+                    if lane == 0 {
+                        // SAFETY: element `i` of the block's first cell (our
+                        // own); where the partials live there, every lane read
+                        // element `i` before the shuffles that produced `y`.
+                        unsafe { core::ptr::write((result.add(CELL_HEADER) as *mut T).add(i), y) };
+                    }
+                }
+                if lane == 0 {
+                    // SAFETY: as above.
+                    unsafe { core::ptr::write(result as *mut u32, c0) };
+                }
+            }
+        }
+        shim::block_barrier();
+    }
+
+    /// Combines the staged results of blocks `0..blocks` (`k` elements
+    /// each, counts already checked equal to `count`; `blocks >= 1`) in block
+    /// order into the cell of this block's first rank. Every rank of the block calls it: rank `t` folds a
+    /// contiguous run of blocks into its own cell, then a block tree combines
+    /// the runs, so the order is block order and the critical path is a few
+    /// memory round trips instead of one per block.
+    pub(super) fn combine_blocks<T: Equivalence, O: Operation<T>>(
+        &self,
+        blocks: u32,
+        k: usize,
+        count: u32,
+        op: &O,
+    ) {
+        let per_rank = blocks.div_ceil(self.layout.block_dim);
+        let active = blocks.div_ceil(per_rank);
+        if self.thread < active {
+            let first = self.thread * per_rank;
+            let end = (first + per_rank).min(blocks);
+            let cell = self.rank_cell(self.rank);
+            let data = |b: u32| -> *const T {
+                // SAFETY: the data area of a block cell, inside the block scratch.
+                unsafe { self.block_cell(b).add(CELL_HEADER) as *const T }
+            };
+            // SAFETY: the block cells hold `k` staged elements each (counts
+            // checked), published by the round's barrier and not written again
+            // before the next round's; our own cell is free after the block
+            // tree (its result went to the block cell) and holds
+            // `per_round >= k` elements.
+            unsafe {
+                core::ptr::write(cell as *mut u32, count);
+                let out = cell.add(CELL_HEADER) as *mut T;
+                for i in 0..k {
+                    let mut acc = core::ptr::read(data(first).add(i));
+                    for b in first + 1..end {
+                        acc = op.apply(&acc, &core::ptr::read(data(b).add(i)));
+                    }
+                    core::ptr::write(out.add(i), acc);
+                }
+            }
+        }
+        self.block_tree(active, k, op);
+    }
+
+    // Not inlined: a root and its warp-mates reach this through different
+    // API calls, and must meet at one copy of its barriers and shuffles
+    // (docs/gpu.md, "GPU runs", 2026-11-24: two inlined copies hung).
+    #[inline(never)]
+    pub(super) fn broadcast_impl<B: BufferMut + ?Sized>(&self, root: i32, buf: &mut B) -> Result<(), Error> {
+        if self.check_rank(root).is_err() {
+            return Err(Error::InvalidRoot {
+                root,
+                size: self.size(),
+            });
+        }
+        let datatype = buf.datatype();
+        let (side, len) = Side::of_mut(buf);
+        let mut walked = true;
+        let what = WaitFor {
+            operation: WaitCall::Broadcast,
+            peer: root,
+            tag: -1,
+        };
+        let capacity = self.collective_bytes() - CELL_HEADER;
+        let is_root = root == self.rank();
+        let mut offset = 0usize;
+        let mut local_error = None;
+        loop {
+            self.begin_staging_round();
+            let area = self.broadcast_area();
+            if is_root {
+                let n = len.saturating_sub(offset).min(capacity);
+                // SAFETY: only the root writes the area; this half was last
+                // read in the round before the last one, which every rank
+                // finished before passing the last round's barrier.
+                unsafe {
+                    core::ptr::write(area as *mut u32, len as u32);
+                    core::ptr::write(area.add(4) as *mut u32, datatype.id);
+                    walked &= side.read(offset, area.add(CELL_HEADER), n);
+                }
+            }
+            self.world_barrier(what)?;
+            // SAFETY: published by the barrier; nobody writes this half until
+            // after the next round's barrier.
+            let (total, id) = unsafe {
+                (
+                    core::ptr::read(area as *const u32) as usize,
+                    core::ptr::read(area.add(4) as *const u32),
+                )
+            };
+            if !is_root && local_error.is_none() {
+                let status = crate::status::Status {
+                    source: root,
+                    tag: -1,
+                    bytes: total as u32,
+                    datatype: id,
+                };
+                if id != datatype.id && datatype.id != crate::datatype::ID_BYTE {
+                    local_error = Some(Error::TypeMismatch {
+                        status,
+                        expected: datatype.id,
+                    });
+                } else if total != len {
+                    local_error = Some(Error::CountMismatch {
+                        count: (len / datatype.size.max(1) as usize) as u32,
+                        expected: (total / datatype.size.max(1) as usize) as u32,
+                    });
+                }
+            }
+            if !is_root && !matches!(local_error, Some(Error::TypeMismatch { .. })) {
+                let n = total.min(len).saturating_sub(offset).min(capacity);
+                // SAFETY: as above; `offset + n <= len`.
+                walked &= unsafe { side.write(offset, area.add(CELL_HEADER), n) };
+            }
+            offset += capacity;
+            if offset >= total {
+                break;
+            }
+        }
+        match local_error {
+            Some(e) => Err(e),
+            None if !walked => Err(Error::Intern),
+            None => Ok(()),
+        }
+    }
+
+    pub(super) fn broadcast_area(&self) -> *mut u8 {
+        let half = self.staging_half() * self.layout.collective_bytes;
+        // SAFETY: the broadcast region (two halves) lies inside the world memory.
+        unsafe { self.base.add(self.layout.broadcast + half) }
+    }
+}
+
+/// One round of [`World::reduce_impl`] after this rank staged its
+/// operands ([`World::stage_operands`]): the block tree, the world barrier,
+/// the count check and, where `combines`, the combination of the block
+/// results into the cell of the block's first rank. Returns 0, or the
+/// failure as a word for [`step_error`]. The world is passed as
+/// [`World::from_parts`]' scalars and the result as a word, so that the
+/// caller keeps nothing in local memory for the call.
+// Not inlined: a root and its warp-mates reach this through different API
+// calls, and must meet at one copy of its barriers and shuffles
+// (docs/gpu.md, "GPU runs", 2026-11-24: two inlined copies hung).
+#[inline(never)]
+#[allow(clippy::too_many_arguments)] // scalars, to stay in registers (above)
+fn reduce_step<T: Equivalence, O: Operation<T>>(
+    base: *mut u8,
+    rank: u32,
+    thread: u32,
+    block: u32,
+    generation: u32,
+    staging: u32,
+    k: usize,
+    count: u32,
+    reference: u32,
+    combines: bool,
+    op: &O,
+    operation: WaitCall,
+    peer: i32,
+) -> u64 {
+    // SAFETY: the scalars of the caller's attached world.
+    let w = unsafe { World::from_parts(base, rank, thread, block, generation, staging) };
+    let what = WaitFor {
+        operation,
+        peer,
+        tag: -1,
+    };
+    match w.reduce_staged::<T, O>(k, count, reference, op, what) {
+        Err(e) => crate::wait::barrier_word(e),
+        Ok(Err(expected)) => (u64::from(expected) << 32) | ErrorClass::Count as u64,
+        Ok(Ok(())) => {
+            if combines {
+                w.combine_blocks(w.layout.blocks, k, count, op);
+            }
+            0
+        }
+    }
+}
+
+/// The error of a non-zero [`reduce_step`] word of a reduction of `count`
+/// elements per rank that waited as `what`: a count mismatch (every rank
+/// read the same block counts, so all stop here) with the reference rank's
+/// count in the high half, or the world barrier's failure.
+#[inline(always)]
+fn step_error(word: u64, count: u32, what: WaitFor) -> Error {
+    if word as u32 == ErrorClass::Count as u32 {
+        Error::CountMismatch {
+            count,
+            expected: (word >> 32) as u32,
+        }
+    } else {
+        crate::wait::barrier_error(word, what)
+    }
+}
+
+/// [`World::block_tree`] out of line, on the world rebuilt from its scalars
+/// ([`World::from_parts`]; the tree passes no world barrier, so the
+/// generation does not matter here).
+// Not inlined: a root and its warp-mates reach this through different API
+// calls, and must meet at one copy of its barriers and shuffles
+// (docs/gpu.md, "GPU runs", 2026-11-24: two inlined copies hung).
+#[inline(never)]
+#[allow(clippy::too_many_arguments)] // scalars, to stay in registers (above)
+fn block_tree_at<T: Equivalence, O: Operation<T>>(
+    base: *mut u8,
+    rank: u32,
+    thread: u32,
+    block: u32,
+    staging: u32,
+    active: u32,
+    k: usize,
+    op: &O,
+) {
+    // SAFETY: the scalars of the caller's attached world.
+    let w = unsafe { World::from_parts(base, rank, thread, block, 0, staging) };
+    w.block_tree_body::<T, O>(active, k, op);
+}
