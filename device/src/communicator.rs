@@ -245,6 +245,10 @@ pub trait Communicator {
     #[doc(hidden)]
     #[allow(private_interfaces)]
     fn view(&self) -> CommView<'_>;
+    /// Which collective algorithms this communicator takes.
+    #[doc(hidden)]
+    #[allow(private_interfaces)]
+    fn route(&self) -> Route<'_>;
 
     /// `MPI_Comm_compare` (local): identical (the same communicator),
     /// congruent (same ranks, same order, other context), similar (same
@@ -288,6 +292,11 @@ impl<C: Communicator + ?Sized> Communicator for &C {
     fn view(&self) -> CommView<'_> {
         (**self).view()
     }
+    #[allow(private_interfaces)]
+    #[inline(always)]
+    fn route(&self) -> Route<'_> {
+        (**self).route()
+    }
 }
 
 impl Communicator for World {
@@ -320,6 +329,11 @@ impl Communicator for World {
     #[allow(private_interfaces)]
     fn view(&self) -> CommView<'_> {
         CommView::of(self, CommInfo::WORLD)
+    }
+    #[allow(private_interfaces)]
+    #[inline(always)]
+    fn route(&self) -> Route<'_> {
+        Route::World(self)
     }
 }
 
@@ -451,6 +465,20 @@ pub(crate) fn wait_for<T>(
     wait_core(&world.core(), what, poll)
 }
 
+impl World {
+    /// Runs world collective `call` (root `root`, -2 for none) as `f`,
+    /// traced as a span (as [`CommView::traced`] for the others).
+    #[inline(always)]
+    pub(crate) fn traced(
+        &self,
+        call: Call,
+        root: i32,
+        f: impl FnOnce() -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        trace::Span::enter(&self.core(), call as u32, root).leave(f())
+    }
+}
+
 /// One rank's view of a communicator for the general algorithms.
 #[derive(Clone, Copy)]
 pub(crate) struct CommView<'a> {
@@ -460,6 +488,23 @@ pub(crate) struct CommView<'a> {
     pub(crate) rank: u32,
     /// The communicator's size.
     pub(crate) size: u32,
+}
+
+/// Which algorithms a collective call on a communicator takes
+/// (`collective/api.rs` matches on it once per call, each arm with its
+/// own closure, so that the other arm folds away). Each handle type
+/// gives its own ([`Communicator::route`]), so the choice is made by the
+/// type at compile time and a kernel carries only the algorithms of the
+/// communicators it uses.
+#[derive(Clone, Copy)]
+pub(crate) enum Route<'a> {
+    /// The world's own: the staging cells and the grid barrier
+    /// (`collective/world.rs`, `exchange.rs`, `prefix.rs`).
+    World(&'a World),
+    /// A communicator made from the world: the hardware path of a whole
+    /// block or warp where the call has one (`collective/hardware.rs`),
+    /// else the message algorithms (`collective/general.rs`).
+    Sub(CommView<'a>),
 }
 
 /// The colour of a split (`MPI_Comm_split`'s `color`): ranks passing the
@@ -575,6 +620,11 @@ impl Communicator for SimpleCommunicator<'_> {
             rank: self.rank,
             size: self.info.size,
         }
+    }
+    #[allow(private_interfaces)]
+    #[inline(always)]
+    fn route(&self) -> Route<'_> {
+        Route::Sub(self.view())
     }
 }
 

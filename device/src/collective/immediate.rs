@@ -46,7 +46,7 @@
 //! consumption counters, the top's last consumer adding one to the slot's.
 //!
 //! # Sub-communicators: one level
-//! On a [`SimpleCommunicator`] (a world launched with
+//! On a [`SimpleCommunicator`](crate::SimpleCommunicator) (a world launched with
 //! [`FLAG_IMMEDIATE_COMMUNICATORS`](crate::state::FLAG_IMMEDIATE_COMMUNICATORS),
 //! `WorldSpec::immediate_on_communicators` on the host), the same protocol
 //! runs on the communicator's context with one level: each context has,
@@ -112,8 +112,7 @@
 
 use super::operation::{Elements, ElementsMut, Operation};
 use crate::buffers::Side;
-use crate::communicator::SimpleCommunicator;
-use crate::communicator::{wait_for, CommInfo, Process, World};
+use crate::communicator::{wait_for, CommInfo, Communicator, Process, World};
 use crate::datatype::{BufferMut, Equivalence, ID_BYTE};
 use crate::error::{Error, ErrorClass};
 use crate::request::{Request, Scope};
@@ -480,62 +479,6 @@ fn plain<T>(s: &[T]) -> (Side, usize) {
     (Side::Plain(s.as_ptr() as *mut u8), core::mem::size_of_val(s))
 }
 
-impl World {
-    /// Starts a barrier (`MPI_Ibarrier`): the request completes once every
-    /// rank has started it.
-    ///
-    /// Standard section: MPI 4.1 §6.12.1.
-    pub fn immediate_barrier<'a, 's>(&'a self, scope: &'s Scope<'a>) -> Result<Request<'a, 's>, Error> {
-        barrier(self, Space::world(self), scope)
-    }
-
-    /// Starts an all-reduce (`MPI_Iallreduce`): every rank's `recv` gets
-    /// `send[0] op send[1] op ...` in rank order when its request completes.
-    /// `send` is copied as the call starts (it may be reused at once).
-    ///
-    /// Standard section: MPI 4.1 §6.12.8.
-    pub fn immediate_all_reduce_into<'a, 's, T, S, R, O>(
-        &'a self,
-        scope: &'s Scope<'a>,
-        send: &S,
-        recv: &'a mut R,
-        op: O,
-    ) -> Result<Request<'a, 's>, Error>
-    where
-        T: Equivalence,
-        S: Elements<T> + ?Sized,
-        R: ElementsMut<T> + ?Sized,
-        O: Operation<T>,
-    {
-        let send = send.elements();
-        let recv = recv.elements_mut();
-        let error = reduction(&op, send, Some(recv.len()));
-        let out = Side::Plain(recv.as_mut_ptr() as *mut u8);
-        all_reduce(self, Space::world(self), scope, send, out, error, &op)
-    }
-
-    /// `MPI_Iallreduce` with `MPI_IN_PLACE`: `buf` is this rank's operand
-    /// (copied as the call starts) and receives the result.
-    ///
-    /// Standard section: MPI 4.1 §6.12.8.
-    pub fn immediate_all_reduce_in_place<'a, 's, T, R, O>(
-        &'a self,
-        scope: &'s Scope<'a>,
-        buf: &'a mut R,
-        op: O,
-    ) -> Result<Request<'a, 's>, Error>
-    where
-        T: Equivalence,
-        R: ElementsMut<T> + ?Sized,
-        O: Operation<T>,
-    {
-        let buf = buf.elements_mut();
-        let error = reduction(&op, buf, None);
-        let out = Side::Plain(buf.as_mut_ptr() as *mut u8);
-        all_reduce(self, Space::world(self), scope, buf, out, error, &op)
-    }
-}
-
 fn barrier<'a, 's>(w: &'a World, sp: Space, scope: &'s Scope<'a>) -> Result<Request<'a, 's>, Error> {
     start(
         w,
@@ -600,84 +543,27 @@ fn space(w: &World, comm: CommInfo) -> Result<Space, Error> {
     })
 }
 
-impl<'w> SimpleCommunicator<'w> {
-    /// Starts a barrier of this communicator (`MPI_Ibarrier`), as
-    /// [`World::immediate_barrier`]. Needs the world's state for
-    /// non-blocking collectives on communicators
-    /// ([`FLAG_IMMEDIATE_COMMUNICATORS`](crate::state::FLAG_IMMEDIATE_COMMUNICATORS));
-    /// without it, `MPI_ERR_COMM` ([`Error::ImmediateOnSubCommunicator`])
-    /// at once.
-    ///
-    /// Standard section: MPI 4.1 §6.12.1.
-    pub fn immediate_barrier<'a, 's>(&self, scope: &'s Scope<'a>) -> Result<Request<'a, 's>, Error>
-    where
-        'w: 'a,
-    {
-        barrier(self.world, space(self.world, self.info)?, scope)
-    }
-
-    /// Starts an all-reduce of this communicator (`MPI_Iallreduce`), as
-    /// [`World::immediate_all_reduce_into`]: operands combined in the
-    /// communicator's rank order.
-    ///
-    /// Standard section: MPI 4.1 §6.12.8.
-    pub fn immediate_all_reduce_into<'a, 's, T, S, R, O>(
-        &self,
-        scope: &'s Scope<'a>,
-        send: &S,
-        recv: &'a mut R,
-        op: O,
-    ) -> Result<Request<'a, 's>, Error>
-    where
-        'w: 'a,
-        T: Equivalence,
-        S: Elements<T> + ?Sized,
-        R: ElementsMut<T> + ?Sized,
-        O: Operation<T>,
-    {
-        let sp = space(self.world, self.info)?;
-        let send = send.elements();
-        let recv = recv.elements_mut();
-        let error = reduction(&op, send, Some(recv.len()));
-        let out = Side::Plain(recv.as_mut_ptr() as *mut u8);
-        all_reduce(self.world, sp, scope, send, out, error, &op)
-    }
-
-    /// `MPI_Iallreduce` with `MPI_IN_PLACE` on this communicator, as
-    /// [`World::immediate_all_reduce_in_place`].
-    ///
-    /// Standard section: MPI 4.1 §6.12.8.
-    pub fn immediate_all_reduce_in_place<'a, 's, T, R, O>(
-        &self,
-        scope: &'s Scope<'a>,
-        buf: &'a mut R,
-        op: O,
-    ) -> Result<Request<'a, 's>, Error>
-    where
-        'w: 'a,
-        T: Equivalence,
-        R: ElementsMut<T> + ?Sized,
-        O: Operation<T>,
-    {
-        let sp = space(self.world, self.info)?;
-        let buf = buf.elements_mut();
-        let error = reduction(&op, buf, None);
-        let out = Side::Plain(buf.as_mut_ptr() as *mut u8);
-        all_reduce(self.world, sp, scope, buf, out, error, &op)
-    }
-}
-
 /// The non-blocking barrier and all-reduce of a communicator (MPI 4.1
-/// §6.12), on the world and on a [`SimpleCommunicator`] alike, for code
-/// generic over both (the calls are also inherent methods of each; the
-/// rooted ones are on [`Process`]).
-pub trait ImmediateCollectives {
-    /// Starts a barrier (`MPI_Ibarrier`).
+/// §6.12), on the world and on a [`SimpleCommunicator`](crate::SimpleCommunicator) alike; the rooted
+/// ones are on the root's [`Process`]. On a [`SimpleCommunicator`](crate::SimpleCommunicator) they need
+/// the world's state for non-blocking collectives on communicators
+/// ([`FLAG_IMMEDIATE_COMMUNICATORS`](crate::state::FLAG_IMMEDIATE_COMMUNICATORS));
+/// without it, `MPI_ERR_COMM` ([`Error::ImmediateOnSubCommunicator`]) at
+/// once.
+pub trait ImmediateCollectives: Communicator {
+    /// Starts a barrier (`MPI_Ibarrier`): the request completes once every
+    /// rank has started it.
     ///
     /// Standard section: MPI 4.1 §6.12.1.
-    fn immediate_barrier<'a, 's>(&'a self, scope: &'s Scope<'a>) -> Result<Request<'a, 's>, Error>;
+    fn immediate_barrier<'a, 's>(&'a self, scope: &'s Scope<'a>) -> Result<Request<'a, 's>, Error> {
+        let v = self.view();
+        barrier(v.world, space(v.world, v.comm)?, scope)
+    }
 
-    /// Starts an all-reduce (`MPI_Iallreduce`) into `recv`.
+    /// Starts an all-reduce (`MPI_Iallreduce`): every rank's `recv` gets
+    /// `send[0] op send[1] op ...` in the communicator's rank order when its
+    /// request completes. `send` is copied as the call starts (it may be
+    /// reused at once).
     ///
     /// Standard section: MPI 4.1 §6.12.8.
     fn immediate_all_reduce_into<'a, 's, T, S, R, O>(
@@ -691,9 +577,19 @@ pub trait ImmediateCollectives {
         T: Equivalence,
         S: Elements<T> + ?Sized,
         R: ElementsMut<T> + ?Sized,
-        O: Operation<T>;
+        O: Operation<T>,
+    {
+        let v = self.view();
+        let sp = space(v.world, v.comm)?;
+        let send = send.elements();
+        let recv = recv.elements_mut();
+        let error = reduction(&op, send, Some(recv.len()));
+        let out = Side::Plain(recv.as_mut_ptr() as *mut u8);
+        all_reduce(v.world, sp, scope, send, out, error, &op)
+    }
 
-    /// Starts an all-reduce (`MPI_Iallreduce`) with `MPI_IN_PLACE`.
+    /// `MPI_Iallreduce` with `MPI_IN_PLACE`: `buf` is this rank's operand
+    /// (copied as the call starts) and receives the result.
     ///
     /// Standard section: MPI 4.1 §6.12.8.
     fn immediate_all_reduce_in_place<'a, 's, T, R, O>(
@@ -705,53 +601,19 @@ pub trait ImmediateCollectives {
     where
         T: Equivalence,
         R: ElementsMut<T> + ?Sized,
-        O: Operation<T>;
+        O: Operation<T>,
+    {
+        let v = self.view();
+        let sp = space(v.world, v.comm)?;
+        let buf = buf.elements_mut();
+        let error = reduction(&op, buf, None);
+        let out = Side::Plain(buf.as_mut_ptr() as *mut u8);
+        all_reduce(v.world, sp, scope, buf, out, error, &op)
+    }
 }
 
-/// Implements [`ImmediateCollectives`] for a type by its inherent methods
-/// of the same names (inherent methods come first in `<$ty>::` paths).
-macro_rules! immediate_collectives_by_inherent {
-    ($ty:ty $(, $lt:lifetime)?) => {
-        impl$(<$lt>)? ImmediateCollectives for $ty {
-            fn immediate_barrier<'a, 's>(&'a self, scope: &'s Scope<'a>) -> Result<Request<'a, 's>, Error> {
-                <$ty>::immediate_barrier(self, scope)
-            }
-
-            fn immediate_all_reduce_into<'a, 's, T, S, R, O>(
-                &'a self,
-                scope: &'s Scope<'a>,
-                send: &S,
-                recv: &'a mut R,
-                op: O,
-            ) -> Result<Request<'a, 's>, Error>
-            where
-                T: Equivalence,
-                S: Elements<T> + ?Sized,
-                R: ElementsMut<T> + ?Sized,
-                O: Operation<T>,
-            {
-                <$ty>::immediate_all_reduce_into(self, scope, send, recv, op)
-            }
-
-            fn immediate_all_reduce_in_place<'a, 's, T, R, O>(
-                &'a self,
-                scope: &'s Scope<'a>,
-                buf: &'a mut R,
-                op: O,
-            ) -> Result<Request<'a, 's>, Error>
-            where
-                T: Equivalence,
-                R: ElementsMut<T> + ?Sized,
-                O: Operation<T>,
-            {
-                <$ty>::immediate_all_reduce_in_place(self, scope, buf, op)
-            }
-        }
-    };
-}
-
-immediate_collectives_by_inherent!(World);
-immediate_collectives_by_inherent!(SimpleCommunicator<'w>, 'w);
+/// Every communicator has them (a reference to one too).
+impl<C: Communicator + ?Sized> ImmediateCollectives for C {}
 
 impl<'w> Process<'w> {
     /// The space of the collective, the root's rank and its error (out of
