@@ -46,7 +46,7 @@ use crate::spec::{Residency, WorldSpec};
 use crate::trace::Trace;
 use bytemuck::Pod;
 use cudarc::driver::{sys, DriverError};
-use driver::{cu, Context, DeviceMemory, PinnedMemory};
+use driver::{Context, DeviceMemory, Event, Function, Module, PinnedMemory, Stream};
 use gpu_mpi_device::state::{Layout, ABORT_OFFSET, HEADER_BYTES};
 use gpu_mpi_device::{Kernel, WorldConfig};
 use plan::{DeviceLimits, ImageKind, ImageSet, KernelImage, KernelOccupancy, KernelResources};
@@ -263,32 +263,27 @@ impl CudaBuffer {
     }
 }
 
-/// A kernel of the loaded module.
+/// A kernel of the loaded module and what it uses.
 #[derive(Clone, Copy)]
-struct Function {
-    raw: sys::CUfunction,
+struct LoadedKernel {
+    function: Function,
     resources: KernelResources,
 }
 
-/// The driver objects of an open device, used under one lock.
+/// The driver objects of an open device, used under one lock (fields drop
+/// in order: the functions' module last).
 struct Inner {
-    module: sys::CUmodule,
-    /// Every copy and launch (non-blocking: it does not wait for, or hold up,
-    /// other streams).
-    stream: sys::CUstream,
+    /// Every copy and launch.
+    stream: Stream,
     /// Reads the abort word while a kernel runs on `stream`.
-    probe_stream: sys::CUstream,
-    start: sys::CUevent,
-    stop: sys::CUevent,
+    probe_stream: Stream,
+    start: Event,
+    stop: Event,
     probe_word: PinnedMemory,
-    functions: HashMap<String, Function>,
+    functions: HashMap<String, LoadedKernel>,
     occupancy: HashMap<(String, u32), KernelOccupancy>,
+    module: Module,
 }
-
-// SAFETY: the module, stream, event and function handles are driver handles
-// that any thread may use while their context is current; `Inner` lives
-// behind a mutex and every user binds the context first.
-unsafe impl Send for Inner {}
 
 /// An NVIDIA GPU.
 pub struct CudaDevice {
@@ -307,25 +302,6 @@ impl fmt::Debug for CudaDevice {
             .field("options", &self.options)
             .field("kernels", &self.entries.len())
             .finish()
-    }
-}
-
-impl Drop for CudaDevice {
-    fn drop(&mut self) {
-        if self.ctx.bind().is_err() {
-            return;
-        }
-        let inner = self.inner.get_mut().unwrap_or_else(|e| e.into_inner());
-        // SAFETY: the context is current; every handle was created in it by
-        // `open_with`, is destroyed once, here, and no launch is running
-        // (launches wait for their kernel, and `&mut self` excludes callers).
-        unsafe {
-            let _ = sys::cuEventDestroy_v2(inner.start);
-            let _ = sys::cuEventDestroy_v2(inner.stop);
-            let _ = sys::cuStreamDestroy_v2(inner.stream);
-            let _ = sys::cuStreamDestroy_v2(inner.probe_stream);
-            let _ = sys::cuModuleUnload(inner.module);
-        }
     }
 }
 
@@ -396,10 +372,7 @@ impl CudaDevice {
                 return Err(NoGpu::from(e).into());
             }
         }
-        // SAFETY: looking for the library loads and unloads it, which runs
-        // its initialisers and finalisers; nothing else (cudarc's own
-        // loader does the same before every first driver call).
-        if !unsafe { sys::is_culib_present() } {
+        if !driver::library_present() {
             return Err(NoGpu::NoDriver.into());
         }
         // cudarc panics when the library lacks a symbol it is asked for (a
@@ -415,37 +388,21 @@ impl CudaDevice {
 
     fn open_loaded(options: CudaOptions, images: ImageSet<'_>) -> Result<CudaDevice, HostError> {
         use sys::CUdevice_attribute as A;
-        // SAFETY: `cuInit` has no preconditions.
-        let r = unsafe { sys::cuInit(0) };
-        if r != sys::CUresult::CUDA_SUCCESS {
-            return Err(NoGpu::Init(driver::failure(r)).into());
-        }
-        let mut count = 0;
-        // SAFETY: the driver is initialised; `count` is a valid place.
-        unsafe { cu!(cuDeviceGetCount(&mut count)) }?;
-        if count <= 0 {
+        driver::init().map_err(|e| NoGpu::Init(e.failure))?;
+        let count = driver::device_count()?;
+        if count == 0 {
             return Err(NoGpu::NoDevice.into());
         }
-        if options.ordinal >= count as u32 {
+        if options.ordinal >= count {
             return Err(NoGpu::NoSuchDevice {
                 ordinal: options.ordinal,
-                count: count as u32,
+                count,
             }
             .into());
         }
-        let mut device: sys::CUdevice = 0;
-        // SAFETY: the driver is initialised; the ordinal is below the count.
-        unsafe { cu!(cuDeviceGet(&mut device, options.ordinal as i32)) }?;
-        let mut name_buf = [0u8; 256];
-        // SAFETY: `device` is valid; the buffer holds 256 bytes and the
-        // driver writes a NUL-terminated name of at most that many.
-        unsafe { cu!(cuDeviceGetName(name_buf.as_mut_ptr() as *mut _, 256, device)) }?;
-        let name = String::from_utf8_lossy(name_buf.split(|&b| b == 0).next().unwrap_or(&[])).into_owned();
-        let attr = |a| {
-            // SAFETY: the driver is initialised and `device` came from
-            // `cuDeviceGet`.
-            unsafe { driver::device_attribute(device, a) }
-        };
+        let device = driver::device_get(options.ordinal)?;
+        let name = device.name()?;
+        let attr = |a| device.attribute(a);
         let cc = attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)? * 10
             + attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
         if cc < plan::MIN_COMPUTE_CAPABILITY {
@@ -477,22 +434,18 @@ impl CudaDevice {
         // refusal leaves them unknown instead of failing the open.
         let sm_clock_khz = attr(A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE).ok();
         let memory_clock_khz = attr(A::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE).ok();
-        let mut driver_version = 0;
-        // SAFETY: `driver_version` is a valid place.
-        unsafe { cu!(cuDriverGetVersion(&mut driver_version)) }?;
+        let driver_version = driver::driver_version()?;
 
-        // SAFETY: the driver is initialised and `device` valid.
-        let ctx = unsafe { Context::retain(device) }?;
-        ctx.bind()?;
+        let ctx = Context::retain(device)?;
         let jit_start = Instant::now();
         let mut loaded = None;
         let mut refusals = Vec::new();
         for &image in &candidates {
             let result = match image {
-                // SAFETY: the context is current on this thread.
-                KernelImage::Ptx { text, .. } => unsafe { driver::load_module(text, options.max_registers) },
-                // SAFETY: the context is current on this thread.
-                KernelImage::Sass { cubin, .. } => unsafe { driver::load_cubin(cubin) },
+                KernelImage::Ptx { text, .. } => Module::load_ptx(&ctx, text, options.max_registers),
+                // SAFETY: an embedded cubin is a whole ELF image (the
+                // assembler's output, `include_bytes!`-ed whole).
+                KernelImage::Sass { cubin, .. } => unsafe { Module::load_cubin(&ctx, cubin) },
             };
             match result {
                 Ok(m) => {
@@ -536,28 +489,17 @@ impl CudaDevice {
                 .unwrap_or_default(),
         };
         let jit_time = jit_start.elapsed();
-        let mut streams = [std::ptr::null_mut(); 2];
-        let mut events = [std::ptr::null_mut(); 2];
-        for s in &mut streams {
-            // SAFETY: the context is current; `s` is a valid place.
-            unsafe {
-                cu!(cuStreamCreate(
-                    s,
-                    sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32
-                ))
-            }?;
-        }
-        for e in &mut events {
-            // SAFETY: the context is current; `e` is a valid place.
-            unsafe { cu!(cuEventCreate(e, sys::CUevent_flags::CU_EVENT_DEFAULT as u32)) }?;
-        }
+        let stream = Stream::non_blocking(&ctx)?;
+        let probe_stream = Stream::non_blocking(&ctx)?;
+        let start = Event::new(&ctx)?;
+        let stop = Event::new(&ctx)?;
         let probe_word = PinnedMemory::alloc(&ctx, 64)?;
         let device = CudaDevice {
             info: Box::new(CudaInfo {
                 name,
                 ordinal: options.ordinal,
                 compute_capability: cc,
-                driver_version: driver_version.max(0) as u32,
+                driver_version,
                 ptx_sm: image.sm(),
                 image: image.kind(),
                 limits,
@@ -573,14 +515,14 @@ impl CudaDevice {
             entries,
             options,
             inner: Box::new(Mutex::new(Inner {
-                module,
-                stream: streams[0],
-                probe_stream: streams[1],
-                start: events[0],
-                stop: events[1],
+                stream,
+                probe_stream,
+                start,
+                stop,
                 probe_word,
                 functions: HashMap::new(),
                 occupancy: HashMap::new(),
+                module,
             })),
             ctx,
         };
@@ -653,34 +595,31 @@ impl CudaDevice {
         self.occupancy_locked(&mut inner, name, block_dim)
     }
 
-    fn function_locked(&self, inner: &mut Inner, name: &str) -> Result<Function, HostError> {
+    fn function_locked(&self, inner: &mut Inner, name: &str) -> Result<LoadedKernel, HostError> {
         use sys::CUfunction_attribute as F;
         if let Some(f) = inner.functions.get(name) {
             return Ok(*f);
         }
         self.ctx.bind()?;
         let c_name = CString::new(name).map_err(|_| CudaError::KernelName { name: name.into() })?;
-        let mut raw: sys::CUfunction = std::ptr::null_mut();
-        // SAFETY: the context is current and `module` loaded in it; the name
-        // is NUL-terminated and outlives the call; `raw` is a valid place.
-        let r = unsafe { sys::cuModuleGetFunction(&mut raw, inner.module, c_name.as_ptr()) };
-        if r == sys::CUresult::CUDA_ERROR_NOT_FOUND {
-            return Err(CudaError::KernelNotFound {
-                name: name.into(),
-                ptx_sm: self.info.ptx_sm,
-                image: self.info.image,
-                error: driver::failure(r),
+        let function = match inner.module.function(&c_name) {
+            Err(e) if e.code() == sys::CUresult::CUDA_ERROR_NOT_FOUND => {
+                return Err(CudaError::KernelNotFound {
+                    name: name.into(),
+                    ptx_sm: self.info.ptx_sm,
+                    image: self.info.image,
+                    error: e.failure,
+                }
+                .into())
             }
-            .into());
-        }
-        driver::check("cuModuleGetFunction", r)?;
-        let attr = |a| {
-            // SAFETY: `raw` is a function of the loaded module, and its
-            // context is current.
-            unsafe { driver::function_attribute(raw, a) }
+            r => r?,
         };
-        let f = Function {
-            raw,
+        let attr = |a| {
+            // SAFETY: the function's module is `inner.module`, loaded.
+            unsafe { function.attribute(a) }
+        };
+        let f = LoadedKernel {
+            function,
             resources: KernelResources {
                 registers: attr(F::CU_FUNC_ATTRIBUTE_NUM_REGS)?,
                 shared_bytes: attr(F::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?,
@@ -708,19 +647,8 @@ impl CudaDevice {
             None
         } else {
             self.ctx.bind()?;
-            let mut n: i32 = 0;
-            // SAFETY: the context is current and `f.raw` a function of its
-            // module; the block size is positive and within the kernel's
-            // limit (not `too_large`); `n` is a valid place.
-            unsafe {
-                cu!(cuOccupancyMaxActiveBlocksPerMultiprocessor(
-                    &mut n,
-                    f.raw,
-                    block_dim as i32,
-                    0
-                ))
-            }?;
-            Some(n.max(0) as u32)
+            // SAFETY: the function's module is `inner.module`, loaded.
+            Some(unsafe { f.function.max_active_blocks_per_sm(block_dim) }?)
         };
         let o = KernelOccupancy::new(name, &self.info.limits, &f.resources, block_dim, driver_count);
         inner.occupancy.insert(key, o.clone());
@@ -744,14 +672,8 @@ impl CudaDevice {
     pub fn alloc_zeroed(&self, bytes: usize) -> Result<CudaBuffer, HostError> {
         let inner = self.lock();
         let memory = DeviceMemory::alloc(&self.ctx, bytes)?;
-        if bytes == 0 {
-            return Ok(CudaBuffer { memory });
-        }
-        // SAFETY: the context is current (bound by `alloc`); the range lies
-        // in the allocation; the stream belongs to this context.
-        unsafe { cu!(cuMemsetD8Async(memory.ptr(), 0, bytes, inner.stream)) }?;
-        // SAFETY: the stream belongs to the current context.
-        unsafe { cu!(cuStreamSynchronize(inner.stream)) }?;
+        memory.zero_async(&inner.stream)?;
+        inner.stream.synchronize()?;
         Ok(CudaBuffer { memory })
     }
 
@@ -772,19 +694,13 @@ impl CudaDevice {
         }
         let inner = self.lock();
         self.ctx.bind()?;
-        // SAFETY: the context is current; the destination range lies in the
-        // buffer (checked above); `data` is valid for reads of its length and
-        // outlives the copy (the stream is synchronised before returning).
+        // SAFETY: the destination range lies in the buffer (checked above),
+        // which `&mut` keeps alive; `data` outlives the copy (the stream is
+        // synchronised before returning).
         unsafe {
-            cu!(cuMemcpyHtoDAsync_v2(
-                buffer.device_address() + offset as u64,
-                data.as_ptr() as *const c_void,
-                data.len(),
-                inner.stream
-            ))
+            driver::copy_to_device_async(buffer.device_address() + offset as u64, data, &inner.stream)
         }?;
-        // SAFETY: the stream belongs to the current context.
-        unsafe { cu!(cuStreamSynchronize(inner.stream)) }
+        Ok(inner.stream.synchronize()?)
     }
 
     /// Copies `out.len()` bytes from `buffer`, starting at byte `offset`.
@@ -808,19 +724,13 @@ impl CudaDevice {
             return Ok(());
         }
         self.ctx.bind()?;
-        // SAFETY: the context is current; the caller passes a source range of
-        // device memory it owns; `out` is valid for writes of its length and
-        // outlives the copy (the stream is synchronised before returning).
+        // SAFETY: the caller passes a source range of device memory it owns;
+        // `out` is valid for writes of its length and borrowed until the copy
+        // completed (the stream is synchronised before returning).
         unsafe {
-            cu!(cuMemcpyDtoHAsync_v2(
-                out.as_mut_ptr() as *mut c_void,
-                src,
-                out.len(),
-                inner.stream
-            ))
+            driver::copy_to_host_async(out.as_mut_ptr() as *mut c_void, src, out.len(), &inner.stream)
         }?;
-        // SAFETY: the stream belongs to the current context.
-        unsafe { cu!(cuStreamSynchronize(inner.stream)) }
+        Ok(inner.stream.synchronize()?)
     }
 
     /// Runs `kernel` on a new world of `config` and reads the outcome.
@@ -903,27 +813,16 @@ impl CudaDevice {
         let world = DeviceMemory::alloc(&self.ctx, layout.total)?;
         let args_memory = DeviceMemory::alloc(&self.ctx, std::mem::size_of::<A>())?;
         let args_bytes = bytemuck::bytes_of(args);
-        let stream = inner.stream;
-        // SAFETY: the context is current (bound by `alloc`). Each copy's
-        // device range lies in its allocation; the host sources (`image`,
-        // `args_bytes`) are valid for their lengths and outlive the copies
-        // (pageable sources are staged before the call returns, and the
-        // stream is waited for before this function returns in any case).
+        let stream = &inner.stream;
+        world.zero_async(stream)?;
+        // SAFETY: each copy's device range lies in its allocation; the host
+        // sources (`image`, `args_bytes`) outlive the copies (pageable
+        // sources are staged before the call returns, and the stream is
+        // waited for before this function returns in any case).
         unsafe {
-            cu!(cuMemsetD8Async(world.ptr(), 0, layout.total, stream))?;
-            cu!(cuMemcpyHtoDAsync_v2(
-                world.ptr(),
-                image.as_ptr() as *const c_void,
-                head,
-                stream
-            ))?;
+            driver::copy_to_device_async(world.ptr(), &image[..head], stream)?;
             if !args_bytes.is_empty() {
-                cu!(cuMemcpyHtoDAsync_v2(
-                    args_memory.ptr(),
-                    args_bytes.as_ptr() as *const c_void,
-                    args_bytes.len(),
-                    stream
-                ))?;
+                driver::copy_to_device_async(args_memory.ptr(), args_bytes, stream)?;
             }
         }
 
@@ -934,46 +833,32 @@ impl CudaDevice {
             &mut world_param as *mut u64 as *mut c_void,
             &mut args_param as *mut u64 as *mut c_void,
         ];
-        // SAFETY: the context is current; the events and the stream belong to
-        // it; `function.raw` is the PTX entry `kernel.name`, whose parameters
-        // are two u64 (the `kernel!` macro's entry signature), and `params`
-        // points to two u64 that live until the call returns (the driver
-        // copies them at launch). The world holds `layout.total` bytes laid
-        // out for `config` with its header written (ordered before the launch
-        // on the stream), and `args_memory` a copy of the `A` that the entry
-        // expects; both stay allocated until the kernel finished or, if it
-        // never does, for the rest of the process (leaked below). The grid is
-        // `layout.blocks` blocks of `block_dim`, which the occupancy check
-        // above found co-resident.
-        let launched = unsafe {
-            cu!(cuEventRecord(inner.start, stream))?;
-            let r = sys::cuLaunchCooperativeKernel(
-                function.raw,
-                layout.blocks,
-                1,
-                1,
-                layout.block_dim,
-                1,
-                1,
-                0,
-                stream,
-                params.as_mut_ptr(),
-            );
-            driver::check(
-                &format!(
-                    "cuLaunchCooperativeKernel({}, {} blocks of {})",
-                    kernel.name, layout.blocks, layout.block_dim
-                ),
-                r,
-            )?;
-            cu!(cuEventRecord(inner.stop, stream))
-        };
-        if let Err(e) = launched {
-            // The kernel may have been queued before the stop event failed:
-            // wait for the stream before the memory is freed.
-            // SAFETY: the stream belongs to the current context.
-            let _ = unsafe { sys::cuStreamSynchronize(stream) };
-            return Err(e);
+        inner.start.record(stream)?;
+        // SAFETY: `function` is the entry `kernel.name` of the loaded module,
+        // whose parameters are two u64 (the `kernel!` macro's entry
+        // signature), and `params` points to two u64. The world holds
+        // `layout.total` bytes laid out for `config` with its header written
+        // (ordered before the launch on the stream), and `args_memory` a copy
+        // of the `A` that the entry expects; both stay allocated until the
+        // kernel finished or, if it never does, for the rest of the process
+        // (leaked below). The grid is `layout.blocks` blocks of `block_dim`,
+        // which the occupancy check above found co-resident.
+        unsafe {
+            function
+                .function
+                .launch_cooperative(layout.blocks, layout.block_dim, stream, &mut params)
+        }
+        .map_err(|e| CudaError::Call {
+            call: format!(
+                "cuLaunchCooperativeKernel({}, {} blocks of {})",
+                kernel.name, layout.blocks, layout.block_dim
+            ),
+            error: e.failure,
+        })?;
+        if let Err(e) = inner.stop.record(stream) {
+            // The kernel is queued: wait for it before the memory is freed.
+            let _ = stream.synchronize();
+            return Err(e.into());
         }
 
         let timeout = Duration::from_nanos(config.timeout_ns);
@@ -1012,9 +897,7 @@ impl CudaDevice {
                 return Err(e.into());
             }
         }
-        let mut ms: f32 = 0.0;
-        // SAFETY: both events were recorded on the stream, which completed.
-        unsafe { cu!(cuEventElapsedTime(&mut ms, inner.start, inner.stop)) }?;
+        let ms = inner.stop.elapsed_ms_since(&inner.start)?;
         let elapsed = Duration::from_secs_f64(f64::from(ms.max(0.0)) / 1e3);
 
         // Back come the header (the abort word) and the wait and result
@@ -1063,23 +946,20 @@ impl CudaDevice {
         let mut next_probe = started + PROBE_INTERVAL;
         let mut pause = Duration::from_micros(10);
         loop {
-            // SAFETY: `stop` is an event of the current context, recorded on
-            // the launch's stream.
-            match unsafe { sys::cuEventQuery(inner.stop) } {
-                sys::CUresult::CUDA_SUCCESS => return Finish::Done,
-                sys::CUresult::CUDA_ERROR_NOT_READY => {}
-                r => {
+            match inner.stop.query() {
+                Ok(true) => return Finish::Done,
+                Ok(false) => {}
+                Err(e) => {
                     return Finish::Failed {
-                        error: driver::failure(r),
+                        error: e.failure,
                         reading_abort_word: false,
                     }
                 }
             }
             let now = Instant::now();
             if probing {
-                // SAFETY: the probe stream belongs to the current context.
-                match unsafe { sys::cuStreamQuery(inner.probe_stream) } {
-                    sys::CUresult::CUDA_SUCCESS => {
+                match inner.probe_stream.query() {
+                    Ok(true) => {
                         probing = false;
                         // SAFETY: the copy into the probe word completed.
                         let word = unsafe { inner.probe_word.read() };
@@ -1088,10 +968,10 @@ impl CudaDevice {
                             aborted_at = Some(now);
                         }
                     }
-                    sys::CUresult::CUDA_ERROR_NOT_READY => {}
-                    r => {
+                    Ok(false) => {}
+                    Err(e) => {
                         return Finish::Failed {
-                            error: driver::failure(r),
+                            error: e.failure,
                             reading_abort_word: true,
                         }
                     }
@@ -1099,17 +979,16 @@ impl CudaDevice {
             } else if now >= next_probe {
                 next_probe = now + PROBE_INTERVAL;
                 let dst = inner.probe_word.as_mut_ptr();
-                // SAFETY: the context is current; the source is the abort
-                // word inside the world allocation (ABORT_OFFSET + 4 <=
-                // HEADER_BYTES); the destination is 64 bytes of pinned memory
-                // that no other copy targets now (`probing` was false) and
-                // that lives in `inner`.
+                // SAFETY: the source is the abort word inside the world
+                // allocation (ABORT_OFFSET + 4 <= HEADER_BYTES); the
+                // destination is 64 bytes of pinned memory that no other copy
+                // targets now (`probing` was false) and that lives in `inner`.
                 let r = unsafe {
-                    sys::cuMemcpyDtoHAsync_v2(dst, world + ABORT_OFFSET as u64, 4, inner.probe_stream)
+                    driver::copy_to_host_async(dst, world + ABORT_OFFSET as u64, 4, &inner.probe_stream)
                 };
-                if r != sys::CUresult::CUDA_SUCCESS {
+                if let Err(e) = r {
                     return Finish::Failed {
-                        error: driver::failure(r),
+                        error: e.failure,
                         reading_abort_word: true,
                     };
                 }
@@ -1152,25 +1031,22 @@ impl CudaDevice {
         let bytes = layout.total - layout.records;
         let mut pinned = PinnedMemory::alloc(&self.ctx, bytes).ok()?;
         let dst = pinned.as_mut_ptr();
-        // SAFETY: the context is current (bound by `alloc`); the source range
-        // is the records region of the world allocation; the destination is
-        // `bytes` of pinned memory owned by `pinned`, which is leaked rather
-        // than freed below unless the copy completed.
+        // SAFETY: the source range is the records region of the world
+        // allocation; the destination is `bytes` of pinned memory owned by
+        // `pinned`, which is leaked rather than freed below unless the copy
+        // completed.
         let r = unsafe {
-            sys::cuMemcpyDtoHAsync_v2(dst, world + layout.records as u64, bytes, inner.probe_stream)
+            driver::copy_to_host_async(dst, world + layout.records as u64, bytes, &inner.probe_stream)
         };
-        if r != sys::CUresult::CUDA_SUCCESS {
+        if r.is_err() {
             pinned.leak();
             return None;
         }
         let deadline = Instant::now() + SNAPSHOT_WAIT;
         loop {
-            // SAFETY: the probe stream belongs to the current context.
-            match unsafe { sys::cuStreamQuery(inner.probe_stream) } {
-                sys::CUresult::CUDA_SUCCESS => break,
-                sys::CUresult::CUDA_ERROR_NOT_READY if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(1))
-                }
+            match inner.probe_stream.query() {
+                Ok(true) => break,
+                Ok(false) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(1)),
                 _ => {
                     pinned.leak();
                     return None;
