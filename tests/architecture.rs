@@ -53,6 +53,7 @@ const HOST_LAYERS: &[&[&str]] = &[
     &["spec"],
     &["trace"],
     &["launch"],
+    &["backend"],
     &["cpu", "cuda"],
     &["device"],
     &["pack"],

@@ -1,33 +1,18 @@
 //! The device a program runs kernels on, whichever backend it is.
 //!
-//! # Backend interface
-//! [`Device`] dispatches to one backend type per backend, each with the same
-//! small method set (`CpuDevice` in `cpu/`, `CudaDevice` in `cuda/`):
-//!
-//! | method | does |
-//! |---|---|
-//! | `residency(&self, block_dim: u32) -> Residency` | how many ranks fit at once in blocks of `block_dim`, and what limits it |
-//! | `alloc_zeroed(&self, bytes: usize) -> Result<Buffer, HostError>` | zeroed device memory, aligned to at least 64 bytes |
-//! | `upload(&self, buf: &mut Buffer, offset: usize, data: &[u8]) -> Result<(), HostError>` | host to device copy |
-//! | `download(&self, buf: &Buffer, offset: usize, out: &mut [u8]) -> Result<(), HostError>` | device to host copy |
-//! | `launch<A: Pod + Sync>(&self, kernel: &Kernel<A>, args: &A, config: &WorldConfig) -> Result<LaunchReport, HostError>` | checks co-residency ([`Residency::check`]), allocates and zeroes the world, writes its header, runs every rank, then reads the outcome with [`crate::report::check_world`] |
-//!
-//! and a buffer type (`CpuBuffer`, `CudaBuffer`) with `len(&self) -> usize`
-//! and its device address (`as_ptr()` on the cpu, `device_address()` on
-//! cuda). The cuda backend's constructors are
-//! `CudaDevice::open_images(kernels: &KernelImages) -> Result<CudaDevice, HostError>`
-//! (PTX and SASS per SM) and
-//! `CudaDevice::open(ptx: &[(&'static str, &'static str)]) -> Result<CudaDevice, HostError>`
-//! (the PTX variants, `("sm_70", text)`, ...), failing with
-//! [`HostError::NoGpu`] when no GPU is usable. On the GPU co-residency
-//! depends on the kernel (its registers), so the cuda backend also has
-//! `kernel_residency(name, block_dim)` and `resolve(name, spec)`, which
-//! [`Device::launch`] uses.
+//! # Backends
+//! [`Device`] holds one backend, `CpuDevice` (`cpu/`) or `CudaDevice`
+//! (`cuda/`), and dispatches to it; what a backend must do is the crate's
+//! `Backend` trait (`backend.rs`), and the steps of a launch (co-residency,
+//! the world, the outcome and the trace) are written once there, generic
+//! over it. The cuda backend's constructors (`CudaDevice::open_images`,
+//! `CudaDevice::open`) fail with [`HostError::NoGpu`] when no GPU is usable.
 //!
 //! What a launch returns ([`LaunchReport`], [`TracedLaunch`]) is in the
 //! crate's `launch.rs`, below the backends; `Device::pack` and the other
 //! datatype methods are in `pack.rs`, above this module.
 
+use crate::backend::{self, Backend};
 use crate::cpu::{CpuBuffer, CpuDevice, CpuOptions};
 use crate::cuda::{CudaBuffer, CudaDevice, CudaOptions};
 use crate::error::{AllocError, BufferError, HostError};
@@ -40,9 +25,20 @@ use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::sync::Mutex;
 
-enum Backend {
+/// The backend a device holds.
+enum AnyBackend {
     Cpu(CpuDevice),
     Cuda(CudaDevice),
+}
+
+/// `$body` with `$d` bound to the device's backend, whichever it is.
+macro_rules! with_backend {
+    ($device:expr, $d:ident => $body:expr) => {
+        match &$device.backend {
+            AnyBackend::Cpu($d) => $body,
+            AnyBackend::Cuda($d) => $body,
+        }
+    };
 }
 
 /// What a device is ([`Device::describe`]): plain values, `None` where the
@@ -68,7 +64,7 @@ pub struct DeviceDescription {
 
 /// A device to run kernels on: the CPU emulator or an NVIDIA GPU.
 pub struct Device {
-    backend: Backend,
+    backend: AnyBackend,
     /// Committed types' encodings uploaded by `Device::pack` (by type uid).
     pub(crate) types: TypeCache,
 }
@@ -177,7 +173,7 @@ impl Device {
     /// The CPU emulator with these options.
     pub fn cpu_with(options: CpuOptions) -> Device {
         Device {
-            backend: Backend::Cpu(CpuDevice::new(options)),
+            backend: AnyBackend::Cpu(CpuDevice::new(options)),
             types: Default::default(),
         }
     }
@@ -219,12 +215,12 @@ impl Device {
         match kind {
             BackendKind::Cpu => Ok(Device::cpu()),
             BackendKind::Cuda => Ok(Device {
-                backend: Backend::Cuda(cuda()?),
+                backend: AnyBackend::Cuda(cuda()?),
                 types: Default::default(),
             }),
             BackendKind::Auto => match cuda() {
                 Ok(d) => Ok(Device {
-                    backend: Backend::Cuda(d),
+                    backend: AnyBackend::Cuda(d),
                     types: Default::default(),
                 }),
                 Err(e) => {
@@ -243,7 +239,7 @@ impl Device {
     /// [`Device::open`]); [`HostError::NoGpu`] when none is usable.
     pub fn cuda_kernels_with(options: CudaOptions, kernels: &KernelImages) -> Result<Device, HostError> {
         Ok(Device {
-            backend: Backend::Cuda(CudaDevice::open_images_with(options, kernels)?),
+            backend: AnyBackend::Cuda(CudaDevice::open_images_with(options, kernels)?),
             types: Default::default(),
         })
     }
@@ -255,7 +251,7 @@ impl Device {
         ptx: &[(&'static str, &'static str)],
     ) -> Result<Device, HostError> {
         Ok(Device {
-            backend: Backend::Cuda(CudaDevice::open_with(options, ptx)?),
+            backend: AnyBackend::Cuda(CudaDevice::open_with(options, ptx)?),
             types: Default::default(),
         })
     }
@@ -263,8 +259,8 @@ impl Device {
     /// "cpu" or "cuda".
     pub fn backend_name(&self) -> &'static str {
         match self.backend {
-            Backend::Cpu(_) => "cpu",
-            Backend::Cuda(_) => "cuda",
+            AnyBackend::Cpu(_) => "cpu",
+            AnyBackend::Cuda(_) => "cuda",
         }
     }
 
@@ -272,7 +268,7 @@ impl Device {
     /// the conformance check's JSON); the same fields on every backend.
     pub fn describe(&self) -> DeviceDescription {
         match &self.backend {
-            Backend::Cpu(d) => DeviceDescription {
+            AnyBackend::Cpu(d) => DeviceDescription {
                 backend: "cpu",
                 name: format!("CPU emulator ({} workers)", d.options().workers),
                 compute_capability: None,
@@ -281,7 +277,7 @@ impl Device {
                 memory_clock_mhz: None,
                 cuda_version: None,
             },
-            Backend::Cuda(d) => {
+            AnyBackend::Cuda(d) => {
                 let info = d.info();
                 DeviceDescription {
                     backend: "cuda",
@@ -299,16 +295,16 @@ impl Device {
     /// The emulator, when this device is one.
     pub fn as_cpu(&self) -> Option<&CpuDevice> {
         match &self.backend {
-            Backend::Cpu(d) => Some(d),
-            Backend::Cuda(_) => None,
+            AnyBackend::Cpu(d) => Some(d),
+            AnyBackend::Cuda(_) => None,
         }
     }
 
     /// The GPU, when this device is one.
     pub fn as_cuda(&self) -> Option<&CudaDevice> {
         match &self.backend {
-            Backend::Cuda(d) => Some(d),
-            Backend::Cpu(_) => None,
+            AnyBackend::Cuda(d) => Some(d),
+            AnyBackend::Cpu(_) => None,
         }
     }
 
@@ -318,10 +314,7 @@ impl Device {
     /// smallest over every kernel of the loaded PTX, a world that any of them
     /// can run; [`Device::residency_for`] gives one kernel's.
     pub fn residency(&self, block_dim: u32) -> Residency {
-        match &self.backend {
-            Backend::Cpu(d) => d.residency(block_dim),
-            Backend::Cuda(d) => d.residency(block_dim),
-        }
+        with_backend!(self, d => Backend::residency(d, block_dim))
     }
 
     /// The largest world that is co-resident in blocks of `block_dim`
@@ -333,10 +326,7 @@ impl Device {
     /// How many ranks of `kernel` fit at once in blocks of `block_dim`
     /// (on the emulator the same for every kernel).
     pub fn residency_for<A>(&self, kernel: &Kernel<A>, block_dim: u32) -> Result<Residency, HostError> {
-        match &self.backend {
-            Backend::Cpu(d) => Ok(d.residency(block_dim)),
-            Backend::Cuda(d) => d.kernel_residency(kernel.name, block_dim),
-        }
+        with_backend!(self, d => d.kernel_residency(kernel.name, block_dim))
     }
 
     /// The largest world of `kernel` that is co-resident in blocks of `block_dim`.
@@ -348,8 +338,8 @@ impl Device {
     pub fn alloc_zeroed<T: Pod>(&self, len: usize) -> Result<DeviceBuffer<T>, HostError> {
         let bytes = bytes_for::<T>(len)?;
         let raw = match &self.backend {
-            Backend::Cpu(d) => RawBuffer::Cpu(d.alloc_zeroed(bytes)?),
-            Backend::Cuda(d) => RawBuffer::Cuda(d.alloc_zeroed(bytes)?),
+            AnyBackend::Cpu(d) => RawBuffer::Cpu(Backend::alloc_zeroed(d, bytes)?),
+            AnyBackend::Cuda(d) => RawBuffer::Cuda(Backend::alloc_zeroed(d, bytes)?),
         };
         Ok(DeviceBuffer {
             raw,
@@ -376,8 +366,8 @@ impl Device {
         }
         let bytes: &[u8] = bytemuck::cast_slice(data);
         match (&self.backend, &mut buffer.raw) {
-            (Backend::Cpu(d), RawBuffer::Cpu(b)) => d.upload(b, 0, bytes),
-            (Backend::Cuda(d), RawBuffer::Cuda(b)) => d.upload(b, 0, bytes),
+            (AnyBackend::Cpu(d), RawBuffer::Cpu(b)) => backend::upload(d, b, 0, bytes),
+            (AnyBackend::Cuda(d), RawBuffer::Cuda(b)) => backend::upload(d, b, 0, bytes),
             _ => Err(self.foreign(buffer.backend_name())),
         }
     }
@@ -387,8 +377,8 @@ impl Device {
         let mut out = vec![T::zeroed(); buffer.len];
         let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut out);
         match (&self.backend, &buffer.raw) {
-            (Backend::Cpu(d), RawBuffer::Cpu(b)) => d.download(b, 0, bytes)?,
-            (Backend::Cuda(d), RawBuffer::Cuda(b)) => d.download(b, 0, bytes)?,
+            (AnyBackend::Cpu(d), RawBuffer::Cpu(b)) => backend::download(d, b, 0, bytes)?,
+            (AnyBackend::Cuda(d), RawBuffer::Cuda(b)) => backend::download(d, b, 0, bytes)?,
             _ => return Err(self.foreign(buffer.backend_name())),
         }
         Ok(out)
@@ -418,11 +408,8 @@ impl Device {
         args: &A,
         spec: &WorldSpec,
     ) -> Result<LaunchReport, HostError> {
-        let TracedLaunch { result, trace } = self.launch_traced(kernel, args, spec);
-        result.map(|mut r| {
-            r.trace = trace;
-            r
-        })
+        let config = self.resolve_for(kernel, spec)?;
+        with_backend!(self, d => backend::launch(d, kernel, args, &config, spec.schedule))
     }
 
     /// As [`launch`](Self::launch), returning the trace apart from the
@@ -443,30 +430,18 @@ impl Device {
                 }
             }
         };
-        match &self.backend {
-            Backend::Cpu(d) => {
-                let schedule = spec.schedule.unwrap_or(d.options().schedule);
-                d.launch_traced(kernel, args, &config, schedule)
-            }
-            Backend::Cuda(d) => d.launch_traced(kernel, args, &config),
-        }
+        with_backend!(self, d => backend::launch_traced(d, kernel, args, &config, spec.schedule))
     }
 
     /// The world configuration `spec` gives for `kernel` on this device,
     /// checked (on the emulator the same as [`Device::resolve`]; on the GPU
     /// sized by the kernel's own occupancy).
     pub fn resolve_for<A>(&self, kernel: &Kernel<A>, spec: &WorldSpec) -> Result<WorldConfig, HostError> {
-        match &self.backend {
-            Backend::Cpu(_) => self.resolve(spec),
-            Backend::Cuda(d) => d.resolve(kernel.name, spec),
-        }
+        with_backend!(self, d => backend::resolve_for(d, kernel.name, spec))
     }
 
     /// The world configuration `spec` gives on this device, checked.
     pub fn resolve(&self, spec: &WorldSpec) -> Result<WorldConfig, HostError> {
-        let config = spec.resolve(|b| self.max_ranks(b))?;
-        config.layout()?;
-        self.residency(config.block_dim).check(config.ranks)?;
-        Ok(config)
+        with_backend!(self, d => backend::resolve(d, spec))
     }
 }

@@ -36,6 +36,7 @@
 //! - [`trace`]: message traces ([`WorldSpec::trace`]), exported as Chrome
 //!   trace JSON and as an HTML page (docs/tracing.md).
 
+mod backend;
 pub mod cpu;
 pub mod cuda;
 pub mod datatype;

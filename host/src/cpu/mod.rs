@@ -16,11 +16,10 @@ mod stack;
 pub use crate::schedule::{Schedule, PCT_STEPS_PER_RANK};
 pub use memory::CpuBuffer;
 
-use crate::error::{AllocError, BufferError, CopyDirection, HostError};
-use crate::launch::{LaunchReport, SyncProfile, TracedLaunch};
-use crate::report;
+use crate::backend::{self, Backend, Ran, RunStats};
+use crate::error::{AllocError, HostError};
+use crate::launch::{LaunchReport, TracedLaunch};
 use crate::spec::Residency;
-use crate::trace::Trace;
 use bytemuck::Pod;
 use gpu_mpi_device::state::Layout;
 use gpu_mpi_device::{Kernel, WorldConfig};
@@ -119,28 +118,12 @@ impl CpuDevice {
 
     /// Copies `data` into `buffer` from byte `offset` on.
     pub fn upload(&self, buffer: &mut CpuBuffer, offset: usize, data: &[u8]) -> Result<(), HostError> {
-        let end = offset.checked_add(data.len()).filter(|&e| e <= buffer.len());
-        let end = end.ok_or(BufferError::OutOfRange {
-            direction: CopyDirection::Upload,
-            bytes: data.len(),
-            offset,
-            len: buffer.len(),
-        })?;
-        buffer.as_mut_slice()[offset..end].copy_from_slice(data);
-        Ok(())
+        backend::upload(self, buffer, offset, data)
     }
 
     /// Copies `out.len()` bytes from `buffer`, starting at byte `offset`.
     pub fn download(&self, buffer: &CpuBuffer, offset: usize, out: &mut [u8]) -> Result<(), HostError> {
-        let end = offset.checked_add(out.len()).filter(|&e| e <= buffer.len());
-        let end = end.ok_or(BufferError::OutOfRange {
-            direction: CopyDirection::Download,
-            bytes: out.len(),
-            offset,
-            len: buffer.len(),
-        })?;
-        out.copy_from_slice(&buffer.as_slice()[offset..end]);
-        Ok(())
+        backend::download(self, buffer, offset, out)
     }
 
     /// Runs `kernel` on a new world of `config` and reads the outcome, in
@@ -151,7 +134,7 @@ impl CpuDevice {
         args: &A,
         config: &WorldConfig,
     ) -> Result<LaunchReport, HostError> {
-        self.launch_scheduled(kernel, args, config, self.options.schedule)
+        backend::launch(self, kernel, args, config, None)
     }
 
     /// Runs `kernel` on a new world of `config` in the order of `schedule`
@@ -163,11 +146,7 @@ impl CpuDevice {
         config: &WorldConfig,
         schedule: Schedule,
     ) -> Result<LaunchReport, HostError> {
-        let TracedLaunch { result, trace } = self.launch_traced(kernel, args, config, schedule);
-        result.map(|mut r| {
-            r.trace = trace;
-            r
-        })
+        backend::launch(self, kernel, args, config, Some(schedule))
     }
 
     /// As [`launch_scheduled`](Self::launch_scheduled), with the trace apart
@@ -180,24 +159,48 @@ impl CpuDevice {
         config: &WorldConfig,
         schedule: Schedule,
     ) -> TracedLaunch {
-        let mut world = None;
-        let result = self.run_world(kernel, args, config, schedule, &mut world);
-        let trace = world
-            .and_then(|(w, layout): (CpuBuffer, Layout)| Trace::from_world(w.as_slice(), &layout, "cpu"));
-        TracedLaunch { result, trace }
+        backend::launch_traced(self, kernel, args, config, Some(schedule))
+    }
+}
+
+impl Backend for CpuDevice {
+    const NAME: &'static str = "cpu";
+    type Buffer = CpuBuffer;
+    type World = CpuBuffer;
+
+    fn residency(&self, block_dim: u32) -> Residency {
+        CpuDevice::residency(self, block_dim)
     }
 
-    /// Runs the world; leaves its memory in `kept` once it ran.
-    fn run_world<A: Pod + Sync>(
+    fn alloc_zeroed(&self, bytes: usize) -> Result<CpuBuffer, HostError> {
+        CpuBuffer::zeroed(bytes)
+    }
+
+    fn buffer_len(buffer: &CpuBuffer) -> usize {
+        buffer.len()
+    }
+
+    fn write_at(&self, buffer: &mut CpuBuffer, offset: usize, data: &[u8]) -> Result<(), HostError> {
+        buffer.as_mut_slice()[offset..offset + data.len()].copy_from_slice(data);
+        Ok(())
+    }
+
+    fn read_at(&self, buffer: &CpuBuffer, offset: usize, out: &mut [u8]) -> Result<(), HostError> {
+        out.copy_from_slice(&buffer.as_slice()[offset..offset + out.len()]);
+        Ok(())
+    }
+
+    /// Runs every rank as a coroutine on the workers, in the order of
+    /// `schedule`, else of [`CpuOptions::schedule`]; the world is host
+    /// memory, so nothing is read back.
+    fn run<A: Pod + Sync>(
         &self,
         kernel: &Kernel<A>,
         args: &A,
         config: &WorldConfig,
-        schedule: Schedule,
-        kept: &mut Option<(CpuBuffer, Layout)>,
-    ) -> Result<LaunchReport, HostError> {
-        let layout = config.layout()?;
-        self.residency(config.block_dim).check(config.ranks)?;
+        layout: &Layout,
+        schedule: Option<Schedule>,
+    ) -> Result<Ran<CpuBuffer>, HostError> {
         let mut world = CpuBuffer::zeroed(layout.total)?;
         config.write_header(world.as_mut_slice())?;
         let o = &self.options;
@@ -216,41 +219,35 @@ impl CpuDevice {
             Run {
                 entry: kernel.entry,
                 world: world.as_ptr(),
-                layout: &layout,
+                layout,
                 args,
                 stacks: &stacks,
                 workers,
                 timeout,
-                schedule,
-                local_stacks: self.options.local_stacks,
+                schedule: schedule.unwrap_or(o.schedule),
+                local_stacks: o.local_stacks,
             }
             .run()
         };
         let elapsed = start.elapsed();
-        let world = &kept.insert((world, layout)).0;
-        let sync_counts = match outcome {
-            Outcome::Finished { sync } => sync,
-            Outcome::Deadlock(r) => return Err(HostError::Deadlock(r)),
-            Outcome::Panicked { rank, message } => return Err(HostError::RankPanicked { rank, message }),
-            Outcome::WarpMismatch { rank, message } => return Err(HostError::WarpMismatch { rank, message }),
-            Outcome::NoThread(source) => return Err(AllocError::WorkerThread { source }.into()),
-            Outcome::StackOverflow { rank } => {
-                return Err(HostError::StackOverflow {
-                    rank,
-                    stack_bytes: stacks.stack_bytes(),
-                })
-            }
+        let outcome = match outcome {
+            Outcome::Finished { sync } => Ok(RunStats {
+                elapsed,
+                sync_counts: Some(sync),
+            }),
+            Outcome::Deadlock(r) => Err(HostError::Deadlock(r)),
+            Outcome::Panicked { rank, message } => Err(HostError::RankPanicked { rank, message }),
+            Outcome::WarpMismatch { rank, message } => Err(HostError::WarpMismatch { rank, message }),
+            Outcome::NoThread(source) => Err(AllocError::WorkerThread { source }.into()),
+            Outcome::StackOverflow { rank } => Err(HostError::StackOverflow {
+                rank,
+                stack_bytes: stacks.stack_bytes(),
+            }),
         };
-        report::check_world(world.as_slice(), &layout)?;
-        Ok(LaunchReport {
-            ranks: layout.ranks,
-            block_dim: layout.block_dim,
-            blocks: layout.blocks,
-            backend: "cpu",
-            elapsed,
-            world_bytes: layout.total,
-            sync_counts: Some(SyncProfile::new(sync_counts)),
-            trace: None,
-        })
+        Ok(Ran { world, outcome })
+    }
+
+    fn world_bytes(world: &CpuBuffer) -> &[u8] {
+        world.as_slice()
     }
 }

@@ -2,10 +2,10 @@
 //! CUDA driver API (crate `cudarc`, loading `libcuda` at run time, so this
 //! builds and its tests run on machines without CUDA).
 //!
-//! [`CudaDevice`] has the method set of the emulator's `CpuDevice` (see
-//! `device.rs`): `residency`, `alloc_zeroed`, `upload`, `download`,
-//! `launch`; [`CudaBuffer`] is its memory. What it does (docs/gpu.md, "The
-//! cuda backend"):
+//! [`CudaDevice`] implements the crate's backend contract (the `Backend`
+//! trait of `backend.rs`, which also holds the steps every launch shares);
+//! [`CudaBuffer`] is its memory. What it does (docs/gpu.md, "The cuda
+//! backend"):
 //!
 //! - **open**: finds the driver (`is_culib_present`), device
 //!   [`CudaOptions::ordinal`] (0), requires compute capability 7.0 and
@@ -36,14 +36,13 @@
 pub(crate) mod driver;
 pub mod plan;
 
-use crate::error::{
-    BufferError, CopyDirection, CudaError, DriverFailure, HostError, NoGpu, OptionError, StuckReason,
-};
+use crate::backend::{self, Backend, Ran, RunStats};
+use crate::error::{CudaError, DriverFailure, HostError, NoGpu, OptionError, StuckReason};
 use crate::images::KernelImages;
 use crate::launch::{LaunchReport, TracedLaunch};
 use crate::report::{self, DeadlockReport};
+use crate::schedule::Schedule;
 use crate::spec::{Residency, WorldSpec};
-use crate::trace::Trace;
 use bytemuck::Pod;
 use cudarc::driver::{sys, DriverError};
 use driver::{Context, DeviceMemory, Event, Function, Module, PinnedMemory, Stream};
@@ -659,13 +658,7 @@ impl CudaDevice {
     /// `RankCount::Max` becomes this kernel's capacity, and a world that
     /// cannot be co-resident is [`HostError::NotCoResident`].
     pub fn resolve(&self, name: &str, spec: &WorldSpec) -> Result<WorldConfig, HostError> {
-        // Fail on an unknown kernel here rather than resolve to 0 ranks.
-        self.function_locked(&mut self.lock(), name)?;
-        let config = spec.resolve(|b| self.kernel_occupancy(name, b).map_or(0, |o| o.capacity()))?;
-        config.layout()?;
-        self.kernel_occupancy(name, config.block_dim)?
-            .check(config.ranks)?;
-        Ok(config)
+        backend::resolve_for(self, name, spec)
     }
 
     /// `bytes` zeroed bytes of GPU memory (256-byte aligned).
@@ -679,44 +672,12 @@ impl CudaDevice {
 
     /// Copies `data` into `buffer` from byte `offset` on.
     pub fn upload(&self, buffer: &mut CudaBuffer, offset: usize, data: &[u8]) -> Result<(), HostError> {
-        let end = offset.checked_add(data.len()).filter(|&e| e <= buffer.len());
-        if end.is_none() {
-            return Err(BufferError::OutOfRange {
-                direction: CopyDirection::Upload,
-                bytes: data.len(),
-                offset,
-                len: buffer.len(),
-            }
-            .into());
-        }
-        if data.is_empty() {
-            return Ok(());
-        }
-        let inner = self.lock();
-        self.ctx.bind()?;
-        // SAFETY: the destination range lies in the buffer (checked above),
-        // which `&mut` keeps alive; `data` outlives the copy (the stream is
-        // synchronised before returning).
-        unsafe {
-            driver::copy_to_device_async(buffer.device_address() + offset as u64, data, &inner.stream)
-        }?;
-        Ok(inner.stream.synchronize()?)
+        backend::upload(self, buffer, offset, data)
     }
 
     /// Copies `out.len()` bytes from `buffer`, starting at byte `offset`.
     pub fn download(&self, buffer: &CudaBuffer, offset: usize, out: &mut [u8]) -> Result<(), HostError> {
-        let end = offset.checked_add(out.len()).filter(|&e| e <= buffer.len());
-        if end.is_none() {
-            return Err(BufferError::OutOfRange {
-                direction: CopyDirection::Download,
-                bytes: out.len(),
-                offset,
-                len: buffer.len(),
-            }
-            .into());
-        }
-        let inner = self.lock();
-        self.download_locked(&inner, buffer.device_address() + offset as u64, out)
+        backend::download(self, buffer, offset, out)
     }
 
     fn download_locked(&self, inner: &Inner, src: u64, out: &mut [u8]) -> Result<(), HostError> {
@@ -744,11 +705,7 @@ impl CudaDevice {
         args: &A,
         config: &WorldConfig,
     ) -> Result<LaunchReport, HostError> {
-        let TracedLaunch { result, trace } = self.launch_traced(kernel, args, config);
-        result.map(|mut r| {
-            r.trace = trace;
-            r
-        })
+        backend::launch(self, kernel, args, config, None)
     }
 
     /// As [`launch`](Self::launch), with the trace apart from the outcome
@@ -760,19 +717,38 @@ impl CudaDevice {
         args: &A,
         config: &WorldConfig,
     ) -> TracedLaunch {
-        let mut trace = None;
-        let result = self.run_world(kernel, args, config, &mut trace);
-        TracedLaunch { result, trace }
+        backend::launch_traced(self, kernel, args, config, None)
+    }
+}
+
+impl Backend for CudaDevice {
+    const NAME: &'static str = "cuda";
+    type Buffer = CudaBuffer;
+    /// The world's image on the host: the header and the regions read back.
+    type World = Vec<u8>;
+
+    fn residency(&self, block_dim: u32) -> Residency {
+        CudaDevice::residency(self, block_dim)
     }
 
-    fn run_world<A: Pod + Sync>(
-        &self,
-        kernel: &Kernel<A>,
-        args: &A,
-        config: &WorldConfig,
-        trace: &mut Option<Trace>,
-    ) -> Result<LaunchReport, HostError> {
-        let mut config = *config;
+    fn kernel_residency(&self, kernel: &str, block_dim: u32) -> Result<Residency, HostError> {
+        CudaDevice::kernel_residency(self, kernel, block_dim)
+    }
+
+    fn find_kernel(&self, kernel: &str) -> Result<(), HostError> {
+        self.function_locked(&mut self.lock(), kernel).map(drop)
+    }
+
+    /// The kernel's occupancy decides, and a refusal names what the kernel
+    /// uses ([`KernelOccupancy::check`]).
+    fn check_fits(&self, kernel: &str, config: &WorldConfig) -> Result<(), HostError> {
+        self.kernel_occupancy(kernel, config.block_dim)?
+            .check(config.ranks)
+    }
+
+    /// Every GPU wait must be bounded: [`CudaOptions::default_timeout`]
+    /// when the spec has none, and the options' backoff.
+    fn complete(&self, mut config: WorldConfig) -> WorldConfig {
         if config.timeout_ns == 0 {
             config.timeout_ns = u64::try_from(self.options.default_timeout.as_nanos())
                 .unwrap_or(u64::MAX)
@@ -781,7 +757,46 @@ impl CudaDevice {
         if config.backoff_max_ns == 0 {
             config.backoff_max_ns = self.options.default_backoff_max_ns.unwrap_or(0);
         }
-        let layout = config.layout()?;
+        config
+    }
+
+    fn alloc_zeroed(&self, bytes: usize) -> Result<CudaBuffer, HostError> {
+        CudaDevice::alloc_zeroed(self, bytes)
+    }
+
+    fn buffer_len(buffer: &CudaBuffer) -> usize {
+        buffer.len()
+    }
+
+    fn write_at(&self, buffer: &mut CudaBuffer, offset: usize, data: &[u8]) -> Result<(), HostError> {
+        let inner = self.lock();
+        self.ctx.bind()?;
+        // SAFETY: the destination range lies in the buffer (the caller's
+        // contract), which `&mut` keeps alive; `data` outlives the copy (the
+        // stream is synchronised before returning).
+        unsafe {
+            driver::copy_to_device_async(buffer.device_address() + offset as u64, data, &inner.stream)
+        }?;
+        Ok(inner.stream.synchronize()?)
+    }
+
+    fn read_at(&self, buffer: &CudaBuffer, offset: usize, out: &mut [u8]) -> Result<(), HostError> {
+        let inner = self.lock();
+        self.download_locked(&inner, buffer.device_address() + offset as u64, out)
+    }
+
+    /// Copies the header over a zeroed world, launches cooperatively, waits
+    /// while watching the abort word, and reads back the header, the
+    /// records and the trace buffers (and the outboxes after a deadlock).
+    /// A kernel that faults or never finishes poisons the context.
+    fn run<A: Pod + Sync>(
+        &self,
+        kernel: &Kernel<A>,
+        args: &A,
+        config: &WorldConfig,
+        layout: &Layout,
+        _schedule: Option<Schedule>,
+    ) -> Result<Ran<Vec<u8>>, HostError> {
         let mut inner = self.lock();
         let occupancy = self.occupancy_locked(&mut inner, kernel.name, config.block_dim)?;
         if self.options.verbose {
@@ -800,7 +815,6 @@ impl CudaDevice {
                 occupancy.describe()
             );
         }
-        occupancy.check(config.ranks)?;
         let function = self.function_locked(&mut inner, kernel.name)?;
 
         // The world's image on the host: zeroed (lazily, by the allocator),
@@ -879,7 +893,7 @@ impl CudaDevice {
                 return Err(e.into());
             }
             Finish::Stuck(why) => {
-                let records = self.snapshot_locked(&inner, world.ptr(), &layout, &mut image);
+                let records = self.snapshot_locked(&inner, world.ptr(), layout, &mut image);
                 let e = CudaError::KernelStuck {
                     kernel: kernel.name.into(),
                     why,
@@ -908,7 +922,7 @@ impl CudaDevice {
             world.ptr() + layout.records as u64,
             &mut image[layout.records..layout.total],
         )?;
-        if report::timed_out(&image, &layout) {
+        if report::timed_out(&image, layout) {
             // A deadlock: its report also lists the messages left in the
             // outboxes, as the emulator's does.
             self.download_locked(
@@ -917,25 +931,23 @@ impl CudaDevice {
                 &mut image[layout.outboxes..layout.barrier],
             )?;
         }
-        drop(world);
-        drop(args_memory);
-        drop(inner);
         // The trace buffers lie after the result records: downloaded above.
-        *trace = Trace::from_world(&image, &layout, "cuda");
-        report::check_world(&image, &layout)?;
-        Ok(LaunchReport {
-            ranks: layout.ranks,
-            block_dim: layout.block_dim,
-            blocks: layout.blocks,
-            backend: "cuda",
-            elapsed,
-            world_bytes: layout.total,
-            // The GPU's atomics are not counted (docs/emulator.md).
-            sync_counts: None,
-            trace: None,
+        Ok(Ran {
+            world: image,
+            outcome: Ok(RunStats {
+                elapsed,
+                // The GPU's atomics are not counted (docs/emulator.md).
+                sync_counts: None,
+            }),
         })
     }
 
+    fn world_bytes(world: &Vec<u8>) -> &[u8] {
+        world
+    }
+}
+
+impl CudaDevice {
     /// Waits for the launch's stop event, watching the world's abort word
     /// (docs/gpu.md, "Timeouts and the abort path").
     fn wait_locked(&self, inner: &mut Inner, world: u64, timeout: Duration) -> Finish {

@@ -1,0 +1,243 @@
+//! What a backend must do ([`Backend`]), and what every launch does over it,
+//! written once: [`launch_traced`], [`resolve_for`], [`upload`] and
+//! [`download`].
+//!
+//! The cpu backend (`cpu::CpuDevice`, the emulator) and the cuda backend
+//! (`cuda::CudaDevice`) implement the trait; `Device` in `device.rs` picks
+//! one and calls the functions here. A launch:
+//!
+//! 1. completes the configuration with the backend's defaults
+//!    ([`Backend::complete`]: the GPU bounds every wait) and lays the world
+//!    out ([`WorldConfig::layout`]);
+//! 2. refuses a world that cannot be co-resident ([`Backend::check_fits`]);
+//! 3. lets the backend allocate the world, write its header, run every rank
+//!    and bring the world's memory back to the host ([`Backend::run`]);
+//! 4. reads the outcome from that memory ([`report::check_world`]: failed
+//!    ranks, a deadlock) and the trace ([`Trace::from_world`]), and
+//!    assembles the [`LaunchReport`].
+
+use crate::error::{BufferError, CopyDirection, HostError};
+use crate::launch::{LaunchReport, SyncCounts, SyncProfile, TracedLaunch};
+use crate::report;
+use crate::schedule::Schedule;
+use crate::spec::{Residency, WorldSpec};
+use crate::trace::Trace;
+use bytemuck::Pod;
+use gpu_mpi_device::state::Layout;
+use gpu_mpi_device::{Kernel, WorldConfig};
+use std::time::Duration;
+
+/// A device that runs worlds: the contract of the cpu and the cuda backend.
+pub(crate) trait Backend {
+    /// The backend's name in reports and traces: "cpu" or "cuda".
+    const NAME: &'static str;
+    /// An allocation of device memory.
+    type Buffer;
+    /// A world's memory as the host reads it after its kernel ran.
+    type World;
+
+    /// How many ranks fit at once in blocks of `block_dim`, for any kernel,
+    /// and what limits it.
+    fn residency(&self, block_dim: u32) -> Residency;
+
+    /// How many ranks of `kernel` fit at once in blocks of `block_dim`
+    /// (the same for every kernel unless the backend knows better).
+    fn kernel_residency(&self, _kernel: &str, block_dim: u32) -> Result<Residency, HostError> {
+        Ok(self.residency(block_dim))
+    }
+
+    /// Fails as a launch of `kernel` would when the backend has no such
+    /// kernel (the emulator runs the host build, which has them all).
+    fn find_kernel(&self, _kernel: &str) -> Result<(), HostError> {
+        Ok(())
+    }
+
+    /// Refuses a world of `config` that cannot be co-resident
+    /// ([`HostError::NotCoResident`] with the numbers).
+    fn check_fits(&self, kernel: &str, config: &WorldConfig) -> Result<(), HostError> {
+        self.kernel_residency(kernel, config.block_dim)?
+            .check(config.ranks)
+    }
+
+    /// `config` with the backend's values for what the spec left open.
+    fn complete(&self, config: WorldConfig) -> WorldConfig {
+        config
+    }
+
+    /// `bytes` zeroed bytes of device memory, aligned to at least 64 bytes.
+    fn alloc_zeroed(&self, bytes: usize) -> Result<Self::Buffer, HostError>;
+
+    /// Bytes of `buffer`.
+    fn buffer_len(buffer: &Self::Buffer) -> usize;
+
+    /// Copies `data` into `buffer` from byte `offset` on; the range lies in
+    /// the buffer (checked by [`upload`]).
+    fn write_at(&self, buffer: &mut Self::Buffer, offset: usize, data: &[u8]) -> Result<(), HostError>;
+
+    /// Copies `out.len()` bytes of `buffer` from byte `offset` on into
+    /// `out`; the range lies in the buffer (checked by [`download`]).
+    fn read_at(&self, buffer: &Self::Buffer, offset: usize, out: &mut [u8]) -> Result<(), HostError>;
+
+    /// Allocates a world laid out as `layout` for `config` (already checked
+    /// to fit), zeroed with the header written, runs `kernel` with `args` on
+    /// every rank (in the order of `schedule` where the backend chooses
+    /// one), and reads back at least the header, the wait and result
+    /// records and the trace buffers. `Err` when the world never ran or
+    /// could not be read back; once it was, its memory comes back with how
+    /// the run ended.
+    fn run<A: Pod + Sync>(
+        &self,
+        kernel: &Kernel<A>,
+        args: &A,
+        config: &WorldConfig,
+        layout: &Layout,
+        schedule: Option<Schedule>,
+    ) -> Result<Ran<Self::World>, HostError>;
+
+    /// The bytes of a world that ran, `layout.total` of them.
+    fn world_bytes(world: &Self::World) -> &[u8];
+}
+
+/// A world that ran ([`Backend::run`]).
+pub(crate) struct Ran<W> {
+    /// Its memory as the host reads it.
+    pub(crate) world: W,
+    /// How the run ended: its numbers, or why the ranks did not all return
+    /// (a deadlock the emulator saw, a panic, a stack overflow).
+    pub(crate) outcome: Result<RunStats, HostError>,
+}
+
+/// The numbers of a run whose ranks all returned.
+pub(crate) struct RunStats {
+    /// From the first rank's start to the last rank's end.
+    pub(crate) elapsed: Duration,
+    /// Each rank's synchronising operations, where the backend counts them.
+    pub(crate) sync_counts: Option<Vec<SyncCounts>>,
+}
+
+/// Fails unless `offset..offset + bytes` lies in a buffer of `len` bytes.
+fn in_range(direction: CopyDirection, offset: usize, bytes: usize, len: usize) -> Result<(), HostError> {
+    match offset.checked_add(bytes) {
+        Some(end) if end <= len => Ok(()),
+        _ => Err(BufferError::OutOfRange {
+            direction,
+            bytes,
+            offset,
+            len,
+        }
+        .into()),
+    }
+}
+
+/// Copies `data` into `buffer` from byte `offset` on.
+pub(crate) fn upload<B: Backend>(
+    backend: &B,
+    buffer: &mut B::Buffer,
+    offset: usize,
+    data: &[u8],
+) -> Result<(), HostError> {
+    in_range(CopyDirection::Upload, offset, data.len(), B::buffer_len(buffer))?;
+    if data.is_empty() {
+        return Ok(());
+    }
+    backend.write_at(buffer, offset, data)
+}
+
+/// Copies `out.len()` bytes from `buffer`, starting at byte `offset`.
+pub(crate) fn download<B: Backend>(
+    backend: &B,
+    buffer: &B::Buffer,
+    offset: usize,
+    out: &mut [u8],
+) -> Result<(), HostError> {
+    in_range(CopyDirection::Download, offset, out.len(), B::buffer_len(buffer))?;
+    if out.is_empty() {
+        return Ok(());
+    }
+    backend.read_at(buffer, offset, out)
+}
+
+/// The world configuration `spec` gives on `backend` for any kernel,
+/// checked.
+pub(crate) fn resolve<B: Backend>(backend: &B, spec: &WorldSpec) -> Result<WorldConfig, HostError> {
+    let config = spec.resolve(|b| backend.residency(b).capacity())?;
+    config.layout()?;
+    backend.residency(config.block_dim).check(config.ranks)?;
+    Ok(config)
+}
+
+/// The world configuration `spec` gives for `kernel` on `backend`, checked:
+/// `RankCount::Max` becomes this kernel's capacity.
+pub(crate) fn resolve_for<B: Backend>(
+    backend: &B,
+    kernel: &str,
+    spec: &WorldSpec,
+) -> Result<WorldConfig, HostError> {
+    // An unknown kernel fails here rather than resolve to 0 ranks.
+    backend.find_kernel(kernel)?;
+    let config = spec.resolve(|b| backend.kernel_residency(kernel, b).map_or(0, |r| r.capacity()))?;
+    config.layout()?;
+    backend.check_fits(kernel, &config)?;
+    Ok(config)
+}
+
+/// Runs `kernel` on a new world of `config` and reads the outcome, the trace
+/// attached to the report.
+pub(crate) fn launch<B: Backend, A: Pod + Sync>(
+    backend: &B,
+    kernel: &Kernel<A>,
+    args: &A,
+    config: &WorldConfig,
+    schedule: Option<Schedule>,
+) -> Result<LaunchReport, HostError> {
+    let TracedLaunch { result, trace } = launch_traced(backend, kernel, args, config, schedule);
+    result.map(|mut r| {
+        r.trace = trace;
+        r
+    })
+}
+
+/// As [`launch`], with the trace apart from the outcome: also after a
+/// deadlock or failed ranks; `None` when `config` has no trace or the world
+/// never ran or could not be read back.
+pub(crate) fn launch_traced<B: Backend, A: Pod + Sync>(
+    backend: &B,
+    kernel: &Kernel<A>,
+    args: &A,
+    config: &WorldConfig,
+    schedule: Option<Schedule>,
+) -> TracedLaunch {
+    let mut kept = None;
+    let result = run_world(backend, kernel, args, config, schedule, &mut kept);
+    let trace = kept.and_then(|(world, layout)| Trace::from_world(B::world_bytes(&world), &layout, B::NAME));
+    TracedLaunch { result, trace }
+}
+
+/// Steps 1 to 4 of a launch (see the module's documentation); leaves the
+/// world's memory in `kept` once it ran.
+fn run_world<B: Backend, A: Pod + Sync>(
+    backend: &B,
+    kernel: &Kernel<A>,
+    args: &A,
+    config: &WorldConfig,
+    schedule: Option<Schedule>,
+    kept: &mut Option<(B::World, Layout)>,
+) -> Result<LaunchReport, HostError> {
+    let config = backend.complete(*config);
+    let layout = config.layout()?;
+    backend.check_fits(kernel.name, &config)?;
+    let Ran { world, outcome } = backend.run(kernel, args, &config, &layout, schedule)?;
+    let (world, layout) = kept.insert((world, layout));
+    let stats = outcome?;
+    report::check_world(B::world_bytes(world), layout)?;
+    Ok(LaunchReport {
+        ranks: layout.ranks,
+        block_dim: layout.block_dim,
+        blocks: layout.blocks,
+        backend: B::NAME,
+        elapsed: stats.elapsed,
+        world_bytes: layout.total,
+        sync_counts: stats.sync_counts.map(SyncProfile::new),
+        trace: None,
+    })
+}
