@@ -121,15 +121,7 @@ impl Backend for CudaDevice {
     }
 
     fn write_at(&self, buffer: &mut CudaBuffer, offset: usize, data: &[u8]) -> Result<(), HostError> {
-        let inner = self.lock();
-        self.ctx.bind()?;
-        // SAFETY: the destination range lies in the buffer (the caller's
-        // contract), which `&mut` keeps alive; `data` outlives the copy (the
-        // stream is synchronised before returning).
-        unsafe {
-            driver::copy_to_device_async(buffer.device_address() + offset as u64, data, &inner.stream)
-        }?;
-        Ok(inner.stream.synchronize()?)
+        self.write_in_range(buffer, offset, data)
     }
 
     fn read_at(&self, buffer: &CudaBuffer, offset: usize, out: &mut [u8]) -> Result<(), HostError> {

@@ -59,6 +59,27 @@ impl CudaDevice {
         backend::download(self, buffer, offset, out)
     }
 
+    /// Copies `data` into `buffer` from byte `offset` on, a range that the
+    /// caller checked lies in the buffer.
+    pub(super) fn write_in_range(
+        &self,
+        buffer: &mut CudaBuffer,
+        offset: usize,
+        data: &[u8],
+    ) -> Result<(), HostError> {
+        let inner = self.lock();
+        self.ctx.bind()?;
+        // SAFETY: the destination range lies in the buffer (the caller's
+        // contract), which `&mut` keeps alive; `data` outlives the copy (the
+        // stream is synchronised before returning).
+        unsafe {
+            driver::copy_to_device_async(buffer.device_address() + offset as u64, data, &inner.stream)
+        }?;
+        Ok(inner.stream.synchronize()?)
+    }
+
+    /// Copies `out.len()` bytes from device address `src`, a range of device
+    /// memory the caller owns, with the lock held.
     pub(super) fn download_locked(&self, inner: &Inner, src: u64, out: &mut [u8]) -> Result<(), HostError> {
         if out.is_empty() {
             return Ok(());

@@ -31,7 +31,12 @@
 //!   while the kernel runs, and the context is *poisoned*: later calls fail
 //!   at once (a CUDA kernel cannot be stopped; the process's exit ends it).
 //!
-//! The pure parts (image choice, occupancy model) are in [`plan`].
+//! The files, each one idea: `options.rs` ([`CudaOptions`] and the
+//! environment), `driver.rs` (every driver call and the owners of the
+//! driver's handles), [`plan`] (the pure parts: image choice, occupancy
+//! model), `device.rs` ([`CudaDevice`], [`CudaInfo`], occupancy per kernel),
+//! `open.rs` (opening the GPU), `memory.rs` ([`CudaBuffer`] and the copies),
+//! `launch.rs` (running a world: the backend contract).
 
 pub(crate) mod driver;
 pub mod plan;
