@@ -6,9 +6,11 @@
 //! world shapes (one rank, one block, several blocks, block sizes that are
 //! not powers of two), downloads what every rank recorded and checks each
 //! word against what the MPI standard requires. The same cases run on the
-//! CPU emulator (check/tests/semantics.rs) and on a GPU (`gpu-mpi-check --backend
-//! cuda`). docs/semantics.md lists the rules with their sections of the
-//! standard.
+//! CPU emulator and on a GPU: `cargo test` runs each as a test per backend
+//! (check/tests/semantics.rs, [`testgen`]: the GPU's where one is present),
+//! `gpu-mpi-check --backend cpu|cuda` all of them on one. [`for_each_case!`]
+//! lists them once. docs/semantics.md lists the rules with their sections
+//! of the standard.
 //!
 //! A case returns `Err` with every mismatch it found (the first ones, each
 //! naming the world shape, the rank and the value), or with the host error
@@ -32,6 +34,9 @@ use std::time::Duration;
 
 mod datatypes;
 pub mod explore;
+pub mod testgen;
+
+pub use testgen::TEST_BACKEND_VAR;
 
 /// The conformance kernels, built by build.rs: PTX and SASS per SM.
 pub static KERNELS: KernelImages = gpu_mpi::include_kernels!();
@@ -40,10 +45,6 @@ pub static KERNELS: KernelImages = gpu_mpi::include_kernels!();
 pub fn open(kind: BackendKind) -> Result<Device, HostError> {
     Device::open(kind, &KERNELS)
 }
-
-/// The variable that puts the integration tests on the GPU:
-/// `GPU_MPI_TEST_BACKEND=cuda` (docs/gpu.md, "The tests on a GPU").
-pub const TEST_BACKEND_VAR: &str = "GPU_MPI_TEST_BACKEND";
 
 /// The device of an integration test that holds on both backends: the
 /// emulator with `options`, or the GPU when [`TEST_BACKEND_VAR`] is `cuda`
@@ -95,80 +96,84 @@ impl fmt::Debug for Case {
 
 /// Every conformance case, in the order of docs/semantics.md.
 pub fn cases() -> Vec<Case> {
-    macro_rules! case {
-        ($name:literal, $f:path) => {
-            Case {
-                name: $name,
-                run: $f,
-            }
+    macro_rules! case_list {
+        ($($test:ident: $name:literal => $run:path,)*) => {
+            vec![$(Case { name: $name, run: $run }),*]
         };
     }
-    vec![
-        case!("p2p/all_to_one_any_source", all_to_one_any),
-        case!("p2p/all_to_one_specific_source", all_to_one_specific),
-        case!("p2p/ring_send_receive", ring),
-        case!("p2p/pairs", pairs),
-        case!("p2p/all_to_all_any_source", all_to_all),
-        case!("p2p/send_to_self", to_self),
-        case!("p2p/zero_length", zero_length),
-        case!("p2p/null_process", null_process),
-        case!("p2p/send_receive_replace", replace),
-        case!("p2p/probe_then_receive", probe_pairs),
-        case!("p2p/probe_any_source", probe_any_source),
-        case!("p2p/truncation", truncation),
-        case!("p2p/truncation_streamed", truncation_streamed),
-        case!("p2p/large_direct", large_direct),
-        case!("p2p/large_streamed", large_streamed),
-        case!("p2p/non_overtaking_any_tag", order_any_tag),
-        case!("p2p/non_overtaking_any_source", order_any_source),
-        case!("p2p/non_overtaking_any_source_by_tag", order_any_source_by_tag),
-        case!("p2p/datatype_matching", types),
-        case!("datatypes/ring_column", datatypes::ring_column),
-        case!("datatypes/large_streamed", datatypes::large),
-        case!("errors/datatype_views", datatypes::errors),
-        case!("collective/datatype_views", datatypes::collectives),
-        case!("nonblocking/wait_any_pre_posted", nb_wait_any),
-        case!("nonblocking/all_to_all_posted_first", nb_all_to_all),
-        case!("nonblocking/self_send_then_probe", nb_self_probe),
-        case!("nonblocking/null_and_empty_sets", nb_null_sets),
-        case!("nonblocking/matched_probe", nb_mprobe),
-        case!("nonblocking/synchronous_send", nb_ssend),
-        case!("nonblocking/arrays_as_buffers", nb_arrays),
-        case!(
-            "nonblocking/blocking_calls_among_requests",
-            nb_blocking_among_requests
-        ),
-        case!("errors/invalid_arguments", arguments),
-        case!("collective/barrier", barrier),
-        case!("collective/broadcast", broadcast_global),
-        case!("collective/broadcast_every_root", broadcast_every_root),
-        case!("collective/reduce_u8", reduce_u8),
-        case!("collective/reduce_i8", reduce_i8),
-        case!("collective/reduce_u16", reduce_u16),
-        case!("collective/reduce_i16", reduce_i16),
-        case!("collective/reduce_u32", reduce_u32),
-        case!("collective/reduce_i32", reduce_i32),
-        case!("collective/reduce_u64", reduce_u64),
-        case!("collective/reduce_i64", reduce_i64),
-        case!("collective/reduce_f32", reduce_f32),
-        case!("collective/reduce_f64", reduce_f64),
-        case!("collective/non_commutative_user_op", user_op),
-        case!("errors/collective_count_mismatch", count_mismatch),
-        case!("collective/gather_scatter", gather_scatter),
-        case!("collective/all_gather", all_gather),
-        case!("collective/all_to_all", all_to_all_case),
-        case!("collective/scan", scan),
-        case!("collective/reduce_scatter", reduce_scatter),
-        case!("collective/reduce_in_place", reduce_in_place),
-        case!("errors/collective_arguments", collective_arguments),
-        case!("deadlock/timeout_names_the_wait", deadlock_timeout),
-        case!("deadlock/send_send_times_out", deadlock_send_send),
-        case!("deadlock/timeout_aborts_every_waiting_rank", deadlock_abort),
-        case!(
-            "deadlock/skipped_collective_fails_everywhere",
-            skipped_collectives
-        ),
-    ]
+    crate::for_each_case!(case_list)
+}
+
+/// The conformance cases, listed once: calls macro `$callback` with
+/// `test_name: "group/rule" => function,` for every case, in the order of
+/// docs/semantics.md. [`cases`] builds its list from it, and
+/// check/tests/semantics.rs one test per case and backend; adding a case is
+/// adding its line here. `test_name` is the name with `_` for `/`; the
+/// functions are private to this crate (a test looks its case up by name).
+#[macro_export]
+macro_rules! for_each_case {
+    ($callback:ident) => {
+        $callback! {
+            p2p_all_to_one_any_source: "p2p/all_to_one_any_source" => all_to_one_any,
+            p2p_all_to_one_specific_source: "p2p/all_to_one_specific_source" => all_to_one_specific,
+            p2p_ring_send_receive: "p2p/ring_send_receive" => ring,
+            p2p_pairs: "p2p/pairs" => pairs,
+            p2p_all_to_all_any_source: "p2p/all_to_all_any_source" => all_to_all,
+            p2p_send_to_self: "p2p/send_to_self" => to_self,
+            p2p_zero_length: "p2p/zero_length" => zero_length,
+            p2p_null_process: "p2p/null_process" => null_process,
+            p2p_send_receive_replace: "p2p/send_receive_replace" => replace,
+            p2p_probe_then_receive: "p2p/probe_then_receive" => probe_pairs,
+            p2p_probe_any_source: "p2p/probe_any_source" => probe_any_source,
+            p2p_truncation: "p2p/truncation" => truncation,
+            p2p_truncation_streamed: "p2p/truncation_streamed" => truncation_streamed,
+            p2p_large_direct: "p2p/large_direct" => large_direct,
+            p2p_large_streamed: "p2p/large_streamed" => large_streamed,
+            p2p_non_overtaking_any_tag: "p2p/non_overtaking_any_tag" => order_any_tag,
+            p2p_non_overtaking_any_source: "p2p/non_overtaking_any_source" => order_any_source,
+            p2p_non_overtaking_any_source_by_tag: "p2p/non_overtaking_any_source_by_tag" => order_any_source_by_tag,
+            p2p_datatype_matching: "p2p/datatype_matching" => types,
+            datatypes_ring_column: "datatypes/ring_column" => datatypes::ring_column,
+            datatypes_large_streamed: "datatypes/large_streamed" => datatypes::large,
+            errors_datatype_views: "errors/datatype_views" => datatypes::errors,
+            collective_datatype_views: "collective/datatype_views" => datatypes::collectives,
+            nonblocking_wait_any_pre_posted: "nonblocking/wait_any_pre_posted" => nb_wait_any,
+            nonblocking_all_to_all_posted_first: "nonblocking/all_to_all_posted_first" => nb_all_to_all,
+            nonblocking_self_send_then_probe: "nonblocking/self_send_then_probe" => nb_self_probe,
+            nonblocking_null_and_empty_sets: "nonblocking/null_and_empty_sets" => nb_null_sets,
+            nonblocking_matched_probe: "nonblocking/matched_probe" => nb_mprobe,
+            nonblocking_synchronous_send: "nonblocking/synchronous_send" => nb_ssend,
+            nonblocking_arrays_as_buffers: "nonblocking/arrays_as_buffers" => nb_arrays,
+            nonblocking_blocking_calls_among_requests: "nonblocking/blocking_calls_among_requests" => nb_blocking_among_requests,
+            errors_invalid_arguments: "errors/invalid_arguments" => arguments,
+            collective_barrier: "collective/barrier" => barrier,
+            collective_broadcast: "collective/broadcast" => broadcast_global,
+            collective_broadcast_every_root: "collective/broadcast_every_root" => broadcast_every_root,
+            collective_reduce_u8: "collective/reduce_u8" => reduce_u8,
+            collective_reduce_i8: "collective/reduce_i8" => reduce_i8,
+            collective_reduce_u16: "collective/reduce_u16" => reduce_u16,
+            collective_reduce_i16: "collective/reduce_i16" => reduce_i16,
+            collective_reduce_u32: "collective/reduce_u32" => reduce_u32,
+            collective_reduce_i32: "collective/reduce_i32" => reduce_i32,
+            collective_reduce_u64: "collective/reduce_u64" => reduce_u64,
+            collective_reduce_i64: "collective/reduce_i64" => reduce_i64,
+            collective_reduce_f32: "collective/reduce_f32" => reduce_f32,
+            collective_reduce_f64: "collective/reduce_f64" => reduce_f64,
+            collective_non_commutative_user_op: "collective/non_commutative_user_op" => user_op,
+            errors_collective_count_mismatch: "errors/collective_count_mismatch" => count_mismatch,
+            collective_gather_scatter: "collective/gather_scatter" => gather_scatter,
+            collective_all_gather: "collective/all_gather" => all_gather,
+            collective_all_to_all: "collective/all_to_all" => all_to_all_case,
+            collective_scan: "collective/scan" => scan,
+            collective_reduce_scatter: "collective/reduce_scatter" => reduce_scatter,
+            collective_reduce_in_place: "collective/reduce_in_place" => reduce_in_place,
+            errors_collective_arguments: "errors/collective_arguments" => collective_arguments,
+            deadlock_timeout_names_the_wait: "deadlock/timeout_names_the_wait" => deadlock_timeout,
+            deadlock_send_send_times_out: "deadlock/send_send_times_out" => deadlock_send_send,
+            deadlock_timeout_aborts_every_waiting_rank: "deadlock/timeout_aborts_every_waiting_rank" => deadlock_abort,
+            deadlock_skipped_collective_fails_everywhere: "deadlock/skipped_collective_fails_everywhere" => skipped_collectives,
+        }
+    };
 }
 
 /// Cases whose kernels have a planted order-dependent bug
