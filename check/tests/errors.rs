@@ -1,5 +1,6 @@
-//! Every error class, produced by a kernel on the CPU emulator, and the
-//! message it reads as; deadlock reports; host-side refusals.
+//! Every error class, produced by a kernel, and the message it reads as (on
+//! the emulator always, on the GPU where one is present: `testgen!`);
+//! deadlock and livelock reports and host-side refusals (on the emulator).
 //!
 //! Device errors surface as `HostError::RankFailed { errors, .. }` (the
 //! ranks' result records), deadlocks as `HostError::Deadlock(report)`.
@@ -7,14 +8,16 @@
 use gpu_mpi::device::wait::Call;
 use gpu_mpi::device::{Error, ErrorClass, Status};
 use gpu_mpi::{BlockedState, DeadlockReport, Device, HostError, WorldSpec};
-use gpu_mpi_check::{launch_fault, FAULT_OUT_WORDS};
+use gpu_mpi_check::testgen::Backend;
+use gpu_mpi_check::{launch_fault, testgen, FAULT_OUT_WORDS};
 use gpu_mpi_check_kernels::faults::*;
 use gpu_mpi_check_kernels::{CaseArgs, Recorder};
 use std::time::Duration;
 
-/// Runs fault scenario `case` in a world of `spec` and returns the launch's error.
-fn fault(case: u32, param: u32, spec: WorldSpec) -> HostError {
-    match launch_fault(&Device::cpu(), case, param, &spec) {
+/// Runs fault scenario `case` in a world of `spec` on `backend` and returns
+/// the launch's error.
+fn fault(backend: Backend, case: u32, param: u32, spec: WorldSpec) -> HostError {
+    match launch_fault(&backend.device(), case, param, &spec) {
         Ok(r) => panic!("fault case {case} succeeded: {r:?}"),
         Err(e) => e,
     }
@@ -41,9 +44,8 @@ fn world(n: u32) -> WorldSpec {
     WorldSpec::ranks(n)
 }
 
-#[test]
-fn invalid_rank() {
-    let (errors, text) = failed(fault(FAULT_RANK, 0, world(4)));
+fn invalid_rank(backend: Backend) {
+    let (errors, text) = failed(fault(backend, FAULT_RANK, 0, world(4)));
     assert_eq!(errors, vec![(1, Error::InvalidRank { rank: 4, size: 4 })]);
     assert_eq!(errors[0].1.class(), ErrorClass::Rank);
     assert_eq!(
@@ -51,10 +53,10 @@ fn invalid_rank() {
         "1 of 4 ranks failed: rank 1: MPI_ERR_RANK: rank 4 is not in a world of 4 ranks"
     );
 }
+testgen!(invalid_rank);
 
-#[test]
-fn invalid_tag() {
-    let (errors, text) = failed(fault(FAULT_TAG, 0, world(2)));
+fn invalid_tag(backend: Backend) {
+    let (errors, text) = failed(fault(backend, FAULT_TAG, 0, world(2)));
     assert_eq!(errors, vec![(0, Error::InvalidTag { tag: -5 })]);
     assert_eq!(errors[0].1.class(), ErrorClass::Tag);
     assert!(
@@ -62,10 +64,10 @@ fn invalid_tag() {
         "{text}"
     );
 }
+testgen!(invalid_tag);
 
-#[test]
-fn truncation() {
-    let (errors, text) = failed(fault(FAULT_TRUNCATE, 0, world(2)));
+fn truncation(backend: Backend) {
+    let (errors, text) = failed(fault(backend, FAULT_TRUNCATE, 0, world(2)));
     assert_eq!(errors.len(), 1, "{text}");
     let (rank, e) = errors[0];
     assert_eq!(rank, 1);
@@ -90,10 +92,10 @@ fn truncation() {
         "{text}"
     );
 }
+testgen!(truncation);
 
-#[test]
-fn type_mismatch() {
-    let (errors, text) = failed(fault(FAULT_TYPE, 0, world(2)));
+fn type_mismatch(backend: Backend) {
+    let (errors, text) = failed(fault(backend, FAULT_TYPE, 0, world(2)));
     assert_eq!(errors.len(), 1, "{text}");
     assert_eq!(errors[0].0, 1);
     assert_eq!(errors[0].1.class(), ErrorClass::Type);
@@ -105,10 +107,10 @@ fn type_mismatch() {
         "{text}"
     );
 }
+testgen!(type_mismatch);
 
-#[test]
-fn count_mismatch_fails_every_rank_without_a_hang() {
-    let (errors, text) = failed(fault(FAULT_COUNT, 0, world(6).block_dim(3)));
+fn count_mismatch_fails_every_rank_without_a_hang(backend: Backend) {
+    let (errors, text) = failed(fault(backend, FAULT_COUNT, 0, world(6).block_dim(3)));
     assert_eq!(errors.len(), 6, "{text}");
     for (i, (rank, e)) in errors.iter().enumerate() {
         assert_eq!(*rank, i as u32);
@@ -119,21 +121,26 @@ fn count_mismatch_fails_every_rank_without_a_hang() {
         "{text}"
     );
 }
+testgen!(count_mismatch_fails_every_rank_without_a_hang);
 
 /// `Error::CountMismatch::expected` is documented as the count the root (or
 /// rank 0) passed; here rank 0 passed 1.
-#[test]
-fn count_mismatch_names_the_roots_count() {
-    let (errors, text) = failed(fault(FAULT_COUNT, 0, world(4)));
+fn count_mismatch_names_the_roots_count(backend: Backend) {
+    let (errors, text) = failed(fault(backend, FAULT_COUNT, 0, world(4)));
     for (rank, e) in &errors {
         let count = if *rank == 3 { 2 } else { 1 };
         assert_eq!(*e, Error::CountMismatch { count, expected: 1 }, "{text}");
     }
 }
+testgen!(count_mismatch_names_the_roots_count);
 
-#[test]
-fn buffer_too_large() {
-    let (errors, text) = failed(fault(FAULT_BUFFER, 1024, world(2).max_message_bytes(1024)));
+fn buffer_too_large(backend: Backend) {
+    let (errors, text) = failed(fault(
+        backend,
+        FAULT_BUFFER,
+        1024,
+        world(2).max_message_bytes(1024),
+    ));
     assert_eq!(
         errors,
         vec![(
@@ -151,10 +158,10 @@ fn buffer_too_large() {
         "{text}"
     );
 }
+testgen!(buffer_too_large);
 
-#[test]
-fn invalid_root_on_every_rank() {
-    let (errors, text) = failed(fault(FAULT_ROOT, 0, world(4)));
+fn invalid_root_on_every_rank(backend: Backend) {
+    let (errors, text) = failed(fault(backend, FAULT_ROOT, 0, world(4)));
     assert_eq!(errors.len(), 4);
     assert!(errors
         .iter()
@@ -165,10 +172,10 @@ fn invalid_root_on_every_rank() {
         "{text}"
     );
 }
+testgen!(invalid_root_on_every_rank);
 
-#[test]
-fn invalid_operation_on_every_rank() {
-    let (errors, text) = failed(fault(FAULT_OP, 0, world(3)));
+fn invalid_operation_on_every_rank(backend: Backend) {
+    let (errors, text) = failed(fault(backend, FAULT_OP, 0, world(3)));
     assert_eq!(errors.len(), 3);
     assert_eq!(errors[0].1.class(), ErrorClass::Op);
     assert!(
@@ -178,10 +185,10 @@ fn invalid_operation_on_every_rank() {
         "{text}"
     );
 }
+testgen!(invalid_operation_on_every_rank);
 
-#[test]
-fn out_of_bounds_argument() {
-    let (errors, text) = failed(fault(FAULT_ARG, 0, world(2)));
+fn out_of_bounds_argument(backend: Backend) {
+    let (errors, text) = failed(fault(backend, FAULT_ARG, 0, world(2)));
     let n = FAULT_OUT_WORDS as u32;
     assert_eq!(errors, vec![(0, Error::OutOfBounds { index: n, len: n })]);
     assert_eq!(errors[0].1.class(), ErrorClass::Arg);
@@ -192,10 +199,31 @@ fn out_of_bounds_argument() {
         "{text}"
     );
 }
+testgen!(out_of_bounds_argument);
+
+fn one_request_more_than_a_scope_holds_is_err_request(backend: Backend) {
+    let (errors, text) = failed(fault(backend, FAULT_REQUESTS, 0, world(2)));
+    let limit = gpu_mpi::device::request::MAX_REQUESTS as u32;
+    assert_eq!(errors, vec![(0, Error::RequestLimit { limit })]);
+    assert_eq!(errors[0].1.class(), ErrorClass::Request);
+    assert!(
+        text.contains(&format!(
+            "MPI_ERR_REQUEST: more than {limit} requests active in one request scope"
+        )),
+        "{text}"
+    );
+}
+testgen!(one_request_more_than_a_scope_holds_is_err_request);
+
+// Emulator only, to `timeout_aborts_the_other_waiting_ranks`: exact
+// deadlock reports. The emulator sees every rank blocked and reports at once;
+// a GPU only ends a deadlock by a wait bound, and which ranks time out rather
+// than give up depends on its timing (the conformance cases `deadlock/*`
+// check what holds there too, on both backends).
 
 #[test]
 fn unmatched_receive_is_reported_with_rank_operation_peer_and_tag() {
-    let (report, text) = deadlock(fault(FAULT_DEADLOCK_RECEIVE, 0, world(2)));
+    let (report, text) = deadlock(fault(Backend::Cpu, FAULT_DEADLOCK_RECEIVE, 0, world(2)));
     assert_eq!(
         report.state_of(0),
         Some(BlockedState::Waiting {
@@ -215,7 +243,7 @@ fn unmatched_receive_is_reported_with_rank_operation_peer_and_tag() {
 
 #[test]
 fn rank_that_exits_before_a_barrier_shows_as_exited() {
-    let (report, text) = deadlock(fault(FAULT_EXIT_BEFORE_BARRIER, 0, world(4)));
+    let (report, text) = deadlock(fault(Backend::Cpu, FAULT_EXIT_BEFORE_BARRIER, 0, world(4)));
     assert!(report.state_of(0).is_some_and(|s| s.is_exited()), "{text}");
     for r in 1..4 {
         let s = report.state_of(r).unwrap();
@@ -227,14 +255,19 @@ fn rank_that_exits_before_a_barrier_shows_as_exited() {
 
 #[test]
 fn rank_that_exits_before_a_barrier_across_blocks() {
-    let (report, text) = deadlock(fault(FAULT_EXIT_BEFORE_BARRIER, 0, world(6).block_dim(2)));
+    let (report, text) = deadlock(fault(
+        Backend::Cpu,
+        FAULT_EXIT_BEFORE_BARRIER,
+        0,
+        world(6).block_dim(2),
+    ));
     assert_eq!(report.state_of(0), Some(BlockedState::Exited), "{text}");
     assert_eq!(report.blocked().count(), 5, "{text}");
 }
 
 #[test]
 fn two_large_sends_to_each_other_deadlock_and_both_show() {
-    let (report, text) = deadlock(fault(FAULT_SEND_SEND, 1024, world(2)));
+    let (report, text) = deadlock(fault(Backend::Cpu, FAULT_SEND_SEND, 1024, world(2)));
     for (r, peer) in [(0u32, 1), (1, 0)] {
         assert_eq!(
             report.state_of(r),
@@ -259,7 +292,7 @@ fn two_large_sends_to_each_other_deadlock_and_both_show() {
 
 #[test]
 fn receives_from_any_source_with_nobody_sending() {
-    let (report, text) = deadlock(fault(FAULT_RECEIVE_ANY, 0, world(40).block_dim(8)));
+    let (report, text) = deadlock(fault(Backend::Cpu, FAULT_RECEIVE_ANY, 0, world(40).block_dim(8)));
     assert_eq!(report.blocked().count(), 40);
     assert_eq!(
         text,
@@ -274,7 +307,7 @@ fn receives_from_any_source_with_nobody_sending() {
 #[test]
 fn timeout_ends_a_deadlock() {
     let spec = world(2).timeout(Duration::from_millis(200));
-    let (report, text) = deadlock(fault(FAULT_DEADLOCK_RECEIVE, 0, spec));
+    let (report, text) = deadlock(fault(Backend::Cpu, FAULT_DEADLOCK_RECEIVE, 0, spec));
     assert_eq!(
         report.state_of(0),
         Some(BlockedState::TimedOut {
@@ -297,7 +330,7 @@ fn timeout_ends_a_deadlock() {
 #[test]
 fn timeout_aborts_the_other_waiting_ranks() {
     let spec = world(3).timeout(Duration::from_millis(200));
-    let (report, text) = deadlock(fault(FAULT_RECEIVE_ANY, 0, spec));
+    let (report, text) = deadlock(fault(Backend::Cpu, FAULT_RECEIVE_ANY, 0, spec));
     let states: Vec<_> = (0..3).map(|r| report.state_of(r).unwrap()).collect();
     let wait = (Call::Receive as u32, -1, 2);
     let timed_out = states
@@ -315,6 +348,9 @@ fn timeout_aborts_the_other_waiting_ranks() {
         "{text}"
     );
 }
+
+// Emulator only: these two launch `WHO`, a kernel of this file (not in the
+// conformance crate's PTX), and `max_ranks` is the emulator's own.
 
 #[test]
 fn invalid_world_configuration_is_refused() {
@@ -360,6 +396,8 @@ gpu_mpi::device::kernel! {
         Ok(())
     }
 }
+
+// Values of the error types, not of a backend: once.
 
 /// Every class has its MPI name, and every error survives the trip through
 /// a result record (class and detail words) with the same message.
@@ -454,12 +492,14 @@ fn every_class_round_trips_and_reads_well() {
 /// A status with source 0, tag 4, 32 bytes, as a truncated receive reports
 /// it (statuses have no public constructor: take one from a real receive).
 fn statuses() -> Status {
-    let (errors, _) = failed(fault(FAULT_TRUNCATE, 0, world(2)));
+    let (errors, _) = failed(fault(Backend::Cpu, FAULT_TRUNCATE, 0, world(2)));
     match errors[0].1 {
         Error::Truncate { status, .. } => status,
         other => panic!("{other:?}"),
     }
 }
+
+// Emulator only: `OVERFLOW` is a kernel of this file (not in the PTX).
 
 /// `Recorder` (used by every semantic kernel) refuses to write past a rank's
 /// region instead of corrupting the next rank's.
@@ -498,6 +538,9 @@ gpu_mpi::device::kernel! {
     }
 }
 
+// Emulator only: livelock reports come from the emulator's scheduler, which
+// sees every rank spinning; a GPU would spin until its watchdog.
+
 /// Runs `f` on a thread and fails if it does not return within `limit`: a
 /// regression to a silent emulator hang fails instead of hanging CI.
 fn within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'static) -> T {
@@ -512,7 +555,9 @@ fn within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'st
 #[test]
 fn spinning_on_immediate_probe_is_a_livelock_not_a_hang() {
     for spec in [world(2), world(3).block_dim(1), world(1)] {
-        let e = within(Duration::from_secs(120), move || fault(FAULT_SPIN_PROBE, 0, spec));
+        let e = within(Duration::from_secs(120), move || {
+            fault(Backend::Cpu, FAULT_SPIN_PROBE, 0, spec)
+        });
         let (report, text) = deadlock(e);
         assert!(text.starts_with("livelock: "), "{text}");
         let n = report.blocked().count() as u32;
@@ -533,7 +578,9 @@ fn spinning_on_immediate_probe_is_a_livelock_not_a_hang() {
 
 #[test]
 fn spinning_on_test_is_a_livelock_naming_the_requests() {
-    let e = within(Duration::from_secs(120), || fault(FAULT_SPIN_TEST, 0, world(3)));
+    let e = within(Duration::from_secs(120), || {
+        fault(Backend::Cpu, FAULT_SPIN_TEST, 0, world(3))
+    });
     let (report, text) = deadlock(e);
     assert!(text.starts_with("livelock: "), "{text}");
     assert!(
@@ -548,19 +595,5 @@ fn spinning_on_test_is_a_livelock_naming_the_requests() {
             peer: -2,
             tag: 1
         })
-    );
-}
-
-#[test]
-fn one_request_more_than_a_scope_holds_is_err_request() {
-    let (errors, text) = failed(fault(FAULT_REQUESTS, 0, world(2)));
-    let limit = gpu_mpi::device::request::MAX_REQUESTS as u32;
-    assert_eq!(errors, vec![(0, Error::RequestLimit { limit })]);
-    assert_eq!(errors[0].1.class(), ErrorClass::Request);
-    assert!(
-        text.contains(&format!(
-            "MPI_ERR_REQUEST: more than {limit} requests active in one request scope"
-        )),
-        "{text}"
     );
 }
