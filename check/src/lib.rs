@@ -46,39 +46,6 @@ pub fn open(kind: BackendKind) -> Result<Device, HostError> {
     Device::open(kind, &KERNELS)
 }
 
-/// The device of an integration test that holds on both backends: the
-/// emulator with `options`, or the GPU when [`TEST_BACKEND_VAR`] is `cuda`
-/// (the same test binaries, carried to a GPU machine). Tests of what only
-/// the emulator has (exact deadlock detection, schedules) open
-/// `Device::cpu_with` themselves and stay on the emulator.
-///
-/// # Panics
-///
-/// When the variable asks for the GPU and it cannot be opened, or names
-/// another backend: a run that fell back to the emulator would claim a GPU
-/// coverage it did not have.
-pub fn test_device(options: gpu_mpi::CpuOptions) -> Device {
-    if tests_on_gpu() {
-        open(BackendKind::Cuda).unwrap_or_else(|e| panic!("{TEST_BACKEND_VAR}=cuda: {e}"))
-    } else {
-        Device::cpu_with(options)
-    }
-}
-
-/// Whether [`TEST_BACKEND_VAR`] puts the integration tests on the GPU.
-///
-/// # Panics
-///
-/// When the variable names neither `cpu` nor `cuda`.
-pub fn tests_on_gpu() -> bool {
-    match std::env::var(TEST_BACKEND_VAR).as_deref() {
-        Err(std::env::VarError::NotPresent) | Ok("" | "cpu") => false,
-        Ok("cuda") => true,
-        Ok(other) => panic!("{TEST_BACKEND_VAR}={other}: neither cpu nor cuda"),
-        Err(e) => panic!("{TEST_BACKEND_VAR}: {e}"),
-    }
-}
-
 /// One conformance case: a rule of the standard, checked on a device.
 #[derive(Clone, Copy)]
 pub struct Case {

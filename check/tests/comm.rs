@@ -1,11 +1,13 @@
-//! Communicators (MPI 4.1 chapter 7) and the collectives on them, on the
-//! emulator: the `C_*` cases of `gpu_mpi_check_kernels::comm` against a
+//! Communicators (MPI 4.1 chapter 7) and the collectives on them, on each
+//! backend (`testgen!`: the emulator always, the GPU where one is present;
+//! schedules are the emulator's): the `C_*` cases of `gpu_mpi_check_kernels::comm` against a
 //! sequential model of splits, groups and every collective, for odd sizes,
 //! strided members, several blocks, partial warps and seeded schedules.
 
 use gpu_mpi::device::ErrorClass;
 use gpu_mpi::{CpuOptions, Schedule, WorldSpec};
-use gpu_mpi_check::test_device;
+use gpu_mpi_check::testgen;
+use gpu_mpi_check::testgen::Backend;
 use gpu_mpi_check_kernels::collectives::user_operand;
 use gpu_mpi_check_kernels::comm::*;
 use gpu_mpi_check_kernels::p2p::Mat2;
@@ -14,12 +16,19 @@ use gpu_mpi_check_kernels::{pattern_word, CaseArgs, NONE};
 const UNDEF: u32 = gpu_mpi::device::communicator::UNDEFINED as u32;
 
 /// Runs case `case` on `spec` and returns every rank's record.
-fn run(spec: WorldSpec, schedule: Schedule, case: u32, param: u32, param2: u32) -> Vec<Vec<u32>> {
+fn run(
+    backend: Backend,
+    spec: WorldSpec,
+    schedule: Schedule,
+    case: u32,
+    param: u32,
+    param2: u32,
+) -> Vec<Vec<u32>> {
     let ranks = match spec.ranks {
         gpu_mpi::RankCount::Exact(n) => n as usize,
         gpu_mpi::RankCount::Max => unreachable!("tests use exact sizes"),
     };
-    let d = test_device(CpuOptions {
+    let d = backend.device_with(CpuOptions {
         workers: 2,
         schedule,
         ..CpuOptions::default()
@@ -52,11 +61,17 @@ fn check(got: &[Vec<u32>], want: impl Fn(usize) -> Vec<u32>, what: &str) {
 
 const SCHEDULES: [Schedule; 2] = [Schedule::Parallel, Schedule::Random { seed: 7 }];
 
-#[test]
-fn split_orders_by_key_then_parent_rank_and_renumbers_statuses() {
+fn split_orders_by_key_then_parent_rank_and_renumbers_statuses(backend: Backend) {
     for (ranks, block, m) in [(13u32, 13u32, 3u32), (24, 8, 2), (7, 7, 1), (5, 1, 5), (12, 4, 4)] {
         for s in SCHEDULES {
-            let got = run(WorldSpec::ranks(ranks).block_dim(block), s, C_SPLIT, m, 0);
+            let got = run(
+                backend,
+                WorldSpec::ranks(ranks).block_dim(block),
+                s,
+                C_SPLIT,
+                m,
+                0,
+            );
             let size = ranks as i32;
             check(
                 &got,
@@ -85,10 +100,11 @@ fn split_orders_by_key_then_parent_rank_and_renumbers_statuses() {
         }
     }
 }
+testgen!(split_orders_by_key_then_parent_rank_and_renumbers_statuses);
 
-#[test]
-fn undefined_colour_gets_no_communicator() {
+fn undefined_colour_gets_no_communicator(backend: Backend) {
     let got = run(
+        backend,
         WorldSpec::ranks(9).block_dim(3),
         Schedule::Parallel,
         C_UNDEFINED,
@@ -107,12 +123,19 @@ fn undefined_colour_gets_no_communicator() {
         "undefined colour",
     );
 }
+testgen!(undefined_colour_gets_no_communicator);
 
-#[test]
-fn messages_of_different_communicators_never_match() {
+fn messages_of_different_communicators_never_match(backend: Backend) {
     for (ranks, block) in [(6u32, 3u32), (1, 1), (10, 10)] {
         for s in SCHEDULES {
-            let got = run(WorldSpec::ranks(ranks).block_dim(block), s, C_ISOLATION, 0, 0);
+            let got = run(
+                backend,
+                WorldSpec::ranks(ranks).block_dim(block),
+                s,
+                C_ISOLATION,
+                0,
+                0,
+            );
             check(
                 &got,
                 |w| {
@@ -124,11 +147,12 @@ fn messages_of_different_communicators_never_match() {
         }
     }
 }
+testgen!(messages_of_different_communicators_never_match);
 
-#[test]
-fn a_split_of_a_split_works() {
+fn a_split_of_a_split_works(backend: Backend) {
     for ranks in [11u32, 16] {
         let got = run(
+            backend,
             WorldSpec::ranks(ranks).block_dim(ranks),
             Schedule::Random { seed: 3 },
             C_SPLIT_OF_SPLIT,
@@ -151,11 +175,18 @@ fn a_split_of_a_split_works() {
         );
     }
 }
+testgen!(a_split_of_a_split_works);
 
-#[test]
-fn compare_tells_identical_congruent_similar_and_unequal() {
+fn compare_tells_identical_congruent_similar_and_unequal(backend: Backend) {
     for ranks in [1u32, 6] {
-        let got = run(WorldSpec::ranks(ranks), Schedule::Parallel, C_COMPARE, 0, 0);
+        let got = run(
+            backend,
+            WorldSpec::ranks(ranks),
+            Schedule::Parallel,
+            C_COMPARE,
+            0,
+            0,
+        );
         let many = ranks > 1;
         check(
             &got,
@@ -177,11 +208,12 @@ fn compare_tells_identical_congruent_similar_and_unequal() {
         );
     }
 }
+testgen!(compare_tells_identical_congruent_similar_and_unequal);
 
-#[test]
-fn groups_include_exclude_translate_and_create() {
+fn groups_include_exclude_translate_and_create(backend: Backend) {
     for ranks in [1u32, 2, 7] {
         let got = run(
+            backend,
             WorldSpec::ranks(ranks).block_dim(1),
             Schedule::Parallel,
             C_GROUP,
@@ -222,11 +254,12 @@ fn groups_include_exclude_translate_and_create() {
         );
     }
 }
+testgen!(groups_include_exclude_translate_and_create);
 
-#[test]
-fn too_many_communicators_fail_on_every_rank() {
+fn too_many_communicators_fail_on_every_rank(backend: Backend) {
     for limit in [0u32, 3] {
         let got = run(
+            backend,
             WorldSpec::ranks(10).block_dim(5).communicators(limit),
             Schedule::Parallel,
             C_LIMIT,
@@ -244,11 +277,12 @@ fn too_many_communicators_fail_on_every_rank() {
         );
     }
 }
+testgen!(too_many_communicators_fail_on_every_rank);
 
-#[test]
-fn split_shared_and_split_by_warp_follow_blocks_and_warps() {
+fn split_shared_and_split_by_warp_follow_blocks_and_warps(backend: Backend) {
     for (ranks, block) in [(80u32, 40u32), (96, 96), (6, 3)] {
         let got = run(
+            backend,
             WorldSpec::ranks(ranks).block_dim(block),
             Schedule::Parallel,
             C_SHARED,
@@ -280,6 +314,7 @@ fn split_shared_and_split_by_warp_follow_blocks_and_warps() {
         );
     }
 }
+testgen!(split_shared_and_split_by_warp_follow_blocks_and_warps);
 
 fn fold(h: u32, v: &[u32]) -> u32 {
     v.iter().fold(h, |h, &x| hash(h, x))
@@ -388,8 +423,7 @@ fn collectives_model(w: u32, ranks: u32, m: u32, count: usize) -> Vec<u32> {
     v
 }
 
-#[test]
-fn every_collective_on_split_communicators() {
+fn every_collective_on_split_communicators(backend: Backend) {
     // (ranks, block, colours, count): strided members (rank % colours), odd
     // sizes, one-rank communicators, several chunks of the reductions (8
     // matrices per chunk), several blocks.
@@ -402,6 +436,7 @@ fn every_collective_on_split_communicators() {
     ] {
         for s in SCHEDULES {
             let got = run(
+                backend,
                 WorldSpec::ranks(ranks).block_dim(block),
                 s,
                 C_COLLECTIVES,
@@ -418,3 +453,4 @@ fn every_collective_on_split_communicators() {
         }
     }
 }
+testgen!(every_collective_on_split_communicators);

@@ -1,5 +1,6 @@
-//! Block and warp communicators (`split_shared`, `split_by_warp`) on the
-//! emulator: their collectives take the hardware paths of
+//! Block and warp communicators (`split_shared`, `split_by_warp`) on each
+//! backend (`testgen!`: the emulator always, the GPU where one is present;
+//! the deadlock report is the emulator's alone): their collectives take the hardware paths of
 //! `collective/hardware.rs` (no message on their collective context, the
 //! spans still traced), with the values of the general algorithms: every
 //! root, a non-commutative operation in rank order, zero lengths, payloads
@@ -12,15 +13,16 @@ use gpu_mpi::device::wait::Call;
 use gpu_mpi::device::ErrorClass;
 use gpu_mpi::SpanKind;
 use gpu_mpi::{CpuOptions, Device, HostError, Schedule, WorldSpec};
-use gpu_mpi_check::test_device;
+use gpu_mpi_check::testgen;
+use gpu_mpi_check::testgen::{Backend, TestDevice};
 use gpu_mpi_check_kernels::collectives::user_operand;
 use gpu_mpi_check_kernels::hwcomm::*;
 use gpu_mpi_check_kernels::p2p::Mat2;
 use gpu_mpi_check_kernels::{CaseArgs, NONE};
 use std::time::Duration;
 
-fn device(schedule: Schedule) -> Device {
-    test_device(CpuOptions {
+fn device(backend: Backend, schedule: Schedule) -> TestDevice {
+    backend.device_with(CpuOptions {
         workers: 2,
         schedule,
         ..CpuOptions::default()
@@ -59,8 +61,15 @@ fn launch(d: &Device, spec: &WorldSpec, case: u32, param: u32, on: u32) -> Resul
     })
 }
 
-fn run(spec: WorldSpec, schedule: Schedule, case: u32, param: u32, on: u32) -> Vec<Vec<u32>> {
-    launch(&device(schedule), &spec, case, param, on)
+fn run(
+    backend: Backend,
+    spec: WorldSpec,
+    schedule: Schedule,
+    case: u32,
+    param: u32,
+    on: u32,
+) -> Vec<Vec<u32>> {
+    launch(&device(backend, schedule), &spec, case, param, on)
         .unwrap_or_else(|e| panic!("case {case} ({param}, on {on}) on {spec:?}: {e}"))
         .records
 }
@@ -95,15 +104,21 @@ const SCHEDULES: [Schedule; 2] = [Schedule::Parallel, Schedule::Random { seed: 1
 /// is one warp, two blocks of 40, a block of one rank.
 const SHAPES: [(u32, u32); 4] = [(45, 45), (64, 32), (80, 40), (3, 1)];
 
-#[test]
-fn barrier_and_all_reduce_of_matrices_in_rank_order() {
+fn barrier_and_all_reduce_of_matrices_in_rank_order(backend: Backend) {
     // 0 (zero length), 1, 3, and 70 matrices (1120 bytes: several rounds
     // of the block's scratch).
     for (ranks, block) in SHAPES {
         for on in [ON_BLOCK, ON_WARP] {
             for n in [0u32, 1, 3, 70] {
                 for s in SCHEDULES {
-                    let got = run(WorldSpec::ranks(ranks).block_dim(block), s, H_ALL_REDUCE, n, on);
+                    let got = run(
+                        backend,
+                        WorldSpec::ranks(ranks).block_dim(block),
+                        s,
+                        H_ALL_REDUCE,
+                        n,
+                        on,
+                    );
                     check(
                         &got,
                         |w| {
@@ -123,17 +138,23 @@ fn barrier_and_all_reduce_of_matrices_in_rank_order() {
         }
     }
 }
+testgen!(barrier_and_all_reduce_of_matrices_in_rank_order);
 
-#[test]
-fn all_reduce_of_a_block_of_1024_in_rounds_of_the_stage() {
+fn all_reduce_of_a_block_of_1024_in_rounds_of_the_stage(backend: Backend) {
     // 32 warps: the stage holds 4080 / (33 × 16) = 7 matrices a round, so
     // 70 take 10 rounds.
     let spec = WorldSpec::ranks(1024).block_dim(1024);
-    let got = match launch(&device(Schedule::Parallel), &spec, H_ALL_REDUCE, 70, ON_BLOCK) {
+    let got = match launch(
+        &device(backend, Schedule::Parallel),
+        &spec,
+        H_ALL_REDUCE,
+        70,
+        ON_BLOCK,
+    ) {
         Ok(run) => run.records,
         // On a GPU the test kernel's 128 registers allow blocks of 512 at
         // most: the host refuses the world with the numbers, as it must.
-        Err(HostError::NotCoResident { fits, .. }) if gpu_mpi_check::tests_on_gpu() => {
+        Err(HostError::NotCoResident { fits, .. }) if backend == Backend::Cuda => {
             assert_eq!(fits, 0);
             eprintln!("skipped on the GPU: a block of 1024 does not fit this kernel");
             return;
@@ -154,17 +175,25 @@ fn all_reduce_of_a_block_of_1024_in_rounds_of_the_stage() {
         "all-reduce of 70 matrices on a block of 1024",
     );
 }
+testgen!(all_reduce_of_a_block_of_1024_in_rounds_of_the_stage);
 
 /// Runs `case` (one of the every-root cases) on every shape, both
 /// communicators and 0, 1, 5 and 300 elements (1200 bytes: more than the
 /// block's stage, so several rounds), and checks each rank's record: its
 /// place, then per root `t` the broadcast's class, the weighted sum of the
 /// root's elements (`1000 t + j`), then what `after(size, rank, t)` adds.
-fn every_root(case: u32, what: &str, counts: &[u32], after: impl Fn(u32, u32, u32) -> Vec<u32>) {
+fn every_root(
+    backend: Backend,
+    case: u32,
+    what: &str,
+    counts: &[u32],
+    after: impl Fn(u32, u32, u32) -> Vec<u32>,
+) {
     for (ranks, block) in SHAPES {
         for on in [ON_BLOCK, ON_WARP] {
             for &n in counts {
                 let got = run(
+                    backend,
                     WorldSpec::ranks(ranks).block_dim(block),
                     Schedule::Parallel,
                     case,
@@ -191,10 +220,9 @@ fn every_root(case: u32, what: &str, counts: &[u32], after: impl Fn(u32, u32, u3
     }
 }
 
-#[test]
-fn broadcast_and_reduce_from_every_root() {
+fn broadcast_and_reduce_from_every_root(backend: Backend) {
     // 1100 words (4400 bytes): two rounds of a block's stage of 4080.
-    every_root(H_ROOTS, "roots", &[0, 1, 5, 300, 1100], |size, r, t| {
+    every_root(backend, H_ROOTS, "roots", &[0, 1, 5, 300, 1100], |size, r, t| {
         let mut v = vec![0];
         if r == t {
             let m = product(size, t);
@@ -205,22 +233,25 @@ fn broadcast_and_reduce_from_every_root() {
         v
     });
 }
+testgen!(broadcast_and_reduce_from_every_root);
 
-#[test]
-fn broadcast_of_a_view_from_every_root_moves_only_its_elements() {
+fn broadcast_of_a_view_from_every_root_moves_only_its_elements(backend: Backend) {
     // Elements at stride 2; the warp path moves 4 packed bytes per shuffle
     // through the walker. The third word per root: odd words changed.
-    every_root(H_VIEW, "view broadcast", &[0, 1, 5, 300], |_, _, _| vec![0]);
+    every_root(backend, H_VIEW, "view broadcast", &[0, 1, 5, 300], |_, _, _| {
+        vec![0]
+    });
 }
+testgen!(broadcast_of_a_view_from_every_root_moves_only_its_elements);
 
-#[test]
-fn an_operation_one_rank_cannot_apply_fails_every_rank() {
+fn an_operation_one_rank_cannot_apply_fails_every_rank(backend: Backend) {
     let op = ErrorClass::Op as u32;
     let ty = ErrorClass::Type as u32;
     for (ranks, block) in SHAPES {
         for on in [ON_BLOCK, ON_WARP] {
             for odd in [0u32, 1, 12, 40] {
                 let got = run(
+                    backend,
                     WorldSpec::ranks(ranks).block_dim(block),
                     Schedule::Parallel,
                     H_BAD_OP,
@@ -245,16 +276,23 @@ fn an_operation_one_rank_cannot_apply_fails_every_rank() {
         }
     }
 }
+testgen!(an_operation_one_rank_cannot_apply_fails_every_rank);
 
-#[test]
-fn a_disagreement_fails_on_every_rank_and_the_next_call_works() {
+fn a_disagreement_fails_on_every_rank_and_the_next_call_works(backend: Backend) {
     let count = ErrorClass::Count as u32;
     let root = ErrorClass::Root as u32;
     for (ranks, block) in [(45u32, 45u32), (64, 32)] {
         for on in [ON_BLOCK, ON_WARP] {
             for odd in [0u32, 1, 12, 40] {
                 for s in SCHEDULES {
-                    let got = run(WorldSpec::ranks(ranks).block_dim(block), s, H_MISMATCH, odd, on);
+                    let got = run(
+                        backend,
+                        WorldSpec::ranks(ranks).block_dim(block),
+                        s,
+                        H_MISMATCH,
+                        odd,
+                        on,
+                    );
                     check(
                         &got,
                         |w| {
@@ -273,6 +311,7 @@ fn a_disagreement_fails_on_every_rank_and_the_next_call_works() {
         }
     }
 }
+testgen!(a_disagreement_fails_on_every_rank_and_the_next_call_works);
 
 #[test]
 fn a_rank_that_left_gives_a_deadlock_report() {
@@ -296,8 +335,7 @@ fn a_rank_that_left_gives_a_deadlock_report() {
     }
 }
 
-#[test]
-fn a_rank_that_left_gives_timeouts_on_the_others_with_a_wait_bound() {
+fn a_rank_that_left_gives_timeouts_on_the_others_with_a_wait_bound(backend: Backend) {
     // With a timeout the ranks that came fail their bounded wait (as on
     // the GPU) rather than being seen as a deadlock: the kernel records
     // the barrier's class. On a block communicator the 44 other ranks of
@@ -309,7 +347,7 @@ fn a_rank_that_left_gives_timeouts_on_the_others_with_a_wait_bound() {
     let timeout = ErrorClass::Timeout as u32;
     let aborted = ErrorClass::Aborted as u32;
     for on in [ON_BLOCK, ON_WARP] {
-        let d = device(Schedule::Parallel);
+        let d = device(backend, Schedule::Parallel);
         let spec = WorldSpec::ranks(45)
             .block_dim(45)
             .timeout(Duration::from_millis(50));
@@ -332,16 +370,16 @@ fn a_rank_that_left_gives_timeouts_on_the_others_with_a_wait_bound() {
         assert!(timed_out >= 1, "on {on}: no rank timed out");
     }
 }
+testgen!(a_rank_that_left_gives_timeouts_on_the_others_with_a_wait_bound);
 
-#[test]
-fn a_rank_hands_back_deferred_slots_before_it_waits_in_a_block_or_warp_collective() {
+fn a_rank_hands_back_deferred_slots_before_it_waits_in_a_block_or_warp_collective(backend: Backend) {
     // Rank 1's last send needs the slot rank 0 holds deferred: rank 0 must
     // return it when it enters the barrier, or both wait for ever.
     let slots = 4u32;
     for on in [ON_BLOCK, ON_WARP] {
         for s in SCHEDULES {
             let spec = WorldSpec::ranks(45).block_dim(45).slots_per_rank(slots);
-            let got = run(spec, s, H_DEFERRED, slots, on);
+            let got = run(backend, spec, s, H_DEFERRED, slots, on);
             check(
                 &got,
                 |w| {
@@ -354,6 +392,7 @@ fn a_rank_hands_back_deferred_slots_before_it_waits_in_a_block_or_warp_collectiv
         }
     }
 }
+testgen!(a_rank_hands_back_deferred_slots_before_it_waits_in_a_block_or_warp_collective);
 
 /// Runs `case` traced on one block of 45 ranks, on the block and on the
 /// warp communicators, and checks that every rank's spans of each call in
@@ -361,15 +400,15 @@ fn a_rank_hands_back_deferred_slots_before_it_waits_in_a_block_or_warp_collectiv
 /// went on the new communicator's collective context (3: the creation's
 /// own messages are on the world's, 1), where the general algorithms
 /// would send them.
-fn traced_without_messages(case: u32, want: &[(Call, usize)]) {
-    traced_without_messages_on(case, |_| want.to_vec());
+fn traced_without_messages(backend: Backend, case: u32, want: &[(Call, usize)]) {
+    traced_without_messages_on(backend, case, |_| want.to_vec());
 }
 
 /// [`traced_without_messages`] with counts that depend on the communicator
 /// (`ON_BLOCK`: one of 45 ranks; `ON_WARP`: warps of 32 and 13).
-fn traced_without_messages_on(case: u32, want: impl Fn(u32) -> Vec<(Call, usize)>) {
+fn traced_without_messages_on(backend: Backend, case: u32, want: impl Fn(u32) -> Vec<(Call, usize)>) {
     for on in [ON_BLOCK, ON_WARP] {
-        let d = device(Schedule::Parallel);
+        let d = device(backend, Schedule::Parallel);
         let spec = WorldSpec::ranks(45).block_dim(45).trace(512);
         let run = launch(&d, &spec, case, 3, on).unwrap();
         assert_eq!(run.records.len(), 45);
@@ -391,18 +430,21 @@ fn traced_without_messages_on(case: u32, want: impl Fn(u32) -> Vec<(Call, usize)
     }
 }
 
-#[test]
-fn block_and_warp_collectives_send_no_message_and_are_traced() {
-    traced_without_messages(H_ALL_REDUCE, &[(Call::Barrier, 45), (Call::AllReduce, 90)]);
+fn block_and_warp_collectives_send_no_message_and_are_traced(backend: Backend) {
+    traced_without_messages(
+        backend,
+        H_ALL_REDUCE,
+        &[(Call::Barrier, 45), (Call::AllReduce, 90)],
+    );
 }
+testgen!(block_and_warp_collectives_send_no_message_and_are_traced);
 
 /// The product of `user_operand(q, i)` for `q` in `0..=r` (rank order).
 fn prefix(r: u32, i: u32) -> Mat2 {
     product(r + 1, i)
 }
 
-#[test]
-fn scan_and_exclusive_scan_of_matrices_in_rank_order() {
+fn scan_and_exclusive_scan_of_matrices_in_rank_order(backend: Backend) {
     // 0 (zero length), 1, 3 and 60 matrices (960 bytes: 2 rounds of a
     // block of 2 warps' stage, 6 of a block of 4 warps'); blocks of 45
     // (a partial last warp), 32 (one warp: the warp path), 40 (two
@@ -412,7 +454,14 @@ fn scan_and_exclusive_scan_of_matrices_in_rank_order() {
         for on in [ON_BLOCK, ON_WARP] {
             for n in [0u32, 1, 3, 60] {
                 for s in SCHEDULES {
-                    let got = run(WorldSpec::ranks(ranks).block_dim(block), s, H_SCAN, n, on);
+                    let got = run(
+                        backend,
+                        WorldSpec::ranks(ranks).block_dim(block),
+                        s,
+                        H_SCAN,
+                        n,
+                        on,
+                    );
                     check(
                         &got,
                         |w| {
@@ -438,15 +487,16 @@ fn scan_and_exclusive_scan_of_matrices_in_rank_order() {
         }
     }
 }
+testgen!(scan_and_exclusive_scan_of_matrices_in_rank_order);
 
-#[test]
-fn a_scan_disagreement_fails_on_every_rank_and_the_next_scan_works() {
+fn a_scan_disagreement_fails_on_every_rank_and_the_next_scan_works(backend: Backend) {
     let count = ErrorClass::Count as u32;
     for (ranks, block) in [(45u32, 45u32), (64, 32), (100, 100)] {
         for on in [ON_BLOCK, ON_WARP] {
             for odd in [0u32, 1, 12, 40, 99] {
                 for s in SCHEDULES {
                     let got = run(
+                        backend,
                         WorldSpec::ranks(ranks).block_dim(block),
                         s,
                         H_SCAN_MISMATCH,
@@ -477,12 +527,13 @@ fn a_scan_disagreement_fails_on_every_rank_and_the_next_scan_works() {
         }
     }
 }
+testgen!(a_scan_disagreement_fails_on_every_rank_and_the_next_scan_works);
 
-#[test]
-fn block_and_warp_scans_send_no_message_and_are_traced() {
+fn block_and_warp_scans_send_no_message_and_are_traced(backend: Backend) {
     // Four scans per rank (exclusive ones are traced as scans).
-    traced_without_messages(H_SCAN, &[(Call::Scan, 4 * 45)]);
+    traced_without_messages(backend, H_SCAN, &[(Call::Scan, 4 * 45)]);
 }
+testgen!(block_and_warp_scans_send_no_message_and_are_traced);
 
 /// The weighted sum of a gather's result on a communicator of `size`
 /// ranks with `part` elements each (`gathered(q, j)` in part `q`).
@@ -493,8 +544,7 @@ fn gathered_sum(size: u32, part: u32) -> u32 {
     weighted(&all)
 }
 
-#[test]
-fn gather_and_all_gather_from_every_root_in_place_and_not() {
+fn gather_and_all_gather_from_every_root_in_place_and_not(backend: Backend) {
     // 0, 1, 3 and 24 elements per rank (24 × 4 = 96 bytes: two rounds of
     // a block's stage of 4080 / 45 = 90 bytes per rank; blocks of 100 take
     // 11, 44 bytes in rounds of 40: the kernel's buffer holds 1100).
@@ -502,7 +552,14 @@ fn gather_and_all_gather_from_every_root_in_place_and_not() {
         for on in [ON_BLOCK, ON_WARP] {
             for n in [0u32, 1, 3, 24] {
                 for s in SCHEDULES {
-                    let got = run(WorldSpec::ranks(ranks).block_dim(block), s, H_GATHER, n, on);
+                    let got = run(
+                        backend,
+                        WorldSpec::ranks(ranks).block_dim(block),
+                        s,
+                        H_GATHER,
+                        n,
+                        on,
+                    );
                     check(
                         &got,
                         |w| {
@@ -522,15 +579,16 @@ fn gather_and_all_gather_from_every_root_in_place_and_not() {
         }
     }
 }
+testgen!(gather_and_all_gather_from_every_root_in_place_and_not);
 
-#[test]
-fn a_gather_disagreement_fails_on_every_rank_and_the_next_call_works() {
+fn a_gather_disagreement_fails_on_every_rank_and_the_next_call_works(backend: Backend) {
     let count = ErrorClass::Count as u32;
     for (ranks, block) in [(45u32, 45u32), (64, 32), (100, 100)] {
         for on in [ON_BLOCK, ON_WARP] {
             for odd in [0u32, 1, 12, 40, 99] {
                 for s in SCHEDULES {
                     let got = run(
+                        backend,
                         WorldSpec::ranks(ranks).block_dim(block),
                         s,
                         H_GATHER_MISMATCH,
@@ -570,12 +628,12 @@ fn a_gather_disagreement_fails_on_every_rank_and_the_next_call_works() {
         }
     }
 }
+testgen!(a_gather_disagreement_fails_on_every_rank_and_the_next_call_works);
 
-#[test]
-fn block_and_warp_gathers_send_no_message_and_are_traced() {
+fn block_and_warp_gathers_send_no_message_and_are_traced(backend: Backend) {
     // Two all-gathers per rank, and per rank a gather per root of its
     // communicator: 45 roots on the block, 32 and 13 on the two warps.
-    traced_without_messages_on(H_GATHER, |on| {
+    traced_without_messages_on(backend, H_GATHER, |on| {
         let gathers = if on == ON_BLOCK {
             45 * 45
         } else {
@@ -584,15 +642,22 @@ fn block_and_warp_gathers_send_no_message_and_are_traced() {
         vec![(Call::AllGather, 2 * 45), (Call::Gather, gathers)]
     });
 }
+testgen!(block_and_warp_gathers_send_no_message_and_are_traced);
 
-#[test]
-fn scatter_from_every_root_in_place_and_not() {
+fn scatter_from_every_root_in_place_and_not(backend: Backend) {
     let count = ErrorClass::Count as u32;
     for (ranks, block) in [(45u32, 45u32), (64, 32), (3, 1), (100, 100)] {
         for on in [ON_BLOCK, ON_WARP] {
             for n in [0u32, 1, 24] {
                 for s in SCHEDULES {
-                    let got = run(WorldSpec::ranks(ranks).block_dim(block), s, H_SCATTER, n, on);
+                    let got = run(
+                        backend,
+                        WorldSpec::ranks(ranks).block_dim(block),
+                        s,
+                        H_SCATTER,
+                        n,
+                        on,
+                    );
                     check(
                         &got,
                         |w| {
@@ -617,12 +682,12 @@ fn scatter_from_every_root_in_place_and_not() {
         }
     }
 }
+testgen!(scatter_from_every_root_in_place_and_not);
 
-#[test]
-fn block_and_warp_scatters_send_no_message_and_are_traced() {
+fn block_and_warp_scatters_send_no_message_and_are_traced(backend: Backend) {
     // Per rank a scatter per root of its communicator, then two more (the
     // failing one is traced with its error, so not counted).
-    traced_without_messages_on(H_SCATTER, |on| {
+    traced_without_messages_on(backend, H_SCATTER, |on| {
         let scatters = if on == ON_BLOCK {
             45 * 46
         } else {
@@ -631,6 +696,7 @@ fn block_and_warp_scatters_send_no_message_and_are_traced() {
         vec![(Call::Scatter, scatters)]
     });
 }
+testgen!(block_and_warp_scatters_send_no_message_and_are_traced);
 
 /// What world rank `w` records in `H_ALL_TO_ALL` with `n` elements.
 fn all_to_all_want(w: u32, block: u32, on: u32, n: u32) -> Vec<u32> {
@@ -649,15 +715,21 @@ fn all_to_all_want(w: u32, block: u32, on: u32, n: u32) -> Vec<u32> {
     v
 }
 
-#[test]
-fn all_to_all_on_warps_by_shuffles_and_on_blocks_in_place_and_not() {
+fn all_to_all_on_warps_by_shuffles_and_on_blocks_in_place_and_not(backend: Backend) {
     // Warps of 32, 13 (a partial last warp: rounds to 16 with lanes
     // that have no partner), 8 and 1; 0, 1, 3 and 24 elements per pair.
     for (ranks, block) in [(45u32, 45u32), (64, 32), (16, 8), (3, 1)] {
         for on in [ON_BLOCK, ON_WARP] {
             for n in [0u32, 1, 3, 24] {
                 for s in SCHEDULES {
-                    let got = run(WorldSpec::ranks(ranks).block_dim(block), s, H_ALL_TO_ALL, n, on);
+                    let got = run(
+                        backend,
+                        WorldSpec::ranks(ranks).block_dim(block),
+                        s,
+                        H_ALL_TO_ALL,
+                        n,
+                        on,
+                    );
                     check(
                         &got,
                         |w| all_to_all_want(w as u32, block, on, n),
@@ -668,10 +740,10 @@ fn all_to_all_on_warps_by_shuffles_and_on_blocks_in_place_and_not() {
         }
     }
 }
+testgen!(all_to_all_on_warps_by_shuffles_and_on_blocks_in_place_and_not);
 
-#[test]
-fn warp_all_to_all_sends_no_message_and_is_traced() {
-    let d = device(Schedule::Parallel);
+fn warp_all_to_all_sends_no_message_and_is_traced(backend: Backend) {
+    let d = device(backend, Schedule::Parallel);
     let spec = WorldSpec::ranks(45).block_dim(45).trace(512);
     let run = launch(&d, &spec, H_ALL_TO_ALL, 3, ON_WARP).unwrap();
     let t = run.report.trace().expect("a traced launch has a trace");
@@ -685,14 +757,14 @@ fn warp_all_to_all_sends_no_message_and_is_traced() {
     assert_eq!(done, 3 * 45);
     assert_eq!(t.messages().iter().filter(|m| m.context == 3).count(), 0);
 }
+testgen!(warp_all_to_all_sends_no_message_and_is_traced);
 
 /// A rank of a block or warp communicator that returns from the kernel
 /// while the others enter a collective on it (every collective of
 /// [`EXIT_OPS`], rooted at the next rank): without a wait bound the
 /// emulator reports the deadlock, naming the rank that left; with one,
 /// every rank that entered fails (`Timeout` or `Aborted`), none returns Ok.
-#[test]
-fn a_rank_that_left_fails_every_collective_on_blocks_and_warps() {
+fn a_rank_that_left_fails_every_collective_on_blocks_and_warps(backend: Backend) {
     let timeout = ErrorClass::Timeout as u32;
     let aborted = ErrorClass::Aborted as u32;
     for (op, name) in EXIT_OPS.iter().enumerate() {
@@ -713,7 +785,7 @@ fn a_rank_that_left_fails_every_collective_on_blocks_and_warps() {
                 Ok(_) => panic!("{name} on {on}: the launch succeeded"),
             }
             let spec = spec.timeout(Duration::from_millis(50));
-            let run = launch(&device(Schedule::Parallel), &spec, H_EXIT_IN, param, on)
+            let run = launch(&device(backend, Schedule::Parallel), &spec, H_EXIT_IN, param, on)
                 .unwrap_or_else(|e| panic!("{name} on {on}: {e}"));
             for (w, rec) in run.records.iter().enumerate() {
                 let (r, size) = place(w as u32, 45, on);
@@ -731,3 +803,4 @@ fn a_rank_that_left_fails_every_collective_on_blocks_and_warps() {
         }
     }
 }
+testgen!(a_rank_that_left_fails_every_collective_on_blocks_and_warps);

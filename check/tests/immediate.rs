@@ -1,5 +1,6 @@
-//! Non-blocking collectives of the world (MPI 4.1 §6.12) on the emulator:
-//! the `IC_*` cases of `gpu_mpi_check_kernels::immediate` for every root,
+//! Non-blocking collectives of the world (MPI 4.1 §6.12) on each backend
+//! (`testgen!`: the emulator always, the GPU where one is present; the
+//! deadlock and livelock reports on the emulator alone): the `IC_*` cases of `gpu_mpi_check_kernels::immediate` for every root,
 //! one block, several blocks, blocks of one rank, and seeded schedules;
 //! argument errors on every rank; the outstanding bound; a rank that never
 //! starts the collective (deadlock, livelock, timeout).
@@ -8,7 +9,8 @@ use gpu_mpi::device::collective::immediate::Kind;
 use gpu_mpi::device::wait::Call;
 use gpu_mpi::device::{Error, ErrorClass};
 use gpu_mpi::{BlockedState, CpuOptions, Device, HostError, Schedule, WorldSpec};
-use gpu_mpi_check::test_device;
+use gpu_mpi_check::testgen;
+use gpu_mpi_check::testgen::{Backend, TestDevice};
 use gpu_mpi_check_kernels::collectives::user_operand;
 use gpu_mpi_check_kernels::immediate::*;
 use gpu_mpi_check_kernels::p2p::Mat2;
@@ -22,8 +24,8 @@ const SCHEDULES: [Schedule; 3] = [
     Schedule::Random { seed: 11 },
 ];
 
-fn device(schedule: Schedule) -> Device {
-    test_device(CpuOptions {
+fn device(backend: Backend, schedule: Schedule) -> TestDevice {
+    backend.device_with(CpuOptions {
         workers: 2,
         schedule,
         ..CpuOptions::default()
@@ -55,9 +57,9 @@ fn launch(
     Ok(d.download(&out)?.chunks(stride).map(|c| c.to_vec()).collect())
 }
 
-fn run(schedule: Schedule, ranks: u32, block: u32, case: u32, param: u32) -> Vec<Vec<u32>> {
+fn run(backend: Backend, schedule: Schedule, ranks: u32, block: u32, case: u32, param: u32) -> Vec<Vec<u32>> {
     let spec = WorldSpec::ranks(ranks).block_dim(block);
-    launch(&device(schedule), &spec, ranks, case, param)
+    launch(&device(backend, schedule), &spec, ranks, case, param)
         .unwrap_or_else(|e| panic!("case {case} ({param}) on {ranks}/{block} {schedule:?}: {e}"))
 }
 
@@ -100,12 +102,11 @@ fn check(got: &[Vec<u32>], want: impl Fn(u32) -> Vec<u32>, what: &str) {
     }
 }
 
-#[test]
-fn values_for_every_root_with_non_commutative_in_place_and_zero_length() {
+fn values_for_every_root_with_non_commutative_in_place_and_zero_length(backend: Backend) {
     for (n, b) in SHAPES {
         for root in 0..n {
             let s = SCHEDULES[(root as usize) % SCHEDULES.len()];
-            let got = run(s, n, b, IC_VALUES, root);
+            let got = run(backend, s, n, b, IC_VALUES, root);
             check(
                 &got,
                 |r| values_want(n, root, r),
@@ -114,16 +115,16 @@ fn values_for_every_root_with_non_commutative_in_place_and_zero_length() {
         }
     }
 }
+testgen!(values_for_every_root_with_non_commutative_in_place_and_zero_length);
 
 /// The world's arrival tree with partial nodes: 40 ranks (two levels:
 /// nodes of 32 and 8 ranks under the top), 1100 (three levels: 35 nodes,
 /// 2, the top) in blocks that do not line up with the nodes.
-#[test]
-fn values_over_arrival_trees_of_two_and_three_levels() {
+fn values_over_arrival_trees_of_two_and_three_levels(backend: Backend) {
     for (n, b) in [(40u32, 8u32), (1100, 100)] {
         for (k, root) in [0, 33, n - 1].into_iter().enumerate() {
             let s = SCHEDULES[k];
-            let got = run(s, n, b, IC_VALUES, root);
+            let got = run(backend, s, n, b, IC_VALUES, root);
             check(
                 &got,
                 |r| values_want(n, root, r),
@@ -132,13 +133,13 @@ fn values_over_arrival_trees_of_two_and_three_levels() {
         }
     }
 }
+testgen!(values_over_arrival_trees_of_two_and_three_levels);
 
-#[test]
-fn collectives_overlap_point_to_point_in_one_wait_all() {
+fn collectives_overlap_point_to_point_in_one_wait_all(backend: Backend) {
     for (n, b) in SHAPES {
         for s in SCHEDULES {
             let root = n / 2;
-            let got = run(s, n, b, IC_OVERLAP, root);
+            let got = run(backend, s, n, b, IC_OVERLAP, root);
             check(
                 &got,
                 |r| {
@@ -150,26 +151,26 @@ fn collectives_overlap_point_to_point_in_one_wait_all() {
         }
     }
 }
+testgen!(collectives_overlap_point_to_point_in_one_wait_all);
 
-#[test]
-fn test_polls_until_the_last_rank_starts() {
+fn test_polls_until_the_last_rank_starts(backend: Backend) {
     for (n, b) in SHAPES {
         for s in SCHEDULES {
-            let got = run(s, n, b, IC_TEST_POLL, 0);
+            let got = run(backend, s, n, b, IC_TEST_POLL, 0);
             check(&got, |_| vec![0, 0, n * (n + 1) / 2], &format!("{n}/{b} {s:?}"));
         }
     }
 }
+testgen!(test_polls_until_the_last_rank_starts);
 
-#[test]
-fn argument_errors_reach_every_rank_and_the_next_collective_works() {
+fn argument_errors_reach_every_rank_and_the_next_collective_works(backend: Backend) {
     let class = |c: ErrorClass| c as u32;
     // 40 and 70 ranks: the world's arrival tree has two levels, and the
     // disagreeing rank's verdict climbs from a level-0 node to the top.
     for (n, b) in [(5u32, 5u32), (6, 3), (8, 2), (7, 1), (40, 8), (70, 35)] {
         for kind in 0..7 {
             let s = SCHEDULES[kind as usize % SCHEDULES.len()];
-            let got = run(s, n, b, IC_ERRORS, kind);
+            let got = run(backend, s, n, b, IC_ERRORS, kind);
             let bad = match kind {
                 0 => class(ErrorClass::Count),
                 1 | 2 | 6 => class(ErrorClass::Root),
@@ -202,11 +203,11 @@ fn argument_errors_reach_every_rank_and_the_next_collective_works() {
         }
     }
 }
+testgen!(argument_errors_reach_every_rank_and_the_next_collective_works);
 
-#[test]
-fn a_third_outstanding_collective_is_err_request_and_the_slots_recover() {
+fn a_third_outstanding_collective_is_err_request_and_the_slots_recover(backend: Backend) {
     for (n, b) in SHAPES {
-        let got = run(Schedule::Parallel, n, b, IC_LIMIT, 0);
+        let got = run(backend, Schedule::Parallel, n, b, IC_LIMIT, 0);
         check(
             &got,
             |_| vec![ErrorClass::Request as u32, 0, 0, n * (n - 1) / 2, n, 0, 3 * n],
@@ -214,6 +215,7 @@ fn a_third_outstanding_collective_is_err_request_and_the_slots_recover() {
         );
     }
 }
+testgen!(a_third_outstanding_collective_is_err_request_and_the_slots_recover);
 
 fn deadlock(e: Result<Vec<Vec<u32>>, HostError>) -> (Vec<BlockedState>, String) {
     match e {
@@ -293,6 +295,8 @@ fn a_rank_that_never_starts_is_a_deadlock_a_livelock_or_a_timeout() {
     assert!(got[1..].iter().any(|rec| rec[0] == timeout));
 }
 
+// Emulator only: exact deadlock reports (as in the test above).
+
 /// The same for the other three non-blocking collectives: rank 0 never
 /// starts a barrier, a broadcast or a reduce (roots: rank 1) that the
 /// others wait for: a deadlock report naming rank 0 as exited and every
@@ -329,10 +333,9 @@ fn a_rank_that_never_starts_a_barrier_broadcast_or_reduce_fails_the_others() {
     }
 }
 
-#[test]
-fn a_sub_communicator_of_a_world_without_their_state_gives_err_comm_naming_its_context() {
+fn a_sub_communicator_of_a_world_without_their_state_gives_err_comm_naming_its_context(backend: Backend) {
     for (n, b) in [(5u32, 5u32), (6, 3), (7, 1)] {
-        let got = run(Schedule::Parallel, n, b, IC_SUB_COMM, 0);
+        let got = run(backend, Schedule::Parallel, n, b, IC_SUB_COMM, 0);
         for (r, rec) in got.iter().enumerate() {
             // The first split of the launch takes context 1.
             let want = Error::ImmediateOnSubCommunicator { context: 1 };
@@ -344,6 +347,7 @@ fn a_sub_communicator_of_a_world_without_their_state_gives_err_comm_naming_its_c
         }
     }
 }
+testgen!(a_sub_communicator_of_a_world_without_their_state_gives_err_comm_naming_its_context);
 
 /// What rank `r` of `n` (blocks of `b`) records in `IC_SUB_COMM` with
 /// `param` on a world with the communicators' state: the model of the
@@ -377,16 +381,16 @@ fn sub_comm_want(n: u32, b: u32, param: u32, r: u32) -> Vec<u32> {
     w
 }
 
-#[test]
-fn sub_communicators_broadcast_reduce_in_member_order_and_keep_their_own_slots() {
+fn sub_communicators_broadcast_reduce_in_member_order_and_keep_their_own_slots(backend: Backend) {
     for (n, b) in SHAPES {
         for param in 0..3 {
             let s = SCHEDULES[param as usize];
             let spec = WorldSpec::ranks(n).block_dim(b).immediate_on_communicators(true);
             let what = format!("{n}/{b} root param {param} {s:?}");
-            let got =
-                launch(&device(s), &spec, n, IC_SUB_COMM, param).unwrap_or_else(|e| panic!("{what}: {e}"));
+            let got = launch(&device(backend, s), &spec, n, IC_SUB_COMM, param)
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
             check(&got, |r| sub_comm_want(n, b, param, r), &what);
         }
     }
 }
+testgen!(sub_communicators_broadcast_reduce_in_member_order_and_keep_their_own_slots);

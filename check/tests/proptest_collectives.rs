@@ -19,8 +19,9 @@
 //! element type `u32` or `u64` (reductions: sum) or a 2 × 2 matrix
 //! (reductions: the matrix product, so rank order shows, MPI 6.9.1). The
 //! interpreter kernel (`gpu_mpi_check_kernels::collective_interpreter`)
-//! runs it on the emulator under a parallel or a seeded random schedule
-//! and records, per communicator, its creation's class, rank and size, and
+//! runs it on each backend (`testgen!`: on the emulator under a parallel
+//! or a seeded random schedule; on the GPU where one is present) and
+//! records, per communicator, its creation's class, rank and size, and
 //! per step the call's class and a fold of its result buffer. The model
 //! computes every communicator's members (MPI 7.4.2: colour, then key,
 //! then parent rank) and every result from the inputs, which are a
@@ -28,7 +29,8 @@
 
 use gpu_mpi::device::ErrorClass;
 use gpu_mpi::{CpuOptions, Schedule, WorldSpec};
-use gpu_mpi_check::test_device;
+use gpu_mpi_check::testgen;
+use gpu_mpi_check::testgen::Backend;
 use gpu_mpi_check_kernels::collective_interpreter::*;
 use gpu_mpi_check_kernels::comm::hash;
 use gpu_mpi_check_kernels::NONE;
@@ -357,13 +359,13 @@ fn encode(p: &Program) -> Vec<u32> {
     words
 }
 
-/// Runs the program on the emulator: the records, [`stride`] words per rank.
-fn run(p: &Program) -> Result<Vec<u32>, String> {
+/// Runs the program on `backend`: the records, [`stride`] words per rank.
+fn run(backend: Backend, p: &Program) -> Result<Vec<u32>, String> {
     let schedule = match p.schedule {
         None => Schedule::Parallel,
         Some(seed) => Schedule::Random { seed },
     };
-    let device = test_device(CpuOptions {
+    let device = backend.device_with(CpuOptions {
         workers: 2,
         schedule,
         ..CpuOptions::default()
@@ -545,19 +547,16 @@ fn program() -> impl Strategy<Value = Program> {
         .prop_map(|(shape, comms, steps, schedule)| build(shape, comms, steps, schedule))
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(48))]
-
-    #[test]
-    fn collectives_follow_the_sequential_model(p in program()) {
-        let records = run(&p).map_err(TestCaseError::fail)?;
+fn collectives_follow_the_sequential_model(backend: Backend) {
+    proptest!(ProptestConfig::with_cases(48), |(p in program())| {
+        let records = run(backend, &p).map_err(TestCaseError::fail)?;
         check(&p, &records).map_err(TestCaseError::fail)?;
-    }
+    });
 }
+testgen!(collectives_follow_the_sequential_model);
 
 /// The model itself: a hand-written program with a known answer.
-#[test]
-fn model_accepts_a_known_run_and_rejects_a_wrong_order() {
+fn model_accepts_a_known_run_and_rejects_a_wrong_order(backend: Backend) {
     // 15 ranks in blocks of 5; a split into odd and even world ranks with
     // keys that reverse them, one undefined; a per-block split of it.
     let table = (0..15)
@@ -613,7 +612,7 @@ fn model_accepts_a_known_run_and_rejects_a_wrong_order() {
     // One context for the split, and one per group of it (odd, even) for
     // the per-block split of that.
     assert_eq!(contexts_needed(&p, &m), 3);
-    let records = run(&p).unwrap();
+    let records = run(backend, &p).unwrap();
     check(&p, &records).unwrap();
     // Rank 1 of the odd ranks (world rank 11) with the scan of rank 2
     // (world rank 9): the model must see that rank order was broken.
@@ -635,14 +634,14 @@ fn model_accepts_a_known_run_and_rejects_a_wrong_order() {
     let (a, b) = (make(T_MAT2, 1, 0, 0), make(T_MAT2, 1, 1, 0));
     assert_ne!(combine(T_MAT2, &a, &b), combine(T_MAT2, &b, &a));
 }
+testgen!(model_accepts_a_known_run_and_rejects_a_wrong_order);
 
 /// Every root of every rooted collective (in place and not, matrices, so
 /// rank order shows) on each kind of communicator, beside the random
 /// programs: roots run up to the largest communicator of a split, so the
 /// smaller ones of the same split must refuse the larger roots with
 /// `MPI_ERR_ROOT` while the others move the data.
-#[test]
-fn every_root_of_every_rooted_collective_on_each_kind_of_communicator() {
+fn every_root_of_every_rooted_collective_on_each_kind_of_communicator(backend: Backend) {
     for (ranks, block_dim) in [(15u32, 5u32), (45, 45)] {
         let table = (0..ranks)
             .map(|w| {
@@ -711,7 +710,8 @@ fn every_root_of_every_rooted_collective_on_each_kind_of_communicator() {
             refused > 0,
             "some communicator must be smaller than its split's largest"
         );
-        let records = run(&p).unwrap_or_else(|e| panic!("{ranks} ranks: {e}"));
+        let records = run(backend, &p).unwrap_or_else(|e| panic!("{ranks} ranks: {e}"));
         check(&p, &records).unwrap_or_else(|e| panic!("{ranks} ranks: {e}"));
     }
 }
+testgen!(every_root_of_every_rooted_collective_on_each_kind_of_communicator);

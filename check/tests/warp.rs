@@ -1,9 +1,12 @@
 //! The warp-collective kernel of the conformance crate
-//! (`gpu_mpi_check_kernels::warp`) on the emulator: exact values on full and
-//! partial warps, several blocks, the parallel and a seeded schedule.
+//! (`gpu_mpi_check_kernels::warp`) on each backend (`testgen!`: the emulator
+//! always, the GPU where one is present): exact values on full and partial
+//! warps, several blocks, the parallel and a seeded schedule (the
+//! emulator's; the GPU runs its own twice).
 
 use gpu_mpi::{CpuOptions, Schedule, WorldSpec};
-use gpu_mpi_check::test_device;
+use gpu_mpi_check::testgen;
+use gpu_mpi_check::testgen::Backend;
 use gpu_mpi_check_kernels::warp::{SEMANTICS_WARP, WARP_WORDS};
 use gpu_mpi_check_kernels::CaseArgs;
 
@@ -34,11 +37,10 @@ fn expected(r: usize, ranks: usize, block: usize) -> Vec<u32> {
     ]
 }
 
-#[test]
-fn the_warp_kernel_records_exact_values() {
+fn the_warp_kernel_records_exact_values(backend: Backend) {
     for schedule in [Schedule::Parallel, Schedule::Random { seed: 11 }] {
         for (ranks, block) in [(256usize, 256usize), (300, 100), (33, 33), (5, 5)] {
-            let d = test_device(CpuOptions {
+            let d = backend.device_with(CpuOptions {
                 workers: 2,
                 schedule,
                 ..CpuOptions::default()
@@ -73,3 +75,4 @@ fn the_warp_kernel_records_exact_values() {
         }
     }
 }
+testgen!(the_warp_kernel_records_exact_values);
