@@ -2,7 +2,7 @@
 //! (MPI 4.1 §3.3.1, §5.1.11; the kernels of
 //! [`gpu_mpi_check_kernels::datatypes`]).
 
-use super::{launch, left, partner, shape, small_rounds, st, Checker, Job, Shape, OK};
+use crate::harness::{launch, left, partner, shape, small_rounds, st, Checker, Job, Shape, OK};
 use gpu_mpi::device::datatype::ID_U32;
 use gpu_mpi::device::ErrorClass;
 use gpu_mpi::Device;
@@ -17,7 +17,7 @@ fn matrix(r: u32) -> Vec<u32> {
 
 /// `datatypes/ring_column`: a column view travels to a row (blocking) and
 /// to a column view (immediate).
-pub(super) fn ring_column(device: &Device) -> Result<(), String> {
+pub(crate) fn ring_column(device: &Device) -> Result<(), String> {
     let mut c = Checker::default();
     for param in [0u32, 1] {
         c.shapes(DT_SHAPES, |c, s| {
@@ -65,7 +65,7 @@ pub(super) fn ring_column(device: &Device) -> Result<(), String> {
 
 /// `datatypes/large_streamed`: a 64 x 40 block of a 64 x 64 matrix in a
 /// send-receive ring, streamed through the slots.
-pub(super) fn large(device: &Device) -> Result<(), String> {
+pub(crate) fn large(device: &Device) -> Result<(), String> {
     let mut c = Checker::default();
     for streaming in [false, true] {
         c.shapes(&[shape(1, 1), shape(2, 2), shape(6, 3)], |c, s| {
@@ -106,7 +106,7 @@ pub(super) fn large(device: &Device) -> Result<(), String> {
 
 /// `errors/datatype_views`: signature mismatch, the bytes escape,
 /// truncation into a shorter view, a buffer too small for its view.
-pub(super) fn errors(device: &Device) -> Result<(), String> {
+pub(crate) fn errors(device: &Device) -> Result<(), String> {
     let mut c = Checker::default();
     c.shapes(DT_SHAPES, |c, s| {
         let n = s.ranks;
@@ -150,7 +150,7 @@ pub(super) fn errors(device: &Device) -> Result<(), String> {
 
 /// `collective/datatype_views`: broadcast into column views, gather of
 /// views into a plain buffer, scatter of it into views.
-pub(super) fn collectives(device: &Device) -> Result<(), String> {
+pub(crate) fn collectives(device: &Device) -> Result<(), String> {
     let mut c = Checker::default();
     let shapes = [
         shape(1, 1),
