@@ -24,6 +24,12 @@
 #      registers capped at 128 (GPU_MPI_MAX_REGISTERS=128);
 #   4. a short table of all that, last.
 # Exit status: 0 when every cuda step passed and matched the emulator.
+#
+# The integration tests are not run here (this machine may have no Rust):
+# on a GPU machine with the toolchain, plain `cargo test --release -p
+# gpu-mpi-check` runs every test written with `testgen!` on the GPU as
+# well (`NAME::cuda`; GPU_MPI_TEST_BACKEND=cuda makes a GPU that does not
+# open fail them instead of skipping). docs/gpu.md, "The tests on a GPU".
 set -uo pipefail
 export LC_ALL=C # one collation for sort and join
 
