@@ -107,7 +107,7 @@ macro_rules! for_each_case {
 /// ([`gpu_mpi_check_kernels::planted`]): they pass under the emulator's
 /// default schedule and fail under some others. Not conformance cases (a
 /// GPU may fail them any time): the schedule explorer's test subjects
-/// ([`explore`], `gpu-mpi-check explore`).
+/// ([`crate::explore`], `gpu-mpi-check explore`).
 pub fn planted_cases() -> Vec<Case> {
     vec![
         Case {

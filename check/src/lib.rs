@@ -7,7 +7,7 @@
 //! not powers of two), downloads what every rank recorded and checks each
 //! word against what the MPI standard requires. The same cases run on the
 //! CPU emulator and on a GPU: `cargo test` runs each as a test per backend
-//! (check/tests/semantics.rs, [`testgen`]: the GPU's where one is present),
+//! (check/tests/semantics.rs, [`testgen`](mod@testgen): the GPU's where one is present),
 //! `gpu-mpi-check --backend cpu|cuda` all of them on one. [`for_each_case!`]
 //! lists them once. docs/semantics.md lists the rules with their sections
 //! of the standard.

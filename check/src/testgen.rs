@@ -158,7 +158,7 @@ pub fn on_cuda(name: &str, body: fn(Backend)) {
 /// Turns each test body `fn NAME(backend: Backend)` (written once, beside
 /// it) into two tests: `NAME::cpu`, on the emulator, and `NAME::cuda`, on
 /// the GPU where one is present and otherwise skipped with one line
-/// ([`testgen`](crate::testgen)). Attributes before a name (`#[ignore]`)
+/// ([`testgen`](mod@crate::testgen)). Attributes before a name (`#[ignore]`)
 /// go on both tests.
 ///
 /// ```ignore
