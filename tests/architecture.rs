@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 const DEVICE_LAYERS: &[&[&str]] = &[
     &["state"],
     &["shim"],
+    &["intrinsics"],
     &["memory"],
     &["datatype"],
     &["status"],

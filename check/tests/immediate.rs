@@ -5,8 +5,8 @@
 //! argument errors on every rank; the outstanding bound; a rank that never
 //! starts the collective (deadlock, livelock, timeout).
 
+use gpu_mpi::device::abi::wait::Call;
 use gpu_mpi::device::collective::immediate::Kind;
-use gpu_mpi::device::wait::Call;
 use gpu_mpi::device::{Error, ErrorClass};
 use gpu_mpi::{BlockedState, CpuOptions, Device, HostError, Schedule, WorldSpec};
 use gpu_mpi_check::testgen;

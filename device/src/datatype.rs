@@ -19,30 +19,42 @@ pub struct Datatype {
 }
 
 /// `MPI_BYTE`: `u8`, which matches any datatype on receive.
+#[doc(hidden)]
 pub const ID_BYTE: u32 = 1;
 /// `MPI_INT8_T`.
+#[doc(hidden)]
 pub const ID_I8: u32 = 2;
 /// `MPI_UINT16_T`.
+#[doc(hidden)]
 pub const ID_U16: u32 = 3;
 /// `MPI_INT16_T`.
+#[doc(hidden)]
 pub const ID_I16: u32 = 4;
 /// `MPI_UINT32_T`.
+#[doc(hidden)]
 pub const ID_U32: u32 = 5;
 /// `MPI_INT32_T`.
+#[doc(hidden)]
 pub const ID_I32: u32 = 6;
 /// `MPI_UINT64_T`.
+#[doc(hidden)]
 pub const ID_U64: u32 = 7;
 /// `MPI_INT64_T`.
+#[doc(hidden)]
 pub const ID_I64: u32 = 8;
 /// `MPI_FLOAT`.
+#[doc(hidden)]
 pub const ID_F32: u32 = 9;
 /// `MPI_DOUBLE`.
+#[doc(hidden)]
 pub const ID_F64: u32 = 10;
 /// Top bit of every user datatype id.
+#[doc(hidden)]
 pub const USER_BIT: u32 = 0x8000_0000;
 /// Bit 30, with [`USER_BIT`] clear: the signature id of a derived datatype
 /// whose signature holds more than one primitive (the low 30 bits: a hash of
 /// its signature; see `derived::TypeRef::signature_id`).
+#[doc(hidden)]
 pub const SIGNATURE_BIT: u32 = 0x4000_0000;
 
 /// A type that can travel in a message.
@@ -65,6 +77,7 @@ primitive! {
 }
 
 /// The MPI name of a datatype id (user types: "user type").
+#[doc(hidden)]
 pub fn datatype_name(id: u32) -> &'static str {
     match id {
         ID_BYTE => "MPI_BYTE",
@@ -84,6 +97,7 @@ pub fn datatype_name(id: u32) -> &'static str {
 }
 
 /// FNV-1a hash of a type's name, used as a user datatype id.
+#[doc(hidden)]
 pub const fn user_datatype_id(name: &str) -> u32 {
     let bytes = name.as_bytes();
     let mut hash: u32 = 0x811c_9dc5;
@@ -215,6 +229,7 @@ pub type Mover = unsafe fn(&TypedBuffer, bool, u64, *mut u8, u64) -> bool;
 
 /// The byte size of a primitive datatype id (`MPI_Type_size`), 0 for an
 /// unknown id.
+#[doc(hidden)]
 pub const fn primitive_size(id: u32) -> u32 {
     match id {
         ID_BYTE | ID_I8 => 1,

@@ -39,21 +39,27 @@ use crate::shim;
 use bytemuck::{Pod, Zeroable};
 
 /// First word of every encoding: "GMPIDDT1".
+#[doc(hidden)]
 pub const MAGIC: u64 = u64::from_le_bytes(*b"GMPIDDT1");
 /// Words of the header.
+#[doc(hidden)]
 pub const HEADER_WORDS: usize = 12;
 /// Words of one work unit.
+#[doc(hidden)]
 pub const UNIT_WORDS: usize = 8;
 /// Bytes of one chunk of the cooperative walk for types committed with the
 /// defaults (and the const constructors): one 16-byte load per rank.
+#[doc(hidden)]
 pub const DEFAULT_CHUNK_BYTES: u64 = 16;
 /// Words of an encoding made by the const constructors ([`vector`],
 /// [`subarray_2d`]): a header, one unit, one signature run.
+#[doc(hidden)]
 pub const REGULAR_WORDS: usize = HEADER_WORDS + UNIT_WORDS + 1;
 
 /// The header of an encoding (the first [`HEADER_WORDS`] words).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
+#[doc(hidden)]
 pub struct EncodingHeader {
     /// [`MAGIC`].
     pub magic: u64,
@@ -84,6 +90,7 @@ pub struct EncodingHeader {
 /// One work unit: `groups` groups of `count` blocks of `len` bytes, block
 /// `j` of group `g` at `disp + g * group_stride + j * stride`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[doc(hidden)]
 pub struct Unit {
     /// Displacement of the first block from the instance's start.
     pub disp: i64,
@@ -120,6 +127,7 @@ impl Unit {
 }
 
 /// FNV-1a over signature words.
+#[doc(hidden)]
 pub const fn signature_hash(words: &[u64]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     let mut i = 0;
@@ -137,6 +145,7 @@ pub const fn signature_hash(words: &[u64]) -> u64 {
 }
 
 /// One signature word: `count` primitives of datatype `id`.
+#[doc(hidden)]
 pub const fn signature_word(id: u32, count: u64) -> u64 {
     (count << 8) | (id as u64 & 0xff)
 }
@@ -857,6 +866,7 @@ fn unit_of_chunk(ty: &TypeRef<'_>, r: u64) -> Result<Unit, Error> {
 /// Which part of one cooperative walk this caller does: chunks `part, part +
 /// parts, ...`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[doc(hidden)]
 pub struct Share {
     /// This caller's index, `0..parts`.
     pub part: u64,
@@ -969,6 +979,7 @@ unsafe fn walk_share(
 /// `out`, both in device-global memory: with every caller of `share.parts`
 /// done, `out` holds the whole packed buffer. Returns the bytes this caller
 /// moved. `origin` is the buffer address's index in `src`.
+#[doc(hidden)]
 pub fn pack_share(
     src: &GlobalSlice<u8>,
     origin: usize,
@@ -997,6 +1008,7 @@ pub fn pack_share(
 /// This caller's share of unpacking `count` instances of `ty` from `packed`
 /// into `dst` (the inverse of [`pack_share`]; the type's blocks must not
 /// overlap, as MPI requires of a receive type).
+#[doc(hidden)]
 pub fn unpack_share(
     packed: &GlobalSlice<u8>,
     count: u64,
@@ -1023,13 +1035,16 @@ pub fn unpack_share(
 
 /// Bytes of the block-shared scratch one tile may use
 /// ([`shim::SHARED_BLOCK_BYTES`]).
+#[doc(hidden)]
 pub const TILE_BYTES: u64 = shim::SHARED_BLOCK_BYTES as u64;
 
 /// Longest block (element) the tiled walk moves, in bytes.
+#[doc(hidden)]
 pub const TILE_MAX_LEN: u64 = 16;
 
 /// Bytes of a DRAM sector: a direct walk whose consecutive blocks lie at
 /// least this far apart touches one sector per block.
+#[doc(hidden)]
 pub const SECTOR_BYTES: i64 = 32;
 
 /// The tiled walk's view of a one-unit type: `count` instances of `groups`
@@ -1040,6 +1055,7 @@ pub const SECTOR_BYTES: i64 = 32;
 /// (consecutive ranks, consecutive packed blocks) reads or writes the typed
 /// side `stride` bytes apart, while consecutive rows are `row_step` apart.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[doc(hidden)]
 pub struct TileShape {
     /// The type's one unit.
     pub unit: Unit,
@@ -1140,6 +1156,7 @@ impl TileShape {
 /// Which walk the whole-GPU engine runs ([`PackArgs::path`]).
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[doc(hidden)]
 pub enum PackPath {
     /// Every rank takes its chunks (`pack_share`).
     Direct = 0,
@@ -1270,6 +1287,7 @@ unsafe fn walk_tiles(
 /// holds the whole packed buffer, as after [`pack_share`]. Every rank of the
 /// calling block must call it with the same arguments (it meets them at
 /// block barriers). A type without a tile shape is [`Error::Intern`].
+#[doc(hidden)]
 pub fn pack_tiles(
     src: &GlobalSlice<u8>,
     origin: usize,
@@ -1293,6 +1311,7 @@ pub fn pack_tiles(
 }
 
 /// The inverse of [`pack_tiles`] (the type's blocks must not overlap).
+#[doc(hidden)]
 pub fn unpack_tiles(
     packed: &GlobalSlice<u8>,
     count: u64,
@@ -1316,13 +1335,16 @@ pub fn unpack_tiles(
 }
 
 /// [`PackArgs::direction`]: pack.
+#[doc(hidden)]
 pub const PACK: u32 = 0;
 /// [`PackArgs::direction`]: unpack.
+#[doc(hidden)]
 pub const UNPACK: u32 = 1;
 
 /// Arguments of the whole-GPU pack kernel [`gpu_mpi_pack`].
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Pod, Zeroable)]
+#[doc(hidden)]
 pub struct PackArgs {
     /// The committed type's encoding.
     pub ty: GlobalSlice<u64>,
@@ -1342,6 +1364,7 @@ pub struct PackArgs {
 
 /// The whole-GPU pack and unpack: every rank of the world takes its share
 /// ([`Share::of_world`]) of the walk `args` describe.
+#[doc(hidden)]
 pub fn gpu_mpi_pack(world: &World, args: &PackArgs) -> Result<(), Error> {
     // SAFETY: the host does not write the encoding during the launch.
     let ty = unsafe { TypeRef::from_global(&args.ty) }?;
@@ -1379,6 +1402,7 @@ pub fn gpu_mpi_pack(world: &World, args: &PackArgs) -> Result<(), Error> {
 /// and `Device::unpack`. On the emulator it runs as is; on a GPU the PTX of
 /// the program's kernel crate must hold the entry point, which
 /// [`pack_kernels!`](crate::pack_kernels) adds.
+#[doc(hidden)]
 pub static PACK_KERNEL: crate::kernel::Kernel<PackArgs> = crate::kernel::Kernel {
     name: "gpu_mpi_pack",
     entry: |world: *mut u8, args: *const PackArgs| {

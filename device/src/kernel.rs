@@ -35,6 +35,7 @@ pub struct Kernel<A: 'static> {
 /// `world` must satisfy [`World::attach`]; `args` must point to a valid `A`
 /// that stays valid and unchanged for the whole launch.
 #[inline(always)]
+#[doc(hidden)]
 pub unsafe fn rank_main<A>(world: *mut u8, args: *const A, body: fn(&World, &A) -> Result<(), Error>) {
     // SAFETY: forwarded from the caller.
     let w = match unsafe { World::attach(world) } {

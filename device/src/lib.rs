@@ -16,9 +16,20 @@
 //! world.barrier()?;
 //! ```
 //!
-//! Modules follow the MPI standard's chapters: [`point_to_point`] (3; its
-//! non-blocking requests in [`request`], 3.7),
-//! [`datatype`], [`derived`] and [`view`] (5), [`collective`] (6), [`communicator`] (7), [`error`] (9); numbering of MPI 4.1.
+//! Import the traits with `use gpu_mpi_device::traits::*;` and start from
+//! the [`World`] a kernel is handed (see [`kernel!`]).
+//!
+//! | module | MPI 4.1 | what it holds |
+//! |---|---|---|
+//! | [`point_to_point`] | 3 | blocking send, receive, probe and send-receive on a [`Process`] or [`AnyProcess`] |
+//! | [`request`] | 3.7 | non-blocking calls: a [`Scope`] and its [`Request`]s, waits and tests over several |
+//! | [`datatype`], [`derived`], [`view`] | 5 | [`Equivalence`] and buffers; derived datatypes ([`TypeRef`]) and the [`View`]s that send them |
+//! | [`collective`] | 6 | [`CommunicatorCollectives`](traits::CommunicatorCollectives), [`Root`](traits::Root), the non-blocking collectives, reduction operations |
+//! | [`communicator`] | 7 | [`World`], [`SimpleCommunicator`], [`Group`], communicator creation |
+//! | [`error`] | 9 | [`Error`] and its [`ErrorClass`] |
+//! | [`kernel`](mod@kernel) | – | [`kernel!`], [`GlobalSlice`]: a kernel's entry and its buffers |
+//! | [`intrinsics`] | – | the hardware operations a kernel may use beside MPI |
+//!
 //! The modules stand in layers, each importing only from those below it
 //! (docs/architecture.md, "Invariants"; checked by `tests/architecture.rs`).
 #![no_std]
@@ -37,18 +48,18 @@ pub mod derived;
 pub(crate) mod engine;
 pub mod error;
 pub mod kernel;
-pub mod memory;
+mod memory;
 mod nonblocking;
 pub mod point_to_point;
 pub mod request;
-pub mod shim;
+mod shim;
 mod slot_return;
-pub mod state;
-pub mod status;
-pub mod trace;
+mod state;
+mod status;
+mod trace;
 pub mod traits;
 pub mod view;
-pub mod wait;
+mod wait;
 
 pub use communicator::{AnyProcess, Process, World, ANY_SOURCE, PROC_NULL};
 pub use communicator::{Color, CommunicatorRelation, Group, SimpleCommunicator};
@@ -59,5 +70,37 @@ pub use error::{Error, ErrorClass};
 pub use kernel::{GlobalSlice, Kernel};
 pub use point_to_point::{Message, Status, ANY_TAG, TAG_UB};
 pub use request::{Request, Scope};
-pub use state::WorldConfig;
 pub use view::{MutView, View};
+
+pub mod intrinsics;
+
+/// What the host crate, the conformance tests and the benchmarks need of
+/// this crate's internals: the world memory's layout and records, the
+/// codes of waits and traces, the emulator's and loom's hooks into the
+/// shim. Not for kernels, and without any stability promise (rsmpi's
+/// hidden `internal`); a kernel's hardware operations are [`intrinsics`].
+#[doc(hidden)]
+pub mod abi {
+    /// The world memory's layout and configuration (`state.rs`).
+    pub mod state {
+        pub use crate::state::*;
+    }
+    /// The typed records of the world memory (`memory.rs`).
+    pub mod memory {
+        pub use crate::memory::*;
+    }
+    /// The codes of wait records and their states (`wait.rs`).
+    pub mod wait {
+        pub use crate::wait::*;
+    }
+    /// The trace records (`trace.rs`).
+    pub mod trace {
+        pub use crate::trace::*;
+    }
+    /// The whole shim, with the emulator's `runtime` and loom's
+    /// `loom_runtime` hooks where they exist.
+    pub mod shim {
+        pub use crate::shim::*;
+    }
+    pub use crate::state::WorldConfig;
+}

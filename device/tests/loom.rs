@@ -13,13 +13,13 @@
 
 mod loom_support;
 
+use gpu_mpi_device::abi::shim::loom_runtime;
+use gpu_mpi_device::abi::state::{FLAG_FORCE_STREAMING, FLAG_IMMEDIATE_COMMUNICATORS};
+use gpu_mpi_device::abi::wait::Call;
 use gpu_mpi_device::collective::{PartitionMut, SystemOperation, UserOperation};
 use gpu_mpi_device::point_to_point::send_receive_into;
 use gpu_mpi_device::request;
-use gpu_mpi_device::shim::loom_runtime;
-use gpu_mpi_device::state::{FLAG_FORCE_STREAMING, FLAG_IMMEDIATE_COMMUNICATORS};
 use gpu_mpi_device::traits::*;
-use gpu_mpi_device::wait::Call;
 use gpu_mpi_device::{Error, World, ANY_TAG};
 use loom_support::{check, run_world, small_config, Aligned, Scratch};
 
@@ -437,14 +437,19 @@ fn posted_receives_match_in_posting_order() {
 }
 
 fn warp_ops(w: &World, _: Scratch) -> Result<[u32; 4], Error> {
-    let lane = gpu_mpi_device::shim::lane_id();
-    let m = gpu_mpi_device::shim::warp_mask();
+    let lane = gpu_mpi_device::abi::shim::lane_id();
+    let m = gpu_mpi_device::abi::shim::warp_mask();
     let v = w.rank() as u32 + 1;
-    let x = gpu_mpi_device::shim::shfl_xor_sync(m, v, 1);
-    let up = gpu_mpi_device::shim::shfl_up_sync(m, v, 1);
-    let ballot = gpu_mpi_device::shim::vote_ballot_sync(m, lane % 2 == 1);
-    gpu_mpi_device::shim::warp_sync(m);
-    Ok([x, up, ballot, gpu_mpi_device::shim::match_any_sync(m, lane / 2)])
+    let x = gpu_mpi_device::abi::shim::shfl_xor_sync(m, v, 1);
+    let up = gpu_mpi_device::abi::shim::shfl_up_sync(m, v, 1);
+    let ballot = gpu_mpi_device::abi::shim::vote_ballot_sync(m, lane % 2 == 1);
+    gpu_mpi_device::abi::shim::warp_sync(m);
+    Ok([
+        x,
+        up,
+        ballot,
+        gpu_mpi_device::abi::shim::match_any_sync(m, lane / 2),
+    ])
 }
 
 /// (j) Warp collectives on the loom shim: one partial warp of 3 lanes.
@@ -827,7 +832,7 @@ fn block_communicator_collectives_of_two() {
 /// `small_config` with a wait bound: under loom each rank's clock advances
 /// `CLOCK_STEP_NS` per read, so a wait for a rank that never comes times out
 /// after a few reads in every interleaving.
-fn bounded(ranks: u32, block_dim: u32) -> gpu_mpi_device::WorldConfig {
+fn bounded(ranks: u32, block_dim: u32) -> gpu_mpi_device::abi::WorldConfig {
     let mut c = small_config(ranks, block_dim, 1);
     c.timeout_ns = 2 * loom_runtime::CLOCK_STEP_NS;
     c

@@ -23,8 +23,9 @@ use crate::schedule::Schedule;
 use crate::spec::{Residency, WorldSpec};
 use crate::trace::Trace;
 use bytemuck::Pod;
-use gpu_mpi_device::state::Layout;
-use gpu_mpi_device::{Kernel, WorldConfig};
+use gpu_mpi_device::abi::state::Layout;
+use gpu_mpi_device::abi::WorldConfig;
+use gpu_mpi_device::Kernel;
 use std::time::Duration;
 
 /// A device that runs worlds: the contract of the cpu and the cuda backend.

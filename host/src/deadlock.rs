@@ -7,10 +7,10 @@
 //! the public path of these types is [`crate::report`], which also decides
 //! a launch's outcome (`report::check_world`).
 
+use gpu_mpi_device::abi::memory::{read_result_record, read_wait_record, SlotView};
+use gpu_mpi_device::abi::state::Layout;
+use gpu_mpi_device::abi::wait::{Call, WaitDisplay, STATE_EXITED, STATE_TIMED_OUT, STATE_WAITING};
 use gpu_mpi_device::error::ErrorClass;
-use gpu_mpi_device::memory::{read_result_record, read_wait_record, SlotView};
-use gpu_mpi_device::state::Layout;
-use gpu_mpi_device::wait::{Call, WaitDisplay, STATE_EXITED, STATE_TIMED_OUT, STATE_WAITING};
 use std::collections::HashMap;
 use std::fmt;
 
@@ -57,7 +57,7 @@ pub enum BlockedState {
     /// only).
     Warp {
         /// The operation.
-        operation: gpu_mpi_device::shim::WarpOp,
+        operation: gpu_mpi_device::abi::shim::WarpOp,
         /// The lanes it waits for (its `membermask`).
         mask: u32,
     },
@@ -675,7 +675,7 @@ impl fmt::Display for DeadlockReport {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use gpu_mpi_device::WorldConfig;
+    use gpu_mpi_device::abi::WorldConfig;
 
     /// A world of `ranks` ranks with its header written.
     pub(crate) fn world(ranks: u32) -> (Vec<u8>, Layout) {

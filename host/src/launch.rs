@@ -4,7 +4,7 @@
 
 use crate::error::HostError;
 use crate::trace::Trace;
-pub use gpu_mpi_device::shim::runtime::SyncCounts;
+pub use gpu_mpi_device::abi::shim::runtime::SyncCounts;
 use std::time::Duration;
 
 /// What a successful launch reports.

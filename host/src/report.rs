@@ -18,9 +18,9 @@
 use crate::deadlock::{record_words, result_words};
 pub use crate::deadlock::{BlockedRank, BlockedState, DeadlockReport, Hint, UnreceivedMessage};
 use crate::error::HostError;
+use gpu_mpi_device::abi::state::{Layout, ABORT_OFFSET};
+use gpu_mpi_device::abi::wait::{STATE_EXITED, STATE_RUNNING, STATE_TIMED_OUT, STATE_WAITING};
 use gpu_mpi_device::error::ErrorClass;
-use gpu_mpi_device::state::{Layout, ABORT_OFFSET};
-use gpu_mpi_device::wait::{STATE_EXITED, STATE_RUNNING, STATE_TIMED_OUT, STATE_WAITING};
 
 fn word(memory: &[u8], offset: usize) -> u32 {
     let mut b = [0u8; 4];
@@ -105,7 +105,7 @@ pub fn aborted_by(memory: &[u8]) -> Option<u32> {
 mod tests {
     use super::*;
     use crate::deadlock::tests::{put, world};
-    use gpu_mpi_device::wait::Call;
+    use gpu_mpi_device::abi::wait::Call;
 
     #[test]
     fn timed_out_world_is_a_deadlock_and_errors_are_collected() {

@@ -7,9 +7,9 @@
 //! [`WorldSpec::trace`]: crate::WorldSpec::trace
 
 use crate::report::{BlockedState, DeadlockReport};
-use gpu_mpi_device::state::Layout;
-use gpu_mpi_device::trace::{Creation, TraceEvent, TraceHeader, TraceKind, NO_CONTEXT};
-use gpu_mpi_device::wait::{Call, WaitDisplay};
+use gpu_mpi_device::abi::state::Layout;
+use gpu_mpi_device::abi::trace::{Creation, TraceEvent, TraceHeader, TraceKind, NO_CONTEXT};
+use gpu_mpi_device::abi::wait::{Call, WaitDisplay};
 use gpu_mpi_device::ErrorClass;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -168,8 +168,8 @@ impl Trace {
         if layout.trace_stride == 0 {
             return None;
         }
-        let capacity = ((layout.trace_stride - gpu_mpi_device::state::TRACE_HEADER_BYTES)
-            / gpu_mpi_device::state::TRACE_EVENT_BYTES) as u32;
+        let capacity = ((layout.trace_stride - gpu_mpi_device::abi::state::TRACE_HEADER_BYTES)
+            / gpu_mpi_device::abi::state::TRACE_EVENT_BYTES) as u32;
         let ranks = (0..layout.ranks)
             .map(|rank| {
                 let h = TraceHeader::read(memory, layout, rank).unwrap_or_default();

@@ -2,9 +2,9 @@
 //! deadlock reports of programs that cannot finish.
 
 use bytemuck::{Pod, Zeroable};
+use gpu_mpi_device::abi::wait::Call;
 use gpu_mpi_device::collective::SystemOperation;
 use gpu_mpi_device::traits::*;
-use gpu_mpi_device::wait::Call;
 use gpu_mpi_device::{Error, GlobalSlice, World};
 use gpu_mpi_host::{BlockedState, CpuOptions, Device, HostError, WorldSpec};
 use std::time::Duration;

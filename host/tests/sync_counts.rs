@@ -4,7 +4,7 @@
 //! engine (device/src/engine.rs, "One message").
 
 use bytemuck::{Pod, Zeroable};
-use gpu_mpi_device::shim::{self, runtime, Ordering};
+use gpu_mpi_device::abi::shim::{self, runtime, Ordering};
 use gpu_mpi_device::traits::*;
 use gpu_mpi_device::{Error, GlobalSlice, World};
 use gpu_mpi_host::{CpuOptions, Device, Schedule, SyncCounts, WorldSpec};

@@ -4,7 +4,7 @@
 //! schedules; a lane that exits before a shuffle is a deadlock naming the
 //! operation; lanes that call different operations or masks are an error.
 
-use gpu_mpi_device::shim::{self, WarpOp};
+use gpu_mpi_device::abi::shim::{self, WarpOp};
 use gpu_mpi_device::traits::*;
 use gpu_mpi_device::{Error, GlobalSlice, World};
 use gpu_mpi_host::{BlockedState, CpuOptions, Device, HostError, Schedule, WorldSpec};

@@ -5,7 +5,7 @@
 //! (its typed views need the device crate's `views` feature).
 
 use bytemuck::{Pod, Zeroable};
-use gpu_mpi_device::shim;
+use gpu_mpi_device::intrinsics;
 use gpu_mpi_device::traits::*;
 use gpu_mpi_device::{Error, GlobalSlice, World};
 
@@ -37,7 +37,7 @@ gpu_mpi_device::kernel! {
             // rank writes only its own chunks of the destination.
             let (s, d) = unsafe { (args.src.slice(at, len)?, args.dst.slice_mut(at, len)?) };
             // SAFETY: both are `len` bytes long, valid, in different buffers.
-            unsafe { shim::copy_bytes(d.as_mut_ptr(), s.as_ptr(), len) };
+            unsafe { intrinsics::copy_bytes(d.as_mut_ptr(), s.as_ptr(), len) };
             at += step;
         }
         Ok(())

@@ -22,8 +22,8 @@ use crate::native::{
     GridBarrier, COUNTER_ARRIVALS, COUNTER_BARRIER, COUNTER_BCAST, COUNTER_LAST_FLAGS, COUNTER_RESULT,
 };
 use gpu_mpi_device::collective::SystemOperation;
+use gpu_mpi_device::intrinsics::{self, Ordering};
 use gpu_mpi_device::request;
-use gpu_mpi_device::shim::{self, Ordering};
 use gpu_mpi_device::traits::*;
 use gpu_mpi_device::{Error, World};
 
@@ -199,7 +199,7 @@ pub fn exchange_loop(
 ) -> Result<(u64, u64), Error> {
     let (rank, ranks) = (world.rank() as u32, world.size() as u32);
     let count = args.size as usize;
-    let blocks = shim::coordinates().grid_dim;
+    let blocks = intrinsics::coordinates().grid_dim;
     let needed = exchange_values(op, ranks, blocks, args.size);
     if args.values.len() < needed {
         return Err(Error::OutOfBounds {
@@ -221,9 +221,9 @@ pub fn exchange_loop(
     let (mut elapsed, mut errors) = (0u64, 0u64);
     for it in 0..total {
         fill(send, rank, it);
-        let start = shim::clock_ns();
+        let start = intrinsics::clock_ns();
         run(send, recv, it)?;
-        let t = shim::clock_ns().wrapping_sub(start);
+        let t = intrinsics::clock_ns().wrapping_sub(start);
         if it >= args.warmup {
             elapsed += t;
         }
@@ -381,11 +381,11 @@ gpu_mpi_device::kernel! {
 /// Inclusive prefix sum of `v` over the lanes `0..=lane` of the caller's
 /// warp (`__shfl_up_sync`, log2(32) steps). Every lane of the warp calls it.
 pub fn warp_scan(v: f64, lane: u32) -> f64 {
-    let mask = shim::warp_mask();
+    let mask = intrinsics::warp_mask();
     let mut x = v;
     let mut delta = 1;
     while delta < 32 {
-        let y = f64::from_bits(shim::shfl_up_sync_u64(mask, x.to_bits(), delta));
+        let y = f64::from_bits(intrinsics::shfl_up_sync_u64(mask, x.to_bits(), delta));
         if lane >= delta {
             x += y;
         }
@@ -402,17 +402,17 @@ const SCAN_SHARED_BYTES: usize = 33 * 8;
 /// block: a warp scan, the warps' totals in shared memory scanned by warp
 /// 0, added back. Two block barriers; every rank of the block calls it.
 fn block_scan(v: f64) -> f64 {
-    let c = shim::coordinates();
+    let c = intrinsics::coordinates();
     let (lane, warp) = (c.thread % 32, (c.thread / 32) as usize);
     let warps = c.block_dim.div_ceil(32);
-    let shared = shim::shared_block::<SCAN_SHARED_BYTES>() as *mut f64;
+    let shared = intrinsics::shared_block::<SCAN_SHARED_BYTES>() as *mut f64;
     let x = warp_scan(v, lane);
     if lane == 31 || c.thread + 1 == c.block_dim {
         // SAFETY: `warp < 32`: inside the shared scratch (33 f64); one
         // writer per element; read after the block barrier.
         unsafe { shared.add(warp).write(x) };
     }
-    shim::block_barrier();
+    intrinsics::block_barrier();
     if warp == 0 {
         // Lanes below `warps` read the totals written before the barrier,
         // and each writes back only its own element, read by the others
@@ -429,7 +429,7 @@ fn block_scan(v: f64) -> f64 {
             unsafe { shared.add(lane as usize).write(before) };
         }
     }
-    shim::block_barrier();
+    intrinsics::block_barrier();
     // SAFETY: written by warp 0 before the barrier.
     let offset = unsafe { shared.add(warp).read() };
     x + offset
@@ -447,7 +447,7 @@ fn native_exchange(
     grid: &mut GridBarrier<'_>,
     round: u32,
 ) -> Result<u64, Error> {
-    let c = shim::coordinates();
+    let c = intrinsics::coordinates();
     let (rank, ranks) = (world.rank() as usize, world.size() as usize);
     let (count, root) = (args.size as usize, args.root as usize);
     let values = &args.values;
@@ -462,11 +462,11 @@ fn native_exchange(
                 values.write(at + e, v)?;
             }
             let arrivals = atomic_at(&args.counters, COUNTER_ARRIVALS)?;
-            shim::block_barrier();
+            intrinsics::block_barrier();
             if c.thread == 0 {
                 // The block barrier ordered the block's stores before this
                 // thread's; the fence makes them visible device-wide.
-                shim::fence(Ordering::AcqRel);
+                intrinsics::fence(Ordering::AcqRel);
                 // Release: pairs with the root's acquire below.
                 arrivals.fetch_add(1, Ordering::Release);
             }
@@ -489,8 +489,8 @@ fn native_exchange(
             if c.thread == 0 && !spin_until(|| reached(published.load(Ordering::Acquire), round)) {
                 timeouts += 1;
             }
-            shim::block_barrier();
-            shim::fence(Ordering::AcqRel);
+            intrinsics::block_barrier();
+            intrinsics::fence(Ordering::AcqRel);
             let at = regions(root).send + rank * count;
             for (e, v) in recv.iter_mut().enumerate() {
                 *v = values.read(at + e)?;
@@ -549,7 +549,7 @@ fn native_scan(
     stage: usize,
     round: u32,
 ) -> Result<u64, Error> {
-    let c = shim::coordinates();
+    let c = intrinsics::coordinates();
     let count = args.size as usize;
     let block = c.block as usize;
     for e in 0..count {
@@ -559,12 +559,12 @@ fn native_scan(
             args.values.write(stage + block * count + e, x)?;
         }
     }
-    shim::block_barrier();
+    intrinsics::block_barrier();
     let flag = atomic_at(&args.counters, COUNTER_LAST_FLAGS + block)?;
     if c.thread == 0 {
         // The block barrier ordered the totals' stores before this thread;
         // the fence makes them visible device-wide.
-        shim::fence(Ordering::AcqRel);
+        intrinsics::fence(Ordering::AcqRel);
         // Release: pairs with the acquire loads of later blocks below.
         flag.store(round, Ordering::Release);
     }
@@ -581,7 +581,7 @@ fn native_scan(
             b += 32;
         }
     }
-    let shared = shim::shared_block::<SCAN_SHARED_BYTES>() as *mut f64;
+    let shared = intrinsics::shared_block::<SCAN_SHARED_BYTES>() as *mut f64;
     for (e, v) in recv.iter_mut().enumerate() {
         let mut part = 0.0;
         if c.thread < 32 {
@@ -597,10 +597,10 @@ fn native_scan(
             // alone, read by the block after the barrier.
             unsafe { shared.add(32).write(before) };
         }
-        shim::block_barrier();
+        intrinsics::block_barrier();
         // SAFETY: written before the barrier.
         *v += unsafe { shared.add(32).read() };
-        shim::block_barrier();
+        intrinsics::block_barrier();
     }
     Ok(timeouts)
 }

@@ -14,14 +14,14 @@
 //! - barriers: in the untimed rounds each rank marks its arrival before the
 //!   barrier and checks after it that a rank of another block has marked too.
 //!
-//! Timing is done inside the kernel with [`shim::clock_ns`], after warm-up
+//! Timing is done inside the kernel with [`intrinsics::clock_ns`], after warm-up
 //! rounds; the host turns the per-rank times into OSU-style statistics.
 
 use crate::native::{barrier_loop, bcast_loop, bytes_at, coll_results, pair_buffers, pair_of, reduce_loop};
 use bytemuck::{Pod, Zeroable};
 use gpu_mpi_device::collective::SystemOperation;
+use gpu_mpi_device::intrinsics;
 use gpu_mpi_device::request::{self, AnyCompletion, Request};
-use gpu_mpi_device::shim;
 use gpu_mpi_device::traits::*;
 use gpu_mpi_device::{Error, GlobalSlice, World};
 
@@ -203,10 +203,10 @@ gpu_mpi_device::kernel! {
             let (send, recv) = unsafe { (bytes_at(&args.buffers, send_at, n)?, bytes_at(&args.buffers, recv_at, n)?) };
             let peer = world.process_at_rank(pair as i32 + args.offset as i32);
             fill_pattern(send, seed);
-            let mut start = shim::clock_ns();
+            let mut start = intrinsics::clock_ns();
             for it in 0..total {
                 if it == args.warmup {
-                    start = shim::clock_ns();
+                    start = intrinsics::clock_ns();
                 }
                 stamp(send, seed, it);
                 peer.send_with_tag(&send[..], 1)?;
@@ -216,7 +216,7 @@ gpu_mpi_device::kernel! {
                 }
                 verified += 1;
             }
-            let elapsed = shim::clock_ns().wrapping_sub(start);
+            let elapsed = intrinsics::clock_ns().wrapping_sub(start);
             if total > 0 && !check_full(recv, seed, total - 1) {
                 errors += 1;
             }
@@ -258,10 +258,10 @@ gpu_mpi_device::kernel! {
             let send = unsafe { bytes_at(&args.buffers, send_at, n)? };
             let peer = world.process_at_rank(pair as i32 + args.offset as i32);
             fill_pattern(send, seed);
-            let mut start = shim::clock_ns();
+            let mut start = intrinsics::clock_ns();
             for it in 0..total {
                 if it == args.warmup {
-                    start = shim::clock_ns();
+                    start = intrinsics::clock_ns();
                 }
                 for w in 0..args.window {
                     stamp(send, seed, it * args.window + w);
@@ -273,7 +273,7 @@ gpu_mpi_device::kernel! {
                 }
                 verified += 1;
             }
-            let elapsed = shim::clock_ns().wrapping_sub(start);
+            let elapsed = intrinsics::clock_ns().wrapping_sub(start);
             p2p_results(&args.out, pair, &[(0, elapsed), (1, errors), (3, verified)])
         } else {
             // SAFETY: only this rank uses the receiver's buffer.

@@ -4,8 +4,8 @@
 //! They use the same [`kernel!`](gpu_mpi_device::kernel!) macro and launch
 //! through the same `device.launch`, so they run on the GPU and on the
 //! emulator alike; they simply make no MPI call. Ranks find themselves with
-//! [`shim::coordinates`] (`threadIdx`/`blockIdx`), synchronise their block
-//! with [`shim::block_barrier`] (`__syncthreads`) and other blocks through
+//! [`intrinsics::coordinates`] (`threadIdx`/`blockIdx`), synchronise their block
+//! with [`intrinsics::block_barrier`] (`__syncthreads`) and other blocks through
 //! atomics in global memory ([`GlobalSlice`] arguments).
 //!
 //! The first baselines were written before the shim offered shared memory
@@ -15,7 +15,7 @@
 //! all-reduce suites. The baselines the ratios are taken against now use
 //! the same tools as hand-written CUDA, through the shim: [`warp_sum`]
 //! (`__shfl_down_sync`), [`block_sum`] (warp sums in the block's
-//! [`shim::shared_block`], `__shared__` memory), and the shuffle scan of
+//! [`intrinsics::shared_block`], `__shared__` memory), and the shuffle scan of
 //! [`crate::exchange`].
 //!
 //! # The kernels
@@ -37,7 +37,7 @@ use crate::mpi::{
 };
 use crate::pi::partial_sum;
 use bytemuck::{Pod, Zeroable};
-use gpu_mpi_device::shim::{self, AtomicU32, Backoff, Ordering};
+use gpu_mpi_device::intrinsics::{self, AtomicU32, Backoff, Ordering};
 use gpu_mpi_device::traits::*;
 use gpu_mpi_device::{Error, GlobalSlice, World};
 
@@ -63,7 +63,7 @@ pub fn spin_until(mut done: impl FnMut() -> bool) -> bool {
                 return true;
             }
         }
-        let now = shim::clock_ns();
+        let now = intrinsics::clock_ns();
         if now.wrapping_sub(*start.get_or_insert(now)) > SPIN_TIMEOUT_NS {
             return false;
         }
@@ -82,7 +82,7 @@ pub fn atomic_at(slice: &GlobalSlice<u32>, i: usize) -> Result<&AtomicU32, Error
     // SAFETY: in bounds, 4-byte aligned (the slice's contract), valid for the
     // launch; the benchmark kernels access these words only atomically (the
     // host zeroes them between launches).
-    Ok(unsafe { shim::atomic_u32_at(slice.addr() as *mut u8, 4 * i) })
+    Ok(unsafe { gpu_mpi_device::abi::shim::atomic_u32_at(slice.addr() as *mut u8, 4 * i) })
 }
 
 /// `a >= b` for counters that may wrap.
@@ -109,7 +109,7 @@ pub struct GridBarrier<'a> {
 impl<'a> GridBarrier<'a> {
     /// A barrier on `counter` (zero at launch) for the calling rank's grid.
     pub fn new(counter: &'a AtomicU32) -> Self {
-        let c = shim::coordinates();
+        let c = intrinsics::coordinates();
         GridBarrier {
             counter,
             blocks: c.grid_dim,
@@ -127,20 +127,20 @@ impl<'a> GridBarrier<'a> {
     /// Waits until every rank of the grid has called it as often.
     pub fn sync(&mut self) {
         self.round = self.round.wrapping_add(1);
-        shim::block_barrier();
+        intrinsics::block_barrier();
         if self.leader {
             let target = self.round.wrapping_mul(self.blocks);
             // The block barrier ordered the block's writes before this
             // thread's; the fence makes them visible device-wide (CUDA's
             // `__threadfence()` before the arrival).
-            shim::fence(Ordering::AcqRel);
+            intrinsics::fence(Ordering::AcqRel);
             self.counter.fetch_add(1, Ordering::Release);
             // Acquire pairs with the other leaders' Release arrivals.
             if !spin_until(|| reached(self.counter.load(Ordering::Acquire), target)) {
                 self.timeouts += 1;
             }
         }
-        shim::block_barrier();
+        intrinsics::block_barrier();
     }
 }
 
@@ -162,7 +162,7 @@ fn block_tree(scratch: &GlobalSlice<f64>, base: usize, thread: usize, n: usize, 
                 let _ = scratch.write(mine + e, v);
             }
         }
-        shim::block_barrier();
+        intrinsics::block_barrier();
         width = half;
     }
 }
@@ -226,13 +226,13 @@ gpu_mpi_device::kernel! {
     /// Thesis figure 5.18: each block tree-reduces its ranks' partial sums
     /// and thread 0 writes the block's sum to `partials[block]`.
     pub static NATIVE_PI_TREE_1 = fn native_pi_tree_1(world: &World, args: &NativePiArgs) -> Result<(), Error> {
-        let c = shim::coordinates();
+        let c = intrinsics::coordinates();
         check_len(&args.scratch, world.size() as usize)?;
         check_len(&args.partials, c.grid_dim as usize)?;
         let part = partial_sum(world.rank() as u32, world.size() as u32, args.intervals_per_rank);
         let base = (c.block * c.block_dim) as usize;
         args.scratch.write(base + c.thread as usize, part)?;
-        shim::block_barrier();
+        intrinsics::block_barrier();
         block_tree(&args.scratch, base, c.thread as usize, c.block_dim as usize, 1);
         if c.thread == 0 {
             args.partials.write(c.block as usize, args.scratch.read(base)?)?;
@@ -246,7 +246,7 @@ gpu_mpi_device::kernel! {
     /// share of the block sums (the thesis had exactly 32 blocks, one per
     /// thread), then the block tree-reduces them and thread 0 writes the estimate.
     pub static NATIVE_PI_TREE_2 = fn native_pi_tree_2(_world: &World, args: &NativePiArgs) -> Result<(), Error> {
-        let c = shim::coordinates();
+        let c = intrinsics::coordinates();
         let n = c.block_dim as usize;
         check_len(&args.scratch, n)?;
         let mut sum = 0.0;
@@ -256,7 +256,7 @@ gpu_mpi_device::kernel! {
             i += n;
         }
         args.scratch.write(c.thread as usize, sum)?;
-        shim::block_barrier();
+        intrinsics::block_barrier();
         block_tree(&args.scratch, 0, c.thread as usize, n, 1);
         if c.thread == 0 {
             args.result.write(0, args.scratch.read(0)?)?;
@@ -284,7 +284,7 @@ fn single_pass_reduce(
     flag_base: usize,
     count: usize,
 ) -> Result<bool, Error> {
-    let c = shim::coordinates();
+    let c = intrinsics::coordinates();
     let (thread, block, n) = (c.thread as usize, c.block as usize, c.block_dim as usize);
     let base = block * n;
     block_tree(scratch, base, thread, n, count);
@@ -298,12 +298,12 @@ fn single_pass_reduce(
         let before = arrivals.fetch_add(1, Ordering::AcqRel);
         flag.store((before == c.grid_dim - 1) as u32, Ordering::Relaxed);
     }
-    shim::block_barrier();
+    intrinsics::block_barrier();
     let last = flag.load(Ordering::Relaxed) == 1;
     if last {
         // Thread 0's acquire covers the block through the barrier; the fence
         // makes each thread's own reads of other blocks' rows safe as well.
-        shim::fence(Ordering::AcqRel);
+        intrinsics::fence(Ordering::AcqRel);
         let row = (base + thread) * count;
         for e in 0..count {
             let mut sum = 0.0;
@@ -314,7 +314,7 @@ fn single_pass_reduce(
             }
             scratch.write(row + e, sum)?;
         }
-        shim::block_barrier();
+        intrinsics::block_barrier();
         block_tree(scratch, base, thread, n, count);
         if thread == 0 {
             for e in 0..count {
@@ -330,13 +330,13 @@ gpu_mpi_device::kernel! {
     /// The modern one-kernel reduction: block trees, one slot per block, and
     /// the last block to arrive on an atomic counter adds the slots up.
     pub static NATIVE_PI_SINGLE_PASS = fn native_pi_single_pass(world: &World, args: &NativePiArgs) -> Result<(), Error> {
-        let c = shim::coordinates();
+        let c = intrinsics::coordinates();
         check_len(&args.scratch, world.size() as usize)?;
         check_len(&args.partials, c.grid_dim as usize)?;
         check_len(&args.counters, 1 + c.grid_dim as usize)?;
         let part = partial_sum(world.rank() as u32, world.size() as u32, args.intervals_per_rank);
         args.scratch.write(world.rank() as usize, part)?;
-        shim::block_barrier();
+        intrinsics::block_barrier();
         let arrivals = atomic_at(&args.counters, 0)?;
         single_pass_reduce(&args.scratch, &args.partials, &args.result, arrivals, &args.counters, 1, 1)?;
         Ok(())
@@ -388,7 +388,7 @@ fn copy(dst: &mut [u8], src: &[u8]) {
     // SAFETY: both slices are valid for `len` bytes and do not overlap (they
     // are distinct regions of the pair's buffers); the protocol orders the
     // copy against the peer's accesses with release/acquire flags.
-    unsafe { shim::copy_bytes(dst.as_mut_ptr(), src.as_ptr(), dst.len().min(src.len())) }
+    unsafe { intrinsics::copy_bytes(dst.as_mut_ptr(), src.as_ptr(), dst.len().min(src.len())) }
 }
 
 fn write_results(out: &GlobalSlice<u64>, pair: usize, words: &[(usize, u64)]) -> Result<(), Error> {
@@ -425,10 +425,10 @@ gpu_mpi_device::kernel! {
                 )
             };
             fill_pattern(send, seed);
-            let mut start = shim::clock_ns();
+            let mut start = intrinsics::clock_ns();
             for it in 0..total {
                 if it == args.warmup {
-                    start = shim::clock_ns();
+                    start = intrinsics::clock_ns();
                 }
                 stamp(send, seed, it);
                 copy(peer, send);
@@ -439,7 +439,7 @@ gpu_mpi_device::kernel! {
                 }
                 verified += 1;
             }
-            let elapsed = shim::clock_ns().wrapping_sub(start);
+            let elapsed = intrinsics::clock_ns().wrapping_sub(start);
             if total > 0 && !check_full(recv, seed, total - 1) {
                 errors += 1;
             }
@@ -489,10 +489,10 @@ gpu_mpi_device::kernel! {
             // ring slot only after the receiver released it (tail, acquire).
             let send = unsafe { bytes_at(&args.buffers, send_at, n)? };
             fill_pattern(send, seed);
-            let mut start = shim::clock_ns();
+            let mut start = intrinsics::clock_ns();
             for it in 0..total {
                 if it == args.warmup {
-                    start = shim::clock_ns();
+                    start = intrinsics::clock_ns();
                 }
                 for w in 0..args.window {
                     if !spin_until(|| seq.wrapping_sub(tail.load(Ordering::Acquire)) < slots) {
@@ -510,7 +510,7 @@ gpu_mpi_device::kernel! {
                 }
                 verified += 1;
             }
-            let elapsed = shim::clock_ns().wrapping_sub(start);
+            let elapsed = intrinsics::clock_ns().wrapping_sub(start);
             write_results(&args.out, pair, &[(0, elapsed), (1, errors), (3, verified)])?;
         } else {
             // SAFETY: the receiver alone writes its buffer, and reads a ring
@@ -601,7 +601,7 @@ fn sub_slice(s: &GlobalSlice<f64>, start: usize, len: usize) -> Result<GlobalSli
 
 /// The calling rank's rows (checks that `values` is large enough).
 pub fn reduce_rows(world: &World, args: &CollArgs) -> Result<ReduceRows, Error> {
-    let c = shim::coordinates();
+    let c = intrinsics::coordinates();
     let (ranks, blocks, count) = (world.size() as usize, c.grid_dim as usize, args.size as usize);
     check_len(
         &args.values,
@@ -688,11 +688,11 @@ pub fn barrier_loop(
     for _ in 0..args.warmup {
         checked(&mut barrier, &mut errors)?;
     }
-    let start = shim::clock_ns();
+    let start = intrinsics::clock_ns();
     for _ in 0..args.iterations {
         barrier()?;
     }
-    let elapsed = shim::clock_ns().wrapping_sub(start);
+    let elapsed = intrinsics::clock_ns().wrapping_sub(start);
     checked(&mut barrier, &mut errors)?;
     Ok((elapsed, errors))
 }
@@ -737,9 +737,9 @@ pub fn bcast_loop(
         if rank == root {
             stamp(buf, seed, it);
         }
-        let start = shim::clock_ns();
+        let start = intrinsics::clock_ns();
         bcast(buf, it)?;
-        let t = shim::clock_ns().wrapping_sub(start);
+        let t = intrinsics::clock_ns().wrapping_sub(start);
         if it >= args.warmup {
             elapsed += t;
         }
@@ -756,7 +756,7 @@ gpu_mpi_device::kernel! {
     /// publishes the round (release); each block's thread 0 waits for it
     /// (acquire), a block barrier, and every rank copies the data out.
     pub static NATIVE_BCAST = fn native_bcast(world: &World, args: &CollArgs) -> Result<(), Error> {
-        let c = shim::coordinates();
+        let c = intrinsics::coordinates();
         let mut grid = GridBarrier::new(atomic_at(&args.counters, COUNTER_BARRIER)?);
         let published = atomic_at(&args.counters, COUNTER_BCAST)?;
         let n = args.size as usize;
@@ -779,9 +779,9 @@ gpu_mpi_device::kernel! {
                 if c.thread == 0 && !spin_until(|| reached(published.load(Ordering::Acquire), it + 1)) {
                     timeouts += 1;
                 }
-                shim::block_barrier();
+                intrinsics::block_barrier();
                 if rank != args.root {
-                    shim::fence(Ordering::AcqRel);
+                    intrinsics::fence(Ordering::AcqRel);
                     copy(buf, area);
                 }
                 Ok(())
@@ -814,9 +814,9 @@ pub fn reduce_loop(
     let (mut elapsed, mut errors) = (0u64, 0u64);
     for it in 0..total {
         fill_send_row(args, &rows, rank, it)?;
-        let start = shim::clock_ns();
+        let start = intrinsics::clock_ns();
         let has_result = reduce(&rows, it)?;
-        let t = shim::clock_ns().wrapping_sub(start);
+        let t = intrinsics::clock_ns().wrapping_sub(start);
         if it >= args.warmup {
             elapsed += t;
         }
@@ -842,7 +842,7 @@ fn native_reduce_round(
         rows.scratch
             .write(rank * count + e, args.values.read(rows.send + e)?)?;
     }
-    shim::block_barrier();
+    intrinsics::block_barrier();
     let arrivals = atomic_at(&args.counters, COUNTER_ARRIVALS)?;
     let last = single_pass_reduce(
         &rows.scratch,
@@ -870,7 +870,7 @@ fn publish_result(
     round: u32,
     timeouts: &mut u64,
 ) -> Result<bool, Error> {
-    let c = shim::coordinates();
+    let c = intrinsics::coordinates();
     let rank = world.rank() as usize;
     let count = rows.count;
     let published = atomic_at(&args.counters, COUNTER_RESULT)?;
@@ -884,8 +884,8 @@ fn publish_result(
         *timeouts += 1;
     }
     if all {
-        shim::block_barrier();
-        shim::fence(Ordering::AcqRel);
+        intrinsics::block_barrier();
+        intrinsics::fence(Ordering::AcqRel);
     }
     if gets_result {
         for e in 0..count {
@@ -899,12 +899,12 @@ fn publish_result(
 /// (`__shfl_down_sync`, log2(32) steps; a lane whose source lies beyond the
 /// warp's last lane keeps its value). Every lane of the warp calls it.
 pub fn warp_sum(v: f64) -> f64 {
-    let mask = shim::warp_mask();
-    let (lane, lanes) = (shim::coordinates().thread % 32, mask.count_ones());
+    let mask = intrinsics::warp_mask();
+    let (lane, lanes) = (intrinsics::coordinates().thread % 32, mask.count_ones());
     let mut x = v;
     let mut delta = 16;
     while delta > 0 {
-        let y = f64::from_bits(shim::shfl_down_sync_u64(mask, x.to_bits(), delta));
+        let y = f64::from_bits(intrinsics::shfl_down_sync_u64(mask, x.to_bits(), delta));
         if lane + delta < lanes {
             x += y;
         }
@@ -924,17 +924,17 @@ pub const BLOCK_SUM_SHARED_BYTES: usize = 32 * 8;
 /// This is what a CUDA programmer writes with `__shfl_down_sync` and
 /// `__shared__` memory.
 pub fn block_sum(v: f64) -> f64 {
-    let c = shim::coordinates();
+    let c = intrinsics::coordinates();
     let (lane, warp) = (c.thread % 32, c.thread / 32);
     let warps = c.block_dim.div_ceil(32);
-    let shared = shim::shared_block::<BLOCK_SUM_SHARED_BYTES>() as *mut f64;
+    let shared = intrinsics::shared_block::<BLOCK_SUM_SHARED_BYTES>() as *mut f64;
     let s = warp_sum(v);
     if lane == 0 {
         // SAFETY: `warp < 32` (blocks have at most 1024 threads): inside the
         // shared scratch; one writer per element, read after the barrier.
         unsafe { shared.add(warp as usize).write(s) };
     }
-    shim::block_barrier();
+    intrinsics::block_barrier();
     let mut total = 0.0;
     if warp == 0 {
         let x = if lane < warps {
@@ -945,7 +945,7 @@ pub fn block_sum(v: f64) -> f64 {
         };
         total = warp_sum(x);
     }
-    shim::block_barrier();
+    intrinsics::block_barrier();
     total
 }
 
@@ -964,7 +964,7 @@ pub fn shfl_reduce_round(
     round: u32,
     timeouts: &mut u64,
 ) -> Result<bool, Error> {
-    let c = shim::coordinates();
+    let c = intrinsics::coordinates();
     let (thread, block, n) = (c.thread as usize, c.block as usize, c.block_dim as usize);
     let count = rows.count;
     for e in 0..count {
@@ -975,8 +975,8 @@ pub fn shfl_reduce_round(
     }
     let arrivals = atomic_at(&args.counters, COUNTER_ARRIVALS)?;
     // The "last" flag lives after block_sum's words in the shared scratch.
-    let flag = shim::shared_block::<{ BLOCK_SUM_SHARED_BYTES + 4 }>().wrapping_add(BLOCK_SUM_SHARED_BYTES)
-        as *mut u32;
+    let flag = intrinsics::shared_block::<{ BLOCK_SUM_SHARED_BYTES + 4 }>()
+        .wrapping_add(BLOCK_SUM_SHARED_BYTES) as *mut u32;
     if thread == 0 {
         // Release: the block's row is visible to whoever acquires the
         // counter's later value; Acquire: the last arrival sees every row.
@@ -985,14 +985,14 @@ pub fn shfl_reduce_round(
         // read by the block after the barrier.
         unsafe { flag.write((before == c.grid_dim - 1) as u32) };
     }
-    shim::block_barrier();
+    intrinsics::block_barrier();
     // SAFETY: written before the barrier; rewritten only in the next round,
     // after the block barriers of block_sum and of the round's end.
     let last = unsafe { flag.read() } == 1;
     if last {
         // Thread 0's acquire covers the block through the barrier; the fence
         // makes each thread's own reads of other blocks' rows safe as well.
-        shim::fence(Ordering::AcqRel);
+        intrinsics::fence(Ordering::AcqRel);
         for e in 0..count {
             let mut part = 0.0;
             let mut b = thread;
@@ -1109,12 +1109,12 @@ gpu_mpi_device::kernel! {
         check_len(&args.out, LIMIT_RESULTS)?;
         let flag = atomic_at(&args.flags, 0)?;
         let total = args.warmup + args.iterations;
-        let mut start = shim::clock_ns();
+        let mut start = intrinsics::clock_ns();
         let mut seen = 0u64;
         for it in 0..total {
             if rank == 0 {
                 if it == args.warmup {
-                    start = shim::clock_ns();
+                    start = intrinsics::clock_ns();
                 }
                 flag.store(2 * it + 1, Ordering::Release);
                 seen += spin_until(|| flag.load(Ordering::Acquire) == 2 * it + 2) as u64;
@@ -1124,7 +1124,7 @@ gpu_mpi_device::kernel! {
             }
         }
         if rank == 0 {
-            let elapsed = shim::clock_ns().wrapping_sub(start);
+            let elapsed = intrinsics::clock_ns().wrapping_sub(start);
             let errors = (flag.load(Ordering::Relaxed) != 2 * total) as u64;
             args.out.write(0, elapsed)?;
             args.out.write(1, errors)?;
@@ -1145,17 +1145,17 @@ gpu_mpi_device::kernel! {
         check_len(&args.out, LIMIT_RESULTS)?;
         let word = atomic_at(&args.flags, 0)?;
         let total = args.warmup + args.iterations;
-        let mut start = shim::clock_ns();
+        let mut start = intrinsics::clock_ns();
         let mut v = 0u32;
         for it in 0..total {
             if it == args.warmup {
-                start = shim::clock_ns();
+                start = intrinsics::clock_ns();
             }
             // `v >> 31` is 0 (the word stays far below 2^31) but the
             // hardware cannot know: each add waits for the previous result.
             v = word.fetch_add(1 + (v >> 31), Ordering::Relaxed);
         }
-        let elapsed = shim::clock_ns().wrapping_sub(start);
+        let elapsed = intrinsics::clock_ns().wrapping_sub(start);
         let errors = (word.load(Ordering::Relaxed) != total || (total > 0 && v != total - 1)) as u64;
         args.out.write(0, elapsed)?;
         args.out.write(1, errors)?;

@@ -3,7 +3,7 @@
 //! emulator checks their values (gpu-mpi-check's `warp` test).
 
 use crate::CaseArgs;
-use gpu_mpi_device::shim;
+use gpu_mpi_device::intrinsics;
 use gpu_mpi_device::traits::*;
 use gpu_mpi_device::{Error, World};
 
@@ -21,47 +21,47 @@ gpu_mpi_device::kernel! {
     /// The value of rank `r` is `r + 1`.
     pub static SEMANTICS_WARP = fn semantics_warp(world: &World, args: &CaseArgs) -> Result<(), Error> {
         let r = world.rank() as usize;
-        let c = shim::coordinates();
+        let c = intrinsics::coordinates();
         let lane = c.thread % 32;
-        let m = shim::warp_mask();
+        let m = intrinsics::warp_mask();
         let n = m.count_ones();
         let v = r as u32 + 1;
         let mut s = v;
         for off in [16, 8, 4, 2, 1] {
-            s = s.wrapping_add(shim::shfl_xor_sync(m, s, off));
+            s = s.wrapping_add(intrinsics::shfl_xor_sync(m, s, off));
         }
         let mut d = v;
         for off in [16, 8, 4, 2, 1] {
-            let o = shim::shfl_down_sync(m, d, off);
+            let o = intrinsics::shfl_down_sync(m, d, off);
             if lane + off < n {
                 d = d.wrapping_add(o);
             }
         }
         let mut p = v;
         for off in [1, 2, 4, 8, 16] {
-            let o = shim::shfl_up_sync(m, p, off);
+            let o = intrinsics::shfl_up_sync(m, p, off);
             if lane >= off {
                 p = p.wrapping_add(o);
             }
         }
-        let ballot = shim::vote_ballot_sync(m, lane % 2 == 1);
-        let same = shim::match_any_sync(m, lane / 3);
-        let first = shim::shfl_sync(m, v, 0);
-        let next = shim::shfl_sync(m, v, if lane + 1 < n { lane + 1 } else { 0 });
-        let votes = u32::from(shim::vote_all_sync(m, v > 0)) | u32::from(shim::vote_any_sync(m, lane + 1 == n)) << 1;
-        let wide = shim::shfl_sync_u64(m, (u64::from(v) << 33) | u64::from(lane), n.wrapping_sub(1));
-        shim::warp_sync(shim::active_mask() & m);
+        let ballot = intrinsics::vote_ballot_sync(m, lane % 2 == 1);
+        let same = intrinsics::match_any_sync(m, lane / 3);
+        let first = intrinsics::shfl_sync(m, v, 0);
+        let next = intrinsics::shfl_sync(m, v, if lane + 1 < n { lane + 1 } else { 0 });
+        let votes = u32::from(intrinsics::vote_all_sync(m, v > 0)) | u32::from(intrinsics::vote_any_sync(m, lane + 1 == n)) << 1;
+        let wide = intrinsics::shfl_sync_u64(m, (u64::from(v) << 33) | u64::from(lane), n.wrapping_sub(1));
+        intrinsics::warp_sync(intrinsics::active_mask() & m);
         // Block sum through the shared scratch: 256 words, so blocks of at
         // most 256 ranks (others record 0).
-        let words = shim::SHARED_BLOCK_BYTES / 4;
-        let sh = shim::shared_block::<{ shim::SHARED_BLOCK_BYTES }>() as *mut u32;
+        let words = intrinsics::SHARED_BLOCK_BYTES / 4;
+        let sh = intrinsics::shared_block::<{ intrinsics::SHARED_BLOCK_BYTES }>() as *mut u32;
         let fits = (c.block_dim as usize) <= words;
         if fits {
             // SAFETY: `thread < block_dim <= words`: inside the scratch; each
             // rank writes its own word before the barrier.
             unsafe { sh.add(c.thread as usize).write(v) };
         }
-        shim::block_barrier();
+        intrinsics::block_barrier();
         let mut block_sum = 0u32;
         if fits {
             for t in 0..c.block_dim as usize {
@@ -71,7 +71,7 @@ gpu_mpi_device::kernel! {
                 block_sum = block_sum.wrapping_add(unsafe { sh.add(t).read() });
             }
         }
-        shim::block_barrier();
+        intrinsics::block_barrier();
         let words_out = [
             if n == 32 { s } else { 0 },
             if lane == 0 { d } else { 0 },
@@ -90,7 +90,7 @@ gpu_mpi_device::kernel! {
             args.out.write(base + k, *w)?;
         }
         // The SM id is only assembled here (it differs between runs).
-        let _ = shim::sm_id();
+        let _ = intrinsics::sm_id();
         Ok(())
     }
 }

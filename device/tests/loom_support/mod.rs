@@ -3,10 +3,11 @@
 //!
 //! Memory that ranks share outside the world (a test's scratch lines) is
 //! allocated and race-tracked here on the model's main thread, before the
-//! spawns; see `gpu_mpi_device::shim::loom_runtime` for why.
+//! spawns; see `gpu_mpi_device::abi::shim::loom_runtime` for why.
 
-use gpu_mpi_device::shim::loom_runtime::{self, LINE};
-use gpu_mpi_device::{World, WorldConfig};
+use gpu_mpi_device::abi::shim::loom_runtime::{self, LINE};
+use gpu_mpi_device::abi::WorldConfig;
+use gpu_mpi_device::World;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;

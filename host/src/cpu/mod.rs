@@ -21,8 +21,9 @@ use crate::error::{AllocError, HostError};
 use crate::launch::{LaunchReport, TracedLaunch};
 use crate::spec::Residency;
 use bytemuck::Pod;
-use gpu_mpi_device::state::Layout;
-use gpu_mpi_device::{Kernel, WorldConfig};
+use gpu_mpi_device::abi::state::Layout;
+use gpu_mpi_device::abi::WorldConfig;
+use gpu_mpi_device::Kernel;
 use scheduler::{Outcome, Run};
 use stack::StackPool;
 use std::time::Instant;
@@ -58,7 +59,7 @@ pub struct CpuOptions {
     pub schedule: Schedule,
     /// Whether a rank's stack is local memory, as on the GPU: an address on
     /// the rank's own stack counts as one no other rank can reach
-    /// (`gpu_mpi_device::shim::is_shared_address`), so the library takes
+    /// (`gpu_mpi_device::abi::shim::is_shared_address`), so the library takes
     /// the paths a GPU takes for stack buffers (a rendezvous streamed
     /// through the slot, a gather's or scatter's parts staged through the
     /// world's cells) instead of direct copies. Default false: every

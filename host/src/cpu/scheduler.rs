@@ -33,7 +33,7 @@
 //! A resumption *made progress* unless it ended in `Poll { fresh: false }`.
 //! The shim reports `fresh: false` only when the rank, since it was last
 //! resumed, did nothing but poll the same wait again and fail (see
-//! `gpu_mpi_device::shim::Backoff`): it read shared memory and wrote nothing
+//! `gpu_mpi_device::abi::shim::Backoff`): it read shared memory and wrote nothing
 //! that another rank can see. Everything else (a fresh poll, a barrier or
 //! warp-collective arrival or release, a rank that returned) is progress. A
 //! barrier or warp collective that can never complete (a rank of its block
@@ -152,9 +152,9 @@ use crate::report::{BlockedState, DeadlockReport};
 use crate::schedule::Schedule;
 use corosensei::stack::Stack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
-use gpu_mpi_device::shim::runtime::{self, RankRuntime, Suspend, SyncCounts};
-use gpu_mpi_device::shim::{resolve_warp, Coordinates, WarpCall, WarpOp, SHARED_BLOCK_BYTES};
-use gpu_mpi_device::state::Layout;
+use gpu_mpi_device::abi::shim::runtime::{self, RankRuntime, Suspend, SyncCounts};
+use gpu_mpi_device::abi::shim::{resolve_warp, Coordinates, WarpCall, WarpOp, SHARED_BLOCK_BYTES};
+use gpu_mpi_device::abi::state::Layout;
 use std::cell::Cell;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::*};

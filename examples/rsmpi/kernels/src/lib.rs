@@ -11,6 +11,7 @@
 #![no_std]
 
 use bytemuck::{Pod, Zeroable};
+use gpu_mpi_device::abi::state::IMMEDIATE_SLOTS;
 use gpu_mpi_device::collective::{
     reduce_local_into, Partition, PartitionMut, SystemOperation, UserOperation,
 };
@@ -19,9 +20,10 @@ use gpu_mpi_device::point_to_point::{send_receive_into, send_receive_replace_int
 use gpu_mpi_device::request::{
     self, test_all, test_any, test_some, wait_all, wait_any, wait_some, AnyCompletion,
 };
-use gpu_mpi_device::state::IMMEDIATE_SLOTS;
 use gpu_mpi_device::traits::*;
-use gpu_mpi_device::{shim, CommunicatorRelation, Error, GlobalSlice, MutView, Request, Status, View, World};
+use gpu_mpi_device::{
+    intrinsics, CommunicatorRelation, Error, GlobalSlice, MutView, Request, Status, View, World,
+};
 
 /// Words each rank may record.
 pub const WORDS: usize = 160;
@@ -1636,9 +1638,9 @@ gpu_mpi_device::kernel! {
     /// monotonic clock on the emulator) before and after a barrier; records
     /// both (the host checks that no rank left before the last one came).
     pub static TIME = fn time(world: &World, args: &ExampleArgs) -> Result<(), Error> {
-        let start = shim::clock_ns();
+        let start = intrinsics::clock_ns();
         world.barrier()?;
-        let end = shim::clock_ns();
+        let end = intrinsics::clock_ns();
         let mut row = Row::of(world, args);
         row.put(start as i64)?;
         row.put(end as i64)

@@ -10,7 +10,7 @@ use gpu_mpi_device::derived::{self, TypeRef};
 use gpu_mpi_device::point_to_point::send_receive_into_with_tags;
 use gpu_mpi_device::request::{self, wait_all, wait_any, AnyCompletion};
 use gpu_mpi_device::traits::*;
-use gpu_mpi_device::{shim, Error, GlobalSlice, World};
+use gpu_mpi_device::{intrinsics, Error, GlobalSlice, World};
 
 /// Arguments of every tutorial kernel: a mode (what the chapter's variant
 /// does), a count, and where the ranks write what they saw.
@@ -43,9 +43,9 @@ gpu_mpi_device::kernel! {
         let rank = world.rank() as u32;
         let block_dim = world.block_size() as u32;
         let thread = rank % block_dim;
-        let leader = shim::shfl_sync(shim::warp_mask(), rank, 0);
+        let leader = intrinsics::shfl_sync(intrinsics::warp_mask(), rank, 0);
         let base = rank as usize * WHERE_WORDS;
-        let words = [rank / block_dim, thread, thread / 32, shim::lane_id(), leader];
+        let words = [rank / block_dim, thread, thread / 32, intrinsics::lane_id(), leader];
         for (i, w) in words.into_iter().enumerate() {
             args.out.write(base + i, w)?;
         }
