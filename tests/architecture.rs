@@ -18,17 +18,17 @@ use std::path::{Path, PathBuf};
 /// gpu-mpi-device, bottom to top. Modules in one layer must not import
 /// each other.
 const DEVICE_LAYERS: &[&[&str]] = &[
-    &["state"],
+    &["layout"],
     &["shim"],
     &["intrinsics"],
-    &["memory"],
+    &["records"],
     &["datatype"],
     &["status"],
     &["codes"],
     &["error"],
     &["trace"],
     &["slot_return"],
-    &["wait"],
+    &["polling"],
     &["engine"],
     &["communicator"],
     &["buffers"],

@@ -79,7 +79,7 @@ pub(crate) fn deadlock_timeout(device: &Device) -> Result<(), String> {
     let mut c = Checker::default();
     c.shapes(&[shape(2, 2), shape(2, 1)], |c, s| {
         let (states, text) = deadlock_of(device, FAULT_DEADLOCK_RECEIVE, 0, s.spec())?;
-        let receive = gpu_mpi::device::abi::wait::Call::Receive as u32;
+        let receive = gpu_mpi::device::abi::polling::Call::Receive as u32;
         c.eq(
             || format!("rank 0 ({text})"),
             states.first().cloned(),
@@ -113,7 +113,7 @@ pub(crate) fn deadlock_send_send(device: &Device) -> Result<(), String> {
     let mut c = Checker::default();
     c.shapes(&[shape(2, 2), shape(2, 1)], |c, s| {
         let (states, text) = deadlock_of(device, FAULT_SEND_SEND, 1024, s.spec())?;
-        let send = gpu_mpi::device::abi::wait::Call::Send as u32;
+        let send = gpu_mpi::device::abi::polling::Call::Send as u32;
         let ends: Vec<_> = [(0usize, 1), (1, 0)]
             .iter()
             .map(|&(r, peer)| states.get(r).and_then(|st| ended_wait(st, (send, peer, 3))))
@@ -136,7 +136,7 @@ pub(crate) fn deadlock_abort(device: &Device) -> Result<(), String> {
     let mut c = Checker::default();
     c.shapes(&[shape(3, 3), shape(40, 8), shape(512, 256)], |c, s| {
         let (states, text) = deadlock_of(device, FAULT_RECEIVE_ANY, 0, s.spec())?;
-        let wait = (gpu_mpi::device::abi::wait::Call::Receive as u32, -1, 2);
+        let wait = (gpu_mpi::device::abi::polling::Call::Receive as u32, -1, 2);
         let ends: Vec<_> = states.iter().map(|st| ended_wait(st, wait)).collect();
         c.eq(|| "ranks in the report".into(), ends.len(), s.ranks as usize);
         let odd = ends.iter().position(Option::is_none);

@@ -10,8 +10,8 @@ use gpu_mpi_check_kernels::CaseArgs;
 use std::time::Duration;
 
 /// The call each collective of [`SEMANTICS_SKIP`] waits in, by its number.
-pub const SKIP_CALLS: [(&str, gpu_mpi::device::abi::wait::Call); SKIP_COLLECTIVES as usize] = {
-    use gpu_mpi::device::abi::wait::Call::*;
+pub const SKIP_CALLS: [(&str, gpu_mpi::device::abi::polling::Call); SKIP_COLLECTIVES as usize] = {
+    use gpu_mpi::device::abi::polling::Call::*;
     [
         ("barrier", Barrier),
         ("broadcast", Broadcast),

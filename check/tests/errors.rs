@@ -5,7 +5,7 @@
 //! Device errors surface as `HostError::RankFailed { errors, .. }` (the
 //! ranks' result records), deadlocks as `HostError::Deadlock(report)`.
 
-use gpu_mpi::device::abi::wait::Call;
+use gpu_mpi::device::abi::polling::Call;
 use gpu_mpi::device::{Error, ErrorClass, Status};
 use gpu_mpi::{BlockedState, DeadlockReport, Device, HostError, WorldSpec};
 use gpu_mpi_check::testgen::Backend;

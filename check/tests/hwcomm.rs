@@ -9,7 +9,7 @@
 //! rank fails alike on a disagreement, or the emulator reports a deadlock
 //! when a rank has left.
 
-use gpu_mpi::device::abi::wait::Call;
+use gpu_mpi::device::abi::polling::Call;
 use gpu_mpi::device::ErrorClass;
 use gpu_mpi::SpanKind;
 use gpu_mpi::{CpuOptions, Device, HostError, Schedule, WorldSpec};

@@ -5,7 +5,7 @@
 //! argument errors on every rank; the outstanding bound; a rank that never
 //! starts the collective (deadlock, livelock, timeout).
 
-use gpu_mpi::device::abi::wait::Call;
+use gpu_mpi::device::abi::polling::Call;
 use gpu_mpi::device::collective::immediate::Kind;
 use gpu_mpi::device::{Error, ErrorClass};
 use gpu_mpi::{BlockedState, CpuOptions, Device, HostError, Schedule, WorldSpec};

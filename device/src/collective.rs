@@ -39,18 +39,18 @@
 
 mod agreement;
 mod api;
-mod exchange;
 pub mod immediate;
+mod movement;
 mod operation;
 
 pub(crate) mod general;
 pub(crate) mod hardware;
-mod prefix;
 mod root;
+mod scan;
 mod world;
 
 pub use api::CommunicatorCollectives;
-pub use exchange::{Partition, PartitionMut};
+pub use movement::{Partition, PartitionMut};
 pub use operation::{Elements, ElementsMut, Operation, SystemOperation, UserOperation};
-pub use prefix::reduce_local_into;
 pub use root::Root;
+pub use scan::reduce_local_into;

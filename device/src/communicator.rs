@@ -11,7 +11,7 @@
 //! (MPI 3.5, 7.1.2). Nothing is allocated on a heap: each creation takes
 //! the next free *context* of the world memory (`WorldConfig::communicators`
 //! of them, never reused during a launch) and its table of `ranks`
-//! [`CommEntry`](crate::memory::CommEntry)s; the handle itself is four words.
+//! [`CommEntry`](crate::records::CommEntry)s; the handle itself is four words.
 //!
 //! The communicators of one creation share its context: their members are
 //! disjoint, so their messages cannot meet. Messages carry the context in
@@ -21,11 +21,11 @@
 //! tag (MPI 3.5 and 7.1.2).
 
 use crate::error::Error;
-use crate::memory::{CommWord, Core};
+use crate::layout::{Layout, LAYOUT_OFFSET, MAGIC, VERSION};
+use crate::polling::{wait_core, Call, WaitFor};
+use crate::records::{CommWord, Core};
 use crate::shim::{self, Backoff};
-use crate::state::{Layout, LAYOUT_OFFSET, MAGIC, VERSION};
 use crate::trace;
-use crate::wait::{wait_core, Call, WaitFor};
 use core::cell::Cell;
 
 pub use crate::status::{ANY_SOURCE, PROC_NULL};
@@ -387,13 +387,13 @@ impl World {
 
     /// This rank's header (see `Core::rank_header`).
     #[inline(always)]
-    pub(crate) fn rank_header(&self) -> *mut crate::memory::RankHeader {
+    pub(crate) fn rank_header(&self) -> *mut crate::records::RankHeader {
         self.core().rank_header()
     }
 
     /// This rank's request record `index`.
     #[inline(always)]
-    pub(crate) fn record(&self, index: u32) -> *mut crate::memory::RequestRecord {
+    pub(crate) fn record(&self, index: u32) -> *mut crate::records::RequestRecord {
         self.core().record(index)
     }
 }
@@ -417,7 +417,7 @@ impl World {
     /// fail the same read, and would keep failing it. A program may count
     /// its failed tests (a delay loop), so a failed non-blocking call is
     /// fresh until the same call (same record and `extra`) failed
-    /// [`SPIN_QUIET_AFTER`](crate::wait::SPIN_QUIET_AFTER) times in a row with no progress of this rank in
+    /// [`SPIN_QUIET_AFTER`](crate::polling::SPIN_QUIET_AFTER) times in a row with no progress of this rank in
     /// between ([`World::note_progress`], called by every wait and every
     /// non-blocking call that did something). A rank that spins on one call
     /// that can never succeed thus turns quiet, and a world of such ranks
@@ -499,7 +499,7 @@ pub(crate) struct CommView<'a> {
 #[derive(Clone, Copy)]
 pub(crate) enum Route<'a> {
     /// The world's own: the staging cells and the grid barrier
-    /// (`collective/world.rs`, `exchange.rs`, `prefix.rs`).
+    /// (`collective/world.rs`, `movement.rs`, `scan.rs`).
     World(&'a World),
     /// A communicator made from the world: the hardware path of a whole
     /// block or warp where the call has one (`collective/hardware.rs`),

@@ -10,7 +10,7 @@
 //! `split_by_subgroup_collective`). Nothing is allocated on a heap: each
 //! creation takes the next free *context* of the world memory
 //! (`WorldConfig::communicators` of them, never reused during a launch)
-//! and its table of `ranks` [`CommEntry`](crate::memory::CommEntry)s; the
+//! and its table of `ranks` [`CommEntry`](crate::records::CommEntry)s; the
 //! handle itself is four words.
 //!
 //! A creation, on a parent of `n` ranks:
@@ -36,7 +36,7 @@ use crate::communicator::{
     block_color, warp_color, Color, CommInfo, CommView, Communicator, Group, SimpleCommunicator,
 };
 use crate::error::Error;
-use crate::memory::{CommWord, Core};
+use crate::records::{CommWord, Core};
 use crate::shim::{self, Ordering};
 use crate::trace::{self, Creation};
 
@@ -244,8 +244,8 @@ mod tests {
     extern crate std;
     use super::*;
     use crate::communicator::{CommunicatorRelation, World};
+    use crate::layout::WorldConfig;
     use crate::point_to_point::{Destination, Source};
-    use crate::state::WorldConfig;
     use std::vec;
     use std::vec::Vec;
 

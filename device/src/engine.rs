@@ -50,23 +50,23 @@
 
 use crate::datatype::{TypedBuffer, ID_BYTE};
 use crate::error::Error;
-use crate::memory::Core;
-use crate::memory::SendMode;
-use crate::memory::CONTEXT_SHIFT;
-use crate::memory::{
+use crate::layout::{BLOCKING_RECORDS, FLAG_FORCE_STREAMING};
+use crate::polling::{Call, WaitFor};
+use crate::records::Core;
+use crate::records::SendMode;
+use crate::records::CONTEXT_SHIFT;
+use crate::records::{
     MessageKind, Outcome, RankHeader, RecordState, RequestRecord, SlotState, SlotWord, LINK_NONE,
     LINK_PENDING,
 };
 use crate::shim::{self, Backoff, Ordering};
 use crate::slot_return::defer_free;
-use crate::state::{BLOCKING_RECORDS, FLAG_FORCE_STREAMING};
 use crate::status::Status;
 use crate::status::ANY_SOURCE;
 use crate::status::ANY_TAG;
 use crate::trace;
-use crate::wait::{Call, WaitFor};
 
-use crate::memory::{mine, rec};
+use crate::records::{mine, rec};
 
 fn load(w: &Core, id: u32, word: SlotWord) -> u32 {
     // Relaxed: every use below is ordered by an Acquire operation named there.
@@ -387,7 +387,7 @@ fn progress_words(base: u64, rank: u32) -> bool {
 
 /// A blocking call: posts `p` in one of the records kept for blocking
 /// calls, waits until it is complete (progressing the engine, with the
-/// bounds of `wait::wait_for`), frees it and returns its index: the freed
+/// bounds of `polling::wait_for`), frees it and returns its index: the freed
 /// record keeps its fields (the status, the inline data) until this rank's
 /// next blocking call. All of it in [`run_words`], whose scalar
 /// arguments keep the caller's values out of local memory; the errors are
@@ -557,7 +557,7 @@ fn run_words(
         peer,
         tag,
     };
-    let r = crate::wait::wait_core(w, what, |b| {
+    let r = crate::polling::wait_core(w, what, |b| {
         if progress_in::<true>(w) {
             b.progressed();
         }

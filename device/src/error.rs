@@ -162,7 +162,7 @@ pub enum Error {
     },
     /// This rank waited longer than the world's timeout.
     Timeout {
-        /// The operation it waited in ([`crate::wait::Call`] code).
+        /// The operation it waited in ([`crate::polling::Call`] code).
         operation: u32,
         /// The peer it waited for (-1: none).
         peer: i32,

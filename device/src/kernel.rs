@@ -13,8 +13,8 @@
 
 use crate::communicator::World;
 use crate::error::Error;
+use crate::polling::STATE_EXITED;
 use crate::shim::{self, Ordering};
-use crate::wait::STATE_EXITED;
 use bytemuck::{Pod, Zeroable};
 use core::marker::PhantomData;
 
@@ -50,9 +50,9 @@ pub unsafe fn rank_main<A>(world: *mut u8, args: *const A, body: fn(&World, &A) 
         Ok(()) => [0; 5],
         Err(e) => e.to_words(),
     };
-    let off = w.layout.result(w.rank) + core::mem::offset_of!(crate::memory::ResultRecord, words);
+    let off = w.layout.result(w.rank) + core::mem::offset_of!(crate::records::ResultRecord, words);
     for (i, word) in words.iter().enumerate() {
-        // SAFETY: the result record (`memory::ResultRecord`) lies inside the
+        // SAFETY: the result record (`records::ResultRecord`) lies inside the
         // world memory, aligned, written only by this rank and read by the
         // host after the launch.
         unsafe { shim::atomic_u32_at(w.base, off + 4 * i) }.store(*word, Ordering::Relaxed);

@@ -48,18 +48,18 @@ pub mod derived;
 pub(crate) mod engine;
 pub mod error;
 pub mod kernel;
-mod memory;
+mod layout;
 mod nonblocking;
 pub mod point_to_point;
+mod polling;
+mod records;
 pub mod request;
 mod shim;
 mod slot_return;
-mod state;
 mod status;
 mod trace;
 pub mod traits;
 pub mod view;
-mod wait;
 
 pub use communicator::{AnyProcess, Process, World, ANY_SOURCE, PROC_NULL};
 pub use communicator::{Color, CommunicatorRelation, Group, SimpleCommunicator};
@@ -81,17 +81,17 @@ pub mod intrinsics;
 /// hidden `internal`); a kernel's hardware operations are [`intrinsics`].
 #[doc(hidden)]
 pub mod abi {
-    /// The world memory's layout and configuration (`state.rs`).
-    pub mod state {
-        pub use crate::state::*;
+    /// The world memory's layout and configuration (`layout.rs`).
+    pub mod layout {
+        pub use crate::layout::*;
     }
-    /// The typed records of the world memory (`memory.rs`).
-    pub mod memory {
-        pub use crate::memory::*;
+    /// The typed records of the world memory (`records.rs`).
+    pub mod records {
+        pub use crate::records::*;
     }
-    /// The codes of wait records and their states (`wait.rs`).
-    pub mod wait {
-        pub use crate::wait::*;
+    /// The codes of wait records and their states (`polling.rs`).
+    pub mod polling {
+        pub use crate::polling::*;
     }
     /// The trace records (`trace.rs`).
     pub mod trace {
@@ -102,5 +102,5 @@ pub mod abi {
     pub mod shim {
         pub use crate::shim::*;
     }
-    pub use crate::state::WorldConfig;
+    pub use crate::layout::WorldConfig;
 }

@@ -11,13 +11,13 @@ use crate::codes::Kind;
 use crate::communicator::World;
 use crate::datatype::TypedBuffer;
 use crate::error::{Error, ErrorClass};
-use crate::shim::{self, AtomicU32, Ordering};
-use crate::state::{
+use crate::layout::{
     COMM_IMMEDIATE_LOCAL_BYTES, IMMEDIATE_FANOUT, IMMEDIATE_LOCAL_BYTES, IMMEDIATE_RECORD_BYTES,
     IMMEDIATE_SLOTS,
 };
+use crate::polling::{Call, WaitFor};
+use crate::shim::{self, AtomicU32, Ordering};
 use crate::status::{Status, PROC_NULL};
-use crate::wait::{Call, WaitFor};
 
 /// Request indices at or above this name a non-blocking collective's slot
 /// (`index - IMMEDIATE_INDEX`), not a request record.
@@ -123,7 +123,7 @@ pub struct PendingRecord {
 
 /// A rank's private record of its non-blocking collectives in the world
 /// memory ([`IMMEDIATE_LOCAL_BYTES`], at
-/// [`Layout::immediate_local_of`](crate::state::Layout::immediate_local_of)).
+/// [`Layout::immediate_local_of`](crate::layout::Layout::immediate_local_of)).
 /// Kept there rather than in [`World`], so that a kernel that passes
 /// `&World` to out-of-line calls keeps the `World` in registers.
 #[repr(C)]
@@ -142,7 +142,7 @@ const _: () = assert!(core::mem::size_of::<ImmediateLocal>() == IMMEDIATE_LOCAL_
 
 /// A rank's private record of its non-blocking collectives on one
 /// communicator context ([`COMM_IMMEDIATE_LOCAL_BYTES`], at
-/// [`Layout::immediate_comm_local`](crate::state::Layout::immediate_comm_local)):
+/// [`Layout::immediate_comm_local`](crate::layout::Layout::immediate_comm_local)):
 /// which group of the context it is in (written as each collective
 /// starts; a rank is in one group of a context at most, so it never
 /// changes), then its [`ImmediateLocal`] there.

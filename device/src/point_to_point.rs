@@ -29,9 +29,9 @@ use crate::communicator::{AnyProcess, CommInfo, Process, World, ANY_SOURCE, PROC
 use crate::datatype::{Buffer, BufferMut, Datatype, Equivalence, TypedBuffer};
 use crate::engine::{self, Post};
 use crate::error::Error;
-use crate::memory::{RecordState, SendMode};
+use crate::polling::{Call, WaitFor};
+use crate::records::{RecordState, SendMode};
 use crate::trace;
-use crate::wait::{Call, WaitFor};
 
 pub use crate::status::{ANY_TAG, TAG_UB};
 
@@ -619,7 +619,7 @@ impl<'w> Message<'w> {
             Err(Error::RequestLimit { .. }) => {
                 engine::discard(&w.core(), this.slot);
                 Err(Error::RequestLimit {
-                    limit: crate::state::BLOCKING_RECORDS,
+                    limit: crate::layout::BLOCKING_RECORDS,
                 })
             }
             r => r,
@@ -951,7 +951,7 @@ mod tests {
     extern crate std;
     use super::*;
     use crate::communicator::Communicator;
-    use crate::state::{WorldConfig, FLAG_FORCE_STREAMING};
+    use crate::layout::{WorldConfig, FLAG_FORCE_STREAMING};
     use std::vec;
     use std::vec::Vec;
 
@@ -979,7 +979,7 @@ mod tests {
 
     #[test]
     fn a_sent_message_decodes_from_its_slot_until_received() {
-        use crate::memory::{MessageKind, SlotState, SlotView};
+        use crate::records::{MessageKind, SlotState, SlotView};
         let config = WorldConfig::new(1, 1);
         let layout = config.layout().unwrap();
         let mut mem: Vec<u64> = vec![0; layout.total.div_ceil(8)];

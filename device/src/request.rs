@@ -29,7 +29,7 @@
 //!
 //! Requests live in the rank's request records in the world memory
 //! (`requests_per_rank` of them, 8 by default, shared by all its open
-//! scopes; [`crate::memory::RequestRecord`]), not on the stack: posting one
+//! scopes; [`crate::records::RequestRecord`]), not on the stack: posting one
 //! more while all are in use fails with `MPI_ERR_REQUEST`
 //! ([`Error::RequestLimit`]), never a hang. A completed request frees its
 //! record when it is waited or tested, or at the end of its scope.
@@ -60,10 +60,10 @@ use crate::communicator::wait_for;
 use crate::communicator::{AnyProcess, Process, World};
 use crate::engine::{self, Post};
 use crate::error::Error;
-use crate::memory::{mine, rec, SendMode};
 use crate::nonblocking as immediate;
 use crate::point_to_point::{receive_bytes, receive_post, send_bytes, send_post, Status};
-use crate::wait::{Call, WaitFor};
+use crate::polling::{Call, WaitFor};
+use crate::records::{mine, rec, SendMode};
 use crate::{Buffer, BufferMut};
 use core::cell::Cell;
 use core::marker::PhantomData;

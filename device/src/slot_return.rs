@@ -2,7 +2,7 @@
 //! of the point-to-point engine that a rank must run before it waits
 //! (`Core::record_wait`) or exits, below both the engine and the waits.
 
-use crate::memory::{mine, Core, SlotState, SlotWord, LINK_NONE};
+use crate::records::{mine, Core, SlotState, SlotWord, LINK_NONE};
 use crate::shim::{self, Ordering};
 
 /// Returns received eager slot `id` to its sender later, in a batch: the

@@ -29,12 +29,12 @@
 //! non-inlined function with scalar arguments, so a kernel that does not
 //! trace keeps its registers (docs/performance.md, "Tracing").
 //!
-//! [`WorldConfig::trace_events`]: crate::state::WorldConfig::trace_events
+//! [`WorldConfig::trace_events`]: crate::layout::WorldConfig::trace_events
 
 use crate::error::Error;
-use crate::memory::{CommWord, Core, RequestRecord, SlotWord, CONTEXT_SHIFT};
+use crate::layout::{Layout, TRACE_EVENT_BYTES, TRACE_HEADER_BYTES};
+use crate::records::{CommWord, Core, RequestRecord, SlotWord, CONTEXT_SHIFT};
 use crate::shim::{self, Ordering};
-use crate::state::{Layout, TRACE_EVENT_BYTES, TRACE_HEADER_BYTES};
 use bytemuck::{Pod, Zeroable};
 
 /// What a [`TraceEvent`] records. The meaning of the event's `peer`, `tag`,
@@ -69,10 +69,10 @@ pub enum TraceKind {
     /// `bytes` the message's length, `context`, `arg` the record index.
     ReceiveCompleted = 6,
     /// A probe found a message: `peer` its source, `tag`, `bytes` its
-    /// length, `context` its context word, `call` the probe's `wait::Call`
+    /// length, `context` its context word, `call` the probe's `polling::Call`
     /// code (probe or immediate probe).
     Probe = 7,
-    /// The rank entered a collective: `call` its `wait::Call` code,
+    /// The rank entered a collective: `call` its `polling::Call` code,
     /// `context` its communicator's collective word (`2 × id + 1`; 1 for
     /// the world), `peer` its root in the communicator's numbering (-2 for
     /// none), `tag` the root's world rank (-2 none, -1 a root out of
@@ -202,7 +202,7 @@ pub struct TraceEvent {
     pub time_ns: u64,
     /// [`TraceKind`] code.
     pub kind: u8,
-    /// A `wait::Call` code (probes, collectives, blocked waits), a
+    /// A `polling::Call` code (probes, collectives, blocked waits), a
     /// [`Creation`] code (creations), else 0.
     pub call: u8,
     /// The context word of the communicator the event concerns (see the
@@ -363,7 +363,7 @@ fn posted_words(base: u64, rank: u32) {
         base: base as *mut u8,
         rank,
     };
-    let last = crate::memory::mine!(&core, active_tail);
+    let last = crate::records::mine!(&core, active_tail);
     record_words_of(base, rank, last - 1, 0);
 }
 
@@ -390,7 +390,7 @@ fn record_words_of(base: u64, rank: u32, i: u32, what: u32) {
     let h = unsafe { &mut *(core.trace_buffer() as *mut TraceHeader) };
     let bit = 1u32 << (i % 32);
     let (kind, bytes) = if what == 0 {
-        if crate::memory::RecordState::from_code(r.state).is_some_and(|s| s.is_send()) {
+        if crate::records::RecordState::from_code(r.state).is_some_and(|s| s.is_send()) {
             h.send_records |= bit;
             (TraceKind::SendPosted, r.len)
         } else {
@@ -510,7 +510,7 @@ fn wait_words(base: u64, rank: u32) {
         // SAFETY: a word of this rank's wait record, inside the world memory.
         unsafe { shim::atomic_u32_at(core.base, at + off) }.load(Ordering::Relaxed)
     };
-    use crate::memory::WaitRecord;
+    use crate::records::WaitRecord;
     use core::mem::offset_of;
     record_words(
         base,
@@ -537,12 +537,12 @@ fn wait_words(base: u64, rank: u32) {
 pub(crate) struct Span {
     base: *mut u8,
     rank: u32,
-    /// The `wait::Call` code (low 16 bits) and the context word (high).
+    /// The `polling::Call` code (low 16 bits) and the context word (high).
     call_context: u32,
 }
 
 impl Span {
-    /// Enters world collective `call` (a `wait::Call` code) with root
+    /// Enters world collective `call` (a `polling::Call` code) with root
     /// `root` (-2: none).
     #[inline(always)]
     pub(crate) fn enter(w: &Core, call: u32, root: i32) -> Span {
@@ -710,7 +710,7 @@ mod tests {
     extern crate std;
     use super::*;
     use crate::communicator::{Communicator, World};
-    use crate::state::WorldConfig;
+    use crate::layout::WorldConfig;
     use crate::traits::*;
     use std::vec;
     use std::vec::Vec;
@@ -793,7 +793,7 @@ mod tests {
     fn a_duplicate_its_collectives_and_its_messages_name_its_context() {
         use crate::collective::{CommunicatorCollectives, Root};
         use crate::error::ErrorClass;
-        use crate::wait::Call;
+        use crate::polling::Call;
         let (mem, layout) = run(64, |w| {
             let d = w.duplicate().unwrap();
             assert_eq!(d.context_id(), 1);
@@ -862,7 +862,7 @@ mod tests {
     fn every_collective_of_a_sub_communicator_is_a_span_left_with_its_result() {
         use crate::collective::{CommunicatorCollectives, Root, SystemOperation};
         use crate::error::ErrorClass;
-        use crate::wait::Call;
+        use crate::polling::Call;
         let (mem, layout) = run(128, |w| {
             let d = w.duplicate().unwrap();
             let root = d.process_at_rank(0);

@@ -342,12 +342,12 @@ mod tests {
     #[cfg(feature = "views")]
     use crate::derived::subarray_2d;
     use crate::derived::vector;
+    use crate::layout::WorldConfig;
+    #[cfg(feature = "views")]
+    use crate::layout::FLAG_FORCE_STREAMING;
     #[cfg(feature = "views")]
     use crate::point_to_point::send_receive_replace_into;
     use crate::point_to_point::{Destination, Source};
-    use crate::state::WorldConfig;
-    #[cfg(feature = "views")]
-    use crate::state::FLAG_FORCE_STREAMING;
     use crate::ErrorClass;
     use std::vec;
     use std::vec::Vec;

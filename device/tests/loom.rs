@@ -13,9 +13,9 @@
 
 mod loom_support;
 
+use gpu_mpi_device::abi::layout::{FLAG_FORCE_STREAMING, FLAG_IMMEDIATE_COMMUNICATORS};
+use gpu_mpi_device::abi::polling::Call;
 use gpu_mpi_device::abi::shim::loom_runtime;
-use gpu_mpi_device::abi::state::{FLAG_FORCE_STREAMING, FLAG_IMMEDIATE_COMMUNICATORS};
-use gpu_mpi_device::abi::wait::Call;
 use gpu_mpi_device::collective::{PartitionMut, SystemOperation, UserOperation};
 use gpu_mpi_device::point_to_point::send_receive_into;
 use gpu_mpi_device::request;

@@ -23,7 +23,7 @@ use crate::schedule::Schedule;
 use crate::spec::{Residency, WorldSpec};
 use crate::trace::Trace;
 use bytemuck::Pod;
-use gpu_mpi_device::abi::state::Layout;
+use gpu_mpi_device::abi::layout::Layout;
 use gpu_mpi_device::abi::WorldConfig;
 use gpu_mpi_device::Kernel;
 use std::time::Duration;

@@ -7,9 +7,9 @@
 //! the public path of these types is [`crate::report`], which also decides
 //! a launch's outcome (`report::check_world`).
 
-use gpu_mpi_device::abi::memory::{read_result_record, read_wait_record, SlotView};
-use gpu_mpi_device::abi::state::Layout;
-use gpu_mpi_device::abi::wait::{Call, WaitDisplay, STATE_EXITED, STATE_TIMED_OUT, STATE_WAITING};
+use gpu_mpi_device::abi::layout::Layout;
+use gpu_mpi_device::abi::polling::{Call, WaitDisplay, STATE_EXITED, STATE_TIMED_OUT, STATE_WAITING};
+use gpu_mpi_device::abi::records::{read_result_record, read_wait_record, SlotView};
 use gpu_mpi_device::error::ErrorClass;
 use std::collections::HashMap;
 use std::fmt;

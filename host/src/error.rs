@@ -2,7 +2,7 @@
 
 use crate::deadlock::DeadlockReport;
 use cudarc::driver::DriverError;
-use gpu_mpi_device::abi::state::ConfigError;
+use gpu_mpi_device::abi::layout::ConfigError;
 use std::fmt;
 use std::time::Duration;
 

@@ -18,8 +18,8 @@
 use crate::deadlock::{record_words, result_words};
 pub use crate::deadlock::{BlockedRank, BlockedState, DeadlockReport, Hint, UnreceivedMessage};
 use crate::error::HostError;
-use gpu_mpi_device::abi::state::{Layout, ABORT_OFFSET};
-use gpu_mpi_device::abi::wait::{STATE_EXITED, STATE_RUNNING, STATE_TIMED_OUT, STATE_WAITING};
+use gpu_mpi_device::abi::layout::{Layout, ABORT_OFFSET};
+use gpu_mpi_device::abi::polling::{STATE_EXITED, STATE_RUNNING, STATE_TIMED_OUT, STATE_WAITING};
 use gpu_mpi_device::error::ErrorClass;
 
 fn word(memory: &[u8], offset: usize) -> u32 {
@@ -105,7 +105,7 @@ pub fn aborted_by(memory: &[u8]) -> Option<u32> {
 mod tests {
     use super::*;
     use crate::deadlock::tests::{put, world};
-    use gpu_mpi_device::abi::wait::Call;
+    use gpu_mpi_device::abi::polling::Call;
 
     #[test]
     fn timed_out_world_is_a_deadlock_and_errors_are_collected() {

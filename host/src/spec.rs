@@ -2,7 +2,7 @@
 
 use crate::error::{HostError, Resource};
 use crate::schedule::Schedule;
-use gpu_mpi_device::abi::state::{WorldConfig, FLAG_FORCE_STREAMING, FLAG_IMMEDIATE_COMMUNICATORS};
+use gpu_mpi_device::abi::layout::{WorldConfig, FLAG_FORCE_STREAMING, FLAG_IMMEDIATE_COMMUNICATORS};
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;

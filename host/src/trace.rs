@@ -7,9 +7,9 @@
 //! [`WorldSpec::trace`]: crate::WorldSpec::trace
 
 use crate::report::{BlockedState, DeadlockReport};
-use gpu_mpi_device::abi::state::Layout;
+use gpu_mpi_device::abi::layout::Layout;
+use gpu_mpi_device::abi::polling::{Call, WaitDisplay};
 use gpu_mpi_device::abi::trace::{Creation, TraceEvent, TraceHeader, TraceKind, NO_CONTEXT};
-use gpu_mpi_device::abi::wait::{Call, WaitDisplay};
 use gpu_mpi_device::ErrorClass;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -65,7 +65,7 @@ pub struct MessageLink {
 /// What a [`SpanRecord`] spans.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SpanKind {
-    /// A collective: its `wait::Call`.
+    /// A collective: its `polling::Call`.
     Collective(Call),
     /// A communicator creation.
     Creation(Creation),
@@ -168,8 +168,8 @@ impl Trace {
         if layout.trace_stride == 0 {
             return None;
         }
-        let capacity = ((layout.trace_stride - gpu_mpi_device::abi::state::TRACE_HEADER_BYTES)
-            / gpu_mpi_device::abi::state::TRACE_EVENT_BYTES) as u32;
+        let capacity = ((layout.trace_stride - gpu_mpi_device::abi::layout::TRACE_HEADER_BYTES)
+            / gpu_mpi_device::abi::layout::TRACE_EVENT_BYTES) as u32;
         let ranks = (0..layout.ranks)
             .map(|rank| {
                 let h = TraceHeader::read(memory, layout, rank).unwrap_or_default();

@@ -4,8 +4,8 @@
 //! `GlobalSlice`s, not the MPI calls (mpi.rs tests those).
 
 use bytemuck::{Pod, Zeroable};
+use gpu_mpi_device::abi::layout::ConfigError;
 use gpu_mpi_device::abi::shim::{self, Backoff, Ordering};
-use gpu_mpi_device::abi::state::ConfigError;
 use gpu_mpi_device::traits::*;
 use gpu_mpi_device::{Error, GlobalSlice, World};
 use gpu_mpi_host::{BlockedState, CpuOptions, Device, HostError, RankCount, Resource, WorldSpec};

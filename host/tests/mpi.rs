@@ -2,7 +2,7 @@
 //! deadlock reports of programs that cannot finish.
 
 use bytemuck::{Pod, Zeroable};
-use gpu_mpi_device::abi::wait::Call;
+use gpu_mpi_device::abi::polling::Call;
 use gpu_mpi_device::collective::SystemOperation;
 use gpu_mpi_device::traits::*;
 use gpu_mpi_device::{Error, GlobalSlice, World};

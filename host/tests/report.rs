@@ -2,7 +2,7 @@
 //! unreceived, the receives nothing matched, and the hints; and errors that
 //! print the same through `Debug` as through `Display`.
 
-use gpu_mpi_device::abi::wait::Call;
+use gpu_mpi_device::abi::polling::Call;
 use gpu_mpi_device::traits::*;
 use gpu_mpi_device::{Error, World};
 use gpu_mpi_host::{

@@ -2,9 +2,9 @@
 //! the Chrome trace JSON read back with serde_json, dropped events, the cost
 //! when off, and the HTML page rendered in headless Chromium.
 
-use gpu_mpi_device::abi::state::{ConfigError, MAX_TRACE_EVENTS};
+use gpu_mpi_device::abi::layout::{ConfigError, MAX_TRACE_EVENTS};
+use gpu_mpi_device::abi::polling::Call;
 use gpu_mpi_device::abi::trace::{Creation, TraceKind, NO_CONTEXT};
-use gpu_mpi_device::abi::wait::Call;
 use gpu_mpi_device::collective::SystemOperation;
 use gpu_mpi_device::request::scope;
 use gpu_mpi_device::traits::*;

@@ -17,8 +17,8 @@ use super::operation::UserOperation;
 use crate::communicator::{Communicator, World};
 use crate::datatype::{user_datatype_id, Datatype, Equivalence};
 use crate::error::{Error, ErrorClass};
+use crate::polling::WaitFor;
 use crate::status::Status;
-use crate::wait::WaitFor;
 use bytemuck::{Pod, Zeroable};
 
 /// Bytes before the data in a scratch cell: the combined count word (or

@@ -2,18 +2,18 @@
 //! the rooted ones are in `root.rs`): written once, as provided methods
 //! with one blanket implementation for every [`Communicator`]. Each method
 //! matches once on the handle's [`Route`]: the world takes its own
-//! algorithms (`world.rs`, `exchange.rs`, `prefix.rs`); a communicator
+//! algorithms (`world.rs`, `movement.rs`, `scan.rs`); a communicator
 //! made from it the hardware path of a whole block or warp where the call
 //! has one (`hardware.rs`), else the message algorithms (`general.rs`).
 
-use super::exchange::{Partition, PartitionMut, Parts};
 use super::general::{elements, elements_mut, partition_parts, partition_parts_mut, place_of, place_of_mut};
+use super::movement::{Partition, PartitionMut, Parts};
 use super::operation::{Elements, ElementsMut, Operation};
 use crate::buffers::Place;
 use crate::communicator::{Communicator, Route};
 use crate::datatype::{Buffer, BufferMut, Equivalence};
 use crate::error::Error;
-use crate::wait::{Call, WaitFor};
+use crate::polling::{Call, WaitFor};
 
 /// Collectives over the whole communicator (MPI 4.1 chapter 6; rsmpi's
 /// `CommunicatorCollectives`).
@@ -565,7 +565,7 @@ mod tests {
     use super::*;
     use crate::collective::{reduce_local_into, Root, SystemOperation};
     use crate::communicator::World;
-    use crate::state::WorldConfig;
+    use crate::layout::WorldConfig;
     use std::vec;
     use std::vec::Vec;
 

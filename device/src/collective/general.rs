@@ -41,8 +41,8 @@
 //! agreed on beforehand as on the world: the other ranks may then wait for
 //! messages that never come (a deadlock report, or a timeout on the GPU).
 
-use super::exchange::{check_partition, Parts};
-use super::exchange::{Partition, PartitionMut};
+use super::movement::{check_partition, Parts};
+use super::movement::{Partition, PartitionMut};
 use super::operation::{Elements, ElementsMut, Operation};
 use crate::buffers::{Place, Side};
 use crate::communicator::CommView;
@@ -50,7 +50,7 @@ use crate::communicator::PROC_NULL;
 use crate::datatype::{Buffer, BufferMut, Datatype, Equivalence, TypedBuffer};
 use crate::engine::{self, Post};
 use crate::error::Error;
-use crate::memory::{RecordState, SendMode};
+use crate::records::{RecordState, SendMode};
 use crate::status::Status;
 
 /// Bytes of each of the two stack buffers a reduction combines in.

@@ -57,9 +57,9 @@ use crate::codes::Kind;
 use crate::communicator::{CommInfo, World};
 use crate::datatype::{Datatype, Equivalence};
 use crate::error::Error;
-use crate::memory::{CommKind, WarpWord};
+use crate::polling::{Call, WaitFor, STATE_RUNNING};
+use crate::records::{CommKind, WarpWord};
 use crate::shim::{self, Ordering, SHARED_BLOCK_BYTES};
-use crate::wait::{Call, WaitFor, STATE_RUNNING};
 use core::mem::{align_of, size_of, MaybeUninit};
 
 use crate::buffers::Place;
@@ -337,9 +337,14 @@ fn block_open(
 #[inline(never)]
 fn missing_rank(world: &World, mine: Descriptor) -> Error {
     let what = wait_of(&mine);
-    let word =
-        crate::wait::barrier_wait_forever(world.base as u64, world.rank, what.operation, what.peer, what.tag);
-    crate::wait::barrier_error(word, what)
+    let word = crate::polling::barrier_wait_forever(
+        world.base as u64,
+        world.rank,
+        what.operation,
+        what.peer,
+        what.tag,
+    );
+    crate::polling::barrier_error(word, what)
 }
 
 /// The wait record of a collective described by `d` (peer: its root, or

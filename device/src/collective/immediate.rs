@@ -47,7 +47,7 @@
 //!
 //! # Sub-communicators: one level
 //! On a [`SimpleCommunicator`](crate::SimpleCommunicator) (a world launched with
-//! [`FLAG_IMMEDIATE_COMMUNICATORS`](crate::state::FLAG_IMMEDIATE_COMMUNICATORS),
+//! [`FLAG_IMMEDIATE_COMMUNICATORS`](crate::layout::FLAG_IMMEDIATE_COMMUNICATORS),
 //! `WorldSpec::immediate_on_communicators` on the host), the same protocol
 //! runs on the communicator's context with one level: each context has,
 //! per rank, its own [`CommImmediateLocal`] (its own count of started
@@ -86,13 +86,13 @@
 //!   emulator a deadlock report naming `immediate_collective_slot`, on the
 //!   GPU the world's timeout.
 //! - Payload: at most `immediate_bytes - 16` bytes
-//!   ([`WorldConfig::immediate_bytes`](crate::state::WorldConfig::immediate_bytes),
+//!   ([`WorldConfig::immediate_bytes`](crate::layout::WorldConfig::immediate_bytes),
 //!   48 by default); more fails with `MPI_ERR_BUFFER` on every rank that
 //!   passes it (and with the verdict's class on the others).
 //! - The bound of [`IMMEDIATE_SLOTS`] outstanding is per communicator:
 //!   a rank may have two on the world and two on each communicator.
 //! - A sub-communicator of a world launched without their state
-//!   ([`FLAG_IMMEDIATE_COMMUNICATORS`](crate::state::FLAG_IMMEDIATE_COMMUNICATORS)
+//!   ([`FLAG_IMMEDIATE_COMMUNICATORS`](crate::layout::FLAG_IMMEDIATE_COMMUNICATORS)
 //!   unset, the default: it costs `communicators × ranks × (128 + 2 ×
 //!   (64 + 2 × immediate_bytes))` bytes, 512 per rank per context by
 //!   default) gives [`Error::ImmediateOnSubCommunicator`] (`MPI_ERR_COMM`)
@@ -115,10 +115,10 @@ use crate::buffers::Side;
 use crate::communicator::{wait_for, CommInfo, Communicator, Process, World};
 use crate::datatype::{BufferMut, Equivalence, ID_BYTE};
 use crate::error::{Error, ErrorClass};
+use crate::layout::IMMEDIATE_SLOTS;
+use crate::polling::{Call, WaitFor};
 use crate::request::{Request, Scope};
 use crate::shim::{self, Ordering};
-use crate::state::IMMEDIATE_SLOTS;
-use crate::wait::{Call, WaitFor};
 use core::marker::PhantomData;
 
 pub use crate::codes::{kind_name, Kind};
@@ -547,7 +547,7 @@ fn space(w: &World, comm: CommInfo) -> Result<Space, Error> {
 /// §6.12), on the world and on a [`SimpleCommunicator`](crate::SimpleCommunicator) alike; the rooted
 /// ones are on the root's [`Process`]. On a [`SimpleCommunicator`](crate::SimpleCommunicator) they need
 /// the world's state for non-blocking collectives on communicators
-/// ([`FLAG_IMMEDIATE_COMMUNICATORS`](crate::state::FLAG_IMMEDIATE_COMMUNICATORS));
+/// ([`FLAG_IMMEDIATE_COMMUNICATORS`](crate::layout::FLAG_IMMEDIATE_COMMUNICATORS));
 /// without it, `MPI_ERR_COMM` ([`Error::ImmediateOnSubCommunicator`]) at
 /// once.
 pub trait ImmediateCollectives: Communicator {

@@ -3,16 +3,16 @@
 //! for a world process and a sub-communicator's (hardware or general)
 //! otherwise.
 
-use super::exchange::{self, Partition, PartitionMut};
 use super::general;
 use super::hardware;
+use super::movement::{self, Partition, PartitionMut};
 use super::operation::{Elements, ElementsMut, Operation};
 use crate::communicator::CommView;
 use crate::communicator::{Communicator, Process};
 use crate::datatype::{Buffer, BufferMut, Equivalence};
 use crate::error::Error;
+use crate::polling::Call as WaitCall;
 use crate::trace;
-use crate::wait::Call as WaitCall;
 
 /// Collectives with a root process (rsmpi's `Root`), called on the root's
 /// [`Process`](crate::communicator::Process) by every rank. A `_root` method is the root's call; a rank
@@ -342,7 +342,7 @@ impl Root for Process<'_> {
         let span = trace::Span::enter(&self.world.core(), WaitCall::Gather as u32, self.rank);
         if self.rank != self.world.rank() {
             // Not the root: `buf` is this rank's contribution.
-            let send = exchange::Typed::of(buf);
+            let send = movement::Typed::of(buf);
             return span.leave(self.world.gather_impl::<_, [u8]>(self.rank, Some(&send), None));
         }
         span.leave(self.world.gather_impl::<[u8], R>(self.rank, None, Some(buf)))
@@ -406,7 +406,7 @@ impl Root for Process<'_> {
         let span = trace::Span::enter(&self.world.core(), WaitCall::Gather as u32, self.rank);
         if self.rank != self.world.rank() {
             // Not the root: `recv.buf` is this rank's contribution.
-            let send = exchange::Typed::of(&mut *recv.buf);
+            let send = movement::Typed::of(&mut *recv.buf);
             return span.leave(
                 self.world
                     .gather_varcount_impl::<_, [u8]>(self.rank, Some(&send), None),

@@ -10,8 +10,8 @@ use crate::communicator::wait_for;
 use crate::communicator::{Communicator, World};
 use crate::datatype::{BufferMut, Equivalence};
 use crate::error::{Error, ErrorClass};
+use crate::polling::{Call as WaitCall, WaitFor, STATE_RUNNING};
 use crate::shim::{self, AtomicU32, Ordering};
-use crate::wait::{Call as WaitCall, WaitFor, STATE_RUNNING};
 
 /// Count word of a staged operand or partial result: the counts of the
 /// combined ranks disagreed.
@@ -34,7 +34,7 @@ const PARTIAL_BYTES: usize = shim::SHARED_BLOCK_BYTES - 128;
 impl World {
     /// The world barrier's arrival count and release word.
     pub(super) fn grid_barrier(&self) -> (&AtomicU32, &AtomicU32) {
-        use crate::memory::GridBarrier;
+        use crate::records::GridBarrier;
         let at = |field: usize| {
             // SAFETY: inside the world barrier's record at the start of the
             // barrier region, 4-byte aligned, accessed only atomically.
@@ -104,9 +104,9 @@ impl World {
     /// of the block that found a count mismatch after a reduction round.
     pub(super) fn block_flag(&self, block: u32) -> &AtomicU32 {
         let off = self.layout.barrier
-            + crate::state::GRID_BARRIER_BYTES
-            + block as usize * crate::state::BARRIER_STRIDE
-            + core::mem::offset_of!(crate::memory::BarrierRecord, flag);
+            + crate::layout::GRID_BARRIER_BYTES
+            + block as usize * crate::layout::BARRIER_STRIDE
+            + core::mem::offset_of!(crate::records::BarrierRecord, flag);
         // SAFETY: inside the block's barrier record (64 bytes), aligned, atomic-only.
         unsafe { shim::atomic_u32_at(self.base, off) }
     }
@@ -114,7 +114,7 @@ impl World {
     /// The world barrier, recorded as `what` in the wait record.
     ///
     /// Block barrier; the block's first rank adds the block's arrival to
-    /// the one arrival count of the world ([`GridBarrier`](crate::memory::GridBarrier)),
+    /// the one arrival count of the world ([`GridBarrier`](crate::records::GridBarrier)),
     /// and the arrival that completes the generation (the number of world
     /// barriers so far, the same on every rank: generation `g` is complete
     /// at `g × blocks` arrivals) stores `g` in the release word; each
@@ -132,10 +132,10 @@ impl World {
     /// a count short of the block means a rank that will never enter. Such a
     /// block does not arrive (so the generation is never released and every
     /// other block's barrier fails too) and waits, bounded, for nothing
-    /// ([`crate::wait::barrier_wait_forever`]).
+    /// ([`crate::polling::barrier_wait_forever`]).
     /// The closing block barrier counts the ranks whose waits succeeded:
     /// when the first rank's failed, its block-mates return `Aborted` as
-    /// well ([`crate::wait::barrier_failed`]), so no rank of the block goes
+    /// well ([`crate::polling::barrier_failed`]), so no rank of the block goes
     /// on into a collective's next step alone.
     #[inline(always)]
     pub(super) fn world_barrier(&self, what: WaitFor) -> Result<(), Error> {
@@ -143,12 +143,12 @@ impl World {
         let generation = self.barrier_generation.get().wrapping_add(1);
         self.barrier_generation.set(generation);
         let present = shim::block_barrier_count(true);
-        // This rank's failure as a `wait::barrier_word` (0: none), not a
+        // This rank's failure as a `polling::barrier_word` (0: none), not a
         // `Result`: it is held across the closing block barrier.
         let mut failure: u64 = 0;
         let blocks = self.layout.blocks;
         if present != self.layout.block_dim {
-            failure = crate::wait::barrier_wait_forever(
+            failure = crate::polling::barrier_wait_forever(
                 self.base as u64,
                 self.rank,
                 what.operation,
@@ -186,14 +186,14 @@ impl World {
                     // waits for its block.
                     self.record_wait(what);
                 }
-                Err(e) => failure = crate::wait::barrier_word(e),
+                Err(e) => failure = crate::polling::barrier_word(e),
             }
         }
         let passed = shim::block_barrier_count(failure == 0);
         self.record_state(STATE_RUNNING);
         if failure != 0 || passed != present {
-            let word = crate::wait::barrier_failed(self.base as u64, self.rank, failure);
-            return Err(crate::wait::barrier_error(word, what));
+            let word = crate::polling::barrier_failed(self.base as u64, self.rank, failure);
+            return Err(crate::polling::barrier_error(word, what));
         }
         Ok(())
     }
@@ -711,7 +711,7 @@ fn reduce_step<T: Equivalence, O: Operation<T>>(
         tag: -1,
     };
     match w.reduce_staged::<T, O>(k, count, reference, op, what) {
-        Err(e) => crate::wait::barrier_word(e),
+        Err(e) => crate::polling::barrier_word(e),
         Ok(Err(expected)) => (u64::from(expected) << 32) | ErrorClass::Count as u64,
         Ok(Ok(())) => {
             if combines {
@@ -734,7 +734,7 @@ fn step_error(word: u64, count: u32, what: WaitFor) -> Error {
             expected: (word >> 32) as u32,
         }
     } else {
-        crate::wait::barrier_error(word, what)
+        crate::polling::barrier_error(word, what)
     }
 }
 

@@ -78,9 +78,9 @@ impl Default for Backoff {
 
 impl Backoff {
     /// A backoff for a new wait, sleeping at most
-    /// [`DEFAULT_BACKOFF_MAX_NS`](crate::state::DEFAULT_BACKOFF_MAX_NS) on the GPU.
+    /// [`DEFAULT_BACKOFF_MAX_NS`](crate::layout::DEFAULT_BACKOFF_MAX_NS) on the GPU.
     pub const fn new() -> Self {
-        Backoff::with_max_ns(crate::state::DEFAULT_BACKOFF_MAX_NS)
+        Backoff::with_max_ns(crate::layout::DEFAULT_BACKOFF_MAX_NS)
     }
 
     /// A backoff whose sleeps on the GPU grow to at most `max_ns`

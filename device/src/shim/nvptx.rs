@@ -24,7 +24,7 @@
 //! another rank on the same word synchronizes with it; what that rank wrote
 //! before its release is visible to this rank after its acquire. Which words
 //! pair with which is the protocol's business and is documented at the call
-//! sites (wait.rs, point_to_point.rs, collective.rs).
+//! sites (polling.rs, point_to_point.rs, the collectives).
 
 use super::{Coordinates, Ordering};
 use core::arch::asm;

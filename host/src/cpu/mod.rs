@@ -21,7 +21,7 @@ use crate::error::{AllocError, HostError};
 use crate::launch::{LaunchReport, TracedLaunch};
 use crate::spec::Residency;
 use bytemuck::Pod;
-use gpu_mpi_device::abi::state::Layout;
+use gpu_mpi_device::abi::layout::Layout;
 use gpu_mpi_device::abi::WorldConfig;
 use gpu_mpi_device::Kernel;
 use scheduler::{Outcome, Run};

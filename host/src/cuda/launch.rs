@@ -14,7 +14,7 @@ use crate::report::{self, DeadlockReport};
 use crate::schedule::Schedule;
 use crate::spec::{Residency, WorldSpec};
 use bytemuck::Pod;
-use gpu_mpi_device::abi::state::{Layout, ABORT_OFFSET, HEADER_BYTES};
+use gpu_mpi_device::abi::layout::{Layout, ABORT_OFFSET, HEADER_BYTES};
 use gpu_mpi_device::abi::WorldConfig;
 use gpu_mpi_device::Kernel;
 use std::ffi::c_void;

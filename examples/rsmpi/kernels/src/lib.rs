@@ -11,7 +11,7 @@
 #![no_std]
 
 use bytemuck::{Pod, Zeroable};
-use gpu_mpi_device::abi::state::IMMEDIATE_SLOTS;
+use gpu_mpi_device::abi::layout::IMMEDIATE_SLOTS;
 use gpu_mpi_device::collective::{
     reduce_local_into, Partition, PartitionMut, SystemOperation, UserOperation,
 };

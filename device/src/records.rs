@@ -2,7 +2,7 @@
 //! point-to-point engine, their state enums, and the one accessor that does
 //! address arithmetic on them.
 //!
-//! The host lays the regions out ([`crate::state::Layout`]); this module says
+//! The host lays the regions out ([`crate::layout::Layout`]); this module says
 //! what lies inside a region's element, and the host's report decodes the
 //! same structs from a copy of the memory (they are `Pod`).
 //!
@@ -14,7 +14,7 @@
 //!   the kernel runs (plain loads and stores through `Core::rank_header`
 //!   and `Core::record`), and the host reads them after it.
 
-use crate::state::{
+use crate::layout::{
     Layout, WorldConfig, CONFIG_OFFSET, LAYOUT_OFFSET, RANK_HEADER_BYTES, RECORD_BYTES, SLOT_HEADER_BYTES,
 };
 use bytemuck::{Pod, Zeroable};
@@ -465,7 +465,7 @@ pub struct RequestRecord {
 const _: () = assert!(core::mem::size_of::<SlotHeader>() == SLOT_HEADER_BYTES);
 const _: () = assert!(core::mem::size_of::<RankHeader>() == RANK_HEADER_BYTES);
 const _: () = assert!(core::mem::size_of::<RequestRecord>() == RECORD_BYTES);
-const _: () = assert!(core::mem::size_of::<CommEntry>() == crate::state::COMM_TABLE_ENTRY_BYTES);
+const _: () = assert!(core::mem::size_of::<CommEntry>() == crate::layout::COMM_TABLE_ENTRY_BYTES);
 
 /// The shared words of a slot header, by field.
 #[derive(Clone, Copy)]
@@ -767,15 +767,15 @@ pub fn read_record(memory: &[u8], layout: &Layout, rank: u32, index: u32) -> Req
     bytemuck::pod_read_unaligned(&memory[at..at + RECORD_BYTES])
 }
 
-/// One rank's wait record ([`RECORD_STRIDE`](crate::state::RECORD_STRIDE)
+/// One rank's wait record ([`RECORD_STRIDE`](crate::layout::RECORD_STRIDE)
 /// bytes): what the deadlock report prints. Written by its rank with
 /// relaxed atomics, read by the host after the ranks stopped.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
 pub struct WaitRecord {
-    /// `wait::STATE_*`: running, waiting, exited, timed out.
+    /// `polling::STATE_*`: running, waiting, exited, timed out.
     pub state: u32,
-    /// The `wait::Call` code the rank waits in.
+    /// The `polling::Call` code the rank waits in.
     pub operation: u32,
     /// The peer (destination, source or root; -1 any, -2 none).
     pub peer: i32,
@@ -804,7 +804,7 @@ impl WaitWord {
     }
 }
 
-/// One rank's result record ([`RESULT_STRIDE`](crate::state::RESULT_STRIDE)
+/// One rank's result record ([`RESULT_STRIDE`](crate::layout::RESULT_STRIDE)
 /// bytes): its kernel's return value, written once at its end.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
@@ -816,7 +816,7 @@ pub struct ResultRecord {
     pub reserved: [u32; 3],
 }
 
-/// The world barrier's words ([`GRID_BARRIER_BYTES`](crate::state::GRID_BARRIER_BYTES)):
+/// The world barrier's words ([`GRID_BARRIER_BYTES`](crate::layout::GRID_BARRIER_BYTES)):
 /// each on a line of its own, so that the blocks' polls of the release word
 /// do not meet the arrivals.
 #[repr(C)]
@@ -834,7 +834,7 @@ pub struct GridBarrier {
     pub reserved1: [u32; 15],
 }
 
-/// One block's barrier record ([`BARRIER_STRIDE`](crate::state::BARRIER_STRIDE)
+/// One block's barrier record ([`BARRIER_STRIDE`](crate::layout::BARRIER_STRIDE)
 /// bytes, a line of its own).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
@@ -848,10 +848,10 @@ pub struct BarrierRecord {
     pub reserved: [u32; 13],
 }
 
-const _: () = assert!(core::mem::size_of::<WaitRecord>() == crate::state::RECORD_STRIDE);
-const _: () = assert!(core::mem::size_of::<ResultRecord>() == crate::state::RESULT_STRIDE);
-const _: () = assert!(core::mem::size_of::<BarrierRecord>() == crate::state::BARRIER_STRIDE);
-const _: () = assert!(core::mem::size_of::<GridBarrier>() == crate::state::GRID_BARRIER_BYTES);
+const _: () = assert!(core::mem::size_of::<WaitRecord>() == crate::layout::RECORD_STRIDE);
+const _: () = assert!(core::mem::size_of::<ResultRecord>() == crate::layout::RESULT_STRIDE);
+const _: () = assert!(core::mem::size_of::<BarrierRecord>() == crate::layout::BARRIER_STRIDE);
+const _: () = assert!(core::mem::size_of::<GridBarrier>() == crate::layout::GRID_BARRIER_BYTES);
 
 /// Decodes `rank`'s wait record from a copy of the memory.
 ///

@@ -9,7 +9,7 @@
 
 pub use crate::codes::{Call, WaitDisplay};
 use crate::error::{Error, ErrorClass};
-use crate::memory::{mine, Core, WaitWord};
+use crate::records::{mine, Core, WaitWord};
 use crate::shim::{self, Backoff, Ordering};
 
 /// Record state: the rank is running (not waiting).
@@ -101,7 +101,7 @@ impl Core {
 
     fn abort_word(&self) -> &shim::AtomicU32 {
         // SAFETY: the abort word lies in the header, 4-byte aligned, atomic-only.
-        unsafe { shim::atomic_u32_at(self.base, crate::state::ABORT_OFFSET) }
+        unsafe { shim::atomic_u32_at(self.base, crate::layout::ABORT_OFFSET) }
     }
 
     /// The rank that aborted the world, if any.

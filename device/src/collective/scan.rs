@@ -27,8 +27,8 @@ use super::operation::{Elements, ElementsMut, Operation};
 use crate::communicator::World;
 use crate::datatype::Equivalence;
 use crate::error::Error;
+use crate::polling::{Call as WaitCall, WaitFor};
 use crate::shim;
-use crate::wait::{Call as WaitCall, WaitFor};
 
 /// Combines `inbuf` into `inoutbuf` element by element: `inoutbuf[i] =
 /// inbuf[i] op inoutbuf[i]` (`MPI_Reduce_local`; `inbuf` is the left

@@ -8,18 +8,18 @@
 //! | region | size | contents |
 //! |---|---|---|
 //! | header | 512 B | magic, version, [`WorldConfig`], abort flag, [`Layout`] |
-//! | outboxes | `ranks × slots_per_rank × (48 + slot_bytes)` | per sending rank: its slots, each a [`SlotHeader`](crate::memory::SlotHeader) and `slot_bytes` of payload (the thesis's sender-side buffering) |
-//! | ranks | `ranks × (72 + records × 64)` | per rank: its [`RankHeader`](crate::memory::RankHeader) (inbox, unexpected queue, active list) and `requests_per_rank + 2` [`RequestRecord`](crate::memory::RequestRecord)s |
-//! | barrier | `128 + blocks × 64` | the world barrier's [`GridBarrier`](crate::memory::GridBarrier) (the blocks' arrival count and the generation released last, a line each); then per block a [`BarrierRecord`](crate::memory::BarrierRecord): the flag word of a reduction's count check |
+//! | outboxes | `ranks × slots_per_rank × (48 + slot_bytes)` | per sending rank: its slots, each a [`SlotHeader`](crate::records::SlotHeader) and `slot_bytes` of payload (the thesis's sender-side buffering) |
+//! | ranks | `ranks × (72 + records × 64)` | per rank: its [`RankHeader`](crate::records::RankHeader) (inbox, unexpected queue, active list) and `requests_per_rank + 2` [`RequestRecord`](crate::records::RequestRecord)s |
+//! | barrier | `128 + blocks × 64` | the world barrier's [`GridBarrier`](crate::records::GridBarrier) (the blocks' arrival count and the generation released last, a line each); then per block a [`BarrierRecord`](crate::records::BarrierRecord): the flag word of a reduction's count check |
 //! | broadcast | `2 × collective_bytes` | the root's chunk of a broadcast |
 //! | block scratch | `2 × blocks × collective_bytes` | per block: its partial reduction |
 //! | rank scratch | `2 × ranks × collective_bytes` | per rank: its reduction operand, folded inside the block by warp shuffles (the cells of the warps' first ranks hold the warps' partials when they do not fit the block's shared memory) |
-//! | communicators | `64 + communicators × (ranks × 16 + warps × 4)` (each table rounded up to 64) | the context counter, then per communicator context one table of `ranks` [`CommEntry`](crate::memory::CommEntry)s (members, inverse map, colours and keys of its creation) followed by one [`WarpWord`](crate::memory::WarpWord) per warp of the world (its communicator kind and the agreement counter of its warp collectives) |
+//! | communicators | `64 + communicators × (ranks × 16 + warps × 4)` (each table rounded up to 64) | the context counter, then per communicator context one table of `ranks` [`CommEntry`](crate::records::CommEntry)s (members, inverse map, colours and keys of its creation) followed by one [`WarpWord`](crate::records::WarpWord) per warp of the world (its communicator kind and the agreement counter of its warp collectives) |
 //! | immediate | `IMMEDIATE_SLOTS × ((64 + immediate_bytes) × (1 + nodes) + ranks × immediate_bytes)`, `nodes` = [`immediate_tree_nodes`]`(ranks)` | the non-blocking collectives' staging slots (`crate::collective::immediate`): per slot its world record and result cell, per node of its arrival tree its record and partial-result cell, per rank its argument header and operand cell |
 //! | immediate local | `ranks × 64` | per rank, private to it: its [`ImmediateLocal`](crate::collective::immediate::ImmediateLocal) record (how many non-blocking collectives it started, and per slot what it keeps of the one it has outstanding) |
 //! | immediate communicators | `communicators × ranks × (128 + IMMEDIATE_SLOTS × (64 + 2 × immediate_bytes))` with [`FLAG_IMMEDIATE_COMMUNICATORS`], else 0 | per communicator context: per world rank its [`CommImmediateLocal`](crate::collective::immediate::CommImmediateLocal); then per slot and table entry a group record (used at a group's first entry), a result cell and the member's argument and operand cell |
-//! | wait records | `ranks × 16` | per rank: a [`WaitRecord`](crate::memory::WaitRecord): state, operation, peer, tag (what the deadlock report prints) |
-//! | results | `ranks × 32` | per rank: a [`ResultRecord`](crate::memory::ResultRecord): the kernel's return value as an [`ErrorClass`](crate::ErrorClass) and four detail words |
+//! | wait records | `ranks × 16` | per rank: a [`WaitRecord`](crate::records::WaitRecord): state, operation, peer, tag (what the deadlock report prints) |
+//! | results | `ranks × 32` | per rank: a [`ResultRecord`](crate::records::ResultRecord): the kernel's return value as an [`ErrorClass`](crate::ErrorClass) and four detail words |
 //! | trace | `ranks × (32 + trace_events × 32)`, none when tracing is off | per rank: a [`TraceHeader`](crate::trace::TraceHeader) and its [`TraceEvent`](crate::trace::TraceEvent)s (`crate::trace`) |
 //!
 //! The three staging regions come in two halves used by alternate rounds of
@@ -64,11 +64,11 @@ pub const LAYOUT_OFFSET: usize = 256;
 pub const CONFIG_OFFSET: usize = 16;
 /// Offset of the abort word (0: running; otherwise 1 + the rank that aborted).
 pub const ABORT_OFFSET: usize = 128;
-/// Bytes of a slot's header ([`SlotHeader`](crate::memory::SlotHeader)), before its payload.
+/// Bytes of a slot's header ([`SlotHeader`](crate::records::SlotHeader)), before its payload.
 pub const SLOT_HEADER_BYTES: usize = 48;
-/// Bytes of a rank's header ([`RankHeader`](crate::memory::RankHeader)).
+/// Bytes of a rank's header ([`RankHeader`](crate::records::RankHeader)).
 pub const RANK_HEADER_BYTES: usize = 72;
-/// Bytes of one request record ([`RequestRecord`](crate::memory::RequestRecord)).
+/// Bytes of one request record ([`RequestRecord`](crate::records::RequestRecord)).
 pub const RECORD_BYTES: usize = 64;
 /// Records of each rank kept for blocking calls (a send-receive uses two),
 /// beside the `requests_per_rank` of its request scopes.
@@ -81,7 +81,7 @@ pub const MAX_RECORDS_PER_RANK: u32 = 32;
 /// Bytes of one block's barrier record.
 pub const BARRIER_STRIDE: usize = 64;
 /// Bytes of the world barrier's record
-/// ([`GridBarrier`](crate::memory::GridBarrier)), before the blocks' records.
+/// ([`GridBarrier`](crate::records::GridBarrier)), before the blocks' records.
 pub const GRID_BARRIER_BYTES: usize = 128;
 /// Bytes of one rank's wait record.
 pub const RECORD_STRIDE: usize = 16;
@@ -141,11 +141,11 @@ pub const DEFAULT_COMMUNICATORS: u32 = 4;
 /// (`2 × id + 1` at most) fits the 16 bits a request record keeps for it.
 pub const MAX_COMMUNICATORS: u32 = 1024;
 /// Bytes per world rank of one communicator table
-/// (`ranks` [`CommEntry`](crate::memory::CommEntry)s): its member, inverse, colour
+/// (`ranks` [`CommEntry`](crate::records::CommEntry)s): its member, inverse, colour
 /// and key words.
 pub const COMM_TABLE_ENTRY_BYTES: usize = 16;
 /// Bytes per warp of one communicator table, after its entries: its
-/// [`WarpWord`](crate::memory::WarpWord).
+/// [`WarpWord`](crate::records::WarpWord).
 pub const COMM_WARP_WORD_BYTES: usize = 4;
 /// Bytes of the communicator area's header (the context counter, a line
 /// of its own).
@@ -521,7 +521,7 @@ impl Layout {
         self.comms + COMM_HEADER_BYTES + (id as usize - 1) * self.comm_stride
     }
 
-    /// Offset of the [`WarpWord`](crate::memory::WarpWord) of warp `warp`
+    /// Offset of the [`WarpWord`](crate::records::WarpWord) of warp `warp`
     /// (block-major: `block × ceil(block_dim / 32) + thread / 32`) in the
     /// table of communicator context `id`.
     pub fn comm_warp_word(&self, id: u32, warp: u32) -> usize {

@@ -26,7 +26,7 @@ use crate::buffers::Side;
 use crate::communicator::{Communicator, World};
 use crate::datatype::{Buffer, BufferMut, Datatype, TypedBuffer};
 use crate::error::Error;
-use crate::wait::{Call as WaitCall, WaitFor};
+use crate::polling::{Call as WaitCall, WaitFor};
 use core::cell::Cell;
 
 /// A buffer split into one part per rank by counts and displacements (in
