@@ -21,7 +21,7 @@
 //!   holds the address of the view's [`TypedBuffer`], and wherever the
 //!   engine would copy bytes (into its outbox slot, out of the slot, chunk
 //!   by chunk when a message streams) it packs or unpacks those packed
-//!   positions of the type instead (`derived::walk_range`: a binary search
+//!   positions of the type instead (`derived::walk::walk_range`: a binary search
 //!   for the unit, then block by block). No staging buffer, no size limit
 //!   beyond `max_message_bytes`; a message larger than a slot always
 //!   streams through the slot (the receiver cannot read a typed sender's
