@@ -563,7 +563,9 @@ mod tests {
     //! tested through the emulator and under loom.
     extern crate std;
     use super::*;
-    use crate::collective::{reduce_local_into, Root, SystemOperation};
+    use crate::collective::operation::SystemOperation;
+    use crate::collective::root::Root;
+    use crate::collective::scan::reduce_local_into;
     use crate::communicator::World;
     use crate::layout::WorldConfig;
     use std::vec;
