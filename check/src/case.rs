@@ -72,6 +72,8 @@ macro_rules! for_each_case {
             nonblocking_synchronous_send: "nonblocking/synchronous_send" => nonblocking::nb_ssend,
             nonblocking_arrays_as_buffers: "nonblocking/arrays_as_buffers" => nonblocking::nb_arrays,
             nonblocking_blocking_calls_among_requests: "nonblocking/blocking_calls_among_requests" => nonblocking::nb_blocking_among_requests,
+            nonblocking_synchronous_send_received_elsewhere: "nonblocking/synchronous_send_received_elsewhere" => nonblocking::nb_ssend_elsewhere,
+            nonblocking_slots_return_during_waits: "nonblocking/slots_return_during_waits" => nonblocking::nb_slots_in_waits,
             errors_invalid_arguments: "errors/invalid_arguments" => p2p::arguments,
             collective_barrier: "collective/barrier" => collective::barrier,
             collective_broadcast: "collective/broadcast" => collective::broadcast_global,

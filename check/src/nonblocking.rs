@@ -2,16 +2,26 @@
 
 use crate::harness::*;
 use gpu_mpi::device::{ANY_TAG, PROC_NULL};
-use gpu_mpi::Device;
+use gpu_mpi::{Device, WorldSpec};
 use gpu_mpi_check_kernels::nonblocking as nb;
 use gpu_mpi_check_kernels::NONE;
 
 const NB_SHAPES: &[Shape] = &[shape(1, 1), shape(2, 2), shape(5, 5), shape(12, 3), shape(33, 11)];
 
 fn nb_launch(device: &Device, s: Shape, case: u32, param: u32, streaming: bool) -> Result<Output, String> {
+    nb_launch_spec(device, s, s.spec().force_streaming(streaming), case, param)
+}
+
+fn nb_launch_spec(
+    device: &Device,
+    s: Shape,
+    spec: WorldSpec,
+    case: u32,
+    param: u32,
+) -> Result<Output, String> {
     let n = s.ranks;
     let job = Job::new(&nb::SEMANTICS_NONBLOCKING, case, nb::nb_stride(case, n)).params(param, 0);
-    launch(device, &s.spec().force_streaming(streaming), n, &job)
+    launch(device, &spec, n, &job)
 }
 
 pub(crate) fn nb_wait_any(device: &Device) -> Result<(), String> {
@@ -236,5 +246,60 @@ pub(crate) fn nb_arrays(device: &Device) -> Result<(), String> {
         }
         Ok(())
     });
+    c.finish()
+}
+
+pub(crate) fn nb_ssend_elsewhere(device: &Device) -> Result<(), String> {
+    let mut c = Checker::default();
+    for immediate in [0, 1] {
+        for slots in [1, 8] {
+            c.shapes(NB_SHAPES, |c, s| {
+                let n = s.ranks;
+                let spec = s.spec().slots_per_rank(slots);
+                let o = nb_launch_spec(device, s, spec, nb::NB_SSEND_ELSEWHERE, immediate)?;
+                for r in 0..n {
+                    let mut w = o.rank(r);
+                    let at = |what: &str| format!("immediate {immediate}, {slots} slots: rank {r}: {what}");
+                    let pair: [u32; 4] = w.array();
+                    let want = if r % 2 == 0 && r + 1 < n {
+                        [OK as u32, OK as u32, 0, 0]
+                    } else if r % 2 == 1 {
+                        [5, r - 1, OK as u32, r + 99]
+                    } else {
+                        [0; 4]
+                    };
+                    c.eq(|| at("pair"), pair, want);
+                    c.eq(|| at("synchronous send to self"), w.array(), [OK as u32, r + 200]);
+                }
+                Ok(())
+            });
+        }
+    }
+    c.finish()
+}
+
+pub(crate) fn nb_slots_in_waits(device: &Device) -> Result<(), String> {
+    let mut c = Checker::default();
+    let shapes = [shape(4, 4), shape(4, 2), shape(6, 3)];
+    for slots in [1, 2, 8] {
+        c.shapes(&shapes, |c, s| {
+            let n = s.ranks;
+            let spec = s.spec().slots_per_rank(slots);
+            let o = nb_launch_spec(device, s, spec, nb::NB_SLOTS_IN_WAITS, 0)?;
+            c.eq(
+                || format!("{slots} slots: rank 0's sends"),
+                o.rank(0).array::<4>(),
+                [OK as u32, 0, 0, 0],
+            );
+            for d in 1..n {
+                c.eq(
+                    || format!("{slots} slots: rank {d}: tag 99, tags 1-3"),
+                    o.rank(d).array::<4>(),
+                    [d, 1000 * d + 1, 1000 * d + 2, 1000 * d + 3],
+                );
+            }
+            Ok(())
+        });
+    }
     c.finish()
 }

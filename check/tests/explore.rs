@@ -96,6 +96,25 @@ fn a_correct_case_has_one_outcome_under_every_schedule() {
     }
 }
 
+/// Slots a receiver's requests take inside its blocking calls go back to
+/// their senders while it waits (issue 27, items 1 and 2): a synchronous
+/// send received that way completes, and a sender short of slots gets
+/// them, under every schedule; before, some seeded schedules deadlocked.
+#[test]
+fn slots_taken_inside_a_wait_return_under_every_schedule() {
+    for name in [
+        "nonblocking/synchronous_send_received_elsewhere",
+        "nonblocking/slots_return_during_waits",
+    ] {
+        let case = find_case(name).unwrap();
+        for mode in MODES {
+            let e = explore(&case, mode, 0, 12, |_, _| {}).unwrap();
+            assert!(e.deterministic(), "{name}: {e:#?}");
+            assert_eq!(e.outcomes[0].outcome.kind, OutcomeKind::Pass, "{name}: {e:#?}");
+        }
+    }
+}
+
 #[test]
 fn bad_explorations_are_typed_errors() {
     let case = find_case("planted/arrival_order").unwrap();

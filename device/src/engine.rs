@@ -49,7 +49,7 @@
 //! however late it reads a link, had its header and payload written before.
 
 use crate::datatype::{TypedBuffer, ID_BYTE};
-use crate::error::Error;
+use crate::error::{saturating_u32, Error};
 use crate::layout::{BLOCKING_RECORDS, FLAG_FORCE_STREAMING};
 use crate::polling::{Call, WaitFor};
 use crate::records::Core;
@@ -88,6 +88,12 @@ pub(crate) struct Post {
     pub(crate) tag: i32,
     pub(crate) datatype: u32,
     pub(crate) buffer: *const u8,
+    /// Bytes: a send's, at most `max_message_bytes` (checked before it is
+    /// posted, `point_to_point::check_send`); a receive's capacity, any
+    /// size. The record keeps 32 bits of it, saturated: a capacity of
+    /// `u32::MAX` bytes or more takes every message whole, as the larger
+    /// capacity would (MPI 4.1 §3.2.4: only a message longer than the
+    /// buffer truncates).
     pub(crate) len: usize,
     /// Send: the mode; receive: the bounding send record + 1 (replace), or 0;
     /// claimed receive: the slot id + 1 (in `slot`).
@@ -211,7 +217,7 @@ pub(crate) fn post(w: &Core, scope: u32, p: &Post) -> Result<u32, Error> {
         peer: p.peer,
         tag: p.tag,
         datatype: p.datatype,
-        len: p.len as u32,
+        len: saturating_u32(p.len),
         buffer: p.buffer as u64,
         slot: p.slot,
         offset: 0,
@@ -220,7 +226,7 @@ pub(crate) fn post(w: &Core, scope: u32, p: &Post) -> Result<u32, Error> {
         scope,
         outcome: Outcome::Success as u32,
         // A send's status is its own envelope; a receive's is set at its match.
-        message_bytes: p.len as u32,
+        message_bytes: saturating_u32(p.len),
         message_datatype: p.datatype,
     };
     // SAFETY: record `i` is this rank's and now marked used.
@@ -417,7 +423,7 @@ pub(crate) fn run(core: Core, p: &Post) -> Finished {
         p.tag,
         p.datatype,
         if p.inline { p.data } else { p.buffer as u64 },
-        p.len as u32,
+        saturating_u32(p.len),
         p.slot,
     ))
 }

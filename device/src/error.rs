@@ -410,6 +410,18 @@ impl fmt::Display for Error {
 
 impl core::error::Error for Error {}
 
+/// `n` as an error field or a record word of 32 bits, saturated: a length,
+/// count or index beyond `u32::MAX` reads as `u32::MAX` (at least that
+/// many), never as its low 32 bits.
+#[inline(always)]
+pub(crate) const fn saturating_u32(n: usize) -> u32 {
+    if n > u32::MAX as usize {
+        u32::MAX
+    } else {
+        n as u32
+    }
+}
+
 #[cfg(test)]
 mod tests {
     extern crate std;

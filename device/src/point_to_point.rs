@@ -376,7 +376,7 @@ fn check_send(world: &World, dest: i32, len: usize) -> Result<(), Error> {
     world.check_rank(dest)?;
     if len > world.max_message_bytes() as usize {
         return Err(Error::BufferTooLarge {
-            bytes: len as u32,
+            bytes: crate::error::saturating_u32(len),
             limit: world.max_message_bytes(),
         });
     }
@@ -1051,6 +1051,31 @@ mod tests {
             let mut next = [0u8; 4];
             let s = me.receive_into(&mut next[..]).unwrap();
             assert_eq!((s.bytes(), next[0]), (1, 9));
+        });
+    }
+
+    /// A receive buffer of 2^32 bytes or more takes a message whole (its
+    /// capacity was cut to its low 32 bits: 16 bytes for 2^32 + 16, and 0
+    /// for 2^32, truncating the message), blocking and immediate alike.
+    /// The buffer's pages past the message are never touched.
+    #[test]
+    fn receive_buffers_past_four_gib_take_the_whole_message() {
+        with_world(WorldConfig::new(1, 1), |w| {
+            let me = w.process_at_rank(0);
+            let message: Vec<u8> = (0..100u8).collect();
+            for len in [(1usize << 32) + 16, 1 << 32] {
+                let mut big = vec![0u8; len];
+                me.send_with_tag(&message[..], 1).unwrap();
+                let s = me.receive_into_with_tag(&mut big[..], 1).unwrap();
+                assert_eq!((s.bytes(), &big[..100], big[100]), (100, &message[..], 0));
+                big[..100].fill(0);
+                me.send_with_tag(&message[..], 2).unwrap();
+                let s = crate::request::scope(|scope| {
+                    me.immediate_receive_into_with_tag(scope, &mut big[..], 2)?.wait()
+                })
+                .unwrap();
+                assert_eq!((s.bytes(), &big[..100]), (100, &message[..]));
+            }
         });
     }
 

@@ -68,6 +68,9 @@ impl Core {
 
     /// A failed non-blocking poll (see `World::failed_poll`).
     pub(crate) fn failed_poll(&self, what: WaitFor, extra: usize) {
+        // Every failed poll, not only the first of a spin: the poll's own
+        // progress may have deferred slots whose senders wait for them.
+        crate::slot_return::return_deferred(self);
         let key = ((what.operation as u64) << 56)
             ^ ((what.peer as u32 as u64) << 24)
             ^ (what.tag as u32 as u64)
@@ -232,6 +235,11 @@ pub(crate) fn wait_core<T>(
             }
             crate::trace::wait_began(c);
         }
+        // The poll's progress may have received into a pending request
+        // (deferring its slot) while what this wait needs has not come:
+        // that slot's sender may be waiting for it (a synchronous send, or
+        // a sender out of slots) before it can send what we wait for.
+        crate::slot_return::return_deferred(c);
         backoff.snooze();
         polls = polls.wrapping_add(1).max(1);
         // The abort word and the clock are read every 16th poll: each read is

@@ -1,6 +1,6 @@
 //! The deferred return of received eager slots to their senders: the part
-//! of the point-to-point engine that a rank must run before it waits
-//! (`Core::record_wait`) or exits, below both the engine and the waits.
+//! of the point-to-point engine that a rank must run whenever a poll fails
+//! and before it exits, below both the engine and the waits.
 
 use crate::records::{mine, Core, SlotState, SlotWord, LINK_NONE};
 use crate::shim::{self, Ordering};
@@ -14,12 +14,17 @@ use crate::shim::{self, Ordering};
 /// costs one fence, and the common eager message then costs the receiver
 /// only its share of the inbox swap. Why it cannot deadlock: a sender waits
 /// for one of its slots only inside a wait, and a rank holds deferred slots
-/// only while it runs: every wait, every failed poll (`Core::record_wait`)
-/// and the rank's exit flush first. The delay is bounded by the rank's
-/// next MPI call that does not complete at once (or its exit), and a
-/// sender always keeps the slots beyond the batch bound. A synchronous
-/// eager send completes when its slot comes back, so it may complete that
-/// much later than the receive started (MPI 3.4 sets no bound).
+/// only while it runs: after every failed poll of a wait
+/// (`polling::wait_core`) or of a non-blocking call (`Core::failed_poll`),
+/// and before its exit, it flushes. A wait's own progress can receive into a pending
+/// request (the slot deferred here) and still not have what the wait
+/// needs, which that slot's sender may send only once it has the slot back
+/// (a synchronous send; a sender out of slots): the flush after the failed
+/// poll hands it back. The delay is bounded by the
+/// rank's next poll that fails (or its exit), and a sender always keeps
+/// the slots beyond the batch bound. A synchronous eager send completes
+/// when its slot comes back, so it may complete that much later than the
+/// receive started (MPI 3.4 sets no bound).
 #[inline(never)]
 pub(crate) fn defer_free(w: &Core, id: u32) {
     // Relaxed: only this rank acts on RETURNING (a receive from one source

@@ -407,6 +407,34 @@ fn synchronous_send_waits_for_the_receive() {
     });
 }
 
+/// (n') A synchronous send completes when a request of the receiver takes
+/// its message inside another blocking call of the receiver: the request
+/// defers the slot's return (batches of two with four slots), and the
+/// blocking receive's wait, which needs the sender's next message, hands it
+/// back after its failed poll; before, the wait held it and both ranks
+/// waited for ever.
+#[test]
+fn synchronous_send_received_inside_another_wait_completes() {
+    check("synchronous send received in a wait", 2, || {
+        let results = run_world(small_config(2, 1, 4), 0, |w, _| -> Result<[u32; 2], Error> {
+            if w.rank() == 1 {
+                w.process_at_rank(0).synchronous_send_with_tag(&5u32, 5)?;
+                w.process_at_rank(0).send_with_tag(&7u32, 7)?;
+                return Ok([0, 0]);
+            }
+            let (mut a, mut b) = (0u32, 0u32);
+            gpu_mpi_device::request::scope(|s| -> Result<_, Error> {
+                let ra = w.process_at_rank(1).immediate_receive_into(s, &mut a)?;
+                w.process_at_rank(1).receive_into_with_tag(&mut b, 7)?;
+                ra.wait()
+            })?;
+            Ok([a, b])
+        });
+        assert_eq!(results[0], Ok([5, 7]));
+        assert_eq!(results[1], Ok([0, 0]));
+    });
+}
+
 /// (o) Posted receives match in posting order, a blocking call included:
 /// rank 0 posts a request for any tag, then makes a blocking receive for
 /// any tag, then waits the request; rank 1 sends tags 1 and 2. The request

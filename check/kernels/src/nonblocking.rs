@@ -2,10 +2,10 @@
 //! requests, waits and tests, matched probes, synchronous sends, arrays as
 //! buffers. A "status" is the four words of [`Recorder::status`].
 
-use super::{CaseArgs, Recorder, NONE};
+use super::{class_of, CaseArgs, Recorder, NONE};
 use gpu_mpi_device::request::{self, AnyCompletion, Request, MAX_REQUESTS};
 use gpu_mpi_device::traits::*;
-use gpu_mpi_device::{Error, Status, World, PROC_NULL};
+use gpu_mpi_device::{Error, Process, Status, World, PROC_NULL};
 
 /// Rank 0 pre-posts, in batches of up to [`MAX_REQUESTS`], receives from
 /// any source with any tag into buffers of `4 + i` words (receive `i` of
@@ -65,6 +65,29 @@ pub const NB_ARRAYS: u32 = 6;
 /// any-tag receive's status and 2 words, the tag-9 receive's status and
 /// words 0 and 99, the posted receive's status and 2 words, the send's class.
 pub const NB_BLOCKING_AMONG_REQUESTS: u32 = 7;
+/// A synchronous send completes when a request of its receiver takes the
+/// message inside another of the receiver's blocking calls (MPI 4.1 §3.4,
+/// §3.7.3). Even rank `r` with a partner: a synchronous send of `[r]`
+/// (tag 5; blocking with `param` 0, `immediate_synchronous_send` and wait
+/// with `param` 1), then a blocking send of `[r + 100]` (tag 7). Odd rank:
+/// in a scope, an `immediate_receive_into` from `r - 1` with any tag, a
+/// blocking receive of tag 7 (inside which the request takes the tag-5
+/// message), then it waits the request. Then every rank sends itself
+/// `[r + 200]` synchronously (tag 4, in the same two forms) to a receive
+/// from itself posted before. Records: (even) the two send classes, two
+/// zeros; (odd) the request's tag and word, the tag-7 receive's class and
+/// word; (everyone) the self send's class, the word it received.
+pub const NB_SSEND_ELSEWHERE: u32 = 8;
+/// Slots come back while their receiver waits: rank 0 sends every other
+/// rank 3 messages (tags 1, 2, 3; `[1000 d + t]`), then each one tag 99
+/// (`[d]`). Every other rank `d` posts 3 `immediate_receive_into`s from 0
+/// (tags 1-3), blocks in the receive of tag 99 (inside which the requests
+/// take their messages), then waits them all. With fewer slots than
+/// messages, rank 0's sends need the slots back that those requests hold
+/// (docs/limits.md: a standard send waits for a slot, never for a
+/// receive). Records: (rank 0) the class of its first failed send or 0;
+/// (others) the tag-99 word, the 3 request words.
+pub const NB_SLOTS_IN_WAITS: u32 = 9;
 
 /// Words one rank records in a non-blocking case in a world of `size` ranks.
 pub fn nb_stride(case: u32, size: u32) -> u32 {
@@ -78,6 +101,8 @@ pub fn nb_stride(case: u32, size: u32) -> u32 {
         NB_SSEND => 4,
         NB_ARRAYS => 7,
         NB_BLOCKING_AMONG_REQUESTS => 3 * (4 + 2) + 1,
+        NB_SSEND_ELSEWHERE => 6,
+        NB_SLOTS_IN_WAITS => 4,
         _ => 1,
     }
 }
@@ -95,6 +120,8 @@ gpu_mpi_device::kernel! {
             NB_SSEND => ssend(world, args.param, &mut rec),
             NB_ARRAYS => arrays(world, &mut rec),
             NB_BLOCKING_AMONG_REQUESTS => blocking_among_requests(world, &mut rec),
+            NB_SSEND_ELSEWHERE => ssend_elsewhere(world, args.param, &mut rec),
+            NB_SLOTS_IN_WAITS => slots_in_waits(world, &mut rec),
             _ => rec.push(NONE),
         }
     }
@@ -381,4 +408,86 @@ fn blocking_among_requests(world: &World, rec: &mut Recorder) -> Result<(), Erro
     rec.status(&s1)?;
     rec.words(&first)?;
     rec.class(&sent)
+}
+
+/// A synchronous send of `data` to `p` with `tag`: blocking (`immediate`
+/// false) or an immediate one waited at once.
+fn ssend_to(p: &Process<'_>, data: &u32, tag: i32, immediate: bool) -> Result<(), Error> {
+    if immediate {
+        request::scope(|scope| -> Result<(), Error> {
+            p.immediate_synchronous_send_with_tag(scope, data, tag)?.wait()?;
+            Ok(())
+        })
+    } else {
+        p.synchronous_send_with_tag(data, tag)
+    }
+}
+
+fn ssend_elsewhere(world: &World, param: u32, rec: &mut Recorder) -> Result<(), Error> {
+    let (rank, size) = (world.rank(), world.size());
+    let r = rank as u32;
+    let immediate = param != 0;
+    if rank % 2 == 0 && rank + 1 < size {
+        let p = world.process_at_rank(rank + 1);
+        rec.class(&ssend_to(&p, &r, 5, immediate))?;
+        rec.class(&p.send_with_tag(&(r + 100), 7))?;
+        rec.words(&[0, 0])?;
+    } else if rank % 2 == 1 {
+        let p = world.process_at_rank(rank - 1);
+        let mut early = NONE;
+        let mut late = NONE;
+        let (late_class, posted) = request::scope(|scope| -> Result<(u32, Outcome), Error> {
+            let rx = p.immediate_receive_into(scope, &mut early)?;
+            let late_class = class_of(&p.receive_into_with_tag(&mut late, 7));
+            Ok((late_class, rx.wait()))
+        })?;
+        rec.words(&[posted.map_or(NONE, |s| s.tag() as u32), early, late_class, late])?;
+    } else {
+        rec.words(&[0, 0, 0, 0])?;
+    }
+    let me = world.process_at_rank(rank);
+    let mut got = NONE;
+    let sent = request::scope(|scope| -> Result<u32, Error> {
+        let rx = me.immediate_receive_into_with_tag(scope, &mut got, 4)?;
+        let sent = class_of(&ssend_to(&me, &(r + 200), 4, immediate));
+        rx.wait()?;
+        Ok(sent)
+    })?;
+    rec.words(&[sent, got])
+}
+
+fn slots_in_waits(world: &World, rec: &mut Recorder) -> Result<(), Error> {
+    let (rank, size) = (world.rank(), world.size());
+    if rank == 0 {
+        let mut first_failure = 0;
+        for tag in (1..=3).chain([99]) {
+            for d in 1..size {
+                let word = if tag == 99 {
+                    d as u32
+                } else {
+                    1000 * d as u32 + tag as u32
+                };
+                let sent = world.process_at_rank(d).send_with_tag(&word, tag);
+                if first_failure == 0 {
+                    first_failure = class_of(&sent);
+                }
+            }
+        }
+        return rec.words(&[first_failure, 0, 0, 0]);
+    }
+    let p = world.process_at_rank(0);
+    let mut words = [NONE; 3];
+    let mut last = NONE;
+    request::scope(|scope| -> Result<(), Error> {
+        let [a, b, c] = &mut words;
+        let mut reqs = [
+            p.immediate_receive_into_with_tag(scope, a, 1)?,
+            p.immediate_receive_into_with_tag(scope, b, 2)?,
+            p.immediate_receive_into_with_tag(scope, c, 3)?,
+        ];
+        p.receive_into_with_tag(&mut last, 99)?;
+        let mut statuses = [Status::empty(); 3];
+        request::wait_all(&mut reqs, &mut statuses)
+    })?;
+    rec.words(&[last, words[0], words[1], words[2]])
 }
