@@ -74,6 +74,7 @@ macro_rules! for_each_case {
             nonblocking_blocking_calls_among_requests: "nonblocking/blocking_calls_among_requests" => nonblocking::nb_blocking_among_requests,
             nonblocking_synchronous_send_received_elsewhere: "nonblocking/synchronous_send_received_elsewhere" => nonblocking::nb_ssend_elsewhere,
             nonblocking_slots_return_during_waits: "nonblocking/slots_return_during_waits" => nonblocking::nb_slots_in_waits,
+            nonblocking_polls_between_collectives: "nonblocking/polls_between_collectives" => nonblocking::nb_polls_between_collectives,
             errors_invalid_arguments: "errors/invalid_arguments" => p2p::arguments,
             collective_barrier: "collective/barrier" => collective::barrier,
             collective_broadcast: "collective/broadcast" => collective::broadcast_global,

@@ -303,3 +303,25 @@ pub(crate) fn nb_slots_in_waits(device: &Device) -> Result<(), String> {
     }
     c.finish()
 }
+
+pub(crate) fn nb_polls_between_collectives(device: &Device) -> Result<(), String> {
+    let mut c = Checker::default();
+    for (param, what) in [
+        (0, "world barrier"),
+        (1, "all-reduce"),
+        (2, "split_shared barrier"),
+    ] {
+        c.shapes(&[shape(2, 2), shape(4, 2)], |c, s| {
+            let o = nb_launch(device, s, nb::NB_POLLS_BETWEEN_COLLECTIVES, param, false)?;
+            for r in 0..s.ranks {
+                c.eq(
+                    || format!("{what}: rank {r}: rounds, failure class, probes that found something"),
+                    o.rank(r).array::<3>(),
+                    [nb::POLL_ROUNDS, 0, 0],
+                );
+            }
+            Ok(())
+        });
+    }
+    c.finish()
+}

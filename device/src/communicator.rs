@@ -419,7 +419,8 @@ impl World {
     /// fresh until the same call (same record and `extra`) failed
     /// [`SPIN_QUIET_AFTER`](crate::polling::SPIN_QUIET_AFTER) times in a row with no progress of this rank in
     /// between ([`World::note_progress`], called by every wait and every
-    /// non-blocking call that did something). A rank that spins on one call
+    /// non-blocking call that did something; and entering any blocking call
+    /// or collective, `Core::record_wait`, even one that completes at once). A rank that spins on one call
     /// that can never succeed thus turns quiet, and a world of such ranks
     /// (and blocked ones) is reported, with their wait records, as a
     /// livelock. Limits: a loop that alternates between two different

@@ -45,10 +45,20 @@ impl Core {
         unsafe { shim::atomic_u32_at(self.base, off) }
     }
 
-    /// Writes this rank's wait record. Relaxed: the record is read by the host
-    /// after the ranks stopped (kernel end, or the emulator's scheduler lock),
-    /// never used to synchronise ranks.
+    /// Writes this rank's wait record. Every blocking call and every
+    /// collective records its wait here first, so entering one is progress: it ends a spin of failed polls
+    /// (see [`Core::failed_poll`]), even when it completes without a
+    /// failed poll of its own (a barrier of one block).
     pub(crate) fn record_wait(&self, w: WaitFor) {
+        mine!(self, idle_key = 0);
+        self.write_wait(w);
+    }
+
+    /// Writes the wait record (see [`Core::record_wait`]) without ending a
+    /// spin: a failed poll's own record. Relaxed: the record is read by the
+    /// host after the ranks stopped (kernel end, or the emulator's
+    /// scheduler lock), never used to synchronise ranks.
+    fn write_wait(&self, w: WaitFor) {
         // A rank about to wait hands back the slots it received from first:
         // their senders may be waiting for them (`slot_return::defer_free`).
         crate::slot_return::return_deferred(self);
@@ -79,7 +89,7 @@ impl Core {
         let fresh = if mine!(self, idle_key) != key {
             mine!(self, idle_key = key);
             mine!(self, idle_count = 0);
-            self.record_wait(what);
+            self.write_wait(what);
             true
         } else {
             let n = mine!(self, idle_count).saturating_add(1);

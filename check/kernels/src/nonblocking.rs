@@ -3,6 +3,7 @@
 //! buffers. A "status" is the four words of [`Recorder::status`].
 
 use super::{class_of, CaseArgs, Recorder, NONE};
+use gpu_mpi_device::collective::SystemOperation;
 use gpu_mpi_device::request::{self, AnyCompletion, Request, MAX_REQUESTS};
 use gpu_mpi_device::traits::*;
 use gpu_mpi_device::{Error, Process, Status, World, PROC_NULL};
@@ -88,6 +89,21 @@ pub const NB_SSEND_ELSEWHERE: u32 = 8;
 /// receive). Records: (rank 0) the class of its first failed send or 0;
 /// (others) the tag-99 word, the 3 request words.
 pub const NB_SLOTS_IN_WAITS: u32 = 9;
+/// Polling between collectives is legal, however long it goes on:
+/// [`POLL_ROUNDS`] rounds of [`POLLS_PER_ROUND`] `immediate_probe_with_tag(9)`
+/// by rank 0 (nothing is ever sent: each finds nothing), then, by every
+/// rank, a collective: with `param` 0 the world's barrier, 1 an all-reduce
+/// (sum of 1), 2 the barrier of the `split_shared` communicator. The
+/// emulator counts a rank whose same poll fails 2^16 times in a row with
+/// no other progress as quiet (a spin that cannot succeed); a collective
+/// between the polls is such progress. Records: rounds completed, the
+/// first failure's class (or 0), the probes that found something.
+pub const NB_POLLS_BETWEEN_COLLECTIVES: u32 = 10;
+/// Rounds of [`NB_POLLS_BETWEEN_COLLECTIVES`]: more polls in all than the
+/// emulator's quiet bound (2^16).
+pub const POLL_ROUNDS: u32 = 2300;
+/// Failed probes per round of [`NB_POLLS_BETWEEN_COLLECTIVES`].
+pub const POLLS_PER_ROUND: u32 = 30;
 
 /// Words one rank records in a non-blocking case in a world of `size` ranks.
 pub fn nb_stride(case: u32, size: u32) -> u32 {
@@ -103,6 +119,7 @@ pub fn nb_stride(case: u32, size: u32) -> u32 {
         NB_BLOCKING_AMONG_REQUESTS => 3 * (4 + 2) + 1,
         NB_SSEND_ELSEWHERE => 6,
         NB_SLOTS_IN_WAITS => 4,
+        NB_POLLS_BETWEEN_COLLECTIVES => 3,
         _ => 1,
     }
 }
@@ -122,6 +139,7 @@ gpu_mpi_device::kernel! {
             NB_BLOCKING_AMONG_REQUESTS => blocking_among_requests(world, &mut rec),
             NB_SSEND_ELSEWHERE => ssend_elsewhere(world, args.param, &mut rec),
             NB_SLOTS_IN_WAITS => slots_in_waits(world, &mut rec),
+            NB_POLLS_BETWEEN_COLLECTIVES => polls_between_collectives(world, args.param, &mut rec),
             _ => rec.push(NONE),
         }
     }
@@ -490,4 +508,36 @@ fn slots_in_waits(world: &World, rec: &mut Recorder) -> Result<(), Error> {
         request::wait_all(&mut reqs, &mut statuses)
     })?;
     rec.words(&[last, words[0], words[1], words[2]])
+}
+
+fn polls_between_collectives(world: &World, param: u32, rec: &mut Recorder) -> Result<(), Error> {
+    let shared = world.split_shared()?;
+    let mut found = 0;
+    let mut rounds = 0;
+    let mut failure = 0;
+    while rounds < POLL_ROUNDS {
+        if world.rank() == 0 {
+            for _ in 0..POLLS_PER_ROUND {
+                found += world.any_process().immediate_probe_with_tag(9)?.is_some() as u32;
+            }
+        }
+        let r = match param {
+            0 => world.barrier(),
+            1 => {
+                let mut sum = 0u32;
+                world
+                    .all_reduce_into(&1u32, &mut sum, SystemOperation::sum())
+                    .map(|()| {
+                        found += (sum != world.size() as u32) as u32;
+                    })
+            }
+            _ => shared.barrier(),
+        };
+        if let Err(e) = r {
+            failure = e.class() as u32;
+            break;
+        }
+        rounds += 1;
+    }
+    rec.words(&[rounds, failure, found])
 }
