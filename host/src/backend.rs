@@ -20,7 +20,7 @@ use crate::error::{BufferError, CopyDirection, HostError};
 use crate::launch::{LaunchReport, SyncCounts, SyncProfile, TracedLaunch};
 use crate::report;
 use crate::schedule::Schedule;
-use crate::spec::{Residency, WorldSpec};
+use crate::spec::{RankCount, Residency, WorldSpec};
 use crate::trace::Trace;
 use bytemuck::Pod;
 use gpu_mpi_device::abi::layout::Layout;
@@ -162,6 +162,9 @@ pub(crate) fn download<B: Backend>(
 /// checked.
 pub(crate) fn resolve<B: Backend>(backend: &B, spec: &WorldSpec) -> Result<WorldConfig, HostError> {
     let config = spec.resolve(|b| backend.residency(b).capacity())?;
+    if spec.ranks == RankCount::Max && config.ranks == 0 && config.block_dim > 0 {
+        backend.residency(config.block_dim).check(config.block_dim)?;
+    }
     config.layout()?;
     backend.residency(config.block_dim).check(config.ranks)?;
     Ok(config)
@@ -177,6 +180,11 @@ pub(crate) fn resolve_for<B: Backend>(
     // An unknown kernel fails here rather than resolve to 0 ranks.
     backend.find_kernel(kernel)?;
     let config = spec.resolve(|b| backend.kernel_residency(kernel, b).map_or(0, |r| r.capacity()))?;
+    if spec.ranks == RankCount::Max && config.ranks == 0 && config.block_dim > 0 {
+        // Not even one block fits: say why (the block's size, say), not
+        // that the world has no rank.
+        backend.check_fits(kernel, &WorldConfig::new(config.block_dim, config.block_dim))?;
+    }
     config.layout()?;
     backend.check_fits(kernel, &config)?;
     Ok(config)

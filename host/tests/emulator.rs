@@ -445,10 +445,52 @@ fn the_largest_world_fills_the_virtual_device() {
     let rep = d.launch(&WHO, &out.slice(), &spec).unwrap();
     assert_eq!((rep.ranks, rep.block_dim), (4096, 256));
     let e = d.resolve(&WorldSpec::ranks(4097)).unwrap_err();
-    assert!(matches!(
-        e,
-        HostError::NotCoResident { fits: 4097, .. } | HostError::NotCoResident { .. }
-    ));
+    assert!(
+        matches!(e, HostError::NotCoResident { requested: 4097, fits, .. } if fits < 4097),
+        "{e:?}"
+    );
+}
+
+/// The largest world in blocks larger than a block may be is refused for
+/// the block's size, not as a world of no rank (issue 27, item 7).
+#[test]
+fn the_largest_world_in_blocks_too_large_names_the_block() {
+    let d = Device::cpu();
+    let spec = WorldSpec::max_ranks().block_dim(5000);
+    let out = d.alloc_zeroed::<[u32; 4]>(1).unwrap();
+    for e in [
+        d.resolve(&spec).unwrap_err(),
+        d.launch(&WHO, &out.slice(), &spec).unwrap_err(),
+    ] {
+        assert!(
+            matches!(
+                e,
+                HostError::NotCoResident {
+                    requested: 5000,
+                    fits: 0,
+                    limit: Resource::ThreadsPerBlock,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("blocks of 5000 ranks exceed"), "{e}");
+    }
+}
+
+/// A stack size whose page rounding overflows is an allocation error before
+/// any rank runs (it wrapped to 0 bytes, and the first rank overflowed it).
+#[test]
+fn a_stack_size_past_the_address_space_is_an_allocation_error() {
+    for stack_bytes in [usize::MAX, usize::MAX - 4095, usize::MAX / 2] {
+        let d = Device::cpu_with(CpuOptions {
+            stack_bytes,
+            ..CpuOptions::default()
+        });
+        let out = d.alloc_zeroed::<[u32; 4]>(2).unwrap();
+        let e = d.launch(&WHO, &out.slice(), &WorldSpec::ranks(2)).unwrap_err();
+        assert!(matches!(e, HostError::Alloc(_)), "{stack_bytes}: {e:?}");
+    }
 }
 
 #[test]

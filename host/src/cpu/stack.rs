@@ -71,11 +71,18 @@ impl StackPool {
     /// canaries for the remaining stacks if the kernel refuses).
     pub fn new(count: usize, stack_bytes: usize, guard_pages: bool) -> Result<StackPool, HostError> {
         let page = page_size();
-        let usable = stack_bytes.max(corosensei::stack::MIN_STACK_SIZE).div_ceil(page) * page;
-        let slot = usable + page;
-        let len = slot
-            .checked_mul(count.max(1))
-            .ok_or(AllocError::StacksTooLarge { count, bytes: usable })?;
+        let too_large = || AllocError::StacksTooLarge {
+            count,
+            bytes: stack_bytes,
+        };
+        // Checked: a size near `usize::MAX` rounds up past it.
+        let usable = stack_bytes
+            .max(corosensei::stack::MIN_STACK_SIZE)
+            .div_ceil(page)
+            .checked_mul(page)
+            .ok_or_else(too_large)?;
+        let slot = usable.checked_add(page).ok_or_else(too_large)?;
+        let len = slot.checked_mul(count.max(1)).ok_or_else(too_large)?;
         // SAFETY: an anonymous private mapping at an address of the kernel's
         // choosing touches no existing memory.
         let base = unsafe {
