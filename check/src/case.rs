@@ -101,6 +101,7 @@ macro_rules! for_each_case {
             deadlock_timeout_names_the_wait: "deadlock/timeout_names_the_wait" => deadlock::deadlock_timeout,
             deadlock_send_send_times_out: "deadlock/send_send_times_out" => deadlock::deadlock_send_send,
             deadlock_timeout_aborts_every_waiting_rank: "deadlock/timeout_aborts_every_waiting_rank" => deadlock::deadlock_abort,
+            deadlock_aborted_world_whose_ranks_returned_ok: "deadlock/aborted_world_whose_ranks_returned_ok" => deadlock::aborted_world_handled,
             deadlock_skipped_collective_fails_everywhere: "deadlock/skipped_collective_fails_everywhere" => skip::skipped_collectives,
         }
     };

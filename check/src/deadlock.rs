@@ -9,7 +9,7 @@
 use crate::harness::*;
 use gpu_mpi::{BlockedState, Device, HostError, LaunchReport, WorldSpec};
 use gpu_mpi_check_kernels::faults::{
-    FAULT_DEADLOCK_RECEIVE, FAULT_RECEIVE_ANY, FAULT_SEND_SEND, SEMANTICS_FAULTS,
+    FAULT_ABORT_HANDLED, FAULT_DEADLOCK_RECEIVE, FAULT_RECEIVE_ANY, FAULT_SEND_SEND, SEMANTICS_FAULTS,
 };
 use gpu_mpi_check_kernels::CaseArgs;
 use std::time::Duration;
@@ -149,6 +149,37 @@ pub(crate) fn deadlock_abort(device: &Device) -> Result<(), String> {
         c.ensure(text.contains("timed out in receive(source any, tag 2)"), || {
             format!("report names the wait: {text:.300}")
         });
+        Ok(())
+    });
+    c.finish()
+}
+
+/// A world aborted by a timeout or by `World::abort`, whose ranks all
+/// handled the error and returned `Ok`: the launch reports the abort
+/// (`HostError::WorldAborted`) with the rank and the cause, never success.
+pub(crate) fn aborted_world_handled(device: &Device) -> Result<(), String> {
+    let mut c = Checker::default();
+    c.shapes(&[shape(2, 2), shape(3, 1), shape(40, 8)], |c, s| {
+        for (param, timed_out) in [(0, true), (1, false)] {
+            let got = launch_fault(
+                device,
+                FAULT_ABORT_HANDLED,
+                param,
+                &s.spec().timeout(DEADLOCK_TIMEOUT),
+            );
+            match got {
+                Err(HostError::WorldAborted {
+                    by_rank,
+                    timed_out: cause,
+                }) => {
+                    c.eq(|| format!("param {param}: a timeout"), cause, timed_out);
+                    c.ensure(by_rank < s.ranks && (timed_out || by_rank == 0), || {
+                        format!("param {param}: aborted by rank {by_rank}")
+                    });
+                }
+                other => c.fail(format!("param {param}: expected WorldAborted, got {other:?}")),
+            }
+        }
         Ok(())
     });
     c.finish()

@@ -444,8 +444,10 @@ impl World {
         self.core().aborted_by()
     }
 
-    /// Aborts the world: every rank waiting now or later gives up with
-    /// `Aborted`. The first rank to abort is the one reported.
+    /// Aborts the world (as `MPI_ABORT` does): every rank waiting
+    /// now or later gives up with `Aborted`. The first rank to abort is the
+    /// one reported; the launch fails even if every rank then returns `Ok`
+    /// (the host's `HostError::WorldAborted`).
     pub fn abort(&self) {
         self.core().abort()
     }

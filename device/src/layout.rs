@@ -62,8 +62,12 @@ pub const HEADER_BYTES: usize = 512;
 pub const LAYOUT_OFFSET: usize = 256;
 /// Offset of the config inside the header.
 pub const CONFIG_OFFSET: usize = 16;
-/// Offset of the abort word (0: running; otherwise 1 + the rank that aborted).
+/// Offset of the abort word (0: running; otherwise 1 + the rank that
+/// aborted, with [`ABORT_TIMED_OUT`] when a wait of it timed out).
 pub const ABORT_OFFSET: usize = 128;
+/// Bit of the abort word: the abort was a wait's timeout, not a call of
+/// `World::abort` (the host reports the two apart).
+pub const ABORT_TIMED_OUT: u32 = 1 << 31;
 /// Bytes of a slot's header ([`SlotHeader`](crate::records::SlotHeader)), before its payload.
 pub const SLOT_HEADER_BYTES: usize = 48;
 /// Bytes of a rank's header ([`RankHeader`](crate::records::RankHeader)).

@@ -9,6 +9,7 @@
 
 pub use crate::codes::{Call, WaitDisplay};
 use crate::error::{Error, ErrorClass};
+use crate::layout::ABORT_TIMED_OUT;
 use crate::records::{mine, Core, WaitWord};
 use crate::shim::{self, Backoff, Ordering};
 
@@ -122,16 +123,26 @@ impl Core {
         // Relaxed: the flag only makes waiting ranks give up; it publishes no data.
         match self.abort_word().load(Ordering::Relaxed) {
             0 => None,
-            r => Some(r - 1),
+            r => Some((r & !ABORT_TIMED_OUT) - 1),
         }
     }
 
     /// Aborts the world (see `World::abort`).
     pub(crate) fn abort(&self) {
+        self.abort_as(0)
+    }
+
+    /// Aborts the world because a wait of this rank timed out.
+    #[cold]
+    fn abort_timed_out(&self) {
+        self.abort_as(ABORT_TIMED_OUT)
+    }
+
+    fn abort_as(&self, cause: u32) {
         // Relaxed: see `aborted_by`.
         let _ = self
             .abort_word()
-            .compare_exchange(0, self.rank + 1, Ordering::Relaxed);
+            .compare_exchange(0, (self.rank + 1) | cause, Ordering::Relaxed);
     }
 }
 
@@ -262,7 +273,7 @@ pub(crate) fn wait_core<T>(
             }
             if c.timeout_ns() != 0 && shim::clock_ns().wrapping_sub(start) > c.timeout_ns() {
                 c.record_state(STATE_TIMED_OUT);
-                c.abort();
+                c.abort_timed_out();
                 return Err(Error::Timeout {
                     operation: what.operation as u32,
                     peer: what.peer,

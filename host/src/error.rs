@@ -83,6 +83,27 @@ pub enum HostError {
         ranks: u32,
     },
 
+    /// The world was aborted (a wait timed out, or a rank called
+    /// `World::abort`, this library's `MPI_ABORT`), and every rank then
+    /// returned `Ok`, having handled its `MPI_ERR_TIMEOUT` or the
+    /// `Aborted` of its waits. The launch did not complete normally: what
+    /// the ranks computed after the abort cannot be relied on, so the
+    /// launch reports the abort rather than success. (A rank that returns
+    /// the error instead makes it [`HostError::RankFailed`], or
+    /// [`HostError::Deadlock`] for a timeout.)
+    #[error(
+        "rank {by_rank} aborted the world ({}) and every rank returned Ok after it: \
+         the launch did not complete normally",
+        if *timed_out { "a wait of it timed out" } else { "World::abort" }
+    )]
+    WorldAborted {
+        /// The rank that aborted the world first.
+        by_rank: u32,
+        /// Whether it did because a wait of it timed out (else it called
+        /// `World::abort`).
+        timed_out: bool,
+    },
+
     /// A rank's kernel code panicked (emulator only; on the GPU it would trap).
     #[error("rank {rank} panicked: {message}")]
     RankPanicked {

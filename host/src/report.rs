@@ -18,7 +18,7 @@
 use crate::deadlock::{record_words, result_words};
 pub use crate::deadlock::{BlockedRank, BlockedState, DeadlockReport, Hint, UnreceivedMessage};
 use crate::error::HostError;
-use gpu_mpi_device::abi::layout::{Layout, ABORT_OFFSET};
+use gpu_mpi_device::abi::layout::{Layout, ABORT_OFFSET, ABORT_TIMED_OUT};
 use gpu_mpi_device::abi::polling::{STATE_EXITED, STATE_RUNNING, STATE_TIMED_OUT, STATE_WAITING};
 use gpu_mpi_device::error::ErrorClass;
 
@@ -37,6 +37,8 @@ fn word(memory: &[u8], offset: usize) -> u32 {
 ///   gave up because of it "gave up in ...").
 /// - Ranks whose result record holds an error, or that never recorded their
 ///   exit (they could not attach to the world): [`HostError::RankFailed`].
+/// - A world aborted although every rank returned `Ok` (each handled the
+///   error its waits returned): [`HostError::WorldAborted`].
 /// - Otherwise `Ok`.
 ///
 /// # Panics
@@ -69,7 +71,10 @@ pub fn check_world(memory: &[u8], layout: &Layout) -> Result<(), HostError> {
         }
     }
     if errors.is_empty() {
-        Ok(())
+        match abort_cause(memory) {
+            Some((by_rank, timed_out)) => Err(HostError::WorldAborted { by_rank, timed_out }),
+            None => Ok(()),
+        }
     } else {
         Err(HostError::RankFailed {
             errors,
@@ -95,9 +100,18 @@ pub fn timed_out(memory: &[u8], layout: &Layout) -> bool {
 /// # Panics
 /// If `memory` is shorter than the header.
 pub fn aborted_by(memory: &[u8]) -> Option<u32> {
+    abort_cause(memory).map(|(rank, _)| rank)
+}
+
+/// The rank that aborted the world, and whether it did because a wait of
+/// it timed out (else it called `World::abort`), if the world was aborted.
+///
+/// # Panics
+/// If `memory` is shorter than the header.
+pub fn abort_cause(memory: &[u8]) -> Option<(u32, bool)> {
     match word(memory, ABORT_OFFSET) {
         0 => None,
-        r => Some(r - 1),
+        w => Some(((w & !ABORT_TIMED_OUT) - 1, w & ABORT_TIMED_OUT != 0)),
     }
 }
 
@@ -163,7 +177,25 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+        // Every rank returned Ok after the abort: the abort is reported,
+        // with its cause.
         put(&mut m, l.result(1), &[0; 5]);
+        assert!(matches!(
+            check_world(&m, &l),
+            Err(HostError::WorldAborted {
+                by_rank: 0,
+                timed_out: false
+            })
+        ));
+        put(&mut m, ABORT_OFFSET, &[3 | ABORT_TIMED_OUT]);
+        assert_eq!(abort_cause(&m), Some((2, true)));
+        let e = check_world(&m, &l).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "rank 2 aborted the world (a wait of it timed out) and every rank returned Ok after it: \
+             the launch did not complete normally"
+        );
+        put(&mut m, ABORT_OFFSET, &[0]);
         assert!(check_world(&m, &l).is_ok());
         put(&mut m, l.record(2), &[STATE_RUNNING]);
         assert!(matches!(check_world(&m, &l), Err(HostError::RankFailed { .. })));

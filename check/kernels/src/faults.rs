@@ -46,6 +46,11 @@ pub const FAULT_SPIN_TEST: u32 = 14;
 /// Rank 0 posts one receive more than a request scope holds
 /// (`MPI_ERR_REQUEST`); the pending ones are completed by rank 0's own sends.
 pub const FAULT_REQUESTS: u32 = 15;
+/// Every rank receives from any source with tag 2 (nobody sends), and
+/// returns `Ok` whatever its receive returned (it handled the error); with
+/// `param` 1 rank 0 calls `World::abort` and returns `Ok` instead of
+/// receiving. The launch must report the abort, not success.
+pub const FAULT_ABORT_HANDLED: u32 = 16;
 
 gpu_mpi_device::kernel! {
     /// The `FAULT_*` scenarios.
@@ -139,6 +144,15 @@ gpu_mpi_device::kernel! {
                     }
                     result
                 })
+            }
+            FAULT_ABORT_HANDLED => {
+                if rank == 0 && args.param == 1 {
+                    world.abort();
+                } else {
+                    let mut x = 0u32;
+                    let _handled = world.any_process().receive_into_with_tag(&mut x, 2);
+                }
+                Ok(())
             }
             _ => Ok(()),
         }
