@@ -94,6 +94,10 @@ impl ErrorClass {
 /// [`Error::CollectiveMismatch`] (a [`Error::CountMismatch`] has 0 there).
 const COLLECTIVE_MISMATCH: u32 = 1;
 
+/// Word 3 of an `MPI_ERR_COUNT` result record that is an
+/// [`Error::NegativeCount`].
+const NEGATIVE_COUNT: u32 = 2;
+
 /// Word 2 of an `MPI_ERR_COMM` result record that is an
 /// [`Error::ImmediateOnSubCommunicator`] (a [`Error::CommunicatorLimit`]
 /// has 0 there).
@@ -213,6 +217,14 @@ pub enum Error {
         /// The sub-communicator's context id.
         context: u32,
     },
+    /// A negative count in a varcount collective's partition (class
+    /// `MPI_ERR_COUNT`, as MPICH gives: a count, however it is wrong).
+    NegativeCount {
+        /// The rank of the communicator whose part has the count.
+        rank: u32,
+        /// The count.
+        count: i32,
+    },
     /// A communicator creation found every context of the world used
     /// (`WorldConfig::communicators`); every rank of the parent gets it and
     /// no communicator is created.
@@ -241,6 +253,7 @@ impl Error {
             Error::RequestLimit { .. } => ErrorClass::Request,
             Error::CommunicatorLimit { .. } => ErrorClass::Comm,
             Error::CollectiveMismatch { .. } => ErrorClass::Count,
+            Error::NegativeCount { .. } => ErrorClass::Count,
             Error::ImmediateOnSubCommunicator { .. } => ErrorClass::Comm,
         }
     }
@@ -270,6 +283,7 @@ impl Error {
             ],
             Error::CountMismatch { count, expected } => [c, count, expected, 0, 0],
             Error::CollectiveMismatch { kind, other } => [c, kind, other, COLLECTIVE_MISMATCH, 0],
+            Error::NegativeCount { rank, count } => [c, rank, count as u32, NEGATIVE_COUNT, 0],
             Error::BufferTooLarge { bytes, limit } => [c, bytes, limit, 0, 0],
             Error::InvalidRoot { root, size } => [c, root as u32, size as u32, 0, 0],
             Error::InvalidOperation { op, datatype } => [c, op, datatype, 0, 0],
@@ -311,6 +325,10 @@ impl Error {
             ErrorClass::Count if w[3] == COLLECTIVE_MISMATCH => Error::CollectiveMismatch {
                 kind: w[1],
                 other: w[2],
+            },
+            ErrorClass::Count if w[3] == NEGATIVE_COUNT => Error::NegativeCount {
+                rank: w[1],
+                count: w[2] as i32,
             },
             ErrorClass::Count => Error::CountMismatch {
                 count: w[1],
@@ -376,6 +394,9 @@ impl fmt::Display for Error {
                 crate::codes::kind_name(kind),
                 crate::codes::kind_name(other)
             ),
+            Error::NegativeCount { rank, count } => {
+                write!(f, "the partition gives rank {rank} a negative count ({count})")
+            }
             Error::BufferTooLarge { bytes, limit } => {
                 write!(f, "{bytes} bytes exceed the world's configured limit of {limit} bytes")
             }
@@ -437,6 +458,9 @@ mod tests {
             expected: 4,
         };
         assert_eq!(Error::from_words(c.to_words()), Some(c));
+        let n = Error::NegativeCount { rank: 3, count: -2 };
+        assert_eq!(n.class(), ErrorClass::Count);
+        assert_eq!(Error::from_words(n.to_words()), Some(n));
         let s = Error::ImmediateOnSubCommunicator { context: 3 };
         assert_eq!(s.class(), ErrorClass::Comm);
         assert_eq!(Error::from_words(s.to_words()), Some(s));

@@ -91,8 +91,11 @@ pub const E_ALLTOALLV_COUNTS: u32 = 28;
 pub const E_SCATTERV_COUNT: u32 = 29;
 /// Error case: an allgather where the last rank sends `f32` into `u32`.
 pub const E_ALLGATHER_TYPE: u32 = 30;
+/// Error case: a scatterv from root 0 whose last count is -1
+/// (`MPI_ERR_COUNT` at the root, as at every other rank).
+pub const E_SCATTERV_NEGATIVE: u32 = 31;
 /// Every error case of [`SEMANTICS_EXCHANGE`].
-pub const E_CASES: [u32; 11] = [20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30];
+pub const E_CASES: [u32; 12] = [20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31];
 
 /// Word `i` that rank `src` sends to rank `dst`.
 pub fn xval(src: u32, dst: u32, i: u32) -> u32 {
@@ -275,7 +278,7 @@ fn exchange(world: &World, args: &CaseArgs, rank: u32, size: u32) -> Result<(), 
                 root.scatter_into(&mut recv[..ku])
             }
         }
-        X_SCATTERV | E_SCATTERV_BOUNDS | E_SCATTERV_COUNT => {
+        X_SCATTERV | E_SCATTERV_BOUNDS | E_SCATTERV_COUNT | E_SCATTERV_NEGATIVE => {
             let root = world.process_at_rank(0);
             let mine = vc(rank, k) as usize + usize::from(args.case == E_SCATTERV_COUNT && last);
             if rank == 0 {
@@ -288,6 +291,9 @@ fn exchange(world: &World, args: &CaseArgs, rank: u32, size: u32) -> Result<(), 
                 }
                 if args.case == E_SCATTERV_BOUNDS {
                     sd[n - 1] = (n * p + 1) as u32;
+                }
+                if args.case == E_SCATTERV_NEGATIVE {
+                    sc[n - 1] = u32::MAX;
                 }
                 let part = Partition::new(&send[..], as_i32(sc), as_i32(sd));
                 root.scatter_varcount_into_root(&part, &mut recv[..mine])

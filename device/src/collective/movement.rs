@@ -41,8 +41,9 @@ pub struct Partition<'a, B: ?Sized> {
 
 impl<'a, B: ?Sized> Partition<'a, B> {
     /// Part `r` is `counts[r]` elements of `buf` from element `displs[r]`.
-    /// Both arrays need one entry per rank; a part outside `buf` or a
-    /// negative entry makes the collective fail with `MPI_ERR_ARG`.
+    /// Both arrays need one entry per rank; a negative count makes the
+    /// collective fail with `MPI_ERR_COUNT`, a part outside `buf` or a
+    /// negative displacement with `MPI_ERR_ARG`.
     pub fn new(buf: &'a B, counts: &'a [i32], displs: &'a [i32]) -> Self {
         Partition { buf, counts, displs }
     }
@@ -68,8 +69,9 @@ pub struct PartitionMut<'a, B: ?Sized> {
 
 impl<'a, B: ?Sized> PartitionMut<'a, B> {
     /// Part `r` is `counts[r]` elements of `buf` from element `displs[r]`.
-    /// Both arrays need one entry per rank; a part outside `buf` or a
-    /// negative entry makes the collective fail with `MPI_ERR_ARG`.
+    /// Both arrays need one entry per rank; a negative count makes the
+    /// collective fail with `MPI_ERR_COUNT`, a part outside `buf` or a
+    /// negative displacement with `MPI_ERR_ARG`.
     pub fn new(buf: &'a mut B, counts: &'a [i32], displs: &'a [i32]) -> Self {
         PartitionMut { buf, counts, displs }
     }
@@ -149,8 +151,9 @@ impl Parts<'_> {
     }
 }
 
-/// Checks that `counts` and `displs` have one entry per rank and that every
-/// part lies inside a buffer of `len` elements; returns the largest count.
+/// Checks that `counts` and `displs` have one entry per rank, that no count
+/// is negative (`MPI_ERR_COUNT`) and that every part lies inside a buffer
+/// of `len` elements (`MPI_ERR_ARG`); returns the largest count.
 pub(crate) fn check_partition(
     counts: &[i32],
     displs: &[i32],
@@ -164,9 +167,15 @@ pub(crate) fn check_partition(
         });
     }
     let mut largest = 0;
-    for (&c, &d) in counts.iter().zip(displs) {
+    for (rank, (&c, &d)) in counts.iter().zip(displs).enumerate() {
+        if c < 0 {
+            return Err(Error::NegativeCount {
+                rank: rank as u32,
+                count: c,
+            });
+        }
         let end = d as i64 + c as i64;
-        if c < 0 || d < 0 || end > len as i64 {
+        if d < 0 || end > len as i64 {
             return Err(Error::OutOfBounds {
                 index: end.clamp(0, u32::MAX as i64) as u32,
                 len: len as u32,
