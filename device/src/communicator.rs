@@ -736,6 +736,8 @@ impl<'a> Group<'a> {
     ///
     /// Standard section: MPI 4.1 §7.3.1.
     pub fn size(&self) -> i32 {
+        // `ranks` lists distinct ranks of the parent (`check_list`): at most
+        // its size, an `i32`.
         match self.members {
             Members::Comm(_, n) => n as i32,
             Members::Include(_, ranks) => ranks.len() as i32,
@@ -803,8 +805,8 @@ impl<'a> Group<'a> {
     pub fn translate_ranks(&self, ranks: &[i32], other: &Group<'_>, out: &mut [i32]) -> Result<(), Error> {
         if out.len() < ranks.len() {
             return Err(Error::CountMismatch {
-                count: out.len() as u32,
-                expected: ranks.len() as u32,
+                count: crate::error::saturating_u32(out.len()),
+                expected: crate::error::saturating_u32(ranks.len()),
             });
         }
         for (o, &r) in out.iter_mut().zip(ranks) {

@@ -496,6 +496,8 @@ impl Tree {
 
     /// The first rank under item `c` of the level below.
     pub(crate) fn first_rank(&self, c: u32) -> u32 {
+        // `c < count` items of `span` ranks each lie inside the world: the
+        // product is below its size, a `u32`.
         (c as u64 * self.span) as u32
     }
 

@@ -59,7 +59,7 @@
 use crate::communicator::wait_for;
 use crate::communicator::{AnyProcess, Process, World};
 use crate::engine::{self, Post};
-use crate::error::Error;
+use crate::error::{saturating_u32, Error};
 use crate::nonblocking as immediate;
 use crate::point_to_point::{receive_bytes, receive_post, send_bytes, send_post, Status};
 use crate::polling::{Call, WaitFor};
@@ -183,7 +183,8 @@ impl<'a> Scope<'a> {
                 tag: ((0..n).filter(|&i| owned(w, id, i)).count()
                     + immediate::indices(w)
                         .filter(|&i| immediate::owned(w, id, i))
-                        .count()) as i32,
+                        .count())
+                .min(i32::MAX as usize) as i32,
             };
             // An error here (a timeout, an abort) leaves the world aborted;
             // the requests' own outcomes are discarded (see `scope`).
@@ -381,15 +382,16 @@ fn many(operation: Call, n: usize) -> WaitFor {
     WaitFor {
         operation,
         peer: -2,
-        tag: n as i32,
+        // The wait record's tag word shows how many; saturated.
+        tag: n.min(i32::MAX as usize) as i32,
     }
 }
 
 fn check_statuses(requests: usize, statuses: usize) -> Result<(), Error> {
     if statuses != 0 && statuses < requests {
         return Err(Error::OutOfBounds {
-            index: requests as u32 - 1,
-            len: statuses as u32,
+            index: saturating_u32(requests - 1),
+            len: saturating_u32(statuses),
         });
     }
     Ok(())
