@@ -181,3 +181,163 @@ impl World {
         Ok(agreed)
     }
 }
+
+/// The [`Kind`](crate::codes::Kind) code of a [`Call`](crate::codes::Call)
+/// code (what [`Error::CollectiveMismatch`] names, as for the non-blocking
+/// collectives); 0 for any other call.
+pub(crate) fn kind_code(call: u32) -> u32 {
+    use crate::codes::{Call, Kind};
+    match Call::from_code(call) {
+        Some(Call::Barrier) => Kind::Barrier as u32,
+        Some(Call::Broadcast) => Kind::Broadcast as u32,
+        Some(Call::Reduce) => Kind::Reduce as u32,
+        Some(Call::AllReduce) => Kind::AllReduce as u32,
+        _ => 0,
+    }
+}
+
+/// Bit of an [`Opening`]'s call word: the exclusive scan (which must not
+/// pair with an inclusive one).
+pub(crate) const EXCLUSIVE_CALL: u32 = 1 << 8;
+/// Bit of an [`Opening`]'s call word: the varcount form of a gather,
+/// scatter, all-gather or all-to-all (which must not pair with the fixed
+/// one: their messages differ).
+pub(crate) const VARCOUNT_CALL: u32 = 1 << 9;
+
+/// What a rank passes to the opening of a sub-communicator's collective
+/// (`CommView::open`): the words every member must pass alike.
+#[derive(Clone, Copy)]
+pub(crate) struct Opening {
+    /// The [`Call`](crate::codes::Call) code, with [`EXCLUSIVE_CALL`] or
+    /// [`VARCOUNT_CALL`].
+    pub(crate) call: u32,
+    /// The root (`u32::MAX` for none).
+    pub(crate) root: u32,
+    /// The count every member passes (elements of a reduction, bytes of
+    /// a part; 0 where members pass different counts).
+    pub(crate) count: u32,
+    /// The datatype id.
+    pub(crate) datatype: u32,
+    /// A checksum of an array every member passes alike (counts), or 0.
+    pub(crate) check: u32,
+}
+
+/// Words of an [`Opened`] record, in the order of precedence of their
+/// disagreements.
+const OPEN_WORDS: usize = 5;
+const O_CALL: usize = 0;
+const O_ROOT: usize = 1;
+const O_COUNT: usize = 2;
+const O_TYPE: usize = 3;
+const O_CHECK: usize = 4;
+
+/// The lowest and highest of each [`Opening`] word over the members that
+/// a record has heard from, and the largest class of their own argument
+/// errors: what the opening's messages carry (44 bytes) and combine.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
+pub(crate) struct Opened {
+    lo: [u32; OPEN_WORDS],
+    hi: [u32; OPEN_WORDS],
+    class: u32,
+}
+
+impl Equivalence for Opened {
+    const DATATYPE: Datatype = Datatype {
+        id: user_datatype_id("gpu_mpi_device::collective::Opened"),
+        size: core::mem::size_of::<Opened>() as u32,
+    };
+}
+
+impl Opening {
+    fn words(&self) -> [u32; OPEN_WORDS] {
+        [self.call, self.root, self.count, self.datatype, self.check]
+    }
+}
+
+impl Opened {
+    /// One member's record: its words, and its own error's class.
+    pub(crate) fn of(mine: &Opening, local: Option<&Error>) -> Opened {
+        let w = mine.words();
+        Opened {
+            lo: w,
+            hi: w,
+            class: local.map_or(0, |e| e.class() as u32),
+        }
+    }
+
+    /// Takes in what `other` heard (min, max and max are idempotent, so
+    /// hearing of a member twice changes nothing).
+    pub(crate) fn combine(&mut self, other: &Opened) {
+        for i in 0..OPEN_WORDS {
+            self.lo[i] = self.lo[i].min(other.lo[i]);
+            self.hi[i] = self.hi[i].max(other.hi[i]);
+        }
+        self.class = self.class.max(other.class);
+    }
+
+    /// The verdict of a record that heard from every member (the same on
+    /// every member): `Ok`, or the error this member returns. A member
+    /// with an error of its own keeps it when no word disagrees, or when
+    /// its class is the disagreement's; the others get the class of the
+    /// first disagreement (another collective: [`Error::CollectiveMismatch`],
+    /// then `MPI_ERR_ROOT`, `MPI_ERR_COUNT`, `MPI_ERR_TYPE`, a checksum:
+    /// `MPI_ERR_COUNT`), or of the worst own error (`MPI_ERR_ROOT`,
+    /// `MPI_ERR_TYPE` for a root or type error or an operation a member's
+    /// type does not take, else `MPI_ERR_COUNT`).
+    pub(crate) fn verdict(&self, mine: &Opening, local: Option<Error>, size: u32) -> Result<(), Error> {
+        let same = |i: usize| self.lo[i] == self.hi[i];
+        let all_same = (0..OPEN_WORDS).all(same);
+        if all_same && self.class == 0 {
+            return Ok(());
+        }
+        let w = mine.words();
+        // The other end of the agreed range of word `i`.
+        let other = |i: usize| {
+            if self.lo[i] == w[i] {
+                self.hi[i]
+            } else {
+                self.lo[i]
+            }
+        };
+        let root = Error::InvalidRoot {
+            root: mine.root as i32,
+            size: size as i32,
+        };
+        let count = Error::CountMismatch {
+            count: mine.count,
+            expected: other(O_COUNT),
+        };
+        let datatype = Error::TypeMismatch {
+            status: Status {
+                source: -1,
+                tag: -1,
+                bytes: 0,
+                datatype: other(O_TYPE),
+            },
+            expected: mine.datatype,
+        };
+        let e = if !same(O_CALL) {
+            Error::CollectiveMismatch {
+                kind: kind_code(mine.call),
+                other: kind_code(other(O_CALL)),
+            }
+        } else if !same(O_ROOT) {
+            root
+        } else if !same(O_COUNT) || !same(O_CHECK) {
+            count
+        } else if !same(O_TYPE) {
+            datatype
+        } else if self.class == ErrorClass::Root as u32 {
+            root
+        } else if self.class == ErrorClass::Type as u32 || self.class == ErrorClass::Op as u32 {
+            datatype
+        } else {
+            count
+        };
+        Err(match local {
+            Some(l) if all_same || l.class() == e.class() => l,
+            _ => e,
+        })
+    }
+}

@@ -6,10 +6,10 @@
 //! made from it the hardware path of a whole block or warp where the call
 //! has one (`hardware.rs`), else the message algorithms (`general.rs`).
 
+use super::agreement::checksum;
 use super::general::{elements, elements_mut, partition_parts, partition_parts_mut, place_of, place_of_mut};
 use super::movement::{Partition, PartitionMut, Parts};
 use super::operation::{Elements, ElementsMut, Operation};
-use crate::buffers::Place;
 use crate::communicator::{Communicator, Route};
 use crate::datatype::{Buffer, BufferMut, Equivalence};
 use crate::error::Error;
@@ -120,15 +120,15 @@ pub trait CommunicatorCollectives: Communicator {
                 if let Some(r) = hw {
                     return r;
                 }
-                if rn != sn * v.size as usize {
-                    return Err(Error::CountMismatch {
+                let parts = if rn != sn * v.size as usize {
+                    Err(Error::CountMismatch {
                         count: rn as u32,
                         expected: (sn * v.size as usize) as u32,
-                    });
-                }
-                // SAFETY: part `rank` of `recv` holds `sn` bytes; distinct buffers.
-                unsafe { Place::copy(sp, rp.add(v.rank as usize * sn), sn)? };
-                v.all_gather_ring(rp, Parts::Even(sn), dt)
+                    })
+                } else {
+                    Ok(Parts::Even(sn))
+                };
+                v.all_gather(Some((sp, sn)), rp, parts, sn, None, dt)
             }),
         }
     }
@@ -156,7 +156,7 @@ pub trait CommunicatorCollectives: Communicator {
                 } {
                     return r;
                 }
-                v.all_gather_ring(p, Parts::Even(part), dt)
+                v.all_gather(None, p, Ok(Parts::Even(part)), part, None, dt)
             }),
         }
     }
@@ -176,18 +176,10 @@ pub trait CommunicatorCollectives: Communicator {
                 w.all_gather_impl(Some(send), &mut *recv.buf, Some((counts, displs)))
             }),
             Route::Sub(v) => v.traced(Call::AllGather, -2, || {
-                let (sp, sn) = place_of(send);
-                let (parts, rp, _, dt) = partition_parts_mut(recv, v.size)?;
-                let (off, bytes) = parts.get(v.rank as usize);
-                if bytes != sn {
-                    return Err(Error::CountMismatch {
-                        count: (sn / (dt.size as usize).max(1)) as u32,
-                        expected: (bytes / (dt.size as usize).max(1)) as u32,
-                    });
-                }
-                // SAFETY: this rank's part lies inside `recv` (checked partition).
-                unsafe { Place::copy(sp, rp.add(off), sn)? };
-                v.all_gather_ring(rp, parts, dt)
+                let s = place_of(send);
+                let check = checksum(recv.counts);
+                let (parts, rp, _, dt) = partition_parts_mut(recv, v.size);
+                v.all_gather(Some(s), rp, parts, 0, Some(check), dt)
             }),
         }
     }
@@ -207,8 +199,9 @@ pub trait CommunicatorCollectives: Communicator {
             }),
             Route::Sub(v) => v.traced(Call::AllGather, -2, || {
                 // This rank's part is already in `recv`: the ring's start.
-                let (parts, rp, _, dt) = partition_parts_mut(recv, v.size)?;
-                v.all_gather_ring(rp, parts, dt)
+                let check = checksum(recv.counts);
+                let (parts, rp, _, dt) = partition_parts_mut(recv, v.size);
+                v.all_gather(None, rp, parts, 0, Some(check), dt)
             }),
         }
     }
@@ -234,14 +227,16 @@ pub trait CommunicatorCollectives: Communicator {
                 if let Some(r) = unsafe { super::hardware::all_to_all(&v, Some((sp, sn)), (rp, rn), dt) } {
                     return r;
                 }
-                if rn != sn {
-                    return Err(Error::CountMismatch {
+                let part = Parts::Even(sn / v.size as usize);
+                let sparts = if rn != sn {
+                    Err(Error::CountMismatch {
                         count: rn as u32,
                         expected: sn as u32,
-                    });
-                }
-                let part = Parts::Even(sn / v.size as usize);
-                v.all_to_all_pairwise(sp, part, rp, part, dt)
+                    })
+                } else {
+                    Ok(part)
+                };
+                v.all_to_all_pairwise(sp, sparts, rp, Ok(part), Some(sn), dt)
             }),
         }
     }
@@ -264,7 +259,7 @@ pub trait CommunicatorCollectives: Communicator {
                 if let Some(r) = unsafe { super::hardware::all_to_all(&v, None, (p, n), dt) } {
                     return r;
                 }
-                v.all_to_all_in_place(p, Parts::Even(n / v.size as usize), dt)
+                v.all_to_all_in_place(p, Ok(Parts::Even(n / v.size as usize)), Some(n), dt)
             }),
         }
     }
@@ -286,9 +281,9 @@ pub trait CommunicatorCollectives: Communicator {
         match self.route() {
             Route::World(w) => w.traced(Call::AllToAll, -2, || w.all_to_all_varcount_impl(send, recv)),
             Route::Sub(v) => v.traced(Call::AllToAll, -2, || {
-                let (sparts, sp, _) = partition_parts(send, v.size)?;
-                let (rparts, rp, _, dt) = partition_parts_mut(recv, v.size)?;
-                v.all_to_all_pairwise(sp, sparts, rp, rparts, dt)
+                let (sparts, sp, _) = partition_parts(send, v.size);
+                let (rparts, rp, _, dt) = partition_parts_mut(recv, v.size);
+                v.all_to_all_pairwise(sp, sparts, rp, rparts, None, dt)
             }),
         }
     }
@@ -308,8 +303,8 @@ pub trait CommunicatorCollectives: Communicator {
         match self.route() {
             Route::World(w) => w.traced(Call::AllToAll, -2, || w.all_to_all_varcount_in_place_impl(buf)),
             Route::Sub(v) => v.traced(Call::AllToAll, -2, || {
-                let (parts, p, _, dt) = partition_parts_mut(buf, v.size)?;
-                v.all_to_all_in_place(p, parts, dt)
+                let (parts, p, _, dt) = partition_parts_mut(buf, v.size);
+                v.all_to_all_in_place(p, parts, None, dt)
             }),
         }
     }
@@ -334,15 +329,17 @@ pub trait CommunicatorCollectives: Communicator {
             Route::Sub(v) => v.traced(Call::ReduceScatter, -2, || {
                 let (s, n) = elements(send);
                 let (r, m) = elements_mut(recv);
-                if n != m * v.size as usize {
-                    return Err(Error::CountMismatch {
+                let local = if n != m * v.size as usize {
+                    Err(Error::CountMismatch {
                         count: n as u32,
                         expected: (m * v.size as usize) as u32,
-                    });
-                }
-                let unit = core::mem::size_of::<T>();
-                // SAFETY: `send` holds `size` blocks of `m` elements, `recv` one.
-                unsafe { v.reduce_scatter(s, Parts::Even(m * unit), r, &op) }
+                    })
+                } else {
+                    Ok(())
+                };
+                // SAFETY: `send` holds `size` blocks of `m` elements, `recv`
+                // one (else `local` fails every rank before any is read).
+                unsafe { v.reduce_scatter(s, m, r, &op, local) }
             }),
         }
     }
@@ -370,11 +367,10 @@ pub trait CommunicatorCollectives: Communicator {
             Route::Sub(v) => v.traced(Call::ReduceScatter, -2, || {
                 let (p, n) = elements_mut(buf);
                 let m = n / v.size as usize;
-                let unit = core::mem::size_of::<T>();
                 // SAFETY: one slice of `size` blocks of `m` elements; block `q`'s
                 // result goes to elements `0..m` of rank `q`, which no later block
                 // reads (block 0 is reduced first, each chunk read before written).
-                unsafe { v.reduce_scatter(p as *const T, Parts::Even(m * unit), p, &op) }
+                unsafe { v.reduce_scatter(p as *const T, m, p, &op, Ok(())) }
             }),
         }
     }

@@ -6,26 +6,44 @@
 //! A sub-communicator's ranks are any subset of the world, so the world's
 //! staging areas and block barriers do not apply; these algorithms use
 //! messages only (every step names its peer, so consecutive collectives
-//! cannot mix: one sender's messages arrive in order, MPI 3.5):
+//! cannot mix: one sender's messages arrive in order, MPI 3.5).
 //!
-//! | collective | algorithm | rounds (messages on the longest path) |
+//! Every collective opens with an *agreement* ([`CommView::open`]): a
+//! dissemination all-reduce of a 44-byte record ([`Opened`]: the lowest
+//! and highest over the members of the call, root, count, datatype and a
+//! checksum of a counts array every member passes alike, and the worst
+//! class of a member's own argument error), ceil(log2 n) rounds of one
+//! eager message each way. Every member then holds the same record and
+//! returns the same verdict: either all move data, or all fail before any
+//! data message, with the class of the first disagreement (another
+//! collective: [`Error::CollectiveMismatch`], `MPI_ERR_COUNT`; then
+//! `MPI_ERR_ROOT`, `MPI_ERR_COUNT`, `MPI_ERR_TYPE`), the erroneous rank with
+//! its own error (MPI 4.1 §6.1; the hardware paths' opening gives the same
+//! classes). Since every member hears, through others, from every member,
+//! a rank that never enters leaves every member that did waiting in the
+//! opening (`MPI_ERR_TIMEOUT`/`MPI_ERR_ABORTED` under a wait bound, §6.14).
+//! The barrier is the opening alone.
+//!
+//! | collective | algorithm after the opening | rounds (messages on the longest path) |
 //! |---|---|---|
-//! | barrier | dissemination (Hensgen, Finkel, Manber) | ceil(log2 n) |
-//! | broadcast | binomial tree from the root, then the completion barrier | 2 ceil(log2 n) |
-//! | reduce, all-reduce | binomial tree to rank 0 in rank order (lower ranks on the left), then to the root (reduce: and the completion barrier) / a broadcast; per chunk of [`CHUNK_BYTES`] | (ceil(log2 n) + 1) × chunks (reduce: + ceil(log2 n); all-reduce: twice) |
-//! | scan, exclusive scan | recursive doubling (Hillis–Steele), lower ranks on the left; per chunk; then the completion barrier | ceil(log2 n) × (chunks + 1) |
-//! | gather(v), scatter(v) | linear: the root receives (sends) each part, then the completion barrier | n − 1 at the root, + ceil(log2 n) |
-//! | all-gather(v) | ring | n − 1 |
-//! | all-to-all(v) | pairwise exchange (in place: pairs `p`, `(j − p) mod n`) | n − 1 (in place: n) |
-//! | reduce-scatter(-block) | one reduce per rank's block | n × the reduce |
+//! | barrier | – | ceil(log2 n) |
+//! | broadcast | binomial tree from the root | 2 ceil(log2 n) |
+//! | reduce, all-reduce | binomial tree to rank 0 in rank order (lower ranks on the left), then to the root / a broadcast; per chunk of [`CHUNK_BYTES`] | ceil(log2 n) + (ceil(log2 n) + 1) × chunks (all-reduce: + ceil(log2 n) × chunks) |
+//! | scan, exclusive scan | recursive doubling (Hillis–Steele), lower ranks on the left; per chunk | ceil(log2 n) × (chunks + 1) |
+//! | gather, scatter | linear: the root receives (sends) each part | n − 1 at the root, + ceil(log2 n) |
+//! | gatherv, scatterv | as gather, scatter, then a second opening | n − 1 at the root, + 2 ceil(log2 n) |
+//! | all-gather(v) | ring | n − 1 + ceil(log2 n) |
+//! | all-to-all | pairwise exchange (in place: pairs `p`, `(j − p) mod n`) | n − 1 (in place: n) + ceil(log2 n) |
+//! | all-to-allv | as all-to-all, then a second opening | n − 1 (in place: n) + 2 ceil(log2 n) |
+//! | reduce-scatter(-block) | one reduce per rank's block | n × the reduce + ceil(log2 n) |
 //!
-//! The completion barrier (`CommView::complete`, a dissemination barrier) ends
-//! the collectives in which some rank would otherwise finish without
-//! having heard, even through others, from every rank: when a rank never
-//! enters one, every rank that did then fails (`MPI_ERR_TIMEOUT` or
-//! `MPI_ERR_ABORTED` under a wait bound), as on the world. The others
-//! (barrier, all-reduce, all-gather, all-to-all, reduce-scatter) already
-//! make every rank wait on every other.
+//! The counts of gatherv, scatterv and all-to-allv differ between members
+//! by design (only the root, or only the pair, knows both sides), so the
+//! opening cannot compare them: a part of another length than its
+//! receiver expects is taken (consumed) with `MPI_ERR_COUNT`, the other
+//! parts still move (no message is left to pair with the next
+//! collective), and a second opening carries that failure to every
+//! member. The parts that matched may then have been written.
 //!
 //! Every message names its buffer by [`Place`]: plain bytes, or packed
 //! bytes of a view of a derived datatype, which travel as a typed record
@@ -34,22 +52,19 @@
 //!
 //! Reductions combine operands chunk by chunk in two stack buffers of
 //! [`CHUNK_BYTES`] (no heap, bounded local memory), so an element larger
-//! than a chunk fails with `MPI_ERR_BUFFER`. Argument checks that every rank
-//! makes alike (the root, the operation, partitions) fail on every rank
-//! before any message; a count that differs between ranks is detected by
-//! the receiver of the short or long message (`MPI_ERR_COUNT`), but is not
-//! agreed on beforehand as on the world: the other ranks may then wait for
-//! messages that never come (a deadlock report, or a timeout on the GPU).
+//! than a chunk fails with `MPI_ERR_BUFFER` (on every member: the opening).
 
+use super::agreement::{checksum, Opened, Opening, EXCLUSIVE_CALL, VARCOUNT_CALL};
 use super::movement::{check_partition, Parts};
 use super::movement::{Partition, PartitionMut};
 use super::operation::{Elements, ElementsMut, Operation};
 use crate::buffers::{Place, Side};
+use crate::codes::Call;
 use crate::communicator::CommView;
 use crate::communicator::PROC_NULL;
 use crate::datatype::{Buffer, BufferMut, Datatype, Equivalence, TypedBuffer};
 use crate::engine::{self, Post};
-use crate::error::Error;
+use crate::error::{Error, ErrorClass};
 use crate::records::{RecordState, SendMode};
 use crate::status::Status;
 
@@ -61,7 +76,8 @@ pub const CHUNK_BYTES: usize = 128;
 #[derive(Clone, Copy)]
 #[repr(i32)]
 pub(crate) enum Tag {
-    Barrier = 1,
+    /// Every collective's opening, which is also the barrier.
+    Opening = 1,
     Broadcast = 2,
     Reduce = 3,
     Scan = 4,
@@ -336,33 +352,47 @@ impl<'a> CommView<'a> {
     // -----------------------------------------------------------------
     // Barrier, broadcast
 
-    /// Dissemination barrier: in round `k` every rank signals rank
-    /// `r + 2^k` and waits for rank `r - 2^k` (mod n).
-    pub(crate) fn barrier(&self) -> Result<(), Error> {
+    /// The opening of every collective here: a dissemination all-reduce
+    /// of an [`Opened`] record (in round `k` every rank sends what it
+    /// heard to rank `r + 2^k` and takes in what rank `r - 2^k` heard, mod
+    /// n; the lowest and highest of each word and the worst class are
+    /// idempotent, so hearing of a rank twice changes nothing). After
+    /// ceil(log2 n) rounds every member holds the same record, heard from
+    /// every member, and returns the same verdict: either every member goes
+    /// on to move data, or every member returns an error (`local`, this
+    /// rank's own argument error, on this rank) and no data moves. A rank
+    /// that never comes leaves every member waiting in some round (a
+    /// deadlock report, or `MPI_ERR_TIMEOUT`/`MPI_ERR_ABORTED` with a wait
+    /// bound). It is also the barrier.
+    pub(crate) fn open(&self, mine: Opening, local: Result<(), Error>) -> Result<(), Error> {
+        let local = local.err();
+        let mut heard = Opened::of(&mine, local.as_ref());
         let (r, n) = (self.rank, self.size);
+        let bytes = core::mem::size_of::<Opened>();
         let mut k = 1u32;
         while k < n {
-            let to = (r + k) % n;
-            let from = (r + n - k) % n;
-            let none = Place::plain(empty());
-            self.send_receive(Some(to), none, 0, Some(from), none, 0, Tag::Barrier, u8::DATATYPE)?;
+            let mut got = Opened::of(&mine, None);
+            let send = Place::plain(&heard as *const Opened as *const u8);
+            let recv = Place::plain(&mut got as *mut Opened as *const u8);
+            self.send_receive(
+                Some((r + k) % n),
+                send,
+                bytes,
+                Some((r + n - k) % n),
+                recv,
+                bytes,
+                Tag::Opening,
+                Opened::DATATYPE,
+            )?;
+            heard.combine(&got);
             k <<= 1;
         }
-        Ok(())
+        heard.verdict(&mine, local, n)
     }
 
-    /// Runs the `steps` of a collective in which a rank need not hear, even
-    /// through others, from every other rank (broadcast, reduce, gather,
-    /// scatter, scans), then a [`barrier`](Self::barrier), entered whatever
-    /// the steps gave, so that when a rank never enters the collective
-    /// every rank that did fails (`MPI_ERR_TIMEOUT` or `MPI_ERR_ABORTED`)
-    /// instead of some returning `Ok` (the rule of docs/semantics.md, "A
-    /// collective that cannot complete"). Costs ceil(log2 n) message
-    /// rounds. The steps' error comes first.
-    fn complete(&self, steps: impl FnOnce() -> Result<(), Error>) -> Result<(), Error> {
-        let data = steps();
-        let done = self.barrier();
-        data.and(done)
+    /// `MPI_Barrier`: the [`open`](Self::open)ing alone.
+    pub(crate) fn barrier(&self) -> Result<(), Error> {
+        self.open(opening(Call::Barrier, None, 0, 0), Ok(()))
     }
 
     /// Binomial-tree broadcast of `len` bytes at `ptr` from `root`.
@@ -395,14 +425,15 @@ impl<'a> CommView<'a> {
         Ok(())
     }
 
-    /// `MPI_Bcast` of a buffer from `root`, then [`complete`](Self::complete).
+    /// `MPI_Bcast` of a buffer from `root`, after the opening (root,
+    /// length and datatype alike everywhere).
     pub(crate) fn broadcast<B: BufferMut + ?Sized>(&self, root: i32, buf: &mut B) -> Result<(), Error> {
-        self.complete(|| {
-            let root = self.check_root(root)?;
-            let dt = buf.datatype();
-            let (at, len) = place_of_mut(buf);
-            self.broadcast_bytes(root, dt, at, len)
-        })
+        let dt = buf.datatype();
+        let (at, len) = place_of_mut(buf);
+        let checked = self.check_root(root);
+        let mine = opening(Call::Broadcast, Some(root as u32), len, dt.id);
+        self.open(mine, checked.map(|_| ()))?;
+        self.broadcast_bytes(root as u32, dt, at, len)
     }
 
     // -----------------------------------------------------------------
@@ -486,8 +517,8 @@ impl<'a> CommView<'a> {
         Ok(())
     }
 
-    /// `MPI_Reduce`: `out` only at the root; then
-    /// [`complete`](Self::complete).
+    /// `MPI_Reduce`: `out` only at the root (its length checked there),
+    /// after the opening.
     ///
     /// # Safety
     /// As [`CommView::reduce_raw`].
@@ -499,34 +530,31 @@ impl<'a> CommView<'a> {
         root: i32,
         op: &O,
     ) -> Result<(), Error> {
-        self.complete(|| {
+        let mine = opening(Call::Reduce, Some(root as u32), count, T::DATATYPE.id);
+        let checked = (|| {
             op.check()?;
+            chunk_elements::<T>()?;
             let root = self.check_root(root)?;
-            if let Some((_, len)) = out {
-                if len != count {
-                    return Err(Error::CountMismatch {
-                        count: len as u32,
-                        expected: count as u32,
-                    });
-                }
+            if self.rank != root {
+                return Ok(None);
             }
-            let out = if self.rank == root {
-                out.map(|(p, _)| p)
-            } else {
-                None
-            };
-            // SAFETY: the caller's contract.
-            unsafe { self.reduce_raw(send, count, out, root, op)? };
-            if self.rank == root && out.is_none() {
-                // The root called the non-root form: it took part, its result
-                // is dropped.
-                return Err(Error::InvalidRoot {
+            match out {
+                Some((p, len)) if len == count => Ok(Some(p)),
+                Some((_, len)) => Err(Error::CountMismatch {
+                    count: len as u32,
+                    expected: count as u32,
+                }),
+                // The root called the non-root form.
+                None => Err(Error::InvalidRoot {
                     root: root as i32,
                     size: self.size as i32,
-                });
+                }),
             }
-            Ok(())
-        })
+        })();
+        let out = checked.as_ref().ok().copied().flatten();
+        self.open(mine, checked.map(|_| ()))?;
+        // SAFETY: the caller's contract.
+        unsafe { self.reduce_raw(send, count, out, root as u32, op) }
     }
 
     /// `MPI_Allreduce`: a reduce to rank 0, then a broadcast from it.
@@ -541,13 +569,18 @@ impl<'a> CommView<'a> {
         len: usize,
         op: &O,
     ) -> Result<(), Error> {
-        op.check()?;
-        if len != count {
-            return Err(Error::CountMismatch {
-                count: len as u32,
-                expected: count as u32,
-            });
-        }
+        let checked = (|| {
+            op.check()?;
+            chunk_elements::<T>()?;
+            if len != count {
+                return Err(Error::CountMismatch {
+                    count: len as u32,
+                    expected: count as u32,
+                });
+            }
+            Ok(())
+        })();
+        self.open(opening(Call::AllReduce, None, count, T::DATATYPE.id), checked)?;
         // SAFETY: the caller's contract.
         unsafe { self.reduce_raw(send, count, Some(out), 0, op)? };
         let bytes = count * core::mem::size_of::<T>();
@@ -555,8 +588,8 @@ impl<'a> CommView<'a> {
     }
 
     /// `MPI_Scan` (`exclusive`: `MPI_Exscan`, rank 0's `out` untouched):
-    /// recursive doubling per chunk; the exclusive prefix is kept in `out`
-    /// itself. Then [`complete`](Self::complete).
+    /// recursive doubling per chunk, after the opening; the exclusive
+    /// prefix is kept in `out` itself.
     ///
     /// # Safety
     /// `send` readable for `count` elements, `out` writable for `len`
@@ -570,7 +603,7 @@ impl<'a> CommView<'a> {
         exclusive: bool,
         op: &O,
     ) -> Result<(), Error> {
-        self.complete(|| {
+        let checked = (|| {
             op.check()?;
             if len != count {
                 return Err(Error::CountMismatch {
@@ -578,7 +611,15 @@ impl<'a> CommView<'a> {
                     expected: count as u32,
                 });
             }
-            let e = chunk_elements::<T>()?;
+            chunk_elements::<T>()
+        })();
+        let mut mine = opening(Call::Scan, None, count, T::DATATYPE.id);
+        if exclusive {
+            mine.call |= EXCLUSIVE_CALL;
+        }
+        let e = *checked.as_ref().unwrap_or(&1);
+        self.open(mine, checked.map(|_| ()))?;
+        {
             let (r, n) = (self.rank, self.size);
             let unit = core::mem::size_of::<T>();
             let (mut acc, mut tmp) = (Chunk::new(), Chunk::new());
@@ -629,24 +670,30 @@ impl<'a> CommView<'a> {
                 c0 += k;
             }
             Ok(())
-        })
+        }
     }
 
-    /// `MPI_Reduce_scatter(_block)`: the block of rank `q` (elements
-    /// `parts.get(q)` of every rank's `send`) reduced into `q`'s `out`.
+    /// `MPI_Reduce_scatter_block`: after the opening (`local`: this
+    /// rank's own argument error), the block of rank `q` (`count` elements
+    /// at `q × count` of every rank's `send`) reduced into `q`'s `out`.
     ///
     /// # Safety
-    /// `send` readable for its parts; `out` writable for this rank's part
-    /// (it may overlap `send` only at this rank's part 0 position, as the
-    /// in-place form: each block is read before any later block is written).
+    /// `send` readable for `size × count` elements; `out` writable for
+    /// `count` (it may be `send`, as the in-place form: each block is read
+    /// before any later block is written).
     pub(crate) unsafe fn reduce_scatter<T: Equivalence, O: Operation<T>>(
         &self,
         send: *const T,
-        parts: Parts<'_>,
+        count: usize,
         out: *mut T,
         op: &O,
+        local: Result<(), Error>,
     ) -> Result<(), Error> {
-        op.check()?;
+        let checked = local
+            .and_then(|()| op.check())
+            .and_then(|()| chunk_elements::<T>().map(|_| ()));
+        self.open(opening(Call::ReduceScatter, None, count, T::DATATYPE.id), checked)?;
+        let parts = Parts::Even(count * core::mem::size_of::<T>());
         let unit = core::mem::size_of::<T>();
         for q in 0..self.size {
             let (off, bytes) = parts.get(q as usize);
@@ -679,21 +726,28 @@ impl<'a> CommView<'a> {
         counts: &[i32],
         op: &O,
     ) -> Result<(), Error> {
-        if counts.len() != self.size as usize || counts.iter().any(|&c| c < 0) {
-            return Err(Error::CountMismatch {
-                count: counts.len() as u32,
-                expected: self.size,
-            });
-        }
-        let total: usize = counts.iter().map(|&c| c as usize).sum();
-        let mine = counts[self.rank as usize] as usize;
-        if n != total || out_len < mine {
-            return Err(Error::CountMismatch {
-                count: n as u32,
-                expected: total as u32,
-            });
-        }
-        op.check()?;
+        let checked = (|| {
+            if counts.len() != self.size as usize || counts.iter().any(|&c| c < 0) {
+                return Err(Error::CountMismatch {
+                    count: counts.len() as u32,
+                    expected: self.size,
+                });
+            }
+            let total: usize = counts.iter().map(|&c| c as usize).sum();
+            let mine = counts[self.rank as usize] as usize;
+            if n != total || out_len < mine {
+                return Err(Error::CountMismatch {
+                    count: n as u32,
+                    expected: total as u32,
+                });
+            }
+            op.check()?;
+            chunk_elements::<T>().map(|_| ())
+        })();
+        let mut mine = opening(Call::ReduceScatter, None, 0, T::DATATYPE.id);
+        mine.call |= VARCOUNT_CALL;
+        mine.check = checksum(counts);
+        self.open(mine, checked)?;
         let mut off = 0usize;
         for (q, &c) in counts.iter().enumerate() {
             let o = (q == self.rank as usize).then_some(out);
@@ -710,124 +764,215 @@ impl<'a> CommView<'a> {
     // Gather, scatter, all-gather, all-to-all
 
     /// Linear gather: member `q`'s `send` into part `q` of the root's
-    /// `recv`; `send: None` at the root: in place. Then
-    /// [`complete`](Self::complete).
+    /// `recv`; `send: None` at the root: in place. `parts`: `None` for
+    /// the fixed form (equal parts), else the varcount form's partition
+    /// (at the root; `Some(Ok(Parts::Even(0)))` elsewhere, unused), or
+    /// this rank's error in it. After the opening; the varcount form,
+    /// whose counts only the root knows, ends with a second opening that
+    /// carries the root's verdict on the parts it received, so every rank
+    /// fails when one part had another length.
     pub(crate) fn gather(
         &self,
         root: i32,
         send: Option<(Place, usize)>,
         recv: Option<(Place, usize)>,
-        parts: Option<Parts<'_>>,
+        parts: Option<Result<Parts<'_>, Error>>,
         dt: Datatype,
     ) -> Result<(), Error> {
-        self.complete(|| {
-            let root = self.check_root(root)?;
-            if self.rank != root {
-                let (p, n) = send.unwrap_or((Place::plain(empty()), 0));
-                return self.send(root, Tag::Gather, dt, p, n);
+        let varcount = parts.is_some();
+        let is_root = root == self.rank as i32;
+        let checked = (|| {
+            self.check_root(root)?;
+            if !is_root {
+                return Ok(None);
             }
-            let Some((rp, rlen)) = recv else {
-                // The root called the non-root form: it takes every part (as
-                // zero bytes: a truncation consumes the message), then fails.
-                for q in (0..self.size).filter(|&q| q != root) {
-                    match self.receive(q, Tag::Gather, dt, Place::plain(empty()), 0) {
-                        Ok(()) | Err(Error::CountMismatch { .. }) => {}
-                        Err(e) => return Err(e),
-                    }
-                }
+            let Some((_, rlen)) = recv else {
+                // The root called the non-root form.
                 return Err(Error::InvalidRoot {
-                    root: root as i32,
+                    root,
                     size: self.size as i32,
                 });
             };
             // In place (no `send`): `recv` holds `size` equal parts.
             let own = send.map_or(rlen / self.size as usize, |s| s.1);
-            let parts = parts.unwrap_or(Parts::Even(own));
-            let (_, last) = parts.get(self.size as usize - 1);
-            let (end, _) = parts.get(self.size as usize - 1);
+            let parts = parts.unwrap_or(Ok(Parts::Even(own)))?;
+            let (end, last) = parts.get(self.size as usize - 1);
             if end + last > rlen {
                 return Err(Error::CountMismatch {
                     count: rlen as u32,
                     expected: (end + last) as u32,
                 });
             }
-            for q in 0..self.size {
-                let (off, bytes) = parts.get(q as usize);
-                // Part `q` lies inside `recv` (checked above for even parts, by
-                // `check_partition` for varcount ones).
-                let dst = rp.add(off);
-                if q == root {
-                    if let Some((sp, sn)) = send {
-                        // SAFETY: `sn` packed bytes at `sp`, part `q` at
-                        // `dst`; distinct buffers (not in place).
-                        unsafe { own_part(sp, dst, sn, bytes)? };
-                    }
-                } else {
-                    self.receive(q, Tag::Gather, dt, dst, bytes)?;
-                }
+            if let Some((_, sn)) = send {
+                let (_, bytes) = parts.get(self.rank as usize);
+                own_length(sn, bytes)?;
             }
-            Ok(())
-        })
+            Ok(Some((parts, rlen)))
+        })();
+        let count = match (varcount, is_root, send, recv) {
+            (true, ..) => 0,
+            (false, _, Some((_, sn)), _) => sn,
+            (false, true, None, Some((_, rlen))) => rlen / self.size as usize,
+            _ => 0,
+        };
+        let mut mine = opening(Call::Gather, Some(root as u32), count, dt.id);
+        if varcount {
+            mine.call |= VARCOUNT_CALL;
+        }
+        let at_root = checked.as_ref().ok().copied().flatten();
+        self.open(mine, checked.map(|_| ()))?;
+        let root = root as u32;
+        let Some((parts, _)) = at_root else {
+            let (p, n) = send.unwrap_or((Place::plain(empty()), 0));
+            let sent = self.send(root, Tag::Gather, dt, p, n);
+            return if varcount { self.open(mine, sent) } else { sent };
+        };
+        let rp = recv.map_or(Place::plain(empty()), |r| r.0);
+        let mut first = Ok(());
+        for q in 0..self.size {
+            let (off, bytes) = parts.get(q as usize);
+            // Part `q` lies inside `recv` (checked above for even parts, by
+            // `check_partition` for varcount ones).
+            let dst = rp.add(off);
+            let got = match send {
+                // SAFETY: `sn == bytes` packed bytes at `sp` (checked), part
+                // `q` at `dst`; distinct buffers (not in place).
+                Some((sp, sn)) if q == root => unsafe { Place::copy(sp, dst, sn) },
+                _ if q == root => Ok(()),
+                _ => self.receive(q, Tag::Gather, dt, dst, bytes),
+            };
+            match got {
+                // A part of another length is consumed; take the others
+                // too, so that none is left for the next collective.
+                Err(e) if varcount && e.class() == ErrorClass::Count => first = first.and(Err(e)),
+                Err(e) => return Err(e),
+                Ok(()) => {}
+            }
+        }
+        if varcount {
+            self.open(mine, first)
+        } else {
+            first
+        }
     }
 
     /// Linear scatter: part `q` of the root's `send` to member `q`'s
-    /// `recv`; `recv: None` at the root: in place. Then
-    /// [`complete`](Self::complete).
+    /// `recv`; `recv: None` at the root: in place. `parts` as
+    /// [`gather`](Self::gather)'s (the root's partition of `send`), and
+    /// so is the varcount form's second opening (a rank whose part had
+    /// another length than its receive buffer fails every rank).
     pub(crate) fn scatter(
         &self,
         root: i32,
         send: Option<(Place, usize)>,
         recv: Option<(Place, usize)>,
-        parts: Option<Parts<'_>>,
+        parts: Option<Result<Parts<'_>, Error>>,
         dt: Datatype,
     ) -> Result<(), Error> {
-        self.complete(|| {
-            let root = self.check_root(root)?;
-            if self.rank != root {
-                let Some((p, n)) = recv else {
-                    // Not the root, and no receive buffer (the root's in-place
-                    // form): take the part as zero bytes, then fail.
-                    return match self.receive(root, Tag::Scatter, dt, Place::plain(empty()), 0) {
-                        Ok(()) | Err(Error::CountMismatch { .. }) => Err(Error::InvalidRoot {
-                            root: root as i32,
-                            size: self.size as i32,
-                        }),
-                        Err(e) => Err(e),
-                    };
-                };
-                return self.receive(root, Tag::Scatter, dt, p, n);
+        let varcount = parts.is_some();
+        let is_root = root == self.rank as i32;
+        let no_root = Error::InvalidRoot {
+            root,
+            size: self.size as i32,
+        };
+        let checked = (|| {
+            self.check_root(root)?;
+            if !is_root {
+                // No receive buffer: the root's in-place form.
+                return recv.map(|_| None).ok_or(no_root);
             }
-            let Some((sp, slen)) = send else {
-                // The root called the non-root form: every rank gets an empty
-                // part (a count error where it expected more), the root fails.
-                for q in (0..self.size).filter(|&q| q != root) {
-                    self.send(q, Tag::Scatter, dt, Place::plain(empty()), 0)?;
-                }
-                return Err(Error::InvalidRoot {
-                    root: root as i32,
-                    size: self.size as i32,
-                });
+            // The root called the non-root form.
+            let Some((_, slen)) = send else {
+                return Err(no_root);
             };
-            let parts = match parts {
-                Some(p) => p,
-                None => Parts::Even(slen / self.size as usize),
-            };
-            for q in 0..self.size {
-                let (off, bytes) = parts.get(q as usize);
-                // Part `q` lies inside `send`.
-                let src = sp.add(off);
-                if q == root {
-                    if let Some((rp, rn)) = recv {
-                        // SAFETY: part `q` at `src`, `rn` packed bytes at
-                        // `rp`; distinct buffers (not in place).
-                        unsafe { own_part(src, rp, rn, bytes)? };
-                    }
-                } else {
-                    self.send(q, Tag::Scatter, dt, src, bytes)?;
-                }
+            let parts = parts.unwrap_or(Ok(Parts::Even(slen / self.size as usize)))?;
+            if let Some((_, rn)) = recv {
+                let (_, bytes) = parts.get(self.rank as usize);
+                own_length(rn, bytes)?;
             }
+            Ok(Some(parts))
+        })();
+        let count = match (varcount, is_root, send, recv) {
+            (true, ..) => 0,
+            (false, false, _, Some((_, rn))) => rn,
+            (false, true, Some((_, slen)), _) => slen / self.size as usize,
+            _ => 0,
+        };
+        let mut mine = opening(Call::Scatter, Some(root as u32), count, dt.id);
+        if varcount {
+            mine.call |= VARCOUNT_CALL;
+        }
+        let at_root = checked.as_ref().ok().copied().flatten();
+        self.open(mine, checked.map(|_| ()))?;
+        let root = root as u32;
+        let (Some(parts), Some((sp, _))) = (at_root, send) else {
+            let (p, n) = recv.unwrap_or((Place::plain(empty()), 0));
+            let got = self.receive(root, Tag::Scatter, dt, p, n);
+            return if varcount { self.open(mine, got) } else { got };
+        };
+        for q in 0..self.size {
+            let (off, bytes) = parts.get(q as usize);
+            // Part `q` lies inside `send`.
+            let src = sp.add(off);
+            if q != root {
+                self.send(q, Tag::Scatter, dt, src, bytes)?;
+            } else if let Some((rp, rn)) = recv {
+                // SAFETY: part `q` at `src`, `rn == bytes` packed bytes at
+                // `rp` (checked); distinct buffers (not in place).
+                unsafe { Place::copy(src, rp, rn)? };
+            }
+        }
+        if varcount {
+            self.open(mine, Ok(()))
+        } else {
             Ok(())
-        })
+        }
+    }
+
+    /// `MPI_Allgather(v)`: `send` (none: in place) is this rank's part of
+    /// `recv`, whose `parts` (or this rank's error in them) are the same
+    /// on every rank: `count` bytes each (fixed), or the varcount form's
+    /// counts, whose checksum `varcount` the opening compares. Then the
+    /// ring.
+    pub(crate) fn all_gather(
+        &self,
+        send: Option<(Place, usize)>,
+        recv: Place,
+        parts: Result<Parts<'_>, Error>,
+        count: usize,
+        varcount: Option<u32>,
+        dt: Datatype,
+    ) -> Result<(), Error> {
+        let checked = parts.and_then(|p| {
+            if let Some((_, sn)) = send {
+                let unit = (dt.size as usize).max(1);
+                let (_, bytes) = p.get(self.rank as usize);
+                if bytes != sn {
+                    return Err(Error::CountMismatch {
+                        count: (sn / unit) as u32,
+                        expected: (bytes / unit) as u32,
+                    });
+                }
+            }
+            Ok(p)
+        });
+        let mut mine = opening(Call::AllGather, None, count, dt.id);
+        if let Some(c) = varcount {
+            mine.call |= VARCOUNT_CALL;
+            mine.check = c;
+        }
+        let parts = checked.as_ref().ok().copied();
+        self.open(mine, checked.map(|_| ()))?;
+        let Some(parts) = parts else {
+            return Err(Error::Intern);
+        };
+        if let Some((sp, sn)) = send {
+            let (off, _) = parts.get(self.rank as usize);
+            // SAFETY: this rank's part lies inside `recv` (checked
+            // partition, or `size` parts of `sn`); distinct buffers.
+            unsafe { Place::copy(sp, recv.add(off), sn)? };
+        }
+        self.all_gather_ring(recv, parts, dt)
     }
 
     /// Ring all-gather: this rank's part is already in `buf` (part
@@ -856,27 +1001,46 @@ impl<'a> CommView<'a> {
         Ok(())
     }
 
-    /// Pairwise all-to-all: in step `j`, part `rank + j` of `send` to rank
-    /// `rank + j`, and part `rank - j` of `recv` from rank `rank - j`.
+    /// Pairwise all-to-all, after the opening: in step `j`, part `rank +
+    /// j` of `send` to rank `rank + j`, and part `rank - j` of `recv` from
+    /// rank `rank - j`. `count`: the bytes of every part (fixed form), or
+    /// `None` for the varcount form, whose pairs' counts only the pair
+    /// knows: a part of another length is consumed, the other steps still
+    /// run (no message is left for the next collective), and a second
+    /// opening carries the failure to every rank.
     pub(crate) fn all_to_all_pairwise(
         &self,
         send: Place,
-        sparts: Parts<'_>,
+        sparts: Result<Parts<'_>, Error>,
         recv: Place,
-        rparts: Parts<'_>,
+        rparts: Result<Parts<'_>, Error>,
+        count: Option<usize>,
         dt: Datatype,
     ) -> Result<(), Error> {
         let (r, n) = (self.rank, self.size);
+        let checked = sparts.and_then(|s| {
+            let r_parts = rparts?;
+            let (_, sb) = s.get(r as usize);
+            let (_, rb) = r_parts.get(r as usize);
+            if sb != rb {
+                return Err(Error::CountMismatch {
+                    count: rb as u32,
+                    expected: sb as u32,
+                });
+            }
+            Ok((s, r_parts))
+        });
+        let mine = all_to_all_opening(count, dt);
+        let parts = checked.as_ref().ok().copied();
+        self.open(mine, checked.map(|_| ()))?;
+        let Some((sparts, rparts)) = parts else {
+            return Err(Error::Intern);
+        };
         let (so, sb) = sparts.get(r as usize);
-        let (ro, rb) = rparts.get(r as usize);
-        if sb != rb {
-            return Err(Error::CountMismatch {
-                count: rb as u32,
-                expected: sb as u32,
-            });
-        }
+        let (ro, _) = rparts.get(r as usize);
         // SAFETY: own parts inside the buffers, which are distinct.
         unsafe { Place::copy(send.add(so), recv.add(ro), sb)? };
+        let mut first = Ok(());
         for j in 1..n {
             let to = (r + j) % n;
             let from = (r + n - j) % n;
@@ -884,20 +1048,31 @@ impl<'a> CommView<'a> {
             let (ro, rb) = rparts.get(from as usize);
             // Parts inside their buffers.
             let (sp, rp) = (send.add(so), recv.add(ro));
-            self.send_receive(Some(to), sp, sb, Some(from), rp, rb, Tag::AllToAll, dt)?;
+            let step = self.send_receive(Some(to), sp, sb, Some(from), rp, rb, Tag::AllToAll, dt);
+            first = varcount_step(first, step, count.is_none())?;
         }
-        Ok(())
+        self.close(mine, count, first)
     }
 
-    /// In-place all-to-all: in step `j`, rank `p` swaps part `q = (j - p)
-    /// mod n` (`parts`) with rank `q` (whose partner in that step is `p`).
+    /// In-place all-to-all, after the opening (`count` as
+    /// [`all_to_all_pairwise`](Self::all_to_all_pairwise)'s): in step `j`,
+    /// rank `p` swaps part `q = (j - p) mod n` (`parts`) with rank `q`
+    /// (whose partner in that step is `p`).
     pub(crate) fn all_to_all_in_place(
         &self,
         buf: Place,
-        parts: Parts<'_>,
+        parts: Result<Parts<'_>, Error>,
+        count: Option<usize>,
         dt: Datatype,
     ) -> Result<(), Error> {
         let (r, n) = (self.rank, self.size);
+        let mine = all_to_all_opening(count, dt);
+        let ok = parts.as_ref().ok().copied();
+        self.open(mine, parts.map(|_| ()))?;
+        let Some(parts) = ok else {
+            return Err(Error::Intern);
+        };
+        let mut first = Ok(());
         for j in 0..n {
             let q = (j + n - r) % n;
             if q == r {
@@ -906,9 +1081,19 @@ impl<'a> CommView<'a> {
             let (off, len) = parts.get(q as usize);
             // Part `q` lies inside `buf` (checked partition, or n equal
             // parts).
-            self.exchange_replace(q, buf.add(off), len, dt)?;
+            let step = self.exchange_replace(q, buf.add(off), len, dt);
+            first = varcount_step(first, step, count.is_none())?;
         }
-        Ok(())
+        self.close(mine, count, first)
+    }
+
+    /// The end of an all-to-all: the varcount form (`count: None`) agrees
+    /// once more, on `result`, so a pair's mismatch fails every rank.
+    fn close(&self, mine: Opening, count: Option<usize>, result: Result<(), Error>) -> Result<(), Error> {
+        match count {
+            Some(_) => result,
+            None => self.open(mine, result),
+        }
     }
 
     /// Sends the `len` bytes at `p` to member `q` and replaces them with
@@ -936,22 +1121,53 @@ impl<'a> CommView<'a> {
     }
 }
 
-/// A gather's or scatter's root copying its own part between its two
-/// buffers: the `len` bytes its own buffer holds must be the part's
-/// `bytes` (`MPI_ERR_COUNT` otherwise).
-///
-/// # Safety
-/// `from` readable and `to` writable for `min(len, bytes)` packed bytes,
-/// distinct buffers.
-unsafe fn own_part(from: Place, to: Place, len: usize, bytes: usize) -> Result<(), Error> {
+/// An [`Opening`] of `call` with `root` (`None`: none), `count` (its low
+/// 32 bits, as the hardware paths compare) and `datatype`.
+fn opening(call: Call, root: Option<u32>, count: usize, datatype: u32) -> Opening {
+    Opening {
+        call: call as u32,
+        root: root.unwrap_or(u32::MAX),
+        count: count as u32,
+        datatype,
+        check: 0,
+    }
+}
+
+/// The opening of an all-to-all of `count` bytes per part, or of the
+/// varcount form (`None`).
+fn all_to_all_opening(count: Option<usize>, dt: Datatype) -> Opening {
+    let mut mine = opening(Call::AllToAll, None, count.unwrap_or(0), dt.id);
+    if count.is_none() {
+        mine.call |= VARCOUNT_CALL;
+    }
+    mine
+}
+
+/// One step of a varcount exchange: a part of another length
+/// (`MPI_ERR_COUNT`, the message consumed) is kept as the first failure
+/// and the steps go on; any other failure (a failed wait) ends the call.
+fn varcount_step(
+    first: Result<(), Error>,
+    step: Result<(), Error>,
+    varcount: bool,
+) -> Result<Result<(), Error>, Error> {
+    match step {
+        Ok(()) => Ok(first),
+        Err(e) if varcount && e.class() == ErrorClass::Count => Ok(first.and(Err(e))),
+        Err(e) => Err(e),
+    }
+}
+
+/// A root's own part: the `len` bytes of its own buffer must be the
+/// part's `bytes` (`MPI_ERR_COUNT` otherwise).
+fn own_length(len: usize, bytes: usize) -> Result<(), Error> {
     if len != bytes {
         return Err(Error::CountMismatch {
             count: len as u32,
             expected: bytes as u32,
         });
     }
-    // SAFETY: the caller's contract, `len == bytes`.
-    unsafe { Place::copy(from, to, len) }
+    Ok(())
 }
 
 /// The buffer of a zero-length message: dangling but non-null and
@@ -1024,23 +1240,25 @@ pub(crate) fn elements_mut<T, R: ElementsMut<T> + ?Sized>(r: &mut R) -> (*mut T,
     (e.as_mut_ptr(), e.len())
 }
 
-/// A partition's parts and its buffer's place and packed bytes.
+/// A partition's parts (or its error) and its buffer's place and packed
+/// bytes.
 pub(crate) fn partition_parts<'p, S: Buffer + ?Sized>(
     p: &'p Partition<'p, S>,
     n: u32,
-) -> Result<(Parts<'p>, Place, usize), Error> {
+) -> (Result<Parts<'p>, Error>, Place, usize) {
     let (at, len) = place_of(p.buf);
-    Ok((var_parts(p.counts, p.displs, len, p.buf.datatype(), n)?, at, len))
+    (var_parts(p.counts, p.displs, len, p.buf.datatype(), n), at, len)
 }
 
-/// A receive partition's parts and its buffer's place and packed bytes.
+/// A receive partition's parts (or its error) and its buffer's place,
+/// packed bytes and datatype.
 pub(crate) fn partition_parts_mut<'p, R: BufferMut + ?Sized>(
     p: &'p mut PartitionMut<'_, R>,
     n: u32,
-) -> Result<(Parts<'p>, Place, usize, Datatype), Error> {
+) -> (Result<Parts<'p>, Error>, Place, usize, Datatype) {
     let dt = p.buf.datatype();
     let (at, len) = place_of_mut(p.buf);
-    Ok((var_parts(p.counts, p.displs, len, dt, n)?, at, len, dt))
+    (var_parts(p.counts, p.displs, len, dt, n), at, len, dt)
 }
 
 // ---------------------------------------------------------------------------

@@ -52,8 +52,8 @@
 //! in PTX, so a lane that returned (or waits elsewhere) leaves the others
 //! in that bounded wait, with the same outcomes as the block's.
 
+use super::agreement::kind_code;
 use super::operation::Operation;
-use crate::codes::Kind;
 use crate::communicator::{CommInfo, World};
 use crate::datatype::{Datatype, Equivalence};
 use crate::error::Error;
@@ -201,18 +201,6 @@ fn verdict(worst: u32, mine: &Descriptor, first: &Descriptor, size: u32, local: 
     match local {
         Some(l) if l.class() == e.class() => l,
         _ => e,
-    }
-}
-
-/// The [`Kind`] code of a [`Call`] code (what [`Error::CollectiveMismatch`]
-/// names, as for the non-blocking collectives); 0 for any other call.
-fn kind_code(call: u32) -> u32 {
-    match Call::from_code(call) {
-        Some(Call::Barrier) => Kind::Barrier as u32,
-        Some(Call::Broadcast) => Kind::Broadcast as u32,
-        Some(Call::Reduce) => Kind::Reduce as u32,
-        Some(Call::AllReduce) => Kind::AllReduce as u32,
-        _ => 0,
     }
 }
 

@@ -5,7 +5,7 @@
 
 use super::general;
 use super::hardware;
-use super::movement::{self, Partition, PartitionMut};
+use super::movement::{self, Partition, PartitionMut, Parts};
 use super::operation::{Elements, ElementsMut, Operation};
 use crate::communicator::CommView;
 use crate::communicator::{Communicator, Process};
@@ -355,7 +355,7 @@ impl Root for Process<'_> {
                     self.rank,
                     Some(general::place_of(send)),
                     None,
-                    None,
+                    Some(Ok(Parts::Even(0))),
                     send.datatype(),
                 )
             });
@@ -376,9 +376,15 @@ impl Root for Process<'_> {
             return v.traced(WaitCall::Gather, self.rank, || {
                 let s = general::place_of(send);
                 if v.rank as i32 != self.rank {
-                    return v.gather(self.rank, Some(s), None, None, send.datatype());
+                    return v.gather(
+                        self.rank,
+                        Some(s),
+                        None,
+                        Some(Ok(Parts::Even(0))),
+                        send.datatype(),
+                    );
                 }
-                let (parts, rp, rn, dt) = general::partition_parts_mut(recv, v.size)?;
+                let (parts, rp, rn, dt) = general::partition_parts_mut(recv, v.size);
                 v.gather(self.rank, Some(s), Some((rp, rn)), Some(parts), dt)
             });
         }
@@ -397,9 +403,9 @@ impl Root for Process<'_> {
                     // Not the root: `recv.buf` is this rank's contribution.
                     let dt = recv.buf.datatype();
                     let s = general::place_of_mut(&mut *recv.buf);
-                    return v.gather(self.rank, Some(s), None, None, dt);
+                    return v.gather(self.rank, Some(s), None, Some(Ok(Parts::Even(0))), dt);
                 }
-                let (parts, rp, rn, dt) = general::partition_parts_mut(recv, v.size)?;
+                let (parts, rp, rn, dt) = general::partition_parts_mut(recv, v.size);
                 v.gather(self.rank, None, Some((rp, rn)), Some(parts), dt)
             });
         }
@@ -479,7 +485,8 @@ impl Root for Process<'_> {
         if let Some(v) = self.sub() {
             return v.traced(WaitCall::Scatter, self.rank, || {
                 let dt = recv.datatype();
-                v.scatter(self.rank, None, Some(general::place_of_mut(recv)), None, dt)
+                let r = Some(general::place_of_mut(recv));
+                v.scatter(self.rank, None, r, Some(Ok(Parts::Even(0))), dt)
             });
         }
         let span = trace::Span::enter(&self.world.core(), WaitCall::Scatter as u32, self.rank);
@@ -499,9 +506,9 @@ impl Root for Process<'_> {
                 let dt = recv.datatype();
                 let r = Some(general::place_of_mut(recv));
                 if v.rank as i32 != self.rank {
-                    return v.scatter(self.rank, None, r, None, dt);
+                    return v.scatter(self.rank, None, r, Some(Ok(Parts::Even(0))), dt);
                 }
-                let (parts, sp, sn) = general::partition_parts(send, v.size)?;
+                let (parts, sp, sn) = general::partition_parts(send, v.size);
                 v.scatter(self.rank, Some((sp, sn)), r, Some(parts), dt)
             });
         }
@@ -520,9 +527,9 @@ impl Root for Process<'_> {
                 if v.rank as i32 != self.rank {
                     // Not the root, and no receive buffer: `MPI_ERR_ROOT`
                     // once its part is taken (general.rs's `scatter`).
-                    return v.scatter(self.rank, None, None, None, dt);
+                    return v.scatter(self.rank, None, None, Some(Ok(Parts::Even(0))), dt);
                 }
-                let (parts, sp, sn) = general::partition_parts(send, v.size)?;
+                let (parts, sp, sn) = general::partition_parts(send, v.size);
                 v.scatter(self.rank, Some((sp, sn)), None, Some(parts), dt)
             });
         }
