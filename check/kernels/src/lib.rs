@@ -37,6 +37,8 @@
 //! - [`warp`]: the shim's warp collectives and block-shared scratch.
 //! - [`skip`]: a collective that one rank never enters (it must fail on
 //!   every rank that entered it).
+//! - [`subcomm`]: erroneous collectives on sub-communicators (every rank
+//!   fails alike).
 #![no_std]
 
 use bytemuck::{Pod, Zeroable};
@@ -55,6 +57,7 @@ pub mod nonblocking;
 pub mod p2p;
 pub mod planted;
 pub mod skip;
+pub mod subcomm;
 pub mod warp;
 
 /// Arguments shared by the semantic kernels.
