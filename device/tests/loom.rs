@@ -985,3 +985,64 @@ fn a_reduce_that_a_rank_skips_fails_on_every_rank_that_entered() {
         every_entered_rank_failed(&results, 0, &[Call::Reduce, Call::Barrier]);
     });
 }
+
+/// (s) The opening of a sub-communicator's collectives (the general
+/// algorithms, on a duplicate of 2 blocks of 1): rank 0 broadcasts while
+/// rank 1 reduces to root 0. The dissemination agreement gives both the
+/// same verdict, another collective (`MPI_ERR_COUNT`), before any data
+/// message, so no value changes and the all-reduce after it pairs its own
+/// messages: 1 + 2 on both.
+#[test]
+#[ignore = "slow model (> 10 min); run with --ignored"]
+fn a_sub_communicator_collective_mismatch_fails_on_both_ranks() {
+    check("opening mismatch on a duplicate 2x1", 1, || {
+        let results = run_world(small_config(2, 1, 1), 0, |w, _| -> Result<[u32; 3], Error> {
+            let c = w.duplicate()?;
+            let root = c.process_at_rank(0);
+            let mut v = 7u32;
+            let r = if c.rank() == 0 {
+                root.broadcast_into(&mut v)
+            } else {
+                v = 5;
+                root.reduce_into(&v, SystemOperation::sum())
+            };
+            let class = r.err().map_or(0, |e| e.class() as u32);
+            let mut sum = 0u32;
+            c.all_reduce_into(&(c.rank() as u32 + 1), &mut sum, SystemOperation::sum())?;
+            Ok([class, v, sum])
+        });
+        let count = gpu_mpi_device::ErrorClass::Count as u32;
+        assert_eq!(results, [Ok([count, 7, 3]), Ok([count, 5, 3])]);
+    });
+}
+
+/// (s) The varcount forms' second opening: a gather-varcount to rank 0 of
+/// a duplicate of 2 blocks of 1 whose root expects 2 elements from rank 1,
+/// which sends 1. The root takes the short part (consumed) and both ranks
+/// fail with `MPI_ERR_COUNT` in the closing agreement; the all-reduce
+/// after it finds no message left over: 1 + 2 on both.
+#[test]
+#[ignore = "slow model (> 10 min); run with --ignored"]
+fn a_sub_communicator_gatherv_count_mismatch_fails_on_both_ranks() {
+    check("gatherv count mismatch on a duplicate 2x1", 0, || {
+        let results = run_world(small_config(2, 1, 1), 0, |w, _| -> Result<[u32; 2], Error> {
+            let c = w.duplicate()?;
+            let root = c.process_at_rank(0);
+            let mine = [c.rank() as u32 + 10];
+            let r = if c.rank() == 0 {
+                let mut buf = [0u32; 3];
+                let (counts, displs) = ([1, 2], [0, 1]);
+                let mut p = PartitionMut::new(&mut buf[..], &counts[..], &displs[..]);
+                root.gather_varcount_into_root(&mine[..], &mut p)
+            } else {
+                root.gather_varcount_into(&mine[..])
+            };
+            let class = r.err().map_or(0, |e| e.class() as u32);
+            let mut sum = 0u32;
+            c.all_reduce_into(&(c.rank() as u32 + 1), &mut sum, SystemOperation::sum())?;
+            Ok([class, sum])
+        });
+        let count = gpu_mpi_device::ErrorClass::Count as u32;
+        assert_eq!(results, [Ok([count, 3]), Ok([count, 3])]);
+    });
+}
