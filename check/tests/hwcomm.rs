@@ -34,8 +34,15 @@ struct Run {
     report: gpu_mpi::LaunchReport,
 }
 
-/// Runs case `case` on `spec` and returns every rank's record.
-fn launch(d: &Device, spec: &WorldSpec, case: u32, param: u32, on: u32) -> Result<Run, HostError> {
+/// Runs case `case` on `spec`: the launch's outcome and every rank's
+/// record, read also when the launch failed.
+fn launch_with_records(
+    d: &Device,
+    spec: &WorldSpec,
+    case: u32,
+    param: u32,
+    on: u32,
+) -> (Result<gpu_mpi::LaunchReport, HostError>, Vec<Vec<u32>>) {
     let ranks = match spec.ranks {
         gpu_mpi::RankCount::Exact(n) => n as usize,
         gpu_mpi::RankCount::Max => unreachable!("tests use exact sizes"),
@@ -53,12 +60,33 @@ fn launch(d: &Device, spec: &WorldSpec, case: u32, param: u32, on: u32) -> Resul
         data: data.slice(),
         cells: cells.slice(),
     };
-    let report = d.launch(&SEMANTICS_HWCOMM, &args, spec)?;
+    let launched = d.launch(&SEMANTICS_HWCOMM, &args, spec);
     let got = d.download(&out).unwrap();
+    (launched, got.chunks(stride).map(|c| c.to_vec()).collect())
+}
+
+/// Runs case `case` on `spec` and returns every rank's record.
+fn launch(d: &Device, spec: &WorldSpec, case: u32, param: u32, on: u32) -> Result<Run, HostError> {
+    let (launched, records) = launch_with_records(d, spec, case, param, on);
     Ok(Run {
-        records: got.chunks(stride).map(|c| c.to_vec()).collect(),
-        report,
+        records,
+        report: launched?,
     })
+}
+
+/// A launch whose waits time out and whose ranks all record the error and
+/// return `Ok`: the host reports the abort (`HostError::WorldAborted`, a
+/// timeout); every rank's record.
+fn launch_timed_out(d: &Device, spec: &WorldSpec, case: u32, param: u32, on: u32) -> Vec<Vec<u32>> {
+    match launch_with_records(d, spec, case, param, on) {
+        (Err(HostError::WorldAborted { timed_out: true, .. }), records) => records,
+        (Err(e), _) => {
+            panic!("case {case} ({param}, on {on}): expected the world aborted by a timeout, got {e}")
+        }
+        (Ok(_), _) => {
+            panic!("case {case} ({param}, on {on}): the launch succeeded; a wait should have timed out")
+        }
+    }
 }
 
 fn run(
@@ -351,9 +379,9 @@ fn a_rank_that_left_gives_timeouts_on_the_others_with_a_wait_bound(backend: Back
         let spec = WorldSpec::ranks(45)
             .block_dim(45)
             .timeout(Duration::from_millis(50));
-        let run = launch(&d, &spec, H_EXIT, 3, on).unwrap_or_else(|e| panic!("on {on}: {e}"));
+        let records = launch_timed_out(&d, &spec, H_EXIT, 3, on);
         let mut timed_out = 0;
-        for (w, rec) in run.records.iter().enumerate() {
+        for (w, rec) in records.iter().enumerate() {
             let (r, size) = place(w as u32, 45, on);
             assert_eq!(&rec[..3], &[0, r, size], "on {on}: world rank {w}");
             let class = rec[3];
@@ -785,9 +813,8 @@ fn a_rank_that_left_fails_every_collective_on_blocks_and_warps(backend: Backend)
                 Ok(_) => panic!("{name} on {on}: the launch succeeded"),
             }
             let spec = spec.timeout(Duration::from_millis(50));
-            let run = launch(&device(backend, Schedule::Parallel), &spec, H_EXIT_IN, param, on)
-                .unwrap_or_else(|e| panic!("{name} on {on}: {e}"));
-            for (w, rec) in run.records.iter().enumerate() {
+            let records = launch_timed_out(&device(backend, Schedule::Parallel), &spec, H_EXIT_IN, param, on);
+            for (w, rec) in records.iter().enumerate() {
                 let (r, size) = place(w as u32, 45, on);
                 assert_eq!(&rec[..3], &[0, r, size], "{name} on {on}: world rank {w}");
                 let class = rec[3];

@@ -33,13 +33,15 @@ fn device(backend: Backend, schedule: Schedule) -> TestDevice {
 }
 
 /// Launches case `case` and returns every rank's record, or the launch error.
-fn launch(
+/// Launches case `case` and reads every rank's record, also when the
+/// launch failed: the launch's outcome and the records.
+fn launch_with_records(
     d: &Device,
     spec: &WorldSpec,
     ranks: u32,
     case: u32,
     param: u32,
-) -> Result<Vec<Vec<u32>>, HostError> {
+) -> Result<(Result<(), HostError>, Vec<Vec<u32>>), HostError> {
     let stride = IC_STRIDE as usize;
     let out = d.alloc_zeroed::<u32>(ranks as usize * stride)?;
     let data = d.alloc_zeroed::<u8>(8)?;
@@ -53,8 +55,32 @@ fn launch(
         data: data.slice(),
         cells: cells.slice(),
     };
-    d.launch(&SEMANTICS_IMMEDIATE, &args, spec)?;
-    Ok(d.download(&out)?.chunks(stride).map(|c| c.to_vec()).collect())
+    let launched = d.launch(&SEMANTICS_IMMEDIATE, &args, spec);
+    let records = d.download(&out)?.chunks(stride).map(|c| c.to_vec()).collect();
+    Ok((launched.map(|_| ()), records))
+}
+
+fn launch(
+    d: &Device,
+    spec: &WorldSpec,
+    ranks: u32,
+    case: u32,
+    param: u32,
+) -> Result<Vec<Vec<u32>>, HostError> {
+    let (launched, records) = launch_with_records(d, spec, ranks, case, param)?;
+    launched.map(|()| records)
+}
+
+/// A launch whose waits time out and whose ranks all record the error and
+/// return `Ok`: the host reports the abort (`HostError::WorldAborted`, a
+/// timeout), and the records are read all the same.
+fn launch_timed_out(d: &Device, spec: &WorldSpec, ranks: u32, case: u32, param: u32) -> Vec<Vec<u32>> {
+    let (launched, records) = launch_with_records(d, spec, ranks, case, param).unwrap();
+    match launched {
+        Err(HostError::WorldAborted { timed_out: true, .. }) => records,
+        Err(e) => panic!("case {case} ({param}): expected the world aborted by a timeout, got {e}"),
+        Ok(_) => panic!("case {case} ({param}): the launch succeeded; a wait should have timed out"),
+    }
 }
 
 fn run(backend: Backend, schedule: Schedule, ranks: u32, block: u32, case: u32, param: u32) -> Vec<Vec<u32>> {
@@ -277,13 +303,10 @@ fn a_rank_that_never_starts_is_a_deadlock_a_livelock_or_a_timeout() {
     waiting_in_all_reduce(&states[2..], &text);
 
     // With a timeout the waiting ranks' waits end with an error, which
-    // the kernel records (it returns normally).
+    // the kernel records (it returns normally); the launch reports the
+    // abort.
     let spec = spec.timeout(Duration::from_millis(200));
-    let got = match launch(&d, &spec, 4, IC_NEVER_ENTERS, 0) {
-        Ok(got) => got,
-        Err(HostError::Deadlock(report)) => panic!("unexpected report: {report}"),
-        Err(e) => panic!("{e}"),
-    };
+    let got = launch_timed_out(&d, &spec, 4, IC_NEVER_ENTERS, 0);
     let (timeout, aborted) = (ErrorClass::Timeout as u32, ErrorClass::Aborted as u32);
     for (r, rec) in got.iter().enumerate().skip(1) {
         assert!(
@@ -318,10 +341,7 @@ fn a_rank_that_never_starts_a_barrier_broadcast_or_reduce_fails_the_others() {
             "{name}: {text}"
         );
         let bounded = spec.timeout(Duration::from_millis(200));
-        let got = match launch(&d, &bounded, 4, IC_NEVER_ENTERS_OP, op) {
-            Ok(got) => got,
-            Err(e) => panic!("{name}: {e}"),
-        };
+        let got = launch_timed_out(&d, &bounded, 4, IC_NEVER_ENTERS_OP, op);
         for (r, rec) in got.iter().enumerate().skip(1) {
             assert!(
                 rec[0] == timeout || rec[0] == aborted,
