@@ -39,6 +39,8 @@
 //!   every rank that entered it).
 //! - [`subcomm`]: erroneous collectives on sub-communicators (every rank
 //!   fails alike).
+//! - [`stress`]: runs an encoded stress program of point-to-point
+//!   operations of every mode and collectives (tests/stress.rs).
 #![no_std]
 
 use bytemuck::{Pod, Zeroable};
@@ -58,6 +60,7 @@ pub mod p2p;
 pub mod planted;
 pub mod skip;
 pub mod subcomm;
+pub mod stress;
 pub mod warp;
 
 /// Arguments shared by the semantic kernels.
