@@ -4,7 +4,7 @@
 //! every message and every collective value checked against a model.
 //!
 //! # What a program is
-//! A world shape (2 to 36 ranks, blocks that split it evenly), an outbox of
+//! A world shape (2 to 64 ranks, blocks that split it evenly), an outbox of
 //! 1 to 8 slots of 64, 128 or 256 bytes, sometimes `force_streaming`,
 //! sometimes `CpuOptions::local_stacks` (stack buffers local, as on the
 //! GPU: rendezvous messages stream through the slot), and a *global
@@ -94,11 +94,11 @@ use gpu_mpi_check_kernels::NONE;
 use std::fmt::Write as _;
 
 /// Programs of a test run (each under every schedule of [`schedules`]).
-const CI_CASES: u64 = 120;
+const CI_CASES: u64 = 1500;
 /// Programs of `GPU_MPI_STRESS=long`.
-const LONG_CASES: u64 = 5000;
+const LONG_CASES: u64 = 50_000;
 /// (ranks, block size) of the worlds, repeated to weight the small ones.
-const SHAPES: [(u32, u32); 12] = [
+const SHAPES: [(u32, u32); 15] = [
     (2, 2),
     (2, 1),
     (3, 3),
@@ -110,7 +110,10 @@ const SHAPES: [(u32, u32); 12] = [
     (8, 4),
     (8, 8),
     (12, 6),
+    (16, 8),
     (36, 36),
+    (40, 20),
+    (64, 64),
 ];
 const TAGS: u32 = 4;
 /// Largest number of a rank's events an immediate operation stays pending.
@@ -270,7 +273,7 @@ fn generate(case: u64) -> Program {
         local_stacks: rng.chance(30),
         events: Vec::new(),
     };
-    let n = 6 + rng.below(35);
+    let n = 6 + rng.below(75);
     for i in 0..n {
         let comm = rng.below(COMMS);
         if rng.chance(10) {
