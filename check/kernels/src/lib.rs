@@ -59,8 +59,8 @@ pub mod nonblocking;
 pub mod p2p;
 pub mod planted;
 pub mod skip;
-pub mod subcomm;
 pub mod stress;
+pub mod subcomm;
 pub mod warp;
 
 /// Arguments shared by the semantic kernels.
