@@ -41,6 +41,9 @@
 //!   fails alike).
 //! - [`stress`]: runs an encoded stress program of point-to-point
 //!   operations of every mode and collectives (tests/stress.rs).
+//! - [`world`]: whole-world programs (sums over thousands of ranks, a large
+//!   message from a rank's stack, reductions of matrices in every block
+//!   shape).
 #![no_std]
 
 use bytemuck::{Pod, Zeroable};
@@ -62,6 +65,7 @@ pub mod skip;
 pub mod stress;
 pub mod subcomm;
 pub mod warp;
+pub mod world;
 
 /// Arguments shared by the semantic kernels.
 #[repr(C)]
