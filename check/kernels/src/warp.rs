@@ -8,7 +8,7 @@ use gpu_mpi_device::traits::*;
 use gpu_mpi_device::{Error, World};
 
 /// Words each rank of [`SEMANTICS_WARP`] writes.
-pub const WARP_WORDS: u32 = 11;
+pub const WARP_WORDS: u32 = 13;
 
 gpu_mpi_device::kernel! {
     /// Every warp collective with the warp's own mask, then a block sum
@@ -16,8 +16,9 @@ gpu_mpi_device::kernel! {
     /// `r * stride`: xor-butterfly sum (full warps; 0 on partial ones),
     /// shfl_down sum at lane 0 (0 elsewhere), shfl_up inclusive prefix,
     /// ballot of odd lanes, match_any of lane / 3, lane 0's value, the next
-    /// lane's value, packed votes (all(v > 0), any(last lane)), the low and
-    /// high halves of a 64-bit broadcast from the last lane, the block sum.
+    /// lane's value, packed votes (all(v > 0), any(last lane), any(false),
+    /// all(even lane)), the low and high halves of a 64-bit broadcast from
+    /// the last lane, the block sum, the active mask, the SM id.
     /// The value of rank `r` is `r + 1`.
     pub static SEMANTICS_WARP = fn semantics_warp(world: &World, args: &CaseArgs) -> Result<(), Error> {
         let r = world.rank() as usize;
@@ -48,7 +49,10 @@ gpu_mpi_device::kernel! {
         let same = intrinsics::match_any_sync(m, lane / 3);
         let first = intrinsics::shfl_sync(m, v, 0);
         let next = intrinsics::shfl_sync(m, v, if lane + 1 < n { lane + 1 } else { 0 });
-        let votes = u32::from(intrinsics::vote_all_sync(m, v > 0)) | u32::from(intrinsics::vote_any_sync(m, lane + 1 == n)) << 1;
+        let votes = u32::from(intrinsics::vote_all_sync(m, v > 0))
+            | u32::from(intrinsics::vote_any_sync(m, lane + 1 == n)) << 1
+            | u32::from(intrinsics::vote_any_sync(m, false)) << 2
+            | u32::from(intrinsics::vote_all_sync(m, lane.is_multiple_of(2))) << 3;
         let wide = intrinsics::shfl_sync_u64(m, (u64::from(v) << 33) | u64::from(lane), n.wrapping_sub(1));
         intrinsics::warp_sync(intrinsics::active_mask() & m);
         // Block sum through the shared scratch: 256 words, so blocks of at
@@ -84,13 +88,14 @@ gpu_mpi_device::kernel! {
             wide as u32,
             (wide >> 32) as u32,
             block_sum,
+            intrinsics::active_mask(),
+            // The SM id differs between runs; the emulator's is its worker.
+            intrinsics::sm_id(),
         ];
         let base = r * args.stride as usize;
         for (k, w) in words_out.iter().enumerate() {
             args.out.write(base + k, *w)?;
         }
-        // The SM id is only assembled here (it differs between runs).
-        let _ = intrinsics::sm_id();
         Ok(())
     }
 }
