@@ -41,6 +41,9 @@
 //!   fails alike).
 //! - [`stress`]: runs an encoded stress program of point-to-point
 //!   operations of every mode and collectives (tests/stress.rs).
+//! - [`views`]: derived datatypes (views) between two ranks in every
+//!   receive mode, in broadcast, gather and all-gather, and a count
+//!   mismatch of views in all-to-all.
 //! - [`world`]: whole-world programs (sums over thousands of ranks, a large
 //!   message from a rank's stack, reductions of matrices in every block
 //!   shape).
@@ -64,6 +67,7 @@ pub mod planted;
 pub mod skip;
 pub mod stress;
 pub mod subcomm;
+pub mod views;
 pub mod warp;
 pub mod world;
 

@@ -1,168 +1,20 @@
-//! Derived datatypes through point-to-point and collectives on the emulator:
-//! `View`/`MutView` sends and receives between ranks (blocking, immediate,
-//! send-receive, matched probe), type matching, truncation, bad buffers, and
-//! a proptest of random type trees against the host reference model.
+//! Derived datatypes through point-to-point and collectives, the kernel
+//! `gpu_mpi_check_kernels::views` on each backend (`testgen!`: the emulator
+//! always, the GPU where one is present): `View`/`MutView` sends and
+//! receives between ranks (blocking, immediate, send-receive, matched
+//! probe), type matching, truncation, bad buffers, and a proptest of random
+//! type trees against the host reference model.
 
-use bytemuck::{Pod, Zeroable};
-use gpu_mpi_device::datatype::{ID_F64, SIGNATURE_BIT};
-use gpu_mpi_device::point_to_point::send_receive_into;
-use gpu_mpi_device::request::scope;
-use gpu_mpi_device::traits::*;
-use gpu_mpi_device::{BufferMut, Error, ErrorClass, GlobalSlice, MutView, TypeRef, View, World};
-use gpu_mpi_host::datatype::{reference, Order, Primitive, UserDatatype};
-use gpu_mpi_host::{Device, WorldSpec};
+use gpu_mpi::datatype::{reference, Order, Primitive, UserDatatype};
+use gpu_mpi::device::datatype::{ID_F64, SIGNATURE_BIT};
+use gpu_mpi::device::ErrorClass;
+use gpu_mpi::WorldSpec;
+use gpu_mpi_check::testgen;
+use gpu_mpi_check::testgen::Backend;
+use gpu_mpi_check_kernels::views::*;
 use proptest::prelude::*;
 
-/// How rank 0 sends and rank 1 receives.
-const BLOCKING: u32 = 0;
-/// `immediate_send` / `immediate_receive_into`, waited together.
-const IMMEDIATE: u32 = 1;
-/// Both ranks `send_receive_into` (a swap).
-const SEND_RECEIVE: u32 = 2;
-/// Rank 1 probes, then receives the matched message.
-const MATCHED: u32 = 3;
-
-/// Words rank 1 records: error class (0: success), bytes, count_of,
-/// elements_of (`u32::MAX`: `MPI_UNDEFINED`), then for `SEND_RECEIVE`
-/// rank 0's class.
-const OUT_WORDS: usize = 8;
-
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct ViewArgs {
-    /// The send type's encoding.
-    send_ty: GlobalSlice<u64>,
-    /// The receive type's encoding.
-    recv_ty: GlobalSlice<u64>,
-    /// Rank 0's buffer.
-    src: GlobalSlice<u8>,
-    /// Rank 1's buffer.
-    dst: GlobalSlice<u8>,
-    /// Rank 1's results.
-    out: GlobalSlice<u32>,
-    send_count: u32,
-    recv_count: u32,
-    send_origin: u32,
-    recv_origin: u32,
-    mode: u32,
-    /// 1: rank 1 receives into plain bytes (`u8`) instead of a view.
-    recv_bytes: u32,
-}
-
-fn class(r: &Result<gpu_mpi_device::Status, Error>) -> u32 {
-    match r {
-        Ok(_) => 0,
-        Err(e) => e.class() as u32,
-    }
-}
-
-fn record(args: &ViewArgs, r: &Result<gpu_mpi_device::Status, Error>, ty: &TypeRef<'_>) -> Result<(), Error> {
-    let status = match r {
-        Ok(s) => Some(*s),
-        Err(Error::Truncate { status, .. }) | Err(Error::TypeMismatch { status, .. }) => Some(*status),
-        Err(_) => None,
-    };
-    let undefined = |x: Option<usize>| x.map_or(u32::MAX, |v| v as u32);
-    args.out.write(0, class(r))?;
-    if let Some(s) = status {
-        args.out.write(1, s.bytes())?;
-        args.out.write(2, undefined(s.count_of(ty)))?;
-        args.out.write(3, undefined(s.elements_of(ty)))?;
-        args.out.write(4, s.datatype_id())?;
-    }
-    Ok(())
-}
-
-fn view_p2p(world: &World, args: &ViewArgs) -> Result<(), Error> {
-    // SAFETY: the host writes none of these buffers during the launch; rank
-    // 0 alone reads `src` (and writes it in SEND_RECEIVE), rank 1 alone
-    // writes `dst`.
-    let (sty, rty) = unsafe {
-        (
-            TypeRef::from_global(&args.send_ty)?,
-            TypeRef::from_global(&args.recv_ty)?,
-        )
-    };
-    let me = world.rank();
-    if me == 0 {
-        // SAFETY: only rank 0 touches `src`; the host does not meanwhile.
-        let src = unsafe { args.src.slice_mut(0, args.src.len()) }?;
-        let peer = world.process_at_rank(1);
-        let r = match args.mode {
-            SEND_RECEIVE => {
-                // Rank 0 sends its view and takes rank 1's message as bytes.
-                let mut back = [0u8; 8];
-                let v = View::with_origin(&*src, args.send_origin as usize, args.send_count as usize, &sty)?;
-                send_receive_into(&v, &peer, &mut back[..], &peer).map(|_| ())
-            }
-            IMMEDIATE => {
-                let v = View::with_origin(&*src, args.send_origin as usize, args.send_count as usize, &sty)?;
-                scope(|s| peer.immediate_send_with_tag(s, &v, 5)?.wait().map(|_| ()))
-            }
-            _ => {
-                let v = View::with_origin(&*src, args.send_origin as usize, args.send_count as usize, &sty)?;
-                peer.send_with_tag(&v, 5)
-            }
-        };
-        args.out
-            .write(OUT_WORDS + 5, r.err().map_or(0, |e| e.class() as u32))?;
-        return Ok(());
-    }
-    if me != 1 {
-        return Ok(());
-    }
-    // SAFETY: only rank 1 touches `dst`; the host does not meanwhile.
-    let dst = unsafe { args.dst.slice_mut(0, args.dst.len()) }?;
-    let peer = world.process_at_rank(0);
-    let origin = args.recv_origin as usize;
-    let count = args.recv_count as usize;
-    let r = if args.recv_bytes == 1 {
-        receive(&peer, args.mode, &mut dst[..])
-    } else {
-        match MutView::with_origin(&mut *dst, origin, count, &rty) {
-            Ok(mut mv) => receive(&peer, args.mode, &mut mv),
-            Err(e) => {
-                // A bad receive buffer: record its class, take the message
-                // as bytes so that rank 0 completes.
-                args.out.write(0, e.class() as u32)?;
-                let mut sink = [0u8; 4096];
-                let _ = peer.receive_into(&mut sink[..]);
-                return Ok(());
-            }
-        }
-    };
-    record(args, &r, &rty)
-}
-
-/// Rank 1's receive from rank 0 in `mode`.
-fn receive<B: BufferMut + ?Sized>(
-    peer: &gpu_mpi_device::Process<'_>,
-    mode: u32,
-    buf: &mut B,
-) -> Result<gpu_mpi_device::Status, Error> {
-    match mode {
-        IMMEDIATE => scope(|s| peer.immediate_receive_into_with_tag(s, buf, 5)?.wait()),
-        SEND_RECEIVE => {
-            let none = [0u8; 0];
-            send_receive_into(&none[..], peer, buf, peer)
-        }
-        MATCHED => {
-            let (m, _) = peer.matched_probe_with_tag(5)?;
-            m.matched_receive_into(buf)
-        }
-        _ => peer.receive_into_with_tag(buf, 5),
-    }
-}
-
-gpu_mpi_device::kernel! {
-    /// Rank 0 sends a view, rank 1 receives into a view (or bytes) and
-    /// records the status.
-    pub static VIEW_P2P = fn view_p2p_kernel(world: &World, args: &ViewArgs) -> Result<(), Error> {
-        view_p2p(world, args)
-    }
-}
-
-/// What a run of [`VIEW_P2P`] left: rank 1's buffer and words.
+/// What a run of [`V_P2P`] left: rank 1's buffer and words.
 struct Outcome {
     dst: Vec<u8>,
     out: Vec<u32>,
@@ -216,8 +68,8 @@ impl<'a> Run<'a> {
         }
     }
 
-    fn go(&self) -> Outcome {
-        let device = Device::cpu();
+    fn go(&self, backend: Backend) -> Outcome {
+        let device = backend.device();
         let s = self.send.commit().unwrap();
         let r = self.recv.commit().unwrap();
         let send_ty = device.upload(s.words()).unwrap();
@@ -237,8 +89,10 @@ impl<'a> Run<'a> {
             recv_origin: self.recv_origin as u32,
             mode: self.mode,
             recv_bytes: self.recv_bytes as u32,
+            program: V_P2P,
+            reserved: 0,
         };
-        device.launch(&VIEW_P2P, &args, &self.spec).unwrap();
+        device.launch(&SEMANTICS_VIEWS, &args, &self.spec).unwrap();
         let mut dst = device.download(&dst).unwrap();
         dst.truncate(self.dst_len);
         Outcome {
@@ -294,10 +148,10 @@ fn f64s() -> UserDatatype {
     Primitive::F64.into()
 }
 
-fn check_same(ty: &UserDatatype, count: usize, mode: u32) {
+fn check_same(backend: Backend, ty: &UserDatatype, count: usize, mode: u32) {
     let mut run = Run::same(ty, count);
     run.mode = mode;
-    let o = run.go();
+    let o = run.go(backend);
     let packed = ty.size() as usize * count;
     assert_eq!((o.class(), o.bytes() as usize), (0, packed), "mode {mode}");
     assert_eq!(o.out[2], count as u32, "count_of");
@@ -306,27 +160,26 @@ fn check_same(ty: &UserDatatype, count: usize, mode: u32) {
     assert_eq!(o.sender_class(), 0);
 }
 
-#[test]
-fn vector_of_vectors_every_mode() {
+fn vector_of_vectors_every_mode(backend: Backend) {
     // 4 planes of a 6 x 8 f64 grid, a 3 x 2 block of each.
     let row = UserDatatype::vector(3, 2, 8, &f64s()).unwrap();
     let ty = UserDatatype::hvector(4, 1, 6 * 8 * 8, &row).unwrap();
     for mode in [BLOCKING, IMMEDIATE, SEND_RECEIVE, MATCHED] {
-        check_same(&ty, 1, mode);
-        check_same(&ty, 2, mode);
+        check_same(backend, &ty, 1, mode);
+        check_same(backend, &ty, 2, mode);
     }
 }
+testgen!(vector_of_vectors_every_mode);
 
-#[test]
-fn indexed_with_gaps_and_a_zero_block() {
+fn indexed_with_gaps_and_a_zero_block(backend: Backend) {
     let ty = UserDatatype::indexed(&[2, 0, 3, 1], &[1, 4, 6, 12], &Primitive::I32.into()).unwrap();
     for mode in [BLOCKING, IMMEDIATE, MATCHED] {
-        check_same(&ty, 3, mode);
+        check_same(backend, &ty, 3, mode);
     }
 }
+testgen!(indexed_with_gaps_and_a_zero_block);
 
-#[test]
-fn transpose_from_an_hvector_of_vectors() {
+fn transpose_from_an_hvector_of_vectors(backend: Backend) {
     // A 40 x 40 f64 matrix sent as its transpose (12 800 bytes: beyond a
     // slot, so it streams), received into a plain row-major matrix.
     let n = 40i64;
@@ -343,7 +196,7 @@ fn transpose_from_an_hvector_of_vectors() {
         run.dst_len = run.src.len();
         run.mode = mode;
         run.spec = WorldSpec::ranks(2).force_streaming(streaming);
-        let o = run.go();
+        let o = run.go(backend);
         assert_eq!(o.class(), 0);
         let got: &[f64] = bytemuck::cast_slice(&o.dst);
         for i in 0..n as usize {
@@ -355,9 +208,9 @@ fn transpose_from_an_hvector_of_vectors() {
         assert_eq!(o.out[4], ID_F64);
     }
 }
+testgen!(transpose_from_an_hvector_of_vectors);
 
-#[test]
-fn struct_with_mixed_types_and_displacements() {
+fn struct_with_mixed_types_and_displacements(backend: Backend) {
     let ty = UserDatatype::structured(
         &[1, 2, 3],
         &[-16, 4, 24],
@@ -365,21 +218,21 @@ fn struct_with_mixed_types_and_displacements() {
     )
     .unwrap();
     for mode in [BLOCKING, IMMEDIATE, SEND_RECEIVE, MATCHED] {
-        check_same(&ty, 4, mode);
+        check_same(backend, &ty, 4, mode);
     }
-    let o = Run::same(&ty, 1).go();
+    let o = Run::same(&ty, 1).go(backend);
     assert_ne!(o.out[4] & SIGNATURE_BIT, 0, "a heterogeneous signature id");
     // The same signature as one contiguous run of two: the same id.
     let two = UserDatatype::contiguous(2, &ty).unwrap();
     let mut run = Run::same(&ty, 4);
     run.recv = &two;
     run.recv_count = 2;
-    let o = run.go();
+    let o = run.go(backend);
     assert_eq!((o.class(), o.out[2]), (0, 2));
 }
+testgen!(struct_with_mixed_types_and_displacements);
 
-#[test]
-fn partial_elements_get_elements_versus_count() {
+fn partial_elements_get_elements_versus_count(backend: Backend) {
     // 5 doubles into a view of 3 instances of contiguous(2, f64): the
     // message fills 2.5 instances.
     let pair = UserDatatype::contiguous(2, &f64s()).unwrap();
@@ -389,7 +242,7 @@ fn partial_elements_get_elements_versus_count() {
     run.send_count = 1;
     run.src = pattern(40);
     run.send_origin = 0;
-    let o = run.go();
+    let o = run.go(backend);
     assert_eq!((o.class(), o.bytes()), (0, 40));
     assert_eq!(o.out[2], u32::MAX, "count: MPI_UNDEFINED");
     assert_eq!(o.out[3], 5, "elements");
@@ -398,21 +251,21 @@ fn partial_elements_get_elements_versus_count() {
     // not a prefix of whole signatures the ids can tell apart: the period
     // differs, MPI_ERR_TYPE (docs/datatypes.md, limits).
 }
+testgen!(partial_elements_get_elements_versus_count);
 
-#[test]
-fn signature_mismatch_is_a_type_error_on_the_receiver() {
+fn signature_mismatch_is_a_type_error_on_the_receiver(backend: Backend) {
     let a = UserDatatype::vector(4, 1, 2, &f64s()).unwrap();
     let b = UserDatatype::vector(4, 1, 2, &Primitive::I64.into()).unwrap();
     let mut run = Run::same(&a, 1);
     run.recv = &b;
-    let o = run.go();
+    let o = run.go(backend);
     assert_eq!(o.class(), ErrorClass::Type as u32);
     assert_eq!(o.sender_class(), 0);
     assert!(o.dst.iter().all(|&x| x == 0), "buffer untouched");
     // Bytes stay the escape: the packed form, as it is.
     let mut run = Run::same(&a, 1);
     run.recv_bytes = true;
-    let o = run.go();
+    let o = run.go(backend);
     assert_eq!((o.class(), o.bytes()), (0, 32));
     assert_eq!(o.dst, run.expected(32));
     // A struct against another struct of the same size.
@@ -420,18 +273,18 @@ fn signature_mismatch_is_a_type_error_on_the_receiver() {
     let s2 = UserDatatype::structured(&[1, 1], &[0, 8], &[f64s(), Primitive::F32.into()]).unwrap();
     let mut run = Run::same(&s1, 2);
     run.recv = &s2;
-    assert_eq!(run.go().class(), ErrorClass::Type as u32);
+    assert_eq!(run.go(backend).class(), ErrorClass::Type as u32);
 }
+testgen!(signature_mismatch_is_a_type_error_on_the_receiver);
 
-#[test]
-fn a_receive_holding_fewer_elements_is_truncated() {
+fn a_receive_holding_fewer_elements_is_truncated(backend: Backend) {
     let ty = UserDatatype::vector(3, 2, 3, &Primitive::I32.into()).unwrap();
     for mode in [BLOCKING, IMMEDIATE, MATCHED] {
         let mut run = Run::same(&ty, 4);
         run.recv_count = 2;
         run.mode = mode;
         run.spec = WorldSpec::ranks(2).slot_bytes(64);
-        let o = run.go();
+        let o = run.go(backend);
         assert_eq!(o.class(), ErrorClass::Truncate as u32, "mode {mode}");
         assert_eq!(o.bytes(), 96, "the status has the whole length");
         // The first two instances arrived, the rest of the buffer is zero.
@@ -441,62 +294,31 @@ fn a_receive_holding_fewer_elements_is_truncated() {
     let mut run = Run::same(&ty, 2);
     run.recv_count = 4;
     run.dst_len = 200;
-    let o = run.go();
+    let o = run.go(backend);
     assert_eq!((o.class(), o.out[2]), (0, 2));
 }
+testgen!(a_receive_holding_fewer_elements_is_truncated);
 
-#[test]
-fn buffers_too_small_for_count_times_extent_are_argument_errors() {
+fn buffers_too_small_for_count_times_extent_are_argument_errors(backend: Backend) {
     let ty = UserDatatype::vector(3, 2, 3, &Primitive::I32.into()).unwrap();
     let mut run = Run::same(&ty, 2);
     run.dst_len = 40; // 2 instances need 8 + 32 + 24 = 56 bytes
-    let o = run.go();
+    let o = run.go(backend);
     assert_eq!(o.class(), ErrorClass::Arg as u32);
     let neg = UserDatatype::hvector(2, 1, -16, &f64s()).unwrap();
     let mut run = Run::same(&neg, 1);
     run.recv_origin = 8; // the second block lies at -16
-    let o = run.go();
+    let o = run.go(backend);
     assert_eq!(o.class(), ErrorClass::Arg as u32);
 }
+testgen!(buffers_too_small_for_count_times_extent_are_argument_errors);
 
-gpu_mpi_device::kernel! {
-    /// Views in collectives: rank 0 broadcasts a view to every rank's view,
-    /// then every rank's view is gathered at rank 0 into a view of `size`
-    /// instances; each rank records its classes in `out`.
-    pub static VIEW_COLLECTIVES = fn view_collectives(world: &World, args: &ViewArgs) -> Result<(), Error> {
-        // SAFETY: the host writes no encoding during the launch.
-        let ty = unsafe { TypeRef::from_global(&args.send_ty)? };
-        let r = world.rank() as usize;
-        let span = args.send_origin as usize;
-        // SAFETY: rank r alone touches `dst[r * span..(r + 1) * span]`.
-        let mine = unsafe { args.dst.slice_mut(r * span, span)? };
-        let c1 = {
-            let mut v = MutView::with_count_and_datatype(&mut *mine, 1, &ty)?;
-            class(&world.process_at_rank(0).broadcast_into(&mut v).map(|_| gpu_mpi_device::Status::empty()))
-        };
-        let c2 = if r == 0 {
-            // SAFETY: only rank 0 touches `src`.
-            let src = unsafe { args.src.slice_mut(0, args.src.len())? };
-            let v = View::with_count_and_datatype(&*mine, 1, &ty)?;
-            let mut rv = MutView::with_count_and_datatype(&mut *src, world.size() as usize, &ty)?;
-            class(&world.process_at_rank(0).gather_into_root(&v, &mut rv).map(|_| gpu_mpi_device::Status::empty()))
-        } else {
-            let v = View::with_count_and_datatype(&*mine, 1, &ty)?;
-            class(&world.process_at_rank(0).gather_into(&v).map(|_| gpu_mpi_device::Status::empty()))
-        };
-        args.out.write(r * 4, c1)?;
-        args.out.write(r * 4 + 1, c2)?;
-        Ok(())
-    }
-}
-
-#[test]
-fn broadcast_and_gather_take_views() {
+fn broadcast_and_gather_take_views(backend: Backend) {
     let ty = UserDatatype::vector(5, 1, 3, &Primitive::U16.into()).unwrap();
     let c = ty.commit().unwrap();
     let span = c.span(1).unwrap().1 as usize; // 26 bytes
     let ranks = 6usize;
-    let device = Device::cpu();
+    let device = backend.device();
     let mut init = vec![0u8; ranks * span];
     init[..span].copy_from_slice(&pattern(span));
     let words = device.upload(c.words()).unwrap();
@@ -515,10 +337,12 @@ fn broadcast_and_gather_take_views() {
         recv_origin: 0,
         mode: 0,
         recv_bytes: 0,
+        program: V_COLLECTIVES,
+        reserved: 0,
     };
     device
         .launch(
-            &VIEW_COLLECTIVES,
+            &SEMANTICS_VIEWS,
             &args,
             &WorldSpec::ranks(ranks as u32).collective_bytes(64),
         )
@@ -545,6 +369,7 @@ fn broadcast_and_gather_take_views() {
         want[..extent * (ranks - 1) + span]
     );
 }
+testgen!(broadcast_and_gather_take_views);
 
 fn random_primitive_type() -> BoxedStrategy<UserDatatype> {
     prop::sample::select(Primitive::ALL.to_vec())
@@ -606,20 +431,13 @@ fn no_overlap(ty: &UserDatatype, count: usize) -> bool {
     })
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(48))]
-
-    /// A random type tree (depth up to 4, negative displacements, resized
-    /// extents) sent between two ranks, received into the same type (and,
-    /// when its blocks overlap, into bytes), against the reference model;
-    /// small slots so that larger types stream.
-    #[test]
-    fn random_types_travel_between_ranks(
-        ty in arb_type(4),
-        count in 1usize..3,
-        mode in 0u32..4,
-        small_slots in any::<bool>(),
-    ) {
+/// A random type tree (depth up to 4, negative displacements, resized
+/// extents) sent between two ranks, received into the same type (and, when
+/// its blocks overlap, into bytes), against the reference model; small
+/// slots so that larger types stream.
+fn random_types_travel_between_ranks(backend: Backend) {
+    let strategy = (arb_type(4), 1usize..3, 0u32..4, any::<bool>());
+    proptest!(ProptestConfig::with_cases(48), |((ty, count, mode, small_slots) in strategy)| {
         prop_assume!(ty.size() > 0 && reference::typemap(&ty).len() < 3000);
         let mut run = Run::same(&ty, count);
         run.mode = mode;
@@ -631,60 +449,17 @@ proptest! {
         if run.recv_bytes {
             run.dst_len = run.dst_len.max(packed);
         }
-        let o = run.go();
+        let o = run.go(backend);
         prop_assert_eq!(o.class(), 0);
         prop_assert_eq!(o.bytes() as usize, packed);
         prop_assert_eq!(o.dst, run.expected(packed));
-    }
+    });
 }
+testgen!(random_types_travel_between_ranks);
 
-gpu_mpi_device::kernel! {
-    /// Every rank all-gathers column 1 of its 8 x 8 `u32` matrix (a view)
-    /// into a view of `size` columns of an `8 x 64` matrix (`recv_ty`: a
-    /// column resized to one element), then calls all-to-all with rank 0
-    /// passing a column view of 8 elements where the others pass `8 x size`
-    /// (a count mismatch, found by the agreement), then a barrier. `out[r * 4..]`:
-    /// all-gather class, all-to-all class, barrier class; `dst[r *
-    /// 2048..]`: the all-gathered matrix.
-    pub static VIEW_MISMATCH = fn view_mismatch(world: &World, args: &ViewArgs) -> Result<(), Error> {
-        use gpu_mpi_device::derived::vector;
-        let r = world.rank() as usize;
-        let n = world.size() as usize;
-        let col = vector::<u32>(8, 1, 8);
-        let ty = TypeRef::new(&col)?;
-        // SAFETY: the host writes no encoding during the launch.
-        let wty = unsafe { TypeRef::from_global(&args.recv_ty)? };
-        let m: [u32; 64] = core::array::from_fn(|k| (1000 * r + k) as u32);
-        // SAFETY: rank r alone touches its 2048 bytes of `dst`.
-        let mine = unsafe { args.dst.slice_mut(r * 2048, 2048)? };
-        // Into `n` instances of the resized column: instance q is column q.
-        let c1 = {
-            let v = View::with_origin(&m[..], 4, 1, &ty)?;
-            let mut into = MutView::with_count_and_datatype(&mut *mine, n, &wty)?;
-            world.all_gather_into(&v, &mut into)
-        };
-        let c2 = if r == 0 {
-            let v = View::with_origin(&m[..], 4, 1, &ty)?;
-            let mut recv = [0u32; 8 * 64];
-            world.all_to_all_into(&v, &mut recv[..8 * n])
-        } else {
-            let send = [r as u32; 8 * 64];
-            let mut recv = [0u32; 8 * 64];
-            world.all_to_all_into(&send[..8 * n], &mut recv[..8 * n])
-        };
-        let c3 = world.barrier();
-        let class = |r: &Result<(), Error>| r.err().map_or(0, |e| e.class() as u32);
-        args.out.write(r * 4, class(&c1))?;
-        args.out.write(r * 4 + 1, class(&c2))?;
-        args.out.write(r * 4 + 2, class(&c3))?;
-        Ok(())
-    }
-}
-
-#[test]
-fn all_gather_takes_views_and_an_all_to_all_mismatch_fails_on_every_rank() {
+fn all_gather_takes_views_and_an_all_to_all_mismatch_fails_on_every_rank(backend: Backend) {
     let ranks = 5usize;
-    let device = Device::cpu();
+    let device = backend.device();
     let dst = device.alloc_zeroed::<u8>(ranks * 2048).unwrap();
     let out = device.upload(&vec![u32::MAX; ranks * 4]).unwrap();
     let column = UserDatatype::vector(8, 1, 64, &Primitive::U32.into()).unwrap();
@@ -703,10 +478,12 @@ fn all_gather_takes_views_and_an_all_to_all_mismatch_fails_on_every_rank() {
         recv_origin: 0,
         mode: 0,
         recv_bytes: 0,
+        program: V_MISMATCH,
+        reserved: 0,
     };
     device
         .launch(
-            &VIEW_MISMATCH,
+            &SEMANTICS_VIEWS,
             &args,
             &WorldSpec::ranks(ranks as u32).collective_bytes(64),
         )
@@ -737,3 +514,4 @@ fn all_gather_takes_views_and_an_all_to_all_mismatch_fails_on_every_rank() {
         }
     }
 }
+testgen!(all_gather_takes_views_and_an_all_to_all_mismatch_fails_on_every_rank);
