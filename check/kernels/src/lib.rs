@@ -71,6 +71,10 @@ pub mod views;
 pub mod warp;
 pub mod world;
 
+// The whole-GPU pack engine's kernel (`Device::pack` on the GPU;
+// check/tests/pack.rs).
+gpu_mpi_device::pack_kernels!();
+
 /// Arguments shared by the semantic kernels.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Pod, Zeroable)]
