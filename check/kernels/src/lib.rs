@@ -41,6 +41,9 @@
 //!   fails alike).
 //! - [`stress`]: runs an encoded stress program of point-to-point
 //!   operations of every mode and collectives (tests/stress.rs).
+//! - [`view_collectives`]: every data-moving collective with views,
+//!   plain slices or a mismatched type on either side, on the world and on
+//!   a duplicate, against the host's reference model.
 //! - [`views`]: derived datatypes (views) between two ranks in every
 //!   receive mode, in broadcast, gather and all-gather, and a count
 //!   mismatch of views in all-to-all.
@@ -67,6 +70,7 @@ pub mod planted;
 pub mod skip;
 pub mod stress;
 pub mod subcomm;
+pub mod view_collectives;
 pub mod views;
 pub mod warp;
 pub mod world;

@@ -1,190 +1,23 @@
-//! Collectives with derived datatypes on either side, on the emulator:
-//! all-gather (fixed, in place, varcount), gather and scatter (fixed and
-//! varcount), all-to-all (fixed, in place, varcount) with vector, indexed
-//! and struct views on the send side, the receive side or both, every root,
-//! odd world sizes and small staging cells (many rounds). Every rank's
-//! buffer is checked against the host reference model (pack the inputs,
-//! move packed positions as MPI 4.1 §6.5-§6.8 say, unpack into the initial
-//! buffer), and the error cases (a signature mismatch, a part outside the
-//! buffer) fail on every rank. The same cases run on a duplicate of the
-//! world (a sub-communicator: the general algorithms of
-//! `collective/general.rs`, whose messages carry parts of a view).
+//! Collectives with derived datatypes on either side, the kernel
+//! `gpu_mpi_check_kernels::view_collectives` on each backend (`testgen!`:
+//! the emulator always, the GPU where one is present): all-gather (fixed,
+//! in place, varcount), gather and scatter (fixed and varcount), all-to-all
+//! (fixed, in place, varcount) with vector, indexed and struct views on the
+//! send side, the receive side or both, every root, odd world sizes and
+//! small staging cells (many rounds). Every rank's buffer is checked
+//! against the host reference model (pack the inputs, move packed
+//! positions as MPI 4.1 §6.5-§6.8 say, unpack into the initial buffer), and
+//! the error cases (a signature mismatch, a part outside the buffer) fail
+//! on every rank. The same cases run on a duplicate of the world (a
+//! sub-communicator: the general algorithms of `collective/general.rs`,
+//! whose messages carry parts of a view).
 
-use bytemuck::{Pod, Zeroable};
-use gpu_mpi_device::collective::{Partition, PartitionMut};
-use gpu_mpi_device::traits::*;
-use gpu_mpi_device::{Buffer, BufferMut, Error, ErrorClass, GlobalSlice, MutView, TypeRef, View, World};
-use gpu_mpi_host::datatype::{reference, Primitive, UserDatatype};
-use gpu_mpi_host::{Device, WorldSpec};
-
-const ALL_GATHER: u32 = 0;
-const ALL_GATHER_IN_PLACE: u32 = 1;
-const ALL_GATHER_VARCOUNT: u32 = 2;
-const GATHER_VARCOUNT: u32 = 3;
-const SCATTER_VARCOUNT: u32 = 4;
-const ALL_TO_ALL: u32 = 5;
-const ALL_TO_ALL_IN_PLACE: u32 = 6;
-const ALL_TO_ALL_VARCOUNT: u32 = 7;
-const GATHER: u32 = 8;
-const SCATTER: u32 = 9;
-const GATHER_VARCOUNT_IN_PLACE: u32 = 10;
-const SCATTER_VARCOUNT_IN_PLACE: u32 = 11;
-/// Every rank calls the root's in-place scatterv.
-const SCATTER_VARCOUNT_IN_PLACE_EVERYWHERE: u32 = 12;
-const ALL_GATHER_VARCOUNT_IN_PLACE: u32 = 13;
-const ALL_TO_ALL_VARCOUNT_IN_PLACE: u32 = 14;
-
-/// Bytes of each rank's send and receive region.
-const REGION: usize = 8192;
-
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct CollArgs {
-    send_ty: GlobalSlice<u64>,
-    recv_ty: GlobalSlice<u64>,
-    /// `size` regions of `REGION` bytes: rank r's send buffer.
-    src: GlobalSlice<u8>,
-    /// `size` regions: rank r's receive buffer.
-    dst: GlobalSlice<u8>,
-    /// Per rank: the count of its send (instances of a view, `u32`s of a
-    /// plain slice) and of its receive.
-    scount: GlobalSlice<u32>,
-    rcount: GlobalSlice<u32>,
-    /// `size x size`, row r for rank r: partitions (in elements).
-    scounts: GlobalSlice<i32>,
-    sdispls: GlobalSlice<i32>,
-    rcounts: GlobalSlice<i32>,
-    rdispls: GlobalSlice<i32>,
-    /// Per rank: the collective's error class (0: success).
-    out: GlobalSlice<u32>,
-    op: u32,
-    root: u32,
-    /// 1: the send side is a view of `send_ty`, 0: a `[u32]`.
-    send_view: u32,
-    /// 1: the receive side is a view of `recv_ty`, 0: a `[u32]`.
-    recv_view: u32,
-    /// The rank that receives into a `[f32]` instead (`u32::MAX`: none).
-    bad: u32,
-    /// 1: run on a duplicate of the world (a sub-communicator), 0: on the
-    /// world.
-    dup: u32,
-    _pad: [u32; 2],
-}
-
-fn run<C: Communicator + CommunicatorCollectives, S: Buffer + ?Sized, R: BufferMut + ?Sized>(
-    world: &C,
-    args: &CollArgs,
-    send: &S,
-    recv: &mut R,
-) -> Result<(), Error> {
-    let n = world.size() as usize;
-    let r = world.rank() as usize;
-    // SAFETY: the host writes none of these during the launch.
-    let row = |s: &GlobalSlice<i32>| unsafe { s.slice(r * n, n) };
-    let (sc, sd, rc, rd) = (
-        row(&args.scounts)?,
-        row(&args.sdispls)?,
-        row(&args.rcounts)?,
-        row(&args.rdispls)?,
-    );
-    let root = world.process_at_rank(args.root as i32);
-    let at_root = args.root as usize == r;
-    match args.op {
-        ALL_GATHER => world.all_gather_into(send, recv),
-        ALL_GATHER_IN_PLACE => world.all_gather_in_place(recv),
-        ALL_GATHER_VARCOUNT => world.all_gather_varcount_into(send, &mut PartitionMut::new(recv, rc, rd)),
-        ALL_GATHER_VARCOUNT_IN_PLACE => {
-            world.all_gather_varcount_in_place(&mut PartitionMut::new(recv, rc, rd))
-        }
-        GATHER_VARCOUNT if at_root => {
-            root.gather_varcount_into_root(send, &mut PartitionMut::new(recv, rc, rd))
-        }
-        GATHER_VARCOUNT => root.gather_varcount_into(send),
-        SCATTER_VARCOUNT if at_root => root.scatter_varcount_into_root(&Partition::new(send, sc, sd), recv),
-        SCATTER_VARCOUNT => root.scatter_varcount_into(recv),
-        GATHER_VARCOUNT_IN_PLACE if at_root => {
-            root.gather_varcount_into_root_in_place(&mut PartitionMut::new(recv, rc, rd))
-        }
-        GATHER_VARCOUNT_IN_PLACE => root.gather_varcount_into(send),
-        SCATTER_VARCOUNT_IN_PLACE if at_root => {
-            root.scatter_varcount_into_root_in_place(&Partition::new(send, sc, sd))
-        }
-        SCATTER_VARCOUNT_IN_PLACE => root.scatter_varcount_into(recv),
-        SCATTER_VARCOUNT_IN_PLACE_EVERYWHERE => {
-            root.scatter_varcount_into_root_in_place(&Partition::new(send, sc, sd))
-        }
-        ALL_TO_ALL => world.all_to_all_into(send, recv),
-        ALL_TO_ALL_IN_PLACE => world.all_to_all_in_place(recv),
-        ALL_TO_ALL_VARCOUNT => world.all_to_all_varcount_into(
-            &Partition::new(send, sc, sd),
-            &mut PartitionMut::new(recv, rc, rd),
-        ),
-        ALL_TO_ALL_VARCOUNT_IN_PLACE => {
-            world.all_to_all_varcount_in_place(&mut PartitionMut::new(recv, rc, rd))
-        }
-        GATHER if at_root => root.gather_into_root(send, recv),
-        GATHER => root.gather_into(send),
-        SCATTER if at_root => root.scatter_into_root(send, recv),
-        SCATTER => root.scatter_into(recv),
-        _ => Err(Error::Intern),
-    }
-}
-
-fn with_recv<C: Communicator + CommunicatorCollectives, S: Buffer + ?Sized>(
-    world: &C,
-    args: &CollArgs,
-    send: &S,
-    dst: &mut [u8],
-    rty: &TypeRef<'_>,
-) -> Result<(), Error> {
-    let r = world.rank() as usize;
-    let count = args.rcount.read(r)? as usize;
-    if args.bad as usize == r {
-        let f: &mut [f32] = bytemuck::cast_slice_mut(dst);
-        return run(world, args, send, &mut f[..count]);
-    }
-    if args.recv_view == 1 {
-        let mut v = MutView::with_count_and_datatype(dst, count, rty)?;
-        run(world, args, send, &mut v)
-    } else {
-        let u: &mut [u32] = bytemuck::cast_slice_mut(dst);
-        run(world, args, send, &mut u[..count])
-    }
-}
-
-gpu_mpi_device::kernel! {
-    /// Rank r runs `args.op` from its send region into its receive region
-    /// and records the class.
-    pub static COLL_VIEWS = fn coll_views(world: &World, args: &CollArgs) -> Result<(), Error> {
-        let r = world.rank() as usize;
-        // SAFETY: the host writes no encoding during the launch.
-        let sty = unsafe { TypeRef::from_global(&args.send_ty)? };
-        // SAFETY: as above.
-        let rty = unsafe { TypeRef::from_global(&args.recv_ty)? };
-        // SAFETY: rank r alone touches its regions.
-        let src = unsafe { args.src.slice(r * REGION, REGION)? };
-        // SAFETY: as above.
-        let dst = unsafe { args.dst.slice_mut(r * REGION, REGION)? };
-        let count = args.scount.read(r)? as usize;
-        let result = if args.dup == 1 {
-            let dup = world.duplicate()?;
-            if args.send_view == 1 {
-                let v = View::with_count_and_datatype(src, count, &sty)?;
-                with_recv(&dup, args, &v, dst, &rty)
-            } else {
-                let u: &[u32] = bytemuck::cast_slice(src);
-                with_recv(&dup, args, &u[..count], dst, &rty)
-            }
-        } else if args.send_view == 1 {
-            let v = View::with_count_and_datatype(src, count, &sty)?;
-            with_recv(world, args, &v, dst, &rty)
-        } else {
-            let u: &[u32] = bytemuck::cast_slice(src);
-            with_recv(world, args, &u[..count], dst, &rty)
-        };
-        args.out.write(r, result.err().map_or(0, |e| e.class() as u32))
-    }
-}
+use gpu_mpi::datatype::{reference, Primitive, UserDatatype};
+use gpu_mpi::device::ErrorClass;
+use gpu_mpi::WorldSpec;
+use gpu_mpi_check::testgen;
+use gpu_mpi_check::testgen::Backend;
+use gpu_mpi_check_kernels::view_collectives::*;
 
 /// One side of a collective: a view of a type with `epi` elements per
 /// instance, or a plain `[u32]`.
@@ -314,9 +147,9 @@ impl Case {
     }
 
     /// Launches; returns the classes and every rank's receive region.
-    fn launch(&self) -> (Vec<u32>, Vec<u8>, Vec<u8>) {
+    fn launch(&self, backend: Backend) -> (Vec<u32>, Vec<u8>, Vec<u8>) {
         let n = self.n;
-        let device = Device::cpu();
+        let device = backend.device();
         let src: Vec<u8> = (0..n * REGION)
             .map(|i| src_byte(i / REGION, i % REGION))
             .collect();
@@ -361,7 +194,7 @@ impl Case {
         };
         device
             .launch(
-                &COLL_VIEWS,
+                &SEMANTICS_VIEW_COLLECTIVES,
                 &args,
                 // Blocks of one or two: a duplicate of a world of more than
                 // one rank is never one whole block, so it takes the
@@ -507,16 +340,16 @@ impl Case {
 
     /// Launches on the world, then on a duplicate of it; expects success
     /// everywhere and the reference result each time.
-    fn check(&self) {
-        self.check_once();
+    fn check(&self, backend: Backend) {
+        self.check_once(backend);
         let mut dup = self.clone();
         dup.dup = true;
-        dup.check_once();
+        dup.check_once(backend);
     }
 
     /// Launches, expects success everywhere and the reference result.
-    fn check_once(&self) {
-        let (classes, init, got) = self.launch();
+    fn check_once(&self, backend: Backend) {
+        let (classes, init, got) = self.launch(backend);
         assert_eq!(classes, vec![0; self.n], "{}", self.what());
         let want = self.expected(&init);
         for r in 0..self.n {
@@ -530,8 +363,8 @@ impl Case {
 
     /// Launches, expects `class` at `at` and `others` at every other rank
     /// (the agreement: nobody proceeds, nobody hangs).
-    fn check_fails(&self, at: usize, class: ErrorClass, others: ErrorClass) {
-        let (classes, _, _) = self.launch();
+    fn check_fails(&self, backend: Backend, at: usize, class: ErrorClass, others: ErrorClass) {
+        let (classes, _, _) = self.launch(backend);
         for (r, &c) in classes.iter().enumerate() {
             let want = if r == at { class } else { others };
             assert_eq!(c, want as u32, "rank {r}: {}", self.what());
@@ -569,23 +402,22 @@ fn pairs() -> Vec<(Shape, Shape)> {
 /// Elements per part: a multiple of every `epi` (1, 2, 3).
 const K: usize = 6;
 
-#[test]
-fn all_gather_fixed_and_in_place_take_views() {
+fn all_gather_fixed_and_in_place_take_views(backend: Backend) {
     for n in [1, 3, 5] {
         for (s, r) in pairs() {
             let mut c = Case::new(n, ALL_GATHER, s.clone(), r.clone());
             c.scount = vec![K; n];
             c.rcount = vec![n * K; n];
-            c.check();
+            c.check(backend);
             let mut c = Case::new(n, ALL_GATHER_IN_PLACE, r.clone(), r);
             c.rcount = vec![n * K; n];
-            c.check();
+            c.check(backend);
         }
     }
 }
+testgen!(all_gather_fixed_and_in_place_take_views);
 
-#[test]
-fn gather_and_scatter_take_views_at_every_root() {
+fn gather_and_scatter_take_views_at_every_root(backend: Backend) {
     for n in [2, 5] {
         for (s, r) in pairs() {
             for root in 0..n {
@@ -600,12 +432,13 @@ fn gather_and_scatter_take_views_at_every_root() {
                         c.scount = (0..n).map(|q| if q == root { roots } else { 0 }).collect();
                         c.rcount = vec![mine; n];
                     }
-                    c.check();
+                    c.check(backend);
                 }
             }
         }
     }
 }
+testgen!(gather_and_scatter_take_views_at_every_root);
 
 /// Rank q's part: `6 x ((q + 1) mod 3)` elements (0, 6 or 12), at
 /// displacements in reverse rank order with a gap of 3 between parts.
@@ -620,8 +453,7 @@ fn var_parts(n: usize) -> (Vec<i32>, Vec<i32>, usize) {
     (counts, displs, (at as usize).next_multiple_of(K))
 }
 
-#[test]
-fn varcount_gather_scatter_and_all_gather_take_views() {
+fn varcount_gather_scatter_and_all_gather_take_views(backend: Backend) {
     for n in [3, 4] {
         let (counts, displs, total) = var_parts(n);
         for (s, r) in pairs() {
@@ -632,32 +464,32 @@ fn varcount_gather_scatter_and_all_gather_take_views() {
                 c.rcount = (0..n).map(|q| if q == root { total } else { 0 }).collect();
                 c.rcounts = vec![counts.clone(); n];
                 c.rdispls = vec![displs.clone(); n];
-                c.check();
+                c.check(backend);
                 let mut c = Case::new(n, SCATTER_VARCOUNT, s.clone(), r.clone());
                 c.root = root;
                 c.scount = (0..n).map(|q| if q == root { total } else { 0 }).collect();
                 c.rcount = counts.iter().map(|&k| k as usize).collect();
                 c.scounts = vec![counts.clone(); n];
                 c.sdispls = vec![displs.clone(); n];
-                c.check();
+                c.check(backend);
             }
             let mut c = Case::new(n, ALL_GATHER_VARCOUNT, s, r);
             c.scount = counts.iter().map(|&k| k as usize).collect();
             c.rcount = vec![total; n];
             c.rcounts = vec![counts.clone(); n];
             c.rdispls = vec![displs.clone(); n];
-            c.check();
+            c.check(backend);
         }
     }
 }
+testgen!(varcount_gather_scatter_and_all_gather_take_views);
 
 /// `MPI_Gatherv` and `MPI_Scatterv` with `MPI_IN_PLACE` at every root: the
 /// root's own part stays where it is (its receive region keeps the initial
 /// bytes there; a scatter's root receives nothing), every other part moves
 /// as in the plain forms; views on either side (the world's staged path),
 /// plain slices (its direct path) and on a duplicate (the general one).
-#[test]
-fn varcount_gather_and_scatter_in_place_at_every_root() {
+fn varcount_gather_and_scatter_in_place_at_every_root(backend: Backend) {
     for n in [1, 3, 4] {
         let (counts, displs, total) = var_parts(n);
         for (s, r) in pairs().into_iter().chain([(plain(), plain())]) {
@@ -671,7 +503,7 @@ fn varcount_gather_and_scatter_in_place_at_every_root() {
                 c.rcount = (0..n).map(|q| if q == root { total } else { 0 }).collect();
                 c.rcounts = vec![counts.clone(); n];
                 c.rdispls = vec![displs.clone(); n];
-                c.check();
+                c.check(backend);
                 let mut c = Case::new(n, SCATTER_VARCOUNT_IN_PLACE, s.clone(), r.clone());
                 c.root = root;
                 c.scount = (0..n).map(|q| if q == root { total } else { 0 }).collect();
@@ -679,16 +511,16 @@ fn varcount_gather_and_scatter_in_place_at_every_root() {
                 c.rcount[root] = 0;
                 c.scounts = vec![counts.clone(); n];
                 c.sdispls = vec![displs.clone(); n];
-                c.check();
+                c.check(backend);
             }
         }
     }
 }
+testgen!(varcount_gather_and_scatter_in_place_at_every_root);
 
 /// `MPI_Allgatherv` with `MPI_IN_PLACE`: each rank's own part (at
 /// displacements that differ between ranks) is its contribution.
-#[test]
-fn all_gather_varcount_in_place_takes_views() {
+fn all_gather_varcount_in_place_takes_views(backend: Backend) {
     for n in [1, 3, 4] {
         let (counts, displs, total) = var_parts(n);
         for (_, r) in pairs().into_iter().chain([(plain(), plain())]) {
@@ -699,15 +531,15 @@ fn all_gather_varcount_in_place_takes_views() {
             c.rdispls = (0..n)
                 .map(|p| displs.iter().map(|&d| d + (p % 2) as i32).collect())
                 .collect();
-            c.check();
+            c.check(backend);
         }
     }
 }
+testgen!(all_gather_varcount_in_place_takes_views);
 
 /// A rank other than the root that calls the in-place scatterv (it has no
 /// receive buffer) fails with `MPI_ERR_ROOT`, and so does every rank.
-#[test]
-fn scatterv_in_place_at_a_non_root_fails_on_every_rank() {
+fn scatterv_in_place_at_a_non_root_fails_on_every_rank(backend: Backend) {
     let n = 4;
     let (counts, displs, total) = var_parts(n);
     let mut c = Case::new(n, SCATTER_VARCOUNT_IN_PLACE_EVERYWHERE, plain(), plain());
@@ -716,20 +548,20 @@ fn scatterv_in_place_at_a_non_root_fails_on_every_rank() {
     c.rcount = counts.iter().map(|&k| k as usize).collect();
     c.scounts = vec![counts.clone(); n];
     c.sdispls = vec![displs.clone(); n];
-    c.check_fails(usize::MAX, ErrorClass::Root, ErrorClass::Root);
+    c.check_fails(backend, usize::MAX, ErrorClass::Root, ErrorClass::Root);
 }
+testgen!(scatterv_in_place_at_a_non_root_fails_on_every_rank);
 
-#[test]
-fn all_to_all_fixed_in_place_and_varcount_take_views() {
+fn all_to_all_fixed_in_place_and_varcount_take_views(backend: Backend) {
     for n in [1, 3, 5] {
         for (s, r) in pairs() {
             let mut c = Case::new(n, ALL_TO_ALL, s.clone(), r.clone());
             c.scount = vec![n * K; n];
             c.rcount = vec![n * K; n];
-            c.check();
+            c.check(backend);
             let mut c = Case::new(n, ALL_TO_ALL_IN_PLACE, r.clone(), r.clone());
             c.rcount = vec![n * K; n];
-            c.check();
+            c.check(backend);
             // Rank s sends 6 x ((s + d) mod 3) elements to rank d; parts in
             // reverse order in the send buffer, in order in the receive one.
             let cnt = |s: usize, d: usize| (K * ((s + d) % 3)) as i32;
@@ -754,10 +586,11 @@ fn all_to_all_fixed_in_place_and_varcount_take_views() {
                 c.rcounts.push(rc);
                 c.rdispls.push(rd);
             }
-            c.check();
+            c.check(backend);
         }
     }
 }
+testgen!(all_to_all_fixed_in_place_and_varcount_take_views);
 
 /// The in-place all-to-allv's case on `n` ranks: rank `p` swaps `cnt(p, q)
 /// = cnt(q, p)` elements with rank `q` (pair 0-1 more than a staging round
@@ -784,29 +617,28 @@ fn all_to_allv_in_place(n: usize, recv: Shape) -> Case {
 /// replaced by rank `q`'s part for it (parts of different lengths per pair,
 /// one longer than a staging round), views and plain slices, on the world
 /// (pairwise through the cells) and a duplicate (messages).
-#[test]
-fn all_to_all_varcount_in_place_takes_views() {
+fn all_to_all_varcount_in_place_takes_views(backend: Backend) {
     for n in [1, 2, 3, 5] {
         for (_, r) in pairs().into_iter().chain([(plain(), plain())]) {
-            all_to_allv_in_place(n, r).check();
+            all_to_allv_in_place(n, r).check(backend);
         }
     }
 }
+testgen!(all_to_all_varcount_in_place_takes_views);
 
 /// In-place all-to-allv with counts that do not match pairwise (rank 2
 /// expects one element more from rank 0 than rank 0 sends it): the counts
 /// round finds it, every rank fails with `MPI_ERR_COUNT` and none moves
 /// data.
-#[test]
-fn an_in_place_all_to_allv_count_mismatch_fails_on_every_rank() {
+fn an_in_place_all_to_allv_count_mismatch_fails_on_every_rank(backend: Backend) {
     let mut c = all_to_allv_in_place(4, plain());
     c.rcounts[2][0] += 1;
     c.rcount[2] += K;
-    c.check_fails(usize::MAX, ErrorClass::Count, ErrorClass::Count);
+    c.check_fails(backend, usize::MAX, ErrorClass::Count, ErrorClass::Count);
 }
+testgen!(an_in_place_all_to_allv_count_mismatch_fails_on_every_rank);
 
-#[test]
-fn a_signature_mismatch_fails_on_every_rank() {
+fn a_signature_mismatch_fails_on_every_rank(backend: Backend) {
     let n = 5;
     for op in [
         ALL_GATHER,
@@ -834,21 +666,21 @@ fn a_signature_mismatch_fails_on_every_rank() {
             c.scount = vec![K; n];
         }
         // The agreement names the type mismatch on every rank.
-        c.check_fails(bad, ErrorClass::Type, ErrorClass::Type);
+        c.check_fails(backend, bad, ErrorClass::Type, ErrorClass::Type);
     }
     // A struct view against a u32 view: the signatures differ.
     let mut c = Case::new(3, ALL_TO_ALL, structure(false), vector());
     c.scount = vec![3 * K; 3];
     c.rcount = vec![3 * K; 3];
-    let (classes, _, _) = c.launch();
+    let (classes, _, _) = c.launch(backend);
     assert!(
         classes.iter().all(|&k| k == ErrorClass::Type as u32),
         "{classes:?}"
     );
 }
+testgen!(a_signature_mismatch_fails_on_every_rank);
 
-#[test]
-fn a_part_outside_the_view_fails_on_every_rank() {
+fn a_part_outside_the_view_fails_on_every_rank(backend: Backend) {
     // Rank 2's receive partition reaches past its view (one element more
     // than the view holds): MPI_ERR_ARG there, an error everywhere.
     let n = 4;
@@ -862,7 +694,7 @@ fn a_part_outside_the_view_fails_on_every_rank() {
     c.rcounts = rows;
     c.rdispls = displs;
     c.rdispls[2][n - 1] += 1;
-    c.check_fails(2, ErrorClass::Arg, ErrorClass::Count);
+    c.check_fails(backend, 2, ErrorClass::Arg, ErrorClass::Count);
     // A varcount gather whose root's view is too small for its partition.
     let (counts, displs, total) = var_parts(n);
     let mut c = Case::new(n, GATHER_VARCOUNT, indexed(), vector());
@@ -871,5 +703,6 @@ fn a_part_outside_the_view_fails_on_every_rank() {
     c.rcount = (0..n).map(|q| if q == 1 { total - 2 * K } else { 0 }).collect();
     c.rcounts = vec![counts; n];
     c.rdispls = vec![displs; n];
-    c.check_fails(1, ErrorClass::Arg, ErrorClass::Count);
+    c.check_fails(backend, 1, ErrorClass::Arg, ErrorClass::Count);
 }
+testgen!(a_part_outside_the_view_fails_on_every_rank);
