@@ -2,6 +2,8 @@
 //! to the emulator, and the backend's pure decisions (PTX choice, occupancy,
 //! the limiting resource, the refusal's wording) hold for H100 numbers.
 //! On a machine with a GPU, scripts/gpu-check.sh runs the real thing.
+//! One backend by nature: what is tested is what happens where no GPU
+//! opens, and pure functions of a GPU's numbers.
 
 use gpu_mpi_device::{Error, World};
 use gpu_mpi_host::cuda::plan::ImageKind;

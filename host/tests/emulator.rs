@@ -1,7 +1,9 @@
 //! The cpu backend: ranks, blocks, capacity, errors, deadlocks, stacks.
 //!
 //! Kernels here use only the shim (atomics, block barrier, backoff) and
-//! `GlobalSlice`s, not the MPI calls (mpi.rs tests those).
+//! `GlobalSlice`s, not the MPI calls (mpi.rs tests those). Emulator only:
+//! these test the emulator itself (its workers, virtual device, scheduler,
+//! deadlock detection and rank stacks).
 
 use bytemuck::{Pod, Zeroable};
 use gpu_mpi_device::abi::layout::ConfigError;

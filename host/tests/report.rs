@@ -1,6 +1,9 @@
 //! The deadlock report's later sections on the emulator: the messages left
 //! unreceived, the receives nothing matched, and the hints; and errors that
-//! print the same through `Debug` as through `Display`.
+//! print the same through `Debug` as through `Display`. Emulator only:
+//! exact reports need a deadlock seen at once, which only the emulator
+//! sees (a GPU ends one by its wait bound, and which ranks time out then
+//! depends on its timing).
 
 use gpu_mpi_device::abi::polling::Call;
 use gpu_mpi_device::traits::*;

@@ -1,6 +1,7 @@
 //! Emulator scaling measurements (docs/emulator.md). Ignored by default; run
 //! with `cargo test --release -p gpu-mpi-host --test scaling -- --ignored --nocapture`.
-//! Prints a table; asserts only results, never times.
+//! Prints a table; asserts only results, never times. Emulator only: it
+//! measures the emulator.
 
 use bytemuck::{Pod, Zeroable};
 use gpu_mpi_device::collective::SystemOperation;

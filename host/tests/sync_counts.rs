@@ -1,7 +1,8 @@
 //! The emulator's synchronising-operation counts (`LaunchReport::sync_counts`):
 //! what the host shim counts, that each operation is charged to the rank
 //! that issued it, and what an eager message costs in the point-to-point
-//! engine (device/src/engine.rs, "One message").
+//! engine (device/src/engine.rs, "One message"). Emulator only: the
+//! counts are the host shim's; a GPU counts nothing.
 
 use bytemuck::{Pod, Zeroable};
 use gpu_mpi_device::abi::shim::{self, runtime, Ordering};

@@ -1,6 +1,10 @@
 //! Message traces on the emulator (docs/tracing.md): what the ranks record,
 //! the Chrome trace JSON read back with serde_json, dropped events, the cost
-//! when off, and the HTML page rendered in headless Chromium.
+//! when off, and the HTML page rendered in headless Chromium. On the
+//! emulator only, because its kernels are defined here rather than in the
+//! conformance crate and so have no PTX (the cuda backend records traces
+//! too; moving the kernels is still to do), and some tests need it anyway
+//! (seeded schedules, sync counts, deadlocks).
 
 use gpu_mpi_device::abi::layout::{ConfigError, MAX_TRACE_EVENTS};
 use gpu_mpi_device::abi::polling::Call;
