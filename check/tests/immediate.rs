@@ -33,15 +33,18 @@ fn device(backend: Backend, schedule: Schedule) -> TestDevice {
 }
 
 /// Launches case `case` and returns every rank's record, or the launch error.
+/// A launch's outcome and every rank's record.
+type Launched = (Result<(), HostError>, Vec<Vec<u32>>);
+
 /// Launches case `case` and reads every rank's record, also when the
-/// launch failed: the launch's outcome and the records.
+/// launch failed.
 fn launch_with_records(
     d: &Device,
     spec: &WorldSpec,
     ranks: u32,
     case: u32,
     param: u32,
-) -> Result<(Result<(), HostError>, Vec<Vec<u32>>), HostError> {
+) -> Result<Launched, HostError> {
     let stride = IC_STRIDE as usize;
     let out = d.alloc_zeroed::<u32>(ranks as usize * stride)?;
     let data = d.alloc_zeroed::<u8>(8)?;
