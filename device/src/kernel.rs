@@ -161,8 +161,10 @@ impl<T: Pod> GlobalSlice<T> {
                 len: self.len as u32,
             });
         }
+        let at = (self.addr as *mut T).wrapping_add(i);
+        crate::shim::note_global(at as *const u8, core::mem::size_of::<T>(), true);
         // SAFETY: `from_raw`'s contract makes element `i < len` valid and aligned.
-        unsafe { core::ptr::write_volatile((self.addr as *mut T).add(i), value) };
+        unsafe { core::ptr::write_volatile(at, value) };
         Ok(())
     }
 
@@ -211,7 +213,9 @@ impl<T: Pod> GlobalSlice<T> {
                 len: self.len as u32,
             });
         }
+        let at = (self.addr as *const T).wrapping_add(i);
+        crate::shim::note_global(at as *const u8, core::mem::size_of::<T>(), false);
         // SAFETY: as in `write`.
-        Ok(unsafe { core::ptr::read_volatile((self.addr as *const T).add(i)) })
+        Ok(unsafe { core::ptr::read_volatile(at) })
     }
 }

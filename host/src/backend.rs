@@ -18,6 +18,7 @@
 
 use crate::error::{BufferError, CopyDirection, HostError};
 use crate::launch::{LaunchReport, SyncCounts, SyncProfile, TracedLaunch};
+use crate::model::{ModelledTime, Profile};
 use crate::report;
 use crate::schedule::Schedule;
 use crate::spec::{RankCount, Residency, WorldSpec};
@@ -92,11 +93,40 @@ pub(crate) trait Backend {
         args: &A,
         config: &WorldConfig,
         layout: &Layout,
-        schedule: Option<Schedule>,
+        order: Order<'_>,
     ) -> Result<Ran<Self::World>, HostError>;
 
     /// The bytes of a world that ran, `layout.total` of them.
     fn world_bytes(world: &Self::World) -> &[u8];
+}
+
+/// How the emulator runs a launch's ranks: the spec's schedule and timing
+/// profile, each `None` for the backend's default. The cuda backend
+/// ignores both.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Order<'a> {
+    /// The order of the ranks ([`WorldSpec::schedule`]).
+    pub(crate) schedule: Option<Schedule>,
+    /// Timing mode's profile ([`WorldSpec::model`]).
+    pub(crate) model: Option<&'a Profile>,
+}
+
+impl<'a> Order<'a> {
+    /// The order `spec` asks for.
+    pub(crate) fn of(spec: &'a WorldSpec) -> Order<'a> {
+        Order {
+            schedule: spec.schedule,
+            model: spec.model,
+        }
+    }
+
+    /// Just a schedule.
+    pub(crate) fn schedule(schedule: Schedule) -> Order<'a> {
+        Order {
+            schedule: Some(schedule),
+            model: None,
+        }
+    }
 }
 
 /// A world that ran ([`Backend::run`]).
@@ -114,6 +144,8 @@ pub(crate) struct RunStats {
     pub(crate) elapsed: Duration,
     /// Each rank's synchronising operations, where the backend counts them.
     pub(crate) sync_counts: Option<Vec<SyncCounts>>,
+    /// The modelled time of a run in timing mode.
+    pub(crate) model: Option<ModelledTime>,
 }
 
 /// Fails unless `offset..offset + bytes` lies in a buffer of `len` bytes.
@@ -197,9 +229,9 @@ pub(crate) fn launch<B: Backend, A: Pod + Sync>(
     kernel: &Kernel<A>,
     args: &A,
     config: &WorldConfig,
-    schedule: Option<Schedule>,
+    order: Order<'_>,
 ) -> Result<LaunchReport, HostError> {
-    let TracedLaunch { result, trace } = launch_traced(backend, kernel, args, config, schedule);
+    let TracedLaunch { result, trace } = launch_traced(backend, kernel, args, config, order);
     result.map(|mut r| {
         r.trace = trace;
         r
@@ -214,10 +246,10 @@ pub(crate) fn launch_traced<B: Backend, A: Pod + Sync>(
     kernel: &Kernel<A>,
     args: &A,
     config: &WorldConfig,
-    schedule: Option<Schedule>,
+    order: Order<'_>,
 ) -> TracedLaunch {
     let mut kept = None;
-    let result = run_world(backend, kernel, args, config, schedule, &mut kept);
+    let result = run_world(backend, kernel, args, config, order, &mut kept);
     let trace = kept.and_then(|(world, layout)| Trace::from_world(B::world_bytes(&world), &layout, B::NAME));
     TracedLaunch { result, trace }
 }
@@ -229,13 +261,13 @@ fn run_world<B: Backend, A: Pod + Sync>(
     kernel: &Kernel<A>,
     args: &A,
     config: &WorldConfig,
-    schedule: Option<Schedule>,
+    order: Order<'_>,
     kept: &mut Option<(B::World, Layout)>,
 ) -> Result<LaunchReport, HostError> {
     let config = backend.complete(*config);
     let layout = config.layout()?;
     backend.check_fits(kernel.name, &config)?;
-    let Ran { world, outcome } = backend.run(kernel, args, &config, &layout, schedule)?;
+    let Ran { world, outcome } = backend.run(kernel, args, &config, &layout, order)?;
     let (world, layout) = kept.insert((world, layout));
     let stats = outcome?;
     report::check_world(B::world_bytes(world), layout)?;
@@ -247,6 +279,7 @@ fn run_world<B: Backend, A: Pod + Sync>(
         elapsed: stats.elapsed,
         world_bytes: layout.total,
         sync_counts: stats.sync_counts.map(SyncProfile::new),
+        model: stats.model,
         trace: None,
     })
 }

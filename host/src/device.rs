@@ -12,12 +12,13 @@
 //! crate's `launch.rs`, below the backends; `Device::pack` and the other
 //! datatype methods are in `pack.rs`, above this module.
 
-use crate::backend::{self, Backend};
+use crate::backend::{self, Backend, Order};
 use crate::cpu::{CpuBuffer, CpuDevice, CpuOptions};
 use crate::cuda::{CudaBuffer, CudaDevice, CudaOptions};
 use crate::error::{AllocError, BufferError, HostError};
 use crate::images::KernelImages;
 use crate::launch::{LaunchReport, TracedLaunch};
+use crate::model::Profile;
 use crate::spec::{BackendKind, Residency, WorldSpec};
 use bytemuck::Pod;
 use gpu_mpi_device::abi::WorldConfig;
@@ -171,6 +172,16 @@ impl Device {
         Device::cpu_with(CpuOptions::default())
     }
 
+    /// The CPU emulator with default options, in timing mode when
+    /// `GPU_MPI_MODEL` names a profile (`h100`, `h200` or a file;
+    /// docs/model.md): what [`Device::open`] gives for the cpu backend.
+    pub fn cpu_from_env() -> Result<Device, HostError> {
+        Ok(Device::cpu_with(CpuOptions {
+            model: Profile::from_env()?,
+            ..CpuOptions::default()
+        }))
+    }
+
     /// The CPU emulator with these options.
     pub fn cpu_with(options: CpuOptions) -> Device {
         Device {
@@ -214,7 +225,7 @@ impl Device {
         cuda: impl FnOnce() -> Result<CudaDevice, HostError>,
     ) -> Result<Device, HostError> {
         match kind {
-            BackendKind::Cpu => Ok(Device::cpu()),
+            BackendKind::Cpu => Device::cpu_from_env(),
             BackendKind::Cuda => Ok(Device {
                 backend: AnyBackend::Cuda(cuda()?),
                 types: Default::default(),
@@ -230,7 +241,7 @@ impl Device {
                         other => other.to_string(),
                     };
                     eprintln!("gpu-mpi: no usable GPU ({why}); using the cpu backend");
-                    Ok(Device::cpu())
+                    Device::cpu_from_env()
                 }
             },
         }
@@ -410,7 +421,7 @@ impl Device {
         spec: &WorldSpec,
     ) -> Result<LaunchReport, HostError> {
         let config = self.resolve_for(kernel, spec)?;
-        with_backend!(self, d => backend::launch(d, kernel, args, &config, spec.schedule))
+        with_backend!(self, d => backend::launch(d, kernel, args, &config, Order::of(spec)))
     }
 
     /// As [`launch`](Self::launch), returning the trace apart from the
@@ -431,7 +442,7 @@ impl Device {
                 }
             }
         };
-        with_backend!(self, d => backend::launch_traced(d, kernel, args, &config, spec.schedule))
+        with_backend!(self, d => backend::launch_traced(d, kernel, args, &config, Order::of(spec)))
     }
 
     /// The world configuration `spec` gives for `kernel` on this device,

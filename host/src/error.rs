@@ -49,6 +49,10 @@ pub enum HostError {
     #[error("datatype: {0}")]
     Datatype(#[from] crate::datatype::DatatypeError),
 
+    /// A timing profile could not be read (`GPU_MPI_MODEL`, `Profile::load`).
+    #[error("timing model: {0}")]
+    Model(#[from] crate::model::ProfileError),
+
     /// The world's configuration cannot be laid out (see `WorldConfig::layout`).
     #[error("invalid world configuration: {0}")]
     Config(#[from] ConfigError),

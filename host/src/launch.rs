@@ -3,6 +3,7 @@
 //! its outcome, and the cpu backend's [`SyncProfile`].
 
 use crate::error::HostError;
+use crate::model::ModelledTime;
 use crate::trace::Trace;
 pub use gpu_mpi_device::abi::shim::runtime::SyncCounts;
 use std::time::Duration;
@@ -30,6 +31,11 @@ pub struct LaunchReport {
     /// atomics are not counted. docs/emulator.md, "Synchronising-operation
     /// counts".
     pub sync_counts: Option<SyncProfile>,
+    /// The modelled time of a launch in the emulator's timing mode
+    /// ([`WorldSpec::model`](crate::WorldSpec::model), docs/model.md): the
+    /// kernel's time on the modelled GPU and where each rank's went; `None`
+    /// otherwise.
+    pub model: Option<ModelledTime>,
     /// The ranks' MPI events when the spec asked for a trace
     /// ([`WorldSpec::trace`](crate::WorldSpec::trace)), else `None`.
     pub trace: Option<Trace>,

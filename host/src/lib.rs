@@ -45,6 +45,7 @@ mod device;
 mod error;
 mod images;
 mod launch;
+pub mod model;
 mod pack;
 pub mod report;
 mod schedule;
@@ -60,6 +61,7 @@ pub use error::{
 };
 pub use images::{KernelImages, KernelParts};
 pub use launch::{LaunchReport, SyncCounts, SyncProfile, TracedLaunch};
+pub use model::{ModelledTime, Profile, ProfileError, RankTime, TimeCategory};
 pub use report::{BlockedRank, BlockedState, DeadlockReport, Hint, UnreceivedMessage};
 pub use spec::{
     default_block_dim, trace_path_from_env, BackendKind, ParseBackendKindError, RankCount, Residency,

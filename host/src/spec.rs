@@ -1,6 +1,7 @@
 //! What the caller asks for: a backend ([`BackendKind`]) and a world ([`WorldSpec`]).
 
 use crate::error::{HostError, Resource};
+use crate::model::Profile;
 use crate::schedule::Schedule;
 use gpu_mpi_device::abi::layout::{WorldConfig, FLAG_FORCE_STREAMING, FLAG_IMMEDIATE_COMMUNICATORS};
 use std::fmt;
@@ -137,6 +138,13 @@ pub struct WorldSpec {
     /// `None`: [`CpuOptions::schedule`](crate::CpuOptions::schedule) (by
     /// default [`Schedule::Parallel`]). The cuda backend ignores it.
     pub schedule: Option<Schedule>,
+    /// Timing mode of the emulator (docs/model.md): the GPU whose time it
+    /// models, with the ranks run in the order of their virtual clocks
+    /// (`schedule` is then not used) and the modelled time in
+    /// [`LaunchReport::model`](crate::LaunchReport::model). `None`:
+    /// [`CpuOptions::model`](crate::CpuOptions::model). The cuda backend
+    /// ignores it.
+    pub model: Option<&'static Profile>,
     /// Events each rank may record in its trace buffer (0: no trace, the
     /// default; docs/tracing.md). The trace comes back in
     /// [`LaunchReport::trace`](crate::LaunchReport::trace) and from
@@ -172,6 +180,7 @@ impl WorldSpec {
             timeout: None,
             backoff_max: None,
             schedule: None,
+            model: None,
             trace_events: 0,
         }
     }
@@ -255,6 +264,13 @@ impl WorldSpec {
     /// [`WorldSpec::schedule`](WorldSpec#structfield.schedule)).
     pub fn schedule(mut self, schedule: Schedule) -> Self {
         self.schedule = Some(schedule);
+        self
+    }
+
+    /// Models the time of the launch on the emulator with `profile`
+    /// (see [`WorldSpec::model`](WorldSpec#structfield.model)).
+    pub fn model(mut self, profile: &'static Profile) -> Self {
+        self.model = Some(profile);
         self
     }
 

@@ -9,6 +9,11 @@
 //! block of the calling OS thread ([`runtime::SyncCounts`]); the emulator
 //! takes the block after each resumption of a rank and adds it to that
 //! rank's totals (docs/emulator.md, "Synchronising-operation counts").
+//!
+//! In the emulator's timing mode (docs/model.md) every access is also
+//! reported, before it happens, to the running rank's runtime
+//! ([`runtime::RankRuntime::access`]), which charges it to the rank's
+//! virtual clock; one thread-local test per access when the mode is off.
 
 extern crate std;
 
@@ -16,6 +21,19 @@ use super::{Coordinates, Ordering, WarpCall, WarpOp};
 use core::cell::UnsafeCell;
 use core::sync::atomic as core_atomic;
 use runtime::count::{self, Kind};
+use runtime::Access;
+
+/// Reports `access` to the timing model, when the running rank has one.
+#[inline(always)]
+fn timed(access: Access) {
+    if runtime::model_on() {
+        runtime::with_current(|rt| {
+            if let Some(rt) = rt {
+                rt.access(access)
+            }
+        })
+    }
+}
 
 /// Counts a load of ordering `o` (an acquire load if it acquires).
 #[inline(always)]
@@ -87,6 +105,10 @@ macro_rules! host_atomic {
                 Self(UnsafeCell::new(v))
             }
 
+            fn addr(&self) -> usize {
+                self.0.get() as usize
+            }
+
             fn core(&self) -> &$core {
                 // SAFETY: the cell is aligned for the integer (repr(transparent)
                 // over it, and world offsets are aligned), lives as long as
@@ -97,30 +119,50 @@ macro_rules! host_atomic {
             /// Atomic load.
             pub fn load(&self, o: Ordering) -> $int {
                 count_load(o);
+                timed(Access::Load {
+                    order: o,
+                    addr: self.addr(),
+                });
                 self.core().load(load_ordering(o))
             }
 
             /// Atomic store.
             pub fn store(&self, v: $int, o: Ordering) {
                 count_store(o);
+                timed(Access::Store {
+                    order: o,
+                    addr: self.addr(),
+                });
                 self.core().store(v, store_ordering(o))
             }
 
             /// Atomic add, returning the previous value (wrapping).
             pub fn fetch_add(&self, v: $int, o: Ordering) -> $int {
                 count_rmw(o);
+                timed(Access::Rmw {
+                    order: o,
+                    addr: self.addr(),
+                });
                 self.core().fetch_add(v, rmw_ordering(o))
             }
 
             /// Atomic bitwise or, returning the previous value.
             pub fn fetch_or(&self, v: $int, o: Ordering) -> $int {
                 count_rmw(o);
+                timed(Access::Rmw {
+                    order: o,
+                    addr: self.addr(),
+                });
                 self.core().fetch_or(v, rmw_ordering(o))
             }
 
             /// Atomic exchange, returning the previous value.
             pub fn swap(&self, v: $int, o: Ordering) -> $int {
                 count_rmw(o);
+                timed(Access::Rmw {
+                    order: o,
+                    addr: self.addr(),
+                });
                 self.core().swap(v, rmw_ordering(o))
             }
 
@@ -128,6 +170,10 @@ macro_rules! host_atomic {
             /// Counted as one read-modify-write whether or not it stores.
             pub fn compare_exchange(&self, current: $int, new: $int, o: Ordering) -> Result<$int, $int> {
                 count_rmw(o);
+                timed(Access::Rmw {
+                    order: o,
+                    addr: self.addr(),
+                });
                 self.core()
                     .compare_exchange(current, new, rmw_ordering(o), failure_ordering(o))
             }
@@ -145,6 +191,7 @@ pub fn fence(o: Ordering) {
         Ordering::Relaxed => {}
         _ => {
             count::bump(Kind::Fence);
+            timed(Access::Fence { order: o });
             core_atomic::fence(rmw_ordering(o))
         }
     }
@@ -283,9 +330,15 @@ pub(super) fn shared_block_base() -> *mut u8 {
 }
 
 /// Gives way after `polls` consecutive failed polls of one wait.
-pub(super) fn snooze(polls: u32, _max_ns: u32) {
+pub(super) fn snooze(polls: u32, max_ns: u32) {
     let handled = runtime::with_current(|rt| match rt {
         Some(rt) => {
+            if runtime::model_on() {
+                // The GPU's sleep (nvptx.rs `snooze`), in virtual time.
+                rt.access(Access::Sleep {
+                    ns: (32u32 << polls.min(26)).min(max_ns),
+                });
+            }
             rt.suspend(runtime::Suspend::Poll { fresh: polls == 0 });
             true
         }
@@ -296,8 +349,14 @@ pub(super) fn snooze(polls: u32, _max_ns: u32) {
     }
 }
 
-/// Nanoseconds of a monotonic clock (the GPU's `%globaltimer`).
+/// Nanoseconds of a monotonic clock (the GPU's `%globaltimer`); in the
+/// emulator's timing mode, the rank's virtual clock.
 pub fn clock_ns() -> u64 {
+    if runtime::model_on() {
+        if let Some(ns) = runtime::with_current(|rt| rt.map(|rt| rt.model_ns())) {
+            return ns;
+        }
+    }
     use std::sync::OnceLock;
     use std::time::Instant;
     static START: OnceLock<Instant> = OnceLock::new();
@@ -320,6 +379,7 @@ pub fn is_shared_address(ptr: *const u8) -> bool {
 /// Both ranges valid for `len` bytes and not overlapping; the protocol orders
 /// the copy against every concurrent access with acquire/release operations.
 pub unsafe fn copy_bytes(dst: *mut u8, src: *const u8, len: usize) {
+    timed(Access::Copy { bytes: len });
     // SAFETY: forwarded from the caller.
     unsafe { core::ptr::copy_nonoverlapping(src, dst, len) }
 }
@@ -340,6 +400,11 @@ pub unsafe fn copy_wide(dst: *mut u8, src: *const u8, len: usize) {
 /// # Safety
 /// `ptr` 8-byte aligned and valid; ordered as [`copy_bytes`]'s ranges are.
 pub unsafe fn store_payload_u64(ptr: *mut u8, value: u64) {
+    timed(Access::Plain {
+        addr: ptr as usize,
+        bytes: 8,
+        write: true,
+    });
     // SAFETY: forwarded from the caller.
     unsafe { (ptr as *mut u64).write(value) }
 }
@@ -349,8 +414,27 @@ pub unsafe fn store_payload_u64(ptr: *mut u8, value: u64) {
 /// # Safety
 /// As for [`store_payload_u64`].
 pub unsafe fn load_payload_u64(ptr: *const u8) -> u64 {
+    timed(Access::Plain {
+        addr: ptr as usize,
+        bytes: 8,
+        write: false,
+    });
     // SAFETY: forwarded from the caller.
     unsafe { (ptr as *const u64).read() }
+}
+
+/// A batch of independent loads begins or ends (timing mode).
+pub(super) fn batch(begin: bool) {
+    timed(if begin {
+        Access::BatchBegin
+    } else {
+        Access::BatchEnd
+    });
+}
+
+/// A plain access of global memory (timing mode).
+pub(super) fn note_global(addr: usize, bytes: usize, write: bool) {
+    timed(Access::Plain { addr, bytes, write });
 }
 
 pub mod runtime {
@@ -363,8 +447,67 @@ pub mod runtime {
 
     extern crate std;
 
-    use super::{Coordinates, WarpCall};
+    use super::{Coordinates, Ordering, WarpCall};
     use core::cell::Cell;
+
+    /// One access of a rank, as the timing model sees it (docs/model.md):
+    /// reported before it happens, so that the model can first run the
+    /// ranks whose virtual clocks are behind.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum Access {
+        /// An atomic load of the word at `addr`.
+        Load {
+            /// Its ordering.
+            order: Ordering,
+            /// The word's address.
+            addr: usize,
+        },
+        /// An atomic store to the word at `addr`.
+        Store {
+            /// Its ordering.
+            order: Ordering,
+            /// The word's address.
+            addr: usize,
+        },
+        /// A read-modify-write of the word at `addr`.
+        Rmw {
+            /// Its ordering.
+            order: Ordering,
+            /// The word's address.
+            addr: usize,
+        },
+        /// A fence (not `Relaxed`).
+        Fence {
+            /// Its ordering.
+            order: Ordering,
+        },
+        /// Plain loads or stores of `bytes` bytes at `addr` (a payload
+        /// word, a `GlobalSlice` element).
+        Plain {
+            /// The first byte's address.
+            addr: usize,
+            /// How many bytes.
+            bytes: usize,
+            /// Stores (else loads).
+            write: bool,
+        },
+        /// A byte copy of `bytes` bytes (`copy_bytes`, `copy_wide`).
+        Copy {
+            /// How many bytes.
+            bytes: usize,
+        },
+        /// A backoff sleep of `ns` nanoseconds (`nanosleep`), before the
+        /// rank gives way after a failed poll.
+        Sleep {
+            /// The requested sleep.
+            ns: u32,
+        },
+        /// Loads that do not depend on one another follow, until
+        /// [`Access::BatchEnd`] (`shim::independent`).
+        BatchBegin,
+        /// The batch ends.
+        BatchEnd,
+    }
 
     /// Why a rank hands the core back to the scheduler.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -384,6 +527,10 @@ pub mod runtime {
         /// runtime, [`RankRuntime::warp`]); resume it when every lane of
         /// the call's mask has arrived.
         Warp,
+        /// Timing mode: the rank's virtual clock passed another runnable
+        /// rank's, so that rank runs first; the rank is interrupted before
+        /// an access, not in a poll.
+        Time,
     }
 
     /// What the emulator provides for one running rank.
@@ -414,6 +561,34 @@ pub mod runtime {
         /// rank may reach (its stack, when the emulator keeps stacks local
         /// as the GPU does).
         fn is_local(&self, addr: usize) -> bool;
+        /// Timing mode: charges `access` to the rank's virtual clock, and
+        /// first suspends the rank with [`Suspend::Time`] while another
+        /// runnable rank's clock is behind its own. Called only while
+        /// [`model_on`] holds.
+        fn access(&self, access: Access) {
+            let _ = access;
+        }
+        /// Timing mode: the rank's virtual clock in nanoseconds (what
+        /// `clock_ns` returns).
+        fn model_ns(&self) -> u64 {
+            0
+        }
+    }
+
+    std::thread_local! {
+        static MODEL: Cell<bool> = const { Cell::new(false) };
+    }
+
+    /// Turns the timing model's reports on or off for this OS thread (the
+    /// emulator's worker, for a run in timing mode).
+    pub fn set_model(on: bool) {
+        MODEL.with(|m| m.set(on));
+    }
+
+    /// Whether this OS thread's ranks run in timing mode.
+    #[inline(always)]
+    pub fn model_on() -> bool {
+        MODEL.with(|m| m.get())
     }
 
     std::thread_local! {

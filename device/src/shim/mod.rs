@@ -172,6 +172,26 @@ pub fn shared_block<const N: usize>() -> *mut u8 {
     imp::shared_block_base()
 }
 
+/// Runs `f`, whose loads do not depend on one another (a scan of records
+/// or slots), as one batch: on the GPU they are in flight together, so the
+/// emulator's timing model (docs/model.md) charges the batch one latency
+/// instead of one per load. On the GPU and under loom this is `f()`.
+#[inline(always)]
+pub fn independent<R>(f: impl FnOnce() -> R) -> R {
+    imp::batch(true);
+    let r = f();
+    imp::batch(false);
+    r
+}
+
+/// Says that the caller accesses `bytes` bytes of global memory at `addr`
+/// with plain loads (`write` false) or stores (a [`GlobalSlice`](crate::GlobalSlice)
+/// element), for the emulator's timing model. Nothing on the GPU and under loom.
+#[inline(always)]
+pub fn note_global(addr: *const u8, bytes: usize, write: bool) {
+    imp::note_global(addr as usize, bytes, write)
+}
+
 /// The mask of every lane of a full warp.
 pub const FULL_MASK: u32 = u32::MAX;
 

@@ -64,6 +64,11 @@ pub fn spec(cli: &Cli) -> WorldSpec {
 /// trace JSON) and the HTML page beside it, and says so on stderr; does
 /// nothing when the variable is unset or the launch was not traced.
 pub fn write_trace(report: &LaunchReport, title: &str) -> Result<(), String> {
+    // Every example writes its trace; the modelled time (timing mode,
+    // GPU_MPI_MODEL, docs/model.md) goes beside it.
+    if let Some(m) = &report.model {
+        eprint!("{}", m.summary());
+    }
     let (Some(path), Some(trace)) = (trace_path_from_env(), report.trace()) else {
         return Ok(());
     };

@@ -33,12 +33,17 @@ pub fn run_pi(kernel: &gpu_mpi::device::Kernel<gpu_mpi_example_pi_kernels::PiArg
     };
     let error = (pi - std::f64::consts::PI).abs();
     eprintln!(
-        "{} ranks in {} blocks of {} on {}: {:.3} ms",
+        "{} ranks in {} blocks of {} on {}: {:.3} ms{}",
         report.ranks,
         report.blocks,
         report.block_dim,
         report.backend,
-        report.elapsed.as_secs_f64() * 1e3
+        report.elapsed.as_secs_f64() * 1e3,
+        report.model.as_ref().map_or(String::new(), |m| format!(
+            " (modelled on {}: {:.3} ms)",
+            m.profile,
+            m.kernel_ns() / 1e6
+        ))
     );
     println!(
         "pi={pi} error={error:e} ranks={} backend={}",

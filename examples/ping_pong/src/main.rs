@@ -43,7 +43,12 @@ fn main() -> ExitCode {
     };
     match run() {
         Ok((good, report)) => {
-            let per_trip = report.elapsed.as_secs_f64() / ITERATIONS as f64;
+            // In timing mode the modelled kernel time, else the wall time.
+            let kernel_s = report
+                .model
+                .as_ref()
+                .map_or(report.elapsed.as_secs_f64(), |m| m.kernel_ns() / 1e9);
+            let per_trip = kernel_s / ITERATIONS as f64;
             println!(
                 "round_trips_ok={good}/{ITERATIONS} bytes={} launch_per_round_trip_us={:.2} ranks={} backend={}",
                 cli.count,

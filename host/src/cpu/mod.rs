@@ -10,15 +10,17 @@
 
 mod explore;
 mod memory;
+mod model;
 pub mod scheduler;
 mod stack;
 
 pub use crate::schedule::{Schedule, PCT_STEPS_PER_RANK};
 pub use memory::CpuBuffer;
 
-use crate::backend::{self, Backend, Ran, RunStats};
+use crate::backend::{self, Backend, Order, Ran, RunStats};
 use crate::error::{AllocError, HostError};
 use crate::launch::{LaunchReport, TracedLaunch};
+use crate::model::Profile;
 use crate::spec::Residency;
 use bytemuck::Pod;
 use gpu_mpi_device::abi::layout::Layout;
@@ -65,6 +67,10 @@ pub struct CpuOptions {
     /// world's cells) instead of direct copies. Default false: every
     /// address is shared, as it is in one process.
     pub local_stacks: bool,
+    /// Timing mode (docs/model.md): the GPU whose time the emulator models
+    /// when the launch's [`WorldSpec::model`](crate::WorldSpec::model) is
+    /// `None`. Default `None`: no model, no virtual clocks.
+    pub model: Option<&'static Profile>,
 }
 
 impl Default for CpuOptions {
@@ -79,6 +85,7 @@ impl Default for CpuOptions {
             guard_page_limit: 4096,
             schedule: Schedule::Parallel,
             local_stacks: false,
+            model: None,
         }
     }
 }
@@ -135,7 +142,7 @@ impl CpuDevice {
         args: &A,
         config: &WorldConfig,
     ) -> Result<LaunchReport, HostError> {
-        backend::launch(self, kernel, args, config, None)
+        backend::launch(self, kernel, args, config, Order::default())
     }
 
     /// Runs `kernel` on a new world of `config` in the order of `schedule`
@@ -147,7 +154,7 @@ impl CpuDevice {
         config: &WorldConfig,
         schedule: Schedule,
     ) -> Result<LaunchReport, HostError> {
-        backend::launch(self, kernel, args, config, Some(schedule))
+        backend::launch(self, kernel, args, config, Order::schedule(schedule))
     }
 
     /// As [`launch_scheduled`](Self::launch_scheduled), with the trace apart
@@ -160,7 +167,7 @@ impl CpuDevice {
         config: &WorldConfig,
         schedule: Schedule,
     ) -> TracedLaunch {
-        backend::launch_traced(self, kernel, args, config, Some(schedule))
+        backend::launch_traced(self, kernel, args, config, Order::schedule(schedule))
     }
 }
 
@@ -200,7 +207,7 @@ impl Backend for CpuDevice {
         args: &A,
         config: &WorldConfig,
         layout: &Layout,
-        schedule: Option<Schedule>,
+        order: Order<'_>,
     ) -> Result<Ran<CpuBuffer>, HostError> {
         let mut world = CpuBuffer::zeroed(layout.total)?;
         config.write_header(world.as_mut_slice())?;
@@ -225,16 +232,18 @@ impl Backend for CpuDevice {
                 stacks: &stacks,
                 workers,
                 timeout,
-                schedule: schedule.unwrap_or(o.schedule),
+                schedule: order.schedule.unwrap_or(o.schedule),
                 local_stacks: o.local_stacks,
+                model: order.model.or(o.model),
             }
             .run()
         };
         let elapsed = start.elapsed();
         let outcome = match outcome {
-            Outcome::Finished { sync } => Ok(RunStats {
+            Outcome::Finished { sync, model } => Ok(RunStats {
                 elapsed,
                 sync_counts: Some(sync),
+                model,
             }),
             Outcome::Deadlock(r) => Err(HostError::Deadlock(r)),
             Outcome::Panicked { rank, message } => Err(HostError::RankPanicked { rank, message }),

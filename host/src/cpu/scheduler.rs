@@ -147,15 +147,19 @@
 //! (`report::check_world`), exactly as on the GPU.
 
 use crate::cpu::explore::Chooser;
+use crate::cpu::model::{self, Clock, Model};
 use crate::cpu::stack::{PoolStack, StackPool};
+use crate::model::{ModelledTime, Profile};
 use crate::report::{BlockedState, DeadlockReport};
 use crate::schedule::Schedule;
 use corosensei::stack::Stack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use gpu_mpi_device::abi::layout::Layout;
-use gpu_mpi_device::abi::shim::runtime::{self, RankRuntime, Suspend, SyncCounts};
+use gpu_mpi_device::abi::shim::runtime::{self, Access, RankRuntime, Suspend, SyncCounts};
 use gpu_mpi_device::abi::shim::{resolve_warp, Coordinates, WarpCall, WarpOp, SHARED_BLOCK_BYTES};
 use std::cell::Cell;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::{Condvar, Mutex, MutexGuard};
@@ -197,6 +201,8 @@ pub(crate) enum Outcome {
     Finished {
         /// Per rank, the synchronising operations it issued.
         sync: Vec<SyncCounts>,
+        /// In timing mode, the modelled time.
+        model: Option<ModelledTime>,
     },
     /// No rank could ever progress again.
     Deadlock(DeadlockReport),
@@ -258,6 +264,11 @@ struct Shared<'a> {
     /// Per rank, the synchronising operations it issued; each worker
     /// writes its ranks' totals once, when it ends.
     sync: Mutex<Vec<SyncCounts>>,
+    /// Timing mode: the profile.
+    profile: Option<&'a Profile>,
+    /// Timing mode: the modelled time, written by the worker when every
+    /// rank returned.
+    modelled: Mutex<Option<ModelledTime>>,
 }
 
 /// Coordination state, under `Shared::coord`.
@@ -299,6 +310,22 @@ struct RankCtx {
     /// Its stack's addresses (`limit..base`) when stacks are local memory,
     /// as on the GPU; empty otherwise.
     stack: Cell<(usize, usize)>,
+    /// Timing mode: its virtual clock.
+    clock: Option<Box<Clock>>,
+    /// Timing mode: the worker's model (null otherwise), which outlives
+    /// the contexts.
+    model: *const Model,
+}
+
+impl RankCtx {
+    fn rank(&self) -> u32 {
+        self.coords.block * self.coords.block_dim + self.coords.thread
+    }
+
+    /// Its clock; only in timing mode.
+    fn clock(&self) -> &Clock {
+        self.clock.as_deref().expect("a timed rank has a clock")
+    }
 }
 
 /// One block's shared scratch ([`SHARED_BLOCK_BYTES`], 16-byte aligned).
@@ -354,6 +381,26 @@ impl RankRuntime for RankCtx {
         let (limit, base) = self.stack.get();
         (limit..base).contains(&addr)
     }
+
+    fn access(&self, access: Access) {
+        let Some(clock) = self.clock.as_deref() else {
+            return;
+        };
+        if model::ordered(&access) {
+            // Ranks whose clocks are behind access memory first.
+            while clock.must_wait() {
+                self.suspend(Suspend::Time);
+            }
+        }
+        // SAFETY: `model` is set with `clock` and points to the worker's
+        // model, which outlives every context.
+        let model = unsafe { &*self.model };
+        model.charge(self.rank(), clock, access);
+    }
+
+    fn model_ns(&self) -> u64 {
+        self.clock.as_deref().map_or(0, |c| c.now() / 1000)
+    }
 }
 
 type RankCoroutine = Coroutine<(), Suspend, (), PoolStack>;
@@ -379,6 +426,9 @@ pub(crate) struct Run<'a, A> {
     pub schedule: Schedule,
     /// Whether a rank's stack is local memory ([`CpuOptions::local_stacks`](super::CpuOptions::local_stacks)).
     pub local_stacks: bool,
+    /// Timing mode: the profile of the modelled GPU (one worker, the ranks
+    /// in the order of their virtual clocks; `schedule` is not used).
+    pub model: Option<&'a Profile>,
 }
 
 impl<A: Sync + 'static> Run<'_, A> {
@@ -390,8 +440,12 @@ impl<A: Sync + 'static> Run<'_, A> {
     /// `layout` with its header written, used by nothing else during the run.
     pub unsafe fn run(self) -> Outcome {
         let blocks = self.layout.blocks as usize;
-        let chooser = Chooser::new(self.schedule, self.layout.ranks as usize);
-        let workers = if chooser.is_some() {
+        let chooser = if self.model.is_some() {
+            None
+        } else {
+            Chooser::new(self.schedule, self.layout.ranks as usize)
+        };
+        let workers = if chooser.is_some() || self.model.is_some() {
             1
         } else {
             self.workers.clamp(1, blocks.max(1))
@@ -416,6 +470,8 @@ impl<A: Sync + 'static> Run<'_, A> {
             stacks: self.stacks,
             local_stacks: self.local_stacks,
             sync: Mutex::new(vec![SyncCounts::default(); self.layout.ranks as usize]),
+            profile: self.model,
+            modelled: Mutex::new(None),
         };
         let args = SendPtr(self.args as *const A);
         let entry = self.entry;
@@ -433,6 +489,7 @@ impl<A: Sync + 'static> Run<'_, A> {
                             let worker = Worker::new(w, first, end, shared, entry, args.0);
                             match chooser {
                                 Some(c) => worker.run_seeded(c),
+                                None if shared.profile.is_some() => worker.run_timed(),
                                 None => worker.run(),
                             }
                         }));
@@ -459,12 +516,13 @@ impl<A: Sync + 'static> Run<'_, A> {
             }
         });
         let sync = shared.sync.into_inner().unwrap_or_else(|e| e.into_inner());
+        let model = shared.modelled.into_inner().unwrap_or_else(|e| e.into_inner());
         shared
             .coord
             .into_inner()
             .unwrap_or_else(|e| e.into_inner())
             .outcome
-            .unwrap_or(Outcome::Finished { sync })
+            .unwrap_or(Outcome::Finished { sync, model })
     }
 }
 
@@ -482,6 +540,9 @@ struct Worker<'s, 'a> {
     _scratch: Vec<Scratch>,
     /// Per local warp (block-major), its collective in progress.
     warps: Vec<WarpSlot>,
+    /// Timing mode: the model the ranks' contexts point to (boxed, so it
+    /// never moves).
+    model: Option<Box<Model>>,
 }
 
 impl<'s, 'a> Worker<'s, 'a> {
@@ -501,6 +562,8 @@ impl<'s, 'a> Worker<'s, 'a> {
             .map(|_| Scratch(std::cell::UnsafeCell::new([0; SHARED_BLOCK_BYTES])))
             .collect();
         let warps_per_block = block_dim.div_ceil(32) as usize;
+        let model = shared.profile.map(|p| Box::new(Model::new(p)));
+        let model_ptr: *const Model = model.as_deref().map_or(std::ptr::null(), |m| m as *const Model);
         let ctxs: Box<[RankCtx]> = (0..n as u32)
             .map(|i| {
                 let rank = first_rank + i;
@@ -519,6 +582,8 @@ impl<'s, 'a> Worker<'s, 'a> {
                     },
                     yielder: Cell::new(std::ptr::null()),
                     stack: Cell::new((0, 0)),
+                    clock: model.as_ref().map(|_| Box::new(Clock::new())),
+                    model: model_ptr,
                 }
             })
             .collect();
@@ -570,6 +635,7 @@ impl<'s, 'a> Worker<'s, 'a> {
                 (end_block - first_block) as usize * warps_per_block
             ],
             _scratch: scratch,
+            model,
         }
     }
 
@@ -728,6 +794,12 @@ impl<'s, 'a> Worker<'s, 'a> {
                         progress |= fresh;
                         next.push(i);
                     }
+                    Ok(CoroutineResult::Yield(Suspend::Time)) => {
+                        // Only timing mode suspends for time; count it as
+                        // progress, which can never make a deadlock false.
+                        progress = true;
+                        next.push(i);
+                    }
                     Ok(CoroutineResult::Yield(Suspend::BlockBarrier)) => {
                         progress = true;
                         let b = i / block_dim;
@@ -873,6 +945,7 @@ impl<'s, 'a> Worker<'s, 'a> {
             }
             match r {
                 Ok(CoroutineResult::Yield(Suspend::Poll { fresh: true })) => waiting.push(i),
+                Ok(CoroutineResult::Yield(Suspend::Time)) => ready.push(i),
                 Ok(CoroutineResult::Yield(Suspend::Poll { fresh: false })) => stale.push(i),
                 Ok(CoroutineResult::Yield(Suspend::BlockBarrier)) => {
                     let b = i / block_dim;
@@ -902,6 +975,182 @@ impl<'s, 'a> Worker<'s, 'a> {
             }
         }
         self.finish_ranks();
+    }
+
+    /// Timing mode: runs every rank of the world on this, the only, worker,
+    /// always resuming the rank whose virtual clock is the smallest (ties:
+    /// the lower rank), until every rank returned or nothing can progress.
+    /// See "Timing mode" in the module documentation.
+    fn run_timed(mut self) {
+        let n = self.coros.len();
+        let block_dim = self.block_dim.max(1) as usize;
+        let blocks = n / block_dim;
+        let model: *const Model = self.model.as_deref().expect("a timed run has a model");
+        // SAFETY: the worker owns the model and does not drop it before this
+        // function returns.
+        let model = unsafe { &*model };
+        let timeout_ps = self
+            .shared
+            .timeout
+            .map(|t| t.as_nanos().min(u64::MAX as u128 / 2) as u64 * 1000);
+        // The runnable ranks by (clock, rank).
+        let mut heap: BinaryHeap<Reverse<(u64, usize)>> = (0..n).map(|i| Reverse((0, i))).collect();
+        let mut parked: Vec<Vec<usize>> = vec![Vec::new(); blocks];
+        let mut returned: Vec<usize> = vec![0; blocks];
+        let mut live = n;
+        // Progress events so far, and per rank the epoch at which its last
+        // resumption ended in a poll that was not fresh (it is stale while
+        // that epoch is current); `stale` counts the stale ranks in `heap`.
+        let mut epoch: u64 = 0;
+        let mut stale_at: Vec<u64> = vec![u64::MAX; n];
+        let mut stale = 0usize;
+        // With a world timeout: the epoch at which the quiet ranks' clocks
+        // were moved past it.
+        let mut jumped_at: Option<u64> = None;
+        let mut released: Vec<usize> = Vec::new();
+        runtime::set_model(true);
+        while live > 0 {
+            if heap.is_empty() || stale == heap.len() {
+                // Every runnable rank failed its poll and wrote nothing since
+                // the last progress. Final, unless a timed wait may still
+                // expire: then the quiet ranks sleep past the timeout once.
+                match timeout_ps {
+                    Some(t) if !heap.is_empty() && jumped_at != Some(epoch) => {
+                        jumped_at = Some(epoch);
+                        let latest = heap.iter().map(|r| r.0 .0).max().unwrap_or(0);
+                        let wake = latest + t + 1_000_000;
+                        let quiet: Vec<usize> = heap.drain().map(|r| r.0 .1).collect();
+                        for i in quiet {
+                            self.ctxs[i]
+                                .clock()
+                                .until(crate::model::TimeCategory::Sleeping, wake);
+                            heap.push(Reverse((wake, i)));
+                        }
+                    }
+                    _ => {
+                        self.finish_with(Outcome::Deadlock(self.report()));
+                        break;
+                    }
+                }
+            }
+            let Some(Reverse((_, i))) = heap.pop() else {
+                break;
+            };
+            if stale_at[i] == epoch {
+                stale -= 1;
+            }
+            stale_at[i] = u64::MAX;
+            let horizon = heap.peek().map_or(u64::MAX, |r| r.0 .0);
+            self.ctxs[i].clock().set_horizon(horizon);
+            let before = self.ctxs[i].clock().now();
+            let rank = self.first_rank + i as u32;
+            let r = self.resume(i);
+            let checked = match r {
+                Ok(CoroutineResult::Yield(Suspend::Poll { fresh: false } | Suspend::Time)) => true,
+                Ok(CoroutineResult::Return(())) => self.shared.stacks.intact_full(rank as usize),
+                _ => self.shared.stacks.intact(rank as usize),
+            };
+            if !checked {
+                self.finish_with(Outcome::StackOverflow { rank });
+                break;
+            }
+            // An interruption for time is not progress: the rank resumes
+            // where it stopped, and its wait, if any, ends in a poll.
+            let progress = !matches!(
+                r,
+                Ok(CoroutineResult::Yield(
+                    Suspend::Poll { fresh: false } | Suspend::Time
+                ))
+            );
+            if progress {
+                epoch += 1;
+                stale = 0;
+            }
+            if matches!(r, Ok(CoroutineResult::Yield(Suspend::Poll { .. })))
+                && self.ctxs[i].clock().now() == before
+            {
+                // A poll that cost nothing (a profile of zeroes) would be
+                // chosen again and again, starving the ranks it waits for.
+                self.ctxs[i]
+                    .clock()
+                    .spend(crate::model::TimeCategory::Sleeping, 1000);
+            }
+            let now = self.ctxs[i].clock().now();
+            match r {
+                Ok(CoroutineResult::Yield(Suspend::Time | Suspend::Poll { fresh: true })) => {
+                    heap.push(Reverse((now, i)));
+                }
+                Ok(CoroutineResult::Yield(Suspend::Poll { fresh: false })) => {
+                    stale_at[i] = epoch;
+                    stale += 1;
+                    heap.push(Reverse((now, i)));
+                }
+                Ok(CoroutineResult::Yield(Suspend::BlockBarrier)) => {
+                    let b = i / block_dim;
+                    self.shared.parked[rank as usize].store(PARKED_BARRIER, Relaxed);
+                    parked[b].push(i);
+                    self.release_barrier_if_complete(&mut parked[b], returned[b], &mut released);
+                    self.release_at(&mut released, now, model.block_barrier(), &mut heap);
+                }
+                Ok(CoroutineResult::Yield(Suspend::Warp)) => {
+                    if let Err(message) = self.warp_arrive(i, &mut released) {
+                        self.finish_with(Outcome::WarpMismatch { rank, message });
+                        break;
+                    }
+                    self.release_at(&mut released, now, model.warp_op(), &mut heap);
+                }
+                Ok(CoroutineResult::Return(())) => {
+                    live -= 1;
+                    self.coros[i] = None;
+                    let b = i / block_dim;
+                    returned[b] += 1;
+                    self.release_barrier_if_complete(&mut parked[b], returned[b], &mut released);
+                    self.release_at(&mut released, now, model.block_barrier(), &mut heap);
+                }
+                Err(payload) => {
+                    self.coros[i] = None;
+                    let message = panic_message(payload.as_ref());
+                    self.finish_with(Outcome::Panicked { rank, message });
+                    break;
+                }
+            }
+        }
+        runtime::set_model(false);
+        if live == 0 {
+            let ranks: Vec<_> = self.ctxs.iter().map(|c| c.clock().time()).collect();
+            let last = ranks.iter().map(|t| t.end_ps).max().unwrap_or(0);
+            *self.shared.modelled.lock().unwrap_or_else(|e| e.into_inner()) = Some(ModelledTime {
+                profile: model.name().to_string(),
+                kernel_ps: model.kernel_ps(last),
+                ranks,
+            });
+        }
+        self.finish_ranks();
+    }
+
+    /// Timing mode: the ranks in `released` (a block barrier or a warp
+    /// collective completed) leave together, `cost` after the latest of
+    /// their arrivals and `trigger` (the time of the event that completed
+    /// it); they become runnable again.
+    fn release_at(
+        &self,
+        released: &mut Vec<usize>,
+        trigger: u64,
+        cost: u64,
+        heap: &mut BinaryHeap<Reverse<(u64, usize)>>,
+    ) {
+        if released.is_empty() {
+            return;
+        }
+        let last = released
+            .iter()
+            .map(|&j| self.ctxs[j].clock().now())
+            .fold(trigger, u64::max);
+        for j in released.drain(..) {
+            let c = self.ctxs[j].clock();
+            c.until(crate::model::TimeCategory::Barriers, last + cost);
+            heap.push(Reverse((c.now(), j)));
+        }
     }
 
     /// Sleeps while the world stays quiet at `e0`. Returns false when the run

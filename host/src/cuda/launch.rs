@@ -7,11 +7,10 @@
 use super::device::{CudaDevice, Inner};
 use super::driver::{self, DeviceMemory, PinnedMemory};
 use super::memory::CudaBuffer;
-use crate::backend::{self, Backend, Ran, RunStats};
+use crate::backend::{self, Backend, Order, Ran, RunStats};
 use crate::error::{CudaError, DriverFailure, HostError, StuckReason};
 use crate::launch::{LaunchReport, TracedLaunch};
 use crate::report::{self, DeadlockReport};
-use crate::schedule::Schedule;
 use crate::spec::{Residency, WorldSpec};
 use bytemuck::Pod;
 use gpu_mpi_device::abi::layout::{Layout, ABORT_OFFSET, HEADER_BYTES};
@@ -58,7 +57,7 @@ impl CudaDevice {
         args: &A,
         config: &WorldConfig,
     ) -> Result<LaunchReport, HostError> {
-        backend::launch(self, kernel, args, config, None)
+        backend::launch(self, kernel, args, config, Order::default())
     }
 
     /// As [`launch`](Self::launch), with the trace apart from the outcome
@@ -70,7 +69,7 @@ impl CudaDevice {
         args: &A,
         config: &WorldConfig,
     ) -> TracedLaunch {
-        backend::launch_traced(self, kernel, args, config, None)
+        backend::launch_traced(self, kernel, args, config, Order::default())
     }
 }
 
@@ -140,7 +139,7 @@ impl Backend for CudaDevice {
         args: &A,
         config: &WorldConfig,
         layout: &Layout,
-        _schedule: Option<Schedule>,
+        _order: Order<'_>,
     ) -> Result<Ran<Vec<u8>>, HostError> {
         let mut inner = self.lock();
         let occupancy = self.occupancy_locked(&mut inner, kernel.name, config.block_dim)?;
@@ -283,6 +282,8 @@ impl Backend for CudaDevice {
                 elapsed,
                 // The GPU's atomics are not counted (docs/emulator.md).
                 sync_counts: None,
+                // The GPU's time is measured, not modelled.
+                model: None,
             }),
         })
     }

@@ -1,0 +1,23 @@
+# NVIDIA H100 SXM 80 GB HBM3 (132 SMs, sm_90): the timing model's costs.
+# docs/model.md says how each value was obtained; "measured" means our own
+# bench (docs/bench/h100-2026-11-24, gpu-mpi-bench limits), "public" a
+# published figure, "fitted" chosen so that the model meets the measured
+# table in docs/model.md.
+name = "NVIDIA H100 80GB HBM3"
+
+load_hit_ns = 20          # public: L1 hit ~33 cycles at 1.75 GHz (Chips and Cheese, "Nvidia's H100: Funny L2", 2023)
+load_ns = 240             # measured: one L2 round trip = dependent atomic RMW, 0.239 us (2026-11-24)
+acquire_ns = 40           # fitted: ld.acquire.gpu's L1 invalidation
+store_ns = 10             # public: a store issues and the thread moves on
+visible_ns = 120          # fitted: atomic flag one-way 0.595 us (2026-11-24) = release + visibility + poll
+release_ns = 120          # fitted: MEMBAR.GPU before a release store
+fence_ns = 150            # fitted: fence.acq_rel.gpu
+rmw_ns = 240              # measured: dependent fetch_add, 0.239 us (2026-11-24)
+rmw_interval_ns = 2       # public: same-address atomics at L2, about one per L2 clock
+sleep_min_ns = 30         # public: nanosleep's granularity (PTX ISA: "approximately")
+block_barrier_ns = 20     # public: bar.sync after the last warp, ~20-40 cycles
+warp_op_ns = 15           # public: shfl.sync latency, ~25 cycles
+copy_thread_gbps = 0.5    # fitted: one thread's copy loop, a few 8-16 byte loads in flight
+copy_device_gbps = 1840   # measured: grid-stride copy, read + written, 1840 GB/s (2026-11-24)
+launch_ns = 10400         # measured: an empty kernel on the full world, 10.4 us kernel time (2026-11-24)
+issue_ns = 8              # fitted: the instructions around each access

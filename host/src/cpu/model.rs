@@ -1,0 +1,519 @@
+//! The timing model (docs/model.md): a virtual clock per rank that every
+//! access the rank makes through the shim advances by its cost in a
+//! [`Profile`], and the memory effects that couple the clocks.
+//!
+//! - **Order.** The scheduler (`scheduler.rs`, "Timing mode") resumes the
+//!   rank whose clock is the smallest, and a rank about to access shared
+//!   memory while another runnable rank's clock is behind its own gives way
+//!   first ([`Clock::must_wait`]). So the accesses of all ranks happen in
+//!   the order of their virtual times, and a value a rank reads was written
+//!   at a virtual time no later than the read.
+//! - **Visibility.** A store or read-modify-write stamps its word with the
+//!   time its value becomes visible to other SMs; a load of another rank's
+//!   value that is not visible yet waits until it is (waiting).
+//! - **Serialisation.** Read-modify-writes of one word queue behind each
+//!   other at `rmw_interval_ns` each; all copies share the device's copy
+//!   bandwidth, which bounds when each can end.
+//! - **Independent loads.** Inside `shim::independent` loads are issued
+//!   back to back and the batch waits for the last value once; outside,
+//!   every load waits for its value before the next access (a chain of
+//!   dependent loads costs its full length).
+//! - **L1.** Plain loads of a 128-byte line the rank loaded before hit L1
+//!   (a few lines per rank); an acquire or a fence invalidates them, as on
+//!   sm_70 and later. Atomic loads always go to L2.
+//!
+//! All times are integer picoseconds, so a run is a function of the
+//! program, the world and the profile.
+
+use crate::model::{Profile, RankTime, TimeCategory};
+use gpu_mpi_device::abi::shim::runtime::Access;
+use gpu_mpi_device::abi::shim::Ordering;
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+
+/// L1 lines remembered per rank.
+const LINES: usize = 4;
+/// Bytes of an L1 line.
+const LINE_SHIFT: u32 = 7;
+
+/// A category's index in [`RankTime::spent_ps`].
+const fn index(c: TimeCategory) -> usize {
+    match c {
+        TimeCategory::Loads => 0,
+        TimeCategory::Stores => 1,
+        TimeCategory::Atomics => 2,
+        TimeCategory::Fences => 3,
+        TimeCategory::Waiting => 4,
+        TimeCategory::Barriers => 5,
+        TimeCategory::Copying => 6,
+        TimeCategory::Sleeping => 7,
+        TimeCategory::Issue => 8,
+    }
+}
+
+/// Nanoseconds to picoseconds.
+fn ps(ns: f64) -> u64 {
+    (ns * 1e3).round() as u64
+}
+
+/// A profile's costs in picoseconds.
+struct Costs {
+    load_hit: u64,
+    load: u64,
+    acquire: u64,
+    store: u64,
+    visible: u64,
+    release: u64,
+    fence: u64,
+    rmw: u64,
+    rmw_interval: u64,
+    sleep_min: u64,
+    block_barrier: u64,
+    warp_op: u64,
+    /// Picoseconds per byte copied by one thread.
+    thread_ps_per_byte: f64,
+    /// Picoseconds per byte moved (read or written) by the device.
+    device_ps_per_byte: f64,
+    launch: u64,
+    issue: u64,
+}
+
+/// What the ranks of a timed run share: the costs and the state of memory
+/// that couples their clocks. Used by one worker thread only.
+pub(crate) struct Model {
+    name: String,
+    costs: Costs,
+    /// Per word written: when its value becomes visible to other SMs, and
+    /// the rank that wrote it (which sees it at once).
+    visible: RefCell<HashMap<usize, (u64, u32)>>,
+    /// Per word: when its read-modify-write unit is free again.
+    rmw_free: RefCell<HashMap<usize, u64>>,
+    /// When the device's copy bandwidth is free again.
+    copy_free: Cell<u64>,
+}
+
+impl Model {
+    /// The model of `profile`.
+    pub(crate) fn new(profile: &Profile) -> Model {
+        let p = profile;
+        Model {
+            name: p.name.clone(),
+            costs: Costs {
+                load_hit: ps(p.load_hit_ns),
+                load: ps(p.load_ns),
+                acquire: ps(p.acquire_ns),
+                store: ps(p.store_ns),
+                visible: ps(p.visible_ns),
+                release: ps(p.release_ns),
+                fence: ps(p.fence_ns),
+                rmw: ps(p.rmw_ns),
+                rmw_interval: ps(p.rmw_interval_ns),
+                sleep_min: ps(p.sleep_min_ns),
+                block_barrier: ps(p.block_barrier_ns),
+                warp_op: ps(p.warp_op_ns),
+                thread_ps_per_byte: 1e3 / p.copy_thread_gbps,
+                device_ps_per_byte: 1e3 / p.copy_device_gbps,
+                launch: ps(p.launch_ns),
+                issue: ps(p.issue_ns),
+            },
+            visible: RefCell::new(HashMap::new()),
+            rmw_free: RefCell::new(HashMap::new()),
+            copy_free: Cell::new(0),
+        }
+    }
+
+    /// The profile's name.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The modelled kernel time in picoseconds when the last rank returned
+    /// at `last_end`.
+    pub(crate) fn kernel_ps(&self, last_end: u64) -> u64 {
+        self.costs.launch + last_end
+    }
+
+    /// What a block barrier costs once its last rank arrived.
+    pub(crate) fn block_barrier(&self) -> u64 {
+        self.costs.block_barrier
+    }
+
+    /// What a warp collective costs once its last lane arrived.
+    pub(crate) fn warp_op(&self) -> u64 {
+        self.costs.warp_op
+    }
+
+    /// When a value written to `addr` is visible to `rank` (0: always).
+    fn visible_at(&self, addr: usize, rank: u32) -> u64 {
+        match self.visible.borrow().get(&addr) {
+            Some(&(t, writer)) if writer != rank => t,
+            _ => 0,
+        }
+    }
+
+    fn written(&self, addr: usize, at: u64, rank: u32) {
+        self.visible.borrow_mut().insert(addr, (at, rank));
+    }
+
+    /// Charges `access` by `rank` to its `clock` (whose turn it is: see
+    /// [`Clock::must_wait`]).
+    pub(crate) fn charge(&self, rank: u32, clock: &Clock, access: Access) {
+        let c = &self.costs;
+        match access {
+            Access::BatchBegin => {
+                if clock.batch.get().is_none() {
+                    clock.batch.set(Some(clock.now()));
+                }
+                return;
+            }
+            Access::BatchEnd => {
+                if let Some(done) = clock.batch.take() {
+                    clock.until(TimeCategory::Loads, done);
+                }
+                return;
+            }
+            Access::Sleep { ns } => {
+                clock.spend(TimeCategory::Sleeping, ps(f64::from(ns)).max(c.sleep_min));
+                return;
+            }
+            _ => {}
+        }
+        clock.spend(TimeCategory::Issue, c.issue);
+        match access {
+            Access::Load { order, addr } => {
+                let acquire = matches!(order, Ordering::Acquire | Ordering::AcqRel);
+                let ready = self.visible_at(addr, rank);
+                self.load(clock, ready, c.load);
+                if acquire {
+                    clock.spend(TimeCategory::Fences, c.acquire);
+                    clock.invalidate_l1();
+                }
+            }
+            Access::Plain { addr, bytes, write } => {
+                if write {
+                    clock.spend(TimeCategory::Stores, c.store);
+                } else {
+                    let hit = clock.touch_line(addr, bytes);
+                    self.load(clock, 0, if hit { c.load_hit } else { c.load });
+                }
+            }
+            Access::Store { order, addr } => {
+                if matches!(order, Ordering::Release | Ordering::AcqRel) {
+                    clock.spend(TimeCategory::Fences, c.release);
+                }
+                clock.spend(TimeCategory::Stores, c.store);
+                self.written(addr, clock.now() + c.visible, rank);
+            }
+            Access::Rmw { order, addr } => {
+                if matches!(order, Ordering::Release | Ordering::AcqRel) {
+                    clock.spend(TimeCategory::Fences, c.release);
+                }
+                let free = self.rmw_free.borrow().get(&addr).copied().unwrap_or(0);
+                // Performed at L2, where the word's latest value is: it
+                // waits for the word's earlier read-modify-writes only.
+                let start = clock.now().max(free);
+                clock.until(TimeCategory::Waiting, start);
+                self.rmw_free.borrow_mut().insert(addr, start + c.rmw_interval);
+                self.written(addr, start + c.visible, rank);
+                clock.spend(TimeCategory::Atomics, c.rmw);
+                if matches!(order, Ordering::Acquire | Ordering::AcqRel) {
+                    clock.spend(TimeCategory::Fences, c.acquire);
+                    clock.invalidate_l1();
+                }
+            }
+            Access::Fence { .. } => {
+                clock.spend(TimeCategory::Fences, c.fence);
+                clock.invalidate_l1();
+            }
+            Access::Copy { bytes } => {
+                if bytes == 0 {
+                    return;
+                }
+                let now = clock.now();
+                let own = c.load + (bytes as f64 * c.thread_ps_per_byte).round() as u64;
+                let start = now.max(self.copy_free.get());
+                let device_end = start + (2.0 * bytes as f64 * c.device_ps_per_byte).round() as u64;
+                self.copy_free.set(device_end);
+                clock.spend(TimeCategory::Copying, own);
+                clock.until(TimeCategory::Waiting, device_end);
+            }
+            Access::BatchBegin | Access::BatchEnd | Access::Sleep { .. } => {}
+        }
+    }
+
+    /// A load whose value is visible at `ready` and takes `latency`: inside
+    /// a batch it only moves the batch's end; outside, the rank waits.
+    fn load(&self, clock: &Clock, ready: u64, latency: u64) {
+        let issue = clock.now();
+        match clock.batch.get() {
+            Some(done) => clock.batch.set(Some(done.max(issue.max(ready) + latency))),
+            None => {
+                clock.until(TimeCategory::Waiting, ready);
+                clock.spend(TimeCategory::Loads, latency);
+            }
+        }
+    }
+}
+
+/// Whether `access` touches shared memory, so that it must wait for the
+/// ranks whose clocks are behind.
+pub(crate) fn ordered(access: &Access) -> bool {
+    !matches!(
+        access,
+        Access::BatchBegin | Access::BatchEnd | Access::Sleep { .. } | Access::Fence { .. }
+    )
+}
+
+/// One rank's virtual clock.
+pub(crate) struct Clock {
+    now: Cell<u64>,
+    /// The smallest clock of the other runnable ranks when this rank was
+    /// resumed (they do not run meanwhile).
+    horizon: Cell<u64>,
+    spent: [Cell<u64>; 9],
+    /// Inside `shim::independent`: when the batch's last value arrives.
+    batch: Cell<Option<u64>>,
+    /// L1 lines (address >> 7, plus 1; 0 is empty), replaced in turn.
+    lines: [Cell<usize>; LINES],
+    next_line: Cell<usize>,
+}
+
+impl Clock {
+    pub(crate) fn new() -> Clock {
+        Clock {
+            now: Cell::new(0),
+            horizon: Cell::new(u64::MAX),
+            spent: Default::default(),
+            batch: Cell::new(None),
+            lines: Default::default(),
+            next_line: Cell::new(0),
+        }
+    }
+
+    /// The clock, in picoseconds.
+    pub(crate) fn now(&self) -> u64 {
+        self.now.get()
+    }
+
+    /// Sets the horizon for the next resumption.
+    pub(crate) fn set_horizon(&self, horizon: u64) {
+        self.horizon.set(horizon);
+    }
+
+    /// Whether the rank must let another rank run before its next access to
+    /// shared memory: its clock passed the horizon.
+    pub(crate) fn must_wait(&self) -> bool {
+        self.now.get() > self.horizon.get()
+    }
+
+    /// Spends `ps` on `category`.
+    pub(crate) fn spend(&self, category: TimeCategory, ps: u64) {
+        let s = &self.spent[index(category)];
+        s.set(s.get() + ps);
+        self.now.set(self.now.get() + ps);
+    }
+
+    /// Spends on `category` until `t`, if `t` is ahead.
+    pub(crate) fn until(&self, category: TimeCategory, t: u64) {
+        if let Some(d) = t.checked_sub(self.now.get()) {
+            self.spend(category, d);
+        }
+    }
+
+    fn invalidate_l1(&self) {
+        for l in &self.lines {
+            l.set(0);
+        }
+    }
+
+    /// Whether `bytes` at `addr` lie in a remembered line; remembers it.
+    fn touch_line(&self, addr: usize, bytes: usize) -> bool {
+        let first = (addr >> LINE_SHIFT) + 1;
+        let last = ((addr + bytes.max(1) - 1) >> LINE_SHIFT) + 1;
+        let hit = first == last && self.lines.iter().any(|l| l.get() == first);
+        if !hit {
+            let n = self.next_line.get();
+            self.lines[n].set(first);
+            self.next_line.set((n + 1) % LINES);
+        }
+        hit
+    }
+
+    /// The rank's time when it returned.
+    pub(crate) fn time(&self) -> RankTime {
+        RankTime {
+            end_ps: self.now.get(),
+            spent_ps: std::array::from_fn(|i| self.spent[i].get()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model() -> Model {
+        Model::new(&Profile::h100())
+    }
+
+    #[test]
+    fn a_chain_of_loads_costs_its_length_and_a_batch_one_latency() {
+        let m = model();
+        let p = Profile::h100();
+        let chain = Clock::new();
+        for i in 0..8 {
+            m.charge(
+                0,
+                &chain,
+                Access::Load {
+                    order: Ordering::Relaxed,
+                    addr: 64 * i,
+                },
+            );
+        }
+        let batch = Clock::new();
+        m.charge(0, &batch, Access::BatchBegin);
+        for i in 0..8 {
+            m.charge(
+                0,
+                &batch,
+                Access::Load {
+                    order: Ordering::Relaxed,
+                    addr: 64 * i,
+                },
+            );
+        }
+        m.charge(0, &batch, Access::BatchEnd);
+        assert_eq!(chain.now(), 8 * ps(p.load_ns + p.issue_ns));
+        assert_eq!(batch.now(), 7 * ps(p.issue_ns) + ps(p.issue_ns + p.load_ns));
+        assert_eq!(chain.time().spent_ps.iter().sum::<u64>(), chain.now());
+        assert_eq!(batch.time().spent_ps.iter().sum::<u64>(), batch.now());
+    }
+
+    #[test]
+    fn a_value_is_read_no_earlier_than_it_is_visible() {
+        let m = model();
+        let p = Profile::h100();
+        let writer = Clock::new();
+        m.charge(
+            1,
+            &writer,
+            Access::Store {
+                order: Ordering::Release,
+                addr: 8,
+            },
+        );
+        let written = writer.now();
+        let reader = Clock::new();
+        m.charge(
+            2,
+            &reader,
+            Access::Load {
+                order: Ordering::Acquire,
+                addr: 8,
+            },
+        );
+        let visible = written + ps(p.visible_ns);
+        assert_eq!(reader.now(), visible + ps(p.load_ns + p.acquire_ns));
+        assert_eq!(
+            reader.time().spent_ps[index(TimeCategory::Waiting)],
+            visible - ps(p.issue_ns)
+        );
+        // The writer reads its own value at once.
+        let before = writer.now();
+        m.charge(
+            1,
+            &writer,
+            Access::Load {
+                order: Ordering::Relaxed,
+                addr: 8,
+            },
+        );
+        assert_eq!(writer.now(), before + ps(p.issue_ns + p.load_ns));
+    }
+
+    #[test]
+    fn read_modify_writes_of_one_word_queue() {
+        let m = model();
+        let p = Profile::h100();
+        let clocks: Vec<Clock> = (0..4).map(|_| Clock::new()).collect();
+        for (r, c) in clocks.iter().enumerate() {
+            m.charge(
+                r as u32,
+                c,
+                Access::Rmw {
+                    order: Ordering::Relaxed,
+                    addr: 4,
+                },
+            );
+        }
+        // Each starts when the one before is done with the word.
+        let step = ps(p.rmw_interval_ns);
+        for (r, c) in clocks.iter().enumerate() {
+            let start = ps(p.issue_ns) + r as u64 * step;
+            assert_eq!(c.now(), start + ps(p.rmw_ns), "rank {r}");
+        }
+    }
+
+    #[test]
+    fn plain_loads_hit_l1_until_an_acquire() {
+        let m = model();
+        let p = Profile::h100();
+        let c = Clock::new();
+        m.charge(
+            0,
+            &c,
+            Access::Plain {
+                addr: 1024,
+                bytes: 8,
+                write: false,
+            },
+        );
+        let t1 = c.now();
+        m.charge(
+            0,
+            &c,
+            Access::Plain {
+                addr: 1032,
+                bytes: 8,
+                write: false,
+            },
+        );
+        assert_eq!(c.now() - t1, ps(p.issue_ns + p.load_hit_ns));
+        m.charge(
+            0,
+            &c,
+            Access::Fence {
+                order: Ordering::AcqRel,
+            },
+        );
+        let t2 = c.now();
+        m.charge(
+            0,
+            &c,
+            Access::Plain {
+                addr: 1040,
+                bytes: 8,
+                write: false,
+            },
+        );
+        assert_eq!(c.now() - t2, ps(p.issue_ns + p.load_ns));
+    }
+
+    #[test]
+    fn copies_share_the_device_bandwidth() {
+        let m = model();
+        let p = Profile::h100();
+        let bytes = 1 << 20;
+        let a = Clock::new();
+        let b = Clock::new();
+        m.charge(0, &a, Access::Copy { bytes });
+        m.charge(1, &b, Access::Copy { bytes });
+        let own = ps(p.issue_ns + p.load_ns) + (bytes as f64 * 1e3 / p.copy_thread_gbps).round() as u64;
+        assert_eq!(
+            a.now(),
+            own.max(ps(p.issue_ns) + (2.0 * bytes as f64 * 1e3 / p.copy_device_gbps).round() as u64)
+        );
+        assert!(b.now() >= a.now(), "the second copy cannot end before the first");
+    }
+}

@@ -1,0 +1,511 @@
+//! The timing model's data: a GPU [`Profile`] (what each operation costs)
+//! and what a run in timing mode reports ([`ModelledTime`]).
+//!
+//! The model itself runs in the cpu backend (`cpu/model.rs`): each rank has
+//! a virtual clock that every access it makes through the shim advances by
+//! the profile's cost, and the scheduler runs the rank whose clock is
+//! behind. docs/model.md says what is modelled, where each parameter comes
+//! from and how the model compares with measurements.
+
+use std::fmt;
+use std::path::Path;
+use std::sync::OnceLock;
+
+/// What each operation costs on one GPU, in nanoseconds (bandwidths in
+/// GB/s, i.e. bytes per nanosecond).
+///
+/// Written as a small text file of `key = value` lines (`#` starts a
+/// comment; every key below must be given once; `name` takes a quoted
+/// string): see `host/profiles/h100.profile`. [`Profile::h100`] and
+/// [`Profile::h200`] are the two files shipped with the crate.
+#[derive(Clone, Debug)]
+pub struct Profile {
+    /// The GPU it describes.
+    pub name: String,
+    /// A plain load that hits the SM's L1 cache.
+    pub load_hit_ns: f64,
+    /// A load that misses L1 and is served by L2 (every atomic load: device
+    /// scope bypasses L1), seen by the thread that issued it.
+    pub load_ns: f64,
+    /// What an acquire load (or read-modify-write) costs beyond a relaxed
+    /// one: on sm_70 and later the L1 invalidation it implies.
+    pub acquire_ns: f64,
+    /// Issuing a store (a thread does not wait for its stores).
+    pub store_ns: f64,
+    /// From a store (or read-modify-write) to the moment a thread of
+    /// another SM can read its value.
+    pub visible_ns: f64,
+    /// What a release store or read-modify-write costs beyond a relaxed one:
+    /// the wait for the thread's earlier writes (`MEMBAR.GPU`).
+    pub release_ns: f64,
+    /// A fence (`fence.acq_rel.gpu`).
+    pub fence_ns: f64,
+    /// A read-modify-write's round trip to L2, seen by its thread.
+    pub rmw_ns: f64,
+    /// Read-modify-writes of one word queue behind each other at L2: one
+    /// every this many nanoseconds.
+    pub rmw_interval_ns: f64,
+    /// The shortest sleep `nanosleep` gives.
+    pub sleep_min_ns: f64,
+    /// A block barrier (`bar.sync`) once its last thread arrived.
+    pub block_barrier_ns: f64,
+    /// A warp collective (shuffle, vote, match, `bar.warp.sync`) once its
+    /// last lane arrived.
+    pub warp_op_ns: f64,
+    /// Bytes one thread copies per nanosecond (`copy_bytes`, `copy_wide`).
+    pub copy_thread_gbps: f64,
+    /// Bytes the whole device copies per nanosecond (read plus written):
+    /// a floor under the time of every copy made meanwhile.
+    pub copy_device_gbps: f64,
+    /// A kernel launch seen by the host's timer: added once to the kernel's
+    /// modelled time.
+    pub launch_ns: f64,
+    /// The instructions around each access (address arithmetic, branches):
+    /// charged once per access.
+    pub issue_ns: f64,
+}
+
+/// The keys of a profile file, in the order [`Profile`]'s `Display` writes
+/// them (`name` comes first).
+const KEYS: [&str; 16] = [
+    "load_hit_ns",
+    "load_ns",
+    "acquire_ns",
+    "store_ns",
+    "visible_ns",
+    "release_ns",
+    "fence_ns",
+    "rmw_ns",
+    "rmw_interval_ns",
+    "sleep_min_ns",
+    "block_barrier_ns",
+    "warp_op_ns",
+    "copy_thread_gbps",
+    "copy_device_gbps",
+    "launch_ns",
+    "issue_ns",
+];
+
+/// Profiles are equal when their names and values are, bit for bit (so
+/// that equality is an equivalence, NaN or not).
+impl PartialEq for Profile {
+    fn eq(&self, other: &Profile) -> bool {
+        self.name == other.name && self.values().map(f64::to_bits) == other.values().map(f64::to_bits)
+    }
+}
+
+impl Eq for Profile {}
+
+/// Why a profile could not be read.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum ProfileError {
+    /// A line is not `key = value`, or its value is not a number (or, for
+    /// `name`, a quoted string).
+    #[error("line {line}: {text:?}: {why}")]
+    Syntax {
+        /// 1-based line number.
+        line: usize,
+        /// The line.
+        text: String,
+        /// What is wrong with it.
+        why: &'static str,
+    },
+    /// A key the format does not have.
+    #[error("line {line}: unknown key {key:?}")]
+    UnknownKey {
+        /// 1-based line number.
+        line: usize,
+        /// The key.
+        key: String,
+    },
+    /// A key given twice.
+    #[error("line {line}: {key:?} given twice")]
+    Repeated {
+        /// 1-based line number.
+        line: usize,
+        /// The key.
+        key: String,
+    },
+    /// A key the file lacks.
+    #[error("missing key {0:?}")]
+    Missing(&'static str),
+    /// A cost below zero, a bandwidth of zero or below, or a value that is
+    /// not finite.
+    #[error("{key} = {value}: {why}")]
+    Value {
+        /// The key.
+        key: &'static str,
+        /// Its value.
+        value: f64,
+        /// What it must be.
+        why: &'static str,
+    },
+    /// The file could not be read.
+    #[error("{path}: {message}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The error.
+        message: String,
+    },
+    /// `GPU_MPI_MODEL` names neither a shipped profile nor a readable file.
+    #[error("GPU_MPI_MODEL={0:?}: expected h100, h200 or a profile file ({1})")]
+    Env(String, String),
+}
+
+impl Profile {
+    /// The NVIDIA H100 SXM (80 GB HBM3) profile shipped with the crate.
+    pub fn h100() -> &'static Profile {
+        static P: OnceLock<Profile> = OnceLock::new();
+        P.get_or_init(|| {
+            Profile::parse(include_str!("../profiles/h100.profile")).expect("the shipped H100 profile parses")
+        })
+    }
+
+    /// The NVIDIA H200 profile shipped with the crate.
+    pub fn h200() -> &'static Profile {
+        static P: OnceLock<Profile> = OnceLock::new();
+        P.get_or_init(|| {
+            Profile::parse(include_str!("../profiles/h200.profile")).expect("the shipped H200 profile parses")
+        })
+    }
+
+    /// The profile for the rest of the process, as
+    /// [`WorldSpec::model`](crate::WorldSpec::model) and
+    /// [`CpuOptions::model`](crate::CpuOptions::model) take it (a profile is
+    /// read once per program: the few hundred bytes are never freed).
+    pub fn leak(self) -> &'static Profile {
+        Box::leak(Box::new(self))
+    }
+
+    /// A shipped profile by name (`h100`, `h200`, any case).
+    pub fn named(name: &str) -> Option<&'static Profile> {
+        match name.to_ascii_lowercase().as_str() {
+            "h100" => Some(Profile::h100()),
+            "h200" => Some(Profile::h200()),
+            _ => None,
+        }
+    }
+
+    /// Reads a profile file.
+    pub fn load(path: &Path) -> Result<Profile, ProfileError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ProfileError::Io {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })?;
+        Profile::parse(&text)
+    }
+
+    /// The profile `GPU_MPI_MODEL` names: `h100`, `h200` or a profile
+    /// file's path; `Ok(None)` when the variable is unset or empty.
+    pub fn from_env() -> Result<Option<&'static Profile>, ProfileError> {
+        let Some(v) = std::env::var_os("GPU_MPI_MODEL") else {
+            return Ok(None);
+        };
+        let v = v.to_string_lossy().into_owned();
+        if v.is_empty() {
+            return Ok(None);
+        }
+        if let Some(p) = Profile::named(&v) {
+            return Ok(Some(p));
+        }
+        Profile::load(Path::new(&v))
+            .map(|p| Some(p.leak()))
+            .map_err(|e| ProfileError::Env(v, e.to_string()))
+    }
+
+    /// Parses the text of a profile file.
+    pub fn parse(text: &str) -> Result<Profile, ProfileError> {
+        let mut name: Option<String> = None;
+        let mut values: [Option<f64>; KEYS.len()] = [None; KEYS.len()];
+        for (i, raw) in text.lines().enumerate() {
+            let line = i + 1;
+            let body = raw.split('#').next().unwrap_or("").trim();
+            if body.is_empty() {
+                continue;
+            }
+            let syntax = |why| ProfileError::Syntax {
+                line,
+                text: raw.to_string(),
+                why,
+            };
+            let (key, value) = body
+                .split_once('=')
+                .ok_or_else(|| syntax("expected `key = value`"))?;
+            let (key, value) = (key.trim(), value.trim());
+            if key == "name" {
+                let s = value
+                    .strip_prefix('"')
+                    .and_then(|v| v.strip_suffix('"'))
+                    .ok_or_else(|| syntax("the name is a quoted string"))?;
+                if name.replace(s.to_string()).is_some() {
+                    return Err(ProfileError::Repeated {
+                        line,
+                        key: key.to_string(),
+                    });
+                }
+                continue;
+            }
+            let Some(k) = KEYS.iter().position(|&k| k == key) else {
+                return Err(ProfileError::UnknownKey {
+                    line,
+                    key: key.to_string(),
+                });
+            };
+            let v: f64 = value.parse().map_err(|_| syntax("the value is not a number"))?;
+            if values[k].replace(v).is_some() {
+                return Err(ProfileError::Repeated {
+                    line,
+                    key: key.to_string(),
+                });
+            }
+        }
+        let name = name.ok_or(ProfileError::Missing("name"))?;
+        let mut v = [0.0; KEYS.len()];
+        for (k, slot) in values.iter().enumerate() {
+            v[k] = slot.ok_or(ProfileError::Missing(KEYS[k]))?;
+            let bad = |why| ProfileError::Value {
+                key: KEYS[k],
+                value: v[k],
+                why,
+            };
+            if !v[k].is_finite() {
+                return Err(bad("not a finite number"));
+            }
+            if KEYS[k].ends_with("_gbps") {
+                if v[k] <= 0.0 {
+                    return Err(bad("a bandwidth above zero"));
+                }
+            } else if v[k] < 0.0 {
+                return Err(bad("a time of zero or more"));
+            }
+        }
+        Ok(Profile {
+            name,
+            load_hit_ns: v[0],
+            load_ns: v[1],
+            acquire_ns: v[2],
+            store_ns: v[3],
+            visible_ns: v[4],
+            release_ns: v[5],
+            fence_ns: v[6],
+            rmw_ns: v[7],
+            rmw_interval_ns: v[8],
+            sleep_min_ns: v[9],
+            block_barrier_ns: v[10],
+            warp_op_ns: v[11],
+            copy_thread_gbps: v[12],
+            copy_device_gbps: v[13],
+            launch_ns: v[14],
+            issue_ns: v[15],
+        })
+    }
+
+    fn values(&self) -> [f64; KEYS.len()] {
+        [
+            self.load_hit_ns,
+            self.load_ns,
+            self.acquire_ns,
+            self.store_ns,
+            self.visible_ns,
+            self.release_ns,
+            self.fence_ns,
+            self.rmw_ns,
+            self.rmw_interval_ns,
+            self.sleep_min_ns,
+            self.block_barrier_ns,
+            self.warp_op_ns,
+            self.copy_thread_gbps,
+            self.copy_device_gbps,
+            self.launch_ns,
+            self.issue_ns,
+        ]
+    }
+}
+
+/// The profile as a file that [`Profile::parse`] reads back.
+impl fmt::Display for Profile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "name = \"{}\"", self.name)?;
+        for (k, v) in KEYS.iter().zip(self.values()) {
+            writeln!(f, "{k} = {v}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Where a rank's modelled time went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TimeCategory {
+    /// Loads, each waiting for its value: a chain of dependent loads costs
+    /// its full length, a batch of independent ones one latency.
+    Loads,
+    /// Issuing stores.
+    Stores,
+    /// Read-modify-writes' round trips.
+    Atomics,
+    /// Ordering: release waits, acquire invalidations, fences.
+    Fences,
+    /// Waiting for another rank: a value not yet visible, a word's earlier
+    /// read-modify-writes, the device's copy bandwidth.
+    Waiting,
+    /// Block barriers and warp collectives, from the rank's arrival to the
+    /// release.
+    Barriers,
+    /// Copying bytes at the thread's bandwidth.
+    Copying,
+    /// Backoff sleeps after failed polls.
+    Sleeping,
+    /// The instructions around each access.
+    Issue,
+}
+
+impl TimeCategory {
+    /// Every category, in the order of [`RankTime::spent_ps`].
+    pub const ALL: [TimeCategory; 9] = [
+        TimeCategory::Loads,
+        TimeCategory::Stores,
+        TimeCategory::Atomics,
+        TimeCategory::Fences,
+        TimeCategory::Waiting,
+        TimeCategory::Barriers,
+        TimeCategory::Copying,
+        TimeCategory::Sleeping,
+        TimeCategory::Issue,
+    ];
+
+    /// A short lower-case name (`loads`, `waiting`, ...).
+    pub const fn name(self) -> &'static str {
+        match self {
+            TimeCategory::Loads => "loads",
+            TimeCategory::Stores => "stores",
+            TimeCategory::Atomics => "atomics",
+            TimeCategory::Fences => "fences",
+            TimeCategory::Waiting => "waiting",
+            TimeCategory::Barriers => "barriers",
+            TimeCategory::Copying => "copying",
+            TimeCategory::Sleeping => "sleeping",
+            TimeCategory::Issue => "issue",
+        }
+    }
+}
+
+/// One rank's modelled time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RankTime {
+    /// Its virtual clock when it returned, in picoseconds from the kernel's
+    /// start.
+    pub end_ps: u64,
+    /// Picoseconds spent per [`TimeCategory`] (in [`TimeCategory::ALL`]'s
+    /// order); they add up to `end_ps`.
+    pub spent_ps: [u64; 9],
+}
+
+impl RankTime {
+    /// Nanoseconds spent on `category`.
+    pub fn ns(&self, category: TimeCategory) -> f64 {
+        let i = TimeCategory::ALL.iter().position(|&c| c == category).unwrap_or(0);
+        self.spent_ps[i] as f64 / 1e3
+    }
+}
+
+/// What a launch in timing mode reports ([`LaunchReport::model`](crate::LaunchReport::model)).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModelledTime {
+    /// The profile's name.
+    pub profile: String,
+    /// The kernel's modelled time in picoseconds: the launch, then until
+    /// the last rank returned.
+    pub kernel_ps: u64,
+    /// Per rank, its modelled time.
+    pub ranks: Vec<RankTime>,
+}
+
+impl ModelledTime {
+    /// The kernel's modelled time in nanoseconds.
+    pub fn kernel_ns(&self) -> f64 {
+        self.kernel_ps as f64 / 1e3
+    }
+
+    /// Nanoseconds per category, summed over the ranks.
+    pub fn total_ns(&self, category: TimeCategory) -> f64 {
+        self.ranks.iter().map(|r| r.ns(category)).sum()
+    }
+
+    /// A few lines: the kernel's time and where the ranks' time went, as
+    /// shares of their summed clocks.
+    pub fn summary(&self) -> String {
+        let all: f64 = self.ranks.iter().map(|r| r.end_ps as f64 / 1e3).sum();
+        let mut s = format!(
+            "modelled on {}: kernel {:.2} us, {} ranks\n",
+            self.profile,
+            self.kernel_ns() / 1e3,
+            self.ranks.len()
+        );
+        for c in TimeCategory::ALL {
+            let t = self.total_ns(c);
+            if t > 0.0 {
+                s.push_str(&format!(
+                    "  {:<9} {:>6.1}%\n",
+                    c.name(),
+                    if all > 0.0 { 100.0 * t / all } else { 0.0 }
+                ));
+            }
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shipped_profiles_parse_and_print_back() {
+        for p in [Profile::h100(), Profile::h200()] {
+            assert_eq!(Profile::parse(&p.to_string()).as_ref(), Ok(p));
+            assert!(p.load_ns > p.load_hit_ns);
+            assert!(p.copy_device_gbps > p.copy_thread_gbps);
+        }
+        assert_eq!(Profile::named("H100"), Some(Profile::h100()));
+        assert_eq!(Profile::named("a100"), None);
+    }
+
+    #[test]
+    fn bad_profiles_say_where() {
+        let good = Profile::h100().to_string();
+        let without = good
+            .lines()
+            .filter(|l| !l.starts_with("rmw_ns"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert_eq!(Profile::parse(&without), Err(ProfileError::Missing("rmw_ns")));
+        let twice = format!("{good}load_ns = 3\n");
+        assert!(
+            matches!(Profile::parse(&twice), Err(ProfileError::Repeated { key, .. }) if key == "load_ns")
+        );
+        let unknown = format!("{good}warp_speed = 9\n");
+        assert!(matches!(
+            Profile::parse(&unknown),
+            Err(ProfileError::UnknownKey { line: 18, .. })
+        ));
+        let word = good.replace("fence_ns = ", "fence_ns = fast");
+        assert!(matches!(Profile::parse(&word), Err(ProfileError::Syntax { .. })));
+        let negative = good.replace("store_ns = ", "store_ns = -");
+        assert!(matches!(
+            Profile::parse(&negative),
+            Err(ProfileError::Value { key: "store_ns", .. })
+        ));
+        let zero_bw = good.replace(
+            &format!("copy_thread_gbps = {}", Profile::h100().copy_thread_gbps),
+            "copy_thread_gbps = 0",
+        );
+        assert!(matches!(
+            Profile::parse(&zero_bw),
+            Err(ProfileError::Value {
+                key: "copy_thread_gbps",
+                ..
+            })
+        ));
+    }
+}
