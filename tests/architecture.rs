@@ -48,7 +48,7 @@ const DEVICE_KNOWN_UPWARD: &[(&str, &str)] = &[];
 
 /// gpu-mpi-host, bottom to top.
 const HOST_LAYERS: &[&[&str]] = &[
-    &["images", "datatype", "schedule", "deadlock"],
+    &["images", "datatype", "schedule", "deadlock", "model"],
     &["error"],
     &["report"],
     &["spec"],

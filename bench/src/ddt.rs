@@ -152,12 +152,12 @@ fn measure(ctx: &mut Ctx, s: &Shape) -> Result<Row, String> {
         let r = dev
             .pack_into(&c, &dsrc, 0, 1, &packed)
             .map_err(|e| format!("{} pack: {e}", s.name))?;
-        pack_t.push(r.map_or(0.0, |r| ms(r.elapsed)));
+        pack_t.push(r.map_or(0.0, |r| ms(r.kernel_time())));
         ctx.zero(&mut dst)?;
         let r = dev
             .unpack(&c, &packed, 1, &dst, 0)
             .map_err(|e| format!("{} unpack: {e}", s.name))?;
-        unpack_t.push(r.map_or(0.0, |r| ms(r.elapsed)));
+        unpack_t.push(r.map_or(0.0, |r| ms(r.kernel_time())));
         let r = ctx.launch(
             &NATIVE_COPY,
             &CopyArgs {
@@ -166,7 +166,7 @@ fn measure(ctx: &mut Ctx, s: &Shape) -> Result<Row, String> {
             },
             &spec,
         )?;
-        copy_t.push(ms(r.report.elapsed));
+        copy_t.push(ms(r.report.kernel_time()));
         let r = ctx.launch(
             &DDT_COPY16,
             &Copy16Args {
@@ -175,7 +175,7 @@ fn measure(ctx: &mut Ctx, s: &Shape) -> Result<Row, String> {
             },
             &spec,
         )?;
-        copy16_t.push(ms(r.report.elapsed));
+        copy16_t.push(ms(r.report.kernel_time()));
     }
     if ctx.download(&packed)? != want {
         return Err(format!("{}: Device::pack packed wrong bytes", s.name));
@@ -295,12 +295,12 @@ fn measure_tiles(ctx: &mut Ctx, s: &Shape, count: usize) -> Result<Row, String> 
             let r = dev
                 .pack_into_using(&c, &dsrc, 0, count, &packed, strategy)
                 .map_err(|e| format!("{} pack {strategy:?}: {e}", s.name))?;
-            t[2 * k].push(r.map_or(0.0, |r| ms(r.elapsed)));
+            t[2 * k].push(r.map_or(0.0, |r| ms(r.kernel_time())));
             let dst = ctx.alloc::<u8>(typed_len)?;
             let r = dev
                 .unpack_using(&c, &packed, count, &dst, 0, strategy)
                 .map_err(|e| format!("{} unpack {strategy:?}: {e}", s.name))?;
-            t[2 * k + 1].push(r.map_or(0.0, |r| ms(r.elapsed)));
+            t[2 * k + 1].push(r.map_or(0.0, |r| ms(r.kernel_time())));
             if ctx.download(&packed)? != want {
                 return Err(format!("{}: the {strategy:?} pack packed wrong bytes", s.name));
             }
@@ -318,7 +318,7 @@ fn measure_tiles(ctx: &mut Ctx, s: &Shape, count: usize) -> Result<Row, String> 
             },
             &spec,
         )?;
-        copy_t.push(ms(r.report.elapsed));
+        copy_t.push(ms(r.report.kernel_time()));
     }
     let [tp, tu, dp, du] = t.map(|v| median(&v));
     let c8 = median(&copy_t);
@@ -389,7 +389,7 @@ fn measure_p2p(ctx: &mut Ctx, s: &Shape, msgs: u32) -> Result<Row, String> {
             let r = ctx
                 .launch(&DDT_P2P, &args, &spec)
                 .map_err(|e| format!("{} send/receive (mode {mode}): {e}", s.name))?;
-            t[k].push(ms(r.report.elapsed));
+            t[k].push(ms(r.report.kernel_time()));
             if ctx.download(&dst)? != model {
                 return Err(format!(
                     "{}: send/receive (mode {mode}) received wrong bytes",

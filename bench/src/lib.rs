@@ -639,10 +639,13 @@ pub fn run(device: &Device, options: &Options, print: bool) -> Result<Report, St
             println!(
                 "gpu-mpi-bench: backend {}{}, {} ranks, {} launches per measurement (median){}",
                 device.backend_name(),
-                if device.backend_name() == "cpu" {
-                    " (the CPU emulator, not a GPU)"
-                } else {
-                    ""
+                match (device.backend_name(), device.model()) {
+                    ("cpu", Some(p)) => format!(
+                        " (the CPU emulator in timing mode: every time is modelled on {}, docs/model.md)",
+                        p.name
+                    ),
+                    ("cpu", None) => " (the CPU emulator, not a GPU)".to_string(),
+                    _ => String::new(),
                 },
                 ranks,
                 ctx.preset.reps,

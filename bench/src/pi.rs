@@ -157,7 +157,7 @@ fn measure_point(ctx: &mut Ctx, s: &Scale, b: &mut Buffers, ipr: u32) -> Result<
             ctx.checked();
             kernel[v].push(
                 runs.iter()
-                    .map(|r| r.report.elapsed.as_secs_f64() * 1e3)
+                    .map(|r| r.report.kernel_time().as_secs_f64() * 1e3)
                     .sum::<f64>(),
             );
             wall[v].push(runs.iter().map(|r| r.wall.as_secs_f64() * 1e3).sum::<f64>());

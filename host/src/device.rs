@@ -276,13 +276,25 @@ impl Device {
         }
     }
 
+    /// The profile the emulator models launches with by default (timing
+    /// mode, docs/model.md); `None` on the GPU and on an emulator without.
+    pub fn model(&self) -> Option<&'static Profile> {
+        match &self.backend {
+            AnyBackend::Cpu(d) => d.options().model,
+            AnyBackend::Cuda(_) => None,
+        }
+    }
+
     /// What this device is, for the record of a run (the benchmarks' and
     /// the conformance check's JSON); the same fields on every backend.
     pub fn describe(&self) -> DeviceDescription {
         match &self.backend {
             AnyBackend::Cpu(d) => DeviceDescription {
                 backend: "cpu",
-                name: format!("CPU emulator ({} workers)", d.options().workers),
+                name: match d.options().model {
+                    Some(p) => format!("CPU emulator in timing mode, modelling {}", p.name),
+                    None => format!("CPU emulator ({} workers)", d.options().workers),
+                },
                 compute_capability: None,
                 sms: d.options().sms,
                 sm_clock_mhz: None,

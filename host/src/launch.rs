@@ -42,6 +42,14 @@ pub struct LaunchReport {
 }
 
 impl LaunchReport {
+    /// The kernel's time: the modelled time of a launch in timing mode
+    /// ([`LaunchReport::model`]), else [`LaunchReport::elapsed`].
+    pub fn kernel_time(&self) -> Duration {
+        self.model
+            .as_ref()
+            .map_or(self.elapsed, |m| Duration::from_nanos(m.kernel_ps / 1000))
+    }
+
     /// The launch's trace, if it was traced ([`WorldSpec::trace`](crate::WorldSpec::trace)).
     pub fn trace(&self) -> Option<&Trace> {
         self.trace.as_ref()

@@ -1004,32 +1004,45 @@ impl<'s, 'a> Worker<'s, 'a> {
         let mut epoch: u64 = 0;
         let mut stale_at: Vec<u64> = vec![u64::MAX; n];
         let mut stale = 0usize;
+        // Per rank, the epoch when the resumption that its last suspension
+        // for time interrupted began: a poll split by such suspensions read
+        // memory over all of them, so it proves nothing unless no rank
+        // progressed since the first began.
+        let mut began: Vec<Option<u64>> = vec![None; n];
         // With a world timeout: the epoch at which the quiet ranks' clocks
         // were moved past it.
         let mut jumped_at: Option<u64> = None;
+        // After that, quiet resumptions left before the deadlock is final.
+        let mut late_polls = 0usize;
         let mut released: Vec<usize> = Vec::new();
         runtime::set_model(true);
         while live > 0 {
             if heap.is_empty() || stale == heap.len() {
                 // Every runnable rank failed its poll and wrote nothing since
                 // the last progress. Final, unless a timed wait may still
-                // expire: then the quiet ranks sleep past the timeout once.
-                match timeout_ps {
-                    Some(t) if !heap.is_empty() && jumped_at != Some(epoch) => {
-                        jumped_at = Some(epoch);
-                        let latest = heap.iter().map(|r| r.0 .0).max().unwrap_or(0);
-                        let wake = latest + t + 1_000_000;
-                        let quiet: Vec<usize> = heap.drain().map(|r| r.0 .1).collect();
-                        for i in quiet {
-                            self.ctxs[i]
-                                .clock()
-                                .until(crate::model::TimeCategory::Sleeping, wake);
-                            heap.push(Reverse((wake, i)));
+                // expire: then the quiet ranks sleep past the timeout once
+                // and poll on (a wait reads the clock every 16th poll).
+                if late_polls > 0 && !heap.is_empty() {
+                    late_polls -= 1;
+                } else {
+                    match timeout_ps {
+                        Some(t) if !heap.is_empty() && jumped_at != Some(epoch) => {
+                            jumped_at = Some(epoch);
+                            late_polls = LATE_PASSES as usize * heap.len();
+                            let latest = heap.iter().map(|r| r.0 .0).max().unwrap_or(0);
+                            let wake = latest + t + 1_000_000;
+                            let quiet: Vec<usize> = heap.drain().map(|r| r.0 .1).collect();
+                            for i in quiet {
+                                self.ctxs[i]
+                                    .clock()
+                                    .until(crate::model::TimeCategory::Sleeping, wake);
+                                heap.push(Reverse((wake, i)));
+                            }
                         }
-                    }
-                    _ => {
-                        self.finish_with(Outcome::Deadlock(self.report()));
-                        break;
+                        _ => {
+                            self.finish_with(Outcome::Deadlock(self.report()));
+                            break;
+                        }
                     }
                 }
             }
@@ -1043,6 +1056,7 @@ impl<'s, 'a> Worker<'s, 'a> {
             let horizon = heap.peek().map_or(u64::MAX, |r| r.0 .0);
             self.ctxs[i].clock().set_horizon(horizon);
             let before = self.ctxs[i].clock().now();
+            let began_at = *began[i].get_or_insert(epoch);
             let rank = self.first_rank + i as u32;
             let r = self.resume(i);
             let checked = match r {
@@ -1066,6 +1080,9 @@ impl<'s, 'a> Worker<'s, 'a> {
                 epoch += 1;
                 stale = 0;
             }
+            if !matches!(r, Ok(CoroutineResult::Yield(Suspend::Time))) {
+                began[i] = None;
+            }
             if matches!(r, Ok(CoroutineResult::Yield(Suspend::Poll { .. })))
                 && self.ctxs[i].clock().now() == before
             {
@@ -1081,8 +1098,11 @@ impl<'s, 'a> Worker<'s, 'a> {
                     heap.push(Reverse((now, i)));
                 }
                 Ok(CoroutineResult::Yield(Suspend::Poll { fresh: false })) => {
-                    stale_at[i] = epoch;
-                    stale += 1;
+                    // Stale only if the whole poll saw one state of memory.
+                    if began_at == epoch {
+                        stale_at[i] = epoch;
+                        stale += 1;
+                    }
                     heap.push(Reverse((now, i)));
                 }
                 Ok(CoroutineResult::Yield(Suspend::BlockBarrier)) => {
