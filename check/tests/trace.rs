@@ -6,14 +6,14 @@
 //! too; moving the kernels is still to do), and some tests need it anyway
 //! (seeded schedules, sync counts, deadlocks).
 
-use gpu_mpi_device::abi::layout::{ConfigError, MAX_TRACE_EVENTS};
-use gpu_mpi_device::abi::polling::Call;
-use gpu_mpi_device::abi::trace::{Creation, TraceKind, NO_CONTEXT};
-use gpu_mpi_device::collective::SystemOperation;
-use gpu_mpi_device::request::scope;
-use gpu_mpi_device::traits::*;
-use gpu_mpi_device::{Color, Error, ErrorClass, GlobalSlice, World};
-use gpu_mpi_host::{Device, HostError, Schedule, SpanKind, Trace, WorldSpec};
+use gpu_mpi::device::abi::layout::{ConfigError, MAX_TRACE_EVENTS};
+use gpu_mpi::device::abi::polling::Call;
+use gpu_mpi::device::abi::trace::{Creation, TraceKind, NO_CONTEXT};
+use gpu_mpi::device::collective::SystemOperation;
+use gpu_mpi::device::request::scope;
+use gpu_mpi::device::traits::*;
+use gpu_mpi::device::{Color, Error, ErrorClass, GlobalSlice, World};
+use gpu_mpi::{Device, HostError, Schedule, SpanKind, Trace, WorldSpec};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -24,7 +24,7 @@ const BLOCK: u32 = 4;
 /// Elements of the non-blocking exchange (600 bytes: larger than a slot).
 const BIG: usize = 150;
 
-gpu_mpi_device::kernel! {
+gpu_mpi::device::kernel! {
     /// Every kind of event: a blocking ring, a non-blocking ring of large
     /// messages, a ping-pong (rank 1 blocks), a probe and a matched probe,
     /// a barrier, an all-reduce, a broadcast and a duplicate of the world.
@@ -100,7 +100,7 @@ gpu_mpi_device::kernel! {
     }
 }
 
-gpu_mpi_device::kernel! {
+gpu_mpi::device::kernel! {
     /// Ranks 0 and 1 each receive from the other first: a deadlock.
     pub static CROSSED = fn crossed(world: &World, _out: &GlobalSlice<u64>) -> Result<(), Error> {
         let r = world.rank();
@@ -113,7 +113,7 @@ gpu_mpi_device::kernel! {
     }
 }
 
-gpu_mpi_device::kernel! {
+gpu_mpi::device::kernel! {
     /// A barrier, then a reduce to a root that does not exist: every rank
     /// enters it and returns `MPI_ERR_ROOT`.
     pub static BAD_ROOT = fn bad_root(world: &World, _out: &GlobalSlice<u64>) -> Result<(), Error> {
@@ -122,7 +122,7 @@ gpu_mpi_device::kernel! {
     }
 }
 
-gpu_mpi_device::kernel! {
+gpu_mpi::device::kernel! {
     /// A split into even and odd ranks (context 1, two communicators of 4);
     /// on each half: a ring of point-to-point messages with tag 5, an
     /// all-reduce, a broadcast from its rank 1, and a broadcast from a
@@ -173,7 +173,7 @@ fn ring_on<C: Communicator>(c: &C, value: u64) -> Result<u64, Error> {
     Ok(left)
 }
 
-gpu_mpi_device::kernel! {
+gpu_mpi::device::kernel! {
     /// A duplicate of the world, then a barrier on it that rank 0 skips:
     /// the others stop inside it (a deadlock).
     pub static STUCK = fn stuck(world: &World, _out: &GlobalSlice<u64>) -> Result<(), Error> {
@@ -190,7 +190,7 @@ fn spec() -> WorldSpec {
 }
 
 /// Runs TRAFFIC, checks its results, returns the trace.
-fn traffic(d: &Device, spec: WorldSpec) -> (gpu_mpi_host::LaunchReport, Option<Trace>) {
+fn traffic(d: &Device, spec: WorldSpec) -> (gpu_mpi::LaunchReport, Option<Trace>) {
     let out = d.alloc_zeroed::<u64>(3 * RANKS as usize).unwrap();
     let rep = d.launch(&TRAFFIC, &out.slice(), &spec).unwrap();
     let got = d.download(&out).unwrap();
@@ -276,7 +276,7 @@ fn every_rank_records_every_kind_and_messages_link() {
     // on the world's point-to-point context; the rest are the duplicate's
     // (on the world's collective context).
     let links = t.messages();
-    let (p2p, creation): (Vec<&gpu_mpi_host::MessageLink>, Vec<_>) =
+    let (p2p, creation): (Vec<&gpu_mpi::MessageLink>, Vec<_>) =
         links.iter().partition(|m| m.context == 0);
     assert_eq!(p2p.len(), 2 * RANKS as usize + 4);
     assert!(!creation.is_empty() && creation.iter().all(|m| m.context == 1));
@@ -404,7 +404,7 @@ fn a_small_buffer_counts_what_it_dropped_and_keeps_the_first_events() {
             s.rank
         );
         // The kept events are the first four, intact.
-        let kinds = |r: &gpu_mpi_host::RankTrace| {
+        let kinds = |r: &gpu_mpi::RankTrace| {
             r.events
                 .iter()
                 .take(4)
