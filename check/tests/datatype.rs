@@ -4,9 +4,9 @@
 //! and the walkers run on host memory with no kernel launched (the
 //! whole-GPU engine runs on each backend in check/tests/pack.rs).
 
-use gpu_mpi_device::derived::{self, Share};
-use gpu_mpi_device::ErrorClass;
-use gpu_mpi_host::datatype::{reference, CommittedType, Order, Primitive, UserDatatype};
+use gpu_mpi::datatype::{reference, CommittedType, Order, Primitive, UserDatatype};
+use gpu_mpi::device::derived::{self, Share};
+use gpu_mpi::device::ErrorClass;
 use proptest::prelude::*;
 
 fn p(x: Primitive) -> UserDatatype {
@@ -60,14 +60,14 @@ fn check_type(ty: &UserDatatype, count: usize) -> CommittedType {
     c
 }
 
-fn slice_of(v: &[u8]) -> gpu_mpi_device::GlobalSlice<u8> {
+fn slice_of(v: &[u8]) -> gpu_mpi::device::GlobalSlice<u8> {
     // SAFETY: the slice outlives every use in the test, which only reads it.
-    unsafe { gpu_mpi_device::GlobalSlice::from_raw(v.as_ptr() as u64, v.len() as u64) }
+    unsafe { gpu_mpi::device::GlobalSlice::from_raw(v.as_ptr() as u64, v.len() as u64) }
 }
 
-fn slice_of_mut(v: &mut [u8]) -> gpu_mpi_device::GlobalSlice<u8> {
+fn slice_of_mut(v: &mut [u8]) -> gpu_mpi::device::GlobalSlice<u8> {
     // SAFETY: the vector outlives every use and nothing else borrows it meanwhile.
-    unsafe { gpu_mpi_device::GlobalSlice::from_raw(v.as_mut_ptr() as u64, v.len() as u64) }
+    unsafe { gpu_mpi::device::GlobalSlice::from_raw(v.as_mut_ptr() as u64, v.len() as u64) }
 }
 
 #[test]
@@ -218,7 +218,7 @@ fn signatures_match_by_primitive_sequence() {
 #[test]
 fn bad_arguments_give_their_class() {
     let f = p(Primitive::F64);
-    let class = |r: Result<UserDatatype, gpu_mpi_host::DatatypeError>| r.unwrap_err().class();
+    let class = |r: Result<UserDatatype, gpu_mpi::DatatypeError>| r.unwrap_err().class();
     assert_eq!(class(UserDatatype::contiguous(-1, &f)), ErrorClass::Count);
     assert_eq!(class(UserDatatype::vector(2, -1, 3, &f)), ErrorClass::Count);
     assert_eq!(
