@@ -6,15 +6,19 @@
 //! (seeded schedules, sync counts, deadlocks) runs on it alone, with two
 //! deadlocking kernels of its own here.
 
+use bytemuck::Zeroable;
 use gpu_mpi::device::abi::layout::{ConfigError, MAX_TRACE_EVENTS};
 use gpu_mpi::device::abi::polling::Call;
 use gpu_mpi::device::abi::trace::{Creation, TraceKind, NO_CONTEXT};
 use gpu_mpi::device::traits::*;
-use gpu_mpi::device::{Error, ErrorClass, GlobalSlice, World};
-use gpu_mpi::{Device, DeviceBuffer, HostError, Schedule, SpanKind, Trace, WorldSpec};
+use gpu_mpi::device::{Error, ErrorClass, GlobalSlice, Kernel, World};
+use gpu_mpi::{
+    DeadlockReport, Device, DeviceBuffer, HostError, RankTrace, Schedule, SpanKind, Trace, WorldSpec,
+};
 use gpu_mpi_check::testgen;
 use gpu_mpi_check::testgen::Backend;
 use gpu_mpi_check_kernels::trace::*;
+use gpu_mpi_check_kernels::CaseArgs;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -51,25 +55,41 @@ gpu_mpi::device::kernel! {
     }
 }
 
+/// Runs `kernel` (CROSSED or STUCK) on 4 ranks of the emulator with
+/// `events` trace events each; returns its deadlock report and the trace.
+fn deadlocked(kernel: &Kernel<GlobalSlice<u64>>, events: u32) -> (DeadlockReport, Trace) {
+    let d = Device::cpu();
+    let out = d.alloc_zeroed::<u64>(1).unwrap();
+    let run = d.launch_traced(kernel, &out.slice(), &WorldSpec::ranks(4).trace(events));
+    let Err(HostError::Deadlock(report)) = run.result else {
+        panic!("expected a deadlock, got {:?}", run.result)
+    };
+    (report, run.trace.expect("trace kept after a deadlock"))
+}
+
 fn spec() -> WorldSpec {
     WorldSpec::ranks(RANKS).block_dim(BLOCK)
 }
 
-/// The arguments of program `program` (a `T_*` constant) writing to `out`.
-fn args(program: u32, out: &DeviceBuffer<u64>) -> TraceArgs {
-    TraceArgs {
-        program,
-        reserved: 0,
+/// The arguments of program `case` (a `T_*` constant) recording `stride`
+/// words per rank in `out`.
+fn args(case: u32, stride: u32, out: &DeviceBuffer<u32>) -> CaseArgs {
+    CaseArgs {
+        case,
+        stride,
         out: out.slice(),
+        ..CaseArgs::zeroed()
     }
 }
 
 /// Runs T_TRAFFIC, checks its results, returns the trace.
 fn traffic(d: &Device, spec: WorldSpec) -> (gpu_mpi::LaunchReport, Option<Trace>) {
-    let out = d.alloc_zeroed::<u64>(3 * RANKS as usize).unwrap();
-    let rep = d.launch(&SEMANTICS_TRACE, &args(T_TRAFFIC, &out), &spec).unwrap();
+    let out = d.alloc_zeroed::<u32>(3 * RANKS as usize).unwrap();
+    let rep = d
+        .launch(&SEMANTICS_TRACE, &args(T_TRAFFIC, 3, &out), &spec)
+        .unwrap();
     let got = d.download(&out).unwrap();
-    let n = RANKS as u64;
+    let n = RANKS;
     for r in 0..n {
         let i = 3 * r as usize;
         assert_eq!(got[i], ((r + n - 1) % n) * 10, "rank {r} ring");
@@ -78,6 +98,11 @@ fn traffic(d: &Device, spec: WorldSpec) -> (gpu_mpi::LaunchReport, Option<Trace>
     }
     let t = rep.trace().cloned();
     (rep, t)
+}
+
+/// How many of rank trace `r`'s events are of `kind`.
+fn of_kind(r: &RankTrace, kind: TraceKind) -> usize {
+    r.events.iter().filter(|e| e.kind() == Some(kind)).count()
 }
 
 fn kinds_of(t: &Trace) -> HashSet<TraceKind> {
@@ -107,37 +132,17 @@ fn every_rank_records_every_kind_and_messages_link(backend: Backend) {
             "rank {} out of order",
             r.rank
         );
-        let sent = r
-            .events
-            .iter()
-            .filter(|e| e.kind() == Some(TraceKind::Sent))
-            .count();
-        let posted = r
-            .events
-            .iter()
-            .filter(|e| e.kind() == Some(TraceKind::SendPosted))
-            .count();
-        let done = r
-            .events
-            .iter()
-            .filter(|e| e.kind() == Some(TraceKind::SendCompleted))
-            .count();
+        let sent = of_kind(r, TraceKind::Sent);
+        let posted = of_kind(r, TraceKind::SendPosted);
+        let done = of_kind(r, TraceKind::SendCompleted);
         assert_eq!(
             (sent, done),
             (posted, posted),
             "rank {}: every posted send sent and completed",
             r.rank
         );
-        let enters = r
-            .events
-            .iter()
-            .filter(|e| e.kind() == Some(TraceKind::CollectiveEnter))
-            .count();
-        let leaves = r
-            .events
-            .iter()
-            .filter(|e| e.kind() == Some(TraceKind::CollectiveLeave))
-            .count();
+        let enters = of_kind(r, TraceKind::CollectiveEnter);
+        let leaves = of_kind(r, TraceKind::CollectiveLeave);
         assert_eq!(
             (enters, leaves),
             (3, 3),
@@ -153,16 +158,7 @@ fn every_rank_records_every_kind_and_messages_link(backend: Backend) {
     let (p2p, creation): (Vec<&gpu_mpi::MessageLink>, Vec<_>) = links.iter().partition(|m| m.context == 0);
     assert_eq!(p2p.len(), 2 * RANKS as usize + 4);
     assert!(!creation.is_empty() && creation.iter().all(|m| m.context == 1));
-    let sent_total: usize = t
-        .ranks
-        .iter()
-        .map(|r| {
-            r.events
-                .iter()
-                .filter(|e| e.kind() == Some(TraceKind::Sent))
-                .count()
-        })
-        .sum();
+    let sent_total: usize = t.ranks.iter().map(|r| of_kind(r, TraceKind::Sent)).sum();
     assert_eq!(links.len(), sent_total);
     let mut seen = HashSet::new();
     for m in &p2p {
@@ -280,7 +276,7 @@ fn a_small_buffer_counts_what_it_dropped_and_keeps_the_first_events() {
             s.rank
         );
         // The kept events are the first four, intact.
-        let kinds = |r: &gpu_mpi::RankTrace| {
+        let kinds = |r: &RankTrace| {
             r.events
                 .iter()
                 .take(4)
@@ -325,11 +321,11 @@ fn tracing_off_records_nothing_and_costs_no_synchronising_operation() {
 
 fn too_many_trace_events_is_a_config_error(backend: Backend) {
     let d = backend.device();
-    let out = d.alloc_zeroed::<u64>(3 * RANKS as usize).unwrap();
+    let out = d.alloc_zeroed::<u32>(3 * RANKS as usize).unwrap();
     let e = d
         .launch(
             &SEMANTICS_TRACE,
-            &args(T_TRAFFIC, &out),
+            &args(T_TRAFFIC, 3, &out),
             &spec().trace(MAX_TRACE_EVENTS + 1),
         )
         .unwrap_err();
@@ -343,13 +339,7 @@ testgen!(too_many_trace_events_is_a_config_error);
 // On the emulator alone: a deadlock (CROSSED).
 #[test]
 fn a_deadlock_comes_with_its_trace() {
-    let d = Device::cpu();
-    let out = d.alloc_zeroed::<u64>(1).unwrap();
-    let run = d.launch_traced(&CROSSED, &out.slice(), &WorldSpec::ranks(4).trace(16));
-    let Err(HostError::Deadlock(report)) = run.result else {
-        panic!("expected a deadlock, got {:?}", run.result)
-    };
-    let t = run.trace.expect("trace kept after a deadlock");
+    let (report, t) = deadlocked(&CROSSED, 16);
     for r in 0..2 {
         let posted: Vec<_> = t.ranks[r]
             .events
@@ -514,16 +504,9 @@ testgen!(the_html_page_shows_communicators_and_failed_collectives_in_chromium);
 #[test]
 fn a_deadlock_page_draws_the_wait_for_graph_in_chromium() {
     let Some(browser) = chromium() else { return };
-    let d = Device::cpu();
-    let out = d.alloc_zeroed::<u64>(1).unwrap();
-    let run = d.launch_traced(&CROSSED, &out.slice(), &WorldSpec::ranks(4).trace(16));
-    let Err(HostError::Deadlock(report)) = run.result else {
-        panic!("expected a deadlock")
-    };
+    let (report, t) = deadlocked(&CROSSED, 16);
     let dir = tmp_dir("deadlock");
-    let html = run
-        .trace
-        .unwrap()
+    let html = t
         .write_files(&dir.join("crossed.json"), "crossed", Some(&report))
         .unwrap();
     let shot = dir.join("crossed.png");
@@ -539,10 +522,10 @@ fn a_deadlock_page_draws_the_wait_for_graph_in_chromium() {
 
 fn a_failed_world_collective_records_its_leave_with_the_error_class(backend: Backend) {
     let d = backend.device();
-    let out = d.alloc_zeroed::<u64>(1).unwrap();
+    let out = d.alloc_zeroed::<u32>(1).unwrap();
     let run = d.launch_traced(
         &SEMANTICS_TRACE,
-        &args(T_BAD_ROOT, &out),
+        &args(T_BAD_ROOT, 0, &out),
         &WorldSpec::ranks(4).trace(16),
     );
     assert!(
@@ -614,12 +597,12 @@ testgen!(a_failed_world_collective_records_its_leave_with_the_error_class);
 /// trace.
 fn split_trace(backend: Backend) -> Trace {
     let d = backend.device();
-    let out = d.alloc_zeroed::<u64>(4 * RANKS as usize).unwrap();
+    let out = d.alloc_zeroed::<u32>(4 * RANKS as usize).unwrap();
     let rep = d
-        .launch(&SEMANTICS_TRACE, &args(T_SPLIT, &out), &spec().trace(512))
+        .launch(&SEMANTICS_TRACE, &args(T_SPLIT, 4, &out), &spec().trace(512))
         .unwrap();
     let got = d.download(&out).unwrap();
-    let n = RANKS as u64;
+    let n = RANKS;
     for r in 0..n {
         let i = 4 * r as usize;
         assert_eq!(got[i], (r + n - 2) % n, "rank {r}: left neighbour on its half");
@@ -628,7 +611,7 @@ fn split_trace(backend: Backend) -> Trace {
             (r + n - 1) % n,
             "rank {r}: left neighbour on the world"
         );
-        let half_sum: u64 = (0..n).filter(|q| q % 2 == r % 2).sum();
+        let half_sum: u32 = (0..n).filter(|q| q % 2 == r % 2).sum();
         assert_eq!(got[i + 2], half_sum, "rank {r}: all-reduce on its half");
         assert_eq!(
             got[i + 3],
@@ -835,15 +818,7 @@ testgen!(chrome_json_names_the_communicator_of_every_span_and_flow);
 // On the emulator alone: a deadlock (STUCK).
 #[test]
 fn a_rank_stopped_inside_a_collective_leaves_a_span_closed_as_unfinished() {
-    let d = Device::cpu();
-    let out = d.alloc_zeroed::<u64>(1).unwrap();
-    let run = d.launch_traced(&STUCK, &out.slice(), &WorldSpec::ranks(4).trace(64));
-    assert!(
-        matches!(run.result, Err(HostError::Deadlock(_))),
-        "{:?}",
-        run.result
-    );
-    let t = run.trace.unwrap();
+    let (_, t) = deadlocked(&STUCK, 64);
     for s in t.spans() {
         match s.kind {
             SpanKind::Creation(c) => {

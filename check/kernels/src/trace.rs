@@ -1,31 +1,31 @@
 //! Programs whose message traces check/tests/trace.rs reads back
 //! (docs/tracing.md): every kind of event on the world, a failed world
 //! collective, and a split with point-to-point messages and collectives on
-//! its halves. One kernel, the program picked by [`TraceArgs::program`];
-//! each writes what its ranks saw to `out` so that the test checks the
-//! values as well as the trace.
+//! its halves. One kernel, the program picked by [`CaseArgs::case`]; each
+//! records what its ranks saw (in `out`, [`CaseArgs::stride`] words per
+//! rank) so that the test checks the values as well as the trace.
 
-use bytemuck::{Pod, Zeroable};
+use super::{CaseArgs, Recorder};
 use gpu_mpi_device::collective::SystemOperation;
 use gpu_mpi_device::request::scope;
 use gpu_mpi_device::traits::*;
-use gpu_mpi_device::{Color, Error, ErrorClass, GlobalSlice, World};
+use gpu_mpi_device::{Color, Error, ErrorClass, World};
 
 /// Every kind of event: a blocking ring (tag 7), a non-blocking ring of
 /// [`BIG`] `u32`s (tag 9, larger than a slot), a ping-pong (tags 20 and
 /// 21: rank 1 blocks), a probe (tag 11) and a matched probe (tag 12), a
 /// barrier, an all-reduce, a broadcast from rank 3 and a duplicate of the
-/// world. Rank `r` writes `out[3 r..]`: what it received from its left
+/// world. Each rank records 3 words: what it received from its left
 /// neighbour, the all-reduce, the broadcast.
 pub const T_TRAFFIC: u32 = 0;
 /// A barrier, then a reduce to a root that does not exist: every rank
-/// enters it and returns `MPI_ERR_ROOT`. Writes nothing.
+/// enters it and returns `MPI_ERR_ROOT`. Records nothing.
 pub const T_BAD_ROOT: u32 = 1;
 /// A split into even and odd ranks (two communicators); on each half a
 /// ring with tag 5, an all-reduce, a broadcast from its rank 1, and a
 /// broadcast from a root out of range (every rank gets `MPI_ERR_ROOT` and
-/// goes on); then a world ring with the same tag and a world barrier. Rank
-/// `r` writes `out[4 r..]`: what it received on its half, on the world, the
+/// goes on); then a world ring with the same tag and a world barrier. Each
+/// rank records 4 words: what it received on its half, on the world, the
 /// all-reduce, the broadcast.
 pub const T_SPLIT: u32 = 2;
 
@@ -33,47 +33,28 @@ pub const T_SPLIT: u32 = 2;
 /// a slot).
 pub const BIG: usize = 150;
 
-/// The arguments of [`SEMANTICS_TRACE`].
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Pod, Zeroable)]
-pub struct TraceArgs {
-    /// Which program (the `T_*` constants).
-    pub program: u32,
-    /// Zero (alignment).
-    pub reserved: u32,
-    /// What the ranks saw (layout per program).
-    pub out: GlobalSlice<u64>,
-}
-
 gpu_mpi_device::kernel! {
     /// The `T_*` programs.
-    pub static SEMANTICS_TRACE = fn semantics_trace(world: &World, a: &TraceArgs) -> Result<(), Error> {
-        match a.program {
-            T_TRAFFIC => traffic(world, &a.out),
+    pub static SEMANTICS_TRACE = fn semantics_trace(world: &World, args: &CaseArgs) -> Result<(), Error> {
+        let mut rec = Recorder::new(args, world.rank());
+        match args.case {
+            T_TRAFFIC => traffic(world, &mut rec),
             T_BAD_ROOT => {
                 world.barrier()?;
                 world.process_at_rank(world.size()).reduce_into(&1u64, SystemOperation::sum())
             }
-            T_SPLIT => split(world, &a.out),
-            _ => Err(Error::OutOfBounds { index: a.program, len: T_SPLIT + 1 }),
+            T_SPLIT => split(world, &mut rec),
+            _ => Err(Error::OutOfBounds { index: args.case, len: T_SPLIT + 1 }),
         }
     }
 }
 
-fn traffic(world: &World, out: &GlobalSlice<u64>) -> Result<(), Error> {
+fn traffic(world: &World, rec: &mut Recorder) -> Result<(), Error> {
     let r = world.rank();
     let n = world.size();
+    let left = ring_on(world, r as u64 * 10, 7)?;
     let next = world.process_at_rank((r + 1) % n);
     let prev = world.process_at_rank((r + n - 1) % n);
-    let mine = r as u64 * 10;
-    let mut left = 0u64;
-    if r % 2 == 0 {
-        next.send_with_tag(&mine, 7)?;
-        prev.receive_into_with_tag(&mut left, 7)?;
-    } else {
-        prev.receive_into_with_tag(&mut left, 7)?;
-        next.send_with_tag(&mine, 7)?;
-    }
     let big_out = [r as u32; BIG];
     let mut big_in = [0u32; BIG];
     scope(|s| -> Result<(), Error> {
@@ -125,19 +106,16 @@ fn traffic(world: &World, out: &GlobalSlice<u64>) -> Result<(), Error> {
     if dup.size() != n {
         return Err(Error::Intern);
     }
-    out.write(3 * r as usize, left)?;
-    out.write(3 * r as usize + 1, sum)?;
-    out.write(3 * r as usize + 2, b)?;
-    Ok(())
+    rec.words(&[left as u32, sum as u32, b as u32])
 }
 
-fn split(world: &World, out: &GlobalSlice<u64>) -> Result<(), Error> {
+fn split(world: &World, rec: &mut Recorder) -> Result<(), Error> {
     let r = world.rank();
     let half = world
         .split_by_color(Color::with_value((r % 2) as u32))?
         .ok_or(Error::Intern)?;
     let (hr, hn) = (half.rank(), half.size());
-    let on_half = ring_on(&half, r as u64)?;
+    let on_half = ring_on(&half, r as u64, 5)?;
     let mut sum = 0u64;
     half.all_reduce_into(&(r as u64), &mut sum, SystemOperation::sum())?;
     let mut b = if hr == 1 { 100 + r as u64 } else { 0 };
@@ -147,28 +125,24 @@ fn split(world: &World, out: &GlobalSlice<u64>) -> Result<(), Error> {
         Err(e) if e.class() == ErrorClass::Root => {}
         _ => return Err(Error::Intern),
     }
-    let on_world = ring_on(world, r as u64)?;
+    let on_world = ring_on(world, r as u64, 5)?;
     world.barrier()?;
-    out.write(4 * r as usize, on_half)?;
-    out.write(4 * r as usize + 1, on_world)?;
-    out.write(4 * r as usize + 2, sum)?;
-    out.write(4 * r as usize + 3, b)?;
-    Ok(())
+    rec.words(&[on_half as u32, on_world as u32, sum as u32, b as u32])
 }
 
-/// A ring with tag 5 on communicator `c`: sends `value` to the next rank,
-/// returns what the previous one sent.
-fn ring_on<C: Communicator>(c: &C, value: u64) -> Result<u64, Error> {
+/// A ring with tag `tag` on communicator `c` (even ranks send first):
+/// sends `value` to the next rank, returns what the previous one sent.
+fn ring_on<C: Communicator>(c: &C, value: u64, tag: i32) -> Result<u64, Error> {
     let (me, size) = (c.rank(), c.size());
     let next = c.process_at_rank((me + 1) % size);
     let prev = c.process_at_rank((me + size - 1) % size);
     let mut left = 0u64;
     if me % 2 == 0 {
-        next.send_with_tag(&value, 5)?;
-        prev.receive_into_with_tag(&mut left, 5)?;
+        next.send_with_tag(&value, tag)?;
+        prev.receive_into_with_tag(&mut left, tag)?;
     } else {
-        prev.receive_into_with_tag(&mut left, 5)?;
-        next.send_with_tag(&value, 5)?;
+        prev.receive_into_with_tag(&mut left, tag)?;
+        next.send_with_tag(&value, tag)?;
     }
     Ok(left)
 }
