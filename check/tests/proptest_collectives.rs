@@ -36,6 +36,9 @@ use gpu_mpi_check_kernels::comm::hash;
 use gpu_mpi_check_kernels::NONE;
 use proptest::prelude::*;
 
+mod common;
+use common::SplitMix64;
+
 /// (ranks, block size) of the generated worlds.
 const SHAPES: [(u32, u32); 6] = [(1, 1), (32, 32), (45, 45), (15, 5), (64, 32), (90, 45)];
 /// A root that no communicator of these worlds has.
@@ -446,15 +449,6 @@ fn check(p: &Program, records: &[u32]) -> Result<(), String> {
     Ok(())
 }
 
-/// SplitMix64, for the colour and key tables.
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
 type RawComm = (u32, u32, u64);
 type RawStep = (u32, u32, u32, u32, u32, u32, bool);
 
@@ -469,11 +463,11 @@ fn build(shape: usize, raw_comms: Vec<RawComm>, raw_steps: Vec<RawStep>, schedul
         } else {
             0
         };
-        let mut state = table_seed;
-        let colors = 1 + splitmix(&mut state) % 3;
+        let mut rng = SplitMix64::new(table_seed);
+        let colors = 1 + rng.next_u64() % 3;
         let table = (0..ranks)
             .map(|_| {
-                let x = splitmix(&mut state);
+                let x = rng.next_u64();
                 let color = if x % 100 < 15 {
                     u32::MAX
                 } else {

@@ -35,6 +35,9 @@ use gpu_mpi_check_kernels::interpreter::{
 use gpu_mpi_check_kernels::NONE;
 use proptest::prelude::*;
 
+mod common;
+use common::SplitMix64;
+
 const SLOT_BYTES: u32 = 256;
 const TAGS: i32 = 4;
 
@@ -69,40 +72,11 @@ struct Program {
     receives: Vec<Vec<Receive>>,
 }
 
-/// SplitMix64: the receive lists are built from a generated seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        if n == 0 {
-            0
-        } else {
-            (self.next() % n as u64) as usize
-        }
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.next() % 100 < percent
-    }
-    fn shuffle<T>(&mut self, v: &mut [T]) {
-        for i in (1..v.len()).rev() {
-            let j = self.below(i + 1);
-            v.swap(i, j);
-        }
-    }
-}
-
-fn receive(rng: &mut Rng, source: i32, tag: i32) -> Receive {
+fn receive(rng: &mut SplitMix64, source: i32, tag: i32) -> Receive {
     let capacity = if rng.chance(80) {
         SLOT_BYTES
     } else {
-        rng.below(SLOT_BYTES as usize + 1) as u32
+        rng.index(SLOT_BYTES as usize + 1) as u32
     };
     let probe = rng.chance(25);
     Receive {
@@ -116,7 +90,7 @@ fn receive(rng: &mut Rng, source: i32, tag: i32) -> Receive {
 }
 
 /// The receive list of `dest` for its incoming `messages` (in send order).
-fn receives_for(rng: &mut Rng, mode: u8, ranks: u32, messages: &[Message]) -> Vec<Receive> {
+fn receives_for(rng: &mut SplitMix64, mode: u8, ranks: u32, messages: &[Message]) -> Vec<Receive> {
     let mut out = Vec::new();
     match mode {
         0 => {
@@ -124,15 +98,15 @@ fn receives_for(rng: &mut Rng, mode: u8, ranks: u32, messages: &[Message]) -> Ve
             let mut queues: Vec<Vec<Message>> = (0..ranks)
                 .map(|s| messages.iter().filter(|m| m.source == s).copied().collect())
                 .collect();
-            let specific = rng.below(messages.len() + 1);
+            let specific = rng.index(messages.len() + 1);
             for _ in 0..specific {
                 let sources: Vec<usize> = (0..ranks as usize).filter(|&s| !queues[s].is_empty()).collect();
-                let s = sources[rng.below(sources.len())];
+                let s = sources[rng.index(sources.len())];
                 let q = &mut queues[s];
                 let tag = if rng.chance(50) {
                     ANY_TAG
                 } else {
-                    q[rng.below(q.len())].tag
+                    q[rng.index(q.len())].tag
                 };
                 let pos = q
                     .iter()
@@ -149,7 +123,7 @@ fn receives_for(rng: &mut Rng, mode: u8, ranks: u32, messages: &[Message]) -> Ve
         1 => {
             let mut tags: Vec<i32> = messages.iter().map(|m| m.tag).collect();
             rng.shuffle(&mut tags);
-            let any = rng.below(tags.len() + 1);
+            let any = rng.index(tags.len() + 1);
             for &t in &tags[any..] {
                 out.push(receive(rng, ANY_SOURCE, t));
             }
@@ -178,7 +152,8 @@ fn build(ranks: u32, raw: Vec<(u32, u32, i32, u32)>, modes: Vec<u8>, seed: u64, 
             bytes,
         })
         .collect();
-    let mut rng = Rng(seed);
+    // The receive lists are built from a generated seed.
+    let mut rng = SplitMix64::new(seed);
     let receives = (0..ranks)
         .map(|d| {
             let incoming: Vec<Message> = messages.iter().filter(|m| m.dest == d).copied().collect();

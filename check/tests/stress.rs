@@ -93,6 +93,9 @@ use gpu_mpi_check_kernels::stress::*;
 use gpu_mpi_check_kernels::NONE;
 use std::fmt::Write as _;
 
+mod common;
+use common::SplitMix64;
+
 /// Programs of a test run (each under every schedule of [`schedules`]).
 const CI_CASES: u64 = 1500;
 /// Programs of `GPU_MPI_STRESS=long`.
@@ -182,29 +185,6 @@ struct Program {
     events: Vec<Event>,
 }
 
-/// SplitMix64.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u32) -> u32 {
-        if n == 0 {
-            0
-        } else {
-            (self.next() % n as u64) as u32
-        }
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.next() % 100 < percent
-    }
-}
-
 /// The members (world ranks, in communicator rank order) of the group of
 /// communicator `comm` that world rank `w` is in (as the kernel makes them).
 fn group(p: &Program, comm: u32, w: u32) -> Vec<u32> {
@@ -248,7 +228,7 @@ fn any_source_allowed(events: &[Event], k: usize, any_tag: bool) -> bool {
     })
 }
 
-fn message_size(rng: &mut Rng, slot_bytes: u32) -> u32 {
+fn message_size(rng: &mut SplitMix64, slot_bytes: u32) -> u32 {
     let max = MAX_BYTES as u32;
     match rng.below(10) {
         0 => 0,
@@ -261,7 +241,7 @@ fn message_size(rng: &mut Rng, slot_bytes: u32) -> u32 {
 
 /// Program `case`: a deterministic function of the seed.
 fn generate(case: u64) -> Program {
-    let mut rng = Rng(case.wrapping_mul(0xA076_1D64_78BD_642F) ^ 0x5EED);
+    let mut rng = SplitMix64::new(case.wrapping_mul(0xA076_1D64_78BD_642F) ^ 0x5EED);
     let (ranks, block_dim) = SHAPES[rng.below(SHAPES.len() as u32) as usize];
     let slot_bytes = [64, 128, 256][rng.below(3) as usize];
     let mut p = Program {
@@ -288,7 +268,7 @@ fn generate(case: u64) -> Program {
                 kind,
                 root: rng.below(smallest(&p, comm)),
                 count: rng.below(most + 1),
-                seed: rng.next() as u32,
+                seed: rng.next_u64() as u32,
             }));
             continue;
         }

@@ -705,8 +705,8 @@ pub(crate) fn creation_left(
 #[cfg(all(test, not(loom)))]
 mod tests {
     //! A one-rank world on a plain host thread: the events of a self-send
-    //! and its receive, and a full buffer. The emulator tests every kind
-    //! across ranks (host/tests/trace.rs).
+    //! and its receive, and a full buffer. check/tests/trace.rs tests every
+    //! kind across ranks, on each backend.
     extern crate std;
     use super::*;
     use crate::communicator::{Communicator, World};

@@ -334,8 +334,8 @@ impl Status {
 #[cfg(all(test, not(loom)))]
 mod tests {
     //! One-rank worlds on a plain host thread: self-sends of views, eager
-    //! and streamed, and the argument checks. Multi-rank cases run on the
-    //! emulator (host/tests/datatype_p2p.rs, host/tests/datatype_coll.rs).
+    //! and streamed, and the argument checks. Multi-rank cases run on each
+    //! backend (check/tests/views.rs, check/tests/view_collectives.rs).
     extern crate std;
     use super::*;
     use crate::communicator::{Communicator, World};

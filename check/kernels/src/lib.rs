@@ -41,6 +41,8 @@
 //!   fails alike).
 //! - [`stress`]: runs an encoded stress program of point-to-point
 //!   operations of every mode and collectives (tests/stress.rs).
+//! - [`trace`]: programs whose message traces the tests read back (every
+//!   kind of event, a failed world collective, a split).
 //! - [`view_collectives`]: every data-moving collective with views,
 //!   plain slices or a mismatched type on either side, on the world and on
 //!   a duplicate, against the host's reference model.
@@ -70,6 +72,7 @@ pub mod planted;
 pub mod skip;
 pub mod stress;
 pub mod subcomm;
+pub mod trace;
 pub mod view_collectives;
 pub mod views;
 pub mod warp;

@@ -1,19 +1,24 @@
-//! Message traces on the emulator (docs/tracing.md): what the ranks record,
-//! the Chrome trace JSON read back with serde_json, dropped events, the cost
-//! when off, and the HTML page rendered in headless Chromium. On the
-//! emulator only, because its kernels are defined here rather than in the
-//! conformance crate and so have no PTX (the cuda backend records traces
-//! too; moving the kernels is still to do), and some tests need it anyway
-//! (seeded schedules, sync counts, deadlocks).
+//! Message traces (docs/tracing.md): what the ranks record, the Chrome
+//! trace JSON read back with serde_json, dropped events, the HTML page
+//! rendered in headless Chromium. The programs of
+//! `gpu_mpi_check_kernels::trace` run on each backend (`testgen!`: the
+//! emulator always, the GPU where one is present); what needs the emulator
+//! (seeded schedules, sync counts, deadlocks) runs on it alone, with two
+//! deadlocking kernels of its own here.
 
-use gpu_mpi_device::abi::layout::{ConfigError, MAX_TRACE_EVENTS};
-use gpu_mpi_device::abi::polling::Call;
-use gpu_mpi_device::abi::trace::{Creation, TraceKind, NO_CONTEXT};
-use gpu_mpi_device::collective::SystemOperation;
-use gpu_mpi_device::request::scope;
-use gpu_mpi_device::traits::*;
-use gpu_mpi_device::{Color, Error, ErrorClass, GlobalSlice, World};
-use gpu_mpi_host::{Device, HostError, Schedule, SpanKind, Trace, WorldSpec};
+use bytemuck::Zeroable;
+use gpu_mpi::device::abi::layout::{ConfigError, MAX_TRACE_EVENTS};
+use gpu_mpi::device::abi::polling::Call;
+use gpu_mpi::device::abi::trace::{Creation, TraceKind, NO_CONTEXT};
+use gpu_mpi::device::traits::*;
+use gpu_mpi::device::{Error, ErrorClass, GlobalSlice, Kernel, World};
+use gpu_mpi::{
+    DeadlockReport, Device, DeviceBuffer, HostError, RankTrace, Schedule, SpanKind, Trace, WorldSpec,
+};
+use gpu_mpi_check::testgen;
+use gpu_mpi_check::testgen::Backend;
+use gpu_mpi_check_kernels::trace::*;
+use gpu_mpi_check_kernels::CaseArgs;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -21,86 +26,11 @@ use std::process::Command;
 
 const RANKS: u32 = 8;
 const BLOCK: u32 = 4;
-/// Elements of the non-blocking exchange (600 bytes: larger than a slot).
-const BIG: usize = 150;
 
-gpu_mpi_device::kernel! {
-    /// Every kind of event: a blocking ring, a non-blocking ring of large
-    /// messages, a ping-pong (rank 1 blocks), a probe and a matched probe,
-    /// a barrier, an all-reduce, a broadcast and a duplicate of the world.
-    /// Writes per rank: what it received from its left neighbour, the
-    /// all-reduce, the broadcast.
-    pub static TRAFFIC = fn traffic_kernel(world: &World, out: &GlobalSlice<u64>) -> Result<(), Error> {
-        let r = world.rank();
-        let n = world.size();
-        let next = world.process_at_rank((r + 1) % n);
-        let prev = world.process_at_rank((r + n - 1) % n);
-        let mine = r as u64 * 10;
-        let mut left = 0u64;
-        if r % 2 == 0 {
-            next.send_with_tag(&mine, 7)?;
-            prev.receive_into_with_tag(&mut left, 7)?;
-        } else {
-            prev.receive_into_with_tag(&mut left, 7)?;
-            next.send_with_tag(&mine, 7)?;
-        }
-        let big_out = [r as u32; BIG];
-        let mut big_in = [0u32; BIG];
-        scope(|s| -> Result<(), Error> {
-            let rx = prev.immediate_receive_into_with_tag(s, &mut big_in[..], 9)?;
-            let tx = next.immediate_send_with_tag(s, &big_out[..], 9)?;
-            tx.wait()?;
-            rx.wait()?;
-            Ok(())
-        })?;
-        if big_in.iter().any(|&v| v != ((r + n - 1) % n) as u32) {
-            return Err(Error::Aborted { by_rank: r as u32 });
-        }
-        match r {
-            0 => {
-                let mut ping = 0u32;
-                world.process_at_rank(1).receive_into_with_tag(&mut ping, 20)?;
-                world.process_at_rank(1).send_with_tag(&(ping + 1), 21)?;
-                world.process_at_rank(1).send_with_tag(&5u16, 11)?;
-            }
-            1 => {
-                world.process_at_rank(0).send_with_tag(&41u32, 20)?;
-                let mut pong = 0u32;
-                world.process_at_rank(0).receive_into_with_tag(&mut pong, 21)?;
-                let st = world.any_process().probe_with_tag(11)?;
-                let mut v = 0u16;
-                world.process_at_rank(st.source_rank()).receive_into_with_tag(&mut v, 11)?;
-                if pong != 42 || v != 5 || st.bytes() != 2 {
-                    return Err(Error::Aborted { by_rank: 1 });
-                }
-            }
-            2 => world.process_at_rank(3).send_with_tag(&7u64, 12)?,
-            3 => {
-                let (msg, _) = world.any_process().matched_probe_with_tag(12)?;
-                let (v, _) = msg.matched_receive::<u64>()?;
-                if v != 7 {
-                    return Err(Error::Aborted { by_rank: 3 });
-                }
-            }
-            _ => {}
-        }
-        world.barrier()?;
-        let mut sum = 0u64;
-        world.all_reduce_into(&(r as u64), &mut sum, SystemOperation::sum())?;
-        let mut b = if r == 3 { 99u64 } else { 0 };
-        world.process_at_rank(3).broadcast_into(&mut b)?;
-        let dup = world.duplicate()?;
-        if dup.size() != n {
-            return Err(Error::Intern);
-        }
-        out.write(3 * r as usize, left)?;
-        out.write(3 * r as usize + 1, sum)?;
-        out.write(3 * r as usize + 2, b)?;
-        Ok(())
-    }
-}
+// The deadlocking kernels are defined here, so they run on the emulator
+// alone: only its scheduler finds a deadlock (on the GPU it is a timeout).
 
-gpu_mpi_device::kernel! {
+gpu_mpi::device::kernel! {
     /// Ranks 0 and 1 each receive from the other first: a deadlock.
     pub static CROSSED = fn crossed(world: &World, _out: &GlobalSlice<u64>) -> Result<(), Error> {
         let r = world.rank();
@@ -113,67 +43,7 @@ gpu_mpi_device::kernel! {
     }
 }
 
-gpu_mpi_device::kernel! {
-    /// A barrier, then a reduce to a root that does not exist: every rank
-    /// enters it and returns `MPI_ERR_ROOT`.
-    pub static BAD_ROOT = fn bad_root(world: &World, _out: &GlobalSlice<u64>) -> Result<(), Error> {
-        world.barrier()?;
-        world.process_at_rank(world.size()).reduce_into(&1u64, SystemOperation::sum())
-    }
-}
-
-gpu_mpi_device::kernel! {
-    /// A split into even and odd ranks (context 1, two communicators of 4);
-    /// on each half: a ring of point-to-point messages with tag 5, an
-    /// all-reduce, a broadcast from its rank 1, and a broadcast from a
-    /// root out of range (every rank gets `MPI_ERR_ROOT` and goes on);
-    /// then a world ring with the same tag and a world barrier. Writes per
-    /// rank: what it received on the half, on the world, the all-reduce,
-    /// the broadcast.
-    pub static SPLIT = fn split_kernel(world: &World, out: &GlobalSlice<u64>) -> Result<(), Error> {
-        let r = world.rank();
-        let half = world
-            .split_by_color(Color::with_value((r % 2) as u32))?
-            .ok_or(Error::Intern)?;
-        let (hr, hn) = (half.rank(), half.size());
-        let on_half = ring_on(&half, r as u64)?;
-        let mut sum = 0u64;
-        half.all_reduce_into(&(r as u64), &mut sum, SystemOperation::sum())?;
-        let mut b = if hr == 1 { 100 + r as u64 } else { 0 };
-        half.process_at_rank(1).broadcast_into(&mut b)?;
-        let mut spare = 0u64;
-        match half.process_at_rank(hn).broadcast_into(&mut spare) {
-            Err(e) if e.class() == ErrorClass::Root => {}
-            _ => return Err(Error::Intern),
-        }
-        let on_world = ring_on(world, r as u64)?;
-        world.barrier()?;
-        out.write(4 * r as usize, on_half)?;
-        out.write(4 * r as usize + 1, on_world)?;
-        out.write(4 * r as usize + 2, sum)?;
-        out.write(4 * r as usize + 3, b)?;
-        Ok(())
-    }
-}
-
-/// A ring with tag 5 on communicator `c`: sends `value` to the next rank,
-/// returns what the previous one sent.
-fn ring_on<C: Communicator>(c: &C, value: u64) -> Result<u64, Error> {
-    let (me, size) = (c.rank(), c.size());
-    let next = c.process_at_rank((me + 1) % size);
-    let prev = c.process_at_rank((me + size - 1) % size);
-    let mut left = 0u64;
-    if me % 2 == 0 {
-        next.send_with_tag(&value, 5)?;
-        prev.receive_into_with_tag(&mut left, 5)?;
-    } else {
-        prev.receive_into_with_tag(&mut left, 5)?;
-        next.send_with_tag(&value, 5)?;
-    }
-    Ok(left)
-}
-
-gpu_mpi_device::kernel! {
+gpu_mpi::device::kernel! {
     /// A duplicate of the world, then a barrier on it that rank 0 skips:
     /// the others stop inside it (a deadlock).
     pub static STUCK = fn stuck(world: &World, _out: &GlobalSlice<u64>) -> Result<(), Error> {
@@ -185,16 +55,41 @@ gpu_mpi_device::kernel! {
     }
 }
 
+/// Runs `kernel` (CROSSED or STUCK) on 4 ranks of the emulator with
+/// `events` trace events each; returns its deadlock report and the trace.
+fn deadlocked(kernel: &Kernel<GlobalSlice<u64>>, events: u32) -> (DeadlockReport, Trace) {
+    let d = Device::cpu();
+    let out = d.alloc_zeroed::<u64>(1).unwrap();
+    let run = d.launch_traced(kernel, &out.slice(), &WorldSpec::ranks(4).trace(events));
+    let Err(HostError::Deadlock(report)) = run.result else {
+        panic!("expected a deadlock, got {:?}", run.result)
+    };
+    (report, run.trace.expect("trace kept after a deadlock"))
+}
+
 fn spec() -> WorldSpec {
     WorldSpec::ranks(RANKS).block_dim(BLOCK)
 }
 
-/// Runs TRAFFIC, checks its results, returns the trace.
-fn traffic(d: &Device, spec: WorldSpec) -> (gpu_mpi_host::LaunchReport, Option<Trace>) {
-    let out = d.alloc_zeroed::<u64>(3 * RANKS as usize).unwrap();
-    let rep = d.launch(&TRAFFIC, &out.slice(), &spec).unwrap();
+/// The arguments of program `case` (a `T_*` constant) recording `stride`
+/// words per rank in `out`.
+fn args(case: u32, stride: u32, out: &DeviceBuffer<u32>) -> CaseArgs {
+    CaseArgs {
+        case,
+        stride,
+        out: out.slice(),
+        ..CaseArgs::zeroed()
+    }
+}
+
+/// Runs T_TRAFFIC, checks its results, returns the trace.
+fn traffic(d: &Device, spec: WorldSpec) -> (gpu_mpi::LaunchReport, Option<Trace>) {
+    let out = d.alloc_zeroed::<u32>(3 * RANKS as usize).unwrap();
+    let rep = d
+        .launch(&SEMANTICS_TRACE, &args(T_TRAFFIC, 3, &out), &spec)
+        .unwrap();
     let got = d.download(&out).unwrap();
-    let n = RANKS as u64;
+    let n = RANKS;
     for r in 0..n {
         let i = 3 * r as usize;
         assert_eq!(got[i], ((r + n - 1) % n) * 10, "rank {r} ring");
@@ -205,6 +100,11 @@ fn traffic(d: &Device, spec: WorldSpec) -> (gpu_mpi_host::LaunchReport, Option<T
     (rep, t)
 }
 
+/// How many of rank trace `r`'s events are of `kind`.
+fn of_kind(r: &RankTrace, kind: TraceKind) -> usize {
+    r.events.iter().filter(|e| e.kind() == Some(kind)).count()
+}
+
 fn kinds_of(t: &Trace) -> HashSet<TraceKind> {
     t.ranks
         .iter()
@@ -213,9 +113,8 @@ fn kinds_of(t: &Trace) -> HashSet<TraceKind> {
         .collect()
 }
 
-#[test]
-fn every_rank_records_every_kind_and_messages_link() {
-    let d = Device::cpu();
+fn every_rank_records_every_kind_and_messages_link(backend: Backend) {
+    let d = backend.device();
     let (_, trace) = traffic(&d, spec().trace(256));
     let t = trace.expect("a traced launch has a trace");
     assert_eq!(t.ranks.len(), RANKS as usize);
@@ -233,37 +132,17 @@ fn every_rank_records_every_kind_and_messages_link() {
             "rank {} out of order",
             r.rank
         );
-        let sent = r
-            .events
-            .iter()
-            .filter(|e| e.kind() == Some(TraceKind::Sent))
-            .count();
-        let posted = r
-            .events
-            .iter()
-            .filter(|e| e.kind() == Some(TraceKind::SendPosted))
-            .count();
-        let done = r
-            .events
-            .iter()
-            .filter(|e| e.kind() == Some(TraceKind::SendCompleted))
-            .count();
+        let sent = of_kind(r, TraceKind::Sent);
+        let posted = of_kind(r, TraceKind::SendPosted);
+        let done = of_kind(r, TraceKind::SendCompleted);
         assert_eq!(
             (sent, done),
             (posted, posted),
             "rank {}: every posted send sent and completed",
             r.rank
         );
-        let enters = r
-            .events
-            .iter()
-            .filter(|e| e.kind() == Some(TraceKind::CollectiveEnter))
-            .count();
-        let leaves = r
-            .events
-            .iter()
-            .filter(|e| e.kind() == Some(TraceKind::CollectiveLeave))
-            .count();
+        let enters = of_kind(r, TraceKind::CollectiveEnter);
+        let leaves = of_kind(r, TraceKind::CollectiveLeave);
         assert_eq!(
             (enters, leaves),
             (3, 3),
@@ -276,20 +155,10 @@ fn every_rank_records_every_kind_and_messages_link() {
     // on the world's point-to-point context; the rest are the duplicate's
     // (on the world's collective context).
     let links = t.messages();
-    let (p2p, creation): (Vec<&gpu_mpi_host::MessageLink>, Vec<_>) =
-        links.iter().partition(|m| m.context == 0);
+    let (p2p, creation): (Vec<&gpu_mpi::MessageLink>, Vec<_>) = links.iter().partition(|m| m.context == 0);
     assert_eq!(p2p.len(), 2 * RANKS as usize + 4);
     assert!(!creation.is_empty() && creation.iter().all(|m| m.context == 1));
-    let sent_total: usize = t
-        .ranks
-        .iter()
-        .map(|r| {
-            r.events
-                .iter()
-                .filter(|e| e.kind() == Some(TraceKind::Sent))
-                .count()
-        })
-        .sum();
+    let sent_total: usize = t.ranks.iter().map(|r| of_kind(r, TraceKind::Sent)).sum();
     assert_eq!(links.len(), sent_total);
     let mut seen = HashSet::new();
     for m in &p2p {
@@ -311,15 +180,15 @@ fn every_rank_records_every_kind_and_messages_link() {
         .iter()
         .any(|e| e.kind() == Some(TraceKind::Blocked) && e.peer == 0 && e.tag == 21));
 }
+testgen!(every_rank_records_every_kind_and_messages_link);
 
 /// The Chrome trace JSON, read back.
 fn chrome(t: &Trace) -> Value {
     serde_json::from_str(&t.to_chrome_json()).expect("valid JSON")
 }
 
-#[test]
-fn chrome_json_has_one_flow_per_message_ordered_tracks_and_every_kind() {
-    let d = Device::cpu();
+fn chrome_json_has_one_flow_per_message_ordered_tracks_and_every_kind(backend: Backend) {
+    let d = backend.device();
     let (_, trace) = traffic(&d, spec().trace(256));
     let t = trace.unwrap();
     let doc = chrome(&t);
@@ -384,9 +253,12 @@ fn chrome_json_has_one_flow_per_message_ordered_tracks_and_every_kind() {
     assert_eq!(pairs, expected, "every matched message has its flow");
     assert_eq!(doc["otherData"]["dropped"], 0);
     assert_eq!(doc["otherData"]["recorded"], t.recorded());
-    assert_eq!(doc["otherData"]["backend"], "cpu");
+    assert_eq!(doc["otherData"]["backend"], backend.name());
 }
+testgen!(chrome_json_has_one_flow_per_message_ordered_tracks_and_every_kind);
 
+// On the emulator alone: the two runs must take the same interleaving (a
+// seeded schedule) to block in the same waits.
 #[test]
 fn a_small_buffer_counts_what_it_dropped_and_keeps_the_first_events() {
     let d = Device::cpu();
@@ -404,7 +276,7 @@ fn a_small_buffer_counts_what_it_dropped_and_keeps_the_first_events() {
             s.rank
         );
         // The kept events are the first four, intact.
-        let kinds = |r: &gpu_mpi_host::RankTrace| {
+        let kinds = |r: &RankTrace| {
             r.events
                 .iter()
                 .take(4)
@@ -428,6 +300,8 @@ fn a_small_buffer_counts_what_it_dropped_and_keeps_the_first_events() {
     );
 }
 
+// On the emulator alone: it counts the synchronising operations, under a
+// seeded schedule.
 #[test]
 fn tracing_off_records_nothing_and_costs_no_synchronising_operation() {
     let d = Device::cpu();
@@ -445,28 +319,27 @@ fn tracing_off_records_nothing_and_costs_no_synchronising_operation() {
     );
 }
 
-#[test]
-fn too_many_trace_events_is_a_config_error() {
-    let d = Device::cpu();
-    let out = d.alloc_zeroed::<u64>(3 * RANKS as usize).unwrap();
+fn too_many_trace_events_is_a_config_error(backend: Backend) {
+    let d = backend.device();
+    let out = d.alloc_zeroed::<u32>(3 * RANKS as usize).unwrap();
     let e = d
-        .launch(&TRAFFIC, &out.slice(), &spec().trace(MAX_TRACE_EVENTS + 1))
+        .launch(
+            &SEMANTICS_TRACE,
+            &args(T_TRAFFIC, 3, &out),
+            &spec().trace(MAX_TRACE_EVENTS + 1),
+        )
         .unwrap_err();
     assert!(
         matches!(e, HostError::Config(ConfigError::TraceEvents(n)) if n == MAX_TRACE_EVENTS + 1),
         "{e}"
     );
 }
+testgen!(too_many_trace_events_is_a_config_error);
 
+// On the emulator alone: a deadlock (CROSSED).
 #[test]
 fn a_deadlock_comes_with_its_trace() {
-    let d = Device::cpu();
-    let out = d.alloc_zeroed::<u64>(1).unwrap();
-    let run = d.launch_traced(&CROSSED, &out.slice(), &WorldSpec::ranks(4).trace(16));
-    let Err(HostError::Deadlock(report)) = run.result else {
-        panic!("expected a deadlock, got {:?}", run.result)
-    };
-    let t = run.trace.expect("trace kept after a deadlock");
+    let (report, t) = deadlocked(&CROSSED, 16);
     for r in 0..2 {
         let posted: Vec<_> = t.ranks[r]
             .events
@@ -566,13 +439,12 @@ fn is_png(path: &Path) -> bool {
     std::fs::read(path).is_ok_and(|b| b.len() > 1000 && b.starts_with(b"\x89PNG\r\n\x1a\n"))
 }
 
-#[test]
-fn the_html_page_renders_one_arrow_per_message_in_chromium() {
+fn the_html_page_renders_one_arrow_per_message_in_chromium(backend: Backend) {
     let Some(browser) = chromium() else { return };
-    let d = Device::cpu();
+    let d = backend.device();
     let (_, trace) = traffic(&d, spec().trace(256));
     let t = trace.unwrap();
-    let dir = tmp_dir("page");
+    let dir = tmp_dir(&format!("page-{}", backend.name()));
     let html = t.write_files(&dir.join("traffic.json"), "traffic", None).unwrap();
     assert!(dir.join("traffic.json").exists());
     let page = std::fs::read_to_string(&html).unwrap();
@@ -600,12 +472,12 @@ fn the_html_page_renders_one_arrow_per_message_in_chromium() {
     assert!(is_png(&shot), "screenshot written");
     let _ = std::fs::remove_dir_all(&dir);
 }
+testgen!(the_html_page_renders_one_arrow_per_message_in_chromium);
 
-#[test]
-fn the_html_page_shows_communicators_and_failed_collectives_in_chromium() {
+fn the_html_page_shows_communicators_and_failed_collectives_in_chromium(backend: Backend) {
     let Some(browser) = chromium() else { return };
-    let t = split_trace();
-    let dir = tmp_dir("split-page");
+    let t = split_trace(backend);
+    let dir = tmp_dir(&format!("split-page-{}", backend.name()));
     let html = t.write_files(&dir.join("split.json"), "split", None).unwrap();
     let shot = dir.join("split.png");
     let dom = render(&browser, &html, &shot, &dir);
@@ -626,20 +498,15 @@ fn the_html_page_shows_communicators_and_failed_collectives_in_chromium() {
     assert!(is_png(&shot));
     let _ = std::fs::remove_dir_all(&dir);
 }
+testgen!(the_html_page_shows_communicators_and_failed_collectives_in_chromium);
 
+// On the emulator alone: a deadlock (CROSSED).
 #[test]
 fn a_deadlock_page_draws_the_wait_for_graph_in_chromium() {
     let Some(browser) = chromium() else { return };
-    let d = Device::cpu();
-    let out = d.alloc_zeroed::<u64>(1).unwrap();
-    let run = d.launch_traced(&CROSSED, &out.slice(), &WorldSpec::ranks(4).trace(16));
-    let Err(HostError::Deadlock(report)) = run.result else {
-        panic!("expected a deadlock")
-    };
+    let (report, t) = deadlocked(&CROSSED, 16);
     let dir = tmp_dir("deadlock");
-    let html = run
-        .trace
-        .unwrap()
+    let html = t
         .write_files(&dir.join("crossed.json"), "crossed", Some(&report))
         .unwrap();
     let shot = dir.join("crossed.png");
@@ -653,11 +520,14 @@ fn a_deadlock_page_draws_the_wait_for_graph_in_chromium() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-#[test]
-fn a_failed_world_collective_records_its_leave_with_the_error_class() {
-    let d = Device::cpu();
-    let out = d.alloc_zeroed::<u64>(1).unwrap();
-    let run = d.launch_traced(&BAD_ROOT, &out.slice(), &WorldSpec::ranks(4).trace(16));
+fn a_failed_world_collective_records_its_leave_with_the_error_class(backend: Backend) {
+    let d = backend.device();
+    let out = d.alloc_zeroed::<u32>(1).unwrap();
+    let run = d.launch_traced(
+        &SEMANTICS_TRACE,
+        &args(T_BAD_ROOT, 0, &out),
+        &WorldSpec::ranks(4).trace(16),
+    );
     assert!(
         matches!(run.result, Err(HostError::RankFailed { .. })),
         "{:?}",
@@ -718,17 +588,21 @@ fn a_failed_world_collective_records_its_leave_with_the_error_class() {
         assert_eq!((on_track("B"), on_track("E")), (2, 2), "rank {tid}");
     }
 }
+testgen!(a_failed_world_collective_records_its_leave_with_the_error_class);
 
 // ---------------------------------------------------------------------------
 // Communicators in the trace
 
-/// Runs SPLIT on 8 ranks in blocks of 4, checks its results, returns the trace.
-fn split_trace() -> Trace {
-    let d = Device::cpu();
-    let out = d.alloc_zeroed::<u64>(4 * RANKS as usize).unwrap();
-    let rep = d.launch(&SPLIT, &out.slice(), &spec().trace(512)).unwrap();
+/// Runs T_SPLIT on 8 ranks in blocks of 4, checks its results, returns the
+/// trace.
+fn split_trace(backend: Backend) -> Trace {
+    let d = backend.device();
+    let out = d.alloc_zeroed::<u32>(4 * RANKS as usize).unwrap();
+    let rep = d
+        .launch(&SEMANTICS_TRACE, &args(T_SPLIT, 4, &out), &spec().trace(512))
+        .unwrap();
     let got = d.download(&out).unwrap();
-    let n = RANKS as u64;
+    let n = RANKS;
     for r in 0..n {
         let i = 4 * r as usize;
         assert_eq!(got[i], (r + n - 2) % n, "rank {r}: left neighbour on its half");
@@ -737,7 +611,7 @@ fn split_trace() -> Trace {
             (r + n - 1) % n,
             "rank {r}: left neighbour on the world"
         );
-        let half_sum: u64 = (0..n).filter(|q| q % 2 == r % 2).sum();
+        let half_sum: u32 = (0..n).filter(|q| q % 2 == r % 2).sum();
         assert_eq!(got[i + 2], half_sum, "rank {r}: all-reduce on its half");
         assert_eq!(
             got[i + 3],
@@ -750,9 +624,8 @@ fn split_trace() -> Trace {
     t
 }
 
-#[test]
-fn sub_communicator_events_carry_their_context_and_spans_their_communicator() {
-    let t = split_trace();
+fn sub_communicator_events_carry_their_context_and_spans_their_communicator(backend: Backend) {
+    let t = split_trace(backend);
     for r in &t.ranks {
         let w = r.rank;
         let spans: Vec<_> = t.spans().into_iter().filter(|s| s.rank == w).collect();
@@ -840,10 +713,10 @@ fn sub_communicator_events_carry_their_context_and_spans_their_communicator() {
         }
     }
 }
+testgen!(sub_communicator_events_carry_their_context_and_spans_their_communicator);
 
-#[test]
-fn chrome_json_names_the_communicator_of_every_span_and_flow() {
-    let t = split_trace();
+fn chrome_json_names_the_communicator_of_every_span_and_flow(backend: Backend) {
+    let t = split_trace(backend);
     let doc = chrome(&t);
     let events = doc["traceEvents"].as_array().unwrap();
     for tid in 0..RANKS as u64 {
@@ -940,18 +813,12 @@ fn chrome_json_names_the_communicator_of_every_span_and_flow() {
         .iter()
         .any(|e| e["ph"] == "b" && e["name"] == "send to 2 (tag 5) on comm 1" && e["tid"] == 0));
 }
+testgen!(chrome_json_names_the_communicator_of_every_span_and_flow);
 
+// On the emulator alone: a deadlock (STUCK).
 #[test]
 fn a_rank_stopped_inside_a_collective_leaves_a_span_closed_as_unfinished() {
-    let d = Device::cpu();
-    let out = d.alloc_zeroed::<u64>(1).unwrap();
-    let run = d.launch_traced(&STUCK, &out.slice(), &WorldSpec::ranks(4).trace(64));
-    assert!(
-        matches!(run.result, Err(HostError::Deadlock(_))),
-        "{:?}",
-        run.result
-    );
-    let t = run.trace.unwrap();
+    let (_, t) = deadlocked(&STUCK, 64);
     for s in t.spans() {
         match s.kind {
             SpanKind::Creation(c) => {

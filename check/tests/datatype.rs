@@ -1,21 +1,17 @@
 //! Derived datatypes: constructors and queries against the reference model,
 //! the encoding's walkers (sequential and cooperative), and the errors of
-//! bad arguments. Host only, no backend: commit, the host's pack and unpack
-//! and the walkers run on host memory with no kernel launched (the
-//! whole-GPU engine runs on each backend in check/tests/pack.rs).
+//! bad arguments, and random type trees (common/types.rs). No backend:
+//! commit, the host's pack and unpack and the walkers run on host memory
+//! with no kernel launched (the whole-GPU engine runs on each backend in
+//! pack.rs).
 
-use gpu_mpi_device::derived::{self, Share};
-use gpu_mpi_device::ErrorClass;
-use gpu_mpi_host::datatype::{reference, CommittedType, Order, Primitive, UserDatatype};
+use gpu_mpi::datatype::{reference, CommittedType, Order, Primitive, UserDatatype};
+use gpu_mpi::device::derived::{self, Share};
+use gpu_mpi::device::ErrorClass;
 use proptest::prelude::*;
 
-fn p(x: Primitive) -> UserDatatype {
-    x.into()
-}
-
-fn bytes(n: usize) -> Vec<u8> {
-    (0..n).map(|i| (i * 7 + 3) as u8).collect()
-}
+mod common;
+use common::types::{arb_type, bytes, p};
 
 /// Checks every query and the host pack/unpack of `ty` against the model.
 fn check_type(ty: &UserDatatype, count: usize) -> CommittedType {
@@ -60,14 +56,14 @@ fn check_type(ty: &UserDatatype, count: usize) -> CommittedType {
     c
 }
 
-fn slice_of(v: &[u8]) -> gpu_mpi_device::GlobalSlice<u8> {
+fn slice_of(v: &[u8]) -> gpu_mpi::device::GlobalSlice<u8> {
     // SAFETY: the slice outlives every use in the test, which only reads it.
-    unsafe { gpu_mpi_device::GlobalSlice::from_raw(v.as_ptr() as u64, v.len() as u64) }
+    unsafe { gpu_mpi::device::GlobalSlice::from_raw(v.as_ptr() as u64, v.len() as u64) }
 }
 
-fn slice_of_mut(v: &mut [u8]) -> gpu_mpi_device::GlobalSlice<u8> {
+fn slice_of_mut(v: &mut [u8]) -> gpu_mpi::device::GlobalSlice<u8> {
     // SAFETY: the vector outlives every use and nothing else borrows it meanwhile.
-    unsafe { gpu_mpi_device::GlobalSlice::from_raw(v.as_mut_ptr() as u64, v.len() as u64) }
+    unsafe { gpu_mpi::device::GlobalSlice::from_raw(v.as_mut_ptr() as u64, v.len() as u64) }
 }
 
 #[test]
@@ -218,7 +214,7 @@ fn signatures_match_by_primitive_sequence() {
 #[test]
 fn bad_arguments_give_their_class() {
     let f = p(Primitive::F64);
-    let class = |r: Result<UserDatatype, gpu_mpi_host::DatatypeError>| r.unwrap_err().class();
+    let class = |r: Result<UserDatatype, gpu_mpi::DatatypeError>| r.unwrap_err().class();
     assert_eq!(class(UserDatatype::contiguous(-1, &f)), ErrorClass::Count);
     assert_eq!(class(UserDatatype::vector(2, -1, 3, &f)), ErrorClass::Count);
     assert_eq!(
@@ -275,56 +271,6 @@ fn bad_arguments_give_their_class() {
         c.unpack(&[0u8; 4], 1, &mut [0u8; 8], 0).unwrap_err().class(),
         ErrorClass::Arg
     );
-}
-
-/// A count or block length: mostly 1..max, sometimes 0.
-fn n(max: i64) -> BoxedStrategy<i64> {
-    prop_oneof![1 => Just(0i64), 6 => 1..max].boxed()
-}
-
-/// A random type tree of nesting depth up to `depth`.
-fn arb_type(depth: u32) -> BoxedStrategy<UserDatatype> {
-    let leaf = prop::sample::select(Primitive::ALL.to_vec()).prop_map(UserDatatype::primitive);
-    if depth == 0 {
-        return leaf.boxed();
-    }
-    let sub = arb_type(depth - 1);
-    prop_oneof![
-        2 => leaf,
-        1 => (n(4), sub.clone()).prop_map(|(n, t)| UserDatatype::contiguous(n, &t).unwrap()),
-        2 => (n(4), n(3), -4i64..5, sub.clone())
-            .prop_map(|(n, b, s, t)| UserDatatype::vector(n, b, s, &t).unwrap()),
-        1 => (n(4), n(3), -40i64..40, sub.clone())
-            .prop_map(|(n, b, s, t)| UserDatatype::hvector(n, b, s, &t).unwrap()),
-        1 => (prop::collection::vec((n(3), -5i64..8), 0..4), sub.clone()).prop_map(|(v, t)| {
-            let (b, d): (Vec<i64>, Vec<i64>) = v.into_iter().unzip();
-            UserDatatype::indexed(&b, &d, &t).unwrap()
-        }),
-        1 => (prop::collection::vec((n(3), -30i64..60), 0..4), sub.clone()).prop_map(|(v, t)| {
-            let (b, d): (Vec<i64>, Vec<i64>) = v.into_iter().unzip();
-            UserDatatype::hindexed(&b, &d, &t).unwrap()
-        }),
-        1 => (n(3), prop::collection::vec(-5i64..8, 0..4), sub.clone())
-            .prop_map(|(b, d, t)| UserDatatype::indexed_block(b, &d, &t).unwrap()),
-        1 => (n(3), prop::collection::vec(-30i64..60, 0..4), sub.clone())
-            .prop_map(|(b, d, t)| UserDatatype::hindexed_block(b, &d, &t).unwrap()),
-        1 => prop::collection::vec((n(3), -30i64..60, sub.clone()), 0..4).prop_map(|v| {
-            let b: Vec<i64> = v.iter().map(|x| x.0).collect();
-            let d: Vec<i64> = v.iter().map(|x| x.1).collect();
-            let t: Vec<UserDatatype> = v.into_iter().map(|x| x.2).collect();
-            UserDatatype::structured(&b, &d, &t).unwrap()
-        }),
-        1 => (prop::collection::vec((1i64..5, n(4), 0i64..4), 1..4), any::<bool>(), sub.clone()).prop_map(|(dims, c, t)| {
-            let sizes: Vec<i64> = dims.iter().map(|d| d.0).collect();
-            let subs: Vec<i64> = dims.iter().map(|d| d.1.min(d.0)).collect();
-            let starts: Vec<i64> = dims.iter().map(|d| d.2.min(d.0 - d.1.min(d.0))).collect();
-            let order = if c { Order::C } else { Order::Fortran };
-            UserDatatype::subarray(&sizes, &subs, &starts, order, &t).unwrap()
-        }),
-        1 => (-16i64..16, 0i64..40, sub.clone()).prop_map(|(lb, e, t)| UserDatatype::resized(&t, lb, e).unwrap()),
-        1 => sub.prop_map(|t| t.dup().unwrap()),
-    ]
-    .boxed()
 }
 
 proptest! {
