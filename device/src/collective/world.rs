@@ -9,7 +9,7 @@ use crate::buffers::Side;
 use crate::communicator::wait_for;
 use crate::communicator::{Communicator, World};
 use crate::datatype::{BufferMut, Equivalence};
-use crate::error::{Error, ErrorClass};
+use crate::error::{saturating_u32, Error, ErrorClass};
 use crate::polling::{Call as WaitCall, WaitFor, STATE_RUNNING};
 use crate::shim::{self, AtomicU32, AtomicU64, Ordering};
 
@@ -415,7 +415,7 @@ impl World {
         let per_round = (self.collective_bytes() - CELL_HEADER) / size.max(1);
         if per_round == 0 || core::mem::align_of::<T>() > CELL_HEADER {
             return Err(Error::BufferTooLarge {
-                bytes: size as u32,
+                bytes: saturating_u32(size),
                 limit: (self.collective_bytes() - CELL_HEADER) as u32,
             });
         }
@@ -441,11 +441,16 @@ impl World {
                 });
             }
         }
+        // The count words are 32 bits. A count of `u32::MAX` elements or
+        // more saturates to `COUNT_MISMATCH`, which poisons the block's
+        // result: every rank fails with `MPI_ERR_COUNT` in the first round
+        // instead of comparing counts cut to their low bits.
+        let count = saturating_u32(n);
         if let Some((_, len)) = recv {
             if len != n {
                 local_error = Some(Error::CountMismatch {
-                    count: len as u32,
-                    expected: n as u32,
+                    count: saturating_u32(len),
+                    expected: count,
                 });
                 recv = None;
             }
@@ -459,7 +464,7 @@ impl World {
             let reference = root.unwrap_or(0) as u32;
             let k = hi - lo;
             // SAFETY: `lo <= hi <= n` elements of `send` (the caller's contract).
-            self.stage_operands(unsafe { send.add(lo) }, k, n as u32);
+            self.stage_operands(unsafe { send.add(lo) }, k, count);
             // Reduce: the root's block combines the block results; all-reduce:
             // every block does.
             let combines = root.is_none_or(|r| r as u32 / self.layout.block_dim == self.block);
@@ -472,7 +477,7 @@ impl World {
                 generation,
                 self.staging_round.get(),
                 k,
-                n as u32,
+                count,
                 reference,
                 combines,
                 op,
@@ -482,7 +487,7 @@ impl World {
             // A step passes exactly one world barrier, failed or not.
             self.barrier_generation.set(generation.wrapping_add(1));
             if word != 0 {
-                return Err(step_error(word, n as u32, what));
+                return Err(step_error(word, count, what));
             }
             // A rank that gets the result is in a block that combined.
             if let Some((out, _)) = recv.filter(|_| is_root) {
@@ -568,10 +573,13 @@ impl World {
         let mut mismatch = false;
         let mut block = self.thread;
         while block < self.layout.blocks {
+            // `COUNT_MISMATCH` is never a count that agrees, even with a
+            // rank's own saturated count of `u32::MAX` elements or more.
             // SAFETY: block cells were written before the barrier; this half is
             // written again only after the next round's barrier
             // (`begin_staging_round`).
-            if unsafe { core::ptr::read(self.block_cell(block) as *const u32) } != count {
+            let word = unsafe { core::ptr::read(self.block_cell(block) as *const u32) };
+            if word != count || word == COUNT_MISMATCH {
                 mismatch = true;
                 break;
             }
@@ -775,13 +783,19 @@ impl World {
         // A rank with an invalid root still takes part in the first round's
         // barrier, with a key that agrees with nobody: every rank fails
         // alike, whether all passed that root or only some.
-        let key = if self.check_rank(root).is_ok() {
+        let datatype = buf.datatype();
+        let (side, len) = Side::of_mut(buf);
+        let is_root = root == self.rank();
+        // The header's length word is 32 bits: a root buffer of 2^32 bytes
+        // or more fails (`MPI_ERR_BUFFER`, as an over-long send) instead of
+        // broadcasting a length cut to its low bits; it joins the barrier
+        // with a key that agrees with nobody, so the others fail too.
+        let too_long = is_root && len > u32::MAX as usize;
+        let key = if self.check_rank(root).is_ok() && !too_long {
             root as u32
         } else {
             NO_KEY
         };
-        let datatype = buf.datatype();
-        let (side, len) = Side::of_mut(buf);
         let mut walked = true;
         let what = WaitFor {
             operation: WaitCall::Broadcast,
@@ -789,7 +803,6 @@ impl World {
             tag: -1,
         };
         let capacity = self.collective_bytes() - CELL_HEADER;
-        let is_root = root == self.rank();
         let mut offset = 0usize;
         let mut local_error = None;
         loop {
@@ -804,7 +817,8 @@ impl World {
                 // before the last one, which every rank finished before
                 // passing the last round's barrier.
                 unsafe {
-                    core::ptr::write(area as *mut u32, len as u32);
+                    // Saturated: a longer buffer fails every rank above.
+                    core::ptr::write(area as *mut u32, saturating_u32(len));
                     core::ptr::write(area.add(4) as *mut u32, datatype.id);
                     walked &= side.read(offset, area.add(CELL_HEADER), n);
                 }
@@ -817,6 +831,12 @@ impl World {
             // the same barrier).
             if offset == 0 {
                 if !self.world_barrier_agreeing(what, key)? {
+                    if too_long {
+                        return Err(Error::BufferTooLarge {
+                            bytes: saturating_u32(len),
+                            limit: u32::MAX,
+                        });
+                    }
                     return Err(Error::InvalidRoot {
                         root,
                         size: self.size(),
@@ -847,7 +867,7 @@ impl World {
                     });
                 } else if total != len {
                     local_error = Some(Error::CountMismatch {
-                        count: (len / datatype.size.max(1) as usize) as u32,
+                        count: saturating_u32(len / datatype.size.max(1) as usize),
                         expected: (total / datatype.size.max(1) as usize) as u32,
                     });
                 }
