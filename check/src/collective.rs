@@ -317,6 +317,55 @@ pub(crate) fn user_op(device: &Device) -> Result<(), String> {
     c.finish()
 }
 
+/// World broadcasts whose ranks name different roots (MPI 4.1 §6.1:
+/// erroneous; docs/limits.md promises `MPI_ERR_ROOT` on every rank): two
+/// writers, one writer and a dissenter, three writers, no writer, an
+/// invalid root on one rank, a whole block against the others; in one
+/// block (2, 45 and 96 ranks) and in several (2 blocks of 1, 4 of 3, 3 of
+/// 32, 4 of 16). Every rank fails with `MPI_ERR_ROOT` and its buffer is
+/// untouched; the ranks of a world of one block that all name root 1 get
+/// its data. Then a barrier and an all-reduce work on every rank.
+pub(crate) fn broadcast_roots(device: &Device) -> Result<(), String> {
+    let mut c = Checker::default();
+    c.shapes(
+        &[
+            shape(2, 2),
+            shape(45, 45),
+            shape(96, 96),
+            shape(2, 1),
+            shape(12, 3),
+            shape(96, 32),
+            shape(64, 16),
+        ],
+        |c, s| {
+            let n = s.ranks;
+            let blocks = n / s.block;
+            for case in coll::ROOTS_EVEN_ODD..=coll::ROOTS_LAST_BLOCK {
+                let job = Job::new(&coll::SEMANTICS_COUNT, case, coll::COUNT_STRIDE);
+                let o = launch(device, &s.spec(), n, &job)?;
+                // One block naming root 1 is a correct broadcast.
+                let correct = case == coll::ROOTS_LAST_BLOCK && blocks == 1;
+                for r in 0..n {
+                    let mut w = o.rank(r);
+                    let [class, value, barrier, after, total] = w.array();
+                    let ctx = |what: &str| format!("roots case {case}: rank {r}: {what}");
+                    if correct {
+                        c.eq(|| ctx("class"), class, 0);
+                        c.eq(|| ctx("value (root 1's)"), value, 101);
+                    } else {
+                        c.eq(|| ctx("class"), class, ErrorClass::Root as u32);
+                        c.eq(|| ctx("buffer untouched"), value, r + 100);
+                    }
+                    c.eq(|| ctx("barrier afterwards"), barrier, 0);
+                    c.eq(|| ctx("all_reduce afterwards"), [after, total], [0, n]);
+                }
+            }
+            Ok(())
+        },
+    );
+    c.finish()
+}
+
 pub(crate) fn count_mismatch(device: &Device) -> Result<(), String> {
     let mut c = Checker::default();
     c.shapes(

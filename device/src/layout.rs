@@ -10,7 +10,7 @@
 //! | header | 512 B | magic, version, [`WorldConfig`], abort flag, [`Layout`] |
 //! | outboxes | `ranks × slots_per_rank × (48 + slot_bytes)` | per sending rank: its slots, each a [`SlotHeader`](crate::records::SlotHeader) and `slot_bytes` of payload (the thesis's sender-side buffering) |
 //! | ranks | `ranks × (72 + records × 64)` | per rank: its [`RankHeader`](crate::records::RankHeader) (inbox, unexpected queue, active list) and `requests_per_rank + 2` [`RequestRecord`](crate::records::RequestRecord)s |
-//! | barrier | `128 + blocks × 64` | the world barrier's [`GridBarrier`](crate::records::GridBarrier) (the blocks' arrival count and the generation released last, a line each); then per block a [`BarrierRecord`](crate::records::BarrierRecord): the flag word of a reduction's count check |
+//! | barrier | `128 + blocks × 64` | the world barrier's [`GridBarrier`](crate::records::GridBarrier) (the blocks' arrival count with the keys of a keyed barrier, and the generation released last: a line each); then per block a [`BarrierRecord`](crate::records::BarrierRecord): the flag word of a reduction's count check |
 //! | broadcast | `2 × collective_bytes` | the root's chunk of a broadcast |
 //! | block scratch | `2 × blocks × collective_bytes` | per block: its partial reduction |
 //! | rank scratch | `2 × ranks × collective_bytes` | per rank: its reduction operand, folded inside the block by warp shuffles (the cells of the warps' first ranks hold the warps' partials when they do not fit the block's shared memory) |
@@ -37,8 +37,9 @@ pub const MAGIC: u32 = 0x494d_5047;
 /// rank header's deferred slot returns; 9: a word per warp after each
 /// communicator table; 10: the communicator contexts' non-blocking
 /// collective state; 11: the world barrier's one arrival counter and
-/// release word, regions from the barrier on 64-byte aligned).
-pub const VERSION: u32 = 11;
+/// release word, regions from the barrier on 64-byte aligned; 12: the
+/// keys of a keyed world barrier beside the arrival counter).
+pub const VERSION: u32 = 12;
 
 /// `flags` bit: never let a receiver copy straight out of the sender's buffer;
 /// stream every large message through a slot (the path a GPU takes for a

@@ -826,7 +826,15 @@ pub struct GridBarrier {
     /// is complete when it reaches `g × blocks`.
     pub arrivals: u32,
     /// Unused.
-    pub reserved0: [u32; 15],
+    pub reserved0: u32,
+    /// Per half of the staging regions, the keys of a keyed world barrier
+    /// (a broadcast's root): the OR of `key << 32 | !key` over the blocks'
+    /// arrivals, so that every block passed the same key exactly when the
+    /// two halves share no bit. Zeroed for the round after next by the
+    /// arrival that completes each generation.
+    pub keys: [u64; 2],
+    /// Unused.
+    pub reserved2: [u32; 10],
     /// The generation released last (the number of world barriers every
     /// block has arrived at).
     pub released: u32,

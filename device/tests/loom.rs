@@ -281,6 +281,59 @@ fn barrier_three_blocks() {
     });
 }
 
+/// World broadcasts whose first names the root `roots[rank]` (an
+/// erroneous call when they differ) and whose next two, from ranks 1 and
+/// 0, agree: the second uses the other staging half, the third the first
+/// half again, whose keys the second's completing arrival zeroed. Returns
+/// the first call's class (0: success) and the two values.
+fn broadcast_roots(w: &World, roots: &[i32]) -> Result<[u32; 3], Error> {
+    let me = w.rank() as u32;
+    let mut v = 100 + me;
+    let first = w.process_at_rank(roots[me as usize]).broadcast_into(&mut v);
+    let class = first.err().map_or(0, |e| e.class() as u32);
+    if class == 0 {
+        assert_eq!(
+            v,
+            100 + roots[0] as u32,
+            "an agreeing broadcast moves the root's value"
+        );
+    } else {
+        assert_eq!(v, 100 + me, "a failed broadcast moves nothing");
+    }
+    let mut a = 200 + me;
+    w.process_at_rank(1).broadcast_into(&mut a)?;
+    let mut b = 300 + me;
+    w.process_at_rank(0).broadcast_into(&mut b)?;
+    Ok([class, a, b])
+}
+
+/// (g) A world broadcast over 2 blocks of 1 whose ranks each name the
+/// other the root: nobody writes, both learn it from the barrier's keys
+/// (MPI_ERR_ROOT on both), and the next two broadcasts work. (Ranks that
+/// each name themselves would both write the staging area, a race on
+/// bytes that nobody reads afterwards, which loom reports as such; the
+/// conformance case `errors/broadcast_root_disagreement` runs them.)
+#[test]
+fn a_broadcast_whose_ranks_name_each_other_fails_on_both() {
+    check("broadcast roots 2x1", 1, || {
+        let results = run_world(small_config(2, 1, 1), 0, |w, _| broadcast_roots(w, &[1, 0]));
+        let root = gpu_mpi_device::ErrorClass::Root as u32;
+        assert_eq!(results, [Ok([root, 201, 300]), Ok([root, 201, 300])]);
+    });
+}
+
+/// (g) A world broadcast over 3 blocks of 1 where only rank 2 names
+/// another root (1, which names 0): one writer, and every rank fails.
+/// Without preemptions (three ranks spinning, as `barrier_three_blocks`).
+#[test]
+fn a_broadcast_with_one_dissenting_rank_fails_on_every_rank() {
+    check("broadcast roots 3x1", 0, || {
+        let results = run_world(small_config(3, 1, 1), 0, |w, _| broadcast_roots(w, &[0, 0, 1]));
+        let root = gpu_mpi_device::ErrorClass::Root as u32;
+        assert!(results.iter().all(|r| *r == Ok([root, 201, 300])), "{results:?}");
+    });
+}
+
 /// (h) The block barrier: 1 block of 2 ranks.
 #[test]
 fn barrier_one_block_of_two() {

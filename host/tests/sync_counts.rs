@@ -424,3 +424,64 @@ fn a_direct_gather_costs_the_same_barriers_at_any_size() {
     assert_eq!(staged_small, direct_small, "{barriers:?}");
     assert_eq!(staged_large, staged_small + 3 * 2, "{barriers:?}");
 }
+
+gpu_mpi_device::kernel! {
+    /// Every rank takes an 8-byte broadcast from rank 0 (`u64::MAX - 1`);
+    /// a rank that gets another value adds one to element 0.
+    pub static BROADCAST_EIGHT = fn broadcast_eight_kernel(world: &World, errors: &GlobalSlice<u32>) -> Result<(), Error> {
+        let mut x = if world.rank() == 0 { u64::MAX - 1 } else { 0 };
+        world.process_at_rank(0).broadcast_into(&mut x)?;
+        if x != u64::MAX - 1 {
+            let _ = cell(errors, 0).fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+}
+
+/// What the 8-byte world broadcast (a headline benchmark) costs each rank,
+/// printed for docs/limits.md and pinned: one round, one world barrier whose
+/// opening checks that every rank named the same root (MPI 4.1 §6.1). In a
+/// world of one block: the barrier's two block barriers and a shuffle and
+/// a vote per warp. With several blocks: one more block barrier (the
+/// warps' keys reach the block's first rank), and for that rank a relaxed
+/// OR of the block's key before its arrival and a relaxed load of every
+/// block's after the release, beside the barrier's two fences, its
+/// acquire-release arrival and the acquire polls of the release word.
+#[test]
+fn an_eight_byte_world_broadcast_checks_its_root_in_its_one_world_barrier() {
+    let d = Device::cpu();
+    let shapes = [(1u32, 32u32), (1, 256), (4, 64), (4, 256)];
+    let mut profiles = Vec::new();
+    for (blocks, block_dim) in shapes {
+        let ranks = blocks * block_dim;
+        let errors = d.alloc_zeroed::<u32>(1).unwrap();
+        let spec = WorldSpec::ranks(ranks).block_dim(block_dim);
+        let rep = d.launch(&BROADCAST_EIGHT, &errors.slice(), &spec).unwrap();
+        assert_eq!(d.download(&errors).unwrap(), [0], "{blocks}x{block_dim}: values");
+        let p = rep.sync_counts.unwrap();
+        let (leader, other) = (p.rank(0).unwrap(), p.rank(1).unwrap());
+        eprintln!("{blocks}x{block_dim}: leader {leader:?}; other {other:?}");
+        profiles.push(p);
+    }
+    for ((blocks, block_dim), p) in shapes.into_iter().zip(profiles) {
+        let ranks = blocks * block_dim;
+        let extra = u64::from(blocks > 1);
+        for r in 0..ranks {
+            let c = p.rank(r).unwrap();
+            assert_eq!(
+                (c.block_barriers, c.warp_operations),
+                (2 + extra, 2),
+                "{blocks}x{block_dim}, rank {r}"
+            );
+            if r % block_dim != 0 || blocks == 1 {
+                assert_eq!(c.total(), 0, "{blocks}x{block_dim}, rank {r}: {c:?}");
+            } else {
+                assert_eq!(
+                    (c.fences, c.acq_rel_rmws, c.relaxed_rmws),
+                    (2, 1, 1),
+                    "{blocks}x{block_dim}, rank {r}: {c:?}"
+                );
+            }
+        }
+    }
+}

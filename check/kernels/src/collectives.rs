@@ -398,6 +398,37 @@ pub const COUNT_ALL_REDUCE_ROUNDS: u32 = 4;
 /// `[u8; 16]` (raw bytes: received), the others into `[u32; 4]`. The
 /// recorded result word is the first received word (or [`NONE`]).
 pub const COUNT_BROADCAST_TYPE: u32 = 5;
+/// `count` case (roots): a world broadcast of 2 `u32`s (each rank's
+/// buffer `rank + 100`) where even ranks name root 0 and odd ranks root
+/// 1: two ranks believe themselves the root.
+pub const ROOTS_EVEN_ODD: u32 = 6;
+/// `count` case (roots): every rank names root 0 but the last, which
+/// names root 1 (which names 0): one writer, one dissenter.
+pub const ROOTS_LAST_DISSENTS: u32 = 7;
+/// `count` case (roots): rank `r` names root `r mod 3`: three writers.
+pub const ROOTS_MOD_THREE: u32 = 8;
+/// `count` case (roots): rank `r` names root `(r + 1) mod size`: nobody
+/// names itself, nobody writes.
+pub const ROOTS_NEXT: u32 = 9;
+/// `count` case (roots): every rank names root 0 but the last, which
+/// names root `size` (invalid).
+pub const ROOTS_LAST_INVALID: u32 = 10;
+/// `count` case (roots): the ranks of the last block name root `1 mod
+/// size`, the others root 0: with one block a correct broadcast from root
+/// 1, with several a whole block against the others.
+pub const ROOTS_LAST_BLOCK: u32 = 11;
+/// The root rank `rank` names in the `ROOTS_*` case `case`.
+pub fn roots_case_root(case: u32, rank: i32, size: i32, block: i32) -> i32 {
+    match case {
+        ROOTS_EVEN_ODD => rank % 2,
+        ROOTS_LAST_DISSENTS => i32::from(rank == size - 1),
+        ROOTS_MOD_THREE => rank % 3,
+        ROOTS_NEXT => (rank + 1) % size,
+        ROOTS_LAST_INVALID if rank == size - 1 => size,
+        ROOTS_LAST_BLOCK if rank >= size - block => 1 % size,
+        _ => 0,
+    }
+}
 /// Words per rank of [`SEMANTICS_COUNT`].
 pub const COUNT_STRIDE: u32 = 5;
 
@@ -454,6 +485,13 @@ gpu_mpi_device::kernel! {
                     out[0] = w[0];
                     r
                 }
+            }
+            ROOTS_EVEN_ODD..=ROOTS_LAST_BLOCK => {
+                let root = roots_case_root(args.case, rank, size, world.block_size());
+                let mut buf = [rank as u32 + 100; 2];
+                let r = world.process_at_rank(root).broadcast_into(&mut buf[..]);
+                out[0] = buf[0];
+                r
             }
             _ => {
                 let n = if last { 100 } else { 40 };

@@ -577,6 +577,37 @@ mod tests {
         f(&world);
     }
 
+    /// Lengths past the collectives' 32-bit words fail instead of being cut
+    /// to their low bits: a broadcast root buffer of 2^32 + 16 bytes (the
+    /// header said 16, and the broadcast returned `Ok`) gives
+    /// `MPI_ERR_BUFFER`; an all-reduce of 2^32 + 16 elements `MPI_ERR_COUNT`
+    /// in its first round (its count word said 16). The buffers' pages past
+    /// the first round are never touched.
+    #[test]
+    fn collective_lengths_past_four_gib_fail_with_a_class() {
+        with_world(|w| {
+            let len = (1usize << 32) + 16;
+            let mut big = vec![0u8; len];
+            assert_eq!(
+                w.process_at_rank(0).broadcast_into(&mut big[..]),
+                Err(Error::BufferTooLarge {
+                    bytes: u32::MAX,
+                    limit: u32::MAX
+                })
+            );
+            let mut out = vec![0u8; len];
+            assert_eq!(
+                w.all_reduce_into(&big[..], &mut out[..], SystemOperation::sum())
+                    .map_err(|e| e.class()),
+                Err(crate::error::ErrorClass::Count)
+            );
+            // The world still works.
+            let mut x = 5u32;
+            w.process_at_rank(0).broadcast_into(&mut x).unwrap();
+            assert_eq!(x, 5);
+        });
+    }
+
     #[test]
     fn one_rank_collectives_return_own_values() {
         with_world(|w| {

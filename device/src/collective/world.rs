@@ -9,9 +9,9 @@ use crate::buffers::Side;
 use crate::communicator::wait_for;
 use crate::communicator::{Communicator, World};
 use crate::datatype::{BufferMut, Equivalence};
-use crate::error::{Error, ErrorClass};
+use crate::error::{saturating_u32, Error, ErrorClass};
 use crate::polling::{Call as WaitCall, WaitFor, STATE_RUNNING};
-use crate::shim::{self, AtomicU32, Ordering};
+use crate::shim::{self, AtomicU32, AtomicU64, Ordering};
 
 /// Count word of a staged operand or partial result: the counts of the
 /// combined ranks disagreed.
@@ -30,6 +30,62 @@ struct BlockStage {
 
 /// Bytes of [`BlockStage::partials`].
 const PARTIAL_BYTES: usize = shim::SHARED_BLOCK_BYTES - 128;
+
+/// The key of a keyed world barrier ([`World::world_barrier_agreeing`])
+/// that agrees with no other: a rank's invalid root, a warp or block whose
+/// ranks disagree.
+pub(super) const NO_KEY: u32 = u32::MAX;
+
+/// The block's shared scratch during a keyed world barrier.
+#[repr(C)]
+struct KeyStage {
+    /// Left alone: a block communicator's opening writes its descriptor
+    /// here before its first block barrier.
+    head: [u32; 4],
+    /// The block's first rank's verdict on every block's key (1: agreed).
+    verdict: u32,
+    /// Unused.
+    reserved: [u32; 3],
+    /// Each warp's key, or [`NO_KEY`] when its lanes' keys differ.
+    warps: [u32; 32],
+}
+
+/// The block's key from its warps' words: theirs when all are equal,
+/// else [`NO_KEY`].
+///
+/// # Safety
+/// The stage's first `warps` (at most 32) words written and published by
+/// a block barrier.
+#[inline(always)]
+unsafe fn fold_keys(stage: *const KeyStage, warps: u32) -> u32 {
+    // SAFETY: the caller's contract.
+    let first = unsafe { core::ptr::addr_of!((*stage).warps[0]).read() };
+    let mut w = 1;
+    while w < warps {
+        // SAFETY: the caller's contract; `w < warps <= 32`.
+        if unsafe { core::ptr::addr_of!((*stage).warps[w as usize]).read() } != first {
+            return NO_KEY;
+        }
+        w += 1;
+    }
+    first
+}
+
+/// A block's key as it is ORed into [`GridBarrier::keys`](crate::records::GridBarrier):
+/// the key in the high half, its complement in the low.
+#[inline(always)]
+fn pack_key(key: u32) -> u64 {
+    (u64::from(key) << 32) | u64::from(!key)
+}
+
+/// Whether the OR of every block's [`pack_key`] comes from one key other
+/// than [`NO_KEY`]: a bit set in both halves is a bit on which two blocks
+/// differ.
+#[inline(always)]
+fn keys_agree(or: u64) -> bool {
+    let (high, low) = ((or >> 32) as u32, or as u32);
+    high & low == 0 && high != NO_KEY
+}
 
 impl World {
     /// The world barrier's arrival count and release word.
@@ -139,15 +195,93 @@ impl World {
     /// on into a collective's next step alone.
     #[inline(always)]
     pub(super) fn world_barrier(&self, what: WaitFor) -> Result<(), Error> {
+        self.keyed_barrier(what, None).map(|_| ())
+    }
+
+    /// The world barrier ([`World::world_barrier`]) that also tells whether
+    /// every rank passed the same `key` (a broadcast's root, below
+    /// [`NO_KEY`]; a rank that passes `NO_KEY` disagrees with everyone):
+    /// `Ok(true)` on every rank, or `Ok(false)` on every rank. MPI 4.1 §6.1
+    /// makes ranks that disagree on a root an erroneous program; this is
+    /// how the world's broadcast fails on every rank that entered instead of
+    /// returning `Ok` with different data on different ranks.
+    ///
+    /// Inside a block: after the opening block barrier (so every lane of
+    /// the warp is there) each warp compares its lanes' keys with lane 0's
+    /// (a shuffle and a vote) and its lane 0 writes the warp's key, or
+    /// `NO_KEY`, to the block's shared scratch ([`KeyStage`]). Across
+    /// blocks: after one more block barrier the block's first rank folds
+    /// the warps' words into the block's key and ORs `key << 32 | !key`
+    /// into the half's [`GridBarrier::keys`](crate::records::GridBarrier)
+    /// word before it arrives; after the release every block reads the same
+    /// word, and the blocks agreed exactly when its two halves share no bit.
+    /// The arrival that completes a generation zeroes the other half's word,
+    /// which the round after next uses. In a world of one block the warps'
+    /// words are the whole answer, read after the closing block barrier.
+    /// Cost over the plain barrier: a shuffle and a vote per warp; with
+    /// several blocks one more block barrier, and for the block's first
+    /// rank a relaxed OR before its arrival and a relaxed load after the
+    /// release (issued before the fence that follows the wait).
+    ///
+    /// The words live past the head of the shared scratch (which a block
+    /// communicator's opening writes before its first block barrier) and
+    /// are read after the closing block barrier, as the other collectives
+    /// may read the scratch after their last one: whoever writes the
+    /// scratch next passes a block barrier first.
+    #[inline(always)]
+    pub(super) fn world_barrier_agreeing(&self, what: WaitFor, key: u32) -> Result<bool, Error> {
+        self.keyed_barrier(what, Some(key))
+    }
+
+    /// [`World::world_barrier`], and with a key [`World::world_barrier_agreeing`].
+    #[inline(always)]
+    fn keyed_barrier(&self, what: WaitFor, key: Option<u32>) -> Result<bool, Error> {
         self.record_wait(what);
         let generation = self.barrier_generation.get().wrapping_add(1);
         self.barrier_generation.set(generation);
         let present = shim::block_barrier_count(true);
+        let whole = present == self.layout.block_dim;
+        let blocks = self.layout.blocks;
+        let warps = self.layout.block_dim.div_ceil(32);
+        let stage = shim::shared_block::<{ core::mem::size_of::<KeyStage>() }>() as *mut KeyStage;
+        // The verdict of a keyed barrier as this rank sees it before the
+        // closing block barrier (a block's first rank: the blocks' words).
+        let mut agreed = true;
+        let mut block_key = NO_KEY;
+        if let Some(k) = key {
+            if whole {
+                // Every lane of the warp came (the count above), so no
+                // shuffle or vote names a lane that returned.
+                let mask = shim::warp_mask();
+                let first = shim::shfl_sync(mask, k, 0);
+                let same = shim::vote_all_sync(mask, k == first);
+                if self.thread.is_multiple_of(32) {
+                    // SAFETY: this warp's word of the stage, past the
+                    // scratch's head; every rank of the block passed the
+                    // opening barrier, so the scratch's previous readers
+                    // are done.
+                    unsafe {
+                        core::ptr::addr_of_mut!((*stage).warps[(self.thread / 32) as usize]).write(if same {
+                            first
+                        } else {
+                            NO_KEY
+                        })
+                    };
+                }
+            }
+            if blocks > 1 {
+                // The warps' words, for the block's first rank.
+                shim::block_barrier();
+                if whole && self.thread == 0 {
+                    // SAFETY: the warps' words, written before the barrier above.
+                    block_key = unsafe { fold_keys(stage, warps) };
+                }
+            }
+        }
         // This rank's failure as a `polling::barrier_word` (0: none), not a
         // `Result`: it is held across the closing block barrier.
         let mut failure: u64 = 0;
-        let blocks = self.layout.blocks;
-        if present != self.layout.block_dim {
+        if !whole {
             failure = crate::polling::barrier_wait_forever(
                 self.base as u64,
                 self.rank,
@@ -157,6 +291,13 @@ impl World {
             );
         } else if blocks > 1 && self.thread == 0 {
             let (arrivals, released) = self.grid_barrier();
+            let half = self.staging_half();
+            if key.is_some() {
+                // Relaxed: published by this block's arrival below (its
+                // release half), read by every block after the release.
+                self.barrier_keys(half)
+                    .fetch_or(pack_key(block_key), Ordering::Relaxed);
+            }
             // The block's ranks' writes are ordered before this point by
             // the block barrier; the fence makes them visible device-wide
             // before we arrive.
@@ -166,6 +307,11 @@ impl World {
             // arrival's (the arrivals are one release sequence).
             let before = arrivals.fetch_add(1, Ordering::AcqRel);
             if before.wrapping_add(1) == generation.wrapping_mul(blocks) {
+                // The other half's keys were last read before the readers'
+                // arrivals, all acquired above; the next OR into them comes
+                // after this release (the round after next). Relaxed: the
+                // Release store below publishes it.
+                self.barrier_keys(1 - half).store(0, Ordering::Relaxed);
                 // Release pairs with the Acquire loads below: it passes on
                 // every block's writes, which the arrival above acquired.
                 released.store(generation, Ordering::Release);
@@ -178,6 +324,10 @@ impl World {
             });
             match r {
                 Ok(()) => {
+                    // Relaxed: after the Acquire load that saw the release,
+                    // which every block's OR preceded; issued before the
+                    // fence so that the two round trips overlap.
+                    let keys = key.map(|_| self.barrier_keys(half).load(Ordering::Relaxed));
                     // Orders what this rank acquired before its arrival at
                     // the closing block barrier, through which the rest of
                     // the block sees it.
@@ -185,8 +335,16 @@ impl World {
                     // A finished wait marks the rank running; it still
                     // waits for its block.
                     self.record_wait(what);
+                    if let Some(v) = keys {
+                        agreed = keys_agree(v);
+                    }
                 }
                 Err(e) => failure = crate::polling::barrier_word(e),
+            }
+            if key.is_some() {
+                // SAFETY: the stage's verdict word, past the scratch's head;
+                // read by the block after the closing barrier.
+                unsafe { core::ptr::addr_of_mut!((*stage).verdict).write(agreed as u32) };
             }
         }
         let passed = shim::block_barrier_count(failure == 0);
@@ -195,7 +353,29 @@ impl World {
             let word = crate::polling::barrier_failed(self.base as u64, self.rank, failure);
             return Err(crate::polling::barrier_error(word, what));
         }
-        Ok(())
+        match key {
+            None => Ok(true),
+            // SAFETY: written by the block's first rank before the closing
+            // barrier; the next writer of the scratch passes a block barrier
+            // that this rank has not reached.
+            Some(_) if blocks > 1 => Ok(unsafe { core::ptr::addr_of!((*stage).verdict).read() } != 0),
+            Some(k) => {
+                // SAFETY: the warps' words, written before the closing
+                // barrier (as above).
+                let all = unsafe { fold_keys(stage, warps) };
+                Ok(all == k && all != NO_KEY)
+            }
+        }
+    }
+
+    /// The [`GridBarrier::keys`](crate::records::GridBarrier) word of
+    /// staging half `half`.
+    fn barrier_keys(&self, half: usize) -> &AtomicU64 {
+        use crate::records::GridBarrier;
+        let at = self.layout.barrier + core::mem::offset_of!(GridBarrier, keys) + 8 * half;
+        // SAFETY: inside the world barrier's record, 8-byte aligned (the
+        // record is 64-byte aligned), accessed only atomically.
+        unsafe { shim::atomic_u64_at(self.base, at) }
     }
 
     /// Reduce (`root` given) or all-reduce of the `n` elements at `send`
@@ -235,7 +415,7 @@ impl World {
         let per_round = (self.collective_bytes() - CELL_HEADER) / size.max(1);
         if per_round == 0 || core::mem::align_of::<T>() > CELL_HEADER {
             return Err(Error::BufferTooLarge {
-                bytes: size as u32,
+                bytes: saturating_u32(size),
                 limit: (self.collective_bytes() - CELL_HEADER) as u32,
             });
         }
@@ -261,11 +441,16 @@ impl World {
                 });
             }
         }
+        // The count words are 32 bits. A count of `u32::MAX` elements or
+        // more saturates to `COUNT_MISMATCH`, which poisons the block's
+        // result: every rank fails with `MPI_ERR_COUNT` in the first round
+        // instead of comparing counts cut to their low bits.
+        let count = saturating_u32(n);
         if let Some((_, len)) = recv {
             if len != n {
                 local_error = Some(Error::CountMismatch {
-                    count: len as u32,
-                    expected: n as u32,
+                    count: saturating_u32(len),
+                    expected: count,
                 });
                 recv = None;
             }
@@ -279,7 +464,7 @@ impl World {
             let reference = root.unwrap_or(0) as u32;
             let k = hi - lo;
             // SAFETY: `lo <= hi <= n` elements of `send` (the caller's contract).
-            self.stage_operands(unsafe { send.add(lo) }, k, n as u32);
+            self.stage_operands(unsafe { send.add(lo) }, k, count);
             // Reduce: the root's block combines the block results; all-reduce:
             // every block does.
             let combines = root.is_none_or(|r| r as u32 / self.layout.block_dim == self.block);
@@ -292,7 +477,7 @@ impl World {
                 generation,
                 self.staging_round.get(),
                 k,
-                n as u32,
+                count,
                 reference,
                 combines,
                 op,
@@ -302,7 +487,7 @@ impl World {
             // A step passes exactly one world barrier, failed or not.
             self.barrier_generation.set(generation.wrapping_add(1));
             if word != 0 {
-                return Err(step_error(word, n as u32, what));
+                return Err(step_error(word, count, what));
             }
             // A rank that gets the result is in a block that combined.
             if let Some((out, _)) = recv.filter(|_| is_root) {
@@ -388,10 +573,13 @@ impl World {
         let mut mismatch = false;
         let mut block = self.thread;
         while block < self.layout.blocks {
+            // `COUNT_MISMATCH` is never a count that agrees, even with a
+            // rank's own saturated count of `u32::MAX` elements or more.
             // SAFETY: block cells were written before the barrier; this half is
             // written again only after the next round's barrier
             // (`begin_staging_round`).
-            if unsafe { core::ptr::read(self.block_cell(block) as *const u32) } != count {
+            let word = unsafe { core::ptr::read(self.block_cell(block) as *const u32) };
+            if word != count || word == COUNT_MISMATCH {
                 mismatch = true;
                 break;
             }
@@ -592,14 +780,22 @@ impl World {
     // (docs/gpu.md, "GPU runs", 2026-11-24: two inlined copies hung).
     #[inline(never)]
     pub(super) fn broadcast_impl<B: BufferMut + ?Sized>(&self, root: i32, buf: &mut B) -> Result<(), Error> {
-        if self.check_rank(root).is_err() {
-            return Err(Error::InvalidRoot {
-                root,
-                size: self.size(),
-            });
-        }
+        // A rank with an invalid root still takes part in the first round's
+        // barrier, with a key that agrees with nobody: every rank fails
+        // alike, whether all passed that root or only some.
         let datatype = buf.datatype();
         let (side, len) = Side::of_mut(buf);
+        let is_root = root == self.rank();
+        // The header's length word is 32 bits: a root buffer of 2^32 bytes
+        // or more fails (`MPI_ERR_BUFFER`, as an over-long send) instead of
+        // broadcasting a length cut to its low bits; it joins the barrier
+        // with a key that agrees with nobody, so the others fail too.
+        let too_long = is_root && len > u32::MAX as usize;
+        let key = if self.check_rank(root).is_ok() && !too_long {
+            root as u32
+        } else {
+            NO_KEY
+        };
         let mut walked = true;
         let what = WaitFor {
             operation: WaitCall::Broadcast,
@@ -607,7 +803,6 @@ impl World {
             tag: -1,
         };
         let capacity = self.collective_bytes() - CELL_HEADER;
-        let is_root = root == self.rank();
         let mut offset = 0usize;
         let mut local_error = None;
         loop {
@@ -615,16 +810,41 @@ impl World {
             let area = self.broadcast_area();
             if is_root {
                 let n = len.saturating_sub(offset).min(capacity);
-                // SAFETY: only the root writes the area; this half was last
-                // read in the round before the last one, which every rank
-                // finished before passing the last round's barrier.
+                // SAFETY: only the root writes the area (in an erroneous
+                // program ranks that disagree on the root may each write it:
+                // then the first round's barrier fails every rank and
+                // nobody reads it); this half was last read in the round
+                // before the last one, which every rank finished before
+                // passing the last round's barrier.
                 unsafe {
-                    core::ptr::write(area as *mut u32, len as u32);
+                    // Saturated: a longer buffer fails every rank above.
+                    core::ptr::write(area as *mut u32, saturating_u32(len));
                     core::ptr::write(area.add(4) as *mut u32, datatype.id);
                     walked &= side.read(offset, area.add(CELL_HEADER), n);
                 }
             }
-            self.world_barrier(what)?;
+            // The first round's barrier also checks that every rank named
+            // this root (MPI 4.1 §6.1); later rounds follow from the
+            // agreed root's length. Ranks that disagree fail before they
+            // copy anything, every one of them with `MPI_ERR_ROOT` (a rank
+            // that believed itself the root learns it here too: it passed
+            // the same barrier).
+            if offset == 0 {
+                if !self.world_barrier_agreeing(what, key)? {
+                    if too_long {
+                        return Err(Error::BufferTooLarge {
+                            bytes: saturating_u32(len),
+                            limit: u32::MAX,
+                        });
+                    }
+                    return Err(Error::InvalidRoot {
+                        root,
+                        size: self.size(),
+                    });
+                }
+            } else {
+                self.world_barrier(what)?;
+            }
             // SAFETY: published by the barrier; nobody writes this half until
             // after the next round's barrier.
             let (total, id) = unsafe {
@@ -647,7 +867,7 @@ impl World {
                     });
                 } else if total != len {
                     local_error = Some(Error::CountMismatch {
-                        count: (len / datatype.size.max(1) as usize) as u32,
+                        count: saturating_u32(len / datatype.size.max(1) as usize),
                         expected: (total / datatype.size.max(1) as usize) as u32,
                     });
                 }
