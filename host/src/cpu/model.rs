@@ -353,7 +353,7 @@ mod tests {
     use super::*;
 
     fn model() -> Model {
-        Model::new(&Profile::h100())
+        Model::new(Profile::h100())
     }
 
     #[test]

@@ -1,0 +1,118 @@
+//! Budgets of modelled GPU time (issue 28, docs/model.md): the emulator in
+//! timing mode with the shipped H100 profile models the headline paths, and
+//! a change that makes one of them slower on the modelled GPU fails here.
+//! Modelled time is a function of the program, the world and the profile,
+//! so these bounds are exact, unlike a wall-clock bound (none is asserted).
+//!
+//! Each budget is the modelled value when it was set plus 5%. A change that
+//! makes a path faster should lower its budget; refitting the profile
+//! (host/profiles/h100.profile) moves them all: set them again from the
+//! values this test prints.
+
+use gpu_mpi::cpu::CpuOptions;
+use gpu_mpi::{Device, Profile, RankCount};
+use gpu_mpi_bench as bench;
+use serde_json::Value;
+
+use bench::{Options, Report, Suite};
+
+/// Modelled microseconds, with the value it was set from.
+struct Budget {
+    what: &'static str,
+    set_from_us: f64,
+}
+
+impl Budget {
+    fn check(&self, modelled_us: f64) {
+        println!(
+            "{}: modelled {modelled_us:.4} us (budget set from {:.4} us)",
+            self.what, self.set_from_us
+        );
+        assert!(modelled_us > 0.0, "{}: no modelled time", self.what);
+        assert!(
+            modelled_us <= self.set_from_us * 1.05,
+            "{}: modelled {modelled_us:.4} us, over its budget of {:.4} us (+5%): the change makes this path slower on the modelled H100 (docs/model.md)",
+            self.what,
+            self.set_from_us * 1.05
+        );
+    }
+}
+
+fn timed() -> Device {
+    Device::cpu_with(CpuOptions {
+        model: Some(Profile::h100()),
+        ..CpuOptions::default()
+    })
+}
+
+fn run(suites: Vec<Suite>, ranks: u32) -> Report {
+    let options = Options {
+        suites,
+        ranks: Some(RankCount::Exact(ranks)),
+        quick: true,
+        reps: 1,
+        pi_step: 128,
+        thesis_scale: false,
+        iterations: Some(4),
+    };
+    bench::run(&timed(), &options, false).expect("a benchmark failed its check")
+}
+
+fn field(row: &[(&'static str, Value)], key: &str) -> f64 {
+    row.iter()
+        .find(|(k, _)| *k == key)
+        .and_then(|(_, v)| v.as_f64())
+        .unwrap_or_else(|| panic!("no number {key}"))
+}
+
+fn rows<'r>(report: &'r Report, suite: &'r str) -> impl Iterator<Item = &'r [(&'static str, Value)]> {
+    report
+        .sections
+        .iter()
+        .filter(move |s| s.suite == suite)
+        .flat_map(|s| s.rows.iter().map(|r| r.as_slice()))
+}
+
+#[test]
+fn latency_barrier_and_all_reduce_stay_within_their_modelled_budgets() {
+    let report = run(vec![Suite::Latency, Suite::Barrier, Suite::Allreduce], 1024);
+    let latency = rows(&report, "latency")
+        .find(|r| field(r, "bytes") == 8.0 && field(r, "peer_rank") >= 256.0)
+        .expect("an 8-byte latency row between blocks");
+    Budget {
+        what: "8-byte one-way latency between blocks",
+        set_from_us: 8.292,
+    }
+    .check(field(latency, "mpi_us"));
+    let barrier = rows(&report, "barrier").next().expect("a barrier row");
+    Budget {
+        what: "world barrier, 1024 ranks in 4 blocks",
+        set_from_us: 1.5792,
+    }
+    .check(field(barrier, "mpi_avg_us"));
+    let allreduce = rows(&report, "allreduce")
+        .find(|r| field(r, "bytes") == 8.0)
+        .expect("an 8-byte all-reduce row");
+    Budget {
+        what: "8-byte all-reduce, 1024 ranks in 4 blocks",
+        set_from_us: 3.2358,
+    }
+    .check(field(allreduce, "mpi_avg_us"));
+}
+
+#[test]
+fn pi_point_to_point_stays_within_its_modelled_budget_per_message() {
+    let ranks = 4096;
+    let report = run(vec![Suite::Pi], ranks);
+    let row = rows(&report, "pi")
+        .find(|r| r.iter().any(|(k, _)| *k == "intervals_per_rank"))
+        .expect("a pi row");
+    assert_eq!(field(row, "ranks"), f64::from(ranks));
+    // Rank 0 receives one message from every other rank.
+    let per_message_us = field(row, "mpi_p2p_ms") * 1e3 / f64::from(ranks - 1);
+    Budget {
+        what: "pi point-to-point (blocking), 4096 ranks, per message",
+        set_from_us: 5.4124,
+    }
+    .check(per_message_us);
+}
