@@ -16,11 +16,11 @@ visible_ns = 120          # fitted: atomic flag one-way 0.595 us (2026-11-24) = 
 release_ns = 120          # fitted: MEMBAR.GPU before a release store
 fence_ns = 150            # fitted: fence.acq_rel.gpu
 rmw_ns = 240              # measured: dependent fetch_add, 0.239 us (2026-11-24)
-rmw_interval_ns = 2       # public: same-address atomics at L2, about one per L2 clock
+rmw_interval_ns = 4.3     # fitted: the native grid barrier, 1.34 us at 132 blocks (2026-11-22) and 1.905 us at 264 (2026-11-24): 4.3 ns per arrival on one counter
 sleep_min_ns = 30         # public: nanosleep's granularity (PTX ISA: "approximately")
 block_barrier_ns = 20     # public: bar.sync after the last warp, ~20-40 cycles
 warp_op_ns = 15           # public: shfl.sync latency, ~25 cycles
-copy_thread_gbps = 0.5    # fitted: one thread's copy loop, a few 8-16 byte loads in flight
+copy_thread_gbps = 0.128  # measured: the native one-way copy of 64 KiB between blocks, 514 us (2026-11-22, 380b4b6)
 copy_device_gbps = 2500   # public: HBM3e 4.8 TB/s peak (NVIDIA H200 datasheet) against H100's 3.35; our copy kernel reached 55% of H100's peak
 launch_ns = 10400         # measured: an empty kernel on the full world, 10.4 us kernel time (2026-11-24)
 issue_ns = 8              # fitted: the instructions around each access

@@ -133,6 +133,30 @@
 //! timed wait expires first then depends on the clock, so a seeded run with
 //! a world timeout is reproducible only up to it.
 //!
+//! # Timing mode
+//! With a GPU profile (docs/model.md) one worker runs every rank and always
+//! resumes the runnable rank with the smallest virtual clock (ties: the
+//! lower rank). A rank about to touch shared memory while its clock is past
+//! the *horizon* (the smallest clock of the other runnable ranks when it was
+//! resumed; they do not run meanwhile) suspends with `Suspend::Time`, which
+//! is no progress and leaves it runnable. So every access happens in the
+//! order of virtual time. A block barrier or warp collective releases its
+//! ranks together at the latest arrival plus its cost.
+//!
+//! The deadlock rule is the seeded one's, with one change: a rank is stale
+//! after a poll that was not fresh only if no resumption progressed since
+//! the resumption in which that poll began (suspensions for time may split
+//! a poll over several resumptions, and a poll that read memory before and
+//! after another rank's write proves nothing). *Sound* as for the seeded
+//! schedules: a stale rank's whole last poll read the memory as it is now.
+//! *Complete:* once nothing can progress, every rank's next poll runs to its
+//! end (suspensions for time do not stop it) and makes it stale. Picking by
+//! clock instead of by the chooser plays no part in either argument; every
+//! poll costs virtual time, so a polling rank cannot starve the others.
+//! With a world timeout, a quiet world sleeps past it in virtual time and
+//! polls on (`LATE_PASSES` resumptions per rank) before the deadlock is
+//! final.
+//!
 //! # Timeouts
 //! With a world timeout the device bounds its own waits by the clock, so a
 //! quiet world is not final: a wait may still time out, mark its record and
