@@ -66,11 +66,18 @@ use crate::status::ANY_SOURCE;
 use crate::status::ANY_TAG;
 use crate::trace;
 
-use crate::records::{mine, rec};
+use crate::records::{mine, rec, SlotAt};
 
 fn load(w: &Core, id: u32, word: SlotWord) -> u32 {
     // Relaxed: every use below is ordered by an Acquire operation named there.
     w.slot_word(id, word).load(Ordering::Relaxed)
+}
+
+/// [`load`] of a slot header located once ([`Core::slot_header`]): for
+/// the loads of one batch.
+fn load_at(at: SlotAt<'_>, word: SlotWord) -> u32 {
+    // Relaxed: as in `load`.
+    at.word(word).load(Ordering::Relaxed)
 }
 
 fn store(w: &Core, id: u32, word: SlotWord, v: u32) {
@@ -721,47 +728,84 @@ fn drain(w: &Core) -> bool {
     true
 }
 
+/// Slots whose states one batch of [`find`] loads together.
+const SCAN: u32 = 8;
+
 /// The arrived message a receive from `source` (a world rank) with `tag`
 /// on context word `context` gets now (slot id + 1), or 0 (only what
 /// [`progress`] has taken from the inbox counts). Messages of other
 /// contexts are passed over (MPI 3.5: a context separates communicators).
+///
+/// A receive from one source loads the states of the sender's slots
+/// [`SCAN`] at a time, in one batch (`shim::independent`: in flight
+/// together on the GPU), and then the envelope words of each arrived one in
+/// one batch: two round trips to L2 with up to [`SCAN`] slots per rank,
+/// where a load per word would be a chain of one per slot.
 #[inline]
 pub(crate) fn find(w: &Core, source: i32, tag: i32, context: u32) -> u32 {
     if source == ANY_SOURCE {
         let mut node = mine!(w, queue_head);
         while node != LINK_NONE {
-            if (tag == ANY_TAG || load(w, node - 1, SlotWord::Tag) as i32 == tag)
-                && load(w, node - 1, SlotWord::Context) == context
-            {
+            let at = w.slot_header(node - 1);
+            let [t, c, next] = shim::independent(|| {
+                [
+                    load_at(at, SlotWord::Tag),
+                    load_at(at, SlotWord::Context),
+                    load_at(at, SlotWord::Link),
+                ]
+            });
+            if (tag == ANY_TAG || t as i32 == tag) && c == context {
                 return node;
             }
-            node = load(w, node - 1, SlotWord::Link);
+            node = next;
         }
         return 0;
     }
     let arrived = SlotState::Arrived.word(w.rank);
     let slots = w.slots_per_rank();
     let base = w.slot_id(source as u32, 0);
+    let (states_at, stride) = w.outbox_words(source as u32, SlotWord::State);
     let mut best = 0u32;
     let mut best_sequence = 0u32;
-    for s in 0..slots {
-        let id = base + s;
+    let mut first = 0;
+    while first < slots {
         // Relaxed: ARRIVED for this rank was written by this rank (`drain`),
-        // after its Acquire swap made the header visible.
-        if load(w, id, SlotWord::State) != arrived {
-            continue;
+        // after its Acquire swap made the header visible. Past the last
+        // slot the batch loads the last slot again (its bit is masked off).
+        let states: [u32; SCAN as usize] = shim::independent(|| {
+            core::array::from_fn(|k| {
+                let s = (first + k as u32).min(slots - 1);
+                // SAFETY: a span of `source`'s outbox, `s < slots`.
+                unsafe { Core::outbox_word(states_at, stride, s) }.load(Ordering::Relaxed)
+            })
+        });
+        let mut candidates = 0u32;
+        for (k, &state) in states.iter().enumerate() {
+            candidates |= u32::from(state == arrived) << k;
         }
-        if tag != ANY_TAG && load(w, id, SlotWord::Tag) as i32 != tag {
-            continue;
+        if slots - first < SCAN {
+            candidates &= (1u32 << (slots - first)) - 1;
         }
-        if load(w, id, SlotWord::Context) != context {
-            continue;
+        while candidates != 0 {
+            let id = base + first + candidates.trailing_zeros();
+            candidates &= candidates - 1;
+            let at = w.slot_header(id);
+            let [t, c, sequence] = shim::independent(|| {
+                [
+                    load_at(at, SlotWord::Tag),
+                    load_at(at, SlotWord::Context),
+                    load_at(at, SlotWord::Sequence),
+                ]
+            });
+            if (tag != ANY_TAG && t as i32 != tag) || c != context {
+                continue;
+            }
+            if best == 0 || (sequence.wrapping_sub(best_sequence) as i32) < 0 {
+                best = id + 1;
+                best_sequence = sequence;
+            }
         }
-        let sequence = load(w, id, SlotWord::Sequence);
-        if best == 0 || (sequence.wrapping_sub(best_sequence) as i32) < 0 {
-            best = id + 1;
-            best_sequence = sequence;
-        }
+        first += SCAN;
     }
     best
 }
@@ -769,8 +813,8 @@ pub(crate) fn find(w: &Core, source: i32, tag: i32, context: u32) -> u32 {
 /// Takes arrived slot `id1` (id + 1) out of the unexpected queue.
 #[inline]
 pub(crate) fn unlink(w: &Core, id1: u32) {
-    let next = load(w, id1 - 1, SlotWord::Link);
-    let back = load(w, id1 - 1, SlotWord::Back);
+    let at = w.slot_header(id1 - 1);
+    let [next, back] = shim::independent(|| [load_at(at, SlotWord::Link), load_at(at, SlotWord::Back)]);
     if back == LINK_NONE {
         mine!(w, queue_head = next);
     } else {
@@ -787,13 +831,31 @@ pub(crate) fn unlink(w: &Core, id1: u32) {
 /// communicator of the message's context.
 #[inline]
 pub(crate) fn envelope(w: &Core, id: u32) -> Status {
+    envelope_and_kind(w, id).0
+}
+
+/// [`envelope`], and the slot's kind and first chunk, in one batch.
+#[inline]
+fn envelope_and_kind(w: &Core, id: u32) -> (Status, u32, u32) {
     let sender = id / w.slots_per_rank();
-    Status {
-        source: w.comm_rank_of(load(w, id, SlotWord::Context), sender),
-        tag: load(w, id, SlotWord::Tag) as i32,
-        bytes: load(w, id, SlotWord::Bytes),
-        datatype: load(w, id, SlotWord::Datatype),
-    }
+    let at = w.slot_header(id);
+    let [context, tag, bytes, datatype, kind, chunk] = shim::independent(|| {
+        [
+            load_at(at, SlotWord::Context),
+            load_at(at, SlotWord::Tag),
+            load_at(at, SlotWord::Bytes),
+            load_at(at, SlotWord::Datatype),
+            load_at(at, SlotWord::Kind),
+            load_at(at, SlotWord::Chunk),
+        ]
+    });
+    let status = Status {
+        source: w.comm_rank_of(context, sender),
+        tag: tag as i32,
+        bytes,
+        datatype,
+    };
+    (status, kind, chunk)
 }
 
 /// Marks unlinked slot `id` claimed by a matched probe (for the reports).
@@ -830,7 +892,7 @@ fn start_receive_outlined(base: u64, rank: u32, i: u32) -> Step {
 #[cfg_attr(feature = "inline-engine", inline(always))]
 fn start_receive(w: &Core, i: u32) -> Step {
     let id = rec!(w, i, slot) - 1;
-    let status = envelope(w, id);
+    let (status, kind, chunk) = envelope_and_kind(w, id);
     let capacity = rec!(w, i, len);
     let expected = rec!(w, i, datatype);
     let (outcome, wanted) = if expected != ID_BYTE && expected != status.datatype {
@@ -840,9 +902,8 @@ fn start_receive(w: &Core, i: u32) -> Step {
     } else {
         (Outcome::Success, status.bytes)
     };
-    let kind = load(w, id, SlotWord::Kind);
     let first = if kind == MessageKind::Stream as u32 {
-        load(w, id, SlotWord::Chunk).min(wanted)
+        chunk.min(wanted)
     } else {
         wanted
     };

@@ -18,6 +18,7 @@ use crate::layout::{
     Layout, WorldConfig, CONFIG_OFFSET, LAYOUT_OFFSET, RANK_HEADER_BYTES, RECORD_BYTES, SLOT_HEADER_BYTES,
 };
 use bytemuck::{Pod, Zeroable};
+use core::marker::PhantomData;
 
 /// Bits of a slot's state word that hold the [`SlotState`]; the destination
 /// rank sits above them.
@@ -86,31 +87,65 @@ impl SlotState {
     }
 }
 
+/// The header of one slot ([`Core::slot_header`]).
+#[derive(Clone, Copy)]
+pub(crate) struct SlotAt<'w>(*mut u8, PhantomData<&'w Core>);
+
+impl<'w> SlotAt<'w> {
+    /// One of its shared words.
+    #[inline(always)]
+    pub(crate) fn word(self, word: SlotWord) -> &'w crate::shim::AtomicU32 {
+        // SAFETY: a slot header inside the world memory of the `Core` it
+        // borrows (only `Core::slot_header` makes a `SlotAt`); the word is
+        // 4-byte aligned and shared words are only accessed atomically.
+        unsafe { crate::shim::atomic_u32_at(self.0, word.offset()) }
+    }
+}
+
 /// Reads a private field of this rank's header.
 macro_rules! mine {
-    ($w:expr, $f:ident) => {
-        // SAFETY: the header is this rank's, private fields are touched only
-        // by it; a plain read of an initialised u32.
-        unsafe { (*$w.rank_header()).$f }
-    };
+    ($w:expr, $f:ident) => {{
+        // SAFETY: the header is this rank's, inside the world memory.
+        let p = unsafe { core::ptr::addr_of!((*$w.rank_header()).$f) };
+        $crate::records::private(p, false);
+        // SAFETY: private fields are touched only by this rank; a plain
+        // read of an initialised u32.
+        unsafe { *p }
+    }};
     ($w:expr, $f:ident = $v:expr) => {{
         let v = $v;
+        // SAFETY: as above.
+        let p = unsafe { core::ptr::addr_of_mut!((*$w.rank_header()).$f) };
+        $crate::records::private(p, true);
         // SAFETY: as above, a plain write.
-        unsafe { (*$w.rank_header()).$f = v }
+        unsafe { *p = v }
     }};
 }
 
 /// Reads or writes a field of one of this rank's records.
 macro_rules! rec {
-    ($w:expr, $i:expr, $f:ident) => {
-        // SAFETY: records are private to their rank; `$i < records_per_rank`.
-        unsafe { (*$w.record($i)).$f }
-    };
+    ($w:expr, $i:expr, $f:ident) => {{
+        // SAFETY: `$i < records_per_rank`: inside the world memory.
+        let p = unsafe { core::ptr::addr_of!((*$w.record($i)).$f) };
+        $crate::records::private(p, false);
+        // SAFETY: records are private to their rank.
+        unsafe { *p }
+    }};
     ($w:expr, $i:expr, $f:ident = $v:expr) => {{
         let v = $v;
         // SAFETY: as above.
-        unsafe { (*$w.record($i)).$f = v }
+        let p = unsafe { core::ptr::addr_of_mut!((*$w.record($i)).$f) };
+        $crate::records::private(p, true);
+        // SAFETY: as above.
+        unsafe { *p = v }
     }};
+}
+
+/// Tells the timing model (docs/model.md) about a plain access of this
+/// rank's header or records at `p`.
+#[inline(always)]
+pub(crate) fn private<T>(p: *const T, write: bool) {
+    crate::shim::note_private(p.cast(), core::mem::size_of::<T>(), write)
 }
 
 pub(crate) use {mine, rec};
@@ -625,6 +660,42 @@ impl Core {
         // is 4-byte aligned inside the world memory and shared words are
         // only accessed atomically.
         unsafe { crate::shim::atomic_u32_at(self.base, self.slot_offset(id) + word.offset()) }
+    }
+
+    /// The header of slot `id`, for several of its words read in a row:
+    /// one address computation for all of them.
+    #[inline(always)]
+    pub(crate) fn slot_header(&self, id: u32) -> SlotAt<'_> {
+        // SAFETY: inside the world memory (see `slot_word`).
+        SlotAt(unsafe { self.base.add(self.slot_offset(id)) }, PhantomData)
+    }
+
+    /// `owner`'s slots as a span: the address of word `word` of its slot 0
+    /// and the bytes from one slot to the next, so that a scan of its slots
+    /// computes each address with an add (no division, no reload of the
+    /// layout between its loads).
+    #[inline(always)]
+    pub(crate) fn outbox_words(&self, owner: u32, word: SlotWord) -> (*mut u8, usize) {
+        let layout = self.layout();
+        // SAFETY: `owner < ranks`: its outbox is inside the world memory.
+        let first = unsafe { self.base.add(layout.slot(owner, 0) + word.offset()) };
+        (first, layout.slot_stride)
+    }
+
+    /// Word `word` of slot `slot` of a span from [`Core::outbox_words`].
+    ///
+    /// # Safety
+    /// `(first, stride)` came from `outbox_words(owner, word)` and `slot <
+    /// slots_per_rank`.
+    #[inline(always)]
+    pub(crate) unsafe fn outbox_word<'a>(
+        first: *mut u8,
+        stride: usize,
+        slot: u32,
+    ) -> &'a crate::shim::AtomicU32 {
+        // SAFETY: inside `owner`'s outbox (the caller's promise); shared
+        // slot words are 4-byte aligned and only accessed atomically.
+        unsafe { crate::shim::atomic_u32_at(first, slot as usize * stride) }
     }
 
     /// The payload of slot `id` (`slot_bytes`, 16-byte aligned).

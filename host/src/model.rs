@@ -432,8 +432,9 @@ impl ModelledTime {
         self.ranks.iter().map(|r| r.ns(category)).sum()
     }
 
-    /// A few lines: the kernel's time and where the ranks' time went, as
-    /// shares of their summed clocks.
+    /// A few lines: the kernel's time, where the ranks' time went (as
+    /// shares of their summed clocks), and the split of the rank that
+    /// returned last, in microseconds.
     pub fn summary(&self) -> String {
         let all: f64 = self.ranks.iter().map(|r| r.end_ps as f64 / 1e3).sum();
         let mut s = format!(
@@ -451,6 +452,21 @@ impl ModelledTime {
                     if all > 0.0 { 100.0 * t / all } else { 0.0 }
                 ));
             }
+        }
+        // The rank that returned last ends the kernel: its own split says
+        // what the kernel's time is made of.
+        if let Some((r, last)) = self.ranks.iter().enumerate().max_by_key(|(_, t)| t.end_ps) {
+            s.push_str(&format!(
+                "  last to return: rank {r} at {:.2} us:",
+                last.end_ps as f64 / 1e6
+            ));
+            for c in TimeCategory::ALL {
+                let t = last.ns(c);
+                if t > 0.0 {
+                    s.push_str(&format!(" {} {:.2}", c.name(), t / 1e3));
+                }
+            }
+            s.push('\n');
         }
         s
     }

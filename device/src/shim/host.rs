@@ -437,6 +437,11 @@ pub(super) fn note_global(addr: usize, bytes: usize, write: bool) {
     timed(Access::Plain { addr, bytes, write });
 }
 
+/// A plain access of the rank's own global memory (timing mode).
+pub(super) fn note_private(addr: usize, bytes: usize, write: bool) {
+    timed(Access::Private { addr, bytes, write });
+}
+
 pub mod runtime {
     //! The hook through which the CPU emulator runs ranks.
     //!
@@ -484,6 +489,17 @@ pub mod runtime {
         /// Plain loads or stores of `bytes` bytes at `addr` (a payload
         /// word, a `GlobalSlice` element).
         Plain {
+            /// The first byte's address.
+            addr: usize,
+            /// How many bytes.
+            bytes: usize,
+            /// Stores (else loads).
+            write: bool,
+        },
+        /// Plain loads or stores of `bytes` bytes at `addr` of the rank's
+        /// own global memory (its header and request records), which no
+        /// other rank touches.
+        Private {
             /// The first byte's address.
             addr: usize,
             /// How many bytes.

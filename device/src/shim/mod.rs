@@ -192,6 +192,15 @@ pub fn note_global(addr: *const u8, bytes: usize, write: bool) {
     imp::note_global(addr as usize, bytes, write)
 }
 
+/// Says that the caller accesses `bytes` bytes of its own global memory
+/// (its header, its request records: no other rank touches them) at `addr`
+/// with a plain load or store, for the emulator's timing model. Nothing on
+/// the GPU and under loom.
+#[inline(always)]
+pub fn note_private(addr: *const u8, bytes: usize, write: bool) {
+    imp::note_private(addr as usize, bytes, write)
+}
+
 /// The mask of every lane of a full warp.
 pub const FULL_MASK: u32 = u32::MAX;
 

@@ -643,3 +643,6 @@ pub(super) fn batch(_begin: bool) {}
 /// model charges it).
 #[inline(always)]
 pub(super) fn note_global(_addr: usize, _bytes: usize, _write: bool) {}
+
+#[inline(always)]
+pub(super) fn note_private(_addr: usize, _bytes: usize, _write: bool) {}

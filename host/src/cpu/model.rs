@@ -189,7 +189,7 @@ impl Model {
                     clock.invalidate_l1();
                 }
             }
-            Access::Plain { addr, bytes, write } => {
+            Access::Plain { addr, bytes, write } | Access::Private { addr, bytes, write } => {
                 if write {
                     clock.spend(TimeCategory::Stores, c.store);
                 } else {
@@ -260,7 +260,11 @@ impl Model {
 pub(crate) fn ordered(access: &Access) -> bool {
     !matches!(
         access,
-        Access::BatchBegin | Access::BatchEnd | Access::Sleep { .. } | Access::Fence { .. }
+        Access::BatchBegin
+            | Access::BatchEnd
+            | Access::Sleep { .. }
+            | Access::Fence { .. }
+            | Access::Private { .. }
     )
 }
 
