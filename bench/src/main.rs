@@ -4,7 +4,7 @@
 //! ```text
 //! cargo run --release --bin gpu-mpi-bench -- <suite>... [--backend auto|cpu|cuda]
 //!     [--json FILE] [--ranks N|max] [--quick] [--reps N] [--pi-step K]
-//!     [--iterations N] [--no-thesis-scale]
+//!     [--iterations N] [--no-thesis-scale] [--model h100|h200|FILE]
 //! ```
 //!
 //! Suites: pi, latency, bw, barrier, bcast, reduce, allreduce, gather,
@@ -14,15 +14,19 @@
 //! number and the run's provenance to FILE. Exits 1 when a benchmark's own
 //! correctness check fails (the message names it), a launch fails or the
 //! backend cannot be opened; 2 on a usage error. See docs/performance.md.
+//!
+//! With `--model` (or `GPU_MPI_MODEL`) the emulator runs every suite twice,
+//! the second time in timing mode, and prints the modelled figures in
+//! `model` columns beside the wall ones (docs/model.md).
 
 use gpu_mpi_bench as bench;
 
 use bench::{Options, Suite};
 use clap::{Parser, ValueEnum};
-use gpu_mpi::{BackendKind, RankCount};
+use gpu_mpi::{BackendKind, Profile, RankCount};
 use gpu_mpi_provenance::Provenance;
 use serde::{Serialize, Serializer};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// MPI inside a kernel against native kernels doing the same work,
@@ -68,6 +72,11 @@ struct Cli {
     /// of 128).
     #[arg(long)]
     no_thesis_scale: bool,
+    /// On the emulator: run every suite a second time in timing mode on
+    /// this profile (h100, h200 or a profile file; default GPU_MPI_MODEL)
+    /// and print the modelled figures beside the wall ones (docs/model.md).
+    #[arg(long, value_name = "h100|h200|FILE")]
+    model: Option<String>,
 }
 
 /// A suite on the command line.
@@ -123,9 +132,19 @@ fn ranks<S: Serializer>(r: &Option<RankCount>, s: S) -> Result<S::Ok, S::Error> 
     }
 }
 
+/// The profile `--model` names: a shipped one or a file.
+fn profile(name: &str) -> Result<&'static Profile, String> {
+    if let Some(p) = Profile::named(name) {
+        return Ok(p);
+    }
+    Profile::load(Path::new(name))
+        .map(Profile::leak)
+        .map_err(|e| format!("--model {name}: expected h100, h200 or a profile file ({e})"))
+}
+
 impl Cli {
     /// The library's options.
-    fn options(&self) -> Options {
+    fn options(&self) -> Result<Options, String> {
         let suites = self
             .suites
             .iter()
@@ -134,7 +153,7 @@ impl Cli {
                 Suite::parse(name.get_name()).expect("every suite name parses")
             })
             .collect();
-        Options {
+        Ok(Options {
             suites,
             ranks: self.ranks,
             quick: self.quick,
@@ -142,13 +161,20 @@ impl Cli {
             pi_step: self.pi_step.max(1),
             thesis_scale: !self.no_thesis_scale,
             iterations: self.iterations.map(|n| n.max(1)),
-        }
+            model: self.model.as_deref().map(profile).transpose()?,
+        })
     }
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let options = cli.options();
+    let options = match cli.options() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let device = match bench::open(cli.backend) {
         Ok(d) => d,
         Err(e) => {
