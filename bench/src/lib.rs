@@ -34,7 +34,7 @@ use std::fmt::Write as _;
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-pub use limits::Limits;
+pub use limits::{Limits, WrittenProfile, CHUNK_BYTES, THREAD_COPY_BYTES};
 
 /// The benchmark kernels, built by build.rs: PTX and SASS per SM.
 pub static KERNELS: gpu_mpi::KernelImages = gpu_mpi::include_kernels!();
@@ -151,10 +151,13 @@ impl Suite {
         }
     }
 
-    /// The suites a command-line name selects (`all`: every suite).
+    /// The suites a command-line name selects (`all`: every suite;
+    /// `limits`: none, as the physical limits run first in every run).
     pub fn parse(name: &str) -> Option<Vec<Suite>> {
-        if name == "all" {
-            return Some(Suite::ALL.to_vec());
+        match name {
+            "all" => return Some(Suite::ALL.to_vec()),
+            "limits" => return Some(Vec::new()),
+            _ => {}
         }
         Suite::ALL.iter().find(|s| s.name() == name).map(|s| vec![*s])
     }
@@ -616,6 +619,8 @@ pub fn max_common_ranks(device: &Device) -> Result<u32, String> {
         device.max_ranks_for(&n::NATIVE_PI_SINGLE_PASS, bd),
         device.max_ranks_for(&n::NATIVE_COPY, bd),
         device.max_ranks_for(&n::NATIVE_EMPTY, bd),
+        device.max_ranks_for(&n::NATIVE_ATOMIC_CONTENTION, bd),
+        device.max_ranks_for(&n::NATIVE_CHUNK_COPY, bd),
         device.max_ranks_for(&b::BENCH_BARRIER, bd),
         device.max_ranks_for(&b::BENCH_BCAST, bd),
         device.max_ranks_for(&b::BENCH_REDUCE, bd),
@@ -711,7 +716,7 @@ pub fn run(device: &Device, options: &Options, print: bool) -> Result<Report, St
     if print {
         progress.suspend(|| {
             println!(
-                "gpu-mpi-bench: backend {}{}, {} ranks, {} launches per measurement (median){}",
+                "gpu-mpi-bench: backend {}{}, {} ranks, {}{}",
                 device.backend_name(),
                 match (on_cpu, profile) {
                     (true, Some(p)) => format!(
@@ -726,7 +731,10 @@ pub fn run(device: &Device, options: &Options, print: bool) -> Result<Report, St
                     _ => String::new(),
                 },
                 ranks,
-                preset.reps,
+                match preset.reps {
+                    1 => "1 launch per measurement".to_string(),
+                    n => format!("{n} launches per measurement (median)"),
+                },
                 if options.quick { ", quick" } else { "" }
             )
         });
@@ -907,6 +915,11 @@ pub fn merge_model(mut wall: Section, modelled: Section, profile: &Profile) -> R
             std::iter::once((key, header)).chain(twin)
         })
         .collect();
+    for note in modelled.notes {
+        if !wall.notes.contains(&note) {
+            wall.notes.push(format!("model: {note}"));
+        }
+    }
     wall.notes.push(format!(
         "model: the column to its left modelled on {} (the emulator in timing mode, docs/model.md; \
          {MODEL_REPS} launch per point); every other time is the emulator's wall time",
@@ -1010,6 +1023,13 @@ impl Section {
 }
 
 impl Report {
+    /// The limits a profile is written from ([`Limits::profile`]): those of
+    /// the timing-mode pass when the run had one (the model's own costs
+    /// measured back), else the run's.
+    pub fn profile_limits(&self) -> &Limits {
+        self.model.as_ref().map_or(&self.limits, |m| &m.limits)
+    }
+
     /// The targets as text (those of the timing-mode pass after them).
     pub fn targets_text(&self) -> String {
         let mut out = String::new();

@@ -565,10 +565,14 @@ fn the_help_names_every_flag_and_suite() {
         "--iterations",
         "--no-thesis-scale",
         "--model",
+        "--write-profile",
+        "--base-profile",
+        "--profile-name",
     ] {
         assert!(help.contains(flag), "{flag}: {help}");
     }
     for suite in [
+        "limits",
         "pi",
         "latency",
         "bw",
