@@ -9,7 +9,9 @@
 #   PTX, i.e. without GPU_MPI_SKIP_PTX=1).
 # - Writes, per suite, gpu-<suite>.json and gpu-<suite>.txt into $OUT when it
 #   is set (the device machine's output folder), else into docs/bench/;
-#   plus gpu-info.txt (nvidia-smi) and gpu-summary.txt (the targets).
+#   plus gpu-info.txt (nvidia-smi) and gpu-summary.txt (the targets); the
+#   limits suite also writes gpu.profile, the timing-model profile its
+#   limits imply (docs/model.md, "Modelling your own card").
 # - --backend cuda: refuses to fall back to the emulator.
 # - Extra options for every suite: $BENCH_ARGS (e.g. "--reps 3").
 # - Exit status: non-zero when any suite failed (a wrong result or a failed
@@ -35,7 +37,7 @@ mkdir -p "$out" || exit 1
 if [[ $# -gt 0 ]]; then
     suites=("$@")
 else
-    suites=(pi latency bw barrier bcast reduce allreduce gather scatter allgather alltoall reduce_scatter scan ibarrier iallreduce scale)
+    suites=(limits pi latency bw barrier bcast reduce allreduce gather scatter allgather alltoall reduce_scatter scan ibarrier iallreduce scale)
 fi
 
 {
@@ -50,8 +52,12 @@ status=0
 for suite in "${suites[@]}"; do
     echo "gpu-bench: $suite" >&2
     start=$SECONDS
+    extra=()
+    if [[ $suite == limits ]]; then
+        extra=(--write-profile "$out/gpu.profile")
+    fi
     # shellcheck disable=SC2086 # BENCH_ARGS is a list of options
-    if "$bin" "$suite" --backend "$backend" --json "$out/gpu-$suite.json" ${BENCH_ARGS:-} \
+    if "$bin" "$suite" --backend "$backend" --json "$out/gpu-$suite.json" "${extra[@]}" ${BENCH_ARGS:-} \
         >"$out/gpu-$suite.txt" 2>&1; then
         result=ok
     else

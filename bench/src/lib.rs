@@ -8,6 +8,10 @@
 //! ratio MPI/native (of times: above 1 means MPI is slower). A benchmark
 //! whose own correctness check fails makes [`run`] return an error naming it.
 //!
+//! On the emulator with a timing profile ([`Options::model`], docs/model.md)
+//! every suite runs twice: once for the emulator's wall time, once in timing
+//! mode; each measured column of a table gets a `model_` twin beside it.
+//!
 //! See docs/performance.md for the method and the numbers.
 
 mod coll;
@@ -16,18 +20,21 @@ mod limits;
 mod p2p;
 mod pi;
 
+use gpu_mpi::cpu::CpuOptions;
 use gpu_mpi::device::Kernel;
-use gpu_mpi::{Device, DeviceBuffer, HostError, LaunchReport, RankCount, WorldSpec};
+use gpu_mpi::{Device, DeviceBuffer, HostError, LaunchReport, Profile, RankCount, WorldSpec};
 use gpu_mpi_bench_kernels::exchange::Exchange;
 use gpu_mpi_provenance::Provenance;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressFinish, ProgressStyle};
 use serde::ser::SerializeMap as _;
 use serde::{Serialize, Serializer};
 use serde_json::Value;
+use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-pub use limits::Limits;
+pub use limits::{Limits, WrittenProfile, CHUNK_BYTES, THREAD_COPY_BYTES};
 
 /// The benchmark kernels, built by build.rs: PTX and SASS per SM.
 pub static KERNELS: gpu_mpi::KernelImages = gpu_mpi::include_kernels!();
@@ -44,8 +51,9 @@ pub fn open(kind: gpu_mpi::BackendKind) -> Result<Device, HostError> {
 
 /// Version tag of the JSON output (2: the `provenance` object; 3: the
 /// synchronising operations per message of the latency and pi suites, and
-/// the non-blocking pi variant).
-pub const SCHEMA: &str = "gpu-mpi-bench/3";
+/// the non-blocking pi variant; 4: the `model` object and the rows'
+/// `model_` twins of their measured values, in timing mode).
+pub const SCHEMA: &str = "gpu-mpi-bench/4";
 
 /// The thesis's scale: 32 blocks of 128 threads (its second reduction
 /// kernel reads 32 block sums; its block tree starts at 64 + 64).
@@ -143,10 +151,13 @@ impl Suite {
         }
     }
 
-    /// The suites a command-line name selects (`all`: every suite).
+    /// The suites a command-line name selects (`all`: every suite;
+    /// `limits`: none, as the physical limits run first in every run).
     pub fn parse(name: &str) -> Option<Vec<Suite>> {
-        if name == "all" {
-            return Some(Suite::ALL.to_vec());
+        match name {
+            "all" => return Some(Suite::ALL.to_vec()),
+            "limits" => return Some(Vec::new()),
+            _ => {}
         }
         Suite::ALL.iter().find(|s| s.name() == name).map(|s| vec![*s])
     }
@@ -170,6 +181,11 @@ pub struct Options {
     pub thesis_scale: bool,
     /// Overrides the timed iterations of every in-kernel loop.
     pub iterations: Option<u32>,
+    /// On the emulator: also run every suite in timing mode on this
+    /// profile (docs/model.md) and put the modelled figures beside the wall
+    /// ones. `None`: the device's own profile, if it has one
+    /// ([`Device::model`]). A GPU ignores it.
+    pub model: Option<&'static Profile>,
 }
 
 impl Default for Options {
@@ -182,6 +198,7 @@ impl Default for Options {
             pi_step: 2,
             thesis_scale: true,
             iterations: None,
+            model: None,
         }
     }
 }
@@ -283,11 +300,29 @@ pub struct Report {
     pub sections: Vec<Section>,
     /// Targets the suites that ran could evaluate.
     pub targets: Vec<Target>,
-    /// Launches whose results were checked and right.
+    /// Launches whose results were checked and right (both passes).
     pub checked_launches: u64,
     /// Wall time of the whole run.
     pub wall: Duration,
+    /// The timing-mode pass, when the run had one.
+    pub model: Option<ModelPass>,
 }
+
+/// What the timing-mode pass of a run on the emulator measured beside the
+/// wall-time pass: its figures are in the sections' `model_` columns.
+#[derive(Clone, Debug)]
+pub struct ModelPass {
+    /// The profile every launch of the pass was modelled on.
+    pub profile: &'static Profile,
+    /// The physical limits in modelled time.
+    pub limits: Limits,
+    /// The targets evaluated on the modelled figures.
+    pub targets: Vec<Target>,
+}
+
+/// Launches per measurement point in timing mode: modelled time is a
+/// function of the program, the world and the profile, so one suffices.
+pub const MODEL_REPS: usize = 1;
 
 /// Iteration counts and sizes of one run.
 #[derive(Clone, Copy)]
@@ -584,6 +619,8 @@ pub fn max_common_ranks(device: &Device) -> Result<u32, String> {
         device.max_ranks_for(&n::NATIVE_PI_SINGLE_PASS, bd),
         device.max_ranks_for(&n::NATIVE_COPY, bd),
         device.max_ranks_for(&n::NATIVE_EMPTY, bd),
+        device.max_ranks_for(&n::NATIVE_ATOMIC_CONTENTION, bd),
+        device.max_ranks_for(&n::NATIVE_CHUNK_COPY, bd),
         device.max_ranks_for(&b::BENCH_BARRIER, bd),
         device.max_ranks_for(&b::BENCH_BCAST, bd),
         device.max_ranks_for(&b::BENCH_REDUCE, bd),
@@ -614,82 +651,138 @@ pub fn resolve_ranks(device: &Device, options: &Options) -> Result<u32, String> 
 /// it is done when `print` is set, with a progress bar on stderr while it
 /// runs (only when stderr is a terminal). Fails on the first wrong result
 /// or failed launch.
+///
+/// On the emulator with a profile ([`Options::model`], else the device's
+/// own), each suite runs twice: on an emulator without a model (the wall
+/// figures; a default one when `device` itself is in timing mode) and on
+/// one in timing mode ([`MODEL_REPS`] launches per point); the tables get
+/// the modelled figures as `model_` columns ([`merge_model`]).
 pub fn run(device: &Device, options: &Options, print: bool) -> Result<Report, String> {
     let start = Instant::now();
     let ranks = resolve_ranks(device, options)?;
     if ranks < 4 {
         return Err(format!("--ranks {ranks}: the benchmarks need at least 4 ranks"));
     }
+    let on_cpu = device.backend_name() == "cpu";
+    let profile = options.model.or(device.model()).filter(|_| on_cpu);
+    // A launch cannot leave its device's timing mode, so each pass gets an
+    // emulator of its own kind.
+    let plain;
+    let wall_device = if device.model().is_some() {
+        plain = Device::cpu();
+        &plain
+    } else {
+        device
+    };
+    let timed;
+    let model_device = match profile {
+        Some(p) if device.model() == Some(p) => Some(device),
+        Some(p) => {
+            timed = Device::cpu_with(CpuOptions {
+                model: Some(p),
+                ..CpuOptions::default()
+            });
+            Some(&timed)
+        }
+        None => None,
+    };
     let preset = Preset {
         quick: options.quick,
         reps: options.reps.max(1),
         iterations: options.iterations,
     };
+    let progress = progress_bar(print, options.suites.len() as u64 + 1);
     let mut ctx = Ctx {
-        device,
+        device: wall_device,
         preset,
         ranks,
         limits: Limits::default(),
         options,
         checked: 0,
-        progress: progress_bar(print, options.suites.len() as u64 + 1),
+        progress: progress.clone(),
     };
+    let mut model = model_device.map(|d| Ctx {
+        device: d,
+        preset: Preset {
+            reps: MODEL_REPS,
+            ..preset
+        },
+        ranks,
+        limits: Limits::default(),
+        options,
+        checked: 0,
+        progress: progress.clone(),
+    });
     if print {
-        ctx.progress.suspend(|| {
+        progress.suspend(|| {
             println!(
-                "gpu-mpi-bench: backend {}{}, {} ranks, {} launches per measurement (median){}",
+                "gpu-mpi-bench: backend {}{}, {} ranks, {}{}",
                 device.backend_name(),
-                match (device.backend_name(), device.model()) {
-                    ("cpu", Some(p)) => format!(
-                        " (the CPU emulator in timing mode: every time is modelled on {}, docs/model.md)",
+                match (on_cpu, profile) {
+                    (true, Some(p)) => format!(
+                        " (the CPU emulator, not a GPU: wall time, and beside it in `model` columns the time \
+                         modelled on {} in timing mode, {MODEL_REPS} launch per point, docs/model.md)",
                         p.name
                     ),
-                    ("cpu", None) => " (the CPU emulator, not a GPU)".to_string(),
+                    (true, None) => " (the CPU emulator, not a GPU)".to_string(),
+                    (false, _) if options.model.is_some() => {
+                        " (no timing model: a GPU measures its own time)".to_string()
+                    }
                     _ => String::new(),
                 },
                 ranks,
-                ctx.preset.reps,
+                match preset.reps {
+                    1 => "1 launch per measurement".to_string(),
+                    n => format!("{n} launches per measurement (median)"),
+                },
                 if options.quick { ", quick" } else { "" }
             )
         });
     }
     let mut sections = Vec::new();
-    ctx.progress.set_prefix("limits");
-    let (limits, section) = limits::measure(&mut ctx)?;
+    progress.set_prefix("limits");
+    let (limits, mut section) = limits::measure(&mut ctx)?;
     ctx.limits = limits;
-    emit(print, &ctx.progress, &section);
+    if let (Some(m), Some(p)) = (model.as_mut(), profile) {
+        progress.set_prefix("limits (model)");
+        let (limits, modelled) = limits::measure(m)?;
+        m.limits = limits;
+        section = merge_model(section, modelled, p)?;
+    }
+    emit(print, &progress, &section);
     sections.push(section);
-    ctx.progress.inc(1);
+    progress.inc(1);
     let mut targets = Vec::new();
+    let mut model_targets = Vec::new();
     for suite in &options.suites {
-        ctx.progress.set_prefix(suite.name());
-        let (new, t) = match suite {
-            Suite::Pi => pi::run(&mut ctx)?,
-            Suite::Latency => p2p::latency(&mut ctx)?,
-            Suite::Bw => p2p::bandwidth(&mut ctx)?,
-            Suite::Barrier => coll::barrier(&mut ctx)?,
-            Suite::Bcast => coll::bcast(&mut ctx)?,
-            Suite::Reduce => coll::reduce(&mut ctx, false)?,
-            Suite::Allreduce => coll::reduce(&mut ctx, true)?,
-            Suite::Gather => coll::exchange(&mut ctx, Exchange::Gather)?,
-            Suite::Scatter => coll::exchange(&mut ctx, Exchange::Scatter)?,
-            Suite::Allgather => coll::exchange(&mut ctx, Exchange::AllGather)?,
-            Suite::Alltoall => coll::exchange(&mut ctx, Exchange::AllToAll)?,
-            Suite::ReduceScatter => coll::exchange(&mut ctx, Exchange::ReduceScatter)?,
-            Suite::Scan => coll::exchange(&mut ctx, Exchange::Scan)?,
-            Suite::Ibarrier => coll::ibarrier(&mut ctx)?,
-            Suite::Iallreduce => coll::iallreduce(&mut ctx)?,
-            Suite::Scale => coll::scale(&mut ctx)?,
-            Suite::Ddt => ddt::run(&mut ctx)?,
-        };
+        progress.set_prefix(suite.name());
+        let (mut new, t) = run_suite(&mut ctx, *suite)?;
+        if let (Some(m), Some(p)) = (model.as_mut(), profile) {
+            progress.set_prefix(format!("{} (model)", suite.name()));
+            let (modelled, mt) = run_suite(m, *suite)?;
+            if modelled.len() != new.len() {
+                return Err(format!(
+                    "{}: the timing-mode pass made {} tables, the wall pass {}",
+                    suite.name(),
+                    modelled.len(),
+                    new.len()
+                ));
+            }
+            new = new
+                .into_iter()
+                .zip(modelled)
+                .map(|(w, m)| merge_model(w, m, p))
+                .collect::<Result<_, _>>()?;
+            model_targets.extend(mt);
+        }
         for s in &new {
-            emit(print, &ctx.progress, s);
+            emit(print, &progress, s);
         }
         sections.extend(new);
         targets.extend(t);
-        ctx.progress.inc(1);
+        progress.inc(1);
     }
-    ctx.progress.finish_and_clear();
+    progress.finish_and_clear();
     let report = Report {
         backend: device.backend_name(),
         ranks,
@@ -697,8 +790,13 @@ pub fn run(device: &Device, options: &Options, print: bool) -> Result<Report, St
         limits: ctx.limits.clone(),
         sections,
         targets,
-        checked_launches: ctx.checked,
+        checked_launches: ctx.checked + model.as_ref().map_or(0, |m| m.checked),
         wall: start.elapsed(),
+        model: model.zip(profile).map(|(m, p)| ModelPass {
+            profile: p,
+            limits: m.limits,
+            targets: model_targets,
+        }),
     };
     if print {
         print!("{}", report.targets_text());
@@ -709,6 +807,125 @@ pub fn run(device: &Device, options: &Options, print: bool) -> Result<Report, St
         );
     }
     Ok(report)
+}
+
+/// One suite's tables and targets.
+fn run_suite(ctx: &mut Ctx, suite: Suite) -> Result<(Vec<Section>, Vec<Target>), String> {
+    match suite {
+        Suite::Pi => pi::run(ctx),
+        Suite::Latency => p2p::latency(ctx),
+        Suite::Bw => p2p::bandwidth(ctx),
+        Suite::Barrier => coll::barrier(ctx),
+        Suite::Bcast => coll::bcast(ctx),
+        Suite::Reduce => coll::reduce(ctx, false),
+        Suite::Allreduce => coll::reduce(ctx, true),
+        Suite::Gather => coll::exchange(ctx, Exchange::Gather),
+        Suite::Scatter => coll::exchange(ctx, Exchange::Scatter),
+        Suite::Allgather => coll::exchange(ctx, Exchange::AllGather),
+        Suite::Alltoall => coll::exchange(ctx, Exchange::AllToAll),
+        Suite::ReduceScatter => coll::exchange(ctx, Exchange::ReduceScatter),
+        Suite::Scan => coll::exchange(ctx, Exchange::Scan),
+        Suite::Ibarrier => coll::ibarrier(ctx),
+        Suite::Iallreduce => coll::iallreduce(ctx),
+        Suite::Scale => coll::scale(ctx),
+        Suite::Ddt => ddt::run(ctx),
+    }
+}
+
+/// Whether a row's value under `key` is a measurement (a time, a rate or
+/// a ratio of them) rather than a parameter of the point: the values that
+/// get a `model_` twin. Host-side times (`wall`, `host_`) are not kernel
+/// times, so they have none.
+pub fn is_measured(key: &str) -> bool {
+    if key.contains("wall") || key.starts_with("host_") {
+        return false;
+    }
+    key == "value"
+        || key.starts_with("ratio")
+        || key.contains("_of_")
+        || key.contains("_over_")
+        || ["_us", "_ms", "_ns", "_gbps", "_mmsgs"]
+            .iter()
+            .any(|unit| key.ends_with(unit))
+}
+
+/// The key of `key`'s modelled twin: `model_` and the key.
+pub fn model_key(key: &'static str) -> &'static str {
+    // Rows hold `&'static str` keys; the measured keys are a fixed set of
+    // a few dozen, each leaked once.
+    static KEYS: OnceLock<Mutex<HashMap<&'static str, &'static str>>> = OnceLock::new();
+    let mut keys = KEYS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    keys.entry(key)
+        .or_insert_with(|| Box::leak(format!("model_{key}").into_boxed_str()))
+}
+
+/// Whether a table prints the `model` twin of column `key` (the JSON has
+/// every twin): not those of the min and max over ranks, which would make
+/// the collectives' tables twice as wide for figures the averages carry.
+fn prints_model(key: &str) -> bool {
+    is_measured(key) && !key.contains("_min_") && !key.contains("_max_") && !key.ends_with("_mmsgs")
+}
+
+/// `wall` with the measured values of `modelled`, the same table made in
+/// timing mode on `profile`: every measured value ([`is_measured`]) gets
+/// its twin ([`model_key`]) right after it, every printed measured column
+/// a `model` column beside it. Fails when the two tables do not describe
+/// the same points (their other text and integer values differ).
+pub fn merge_model(mut wall: Section, modelled: Section, profile: &Profile) -> Result<Section, String> {
+    if wall.suite != modelled.suite || wall.rows.len() != modelled.rows.len() {
+        return Err(format!(
+            "{}: the timing-mode pass made {} rows of {}, the wall pass {} of {}",
+            wall.title,
+            modelled.rows.len(),
+            modelled.suite,
+            wall.rows.len(),
+            wall.suite
+        ));
+    }
+    let point =
+        |key: &str, v: &Value| !is_measured(key) && !key.contains("sync") && (v.is_string() || v.is_u64());
+    for (i, (w, m)) in wall.rows.iter_mut().zip(modelled.rows).enumerate() {
+        let mut merged: Row = Vec::with_capacity(2 * w.len());
+        for (key, value) in w.drain(..) {
+            let twin = m.iter().find(|(k, _)| *k == key).map(|(_, v)| v);
+            if point(key, &value) && twin != Some(&value) {
+                return Err(format!(
+                    "{}, row {i}: {key} is {value} in the wall pass but {} in the timing-mode pass",
+                    wall.title,
+                    twin.map_or("missing".to_string(), Value::to_string)
+                ));
+            }
+            let measured = is_measured(key);
+            let twin = twin.cloned().unwrap_or(Value::Null);
+            merged.push((key, value));
+            if measured {
+                merged.push((model_key(key), twin));
+            }
+        }
+        *w = merged;
+    }
+    wall.columns = wall
+        .columns
+        .iter()
+        .flat_map(|&(key, header)| {
+            let twin = prints_model(key).then(|| (model_key(key), "model"));
+            std::iter::once((key, header)).chain(twin)
+        })
+        .collect();
+    for note in modelled.notes {
+        if !wall.notes.contains(&note) {
+            wall.notes.push(format!("model: {note}"));
+        }
+    }
+    wall.notes.push(format!(
+        "model: the column to its left modelled on {} (the emulator in timing mode, docs/model.md; \
+         {MODEL_REPS} launch per point); every other time is the emulator's wall time",
+        profile.name
+    ));
+    Ok(wall)
 }
 
 /// One bar over the suites (the limits first), its message the launch under
@@ -806,32 +1023,45 @@ impl Section {
 }
 
 impl Report {
-    /// The targets as text.
+    /// The limits a profile is written from ([`Limits::profile`]): those of
+    /// the timing-mode pass when the run had one (the model's own costs
+    /// measured back), else the run's.
+    pub fn profile_limits(&self) -> &Limits {
+        self.model.as_ref().map_or(&self.limits, |m| &m.limits)
+    }
+
+    /// The targets as text (those of the timing-mode pass after them).
     pub fn targets_text(&self) -> String {
         let mut out = String::new();
         if self.targets.is_empty() {
             return out;
         }
-        let _ = writeln!(
-            out,
-            "\n== targets ({}) ==",
-            if self.backend == "cpu" {
-                "the emulator: informative only, the targets are for a GPU"
-            } else {
-                "GPU"
+        let what = if self.backend == "cpu" {
+            "the emulator's wall time: informative only, the targets are for a GPU".to_string()
+        } else {
+            "GPU".to_string()
+        };
+        let mut lists = vec![(what, &self.targets)];
+        if let Some(m) = &self.model {
+            lists.push((
+                format!("modelled on {}, docs/model.md", m.profile.name),
+                &m.targets,
+            ));
+        }
+        for (what, targets) in lists {
+            let _ = writeln!(out, "\n== targets ({what}) ==");
+            for t in targets {
+                let _ = writeln!(
+                    out,
+                    "  {:<48} {:>10} {} (bound {} {}): {}",
+                    t.name,
+                    fmt_num(t.value),
+                    t.unit,
+                    fmt_num(t.bound),
+                    t.unit,
+                    if t.met() { "met" } else { "NOT met" }
+                );
             }
-        );
-        for t in &self.targets {
-            let _ = writeln!(
-                out,
-                "  {:<48} {:>10} {} (bound {} {}): {}",
-                t.name,
-                fmt_num(t.value),
-                t.unit,
-                fmt_num(t.bound),
-                t.unit,
-                if t.met() { "met" } else { "NOT met" }
-            );
         }
         out
     }
@@ -849,6 +1079,14 @@ impl Report {
             iterations: Option<u32>,
         }
         #[derive(Serialize)]
+        struct ModelJson<'a> {
+            profile: &'a str,
+            parameters: serde_json::Map<String, Value>,
+            launches_per_point: usize,
+            limits: &'a Limits,
+            targets: &'a [Target],
+        }
+        #[derive(Serialize)]
         struct ReportJson<'a> {
             schema: &'static str,
             backend: &'static str,
@@ -861,6 +1099,7 @@ impl Report {
             targets: &'a [Target],
             checked_launches: u64,
             wall_s: f64,
+            model: Option<ModelJson<'a>>,
             provenance: &'a Provenance,
         }
         let o = &self.options;
@@ -885,6 +1124,17 @@ impl Report {
             targets: &self.targets,
             checked_launches: self.checked_launches,
             wall_s: self.wall.as_secs_f64(),
+            model: self.model.as_ref().map(|m| ModelJson {
+                profile: &m.profile.name,
+                parameters: m
+                    .profile
+                    .entries()
+                    .map(|(k, v)| (k.to_string(), v.into()))
+                    .collect(),
+                launches_per_point: MODEL_REPS,
+                limits: &m.limits,
+                targets: &m.targets,
+            }),
             provenance,
         })?;
         text.push('\n');

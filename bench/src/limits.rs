@@ -1,11 +1,36 @@
 //! Physical limits measured at the start of every run: what the hardware
-//! (or the emulator) allows at best, printed beside the MPI numbers.
+//! (or the emulator) allows at best, printed beside the MPI numbers; and
+//! the timing-model profile they imply (`gpu-mpi-bench limits
+//! --write-profile`; docs/model.md, "Modelling your own card").
 
-use super::{median, Ctx, Row, Section};
+use super::p2p::native_one_way_ns;
+use super::{fmt_num, median, ratio, Ctx, Row, Section};
+use gpu_mpi::Profile;
 use gpu_mpi_bench_kernels::mpi::LIMIT_RESULTS;
 use gpu_mpi_bench_kernels::native::{
-    AtomicArgs, CopyArgs, NATIVE_ATOMIC_PING_PONG, NATIVE_ATOMIC_RMW, NATIVE_COPY,
+    AtomicArgs, ChunkCopyArgs, CopyArgs, NATIVE_ATOMIC_CONTENTION, NATIVE_ATOMIC_LOAD_CHAIN,
+    NATIVE_ATOMIC_PING_PONG, NATIVE_ATOMIC_RMW, NATIVE_CHUNK_COPY, NATIVE_COPY, NATIVE_EMPTY,
 };
+
+/// Bytes of the one-way copy that one thread's copy bandwidth is taken from
+/// (the size of docs/bench's 514 µs H100 measurement).
+pub const THREAD_COPY_BYTES: u32 = 65536;
+
+/// Bytes each rank copies in the concurrent byte copies.
+pub const CHUNK_BYTES: u32 = 4096;
+
+/// The concurrent byte copies measure the device's bandwidth only when
+/// they take this many times one thread's copy of a chunk: below, each
+/// thread's own rate may have been the bound.
+const DEVICE_BOUND: f64 = 1.5;
+
+/// Links of the load chain, and the words between two links (128 bytes:
+/// no two links share a line).
+const CHAIN_LINKS: usize = 16;
+const CHAIN_STRIDE: usize = 32;
+/// Link `k` leads to link `k + CHAIN_STEP` (modulo the links): one cycle
+/// through all of them, the step being odd.
+const CHAIN_STEP: usize = 5;
 
 /// The limits of the device, as measured.
 #[derive(Clone, Debug, Default)]
@@ -21,12 +46,71 @@ pub struct Limits {
     pub atomic_round_trip_ns: f64,
     /// Latency of one atomic read-modify-write (dependent chain), nanoseconds.
     pub atomic_rmw_ns: f64,
+    /// Latency of one relaxed atomic load in a chain of dependent ones
+    /// (a pointer chase), nanoseconds.
+    pub atomic_load_ns: f64,
+    /// Kernel time of an empty kernel on the run's world, nanoseconds.
+    pub empty_kernel_ns: f64,
+    /// Kernel time of every rank adding `contention_adds` times to one word,
+    /// nanoseconds.
+    pub contention_kernel_ns: f64,
+    /// Ranks of that kernel.
+    pub contention_ranks: u32,
+    /// Adds per rank of that kernel.
+    pub contention_adds: u32,
+    /// One-way time of the native latency kernel for 0 bytes, rank 0 to a
+    /// rank of another block, nanoseconds.
+    pub one_way_empty_ns: f64,
+    /// The same for [`THREAD_COPY_BYTES`]: one thread copies them.
+    pub one_way_copy_ns: f64,
+    /// Kernel time of every rank copying [`CHUNK_BYTES`] of its own with
+    /// one byte copy, at once, nanoseconds.
+    pub chunk_copy_kernel_ns: f64,
+    /// Ranks of that kernel.
+    pub chunk_ranks: u32,
 }
 
 impl Limits {
     /// One-way latency of the flag ping-pong: half the round trip.
     pub fn atomic_one_way_ns(&self) -> f64 {
         self.atomic_round_trip_ns / 2.0
+    }
+
+    /// Interval between two read-modify-writes of one word, nanoseconds:
+    /// the contended kernel's time less the empty kernel's and the last
+    /// add's own latency, over the adds after the first (at least 0: on
+    /// the emulator's wall clock the difference is noise).
+    pub fn rmw_interval_ns(&self) -> f64 {
+        let adds = f64::from(self.contention_ranks) * f64::from(self.contention_adds) - 1.0;
+        ratio(
+            self.contention_kernel_ns - self.empty_kernel_ns - self.atomic_rmw_ns,
+            adds,
+        )
+        .max(0.0)
+    }
+
+    /// One thread's copy bandwidth, GB/s: [`THREAD_COPY_BYTES`] over the
+    /// difference of the two one-way times (NaN when it is not positive).
+    pub fn thread_copy_gbps(&self) -> f64 {
+        ratio(
+            f64::from(THREAD_COPY_BYTES),
+            self.one_way_copy_ns - self.one_way_empty_ns,
+        )
+    }
+
+    /// Bytes read plus written per nanosecond (GB/s) by the concurrent byte
+    /// copies: the chunks over the kernel's time less an empty kernel's.
+    pub fn concurrent_copy_gbps(&self) -> f64 {
+        let bytes = 2.0 * f64::from(self.chunk_ranks) * f64::from(CHUNK_BYTES);
+        ratio(bytes, self.chunk_copy_kernel_ns - self.empty_kernel_ns)
+    }
+
+    /// Whether the concurrent copies were bound by the device rather than
+    /// by each thread's own rate: they took [`DEVICE_BOUND`] times one
+    /// thread's copy of a chunk or more.
+    pub fn concurrent_copy_device_bound(&self) -> bool {
+        let one = f64::from(CHUNK_BYTES) / self.thread_copy_gbps();
+        self.chunk_copy_kernel_ns - self.empty_kernel_ns >= DEVICE_BOUND * one
     }
 }
 
@@ -40,6 +124,21 @@ impl serde::Serialize for Limits {
             atomic_round_trip_ns: f64,
             atomic_one_way_ns: f64,
             atomic_rmw_ns: f64,
+            atomic_load_ns: f64,
+            empty_kernel_ns: f64,
+            contention_kernel_ns: f64,
+            contention_ranks: u32,
+            contention_adds: u32,
+            rmw_interval_ns: f64,
+            one_way_empty_ns: f64,
+            one_way_copy_ns: f64,
+            thread_copy_bytes: u32,
+            thread_copy_gbps: f64,
+            chunk_copy_kernel_ns: f64,
+            chunk_ranks: u32,
+            chunk_bytes: u32,
+            concurrent_copy_gbps: f64,
+            concurrent_copy_device_bound: bool,
         }
         Json {
             copy_gbps: self.copy_gbps,
@@ -48,9 +147,178 @@ impl serde::Serialize for Limits {
             atomic_round_trip_ns: self.atomic_round_trip_ns,
             atomic_one_way_ns: self.atomic_one_way_ns(),
             atomic_rmw_ns: self.atomic_rmw_ns,
+            atomic_load_ns: self.atomic_load_ns,
+            empty_kernel_ns: self.empty_kernel_ns,
+            contention_kernel_ns: self.contention_kernel_ns,
+            contention_ranks: self.contention_ranks,
+            contention_adds: self.contention_adds,
+            rmw_interval_ns: self.rmw_interval_ns(),
+            one_way_empty_ns: self.one_way_empty_ns,
+            one_way_copy_ns: self.one_way_copy_ns,
+            thread_copy_bytes: THREAD_COPY_BYTES,
+            thread_copy_gbps: self.thread_copy_gbps(),
+            chunk_copy_kernel_ns: self.chunk_copy_kernel_ns,
+            chunk_ranks: self.chunk_ranks,
+            chunk_bytes: CHUNK_BYTES,
+            concurrent_copy_gbps: self.concurrent_copy_gbps(),
+            concurrent_copy_device_bound: self.concurrent_copy_device_bound(),
         }
         .serialize(s)
     }
+}
+
+/// A profile written from measured limits ([`Limits::profile`]).
+#[derive(Clone, Debug)]
+pub struct WrittenProfile {
+    /// The profile.
+    pub profile: Profile,
+    /// Its file: a comment per value saying where it came from.
+    pub text: String,
+    /// The keys whose values were measured; the others are the base's.
+    pub measured: Vec<&'static str>,
+}
+
+impl Limits {
+    /// The timing-model profile these limits imply (docs/model.md,
+    /// "Modelling your own card"). Each parameter a limit measures is the
+    /// limit with the model's other costs of that kernel taken away (the
+    /// costs of host/src/cpu/model.rs, inverted); what it needs that no limit
+    /// measures, and every other parameter, comes from `base` (named
+    /// `base_label` in the comments). `header`: comment lines saying where
+    /// the measurements came from. A derived value the file format refuses
+    /// (negative, not finite) falls back to the base's, and says so.
+    pub fn profile(&self, name: &str, base: &Profile, base_label: &str, header: &[String]) -> WrittenProfile {
+        let b = base;
+        let load = self.atomic_load_ns - b.issue_ns;
+        let derived: [(&'static str, f64, String); 7] = [
+            (
+                "load_ns",
+                load,
+                format!(
+                    "a chain of dependent relaxed atomic loads, {} ns each, less issue_ns",
+                    fmt_num(self.atomic_load_ns)
+                ),
+            ),
+            (
+                "visible_ns",
+                self.atomic_one_way_ns() - load - b.issue_ns - b.release_ns - b.store_ns - b.acquire_ns,
+                format!(
+                    "the atomic flag's one-way time, {} ns, less load_ns and the base's issue, release, \
+                     store and acquire costs",
+                    fmt_num(self.atomic_one_way_ns())
+                ),
+            ),
+            (
+                "rmw_ns",
+                self.atomic_rmw_ns - b.issue_ns,
+                format!(
+                    "dependent fetch_add, {} ns each, less issue_ns",
+                    fmt_num(self.atomic_rmw_ns)
+                ),
+            ),
+            (
+                "rmw_interval_ns",
+                self.rmw_interval_ns(),
+                format!(
+                    "{} ranks x {} fetch_add on one word, {} ns, less an empty kernel ({} ns) and one fetch_add, \
+                     over the adds after the first",
+                    self.contention_ranks,
+                    self.contention_adds,
+                    fmt_num(self.contention_kernel_ns),
+                    fmt_num(self.empty_kernel_ns)
+                ),
+            ),
+            (
+                "copy_thread_gbps",
+                ratio(
+                    f64::from(THREAD_COPY_BYTES),
+                    self.one_way_copy_ns - self.one_way_empty_ns - load,
+                ),
+                format!(
+                    "{} bytes one way ({} ns) less 0 bytes one way ({} ns), native latency kernel, less load_ns",
+                    THREAD_COPY_BYTES,
+                    fmt_num(self.one_way_copy_ns),
+                    fmt_num(self.one_way_empty_ns)
+                ),
+            ),
+            (
+                "copy_device_gbps",
+                if self.concurrent_copy_device_bound() {
+                    self.concurrent_copy_gbps()
+                } else {
+                    f64::NAN
+                },
+                format!(
+                    "{} ranks each copying {} bytes with one byte copy at once, read + written, \
+                     over {} ns less an empty kernel{}",
+                    self.chunk_ranks,
+                    CHUNK_BYTES,
+                    fmt_num(self.chunk_copy_kernel_ns),
+                    if self.concurrent_copy_device_bound() {
+                        String::new()
+                    } else {
+                        format!(
+                            ": bound by each thread's copy, not the device ({} GB/s): more ranks measure it",
+                            fmt_num(self.concurrent_copy_gbps())
+                        )
+                    }
+                ),
+            ),
+            (
+                "launch_ns",
+                self.empty_kernel_ns,
+                "an empty kernel's kernel time on the run's world".to_string(),
+            ),
+        ];
+        let mut text = String::new();
+        for line in header {
+            text.push_str(&format!("# {line}\n"));
+        }
+        text.push_str(&format!(
+            "# \"measured\": this run's limit with the model's other costs of its kernel taken away;\n\
+             # \"base\": not measured by `gpu-mpi-bench limits`, the value of the base profile {base_label} ({}).\n",
+            clean(&b.name)
+        ));
+        text.push_str(&format!("name = \"{}\"\n\n", clean(name)));
+        let mut measured = Vec::new();
+        for (key, base_value) in b.entries() {
+            let line = match derived.iter().find(|(k, _, _)| *k == key) {
+                Some((_, v, how)) if valid(key, *v) => {
+                    measured.push(key);
+                    format!("{key} = {}  # measured: {how}", fmt_num(*v))
+                }
+                Some((_, v, how)) => format!(
+                    "{key} = {base_value}  # base {base_label}: the measurement gave {} ({how})",
+                    fmt_num(*v)
+                ),
+                None => format!("{key} = {base_value}  # base {base_label}"),
+            };
+            text.push_str(&line);
+            text.push('\n');
+        }
+        let profile = Profile::parse(&text).expect("a written profile parses: its values are checked");
+        WrittenProfile {
+            profile,
+            text,
+            measured,
+        }
+    }
+}
+
+/// Whether `value` is one the profile format takes for `key` (and
+/// `fmt_num` writes as a number).
+fn valid(key: &str, value: f64) -> bool {
+    value.is_finite()
+        && if key.ends_with("_gbps") {
+            value > 0.0
+        } else {
+            value >= 0.0
+        }
+}
+
+/// `s` without the characters the profile format gives a meaning.
+fn clean(s: &str) -> String {
+    s.replace(['#', '"', '\n'], " ")
 }
 
 /// World of the two-rank measurements: up to 4 blocks, so that "another
@@ -104,6 +372,14 @@ pub(crate) fn measure(ctx: &mut Ctx) -> Result<(Limits, Section), String> {
     let mut out = ctx.alloc::<u64>(LIMIT_RESULTS)?;
     let mut round_trips = Vec::new();
     let mut rmws = Vec::new();
+    let mut loads = Vec::new();
+    let links: Vec<u32> = (0..CHAIN_LINKS * CHAIN_STRIDE)
+        .map(|w| match w % CHAIN_STRIDE {
+            0 => ((w / CHAIN_STRIDE + CHAIN_STEP) % CHAIN_LINKS * CHAIN_STRIDE) as u32,
+            _ => 0,
+        })
+        .collect();
+    let chain = ctx.device.upload(&links).map_err(|e| format!("upload: {e}"))?;
     for _ in 0..reps {
         ctx.zero(&mut flags)?;
         ctx.zero(&mut out)?;
@@ -140,13 +416,98 @@ pub(crate) fn measure(ctx: &mut Ctx) -> Result<(Limits, Section), String> {
         }
         ctx.checked();
         rmws.push(o[0] as f64 / iterations as f64);
+
+        // A chain of dependent loads through the links.
+        ctx.zero(&mut out)?;
+        let args = AtomicArgs {
+            flags: chain.slice(),
+            ..args
+        };
+        ctx.launch(&NATIVE_ATOMIC_LOAD_CHAIN, &args, &ctx.world(n, Some(block_dim)))?;
+        let o = ctx.download(&out)?;
+        let total = (warmup + iterations) as usize;
+        let last = (total * CHAIN_STEP % CHAIN_LINKS * CHAIN_STRIDE) as u64;
+        if o[2] != total as u64 || o[3] != last {
+            return Err(format!(
+                "native_atomic_load_chain: ended at word {} after {} loads, expected word {last} after {total}",
+                o[3], o[2]
+            ));
+        }
+        ctx.checked();
+        loads.push(o[0] as f64 / iterations as f64);
     }
+
+    // Every rank adds to one word; an empty kernel on the same world.
+    let world = ctx.world(ctx.ranks, None);
+    let adds = ctx.preset.loops((0, 8), (0, 4)).1;
+    let (mut contended, mut empty) = (Vec::new(), Vec::new());
+    for _ in 0..reps {
+        ctx.zero(&mut flags)?;
+        let args = AtomicArgs {
+            peer: 0,
+            warmup: 0,
+            iterations: adds,
+            reserved: 0,
+            flags: flags.slice(),
+            out: out.slice(),
+        };
+        let t = ctx.launch(&NATIVE_ATOMIC_CONTENTION, &args, &world)?;
+        let count = ctx.download(&flags)?[0];
+        if u64::from(count) != u64::from(ctx.ranks) * u64::from(adds) {
+            return Err(format!(
+                "native_atomic_contention: the word counts {count}, expected {} ranks x {adds}",
+                ctx.ranks
+            ));
+        }
+        ctx.checked();
+        contended.push(t.report.kernel_time().as_secs_f64() * 1e9);
+        let t = ctx.launch(&NATIVE_EMPTY, &0u32, &world)?;
+        empty.push(t.report.kernel_time().as_secs_f64() * 1e9);
+    }
+
+    // Every rank copies a chunk of its own, at once.
+    let chunks = ctx.ranks as usize * CHUNK_BYTES as usize;
+    let host: Vec<u8> = (0..chunks).map(|i| (i * 131 + 7) as u8).collect();
+    let csrc = ctx.device.upload(&host).map_err(|e| format!("upload: {e}"))?;
+    let cdst = ctx.alloc::<u8>(chunks)?;
+    let args = ChunkCopyArgs {
+        chunk: CHUNK_BYTES,
+        reserved: 0,
+        src: csrc.slice(),
+        dst: cdst.slice(),
+    };
+    let mut chunk_times = Vec::new();
+    for _ in 0..reps {
+        let t = ctx.launch(&NATIVE_CHUNK_COPY, &args, &world)?;
+        chunk_times.push(t.report.kernel_time().as_secs_f64() * 1e9);
+    }
+    if ctx.download(&cdst)? != host {
+        return Err("native_chunk_copy: the destination differs from the source".into());
+    }
+    ctx.checked();
+    drop((host, csrc, cdst));
+
+    // One thread's copy: the native one-way time of a large message less
+    // that of an empty one.
+    let copy_loops = ctx.preset.loops((10, 100), (2, 10));
+    let one_way_empty_ns = native_one_way_ns(ctx, 0, copy_loops)?;
+    let one_way_copy_ns = native_one_way_ns(ctx, THREAD_COPY_BYTES, copy_loops)?;
+
     let limits = Limits {
         copy_gbps,
         copy_bytes: bytes,
         copy_ranks,
         atomic_round_trip_ns: median(&round_trips),
         atomic_rmw_ns: median(&rmws),
+        atomic_load_ns: median(&loads),
+        empty_kernel_ns: median(&empty),
+        contention_kernel_ns: median(&contended),
+        contention_ranks: ctx.ranks,
+        contention_adds: adds,
+        one_way_empty_ns,
+        one_way_copy_ns,
+        chunk_copy_kernel_ns: median(&chunk_times),
+        chunk_ranks: ctx.ranks,
     };
     let row = |what: &str, value: f64, unit: &str, how: String| -> Row {
         vec![
@@ -193,8 +554,56 @@ pub(crate) fn measure(ctx: &mut Ctx) -> Result<(Limits, Section), String> {
                 "us",
                 format!("{iterations} dependent fetch_add by one rank"),
             ),
+            row(
+                "atomic load latency",
+                limits.atomic_load_ns / 1e3,
+                "us",
+                format!("{iterations} dependent relaxed atomic loads by one rank (a pointer chase)"),
+            ),
+            row(
+                "RMW interval, one word",
+                limits.rmw_interval_ns(),
+                "ns",
+                format!(
+                    "{} ranks x {adds} fetch_add on one word, less an empty kernel and one fetch_add",
+                    ctx.ranks
+                ),
+            ),
+            row(
+                "empty kernel",
+                limits.empty_kernel_ns / 1e3,
+                "us",
+                format!("kernel time on {} ranks", ctx.ranks),
+            ),
+            row(
+                "concurrent byte copies",
+                limits.concurrent_copy_gbps(),
+                "GB/s",
+                format!(
+                    "{} ranks copy {} KiB each at once, read + written, less an empty kernel",
+                    ctx.ranks,
+                    CHUNK_BYTES >> 10,
+                ),
+            ),
+            row(
+                "one thread's copy",
+                limits.thread_copy_gbps(),
+                "GB/s",
+                format!(
+                    "{} KiB one-way less 0 B one-way, rank 0 -> rank {peer}, {} rounds",
+                    THREAD_COPY_BYTES >> 10,
+                    copy_loops.1
+                ),
+            ),
         ],
-        notes: vec![],
+        notes: if limits.concurrent_copy_device_bound() {
+            vec![]
+        } else {
+            vec![format!(
+                "concurrent byte copies: bound by each thread's copy ({} ranks are too few to fill the device)",
+                ctx.ranks
+            )]
+        },
     };
     Ok((limits, section))
 }

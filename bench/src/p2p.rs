@@ -103,6 +103,29 @@ fn measure(
     Ok((median(&v), SyncPerMessage::median(&sync)))
 }
 
+/// The native latency kernel's one-way nanoseconds for `bytes`, rank 0 to
+/// a rank of another block, with `(warmup, iterations)` rounds: what the
+/// limits take one thread's copy bandwidth from.
+pub(crate) fn native_one_way_ns(
+    ctx: &mut Ctx,
+    bytes: u32,
+    (warmup, iterations): (u32, u32),
+) -> Result<f64, String> {
+    let (n, block_dim) = pair_world(ctx);
+    let shape = Shape {
+        ranks: n,
+        block_dim,
+        pairs: 1,
+        offset: block_dim * (n / block_dim / 2).max(1),
+        bytes,
+        window: 1,
+        warmup,
+        iterations,
+        slots: 0,
+    };
+    Ok(measure(ctx, &NATIVE_LATENCY, &shape)?.0 / iterations as f64 / 2.0)
+}
+
 pub(crate) fn latency(ctx: &mut Ctx) -> Result<(Vec<Section>, Vec<Target>), String> {
     let (n, block_dim) = pair_world(ctx);
     let blocks = n / block_dim;

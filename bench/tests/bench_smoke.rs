@@ -7,7 +7,7 @@
 use gpu_mpi_bench as bench;
 
 use bench::{Options, Suite};
-use gpu_mpi::{Device, RankCount};
+use gpu_mpi::{Device, Profile, RankCount};
 use gpu_mpi_provenance::Provenance;
 use serde_json::Value;
 use std::process::Command;
@@ -21,6 +21,7 @@ fn tiny(suites: Vec<Suite>) -> Options {
         pi_step: 64,
         thesis_scale: false,
         iterations: Some(3),
+        model: None,
     }
 }
 
@@ -291,6 +292,138 @@ fn every_suite_runs_and_passes_its_checks() {
     check_numbers(&json, "$");
 }
 
+/// Every `model_` value of `report`, by table, row and key.
+fn modelled_values(report: &bench::Report) -> Vec<(String, usize, &'static str, Value)> {
+    let mut out = Vec::new();
+    for s in &report.sections {
+        for (i, row) in s.rows.iter().enumerate() {
+            for (k, v) in row {
+                if k.starts_with("model_") {
+                    out.push((s.title.clone(), i, *k, v.clone()));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// With a profile, every suite runs on the emulator for wall time and in
+/// timing mode: every measured value of every table has its modelled twin
+/// right after it, every printed one a `model` column beside it; the
+/// modelled values are positive and the same in two runs (modelled time
+/// is a function of the program, the world and the profile).
+#[test]
+fn model_columns_stand_beside_the_wall_ones_positive_and_deterministic() {
+    let options = Options {
+        model: Some(Profile::h100()),
+        ..tiny(Suite::ALL.to_vec())
+    };
+    let device = Device::cpu();
+    let a = bench::run(&device, &options, false).expect("a benchmark failed its check");
+    let m = a.model.as_ref().expect("a timing-mode pass");
+    assert_eq!(m.profile, Profile::h100());
+    // The modelled flag round trip and dependent RMW: the profile's costs
+    // (docs/model.md, "Measured against modelled").
+    assert!(
+        (m.limits.atomic_round_trip_ns - 1076.0).abs() < 1.0,
+        "{:?}",
+        m.limits
+    );
+    assert!((m.limits.atomic_rmw_ns - 248.0).abs() < 1.0, "{:?}", m.limits);
+    assert_eq!(m.targets.len(), a.targets.len());
+    for s in &a.sections {
+        let measured: Vec<&str> = s
+            .rows
+            .iter()
+            .flat_map(|r| r.iter().map(|(k, _)| *k))
+            .filter(|k| bench::is_measured(k))
+            .collect();
+        assert!(!measured.is_empty(), "{}: nothing measured", s.title);
+        for row in &s.rows {
+            for (i, (key, value)) in row.iter().enumerate() {
+                if !bench::is_measured(key) || key.starts_with("model_") {
+                    continue;
+                }
+                let (twin, modelled) = &row[i + 1];
+                assert_eq!(*twin, bench::model_key(key), "{}: {key}", s.title);
+                if value.is_null() {
+                    continue;
+                }
+                let v = modelled.as_f64().unwrap_or(f64::NAN);
+                // A growth is a difference of times (pi's compute costs
+                // nothing in the model: docs/model.md).
+                let positive = v > 0.0 || (key.ends_with("growth_ms") && v == 0.0);
+                assert!(v.is_finite() && positive, "{}: {twin} = {modelled}", s.title);
+            }
+        }
+        // Each printed time or ratio has its `model` column next to it.
+        let printed: Vec<&str> = s.columns.iter().map(|(k, _)| *k).collect();
+        let twins = s.columns.iter().filter(|(_, h)| *h == "model").count();
+        assert!(twins >= 1, "{}: no model column", s.title);
+        for (i, (key, header)) in s.columns.iter().enumerate() {
+            if *header == "model" {
+                assert_eq!(*key, bench::model_key(printed[i - 1]), "{}", s.title);
+            }
+        }
+        let text = s.text();
+        assert!(text.contains("model") && text.contains(&m.profile.name), "{text}");
+    }
+    let b = bench::run(&device, &options, false).expect("a benchmark failed its check");
+    let (va, vb) = (modelled_values(&a), modelled_values(&b));
+    assert!(va.len() > 100, "{} modelled values", va.len());
+    assert_eq!(va.len(), vb.len());
+    let differ: Vec<_> = va.iter().zip(&vb).filter(|(x, y)| x != y).collect();
+    assert!(
+        differ.is_empty(),
+        "two runs modelled {} values differently, e.g. {:?}",
+        differ.len(),
+        &differ[..differ.len().min(4)]
+    );
+    let limits = |r: &bench::Report| r.model.as_ref().map(|m| m.limits.copy_gbps);
+    assert_eq!(limits(&a), limits(&b));
+
+    // The JSON carries both: the old members as before, the rows' twins,
+    // and the model object with the profile's parameters.
+    let provenance = Provenance::new(&device, "gpu-mpi-bench test", "abc123", &options.suites.len()).unwrap();
+    let json: Value = serde_json::from_str(&b.json(&provenance).unwrap()).unwrap();
+    let model = &json["model"];
+    assert_eq!(model["profile"], Profile::h100().name.as_str());
+    assert_eq!(model["parameters"]["load_ns"], Profile::h100().load_ns);
+    assert_eq!(model["launches_per_point"], bench::MODEL_REPS);
+    assert!(model["limits"]["atomic_rmw_ns"].as_f64().unwrap() > 0.0);
+    assert_eq!(model["targets"].as_array().unwrap().len(), 5);
+    let latency = json["sections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["suite"] == "latency")
+        .unwrap();
+    let row = &latency["rows"][0];
+    for key in [
+        "mpi_us",
+        "model_mpi_us",
+        "native_us",
+        "model_native_us",
+        "ratio",
+        "model_ratio",
+    ] {
+        assert!(row[key].as_f64().unwrap() > 0.0, "{key}: {row}");
+    }
+    check_numbers(&json, "$");
+}
+
+#[test]
+fn without_a_model_there_are_no_model_columns() {
+    let report =
+        bench::run(&Device::cpu(), &tiny(vec![Suite::Barrier]), false).expect("a benchmark failed its check");
+    assert!(report.model.is_none());
+    assert!(modelled_values(&report).is_empty());
+    assert!(report
+        .sections
+        .iter()
+        .all(|s| s.columns.iter().all(|(_, h)| *h != "model")));
+}
+
 #[test]
 fn the_pi_check_rejects_a_wrong_estimate() {
     assert!(bench::check_pi("x", std::f64::consts::PI + 1e-12, 64, 2).is_ok());
@@ -361,6 +494,35 @@ fn the_binary_prints_tables_and_writes_json() {
     );
     assert_eq!(o["json"], file.to_str().unwrap(), "{o}");
     assert_eq!(o["no_thesis_scale"], false, "{o}");
+    assert!(json["model"].is_null(), "no model without --model");
+
+    // --model h100: the same tables with `model` columns, the model in the
+    // JSON and in the recorded options.
+    let out = Command::new(env!("CARGO_BIN_EXE_gpu-mpi-bench"))
+        .args([
+            "barrier",
+            "--backend",
+            "cpu",
+            "--ranks",
+            "32",
+            "--quick",
+            "--reps",
+            "1",
+        ])
+        .args(["--iterations", "2", "--model", "h100", "--json"])
+        .arg(&file)
+        .env_remove("GPU_MPI_MODEL")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(stdout.contains("mpi avg us   model"), "{stdout}");
+    assert!(stdout.contains("modelled on NVIDIA H100"), "{stdout}");
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(json["model"]["profile"], Profile::h100().name.as_str());
+    assert_eq!(json["provenance"]["options"]["model"], "h100");
+    let row = &json["sections"][1]["rows"][0];
+    assert!(row["model_mpi_avg_us"].as_f64().unwrap() > 0.0, "{row}");
     let _ = std::fs::remove_dir_all(&dir);
 
     // Bad command lines are refused with a usage error.
@@ -371,6 +533,7 @@ fn the_binary_prints_tables_and_writes_json() {
         &["pi", "--ranks", "many"],
         &["pi", "--reps"],
         &["pi", "--nosuch"],
+        &["pi", "--backend", "cpu", "--model", "/no/such.profile"],
     ] {
         let bad = Command::new(env!("CARGO_BIN_EXE_gpu-mpi-bench"))
             .args(args)
@@ -401,10 +564,15 @@ fn the_help_names_every_flag_and_suite() {
         "--pi-step",
         "--iterations",
         "--no-thesis-scale",
+        "--model",
+        "--write-profile",
+        "--base-profile",
+        "--profile-name",
     ] {
         assert!(help.contains(flag), "{flag}: {help}");
     }
     for suite in [
+        "limits",
         "pi",
         "latency",
         "bw",

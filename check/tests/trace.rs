@@ -13,7 +13,7 @@ use gpu_mpi::device::abi::trace::{Creation, TraceKind, NO_CONTEXT};
 use gpu_mpi::device::traits::*;
 use gpu_mpi::device::{Error, ErrorClass, GlobalSlice, Kernel, World};
 use gpu_mpi::{
-    DeadlockReport, Device, DeviceBuffer, HostError, RankTrace, Schedule, SpanKind, Trace, WorldSpec,
+    DeadlockReport, Device, DeviceBuffer, HostError, Profile, RankTrace, Schedule, SpanKind, Trace, WorldSpec,
 };
 use gpu_mpi_check::testgen;
 use gpu_mpi_check::testgen::Backend;
@@ -335,6 +335,93 @@ fn too_many_trace_events_is_a_config_error(backend: Backend) {
     );
 }
 testgen!(too_many_trace_events_is_a_config_error);
+
+// On the emulator alone: its timing mode (docs/model.md).
+/// A trace recorded in timing mode is stamped with the ranks' virtual
+/// clocks (`shim::clock_ns` reads them): the same in every run, inside each
+/// rank's modelled time from the launch report, and a wait for a peer ends
+/// after the peer's send as the model orders them, by at least the time the
+/// message takes to become visible.
+#[test]
+fn a_trace_in_timing_mode_carries_modelled_timestamps() {
+    let d = Device::cpu();
+    let h100 = Profile::h100();
+    let timed = || spec().model(h100).trace(256);
+    let (report, a) = traffic(&d, timed());
+    let (again, b) = traffic(&d, timed());
+    let (a, b) = (a.unwrap(), b.unwrap());
+    assert_eq!(a.dropped(), 0);
+    let model = report.model.as_ref().expect("a timed launch reports its model");
+    assert_eq!(Some(model), again.model.as_ref(), "two runs modelled alike");
+    for (ra, rb) in a.ranks.iter().zip(&b.ranks) {
+        assert_eq!(ra.events, rb.events, "rank {}: two runs, other events", ra.rank);
+    }
+    for r in &a.ranks {
+        let end_ns = model.ranks[r.rank as usize].end_ps / 1000;
+        let (first, last) = (r.events[0].time_ns, r.events.last().unwrap().time_ns);
+        // Virtual time starts at 0 for every rank; the host's clock would
+        // be far beyond the rank's end.
+        assert!(
+            first <= last && last <= end_ns,
+            "rank {}: events from {first} to {last} ns, its clock ended at {end_ns} ns",
+            r.rank
+        );
+        // After its last event (the broadcast's leave) a rank only writes
+        // its results and returns: a few accesses, well under a microsecond.
+        assert!(
+            end_ns - last < 1_000,
+            "rank {}: {last} ns, ended at {end_ns} ns",
+            r.rank
+        );
+        assert!(r.events.windows(2).all(|w| w[0].time_ns <= w[1].time_ns));
+    }
+    // Every message is matched after it was sent, and no sooner than its
+    // push became visible to the receiver's SM.
+    let links = a.messages();
+    assert!(!links.is_empty());
+    for m in &links {
+        let sent = a.ranks[m.source as usize].events[m.sent].time_ns;
+        let matched = a.ranks[m.dest as usize].events[m.matched].time_ns;
+        assert!(
+            matched >= sent,
+            "{} -> {} tag {}: matched at {matched} ns, sent at {sent} ns",
+            m.source,
+            m.dest,
+            m.tag
+        );
+    }
+    // Rank 1's blocked wait for the pong (rank 0's tag 21) ends after rank
+    // 0 sent it, and lasted as long as it says (modelled nanoseconds).
+    let pong = a.ranks[0]
+        .events
+        .iter()
+        .find(|e| e.kind() == Some(TraceKind::Sent) && e.tag == 21)
+        .expect("rank 0 sent the pong");
+    let wait = a.ranks[1]
+        .events
+        .iter()
+        .find(|e| e.kind() == Some(TraceKind::Blocked) && e.peer == 0 && e.tag == 21)
+        .expect("rank 1 blocked for the pong");
+    let visible = (h100.visible_ns) as u64;
+    assert!(
+        wait.time_ns >= pong.time_ns + visible,
+        "wait ended at {} ns, pong sent at {} ns",
+        wait.time_ns,
+        pong.time_ns
+    );
+    assert!(
+        wait.arg > 0 && wait.arg <= wait.time_ns,
+        "blocked {} ns",
+        wait.arg
+    );
+    println!(
+        "pong sent at {} ns, rank 1's wait ended at {} ns after {} ns blocked; kernel {} ns",
+        pong.time_ns,
+        wait.time_ns,
+        wait.arg,
+        model.kernel_ns()
+    );
+}
 
 // On the emulator alone: a deadlock (CROSSED).
 #[test]

@@ -301,6 +301,13 @@ impl Profile {
         })
     }
 
+    /// Every parameter as `(key, value)`, in the order of the file
+    /// format (`name` aside): what a program needs to print or record a
+    /// profile.
+    pub fn entries(&self) -> impl Iterator<Item = (&'static str, f64)> {
+        KEYS.into_iter().zip(self.values())
+    }
+
     fn values(&self) -> [f64; KEYS.len()] {
         [
             self.load_hit_ns,

@@ -29,7 +29,7 @@
 //! | [`native_barrier`], [`native_bcast`], [`native_reduce`], [`native_allreduce`] | the collectives against [`GridBarrier`] and the single-pass reduction | — |
 //! | [`crate::exchange::NATIVE_REDUCE_SHFL`], [`crate::exchange::NATIVE_ALLREDUCE_SHFL`] | the single-pass reduction with [`block_sum`] ([`shfl_reduce_round`]) | — |
 //! | the natives of [`crate::exchange`] | gather, scatter, all-gather, all-to-all, reduce-scatter, scan | — |
-//! | [`native_copy`], [`native_atomic_ping_pong`], [`native_atomic_rmw`] | physical limits: copy bandwidth, atomic flag round trip, dependent atomic latency | — |
+//! | [`native_copy`], [`native_chunk_copy`], [`native_atomic_ping_pong`], [`native_atomic_rmw`], [`native_atomic_load_chain`], [`native_atomic_contention`] | physical limits: copy bandwidth (coalesced, and of concurrent byte copies), atomic flag round trip, dependent atomic latency, dependent load latency, read-modify-writes of one word | — |
 
 use crate::mpi::{
     check_full, check_stamp, fill_pattern, reduce_value, stamp, CollArgs, P2pArgs, LIMIT_RESULTS,
@@ -1079,7 +1079,8 @@ gpu_mpi_device::kernel! {
     }
 }
 
-/// Arguments of [`native_atomic_ping_pong`] and [`native_atomic_rmw`].
+/// Arguments of [`native_atomic_ping_pong`], [`native_atomic_rmw`],
+/// [`native_atomic_load_chain`] and [`native_atomic_contention`].
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Pod, Zeroable)]
 pub struct AtomicArgs {
@@ -1091,9 +1092,10 @@ pub struct AtomicArgs {
     pub iterations: u32,
     /// Padding, zero.
     pub reserved: u32,
-    /// `[0]` the flag (zero at launch).
+    /// `[0]` the flag (zero at launch); the load chain's links.
     pub flags: GlobalSlice<u32>,
-    /// `LIMIT_RESULTS` words: `[0]` timed nanoseconds, `[1]` errors, `[2]` rounds seen.
+    /// `LIMIT_RESULTS` words: `[0]` timed nanoseconds, `[1]` errors, `[2]`
+    /// rounds seen; the load chain's last index in `[3]`.
     pub out: GlobalSlice<u64>,
 }
 
@@ -1160,5 +1162,80 @@ gpu_mpi_device::kernel! {
         args.out.write(0, elapsed)?;
         args.out.write(1, errors)?;
         args.out.write(2, total as u64)
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// One rank follows a chain of dependent relaxed atomic loads through
+    /// `flags` (each word holds the index of the next; the host links words
+    /// 128 bytes apart): the latency of one load served by L2, which
+    /// device-scope loads (`ld.relaxed.gpu`) always go to.
+    pub static NATIVE_ATOMIC_LOAD_CHAIN = fn native_atomic_load_chain(world: &World, args: &AtomicArgs) -> Result<(), Error> {
+        if world.rank() != 0 {
+            return Ok(());
+        }
+        check_len(&args.out, LIMIT_RESULTS)?;
+        let total = args.warmup + args.iterations;
+        let mut start = intrinsics::clock_ns();
+        let mut i = 0usize;
+        for it in 0..total {
+            if it == args.warmup {
+                start = intrinsics::clock_ns();
+            }
+            i = atomic_at(&args.flags, i)?.load(Ordering::Relaxed) as usize;
+        }
+        let elapsed = intrinsics::clock_ns().wrapping_sub(start);
+        args.out.write(0, elapsed)?;
+        args.out.write(1, 0)?;
+        args.out.write(2, total as u64)?;
+        args.out.write(3, i as u64)
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// Every rank issues `iterations` dependent atomic adds on one word.
+    /// They queue where the word lives, so the kernel's time less an empty
+    /// kernel's, over the adds, is the interval between two
+    /// read-modify-writes of one word. The host checks the word's count.
+    pub static NATIVE_ATOMIC_CONTENTION = fn native_atomic_contention(_world: &World, args: &AtomicArgs) -> Result<(), Error> {
+        let word = atomic_at(&args.flags, 0)?;
+        let mut v = 0u32;
+        for _ in 0..args.iterations {
+            // As in `native_atomic_rmw`: the operand depends on the result
+            // (`v >> 31` is 0), so each add returns its value (`ATOM`, not
+            // a fire-and-forget `RED`).
+            v = word.fetch_add(1 + (v >> 31), Ordering::Relaxed);
+        }
+        Ok(())
+    }
+}
+
+/// Arguments of [`native_chunk_copy`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct ChunkCopyArgs {
+    /// Bytes each rank copies.
+    pub chunk: u32,
+    /// Padding, zero.
+    pub reserved: u32,
+    /// Source bytes, `chunk` per rank.
+    pub src: GlobalSlice<u8>,
+    /// Destination bytes, as many.
+    pub dst: GlobalSlice<u8>,
+}
+
+gpu_mpi_device::kernel! {
+    /// Every rank copies a chunk of its own with one byte copy (as a
+    /// message's payload is copied), all ranks at once: their combined rate
+    /// is the device bandwidth that byte copies share, once enough ranks
+    /// copy that each one's own rate is not the bound.
+    pub static NATIVE_CHUNK_COPY = fn native_chunk_copy(world: &World, args: &ChunkCopyArgs) -> Result<(), Error> {
+        let n = args.chunk as usize;
+        let at = world.rank() as usize * n;
+        // SAFETY: each rank writes its own chunk of `dst`, and `src` is
+        // only read, in this launch.
+        let (dst, src) = unsafe { (args.dst.slice_mut(at, n)?, args.src.slice(at, n)?) };
+        copy(dst, src);
+        Ok(())
     }
 }
