@@ -6,9 +6,7 @@
 //! H100's) and from the others by 20% or more.
 //!
 //! Each measured parameter inverts the model's cost of the kernel that
-//! measures it, which is exact but for: `launch_ns`, an empty kernel's
-//! time, which includes its ranks' few accesses at exit (about 0.1 µs of
-//! 8 µs, +1.4%); `copy_device_gbps`, whose copies' kernel also holds the
+//! measures it, which is exact but for: `copy_device_gbps`, whose copies' kernel also holds the
 //! last copy's issue and the ranks' exit (0.03%); and the file's four
 //! significant digits (0.05%). A tolerance of 2% bounds these and no
 //! mix-up.
