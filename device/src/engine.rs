@@ -769,23 +769,24 @@ pub(crate) fn find(w: &Core, source: i32, tag: i32, context: u32) -> u32 {
     let mut best_sequence = 0u32;
     let mut first = 0;
     while first < slots {
-        // Relaxed: ARRIVED for this rank was written by this rank (`drain`),
-        // after its Acquire swap made the header visible. Past the last
-        // slot the batch loads the last slot again (its bit is masked off).
-        let states: [u32; SCAN as usize] = shim::independent(|| {
+        // Relaxed (the batch's loads): ARRIVED for this rank was written by
+        // this rank (`drain`), after its Acquire swap made the header
+        // visible. Past the last slot the batch repeats the last slot,
+        // whose bit is masked off.
+        let n = (slots - first).min(SCAN);
+        let states = shim::load_relaxed_batch::<{ SCAN as usize }>(
             core::array::from_fn(|k| {
-                let s = (first + k as u32).min(slots - 1);
+                let s = first + (k as u32).min(n - 1);
                 // SAFETY: a span of `source`'s outbox, `s < slots`.
-                unsafe { Core::outbox_word(states_at, stride, s) }.load(Ordering::Relaxed)
-            })
-        });
+                unsafe { Core::outbox_word(states_at, stride, s) }
+            }),
+            n as usize,
+        );
         let mut candidates = 0u32;
         for (k, &state) in states.iter().enumerate() {
             candidates |= u32::from(state == arrived) << k;
         }
-        if slots - first < SCAN {
-            candidates &= (1u32 << (slots - first)) - 1;
-        }
+        candidates &= (1u32 << n) - 1;
         while candidates != 0 {
             let id = base + first + candidates.trailing_zeros();
             candidates &= candidates - 1;
@@ -834,19 +835,18 @@ pub(crate) fn envelope(w: &Core, id: u32) -> Status {
     envelope_and_kind(w, id).0
 }
 
-/// [`envelope`], and the slot's kind and first chunk, in one batch.
+/// [`envelope`] and the slot's kind, in one batch.
 #[inline]
-fn envelope_and_kind(w: &Core, id: u32) -> (Status, u32, u32) {
+fn envelope_and_kind(w: &Core, id: u32) -> (Status, u32) {
     let sender = id / w.slots_per_rank();
     let at = w.slot_header(id);
-    let [context, tag, bytes, datatype, kind, chunk] = shim::independent(|| {
+    let [context, tag, bytes, datatype, kind] = shim::independent(|| {
         [
             load_at(at, SlotWord::Context),
             load_at(at, SlotWord::Tag),
             load_at(at, SlotWord::Bytes),
             load_at(at, SlotWord::Datatype),
             load_at(at, SlotWord::Kind),
-            load_at(at, SlotWord::Chunk),
         ]
     });
     let status = Status {
@@ -855,7 +855,7 @@ fn envelope_and_kind(w: &Core, id: u32) -> (Status, u32, u32) {
         bytes,
         datatype,
     };
-    (status, kind, chunk)
+    (status, kind)
 }
 
 /// Marks unlinked slot `id` claimed by a matched probe (for the reports).
@@ -892,7 +892,7 @@ fn start_receive_outlined(base: u64, rank: u32, i: u32) -> Step {
 #[cfg_attr(feature = "inline-engine", inline(always))]
 fn start_receive(w: &Core, i: u32) -> Step {
     let id = rec!(w, i, slot) - 1;
-    let (status, kind, chunk) = envelope_and_kind(w, id);
+    let (status, kind) = envelope_and_kind(w, id);
     let capacity = rec!(w, i, len);
     let expected = rec!(w, i, datatype);
     let (outcome, wanted) = if expected != ID_BYTE && expected != status.datatype {
@@ -903,7 +903,7 @@ fn start_receive(w: &Core, i: u32) -> Step {
         (Outcome::Success, status.bytes)
     };
     let first = if kind == MessageKind::Stream as u32 {
-        chunk.min(wanted)
+        load(w, id, SlotWord::Chunk).min(wanted)
     } else {
         wanted
     };

@@ -423,6 +423,10 @@ pub unsafe fn load_payload_u64(ptr: *const u8) -> u64 {
     unsafe { (ptr as *const u64).read() }
 }
 
+/// Whether [`super::load_relaxed_batch`] loads its repeated words too:
+/// only the loads a batch needs: fewer reports to the timing model.
+pub(super) const LOADS_REPEAT: bool = false;
+
 /// A batch of independent loads begins or ends (timing mode).
 pub(super) fn batch(begin: bool) {
     timed(if begin {

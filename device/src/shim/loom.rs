@@ -926,6 +926,10 @@ macro_rules! __kernel_entry {
     ($name:ident, $argty:ty) => {};
 }
 
+/// Whether [`super::load_relaxed_batch`] loads its repeated words too:
+/// each load is a choice point of the model.
+pub(super) const LOADS_REPEAT: bool = false;
+
 /// A batch of independent loads begins (`true`) or ends: nothing here (the
 /// emulator's timing model counts batches).
 #[inline(always)]

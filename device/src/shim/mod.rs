@@ -184,6 +184,28 @@ pub fn independent<R>(f: impl FnOnce() -> R) -> R {
     r
 }
 
+/// Relaxed loads of the first `n` of `words` (1 <= `n` <= `N`), as one
+/// batch ([`independent`]); `words[k]` for `k >= n` must repeat
+/// `words[n - 1]`, whose value the result repeats there. On the GPU all
+/// `N` loads are issued back to back and unconditionally (a repeated
+/// address costs nothing, a branch between the loads would stall each on
+/// its value); on the emulator and under loom only `n` are (under loom
+/// each load is a choice point of the model).
+#[inline(always)]
+pub fn load_relaxed_batch<const N: usize>(words: [&AtomicU32; N], n: usize) -> [u32; N] {
+    independent(|| {
+        let mut v = [0u32; N];
+        for k in 0..N {
+            v[k] = if imp::LOADS_REPEAT || k < n {
+                words[k].load(Ordering::Relaxed)
+            } else {
+                v[n - 1]
+            };
+        }
+        v
+    })
+}
+
 /// Says that the caller accesses `bytes` bytes of global memory at `addr`
 /// with plain loads (`write` false) or stores (a [`GlobalSlice`](crate::GlobalSlice)
 /// element), for the emulator's timing model. Nothing on the GPU and under loom.

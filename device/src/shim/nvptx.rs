@@ -634,6 +634,10 @@ macro_rules! __kernel_entry {
     };
 }
 
+/// Whether [`super::load_relaxed_batch`] loads its repeated words too:
+/// a repeated load is free and keeps a batch free of branches.
+pub(super) const LOADS_REPEAT: bool = true;
+
 /// A batch of independent loads begins (`true`) or ends: nothing here (the
 /// emulator's timing model counts batches).
 #[inline(always)]
