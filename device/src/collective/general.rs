@@ -64,7 +64,7 @@ use crate::communicator::CommView;
 use crate::communicator::PROC_NULL;
 use crate::datatype::{Buffer, BufferMut, Datatype, Equivalence, TypedBuffer};
 use crate::engine::{self, Post};
-use crate::error::{Error, ErrorClass};
+use crate::error::{saturating_u32, Error, ErrorClass};
 use crate::records::{RecordState, SendMode};
 use crate::status::Status;
 
@@ -105,7 +105,7 @@ fn chunk_elements<T>() -> Result<usize, Error> {
     let size = core::mem::size_of::<T>();
     if size > CHUNK_BYTES || core::mem::align_of::<T>() > 16 {
         return Err(Error::BufferTooLarge {
-            bytes: size as u32,
+            bytes: saturating_u32(size),
             limit: CHUNK_BYTES as u32,
         });
     }
@@ -541,8 +541,8 @@ impl<'a> CommView<'a> {
             match out {
                 Some((p, len)) if len == count => Ok(Some(p)),
                 Some((_, len)) => Err(Error::CountMismatch {
-                    count: len as u32,
-                    expected: count as u32,
+                    count: saturating_u32(len),
+                    expected: saturating_u32(count),
                 }),
                 // The root called the non-root form.
                 None => Err(Error::InvalidRoot {
@@ -574,8 +574,8 @@ impl<'a> CommView<'a> {
             chunk_elements::<T>()?;
             if len != count {
                 return Err(Error::CountMismatch {
-                    count: len as u32,
-                    expected: count as u32,
+                    count: saturating_u32(len),
+                    expected: saturating_u32(count),
                 });
             }
             Ok(())
@@ -607,8 +607,8 @@ impl<'a> CommView<'a> {
             op.check()?;
             if len != count {
                 return Err(Error::CountMismatch {
-                    count: len as u32,
-                    expected: count as u32,
+                    count: saturating_u32(len),
+                    expected: saturating_u32(count),
                 });
             }
             chunk_elements::<T>()
@@ -729,7 +729,7 @@ impl<'a> CommView<'a> {
         let checked = (|| {
             if counts.len() != self.size as usize || counts.iter().any(|&c| c < 0) {
                 return Err(Error::CountMismatch {
-                    count: counts.len() as u32,
+                    count: saturating_u32(counts.len()),
                     expected: self.size,
                 });
             }
@@ -737,8 +737,8 @@ impl<'a> CommView<'a> {
             let mine = counts[self.rank as usize] as usize;
             if n != total || out_len < mine {
                 return Err(Error::CountMismatch {
-                    count: n as u32,
-                    expected: total as u32,
+                    count: saturating_u32(n),
+                    expected: saturating_u32(total),
                 });
             }
             op.check()?;
@@ -799,8 +799,8 @@ impl<'a> CommView<'a> {
             let (end, last) = parts.get(self.size as usize - 1);
             if end + last > rlen {
                 return Err(Error::CountMismatch {
-                    count: rlen as u32,
-                    expected: (end + last) as u32,
+                    count: saturating_u32(rlen),
+                    expected: saturating_u32(end + last),
                 });
             }
             if let Some((_, sn)) = send {
@@ -949,8 +949,8 @@ impl<'a> CommView<'a> {
                 let (_, bytes) = p.get(self.rank as usize);
                 if bytes != sn {
                     return Err(Error::CountMismatch {
-                        count: (sn / unit) as u32,
-                        expected: (bytes / unit) as u32,
+                        count: saturating_u32(sn / unit),
+                        expected: saturating_u32(bytes / unit),
                     });
                 }
             }
@@ -1024,8 +1024,8 @@ impl<'a> CommView<'a> {
             let (_, rb) = r_parts.get(r as usize);
             if sb != rb {
                 return Err(Error::CountMismatch {
-                    count: rb as u32,
-                    expected: sb as u32,
+                    count: saturating_u32(rb),
+                    expected: saturating_u32(sb),
                 });
             }
             Ok((s, r_parts))
@@ -1121,13 +1121,16 @@ impl<'a> CommView<'a> {
     }
 }
 
-/// An [`Opening`] of `call` with `root` (`None`: none), `count` (its low
-/// 32 bits, as the hardware paths compare) and `datatype`.
+/// An [`Opening`] of `call` with `root` (`None`: none), `count` and
+/// `datatype`. The count word is 32 bits: a count of `u32::MAX` or more is
+/// saturated, which [`Opened::of`] turns into this member's own
+/// `MPI_ERR_COUNT` (as the hardware paths' opening does), so that every
+/// member fails instead of comparing counts cut to their low bits.
 fn opening(call: Call, root: Option<u32>, count: usize, datatype: u32) -> Opening {
     Opening {
         call: call as u32,
         root: root.unwrap_or(u32::MAX),
-        count: count as u32,
+        count: saturating_u32(count),
         datatype,
         check: 0,
     }
@@ -1163,8 +1166,8 @@ fn varcount_step(
 fn own_length(len: usize, bytes: usize) -> Result<(), Error> {
     if len != bytes {
         return Err(Error::CountMismatch {
-            count: len as u32,
-            expected: bytes as u32,
+            count: saturating_u32(len),
+            expected: saturating_u32(bytes),
         });
     }
     Ok(())
@@ -1181,7 +1184,7 @@ fn check_length(status: &Status, dt: Datatype, len: usize) -> Result<(), Error> 
     if status.bytes as usize != len {
         let unit = (dt.size as usize).max(1);
         return Err(Error::CountMismatch {
-            count: (len / unit) as u32,
+            count: saturating_u32(len / unit),
             expected: status.bytes / unit as u32,
         });
     }
@@ -1194,7 +1197,7 @@ fn count_error(e: Error, dt: Datatype, len: usize) -> Error {
         Error::Truncate { status, .. } => {
             let unit = (dt.size as usize).max(1);
             Error::CountMismatch {
-                count: (len / unit) as u32,
+                count: saturating_u32(len / unit),
                 expected: status.bytes / unit as u32,
             }
         }

@@ -56,7 +56,7 @@ use super::agreement::kind_code;
 use super::operation::Operation;
 use crate::communicator::{CommInfo, World};
 use crate::datatype::{Datatype, Equivalence};
-use crate::error::Error;
+use crate::error::{saturating_u32, Error};
 use crate::polling::{Call, WaitFor, STATE_RUNNING};
 use crate::records::{CommKind, WarpWord};
 use crate::shim::{self, Ordering, SHARED_BLOCK_BYTES};
@@ -412,6 +412,15 @@ fn open(
     local: Option<Error>,
 ) -> Result<(), Error> {
     v.world.record_wait(wait_of(&mine));
+    // The descriptor's count word is 32 bits, filled with `saturating_u32`:
+    // a count of `u32::MAX` or more is this rank's own count disagreement,
+    // so every rank fails with `MPI_ERR_COUNT` instead of comparing counts
+    // cut to their low bits.
+    let local_bits = if mine.count == u32::MAX {
+        local_bits | Mismatch::Count as u32
+    } else {
+        local_bits
+    };
     if kind == CommKind::Block {
         block_open(v, mine, local_bits, local)
     } else {
@@ -489,7 +498,7 @@ fn broadcast_on(
     let mine = Descriptor {
         call: Call::Broadcast as u32,
         root,
-        count: len as u32,
+        count: saturating_u32(len),
         datatype: dt.id,
     };
     open(v, kind, mine, 0, None)?;
@@ -622,8 +631,8 @@ unsafe fn reduce_on<T: Equivalence, O: Operation<T>>(
             Some((_, len)) => {
                 local_bits = Mismatch::Count as u32;
                 local = Some(Error::CountMismatch {
-                    count: len as u32,
-                    expected: count as u32,
+                    count: saturating_u32(len),
+                    expected: saturating_u32(count),
                 });
             }
             None => {
@@ -642,7 +651,7 @@ unsafe fn reduce_on<T: Equivalence, O: Operation<T>>(
     let mine = Descriptor {
         call: call as u32,
         root: root_word,
-        count: count as u32,
+        count: saturating_u32(count),
         datatype: T::DATATYPE.id,
     };
     open(v, kind, mine, local_bits, local).map_err(|e| op_error.unwrap_or(e))?;
@@ -773,8 +782,8 @@ unsafe fn gather_on(
             Some((_, len)) => {
                 local_bits = Mismatch::Count as u32;
                 local = Some(Error::CountMismatch {
-                    count: len as u32,
-                    expected: (part * n) as u32,
+                    count: saturating_u32(len),
+                    expected: saturating_u32(part * n),
                 });
             }
             None => {
@@ -793,7 +802,7 @@ unsafe fn gather_on(
     let mine = Descriptor {
         call: call as u32,
         root: root_word,
-        count: part as u32,
+        count: saturating_u32(part),
         datatype: dt.id,
     };
     open(v, kind, mine, local_bits, local)?;
@@ -953,8 +962,8 @@ unsafe fn scatter_on(
             if let Some((_, got)) = r.filter(|&(_, got)| got != part) {
                 local_bits = Mismatch::Count as u32;
                 local = Some(Error::CountMismatch {
-                    count: got as u32,
-                    expected: part as u32,
+                    count: saturating_u32(got),
+                    expected: saturating_u32(part),
                 });
             }
             part
@@ -969,7 +978,7 @@ unsafe fn scatter_on(
     let mine = Descriptor {
         call: Call::Scatter as u32,
         root: root as u32,
-        count: part as u32,
+        count: saturating_u32(part),
         datatype: dt.id,
     };
     open(v, kind, mine, local_bits, local)?;
@@ -1038,14 +1047,14 @@ unsafe fn all_to_all_on(
     if let Some((_, sent)) = send.filter(|&(_, sent)| sent != len) {
         local_bits = Mismatch::Count as u32;
         local = Some(Error::CountMismatch {
-            count: len as u32,
-            expected: sent as u32,
+            count: saturating_u32(len),
+            expected: saturating_u32(sent),
         });
     }
     let mine = Descriptor {
         call: Call::AllToAll as u32,
         root: u32::MAX,
-        count: part as u32,
+        count: saturating_u32(part),
         datatype: dt.id,
     };
     open(v, CommKind::Warp, mine, local_bits, local)?;
@@ -1173,14 +1182,14 @@ unsafe fn scan_on<T: Equivalence, O: Operation<T>>(
     } else if len != count {
         local_bits = Mismatch::Count as u32;
         local = Some(Error::CountMismatch {
-            count: len as u32,
-            expected: count as u32,
+            count: saturating_u32(len),
+            expected: saturating_u32(count),
         });
     }
     let mine = Descriptor {
         call: Call::Scan as u32 | if exclusive { EXCLUSIVE_BIT } else { 0 },
         root: u32::MAX,
-        count: count as u32,
+        count: saturating_u32(count),
         datatype: T::DATATYPE.id,
     };
     open(v, kind, mine, local_bits, local).map_err(|e| op_error.unwrap_or(e))?;
