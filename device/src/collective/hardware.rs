@@ -353,6 +353,14 @@ fn wait_of(d: &Descriptor) -> WaitFor {
 /// never completes. A lane that returned or waits elsewhere leaves the
 /// others here: the deadlock report on the emulator, `MPI_ERR_TIMEOUT`
 /// (then `MPI_ERR_ABORTED` on the rest) on the GPU.
+///
+/// A lane whose wait gives up (its timeout, or the world's abort) takes
+/// its arrival back ([`withdraw`]) before it returns the error, so that
+/// its next warp collective is not counted as a second arrival at this
+/// one (which made a lane "last" with another lane missing: it went into
+/// the shuffles alone, and the generations of the word fell out of step
+/// with the lanes' collectives). Where the last lane arrived meanwhile,
+/// the collective can complete and the lane takes part after all.
 #[inline(never)]
 fn warp_arrive(v: &CommView<'_>, what: WaitFor) -> Result<(), Error> {
     let world = v.world;
@@ -373,9 +381,41 @@ fn warp_arrive(v: &CommView<'_>, what: WaitFor) -> Result<(), Error> {
         );
         return Ok(());
     }
-    crate::communicator::wait_for(world, what, |_| {
+    let waited = crate::communicator::wait_for(world, what, |_| {
         (WarpWord(word.load(Ordering::Relaxed)).generation() != generation).then_some(Ok(()))
-    })
+    });
+    match waited {
+        Err(e) if withdraw(word, generation, v.size) => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// Takes back the arrival of a lane that gave up waiting in generation
+/// `generation` of a warp of `lanes` lanes: `true` when it did, `false`
+/// when every lane has arrived (the generation stepped, or the last lane's
+/// arrival is in and the step follows): then the collective completes and
+/// the lane must take part in its warp instructions.
+///
+/// The last lane's arrival and its step are two adds; a withdrawal
+/// between them would leave the step's `- lanes × ARRIVAL` to wrap the
+/// count, so a lane withdraws only from a count below `lanes`, by a
+/// compare-and-swap on the same word (Relaxed: as in [`warp_arrive`], the
+/// word's modification order alone decides; this RMW and the arrivals'
+/// are ordered by it).
+#[cold]
+#[inline(never)]
+fn withdraw(word: &shim::AtomicU32, generation: u32, lanes: u32) -> bool {
+    let mut current = word.load(Ordering::Relaxed);
+    loop {
+        let w = WarpWord(current);
+        if w.generation() != generation || w.arrived() >= lanes {
+            return false;
+        }
+        match word.compare_exchange(current, current - WarpWord::ARRIVAL, Ordering::Relaxed) {
+            Ok(_) => return true,
+            Err(now) => current = now,
+        }
+    }
 }
 
 /// The warp opening: every lane present ([`warp_arrive`]), then agreement
