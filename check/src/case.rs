@@ -92,6 +92,7 @@ macro_rules! for_each_case {
             collective_non_commutative_user_op: "collective/non_commutative_user_op" => collective::user_op,
             errors_collective_count_mismatch: "errors/collective_count_mismatch" => collective::count_mismatch,
             errors_broadcast_root_disagreement: "errors/broadcast_root_disagreement" => collective::broadcast_roots,
+            errors_reduce_root_disagreement: "errors/reduce_root_disagreement" => collective::reduce_roots,
             collective_gather_scatter: "collective/gather_scatter" => chapter6::gather_scatter,
             collective_all_gather: "collective/all_gather" => chapter6::all_gather,
             collective_all_to_all: "collective/all_to_all" => chapter6::all_to_all_case,

@@ -366,6 +366,57 @@ pub(crate) fn broadcast_roots(device: &Device) -> Result<(), String> {
     c.finish()
 }
 
+/// World reduces whose ranks name different roots (MPI 4.1 §6.1, §6.9.1:
+/// erroneous; docs/limits.md promises `MPI_ERR_ROOT` on every rank): the
+/// root choices of [`broadcast_roots`], in the same worlds, for a reduce
+/// of two staging rounds. Every rank fails with `MPI_ERR_ROOT` and the
+/// receive buffer of a rank that named itself is untouched; the ranks of
+/// a world of one block that all name root 1 get the sum there. Then a
+/// barrier and an all-reduce work on every rank.
+pub(crate) fn reduce_roots(device: &Device) -> Result<(), String> {
+    let mut c = Checker::default();
+    c.shapes(
+        &[
+            shape(2, 2),
+            shape(45, 45),
+            shape(96, 96),
+            shape(2, 1),
+            shape(12, 3),
+            shape(96, 32),
+            shape(64, 16),
+        ],
+        |c, s| {
+            let n = s.ranks;
+            let blocks = n / s.block;
+            for case in coll::REDUCE_ROOTS..=coll::REDUCE_ROOTS_LAST {
+                let job = Job::new(&coll::SEMANTICS_COUNT, case, coll::COUNT_STRIDE);
+                let o = launch(device, &s.spec(), n, &job)?;
+                let roots = case - coll::REDUCE_ROOTS + coll::ROOTS_EVEN_ODD;
+                // One block naming root 1 is a correct reduce.
+                let correct = roots == coll::ROOTS_LAST_BLOCK && blocks == 1;
+                for r in 0..n {
+                    let mut w = o.rank(r);
+                    let [class, value, barrier, after, total] = w.array();
+                    let ctx = |what: &str| format!("reduce roots case {roots}: rank {r}: {what}");
+                    if correct {
+                        c.eq(|| ctx("class"), class, 0);
+                        let sum = n * (n + 1) / 2;
+                        let want = if r == 1 % n { sum } else { r + 100 };
+                        c.eq(|| ctx("value (the sum at root 1)"), value, want);
+                    } else {
+                        c.eq(|| ctx("class"), class, ErrorClass::Root as u32);
+                        c.eq(|| ctx("buffer untouched"), value, r + 100);
+                    }
+                    c.eq(|| ctx("barrier afterwards"), barrier, 0);
+                    c.eq(|| ctx("all_reduce afterwards"), [after, total], [0, n]);
+                }
+            }
+            Ok(())
+        },
+    );
+    c.finish()
+}
+
 pub(crate) fn count_mismatch(device: &Device) -> Result<(), String> {
     let mut c = Checker::default();
     c.shapes(

@@ -27,6 +27,27 @@ const SCHEDULES: [Schedule; 2] = [Schedule::Parallel, Schedule::Random { seed: 5
 /// Runs case `case` on `ranks` ranks in blocks of `block` and returns every
 /// rank's record.
 fn run(d: &Device, ranks: u32, block: u32, case: u32, param: u32, on: u32) -> Vec<Vec<u32>> {
+    run_spec(
+        d,
+        ranks,
+        block,
+        WorldSpec::ranks(ranks).block_dim(block),
+        case,
+        param,
+        on,
+    )
+}
+
+/// [`run`] on the world `spec` (of `ranks` ranks in blocks of `block`).
+fn run_spec(
+    d: &Device,
+    ranks: u32,
+    block: u32,
+    spec: WorldSpec,
+    case: u32,
+    param: u32,
+    on: u32,
+) -> Vec<Vec<u32>> {
     let stride = SUB_STRIDE as usize;
     let out = d.alloc_zeroed::<u32>(ranks as usize * stride).unwrap();
     let data = d.alloc_zeroed::<u8>(8).unwrap();
@@ -40,7 +61,6 @@ fn run(d: &Device, ranks: u32, block: u32, case: u32, param: u32, on: u32) -> Ve
         data: data.slice(),
         cells: cells.slice(),
     };
-    let spec = WorldSpec::ranks(ranks).block_dim(block);
     d.launch(&SEMANTICS_SUBCOMM, &args, &spec).unwrap_or_else(|e| {
         panic!("case {case} ({param}, on {on}), {ranks} ranks in blocks of {block}: {e}")
     });
@@ -134,3 +154,41 @@ fn a_broadcast_against_a_reduce_fails_on_every_rank(backend: Backend) {
     }
 }
 testgen!(a_broadcast_against_a_reduce_fails_on_every_rank);
+
+/// Varcount parts whose sender and receiver disagree on the length by
+/// `max_message_bytes` or more (16 bytes here: 4 words), so that they
+/// disagree on the number of pieces the part moves in, not only on a
+/// piece's length: a gather-varcount, a scatter-varcount, an
+/// all-to-all-varcount and one in place, with 4 words against 8, 8
+/// against 4, 4 against 12 and 12 against 4 (a piece's worth and two),
+/// and 1 against 9. Every rank fails with `MPI_ERR_COUNT`, no piece is
+/// left over: a correct gather-varcount after it gets every rank's word,
+/// and a barrier and an all-reduce work.
+fn varcount_lengths_a_piece_apart_fail_on_every_rank(backend: Backend) {
+    for case in [
+        S_GATHERV_LENGTHS,
+        S_SCATTERV_LENGTHS,
+        S_ALLTOALLV_LENGTHS,
+        S_ALLTOALLV_IN_PLACE_LENGTHS,
+    ] {
+        for (a, b) in [(4u32, 8u32), (8, 4), (4, 12), (12, 4), (1, 9)] {
+            for (ranks, block, on) in [(4, 4, ON_SPLIT), (3, 1, ON_SPLIT)] {
+                for s in SCHEDULES {
+                    let spec = WorldSpec::ranks(ranks).block_dim(block).max_message_bytes(16);
+                    let got = run_spec(&device(backend, s), ranks, block, spec, case, a << 8 | b, on);
+                    let sum = ranks * (ranks + 1) / 2;
+                    check(
+                        &got,
+                        |w| {
+                            let rank = ranks - 1 - w as u32;
+                            let root_sum = if rank == 0 { sum } else { 0 };
+                            vec![0, rank, ranks, COUNT, 0, root_sum, 0, 0, ranks]
+                        },
+                        &format!("case {case}, {a} words against {b}, {ranks} in blocks of {block}, {s:?}"),
+                    );
+                }
+            }
+        }
+    }
+}
+testgen!(varcount_lengths_a_piece_apart_fail_on_every_rank);

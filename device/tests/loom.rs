@@ -334,6 +334,73 @@ fn a_broadcast_with_one_dissenting_rank_fails_on_every_rank() {
     });
 }
 
+/// World reduces (sum of `rank + 1`) whose first names the root
+/// `roots[rank]` (an erroneous call when they differ; a rank that names
+/// itself passes a result buffer of `100 + rank`) and whose next two, to
+/// ranks 1 and 0, agree: the keyed first round's barrier, then the plain
+/// and keyed barriers of the next reduces on both staging halves. Returns
+/// the first call's class (0: success), and the sums at ranks 1 and 0
+/// (0 elsewhere).
+fn reduce_roots(w: &World, roots: &[i32]) -> Result<[u32; 3], Error> {
+    let me = w.rank();
+    let mine = me as u32 + 1;
+    let sum = SystemOperation::sum();
+    let reduce_to = |root: i32, out: &mut u32| {
+        let p = w.process_at_rank(root);
+        if root == me {
+            p.reduce_into_root(&mine, out, sum)
+        } else {
+            p.reduce_into(&mine, sum)
+        }
+    };
+    let mut v = 100 + me as u32;
+    let first = reduce_to(roots[me as usize], &mut v);
+    let class = first.err().map_or(0, |e| e.class() as u32);
+    if class != 0 {
+        assert_eq!(v, 100 + me as u32, "a failed reduce writes no result");
+    }
+    let (mut a, mut b) = (0, 0);
+    reduce_to(1, &mut a)?;
+    reduce_to(0, &mut b)?;
+    Ok([class, a, b])
+}
+
+/// (g) A world reduce over 2 blocks of 1 whose ranks each name themselves
+/// the root: both learn from the first round's keyed barrier that they
+/// disagree (MPI_ERR_ROOT on both, no result written), and the next two
+/// reduces work.
+#[test]
+fn a_reduce_whose_ranks_name_themselves_fails_on_both() {
+    check("reduce roots 2x1", 3, || {
+        let results = run_world(small_config(2, 1, 1), 0, |w, _| reduce_roots(w, &[0, 1]));
+        let root = gpu_mpi_device::ErrorClass::Root as u32;
+        assert_eq!(results, [Ok([root, 0, 3]), Ok([root, 3, 0])]);
+    });
+}
+
+/// (g) The same in 1 block of 2 ranks: the warp's shuffle and vote carry
+/// the check, the block barriers of the reduce stay paired.
+#[test]
+fn a_reduce_whose_lanes_name_each_other_fails_on_both() {
+    check("reduce roots 1x2", 2, || {
+        let results = run_world(small_config(2, 2, 1), 0, |w, _| reduce_roots(w, &[1, 0]));
+        let root = gpu_mpi_device::ErrorClass::Root as u32;
+        assert_eq!(results, [Ok([root, 0, 3]), Ok([root, 3, 0])]);
+    });
+}
+
+/// (g) A world reduce over 3 blocks of 1 where only rank 2 names another
+/// root (1) and rank 0 names itself: every rank fails. Without
+/// preemptions (three ranks spinning, as `barrier_three_blocks`).
+#[test]
+fn a_reduce_with_one_dissenting_rank_fails_on_every_rank() {
+    check("reduce roots 3x1", 0, || {
+        let results = run_world(small_config(3, 1, 1), 0, |w, _| reduce_roots(w, &[0, 0, 1]));
+        let root = gpu_mpi_device::ErrorClass::Root as u32;
+        assert_eq!(results, [Ok([root, 0, 6]), Ok([root, 6, 0]), Ok([root, 0, 0])]);
+    });
+}
+
 /// (h) The block barrier: 1 block of 2 ranks.
 #[test]
 fn barrier_one_block_of_two() {
@@ -593,6 +660,51 @@ fn warp_communicator_arrivals_of_three_lanes() {
     check("warp comm 1x3", 0, || {
         let results = run_world(small_config(3, 3, 1), 3, warp_comm_thrice);
         assert_eq!(results, [Ok(6), Ok(6), Ok(6)]);
+    });
+}
+
+/// (k) A lane that gives up in a warp collective's arrival takes it back
+/// (`collective::hardware::warp_arrive`, `withdraw`): on the warp
+/// communicator of 2 lanes under a wait bound, lane 0 enters a barrier
+/// while lane 1 waits in a receive from lane 0 that never comes; both
+/// give up (one times out, the other times out too or sees the abort).
+/// Then both call a barrier: its arrivals count from zero, so the lanes'
+/// barriers that complete pair up (lane 1's may also complete lane 0's
+/// first, when lane 1 gave up first), the others fail; never one lane in
+/// the barrier's warp instructions alone
+/// (before, lane 0's stale arrival made it the "last" lane of the second
+/// barrier at once, and it waited in `bar.warp.sync` for a lane that had
+/// left: a deadlock). Without preemptions in CI (3,840 interleavings,
+/// 1 s); with one it passes too (279,840 interleavings, 89 s).
+#[test]
+fn a_lane_that_gives_up_in_a_warp_arrival_takes_it_back() {
+    check("warp give up 1x2", 0, || {
+        let results = run_world(bounded(2, 2), 0, |w, _| -> Result<[u32; 2], Error> {
+            let c = w.split_by_warp()?;
+            let first = if c.rank() == 0 {
+                c.barrier()
+            } else {
+                let mut x = 0u32;
+                c.process_at_rank(0).receive_into(&mut x).map(|_| ())
+            };
+            let class = |r: Result<(), Error>| r.err().map_or(0, |e| e.class() as u32);
+            Ok([class(first), class(c.barrier())])
+        });
+        let timeout = gpu_mpi_device::ErrorClass::Timeout as u32;
+        let aborted = gpu_mpi_device::ErrorClass::Aborted as u32;
+        let [Ok([f0, s0]), Ok([f1, s1])] = results[..] else {
+            panic!("{results:?}")
+        };
+        assert!(f1 == timeout || f1 == aborted, "the receive: {results:?}");
+        for c in [f0, s0, s1] {
+            assert!(c == 0 || c == timeout || c == aborted, "{results:?}");
+        }
+        // (A lane whose wait timed out as the other lane's arrival came in
+        // completes the barrier and returns `Ok`; the world stays aborted.)
+        // Lane 0's barriers that completed are exactly those lane 1's one
+        // barrier completed with (its arrival may complete lane 0's first).
+        let ok0 = usize::from(f0 == 0) + usize::from(s0 == 0);
+        assert_eq!(ok0, usize::from(s1 == 0), "completed barriers: {results:?}");
     });
 }
 

@@ -3,10 +3,14 @@
 //! operations or masks are an error. Emulator only: on a GPU both are
 //! undefined behaviour (a hang or garbage), nothing that can be reported;
 //! the values of correct warp collectives are checked on every backend in
-//! check/tests/warp.rs.
+//! check/tests/warp.rs. Also a lane that gives up in a warp
+//! communicator's arrival (a wait bound; the GPU has no run of it here):
+//! the emulator's deadlock report is what showed the lanes out of step.
 
-use gpu_mpi_device::abi::shim::{self, WarpOp};
-use gpu_mpi_device::{Error, World};
+use gpu_mpi_device::abi::shim::{self, Ordering, WarpOp};
+use gpu_mpi_device::collective::SystemOperation;
+use gpu_mpi_device::traits::*;
+use gpu_mpi_device::{Error, ErrorClass, GlobalSlice, World};
 use gpu_mpi_host::{BlockedState, CpuOptions, Device, HostError, Schedule, WorldSpec};
 
 fn cpu(workers: usize, schedule: Schedule) -> Device {
@@ -118,6 +122,105 @@ fn lanes_that_disagree_on_a_warp_collective_are_an_error() {
                 _ => "with mask 0x0000ffff",
             };
             assert!(message.contains(needle), "mode {mode}: {message}");
+        }
+    }
+}
+
+/// The 32-bit atomic at element `i` of a device buffer.
+fn cell(s: &GlobalSlice<u32>, i: usize) -> &'static shim::AtomicU32 {
+    assert!(i < s.len());
+    // SAFETY: element `i` of a live, 4-byte aligned device buffer that the
+    // kernel below accesses only atomically.
+    unsafe { shim::atomic_u32_at(s.addr() as *mut u8, 4 * i) }
+}
+
+fn class(r: &Result<(), Error>) -> u32 {
+    r.err().map_or(0, |e| e.class() as u32)
+}
+
+gpu_mpi_device::kernel! {
+    /// On the warp communicator of each warp, lane 3 waits in a receive
+    /// from world rank 4 (never sent) while the other lanes enter a
+    /// barrier: under a wait bound one lane times out and the others give
+    /// up. Then every lane calls a barrier and an all-reduce of 1 there,
+    /// handles the errors and returns `Ok`. Rank `r` records at `4 r` the
+    /// classes of the three calls and the sum.
+    pub static GIVE_UP = fn give_up(world: &World, out: &GlobalSlice<u32>) -> Result<(), Error> {
+        let c = world.split_by_warp()?;
+        let first = if c.rank() == 3 {
+            let mut x = 0u32;
+            world.process_at_rank(4).receive_into(&mut x).map(|_| ())
+        } else {
+            c.barrier()
+        };
+        let second = c.barrier();
+        let mut sum = 0u32;
+        let third = c.all_reduce_into(&1u32, &mut sum, SystemOperation::sum());
+        let at = 4 * world.rank() as usize;
+        for (i, v) in [class(&first), class(&second), class(&third), sum].into_iter().enumerate() {
+            cell(out, at + i).store(v, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+}
+
+/// Lanes that give up in a warp collective's arrival (the wait bound, or
+/// the world's abort) take their arrival back: the next warp collectives
+/// on the communicator count their lanes afresh. Before, the lane that had
+/// skipped the first barrier arrived at its first barrier as the warp's
+/// "last" lane (the others' stale arrivals counted) and went into the
+/// barrier's `bar.warp.sync` alone, which the emulator reported as lanes
+/// that disagree on a warp collective (a hang on a GPU). Now the launch
+/// ends as a world aborted by a timeout whose ranks all handled their
+/// errors, every call after the abort returns `Ok` (its arrival
+/// completed: the sum is right) or an error class, never a warp
+/// collective with a lane missing. (Which calls pair up after the abort
+/// depends on who gave up first: lane 3's next barrier may complete the
+/// others' first, as MPI allows of barriers called from different places.)
+#[test]
+fn a_lane_that_gives_up_in_a_warp_arrival_takes_it_back() {
+    use std::time::Duration;
+    let schedules = [
+        Schedule::Parallel,
+        Schedule::Random { seed: 1 },
+        Schedule::Random { seed: 2 },
+        Schedule::pct(3, 2),
+    ];
+    for schedule in schedules {
+        for (ranks, block) in [(32u32, 32u32), (40, 40), (64, 32)] {
+            let d = cpu(2, schedule);
+            let out = d.alloc_zeroed::<u32>(4 * ranks as usize).unwrap();
+            let spec = WorldSpec::ranks(ranks)
+                .block_dim(block)
+                .timeout(Duration::from_millis(50));
+            let what = format!("{schedule:?}, {ranks} ranks in blocks of {block}");
+            match d.launch(&GIVE_UP, &out.slice(), &spec) {
+                Err(HostError::WorldAborted { timed_out: true, .. }) => {}
+                other => panic!("{what}: {other:?}"),
+            }
+            let got = d.download(&out).unwrap();
+            let (timeout, aborted) = (ErrorClass::Timeout as u32, ErrorClass::Aborted as u32);
+            for r in 0..ranks as usize {
+                let [first, second, third, sum] = [0, 1, 2, 3].map(|i| got[4 * r + i]);
+                let lanes = (block - (r as u32 % block) / 32 * 32).min(32);
+                if r as u32 % 32 == 3 {
+                    assert!(
+                        first == timeout || first == aborted,
+                        "{what}: rank {r}: first {first}"
+                    );
+                }
+                // The others' first barrier may also complete: when lane 3
+                // gives up first, its next barrier is the last arrival.
+                for (name, c) in [("first", first), ("second", second), ("third", third)] {
+                    assert!(
+                        c == 0 || c == timeout || c == aborted || c == ErrorClass::Count as u32,
+                        "{what}: rank {r}: {name} {c}"
+                    );
+                }
+                if third == 0 {
+                    assert_eq!(sum, lanes, "{what}: rank {r}: the all-reduce's sum");
+                }
+            }
         }
     }
 }

@@ -417,6 +417,19 @@ pub const ROOTS_LAST_INVALID: u32 = 10;
 /// size`, the others root 0: with one block a correct broadcast from root
 /// 1, with several a whole block against the others.
 pub const ROOTS_LAST_BLOCK: u32 = 11;
+/// `count` case (reduce roots): case `REDUCE_ROOTS + (c - ROOTS_EVEN_ODD)`
+/// names the roots of `ROOTS_*` case `c` in a world reduce (sum) of
+/// [`REDUCE_ROOTS_LEN`] `u64`s (rank `r` sends `r + 1` in each; two
+/// staging rounds), the rank that names itself calling `reduce_into_root`
+/// into a buffer of `rank + 100`s, the others `reduce_into`. The recorded
+/// result word is the low word of the first element of that buffer (a
+/// non-root's is never passed: `rank + 100`).
+pub const REDUCE_ROOTS: u32 = 12;
+/// The last reduce roots case (`ROOTS_LAST_BLOCK`'s).
+pub const REDUCE_ROOTS_LAST: u32 = REDUCE_ROOTS + (ROOTS_LAST_BLOCK - ROOTS_EVEN_ODD);
+/// Elements of a [`REDUCE_ROOTS`] case's reduce: more than one staging
+/// round of the default 256-byte cells.
+pub const REDUCE_ROOTS_LEN: usize = 40;
 /// The root rank `rank` names in the `ROOTS_*` case `case`.
 pub fn roots_case_root(case: u32, rank: i32, size: i32, block: i32) -> i32 {
     match case {
@@ -491,6 +504,20 @@ gpu_mpi_device::kernel! {
                 let mut buf = [rank as u32 + 100; 2];
                 let r = world.process_at_rank(root).broadcast_into(&mut buf[..]);
                 out[0] = buf[0];
+                r
+            }
+            REDUCE_ROOTS..=REDUCE_ROOTS_LAST => {
+                let case = args.case - REDUCE_ROOTS + ROOTS_EVEN_ODD;
+                let root = roots_case_root(case, rank, size, world.block_size());
+                let send = [rank as u64 + 1; REDUCE_ROOTS_LEN];
+                let mut recv = [rank as u64 + 100; REDUCE_ROOTS_LEN];
+                let p = world.process_at_rank(root);
+                let r = if root == rank {
+                    p.reduce_into_root(&send[..], &mut recv[..], sum)
+                } else {
+                    p.reduce_into(&send[..], sum)
+                };
+                out[0] = recv[0] as u32;
                 r
             }
             _ => {

@@ -16,7 +16,7 @@
 use super::operation::UserOperation;
 use crate::communicator::{Communicator, World};
 use crate::datatype::{user_datatype_id, Datatype, Equivalence};
-use crate::error::{Error, ErrorClass};
+use crate::error::{saturating_u32, Error, ErrorClass};
 use crate::polling::WaitFor;
 use crate::status::Status;
 use bytemuck::{Pod, Zeroable};
@@ -87,6 +87,18 @@ impl Agreement {
         if let (Some(lo), Some(hi)) = (self.min.get_mut(slot), self.max.get_mut(slot)) {
             *lo = v;
             *hi = v;
+        }
+    }
+
+    /// Sets slot `slot` (a count or a length) to `n`. The slot is a 32-bit
+    /// word: a value of `u32::MAX` or more is stored saturated and fails
+    /// the agreement with `MPI_ERR_COUNT` (on every rank: the class travels
+    /// with the record) instead of being compared, or counted into rounds,
+    /// cut to its low bits.
+    pub(crate) fn set_count(&mut self, slot: usize, n: usize) {
+        self.set(slot, saturating_u32(n));
+        if n >= u32::MAX as usize {
+            self.class = self.class.max(ErrorClass::Count as u32);
         }
     }
 
@@ -214,7 +226,9 @@ pub(crate) struct Opening {
     /// The root (`u32::MAX` for none).
     pub(crate) root: u32,
     /// The count every member passes (elements of a reduction, bytes of
-    /// a part; 0 where members pass different counts).
+    /// a part; 0 where members pass different counts), saturated: a count
+    /// of `u32::MAX` or more is `u32::MAX`, which fails the opening
+    /// ([`Opened::of`]).
     pub(crate) count: u32,
     /// The datatype id.
     pub(crate) datatype: u32,
@@ -256,13 +270,22 @@ impl Opening {
 }
 
 impl Opened {
-    /// One member's record: its words, and its own error's class.
+    /// One member's record: its words, and its own error's class. A count
+    /// that its word could not hold ([`Opening::count`] saturated to
+    /// `u32::MAX`) is an `MPI_ERR_COUNT` of the member's own, so that
+    /// members whose counts differ by a multiple of 2^32 cannot agree.
     pub(crate) fn of(mine: &Opening, local: Option<&Error>) -> Opened {
         let w = mine.words();
+        let own = local.map_or(0, |e| e.class() as u32);
+        let count = if mine.count == u32::MAX {
+            ErrorClass::Count as u32
+        } else {
+            0
+        };
         Opened {
             lo: w,
             hi: w,
-            class: local.map_or(0, |e| e.class() as u32),
+            class: own.max(count),
         }
     }
 

@@ -608,6 +608,60 @@ mod tests {
         });
     }
 
+    /// The 32-bit count and length words of the other collectives fail
+    /// with a class too (docs/limits.md, "Lengths in 32-bit words"): a
+    /// world scan of 2^32 + 16 elements (its agreement's `COUNT` slot),
+    /// an in-place gather-varcount at the root whose part is 2^31 - 1
+    /// `u32`s (8 GiB: its `LEN` slot, which was saturated and would have
+    /// cut the staged rounds to 4 GiB), a broadcast and a reduce-scatter of
+    /// 2^32 + 16 bytes on a warp communicator (the hardware descriptor; the
+    /// general algorithm's opening): `MPI_ERR_COUNT`. A non-blocking
+    /// broadcast of that buffer reports its length saturated (it said 16).
+    /// Several blocks of ranks are tested on the emulator (host/tests/lengths.rs).
+    #[test]
+    fn chapter_6_and_sub_communicator_lengths_past_four_gib_fail_with_a_class() {
+        use crate::collective::movement::PartitionMut;
+        use crate::creation::CommunicatorCreation;
+        let count = Err(crate::error::ErrorClass::Count);
+        with_world(|w| {
+            let len = (1usize << 32) + 16;
+            // First the calls that returned `Ok` at once before (in a world
+            // of one rank nobody disagrees), then those that ran 17 million
+            // rounds.
+            let part = (1usize << 31) - 1;
+            let mut words = vec![0u32; part];
+            let counts = [part as i32];
+            let mut p = PartitionMut::new(&mut words[..], &counts, &[0]);
+            let r = w.process_at_rank(0).gather_varcount_into_root_in_place(&mut p);
+            assert_eq!(r.map_err(|e| e.class()), count, "world gatherv, 8 GiB part");
+            let c = w.split_by_warp().unwrap();
+            let mut buf = vec![0u8; len];
+            let r = c.process_at_rank(0).broadcast_into(&mut buf[..]);
+            assert_eq!(r.map_err(|e| e.class()), count, "warp broadcast");
+            let big = vec![0u8; len];
+            let mut out = vec![0u8; len];
+            let r = w.scan_into(&big[..], &mut out[..], SystemOperation::sum());
+            assert_eq!(r.map_err(|e| e.class()), count, "world scan");
+            let r = c.reduce_scatter_block_into(&big[..], &mut out[..], SystemOperation::sum());
+            assert_eq!(r.map_err(|e| e.class()), count, "general reduce-scatter-block");
+            let r = crate::request::scope(|scope| {
+                w.process_at_rank(0)
+                    .immediate_broadcast_into(scope, &mut buf[..])?
+                    .wait()
+                    .map(|_| ())
+            });
+            assert!(
+                matches!(r, Err(Error::BufferTooLarge { bytes: u32::MAX, .. })),
+                "non-blocking broadcast: {r:?}"
+            );
+            // The world still works.
+            let mut x = 5u32;
+            w.process_at_rank(0).broadcast_into(&mut x).unwrap();
+            c.barrier().unwrap();
+            assert_eq!(x, 5);
+        });
+    }
+
     #[test]
     fn one_rank_collectives_return_own_values() {
         with_world(|w| {

@@ -43,7 +43,11 @@
 //! receiver expects is taken (consumed) with `MPI_ERR_COUNT`, the other
 //! parts still move (no message is left to pair with the next
 //! collective), and a second opening carries that failure to every
-//! member. The parts that matched may then have been written.
+//! member. The parts that matched may then have been written. A part
+//! moves in pieces of at most `max_message_bytes`; the receiver follows
+//! the sender's pieces (each piece's tag says whether more follow:
+//! [`piece_tag`]), so parts whose lengths differ by whole pieces are
+//! taken the same way, with no piece waited for in vain or left over.
 //!
 //! Every message names its buffer by [`Place`]: plain bytes, or packed
 //! bytes of a view of a derived datatype, which travel as a typed record
@@ -64,7 +68,7 @@ use crate::communicator::CommView;
 use crate::communicator::PROC_NULL;
 use crate::datatype::{Buffer, BufferMut, Datatype, Equivalence, TypedBuffer};
 use crate::engine::{self, Post};
-use crate::error::{Error, ErrorClass};
+use crate::error::{saturating_u32, Error, ErrorClass};
 use crate::records::{RecordState, SendMode};
 use crate::status::Status;
 
@@ -105,7 +109,7 @@ fn chunk_elements<T>() -> Result<usize, Error> {
     let size = core::mem::size_of::<T>();
     if size > CHUNK_BYTES || core::mem::align_of::<T>() > 16 {
         return Err(Error::BufferTooLarge {
-            bytes: size as u32,
+            bytes: saturating_u32(size),
             limit: CHUNK_BYTES as u32,
         });
     }
@@ -200,11 +204,13 @@ impl<'a> CommView<'a> {
         Ok(root as u32)
     }
 
-    fn send_post(&self, to: u32, tag: Tag, dt: Datatype, (ptr, typed): (*const u8, u32), len: usize) -> Post {
+    /// A send of a piece of `len` bytes to member `to`, tagged `tag` (a
+    /// [`piece_tag`]).
+    fn send_post(&self, to: u32, tag: i32, dt: Datatype, (ptr, typed): (*const u8, u32), len: usize) -> Post {
         Post {
             state: RecordState::SendClaim,
             peer: self.member(to),
-            tag: tag as i32,
+            tag,
             datatype: dt.id,
             buffer: ptr,
             len,
@@ -216,18 +222,18 @@ impl<'a> CommView<'a> {
         }
     }
 
-    fn receive_post(
-        &self,
-        from: u32,
-        tag: Tag,
-        dt: Datatype,
-        (ptr, typed): (*const u8, u32),
-        len: usize,
-    ) -> Post {
+    /// A receive of the next piece from member `from` into a room of `len`
+    /// bytes, of any tag: the piece's tag says whether more pieces of the
+    /// part follow ([`piece_tag`]). Safe with any tag because each pair's
+    /// messages on the collective context come in order (MPI 3.5) and
+    /// every step of an algorithm receives exactly the pieces its sender
+    /// sends in that step: the opening's message, or a part's pieces up
+    /// to the one without [`MORE`] (whatever length either side passed).
+    fn receive_post(&self, from: u32, dt: Datatype, (ptr, typed): (*const u8, u32), len: usize) -> Post {
         Post {
             state: RecordState::RecvMatch,
             peer: self.member(from),
-            tag: tag as i32,
+            tag: crate::status::ANY_TAG,
             datatype: dt.id,
             buffer: ptr,
             len,
@@ -253,6 +259,7 @@ impl<'a> CommView<'a> {
         loop {
             let n = (len - off).min(piece);
             // `off + n <= len`, inside the caller's buffer.
+            let tag = piece_tag(tag, off + n < len);
             let p = self.send_post(to, tag, dt, at.add(off).post_buffer(n, &mut part), n);
             let core = self.world.core();
             let i = engine::run_blocking(core, &p)?;
@@ -264,31 +271,37 @@ impl<'a> CommView<'a> {
         }
     }
 
-    /// Receives `len` bytes from member `from` into `at` (pieces as
-    /// [`CommView::send`]); a message of another length is `MPI_ERR_COUNT` (in
-    /// elements of `dt`).
+    /// Receives the part member `from` sends (in pieces, as
+    /// [`CommView::send`]) into the `len` bytes at `at`. The pieces follow
+    /// the sender's length, not this rank's: each is received into what is
+    /// left of `len` (none once it is full: the piece is consumed as
+    /// truncated), until the one without [`MORE`], so that a part of
+    /// another length (even by many pieces) leaves no piece behind and no
+    /// rank waits for a piece that never comes; its length against `len`
+    /// is `MPI_ERR_COUNT` (in elements of `dt`).
     fn receive(&self, from: u32, tag: Tag, dt: Datatype, at: Place, len: usize) -> Result<(), Error> {
         let piece = self.piece();
-        let mut off = 0;
+        let mut got = 0usize;
         let mut part = no_part();
         loop {
-            let n = (len - off).min(piece);
-            // `off + n <= len`, inside the caller's buffer.
-            let p = self.receive_post(from, tag, dt, at.add(off).post_buffer(n, &mut part), n);
+            let off = got.min(len);
+            let room = (len - off).min(piece);
+            // `off + room <= len`, inside the caller's buffer.
+            let p = self.receive_post(from, dt, at.add(off).post_buffer(room, &mut part), room);
             let core = self.world.core();
             let i = engine::run_blocking(core, &p)?;
-            let status = engine::collect(&core, i).map_err(|e| count_error(e, dt, n))?;
-            check_length(&status, dt, n)?;
-            off += n;
-            if off >= len {
-                return Ok(());
+            let (n, more) = piece_of(engine::collect(&core, i), tag)?;
+            got += n;
+            if !more {
+                return part_length(got, len, dt);
             }
         }
     }
 
-    /// Sends `slen` bytes at `sptr` to `to` and receives `rlen` bytes from
-    /// `from` into `rptr`, progressing both (either may be absent), in
-    /// pieces of at most `max_message_bytes`.
+    /// Sends `slen` bytes at `sptr` to `to` and receives what `from`
+    /// sends into the `rlen` bytes at `rptr`, progressing both (either may
+    /// be absent), in pieces of at most `max_message_bytes`; the receive
+    /// follows the sender's pieces as [`CommView::receive`] does.
     #[allow(clippy::too_many_arguments)]
     fn send_receive(
         &self,
@@ -302,29 +315,25 @@ impl<'a> CommView<'a> {
         dt: Datatype,
     ) -> Result<(), Error> {
         let piece = self.piece();
-        let (mut so, mut ro) = (0usize, 0usize);
+        let (mut so, mut got) = (0usize, 0usize);
         let (mut spart, mut rpart) = (no_part(), no_part());
-        let mut first = true;
-        loop {
-            let send_more = to.is_some() && (first || so < slen);
-            let receive_more = from.is_some() && (first || ro < rlen);
-            if !send_more && !receive_more {
-                return Ok(());
-            }
-            first = false;
+        let (mut sending, mut receiving) = (to.is_some(), from.is_some());
+        while sending || receiving {
             let sn = (slen - so).min(piece);
-            let rn = (rlen - ro).min(piece);
             let send = match to {
                 // `so + sn <= slen`, inside the send buffer.
-                Some(t) if send_more => {
+                Some(t) if sending => {
+                    let tag = piece_tag(tag, so + sn < slen);
                     Some(self.send_post(t, tag, dt, sptr.add(so).post_buffer(sn, &mut spart), sn))
                 }
                 _ => None,
             };
+            let off = got.min(rlen);
+            let room = (rlen - off).min(piece);
             let recv = match from {
-                // `ro + rn <= rlen`, inside the receive buffer.
-                Some(f) if receive_more => {
-                    Ok(self.receive_post(f, tag, dt, rptr.add(ro).post_buffer(rn, &mut rpart), rn))
+                // `off + room <= rlen`, inside the receive buffer.
+                Some(f) if receiving => {
+                    Ok(self.receive_post(f, dt, rptr.add(off).post_buffer(room, &mut rpart), room))
                 }
                 _ => Err(Status {
                     source: PROC_NULL,
@@ -333,19 +342,23 @@ impl<'a> CommView<'a> {
                     datatype: dt.id,
                 }),
             };
-            let got = recv.is_ok();
-            let status = crate::point_to_point::exchange(self.world, send, recv, false)
-                .map_err(|e| count_error(e, dt, rn))?;
-            if got {
-                check_length(&status, dt, rn)?;
-                ro += rn;
-            }
-            if send_more {
+            let took = recv.is_ok();
+            let r = crate::point_to_point::exchange(self.world, send, recv, false);
+            if sending {
                 so += sn;
+                sending = so < slen;
             }
-            if (to.is_none() || so >= slen) && (from.is_none() || ro >= rlen) {
-                return Ok(());
+            if took {
+                let (n, more) = piece_of(r, tag)?;
+                got += n;
+                receiving = more;
+            } else {
+                r?;
             }
+        }
+        match from {
+            Some(_) => part_length(got, rlen, dt),
+            None => Ok(()),
         }
     }
 
@@ -541,8 +554,8 @@ impl<'a> CommView<'a> {
             match out {
                 Some((p, len)) if len == count => Ok(Some(p)),
                 Some((_, len)) => Err(Error::CountMismatch {
-                    count: len as u32,
-                    expected: count as u32,
+                    count: saturating_u32(len),
+                    expected: saturating_u32(count),
                 }),
                 // The root called the non-root form.
                 None => Err(Error::InvalidRoot {
@@ -574,8 +587,8 @@ impl<'a> CommView<'a> {
             chunk_elements::<T>()?;
             if len != count {
                 return Err(Error::CountMismatch {
-                    count: len as u32,
-                    expected: count as u32,
+                    count: saturating_u32(len),
+                    expected: saturating_u32(count),
                 });
             }
             Ok(())
@@ -607,8 +620,8 @@ impl<'a> CommView<'a> {
             op.check()?;
             if len != count {
                 return Err(Error::CountMismatch {
-                    count: len as u32,
-                    expected: count as u32,
+                    count: saturating_u32(len),
+                    expected: saturating_u32(count),
                 });
             }
             chunk_elements::<T>()
@@ -729,7 +742,7 @@ impl<'a> CommView<'a> {
         let checked = (|| {
             if counts.len() != self.size as usize || counts.iter().any(|&c| c < 0) {
                 return Err(Error::CountMismatch {
-                    count: counts.len() as u32,
+                    count: saturating_u32(counts.len()),
                     expected: self.size,
                 });
             }
@@ -737,8 +750,8 @@ impl<'a> CommView<'a> {
             let mine = counts[self.rank as usize] as usize;
             if n != total || out_len < mine {
                 return Err(Error::CountMismatch {
-                    count: n as u32,
-                    expected: total as u32,
+                    count: saturating_u32(n),
+                    expected: saturating_u32(total),
                 });
             }
             op.check()?;
@@ -799,8 +812,8 @@ impl<'a> CommView<'a> {
             let (end, last) = parts.get(self.size as usize - 1);
             if end + last > rlen {
                 return Err(Error::CountMismatch {
-                    count: rlen as u32,
-                    expected: (end + last) as u32,
+                    count: saturating_u32(rlen),
+                    expected: saturating_u32(end + last),
                 });
             }
             if let Some((_, sn)) = send {
@@ -949,8 +962,8 @@ impl<'a> CommView<'a> {
                 let (_, bytes) = p.get(self.rank as usize);
                 if bytes != sn {
                     return Err(Error::CountMismatch {
-                        count: (sn / unit) as u32,
-                        expected: (bytes / unit) as u32,
+                        count: saturating_u32(sn / unit),
+                        expected: saturating_u32(bytes / unit),
                     });
                 }
             }
@@ -1024,8 +1037,8 @@ impl<'a> CommView<'a> {
             let (_, rb) = r_parts.get(r as usize);
             if sb != rb {
                 return Err(Error::CountMismatch {
-                    count: rb as u32,
-                    expected: sb as u32,
+                    count: saturating_u32(rb),
+                    expected: saturating_u32(sb),
                 });
             }
             Ok((s, r_parts))
@@ -1098,36 +1111,67 @@ impl<'a> CommView<'a> {
 
     /// Sends the `len` bytes at `p` to member `q` and replaces them with
     /// what `q` sends back (`MPI_Sendrecv_replace` on the collective
-    /// context).
+    /// context), piece by piece. While both sides have pieces left, every
+    /// earlier piece of both was a whole one, so the send and the receive
+    /// name the same bytes (a replace); after the shorter side's last
+    /// piece the other side's go alone: the rest of this rank's part is
+    /// sent as it is, or the rest of `q`'s is received into what is left
+    /// of `len` (and consumed as truncated beyond it), so that parts of
+    /// different lengths leave no piece behind ([`CommView::receive`]).
     fn exchange_replace(&self, q: u32, p: Place, len: usize, dt: Datatype) -> Result<(), Error> {
         let piece = self.piece();
-        let mut off = 0;
+        let (mut so, mut got) = (0usize, 0usize);
+        let (mut sending, mut receiving) = (true, true);
         let mut part = no_part();
-        loop {
-            let n = (len - off).min(piece);
-            // `off + n <= len`; the send and the receive name the same part.
-            let at = p.add(off).post_buffer(n, &mut part);
-            let mut send = self.send_post(q, Tag::AllToAll, dt, at, n);
-            send.mode = SendMode::Replace as u32 | at.1;
-            let recv = self.receive_post(q, Tag::AllToAll, dt, at, n);
-            let status = crate::point_to_point::exchange(self.world, Some(send), Ok(recv), true)
-                .map_err(|e| count_error(e, dt, n))?;
-            check_length(&status, dt, n)?;
-            off += n;
-            if off >= len {
-                return Ok(());
+        while sending || receiving {
+            let sn = (len - so).min(piece);
+            let tag = piece_tag(Tag::AllToAll, so + sn < len);
+            if sending && receiving {
+                // `so == got` (above); `so + sn <= len`: the same piece both ways.
+                let at = p.add(so).post_buffer(sn, &mut part);
+                let mut send = self.send_post(q, tag, dt, at, sn);
+                send.mode = SendMode::Replace as u32 | at.1;
+                let recv = self.receive_post(q, dt, at, sn);
+                let r = crate::point_to_point::exchange(self.world, Some(send), Ok(recv), true);
+                so += sn;
+                sending = so < len;
+                let (n, more) = piece_of(r, Tag::AllToAll)?;
+                got += n;
+                receiving = more;
+            } else if sending {
+                // `so + sn <= len`: the rest of this rank's part, untouched.
+                let p = self.send_post(q, tag, dt, p.add(so).post_buffer(sn, &mut part), sn);
+                let core = self.world.core();
+                let i = engine::run_blocking(core, &p)?;
+                engine::collect(&core, i)?;
+                so += sn;
+                sending = so < len;
+            } else {
+                let off = got.min(len);
+                let room = (len - off).min(piece);
+                // `off + room <= len`, inside the part.
+                let p = self.receive_post(q, dt, p.add(off).post_buffer(room, &mut part), room);
+                let core = self.world.core();
+                let i = engine::run_blocking(core, &p)?;
+                let (n, more) = piece_of(engine::collect(&core, i), Tag::AllToAll)?;
+                got += n;
+                receiving = more;
             }
         }
+        part_length(got, len, dt)
     }
 }
 
-/// An [`Opening`] of `call` with `root` (`None`: none), `count` (its low
-/// 32 bits, as the hardware paths compare) and `datatype`.
+/// An [`Opening`] of `call` with `root` (`None`: none), `count` and
+/// `datatype`. The count word is 32 bits: a count of `u32::MAX` or more is
+/// saturated, which [`Opened::of`] turns into this member's own
+/// `MPI_ERR_COUNT` (as the hardware paths' opening does), so that every
+/// member fails instead of comparing counts cut to their low bits.
 fn opening(call: Call, root: Option<u32>, count: usize, datatype: u32) -> Opening {
     Opening {
         call: call as u32,
         root: root.unwrap_or(u32::MAX),
-        count: count as u32,
+        count: saturating_u32(count),
         datatype,
         check: 0,
     }
@@ -1163,8 +1207,8 @@ fn varcount_step(
 fn own_length(len: usize, bytes: usize) -> Result<(), Error> {
     if len != bytes {
         return Err(Error::CountMismatch {
-            count: len as u32,
-            expected: bytes as u32,
+            count: saturating_u32(len),
+            expected: saturating_u32(bytes),
         });
     }
     Ok(())
@@ -1176,30 +1220,43 @@ fn empty() -> *mut u8 {
     core::ptr::NonNull::<u8>::dangling().as_ptr()
 }
 
-/// A received message's length against the expected `len` bytes.
-fn check_length(status: &Status, dt: Datatype, len: usize) -> Result<(), Error> {
-    if status.bytes as usize != len {
+/// Bit of a collective message's tag: more pieces of the same part
+/// follow this one (the tags of [`Tag`] are below it).
+const MORE: i32 = 1 << 4;
+
+/// The tag word of a piece of a part sent with `tag`: with [`MORE`]
+/// unless it is the part's last.
+fn piece_tag(tag: Tag, more: bool) -> i32 {
+    tag as i32 | if more { MORE } else { 0 }
+}
+
+/// A received piece's length and whether more pieces of its part follow,
+/// from its receive's result: a piece longer than its room is consumed as
+/// truncated (its status tells its length), which the part's length check
+/// reports ([`part_length`]). A piece of another step than `tag` cannot
+/// come (the opening agreed on the collective; see
+/// [`CommView::receive_post`]): `MPI_ERR_INTERN` if it did.
+fn piece_of(received: Result<Status, Error>, tag: Tag) -> Result<(usize, bool), Error> {
+    match received {
+        Ok(status) | Err(Error::Truncate { status, .. }) if status.tag & !MORE == tag as i32 => {
+            Ok((status.bytes as usize, status.tag & MORE != 0))
+        }
+        Ok(_) | Err(Error::Truncate { .. }) => Err(Error::Intern),
+        Err(e) => Err(e),
+    }
+}
+
+/// A received part of `got` bytes against the `len` bytes this rank
+/// expects: `MPI_ERR_COUNT` (in elements of `dt`) when they differ.
+fn part_length(got: usize, len: usize, dt: Datatype) -> Result<(), Error> {
+    if got != len {
         let unit = (dt.size as usize).max(1);
         return Err(Error::CountMismatch {
-            count: (len / unit) as u32,
-            expected: status.bytes / unit as u32,
+            count: saturating_u32(len / unit),
+            expected: saturating_u32(got / unit),
         });
     }
     Ok(())
-}
-
-/// A truncated collective message is a count mismatch.
-fn count_error(e: Error, dt: Datatype, len: usize) -> Error {
-    match e {
-        Error::Truncate { status, .. } => {
-            let unit = (dt.size as usize).max(1);
-            Error::CountMismatch {
-                count: (len / unit) as u32,
-                expected: status.bytes / unit as u32,
-            }
-        }
-        e => e,
-    }
 }
 
 /// The parts of a varcount partition over `n` ranks, checked against a

@@ -56,7 +56,7 @@ use super::agreement::kind_code;
 use super::operation::Operation;
 use crate::communicator::{CommInfo, World};
 use crate::datatype::{Datatype, Equivalence};
-use crate::error::Error;
+use crate::error::{saturating_u32, Error};
 use crate::polling::{Call, WaitFor, STATE_RUNNING};
 use crate::records::{CommKind, WarpWord};
 use crate::shim::{self, Ordering, SHARED_BLOCK_BYTES};
@@ -353,6 +353,14 @@ fn wait_of(d: &Descriptor) -> WaitFor {
 /// never completes. A lane that returned or waits elsewhere leaves the
 /// others here: the deadlock report on the emulator, `MPI_ERR_TIMEOUT`
 /// (then `MPI_ERR_ABORTED` on the rest) on the GPU.
+///
+/// A lane whose wait gives up (its timeout, or the world's abort) takes
+/// its arrival back ([`withdraw`]) before it returns the error, so that
+/// its next warp collective is not counted as a second arrival at this
+/// one (which made a lane "last" with another lane missing: it went into
+/// the shuffles alone, and the generations of the word fell out of step
+/// with the lanes' collectives). Where the last lane arrived meanwhile,
+/// the collective can complete and the lane takes part after all.
 #[inline(never)]
 fn warp_arrive(v: &CommView<'_>, what: WaitFor) -> Result<(), Error> {
     let world = v.world;
@@ -373,9 +381,41 @@ fn warp_arrive(v: &CommView<'_>, what: WaitFor) -> Result<(), Error> {
         );
         return Ok(());
     }
-    crate::communicator::wait_for(world, what, |_| {
+    let waited = crate::communicator::wait_for(world, what, |_| {
         (WarpWord(word.load(Ordering::Relaxed)).generation() != generation).then_some(Ok(()))
-    })
+    });
+    match waited {
+        Err(e) if withdraw(word, generation, v.size) => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// Takes back the arrival of a lane that gave up waiting in generation
+/// `generation` of a warp of `lanes` lanes: `true` when it did, `false`
+/// when every lane has arrived (the generation stepped, or the last lane's
+/// arrival is in and the step follows): then the collective completes and
+/// the lane must take part in its warp instructions.
+///
+/// The last lane's arrival and its step are two adds; a withdrawal
+/// between them would leave the step's `- lanes × ARRIVAL` to wrap the
+/// count, so a lane withdraws only from a count below `lanes`, by a
+/// compare-and-swap on the same word (Relaxed: as in [`warp_arrive`], the
+/// word's modification order alone decides; this RMW and the arrivals'
+/// are ordered by it).
+#[cold]
+#[inline(never)]
+fn withdraw(word: &shim::AtomicU32, generation: u32, lanes: u32) -> bool {
+    let mut current = word.load(Ordering::Relaxed);
+    loop {
+        let w = WarpWord(current);
+        if w.generation() != generation || w.arrived() >= lanes {
+            return false;
+        }
+        match word.compare_exchange(current, current - WarpWord::ARRIVAL, Ordering::Relaxed) {
+            Ok(_) => return true,
+            Err(now) => current = now,
+        }
+    }
 }
 
 /// The warp opening: every lane present ([`warp_arrive`]), then agreement
@@ -412,6 +452,15 @@ fn open(
     local: Option<Error>,
 ) -> Result<(), Error> {
     v.world.record_wait(wait_of(&mine));
+    // The descriptor's count word is 32 bits, filled with `saturating_u32`:
+    // a count of `u32::MAX` or more is this rank's own count disagreement,
+    // so every rank fails with `MPI_ERR_COUNT` instead of comparing counts
+    // cut to their low bits.
+    let local_bits = if mine.count == u32::MAX {
+        local_bits | Mismatch::Count as u32
+    } else {
+        local_bits
+    };
     if kind == CommKind::Block {
         block_open(v, mine, local_bits, local)
     } else {
@@ -489,7 +538,7 @@ fn broadcast_on(
     let mine = Descriptor {
         call: Call::Broadcast as u32,
         root,
-        count: len as u32,
+        count: saturating_u32(len),
         datatype: dt.id,
     };
     open(v, kind, mine, 0, None)?;
@@ -622,8 +671,8 @@ unsafe fn reduce_on<T: Equivalence, O: Operation<T>>(
             Some((_, len)) => {
                 local_bits = Mismatch::Count as u32;
                 local = Some(Error::CountMismatch {
-                    count: len as u32,
-                    expected: count as u32,
+                    count: saturating_u32(len),
+                    expected: saturating_u32(count),
                 });
             }
             None => {
@@ -642,7 +691,7 @@ unsafe fn reduce_on<T: Equivalence, O: Operation<T>>(
     let mine = Descriptor {
         call: call as u32,
         root: root_word,
-        count: count as u32,
+        count: saturating_u32(count),
         datatype: T::DATATYPE.id,
     };
     open(v, kind, mine, local_bits, local).map_err(|e| op_error.unwrap_or(e))?;
@@ -773,8 +822,8 @@ unsafe fn gather_on(
             Some((_, len)) => {
                 local_bits = Mismatch::Count as u32;
                 local = Some(Error::CountMismatch {
-                    count: len as u32,
-                    expected: (part * n) as u32,
+                    count: saturating_u32(len),
+                    expected: saturating_u32(part * n),
                 });
             }
             None => {
@@ -793,7 +842,7 @@ unsafe fn gather_on(
     let mine = Descriptor {
         call: call as u32,
         root: root_word,
-        count: part as u32,
+        count: saturating_u32(part),
         datatype: dt.id,
     };
     open(v, kind, mine, local_bits, local)?;
@@ -953,8 +1002,8 @@ unsafe fn scatter_on(
             if let Some((_, got)) = r.filter(|&(_, got)| got != part) {
                 local_bits = Mismatch::Count as u32;
                 local = Some(Error::CountMismatch {
-                    count: got as u32,
-                    expected: part as u32,
+                    count: saturating_u32(got),
+                    expected: saturating_u32(part),
                 });
             }
             part
@@ -969,7 +1018,7 @@ unsafe fn scatter_on(
     let mine = Descriptor {
         call: Call::Scatter as u32,
         root: root as u32,
-        count: part as u32,
+        count: saturating_u32(part),
         datatype: dt.id,
     };
     open(v, kind, mine, local_bits, local)?;
@@ -1038,14 +1087,14 @@ unsafe fn all_to_all_on(
     if let Some((_, sent)) = send.filter(|&(_, sent)| sent != len) {
         local_bits = Mismatch::Count as u32;
         local = Some(Error::CountMismatch {
-            count: len as u32,
-            expected: sent as u32,
+            count: saturating_u32(len),
+            expected: saturating_u32(sent),
         });
     }
     let mine = Descriptor {
         call: Call::AllToAll as u32,
         root: u32::MAX,
-        count: part as u32,
+        count: saturating_u32(part),
         datatype: dt.id,
     };
     open(v, CommKind::Warp, mine, local_bits, local)?;
@@ -1173,14 +1222,14 @@ unsafe fn scan_on<T: Equivalence, O: Operation<T>>(
     } else if len != count {
         local_bits = Mismatch::Count as u32;
         local = Some(Error::CountMismatch {
-            count: len as u32,
-            expected: count as u32,
+            count: saturating_u32(len),
+            expected: saturating_u32(count),
         });
     }
     let mine = Descriptor {
         call: Call::Scan as u32 | if exclusive { EXCLUSIVE_BIT } else { 0 },
         root: u32::MAX,
-        count: count as u32,
+        count: saturating_u32(count),
         datatype: T::DATATYPE.id,
     };
     open(v, kind, mine, local_bits, local).map_err(|e| op_error.unwrap_or(e))?;

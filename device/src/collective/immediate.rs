@@ -114,7 +114,7 @@ use super::operation::{Elements, ElementsMut, Operation};
 use crate::buffers::Side;
 use crate::communicator::{wait_for, CommInfo, Communicator, Process, World};
 use crate::datatype::{BufferMut, Equivalence, ID_BYTE};
-use crate::error::{Error, ErrorClass};
+use crate::error::{saturating_u32, Error, ErrorClass};
 use crate::layout::IMMEDIATE_SLOTS;
 use crate::polling::{Call, WaitFor};
 use crate::request::{Request, Scope};
@@ -395,7 +395,8 @@ fn start<'a, 's, F: Fold>(
     let capacity = w.layout.immediate_bytes - ARGS_BYTES;
     if s.error.is_none() && s.bytes > capacity {
         s.error = Some(Error::BufferTooLarge {
-            bytes: s.bytes as u32,
+            bytes: saturating_u32(s.bytes),
+            // Exact: `immediate_bytes` is a `u32` of the configuration.
             limit: capacity as u32,
         });
     }
@@ -426,7 +427,10 @@ fn start<'a, 's, F: Fold>(
         &Args {
             kind_class: s.kind as u32 | class << 8,
             root: s.root,
-            bytes: s.bytes as u32,
+            // Exact where it is compared (`judge`): a start without an
+            // error has `bytes <= capacity`, a `u32` (checked above); one
+            // with an error is judged by its class, not this word.
+            bytes: saturating_u32(s.bytes),
             datatype: s.datatype,
         },
     );
@@ -462,14 +466,14 @@ where
     }
     if core::mem::align_of::<T>() > ARGS_BYTES {
         return Some(Error::BufferTooLarge {
-            bytes: core::mem::size_of::<T>() as u32,
+            bytes: saturating_u32(core::mem::size_of::<T>()),
             limit: 0,
         });
     }
     match recv_len {
         Some(n) if n != send.len() => Some(Error::CountMismatch {
-            count: n as u32,
-            expected: send.len() as u32,
+            count: saturating_u32(n),
+            expected: saturating_u32(send.len()),
         }),
         _ => None,
     }

@@ -25,7 +25,7 @@ use super::agreement::{checksum, Agreement, AGREEMENT_END, CHECK, COUNT, LEN, RO
 use crate::buffers::Side;
 use crate::communicator::{Communicator, World};
 use crate::datatype::{Buffer, BufferMut, Datatype, TypedBuffer};
-use crate::error::Error;
+use crate::error::{saturating_u32, Error};
 use crate::polling::{Call as WaitCall, WaitFor};
 use core::cell::Cell;
 
@@ -162,8 +162,8 @@ pub(crate) fn check_partition(
 ) -> Result<usize, Error> {
     if counts.len() != ranks || displs.len() != ranks {
         return Err(Error::CountMismatch {
-            count: counts.len().min(displs.len()) as u32,
-            expected: ranks as u32,
+            count: saturating_u32(counts.len().min(displs.len())),
+            expected: saturating_u32(ranks),
         });
     }
     let mut largest = 0;
@@ -178,7 +178,7 @@ pub(crate) fn check_partition(
         if d < 0 || end > len as i64 {
             return Err(Error::OutOfBounds {
                 index: end.clamp(0, u32::MAX as i64) as u32,
-                len: len as u32,
+                len: saturating_u32(len),
             });
         }
         largest = largest.max(c as usize);
@@ -190,6 +190,15 @@ pub(crate) fn check_partition(
 /// the entry is missing or negative: `check_partition` fails those).
 fn own_count(counts: &[i32], root: i32) -> u32 {
     counts.get(root as usize).copied().unwrap_or(0).max(0) as u32
+}
+
+/// A rank's own count as the counts round stages it (a 32-bit word,
+/// compared with a partition's `i32` entry as an `i32`): a count above
+/// `i32::MAX`, which no entry can equal, is staged as 2^31 (`i32::MIN`
+/// when read back), so that it equals no entry instead of one its low
+/// bits might.
+fn staged_count(n: usize) -> u32 {
+    n.min(1 << 31) as u32
 }
 
 fn type_error(root: i32, got: Datatype, expected: Datatype) -> Error {
@@ -586,8 +595,8 @@ impl World {
             (None, Some(r)) => {
                 if !r.count().is_multiple_of(n) {
                     local = local.or(Some(Error::CountMismatch {
-                        count: r.count() as u32,
-                        expected: (r.count() / n * n) as u32,
+                        count: saturating_u32(r.count()),
+                        expected: saturating_u32(r.count() / n * n),
                     }));
                 }
                 (r.count() / n, r.datatype())
@@ -602,15 +611,15 @@ impl World {
                 }),
                 Some(r) if r.datatype() != dtype => Some(type_error(root, dtype, r.datatype())),
                 Some(r) if r.count() != n * k => Some(Error::CountMismatch {
-                    count: r.count() as u32,
-                    expected: (n * k) as u32,
+                    count: saturating_u32(r.count()),
+                    expected: saturating_u32(n * k),
                 }),
                 Some(_) => None,
             });
         }
         let mut mine = Agreement::new();
         mine.set(ROOT, root as u32);
-        mine.set(COUNT, k as u32);
+        mine.set_count(COUNT, k);
         mine.set(TYPE, dtype.id);
         mine.set(CHECK, Rooted::Gather as u32);
         if let Some(e) = &local {
@@ -622,7 +631,7 @@ impl World {
         }
         let agreed = self.agree(mine, what)?;
         if !agreed.ok() {
-            return Err(local.unwrap_or_else(|| agreed.error(self, root, k as u32, dtype.id)));
+            return Err(local.unwrap_or_else(|| agreed.error(self, root, saturating_u32(k), dtype.id)));
         }
         let bytes = k * dtype.size as usize;
         let in_place = send.is_none();
@@ -719,7 +728,7 @@ impl World {
         // rank compares its count with the root's (else the root compares
         // every rank's). The in-place root's count is its own entry.
         let count = match (send, &recv) {
-            (Some(s), _) => s.count() as u32,
+            (Some(s), _) => staged_count(s.count()),
             (None, Some(p)) => own_count(p.counts, root),
             (None, None) => 0,
         };
@@ -741,7 +750,7 @@ impl World {
         mine.set(ROOT, root as u32);
         mine.set(TYPE, dtype.id);
         mine.set(CHECK, Rooted::GatherVarcount as u32);
-        mine.set(LEN, (largest * size).min(u32::MAX as usize) as u32);
+        mine.set_count(LEN, largest * size);
         if let Some(e) = &local {
             mine.fail(e);
         }
@@ -832,8 +841,8 @@ impl World {
                 }),
                 Some(s) if s.datatype() != dtype => Some(type_error(root, s.datatype(), dtype)),
                 Some(s) if s.count() != n * k => Some(Error::CountMismatch {
-                    count: s.count() as u32,
-                    expected: (n * k) as u32,
+                    count: saturating_u32(s.count()),
+                    expected: saturating_u32(n * k),
                 }),
                 Some(_) => None,
             });
@@ -845,7 +854,7 @@ impl World {
         }
         let mut mine = Agreement::new();
         mine.set(ROOT, root as u32);
-        mine.set(COUNT, k as u32);
+        mine.set_count(COUNT, k);
         mine.set(TYPE, dtype.id);
         mine.set(CHECK, Rooted::Scatter as u32);
         if let Some(e) = &local {
@@ -857,7 +866,7 @@ impl World {
         }
         let agreed = self.agree(mine, what)?;
         if !agreed.ok() {
-            return Err(local.unwrap_or_else(|| agreed.error(self, root, k as u32, dtype.id)));
+            return Err(local.unwrap_or_else(|| agreed.error(self, root, saturating_u32(k), dtype.id)));
         }
         let bytes = k * dtype.size as usize;
         let in_place = recv.is_none();
@@ -961,7 +970,7 @@ impl World {
         // rank compares its count with the root's (else the root compares
         // every rank's). The in-place root's count is its own entry.
         let count = match (&recv, send) {
-            (Some(r), _) => r.count() as u32,
+            (Some(r), _) => staged_count(r.count()),
             (None, Some(p)) => own_count(p.counts, root),
             (None, None) => 0,
         };
@@ -983,7 +992,7 @@ impl World {
         mine.set(ROOT, root as u32);
         mine.set(TYPE, dtype.id);
         mine.set(CHECK, Rooted::ScatterVarcount as u32);
-        mine.set(LEN, (largest * size).min(u32::MAX as usize) as u32);
+        mine.set_count(LEN, largest * size);
         if let Some(e) = &local {
             mine.fail(e);
         }
@@ -1073,22 +1082,22 @@ impl World {
             None => {
                 if recv.count() != n * k {
                     local = local.or(Some(Error::CountMismatch {
-                        count: recv.count() as u32,
-                        expected: (n * k) as u32,
+                        count: saturating_u32(recv.count()),
+                        expected: saturating_u32(n * k),
                     }));
                 }
-                mine.set(COUNT, k as u32);
-                mine.set(LEN, (k * size).min(u32::MAX as usize) as u32);
+                mine.set_count(COUNT, k);
+                mine.set_count(LEN, k * size);
                 Parts::Even(k * size)
             }
             Some((counts, displs)) => {
                 match check_partition(counts, displs, recv.count(), n) {
                     Ok(largest) => {
-                        mine.set(LEN, (largest * size).min(u32::MAX as usize) as u32);
+                        mine.set_count(LEN, largest * size);
                         let expected = counts.get(self.rank as usize).copied().unwrap_or(-1);
                         if expected != k as i32 {
                             local = local.or(Some(Error::CountMismatch {
-                                count: k as u32,
+                                count: saturating_u32(k),
                                 expected: expected as u32,
                             }));
                         }
@@ -1104,7 +1113,7 @@ impl World {
         }
         let agreed = self.agree(mine, what)?;
         if !agreed.ok() {
-            return Err(local.unwrap_or_else(|| agreed.error(self, -1, k as u32, dtype.id)));
+            return Err(local.unwrap_or_else(|| agreed.error(self, -1, saturating_u32(k), dtype.id)));
         }
         let base = Side::of_mut(recv).0;
         let me = self.rank;
@@ -1157,20 +1166,20 @@ impl World {
         }
         if !total.is_multiple_of(n) || recv.count() != total {
             local = local.or(Some(Error::CountMismatch {
-                count: recv.count() as u32,
-                expected: total as u32,
+                count: saturating_u32(recv.count()),
+                expected: saturating_u32(total),
             }));
         }
         let mut mine = Agreement::new();
         mine.set(ROOT, u32::MAX);
-        mine.set(COUNT, total as u32);
+        mine.set_count(COUNT, total);
         mine.set(TYPE, dtype.id);
         if let Some(e) = &local {
             mine.fail(e);
         }
         let agreed = self.agree(mine, what)?;
         if !agreed.ok() {
-            return Err(local.unwrap_or_else(|| agreed.error(self, -1, total as u32, dtype.id)));
+            return Err(local.unwrap_or_else(|| agreed.error(self, -1, saturating_u32(total), dtype.id)));
         }
         let m = total / n * dtype.size as usize;
         let src = Side::of(send).0;
@@ -1212,20 +1221,20 @@ impl World {
         let mut local = None;
         if !total.is_multiple_of(n) {
             local = Some(Error::CountMismatch {
-                count: total as u32,
-                expected: (total / n * n) as u32,
+                count: saturating_u32(total),
+                expected: saturating_u32(total / n * n),
             });
         }
         let mut mine = Agreement::new();
         mine.set(ROOT, u32::MAX);
-        mine.set(COUNT, total as u32);
+        mine.set_count(COUNT, total);
         mine.set(TYPE, dtype.id);
         if let Some(e) = &local {
             mine.fail(e);
         }
         let agreed = self.agree(mine, what)?;
         if !agreed.ok() {
-            return Err(local.unwrap_or_else(|| agreed.error(self, -1, total as u32, dtype.id)));
+            return Err(local.unwrap_or_else(|| agreed.error(self, -1, saturating_u32(total), dtype.id)));
         }
         let m = total / n * dtype.size as usize;
         let base = Side::of_mut(buf).0;
@@ -1369,7 +1378,7 @@ impl World {
         let mut mine = Agreement::new();
         mine.set(ROOT, u32::MAX);
         mine.set(TYPE, dtype.id);
-        mine.set(LEN, largest.min(u32::MAX as usize) as u32);
+        mine.set_count(LEN, largest);
         if let Some(e) = &local {
             mine.fail(e);
         }

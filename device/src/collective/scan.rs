@@ -26,7 +26,7 @@ use super::agreement::{checksum, Agreement, CHECK, COUNT, ROOT, TYPE};
 use super::operation::{Elements, ElementsMut, Operation};
 use crate::communicator::World;
 use crate::datatype::Equivalence;
-use crate::error::Error;
+use crate::error::{saturating_u32, Error};
 use crate::polling::{Call as WaitCall, WaitFor};
 use crate::shim;
 
@@ -47,8 +47,8 @@ where
     let (a, b) = (inbuf.elements(), inoutbuf.elements_mut());
     if a.len() != b.len() {
         return Err(Error::CountMismatch {
-            count: b.len() as u32,
-            expected: a.len() as u32,
+            count: saturating_u32(b.len()),
+            expected: saturating_u32(a.len()),
         });
     }
     for (x, y) in a.iter().zip(b.iter_mut()) {
@@ -65,7 +65,7 @@ impl World {
         let per_round = (self.collective_bytes() - CELL_HEADER) / size.max(1);
         if per_round == 0 || core::mem::align_of::<T>() > CELL_HEADER {
             return Err(Error::BufferTooLarge {
-                bytes: size as u32,
+                bytes: saturating_u32(size),
                 limit: (self.collective_bytes() - CELL_HEADER) as u32,
             });
         }
@@ -111,15 +111,15 @@ impl World {
         let mut mine = Agreement::new();
         mine.set(ROOT, u32::MAX);
         mine.set(TYPE, T::DATATYPE.id);
-        mine.set(COUNT, n as u32);
+        mine.set_count(COUNT, n);
         // This rank's first element and the range of its block's ranks'.
         let (first, block_lo, block_hi) = match counts {
             None => {
                 let k = n / ranks;
                 if !n.is_multiple_of(ranks) || recv_len != k {
                     local = Some(Error::CountMismatch {
-                        count: recv_len as u32,
-                        expected: k as u32,
+                        count: saturating_u32(recv_len),
+                        expected: saturating_u32(k),
                     });
                 }
                 (rank * k, block * bd * k, (block + 1) * bd * k)
@@ -141,12 +141,12 @@ impl World {
                 }
                 if c.len() != ranks || c.iter().any(|&x| x < 0) || sum != n {
                     local = Some(Error::CountMismatch {
-                        count: n as u32,
-                        expected: sum as u32,
+                        count: saturating_u32(n),
+                        expected: saturating_u32(sum),
                     });
                 } else if c.get(rank).copied() != Some(recv_len as i32) {
                     local = Some(Error::CountMismatch {
-                        count: recv_len as u32,
+                        count: saturating_u32(recv_len),
                         expected: c.get(rank).copied().unwrap_or(0) as u32,
                     });
                 }
@@ -158,9 +158,11 @@ impl World {
         }
         let agreed = self.agree(mine, what)?;
         if !agreed.ok() {
-            return Err(local.unwrap_or_else(|| agreed.error(self, -1, n as u32, T::DATATYPE.id)));
+            return Err(local.unwrap_or_else(|| agreed.error(self, -1, saturating_u32(n), T::DATATYPE.id)));
         }
         let size = core::mem::size_of::<T>();
+        // Below `u32::MAX`: a larger count failed the agreement (`set_count`).
+        let count = n as u32;
         let rounds = n.div_ceil(per_round);
         for round in 0..rounds {
             let lo = round * per_round;
@@ -168,14 +170,14 @@ impl World {
             let k = hi - lo;
             // SAFETY: `lo < n`: inside `send`.
             let part = unsafe { send.add(lo) };
-            if let Err(expected) = self.reduce_round(part, k, n as u32, 0, op, what)? {
+            if let Err(expected) = self.reduce_round(part, k, count, 0, op, what)? {
                 return Err(Error::CountMismatch {
-                    count: n as u32,
+                    count: saturating_u32(n),
                     expected,
                 });
             }
             if block_lo < hi && lo < block_hi {
-                self.combine_blocks(self.layout.blocks, k, n as u32, op);
+                self.combine_blocks(self.layout.blocks, k, count, op);
                 let (a, b) = (lo.max(first), hi.min(first + recv_len));
                 if a < b {
                     let leader = self.rank_cell(self.block * self.layout.block_dim);
@@ -226,22 +228,24 @@ impl World {
         let mut local = None;
         if recv_len != n {
             local = Some(Error::CountMismatch {
-                count: recv_len as u32,
-                expected: n as u32,
+                count: saturating_u32(recv_len),
+                expected: saturating_u32(n),
             });
         }
         let mut mine = Agreement::new();
         mine.set(ROOT, u32::MAX);
         mine.set(TYPE, T::DATATYPE.id);
-        mine.set(COUNT, n as u32);
+        mine.set_count(COUNT, n);
         if let Some(e) = &local {
             mine.fail(e);
         }
         let agreed = self.agree(mine, what)?;
         if !agreed.ok() {
-            return Err(local.unwrap_or_else(|| agreed.error(self, -1, n as u32, T::DATATYPE.id)));
+            return Err(local.unwrap_or_else(|| agreed.error(self, -1, saturating_u32(n), T::DATATYPE.id)));
         }
         let size = core::mem::size_of::<T>();
+        // Below `u32::MAX`: a larger count failed the agreement (`set_count`).
+        let count = n as u32;
         let bd = self.layout.block_dim;
         let t = self.thread;
         let rounds = n.div_ceil(per_round);
@@ -255,8 +259,8 @@ impl World {
             // elements), untouched by others before the block barrier;
             // `lo + k <= n` elements of `send`.
             unsafe {
-                core::ptr::write(cell as *mut u32, n as u32);
-                core::ptr::write(cell.add(4) as *mut u32, n as u32);
+                core::ptr::write(cell as *mut u32, count);
+                core::ptr::write(cell.add(4) as *mut u32, count);
                 shim::copy_bytes(cell.add(CELL_HEADER), send.add(lo) as *const u8, k * size);
             }
             self.record_wait(what);
@@ -287,7 +291,7 @@ impl World {
                 // Fold the totals of the blocks before ours into our leader's
                 // cell (the rank cells are free: their values are in the
                 // receive buffers, and the world barrier ordered every read).
-                self.combine_blocks(self.block, k, n as u32, op);
+                self.combine_blocks(self.block, k, count, op);
                 let prefix = self.rank_cell(self.block * bd);
                 for i in 0..k {
                     // SAFETY: the leader's cell holds `k` combined elements

@@ -199,12 +199,14 @@ impl World {
     }
 
     /// The world barrier ([`World::world_barrier`]) that also tells whether
-    /// every rank passed the same `key` (a broadcast's root, below
-    /// [`NO_KEY`]; a rank that passes `NO_KEY` disagrees with everyone):
-    /// `Ok(true)` on every rank, or `Ok(false)` on every rank. MPI 4.1 §6.1
-    /// makes ranks that disagree on a root an erroneous program; this is
-    /// how the world's broadcast fails on every rank that entered instead of
-    /// returning `Ok` with different data on different ranks.
+    /// every rank passed the same `key` (a broadcast's or reduce's root,
+    /// below [`NO_KEY`]; a rank that passes `NO_KEY` disagrees with
+    /// everyone): `Ok(true)` on every rank, or `Ok(false)` on every rank.
+    /// MPI 4.1 §6.1 makes ranks that disagree on a root an erroneous
+    /// program; this is how the world's broadcast and reduce fail on every
+    /// rank that entered instead of returning `Ok` with different data on
+    /// different ranks (the reduce's first round passes its key through
+    /// [`World::reduce_staged`]).
     ///
     /// Inside a block: after the opening block barrier (so every lane of
     /// the warp is there) each warp compares its lanes' keys with lane 0's
@@ -242,8 +244,11 @@ impl World {
         let present = shim::block_barrier_count(true);
         let whole = present == self.layout.block_dim;
         let blocks = self.layout.blocks;
-        let warps = self.layout.block_dim.div_ceil(32);
-        let stage = shim::shared_block::<{ core::mem::size_of::<KeyStage>() }>() as *mut KeyStage;
+        // Taken again at each use, as the stage below.
+        let warps = || self.layout.block_dim.div_ceil(32);
+        // Taken again at each use rather than held in two registers across
+        // the wait (the base is an out-of-line call).
+        let stage = || shim::shared_block::<{ core::mem::size_of::<KeyStage>() }>() as *mut KeyStage;
         // The verdict of a keyed barrier as this rank sees it before the
         // closing block barrier (a block's first rank: the blocks' words).
         let mut agreed = true;
@@ -261,11 +266,8 @@ impl World {
                     // opening barrier, so the scratch's previous readers
                     // are done.
                     unsafe {
-                        core::ptr::addr_of_mut!((*stage).warps[(self.thread / 32) as usize]).write(if same {
-                            first
-                        } else {
-                            NO_KEY
-                        })
+                        core::ptr::addr_of_mut!((*stage()).warps[(self.thread / 32) as usize])
+                            .write(if same { first } else { NO_KEY })
                     };
                 }
             }
@@ -274,7 +276,7 @@ impl World {
                 shim::block_barrier();
                 if whole && self.thread == 0 {
                     // SAFETY: the warps' words, written before the barrier above.
-                    block_key = unsafe { fold_keys(stage, warps) };
+                    block_key = unsafe { fold_keys(stage(), warps()) };
                 }
             }
         }
@@ -327,7 +329,8 @@ impl World {
                     // Relaxed: after the Acquire load that saw the release,
                     // which every block's OR preceded; issued before the
                     // fence so that the two round trips overlap.
-                    let keys = key.map(|_| self.barrier_keys(half).load(Ordering::Relaxed));
+                    // (The half again: not held across the wait.)
+                    let keys = key.map(|_| self.barrier_keys(self.staging_half()).load(Ordering::Relaxed));
                     // Orders what this rank acquired before its arrival at
                     // the closing block barrier, through which the rest of
                     // the block sees it.
@@ -344,7 +347,7 @@ impl World {
             if key.is_some() {
                 // SAFETY: the stage's verdict word, past the scratch's head;
                 // read by the block after the closing barrier.
-                unsafe { core::ptr::addr_of_mut!((*stage).verdict).write(agreed as u32) };
+                unsafe { core::ptr::addr_of_mut!((*stage()).verdict).write(agreed as u32) };
             }
         }
         let passed = shim::block_barrier_count(failure == 0);
@@ -358,11 +361,11 @@ impl World {
             // SAFETY: written by the block's first rank before the closing
             // barrier; the next writer of the scratch passes a block barrier
             // that this rank has not reached.
-            Some(_) if blocks > 1 => Ok(unsafe { core::ptr::addr_of!((*stage).verdict).read() } != 0),
+            Some(_) if blocks > 1 => Ok(unsafe { core::ptr::addr_of!((*stage()).verdict).read() } != 0),
             Some(k) => {
                 // SAFETY: the warps' words, written before the closing
                 // barrier (as above).
-                let all = unsafe { fold_keys(stage, warps) };
+                let all = unsafe { fold_keys(stage(), warps()) };
                 Ok(all == k && all != NO_KEY)
             }
         }
@@ -432,15 +435,17 @@ impl World {
             },
         };
         let mut local_error = None;
-        if let Some(r) = root {
-            if self.check_rank(r).is_err() {
-                // Every rank sees the same bad root: return alike.
-                return Err(Error::InvalidRoot {
-                    root: r,
-                    size: self.size(),
-                });
-            }
-        }
+        // The first round's world barrier also checks that every rank named
+        // the same valid root (MPI 4.1 §6.1, §6.9.1), as the broadcast's
+        // does: a rank with an invalid root takes part with a key that
+        // agrees with nobody, so ranks that disagree, or that all name an
+        // invalid root, all fail with `MPI_ERR_ROOT` after that barrier and
+        // before any result is written. An all-reduce has no root to check.
+        let (key, reference) = match root {
+            Some(r) if self.check_rank(r).is_ok() => (Some(r as u32), r as u32),
+            Some(_) => (Some(NO_KEY), 0),
+            None => (None, 0),
+        };
         // The count words are 32 bits. A count of `u32::MAX` elements or
         // more saturates to `COUNT_MISMATCH`, which poisons the block's
         // result: every rank fails with `MPI_ERR_COUNT` in the first round
@@ -461,7 +466,6 @@ impl World {
         while round < rounds {
             let lo = round * per_round;
             let hi = (lo + per_round).min(n);
-            let reference = root.unwrap_or(0) as u32;
             let k = hi - lo;
             // SAFETY: `lo <= hi <= n` elements of `send` (the caller's contract).
             self.stage_operands(unsafe { send.add(lo) }, k, count);
@@ -479,6 +483,7 @@ impl World {
                 k,
                 count,
                 reference,
+                if round == 0 { key } else { None },
                 combines,
                 op,
                 what.operation,
@@ -487,7 +492,7 @@ impl World {
             // A step passes exactly one world barrier, failed or not.
             self.barrier_generation.set(generation.wrapping_add(1));
             if word != 0 {
-                return Err(step_error(word, count, what));
+                return Err(step_error(word, count, what, self.size()));
             }
             // A rank that gets the result is in a block that combined.
             if let Some((out, _)) = recv.filter(|_| is_root) {
@@ -527,7 +532,7 @@ impl World {
         what: WaitFor,
     ) -> Result<Result<(), u32>, Error> {
         self.stage_operands(part, k, count);
-        self.reduce_staged::<T, O>(k, count, reference, op, what)
+        self.reduce_staged::<T, O>(k, count, reference, None, op, what)
     }
 
     /// Opens a staging round and copies the `k` elements at `part` into this
@@ -549,12 +554,17 @@ impl World {
     }
 
     /// The rest of [`World::reduce_round`], once the operands are staged.
+    /// With a `key` (a reduce's root in its first round) the world barrier
+    /// is [`World::world_barrier_agreeing`], and ranks that passed
+    /// different keys all return `Error::InvalidRoot` (naming `what.peer`)
+    /// right after it, before the count check.
     #[inline(always)]
     pub(super) fn reduce_staged<T: Equivalence, O: Operation<T>>(
         &self,
         k: usize,
         count: u32,
         reference: u32,
+        key: Option<u32>,
         op: &O,
         what: WaitFor,
     ) -> Result<Result<(), u32>, Error> {
@@ -568,7 +578,14 @@ impl World {
             // only by its leader.
             unsafe { shim::copy_bytes(self.block_cell(self.block), cell, CELL_HEADER + bytes) };
         }
-        self.world_barrier(what)?;
+        // Every rank reads the same verdict, so every rank of the block
+        // skips the block barrier below alike.
+        if !self.keyed_barrier(what, key)? {
+            return Err(Error::InvalidRoot {
+                root: what.peer,
+                size: self.size(),
+            });
+        }
         // The block's ranks share the check of the block results' count words.
         let mut mismatch = false;
         let mut block = self.thread;
@@ -918,6 +935,7 @@ fn reduce_step<T: Equivalence, O: Operation<T>>(
     k: usize,
     count: u32,
     reference: u32,
+    key: Option<u32>,
     combines: bool,
     op: &O,
     operation: WaitCall,
@@ -930,7 +948,8 @@ fn reduce_step<T: Equivalence, O: Operation<T>>(
         peer,
         tag: -1,
     };
-    match w.reduce_staged::<T, O>(k, count, reference, op, what) {
+    match w.reduce_staged::<T, O>(k, count, reference, key, op, what) {
+        Err(Error::InvalidRoot { .. }) => ErrorClass::Root as u64,
         Err(e) => crate::polling::barrier_word(e),
         Ok(Err(expected)) => (u64::from(expected) << 32) | ErrorClass::Count as u64,
         Ok(Ok(())) => {
@@ -943,12 +962,19 @@ fn reduce_step<T: Equivalence, O: Operation<T>>(
 }
 
 /// The error of a non-zero [`reduce_step`] word of a reduction of `count`
-/// elements per rank that waited as `what`: a count mismatch (every rank
-/// read the same block counts, so all stop here) with the reference rank's
-/// count in the high half, or the world barrier's failure.
+/// elements per rank that waited as `what`, in a world of `size` ranks: a
+/// root disagreement (every rank read the same verdict of the keyed
+/// barrier), a count mismatch (every rank read the same block counts, so
+/// all stop here) with the reference rank's count in the high half, or the
+/// world barrier's failure.
 #[inline(always)]
-fn step_error(word: u64, count: u32, what: WaitFor) -> Error {
-    if word as u32 == ErrorClass::Count as u32 {
+fn step_error(word: u64, count: u32, what: WaitFor, size: i32) -> Error {
+    if word as u32 == ErrorClass::Root as u32 {
+        Error::InvalidRoot {
+            root: what.peer,
+            size,
+        }
+    } else if word as u32 == ErrorClass::Count as u32 {
         Error::CountMismatch {
             count,
             expected: (word >> 32) as u32,
