@@ -106,7 +106,7 @@ impl Limits {
     }
 
     /// Whether the concurrent copies were bound by the device rather than
-    /// by each thread's own rate: they took [`DEVICE_BOUND`] times one
+    /// by each thread's own rate: they took `DEVICE_BOUND` times one
     /// thread's copy of a chunk or more.
     pub fn concurrent_copy_device_bound(&self) -> bool {
         let one = f64::from(CHUNK_BYTES) / self.thread_copy_gbps();

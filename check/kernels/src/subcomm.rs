@@ -47,7 +47,7 @@ pub const S_BROADCAST_AGAINST_REDUCE: u32 = 3;
 /// differ by at least. Then a correct gather-varcount (one word `rank +
 /// 1` from each rank), a barrier and an all-reduce of 1 (records: class
 /// of the first call, class and the root's sum of the second, then
-/// [`after`]'s).
+/// `after`'s).
 pub const S_GATHERV_LENGTHS: u32 = 4;
 /// As [`S_GATHERV_LENGTHS`] for a scatter-varcount from rank 0: its part
 /// for rank 1 is `a` words, rank 1 receives `b`.
