@@ -5,7 +5,9 @@
 //! these test the emulator itself (its workers, virtual device, scheduler,
 //! deadlock detection and rank stacks).
 
+mod common;
 use bytemuck::{Pod, Zeroable};
+use common::cell;
 use gpu_mpi_device::abi::layout::ConfigError;
 use gpu_mpi_device::abi::shim::{self, Backoff, Ordering};
 use gpu_mpi_device::traits::*;
@@ -18,14 +20,6 @@ fn cpu(workers: usize) -> Device {
         workers,
         ..CpuOptions::default()
     })
-}
-
-/// The 32-bit atomic at element `i` of a device buffer.
-fn cell(s: &GlobalSlice<u32>, i: usize) -> &'static shim::AtomicU32 {
-    assert!(i < s.len());
-    // SAFETY: element `i` of a live, 4-byte aligned device buffer that the
-    // kernels of these tests access only atomically.
-    unsafe { shim::atomic_u32_at(s.addr() as *mut u8, 4 * i) }
 }
 
 gpu_mpi_device::kernel! {

@@ -7,7 +7,9 @@
 //! allocates a lazily zeroed buffer of more than 4 GiB on one rank (a
 //! GPU thread cannot), of which the failing call touches no page.
 
-use gpu_mpi_device::abi::shim::{self, Ordering};
+mod common;
+use common::{cell, class};
+use gpu_mpi_device::abi::shim::Ordering;
 use gpu_mpi_device::collective::SystemOperation;
 use gpu_mpi_device::traits::*;
 use gpu_mpi_device::{Color, Error, ErrorClass, GlobalSlice, World};
@@ -29,18 +31,6 @@ const BLOCK_ALL_REDUCE: u32 = 3;
 /// Case: a broadcast from lane 0 on a warp communicator
 /// (`split_by_warp`), lane 0's buffer long.
 const WARP_BROADCAST: u32 = 4;
-
-/// The 32-bit atomic at element `i` of a device buffer.
-fn cell(s: &GlobalSlice<u32>, i: usize) -> &'static shim::AtomicU32 {
-    assert!(i < s.len());
-    // SAFETY: element `i` of a live, 4-byte aligned device buffer that the
-    // kernel of these tests accesses only atomically.
-    unsafe { shim::atomic_u32_at(s.addr() as *mut u8, 4 * i) }
-}
-
-fn class(r: &Result<(), Error>) -> u32 {
-    r.err().map_or(0, |e| e.class() as u32)
-}
 
 gpu_mpi_device::kernel! {
     /// Runs case `args[0]`; rank `r` records at `1 + 3 r` the call's

@@ -4,19 +4,13 @@
 //! engine (device/src/engine.rs, "One message"). Emulator only: the
 //! counts are the host shim's; a GPU counts nothing.
 
+mod common;
 use bytemuck::{Pod, Zeroable};
+use common::cell;
 use gpu_mpi_device::abi::shim::{self, runtime, Ordering};
 use gpu_mpi_device::traits::*;
 use gpu_mpi_device::{Error, GlobalSlice, World};
 use gpu_mpi_host::{CpuOptions, Device, Schedule, SyncCounts, WorldSpec};
-
-/// The 32-bit atomic at element `i` of a device buffer.
-fn cell(s: &GlobalSlice<u32>, i: usize) -> &'static shim::AtomicU32 {
-    assert!(i < s.len());
-    // SAFETY: element `i` of a live, 4-byte aligned device buffer that the
-    // kernels of these tests access only atomically.
-    unsafe { shim::atomic_u32_at(s.addr() as *mut u8, 4 * i) }
-}
 
 /// One of each operation the shim has, issued by the rank given in `[0]`.
 fn one_of_each(a: &shim::AtomicU32) {

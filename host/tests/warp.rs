@@ -7,6 +7,8 @@
 //! communicator's arrival (a wait bound; the GPU has no run of it here):
 //! the emulator's deadlock report is what showed the lanes out of step.
 
+mod common;
+use common::{cell, class};
 use gpu_mpi_device::abi::shim::{self, Ordering, WarpOp};
 use gpu_mpi_device::collective::SystemOperation;
 use gpu_mpi_device::traits::*;
@@ -124,18 +126,6 @@ fn lanes_that_disagree_on_a_warp_collective_are_an_error() {
             assert!(message.contains(needle), "mode {mode}: {message}");
         }
     }
-}
-
-/// The 32-bit atomic at element `i` of a device buffer.
-fn cell(s: &GlobalSlice<u32>, i: usize) -> &'static shim::AtomicU32 {
-    assert!(i < s.len());
-    // SAFETY: element `i` of a live, 4-byte aligned device buffer that the
-    // kernel below accesses only atomically.
-    unsafe { shim::atomic_u32_at(s.addr() as *mut u8, 4 * i) }
-}
-
-fn class(r: &Result<(), Error>) -> u32 {
-    r.err().map_or(0, |e| e.class() as u32)
 }
 
 gpu_mpi_device::kernel! {
