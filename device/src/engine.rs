@@ -18,8 +18,12 @@
 //! the rank's private header. A receive from any source walks that queue
 //! (O(messages pending for this rank)); a receive from one source scans
 //! that sender's slots for the arrived one with the lowest sequence number
-//! (O(slots per rank)), then unlinks it in O(1). The receiver copies the
-//! payload and returns the slot later, in a batch: one Release fence and a
+//! (O(slots per rank)), then unlinks it in O(1) with the links it loaded
+//! while matching. A blocking receive alone in the active list looks at
+//! the inbox in the same batch as its scan and takes it only when the scan
+//! found nothing (`progress_in`). The receiver reads the envelope with the
+//! payload's first 8 bytes (a small message is copied from registers) and
+//! returns the slot later, in a batch: one Release fence and a
 //! relaxed store of FREE per slot, when half a rank's slots are waiting to
 //! go back, and before the receiver waits, fails a non-blocking poll or
 //! exits (`defer_free`). A sender whose eager message fits never waits for
@@ -596,9 +600,16 @@ fn run_words(
 /// request kernels' register count down.
 #[inline(always)]
 fn progress_in<const BLOCKING: bool>(w: &Core) -> bool {
-    let mut moved = drain(w);
     let mut prev = 0u32;
     let mut r = mine!(w, active_head);
+    // A blocking call alone in the active list takes the inbox only if its
+    // receive found nothing among what was taken before, and then looks
+    // at the inbox in the first batch of its search (`find_in`): a receive
+    // whose message is already queued waits for memory once less. Every
+    // other pass takes the inbox first, so that all its receives see the
+    // same messages and match them in the order they were posted.
+    let lazy = BLOCKING && r != 0 && rec!(w, r - 1, next) == 0;
+    let mut moved = !lazy && drain(w, false);
     let mut send_blocked = false;
     while r != 0 {
         let i = r - 1;
@@ -616,22 +627,33 @@ fn progress_in<const BLOCKING: bool>(w: &Core) -> bool {
             // One call site of `start_receive` (it is inlined once): a
             // receive that matches now starts at once.
             let matched = state == RecordState::RecvMatch as u32;
-            let ready = !matched
-                || match find(
-                    w,
+            let ready = !matched || {
+                let (peer, tag, context) = (
                     rec!(w, i, peer),
                     rec!(w, i, tag),
                     rec!(w, i, mode) >> CONTEXT_SHIFT,
-                ) {
-                    0 => false,
-                    id1 => {
-                        unlink(w, id1);
-                        trace::matched(w, id1 - 1);
-                        rec!(w, i, slot = id1);
-                        rec!(w, i, state = RecordState::RecvClaimed as u32);
-                        true
+                );
+                // At most two rounds: the second after taking the inbox.
+                let mut look = lazy;
+                let c = loop {
+                    let (c, full) = find_in(w, peer, tag, context, look);
+                    if c.id1 != 0 || !look {
+                        break c;
                     }
+                    if !(full && drain(w, true)) {
+                        break c;
+                    }
+                    moved = true;
+                    look = false;
                 };
+                c.id1 != 0 && {
+                    unlink(w, &c);
+                    trace::matched(w, c.id1 - 1);
+                    rec!(w, i, slot = c.id1);
+                    rec!(w, i, state = RecordState::RecvClaimed as u32);
+                    true
+                }
+            };
             if !ready {
                 Step::Idle
             } else {
@@ -679,12 +701,13 @@ enum Step {
     Moved,
 }
 
-/// Takes this rank's inbox into its unexpected queue; true if it held anything.
-fn drain(w: &Core) -> bool {
+/// Takes this rank's inbox into its unexpected queue; true if it held
+/// anything. `full`: a look just saw it non-empty.
+fn drain(w: &Core, full: bool) -> bool {
     let me = w.rank;
     let inbox = w.inbox(me);
     // Relaxed: a look before the swap, so that an idle poll writes nothing.
-    if inbox.load(Ordering::Relaxed) == LINK_NONE {
+    if !full && inbox.load(Ordering::Relaxed) == LINK_NONE {
         return false;
     }
     // Acquire pairs with the senders' Release swaps in `publish` (every
@@ -728,60 +751,193 @@ fn drain(w: &Core) -> bool {
     true
 }
 
+/// The bytes of a payload that [`Arrived::load`] loads with the envelope:
+/// an eager message of at most this many is received from registers.
+const HEAD_BYTES: usize = 8;
+
 /// Slots whose states one batch of [`find`] loads together.
 const SCAN: u32 = 8;
 
+/// What matching reads of an arrived slot: the words it matches on and
+/// its links in the unexpected queue, loaded in one batch with its
+/// sequence number ([`Candidate::load`]), so that [`unlink`] waits for
+/// nothing.
+#[derive(Clone, Copy)]
+pub(crate) struct Candidate {
+    /// Slot id + 1; 0: no message.
+    pub(crate) id1: u32,
+    tag: u32,
+    context: u32,
+    link: u32,
+    back: u32,
+}
+
+impl Candidate {
+    const NONE: Candidate = Candidate {
+        id1: 0,
+        tag: 0,
+        context: 0,
+        link: 0,
+        back: 0,
+    };
+
+    /// Loads arrived slot `id`'s words in one batch, with its sequence
+    /// number.
+    #[inline(always)]
+    fn load(w: &Core, id: u32) -> (Candidate, u32) {
+        let at = w.slot_header(id);
+        let [tag, context, link, back, sequence] = shim::independent(|| {
+            [
+                load_at(at, SlotWord::Tag),
+                load_at(at, SlotWord::Context),
+                load_at(at, SlotWord::Link),
+                load_at(at, SlotWord::Back),
+                load_at(at, SlotWord::Sequence),
+            ]
+        });
+        let c = Candidate {
+            id1: id + 1,
+            tag,
+            context,
+            link,
+            back,
+        };
+        (c, sequence)
+    }
+
+    /// Whether a receive with `tag` on context word `context` takes it.
+    #[inline(always)]
+    fn matches(&self, tag: i32, context: u32) -> bool {
+        (tag == ANY_TAG || self.tag as i32 == tag) && self.context == context
+    }
+}
+
+/// What a receive reads of its matched slot to start: the envelope, the
+/// kind and the first [`HEAD_BYTES`] of the payload (all of a small eager
+/// message; a direct message's source address), in one batch.
+#[derive(Clone, Copy)]
+pub(crate) struct Arrived {
+    id: u32,
+    context: u32,
+    tag: u32,
+    bytes: u32,
+    datatype: u32,
+    kind: u32,
+    head: u64,
+}
+
+impl Arrived {
+    /// Loads claimed slot `id`'s words in one batch. The slot arrived for
+    /// this rank (`drain` made its header and payload visible) and its
+    /// sender touches neither until it is returned or told CTS, so the
+    /// payload's first word is stable whatever the kind.
+    #[inline(always)]
+    fn load(w: &Core, id: u32) -> Arrived {
+        let at = w.slot_header(id);
+        shim::independent(|| {
+            let [context, tag, bytes, datatype, kind] = [
+                load_at(at, SlotWord::Context),
+                load_at(at, SlotWord::Tag),
+                load_at(at, SlotWord::Bytes),
+                load_at(at, SlotWord::Datatype),
+                load_at(at, SlotWord::Kind),
+            ];
+            // SAFETY: a payload holds at least 64 bytes and is 16-aligned;
+            // ordered as above.
+            let head = unsafe { shim::load_payload_u64(at.payload()) };
+            Arrived {
+                id,
+                context,
+                tag,
+                bytes,
+                datatype,
+                kind,
+                head,
+            }
+        })
+    }
+
+    /// Its envelope, the source a rank of the communicator of its context.
+    #[inline(always)]
+    fn status(&self, w: &Core) -> Status {
+        Status {
+            source: w.comm_rank_of(self.context, self.id / w.slots_per_rank()),
+            tag: self.tag as i32,
+            bytes: self.bytes,
+            datatype: self.datatype,
+        }
+    }
+}
+
+/// The envelope of arrived slot `id`, its source a rank of the
+/// communicator of the message's context.
+#[inline]
+pub(crate) fn envelope(w: &Core, id: u32) -> Status {
+    Arrived::load(w, id).status(w)
+}
+
 /// The arrived message a receive from `source` (a world rank) with `tag`
-/// on context word `context` gets now (slot id + 1), or 0 (only what
-/// [`progress`] has taken from the inbox counts). Messages of other
+/// on context word `context` gets now (its [`Arrived`]; `id1` 0: none;
+/// only what `drain` has taken from the inbox counts). Messages of other
 /// contexts are passed over (MPI 3.5: a context separates communicators).
+/// `look`: also look at the inbox, in the first batch; the second result
+/// says whether it held anything.
 ///
 /// A receive from one source loads the states of the sender's slots
 /// [`SCAN`] at a time, in one batch (`shim::independent`: in flight
-/// together on the GPU), and then the envelope words of each arrived one in
-/// one batch: two round trips to L2 with up to [`SCAN`] slots per rank,
-/// where a load per word would be a chain of one per slot.
+/// together on the GPU), and then each arrived one's words in one batch
+/// ([`Arrived::load`]): two round trips to L2 with up to [`SCAN`] slots per
+/// rank, where a load per word would be a chain of one per slot.
+///
+/// Why a message found here is the one MPI says comes next even if the
+/// inbox holds more: the messages of one sender that `drain` took are a
+/// prefix of the ones it pushed (module docs), so any still in the inbox
+/// come after them; and a receive from any source may take any matching
+/// message (MPI 3.5 orders only one sender's messages).
 #[inline]
-pub(crate) fn find(w: &Core, source: i32, tag: i32, context: u32) -> u32 {
+fn find_in(w: &Core, source: i32, tag: i32, context: u32, look: bool) -> (Candidate, bool) {
+    let inbox = w.inbox(w.rank);
     if source == ANY_SOURCE {
+        // Relaxed: a look, as in `drain`.
+        let full = look && inbox.load(Ordering::Relaxed) != LINK_NONE;
         let mut node = mine!(w, queue_head);
         while node != LINK_NONE {
-            let at = w.slot_header(node - 1);
-            let [t, c, next] = shim::independent(|| {
-                [
-                    load_at(at, SlotWord::Tag),
-                    load_at(at, SlotWord::Context),
-                    load_at(at, SlotWord::Link),
-                ]
-            });
-            if (tag == ANY_TAG || t as i32 == tag) && c == context {
-                return node;
+            let (c, _) = Candidate::load(w, node - 1);
+            if c.matches(tag, context) {
+                return (c, full);
             }
-            node = next;
+            node = c.link;
         }
-        return 0;
+        return (Candidate::NONE, full);
     }
     let arrived = SlotState::Arrived.word(w.rank);
     let slots = w.slots_per_rank();
     let base = w.slot_id(source as u32, 0);
     let (states_at, stride) = w.outbox_words(source as u32, SlotWord::State);
-    let mut best = 0u32;
+    let mut best = Candidate::NONE;
     let mut best_sequence = 0u32;
+    let mut full = false;
     let mut first = 0;
     while first < slots {
         // Relaxed (the batch's loads): ARRIVED for this rank was written by
         // this rank (`drain`), after its Acquire swap made the header
         // visible. Past the last slot the batch repeats the last slot,
-        // whose bit is masked off.
+        // whose bit is masked off. The first batch also looks at the
+        // inbox (relaxed, a look as in `drain`).
         let n = (slots - first).min(SCAN);
-        let states = shim::load_relaxed_batch::<{ SCAN as usize }>(
-            core::array::from_fn(|k| {
-                let s = first + (k as u32).min(n - 1);
-                // SAFETY: a span of `source`'s outbox, `s < slots`.
-                unsafe { Core::outbox_word(states_at, stride, s) }
-            }),
-            n as usize,
-        );
+        let (seen, states) = shim::independent(|| {
+            let seen = look && inbox.load(Ordering::Relaxed) != LINK_NONE;
+            let states = shim::load_relaxed_batch::<{ SCAN as usize }>(
+                core::array::from_fn(|k| {
+                    let s = first + (k as u32).min(n - 1);
+                    // SAFETY: a span of `source`'s outbox, `s < slots`.
+                    unsafe { Core::outbox_word(states_at, stride, s) }
+                }),
+                n as usize,
+            );
+            (seen, states)
+        });
+        full |= seen;
         let mut candidates = 0u32;
         for (k, &state) in states.iter().enumerate() {
             candidates |= u32::from(state == arrived) << k;
@@ -790,32 +946,32 @@ pub(crate) fn find(w: &Core, source: i32, tag: i32, context: u32) -> u32 {
         while candidates != 0 {
             let id = base + first + candidates.trailing_zeros();
             candidates &= candidates - 1;
-            let at = w.slot_header(id);
-            let [t, c, sequence] = shim::independent(|| {
-                [
-                    load_at(at, SlotWord::Tag),
-                    load_at(at, SlotWord::Context),
-                    load_at(at, SlotWord::Sequence),
-                ]
-            });
-            if (tag != ANY_TAG && t as i32 != tag) || c != context {
+            let (c, sequence) = Candidate::load(w, id);
+            if !c.matches(tag, context) {
                 continue;
             }
-            if best == 0 || (sequence.wrapping_sub(best_sequence) as i32) < 0 {
-                best = id + 1;
+            if best.id1 == 0 || (sequence.wrapping_sub(best_sequence) as i32) < 0 {
+                best = c;
                 best_sequence = sequence;
             }
         }
         first += SCAN;
     }
-    best
+    (best, full)
 }
 
-/// Takes arrived slot `id1` (id + 1) out of the unexpected queue.
+/// [`find_in`] without the look at the inbox: the message a receive or
+/// probe gets now among those taken from the inbox.
 #[inline]
-pub(crate) fn unlink(w: &Core, id1: u32) {
-    let at = w.slot_header(id1 - 1);
-    let [next, back] = shim::independent(|| [load_at(at, SlotWord::Link), load_at(at, SlotWord::Back)]);
+pub(crate) fn find(w: &Core, source: i32, tag: i32, context: u32) -> Candidate {
+    find_in(w, source, tag, context, false).0
+}
+
+/// Takes arrived slot `c` out of the unexpected queue (its links as
+/// [`find`] loaded them: only this rank writes them while it is queued).
+#[inline]
+pub(crate) fn unlink(w: &Core, c: &Candidate) {
+    let (next, back) = (c.link, c.back);
     if back == LINK_NONE {
         mine!(w, queue_head = next);
     } else {
@@ -826,36 +982,6 @@ pub(crate) fn unlink(w: &Core, id1: u32) {
     } else {
         store(w, next - 1, SlotWord::Back, back);
     }
-}
-
-/// The envelope of arrived slot `id`, its source a rank of the
-/// communicator of the message's context.
-#[inline]
-pub(crate) fn envelope(w: &Core, id: u32) -> Status {
-    envelope_and_kind(w, id).0
-}
-
-/// [`envelope`] and the slot's kind, in one batch.
-#[inline]
-fn envelope_and_kind(w: &Core, id: u32) -> (Status, u32) {
-    let sender = id / w.slots_per_rank();
-    let at = w.slot_header(id);
-    let [context, tag, bytes, datatype, kind] = shim::independent(|| {
-        [
-            load_at(at, SlotWord::Context),
-            load_at(at, SlotWord::Tag),
-            load_at(at, SlotWord::Bytes),
-            load_at(at, SlotWord::Datatype),
-            load_at(at, SlotWord::Kind),
-        ]
-    });
-    let status = Status {
-        source: w.comm_rank_of(context, sender),
-        tag: tag as i32,
-        bytes,
-        datatype,
-    };
-    (status, kind)
 }
 
 /// Marks unlinked slot `id` claimed by a matched probe (for the reports).
@@ -892,7 +1018,8 @@ fn start_receive_outlined(base: u64, rank: u32, i: u32) -> Step {
 #[cfg_attr(feature = "inline-engine", inline(always))]
 fn start_receive(w: &Core, i: u32) -> Step {
     let id = rec!(w, i, slot) - 1;
-    let (status, kind) = envelope_and_kind(w, id);
+    let a = Arrived::load(w, id);
+    let (status, kind) = (a.status(w), a.kind);
     let capacity = rec!(w, i, len);
     let expected = rec!(w, i, datatype);
     let (outcome, wanted) = if expected != ID_BYTE && expected != status.datatype {
@@ -921,15 +1048,21 @@ fn start_receive(w: &Core, i: u32) -> Step {
     let me = w.rank;
     let state = w.slot_word(id, SlotWord::State);
     if kind == MessageKind::Eager as u32 {
-        // SAFETY: the slot is ours until we free it (arrived for us, its
-        // header and payload acquired in `drain`); `wanted <= bytes <=
-        // slot_bytes` and the buffer holds `capacity >= wanted`.
-        unsafe { move_bytes(w, i, typed, false, 0, buf, w.slot_payload(id), wanted) };
+        if !typed && wanted as usize <= HEAD_BYTES {
+            // SAFETY: the buffer holds `capacity >= wanted` bytes; the
+            // message's bytes are the first `wanted` of `head`.
+            unsafe { shim::store_head_bytes(buf, a.head, wanted as usize) };
+        } else {
+            // SAFETY: the slot is ours until we free it (arrived for us, its
+            // header and payload acquired in `drain`); `wanted <= bytes <=
+            // slot_bytes` and the buffer holds `capacity >= wanted`.
+            unsafe { move_bytes(w, i, typed, false, 0, buf, w.slot_payload(id), wanted) };
+        }
         defer_free(w, id);
     } else if kind == MessageKind::Direct as u32 {
-        // SAFETY: a direct message's payload starts with the address of the
-        // sender's buffer (written before its push); 16-byte aligned.
-        let src = unsafe { shim::load_payload_u64(w.slot_payload(id)) } as *const u8;
+        // A direct message's payload starts with the address of the
+        // sender's buffer (written before its push).
+        let src = a.head as *const u8;
         if cfg!(feature = "views") && typed {
             // SAFETY: as below; the unpack reads `wanted` bytes at `src`.
             unsafe { move_bytes(w, i, true, false, 0, buf, src, wanted) };

@@ -247,8 +247,8 @@ pub(crate) fn wait_records(world: &World, what: WaitFor, a: u32, b: u32) -> Resu
 
 /// The message a receive from `source` (a world rank) with `tag` on
 /// context word `ctx` would get now, after progressing the rank's requests
-/// (an earlier posted receive takes its message first). Slot id + 1, or 0.
-fn look(world: &World, ctx: u32, source: i32, tag: i32) -> u32 {
+/// (an earlier posted receive takes its message first); `id1` 0: none.
+fn look(world: &World, ctx: u32, source: i32, tag: i32) -> engine::Candidate {
     engine::progress(world.core());
     engine::find(&world.core(), source, tag, ctx)
 }
@@ -258,10 +258,10 @@ fn probe_once(world: &World, ctx: u32, source: i32, tag: i32) -> Option<Status> 
         return Some(null_status(u8::DATATYPE));
     }
     match look(world, ctx, source, tag) {
-        0 => None,
-        id1 => {
-            trace::probed(&world.core(), id1 - 1, Call::ImmediateProbe as u32);
-            Some(engine::envelope(&world.core(), id1 - 1))
+        a if a.id1 == 0 => None,
+        a => {
+            trace::probed(&world.core(), a.id1 - 1, Call::ImmediateProbe as u32);
+            Some(engine::envelope(&world.core(), a.id1 - 1))
         }
     }
 }
@@ -338,10 +338,10 @@ fn probe_from(world: &World, ctx: u32, source: i32, tag: i32) -> Result<Status, 
             b.progressed();
         }
         match engine::find(&world.core(), source, tag, ctx) {
-            0 => None,
-            id1 => {
-                trace::probed(&world.core(), id1 - 1, Call::Probe as u32);
-                Some(Ok(engine::envelope(&world.core(), id1 - 1)))
+            a if a.id1 == 0 => None,
+            a => {
+                trace::probed(&world.core(), a.id1 - 1, Call::Probe as u32);
+                Some(Ok(engine::envelope(&world.core(), a.id1 - 1)))
             }
         }
     })
@@ -647,10 +647,10 @@ impl Drop for Message<'_> {
 /// queue, CLAIMED).
 fn claim_match(world: &World, ctx: u32, source: i32, tag: i32) -> Option<(Message<'_>, Status)> {
     match look(world, ctx, source, tag) {
-        0 => None,
-        id1 => {
-            let slot = id1 - 1;
-            engine::unlink(&world.core(), id1);
+        a if a.id1 == 0 => None,
+        a => {
+            let slot = a.id1 - 1;
+            engine::unlink(&world.core(), &a);
             trace::probed(&world.core(), slot, Call::Probe as u32);
             trace::matched(&world.core(), slot);
             engine::mark_claimed(&world.core(), slot);
@@ -685,7 +685,7 @@ fn matched_probe_from(
             b.progressed();
         }
         match engine::find(&world.core(), source, tag, ctx) {
-            0 => None,
+            a if a.id1 == 0 => None,
             _ => claim_match(world, ctx, source, tag).map(Ok),
         }
     })

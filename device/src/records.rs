@@ -100,6 +100,13 @@ impl<'w> SlotAt<'w> {
         // 4-byte aligned and shared words are only accessed atomically.
         unsafe { crate::shim::atomic_u32_at(self.0, word.offset()) }
     }
+
+    /// The start of its payload (16-byte aligned, at least 64 bytes).
+    #[inline(always)]
+    pub(crate) fn payload(self) -> *mut u8 {
+        // SAFETY: the payload follows the header inside the slot.
+        unsafe { self.0.add(SLOT_HEADER_BYTES) }
+    }
 }
 
 /// Reads a private field of this rank's header.

@@ -423,6 +423,26 @@ pub unsafe fn load_payload_u64(ptr: *const u8) -> u64 {
     unsafe { (ptr as *const u64).read() }
 }
 
+/// Stores the first `len` (at most 8) bytes of `value` at `dst`: a
+/// payload's first word as [`load_payload_u64`] read it, so its bytes in
+/// memory order (the receive of a small message from registers).
+///
+/// # Safety
+/// `dst` valid for `len` bytes; ordered as [`copy_bytes`]'s ranges are.
+pub unsafe fn store_head_bytes(dst: *mut u8, value: u64, len: usize) {
+    if len == 0 {
+        return;
+    }
+    timed(Access::Plain {
+        addr: dst as usize,
+        bytes: len,
+        write: true,
+    });
+    let bytes = value.to_le_bytes();
+    // SAFETY: forwarded from the caller; `len <= 8`.
+    unsafe { core::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, len.min(8)) }
+}
+
 /// Whether [`super::load_relaxed_batch`] loads its repeated words too:
 /// only the loads a batch needs: fewer reports to the timing model.
 pub(super) const LOADS_REPEAT: bool = false;

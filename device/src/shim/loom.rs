@@ -388,6 +388,22 @@ pub unsafe fn load_payload_u64(ptr: *const u8) -> u64 {
     unsafe { (ptr as *const u64).read() }
 }
 
+/// Stores the first `len` (at most 8) bytes of `value` at `dst`: a
+/// payload's first word as [`load_payload_u64`] read it, so its bytes in
+/// memory order (the receive of a small message from registers).
+///
+/// # Safety
+/// `dst` valid for `len` bytes; ordered as [`copy_bytes`]'s ranges are.
+pub unsafe fn store_head_bytes(dst: *mut u8, value: u64, len: usize) {
+    if len == 0 {
+        return;
+    }
+    let _guards = loom_runtime::current().access(&[(dst as usize, len, true)]);
+    let bytes = value.to_le_bytes();
+    // SAFETY: forwarded from the caller; `len <= 8`.
+    unsafe { core::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, len.min(8)) }
+}
+
 pub mod loom_runtime {
     //! What the loom harness uses to run ranks on loom threads: registering a
     //! world's memory before the spawns, entering a rank on each loom thread,

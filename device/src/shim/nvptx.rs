@@ -597,6 +597,26 @@ pub unsafe fn load_payload_u64(ptr: *const u8) -> u64 {
     unsafe { (ptr as *const u64).read() }
 }
 
+/// Stores the first `len` (at most 8) bytes of `value` at `dst`: a
+/// payload's first word as [`load_payload_u64`] read it, so its bytes in
+/// memory order (the receive of a small message from registers).
+///
+/// # Safety
+/// `dst` valid for `len` bytes; ordered as [`copy_bytes`]'s ranges are.
+pub unsafe fn store_head_bytes(dst: *mut u8, value: u64, len: usize) {
+    if len == 8 && (dst as usize).is_multiple_of(8) {
+        // SAFETY: 8 valid, aligned bytes (caller).
+        unsafe { (dst as *mut u64).write(value) };
+        return;
+    }
+    let mut k = 0;
+    while k < len {
+        // SAFETY: `k < len` (caller: valid for `len` bytes).
+        unsafe { dst.add(k).write((value >> (8 * k)) as u8) };
+        k += 1;
+    }
+}
+
 /// A panic in device code traps: the launch fails with an error the host
 /// reports (`cudaErrorLaunchFailure` / `CUDA_ERROR_ILLEGAL_INSTRUCTION`).
 /// There is no unwinding on nvptx64 and no way to print the message.
