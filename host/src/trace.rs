@@ -727,29 +727,50 @@ fn call_name(call: u32, peer: i32, tag: i32) -> String {
     }
 }
 
+/// The id of the wait-for graph's node that stands for "any source".
+const ANY_SOURCE_NODE: &str = "any";
+
 /// The wait-for graph of a deadlock: nodes are the ranks that had not
 /// exited, an edge goes from a rank to the peer it waited for (a send's
 /// destination, a receive's or probe's source, a rooted collective's
-/// root); a wait on any source or an unrooted collective has no edge but
-/// is named in the node's label.
+/// root). A receive or probe from any source gets an edge to one more
+/// node, "any source", labelled with the ranks that could still send
+/// (none when every other rank has exited). An unrooted collective has no
+/// edge but is named in the node's label.
 fn wait_for_graph(report: &DeadlockReport) -> Value {
-    let nodes: Vec<Value> = report
+    let mut nodes: Vec<Value> = report
         .blocked()
-        .map(|r| json!({"rank": r.rank, "label": r.state.to_string()}))
+        .map(|r| json!({"id": r.rank.to_string(), "name": r.rank.to_string(), "label": r.state.to_string()}))
         .collect();
+    let mut any_source = false;
     let edges: Vec<Value> = report
         .blocked()
         .filter_map(|r| match r.state {
             BlockedState::Waiting { peer, operation, tag }
             | BlockedState::TimedOut { peer, operation, tag }
-            | BlockedState::Aborted { peer, operation, tag }
-                if peer >= 0 && peer as u32 != r.rank =>
-            {
-                Some(json!({"from": r.rank, "to": peer, "label": call_name(operation, peer, tag)}))
+            | BlockedState::Aborted { peer, operation, tag } => {
+                let label = call_name(operation, peer, tag);
+                if peer >= 0 && peer as u32 != r.rank {
+                    Some(json!({"from": r.rank.to_string(), "to": peer.to_string(), "label": label}))
+                } else if r.state.receive().is_some_and(|(s, _)| s == gpu_mpi_device::ANY_SOURCE) {
+                    any_source = true;
+                    Some(json!({"from": r.rank.to_string(), "to": ANY_SOURCE_NODE, "label": label}))
+                } else {
+                    None
+                }
             }
             _ => None,
         })
         .collect();
+    if any_source {
+        let senders: Vec<u32> = report.blocked().map(|r| r.rank).collect();
+        let label = if senders.len() <= 1 {
+            "no rank left to send: every other rank has exited".to_string()
+        } else {
+            format!("{} have not exited", crate::deadlock::Ranks(&senders))
+        };
+        nodes.push(json!({"id": ANY_SOURCE_NODE, "name": "any", "label": label}));
+    }
     json!({"nodes": nodes, "edges": edges, "text": report.to_string()})
 }
 
@@ -836,6 +857,7 @@ svg text { font: 11px system-ui, sans-serif; }
 .coll { fill: #2a9d8f; opacity: 0.35; }
 .coll.failed { fill: #e63946; opacity: 0.5; }
 .wait-node { fill: #fde2e2; stroke: #c0392b; }
+.wait-node.any-source { fill: #fff; stroke-dasharray: 3 2; }
 .wait-edge { stroke: #c0392b; stroke-width: 1.6; }
 "#;
 
@@ -886,7 +908,7 @@ const SCRIPT: &str = r#"
     const pos = {};
     nodes.forEach(function (nd, i) {
       const a = 2 * Math.PI * i / Math.max(n, 1) - Math.PI / 2;
-      pos[nd.rank] = [W / 2 + R * Math.cos(a), H / 2 + R * Math.sin(a)];
+      pos[nd.id] = [W / 2 + R * Math.cos(a), H / 2 + R * Math.sin(a)];
     });
     for (const e of data.deadlock.edges) {
       const p = pos[e.from], q = pos[e.to];
@@ -897,9 +919,9 @@ const SCRIPT: &str = r#"
       el('title', {}, line).textContent = 'rank ' + e.from + ' waits in ' + e.label;
     }
     nodes.forEach(function (nd) {
-      const p = pos[nd.rank];
-      el('circle', {cx: p[0], cy: p[1], r: 18, 'class': 'wait-node'}, svg);
-      text(p[0], p[1] + 4, String(nd.rank), svg);
+      const p = pos[nd.id];
+      el('circle', {cx: p[0], cy: p[1], r: 18, 'class': nd.id === 'any' ? 'wait-node any-source' : 'wait-node'}, svg);
+      text(p[0], p[1] + 4, nd.name, svg);
       text(p[0], p[1] + 32, nd.label, svg, 'wait-label');
     });
   }
@@ -946,3 +968,47 @@ const SCRIPT: &str = r#"
   }
 })();
 "#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::deadlock::tests::{put, world};
+    use gpu_mpi_device::abi::polling::{STATE_EXITED, STATE_WAITING};
+
+    /// `(from, to)` of every edge of the wait-for graph of `report`.
+    fn edges(report: &DeadlockReport) -> (Value, Vec<(String, String)>) {
+        let g = wait_for_graph(report);
+        let e = g["edges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| (e["from"].as_str().unwrap().to_string(), e["to"].as_str().unwrap().to_string()))
+            .collect();
+        (g, e)
+    }
+
+    #[test]
+    fn a_receive_from_any_source_points_at_the_any_source_node() {
+        let (mut m, l) = world(4);
+        let any = gpu_mpi_device::ANY_SOURCE as u32;
+        put(&mut m, l.record(0), &[STATE_WAITING, Call::Receive as u32, any, 2]);
+        for r in 1..4 {
+            put(&mut m, l.record(r), &[STATE_EXITED]);
+        }
+        let report = DeadlockReport::from_world(&m, &l, |_| false);
+        let (g, e) = edges(&report);
+        assert_eq!(e, [("0".to_string(), ANY_SOURCE_NODE.to_string())]);
+        let nodes = g["nodes"].as_array().unwrap();
+        assert_eq!(nodes.len(), 2);
+        assert_eq!(nodes[1]["id"], ANY_SOURCE_NODE);
+        assert_eq!(nodes[1]["label"], "no rank left to send: every other rank has exited");
+        // Two ranks waiting on any source, one on a known peer.
+        put(&mut m, l.record(1), &[STATE_WAITING, Call::Probe as u32, any, 2]);
+        put(&mut m, l.record(2), &[STATE_WAITING, Call::Receive as u32, 0, 2]);
+        let report = DeadlockReport::from_world(&m, &l, |_| false);
+        let (g, e) = edges(&report);
+        let pair = |a: &str, b: &str| (a.to_string(), b.to_string());
+        assert_eq!(e, [pair("0", "any"), pair("1", "any"), pair("2", "0")]);
+        assert_eq!(g["nodes"].as_array().unwrap()[3]["label"], "ranks 0-2 have not exited");
+    }
+}
