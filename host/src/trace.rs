@@ -256,33 +256,38 @@ impl Trace {
 
     /// The keys (sender, sequence, context word) of every message whose
     /// *sent* and *matched* events were both recorded, sorted: a message's
-    /// flow id in the Chrome JSON is its index here. Costs 12 bytes per
-    /// *sent* event while it is built, and 12 per linked message after.
+    /// flow id in the Chrome JSON is its index here. Costs 13 bytes per
+    /// *sent* event while it is built (its key and a mark), 12 per linked
+    /// message after.
     fn link_keys(&self) -> Vec<LinkKey> {
-        let mut sent: Vec<LinkKey> = self
-            .ranks
-            .iter()
-            .flat_map(|r| {
-                r.events
-                    .iter()
-                    .filter(|e| e.kind() == Some(TraceKind::Sent))
-                    .map(move |e| (r.rank, e.arg as u32, e.context))
-            })
-            .collect();
-        sent.sort_unstable();
-        let mut linked: Vec<LinkKey> = self
-            .ranks
-            .iter()
-            .flat_map(|r| r.events.iter())
-            .filter(|e| e.kind() == Some(TraceKind::Matched) && e.peer >= 0)
-            .map(|e| (e.peer as u32, e.arg as u32, e.context))
-            .filter(|k| sent.binary_search(k).is_ok())
-            .collect();
-        drop(sent);
-        linked.sort_unstable();
-        linked.dedup();
-        linked.shrink_to_fit();
-        linked
+        fn sends(r: &RankTrace) -> impl Iterator<Item = LinkKey> + '_ {
+            r.events
+                .iter()
+                .filter(|e| e.kind() == Some(TraceKind::Sent))
+                .map(move |e| (r.rank, e.arg as u32, e.context))
+        }
+        // Counted first: a vector grown by doubling would hold up to twice
+        // the keys' bytes.
+        let n = self.ranks.iter().map(|r| sends(r).count()).sum();
+        let mut keys: Vec<LinkKey> = Vec::with_capacity(n);
+        keys.extend(self.ranks.iter().flat_map(sends));
+        keys.sort_unstable();
+        keys.dedup();
+        let mut matched = vec![false; keys.len()];
+        for e in self.ranks.iter().flat_map(|r| r.events.iter()) {
+            if e.kind() == Some(TraceKind::Matched) && e.peer >= 0 {
+                if let Ok(i) = keys.binary_search(&(e.peer as u32, e.arg as u32, e.context)) {
+                    matched[i] = true;
+                }
+            }
+        }
+        let mut i = 0;
+        keys.retain(|_| {
+            i += 1;
+            matched[i - 1]
+        });
+        keys.shrink_to_fit();
+        keys
     }
 
     /// The earliest timestamp of any event (the origin of the exports).
