@@ -349,7 +349,11 @@ fn ranks_that_returned_an_error_are_named_with_it_and_the_hint_blames_it() {
         assert_eq!(state.returned(), Some(error));
     }
     for r in 1..7 {
-        assert_eq!(report.state_of(r).unwrap().operation(), Some(Call::AllToAll), "{text}");
+        assert_eq!(
+            report.state_of(r).unwrap().operation(),
+            Some(Call::AllToAll),
+            "{text}"
+        );
     }
     let returned = "returned MPI_ERR_BUFFER (1025 bytes exceed the world's configured limit of 1024 bytes)";
     assert_eq!(
@@ -360,7 +364,10 @@ fn ranks_that_returned_an_error_are_named_with_it_and_the_hint_blames_it() {
              the error left them waiting"
         )
     );
-    assert!(!text.contains("every rank must call the same collectives"), "{text}");
+    assert!(
+        !text.contains("every rank must call the same collectives"),
+        "{text}"
+    );
 }
 
 /// Ranks that return `MPI_ERR_REQUEST` (a third outstanding non-blocking
@@ -371,7 +378,11 @@ fn ranks_that_hit_the_outstanding_collectives_limit_are_one_group() {
     let (report, text) = deadlock(fault(Backend::Cpu, FAULT_IMMEDIATE_LIMIT, 0, world(64)));
     let error = Error::ImmediateLimit { limit: 2 };
     for r in 1..64 {
-        assert_eq!(report.state_of(r), Some(BlockedState::Returned { error }), "{text}");
+        assert_eq!(
+            report.state_of(r),
+            Some(BlockedState::Returned { error }),
+            "{text}"
+        );
     }
     assert_eq!(
         text,

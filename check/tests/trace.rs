@@ -633,8 +633,14 @@ fn a_receive_from_any_source_draws_an_edge_to_the_any_source_node_in_chromium() 
     assert_eq!(count(&dom, "wait-edge"), 1);
     assert_eq!(count(&dom, "wait-node"), 1);
     assert_eq!(count(&dom, "wait-node any-source"), 1);
-    assert!(dom.contains("rank 0 waits in receive(source any, tag 3)"), "the edge's title");
-    assert!(dom.contains("every other rank has exited"), "the any-source node's label");
+    assert!(
+        dom.contains("rank 0 waits in receive(source any, tag 3)"),
+        "the edge's title"
+    );
+    assert!(
+        dom.contains("every other rank has exited"),
+        "the any-source node's label"
+    );
     assert!(is_png(&shot));
     let _ = std::fs::remove_dir_all(&dir);
 }

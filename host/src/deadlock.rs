@@ -153,7 +153,10 @@ impl fmt::Display for Returned {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let name = self.0.class().mpi_name();
         let text = self.0.to_string();
-        let detail = text.strip_prefix(name).and_then(|t| t.strip_prefix(": ")).unwrap_or(&text);
+        let detail = text
+            .strip_prefix(name)
+            .and_then(|t| t.strip_prefix(": "))
+            .unwrap_or(&text);
         write!(f, "{name} ({detail})")
     }
 }

@@ -387,7 +387,10 @@ pub const TRACE_DEFAULT_MIN_EVENTS: u32 = 16;
 pub fn default_trace_events(ranks: u32) -> u32 {
     let per_rank = TRACE_BUFFER_BOUND / u64::from(ranks.max(1));
     let fit = per_rank.saturating_sub(TRACE_HEADER_BYTES as u64) / TRACE_EVENT_BYTES as u64;
-    fit.clamp(u64::from(TRACE_DEFAULT_MIN_EVENTS), u64::from(DEFAULT_TRACE_EVENTS)) as u32
+    fit.clamp(
+        u64::from(TRACE_DEFAULT_MIN_EVENTS),
+        u64::from(DEFAULT_TRACE_EVENTS),
+    ) as u32
 }
 
 /// The file `GPU_MPI_TRACE` names (Chrome trace JSON; the HTML page goes
@@ -510,7 +513,14 @@ mod tests {
 
     #[test]
     fn a_default_trace_stays_within_its_bound() {
-        let cases = [(1, 1024), (512, 1024), (2046, 1024), (2047, 1023), (4096, 511), (16384, 127)];
+        let cases = [
+            (1, 1024),
+            (512, 1024),
+            (2046, 1024),
+            (2047, 1023),
+            (4096, 511),
+            (16384, 127),
+        ];
         for (ranks, events) in cases {
             assert_eq!(default_trace_events(ranks), events, "{ranks} ranks");
         }
@@ -525,9 +535,17 @@ mod tests {
             assert_eq!(c.layout().unwrap().trace_stride as u64 * u64::from(ranks), bytes);
         }
         // An explicit count is taken as it is, and replaces the default.
-        let c = WorldSpec::ranks(16384).trace_default().trace(1024).resolve(|_| 0).unwrap();
+        let c = WorldSpec::ranks(16384)
+            .trace_default()
+            .trace(1024)
+            .resolve(|_| 0)
+            .unwrap();
         assert_eq!(c.trace_events, 1024);
-        let c = WorldSpec::ranks(16384).trace(7).trace_default().resolve(|_| 0).unwrap();
+        let c = WorldSpec::ranks(16384)
+            .trace(7)
+            .trace_default()
+            .resolve(|_| 0)
+            .unwrap();
         assert_eq!(c.trace_events, 127);
     }
 

@@ -904,7 +904,11 @@ fn wait_for_graph(report: &DeadlockReport) -> Value {
                 let label = call_name(operation, peer, tag);
                 if peer >= 0 && peer as u32 != r.rank {
                     Some(json!({"from": r.rank.to_string(), "to": peer.to_string(), "label": label}))
-                } else if r.state.receive().is_some_and(|(s, _)| s == gpu_mpi_device::ANY_SOURCE) {
+                } else if r
+                    .state
+                    .receive()
+                    .is_some_and(|(s, _)| s == gpu_mpi_device::ANY_SOURCE)
+                {
                     any_source = true;
                     Some(json!({"from": r.rank.to_string(), "to": ANY_SOURCE_NODE, "label": label}))
                 } else {
@@ -1134,7 +1138,12 @@ mod tests {
             .as_array()
             .unwrap()
             .iter()
-            .map(|e| (e["from"].as_str().unwrap().to_string(), e["to"].as_str().unwrap().to_string()))
+            .map(|e| {
+                (
+                    e["from"].as_str().unwrap().to_string(),
+                    e["to"].as_str().unwrap().to_string(),
+                )
+            })
             .collect();
         (g, e)
     }
@@ -1143,7 +1152,11 @@ mod tests {
     fn a_receive_from_any_source_points_at_the_any_source_node() {
         let (mut m, l) = world(4);
         let any = gpu_mpi_device::ANY_SOURCE as u32;
-        put(&mut m, l.record(0), &[STATE_WAITING, Call::Receive as u32, any, 2]);
+        put(
+            &mut m,
+            l.record(0),
+            &[STATE_WAITING, Call::Receive as u32, any, 2],
+        );
         for r in 1..4 {
             put(&mut m, l.record(r), &[STATE_EXITED]);
         }
@@ -1153,7 +1166,10 @@ mod tests {
         let nodes = g["nodes"].as_array().unwrap();
         assert_eq!(nodes.len(), 2);
         assert_eq!(nodes[1]["id"], ANY_SOURCE_NODE);
-        assert_eq!(nodes[1]["label"], "no rank left to send: every other rank has exited");
+        assert_eq!(
+            nodes[1]["label"],
+            "no rank left to send: every other rank has exited"
+        );
         // Two ranks waiting on any source, one on a known peer.
         put(&mut m, l.record(1), &[STATE_WAITING, Call::Probe as u32, any, 2]);
         put(&mut m, l.record(2), &[STATE_WAITING, Call::Receive as u32, 0, 2]);
@@ -1161,6 +1177,9 @@ mod tests {
         let (g, e) = edges(&report);
         let pair = |a: &str, b: &str| (a.to_string(), b.to_string());
         assert_eq!(e, [pair("0", "any"), pair("1", "any"), pair("2", "0")]);
-        assert_eq!(g["nodes"].as_array().unwrap()[3]["label"], "ranks 0-2 have not exited");
+        assert_eq!(
+            g["nodes"].as_array().unwrap()[3]["label"],
+            "ranks 0-2 have not exited"
+        );
     }
 }

@@ -159,7 +159,7 @@ fn a_16384_rank_trace_exports_within_its_memory_bound() {
          ({:.0} B per event) in {seconds:.2} s ({:.2} µs per event); exporter peak {:.2} MiB \
          (bound {:.2} MiB); HTML page {} KiB, peak {:.2} MiB",
         t.events_per_rank,
-        events * 32 >> 20,
+        (events * 32) >> 20,
         sink.0 >> 20,
         sink.0 as f64 / events as f64,
         seconds * 1e6 / events as f64,
@@ -168,10 +168,20 @@ fn a_16384_rank_trace_exports_within_its_memory_bound() {
         html.len() >> 10,
         html_peak as f64 / (1 << 20) as f64,
     );
-    assert!(json_peak <= bound, "the JSON export allocated {json_peak} bytes at its peak, bound {bound}");
+    assert!(
+        json_peak <= bound,
+        "the JSON export allocated {json_peak} bytes at its peak, bound {bound}"
+    );
     // Far below the document it wrote: it never holds the whole of it.
-    assert!((json_peak as u64) < sink.0 / 8, "{json_peak} bytes live for {} written", sink.0);
+    assert!(
+        (json_peak as u64) < sink.0 / 8,
+        "{json_peak} bytes live for {} written",
+        sink.0
+    );
     // The page of a world this large is its per-block table (64 blocks)
     // and a summary, which counts the linked messages.
-    assert!(html_peak <= bound, "the HTML page allocated {html_peak} bytes at its peak, bound {bound}");
+    assert!(
+        html_peak <= bound,
+        "the HTML page allocated {html_peak} bytes at its peak, bound {bound}"
+    );
 }
