@@ -55,7 +55,18 @@ gpu_mpi::device::kernel! {
     }
 }
 
-/// Runs `kernel` (CROSSED or STUCK) on 4 ranks of the emulator with
+gpu_mpi::device::kernel! {
+    /// Rank 0 receives from any source; the others return at once.
+    pub static ALONE = fn alone(world: &World, _out: &GlobalSlice<u64>) -> Result<(), Error> {
+        if world.rank() == 0 {
+            let mut v = 0u64;
+            world.any_process().receive_into_with_tag(&mut v, 3)?;
+        }
+        Ok(())
+    }
+}
+
+/// Runs `kernel` (CROSSED, STUCK or ALONE) on 4 ranks of the emulator with
 /// `events` trace events each; returns its deadlock report and the trace.
 fn deadlocked(kernel: &Kernel<GlobalSlice<u64>>, events: u32) -> (DeadlockReport, Trace) {
     let d = Device::cpu();
@@ -603,6 +614,33 @@ fn a_deadlock_page_draws_the_wait_for_graph_in_chromium() {
     assert_eq!(count(&dom, "wait-node"), 2);
     assert_eq!(count(&dom, "msg"), 0);
     assert!(dom.contains("rank 0 waits in receive(source 1, tag 3)"));
+    assert!(is_png(&shot));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+// On the emulator alone: a deadlock (ALONE).
+#[test]
+fn a_receive_from_any_source_draws_an_edge_to_the_any_source_node_in_chromium() {
+    let Some(browser) = chromium() else { return };
+    let (report, t) = deadlocked(&ALONE, 16);
+    let dir = tmp_dir("any-source");
+    let html = t
+        .write_files(&dir.join("alone.json"), "alone", Some(&report))
+        .unwrap();
+    let shot = dir.join("alone.png");
+    let dom = render(&browser, &html, &shot, &dir);
+    // Rank 0 and the "any source" node, one arrow between them.
+    assert_eq!(count(&dom, "wait-edge"), 1);
+    assert_eq!(count(&dom, "wait-node"), 1);
+    assert_eq!(count(&dom, "wait-node any-source"), 1);
+    assert!(
+        dom.contains("rank 0 waits in receive(source any, tag 3)"),
+        "the edge's title"
+    );
+    assert!(
+        dom.contains("every other rank has exited"),
+        "the any-source node's label"
+    );
     assert!(is_png(&shot));
     let _ = std::fs::remove_dir_all(&dir);
 }

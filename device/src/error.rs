@@ -43,6 +43,9 @@ pub enum ErrorClass {
     /// An invalid communicator (`MPI_ERR_COMM`): here, a communicator
     /// creation beyond the world's `communicators` limit.
     Comm = 14,
+    /// A failure the kernel itself reports (`MPI_ERR_OTHER`, MPI 4.1
+    /// §9.4): [`Error::Application`], with a code of the program's own.
+    Other = 15,
 }
 
 impl ErrorClass {
@@ -64,6 +67,7 @@ impl ErrorClass {
             12 => Self::Arg,
             13 => Self::Request,
             14 => Self::Comm,
+            15 => Self::Other,
             _ => return None,
         })
     }
@@ -86,6 +90,7 @@ impl ErrorClass {
             Self::Arg => "MPI_ERR_ARG",
             Self::Request => "MPI_ERR_REQUEST",
             Self::Comm => "MPI_ERR_COMM",
+            Self::Other => "MPI_ERR_OTHER",
         }
     }
 }
@@ -102,6 +107,10 @@ const NEGATIVE_COUNT: u32 = 2;
 /// [`Error::ImmediateOnSubCommunicator`] (a [`Error::CommunicatorLimit`]
 /// has 0 there).
 const IMMEDIATE_ON_SUB: u32 = 1;
+
+/// Word 2 of an `MPI_ERR_REQUEST` result record that is an
+/// [`Error::ImmediateLimit`] (a [`Error::RequestLimit`] has 0 there).
+const IMMEDIATE_LIMIT: u32 = 1;
 
 /// An error returned by a device call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -193,6 +202,23 @@ pub enum Error {
         /// Requests one scope holds.
         limit: u32,
     },
+    /// A non-blocking collective was started while two of the same
+    /// communicator were outstanding on the rank (`IMMEDIATE_SLOTS`; class
+    /// `MPI_ERR_REQUEST`, as [`Error::RequestLimit`]; they use no request
+    /// records).
+    ImmediateLimit {
+        /// Non-blocking collectives one communicator may have outstanding.
+        limit: u32,
+    },
+    /// A failure the kernel reports on purpose, with a code of its own
+    /// (class `MPI_ERR_OTHER`). MPI has no application class; a program
+    /// that needs one adds it (`MPI_Add_error_class`, MPI 4.1 §9.5): here
+    /// the class is `MPI_ERR_OTHER` and `code` tells the program's errors
+    /// apart. Made by [`Error::application`]; the host shows the code.
+    Application {
+        /// The program's own code.
+        code: u32,
+    },
     /// Ranks started different non-blocking collectives in the same
     /// position (MPI 4.1 §6.12: every rank of a communicator starts the
     /// same collectives in the same order), or the ranks of a block or
@@ -235,6 +261,13 @@ pub enum Error {
 }
 
 impl Error {
+    /// An error of the program's own (class `MPI_ERR_OTHER`) carrying
+    /// `code` to the host, for a kernel that fails on purpose: a result it
+    /// checked and found wrong, an input it refuses.
+    pub const fn application(code: u32) -> Error {
+        Error::Application { code }
+    }
+
     /// The error's class.
     pub fn class(&self) -> ErrorClass {
         match self {
@@ -250,7 +283,8 @@ impl Error {
             Error::Aborted { .. } => ErrorClass::Aborted,
             Error::Intern => ErrorClass::Intern,
             Error::OutOfBounds { .. } => ErrorClass::Arg,
-            Error::RequestLimit { .. } => ErrorClass::Request,
+            Error::RequestLimit { .. } | Error::ImmediateLimit { .. } => ErrorClass::Request,
+            Error::Application { .. } => ErrorClass::Other,
             Error::CommunicatorLimit { .. } => ErrorClass::Comm,
             Error::CollectiveMismatch { .. } => ErrorClass::Count,
             Error::NegativeCount { .. } => ErrorClass::Count,
@@ -292,6 +326,8 @@ impl Error {
             Error::Intern => [c, 0, 0, 0, 0],
             Error::OutOfBounds { index, len } => [c, index, len, 0, 0],
             Error::RequestLimit { limit } => [c, limit, 0, 0, 0],
+            Error::ImmediateLimit { limit } => [c, limit, IMMEDIATE_LIMIT, 0, 0],
+            Error::Application { code } => [c, code, 0, 0, 0],
             Error::CommunicatorLimit { limit } => [c, limit, 0, 0, 0],
             Error::ImmediateOnSubCommunicator { context } => [c, context, IMMEDIATE_ON_SUB, 0, 0],
         }
@@ -357,7 +393,9 @@ impl Error {
                 index: w[1],
                 len: w[2],
             },
+            ErrorClass::Request if w[2] == IMMEDIATE_LIMIT => Error::ImmediateLimit { limit: w[1] },
             ErrorClass::Request => Error::RequestLimit { limit: w[1] },
+            ErrorClass::Other => Error::Application { code: w[1] },
             ErrorClass::Comm if w[2] == IMMEDIATE_ON_SUB => {
                 Error::ImmediateOnSubCommunicator { context: w[1] }
             }
@@ -418,6 +456,11 @@ impl fmt::Display for Error {
             Error::RequestLimit { limit } => {
                 write!(f, "more than {limit} requests active in one request scope")
             }
+            Error::ImmediateLimit { limit } => write!(
+                f,
+                "more than {limit} non-blocking collectives outstanding on one communicator: complete one (wait or test) before starting another"
+            ),
+            Error::Application { code } => write!(f, "the kernel failed with application code {code}"),
             Error::ImmediateOnSubCommunicator { context } => write!(
                 f,
                 "non-blocking collective on sub-communicator context {context}: the world was launched without their state (WorldSpec::immediate_on_communicators)"
@@ -466,10 +509,33 @@ mod tests {
         assert_eq!(Error::from_words(s.to_words()), Some(s));
         let l = Error::CommunicatorLimit { limit: 3 };
         assert_eq!(Error::from_words(l.to_words()), Some(l));
+        let i = Error::ImmediateLimit { limit: 2 };
+        assert_eq!(i.class(), ErrorClass::Request);
+        assert_eq!(Error::from_words(i.to_words()), Some(i));
+        let r = Error::RequestLimit { limit: 2 };
+        assert_eq!(Error::from_words(r.to_words()), Some(r));
         let text = std::format!("{e}");
         assert_eq!(
             text,
             "MPI_ERR_COUNT: this rank called barrier where another rank of its communicator called all-reduce"
+        );
+    }
+
+    #[test]
+    fn an_application_error_crosses_with_its_code_as_mpi_err_other() {
+        let e = Error::application(0xdead);
+        assert_eq!(e.class(), ErrorClass::Other);
+        assert_eq!(e.class() as u32, 15);
+        assert_eq!(ErrorClass::from_code(15), Some(ErrorClass::Other));
+        assert_eq!(Error::from_words(e.to_words()), Some(e));
+        assert_eq!(
+            std::format!("{e}"),
+            "MPI_ERR_OTHER: the kernel failed with application code 57005"
+        );
+        assert_eq!(
+            std::format!("{}", Error::ImmediateLimit { limit: 2 }),
+            "MPI_ERR_REQUEST: more than 2 non-blocking collectives outstanding on one communicator: \
+             complete one (wait or test) before starting another"
         );
     }
 }

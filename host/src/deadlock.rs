@@ -11,6 +11,7 @@ use gpu_mpi_device::abi::layout::Layout;
 use gpu_mpi_device::abi::polling::{Call, WaitDisplay, STATE_EXITED, STATE_TIMED_OUT, STATE_WAITING};
 use gpu_mpi_device::abi::records::{read_result_record, read_wait_record, SlotView};
 use gpu_mpi_device::error::ErrorClass;
+use gpu_mpi_device::Error;
 use std::collections::HashMap;
 use std::fmt;
 
@@ -64,8 +65,13 @@ pub enum BlockedState {
     /// Neither waiting in MPI nor finished: polling shared memory outside the
     /// library (no wait record), or stopped before it attached to the world.
     Running,
-    /// Its kernel function returned.
+    /// Its kernel function returned `Ok`.
     Exited,
+    /// Its kernel function returned this error (its result record).
+    Returned {
+        /// The error.
+        error: Error,
+    },
 }
 
 impl BlockedState {
@@ -79,9 +85,18 @@ impl BlockedState {
         }
     }
 
-    /// Whether the rank had finished.
+    /// Whether the rank had finished: its kernel function returned, `Ok`
+    /// ([`BlockedState::Exited`]) or an error ([`BlockedState::Returned`]).
     pub fn is_exited(&self) -> bool {
-        matches!(self, BlockedState::Exited)
+        matches!(self, BlockedState::Exited | BlockedState::Returned { .. })
+    }
+
+    /// The error the rank's kernel function returned, if it returned one.
+    pub fn returned(&self) -> Option<Error> {
+        match *self {
+            BlockedState::Returned { error } => Some(error),
+            _ => None,
+        }
     }
 
     /// The operation, peer and tag of the wait the rank was in, if any.
@@ -125,7 +140,24 @@ impl fmt::Display for BlockedState {
             }
             BlockedState::Running => f.write_str("running (polling outside any MPI wait)"),
             BlockedState::Exited => f.write_str("exited"),
+            BlockedState::Returned { error } => write!(f, "returned {}", Returned(error)),
         }
+    }
+}
+
+/// An error as a report names it: `MPI_ERR_BUFFER (4097 bytes exceed ...)`,
+/// its class and then its detail in brackets.
+struct Returned(Error);
+
+impl fmt::Display for Returned {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = self.0.class().mpi_name();
+        let text = self.0.to_string();
+        let detail = text
+            .strip_prefix(name)
+            .and_then(|t| t.strip_prefix(": "))
+            .unwrap_or(&text);
+        write!(f, "{name} ({detail})")
     }
 }
 
@@ -198,7 +230,7 @@ pub enum Hint {
         /// Payload bytes of a slot.
         slot_bytes: u32,
     },
-    /// Ranks exited while others wait in a collective.
+    /// Ranks returned `Ok` while others wait in a collective.
     ExitedBeforeCollective {
         /// The collective ([`Call`] as `u32`).
         operation: u32,
@@ -214,12 +246,33 @@ pub enum Hint {
         rank: u32,
         /// The source, which exited.
         source: u32,
+        /// The class of the error the source returned, if it returned one.
+        returned: Option<ErrorClass>,
+    },
+    /// Ranks returned an error while others still wait: the error, not
+    /// the order of the calls, left them waiting (one hint per class).
+    ReturnedError {
+        /// The class the ranks returned.
+        class: ErrorClass,
+        /// The ranks that returned it.
+        ranks: Vec<u32>,
+        /// The ranks still waiting (and not named by a
+        /// [`Hint::SourceExited`]).
+        waiting: Vec<u32>,
+        /// The operation they all wait in, when it is one ([`Call`] as `u32`).
+        operation: Option<u32>,
+    },
+    /// A rank waits for a message from any source, no message is left
+    /// for it, and every other rank has exited.
+    AnySourceExited {
+        /// The waiting rank.
+        rank: u32,
     },
 }
 
-/// A list of ranks printed as ranges (`ranks 0-1, 3-7`), at most
-/// [`PRINTED_ENTRIES`] ranges before "... and N more".
-struct Ranks<'a>(&'a [u32]);
+/// A list of ranks (ascending) printed as ranges (`ranks 0-1, 3-7`), at
+/// most [`PRINTED_ENTRIES`] ranges before "... and N more".
+pub(crate) struct Ranks<'a>(pub(crate) &'a [u32]);
 
 impl fmt::Display for Ranks<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -332,9 +385,46 @@ impl fmt::Display for Hint {
                 if waiting.len() == 1 { "waits" } else { "wait" },
                 operation_name(*operation)
             ),
-            Hint::SourceExited { rank, source } => write!(
+            Hint::SourceExited {
+                rank,
+                source,
+                returned: None,
+            } => write!(
                 f,
                 "rank {rank} waits for a message from rank {source}, which exited with no message left for it (none sent, or all received already)"
+            ),
+            Hint::SourceExited {
+                rank,
+                source,
+                returned: Some(class),
+            } => write!(
+                f,
+                "rank {rank} waits for a message from rank {source}, which returned {} with no message left for it: the error left it waiting",
+                class.mpi_name()
+            ),
+            Hint::ReturnedError {
+                class,
+                ranks,
+                waiting,
+                operation,
+            } => {
+                let one = waiting.len() == 1;
+                write!(
+                    f,
+                    "{} returned {} while {} {}",
+                    Ranks(ranks),
+                    class.mpi_name(),
+                    Ranks(waiting),
+                    if one { "waits" } else { "wait" }
+                )?;
+                if let Some(op) = operation {
+                    write!(f, " in {}", operation_name(*op))?;
+                }
+                write!(f, ": the error left {} waiting", if one { "it" } else { "them" })
+            }
+            Hint::AnySourceExited { rank } => write!(
+                f,
+                "rank {rank} waits for a message from any source, and every other rank has exited with no message left for it"
             ),
         }
     }
@@ -428,8 +518,13 @@ impl DeadlockReport {
                     STATE_EXITED => {
                         if result[0] == ErrorClass::Aborted as u32 && operation != 0 {
                             BlockedState::Aborted { operation, peer, tag }
-                        } else {
+                        } else if result[0] == ErrorClass::Success as u32 {
                             BlockedState::Exited
+                        } else {
+                            // An unknown class is a world of another version.
+                            BlockedState::Returned {
+                                error: Error::from_words(result).unwrap_or(Error::Intern),
+                            }
                         }
                     }
                     _ => BlockedState::Running,
@@ -479,11 +574,20 @@ impl DeadlockReport {
                         sent: m.tag,
                     });
                 }
-            } else if source >= 0 && self.state_of(source as u32).is_some_and(|s| s.is_exited()) {
+            } else if let Some(s) = (source >= 0)
+                .then(|| self.state_of(source as u32))
+                .flatten()
+                .filter(BlockedState::is_exited)
+            {
                 hints.push(Hint::SourceExited {
                     rank: r.rank,
                     source: source as u32,
+                    returned: s.returned().map(|e| e.class()),
                 });
+            } else if source == gpu_mpi_device::ANY_SOURCE
+                && self.ranks.iter().all(|o| o.rank == r.rank || o.state.is_exited())
+            {
+                hints.push(Hint::AnySourceExited { rank: r.rank });
             }
         }
         for r in &self.ranks {
@@ -512,10 +616,12 @@ impl DeadlockReport {
                 slot_bytes,
             });
         }
+        // Ranks that returned `Ok`; those that returned an error get a hint
+        // of their own below, which blames the error.
         let exited: Vec<u32> = self
             .ranks
             .iter()
-            .filter(|r| r.state.is_exited())
+            .filter(|r| r.state == BlockedState::Exited)
             .map(|r| r.rank)
             .collect();
         let collective = self.ranks.iter().find_map(|r| match r.state.wait() {
@@ -547,7 +653,51 @@ impl DeadlockReport {
                 exited,
             });
         }
+        hints.extend(self.returned_errors(&hints));
         hints
+    }
+
+    /// One [`Hint::ReturnedError`] per class that ranks returned while
+    /// others wait, naming the waiting ranks that `earlier` (a
+    /// [`Hint::SourceExited`]) has not explained already.
+    fn returned_errors(&self, earlier: &[Hint]) -> Vec<Hint> {
+        let explained: std::collections::HashSet<u32> = earlier
+            .iter()
+            .filter_map(|h| match h {
+                Hint::SourceExited { rank, .. } => Some(*rank),
+                _ => None,
+            })
+            .collect();
+        let waiting: Vec<&BlockedRank> = self
+            .ranks
+            .iter()
+            .filter(|r| r.state.wait().is_some() && !explained.contains(&r.rank))
+            .collect();
+        if waiting.is_empty() {
+            return Vec::new();
+        }
+        let first = waiting[0].state.operation();
+        let operation = first
+            .filter(|_| waiting.iter().all(|r| r.state.operation() == first))
+            .map(|op| op as u32);
+        let waiting: Vec<u32> = waiting.iter().map(|r| r.rank).collect();
+        let mut by_class: Vec<(ErrorClass, Vec<u32>)> = Vec::new();
+        for r in &self.ranks {
+            let Some(e) = r.state.returned() else { continue };
+            match by_class.iter_mut().find(|(c, _)| *c == e.class()) {
+                Some((_, ranks)) => ranks.push(r.rank),
+                None => by_class.push((e.class(), vec![r.rank])),
+            }
+        }
+        by_class
+            .into_iter()
+            .map(|(class, ranks)| Hint::ReturnedError {
+                class,
+                ranks,
+                waiting: waiting.clone(),
+                operation,
+            })
+            .collect()
     }
 
     /// The ranks that had not exited.
@@ -716,6 +866,61 @@ pub(crate) mod tests {
         );
         assert_eq!(rep.state_of(3).unwrap().operation(), Some(Call::Receive));
         assert_eq!(rep.blocked().count(), 2);
+    }
+
+    #[test]
+    fn a_rank_that_returned_an_error_is_named_with_it_and_blamed() {
+        let (mut m, l) = world(4);
+        put(&mut m, l.record(0), &[STATE_WAITING, Call::Receive as u32, 1, 7]);
+        put(&mut m, l.record(1), &[STATE_EXITED]);
+        let error = Error::BufferTooLarge { bytes: 10, limit: 8 };
+        put(&mut m, l.result(1), &error.to_words());
+        put(
+            &mut m,
+            l.record(2),
+            &[STATE_WAITING, Call::Barrier as u32, -2i32 as u32, -1i32 as u32],
+        );
+        put(&mut m, l.record(3), &[STATE_EXITED]);
+        let rep = DeadlockReport::from_world(&m, &l, |_| false);
+        assert_eq!(rep.state_of(1), Some(BlockedState::Returned { error }));
+        assert_eq!(rep.state_of(3), Some(BlockedState::Exited));
+        assert_eq!(
+            rep.hints,
+            vec![
+                Hint::SourceExited {
+                    rank: 0,
+                    source: 1,
+                    returned: Some(ErrorClass::Buffer)
+                },
+                Hint::ExitedBeforeCollective {
+                    operation: Call::Barrier as u32,
+                    waiting: vec![2],
+                    exited: vec![3]
+                },
+                Hint::ReturnedError {
+                    class: ErrorClass::Buffer,
+                    ranks: vec![1],
+                    waiting: vec![2],
+                    operation: Some(Call::Barrier as u32)
+                },
+            ]
+        );
+        assert_eq!(
+            rep.to_string(),
+            "deadlock: rank 0: receive(source 1, tag 7); rank 2: barrier; rank 1: returned \
+             MPI_ERR_BUFFER (10 bytes exceed the world's configured limit of 8 bytes); rank 3: exited\n\
+             waiting receives: rank 0: receive(source 1, tag 7)\n\
+             hint: rank 0 waits for a message from rank 1, which returned MPI_ERR_BUFFER with no \
+             message left for it: the error left it waiting\n\
+             hint: rank 3 exited while rank 2 waits in barrier: every rank must call the same collectives\n\
+             hint: rank 1 returned MPI_ERR_BUFFER while rank 2 waits in barrier: the error left it waiting"
+        );
+        // Waits in different operations: the hint names none.
+        put(&mut m, l.record(3), &[STATE_WAITING, Call::Send as u32, 2, 0]);
+        let rep = DeadlockReport::from_world(&m, &l, |_| false);
+        assert!(rep.to_string().ends_with(
+            "hint: rank 1 returned MPI_ERR_BUFFER while ranks 2-3 wait: the error left them waiting"
+        ));
     }
 
     #[test]

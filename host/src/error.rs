@@ -1,12 +1,13 @@
 //! Errors of the host API, shared by every backend.
 
-use crate::deadlock::DeadlockReport;
+use crate::deadlock::{DeadlockReport, Ranks};
 use cudarc::driver::DriverError;
 use gpu_mpi_device::abi::layout::ConfigError;
 use std::fmt;
 use std::time::Duration;
 
-/// How many failed ranks [`HostError::RankFailed`] prints before "... and N more".
+/// How many groups of failed ranks (ranks that returned the same error)
+/// [`HostError::RankFailed`] prints before "... and N more".
 const PRINTED_FAILURES: usize = 8;
 
 /// The hardware resource that limits how many ranks can be co-resident.
@@ -516,14 +517,27 @@ struct FailedRanks<'a> {
 }
 
 impl fmt::Display for FailedRanks<'_> {
+    /// `3 of 64 ranks failed: ranks 3-61: MPI_ERR_REQUEST: ...; rank 62: ...`:
+    /// the ranks that returned the same error form one group, named as the
+    /// deadlock report names ranks, groups in the order of their first rank.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} of {} ranks failed", self.errors.len(), self.ranks)?;
-        for (i, (rank, e)) in self.errors.iter().take(PRINTED_FAILURES).enumerate() {
-            let sep = if i == 0 { ": " } else { "; " };
-            write!(f, "{sep}rank {rank}: {e}")?;
+        // Errors are few kinds over many ranks: a linear search per rank
+        // stays cheap, and no `Hash` is asked of the device's `Error`.
+        let mut groups: Vec<(gpu_mpi_device::Error, Vec<u32>)> = Vec::new();
+        for (rank, e) in self.errors {
+            match groups.iter_mut().rev().find(|(g, _)| g == e) {
+                Some((_, ranks)) => ranks.push(*rank),
+                None => groups.push((*e, vec![*rank])),
+            }
         }
-        if self.errors.len() > PRINTED_FAILURES {
-            write!(f, "; ... and {} more", self.errors.len() - PRINTED_FAILURES)?;
+        for (i, (e, ranks)) in groups.iter().take(PRINTED_FAILURES).enumerate() {
+            let sep = if i == 0 { ": " } else { "; " };
+            write!(f, "{sep}{}: {e}", Ranks(ranks))?;
+        }
+        if groups.len() > PRINTED_FAILURES {
+            let more: usize = groups[PRINTED_FAILURES..].iter().map(|(_, r)| r.len()).sum();
+            write!(f, "; ... and {more} more ranks")?;
         }
         Ok(())
     }
@@ -592,12 +606,27 @@ mod tests {
     }
 
     #[test]
-    fn rank_failed_lists_the_first_ranks() {
+    fn rank_failed_groups_ranks_with_the_same_error() {
+        use gpu_mpi_device::Error;
+        let limit = Error::RequestLimit { limit: 8 };
+        let mut errors: Vec<_> = (3..62).map(|r| (r, limit)).collect();
+        errors.push((62, Error::InvalidTag { tag: -5 }));
+        errors.push((63, limit));
+        let s = HostError::RankFailed { errors, ranks: 64 }.to_string();
+        assert_eq!(
+            s,
+            "61 of 64 ranks failed: ranks 3-61, 63: MPI_ERR_REQUEST: more than 8 requests active in one \
+             request scope; rank 62: MPI_ERR_TAG: tag -5 is outside 0..=2147483647"
+        );
+    }
+
+    #[test]
+    fn rank_failed_lists_the_first_groups() {
         let errors: Vec<_> = (0..10)
-            .map(|r| (r, gpu_mpi_device::Error::InvalidTag { tag: -5 }))
+            .map(|r| (r, gpu_mpi_device::Error::InvalidTag { tag: -(r as i32) - 1 }))
             .collect();
         let s = HostError::RankFailed { errors, ranks: 64 }.to_string();
         assert!(s.starts_with("10 of 64 ranks failed: rank 0: MPI_ERR_TAG"), "{s}");
-        assert!(s.ends_with("; ... and 2 more"), "{s}");
+        assert!(s.ends_with("; ... and 2 more ranks"), "{s}");
     }
 }

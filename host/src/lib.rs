@@ -64,7 +64,8 @@ pub use launch::{LaunchReport, SyncCounts, SyncProfile, TracedLaunch};
 pub use model::{ModelledTime, Profile, ProfileError, RankTime, TimeCategory};
 pub use report::{BlockedRank, BlockedState, DeadlockReport, Hint, UnreceivedMessage};
 pub use spec::{
-    default_block_dim, trace_path_from_env, BackendKind, ParseBackendKindError, RankCount, Residency,
-    WorldSpec, DEFAULT_TRACE_EVENTS, PREFERRED_BLOCK_DIM,
+    default_block_dim, default_trace_events, trace_path_from_env, BackendKind, ParseBackendKindError,
+    RankCount, Residency, WorldSpec, DEFAULT_TRACE_EVENTS, PREFERRED_BLOCK_DIM, TRACE_BUFFER_BOUND,
+    TRACE_DEFAULT_MIN_EVENTS,
 };
 pub use trace::{MessageLink, RankTrace, SpanKind, SpanRecord, Trace, TraceWriteError};

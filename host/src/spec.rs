@@ -3,7 +3,9 @@
 use crate::error::{HostError, Resource};
 use crate::model::Profile;
 use crate::schedule::Schedule;
-use gpu_mpi_device::abi::layout::{WorldConfig, FLAG_FORCE_STREAMING, FLAG_IMMEDIATE_COMMUNICATORS};
+use gpu_mpi_device::abi::layout::{
+    WorldConfig, FLAG_FORCE_STREAMING, FLAG_IMMEDIATE_COMMUNICATORS, TRACE_EVENT_BYTES, TRACE_HEADER_BYTES,
+};
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
@@ -150,6 +152,10 @@ pub struct WorldSpec {
     /// [`LaunchReport::trace`](crate::LaunchReport::trace) and from
     /// [`Device::launch_traced`](crate::Device::launch_traced).
     pub trace_events: u32,
+    /// Whether `trace_events` is a cap that the world's size may lower
+    /// ([`trace_default`](Self::trace_default)): the launch records
+    /// `min(trace_events, default_trace_events(ranks))` events per rank.
+    pub trace_events_scaled: bool,
 }
 
 impl WorldSpec {
@@ -182,6 +188,7 @@ impl WorldSpec {
             schedule: None,
             model: None,
             trace_events: 0,
+            trace_events_scaled: false,
         }
     }
 
@@ -278,22 +285,34 @@ impl WorldSpec {
     /// world memory grows by `ranks × (32 + 32 × events_per_rank)` bytes.
     pub fn trace(mut self, events_per_rank: u32) -> Self {
         self.trace_events = events_per_rank;
+        self.trace_events_scaled = false;
+        self
+    }
+
+    /// Records [`default_trace_events`]`(ranks)` events per rank: up to
+    /// [`DEFAULT_TRACE_EVENTS`], fewer in a world so large that the trace
+    /// buffers would pass [`TRACE_BUFFER_BOUND`] bytes.
+    pub fn trace_default(mut self) -> Self {
+        self.trace_events = DEFAULT_TRACE_EVENTS;
+        self.trace_events_scaled = true;
         self
     }
 
     /// As [`trace`](Self::trace) with the count of the environment variable
-    /// `GPU_MPI_TRACE_EVENTS` (default [`DEFAULT_TRACE_EVENTS`]) when
-    /// `GPU_MPI_TRACE` names a file; the spec unchanged otherwise. What the
-    /// examples call.
+    /// `GPU_MPI_TRACE_EVENTS`, or without it as
+    /// [`trace_default`](Self::trace_default), when `GPU_MPI_TRACE` names
+    /// a file; the spec unchanged otherwise. What the examples call.
     pub fn trace_from_env(self) -> Self {
         if trace_path_from_env().is_none() {
             return self;
         }
-        let n = std::env::var("GPU_MPI_TRACE_EVENTS")
+        match std::env::var("GPU_MPI_TRACE_EVENTS")
             .ok()
             .and_then(|v| v.parse().ok())
-            .unwrap_or(DEFAULT_TRACE_EVENTS);
-        self.trace(n)
+        {
+            Some(n) => self.trace(n),
+            None => self.trace_default(),
+        }
     }
 
     /// Resolves the spec into a world configuration for a device whose
@@ -314,7 +333,11 @@ impl WorldSpec {
         c.max_message_bytes = self.max_message_bytes;
         c.collective_bytes = self.collective_bytes;
         c.requests_per_rank = self.requests_per_rank;
-        c.trace_events = self.trace_events;
+        c.trace_events = if self.trace_events_scaled {
+            self.trace_events.min(default_trace_events(ranks))
+        } else {
+            self.trace_events
+        };
         c.communicators = self.communicators;
         c.immediate_bytes = self.immediate_bytes;
         c.flags = if self.force_streaming {
@@ -339,8 +362,36 @@ impl WorldSpec {
 }
 
 /// Events per rank of a trace turned on by `GPU_MPI_TRACE` without
-/// `GPU_MPI_TRACE_EVENTS`.
+/// `GPU_MPI_TRACE_EVENTS` (or by [`WorldSpec::trace_default`]) in a world
+/// of at most 2,046 ranks; larger worlds get fewer
+/// ([`default_trace_events`]).
 pub const DEFAULT_TRACE_EVENTS: u32 = 1024;
+
+/// Bytes of world memory the trace buffers of a default-sized trace stay
+/// within (64 MiB) in worlds of up to 123,361 ranks (beyond, the
+/// [`TRACE_DEFAULT_MIN_EVENTS`] floor holds): the device memory they take,
+/// and the host memory of the decoded [`Trace`](crate::Trace) (32 bytes
+/// per event both), which is what the exporters read.
+pub const TRACE_BUFFER_BOUND: u64 = 64 << 20;
+
+/// The fewest events per rank a default-sized trace records, however
+/// large the world: its buffers take `ranks × 544` bytes, more than
+/// [`TRACE_BUFFER_BOUND`] in worlds of more than 123,361 ranks.
+pub const TRACE_DEFAULT_MIN_EVENTS: u32 = 16;
+
+/// Events per rank of a default-sized trace in a world of `ranks` ranks:
+/// [`DEFAULT_TRACE_EVENTS`], or as many as keep the world's trace buffers
+/// (`ranks × (32 + 32 × events)` bytes) within [`TRACE_BUFFER_BOUND`],
+/// but at least [`TRACE_DEFAULT_MIN_EVENTS`]: 1,024 up to 2,046 ranks,
+/// 511 at 4,096, 127 at 16,384, 16 from 116,509 on.
+pub fn default_trace_events(ranks: u32) -> u32 {
+    let per_rank = TRACE_BUFFER_BOUND / u64::from(ranks.max(1));
+    let fit = per_rank.saturating_sub(TRACE_HEADER_BYTES as u64) / TRACE_EVENT_BYTES as u64;
+    fit.clamp(
+        u64::from(TRACE_DEFAULT_MIN_EVENTS),
+        u64::from(DEFAULT_TRACE_EVENTS),
+    ) as u32
+}
 
 /// The file `GPU_MPI_TRACE` names (Chrome trace JSON; the HTML page goes
 /// beside it), if set and not empty.
@@ -458,6 +509,44 @@ mod tests {
         assert_eq!(default_block_dim(96 * 7), 224);
         assert_eq!(default_block_dim(1), 1);
         assert_eq!(default_block_dim(0), 1);
+    }
+
+    #[test]
+    fn a_default_trace_stays_within_its_bound() {
+        let cases = [
+            (1, 1024),
+            (512, 1024),
+            (2046, 1024),
+            (2047, 1023),
+            (4096, 511),
+            (16384, 127),
+        ];
+        for (ranks, events) in cases {
+            assert_eq!(default_trace_events(ranks), events, "{ranks} ranks");
+        }
+        assert_eq!(default_trace_events(116_508), 17);
+        assert_eq!(default_trace_events(116_509), TRACE_DEFAULT_MIN_EVENTS);
+        assert_eq!(default_trace_events(u32::MAX), TRACE_DEFAULT_MIN_EVENTS);
+        assert_eq!(default_trace_events(0), DEFAULT_TRACE_EVENTS);
+        for ranks in [1u32, 1000, 2047, 4096, 5000, 16384, 100_000, 123_361] {
+            let c = WorldSpec::ranks(ranks).trace_default().resolve(|_| 0).unwrap();
+            let bytes = u64::from(ranks) * (32 + 32 * u64::from(c.trace_events));
+            assert!(bytes <= TRACE_BUFFER_BOUND, "{ranks} ranks: {bytes} bytes");
+            assert_eq!(c.layout().unwrap().trace_stride as u64 * u64::from(ranks), bytes);
+        }
+        // An explicit count is taken as it is, and replaces the default.
+        let c = WorldSpec::ranks(16384)
+            .trace_default()
+            .trace(1024)
+            .resolve(|_| 0)
+            .unwrap();
+        assert_eq!(c.trace_events, 1024);
+        let c = WorldSpec::ranks(16384)
+            .trace(7)
+            .trace_default()
+            .resolve(|_| 0)
+            .unwrap();
+        assert_eq!(c.trace_events, 127);
     }
 
     #[test]

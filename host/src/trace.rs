@@ -14,6 +14,7 @@ use gpu_mpi_device::ErrorClass;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Worlds of at most this many ranks get a sequence diagram in the HTML
@@ -21,6 +22,8 @@ use std::path::{Path, PathBuf};
 pub const SEQUENCE_DIAGRAM_MAX_RANKS: u32 = 64;
 /// The HTML page's sequence diagram draws at most this many messages.
 pub const SEQUENCE_DIAGRAM_MAX_MESSAGES: usize = 2000;
+/// The buffer [`Trace::write_files`] writes the Chrome JSON through.
+const WRITE_BUFFER_BYTES: usize = 1 << 16;
 
 /// What one rank recorded.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -248,49 +251,43 @@ impl Trace {
     /// the leave event that follows it. An enter followed by another enter
     /// (or by nothing) has no leave: the rank stopped inside it.
     pub fn spans(&self) -> Vec<SpanRecord> {
-        let mut out = Vec::new();
-        for r in &self.ranks {
-            let mut open: Option<SpanRecord> = None;
-            for (i, e) in r.events.iter().enumerate() {
-                let kind = match e.kind() {
-                    Some(TraceKind::CollectiveEnter) => {
-                        Call::from_code(e.call as u32).map(SpanKind::Collective)
-                    }
-                    Some(TraceKind::CreationEnter) => Creation::from_code(e.call).map(SpanKind::Creation),
-                    Some(k @ (TraceKind::CollectiveLeave | TraceKind::CreationLeave)) => {
-                        let pairs = matches!(
-                            (k, open.map(|o| o.kind)),
-                            (TraceKind::CollectiveLeave, Some(SpanKind::Collective(_)))
-                                | (TraceKind::CreationLeave, Some(SpanKind::Creation(_)))
-                        );
-                        if let (true, Some(mut s)) = (pairs, open.take()) {
-                            s.leave = Some(i);
-                            s.error =
-                                ErrorClass::from_code(e.arg as u32).filter(|c| *c != ErrorClass::Success);
-                            if k == TraceKind::CreationLeave {
-                                s.created = e.communicator();
-                            }
-                            out.push(s);
-                        }
-                        continue;
-                    }
-                    _ => continue,
-                };
-                let Some(kind) = kind else { continue };
-                out.extend(open.take());
-                open = Some(SpanRecord {
-                    rank: r.rank,
-                    kind,
-                    communicator: e.communicator().unwrap_or(0),
-                    enter: i,
-                    leave: None,
-                    error: None,
-                    created: None,
-                });
-            }
-            out.extend(open);
+        self.ranks.iter().flat_map(rank_spans).collect()
+    }
+
+    /// The keys (sender, sequence, context word) of every message whose
+    /// *sent* and *matched* events were both recorded, sorted: a message's
+    /// flow id in the Chrome JSON is its index here. Costs 13 bytes per
+    /// *sent* event while it is built (its key and a mark), 12 per linked
+    /// message after.
+    fn link_keys(&self) -> Vec<LinkKey> {
+        fn sends(r: &RankTrace) -> impl Iterator<Item = LinkKey> + '_ {
+            r.events
+                .iter()
+                .filter(|e| e.kind() == Some(TraceKind::Sent))
+                .map(move |e| (r.rank, e.arg as u32, e.context))
         }
-        out
+        // Counted first: a vector grown by doubling would hold up to twice
+        // the keys' bytes.
+        let n = self.ranks.iter().map(|r| sends(r).count()).sum();
+        let mut keys: Vec<LinkKey> = Vec::with_capacity(n);
+        keys.extend(self.ranks.iter().flat_map(sends));
+        keys.sort_unstable();
+        keys.dedup();
+        let mut matched = vec![false; keys.len()];
+        for e in self.ranks.iter().flat_map(|r| r.events.iter()) {
+            if e.kind() == Some(TraceKind::Matched) && e.peer >= 0 {
+                if let Ok(i) = keys.binary_search(&(e.peer as u32, e.arg as u32, e.context)) {
+                    matched[i] = true;
+                }
+            }
+        }
+        let mut i = 0;
+        keys.retain(|_| {
+            i += 1;
+            matched[i - 1]
+        });
+        keys.shrink_to_fit();
+        keys
     }
 
     /// The earliest timestamp of any event (the origin of the exports).
@@ -306,17 +303,23 @@ impl Trace {
             .unwrap_or(0)
     }
 
-    /// The SM named for a block: the first SM of its first rank.
-    fn block_sm(&self, block: u32) -> Option<u32> {
-        self.ranks
-            .iter()
-            .find(|r| r.block == block && !r.events.is_empty())
-            .map(|r| r.sm_first)
+    /// The number of blocks.
+    fn blocks(&self) -> u32 {
+        self.ranks.iter().map(|r| r.block + 1).max().unwrap_or(0)
     }
 
     /// The trace in the Chrome trace event format (the JSON object form),
-    /// which Perfetto (ui.perfetto.dev) and `chrome://tracing` open: one
-    /// process per block (named with its SM on the GPU), one thread per
+    /// as [`write_chrome_json`](Self::write_chrome_json) writes it.
+    pub fn to_chrome_json(&self) -> String {
+        let mut out = Vec::new();
+        self.write_chrome_json(&mut out)
+            .expect("writing into a Vec<u8> does not fail");
+        String::from_utf8(out).expect("serde_json writes UTF-8")
+    }
+
+    /// Writes the trace in the Chrome trace event format (the JSON object
+    /// form), which Perfetto (ui.perfetto.dev) and `chrome://tracing` open:
+    /// one process per block (named with its SM on the GPU), one thread per
     /// rank; requests as async slices from posted to completed; blocked
     /// waits and the sends and matches as complete slices; collectives and
     /// communicator creations as begin/end slices named with their
@@ -327,223 +330,78 @@ impl Trace {
     /// `args.kind`, the [`TraceKind`] name it came from, and
     /// `args.communicator` ("world", "comm 3", or null). `otherData` holds
     /// the backend, the buffer size, and the events recorded and dropped.
-    pub fn to_chrome_json(&self) -> String {
+    ///
+    /// It streams: the metadata, then each rank's events in time order,
+    /// rank by rank, each event written as it is decoded. Besides the
+    /// trace itself it holds one rank's events rendered (about 300 bytes
+    /// each) and the keys of the linked messages (12 bytes each), never
+    /// the whole document (docs/tracing.md, "Cost").
+    pub fn write_chrome_json<W: Write>(&self, mut out: W) -> std::io::Result<()> {
         let origin = self.origin();
-        let us = |ns: u64| (ns.saturating_sub(origin)) as f64 / 1000.0;
-        let mut meta = Vec::new();
-        let mut events: Vec<(f64, usize, Value)> = Vec::new();
-        let mut push = |ts: f64, v: Value| {
-            let n = events.len();
-            events.push((ts, n, v));
-        };
-        let blocks = self.ranks.iter().map(|r| r.block + 1).max().unwrap_or(0);
-        for b in 0..blocks {
-            let name = match (self.backend, self.block_sm(b)) {
+        let links = self.link_keys();
+        out.write_all(b"{\"traceEvents\":[")?;
+        let mut items = Items::default();
+        // The SM of each block: the first SM of its first rank with events.
+        let mut sm: Vec<Option<u32>> = vec![None; self.blocks() as usize];
+        for r in self.ranks.iter().filter(|r| !r.events.is_empty()) {
+            sm[r.block as usize].get_or_insert(r.sm_first);
+        }
+        for (b, sm) in sm.iter().enumerate() {
+            let name = match (self.backend, sm) {
                 ("cuda", Some(sm)) => format!("block {b} (SM {sm})"),
                 _ => format!("block {b}"),
             };
-            meta.push(json!({"ph": "M", "name": "process_name", "pid": b, "args": {"name": name}}));
-            meta.push(json!({"ph": "M", "name": "process_sort_index", "pid": b, "args": {"sort_index": b}}));
+            items.value(
+                &mut out,
+                &json!({"ph": "M", "name": "process_name", "pid": b, "args": {"name": name}}),
+            )?;
+            items.value(
+                &mut out,
+                &json!({"ph": "M", "name": "process_sort_index", "pid": b, "args": {"sort_index": b}}),
+            )?;
         }
+        let mut scratch = RankScratch::default();
         let mut async_id = 0u64;
-        let all_spans = self.spans();
         for r in &self.ranks {
             let (pid, tid) = (r.block, r.rank);
-            meta.push(json!({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
-                "args": {"name": format!("rank {}", r.rank)}}));
-            meta.push(
-                json!({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid,
-                "args": {"sort_index": r.rank}}),
-            );
-            // Open requests by record index: (async id, name).
-            let mut open: HashMap<u64, (u64, String)> = HashMap::new();
-            let last = r.events.last().map_or(origin, |e| e.time_ns);
-            let spans: Vec<SpanRecord> = all_spans.iter().filter(|s| s.rank == r.rank).copied().collect();
-            let mut span_at: HashMap<usize, (bool, &SpanRecord)> = HashMap::new();
-            for s in &spans {
-                span_at.insert(s.enter, (true, s));
-                if let Some(l) = s.leave {
-                    span_at.insert(l, (false, s));
-                }
-            }
-            // The span entered last and not yet left: (its end if it has no
-            // leave event, its name).
-            let mut open_span: Option<String> = None;
-            for (i, e) in r.events.iter().enumerate() {
-                let Some(kind) = e.kind() else { continue };
-                let ts = us(e.time_ns);
-                let base = |ph: &str, name: String| {
-                    json!({"ph": ph, "name": name, "cat": "mpi", "pid": pid, "tid": tid, "ts": ts,
-                        "args": {"kind": kind.name(), "peer": e.peer, "tag": e.tag, "bytes": e.bytes,
-                            "communicator": context_name(e.context), "context": e.context}})
-                };
-                match kind {
-                    TraceKind::SendPosted | TraceKind::ReceivePosted => {
-                        async_id += 1;
-                        let name = if kind == TraceKind::SendPosted {
-                            format!("send to {} (tag {}){}", e.peer, e.tag, context_suffix(e.context))
-                        } else {
-                            format!(
-                                "receive from {} (tag {}){}",
-                                peer_name(e.peer),
-                                peer_name(e.tag),
-                                context_suffix(e.context)
-                            )
-                        };
-                        let mut v = base("b", name.clone());
-                        v["cat"] = json!("request");
-                        v["id"] = json!(async_id);
-                        push(ts, v);
-                        open.insert(e.arg, (async_id, name));
-                    }
-                    TraceKind::SendCompleted | TraceKind::ReceiveCompleted => {
-                        if let Some((id, name)) = open.remove(&e.arg) {
-                            let mut v = base("e", name);
-                            v["cat"] = json!("request");
-                            v["id"] = json!(id);
-                            push(ts, v);
-                        }
-                    }
-                    TraceKind::Sent => {
-                        let mut v = base("X", format!("sent to {}{}", e.peer, context_suffix(e.context)));
-                        v["dur"] = json!(0);
-                        v["args"]["sequence"] = json!(e.arg);
-                        push(ts, v);
-                    }
-                    TraceKind::Matched => {
-                        let mut v = base(
-                            "X",
-                            format!("matched from {}{}", e.peer, context_suffix(e.context)),
-                        );
-                        v["dur"] = json!(0);
-                        v["args"]["sequence"] = json!(e.arg);
-                        push(ts, v);
-                    }
-                    TraceKind::Probe => {
-                        let mut v = base("i", format!("probe found {}", e.peer));
-                        v["s"] = json!("t");
-                        push(ts, v);
-                    }
-                    TraceKind::CollectiveEnter | TraceKind::CreationEnter => {
-                        // One that recorded no leave (the rank stopped in
-                        // it) ends where the next one begins.
-                        if let Some(name) = open_span.take() {
-                            push(ts, unfinished_end(pid, tid, ts, name));
-                        }
-                        let Some(&(true, s)) = span_at.get(&i) else {
-                            continue;
-                        };
-                        let name = s.name(&r.events);
-                        let mut v = base("B", name.clone());
-                        let a = &mut v["args"];
-                        a["communicator"] = json!(comm_name(s.communicator));
-                        if kind == TraceKind::CollectiveEnter {
-                            a["root"] = json!(e.peer);
-                            a["root_world_rank"] = json!(e.tag);
-                            a["communicator_size"] = json!(e.bytes);
-                            a["communicator_rank"] = json!(e.arg >> 32);
-                            a["communicator_first_entry"] = json!(e.arg & 0xffff_ffff);
-                        } else {
-                            a["creation"] = json!(Creation::from_code(e.call).map(Creation::name));
-                            a["color"] = json!(e.peer);
-                            a["key"] = json!(e.tag);
-                            a["parent_size"] = json!(e.bytes);
-                            a["parent_rank"] = json!(e.arg);
-                        }
-                        open_span = Some(name);
-                        push(ts, v);
-                    }
-                    TraceKind::CollectiveLeave | TraceKind::CreationLeave => {
-                        let Some(&(false, s)) = span_at.get(&i) else {
-                            continue;
-                        };
-                        let Some(name) = open_span.take() else { continue };
-                        let mut v = base("E", name);
-                        let a = &mut v["args"];
-                        a["communicator"] = json!(comm_name(s.communicator));
-                        a["result"] = json!(s.error.unwrap_or(ErrorClass::Success).mpi_name());
-                        a["failed"] = json!(s.error.is_some());
-                        if kind == TraceKind::CreationLeave {
-                            a["created"] = json!(s.created.map(comm_name));
-                            a["new_rank"] = json!(e.peer);
-                            a["new_size"] = json!(e.bytes);
-                        }
-                        push(ts, v);
-                    }
-                    TraceKind::Blocked => {
-                        let start = us(e.time_ns.saturating_sub(e.arg));
-                        let mut v = base(
-                            "X",
-                            format!("blocked in {}", call_name(e.call as u32, e.peer, e.tag)),
-                        );
-                        v["ts"] = json!(start);
-                        v["dur"] = json!(e.arg as f64 / 1000.0);
-                        v["args"]["blocked_ns"] = json!(e.arg);
-                        push(start, v);
-                    }
-                }
-            }
-            // Requests still open at the end (a deadlock, or their completion
-            // was dropped) end at the rank's last event, marked unfinished.
-            if let Some(name) = open_span.take() {
-                let ts = us(last);
-                push(ts, unfinished_end(pid, tid, ts, name));
-            }
-            let mut rest: Vec<_> = open.into_values().collect();
-            rest.sort();
-            for (id, name) in rest {
-                let ts = us(last);
-                push(
-                    ts,
-                    json!({"ph": "e", "name": name, "cat": "request", "id": id, "pid": pid, "tid": tid,
-                    "ts": ts, "args": {"kind": "unfinished"}}),
-                );
+            items.value(
+                &mut out,
+                &json!({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
+                    "args": {"name": format!("rank {}", r.rank)}}),
+            )?;
+            items.value(
+                &mut out,
+                &json!({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid,
+                    "args": {"sort_index": r.rank}}),
+            )?;
+            scratch.render(r, origin, &links, &mut async_id)?;
+            for &(_, _, start, end) in &scratch.order {
+                items.item(&mut out, &scratch.bytes[start as usize..end as usize])?;
             }
         }
-        for (n, m) in self.messages().iter().enumerate() {
-            let s = &self.ranks[m.source as usize].events[m.sent];
-            let f = &self.ranks[m.dest as usize].events[m.matched];
-            let (ts_s, ts_f) = (us(s.time_ns), us(f.time_ns));
-            let name = format!(
-                "message {} -> {} (tag {}, {} B){}",
-                m.source,
-                m.dest,
-                m.tag,
-                m.bytes,
-                context_suffix(m.context)
-            );
-            let args = json!({"kind": "message", "source": m.source, "dest": m.dest,
-                "sequence": m.sequence, "tag": m.tag, "bytes": m.bytes,
-                "communicator": context_name(m.context), "context": m.context});
-            push(
-                ts_s,
-                json!({"ph": "s", "id": n, "name": name, "cat": "message",
-                "pid": self.ranks[m.source as usize].block, "tid": m.source, "ts": ts_s, "args": args}),
-            );
-            push(
-                ts_f,
-                json!({"ph": "f", "bp": "e", "id": n, "name": name, "cat": "message",
-                "pid": self.ranks[m.dest as usize].block, "tid": m.dest, "ts": ts_f, "args": args}),
-            );
-        }
-        events.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-        let mut all = meta;
-        all.extend(events.into_iter().map(|(_, _, v)| v));
-        let doc = json!({
-            "traceEvents": all,
-            "displayTimeUnit": "ns",
-            "otherData": {
-                "producer": "gpu-mpi",
-                "backend": self.backend,
-                "ranks": self.ranks.len(),
-                "block_dim": self.block_dim,
-                "events_per_rank": self.events_per_rank,
-                "recorded": self.recorded(),
-                "dropped": self.dropped(),
-                "dropped_per_rank": self.ranks.iter().map(|r| r.dropped).collect::<Vec<_>>(),
+        drop(links);
+        out.write_all(b"],\"displayTimeUnit\":\"ns\",\"otherData\":")?;
+        let mut other = serde_json::to_vec(&json!({
+            "producer": "gpu-mpi",
+            "backend": self.backend,
+            "ranks": self.ranks.len(),
+            "block_dim": self.block_dim,
+            "events_per_rank": self.events_per_rank,
+            "recorded": self.recorded(),
+            "dropped": self.dropped(),
+        }))?;
+        // The per-rank list goes in last, written number by number.
+        other.pop();
+        out.write_all(&other)?;
+        out.write_all(b",\"dropped_per_rank\":[")?;
+        for (i, r) in self.ranks.iter().enumerate() {
+            if i > 0 {
+                out.write_all(b",")?;
             }
-        });
-        doc.to_string()
+            write!(out, "{}", r.dropped)?;
+        }
+        out.write_all(b"]}}")?;
+        out.flush()
     }
 
     /// A self-contained HTML page of the trace (no network: inline CSS,
@@ -565,23 +423,24 @@ impl Trace {
         deadlock: Option<&DeadlockReport>,
     ) -> Result<PathBuf, TraceWriteError> {
         let html = path.with_extension("html");
-        let write = |p: &Path, s: String| {
-            std::fs::write(p, s).map_err(|source| TraceWriteError::Io {
-                path: p.to_path_buf(),
-                source,
-            })
+        let io = |p: &Path| {
+            let p = p.to_path_buf();
+            move |source| TraceWriteError::Io { path: p, source }
         };
-        write(path, self.to_chrome_json())?;
-        write(&html, self.to_html(title, deadlock))?;
+        let file = std::fs::File::create(path).map_err(io(path))?;
+        self.write_chrome_json(std::io::BufWriter::with_capacity(WRITE_BUFFER_BYTES, file))
+            .map_err(io(path))?;
+        std::fs::write(&html, self.to_html(title, deadlock)).map_err(io(&html))?;
         Ok(html)
     }
 
-    /// Per-block counts for the HTML table.
+    /// Per-block counts for the HTML table, in one pass over the ranks
+    /// (which are in rank order, so a block's ranks are one run).
     fn block_rows(&self) -> Vec<Value> {
-        let blocks = self.ranks.iter().map(|r| r.block + 1).max().unwrap_or(0);
-        (0..blocks)
-            .map(|b| {
-                let ranks: Vec<&RankTrace> = self.ranks.iter().filter(|r| r.block == b).collect();
+        self.ranks
+            .chunk_by(|a, b| a.block == b.block)
+            .map(|ranks| {
+                let b = ranks[0].block;
                 let count = |k: TraceKind| {
                     ranks
                         .iter()
@@ -622,8 +481,8 @@ impl Trace {
     /// The data the page's script draws the sequence diagram from.
     fn diagram_data(&self) -> Value {
         let origin = self.origin();
-        let messages: Vec<Value> = self
-            .messages()
+        let all = self.messages();
+        let messages: Vec<Value> = all
             .iter()
             .take(SEQUENCE_DIAGRAM_MAX_MESSAGES)
             .map(|m| {
@@ -652,8 +511,301 @@ impl Trace {
                     "t1": t, "kind": "blocked", "name": call_name(e.call as u32, e.peer, e.tag)}));
             }
         }
-        json!({"messages": messages, "spans": spans, "total_messages": self.messages().len()})
+        json!({"messages": messages, "spans": spans, "total_messages": all.len()})
     }
+}
+
+/// A message's key: its sender, the sender's sequence number, its context
+/// word.
+type LinkKey = (u32, u32, u16);
+
+/// The pairs of collectives and creations of one rank: each enter event
+/// paired with the leave event that follows it, in the order entered.
+fn rank_spans(r: &RankTrace) -> Vec<SpanRecord> {
+    let mut out = Vec::new();
+    let mut open: Option<SpanRecord> = None;
+    for (i, e) in r.events.iter().enumerate() {
+        let kind = match e.kind() {
+            Some(TraceKind::CollectiveEnter) => Call::from_code(e.call as u32).map(SpanKind::Collective),
+            Some(TraceKind::CreationEnter) => Creation::from_code(e.call).map(SpanKind::Creation),
+            Some(k @ (TraceKind::CollectiveLeave | TraceKind::CreationLeave)) => {
+                let pairs = matches!(
+                    (k, open.map(|o| o.kind)),
+                    (TraceKind::CollectiveLeave, Some(SpanKind::Collective(_)))
+                        | (TraceKind::CreationLeave, Some(SpanKind::Creation(_)))
+                );
+                if let (true, Some(mut s)) = (pairs, open.take()) {
+                    s.leave = Some(i);
+                    s.error = ErrorClass::from_code(e.arg as u32).filter(|c| *c != ErrorClass::Success);
+                    if k == TraceKind::CreationLeave {
+                        s.created = e.communicator();
+                    }
+                    out.push(s);
+                }
+                continue;
+            }
+            _ => continue,
+        };
+        let Some(kind) = kind else { continue };
+        out.extend(open.take());
+        open = Some(SpanRecord {
+            rank: r.rank,
+            kind,
+            communicator: e.communicator().unwrap_or(0),
+            enter: i,
+            leave: None,
+            error: None,
+            created: None,
+        });
+    }
+    out.extend(open);
+    out
+}
+
+/// The items of the JSON array of events, written one by one.
+#[derive(Default)]
+struct Items {
+    /// Whether one was written (the next needs a comma).
+    any: bool,
+    /// One event rendered.
+    one: Vec<u8>,
+}
+
+impl Items {
+    /// Writes one rendered item.
+    fn item(&mut self, out: &mut impl Write, bytes: &[u8]) -> std::io::Result<()> {
+        if std::mem::replace(&mut self.any, true) {
+            out.write_all(b",")?;
+        }
+        out.write_all(bytes)
+    }
+
+    /// Renders `v` and writes it as one item.
+    fn value(&mut self, out: &mut impl Write, v: &Value) -> std::io::Result<()> {
+        let mut one = std::mem::take(&mut self.one);
+        one.clear();
+        serde_json::to_writer(&mut one, v)?;
+        self.item(out, &one)?;
+        self.one = one;
+        Ok(())
+    }
+}
+
+/// One rank's Chrome JSON events, rendered and put in time order; kept
+/// between ranks so that its buffers are allocated once.
+#[derive(Default)]
+struct RankScratch {
+    /// The rendered events, one after another.
+    bytes: Vec<u8>,
+    /// Per event: (timestamp, the order rendered, start and end in `bytes`),
+    /// sorted by the first two.
+    order: Vec<(f64, u32, u32, u32)>,
+}
+
+impl RankScratch {
+    /// Appends `v` at time `ts`.
+    fn push(&mut self, ts: f64, v: &Value) -> std::io::Result<()> {
+        let start = self.bytes.len() as u32;
+        serde_json::to_writer(&mut self.bytes, v)?;
+        let n = self.order.len() as u32;
+        self.order.push((ts, n, start, self.bytes.len() as u32));
+        Ok(())
+    }
+
+    /// Renders rank `r`'s events (and the flows of its linked messages,
+    /// `links`) into the buffers, in time order; `async_id` numbers the
+    /// requests over the whole trace.
+    fn render(
+        &mut self,
+        r: &RankTrace,
+        origin: u64,
+        links: &[LinkKey],
+        async_id: &mut u64,
+    ) -> std::io::Result<()> {
+        self.bytes.clear();
+        self.order.clear();
+        let us = |ns: u64| (ns.saturating_sub(origin)) as f64 / 1000.0;
+        let (pid, tid) = (r.block, r.rank);
+        // Open requests by record index: (async id, name).
+        let mut open: HashMap<u64, (u64, String)> = HashMap::new();
+        let last = r.events.last().map_or(origin, |e| e.time_ns);
+        let spans = rank_spans(r);
+        let mut span_at: HashMap<usize, (bool, &SpanRecord)> = HashMap::new();
+        for s in &spans {
+            span_at.insert(s.enter, (true, s));
+            if let Some(l) = s.leave {
+                span_at.insert(l, (false, s));
+            }
+        }
+        // The span entered last and not yet left: its name.
+        let mut open_span: Option<String> = None;
+        for (i, e) in r.events.iter().enumerate() {
+            let Some(kind) = e.kind() else { continue };
+            let ts = us(e.time_ns);
+            let base = |ph: &str, name: String| {
+                json!({"ph": ph, "name": name, "cat": "mpi", "pid": pid, "tid": tid, "ts": ts,
+                    "args": {"kind": kind.name(), "peer": e.peer, "tag": e.tag, "bytes": e.bytes,
+                        "communicator": context_name(e.context), "context": e.context}})
+            };
+            match kind {
+                TraceKind::SendPosted | TraceKind::ReceivePosted => {
+                    *async_id += 1;
+                    let name = if kind == TraceKind::SendPosted {
+                        format!("send to {} (tag {}){}", e.peer, e.tag, context_suffix(e.context))
+                    } else {
+                        format!(
+                            "receive from {} (tag {}){}",
+                            peer_name(e.peer),
+                            peer_name(e.tag),
+                            context_suffix(e.context)
+                        )
+                    };
+                    let mut v = base("b", name.clone());
+                    v["cat"] = json!("request");
+                    v["id"] = json!(*async_id);
+                    self.push(ts, &v)?;
+                    open.insert(e.arg, (*async_id, name));
+                }
+                TraceKind::SendCompleted | TraceKind::ReceiveCompleted => {
+                    if let Some((id, name)) = open.remove(&e.arg) {
+                        let mut v = base("e", name);
+                        v["cat"] = json!("request");
+                        v["id"] = json!(id);
+                        self.push(ts, &v)?;
+                    }
+                }
+                TraceKind::Sent => {
+                    let mut v = base("X", format!("sent to {}{}", e.peer, context_suffix(e.context)));
+                    v["dur"] = json!(0);
+                    v["args"]["sequence"] = json!(e.arg);
+                    self.push(ts, &v)?;
+                    let key = (r.rank, e.arg as u32, e.context);
+                    if let (Ok(id), Ok(dest)) = (links.binary_search(&key), u32::try_from(e.peer)) {
+                        self.push(ts, &flow("s", id, key, dest, e, pid, ts))?;
+                    }
+                }
+                TraceKind::Matched => {
+                    let mut v = base(
+                        "X",
+                        format!("matched from {}{}", e.peer, context_suffix(e.context)),
+                    );
+                    v["dur"] = json!(0);
+                    v["args"]["sequence"] = json!(e.arg);
+                    self.push(ts, &v)?;
+                    if let Ok(source) = u32::try_from(e.peer) {
+                        let key = (source, e.arg as u32, e.context);
+                        if let Ok(id) = links.binary_search(&key) {
+                            self.push(ts, &flow("f", id, key, r.rank, e, pid, ts))?;
+                        }
+                    }
+                }
+                TraceKind::Probe => {
+                    let mut v = base("i", format!("probe found {}", e.peer));
+                    v["s"] = json!("t");
+                    self.push(ts, &v)?;
+                }
+                TraceKind::CollectiveEnter | TraceKind::CreationEnter => {
+                    // One that recorded no leave (the rank stopped in
+                    // it) ends where the next one begins.
+                    if let Some(name) = open_span.take() {
+                        self.push(ts, &unfinished_end(pid, tid, ts, name))?;
+                    }
+                    let Some(&(true, s)) = span_at.get(&i) else {
+                        continue;
+                    };
+                    let name = s.name(&r.events);
+                    let mut v = base("B", name.clone());
+                    let a = &mut v["args"];
+                    a["communicator"] = json!(comm_name(s.communicator));
+                    if kind == TraceKind::CollectiveEnter {
+                        a["root"] = json!(e.peer);
+                        a["root_world_rank"] = json!(e.tag);
+                        a["communicator_size"] = json!(e.bytes);
+                        a["communicator_rank"] = json!(e.arg >> 32);
+                        a["communicator_first_entry"] = json!(e.arg & 0xffff_ffff);
+                    } else {
+                        a["creation"] = json!(Creation::from_code(e.call).map(Creation::name));
+                        a["color"] = json!(e.peer);
+                        a["key"] = json!(e.tag);
+                        a["parent_size"] = json!(e.bytes);
+                        a["parent_rank"] = json!(e.arg);
+                    }
+                    open_span = Some(name);
+                    self.push(ts, &v)?;
+                }
+                TraceKind::CollectiveLeave | TraceKind::CreationLeave => {
+                    let Some(&(false, s)) = span_at.get(&i) else {
+                        continue;
+                    };
+                    let Some(name) = open_span.take() else { continue };
+                    let mut v = base("E", name);
+                    let a = &mut v["args"];
+                    a["communicator"] = json!(comm_name(s.communicator));
+                    a["result"] = json!(s.error.unwrap_or(ErrorClass::Success).mpi_name());
+                    a["failed"] = json!(s.error.is_some());
+                    if kind == TraceKind::CreationLeave {
+                        a["created"] = json!(s.created.map(comm_name));
+                        a["new_rank"] = json!(e.peer);
+                        a["new_size"] = json!(e.bytes);
+                    }
+                    self.push(ts, &v)?;
+                }
+                TraceKind::Blocked => {
+                    let start = us(e.time_ns.saturating_sub(e.arg));
+                    let mut v = base(
+                        "X",
+                        format!("blocked in {}", call_name(e.call as u32, e.peer, e.tag)),
+                    );
+                    v["ts"] = json!(start);
+                    v["dur"] = json!(e.arg as f64 / 1000.0);
+                    v["args"]["blocked_ns"] = json!(e.arg);
+                    self.push(start, &v)?;
+                }
+            }
+        }
+        // Spans and requests still open at the end (a deadlock, or their
+        // completion was dropped) end at the rank's last event, marked
+        // unfinished.
+        let end = us(last);
+        if let Some(name) = open_span.take() {
+            self.push(end, &unfinished_end(pid, tid, end, name))?;
+        }
+        let mut rest: Vec<_> = open.into_values().collect();
+        rest.sort();
+        for (id, name) in rest {
+            self.push(
+                end,
+                &json!({"ph": "e", "name": name, "cat": "request", "id": id, "pid": pid, "tid": tid,
+                    "ts": end, "args": {"kind": "unfinished"}}),
+            )?;
+        }
+        // A blocked wait begins before the events recorded while it
+        // waited: each track in time order.
+        self.order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        Ok(())
+    }
+}
+
+/// The start (`ph` "s", on the sender's track) or finish ("f", on the
+/// receiver's) of the flow of message `key`, number `id`, to `dest`;
+/// `e` is the event it is drawn at (the *sent* or the *matched*), on a
+/// track of process `pid`.
+fn flow(ph: &str, id: usize, key: LinkKey, dest: u32, e: &TraceEvent, pid: u32, ts: f64) -> Value {
+    let (source, sequence, context) = key;
+    let name = format!(
+        "message {source} -> {dest} (tag {}, {} B){}",
+        e.tag,
+        e.bytes,
+        context_suffix(context)
+    );
+    let tid = if ph == "s" { source } else { dest };
+    let mut v = json!({"ph": ph, "id": id, "name": name, "cat": "message", "pid": pid, "tid": tid, "ts": ts,
+        "args": {"kind": "message", "source": source, "dest": dest, "sequence": sequence, "tag": e.tag,
+            "bytes": e.bytes, "communicator": context_name(context), "context": context}});
+    if ph == "f" {
+        v["bp"] = json!("e");
+    }
+    v
 }
 
 /// A page for a launch with no trace (a deadlock report alone).
@@ -727,29 +879,54 @@ fn call_name(call: u32, peer: i32, tag: i32) -> String {
     }
 }
 
+/// The id of the wait-for graph's node that stands for "any source".
+const ANY_SOURCE_NODE: &str = "any";
+
 /// The wait-for graph of a deadlock: nodes are the ranks that had not
 /// exited, an edge goes from a rank to the peer it waited for (a send's
 /// destination, a receive's or probe's source, a rooted collective's
-/// root); a wait on any source or an unrooted collective has no edge but
-/// is named in the node's label.
+/// root). A receive or probe from any source gets an edge to one more
+/// node, "any source", labelled with the ranks that could still send
+/// (none when every other rank has exited). An unrooted collective has no
+/// edge but is named in the node's label.
 fn wait_for_graph(report: &DeadlockReport) -> Value {
-    let nodes: Vec<Value> = report
+    let mut nodes: Vec<Value> = report
         .blocked()
-        .map(|r| json!({"rank": r.rank, "label": r.state.to_string()}))
+        .map(|r| json!({"id": r.rank.to_string(), "name": r.rank.to_string(), "label": r.state.to_string()}))
         .collect();
+    let mut any_source = false;
     let edges: Vec<Value> = report
         .blocked()
         .filter_map(|r| match r.state {
             BlockedState::Waiting { peer, operation, tag }
             | BlockedState::TimedOut { peer, operation, tag }
-            | BlockedState::Aborted { peer, operation, tag }
-                if peer >= 0 && peer as u32 != r.rank =>
-            {
-                Some(json!({"from": r.rank, "to": peer, "label": call_name(operation, peer, tag)}))
+            | BlockedState::Aborted { peer, operation, tag } => {
+                let label = call_name(operation, peer, tag);
+                if peer >= 0 && peer as u32 != r.rank {
+                    Some(json!({"from": r.rank.to_string(), "to": peer.to_string(), "label": label}))
+                } else if r
+                    .state
+                    .receive()
+                    .is_some_and(|(s, _)| s == gpu_mpi_device::ANY_SOURCE)
+                {
+                    any_source = true;
+                    Some(json!({"from": r.rank.to_string(), "to": ANY_SOURCE_NODE, "label": label}))
+                } else {
+                    None
+                }
             }
             _ => None,
         })
         .collect();
+    if any_source {
+        let senders: Vec<u32> = report.blocked().map(|r| r.rank).collect();
+        let label = if senders.len() <= 1 {
+            "no rank left to send: every other rank has exited".to_string()
+        } else {
+            format!("{} have not exited", crate::deadlock::Ranks(&senders))
+        };
+        nodes.push(json!({"id": ANY_SOURCE_NODE, "name": "any", "label": label}));
+    }
     json!({"nodes": nodes, "edges": edges, "text": report.to_string()})
 }
 
@@ -769,7 +946,7 @@ fn page(title: &str, trace: Option<&Trace>, deadlock: Option<&DeadlockReport>) -
     let mut summary = String::new();
     let data = match trace {
         Some(t) => {
-            let blocks = t.ranks.iter().map(|r| r.block + 1).max().unwrap_or(0);
+            let blocks = t.blocks();
             let _ = write!(
                 summary,
                 "{} ranks in {} block(s) of {} on the {} backend; {} events recorded, {} dropped ({} per rank at most); {} messages linked",
@@ -780,7 +957,7 @@ fn page(title: &str, trace: Option<&Trace>, deadlock: Option<&DeadlockReport>) -
                 t.recorded(),
                 t.dropped(),
                 t.events_per_rank,
-                t.messages().len()
+                t.link_keys().len()
             );
             json!({
                 "ranks": t.ranks.len(),
@@ -836,6 +1013,7 @@ svg text { font: 11px system-ui, sans-serif; }
 .coll { fill: #2a9d8f; opacity: 0.35; }
 .coll.failed { fill: #e63946; opacity: 0.5; }
 .wait-node { fill: #fde2e2; stroke: #c0392b; }
+.wait-node.any-source { fill: #fff; stroke-dasharray: 3 2; }
 .wait-edge { stroke: #c0392b; stroke-width: 1.6; }
 "#;
 
@@ -886,7 +1064,7 @@ const SCRIPT: &str = r#"
     const pos = {};
     nodes.forEach(function (nd, i) {
       const a = 2 * Math.PI * i / Math.max(n, 1) - Math.PI / 2;
-      pos[nd.rank] = [W / 2 + R * Math.cos(a), H / 2 + R * Math.sin(a)];
+      pos[nd.id] = [W / 2 + R * Math.cos(a), H / 2 + R * Math.sin(a)];
     });
     for (const e of data.deadlock.edges) {
       const p = pos[e.from], q = pos[e.to];
@@ -897,9 +1075,9 @@ const SCRIPT: &str = r#"
       el('title', {}, line).textContent = 'rank ' + e.from + ' waits in ' + e.label;
     }
     nodes.forEach(function (nd) {
-      const p = pos[nd.rank];
-      el('circle', {cx: p[0], cy: p[1], r: 18, 'class': 'wait-node'}, svg);
-      text(p[0], p[1] + 4, String(nd.rank), svg);
+      const p = pos[nd.id];
+      el('circle', {cx: p[0], cy: p[1], r: 18, 'class': nd.id === 'any' ? 'wait-node any-source' : 'wait-node'}, svg);
+      text(p[0], p[1] + 4, nd.name, svg);
       text(p[0], p[1] + 32, nd.label, svg, 'wait-label');
     });
   }
@@ -946,3 +1124,62 @@ const SCRIPT: &str = r#"
   }
 })();
 "#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::deadlock::tests::{put, world};
+    use gpu_mpi_device::abi::polling::{STATE_EXITED, STATE_WAITING};
+
+    /// `(from, to)` of every edge of the wait-for graph of `report`.
+    fn edges(report: &DeadlockReport) -> (Value, Vec<(String, String)>) {
+        let g = wait_for_graph(report);
+        let e = g["edges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                (
+                    e["from"].as_str().unwrap().to_string(),
+                    e["to"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        (g, e)
+    }
+
+    #[test]
+    fn a_receive_from_any_source_points_at_the_any_source_node() {
+        let (mut m, l) = world(4);
+        let any = gpu_mpi_device::ANY_SOURCE as u32;
+        put(
+            &mut m,
+            l.record(0),
+            &[STATE_WAITING, Call::Receive as u32, any, 2],
+        );
+        for r in 1..4 {
+            put(&mut m, l.record(r), &[STATE_EXITED]);
+        }
+        let report = DeadlockReport::from_world(&m, &l, |_| false);
+        let (g, e) = edges(&report);
+        assert_eq!(e, [("0".to_string(), ANY_SOURCE_NODE.to_string())]);
+        let nodes = g["nodes"].as_array().unwrap();
+        assert_eq!(nodes.len(), 2);
+        assert_eq!(nodes[1]["id"], ANY_SOURCE_NODE);
+        assert_eq!(
+            nodes[1]["label"],
+            "no rank left to send: every other rank has exited"
+        );
+        // Two ranks waiting on any source, one on a known peer.
+        put(&mut m, l.record(1), &[STATE_WAITING, Call::Probe as u32, any, 2]);
+        put(&mut m, l.record(2), &[STATE_WAITING, Call::Receive as u32, 0, 2]);
+        let report = DeadlockReport::from_world(&m, &l, |_| false);
+        let (g, e) = edges(&report);
+        let pair = |a: &str, b: &str| (a.to_string(), b.to_string());
+        assert_eq!(e, [pair("0", "any"), pair("1", "any"), pair("2", "0")]);
+        assert_eq!(
+            g["nodes"].as_array().unwrap()[3]["label"],
+            "ranks 0-2 have not exited"
+        );
+    }
+}

@@ -34,7 +34,8 @@ pub const FAULT_EXIT_BEFORE_BARRIER: u32 = 10;
 /// Ranks 0 and 1 both send `param` bytes (more than a slot) to each other
 /// with tag 3 before receiving: both sends wait for a receiver.
 pub const FAULT_SEND_SEND: u32 = 11;
-/// Every rank receives from any source with tag 2; nobody sends.
+/// Every rank receives from any source with tag 2; nobody sends. With
+/// `param` 1 only rank 0 receives and the others return at once.
 pub const FAULT_RECEIVE_ANY: u32 = 12;
 
 /// Every rank spins on `immediate_probe_with_tag(9)` from its right
@@ -51,6 +52,18 @@ pub const FAULT_REQUESTS: u32 = 15;
 /// `param` 1 rank 0 calls `World::abort` and returns `Ok` instead of
 /// receiving. The launch must report the abort, not success.
 pub const FAULT_ABORT_HANDLED: u32 = 16;
+/// Rank 0 and the last rank send `param + 1` bytes to themselves
+/// (`param` the world's limit: `MPI_ERR_BUFFER`) and return the error;
+/// the others enter an all-to-all of one `u32` per rank (at most 64
+/// ranks), which waits for the two.
+pub const FAULT_ERROR_BEFORE_ALL_TO_ALL: u32 = 17;
+/// Every rank but rank 0 starts three non-blocking barriers: the third is
+/// `MPI_ERR_REQUEST` (two may be outstanding), which the rank returns
+/// once its scope has completed the two. Rank 0 starts and waits two,
+/// then waits in a world barrier nobody else enters.
+pub const FAULT_IMMEDIATE_LIMIT: u32 = 18;
+/// The odd ranks return `Error::application(param)` (`MPI_ERR_OTHER`).
+pub const FAULT_APPLICATION: u32 = 19;
 
 gpu_mpi_device::kernel! {
     /// The `FAULT_*` scenarios.
@@ -107,7 +120,7 @@ gpu_mpi_device::kernel! {
                 let mut back = [0u8; 2048];
                 other.receive_into_with_tag(&mut back[..], 3).map(|_| ())
             }
-            FAULT_RECEIVE_ANY => {
+            FAULT_RECEIVE_ANY if args.param == 0 || rank == 0 => {
                 let mut x = 0u32;
                 world.any_process().receive_into_with_tag(&mut x, 2).map(|_| ())
             }
@@ -154,6 +167,32 @@ gpu_mpi_device::kernel! {
                 }
                 Ok(())
             }
+            FAULT_ERROR_BEFORE_ALL_TO_ALL if rank == 0 || rank == size - 1 => {
+                let big = [0u8; 4096];
+                let n = (args.param as usize + 1).min(big.len());
+                world.process_at_rank(rank).send(big.get(..n).unwrap_or(&[]))
+            }
+            FAULT_ERROR_BEFORE_ALL_TO_ALL => {
+                let send = [rank; 64];
+                let mut recv = [0u32; 64];
+                let n = size as usize;
+                world.all_to_all_into(send.get(..n).unwrap_or(&[]), recv.get_mut(..n).unwrap_or(&mut []))
+            }
+            FAULT_IMMEDIATE_LIMIT => {
+                request::scope(|scope| {
+                    let first = world.immediate_barrier(scope)?;
+                    let second = world.immediate_barrier(scope)?;
+                    if rank != 0 {
+                        // The third fails at once; had it started, the
+                        // scope's end would complete it.
+                        let _third = world.immediate_barrier(scope)?;
+                    }
+                    first.wait()?;
+                    second.wait().map(|_| ())
+                })?;
+                world.barrier()
+            }
+            FAULT_APPLICATION if rank % 2 == 1 => Err(Error::application(args.param)),
             _ => Ok(()),
         }
     }

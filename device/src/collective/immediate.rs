@@ -75,7 +75,7 @@
 //! - At most [`IMMEDIATE_SLOTS`] (2) non-blocking collectives per rank are
 //!   outstanding (started and not yet completed by a wait or test, or by
 //!   the end of their scope). Starting one more fails at once with
-//!   `MPI_ERR_REQUEST` ([`Error::RequestLimit`]) on that rank, which then
+//!   `MPI_ERR_REQUEST` ([`Error::ImmediateLimit`]) on that rank, which then
 //!   does not take part (the program is erroneous: the others' collective
 //!   will wait for it).
 //! - The one rule that needs other ranks' progress: a rank starting its
@@ -386,7 +386,7 @@ fn start<'a, 's, F: Fold>(
     let n = w.started(sp);
     let slot = n % IMMEDIATE_SLOTS;
     if w.pending_scope(sp, slot) != 0 {
-        return Err(Error::RequestLimit {
+        return Err(Error::ImmediateLimit {
             limit: IMMEDIATE_SLOTS,
         });
     }
