@@ -43,6 +43,9 @@ pub enum ErrorClass {
     /// An invalid communicator (`MPI_ERR_COMM`): here, a communicator
     /// creation beyond the world's `communicators` limit.
     Comm = 14,
+    /// Out of memory (`MPI_ERR_NO_MEM`): here, a request for more of the
+    /// rank's scratch than the world gave it, or for a scratch already taken.
+    NoMem = 15,
 }
 
 impl ErrorClass {
@@ -64,6 +67,7 @@ impl ErrorClass {
             12 => Self::Arg,
             13 => Self::Request,
             14 => Self::Comm,
+            15 => Self::NoMem,
             _ => return None,
         })
     }
@@ -86,6 +90,7 @@ impl ErrorClass {
             Self::Arg => "MPI_ERR_ARG",
             Self::Request => "MPI_ERR_REQUEST",
             Self::Comm => "MPI_ERR_COMM",
+            Self::NoMem => "MPI_ERR_NO_MEM",
         }
     }
 }
@@ -102,6 +107,10 @@ const NEGATIVE_COUNT: u32 = 2;
 /// [`Error::ImmediateOnSubCommunicator`] (a [`Error::CommunicatorLimit`]
 /// has 0 there).
 const IMMEDIATE_ON_SUB: u32 = 1;
+
+/// Word 3 of an `MPI_ERR_NO_MEM` result record that is an
+/// [`Error::ScratchInUse`] (a [`Error::ScratchExhausted`] has 0 there).
+const SCRATCH_IN_USE: u32 = 1;
 
 /// An error returned by a device call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -232,6 +241,20 @@ pub enum Error {
         /// Communicators the world holds.
         limit: u32,
     },
+    /// A request for more of the rank's scratch
+    /// ([`Scratch::take`](crate::kernel::Scratch::take)) than is left of
+    /// what the world gave each rank (`WorldSpec::scratch_bytes`; class
+    /// `MPI_ERR_NO_MEM`).
+    ScratchExhausted {
+        /// Bytes asked for (saturated at `u32::MAX`).
+        requested: u32,
+        /// Bytes of the rank's scratch left, before alignment.
+        available: u32,
+    },
+    /// [`World::scratch`](crate::World::scratch) while a
+    /// [`Scratch`](crate::kernel::Scratch) of the same rank is alive (class
+    /// `MPI_ERR_NO_MEM`): a rank has one at a time.
+    ScratchInUse,
 }
 
 impl Error {
@@ -255,6 +278,7 @@ impl Error {
             Error::CollectiveMismatch { .. } => ErrorClass::Count,
             Error::NegativeCount { .. } => ErrorClass::Count,
             Error::ImmediateOnSubCommunicator { .. } => ErrorClass::Comm,
+            Error::ScratchExhausted { .. } | Error::ScratchInUse => ErrorClass::NoMem,
         }
     }
 
@@ -294,6 +318,8 @@ impl Error {
             Error::RequestLimit { limit } => [c, limit, 0, 0, 0],
             Error::CommunicatorLimit { limit } => [c, limit, 0, 0, 0],
             Error::ImmediateOnSubCommunicator { context } => [c, context, IMMEDIATE_ON_SUB, 0, 0],
+            Error::ScratchExhausted { requested, available } => [c, requested, available, 0, 0],
+            Error::ScratchInUse => [c, 0, 0, SCRATCH_IN_USE, 0],
         }
     }
 
@@ -362,6 +388,11 @@ impl Error {
                 Error::ImmediateOnSubCommunicator { context: w[1] }
             }
             ErrorClass::Comm => Error::CommunicatorLimit { limit: w[1] },
+            ErrorClass::NoMem if w[3] == SCRATCH_IN_USE => Error::ScratchInUse,
+            ErrorClass::NoMem => Error::ScratchExhausted {
+                requested: w[1],
+                available: w[2],
+            },
         })
     }
 }
@@ -425,6 +456,13 @@ impl fmt::Display for Error {
             Error::CommunicatorLimit { limit } => {
                 write!(f, "the world holds {limit} communicators and all are in use")
             }
+            Error::ScratchExhausted { requested, available } => write!(
+                f,
+                "{requested} bytes of scratch asked for, {available} left of this rank's scratch (WorldSpec::scratch_bytes)"
+            ),
+            Error::ScratchInUse => {
+                write!(f, "this rank's scratch is already taken (one Scratch per rank at a time)")
+            }
         }
     }
 }
@@ -466,6 +504,16 @@ mod tests {
         assert_eq!(Error::from_words(s.to_words()), Some(s));
         let l = Error::CommunicatorLimit { limit: 3 };
         assert_eq!(Error::from_words(l.to_words()), Some(l));
+        let x = Error::ScratchExhausted {
+            requested: 4096,
+            available: 64,
+        };
+        assert_eq!(x.class(), ErrorClass::NoMem);
+        assert_eq!(Error::from_words(x.to_words()), Some(x));
+        assert_eq!(
+            Error::from_words(Error::ScratchInUse.to_words()),
+            Some(Error::ScratchInUse)
+        );
         let text = std::format!("{e}");
         assert_eq!(
             text,

@@ -150,6 +150,14 @@ pub struct WorldSpec {
     /// [`LaunchReport::trace`](crate::LaunchReport::trace) and from
     /// [`Device::launch_traced`](crate::Device::launch_traced).
     pub trace_events: u32,
+    /// Bytes of device-global scratch each rank gets in the world memory
+    /// (0, the default: none), for per-rank arrays too large for a stack
+    /// or sized at run time: a kernel takes it with `World::scratch`
+    /// (`gpu_mpi_device::Scratch`); a request beyond it fails with
+    /// `MPI_ERR_NO_MEM`. Rounded up to 64; at most 1 GiB per rank
+    /// (docs/limits.md). The world memory grows by `ranks × (64 +
+    /// scratch_bytes)`.
+    pub scratch_bytes: u64,
 }
 
 impl WorldSpec {
@@ -182,6 +190,7 @@ impl WorldSpec {
             schedule: None,
             model: None,
             trace_events: 0,
+            scratch_bytes: 0,
         }
     }
 
@@ -274,6 +283,13 @@ impl WorldSpec {
         self
     }
 
+    /// Gives every rank `bytes` of scratch in the world memory (see the
+    /// field).
+    pub fn scratch_bytes(mut self, bytes: u64) -> Self {
+        self.scratch_bytes = bytes;
+        self
+    }
+
     /// Records up to `events_per_rank` MPI events per rank (0: off). The
     /// world memory grows by `ranks × (32 + 32 × events_per_rank)` bytes.
     pub fn trace(mut self, events_per_rank: u32) -> Self {
@@ -317,6 +333,7 @@ impl WorldSpec {
         c.trace_events = self.trace_events;
         c.communicators = self.communicators;
         c.immediate_bytes = self.immediate_bytes;
+        c.scratch_bytes = self.scratch_bytes;
         c.flags = if self.force_streaming {
             FLAG_FORCE_STREAMING
         } else {
