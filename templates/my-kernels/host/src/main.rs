@@ -3,13 +3,19 @@
 //! computation done here, one cell after another:
 //!
 //! ```text
-//! my-app [auto|cpu|cuda] [RANKS]   run it (default: auto, 4096 ranks)
+//! my-app [auto|cpu|cuda] [RANKS]     run it (default: auto, 4096 ranks)
+//! my-app explore [SCHEDULES] [RANKS] run it on the CPU emulator under the
+//!                                    default and SCHEDULES seeded schedules
+//!                                    (default 100, 8 ranks) and group what
+//!                                    happened, with the seeds that replay it
+//! my-app replay SEED [RANKS]         run the schedule of one seed again
 //! ```
 //!
 //! `GPU_MPI_TRACE=halo.json my-app cpu 8` also writes a trace of every
 //! message (Chrome trace JSON, and `halo.html` beside it).
 
-use gpu_mpi::{trace_path_from_env, BackendKind, Device, HostError, KernelImages, WorldSpec};
+use gpu_mpi::explore::{self, ExploreOptions, Mode, Outcome};
+use gpu_mpi::{trace_path_from_env, BackendKind, Device, HostError, KernelImages, Schedule, WorldSpec};
 use my_kernels::{smooth, HaloArgs, HALO};
 
 /// The kernels build.rs compiled: PTX and SASS for each SM.
@@ -68,10 +74,15 @@ fn sequential(mut cells: Vec<f64>) -> (Vec<f64>, Vec<f64>) {
     (cells, changes)
 }
 
-/// Runs the halo exchange on `ranks` ranks (traced when `GPU_MPI_TRACE`
-/// names a file), checks it, and returns each step's largest change and
-/// the launch's backend.
-fn halo(device: &Device, ranks: u32) -> Result<(Vec<f64>, &'static str), Failure> {
+/// Runs the halo exchange on `ranks` ranks, on the emulator in the order
+/// of `schedule` if one is given (else traced when `GPU_MPI_TRACE` names a
+/// file), checks it, and returns each step's largest change and the
+/// launch's backend.
+fn halo(
+    device: &Device,
+    ranks: u32,
+    schedule: Option<Schedule>,
+) -> Result<(Vec<f64>, &'static str), Failure> {
     let n = (ranks * CELLS_PER_RANK) as usize;
     let cells = device.upload(&start(n))?;
     let ends = device.upload(&ENDS)?;
@@ -84,9 +95,11 @@ fn halo(device: &Device, ranks: u32) -> Result<(Vec<f64>, &'static str), Failure
         steps: STEPS,
     };
     // Each rank keeps its cells in its scratch: 8 bytes per cell.
-    let spec = WorldSpec::ranks(ranks)
-        .scratch_bytes(8 * u64::from(CELLS_PER_RANK))
-        .trace_from_env();
+    let spec = WorldSpec::ranks(ranks).scratch_bytes(8 * u64::from(CELLS_PER_RANK));
+    let spec = match schedule {
+        Some(s) => spec.schedule(s),
+        None => spec.trace_from_env(),
+    };
     let report = device.launch(&HALO, &args, &spec)?;
     if let (Some(path), Some(trace)) = (trace_path_from_env(), report.trace()) {
         let html = trace
@@ -116,15 +129,113 @@ fn halo(device: &Device, ranks: u32) -> Result<(Vec<f64>, &'static str), Failure
     Ok((got_changes, report.backend))
 }
 
+/// One run of the halo exchange under `schedule`, as the explorer sees it:
+/// a pass, wrong cells (a failure of the check), or the launch's error (a
+/// deadlock report, a rank's error).
+fn outcome(device: &Device, ranks: u32, schedule: Schedule) -> Result<Outcome, HostError> {
+    match halo(device, ranks, Some(schedule)) {
+        Ok(_) => Ok(Outcome::pass()),
+        Err(Failure::Wrong(why)) => Ok(Outcome::fail(why)),
+        Err(Failure::Launch(e)) => Err(e),
+    }
+}
+
+/// Prints an outcome's message indented under its line.
+fn print_message(message: &str) {
+    for line in message.lines() {
+        println!("      {line}");
+    }
+}
+
+/// `my-app explore [SCHEDULES] [RANKS]`.
+fn explore_main(schedules: Option<String>, ranks: u32) -> ! {
+    let schedules: u64 = match schedules {
+        Some(n) => n
+            .parse()
+            .ok()
+            .filter(|&n| n > 0)
+            .unwrap_or_else(|| usage(&format!("{n:?} is not a schedule count"))),
+        None => 100,
+    };
+    let device = Device::open(BackendKind::Cpu, &KERNELS).unwrap_or_else(|e| fail(&e.to_string()));
+    println!(
+        "explore: {ranks} ranks, {schedules} random schedules (seeds 0-{}) on the cpu backend",
+        schedules - 1
+    );
+    let found = explore::explore(&ExploreOptions::random(schedules), |s| outcome(&device, ranks, s))
+        .unwrap_or_else(|e| fail(&e.to_string()));
+    println!("default schedule: {}", found.default.kind.name());
+    print_message(&found.default.message);
+    for (i, f) in found.outcomes.iter().enumerate() {
+        let seeds: Vec<String> = f.seeds.iter().take(8).map(u64::to_string).collect();
+        let more = if f.seeds.len() > 8 { ", ..." } else { "" };
+        let same = if f.differs {
+            "differs from the default schedule"
+        } else {
+            "as the default schedule"
+        };
+        println!(
+            "outcome {}: {} in {} of {schedules} schedules ({same}); seeds {}{more}",
+            i + 1,
+            f.outcome.kind.name(),
+            f.seeds.len(),
+            seeds.join(", ")
+        );
+        print_message(&f.outcome.message);
+        if f.differs {
+            println!(
+                "      replay: cargo run --release -- replay {} {ranks}",
+                f.seeds[0]
+            );
+        }
+    }
+    match found.differing().count() {
+        0 => println!("every schedule gave the default schedule's outcome"),
+        n => println!(
+            "{n} of {} distinct outcomes differ from the default schedule",
+            found.outcomes.len()
+        ),
+    }
+    std::process::exit(if found.deterministic() { 0 } else { 1 })
+}
+
+/// `my-app replay SEED [RANKS]`.
+fn replay_main(seed: Option<String>, ranks: u32) -> ! {
+    let seed: u64 = match seed {
+        Some(s) => s
+            .parse()
+            .unwrap_or_else(|_| usage(&format!("{s:?} is not a seed"))),
+        None => usage("replay needs the seed an exploration printed"),
+    };
+    let device = Device::open(BackendKind::Cpu, &KERNELS).unwrap_or_else(|e| fail(&e.to_string()));
+    let o = explore::replay(Mode::Random, seed, |s| outcome(&device, ranks, s))
+        .unwrap_or_else(|e| fail(&e.to_string()));
+    println!("seed {seed}: {}", o.kind.name());
+    print_message(&o.message);
+    std::process::exit(if o == Outcome::pass() { 0 } else { 1 })
+}
+
 fn main() {
     let mut args = std::env::args().skip(1);
-    let backend: BackendKind = match args.next() {
+    let first = args.next();
+    match first.as_deref() {
+        Some("explore") => {
+            let schedules = args.next();
+            explore_main(schedules, ranks(args.next(), 8))
+        }
+        Some("replay") => {
+            let seed = args.next();
+            replay_main(seed, ranks(args.next(), 8))
+        }
+        _ => {}
+    }
+    let backend: BackendKind = match first {
         Some(b) => b.parse().unwrap_or_else(|e| usage(&format!("{e}"))),
         None => BackendKind::Auto,
     };
-    let ranks = ranks(args.next());
+    let ranks = ranks(args.next(), 4096);
     let device = Device::open(backend, &KERNELS).unwrap_or_else(|e| fail(&e.to_string()));
-    match halo(&device, ranks) {
+    match halo(&device, ranks, None) {
         Ok((changes, backend)) => {
             println!(
                 "halo exchange: {ranks} ranks x {CELLS_PER_RANK} cells, {STEPS} steps, {backend} backend"
@@ -138,15 +249,15 @@ fn main() {
     }
 }
 
-/// The rank count argument (default 4096).
-fn ranks(arg: Option<String>) -> u32 {
+/// The rank count argument, or `default`.
+fn ranks(arg: Option<String>, default: u32) -> u32 {
     match arg {
         Some(n) => n
             .parse()
             .ok()
             .filter(|&n| n > 0)
             .unwrap_or_else(|| usage(&format!("{n:?} is not a rank count"))),
-        None => 4096,
+        None => default,
     }
 }
 
@@ -156,6 +267,8 @@ fn fail(problem: &str) -> ! {
 }
 
 fn usage(problem: &str) -> ! {
-    eprintln!("error: {problem}\nusage: my-app [auto|cpu|cuda] [RANKS]");
+    eprintln!(
+        "error: {problem}\nusage: my-app [auto|cpu|cuda] [RANKS]\n       my-app explore [SCHEDULES] [RANKS]\n       my-app replay SEED [RANKS]"
+    );
     std::process::exit(2)
 }
