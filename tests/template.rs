@@ -252,7 +252,10 @@ fn page_run(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (String, String,
     cmd.current_dir(dir)
         .args(["run", "--release", "--offline", "--"])
         .args(args)
-        .env("CARGO_TARGET_DIR", checkout().join("target").join("template-page"))
+        .env(
+            "CARGO_TARGET_DIR",
+            checkout().join("target").join("template-page"),
+        )
         .env("GPU_MPI_SKIP_PTX", "1")
         .env_remove("GPU_MPI_TRACE")
         .env_remove("GPU_MPI_STACK_BYTES");
@@ -261,8 +264,15 @@ fn page_run(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (String, String,
     }
     let out = cmd.output().expect("cargo runs");
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(!stderr.contains("warning"), "cargo run {args:?} warned:\n{stderr}");
-    (String::from_utf8_lossy(&out.stdout).into_owned(), stderr, out.status.code())
+    assert!(
+        !stderr.contains("warning"),
+        "cargo run {args:?} warned:\n{stderr}"
+    );
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr,
+        out.status.code(),
+    )
 }
 
 /// Replaces `from` (which must be there once) with `to` in the copy's file.
@@ -294,7 +304,11 @@ fn block(blocks: &[(String, String)], info: &str, needle: &str) -> String {
         .filter(|(i, b)| i == info && b.contains(needle))
         .map(|(_, b)| b)
         .collect();
-    assert_eq!(found.len(), 1, "docs/first-program.md: one {info} block with {needle:?}");
+    assert_eq!(
+        found.len(),
+        1,
+        "docs/first-program.md: one {info} block with {needle:?}"
+    );
     found[0].clone()
 }
 
@@ -308,7 +322,9 @@ fn the_first_program_page_runs_step_by_step() {
     let rust = |needle: &str| block(&blocks, "rust", needle).trim().to_string();
 
     // 2. Run it.
-    assert!(blocks.iter().any(|(i, b)| i == "sh" && b == "cargo run --release -- cpu 64\n"));
+    assert!(blocks
+        .iter()
+        .any(|(i, b)| i == "sh" && b == "cargo run --release -- cpu 64\n"));
     let (stdout, _, code) = page_run(&dir, &["cpu", "64"], &[]);
     assert_eq!(code, Some(0));
     assert_eq!(stdout, block(&blocks, "text", "halo exchange: 64 ranks"));
@@ -329,7 +345,10 @@ fn the_first_program_page_runs_step_by_step() {
     let (_, stderr, code) = page_run(&dir, &["cpu", "8"], &[]);
     assert_eq!(code, Some(1));
     assert!(stderr.contains("deadlock"), "{stderr}");
-    assert!(stderr.contains("rank 1: send_receive(source 0, tag 1)"), "{stderr}");
+    assert!(
+        stderr.contains("rank 1: send_receive(source 0, tag 1)"),
+        "{stderr}"
+    );
     assert!(stderr.contains(&one_line("hint: rank 1 waits")), "{stderr}");
     edit(&dir, "kernels/src/lib.rs", &deadlocking, &exchange);
 
@@ -357,10 +376,25 @@ fn the_first_program_page_runs_step_by_step() {
     let (head, tail) = quoted.trim().split_once("SEED").unwrap();
     // The first outcome that differs: its seed, and its message's lines.
     let lines: Vec<&str> = stdout.lines().collect();
-    let at = lines.iter().position(|l| l.trim_start().starts_with(head)).unwrap();
-    let seed = lines[at].trim_start()[head.len()..].strip_suffix(tail).unwrap().trim();
-    let start = lines[..at].iter().rposition(|l| l.starts_with("outcome ")).unwrap();
-    let kind = lines[start].split(": ").nth(1).unwrap().split(' ').next().unwrap();
+    let at = lines
+        .iter()
+        .position(|l| l.trim_start().starts_with(head))
+        .unwrap();
+    let seed = lines[at].trim_start()[head.len()..]
+        .strip_suffix(tail)
+        .unwrap()
+        .trim();
+    let start = lines[..at]
+        .iter()
+        .rposition(|l| l.starts_with("outcome "))
+        .unwrap();
+    let kind = lines[start]
+        .split(": ")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap();
     let message: Vec<&str> = lines[start + 1..at].iter().map(|l| l.trim_start()).collect();
     for _ in 0..2 {
         let (again, _, code) = page_run(&dir, &["replay", seed, "8"], &[]);

@@ -424,7 +424,7 @@ impl Device {
             Ok(Outcome::of_launch(&self.launch(
                 kernel,
                 args,
-                &spec.clone().schedule(schedule),
+                &(*spec).schedule(schedule),
             )))
         })
     }
@@ -443,7 +443,7 @@ impl Device {
             Ok(Outcome::of_launch(&self.launch(
                 kernel,
                 args,
-                &spec.clone().schedule(schedule),
+                &(*spec).schedule(schedule),
             )))
         })
     }

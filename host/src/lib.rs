@@ -33,7 +33,7 @@
 //! - [`datatype`]: derived datatypes (MPI chapter 5): [`UserDatatype`],
 //!   [`CommittedType`], `Device::pack` and `Device::unpack`.
 //! - [`report`]: reading a world after a launch (shared by every backend).
-//! - [`explore`]: schedule exploration, a program run under many seeded
+//! - [`explore`](mod@explore): schedule exploration, a program run under many seeded
 //!   schedules of the emulator, its outcomes grouped with the seeds that
 //!   replay them ([`Device::explore`], [`explore::explore`]).
 //! - [`trace`]: message traces ([`WorldSpec::trace`]), exported as Chrome

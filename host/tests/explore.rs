@@ -30,13 +30,21 @@ fn the_explorer_finds_a_users_planted_race_and_its_seed_replays_it() {
     let device = Device::cpu();
     let out = device.alloc_zeroed::<u32>(2).unwrap();
     let spec = WorldSpec::ranks(3);
-    for mode in [Mode::Random, Mode::Pct { depth: 2, steps: None }] {
+    for mode in [
+        Mode::Random,
+        Mode::Pct {
+            depth: 2,
+            steps: None,
+        },
+    ] {
         let options = ExploreOptions {
             mode,
             schedules: 64,
             first_seed: 0,
         };
-        let e = device.explore(&ASSUMES_ORDER, &out.slice(), &spec, &options).unwrap();
+        let e = device
+            .explore(&ASSUMES_ORDER, &out.slice(), &spec, &options)
+            .unwrap();
         assert_eq!(e.default, Outcome::pass(), "{mode}: {e:#?}");
         let deadlock = e
             .differing()
@@ -53,7 +61,9 @@ fn the_explorer_finds_a_users_planted_race_and_its_seed_replays_it() {
         assert!(e.outcomes.iter().any(|f| f.outcome.kind == OutcomeKind::Pass));
         assert_eq!(e.outcomes.iter().map(|f| f.seeds.len() as u64).sum::<u64>(), 64);
         for &seed in deadlock.seeds.iter().take(3) {
-            let again = device.replay(&ASSUMES_ORDER, &out.slice(), &spec, mode, seed).unwrap();
+            let again = device
+                .replay(&ASSUMES_ORDER, &out.slice(), &spec, mode, seed)
+                .unwrap();
             assert_eq!(again, deadlock.outcome, "{mode} seed {seed}");
         }
     }
@@ -66,7 +76,11 @@ fn a_closure_checks_results_and_its_failures_are_outcomes() {
     // the first message was rank 1's.
     let run = |schedule| {
         let out = device.alloc_zeroed::<u32>(2)?;
-        device.launch(&ASSUMES_ORDER, &out.slice(), &WorldSpec::ranks(3).schedule(schedule))?;
+        device.launch(
+            &ASSUMES_ORDER,
+            &out.slice(),
+            &WorldSpec::ranks(3).schedule(schedule),
+        )?;
         Ok(match device.download(&out)?[..] {
             [1, 2] => Outcome::pass(),
             ref got => Outcome::fail(format!("rank 0 got {got:?}")),
@@ -75,25 +89,47 @@ fn a_closure_checks_results_and_its_failures_are_outcomes() {
     let e = explore(&ExploreOptions::random(64).first_seed(1000), run).unwrap();
     assert_eq!(e.first_seed, 1000);
     let kinds: Vec<OutcomeKind> = e.outcomes.iter().map(|f| f.outcome.kind).collect();
-    assert!(kinds.contains(&OutcomeKind::Pass) && kinds.contains(&OutcomeKind::Deadlock), "{e:#?}");
+    assert!(
+        kinds.contains(&OutcomeKind::Pass) && kinds.contains(&OutcomeKind::Deadlock),
+        "{e:#?}"
+    );
     let f = e.differing().next().unwrap();
     assert_eq!(replay(Mode::Random, f.seeds[0], run).unwrap(), f.outcome);
     // A panic in the closure is an outcome too.
-    let o = replay(Mode::Random, 0, |_| -> Result<Outcome, _> { panic!("the check broke") }).unwrap();
-    assert_eq!((o.kind, o.message.as_str()), (OutcomeKind::Panic, "the check broke"));
+    let o = replay(Mode::Random, 0, |_| -> Result<Outcome, _> {
+        panic!("the check broke")
+    })
+    .unwrap();
+    assert_eq!(
+        (o.kind, o.message.as_str()),
+        (OutcomeKind::Panic, "the check broke")
+    );
 }
 
 #[test]
 fn bad_explorations_are_typed_errors() {
     let run = |_| Ok(Outcome::pass());
-    assert!(matches!(explore(&ExploreOptions::random(0), run), Err(ExploreError::NoSchedules)));
+    assert!(matches!(
+        explore(&ExploreOptions::random(0), run),
+        Err(ExploreError::NoSchedules)
+    ));
     assert!(matches!(
         explore(&ExploreOptions::random(2).first_seed(u64::MAX), run),
         Err(ExploreError::SeedOverflow { .. })
     ));
-    assert!(matches!(explore(&ExploreOptions::pct(0, 4), run), Err(ExploreError::ZeroDepth)));
     assert!(matches!(
-        replay(Mode::Pct { depth: 2, steps: Some(0) }, 1, run),
+        explore(&ExploreOptions::pct(0, 4), run),
+        Err(ExploreError::ZeroDepth)
+    ));
+    assert!(matches!(
+        replay(
+            Mode::Pct {
+                depth: 2,
+                steps: Some(0)
+            },
+            1,
+            run
+        ),
         Err(ExploreError::ZeroSteps)
     ));
 }

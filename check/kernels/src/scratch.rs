@@ -146,7 +146,7 @@ gpu_mpi_device::kernel! {
             let byte = scratch.take::<u8>(1)?;
             byte[0] = 7;
             let word = scratch.take::<u64>(1)?;
-            out.write(base + 2, u32::from(word.as_ptr() as usize % 8 == 0))?;
+            out.write(base + 2, u32::from((word.as_ptr() as usize).is_multiple_of(8)))?;
             let left = scratch.remaining();
             let too_much = scratch.take::<u8>(left + 1).map(|_| ());
             out.write(base + 3, class(too_much))?;

@@ -216,21 +216,6 @@ impl CpuDevice {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::parse_stack_bytes;
-
-    #[test]
-    fn stack_sizes_from_the_environment_parse_with_units_and_a_floor() {
-        assert_eq!(parse_stack_bytes("65536"), Some(65536));
-        assert_eq!(parse_stack_bytes(" 256K "), Some(256 * 1024));
-        assert_eq!(parse_stack_bytes("4m"), Some(4 << 20));
-        assert_eq!(parse_stack_bytes("1K"), None);
-        assert_eq!(parse_stack_bytes("lots"), None);
-        assert_eq!(parse_stack_bytes("K"), None);
-    }
-}
-
 impl Backend for CpuDevice {
     const NAME: &'static str = "cpu";
     type Buffer = CpuBuffer;
@@ -319,5 +304,20 @@ impl Backend for CpuDevice {
 
     fn world_bytes(world: &CpuBuffer) -> &[u8] {
         world.as_slice()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_stack_bytes;
+
+    #[test]
+    fn stack_sizes_from_the_environment_parse_with_units_and_a_floor() {
+        assert_eq!(parse_stack_bytes("65536"), Some(65536));
+        assert_eq!(parse_stack_bytes(" 256K "), Some(256 * 1024));
+        assert_eq!(parse_stack_bytes("4m"), Some(4 << 20));
+        assert_eq!(parse_stack_bytes("1K"), None);
+        assert_eq!(parse_stack_bytes("lots"), None);
+        assert_eq!(parse_stack_bytes("K"), None);
     }
 }
