@@ -12,6 +12,9 @@ fn main() {
     gpu_mpi::builder::KernelBuilder::new("kernels")
         .sms(&[90])
         .sass_only_for_a_local_gpu()
+        // Test kernels that call every API in one body: their registers and
+        // stacks are tracked in ptx-check's reports (docs/gpu.md), not warned.
+        .resource_warnings(false)
         .build();
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     println!("cargo::rustc-env=GPU_MPI_COMMIT={}", commit(root));

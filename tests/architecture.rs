@@ -57,7 +57,7 @@ const HOST_LAYERS: &[&[&str]] = &[
     &["backend"],
     &["cpu", "cuda"],
     &["device"],
-    &["pack"],
+    &["pack", "explore"],
 ];
 
 /// Upward imports of gpu-mpi-host not yet removed (issue 26): none left.

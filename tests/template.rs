@@ -7,6 +7,10 @@
 //!
 //! The builds share `target/template-test` (and the nested nvptx64 builds
 //! `target/gpu-mpi-ptx`) so that reruns are incremental.
+//!
+//! A second test follows docs/first-program.md from another copy: each
+//! command the page gives, each edit it asks for, and the output it quotes
+//! (in `target/template-page`, without PTX).
 
 use gpu_mpi::builder::check;
 use std::path::{Path, PathBuf};
@@ -36,24 +40,22 @@ fn copy_dir(from: &Path, to: &Path) {
 /// The template copied to a fresh temporary directory, its two paths
 /// pointing at this checkout, with this checkout's lock file (the same
 /// dependency versions, nothing new to download).
-fn copy_template() -> PathBuf {
+fn copy_template(name: &str) -> PathBuf {
     let root = checkout();
-    let dir = std::env::temp_dir().join(format!("gpu-mpi-template-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("gpu-mpi-template-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     copy_dir(&root.join("templates").join("my-kernels"), &dir);
     let manifest = dir.join("Cargo.toml");
     let text = std::fs::read_to_string(&manifest).unwrap();
+    // The device's path first: the checkout's path is its prefix.
     let pointed = text
         .replace(
-            "gpu-mpi = { path = \"../..\" }",
-            &format!("gpu-mpi = {{ path = {:?} }}", root.display().to_string()),
+            "path = \"../../device\"",
+            &format!("path = {:?}", root.join("device").display().to_string()),
         )
         .replace(
-            "gpu-mpi-device = { path = \"../../device\" }",
-            &format!(
-                "gpu-mpi-device = {{ path = {:?} }}",
-                root.join("device").display().to_string()
-            ),
+            "path = \"../..\"",
+            &format!("path = {:?}", root.display().to_string()),
         );
     assert_ne!(
         text, pointed,
@@ -70,11 +72,17 @@ fn target_dir() -> PathBuf {
 
 /// `cargo build --release` of the copy, with `env` added.
 fn build(dir: &Path, env: &[(&str, &str)]) -> Output {
+    cargo(dir, &["build", "--release"], env)
+}
+
+/// `cargo <args> --offline` in the copy, with `env` added; it must succeed.
+fn cargo(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
     gpu_mpi::builder::clear_cargo_env(&mut cmd);
     cmd.current_dir(dir)
-        .args(["build", "--release", "--offline"])
+        .args(args)
+        .arg("--offline")
         .env("CARGO_TARGET_DIR", target_dir())
         .env(
             "GPU_MPI_PTX_TARGET_DIR",
@@ -89,10 +97,16 @@ fn build(dir: &Path, env: &[(&str, &str)]) -> Output {
     let out = cmd.output().expect("cargo runs");
     assert!(
         out.status.success(),
-        "building the template failed:\n{}",
+        "cargo {args:?} in the template failed:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
     out
+}
+
+/// Asserts that a cargo command printed no warning.
+fn no_warning(out: &Output, what: &str) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("warning"), "{what} warned:\n{stderr}");
 }
 
 fn run_app(args: &[&str]) -> Output {
@@ -134,19 +148,24 @@ fn paths_in(expression: &str, macro_name: &str) -> Vec<PathBuf> {
 
 #[test]
 fn the_template_builds_runs_and_ships_checked_kernels_from_a_copy() {
-    let dir = copy_template();
+    let dir = copy_template("build");
 
-    // 1. A normal build: PTX for sm_70 and sm_90, SASS where ptxas is found.
-    build(&dir, &[]);
+    // 1. A normal build: PTX for sm_70 and sm_90, SASS where ptxas is found;
+    // no warning (the kernel stays within the builder's resource limits,
+    // the manifests ask for nothing cargo ignores), nor from `cargo test`.
+    no_warning(&build(&dir, &[]), "cargo build --release");
+    no_warning(&cargo(&dir, &["test", "--release"], &[]), "cargo test --release");
     let out = run_app(&["cpu", "1000"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
-        stdout.contains("sum of ranks = 499500 (expected 499500) on 1000 ranks, cpu backend"),
+        stdout.contains(
+            "halo exchange: 1000 ranks x 4 cells, 8 steps, cpu backend\nstep 1: largest change 34.25\n"
+        ) && stdout.contains("the cells match the sequential computation"),
         "{stdout}"
     );
     // `auto` without a GPU: the emulator, with the one-line notice.
     let out = run_app(&["auto", "64"]);
-    assert!(String::from_utf8_lossy(&out.stdout).contains("sum of ranks = 2016"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("64 ranks x 4 cells"));
     assert!(String::from_utf8_lossy(&out.stderr).contains("using the cpu backend"));
 
     let expression = generated_expression();
@@ -161,12 +180,7 @@ fn the_template_builds_runs_and_ships_checked_kernels_from_a_copy() {
     for p in &ptx {
         let text = std::fs::read_to_string(p).unwrap();
         // Only the user's kernel: nothing of the project's own suites.
-        assert_eq!(
-            check::entries(&text),
-            vec!["sum_of_ranks".to_string()],
-            "{}",
-            p.display()
-        );
+        assert_eq!(check::entries(&text), vec!["halo".to_string()], "{}", p.display());
         assert_eq!(check::lint(&text), Vec::new(), "{}", p.display());
     }
     let sass = paths_in(&expression, "include_bytes");
@@ -183,7 +197,7 @@ fn the_template_builds_runs_and_ships_checked_kernels_from_a_copy() {
             assert!(
                 report
                     .lines()
-                    .any(|l| l.starts_with("sum_of_ranks") && l.contains("sm_90")),
+                    .any(|l| l.starts_with("halo") && l.contains("sm_90")),
                 "{report}"
             );
         }
@@ -221,9 +235,174 @@ fn the_template_builds_runs_and_ships_checked_kernels_from_a_copy() {
         "built_without is Some(reason)"
     );
     let out = run_app(&["auto", "64"]);
-    assert!(String::from_utf8_lossy(&out.stdout).contains("sum of ranks = 2016"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("the cells match"));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("built without GPU kernels"), "{stderr}");
+
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// What `cargo run --release --offline -- <args>` in the copy printed and
+/// its exit status; the page's runs share `target/template-page` and build
+/// no PTX (the test above checks it), which changes nothing they print.
+fn page_run(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (String, String, Option<i32>) {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    gpu_mpi::builder::clear_cargo_env(&mut cmd);
+    cmd.current_dir(dir)
+        .args(["run", "--release", "--offline", "--"])
+        .args(args)
+        .env(
+            "CARGO_TARGET_DIR",
+            checkout().join("target").join("template-page"),
+        )
+        .env("GPU_MPI_SKIP_PTX", "1")
+        .env_remove("GPU_MPI_TRACE")
+        .env_remove("GPU_MPI_STACK_BYTES");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("cargo runs");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        !stderr.contains("warning"),
+        "cargo run {args:?} warned:\n{stderr}"
+    );
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr,
+        out.status.code(),
+    )
+}
+
+/// Replaces `from` (which must be there once) with `to` in the copy's file.
+fn edit(dir: &Path, file: &str, from: &str, to: &str) {
+    let path = dir.join(file);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(text.matches(from).count(), 1, "{file} has not one {from:?}");
+    std::fs::write(&path, text.replace(from, to)).unwrap();
+}
+
+/// The blocks of docs/first-program.md: `(info string, text)`.
+fn page_blocks() -> Vec<(String, String)> {
+    let page = std::fs::read_to_string(checkout().join("docs").join("first-program.md")).unwrap();
+    let mut blocks = Vec::new();
+    let mut lines = page.lines();
+    while let Some(line) = lines.next() {
+        if let Some(info) = line.strip_prefix("```") {
+            let body: Vec<&str> = lines.by_ref().take_while(|l| !l.starts_with("```")).collect();
+            blocks.push((info.to_string(), body.join("\n") + "\n"));
+        }
+    }
+    blocks
+}
+
+/// The page's blocks of `info` that contain `needle`; there must be one.
+fn block(blocks: &[(String, String)], info: &str, needle: &str) -> String {
+    let found: Vec<&String> = blocks
+        .iter()
+        .filter(|(i, b)| i == info && b.contains(needle))
+        .map(|(_, b)| b)
+        .collect();
+    assert_eq!(
+        found.len(),
+        1,
+        "docs/first-program.md: one {info} block with {needle:?}"
+    );
+    found[0].clone()
+}
+
+/// docs/first-program.md, step by step from a fresh copy: every command
+/// it gives, the edits it asks for, and the output it quotes.
+#[test]
+fn the_first_program_page_runs_step_by_step() {
+    let dir = copy_template("page");
+    let blocks = page_blocks();
+    let one_line = |needle: &str| block(&blocks, "text", needle).trim_end().to_string();
+    let rust = |needle: &str| block(&blocks, "rust", needle).trim().to_string();
+
+    // 2. Run it.
+    assert!(blocks
+        .iter()
+        .any(|(i, b)| i == "sh" && b == "cargo run --release -- cpu 64\n"));
+    let (stdout, _, code) = page_run(&dir, &["cpu", "64"], &[]);
+    assert_eq!(code, Some(0));
+    assert_eq!(stdout, block(&blocks, "text", "halo exchange: 64 ranks"));
+
+    // 4. Too little scratch: MPI_ERR_NO_MEM on every rank.
+    let scratch = ".scratch_bytes(8 * u64::from(CELLS_PER_RANK))";
+    edit(&dir, "host/src/main.rs", scratch, ".scratch_bytes(0)");
+    let (_, stderr, code) = page_run(&dir, &["cpu", "64"], &[]);
+    assert_eq!(code, Some(1));
+    assert!(stderr.contains("64 of 64 ranks failed"), "{stderr}");
+    assert!(stderr.contains(&one_line("MPI_ERR_NO_MEM: 32 bytes")), "{stderr}");
+    edit(&dir, "host/src/main.rs", ".scratch_bytes(0)", scratch);
+
+    // 5. A deliberate deadlock: a receive of tag 1, which no rank sends.
+    let exchange = rust("&mut left_ghost, &left, 0)?;");
+    let deadlocking = rust("&mut left_ghost, &left, 1)?;");
+    edit(&dir, "kernels/src/lib.rs", &exchange, &deadlocking);
+    let (_, stderr, code) = page_run(&dir, &["cpu", "8"], &[]);
+    assert_eq!(code, Some(1));
+    assert!(stderr.contains("deadlock"), "{stderr}");
+    assert!(
+        stderr.contains("rank 1: send_receive(source 0, tag 1)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains(&one_line("hint: rank 1 waits")), "{stderr}");
+    edit(&dir, "kernels/src/lib.rs", &deadlocking, &exchange);
+
+    // 6. A trace.
+    let (_, stderr, code) = page_run(&dir, &["cpu", "8"], &[("GPU_MPI_TRACE", "halo.json")]);
+    assert_eq!(code, Some(0));
+    let quoted = one_line("trace: ");
+    assert!(stderr.contains(&quoted), "{stderr}");
+    let json = std::fs::read_to_string(dir.join("halo.json")).unwrap();
+    assert!(json.starts_with('{') || json.starts_with('['), "{json:.80}");
+    assert!(dir.join("halo.html").is_file());
+
+    // 7. The explorer: one outcome for the correct program ...
+    let (stdout, _, code) = page_run(&dir, &["explore", "100"], &[]);
+    assert_eq!(code, Some(0));
+    assert_eq!(stdout, block(&blocks, "text", "explore: 8 ranks"));
+    // ... and, with the planted ANY_SOURCE bug, outcomes whose seeds replay them.
+    let exact = rust("&mut right_ghost, &right, 0)?;");
+    let planted = rust("&world.any_process(), 0)?;");
+    edit(&dir, "kernels/src/lib.rs", &exact, &planted);
+    let (stdout, _, code) = page_run(&dir, &["explore", "100"], &[]);
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(stdout.contains("differs from the default schedule"), "{stdout}");
+    let quoted = one_line("replay: cargo run --release -- replay SEED 8");
+    let (head, tail) = quoted.trim().split_once("SEED").unwrap();
+    // The first outcome that differs: its seed, and its message's lines.
+    let lines: Vec<&str> = stdout.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.trim_start().starts_with(head))
+        .unwrap();
+    let seed = lines[at].trim_start()[head.len()..]
+        .strip_suffix(tail)
+        .unwrap()
+        .trim();
+    let start = lines[..at]
+        .iter()
+        .rposition(|l| l.starts_with("outcome "))
+        .unwrap();
+    let kind = lines[start]
+        .split(": ")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap();
+    let message: Vec<&str> = lines[start + 1..at].iter().map(|l| l.trim_start()).collect();
+    for _ in 0..2 {
+        let (again, _, code) = page_run(&dir, &["replay", seed, "8"], &[]);
+        assert_eq!(code, Some(1), "{again}");
+        let again: Vec<&str> = again.lines().map(|l| l.trim_start()).collect();
+        assert_eq!(again[0], format!("seed {seed}: {kind}"));
+        assert_eq!(again[1..], message[..], "seed {seed}");
+    }
 
     let _ = std::fs::remove_dir_all(&dir);
 }

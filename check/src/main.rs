@@ -223,7 +223,7 @@ fn progress_bar(cases: usize) -> ProgressBar {
 fn replay_command(case: &str, mode: Mode, seed: u64) -> String {
     format!(
         "gpu-mpi-check explore {case} {} --replay {seed}",
-        mode.arguments()
+        ex::arguments(mode)
     )
 }
 
@@ -245,7 +245,7 @@ fn seed_list(seeds: &[u64]) -> String {
 }
 
 /// The `explore --json` document.
-fn explore_json(e: &Exploration, provenance: &Provenance) -> serde_json::Result<String> {
+fn explore_json(case: &str, e: &Exploration, provenance: &Provenance) -> serde_json::Result<String> {
     #[derive(Serialize)]
     struct OutcomeJson<'a> {
         kind: &'static str,
@@ -277,7 +277,7 @@ fn explore_json(e: &Exploration, provenance: &Provenance) -> serde_json::Result<
         Mode::Pct { depth, steps } => (Some(depth), steps),
     };
     let mut text = serde_json::to_string_pretty(&Json {
-        case: e.case,
+        case,
         mode: e.mode.name(),
         depth,
         steps,
@@ -296,13 +296,23 @@ fn explore_json(e: &Exploration, provenance: &Provenance) -> serde_json::Result<
                 differs_from_default: f.differs,
                 count: f.seeds.len(),
                 seeds: &f.seeds,
-                replay: replay_command(e.case, e.mode, f.seeds[0]),
+                replay: replay_command(case, e.mode, f.seeds[0]),
             })
             .collect(),
         provenance,
     })?;
     text.push('\n');
     Ok(text)
+}
+
+/// An exploration the options cannot run, in the options' words.
+fn usage_error(e: &ex::ExploreError) -> String {
+    match e {
+        ex::ExploreError::NoSchedules => "--schedules must be at least 1".into(),
+        ex::ExploreError::ZeroDepth => "--depth must be at least 1".into(),
+        ex::ExploreError::ZeroSteps => "--steps must be at least 1".into(),
+        other => other.to_string(),
+    }
 }
 
 /// `gpu-mpi-check explore`.
@@ -333,7 +343,7 @@ fn explore_main(options: &Options, o: &ExploreOptions) -> ExitCode {
         let outcome = match ex::replay(&case, mode, seed) {
             Ok(outcome) => outcome,
             Err(e) => {
-                eprintln!("gpu-mpi-check: {e}");
+                eprintln!("gpu-mpi-check: {}", usage_error(&e));
                 return ExitCode::from(2);
             }
         };
@@ -393,7 +403,7 @@ fn explore_main(options: &Options, o: &ExploreOptions) -> ExitCode {
     let e = match explored {
         Ok(e) => e,
         Err(err) => {
-            eprintln!("gpu-mpi-check: {err}");
+            eprintln!("gpu-mpi-check: {}", usage_error(&err));
             return ExitCode::from(2);
         }
     };
@@ -415,7 +425,7 @@ fn explore_main(options: &Options, o: &ExploreOptions) -> ExitCode {
         );
         print_message(&f.outcome.message);
         if f.differs {
-            println!("      replay: {}", replay_command(e.case, e.mode, f.seeds[0]));
+            println!("      replay: {}", replay_command(case.name, e.mode, f.seeds[0]));
         }
     }
     let differing = e.differing().count();
@@ -425,7 +435,7 @@ fn explore_main(options: &Options, o: &ExploreOptions) -> ExitCode {
         e.schedules,
         if differing == 1 { "differs" } else { "differ" }
     );
-    if let Err(code) = write_json(provenance().and_then(|p| explore_json(&e, &p))) {
+    if let Err(code) = write_json(provenance().and_then(|p| explore_json(case.name, &e, &p))) {
         return code;
     }
     if e.deterministic() {

@@ -578,6 +578,19 @@ fn every_class_round_trips_and_reads_well() {
             "MPI_ERR_OTHER",
             "the kernel failed with application code 7",
         ),
+        (
+            Error::ScratchExhausted {
+                requested: 4096,
+                available: 128,
+            },
+            "MPI_ERR_NO_MEM",
+            "4096 bytes of scratch asked for, 128 left of this rank's scratch (WorldSpec::scratch_bytes)",
+        ),
+        (
+            Error::ScratchInUse,
+            "MPI_ERR_NO_MEM",
+            "this rank's scratch is already taken (one Scratch per rank at a time)",
+        ),
     ];
     for (e, name, detail) in cases {
         assert_eq!(e.class().mpi_name(), name);

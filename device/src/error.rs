@@ -46,6 +46,9 @@ pub enum ErrorClass {
     /// A failure the kernel itself reports (`MPI_ERR_OTHER`, MPI 4.1
     /// §9.4): [`Error::Application`], with a code of the program's own.
     Other = 15,
+    /// Out of memory (`MPI_ERR_NO_MEM`): here, a request for more of the
+    /// rank's scratch than the world gave it, or for a scratch already taken.
+    NoMem = 16,
 }
 
 impl ErrorClass {
@@ -68,6 +71,7 @@ impl ErrorClass {
             13 => Self::Request,
             14 => Self::Comm,
             15 => Self::Other,
+            16 => Self::NoMem,
             _ => return None,
         })
     }
@@ -91,6 +95,7 @@ impl ErrorClass {
             Self::Request => "MPI_ERR_REQUEST",
             Self::Comm => "MPI_ERR_COMM",
             Self::Other => "MPI_ERR_OTHER",
+            Self::NoMem => "MPI_ERR_NO_MEM",
         }
     }
 }
@@ -111,6 +116,9 @@ const IMMEDIATE_ON_SUB: u32 = 1;
 /// Word 2 of an `MPI_ERR_REQUEST` result record that is an
 /// [`Error::ImmediateLimit`] (a [`Error::RequestLimit`] has 0 there).
 const IMMEDIATE_LIMIT: u32 = 1;
+/// Word 3 of an `MPI_ERR_NO_MEM` result record that is an
+/// [`Error::ScratchInUse`] (a [`Error::ScratchExhausted`] has 0 there).
+const SCRATCH_IN_USE: u32 = 1;
 
 /// An error returned by a device call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -258,6 +266,20 @@ pub enum Error {
         /// Communicators the world holds.
         limit: u32,
     },
+    /// A request for more of the rank's scratch
+    /// ([`Scratch::take`](crate::kernel::Scratch::take)) than is left of
+    /// what the world gave each rank (`WorldSpec::scratch_bytes`; class
+    /// `MPI_ERR_NO_MEM`).
+    ScratchExhausted {
+        /// Bytes asked for (saturated at `u32::MAX`).
+        requested: u32,
+        /// Bytes of the rank's scratch left, before alignment.
+        available: u32,
+    },
+    /// [`World::scratch`](crate::World::scratch) while a
+    /// [`Scratch`](crate::kernel::Scratch) of the same rank is alive (class
+    /// `MPI_ERR_NO_MEM`): a rank has one at a time.
+    ScratchInUse,
 }
 
 impl Error {
@@ -289,6 +311,7 @@ impl Error {
             Error::CollectiveMismatch { .. } => ErrorClass::Count,
             Error::NegativeCount { .. } => ErrorClass::Count,
             Error::ImmediateOnSubCommunicator { .. } => ErrorClass::Comm,
+            Error::ScratchExhausted { .. } | Error::ScratchInUse => ErrorClass::NoMem,
         }
     }
 
@@ -330,6 +353,8 @@ impl Error {
             Error::Application { code } => [c, code, 0, 0, 0],
             Error::CommunicatorLimit { limit } => [c, limit, 0, 0, 0],
             Error::ImmediateOnSubCommunicator { context } => [c, context, IMMEDIATE_ON_SUB, 0, 0],
+            Error::ScratchExhausted { requested, available } => [c, requested, available, 0, 0],
+            Error::ScratchInUse => [c, 0, 0, SCRATCH_IN_USE, 0],
         }
     }
 
@@ -400,6 +425,11 @@ impl Error {
                 Error::ImmediateOnSubCommunicator { context: w[1] }
             }
             ErrorClass::Comm => Error::CommunicatorLimit { limit: w[1] },
+            ErrorClass::NoMem if w[3] == SCRATCH_IN_USE => Error::ScratchInUse,
+            ErrorClass::NoMem => Error::ScratchExhausted {
+                requested: w[1],
+                available: w[2],
+            },
         })
     }
 }
@@ -468,6 +498,13 @@ impl fmt::Display for Error {
             Error::CommunicatorLimit { limit } => {
                 write!(f, "the world holds {limit} communicators and all are in use")
             }
+            Error::ScratchExhausted { requested, available } => write!(
+                f,
+                "{requested} bytes of scratch asked for, {available} left of this rank's scratch (WorldSpec::scratch_bytes)"
+            ),
+            Error::ScratchInUse => {
+                write!(f, "this rank's scratch is already taken (one Scratch per rank at a time)")
+            }
         }
     }
 }
@@ -514,6 +551,16 @@ mod tests {
         assert_eq!(Error::from_words(i.to_words()), Some(i));
         let r = Error::RequestLimit { limit: 2 };
         assert_eq!(Error::from_words(r.to_words()), Some(r));
+        let x = Error::ScratchExhausted {
+            requested: 4096,
+            available: 64,
+        };
+        assert_eq!(x.class(), ErrorClass::NoMem);
+        assert_eq!(Error::from_words(x.to_words()), Some(x));
+        assert_eq!(
+            Error::from_words(Error::ScratchInUse.to_words()),
+            Some(Error::ScratchInUse)
+        );
         let text = std::format!("{e}");
         assert_eq!(
             text,

@@ -16,6 +16,7 @@ use crate::error::Error;
 use crate::polling::STATE_EXITED;
 use crate::shim::{self, Ordering};
 use bytemuck::{Pod, Zeroable};
+use core::cell::Cell;
 use core::marker::PhantomData;
 
 /// A kernel the host can launch with arguments of type `A`.
@@ -77,6 +78,19 @@ pub unsafe fn rank_main<A>(world: *mut u8, args: *const A, body: fn(&World, &A) 
 ///     }
 /// }
 /// ```
+///
+/// The arguments are one `Pod` value taken by reference (`args: &MyArgs`);
+/// a kernel written with `args: MyArgs` fails to compile with "a kernel
+/// takes its arguments by reference: `args: &MyArgs`":
+///
+/// ```compile_fail
+/// use gpu_mpi_device::{Error, World};
+/// gpu_mpi_device::kernel! {
+///     pub static BY_VALUE = fn by_value(world: &World, args: u32) -> Result<(), Error> {
+///         Ok(())
+///     }
+/// }
+/// ```
 #[macro_export]
 macro_rules! kernel {
     ($(#[$meta:meta])* $vis:vis static $desc:ident = fn $name:ident($world:ident : &$wty:ty, $args:ident : &$argty:ty) -> Result<(), $ety:ty> $body:block) => {
@@ -97,6 +111,16 @@ macro_rules! kernel {
         };
 
         $crate::__kernel_entry!($name, $argty);
+    };
+    // Arguments by value: one clear error instead of "no rules expected".
+    ($(#[$meta:meta])* $vis:vis static $desc:ident = fn $name:ident($world:ident : &$wty:ty, $args:ident : $argty:ty) -> $ret:ty $body:block) => {
+        ::core::compile_error!(::core::concat!(
+            "a kernel takes its arguments by reference: `",
+            ::core::stringify!($args),
+            ": &",
+            ::core::stringify!($argty),
+            "`"
+        ));
     };
 }
 
@@ -217,5 +241,153 @@ impl<T: Pod> GlobalSlice<T> {
         crate::shim::note_global(at as *const u8, core::mem::size_of::<T>(), false);
         // SAFETY: as in `write`.
         Ok(unsafe { core::ptr::read_volatile(at) })
+    }
+}
+
+/// This rank's scratch: bytes of device-global memory that only this rank
+/// reaches, sized for every rank by the host (`WorldSpec::scratch_bytes`),
+/// for per-rank arrays too large for a GPU thread's stack or whose size is
+/// known only at run time (a sample sort's counts and displacements: O(p)
+/// per rank). From [`World::scratch`].
+///
+/// Each [`take`](Self::take) hands out the next aligned piece, disjoint
+/// from every earlier one, borrowed from the `Scratch`; the pieces go back
+/// all at once when it is dropped, and the next `World::scratch` starts
+/// from the beginning again (its pieces hold what was last written there;
+/// the world starts zeroed). A rank has one `Scratch` at a time.
+///
+/// ```
+/// # use gpu_mpi_device::{Error, World};
+/// # use gpu_mpi_device::traits::*;
+/// fn counts_and_displacements(world: &World) -> Result<(), Error> {
+///     let p = world.size() as usize;
+///     let scratch = world.scratch()?;
+///     let counts = scratch.take::<i32>(p)?;
+///     let displacements = scratch.take::<i32>(p)?;
+///     counts.fill(1);
+///     for (i, d) in displacements.iter_mut().enumerate() {
+///         *d = i as i32;
+///     }
+///     Ok(())
+/// }
+/// ```
+///
+/// On the GPU this is global memory: cached as any global load, without the
+/// local-memory traffic of a large stack frame (a stack frame is local
+/// memory too, but costs every thread the whole frame whether it uses it or
+/// not, and a large one limits how many threads the launch can keep).
+pub struct Scratch<'w> {
+    /// The world's memory, whose header word at `header` marks the scratch
+    /// taken; null for a world without scratch.
+    base: *mut u8,
+    /// Offset of this rank's scratch header.
+    header: usize,
+    /// Usable bytes (after the header).
+    capacity: usize,
+    /// Bytes handed out so far, alignment included.
+    used: Cell<usize>,
+    _world: PhantomData<&'w World>,
+}
+
+impl World {
+    /// This rank's scratch, empty when the launch gave none
+    /// (`WorldSpec::scratch_bytes`); [`Error::ScratchInUse`]
+    /// (`MPI_ERR_NO_MEM`) while another `Scratch` of this rank is alive.
+    pub fn scratch(&self) -> Result<Scratch<'_>, Error> {
+        let stride = self.layout.scratch_stride;
+        if stride == 0 {
+            return Ok(Scratch {
+                base: core::ptr::null_mut(),
+                header: 0,
+                capacity: 0,
+                used: Cell::new(0),
+                _world: PhantomData,
+            });
+        }
+        let header = self.layout.scratch_of(self.rank);
+        // SAFETY: the header word lies in this rank's scratch header, inside
+        // the world memory, 64-byte aligned, and only this rank reaches it
+        // (atomically, through this function and `Scratch::drop`).
+        let taken = unsafe { shim::atomic_u32_at(self.base, header) };
+        // Relaxed: the word is private to this rank; nothing is published.
+        if taken.load(Ordering::Relaxed) != 0 {
+            return Err(Error::ScratchInUse);
+        }
+        taken.store(1, Ordering::Relaxed);
+        Ok(Scratch {
+            base: self.base,
+            header,
+            capacity: stride - crate::layout::SCRATCH_HEADER_BYTES,
+            used: Cell::new(0),
+            _world: PhantomData,
+        })
+    }
+}
+
+impl Scratch<'_> {
+    /// The next `len` elements of the scratch, aligned for `T`, disjoint
+    /// from every piece taken before; their values are whatever the scratch
+    /// held (zero at the launch's start). [`Error::ScratchExhausted`]
+    /// (`MPI_ERR_NO_MEM`) when they do not fit what is left.
+    // The pieces are disjoint (`used` only grows) and live no longer than
+    // `self`, whose drop is the only way to hand them out again.
+    #[allow(clippy::mut_from_ref)]
+    pub fn take<T: Pod>(&self, len: usize) -> Result<&mut [T], Error> {
+        let size = core::mem::size_of::<T>();
+        let bytes = len.checked_mul(size);
+        if bytes == Some(0) {
+            return Ok(&mut []);
+        }
+        let used = self.used.get();
+        let exhausted = Error::ScratchExhausted {
+            requested: crate::error::saturating_u32(bytes.unwrap_or(usize::MAX)),
+            available: crate::error::saturating_u32(self.capacity - used),
+        };
+        let Some(bytes) = bytes else {
+            return Err(exhausted);
+        };
+        let first = self.header + crate::layout::SCRATCH_HEADER_BYTES;
+        let address = (self.base as usize).wrapping_add(first + used);
+        let pad = address.next_multiple_of(core::mem::align_of::<T>()) - address;
+        let end = used.checked_add(pad).and_then(|u| u.checked_add(bytes));
+        match end {
+            Some(end) if end <= self.capacity => {
+                self.used.set(end);
+                // SAFETY: `first + used + pad .. first + end` lies inside this
+                // rank's scratch (end <= capacity), in the world memory that
+                // outlives `'w`; it is aligned for `T` (`pad`), every bit
+                // pattern is a valid `T` (`Pod`), and no other piece overlaps
+                // it: `used` only grows while this `Scratch` lives, and a new
+                // `Scratch` of this rank can only be made after this one is
+                // dropped, which the returned borrow of `self` prevents.
+                Ok(unsafe {
+                    core::slice::from_raw_parts_mut(self.base.add(first + used + pad) as *mut T, len)
+                })
+            }
+            _ => Err(exhausted),
+        }
+    }
+
+    /// Bytes of this rank's scratch (at least what the launch asked for,
+    /// rounded up to 64).
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Bytes not yet taken (before the alignment of the next piece).
+    pub fn remaining(&self) -> usize {
+        self.capacity - self.used.get()
+    }
+}
+
+impl Drop for Scratch<'_> {
+    fn drop(&mut self) {
+        if self.base.is_null() {
+            return;
+        }
+        // SAFETY: as in `World::scratch`, which set the word for this `Scratch`.
+        let taken = unsafe { shim::atomic_u32_at(self.base, self.header) };
+        // Relaxed: private to this rank, as in `World::scratch`.
+        taken.store(0, Ordering::Relaxed);
     }
 }

@@ -18,6 +18,7 @@
 //! | immediate | `IMMEDIATE_SLOTS × ((64 + immediate_bytes) × (1 + nodes) + ranks × immediate_bytes)`, `nodes` = [`immediate_tree_nodes`]`(ranks)` | the non-blocking collectives' staging slots (`crate::collective::immediate`): per slot its world record and result cell, per node of its arrival tree its record and partial-result cell, per rank its argument header and operand cell |
 //! | immediate local | `ranks × 64` | per rank, private to it: its [`ImmediateLocal`](crate::collective::immediate::ImmediateLocal) record (how many non-blocking collectives it started, and per slot what it keeps of the one it has outstanding) |
 //! | immediate communicators | `communicators × ranks × (128 + IMMEDIATE_SLOTS × (64 + 2 × immediate_bytes))` with [`FLAG_IMMEDIATE_COMMUNICATORS`], else 0 | per communicator context: per world rank its [`CommImmediateLocal`](crate::collective::immediate::CommImmediateLocal); then per slot and table entry a group record (used at a group's first entry), a result cell and the member's argument and operand cell |
+//! | kernel scratch | `ranks × (64 + scratch_bytes rounded up to 64)`, none when `scratch_bytes` is 0 | per rank, private to it: a 64-byte header (the word that says a [`Scratch`](crate::kernel::Scratch) is taken) and the rank's scratch bytes ([`WorldConfig::scratch_bytes`], `World::scratch`) |
 //! | wait records | `ranks × 16` | per rank: a [`WaitRecord`](crate::records::WaitRecord): state, operation, peer, tag (what the deadlock report prints) |
 //! | results | `ranks × 32` | per rank: a [`ResultRecord`](crate::records::ResultRecord): the kernel's return value as an [`ErrorClass`](crate::ErrorClass) and four detail words |
 //! | trace | `ranks × (32 + trace_events × 32)`, none when tracing is off | per rank: a [`TraceHeader`](crate::trace::TraceHeader) and its [`TraceEvent`](crate::trace::TraceEvent)s (`crate::trace`) |
@@ -38,8 +39,9 @@ pub const MAGIC: u32 = 0x494d_5047;
 /// communicator table; 10: the communicator contexts' non-blocking
 /// collective state; 11: the world barrier's one arrival counter and
 /// release word, regions from the barrier on 64-byte aligned; 12: the
-/// keys of a keyed world barrier beside the arrival counter).
-pub const VERSION: u32 = 12;
+/// keys of a keyed world barrier beside the arrival counter; 13: the
+/// ranks' scratch region and `WorldConfig::scratch_bytes`).
+pub const VERSION: u32 = 13;
 
 /// `flags` bit: never let a receiver copy straight out of the sender's buffer;
 /// stream every large message through a slot (the path a GPU takes for a
@@ -155,6 +157,12 @@ pub const COMM_WARP_WORD_BYTES: usize = 4;
 /// Bytes of the communicator area's header (the context counter, a line
 /// of its own).
 pub const COMM_HEADER_BYTES: usize = 64;
+/// Bytes before each rank's scratch (a line holding the word that says
+/// the scratch is taken).
+pub const SCRATCH_HEADER_BYTES: usize = 64;
+/// Most scratch bytes a rank may have ([`WorldConfig::scratch_bytes`]):
+/// 1 GiB, so that every size and error field fits 32 bits.
+pub const MAX_SCRATCH_BYTES: u64 = 1 << 30;
 
 /// Limits of one world, chosen by the host. Every field is checked by
 /// [`WorldConfig::layout`]; the docs (docs/limits.md) say what exceeding each gives.
@@ -201,6 +209,11 @@ pub struct WorldConfig {
     /// A wait gives up after this many nanoseconds (0: never; the CPU
     /// emulator detects deadlocks exactly and needs no timeout).
     pub timeout_ns: u64,
+    /// Bytes of each rank's scratch in the world memory (0: none), rounded
+    /// up to a multiple of 64; at most [`MAX_SCRATCH_BYTES`]. A rank
+    /// reaches its own through `World::scratch`; a request beyond it fails
+    /// with `MPI_ERR_NO_MEM`.
+    pub scratch_bytes: u64,
 }
 
 impl WorldConfig {
@@ -221,6 +234,7 @@ impl WorldConfig {
             communicators: DEFAULT_COMMUNICATORS,
             immediate_bytes: DEFAULT_IMMEDIATE_BYTES,
             timeout_ns: 0,
+            scratch_bytes: 0,
         }
     }
 
@@ -279,6 +293,9 @@ impl WorldConfig {
         if self.communicators > MAX_COMMUNICATORS {
             return Err(ConfigError::Communicators(self.communicators));
         }
+        if self.scratch_bytes > MAX_SCRATCH_BYTES {
+            return Err(ConfigError::ScratchBytes(self.scratch_bytes));
+        }
         let ranks = self.ranks as usize;
         let blocks = (self.ranks / self.block_dim) as usize;
         let slot_stride = SLOT_HEADER_BYTES + self.slot_bytes as usize;
@@ -310,7 +327,13 @@ impl WorldConfig {
         } else {
             0
         };
-        let records = immediate_comms + self.communicators as usize * immediate_comm_stride;
+        let scratch =
+            (immediate_comms + self.communicators as usize * immediate_comm_stride).next_multiple_of(64);
+        let scratch_stride = match self.scratch_bytes {
+            0 => 0,
+            n => SCRATCH_HEADER_BYTES + (n as usize).next_multiple_of(64),
+        };
+        let records = scratch + ranks * scratch_stride;
         let results = records + ranks * RECORD_STRIDE;
         let trace = (results + ranks * RESULT_STRIDE).next_multiple_of(64);
         let trace_stride = match self.trace_events {
@@ -345,6 +368,8 @@ impl WorldConfig {
             immediate_local,
             immediate_comms,
             immediate_comm_stride,
+            scratch,
+            scratch_stride,
             records,
             results,
             trace,
@@ -439,6 +464,11 @@ pub struct Layout {
     /// Bytes of one context's non-blocking collective state; 0 when the
     /// world has none ([`FLAG_IMMEDIATE_COMMUNICATORS`] unset).
     pub immediate_comm_stride: usize,
+    /// Offset of the ranks' scratch.
+    pub scratch: usize,
+    /// Bytes of one rank's scratch with its header; 0 when the world has
+    /// none ([`WorldConfig::scratch_bytes`] 0).
+    pub scratch_stride: usize,
     /// Offset of the wait records.
     pub records: usize,
     /// Offset of the result records.
@@ -480,6 +510,12 @@ impl Layout {
     /// Offset of `rank`'s trace buffer (its header; the events follow).
     pub fn trace_of(&self, rank: u32) -> usize {
         self.trace + rank as usize * self.trace_stride
+    }
+    /// Offset of `rank`'s scratch header (its scratch bytes follow,
+    /// [`SCRATCH_HEADER_BYTES`] on; only with [`Layout::scratch_stride`]
+    /// not 0).
+    pub fn scratch_of(&self, rank: u32) -> usize {
+        self.scratch + rank as usize * self.scratch_stride
     }
 
     /// Offset of slot `slot`'s world record (its result cell follows).
@@ -567,6 +603,8 @@ pub enum ConfigError {
     Communicators(u32),
     /// `immediate_bytes` not a positive multiple of 64.
     ImmediateBytes(u32),
+    /// More scratch bytes per rank than [`MAX_SCRATCH_BYTES`].
+    ScratchBytes(u64),
     /// The memory given is smaller than the layout.
     MemoryTooSmall {
         /// Bytes the layout needs.
@@ -607,6 +645,9 @@ impl core::fmt::Display for ConfigError {
             }
             ConfigError::ImmediateBytes(b) => {
                 write!(f, "immediate_bytes {b} is not a positive multiple of 64")
+            }
+            ConfigError::ScratchBytes(b) => {
+                write!(f, "scratch_bytes {b} per rank exceeds {MAX_SCRATCH_BYTES}")
             }
             ConfigError::MemoryTooSmall { needed, got } => {
                 write!(
@@ -690,6 +731,22 @@ mod tests {
         for o in [on.immediate_comm_local(3, 5), on.immediate_comm_entry(3, 1, 7)] {
             assert_eq!(o % 64, 0);
         }
+    }
+
+    #[test]
+    fn the_scratch_is_opt_in_private_per_rank_and_before_the_records() {
+        let none = WorldConfig::new(64, 32).layout().unwrap();
+        assert_eq!((none.scratch_stride, none.records), (0, none.scratch));
+        let mut c = WorldConfig::new(64, 32);
+        c.scratch_bytes = 100;
+        let l = c.layout().unwrap();
+        assert_eq!(l.scratch_stride, 64 + 128);
+        assert_eq!(l.scratch % 64, 0);
+        assert_eq!(l.scratch_of(1), l.scratch + 192);
+        assert_eq!(l.records, l.scratch_of(63) + 192);
+        assert_eq!(l.total - l.records, none.total - none.records);
+        c.scratch_bytes = MAX_SCRATCH_BYTES + 1;
+        assert_eq!(c.layout(), Err(ConfigError::ScratchBytes(MAX_SCRATCH_BYTES + 1)));
     }
 
     #[test]

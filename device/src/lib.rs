@@ -27,7 +27,7 @@
 //! | [`collective`] | 6 | [`CommunicatorCollectives`](traits::CommunicatorCollectives), [`Root`](traits::Root), the non-blocking collectives, reduction operations |
 //! | [`communicator`] | 7 | [`World`], [`SimpleCommunicator`], [`Group`], communicator creation |
 //! | [`error`] | 9 | [`Error`] and its [`ErrorClass`] |
-//! | [`kernel`](mod@kernel) | – | [`kernel!`], [`GlobalSlice`]: a kernel's entry and its buffers |
+//! | [`kernel`](mod@kernel) | – | [`kernel!`], [`GlobalSlice`], [`Scratch`]: a kernel's entry, its buffers and per-rank scratch |
 //! | [`intrinsics`] | – | the hardware operations a kernel may use beside MPI |
 //!
 //! The modules stand in layers, each importing only from those below it
@@ -67,7 +67,7 @@ pub use creation::CommunicatorCreation;
 pub use datatype::{Buffer, BufferMut, Equivalence};
 pub use derived::{TypeRef, PACK_KERNEL};
 pub use error::{Error, ErrorClass};
-pub use kernel::{GlobalSlice, Kernel};
+pub use kernel::{GlobalSlice, Kernel, Scratch};
 pub use point_to_point::{Message, Status, ANY_TAG, TAG_UB};
 pub use request::{Request, Scope};
 pub use view::{MutView, View};

@@ -3,5 +3,10 @@
 //! them. See docs/gpu.md.
 
 fn main() {
-    gpu_mpi::builder::KernelBuilder::new("kernels").build();
+    // No resource warnings: each example's kernel is one body of many calls
+    // (registers at the budget of 128, stacks of 200-3000 bytes), tracked in
+    // ptx-check's reports (docs/gpu.md) rather than warned at every build.
+    gpu_mpi::builder::KernelBuilder::new("kernels")
+        .resource_warnings(false)
+        .build();
 }

@@ -172,14 +172,12 @@ impl Device {
         Device::cpu_with(CpuOptions::default())
     }
 
-    /// The CPU emulator with default options, in timing mode when
-    /// `GPU_MPI_MODEL` names a profile (`h100`, `h200` or a file;
-    /// docs/model.md): what [`Device::open`] gives for the cpu backend.
+    /// The CPU emulator with default options as the environment changes
+    /// them ([`CpuOptions::from_env`]: `GPU_MPI_MODEL`, the timing mode;
+    /// `GPU_MPI_STACK_BYTES`, each rank's stack): what [`Device::open`]
+    /// gives for the cpu backend.
     pub fn cpu_from_env() -> Result<Device, HostError> {
-        Ok(Device::cpu_with(CpuOptions {
-            model: Profile::from_env()?,
-            ..CpuOptions::default()
-        }))
+        Ok(Device::cpu_with(CpuOptions::from_env()?))
     }
 
     /// The CPU emulator with these options.

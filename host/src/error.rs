@@ -134,7 +134,8 @@ pub enum HostError {
     /// A rank used more stack than its coroutine has (emulator only).
     #[error(
         "rank {rank} overflowed its {stack_bytes}-byte coroutine stack \
-         (raise CpuOptions::stack_bytes)"
+         (raise CpuOptions::stack_bytes or GPU_MPI_STACK_BYTES, or move large arrays \
+         to the rank's scratch: WorldSpec::scratch_bytes, World::scratch)"
     )]
     StackOverflow {
         /// The rank.
@@ -142,6 +143,11 @@ pub enum HostError {
         /// Usable bytes of each rank's stack.
         stack_bytes: usize,
     },
+
+    /// An environment variable the backend reads holds a value it cannot
+    /// use (`GPU_MPI_STACK_BYTES`).
+    #[error("{0}")]
+    Environment(#[from] OptionError),
 
     /// No GPU could be used; the reason says why.
     #[error("no usable GPU: {0}")]

@@ -33,6 +33,9 @@
 //! - [`datatype`]: derived datatypes (MPI chapter 5): [`UserDatatype`],
 //!   [`CommittedType`], `Device::pack` and `Device::unpack`.
 //! - [`report`]: reading a world after a launch (shared by every backend).
+//! - [`explore`](mod@explore): schedule exploration, a program run under many seeded
+//!   schedules of the emulator, its outcomes grouped with the seeds that
+//!   replay them ([`Device::explore`], [`explore::explore`]).
 //! - [`trace`]: message traces ([`WorldSpec::trace`]), exported as Chrome
 //!   trace JSON and as an HTML page (docs/tracing.md).
 
@@ -43,6 +46,7 @@ pub mod datatype;
 mod deadlock;
 mod device;
 mod error;
+pub mod explore;
 mod images;
 mod launch;
 pub mod model;
@@ -59,6 +63,7 @@ pub use error::{
     AllocError, BufferError, CopyDirection, CudaError, DriverFailure, HostError, NoGpu, OptionError,
     Resource, StuckReason,
 };
+pub use explore::{explore, Exploration, ExploreOptions, Outcome, OutcomeKind};
 pub use images::{KernelImages, KernelParts};
 pub use launch::{LaunchReport, SyncCounts, SyncProfile, TracedLaunch};
 pub use model::{ModelledTime, Profile, ProfileError, RankTime, TimeCategory};

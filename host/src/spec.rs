@@ -156,6 +156,14 @@ pub struct WorldSpec {
     /// ([`trace_default`](Self::trace_default)): the launch records
     /// `min(trace_events, default_trace_events(ranks))` events per rank.
     pub trace_events_scaled: bool,
+    /// Bytes of device-global scratch each rank gets in the world memory
+    /// (0, the default: none), for per-rank arrays too large for a stack
+    /// or sized at run time: a kernel takes it with `World::scratch`
+    /// (`gpu_mpi_device::Scratch`); a request beyond it fails with
+    /// `MPI_ERR_NO_MEM`. Rounded up to 64; at most 1 GiB per rank
+    /// (docs/limits.md). The world memory grows by `ranks × (64 +
+    /// scratch_bytes)`.
+    pub scratch_bytes: u64,
 }
 
 impl WorldSpec {
@@ -189,6 +197,7 @@ impl WorldSpec {
             model: None,
             trace_events: 0,
             trace_events_scaled: false,
+            scratch_bytes: 0,
         }
     }
 
@@ -281,6 +290,13 @@ impl WorldSpec {
         self
     }
 
+    /// Gives every rank `bytes` of scratch in the world memory (see the
+    /// field).
+    pub fn scratch_bytes(mut self, bytes: u64) -> Self {
+        self.scratch_bytes = bytes;
+        self
+    }
+
     /// Records up to `events_per_rank` MPI events per rank (0: off). The
     /// world memory grows by `ranks × (32 + 32 × events_per_rank)` bytes.
     pub fn trace(mut self, events_per_rank: u32) -> Self {
@@ -340,6 +356,7 @@ impl WorldSpec {
         };
         c.communicators = self.communicators;
         c.immediate_bytes = self.immediate_bytes;
+        c.scratch_bytes = self.scratch_bytes;
         c.flags = if self.force_streaming {
             FLAG_FORCE_STREAMING
         } else {

@@ -10,6 +10,7 @@
 //!   registers, stack frame and spills per kernel ([`parse_ptxas_verbose`]).
 
 use std::fmt;
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -173,6 +174,102 @@ pub struct KernelResources {
     pub spill_loads: u32,
     /// Cumulative stack bytes (frame plus callees), when reported.
     pub cumulative_stack: Option<u32>,
+}
+
+/// Registers per thread above which [`resource_warnings`] warns: 128, at
+/// most 512 ranks per SM (a full SM holds 2048 threads at 32 registers,
+/// 1024 at 64). 128 is the project's ceiling for an MPI kernel (docs/gpu.md,
+/// "Register budgets"): a kernel that sends, receives and reduces costs
+/// 90-160 registers in the library's calls alone, so a lower threshold
+/// would warn about nearly every kernel, with nothing its author could do
+/// but set a budget (`[package.metadata.gpu-mpi.max-registers]`).
+pub const WARN_REGISTERS: u32 = 128;
+/// Stack frame bytes per thread above which [`resource_warnings`] warns:
+/// 512, a frame that holds more than a few spilled values or small
+/// arrays (a register budget of 128 spills 200-300 bytes in MPI kernels).
+pub const WARN_STACK_BYTES: u32 = 512;
+/// Registers of one SM (sm_70 to sm_90).
+pub const SM_REGISTERS: u32 = 65_536;
+/// Threads one SM holds at once (sm_80 and sm_90; sm_70 and sm_86 hold fewer).
+pub const SM_THREADS: u32 = 2048;
+
+/// Ranks (threads) one SM can hold when each uses `registers` registers:
+/// registers are allocated per warp in units of 8 per thread (256 per
+/// warp), so `65,536 / (registers rounded up to 8 × 32)` warps of 32, at
+/// most [`SM_THREADS`].
+pub fn ranks_per_sm(registers: u32) -> u32 {
+    let per_warp = registers.max(1).next_multiple_of(8) * 32;
+    (SM_REGISTERS / per_warp * 32).min(SM_THREADS)
+}
+
+/// One `cargo::warning` line (without the prefix) per kernel whose
+/// registers exceed [`WARN_REGISTERS`] or whose stack frame exceeds
+/// [`WARN_STACK_BYTES`] on any architecture of `kernels`, naming the worst
+/// architecture's numbers and what they cost; kernels named in `quiet` are
+/// left out.
+pub fn resource_warnings(kernels: &[KernelResources], quiet: &[String]) -> Vec<String> {
+    let mut names: Vec<&str> = kernels.iter().map(|k| k.name.as_str()).collect();
+    names.dedup();
+    let mut seen: Vec<&str> = Vec::new();
+    let mut out = Vec::new();
+    for name in names {
+        if seen.contains(&name) || quiet.iter().any(|q| q == name) {
+            continue;
+        }
+        seen.push(name);
+        let mine = || kernels.iter().filter(move |k| k.name == name);
+        let Some(regs) = mine().max_by_key(|k| k.registers) else {
+            continue;
+        };
+        let Some(stack) = mine().max_by_key(|k| k.stack_frame) else {
+            continue;
+        };
+        let heavy = regs.registers > WARN_REGISTERS;
+        let deep = stack.stack_frame > WARN_STACK_BYTES;
+        if !heavy && !deep {
+            continue;
+        }
+        let mut line = format!(
+            "kernel `{name}` uses {} registers ({}) and a {}-byte stack frame ({}) per rank:",
+            regs.registers, regs.arch, stack.stack_frame, stack.arch
+        );
+        if heavy {
+            let per_warp = regs.registers.next_multiple_of(8) * 32;
+            let _ = write!(
+                line,
+                " at most {} ranks per SM ({SM_REGISTERS} registers / {per_warp} per warp; {WARN_REGISTERS} \
+                 registers allow {}),",
+                ranks_per_sm(regs.registers),
+                ranks_per_sm(WARN_REGISTERS)
+            );
+        }
+        if deep {
+            let _ = write!(
+                line,
+                " its stack is local memory, every access a load or store through L1/L2 to device memory \
+                 (keep large or O(ranks) arrays in the rank's scratch: WorldSpec::scratch_bytes, \
+                 World::scratch),"
+            );
+        }
+        let _ = write!(
+            line,
+            " warned above {WARN_REGISTERS} registers or {WARN_STACK_BYTES} stack bytes; quiet it with \
+             `{name} = false` under [package.metadata.gpu-mpi.resource-warnings] in the kernel crate's Cargo.toml"
+        );
+        out.push(line);
+    }
+    out
+}
+
+/// The kernels a kernel crate's manifest text quiets:
+/// `kernel = false` lines of its `[package.metadata.gpu-mpi.resource-warnings]`
+/// table.
+pub fn quiet_kernels(manifest: &str) -> Vec<String> {
+    crate::metadata_table(manifest, "resource-warnings")
+        .into_iter()
+        .filter(|(_, v)| v == "false")
+        .map(|(k, _)| k)
+        .collect()
 }
 
 /// Number right before `suffix` in `line` (`"24 bytes stack frame"`).
@@ -821,5 +918,68 @@ ptxas info    : Used 40 registers
         let ptx = ".visible .entry ring(\n.param .u64 a\n)\n.func foo()\n.visible .entry pi_reduce(\n\
                    .visible .entry k(.param .u64 p)\n";
         assert_eq!(entries(ptx), ["ring", "pi_reduce", "k"]);
+    }
+
+    fn resources(name: &str, arch: &str, registers: u32, stack_frame: u32) -> KernelResources {
+        KernelResources {
+            name: name.into(),
+            arch: arch.into(),
+            registers,
+            stack_frame,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn ranks_per_sm_follow_the_register_file_in_units_of_eight() {
+        assert_eq!(ranks_per_sm(32), 2048);
+        assert_eq!(ranks_per_sm(64), 1024);
+        assert_eq!(ranks_per_sm(128), 512);
+        // 155 is allocated as 160: 65536 / 5120 = 12 warps.
+        assert_eq!(ranks_per_sm(155), 384);
+        assert_eq!(ranks_per_sm(255), 256);
+        assert_eq!(ranks_per_sm(0), 2048);
+    }
+
+    #[test]
+    fn resource_warnings_name_the_worst_architecture_and_skip_quiet_kernels() {
+        let kernels = [
+            resources("light", "sm_70", 64, 0),
+            resources("heavy", "sm_70", 161, 192),
+            resources("heavy", "sm_90", 155, 600),
+            resources("deep", "sm_90", 40, 99_688),
+            resources("quiet", "sm_90", 240, 4096),
+            resources("light", "sm_90", 128, 512),
+        ];
+        let w = resource_warnings(&kernels, &["quiet".to_string()]);
+        assert_eq!(w.len(), 2, "{w:#?}");
+        assert!(
+            w[0].starts_with(
+                "kernel `heavy` uses 161 registers (sm_70) and a 600-byte stack frame (sm_90) per rank: \
+                 at most 384 ranks per SM (65536 registers / 5376 per warp; 128 registers allow 512), \
+                 its stack is local memory"
+            ),
+            "{}",
+            w[0]
+        );
+        assert!(w[0].contains("World::scratch"), "{}", w[0]);
+        assert!(
+            w[0].ends_with("`heavy = false` under [package.metadata.gpu-mpi.resource-warnings] in the kernel crate's Cargo.toml"),
+            "{}",
+            w[0]
+        );
+        assert!(
+            w[1].starts_with("kernel `deep` uses 40 registers (sm_90) and a 99688-byte stack frame (sm_90) per rank: its stack"),
+            "{}",
+            w[1]
+        );
+        assert!(!w[1].contains("ranks per SM"), "{}", w[1]);
+    }
+
+    #[test]
+    fn quiet_kernels_are_the_false_lines_of_their_table() {
+        let manifest = "[package]\nname = \"k\"\n\n[package.metadata.gpu-mpi.resource-warnings]\n\
+                        # a big table on purpose\nlookup = false\nother = true\n\n[dependencies]\nx = false\n";
+        assert_eq!(quiet_kernels(manifest), ["lookup"]);
     }
 }

@@ -81,6 +81,7 @@ pub struct KernelBuilder {
     watch: Vec<PathBuf>,
     image: Option<String>,
     sass_only_for_a_local_gpu: bool,
+    resource_warnings: bool,
 }
 
 /// Why the build goes on without kernels: the reason, and the one warning
@@ -108,7 +109,28 @@ impl KernelBuilder {
             watch: Vec::new(),
             image: None,
             sass_only_for_a_local_gpu: false,
+            resource_warnings: true,
         }
+    }
+
+    /// Whether to warn (one `cargo::warning` per kernel, from the ptxas
+    /// report) about a kernel whose registers or stack frame will limit its
+    /// world: above [`check::WARN_REGISTERS`] registers (fewer ranks per
+    /// SM) or a stack frame above [`check::WARN_STACK_BYTES`] bytes (local
+    /// memory traffic). On by default, for a user's kernel crate; a kernel
+    /// that needs them is quieted in its crate's manifest:
+    ///
+    /// ```toml
+    /// [package.metadata.gpu-mpi.resource-warnings]
+    /// my_kernel = false
+    /// ```
+    ///
+    /// The project's own test, benchmark and example crates turn them off
+    /// here: their resources are tracked by `ptx-check`'s reports
+    /// (docs/gpu.md) instead.
+    pub fn resource_warnings(mut self, on: bool) -> Self {
+        self.resource_warnings = on;
+        self
     }
 
     /// Writes everything into `$OUT_DIR/<name>/` instead of `$OUT_DIR`,
@@ -349,6 +371,12 @@ impl KernelBuilder {
                     None => {}
                 }
             }
+            let resources: String = assemblies
+                .iter()
+                .flat_map(|a| &a.kernels)
+                .map(|k| format!("{} {} {} {}\n", k.name, k.arch, k.registers, k.stack_frame))
+                .collect();
+            let _ = std::fs::write(out_dir.join(RESOURCES_FILE), resources);
             let version = ptxas.as_deref().and_then(check::ptxas_version);
             let mut text = check::format_report(
                 ptxas.as_deref().map(|p| (p, version.as_deref())),
@@ -372,9 +400,40 @@ impl KernelBuilder {
             });
             let _ = std::fs::write(&key_path, key);
         }
+        if self.resource_warnings {
+            self.warn_resources(crate_dir, out_dir);
+        }
         Ok(Built { ptx, sass, report })
     }
+
+    /// Prints [`check::resource_warnings`] for the kernels of the last
+    /// ptxas runs (kept in `RESOURCES_FILE`, so a build that reuses them
+    /// warns alike).
+    fn warn_resources(&self, crate_dir: &Path, out_dir: &Path) {
+        let text = std::fs::read_to_string(out_dir.join(RESOURCES_FILE)).unwrap_or_default();
+        let kernels: Vec<check::KernelResources> = text
+            .lines()
+            .filter_map(|l| {
+                let mut it = l.split_whitespace();
+                Some(check::KernelResources {
+                    name: it.next()?.to_string(),
+                    arch: it.next()?.to_string(),
+                    registers: it.next()?.parse().ok()?,
+                    stack_frame: it.next()?.parse().ok()?,
+                    ..Default::default()
+                })
+            })
+            .collect();
+        let manifest = std::fs::read_to_string(crate_dir.join("Cargo.toml")).unwrap_or_default();
+        for line in check::resource_warnings(&kernels, &check::quiet_kernels(&manifest)) {
+            println!("cargo::warning=gpu-mpi: {line}");
+        }
+    }
 }
+
+/// The file in `$OUT_DIR` that keeps the kernels' registers and stack
+/// frames of the last ptxas runs (`name arch registers stack` lines).
+const RESOURCES_FILE: &str = "ptxas_resources.txt";
 
 /// Whether this machine has an NVIDIA driver a binary could launch on.
 fn local_gpu_driver() -> bool {

@@ -626,15 +626,22 @@ fn register_budgets(manifest: &Path) -> Result<Vec<(String, u32)>, Error> {
 }
 
 /// The `kernel = value` lines of the `[package.metadata.gpu-mpi.max-registers]`
-/// table of a manifest, as text (a line-wise reading: the builder has no
-/// TOML parser).
+/// table of a manifest, as text.
 fn declared_register_budgets(manifest: &str) -> Vec<(String, String)> {
+    metadata_table(manifest, "max-registers")
+}
+
+/// The `key = value` lines of the `[package.metadata.gpu-mpi.<table>]`
+/// table of a manifest's text, as text (a line-wise reading: the builder
+/// has no TOML parser).
+pub(crate) fn metadata_table(manifest: &str, table: &str) -> Vec<(String, String)> {
+    let header = format!("[package.metadata.gpu-mpi.{table}]");
     let mut inside = false;
     let mut out = Vec::new();
     for line in manifest.lines() {
         let line = line.split('#').next().unwrap_or("").trim();
         if line.starts_with('[') {
-            inside = line == "[package.metadata.gpu-mpi.max-registers]";
+            inside = line == header;
         } else if let (true, Some((key, value))) = (inside, line.split_once('=')) {
             out.push((key.trim().trim_matches('"').to_string(), value.trim().to_string()));
         }

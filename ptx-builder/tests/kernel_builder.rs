@@ -120,7 +120,14 @@ fn builds_ptx_and_cubins_of_a_kernel_crate_without_nightly_attributes() {
     assert_eq!(ptx.len(), 2, "{expr}");
     assert!(ptx[0].ends_with("kernels_sm70.ptx"), "{expr}");
     let text70 = std::fs::read_to_string(&ptx[0]).unwrap();
-    assert_eq!(check::entries(&text70), ["builder_fixture_who"]);
+    assert_eq!(
+        check::entries(&text70),
+        [
+            "builder_fixture_lookup",
+            "builder_fixture_quiet_lookup",
+            "builder_fixture_who"
+        ]
+    );
     let report = std::fs::read_to_string(&ptx[1]).unwrap();
 
     let cubins = included(&expr, "include_bytes");
@@ -135,14 +142,44 @@ fn builds_ptx_and_cubins_of_a_kernel_crate_without_nightly_attributes() {
                 c.display()
             );
         }
-        assert!(report.contains("builder_fixture_who  sm_80"), "{report}");
+        assert!(
+            report.contains("builder_fixture_who") && report.contains("sm_80"),
+            "{report}"
+        );
+        // One resource warning: the lookup's stack frame, not its quieted
+        // twin's, nor the small kernel's.
+        let warnings: Vec<&str> = log.lines().filter(|l| l.contains("gpu-mpi: kernel `")).collect();
+        assert_eq!(warnings.len(), 1, "{log}");
+        let w = warnings[0];
+        assert!(
+            w.contains(
+                "warning: gpu-mpi-builder-fixture@0.0.0: gpu-mpi: kernel `builder_fixture_lookup` uses "
+            ),
+            "{w}"
+        );
+        let stack: u32 = w
+            .split("-byte stack frame")
+            .next()
+            .and_then(|head| head.rsplit(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no stack size in {w}"));
+        assert!(stack > check::WARN_STACK_BYTES, "{w}");
+        assert!(
+            w.contains("its stack is local memory") && w.contains("World::scratch"),
+            "{w}"
+        );
+        assert!(
+            w.contains("`builder_fixture_lookup = false` under [package.metadata.gpu-mpi.resource-warnings]"),
+            "{w}"
+        );
     } else {
         eprintln!("ptxas not found: PTX only");
         assert!(cubins.is_empty(), "{expr}");
+        assert!(!log.contains("gpu-mpi: kernel `"), "{log}");
     }
 
     let run = run_fixture(&target);
-    assert!(run.contains("ptx sm_70 ") && run.contains(", 1 entries"), "{run}");
+    assert!(run.contains("ptx sm_70 ") && run.contains(", 3 entries"), "{run}");
     assert!(run.contains("built_without None"), "{run}");
 }
 

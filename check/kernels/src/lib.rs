@@ -34,6 +34,8 @@
 //!   runs an encoded sequence of collectives on them (property tests);
 //! - [`planted`]: wrong programs whose outcome depends on the schedule (the
 //!   schedule explorer's test subjects).
+//! - [`scratch`]: per-rank scratch in the world memory: a sample sort
+//!   whose O(p) arrays live there, and the scratch's rules.
 //! - [`warp`]: the shim's warp collectives and block-shared scratch.
 //! - [`skip`]: a collective that one rank never enters (it must fail on
 //!   every rank that entered it).
@@ -69,6 +71,7 @@ pub mod interpreter;
 pub mod nonblocking;
 pub mod p2p;
 pub mod planted;
+pub mod scratch;
 pub mod skip;
 pub mod stress;
 pub mod subcomm;

@@ -18,7 +18,7 @@ pub use crate::schedule::{Schedule, PCT_STEPS_PER_RANK};
 pub use memory::CpuBuffer;
 
 use crate::backend::{self, Backend, Order, Ran, RunStats};
-use crate::error::{AllocError, HostError};
+use crate::error::{AllocError, HostError, OptionError};
 use crate::launch::{LaunchReport, TracedLaunch};
 use crate::model::Profile;
 use crate::spec::Residency;
@@ -88,6 +88,51 @@ impl Default for CpuOptions {
             model: None,
         }
     }
+}
+
+/// The environment variable that sets [`CpuOptions::stack_bytes`] for
+/// [`CpuOptions::from_env`] (what `Device::open` uses): bytes, or with a
+/// `K`/`M` suffix KiB/MiB, at least 16 KiB.
+pub const STACK_BYTES_ENV: &str = "GPU_MPI_STACK_BYTES";
+
+/// Smallest stack [`STACK_BYTES_ENV`] may ask for.
+const MIN_ENV_STACK_BYTES: usize = 16 * 1024;
+
+impl CpuOptions {
+    /// The defaults as the environment changes them: `GPU_MPI_MODEL`
+    /// ([`CpuOptions::model`], docs/model.md) and `GPU_MPI_STACK_BYTES`
+    /// ([`CpuOptions::stack_bytes`], [`STACK_BYTES_ENV`]). What
+    /// `Device::open` gives the cpu backend.
+    pub fn from_env() -> Result<CpuOptions, HostError> {
+        let mut o = CpuOptions {
+            model: Profile::from_env()?,
+            ..CpuOptions::default()
+        };
+        if let Some(v) = std::env::var_os(STACK_BYTES_ENV) {
+            let v = v.to_string_lossy().into_owned();
+            if !v.trim().is_empty() {
+                o.stack_bytes = parse_stack_bytes(&v).ok_or_else(|| OptionError {
+                    variable: STACK_BYTES_ENV,
+                    value: v.clone(),
+                    expected: "a stack size in bytes of at least 16384 (or with K or M: 256K, 4M)",
+                })?;
+            }
+        }
+        Ok(o)
+    }
+}
+
+/// `65536`, `64K`, `4M` (KiB, MiB) as bytes; `None` when not a size of at
+/// least [`MIN_ENV_STACK_BYTES`].
+fn parse_stack_bytes(v: &str) -> Option<usize> {
+    let v = v.trim();
+    let (digits, unit) = match v.char_indices().last()? {
+        (i, 'k' | 'K') => (&v[..i], 1024),
+        (i, 'm' | 'M') => (&v[..i], 1024 * 1024),
+        _ => (v, 1),
+    };
+    let n: usize = digits.parse().ok()?;
+    n.checked_mul(unit).filter(|&b| b >= MIN_ENV_STACK_BYTES)
 }
 
 /// The emulated device.
@@ -259,5 +304,20 @@ impl Backend for CpuDevice {
 
     fn world_bytes(world: &CpuBuffer) -> &[u8] {
         world.as_slice()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_stack_bytes;
+
+    #[test]
+    fn stack_sizes_from_the_environment_parse_with_units_and_a_floor() {
+        assert_eq!(parse_stack_bytes("65536"), Some(65536));
+        assert_eq!(parse_stack_bytes(" 256K "), Some(256 * 1024));
+        assert_eq!(parse_stack_bytes("4m"), Some(4 << 20));
+        assert_eq!(parse_stack_bytes("1K"), None);
+        assert_eq!(parse_stack_bytes("lots"), None);
+        assert_eq!(parse_stack_bytes("K"), None);
     }
 }

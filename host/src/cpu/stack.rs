@@ -301,7 +301,10 @@ extern "C" fn on_segv(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut li
             write_stderr(format_usize(i, &mut buf));
             write_stderr(b" overflowed its coroutine stack of ");
             write_stderr(format_usize(r.slot - r.page, &mut buf));
-            write_stderr(b" bytes; raise CpuOptions::stack_bytes\n");
+            write_stderr(
+                b" bytes; raise CpuOptions::stack_bytes or GPU_MPI_STACK_BYTES, or move large arrays \
+                  to the rank's scratch (WorldSpec::scratch_bytes, World::scratch)\n",
+            );
         }
     }
     // Hand over to the handler that was there before (Rust's own stack
