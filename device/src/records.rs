@@ -218,8 +218,13 @@ pub struct SlotHeader {
     /// `2 × id + 1` for its collectives' traffic. A receive or probe
     /// matches only messages of its own context word.
     pub context: u32,
+    /// Private to the slot's owner, whatever the slot holds: entry `k` of
+    /// the owner's list of received slots whose return it deferred (slot
+    /// id + 1, in its slot `k`; see `slot_return::defer_free`), so that a
+    /// flush loads the list in one batch instead of walking a chain.
+    pub deferred: u32,
     /// Unused.
-    pub reserved: [u32; 2],
+    pub reserved: u32,
 }
 
 /// One rank's header in the world memory ([`RANK_HEADER_BYTES`]).
@@ -259,11 +264,11 @@ pub struct RankHeader {
     pub next_sequence: u32,
     /// Private: id of the next request scope this rank opens.
     pub next_scope: u32,
-    /// Private: the first received eager slot whose return to its sender is
-    /// deferred (slot id + 1, [`LINK_NONE`] for none); the rest are chained
-    /// through their `link` words (see `slot_return::flush_frees`).
-    pub free_head: u32,
-    /// Private: how many slots `free_head` chains.
+    /// Unused.
+    pub reserved2: u32,
+    /// Private: how many received eager slots wait for their return to
+    /// their senders, listed in this rank's own slots'
+    /// [`SlotHeader::deferred`] words (see `slot_return::defer_free`).
     pub free_count: u32,
 }
 
@@ -522,6 +527,7 @@ pub(crate) enum SlotWord {
     Kind,
     Sequence,
     Context,
+    Deferred,
 }
 
 impl SlotWord {
@@ -538,6 +544,7 @@ impl SlotWord {
             SlotWord::Kind => offset_of!(SlotHeader, kind),
             SlotWord::Sequence => offset_of!(SlotHeader, sequence),
             SlotWord::Context => offset_of!(SlotHeader, context),
+            SlotWord::Deferred => offset_of!(SlotHeader, deferred),
         }
     }
 }

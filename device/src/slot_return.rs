@@ -2,7 +2,7 @@
 //! of the point-to-point engine that a rank must run whenever a poll fails
 //! and before it exits, below both the engine and the waits.
 
-use crate::records::{mine, Core, SlotState, SlotWord, LINK_NONE};
+use crate::records::{mine, Core, SlotState, SlotWord};
 use crate::shim::{self, Ordering};
 
 /// Returns received eager slot `id` to its sender later, in a batch: the
@@ -32,14 +32,14 @@ pub(crate) fn defer_free(w: &Core, id: u32) {
     // for FREE).
     w.slot_word(id, SlotWord::State)
         .store(SlotState::Returning.word(w.rank), Ordering::Relaxed);
-    // Relaxed: the link word is ours until the slot is returned; the flush
-    // reads it back before the FREE store hands the slot over.
-    w.slot_word(id, SlotWord::Link)
-        .store(mine!(w, free_head), Ordering::Relaxed);
-    mine!(w, free_head = id + 1);
-    let n = mine!(w, free_count) + 1;
-    mine!(w, free_count = n);
-    if n >= (w.slots_per_rank() / 2).max(1) {
+    let n = mine!(w, free_count);
+    // Relaxed: a word of this rank's own slot `n` that only this rank
+    // touches (`SlotHeader::deferred`); `n` is below the flush bound, which
+    // is at most `slots_per_rank`.
+    w.slot_word(w.slot_id(w.rank, n), SlotWord::Deferred)
+        .store(id + 1, Ordering::Relaxed);
+    mine!(w, free_count = n + 1);
+    if n + 1 >= (w.slots_per_rank() / 2).max(1) {
         flush_frees(w);
     }
 }
@@ -48,29 +48,50 @@ pub(crate) fn defer_free(w: &Core, id: u32) {
 /// rank does before it waits or exits.
 #[inline(always)]
 pub(crate) fn return_deferred(w: &Core) {
-    if mine!(w, free_head) != LINK_NONE {
+    if mine!(w, free_count) != 0 {
         flush_frees(w);
     }
 }
 
-/// Returns every deferred slot (see [`defer_free`]) to its sender: one
-/// fence, then one relaxed store of FREE per slot.
+/// Deferred entries one batch of [`flush_frees`] loads together.
+const BATCH: u32 = 4;
+
+/// Returns every deferred slot (see [`defer_free`]) to its sender: the
+/// list's entries in batches of independent loads, one fence, then one
+/// relaxed store of FREE per slot.
 #[inline(never)]
 fn flush_frees(w: &Core) {
-    let mut link = mine!(w, free_head);
+    let count = mine!(w, free_count);
+    let (entries_at, stride) = w.outbox_words(w.rank, SlotWord::Deferred);
     // Release: with the relaxed FREE stores below, pairs with the owner's
     // Acquire fence after its reclaim scan (and a synchronous sender's
     // Acquire wait for FREE): our reads of each payload happen before its
     // next writes to it.
     shim::fence(Ordering::Release);
-    while link != LINK_NONE {
-        let id = link - 1;
-        // Read before the store: once FREE, the sender may reuse the slot.
-        link = w.slot_word(id, SlotWord::Link).load(Ordering::Relaxed);
-        // Relaxed: made a release by the fence above.
-        w.slot_word(id, SlotWord::State)
-            .store(SlotState::Free.word(0), Ordering::Relaxed);
+    let mut first = 0;
+    while first < count {
+        let n = (count - first).min(BATCH);
+        // Relaxed: this rank's own words, written by it in `defer_free`.
+        // Past the last entry the batch repeats it.
+        let ids = shim::load_relaxed_batch::<{ BATCH as usize }>(
+            core::array::from_fn(|k| {
+                let e = first + (k as u32).min(n - 1);
+                // SAFETY: a span of this rank's outbox, `e < count <=
+                // slots_per_rank`.
+                unsafe { Core::outbox_word(entries_at, stride, e) }
+            }),
+            n as usize,
+        );
+        // Constant indices keep `ids` in registers (a loop to `n` would
+        // index it at run time, from local memory on the GPU).
+        for (k, &id1) in ids.iter().enumerate() {
+            if (k as u32) < n {
+                // Relaxed: made a release by the fence above.
+                w.slot_word(id1 - 1, SlotWord::State)
+                    .store(SlotState::Free.word(0), Ordering::Relaxed);
+            }
+        }
+        first += BATCH;
     }
-    mine!(w, free_head = LINK_NONE);
     mine!(w, free_count = 0);
 }
