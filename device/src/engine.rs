@@ -52,6 +52,8 @@
 //! with every push before it, and every slot it finds through the links,
 //! however late it reads a link, had its header and payload written before.
 
+#[cfg(feature = "views")]
+use crate::datatype::SIGNATURE_BIT;
 use crate::datatype::{TypedBuffer, ID_BYTE};
 use crate::error::{saturating_u32, Error};
 use crate::layout::{BLOCKING_RECORDS, FLAG_FORCE_STREAMING};
@@ -1014,6 +1016,47 @@ fn start_receive_outlined(base: u64, rank: u32, i: u32) -> Step {
     start_receive(&core, i)
 }
 
+/// Whether receive record `i`, of datatype id `expected`, takes a message
+/// of another id `datatype` and `bytes` bytes because the message's type
+/// signature is a prefix of the receive's (MPI 4.1 §3.3.1): a message of
+/// one primitive's id into a view of a heterogeneous type whose packed form
+/// starts with `bytes` bytes of that primitive. Only a typed receive (a
+/// view of a non-contiguous type) holds its encoding; any other receive
+/// keeps the strict id check.
+#[cfg(feature = "views")]
+#[inline(always)]
+fn receive_extends(w: &Core, i: u32, expected: u32, datatype: u32, bytes: u32) -> bool {
+    expected & SIGNATURE_BIT != 0
+        && rec!(w, i, mode) & TYPED_MODE != 0
+        && receive_extends_outlined(rec!(w, i, buffer), datatype, bytes)
+}
+
+/// Without the `views` feature no receive is typed: ids match exactly.
+#[cfg(not(feature = "views"))]
+#[inline(always)]
+fn receive_extends(_: &Core, _: u32, _: u32, _: u32, _: u32) -> bool {
+    false
+}
+
+/// [`receive_extends`]'s walk of the receive's signature: out of line and
+/// cold (the slow path of a type mismatch), scalar arguments.
+#[cfg(feature = "views")]
+#[inline(never)]
+#[cold]
+fn receive_extends_outlined(typed: u64, datatype: u32, bytes: u32) -> bool {
+    // SAFETY: a record with TYPED_MODE holds the address of the
+    // `TypedBuffer` of a view borrowed until the record is collected, and
+    // the view borrows its encoding's words for as long (see `typed_move`).
+    let t = unsafe { &*(typed as *const TypedBuffer) };
+    // SAFETY: as above: the words are alive and unwritten.
+    let words = unsafe { core::slice::from_raw_parts(t.words, t.words_len) };
+    // A part of a view (a collective's piece) starts inside the packed
+    // form: its prefix is not the type's; such receives match by id only.
+    t.skip == 0
+        && crate::derived::TypeRef::new(words)
+            .is_ok_and(|ty| ty.starts_with_primitive(t.count as u64, datatype, bytes as u64))
+}
+
 /// Starts receiving the claimed message of record `i` (state RecvClaimed).
 #[cfg_attr(feature = "inline-engine", inline(always))]
 fn start_receive(w: &Core, i: u32) -> Step {
@@ -1022,7 +1065,10 @@ fn start_receive(w: &Core, i: u32) -> Step {
     let (status, kind) = (a.status(w), a.kind);
     let capacity = rec!(w, i, len);
     let expected = rec!(w, i, datatype);
-    let (outcome, wanted) = if expected != ID_BYTE && expected != status.datatype {
+    let (outcome, wanted) = if expected != ID_BYTE
+        && expected != status.datatype
+        && !receive_extends(w, i, expected, status.datatype, status.bytes)
+    {
         (Outcome::TypeMismatch, 0)
     } else if status.bytes > capacity {
         (Outcome::Truncate, capacity)

@@ -32,7 +32,10 @@
 //! ([`TypeRef::signature_id`]): the primitive's id for a type of one
 //! primitive, so a vector of `f64` matches a `[f64]` on the other side; a
 //! hash of the signature's period otherwise. A receive checks the id as for
-//! any buffer: another id is `MPI_ERR_TYPE`, a receive into bytes (a view
+//! any buffer: another id is `MPI_ERR_TYPE` (except a message of one
+//! primitive whose signature is a prefix of a non-contiguous receive
+//! view's, which the view takes: [`TypeRef::starts_with_primitive`]), a
+//! receive into bytes (a view
 //! of an `MPI_BYTE` type, or a `u8` buffer) accepts any message, a message
 //! longer than the view's packed size is `MPI_ERR_TRUNCATE`, and a shorter
 //! one fills the first packed positions (MPI 4.1 §3.3.1: the receive may

@@ -200,6 +200,40 @@ impl TypeRef<'_> {
         (u.len == h.size && u.count == 1 && u.groups == 1).then_some(u.disp)
     }
 
+    /// Whether the first `bytes` bytes of the packed form of `count`
+    /// instances are primitives of datatype `id` only, a whole number of
+    /// them: a message of `id` whose signature is a prefix of this type's
+    /// signature times `count` (MPI 4.1 §3.3.1), so a receive of this type
+    /// takes it. `MPI_BYTE` is no primitive here (bytes match only bytes).
+    /// More than one instance's bytes of `id` alone would make the whole
+    /// signature `id`'s, whose signature id is `id` itself: this answers
+    /// false for them, as for a message longer than `count` instances.
+    pub fn starts_with_primitive(&self, count: u64, id: u32, bytes: u64) -> bool {
+        let size = primitive_size(id) as u64;
+        if id == ID_BYTE || size == 0 || !bytes.is_multiple_of(size) {
+            return false;
+        }
+        if bytes == 0 {
+            return true;
+        }
+        if count == 0 || bytes > self.header.size {
+            return false;
+        }
+        let mut rest = bytes;
+        let mut i = 0usize;
+        while rest > 0 {
+            if i as u64 >= self.header.sig_runs {
+                return false;
+            }
+            match self.signature_run(i) {
+                Ok((run_id, run)) if run_id == id => rest = rest.saturating_sub(run.saturating_mul(size)),
+                _ => return false,
+            }
+            i += 1;
+        }
+        true
+    }
+
     /// Primitive elements in the first `bytes` bytes of a packed message of
     /// this type (`MPI_Get_elements`, MPI 4.1 §5.1.11): whole instances
     /// times [`EncodingHeader::elements`] plus the primitives of the
