@@ -203,6 +203,10 @@ pub struct TypedBuffer {
     /// collectives never name it, and ptxas counts the registers of every
     /// function a kernel can call.
     pub(crate) mover: Mover,
+    /// Whether a message of `bytes` bytes of one primitive id is a prefix
+    /// of this buffer's signature (MPI 4.1 §3.3.1); `derived`'s, reached
+    /// through this pointer for the same reason as `mover`.
+    pub(crate) extends: Extends,
 }
 
 impl TypedBuffer {
@@ -226,6 +230,14 @@ impl TypedBuffer {
 /// written side exclusively); `other` is valid for `n` bytes.
 #[doc(hidden)]
 pub type Mover = unsafe fn(&TypedBuffer, bool, u64, *mut u8, u64) -> bool;
+
+/// Whether a message of `bytes` bytes of primitive id `id` is a prefix of
+/// a typed buffer's signature.
+///
+/// # Safety
+/// The buffer's encoding is alive (borrowed by its view).
+#[doc(hidden)]
+pub type Extends = unsafe fn(&TypedBuffer, u32, u64) -> bool;
 
 /// The byte size of a primitive datatype id (`MPI_Type_size`), 0 for an
 /// unknown id.

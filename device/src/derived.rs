@@ -51,5 +51,5 @@ pub use share::{pack_share, unpack_share, Share};
 #[doc(hidden)]
 pub use tiles::{pack_tiles, unpack_tiles, PackPath, TileShape, SECTOR_BYTES, TILE_BYTES, TILE_MAX_LEN};
 pub use typeref::TypeRef;
-pub(crate) use walk::move_range;
+pub(crate) use walk::{extends_with_primitive, move_range};
 pub use walk::{pack_into, pack_into_at, pack_size, unpack_from, unpack_from_at};

@@ -1048,13 +1048,10 @@ fn receive_extends_outlined(typed: u64, datatype: u32, bytes: u32) -> bool {
     // `TypedBuffer` of a view borrowed until the record is collected, and
     // the view borrows its encoding's words for as long (see `typed_move`).
     let t = unsafe { &*(typed as *const TypedBuffer) };
-    // SAFETY: as above: the words are alive and unwritten.
-    let words = unsafe { core::slice::from_raw_parts(t.words, t.words_len) };
     // A part of a view (a collective's piece) starts inside the packed
     // form: its prefix is not the type's; such receives match by id only.
-    t.skip == 0
-        && crate::derived::TypeRef::new(words)
-            .is_ok_and(|ty| ty.starts_with_primitive(t.count as u64, datatype, bytes as u64))
+    // SAFETY: as above: the encoding is alive and unwritten.
+    t.skip == 0 && unsafe { (t.extends)(t, datatype, bytes as u64) }
 }
 
 /// Starts receiving the claimed message of record `i` (state RecvClaimed).

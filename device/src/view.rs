@@ -147,6 +147,7 @@ impl Layout {
                 packed,
                 skip: 0,
                 mover: crate::derived::move_range,
+                extends: crate::derived::extends_with_primitive,
             },
             contiguous,
             datatype,

@@ -129,7 +129,16 @@ fn no_part() -> TypedBuffer {
         packed: 0,
         skip: 0,
         mover: unreachable_mover,
+        extends: never_extends,
     }
+}
+
+/// The `extends` of [`no_part`], never called (as its mover).
+///
+/// # Safety
+/// None needed; it touches nothing.
+unsafe fn never_extends(_: &TypedBuffer, _: u32, _: u64) -> bool {
+    false
 }
 
 /// The mover of [`no_part`], never called: a plain record is never typed.

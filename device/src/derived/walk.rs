@@ -283,6 +283,18 @@ unsafe fn walk_range(
     Ok(())
 }
 
+/// The [`Extends`](crate::datatype::Extends) of every view: whether a
+/// message of `bytes` bytes of primitive `id` is a prefix of `t`'s
+/// signature ([`TypeRef::starts_with_primitive`](crate::derived::TypeRef::starts_with_primitive)).
+///
+/// # Safety
+/// `t`'s encoding words are alive and unwritten (borrowed by its view).
+pub(crate) unsafe fn extends_with_primitive(t: &TypedBuffer, id: u32, bytes: u64) -> bool {
+    // SAFETY: forwarded from the caller.
+    let words = unsafe { core::slice::from_raw_parts(t.words, t.words_len) };
+    crate::derived::TypeRef::new(words).is_ok_and(|ty| ty.starts_with_primitive(t.count as u64, id, bytes))
+}
+
 /// The [`Mover`](crate::datatype::Mover) of every view: packs or unpacks
 /// packed bytes `at..at + n` of `t` (bytes `skip + at..` of the whole
 /// form: `t` may be a part).
