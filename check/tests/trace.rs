@@ -231,7 +231,7 @@ fn chrome_json_has_one_flow_per_message_ordered_tracks_and_every_kind(backend: B
         assert!(kinds.contains(k.name()), "kind {:?} missing from the JSON", k);
     }
     // Flows: exactly one start and one finish per matched message, from the
-    // sender's track to the receiver's, the finish not before the start.
+    // sender's track to the receiver's, matched by source and sequence.
     let mut starts: HashMap<u64, &Value> = HashMap::new();
     let mut finishes: HashMap<u64, &Value> = HashMap::new();
     for e in events {
@@ -251,7 +251,8 @@ fn chrome_json_has_one_flow_per_message_ordered_tracks_and_every_kind(backend: B
         assert_eq!(s["args"]["source"], s["tid"]);
         assert_eq!(f["args"]["dest"], f["tid"]);
         assert_eq!(f["bp"], "e");
-        assert!(s["ts"].as_f64() <= f["ts"].as_f64());
+        // No order of `ts` between the two: `sent` is stamped after the
+        // push, which the receiver may match first (docs/tracing.md).
         pairs.insert((
             s["args"]["source"].as_u64().unwrap(),
             s["args"]["sequence"].as_u64().unwrap(),
