@@ -38,6 +38,7 @@ const DEVICE_LAYERS: &[&[&str]] = &[
     &["collective"],
     &["creation"],
     &["kernel"],
+    &["window"],
     &["derived"],
     &["view"],
     &["traits"],

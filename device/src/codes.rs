@@ -62,6 +62,12 @@ pub enum Call {
     /// complete the earlier one that used its staging slot; the tag is the
     /// slot.
     CollectiveSlot = 21,
+    /// A lock of a window's target (`crate::window`); the peer is the
+    /// target (a rank of the window's communicator), the tag the window id.
+    WinLock = 22,
+    /// A wait for notifications of a window (`crate::window`); the tag is
+    /// the counter, the peer -1 (any rank may notify).
+    WinNotify = 23,
 }
 
 impl Call {
@@ -89,6 +95,8 @@ impl Call {
             19 => Call::Scan,
             20 => Call::TestCollective,
             21 => Call::CollectiveSlot,
+            22 => Call::WinLock,
+            23 => Call::WinNotify,
             _ => return None,
         })
     }
@@ -166,6 +174,8 @@ impl fmt::Display for WaitDisplay {
                 "immediate collective waiting for every rank to complete the one before in slot {}",
                 self.tag
             ),
+            Some(Call::WinLock) => write!(f, "window lock(target {p}, window {})", self.tag),
+            Some(Call::WinNotify) => write!(f, "window notification wait(counter {})", self.tag),
             None => write!(f, "operation {}", self.operation),
         }
     }
@@ -181,6 +191,10 @@ pub(crate) const OP_BOR: u32 = 6;
 pub(crate) const OP_BXOR: u32 = 7;
 pub(crate) const OP_LAND: u32 = 8;
 pub(crate) const OP_LOR: u32 = 9;
+/// `MPI_REPLACE`: one-sided accumulates only (MPI 4.1 §12.3.4).
+pub(crate) const OP_REPLACE: u32 = 10;
+/// `MPI_NO_OP`: one-sided accumulates only (MPI 4.1 §12.3.4).
+pub(crate) const OP_NO_OP: u32 = 11;
 
 /// The MPI name of a reduction operation's code (`SystemOperation::name_of`).
 pub fn operation_name(code: u32) -> &'static str {
@@ -194,6 +208,8 @@ pub fn operation_name(code: u32) -> &'static str {
         OP_BXOR => "MPI_BXOR",
         OP_LAND => "MPI_LAND",
         OP_LOR => "MPI_LOR",
+        OP_REPLACE => "MPI_REPLACE",
+        OP_NO_OP => "MPI_NO_OP",
         _ => "unknown operation",
     }
 }

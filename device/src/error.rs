@@ -4,6 +4,7 @@
 //! crosses to the host as an [`ErrorClass`] (`repr(u32)`) plus four detail
 //! words, written into the rank's result record when the kernel returns.
 
+use crate::layout::MAX_LOCKS;
 use crate::status::Status;
 use core::fmt;
 
@@ -49,6 +50,16 @@ pub enum ErrorClass {
     /// Out of memory (`MPI_ERR_NO_MEM`): here, a request for more of the
     /// rank's scratch than the world gave it, or for a scratch already taken.
     NoMem = 16,
+    /// A one-sided operation outside the target's window memory
+    /// (`MPI_ERR_RMA_RANGE`, MPI 4.1 §12.2.1).
+    RmaRange = 17,
+    /// A one-sided call outside the synchronisation it needs: an
+    /// operation outside an access epoch, a lock held twice, an unlock of
+    /// no lock, a window freed with epochs open (`MPI_ERR_RMA_SYNC`).
+    RmaSync = 18,
+    /// An invalid window (`MPI_ERR_WIN`): here, a creation beyond the
+    /// world's `windows` or over memory other ranks cannot reach.
+    Win = 19,
 }
 
 impl ErrorClass {
@@ -72,6 +83,9 @@ impl ErrorClass {
             14 => Self::Comm,
             15 => Self::Other,
             16 => Self::NoMem,
+            17 => Self::RmaRange,
+            18 => Self::RmaSync,
+            19 => Self::Win,
             _ => return None,
         })
     }
@@ -96,6 +110,9 @@ impl ErrorClass {
             Self::Comm => "MPI_ERR_COMM",
             Self::Other => "MPI_ERR_OTHER",
             Self::NoMem => "MPI_ERR_NO_MEM",
+            Self::RmaRange => "MPI_ERR_RMA_RANGE",
+            Self::RmaSync => "MPI_ERR_RMA_SYNC",
+            Self::Win => "MPI_ERR_WIN",
         }
     }
 }
@@ -119,6 +136,51 @@ const IMMEDIATE_LIMIT: u32 = 1;
 /// Word 3 of an `MPI_ERR_NO_MEM` result record that is an
 /// [`Error::ScratchInUse`] (a [`Error::ScratchExhausted`] has 0 there).
 const SCRATCH_IN_USE: u32 = 1;
+/// Word 3 of an `MPI_ERR_NO_MEM` result record that is an
+/// [`Error::WindowAllocation`].
+const WINDOW_ALLOCATION: u32 = 2;
+/// Word 2 of an `MPI_ERR_TYPE` result record that is an
+/// [`Error::RmaType`]: a tag no message has (tags are non-negative).
+const RMA_TYPE: u32 = -3i32 as u32;
+/// Word 2 of an `MPI_ERR_WIN` result record that is an
+/// [`Error::WindowMemory`] (a [`Error::WindowLimit`] has 0 there).
+const WINDOW_MEMORY: u32 = 1;
+
+/// What an [`Error::RmaSync`] found wrong (its `reason`).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RmaSyncReason {
+    /// An operation to a target with no access epoch open to it (no
+    /// fence epoch, no lock of it, no `lock_all`).
+    NoEpoch = 1,
+    /// A lock of a target this rank already holds a lock of, or a
+    /// `lock_all` while holding locks (MPI 4.1 §12.5.3).
+    AlreadyLocked = 2,
+    /// An unlock (or flush) of a target this rank holds no lock of, or an
+    /// `unlock_all` without `lock_all`.
+    NotLocked = 3,
+    /// A fence or a window's free while this rank holds locks
+    /// (MPI 4.1 §12.5: passive-target epochs must be closed first).
+    LocksHeld = 4,
+    /// More targets locked at once than a rank may hold
+    /// (`window::MAX_LOCKS`, 7; `lock_all` has no such limit).
+    TooManyLocks = 5,
+}
+
+impl RmaSyncReason {
+    /// The reason for a recorded code.
+    pub fn from_code(code: u32) -> Option<Self> {
+        Some(match code {
+            1 => Self::NoEpoch,
+            2 => Self::AlreadyLocked,
+            3 => Self::NotLocked,
+            4 => Self::LocksHeld,
+            5 => Self::TooManyLocks,
+            _ => return None,
+        })
+    }
+}
 
 /// An error returned by a device call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -280,6 +342,59 @@ pub enum Error {
     /// [`Scratch`](crate::kernel::Scratch) of the same rank is alive (class
     /// `MPI_ERR_NO_MEM`): a rank has one at a time.
     ScratchInUse,
+    /// A one-sided operation reaching outside the target's window memory
+    /// (class `MPI_ERR_RMA_RANGE`); nothing is written or read.
+    RmaRange {
+        /// The target, a rank of the window's communicator.
+        target: i32,
+        /// The operation's first byte in the target's window (saturated).
+        offset: u32,
+        /// Bytes it moves (saturated).
+        bytes: u32,
+        /// Bytes of the target's window.
+        size: u32,
+    },
+    /// A one-sided call outside the synchronisation it needs (class
+    /// `MPI_ERR_RMA_SYNC`); nothing is written or read.
+    RmaSync {
+        /// The target (-2: none, a call on the whole window).
+        target: i32,
+        /// What was wrong ([`RmaSyncReason`] code).
+        reason: u32,
+    },
+    /// A one-sided operation whose datatype is not the target window's
+    /// (class `MPI_ERR_TYPE`; a window holds elements of one datatype
+    /// here, `Window<T>`, and ranks must create it with the same `T`).
+    RmaType {
+        /// The target.
+        target: i32,
+        /// The datatype id of the target's window.
+        window: u32,
+        /// The datatype id of the operation.
+        expected: u32,
+    },
+    /// A window creation found every window id of the world in use
+    /// (`WorldConfig::windows`); every rank of the communicator gets it.
+    WindowLimit {
+        /// Windows the world holds at once.
+        limit: u32,
+    },
+    /// A window creation over memory that other ranks cannot reach (a GPU
+    /// thread's stack); every rank of the communicator gets it, naming
+    /// the first such rank (class `MPI_ERR_WIN`).
+    WindowMemory {
+        /// The rank (of the communicator) whose memory it was.
+        rank: u32,
+    },
+    /// `Window::allocate` asked for more than the world's `window_bytes`
+    /// per rank (class `MPI_ERR_NO_MEM`); every rank of the communicator
+    /// gets it with its own numbers.
+    WindowAllocation {
+        /// Bytes asked for by the first rank that asked too much (saturated).
+        requested: u32,
+        /// Bytes each rank has per window (`WorldSpec::window_bytes`).
+        available: u32,
+    },
 }
 
 impl Error {
@@ -312,6 +427,11 @@ impl Error {
             Error::NegativeCount { .. } => ErrorClass::Count,
             Error::ImmediateOnSubCommunicator { .. } => ErrorClass::Comm,
             Error::ScratchExhausted { .. } | Error::ScratchInUse => ErrorClass::NoMem,
+            Error::WindowAllocation { .. } => ErrorClass::NoMem,
+            Error::RmaRange { .. } => ErrorClass::RmaRange,
+            Error::RmaSync { .. } => ErrorClass::RmaSync,
+            Error::RmaType { .. } => ErrorClass::Type,
+            Error::WindowLimit { .. } | Error::WindowMemory { .. } => ErrorClass::Win,
         }
     }
 
@@ -355,6 +475,23 @@ impl Error {
             Error::ImmediateOnSubCommunicator { context } => [c, context, IMMEDIATE_ON_SUB, 0, 0],
             Error::ScratchExhausted { requested, available } => [c, requested, available, 0, 0],
             Error::ScratchInUse => [c, 0, 0, SCRATCH_IN_USE, 0],
+            Error::WindowAllocation { requested, available } => {
+                [c, requested, available, WINDOW_ALLOCATION, 0]
+            }
+            Error::RmaRange {
+                target,
+                offset,
+                bytes,
+                size,
+            } => [c, target as u32, offset, bytes, size],
+            Error::RmaSync { target, reason } => [c, target as u32, reason, 0, 0],
+            Error::RmaType {
+                target,
+                window,
+                expected,
+            } => [c, target as u32, RMA_TYPE, window, expected],
+            Error::WindowLimit { limit } => [c, limit, 0, 0, 0],
+            Error::WindowMemory { rank } => [c, rank, WINDOW_MEMORY, 0, 0],
         }
     }
 
@@ -378,6 +515,11 @@ impl Error {
             ErrorClass::Truncate => Error::Truncate {
                 status: status(w[3], 0),
                 capacity_bytes: w[4],
+            },
+            ErrorClass::Type if w[2] == RMA_TYPE => Error::RmaType {
+                target: w[1] as i32,
+                window: w[3],
+                expected: w[4],
             },
             ErrorClass::Type => Error::TypeMismatch {
                 status: status(0, w[3]),
@@ -426,10 +568,26 @@ impl Error {
             }
             ErrorClass::Comm => Error::CommunicatorLimit { limit: w[1] },
             ErrorClass::NoMem if w[3] == SCRATCH_IN_USE => Error::ScratchInUse,
+            ErrorClass::NoMem if w[3] == WINDOW_ALLOCATION => Error::WindowAllocation {
+                requested: w[1],
+                available: w[2],
+            },
             ErrorClass::NoMem => Error::ScratchExhausted {
                 requested: w[1],
                 available: w[2],
             },
+            ErrorClass::RmaRange => Error::RmaRange {
+                target: w[1] as i32,
+                offset: w[2],
+                bytes: w[3],
+                size: w[4],
+            },
+            ErrorClass::RmaSync => Error::RmaSync {
+                target: w[1] as i32,
+                reason: w[2],
+            },
+            ErrorClass::Win if w[2] == WINDOW_MEMORY => Error::WindowMemory { rank: w[1] },
+            ErrorClass::Win => Error::WindowLimit { limit: w[1] },
         })
     }
 }
@@ -505,6 +663,66 @@ impl fmt::Display for Error {
             Error::ScratchInUse => {
                 write!(f, "this rank's scratch is already taken (one Scratch per rank at a time)")
             }
+            Error::WindowAllocation { requested, available } => write!(
+                f,
+                "a window of {requested} bytes per rank asked for, {available} bytes per rank and window in the world (WorldSpec::window_bytes)"
+            ),
+            Error::RmaRange {
+                target,
+                offset,
+                bytes,
+                size,
+            } => write!(
+                f,
+                "{bytes} bytes at byte {offset} of rank {target}'s window reach past its {size} bytes"
+            ),
+            Error::RmaSync { target, reason } => {
+                let to = |f: &mut fmt::Formatter<'_>| match target {
+                    -2 => Ok(()),
+                    t => write!(f, " (target {t})"),
+                };
+                match RmaSyncReason::from_code(reason) {
+                    Some(RmaSyncReason::NoEpoch) => {
+                        write!(f, "a one-sided operation outside an access epoch")?;
+                        to(f)?;
+                        write!(f, ": call fence, lock or lock_all first")
+                    }
+                    Some(RmaSyncReason::AlreadyLocked) => {
+                        write!(f, "this rank already holds a lock of the window")?;
+                        to(f)
+                    }
+                    Some(RmaSyncReason::NotLocked) => {
+                        write!(f, "this rank holds no such lock of the window")?;
+                        to(f)
+                    }
+                    Some(RmaSyncReason::LocksHeld) => {
+                        write!(f, "a fence or free of a window while this rank holds locks of it: unlock first")
+                    }
+                    Some(RmaSyncReason::TooManyLocks) => write!(
+                        f,
+                        "more than {} targets of one window locked at once by this rank (lock_all has no limit)",
+                        MAX_LOCKS
+                    ),
+                    None => write!(f, "reason {reason}"),
+                }
+            }
+            Error::RmaType {
+                target,
+                window,
+                expected,
+            } => write!(
+                f,
+                "rank {target}'s window holds {}, the operation moves {}",
+                crate::datatype::datatype_name(window),
+                crate::datatype::datatype_name(expected)
+            ),
+            Error::WindowLimit { limit } => {
+                write!(f, "the world holds {limit} windows at once and all are in use (WorldSpec::windows)")
+            }
+            Error::WindowMemory { rank } => write!(
+                f,
+                "rank {rank} created the window over memory other ranks cannot reach (a thread's stack): use a GlobalSlice, the scratch or Window::allocate"
+            ),
         }
     }
 }

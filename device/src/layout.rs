@@ -18,6 +18,7 @@
 //! | immediate | `IMMEDIATE_SLOTS × ((64 + immediate_bytes) × (1 + nodes) + ranks × immediate_bytes)`, `nodes` = [`immediate_tree_nodes`]`(ranks)` | the non-blocking collectives' staging slots (`crate::collective::immediate`): per slot its world record and result cell, per node of its arrival tree its record and partial-result cell, per rank its argument header and operand cell |
 //! | immediate local | `ranks × 64` | per rank, private to it: its [`ImmediateLocal`](crate::collective::immediate::ImmediateLocal) record (how many non-blocking collectives it started, and per slot what it keeps of the one it has outstanding) |
 //! | immediate communicators | `communicators × ranks × (128 + IMMEDIATE_SLOTS × (64 + 2 × immediate_bytes))` with [`FLAG_IMMEDIATE_COMMUNICATORS`], else 0 | per communicator context: per world rank its [`CommImmediateLocal`](crate::collective::immediate::CommImmediateLocal); then per slot and table entry a group record (used at a group's first entry), a result cell and the member's argument and operand cell |
+//! | windows | `64 + windows × ranks × window_stride`, `window_stride` = [`WINDOW_ENTRY_BYTES`] + `window_bytes` rounded up to 64 | the one-sided windows (`crate::window`, MPI 4.1 chapter 12): a header (the mask of window ids in use), then per window id one entry per world rank: its descriptor line (base, size, displacement unit, datatype), its synchronisation line (the passive-target lock word, the notification counters), its private line (its epochs, the locks it holds, the notifications it has consumed) and `window_bytes` of memory for `Window::allocate` |
 //! | kernel scratch | `ranks × (64 + scratch_bytes rounded up to 64)`, none when `scratch_bytes` is 0 | per rank, private to it: a 64-byte header (the word that says a [`Scratch`](crate::kernel::Scratch) is taken) and the rank's scratch bytes ([`WorldConfig::scratch_bytes`], `World::scratch`) |
 //! | wait records | `ranks × 16` | per rank: a [`WaitRecord`](crate::records::WaitRecord): state, operation, peer, tag (what the deadlock report prints) |
 //! | results | `ranks × 32` | per rank: a [`ResultRecord`](crate::records::ResultRecord): the kernel's return value as an [`ErrorClass`](crate::ErrorClass) and four detail words |
@@ -160,6 +161,27 @@ pub const COMM_HEADER_BYTES: usize = 64;
 /// Bytes before each rank's scratch (a line holding the word that says
 /// the scratch is taken).
 pub const SCRATCH_HEADER_BYTES: usize = 64;
+/// Windows a world holds by default ([`WorldConfig::windows`]).
+pub const DEFAULT_WINDOWS: u32 = 2;
+/// Most windows a world may hold at once: their ids are the bits of one
+/// 64-bit mask.
+pub const MAX_WINDOWS: u32 = 64;
+/// Bytes of the windows region's header (the mask of ids in use, a line
+/// of its own).
+pub const WINDOW_HEADER_BYTES: usize = 64;
+/// Bytes of one rank's entry of a window before its allocated memory: a
+/// descriptor line, a synchronisation line and a private line
+/// (`crate::window`).
+pub const WINDOW_ENTRY_BYTES: usize = 192;
+/// Targets of one window a rank may hold locks of at once (their list
+/// lives in the rank's private line of the window; `lock_all` has no
+/// limit).
+pub const MAX_LOCKS: u32 = 7;
+/// Notification counters of each rank's entry of a window
+/// (`Window::put_notify`).
+pub const NOTIFICATIONS: u32 = 8;
+/// Most bytes of window memory per rank ([`WorldConfig::window_bytes`]).
+pub const MAX_WINDOW_BYTES: u32 = 1 << 30;
 /// Most scratch bytes a rank may have ([`WorldConfig::scratch_bytes`]):
 /// 1 GiB, so that every size and error field fits 32 bits.
 pub const MAX_SCRATCH_BYTES: u64 = 1 << 30;
@@ -206,6 +228,15 @@ pub struct WorldConfig {
     /// `immediate_bytes - 16` bytes; more fails with `MPI_ERR_BUFFER`.
     /// Also the size of each slot's result and block cells.
     pub immediate_bytes: u32,
+    /// One-sided windows (`crate::window`) the launch may have at once
+    /// (a freed one's id is used again); creating one more fails with
+    /// `MPI_ERR_WIN` on every rank of its communicator. At most
+    /// [`MAX_WINDOWS`].
+    pub windows: u32,
+    /// Bytes of memory per rank and window for `Window::allocate`
+    /// (`MPI_Win_allocate`), rounded up to 64; 0: none (an allocation of
+    /// more fails with `MPI_ERR_NO_MEM`). At most [`MAX_WINDOW_BYTES`].
+    pub window_bytes: u32,
     /// A wait gives up after this many nanoseconds (0: never; the CPU
     /// emulator detects deadlocks exactly and needs no timeout).
     pub timeout_ns: u64,
@@ -233,6 +264,8 @@ impl WorldConfig {
             trace_events: 0,
             communicators: DEFAULT_COMMUNICATORS,
             immediate_bytes: DEFAULT_IMMEDIATE_BYTES,
+            windows: DEFAULT_WINDOWS,
+            window_bytes: 0,
             timeout_ns: 0,
             scratch_bytes: 0,
         }
@@ -296,6 +329,12 @@ impl WorldConfig {
         if self.scratch_bytes > MAX_SCRATCH_BYTES {
             return Err(ConfigError::ScratchBytes(self.scratch_bytes));
         }
+        if self.windows > MAX_WINDOWS {
+            return Err(ConfigError::Windows(self.windows));
+        }
+        if self.window_bytes > MAX_WINDOW_BYTES {
+            return Err(ConfigError::WindowBytes(self.window_bytes));
+        }
         let ranks = self.ranks as usize;
         let blocks = (self.ranks / self.block_dim) as usize;
         let slot_stride = SLOT_HEADER_BYTES + self.slot_bytes as usize;
@@ -327,8 +366,10 @@ impl WorldConfig {
         } else {
             0
         };
-        let scratch =
+        let windows =
             (immediate_comms + self.communicators as usize * immediate_comm_stride).next_multiple_of(64);
+        let window_stride = WINDOW_ENTRY_BYTES + (self.window_bytes as usize).next_multiple_of(64);
+        let scratch = windows + WINDOW_HEADER_BYTES + self.windows as usize * ranks * window_stride;
         let scratch_stride = match self.scratch_bytes {
             0 => 0,
             n => SCRATCH_HEADER_BYTES + (n as usize).next_multiple_of(64),
@@ -368,6 +409,9 @@ impl WorldConfig {
             immediate_local,
             immediate_comms,
             immediate_comm_stride,
+            windows,
+            window_count: self.windows,
+            window_stride: window_stride as u32,
             scratch,
             scratch_stride,
             records,
@@ -443,6 +487,9 @@ pub struct Layout {
     pub rank_scratch: usize,
     /// Communicator tables after the communicator area's header.
     pub communicators: u32,
+    /// Window ids ([`WorldConfig::windows`]; beside `communicators`, in
+    /// what would be padding).
+    pub window_count: u32,
     /// Offset of the communicator area (the context counter, then the tables).
     pub comms: usize,
     /// Bytes of one communicator table.
@@ -456,6 +503,9 @@ pub struct Layout {
     pub immediate_slot_stride: usize,
     /// Nodes of a slot's arrival tree ([`immediate_tree_nodes`]).
     pub immediate_nodes: u32,
+    /// Bytes of one rank's entry of a window, its allocated memory
+    /// included (at most 1 GiB + 256: a `u32`).
+    pub window_stride: u32,
     /// Offset of the ranks' private records of their non-blocking
     /// collectives ([`IMMEDIATE_LOCAL_BYTES`] each).
     pub immediate_local: usize,
@@ -464,6 +514,8 @@ pub struct Layout {
     /// Bytes of one context's non-blocking collective state; 0 when the
     /// world has none ([`FLAG_IMMEDIATE_COMMUNICATORS`] unset).
     pub immediate_comm_stride: usize,
+    /// Offset of the windows region (its header, then the entries).
+    pub windows: usize,
     /// Offset of the ranks' scratch.
     pub scratch: usize,
     /// Bytes of one rank's scratch with its header; 0 when the world has
@@ -510,6 +562,14 @@ impl Layout {
     /// Offset of `rank`'s trace buffer (its header; the events follow).
     pub fn trace_of(&self, rank: u32) -> usize {
         self.trace + rank as usize * self.trace_stride
+    }
+    /// Offset of world rank `rank`'s entry of window `id` (its descriptor
+    /// line; the synchronisation and private lines and the allocated
+    /// memory follow).
+    pub fn window_entry(&self, id: u32, rank: u32) -> usize {
+        self.windows
+            + WINDOW_HEADER_BYTES
+            + (id as usize * self.ranks as usize + rank as usize) * self.window_stride as usize
     }
     /// Offset of `rank`'s scratch header (its scratch bytes follow,
     /// [`SCRATCH_HEADER_BYTES`] on; only with [`Layout::scratch_stride`]
@@ -605,6 +665,10 @@ pub enum ConfigError {
     ImmediateBytes(u32),
     /// More scratch bytes per rank than [`MAX_SCRATCH_BYTES`].
     ScratchBytes(u64),
+    /// More windows than [`MAX_WINDOWS`].
+    Windows(u32),
+    /// More window bytes per rank than [`MAX_WINDOW_BYTES`].
+    WindowBytes(u32),
     /// The memory given is smaller than the layout.
     MemoryTooSmall {
         /// Bytes the layout needs.
@@ -648,6 +712,10 @@ impl core::fmt::Display for ConfigError {
             }
             ConfigError::ScratchBytes(b) => {
                 write!(f, "scratch_bytes {b} per rank exceeds {MAX_SCRATCH_BYTES}")
+            }
+            ConfigError::Windows(n) => write!(f, "windows {n} exceeds {MAX_WINDOWS}"),
+            ConfigError::WindowBytes(b) => {
+                write!(f, "window_bytes {b} per rank exceeds {MAX_WINDOW_BYTES}")
             }
             ConfigError::MemoryTooSmall { needed, got } => {
                 write!(
@@ -747,6 +815,27 @@ mod tests {
         assert_eq!(l.total - l.records, none.total - none.records);
         c.scratch_bytes = MAX_SCRATCH_BYTES + 1;
         assert_eq!(c.layout(), Err(ConfigError::ScratchBytes(MAX_SCRATCH_BYTES + 1)));
+    }
+
+    #[test]
+    fn the_windows_lie_between_the_communicators_state_and_the_scratch() {
+        let mut c = WorldConfig::new(256, 128);
+        c.windows = 3;
+        c.window_bytes = 100;
+        let l = c.layout().unwrap();
+        assert_eq!(l.window_stride as usize, WINDOW_ENTRY_BYTES + 128);
+        assert_eq!(l.windows % 64, 0);
+        assert_eq!(l.window_entry(0, 0), l.windows + WINDOW_HEADER_BYTES);
+        assert_eq!(
+            l.window_entry(1, 0),
+            l.window_entry(0, 255) + l.window_stride as usize
+        );
+        assert_eq!(l.window_entry(2, 255) + l.window_stride as usize, l.scratch);
+        c.windows = MAX_WINDOWS + 1;
+        assert_eq!(c.layout(), Err(ConfigError::Windows(MAX_WINDOWS + 1)));
+        c.windows = 0;
+        c.window_bytes = MAX_WINDOW_BYTES + 1;
+        assert_eq!(c.layout(), Err(ConfigError::WindowBytes(MAX_WINDOW_BYTES + 1)));
     }
 
     #[test]

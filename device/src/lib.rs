@@ -26,6 +26,7 @@
 //! | [`datatype`], [`derived`], [`view`] | 5 | [`Equivalence`] and buffers; derived datatypes ([`TypeRef`]) and the [`View`]s that send them |
 //! | [`collective`] | 6 | [`CommunicatorCollectives`](traits::CommunicatorCollectives), [`Root`](traits::Root), the non-blocking collectives, reduction operations |
 //! | [`communicator`] | 7 | [`World`], [`SimpleCommunicator`], [`Group`], communicator creation |
+//! | [`window`] | 12 | one-sided communication: [`Window`](window::Window), put, get, accumulates, fence, locks, notified access |
 //! | [`error`] | 9 | [`Error`] and its [`ErrorClass`] |
 //! | [`kernel`](mod@kernel) | – | [`kernel!`], [`GlobalSlice`], [`Scratch`]: a kernel's entry, its buffers and per-rank scratch |
 //! | [`intrinsics`] | – | the hardware operations a kernel may use beside MPI |
@@ -60,6 +61,7 @@ mod status;
 mod trace;
 pub mod traits;
 pub mod view;
+pub mod window;
 
 pub use communicator::{AnyProcess, Process, World, ANY_SOURCE, PROC_NULL};
 pub use communicator::{Color, CommunicatorRelation, Group, SimpleCommunicator};

@@ -323,6 +323,8 @@ fn operation_name(code: u32) -> &'static str {
         | Some(Call::TestCollective) => "test",
         Some(Call::CollectiveSlot) => "immediate_collective_slot",
         Some(Call::WaitMany) => "wait",
+        Some(Call::WinLock) => "window lock",
+        Some(Call::WinNotify) => "window notification wait",
         _ => "an unknown operation",
     }
 }

@@ -164,6 +164,15 @@ pub struct WorldSpec {
     /// (docs/limits.md). The world memory grows by `ranks × (64 +
     /// scratch_bytes)`.
     pub scratch_bytes: u64,
+    /// One-sided windows (`gpu_mpi_device::window`, MPI 4.1 chapter 12) a
+    /// launch may have at once (2 by default, at most 64): a freed
+    /// window's id is used again; one more fails with `MPI_ERR_WIN`. The
+    /// world memory grows by `windows × ranks × (192 + window_bytes)`.
+    pub windows: u32,
+    /// Bytes of memory each rank gets per window for `Window::allocate`
+    /// (`MPI_Win_allocate`; 0, the default: none, and an allocation of
+    /// more fails with `MPI_ERR_NO_MEM`). Rounded up to 64; at most 1 GiB.
+    pub window_bytes: u32,
 }
 
 impl WorldSpec {
@@ -198,6 +207,8 @@ impl WorldSpec {
             trace_events: 0,
             trace_events_scaled: false,
             scratch_bytes: 0,
+            windows: d.windows,
+            window_bytes: d.window_bytes,
         }
     }
 
@@ -297,6 +308,19 @@ impl WorldSpec {
         self
     }
 
+    /// Lets the launch hold `n` one-sided windows at once (see the field).
+    pub fn windows(mut self, n: u32) -> Self {
+        self.windows = n;
+        self
+    }
+
+    /// Gives every rank `bytes` of memory per window for
+    /// `Window::allocate` (see the field).
+    pub fn window_bytes(mut self, bytes: u32) -> Self {
+        self.window_bytes = bytes;
+        self
+    }
+
     /// Records up to `events_per_rank` MPI events per rank (0: off). The
     /// world memory grows by `ranks × (32 + 32 × events_per_rank)` bytes.
     pub fn trace(mut self, events_per_rank: u32) -> Self {
@@ -357,6 +381,8 @@ impl WorldSpec {
         c.communicators = self.communicators;
         c.immediate_bytes = self.immediate_bytes;
         c.scratch_bytes = self.scratch_bytes;
+        c.windows = self.windows;
+        c.window_bytes = self.window_bytes;
         c.flags = if self.force_streaming {
             FLAG_FORCE_STREAMING
         } else {

@@ -71,6 +71,7 @@ pub mod interpreter;
 pub mod nonblocking;
 pub mod p2p;
 pub mod planted;
+pub mod rma;
 pub mod scratch;
 pub mod skip;
 pub mod stress;

@@ -2,7 +2,9 @@
 //! and the element views of a collective's operands (`Elements`,
 //! `ElementsMut`): what every collective algorithm takes, below them all.
 
-use crate::codes::{OP_BAND, OP_BOR, OP_BXOR, OP_LAND, OP_LOR, OP_MAX, OP_MIN, OP_PRODUCT, OP_SUM};
+use crate::codes::{
+    OP_BAND, OP_BOR, OP_BXOR, OP_LAND, OP_LOR, OP_MAX, OP_MIN, OP_NO_OP, OP_PRODUCT, OP_REPLACE, OP_SUM,
+};
 use crate::datatype::{Equivalence, ID_F32, ID_F64};
 use crate::error::Error;
 
@@ -54,6 +56,43 @@ impl SystemOperation {
     /// `MPI_LOR` (integers only; nonzero is true, the result is 0 or 1).
     pub const fn logical_or() -> Self {
         SystemOperation(OP_LOR)
+    }
+    /// `MPI_REPLACE`: the origin's value replaces the target's. For the
+    /// one-sided accumulates only (`crate::window`, MPI 4.1 §12.3.4); a
+    /// collective given it fails with `MPI_ERR_OP`.
+    pub const fn replace() -> Self {
+        SystemOperation(OP_REPLACE)
+    }
+    /// `MPI_NO_OP`: the target's value stays (a `get_accumulate` or
+    /// `fetch_and_op` with it is an atomic read). For the one-sided
+    /// accumulates only; a collective given it fails with `MPI_ERR_OP`.
+    pub const fn no_op() -> Self {
+        SystemOperation(OP_NO_OP)
+    }
+    /// `target op origin` of a one-sided accumulate (`crate::window`):
+    /// `MPI_REPLACE` and `MPI_NO_OP` besides the operations every
+    /// collective takes; `MPI_ERR_OP` as [`Operation::check`] for others.
+    pub(crate) fn accumulate<T>(&self, target: &T, origin: &T) -> T
+    where
+        T: Copy,
+        Self: Operation<T>,
+    {
+        match self.0 {
+            OP_REPLACE => *origin,
+            OP_NO_OP => *target,
+            _ => self.apply(target, origin),
+        }
+    }
+    /// [`Operation::check`] for a one-sided accumulate: also
+    /// `MPI_REPLACE` and `MPI_NO_OP`.
+    pub(crate) fn check_accumulate<T>(&self) -> Result<(), Error>
+    where
+        Self: Operation<T>,
+    {
+        match self.0 {
+            OP_REPLACE | OP_NO_OP => Ok(()),
+            _ => self.check(),
+        }
     }
     /// The operation's code (as carried by `Error::InvalidOperation`).
     pub const fn code(&self) -> u32 {

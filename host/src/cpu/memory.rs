@@ -66,7 +66,10 @@ impl CpuBuffer {
                 layout: None,
             });
         }
-        let layout = Layout::from_size_align(bytes.max(ALIGN), ALIGN)
+        // Whole 64-byte lines, as a GPU allocation has (256-byte granules):
+        // an atomic on the aligned word around a window's 1- or 2-byte
+        // element (`gpu_mpi_device::window`) stays inside the allocation.
+        let layout = Layout::from_size_align(bytes.max(1).next_multiple_of(ALIGN), ALIGN)
             .map_err(|e| fail(std::io::Error::new(std::io::ErrorKind::InvalidInput, e)))?;
         // SAFETY: the layout has a non-zero size.
         let raw = unsafe { alloc::alloc_zeroed(layout) };

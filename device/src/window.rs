@@ -1,0 +1,1208 @@
+//! One-sided communication (MPI 4.1 chapter 12): windows, put, get and
+//! the accumulates, their synchronisation, and notified access.
+//!
+//! Inside one GPU every rank can address every other rank's memory, so a
+//! put is a copy into the target's window and a notification is an atomic
+//! add on a counter beside it: no message, no progress engine, no target
+//! involvement (the "separate" memory model is never needed: MPI 4.1
+//! §12.4, here the unified model).
+//!
+//! # The world memory
+//!
+//! A window has an id (one bit of the mask in the windows region's header,
+//! claimed by the communicator's rank 0 and given back by `free`) and, per
+//! world rank, an entry of three lines (`layout::WINDOW_ENTRY_BYTES`) and
+//! the memory of [`Window::allocate`]:
+//!
+//! | line | words | written by | read by |
+//! |---|---|---|---|
+//! | descriptor | base address, size in bytes, displacement unit, datatype id | its rank, at creation | every origin, at every operation |
+//! | synchronisation | the passive-target lock word, [`NOTIFICATIONS`] notification counters | origins (atomic read-modify-writes) | its rank and origins |
+//! | private | its epochs (fence, `lock_all`), the targets it holds locks of, the notifications it has consumed | its rank | its rank (and the host's reports) |
+//!
+//! The descriptor is published by the creation's closing all-reduce;
+//! origins read it with relaxed loads.
+//!
+//! # Completion and ordering
+//!
+//! Every operation is carried out by the origin before the call returns:
+//! a put's bytes are stored into the target's memory, a get's loaded from
+//! it, an accumulate's elements updated one by one with an atomic
+//! compare-and-swap loop. So every operation completes locally at once
+//! (`flush_local` has nothing left to wait for), and two operations of
+//! one origin to one location happen in program order (MPI 4.1 §12.7.2's
+//! default accumulate ordering, and more). What the synchronisation
+//! calls add is *visibility* at the target: `flush`, `unlock` and `fence`
+//! order the origin's stores before what follows them with a device-scope
+//! fence (a release read-modify-write for `unlock`), which the target's
+//! or the next lock holder's acquire pairs with.
+//!
+//! # Synchronisation
+//!
+//! - **Fence** (MPI 4.1 §12.5.1): a fence, an all-reduce over the window's
+//!   communicator (so that a rank that holds locks fails every rank's
+//!   fence instead of hanging them), a fence. After the first fence every
+//!   rank may access every target until a fence with
+//!   [`Mode::NO_SUCCEED`].
+//! - **Passive target** (§12.5.3): the lock word of a target holds either
+//!   the count of shared holders or [`EXCLUSIVE`] with the holder's rank.
+//!   `lock` waits (a bounded wait, named in deadlock reports) until a
+//!   compare-and-swap (Acquire) takes it; `unlock` releases it with a
+//!   Release read-modify-write. `lock_all` takes a shared lock of every
+//!   target (O(size)). Exclusive lockers may wait behind a stream of
+//!   shared ones: no fairness is promised.
+//! - **Notified access** (our extension; MPI Forum issue 59, foMPI-NA,
+//!   NVSHMEM's `put_signal`): [`Window::put_notify`] and
+//!   [`Window::accumulate_notify`] add one to a counter of the target's
+//!   entry with a Release read-modify-write after the data;
+//!   [`Window::wait_notifications`] at the target waits (Acquire) until
+//!   the counter has grown by the number asked for since the last wait.
+//!
+//! Generalised active target synchronisation (post, start, complete,
+//! wait: §12.5.2) and the request-based operations are not here yet
+//! (docs/limits.md).
+
+use crate::collective::{CommunicatorCollectives, Operation, Root, SystemOperation};
+use crate::communicator::{CommInfo, CommView, Communicator, Group, SimpleCommunicator, World};
+use crate::datatype::Equivalence;
+use crate::error::{Error, RmaSyncReason};
+use crate::layout::{Layout, MAX_WINDOWS, WINDOW_ENTRY_BYTES};
+use crate::polling::{wait_core, Call, WaitFor};
+use crate::shim::{self, Ordering};
+use crate::status::PROC_NULL;
+use core::marker::PhantomData;
+use core::mem::size_of;
+
+pub use crate::layout::{MAX_LOCKS, NOTIFICATIONS};
+
+/// Descriptor line: the window's base address (`u64`).
+const BASE: usize = 0;
+/// Descriptor line: its size in bytes (`u64`).
+const SIZE: usize = 8;
+/// Descriptor line: its displacement unit in bytes.
+const DISP_UNIT: usize = 16;
+/// Descriptor line: the datatype id of its elements.
+const DATATYPE: usize = 20;
+/// Synchronisation line: the lock word.
+const LOCK: usize = 64;
+/// Synchronisation line: the notification counters.
+const NOTIFY: usize = 72;
+/// Private line: the epoch flags ([`FENCE_OPEN`], [`LOCK_ALL`]).
+const EPOCH: usize = 128;
+/// Private line: the targets locked ([`MAX_LOCKS`] words: 0 none, else
+/// the target + 1, with [`EXCLUSIVE`] for an exclusive lock).
+const HELD: usize = 132;
+/// Private line: the notifications consumed, per counter.
+const CONSUMED: usize = 160;
+
+const _: () = assert!(NOTIFY + 4 * NOTIFICATIONS as usize <= EPOCH);
+const _: () = assert!(HELD + 4 * MAX_LOCKS as usize <= CONSUMED);
+const _: () = assert!(CONSUMED + 4 * NOTIFICATIONS as usize <= WINDOW_ENTRY_BYTES);
+const _: () = assert!(MAX_WINDOWS <= 64);
+
+/// Epoch flag: a fence opened an access and exposure epoch.
+const FENCE_OPEN: u32 = 1;
+/// Epoch flag: this rank holds `lock_all`.
+const LOCK_ALL: u32 = 2;
+/// Lock word bit: held exclusively (the low bits: the holder's rank + 1);
+/// without it the low bits count the shared holders.
+pub const EXCLUSIVE: u32 = 1 << 31;
+
+/// The kind of a passive-target lock (`MPI_LOCK_EXCLUSIVE`,
+/// `MPI_LOCK_SHARED`; MPI 4.1 §12.5.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockType {
+    /// One holder at a time.
+    Exclusive,
+    /// Any number of holders, none exclusive.
+    Shared,
+}
+
+/// Assertions of a fence (`MPI_MODE_*`, MPI 4.1 §12.5.5), combined with
+/// `|`. [`Mode::NO_SUCCEED`] ends the fence epoch: an operation after it
+/// needs a lock. The others are hints this implementation takes and
+/// does not need.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Mode(u32);
+
+impl Mode {
+    /// No assertion.
+    pub const NONE: Mode = Mode(0);
+    /// `MPI_MODE_NOSTORE`: no local store to the window since the last
+    /// synchronisation.
+    pub const NO_STORE: Mode = Mode(1);
+    /// `MPI_MODE_NOPUT`: no put or accumulate to this rank until the next
+    /// synchronisation.
+    pub const NO_PUT: Mode = Mode(2);
+    /// `MPI_MODE_NOPRECEDE`: the fence ends no epoch.
+    pub const NO_PRECEDE: Mode = Mode(4);
+    /// `MPI_MODE_NOSUCCEED`: the fence starts no epoch.
+    pub const NO_SUCCEED: Mode = Mode(8);
+
+    /// Whether every assertion of `other` is in `self`.
+    pub const fn contains(self, other: Mode) -> bool {
+        self.0 & other.0 == other.0
+    }
+}
+
+impl core::ops::BitOr for Mode {
+    type Output = Mode;
+    fn bitor(self, other: Mode) -> Mode {
+        Mode(self.0 | other.0)
+    }
+}
+
+/// A window (`MPI_Win`, MPI 4.1 §12.2) of elements of `T` over a
+/// communicator: every rank exposes `len` elements of its own memory,
+/// and reaches every rank's through put, get and the accumulates, with
+/// displacements counted in elements (the displacement unit is
+/// `size_of::<T>()`). Created collectively ([`Window::create`],
+/// [`Window::allocate`]) and freed collectively ([`Window::free`]); a
+/// window dropped without `free` keeps its id until the launch ends.
+///
+/// ```
+/// # use gpu_mpi_device::{Error, World};
+/// # use gpu_mpi_device::traits::*;
+/// # use gpu_mpi_device::window::Window;
+/// fn ring(world: &World) -> Result<u32, Error> {
+///     let win = Window::<u32>::allocate(world, 1)?;
+///     let next = (world.rank() + 1) % world.size();
+///     win.fence()?;
+///     win.put(&[world.rank() as u32], next, 0)?;
+///     win.fence()?;
+///     let mut mine = [0u32];
+///     win.get(&mut mine, world.rank(), 0)?;
+///     win.free()?;
+///     Ok(mine[0])
+/// }
+/// ```
+///
+/// Standard section: MPI 4.1 §12.2.
+pub struct Window<'a, T: Equivalence> {
+    world: &'a World,
+    comm: CommInfo,
+    rank: u32,
+    size: u32,
+    id: u32,
+    local: *mut T,
+    len: usize,
+    _memory: PhantomData<&'a mut [T]>,
+}
+
+/// What a creation learns from its communicator: the window id (rank 0
+/// claims it) and whether any rank's memory is unusable.
+struct Agreement {
+    id: u32,
+    bad_memory: Option<u32>,
+    too_large: u32,
+}
+
+impl<'a, T: Equivalence> Window<'a, T> {
+    /// Creates a window over `memory` on every rank of `comm`
+    /// (`MPI_Win_create`); collective. `memory` must be reachable by
+    /// other ranks: a [`GlobalSlice`](crate::GlobalSlice)'s elements, the
+    /// rank's [`Scratch`](crate::Scratch) (on the GPU a thread's stack is
+    /// not: every rank fails with [`Error::WindowMemory`]). Every rank
+    /// fails with [`Error::WindowLimit`] (`MPI_ERR_WIN`) when the world's
+    /// windows are all in use.
+    ///
+    /// Standard section: MPI 4.1 §12.2.1.
+    pub fn create<C: Communicator + ?Sized>(comm: &'a C, memory: &'a mut [T]) -> Result<Self, Error> {
+        let len = memory.len();
+        let ptr = memory.as_mut_ptr();
+        let reachable = len == 0 || shim::is_shared_address(ptr as *const u8);
+        Self::make(comm, |_| Ok(ptr), len, reachable, 0)
+    }
+
+    /// Creates a window of `len` elements per rank in the world memory
+    /// (`MPI_Win_allocate`; the world's `window_bytes` per rank and
+    /// window, `WorldSpec::window_bytes`); collective. Its content is
+    /// what the last window of the same id left there (zero at the
+    /// launch's start). Every rank fails with
+    /// [`Error::WindowAllocation`] (`MPI_ERR_NO_MEM`) when a rank asks
+    /// for more.
+    ///
+    /// Standard section: MPI 4.1 §12.2.2.
+    pub fn allocate<C: Communicator + ?Sized>(comm: &'a C, len: usize) -> Result<Self, Error> {
+        let view = comm.view();
+        let layout = &view.world.layout;
+        let available = layout.window_stride as usize - WINDOW_ENTRY_BYTES;
+        let bytes = len.saturating_mul(size_of::<T>());
+        let too_large = if bytes > available {
+            crate::error::saturating_u32(bytes).max(1)
+        } else {
+            0
+        };
+        let world = view.world;
+        let memory = move |id: u32| {
+            let at = layout.window_entry(id, world.rank) + WINDOW_ENTRY_BYTES;
+            // The entry is 64-byte aligned, so its memory is aligned for
+            // every `T` of at most 64-byte alignment.
+            Ok(world.base.wrapping_add(at) as *mut T)
+        };
+        Self::make(comm, memory, len, true, too_large)
+    }
+
+    fn make<C: Communicator + ?Sized>(
+        comm: &'a C,
+        memory: impl FnOnce(u32) -> Result<*mut T, Error>,
+        len: usize,
+        reachable: bool,
+        too_large: u32,
+    ) -> Result<Self, Error> {
+        let view = comm.view();
+        let world = view.world;
+        let a = agree(comm, &view, reachable, too_large)?;
+        let mut window = Window {
+            world,
+            comm: view.comm,
+            rank: view.rank,
+            size: view.size,
+            id: a.id,
+            local: core::ptr::null_mut(),
+            len,
+            _memory: PhantomData,
+        };
+        let failure = if let Some(rank) = a.bad_memory {
+            Some(Error::WindowMemory { rank })
+        } else if a.too_large != 0 {
+            Some(Error::WindowAllocation {
+                requested: a.too_large,
+                available: world.layout.window_stride - WINDOW_ENTRY_BYTES as u32,
+            })
+        } else {
+            None
+        };
+        if let Some(e) = failure {
+            // Every rank agreed on it before writing anything; the id
+            // goes back at once (rank 0 claimed it).
+            if window.rank == 0 {
+                release_id(world, window.id);
+            }
+            return Err(e);
+        }
+        window.local = memory(window.id)?;
+        window.publish();
+        // The entries of every rank, written before this all-reduce, are
+        // visible after it: its arrivals are Release, its departures
+        // Acquire (the fences make that explicit for plain stores).
+        shim::fence(Ordering::AcqRel);
+        let (send, mut recv) = (0u32, 0u32);
+        comm.all_reduce_into(&send, &mut recv, SystemOperation::max())?;
+        shim::fence(Ordering::AcqRel);
+        Ok(window)
+    }
+
+    /// Writes this rank's entry: its descriptor, a free lock, zeroed
+    /// counters and private state.
+    fn publish(&self) {
+        let me = self.world.rank;
+        let bytes = (self.len * size_of::<T>()) as u64;
+        self.word64(me, BASE).store(self.local as u64, Ordering::Relaxed);
+        self.word64(me, SIZE).store(bytes, Ordering::Relaxed);
+        self.word(me, DISP_UNIT)
+            .store(size_of::<T>() as u32, Ordering::Relaxed);
+        self.word(me, DATATYPE).store(T::DATATYPE.id, Ordering::Relaxed);
+        self.word(me, LOCK).store(0, Ordering::Relaxed);
+        for k in 0..NOTIFICATIONS as usize {
+            self.word(me, NOTIFY + 4 * k).store(0, Ordering::Relaxed);
+            self.word(me, CONSUMED + 4 * k).store(0, Ordering::Relaxed);
+        }
+        self.word(me, EPOCH).store(0, Ordering::Relaxed);
+        for k in 0..MAX_LOCKS as usize {
+            self.word(me, HELD + 4 * k).store(0, Ordering::Relaxed);
+        }
+    }
+
+    /// The 32-bit word at `offset` of world rank `rank`'s entry.
+    fn word(&self, rank: u32, offset: usize) -> &'a shim::AtomicU32 {
+        let at = self.world.layout.window_entry(self.id, rank) + offset;
+        // SAFETY: the entry lies inside the world memory (`id` below the
+        // world's windows, `rank` below its ranks), `offset` is 4-byte
+        // aligned inside it, and its words are only accessed atomically.
+        unsafe { shim::atomic_u32_at(self.world.base, at) }
+    }
+
+    /// The 64-bit word at `offset` of world rank `rank`'s entry.
+    fn word64(&self, rank: u32, offset: usize) -> &'a shim::AtomicU64 {
+        let at = self.world.layout.window_entry(self.id, rank) + offset;
+        // SAFETY: as in `word`; `offset` is 8-byte aligned and entries are
+        // 64-byte aligned.
+        unsafe { shim::atomic_u64_at(self.world.base, at) }
+    }
+
+    /// The window's id (`0..WorldSpec::windows`).
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
+    /// This rank's elements of the window (`MPI_WIN_BASE`, as a slice),
+    /// for local loads and stores. Local accesses and other ranks'
+    /// operations on these elements must be separated by synchronisation
+    /// (MPI 4.1 §12.7: a fence, or the other ranks' unlock or flush and
+    /// a notification); `&mut self` keeps this rank's own operations out
+    /// while the slice lives.
+    pub fn local_mut(&mut self) -> &mut [T] {
+        if self.len == 0 {
+            return &mut [];
+        }
+        // SAFETY: `local` is valid for `len` elements of `T` for `'a`
+        // (the creation's memory, or this rank's allocation in the world
+        // memory), aligned, and reached by this rank only through `self`,
+        // which the borrow holds; other ranks' accesses are ordered
+        // against it by the window's synchronisation (the caller's part).
+        unsafe { core::slice::from_raw_parts_mut(self.local, self.len) }
+    }
+
+    /// Elements of this rank's window.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether this rank's window is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Bytes of this rank's window (`MPI_WIN_SIZE`).
+    pub fn size_bytes(&self) -> usize {
+        self.len * size_of::<T>()
+    }
+
+    /// The displacement unit (`MPI_WIN_DISP_UNIT`): `size_of::<T>()`.
+    pub fn disp_unit(&self) -> usize {
+        size_of::<T>()
+    }
+
+    /// The group of the window's communicator (`MPI_Win_get_group`).
+    ///
+    /// Standard section: MPI 4.1 §12.2.6.
+    pub fn group(&self) -> Group<'a> {
+        Group::of_view(&self.view())
+    }
+
+    /// This rank's rank in the window's communicator.
+    pub fn rank(&self) -> i32 {
+        self.rank as i32
+    }
+
+    /// Ranks of the window's communicator.
+    pub fn size(&self) -> i32 {
+        self.size as i32
+    }
+
+    fn view(&self) -> CommView<'a> {
+        CommView {
+            world: self.world,
+            comm: self.comm,
+            rank: self.rank,
+            size: self.size,
+        }
+    }
+
+    /// Runs `f` with the window's communicator.
+    fn with_comm<R>(&self, f: impl FnOnce(&dyn CommunicatorLike) -> R) -> R {
+        if self.comm.id == 0 {
+            f(&WorldComm(self.world))
+        } else {
+            f(&SubComm(SimpleCommunicator {
+                world: self.world,
+                info: self.comm,
+                rank: self.rank,
+            }))
+        }
+    }
+
+    // ---- epochs ----------------------------------------------------------
+
+    fn me(&self) -> u32 {
+        self.world.rank
+    }
+
+    fn epoch(&self) -> u32 {
+        // Relaxed: the private line is this rank's alone.
+        self.word(self.me(), EPOCH).load(Ordering::Relaxed)
+    }
+
+    fn set_epoch(&self, flags: u32) {
+        self.word(self.me(), EPOCH).store(flags, Ordering::Relaxed);
+    }
+
+    /// The slot of the held-locks list that holds `target`'s lock, or
+    /// `None`.
+    fn held(&self, target: u32) -> Option<(usize, u32)> {
+        let me = self.me();
+        (0..MAX_LOCKS as usize).find_map(|k| {
+            let h = self.word(me, HELD + 4 * k).load(Ordering::Relaxed);
+            (h != 0 && (h & !EXCLUSIVE) == target + 1).then_some((k, h))
+        })
+    }
+
+    fn holds_locks(&self) -> bool {
+        let me = self.me();
+        self.epoch() & LOCK_ALL != 0
+            || (0..MAX_LOCKS as usize).any(|k| self.word(me, HELD + 4 * k).load(Ordering::Relaxed) != 0)
+    }
+
+    /// Checks `target` (a rank of the communicator, not `PROC_NULL`) and
+    /// that this rank has an access epoch to it; returns its world rank.
+    fn access(&self, target: i32) -> Result<u32, Error> {
+        if target < 0 || target >= self.size as i32 {
+            return Err(Error::InvalidRank {
+                rank: target,
+                size: self.size as i32,
+            });
+        }
+        let t = target as u32;
+        if self.epoch() & (FENCE_OPEN | LOCK_ALL) == 0 && self.held(t).is_none() {
+            return Err(Error::RmaSync {
+                target,
+                reason: RmaSyncReason::NoEpoch as u32,
+            });
+        }
+        Ok(self.comm.member(self.world, t))
+    }
+
+    /// The address of `count` elements at displacement `disp` of
+    /// `target`'s window (world rank `w`), checked against its size and
+    /// datatype.
+    fn target_range(&self, target: i32, w: u32, disp: usize, count: usize) -> Result<*mut T, Error> {
+        let (base, size, datatype) = shim::independent(|| {
+            (
+                self.word64(w, BASE).load(Ordering::Relaxed),
+                self.word64(w, SIZE).load(Ordering::Relaxed),
+                self.word(w, DATATYPE).load(Ordering::Relaxed),
+            )
+        });
+        if datatype != T::DATATYPE.id {
+            return Err(Error::RmaType {
+                target,
+                window: datatype,
+                expected: T::DATATYPE.id,
+            });
+        }
+        let offset = disp.checked_mul(size_of::<T>());
+        let bytes = count.checked_mul(size_of::<T>());
+        let end = offset.zip(bytes).and_then(|(o, b)| o.checked_add(b));
+        match end {
+            Some(end) if end as u64 <= size => Ok((base as usize + offset.unwrap_or(0)) as *mut T),
+            _ => Err(Error::RmaRange {
+                target,
+                offset: crate::error::saturating_u32(offset.unwrap_or(usize::MAX)),
+                bytes: crate::error::saturating_u32(bytes.unwrap_or(usize::MAX)),
+                size: crate::error::saturating_u32(size as usize),
+            }),
+        }
+    }
+
+    // ---- operations --------------------------------------------------------
+
+    /// Stores `origin` into `target`'s window at element `disp`
+    /// (`MPI_Put`); complete at the target after the next `flush`,
+    /// `unlock` or `fence`. `PROC_NULL` does nothing.
+    ///
+    /// Standard section: MPI 4.1 §12.3.1.
+    pub fn put(&self, origin: &[T], target: i32, disp: usize) -> Result<(), Error> {
+        if target == PROC_NULL {
+            return Ok(());
+        }
+        let w = self.access(target)?;
+        let at = self.target_range(target, w, disp, origin.len())?;
+        // SAFETY: `at` is `origin.len()` elements inside the target's
+        // window (checked against the size its rank published), valid for
+        // the window's life; `origin` is a distinct borrow (this rank's
+        // window memory is only reachable through `&mut self`). Conflicting
+        // accesses are ordered by the window's synchronisation.
+        unsafe {
+            shim::copy_bytes(
+                at as *mut u8,
+                origin.as_ptr() as *const u8,
+                core::mem::size_of_val(origin),
+            )
+        };
+        Ok(())
+    }
+
+    /// Loads `target`'s elements at `disp` into `result` (`MPI_Get`);
+    /// complete when it returns. `PROC_NULL` does nothing.
+    ///
+    /// Standard section: MPI 4.1 §12.3.2.
+    pub fn get(&self, result: &mut [T], target: i32, disp: usize) -> Result<(), Error> {
+        if target == PROC_NULL {
+            return Ok(());
+        }
+        let w = self.access(target)?;
+        let at = self.target_range(target, w, disp, result.len())?;
+        let bytes = core::mem::size_of_val(result);
+        // SAFETY: as in `put`, the other way round.
+        unsafe { shim::copy_bytes(result.as_mut_ptr() as *mut u8, at as *const u8, bytes) };
+        Ok(())
+    }
+
+    /// Combines `origin` into `target`'s elements at `disp` with `op`
+    /// (`MPI_Accumulate`: `target = target op origin`, element by element,
+    /// each atomically with respect to every other accumulate;
+    /// [`SystemOperation::replace`] stores, [`SystemOperation::no_op`]
+    /// does nothing). `MPI_ERR_OP` for an operation not defined on `T`.
+    ///
+    /// Standard section: MPI 4.1 §12.3.4.
+    pub fn accumulate(&self, origin: &[T], target: i32, disp: usize, op: SystemOperation) -> Result<(), Error>
+    where
+        SystemOperation: Operation<T>,
+    {
+        self.fetch_ops(origin, None, target, disp, op)
+    }
+
+    /// [`accumulate`](Self::accumulate) that also returns the target's
+    /// elements before the operation in `result` (`MPI_Get_accumulate`;
+    /// with [`SystemOperation::no_op`], an atomic get). `result` must have
+    /// `origin`'s length (`MPI_ERR_COUNT`).
+    ///
+    /// Standard section: MPI 4.1 §12.3.5.
+    pub fn get_accumulate(
+        &self,
+        origin: &[T],
+        result: &mut [T],
+        target: i32,
+        disp: usize,
+        op: SystemOperation,
+    ) -> Result<(), Error>
+    where
+        SystemOperation: Operation<T>,
+    {
+        if result.len() != origin.len() {
+            return Err(Error::CountMismatch {
+                count: crate::error::saturating_u32(result.len()),
+                expected: crate::error::saturating_u32(origin.len()),
+            });
+        }
+        self.fetch_ops(origin, Some(result), target, disp, op)
+    }
+
+    /// One element: `result = target; target = target op origin`,
+    /// atomically (`MPI_Fetch_and_op`).
+    ///
+    /// Standard section: MPI 4.1 §12.3.5.
+    pub fn fetch_and_op(
+        &self,
+        origin: &T,
+        result: &mut T,
+        target: i32,
+        disp: usize,
+        op: SystemOperation,
+    ) -> Result<(), Error>
+    where
+        SystemOperation: Operation<T>,
+    {
+        self.fetch_ops(
+            core::slice::from_ref(origin),
+            Some(core::slice::from_mut(result)),
+            target,
+            disp,
+            op,
+        )
+    }
+
+    /// One element: `result = target; if target == compare { target =
+    /// origin }`, atomically (`MPI_Compare_and_swap`). Elements compare
+    /// by their bits (MPI allows integer, logical and byte types; a
+    /// float's `-0.0` and `0.0` differ here).
+    ///
+    /// Standard section: MPI 4.1 §12.3.6.
+    pub fn compare_and_swap(
+        &self,
+        origin: &T,
+        compare: &T,
+        result: &mut T,
+        target: i32,
+        disp: usize,
+    ) -> Result<(), Error>
+    where
+        SystemOperation: Operation<T>,
+    {
+        if target == PROC_NULL {
+            return Ok(());
+        }
+        let w = self.access(target)?;
+        let at = self.target_range(target, w, disp, 1)?;
+        let want = bytemuck::bytes_of(compare);
+        // SAFETY: `at` is one element inside the target's window (checked),
+        // aligned for `T`; accumulates reach it only atomically.
+        *result = unsafe { update(at, |old| (bytemuck::bytes_of(&old) == want).then_some(*origin)) };
+        Ok(())
+    }
+
+    fn fetch_ops(
+        &self,
+        origin: &[T],
+        mut result: Option<&mut [T]>,
+        target: i32,
+        disp: usize,
+        op: SystemOperation,
+    ) -> Result<(), Error>
+    where
+        SystemOperation: Operation<T>,
+    {
+        op.check_accumulate::<T>()?;
+        if target == PROC_NULL {
+            return Ok(());
+        }
+        let w = self.access(target)?;
+        let at = self.target_range(target, w, disp, origin.len())?;
+        let no_op = op == SystemOperation::no_op();
+        for (k, o) in origin.iter().enumerate() {
+            let e = at.wrapping_add(k);
+            // SAFETY: element `k < origin.len()` of the checked range,
+            // aligned for `T`; accumulates reach it only atomically.
+            let old = unsafe { update(e, |t| (!no_op).then(|| op.accumulate(&t, o))) };
+            if let Some(r) = result.as_deref_mut() {
+                r[k] = old;
+            }
+        }
+        Ok(())
+    }
+
+    // ---- notified access -------------------------------------------------
+
+    fn counter(&self, counter: u32) -> Result<usize, Error> {
+        if counter >= NOTIFICATIONS {
+            return Err(Error::OutOfBounds {
+                index: counter,
+                len: NOTIFICATIONS,
+            });
+        }
+        Ok(4 * counter as usize)
+    }
+
+    fn notify(&self, target: i32, counter: usize) {
+        let w = self.comm.member(self.world, target as u32);
+        // Release: the operation's stores before it, for the target's
+        // Acquire load in `wait_notifications`.
+        self.word(w, NOTIFY + counter).fetch_add(1, Ordering::Release);
+    }
+
+    /// [`put`](Self::put), then one more notification on the target's
+    /// counter `counter` (< [`NOTIFICATIONS`]): once the target's
+    /// [`wait_notifications`](Self::wait_notifications) has counted it,
+    /// the put's data is visible there. Needs an access epoch as a put
+    /// does (a `lock_all` held for the window's life serves).
+    pub fn put_notify(&self, origin: &[T], target: i32, disp: usize, counter: u32) -> Result<(), Error> {
+        let c = self.counter(counter)?;
+        if target == PROC_NULL {
+            return Ok(());
+        }
+        self.put(origin, target, disp)?;
+        self.notify(target, c);
+        Ok(())
+    }
+
+    /// [`accumulate`](Self::accumulate), then a notification as
+    /// [`put_notify`](Self::put_notify) gives.
+    pub fn accumulate_notify(
+        &self,
+        origin: &[T],
+        target: i32,
+        disp: usize,
+        op: SystemOperation,
+        counter: u32,
+    ) -> Result<(), Error>
+    where
+        SystemOperation: Operation<T>,
+    {
+        let c = self.counter(counter)?;
+        if target == PROC_NULL {
+            return Ok(());
+        }
+        self.accumulate(origin, target, disp, op)?;
+        self.notify(target, c);
+        Ok(())
+    }
+
+    /// Waits until `count` more notifications have reached this rank's
+    /// counter `counter` than earlier waits took, and takes them; the
+    /// data of the operations that raised them is then visible in this
+    /// rank's window. A bounded wait, named in deadlock reports.
+    pub fn wait_notifications(&self, counter: u32, count: u32) -> Result<(), Error> {
+        let c = self.counter(counter)?;
+        let me = self.me();
+        let consumed = self.word(me, CONSUMED + c).load(Ordering::Relaxed);
+        let core = self.world.core();
+        let what = WaitFor {
+            operation: Call::WinNotify,
+            peer: -1,
+            tag: counter as i32,
+        };
+        wait_core(&core, what, |_| {
+            // Acquire: pairs with the notifiers' Release add.
+            let arrived = self.word(me, NOTIFY + c).load(Ordering::Acquire);
+            (arrived.wrapping_sub(consumed) >= count).then_some(Ok(()))
+        })?;
+        self.word(me, CONSUMED + c)
+            .store(consumed.wrapping_add(count), Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Notifications on this rank's counter `counter` not yet taken by a
+    /// wait (a test: takes none; their data is visible once counted).
+    pub fn test_notifications(&self, counter: u32) -> Result<u32, Error> {
+        let c = self.counter(counter)?;
+        let me = self.me();
+        let consumed = self.word(me, CONSUMED + c).load(Ordering::Relaxed);
+        // Acquire: as in `wait_notifications`.
+        let arrived = self.word(me, NOTIFY + c).load(Ordering::Acquire);
+        Ok(arrived.wrapping_sub(consumed))
+    }
+
+    // ---- active target -----------------------------------------------------
+
+    /// `MPI_Win_fence` without assertions: completes every operation of
+    /// every rank since the last fence and opens the next epoch.
+    /// Collective; fails on every rank with `MPI_ERR_RMA_SYNC` when a rank
+    /// holds locks of the window.
+    ///
+    /// Standard section: MPI 4.1 §12.5.1.
+    pub fn fence(&self) -> Result<(), Error> {
+        self.fence_with(Mode::NONE)
+    }
+
+    /// `MPI_Win_fence` with `mode` ([`Mode::NO_SUCCEED`] closes the fence
+    /// epoch).
+    ///
+    /// Standard section: MPI 4.1 §12.5.1.
+    pub fn fence_with(&self, mode: Mode) -> Result<(), Error> {
+        let held = self.holds_locks() as u32;
+        let mut any = 0u32;
+        // Release: this rank's operations before the fence are complete at
+        // their targets before any rank leaves it (pairs with the Acquire
+        // fence every rank issues after the all-reduce).
+        shim::fence(Ordering::AcqRel);
+        self.with_comm(|c| c.all_reduce_max(held, &mut any))?;
+        shim::fence(Ordering::AcqRel);
+        if any != 0 {
+            return Err(Error::RmaSync {
+                target: -2,
+                reason: RmaSyncReason::LocksHeld as u32,
+            });
+        }
+        let flags = self.epoch() & !FENCE_OPEN;
+        let open = if mode.contains(Mode::NO_SUCCEED) {
+            0
+        } else {
+            FENCE_OPEN
+        };
+        self.set_epoch(flags | open);
+        Ok(())
+    }
+
+    // ---- passive target ----------------------------------------------------
+
+    /// Takes a lock of `target`'s window (`MPI_Win_lock`), waiting while
+    /// another rank holds a conflicting one; opens an access epoch to
+    /// `target`. `MPI_ERR_RMA_SYNC` when this rank already holds a lock of
+    /// it (or `lock_all`), or locks of [`MAX_LOCKS`] targets.
+    /// `PROC_NULL` does nothing.
+    ///
+    /// Standard section: MPI 4.1 §12.5.3.
+    pub fn lock(&self, kind: LockType, target: i32) -> Result<(), Error> {
+        if target == PROC_NULL {
+            return Ok(());
+        }
+        if target < 0 || target >= self.size as i32 {
+            return Err(Error::InvalidRank {
+                rank: target,
+                size: self.size as i32,
+            });
+        }
+        let t = target as u32;
+        let sync = |reason: RmaSyncReason| Error::RmaSync {
+            target,
+            reason: reason as u32,
+        };
+        if self.epoch() & LOCK_ALL != 0 || self.held(t).is_some() {
+            return Err(sync(RmaSyncReason::AlreadyLocked));
+        }
+        let me = self.me();
+        let Some(slot) =
+            (0..MAX_LOCKS as usize).find(|k| self.word(me, HELD + 4 * k).load(Ordering::Relaxed) == 0)
+        else {
+            return Err(sync(RmaSyncReason::TooManyLocks));
+        };
+        self.acquire(kind, target)?;
+        let mark = match kind {
+            LockType::Exclusive => EXCLUSIVE,
+            LockType::Shared => 0,
+        };
+        self.word(me, HELD + 4 * slot)
+            .store((t + 1) | mark, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Waits for `target`'s lock word to admit `kind` and takes it.
+    fn acquire(&self, kind: LockType, target: i32) -> Result<(), Error> {
+        let w = self.comm.member(self.world, target as u32);
+        let lock = self.word(w, LOCK);
+        let mine = EXCLUSIVE | (self.rank + 1);
+        let core = self.world.core();
+        let what = WaitFor {
+            operation: Call::WinLock,
+            peer: target,
+            tag: self.id as i32,
+        };
+        wait_core(&core, what, |_| {
+            // Relaxed look first: a held lock costs no read-modify-write.
+            let v = lock.load(Ordering::Relaxed);
+            let next = match kind {
+                LockType::Exclusive if v == 0 => mine,
+                LockType::Shared if v & EXCLUSIVE == 0 => v + 1,
+                _ => return None,
+            };
+            // Acquire: pairs with the Release of the last holder's unlock,
+            // so its operations on the target are visible to ours.
+            lock.compare_exchange(v, next, Ordering::Acquire)
+                .ok()
+                .map(|_| Ok(()))
+        })
+    }
+
+    /// Gives back `target`'s lock word as `kind` took it.
+    fn release(&self, kind: LockType, target: u32) {
+        let w = self.comm.member(self.world, target);
+        let lock = self.word(w, LOCK);
+        // Release: this rank's operations on the target are complete there
+        // before the next holder's Acquire takes the lock.
+        match kind {
+            LockType::Exclusive => lock.store(0, Ordering::Release),
+            LockType::Shared => {
+                lock.fetch_add(u32::MAX, Ordering::Release);
+            }
+        }
+    }
+
+    /// Gives back the lock of `target` this rank holds
+    /// (`MPI_Win_unlock`), completing its operations there.
+    /// `MPI_ERR_RMA_SYNC` when it holds none. `PROC_NULL` does nothing.
+    ///
+    /// Standard section: MPI 4.1 §12.5.3.
+    pub fn unlock(&self, target: i32) -> Result<(), Error> {
+        if target == PROC_NULL {
+            return Ok(());
+        }
+        let none = Error::RmaSync {
+            target,
+            reason: RmaSyncReason::NotLocked as u32,
+        };
+        if target < 0 || target >= self.size as i32 {
+            return Err(none);
+        }
+        let Some((slot, h)) = self.held(target as u32) else {
+            return Err(none);
+        };
+        let kind = if h & EXCLUSIVE != 0 {
+            LockType::Exclusive
+        } else {
+            LockType::Shared
+        };
+        self.release(kind, target as u32);
+        self.word(self.me(), HELD + 4 * slot).store(0, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Takes a shared lock of every rank's window (`MPI_Win_lock_all`;
+    /// O(size) atomics). `MPI_ERR_RMA_SYNC` while this rank holds any lock
+    /// of the window.
+    ///
+    /// Standard section: MPI 4.1 §12.5.3.
+    pub fn lock_all(&self) -> Result<(), Error> {
+        if self.holds_locks() {
+            return Err(Error::RmaSync {
+                target: -2,
+                reason: RmaSyncReason::AlreadyLocked as u32,
+            });
+        }
+        for t in 0..self.size {
+            if let Err(e) = self.acquire(LockType::Shared, t as i32) {
+                for u in 0..t {
+                    self.release(LockType::Shared, u);
+                }
+                return Err(e);
+            }
+        }
+        self.set_epoch(self.epoch() | LOCK_ALL);
+        Ok(())
+    }
+
+    /// Gives back the locks of [`lock_all`](Self::lock_all)
+    /// (`MPI_Win_unlock_all`). `MPI_ERR_RMA_SYNC` without them.
+    ///
+    /// Standard section: MPI 4.1 §12.5.3.
+    pub fn unlock_all(&self) -> Result<(), Error> {
+        if self.epoch() & LOCK_ALL == 0 {
+            return Err(Error::RmaSync {
+                target: -2,
+                reason: RmaSyncReason::NotLocked as u32,
+            });
+        }
+        for t in 0..self.size {
+            self.release(LockType::Shared, t);
+        }
+        self.set_epoch(self.epoch() & !LOCK_ALL);
+        Ok(())
+    }
+
+    /// Checks that this rank holds a passive-target epoch to `target`
+    /// (`None`: to any target).
+    fn passive(&self, target: Option<i32>) -> Result<(), Error> {
+        let ok = match target {
+            _ if self.epoch() & LOCK_ALL != 0 => true,
+            None => self.holds_locks(),
+            Some(t) => t >= 0 && t < self.size as i32 && self.held(t as u32).is_some(),
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(Error::RmaSync {
+                target: target.unwrap_or(-2),
+                reason: RmaSyncReason::NotLocked as u32,
+            })
+        }
+    }
+
+    /// Completes this rank's operations to `target` there
+    /// (`MPI_Win_flush`), inside a lock of it or `lock_all`.
+    /// `PROC_NULL` does nothing.
+    ///
+    /// Standard section: MPI 4.1 §12.5.4.
+    pub fn flush(&self, target: i32) -> Result<(), Error> {
+        if target == PROC_NULL {
+            return Ok(());
+        }
+        self.passive(Some(target))?;
+        // Release: the operations' stores before whatever this rank does
+        // next (a notification, a message) that tells another rank to look.
+        shim::fence(Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// [`flush`](Self::flush) to every target (`MPI_Win_flush_all`).
+    ///
+    /// Standard section: MPI 4.1 §12.5.4.
+    pub fn flush_all(&self) -> Result<(), Error> {
+        self.passive(None)?;
+        // Release: as in `flush`.
+        shim::fence(Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// Completes this rank's operations to `target` locally
+    /// (`MPI_Win_flush_local`): every operation here completes locally
+    /// before it returns, so this only checks the epoch.
+    ///
+    /// Standard section: MPI 4.1 §12.5.4.
+    pub fn flush_local(&self, target: i32) -> Result<(), Error> {
+        if target == PROC_NULL {
+            return Ok(());
+        }
+        self.passive(Some(target))
+    }
+
+    /// [`flush_local`](Self::flush_local) to every target
+    /// (`MPI_Win_flush_local_all`).
+    ///
+    /// Standard section: MPI 4.1 §12.5.4.
+    pub fn flush_local_all(&self) -> Result<(), Error> {
+        self.passive(None)
+    }
+
+    /// Orders this rank's local accesses to its window against the
+    /// operations of others (`MPI_Win_sync`): a device-scope fence.
+    ///
+    /// Standard section: MPI 4.1 §12.5.4.
+    pub fn sync(&self) {
+        // AcqRel: both ways, pairing with the fences of `flush`, `fence`
+        // and the lock word's operations on other ranks.
+        shim::fence(Ordering::AcqRel);
+    }
+
+    /// Frees the window (`MPI_Win_free`); collective. Fails on every rank
+    /// with `MPI_ERR_RMA_SYNC` when a rank still holds locks of it (the id
+    /// is then kept until the launch ends).
+    ///
+    /// Standard section: MPI 4.1 §12.2.5.
+    pub fn free(self) -> Result<(), Error> {
+        let held = self.holds_locks() as u32;
+        let mut any = 0u32;
+        shim::fence(Ordering::AcqRel);
+        self.with_comm(|c| c.all_reduce_max(held, &mut any))?;
+        if any != 0 {
+            return Err(Error::RmaSync {
+                target: -2,
+                reason: RmaSyncReason::LocksHeld as u32,
+            });
+        }
+        // Every rank has entered the free: no operation on the window
+        // follows, so its id may be claimed again.
+        if self.rank == 0 {
+            release_id(self.world, self.id);
+        }
+        Ok(())
+    }
+}
+
+/// The collectives a window needs of its communicator, whatever its kind.
+trait CommunicatorLike {
+    fn all_reduce_max(&self, value: u32, result: &mut u32) -> Result<(), Error>;
+}
+
+struct WorldComm<'a>(&'a World);
+struct SubComm<'a>(SimpleCommunicator<'a>);
+
+impl CommunicatorLike for WorldComm<'_> {
+    fn all_reduce_max(&self, value: u32, result: &mut u32) -> Result<(), Error> {
+        self.0.all_reduce_into(&value, result, SystemOperation::max())
+    }
+}
+
+impl CommunicatorLike for SubComm<'_> {
+    fn all_reduce_max(&self, value: u32, result: &mut u32) -> Result<(), Error> {
+        self.0.all_reduce_into(&value, result, SystemOperation::max())
+    }
+}
+
+/// The offset of the windows region's mask of ids in use.
+fn mask_of(layout: &Layout) -> usize {
+    layout.windows
+}
+
+/// Rank 0 of a creation claims the lowest free id; every rank learns it
+/// (or that none is free) and whether any rank's memory is unusable, in
+/// one broadcast and one all-reduce.
+fn agree<C: Communicator + ?Sized>(
+    comm: &C,
+    view: &CommView<'_>,
+    reachable: bool,
+    too_large: u32,
+) -> Result<Agreement, Error> {
+    let world = view.world;
+    let layout = &world.layout;
+    let mut id = u32::MAX;
+    if view.rank == 0 {
+        id = claim_id(world, layout.window_count).unwrap_or(u32::MAX);
+    }
+    comm.process_at_rank(0).broadcast_into(&mut id)?;
+    if id == u32::MAX {
+        return Err(Error::WindowLimit {
+            limit: layout.window_count,
+        });
+    }
+    // Word 0: size - the lowest rank whose memory is unreachable (0: none);
+    // word 1: the largest allocation asked for beyond the limit (0: none).
+    let send = [if reachable { 0 } else { view.size - view.rank }, too_large];
+    let mut recv = [0u32; 2];
+    if let Err(e) = comm.all_reduce_into(&send[..], &mut recv[..], SystemOperation::max()) {
+        if view.rank == 0 {
+            release_id(world, id);
+        }
+        return Err(e);
+    }
+    Ok(Agreement {
+        id,
+        bad_memory: (recv[0] != 0).then(|| view.size - recv[0]),
+        too_large: recv[1],
+    })
+}
+
+fn mask_word(world: &World) -> &shim::AtomicU64 {
+    // SAFETY: the mask is the first word of the windows region's header,
+    // inside the world memory, 64-byte aligned, accessed only atomically.
+    unsafe { shim::atomic_u64_at(world.base, mask_of(&world.layout)) }
+}
+
+/// Claims the lowest window id not in use, if any of `count` is free.
+fn claim_id(world: &World, count: u32) -> Option<u32> {
+    let mask = mask_word(world);
+    let all = if count >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << count) - 1
+    };
+    let mut m = mask.load(Ordering::Relaxed);
+    loop {
+        let free = !m & all;
+        if free == 0 {
+            return None;
+        }
+        let id = free.trailing_zeros();
+        // Acquire: pairs with the Release of the free that gave the id
+        // back, after which no rank touches the old window's entries.
+        match mask.compare_exchange(m, m | (1 << id), Ordering::Acquire) {
+            Ok(_) => return Some(id),
+            Err(now) => m = now,
+        }
+    }
+}
+
+/// Gives window id `id` back.
+fn release_id(world: &World, id: u32) {
+    let mask = mask_word(world);
+    let mut m = mask.load(Ordering::Relaxed);
+    // Release: the entries' last uses before the next claim (its Acquire).
+    while let Err(now) = mask.compare_exchange(m, m & !(1u64 << id), Ordering::Release) {
+        m = now;
+    }
+}
+
+/// Updates the element at `at` atomically: `f(old)` is stored unless it
+/// is `None`; returns `old`. A compare-and-swap loop on the element's
+/// 4- or 8-byte word, or on the aligned 4-byte word that holds an element
+/// of 1 or 2 bytes (the predefined types' sizes).
+///
+/// # Safety
+/// `at` valid and aligned for a `T` of 1, 2, 4 or 8 bytes, and every
+/// concurrent access to it atomic (through this function).
+unsafe fn update<T: Equivalence>(at: *mut T, f: impl Fn(T) -> Option<T>) -> T {
+    let n = size_of::<T>();
+    let value = |bytes: &[u8]| bytemuck::pod_read_unaligned::<T>(&bytes[..n]);
+    if n == 8 {
+        // SAFETY: `at` is 8-byte aligned and valid (caller), atomic-only.
+        let word = unsafe { shim::atomic_u64_at(at as *mut u8, 0) };
+        let mut old = word.load(Ordering::Relaxed);
+        loop {
+            let t = value(&old.to_ne_bytes());
+            let Some(new) = f(t) else { return t };
+            let mut b = [0u8; 8];
+            b.copy_from_slice(bytemuck::bytes_of(&new));
+            match word.compare_exchange(old, u64::from_ne_bytes(b), Ordering::Relaxed) {
+                Ok(_) => return t,
+                Err(now) => old = now,
+            }
+        }
+    }
+    let addr = at as usize;
+    let shift = 8 * (addr & 3) as u32;
+    let mask = if n >= 4 {
+        u32::MAX
+    } else {
+        ((1u32 << (8 * n)) - 1) << shift
+    };
+    // SAFETY: the aligned 4-byte word holding the element lies inside the
+    // element's allocation: an element of 1 or 2 bytes at its natural
+    // alignment never crosses a 4-byte boundary, and every allocation a
+    // window can lie in is whole 64-byte lines from a 64-byte aligned
+    // start (the world memory, a GPU allocation's 256-byte granules, the
+    // emulator's buffers, `CpuBuffer::zeroed`). Atomic-only by the caller;
+    // the word's other bytes (a neighbour's elements) are written back as
+    // they were, or the exchange fails and the loop reads them again.
+    let word = unsafe { shim::atomic_u32_at((addr & !3) as *mut u8, 0) };
+    let mut old = word.load(Ordering::Relaxed);
+    loop {
+        let t = value(&((old & mask) >> shift).to_ne_bytes());
+        let Some(new) = f(t) else { return t };
+        let mut b = [0u8; 4];
+        b[..n].copy_from_slice(bytemuck::bytes_of(&new));
+        let next = (old & !mask) | ((u32::from_ne_bytes(b) << shift) & mask);
+        match word.compare_exchange(old, next, Ordering::Relaxed) {
+            Ok(_) => return t,
+            Err(now) => old = now,
+        }
+    }
+}
