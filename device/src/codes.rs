@@ -68,6 +68,15 @@ pub enum Call {
     /// A wait for notifications of a window (`crate::window`); the tag is
     /// the counter, the peer -1 (any rank may notify).
     WinNotify = 23,
+    /// A window's `start` waiting for a target's `post`; the peer is the
+    /// target, the tag the window id.
+    WinStart = 24,
+    /// A window's `post` waiting for a free post slot of an origin; the
+    /// peer is the origin, the tag the window id.
+    WinPost = 25,
+    /// A window's exposure `wait` for the origins' `complete`; the tag is
+    /// the number of completions still missing.
+    WinWait = 26,
 }
 
 impl Call {
@@ -97,6 +106,9 @@ impl Call {
             21 => Call::CollectiveSlot,
             22 => Call::WinLock,
             23 => Call::WinNotify,
+            24 => Call::WinStart,
+            25 => Call::WinPost,
+            26 => Call::WinWait,
             _ => return None,
         })
     }
@@ -176,6 +188,9 @@ impl fmt::Display for WaitDisplay {
             ),
             Some(Call::WinLock) => write!(f, "window lock(target {p}, window {})", self.tag),
             Some(Call::WinNotify) => write!(f, "window notification wait(counter {})", self.tag),
+            Some(Call::WinStart) => write!(f, "window start(waiting for the post of {p}, window {})", self.tag),
+            Some(Call::WinPost) => write!(f, "window post(origin {p}'s post slots full, window {})", self.tag),
+            Some(Call::WinWait) => write!(f, "window wait({} completions missing)", self.tag),
             None => write!(f, "operation {}", self.operation),
         }
     }

@@ -164,8 +164,14 @@ pub enum RmaSyncReason {
     /// (MPI 4.1 §12.5: passive-target epochs must be closed first).
     LocksHeld = 4,
     /// More targets locked at once than a rank may hold
-    /// (`window::MAX_LOCKS`, 7; `lock_all` has no such limit).
+    /// (`window::MAX_LOCKS`, 6; `lock_all` has no such limit).
     TooManyLocks = 5,
+    /// A fence or a window's free while this rank has a post/start
+    /// epoch open, or a `post` or `start` while one of the same kind is
+    /// (MPI 4.1 §12.5.2).
+    EpochOpen = 6,
+    /// An operation to a target outside the group of this rank's `start`.
+    NotInGroup = 7,
 }
 
 impl RmaSyncReason {
@@ -177,6 +183,8 @@ impl RmaSyncReason {
             3 => Self::NotLocked,
             4 => Self::LocksHeld,
             5 => Self::TooManyLocks,
+            6 => Self::EpochOpen,
+            7 => Self::NotInGroup,
             _ => return None,
         })
     }
@@ -703,6 +711,14 @@ impl fmt::Display for Error {
                         "more than {} targets of one window locked at once by this rank (lock_all has no limit)",
                         MAX_LOCKS
                     ),
+                    Some(RmaSyncReason::EpochOpen) => write!(
+                        f,
+                        "a post/start epoch of the window is open on this rank: wait or complete it first"
+                    ),
+                    Some(RmaSyncReason::NotInGroup) => {
+                        write!(f, "an operation to a target outside the group of this rank's start")?;
+                        to(f)
+                    }
                     None => write!(f, "reason {reason}"),
                 }
             }

@@ -176,10 +176,14 @@ pub const WINDOW_ENTRY_BYTES: usize = 192;
 /// Targets of one window a rank may hold locks of at once (their list
 /// lives in the rank's private line of the window; `lock_all` has no
 /// limit).
-pub const MAX_LOCKS: u32 = 7;
+pub const MAX_LOCKS: u32 = 6;
 /// Notification counters of each rank's entry of a window
 /// (`Window::put_notify`).
 pub const NOTIFICATIONS: u32 = 8;
+/// Posts (`Window::post`) a rank's entry of a window holds for it before
+/// its `start` takes them; a target posting to an origin whose slots are
+/// all full waits.
+pub const POST_SLOTS: u32 = 6;
 /// Most bytes of window memory per rank ([`WorldConfig::window_bytes`]).
 pub const MAX_WINDOW_BYTES: u32 = 1 << 30;
 /// Most scratch bytes a rank may have ([`WorldConfig::scratch_bytes`]):

@@ -58,20 +58,34 @@
 //!   [`Window::wait_notifications`] at the target waits (Acquire) until
 //!   the counter has grown by the number asked for since the last wait.
 //!
-//! Generalised active target synchronisation (post, start, complete,
-//! wait: §12.5.2) and the request-based operations are not here yet
-//! (docs/limits.md).
+//! - **Post, start, complete, wait** (§12.5.2): a target's `post` writes
+//!   its rank into a free post slot of each origin's synchronisation line
+//!   (a compare-and-swap, Release; it waits only while all
+//!   [`POST_SLOTS`](crate::layout) slots of an origin are full); an
+//!   origin's `start` waits for each target of its group in its slots
+//!   (Acquire) and frees the slot. A target has at most one post pending
+//!   for an origin (its next one follows its `wait`, which needs that
+//!   origin's `complete`), so a slot always belongs to the epoch that
+//!   takes it. `complete` adds one to each target's completion count
+//!   (Release); the target's `wait` waits (Acquire) until the count has
+//!   grown by its group's size. The epochs are guards:
+//!   [`ExposureEpoch`] and [`AccessEpoch`].
+//!
+//! The request-based operations (`MPI_Rput` and the like) are not here
+//! yet (docs/limits.md).
 
 use crate::collective::{CommunicatorCollectives, Operation, Root, SystemOperation};
 use crate::communicator::{CommInfo, CommView, Communicator, Group, SimpleCommunicator, World};
 use crate::datatype::Equivalence;
 use crate::error::{Error, RmaSyncReason};
-use crate::layout::{Layout, MAX_WINDOWS, WINDOW_ENTRY_BYTES};
+use crate::layout::{Layout, MAX_WINDOWS, POST_SLOTS, WINDOW_ENTRY_BYTES};
 use crate::polling::{wait_core, Call, WaitFor};
 use crate::shim::{self, Ordering};
 use crate::status::PROC_NULL;
 use core::marker::PhantomData;
 use core::mem::size_of;
+
+use core::cell::Cell;
 
 pub use crate::layout::{MAX_LOCKS, NOTIFICATIONS};
 
@@ -85,18 +99,27 @@ const DISP_UNIT: usize = 16;
 const DATATYPE: usize = 20;
 /// Synchronisation line: the lock word.
 const LOCK: usize = 64;
+/// Synchronisation line: the origins' `complete`s of this rank's
+/// exposure epochs, a count.
+const COMPLETES: usize = 68;
 /// Synchronisation line: the notification counters.
 const NOTIFY: usize = 72;
-/// Private line: the epoch flags ([`FENCE_OPEN`], [`LOCK_ALL`]).
+/// Synchronisation line: [`POST_SLOTS`] slots of the posts made for this
+/// rank (0: free, else the target's rank + 1).
+const POSTS: usize = NOTIFY + 4 * NOTIFICATIONS as usize;
+/// Private line: the epoch flags ([`FENCE_OPEN`], [`LOCK_ALL`],
+/// [`ACCESS`], [`EXPOSURE`]).
 const EPOCH: usize = 128;
 /// Private line: the targets locked ([`MAX_LOCKS`] words: 0 none, else
 /// the target + 1, with [`EXCLUSIVE`] for an exclusive lock).
 const HELD: usize = 132;
+/// Private line: the completions this rank's exposure waits have taken.
+const COMPLETED: usize = HELD + 4 * MAX_LOCKS as usize;
 /// Private line: the notifications consumed, per counter.
 const CONSUMED: usize = 160;
 
-const _: () = assert!(NOTIFY + 4 * NOTIFICATIONS as usize <= EPOCH);
-const _: () = assert!(HELD + 4 * MAX_LOCKS as usize <= CONSUMED);
+const _: () = assert!(POSTS + 4 * POST_SLOTS as usize <= EPOCH);
+const _: () = assert!(COMPLETED + 4 <= CONSUMED);
 const _: () = assert!(CONSUMED + 4 * NOTIFICATIONS as usize <= WINDOW_ENTRY_BYTES);
 const _: () = assert!(MAX_WINDOWS <= 64);
 
@@ -104,6 +127,10 @@ const _: () = assert!(MAX_WINDOWS <= 64);
 const FENCE_OPEN: u32 = 1;
 /// Epoch flag: this rank holds `lock_all`.
 const LOCK_ALL: u32 = 2;
+/// Epoch flag: this rank has an access epoch of `start` open.
+const ACCESS: u32 = 4;
+/// Epoch flag: this rank has an exposure epoch of `post` open.
+const EXPOSURE: u32 = 8;
 /// Lock word bit: held exclusively (the low bits: the holder's rank + 1);
 /// without it the low bits count the shared holders.
 pub const EXCLUSIVE: u32 = 1 << 31;
@@ -186,6 +213,9 @@ pub struct Window<'a, T: Equivalence> {
     id: u32,
     local: *mut T,
     len: usize,
+    /// The group of the open `start` (ranks of the communicator; empty
+    /// without one), borrowed by the [`AccessEpoch`] that holds it.
+    access_group: Cell<(*const i32, usize)>,
     _memory: PhantomData<&'a mut [T]>,
 }
 
@@ -261,6 +291,7 @@ impl<'a, T: Equivalence> Window<'a, T> {
             id: a.id,
             local: core::ptr::null_mut(),
             len,
+            access_group: Cell::new((core::ptr::null(), 0)),
             _memory: PhantomData,
         };
         let failure = if let Some(rank) = a.bad_memory {
@@ -304,6 +335,11 @@ impl<'a, T: Equivalence> Window<'a, T> {
             .store(size_of::<T>() as u32, Ordering::Relaxed);
         self.word(me, DATATYPE).store(T::DATATYPE.id, Ordering::Relaxed);
         self.word(me, LOCK).store(0, Ordering::Relaxed);
+        self.word(me, COMPLETES).store(0, Ordering::Relaxed);
+        self.word(me, COMPLETED).store(0, Ordering::Relaxed);
+        for k in 0..POST_SLOTS as usize {
+            self.word(me, POSTS + 4 * k).store(0, Ordering::Relaxed);
+        }
         for k in 0..NOTIFICATIONS as usize {
             self.word(me, NOTIFY + 4 * k).store(0, Ordering::Relaxed);
             self.word(me, CONSUMED + 4 * k).store(0, Ordering::Relaxed);
@@ -438,6 +474,17 @@ impl<'a, T: Equivalence> Window<'a, T> {
         })
     }
 
+    /// Why a fence or free cannot go ahead on this rank, if it cannot.
+    fn open_epochs(&self) -> Option<RmaSyncReason> {
+        if self.epoch() & (ACCESS | EXPOSURE) != 0 {
+            Some(RmaSyncReason::EpochOpen)
+        } else if self.holds_locks() {
+            Some(RmaSyncReason::LocksHeld)
+        } else {
+            None
+        }
+    }
+
     fn holds_locks(&self) -> bool {
         let me = self.me();
         self.epoch() & LOCK_ALL != 0
@@ -454,13 +501,33 @@ impl<'a, T: Equivalence> Window<'a, T> {
             });
         }
         let t = target as u32;
-        if self.epoch() & (FENCE_OPEN | LOCK_ALL) == 0 && self.held(t).is_none() {
+        let epoch = self.epoch();
+        if epoch & (FENCE_OPEN | LOCK_ALL) == 0 && self.held(t).is_none() {
+            let reason = if epoch & ACCESS == 0 {
+                RmaSyncReason::NoEpoch
+            } else if self.access_group().contains(&target) {
+                return Ok(self.comm.member(self.world, t));
+            } else {
+                RmaSyncReason::NotInGroup
+            };
             return Err(Error::RmaSync {
                 target,
-                reason: RmaSyncReason::NoEpoch as u32,
+                reason: reason as u32,
             });
         }
         Ok(self.comm.member(self.world, t))
+    }
+
+    /// The group of the open `start` (empty without one).
+    fn access_group(&self) -> &[i32] {
+        let (ptr, len) = self.access_group.get();
+        if len == 0 {
+            return &[];
+        }
+        // SAFETY: set by `start` from a slice the returned `AccessEpoch`
+        // borrows, and cleared by its `complete` (or drop) before that
+        // borrow ends; read only while the epoch is open.
+        unsafe { core::slice::from_raw_parts(ptr, len) }
     }
 
     /// The address of `count` elements at displacement `disp` of
@@ -743,14 +810,29 @@ impl<'a, T: Equivalence> Window<'a, T> {
     }
 
     /// Notifications on this rank's counter `counter` not yet taken by a
-    /// wait (a test: takes none; their data is visible once counted).
+    /// wait (a test: takes none; their data is visible once counted). A
+    /// test that finds none gives way as a failed poll: a loop of them lets
+    /// the other ranks run on the emulator and, if nothing can come, is
+    /// reported as a spin.
     pub fn test_notifications(&self, counter: u32) -> Result<u32, Error> {
         let c = self.counter(counter)?;
         let me = self.me();
         let consumed = self.word(me, CONSUMED + c).load(Ordering::Relaxed);
         // Acquire: as in `wait_notifications`.
         let arrived = self.word(me, NOTIFY + c).load(Ordering::Acquire);
-        Ok(arrived.wrapping_sub(consumed))
+        let n = arrived.wrapping_sub(consumed);
+        if n == 0 {
+            // Gives way as a failed poll, as `ExposureEpoch::test` does.
+            let what = WaitFor {
+                operation: Call::WinNotify,
+                peer: -1,
+                tag: counter as i32,
+            };
+            self.world.failed_poll(what, self.id as usize);
+        } else {
+            self.world.note_progress();
+        }
+        Ok(n)
     }
 
     // ---- active target -----------------------------------------------------
@@ -770,7 +852,7 @@ impl<'a, T: Equivalence> Window<'a, T> {
     ///
     /// Standard section: MPI 4.1 §12.5.1.
     pub fn fence_with(&self, mode: Mode) -> Result<(), Error> {
-        let held = self.holds_locks() as u32;
+        let held = self.open_epochs().map_or(0, |r| r as u32);
         let mut any = 0u32;
         // Release: this rank's operations before the fence are complete at
         // their targets before any rank leaves it (pairs with the Acquire
@@ -779,10 +861,7 @@ impl<'a, T: Equivalence> Window<'a, T> {
         self.with_comm(|c| c.all_reduce_max(held, &mut any))?;
         shim::fence(Ordering::AcqRel);
         if any != 0 {
-            return Err(Error::RmaSync {
-                target: -2,
-                reason: RmaSyncReason::LocksHeld as u32,
-            });
+            return Err(Error::RmaSync { target: -2, reason: any });
         }
         let flags = self.epoch() & !FENCE_OPEN;
         let open = if mode.contains(Mode::NO_SUCCEED) {
@@ -792,6 +871,109 @@ impl<'a, T: Equivalence> Window<'a, T> {
         };
         self.set_epoch(flags | open);
         Ok(())
+    }
+
+
+    // ---- generalised active target -----------------------------------------
+
+    /// Checks a group of ranks of the window's communicator.
+    fn check_group(&self, group: &[i32]) -> Result<(), Error> {
+        match group.iter().find(|&&r| r < 0 || r >= self.size as i32) {
+            Some(&rank) => Err(Error::InvalidRank {
+                rank,
+                size: self.size as i32,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Opens an exposure epoch of this rank's window to the ranks of
+    /// `group` (`MPI_Win_post`; distinct ranks of the window's
+    /// communicator): each may access it after its `start`. Ends with
+    /// [`ExposureEpoch::wait`]. Waits only when an origin already holds
+    /// [`POST_SLOTS`](crate::window) posts its `start` has not taken.
+    ///
+    /// Standard section: MPI 4.1 §12.5.2.
+    pub fn post(&self, group: &[i32]) -> Result<ExposureEpoch<'_, 'a, T>, Error> {
+        self.check_group(group)?;
+        if self.epoch() & EXPOSURE != 0 {
+            return Err(Error::RmaSync {
+                target: -2,
+                reason: RmaSyncReason::EpochOpen as u32,
+            });
+        }
+        let mark = self.rank + 1;
+        let core = self.world.core();
+        for &o in group {
+            let w = self.comm.member(self.world, o as u32);
+            let what = WaitFor {
+                operation: Call::WinPost,
+                peer: o,
+                tag: self.id as i32,
+            };
+            wait_core(&core, what, |_| {
+                let slot = (0..POST_SLOTS as usize).find(|k| {
+                    // Release: this rank's accesses to its window before
+                    // the post, before the origin's operations (its
+                    // Acquire load in `start`).
+                    self.word(w, POSTS + 4 * k)
+                        .compare_exchange(0, mark, Ordering::Release)
+                        .is_ok()
+                });
+                slot.map(|_| Ok(()))
+            })?;
+        }
+        self.set_epoch(self.epoch() | EXPOSURE);
+        Ok(ExposureEpoch {
+            window: self,
+            origins: group.len() as u32,
+        })
+    }
+
+    /// Opens an access epoch to the ranks of `group` (`MPI_Win_start`;
+    /// distinct ranks of the window's communicator), waiting for each
+    /// one's matching `post`. Operations to them go through the window as
+    /// in any epoch; to others they fail with `MPI_ERR_RMA_SYNC`. Ends
+    /// with [`AccessEpoch::complete`].
+    ///
+    /// Standard section: MPI 4.1 §12.5.2.
+    pub fn start<'g>(&self, group: &'g [i32]) -> Result<AccessEpoch<'_, 'g, 'a, T>, Error> {
+        self.check_group(group)?;
+        if self.epoch() & ACCESS != 0 {
+            return Err(Error::RmaSync {
+                target: -2,
+                reason: RmaSyncReason::EpochOpen as u32,
+            });
+        }
+        let me = self.me();
+        let core = self.world.core();
+        for &t in group {
+            let what = WaitFor {
+                operation: Call::WinStart,
+                peer: t,
+                tag: self.id as i32,
+            };
+            let mark = t as u32 + 1;
+            wait_core(&core, what, |_| {
+                let slot = (0..POST_SLOTS as usize).find(|k| {
+                    // Acquire: pairs with the target's Release in `post`.
+                    self.word(me, POSTS + 4 * k).load(Ordering::Acquire) == mark
+                });
+                // A target has at most one post for this rank pending (its
+                // next post follows its `wait`, which needs this epoch's
+                // `complete`), so the slot is this epoch's.
+                slot.map(|k| {
+                    self.word(me, POSTS + 4 * k).store(0, Ordering::Relaxed);
+                    Ok(())
+                })
+            })?;
+        }
+        self.access_group.set((group.as_ptr(), group.len()));
+        self.set_epoch(self.epoch() | ACCESS);
+        Ok(AccessEpoch {
+            window: self,
+            group,
+        })
     }
 
     // ---- passive target ----------------------------------------------------
@@ -1029,15 +1211,12 @@ impl<'a, T: Equivalence> Window<'a, T> {
     ///
     /// Standard section: MPI 4.1 §12.2.5.
     pub fn free(self) -> Result<(), Error> {
-        let held = self.holds_locks() as u32;
+        let held = self.open_epochs().map_or(0, |r| r as u32);
         let mut any = 0u32;
         shim::fence(Ordering::AcqRel);
         self.with_comm(|c| c.all_reduce_max(held, &mut any))?;
         if any != 0 {
-            return Err(Error::RmaSync {
-                target: -2,
-                reason: RmaSyncReason::LocksHeld as u32,
-            });
+            return Err(Error::RmaSync { target: -2, reason: any });
         }
         // Every rank has entered the free: no operation on the window
         // follows, so its id may be claimed again.
@@ -1045,6 +1224,113 @@ impl<'a, T: Equivalence> Window<'a, T> {
             release_id(self.world, self.id);
         }
         Ok(())
+    }
+}
+
+/// An exposure epoch of [`Window::post`]; [`wait`](Self::wait) ends it.
+/// Dropped without `wait`, the epoch stays open (a later fence or free
+/// fails with `MPI_ERR_RMA_SYNC`).
+#[must_use = "an exposure epoch ends with wait or test"]
+pub struct ExposureEpoch<'w, 'a, T: Equivalence> {
+    window: &'w Window<'a, T>,
+    origins: u32,
+}
+
+impl<T: Equivalence> ExposureEpoch<'_, '_, T> {
+    /// Whether every origin of the post has completed its access, and if
+    /// so ends the epoch (`MPI_Win_test`): the origins' operations are
+    /// then visible in this rank's window.
+    ///
+    /// Standard section: MPI 4.1 §12.5.2.
+    pub fn test(&self) -> bool {
+        let w = self.window;
+        let me = w.me();
+        let taken = w.word(me, COMPLETED).load(Ordering::Relaxed);
+        // Acquire: pairs with the origins' Release add in `complete`.
+        let done = w.word(me, COMPLETES).load(Ordering::Acquire);
+        let got = done.wrapping_sub(taken);
+        if got < self.origins {
+            // Gives way as a failed poll (a loop of tests must let the
+            // origins run on the emulator, and may be reported as a spin).
+            let what = WaitFor {
+                operation: Call::WinWait,
+                peer: -2,
+                tag: (self.origins - got) as i32,
+            };
+            w.world.failed_poll(what, w.id as usize);
+            return false;
+        }
+        w.world.note_progress();
+        w.word(me, COMPLETED)
+            .store(taken.wrapping_add(self.origins), Ordering::Relaxed);
+        w.set_epoch(w.epoch() & !EXPOSURE);
+        true
+    }
+
+    /// Waits until every origin of the post has completed its access
+    /// (`MPI_Win_wait`), and ends the epoch.
+    ///
+    /// Standard section: MPI 4.1 §12.5.2.
+    pub fn wait(self) -> Result<(), Error> {
+        let w = self.window;
+        let me = w.me();
+        let taken = w.word(me, COMPLETED).load(Ordering::Relaxed);
+        let core = w.world.core();
+        // The completions of later epochs cannot come before this wait
+        // ends: an origin's next access to this rank waits for its next post.
+        let missing = |done: u32| self.origins.saturating_sub(done.wrapping_sub(taken));
+        // Relaxed: only the wait record's tag.
+        let first = missing(w.word(me, COMPLETES).load(Ordering::Relaxed));
+        let what = WaitFor {
+            operation: Call::WinWait,
+            peer: -2,
+            tag: first as i32,
+        };
+        wait_core(&core, what, |_| {
+            // Acquire: as in `test`.
+            let done = w.word(me, COMPLETES).load(Ordering::Acquire);
+            (missing(done) == 0).then_some(Ok(()))
+        })?;
+        w.word(me, COMPLETED)
+            .store(taken.wrapping_add(self.origins), Ordering::Relaxed);
+        w.set_epoch(w.epoch() & !EXPOSURE);
+        Ok(())
+    }
+}
+
+/// An access epoch of [`Window::start`]; [`complete`](Self::complete)
+/// ends it. Dropped without `complete`, the epoch ends there without
+/// telling the targets (their `wait` then waits forever: a deadlock report
+/// on the emulator).
+#[must_use = "an access epoch ends with complete"]
+pub struct AccessEpoch<'w, 'g, 'a, T: Equivalence> {
+    window: &'w Window<'a, T>,
+    group: &'g [i32],
+}
+
+impl<T: Equivalence> AccessEpoch<'_, '_, '_, T> {
+    /// Ends the access epoch (`MPI_Win_complete`): this rank's operations
+    /// to the group's targets are complete there, and each target's
+    /// `wait` counts this rank.
+    ///
+    /// Standard section: MPI 4.1 §12.5.2.
+    pub fn complete(self) -> Result<(), Error> {
+        let w = self.window;
+        for &t in self.group {
+            let at = w.comm.member(w.world, t as u32);
+            // Release: this rank's operations on the target before the
+            // target's Acquire in its `wait` or `test`.
+            w.word(at, COMPLETES).fetch_add(1, Ordering::Release);
+        }
+        Ok(())
+    }
+}
+
+impl<T: Equivalence> Drop for AccessEpoch<'_, '_, '_, T> {
+    fn drop(&mut self) {
+        let w = self.window;
+        w.access_group.set((core::ptr::null(), 0));
+        w.set_epoch(w.epoch() & !ACCESS);
     }
 }
 

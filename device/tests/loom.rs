@@ -20,6 +20,7 @@ use gpu_mpi_device::collective::{PartitionMut, SystemOperation, UserOperation};
 use gpu_mpi_device::point_to_point::send_receive_into;
 use gpu_mpi_device::request;
 use gpu_mpi_device::traits::*;
+use gpu_mpi_device::window::{LockType, Window};
 use gpu_mpi_device::{Error, World, ANY_TAG};
 use loom_support::{check, run_world, small_config, Aligned, Scratch};
 
@@ -1209,5 +1210,112 @@ fn a_sub_communicator_gatherv_count_mismatch_fails_on_both_ranks() {
         });
         let count = gpu_mpi_device::ErrorClass::Count as u32;
         assert_eq!(results, [Ok([count, 3]), Ok([count, 3])]);
+    });
+}
+
+/// A world of two ranks in one block with one window of 64 bytes per rank.
+fn window_config() -> gpu_mpi_device::abi::WorldConfig {
+    let mut c = small_config(2, 2, 1);
+    c.windows = 1;
+    c.window_bytes = 64;
+    c
+}
+
+/// Rank 0's element of a two-rank window, read by rank 0 with a get under
+/// its own exclusive lock (a race-checked copy) after `body`, a barrier
+/// later.
+fn window_then_read(body: fn(&World, &Window<u32>) -> Result<(), Error>) -> Vec<Result<u32, Error>> {
+    run_world(window_config(), 0, move |w, _| -> Result<u32, Error> {
+        let win = Window::<u32>::allocate(w, 1)?;
+        body(w, &win)?;
+        w.barrier()?;
+        let mut v = [0u32];
+        if w.rank() == 0 {
+            win.lock(LockType::Exclusive, 0)?;
+            win.get(&mut v, 0, 0)?;
+            win.unlock(0)?;
+        }
+        win.free()?;
+        Ok(v[0])
+    })
+}
+
+/// (w1) Passive target: both ranks increment rank 0's element with a get
+/// and a put under an exclusive lock; the lock word's Acquire and Release
+/// make the increments serial (a lost update would leave 1) and the
+/// copies race-free.
+#[test]
+fn window_exclusive_lock_serialises_increments() {
+    check("window exclusive lock", 2, || {
+        let results = window_then_read(|_, win| {
+            win.lock(LockType::Exclusive, 0)?;
+            let mut v = [0u32];
+            win.get(&mut v, 0, 0)?;
+            win.put(&[v[0] + 1], 0, 0)?;
+            win.unlock(0)
+        });
+        assert_eq!(results[0], Ok(2));
+    });
+}
+
+/// (w2) Notified access: rank 1 puts into rank 0's window and notifies
+/// (Release add after the copy); rank 0's wait (Acquire) then sees the
+/// data with no lock between them.
+#[test]
+fn window_notified_put_is_visible_after_the_wait() {
+    check("window notified put", 2, || {
+        let results = run_world(window_config(), 0, |w, _| -> Result<u32, Error> {
+            let win = Window::<u32>::allocate(w, 1)?;
+            win.lock_all()?;
+            let mut v = [0u32];
+            if w.rank() == 1 {
+                win.put_notify(&[7], 0, 0, 3)?;
+            } else {
+                win.wait_notifications(3, 1)?;
+                win.get(&mut v, 0, 0)?;
+            }
+            win.unlock_all()?;
+            win.free()?;
+            Ok(v[0])
+        });
+        assert_eq!(results[0], Ok(7));
+    });
+}
+
+/// (w3) Post, start, complete, wait: rank 0 exposes its window to rank 1
+/// (a post slot, Release), rank 1 starts (Acquire), puts and completes
+/// (Release add); rank 0's wait (Acquire) sees the put.
+#[test]
+fn window_post_start_complete_wait_orders_the_put() {
+    check("window pscw", 2, || {
+        let results = window_then_read(|w, win| {
+            if w.rank() == 0 {
+                win.post(&[1])?.wait()
+            } else {
+                let access = win.start(&[0])?;
+                win.put(&[9], 0, 0)?;
+                access.complete()
+            }
+        });
+        assert_eq!(results[0], Ok(9));
+    });
+}
+
+/// (w4) Fence: each rank puts into the other's window between two
+/// fences and reads its own after the second.
+#[test]
+fn window_fence_completes_the_puts_of_both() {
+    check("window fence", 2, || {
+        let results = run_world(window_config(), 0, |w, _| -> Result<u32, Error> {
+            let win = Window::<u32>::allocate(w, 1)?;
+            win.fence()?;
+            win.put(&[w.rank() as u32 + 40], 1 - w.rank(), 0)?;
+            win.fence()?;
+            let mut v = [0u32];
+            win.get(&mut v, w.rank(), 0)?;
+            win.free()?;
+            Ok(v[0])
+        });
+        assert_eq!(results, [Ok(41), Ok(40)]);
     });
 }

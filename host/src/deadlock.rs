@@ -325,6 +325,9 @@ fn operation_name(code: u32) -> &'static str {
         Some(Call::WaitMany) => "wait",
         Some(Call::WinLock) => "window lock",
         Some(Call::WinNotify) => "window notification wait",
+        Some(Call::WinStart) => "window start",
+        Some(Call::WinPost) => "window post",
+        Some(Call::WinWait) => "window wait",
         _ => "an unknown operation",
     }
 }
