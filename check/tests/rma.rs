@@ -32,7 +32,7 @@ fn a_put_between_fences_reaches_the_next_rank(backend: Backend) {
     let out = run(
         backend,
         &RMA_RING_PUT,
-        WorldSpec::ranks(ranks).window_bytes(64),
+        WorldSpec::ranks(ranks).windows(2).window_bytes(64),
         ranks,
         1,
         0,
@@ -49,7 +49,7 @@ fn fetch_and_op_counts_every_rank_once(backend: Backend) {
     let out = run(
         backend,
         &RMA_COUNTER,
-        WorldSpec::ranks(ranks).window_bytes(64),
+        WorldSpec::ranks(ranks).windows(2).window_bytes(64),
         ranks,
         2,
         n,

@@ -21,8 +21,12 @@ fn run(
         slots,
         rounds,
     };
-    d.launch(kernel, &args, &WorldSpec::ranks(ranks).window_bytes(64))
-        .unwrap();
+    d.launch(
+        kernel,
+        &args,
+        &WorldSpec::ranks(ranks).windows(2).window_bytes(64),
+    )
+    .unwrap();
     d.download(&out).unwrap()
 }
 
@@ -40,7 +44,11 @@ fn every_origin_completes_into_one_exposure(backend: Backend) {
     let out = run(backend, &PSCW_GATHER, ranks, 2, 0);
     assert_eq!(out[0], (1..ranks).sum::<u32>(), "the accumulated ranks");
     for r in 1..ranks as usize {
-        assert_eq!(out[2 * r], ErrorClass::RmaSync as u32, "rank {r}: a put outside the group");
+        assert_eq!(
+            out[2 * r],
+            ErrorClass::RmaSync as u32,
+            "rank {r}: a put outside the group"
+        );
     }
 }
 testgen!(every_origin_completes_into_one_exposure);

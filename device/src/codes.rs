@@ -188,8 +188,16 @@ impl fmt::Display for WaitDisplay {
             ),
             Some(Call::WinLock) => write!(f, "window lock(target {p}, window {})", self.tag),
             Some(Call::WinNotify) => write!(f, "window notification wait(counter {})", self.tag),
-            Some(Call::WinStart) => write!(f, "window start(waiting for the post of {p}, window {})", self.tag),
-            Some(Call::WinPost) => write!(f, "window post(origin {p}'s post slots full, window {})", self.tag),
+            Some(Call::WinStart) => write!(
+                f,
+                "window start(waiting for the post of {p}, window {})",
+                self.tag
+            ),
+            Some(Call::WinPost) => write!(
+                f,
+                "window post(origin {p}'s post slots full, window {})",
+                self.tag
+            ),
             Some(Call::WinWait) => write!(f, "window wait({} completions missing)", self.tag),
             None => write!(f, "operation {}", self.operation),
         }

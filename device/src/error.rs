@@ -732,6 +732,9 @@ impl fmt::Display for Error {
                 crate::datatype::datatype_name(window),
                 crate::datatype::datatype_name(expected)
             ),
+            Error::WindowLimit { limit: 0 } => {
+                write!(f, "the world was launched without windows: give it some with WorldSpec::windows")
+            }
             Error::WindowLimit { limit } => {
                 write!(f, "the world holds {limit} windows at once and all are in use (WorldSpec::windows)")
             }

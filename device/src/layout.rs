@@ -18,7 +18,7 @@
 //! | immediate | `IMMEDIATE_SLOTS × ((64 + immediate_bytes) × (1 + nodes) + ranks × immediate_bytes)`, `nodes` = [`immediate_tree_nodes`]`(ranks)` | the non-blocking collectives' staging slots (`crate::collective::immediate`): per slot its world record and result cell, per node of its arrival tree its record and partial-result cell, per rank its argument header and operand cell |
 //! | immediate local | `ranks × 64` | per rank, private to it: its [`ImmediateLocal`](crate::collective::immediate::ImmediateLocal) record (how many non-blocking collectives it started, and per slot what it keeps of the one it has outstanding) |
 //! | immediate communicators | `communicators × ranks × (128 + IMMEDIATE_SLOTS × (64 + 2 × immediate_bytes))` with [`FLAG_IMMEDIATE_COMMUNICATORS`], else 0 | per communicator context: per world rank its [`CommImmediateLocal`](crate::collective::immediate::CommImmediateLocal); then per slot and table entry a group record (used at a group's first entry), a result cell and the member's argument and operand cell |
-//! | windows | `64 + windows × ranks × window_stride`, `window_stride` = [`WINDOW_ENTRY_BYTES`] + `window_bytes` rounded up to 64 | the one-sided windows (`crate::window`, MPI 4.1 chapter 12): a header (the mask of window ids in use), then per window id one entry per world rank: its descriptor line (base, size, displacement unit, datatype), its synchronisation line (the passive-target lock word, the notification counters), its private line (its epochs, the locks it holds, the notifications it has consumed) and `window_bytes` of memory for `Window::allocate` |
+//! | windows | `64 + windows × ranks × window_stride` (none without windows), `window_stride` = [`WINDOW_ENTRY_BYTES`] + `window_bytes` rounded up to 64 | the one-sided windows (`crate::window`, MPI 4.1 chapter 12): a header (the mask of window ids in use), then per window id one entry per world rank: its descriptor line (base, size, displacement unit, datatype), its synchronisation line (the passive-target lock word, the notification counters), its private line (its epochs, the locks it holds, the notifications it has consumed) and `window_bytes` of memory for `Window::allocate` |
 //! | kernel scratch | `ranks × (64 + scratch_bytes rounded up to 64)`, none when `scratch_bytes` is 0 | per rank, private to it: a 64-byte header (the word that says a [`Scratch`](crate::kernel::Scratch) is taken) and the rank's scratch bytes ([`WorldConfig::scratch_bytes`], `World::scratch`) |
 //! | wait records | `ranks × 16` | per rank: a [`WaitRecord`](crate::records::WaitRecord): state, operation, peer, tag (what the deadlock report prints) |
 //! | results | `ranks × 32` | per rank: a [`ResultRecord`](crate::records::ResultRecord): the kernel's return value as an [`ErrorClass`](crate::ErrorClass) and four detail words |
@@ -161,8 +161,11 @@ pub const COMM_HEADER_BYTES: usize = 64;
 /// Bytes before each rank's scratch (a line holding the word that says
 /// the scratch is taken).
 pub const SCRATCH_HEADER_BYTES: usize = 64;
-/// Windows a world holds by default ([`WorldConfig::windows`]).
-pub const DEFAULT_WINDOWS: u32 = 2;
+/// Windows a world holds by default ([`WorldConfig::windows`]): none,
+/// as the other per-rank state a program may not use (scratch, the
+/// sub-communicators' non-blocking collectives), so that a full GPU
+/// world's memory stays within a gibibyte.
+pub const DEFAULT_WINDOWS: u32 = 0;
 /// Most windows a world may hold at once: their ids are the bits of one
 /// 64-bit mask.
 pub const MAX_WINDOWS: u32 = 64;
@@ -373,7 +376,10 @@ impl WorldConfig {
         let windows =
             (immediate_comms + self.communicators as usize * immediate_comm_stride).next_multiple_of(64);
         let window_stride = WINDOW_ENTRY_BYTES + (self.window_bytes as usize).next_multiple_of(64);
-        let scratch = windows + WINDOW_HEADER_BYTES + self.windows as usize * ranks * window_stride;
+        let scratch = match self.windows {
+            0 => windows,
+            n => windows + WINDOW_HEADER_BYTES + n as usize * ranks * window_stride,
+        };
         let scratch_stride = match self.scratch_bytes {
             0 => 0,
             n => SCRATCH_HEADER_BYTES + (n as usize).next_multiple_of(64),

@@ -861,7 +861,10 @@ impl<'a, T: Equivalence> Window<'a, T> {
         self.with_comm(|c| c.all_reduce_max(held, &mut any))?;
         shim::fence(Ordering::AcqRel);
         if any != 0 {
-            return Err(Error::RmaSync { target: -2, reason: any });
+            return Err(Error::RmaSync {
+                target: -2,
+                reason: any,
+            });
         }
         let flags = self.epoch() & !FENCE_OPEN;
         let open = if mode.contains(Mode::NO_SUCCEED) {
@@ -872,7 +875,6 @@ impl<'a, T: Equivalence> Window<'a, T> {
         self.set_epoch(flags | open);
         Ok(())
     }
-
 
     // ---- generalised active target -----------------------------------------
 
@@ -970,10 +972,7 @@ impl<'a, T: Equivalence> Window<'a, T> {
         }
         self.access_group.set((group.as_ptr(), group.len()));
         self.set_epoch(self.epoch() | ACCESS);
-        Ok(AccessEpoch {
-            window: self,
-            group,
-        })
+        Ok(AccessEpoch { window: self, group })
     }
 
     // ---- passive target ----------------------------------------------------
@@ -1216,7 +1215,10 @@ impl<'a, T: Equivalence> Window<'a, T> {
         shim::fence(Ordering::AcqRel);
         self.with_comm(|c| c.all_reduce_max(held, &mut any))?;
         if any != 0 {
-            return Err(Error::RmaSync { target: -2, reason: any });
+            return Err(Error::RmaSync {
+                target: -2,
+                reason: any,
+            });
         }
         // Every rank has entered the free: no operation on the window
         // follows, so its id may be claimed again.
@@ -1405,6 +1407,10 @@ fn mask_word(world: &World) -> &shim::AtomicU64 {
 
 /// Claims the lowest window id not in use, if any of `count` is free.
 fn claim_id(world: &World, count: u32) -> Option<u32> {
+    if count == 0 {
+        // No windows region either: nothing to look at.
+        return None;
+    }
     let mask = mask_word(world);
     let all = if count >= 64 {
         u64::MAX

@@ -165,7 +165,7 @@ pub struct WorldSpec {
     /// scratch_bytes)`.
     pub scratch_bytes: u64,
     /// One-sided windows (`gpu_mpi_device::window`, MPI 4.1 chapter 12) a
-    /// launch may have at once (2 by default, at most 64): a freed
+    /// launch may have at once (none by default, at most 64): a freed
     /// window's id is used again; one more fails with `MPI_ERR_WIN`. The
     /// world memory grows by `windows × ranks × (192 + window_bytes)`.
     pub windows: u32,
