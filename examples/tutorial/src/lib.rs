@@ -17,6 +17,7 @@ mod cost;
 mod datatypes;
 mod deadlock;
 mod nonblocking;
+mod onesided;
 mod p2p;
 mod probe;
 mod ranks;
@@ -25,7 +26,7 @@ mod ranks;
 pub static KERNELS: KernelImages = gpu_mpi::include_kernels!();
 
 /// The chapters, in order: (number, name, title).
-pub const CHAPTERS: [(u32, &str, &str); 8] = [
+pub const CHAPTERS: [(u32, &str, &str); 9] = [
     (1, "ranks", "Ranks are threads"),
     (2, "p2p", "Point-to-point and non-overtaking"),
     (3, "probe", "Probe and ANY_SOURCE"),
@@ -34,6 +35,7 @@ pub const CHAPTERS: [(u32, &str, &str); 8] = [
     (6, "nonblocking", "Non-blocking communication"),
     (7, "datatypes", "Datatypes"),
     (8, "cost", "What a message costs on a GPU"),
+    (9, "one-sided", "One-sided communication"),
 ];
 
 /// Where a chapter runs and what it has written so far.
@@ -121,7 +123,7 @@ pub struct Outcome {
     pub failure: Option<String>,
 }
 
-/// Runs chapter `number` (1 to 8) on `backend`; chapters 3, 4 and 8 always
+/// Runs chapter `number` (1 to 9) on `backend`; chapters 3, 4 and 8 always
 /// run on the emulator.
 pub fn run(number: u32, backend: BackendKind) -> Outcome {
     let mut c = Chapter {
@@ -137,6 +139,7 @@ pub fn run(number: u32, backend: BackendKind) -> Outcome {
         6 => nonblocking::run(&mut c),
         7 => datatypes::run(&mut c),
         8 => cost::run(&mut c),
+        9 => onesided::run(&mut c),
         n => Err(format!("no chapter {n} (chapters 1 to {})", CHAPTERS.len())),
     };
     Outcome {

@@ -1,7 +1,7 @@
 //! The tutorial's chapters (docs/tutorial/): each launches its kernel,
 //! checks what the ranks recorded and prints what the chapter quotes.
 //!
-//! `cargo run --release --bin tutorial -- <1-8|name|all> [--backend cpu|cuda|auto]`
+//! `cargo run --release --bin tutorial -- <1-9|name|all> [--backend cpu|cuda|auto]`
 //!
 //! Exit status: 0 when every chapter run passed its checks, 1 when one
 //! failed, 2 on a usage error.

@@ -358,3 +358,87 @@ gpu_mpi_device::kernel! {
         Ok(())
     }
 }
+
+/// Ranks of chapter 9's world.
+pub const ONE_SIDED_RANKS: u32 = 16;
+/// Chapter 9: each rank puts its value into rank 0's window between two
+/// fences.
+pub const ONE_SIDED_FENCE: u32 = 0;
+/// Chapter 9: every rank takes a ticket from rank 0's counter with
+/// `fetch_and_op` under `lock_all`.
+pub const ONE_SIDED_TICKETS: u32 = 1;
+/// Chapter 9: a ring of notified puts.
+pub const ONE_SIDED_NOTIFY: u32 = 2;
+/// Chapter 9: a put before any epoch is open.
+pub const ONE_SIDED_NO_EPOCH: u32 = 3;
+/// Chapter 9: rank 1 returns while it holds rank 0's lock, which rank 0
+/// then waits for.
+pub const ONE_SIDED_LOCK_LEFT: u32 = 4;
+
+gpu_mpi_device::kernel! {
+    /// Chapter 9, one-sided communication (MPI 4.1 chapter 12) on a window
+    /// of `ONE_SIDED_RANKS` `u32`s per rank (`Window::allocate`):
+    /// - `ONE_SIDED_FENCE`: rank `r` puts `10 r` into element `r` of rank
+    ///   0's window between two fences; rank 0 records its window at
+    ///   `out[0..16]`;
+    /// - `ONE_SIDED_TICKETS`: every rank adds 1 to element 0 of rank 0's
+    ///   window with `fetch_and_op` under `lock_all`, and records what it
+    ///   fetched, its ticket, at `out[r]`;
+    /// - `ONE_SIDED_NOTIFY`: rank `r` puts `100 + r` into element 0 of
+    ///   rank `r + 1`'s window with `put_notify`, waits for the one
+    ///   notification its own window gets, and records element 0 at `out[r]`;
+    /// - `ONE_SIDED_NO_EPOCH`: a put before any fence or lock: returns the
+    ///   error;
+    /// - `ONE_SIDED_LOCK_LEFT` (two ranks): rank 1 locks rank 0
+    ///   exclusively, tells rank 0 with a message and returns without
+    ///   unlocking; rank 0 then asks for the same lock.
+    pub static ONE_SIDED = fn one_sided(world: &World, args: &TutorialArgs) -> Result<(), Error> {
+        use gpu_mpi_device::window::{LockType, Window};
+        let r = world.rank();
+        let mut win = Window::<u32>::allocate(world, ONE_SIDED_RANKS as usize)?;
+        match args.mode {
+            ONE_SIDED_FENCE => {
+                win.local_mut().fill(0);
+                win.fence()?;
+                win.put(&[10 * r as u32], 0, r as usize)?;
+                win.fence()?;
+                if r == 0 {
+                    for (i, v) in win.local_mut().iter().enumerate() {
+                        args.out.write(i, *v)?;
+                    }
+                }
+            }
+            ONE_SIDED_TICKETS => {
+                win.local_mut()[0] = 0;
+                world.barrier()?;
+                win.lock_all()?;
+                let mut ticket = 0u32;
+                win.fetch_and_op(&1, &mut ticket, 0, 0, SystemOperation::sum())?;
+                win.unlock_all()?;
+                args.out.write(r as usize, ticket)?;
+            }
+            ONE_SIDED_NOTIFY => {
+                win.lock_all()?;
+                let next = (r + 1) % world.size();
+                win.put_notify(&[100 + r as u32], next, 0, 0)?;
+                win.wait_notifications(0, 1)?;
+                win.unlock_all()?;
+                args.out.write(r as usize, win.local_mut()[0])?;
+            }
+            ONE_SIDED_NO_EPOCH => {
+                win.put(&[1], (r + 1) % world.size(), 0)?;
+            }
+            _ => {
+                if r == 1 {
+                    win.lock(LockType::Exclusive, 0)?;
+                    world.process_at_rank(0).send(&1u32)?;
+                    return Ok(());
+                }
+                world.process_at_rank(1).receive_into(&mut 0u32)?;
+                win.lock(LockType::Exclusive, 0)?;
+                win.unlock(0)?;
+            }
+        }
+        win.free()
+    }
+}
