@@ -63,7 +63,7 @@ pub enum Call {
     /// slot.
     CollectiveSlot = 21,
     /// A lock of a window's target (`crate::window`); the peer is the
-    /// target (a rank of the window's communicator), the tag the window id.
+    /// target's world rank, the tag the window id.
     WinLock = 22,
     /// A wait for notifications of a window (`crate::window`); the tag is
     /// the counter, the peer -1 (any rank may notify).

@@ -176,6 +176,13 @@ pub const WINDOW_HEADER_BYTES: usize = 64;
 /// descriptor line, a synchronisation line and a private line
 /// (`crate::window`).
 pub const WINDOW_ENTRY_BYTES: usize = 192;
+/// Offset of the passive-target lock word in a rank's entry of a window
+/// (its synchronisation line): [`WINDOW_LOCK_EXCLUSIVE`] with the
+/// holder's world rank + 1, or the count of shared holders. The host's
+/// deadlock report reads it.
+pub const WINDOW_LOCK: usize = 64;
+/// Bit of a window's lock word: held exclusively.
+pub const WINDOW_LOCK_EXCLUSIVE: u32 = 1 << 31;
 /// Targets of one window a rank may hold locks of at once (their list
 /// lives in the rank's private line of the window; `lock_all` has no
 /// limit).

@@ -98,7 +98,7 @@ const DISP_UNIT: usize = 16;
 /// Descriptor line: the datatype id of its elements.
 const DATATYPE: usize = 20;
 /// Synchronisation line: the lock word.
-const LOCK: usize = 64;
+const LOCK: usize = crate::layout::WINDOW_LOCK;
 /// Synchronisation line: the origins' `complete`s of this rank's
 /// exposure epochs, a count.
 const COMPLETES: usize = 68;
@@ -131,9 +131,10 @@ const LOCK_ALL: u32 = 2;
 const ACCESS: u32 = 4;
 /// Epoch flag: this rank has an exposure epoch of `post` open.
 const EXPOSURE: u32 = 8;
-/// Lock word bit: held exclusively (the low bits: the holder's rank + 1);
-/// without it the low bits count the shared holders.
-pub const EXCLUSIVE: u32 = 1 << 31;
+/// Lock word bit: held exclusively (the low bits: the holder's world
+/// rank + 1, for the deadlock report); without it the low bits count the
+/// shared holders.
+pub const EXCLUSIVE: u32 = crate::layout::WINDOW_LOCK_EXCLUSIVE;
 
 /// The kind of a passive-target lock (`MPI_LOCK_EXCLUSIVE`,
 /// `MPI_LOCK_SHARED`; MPI 4.1 §12.5.3).
@@ -1022,11 +1023,12 @@ impl<'a, T: Equivalence> Window<'a, T> {
     fn acquire(&self, kind: LockType, target: i32) -> Result<(), Error> {
         let w = self.comm.member(self.world, target as u32);
         let lock = self.word(w, LOCK);
-        let mine = EXCLUSIVE | (self.rank + 1);
+        let mine = EXCLUSIVE | (self.me() + 1);
         let core = self.world.core();
+        // The target's world rank, so that the report finds its lock word.
         let what = WaitFor {
             operation: Call::WinLock,
-            peer: target,
+            peer: w as i32,
             tag: self.id as i32,
         };
         wait_core(&core, what, |_| {

@@ -7,7 +7,7 @@
 //! the public path of these types is [`crate::report`], which also decides
 //! a launch's outcome (`report::check_world`).
 
-use gpu_mpi_device::abi::layout::Layout;
+use gpu_mpi_device::abi::layout::{Layout, WINDOW_LOCK, WINDOW_LOCK_EXCLUSIVE};
 use gpu_mpi_device::abi::polling::{Call, WaitDisplay, STATE_EXITED, STATE_TIMED_OUT, STATE_WAITING};
 use gpu_mpi_device::abi::records::{read_result_record, read_wait_record, SlotView};
 use gpu_mpi_device::error::ErrorClass;
@@ -268,6 +268,32 @@ pub enum Hint {
         /// The waiting rank.
         rank: u32,
     },
+    /// A rank waits for a lock of a window's target that another holds
+    /// (the target's lock word, read from the world memory).
+    LockHeld {
+        /// The waiting rank.
+        rank: u32,
+        /// The target (world rank) whose lock it wants.
+        target: u32,
+        /// The window id.
+        window: u32,
+        /// Who holds it.
+        holder: LockHolder,
+    },
+}
+
+/// Who holds a window's lock, as its lock word says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockHolder {
+    /// Held exclusively by this world rank, and whether it has exited.
+    Exclusive {
+        /// The holder.
+        rank: u32,
+        /// Whether its kernel function returned (it will never unlock).
+        exited: bool,
+    },
+    /// Held shared by this many ranks.
+    Shared(u32),
 }
 
 /// A list of ranks (ascending) printed as ranges (`ranks 0-1, 3-7`), at
@@ -431,6 +457,23 @@ impl fmt::Display for Hint {
                 f,
                 "rank {rank} waits for a message from any source, and every other rank has exited with no message left for it"
             ),
+            Hint::LockHeld {
+                rank,
+                target,
+                window,
+                holder,
+            } => {
+                write!(f, "rank {rank} waits for the lock of rank {target}'s window {window}, ")?;
+                match holder {
+                    LockHolder::Exclusive { rank: h, exited: true } => {
+                        write!(f, "which rank {h} holds exclusively and returned without unlocking")
+                    }
+                    LockHolder::Exclusive { rank: h, exited: false } => {
+                        write!(f, "which rank {h} holds exclusively")
+                    }
+                    LockHolder::Shared(n) => write!(f, "which {n} ranks hold shared"),
+                }
+            }
         }
     }
 }
@@ -544,7 +587,48 @@ impl DeadlockReport {
             hints: Vec::new(),
         };
         report.hints = report.recognise(layout.slot_bytes);
+        let locks = report.lock_hints(memory, layout);
+        report.hints.extend(locks);
         report
+    }
+
+    /// A [`Hint::LockHeld`] for every rank waiting for a window's lock that
+    /// its lock word says is held.
+    fn lock_hints(&self, memory: &[u8], layout: &Layout) -> Vec<Hint> {
+        let mut hints = Vec::new();
+        for r in &self.ranks {
+            let Some((Call::WinLock, target, window)) = r.state.wait() else {
+                continue;
+            };
+            if target < 0
+                || target as u32 >= layout.ranks
+                || window < 0
+                || window as u32 >= layout.window_count
+            {
+                continue;
+            }
+            let (target, window) = (target as u32, window as u32);
+            let at = layout.window_entry(window, target) + WINDOW_LOCK;
+            let word = u32::from_le_bytes(memory[at..at + 4].try_into().expect("four bytes"));
+            let holder = if word & WINDOW_LOCK_EXCLUSIVE != 0 {
+                let h = (word & !WINDOW_LOCK_EXCLUSIVE).wrapping_sub(1);
+                LockHolder::Exclusive {
+                    rank: h,
+                    exited: self.state_of(h).is_some_and(|s| s.is_exited()),
+                }
+            } else if word != 0 {
+                LockHolder::Shared(word)
+            } else {
+                continue;
+            };
+            hints.push(Hint::LockHeld {
+                rank: r.rank,
+                target,
+                window,
+                holder,
+            });
+        }
+        hints
     }
 
     /// The ranks that waited in a receive (or probe, or send-receive) that

@@ -16,7 +16,7 @@
 //! module, which turns a world into a [`HostError`], stands above them.
 
 use crate::deadlock::{record_words, result_words};
-pub use crate::deadlock::{BlockedRank, BlockedState, DeadlockReport, Hint, UnreceivedMessage};
+pub use crate::deadlock::{BlockedRank, BlockedState, DeadlockReport, Hint, LockHolder, UnreceivedMessage};
 use crate::error::HostError;
 use gpu_mpi_device::abi::layout::{Layout, ABORT_OFFSET, ABORT_TIMED_OUT};
 use gpu_mpi_device::abi::polling::{STATE_EXITED, STATE_RUNNING, STATE_TIMED_OUT, STATE_WAITING};
