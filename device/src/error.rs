@@ -160,8 +160,10 @@ pub enum RmaSyncReason {
     /// An unlock (or flush) of a target this rank holds no lock of, or an
     /// `unlock_all` without `lock_all`.
     NotLocked = 3,
-    /// A fence or a window's free while this rank holds locks
-    /// (MPI 4.1 §12.5: passive-target epochs must be closed first).
+    /// A fence or a window's free while a rank of the window's
+    /// communicator holds locks of it (MPI 4.1 §12.5: passive-target
+    /// epochs must be closed first); every rank of the communicator gets
+    /// it, not only the holders, so that none waits in the fence or free.
     LocksHeld = 4,
     /// More targets locked at once than a rank may hold
     /// (`window::MAX_LOCKS`, 6; `lock_all` has no such limit).
@@ -396,9 +398,9 @@ pub enum Error {
     },
     /// `Window::allocate` asked for more than the world's `window_bytes`
     /// per rank (class `MPI_ERR_NO_MEM`); every rank of the communicator
-    /// gets it with its own numbers.
+    /// gets it, with the same numbers.
     WindowAllocation {
-        /// Bytes asked for by the first rank that asked too much (saturated).
+        /// The most bytes any rank asked for (saturated).
         requested: u32,
         /// Bytes each rank has per window (`WorldSpec::window_bytes`).
         available: u32,
@@ -704,7 +706,11 @@ impl fmt::Display for Error {
                         to(f)
                     }
                     Some(RmaSyncReason::LocksHeld) => {
-                        write!(f, "a fence or free of a window while this rank holds locks of it: unlock first")
+                        write!(
+                            f,
+                            "a fence or free of a window while a rank holds locks of it \
+                             (this rank or another): every rank must unlock first"
+                        )
                     }
                     Some(RmaSyncReason::TooManyLocks) => write!(
                         f,
@@ -713,7 +719,7 @@ impl fmt::Display for Error {
                     ),
                     Some(RmaSyncReason::EpochOpen) => write!(
                         f,
-                        "a post/start epoch of the window is open on this rank: wait or complete it first"
+                        "a post/start epoch of the window is open (on this rank, or on another for a fence or free): wait or complete it first"
                     ),
                     Some(RmaSyncReason::NotInGroup) => {
                         write!(f, "an operation to a target outside the group of this rank's start")?;
