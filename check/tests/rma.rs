@@ -16,7 +16,7 @@ use gpu_mpi::device::datatype::Equivalence;
 use gpu_mpi::device::error::RmaSyncReason;
 use gpu_mpi::device::window::{MAX_LOCKS, NOTIFICATIONS};
 use gpu_mpi::device::{Error, ErrorClass, Kernel};
-use gpu_mpi::{BlockedState, CpuOptions, DeadlockReport, HostError, Schedule, WorldSpec};
+use gpu_mpi::{BlockedState, CpuOptions, DeadlockReport, Hint, HostError, LockHolder, Schedule, WorldSpec};
 use gpu_mpi_check::testgen;
 use gpu_mpi_check::testgen::Backend;
 use gpu_mpi_check_kernels::rma::*;
@@ -1170,10 +1170,23 @@ fn a_rank_that_returns_holding_a_lock_leaves_the_others_waiting_for_it() {
     for r in 1..4 {
         assert_eq!(report.state_of(r), Some(lock_wait(0, 0)), "{text}");
     }
+    // The hints read the holder from rank 0's lock word.
     assert_eq!(
         text,
-        "deadlock: ranks 1-3: window lock(target 0, window 0); rank 0: exited"
+        "deadlock: ranks 1-3: window lock(target 0, window 0); rank 0: exited\n\
+         hint: rank 1 waits for the lock of rank 0's window 0, which rank 0 holds exclusively and returned without unlocking\n\
+         hint: rank 2 waits for the lock of rank 0's window 0, which rank 0 holds exclusively and returned without unlocking\n\
+         hint: rank 3 waits for the lock of rank 0's window 0, which rank 0 holds exclusively and returned without unlocking"
     );
+    assert!(report.hints.contains(&Hint::LockHeld {
+        rank: 2,
+        target: 0,
+        window: 0,
+        holder: LockHolder::Exclusive {
+            rank: 0,
+            exited: true
+        },
+    }));
 }
 
 #[test]
@@ -1201,7 +1214,8 @@ fn a_lock_held_across_a_notification_wait_is_a_cycle() {
     assert_eq!(
         text,
         "deadlock: rank 0: window notification wait(counter 2); \
-         rank 1: window lock(target 0, window 0); ranks 2-3: exited"
+         rank 1: window lock(target 0, window 0); ranks 2-3: exited\n\
+         hint: rank 1 waits for the lock of rank 0's window 0, which rank 0 holds exclusively"
     );
 }
 
