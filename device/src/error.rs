@@ -402,7 +402,8 @@ pub enum Error {
     WindowAllocation {
         /// The most bytes any rank asked for (saturated).
         requested: u32,
-        /// Bytes each rank has per window (`WorldSpec::window_bytes`).
+        /// Bytes each rank has per window (`WorldSpec::window_bytes`
+        /// rounded up to 64).
         available: u32,
     },
 }

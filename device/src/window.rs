@@ -691,6 +691,7 @@ impl<'a, T: Equivalence> Window<'a, T> {
         if target == PROC_NULL {
             return Ok(());
         }
+        check_atomic::<T>(SystemOperation::replace())?;
         let w = self.access(target)?;
         let at = self.target_range(target, w, disp, 1)?;
         let want = bytemuck::bytes_of(compare);
@@ -712,6 +713,7 @@ impl<'a, T: Equivalence> Window<'a, T> {
         SystemOperation: Operation<T>,
     {
         op.check_accumulate::<T>()?;
+        check_atomic::<T>(op)?;
         if target == PROC_NULL {
             return Ok(());
         }
@@ -878,6 +880,17 @@ impl<'a, T: Equivalence> Window<'a, T> {
     }
 
     // ---- generalised active target -----------------------------------------
+
+    /// `MPI_ERR_RANK` unless `target` is a rank of the window's communicator.
+    fn check_rank(&self, target: i32) -> Result<(), Error> {
+        if target < 0 || target >= self.size as i32 {
+            return Err(Error::InvalidRank {
+                rank: target,
+                size: self.size as i32,
+            });
+        }
+        Ok(())
+    }
 
     /// Checks a group of ranks of the window's communicator.
     fn check_group(&self, group: &[i32]) -> Result<(), Error> {
@@ -1070,13 +1083,11 @@ impl<'a, T: Equivalence> Window<'a, T> {
         if target == PROC_NULL {
             return Ok(());
         }
+        self.check_rank(target)?;
         let none = Error::RmaSync {
             target,
             reason: RmaSyncReason::NotLocked as u32,
         };
-        if target < 0 || target >= self.size as i32 {
-            return Err(none);
-        }
         let Some((slot, h)) = self.held(target as u32) else {
             return Err(none);
         };
@@ -1135,6 +1146,9 @@ impl<'a, T: Equivalence> Window<'a, T> {
     /// Checks that this rank holds a passive-target epoch to `target`
     /// (`None`: to any target).
     fn passive(&self, target: Option<i32>) -> Result<(), Error> {
+        if let Some(t) = target {
+            self.check_rank(t)?;
+        }
         let ok = match target {
             _ if self.epoch() & LOCK_ALL != 0 => true,
             None => self.holds_locks(),
@@ -1442,6 +1456,21 @@ fn release_id(world: &World, id: u32) {
     // Release: the entries' last uses before the next claim (its Acquire).
     while let Err(now) = mask.compare_exchange(m, m & !(1u64 << id), Ordering::Release) {
         m = now;
+    }
+}
+
+/// `MPI_ERR_OP` unless `T` is of a size [`update`] handles (1, 2, 4 or 8
+/// bytes, aligned to it): the predefined types are; a user's
+/// `impl Operation<Type> for SystemOperation` may not be.
+fn check_atomic<T: Equivalence>(op: SystemOperation) -> Result<(), Error> {
+    let n = size_of::<T>();
+    if matches!(n, 1 | 2 | 4 | 8) && core::mem::align_of::<T>() == n {
+        Ok(())
+    } else {
+        Err(Error::InvalidOperation {
+            op: op.code(),
+            datatype: T::DATATYPE.id,
+        })
     }
 }
 
