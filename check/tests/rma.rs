@@ -1363,3 +1363,24 @@ fn a_lock_wait_times_out_and_is_reported() {
         "{text}"
     );
 }
+
+// ---- request-based operations ----------------------------------------------------
+
+fn request_based_operations_complete_locally_in_passive_epochs(backend: Backend) {
+    let ranks = 12;
+    let o = Case::new(&RMA_REQUESTS, ranks, 4)
+        .spec(|s| s.window_bytes(4 * (ranks + 1)))
+        .run(backend);
+    for r in 0..ranks as usize {
+        let w = &o.out[4 * r..4 * r + 4];
+        assert_eq!(w[0], r as u32 + 1, "rank {r}: rget of rank 0's element {}", r + 1);
+        assert_eq!(w[1], 1, "rank {r}: rget_accumulate of the next rank's element 0");
+        assert_eq!(w[2], 1, "rank {r}: the requests tested complete");
+        assert_eq!(
+            w[3],
+            ErrorClass::RmaSync as u32,
+            "rank {r}: rput outside a passive epoch"
+        );
+    }
+}
+testgen!(request_based_operations_complete_locally_in_passive_epochs);

@@ -71,8 +71,9 @@
 //!   grown by its group's size. The epochs are guards:
 //!   [`ExposureEpoch`] and [`AccessEpoch`].
 //!
-//! The request-based operations (`MPI_Rput` and the like) are not here
-//! yet (docs/limits.md).
+//! The request-based operations (`rput`, `rget`, `raccumulate`,
+//! `rget_accumulate`; §12.3) need a passive-target epoch, as MPI says,
+//! and return an [`RmaRequest`] that is complete at once.
 
 use crate::collective::{CommunicatorCollectives, Operation, Root, SystemOperation};
 use crate::communicator::{CommInfo, CommView, Communicator, Group, SimpleCommunicator, World};
@@ -732,6 +733,82 @@ impl<'a, T: Equivalence> Window<'a, T> {
         Ok(())
     }
 
+    // ---- request-based operations -------------------------------------------
+
+    /// A request-based operation needs a passive-target epoch to `target`
+    /// (MPI 4.1 §12.3.1: `MPI_Rput` and the like only in one).
+    fn request_epoch(&self, target: i32) -> Result<(), Error> {
+        if target == PROC_NULL {
+            return Ok(());
+        }
+        self.passive(Some(target)).map_err(|_| Error::RmaSync {
+            target,
+            reason: RmaSyncReason::NoEpoch as u32,
+        })
+    }
+
+    /// [`put`](Self::put) returning a request (`MPI_Rput`), inside a lock
+    /// of `target` or `lock_all`. The put is done when this returns, so the
+    /// request is complete at once: its `wait` means, as in MPI, that
+    /// `origin` may be reused; completion at the target still takes a
+    /// `flush` or `unlock`.
+    ///
+    /// Standard section: MPI 4.1 §12.3.1.
+    pub fn rput(&self, origin: &[T], target: i32, disp: usize) -> Result<RmaRequest, Error> {
+        self.request_epoch(target)?;
+        self.put(origin, target, disp)?;
+        Ok(RmaRequest(()))
+    }
+
+    /// [`get`](Self::get) returning a request (`MPI_Rget`), inside a lock
+    /// of `target` or `lock_all`; `result` holds the data when it returns.
+    ///
+    /// Standard section: MPI 4.1 §12.3.2.
+    pub fn rget(&self, result: &mut [T], target: i32, disp: usize) -> Result<RmaRequest, Error> {
+        self.request_epoch(target)?;
+        self.get(result, target, disp)?;
+        Ok(RmaRequest(()))
+    }
+
+    /// [`accumulate`](Self::accumulate) returning a request
+    /// (`MPI_Raccumulate`), inside a lock of `target` or `lock_all`.
+    ///
+    /// Standard section: MPI 4.1 §12.3.4.
+    pub fn raccumulate(
+        &self,
+        origin: &[T],
+        target: i32,
+        disp: usize,
+        op: SystemOperation,
+    ) -> Result<RmaRequest, Error>
+    where
+        SystemOperation: Operation<T>,
+    {
+        self.request_epoch(target)?;
+        self.accumulate(origin, target, disp, op)?;
+        Ok(RmaRequest(()))
+    }
+
+    /// [`get_accumulate`](Self::get_accumulate) returning a request
+    /// (`MPI_Rget_accumulate`), inside a lock of `target` or `lock_all`.
+    ///
+    /// Standard section: MPI 4.1 §12.3.5.
+    pub fn rget_accumulate(
+        &self,
+        origin: &[T],
+        result: &mut [T],
+        target: i32,
+        disp: usize,
+        op: SystemOperation,
+    ) -> Result<RmaRequest, Error>
+    where
+        SystemOperation: Operation<T>,
+    {
+        self.request_epoch(target)?;
+        self.get_accumulate(origin, result, target, disp, op)?;
+        Ok(RmaRequest(()))
+    }
+
     // ---- notified access -------------------------------------------------
 
     fn counter(&self, counter: u32) -> Result<usize, Error> {
@@ -1241,6 +1318,28 @@ impl<'a, T: Equivalence> Window<'a, T> {
         if self.rank == 0 {
             release_id(self.world, self.id);
         }
+        Ok(())
+    }
+}
+
+/// The request of a request-based one-sided operation ([`Window::rput`],
+/// [`Window::rget`], [`Window::raccumulate`], [`Window::rget_accumulate`]).
+/// Every one-sided operation here is carried out before its call returns,
+/// so the request is complete from the start: `test` says so and `wait`
+/// returns at once. It holds no record (no `requests_per_rank` limit).
+#[must_use = "a request is completed by wait or test"]
+#[derive(Debug)]
+pub struct RmaRequest(());
+
+impl RmaRequest {
+    /// Whether the operation has completed locally (`MPI_Test`): always.
+    pub fn test(&self) -> bool {
+        true
+    }
+
+    /// Waits for the operation's local completion (`MPI_Wait`): its origin
+    /// buffer may be reused, its result buffer read.
+    pub fn wait(self) -> Result<(), Error> {
         Ok(())
     }
 }

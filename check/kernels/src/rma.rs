@@ -1407,3 +1407,45 @@ gpu_mpi_device::kernel! {
         for_type!(args.elem, program(world, args))
     }
 }
+
+gpu_mpi_device::kernel! {
+    /// The request-based operations (MPI 4.1 §12.3): under `lock_all`,
+    /// rank `r` `rput`s `r + 1` into element `r + 1` of rank 0's window,
+    /// `raccumulate`s 1 into element 0 of the next rank's and, after a
+    /// flush and a barrier, `rget`s rank 0's element `r + 1` and
+    /// `rget_accumulate`s (no-op) the next rank's element 0. Records: the
+    /// two values read, whether every request tested complete, and the
+    /// class of an `rput` outside a passive-target epoch (after a fence).
+    pub static RMA_REQUESTS = fn rma_requests(world: &World, args: &RmaArgs) -> Result<(), Error> {
+        let (r, p) = (world.rank(), world.size());
+        let next = (r + 1) % p;
+        let win = Window::<u32>::allocate(world, p as usize + 1)?;
+        win.lock_all()?;
+        let put = win.rput(&[r as u32 + 1], 0, r as usize + 1)?;
+        let acc = win.raccumulate(&[1], next, 0, SystemOperation::sum())?;
+        let all_done = put.test() && acc.test();
+        put.wait()?;
+        acc.wait()?;
+        win.flush_all()?;
+        world.barrier()?;
+        let mut mine = [0u32];
+        let get = win.rget(&mut mine, 0, r as usize + 1)?;
+        get.wait()?;
+        let mut count = [0u32];
+        win.rget_accumulate(&[0], &mut count, next, 0, SystemOperation::no_op())?
+            .wait()?;
+        win.unlock_all()?;
+        win.fence()?;
+        let outside = match win.rput(&[0], next, 0) {
+            Err(e) => e.class() as u32,
+            Ok(_) => 0,
+        };
+        win.fence_with(Mode::NO_SUCCEED)?;
+        win.free()?;
+        let base = r as usize * args.slots as usize;
+        args.out.write(base, mine[0])?;
+        args.out.write(base + 1, count[0])?;
+        args.out.write(base + 2, all_done as u32)?;
+        args.out.write(base + 3, outside)
+    }
+}
