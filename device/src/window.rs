@@ -61,7 +61,7 @@
 //! - **Post, start, complete, wait** (§12.5.2): a target's `post` writes
 //!   its rank into a free post slot of each origin's synchronisation line
 //!   (a compare-and-swap, Release; it waits only while all
-//!   [`POST_SLOTS`](crate::layout) slots of an origin are full); an
+//!   [`POST_SLOTS`] slots of an origin are full); an
 //!   origin's `start` waits for each target of its group in its slots
 //!   (Acquire) and frees the slot. A target has at most one post pending
 //!   for an origin (its next one follows its `wait`, which needs that
@@ -79,7 +79,7 @@ use crate::collective::{CommunicatorCollectives, Operation, Root, SystemOperatio
 use crate::communicator::{CommInfo, CommView, Communicator, Group, SimpleCommunicator, World};
 use crate::datatype::Equivalence;
 use crate::error::{Error, RmaSyncReason};
-use crate::layout::{Layout, MAX_WINDOWS, POST_SLOTS, WINDOW_ENTRY_BYTES};
+use crate::layout::{Layout, MAX_WINDOWS, WINDOW_ENTRY_BYTES};
 use crate::polling::{wait_core, Call, WaitFor};
 use crate::shim::{self, Ordering};
 use crate::status::PROC_NULL;
@@ -88,7 +88,7 @@ use core::mem::size_of;
 
 use core::cell::Cell;
 
-pub use crate::layout::{MAX_LOCKS, NOTIFICATIONS};
+pub use crate::layout::{MAX_LOCKS, NOTIFICATIONS, POST_SLOTS};
 
 /// Descriptor line: the window's base address (`u64`).
 const BASE: usize = 0;
@@ -984,7 +984,7 @@ impl<'a, T: Equivalence> Window<'a, T> {
     /// `group` (`MPI_Win_post`; distinct ranks of the window's
     /// communicator): each may access it after its `start`. Ends with
     /// [`ExposureEpoch::wait`]. Waits only when an origin already holds
-    /// [`POST_SLOTS`](crate::window) posts its `start` has not taken.
+    /// [`POST_SLOTS`] posts its `start` has not taken.
     ///
     /// Standard section: MPI 4.1 §12.5.2.
     pub fn post(&self, group: &[i32]) -> Result<ExposureEpoch<'_, 'a, T>, Error> {
