@@ -8,8 +8,9 @@ use super::{fmt_num, median, ratio, Ctx, Row, Section};
 use gpu_mpi::{Device, Profile, WorldSpec};
 use gpu_mpi_bench_kernels::mpi::LIMIT_RESULTS;
 use gpu_mpi_bench_kernels::native::{
-    AtomicArgs, ChunkCopyArgs, CopyArgs, NATIVE_ATOMIC_CONTENTION, NATIVE_ATOMIC_LOAD_CHAIN,
-    NATIVE_ATOMIC_PING_PONG, NATIVE_ATOMIC_RMW, NATIVE_CHUNK_COPY, NATIVE_COPY, NATIVE_EMPTY,
+    AtomicArgs, ChunkCopyArgs, CopyArgs, CHAIN_STRIDE, NATIVE_ATOMIC_CONTENTION, NATIVE_ATOMIC_LOAD_BATCH,
+    NATIVE_ATOMIC_LOAD_CHAIN, NATIVE_ATOMIC_PING_PONG, NATIVE_ATOMIC_RMW, NATIVE_CHUNK_COPY, NATIVE_COPY,
+    NATIVE_EMPTY,
 };
 
 /// Bytes of the one-way copy that one thread's copy bandwidth is taken from
@@ -24,10 +25,9 @@ pub const CHUNK_BYTES: u32 = 4096;
 /// thread's own rate may have been the bound.
 const DEVICE_BOUND: f64 = 1.5;
 
-/// Links of the load chain, and the words between two links (128 bytes:
-/// no two links share a line).
+/// Links of the load chain (`CHAIN_STRIDE` words apart: no two links
+/// share a line).
 const CHAIN_LINKS: usize = 16;
-const CHAIN_STRIDE: usize = 32;
 /// Link `k` leads to link `k + CHAIN_STEP` (modulo the links): one cycle
 /// through all of them, the step being odd.
 const CHAIN_STEP: usize = 5;
@@ -49,6 +49,9 @@ pub struct Limits {
     /// Latency of one relaxed atomic load in a chain of dependent ones
     /// (a pointer chase), nanoseconds.
     pub atomic_load_ns: f64,
+    /// One batch of 8 independent relaxed atomic loads in a chain of such
+    /// batches (`native_atomic_load_batch`), nanoseconds.
+    pub atomic_load_batch_ns: f64,
     /// Kernel time of an empty kernel on the run's world, nanoseconds.
     pub empty_kernel_ns: f64,
     /// Kernel time of every rank adding `contention_adds` times to one word,
@@ -125,6 +128,7 @@ impl serde::Serialize for Limits {
             atomic_one_way_ns: f64,
             atomic_rmw_ns: f64,
             atomic_load_ns: f64,
+            atomic_load_batch_ns: f64,
             empty_kernel_ns: f64,
             contention_kernel_ns: f64,
             contention_ranks: u32,
@@ -148,6 +152,7 @@ impl serde::Serialize for Limits {
             atomic_one_way_ns: self.atomic_one_way_ns(),
             atomic_rmw_ns: self.atomic_rmw_ns,
             atomic_load_ns: self.atomic_load_ns,
+            atomic_load_batch_ns: self.atomic_load_batch_ns,
             empty_kernel_ns: self.empty_kernel_ns,
             contention_kernel_ns: self.contention_kernel_ns,
             contention_ranks: self.contention_ranks,
@@ -416,6 +421,7 @@ pub(crate) fn measure(ctx: &mut Ctx) -> Result<(Limits, Section), String> {
     let mut round_trips = Vec::new();
     let mut rmws = Vec::new();
     let mut loads = Vec::new();
+    let mut batches = Vec::new();
     let links: Vec<u32> = (0..CHAIN_LINKS * CHAIN_STRIDE)
         .map(|w| match w % CHAIN_STRIDE {
             0 => ((w / CHAIN_STRIDE + CHAIN_STEP) % CHAIN_LINKS * CHAIN_STRIDE) as u32,
@@ -478,6 +484,19 @@ pub(crate) fn measure(ctx: &mut Ctx) -> Result<(Limits, Section), String> {
         }
         ctx.checked();
         loads.push(o[0] as f64 / iterations as f64);
+
+        // The same chain, a batch of 8 loads per link.
+        ctx.zero(&mut out)?;
+        ctx.launch(&NATIVE_ATOMIC_LOAD_BATCH, &args, &ctx.world(n, Some(block_dim)))?;
+        let o = ctx.download(&out)?;
+        if o[2] != total as u64 || o[3] != last {
+            return Err(format!(
+                "native_atomic_load_batch: ended at word {} after {} batches, expected word {last} after {total}",
+                o[3], o[2]
+            ));
+        }
+        ctx.checked();
+        batches.push(o[0] as f64 / iterations as f64);
     }
 
     // Every rank adds to one word; an empty kernel on the same world.
@@ -543,6 +562,7 @@ pub(crate) fn measure(ctx: &mut Ctx) -> Result<(Limits, Section), String> {
         atomic_round_trip_ns: median(&round_trips),
         atomic_rmw_ns: median(&rmws),
         atomic_load_ns: median(&loads),
+        atomic_load_batch_ns: median(&batches),
         empty_kernel_ns: median(&empty),
         contention_kernel_ns: median(&contended),
         contention_ranks: ctx.ranks,
@@ -602,6 +622,18 @@ pub(crate) fn measure(ctx: &mut Ctx) -> Result<(Limits, Section), String> {
                 limits.atomic_load_ns / 1e3,
                 "us",
                 format!("{iterations} dependent relaxed atomic loads by one rank (a pointer chase)"),
+            ),
+            row(
+                "batch of 8 loads",
+                limits.atomic_load_batch_ns / 1e3,
+                "us",
+                format!("{iterations} dependent batches of 8 independent relaxed atomic loads by one rank"),
+            ),
+            row(
+                "batch / load latency",
+                limits.atomic_load_batch_ns / limits.atomic_load_ns,
+                "x",
+                "1: the 8 loads fully overlap (what the timing model assumes); 8: they are a chain".into(),
             ),
             row(
                 "RMW interval, one word",

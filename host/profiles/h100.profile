@@ -21,3 +21,5 @@ copy_thread_gbps = 0.128  # measured: the native one-way copy of 64 KiB between 
 copy_device_gbps = 1840   # measured: grid-stride copy, read + written, 1840 GB/s (2026-11-24)
 launch_ns = 10400         # measured: an empty kernel on the full world, 10.4 us kernel time (2026-11-24)
 issue_ns = 8              # fitted: the instructions around each access
+library_ns = 87           # fitted on the H200 (the same SMs and clocks): pi point-to-point at 4,096 ranks (docs/bench/h200-2026-11-28)
+copy_wide_gbps = 0.369     # fitted on the H200 (the same SMs; the H100 never ran copy_wide): the 64 KiB one-way MPI latency, 186.4 us, less the 8-byte one

@@ -1,26 +1,27 @@
 # NVIDIA H200 141 GB HBM3e (132 SMs, sm_90): the timing model's costs.
-# Same SMs and clocks as the H100 (the same GH100 die), faster memory. Until
-# an H200 run refits it, every value but the device copy bandwidth is the
-# H100's, measured on an H100.
-# docs/model.md says how each value was obtained; "measured" means our own
-# bench (docs/bench/h100-2026-11-24, gpu-mpi-bench limits), "public" a
-# published figure, "fitted" chosen so that the model meets the measured
-# table in docs/model.md.
+# Refitted from the H200 run of docs/bench/h200-2026-11-28 (commit a641fbb).
+# docs/model.md says how each value was obtained; "measured" means that
+# run's `gpu-mpi-bench limits` less the model's other costs of the kernel
+# that measured it (docs/model.md, "Modelling your own card"), "public" a
+# published figure, "fitted" chosen so that the model meets that run's
+# figures (docs/model.md, "Measured against modelled").
 name = "NVIDIA H200"
 
 load_hit_ns = 20          # public: L1 hit ~33 cycles at 1.75 GHz (Chips and Cheese, "Nvidia's H100: Funny L2", 2023)
-load_ns = 240             # measured: one L2 round trip = dependent atomic RMW, 0.239 us (2026-11-24)
-acquire_ns = 40           # fitted: ld.acquire.gpu's L1 invalidation
+load_ns = 173.4           # measured: dependent relaxed atomic loads, 181.4 ns each, less issue_ns
+acquire_ns = 40           # fitted on the H100: ld.acquire.gpu's L1 invalidation
 store_ns = 10             # public: a store issues and the thread moves on
-visible_ns = 120          # fitted: atomic flag one-way 0.595 us (2026-11-24) = release + visibility + poll
-release_ns = 120          # fitted: MEMBAR.GPU before a release store
-fence_ns = 150            # fitted: fence.acq_rel.gpu
-rmw_ns = 240              # measured: dependent fetch_add, 0.239 us (2026-11-24)
-rmw_interval_ns = 4.3     # fitted: the native grid barrier, 1.34 us at 132 blocks (2026-11-22) and 1.905 us at 264 (2026-11-24): 4.3 ns per arrival on one counter
+visible_ns = 192.3        # measured: atomic flag one-way 543.7 ns, less load, issue, release, store and acquire
+release_ns = 120          # fitted on the H100: MEMBAR.GPU before a release store
+fence_ns = 150            # fitted on the H100: fence.acq_rel.gpu
+rmw_ns = 219.8            # measured: dependent fetch_add, 227.8 ns each, less issue_ns
+rmw_interval_ns = 2.1     # fitted: the native grid barrier, 1.084 us at 128 blocks and 1.349 us at 256 (scale suite)
 sleep_min_ns = 30         # public: nanosleep's granularity (PTX ISA: "approximately")
 block_barrier_ns = 20     # public: bar.sync after the last warp, ~20-40 cycles
 warp_op_ns = 15           # public: shfl.sync latency, ~25 cycles
-copy_thread_gbps = 0.128  # measured: the native one-way copy of 64 KiB between blocks, 514 us (2026-11-22, 380b4b6)
-copy_device_gbps = 2500   # public: HBM3e 4.8 TB/s peak (NVIDIA H200 datasheet) against H100's 3.35; our copy kernel reached 55% of H100's peak
-launch_ns = 10400         # measured: an empty kernel on the full world, 10.4 us kernel time (2026-11-24)
-issue_ns = 8              # fitted: the instructions around each access
+copy_thread_gbps = 0.1266 # measured: the native one-way copy of 64 KiB less 0 B, 518.0 us, less load_ns
+copy_device_gbps = 2025   # measured: the grid-stride copy kernel, read plus written
+launch_ns = 9183          # measured: an empty kernel on 67,584 ranks, 9.472 us, less its ranks' own modelled time
+issue_ns = 8              # fitted on the H100: the instructions around each access
+library_ns = 87           # fitted: pi point-to-point, 4,096 ranks, 22.35 ms: the library's instructions, per access to a rank's own records
+copy_wide_gbps = 0.369     # fitted: the 64 KiB one-way MPI latency, 186.4 us, less the modelled rest of the message (a direct message, one copy_wide); 1 MiB one pair measured 0.372 GB/s

@@ -52,7 +52,7 @@ pub struct Profile {
     /// A warp collective (shuffle, vote, match, `bar.warp.sync`) once its
     /// last lane arrived.
     pub warp_op_ns: f64,
-    /// Bytes one thread copies per nanosecond (`copy_bytes`, `copy_wide`).
+    /// Bytes one thread copies per nanosecond with `copy_bytes`.
     pub copy_thread_gbps: f64,
     /// Bytes the whole device copies per nanosecond (read plus written):
     /// a floor under the time of every copy made meanwhile.
@@ -63,11 +63,20 @@ pub struct Profile {
     /// The instructions around each access (address arithmetic, branches):
     /// charged once per access.
     pub issue_ns: f64,
+    /// The library's own instructions beyond `issue_ns` (argument checks,
+    /// matching, request bookkeeping): charged on each access to a rank's
+    /// own records (`mine!`, `rec!` in device/src/records.rs), which only
+    /// the library makes, so a native kernel pays none of it.
+    pub library_ns: f64,
+    /// Bytes one thread copies per nanosecond with `copy_wide` (16-byte
+    /// vectors, four in flight: a direct message's payload), where
+    /// `copy_thread_gbps` is `copy_bytes`'s.
+    pub copy_wide_gbps: f64,
 }
 
 /// The keys of a profile file, in the order [`Profile`]'s `Display` writes
 /// them (`name` comes first).
-const KEYS: [&str; 16] = [
+const KEYS: [&str; 18] = [
     "load_hit_ns",
     "load_ns",
     "acquire_ns",
@@ -84,6 +93,8 @@ const KEYS: [&str; 16] = [
     "copy_device_gbps",
     "launch_ns",
     "issue_ns",
+    "library_ns",
+    "copy_wide_gbps",
 ];
 
 /// Profiles are equal when their names and values are, bit for bit (so
@@ -298,6 +309,8 @@ impl Profile {
             copy_device_gbps: v[13],
             launch_ns: v[14],
             issue_ns: v[15],
+            library_ns: v[16],
+            copy_wide_gbps: v[17],
         })
     }
 
@@ -326,6 +339,8 @@ impl Profile {
             self.copy_device_gbps,
             self.launch_ns,
             self.issue_ns,
+            self.library_ns,
+            self.copy_wide_gbps,
         ]
     }
 }
@@ -510,7 +525,7 @@ mod tests {
         let unknown = format!("{good}warp_speed = 9\n");
         assert!(matches!(
             Profile::parse(&unknown),
-            Err(ProfileError::UnknownKey { line: 18, .. })
+            Err(ProfileError::UnknownKey { line: 20, .. })
         ));
         let word = good.replace("fence_ns = ", "fence_ns = fast");
         assert!(matches!(Profile::parse(&word), Err(ProfileError::Syntax { .. })));

@@ -29,7 +29,7 @@
 //! | [`native_barrier`], [`native_bcast`], [`native_reduce`], [`native_allreduce`] | the collectives against [`GridBarrier`] and the single-pass reduction | — |
 //! | [`crate::exchange::NATIVE_REDUCE_SHFL`], [`crate::exchange::NATIVE_ALLREDUCE_SHFL`] | the single-pass reduction with [`block_sum`] ([`shfl_reduce_round`]) | — |
 //! | the natives of [`crate::exchange`] | gather, scatter, all-gather, all-to-all, reduce-scatter, scan | — |
-//! | [`native_copy`], [`native_chunk_copy`], [`native_atomic_ping_pong`], [`native_atomic_rmw`], [`native_atomic_load_chain`], [`native_atomic_contention`] | physical limits: copy bandwidth (coalesced, and of concurrent byte copies), atomic flag round trip, dependent atomic latency, dependent load latency, read-modify-writes of one word | — |
+//! | [`native_copy`], [`native_chunk_copy`], [`native_atomic_ping_pong`], [`native_atomic_rmw`], [`native_atomic_load_chain`], [`native_atomic_load_batch`], [`native_atomic_contention`] | physical limits: copy bandwidth (coalesced, and of concurrent byte copies), atomic flag round trip, dependent atomic latency, dependent load latency, a batch of independent loads, read-modify-writes of one word | — |
 
 use crate::mpi::{
     check_full, check_stamp, fill_pattern, reduce_value, stamp, CollArgs, P2pArgs, LIMIT_RESULTS,
@@ -1183,6 +1183,49 @@ gpu_mpi_device::kernel! {
                 start = intrinsics::clock_ns();
             }
             i = atomic_at(&args.flags, i)?.load(Ordering::Relaxed) as usize;
+        }
+        let elapsed = intrinsics::clock_ns().wrapping_sub(start);
+        args.out.write(0, elapsed)?;
+        args.out.write(1, 0)?;
+        args.out.write(2, total as u64)?;
+        args.out.write(3, i as u64)
+    }
+}
+
+/// Words of a link of the load chain (128 bytes apart, as the host lays
+/// them out: `bench/src/limits.rs`).
+pub const CHAIN_STRIDE: usize = 32;
+
+gpu_mpi_device::kernel! {
+    /// One rank follows the chain of [`native_atomic_load_chain`] a batch at
+    /// a time: each step loads the link and 7 zero words of 7 other lines as
+    /// one batch of relaxed loads (`load_relaxed_batch`, the engine's way of
+    /// scanning slots), then goes to the sum of the 8 values, so each batch
+    /// waits for the previous one but its loads do not wait for each other.
+    /// Its time per batch over the chain's time per load says how far the
+    /// GPU overlaps a batch, which the timing model takes as complete
+    /// (docs/model.md).
+    pub static NATIVE_ATOMIC_LOAD_BATCH = fn native_atomic_load_batch(world: &World, args: &AtomicArgs) -> Result<(), Error> {
+        if world.rank() != 0 {
+            return Ok(());
+        }
+        check_len(&args.out, LIMIT_RESULTS)?;
+        check_len(&args.flags, 8 * CHAIN_STRIDE)?;
+        let links = args.flags.len() / CHAIN_STRIDE;
+        let total = args.warmup + args.iterations;
+        let mut start = intrinsics::clock_ns();
+        let mut i = 0usize;
+        for it in 0..total {
+            if it == args.warmup {
+                start = intrinsics::clock_ns();
+            }
+            // Word k of the line k links on: zero for k > 0 (the host
+            // stores links at word 0 of a line only).
+            let line = i / CHAIN_STRIDE;
+            let word = |k: usize| atomic_at(&args.flags, (line + k) % links * CHAIN_STRIDE + k);
+            let words = [word(0)?, word(1)?, word(2)?, word(3)?, word(4)?, word(5)?, word(6)?, word(7)?];
+            let v = gpu_mpi_device::abi::shim::load_relaxed_batch(words, 8);
+            i = v.iter().map(|&x| x as usize).sum();
         }
         let elapsed = intrinsics::clock_ns().wrapping_sub(start);
         args.out.write(0, elapsed)?;

@@ -379,7 +379,10 @@ pub fn is_shared_address(ptr: *const u8) -> bool {
 /// Both ranges valid for `len` bytes and not overlapping; the protocol orders
 /// the copy against every concurrent access with acquire/release operations.
 pub unsafe fn copy_bytes(dst: *mut u8, src: *const u8, len: usize) {
-    timed(Access::Copy { bytes: len });
+    timed(Access::Copy {
+        bytes: len,
+        wide: false,
+    });
     // SAFETY: forwarded from the caller.
     unsafe { core::ptr::copy_nonoverlapping(src, dst, len) }
 }
@@ -390,8 +393,12 @@ pub unsafe fn copy_bytes(dst: *mut u8, src: *const u8, len: usize) {
 /// # Safety
 /// As for [`copy_bytes`].
 pub unsafe fn copy_wide(dst: *mut u8, src: *const u8, len: usize) {
+    timed(Access::Copy {
+        bytes: len,
+        wide: true,
+    });
     // SAFETY: forwarded from the caller.
-    unsafe { copy_bytes(dst, src, len) }
+    unsafe { core::ptr::copy_nonoverlapping(src, dst, len) }
 }
 
 /// Stores a 64-bit word into a message payload with a plain store (the
@@ -531,10 +538,13 @@ pub mod runtime {
             /// Stores (else loads).
             write: bool,
         },
-        /// A byte copy of `bytes` bytes (`copy_bytes`, `copy_wide`).
+        /// A copy of `bytes` bytes by one thread.
         Copy {
             /// How many bytes.
             bytes: usize,
+            /// `copy_wide` (16-byte vectors, several in flight) rather
+            /// than `copy_bytes` (one word at a time).
+            wide: bool,
         },
         /// A backoff sleep of `ns` nanoseconds (`nanosleep`), before the
         /// rank gives way after a failed poll.

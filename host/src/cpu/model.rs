@@ -70,12 +70,15 @@ struct Costs {
     sleep_min: u64,
     block_barrier: u64,
     warp_op: u64,
-    /// Picoseconds per byte copied by one thread.
+    /// Picoseconds per byte copied by one thread (`copy_bytes`).
     thread_ps_per_byte: f64,
+    /// The same with `copy_wide`.
+    wide_ps_per_byte: f64,
     /// Picoseconds per byte moved (read or written) by the device.
     device_ps_per_byte: f64,
     launch: u64,
     issue: u64,
+    library: u64,
 }
 
 /// What the ranks of a timed run share: the costs and the state of memory
@@ -112,9 +115,11 @@ impl Model {
                 block_barrier: ps(p.block_barrier_ns),
                 warp_op: ps(p.warp_op_ns),
                 thread_ps_per_byte: 1e3 / p.copy_thread_gbps,
+                wide_ps_per_byte: 1e3 / p.copy_wide_gbps,
                 device_ps_per_byte: 1e3 / p.copy_device_gbps,
                 launch: ps(p.launch_ns),
                 issue: ps(p.issue_ns),
+                library: ps(p.library_ns),
             },
             visible: RefCell::new(HashMap::new()),
             rmw_free: RefCell::new(HashMap::new()),
@@ -190,6 +195,9 @@ impl Model {
                 }
             }
             Access::Plain { addr, bytes, write } | Access::Private { addr, bytes, write } => {
+                if matches!(access, Access::Private { .. }) {
+                    clock.spend(TimeCategory::Issue, c.library);
+                }
                 if write {
                     clock.spend(TimeCategory::Stores, c.store);
                 } else {
@@ -225,12 +233,17 @@ impl Model {
                 clock.spend(TimeCategory::Fences, c.fence);
                 clock.invalidate_l1();
             }
-            Access::Copy { bytes } => {
+            Access::Copy { bytes, wide } => {
                 if bytes == 0 {
                     return;
                 }
                 let now = clock.now();
-                let own = c.load + (bytes as f64 * c.thread_ps_per_byte).round() as u64;
+                let per_byte = if wide {
+                    c.wide_ps_per_byte
+                } else {
+                    c.thread_ps_per_byte
+                };
+                let own = c.load + (bytes as f64 * per_byte).round() as u64;
                 let start = now.max(self.copy_free.get());
                 let device_end = start + (2.0 * bytes as f64 * c.device_ps_per_byte).round() as u64;
                 self.copy_free.set(device_end);
@@ -511,8 +524,8 @@ mod tests {
         let bytes = 1 << 20;
         let a = Clock::new();
         let b = Clock::new();
-        m.charge(0, &a, Access::Copy { bytes });
-        m.charge(1, &b, Access::Copy { bytes });
+        m.charge(0, &a, Access::Copy { bytes, wide: false });
+        m.charge(1, &b, Access::Copy { bytes, wide: false });
         let own = ps(p.issue_ns + p.load_ns) + (bytes as f64 * 1e3 / p.copy_thread_gbps).round() as u64;
         assert_eq!(
             a.now(),
