@@ -83,6 +83,18 @@ pub struct NodeRecord {
     pub reserved: [u32; 13],
 }
 
+impl Args {
+    /// The header from its four words, in field order.
+    fn from_words([kind_class, root, bytes, datatype]: [u32; 4]) -> Args {
+        Args {
+            kind_class,
+            root: root as i32,
+            bytes,
+            datatype,
+        }
+    }
+}
+
 const _: () = assert!(core::mem::size_of::<Args>() == ARGS_BYTES);
 const _: () = assert!(core::mem::size_of::<SlotRecord>() == IMMEDIATE_RECORD_BYTES);
 const _: () = assert!(core::mem::size_of::<NodeRecord>() == IMMEDIATE_RECORD_BYTES);
@@ -422,13 +434,22 @@ impl World {
 
     pub(crate) fn read_args(&self, sp: Space, slot: u32, member: u32) -> Args {
         // Relaxed: published by the arrival counters (see `arrive`).
-        let word = |o| self.rank_word(sp, slot, member, o).load(Ordering::Relaxed);
-        Args {
-            kind_class: word(0),
-            root: word(4) as i32,
-            bytes: word(8),
-            datatype: word(12),
-        }
+        Args::from_words(shim::load_relaxed_x4(self.args_words(sp, slot, member)))
+    }
+
+    /// The argument header of `member` in `slot` of `sp`.
+    pub(crate) fn args_words(&self, sp: Space, slot: u32, member: u32) -> &[AtomicU32; 4] {
+        // SAFETY: the header is the first 16 bytes of the member's cell
+        // (64-byte aligned), inside the region, only accessed atomically.
+        unsafe { shim::atomic_u32x4_at(self.base, self.cell_offset(sp, slot, member)) }
+    }
+
+    /// The arguments of the four `members` as one batch of vector loads
+    /// (one round trip instead of 16 in a row; members may repeat).
+    pub(crate) fn read_args_x4(&self, sp: Space, slot: u32, members: [u32; 4]) -> [Args; 4] {
+        let words = members.map(|m| self.args_words(sp, slot, m));
+        // Relaxed: published by the arrival counters (see `arrive`).
+        shim::independent(|| words.map(|w| Args::from_words(shim::load_relaxed_x4(w))))
     }
 
     pub(crate) fn write_args(&self, sp: Space, slot: u32, a: &Args) {

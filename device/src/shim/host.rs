@@ -450,6 +450,12 @@ pub unsafe fn store_head_bytes(dst: *mut u8, value: u64, len: usize) {
     unsafe { core::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, len.min(8)) }
 }
 
+/// Four relaxed loads in one batch ([`super::load_relaxed_x4`]).
+#[inline(always)]
+pub(super) fn load_relaxed_x4(words: &[AtomicU32; 4]) -> [u32; 4] {
+    super::independent(|| core::array::from_fn(|k| words[k].load(Ordering::Relaxed)))
+}
+
 /// Whether [`super::load_relaxed_batch`] loads its repeated words too:
 /// only the loads a batch needs: fewer reports to the timing model.
 pub(super) const LOADS_REPEAT: bool = false;

@@ -942,6 +942,12 @@ macro_rules! __kernel_entry {
     ($name:ident, $argty:ty) => {};
 }
 
+/// Four relaxed loads in one batch ([`super::load_relaxed_x4`]).
+#[inline(always)]
+pub(super) fn load_relaxed_x4(words: &[AtomicU32; 4]) -> [u32; 4] {
+    super::independent(|| core::array::from_fn(|k| words[k].load(Ordering::Relaxed)))
+}
+
 /// Whether [`super::load_relaxed_batch`] loads its repeated words too:
 /// each load is a choice point of the model.
 pub(super) const LOADS_REPEAT: bool = false;

@@ -145,6 +145,30 @@ pub unsafe fn atomic_u64_at<'a>(base: *mut u8, offset: usize) -> &'a AtomicU64 {
     unsafe { &*(base.add(offset) as *const AtomicU64) }
 }
 
+/// Returns a reference to the four 32-bit atomics at `base + offset`.
+///
+/// # Safety
+/// As for [`atomic_u32_at`], for all four words.
+pub unsafe fn atomic_u32x4_at<'a>(base: *mut u8, offset: usize) -> &'a [AtomicU32; 4] {
+    // SAFETY: as in `atomic_u32_at`; an array of `repr(transparent)` cells
+    // is the four words in a row.
+    unsafe { &*(base.add(offset) as *const [AtomicU32; 4]) }
+}
+
+/// Relaxed loads of four consecutive words as one access: on the GPU one
+/// 16-byte vector load (`ld.relaxed.gpu.v4.u32`; each word is read
+/// atomically, the four are not one atomic read) when `words` is 16-byte
+/// aligned, else four loads in one batch ([`independent`]), as on the
+/// emulator and under loom.
+#[inline(always)]
+pub fn load_relaxed_x4(words: &[AtomicU32; 4]) -> [u32; 4] {
+    if (words.as_ptr() as usize).is_multiple_of(16) {
+        imp::load_relaxed_x4(words)
+    } else {
+        independent(|| core::array::from_fn(|k| words[k].load(Ordering::Relaxed)))
+    }
+}
+
 /// Bytes of the per-block scratch that [`shared_block`] returns: static
 /// block-shared memory on the GPU (one `.shared` array per kernel that uses
 /// it), a buffer of the block's state on the emulator and under loom.

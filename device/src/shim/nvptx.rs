@@ -654,6 +654,29 @@ macro_rules! __kernel_entry {
     };
 }
 
+/// `ld.relaxed.gpu.v4.u32` of four 16-byte aligned words
+/// ([`super::load_relaxed_x4`] checked the alignment).
+#[inline(always)]
+pub(super) fn load_relaxed_x4(words: &[AtomicU32; 4]) -> [u32; 4] {
+    let p = words.as_ptr();
+    let (a, b, c, d): (u32, u32, u32, u32);
+    // SAFETY: `words` are four live atomic words, 16-byte aligned (the
+    // caller checked), only accessed atomically; the instruction only reads
+    // them.
+    unsafe {
+        asm!(
+            "ld.relaxed.gpu.v4.u32 {{{a}, {b}, {c}, {d}}}, [{p}];",
+            a = out(reg32) a,
+            b = out(reg32) b,
+            c = out(reg32) c,
+            d = out(reg32) d,
+            p = in(reg64) p,
+            options(nostack),
+        )
+    }
+    [a, b, c, d]
+}
+
 /// Whether [`super::load_relaxed_batch`] loads its repeated words too:
 /// a repeated load is free and keeps a batch free of branches.
 pub(super) const LOADS_REPEAT: bool = true;

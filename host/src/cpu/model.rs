@@ -165,15 +165,21 @@ impl Model {
     pub(crate) fn charge(&self, rank: u32, clock: &Clock, access: Access) {
         let c = &self.costs;
         match access {
+            // Batches nest (a batch of vector loads, each a batch of its
+            // words on the emulator): the outermost one decides.
             Access::BatchBegin => {
-                if clock.batch.get().is_none() {
+                if clock.batch_depth.replace(clock.batch_depth.get() + 1) == 0 {
                     clock.batch.set(Some(clock.now()));
                 }
                 return;
             }
             Access::BatchEnd => {
-                if let Some(done) = clock.batch.take() {
-                    clock.until(TimeCategory::Loads, done);
+                let depth = clock.batch_depth.get().saturating_sub(1);
+                clock.batch_depth.set(depth);
+                if depth == 0 {
+                    if let Some(done) = clock.batch.take() {
+                        clock.until(TimeCategory::Loads, done);
+                    }
                 }
                 return;
             }
@@ -290,6 +296,8 @@ pub(crate) struct Clock {
     spent: [Cell<u64>; 9],
     /// Inside `shim::independent`: when the batch's last value arrives.
     batch: Cell<Option<u64>>,
+    /// How many `shim::independent` calls are open (they nest).
+    batch_depth: Cell<u32>,
     /// L1 lines (address >> 7, plus 1; 0 is empty), replaced in turn.
     lines: [Cell<usize>; LINES],
     next_line: Cell<usize>,
@@ -302,6 +310,7 @@ impl Clock {
             horizon: Cell::new(u64::MAX),
             spent: Default::default(),
             batch: Cell::new(None),
+            batch_depth: Cell::new(0),
             lines: Default::default(),
             next_line: Cell::new(0),
         }
