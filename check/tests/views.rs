@@ -250,30 +250,58 @@ fn partial_elements_get_elements_versus_count(backend: Backend) {
     assert_eq!(o.out[2], u32::MAX, "count: MPI_UNDEFINED");
     assert_eq!(o.out[3], 5, "elements");
     assert_eq!(o.dst, run.expected(40));
-    // A struct {f64, i32} sent as 1.5 instances' worth of its primitives is
-    // not a prefix of whole signatures the ids can tell apart: the period
-    // differs, MPI_ERR_TYPE (docs/datatypes.md, limits).
 }
 testgen!(partial_elements_get_elements_versus_count);
+
+/// Rank 0 sends `send_count` of `send` (its buffer the pattern over the
+/// span), rank 1 receives into `recv_count` of `recv` in `mode`.
+fn prefix_run<'a>(
+    send: &'a UserDatatype,
+    send_count: usize,
+    recv: &'a UserDatatype,
+    recv_count: usize,
+    mode: u32,
+    spec: WorldSpec,
+) -> Run<'a> {
+    let mut run = Run::same(recv, recv_count);
+    let (_, hi) = send.commit().unwrap().span(send_count).unwrap();
+    run.send = send;
+    run.send_count = send_count;
+    run.src = pattern((hi.max(0) as usize).max(64));
+    run.send_origin = 0;
+    run.mode = mode;
+    run.spec = spec;
+    run
+}
 
 /// The cases of [`a_receive_whose_signature_extends_the_message_takes_it`]
 /// and [`a_heterogeneous_message_into_a_longer_signature_is_taken`]:
 /// `(send type, send count, receive type, receive count, bytes, elements)`
-/// must succeed with `bytes` bytes, `get_count` `MPI_UNDEFINED` and
-/// `elements` primitives.
+/// must succeed in every mode with `bytes` bytes, `get_count`
+/// `MPI_UNDEFINED`, `elements` primitives and the reference model's
+/// buffer.
 fn prefix_cases(backend: Backend, cases: &[(&UserDatatype, usize, &UserDatatype, usize, u32, u32)]) {
     for (k, &(send, send_count, recv, recv_count, bytes, elements)) in cases.iter().enumerate() {
-        let mut run = Run::same(recv, recv_count);
-        run.send = send;
-        run.send_count = send_count;
-        run.src = pattern(64);
-        run.send_origin = 0;
-        let o = run.go(backend);
-        assert_eq!((o.class(), o.bytes()), (0, bytes), "case {k}: class and bytes");
-        assert_eq!(o.out[2], u32::MAX, "case {k}: count: MPI_UNDEFINED");
-        assert_eq!(o.out[3], elements, "case {k}: elements");
-        assert_eq!(o.dst, run.expected(bytes as usize), "case {k}: the buffer");
+        for mode in [BLOCKING, IMMEDIATE, SEND_RECEIVE, MATCHED] {
+            let run = prefix_run(send, send_count, recv, recv_count, mode, WorldSpec::ranks(2));
+            let o = run.go(backend);
+            let at = format!("case {k}, mode {mode}");
+            assert_eq!((o.class(), o.bytes()), (0, bytes), "{at}: class and bytes");
+            assert_eq!(o.out[2], u32::MAX, "{at}: count: MPI_UNDEFINED");
+            assert_eq!(o.out[3], elements, "{at}: elements");
+            assert_eq!(o.dst, run.expected(bytes as usize), "{at}: the buffer");
+            assert_eq!(o.sender_class(), 0, "{at}: the sender");
+        }
     }
+}
+
+/// A message that must fail with `MPI_ERR_TYPE` on the receiver, its
+/// status intact, the buffer untouched, the sender done.
+fn check_type_error(backend: Backend, run: &Run<'_>, bytes: u32, what: &str) {
+    let o = run.go(backend);
+    assert_eq!((o.class(), o.bytes()), (ErrorClass::Type as u32, bytes), "{what}");
+    assert!(o.dst.iter().all(|&x| x == 0), "{what}: buffer untouched");
+    assert_eq!(o.sender_class(), 0, "{what}: the sender");
 }
 
 /// MPI 4.1 §3.3.1: a receive matches a message whose type signature is a
@@ -281,11 +309,14 @@ fn prefix_cases(backend: Backend, cases: &[(&UserDatatype, usize, &UserDatatype,
 /// is then `MPI_UNDEFINED` where the message is not whole instances and
 /// `get_elements` counts its primitives (§5.1.11). Issue 27, item 8a,
 /// first part: a message of one primitive's id into a view of a
-/// non-contiguous heterogeneous type (docs/datatypes.md, "Type matching").
+/// heterogeneous type, contiguous or not (docs/datatypes.md, "Type
+/// matching").
 fn a_receive_whose_signature_extends_the_message_takes_it(backend: Backend) {
     let i32s: UserDatatype = Primitive::I32.into();
     let pair = UserDatatype::structured(&[1, 1], &[0, 8], &[Primitive::I32.into(), f64s()]).unwrap();
     let tail = UserDatatype::structured(&[3, 1], &[0, 16], &[Primitive::I32.into(), f64s()]).unwrap();
+    // {i32, f64} without a gap: one run of 12 bytes, a contiguous view.
+    let packed = UserDatatype::structured(&[1, 1], &[0, 4], &[Primitive::I32.into(), f64s()]).unwrap();
     prefix_cases(
         backend,
         &[
@@ -293,45 +324,139 @@ fn a_receive_whose_signature_extends_the_message_takes_it(backend: Backend) {
             (&i32s, 1, &pair, 1, 4, 1),
             // Two i32 into {3 × i32, f64} × 2: the first run, in part.
             (&i32s, 2, &tail, 2, 8, 2),
+            // One i32 into a contiguous {i32, f64}.
+            (&i32s, 1, &packed, 1, 4, 1),
         ],
     );
     // Not a prefix: two i32 against {i32, f64} still fails.
-    let mut run = Run::same(&pair, 2);
-    run.send = &i32s;
-    run.send_count = 2;
-    run.src = pattern(64);
-    run.send_origin = 0;
-    assert_eq!(run.go(backend).class(), ErrorClass::Type as u32, "not a prefix");
+    let run = prefix_run(&i32s, 2, &pair, 2, BLOCKING, WorldSpec::ranks(2));
+    check_type_error(backend, &run, 8, "not a prefix");
+    let run = prefix_run(&i32s, 2, &packed, 1, BLOCKING, WorldSpec::ranks(2));
+    check_type_error(backend, &run, 8, "not a prefix of a contiguous view");
     // Another primitive than the signature's first: fails.
     let f64 = f64s();
-    let mut run = Run::same(&pair, 1);
-    run.send = &f64;
-    run.send_count = 1;
-    run.src = pattern(64);
-    run.send_origin = 0;
-    assert_eq!(run.go(backend).class(), ErrorClass::Type as u32, "f64 is not i32");
+    let run = prefix_run(&f64, 1, &pair, 1, BLOCKING, WorldSpec::ranks(2));
+    check_type_error(backend, &run, 8, "f64 is not i32");
 }
 testgen!(a_receive_whose_signature_extends_the_message_takes_it);
 
-/// Issue 27, item 8a, second part: a heterogeneous message whose signature
-/// is a prefix of a receive's of another period ({f64, i32} into {f64,
-/// i32, i32}, both contiguous) is `MPI_ERR_TYPE` today (docs/datatypes.md
-/// has the design: a hash of the message's primitive sequence in the slot
-/// header). Run with `--ignored` to see it fail.
-fn a_heterogeneous_message_into_a_longer_signature_is_taken(backend: Backend) {
-    let di = UserDatatype::structured(&[1, 1], &[0, 8], &[f64s(), Primitive::I32.into()]).unwrap();
-    let dii = UserDatatype::structured(
-        &[1, 1, 1],
-        &[0, 8, 12],
-        &[f64s(), Primitive::I32.into(), Primitive::I32.into()],
-    )
-    .unwrap();
-    prefix_cases(backend, &[(&di, 1, &dii, 1, 12, 2)]);
+fn i32s() -> UserDatatype {
+    Primitive::I32.into()
 }
-testgen!(
-    #[ignore = "issue 27 item 8a: heterogeneous signature prefixes not implemented (docs/limits.md)"]
-    a_heterogeneous_message_into_a_longer_signature_is_taken
-);
+
+/// A struct of one of each of `types` at `displacements`.
+fn record(displacements: &[i64], types: &[UserDatatype]) -> UserDatatype {
+    UserDatatype::structured(&vec![1; types.len()], displacements, types).unwrap()
+}
+
+/// Issue 27, item 8a, second part: a heterogeneous message whose signature
+/// is a prefix of a receive's of another period is taken (MPI 4.1
+/// §3.3.1): the sender's slot carries a hash of its primitive sequence,
+/// which the receive compares with the hash of its own signature cut to
+/// the message's length (docs/datatypes.md, "Signature prefixes"). Every
+/// mode, contiguous and non-contiguous views on either side, a message
+/// across the receive's instances, a sender of several instances, a
+/// struct against its doubled form, and a streamed message.
+fn a_heterogeneous_message_into_a_longer_signature_is_taken(backend: Backend) {
+    // {f64, i32} and {f64, i32, i32}: contiguous (one instance).
+    let di = record(&[0, 8], &[f64s(), i32s()]);
+    let dii = record(&[0, 8, 12], &[f64s(), i32s(), i32s()]);
+    // The same signatures with gaps: non-contiguous.
+    let di_gap = record(&[0, 12], &[f64s(), i32s()]);
+    let dii_gap = record(&[0, 12, 20], &[f64s(), i32s(), i32s()]);
+    // {f64, i32, i32, f64}: across two instances of {f64, i32, i32}.
+    let diid = record(&[0, 8, 12, 16], &[f64s(), i32s(), i32s(), f64s()]);
+    // {i32, f64} (extent 16: non-contiguous in twos) twice, into
+    // {i32, f64, i32, f64, i32}.
+    let id = record(&[0, 4], &[i32s(), f64s()]);
+    let ididi = record(&[0, 4, 12, 16, 24], &[i32s(), f64s(), i32s(), f64s(), i32s()]);
+    // {i32, f64, i32} (first and last primitive equal: its id hashes the
+    // whole signature) into its doubled form.
+    let idi = record(&[0, 4, 12], &[i32s(), f64s(), i32s()]);
+    let idi2 = UserDatatype::contiguous(2, &idi).unwrap();
+    prefix_cases(
+        backend,
+        &[
+            // The issue's case: {f64, i32} into {f64, i32, i32}.
+            (&di, 1, &dii, 1, 12, 2),
+            (&di_gap, 1, &dii_gap, 1, 12, 2),
+            (&di, 1, &dii_gap, 2, 12, 2),
+            (&di_gap, 1, &dii, 3, 12, 2),
+            (&diid, 1, &dii, 3, 24, 4),
+            (&id, 2, &ididi, 1, 24, 4),
+            (&idi, 1, &idi2, 1, 16, 3),
+        ],
+    );
+    // Whole instances of the receive: get_count is defined.
+    for mode in [BLOCKING, MATCHED] {
+        let run = prefix_run(&idi, 2, &idi2, 2, mode, WorldSpec::ranks(2));
+        let o = run.go(backend);
+        assert_eq!(
+            (o.class(), o.bytes(), o.out[2], o.out[3]),
+            (0, 32, 1, 6),
+            "mode {mode}"
+        );
+        assert_eq!(o.dst, run.expected(32), "mode {mode}: the buffer");
+    }
+    // 200 × {i32, f64} (2400 bytes) into {200 × {i32, f64}, i32}: larger
+    // than a slot, streamed through 64-byte slots and through the default
+    // ones; packed (`resized` to 12 bytes: the sender and the receiver
+    // contiguous) and with gaps.
+    let id12 = UserDatatype::resized(&id, 0, 12).unwrap();
+    let long = UserDatatype::structured(&[200, 1], &[0, 3200], &[id.clone(), i32s()]).unwrap();
+    let long12 = UserDatatype::structured(&[200, 1], &[0, 2400], &[id12.clone(), i32s()]).unwrap();
+    for (send, recv) in [(&id, &long), (&id12, &long12), (&id12, &long)] {
+        for spec in [WorldSpec::ranks(2), WorldSpec::ranks(2).slot_bytes(64)] {
+            for mode in [BLOCKING, IMMEDIATE, SEND_RECEIVE] {
+                let run = prefix_run(send, 200, recv, 1, mode, spec);
+                let o = run.go(backend);
+                assert_eq!((o.class(), o.bytes()), (0, 2400), "mode {mode}");
+                assert_eq!((o.out[2], o.out[3]), (u32::MAX, 400), "mode {mode}");
+                assert_eq!(o.dst, run.expected(2400), "mode {mode}: the buffer");
+            }
+        }
+    }
+}
+testgen!(a_heterogeneous_message_into_a_longer_signature_is_taken);
+
+/// The other side of [`a_heterogeneous_message_into_a_longer_signature_is_taken`]:
+/// a heterogeneous message of another id that is no prefix of the
+/// receive's signature is `MPI_ERR_TYPE`, the buffer untouched: a
+/// different order, a different primitive of the same size (the same
+/// length), a message ending inside a primitive of the receive; and, a
+/// limit (docs/limits.md), one longer than the receive whose signature
+/// starts with the receive's.
+fn a_heterogeneous_message_that_is_no_prefix_is_a_type_error(backend: Backend) {
+    let di = record(&[0, 8], &[f64s(), i32s()]);
+    let dii = record(&[0, 8, 12], &[f64s(), i32s(), i32s()]);
+    let dii_gap = record(&[0, 12, 20], &[f64s(), i32s(), i32s()]);
+    let id = record(&[0, 4], &[i32s(), f64s()]);
+    let dfi = record(&[0, 8, 12], &[f64s(), Primitive::F32.into(), i32s()]);
+    let dli = record(&[0, 8, 16], &[f64s(), Primitive::I64.into(), i32s()]);
+    let diid = record(&[0, 8, 12, 16], &[f64s(), i32s(), i32s(), f64s()]);
+    let spec = || WorldSpec::ranks(2);
+    for mode in [BLOCKING, IMMEDIATE, SEND_RECEIVE, MATCHED] {
+        let at = |what: &str| format!("{what}, mode {mode}");
+        // f64 i32 f64 i32 against f64 i32 i32 f64.
+        let run = prefix_run(&di, 2, &dii, 2, mode, spec());
+        check_type_error(backend, &run, 24, &at("{f64, i32} x 2"));
+        let run = prefix_run(&di, 2, &dii_gap, 2, mode, spec());
+        check_type_error(backend, &run, 24, &at("{f64, i32} x 2, gaps"));
+        // i32 f64 against f64 i32: the same primitives and length.
+        let run = prefix_run(&id, 1, &dii, 1, mode, spec());
+        check_type_error(backend, &run, 12, &at("another order"));
+        // f64 i32 i32 against f64 f32 i32: the same length, whole.
+        let run = prefix_run(&dii, 1, &dfi, 1, mode, spec());
+        check_type_error(backend, &run, 16, &at("f32 for i32"));
+        // 12 bytes end inside the i64 of {f64, i64, i32}.
+        let run = prefix_run(&di, 1, &dli, 1, mode, spec());
+        check_type_error(backend, &run, 12, &at("inside a primitive"));
+        // Longer than the receive: MPI_ERR_TYPE, not MPI_ERR_TRUNCATE.
+        let run = prefix_run(&diid, 1, &dii, 1, mode, spec());
+        check_type_error(backend, &run, 24, &at("longer than the receive"));
+    }
+}
+testgen!(a_heterogeneous_message_that_is_no_prefix_is_a_type_error);
 
 fn signature_mismatch_is_a_type_error_on_the_receiver(backend: Backend) {
     let a = UserDatatype::vector(4, 1, 2, &f64s()).unwrap();

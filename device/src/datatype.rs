@@ -149,6 +149,14 @@ pub trait Buffer {
     fn typed(&self) -> Option<&TypedBuffer> {
         None
     }
+    /// The word a message of this buffer carries in its slot header so that
+    /// a receive of a longer signature can take it (MPI 4.1 §3.3.1): for a
+    /// view of a heterogeneous type, a hash of its whole primitive
+    /// sequence (`derived::TypeRef::message_hash`); 0 (no hash) otherwise.
+    #[doc(hidden)]
+    fn message_signature(&self) -> u32 {
+        0
+    }
 }
 
 /// A receive buffer: one value, an array or a slice of values of one
@@ -168,6 +176,21 @@ pub trait BufferMut {
     fn typed_mut(&mut self) -> Option<&TypedBuffer> {
         None
     }
+    /// The typed layout a point-to-point receive records: as
+    /// [`BufferMut::typed_mut`], and also for a view of a contiguous
+    /// heterogeneous type (its run moved in one piece), so that a receive of
+    /// another datatype id reaches its encoding to check a signature prefix
+    /// (MPI 4.1 §3.3.1).
+    #[doc(hidden)]
+    fn typed_receive(&mut self) -> Option<&TypedBuffer> {
+        self.typed_mut()
+    }
+    /// As [`Buffer::message_signature`], for the send of
+    /// `send_receive_replace_into`.
+    #[doc(hidden)]
+    fn message_signature(&self) -> u32 {
+        0
+    }
 }
 
 /// A buffer with a committed derived datatype, as the engine and the
@@ -183,11 +206,12 @@ pub struct TypedBuffer {
     pub(crate) words: *const u64,
     /// Words of the encoding.
     pub(crate) words_len: usize,
-    /// The buffer.
+    /// The buffer (for the run of a contiguous receive view moved by
+    /// `derived::move_run`: the run's first byte).
     pub(crate) base: *mut u8,
-    /// Bytes of the buffer.
+    /// Bytes of the buffer (for such a run: its packed bytes).
     pub(crate) len: usize,
-    /// Index of MPI's buffer address in the buffer.
+    /// Index of MPI's buffer address in the buffer (for such a run: 0).
     pub(crate) origin: usize,
     /// Instances of the type.
     pub(crate) count: usize,
@@ -203,9 +227,9 @@ pub struct TypedBuffer {
     /// collectives never name it, and ptxas counts the registers of every
     /// function a kernel can call.
     pub(crate) mover: Mover,
-    /// Whether a message of `bytes` bytes of one primitive id is a prefix
-    /// of this buffer's signature (MPI 4.1 §3.3.1); `derived`'s, reached
-    /// through this pointer for the same reason as `mover`.
+    /// Whether a message is a prefix of this buffer's signature (MPI 4.1
+    /// §3.3.1); `derived`'s, reached through this pointer for the same
+    /// reason as `mover`.
     pub(crate) extends: Extends,
 }
 
@@ -231,13 +255,14 @@ impl TypedBuffer {
 #[doc(hidden)]
 pub type Mover = unsafe fn(&TypedBuffer, bool, u64, *mut u8, u64) -> bool;
 
-/// Whether a message of `bytes` bytes of primitive id `id` is a prefix of
-/// a typed buffer's signature.
+/// Whether a message of `bytes` bytes of datatype id `id`, whose slot
+/// header carried the signature word `signature` ([`Buffer::message_signature`]),
+/// is a prefix of a typed buffer's signature.
 ///
 /// # Safety
 /// The buffer's encoding is alive (borrowed by its view).
 #[doc(hidden)]
-pub type Extends = unsafe fn(&TypedBuffer, u32, u64) -> bool;
+pub type Extends = unsafe fn(&TypedBuffer, u32, u64, u32) -> bool;
 
 /// The byte size of a primitive datatype id (`MPI_Type_size`), 0 for an
 /// unknown id.

@@ -33,6 +33,7 @@
 
 mod encoding;
 mod pack_kernel;
+mod prefix;
 mod share;
 mod tiles;
 mod typeref;
@@ -51,5 +52,5 @@ pub use share::{pack_share, unpack_share, Share};
 #[doc(hidden)]
 pub use tiles::{pack_tiles, unpack_tiles, PackPath, TileShape, SECTOR_BYTES, TILE_BYTES, TILE_MAX_LEN};
 pub use typeref::TypeRef;
-pub(crate) use walk::{extends_with_primitive, move_range};
+pub(crate) use walk::{extends, move_range, move_run};
 pub use walk::{pack_into, pack_into_at, pack_size, unpack_from, unpack_from_at};

@@ -120,6 +120,52 @@ pub(crate) struct Post {
     /// area, which starts out holding `data` (a send's bytes).
     pub(crate) inline: bool,
     pub(crate) data: u64,
+    /// A send's signature word (its slot header's; see [`Signature`]).
+    pub(crate) signature: Signature,
+}
+
+/// The word a send puts in its slot header's `signature` field so that a
+/// receive of a longer signature can take the message (MPI 4.1 §3.3.1;
+/// [`Buffer::message_signature`](crate::datatype::Buffer::message_signature)):
+/// kept in the send record's `wanted` word, which a send does not use. Only
+/// with the `views` feature (without it nothing is hashed, and this is
+/// empty: the records and the slots are written as before).
+#[derive(Clone, Copy)]
+pub(crate) struct Signature(#[cfg(feature = "views")] u32);
+
+impl Signature {
+    /// No hash: every receive, and every send of a buffer without one.
+    #[cfg(feature = "views")]
+    pub(crate) const NONE: Signature = Signature(0);
+    /// No hash (nothing is hashed without the feature).
+    #[cfg(not(feature = "views"))]
+    pub(crate) const NONE: Signature = Signature();
+
+    /// A send's word, `word` from its buffer's `message_signature`.
+    #[cfg(feature = "views")]
+    #[inline(always)]
+    pub(crate) fn of(word: u32) -> Signature {
+        Signature(word)
+    }
+    /// Nothing without the feature.
+    #[cfg(not(feature = "views"))]
+    #[inline(always)]
+    pub(crate) fn of(_: u32) -> Signature {
+        Signature()
+    }
+
+    /// The word.
+    #[cfg(feature = "views")]
+    #[inline(always)]
+    pub(crate) fn get(self) -> u32 {
+        self.0
+    }
+    /// 0 without the feature.
+    #[cfg(not(feature = "views"))]
+    #[inline(always)]
+    pub(crate) fn get(self) -> u32 {
+        0
+    }
 }
 
 /// The most bytes a blocking call carries in its record instead of a
@@ -234,7 +280,7 @@ pub(crate) fn post(w: &Core, scope: u32, p: &Post) -> Result<u32, Error> {
         buffer: p.buffer as u64,
         slot: p.slot,
         offset: 0,
-        wanted: 0,
+        wanted: p.signature.get(),
         mode: p.mode | (p.context << CONTEXT_SHIFT),
         scope,
         outcome: Outcome::Success as u32,
@@ -438,6 +484,8 @@ pub(crate) fn run(core: Core, p: &Post) -> Finished {
         if p.inline { p.data } else { p.buffer as u64 },
         saturating_u32(p.len),
         p.slot,
+        #[cfg(feature = "views")]
+        p.signature.get(),
     ))
 }
 
@@ -536,6 +584,7 @@ fn run_words(
     word: u64,
     len: u32,
     slot: u32,
+    #[cfg(feature = "views")] signature: u32,
 ) -> u64 {
     let core = Core {
         base: base as *mut u8,
@@ -560,6 +609,10 @@ fn run_words(
         context: mode >> CONTEXT_SHIFT,
         inline,
         data: if inline { word } else { 0 },
+        #[cfg(feature = "views")]
+        signature: Signature::of(signature),
+        #[cfg(not(feature = "views"))]
+        signature: Signature::NONE,
     };
     let i = match post(w, 0, &p) {
         Ok(i) => i,
@@ -826,13 +879,18 @@ pub(crate) struct Arrived {
     datatype: u32,
     kind: u32,
     head: u64,
+    /// The sender's signature word ([`Signature`]).
+    #[cfg(feature = "views")]
+    signature: u32,
 }
 
 impl Arrived {
     /// Loads claimed slot `id`'s words in one batch. The slot arrived for
     /// this rank (`drain` made its header and payload visible) and its
     /// sender touches neither until it is returned or told CTS, so the
-    /// payload's first word is stable whatever the kind.
+    /// payload's first word is stable whatever the kind. With the `views`
+    /// feature the batch also holds the signature word, which only a
+    /// receive of another datatype id reads: no round trip more.
     #[inline(always)]
     fn load(w: &Core, id: u32) -> Arrived {
         let at = w.slot_header(id);
@@ -844,6 +902,8 @@ impl Arrived {
                 load_at(at, SlotWord::Datatype),
                 load_at(at, SlotWord::Kind),
             ];
+            #[cfg(feature = "views")]
+            let signature = load_at(at, SlotWord::Signature);
             // SAFETY: a payload holds at least 64 bytes and is 16-aligned;
             // ordered as above.
             let head = unsafe { shim::load_payload_u64(at.payload()) };
@@ -855,6 +915,8 @@ impl Arrived {
                 datatype,
                 kind,
                 head,
+                #[cfg(feature = "views")]
+                signature,
             }
         })
     }
@@ -1016,34 +1078,37 @@ fn start_receive_outlined(base: u64, rank: u32, i: u32) -> Step {
     start_receive(&core, i)
 }
 
-/// Whether receive record `i`, of datatype id `expected`, takes a message
-/// of another id `datatype` and `bytes` bytes because the message's type
-/// signature is a prefix of the receive's (MPI 4.1 §3.3.1): a message of
-/// one primitive's id into a view of a heterogeneous type whose packed form
-/// starts with `bytes` bytes of that primitive. Only a typed receive (a
-/// view of a non-contiguous type) holds its encoding; any other receive
-/// keeps the strict id check.
+/// Whether receive record `i`, of datatype id `expected`, takes message
+/// `a` of another id because the message's type signature is a prefix of
+/// the receive's (MPI 4.1 §3.3.1). Only a heterogeneous receive signature
+/// can extend another, and only a typed receive (a view of a heterogeneous
+/// type, contiguous or not) holds its encoding; any other receive keeps
+/// the strict id check.
 #[cfg(feature = "views")]
 #[inline(always)]
-fn receive_extends(w: &Core, i: u32, expected: u32, datatype: u32, bytes: u32) -> bool {
+fn receive_extends(w: &Core, i: u32, expected: u32, a: &Arrived) -> bool {
     expected & SIGNATURE_BIT != 0
         && rec!(w, i, mode) & TYPED_MODE != 0
-        && receive_extends_outlined(rec!(w, i, buffer), datatype, bytes)
+        && receive_extends_outlined(rec!(w, i, buffer), a.datatype, a.bytes, a.signature)
 }
 
 /// Without the `views` feature no receive is typed: ids match exactly.
 #[cfg(not(feature = "views"))]
 #[inline(always)]
-fn receive_extends(_: &Core, _: u32, _: u32, _: u32, _: u32) -> bool {
+fn receive_extends(_: &Core, _: u32, _: u32, _: &Arrived) -> bool {
     false
 }
 
 /// [`receive_extends`]'s walk of the receive's signature: out of line and
-/// cold (the slow path of a type mismatch), scalar arguments.
+/// cold (the slow path of a type mismatch), scalar arguments. The view's
+/// `extends` compares the message's hash (its slot's `signature`) with
+/// the hash of the receive's signature cut to `bytes`, or, for a message
+/// of one primitive without a hash, checks the receive's first `bytes`
+/// bytes exactly.
 #[cfg(feature = "views")]
 #[inline(never)]
 #[cold]
-fn receive_extends_outlined(typed: u64, datatype: u32, bytes: u32) -> bool {
+fn receive_extends_outlined(typed: u64, datatype: u32, bytes: u32, signature: u32) -> bool {
     // SAFETY: a record with TYPED_MODE holds the address of the
     // `TypedBuffer` of a view borrowed until the record is collected, and
     // the view borrows its encoding's words for as long (see `typed_move`).
@@ -1051,7 +1116,7 @@ fn receive_extends_outlined(typed: u64, datatype: u32, bytes: u32) -> bool {
     // A part of a view (a collective's piece) starts inside the packed
     // form: its prefix is not the type's; such receives match by id only.
     // SAFETY: as above: the encoding is alive and unwritten.
-    t.skip == 0 && unsafe { (t.extends)(t, datatype, bytes as u64) }
+    t.skip == 0 && unsafe { (t.extends)(t, datatype, bytes as u64, signature) }
 }
 
 /// Starts receiving the claimed message of record `i` (state RecvClaimed).
@@ -1062,16 +1127,14 @@ fn start_receive(w: &Core, i: u32) -> Step {
     let (status, kind) = (a.status(w), a.kind);
     let capacity = rec!(w, i, len);
     let expected = rec!(w, i, datatype);
-    let (outcome, wanted) = if expected != ID_BYTE
-        && expected != status.datatype
-        && !receive_extends(w, i, expected, status.datatype, status.bytes)
-    {
-        (Outcome::TypeMismatch, 0)
-    } else if status.bytes > capacity {
-        (Outcome::Truncate, capacity)
-    } else {
-        (Outcome::Success, status.bytes)
-    };
+    let (outcome, wanted) =
+        if expected != ID_BYTE && expected != status.datatype && !receive_extends(w, i, expected, &a) {
+            (Outcome::TypeMismatch, 0)
+        } else if status.bytes > capacity {
+            (Outcome::Truncate, capacity)
+        } else {
+            (Outcome::Success, status.bytes)
+        };
     let first = if kind == MessageKind::Stream as u32 {
         load(w, id, SlotWord::Chunk).min(wanted)
     } else {
@@ -1277,6 +1340,9 @@ fn claim(w: &Core, i: u32) -> Step {
     store(w, id, SlotWord::Kind, kind as u32);
     store(w, id, SlotWord::Sequence, sequence);
     store(w, id, SlotWord::Context, mode_word >> CONTEXT_SHIFT);
+    // Every message, hashed or not: no old hash survives the slot's reuse.
+    #[cfg(feature = "views")]
+    store(w, id, SlotWord::Signature, rec!(w, i, wanted));
     store(w, id, SlotWord::Link, LINK_PENDING);
     store(w, id, SlotWord::State, SlotState::Queued.word(dest));
     // Release pairs with the receiver's Acquire swap in `drain`: the header

@@ -27,7 +27,7 @@
 use crate::communicator::wait_for;
 use crate::communicator::{AnyProcess, CommInfo, Process, World, ANY_SOURCE, PROC_NULL};
 use crate::datatype::{Buffer, BufferMut, Datatype, Equivalence, TypedBuffer};
-use crate::engine::{self, Post};
+use crate::engine::{self, Post, Signature};
 use crate::error::Error;
 use crate::polling::{Call, WaitFor};
 use crate::records::{RecordState, SendMode};
@@ -135,10 +135,11 @@ pub(crate) fn send_bytes<B: Buffer + ?Sized>(buf: &B) -> (*const u8, usize, u32)
     }
 }
 
-/// [`send_bytes`] of a receive buffer.
+/// [`send_bytes`] of a receive buffer, typed as a point-to-point receive
+/// records it ([`BufferMut::typed_receive`]).
 #[inline(always)]
 pub(crate) fn receive_bytes<B: BufferMut + ?Sized>(buf: &mut B) -> (*mut u8, usize, u32) {
-    match buf.typed_mut() {
+    match buf.typed_receive() {
         Some(t) => (t as *const TypedBuffer as *mut u8, t.packed, engine::TYPED_MODE),
         None => {
             let b = buf.as_bytes_mut();
@@ -149,7 +150,8 @@ pub(crate) fn receive_bytes<B: BufferMut + ?Sized>(buf: &mut B) -> (*mut u8, usi
 
 /// The record of a send of `len` bytes at `data` to rank `dest` of `comm`
 /// with `tag`, after the argument checks; `None` for the null process.
-/// `typed`: 0, or [`engine::TYPED_MODE`] when `data` is a [`TypedBuffer`].
+/// `typed`: 0, or [`engine::TYPED_MODE`] when `data` is a [`TypedBuffer`];
+/// `signature`: the buffer's `message_signature`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn send_post(
     world: &World,
@@ -161,6 +163,7 @@ pub(crate) fn send_post(
     len: usize,
     mode: SendMode,
     typed: u32,
+    signature: u32,
 ) -> Result<Option<Post>, Error> {
     check_send_tag(tag)?;
     if dest == PROC_NULL {
@@ -180,6 +183,7 @@ pub(crate) fn send_post(
         context: comm.context(),
         inline: false,
         data: 0,
+        signature: Signature::of(signature),
     }))
 }
 
@@ -214,6 +218,7 @@ pub(crate) fn receive_post(
         context: comm.context(),
         inline: false,
         data: 0,
+        signature: Signature::NONE,
     }))
 }
 
@@ -306,6 +311,7 @@ fn receive_from<B: BufferMut + ?Sized>(
         context: ctx,
         inline,
         data: 0,
+        signature: Signature::NONE,
     };
     let core = world.core();
     let i = engine::run_blocking(core, &post)?;
@@ -411,6 +417,7 @@ fn send_to<B: Buffer + ?Sized>(p: &Process<'_>, buf: &B, tag: i32, mode: SendMod
         context: p.comm.context(),
         inline,
         data,
+        signature: Signature::of(buf.message_signature()),
     };
     engine::run(w.core(), &post).sent(w.core(), &post)
 }
@@ -479,6 +486,7 @@ fn receive_value<T: Equivalence>(
         context: ctx,
         inline: true,
         data: 0,
+        signature: Signature::NONE,
     };
     let core = world.core();
     let i = engine::run_blocking(core, &post)?;
@@ -614,6 +622,7 @@ impl<'w> Message<'w> {
             context: 0,
             inline: false,
             data: 0,
+            signature: Signature::NONE,
         };
         match run(w, &post) {
             Err(Error::RequestLimit { .. }) => {
@@ -785,6 +794,7 @@ where
         out_len,
         SendMode::Standard,
         out_typed,
+        msg.message_signature(),
     )?;
     let datatype = buf.datatype();
     let (ptr, len, typed) = receive_bytes(buf);
@@ -914,6 +924,7 @@ where
         len,
         SendMode::Replace,
         typed,
+        buf.message_signature(),
     )?;
     let recv = receive_post(
         w,

@@ -223,8 +223,13 @@ pub struct SlotHeader {
     /// id + 1, in its slot `k`; see `slot_return::defer_free`), so that a
     /// flush loads the list in one batch instead of walking a chain.
     pub deferred: u32,
-    /// Unused.
-    pub reserved: u32,
+    /// With the device crate's `views` feature: the hash of the message's
+    /// primitive sequence with bit 31 set (a view of a heterogeneous
+    /// type's), or 0, written with every message; a receive of another
+    /// datatype id compares it with the hash of its own signature's
+    /// prefix (MPI 4.1 §3.3.1; `derived/prefix.rs`). Without the feature,
+    /// unused.
+    pub signature: u32,
 }
 
 /// One rank's header in the world memory ([`RANK_HEADER_BYTES`]).
@@ -489,6 +494,7 @@ pub struct RequestRecord {
     /// Bytes copied so far (streaming).
     pub offset: u32,
     /// Receive: bytes it will copy (the message, cut to the buffer).
+    /// Send: the word its slot header's `signature` gets.
     pub wanted: u32,
     /// Low [`CONTEXT_SHIFT`] bits: send: the `SendMode` code; receive: the
     /// record (index + 1) of a send sharing its buffer
@@ -528,6 +534,8 @@ pub(crate) enum SlotWord {
     Sequence,
     Context,
     Deferred,
+    #[cfg(feature = "views")]
+    Signature,
 }
 
 impl SlotWord {
@@ -545,6 +553,8 @@ impl SlotWord {
             SlotWord::Sequence => offset_of!(SlotHeader, sequence),
             SlotWord::Context => offset_of!(SlotHeader, context),
             SlotWord::Deferred => offset_of!(SlotHeader, deferred),
+            #[cfg(feature = "views")]
+            SlotWord::Signature => offset_of!(SlotHeader, signature),
         }
     }
 }

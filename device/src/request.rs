@@ -661,6 +661,7 @@ impl<'w> Process<'w> {
             len,
             mode,
             typed,
+            buf.message_signature(),
         )? {
             Some(p) => scope.post(self.world, &p),
             None => Ok(Request::null()),

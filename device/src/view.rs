@@ -16,7 +16,10 @@
 //! - A type whose typemap is one contiguous run (a contiguous type, a
 //!   struct without gaps, a vector whose stride equals its block) is plain
 //!   bytes: [`Buffer::as_bytes`] is the run, and the send or receive is the
-//!   one of a `Pod` slice.
+//!   one of a `Pod` slice; except that a point-to-point receive into a run
+//!   of a heterogeneous type (a struct) is typed (with the `views`
+//!   feature), its run copied in one piece, so that it can check a
+//!   signature prefix (below).
 //! - Any other type is *packed by the engine*: the send or receive record
 //!   holds the address of the view's [`TypedBuffer`], and wherever the
 //!   engine would copy bytes (into its outbox slot, out of the slot, chunk
@@ -32,10 +35,14 @@
 //! ([`TypeRef::signature_id`]): the primitive's id for a type of one
 //! primitive, so a vector of `f64` matches a `[f64]` on the other side; a
 //! hash of the signature's period otherwise. A receive checks the id as for
-//! any buffer: another id is `MPI_ERR_TYPE` (except a message of one
-//! primitive whose signature is a prefix of a non-contiguous receive
-//! view's, which the view takes: [`TypeRef::starts_with_primitive`]), a
-//! receive into bytes (a view
+//! any buffer: another id is `MPI_ERR_TYPE`, except, with the `views`
+//! feature, a message whose signature is a prefix of a heterogeneous
+//! receive view's (MPI 4.1 §3.3.1), which the view takes: one of a
+//! primitive that the view's packed form starts with
+//! ([`TypeRef::starts_with_primitive`]), or one of a heterogeneous view,
+//! whose slot carries a hash of its primitive sequence that equals the
+//! hash of the receive's signature cut to its length (`derived/prefix.rs`;
+//! docs/datatypes.md, "Signature prefixes"). A receive into bytes (a view
 //! of an `MPI_BYTE` type, or a `u8` buffer) accepts any message, a message
 //! longer than the view's packed size is `MPI_ERR_TRUNCATE`, and a shorter
 //! one fills the first packed positions (MPI 4.1 §3.3.1: the receive may
@@ -57,10 +64,16 @@ use core::marker::PhantomData;
 struct Layout {
     typed: TypedBuffer,
     /// `Some(start)`: the typemap of `count` instances is the one run
-    /// `base[start..start + packed]`.
+    /// `typed.base[start..start + packed]`.
     contiguous: Option<usize>,
     datatype: Datatype,
     elements: usize,
+    /// The slot word its messages carry ([`Buffer::message_signature`]).
+    signature: u32,
+    /// A run (`contiguous`) of a heterogeneous type that a point-to-point
+    /// receive still records as typed (`typed` is the run, moved in one
+    /// piece: `derived::move_run`), to reach its encoding.
+    receive_typed: bool,
 }
 
 fn count_error(count: usize) -> Error {
@@ -136,22 +149,45 @@ impl Layout {
             (Datatype { id, size }, packed / size as usize)
         };
         let words = ty.words();
+        let mut typed = TypedBuffer {
+            words: words.as_ptr(),
+            words_len: words.len(),
+            base,
+            len,
+            origin,
+            count,
+            packed,
+            skip: 0,
+            mover: crate::derived::move_range,
+            extends: crate::derived::extends,
+        };
+        // A heterogeneous signature: its messages carry the hash of their
+        // primitive sequence, and a receive of a run is typed too (the
+        // engine takes a message of another id only from a typed receive).
+        let heterogeneous = cfg!(feature = "views") && id & SIGNATURE_BIT != 0;
+        let signature = if heterogeneous {
+            ty.message_hash(count as u64)
+        } else {
+            0
+        };
+        let (contiguous, receive_typed) = match contiguous {
+            Some(start) if heterogeneous => {
+                // SAFETY: `start + packed <= len` (checked above).
+                typed.base = unsafe { base.add(start) };
+                typed.len = packed;
+                typed.origin = 0;
+                typed.mover = crate::derived::move_run;
+                (Some(0), true)
+            }
+            c => (c, false),
+        };
         Ok(Layout {
-            typed: TypedBuffer {
-                words: words.as_ptr(),
-                words_len: words.len(),
-                base,
-                len,
-                origin,
-                count,
-                packed,
-                skip: 0,
-                mover: crate::derived::move_range,
-                extends: crate::derived::extends_with_primitive,
-            },
+            typed,
             contiguous,
             datatype,
             elements,
+            signature,
+            receive_typed,
         })
     }
 
@@ -159,6 +195,14 @@ impl Layout {
         match self.contiguous {
             Some(_) => None,
             None => Some(&self.typed),
+        }
+    }
+
+    fn typed_receive(&self) -> Option<&TypedBuffer> {
+        if self.receive_typed {
+            Some(&self.typed)
+        } else {
+            self.typed()
         }
     }
 }
@@ -235,6 +279,9 @@ impl Buffer for View<'_> {
     fn typed(&self) -> Option<&TypedBuffer> {
         self.layout.typed()
     }
+    fn message_signature(&self) -> u32 {
+        self.layout.signature
+    }
 }
 
 /// A receive buffer of `count` instances of a derived datatype (rsmpi's
@@ -309,6 +356,12 @@ impl BufferMut for MutView<'_> {
     }
     fn typed_mut(&mut self) -> Option<&TypedBuffer> {
         self.layout.typed()
+    }
+    fn typed_receive(&mut self) -> Option<&TypedBuffer> {
+        self.layout.typed_receive()
+    }
+    fn message_signature(&self) -> u32 {
+        self.layout.signature
     }
 }
 

@@ -67,7 +67,7 @@ use crate::codes::Call;
 use crate::communicator::CommView;
 use crate::communicator::PROC_NULL;
 use crate::datatype::{Buffer, BufferMut, Datatype, Equivalence, TypedBuffer};
-use crate::engine::{self, Post};
+use crate::engine::{self, Post, Signature};
 use crate::error::{saturating_u32, Error, ErrorClass};
 use crate::records::{RecordState, SendMode};
 use crate::status::Status;
@@ -137,7 +137,7 @@ fn no_part() -> TypedBuffer {
 ///
 /// # Safety
 /// None needed; it touches nothing.
-unsafe fn never_extends(_: &TypedBuffer, _: u32, _: u64) -> bool {
+unsafe fn never_extends(_: &TypedBuffer, _: u32, _: u64, _: u32) -> bool {
     false
 }
 
@@ -228,6 +228,7 @@ impl<'a> CommView<'a> {
             context: self.comm.collective_context(),
             inline: false,
             data: 0,
+            signature: Signature::NONE,
         }
     }
 
@@ -251,6 +252,7 @@ impl<'a> CommView<'a> {
             context: self.comm.collective_context(),
             inline: false,
             data: 0,
+            signature: Signature::NONE,
         }
     }
 

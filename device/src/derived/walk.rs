@@ -2,6 +2,7 @@
 //! `MPI_Unpack`) and of a range of packed bytes (the mover of every view),
 //! and the copy every walk goes through.
 
+use super::prefix::HASHED;
 use super::typeref::{out_of_bounds, TypeRef, BAD_ENCODING};
 use crate::datatype::TypedBuffer;
 use crate::error::Error;
@@ -284,15 +285,54 @@ unsafe fn walk_range(
 }
 
 /// The [`Extends`](crate::datatype::Extends) of every view: whether a
-/// message of `bytes` bytes of primitive `id` is a prefix of `t`'s
-/// signature ([`TypeRef::starts_with_primitive`](crate::derived::TypeRef::starts_with_primitive)).
+/// message of `bytes` bytes of datatype `id`, whose slot carried
+/// `signature`, is a prefix of `t`'s signature (MPI 4.1 §3.3.1). A message
+/// with a hash ([`HASHED`]: a heterogeneous view's) is compared with the
+/// hash of `t`'s signature cut to `bytes`
+/// ([`TypeRef::prefix_hash`](crate::derived::TypeRef::prefix_hash)); one
+/// without is a prefix only when it is one primitive's and `t`'s packed
+/// form starts with `bytes` bytes of that primitive, checked exactly
+/// ([`TypeRef::starts_with_primitive`](crate::derived::TypeRef::starts_with_primitive)).
 ///
 /// # Safety
 /// `t`'s encoding words are alive and unwritten (borrowed by its view).
-pub(crate) unsafe fn extends_with_primitive(t: &TypedBuffer, id: u32, bytes: u64) -> bool {
+pub(crate) unsafe fn extends(t: &TypedBuffer, id: u32, bytes: u64, signature: u32) -> bool {
     // SAFETY: forwarded from the caller.
     let words = unsafe { core::slice::from_raw_parts(t.words, t.words_len) };
-    crate::derived::TypeRef::new(words).is_ok_and(|ty| ty.starts_with_primitive(t.count as u64, id, bytes))
+    let Ok(ty) = TypeRef::new(words) else {
+        return false;
+    };
+    if signature & HASHED != 0 {
+        ty.prefix_hash(t.count as u64, bytes) == Some(signature)
+    } else {
+        ty.starts_with_primitive(t.count as u64, id, bytes)
+    }
+}
+
+/// The [`Mover`](crate::datatype::Mover) of a receive view whose `count`
+/// instances are one run of bytes (a contiguous heterogeneous type, typed
+/// only so that a receive reaches its encoding: [`extends`]): packed byte
+/// `k` is byte `k` of `t.base[..t.len]`, copied in one piece as a plain
+/// buffer's bytes are.
+///
+/// # Safety
+/// As for [`move_range`].
+pub(crate) unsafe fn move_run(t: &TypedBuffer, pack: bool, at: u64, other: *mut u8, n: u64) -> bool {
+    let at = at + t.skip as u64;
+    if at.checked_add(n).is_none_or(|end| end > t.len as u64) {
+        return false;
+    }
+    // SAFETY: `at + n <= len` bytes of the run, which the view borrows
+    // (exclusively when written); `other` holds `n` bytes (the caller).
+    unsafe {
+        let run = t.base.add(at as usize);
+        if pack {
+            shim::copy_wide(other, run, n as usize)
+        } else {
+            shim::copy_wide(run, other, n as usize)
+        }
+    }
+    true
 }
 
 /// The [`Mover`](crate::datatype::Mover) of every view: packs or unpacks
