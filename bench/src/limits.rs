@@ -466,37 +466,31 @@ pub(crate) fn measure(ctx: &mut Ctx) -> Result<(Limits, Section), String> {
         ctx.checked();
         rmws.push(o[0] as f64 / iterations as f64);
 
-        // A chain of dependent loads through the links.
-        ctx.zero(&mut out)?;
+        // A chain of dependent loads through the links, then the same
+        // chain a batch of 8 loads per link: each must end on the link
+        // the host expects.
         let args = AtomicArgs {
             flags: chain.slice(),
             ..args
         };
-        ctx.launch(&NATIVE_ATOMIC_LOAD_CHAIN, &args, &ctx.world(n, Some(block_dim)))?;
-        let o = ctx.download(&out)?;
         let total = (warmup + iterations) as usize;
         let last = (total * CHAIN_STEP % CHAIN_LINKS * CHAIN_STRIDE) as u64;
-        if o[2] != total as u64 || o[3] != last {
-            return Err(format!(
-                "native_atomic_load_chain: ended at word {} after {} loads, expected word {last} after {total}",
-                o[3], o[2]
-            ));
+        for (kernel, times) in [
+            (&NATIVE_ATOMIC_LOAD_CHAIN, &mut loads),
+            (&NATIVE_ATOMIC_LOAD_BATCH, &mut batches),
+        ] {
+            ctx.zero(&mut out)?;
+            ctx.launch(kernel, &args, &ctx.world(n, Some(block_dim)))?;
+            let o = ctx.download(&out)?;
+            if o[2] != total as u64 || o[3] != last {
+                return Err(format!(
+                    "{}: ended at word {} after {} steps, expected word {last} after {total}",
+                    kernel.name, o[3], o[2]
+                ));
+            }
+            ctx.checked();
+            times.push(o[0] as f64 / iterations as f64);
         }
-        ctx.checked();
-        loads.push(o[0] as f64 / iterations as f64);
-
-        // The same chain, a batch of 8 loads per link.
-        ctx.zero(&mut out)?;
-        ctx.launch(&NATIVE_ATOMIC_LOAD_BATCH, &args, &ctx.world(n, Some(block_dim)))?;
-        let o = ctx.download(&out)?;
-        if o[2] != total as u64 || o[3] != last {
-            return Err(format!(
-                "native_atomic_load_batch: ended at word {} after {} batches, expected word {last} after {total}",
-                o[3], o[2]
-            ));
-        }
-        ctx.checked();
-        batches.push(o[0] as f64 / iterations as f64);
     }
 
     // Every rank adds to one word; an empty kernel on the same world.
