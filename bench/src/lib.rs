@@ -19,6 +19,7 @@ mod ddt;
 mod limits;
 mod p2p;
 mod pi;
+mod rma;
 
 use gpu_mpi::cpu::CpuOptions;
 use gpu_mpi::device::Kernel;
@@ -104,11 +105,15 @@ pub enum Suite {
     /// Whole-GPU pack and unpack of derived datatypes (ddtbench patterns)
     /// against copy kernels.
     Ddt,
+    /// One-sided communication (OSU one-sided style): put, get and
+    /// accumulate latency per synchronisation mode, put bandwidth, a halo
+    /// exchange and the fence, against native kernels.
+    Rma,
 }
 
 impl Suite {
     /// Every suite, in the order `all` runs them.
-    pub const ALL: [Suite; 17] = [
+    pub const ALL: [Suite; 18] = [
         Suite::Pi,
         Suite::Latency,
         Suite::Bw,
@@ -126,6 +131,7 @@ impl Suite {
         Suite::Iallreduce,
         Suite::Scale,
         Suite::Ddt,
+        Suite::Rma,
     ];
 
     /// The suite's name on the command line and in the JSON.
@@ -148,6 +154,7 @@ impl Suite {
             Suite::Iallreduce => "iallreduce",
             Suite::Scale => "scale",
             Suite::Ddt => "ddt",
+            Suite::Rma => "rma",
         }
     }
 
@@ -829,6 +836,7 @@ fn run_suite(ctx: &mut Ctx, suite: Suite) -> Result<(Vec<Section>, Vec<Target>),
         Suite::Iallreduce => coll::iallreduce(ctx),
         Suite::Scale => coll::scale(ctx),
         Suite::Ddt => ddt::run(ctx),
+        Suite::Rma => rma::run(ctx),
     }
 }
 

@@ -136,6 +136,7 @@ fn every_suite_runs_and_passes_its_checks() {
         "iallreduce",
         "scale",
         "ddt",
+        "rma",
     ] {
         let sections: Vec<_> = report.sections.iter().filter(|s| s.suite == suite).collect();
         assert!(!sections.is_empty(), "no table for {suite}");
@@ -276,7 +277,7 @@ fn every_suite_runs_and_passes_its_checks() {
         }
     }
     let targets = json["targets"].as_array().unwrap();
-    assert_eq!(targets.len(), 5, "pi (3), latency and barrier targets");
+    assert_eq!(targets.len(), 8, "pi (3), latency, barrier and rma (3) targets");
     for (t, target) in targets.iter().zip(&report.targets) {
         assert_eq!(t["name"], target.name);
         assert_eq!(t["value"].as_f64(), Some(target.value));
@@ -391,7 +392,7 @@ fn model_columns_stand_beside_the_wall_ones_positive_and_deterministic() {
     assert_eq!(model["parameters"]["load_ns"], Profile::h100().load_ns);
     assert_eq!(model["launches_per_point"], bench::MODEL_REPS);
     assert!(model["limits"]["atomic_rmw_ns"].as_f64().unwrap() > 0.0);
-    assert_eq!(model["targets"].as_array().unwrap().len(), 5);
+    assert_eq!(model["targets"].as_array().unwrap().len(), 8);
     let latency = json["sections"]
         .as_array()
         .unwrap()
@@ -585,6 +586,7 @@ fn the_help_names_every_flag_and_suite() {
         "iallreduce",
         "scale",
         "ddt",
+        "rma",
         "all",
     ] {
         assert!(help.contains(suite), "{suite}: {help}");
@@ -637,4 +639,121 @@ fn the_ddt_suite_checks_every_pattern() {
             .and_then(|(_, v)| v.as_f64());
         assert!(units.is_some_and(|u| u >= 1.0), "{row:?}");
     }
+}
+
+/// The one-sided suite at the tiny size: its four tables with a row per
+/// synchronisation mode and operation (no notified get), per block size,
+/// per halo size, and the fence; every kernel's check passed (else `run`
+/// fails naming it), every time positive, its three targets in the report
+/// and in the JSON.
+#[test]
+fn the_rma_suite_has_every_row_and_target() {
+    let device = Device::cpu();
+    let report =
+        bench::run(&device, &tiny(vec![Suite::Rma]), false).expect("an rma benchmark failed its check");
+    let rma: Vec<_> = report.sections.iter().filter(|s| s.suite == "rma").collect();
+    let titles: Vec<&str> = rma.iter().map(|s| s.title.as_str()).collect();
+    assert_eq!(titles.len(), 4, "{titles:?}");
+    let table = |prefix: &str| {
+        *rma.iter()
+            .find(|s| s.title.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no {prefix} table in {titles:?}"))
+    };
+    let text = |row: &[(&'static str, Value)], key: &str| {
+        field(row, key).and_then(Value::as_str).map(str::to_string)
+    };
+    let num = |row: &[(&'static str, Value)], key: &str| {
+        field(row, key).and_then(Value::as_f64).unwrap_or(f64::NAN)
+    };
+
+    let latency = table("rma latency");
+    let pairs: Vec<(String, String)> = latency
+        .rows
+        .iter()
+        .map(|r| (text(r, "sync").unwrap(), text(r, "op").unwrap()))
+        .collect();
+    let mut expected = Vec::new();
+    for sync in ["lock/unlock", "lock_all+flush", "fence", "pscw", "notify"] {
+        for op in ["put", "get", "accumulate"] {
+            if !(sync == "notify" && op == "get") {
+                expected.push((sync.to_string(), op.to_string()));
+            }
+        }
+    }
+    assert_eq!(pairs, expected);
+    for row in &latency.rows {
+        for key in ["mpi_us", "native_us", "ratio"] {
+            assert!(num(row, key) > 0.0, "{key}: {row:?}");
+        }
+    }
+
+    let bw = table("rma put bandwidth");
+    let sizes: Vec<u64> = bw
+        .rows
+        .iter()
+        .map(|r| field(r, "bytes").and_then(Value::as_u64).unwrap())
+        .collect();
+    assert_eq!(sizes, [4096, 65536]);
+    for row in &bw.rows {
+        for key in ["mpi_gbps", "native_gbps", "ratio", "mpi_of_copy"] {
+            assert!(num(row, key) > 0.0, "{key}: {row:?}");
+        }
+        assert_eq!(field(row, "ranks").and_then(Value::as_u64), Some(64), "{row:?}");
+    }
+
+    let halo = table("rma halo");
+    let sizes: Vec<u64> = halo
+        .rows
+        .iter()
+        .map(|r| field(r, "bytes").and_then(Value::as_u64).unwrap())
+        .collect();
+    assert_eq!(sizes, [8, 4096]);
+    for row in &halo.rows {
+        for key in [
+            "put_notify_us",
+            "sendrecv_us",
+            "native_us",
+            "ratio",
+            "ratio_put_sendrecv",
+        ] {
+            assert!(num(row, key) > 0.0, "{key}: {row:?}");
+        }
+    }
+
+    let fence = table("rma fence");
+    assert_eq!(fence.rows.len(), 1);
+    for key in ["fence_us", "barrier_us", "native_us", "ratio"] {
+        assert!(num(&fence.rows[0], key) > 0.0, "{key}: {:?}", fence.rows[0]);
+    }
+
+    // Two launches (reps) per point: 14 + 1 latency (the native), 2 x 2
+    // bandwidth, 2 x 3 halo and 3 fence points, beside the limits' own.
+    let limits_only = bench::run(&device, &tiny(vec![]), false).expect("a limit failed its check");
+    assert_eq!(
+        report.checked_launches - limits_only.checked_launches,
+        2 * (15 + 4 + 6 + 3)
+    );
+    let names: Vec<&str> = report.targets.iter().map(|t| t.name).collect();
+    assert_eq!(
+        names,
+        [
+            "notified 8-byte put / native flag hand-off",
+            "put time / native copy time, largest block",
+            "fence / world barrier",
+        ]
+    );
+    let fence_ratio = num(&fence.rows[0], "ratio");
+    assert_eq!(report.targets[2].value, fence_ratio);
+
+    let provenance = Provenance::new(&device, "gpu-mpi-bench test", "abc123", &"rma").unwrap();
+    let json: Value = serde_json::from_str(&report.json(&provenance).unwrap()).unwrap();
+    let sections = json["sections"].as_array().unwrap();
+    let rows: Vec<usize> = sections
+        .iter()
+        .filter(|s| s["suite"] == "rma")
+        .map(|s| s["rows"].as_array().unwrap().len())
+        .collect();
+    assert_eq!(rows, [14, 2, 2, 1]);
+    assert_eq!(json["targets"].as_array().unwrap().len(), 3);
+    check_numbers(&json, "$");
 }
