@@ -1208,6 +1208,27 @@ fn a_notification_wait_nobody_answers_is_reported() {
 }
 
 #[test]
+fn a_fence_a_rank_never_enters_is_reported_as_a_window_fence() {
+    let (report, text) = deadlock(DEADLOCK_FENCE, 3);
+    assert_eq!(report.state_of(0), Some(BlockedState::Exited), "{text}");
+    for r in 1..3 {
+        assert_eq!(
+            report.state_of(r),
+            Some(BlockedState::Waiting {
+                operation: Call::WinFence as u32,
+                peer: -2,
+                tag: 0
+            }),
+            "{text}"
+        );
+    }
+    assert_eq!(
+        text,
+        "deadlock: ranks 1-2: window fence(window 0); rank 0: exited"
+    );
+}
+
+#[test]
 fn a_lock_held_across_a_notification_wait_is_a_cycle() {
     let (report, text) = deadlock(DEADLOCK_CYCLE, 4);
     assert_eq!(report.state_of(1), Some(lock_wait(0, 0)), "{text}");

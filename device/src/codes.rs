@@ -77,6 +77,9 @@ pub enum Call {
     /// A window's exposure `wait` for the origins' `complete`; the tag is
     /// the number of completions still missing.
     WinWait = 26,
+    /// A window's fence (on the world: its barrier); the tag is the
+    /// window id.
+    WinFence = 27,
 }
 
 impl Call {
@@ -109,6 +112,7 @@ impl Call {
             24 => Call::WinStart,
             25 => Call::WinPost,
             26 => Call::WinWait,
+            27 => Call::WinFence,
             _ => return None,
         })
     }
@@ -199,6 +203,7 @@ impl fmt::Display for WaitDisplay {
                 self.tag
             ),
             Some(Call::WinWait) => write!(f, "window wait({} completions missing)", self.tag),
+            Some(Call::WinFence) => write!(f, "window fence(window {})", self.tag),
             None => write!(f, "operation {}", self.operation),
         }
     }

@@ -11,17 +11,21 @@
 //!
 //! A window has an id (one bit of the mask in the windows region's header,
 //! claimed by the communicator's rank 0 and given back by `free`) and, per
-//! world rank, an entry of three lines (`layout::WINDOW_ENTRY_BYTES`) and
-//! the memory of [`Window::allocate`]:
+//! world rank, an entry of three lines (`layout::WINDOW_ENTRY_BYTES`; the
+//! third unused) and the memory of [`Window::allocate`]:
 //!
 //! | line | words | written by | read by |
 //! |---|---|---|---|
 //! | descriptor | base address, size in bytes, displacement unit, datatype id | its rank, at creation | every origin, at every operation |
 //! | synchronisation | the passive-target lock word, [`NOTIFICATIONS`] notification counters | origins (atomic read-modify-writes) | its rank and origins |
-//! | private | its epochs (fence, `lock_all`), the targets it holds locks of, the notifications it has consumed | its rank | its rank (and the host's reports) |
 //!
 //! The descriptor is published by the creation's closing all-reduce;
-//! origins read it with relaxed loads.
+//! origins read it with relaxed loads, and an origin keeps the last
+//! target's (it never changes while the window lives), so a run of
+//! operations to one target loads it once. What only its rank reads (its
+//! epochs, the targets it holds locks of, the completions and
+//! notifications it has taken) lives in its [`Window`] value, not in the
+//! world memory: checking an epoch or the held locks costs no load.
 //!
 //! # Completion and ordering
 //!
@@ -39,11 +43,14 @@
 //!
 //! # Synchronisation
 //!
-//! - **Fence** (MPI 4.1 §12.5.1): a fence, an all-reduce over the window's
-//!   communicator (so that a rank that holds locks fails every rank's
-//!   fence instead of hanging them), a fence. After the first fence every
-//!   rank may access every target until a fence with
-//!   [`Mode::NO_SUCCEED`].
+//! - **Fence** (MPI 4.1 §12.5.1): on the world, one keyed world barrier
+//!   whose key is the rank's reason to fail (0: none), so that a rank
+//!   that holds locks fails every rank's fence instead of hanging them;
+//!   the barrier orders memory as a fence pair, and only when the keys
+//!   differ does an all-reduce tell every rank the reason. On any other
+//!   communicator: a fence, an all-reduce of the reasons, a fence. After
+//!   the first fence every rank may access every target until a fence
+//!   with [`Mode::NO_SUCCEED`].
 //! - **Passive target** (§12.5.3): the lock word of a target holds either
 //!   the count of shared holders or [`EXCLUSIVE`] with the holder's rank.
 //!   `lock` waits (a bounded wait, named in deadlock reports) until a
@@ -108,20 +115,12 @@ const NOTIFY: usize = 72;
 /// Synchronisation line: [`POST_SLOTS`] slots of the posts made for this
 /// rank (0: free, else the target's rank + 1).
 const POSTS: usize = NOTIFY + 4 * NOTIFICATIONS as usize;
-/// Private line: the epoch flags ([`FENCE_OPEN`], [`LOCK_ALL`],
-/// [`ACCESS`], [`EXPOSURE`]).
-const EPOCH: usize = 128;
-/// Private line: the targets locked ([`MAX_LOCKS`] words: 0 none, else
-/// the target + 1, with [`EXCLUSIVE`] for an exclusive lock).
-const HELD: usize = 132;
-/// Private line: the completions this rank's exposure waits have taken.
-const COMPLETED: usize = HELD + 4 * MAX_LOCKS as usize;
-/// Private line: the notifications consumed, per counter.
-const CONSUMED: usize = 160;
+/// The entry's third line, once its rank's private state; unused since
+/// that state lives in the [`Window`] value.
+const PRIVATE: usize = 128;
 
-const _: () = assert!(POSTS + 4 * POST_SLOTS as usize <= EPOCH);
-const _: () = assert!(COMPLETED + 4 <= CONSUMED);
-const _: () = assert!(CONSUMED + 4 * NOTIFICATIONS as usize <= WINDOW_ENTRY_BYTES);
+const _: () = assert!(POSTS + 4 * POST_SLOTS as usize <= PRIVATE);
+const _: () = assert!(PRIVATE <= WINDOW_ENTRY_BYTES);
 const _: () = assert!(MAX_WINDOWS <= 64);
 
 /// Epoch flag: a fence opened an access and exposure epoch.
@@ -218,7 +217,50 @@ pub struct Window<'a, T: Equivalence> {
     /// The group of the open `start` (ranks of the communicator; empty
     /// without one), borrowed by the [`AccessEpoch`] that holds it.
     access_group: Cell<(*const i32, usize)>,
+    /// This rank's epoch flags ([`FENCE_OPEN`], [`LOCK_ALL`], [`ACCESS`],
+    /// [`EXPOSURE`]). This and the three fields below are state that only
+    /// this rank reads, so they live here, not in the world memory: an
+    /// operation's epoch check, a fence's look for held locks and a
+    /// notification wait's count cost no load of it.
+    epoch: Cell<u32>,
+    /// The targets locked ([`MAX_LOCKS`] words: 0 none, else the target
+    /// + 1, with [`EXCLUSIVE`] for an exclusive lock).
+    held: Cell<[u32; MAX_LOCKS as usize]>,
+    /// The completions this rank's exposure waits have taken.
+    completed: Cell<u32>,
+    /// The notifications consumed, per counter.
+    consumed: Cell<[u32; NOTIFICATIONS as usize]>,
+    /// The descriptor of the last target an operation reached: a
+    /// descriptor does not change while the window lives, so a run of
+    /// operations to one target loads it (and translates the target's
+    /// rank) once.
+    last: Cell<Target>,
     _memory: PhantomData<&'a mut [T]>,
+}
+
+/// A target's descriptor as an origin holds it ([`Window::target`]).
+#[derive(Clone, Copy)]
+struct Target {
+    /// The target's rank in the window's communicator (-1: none yet).
+    rank: i32,
+    /// Its world rank.
+    world: u32,
+    /// The base address of its window memory.
+    base: u64,
+    /// Its size in bytes.
+    size: u64,
+    /// The datatype id of its elements.
+    datatype: u32,
+}
+
+impl Target {
+    const NONE: Target = Target {
+        rank: -1,
+        world: 0,
+        base: 0,
+        size: 0,
+        datatype: 0,
+    };
 }
 
 /// What a creation learns from its communicator: the window id (rank 0
@@ -294,6 +336,11 @@ impl<'a, T: Equivalence> Window<'a, T> {
             local: core::ptr::null_mut(),
             len,
             access_group: Cell::new((core::ptr::null(), 0)),
+            epoch: Cell::new(0),
+            held: Cell::new([0; MAX_LOCKS as usize]),
+            completed: Cell::new(0),
+            consumed: Cell::new([0; NOTIFICATIONS as usize]),
+            last: Cell::new(Target::NONE),
             _memory: PhantomData,
         };
         let failure = if let Some(rank) = a.bad_memory {
@@ -338,17 +385,11 @@ impl<'a, T: Equivalence> Window<'a, T> {
         self.word(me, DATATYPE).store(T::DATATYPE.id, Ordering::Relaxed);
         self.word(me, LOCK).store(0, Ordering::Relaxed);
         self.word(me, COMPLETES).store(0, Ordering::Relaxed);
-        self.word(me, COMPLETED).store(0, Ordering::Relaxed);
         for k in 0..POST_SLOTS as usize {
             self.word(me, POSTS + 4 * k).store(0, Ordering::Relaxed);
         }
         for k in 0..NOTIFICATIONS as usize {
             self.word(me, NOTIFY + 4 * k).store(0, Ordering::Relaxed);
-            self.word(me, CONSUMED + 4 * k).store(0, Ordering::Relaxed);
-        }
-        self.word(me, EPOCH).store(0, Ordering::Relaxed);
-        for k in 0..MAX_LOCKS as usize {
-            self.word(me, HELD + 4 * k).store(0, Ordering::Relaxed);
         }
     }
 
@@ -458,20 +499,24 @@ impl<'a, T: Equivalence> Window<'a, T> {
     }
 
     fn epoch(&self) -> u32 {
-        // Relaxed: the private line is this rank's alone.
-        self.word(self.me(), EPOCH).load(Ordering::Relaxed)
+        self.epoch.get()
     }
 
     fn set_epoch(&self, flags: u32) {
-        self.word(self.me(), EPOCH).store(flags, Ordering::Relaxed);
+        self.epoch.set(flags);
+    }
+
+    fn set_held(&self, slot: usize, h: u32) {
+        let mut all = self.held.get();
+        all[slot] = h;
+        self.held.set(all);
     }
 
     /// The slot of the held-locks list that holds `target`'s lock, or
     /// `None`.
     fn held(&self, target: u32) -> Option<(usize, u32)> {
-        let me = self.me();
         (0..MAX_LOCKS as usize).find_map(|k| {
-            let h = self.word(me, HELD + 4 * k).load(Ordering::Relaxed);
+            let h = self.held.get()[k];
             (h != 0 && (h & !EXCLUSIVE) == target + 1).then_some((k, h))
         })
     }
@@ -488,14 +533,12 @@ impl<'a, T: Equivalence> Window<'a, T> {
     }
 
     fn holds_locks(&self) -> bool {
-        let me = self.me();
-        self.epoch() & LOCK_ALL != 0
-            || (0..MAX_LOCKS as usize).any(|k| self.word(me, HELD + 4 * k).load(Ordering::Relaxed) != 0)
+        self.epoch() & LOCK_ALL != 0 || self.held.get().iter().any(|&h| h != 0)
     }
 
     /// Checks `target` (a rank of the communicator, not `PROC_NULL`) and
-    /// that this rank has an access epoch to it; returns its world rank.
-    fn access(&self, target: i32) -> Result<u32, Error> {
+    /// that this rank has an access epoch to it; returns its descriptor.
+    fn access(&self, target: i32) -> Result<Target, Error> {
         if target < 0 || target >= self.size as i32 {
             return Err(Error::InvalidRank {
                 rank: target,
@@ -508,7 +551,7 @@ impl<'a, T: Equivalence> Window<'a, T> {
             let reason = if epoch & ACCESS == 0 {
                 RmaSyncReason::NoEpoch
             } else if self.access_group().contains(&target) {
-                return Ok(self.comm.member(self.world, t));
+                return Ok(self.target(target));
             } else {
                 RmaSyncReason::NotInGroup
             };
@@ -517,7 +560,33 @@ impl<'a, T: Equivalence> Window<'a, T> {
                 reason: reason as u32,
             });
         }
-        Ok(self.comm.member(self.world, t))
+        Ok(self.target(target))
+    }
+
+    /// The descriptor of `target` (a rank of the communicator): the
+    /// last one's again, else its entry's, loaded as one batch.
+    fn target(&self, target: i32) -> Target {
+        let last = self.last.get();
+        if last.rank == target {
+            return last;
+        }
+        let w = self.comm.member(self.world, target as u32);
+        let (base, size, datatype) = shim::independent(|| {
+            (
+                self.word64(w, BASE).load(Ordering::Relaxed),
+                self.word64(w, SIZE).load(Ordering::Relaxed),
+                self.word(w, DATATYPE).load(Ordering::Relaxed),
+            )
+        });
+        let t = Target {
+            rank: target,
+            world: w,
+            base,
+            size,
+            datatype,
+        };
+        self.last.set(t);
+        t
     }
 
     /// The group of the open `start` (empty without one).
@@ -532,17 +601,11 @@ impl<'a, T: Equivalence> Window<'a, T> {
         unsafe { core::slice::from_raw_parts(ptr, len) }
     }
 
-    /// The address of `count` elements at displacement `disp` of
-    /// `target`'s window (world rank `w`), checked against its size and
-    /// datatype.
-    fn target_range(&self, target: i32, w: u32, disp: usize, count: usize) -> Result<*mut T, Error> {
-        let (base, size, datatype) = shim::independent(|| {
-            (
-                self.word64(w, BASE).load(Ordering::Relaxed),
-                self.word64(w, SIZE).load(Ordering::Relaxed),
-                self.word(w, DATATYPE).load(Ordering::Relaxed),
-            )
-        });
+    /// The address of `count` elements at displacement `disp` of the
+    /// window of `t` (from [`Window::access`]), checked against its size
+    /// and datatype.
+    fn target_range(&self, t: Target, disp: usize, count: usize) -> Result<*mut T, Error> {
+        let (target, base, size, datatype) = (t.rank, t.base, t.size, t.datatype);
         if datatype != T::DATATYPE.id {
             return Err(Error::RmaType {
                 target,
@@ -575,8 +638,8 @@ impl<'a, T: Equivalence> Window<'a, T> {
         if target == PROC_NULL {
             return Ok(());
         }
-        let w = self.access(target)?;
-        let at = self.target_range(target, w, disp, origin.len())?;
+        let t = self.access(target)?;
+        let at = self.target_range(t, disp, origin.len())?;
         // SAFETY: `at` is `origin.len()` elements inside the target's
         // window (checked against the size its rank published), valid for
         // the window's life; `origin` is a distinct borrow (this rank's
@@ -600,8 +663,8 @@ impl<'a, T: Equivalence> Window<'a, T> {
         if target == PROC_NULL {
             return Ok(());
         }
-        let w = self.access(target)?;
-        let at = self.target_range(target, w, disp, result.len())?;
+        let t = self.access(target)?;
+        let at = self.target_range(t, disp, result.len())?;
         let bytes = core::mem::size_of_val(result);
         // SAFETY: as in `put`, the other way round.
         unsafe { shim::copy_bytes(result.as_mut_ptr() as *mut u8, at as *const u8, bytes) };
@@ -693,8 +756,8 @@ impl<'a, T: Equivalence> Window<'a, T> {
             return Ok(());
         }
         check_atomic::<T>(SystemOperation::replace())?;
-        let w = self.access(target)?;
-        let at = self.target_range(target, w, disp, 1)?;
+        let t = self.access(target)?;
+        let at = self.target_range(t, disp, 1)?;
         let want = bytemuck::bytes_of(compare);
         // SAFETY: `at` is one element inside the target's window (checked),
         // aligned for `T`; accumulates reach it only atomically.
@@ -718,8 +781,8 @@ impl<'a, T: Equivalence> Window<'a, T> {
         if target == PROC_NULL {
             return Ok(());
         }
-        let w = self.access(target)?;
-        let at = self.target_range(target, w, disp, origin.len())?;
+        let t = self.access(target)?;
+        let at = self.target_range(t, disp, origin.len())?;
         let no_op = op == SystemOperation::no_op();
         for (k, o) in origin.iter().enumerate() {
             let e = at.wrapping_add(k);
@@ -821,8 +884,10 @@ impl<'a, T: Equivalence> Window<'a, T> {
         Ok(4 * counter as usize)
     }
 
+    /// Adds one to `target`'s counter (after its operation: its
+    /// descriptor is the last one's, so this translates no rank).
     fn notify(&self, target: i32, counter: usize) {
-        let w = self.comm.member(self.world, target as u32);
+        let w = self.target(target).world;
         // Release: the operation's stores before it, for the target's
         // Acquire load in `wait_notifications`.
         self.word(w, NOTIFY + counter).fetch_add(1, Ordering::Release);
@@ -872,7 +937,7 @@ impl<'a, T: Equivalence> Window<'a, T> {
     pub fn wait_notifications(&self, counter: u32, count: u32) -> Result<(), Error> {
         let c = self.counter(counter)?;
         let me = self.me();
-        let consumed = self.word(me, CONSUMED + c).load(Ordering::Relaxed);
+        let consumed = self.consumed.get()[counter as usize];
         let core = self.world.core();
         let what = WaitFor {
             operation: Call::WinNotify,
@@ -884,8 +949,9 @@ impl<'a, T: Equivalence> Window<'a, T> {
             let arrived = self.word(me, NOTIFY + c).load(Ordering::Acquire);
             (arrived.wrapping_sub(consumed) >= count).then_some(Ok(()))
         })?;
-        self.word(me, CONSUMED + c)
-            .store(consumed.wrapping_add(count), Ordering::Relaxed);
+        let mut all = self.consumed.get();
+        all[counter as usize] = consumed.wrapping_add(count);
+        self.consumed.set(all);
         Ok(())
     }
 
@@ -897,7 +963,7 @@ impl<'a, T: Equivalence> Window<'a, T> {
     pub fn test_notifications(&self, counter: u32) -> Result<u32, Error> {
         let c = self.counter(counter)?;
         let me = self.me();
-        let consumed = self.word(me, CONSUMED + c).load(Ordering::Relaxed);
+        let consumed = self.consumed.get()[counter as usize];
         // Acquire: as in `wait_notifications`.
         let arrived = self.word(me, NOTIFY + c).load(Ordering::Acquire);
         let n = arrived.wrapping_sub(consumed);
@@ -934,12 +1000,39 @@ impl<'a, T: Equivalence> Window<'a, T> {
     pub fn fence_with(&self, mode: Mode) -> Result<(), Error> {
         let held = self.open_epochs().map_or(0, |r| r as u32);
         let mut any = 0u32;
-        // Release: this rank's operations before the fence are complete at
-        // their targets before any rank leaves it (pairs with the Acquire
-        // fence every rank issues after the all-reduce).
-        shim::fence(Ordering::AcqRel);
-        self.with_comm(|c| c.all_reduce_max(held, &mut any))?;
-        shim::fence(Ordering::AcqRel);
+        if self.comm.id == 0 {
+            // The world's keyed barrier: when every rank passed the same
+            // reason (0 in a correct program) each knows it; only when
+            // they differ does the all-reduce run, on every rank alike
+            // (the barrier's verdict is the same on every rank). The
+            // barrier orders memory as a fence pair would: a block
+            // barrier gathers the block's stores, its first rank's AcqRel
+            // fence and arrival carry them to the release, its Acquire
+            // wait and fence take every block's, and the closing block
+            // barrier hands them to the block.
+            let what = WaitFor {
+                operation: Call::WinFence,
+                peer: -2,
+                tag: self.id as i32,
+            };
+            let mut agreed = false;
+            self.world.traced(Call::WinFence, -2, || {
+                agreed = self.world.barrier_agreeing(what, held)?;
+                Ok(())
+            })?;
+            any = held;
+            if !agreed {
+                self.with_comm(|c| c.all_reduce_max(held, &mut any))?;
+            }
+        } else {
+            // Release: this rank's operations before the fence are
+            // complete at their targets before any rank leaves it (pairs
+            // with the Acquire fence every rank issues after the
+            // all-reduce).
+            shim::fence(Ordering::AcqRel);
+            self.with_comm(|c| c.all_reduce_max(held, &mut any))?;
+            shim::fence(Ordering::AcqRel);
+        }
         if any != 0 {
             return Err(Error::RmaSync {
                 target: -2,
@@ -1093,10 +1186,7 @@ impl<'a, T: Equivalence> Window<'a, T> {
         if self.epoch() & LOCK_ALL != 0 || self.held(t).is_some() {
             return Err(sync(RmaSyncReason::AlreadyLocked));
         }
-        let me = self.me();
-        let Some(slot) =
-            (0..MAX_LOCKS as usize).find(|k| self.word(me, HELD + 4 * k).load(Ordering::Relaxed) == 0)
-        else {
+        let Some(slot) = (0..MAX_LOCKS as usize).find(|&k| self.held.get()[k] == 0) else {
             return Err(sync(RmaSyncReason::TooManyLocks));
         };
         self.acquire(kind, target)?;
@@ -1104,8 +1194,7 @@ impl<'a, T: Equivalence> Window<'a, T> {
             LockType::Exclusive => EXCLUSIVE,
             LockType::Shared => 0,
         };
-        self.word(me, HELD + 4 * slot)
-            .store((t + 1) | mark, Ordering::Relaxed);
+        self.set_held(slot, (t + 1) | mark);
         Ok(())
     }
 
@@ -1174,7 +1263,7 @@ impl<'a, T: Equivalence> Window<'a, T> {
             LockType::Shared
         };
         self.release(kind, target as u32);
-        self.word(self.me(), HELD + 4 * slot).store(0, Ordering::Relaxed);
+        self.set_held(slot, 0);
         Ok(())
     }
 
@@ -1362,7 +1451,7 @@ impl<T: Equivalence> ExposureEpoch<'_, '_, T> {
     pub fn test(&self) -> bool {
         let w = self.window;
         let me = w.me();
-        let taken = w.word(me, COMPLETED).load(Ordering::Relaxed);
+        let taken = w.completed.get();
         // Acquire: pairs with the origins' Release add in `complete`.
         let done = w.word(me, COMPLETES).load(Ordering::Acquire);
         let got = done.wrapping_sub(taken);
@@ -1378,8 +1467,7 @@ impl<T: Equivalence> ExposureEpoch<'_, '_, T> {
             return false;
         }
         w.world.note_progress();
-        w.word(me, COMPLETED)
-            .store(taken.wrapping_add(self.origins), Ordering::Relaxed);
+        w.completed.set(taken.wrapping_add(self.origins));
         w.set_epoch(w.epoch() & !EXPOSURE);
         true
     }
@@ -1391,7 +1479,7 @@ impl<T: Equivalence> ExposureEpoch<'_, '_, T> {
     pub fn wait(self) -> Result<(), Error> {
         let w = self.window;
         let me = w.me();
-        let taken = w.word(me, COMPLETED).load(Ordering::Relaxed);
+        let taken = w.completed.get();
         let core = w.world.core();
         // The completions of later epochs cannot come before this wait
         // ends: an origin's next access to this rank waits for its next post.
@@ -1408,8 +1496,7 @@ impl<T: Equivalence> ExposureEpoch<'_, '_, T> {
             let done = w.word(me, COMPLETES).load(Ordering::Acquire);
             (missing(done) == 0).then_some(Ok(()))
         })?;
-        w.word(me, COMPLETED)
-            .store(taken.wrapping_add(self.origins), Ordering::Relaxed);
+        w.completed.set(taken.wrapping_add(self.origins));
         w.set_epoch(w.epoch() & !EXPOSURE);
         Ok(())
     }

@@ -354,6 +354,7 @@ fn operation_name(code: u32) -> &'static str {
         Some(Call::WinStart) => "window start",
         Some(Call::WinPost) => "window post",
         Some(Call::WinWait) => "window wait",
+        Some(Call::WinFence) => "window fence",
         _ => "an unknown operation",
     }
 }

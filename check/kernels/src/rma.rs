@@ -1232,11 +1232,14 @@ pub const DEADLOCK_NOTIFICATION: u32 = 1;
 /// [`RMA_DEADLOCK`]: rank 0 holds its lock and waits for a notification
 /// that rank 1 sends only once it has the lock.
 pub const DEADLOCK_CYCLE: u32 = 2;
+/// [`RMA_DEADLOCK`]: rank 0 returns; the others enter a fence.
+pub const DEADLOCK_FENCE: u32 = 3;
 
 gpu_mpi_device::kernel! {
     /// One-sided deadlocks for the host's report (`param`:
     /// [`DEADLOCK_LOCK_HELD`], [`DEADLOCK_NOTIFICATION`],
-    /// [`DEADLOCK_CYCLE`]), on an allocated window of one `u32` per rank.
+    /// [`DEADLOCK_CYCLE`], [`DEADLOCK_FENCE`]), on an allocated window of
+    /// one `u32` per rank.
     pub static RMA_DEADLOCK = fn rma_deadlock(world: &World, args: &RmaArgs) -> Result<(), Error> {
         let r = world.rank();
         let win = Window::<u32>::allocate(world, 1)?;
@@ -1255,6 +1258,12 @@ gpu_mpi_device::kernel! {
             DEADLOCK_NOTIFICATION => {
                 if r == 0 {
                     win.wait_notifications(3, 1)?;
+                }
+                Ok(())
+            }
+            DEADLOCK_FENCE => {
+                if r != 0 {
+                    win.fence()?;
                 }
                 Ok(())
             }

@@ -235,6 +235,14 @@ impl World {
         self.keyed_barrier(what, Some(key))
     }
 
+    /// [`World::world_barrier_agreeing`] in a staging round of its own,
+    /// for a caller that is no collective (a window's fence): the keys
+    /// word it ORs into is the one the round before's barrier zeroed.
+    pub(crate) fn barrier_agreeing(&self, what: WaitFor, key: u32) -> Result<bool, Error> {
+        self.begin_staging_round();
+        self.keyed_barrier(what, Some(key))
+    }
+
     /// [`World::world_barrier`], and with a key [`World::world_barrier_agreeing`].
     #[inline(always)]
     fn keyed_barrier(&self, what: WaitFor, key: Option<u32>) -> Result<bool, Error> {
