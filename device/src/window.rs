@@ -61,7 +61,8 @@
 //! - **Notified access** (our extension; MPI Forum issue 59, foMPI-NA,
 //!   NVSHMEM's `put_signal`): [`Window::put_notify`] and
 //!   [`Window::accumulate_notify`] add one to a counter of the target's
-//!   entry with a Release read-modify-write after the data;
+//!   entry with a Release add after the data (on the GPU a `red`, which
+//!   the origin does not wait for);
 //!   [`Window::wait_notifications`] at the target waits (Acquire) until
 //!   the counter has grown by the number asked for since the last wait.
 //!
@@ -230,11 +231,11 @@ pub struct Window<'a, T: Equivalence> {
     completed: Cell<u32>,
     /// The notifications consumed, per counter.
     consumed: Cell<[u32; NOTIFICATIONS as usize]>,
-    /// The descriptor of the last target an operation reached: a
-    /// descriptor does not change while the window lives, so a run of
-    /// operations to one target loads it (and translates the target's
-    /// rank) once.
-    last: Cell<Target>,
+    /// The descriptors of the last two targets operations reached, the
+    /// latest first: a descriptor does not change while the window lives,
+    /// so operations that go to one or two targets in turn (a halo's two
+    /// neighbours) load each (and translate its rank) once.
+    last: Cell<[Target; 2]>,
     _memory: PhantomData<&'a mut [T]>,
 }
 
@@ -340,7 +341,7 @@ impl<'a, T: Equivalence> Window<'a, T> {
             held: Cell::new([0; MAX_LOCKS as usize]),
             completed: Cell::new(0),
             consumed: Cell::new([0; NOTIFICATIONS as usize]),
-            last: Cell::new(Target::NONE),
+            last: Cell::new([Target::NONE; 2]),
             _memory: PhantomData,
         };
         let failure = if let Some(rank) = a.bad_memory {
@@ -563,12 +564,16 @@ impl<'a, T: Equivalence> Window<'a, T> {
         Ok(self.target(target))
     }
 
-    /// The descriptor of `target` (a rank of the communicator): the
-    /// last one's again, else its entry's, loaded as one batch.
+    /// The descriptor of `target` (a rank of the communicator): a kept
+    /// one, else its entry's, loaded as one batch.
     fn target(&self, target: i32) -> Target {
-        let last = self.last.get();
-        if last.rank == target {
-            return last;
+        let [latest, before] = self.last.get();
+        if latest.rank == target {
+            return latest;
+        }
+        if before.rank == target {
+            self.last.set([before, latest]);
+            return before;
         }
         let w = self.comm.member(self.world, target as u32);
         let (base, size, datatype) = shim::independent(|| {
@@ -585,7 +590,7 @@ impl<'a, T: Equivalence> Window<'a, T> {
             size,
             datatype,
         };
-        self.last.set(t);
+        self.last.set([t, latest]);
         t
     }
 
@@ -889,8 +894,9 @@ impl<'a, T: Equivalence> Window<'a, T> {
     fn notify(&self, target: i32, counter: usize) {
         let w = self.target(target).world;
         // Release: the operation's stores before it, for the target's
-        // Acquire load in `wait_notifications`.
-        self.word(w, NOTIFY + counter).fetch_add(1, Ordering::Release);
+        // Acquire load in `wait_notifications`. An add whose old value
+        // nobody needs: on the GPU a `red`, which this rank does not wait for.
+        self.word(w, NOTIFY + counter).add(1, Ordering::Release);
     }
 
     /// [`put`](Self::put), then one more notification on the target's
@@ -1234,9 +1240,7 @@ impl<'a, T: Equivalence> Window<'a, T> {
         // before the next holder's Acquire takes the lock.
         match kind {
             LockType::Exclusive => lock.store(0, Ordering::Release),
-            LockType::Shared => {
-                lock.fetch_add(u32::MAX, Ordering::Release);
-            }
+            LockType::Shared => lock.add(u32::MAX, Ordering::Release),
         }
     }
 
@@ -1524,7 +1528,7 @@ impl<T: Equivalence> AccessEpoch<'_, '_, '_, T> {
             let at = w.comm.member(w.world, t as u32);
             // Release: this rank's operations on the target before the
             // target's Acquire in its `wait` or `test`.
-            w.word(at, COMPLETES).fetch_add(1, Ordering::Release);
+            w.word(at, COMPLETES).add(1, Ordering::Release);
         }
         Ok(())
     }

@@ -146,6 +146,22 @@ macro_rules! host_atomic {
                 self.core().fetch_add(v, rmw_ordering(o))
             }
 
+            /// Atomic add whose previous value is not wanted (PTX `red`
+            /// for `Relaxed` and `Release`: the rank does not wait for it;
+            /// `Acquire` and `AcqRel` read, so they are a `fetch_add`).
+            pub fn add(&self, v: $int, o: Ordering) {
+                if matches!(o, Ordering::Acquire | Ordering::AcqRel) {
+                    self.fetch_add(v, o);
+                    return;
+                }
+                count_rmw(o);
+                timed(Access::Reduce {
+                    order: o,
+                    addr: self.addr(),
+                });
+                self.core().fetch_add(v, rmw_ordering(o));
+            }
+
             /// Atomic bitwise or, returning the previous value.
             pub fn fetch_or(&self, v: $int, o: Ordering) -> $int {
                 count_rmw(o);
@@ -513,6 +529,14 @@ pub mod runtime {
         },
         /// A read-modify-write of the word at `addr`.
         Rmw {
+            /// Its ordering.
+            order: Ordering,
+            /// The word's address.
+            addr: usize,
+        },
+        /// A read-modify-write of the word at `addr` whose old value the
+        /// rank does not wait for (PTX `red`; `Relaxed` or `Release`).
+        Reduce {
             /// Its ordering.
             order: Ordering,
             /// The word's address.

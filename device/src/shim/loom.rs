@@ -192,6 +192,12 @@ macro_rules! loom_shim_atomic {
                 self.with(|a| a.fetch_add(v, rmw_ordering(o)))
             }
 
+            /// Atomic add whose previous value is not wanted (the GPU's
+            /// `red`): a `fetch_add` here.
+            pub fn add(&self, v: $int, o: Ordering) {
+                self.with(|a| a.fetch_add(v, rmw_ordering(o)));
+            }
+
             /// Atomic bitwise or, returning the previous value.
             pub fn fetch_or(&self, v: $int, o: Ordering) -> $int {
                 self.with(|a| a.fetch_or(v, rmw_ordering(o)))

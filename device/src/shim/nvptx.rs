@@ -164,6 +164,44 @@ macro_rules! nvptx_atomic {
                 old
             }
 
+            /// Atomic add whose previous value is not wanted: `red`, which
+            /// the thread issues and does not wait for (`Relaxed`,
+            /// `Release`); `red` has no acquire form, so `Acquire` and
+            /// `AcqRel` are a [`fetch_add`](Self::fetch_add).
+            pub fn add(&self, v: $int, o: Ordering) {
+                let p = self.0.get();
+                match o {
+                    // Release: as a release store's (pairs with the Acquire
+                    // load or RMW of another rank that reads the sum).
+                    Ordering::Release => {
+                        // SAFETY: `p` points to a live, aligned atomic word
+                        // (`&self`) that is only accessed atomically.
+                        unsafe {
+                            asm!(
+                                concat!("red.release.gpu.add.", $u, " [{p}], {v};"),
+                                p = in(reg64) p,
+                                v = in($reg) v,
+                                options(nostack),
+                            )
+                        }
+                    }
+                    Ordering::Relaxed => {
+                        // SAFETY: as above.
+                        unsafe {
+                            asm!(
+                                concat!("red.relaxed.gpu.add.", $u, " [{p}], {v};"),
+                                p = in(reg64) p,
+                                v = in($reg) v,
+                                options(nostack),
+                            )
+                        }
+                    }
+                    Ordering::Acquire | Ordering::AcqRel => {
+                        self.fetch_add(v, o);
+                    }
+                }
+            }
+
             /// Atomic bitwise or, returning the previous value.
             pub fn fetch_or(&self, v: $int, o: Ordering) -> $int {
                 let p = self.0.get();

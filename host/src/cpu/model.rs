@@ -235,6 +235,18 @@ impl Model {
                     clock.invalidate_l1();
                 }
             }
+            Access::Reduce { order, addr } => {
+                if matches!(order, Ordering::Release | Ordering::AcqRel) {
+                    clock.spend(TimeCategory::Fences, c.release);
+                }
+                // Performed at L2 after the word's earlier read-modify-writes,
+                // as `Rmw`, but the rank issues it as a store and goes on.
+                let free = self.rmw_free.borrow().get(&addr).copied().unwrap_or(0);
+                let start = clock.now().max(free);
+                self.rmw_free.borrow_mut().insert(addr, start + c.rmw_interval);
+                self.written(addr, start + c.visible, rank);
+                clock.spend(TimeCategory::Stores, c.store);
+            }
             Access::Fence { .. } => {
                 clock.spend(TimeCategory::Fences, c.fence);
                 clock.invalidate_l1();
@@ -478,6 +490,34 @@ mod tests {
         for (r, c) in clocks.iter().enumerate() {
             let start = ps(p.issue_ns) + r as u64 * step;
             assert_eq!(c.now(), start + ps(p.rmw_ns), "rank {r}");
+        }
+    }
+
+    #[test]
+    fn a_reduction_is_issued_like_a_store_and_queues_at_its_word() {
+        let m = model();
+        let p = Profile::h100();
+        let (a, b) = (Clock::new(), Clock::new());
+        let red = Access::Reduce {
+            order: Ordering::Release,
+            addr: 8,
+        };
+        m.charge(0, &a, red);
+        m.charge(1, &b, red);
+        // Neither waits for the word: a release fence and a store's issue.
+        let issued = ps(p.issue_ns + p.release_ns + p.store_ns);
+        assert_eq!(a.now(), issued);
+        assert_eq!(b.now(), issued);
+        // The second is performed after the first, and seen that much later.
+        let first = ps(p.issue_ns + p.release_ns);
+        assert_eq!(
+            m.visible_at(8, 2),
+            first + ps(p.rmw_interval_ns) + ps(p.visible_ns)
+        );
+        // The old value is never waited for: no time in atomics or waiting.
+        for c in [&a, &b] {
+            assert_eq!(c.time().spent_ps[index(TimeCategory::Atomics)], 0);
+            assert_eq!(c.time().spent_ps[index(TimeCategory::Waiting)], 0);
         }
     }
 
