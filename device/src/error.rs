@@ -60,6 +60,15 @@ pub enum ErrorClass {
     /// An invalid window (`MPI_ERR_WIN`): here, a creation beyond the
     /// world's `windows` or over memory other ranks cannot reach.
     Win = 19,
+    /// Memory that cannot be attached to a dynamic window
+    /// (`MPI_ERR_RMA_ATTACH`, MPI 4.1 §12.2.4): every region slot in
+    /// use, a region overlapping an attached one, memory other ranks
+    /// cannot reach.
+    RmaAttach = 20,
+    /// A window of the wrong flavor for the call (`MPI_ERR_RMA_FLAVOR`):
+    /// an attach to a window that is not dynamic, a shared query of a
+    /// dynamic one.
+    RmaFlavor = 21,
 }
 
 impl ErrorClass {
@@ -86,6 +95,8 @@ impl ErrorClass {
             17 => Self::RmaRange,
             18 => Self::RmaSync,
             19 => Self::Win,
+            20 => Self::RmaAttach,
+            21 => Self::RmaFlavor,
             _ => return None,
         })
     }
@@ -113,6 +124,8 @@ impl ErrorClass {
             Self::RmaRange => "MPI_ERR_RMA_RANGE",
             Self::RmaSync => "MPI_ERR_RMA_SYNC",
             Self::Win => "MPI_ERR_WIN",
+            Self::RmaAttach => "MPI_ERR_RMA_ATTACH",
+            Self::RmaFlavor => "MPI_ERR_RMA_FLAVOR",
         }
     }
 }
@@ -145,6 +158,71 @@ const RMA_TYPE: u32 = -3i32 as u32;
 /// Word 2 of an `MPI_ERR_WIN` result record that is an
 /// [`Error::WindowMemory`] (a [`Error::WindowLimit`] has 0 there).
 const WINDOW_MEMORY: u32 = 1;
+
+/// Why memory could not be attached to a dynamic window
+/// ([`Error::WindowAttach`]'s `reason`).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AttachReason {
+    /// Every region slot of this rank's entry holds an attached region
+    /// (`window::MAX_REGIONS`).
+    Full = 1,
+    /// The memory overlaps a region already attached (erroneous in MPI
+    /// 4.1 §12.2.4; refused here).
+    Overlap = 2,
+    /// Memory other ranks cannot reach (a GPU thread's stack).
+    Unreachable = 3,
+}
+
+impl AttachReason {
+    /// The reason for a recorded code.
+    pub fn from_code(code: u32) -> Option<Self> {
+        Some(match code {
+            1 => Self::Full,
+            2 => Self::Overlap,
+            3 => Self::Unreachable,
+            _ => return None,
+        })
+    }
+}
+
+/// How a window was made (`MPI_WIN_CREATE_FLAVOR`, MPI 4.1 §12.2.6).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flavor {
+    /// `Window::create` (`MPI_WIN_FLAVOR_CREATE`).
+    Create = 1,
+    /// `Window::allocate` (`MPI_WIN_FLAVOR_ALLOCATE`).
+    Allocate = 2,
+    /// `Window::create_dynamic` (`MPI_WIN_FLAVOR_DYNAMIC`).
+    Dynamic = 3,
+    /// `Window::allocate_shared` (`MPI_WIN_FLAVOR_SHARED`).
+    Shared = 4,
+}
+
+impl Flavor {
+    /// The flavor of a recorded code.
+    pub fn from_code(code: u32) -> Option<Self> {
+        Some(match code {
+            1 => Self::Create,
+            2 => Self::Allocate,
+            3 => Self::Dynamic,
+            4 => Self::Shared,
+            _ => return None,
+        })
+    }
+
+    /// MPI's name of the flavor.
+    pub fn mpi_name(self) -> &'static str {
+        match self {
+            Self::Create => "MPI_WIN_FLAVOR_CREATE",
+            Self::Allocate => "MPI_WIN_FLAVOR_ALLOCATE",
+            Self::Dynamic => "MPI_WIN_FLAVOR_DYNAMIC",
+            Self::Shared => "MPI_WIN_FLAVOR_SHARED",
+        }
+    }
+}
 
 /// What an [`Error::RmaSync`] found wrong (its `reason`).
 #[repr(u32)]
@@ -406,6 +484,21 @@ pub enum Error {
         /// rounded up to 64).
         available: u32,
     },
+    /// Memory that cannot be attached to a dynamic window (class
+    /// `MPI_ERR_RMA_ATTACH`); nothing is attached.
+    WindowAttach {
+        /// Why ([`AttachReason`] code).
+        reason: u32,
+        /// Bytes of the memory (saturated).
+        bytes: u32,
+    },
+    /// A call on a window of the wrong flavor (class
+    /// `MPI_ERR_RMA_FLAVOR`): an attach or detach on a window that is not
+    /// dynamic, a shared query of a dynamic window.
+    WindowFlavor {
+        /// The window's flavor ([`Flavor`] code).
+        flavor: u32,
+    },
 }
 
 impl Error {
@@ -443,6 +536,8 @@ impl Error {
             Error::RmaSync { .. } => ErrorClass::RmaSync,
             Error::RmaType { .. } => ErrorClass::Type,
             Error::WindowLimit { .. } | Error::WindowMemory { .. } => ErrorClass::Win,
+            Error::WindowAttach { .. } => ErrorClass::RmaAttach,
+            Error::WindowFlavor { .. } => ErrorClass::RmaFlavor,
         }
     }
 
@@ -503,6 +598,8 @@ impl Error {
             } => [c, target as u32, RMA_TYPE, window, expected],
             Error::WindowLimit { limit } => [c, limit, 0, 0, 0],
             Error::WindowMemory { rank } => [c, rank, WINDOW_MEMORY, 0, 0],
+            Error::WindowAttach { reason, bytes } => [c, reason, bytes, 0, 0],
+            Error::WindowFlavor { flavor } => [c, flavor, 0, 0, 0],
         }
     }
 
@@ -599,6 +696,11 @@ impl Error {
             },
             ErrorClass::Win if w[2] == WINDOW_MEMORY => Error::WindowMemory { rank: w[1] },
             ErrorClass::Win => Error::WindowLimit { limit: w[1] },
+            ErrorClass::RmaAttach => Error::WindowAttach {
+                reason: w[1],
+                bytes: w[2],
+            },
+            ErrorClass::RmaFlavor => Error::WindowFlavor { flavor: w[1] },
         })
     }
 }
@@ -749,6 +851,33 @@ impl fmt::Display for Error {
                 f,
                 "rank {rank} created the window over memory other ranks cannot reach (a thread's stack): use a GlobalSlice, the scratch or Window::allocate"
             ),
+            Error::WindowAttach { reason, bytes } => match AttachReason::from_code(reason) {
+                Some(AttachReason::Full) => write!(
+                    f,
+                    "{bytes} bytes not attached: this rank has {} regions attached to the window, the most it holds",
+                    crate::layout::MAX_REGIONS
+                ),
+                Some(AttachReason::Overlap) => {
+                    write!(f, "{bytes} bytes not attached: they overlap a region attached to the window")
+                }
+                Some(AttachReason::Unreachable) => write!(
+                    f,
+                    "{bytes} bytes not attached: other ranks cannot reach them (a thread's stack): use a GlobalSlice or the scratch"
+                ),
+                None => write!(f, "{bytes} bytes not attached (reason {reason})"),
+            },
+            Error::WindowFlavor { flavor } => match Flavor::from_code(flavor) {
+                Some(Flavor::Dynamic) => write!(
+                    f,
+                    "a dynamic window has no memory of its own to query: attach memory and pass its displacement instead"
+                ),
+                Some(other) => write!(
+                    f,
+                    "the window is of {}: attach and detach need a dynamic window (Window::create_dynamic)",
+                    other.mpi_name()
+                ),
+                None => write!(f, "a window of flavor {flavor}"),
+            },
         }
     }
 }

@@ -18,7 +18,7 @@
 //! | immediate | `IMMEDIATE_SLOTS × ((64 + immediate_bytes) × (1 + nodes) + ranks × immediate_bytes)`, `nodes` = [`immediate_tree_nodes`]`(ranks)` | the non-blocking collectives' staging slots (`crate::collective::immediate`): per slot its world record and result cell, per node of its arrival tree its record and partial-result cell, per rank its argument header and operand cell |
 //! | immediate local | `ranks × 64` | per rank, private to it: its [`ImmediateLocal`](crate::collective::immediate::ImmediateLocal) record (how many non-blocking collectives it started, and per slot what it keeps of the one it has outstanding) |
 //! | immediate communicators | `communicators × ranks × (128 + IMMEDIATE_SLOTS × (64 + 2 × immediate_bytes))` with [`FLAG_IMMEDIATE_COMMUNICATORS`], else 0 | per communicator context: per world rank its [`CommImmediateLocal`](crate::collective::immediate::CommImmediateLocal); then per slot and table entry a group record (used at a group's first entry), a result cell and the member's argument and operand cell |
-//! | windows | `64 + windows × ranks × window_stride` (none without windows), `window_stride` = [`WINDOW_ENTRY_BYTES`] + `window_bytes` rounded up to 64 | the one-sided windows (`crate::window`, MPI 4.1 chapter 12): a header (the mask of window ids in use), then per window id one entry per world rank: its descriptor line (base, size, displacement unit, datatype), its synchronisation line (the passive-target lock word, the notification counters), its private line (its epochs, the locks it holds, the notifications it has consumed) and `window_bytes` of memory for `Window::allocate` |
+//! | windows | `64 + windows × ranks × window_stride` (none without windows), `window_stride` = [`WINDOW_ENTRY_BYTES`] + `window_bytes` rounded up to 64 | the one-sided windows (`crate::window`, MPI 4.1 chapter 12): a header (the mask of window ids in use), then per window id one entry per world rank: its descriptor line (base, size, displacement unit, datatype), its synchronisation line (the passive-target lock word, the notification counters), its region line (the regions attached to a dynamic window) and `window_bytes` of memory for `Window::allocate` |
 //! | kernel scratch | `ranks × (64 + scratch_bytes rounded up to 64)`, none when `scratch_bytes` is 0 | per rank, private to it: a 64-byte header (the word that says a [`Scratch`](crate::kernel::Scratch) is taken) and the rank's scratch bytes ([`WorldConfig::scratch_bytes`], `World::scratch`) |
 //! | wait records | `ranks × 16` | per rank: a [`WaitRecord`](crate::records::WaitRecord): state, operation, peer, tag (what the deadlock report prints) |
 //! | results | `ranks × 32` | per rank: a [`ResultRecord`](crate::records::ResultRecord): the kernel's return value as an [`ErrorClass`](crate::ErrorClass) and four detail words |
@@ -173,7 +173,7 @@ pub const MAX_WINDOWS: u32 = 64;
 /// of its own).
 pub const WINDOW_HEADER_BYTES: usize = 64;
 /// Bytes of one rank's entry of a window before its allocated memory: a
-/// descriptor line, a synchronisation line and a private line
+/// descriptor line, a synchronisation line and a region line
 /// (`crate::window`).
 pub const WINDOW_ENTRY_BYTES: usize = 192;
 /// Offset of the passive-target lock word in a rank's entry of a window
@@ -184,9 +184,12 @@ pub const WINDOW_LOCK: usize = 64;
 /// Bit of a window's lock word: held exclusively.
 pub const WINDOW_LOCK_EXCLUSIVE: u32 = 1 << 31;
 /// Targets of one window a rank may hold locks of at once (their list
-/// lives in the rank's private line of the window; `lock_all` has no
-/// limit).
+/// lives in the rank's `Window` value; `lock_all` has no limit).
 pub const MAX_LOCKS: u32 = 6;
+/// Regions a rank may have attached to one dynamic window at once
+/// (`Window::attach`): a base and a length each, in its entry's third
+/// line.
+pub const MAX_REGIONS: u32 = 4;
 /// Notification counters of each rank's entry of a window
 /// (`Window::put_notify`).
 pub const NOTIFICATIONS: u32 = 8;
@@ -581,7 +584,7 @@ impl Layout {
         self.trace + rank as usize * self.trace_stride
     }
     /// Offset of world rank `rank`'s entry of window `id` (its descriptor
-    /// line; the synchronisation and private lines and the allocated
+    /// line; the synchronisation and region lines and the allocated
     /// memory follow).
     pub fn window_entry(&self, id: u32, rank: u32) -> usize {
         self.windows

@@ -11,13 +11,15 @@
 //!
 //! A window has an id (one bit of the mask in the windows region's header,
 //! claimed by the communicator's rank 0 and given back by `free`) and, per
-//! world rank, an entry of three lines (`layout::WINDOW_ENTRY_BYTES`; the
-//! third unused) and the memory of [`Window::allocate`]:
+//! world rank, an entry of three lines (`layout::WINDOW_ENTRY_BYTES`) and
+//! the memory of [`Window::allocate`] (of [`Window::allocate_shared`]: all
+//! segments, one after another, in the communicator's rank 0's memory):
 //!
 //! | line | words | written by | read by |
 //! |---|---|---|---|
 //! | descriptor | base address, size in bytes, displacement unit, datatype id | its rank, at creation | every origin, at every operation |
 //! | synchronisation | the passive-target lock word, [`NOTIFICATIONS`] notification counters | origins (atomic read-modify-writes) | its rank and origins |
+//! | regions | a dynamic window's [`MAX_REGIONS`] attached regions (base, length) | its rank, at attach and detach | every origin, at every operation on a dynamic window (one batch) |
 //!
 //! The descriptor is published by the creation's closing all-reduce;
 //! origins read it with relaxed loads, and an origin keeps the last
@@ -86,7 +88,7 @@
 use crate::collective::{CommunicatorCollectives, Operation, Root, SystemOperation};
 use crate::communicator::{CommInfo, CommView, Communicator, Group, SimpleCommunicator, World};
 use crate::datatype::Equivalence;
-use crate::error::{Error, RmaSyncReason};
+use crate::error::{AttachReason, Error, RmaSyncReason};
 use crate::layout::{Layout, MAX_WINDOWS, WINDOW_ENTRY_BYTES};
 use crate::polling::{wait_core, Call, WaitFor};
 use crate::shim::{self, Ordering};
@@ -96,12 +98,16 @@ use core::mem::size_of;
 
 use core::cell::Cell;
 
-pub use crate::layout::{MAX_LOCKS, NOTIFICATIONS, POST_SLOTS};
+pub use crate::error::Flavor;
+pub use crate::layout::{MAX_LOCKS, MAX_REGIONS, NOTIFICATIONS, POST_SLOTS};
 
 /// Descriptor line: the window's base address (`u64`).
 const BASE: usize = 0;
-/// Descriptor line: its size in bytes (`u64`).
+/// Descriptor line: its size in bytes (`u64`; [`DYNAMIC`] for a dynamic
+/// window, whose memory is its attached regions).
 const SIZE: usize = 8;
+/// The size word of a dynamic window's descriptor.
+const DYNAMIC: u64 = u64::MAX;
 /// Descriptor line: its displacement unit in bytes.
 const DISP_UNIT: usize = 16;
 /// Descriptor line: the datatype id of its elements.
@@ -116,12 +122,13 @@ const NOTIFY: usize = 72;
 /// Synchronisation line: [`POST_SLOTS`] slots of the posts made for this
 /// rank (0: free, else the target's rank + 1).
 const POSTS: usize = NOTIFY + 4 * NOTIFICATIONS as usize;
-/// The entry's third line, once its rank's private state; unused since
-/// that state lives in the [`Window`] value.
-const PRIVATE: usize = 128;
+/// Region line: [`MAX_REGIONS`] regions attached to a dynamic window,
+/// each its base address and its length in bytes (`u64`s; base 0: a free
+/// slot).
+const REGIONS: usize = 128;
 
-const _: () = assert!(POSTS + 4 * POST_SLOTS as usize <= PRIVATE);
-const _: () = assert!(PRIVATE <= WINDOW_ENTRY_BYTES);
+const _: () = assert!(POSTS + 4 * POST_SLOTS as usize <= REGIONS);
+const _: () = assert!(REGIONS + 16 * MAX_REGIONS as usize <= WINDOW_ENTRY_BYTES);
 const _: () = assert!(MAX_WINDOWS <= 64);
 
 /// Epoch flag: a fence opened an access and exposure epoch.
@@ -213,6 +220,7 @@ pub struct Window<'a, T: Equivalence> {
     rank: u32,
     size: u32,
     id: u32,
+    flavor: Flavor,
     local: *mut T,
     len: usize,
     /// The group of the open `start` (ranks of the communicator; empty
@@ -286,7 +294,62 @@ impl<'a, T: Equivalence> Window<'a, T> {
         let len = memory.len();
         let ptr = memory.as_mut_ptr();
         let reachable = len == 0 || shim::is_shared_address(ptr as *const u8);
-        Self::make(comm, |_| Ok(ptr), len, reachable, 0)
+        Self::make(comm, Flavor::Create, |_| Ok(ptr), len, reachable, 0)
+    }
+
+    /// Creates a window with no memory on every rank of `comm`
+    /// (`MPI_Win_create_dynamic`); collective. Each rank then attaches
+    /// memory of its own ([`Window::attach`], at most [`MAX_REGIONS`]
+    /// regions at once) and tells the origins where it is: the
+    /// displacement of an operation on a dynamic window is the target
+    /// element's address in bytes ([`Attachment::disp`], MPI's
+    /// `MPI_Get_address`), its displacement unit 1. An operation on
+    /// memory not attached at the target is `MPI_ERR_RMA_RANGE`.
+    ///
+    /// Standard section: MPI 4.1 §12.2.4.
+    pub fn create_dynamic<C: Communicator + ?Sized>(comm: &'a C) -> Result<Self, Error> {
+        Self::make(comm, Flavor::Dynamic, |_| Ok(core::ptr::null_mut()), 0, true, 0)
+    }
+
+    /// Allocates a window of `len` elements per rank that every rank of
+    /// `comm` can also load and store directly
+    /// (`MPI_Win_allocate_shared`); collective. Inside one GPU every rank
+    /// can reach every other's memory, so any communicator may share one.
+    /// The segments are contiguous in rank order (MPI's default): rank
+    /// `r`'s follows rank `r - 1`'s, all of them in the window memory of
+    /// the communicator's rank 0 (`WorldSpec::window_bytes`), so their sum
+    /// must fit there: every rank fails with
+    /// [`Error::WindowAllocation`] (`MPI_ERR_NO_MEM`, the sum and the
+    /// limit) when it does not. [`Window::shared_query`] and
+    /// [`Window::shared_mut`] give a rank's segment; put, get and the
+    /// accumulates work on it as on any window. The memory is global
+    /// memory (through L2), not a block's shared memory.
+    ///
+    /// Standard section: MPI 4.1 §12.2.3.
+    pub fn allocate_shared<C: Communicator + ?Sized>(comm: &'a C, len: usize) -> Result<Self, Error> {
+        let view = comm.view();
+        let world = view.world;
+        let layout = &world.layout;
+        let available = layout.window_stride as usize - WINDOW_ENTRY_BYTES;
+        let bytes = len.saturating_mul(size_of::<T>()) as u64;
+        // The inclusive prefix sum of the segments' sizes: this rank's
+        // segment ends there, and the largest (the last rank's) is the
+        // total every rank's `too_large` agrees on.
+        let mut end = 0u64;
+        comm.scan_into(&bytes, &mut end, SystemOperation::sum())?;
+        let too_large = if end > available as u64 {
+            crate::error::saturating_u32(usize::try_from(end).unwrap_or(usize::MAX)).max(1)
+        } else {
+            0
+        };
+        let first = view.comm.member(world, 0);
+        let memory = move |id: u32| {
+            let at = layout.window_entry(id, first) + WINDOW_ENTRY_BYTES + (end - bytes) as usize;
+            // The segments before this one hold whole elements of `T`
+            // from a 64-byte aligned start, so this one is aligned too.
+            Ok(world.base.wrapping_add(at) as *mut T)
+        };
+        Self::make(comm, Flavor::Shared, memory, len, true, too_large)
     }
 
     /// Creates a window of `len` elements per rank in the world memory
@@ -315,11 +378,12 @@ impl<'a, T: Equivalence> Window<'a, T> {
             // every `T` of at most 64-byte alignment.
             Ok(world.base.wrapping_add(at) as *mut T)
         };
-        Self::make(comm, memory, len, true, too_large)
+        Self::make(comm, Flavor::Allocate, memory, len, true, too_large)
     }
 
     fn make<C: Communicator + ?Sized>(
         comm: &'a C,
+        flavor: Flavor,
         memory: impl FnOnce(u32) -> Result<*mut T, Error>,
         len: usize,
         reachable: bool,
@@ -334,6 +398,7 @@ impl<'a, T: Equivalence> Window<'a, T> {
             rank: view.rank,
             size: view.size,
             id: a.id,
+            flavor,
             local: core::ptr::null_mut(),
             len,
             access_group: Cell::new((core::ptr::null(), 0)),
@@ -375,12 +440,17 @@ impl<'a, T: Equivalence> Window<'a, T> {
     }
 
     /// Writes this rank's entry: its descriptor, a free lock, zeroed
-    /// counters and private state.
+    /// counters, and for a dynamic window no regions.
     fn publish(&self) {
         let me = self.world.rank;
         let bytes = (self.len * size_of::<T>()) as u64;
         self.word64(me, BASE).store(self.local as u64, Ordering::Relaxed);
-        self.word64(me, SIZE).store(bytes, Ordering::Relaxed);
+        let size = if self.flavor == Flavor::Dynamic {
+            DYNAMIC
+        } else {
+            bytes
+        };
+        self.word64(me, SIZE).store(size, Ordering::Relaxed);
         self.word(me, DISP_UNIT)
             .store(size_of::<T>() as u32, Ordering::Relaxed);
         self.word(me, DATATYPE).store(T::DATATYPE.id, Ordering::Relaxed);
@@ -391,6 +461,11 @@ impl<'a, T: Equivalence> Window<'a, T> {
         }
         for k in 0..NOTIFICATIONS as usize {
             self.word(me, NOTIFY + 4 * k).store(0, Ordering::Relaxed);
+        }
+        if self.flavor == Flavor::Dynamic {
+            for k in 0..MAX_REGIONS as usize {
+                self.word64(me, REGIONS + 16 * k).store(0, Ordering::Relaxed);
+            }
         }
     }
 
@@ -449,9 +524,86 @@ impl<'a, T: Equivalence> Window<'a, T> {
         self.len * size_of::<T>()
     }
 
-    /// The displacement unit (`MPI_WIN_DISP_UNIT`): `size_of::<T>()`.
+    /// The displacement unit (`MPI_WIN_DISP_UNIT`): `size_of::<T>()`; 1
+    /// for a dynamic window, whose displacements are addresses.
     pub fn disp_unit(&self) -> usize {
-        size_of::<T>()
+        if self.flavor == Flavor::Dynamic {
+            1
+        } else {
+            size_of::<T>()
+        }
+    }
+
+    /// How the window was made (`MPI_WIN_CREATE_FLAVOR`).
+    ///
+    /// Standard section: MPI 4.1 §12.2.6.
+    pub fn flavor(&self) -> Flavor {
+        self.flavor
+    }
+
+    /// Where rank `rank`'s window memory is (`MPI_Win_shared_query`): its
+    /// first element and its length in elements; with `PROC_NULL`, the
+    /// segment of the lowest rank whose segment is not empty (a null
+    /// pointer and 0 if none is). Every window's memory can be loaded and
+    /// stored by every rank here (MPI 4.1 lets a shared query ask any
+    /// window); a dynamic window has none of its own:
+    /// [`Error::WindowFlavor`] (`MPI_ERR_RMA_FLAVOR`). Loads and stores
+    /// through the pointer are ordered against other ranks' accesses by
+    /// the window's synchronisation, as for [`Window::local_mut`].
+    ///
+    /// Standard section: MPI 4.1 §12.2.3.
+    pub fn shared_query(&self, rank: i32) -> Result<(*mut T, usize), Error> {
+        if self.flavor == Flavor::Dynamic {
+            return Err(Error::WindowFlavor {
+                flavor: Flavor::Dynamic as u32,
+            });
+        }
+        if rank == PROC_NULL {
+            for r in 0..self.size as i32 {
+                let t = self.target(r);
+                if t.size != 0 {
+                    return Ok((t.base as *mut T, t.size as usize / size_of::<T>()));
+                }
+            }
+            return Ok((core::ptr::null_mut(), 0));
+        }
+        if rank < 0 || rank >= self.size as i32 {
+            return Err(Error::InvalidRank {
+                rank,
+                size: self.size as i32,
+            });
+        }
+        let t = self.target(rank);
+        Ok((t.base as *mut T, t.size as usize / size_of::<T>()))
+    }
+
+    /// Rank `rank`'s window memory for direct loads and stores (a shared
+    /// query's segment as a slice; this rank's own is
+    /// [`Window::local_mut`]). Other ranks' accesses to it, and their put,
+    /// get and accumulates, must be separated from these by
+    /// synchronisation (MPI 4.1 §12.7: a fence, a lock, `sync` with a
+    /// barrier or a notification); `&mut self` keeps this rank's own
+    /// operations out while the slice lives. Errors as
+    /// [`Window::shared_query`]; `PROC_NULL` is `MPI_ERR_RANK` here.
+    ///
+    /// Standard section: MPI 4.1 §12.2.3.
+    pub fn shared_mut(&mut self, rank: i32) -> Result<&mut [T], Error> {
+        if rank == PROC_NULL {
+            return Err(Error::InvalidRank {
+                rank,
+                size: self.size as i32,
+            });
+        }
+        let (ptr, len) = self.shared_query(rank)?;
+        if len == 0 {
+            return Ok(&mut []);
+        }
+        // SAFETY: `ptr` is `rank`'s published window memory, valid for
+        // `len` elements of `T` while the window lives (`'a` outlives the
+        // borrow of `self`) and aligned for `T`; other ranks' accesses are
+        // ordered against the slice's by the window's synchronisation (the
+        // caller's part, as for `local_mut`), this rank's by the borrow.
+        Ok(unsafe { core::slice::from_raw_parts_mut(ptr, len) })
     }
 
     /// The group of the window's communicator (`MPI_Win_get_group`).
@@ -618,6 +770,9 @@ impl<'a, T: Equivalence> Window<'a, T> {
                 expected: T::DATATYPE.id,
             });
         }
+        if size == DYNAMIC {
+            return self.attached_range(t, disp, count);
+        }
         let offset = disp.checked_mul(size_of::<T>());
         let bytes = count.checked_mul(size_of::<T>());
         let end = offset.zip(bytes).and_then(|(o, b)| o.checked_add(b));
@@ -630,6 +785,102 @@ impl<'a, T: Equivalence> Window<'a, T> {
                 size: crate::error::saturating_u32(size as usize),
             }),
         }
+    }
+
+    /// The address of `count` elements at address `addr` of the dynamic
+    /// window of `t`: they must lie in one region attached there, at an
+    /// element boundary of it.
+    #[inline(never)]
+    fn attached_range(&self, t: Target, addr: usize, count: usize) -> Result<*mut T, Error> {
+        let regions: [u64; 2 * MAX_REGIONS as usize] = shim::independent(|| {
+            core::array::from_fn(|k| self.word64(t.world, REGIONS + 8 * k).load(Ordering::Relaxed))
+        });
+        let bytes = count.checked_mul(size_of::<T>());
+        if let Some(b) = bytes {
+            let a = addr as u64;
+            for r in regions.chunks_exact(2) {
+                let (base, len) = (r[0], r[1]);
+                let inside = base != 0
+                    && a >= base
+                    && (a - base).is_multiple_of(size_of::<T>() as u64)
+                    && (a - base).checked_add(b as u64).is_some_and(|end| end <= len);
+                if inside {
+                    return Ok(addr as *mut T);
+                }
+            }
+        }
+        Err(Error::RmaRange {
+            target: t.rank,
+            offset: crate::error::saturating_u32(addr),
+            bytes: crate::error::saturating_u32(bytes.unwrap_or(usize::MAX)),
+            size: 0,
+        })
+    }
+
+    // ---- dynamic windows ---------------------------------------------------
+
+    /// Attaches `memory` to this rank's part of a dynamic window
+    /// (`MPI_Win_attach`); local. Other ranks may reach it once they know
+    /// its displacements ([`Attachment::disp`]; send them, or agree on
+    /// them before a synchronisation that follows the attach) until the
+    /// returned [`Attachment`] is detached or dropped. Errors, with
+    /// nothing attached: a window that is not dynamic,
+    /// [`Error::WindowFlavor`] (`MPI_ERR_RMA_FLAVOR`); [`MAX_REGIONS`]
+    /// regions attached already, memory overlapping one of them, or
+    /// memory other ranks cannot reach (a GPU thread's stack),
+    /// [`Error::WindowAttach`] (`MPI_ERR_RMA_ATTACH`). Empty memory takes
+    /// no region.
+    ///
+    /// Standard section: MPI 4.1 §12.2.4.
+    pub fn attach<'m>(&self, memory: &'m mut [T]) -> Result<Attachment<'_, 'm, 'a, T>, Error> {
+        if self.flavor != Flavor::Dynamic {
+            return Err(Error::WindowFlavor {
+                flavor: self.flavor as u32,
+            });
+        }
+        let (ptr, len) = (memory.as_mut_ptr(), memory.len());
+        let bytes = core::mem::size_of_val(memory);
+        let refuse = |reason: AttachReason| Error::WindowAttach {
+            reason: reason as u32,
+            bytes: crate::error::saturating_u32(bytes),
+        };
+        let mut attachment = Attachment {
+            window: self,
+            slot: MAX_REGIONS,
+            ptr,
+            len,
+            _memory: PhantomData,
+        };
+        if bytes == 0 {
+            return Ok(attachment);
+        }
+        if !shim::is_shared_address(ptr as *const u8) {
+            return Err(refuse(AttachReason::Unreachable));
+        }
+        let me = self.me();
+        let (start, end) = (ptr as u64, ptr as u64 + bytes as u64);
+        let mut free = None;
+        for k in 0..MAX_REGIONS {
+            let at = REGIONS + 16 * k as usize;
+            let base = self.word64(me, at).load(Ordering::Relaxed);
+            let size = self.word64(me, at + 8).load(Ordering::Relaxed);
+            if base == 0 {
+                free = free.or(Some(k));
+            } else if start < base + size && base < end {
+                return Err(refuse(AttachReason::Overlap));
+            }
+        }
+        let Some(k) = free else {
+            return Err(refuse(AttachReason::Full));
+        };
+        // Relaxed: an origin learns the displacement through a
+        // synchronisation after this (a message, a barrier, a fence),
+        // which orders these stores before its loads of the region.
+        let at = REGIONS + 16 * k as usize;
+        self.word64(me, at + 8).store(bytes as u64, Ordering::Relaxed);
+        self.word64(me, at).store(start, Ordering::Relaxed);
+        attachment.slot = k;
+        Ok(attachment)
     }
 
     // ---- operations --------------------------------------------------------
@@ -1412,6 +1663,70 @@ impl<'a, T: Equivalence> Window<'a, T> {
             release_id(self.world, self.id);
         }
         Ok(())
+    }
+}
+
+/// Memory attached to a dynamic window ([`Window::attach`]): other ranks
+/// reach it with displacements [`Attachment::disp`] until it is detached
+/// ([`Attachment::detach`], or dropped). Detaching while other ranks may
+/// still access it is erroneous (MPI 4.1 §12.2.4): order their last
+/// access before it with synchronisation.
+#[must_use = "dropping an attachment detaches its memory"]
+pub struct Attachment<'w, 'm, 'a, T: Equivalence> {
+    window: &'w Window<'a, T>,
+    /// Its slot of the region line ([`MAX_REGIONS`]: none, empty memory).
+    slot: u32,
+    ptr: *mut T,
+    len: usize,
+    _memory: PhantomData<&'m mut [T]>,
+}
+
+impl<T: Equivalence> Attachment<'_, '_, '_, T> {
+    /// The displacement of the memory's element `index` for the window's
+    /// operations: its address in bytes (`MPI_Get_address`; a dynamic
+    /// window's displacement unit is 1).
+    pub fn disp(&self, index: usize) -> usize {
+        self.ptr as usize + index * size_of::<T>()
+    }
+
+    /// Elements of the memory.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the memory is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The memory, for local loads and stores; other ranks' accesses must
+    /// be separated from them by synchronisation, as for
+    /// [`Window::local_mut`].
+    pub fn local_mut(&mut self) -> &mut [T] {
+        if self.len == 0 {
+            return &mut [];
+        }
+        // SAFETY: the memory the attach borrowed for `'m`, which outlives
+        // `self`; other ranks' accesses are ordered by the window's
+        // synchronisation (the caller's part).
+        unsafe { core::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+
+    /// Detaches the memory (`MPI_Win_detach`); local.
+    ///
+    /// Standard section: MPI 4.1 §12.2.4.
+    pub fn detach(self) {}
+}
+
+impl<T: Equivalence> Drop for Attachment<'_, '_, '_, T> {
+    fn drop(&mut self) {
+        if self.slot < MAX_REGIONS {
+            let w = self.window;
+            // Relaxed: the program orders other ranks' last accesses
+            // before the detach (MPI 4.1 §12.2.4).
+            w.word64(w.me(), REGIONS + 16 * self.slot as usize)
+                .store(0, Ordering::Relaxed);
+        }
     }
 }
 

@@ -1319,3 +1319,34 @@ fn window_fence_completes_the_puts_of_both() {
         assert_eq!(results, [Ok(41), Ok(40)]);
     });
 }
+
+/// (w5) Dynamic window: rank 0 attaches a line of the scratch (relaxed
+/// stores of its region); the fence orders them before rank 1's put to the
+/// attached address, and the second fence the put before rank 0's get.
+#[test]
+fn window_dynamic_attachment_is_reached_after_a_fence() {
+    check("window dynamic", 2, || {
+        let results = run_world(window_config(), 1, |w, scratch| -> Result<u32, Error> {
+            let win = Window::<u32>::create_dynamic(w)?;
+            let at = scratch.address(0);
+            let mut v = [0u32];
+            if w.rank() == 0 {
+                // SAFETY: the scratch line is valid for the launch, aligned,
+                // and only this rank's attachment hands it out.
+                let memory = unsafe { std::slice::from_raw_parts_mut(at as *mut u32, 1) };
+                let attached = win.attach(memory)?;
+                win.fence()?;
+                win.fence()?;
+                win.get(&mut v, 0, at)?;
+                attached.detach();
+            } else {
+                win.fence()?;
+                win.put(&[5], 0, at)?;
+                win.fence()?;
+            }
+            win.free()?;
+            Ok(v[0])
+        });
+        assert_eq!(results[0], Ok(5));
+    });
+}

@@ -72,6 +72,7 @@ pub mod nonblocking;
 pub mod p2p;
 pub mod planted;
 pub mod rma;
+pub mod rma_flavors;
 pub mod rma_pscw;
 pub mod scratch;
 pub mod skip;

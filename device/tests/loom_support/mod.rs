@@ -72,6 +72,13 @@ pub struct Scratch {
 }
 
 impl Scratch {
+    /// The address of line `i` (for memory a kernel hands to the library:
+    /// a dynamic window's attachment).
+    pub fn address(&self, i: usize) -> usize {
+        assert!(i < self.lines);
+        self.base + i * LINE
+    }
+
     /// Writes `value` at the start of line `i` (a plain store, checked by loom).
     pub fn put(&self, i: usize, value: u64) {
         assert!(i < self.lines);

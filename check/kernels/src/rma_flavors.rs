@@ -1,0 +1,174 @@
+//! Dynamic windows (`Window::create_dynamic`, attach and detach; MPI 4.1
+//! §12.2.4) and shared-memory windows (`Window::allocate_shared`,
+//! `shared_query`; §12.2.3): the kernel of check/tests/rma_flavors.rs.
+//! It takes the arguments of the other one-sided kernels
+//! ([`RmaArgs`](crate::rma::RmaArgs)) and records into `out` as they do.
+
+use crate::rma::RmaArgs;
+use crate::{Recorder, NONE};
+use gpu_mpi_device::traits::*;
+use gpu_mpi_device::window::{Window, MAX_REGIONS};
+use gpu_mpi_device::{Error, World, PROC_NULL};
+
+/// [`RMA_FLAVORS`]'s `param`: a dynamic window ring.
+pub const FLAVOR_DYNAMIC: u32 = 0;
+/// [`RMA_FLAVORS`]'s `param`: a shared-memory window.
+pub const FLAVOR_SHARED: u32 = 1;
+/// [`RMA_FLAVORS`]'s `param`: shared-memory windows whose segments do not
+/// fit together.
+pub const FLAVOR_SHARED_LIMIT: u32 = 2;
+
+/// Elements of `u32` each rank attaches for the ring of [`FLAVOR_DYNAMIC`].
+pub const RING: usize = 4;
+
+/// The value rank `origin` stores at element `k` of another rank's memory.
+pub const fn flavor_value(origin: u32, k: u32) -> u32 {
+    7000 + 100 * origin + k
+}
+
+/// Elements of rank `r`'s segment of the shared window of
+/// [`FLAVOR_SHARED`].
+pub const fn shared_len(r: u32) -> usize {
+    (r % 3) as usize + 1
+}
+
+/// `len` `u32`s of rank `rank`'s part of `args.data`, starting at `first`
+/// (`u32` elements); the callers take disjoint ranges.
+fn words<'a>(args: &RmaArgs, rank: u32, first: usize, len: usize) -> Result<&'a mut [u32], Error> {
+    let part = args.part as usize;
+    // SAFETY: rank `rank`'s part is used by that rank only, and each
+    // caller takes a range no other live one overlaps; the memory lives
+    // for the launch.
+    let w = unsafe { args.data.slice_mut(rank as usize * part, part) }?;
+    let all: &mut [u32] = bytemuck::try_cast_slice_mut(w).map_err(|_| Error::Intern)?;
+    let n = all.len();
+    all.get_mut(first..first + len).ok_or(Error::OutOfBounds {
+        index: (first + len) as u32,
+        len: n as u32,
+    })
+}
+
+gpu_mpi_device::kernel! {
+    /// `param` selects the case:
+    ///
+    /// - [`FLAVOR_DYNAMIC`]: a dynamic window of `u32`. Records its
+    ///   flavor, displacement unit and length (3 words) and an attach to
+    ///   an allocated window (5 error words). Each rank attaches [`RING`]
+    ///   elements of its part of `data` (elements 0..4), sends their
+    ///   displacement to the previous rank, and between two fences puts
+    ///   [`flavor_value`]s into the next rank's memory, then one element
+    ///   past it and one at a byte inside an element (5 error words
+    ///   each); after the fence it records its own memory (4 words).
+    ///   It attaches [`MAX_REGIONS`] - 1 more regions of one element
+    ///   (elements 4..), records a fifth region's attach (5 error words),
+    ///   and the class of an empty attach (1 word). After it detached the
+    ///   ring's memory and a barrier, a put to the next rank's old
+    ///   displacement (5 error words). Ranks whose bit is set in `param2`
+    ///   then try to attach an array on their stack (5 error words; on the
+    ///   emulator with local stacks). Then a shared query of the dynamic
+    ///   window (class, 1 word).
+    /// - [`FLAVOR_SHARED`]: a shared-memory window of [`shared_len`]`(r)`
+    ///   `u32`s on rank `r`. Records its flavor, displacement unit and
+    ///   length (3 words); whether rank `r`'s segment directly follows
+    ///   rank `r - 1`'s and the `PROC_NULL` query is rank 0's (2 words).
+    ///   Each rank stores [`flavor_value`]s into its own segment, fences,
+    ///   and records the next rank's segment as it loads it through
+    ///   `shared_mut` (3 words, [`NONE`] past its length) and as a get
+    ///   reads it (3 words); then the class of a query of rank `size`.
+    /// - [`FLAVOR_SHARED_LIMIT`]: rank `r` asks a shared window for
+    ///   `param2 * (r + 1)` `u32`s (5 error words), then for one `u32` each
+    ///   (5 error words).
+    pub static RMA_FLAVORS = fn rma_flavors(world: &World, args: &RmaArgs) -> Result<(), Error> {
+        let (r, p) = (world.rank() as u32, world.size() as u32);
+        let mut rec = Recorder::with_stride(args.out, r as i32, args.slots);
+        match args.param {
+            FLAVOR_DYNAMIC => dynamic(world, args, &mut rec, r, p),
+            FLAVOR_SHARED => shared(world, &mut rec, r, p),
+            _ => {
+                let big = Window::<u32>::allocate_shared(world, (args.param2 * (r + 1)) as usize);
+                rec.error_words(&big)?;
+                if let Ok(w) = big {
+                    w.free()?;
+                }
+                let small = Window::<u32>::allocate_shared(world, 1);
+                rec.error_words(&small)?;
+                small?.free()
+            }
+        }
+    }
+}
+
+fn dynamic(world: &World, args: &RmaArgs, rec: &mut Recorder, r: u32, p: u32) -> Result<(), Error> {
+    let win = Window::<u32>::create_dynamic(world)?;
+    rec.words(&[win.flavor() as u32, win.disp_unit() as u32, win.len() as u32])?;
+    {
+        let mut one = [0u32];
+        let other = Window::<u32>::allocate(world, 1)?;
+        rec.error_words(&other.attach(&mut one[..]).map(|_| ()))?;
+        other.free()?;
+    }
+    let (next, prev) = ((r + 1) % p, (r + p - 1) % p);
+    let mut ring = win.attach(words(args, r, 0, RING)?)?;
+    let mine = ring.disp(0) as u64;
+    world.process_at_rank(prev as i32).send(&mine)?;
+    let mut theirs = 0u64;
+    world.process_at_rank(next as i32).receive_into(&mut theirs)?;
+    let at = theirs as usize;
+    win.fence()?;
+    let values: [u32; RING + 1] = core::array::from_fn(|k| flavor_value(r, k as u32));
+    win.put(&values[..RING], next as i32, at)?;
+    rec.error_words(&win.put(&values[..1], next as i32, at + 4 * RING))?;
+    rec.error_words(&win.put(&values[..1], next as i32, at + 2))?;
+    win.fence()?;
+    rec.words(ring.local_mut())?;
+    {
+        let mut extra: [_; MAX_REGIONS as usize - 1] = core::array::from_fn(|_| None);
+        for (k, slot) in extra.iter_mut().enumerate() {
+            *slot = Some(win.attach(words(args, r, RING + k, 1)?)?);
+        }
+        let fifth = win.attach(words(args, r, RING + MAX_REGIONS as usize - 1, 1)?);
+        rec.error_words(&fifth.map(|_| ()))?;
+        rec.class(&win.attach(&mut [][..]).map(|_| ()))?;
+    }
+    ring.detach();
+    world.barrier()?;
+    rec.error_words(&win.put(&values[..1], next as i32, at))?;
+    if r < 32 && args.param2 & (1 << r) != 0 {
+        let mut stack = [0u32; 2];
+        rec.error_words(&win.attach(&mut stack[..]).map(|_| ()))?;
+    }
+    rec.class(&win.shared_query(0))?;
+    win.fence()?;
+    win.free()
+}
+
+fn shared(world: &World, rec: &mut Recorder, r: u32, p: u32) -> Result<(), Error> {
+    let mut win = Window::<u32>::allocate_shared(world, shared_len(r))?;
+    rec.words(&[win.flavor() as u32, win.disp_unit() as u32, win.len() as u32])?;
+    let (mine, _) = win.shared_query(r as i32)?;
+    let follows = if r == 0 {
+        true
+    } else {
+        let (before, n) = win.shared_query(r as i32 - 1)?;
+        before.wrapping_add(n) == mine
+    };
+    let (first, _) = win.shared_query(PROC_NULL)?;
+    let (zero, _) = win.shared_query(0)?;
+    rec.words(&[follows as u32, (first == zero) as u32])?;
+    for (k, v) in win.local_mut().iter_mut().enumerate() {
+        *v = flavor_value(r, k as u32);
+    }
+    win.fence()?;
+    let next = ((r + 1) % p) as i32;
+    let mut seen = [NONE; 3];
+    let theirs = win.shared_mut(next)?;
+    seen[..theirs.len()].copy_from_slice(theirs);
+    rec.words(&seen)?;
+    let mut got = [NONE; 3];
+    let n = shared_len(next as u32);
+    win.get(&mut got[..n], next, 0)?;
+    rec.words(&got)?;
+    rec.class(&win.shared_query(p as i32))?;
+    win.fence()?;
+    win.free()
+}
