@@ -623,7 +623,7 @@ pub(crate) fn collect(w: &World, i: u32) -> Result<Status, Error> {
         // Release: pairs with the Acquire loads of `start` on every member
         // that reuses the slot (through this counter's release sequence).
         w.slot_word(sp, slot, core::mem::offset_of!(SlotRecord, consumed))
-            .fetch_add(1, Ordering::Release);
+            .add(1, Ordering::Release);
         w.free_pending(sp, slot);
         return result;
     }
@@ -648,7 +648,7 @@ pub(crate) fn collect(w: &World, i: u32) -> Result<Status, Error> {
             // Release: pairs with the Acquire loads of `start` on every
             // rank that reuses the slot.
             w.slot_word(sp, slot, core::mem::offset_of!(SlotRecord, consumed))
-                .fetch_add(1, Ordering::Release);
+                .add(1, Ordering::Release);
             break;
         }
         t = t.up();

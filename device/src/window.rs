@@ -896,18 +896,25 @@ impl<'a, T: Equivalence> Window<'a, T> {
         }
         let t = self.access(target)?;
         let at = self.target_range(t, disp, origin.len())?;
+        let bytes = core::mem::size_of_val(origin);
+        if bytes == 8 && (at as usize).is_multiple_of(8) {
+            // One word (a `u64`, an `f64`, two `u32`s): a single store of
+            // the value, as a native kernel's, instead of a copy loop.
+            // SAFETY: `origin` holds 8 bytes (read unaligned: `T` may be
+            // smaller); `at` is 8 bytes inside the target's window,
+            // 8-aligned, ordered as below.
+            unsafe {
+                let v = (origin.as_ptr() as *const u64).read_unaligned();
+                shim::store_payload_u64(at as *mut u8, v);
+            }
+            return Ok(());
+        }
         // SAFETY: `at` is `origin.len()` elements inside the target's
         // window (checked against the size its rank published), valid for
         // the window's life; `origin` is a distinct borrow (this rank's
         // window memory is only reachable through `&mut self`). Conflicting
         // accesses are ordered by the window's synchronisation.
-        unsafe {
-            shim::copy_bytes(
-                at as *mut u8,
-                origin.as_ptr() as *const u8,
-                core::mem::size_of_val(origin),
-            )
-        };
+        unsafe { copy(at as *mut u8, origin.as_ptr() as *const u8, bytes) };
         Ok(())
     }
 
@@ -922,8 +929,17 @@ impl<'a, T: Equivalence> Window<'a, T> {
         let t = self.access(target)?;
         let at = self.target_range(t, disp, result.len())?;
         let bytes = core::mem::size_of_val(result);
+        if bytes == 8 && (at as usize).is_multiple_of(8) {
+            // One word: a single load, as in `put`.
+            // SAFETY: as in `put`, the other way round.
+            unsafe {
+                let v = shim::load_payload_u64(at as *const u8);
+                (result.as_mut_ptr() as *mut u64).write_unaligned(v);
+            }
+            return Ok(());
+        }
         // SAFETY: as in `put`, the other way round.
-        unsafe { shim::copy_bytes(result.as_mut_ptr() as *mut u8, at as *const u8, bytes) };
+        unsafe { copy(result.as_mut_ptr() as *mut u8, at as *const u8, bytes) };
         Ok(())
     }
 
@@ -1874,6 +1890,25 @@ impl CommunicatorLike for WorldComm<'_> {
 impl CommunicatorLike for SubComm<'_> {
     fn all_reduce_max(&self, value: u32, result: &mut u32) -> Result<(), Error> {
         self.0.all_reduce_into(&value, result, SystemOperation::max())
+    }
+}
+
+/// Bytes from which a put or get whose two ends are 16-byte aligned
+/// copies with 16-byte vectors, four in flight (`shim::copy_wide`, as a
+/// direct message's payload), instead of one word at a time.
+const WIDE_BYTES: usize = 64;
+
+/// Copies a put's or get's `len` bytes: wide when both ends allow it.
+///
+/// # Safety
+/// As for `shim::copy_bytes`.
+unsafe fn copy(dst: *mut u8, src: *const u8, len: usize) {
+    if len >= WIDE_BYTES && ((dst as usize) | (src as usize)).is_multiple_of(16) {
+        // SAFETY: forwarded from the caller.
+        unsafe { shim::copy_wide(dst, src, len) }
+    } else {
+        // SAFETY: forwarded from the caller.
+        unsafe { shim::copy_bytes(dst, src, len) }
     }
 }
 

@@ -2,7 +2,7 @@
 //! §12.2.4) and shared-memory windows (`Window::allocate_shared`,
 //! `shared_query`; §12.2.3): the kernel of check/tests/rma_flavors.rs.
 //! It takes the arguments of the other one-sided kernels
-//! ([`RmaArgs`](crate::rma::RmaArgs)) and records into `out` as they do.
+//! ([`RmaArgs`]) and records into `out` as they do.
 
 use crate::rma::RmaArgs;
 use crate::{Recorder, NONE};

@@ -144,7 +144,7 @@ pub(crate) fn store_kind(world: &World, comm: CommInfo) {
         world
             .core()
             .comm_warp_word(comm.id, warp_index(world))
-            .fetch_or(kind as u32, Ordering::Relaxed);
+            .or(kind as u32, Ordering::Relaxed);
     }
 }
 

@@ -305,8 +305,7 @@ impl World {
             if key.is_some() {
                 // Relaxed: published by this block's arrival below (its
                 // release half), read by every block after the release.
-                self.barrier_keys(half)
-                    .fetch_or(pack_key(block_key), Ordering::Relaxed);
+                self.barrier_keys(half).or(pack_key(block_key), Ordering::Relaxed);
             }
             // The block's ranks' writes are ordered before this point by
             // the block barrier; the fence makes them visible device-wide

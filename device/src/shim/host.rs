@@ -162,6 +162,21 @@ macro_rules! host_atomic {
                 self.core().fetch_add(v, rmw_ordering(o));
             }
 
+            /// Atomic bitwise or whose previous value is not wanted (PTX
+            /// `red`, as [`add`](Self::add)).
+            pub fn or(&self, v: $int, o: Ordering) {
+                if matches!(o, Ordering::Acquire | Ordering::AcqRel) {
+                    self.fetch_or(v, o);
+                    return;
+                }
+                count_rmw(o);
+                timed(Access::Reduce {
+                    order: o,
+                    addr: self.addr(),
+                });
+                self.core().fetch_or(v, rmw_ordering(o));
+            }
+
             /// Atomic bitwise or, returning the previous value.
             pub fn fetch_or(&self, v: $int, o: Ordering) -> $int {
                 count_rmw(o);

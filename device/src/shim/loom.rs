@@ -203,6 +203,12 @@ macro_rules! loom_shim_atomic {
                 self.with(|a| a.fetch_or(v, rmw_ordering(o)))
             }
 
+            /// Atomic bitwise or whose previous value is not wanted (the
+            /// GPU's `red`): a `fetch_or` here.
+            pub fn or(&self, v: $int, o: Ordering) {
+                self.with(|a| a.fetch_or(v, rmw_ordering(o)));
+            }
+
             /// Atomic exchange, returning the previous value.
             pub fn swap(&self, v: $int, o: Ordering) -> $int {
                 self.with(|a| a.swap(v, rmw_ordering(o)))

@@ -65,6 +65,34 @@ macro_rules! atom_sem {
     };
 }
 
+/// A `red` (an atomic read-modify-write whose old value the thread does
+/// not wait for) with `o`'s semantics; `red` has no acquire form, so
+/// `Acquire` and `AcqRel` evaluate `$reading` (the returning form).
+macro_rules! red_sem {
+    ($o:expr, $op:literal, $ty:literal, $p:expr, $v:expr, $reg:ident, $reading:expr) => {
+        match $o {
+            // Relaxed: atomicity only, no ordering.
+            Ordering::Relaxed => asm!(
+                concat!("red.relaxed.gpu.", $op, ".", $ty, " [{p}], {v};"),
+                p = in(reg64) $p,
+                v = in($reg) $v,
+                options(nostack),
+            ),
+            // Release: as a release store's (pairs with the Acquire load
+            // or RMW of another rank that reads the result).
+            Ordering::Release => asm!(
+                concat!("red.release.gpu.", $op, ".", $ty, " [{p}], {v};"),
+                p = in(reg64) $p,
+                v = in($reg) $v,
+                options(nostack),
+            ),
+            Ordering::Acquire | Ordering::AcqRel => {
+                $reading;
+            }
+        }
+    };
+}
+
 macro_rules! nvptx_atomic {
     ($name:ident, $int:ty, $reg:ident, $u:literal, $b:literal) => {
         /// An atomic integer in world memory.
@@ -170,36 +198,19 @@ macro_rules! nvptx_atomic {
             /// `AcqRel` are a [`fetch_add`](Self::fetch_add).
             pub fn add(&self, v: $int, o: Ordering) {
                 let p = self.0.get();
-                match o {
-                    // Release: as a release store's (pairs with the Acquire
-                    // load or RMW of another rank that reads the sum).
-                    Ordering::Release => {
-                        // SAFETY: `p` points to a live, aligned atomic word
-                        // (`&self`) that is only accessed atomically.
-                        unsafe {
-                            asm!(
-                                concat!("red.release.gpu.add.", $u, " [{p}], {v};"),
-                                p = in(reg64) p,
-                                v = in($reg) v,
-                                options(nostack),
-                            )
-                        }
-                    }
-                    Ordering::Relaxed => {
-                        // SAFETY: as above.
-                        unsafe {
-                            asm!(
-                                concat!("red.relaxed.gpu.add.", $u, " [{p}], {v};"),
-                                p = in(reg64) p,
-                                v = in($reg) v,
-                                options(nostack),
-                            )
-                        }
-                    }
-                    Ordering::Acquire | Ordering::AcqRel => {
-                        self.fetch_add(v, o);
-                    }
-                }
+                // SAFETY: `p` points to a live, aligned atomic word
+                // (`&self`) that is only accessed atomically. Orderings:
+                // see `red_sem!`.
+                unsafe { red_sem!(o, "add", $u, p, v, $reg, self.fetch_add(v, o)) }
+            }
+
+            /// Atomic bitwise or whose previous value is not wanted: `red`
+            /// as in [`add`](Self::add); `Acquire` and `AcqRel` are a
+            /// [`fetch_or`](Self::fetch_or).
+            pub fn or(&self, v: $int, o: Ordering) {
+                let p = self.0.get();
+                // SAFETY: as in `add`.
+                unsafe { red_sem!(o, "or", $b, p, v, $reg, self.fetch_or(v, o)) }
             }
 
             /// Atomic bitwise or, returning the previous value.
