@@ -767,7 +767,7 @@ fn rank_epochs(r: &RankTrace) -> Vec<EpochSpan> {
     out
 }
 
-/// The one-sided operations of a trace for the Chrome JSON, 12 bytes each:
+/// The one-sided operations of a trace for the Chrome JSON, 16 bytes each:
 /// an operation's flow id is `first_id` plus its index in `by_origin`.
 struct RmaIndex {
     /// (origin, index of its event) of every operation whose target is a
