@@ -1283,6 +1283,24 @@ fn chrome_json_draws_one_sided_arrows_and_epoch_spans(backend: Backend) {
 }
 testgen!(chrome_json_draws_one_sided_arrows_and_epoch_spans);
 
+fn the_html_page_draws_one_sided_arrows_and_epochs_in_chromium(backend: Backend) {
+    let Some(browser) = chromium() else { return };
+    let (t, win) = rma_trace(backend);
+    let dir = tmp_dir(&format!("rma-page-{}", backend.name()));
+    let html = t.write_files(&dir.join("rma.json"), "rma", None).unwrap();
+    let shot = dir.join("rma.png");
+    let dom = render(&browser, &html, &shot, &dir);
+    // One dashed arrow per operation, one bar per epoch (8 per rank, all
+    // closed).
+    assert_eq!(count(&dom, "rma"), t.rma_operations().len());
+    assert_eq!(count(&dom, "epoch"), 8 * RMA_RANKS as usize);
+    assert_eq!(count(&dom, "epoch failed"), 0);
+    assert!(dom.contains(&format!("put_notify · win {win} · 4 B")));
+    assert!(is_png(&shot));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+testgen!(the_html_page_draws_one_sided_arrows_and_epochs_in_chromium);
+
 // On the emulator alone: it needs the deadlock.
 #[test]
 fn a_lock_its_rank_returned_with_is_an_epoch_left_unfinished() {
@@ -1327,7 +1345,16 @@ fn a_lock_its_rank_returned_with_is_an_epoch_left_unfinished() {
         .collect();
     assert_eq!(ends.len(), 1);
     assert_eq!(ends[0]["args"]["kind"], "unfinished");
-    let last = t.ranks[0].events.last().unwrap().time_ns;
-    assert!(ends[0]["ts"].as_f64().unwrap() >= 0.0);
-    assert!(t.ranks[0].events[e.open].time_ns <= last);
+    // It began when the lock was taken and ends at the rank's last event,
+    // later by the time between the two.
+    let begin = doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["ph"] == "B" && v["tid"] == 0 && v["name"] == e.name())
+        .unwrap();
+    let events = &t.ranks[0].events;
+    let held_us = (events.last().unwrap().time_ns - events[e.open].time_ns) as f64 / 1000.0;
+    let span = ends[0]["ts"].as_f64().unwrap() - begin["ts"].as_f64().unwrap();
+    assert!((span - held_us).abs() < 1e-3, "{span} µs, held {held_us} µs");
 }
