@@ -1283,6 +1283,92 @@ fn chrome_json_draws_one_sided_arrows_and_epoch_spans(backend: Backend) {
 }
 testgen!(chrome_json_draws_one_sided_arrows_and_epoch_spans);
 
+/// A window of a sub-communicator (RMA_SUBCOMM with SUB_COLOUR: the
+/// halves of `r % 2`, ranked in decreasing world rank) beside one of the
+/// world: its events name world ranks and carry its communicator's word.
+fn one_sided_events_of_a_sub_communicator_window_name_world_ranks(backend: Backend) {
+    use gpu_mpi::device::abi::trace::{RmaEpoch, RmaOp};
+    use gpu_mpi_check_kernels::rma::{RmaArgs, RMA_SUBCOMM, SUB_COLOUR};
+    let d = backend.device();
+    let p = RANKS;
+    let slots = 16;
+    let out = d.alloc_zeroed::<u32>((p * slots) as usize).unwrap();
+    let data = d.alloc_zeroed::<u64>(1).unwrap();
+    let args = RmaArgs {
+        out: out.slice(),
+        data: data.slice(),
+        slots,
+        part: 0,
+        param: SUB_COLOUR,
+        param2: 0,
+    };
+    let spec = spec().windows(5).window_bytes(64).trace(512);
+    let t = d
+        .launch(&RMA_SUBCOMM, &args, &spec)
+        .unwrap()
+        .trace()
+        .cloned()
+        .unwrap();
+    assert_eq!(t.dropped(), 0);
+    let ops = t.rma_operations();
+    let epochs = t.epochs();
+    for r in 0..p {
+        // The members of r's half, in its window's rank order.
+        let m: Vec<u32> = (0..p).rev().filter(|w| w % 2 == r % 2).collect();
+        let me = m.iter().position(|&w| w == r).unwrap();
+        let n = m.len();
+        let (sub, world): (Vec<&gpu_mpi::RmaRecord>, Vec<_>) = ops
+            .iter()
+            .filter(|o| o.origin == r)
+            .partition(|o| o.communicator != 0);
+        let comm = sub[0].communicator;
+        let win = sub[0].window;
+        let fields = |v: &[&gpu_mpi::RmaRecord]| -> Vec<(RmaOp, u32, u32, u64)> {
+            v.iter().map(|o| (o.op, o.target, o.bytes, o.offset)).collect()
+        };
+        let mut want = vec![
+            (RmaOp::Put, m[(me + 1) % n], 8, 0),
+            (RmaOp::Get, r, 8, 0),
+            (RmaOp::Accumulate, m[0], 4, 8),
+        ];
+        if me == 0 {
+            want.push((RmaOp::Get, r, 4, 8));
+        }
+        assert_eq!(fields(&sub), want, "rank {r}: the sub-window's operations");
+        assert!(sub.iter().all(|o| (o.communicator, o.window) == (comm, win)));
+        assert_eq!(
+            fields(&world),
+            [(RmaOp::Put, (r + 1) % p, 4, 0), (RmaOp::Get, r, 4, 0)],
+            "rank {r}: the world window's"
+        );
+        assert!(world.iter().all(|o| o.window != win));
+        // The events carry the sub-communicator's collective word.
+        let e = &t.ranks[r as usize].events[sub[0].event];
+        assert_eq!((e.context, e.communicator()), ((comm * 2 + 1) as u16, Some(comm)));
+        // Its epochs: the lock of window rank 0 names m[0], every epoch closed.
+        let sub_epochs: Vec<_> = epochs.iter().filter(|s| s.rank == r && s.window == win).collect();
+        let kinds: Vec<(RmaEpoch, Option<u32>)> = sub_epochs.iter().map(|s| (s.epoch, s.target)).collect();
+        let mut want = vec![
+            (RmaEpoch::Fence, None),
+            (RmaEpoch::Fence, None),
+            (RmaEpoch::LockShared, Some(m[0])),
+        ];
+        if me == 0 {
+            want.push((RmaEpoch::LockExclusive, Some(m[0])));
+        }
+        want.extend([(RmaEpoch::Fence, None), (RmaEpoch::Fence, None)]);
+        assert_eq!(kinds, want, "rank {r}: the sub-window's epochs");
+        assert!(sub_epochs.iter().all(|s| s.close.is_some()
+            && s.communicator == comm
+            && s.ranks == if s.epoch == RmaEpoch::Fence { n as u32 } else { 1 }));
+        assert_eq!(
+            sub_epochs[2].name(),
+            format!("shared lock of {} (win {win}) on comm {comm}", m[0])
+        );
+    }
+}
+testgen!(one_sided_events_of_a_sub_communicator_window_name_world_ranks);
+
 fn the_html_page_draws_one_sided_arrows_and_epochs_in_chromium(backend: Backend) {
     let Some(browser) = chromium() else { return };
     let (t, win) = rma_trace(backend);
