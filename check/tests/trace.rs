@@ -1369,6 +1369,70 @@ fn one_sided_events_of_a_sub_communicator_window_name_world_ranks(backend: Backe
 }
 testgen!(one_sided_events_of_a_sub_communicator_window_name_world_ranks);
 
+/// PSCW_GATHER on 4 ranks: rank 0's exposure epoch to the others ends in
+/// a `test` that said done, its empty ones at once; the others' access
+/// epochs hold their accumulate, and the put each tries outside its group
+/// (refused) records nothing.
+fn an_exposure_ended_by_test_and_a_refused_put_are_traced_as_they_happened(backend: Backend) {
+    use gpu_mpi::device::abi::trace::{RmaEpoch as E, RmaOp};
+    use gpu_mpi_check_kernels::rma_pscw::{PscwArgs, PSCW_GATHER};
+    let d = backend.device();
+    let ranks = 4;
+    let out = d.alloc_zeroed::<u32>(2 * ranks as usize).unwrap();
+    let args = PscwArgs {
+        out: out.slice(),
+        slots: 2,
+        rounds: 0,
+    };
+    let spec = WorldSpec::ranks(ranks).windows(2).window_bytes(64).trace(128);
+    let t = d
+        .launch(&PSCW_GATHER, &args, &spec)
+        .unwrap()
+        .trace()
+        .cloned()
+        .unwrap();
+    let got = d.download(&out).unwrap();
+    assert_eq!(got[0], 1 + 2 + 3, "the accumulated ranks");
+    assert_eq!(t.dropped(), 0);
+    for r in &t.ranks {
+        let got: Vec<(TraceKind, u8, i32, u32, u64)> = r
+            .events
+            .iter()
+            .filter(|e| e.kind().is_some_and(|k| RMA_KINDS.contains(&k)))
+            .map(|e| (e.kind().unwrap(), e.call, e.peer, e.bytes, e.arg))
+            .collect();
+        let (open, close) = (TraceKind::RmaEpochOpen, TraceKind::RmaEpochClose);
+        let (exposure, access) = (E::Exposure as u8, E::Access as u8);
+        let want = if r.rank == 0 {
+            vec![
+                (open, exposure, -2, ranks - 1, 0),
+                (close, exposure, -2, ranks - 1, 0),
+                (open, exposure, -2, 0, 0),
+                (close, exposure, -2, 0, 0),
+                (open, access, -2, 0, 0),
+                (close, access, -2, 0, 0),
+            ]
+        } else {
+            vec![
+                (open, access, -2, 1, 0),
+                (TraceKind::RmaOperation, RmaOp::Accumulate as u8, 0, 4, 0),
+                (close, access, -2, 1, 0),
+            ]
+        };
+        assert_eq!(got, want, "rank {}", r.rank);
+    }
+    // Rank 0's exposure closed after every origin's accumulate.
+    let closed = t.epochs()[0].close.unwrap();
+    let closed_at = t.ranks[0].events[closed].time_ns;
+    for op in t.rma_operations() {
+        assert!(
+            t.ranks[op.origin as usize].events[op.event].time_ns <= closed_at,
+            "{op:?}"
+        );
+    }
+}
+testgen!(an_exposure_ended_by_test_and_a_refused_put_are_traced_as_they_happened);
+
 fn the_html_page_draws_one_sided_arrows_and_epochs_in_chromium(backend: Backend) {
     let Some(browser) = chromium() else { return };
     let (t, win) = rma_trace(backend);

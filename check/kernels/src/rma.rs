@@ -1294,7 +1294,7 @@ pub const FAIL_RANGE: u32 = 0;
 pub const FAIL_FENCE_WITH_LOCK: u32 = 1;
 /// [`RMA_FAILS`]: no failure: every one-sided operation and epoch once,
 /// for the traces of check/tests/trace.rs (here, so that it costs no
-/// kernel of its own); see [`traced`].
+/// kernel of its own); see `traced`.
 pub const TRACED_PROGRAM: u32 = 2;
 /// Words [`TRACED_PROGRAM`] records per rank.
 pub const TRACED_SLOTS: u32 = 10;
@@ -1303,7 +1303,7 @@ gpu_mpi_device::kernel! {
     /// Errors returned from the kernel, for the host's report (`param`:
     /// [`FAIL_RANGE`], [`FAIL_FENCE_WITH_LOCK`]), on an allocated window
     /// of 4 `u32`s per rank (at least 3 ranks); or, with
-    /// [`TRACED_PROGRAM`], [`traced`] on that window.
+    /// [`TRACED_PROGRAM`], `traced` on that window.
     pub static RMA_FAILS = fn rma_fails(world: &World, args: &RmaArgs) -> Result<(), Error> {
         let r = world.rank();
         let win = Window::<u32>::allocate(world, 4)?;
