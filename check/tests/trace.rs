@@ -1433,6 +1433,49 @@ fn an_exposure_ended_by_test_and_a_refused_put_are_traced_as_they_happened(backe
 }
 testgen!(an_exposure_ended_by_test_and_a_refused_put_are_traced_as_they_happened);
 
+/// RMA_FLAVORS' dynamic window on 4 ranks: each rank's one put that
+/// succeeds records the target's address (a dynamic window's
+/// displacement, unit 1) as its offset; the refused puts record nothing.
+fn a_put_to_a_dynamic_window_records_the_targets_address(backend: Backend) {
+    use gpu_mpi::device::abi::trace::{RmaOp, RMA_OFFSET_BITS};
+    use gpu_mpi_check_kernels::rma::RmaArgs;
+    use gpu_mpi_check_kernels::rma_flavors::{FLAVOR_DYNAMIC, RING, RMA_FLAVORS};
+    let d = backend.device();
+    let (ranks, part) = (4u32, 4u32);
+    let slots = 40;
+    let data = d.alloc_zeroed::<u64>((ranks * part) as usize).unwrap();
+    let out = d.alloc_zeroed::<u32>((ranks * slots) as usize).unwrap();
+    let args = RmaArgs {
+        out: out.slice(),
+        data: data.slice(),
+        slots,
+        part,
+        param: FLAVOR_DYNAMIC,
+        param2: 0,
+    };
+    let spec = WorldSpec::ranks(ranks).windows(2).window_bytes(64).trace(256);
+    let t = d
+        .launch(&RMA_FLAVORS, &args, &spec)
+        .unwrap()
+        .trace()
+        .cloned()
+        .unwrap();
+    assert_eq!(t.dropped(), 0);
+    let mask = (1u64 << RMA_OFFSET_BITS) - 1;
+    let ops = t.rma_operations();
+    for r in 0..ranks {
+        let next = (r + 1) % ranks;
+        let address = (data.slice().addr() + 8 * (next * part) as u64) & mask;
+        let mine: Vec<_> = ops
+            .iter()
+            .filter(|o| o.origin == r)
+            .map(|o| (o.op, o.target, o.bytes, o.offset))
+            .collect();
+        assert_eq!(mine, [(RmaOp::Put, next, 4 * RING as u32, address)], "rank {r}");
+    }
+}
+testgen!(a_put_to_a_dynamic_window_records_the_targets_address);
+
 fn the_html_page_draws_one_sided_arrows_and_epochs_in_chromium(backend: Backend) {
     let Some(browser) = chromium() else { return };
     let (t, win) = rma_trace(backend);

@@ -110,7 +110,8 @@ pub enum TraceKind {
     /// communicator's collective word (`2 × id + 1`), `peer` the target's
     /// world rank, `tag` the window id, `bytes` the bytes of the origin
     /// buffer, `arg` the byte offset at the target (displacement ×
-    /// displacement unit) in the low 48 bits and, for [`RmaOp::PutNotify`]
+    /// displacement unit; on a dynamic window the displacement, an
+    /// address) in the low 48 bits and, for [`RmaOp::PutNotify`]
     /// and [`RmaOp::AccumulateNotify`], the notification counter in the
     /// high 16. The request-based forms record the operation they carry
     /// out.

@@ -153,7 +153,8 @@ pub struct RmaRecord {
     pub communicator: u32,
     /// Bytes of the origin buffer.
     pub bytes: u32,
-    /// The byte offset at the target (displacement × displacement unit).
+    /// The byte offset at the target (displacement × displacement unit; on
+    /// a dynamic window the displacement itself, an address).
     pub offset: u64,
     /// The notification counter of a `put_notify` or `accumulate_notify`.
     pub counter: Option<u32>,
