@@ -116,6 +116,20 @@ fn of_kind(r: &RankTrace, kind: TraceKind) -> usize {
     r.events.iter().filter(|e| e.kind() == Some(kind)).count()
 }
 
+/// The kinds of one-sided events: T_TRAFFIC records none (the one-sided
+/// tests below cover them).
+const RMA_KINDS: [TraceKind; 4] = [
+    TraceKind::RmaOperation,
+    TraceKind::RmaEpochOpen,
+    TraceKind::RmaEpochClose,
+    TraceKind::RmaNotified,
+];
+
+/// Every kind T_TRAFFIC records: all but the one-sided ones.
+fn message_kinds() -> impl Iterator<Item = TraceKind> {
+    TraceKind::ALL.into_iter().filter(|k| !RMA_KINDS.contains(k))
+}
+
 fn kinds_of(t: &Trace) -> HashSet<TraceKind> {
     t.ranks
         .iter()
@@ -132,8 +146,8 @@ fn every_rank_records_every_kind_and_messages_link(backend: Backend) {
     assert_eq!(t.dropped(), 0);
     assert_eq!(
         kinds_of(&t),
-        TraceKind::ALL.iter().copied().collect(),
-        "every kind recorded"
+        message_kinds().collect(),
+        "every kind but the one-sided ones recorded"
     );
     for r in &t.ranks {
         assert!(!r.events.is_empty(), "rank {} recorded nothing", r.rank);
@@ -227,7 +241,7 @@ fn chrome_json_has_one_flow_per_message_ordered_tracks_and_every_kind(backend: B
         assert!(prev <= ts, "rank {tid}: {prev} then {ts}");
         kinds.insert(e["args"]["kind"].as_str().unwrap().to_string());
     }
-    for k in TraceKind::ALL {
+    for k in message_kinds() {
         assert!(kinds.contains(k.name()), "kind {:?} missing from the JSON", k);
     }
     // Flows: exactly one start and one finish per matched message, from the
@@ -969,4 +983,571 @@ fn a_rank_stopped_inside_a_collective_leaves_a_span_closed_as_unfinished() {
         assert_eq!(ends[1]["args"]["kind"], "unfinished");
         assert_eq!(ends[1]["name"], "barrier (comm 1)");
     }
+}
+
+// ---------------------------------------------------------------------------
+// One-sided operations in the trace (MPI 4.1 chapter 12)
+
+const RMA_RANKS: u32 = 4;
+
+/// Runs TRACED_PROGRAM (`gpu_mpi_check_kernels::rma::traced`) on 4 ranks
+/// in blocks of 2 with `spec`'s trace, checks what every rank recorded,
+/// returns the trace and the window id.
+fn rma_trace(backend: Backend) -> (Trace, u32) {
+    use gpu_mpi_check_kernels::rma::{RmaArgs, RMA_FAILS, TRACED_PROGRAM, TRACED_SLOTS};
+    let d = backend.device();
+    let n = RMA_RANKS;
+    let slots = TRACED_SLOTS as usize;
+    let out = d.alloc_zeroed::<u32>(n as usize * slots).unwrap();
+    let data = d.alloc_zeroed::<u64>(1).unwrap();
+    let args = RmaArgs {
+        out: out.slice(),
+        data: data.slice(),
+        slots: TRACED_SLOTS,
+        part: 0,
+        param: TRACED_PROGRAM,
+        param2: 0,
+    };
+    let spec = WorldSpec::ranks(n)
+        .block_dim(2)
+        .windows(2)
+        .window_bytes(64)
+        .trace(256);
+    let rep = d.launch(&RMA_FAILS, &args, &spec).unwrap();
+    let got = d.download(&out).unwrap();
+    let win = got[0];
+    for r in 0..n {
+        let prev = (r + n - 1) % n;
+        let counter = if r == 0 { n } else { 0 };
+        assert_eq!(
+            got[r as usize * slots..][..slots],
+            [win, r + 1, 1, 1, 7, r + 200, counter, prev + 200, 6, 7],
+            "rank {r}: the values the operations moved"
+        );
+    }
+    let t = rep.trace().cloned().unwrap();
+    assert_eq!(t.dropped(), 0);
+    (t, win)
+}
+
+/// An event's (kind, call, peer, tag, bytes, arg).
+type Fields = (TraceKind, u8, i32, i32, u32, u64);
+
+/// The one-sided events rank `r` of `n` records in TRACED_PROGRAM on
+/// window `win`, in order (the steps of `traced`'s docs).
+fn rma_events(r: u32, n: u32, win: u32) -> Vec<Fields> {
+    use gpu_mpi::device::abi::trace::{RmaEpoch as E, RmaOp as O, RMA_OFFSET_BITS};
+    let next = ((r + 1) % n) as i32;
+    let w = win as i32;
+    let op = |o: O, to: i32, bytes: u32, arg: u64| (TraceKind::RmaOperation, o as u8, to, w, bytes, arg);
+    let open = |e: E, peer: i32, ranks: u32| (TraceKind::RmaEpochOpen, e as u8, peer, w, ranks, 0);
+    let close = |e: E, peer: i32, ranks: u32| (TraceKind::RmaEpochClose, e as u8, peer, w, ranks, 0);
+    let counter1 = 1u64 << RMA_OFFSET_BITS;
+    vec![
+        // 1: fence epochs; a put and a get of element 1 (byte 4).
+        open(E::Fence, -2, n),
+        op(O::Put, next, 4, 4),
+        close(E::Fence, -2, n),
+        open(E::Fence, -2, n),
+        op(O::Get, next, 4, 4),
+        close(E::Fence, -2, n),
+        // 2: an exclusive lock of the next rank.
+        open(E::LockExclusive, next, 1),
+        op(O::Accumulate, next, 8, 8),
+        op(O::GetAccumulate, next, 4, 8),
+        close(E::LockExclusive, next, 1),
+        // 3: a shared lock of rank 0.
+        open(E::LockShared, 0, 1),
+        op(O::FetchAndOp, 0, 4, 0),
+        close(E::LockShared, 0, 1),
+        // 4: lock_all; the rget records a get; the notified forms their
+        // counter above the offset.
+        open(E::LockAll, -2, n),
+        op(O::CompareAndSwap, next, 4, 12),
+        op(O::Get, next, 4, 12),
+        op(O::PutNotify, next, 4, 4 | counter1),
+        op(O::AccumulateNotify, next, 4, 8 | counter1),
+        close(E::LockAll, -2, n),
+        // 5: 2 notifications on counter 1.
+        (TraceKind::RmaNotified, 0, -2, w, 2, 1),
+        // 6: post and start, each a group of one.
+        open(E::Exposure, -2, 1),
+        open(E::Access, -2, 1),
+        op(O::Get, next, 4, 4),
+        close(E::Access, -2, 1),
+        close(E::Exposure, -2, 1),
+        // 7: the last fence opens an epoch, free closes it.
+        open(E::Fence, -2, n),
+        close(E::Fence, -2, n),
+    ]
+}
+
+fn one_sided_operations_and_epochs_are_recorded_in_order(backend: Backend) {
+    use gpu_mpi::device::abi::trace::{RmaEpoch, RmaOp};
+    let (t, win) = rma_trace(backend);
+    let n = RMA_RANKS;
+    for r in &t.ranks {
+        let got: Vec<Fields> = r
+            .events
+            .iter()
+            .filter(|e| e.kind().is_some_and(|k| RMA_KINDS.contains(&k)))
+            .map(|e| (e.kind().unwrap(), e.call, e.peer, e.tag, e.bytes, e.arg))
+            .collect();
+        assert_eq!(got, rma_events(r.rank, n, win), "rank {}", r.rank);
+        // The window is the world's: its collective word.
+        assert!(r
+            .events
+            .iter()
+            .filter(|e| e.kind().is_some_and(|k| RMA_KINDS.contains(&k)))
+            .all(|e| e.context == 1 && e.communicator() == Some(0)));
+        // The four fences are collective spans too.
+        let fences = t
+            .spans()
+            .iter()
+            .filter(|s| s.rank == r.rank && s.kind == SpanKind::Collective(Call::WinFence))
+            .count();
+        assert_eq!(fences, 4, "rank {}", r.rank);
+    }
+    // Decoded: the operations from origin to target ...
+    let ops = t.rma_operations();
+    assert_eq!(ops.len(), 10 * n as usize);
+    for op in &ops {
+        let to = if op.op == RmaOp::FetchAndOp {
+            0
+        } else {
+            (op.origin + 1) % n
+        };
+        assert_eq!(op.target, to, "{op:?}");
+        assert_eq!(op.window, win);
+        assert_eq!(op.counter.is_some(), op.op.notifies(), "{op:?}");
+        let e = &t.ranks[op.origin as usize].events[op.event];
+        assert_eq!(e.kind(), Some(TraceKind::RmaOperation));
+    }
+    let put_notify = ops
+        .iter()
+        .find(|o| o.origin == 2 && o.op == RmaOp::PutNotify)
+        .unwrap();
+    assert_eq!(
+        (
+            put_notify.target,
+            put_notify.bytes,
+            put_notify.offset,
+            put_notify.counter
+        ),
+        (3, 4, 4, Some(1))
+    );
+    assert_eq!(
+        put_notify.name(),
+        format!("put_notify 2 -> 3 (win {win}, 4 B at 4, counter 1)")
+    );
+    // ... and the epochs, each closed.
+    for r in 0..n {
+        let epochs: Vec<_> = t.epochs().into_iter().filter(|s| s.rank == r).collect();
+        let kinds: Vec<RmaEpoch> = epochs.iter().map(|s| s.epoch).collect();
+        use RmaEpoch::*;
+        assert_eq!(
+            kinds,
+            [
+                Fence,
+                Fence,
+                LockExclusive,
+                LockShared,
+                LockAll,
+                Exposure,
+                Access,
+                Fence
+            ]
+        );
+        assert!(epochs.iter().all(|s| s.close.is_some() && s.window == win));
+        assert_eq!(epochs[2].target, Some((r + 1) % n));
+        assert_eq!(epochs[3].target, Some(0));
+        assert_eq!(
+            epochs[2].name(),
+            format!("exclusive lock of {} (win {win})", (r + 1) % n)
+        );
+        // The access epoch nests in the exposure epoch.
+        assert!(epochs[5].open < epochs[6].open && epochs[6].close < epochs[5].close);
+    }
+}
+testgen!(one_sided_operations_and_epochs_are_recorded_in_order);
+
+fn chrome_json_draws_one_sided_arrows_and_epoch_spans(backend: Backend) {
+    let (t, win) = rma_trace(backend);
+    let n = RMA_RANKS;
+    let doc = chrome(&t);
+    let events = doc["traceEvents"].as_array().unwrap();
+    // One arrow per operation, from the origin's track to the target's, at
+    // the time the origin carried it out.
+    let mut starts: HashMap<u64, &Value> = HashMap::new();
+    let mut finishes: HashMap<u64, &Value> = HashMap::new();
+    for e in events.iter().filter(|e| e["cat"] == "rma") {
+        match e["ph"].as_str().unwrap() {
+            "s" => assert!(starts.insert(e["id"].as_u64().unwrap(), e).is_none()),
+            "f" => assert!(finishes.insert(e["id"].as_u64().unwrap(), e).is_none()),
+            _ => {}
+        }
+    }
+    assert_eq!(starts.len(), 10 * n as usize);
+    assert_eq!(finishes.len(), starts.len());
+    // Flow ids after the messages': none shared with a message's flow.
+    let message_ids: HashSet<u64> = events
+        .iter()
+        .filter(|e| e["cat"] == "message")
+        .map(|e| e["id"].as_u64().unwrap())
+        .collect();
+    let mut arrows = Vec::new();
+    for (id, s) in &starts {
+        assert!(!message_ids.contains(id));
+        let f = finishes[id];
+        let a = &s["args"];
+        assert_eq!(s["tid"], a["origin"]);
+        assert_eq!(f["tid"], a["target"]);
+        assert_eq!(f["bp"], "e");
+        assert_eq!(s["ts"], f["ts"]);
+        assert_eq!(s["name"], f["name"]);
+        assert_eq!(f["args"], s["args"]);
+        assert_eq!(a["window"], win);
+        arrows.push((
+            a["origin"].as_u64().unwrap(),
+            a["target"].as_u64().unwrap(),
+            a["operation"].as_str().unwrap().to_string(),
+            a["bytes"].as_u64().unwrap(),
+            a["offset"].as_u64().unwrap(),
+        ));
+    }
+    arrows.sort();
+    let mut expected: Vec<_> = t
+        .rma_operations()
+        .iter()
+        .map(|o| {
+            (
+                o.origin as u64,
+                o.target as u64,
+                o.op.name().to_string(),
+                o.bytes as u64,
+                o.offset,
+            )
+        })
+        .collect();
+    expected.sort();
+    assert_eq!(arrows, expected);
+    let put = starts
+        .values()
+        .find(|s| s["tid"] == 0 && s["args"]["operation"] == "put")
+        .unwrap();
+    assert_eq!(put["name"], format!("put 0 -> 1 (win {win}, 4 B at 4)"));
+    // On the target's track, a slice the arrow ends at.
+    assert!(events
+        .iter()
+        .any(|e| e["ph"] == "X" && e["tid"] == 1 && e["name"] == "put from 0" && e["ts"] == put["ts"]));
+    // Epochs: B/E slices on each rank's track, in order, nested.
+    for r in 0..n as u64 {
+        let next = (r + 1) % n as u64;
+        let spans: Vec<(String, String)> = events
+            .iter()
+            .filter(|e| e["cat"] == "epoch" && e["tid"] == r)
+            .map(|e| {
+                (
+                    e["ph"].as_str().unwrap().to_string(),
+                    e["name"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        let fence = format!("fence epoch (win {win})");
+        let lock = format!("exclusive lock of {next} (win {win})");
+        let shared = format!("shared lock of 0 (win {win})");
+        let all = format!("lock_all (win {win})");
+        let post = format!("exposure epoch (post) of 1 (win {win})");
+        let start = format!("access epoch (start) of 1 (win {win})");
+        let be = |name: &String| [("B".to_string(), name.clone()), ("E".to_string(), name.clone())];
+        let mut want = Vec::new();
+        for name in [&fence, &fence, &lock, &shared, &all] {
+            want.extend(be(name));
+        }
+        want.push(("B".to_string(), post.clone()));
+        want.extend(be(&start));
+        want.push(("E".to_string(), post.clone()));
+        want.extend(be(&fence));
+        assert_eq!(spans, want, "rank {r}");
+        // Every B on the track, collectives' too, is ended.
+        let on_track = |ph: &str| events.iter().filter(|e| e["ph"] == ph && e["tid"] == r).count();
+        assert_eq!(on_track("B"), on_track("E"), "rank {r}");
+    }
+    assert_eq!(doc["otherData"]["rma_operations"], 10 * n);
+    // The page counts and draws them too (its data; the drawing needs a
+    // browser: docs/tracing.md).
+    let html = t.to_html("rma", None);
+    assert!(html.contains(&format!("{} one-sided operations", 10 * n)));
+    assert!(html.contains("\"kind\":\"epoch\""));
+    assert!(html.contains(&format!("\"total_rma\":{}", 10 * n)));
+}
+testgen!(chrome_json_draws_one_sided_arrows_and_epoch_spans);
+
+/// A window of a sub-communicator (RMA_SUBCOMM with SUB_COLOUR: the
+/// halves of `r % 2`, ranked in decreasing world rank) beside one of the
+/// world: its events name world ranks and carry its communicator's word.
+fn one_sided_events_of_a_sub_communicator_window_name_world_ranks(backend: Backend) {
+    use gpu_mpi::device::abi::trace::{RmaEpoch, RmaOp};
+    use gpu_mpi_check_kernels::rma::{RmaArgs, RMA_SUBCOMM, SUB_COLOUR};
+    let d = backend.device();
+    let p = RANKS;
+    let slots = 16;
+    let out = d.alloc_zeroed::<u32>((p * slots) as usize).unwrap();
+    let data = d.alloc_zeroed::<u64>(1).unwrap();
+    let args = RmaArgs {
+        out: out.slice(),
+        data: data.slice(),
+        slots,
+        part: 0,
+        param: SUB_COLOUR,
+        param2: 0,
+    };
+    let spec = spec().windows(5).window_bytes(64).trace(512);
+    let t = d
+        .launch(&RMA_SUBCOMM, &args, &spec)
+        .unwrap()
+        .trace()
+        .cloned()
+        .unwrap();
+    assert_eq!(t.dropped(), 0);
+    let ops = t.rma_operations();
+    let epochs = t.epochs();
+    for r in 0..p {
+        // The members of r's half, in its window's rank order.
+        let m: Vec<u32> = (0..p).rev().filter(|w| w % 2 == r % 2).collect();
+        let me = m.iter().position(|&w| w == r).unwrap();
+        let n = m.len();
+        let (sub, world): (Vec<&gpu_mpi::RmaRecord>, Vec<_>) = ops
+            .iter()
+            .filter(|o| o.origin == r)
+            .partition(|o| o.communicator != 0);
+        let comm = sub[0].communicator;
+        let win = sub[0].window;
+        let fields = |v: &[&gpu_mpi::RmaRecord]| -> Vec<(RmaOp, u32, u32, u64)> {
+            v.iter().map(|o| (o.op, o.target, o.bytes, o.offset)).collect()
+        };
+        let mut want = vec![
+            (RmaOp::Put, m[(me + 1) % n], 8, 0),
+            (RmaOp::Get, r, 8, 0),
+            (RmaOp::Accumulate, m[0], 4, 8),
+        ];
+        if me == 0 {
+            want.push((RmaOp::Get, r, 4, 8));
+        }
+        assert_eq!(fields(&sub), want, "rank {r}: the sub-window's operations");
+        assert!(sub.iter().all(|o| (o.communicator, o.window) == (comm, win)));
+        assert_eq!(
+            fields(&world),
+            [(RmaOp::Put, (r + 1) % p, 4, 0), (RmaOp::Get, r, 4, 0)],
+            "rank {r}: the world window's"
+        );
+        assert!(world.iter().all(|o| o.window != win));
+        // The events carry the sub-communicator's collective word.
+        let e = &t.ranks[r as usize].events[sub[0].event];
+        assert_eq!((e.context, e.communicator()), ((comm * 2 + 1) as u16, Some(comm)));
+        // Its epochs: the lock of window rank 0 names m[0], every epoch closed.
+        let sub_epochs: Vec<_> = epochs.iter().filter(|s| s.rank == r && s.window == win).collect();
+        let kinds: Vec<(RmaEpoch, Option<u32>)> = sub_epochs.iter().map(|s| (s.epoch, s.target)).collect();
+        let mut want = vec![
+            (RmaEpoch::Fence, None),
+            (RmaEpoch::Fence, None),
+            (RmaEpoch::LockShared, Some(m[0])),
+        ];
+        if me == 0 {
+            want.push((RmaEpoch::LockExclusive, Some(m[0])));
+        }
+        want.extend([(RmaEpoch::Fence, None), (RmaEpoch::Fence, None)]);
+        assert_eq!(kinds, want, "rank {r}: the sub-window's epochs");
+        assert!(sub_epochs.iter().all(|s| s.close.is_some()
+            && s.communicator == comm
+            && s.ranks == if s.epoch == RmaEpoch::Fence { n as u32 } else { 1 }));
+        assert_eq!(
+            sub_epochs[2].name(),
+            format!("shared lock of {} (win {win}) on comm {comm}", m[0])
+        );
+    }
+}
+testgen!(one_sided_events_of_a_sub_communicator_window_name_world_ranks);
+
+/// PSCW_GATHER on 4 ranks: rank 0's exposure epoch to the others ends in
+/// a `test` that said done, its empty ones at once; the others' access
+/// epochs hold their accumulate, and the put each tries outside its group
+/// (refused) records nothing.
+fn an_exposure_ended_by_test_and_a_refused_put_are_traced_as_they_happened(backend: Backend) {
+    use gpu_mpi::device::abi::trace::{RmaEpoch as E, RmaOp};
+    use gpu_mpi_check_kernels::rma_pscw::{PscwArgs, PSCW_GATHER};
+    let d = backend.device();
+    let ranks = 4;
+    let out = d.alloc_zeroed::<u32>(2 * ranks as usize).unwrap();
+    let args = PscwArgs {
+        out: out.slice(),
+        slots: 2,
+        rounds: 0,
+    };
+    let spec = WorldSpec::ranks(ranks).windows(2).window_bytes(64).trace(128);
+    let t = d
+        .launch(&PSCW_GATHER, &args, &spec)
+        .unwrap()
+        .trace()
+        .cloned()
+        .unwrap();
+    let got = d.download(&out).unwrap();
+    assert_eq!(got[0], 1 + 2 + 3, "the accumulated ranks");
+    assert_eq!(t.dropped(), 0);
+    for r in &t.ranks {
+        let got: Vec<(TraceKind, u8, i32, u32, u64)> = r
+            .events
+            .iter()
+            .filter(|e| e.kind().is_some_and(|k| RMA_KINDS.contains(&k)))
+            .map(|e| (e.kind().unwrap(), e.call, e.peer, e.bytes, e.arg))
+            .collect();
+        let (open, close) = (TraceKind::RmaEpochOpen, TraceKind::RmaEpochClose);
+        let (exposure, access) = (E::Exposure as u8, E::Access as u8);
+        let want = if r.rank == 0 {
+            vec![
+                (open, exposure, -2, ranks - 1, 0),
+                (close, exposure, -2, ranks - 1, 0),
+                (open, exposure, -2, 0, 0),
+                (close, exposure, -2, 0, 0),
+                (open, access, -2, 0, 0),
+                (close, access, -2, 0, 0),
+            ]
+        } else {
+            vec![
+                (open, access, -2, 1, 0),
+                (TraceKind::RmaOperation, RmaOp::Accumulate as u8, 0, 4, 0),
+                (close, access, -2, 1, 0),
+            ]
+        };
+        assert_eq!(got, want, "rank {}", r.rank);
+    }
+    // Rank 0's exposure closed after every origin's accumulate.
+    let closed = t.epochs()[0].close.unwrap();
+    let closed_at = t.ranks[0].events[closed].time_ns;
+    for op in t.rma_operations() {
+        assert!(
+            t.ranks[op.origin as usize].events[op.event].time_ns <= closed_at,
+            "{op:?}"
+        );
+    }
+}
+testgen!(an_exposure_ended_by_test_and_a_refused_put_are_traced_as_they_happened);
+
+/// RMA_FLAVORS' dynamic window on 4 ranks: each rank's one put that
+/// succeeds records the target's address (a dynamic window's
+/// displacement, unit 1) as its offset; the refused puts record nothing.
+fn a_put_to_a_dynamic_window_records_the_targets_address(backend: Backend) {
+    use gpu_mpi::device::abi::trace::{RmaOp, RMA_OFFSET_BITS};
+    use gpu_mpi_check_kernels::rma::RmaArgs;
+    use gpu_mpi_check_kernels::rma_flavors::{FLAVOR_DYNAMIC, RING, RMA_FLAVORS};
+    let d = backend.device();
+    let (ranks, part) = (4u32, 4u32);
+    let slots = 40;
+    let data = d.alloc_zeroed::<u64>((ranks * part) as usize).unwrap();
+    let out = d.alloc_zeroed::<u32>((ranks * slots) as usize).unwrap();
+    let args = RmaArgs {
+        out: out.slice(),
+        data: data.slice(),
+        slots,
+        part,
+        param: FLAVOR_DYNAMIC,
+        param2: 0,
+    };
+    let spec = WorldSpec::ranks(ranks).windows(2).window_bytes(64).trace(256);
+    let t = d
+        .launch(&RMA_FLAVORS, &args, &spec)
+        .unwrap()
+        .trace()
+        .cloned()
+        .unwrap();
+    assert_eq!(t.dropped(), 0);
+    let mask = (1u64 << RMA_OFFSET_BITS) - 1;
+    let ops = t.rma_operations();
+    for r in 0..ranks {
+        let next = (r + 1) % ranks;
+        let address = (data.slice().addr() + 8 * (next * part) as u64) & mask;
+        let mine: Vec<_> = ops
+            .iter()
+            .filter(|o| o.origin == r)
+            .map(|o| (o.op, o.target, o.bytes, o.offset))
+            .collect();
+        assert_eq!(mine, [(RmaOp::Put, next, 4 * RING as u32, address)], "rank {r}");
+    }
+}
+testgen!(a_put_to_a_dynamic_window_records_the_targets_address);
+
+fn the_html_page_draws_one_sided_arrows_and_epochs_in_chromium(backend: Backend) {
+    let Some(browser) = chromium() else { return };
+    let (t, win) = rma_trace(backend);
+    let dir = tmp_dir(&format!("rma-page-{}", backend.name()));
+    let html = t.write_files(&dir.join("rma.json"), "rma", None).unwrap();
+    let shot = dir.join("rma.png");
+    let dom = render(&browser, &html, &shot, &dir);
+    // One dashed arrow per operation, one bar per epoch (8 per rank, all
+    // closed).
+    assert_eq!(count(&dom, "rma"), t.rma_operations().len());
+    assert_eq!(count(&dom, "epoch"), 8 * RMA_RANKS as usize);
+    assert_eq!(count(&dom, "epoch failed"), 0);
+    assert!(dom.contains(&format!("put_notify · win {win} · 4 B")));
+    assert!(is_png(&shot));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+testgen!(the_html_page_draws_one_sided_arrows_and_epochs_in_chromium);
+
+// On the emulator alone: it needs the deadlock.
+#[test]
+fn a_lock_its_rank_returned_with_is_an_epoch_left_unfinished() {
+    use gpu_mpi::device::abi::trace::RmaEpoch;
+    use gpu_mpi_check_kernels::rma::{RmaArgs, DEADLOCK_LOCK_HELD, RMA_DEADLOCK};
+    let d = Device::cpu();
+    let out = d.alloc_zeroed::<u32>(1).unwrap();
+    let data = d.alloc_zeroed::<u64>(1).unwrap();
+    let args = RmaArgs {
+        out: out.slice(),
+        data: data.slice(),
+        slots: 0,
+        part: 0,
+        param: DEADLOCK_LOCK_HELD,
+        param2: 0,
+    };
+    let run = d.launch_traced(
+        &RMA_DEADLOCK,
+        &args,
+        &WorldSpec::ranks(4).windows(2).window_bytes(64).trace(64),
+    );
+    assert!(
+        matches!(run.result, Err(HostError::Deadlock(_))),
+        "{:?}",
+        run.result
+    );
+    let t = run.trace.unwrap();
+    // Rank 0 returned holding its own exclusive lock; the others never got it.
+    let epochs = t.epochs();
+    assert_eq!(epochs.len(), 1, "{epochs:?}");
+    let e = epochs[0];
+    assert_eq!(
+        (e.rank, e.epoch, e.target, e.close),
+        (0, RmaEpoch::LockExclusive, Some(0), None)
+    );
+    let doc = chrome(&t);
+    let ends: Vec<&Value> = doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|v| v["ph"] == "E" && v["tid"] == 0 && v["name"] == e.name())
+        .collect();
+    assert_eq!(ends.len(), 1);
+    assert_eq!(ends[0]["args"]["kind"], "unfinished");
+    // It began when the lock was taken and ends at the rank's last event,
+    // later by the time between the two.
+    let begin = doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["ph"] == "B" && v["tid"] == 0 && v["name"] == e.name())
+        .unwrap();
+    let events = &t.ranks[0].events;
+    let held_us = (events.last().unwrap().time_ns - events[e.open].time_ns) as f64 / 1000.0;
+    let span = ends[0]["ts"].as_f64().unwrap() - begin["ts"].as_f64().unwrap();
+    assert!((span - held_us).abs() < 1e-3, "{span} µs, held {held_us} µs");
 }

@@ -104,6 +104,36 @@ pub enum TraceKind {
     /// first table entry (-1 none), `bytes` its size, `arg` the
     /// `ErrorClass` code of the result (0 for success).
     CreationLeave = 12,
+    /// A one-sided operation was carried out by this rank, the origin
+    /// (MPI 4.1 §12.3; one that failed or went to `PROC_NULL` records
+    /// none): `call` its [`RmaOp`] code, `context` the window's
+    /// communicator's collective word (`2 × id + 1`), `peer` the target's
+    /// world rank, `tag` the window id, `bytes` the bytes of the origin
+    /// buffer, `arg` the byte offset at the target (displacement ×
+    /// displacement unit; on a dynamic window the displacement, an
+    /// address) in the low 48 bits and, for [`RmaOp::PutNotify`]
+    /// and [`RmaOp::AccumulateNotify`], the notification counter in the
+    /// high 16. The request-based forms record the operation they carry
+    /// out.
+    RmaOperation = 13,
+    /// This rank opened an access or exposure epoch of a window (MPI 4.1
+    /// §12.5): `call` its [`RmaEpoch`] code, `context` the window's
+    /// communicator's collective word, `peer` a lock's target as a world
+    /// rank (-2 for the other epochs), `tag` the window id, `bytes` the
+    /// ranks it reaches (a lock 1; `lock_all` and a fence the
+    /// communicator's size; `start` and `post` their group's size), `arg` 0.
+    RmaEpochOpen = 14,
+    /// This rank closed the epoch it opened with the same `call`, `tag`
+    /// and `peer` (a fence's by the next fence or by `free`, a lock's by
+    /// `unlock`, `lock_all`'s by `unlock_all`, `start`'s by `complete`,
+    /// `post`'s by `wait` or a `test` that said done): the other fields
+    /// as opened.
+    RmaEpochClose = 15,
+    /// A notification wait (`Window::wait_notifications`) returned with
+    /// its notifications taken: `context` the window's communicator's
+    /// collective word, `peer` -2, `tag` the window id, `bytes` the count
+    /// it waited for, `arg` the counter.
+    RmaNotified = 16,
 }
 
 /// [`TraceEvent::context`] of an event that concerns no communicator (a
@@ -153,9 +183,121 @@ impl Creation {
     }
 }
 
+/// Which one-sided operation a [`TraceKind::RmaOperation`] event records.
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RmaOp {
+    /// `put` or `rput` (`MPI_Put`).
+    Put = 1,
+    /// `get` or `rget` (`MPI_Get`).
+    Get = 2,
+    /// `accumulate` or `raccumulate` (`MPI_Accumulate`).
+    Accumulate = 3,
+    /// `get_accumulate` or `rget_accumulate` (`MPI_Get_accumulate`).
+    GetAccumulate = 4,
+    /// `fetch_and_op` (`MPI_Fetch_and_op`).
+    FetchAndOp = 5,
+    /// `compare_and_swap` (`MPI_Compare_and_swap`).
+    CompareAndSwap = 6,
+    /// `put_notify`: a put and one notification on the target's counter.
+    PutNotify = 7,
+    /// `accumulate_notify`: an accumulate and one notification.
+    AccumulateNotify = 8,
+}
+
+impl RmaOp {
+    /// Every operation, in code order.
+    pub const ALL: [RmaOp; 8] = [
+        RmaOp::Put,
+        RmaOp::Get,
+        RmaOp::Accumulate,
+        RmaOp::GetAccumulate,
+        RmaOp::FetchAndOp,
+        RmaOp::CompareAndSwap,
+        RmaOp::PutNotify,
+        RmaOp::AccumulateNotify,
+    ];
+
+    /// The operation of a stored code.
+    pub fn from_code(code: u8) -> Option<RmaOp> {
+        RmaOp::ALL.iter().copied().find(|o| *o as u8 == code)
+    }
+
+    /// The method's name ("put", "fetch_and_op", ...).
+    pub const fn name(self) -> &'static str {
+        match self {
+            RmaOp::Put => "put",
+            RmaOp::Get => "get",
+            RmaOp::Accumulate => "accumulate",
+            RmaOp::GetAccumulate => "get_accumulate",
+            RmaOp::FetchAndOp => "fetch_and_op",
+            RmaOp::CompareAndSwap => "compare_and_swap",
+            RmaOp::PutNotify => "put_notify",
+            RmaOp::AccumulateNotify => "accumulate_notify",
+        }
+    }
+
+    /// Whether it notifies (its event's `arg` holds the counter).
+    pub const fn notifies(self) -> bool {
+        matches!(self, RmaOp::PutNotify | RmaOp::AccumulateNotify)
+    }
+}
+
+/// The bits of a [`TraceKind::RmaOperation`] event's `arg` that hold the
+/// byte offset at the target; the counter of a notifying one is above them.
+pub const RMA_OFFSET_BITS: u32 = 48;
+
+/// Which epoch a [`TraceKind::RmaEpochOpen`] or
+/// [`TraceKind::RmaEpochClose`] event records (MPI 4.1 §12.5).
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RmaEpoch {
+    /// The access and exposure epoch between two fences (§12.5.1).
+    Fence = 1,
+    /// A shared lock of one target (§12.5.3).
+    LockShared = 2,
+    /// An exclusive lock of one target.
+    LockExclusive = 3,
+    /// `lock_all`: a shared lock of every target.
+    LockAll = 4,
+    /// An access epoch of `start`, ended by `complete` (§12.5.2).
+    Access = 5,
+    /// An exposure epoch of `post`, ended by `wait` or `test`.
+    Exposure = 6,
+}
+
+impl RmaEpoch {
+    /// Every epoch, in code order.
+    pub const ALL: [RmaEpoch; 6] = [
+        RmaEpoch::Fence,
+        RmaEpoch::LockShared,
+        RmaEpoch::LockExclusive,
+        RmaEpoch::LockAll,
+        RmaEpoch::Access,
+        RmaEpoch::Exposure,
+    ];
+
+    /// The epoch of a stored code.
+    pub fn from_code(code: u8) -> Option<RmaEpoch> {
+        RmaEpoch::ALL.iter().copied().find(|e| *e as u8 == code)
+    }
+
+    /// A short name ("fence epoch", "exclusive lock", ...).
+    pub const fn name(self) -> &'static str {
+        match self {
+            RmaEpoch::Fence => "fence epoch",
+            RmaEpoch::LockShared => "shared lock",
+            RmaEpoch::LockExclusive => "exclusive lock",
+            RmaEpoch::LockAll => "lock_all",
+            RmaEpoch::Access => "access epoch (start)",
+            RmaEpoch::Exposure => "exposure epoch (post)",
+        }
+    }
+}
+
 impl TraceKind {
     /// Every kind, in code order.
-    pub const ALL: [TraceKind; 12] = [
+    pub const ALL: [TraceKind; 16] = [
         TraceKind::SendPosted,
         TraceKind::ReceivePosted,
         TraceKind::Sent,
@@ -168,6 +310,10 @@ impl TraceKind {
         TraceKind::Blocked,
         TraceKind::CreationEnter,
         TraceKind::CreationLeave,
+        TraceKind::RmaOperation,
+        TraceKind::RmaEpochOpen,
+        TraceKind::RmaEpochClose,
+        TraceKind::RmaNotified,
     ];
 
     /// The kind of a stored code, `None` for a code this version never writes.
@@ -190,6 +336,10 @@ impl TraceKind {
             TraceKind::Blocked => "blocked",
             TraceKind::CreationEnter => "communicator creation entered",
             TraceKind::CreationLeave => "communicator creation left",
+            TraceKind::RmaOperation => "one-sided operation",
+            TraceKind::RmaEpochOpen => "epoch opened",
+            TraceKind::RmaEpochClose => "epoch closed",
+            TraceKind::RmaNotified => "notifications waited",
         }
     }
 }
@@ -203,7 +353,8 @@ pub struct TraceEvent {
     /// [`TraceKind`] code.
     pub kind: u8,
     /// A `polling::Call` code (probes, collectives, blocked waits), a
-    /// [`Creation`] code (creations), else 0.
+    /// [`Creation`] code (creations), an [`RmaOp`] or [`RmaEpoch`] code
+    /// (one-sided events), else 0.
     pub call: u8,
     /// The context word of the communicator the event concerns (see the
     /// module docs; [`NO_CONTEXT`] for none).
@@ -305,7 +456,7 @@ const fn head(kind: TraceKind, call: u32, context: u32) -> u32 {
 /// `engine::progress_words`.
 #[inline(never)]
 #[cold]
-fn record_words(base: u64, rank: u32, head: u32, peer: i32, tag: i32, bytes: u32, arg: u64) {
+pub(crate) fn record_words(base: u64, rank: u32, head: u32, peer: i32, tag: i32, bytes: u32, arg: u64) {
     let core = Core {
         base: base as *mut u8,
         rank,
@@ -699,6 +850,44 @@ pub(crate) fn creation_left(
             size,
             class as u64,
         );
+    }
+}
+
+/// The head word of a one-sided event of `kind` with `code` (an [`RmaOp`]
+/// or [`RmaEpoch`] code, else 0) on a window of the communicator of
+/// context `comm_id`, for [`record_words`]: the window's hooks
+/// (`Window::trace_*`) test [`on`] inline and pass scalars.
+#[inline(always)]
+pub(crate) const fn rma_head(kind: TraceKind, code: u32, comm_id: u32) -> u32 {
+    head(kind, code, (comm_id << 1) | 1)
+}
+
+/// The put or accumulate just recorded was a notifying one: its event
+/// becomes [`RmaOp`] code `op` with `counter` in its `arg`. It is the
+/// rank's last event (the notification follows the operation with no
+/// event between), unless the buffer was full: then it was dropped, and
+/// so is this.
+#[inline(never)]
+#[cold]
+pub(crate) fn rma_notify_words(base: u64, rank: u32, op: u32, counter: u32) {
+    let core = Core {
+        base: base as *mut u8,
+        rank,
+    };
+    let header = core.trace_buffer() as *mut TraceHeader;
+    // SAFETY: tracing is on (the caller tests it); the buffer is this
+    // rank's (see `record_words`).
+    unsafe {
+        let h = &mut *header;
+        if h.dropped != 0 || h.recorded == 0 {
+            return;
+        }
+        let events = (header as *mut u8).add(TRACE_HEADER_BYTES) as *mut TraceEvent;
+        let last = &mut *events.add(h.recorded as usize - 1);
+        if last.kind == TraceKind::RmaOperation as u8 {
+            last.call = op as u8;
+            last.arg |= (counter as u64) << RMA_OFFSET_BITS;
+        }
     }
 }
 

@@ -93,6 +93,7 @@ use crate::layout::{Layout, MAX_WINDOWS, WINDOW_ENTRY_BYTES};
 use crate::polling::{wait_core, Call, WaitFor};
 use crate::shim::{self, Ordering};
 use crate::status::PROC_NULL;
+use crate::trace::{self, RmaEpoch, RmaOp, TraceKind, RMA_OFFSET_BITS};
 use core::marker::PhantomData;
 use core::mem::size_of;
 
@@ -907,14 +908,16 @@ impl<'a, T: Equivalence> Window<'a, T> {
                 let v = (origin.as_ptr() as *const u64).read_unaligned();
                 shim::store_payload_u64(at as *mut u8, v);
             }
-            return Ok(());
+        } else {
+            // SAFETY: `at` is `origin.len()` elements inside the target's
+            // window (checked against the size its rank published), valid
+            // for the window's life; `origin` is a distinct borrow (this
+            // rank's window memory is only reachable through `&mut self`).
+            // Conflicting accesses are ordered by the window's
+            // synchronisation.
+            unsafe { copy(at as *mut u8, origin.as_ptr() as *const u8, bytes) };
         }
-        // SAFETY: `at` is `origin.len()` elements inside the target's
-        // window (checked against the size its rank published), valid for
-        // the window's life; `origin` is a distinct borrow (this rank's
-        // window memory is only reachable through `&mut self`). Conflicting
-        // accesses are ordered by the window's synchronisation.
-        unsafe { copy(at as *mut u8, origin.as_ptr() as *const u8, bytes) };
+        self.trace_op(RmaOp::Put, target, disp, origin.len());
         Ok(())
     }
 
@@ -936,10 +939,11 @@ impl<'a, T: Equivalence> Window<'a, T> {
                 let v = shim::load_payload_u64(at as *const u8);
                 (result.as_mut_ptr() as *mut u64).write_unaligned(v);
             }
-            return Ok(());
+        } else {
+            // SAFETY: as in `put`, the other way round.
+            unsafe { copy(result.as_mut_ptr() as *mut u8, at as *const u8, bytes) };
         }
-        // SAFETY: as in `put`, the other way round.
-        unsafe { copy(result.as_mut_ptr() as *mut u8, at as *const u8, bytes) };
+        self.trace_op(RmaOp::Get, target, disp, result.len());
         Ok(())
     }
 
@@ -954,7 +958,9 @@ impl<'a, T: Equivalence> Window<'a, T> {
     where
         SystemOperation: Operation<T>,
     {
-        self.fetch_ops(origin, None, target, disp, op)
+        self.fetch_ops(origin, None, target, disp, op)?;
+        self.trace_op(RmaOp::Accumulate, target, disp, origin.len());
+        Ok(())
     }
 
     /// [`accumulate`](Self::accumulate) that also returns the target's
@@ -980,7 +986,9 @@ impl<'a, T: Equivalence> Window<'a, T> {
                 expected: crate::error::saturating_u32(origin.len()),
             });
         }
-        self.fetch_ops(origin, Some(result), target, disp, op)
+        self.fetch_ops(origin, Some(result), target, disp, op)?;
+        self.trace_op(RmaOp::GetAccumulate, target, disp, origin.len());
+        Ok(())
     }
 
     /// One element: `result = target; target = target op origin`,
@@ -1004,7 +1012,9 @@ impl<'a, T: Equivalence> Window<'a, T> {
             target,
             disp,
             op,
-        )
+        )?;
+        self.trace_op(RmaOp::FetchAndOp, target, disp, 1);
+        Ok(())
     }
 
     /// One element: `result = target; if target == compare { target =
@@ -1034,6 +1044,7 @@ impl<'a, T: Equivalence> Window<'a, T> {
         // SAFETY: `at` is one element inside the target's window (checked),
         // aligned for `T`; accumulates reach it only atomically.
         *result = unsafe { update(at, |old| (bytemuck::bytes_of(&old) == want).then_some(*origin)) };
+        self.trace_op(RmaOp::CompareAndSwap, target, disp, 1);
         Ok(())
     }
 
@@ -1178,6 +1189,7 @@ impl<'a, T: Equivalence> Window<'a, T> {
         }
         self.put(origin, target, disp)?;
         self.notify(target, c);
+        self.trace_notify(RmaOp::PutNotify, counter);
         Ok(())
     }
 
@@ -1200,6 +1212,7 @@ impl<'a, T: Equivalence> Window<'a, T> {
         }
         self.accumulate(origin, target, disp, op)?;
         self.notify(target, c);
+        self.trace_notify(RmaOp::AccumulateNotify, counter);
         Ok(())
     }
 
@@ -1225,6 +1238,7 @@ impl<'a, T: Equivalence> Window<'a, T> {
         let mut all = self.consumed.get();
         all[counter as usize] = consumed.wrapping_add(count);
         self.consumed.set(all);
+        self.trace_event(TraceKind::RmaNotified, 0, -2, count, counter as u64);
         Ok(())
     }
 
@@ -1312,13 +1326,14 @@ impl<'a, T: Equivalence> Window<'a, T> {
                 reason: any,
             });
         }
-        let flags = self.epoch() & !FENCE_OPEN;
+        let was = self.epoch();
         let open = if mode.contains(Mode::NO_SUCCEED) {
             0
         } else {
             FENCE_OPEN
         };
-        self.set_epoch(flags | open);
+        self.set_epoch((was & !FENCE_OPEN) | open);
+        self.trace_fence(was, open);
         Ok(())
     }
 
@@ -1383,6 +1398,12 @@ impl<'a, T: Equivalence> Window<'a, T> {
             })?;
         }
         self.set_epoch(self.epoch() | EXPOSURE);
+        self.trace_epoch(
+            TraceKind::RmaEpochOpen,
+            RmaEpoch::Exposure,
+            -2,
+            group.len() as u32,
+        );
         Ok(ExposureEpoch {
             window: self,
             origins: group.len() as u32,
@@ -1429,6 +1450,7 @@ impl<'a, T: Equivalence> Window<'a, T> {
         }
         self.access_group.set((group.as_ptr(), group.len()));
         self.set_epoch(self.epoch() | ACCESS);
+        self.trace_epoch(TraceKind::RmaEpochOpen, RmaEpoch::Access, -2, group.len() as u32);
         Ok(AccessEpoch { window: self, group })
     }
 
@@ -1468,6 +1490,7 @@ impl<'a, T: Equivalence> Window<'a, T> {
             LockType::Shared => 0,
         };
         self.set_held(slot, (t + 1) | mark);
+        self.trace_epoch(TraceKind::RmaEpochOpen, lock_epoch(kind), target, 1);
         Ok(())
     }
 
@@ -1535,6 +1558,7 @@ impl<'a, T: Equivalence> Window<'a, T> {
         };
         self.release(kind, target as u32);
         self.set_held(slot, 0);
+        self.trace_epoch(TraceKind::RmaEpochClose, lock_epoch(kind), target, 1);
         Ok(())
     }
 
@@ -1559,6 +1583,7 @@ impl<'a, T: Equivalence> Window<'a, T> {
             }
         }
         self.set_epoch(self.epoch() | LOCK_ALL);
+        self.trace_epoch(TraceKind::RmaEpochOpen, RmaEpoch::LockAll, -2, self.size);
         Ok(())
     }
 
@@ -1577,6 +1602,7 @@ impl<'a, T: Equivalence> Window<'a, T> {
             self.release(LockType::Shared, t);
         }
         self.set_epoch(self.epoch() & !LOCK_ALL);
+        self.trace_epoch(TraceKind::RmaEpochClose, RmaEpoch::LockAll, -2, self.size);
         Ok(())
     }
 
@@ -1673,6 +1699,8 @@ impl<'a, T: Equivalence> Window<'a, T> {
                 reason: any,
             });
         }
+        // A fence epoch still open ends with the window.
+        self.trace_fence(self.epoch(), 0);
         // Every rank has entered the free: no operation on the window
         // follows, so its id may be claimed again.
         if self.rank == 0 {
@@ -1746,6 +1774,106 @@ impl<T: Equivalence> Drop for Attachment<'_, '_, '_, T> {
     }
 }
 
+/// Tracing (docs/tracing.md): each hook tests the config inline and
+/// records out of line with scalar arguments (`trace::record_words`), so
+/// a kernel that does not trace keeps its registers.
+impl<T: Equivalence> Window<'_, T> {
+    /// Records [`TraceKind::RmaOperation`] `op` of `count` elements at
+    /// displacement `disp` of `target` (a rank of the communicator;
+    /// `PROC_NULL` records nothing), carried out.
+    #[inline(always)]
+    fn trace_op(&self, op: RmaOp, target: i32, disp: usize, count: usize) {
+        let core = self.world.core();
+        if trace::on(&core) && target != PROC_NULL {
+            // The operation's target: its descriptor is the latest kept.
+            let to = self.target(target).world as i32;
+            let bytes = crate::error::saturating_u32(count.saturating_mul(size_of::<T>()));
+            // A dynamic window's displacement is an address (unit 1).
+            let offset = (disp.saturating_mul(self.disp_unit()) as u64) & ((1 << RMA_OFFSET_BITS) - 1);
+            let head = trace::rma_head(TraceKind::RmaOperation, op as u32, self.comm.id);
+            trace::record_words(
+                core.base as u64,
+                core.rank,
+                head,
+                to,
+                self.id as i32,
+                bytes,
+                offset,
+            );
+        }
+    }
+
+    /// The operation [`trace_op`](Self::trace_op) recorded last notified
+    /// `counter`: it becomes `op`.
+    #[inline(always)]
+    fn trace_notify(&self, op: RmaOp, counter: u32) {
+        let core = self.world.core();
+        if trace::on(&core) {
+            trace::rma_notify_words(core.base as u64, core.rank, op as u32, counter);
+        }
+    }
+
+    /// Records a one-sided event of `kind` and `code` with `peer` (a world
+    /// rank, or -2), `bytes` and `arg`.
+    #[inline(always)]
+    fn trace_event(&self, kind: TraceKind, code: u32, peer: i32, bytes: u32, arg: u64) {
+        let core = self.world.core();
+        if trace::on(&core) {
+            let head = trace::rma_head(kind, code, self.comm.id);
+            trace::record_words(
+                core.base as u64,
+                core.rank,
+                head,
+                peer,
+                self.id as i32,
+                bytes,
+                arg,
+            );
+        }
+    }
+
+    /// Records the opening or closing (`kind`) of `epoch`, of `target`'s
+    /// lock (a rank of the communicator; -2 for the other epochs),
+    /// reaching `ranks` ranks.
+    #[inline(always)]
+    fn trace_epoch(&self, kind: TraceKind, epoch: RmaEpoch, target: i32, ranks: u32) {
+        let core = self.world.core();
+        if trace::on(&core) {
+            let peer = if target >= 0 {
+                self.comm.member(self.world, target as u32) as i32
+            } else {
+                -2
+            };
+            let head = trace::rma_head(kind, epoch as u32, self.comm.id);
+            trace::record_words(core.base as u64, core.rank, head, peer, self.id as i32, ranks, 0);
+        }
+    }
+
+    /// A fence (or `free`) took the epoch flags from `was` to a fence
+    /// epoch `open` or not: records the fence epoch it closed and the one
+    /// it opened.
+    #[inline(always)]
+    fn trace_fence(&self, was: u32, open: u32) {
+        let core = self.world.core();
+        if trace::on(&core) {
+            if was & FENCE_OPEN != 0 {
+                self.trace_event(TraceKind::RmaEpochClose, RmaEpoch::Fence as u32, -2, self.size, 0);
+            }
+            if open != 0 {
+                self.trace_event(TraceKind::RmaEpochOpen, RmaEpoch::Fence as u32, -2, self.size, 0);
+            }
+        }
+    }
+}
+
+/// The epoch a lock of `kind` opens.
+const fn lock_epoch(kind: LockType) -> RmaEpoch {
+    match kind {
+        LockType::Exclusive => RmaEpoch::LockExclusive,
+        LockType::Shared => RmaEpoch::LockShared,
+    }
+}
+
 /// The request of a request-based one-sided operation ([`Window::rput`],
 /// [`Window::rget`], [`Window::raccumulate`], [`Window::rget_accumulate`]).
 /// Every one-sided operation here is carried out before its call returns,
@@ -1804,6 +1932,7 @@ impl<T: Equivalence> ExposureEpoch<'_, '_, T> {
         w.world.note_progress();
         w.completed.set(taken.wrapping_add(self.origins));
         w.set_epoch(w.epoch() & !EXPOSURE);
+        w.trace_epoch(TraceKind::RmaEpochClose, RmaEpoch::Exposure, -2, self.origins);
         true
     }
 
@@ -1833,6 +1962,7 @@ impl<T: Equivalence> ExposureEpoch<'_, '_, T> {
         })?;
         w.completed.set(taken.wrapping_add(self.origins));
         w.set_epoch(w.epoch() & !EXPOSURE);
+        w.trace_epoch(TraceKind::RmaEpochClose, RmaEpoch::Exposure, -2, self.origins);
         Ok(())
     }
 }
@@ -1861,6 +1991,12 @@ impl<T: Equivalence> AccessEpoch<'_, '_, '_, T> {
             // target's Acquire in its `wait` or `test`.
             w.word(at, COMPLETES).add(1, Ordering::Release);
         }
+        w.trace_epoch(
+            TraceKind::RmaEpochClose,
+            RmaEpoch::Access,
+            -2,
+            self.group.len() as u32,
+        );
         Ok(())
     }
 }

@@ -73,4 +73,4 @@ pub use spec::{
     RankCount, Residency, WorldSpec, DEFAULT_TRACE_EVENTS, PREFERRED_BLOCK_DIM, TRACE_BUFFER_BOUND,
     TRACE_DEFAULT_MIN_EVENTS,
 };
-pub use trace::{MessageLink, RankTrace, SpanKind, SpanRecord, Trace, TraceWriteError};
+pub use trace::{EpochSpan, MessageLink, RankTrace, RmaRecord, SpanKind, SpanRecord, Trace, TraceWriteError};

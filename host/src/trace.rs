@@ -1,7 +1,8 @@
 //! Message traces of a launch (docs/tracing.md): what every rank recorded
 //! in its trace buffer ([`WorldSpec::trace`]), decoded from the world
-//! memory, linked (each message's send to the receive that matched it), and
-//! exported as Chrome trace event JSON (Perfetto, `chrome://tracing`) or as
+//! memory, linked (each message's send to the receive that matched it; each
+//! one-sided operation from its origin to its target, MPI 4.1 chapter 12),
+//! with the spans of collectives and of one-sided epochs, and exported as Chrome trace event JSON (Perfetto, `chrome://tracing`) or as
 //! a self-contained HTML page.
 //!
 //! [`WorldSpec::trace`]: crate::WorldSpec::trace
@@ -9,7 +10,9 @@
 use crate::report::{BlockedState, DeadlockReport};
 use gpu_mpi_device::abi::layout::Layout;
 use gpu_mpi_device::abi::polling::{Call, WaitDisplay};
-use gpu_mpi_device::abi::trace::{Creation, TraceEvent, TraceHeader, TraceKind, NO_CONTEXT};
+use gpu_mpi_device::abi::trace::{
+    Creation, RmaEpoch, RmaOp, TraceEvent, TraceHeader, TraceKind, NO_CONTEXT, RMA_OFFSET_BITS,
+};
 use gpu_mpi_device::ErrorClass;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -128,6 +131,121 @@ impl SpanRecord {
             let _ = write!(name, " failed: {}", class.mpi_name());
         }
         name
+    }
+}
+
+/// One one-sided operation as its origin recorded it
+/// ([`TraceKind::RmaOperation`]): an arrow from the origin to the target in
+/// the exports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RmaRecord {
+    /// The origin (a world rank).
+    pub origin: u32,
+    /// Index of its event in the origin's events.
+    pub event: usize,
+    /// The operation.
+    pub op: RmaOp,
+    /// The target (a world rank).
+    pub target: u32,
+    /// The window id.
+    pub window: u32,
+    /// The context id of the window's communicator (0 the world).
+    pub communicator: u32,
+    /// Bytes of the origin buffer.
+    pub bytes: u32,
+    /// The byte offset at the target (displacement × displacement unit; on
+    /// a dynamic window the displacement itself, an address).
+    pub offset: u64,
+    /// The notification counter of a `put_notify` or `accumulate_notify`.
+    pub counter: Option<u32>,
+}
+
+impl RmaRecord {
+    /// Decodes an [`TraceKind::RmaOperation`] event of `origin` (event
+    /// `event`); `None` for another kind, an unknown operation or a
+    /// negative target.
+    pub fn of(origin: u32, event: usize, e: &TraceEvent) -> Option<RmaRecord> {
+        if e.kind() != Some(TraceKind::RmaOperation) {
+            return None;
+        }
+        let op = RmaOp::from_code(e.call)?;
+        Some(RmaRecord {
+            origin,
+            event,
+            op,
+            target: u32::try_from(e.peer).ok()?,
+            window: e.tag as u32,
+            communicator: e.communicator().unwrap_or(0),
+            bytes: e.bytes,
+            offset: e.arg & ((1 << RMA_OFFSET_BITS) - 1),
+            counter: op.notifies().then_some((e.arg >> RMA_OFFSET_BITS) as u32),
+        })
+    }
+
+    /// The arrow's name: "put 0 -> 3 (win 0, 8 B at 16)", with ", counter
+    /// 2" for a notifying one.
+    pub fn name(&self) -> String {
+        let mut s = format!(
+            "{} {} -> {} (win {}, {} B at {}",
+            self.op.name(),
+            self.origin,
+            self.target,
+            self.window,
+            self.bytes,
+            self.offset
+        );
+        if let Some(c) = self.counter {
+            let _ = write!(s, ", counter {c}");
+        }
+        s.push(')');
+        s
+    }
+}
+
+/// One epoch of a window as one rank recorded it
+/// ([`TraceKind::RmaEpochOpen`] paired with the
+/// [`TraceKind::RmaEpochClose`] of the same epoch, window and target).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EpochSpan {
+    /// The rank (world).
+    pub rank: u32,
+    /// Which epoch.
+    pub epoch: RmaEpoch,
+    /// The window id.
+    pub window: u32,
+    /// The context id of the window's communicator (0 the world).
+    pub communicator: u32,
+    /// A lock's target (a world rank).
+    pub target: Option<u32>,
+    /// The ranks it reaches (the event's `bytes`).
+    pub ranks: u32,
+    /// Index of its open event in the rank's events.
+    pub open: usize,
+    /// Index of its close event; `None` when none was recorded (the rank
+    /// stopped, or returned, with the epoch open; or the buffer was full).
+    pub close: Option<usize>,
+}
+
+impl EpochSpan {
+    /// The slice's name: "fence epoch (win 0)", "exclusive lock of 3 (win
+    /// 1)", "access epoch (start) of 2 (win 0)", with " on comm 2" for a
+    /// window of another communicator than the world.
+    pub fn name(&self) -> String {
+        let mut s = self.epoch.name().to_string();
+        match (self.epoch, self.target) {
+            (RmaEpoch::LockShared | RmaEpoch::LockExclusive, Some(t)) => {
+                let _ = write!(s, " of {t}");
+            }
+            (RmaEpoch::Access | RmaEpoch::Exposure, _) => {
+                let _ = write!(s, " of {}", self.ranks);
+            }
+            _ => {}
+        }
+        let _ = write!(s, " (win {})", self.window);
+        if self.communicator != 0 {
+            let _ = write!(s, " on {}", comm_name(self.communicator));
+        }
+        s
     }
 }
 
@@ -254,6 +372,28 @@ impl Trace {
         self.ranks.iter().flat_map(rank_spans).collect()
     }
 
+    /// Every one-sided operation of every rank, in rank order and then in
+    /// the order carried out.
+    pub fn rma_operations(&self) -> Vec<RmaRecord> {
+        self.ranks
+            .iter()
+            .flat_map(|r| {
+                r.events
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, e)| RmaRecord::of(r.rank, i, e))
+            })
+            .collect()
+    }
+
+    /// Every epoch of every rank, in rank order and then in the order
+    /// opened. A close pairs with the latest open epoch of the same kind,
+    /// window and target; an epoch with no close (the rank stopped or
+    /// returned inside it) has `close: None`.
+    pub fn epochs(&self) -> Vec<EpochSpan> {
+        self.ranks.iter().flat_map(rank_epochs).collect()
+    }
+
     /// The keys (sender, sequence, context word) of every message whose
     /// *sent* and *matched* events were both recorded, sorted: a message's
     /// flow id in the Chrome JSON is its index here. Costs 13 bytes per
@@ -339,6 +479,7 @@ impl Trace {
     pub fn write_chrome_json<W: Write>(&self, mut out: W) -> std::io::Result<()> {
         let origin = self.origin();
         let links = self.link_keys();
+        let rma = RmaIndex::new(self, links.len());
         out.write_all(b"{\"traceEvents\":[")?;
         let mut items = Items::default();
         // The SM of each block: the first SM of its first rank with events.
@@ -374,12 +515,14 @@ impl Trace {
                 &json!({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid,
                     "args": {"sort_index": r.rank}}),
             )?;
-            scratch.render(r, origin, &links, &mut async_id)?;
+            scratch.render(r, origin, &links, &rma, self, &mut async_id)?;
             for &(_, _, start, end) in &scratch.order {
                 items.item(&mut out, &scratch.bytes[start as usize..end as usize])?;
             }
         }
         drop(links);
+        let rma_operations = rma.by_origin.len();
+        drop(rma);
         out.write_all(b"],\"displayTimeUnit\":\"ns\",\"otherData\":")?;
         let mut other = serde_json::to_vec(&json!({
             "producer": "gpu-mpi",
@@ -389,6 +532,7 @@ impl Trace {
             "events_per_rank": self.events_per_rank,
             "recorded": self.recorded(),
             "dropped": self.dropped(),
+            "rma_operations": rma_operations,
         }))?;
         // The per-rank list goes in last, written number by number.
         other.pop();
@@ -471,6 +615,7 @@ impl Trace {
                     "bytes": bytes,
                     "received": count(TraceKind::Matched),
                     "collectives": count(TraceKind::CollectiveEnter),
+                    "rma": count(TraceKind::RmaOperation),
                     "blocked_us": blocked as f64 / 1000.0,
                     "dropped": ranks.iter().map(|r| r.dropped as u64).sum::<u64>(),
                 })
@@ -504,6 +649,28 @@ impl Trace {
                 "kind": "coll", "failed": s.error.is_some() || s.leave.is_none(),
                 "name": s.name(events)}));
         }
+        for s in self.epochs() {
+            let events = &self.ranks[s.rank as usize].events;
+            // An epoch never closed ends at the rank's last event.
+            let end = s.close.unwrap_or(events.len() - 1);
+            spans.push(json!({"rank": s.rank,
+                "t0": events[s.open].time_ns.saturating_sub(origin),
+                "t1": events[end].time_ns.saturating_sub(origin),
+                "kind": "epoch", "failed": s.close.is_none(), "name": s.name()}));
+        }
+        let all_rma = self.rma_operations();
+        let rma: Vec<Value> = all_rma
+            .iter()
+            .filter(|op| (op.target as usize) < self.ranks.len())
+            .take(SEQUENCE_DIAGRAM_MAX_MESSAGES)
+            .map(|op| {
+                let t = self.ranks[op.origin as usize].events[op.event]
+                    .time_ns
+                    .saturating_sub(origin);
+                json!({"from": op.origin, "to": op.target, "t": t, "name": op.name(),
+                    "label": format!("{} · win {} · {} B", op.op.name(), op.window, op.bytes)})
+            })
+            .collect();
         for r in &self.ranks {
             for e in r.events.iter().filter(|e| e.kind() == Some(TraceKind::Blocked)) {
                 let t = e.time_ns.saturating_sub(origin);
@@ -511,7 +678,8 @@ impl Trace {
                     "t1": t, "kind": "blocked", "name": call_name(e.call as u32, e.peer, e.tag)}));
             }
         }
-        json!({"messages": messages, "spans": spans, "total_messages": all.len()})
+        json!({"messages": messages, "spans": spans, "total_messages": all.len(),
+            "rma": rma, "total_rma": all_rma.len()})
     }
 }
 
@@ -560,6 +728,126 @@ fn rank_spans(r: &RankTrace) -> Vec<SpanRecord> {
     }
     out.extend(open);
     out
+}
+
+/// The epochs of one rank: each open event paired with the next close
+/// event of the same epoch, window and target, in the order opened.
+fn rank_epochs(r: &RankTrace) -> Vec<EpochSpan> {
+    let mut out: Vec<EpochSpan> = Vec::new();
+    // Indices in `out` of the epochs not yet closed.
+    let mut open: Vec<usize> = Vec::new();
+    for (i, e) in r.events.iter().enumerate() {
+        let kind = e.kind();
+        if !matches!(kind, Some(TraceKind::RmaEpochOpen | TraceKind::RmaEpochClose)) {
+            continue;
+        }
+        let Some(epoch) = RmaEpoch::from_code(e.call) else {
+            continue;
+        };
+        let target = u32::try_from(e.peer).ok();
+        let window = e.tag as u32;
+        if kind == Some(TraceKind::RmaEpochOpen) {
+            open.push(out.len());
+            out.push(EpochSpan {
+                rank: r.rank,
+                epoch,
+                window,
+                communicator: e.communicator().unwrap_or(0),
+                target,
+                ranks: e.bytes,
+                open: i,
+                close: None,
+            });
+        } else if let Some(k) = open.iter().rposition(|&j| {
+            let s = &out[j];
+            (s.epoch, s.window, s.target) == (epoch, window, target)
+        }) {
+            out[open.remove(k)].close = Some(i);
+        }
+    }
+    out
+}
+
+/// The one-sided operations of a trace for the Chrome JSON, 16 bytes each:
+/// an operation's flow id is `first_id` plus its index in `by_origin`.
+struct RmaIndex {
+    /// (origin, index of its event) of every operation whose target is a
+    /// rank of the trace, sorted.
+    by_origin: Vec<(u32, u32)>,
+    /// (target, index in `by_origin`), sorted.
+    by_target: Vec<(u32, u32)>,
+    /// The first flow id after the messages'.
+    first_id: usize,
+}
+
+impl RmaIndex {
+    fn new(t: &Trace, first_id: usize) -> RmaIndex {
+        let mut by_origin = Vec::new();
+        let mut by_target = Vec::new();
+        for r in &t.ranks {
+            for (i, e) in r.events.iter().enumerate() {
+                if let Some(op) =
+                    RmaRecord::of(r.rank, i, e).filter(|op| (op.target as usize) < t.ranks.len())
+                {
+                    by_target.push((op.target, by_origin.len() as u32));
+                    by_origin.push((r.rank, i as u32));
+                }
+            }
+        }
+        by_target.sort_unstable();
+        RmaIndex {
+            by_origin,
+            by_target,
+            first_id,
+        }
+    }
+
+    /// The flow id of event `i` of `rank`, if it is an indexed operation.
+    fn id(&self, rank: u32, i: usize) -> Option<usize> {
+        self.by_origin
+            .binary_search(&(rank, i as u32))
+            .ok()
+            .map(|k| self.first_id + k)
+    }
+
+    /// The operations whose target is `rank`: (flow id, origin, event index).
+    fn incoming(&self, rank: u32) -> impl Iterator<Item = (usize, u32, usize)> + '_ {
+        let from = self.by_target.partition_point(|&(t, _)| t < rank);
+        self.by_target[from..]
+            .iter()
+            .take_while(move |&&(t, _)| t == rank)
+            .map(|&(_, k)| {
+                let (origin, i) = self.by_origin[k as usize];
+                (self.first_id + k as usize, origin, i as usize)
+            })
+    }
+}
+
+/// The start (`ph` "s", on the origin's track) or finish ("f", on the
+/// target's) of the arrow of one-sided operation `op`, flow `id`, at `ts`
+/// on a track of process `pid`.
+fn rma_flow(ph: &str, id: usize, op: &RmaRecord, pid: u32, ts: f64) -> Value {
+    let tid = if ph == "s" { op.origin } else { op.target };
+    let mut v = json!({"ph": ph, "id": id, "name": op.name(), "cat": "rma", "pid": pid, "tid": tid, "ts": ts,
+        "args": rma_args(op)});
+    v["args"]["kind"] = json!("one-sided operation");
+    if ph == "f" {
+        v["bp"] = json!("e");
+    }
+    v
+}
+
+/// The `args` that describe one-sided operation `op`.
+fn rma_args(op: &RmaRecord) -> Value {
+    json!({"operation": op.op.name(), "origin": op.origin, "target": op.target, "window": op.window,
+        "bytes": op.bytes, "offset": op.offset, "counter": op.counter,
+        "communicator": comm_name(op.communicator)})
+}
+
+/// The `args` that describe epoch `s`.
+fn epoch_args(s: &EpochSpan, kind: &str) -> Value {
+    json!({"kind": kind, "epoch": s.epoch.name(), "window": s.window, "target": s.target,
+        "ranks": s.ranks, "communicator": comm_name(s.communicator)})
 }
 
 /// The items of the JSON array of events, written one by one.
@@ -620,6 +908,8 @@ impl RankScratch {
         r: &RankTrace,
         origin: u64,
         links: &[LinkKey],
+        rma: &RmaIndex,
+        trace: &Trace,
         async_id: &mut u64,
     ) -> std::io::Result<()> {
         self.bytes.clear();
@@ -639,6 +929,32 @@ impl RankScratch {
         }
         // The span entered last and not yet left: its name.
         let mut open_span: Option<String> = None;
+        let epochs = rank_epochs(r);
+        let mut epoch_at: HashMap<usize, usize> = HashMap::new();
+        for (k, s) in epochs.iter().enumerate() {
+            epoch_at.insert(s.open, k);
+            if let Some(c) = s.close {
+                epoch_at.insert(c, k);
+            }
+        }
+        // The epochs open, innermost last: (index in `epochs`, name).
+        let mut epoch_stack: Vec<(usize, String)> = Vec::new();
+        // The one-sided operations that reached this rank: a slice and the
+        // arrow's end on its track, at the origin's time.
+        for (id, from, ev) in rma.incoming(r.rank) {
+            let e = &trace.ranks[from as usize].events[ev];
+            let Some(op) = RmaRecord::of(from, ev, e) else {
+                continue;
+            };
+            let ts = us(e.time_ns);
+            let mut args = rma_args(&op);
+            args["kind"] = json!("one-sided operation");
+            let name = format!("{} from {}", op.op.name(), op.origin);
+            let v = json!({"ph": "X", "name": name, "cat": "rma", "pid": pid, "tid": tid, "ts": ts, "dur": 0,
+                "args": args});
+            self.push(ts, &v)?;
+            self.push(ts, &rma_flow("f", id, &op, pid, ts))?;
+        }
         for (i, e) in r.events.iter().enumerate() {
             let Some(kind) = e.kind() else { continue };
             let ts = us(e.time_ns);
@@ -761,6 +1077,65 @@ impl RankScratch {
                     v["args"]["blocked_ns"] = json!(e.arg);
                     self.push(start, &v)?;
                 }
+                TraceKind::RmaOperation => {
+                    let Some(op) = RmaRecord::of(r.rank, i, e) else {
+                        continue;
+                    };
+                    let mut args = rma_args(&op);
+                    args["kind"] = json!(kind.name());
+                    let v = json!({"ph": "X", "name": op.name(), "cat": "rma", "pid": pid, "tid": tid, "ts": ts,
+                        "dur": 0, "args": args});
+                    self.push(ts, &v)?;
+                    if let Some(id) = rma.id(r.rank, i) {
+                        self.push(ts, &rma_flow("s", id, &op, pid, ts))?;
+                    }
+                }
+                TraceKind::RmaEpochOpen => {
+                    let Some(&k) = epoch_at.get(&i) else { continue };
+                    let s = &epochs[k];
+                    let name = s.name();
+                    let v = json!({"ph": "B", "name": name, "cat": "epoch", "pid": pid, "tid": tid, "ts": ts,
+                        "args": epoch_args(s, kind.name())});
+                    self.push(ts, &v)?;
+                    epoch_stack.push((k, name));
+                }
+                TraceKind::RmaEpochClose => {
+                    let Some(&k) = epoch_at.get(&i) else { continue };
+                    let Some(at) = epoch_stack.iter().position(|&(j, _)| j == k) else {
+                        continue;
+                    };
+                    // Slices on one track nest: the epochs opened after this
+                    // one and still open (locks given back out of order) end
+                    // here and begin again after it.
+                    let above = epoch_stack.split_off(at + 1);
+                    for (j, name) in above.iter().rev() {
+                        let v = json!({"ph": "E", "name": name, "cat": "epoch", "pid": pid, "tid": tid, "ts": ts,
+                            "args": epoch_args(&epochs[*j], "epoch continues")});
+                        self.push(ts, &v)?;
+                    }
+                    let (_, name) = epoch_stack.pop().expect("the closed epoch is on the stack");
+                    let v = json!({"ph": "E", "name": name, "cat": "epoch", "pid": pid, "tid": tid, "ts": ts,
+                        "args": epoch_args(&epochs[k], kind.name())});
+                    self.push(ts, &v)?;
+                    for (j, name) in above {
+                        let v = json!({"ph": "B", "name": name, "cat": "epoch", "pid": pid, "tid": tid, "ts": ts,
+                            "args": epoch_args(&epochs[j], "epoch continues")});
+                        self.push(ts, &v)?;
+                        epoch_stack.push((j, name));
+                    }
+                }
+                TraceKind::RmaNotified => {
+                    let name = format!(
+                        "notifications waited: {} on counter {} (win {})",
+                        e.bytes, e.arg, e.tag
+                    );
+                    let mut v = base("i", name);
+                    v["s"] = json!("t");
+                    v["args"]["window"] = json!(e.tag);
+                    v["args"]["counter"] = json!(e.arg);
+                    v["args"]["count"] = json!(e.bytes);
+                    self.push(ts, &v)?;
+                }
             }
         }
         // Spans and requests still open at the end (a deadlock, or their
@@ -768,6 +1143,9 @@ impl RankScratch {
         // unfinished.
         let end = us(last);
         if let Some(name) = open_span.take() {
+            self.push(end, &unfinished_end(pid, tid, end, name))?;
+        }
+        while let Some((_, name)) = epoch_stack.pop() {
             self.push(end, &unfinished_end(pid, tid, end, name))?;
         }
         let mut rest: Vec<_> = open.into_values().collect();
@@ -949,7 +1327,7 @@ fn page(title: &str, trace: Option<&Trace>, deadlock: Option<&DeadlockReport>) -
             let blocks = t.blocks();
             let _ = write!(
                 summary,
-                "{} ranks in {} block(s) of {} on the {} backend; {} events recorded, {} dropped ({} per rank at most); {} messages linked",
+                "{} ranks in {} block(s) of {} on the {} backend; {} events recorded, {} dropped ({} per rank at most); {} messages linked; {} one-sided operations",
                 t.ranks.len(),
                 blocks,
                 t.block_dim,
@@ -957,7 +1335,12 @@ fn page(title: &str, trace: Option<&Trace>, deadlock: Option<&DeadlockReport>) -
                 t.recorded(),
                 t.dropped(),
                 t.events_per_rank,
-                t.link_keys().len()
+                t.link_keys().len(),
+                t.ranks
+                    .iter()
+                    .flat_map(|r| r.events.iter())
+                    .filter(|e| e.kind() == Some(TraceKind::RmaOperation))
+                    .count()
             );
             json!({
                 "ranks": t.ranks.len(),
@@ -983,7 +1366,7 @@ fn page(title: &str, trace: Option<&Trace>, deadlock: Option<&DeadlockReport>) -
 <p id="summary">{summary}</p>
 <div id="deadlock"></div>
 <h2>Blocks</h2>
-<table id="blocks"><thead><tr><th>block</th><th>ranks</th><th>SM</th><th>messages sent</th><th>bytes sent</th><th>messages received</th><th>collectives</th><th>blocked (µs)</th><th>events dropped</th></tr></thead><tbody></tbody></table>
+<table id="blocks"><thead><tr><th>block</th><th>ranks</th><th>SM</th><th>messages sent</th><th>bytes sent</th><th>messages received</th><th>collectives</th><th>one-sided operations</th><th>blocked (µs)</th><th>events dropped</th></tr></thead><tbody></tbody></table>
 <h2>Sequence diagram</h2>
 <p class="note" id="diagram-note"></p>
 <div id="diagram"></div>
@@ -1012,6 +1395,10 @@ svg text { font: 11px system-ui, sans-serif; }
 .blocked { fill: #f4a261; opacity: 0.7; }
 .coll { fill: #2a9d8f; opacity: 0.35; }
 .coll.failed { fill: #e63946; opacity: 0.5; }
+.epoch { fill: #9b5de5; opacity: 0.18; }
+.epoch.failed { fill: #e63946; opacity: 0.25; }
+.rma { stroke: #7b2cbf; stroke-width: 1.4; stroke-dasharray: 5 2; }
+.rma-label { fill: #7b2cbf; }
 .wait-node { fill: #fde2e2; stroke: #c0392b; }
 .wait-node.any-source { fill: #fff; stroke-dasharray: 3 2; }
 .wait-edge { stroke: #c0392b; stroke-width: 1.6; }
@@ -1042,7 +1429,7 @@ const SCRIPT: &str = r#"
   for (const b of data.blocks) {
     const tr = document.createElement('tr');
     tr.className = 'block-row';
-    for (const k of ['block', 'ranks', 'sm', 'sent', 'bytes', 'received', 'collectives', 'blocked_us', 'dropped']) {
+    for (const k of ['block', 'ranks', 'sm', 'sent', 'bytes', 'received', 'collectives', 'rma', 'blocked_us', 'dropped']) {
       const td = document.createElement('td');
       td.textContent = (k === 'blocked_us') ? b[k].toFixed(1) : b[k];
       tr.appendChild(td);
@@ -1092,10 +1479,16 @@ const SCRIPT: &str = r#"
   } else {
     note.textContent = d.messages.length + ' messages; time runs down (rows in event order, not to scale).';
   }
+  if (d.total_rma > d.rma.length) {
+    note.textContent += ' Showing the first ' + d.rma.length + ' of ' + d.total_rma + ' one-sided operations.';
+  } else if (d.rma.length > 0) {
+    note.textContent += ' ' + d.rma.length + ' one-sided operations (dashed).';
+  }
   // Rows: the distinct times of every drawn point, in order.
   const times = [];
   for (const m of d.messages) { times.push(m.t0, m.t1); }
   for (const s of d.spans) { times.push(s.t0, s.t1); }
+  for (const o of d.rma) { times.push(o.t); }
   const uniq = Array.from(new Set(times)).sort(function (a, b) { return a - b; });
   const row = new Map();
   uniq.forEach(function (t, i) { row.set(t, i); });
@@ -1103,17 +1496,28 @@ const SCRIPT: &str = r#"
   const W = left + data.ranks * colW, H = top + (uniq.length + 1) * rowH + 20;
   const svg = el('svg', {width: W, height: H, id: 'sequence'}, document.getElementById('diagram'));
   marker(svg, 'msg-arrow', '#1f5fbf');
+  marker(svg, 'rma-arrow', '#7b2cbf');
   const x = function (r) { return left + r * colW; };
   const y = function (t) { return top + (row.get(t) + 1) * rowH; };
   for (let r = 0; r < data.ranks; r++) {
     text(x(r), 20, 'rank ' + r, svg, 'rank-label');
     el('line', {x1: x(r), y1: 28, x2: x(r), y2: H - 10, 'class': 'lifeline'}, svg);
   }
-  for (const s of d.spans) {
+  // Epochs first: the narrower bars inside them are drawn over them.
+  const spans = d.spans.filter(function (s) { return s.kind === 'epoch'; })
+    .concat(d.spans.filter(function (s) { return s.kind !== 'epoch'; }));
+  for (const s of spans) {
     const y0 = y(s.t0), y1 = y(s.t1);
-    const w = s.kind === 'coll' ? 16 : 8;
+    const w = s.kind === 'epoch' ? 28 : s.kind === 'coll' ? 16 : 8;
     const rect = el('rect', {x: x(s.rank) - w / 2, y: y0, width: w, height: Math.max(2, y1 - y0), 'class': s.kind + (s.failed ? ' failed' : '')}, svg);
-    el('title', {}, rect).textContent = (s.kind === 'coll' ? '' : 'blocked in ') + s.name + ' (' + ((s.t1 - s.t0) / 1000).toFixed(1) + ' µs)';
+    el('title', {}, rect).textContent = (s.kind === 'blocked' ? 'blocked in ' : '') + s.name + ' (' + ((s.t1 - s.t0) / 1000).toFixed(1) + ' µs)';
+  }
+  for (const o of d.rma) {
+    const x0 = x(o.from), x1 = x(o.to), y0 = y(o.t);
+    const self = x0 === x1;
+    const line = el('line', {x1: x0, y1: y0, x2: self ? x0 + 30 : x1, y2: y0 + (self ? 8 : 0), 'class': 'rma', 'marker-end': 'url(#rma-arrow)'}, svg);
+    el('title', {}, line).textContent = o.name;
+    text((x0 + (self ? x0 + 30 : x1)) / 2, y0 - 3, o.label, svg, 'rma-label');
   }
   for (const m of d.messages) {
     const x0 = x(m.from), x1 = x(m.to), y0 = y(m.t0), y1 = y(m.t1);
@@ -1146,6 +1550,94 @@ mod tests {
             })
             .collect();
         (g, e)
+    }
+
+    /// A one-sided event of rank 0 at `time_ns` on window 1 of the world.
+    fn rma_event(time_ns: u64, kind: TraceKind, call: u8, peer: i32, bytes: u32, arg: u64) -> TraceEvent {
+        TraceEvent {
+            time_ns,
+            kind: kind as u8,
+            call,
+            context: 1,
+            peer,
+            tag: 1,
+            bytes,
+            arg,
+        }
+    }
+
+    #[test]
+    fn locks_given_back_out_of_order_pair_by_target_and_nest_on_the_track() {
+        use TraceKind::{RmaEpochClose as Close, RmaEpochOpen as Open};
+        let shared = RmaEpoch::LockShared as u8;
+        let events = vec![
+            rma_event(10, Open, shared, 1, 1, 0),
+            rma_event(20, Open, shared, 2, 1, 0),
+            rma_event(30, TraceKind::RmaOperation, RmaOp::Put as u8, 2, 8, 16),
+            rma_event(40, Close, shared, 1, 1, 0),
+            rma_event(50, Close, shared, 2, 1, 0),
+            rma_event(60, Open, RmaEpoch::LockAll as u8, -2, 3, 0),
+        ];
+        let rank = |rank, events| RankTrace {
+            rank,
+            block: 0,
+            sm_first: 0,
+            sm_last: 0,
+            dropped: 0,
+            events,
+        };
+        let t = Trace {
+            backend: "cpu",
+            block_dim: 3,
+            events_per_rank: 8,
+            ranks: vec![rank(0, events), rank(1, Vec::new()), rank(2, Vec::new())],
+        };
+        // Each close pairs with the open of its target, not the latest.
+        let epochs = t.epochs();
+        let pairs: Vec<_> = epochs.iter().map(|s| (s.target, s.open, s.close)).collect();
+        assert_eq!(
+            pairs,
+            [(Some(1), 0, Some(3)), (Some(2), 1, Some(4)), (None, 5, None)]
+        );
+        assert_eq!(epochs[0].name(), "shared lock of 1 (win 1)");
+        assert_eq!(epochs[2].name(), "lock_all (win 1)");
+        let doc: Value = serde_json::from_str(&t.to_chrome_json()).unwrap();
+        let track: Vec<(String, String, String)> = doc["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["tid"] == 0 && (e["ph"] == "B" || e["ph"] == "E"))
+            .map(|e| {
+                let s = |v: &Value| v.as_str().unwrap().to_string();
+                (s(&e["ph"]), s(&e["name"]), s(&e["args"]["kind"]))
+            })
+            .collect();
+        let row = |ph: &str, name: &str, kind: &str| (ph.to_string(), name.to_string(), kind.to_string());
+        let (one, two) = ("shared lock of 1 (win 1)", "shared lock of 2 (win 1)");
+        assert_eq!(
+            track,
+            [
+                row("B", one, "epoch opened"),
+                row("B", two, "epoch opened"),
+                // Lock 1 given back first: lock 2's slice ends and begins again.
+                row("E", two, "epoch continues"),
+                row("E", one, "epoch closed"),
+                row("B", two, "epoch continues"),
+                row("E", two, "epoch closed"),
+                // Never closed: ended at the rank's last event.
+                row("B", "lock_all (win 1)", "epoch opened"),
+                row("E", "lock_all (win 1)", "unfinished"),
+            ]
+        );
+        // The put: an arrow from rank 0's track to rank 2's.
+        let flows: Vec<(String, u64)> = doc["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["cat"] == "rma" && (e["ph"] == "s" || e["ph"] == "f"))
+            .map(|e| (e["ph"].as_str().unwrap().to_string(), e["tid"].as_u64().unwrap()))
+            .collect();
+        assert_eq!(flows, [("s".to_string(), 0), ("f".to_string(), 2)]);
     }
 
     #[test]

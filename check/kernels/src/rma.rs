@@ -1292,14 +1292,24 @@ pub const FAIL_RANGE: u32 = 0;
 /// [`RMA_FAILS`]: every rank returns the error of a fence while rank 0
 /// holds a lock.
 pub const FAIL_FENCE_WITH_LOCK: u32 = 1;
+/// [`RMA_FAILS`]: no failure: every one-sided operation and epoch once,
+/// for the traces of check/tests/trace.rs (here, so that it costs no
+/// kernel of its own); see `traced`.
+pub const TRACED_PROGRAM: u32 = 2;
+/// Words [`TRACED_PROGRAM`] records per rank.
+pub const TRACED_SLOTS: u32 = 10;
 
 gpu_mpi_device::kernel! {
     /// Errors returned from the kernel, for the host's report (`param`:
     /// [`FAIL_RANGE`], [`FAIL_FENCE_WITH_LOCK`]), on an allocated window
-    /// of 4 `u32`s per rank (at least 3 ranks).
+    /// of 4 `u32`s per rank (at least 3 ranks); or, with
+    /// [`TRACED_PROGRAM`], `traced` on that window.
     pub static RMA_FAILS = fn rma_fails(world: &World, args: &RmaArgs) -> Result<(), Error> {
         let r = world.rank();
         let win = Window::<u32>::allocate(world, 4)?;
+        if args.param == TRACED_PROGRAM {
+            return traced(world, win, args);
+        }
         if args.param == FAIL_RANGE {
             win.fence()?;
             let put = if r == 1 { win.put(&[1, 2], 2, 3) } else { Ok(()) };
@@ -1313,6 +1323,70 @@ gpu_mpi_device::kernel! {
             win.fence()
         }
     }
+}
+
+/// [`TRACED_PROGRAM`] on rank `r` of `p` (`next` = `r + 1 mod p`, `prev`
+/// = `r - 1 mod p`), on a window of 4 `u32`s per rank, each step's events
+/// in check/tests/trace.rs's `rma_events`:
+///
+/// 1. a fence; put `r + 1` into `next`'s element 1; a fence; get it back;
+///    a fence with `NO_SUCCEED`;
+/// 2. an exclusive lock of `next`: accumulate (sum) `[1, 1]` into its
+///    elements 2 and 3, `get_accumulate` (no_op) element 2; unlock;
+/// 3. a shared lock of rank 0: `fetch_and_op` + 1 on its element 0; unlock;
+/// 4. `lock_all`: `compare_and_swap` 7 for 1 in `next`'s element 3, `rget`
+///    it, `put_notify` `r + 200` into element 1 and `accumulate_notify` 5
+///    into element 2, both on counter 1; `unlock_all`;
+/// 5. wait for 2 notifications on counter 1;
+/// 6. `post` to `[prev]`, `start` `[next]`, get `next`'s element 1,
+///    `complete`, `wait`;
+/// 7. a fence, then `free`.
+///
+/// Records: the window id, the first get (`r + 1`), the `get_accumulate`
+/// (1), the compare-and-swap's old value (1), the `rget` (7), the last
+/// get (`r + 200`), and its own four elements after the last fence
+/// (rank 0's element 0: `p`, else 0; `prev + 200`, 6, 7).
+fn traced(world: &World, mut win: Window<'_, u32>, args: &RmaArgs) -> Result<(), Error> {
+    let (r, p) = (world.rank(), world.size());
+    let (next, prev) = ((r + 1) % p, (r + p - 1) % p);
+    let sum = SystemOperation::sum();
+    let mut rec = recorder(args, r);
+    rec.push(win.id())?;
+    let mut one = [0u32];
+    win.fence()?;
+    win.put(&[r as u32 + 1], next, 1)?;
+    win.fence()?;
+    win.get(&mut one, next, 1)?;
+    rec.push(one[0])?;
+    win.fence_with(Mode::NO_SUCCEED)?;
+    win.lock(LockType::Exclusive, next)?;
+    win.accumulate(&[1, 1], next, 2, sum)?;
+    win.get_accumulate(&[0], &mut one, next, 2, SystemOperation::no_op())?;
+    rec.push(one[0])?;
+    win.unlock(next)?;
+    win.lock(LockType::Shared, 0)?;
+    let mut old = 0u32;
+    win.fetch_and_op(&1, &mut old, 0, 0, sum)?;
+    win.unlock(0)?;
+    win.lock_all()?;
+    win.compare_and_swap(&7, &1, &mut old, next, 3)?;
+    rec.push(old)?;
+    win.rget(&mut one, next, 3)?.wait()?;
+    rec.push(one[0])?;
+    win.put_notify(&[r as u32 + 200], next, 1, 1)?;
+    win.accumulate_notify(&[5], next, 2, sum, 1)?;
+    win.unlock_all()?;
+    win.wait_notifications(1, 2)?;
+    let exposure = win.post(&[prev])?;
+    let targets = [next];
+    let access = win.start(&targets)?;
+    win.get(&mut one, next, 1)?;
+    access.complete()?;
+    exposure.wait()?;
+    rec.push(one[0])?;
+    win.fence()?;
+    rec.words(win.local_mut())?;
+    win.free()
 }
 
 // ---- random programs -------------------------------------------------------
