@@ -31,6 +31,7 @@
 //! `r, r + n, ...` of the whole buffer: consecutive ranks copy consecutive
 //! chunks, which coalesces on the GPU.
 
+mod blocks;
 mod encoding;
 mod pack_kernel;
 mod prefix;
@@ -52,5 +53,6 @@ pub use share::{pack_share, unpack_share, Share};
 #[doc(hidden)]
 pub use tiles::{pack_tiles, unpack_tiles, PackPath, TileShape, SECTOR_BYTES, TILE_BYTES, TILE_MAX_LEN};
 pub use typeref::TypeRef;
+pub(crate) use blocks::{aligned, zip_blocks, Blocks, Signature};
 pub(crate) use walk::{extends, move_range, move_run};
 pub use walk::{pack_into, pack_into_at, pack_size, unpack_from, unpack_from_at};

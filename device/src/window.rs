@@ -98,6 +98,9 @@ use core::cell::Cell;
 
 pub use crate::layout::{MAX_LOCKS, NOTIFICATIONS, POST_SLOTS};
 
+mod typed;
+pub use typed::TargetView;
+
 /// Descriptor line: the window's base address (`u64`).
 const BASE: usize = 0;
 /// Descriptor line: its size in bytes (`u64`).
