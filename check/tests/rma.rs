@@ -12,14 +12,14 @@
 //! random fence programs.
 
 use gpu_mpi::device::abi::polling::Call;
-use gpu_mpi::device::datatype::{ID_F32, ID_U32};
 use gpu_mpi::device::datatype::Equivalence;
+use gpu_mpi::device::datatype::{ID_F32, ID_U32};
 use gpu_mpi::device::error::RmaSyncReason;
 use gpu_mpi::device::window::{MAX_LOCKS, NOTIFICATIONS};
 use gpu_mpi::device::{Error, ErrorClass, Kernel};
 use gpu_mpi::{
-    BlockedState, CommittedType, CpuOptions, DeadlockReport, Hint, HostError, LockHolder, Primitive, Schedule,
-    UserDatatype, WorldSpec,
+    BlockedState, CommittedType, CpuOptions, DeadlockReport, Hint, HostError, LockHolder, Primitive,
+    Schedule, UserDatatype, WorldSpec,
 };
 use gpu_mpi_check::testgen;
 use gpu_mpi_check::testgen::Backend;
@@ -1464,7 +1464,9 @@ fn typed(backend: Backend, case: u32, ranks: u32, slots: u32, data: Vec<u64>) ->
 /// Rank `r`'s matrix after the launch, as `u32`s.
 fn matrix(o: &Outcome, r: u32) -> Vec<u32> {
     let at = (r * TYPED_PART * 8) as usize;
-    (0..TYPED_ELEMS).map(|k| read::<u32>(o.bytes(), at + 4 * k)).collect()
+    (0..TYPED_ELEMS)
+        .map(|k| read::<u32>(o.bytes(), at + 4 * k))
+        .collect()
 }
 
 /// The pattern's matrix of rank `r`.
@@ -1514,7 +1516,10 @@ fn typed_operations_take_strided_and_contiguous_views(backend: Backend) {
         let got = rec.words(8);
         for k in 0..8u32 {
             let w = if k % 2 == 0 { 100 * t + k } else { NONE };
-            assert_eq!(got[k as usize], w, "rank {t}: element {k} of what it got back from rank {next}");
+            assert_eq!(
+                got[k as usize], w,
+                "rank {t}: element {k} of what it got back from rank {next}"
+            );
         }
     }
 }
@@ -1575,7 +1580,11 @@ fn typed_accumulates_sum_columns_from_every_rank(backend: Backend) {
         let mut rec = o.rank(r);
         rec.words(4);
         let now: Vec<u32> = (0..4).map(|i| 1 + s * (i + 1)).collect();
-        assert_eq!(rec.words(4), now, "rank {r}: the sums through a no-op get_accumulate");
+        assert_eq!(
+            rec.words(4),
+            now,
+            "rank {r}: the sums through a no-op get_accumulate"
+        );
     }
 }
 testgen!(typed_accumulates_sum_columns_from_every_rank);
@@ -1601,9 +1610,15 @@ fn typed_errors_are_classes_and_write_nothing(backend: Backend) {
             ("f32s into a u32 column", rma_type(next, ID_U32, ID_F32)),
             ("a column past the window", range(next, 20, 64, 80)),
             ("a get of a column past the window", range(next, 20, 64, 80)),
-            ("(f32, u32) into (u32, f32)", rma_type(next, sig(TY_STRUCT_GAP), sig(TY_STRUCT_SWAP))),
+            (
+                "(f32, u32) into (u32, f32)",
+                rma_type(next, sig(TY_STRUCT_GAP), sig(TY_STRUCT_SWAP)),
+            ),
             ("an accumulate into an f32 column", rma_type(next, ID_U32, ID_F32)),
-            ("an accumulate into a struct", rma_type(next, ID_U32, sig(TY_STRUCT_GAP))),
+            (
+                "an accumulate into a struct",
+                rma_type(next, ID_U32, sig(TY_STRUCT_GAP)),
+            ),
             ("an accumulate off alignment", rma_type(next, ID_U32, ID_U32)),
             ("zero counts and PROC_NULL", Ok(())),
             ("an empty origin into a column", rma_type(next, ID_U32, ID_U32)),

@@ -40,6 +40,7 @@ mod tiles;
 mod typeref;
 mod walk;
 
+pub(crate) use blocks::{aligned, zip_blocks, Blocks, Signature};
 #[doc(hidden)]
 pub use encoding::{
     signature_hash, signature_word, EncodingHeader, Unit, DEFAULT_CHUNK_BYTES, HEADER_WORDS, MAGIC,
@@ -53,6 +54,5 @@ pub use share::{pack_share, unpack_share, Share};
 #[doc(hidden)]
 pub use tiles::{pack_tiles, unpack_tiles, PackPath, TileShape, SECTOR_BYTES, TILE_BYTES, TILE_MAX_LEN};
 pub use typeref::TypeRef;
-pub(crate) use blocks::{aligned, zip_blocks, Blocks, Signature};
 pub(crate) use walk::{extends, move_range, move_run};
 pub use walk::{pack_into, pack_into_at, pack_size, unpack_from, unpack_from_at};

@@ -47,7 +47,13 @@ impl<'t> Blocks<'t> {
 
     /// `count` instances of `ty`, the buffer address at byte `origin` of
     /// `base[..len]`.
-    pub(crate) fn typed(ty: TypeRef<'t>, base: *mut u8, len: usize, origin: usize, count: usize) -> Blocks<'t> {
+    pub(crate) fn typed(
+        ty: TypeRef<'t>,
+        base: *mut u8,
+        len: usize,
+        origin: usize,
+        count: usize,
+    ) -> Blocks<'t> {
         Blocks {
             ty: Some(ty),
             base,
@@ -160,7 +166,7 @@ pub(crate) fn zip_blocks<const N: usize>(
 pub(crate) fn aligned(ty: &TypeRef<'_>, count: usize, offset: usize, align: usize, size: usize) -> bool {
     let a = align as i64;
     let ok = |x: i64| x.rem_euclid(a) == 0;
-    if offset % align != 0 || (count > 1 && !ok(ty.extent())) {
+    if !offset.is_multiple_of(align) || (count > 1 && !ok(ty.extent())) {
         return false;
     }
     (0..ty.units()).all(|i| match ty.unit(i) {

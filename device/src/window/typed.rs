@@ -255,7 +255,12 @@ impl<'a, T: Equivalence> Window<'a, T> {
     /// Completes as [`put`](Self::put) does. `PROC_NULL` does nothing.
     ///
     /// Standard section: MPI 4.1 §12.3.1.
-    pub fn put_typed<B: Buffer + ?Sized>(&self, origin: &B, target: i32, to: TargetView<'_>) -> Result<(), Error> {
+    pub fn put_typed<B: Buffer + ?Sized>(
+        &self,
+        origin: &B,
+        target: i32,
+        to: TargetView<'_>,
+    ) -> Result<(), Error> {
         if target == PROC_NULL {
             return Ok(());
         }
@@ -417,20 +422,32 @@ impl<'a, T: Equivalence> Window<'a, T> {
             });
         }
         let no_op = op == SystemOperation::no_op();
-        let each = |n: usize| if n % size == 0 { Ok(0..n / size) } else { Err(Error::Intern) };
-        // SAFETY (for the updates below): `e` is an element of one block of
-        // the target's typemap, inside its window (checked against its
-        // published size, and per block) and aligned for `T` (`aligned`
-        // above, on a window base aligned for `T`); accumulates reach it
-        // only atomically. Origin and result elements are read and written
-        // unaligned, inside their blocks, in buffers this call borrows.
+        let each = |n: usize| {
+            if n.is_multiple_of(size) {
+                Ok(0..n / size)
+            } else {
+                Err(Error::Intern)
+            }
+        };
+        // SAFETY (for the accesses below): element `k < n / size` of a
+        // piece of `n` bytes lies inside the piece. The target's pieces
+        // are inside its window (checked against its published size, and
+        // per block) and their elements aligned for `T` (`aligned` above,
+        // on a window base aligned for `T`); accumulates reach them only
+        // atomically. Origin and result elements are read and written
+        // unaligned, in buffers this call borrows (the result
+        // exclusively).
         match (o, r) {
             (Some(o), None) => zip_blocks(&mut [o.blocks, at], |[src, dst], n| {
                 for k in each(n)? {
                     // SAFETY: see above.
                     let v = unsafe { (src.add(k * size) as *const T).read_unaligned() };
                     // SAFETY: see above.
-                    unsafe { update(dst.add(k * size) as *mut T, |t| (!no_op).then(|| op.accumulate(&t, &v))) };
+                    unsafe {
+                        update(dst.add(k * size) as *mut T, |t| {
+                            (!no_op).then(|| op.accumulate(&t, &v))
+                        })
+                    };
                 }
                 Ok(())
             }),
@@ -439,7 +456,11 @@ impl<'a, T: Equivalence> Window<'a, T> {
                     // SAFETY: see above.
                     let v = unsafe { (src.add(k * size) as *const T).read_unaligned() };
                     // SAFETY: see above.
-                    let old = unsafe { update(dst.add(k * size) as *mut T, |t| (!no_op).then(|| op.accumulate(&t, &v))) };
+                    let old = unsafe {
+                        update(dst.add(k * size) as *mut T, |t| {
+                            (!no_op).then(|| op.accumulate(&t, &v))
+                        })
+                    };
                     // SAFETY: see above.
                     unsafe { (res.add(k * size) as *mut T).write_unaligned(old) };
                 }
