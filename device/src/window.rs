@@ -82,6 +82,11 @@
 //! The request-based operations (`rput`, `rget`, `raccumulate`,
 //! `rget_accumulate`; §12.3) need a passive-target epoch, as MPI says,
 //! and return an [`RmaRequest`] that is complete at once.
+//!
+//! The `*_typed` operations ([`Window::put_typed`] and the others) take
+//! any buffer, a [`View`](crate::view::View) included, as origin and a
+//! [`TargetView`] (displacement, count, committed datatype) as target
+//! (MPI 4.1 §12.3 with datatypes on either side).
 
 use crate::collective::{CommunicatorCollectives, Operation, Root, SystemOperation};
 use crate::communicator::{CommInfo, CommView, Communicator, Group, SimpleCommunicator, World};

@@ -1,37 +1,6 @@
-//! One-sided operations with datatypes on either side (MPI 4.1 §12.3:
-//! `origin_count`/`origin_datatype` and `target_count`/`target_datatype`).
-//!
-//! The origin is any [`Buffer`] (a result any [`BufferMut`]): a `Pod`
-//! slice, an array, a value, or a [`View`](crate::view::View) /
-//! [`MutView`](crate::view::MutView) of a committed derived type. The
-//! target side is a [`TargetView`]: a displacement in the window's
-//! elements, a count and a committed type ([`TypeRef`]) whose byte
-//! displacements are taken from there. The rules (MPI 4.1 §12.3, §12.3.4):
-//!
-//! - the origin's type signature (its sequence of primitives) must equal
-//!   the target's, `count` instances of the type; otherwise
-//!   `MPI_ERR_TYPE` ([`Error::RmaType`], `window` then the target type's
-//!   signature id, `expected` the origin's), nothing moved. A `Pod`
-//!   buffer of a user `#[repr(C)]` type has no signature the device
-//!   knows: it matches only an empty target (use a view of a struct type);
-//! - every byte the target typemap touches, from the true lower bound of
-//!   the lowest instance to the true upper bound of the highest, must lie
-//!   inside the target's window (`MPI_ERR_RMA_RANGE`, nothing moved); an
-//!   empty signature touches nothing and is checked for nothing more;
-//! - an accumulate's origin, target (and result) are all of the window's
-//!   element type, a predefined type (§12.3.4: one predefined type, or
-//!   derived types of it), else `MPI_ERR_TYPE`; so are target types that
-//!   put an element off its alignment. The operation is applied element
-//!   by element, each atomically, as the `Pod` accumulate does.
-//!
-//! The bytes move directly between the two memories: both typemaps are
-//! walked together (`derived::zip_blocks`), and each piece where neither
-//! side has a block boundary is one copy (or, for an accumulate, one
-//! atomic update per element). No staging buffer, no size limit. A `Pod`
-//! slice or a contiguous view is one block, so a contiguous put to a
-//! contiguous target type is one copy. The `Pod`-slice methods
-//! ([`Window::put`] and the others) keep their own code: a kernel that
-//! does not call these carries none of this.
+//! One-sided operations with datatypes on either side (MPI 4.1 §12.3):
+//! [`TargetView`] and the `*_typed` methods of [`Window`]. The rules are
+//! on [`TargetView`].
 
 use super::{check_atomic, update, RmaRequest, Target, Window};
 use crate::collective::{Operation, SystemOperation};
@@ -46,6 +15,40 @@ use core::mem::{align_of, size_of};
 /// `datatype` whose buffer address is element `disp` of the target's
 /// window (MPI's `target_disp`, `target_count`, `target_datatype`; the
 /// displacement unit is the element's size).
+///
+/// [`Window::put_typed`], [`Window::get_typed`],
+/// [`Window::accumulate_typed`], [`Window::get_accumulate_typed`] and
+/// their request forms take any [`Buffer`] as origin (any [`BufferMut`] as
+/// result): a `Pod` slice, an array, a value, or a
+/// [`View`](crate::view::View) / [`MutView`](crate::view::MutView) of a
+/// committed derived type. The rules (MPI 4.1 §12.3, §12.3.4):
+///
+/// - the origin's type signature (its sequence of primitives) must equal
+///   the target's, `count` instances of the type; otherwise
+///   `MPI_ERR_TYPE` ([`Error::RmaType`], `window` then the target type's
+///   signature id, `expected` the origin's), nothing moved. A `Pod`
+///   buffer of a user `#[repr(C)]` type has no signature the device
+///   knows: it matches only an empty target (use a view of a struct type);
+/// - every byte the target typemap touches, from the true lower bound of
+///   the lowest instance to the true upper bound of the highest, must lie
+///   inside the target's window (`MPI_ERR_RMA_RANGE`, nothing moved); an
+///   empty signature touches nothing and is checked for nothing more;
+/// - an accumulate's origin, target (and result) are all of the window's
+///   element type, a predefined type (§12.3.4: one predefined type, or
+///   derived types of it), else `MPI_ERR_TYPE`; so are target types that
+///   put an element off its alignment. The operation is applied element
+///   by element, each atomically, as the `Pod` accumulate does;
+/// - epochs and ranks are checked as for the `Pod` operations; `PROC_NULL`
+///   does nothing.
+///
+/// The bytes move directly between the two memories: both typemaps are
+/// walked together, and each piece where neither side has a block
+/// boundary is one copy (or, for an accumulate, one atomic update per
+/// element). No staging buffer, no size limit. A `Pod` slice or a
+/// contiguous view is one block, so a contiguous origin to a contiguous
+/// target type is one copy. The `Pod`-slice methods ([`Window::put`] and
+/// the others) keep their own code: a kernel that does not call the typed
+/// ones carries none of this.
 #[derive(Clone, Copy, Debug)]
 pub struct TargetView<'t> {
     disp: usize,
@@ -251,7 +254,7 @@ impl<'a, T: Equivalence> Window<'a, T> {
     /// [`View`](crate::view::View)) into `target`'s window as `to`
     /// describes (`MPI_Put` with an origin and a target datatype). The
     /// signatures must match (`MPI_ERR_TYPE`) and `to` must lie inside the
-    /// window (`MPI_ERR_RMA_RANGE`); see the [module](self) documentation.
+    /// window (`MPI_ERR_RMA_RANGE`); the rules are [`TargetView`]'s.
     /// Completes as [`put`](Self::put) does. `PROC_NULL` does nothing.
     ///
     /// Standard section: MPI 4.1 §12.3.1.
