@@ -1328,6 +1328,14 @@ pub const PROGRAM_SUM: u32 = 2;
 pub const PROGRAM_REPLACE: u32 = 3;
 /// A `get_accumulate` with no_op, recorded as a get.
 pub const PROGRAM_FETCH: u32 = 4;
+/// A bit of a program operation's kind: the operation is typed
+/// (`put_typed` and the others): its target is `vector(len, 1, stride)` of
+/// the element type at the displacement (the stride, an `i8`, in bits
+/// [`PROGRAM_STRIDE_SHIFT`]..), its origin or result every other element
+/// of a local buffer (a `View` or `MutView` of `vector(len, 1, 2)`).
+pub const PROGRAM_TYPED: u32 = 1 << 8;
+/// Where a typed operation's stride is in its kind.
+pub const PROGRAM_STRIDE_SHIFT: u32 = 16;
 /// Words of one operation of a program: origin, kind, target, element
 /// displacement, length, value.
 pub const PROGRAM_OP_WORDS: usize = 6;
@@ -1379,6 +1387,10 @@ where
             }
             let count = (count as usize).min(PROGRAM_MAX_LEN);
             let (target, disp) = (target as i32, disp as usize);
+            if kind & PROGRAM_TYPED != 0 {
+                typed_program_op(&win, args, kind, target, disp, count, value)?;
+                continue;
+            }
             let mut buf = [T::of(0); PROGRAM_MAX_LEN];
             for (i, b) in buf[..count].iter_mut().enumerate() {
                 *b = T::of(value as i32 + i as i32);
@@ -1406,6 +1418,55 @@ where
         win.fence()?;
     }
     win.free()
+}
+
+/// A typed operation of a program ([`PROGRAM_TYPED`]).
+fn typed_program_op<T: Elem>(
+    win: &Window<'_, T>,
+    args: &RmaProgram,
+    kind: u32,
+    target: i32,
+    disp: usize,
+    count: usize,
+    value: u32,
+) -> Result<(), Error>
+where
+    SystemOperation: Operation<T>,
+{
+    let stride = (kind >> PROGRAM_STRIDE_SHIFT) as u8 as i8 as i32;
+    let target_words = gpu_mpi_device::derived::vector::<T>(count as u32, 1, stride);
+    let ty = TypeRef::new(&target_words)?;
+    let to = TargetView::new(disp, 1, &ty);
+    let every_other = gpu_mpi_device::derived::vector::<T>(count as u32, 1, 2);
+    let local = TypeRef::new(&every_other)?;
+    let mut buf = [T::of(0); 2 * PROGRAM_MAX_LEN];
+    for i in 0..count {
+        buf[2 * i] = T::of(value as i32 + i as i32);
+    }
+    let origin = View::with_count_and_datatype(&buf[..], 1, &local)?;
+    match kind & 0xff {
+        PROGRAM_PUT => win.put_typed(&origin, target, to),
+        PROGRAM_SUM => win.accumulate_typed(&origin, target, to, SystemOperation::sum()),
+        PROGRAM_REPLACE => win.accumulate_typed(&origin, target, to, SystemOperation::replace()),
+        k => {
+            let mut got = [T::of(0); 2 * PROGRAM_MAX_LEN];
+            {
+                let mut result = MutView::with_count_and_datatype(&mut got[..], 1, &local)?;
+                if k == PROGRAM_GET {
+                    win.get_typed(&mut result, target, to)?;
+                } else {
+                    let no_op = SystemOperation::no_op();
+                    win.get_accumulate_typed(&origin, &mut result, target, to, no_op)?;
+                }
+            }
+            for i in 0..count {
+                let b = got[2 * i].bits();
+                args.out.write(value as usize + 2 * i, b as u32)?;
+                args.out.write(value as usize + 2 * i + 1, (b >> 32) as u32)?;
+            }
+            Ok(())
+        }
+    }
 }
 
 gpu_mpi_device::kernel! {
