@@ -1551,7 +1551,7 @@ fn typed_accumulates_sum_columns_from_every_rank(backend: Backend) {
     let ranks = 5;
     // Every element 1 before the launch.
     let ones = vec![1u64 | (1 << 32); (ranks * TYPED_PART) as usize];
-    let o = typed(backend, TYPED_ACCUMULATE, ranks, 8, ones);
+    let o = typed(backend, TYPED_ACCUMULATE, ranks, 12, ones);
     let s: u32 = (1..=ranks).sum();
     for t in 0..ranks {
         let mut want = vec![1u32; TYPED_ELEMS];
@@ -1584,6 +1584,11 @@ fn typed_accumulates_sum_columns_from_every_rank(backend: Backend) {
             rec.words(4),
             now,
             "rank {r}: the sums through a no-op get_accumulate"
+        );
+        assert_eq!(
+            rec.words(4),
+            [ranks - 1; 4],
+            "rank {r}: the maxima through rget_typed"
         );
     }
 }

@@ -1692,6 +1692,12 @@ gpu_mpi_device::kernel! {
                 req.wait()?;
                 win.unlock_all()?;
                 world.barrier()?;
+                // Every rank's max is in: read it back with a request.
+                win.lock_all()?;
+                let mut top = [NONE; 4];
+                win.rget_typed(&mut top[..], 2 % p, one(4, &ty[TY_COLUMN]))?.wait()?;
+                win.unlock_all()?;
+                rec.words(&top)?;
             }
             _ => {
                 let col = &ty[TY_COLUMN];
