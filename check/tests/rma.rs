@@ -6,7 +6,8 @@
 //! synchronisation rules and their `MPI_ERR_RMA_SYNC` reasons, bad
 //! arguments (ranges, ranks, `PROC_NULL`, types, lengths, counters),
 //! passive-target locks (mutual exclusion, atomic counters,
-//! compare-and-swap), notified access; and on the emulator the deadlock
+//! compare-and-swap), notified access, operations with datatypes on
+//! either side (`put_typed` and the others); and on the emulator the deadlock
 //! reports that name a window lock or a notification wait. The kernels
 //! are in check/kernels/src/rma.rs; check/tests/proptest_rma.rs runs
 //! random fence programs.
