@@ -5,7 +5,10 @@
 //! a buffer (0 to 12 elements of `u8`, `u32` or `i64`; some empty), and 1
 //! to 4 fence epochs of puts, gets, accumulates with sum or replace, and
 //! `get_accumulate`s with no_op, each from a random origin to a random
-//! target and range. Within an epoch the accesses do not conflict, as MPI
+//! target and range; a third of them typed (`put_typed` and the others,
+//! MPI 4.1 §12.3): the target a vector of stride 1, 2, 3 or -2 at the
+//! displacement, the origin or result every other element of a local
+//! view. Within an epoch the accesses do not conflict, as MPI
 //! requires: a location is put or replaced by one operation, or summed
 //! into by any number (sum commutes), or read by any number, and never
 //! two of these. The model applies each epoch in program order; every
@@ -15,8 +18,8 @@
 
 use gpu_mpi::{Device, WorldSpec};
 use gpu_mpi_check_kernels::rma::{
-    Elem, RmaProgram, PROGRAM_FETCH, PROGRAM_GET, PROGRAM_MAX_LEN, PROGRAM_PUT, PROGRAM_REPLACE, PROGRAM_SUM,
-    RMA_PROGRAM, T_I64, T_U32, T_U8,
+    Elem, RmaProgram, PROGRAM_FETCH, PROGRAM_GET, PROGRAM_MAX_LEN, PROGRAM_PUT, PROGRAM_REPLACE,
+    PROGRAM_STRIDE_SHIFT, PROGRAM_SUM, PROGRAM_TYPED, RMA_PROGRAM, T_I64, T_U32, T_U8,
 };
 use proptest::prelude::*;
 use std::collections::HashMap;
@@ -38,6 +41,24 @@ struct Op {
     len: u32,
     /// The first origin value, or for a read the offset of its record.
     value: u32,
+    /// A typed operation's target stride in elements (`None`: the `Pod`
+    /// operation, elements `disp..disp + len`).
+    stride: Option<i32>,
+}
+
+impl Op {
+    /// Element `i` of the operation in the target's window.
+    fn element(&self, i: u32) -> usize {
+        (self.disp as i64 + i as i64 * self.stride.unwrap_or(1) as i64) as usize
+    }
+
+    /// The kind word the kernel reads.
+    fn kind_word(&self) -> u32 {
+        match self.stride {
+            None => self.kind,
+            Some(s) => self.kind | PROGRAM_TYPED | ((s as i8 as u8 as u32) << PROGRAM_STRIDE_SHIFT),
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -83,21 +104,43 @@ fn build(ranks: u32, elem: u32, epochs: usize, attempts: usize, seed: u64) -> Pr
             let kind = rng.below(5);
             let room = lens[target as usize];
             let len = rng.below(room.min(PROGRAM_MAX_LEN as u32) + 1);
-            let disp = rng.below(room - len + 1);
+            // A third of the operations typed, with a target stride of 1
+            // (one block), 2, 3 or -2 (the type reaching below its
+            // displacement).
+            let stride = rng.chance(33).then(|| [1, 2, 3, -2][rng.index(4)]);
+            let step = stride.map_or(1, |s: i32| s.unsigned_abs());
+            let span = if len == 0 { 0 } else { (len - 1) * step + 1 };
+            if span > room {
+                continue;
+            }
+            let lowest = rng.below(room - span + 1);
+            let disp = match stride {
+                Some(s) if s < 0 => lowest + span.saturating_sub(1),
+                _ => lowest,
+            };
+            let op = Op {
+                origin,
+                kind,
+                target,
+                disp,
+                len,
+                value: 0,
+                stride,
+            };
             let want = match kind {
                 PROGRAM_PUT | PROGRAM_REPLACE => Use::Written,
                 PROGRAM_SUM => Use::Summed,
                 _ => Use::Read,
             };
-            let fits = (disp..disp + len).all(|e| match uses.get(&(target, e)) {
+            let fits = (0..len).all(|i| match uses.get(&(target, op.element(i) as u32)) {
                 None => true,
                 Some(u) => *u == want && want != Use::Written,
             });
             if !fits {
                 continue;
             }
-            for e in disp..disp + len {
-                uses.insert((target, e), want);
+            for i in 0..len {
+                uses.insert((target, op.element(i) as u32), want);
             }
             let value = if want == Use::Read {
                 out_words += 2 * len;
@@ -105,14 +148,7 @@ fn build(ranks: u32, elem: u32, epochs: usize, attempts: usize, seed: u64) -> Pr
             } else {
                 rng.below(1000)
             };
-            ops.push(Op {
-                origin,
-                kind,
-                target,
-                disp,
-                len,
-                value,
-            });
+            ops.push(Op { value, ..op });
         }
         all.push(ops);
     }
@@ -144,7 +180,7 @@ fn encode(p: &Program) -> Vec<u32> {
     for epoch in &p.epochs {
         words.push(epoch.len() as u32);
         for op in epoch {
-            words.extend([op.origin, op.kind, op.target, op.disp, op.len, op.value]);
+            words.extend([op.origin, op.kind_word(), op.target, op.disp, op.len, op.value]);
         }
     }
     words
@@ -213,7 +249,7 @@ fn check_as<T: Add>(p: &Program, out: &[u32], bytes: &[u8]) -> Result<(), String
         for op in epoch {
             let t = op.target as usize;
             for i in 0..op.len {
-                let e = (op.disp + i) as usize;
+                let e = op.element(i);
                 let v = T::of(op.value as i32 + i as i32);
                 match op.kind {
                     PROGRAM_PUT | PROGRAM_REPLACE => state[t][e] = v,
@@ -283,6 +319,7 @@ fn the_model_catches_a_lost_accumulate() {
                 disp: 0,
                 len: 1,
                 value: 5,
+                stride: None,
             },
             Op {
                 origin: 1,
@@ -291,6 +328,7 @@ fn the_model_catches_a_lost_accumulate() {
                 disp: 0,
                 len: 1,
                 value: 7,
+                stride: Some(2),
             },
             Op {
                 origin: 1,
@@ -299,6 +337,7 @@ fn the_model_catches_a_lost_accumulate() {
                 disp: 0,
                 len: 2,
                 value: 0,
+                stride: None,
             },
             Op {
                 origin: 0,
@@ -307,6 +346,7 @@ fn the_model_catches_a_lost_accumulate() {
                 disp: 1,
                 len: 1,
                 value: 4,
+                stride: Some(-2),
             },
         ]],
         out_words: 6,

@@ -6,17 +6,22 @@
 //! synchronisation rules and their `MPI_ERR_RMA_SYNC` reasons, bad
 //! arguments (ranges, ranks, `PROC_NULL`, types, lengths, counters),
 //! passive-target locks (mutual exclusion, atomic counters,
-//! compare-and-swap), notified access; and on the emulator the deadlock
+//! compare-and-swap), notified access, operations with datatypes on
+//! either side (`put_typed` and the others); and on the emulator the deadlock
 //! reports that name a window lock or a notification wait. The kernels
 //! are in check/kernels/src/rma.rs; check/tests/proptest_rma.rs runs
 //! random fence programs.
 
 use gpu_mpi::device::abi::polling::Call;
 use gpu_mpi::device::datatype::Equivalence;
+use gpu_mpi::device::datatype::{ID_F32, ID_U32};
 use gpu_mpi::device::error::RmaSyncReason;
 use gpu_mpi::device::window::{MAX_LOCKS, NOTIFICATIONS};
 use gpu_mpi::device::{Error, ErrorClass, Kernel};
-use gpu_mpi::{BlockedState, CpuOptions, DeadlockReport, Hint, HostError, LockHolder, Schedule, WorldSpec};
+use gpu_mpi::{
+    BlockedState, CommittedType, CpuOptions, DeadlockReport, Hint, HostError, LockHolder, Primitive,
+    Schedule, UserDatatype, WorldSpec,
+};
 use gpu_mpi_check::testgen;
 use gpu_mpi_check::testgen::Backend;
 use gpu_mpi_check_kernels::rma::*;
@@ -34,6 +39,8 @@ struct Case {
     /// The window memory before the launch (`ranks * part` words), or
     /// empty for [`pattern`].
     data: Vec<u64>,
+    /// Words uploaded after the window memory (a table of types).
+    table: Vec<u64>,
     options: CpuOptions,
     /// The emulator's schedule of the ranks, if not its default.
     schedule: Option<Schedule>,
@@ -44,6 +51,8 @@ struct Outcome {
     out: Vec<u32>,
     data: Vec<u64>,
     slots: usize,
+    /// The trace, when the spec asked for one.
+    trace: Option<gpu_mpi::Trace>,
 }
 
 impl Outcome {
@@ -128,6 +137,7 @@ impl Case {
             param: 0,
             param2: 0,
             data: Vec::new(),
+            table: Vec::new(),
             options: CpuOptions::default(),
             schedule: None,
         }
@@ -175,7 +185,7 @@ impl Case {
         };
         // At least one word, so that a kernel without windows over it
         // still gets a buffer.
-        let data = d.upload(&[initial.as_slice(), &[0]].concat())?;
+        let data = d.upload(&[initial.as_slice(), &self.table, &[0]].concat())?;
         let out = d.alloc_zeroed::<u32>((self.ranks * self.slots).max(1) as usize)?;
         let args = RmaArgs {
             out: out.slice(),
@@ -189,13 +199,14 @@ impl Case {
             Some(s) => self.spec.schedule(s),
             None => self.spec,
         };
-        d.launch(self.kernel, &args, &spec)?;
+        let report = d.launch(self.kernel, &args, &spec)?;
         let mut data = d.download(&data)?;
         data.truncate(words);
         Ok(Outcome {
             out: d.download(&out)?,
             data,
             slots: self.slots as usize,
+            trace: report.trace().cloned(),
         })
     }
 
@@ -1405,3 +1416,254 @@ fn request_based_operations_complete_locally_in_passive_epochs(backend: Backend)
     }
 }
 testgen!(request_based_operations_complete_locally_in_passive_epochs);
+
+// ---- operations with datatypes ---------------------------------------------
+
+/// The types of [`RMA_TYPED`]'s table, in the order of its `TY_*` indices.
+fn typed_types() -> Vec<CommittedType> {
+    let u32s: UserDatatype = Primitive::U32.into();
+    let f32s: UserDatatype = Primitive::F32.into();
+    let types = [
+        UserDatatype::vector(4, 1, 5, &u32s),
+        Ok(u32s.clone()),
+        UserDatatype::vector(4, 1, 2, &u32s),
+        UserDatatype::indexed(&[2, 1, 3], &[0, 5, 9], &u32s),
+        UserDatatype::structured(&[1, 1], &[0, 8], &[u32s.clone(), f32s.clone()]),
+        UserDatatype::structured(&[1, 1], &[0, 4], &[u32s.clone(), f32s.clone()]),
+        UserDatatype::structured(&[1, 1], &[0, 4], &[f32s.clone(), u32s.clone()]),
+        UserDatatype::vector(4, 1, 5, &f32s),
+        UserDatatype::hindexed(&[1], &[2], &u32s),
+        UserDatatype::hindexed(&[1], &[-4], &u32s),
+    ];
+    assert_eq!(types.len(), TY_COUNT);
+    types.into_iter().map(|t| t.unwrap().commit().unwrap()).collect()
+}
+
+/// The table as the kernel reads it: the count, the lengths, the words.
+fn typed_table(types: &[CommittedType]) -> Vec<u64> {
+    let mut t = vec![types.len() as u64];
+    t.extend(types.iter().map(|c| c.words().len() as u64));
+    for c in types {
+        t.extend_from_slice(c.words());
+    }
+    t
+}
+
+/// Words of each rank's part in [`RMA_TYPED`].
+const TYPED_PART: u32 = (TYPED_ELEMS / 2) as u32;
+
+/// A run of [`RMA_TYPED`] case `case` on `ranks` ranks, each window
+/// starting as `data` (or the pattern).
+fn typed(backend: Backend, case: u32, ranks: u32, slots: u32, data: Vec<u64>) -> Outcome {
+    let mut c = Case::new(&RMA_TYPED, ranks, slots)
+        .part(TYPED_PART)
+        .params(case, 0);
+    if !data.is_empty() {
+        c = c.data(data);
+    }
+    c.table = typed_table(&typed_types());
+    c.run(backend)
+}
+
+/// Rank `r`'s matrix after the launch, as `u32`s.
+fn matrix(o: &Outcome, r: u32) -> Vec<u32> {
+    let at = (r * TYPED_PART * 8) as usize;
+    (0..TYPED_ELEMS)
+        .map(|k| read::<u32>(o.bytes(), at + 4 * k))
+        .collect()
+}
+
+/// The pattern's matrix of rank `r`.
+fn pattern_matrix(ranks: u32, r: u32) -> Vec<u32> {
+    let p = pattern((ranks * TYPED_PART) as usize);
+    let bytes: &[u8] = bytemuck::cast_slice(&p);
+    let at = (r * TYPED_PART * 8) as usize;
+    (0..TYPED_ELEMS).map(|k| read::<u32>(bytes, at + 4 * k)).collect()
+}
+
+fn typed_puts_fill_columns_and_gets_read_them_back(backend: Backend) {
+    let ranks = 4;
+    let o = typed(backend, TYPED_COLUMNS, ranks, 4, Vec::new());
+    for t in 0..ranks {
+        let mut want = pattern_matrix(ranks, t);
+        for c in 0..ranks {
+            for i in 0..4 {
+                want[(5 * i + c) as usize] = column_value(c, t, i);
+            }
+        }
+        assert_eq!(matrix(&o, t), want, "rank {t}'s matrix (column 4 untouched)");
+        let (c, from) = ((t + 1) % ranks, (t + 2) % ranks);
+        let got: Vec<u32> = (0..4).map(|i| column_value(c, from, i)).collect();
+        assert_eq!(o.rank(t).words(4), got, "rank {t}: column {c} of rank {from}");
+    }
+}
+testgen!(typed_puts_fill_columns_and_gets_read_them_back);
+
+fn typed_operations_are_traced_with_their_target_datatypes_bytes(backend: Backend) {
+    use gpu_mpi::device::abi::trace::RmaOp;
+    let ranks = 4;
+    let mut c = Case::new(&RMA_TYPED, ranks, 4)
+        .part(TYPED_PART)
+        .params(TYPED_COLUMNS, 0)
+        .spec(|s| s.trace(64));
+    c.table = typed_table(&typed_types());
+    let o = c.run(backend);
+    let t = o.trace.expect("a trace");
+    assert_eq!(t.dropped(), 0);
+    let ops = t.rma_operations();
+    for r in 0..ranks {
+        // A column is 4 u32s of a 4x5 row-major matrix: 16 bytes, its
+        // first element at column r (a put) or (r + 1) % ranks (the get).
+        let mut want: Vec<_> = (0..ranks).map(|to| (RmaOp::Put, to, 16, 4 * r as u64)).collect();
+        want.push((RmaOp::Get, (r + 2) % ranks, 16, 4 * ((r + 1) % ranks) as u64));
+        let mine: Vec<_> = ops
+            .iter()
+            .filter(|o| o.origin == r)
+            .map(|o| (o.op, o.target, o.bytes, o.offset))
+            .collect();
+        assert_eq!(mine, want, "rank {r}");
+    }
+}
+testgen!(typed_operations_are_traced_with_their_target_datatypes_bytes);
+
+fn typed_operations_take_strided_and_contiguous_views(backend: Backend) {
+    let ranks = 4;
+    let o = typed(backend, TYPED_VIEWS, ranks, 9, Vec::new());
+    for t in 0..ranks {
+        let from = (t + ranks - 1) % ranks;
+        let mut want = pattern_matrix(ranks, t);
+        for k in 0..4u32 {
+            // Row 0, columns 1..5: every other element of the origin.
+            want[1 + k as usize] = 100 * from + 2 * k;
+            // Column 0: the same from the second origin.
+            want[5 * k as usize] = 100 * from + 50 + 2 * k;
+            // Row 2, columns 1..5: the contiguous view.
+            want[11 + k as usize] = 100 * from + 80 + k;
+        }
+        assert_eq!(matrix(&o, t), want, "rank {t}'s matrix");
+        let mut rec = o.rank(t);
+        assert_eq!(rec.word(), 1, "rank {t}: the contiguous view is one run");
+        let next = (t + 1) % ranks;
+        let got = rec.words(8);
+        for k in 0..8u32 {
+            let w = if k % 2 == 0 { 100 * t + k } else { NONE };
+            assert_eq!(
+                got[k as usize], w,
+                "rank {t}: element {k} of what it got back from rank {next}"
+            );
+        }
+    }
+}
+testgen!(typed_operations_take_strided_and_contiguous_views);
+
+fn typed_operations_reach_indexed_and_struct_targets(backend: Backend) {
+    let ranks = 3;
+    let o = typed(backend, TYPED_INDEXED, ranks, 10, Vec::new());
+    for t in 0..ranks {
+        let from = (t + ranks - 1) % ranks;
+        let mut want = pattern_matrix(ranks, t);
+        for (k, e) in [1usize, 2, 6, 10, 11, 12].into_iter().enumerate() {
+            want[e] = 100 * from + k as u32;
+        }
+        for (k, e) in [13usize, 15, 16, 18].into_iter().enumerate() {
+            want[e] = 100 * from + 50 + k as u32;
+        }
+        assert_eq!(matrix(&o, t), want, "rank {t}'s matrix");
+        let mut rec = o.rank(t);
+        let six: Vec<u32> = (0..6).map(|k| 100 * t + k).collect();
+        assert_eq!(rec.words(6), six, "rank {t}: the indexed elements back");
+        let four: Vec<u32> = (0..4).map(|k| 100 * t + 50 + k).collect();
+        assert_eq!(rec.words(4), four, "rank {t}: the struct pairs back");
+    }
+}
+testgen!(typed_operations_reach_indexed_and_struct_targets);
+
+fn typed_accumulates_sum_columns_from_every_rank(backend: Backend) {
+    let ranks = 5;
+    // Every element 1 before the launch.
+    let ones = vec![1u64 | (1 << 32); (ranks * TYPED_PART) as usize];
+    let o = typed(backend, TYPED_ACCUMULATE, ranks, 12, ones);
+    let s: u32 = (1..=ranks).sum();
+    for t in 0..ranks {
+        let mut want = vec![1u32; TYPED_ELEMS];
+        for i in 0..4u32 {
+            let e = (5 * i) as usize;
+            if t == 0 {
+                want[e + 1] = 1 + s * (i + 1);
+                want[e + 3] = 1 + ranks;
+            }
+            if t == 1 {
+                want[e + 2] = 1 + s * (2 * i + 1);
+            }
+            if t == 2 {
+                want[e + 4] = ranks - 1;
+            }
+        }
+        assert_eq!(matrix(&o, t), want, "rank {t}'s matrix");
+    }
+    for i in 0..4 {
+        let mut fetched: Vec<u32> = (0..ranks).map(|r| o.rank(r).words(4)[i]).collect();
+        fetched.sort();
+        let all: Vec<u32> = (1..=ranks).collect();
+        assert_eq!(fetched, all, "element {i}: each get_accumulate saw another count");
+    }
+    for r in 0..ranks {
+        let mut rec = o.rank(r);
+        rec.words(4);
+        let now: Vec<u32> = (0..4).map(|i| 1 + s * (i + 1)).collect();
+        assert_eq!(
+            rec.words(4),
+            now,
+            "rank {r}: the sums through a no-op get_accumulate"
+        );
+        assert_eq!(
+            rec.words(4),
+            [ranks - 1; 4],
+            "rank {r}: the maxima through rget_typed"
+        );
+    }
+}
+testgen!(typed_accumulates_sum_columns_from_every_rank);
+
+fn typed_errors_are_classes_and_write_nothing(backend: Backend) {
+    let ranks = 3;
+    let o = typed(backend, TYPED_ERRORS, ranks, 80, Vec::new());
+    let types = typed_types();
+    let sig = |i: usize| types[i].type_ref().signature_id();
+    let rma_type = |target: i32, window: u32, expected: u32| -> Result<(), Error> {
+        Err(Error::RmaType {
+            target,
+            window,
+            expected,
+        })
+    };
+    for r in 0..ranks {
+        let next = ((r + 1) % ranks) as i32;
+        let mut rec = o.rank(r);
+        rec.expect(&[
+            ("a put before any fence", sync(next, RmaSyncReason::NoEpoch)),
+            ("3 elements into a column of 4", rma_type(next, ID_U32, ID_U32)),
+            ("f32s into a u32 column", rma_type(next, ID_U32, ID_F32)),
+            ("a column past the window", range(next, 20, 64, 80)),
+            ("a get of a column past the window", range(next, 20, 64, 80)),
+            (
+                "(f32, u32) into (u32, f32)",
+                rma_type(next, sig(TY_STRUCT_GAP), sig(TY_STRUCT_SWAP)),
+            ),
+            ("an accumulate into an f32 column", rma_type(next, ID_U32, ID_F32)),
+            (
+                "an accumulate into a struct",
+                rma_type(next, ID_U32, sig(TY_STRUCT_GAP)),
+            ),
+            ("an accumulate off alignment", rma_type(next, ID_U32, ID_U32)),
+            ("zero counts and PROC_NULL", Ok(())),
+            ("an empty origin into a column", rma_type(next, ID_U32, ID_U32)),
+            ("a type below the window", range(next, 0, 4, 80)),
+            ("a result of 3 for a column", rma_type(next, ID_U32, ID_U32)),
+            ("an rput in a fence epoch", sync(next, RmaSyncReason::NoEpoch)),
+        ]);
+        assert_eq!(rec.words(7), [NONE; 7], "rank {r}: the failed gets' buffers");
+        assert_eq!(matrix(&o, r), pattern_matrix(ranks, r), "rank {r}'s window");
+    }
+}
+testgen!(typed_errors_are_classes_and_write_nothing);

@@ -157,6 +157,14 @@ pub trait Buffer {
     fn message_signature(&self) -> u32 {
         0
     }
+    /// The encoding's words and the instance count of a view, contiguous
+    /// or not, so that a one-sided operation compares its whole type
+    /// signature with the target's (MPI 4.1 §12.3); `None` for a `Pod`
+    /// buffer, whose signature is its datatype times its count.
+    #[doc(hidden)]
+    fn type_words(&self) -> Option<(&[u64], usize)> {
+        None
+    }
 }
 
 /// A receive buffer: one value, an array or a slice of values of one
@@ -190,6 +198,11 @@ pub trait BufferMut {
     #[doc(hidden)]
     fn message_signature(&self) -> u32 {
         0
+    }
+    /// As [`Buffer::type_words`], for a result buffer.
+    #[doc(hidden)]
+    fn type_words(&self) -> Option<(&[u64], usize)> {
+        None
     }
 }
 

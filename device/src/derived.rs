@@ -31,6 +31,7 @@
 //! `r, r + n, ...` of the whole buffer: consecutive ranks copy consecutive
 //! chunks, which coalesces on the GPU.
 
+mod blocks;
 mod encoding;
 mod pack_kernel;
 mod prefix;
@@ -39,6 +40,7 @@ mod tiles;
 mod typeref;
 mod walk;
 
+pub(crate) use blocks::{aligned, zip_blocks, Blocks, Signature};
 #[doc(hidden)]
 pub use encoding::{
     signature_hash, signature_word, EncodingHeader, Unit, DEFAULT_CHUNK_BYTES, HEADER_WORDS, MAGIC,

@@ -452,7 +452,11 @@ pub enum Error {
     },
     /// A one-sided operation whose datatype is not the target window's
     /// (class `MPI_ERR_TYPE`; a window holds elements of one datatype
-    /// here, `Window<T>`, and ranks must create it with the same `T`).
+    /// here, `Window<T>`, and ranks must create it with the same `T`);
+    /// for an operation with datatypes (`Window::put_typed` and the
+    /// others), also origin and target type signatures that differ
+    /// (`window`: the target type's signature id) or an accumulate's side
+    /// not of `T` alone (`window`: `T`'s id).
     RmaType {
         /// The target.
         target: i32,
@@ -831,6 +835,16 @@ impl fmt::Display for Error {
                     None => write!(f, "reason {reason}"),
                 }
             }
+            Error::RmaType {
+                target,
+                window,
+                expected,
+            } if window == expected => write!(
+                f,
+                "a one-sided operation to rank {target} whose origin and target type signatures differ \
+                 (both of {}, in other numbers), or whose target type puts an element off its alignment",
+                crate::datatype::datatype_name(window)
+            ),
             Error::RmaType {
                 target,
                 window,

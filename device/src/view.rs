@@ -205,6 +205,15 @@ impl Layout {
             self.typed()
         }
     }
+
+    /// The type's words and the instance count (`Buffer::type_words`).
+    fn type_words(&self) -> (&[u64], usize) {
+        // SAFETY: `words` and `words_len` are the slice of the `TypeRef` the
+        // view was made with, which the view borrows for its life (at least
+        // as long as `&self`), and nothing writes an encoding meanwhile.
+        let words = unsafe { core::slice::from_raw_parts(self.typed.words, self.typed.words_len) };
+        (words, self.typed.count)
+    }
 }
 
 /// A send buffer of `count` instances of a derived datatype (rsmpi's
@@ -281,6 +290,9 @@ impl Buffer for View<'_> {
     }
     fn message_signature(&self) -> u32 {
         self.layout.signature
+    }
+    fn type_words(&self) -> Option<(&[u64], usize)> {
+        Some(self.layout.type_words())
     }
 }
 
@@ -362,6 +374,9 @@ impl BufferMut for MutView<'_> {
     }
     fn message_signature(&self) -> u32 {
         self.layout.signature
+    }
+    fn type_words(&self) -> Option<(&[u64], usize)> {
+        Some(self.layout.type_words())
     }
 }
 

@@ -84,6 +84,11 @@
 //! The request-based operations (`rput`, `rget`, `raccumulate`,
 //! `rget_accumulate`; §12.3) need a passive-target epoch, as MPI says,
 //! and return an [`RmaRequest`] that is complete at once.
+//!
+//! The `*_typed` operations ([`Window::put_typed`] and the others) take
+//! any buffer, a [`View`](crate::view::View) included, as origin and a
+//! [`TargetView`] (displacement, count, committed datatype) as target
+//! (MPI 4.1 §12.3 with datatypes on either side).
 
 use crate::collective::{CommunicatorCollectives, Operation, Root, SystemOperation};
 use crate::communicator::{CommInfo, CommView, Communicator, Group, SimpleCommunicator, World};
@@ -101,6 +106,9 @@ use core::cell::Cell;
 
 pub use crate::error::Flavor;
 pub use crate::layout::{MAX_LOCKS, MAX_REGIONS, NOTIFICATIONS, POST_SLOTS};
+
+mod typed;
+pub use typed::TargetView;
 
 /// Descriptor line: the window's base address (`u64`).
 const BASE: usize = 0;
@@ -1783,11 +1791,18 @@ impl<T: Equivalence> Window<'_, T> {
     /// `PROC_NULL` records nothing), carried out.
     #[inline(always)]
     fn trace_op(&self, op: RmaOp, target: i32, disp: usize, count: usize) {
+        self.trace_op_bytes(op, target, disp, count.saturating_mul(size_of::<T>()));
+    }
+
+    /// [`trace_op`](Self::trace_op) of an operation moving `bytes` (a
+    /// typed one: its target datatype's size times its count).
+    #[inline(always)]
+    fn trace_op_bytes(&self, op: RmaOp, target: i32, disp: usize, bytes: usize) {
         let core = self.world.core();
         if trace::on(&core) && target != PROC_NULL {
             // The operation's target: its descriptor is the latest kept.
             let to = self.target(target).world as i32;
-            let bytes = crate::error::saturating_u32(count.saturating_mul(size_of::<T>()));
+            let bytes = crate::error::saturating_u32(bytes);
             // A dynamic window's displacement is an address (unit 1).
             let offset = (disp.saturating_mul(self.disp_unit()) as u64) & ((1 << RMA_OFFSET_BITS) - 1);
             let head = trace::rma_head(TraceKind::RmaOperation, op as u32, self.comm.id);

@@ -18,8 +18,8 @@ use gpu_mpi_device::collective::{Operation, SystemOperation};
 use gpu_mpi_device::communicator::Color;
 use gpu_mpi_device::datatype::Equivalence;
 use gpu_mpi_device::traits::*;
-use gpu_mpi_device::window::{LockType, Mode, Window, MAX_LOCKS, NOTIFICATIONS};
-use gpu_mpi_device::{Error, GlobalSlice, World, PROC_NULL};
+use gpu_mpi_device::window::{LockType, Mode, TargetView, Window, MAX_LOCKS, NOTIFICATIONS};
+use gpu_mpi_device::{Error, GlobalSlice, MutView, TypeRef, View, World, PROC_NULL};
 
 /// The arguments of the one-sided kernels: what each rank saw, and the
 /// memory of the windows made with `Window::create`.
@@ -1402,6 +1402,14 @@ pub const PROGRAM_SUM: u32 = 2;
 pub const PROGRAM_REPLACE: u32 = 3;
 /// A `get_accumulate` with no_op, recorded as a get.
 pub const PROGRAM_FETCH: u32 = 4;
+/// A bit of a program operation's kind: the operation is typed
+/// (`put_typed` and the others): its target is `vector(len, 1, stride)` of
+/// the element type at the displacement (the stride, an `i8`, in bits
+/// [`PROGRAM_STRIDE_SHIFT`]..), its origin or result every other element
+/// of a local buffer (a `View` or `MutView` of `vector(len, 1, 2)`).
+pub const PROGRAM_TYPED: u32 = 1 << 8;
+/// Where a typed operation's stride is in its kind.
+pub const PROGRAM_STRIDE_SHIFT: u32 = 16;
 /// Words of one operation of a program: origin, kind, target, element
 /// displacement, length, value.
 pub const PROGRAM_OP_WORDS: usize = 6;
@@ -1453,6 +1461,10 @@ where
             }
             let count = (count as usize).min(PROGRAM_MAX_LEN);
             let (target, disp) = (target as i32, disp as usize);
+            if kind & PROGRAM_TYPED != 0 {
+                typed_program_op(&win, args, kind, target, disp, count, value)?;
+                continue;
+            }
             let mut buf = [T::of(0); PROGRAM_MAX_LEN];
             for (i, b) in buf[..count].iter_mut().enumerate() {
                 *b = T::of(value as i32 + i as i32);
@@ -1480,6 +1492,55 @@ where
         win.fence()?;
     }
     win.free()
+}
+
+/// A typed operation of a program ([`PROGRAM_TYPED`]).
+fn typed_program_op<T: Elem>(
+    win: &Window<'_, T>,
+    args: &RmaProgram,
+    kind: u32,
+    target: i32,
+    disp: usize,
+    count: usize,
+    value: u32,
+) -> Result<(), Error>
+where
+    SystemOperation: Operation<T>,
+{
+    let stride = (kind >> PROGRAM_STRIDE_SHIFT) as u8 as i8 as i32;
+    let target_words = gpu_mpi_device::derived::vector::<T>(count as u32, 1, stride);
+    let ty = TypeRef::new(&target_words)?;
+    let to = TargetView::new(disp, 1, &ty);
+    let every_other = gpu_mpi_device::derived::vector::<T>(count as u32, 1, 2);
+    let local = TypeRef::new(&every_other)?;
+    let mut buf = [T::of(0); 2 * PROGRAM_MAX_LEN];
+    for i in 0..count {
+        buf[2 * i] = T::of(value as i32 + i as i32);
+    }
+    let origin = View::with_count_and_datatype(&buf[..], 1, &local)?;
+    match kind & 0xff {
+        PROGRAM_PUT => win.put_typed(&origin, target, to),
+        PROGRAM_SUM => win.accumulate_typed(&origin, target, to, SystemOperation::sum()),
+        PROGRAM_REPLACE => win.accumulate_typed(&origin, target, to, SystemOperation::replace()),
+        k => {
+            let mut got = [T::of(0); 2 * PROGRAM_MAX_LEN];
+            {
+                let mut result = MutView::with_count_and_datatype(&mut got[..], 1, &local)?;
+                if k == PROGRAM_GET {
+                    win.get_typed(&mut result, target, to)?;
+                } else {
+                    let no_op = SystemOperation::no_op();
+                    win.get_accumulate_typed(&origin, &mut result, target, to, no_op)?;
+                }
+            }
+            for i in 0..count {
+                let b = got[2 * i].bits();
+                args.out.write(value as usize + 2 * i, b as u32)?;
+                args.out.write(value as usize + 2 * i + 1, (b >> 32) as u32)?;
+            }
+            Ok(())
+        }
+    }
 }
 
 gpu_mpi_device::kernel! {
@@ -1530,5 +1591,223 @@ gpu_mpi_device::kernel! {
         args.out.write(base + 1, count[0])?;
         args.out.write(base + 2, all_done as u32)?;
         args.out.write(base + 3, outside)
+    }
+}
+
+// ---- operations with datatypes -----------------------------------------------
+
+/// [`RMA_TYPED`]'s `param`: columns of row-major matrices ([`typed_columns`]).
+pub const TYPED_COLUMNS: u32 = 0;
+/// [`RMA_TYPED`]'s `param`: strided and contiguous views on the origin side.
+pub const TYPED_VIEWS: u32 = 1;
+/// [`RMA_TYPED`]'s `param`: indexed and struct target types.
+pub const TYPED_INDEXED: u32 = 2;
+/// [`RMA_TYPED`]'s `param`: accumulates with a vector type from every rank.
+pub const TYPED_ACCUMULATE: u32 = 3;
+/// [`RMA_TYPED`]'s `param`: errors, which must leave every window as it was.
+pub const TYPED_ERRORS: u32 = 4;
+
+/// The types of [`RMA_TYPED`]'s table, by index: a column of a 4 x 5
+/// `u32` matrix (`vector(4, 1, 5)`).
+pub const TY_COLUMN: usize = 0;
+/// `u32`.
+pub const TY_U32: usize = 1;
+/// `vector(4, 1, 2)` of `u32`: every other element.
+pub const TY_STRIDE2: usize = 2;
+/// `indexed([2, 1, 3], [0, 5, 9])` of `u32`.
+pub const TY_INDEXED: usize = 3;
+/// `struct { u32 at 0, f32 at 8 }` (extent 12).
+pub const TY_STRUCT_GAP: usize = 4;
+/// `struct { u32 at 0, f32 at 4 }` (contiguous, extent 8).
+pub const TY_STRUCT: usize = 5;
+/// `struct { f32 at 0, u32 at 4 }`.
+pub const TY_STRUCT_SWAP: usize = 6;
+/// `vector(4, 1, 5)` of `f32`.
+pub const TY_F32_COLUMN: usize = 7;
+/// `hindexed([1], [2])` of `u32`: an element off its alignment.
+pub const TY_ODD: usize = 8;
+/// `hindexed([1], [-4])` of `u32`: below the buffer address.
+pub const TY_BELOW: usize = 9;
+/// Types in the table.
+pub const TY_COUNT: usize = 10;
+
+/// Elements of each rank's window in [`RMA_TYPED`]: a 4 x 5 `u32` matrix.
+pub const TYPED_ELEMS: usize = 20;
+
+/// The column rank `origin` puts into rank `target`'s matrix, element `i`.
+pub const fn column_value(origin: u32, target: u32, i: u32) -> u32 {
+    1000 * target + 10 * origin + i
+}
+
+/// Type `i` of the table the host puts in `args.data` after every rank's
+/// part: the number of types, their lengths in words, their encodings.
+fn table_type<'a>(args: &RmaArgs, ranks: usize, i: usize) -> Result<TypeRef<'a>, Error> {
+    let at = ranks * args.part as usize;
+    let n = args.data.read(at)? as usize;
+    if i >= n {
+        return Err(Error::application(2));
+    }
+    let mut start = at + 1 + n;
+    for k in 0..i {
+        start += args.data.read(at + 1 + k)? as usize;
+    }
+    let len = args.data.read(at + 1 + i)? as usize;
+    // SAFETY: the table follows every rank's part (no window covers it)
+    // and nothing writes it during the launch.
+    let words = unsafe { args.data.slice(start, len) }?;
+    TypeRef::new(words)
+}
+
+/// Every type of the table.
+fn table<'a>(args: &RmaArgs, ranks: usize) -> Result<[TypeRef<'a>; TY_COUNT], Error> {
+    let first = table_type(args, ranks, 0)?;
+    let mut all = [first; TY_COUNT];
+    for (i, t) in all.iter_mut().enumerate().skip(1) {
+        *t = table_type(args, ranks, i)?;
+    }
+    Ok(all)
+}
+
+/// One instance of `ty` at element `disp`.
+fn one<'t>(disp: usize, ty: &TypeRef<'t>) -> TargetView<'t> {
+    TargetView::new(disp, 1, ty)
+}
+
+gpu_mpi_device::kernel! {
+    /// One-sided operations with datatypes on either side (MPI 4.1
+    /// §12.3), on windows of [`TYPED_ELEMS`] `u32`s (a 4 x 5 row-major
+    /// matrix) over each rank's part of `data`, with the types of the
+    /// host's table ([`TY_COLUMN`] ..): `param` is the case,
+    /// [`TYPED_COLUMNS`] .. [`TYPED_ERRORS`]; check/tests/rma.rs's
+    /// `typed_*` tests say what each records.
+    pub static RMA_TYPED = fn rma_typed(world: &World, args: &RmaArgs) -> Result<(), Error> {
+        let (r, p) = (world.rank(), world.size());
+        let ty = table(args, p as usize)?;
+        let mut rec = recorder(args, r);
+        let win = Window::<u32>::create(world, own(args, r as u32, TYPED_ELEMS)?)?;
+        let next = (r + 1) % p;
+        let ru = r as u32;
+        let sum = SystemOperation::sum();
+        match args.param {
+            TYPED_COLUMNS => {
+                // Rank r's column into column r of every rank's matrix,
+                // then a column back with a get.
+                win.fence()?;
+                for t in 0..p {
+                    let col: [u32; 4] = core::array::from_fn(|i| column_value(ru, t as u32, i as u32));
+                    win.put_typed(&col, t, one(r as usize, &ty[TY_COLUMN]))?;
+                }
+                win.fence()?;
+                let mut got = [NONE; 4];
+                let (c, t) = ((r + 1) % p, (r + 2) % p);
+                win.get_typed(&mut got[..], t, one(c as usize, &ty[TY_COLUMN]))?;
+                rec.words(&got)?;
+            }
+            TYPED_VIEWS => {
+                win.fence()?;
+                // A strided origin into a contiguous target: row 0,
+                // columns 1..5 of the next rank.
+                let src: [u32; 8] = core::array::from_fn(|k| 100 * ru + k as u32);
+                let v = View::with_count_and_datatype(&src[..], 1, &ty[TY_STRIDE2])?;
+                win.put_typed(&v, next, TargetView::new(1, 4, &ty[TY_U32]))?;
+                // Strided into strided: column 0.
+                let src2: [u32; 8] = core::array::from_fn(|k| 100 * ru + 50 + k as u32);
+                let v2 = View::with_count_and_datatype(&src2[..], 1, &ty[TY_STRIDE2])?;
+                win.put_typed(&v2, next, one(0, &ty[TY_COLUMN]))?;
+                // A contiguous view (one block): row 2, columns 1..5.
+                let src3: [u32; 4] = core::array::from_fn(|k| 100 * ru + 80 + k as u32);
+                let v3 = View::with_count_and_datatype(&src3[..], 4, &ty[TY_U32])?;
+                rec.push(v3.is_contiguous() as u32)?;
+                win.put_typed(&v3, next, TargetView::new(11, 4, &ty[TY_U32]))?;
+                win.fence()?;
+                // Row 0 back into every other element of a local buffer.
+                let mut dst = [NONE; 8];
+                let mut mv = MutView::with_count_and_datatype(&mut dst[..], 1, &ty[TY_STRIDE2])?;
+                win.get_typed(&mut mv, next, TargetView::new(1, 4, &ty[TY_U32]))?;
+                rec.words(&dst)?;
+            }
+            TYPED_INDEXED => {
+                win.fence()?;
+                let src: [u32; 6] = core::array::from_fn(|k| 100 * ru + k as u32);
+                win.put_typed(&src, next, one(1, &ty[TY_INDEXED]))?;
+                // Two contiguous (u32, f32) pairs into two pairs with gaps.
+                let pairs: [u32; 4] = core::array::from_fn(|k| 100 * ru + 50 + k as u32);
+                let v = View::with_count_and_datatype(&pairs[..], 2, &ty[TY_STRUCT])?;
+                win.put_typed(&v, next, TargetView::new(13, 2, &ty[TY_STRUCT_GAP]))?;
+                win.fence()?;
+                let mut six = [NONE; 6];
+                win.get_typed(&mut six[..], next, one(1, &ty[TY_INDEXED]))?;
+                rec.words(&six)?;
+                let mut back = [NONE; 4];
+                let mut mv = MutView::with_count_and_datatype(&mut back[..], 2, &ty[TY_STRUCT])?;
+                win.get_typed(&mut mv, next, TargetView::new(13, 2, &ty[TY_STRUCT_GAP]))?;
+                rec.words(&back)?;
+            }
+            TYPED_ACCUMULATE => {
+                win.fence()?;
+                let col: [u32; 4] = core::array::from_fn(|i| (ru + 1) * (i as u32 + 1));
+                win.accumulate_typed(&col, 0, one(1, &ty[TY_COLUMN]), sum)?;
+                // A strided origin view: elements 0, 2, 4, 6.
+                let src: [u32; 8] = core::array::from_fn(|k| (ru + 1) * (k as u32 + 1));
+                let v = View::with_count_and_datatype(&src[..], 1, &ty[TY_STRIDE2])?;
+                win.accumulate_typed(&v, 1 % p, one(2, &ty[TY_COLUMN]), sum)?;
+                let mut fetched = [NONE; 4];
+                win.get_accumulate_typed(&[1u32; 4], &mut fetched[..], 0, one(3, &ty[TY_COLUMN]), sum)?;
+                rec.words(&fetched)?;
+                win.fence()?;
+                // With no_op the origin is ignored: an empty one will do.
+                let mut now = [NONE; 4];
+                let none: [u32; 0] = [];
+                win.get_accumulate_typed(&none, &mut now[..], 0, one(1, &ty[TY_COLUMN]), SystemOperation::no_op())?;
+                rec.words(&now)?;
+                win.fence_with(Mode::NO_SUCCEED)?;
+                win.lock_all()?;
+                let req = win.raccumulate_typed(&[ru; 4], 2 % p, one(4, &ty[TY_COLUMN]), SystemOperation::max())?;
+                req.wait()?;
+                win.unlock_all()?;
+                world.barrier()?;
+                // Every rank's max is in: read it back with a request.
+                win.lock_all()?;
+                let mut top = [NONE; 4];
+                win.rget_typed(&mut top[..], 2 % p, one(4, &ty[TY_COLUMN]))?.wait()?;
+                win.unlock_all()?;
+                rec.words(&top)?;
+            }
+            _ => {
+                let col = &ty[TY_COLUMN];
+                let mut got = [NONE; 4];
+                rec.error_words(&win.put_typed(&[1u32; 4], next, one(0, col)))?;
+                win.fence()?;
+                rec.error_words(&win.put_typed(&[1u32; 3], next, one(0, col)))?;
+                rec.error_words(&win.put_typed(&[1f32; 4], next, one(0, col)))?;
+                rec.error_words(&win.put_typed(&[1u32; 4], next, one(5, col)))?;
+                rec.error_words(&win.get_typed(&mut got[..], next, one(5, col)))?;
+                let pairs = [1u32; 4];
+                let swapped = View::with_count_and_datatype(&pairs[..], 2, &ty[TY_STRUCT_SWAP])?;
+                let gap2 = TargetView::new(0, 2, &ty[TY_STRUCT_GAP]);
+                rec.error_words(&win.put_typed(&swapped, next, gap2))?;
+                rec.error_words(&win.accumulate_typed(&[1u32; 4], next, one(0, &ty[TY_F32_COLUMN]), sum))?;
+                let same = View::with_count_and_datatype(&pairs[..], 2, &ty[TY_STRUCT])?;
+                rec.error_words(&win.accumulate_typed(&same, next, gap2, sum))?;
+                rec.error_words(&win.accumulate_typed(&[1u32], next, one(0, &ty[TY_ODD]), sum))?;
+                let empty: [u32; 0] = [];
+                let calls = [
+                    win.put_typed(&empty, next, TargetView::new(100, 0, col)),
+                    win.get_typed(&mut got[..0], next, TargetView::new(100, 0, col)),
+                    win.accumulate_typed(&empty, next, TargetView::new(1000, 0, col), sum),
+                    win.put_typed(&[1u32; 3], PROC_NULL, one(100, col)),
+                ];
+                rec.error_words(&first_error(&calls))?;
+                rec.error_words(&win.put_typed(&empty, next, one(0, col)))?;
+                rec.error_words(&win.put_typed(&[1u32], next, one(0, &ty[TY_BELOW])))?;
+                let mut three = [NONE; 3];
+                rec.error_words(&win.get_accumulate_typed(&[1u32; 4], &mut three[..], next, one(0, col), sum))?;
+                rec.error_words(&win.rput_typed(&[1u32; 4], next, one(0, col)).map(|_| ()))?;
+                win.fence()?;
+                rec.words(&got)?;
+                rec.words(&three)?;
+            }
+        }
+        win.free()
     }
 }
