@@ -1526,6 +1526,35 @@ fn typed_operations_are_traced_with_their_target_datatypes_bytes(backend: Backen
 }
 testgen!(typed_operations_are_traced_with_their_target_datatypes_bytes);
 
+fn notified_typed_operations_hand_columns_to_the_next_rank(backend: Backend) {
+    let ranks = 5;
+    let o = typed(backend, TYPED_NOTIFY, ranks, 9, Vec::new());
+    for r in 0..ranks {
+        let prev = (r + ranks - 1) % ranks;
+        let initial = pattern_matrix(ranks, r);
+        let mut want: Vec<u32> = (0..4).map(|i| column_value(prev, r, i)).collect();
+        want.extend((0..4).map(|i| initial[5 * i + 4].wrapping_add(prev + 1)));
+        let mut rec = o.rank(r);
+        assert_eq!(
+            rec.words(8),
+            want,
+            "rank {r}: columns 0 and 4 after both notifications"
+        );
+        assert_eq!(
+            rec.word(),
+            ErrorClass::Arg as u32,
+            "rank {r}: counter {NOTIFICATIONS}"
+        );
+        let mut m = initial;
+        for i in 0..4 {
+            m[5 * i] = column_value(prev, r, i as u32);
+            m[5 * i + 4] = m[5 * i + 4].wrapping_add(prev + 1);
+        }
+        assert_eq!(matrix(&o, r), m, "rank {r}'s matrix: nothing else written");
+    }
+}
+testgen!(notified_typed_operations_hand_columns_to_the_next_rank);
+
 fn typed_operations_take_strided_and_contiguous_views(backend: Backend) {
     let ranks = 4;
     let o = typed(backend, TYPED_VIEWS, ranks, 9, Vec::new());

@@ -1606,6 +1606,8 @@ pub const TYPED_INDEXED: u32 = 2;
 pub const TYPED_ACCUMULATE: u32 = 3;
 /// [`RMA_TYPED`]'s `param`: errors, which must leave every window as it was.
 pub const TYPED_ERRORS: u32 = 4;
+/// [`RMA_TYPED`]'s `param`: notified typed operations under `lock_all`.
+pub const TYPED_NOTIFY: u32 = 5;
 
 /// The types of [`RMA_TYPED`]'s table, by index: a column of a 4 x 5
 /// `u32` matrix (`vector(4, 1, 5)`).
@@ -1678,7 +1680,7 @@ gpu_mpi_device::kernel! {
     /// §12.3), on windows of [`TYPED_ELEMS`] `u32`s (a 4 x 5 row-major
     /// matrix) over each rank's part of `data`, with the types of the
     /// host's table ([`TY_COLUMN`] ..): `param` is the case,
-    /// [`TYPED_COLUMNS`] .. [`TYPED_ERRORS`]; check/tests/rma.rs's
+    /// [`TYPED_COLUMNS`] .. [`TYPED_NOTIFY`]; check/tests/rma.rs's
     /// `typed_*` tests say what each records.
     pub static RMA_TYPED = fn rma_typed(world: &World, args: &RmaArgs) -> Result<(), Error> {
         let (r, p) = (world.rank(), world.size());
@@ -1772,6 +1774,26 @@ gpu_mpi_device::kernel! {
                 win.rget_typed(&mut top[..], 2 % p, one(4, &ty[TY_COLUMN]))?.wait()?;
                 win.unlock_all()?;
                 rec.words(&top)?;
+            }
+            TYPED_NOTIFY => {
+                // Rank r hands its column to the next rank's column 0 with
+                // a notified typed put (counter 1) and adds r + 1 to its
+                // column 4 with a notified typed accumulate (counter 2);
+                // after both notifications from the previous rank, the
+                // two columns (8 words), then the class of a notified put
+                // with a counter out of range.
+                win.lock_all()?;
+                let col: [u32; 4] = core::array::from_fn(|i| column_value(ru, next as u32, i as u32));
+                win.put_notify_typed(&col, next, one(0, &ty[TY_COLUMN]), 1)?;
+                win.accumulate_notify_typed(&[ru + 1; 4], next, one(4, &ty[TY_COLUMN]), sum, 2)?;
+                win.wait_notifications(1, 1)?;
+                win.wait_notifications(2, 1)?;
+                let mut got = [NONE; 8];
+                win.get_typed(&mut got[..4], r, one(0, &ty[TY_COLUMN]))?;
+                win.get_typed(&mut got[4..], r, one(4, &ty[TY_COLUMN]))?;
+                rec.words(&got)?;
+                rec.class(&win.put_notify_typed(&col, next, one(0, &ty[TY_COLUMN]), NOTIFICATIONS))?;
+                win.unlock_all()?;
             }
             _ => {
                 let col = &ty[TY_COLUMN];

@@ -507,6 +507,49 @@ impl<'a, T: Equivalence> Window<'a, T> {
         }
     }
 
+    /// [`put_typed`](Self::put_typed), then a notification on the
+    /// target's counter `counter`, as [`put_notify`](Self::put_notify)
+    /// gives (our extension; its errors before anything is written).
+    pub fn put_notify_typed<B: Buffer + ?Sized>(
+        &self,
+        origin: &B,
+        target: i32,
+        to: TargetView<'_>,
+        counter: u32,
+    ) -> Result<(), Error> {
+        let c = self.counter(counter)?;
+        if target == PROC_NULL {
+            return Ok(());
+        }
+        self.put_typed(origin, target, to)?;
+        self.notify(target, c);
+        self.trace_notify(RmaOp::PutNotify, counter);
+        Ok(())
+    }
+
+    /// [`accumulate_typed`](Self::accumulate_typed), then a notification
+    /// as [`put_notify`](Self::put_notify) gives.
+    pub fn accumulate_notify_typed<B: Buffer + ?Sized>(
+        &self,
+        origin: &B,
+        target: i32,
+        to: TargetView<'_>,
+        op: SystemOperation,
+        counter: u32,
+    ) -> Result<(), Error>
+    where
+        SystemOperation: Operation<T>,
+    {
+        let c = self.counter(counter)?;
+        if target == PROC_NULL {
+            return Ok(());
+        }
+        self.accumulate_typed(origin, target, to, op)?;
+        self.notify(target, c);
+        self.trace_notify(RmaOp::AccumulateNotify, counter);
+        Ok(())
+    }
+
     /// [`put_typed`](Self::put_typed) returning a request (`MPI_Rput`),
     /// inside a lock of `target` or `lock_all`; complete at once, as
     /// [`rput`](Self::rput)'s.
