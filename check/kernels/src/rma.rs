@@ -1596,7 +1596,7 @@ gpu_mpi_device::kernel! {
 
 // ---- operations with datatypes -----------------------------------------------
 
-/// [`RMA_TYPED`]'s `param`: columns of row-major matrices ([`typed_columns`]).
+/// [`RMA_TYPED`]'s `param`: columns of row-major matrices.
 pub const TYPED_COLUMNS: u32 = 0;
 /// [`RMA_TYPED`]'s `param`: strided and contiguous views on the origin side.
 pub const TYPED_VIEWS: u32 = 1;
