@@ -1191,13 +1191,30 @@ impl<'a, T: Equivalence> Window<'a, T> {
     /// the put's data is visible there. Needs an access epoch as a put
     /// does (a `lock_all` held for the window's life serves).
     pub fn put_notify(&self, origin: &[T], target: i32, disp: usize, counter: u32) -> Result<(), Error> {
+        self.notified(target, counter, RmaOp::PutNotify, || {
+            self.put(origin, target, disp)
+        })
+    }
+
+    /// Runs `operation` (to `target`, as `op` records it) and raises a
+    /// notification on the target's counter `counter`; the counter is
+    /// checked first, so a bad one writes nothing. `PROC_NULL` does
+    /// nothing.
+    #[inline(always)]
+    pub(crate) fn notified(
+        &self,
+        target: i32,
+        counter: u32,
+        op: RmaOp,
+        operation: impl FnOnce() -> Result<(), Error>,
+    ) -> Result<(), Error> {
         let c = self.counter(counter)?;
         if target == PROC_NULL {
             return Ok(());
         }
-        self.put(origin, target, disp)?;
+        operation()?;
         self.notify(target, c);
-        self.trace_notify(RmaOp::PutNotify, counter);
+        self.trace_notify(op, counter);
         Ok(())
     }
 
@@ -1214,14 +1231,9 @@ impl<'a, T: Equivalence> Window<'a, T> {
     where
         SystemOperation: Operation<T>,
     {
-        let c = self.counter(counter)?;
-        if target == PROC_NULL {
-            return Ok(());
-        }
-        self.accumulate(origin, target, disp, op)?;
-        self.notify(target, c);
-        self.trace_notify(RmaOp::AccumulateNotify, counter);
-        Ok(())
+        self.notified(target, counter, RmaOp::AccumulateNotify, || {
+            self.accumulate(origin, target, disp, op)
+        })
     }
 
     /// Waits until `count` more notifications have reached this rank's

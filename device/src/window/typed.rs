@@ -517,14 +517,9 @@ impl<'a, T: Equivalence> Window<'a, T> {
         to: TargetView<'_>,
         counter: u32,
     ) -> Result<(), Error> {
-        let c = self.counter(counter)?;
-        if target == PROC_NULL {
-            return Ok(());
-        }
-        self.put_typed(origin, target, to)?;
-        self.notify(target, c);
-        self.trace_notify(RmaOp::PutNotify, counter);
-        Ok(())
+        self.notified(target, counter, RmaOp::PutNotify, || {
+            self.put_typed(origin, target, to)
+        })
     }
 
     /// [`accumulate_typed`](Self::accumulate_typed), then a notification
@@ -540,14 +535,9 @@ impl<'a, T: Equivalence> Window<'a, T> {
     where
         SystemOperation: Operation<T>,
     {
-        let c = self.counter(counter)?;
-        if target == PROC_NULL {
-            return Ok(());
-        }
-        self.accumulate_typed(origin, target, to, op)?;
-        self.notify(target, c);
-        self.trace_notify(RmaOp::AccumulateNotify, counter);
-        Ok(())
+        self.notified(target, counter, RmaOp::AccumulateNotify, || {
+            self.accumulate_typed(origin, target, to, op)
+        })
     }
 
     /// [`put_typed`](Self::put_typed) returning a request (`MPI_Rput`),
