@@ -73,7 +73,8 @@
 //!   (a compare-and-swap, Release; it waits only while all
 //!   [`POST_SLOTS`] slots of an origin are full); an
 //!   origin's `start` waits for each target of its group in its slots
-//!   (Acquire) and frees the slot. A target has at most one post pending
+//!   (all slots in one batch of relaxed loads per poll, then an Acquire
+//!   fence) and frees the slot. A target has at most one post pending
 //!   for an origin (its next one follows its `wait`, which needs that
 //!   origin's `complete`), so a slot always belongs to the epoch that
 //!   takes it. `complete` adds one to each target's completion count
@@ -1455,14 +1456,18 @@ impl<'a, T: Equivalence> Window<'a, T> {
             };
             let mark = t as u32 + 1;
             wait_core(&core, what, |_| {
-                let slot = (0..POST_SLOTS as usize).find(|k| {
-                    // Acquire: pairs with the target's Release in `post`.
-                    self.word(me, POSTS + 4 * k).load(Ordering::Acquire) == mark
-                });
+                // Every slot in one batch of relaxed loads: one round trip
+                // per poll, not one per slot.
+                let words: [&shim::AtomicU32; POST_SLOTS as usize] =
+                    core::array::from_fn(|k| self.word(me, POSTS + 4 * k));
+                let slots = shim::load_relaxed_batch(words, POST_SLOTS as usize);
                 // A target has at most one post for this rank pending (its
                 // next post follows its `wait`, which needs this epoch's
                 // `complete`), so the slot is this epoch's.
-                slot.map(|k| {
+                slots.iter().position(|&v| v == mark).map(|k| {
+                    // Acquire: with the relaxed load that read the target's
+                    // post, pairs with its Release in `post`.
+                    shim::fence(Ordering::Acquire);
                     self.word(me, POSTS + 4 * k).store(0, Ordering::Relaxed);
                     Ok(())
                 })

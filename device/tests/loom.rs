@@ -1282,14 +1282,19 @@ fn window_notified_put_is_visible_after_the_wait() {
     });
 }
 
-/// (w3) Post, start, complete, wait: rank 0 exposes its window to rank 1
-/// (a post slot, Release), rank 1 starts (Acquire), puts and completes
+/// (w3) Post, start, complete, wait: rank 0 writes its element (a put
+/// to itself under its own lock), then exposes its window to rank 1 (a
+/// post slot, Release); rank 1 starts (a relaxed batch of the slots and
+/// an Acquire fence), so its put comes after rank 0's, and completes
 /// (Release add); rank 0's wait (Acquire) sees the put.
 #[test]
 fn window_post_start_complete_wait_orders_the_put() {
     check("window pscw", 2, || {
         let results = window_then_read(|w, win| {
             if w.rank() == 0 {
+                win.lock(LockType::Exclusive, 0)?;
+                win.put(&[3], 0, 0)?;
+                win.unlock(0)?;
                 win.post(&[1])?.wait()
             } else {
                 let access = win.start(&[0])?;
