@@ -1555,6 +1555,28 @@ fn notified_typed_operations_hand_columns_to_the_next_rank(backend: Backend) {
 }
 testgen!(notified_typed_operations_hand_columns_to_the_next_rank);
 
+fn typed_operations_on_a_dynamic_window_stay_in_its_attached_regions(backend: Backend) {
+    let ranks = 6;
+    let o = typed(backend, TYPED_DYNAMIC, ranks, 6, Vec::new());
+    for r in 0..ranks {
+        let prev = (r + ranks - 1) % ranks;
+        let mut rec = o.rank(r);
+        assert_eq!(
+            rec.words(2),
+            [ErrorClass::RmaRange as u32; 2],
+            "rank {r}: a column one past the region, and one where nothing is attached"
+        );
+        let col: Vec<u32> = (0..4).map(|i| column_value(prev, r, i)).collect();
+        assert_eq!(rec.words(4), col, "rank {r}: the column the previous rank put");
+        let mut want = pattern_matrix(ranks, r);
+        for i in 0..4 {
+            want[5 * i + (prev % 5) as usize] = col[i];
+        }
+        assert_eq!(matrix(&o, r), want, "rank {r}'s matrix: nothing else written");
+    }
+}
+testgen!(typed_operations_on_a_dynamic_window_stay_in_its_attached_regions);
+
 fn typed_operations_take_strided_and_contiguous_views(backend: Backend) {
     let ranks = 4;
     let o = typed(backend, TYPED_VIEWS, ranks, 9, Vec::new());

@@ -802,21 +802,12 @@ impl<'a, T: Equivalence> Window<'a, T> {
     /// element boundary of it.
     #[inline(never)]
     fn attached_range(&self, t: Target, addr: usize, count: usize) -> Result<*mut T, Error> {
-        let regions: [u64; 2 * MAX_REGIONS as usize] = shim::independent(|| {
-            core::array::from_fn(|k| self.word64(t.world, REGIONS + 8 * k).load(Ordering::Relaxed))
-        });
         let bytes = count.checked_mul(size_of::<T>());
         if let Some(b) = bytes {
             let a = addr as u64;
-            for r in regions.chunks_exact(2) {
-                let (base, len) = (r[0], r[1]);
-                let inside = base != 0
-                    && a >= base
-                    && (a - base).is_multiple_of(size_of::<T>() as u64)
-                    && (a - base).checked_add(b as u64).is_some_and(|end| end <= len);
-                if inside {
-                    return Ok(addr as *mut T);
-                }
+            let region = self.region_holding(t, a, a.saturating_add(b as u64));
+            if region.is_some_and(|(base, _)| (a - base).is_multiple_of(size_of::<T>() as u64)) {
+                return Ok(addr as *mut T);
             }
         }
         Err(Error::RmaRange {
@@ -824,6 +815,18 @@ impl<'a, T: Equivalence> Window<'a, T> {
             offset: crate::error::saturating_u32(addr),
             bytes: crate::error::saturating_u32(bytes.unwrap_or(usize::MAX)),
             size: 0,
+        })
+    }
+
+    /// The region (base, length in bytes) attached to the dynamic window
+    /// of `t` that holds the addresses `lo..hi`, loaded as one batch.
+    fn region_holding(&self, t: Target, lo: u64, hi: u64) -> Option<(u64, u64)> {
+        let regions: [u64; 2 * MAX_REGIONS as usize] = shim::independent(|| {
+            core::array::from_fn(|k| self.word64(t.world, REGIONS + 8 * k).load(Ordering::Relaxed))
+        });
+        regions.chunks_exact(2).find_map(|r| {
+            let (base, len) = (r[0], r[1]);
+            (base != 0 && lo >= base && hi >= lo && hi - base <= len).then_some((base, len))
         })
     }
 
@@ -1202,7 +1205,7 @@ impl<'a, T: Equivalence> Window<'a, T> {
     /// checked first, so a bad one writes nothing. `PROC_NULL` does
     /// nothing.
     #[inline(always)]
-    pub(crate) fn notified(
+    fn notified(
         &self,
         target: i32,
         counter: u32,

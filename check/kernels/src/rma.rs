@@ -1608,6 +1608,8 @@ pub const TYPED_ACCUMULATE: u32 = 3;
 pub const TYPED_ERRORS: u32 = 4;
 /// [`RMA_TYPED`]'s `param`: notified typed operations under `lock_all`.
 pub const TYPED_NOTIFY: u32 = 5;
+/// [`RMA_TYPED`]'s `param`: typed operations on a dynamic window.
+pub const TYPED_DYNAMIC: u32 = 6;
 
 /// The types of [`RMA_TYPED`]'s table, by index: a column of a 4 x 5
 /// `u32` matrix (`vector(4, 1, 5)`).
@@ -1680,13 +1682,13 @@ gpu_mpi_device::kernel! {
     /// §12.3), on windows of [`TYPED_ELEMS`] `u32`s (a 4 x 5 row-major
     /// matrix) over each rank's part of `data`, with the types of the
     /// host's table ([`TY_COLUMN`] ..): `param` is the case,
-    /// [`TYPED_COLUMNS`] .. [`TYPED_NOTIFY`]; check/tests/rma.rs's
+    /// [`TYPED_COLUMNS`] .. [`TYPED_DYNAMIC`]; check/tests/rma.rs's
     /// `typed_*` tests say what each records.
     pub static RMA_TYPED = fn rma_typed(world: &World, args: &RmaArgs) -> Result<(), Error> {
         let (r, p) = (world.rank(), world.size());
         let ty = table(args, p as usize)?;
         let mut rec = recorder(args, r);
-        let win = Window::<u32>::create(world, own(args, r as u32, TYPED_ELEMS)?)?;
+        let mut win = Window::<u32>::create(world, own(args, r as u32, TYPED_ELEMS)?)?;
         let next = (r + 1) % p;
         let ru = r as u32;
         let sum = SystemOperation::sum();
@@ -1794,6 +1796,36 @@ gpu_mpi_device::kernel! {
                 rec.words(&got)?;
                 rec.class(&win.put_notify_typed(&col, next, one(0, &ty[TY_COLUMN]), NOTIFICATIONS))?;
                 win.unlock_all()?;
+            }
+            TYPED_DYNAMIC => {
+                // The matrix attached to a dynamic window instead; its
+                // address goes to the previous rank. Between two fences,
+                // rank r puts its column into column r % 5 of the next
+                // rank's matrix (an address, unit 1), then records the
+                // classes of a column starting at row 1 (its last element
+                // one past the region) and of one at address 8 (nothing
+                // attached); after the fence its own column r_prev % 5
+                // (4 words).
+                let dynamic = Window::<u32>::create_dynamic(world)?;
+                // The memory of `win`, borrowed from it while attached.
+                let attached = dynamic.attach(win.local_mut())?;
+                let mine = attached.disp(0) as u64;
+                world.process_at_rank((r + p - 1) % p).send(&mine)?;
+                let mut theirs = 0u64;
+                world.process_at_rank(next).receive_into(&mut theirs)?;
+                let at = theirs as usize;
+                dynamic.fence()?;
+                let col: [u32; 4] = core::array::from_fn(|i| column_value(ru, next as u32, i as u32));
+                dynamic.put_typed(&col, next, one(at + 4 * (r as usize % 5), &ty[TY_COLUMN]))?;
+                rec.class(&dynamic.put_typed(&col, next, one(at + 4 * 5, &ty[TY_COLUMN])))?;
+                rec.class(&dynamic.put_typed(&col, next, one(8, &ty[TY_COLUMN])))?;
+                dynamic.fence()?;
+                let prev = (r + p - 1) % p;
+                let mut got = [NONE; 4];
+                dynamic.get_typed(&mut got[..], r, one(mine as usize + 4 * (prev as usize % 5), &ty[TY_COLUMN]))?;
+                rec.words(&got)?;
+                attached.detach();
+                dynamic.free()?;
             }
             _ => {
                 let col = &ty[TY_COLUMN];

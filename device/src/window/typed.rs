@@ -2,7 +2,7 @@
 //! [`TargetView`] and the `*_typed` methods of [`Window`]. The rules are
 //! on [`TargetView`].
 
-use super::{check_atomic, update, RmaRequest, Target, Window};
+use super::{check_atomic, update, RmaRequest, Target, Window, DYNAMIC};
 use crate::collective::{Operation, SystemOperation};
 use crate::datatype::{Buffer, BufferMut, Equivalence};
 use crate::derived::{aligned, zip_blocks, Blocks, Signature, TypeRef};
@@ -15,7 +15,9 @@ use core::mem::{align_of, size_of};
 /// The target side of a typed one-sided operation: `count` instances of
 /// `datatype` whose buffer address is element `disp` of the target's
 /// window (MPI's `target_disp`, `target_count`, `target_datatype`; the
-/// displacement unit is the element's size).
+/// displacement unit is the element's size, and 1 on a dynamic window,
+/// whose displacements are addresses: the typemap must then lie in one
+/// region attached at the target).
 ///
 /// [`Window::put_typed`], [`Window::get_typed`],
 /// [`Window::accumulate_typed`], [`Window::get_accumulate_typed`] and
@@ -222,7 +224,9 @@ impl<'a, T: Equivalence> Window<'a, T> {
         }
         let ty = &to.datatype;
         let h = ty.header();
-        let offset = to.disp as i128 * size_of::<T>() as i128;
+        // A dynamic window's displacement is an address (unit 1).
+        let dynamic = t.size == DYNAMIC;
+        let offset = to.disp as i128 * self.disp_unit() as i128;
         if to.count == 0 || h.size == 0 {
             // An empty signature touches no byte (MPI 4.1 §12.3).
             return Ok(Blocks::run(core::ptr::null_mut(), 0));
@@ -233,20 +237,33 @@ impl<'a, T: Equivalence> Window<'a, T> {
         let true_lb = h.true_lb as i64 as i128;
         let lo = offset + true_lb + last.min(0);
         let hi = offset + true_lb + h.true_extent as i64 as i128 + last.max(0);
-        let origin = usize::try_from(offset).ok().filter(|&o| o <= i64::MAX as usize);
+        // The memory the typemap must lie in: the window's (offsets from
+        // its base), or on a dynamic window the attached region that holds
+        // it (offsets are addresses: from the region's base).
+        let (base, size, shift) = if !dynamic {
+            (t.base, t.size, 0i128)
+        } else {
+            let held = (lo >= 0 && hi <= u64::MAX as i128)
+                .then(|| self.region_holding(t, lo as u64, hi as u64))
+                .flatten();
+            held.map_or((0, 0, 0), |(b, l)| (b, l, b as i128))
+        };
+        let origin = usize::try_from(offset - shift)
+            .ok()
+            .filter(|&o| o <= i64::MAX as usize);
         match origin {
-            Some(origin) if lo >= 0 && hi <= t.size as i128 => Ok(Blocks::typed(
-                *ty,
-                t.base as usize as *mut u8,
-                t.size as usize,
-                origin,
-                to.count,
-            )),
+            Some(origin) if lo - shift >= 0 && hi - shift <= size as i128 && (!dynamic || size > 0) => Ok(
+                Blocks::typed(*ty, base as usize as *mut u8, size as usize, origin, to.count),
+            ),
             _ => Err(Error::RmaRange {
                 target,
                 offset: saturating_u32(lo.clamp(0, usize::MAX as i128) as usize),
                 bytes: saturating_u32((hi - lo).clamp(0, usize::MAX as i128) as usize),
-                size: saturating_u32(t.size as usize),
+                size: if dynamic {
+                    0
+                } else {
+                    saturating_u32(t.size as usize)
+                },
             }),
         }
     }
@@ -440,7 +457,7 @@ impl<'a, T: Equivalence> Window<'a, T> {
             }
         }
         let size = size_of::<T>();
-        let offset = to.disp.wrapping_mul(size);
+        let offset = to.disp.wrapping_mul(self.disp_unit());
         if to.count > 0 && !aligned(&to.datatype, to.count, offset, align_of::<T>(), size) {
             // An element off its alignment cannot be updated atomically.
             return Err(Error::RmaType {
