@@ -338,8 +338,8 @@ fn bandwidth(ctx: &mut Ctx) -> Result<(Section, Option<f64>), String> {
                 "mpi: lock_all, then per round a put of the block and a flush; GB/s = payload bytes of every rank \
                  over the slowest rank's time"
                     .into(),
-                "native: every rank copies its block straight into its neighbour's (one thread's byte copy, as a \
-                 put's), a grid barrier at the end; x = MPI time / native time"
+                "native: every rank copies its block straight into its neighbour's (one thread's copy, 16-byte \
+                 vectors where aligned, as a put's), a grid barrier at the end; x = MPI time / native time"
                     .into(),
                 "of copy = put bytes read + written over the copy limit (native_copy: every rank, 8-byte words)"
                     .into(),
