@@ -513,6 +513,9 @@ gpu_mpi_device::kernel! {
         if args.mode == HALO_NOTIFY {
             let mut win = Window::<u64>::create(world, window)?;
             win.lock_all()?;
+            // `lock_all` costs O(size) atomics and ranks finish it at very
+            // different times: start the rounds together, as the native's.
+            world.barrier()?;
             for it in 0..total {
                 if it == args.warmup {
                     start = intrinsics::clock_ns();
