@@ -38,9 +38,9 @@ const DEVICE_LAYERS: &[&[&str]] = &[
     &["collective"],
     &["creation"],
     &["kernel"],
-    &["window"],
     &["derived"],
     &["view"],
+    &["window"],
     &["traits"],
 ];
 
