@@ -226,6 +226,92 @@ fn shared_windows_whose_segments_do_not_fit_together_fail_every_rank(backend: Ba
 }
 testgen!(shared_windows_whose_segments_do_not_fit_together_fail_every_rank);
 
+fn shared_windows_of_a_block_live_in_its_shared_memory(backend: Backend) {
+    let (ranks, block) = (12, 4);
+    let slots = BLOCK_WORDS;
+    // 256 bytes of each block's shared memory (16 parts of 16 bytes): a
+    // block's segments (at most 4 x 3 u32s) fit, 100 u32s per rank do not
+    // and go to the world memory (rank 0's 2048 window bytes). Window ids
+    // are the world's: each block holds two at once.
+    let spec = WorldSpec::ranks(ranks)
+        .block_dim(block)
+        .windows(8)
+        .window_bytes(2048)
+        .shared_window_bytes(256);
+    let (out, _) = run(
+        backend,
+        ranks,
+        spec,
+        CpuOptions::default(),
+        slots,
+        FLAVOR_BLOCK,
+        100,
+    );
+    for r in 0..ranks {
+        let b = r % block;
+        let next = (b + 1) % block;
+        let rec = &out[(r * slots) as usize..((r + 1) * slots) as usize];
+        assert_eq!(
+            rec[..2],
+            [1, Flavor::Shared as u32],
+            "rank {r}: in the block's memory"
+        );
+        let want: Vec<u32> = (0..3)
+            .map(|k| {
+                if (k as usize) < shared_len(next) {
+                    flavor_value(next, k)
+                } else {
+                    NONE
+                }
+            })
+            .collect();
+        assert_eq!(rec[2..5], want[..], "rank {r}: loads of the next segment");
+        assert_eq!(rec[5..8], want[..], "rank {r}: a get of it");
+        assert_eq!(
+            rec[8],
+            flavor_value(0, 0) + block,
+            "rank {r}: every rank's accumulate on block rank 0's first element"
+        );
+        assert_eq!(
+            rec[9..],
+            [0, 0, 1, 1, 1],
+            "rank {r}: across blocks, too large, a second one apart, the first's memory again"
+        );
+    }
+}
+testgen!(shared_windows_of_a_block_live_in_its_shared_memory);
+
+#[test]
+fn shared_window_memory_needs_windows_and_a_bound() {
+    use gpu_mpi::device::abi::layout::{ConfigError, MAX_SHARED_WINDOW_BYTES};
+    let d = Backend::Cpu.device_with(CpuOptions::default());
+    let out = d.alloc_zeroed::<u32>(4).unwrap();
+    let data = d.alloc_zeroed::<u64>(4).unwrap();
+    let args = RmaArgs {
+        out: out.slice(),
+        data: data.slice(),
+        slots: 1,
+        part: 1,
+        param: FLAVOR_SHARED,
+        param2: 0,
+    };
+    for (spec, bytes) in [
+        (WorldSpec::ranks(4).shared_window_bytes(64), 64),
+        (
+            WorldSpec::ranks(4)
+                .windows(1)
+                .shared_window_bytes(MAX_SHARED_WINDOW_BYTES + 1),
+            MAX_SHARED_WINDOW_BYTES + 1,
+        ),
+    ] {
+        let e = d.launch(&RMA_FLAVORS, &args, &spec).unwrap_err().to_string();
+        assert!(
+            e.contains(&ConfigError::SharedWindowBytes(bytes).to_string()),
+            "{e}"
+        );
+    }
+}
+
 #[test]
 fn the_new_error_classes_have_their_mpi_names() {
     let attach = Error::WindowAttach {

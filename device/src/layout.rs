@@ -18,7 +18,7 @@
 //! | immediate | `IMMEDIATE_SLOTS × ((64 + immediate_bytes) × (1 + nodes) + ranks × immediate_bytes)`, `nodes` = [`immediate_tree_nodes`]`(ranks)` | the non-blocking collectives' staging slots (`crate::collective::immediate`): per slot its world record and result cell, per node of its arrival tree its record and partial-result cell, per rank its argument header and operand cell |
 //! | immediate local | `ranks × 64` | per rank, private to it: its [`ImmediateLocal`](crate::collective::immediate::ImmediateLocal) record (how many non-blocking collectives it started, and per slot what it keeps of the one it has outstanding) |
 //! | immediate communicators | `communicators × ranks × (128 + IMMEDIATE_SLOTS × (64 + 2 × immediate_bytes))` with [`FLAG_IMMEDIATE_COMMUNICATORS`], else 0 | per communicator context: per world rank its [`CommImmediateLocal`](crate::collective::immediate::CommImmediateLocal); then per slot and table entry a group record (used at a group's first entry), a result cell and the member's argument and operand cell |
-//! | windows | `64 + windows × ranks × window_stride` (none without windows), `window_stride` = [`WINDOW_ENTRY_BYTES`] + `window_bytes` rounded up to 64 | the one-sided windows (`crate::window`, MPI 4.1 chapter 12): a header (the mask of window ids in use), then per window id one entry per world rank: its descriptor line (base, size, displacement unit, datatype), its synchronisation line (the passive-target lock word, the notification counters), its region line (the regions attached to a dynamic window) and `window_bytes` of memory for `Window::allocate` |
+//! | windows | `64 + windows × ranks × window_stride + shared` (none without windows), `window_stride` = [`WINDOW_ENTRY_BYTES`] + `window_bytes` rounded up to 64, `shared` = `blocks × 8` rounded up to 64 with `shared_window_bytes`, else 0 | the one-sided windows (`crate::window`, MPI 4.1 chapter 12): a header (the mask of window ids in use), then per window id one entry per world rank: its descriptor line (base, size, displacement unit, datatype), its synchronisation line (the passive-target lock word, the notification counters), its region line (the regions attached to a dynamic window) and `window_bytes` of memory for `Window::allocate`; then, with shared window memory, per block the word of the parts of it in use (`Window::allocate_shared`) |
 //! | kernel scratch | `ranks × (64 + scratch_bytes rounded up to 64)`, none when `scratch_bytes` is 0 | per rank, private to it: a 64-byte header (the word that says a [`Scratch`](crate::kernel::Scratch) is taken) and the rank's scratch bytes ([`WorldConfig::scratch_bytes`], `World::scratch`) |
 //! | wait records | `ranks × 16` | per rank: a [`WaitRecord`](crate::records::WaitRecord): state, operation, peer, tag (what the deadlock report prints) |
 //! | results | `ranks × 32` | per rank: a [`ResultRecord`](crate::records::ResultRecord): the kernel's return value as an [`ErrorClass`](crate::ErrorClass) and four detail words |
@@ -42,7 +42,7 @@ pub const MAGIC: u32 = 0x494d_5047;
 /// release word, regions from the barrier on 64-byte aligned; 12: the
 /// keys of a keyed world barrier beside the arrival counter; 13: the
 /// ranks' scratch region and `WorldConfig::scratch_bytes`).
-pub const VERSION: u32 = 13;
+pub const VERSION: u32 = 14;
 
 /// `flags` bit: never let a receiver copy straight out of the sender's buffer;
 /// stream every large message through a slot (the path a GPU takes for a
@@ -199,6 +199,13 @@ pub const NOTIFICATIONS: u32 = 8;
 pub const POST_SLOTS: u32 = 6;
 /// Most bytes of window memory per rank ([`WorldConfig::window_bytes`]).
 pub const MAX_WINDOW_BYTES: u32 = 1 << 30;
+/// Most bytes of a block's shared memory for shared-memory windows
+/// ([`WorldConfig::shared_window_bytes`]): 227 KiB, what one block of an
+/// sm_90 GPU may have (`MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`).
+pub const MAX_SHARED_WINDOW_BYTES: u64 = 227 << 10;
+/// Bytes of each block's word in the windows region's header that says
+/// which parts of its shared window memory are in use.
+pub const SHARED_WINDOW_WORD_BYTES: usize = 8;
 /// Most scratch bytes a rank may have ([`WorldConfig::scratch_bytes`]):
 /// 1 GiB, so that every size and error field fits 32 bits.
 pub const MAX_SCRATCH_BYTES: u64 = 1 << 30;
@@ -262,6 +269,11 @@ pub struct WorldConfig {
     /// reaches its own through `World::scratch`; a request beyond it fails
     /// with `MPI_ERR_NO_MEM`.
     pub scratch_bytes: u64,
+    /// Bytes of each block's shared memory given at launch to the
+    /// shared-memory windows of communicators inside one block
+    /// (`Window::allocate_shared`; CUDA's dynamic shared memory); 0: none.
+    /// At most [`MAX_SHARED_WINDOW_BYTES`]; only with `windows`.
+    pub shared_window_bytes: u64,
 }
 
 impl WorldConfig {
@@ -285,6 +297,7 @@ impl WorldConfig {
             window_bytes: 0,
             timeout_ns: 0,
             scratch_bytes: 0,
+            shared_window_bytes: 0,
         }
     }
 
@@ -352,6 +365,11 @@ impl WorldConfig {
         if self.window_bytes > MAX_WINDOW_BYTES {
             return Err(ConfigError::WindowBytes(self.window_bytes));
         }
+        if self.shared_window_bytes > MAX_SHARED_WINDOW_BYTES
+            || (self.shared_window_bytes != 0 && self.windows == 0)
+        {
+            return Err(ConfigError::SharedWindowBytes(self.shared_window_bytes));
+        }
         let ranks = self.ranks as usize;
         let blocks = (self.ranks / self.block_dim) as usize;
         let slot_stride = SLOT_HEADER_BYTES + self.slot_bytes as usize;
@@ -386,9 +404,15 @@ impl WorldConfig {
         let windows =
             (immediate_comms + self.communicators as usize * immediate_comm_stride).next_multiple_of(64);
         let window_stride = WINDOW_ENTRY_BYTES + (self.window_bytes as usize).next_multiple_of(64);
+        // After the entries, with shared window memory, each block's word
+        // of its parts in use.
+        let shared_words = match self.shared_window_bytes {
+            0 => 0,
+            _ => (blocks * SHARED_WINDOW_WORD_BYTES).next_multiple_of(64),
+        };
         let scratch = match self.windows {
             0 => windows,
-            n => windows + WINDOW_HEADER_BYTES + n as usize * ranks * window_stride,
+            n => windows + WINDOW_HEADER_BYTES + n as usize * ranks * window_stride + shared_words,
         };
         let scratch_stride = match self.scratch_bytes {
             0 => 0,
@@ -408,6 +432,7 @@ impl WorldConfig {
             blocks: blocks as u32,
             slots_per_rank: self.slots_per_rank,
             slot_bytes: self.slot_bytes,
+            shared_window_bytes: self.shared_window_bytes as u32,
             slot_stride,
             outbox_stride,
             rank_stride,
@@ -482,6 +507,10 @@ pub struct Layout {
     pub slots_per_rank: u32,
     /// Payload bytes per slot.
     pub slot_bytes: u32,
+    /// Bytes of each block's shared memory for shared windows
+    /// ([`WorldConfig::shared_window_bytes`]; here, where it fills what
+    /// would be padding).
+    pub shared_window_bytes: u32,
     /// Bytes from one slot to the next.
     pub slot_stride: usize,
     /// Bytes from one outbox to the next.
@@ -536,6 +565,7 @@ pub struct Layout {
     pub immediate_comm_stride: usize,
     /// Offset of the windows region (its header, then the entries).
     pub windows: usize,
+
     /// Offset of the ranks' scratch.
     pub scratch: usize,
     /// Bytes of one rank's scratch with its header; 0 when the world has
@@ -591,6 +621,12 @@ impl Layout {
             + WINDOW_HEADER_BYTES
             + (id as usize * self.ranks as usize + rank as usize) * self.window_stride as usize
     }
+    /// Offset of block `block`'s word of the parts of its shared window
+    /// memory in use (only with [`Layout::shared_window_bytes`] not 0).
+    pub fn shared_window_word(&self, block: u32) -> usize {
+        self.window_entry(self.window_count, 0) + block as usize * SHARED_WINDOW_WORD_BYTES
+    }
+
     /// Offset of `rank`'s scratch header (its scratch bytes follow,
     /// [`SCRATCH_HEADER_BYTES`] on; only with [`Layout::scratch_stride`]
     /// not 0).
@@ -689,6 +725,9 @@ pub enum ConfigError {
     Windows(u32),
     /// More window bytes per rank than [`MAX_WINDOW_BYTES`].
     WindowBytes(u32),
+    /// More shared window bytes per block than
+    /// [`MAX_SHARED_WINDOW_BYTES`], or some without windows.
+    SharedWindowBytes(u64),
     /// The memory given is smaller than the layout.
     MemoryTooSmall {
         /// Bytes the layout needs.
@@ -737,6 +776,10 @@ impl core::fmt::Display for ConfigError {
             ConfigError::WindowBytes(b) => {
                 write!(f, "window_bytes {b} per rank exceeds {MAX_WINDOW_BYTES}")
             }
+            ConfigError::SharedWindowBytes(b) => write!(
+                f,
+                "shared_window_bytes {b} per block: at most {MAX_SHARED_WINDOW_BYTES}, and only with windows"
+            ),
             ConfigError::MemoryTooSmall { needed, got } => {
                 write!(
                     f,
@@ -851,6 +894,22 @@ mod tests {
             l.window_entry(0, 255) + l.window_stride as usize
         );
         assert_eq!(l.window_entry(2, 255) + l.window_stride as usize, l.scratch);
+        c.shared_window_bytes = 4096;
+        let s = c.layout().unwrap();
+        assert_eq!(s.shared_window_bytes, 4096);
+        assert_eq!(s.window_entry(0, 0), l.window_entry(0, 0));
+        assert_eq!(s.shared_window_word(0), l.scratch);
+        assert_eq!(s.shared_window_word(1), l.scratch + 8);
+        assert_eq!(
+            s.scratch,
+            l.scratch + (s.blocks as usize * 8).next_multiple_of(64)
+        );
+        c.shared_window_bytes = MAX_SHARED_WINDOW_BYTES + 1;
+        assert_eq!(
+            c.layout(),
+            Err(ConfigError::SharedWindowBytes(MAX_SHARED_WINDOW_BYTES + 1))
+        );
+        c.shared_window_bytes = 0;
         c.windows = MAX_WINDOWS + 1;
         assert_eq!(c.layout(), Err(ConfigError::Windows(MAX_WINDOWS + 1)));
         c.windows = 0;

@@ -38,6 +38,12 @@
 // `target_os = "cuda"` (the nvptx64-nvidia-cuda target): `cfg(target_arch)` is
 // reserved to device/src/shim/.
 #![cfg_attr(target_os = "cuda", feature(asm_experimental_arch))]
+// rustc's dynamic shared memory intrinsic (`shim::launch_shared`).
+#![cfg_attr(
+    target_os = "cuda",
+    feature(core_intrinsics, gpu_intrinsics, gpu_launch_sized_workgroup_mem),
+    allow(internal_features)
+)]
 
 mod buffers;
 mod codes;
@@ -98,6 +104,11 @@ pub mod abi {
     /// The trace records (`trace.rs`).
     pub mod trace {
         pub use crate::trace::*;
+    }
+    /// The claim of a block's shared window memory (`window.rs`), for
+    /// its loom model.
+    pub mod window {
+        pub use crate::window::{claim_parts, release_parts};
     }
     /// The whole shim, with the emulator's `runtime` and loom's
     /// `loom_runtime` hooks where they exist.

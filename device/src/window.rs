@@ -101,7 +101,7 @@ use crate::shim::{self, Ordering};
 use crate::status::PROC_NULL;
 use crate::trace::{self, RmaEpoch, RmaOp, TraceKind, RMA_OFFSET_BITS};
 use core::marker::PhantomData;
-use core::mem::size_of;
+use core::mem::{align_of, size_of};
 
 use core::cell::Cell;
 
@@ -231,6 +231,9 @@ pub struct Window<'a, T: Equivalence> {
     size: u32,
     id: u32,
     flavor: Flavor,
+    /// The parts of the block's shared window memory the window's
+    /// segments occupy (`allocate_shared` in one block; 0: none).
+    parts: u64,
     local: *mut T,
     len: usize,
     /// The group of the open `start` (ranks of the communicator; empty
@@ -282,12 +285,14 @@ impl Target {
     };
 }
 
-/// What a creation learns from its communicator: the window id (rank 0
-/// claims it) and whether any rank's memory is unusable.
+/// What a creation learns from its communicator: the window id and, for
+/// a shared-memory window, the parts of the block's shared window memory
+/// its segments occupy (0: they are in the world memory). Rank 0 claims
+/// both.
+#[derive(Clone, Copy)]
 struct Agreement {
     id: u32,
-    bad_memory: Option<u32>,
-    too_large: u32,
+    parts: u64,
 }
 
 impl<'a, T: Equivalence> Window<'a, T> {
@@ -304,7 +309,7 @@ impl<'a, T: Equivalence> Window<'a, T> {
         let len = memory.len();
         let ptr = memory.as_mut_ptr();
         let reachable = len == 0 || shim::is_shared_address(ptr as *const u8);
-        Self::make(comm, Flavor::Create, |_| Ok(ptr), len, reachable, 0)
+        Self::make(comm, Flavor::Create, |_| ptr, len, Ask::memory(reachable, 0))
     }
 
     /// Creates a window with no memory on every rank of `comm`
@@ -318,7 +323,13 @@ impl<'a, T: Equivalence> Window<'a, T> {
     ///
     /// Standard section: MPI 4.1 §12.2.4.
     pub fn create_dynamic<C: Communicator + ?Sized>(comm: &'a C) -> Result<Self, Error> {
-        Self::make(comm, Flavor::Dynamic, |_| Ok(core::ptr::null_mut()), 0, true, 0)
+        Self::make(
+            comm,
+            Flavor::Dynamic,
+            |_| core::ptr::null_mut(),
+            0,
+            Ask::memory(true, 0),
+        )
     }
 
     /// Allocates a window of `len` elements per rank that every rank of
@@ -332,34 +343,54 @@ impl<'a, T: Equivalence> Window<'a, T> {
     /// [`Error::WindowAllocation`] (`MPI_ERR_NO_MEM`, the sum and the
     /// limit) when it does not. [`Window::shared_query`] and
     /// [`Window::shared_mut`] give a rank's segment; put, get and the
-    /// accumulates work on it as on any window. The memory is global
-    /// memory (through L2), not a block's shared memory.
+    /// accumulates work on it as on any window.
+    ///
+    /// **Block shared memory.** When every rank of `comm` is in one block
+    /// and the launch gave blocks shared window memory
+    /// (`WorldSpec::shared_window_bytes`), the segments go there instead,
+    /// if their sum fits in a free run of it: loads, stores and atomics
+    /// then stay on the SM (CUDA's `__shared__` memory) and never reach
+    /// L2. [`Window::is_block_shared`] says which memory a window got.
+    /// The block's memory is taken in 64 parts at most (each at least 16
+    /// bytes); `free` gives them back. Memory that does not fit there
+    /// falls back to the world memory above. Either memory's content is
+    /// undefined at creation (the world memory holds what the id's last
+    /// window left; the block's is uninitialised on the GPU).
     ///
     /// Standard section: MPI 4.1 §12.2.3.
     pub fn allocate_shared<C: Communicator + ?Sized>(comm: &'a C, len: usize) -> Result<Self, Error> {
         let view = comm.view();
         let world = view.world;
         let layout = &world.layout;
-        let available = layout.window_stride as usize - WINDOW_ENTRY_BYTES;
         let bytes = len.saturating_mul(size_of::<T>()) as u64;
         // The inclusive prefix sum of the segments' sizes: this rank's
         // segment ends there, and the largest (the last rank's) is the
-        // total every rank's `too_large` agrees on.
+        // total every rank agrees on.
         let mut end = 0u64;
         comm.scan_into(&bytes, &mut end, SystemOperation::sum())?;
-        let too_large = if end > available as u64 {
-            crate::error::saturating_u32(usize::try_from(end).unwrap_or(usize::MAX)).max(1)
-        } else {
-            0
-        };
         let first = view.comm.member(world, 0);
-        let memory = move |id: u32| {
-            let at = layout.window_entry(id, first) + WINDOW_ENTRY_BYTES + (end - bytes) as usize;
-            // The segments before this one hold whole elements of `T`
-            // from a 64-byte aligned start, so this one is aligned too.
-            Ok(world.base.wrapping_add(at) as *mut T)
+        let memory = move |a: Agreement| {
+            let offset = (end - bytes) as usize;
+            if a.parts != 0 {
+                let start = a.parts.trailing_zeros() as usize * shared_part_bytes(layout);
+                // The parts are 16-byte aligned; the segments before this
+                // one hold whole elements of `T` (of at most 16-byte
+                // alignment in the block's memory, as `u128`'s).
+                shim::launch_shared().wrapping_add(start + offset) as *mut T
+            } else {
+                let at = layout.window_entry(a.id, first) + WINDOW_ENTRY_BYTES + offset;
+                // The segments before this one hold whole elements of `T`
+                // from a 64-byte aligned start, so this one is aligned too.
+                world.base.wrapping_add(at) as *mut T
+            }
         };
-        Self::make(comm, Flavor::Shared, memory, len, true, too_large)
+        Self::make(
+            comm,
+            Flavor::Shared,
+            memory,
+            len,
+            Ask::shared(end, align_of::<T>()),
+        )
     }
 
     /// Creates a window of `len` elements per rank in the world memory
@@ -382,26 +413,25 @@ impl<'a, T: Equivalence> Window<'a, T> {
             0
         };
         let world = view.world;
-        let memory = move |id: u32| {
-            let at = layout.window_entry(id, world.rank) + WINDOW_ENTRY_BYTES;
+        let memory = move |a: Agreement| {
+            let at = layout.window_entry(a.id, world.rank) + WINDOW_ENTRY_BYTES;
             // The entry is 64-byte aligned, so its memory is aligned for
             // every `T` of at most 64-byte alignment.
-            Ok(world.base.wrapping_add(at) as *mut T)
+            world.base.wrapping_add(at) as *mut T
         };
-        Self::make(comm, Flavor::Allocate, memory, len, true, too_large)
+        Self::make(comm, Flavor::Allocate, memory, len, Ask::memory(true, too_large))
     }
 
     fn make<C: Communicator + ?Sized>(
         comm: &'a C,
         flavor: Flavor,
-        memory: impl FnOnce(u32) -> Result<*mut T, Error>,
+        memory: impl FnOnce(Agreement) -> *mut T,
         len: usize,
-        reachable: bool,
-        too_large: u32,
+        ask: Ask,
     ) -> Result<Self, Error> {
         let view = comm.view();
         let world = view.world;
-        let a = agree(comm, &view, reachable, too_large)?;
+        let a = agree(comm, &view, ask)?;
         let mut window = Window {
             world,
             comm: view.comm,
@@ -409,6 +439,7 @@ impl<'a, T: Equivalence> Window<'a, T> {
             size: view.size,
             id: a.id,
             flavor,
+            parts: a.parts,
             local: core::ptr::null_mut(),
             len,
             access_group: Cell::new((core::ptr::null(), 0)),
@@ -419,25 +450,7 @@ impl<'a, T: Equivalence> Window<'a, T> {
             last: Cell::new([Target::NONE; 2]),
             _memory: PhantomData,
         };
-        let failure = if let Some(rank) = a.bad_memory {
-            Some(Error::WindowMemory { rank })
-        } else if a.too_large != 0 {
-            Some(Error::WindowAllocation {
-                requested: a.too_large,
-                available: world.layout.window_stride - WINDOW_ENTRY_BYTES as u32,
-            })
-        } else {
-            None
-        };
-        if let Some(e) = failure {
-            // Every rank agreed on it before writing anything; the id
-            // goes back at once (rank 0 claimed it).
-            if window.rank == 0 {
-                release_id(world, window.id);
-            }
-            return Err(e);
-        }
-        window.local = memory(window.id)?;
+        window.local = memory(a);
         window.publish();
         // The entries of every rank, written before this all-reduce, are
         // visible after it: its arrivals are Release, its departures
@@ -549,6 +562,14 @@ impl<'a, T: Equivalence> Window<'a, T> {
     /// Standard section: MPI 4.1 §12.2.6.
     pub fn flavor(&self) -> Flavor {
         self.flavor
+    }
+
+    /// Whether the window's memory is its block's shared memory
+    /// ([`Window::allocate_shared`] on a communicator inside one block,
+    /// with room in `WorldSpec::shared_window_bytes`), rather than the
+    /// world's global memory.
+    pub fn is_block_shared(&self) -> bool {
+        self.parts != 0
     }
 
     /// Where rank `rank`'s window memory is (`MPI_Win_shared_query`): its
@@ -1732,6 +1753,13 @@ impl<'a, T: Equivalence> Window<'a, T> {
         // Every rank has entered the free: no operation on the window
         // follows, so its id may be claimed again.
         if self.rank == 0 {
+            if self.parts != 0 {
+                release_parts(
+                    self.world,
+                    self.world.rank / self.world.layout.block_dim,
+                    self.parts,
+                );
+            }
             release_id(self.world, self.id);
         }
         Ok(())
@@ -2088,42 +2116,193 @@ fn mask_of(layout: &Layout) -> usize {
     layout.windows
 }
 
-/// Rank 0 of a creation claims the lowest free id; every rank learns it
-/// (or that none is free) and whether any rank's memory is unusable, in
-/// one broadcast and one all-reduce.
-fn agree<C: Communicator + ?Sized>(
-    comm: &C,
-    view: &CommView<'_>,
+/// What a creation asks its agreement: whether this rank's memory is
+/// reachable, the bytes it asked for beyond the world's limit (0: none),
+/// and for `allocate_shared` the end of its segment (the prefix sum of
+/// the segments) and the elements' alignment.
+#[derive(Clone, Copy)]
+struct Ask {
     reachable: bool,
     too_large: u32,
-) -> Result<Agreement, Error> {
+    shared: Option<(u64, usize)>,
+}
+
+impl Ask {
+    fn memory(reachable: bool, too_large: u32) -> Ask {
+        Ask {
+            reachable,
+            too_large,
+            shared: None,
+        }
+    }
+
+    fn shared(end: u64, align: usize) -> Ask {
+        Ask {
+            reachable: true,
+            too_large: 0,
+            shared: Some((end, align)),
+        }
+    }
+}
+
+/// Rank 0's word of a creation's broadcast: the creation goes on.
+const AGREED: u32 = 0;
+/// Rank 0's word of a creation's broadcast: every window id is in use.
+const NO_ID: u32 = 1;
+/// Rank 0's word of a creation's broadcast: the shared segments fit
+/// neither the block's free shared memory nor the world memory.
+const NO_MEMORY: u32 = 2;
+
+/// A creation's agreement, in one all-reduce and one broadcast: every
+/// rank learns whether any rank's memory is unusable or too large (and,
+/// for `allocate_shared`, the segments' total and whether the
+/// communicator lies in one block); then rank 0 claims the lowest free
+/// id (and the block's shared memory where the segments fit in it) and
+/// tells every rank. A failure is every rank's, and nothing stays
+/// claimed.
+fn agree<C: Communicator + ?Sized>(comm: &C, view: &CommView<'_>, ask: Ask) -> Result<Agreement, Error> {
     let world = view.world;
     let layout = &world.layout;
-    let mut id = u32::MAX;
-    if view.rank == 0 {
-        id = claim_id(world, layout.window_count).unwrap_or(u32::MAX);
-    }
-    comm.process_at_rank(0).broadcast_into(&mut id)?;
-    if id == u32::MAX {
-        return Err(Error::WindowLimit {
-            limit: layout.window_count,
+    let block = world.rank / layout.block_dim;
+    let available = layout.window_stride - WINDOW_ENTRY_BYTES as u32;
+    let end = ask.shared.map_or(0, |(e, _)| {
+        crate::error::saturating_u32(usize::try_from(e).unwrap_or(usize::MAX))
+    });
+    // Word 0: size - the lowest rank whose memory is unreachable (0:
+    // none); word 1: the largest allocation asked for beyond the limit
+    // (0: none); words 2 and 3: the highest block of a rank and the
+    // complement of the lowest; word 4: the shared segments' total (the
+    // last rank's end).
+    let send = [
+        if ask.reachable { 0 } else { view.size - view.rank },
+        ask.too_large,
+        block,
+        !block,
+        end,
+    ];
+    let mut recv = [0u32; 5];
+    comm.all_reduce_into(&send[..], &mut recv[..], SystemOperation::max())?;
+    if recv[0] != 0 {
+        return Err(Error::WindowMemory {
+            rank: view.size - recv[0],
         });
     }
-    // Word 0: size - the lowest rank whose memory is unreachable (0: none);
-    // word 1: the largest allocation asked for beyond the limit (0: none).
-    let send = [if reachable { 0 } else { view.size - view.rank }, too_large];
-    let mut recv = [0u32; 2];
-    if let Err(e) = comm.all_reduce_into(&send[..], &mut recv[..], SystemOperation::max()) {
-        if view.rank == 0 {
-            release_id(world, id);
+    if recv[1] != 0 {
+        return Err(Error::WindowAllocation {
+            requested: recv[1],
+            available,
+        });
+    }
+    let total = recv[4];
+    let one_block = recv[2] == !recv[3];
+    let mut decision = [u32::MAX, AGREED, 0, 0];
+    if view.rank == 0 {
+        match claim_id(world, layout.window_count) {
+            None => decision[1] = NO_ID,
+            Some(id) => {
+                decision[0] = id;
+                if let Some((_, align)) = ask.shared {
+                    let parts = if one_block && align <= 16 {
+                        claim_parts(world, block, total)
+                    } else {
+                        0
+                    };
+                    if parts == 0 && total > available {
+                        release_id(world, id);
+                        decision[1] = NO_MEMORY;
+                    }
+                    decision[2] = parts as u32;
+                    decision[3] = (parts >> 32) as u32;
+                }
+            }
+        }
+    }
+    if let Err(e) = comm.process_at_rank(0).broadcast_into(&mut decision[..]) {
+        if view.rank == 0 && decision[1] == AGREED {
+            release_parts(
+                world,
+                block,
+                u64::from(decision[2]) | u64::from(decision[3]) << 32,
+            );
+            release_id(world, decision[0]);
         }
         return Err(e);
     }
-    Ok(Agreement {
-        id,
-        bad_memory: (recv[0] != 0).then(|| view.size - recv[0]),
-        too_large: recv[1],
-    })
+    match decision[1] {
+        NO_ID => Err(Error::WindowLimit {
+            limit: layout.window_count,
+        }),
+        NO_MEMORY => Err(Error::WindowAllocation {
+            requested: total,
+            available,
+        }),
+        _ => Ok(Agreement {
+            id: decision[0],
+            parts: u64::from(decision[2]) | u64::from(decision[3]) << 32,
+        }),
+    }
+}
+
+/// Bytes of one part of a block's shared window memory: at least 16 (the
+/// alignment every part keeps), so that the memory has at most 64.
+fn shared_part_bytes(layout: &Layout) -> usize {
+    (layout.shared_window_bytes as usize / 64)
+        .next_multiple_of(16)
+        .max(16)
+}
+
+/// The block's word of the parts of its shared window memory in use.
+fn parts_word(world: &World, block: u32) -> &shim::AtomicU64 {
+    // SAFETY: the block's word lies in the windows region's header
+    // (present when `shared_window_bytes` is not 0, the only case in
+    // which a part is claimed or released), 8-byte aligned, accessed only
+    // atomically.
+    unsafe { shim::atomic_u64_at(world.base, world.layout.shared_window_word(block)) }
+}
+
+/// Claims the lowest run of free parts of `block`'s shared window memory
+/// that holds `bytes`; 0 when none does (or `bytes` is 0: an empty window
+/// needs no memory, and the world memory's entry serves it).
+#[doc(hidden)]
+pub fn claim_parts(world: &World, block: u32, bytes: u32) -> u64 {
+    let layout = &world.layout;
+    if bytes == 0 || bytes > layout.shared_window_bytes {
+        return 0;
+    }
+    let part = shared_part_bytes(layout);
+    let count = (layout.shared_window_bytes as usize / part) as u32;
+    let need = (bytes as usize).div_ceil(part) as u32;
+    if need > count {
+        return 0;
+    }
+    let run = if need >= 64 { u64::MAX } else { (1u64 << need) - 1 };
+    let word = parts_word(world, block);
+    let mut m = word.load(Ordering::Relaxed);
+    loop {
+        let Some(at) = (0..=count - need).find(|&k| m & (run << k) == 0) else {
+            return 0;
+        };
+        // Acquire: pairs with the Release of the free that gave these parts
+        // back, after which no rank touches the old window's memory.
+        match word.compare_exchange(m, m | (run << at), Ordering::Acquire) {
+            Ok(_) => return run << at,
+            Err(now) => m = now,
+        }
+    }
+}
+
+/// Gives the parts `parts` of `block`'s shared window memory back.
+#[doc(hidden)]
+pub fn release_parts(world: &World, block: u32, parts: u64) {
+    if parts == 0 {
+        return;
+    }
+    let word = parts_word(world, block);
+    let mut m = word.load(Ordering::Relaxed);
+    // Release: the memory's last uses before the next claim (its Acquire).
+    while let Err(now) = word.compare_exchange(m, m & !parts, Ordering::Release) {
+        m = now;
+    }
 }
 
 fn mask_word(world: &World) -> &shim::AtomicU64 {

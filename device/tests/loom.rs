@@ -1355,3 +1355,43 @@ fn window_dynamic_attachment_is_reached_after_a_fence() {
         assert_eq!(results[0], Ok(5));
     });
 }
+
+/// (w6) A block's shared window memory: both ranks of a block claim
+/// parts of it at once (`Window::allocate_shared` on two communicators
+/// of one block: each communicator's rank 0 claims with a compare-and-swap,
+/// Acquire, of the block's word). The runs must be disjoint, and a run
+/// given back (Release) is claimed again. Each then stores into its run
+/// and reads it back after a barrier: a run claimed twice would show the
+/// other's value.
+#[test]
+fn window_block_shared_parts_are_claimed_apart() {
+    use gpu_mpi_device::abi::shim;
+    use gpu_mpi_device::abi::window::{claim_parts, release_parts};
+    check("window block shared", 2, || {
+        let mut config = window_config();
+        config.shared_window_bytes = 64;
+        let results = run_world(config, 0, |w, _| -> Result<(u64, u64), Error> {
+            // 64 bytes: 4 parts of 16; each claims two.
+            let first = claim_parts(w, 0, 32);
+            let at = first.trailing_zeros() as usize * 16;
+            // SAFETY: the block's launch-sized memory holds 64 bytes (the
+            // loom model's 1024); the run `first` is this rank's alone.
+            unsafe { (shim::launch_shared().add(at) as *mut u32).write(10 + w.rank() as u32) };
+            w.barrier()?;
+            // SAFETY: as above; the barrier orders the other rank's store.
+            let seen = unsafe { (shim::launch_shared().add(at) as *const u32).read() };
+            if seen != 10 + w.rank() as u32 {
+                return Err(Error::Intern);
+            }
+            release_parts(w, 0, first);
+            let again = claim_parts(w, 0, 32);
+            Ok((first, again))
+        });
+        let (a, b) = (results[0].unwrap(), results[1].unwrap());
+        assert!(
+            a.0.count_ones() == 2 && b.0.count_ones() == 2 && a.0 & b.0 == 0,
+            "{results:?}"
+        );
+        assert!(a.1 != 0 && b.1 != 0 && a.1 & b.1 == 0, "{results:?}");
+    });
+}

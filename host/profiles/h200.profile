@@ -25,3 +25,4 @@ launch_ns = 9183          # measured: an empty kernel on 67,584 ranks, 9.472 us,
 issue_ns = 8              # fitted on the H100: the instructions around each access
 library_ns = 87           # fitted: pi point-to-point, 4,096 ranks, 22.35 ms: the library's instructions, per access to a rank's own records
 copy_wide_gbps = 0.369     # fitted: the 64 KiB one-way MPI latency, 186.4 us, less the modelled rest of the message (a direct message, one copy_wide); 1 MiB one pair measured 0.372 GB/s
+shared_ns = 17             # public: a shared-memory load ~30 cycles at 1.755 GHz (Luo et al., "Benchmarking and Dissecting the Nvidia Hopper GPU Architecture", 2024); not measured here

@@ -72,11 +72,15 @@ pub struct Profile {
     /// vectors, four in flight: a direct message's payload), where
     /// `copy_thread_gbps` is `copy_bytes`'s.
     pub copy_wide_gbps: f64,
+    /// A load, store or atomic of the block's shared memory (a shared
+    /// window in it), seen by its thread; also the time until the other
+    /// threads of the block see a store.
+    pub shared_ns: f64,
 }
 
 /// The keys of a profile file, in the order [`Profile`]'s `Display` writes
 /// them (`name` comes first).
-const KEYS: [&str; 18] = [
+const KEYS: [&str; 19] = [
     "load_hit_ns",
     "load_ns",
     "acquire_ns",
@@ -95,6 +99,7 @@ const KEYS: [&str; 18] = [
     "issue_ns",
     "library_ns",
     "copy_wide_gbps",
+    "shared_ns",
 ];
 
 /// Profiles are equal when their names and values are, bit for bit (so
@@ -311,6 +316,7 @@ impl Profile {
             issue_ns: v[15],
             library_ns: v[16],
             copy_wide_gbps: v[17],
+            shared_ns: v[18],
         })
     }
 
@@ -341,6 +347,7 @@ impl Profile {
             self.issue_ns,
             self.library_ns,
             self.copy_wide_gbps,
+            self.shared_ns,
         ]
     }
 }
@@ -525,7 +532,7 @@ mod tests {
         let unknown = format!("{good}warp_speed = 9\n");
         assert!(matches!(
             Profile::parse(&unknown),
-            Err(ProfileError::UnknownKey { line: 20, .. })
+            Err(ProfileError::UnknownKey { line: 21, .. })
         ));
         let word = good.replace("fence_ns = ", "fence_ns = fast");
         assert!(matches!(Profile::parse(&word), Err(ProfileError::Syntax { .. })));

@@ -173,6 +173,15 @@ pub struct WorldSpec {
     /// (`MPI_Win_allocate`; 0, the default: none, and an allocation of
     /// more fails with `MPI_ERR_NO_MEM`). Rounded up to 64; at most 1 GiB.
     pub window_bytes: u32,
+    /// Bytes of shared memory each block gets at launch for the
+    /// shared-memory windows of communicators inside one block
+    /// (`Window::allocate_shared`; 0, the default: none, and those
+    /// windows live in the world memory). Needs `windows`; at most 227 KiB,
+    /// and on the GPU with the kernel's own shared memory at most what a
+    /// block may have: a launch that does not fit is refused with the
+    /// numbers. Blocks per SM may drop (shared memory is one of the
+    /// occupancy limits), and the world with them.
+    pub shared_window_bytes: u64,
 }
 
 impl WorldSpec {
@@ -209,6 +218,7 @@ impl WorldSpec {
             scratch_bytes: 0,
             windows: d.windows,
             window_bytes: d.window_bytes,
+            shared_window_bytes: d.shared_window_bytes,
         }
     }
 
@@ -321,6 +331,13 @@ impl WorldSpec {
         self
     }
 
+    /// Gives every block `bytes` of shared memory for shared-memory
+    /// windows (see the field).
+    pub fn shared_window_bytes(mut self, bytes: u64) -> Self {
+        self.shared_window_bytes = bytes;
+        self
+    }
+
     /// Records up to `events_per_rank` MPI events per rank (0: off). The
     /// world memory grows by `ranks × (32 + 32 × events_per_rank)` bytes.
     pub fn trace(mut self, events_per_rank: u32) -> Self {
@@ -383,6 +400,7 @@ impl WorldSpec {
         c.scratch_bytes = self.scratch_bytes;
         c.windows = self.windows;
         c.window_bytes = self.window_bytes;
+        c.shared_window_bytes = self.shared_window_bytes;
         c.flags = if self.force_streaming {
             FLAG_FORCE_STREAMING
         } else {

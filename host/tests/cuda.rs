@@ -28,6 +28,7 @@ fn h100() -> DeviceLimits {
         registers_per_block: 65536,
         shared_memory_per_sm: 228 * 1024,
         reserved_shared_memory_per_block: 1024,
+        shared_memory_per_block_optin: 227 * 1024,
     }
 }
 
@@ -43,6 +44,7 @@ fn kernel(registers: u32) -> KernelResources {
     KernelResources {
         registers,
         shared_bytes: 0,
+        dynamic_shared_bytes: 0,
         max_threads_per_block: warps * 32,
         local_bytes: 0,
     }
@@ -269,6 +271,36 @@ fn h100_occupancy_by_shared_memory() {
     let b = Bounds::new(&h100(), &kernel(32), 128);
     assert_eq!(b.shared_memory, Some(228));
     assert_eq!(b.limit(), (16, Resource::ThreadsPerSm));
+}
+
+#[test]
+fn h100_occupancy_with_shared_window_memory() {
+    // 4 KiB static + 100 KiB of shared window memory + 1 KiB reserved:
+    // two blocks of 228 KiB per SM.
+    let k = KernelResources {
+        shared_bytes: 4096,
+        dynamic_shared_bytes: 100 * 1024,
+        ..kernel(32)
+    };
+    let b = Bounds::new(&h100(), &k, 128);
+    assert_eq!(b.shared_memory, Some(2));
+    assert_eq!(b.limit(), (2, Resource::SharedMemory));
+    // One byte past what a block may have: no block fits, and the refusal
+    // names both parts and the limit.
+    let k = KernelResources {
+        dynamic_shared_bytes: 227 * 1024 - 4096 + 1,
+        ..k
+    };
+    let o = KernelOccupancy::new("win", &h100(), &k, 128, None);
+    assert_eq!(o.bounds.too_large, Some(Resource::SharedMemory));
+    assert_eq!(o.capacity(), 0);
+    let d = o.describe();
+    assert!(
+        d.contains("+ 228353 B of shared window memory")
+            && d.contains("needs 232449 B of shared memory, 232448 B allowed"),
+        "{d}"
+    );
+    assert!(o.check(128).is_err());
 }
 
 #[test]

@@ -6,6 +6,7 @@
 
 use crate::rma::RmaArgs;
 use crate::{Recorder, NONE};
+use gpu_mpi_device::collective::SystemOperation;
 use gpu_mpi_device::traits::*;
 use gpu_mpi_device::window::{Window, MAX_REGIONS};
 use gpu_mpi_device::{Error, World, PROC_NULL};
@@ -17,6 +18,11 @@ pub const FLAVOR_SHARED: u32 = 1;
 /// [`RMA_FLAVORS`]'s `param`: shared-memory windows whose segments do not
 /// fit together.
 pub const FLAVOR_SHARED_LIMIT: u32 = 2;
+/// [`RMA_FLAVORS`]'s `param`: shared-memory windows in a block's shared
+/// memory.
+pub const FLAVOR_BLOCK: u32 = 3;
+/// Words [`FLAVOR_BLOCK`] records per rank.
+pub const BLOCK_WORDS: u32 = 14;
 
 /// Elements of `u32` each rank attaches for the ring of [`FLAVOR_DYNAMIC`].
 pub const RING: usize = 4;
@@ -78,12 +84,27 @@ gpu_mpi_device::kernel! {
     /// - [`FLAVOR_SHARED_LIMIT`]: rank `r` asks a shared window for
     ///   `param2 * (r + 1)` `u32`s (5 error words), then for one `u32` each
     ///   (5 error words).
+    /// - [`FLAVOR_BLOCK`] ([`BLOCK_WORDS`] words): on the communicator of
+    ///   its block (`split_shared`), rank `b` of a block allocates a
+    ///   shared window of [`shared_len`]`(b)` `u32`s and records whether it
+    ///   is in the block's shared memory and its flavor (2 words). It
+    ///   stores [`flavor_value`]`(b, k)` into its segment, fences, records
+    ///   the next block rank's segment through `shared_mut` and through a
+    ///   get (3 words each, [`NONE`] past its length); every rank adds 1 to
+    ///   block rank 0's element 0 with an accumulate, and after a fence
+    ///   records it with a get (1 word). Then whether these are in the
+    ///   block's memory (1 word each): a shared window on the world, one
+    ///   of `param2` `u32`s per rank on the block; whether a second window
+    ///   allocated while the first lives is, and whether its segments lie
+    ///   apart from the first's (2 words); whether a window allocated
+    ///   after both were freed is, at the first's address (1 word).
     pub static RMA_FLAVORS = fn rma_flavors(world: &World, args: &RmaArgs) -> Result<(), Error> {
         let (r, p) = (world.rank() as u32, world.size() as u32);
         let mut rec = Recorder::with_stride(args.out, r as i32, args.slots);
         match args.param {
             FLAVOR_DYNAMIC => dynamic(world, args, &mut rec, r, p),
             FLAVOR_SHARED => shared(world, &mut rec, r, p),
+            FLAVOR_BLOCK => block(world, &mut rec, args.param2 as usize),
             _ => {
                 let big = Window::<u32>::allocate_shared(world, (args.param2 * (r + 1)) as usize);
                 rec.error_words(&big)?;
@@ -171,4 +192,52 @@ fn shared(world: &World, rec: &mut Recorder, r: u32, p: u32) -> Result<(), Error
     rec.class(&win.shared_query(p as i32))?;
     win.fence()?;
     win.free()
+}
+
+fn block(world: &World, rec: &mut Recorder, large: usize) -> Result<(), Error> {
+    let comm = world.split_shared()?;
+    let (b, n) = (comm.rank() as u32, comm.size() as u32);
+    let mut win = Window::<u32>::allocate_shared(&comm, shared_len(b))?;
+    rec.words(&[win.is_block_shared() as u32, win.flavor() as u32])?;
+    for (k, v) in win.local_mut().iter_mut().enumerate() {
+        *v = flavor_value(b, k as u32);
+    }
+    win.fence()?;
+    let next = ((b + 1) % n) as i32;
+    let mut seen = [NONE; 3];
+    let theirs = win.shared_mut(next)?;
+    seen[..theirs.len()].copy_from_slice(theirs);
+    rec.words(&seen)?;
+    let mut got = [NONE; 3];
+    win.get(&mut got[..shared_len(next as u32)], next, 0)?;
+    rec.words(&got)?;
+    win.fence()?;
+    win.accumulate(&[1], 0, 0, SystemOperation::sum())?;
+    win.fence()?;
+    let mut first = [NONE];
+    win.get(&mut first, 0, 0)?;
+    rec.words(&first)?;
+    win.fence()?;
+
+    let across = Window::<u32>::allocate_shared(world, 1)?;
+    rec.words(&[across.is_block_shared() as u32])?;
+    across.free()?;
+    let big = Window::<u32>::allocate_shared(&comm, large)?;
+    rec.words(&[big.is_block_shared() as u32])?;
+    big.free()?;
+
+    let (base, _) = win.shared_query(0)?;
+    let (last, last_len) = win.shared_query(n as i32 - 1)?;
+    let end = last.wrapping_add(last_len);
+    let second = Window::<u32>::allocate_shared(&comm, shared_len(b))?;
+    let (second_base, _) = second.shared_query(0)?;
+    let (second_last, second_len) = second.shared_query(n as i32 - 1)?;
+    let apart = second_base >= end || second_last.wrapping_add(second_len) <= base;
+    rec.words(&[second.is_block_shared() as u32, apart as u32])?;
+    second.free()?;
+    win.free()?;
+    let again = Window::<u32>::allocate_shared(&comm, shared_len(b))?;
+    let (again_base, _) = again.shared_query(0)?;
+    rec.words(&[(again.is_block_shared() && again_base == base) as u32])?;
+    again.free()
 }

@@ -338,6 +338,13 @@ pub(super) fn active_mask() -> u32 {
     super::warp_mask()
 }
 
+/// The block's launch-sized shared memory: a buffer of the block's state
+/// in the emulator ([`runtime::RankRuntime::launch_shared`]); null on a
+/// plain host thread, which has no launch.
+pub(super) fn launch_shared_base() -> *mut u8 {
+    runtime::with_current(|rt| rt.map_or(core::ptr::null_mut(), |rt| rt.launch_shared()))
+}
+
 /// The emulator's worker thread running the rank (0 on a plain thread).
 pub(super) fn sm_id() -> u32 {
     runtime::with_current(|rt| rt.map_or(0, |r| r.sm_id()))
@@ -413,6 +420,8 @@ pub unsafe fn copy_bytes(dst: *mut u8, src: *const u8, len: usize) {
     timed(Access::Copy {
         bytes: len,
         wide: false,
+        src: src as usize,
+        dst: dst as usize,
     });
     // SAFETY: forwarded from the caller.
     unsafe { core::ptr::copy_nonoverlapping(src, dst, len) }
@@ -437,12 +446,16 @@ pub unsafe fn copy_wide(dst: *mut u8, src: *const u8, len: usize) {
         timed(Access::Copy {
             bytes: wide,
             wide: true,
+            src: src as usize,
+            dst: dst as usize,
         });
     }
     if wide < len || len == 0 {
         timed(Access::Copy {
             bytes: len - wide,
             wide: false,
+            src: src as usize + wide,
+            dst: dst as usize + wide,
         });
     }
     // SAFETY: forwarded from the caller.
@@ -607,6 +620,10 @@ pub mod runtime {
             /// `copy_wide` (16-byte vectors, several in flight) rather
             /// than `copy_bytes` (one word at a time).
             wide: bool,
+            /// The source's first byte.
+            src: usize,
+            /// The destination's first byte.
+            dst: usize,
         },
         /// A backoff sleep of `ns` nanoseconds (`nanosleep`), before the
         /// rank gives way after a failed poll.
@@ -667,6 +684,10 @@ pub mod runtime {
         /// [`SHARED_BLOCK_BYTES`](crate::shim::SHARED_BLOCK_BYTES) bytes,
         /// 16-byte aligned, the same for every rank of the block.
         fn shared_block(&self) -> *mut u8;
+        /// The rank's block's launch-sized shared memory: the world's
+        /// `shared_window_bytes`, 16-byte aligned, zeroed at launch, the
+        /// same for every rank of the block.
+        fn launch_shared(&self) -> *mut u8;
         /// The worker running the rank (the emulator's `%smid`).
         fn sm_id(&self) -> u32;
         /// Whether `addr` is in the rank's local memory, which no other

@@ -333,6 +333,17 @@ pub(super) fn shared_block_base() -> *mut u8 {
     loom_runtime::current().shared_block(coordinates().block)
 }
 
+/// The block's launch-sized shared memory: the
+/// [`super::LOOM_LAUNCH_SHARED_BYTES`] after the block's scratch in the
+/// model's buffer. Plain accesses to it are not race-checked, and the
+/// shim's atomics cannot reach it (loom models the world memory's words
+/// only).
+pub(super) fn launch_shared_base() -> *mut u8 {
+    // SAFETY: the block's buffer holds the scratch and then the launch's
+    // shared memory.
+    unsafe { shared_block_base().add(super::SHARED_BLOCK_BYTES) }
+}
+
 /// Gives way after a failed poll: yields the loom thread, which tells loom's
 /// scheduler to run another rank before this one polls again.
 pub(super) fn snooze(_polls: u32, _max_ns: u32) {
@@ -581,9 +592,12 @@ pub mod loom_runtime {
         }
     }
 
-    /// A block's shared scratch (16-byte aligned).
+    /// A block's shared scratch, then its launch-sized shared memory
+    /// (16-byte aligned).
     #[repr(align(16))]
-    struct SharedScratch(core::cell::UnsafeCell<[u8; crate::shim::SHARED_BLOCK_BYTES]>);
+    struct SharedScratch(
+        core::cell::UnsafeCell<[u8; crate::shim::SHARED_BLOCK_BYTES + crate::shim::LOOM_LAUNCH_SHARED_BYTES]>,
+    );
 
     // SAFETY: the ranks of a block order their accesses to the scratch with
     // barriers, as on the GPU; loom runs one thread at a time.
@@ -704,7 +718,11 @@ pub mod loom_runtime {
                 })
                 .collect(),
             scratch: (0..grid_dim)
-                .map(|_| SharedScratch(core::cell::UnsafeCell::new([0; crate::shim::SHARED_BLOCK_BYTES])))
+                .map(|_| {
+                    SharedScratch(core::cell::UnsafeCell::new(
+                        [0; crate::shim::SHARED_BLOCK_BYTES + crate::shim::LOOM_LAUNCH_SHARED_BYTES],
+                    ))
+                })
                 .collect(),
             block_dim,
             grid_dim,

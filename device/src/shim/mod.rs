@@ -196,6 +196,23 @@ pub fn shared_block<const N: usize>() -> *mut u8 {
     imp::shared_block_base()
 }
 
+/// The calling block's shared memory sized at launch (CUDA's dynamic
+/// shared memory, `extern __shared__`): `WorldConfig::shared_window_bytes`
+/// bytes, 16-byte aligned, the same area for every rank of the block and
+/// apart from [`shared_block`]'s scratch. Its content is undefined at
+/// kernel start (zero on the emulator). A generic address, like
+/// `shared_block`'s: plain loads and stores and this shim's atomics reach
+/// it, ranks of other blocks do not. Under loom the area has
+/// [`LOOM_LAUNCH_SHARED_BYTES`].
+#[doc(alias = "extern __shared__")]
+pub fn launch_shared() -> *mut u8 {
+    imp::launch_shared_base()
+}
+
+/// Bytes of [`launch_shared`]'s area under loom, whatever the world's
+/// config says (loom models stay small).
+pub const LOOM_LAUNCH_SHARED_BYTES: usize = 1024;
+
 /// Runs `f`, whose loads do not depend on one another (a scan of records
 /// or slots), as one batch: on the GPU they are in flight together, so the
 /// emulator's timing model (docs/model.md) charges the batch one latency

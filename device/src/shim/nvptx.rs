@@ -518,6 +518,15 @@ pub(super) fn shared_block_base() -> *mut u8 {
     p as *mut u8
 }
 
+/// The generic address of the block's launch-sized shared memory
+/// (see [`super::launch_shared`]): rustc's intrinsic declares the one
+/// `.extern .shared` array of the module (16-byte aligned, as `u128`
+/// asks), whose size the launch's `sharedMemBytes` sets.
+#[inline(always)]
+pub(super) fn launch_shared_base() -> *mut u8 {
+    core::intrinsics::gpu::gpu_launch_sized_workgroup_mem::<u128>() as *mut u8
+}
+
 /// Gives way after `polls` consecutive failed polls of one wait: sleeps
 /// 32 ns, doubling with each failed poll up to `max_ns`.
 pub(super) fn snooze(polls: u32, max_ns: u32) {

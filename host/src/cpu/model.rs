@@ -79,6 +79,7 @@ struct Costs {
     launch: u64,
     issue: u64,
     library: u64,
+    shared: u64,
 }
 
 /// What the ranks of a timed run share: the costs and the state of memory
@@ -120,6 +121,7 @@ impl Model {
                 launch: ps(p.launch_ns),
                 issue: ps(p.issue_ns),
                 library: ps(p.library_ns),
+                shared: ps(p.shared_ns),
             },
             visible: RefCell::new(HashMap::new()),
             rmw_free: RefCell::new(HashMap::new()),
@@ -190,6 +192,10 @@ impl Model {
             _ => {}
         }
         clock.spend(TimeCategory::Issue, c.issue);
+        if clock.in_block_shared(&access) {
+            self.charge_block_shared(rank, clock, access);
+            return;
+        }
         match access {
             Access::Load { order, addr } => {
                 let acquire = matches!(order, Ordering::Acquire | Ordering::AcqRel);
@@ -251,7 +257,7 @@ impl Model {
                 clock.spend(TimeCategory::Fences, c.fence);
                 clock.invalidate_l1();
             }
-            Access::Copy { bytes, wide } => {
+            Access::Copy { bytes, wide, .. } => {
                 if bytes == 0 {
                     return;
                 }
@@ -269,6 +275,76 @@ impl Model {
                 clock.until(TimeCategory::Waiting, device_end);
             }
             Access::BatchBegin | Access::BatchEnd | Access::Sleep { .. } => {}
+        }
+    }
+
+    /// Charges an access of the block's shared memory: each load, store or
+    /// atomic takes `shared_ns` and a store is seen by the block's other
+    /// ranks that much later; no L2, no device bandwidth. Device-scope
+    /// orderings still cost their fences. A copy to or from it is priced
+    /// as if its other end were in registers or L1 (an origin buffer the
+    /// rank just wrote): the model does not look at that end.
+    fn charge_block_shared(&self, rank: u32, clock: &Clock, access: Access) {
+        let c = &self.costs;
+        let releases = |order: Ordering| matches!(order, Ordering::Release | Ordering::AcqRel);
+        let acquires = |order: Ordering| matches!(order, Ordering::Acquire | Ordering::AcqRel);
+        match access {
+            Access::Load { order, addr } => {
+                let ready = self.visible_at(addr, rank);
+                self.load(clock, ready, c.shared);
+                if acquires(order) {
+                    clock.spend(TimeCategory::Fences, c.acquire);
+                    clock.invalidate_l1();
+                }
+            }
+            Access::Plain { addr, write, .. } => {
+                if write {
+                    clock.spend(TimeCategory::Stores, c.store);
+                    self.written(addr, clock.now() + c.shared, rank);
+                } else {
+                    self.load(clock, self.visible_at(addr, rank), c.shared);
+                }
+            }
+            Access::Store { order, addr } | Access::Reduce { order, addr } => {
+                if releases(order) {
+                    clock.spend(TimeCategory::Fences, c.release);
+                }
+                clock.spend(TimeCategory::Stores, c.store);
+                self.written(addr, clock.now() + c.shared, rank);
+            }
+            Access::Rmw { order, addr } => {
+                if releases(order) {
+                    clock.spend(TimeCategory::Fences, c.release);
+                }
+                clock.until(TimeCategory::Waiting, self.visible_at(addr, rank));
+                clock.spend(TimeCategory::Atomics, c.shared);
+                self.written(addr, clock.now(), rank);
+                if acquires(order) {
+                    clock.spend(TimeCategory::Fences, c.acquire);
+                    clock.invalidate_l1();
+                }
+            }
+            Access::Copy { bytes, wide, src, .. } => {
+                if bytes == 0 {
+                    return;
+                }
+                let per_byte = if wide {
+                    c.wide_ps_per_byte
+                } else {
+                    c.thread_ps_per_byte
+                };
+                let ready = self.visible_at(src, rank);
+                clock.until(TimeCategory::Waiting, ready);
+                clock.spend(
+                    TimeCategory::Copying,
+                    c.shared + (bytes as f64 * per_byte).round() as u64,
+                );
+            }
+            Access::Private { .. }
+            | Access::Fence { .. }
+            | Access::Sleep { .. }
+            | Access::BatchBegin
+            | Access::BatchEnd => {}
         }
     }
 
@@ -313,6 +389,9 @@ pub(crate) struct Clock {
     /// L1 lines (address >> 7, plus 1; 0 is empty), replaced in turn.
     lines: [Cell<usize>; LINES],
     next_line: Cell<usize>,
+    /// The rank's block's shared window memory: its first byte and the
+    /// byte after it (empty: none).
+    block_shared: Cell<(usize, usize)>,
 }
 
 impl Clock {
@@ -325,6 +404,29 @@ impl Clock {
             batch_depth: Cell::new(0),
             lines: Default::default(),
             next_line: Cell::new(0),
+            block_shared: Cell::new((0, 0)),
+        }
+    }
+
+    /// Tells the clock where its rank's block's shared window memory is
+    /// (`bytes` from `start`), which [`Model::charge`] prices apart.
+    pub(crate) fn set_block_shared(&self, start: usize, bytes: usize) {
+        self.block_shared.set((start, start + bytes));
+    }
+
+    /// Whether `access` is one of the block's shared memory: its address
+    /// (a copy's source or destination) lies in it.
+    fn in_block_shared(&self, access: &Access) -> bool {
+        let (start, end) = self.block_shared.get();
+        let inside = |a: usize| (start..end).contains(&a);
+        match *access {
+            Access::Load { addr, .. }
+            | Access::Store { addr, .. }
+            | Access::Rmw { addr, .. }
+            | Access::Reduce { addr, .. }
+            | Access::Plain { addr, .. } => inside(addr),
+            Access::Copy { src, dst, .. } => inside(src) || inside(dst),
+            _ => false,
         }
     }
 
@@ -567,14 +669,84 @@ mod tests {
     }
 
     #[test]
+    fn the_blocks_shared_memory_costs_its_own_latency() {
+        let m = model();
+        let p = Profile::h100();
+        let c = Clock::new();
+        c.set_block_shared(1 << 16, 256);
+        let load = Access::Load {
+            order: Ordering::Relaxed,
+            addr: (1 << 16) + 8,
+        };
+        m.charge(0, &c, load);
+        assert_eq!(c.now(), ps(p.issue_ns + p.shared_ns));
+        // Past its end: global memory again.
+        let t = c.now();
+        m.charge(
+            0,
+            &c,
+            Access::Load {
+                order: Ordering::Relaxed,
+                addr: (1 << 16) + 256,
+            },
+        );
+        assert_eq!(c.now() - t, ps(p.issue_ns + p.load_ns));
+        // A copy into it: the thread's bytes and one latency, no device floor.
+        let t = c.now();
+        let bytes = 1 << 12;
+        m.charge(
+            0,
+            &c,
+            Access::Copy {
+                bytes,
+                wide: false,
+                src: 1 << 24,
+                dst: 1 << 16,
+            },
+        );
+        assert_eq!(
+            c.now() - t,
+            ps(p.issue_ns + p.shared_ns) + (bytes as f64 * 1e3 / p.copy_thread_gbps).round() as u64
+        );
+        // Another rank sees a store to it after `shared_ns`.
+        let (a, b) = (Clock::new(), Clock::new());
+        a.set_block_shared(1 << 16, 256);
+        b.set_block_shared(1 << 16, 256);
+        let addr = (1 << 16) + 64;
+        m.charge(
+            0,
+            &a,
+            Access::Store {
+                order: Ordering::Relaxed,
+                addr,
+            },
+        );
+        m.charge(
+            1,
+            &b,
+            Access::Load {
+                order: Ordering::Relaxed,
+                addr,
+            },
+        );
+        assert_eq!(b.now(), a.now() + ps(p.shared_ns) + ps(p.shared_ns));
+    }
+
+    #[test]
     fn copies_share_the_device_bandwidth() {
         let m = model();
         let p = Profile::h100();
         let bytes = 1 << 20;
         let a = Clock::new();
         let b = Clock::new();
-        m.charge(0, &a, Access::Copy { bytes, wide: false });
-        m.charge(1, &b, Access::Copy { bytes, wide: false });
+        let copy = Access::Copy {
+            bytes,
+            wide: false,
+            src: 1 << 20,
+            dst: 1 << 24,
+        };
+        m.charge(0, &a, copy);
+        m.charge(1, &b, copy);
         let own = ps(p.issue_ns + p.load_ns) + (bytes as f64 * 1e3 / p.copy_thread_gbps).round() as u64;
         assert_eq!(
             a.now(),

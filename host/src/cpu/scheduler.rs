@@ -329,6 +329,8 @@ struct RankCtx {
     barrier_count: Cell<u32>,
     /// Its block's shared scratch (owned by the worker).
     shared: *mut u8,
+    /// Its block's launch-sized shared memory (owned by the worker).
+    launch_shared: *mut u8,
     /// Its worker's index.
     worker: u32,
     /// Its stack's addresses (`limit..base`) when stacks are local memory,
@@ -395,6 +397,10 @@ impl RankRuntime for RankCtx {
 
     fn shared_block(&self) -> *mut u8 {
         self.shared
+    }
+
+    fn launch_shared(&self) -> *mut u8 {
+        self.launch_shared
     }
 
     fn sm_id(&self) -> u32 {
@@ -562,6 +568,9 @@ struct Worker<'s, 'a> {
     /// Per local block, its shared scratch (the ranks' contexts point into
     /// it; the vector is never resized, so its elements never move).
     _scratch: Vec<Scratch>,
+    /// Per local block, its launch-sized shared memory
+    /// (`shared_window_bytes`, in 16-byte units).
+    _launch_shared: Vec<Vec<u128>>,
     /// Per local warp (block-major), its collective in progress.
     warps: Vec<WarpSlot>,
     /// Timing mode: the model the ranks' contexts point to (boxed, so it
@@ -585,18 +594,23 @@ impl<'s, 'a> Worker<'s, 'a> {
         let scratch: Vec<Scratch> = (first_block..end_block)
             .map(|_| Scratch(std::cell::UnsafeCell::new([0; SHARED_BLOCK_BYTES])))
             .collect();
+        let mut launch_shared: Vec<Vec<u128>> = (first_block..end_block)
+            .map(|_| vec![0u128; (layout.shared_window_bytes as usize).div_ceil(16)])
+            .collect();
         let warps_per_block = block_dim.div_ceil(32) as usize;
         let model = shared.profile.map(|p| Box::new(Model::new(p)));
         let model_ptr: *const Model = model.as_deref().map_or(std::ptr::null(), |m| m as *const Model);
         let ctxs: Box<[RankCtx]> = (0..n as u32)
             .map(|i| {
                 let rank = first_rank + i;
+                let block_shared = launch_shared[(i / block_dim) as usize].as_mut_ptr() as *mut u8;
                 RankCtx {
                     warp_call: Cell::new(None),
                     warp_result: Cell::new(0),
                     barrier_vote: Cell::new(false),
                     barrier_count: Cell::new(0),
                     shared: scratch[(i / block_dim) as usize].0.get() as *mut u8,
+                    launch_shared: block_shared,
                     worker: index as u32,
                     coords: Coordinates {
                         thread: rank % block_dim,
@@ -606,7 +620,11 @@ impl<'s, 'a> Worker<'s, 'a> {
                     },
                     yielder: Cell::new(std::ptr::null()),
                     stack: Cell::new((0, 0)),
-                    clock: model.as_ref().map(|_| Box::new(Clock::new())),
+                    clock: model.as_ref().map(|_| {
+                        let clock = Box::new(Clock::new());
+                        clock.set_block_shared(block_shared as usize, layout.shared_window_bytes as usize);
+                        clock
+                    }),
                     model: model_ptr,
                 }
             })
@@ -659,6 +677,7 @@ impl<'s, 'a> Worker<'s, 'a> {
                 (end_block - first_block) as usize * warps_per_block
             ],
             _scratch: scratch,
+            _launch_shared: launch_shared,
             model,
         }
     }

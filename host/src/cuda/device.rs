@@ -90,7 +90,8 @@ pub(super) struct Inner {
     pub(super) stop: Event,
     pub(super) probe_word: PinnedMemory,
     pub(super) functions: HashMap<String, LoadedKernel>,
-    pub(super) occupancy: HashMap<(String, u32), KernelOccupancy>,
+    /// By kernel, block size and dynamic shared memory.
+    pub(super) occupancy: HashMap<(String, u32, u32), KernelOccupancy>,
     pub(super) module: Module,
 }
 
@@ -170,7 +171,7 @@ impl CudaDevice {
     /// count, what each resource allows and which runs out first.
     pub fn kernel_occupancy(&self, name: &str, block_dim: u32) -> Result<KernelOccupancy, HostError> {
         let mut inner = self.lock();
-        self.occupancy_locked(&mut inner, name, block_dim)
+        self.occupancy_locked(&mut inner, name, block_dim, 0)
     }
 
     pub(super) fn function_locked(&self, inner: &mut Inner, name: &str) -> Result<LoadedKernel, HostError> {
@@ -201,6 +202,7 @@ impl CudaDevice {
             resources: KernelResources {
                 registers: attr(F::CU_FUNC_ATTRIBUTE_NUM_REGS)?,
                 shared_bytes: attr(F::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?,
+                dynamic_shared_bytes: 0,
                 max_threads_per_block: attr(F::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
                 local_bytes: attr(F::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)?,
             },
@@ -214,21 +216,36 @@ impl CudaDevice {
         inner: &mut Inner,
         name: &str,
         block_dim: u32,
+        dynamic_shared_bytes: u32,
     ) -> Result<KernelOccupancy, HostError> {
-        let key = (name.to_string(), block_dim);
+        let key = (name.to_string(), block_dim, dynamic_shared_bytes);
         if let Some(o) = inner.occupancy.get(&key) {
             return Ok(o.clone());
         }
         let f = self.function_locked(inner, name)?;
-        let bounds = plan::Bounds::new(&self.info.limits, &f.resources, block_dim);
+        let resources = KernelResources {
+            dynamic_shared_bytes,
+            ..f.resources
+        };
+        let bounds = plan::Bounds::new(&self.info.limits, &resources, block_dim);
         let driver_count = if bounds.too_large.is_some() {
             None
         } else {
             self.ctx.bind()?;
             // SAFETY: the function's module is `inner.module`, loaded.
-            Some(unsafe { f.function.max_active_blocks_per_sm(block_dim) }?)
+            unsafe {
+                if dynamic_shared_bytes != 0 {
+                    // Beyond 48 KiB a kernel must opt in before the driver
+                    // counts (or launches) it with that much.
+                    f.function.set_max_dynamic_shared_bytes(dynamic_shared_bytes)?;
+                }
+                Some(
+                    f.function
+                        .max_active_blocks_per_sm(block_dim, dynamic_shared_bytes)?,
+                )
+            }
         };
-        let o = KernelOccupancy::new(name, &self.info.limits, &f.resources, block_dim, driver_count);
+        let o = KernelOccupancy::new(name, &self.info.limits, &resources, block_dim, driver_count);
         inner.occupancy.insert(key, o.clone());
         Ok(o)
     }

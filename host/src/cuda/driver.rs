@@ -383,25 +383,48 @@ impl Function {
     }
 
     /// `cuOccupancyMaxActiveBlocksPerMultiprocessor`: blocks of `block_dim`
-    /// threads (without dynamic shared memory) that one SM holds at once.
+    /// threads with `dynamic_shared` bytes of dynamic shared memory each
+    /// that one SM holds at once.
     ///
     /// # Safety
     /// The function's module must still be loaded.
-    pub(crate) unsafe fn max_active_blocks_per_sm(self, block_dim: u32) -> Result<u32> {
+    pub(crate) unsafe fn max_active_blocks_per_sm(self, block_dim: u32, dynamic_shared: u32) -> Result<u32> {
         let mut n: i32 = 0;
         let block = i32::try_from(block_dim).unwrap_or(i32::MAX);
         // SAFETY: the handle is live (the caller's contract); `n` is a valid
         // place for the count; a bad block size is the driver's error.
         unsafe {
             cu!(cuOccupancyMaxActiveBlocksPerMultiprocessor(
-                &mut n, self.raw, block, 0
+                &mut n,
+                self.raw,
+                block,
+                dynamic_shared as usize
             ))
         }?;
         Ok(n.max(0) as u32)
     }
 
+    /// `cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)`:
+    /// lets launches give the kernel up to `bytes` of dynamic shared memory.
+    ///
+    /// # Safety
+    /// The function's module must still be loaded.
+    pub(crate) unsafe fn set_max_dynamic_shared_bytes(self, bytes: u32) -> Result<()> {
+        let v = i32::try_from(bytes).unwrap_or(i32::MAX);
+        // SAFETY: the handle is live (the caller's contract); a value beyond
+        // the device's limit is the driver's error.
+        unsafe {
+            cu!(cuFuncSetAttribute(
+                self.raw,
+                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                v
+            ))
+        }
+    }
+
     /// `cuLaunchCooperativeKernel`: `blocks` blocks of `block_dim` threads,
-    /// without dynamic shared memory, on `stream`.
+    /// each with `dynamic_shared` bytes of dynamic shared memory, on
+    /// `stream`.
     ///
     /// # Safety
     /// The function's module must still be loaded; `params` must point to
@@ -412,6 +435,7 @@ impl Function {
         self,
         blocks: u32,
         block_dim: u32,
+        dynamic_shared: u32,
         stream: &Stream,
         params: &mut [*mut c_void],
     ) -> Result<()> {
@@ -426,7 +450,7 @@ impl Function {
                 block_dim,
                 1,
                 1,
-                0,
+                dynamic_shared,
                 stream.raw,
                 params.as_mut_ptr(),
             ))

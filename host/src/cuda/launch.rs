@@ -94,7 +94,8 @@ impl Backend for CudaDevice {
     /// The kernel's occupancy decides, and a refusal names what the kernel
     /// uses ([`KernelOccupancy::check`](super::plan::KernelOccupancy::check)).
     fn check_fits(&self, kernel: &str, config: &WorldConfig) -> Result<(), HostError> {
-        self.kernel_occupancy(kernel, config.block_dim)?
+        let mut inner = self.lock();
+        self.occupancy_locked(&mut inner, kernel, config.block_dim, shared_window_bytes(config))?
             .check(config.ranks)
     }
 
@@ -142,7 +143,8 @@ impl Backend for CudaDevice {
         _order: Order<'_>,
     ) -> Result<Ran<Vec<u8>>, HostError> {
         let mut inner = self.lock();
-        let occupancy = self.occupancy_locked(&mut inner, kernel.name, config.block_dim)?;
+        let dynamic_shared = shared_window_bytes(config);
+        let occupancy = self.occupancy_locked(&mut inner, kernel.name, config.block_dim, dynamic_shared)?;
         if self.options.verbose {
             eprintln!(
                 "gpu-mpi: cuda: launch {}: {} ranks in {} blocks of {}, timeout {:.3} s, backoff max {} ns; fits {} ({} SMs x {} blocks, limit: {}; {})",
@@ -202,9 +204,13 @@ impl Backend for CudaDevice {
         // (leaked below). The grid is `layout.blocks` blocks of `block_dim`,
         // which the occupancy check above found co-resident.
         unsafe {
-            function
-                .function
-                .launch_cooperative(layout.blocks, layout.block_dim, stream, &mut params)
+            function.function.launch_cooperative(
+                layout.blocks,
+                layout.block_dim,
+                dynamic_shared,
+                stream,
+                &mut params,
+            )
         }
         .map_err(|e| CudaError::Call {
             call: format!(
@@ -419,4 +425,11 @@ impl CudaDevice {
         pinned.leak();
         Some(DeadlockReport::from_world(image, layout, |_| false))
     }
+}
+
+/// The dynamic shared memory a world's blocks get: its shared window
+/// memory (`WorldConfig::layout` has checked it against
+/// `MAX_SHARED_WINDOW_BYTES`, so it fits a `u32`).
+fn shared_window_bytes(config: &WorldConfig) -> u32 {
+    u32::try_from(config.shared_window_bytes).unwrap_or(u32::MAX)
 }

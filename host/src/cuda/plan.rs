@@ -9,8 +9,9 @@
 //! # Co-residency
 //! A world's ranks must all run at once (docs/gpu.md, "The co-residency
 //! rule"). On the GPU the number of blocks of one kernel an SM holds at once
-//! comes from the driver (`cuOccupancyMaxActiveBlocksPerMultiprocessor`, no
-//! dynamic shared memory): that count is authoritative. To say *which*
+//! comes from the driver (`cuOccupancyMaxActiveBlocksPerMultiprocessor`,
+//! with the world's shared window memory as the block's dynamic shared
+//! memory): that count is authoritative. To say *which*
 //! resource runs out first, [`Bounds`] recomputes the bound of each resource
 //! with the occupancy rules of sm_70 and later (registers are allocated per
 //! warp in units of 256, each SM's register file is split into 4 equal
@@ -56,6 +57,10 @@ pub struct DeviceLimits {
     /// Bytes of shared memory the system reserves for each resident block
     /// (`RESERVED_SHARED_MEMORY_PER_BLOCK`: 1 KiB from sm_80 on, 0 before).
     pub reserved_shared_memory_per_block: u32,
+    /// Bytes of shared memory, static and dynamic together, one block may
+    /// have once a kernel opts in (`MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`:
+    /// 227 KiB on sm_90).
+    pub shared_memory_per_block_optin: u32,
 }
 
 /// What one kernel uses, from its function attributes.
@@ -65,6 +70,9 @@ pub struct KernelResources {
     pub registers: u32,
     /// Static shared memory per block (`CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES`).
     pub shared_bytes: u32,
+    /// Dynamic shared memory per block the launch gives it (the world's
+    /// `shared_window_bytes`; 0 from the driver's attributes).
+    pub dynamic_shared_bytes: u32,
     /// The largest block the kernel can be launched with
     /// (`CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK`; fewer than the device's
     /// limit when its registers do not allow more).
@@ -106,6 +114,9 @@ pub struct Bounds {
     pub registers: u32,
     /// By the SM's shared memory.
     pub shared_memory: Option<u32>,
+    /// Shared memory a block needs, static and dynamic (without the
+    /// reservation), and the most it may have.
+    pub shared_per_block: (u32, u32),
     /// Why no block fits at all, if none does: the block is larger than a
     /// block may be ([`Resource::ThreadsPerBlock`]) or needs more registers
     /// than a block may have ([`Resource::Registers`]).
@@ -119,8 +130,11 @@ impl Bounds {
         let warp = limits.warp_size.max(1);
         let warps_per_block = div_ceil(block_dim, warp);
         let registers_per_warp = round_up(kernel.registers.max(1).saturating_mul(warp), REGISTER_ALLOC_UNIT);
+        let block_shared = kernel.shared_bytes.saturating_add(kernel.dynamic_shared_bytes);
         let too_large = if block_dim == 0 || block_dim > limits.max_threads_per_block {
             Some(Resource::ThreadsPerBlock)
+        } else if block_shared > limits.shared_memory_per_block_optin.max(kernel.shared_bytes) {
+            Some(Resource::SharedMemory)
         } else if block_dim > kernel.max_threads_per_block
             || registers_per_warp.saturating_mul(round_up(warps_per_block, SM_SUB_PARTITIONS))
                 > limits.registers_per_block
@@ -134,7 +148,7 @@ impl Bounds {
             .checked_div(registers_per_warp)
             .unwrap_or(0)
             * SM_SUB_PARTITIONS;
-        let shared = kernel.shared_bytes + limits.reserved_shared_memory_per_block;
+        let shared = block_shared.saturating_add(limits.reserved_shared_memory_per_block);
         let shared_memory =
             (shared > 0).then(|| limits.shared_memory_per_sm / round_up(shared, SHARED_ALLOC_UNIT));
         Bounds {
@@ -148,6 +162,7 @@ impl Bounds {
             threads: per_block(limits.max_threads_per_sm / warp),
             registers: per_block(warps_by_registers),
             shared_memory,
+            shared_per_block: (block_shared, limits.shared_memory_per_block_optin),
             too_large,
         }
     }
@@ -244,6 +259,12 @@ impl KernelOccupancy {
             "kernel {} with {} registers per thread and {} B shared memory per block",
             self.kernel, r.registers, r.shared_bytes
         );
+        if r.dynamic_shared_bytes != 0 {
+            s.push_str(&format!(
+                " (+ {} B of shared window memory, WorldSpec::shared_window_bytes)",
+                r.dynamic_shared_bytes
+            ));
+        }
         match b.too_large {
             Some(Resource::Registers) => s.push_str(&format!(
                 ": a block of {} ranks needs {} registers, {} allowed (the kernel runs blocks of at most {} ranks)",
@@ -251,6 +272,10 @@ impl KernelOccupancy {
                 b.registers_per_block_needed,
                 b.registers_per_block,
                 r.max_threads_per_block
+            )),
+            Some(Resource::SharedMemory) => s.push_str(&format!(
+                ": a block needs {} B of shared memory, {} B allowed",
+                b.shared_per_block.0, b.shared_per_block.1
             )),
             Some(_) => {}
             None => {
