@@ -167,7 +167,7 @@ fn the_binary_writes_a_profile_that_models_the_same_gpu() {
         "{stdout}{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(stdout.contains("7 of its 18 parameters measured"), "{stdout}");
+    assert!(stdout.contains("7 of its 19 parameters measured"), "{stdout}");
     let text = std::fs::read_to_string(&output).unwrap();
     let written = Profile::load(&output).unwrap_or_else(|e| panic!("{e}\n{text}"));
     assert_eq!(written.name, "my card");

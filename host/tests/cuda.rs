@@ -586,6 +586,17 @@ fn fake_driver_child() {
         (1024, 256, 4, "cuda")
     );
     assert_eq!(rep.elapsed, Duration::from_micros(1500));
+    // Shared window memory beyond 48 KiB: the kernel opts in before the
+    // occupancy query and the launch, which passes it (the fake refuses
+    // more dynamic shared memory than the kernel allows).
+    let spec = WorldSpec::ranks(1024).windows(1).shared_window_bytes(100 << 10);
+    let layout = d.resolve_for(&HEAVY, &spec).unwrap().layout().unwrap();
+    std::env::set_var(
+        "FAKE_CUDA_RECORDS",
+        format!("{},{}", layout.records, layout.ranks),
+    );
+    let rep = d.launch(&HEAVY, &ARGS, &spec).unwrap();
+    assert_eq!((rep.ranks, rep.blocks), (1024, 4));
     // The records say nothing ran: every rank failed to attach.
     std::env::remove_var("FAKE_CUDA_RECORDS");
     match d.launch(&LIGHT, &ARGS, &WorldSpec::ranks(64)) {

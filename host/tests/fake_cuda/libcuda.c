@@ -69,6 +69,7 @@ CUresult cuDeviceGetAttribute(int *v, int attribute, int dev) {
     case 81: *v = 228 * 1024; break;   /* MAX_SHARED_MEMORY_PER_MULTIPROCESSOR */
     case 82: *v = 65536; break;        /* MAX_REGISTERS_PER_MULTIPROCESSOR */
     case 95: *v = 1; break;            /* COOPERATIVE_LAUNCH */
+    case 97: *v = 227 * 1024; break;   /* MAX_SHARED_MEMORY_PER_BLOCK_OPTIN */
     case 106: *v = 32; break;          /* MAX_BLOCKS_PER_MULTIPROCESSOR */
     case 111: *v = 1024; break;        /* RESERVED_SHARED_MEMORY_PER_BLOCK */
     default: return INVALID_VALUE;
@@ -138,11 +139,20 @@ CUresult cuFuncGetAttribute(int *v, int attribute, void *f) {
     }
     return OK;
 }
+static int max_dynamic_shared = 48 * 1024;
+CUresult cuFuncSetAttribute(void *f, int attribute, int value) {
+    (void)f;
+    /* MAX_DYNAMIC_SHARED_SIZE_BYTES, up to the opt-in limit */
+    if (attribute != 8 || value < 0 || value > 227 * 1024) return INVALID_VALUE;
+    max_dynamic_shared = value;
+    return OK;
+}
 CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, void *f, int block, size_t smem) {
-    if (smem != 0 || block <= 0) return INVALID_VALUE;
+    if (smem > (size_t)max_dynamic_shared || block <= 0) return INVALID_VALUE;
     int warps = (block + 31) / 32;
     if (f == &heavy) *n = 8 / warps; /* 2 warps of 6912 registers per sub-partition */
     else *n = 64 / warps < 32 ? 64 / warps : 32;
+    if (smem > 0 && *n > (int)(228 * 1024 / (smem + 1024))) *n = (int)(228 * 1024 / (smem + 1024));
     return OK;
 }
 
@@ -183,12 +193,14 @@ CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, void *s) {
     return OK;
 }
 
-/* Checks the world (magic, ranks = grid x block) and the arguments, then
- * marks every rank exited. */
+/* Checks the world (magic, ranks = grid x block), the dynamic shared memory
+ * (at most what cuFuncSetAttribute allowed) and the arguments, then marks
+ * every rank exited. */
 CUresult cuLaunchCooperativeKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                    unsigned bz, unsigned smem, void *s, void **params) {
     (void)s;
-    if ((f != &heavy && f != &light) || gy != 1 || gz != 1 || by != 1 || bz != 1 || smem != 0 || !params)
+    if ((f != &heavy && f != &light) || gy != 1 || gz != 1 || by != 1 || bz != 1 || (int)smem > max_dynamic_shared
+        || !params)
         return INVALID_VALUE;
     unsigned char *world = (unsigned char *)(uintptr_t)*(uint64_t *)params[0];
     const uint32_t *args = (const uint32_t *)(uintptr_t)*(uint64_t *)params[1];
