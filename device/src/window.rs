@@ -33,8 +33,9 @@
 //!
 //! Every operation is carried out by the origin before the call returns:
 //! a put's bytes are stored into the target's memory, a get's loaded from
-//! it, an accumulate's elements updated one by one with an atomic
-//! compare-and-swap loop. So every operation completes locally at once
+//! it, an accumulate's elements updated one by one, each with one atomic
+//! (`fetch_add` for an integer sum, `swap` for a replace, of 4 or 8 bytes)
+//! or a compare-and-swap loop (the rest). So every operation completes locally at once
 //! (`flush_local` has nothing left to wait for), and two operations of
 //! one origin to one location happen in program order (MPI 4.1 §12.7.2's
 //! default accumulate ordering, and more). What the synchronisation
@@ -1099,12 +1100,11 @@ impl<'a, T: Equivalence> Window<'a, T> {
         }
         let t = self.access(target)?;
         let at = self.target_range(t, disp, origin.len())?;
-        let no_op = op == SystemOperation::no_op();
         for (k, o) in origin.iter().enumerate() {
             let e = at.wrapping_add(k);
             // SAFETY: element `k < origin.len()` of the checked range,
             // aligned for `T`; accumulates reach it only atomically.
-            let old = unsafe { update(e, |t| (!no_op).then(|| op.accumulate(&t, o))) };
+            let old = unsafe { combine(e, op, o) };
             if let Some(r) = result.as_deref_mut() {
                 r[k] = old;
             }
@@ -2372,6 +2372,56 @@ fn check_atomic<T: Equivalence>(op: SystemOperation) -> Result<(), Error> {
 /// # Safety
 /// `at` valid and aligned for a `T` of 1, 2, 4 or 8 bytes, and every
 /// concurrent access to it atomic (through this function).
+/// `op` applied atomically to the element at `at` with `origin`
+/// (`target op origin`); returns the element's old value. An integer sum
+/// of 4 or 8 bytes is one `fetch_add` (PTX `atom.add`) and a replace of 4
+/// or 8 bytes one `swap` (`atom.exch`), as NVSHMEM's atomics are; every
+/// other operation (and element size) a compare-and-swap loop
+/// ([`update`]). Integer sums wrap either way (`MPI_SUM` here).
+///
+/// # Safety
+/// As for [`update`].
+unsafe fn combine<T: Equivalence>(at: *mut T, op: SystemOperation, origin: &T) -> T
+where
+    SystemOperation: Operation<T>,
+{
+    use crate::datatype::{ID_I32, ID_I64, ID_U32, ID_U64};
+    let n = size_of::<T>();
+    let integer = matches!(T::DATATYPE.id, ID_U32 | ID_I32 | ID_U64 | ID_I64);
+    let sum = op == SystemOperation::sum() && integer;
+    let replace = op == SystemOperation::replace();
+    if (sum || replace) && (n == 4 || n == 8) {
+        let mut bits = [0u8; 8];
+        bits[..n].copy_from_slice(bytemuck::bytes_of(origin));
+        let mut old = [0u8; 8];
+        if n == 8 {
+            // SAFETY: `at` is 8-byte aligned and valid (caller), atomic-only.
+            let word = unsafe { shim::atomic_u64_at(at as *mut u8, 0) };
+            let v = u64::from_ne_bytes(bits);
+            let was = if sum {
+                word.fetch_add(v, Ordering::Relaxed)
+            } else {
+                word.swap(v, Ordering::Relaxed)
+            };
+            old.copy_from_slice(&was.to_ne_bytes());
+        } else {
+            // SAFETY: as above, 4 bytes, 4-byte aligned.
+            let word = unsafe { shim::atomic_u32_at(at as *mut u8, 0) };
+            let v = u32::from_ne_bytes([bits[0], bits[1], bits[2], bits[3]]);
+            let was = if sum {
+                word.fetch_add(v, Ordering::Relaxed)
+            } else {
+                word.swap(v, Ordering::Relaxed)
+            };
+            old[..4].copy_from_slice(&was.to_ne_bytes());
+        }
+        return bytemuck::pod_read_unaligned::<T>(&old[..n]);
+    }
+    let no_op = op == SystemOperation::no_op();
+    // SAFETY: forwarded from the caller.
+    unsafe { update(at, |t| (!no_op).then(|| op.accumulate(&t, origin))) }
+}
+
 unsafe fn update<T: Equivalence>(at: *mut T, f: impl Fn(T) -> Option<T>) -> T {
     let n = size_of::<T>();
     let value = |bytes: &[u8]| bytemuck::pod_read_unaligned::<T>(&bytes[..n]);

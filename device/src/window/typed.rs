@@ -2,7 +2,7 @@
 //! [`TargetView`] and the `*_typed` methods of [`Window`]. The rules are
 //! on [`TargetView`].
 
-use super::{check_atomic, update, RmaRequest, Target, Window, DYNAMIC};
+use super::{check_atomic, combine, update, RmaRequest, Target, Window, DYNAMIC};
 use crate::collective::{Operation, SystemOperation};
 use crate::datatype::{Buffer, BufferMut, Equivalence};
 use crate::derived::{aligned, zip_blocks, Blocks, Signature, TypeRef};
@@ -466,7 +466,6 @@ impl<'a, T: Equivalence> Window<'a, T> {
                 expected: to.signature().id(),
             });
         }
-        let no_op = op == SystemOperation::no_op();
         let each = |n: usize| {
             if n.is_multiple_of(size) {
                 Ok(0..n / size)
@@ -488,11 +487,7 @@ impl<'a, T: Equivalence> Window<'a, T> {
                     // SAFETY: see above.
                     let v = unsafe { (src.add(k * size) as *const T).read_unaligned() };
                     // SAFETY: see above.
-                    unsafe {
-                        update(dst.add(k * size) as *mut T, |t| {
-                            (!no_op).then(|| op.accumulate(&t, &v))
-                        })
-                    };
+                    unsafe { combine(dst.add(k * size) as *mut T, op, &v) };
                 }
                 Ok(())
             }),
@@ -501,11 +496,7 @@ impl<'a, T: Equivalence> Window<'a, T> {
                     // SAFETY: see above.
                     let v = unsafe { (src.add(k * size) as *const T).read_unaligned() };
                     // SAFETY: see above.
-                    let old = unsafe {
-                        update(dst.add(k * size) as *mut T, |t| {
-                            (!no_op).then(|| op.accumulate(&t, &v))
-                        })
-                    };
+                    let old = unsafe { combine(dst.add(k * size) as *mut T, op, &v) };
                     // SAFETY: see above.
                     unsafe { (res.add(k * size) as *mut T).write_unaligned(old) };
                 }
