@@ -3,8 +3,11 @@
 //! the latency of an 8-byte put, get and accumulate in every
 //! synchronisation mode against a native flag hand-off; put bandwidth
 //! against a native copy and the copy limit; a ring halo exchange with
-//! notified puts against `send_receive` and a native one; and the fence
-//! against the world barrier. Ratios are reported, never asserted.
+//! notified puts against `send_receive` and a native one; the fence
+//! against the world barrier; and a block's ranks counting into a
+//! shared-memory window in the world memory or in the block's shared
+//! memory, against atomics on shared memory. Ratios are reported, never
+//! asserted.
 
 use super::limits::pair_world;
 use super::{median, ratio, Ctx, Row, Section, Target};
@@ -13,10 +16,10 @@ use gpu_mpi::{WorldSpec, PREFERRED_BLOCK_DIM};
 use gpu_mpi_bench_kernels::mpi::{CollArgs, BENCH_BARRIER};
 use gpu_mpi_bench_kernels::native::{coll_counter_words, NATIVE_BARRIER};
 use gpu_mpi_bench_kernels::rma::{
-    halo_words, latency_words, put_bw_words, RmaArgs, BENCH_RMA_FENCE, BENCH_RMA_HALO, BENCH_RMA_LATENCY,
-    BENCH_RMA_PUT_BW, HALO_NOTIFY, HALO_SENDRECV, NATIVE_RMA_HALO, NATIVE_RMA_HANDOFF, NATIVE_RMA_PUT_BW,
-    OP_ACC, OP_GET, OP_PUT, RMA_FLAG_STRIDE, RMA_RESULTS, SYNC_FENCE, SYNC_FLUSH, SYNC_LOCK, SYNC_NOTIFY,
-    SYNC_PSCW,
+    halo_words, latency_words, put_bw_words, RmaArgs, BENCH_RMA_BLOCK, BENCH_RMA_FENCE, BENCH_RMA_HALO,
+    BENCH_RMA_LATENCY, BENCH_RMA_PUT_BW, HALO_NOTIFY, HALO_SENDRECV, NATIVE_RMA_BLOCK, NATIVE_RMA_HALO,
+    NATIVE_RMA_HANDOFF, NATIVE_RMA_PUT_BW, OP_ACC, OP_GET, OP_PUT, RMA_FLAG_STRIDE, RMA_RESULTS, SYNC_FENCE,
+    SYNC_FLUSH, SYNC_LOCK, SYNC_NOTIFY, SYNC_PSCW,
 };
 
 /// The synchronisation modes of the latency table: `(mode, name)`.
@@ -44,6 +47,9 @@ struct Launch {
     iterations: u32,
     /// Words of `data` per rank.
     part: usize,
+    /// The block counter's world: bytes of each block's shared window
+    /// memory (None: another benchmark's world).
+    shared_window_bytes: Option<u64>,
 }
 
 /// The median over the repetitions of `stat` of the ranks' timed
@@ -73,7 +79,16 @@ fn measure(
         flags: flags.slice(),
         out: out.slice(),
     };
-    let spec = windows(ctx.world(l.ranks, Some(l.block_dim)));
+    let mut spec = windows(ctx.world(l.ranks, Some(l.block_dim)));
+    if let Some(bytes) = l.shared_window_bytes {
+        // The block counters: a window per block, one `u64` per rank of
+        // the block, all in block rank 0's window bytes when not in the
+        // block's memory.
+        spec = spec
+            .windows(l.ranks / l.block_dim)
+            .window_bytes(8 * l.block_dim)
+            .shared_window_bytes(bytes);
+    }
     let mut v = Vec::new();
     for _ in 0..ctx.preset.reps {
         ctx.zero(&mut flags)?;
@@ -161,6 +176,7 @@ pub(crate) fn run(ctx: &mut Ctx) -> Result<(Vec<Section>, Vec<Target>), String> 
     let (bandwidth, put_bw) = bandwidth(ctx)?;
     let halo = halo(ctx)?;
     let (fence, fence_ratio) = fence(ctx)?;
+    let block = block_counter(ctx)?;
     let mut targets = vec![];
     if let Some(v) = notified {
         targets.push(Target {
@@ -184,7 +200,7 @@ pub(crate) fn run(ctx: &mut Ctx) -> Result<(Vec<Section>, Vec<Target>), String> 
         bound: 1.0,
         unit: "x",
     });
-    Ok((vec![latency, bandwidth, halo, fence], targets))
+    Ok((vec![latency, bandwidth, halo, fence, block], targets))
 }
 
 /// The latency table and the notified put's ratio to the native hand-off.
@@ -203,6 +219,7 @@ fn latency(ctx: &mut Ctx) -> Result<(Section, Option<f64>), String> {
         warmup,
         iterations,
         part: latency_words(),
+        shared_window_bytes: None,
     };
     let pair_checks = |r: u32| if r == 0 || r == peer { total } else { 0 };
     let native = measure(ctx, &NATIVE_RMA_HANDOFF, &launch(0, OP_PUT), &pair_checks, rank0)?;
@@ -300,6 +317,7 @@ fn bandwidth(ctx: &mut Ctx) -> Result<(Section, Option<f64>), String> {
             warmup,
             iterations,
             part,
+            shared_window_bytes: None,
         };
         let mpi = measure(ctx, &BENCH_RMA_PUT_BW, &l, &|_| 1, slowest)?;
         let native = measure(ctx, &NATIVE_RMA_PUT_BW, &l, &|_| 1, slowest)?;
@@ -372,6 +390,7 @@ fn halo(ctx: &mut Ctx) -> Result<Section, String> {
             warmup: loops.0,
             iterations: loops.1,
             part,
+            shared_window_bytes: None,
         };
         let per_round = |ns: f64| ns / loops.1 as f64 / 1e3;
         let put = per_round(measure(
@@ -525,4 +544,77 @@ fn fence(ctx: &mut Ctx) -> Result<(Section, f64), String> {
         },
         ratio(fence, barrier),
     ))
+}
+
+/// The block counter table: each rank of a block adding 1 to its own
+/// element of a shared-memory window over its block, each add waiting for
+/// the last, with the window in the world memory and in the block's
+/// shared memory, against atomics on words of the block's shared memory.
+fn block_counter(ctx: &mut Ctx) -> Result<Section, String> {
+    let (n, block_dim) = pair_world(ctx);
+    let (warmup, iterations) = ctx.preset.loops((10, 200), (2, 10));
+    let total = u64::from(warmup + iterations);
+    let launch = |mode, shared_window_bytes| Launch {
+        ranks: n,
+        block_dim,
+        mode,
+        op: 0,
+        peer: 0,
+        bytes: 8,
+        warmup,
+        iterations,
+        part: 1,
+        shared_window_bytes: Some(shared_window_bytes),
+    };
+    let checks = |r: u32| total + u64::from(r % block_dim == 0);
+    let per_add = |ns: f64| ns / f64::from(iterations.max(1));
+    let bytes = 8 * u64::from(block_dim);
+    let native = per_add(measure(
+        ctx,
+        &NATIVE_RMA_BLOCK,
+        &launch(0, bytes),
+        &checks,
+        average,
+    )?);
+    let mut rows = Vec::new();
+    for (mode, bytes, memory) in [(0, 0, "world memory"), (1, bytes, "block shared memory")] {
+        let mpi = per_add(measure(
+            ctx,
+            &BENCH_RMA_BLOCK,
+            &launch(mode, bytes),
+            &checks,
+            average,
+        )?);
+        rows.push(vec![
+            ("memory", memory.into()),
+            ("mpi_us", (mpi / 1e3).into()),
+            ("native_us", (native / 1e3).into()),
+            ("ratio", ratio(mpi, native).into()),
+            ("iterations", iterations.into()),
+        ] as Row);
+    }
+    Ok(Section {
+        suite: "rma",
+        title: format!(
+            "rma block counter: every rank of a block fetch_and_op(sum, 1) on its own element of a shared-memory \
+             window over its block, each add after the last, {n} ranks in blocks of {block_dim}, per-add us averaged over ranks, median of {}",
+            ctx.preset.reps
+        ),
+        columns: vec![
+            ("memory", "window in"),
+            ("mpi_us", "mpi us/add"),
+            ("native_us", "native us/add"),
+            ("ratio", "x"),
+        ],
+        rows,
+        notes: vec![
+            "mpi: Window::allocate_shared on split_shared's communicator (block rank 0's segment: a u64 per rank), \
+             under lock_all; world memory: the launch has no shared window memory; block shared memory: \
+             WorldSpec::shared_window_bytes(8 x block size)"
+                .into(),
+            "native: relaxed atomic adds on the thread's word of the block's dynamic shared memory (atomicAdd on \
+             __shared__); x = MPI / native"
+                .into(),
+        ],
+    })
 }

@@ -653,7 +653,7 @@ fn the_rma_suite_has_every_row_and_target() {
         bench::run(&device, &tiny(vec![Suite::Rma]), false).expect("an rma benchmark failed its check");
     let rma: Vec<_> = report.sections.iter().filter(|s| s.suite == "rma").collect();
     let titles: Vec<&str> = rma.iter().map(|s| s.title.as_str()).collect();
-    assert_eq!(titles.len(), 4, "{titles:?}");
+    assert_eq!(titles.len(), 5, "{titles:?}");
     let table = |prefix: &str| {
         *rma.iter()
             .find(|s| s.title.starts_with(prefix))
@@ -726,12 +726,22 @@ fn the_rma_suite_has_every_row_and_target() {
         assert!(num(&fence.rows[0], key) > 0.0, "{key}: {:?}", fence.rows[0]);
     }
 
+    let block = table("rma block counter");
+    let memories: Vec<String> = block.rows.iter().map(|r| text(r, "memory").unwrap()).collect();
+    assert_eq!(memories, ["world memory", "block shared memory"]);
+    for row in &block.rows {
+        for key in ["mpi_us", "native_us", "ratio"] {
+            assert!(num(row, key) > 0.0, "{key}: {row:?}");
+        }
+    }
+
     // Two launches (reps) per point: 14 + 1 latency (the native), 2 x 2
-    // bandwidth, 2 x 3 halo and 3 fence points, beside the limits' own.
+    // bandwidth, 2 x 3 halo, 3 fence and 3 block counter points, beside
+    // the limits' own.
     let limits_only = bench::run(&device, &tiny(vec![]), false).expect("a limit failed its check");
     assert_eq!(
         report.checked_launches - limits_only.checked_launches,
-        2 * (15 + 4 + 6 + 3)
+        2 * (15 + 4 + 6 + 3 + 3)
     );
     let names: Vec<&str> = report.targets.iter().map(|t| t.name).collect();
     assert_eq!(
@@ -753,7 +763,7 @@ fn the_rma_suite_has_every_row_and_target() {
         .filter(|s| s["suite"] == "rma")
         .map(|s| s["rows"].as_array().unwrap().len())
         .collect();
-    assert_eq!(rows, [14, 2, 2, 1]);
+    assert_eq!(rows, [14, 2, 2, 1, 2]);
     assert_eq!(json["targets"].as_array().unwrap().len(), 3);
     check_numbers(&json, "$");
 }

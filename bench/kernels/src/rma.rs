@@ -11,6 +11,11 @@
 //! - [`BENCH_RMA_HALO`]: a 1-D ring halo exchange with `put_notify` or
 //!   with `send_receive`; [`NATIVE_RMA_HALO`], with stores and flags.
 //! - [`BENCH_RMA_FENCE`]: `MPI_Win_fence` in the barrier benchmark's loop.
+//! - [`BENCH_RMA_BLOCK`]: every rank of a block adds to its own counter
+//!   in a shared-memory window over its block (`fetch_and_op`, each add
+//!   waiting for the last), the window in the world memory or in the
+//!   block's shared memory as the launch gives it; [`NATIVE_RMA_BLOCK`],
+//!   the same adds as atomics on words of the block's shared memory.
 //!
 //! Every kernel checks what it moved and writes an error count (per rank
 //! [`RMA_RESULTS`] words of [`RmaArgs::out`]: `[0]` timed nanoseconds,
@@ -25,7 +30,7 @@ use gpu_mpi_device::communicator::Color;
 use gpu_mpi_device::intrinsics::{self, Ordering};
 use gpu_mpi_device::point_to_point::send_receive_into_with_tags;
 use gpu_mpi_device::traits::*;
-use gpu_mpi_device::window::{LockType, Window};
+use gpu_mpi_device::window::{LockType, Mode, Window};
 use gpu_mpi_device::{Error, GlobalSlice, World};
 
 /// Words of [`RmaArgs::out`] per rank.
@@ -632,6 +637,93 @@ gpu_mpi_device::kernel! {
         let (elapsed, errors) = barrier_loop(world, args, || win.fence())?;
         win.free()?;
         coll_results(args, r as usize, elapsed, errors + u64::from(epoch_wrong))
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// A block's ranks count, each into its own element of block rank 0's
+    /// segment: the ranks of a block (`split_shared`) make a shared-memory
+    /// window of one `u64` per rank of the block (all in block rank 0's
+    /// segment; the others' are empty), block rank 0 zeroes it, and under
+    /// `lock_all` each rank `b` does `warmup + iterations` `fetch_and_op`s
+    /// (sum, 1) on element `b`, checking each old value (a chain of
+    /// dependent atomics), timing the last `iterations`. Block rank 0
+    /// checks every count after a barrier. `args.mode` is 1 when the
+    /// window must be in the block's shared memory, 0 when in the world
+    /// memory (an error otherwise).
+    pub static BENCH_RMA_BLOCK = fn bench_rma_block(world: &World, args: &RmaArgs) -> Result<(), Error> {
+        let r = world.rank() as u32;
+        let block = world.split_shared()?;
+        let (b, n) = (block.rank(), block.size() as usize);
+        let mut win = Window::<u64>::allocate_shared(&block, if b == 0 { n } else { 0 })?;
+        if win.is_block_shared() != (args.mode == 1) {
+            return Err(Error::Intern);
+        }
+        if b == 0 {
+            win.local_mut().fill(0);
+        }
+        // Orders the zeros before every rank's first add.
+        win.fence_with(Mode::NO_SUCCEED)?;
+        win.lock_all()?;
+        // `lock_all` ends at different times on different ranks (a lock of
+        // every rank): start the adds together, as the native's do.
+        block.barrier()?;
+        let total = args.warmup + args.iterations;
+        let mut start = intrinsics::clock_ns();
+        let (mut old, mut errors) = (0u64, 0u64);
+        for it in 0..total {
+            if it == args.warmup {
+                start = intrinsics::clock_ns();
+            }
+            win.fetch_and_op(&1, &mut old, 0, b as usize, SystemOperation::sum())?;
+            errors += u64::from(old != u64::from(it));
+        }
+        let elapsed = intrinsics::clock_ns().wrapping_sub(start);
+        win.unlock_all()?;
+        block.barrier()?;
+        let mut checked = u64::from(total);
+        if b == 0 {
+            checked += 1;
+            errors += u64::from(win.local_mut().iter().any(|&c| c != u64::from(total)));
+        }
+        win.free()?;
+        results(&args.out, r as usize, elapsed, errors, checked)
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// [`BENCH_RMA_BLOCK`]'s adds as a CUDA programmer writes them: each
+    /// thread's `atomicAdd`s on its own word of the block's (dynamic)
+    /// shared memory, zeroed before a block barrier, each old value
+    /// checked. Block rank 0 checks its final count too (the same checks
+    /// as the MPI kernel's).
+    pub static NATIVE_RMA_BLOCK = fn native_rma_block(world: &World, args: &RmaArgs) -> Result<(), Error> {
+        let r = world.rank() as u32;
+        let thread = intrinsics::coordinates().thread as usize;
+        // SAFETY: the launch gives each block 8 bytes of shared window
+        // memory per thread (the host's spec), 16-byte aligned; this
+        // kernel reaches its words only atomically.
+        let counter = unsafe {
+            gpu_mpi_device::abi::shim::atomic_u64_at(gpu_mpi_device::abi::shim::launch_shared(), 8 * thread)
+        };
+        counter.store(0, Ordering::Relaxed);
+        intrinsics::block_barrier();
+        let total = args.warmup + args.iterations;
+        let mut start = intrinsics::clock_ns();
+        let mut errors = 0u64;
+        for it in 0..total {
+            if it == args.warmup {
+                start = intrinsics::clock_ns();
+            }
+            errors += u64::from(counter.fetch_add(1, Ordering::Relaxed) != u64::from(it));
+        }
+        let elapsed = intrinsics::clock_ns().wrapping_sub(start);
+        let mut checked = u64::from(total);
+        if thread == 0 {
+            checked += 1;
+            errors += u64::from(counter.load(Ordering::Relaxed) != u64::from(total));
+        }
+        results(&args.out, r as usize, elapsed, errors, checked)
     }
 }
 

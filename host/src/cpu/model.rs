@@ -280,7 +280,9 @@ impl Model {
 
     /// Charges an access of the block's shared memory: each load, store or
     /// atomic takes `shared_ns` and a store is seen by the block's other
-    /// ranks that much later; no L2, no device bandwidth. Device-scope
+    /// ranks that much later; no L2, no device bandwidth. Atomics on one
+    /// word queue behind each other as at L2 (`rmw_interval_ns`: no figure
+    /// of shared memory's own rate backs another value). Device-scope
     /// orderings still cost their fences. A copy to or from it is priced
     /// as if its other end were in registers or L1 (an origin buffer the
     /// rank just wrote): the model does not look at that end.
@@ -305,20 +307,35 @@ impl Model {
                     self.load(clock, self.visible_at(addr, rank), c.shared);
                 }
             }
-            Access::Store { order, addr } | Access::Reduce { order, addr } => {
+            Access::Store { order, addr } => {
                 if releases(order) {
                     clock.spend(TimeCategory::Fences, c.release);
                 }
                 clock.spend(TimeCategory::Stores, c.store);
                 self.written(addr, clock.now() + c.shared, rank);
             }
+            Access::Reduce { order, addr } => {
+                if releases(order) {
+                    clock.spend(TimeCategory::Fences, c.release);
+                }
+                let start = clock
+                    .now()
+                    .max(self.rmw_free.borrow().get(&addr).copied().unwrap_or(0));
+                self.rmw_free.borrow_mut().insert(addr, start + c.rmw_interval);
+                self.written(addr, start + c.shared, rank);
+                clock.spend(TimeCategory::Stores, c.store);
+            }
             Access::Rmw { order, addr } => {
                 if releases(order) {
                     clock.spend(TimeCategory::Fences, c.release);
                 }
-                clock.until(TimeCategory::Waiting, self.visible_at(addr, rank));
+                let start = clock
+                    .now()
+                    .max(self.rmw_free.borrow().get(&addr).copied().unwrap_or(0));
+                clock.until(TimeCategory::Waiting, start);
+                self.rmw_free.borrow_mut().insert(addr, start + c.rmw_interval);
+                self.written(addr, start + c.shared, rank);
                 clock.spend(TimeCategory::Atomics, c.shared);
-                self.written(addr, clock.now(), rank);
                 if acquires(order) {
                     clock.spend(TimeCategory::Fences, c.acquire);
                     clock.invalidate_l1();
