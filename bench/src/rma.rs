@@ -566,7 +566,7 @@ fn block_counter(ctx: &mut Ctx) -> Result<Section, String> {
         part: 1,
         shared_window_bytes: Some(shared_window_bytes),
     };
-    let checks = |r: u32| total + u64::from(r % block_dim == 0);
+    let checks = |r: u32| total + u64::from(r.is_multiple_of(block_dim));
     let per_add = |ns: f64| ns / f64::from(iterations.max(1));
     let bytes = 8 * u64::from(block_dim);
     let native = per_add(measure(

@@ -43,6 +43,21 @@ fn run(
     (d.download(&out).unwrap(), bytemuck::cast_slice(&memory).to_vec())
 }
 
+/// Rank `r`'s segment of a [`shared_len`] shared window as
+/// `exchange_segments` records it: its [`flavor_value`]s, [`NONE`] past
+/// its length.
+fn segment(r: u32) -> Vec<u32> {
+    (0..3)
+        .map(|k| {
+            if (k as usize) < shared_len(r) {
+                flavor_value(r, k)
+            } else {
+                NONE
+            }
+        })
+        .collect()
+}
+
 /// A result recorded as five result-record words.
 fn result(w: &[u32]) -> Result<(), Error> {
     let w: [u32; 5] = w.try_into().unwrap();
@@ -171,15 +186,7 @@ fn shared_windows_are_contiguous_and_loadable_by_every_rank(backend: Backend) {
                 [1, 1],
                 "{ranks} ranks, rank {r}: contiguous, PROC_NULL is rank 0's"
             );
-            let want: Vec<u32> = (0..3)
-                .map(|k| {
-                    if (k as usize) < shared_len(next) {
-                        flavor_value(next, k)
-                    } else {
-                        NONE
-                    }
-                })
-                .collect();
+            let want = segment(next);
             assert_eq!(
                 rec[5..8],
                 want[..],
@@ -256,15 +263,7 @@ fn shared_windows_of_a_block_live_in_its_shared_memory(backend: Backend) {
             [1, Flavor::Shared as u32],
             "rank {r}: in the block's memory"
         );
-        let want: Vec<u32> = (0..3)
-            .map(|k| {
-                if (k as usize) < shared_len(next) {
-                    flavor_value(next, k)
-                } else {
-                    NONE
-                }
-            })
-            .collect();
+        let want = segment(next);
         assert_eq!(rec[2..5], want[..], "rank {r}: loads of the next segment");
         assert_eq!(rec[5..8], want[..], "rank {r}: a get of it");
         assert_eq!(

@@ -176,22 +176,28 @@ fn shared(world: &World, rec: &mut Recorder, r: u32, p: u32) -> Result<(), Error
     let (first, _) = win.shared_query(PROC_NULL)?;
     let (zero, _) = win.shared_query(0)?;
     rec.words(&[follows as u32, (first == zero) as u32])?;
+    exchange_segments(&mut win, rec, r, ((r + 1) % p) as i32)?;
+    rec.class(&win.shared_query(p as i32))?;
+    win.fence()?;
+    win.free()
+}
+
+/// Stores [`flavor_value`]s into rank `me`'s segment of a shared window of
+/// [`shared_len`] elements per rank, fences, and records rank `next`'s
+/// segment as `shared_mut` loads it and as a get reads it (3 words each,
+/// [`NONE`] past its length).
+fn exchange_segments(win: &mut Window<'_, u32>, rec: &mut Recorder, me: u32, next: i32) -> Result<(), Error> {
     for (k, v) in win.local_mut().iter_mut().enumerate() {
-        *v = flavor_value(r, k as u32);
+        *v = flavor_value(me, k as u32);
     }
     win.fence()?;
-    let next = ((r + 1) % p) as i32;
     let mut seen = [NONE; 3];
     let theirs = win.shared_mut(next)?;
     seen[..theirs.len()].copy_from_slice(theirs);
     rec.words(&seen)?;
     let mut got = [NONE; 3];
-    let n = shared_len(next as u32);
-    win.get(&mut got[..n], next, 0)?;
-    rec.words(&got)?;
-    rec.class(&win.shared_query(p as i32))?;
-    win.fence()?;
-    win.free()
+    win.get(&mut got[..shared_len(next as u32)], next, 0)?;
+    rec.words(&got)
 }
 
 fn block(world: &World, rec: &mut Recorder, large: usize) -> Result<(), Error> {
@@ -199,18 +205,7 @@ fn block(world: &World, rec: &mut Recorder, large: usize) -> Result<(), Error> {
     let (b, n) = (comm.rank() as u32, comm.size() as u32);
     let mut win = Window::<u32>::allocate_shared(&comm, shared_len(b))?;
     rec.words(&[win.is_block_shared() as u32, win.flavor() as u32])?;
-    for (k, v) in win.local_mut().iter_mut().enumerate() {
-        *v = flavor_value(b, k as u32);
-    }
-    win.fence()?;
-    let next = ((b + 1) % n) as i32;
-    let mut seen = [NONE; 3];
-    let theirs = win.shared_mut(next)?;
-    seen[..theirs.len()].copy_from_slice(theirs);
-    rec.words(&seen)?;
-    let mut got = [NONE; 3];
-    win.get(&mut got[..shared_len(next as u32)], next, 0)?;
-    rec.words(&got)?;
+    exchange_segments(&mut win, rec, b, ((b + 1) % n) as i32)?;
     win.fence()?;
     win.accumulate(&[1], 0, 0, SystemOperation::sum())?;
     win.fence()?;

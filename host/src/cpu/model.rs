@@ -224,34 +224,14 @@ impl Model {
                 clock.spend(TimeCategory::Stores, c.store);
                 self.written(addr, clock.now() + c.visible, rank);
             }
+            // Performed at L2, where the word's latest value is: it waits
+            // for the word's earlier read-modify-writes only.
             Access::Rmw { order, addr } => {
-                if matches!(order, Ordering::Release | Ordering::AcqRel) {
-                    clock.spend(TimeCategory::Fences, c.release);
-                }
-                let free = self.rmw_free.borrow().get(&addr).copied().unwrap_or(0);
-                // Performed at L2, where the word's latest value is: it
-                // waits for the word's earlier read-modify-writes only.
-                let start = clock.now().max(free);
-                clock.until(TimeCategory::Waiting, start);
-                self.rmw_free.borrow_mut().insert(addr, start + c.rmw_interval);
-                self.written(addr, start + c.visible, rank);
-                clock.spend(TimeCategory::Atomics, c.rmw);
-                if matches!(order, Ordering::Acquire | Ordering::AcqRel) {
-                    clock.spend(TimeCategory::Fences, c.acquire);
-                    clock.invalidate_l1();
-                }
+                self.read_modify_write(rank, clock, order, addr, Some(c.rmw), c.visible)
             }
+            // As `Rmw`, but the rank issues it as a store and goes on.
             Access::Reduce { order, addr } => {
-                if matches!(order, Ordering::Release | Ordering::AcqRel) {
-                    clock.spend(TimeCategory::Fences, c.release);
-                }
-                // Performed at L2 after the word's earlier read-modify-writes,
-                // as `Rmw`, but the rank issues it as a store and goes on.
-                let free = self.rmw_free.borrow().get(&addr).copied().unwrap_or(0);
-                let start = clock.now().max(free);
-                self.rmw_free.borrow_mut().insert(addr, start + c.rmw_interval);
-                self.written(addr, start + c.visible, rank);
-                clock.spend(TimeCategory::Stores, c.store);
+                self.read_modify_write(rank, clock, order, addr, None, c.visible)
             }
             Access::Fence { .. } => {
                 clock.spend(TimeCategory::Fences, c.fence);
@@ -315,31 +295,10 @@ impl Model {
                 self.written(addr, clock.now() + c.shared, rank);
             }
             Access::Reduce { order, addr } => {
-                if releases(order) {
-                    clock.spend(TimeCategory::Fences, c.release);
-                }
-                let start = clock
-                    .now()
-                    .max(self.rmw_free.borrow().get(&addr).copied().unwrap_or(0));
-                self.rmw_free.borrow_mut().insert(addr, start + c.rmw_interval);
-                self.written(addr, start + c.shared, rank);
-                clock.spend(TimeCategory::Stores, c.store);
+                self.read_modify_write(rank, clock, order, addr, None, c.shared)
             }
             Access::Rmw { order, addr } => {
-                if releases(order) {
-                    clock.spend(TimeCategory::Fences, c.release);
-                }
-                let start = clock
-                    .now()
-                    .max(self.rmw_free.borrow().get(&addr).copied().unwrap_or(0));
-                clock.until(TimeCategory::Waiting, start);
-                self.rmw_free.borrow_mut().insert(addr, start + c.rmw_interval);
-                self.written(addr, start + c.shared, rank);
-                clock.spend(TimeCategory::Atomics, c.shared);
-                if acquires(order) {
-                    clock.spend(TimeCategory::Fences, c.acquire);
-                    clock.invalidate_l1();
-                }
+                self.read_modify_write(rank, clock, order, addr, Some(c.shared), c.shared)
             }
             Access::Copy { bytes, wide, src, .. } => {
                 if bytes == 0 {
@@ -362,6 +321,41 @@ impl Model {
             | Access::Sleep { .. }
             | Access::BatchBegin
             | Access::BatchEnd => {}
+        }
+    }
+
+    /// A read-modify-write of the word at `addr` by `rank`: it queues
+    /// behind the word's earlier ones (`rmw_interval` apart), its value is
+    /// seen by other ranks `seen` after it is performed, and the rank
+    /// waits `latency` for its old value (`None`: a `red`, which the rank
+    /// issues as a store and does not wait for).
+    fn read_modify_write(
+        &self,
+        rank: u32,
+        clock: &Clock,
+        order: Ordering,
+        addr: usize,
+        latency: Option<u64>,
+        seen: u64,
+    ) {
+        let c = &self.costs;
+        if matches!(order, Ordering::Release | Ordering::AcqRel) {
+            clock.spend(TimeCategory::Fences, c.release);
+        }
+        let free = self.rmw_free.borrow().get(&addr).copied().unwrap_or(0);
+        let start = clock.now().max(free);
+        self.rmw_free.borrow_mut().insert(addr, start + c.rmw_interval);
+        self.written(addr, start + seen, rank);
+        match latency {
+            Some(latency) => {
+                clock.until(TimeCategory::Waiting, start);
+                clock.spend(TimeCategory::Atomics, latency);
+                if matches!(order, Ordering::Acquire | Ordering::AcqRel) {
+                    clock.spend(TimeCategory::Fences, c.acquire);
+                    clock.invalidate_l1();
+                }
+            }
+            None => clock.spend(TimeCategory::Stores, c.store),
         }
     }
 
