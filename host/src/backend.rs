@@ -48,6 +48,19 @@ pub(crate) trait Backend {
         Ok(self.residency(block_dim))
     }
 
+    /// [`kernel_residency`](Self::kernel_residency) for blocks that also
+    /// get `shared_window_bytes` of shared window memory each
+    /// (`WorldSpec::shared_window_bytes`; the same unless shared memory
+    /// bounds the backend's blocks).
+    fn kernel_residency_with_shared(
+        &self,
+        kernel: &str,
+        block_dim: u32,
+        _shared_window_bytes: u64,
+    ) -> Result<Residency, HostError> {
+        self.kernel_residency(kernel, block_dim)
+    }
+
     /// Fails as a launch of `kernel` would when the backend has no such
     /// kernel (the emulator runs the host build, which has them all).
     fn find_kernel(&self, _kernel: &str) -> Result<(), HostError> {
@@ -211,11 +224,18 @@ pub(crate) fn resolve_for<B: Backend>(
 ) -> Result<WorldConfig, HostError> {
     // An unknown kernel fails here rather than resolve to 0 ranks.
     backend.find_kernel(kernel)?;
-    let config = spec.resolve(|b| backend.kernel_residency(kernel, b).map_or(0, |r| r.capacity()))?;
+    let shared = spec.shared_window_bytes;
+    let config = spec.resolve(|b| {
+        backend
+            .kernel_residency_with_shared(kernel, b, shared)
+            .map_or(0, |r| r.capacity())
+    })?;
     if spec.ranks == RankCount::Max && config.ranks == 0 && config.block_dim > 0 {
-        // Not even one block fits: say why (the block's size, say), not
-        // that the world has no rank.
-        backend.check_fits(kernel, &WorldConfig::new(config.block_dim, config.block_dim))?;
+        // Not even one block fits: say why (the block's size, its shared
+        // memory), not that the world has no rank.
+        let mut one = WorldConfig::new(config.block_dim, config.block_dim);
+        one.shared_window_bytes = shared;
+        backend.check_fits(kernel, &one)?;
     }
     config.layout()?;
     backend.check_fits(kernel, &config)?;

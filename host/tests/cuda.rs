@@ -597,6 +597,14 @@ fn fake_driver_child() {
     );
     let rep = d.launch(&HEAVY, &ARGS, &spec).unwrap();
     assert_eq!((rep.ranks, rep.blocks), (1024, 4));
+    // The largest world counts it too: 2 blocks of 100 KiB per SM, where
+    // the light kernel alone holds 8.
+    let max = WorldSpec::max_ranks().block_dim(256).windows(1);
+    assert_eq!(d.resolve_for(&LIGHT, &max).unwrap().ranks, 270_336);
+    let c = d
+        .resolve_for(&LIGHT, &max.shared_window_bytes(100 << 10))
+        .unwrap();
+    assert_eq!(c.ranks, 132 * 2 * 256);
     // The records say nothing ran: every rank failed to attach.
     std::env::remove_var("FAKE_CUDA_RECORDS");
     match d.launch(&LIGHT, &ARGS, &WorldSpec::ranks(64)) {

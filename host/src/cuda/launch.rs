@@ -87,6 +87,20 @@ impl Backend for CudaDevice {
         CudaDevice::kernel_residency(self, kernel, block_dim)
     }
 
+    /// The driver's occupancy with that much dynamic shared memory.
+    fn kernel_residency_with_shared(
+        &self,
+        kernel: &str,
+        block_dim: u32,
+        shared_window_bytes: u64,
+    ) -> Result<Residency, HostError> {
+        let dynamic = u32::try_from(shared_window_bytes).unwrap_or(u32::MAX);
+        let mut inner = self.lock();
+        Ok(self
+            .occupancy_locked(&mut inner, kernel, block_dim, dynamic)?
+            .residency)
+    }
+
     fn find_kernel(&self, kernel: &str) -> Result<(), HostError> {
         self.function_locked(&mut self.lock(), kernel).map(drop)
     }
