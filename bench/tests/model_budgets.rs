@@ -94,7 +94,7 @@ fn latency_barrier_and_all_reduce_stay_within_their_modelled_budgets() {
     let barrier = rows(&report, "barrier").next().expect("a barrier row");
     Budget {
         what: "world barrier, 1024 ranks in 4 blocks",
-        set_from_us: 2.365,
+        set_from_us: 1.236,
     }
     .check(field(barrier, "model_mpi_avg_us"));
     let allreduce = rows(&report, "allreduce")
@@ -102,7 +102,7 @@ fn latency_barrier_and_all_reduce_stay_within_their_modelled_budgets() {
         .expect("an 8-byte all-reduce row");
     Budget {
         what: "8-byte all-reduce, 1024 ranks in 4 blocks",
-        set_from_us: 4.429,
+        set_from_us: 3.2903,
     }
     .check(field(allreduce, "model_mpi_avg_us"));
 }

@@ -55,8 +55,8 @@ pub struct World {
     pub(crate) block: u32,
     /// World barriers this rank has entered. Every rank enters the same
     /// barriers (collectives are called by all), so it is also the
-    /// generation the world barrier's release word reaches in the current
-    /// barrier.
+    /// generation the current world barrier completes (at `generation ×
+    /// blocks` arrivals).
     pub(crate) barrier_generation: Cell<u32>,
     /// Rounds of collectives (broadcast rounds, reduction rounds) this rank
     /// has staged; its parity picks the half of the staging regions.

@@ -233,9 +233,23 @@ pub(crate) fn barrier_failed(base: u64, rank: u32, word: u64) -> u64 {
 pub(crate) fn wait_core<T>(
     c: &Core,
     what: WaitFor,
-    mut poll: impl FnMut(&mut Backoff) -> Option<Result<T, Error>>,
+    poll: impl FnMut(&mut Backoff) -> Option<Result<T, Error>>,
 ) -> Result<T, Error> {
     c.note_progress();
+    wait_recorded(c, what, poll)
+}
+
+/// [`wait_core`] for a rank whose [`Core::record_wait`] since its last
+/// failed non-blocking poll has already done what [`Core::note_progress`]
+/// would (the idle key is 0): the world barrier, which records its wait
+/// before the block barrier that opens it. It saves a load of the rank's
+/// own record, which the barrier's acquire has evicted from L1.
+#[inline(always)]
+pub(crate) fn wait_recorded<T>(
+    c: &Core,
+    what: WaitFor,
+    mut poll: impl FnMut(&mut Backoff) -> Option<Result<T, Error>>,
+) -> Result<T, Error> {
     let mut backoff = Backoff::with_max_ns(c.backoff_max_ns());
     let mut start = 0u64;
     let mut polls: u32 = 0;

@@ -911,30 +911,33 @@ pub struct ResultRecord {
     pub reserved: [u32; 3],
 }
 
-/// The world barrier's words ([`GRID_BARRIER_BYTES`](crate::layout::GRID_BARRIER_BYTES)):
-/// each on a line of its own, so that the blocks' polls of the release word
-/// do not meet the arrivals.
+/// The world barrier's words ([`GRID_BARRIER_BYTES`](crate::layout::GRID_BARRIER_BYTES)),
+/// one line: per generation `g` of the barrier, word `g % 4` of each
+/// array. Its arrival count, which the blocks also poll (as CUDA's grid
+/// synchronisation polls its counter), is complete at `blocks`; the keys
+/// beside it.
+///
+/// The arrival that completes generation `g` zeroes both words `(g + 2)
+/// % 4`. Their last readers (generation `g - 2`) read them before they
+/// arrived at `g - 1`, which that arrival's acquire takes; their next
+/// writers (generation `g + 2`) pass `g + 1` first, which that block's
+/// next arrival, a release after the zeroing, completes. Four words, not
+/// three, so that `g % 4` stays in step when the 32-bit generation wraps.
+/// A count of its own per generation, not one count that grows (complete
+/// at `g × blocks`), so that a poll can only see the arrivals at its own
+/// generation: loom then explores far fewer values per poll.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
 pub struct GridBarrier {
-    /// Block arrivals at world barriers so far (wrapping): generation `g`
-    /// is complete when it reaches `g × blocks`.
-    pub arrivals: u32,
+    /// Block arrivals at generation `g`, in word `g % 4`.
+    pub arrivals: [u32; 4],
+    /// The keys of a keyed world barrier (a broadcast's root) at
+    /// generation `g`, in word `g % 4`: the OR of `key << 32 | !key` over
+    /// the blocks' arrivals, so that every block passed the same key
+    /// exactly when the two halves share no bit.
+    pub keys: [u64; 4],
     /// Unused.
-    pub reserved0: u32,
-    /// Per half of the staging regions, the keys of a keyed world barrier
-    /// (a broadcast's root): the OR of `key << 32 | !key` over the blocks'
-    /// arrivals, so that every block passed the same key exactly when the
-    /// two halves share no bit. Zeroed for the round after next by the
-    /// arrival that completes each generation.
-    pub keys: [u64; 2],
-    /// Unused.
-    pub reserved2: [u32; 10],
-    /// The generation released last (the number of world barriers every
-    /// block has arrived at).
-    pub released: u32,
-    /// Unused.
-    pub reserved1: [u32; 15],
+    pub reserved: [u32; 20],
 }
 
 /// One block's barrier record ([`BARRIER_STRIDE`](crate::layout::BARRIER_STRIDE)

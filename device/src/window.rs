@@ -1339,9 +1339,9 @@ impl<'a, T: Equivalence> Window<'a, T> {
             // (the barrier's verdict is the same on every rank). The
             // barrier orders memory as a fence pair would: a block
             // barrier gathers the block's stores, its first rank's AcqRel
-            // fence and arrival carry them to the release, its Acquire
-            // wait and fence take every block's, and the closing block
-            // barrier hands them to the block.
+            // arrival releases them, its Acquire poll (or, for the last
+            // arrival, the arrival's acquire half) takes every block's,
+            // and the closing block barrier hands them to the block.
             let what = WaitFor {
                 operation: Call::WinFence,
                 peer: -2,

@@ -6,7 +6,6 @@ use super::agreement::CELL_HEADER;
 use super::hardware;
 use super::operation::Operation;
 use crate::buffers::Side;
-use crate::communicator::wait_for;
 use crate::communicator::{Communicator, World};
 use crate::datatype::{BufferMut, Equivalence};
 use crate::error::{saturating_u32, Error, ErrorClass};
@@ -88,18 +87,15 @@ fn keys_agree(or: u64) -> bool {
 }
 
 impl World {
-    /// The world barrier's arrival count and release word.
-    pub(super) fn grid_barrier(&self) -> (&AtomicU32, &AtomicU32) {
+    /// The world barrier's arrival count of generation `generation`
+    /// ([`GridBarrier`](crate::records::GridBarrier)).
+    pub(super) fn grid_arrivals(&self, generation: u32) -> &AtomicU32 {
         use crate::records::GridBarrier;
-        let at = |field: usize| {
-            // SAFETY: inside the world barrier's record at the start of the
-            // barrier region, 4-byte aligned, accessed only atomically.
-            unsafe { shim::atomic_u32_at(self.base, self.layout.barrier + field) }
-        };
-        (
-            at(core::mem::offset_of!(GridBarrier, arrivals)),
-            at(core::mem::offset_of!(GridBarrier, released)),
-        )
+        let word = (generation % 4) as usize;
+        let at = self.layout.barrier + core::mem::offset_of!(GridBarrier, arrivals) + 4 * word;
+        // SAFETY: inside the world barrier's record at the start of the
+        // barrier region, 4-byte aligned, accessed only atomically.
+        unsafe { shim::atomic_u32_at(self.base, at) }
     }
 
     /// Starts a staging round: the next half of the staging regions.
@@ -170,23 +166,24 @@ impl World {
     /// The world barrier, recorded as `what` in the wait record.
     ///
     /// Block barrier; the block's first rank adds the block's arrival to
-    /// the one arrival count of the world ([`GridBarrier`](crate::records::GridBarrier)),
-    /// and the arrival that completes the generation (the number of world
-    /// barriers so far, the same on every rank: generation `g` is complete
-    /// at `g × blocks` arrivals) stores `g` in the release word; each
-    /// block's first rank waits for the release word to reach `g`; block
-    /// barrier. One read-modify-write and one polled word per block, what
-    /// a CUDA grid barrier does: the thesis's single-writer counters (one
-    /// per block, every block reading every counter) put `blocks²` polls on
-    /// the memory system each round, 11.3 µs on an H100 against the native
-    /// 1.9 (docs/performance.md). The other ranks of a block wait in the
-    /// block barrier, which costs no memory traffic.
+    /// the world's arrival count of the generation (the number of world
+    /// barriers so far, the same on every rank; [`GridBarrier`](crate::records::GridBarrier))
+    /// and, unless its arrival completed it (`blocks` arrivals), polls the
+    /// count until it is; block barrier. One read-modify-write per block and one polled word,
+    /// what a CUDA grid barrier does: the thesis's single-writer counters
+    /// (one per block, every block reading every counter) put `blocks²`
+    /// polls on the memory system each round, 11.3 µs on an H100 against
+    /// the native 1.9 (docs/performance.md). The last block to arrive goes
+    /// on at once, and the others see its arrival itself, not a release
+    /// word it stores after (a round trip and a fence fewer on the critical
+    /// path). The other ranks of a block wait in the block barrier, which
+    /// costs no memory traffic.
     ///
     /// It fails alike on every rank of a block. The opening block barrier
     /// counts the ranks that came: a rank that returned from the kernel does
     /// not hold a block barrier (PTX `exit`; the emulator does the same), so
     /// a count short of the block means a rank that will never enter. Such a
-    /// block does not arrive (so the generation is never released and every
+    /// block does not arrive (so the generation never completes and every
     /// other block's barrier fails too) and waits, bounded, for nothing
     /// ([`crate::polling::barrier_wait_forever`]).
     /// The closing block barrier counts the ranks whose waits succeeded:
@@ -214,16 +211,15 @@ impl World {
     /// `NO_KEY`, to the block's shared scratch ([`KeyStage`]). Across
     /// blocks: after one more block barrier the block's first rank folds
     /// the warps' words into the block's key and ORs `key << 32 | !key`
-    /// into the half's [`GridBarrier::keys`](crate::records::GridBarrier)
-    /// word before it arrives; after the release every block reads the same
-    /// word, and the blocks agreed exactly when its two halves share no bit.
-    /// The arrival that completes a generation zeroes the other half's word,
-    /// which the round after next uses. In a world of one block the warps'
-    /// words are the whole answer, read after the closing block barrier.
-    /// Cost over the plain barrier: a shuffle and a vote per warp; with
-    /// several blocks one more block barrier, and for the block's first
-    /// rank a relaxed OR before its arrival and a relaxed load after the
-    /// release (issued before the fence that follows the wait).
+    /// into the generation's [`GridBarrier::keys`](crate::records::GridBarrier)
+    /// word before it arrives; once every block has arrived every block
+    /// reads the same word, and the blocks agreed exactly when its two
+    /// halves share no bit (the record says who zeroes the words, and
+    /// when). In a world of one block the warps' words are the whole
+    /// answer, read after the closing block barrier. Cost over the plain
+    /// barrier: a shuffle and a vote per warp; with several blocks one more
+    /// block barrier, and for the block's first rank a relaxed OR before
+    /// its arrival and a relaxed load after the wait.
     ///
     /// The words live past the head of the shared scratch (which a block
     /// communicator's opening writes before its first block barrier) and
@@ -235,11 +231,9 @@ impl World {
         self.keyed_barrier(what, Some(key))
     }
 
-    /// [`World::world_barrier_agreeing`] in a staging round of its own,
-    /// for a caller that is no collective (a window's fence): the keys
-    /// word it ORs into is the one the round before's barrier zeroed.
+    /// [`World::world_barrier_agreeing`] for a caller that is no
+    /// collective (a window's fence).
     pub(crate) fn barrier_agreeing(&self, what: WaitFor, key: u32) -> Result<bool, Error> {
-        self.begin_staging_round();
         self.keyed_barrier(what, Some(key))
     }
 
@@ -300,51 +294,56 @@ impl World {
                 what.tag,
             );
         } else if blocks > 1 && self.thread == 0 {
-            let (arrivals, released) = self.grid_barrier();
-            let half = self.staging_half();
+            let arrivals = self.grid_arrivals(generation);
             if key.is_some() {
                 // Relaxed: published by this block's arrival below (its
-                // release half), read by every block after the release.
-                self.barrier_keys(half).or(pack_key(block_key), Ordering::Relaxed);
+                // release half), read by every block after the generation
+                // completed.
+                self.barrier_keys(generation)
+                    .or(pack_key(block_key), Ordering::Relaxed);
             }
-            // The block's ranks' writes are ordered before this point by
-            // the block barrier; the fence makes them visible device-wide
-            // before we arrive.
-            shim::fence(Ordering::AcqRel);
-            // AcqRel: the release carries this block's writes to the arrival
-            // that completes the generation; the acquire takes every earlier
-            // arrival's (the arrivals are one release sequence).
+            // AcqRel. The release carries this block's writes, ordered
+            // before this point by the block barrier, to every rank that
+            // acquires a later value of the count: the arrivals are one
+            // release sequence (CUDA's grid synchronisation fences and then
+            // adds; this is the same release). The acquire takes every
+            // earlier arrival's writes, all that the last arrival needs.
             let before = arrivals.fetch_add(1, Ordering::AcqRel);
-            if before.wrapping_add(1) == generation.wrapping_mul(blocks) {
-                // The other half's keys were last read before the readers'
-                // arrivals, all acquired above; the next OR into them comes
-                // after this release (the round after next). Relaxed: the
-                // Release store below publishes it.
-                self.barrier_keys(1 - half).store(0, Ordering::Relaxed);
-                // Release pairs with the Acquire loads below: it passes on
-                // every block's writes, which the arrival above acquired.
-                released.store(generation, Ordering::Release);
-            }
-            let r = wait_for(self, what, |_| {
-                // Acquire pairs with the Release store of the arrival that
-                // completed the generation.
-                let v = released.load(Ordering::Acquire);
-                (v.wrapping_sub(generation) as i32 >= 0).then_some(Ok(()))
-            });
+            let r = if before + 1 == blocks {
+                // Generation `g + 2`'s count and keys, as `GridBarrier`
+                // says. Relaxed: published by this rank's next arrival.
+                let next = generation.wrapping_add(2);
+                self.grid_arrivals(next).store(0, Ordering::Relaxed);
+                self.barrier_keys(next).store(0, Ordering::Relaxed);
+                Ok(())
+            } else {
+                // The record and the idle key were written before the
+                // opening block barrier (`record_wait` above).
+                crate::polling::wait_recorded(&self.core(), what, |_| {
+                    // Acquire: `blocks` was written by the last arrival, in
+                    // the release sequence of every block's arrival (the
+                    // Release half above).
+                    (arrivals.load(Ordering::Acquire) >= blocks).then_some(Ok(()))
+                })
+            };
             match r {
                 Ok(()) => {
-                    // Relaxed: after the Acquire load that saw the release,
-                    // which every block's OR preceded; issued before the
-                    // fence so that the two round trips overlap.
-                    // (The half again: not held across the wait.)
-                    let keys = key.map(|_| self.barrier_keys(self.staging_half()).load(Ordering::Relaxed));
-                    // Orders what this rank acquired before its arrival at
-                    // the closing block barrier, through which the rest of
-                    // the block sees it.
-                    shim::fence(Ordering::AcqRel);
+                    // Relaxed: after the acquire of every block's arrival,
+                    // which its OR preceded. No fence follows: this rank's
+                    // acquire and the closing block barrier give the rest
+                    // of the block every block's writes (causality order is
+                    // transitive across the two scopes, PTX ISA "Memory
+                    // Consistency Model"; CUDA's grid synchronisation ends
+                    // the same way).
+                    // (The generation again: not held across the wait.)
+                    let keys = key.map(|_| {
+                        self.barrier_keys(self.barrier_generation.get())
+                            .load(Ordering::Relaxed)
+                    });
                     // A finished wait marks the rank running; it still
-                    // waits for its block.
-                    self.record_wait(what);
+                    // waits for its block. The record's other words are
+                    // still `what`'s.
+                    self.record_state(crate::polling::STATE_WAITING);
                     if let Some(v) = keys {
                         agreed = keys_agree(v);
                     }
@@ -379,10 +378,11 @@ impl World {
     }
 
     /// The [`GridBarrier::keys`](crate::records::GridBarrier) word of
-    /// staging half `half`.
-    fn barrier_keys(&self, half: usize) -> &AtomicU64 {
+    /// barrier generation `generation`.
+    fn barrier_keys(&self, generation: u32) -> &AtomicU64 {
         use crate::records::GridBarrier;
-        let at = self.layout.barrier + core::mem::offset_of!(GridBarrier, keys) + 8 * half;
+        let word = (generation % 4) as usize;
+        let at = self.layout.barrier + core::mem::offset_of!(GridBarrier, keys) + 8 * word;
         // SAFETY: inside the world barrier's record, 8-byte aligned (the
         // record is 64-byte aligned), accessed only atomically.
         unsafe { shim::atomic_u64_at(self.base, at) }
@@ -869,14 +869,21 @@ impl World {
             } else {
                 self.world_barrier(what)?;
             }
-            // SAFETY: published by the barrier; nobody writes this half until
-            // after the next round's barrier.
-            let (total, id) = unsafe {
+            // The header and the first 8 bytes of the chunk in one batch:
+            // a broadcast of at most 8 bytes needs no other load.
+            // SAFETY: the area is 8-byte aligned and holds `collective_bytes
+            // >= 64` bytes, all of it the root's or zero, published by the
+            // barrier; nobody writes this half until after the next round's
+            // barrier.
+            let (header, head) = shim::independent(|| unsafe {
                 (
-                    core::ptr::read(area as *const u32) as usize,
-                    core::ptr::read(area.add(4) as *const u32),
+                    shim::load_payload_u64(area),
+                    shim::load_payload_u64(area.add(CELL_HEADER)),
                 )
-            };
+            });
+            // The length word, then the datatype's (little-endian, as
+            // every target of this crate).
+            let (total, id) = (header as u32 as usize, (header >> 32) as u32);
             if !is_root && local_error.is_none() {
                 let status = crate::status::Status {
                     source: root,
@@ -898,8 +905,13 @@ impl World {
             }
             if !is_root && !matches!(local_error, Some(Error::TypeMismatch { .. })) {
                 let n = total.min(len).saturating_sub(offset).min(capacity);
-                // SAFETY: as above; `offset + n <= len`.
-                walked &= unsafe { side.write(offset, area.add(CELL_HEADER), n) };
+                match side {
+                    // SAFETY: `offset + n <= len` bytes of the buffer, the
+                    // chunk's first `n` bytes are `head`'s.
+                    Side::Plain(p) if n <= 8 => unsafe { shim::store_head_bytes(p.add(offset), head, n) },
+                    // SAFETY: as above; `offset + n <= len`.
+                    _ => walked &= unsafe { side.write(offset, area.add(CELL_HEADER), n) },
+                }
             }
             offset += capacity;
             if offset >= total {
