@@ -10,7 +10,7 @@
 //! | header | 512 B | magic, version, [`WorldConfig`], abort flag, [`Layout`] |
 //! | outboxes | `ranks × slots_per_rank × (48 + slot_bytes)` | per sending rank: its slots, each a [`SlotHeader`](crate::records::SlotHeader) and `slot_bytes` of payload (the thesis's sender-side buffering) |
 //! | ranks | `ranks × (72 + records × 64)` | per rank: its [`RankHeader`](crate::records::RankHeader) (inbox, unexpected queue, active list) and `requests_per_rank + 2` [`RequestRecord`](crate::records::RequestRecord)s |
-//! | barrier | `128 + blocks × 64` | the world barrier's [`GridBarrier`](crate::records::GridBarrier) (the blocks' arrival counts and a keyed barrier's keys, a word of each per generation modulo 4; the blocks poll the count); then per block a [`BarrierRecord`](crate::records::BarrierRecord): the flag word of a reduction's count check |
+//! | barrier | `128 + blocks × 64` | the world barrier's [`GridBarrier`](crate::records::GridBarrier) (the blocks' arrival counts and a keyed barrier's keys, a word of each per generation modulo 4; the blocks poll the count); then per block a [`BarrierRecord`](crate::records::BarrierRecord), unused (kept for the layout) |
 //! | broadcast | `2 × collective_bytes` | the root's chunk of a broadcast |
 //! | block scratch | `2 × blocks × collective_bytes` | per block: its partial reduction |
 //! | rank scratch | `2 × ranks × collective_bytes` | per rank: its reduction operand, folded inside the block by warp shuffles (the cells of the warps' first ranks hold the warps' partials when they do not fit the block's shared memory) |

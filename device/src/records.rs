@@ -945,13 +945,10 @@ pub struct GridBarrier {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
 pub struct BarrierRecord {
-    /// Unused.
-    pub reserved0: [u32; 2],
-    /// Set to the barrier generation by a rank of the block that found a
-    /// count mismatch after a reduction round.
-    pub flag: u32,
-    /// Unused.
-    pub reserved: [u32; 13],
+    /// Unused: a reduction's count check held its block's verdict here
+    /// until the counting block barrier gave it without memory (layout 14
+    /// keeps the region).
+    pub reserved: [u32; 16],
 }
 
 const _: () = assert!(core::mem::size_of::<WaitRecord>() == crate::layout::RECORD_STRIDE);

@@ -152,17 +152,6 @@ impl World {
         self.layout.collective_bytes
     }
 
-    /// A block's flag word: set to the current barrier generation by a rank
-    /// of the block that found a count mismatch after a reduction round.
-    pub(super) fn block_flag(&self, block: u32) -> &AtomicU32 {
-        let off = self.layout.barrier
-            + crate::layout::GRID_BARRIER_BYTES
-            + block as usize * crate::layout::BARRIER_STRIDE
-            + core::mem::offset_of!(crate::records::BarrierRecord, flag);
-        // SAFETY: inside the block's barrier record (64 bytes), aligned, atomic-only.
-        unsafe { shim::atomic_u32_at(self.base, off) }
-    }
-
     /// The world barrier, recorded as `what` in the wait record.
     ///
     /// Block barrier; the block's first rank adds the block's arrival to
@@ -609,18 +598,9 @@ impl World {
             }
             block += self.layout.block_dim;
         }
-        let flag = self.block_flag(self.block);
-        // The generation of the barrier just passed names this round; no
-        // reset is needed between rounds.
-        let generation = self.barrier_generation.get();
-        if mismatch {
-            // Relaxed: read only by this block's ranks, after the block barrier
-            // below, which orders memory among them.
-            flag.store(generation, Ordering::Relaxed);
-        }
-        shim::block_barrier();
-        // Relaxed: see the store above.
-        if flag.load(Ordering::Relaxed) == generation {
+        // The block's verdict is the count of its ranks that found a
+        // mismatch (`bar.red.popc`): no memory round trip.
+        if shim::block_barrier_count(mismatch) != 0 {
             // SAFETY: the reference rank's own-count word was written before
             // the barrier; this half is restaged only after the next round's
             // barrier.
