@@ -808,7 +808,7 @@ fn drain(w: &Core, full: bool) -> bool {
 
 /// The bytes of a payload that [`Arrived::load`] loads with the envelope:
 /// an eager message of at most this many is received from registers.
-const HEAD_BYTES: usize = 8;
+pub(crate) const HEAD_BYTES: usize = 8;
 
 /// Slots whose states one batch of [`find`] loads together.
 const SCAN: u32 = 8;

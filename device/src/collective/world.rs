@@ -77,6 +77,13 @@ fn pack_key(key: u32) -> u64 {
     (u64::from(key) << 32) | u64::from(!key)
 }
 
+/// The index of barrier generation `generation`'s words in
+/// [`GridBarrier`](crate::records::GridBarrier)'s arrays.
+#[inline(always)]
+fn generation_word(generation: u32) -> usize {
+    (generation % 4) as usize
+}
+
 /// Whether the OR of every block's [`pack_key`] comes from one key other
 /// than [`NO_KEY`]: a bit set in both halves is a bit on which two blocks
 /// differ.
@@ -91,8 +98,9 @@ impl World {
     /// ([`GridBarrier`](crate::records::GridBarrier)).
     pub(super) fn grid_arrivals(&self, generation: u32) -> &AtomicU32 {
         use crate::records::GridBarrier;
-        let word = (generation % 4) as usize;
-        let at = self.layout.barrier + core::mem::offset_of!(GridBarrier, arrivals) + 4 * word;
+        let at = self.layout.barrier
+            + core::mem::offset_of!(GridBarrier, arrivals)
+            + 4 * generation_word(generation);
         // SAFETY: inside the world barrier's record at the start of the
         // barrier region, 4-byte aligned, accessed only atomically.
         unsafe { shim::atomic_u32_at(self.base, at) }
@@ -370,8 +378,8 @@ impl World {
     /// barrier generation `generation`.
     fn barrier_keys(&self, generation: u32) -> &AtomicU64 {
         use crate::records::GridBarrier;
-        let word = (generation % 4) as usize;
-        let at = self.layout.barrier + core::mem::offset_of!(GridBarrier, keys) + 8 * word;
+        let at =
+            self.layout.barrier + core::mem::offset_of!(GridBarrier, keys) + 8 * generation_word(generation);
         // SAFETY: inside the world barrier's record, 8-byte aligned (the
         // record is 64-byte aligned), accessed only atomically.
         unsafe { shim::atomic_u64_at(self.base, at) }
@@ -888,7 +896,9 @@ impl World {
                 match side {
                     // SAFETY: `offset + n <= len` bytes of the buffer, the
                     // chunk's first `n` bytes are `head`'s.
-                    Side::Plain(p) if n <= 8 => unsafe { shim::store_head_bytes(p.add(offset), head, n) },
+                    Side::Plain(p) if n <= crate::engine::HEAD_BYTES => unsafe {
+                        shim::store_head_bytes(p.add(offset), head, n)
+                    },
                     // SAFETY: as above; `offset + n <= len`.
                     _ => walked &= unsafe { side.write(offset, area.add(CELL_HEADER), n) },
                 }
