@@ -131,3 +131,38 @@ fn world_reductions_of_matrices_are_in_rank_order_in_every_block_shape(backend: 
     }
 }
 testgen!(world_reductions_of_matrices_are_in_rank_order_in_every_block_shape);
+
+/// All-to-all and all-gather with every receive buffer in global memory
+/// (each rank copies its parts straight into the others' buffers) and
+/// with one rank's on its stack (every rank stages through the cells):
+/// the same words either way, over several blocks and a partial warp.
+fn exchanges_give_the_same_words_directly_and_staged(backend: Backend) {
+    let d = device(backend, 2);
+    for (ranks, block_dim) in [(64u32, 16u32), (45, 45)] {
+        for stacked in [-1, 5] {
+            let b = Buffers::new(&d, 0, EXCHANGE_WORDS * ranks as usize, 0);
+            d.launch(
+                &SEMANTICS_WORLD,
+                &b.args(W_EXCHANGES, stacked),
+                &WorldSpec::ranks(ranks).block_dim(block_dim),
+            )
+            .unwrap();
+            let got = d.download(&b.words).unwrap();
+            for r in 0..ranks {
+                let at = EXCHANGE_WORDS * r as usize;
+                let want: Vec<u64> = (0..ranks)
+                    .map(|s| exchange_word(s, r))
+                    .chain(
+                        (0..ranks).flat_map(|q| (0..GATHERED_WORDS as u32).map(move |i| gathered_word(q, i))),
+                    )
+                    .collect();
+                assert_eq!(
+                    got[at..at + want.len()],
+                    want[..],
+                    "{ranks}x{block_dim}, rank {stacked} on its stack: rank {r}"
+                );
+            }
+        }
+    }
+}
+testgen!(exchanges_give_the_same_words_directly_and_staged);

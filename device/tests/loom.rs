@@ -933,6 +933,46 @@ fn gather_varcount_direct_two_blocks() {
     });
 }
 
+/// (q) An all-to-all, then an all-gather, across 2 blocks of 1 rank into
+/// the ranks' scratch lines (rank `r`'s buffer: lines `2r` and `2r + 1`,
+/// one 64-byte part each). Every rank publishes its buffer and copies its
+/// parts straight into the others' (the emulator's addresses are all
+/// reachable), so loom checks that the closing barrier orders those copies
+/// before the owner's reads, and that the owner's reads come before the
+/// next collective's copies into the same lines.
+#[test]
+fn all_to_all_and_all_gather_direct_two_blocks() {
+    check("alltoall+allgather direct 2x1", 2, || {
+        let results = run_world(
+            small_config(2, 1, 1),
+            4,
+            |w, scratch| -> Result<[u64; 4], Error> {
+                let r = w.rank() as usize;
+                let (own, own_next) = (2 * r, 2 * r + 1);
+                // Part d: eight words of 10 r + d.
+                let send: [u64; 16] = std::array::from_fn(|i| (10 * r + i / 8) as u64);
+                // SAFETY: lines `2r` and `2r + 1` of the scratch, 64-byte
+                // aligned; only this rank makes a buffer of them, and the
+                // other rank reaches them only inside the collectives.
+                let recv = unsafe { std::slice::from_raw_parts_mut(scratch.line(own) as *mut u64, 16) };
+                w.all_to_all_into(&send[..], &mut recv[..])?;
+                let exchanged = [scratch.get(own), scratch.get(own_next)];
+                let mine = [r as u64 + 100; 8];
+                // SAFETY: as above; the all-to-all's view of the lines ended with it.
+                let recv = unsafe { std::slice::from_raw_parts_mut(scratch.line(own) as *mut u64, 16) };
+                w.all_gather_into(&mine[..], &mut recv[..])?;
+                Ok([
+                    exchanged[0],
+                    exchanged[1],
+                    scratch.get(own),
+                    scratch.get(own_next),
+                ])
+            },
+        );
+        assert_eq!(results, [Ok([0, 10, 100, 101]), Ok([1, 11, 100, 101])]);
+    });
+}
+
 /// Decimal concatenation of `x` and `y` (`12 ∘ 3 = 123`): associative, not
 /// commutative, so a result shows the order its operands combined in.
 fn concat(x: &u32, y: &u32) -> u32 {

@@ -457,9 +457,9 @@ fn native_exchange(
         Exchange::Gather => {
             // Every rank stores its part into the root's buffer; a block
             // barrier, one release per block; the root waits for them all.
-            let at = regions(root).recv + rank * count;
-            for (e, &v) in send.iter().enumerate() {
-                values.write(at + e, v)?;
+            let (at, from) = (regions(root).recv + rank * count, regions(rank).send);
+            for e in 0..count {
+                values.write(at + e, values.read(from + e)?)?;
             }
             let arrivals = atomic_at(&args.counters, COUNTER_ARRIVALS)?;
             intrinsics::block_barrier();
@@ -491,31 +491,32 @@ fn native_exchange(
             }
             intrinsics::block_barrier();
             intrinsics::fence(Ordering::AcqRel);
-            let at = regions(root).send + rank * count;
-            for (e, v) in recv.iter_mut().enumerate() {
-                *v = values.read(at + e)?;
+            let (at, to) = (regions(root).send + rank * count, regions(rank).recv);
+            for e in 0..count {
+                values.write(to + e, values.read(at + e)?)?;
             }
         }
         Exchange::AllGather => {
             // Each rank stores its part once into a staging area, a grid
             // barrier, each rank loads all parts (adjacent ranks load
             // adjacent elements).
-            let stage = regions(rank).stage;
-            for (e, &v) in send.iter().enumerate() {
-                values.write(stage + rank * count + e, v)?;
+            let (stage, mine) = (regions(rank).stage, regions(rank));
+            for e in 0..count {
+                values.write(stage + rank * count + e, values.read(mine.send + e)?)?;
             }
             grid.sync();
-            for (i, v) in recv.iter_mut().enumerate() {
-                *v = values.read(stage + i)?;
+            for i in 0..ranks * count {
+                values.write(mine.recv + i, values.read(stage + i)?)?;
             }
         }
         Exchange::AllToAll => {
             // Each rank stores part d straight into rank d's buffer, then a
             // grid barrier.
+            let from = regions(rank).send;
             for d in 0..ranks {
                 let at = regions(d).recv + rank * count;
                 for e in 0..count {
-                    values.write(at + e, send[d * count + e])?;
+                    values.write(at + e, values.read(from + d * count + e)?)?;
                 }
             }
             grid.sync();
@@ -524,12 +525,13 @@ fn native_exchange(
             // A grid barrier publishes the send buffers (filled before the
             // round); rank r sums element r × count + e of every rank's.
             grid.sync();
-            for (e, v) in recv.iter_mut().enumerate() {
+            let to = regions(rank).recv;
+            for e in 0..count {
                 let mut sum = 0.0;
                 for q in 0..ranks {
                     sum += values.read(regions(q).send + rank * count + e)?;
                 }
-                *v = sum;
+                values.write(to + e, sum)?;
             }
         }
         Exchange::Scan => timeouts += native_scan(args, send, recv, regions(rank).stage, round)?,

@@ -25,11 +25,35 @@ pub const W_BIG_MESSAGE: u32 = 2;
 /// `root`. Rank `r` writes its all-reduce result to `matrices[2 MATRICES
 /// r..]` and the root its reduce result after it.
 pub const W_MATRIX_REDUCTIONS: u32 = 3;
+/// Every rank (at most [`EXCHANGE_RANKS`]) sends [`exchange_word`]`(r, d)`
+/// to rank `d` by all-to-all, then all-gathers [`GATHERED_WORDS`] words
+/// ([`gathered_word`]); rank `r`'s results are `words[EXCHANGE_WORDS r..]`:
+/// the `n` words received, then the `n × GATHERED_WORDS` gathered. Every
+/// rank receives straight into `words`, but rank `root` (when it is a rank)
+/// into arrays on its stack, which it then copies there: the other ranks
+/// cannot reach those, so every rank stages the data.
+pub const W_EXCHANGES: u32 = 4;
 
 /// `u64`s of [`W_BIG_MESSAGE`]'s message.
 pub const BIG_WORDS: usize = 1000;
 /// Matrices per rank of [`W_MATRIX_REDUCTIONS`].
 pub const MATRICES: usize = 40;
+/// The largest world of [`W_EXCHANGES`].
+pub const EXCHANGE_RANKS: usize = 64;
+/// Words of each rank's all-gather part in [`W_EXCHANGES`].
+pub const GATHERED_WORDS: usize = 3;
+/// Words of `words` per rank of [`W_EXCHANGES`] (room for the largest world).
+pub const EXCHANGE_WORDS: usize = EXCHANGE_RANKS * (1 + GATHERED_WORDS);
+
+/// What rank `s` sends rank `d` in [`W_EXCHANGES`]' all-to-all.
+pub fn exchange_word(s: u32, d: u32) -> u64 {
+    u64::from(s) * 1000 + u64::from(d)
+}
+
+/// Word `i` of rank `r`'s all-gather part in [`W_EXCHANGES`].
+pub fn gathered_word(r: u32, i: u32) -> u64 {
+    u64::from(r) * 7 + u64::from(i) + 1
+}
 
 /// The arguments of [`SEMANTICS_WORLD`].
 #[repr(C)]
@@ -74,7 +98,8 @@ gpu_mpi_device::kernel! {
             }
             W_BIG_MESSAGE => big_message(world, a),
             W_MATRIX_REDUCTIONS => matrix_reductions(world, a),
-            _ => Err(Error::OutOfBounds { index: a.program, len: W_MATRIX_REDUCTIONS + 1 }),
+            W_EXCHANGES => exchanges(world, a),
+            _ => Err(Error::OutOfBounds { index: a.program, len: W_EXCHANGES + 1 }),
         }
     }
 }
@@ -140,4 +165,40 @@ fn matrix_reductions(world: &World, a: &WorldArgs) -> Result<(), Error> {
         root.reduce_into(&send[..], op)?;
     }
     Ok(())
+}
+
+fn exchanges(world: &World, a: &WorldArgs) -> Result<(), Error> {
+    let (me, n) = (world.rank() as u32, world.size() as usize);
+    if n > EXCHANGE_RANKS {
+        return Err(Error::OutOfBounds {
+            index: n as u32,
+            len: EXCHANGE_RANKS as u32,
+        });
+    }
+    let base = EXCHANGE_WORDS * me as usize;
+    let mut send = [0u64; EXCHANGE_RANKS];
+    for (d, w) in send.iter_mut().enumerate().take(n) {
+        *w = exchange_word(me, d as u32);
+    }
+    let mut part = [0u64; GATHERED_WORDS];
+    for (i, w) in part.iter_mut().enumerate() {
+        *w = gathered_word(me, i as u32);
+    }
+    let gathered = n * GATHERED_WORDS;
+    if world.rank() == a.root {
+        let mut exchanged = [0u64; EXCHANGE_RANKS];
+        world.all_to_all_into(&send[..n], &mut exchanged[..n])?;
+        let mut all = [0u64; EXCHANGE_RANKS * GATHERED_WORDS];
+        world.all_gather_into(&part[..], &mut all[..gathered])?;
+        for (i, w) in exchanged[..n].iter().chain(all[..gathered].iter()).enumerate() {
+            a.words.write(base + i, *w)?;
+        }
+        return Ok(());
+    }
+    // SAFETY: this rank's own `EXCHANGE_WORDS` of `words`, which no other
+    // rank touches outside the two collectives.
+    let mine = unsafe { a.words.slice_mut(base, n + gathered)? };
+    let (exchanged, all) = mine.split_at_mut(n);
+    world.all_to_all_into(&send[..n], exchanged)?;
+    world.all_gather_into(&part[..], all)
 }

@@ -3,8 +3,9 @@
 //! Before moving any data, the ranks all-reduce one small [`Agreement`]:
 //! the minimum and maximum of a few values each rank passes (its count, the
 //! root it names, its datatype id, a checksum of its counts array, the
-//! largest part it sends or receives) and the largest error class any rank
-//! found in its own arguments. Every rank reads the same result, so every
+//! largest part it sends or receives), the largest error class any rank
+//! found in its own arguments, and whether some rank's buffer is out of the
+//! others' reach (then the data is staged through the cells). Every rank reads the same result, so every
 //! rank decides alike whether the data rounds run (their number comes from
 //! the agreed maximum) or everybody returns an error. A wrong argument
 //! therefore never turns into a hang, and no rank returns `Ok` from a
@@ -47,7 +48,10 @@ pub(crate) struct Agreement {
     max: [u32; SLOTS],
     /// Largest error class found by a rank in its own arguments (0: none).
     class: u32,
-    _pad: u32,
+    /// 1 when some rank's buffer cannot be reached by the other ranks, so
+    /// that every rank stages the data through the cells (0: every rank
+    /// may copy straight into the others' buffers).
+    staged: u32,
 }
 
 impl Equivalence for Agreement {
@@ -59,8 +63,9 @@ impl Equivalence for Agreement {
 
 /// First byte of a cell that the agreement round leaves alone (the round
 /// stages, combines and copies `CELL_HEADER` + one [`Agreement`]): a
-/// gather's or scatter's root publishes its buffer's address there, for
-/// the ranks to read after the agreement (`exchange`).
+/// gather's or scatter's root, and every rank of an all-gather or
+/// all-to-all, publishes its buffer's address there, for the ranks to
+/// read after the agreement (`movement`).
 pub(crate) const AGREEMENT_END: usize = CELL_HEADER + core::mem::size_of::<Agreement>();
 
 // The smallest cell (64 bytes) holds the agreement and an address after it.
@@ -73,6 +78,7 @@ fn combine(a: &Agreement, b: &Agreement) -> Agreement {
         r.max[i] = a.max[i].max(b.max[i]);
     }
     r.class = a.class.max(b.class);
+    r.staged = a.staged.max(b.staged);
     r
 }
 
@@ -100,6 +106,17 @@ impl Agreement {
         if n >= u32::MAX as usize {
             self.class = self.class.max(ErrorClass::Count as u32);
         }
+    }
+
+    /// Says that this rank's buffer is out of the other ranks' reach: every
+    /// rank then stages the data ([`direct`](Self::direct) is false).
+    pub(crate) fn stage(&mut self) {
+        self.staged = 1;
+    }
+
+    /// Whether every rank's buffer is in the others' reach.
+    pub(crate) fn direct(&self) -> bool {
+        self.staged == 0
     }
 
     /// Records a local error's class.

@@ -18,8 +18,12 @@
 //! of it, and one world barrier ends the call ([`World::publish_buffer`],
 //! [`CountStage`]). A root buffer no other thread can reach (a stack array
 //! on the GPU, a typed view) goes through the cells, the root copying all
-//! `size × count` elements itself; every all-gather and all-to-all rank
-//! copies its own result from the cells.
+//! `size × count` elements itself. An all-gather with fixed counts and an
+//! all-to-all not in place do the same when every rank's receive buffer
+//! is reachable (the agreement tells: [`Agreement::direct`]): every rank
+//! publishes its buffer and copies its parts into the others'
+//! ([`World::push_parts`]); otherwise, and for the varcount and in-place
+//! all-to-all, every rank copies its own result from the cells.
 
 use super::agreement::{checksum, Agreement, AGREEMENT_END, CHECK, COUNT, LEN, ROOT, TYPE};
 use crate::buffers::Side;
@@ -213,6 +217,9 @@ fn type_error(root: i32, got: Datatype, expected: Datatype) -> Error {
     }
 }
 
+/// Receive buffers whose addresses [`World::push_parts`] loads in one batch.
+const PUSH_BATCH: usize = 8;
+
 /// The rooted collectives of this module, as the agreement's `CHECK` slot
 /// and a published buffer name them: ranks that call different ones never
 /// agree, so never copy into or out of a buffer another collective
@@ -376,7 +383,9 @@ impl World {
         // aligned, `AGREEMENT_END` a multiple of 8); no other rank reads or
         // writes it before that round's barrier (`next_rank_cell`), and the
         // agreement round writes only the bytes before `AGREEMENT_END`.
-        unsafe { (self.next_rank_cell(self.rank).add(AGREEMENT_END) as *mut *mut u8).write(buf) };
+        unsafe {
+            crate::shim::store_payload_u64(self.next_rank_cell(self.rank).add(AGREEMENT_END), buf as u64)
+        };
     }
 
     /// After an agreement that found every rank naming the valid `root` in
@@ -386,7 +395,60 @@ impl World {
         // SAFETY: the root's cell of the agreement round (the current one),
         // written before the round's world barrier and not again before the
         // next round's; the agreement does not touch these bytes.
-        unsafe { (self.rank_cell(root).add(AGREEMENT_END) as *const *mut u8).read() }
+        unsafe { crate::shim::load_payload_u64(self.rank_cell(root).add(AGREEMENT_END)) as *mut u8 }
+    }
+
+    /// The data movement of an all-gather or all-to-all whose ranks all
+    /// published their receive buffers (the agreement found them
+    /// [`direct`](Agreement::direct)): for each rank `d`, `put(d, buffer,
+    /// head)` copies this rank's data for `d` into `buffer`, rank `d`'s
+    /// receive buffer; then one world barrier tells every rank that its
+    /// buffer is complete. The published addresses are loaded
+    /// [`PUSH_BATCH`] at a time as one batch of independent loads, each with
+    /// the word at `head(d)` (`head`: the part for `d` when it is one aligned
+    /// word, so that `put` stores it from a register), because a chain of
+    /// `size` dependent loads is what would bound this loop on a GPU.
+    ///
+    /// # Safety
+    /// After an agreement round in which every rank published a receive
+    /// buffer ([`publish_buffer`](Self::publish_buffer)); `head(d)`, when
+    /// it is `Some`, is valid for 8 bytes and 8-byte aligned; `put` writes
+    /// only this rank's part of `buffer`, which no other rank writes.
+    unsafe fn push_parts(
+        &self,
+        head: impl Fn(usize) -> Option<*const u8>,
+        mut put: impl FnMut(usize, *mut u8, u64) -> bool,
+        what: WaitFor,
+    ) -> Result<(), Error> {
+        let n = self.layout.ranks as usize;
+        let mut walked = true;
+        let mut d0 = 0;
+        while d0 < n {
+            let mut to = [core::ptr::null_mut::<u8>(); PUSH_BATCH];
+            let mut heads = [0u64; PUSH_BATCH];
+            crate::shim::independent(|| {
+                // Past the last rank the batch repeats it: every load is
+                // issued, with no branch between them.
+                for i in 0..PUSH_BATCH {
+                    let d = (d0 + i).min(n - 1);
+                    to[i] = self.published_buffer(d as u32);
+                    if let Some(h) = head(d) {
+                        // SAFETY: the caller's contract on `head`.
+                        heads[i] = unsafe { crate::shim::load_payload_u64(h) };
+                    }
+                }
+            });
+            for i in 0..PUSH_BATCH.min(n - d0) {
+                walked &= put(d0 + i, to[i], heads[i]);
+            }
+            d0 += PUSH_BATCH;
+        }
+        self.world_barrier(what)?;
+        if walked {
+            Ok(())
+        } else {
+            Err(Error::Intern)
+        }
     }
 
     /// The counts round of a varcount gather or scatter: every rank stages
@@ -1111,11 +1173,18 @@ impl World {
         if let Some(e) = &local {
             mine.fail(e);
         }
+        let base = Side::of_mut(recv).0;
+        // The fixed form may copy straight into the other ranks' buffers
+        // (a varcount part's place is in each receiver's own displacements).
+        let published = reachable(Some(base).filter(|_| var.is_none()));
+        self.publish_buffer(published);
+        if published.is_null() {
+            mine.stage();
+        }
         let agreed = self.agree(mine, what)?;
         if !agreed.ok() {
             return Err(local.unwrap_or_else(|| agreed.error(self, -1, saturating_u32(k), dtype.id)));
         }
-        let base = Side::of_mut(recv).0;
         let me = self.rank;
         let (own_off, own_len) = parts.get(me as usize);
         let staged = match send {
@@ -1127,8 +1196,43 @@ impl World {
             // to fit).
             None => (base, own_off, own_len),
         };
-        let mut walked = true;
         let in_place = send.is_none();
+        if agreed.direct() && own_len > 0 {
+            // Every rank copies its part straight into every rank's buffer
+            // (in place, not into its own); a part of one aligned word is
+            // loaded once and stored from a register.
+            let (side, at, m) = staged;
+            let word = match side {
+                Side::Plain(s) if m == 8 && (s as usize + at).is_multiple_of(8) => {
+                    // SAFETY: our part: `m` (8) readable bytes at `at`, aligned.
+                    Some(unsafe { crate::shim::load_payload_u64(s.add(at)) })
+                }
+                _ => None,
+            };
+            // SAFETY: every rank published its buffer (agreed direct), `n ×
+            // m` bytes on every rank (count and datatype agreed); we write
+            // our part `me × m..`, which only we write; `staged` is
+            // readable for `m` bytes and, in place, is our own part of our
+            // own buffer, which no other rank writes.
+            return unsafe {
+                self.push_parts(
+                    |_| None,
+                    |d, to, _| {
+                        let dst = to.add(me as usize * m);
+                        match word {
+                            _ if in_place && d == me as usize => true,
+                            Some(v) => {
+                                crate::shim::store_head_bytes(dst, v, 8);
+                                true
+                            }
+                            None => side.read(at, dst, m),
+                        }
+                    },
+                    what,
+                )
+            };
+        }
+        let mut walked = true;
         let walked_take = &mut walked;
         let take = move |q: u32, lo: usize, cell: *const u8, cb: usize| {
             let (off, len) = parts.get(q as usize);
@@ -1177,13 +1281,47 @@ impl World {
         if let Some(e) = &local {
             mine.fail(e);
         }
+        let src = Side::of(send).0;
+        let dst = Side::of_mut(recv).0;
+        let published = reachable(Some(dst));
+        self.publish_buffer(published);
+        if published.is_null() {
+            mine.stage();
+        }
         let agreed = self.agree(mine, what)?;
         if !agreed.ok() {
             return Err(local.unwrap_or_else(|| agreed.error(self, -1, saturating_u32(total), dtype.id)));
         }
         let m = total / n * dtype.size as usize;
-        let src = Side::of(send).0;
-        let dst = Side::of_mut(recv).0;
+        if agreed.direct() && m > 0 {
+            // Every rank copies its part `d` straight into rank `d`'s
+            // buffer; a part of one aligned word travels in a register.
+            let p = self.rank as usize;
+            let word = match src {
+                Side::Plain(s) if m == 8 && (s as usize).is_multiple_of(8) => Some(s as *const u8),
+                _ => None,
+            };
+            // SAFETY: every rank published its buffer (agreed direct);
+            // part `d` of `send` is `m` packed bytes at `d × m` (`n × m`
+            // of them, checked and agreed), and with `word` one aligned
+            // word; we write part `p` of rank `d`'s buffer (`n × m` bytes,
+            // the same count on every rank), which only we write.
+            return unsafe {
+                self.push_parts(
+                    |d| word.map(|s| s.add(d * 8)),
+                    |d, to, head| {
+                        let at = to.add(p * m);
+                        if word.is_some() {
+                            crate::shim::store_head_bytes(at, head, 8);
+                            true
+                        } else {
+                            src.read(d * m, at, m)
+                        }
+                    },
+                    what,
+                )
+            };
+        }
         let walked = Cell::new(true);
         let r = self.all_to_all_rounds(
             m,
