@@ -123,3 +123,17 @@ fn pi_point_to_point_stays_within_its_modelled_budget_per_message() {
     }
     .check(per_message_us);
 }
+
+#[test]
+fn all_to_all_and_all_gather_stay_within_their_modelled_budgets() {
+    let report = run(vec![Suite::Allgather, Suite::Alltoall], 512);
+    for (suite, what, set_from_us) in [
+        ("allgather", "8-byte all-gather, 512 ranks", 34.7045),
+        ("alltoall", "8-byte all-to-all, 512 ranks", 38.0405),
+    ] {
+        let row = rows(&report, suite)
+            .find(|r| field(r, "bytes") == 8.0)
+            .unwrap_or_else(|| panic!("an 8-byte {suite} row"));
+        Budget { what, set_from_us }.check(field(row, "model_mpi_avg_us"));
+    }
+}
