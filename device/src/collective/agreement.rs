@@ -11,8 +11,10 @@
 //! therefore never turns into a hang, and no rank returns `Ok` from a
 //! collective another rank found erroneous.
 //!
-//! Cost: one round of the hierarchical all-reduce (one world barrier and
-//! the block trees), for 48 bytes per rank.
+//! Cost: two world barriers when every rank passed the same values and no
+//! error ([`World::agree`]'s quick round); otherwise those and one round
+//! of the hierarchical all-reduce (one world barrier and the block trees)
+//! for 48 bytes per rank.
 
 use super::operation::UserOperation;
 use crate::communicator::{Communicator, World};
@@ -195,8 +197,53 @@ pub(crate) fn checksum(counts: &[i32]) -> u32 {
 
 impl World {
     /// All-reduces `mine` over the world: every rank gets the same
-    /// [`Agreement`]. One staging round (world barrier, block trees).
-    pub(crate) fn agree(&self, mine: Agreement, what: WaitFor) -> Result<Agreement, Error> {
+    /// [`Agreement`].
+    ///
+    /// First the quick round: rank 0 stages its record, a world barrier,
+    /// every rank compares its slots with rank 0's, and a second world
+    /// barrier agrees on a key (that rank's [`direct`](Agreement::direct)
+    /// flag, or a key that agrees with nobody from a rank whose slots
+    /// differ or that found an error of its own). When every rank passed
+    /// the same slots, no error and the same flag, each rank's own record
+    /// is the agreement: two world barriers, where the full round costs a
+    /// world barrier and two block trees of a 48-byte record. Otherwise
+    /// the full round all-reduces the records, for the error every rank
+    /// returns and a varcount form's longest part; it clears this rank's
+    /// published buffer first (published for the quick round's cells,
+    /// which the full round leaves behind) and stages, so that no rank
+    /// copies through an address read from the wrong round.
+    pub(crate) fn agree(&self, mut mine: Agreement, what: WaitFor) -> Result<Agreement, Error> {
+        type Words = [u64; core::mem::size_of::<Agreement>() / 8];
+        self.begin_staging_round();
+        // SAFETY: the data area of rank 0's cell of this round, 8-byte
+        // aligned, `CELL_HEADER + size_of::<Agreement>() = AGREEMENT_END`
+        // bytes inside the cell; only rank 0 writes it, before the barrier
+        // below, and the next write to it comes two rounds later.
+        let first = unsafe { self.rank_cell(0).add(CELL_HEADER) };
+        let words: Words = bytemuck::cast(mine);
+        if self.rank == 0 {
+            for (i, w) in words.iter().enumerate() {
+                // SAFETY: as above.
+                unsafe { crate::shim::store_payload_u64(first.add(8 * i), *w) };
+            }
+        }
+        self.world_barrier(what)?;
+        let mut theirs: Words = [0; core::mem::size_of::<Words>() / 8];
+        crate::shim::independent(|| {
+            for (i, w) in theirs.iter_mut().enumerate() {
+                // SAFETY: as above; written before the barrier.
+                *w = unsafe { crate::shim::load_payload_u64(first.add(8 * i)) };
+            }
+        });
+        let theirs: Agreement = bytemuck::cast(theirs);
+        // Every rank's `min` and `max` are its own values, so the slots
+        // are alike everywhere when each rank's equal rank 0's.
+        let key = (mine.class == 0 && mine.min == theirs.min).then_some(mine.staged);
+        if self.world_barrier_agreeing_on(what, key)? {
+            return Ok(mine);
+        }
+        self.publish_buffer(core::ptr::null_mut());
+        mine.stage();
         let op = UserOperation::commutative(combine);
         // Every rank passes exactly one element, so the round's count check
         // cannot fail; `reduce_round` returns an `Err` only for a failed wait.

@@ -373,11 +373,12 @@ impl World {
         }
     }
 
-    /// The root's side of a fixed-count gather or scatter, before the
-    /// agreement: writes the address of its buffer (or null: see
-    /// [`reachable`]) after the agreement's data in its cell of the round
-    /// that begins next, the agreement's, whose world barrier publishes it.
-    fn publish_buffer(&self, buf: *mut u8) {
+    /// The root's side of a fixed-count gather or scatter, and every
+    /// rank's of an all-gather or all-to-all, before the agreement: writes
+    /// the address of its buffer (or null: see [`reachable`]) after the
+    /// agreement's data in its cell of the round that begins next, the
+    /// agreement's, whose world barriers publish it.
+    pub(super) fn publish_buffer(&self, buf: *mut u8) {
         // SAFETY: our own cell of the next round, `AGREEMENT_END + 8 <= 64
         // <= collective_bytes` bytes, 8-byte aligned (cells are 64-byte
         // aligned, `AGREEMENT_END` a multiple of 8); no other rank reads or

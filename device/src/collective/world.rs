@@ -228,6 +228,13 @@ impl World {
         self.keyed_barrier(what, Some(key))
     }
 
+    /// [`World::world_barrier_agreeing`] on `key`, or with `None` on a key
+    /// that agrees with nobody (a rank that knows already that the ranks
+    /// disagree).
+    pub(super) fn world_barrier_agreeing_on(&self, what: WaitFor, key: Option<u32>) -> Result<bool, Error> {
+        self.keyed_barrier(what, Some(key.unwrap_or(NO_KEY)))
+    }
+
     /// [`World::world_barrier_agreeing`] for a caller that is no
     /// collective (a window's fence).
     pub(crate) fn barrier_agreeing(&self, what: WaitFor, key: u32) -> Result<bool, Error> {
