@@ -38,6 +38,8 @@ pub(crate) const ROOT: usize = 1;
 pub(crate) const TYPE: usize = 2;
 /// Slot: a checksum of an array every rank passes alike (counts).
 pub(crate) const CHECK: usize = 3;
+/// Words of [`Agreement::slot_words`].
+const SLOT_WORDS: usize = SLOTS.div_ceil(2);
 /// Slot: a length of which only the maximum matters (bytes of the largest
 /// part, the number of staging rounds follows from it).
 pub(crate) const LEN: usize = 4;
@@ -119,6 +121,14 @@ impl Agreement {
     /// Whether every rank's buffer is in the others' reach.
     pub(crate) fn direct(&self) -> bool {
         self.staged == 0
+    }
+
+    /// The slots' values, two to a word: what the agreement's quick round
+    /// compares (a rank's minimum and maximum of a slot are its value).
+    fn slot_words(&self) -> [u64; SLOT_WORDS] {
+        let pair =
+            |i: usize| u64::from(self.min[i]) | u64::from(self.min.get(i + 1).copied().unwrap_or(0)) << 32;
+        core::array::from_fn(|k| pair(2 * k))
     }
 
     /// Records a local error's class.
@@ -213,14 +223,13 @@ impl World {
     /// which the full round leaves behind) and stages, so that no rank
     /// copies through an address read from the wrong round.
     pub(crate) fn agree(&self, mut mine: Agreement, what: WaitFor) -> Result<Agreement, Error> {
-        type Words = [u64; core::mem::size_of::<Agreement>() / 8];
         self.begin_staging_round();
         // SAFETY: the data area of rank 0's cell of this round, 8-byte
-        // aligned, `CELL_HEADER + size_of::<Agreement>() = AGREEMENT_END`
-        // bytes inside the cell; only rank 0 writes it, before the barrier
-        // below, and the next write to it comes two rounds later.
+        // aligned, `8 × SLOT_WORDS` bytes before `AGREEMENT_END`, inside the
+        // cell; only rank 0 writes it, before the barrier below, and the
+        // next write to it comes two rounds later.
         let first = unsafe { self.rank_cell(0).add(CELL_HEADER) };
-        let words: Words = bytemuck::cast(mine);
+        let words = mine.slot_words();
         if self.rank == 0 {
             for (i, w) in words.iter().enumerate() {
                 // SAFETY: as above.
@@ -228,17 +237,14 @@ impl World {
             }
         }
         self.world_barrier(what)?;
-        let mut theirs: Words = [0; core::mem::size_of::<Words>() / 8];
+        let mut theirs = [0u64; SLOT_WORDS];
         crate::shim::independent(|| {
             for (i, w) in theirs.iter_mut().enumerate() {
                 // SAFETY: as above; written before the barrier.
                 *w = unsafe { crate::shim::load_payload_u64(first.add(8 * i)) };
             }
         });
-        let theirs: Agreement = bytemuck::cast(theirs);
-        // Every rank's `min` and `max` are its own values, so the slots
-        // are alike everywhere when each rank's equal rank 0's.
-        let key = (mine.class == 0 && mine.min == theirs.min).then_some(mine.staged);
+        let key = (mine.class == 0 && words == theirs).then_some(mine.staged);
         if self.world_barrier_agreeing_on(what, key)? {
             return Ok(mine);
         }
