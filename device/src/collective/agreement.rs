@@ -225,26 +225,31 @@ impl World {
     pub(crate) fn agree(&self, mut mine: Agreement, what: WaitFor) -> Result<Agreement, Error> {
         self.begin_staging_round();
         // SAFETY: the data area of rank 0's cell of this round, 8-byte
-        // aligned, `8 × SLOT_WORDS` bytes before `AGREEMENT_END`, inside the
+        // aligned, `8 × SLOT_WORDS` (24) bytes before `AGREEMENT_END`, inside the
         // cell; only rank 0 writes it, before the barrier below, and the
         // next write to it comes two rounds later.
         let first = unsafe { self.rank_cell(0).add(CELL_HEADER) };
-        let words = mine.slot_words();
+        // Three scalars, not arrays indexed in loops: those would live in
+        // local memory across the barriers.
+        let [w0, w1, w2] = mine.slot_words();
         if self.rank == 0 {
-            for (i, w) in words.iter().enumerate() {
-                // SAFETY: as above.
-                unsafe { crate::shim::store_payload_u64(first.add(8 * i), *w) };
+            // SAFETY: as above.
+            unsafe {
+                crate::shim::store_payload_u64(first, w0);
+                crate::shim::store_payload_u64(first.add(8), w1);
+                crate::shim::store_payload_u64(first.add(16), w2);
             }
         }
         self.world_barrier(what)?;
-        let mut theirs = [0u64; SLOT_WORDS];
-        crate::shim::independent(|| {
-            for (i, w) in theirs.iter_mut().enumerate() {
-                // SAFETY: as above; written before the barrier.
-                *w = unsafe { crate::shim::load_payload_u64(first.add(8 * i)) };
-            }
+        // SAFETY: as above; written before the barrier.
+        let theirs = crate::shim::independent(|| unsafe {
+            (
+                crate::shim::load_payload_u64(first),
+                crate::shim::load_payload_u64(first.add(8)),
+                crate::shim::load_payload_u64(first.add(16)),
+            )
         });
-        let key = (mine.class == 0 && words == theirs).then_some(mine.staged);
+        let key = (mine.class == 0 && (w0, w1, w2) == theirs).then_some(mine.staged);
         if self.world_barrier_agreeing_on(what, key)? {
             return Ok(mine);
         }
