@@ -237,7 +237,7 @@ impl Model {
                 clock.spend(TimeCategory::Fences, c.fence);
                 clock.invalidate_l1();
             }
-            Access::Copy { bytes, wide, src, .. } => {
+            Access::Copy { bytes, wide, .. } => {
                 if bytes == 0 {
                     return;
                 }
@@ -247,14 +247,7 @@ impl Model {
                 } else {
                     c.thread_ps_per_byte
                 };
-                // A source inside one line the rank has in L1 (a part of a
-                // buffer it has just read from) does not wait for L2.
-                let first = if clock.touch_line(src, bytes) {
-                    c.load_hit
-                } else {
-                    c.load
-                };
-                let own = first + (bytes as f64 * per_byte).round() as u64;
+                let own = c.load + (bytes as f64 * per_byte).round() as u64;
                 let start = now.max(self.copy_free.get());
                 let device_end = start + (2.0 * bytes as f64 * c.device_ps_per_byte).round() as u64;
                 self.copy_free.set(device_end);
