@@ -1,12 +1,12 @@
 //! The argument agreement that the newer collectives start with.
 //!
-//! Before moving any data, the ranks all-reduce one small [`Agreement`]:
+//! Before moving any data, the ranks agree on one small [`Agreement`]:
 //! the minimum and maximum of a few values each rank passes (its count, the
 //! root it names, its datatype id, a checksum of its counts array, the
 //! largest part it sends or receives), the largest error class any rank
-//! found in its own arguments, and whether some rank's buffer is out of the
-//! others' reach (then the data is staged through the cells). Every rank reads the same result, so every
-//! rank decides alike whether the data rounds run (their number comes from
+//! found in its own arguments, and whether some rank's buffer is out of
+//! the others' reach (then the data is staged through the cells). Every
+//! rank reads the same result, so every rank decides alike whether the data rounds run (their number comes from
 //! the agreed maximum) or everybody returns an error. A wrong argument
 //! therefore never turns into a hang, and no rank returns `Ok` from a
 //! collective another rank found erroneous.
