@@ -258,6 +258,13 @@ unsafe fn move_bytes(
 /// active list (posting order) and returns its index.
 #[inline]
 pub(crate) fn post(w: &Core, scope: u32, p: &Post) -> Result<u32, Error> {
+    post_alone(w, scope, p).map(|(i, _)| i)
+}
+
+/// [`post`], and whether the record is alone in the active list (no other
+/// request of this rank is in flight).
+#[inline(always)]
+fn post_alone(w: &Core, scope: u32, p: &Post) -> Result<(u32, bool), Error> {
     let used = mine!(w, records_used);
     let (first, end) = if scope == 0 {
         (0, BLOCKING_RECORDS)
@@ -304,7 +311,7 @@ pub(crate) fn post(w: &Core, scope: u32, p: &Post) -> Result<u32, Error> {
     }
     mine!(w, active_tail = i + 1);
     trace::posted(w);
-    Ok(i)
+    Ok((i, tail == 0))
 }
 
 /// The bits of a record's `mode` word below its context word: the mode and
@@ -614,8 +621,8 @@ fn run_words(
         #[cfg(not(feature = "views"))]
         signature: Signature::NONE,
     };
-    let i = match post(w, 0, &p) {
-        Ok(i) => i,
+    let (i, alone) = match post_alone(w, 0, &p) {
+        Ok(posted) => posted,
         Err(Error::RequestLimit { limit }) => return failed(Failure::RequestLimit, limit),
         // `post` fails with `RequestLimit` only.
         Err(_) => return failed(Failure::RequestLimit, BLOCKING_RECORDS),
@@ -629,6 +636,55 @@ fn run_words(
         peer,
         tag,
     };
+    // A call alone in the active list (no request of this rank in flight)
+    // first tries once with its own words, held here, instead of loading
+    // them back from its record: a send claims its slot, a receive looks
+    // for its message without a walk of the list. An eager message or a
+    // direct rendezvous that completes so never enters the wait; anything
+    // else (no slot, no message yet, a synchronous send, a stream) goes on
+    // in the wait's passes over the list. Only once: inside the wait's
+    // poll these words would be the poll's captures, in local memory. Not
+    // while tracing: the trace's events come from those passes. A receive
+    // bounded by a send (`MODE_MASK`) is never alone; excluding it means
+    // `start_receive` never waits (`allowed`), so a matched message is
+    // never left unstarted. The try is a call with scalar arguments, one
+    // per direction: inlined here beside the passes' own copies of the
+    // claim and the search, it costs the kernels registers and stack.
+    let direct = alone
+        && !trace::on(w)
+        && match state {
+            RecordState::SendClaim => true,
+            RecordState::RecvMatch => mode & MODE_MASK == 0,
+            _ => false,
+        };
+    if direct {
+        let buffer = if inline { inline_area(w, i) as u64 } else { word };
+        let step = if state.is_send() {
+            send_alone(
+                base,
+                rank,
+                i,
+                peer,
+                tag,
+                datatype,
+                len,
+                buffer,
+                mode,
+                p.signature.get(),
+            )
+        } else {
+            receive_alone(base, rank, i, peer, tag, datatype, len, buffer, mode)
+        };
+        match step {
+            Step::Complete => return i as u64,
+            // Moved: what follows waits for the peer (a synchronous send's
+            // slot, a rendezvous's copy), which cannot have come yet: give
+            // way first, as a wait does between its first poll, which
+            // moved, and its second.
+            Step::Moved => Backoff::new().snooze(),
+            Step::Idle => {}
+        }
+    }
     let r = crate::polling::wait_core(w, what, |b| {
         if progress_in::<true>(w) {
             b.progressed();
@@ -674,7 +730,7 @@ fn progress_in<const BLOCKING: bool>(w: &Core) -> bool {
             if send_blocked {
                 Step::Idle
             } else {
-                let s = claim(w, i);
+                let s = claim_record(w, i);
                 send_blocked = matches!(s, Step::Idle);
                 s
             }
@@ -688,19 +744,7 @@ fn progress_in<const BLOCKING: bool>(w: &Core) -> bool {
                     rec!(w, i, tag),
                     rec!(w, i, mode) >> CONTEXT_SHIFT,
                 );
-                // At most two rounds: the second after taking the inbox.
-                let mut look = lazy;
-                let c = loop {
-                    let (c, full) = find_in(w, peer, tag, context, look);
-                    if c.id1 != 0 || !look {
-                        break c;
-                    }
-                    if !(full && drain(w, true)) {
-                        break c;
-                    }
-                    moved = true;
-                    look = false;
-                };
+                let c = find_taking(w, peer, tag, context, lazy, &mut moved);
                 c.id1 != 0 && {
                     unlink(w, &c);
                     trace::matched(w, c.id1 - 1);
@@ -713,7 +757,7 @@ fn progress_in<const BLOCKING: bool>(w: &Core) -> bool {
                 Step::Idle
             } else {
                 let s = if BLOCKING {
-                    start_receive(w, i)
+                    start_receive_record(w, i)
                 } else {
                     start_receive_outlined(w.base as u64, w.rank, i)
                 };
@@ -748,12 +792,33 @@ fn progress_in<const BLOCKING: bool>(w: &Core) -> bool {
     moved
 }
 
+/// [`find_in`], and with `look` a second search after taking the inbox if
+/// the first found nothing there (setting `moved`). One call site of
+/// `find_in`, which is inlined.
+#[inline(always)]
+fn find_taking(w: &Core, peer: i32, tag: i32, context: u32, look: bool, moved: &mut bool) -> Candidate {
+    let mut look = look;
+    loop {
+        let (c, full) = find_in(w, peer, tag, context, look);
+        if c.id1 != 0 || !look {
+            return c;
+        }
+        if !(full && drain(w, true)) {
+            return c;
+        }
+        *moved = true;
+        look = false;
+    }
+}
+
 #[derive(Clone, Copy)]
 enum Step {
     /// Nothing changed.
     Idle,
     /// Something changed.
     Moved,
+    /// The record completed (something changed).
+    Complete,
 }
 
 /// Takes this rank's inbox into its unexpected queue; true if it held
@@ -1060,8 +1125,8 @@ pub(crate) fn mark_claimed(w: &Core, id: u32) {
 
 /// The bytes receive record `i` may write so far (a send-receive-replace
 /// writes only what its send has copied out of the shared buffer).
-fn allowed(w: &Core, i: u32) -> u32 {
-    match rec!(w, i, mode) & MODE_MASK {
+fn allowed(w: &Core, mode: u32) -> u32 {
+    match mode & MODE_MASK {
         0 => u32::MAX,
         send => send_copied(w, send - 1),
     }
@@ -1075,7 +1140,105 @@ fn start_receive_outlined(base: u64, rank: u32, i: u32) -> Step {
         base: base as *mut u8,
         rank,
     };
-    start_receive(&core, i)
+    start_receive_record(&core, i)
+}
+
+/// [`run_words`]'s first try of a send alone in the active list, record
+/// `i` with the words given here: [`claim`]; on [`Step::Complete`] the
+/// record is out of the list ([`completed_alone`]). A call with scalar
+/// arguments, apart from [`receive_alone`]: the two in one function
+/// raised `pi_p2p` from 64 to 72 registers.
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn send_alone(
+    base: u64,
+    rank: u32,
+    i: u32,
+    peer: i32,
+    tag: i32,
+    datatype: u32,
+    len: u32,
+    buffer: u64,
+    mode: u32,
+    signature: u32,
+) -> Step {
+    let core = Core {
+        base: base as *mut u8,
+        rank,
+    };
+    // Stored with the envelope only with views.
+    #[cfg(not(feature = "views"))]
+    let _ = signature;
+    let words = Held {
+        peer,
+        tag,
+        datatype,
+        len,
+        buffer,
+        mode,
+        #[cfg(feature = "views")]
+        signature,
+    };
+    completed_alone(&core, claim(&core, i, &words))
+}
+
+/// [`run_words`]'s first try of a receive alone in the active list,
+/// record `i` with the words given here: the search of a pass over the
+/// list (taking the inbox if the first search found nothing), and on a
+/// match its start; [`Step::Idle`] when nothing matched. On
+/// [`Step::Complete`] the record is out of the list.
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn receive_alone(
+    base: u64,
+    rank: u32,
+    i: u32,
+    peer: i32,
+    tag: i32,
+    datatype: u32,
+    len: u32,
+    buffer: u64,
+    mode: u32,
+) -> Step {
+    let core = Core {
+        base: base as *mut u8,
+        rank,
+    };
+    let w = &core;
+    let c = find_taking(w, peer, tag, mode >> CONTEXT_SHIFT, true, &mut false);
+    if c.id1 == 0 {
+        return Step::Idle;
+    }
+    unlink(w, &c);
+    trace::matched(w, c.id1 - 1);
+    completed_alone(w, start_receive(w, i, c.id1 - 1, len, datatype, buffer, mode))
+}
+
+/// `step` of a record alone in the active list; if it completed, what the
+/// wait would have done (`wait_core`: this rank progressed) and the list
+/// empty again.
+#[inline(always)]
+fn completed_alone(w: &Core, step: Step) -> Step {
+    if matches!(step, Step::Complete) {
+        w.note_progress();
+        mine!(w, active_head = 0);
+        mine!(w, active_tail = 0);
+    }
+    step
+}
+
+/// [`start_receive`] with the receive's fields loaded from record `i`.
+#[inline(always)]
+fn start_receive_record(w: &Core, i: u32) -> Step {
+    start_receive(
+        w,
+        i,
+        rec!(w, i, slot) - 1,
+        rec!(w, i, len),
+        rec!(w, i, datatype),
+        rec!(w, i, buffer),
+        rec!(w, i, mode),
+    )
 }
 
 /// Whether receive record `i`, of datatype id `expected`, takes message
@@ -1086,16 +1249,16 @@ fn start_receive_outlined(base: u64, rank: u32, i: u32) -> Step {
 /// the strict id check.
 #[cfg(feature = "views")]
 #[inline(always)]
-fn receive_extends(w: &Core, i: u32, expected: u32, a: &Arrived) -> bool {
+fn receive_extends(mode: u32, buffer: u64, expected: u32, a: &Arrived) -> bool {
     expected & SIGNATURE_BIT != 0
-        && rec!(w, i, mode) & TYPED_MODE != 0
-        && receive_extends_outlined(rec!(w, i, buffer), a.datatype, a.bytes, a.signature)
+        && mode & TYPED_MODE != 0
+        && receive_extends_outlined(buffer, a.datatype, a.bytes, a.signature)
 }
 
 /// Without the `views` feature no receive is typed: ids match exactly.
 #[cfg(not(feature = "views"))]
 #[inline(always)]
-fn receive_extends(_: &Core, _: u32, _: u32, _: &Arrived) -> bool {
+fn receive_extends(_: u32, _: u64, _: u32, _: &Arrived) -> bool {
     false
 }
 
@@ -1119,16 +1282,19 @@ fn receive_extends_outlined(typed: u64, datatype: u32, bytes: u32, signature: u3
     t.skip == 0 && unsafe { (t.extends)(t, datatype, bytes as u64, signature) }
 }
 
-/// Starts receiving the claimed message of record `i` (state RecvClaimed).
+/// Starts receiving, for record `i`, the message in slot `id` that it
+/// claimed; `capacity`, `expected`, `buffer` and `mode` are the record's
+/// `len`, `datatype`, `buffer` and `mode` words, passed in so that a
+/// blocking receive gives them from registers ([`run_words`]).
+/// [`Step::Complete`] when the record completed.
 #[cfg_attr(feature = "inline-engine", inline(always))]
-fn start_receive(w: &Core, i: u32) -> Step {
-    let id = rec!(w, i, slot) - 1;
+#[allow(clippy::too_many_arguments)]
+fn start_receive(w: &Core, i: u32, id: u32, capacity: u32, expected: u32, buffer: u64, mode: u32) -> Step {
     let a = Arrived::load(w, id);
     let (status, kind) = (a.status(w), a.kind);
-    let capacity = rec!(w, i, len);
-    let expected = rec!(w, i, datatype);
     let (outcome, wanted) =
-        if expected != ID_BYTE && expected != status.datatype && !receive_extends(w, i, expected, &a) {
+        if expected != ID_BYTE && expected != status.datatype && !receive_extends(mode, buffer, expected, &a)
+        {
             (Outcome::TypeMismatch, 0)
         } else if status.bytes > capacity {
             (Outcome::Truncate, capacity)
@@ -1140,7 +1306,7 @@ fn start_receive(w: &Core, i: u32) -> Step {
     } else {
         wanted
     };
-    if first > allowed(w, i) {
+    if first > allowed(w, mode) {
         return Step::Idle;
     }
     rec!(w, i, peer = status.source);
@@ -1149,8 +1315,8 @@ fn start_receive(w: &Core, i: u32) -> Step {
     rec!(w, i, message_datatype = status.datatype);
     rec!(w, i, outcome = outcome as u32);
     rec!(w, i, wanted = wanted);
-    let buf = rec!(w, i, buffer) as *mut u8;
-    let typed = cfg!(feature = "views") && rec!(w, i, mode) & TYPED_MODE != 0;
+    let buf = buffer as *mut u8;
+    let typed = cfg!(feature = "views") && mode & TYPED_MODE != 0;
     let me = w.rank;
     let state = w.slot_word(id, SlotWord::State);
     if kind == MessageKind::Eager as u32 {
@@ -1183,6 +1349,8 @@ fn start_receive(w: &Core, i: u32) -> Step {
         // SAFETY: first chunk of `chunk >= first` bytes in the payload.
         unsafe { move_bytes(w, i, typed, false, 0, buf, w.slot_payload(id), first) };
         if first < wanted {
+            // The slot again: a blocking receive did not store it at its match.
+            rec!(w, i, slot = id + 1);
             rec!(w, i, offset = first);
             rec!(w, i, state = RecordState::RecvStream as u32);
             // Release pairs with the sender's Acquire wait for CTS.
@@ -1193,7 +1361,7 @@ fn start_receive(w: &Core, i: u32) -> Step {
         state.store(SlotState::Done.word(me), Ordering::Release);
     }
     rec!(w, i, state = RecordState::Complete as u32);
-    Step::Moved
+    Step::Complete
 }
 
 /// Takes the next chunk of a streamed message, if it is there.
@@ -1207,7 +1375,7 @@ fn receive_chunk(w: &Core, i: u32) -> Step {
     }
     let (offset, wanted) = (rec!(w, i, offset), rec!(w, i, wanted));
     let n = load(w, id, SlotWord::Chunk).min(wanted - offset);
-    if offset + n > allowed(w, i) {
+    if offset + n > allowed(w, rec!(w, i, mode)) {
         return Step::Idle;
     }
     let buf = rec!(w, i, buffer) as *mut u8;
@@ -1290,17 +1458,124 @@ fn return_slot(w: &Core, s: u32) {
     mine!(w, used_slots = mine!(w, used_slots) & !(1u64 << s));
 }
 
+/// Where [`claim`] takes a send's words: from its record, each load where
+/// the word is used ([`InRecord`]), or from values the call holds
+/// ([`Held`]).
+trait SendWords {
+    fn peer(&self) -> i32;
+    fn tag(&self) -> i32;
+    fn datatype(&self) -> u32;
+    fn len(&self) -> u32;
+    fn buffer(&self) -> u64;
+    fn mode(&self) -> u32;
+    /// The `wanted` word: the signature.
+    #[cfg(feature = "views")]
+    fn signature(&self) -> u32;
+}
+
+/// A send's words in record `i` of the rank.
+struct InRecord<'a> {
+    w: &'a Core,
+    i: u32,
+}
+
+impl SendWords for InRecord<'_> {
+    #[inline(always)]
+    fn peer(&self) -> i32 {
+        rec!(self.w, self.i, peer)
+    }
+    #[inline(always)]
+    fn tag(&self) -> i32 {
+        rec!(self.w, self.i, tag)
+    }
+    #[inline(always)]
+    fn datatype(&self) -> u32 {
+        rec!(self.w, self.i, datatype)
+    }
+    #[inline(always)]
+    fn len(&self) -> u32 {
+        rec!(self.w, self.i, len)
+    }
+    #[inline(always)]
+    fn buffer(&self) -> u64 {
+        rec!(self.w, self.i, buffer)
+    }
+    #[inline(always)]
+    fn mode(&self) -> u32 {
+        rec!(self.w, self.i, mode)
+    }
+    #[cfg(feature = "views")]
+    #[inline(always)]
+    fn signature(&self) -> u32 {
+        rec!(self.w, self.i, wanted)
+    }
+}
+
+/// A send's words as the record holds them, held by the call that
+/// posted it ([`run_words`]).
+#[derive(Clone, Copy)]
+struct Held {
+    peer: i32,
+    tag: i32,
+    datatype: u32,
+    len: u32,
+    buffer: u64,
+    mode: u32,
+    #[cfg(feature = "views")]
+    signature: u32,
+}
+
+impl SendWords for Held {
+    #[inline(always)]
+    fn peer(&self) -> i32 {
+        self.peer
+    }
+    #[inline(always)]
+    fn tag(&self) -> i32 {
+        self.tag
+    }
+    #[inline(always)]
+    fn datatype(&self) -> u32 {
+        self.datatype
+    }
+    #[inline(always)]
+    fn len(&self) -> u32 {
+        self.len
+    }
+    #[inline(always)]
+    fn buffer(&self) -> u64 {
+        self.buffer
+    }
+    #[inline(always)]
+    fn mode(&self) -> u32 {
+        self.mode
+    }
+    #[cfg(feature = "views")]
+    #[inline(always)]
+    fn signature(&self) -> u32 {
+        self.signature
+    }
+}
+
 /// Claims a slot for send record `i` and publishes its message.
-fn claim(w: &Core, i: u32) -> Step {
+#[inline(never)]
+fn claim_record(w: &Core, i: u32) -> Step {
+    claim(w, i, &InRecord { w, i })
+}
+
+/// [`claim_record`] with the send's words from `words`.
+/// [`Step::Complete`] when the record completed.
+#[inline(always)]
+fn claim<W: SendWords>(w: &Core, i: u32, words: &W) -> Step {
     let Some(s) = take_slot(w) else {
         return Step::Idle;
     };
     let me = w.rank;
     let id = w.slot_id(me, s);
-    let dest = rec!(w, i, peer) as u32;
-    let len = rec!(w, i, len);
-    let data = rec!(w, i, buffer) as *const u8;
-    let mode_word = rec!(w, i, mode);
+    let dest = words.peer() as u32;
+    let len = words.len();
+    let data = words.buffer() as *const u8;
+    let mode_word = words.mode();
     let typed = cfg!(feature = "views") && mode_word & TYPED_MODE != 0;
     let mode = mode_word & MODE_MASK;
     let slot_bytes = w.slot_bytes();
@@ -1333,8 +1608,8 @@ fn claim(w: &Core, i: u32) -> Step {
     };
     let sequence = mine!(w, next_sequence);
     mine!(w, next_sequence = sequence.wrapping_add(1));
-    store(w, id, SlotWord::Tag, rec!(w, i, tag) as u32);
-    store(w, id, SlotWord::Datatype, rec!(w, i, datatype));
+    store(w, id, SlotWord::Tag, words.tag() as u32);
+    store(w, id, SlotWord::Datatype, words.datatype());
     store(w, id, SlotWord::Bytes, len);
     store(w, id, SlotWord::Chunk, first);
     store(w, id, SlotWord::Kind, kind as u32);
@@ -1342,7 +1617,7 @@ fn claim(w: &Core, i: u32) -> Step {
     store(w, id, SlotWord::Context, mode_word >> CONTEXT_SHIFT);
     // Every message, hashed or not: no old hash survives the slot's reuse.
     #[cfg(feature = "views")]
-    store(w, id, SlotWord::Signature, rec!(w, i, wanted));
+    store(w, id, SlotWord::Signature, words.signature());
     store(w, id, SlotWord::Link, LINK_PENDING);
     store(w, id, SlotWord::State, SlotState::Queued.word(dest));
     // Release pairs with the receiver's Acquire swap in `drain`: the header
@@ -1367,7 +1642,11 @@ fn claim(w: &Core, i: u32) -> Step {
         mine!(w, held_slots = mine!(w, held_slots) | (1u64 << s));
     }
     rec!(w, i, state = next as u32);
-    Step::Moved
+    if matches!(next, RecordState::Complete) {
+        Step::Complete
+    } else {
+        Step::Moved
+    }
 }
 
 /// Advances a send record that holds a slot.

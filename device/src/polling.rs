@@ -269,12 +269,17 @@ pub(crate) fn wait_recorded<T>(
                 start = shim::clock_ns();
             }
             crate::trace::wait_began(c);
+        } else if backoff.polls() == 0 {
+            // The poll's progress may have received into a pending request
+            // (deferring its slot) while what this wait needs has not
+            // come: that slot's sender may be waiting for it (a synchronous
+            // send, or a sender out of slots) before it can send what we
+            // wait for. Only progress defers a slot, and a poll that
+            // progresses says so (`Backoff::progressed` zeroes the count);
+            // after one that did not there is nothing new to return (the
+            // first poll's `record_wait` returned what there was).
+            crate::slot_return::return_deferred(c);
         }
-        // The poll's progress may have received into a pending request
-        // (deferring its slot) while what this wait needs has not come:
-        // that slot's sender may be waiting for it (a synchronous send, or
-        // a sender out of slots) before it can send what we wait for.
-        crate::slot_return::return_deferred(c);
         backoff.snooze();
         polls = polls.wrapping_add(1).max(1);
         // The abort word and the clock are read every 16th poll: each read is

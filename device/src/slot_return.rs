@@ -14,13 +14,15 @@ use crate::shim::{self, Ordering};
 /// costs one fence, and the common eager message then costs the receiver
 /// only its share of the inbox swap. Why it cannot deadlock: a sender waits
 /// for one of its slots only inside a wait, and a rank holds deferred slots
-/// only while it runs: after every failed poll of a wait
-/// (`polling::wait_core`) or of a non-blocking call (`Core::failed_poll`),
-/// and before its exit, it flushes. A wait's own progress can receive into a pending
-/// request (the slot deferred here) and still not have what the wait
-/// needs, which that slot's sender may send only once it has the slot back
-/// (a synchronous send; a sender out of slots): the flush after the failed
-/// poll hands it back. The delay is bounded by the
+/// only while it runs: before the first snooze of a wait
+/// (`polling::wait_core`), after every later failed poll of it that made
+/// progress (only progress defers a slot, so after one that did not the
+/// list is still empty), after every failed poll of a non-blocking call
+/// (`Core::failed_poll`), and before its exit, it flushes. A wait's own
+/// progress can receive into a pending request (the slot deferred here)
+/// and still not have what the wait needs, which that slot's sender may
+/// send only once it has the slot back (a synchronous send; a sender out
+/// of slots): the flush after the failed poll hands it back. The delay is bounded by the
 /// rank's next poll that fails (or its exit), and a sender always keeps
 /// the slots beyond the batch bound. A synchronous eager send completes
 /// when its slot comes back, so it may complete that much later than the
