@@ -1177,9 +1177,9 @@ fn send_alone(
         buffer,
         mode,
         #[cfg(feature = "views")]
-        signature,
+        wanted: signature,
     };
-    completed_alone(&core, claim(&core, i, &words))
+    completed_alone(&core, claim(&core, i, Some(&words)))
 }
 
 /// [`run_words`]'s first try of a receive alone in the active list,
@@ -1458,61 +1458,8 @@ fn return_slot(w: &Core, s: u32) {
     mine!(w, used_slots = mine!(w, used_slots) & !(1u64 << s));
 }
 
-/// Where [`claim`] takes a send's words: from its record, each load where
-/// the word is used ([`InRecord`]), or from values the call holds
-/// ([`Held`]).
-trait SendWords {
-    fn peer(&self) -> i32;
-    fn tag(&self) -> i32;
-    fn datatype(&self) -> u32;
-    fn len(&self) -> u32;
-    fn buffer(&self) -> u64;
-    fn mode(&self) -> u32;
-    /// The `wanted` word: the signature.
-    #[cfg(feature = "views")]
-    fn signature(&self) -> u32;
-}
-
-/// A send's words in record `i` of the rank.
-struct InRecord<'a> {
-    w: &'a Core,
-    i: u32,
-}
-
-impl SendWords for InRecord<'_> {
-    #[inline(always)]
-    fn peer(&self) -> i32 {
-        rec!(self.w, self.i, peer)
-    }
-    #[inline(always)]
-    fn tag(&self) -> i32 {
-        rec!(self.w, self.i, tag)
-    }
-    #[inline(always)]
-    fn datatype(&self) -> u32 {
-        rec!(self.w, self.i, datatype)
-    }
-    #[inline(always)]
-    fn len(&self) -> u32 {
-        rec!(self.w, self.i, len)
-    }
-    #[inline(always)]
-    fn buffer(&self) -> u64 {
-        rec!(self.w, self.i, buffer)
-    }
-    #[inline(always)]
-    fn mode(&self) -> u32 {
-        rec!(self.w, self.i, mode)
-    }
-    #[cfg(feature = "views")]
-    #[inline(always)]
-    fn signature(&self) -> u32 {
-        rec!(self.w, self.i, wanted)
-    }
-}
-
-/// A send's words as the record holds them, held by the call that
-/// posted it ([`run_words`]).
+/// A send's words as its record holds them, held by the call that posted
+/// it ([`run_words`]); `wanted` is the signature (`views` only).
 #[derive(Clone, Copy)]
 struct Held {
     peer: i32,
@@ -1522,60 +1469,40 @@ struct Held {
     buffer: u64,
     mode: u32,
     #[cfg(feature = "views")]
-    signature: u32,
+    wanted: u32,
 }
 
-impl SendWords for Held {
-    #[inline(always)]
-    fn peer(&self) -> i32 {
-        self.peer
-    }
-    #[inline(always)]
-    fn tag(&self) -> i32 {
-        self.tag
-    }
-    #[inline(always)]
-    fn datatype(&self) -> u32 {
-        self.datatype
-    }
-    #[inline(always)]
-    fn len(&self) -> u32 {
-        self.len
-    }
-    #[inline(always)]
-    fn buffer(&self) -> u64 {
-        self.buffer
-    }
-    #[inline(always)]
-    fn mode(&self) -> u32 {
-        self.mode
-    }
-    #[cfg(feature = "views")]
-    #[inline(always)]
-    fn signature(&self) -> u32 {
-        self.signature
-    }
+/// Word `$f` of a send: from `$held` if the call holds its words, else
+/// loaded from record `$i`, where the word is used.
+macro_rules! send_word {
+    ($held:expr, $w:expr, $i:expr, $f:ident) => {
+        match $held {
+            Some(h) => h.$f,
+            None => rec!($w, $i, $f),
+        }
+    };
 }
 
 /// Claims a slot for send record `i` and publishes its message.
 #[inline(never)]
 fn claim_record(w: &Core, i: u32) -> Step {
-    claim(w, i, &InRecord { w, i })
+    claim(w, i, None)
 }
 
-/// [`claim_record`] with the send's words from `words`.
+/// [`claim_record`], with the send's words from `held` if given (a
+/// constant at each call site: inlined, the choice folds away).
 /// [`Step::Complete`] when the record completed.
 #[inline(always)]
-fn claim<W: SendWords>(w: &Core, i: u32, words: &W) -> Step {
+fn claim(w: &Core, i: u32, held: Option<&Held>) -> Step {
     let Some(s) = take_slot(w) else {
         return Step::Idle;
     };
     let me = w.rank;
     let id = w.slot_id(me, s);
-    let dest = words.peer() as u32;
-    let len = words.len();
-    let data = words.buffer() as *const u8;
-    let mode_word = words.mode();
+    let dest = send_word!(held, w, i, peer) as u32;
+    let len = send_word!(held, w, i, len);
+    let data = send_word!(held, w, i, buffer) as *const u8;
+    let mode_word = send_word!(held, w, i, mode);
     let typed = cfg!(feature = "views") && mode_word & TYPED_MODE != 0;
     let mode = mode_word & MODE_MASK;
     let slot_bytes = w.slot_bytes();
@@ -1608,8 +1535,8 @@ fn claim<W: SendWords>(w: &Core, i: u32, words: &W) -> Step {
     };
     let sequence = mine!(w, next_sequence);
     mine!(w, next_sequence = sequence.wrapping_add(1));
-    store(w, id, SlotWord::Tag, words.tag() as u32);
-    store(w, id, SlotWord::Datatype, words.datatype());
+    store(w, id, SlotWord::Tag, send_word!(held, w, i, tag) as u32);
+    store(w, id, SlotWord::Datatype, send_word!(held, w, i, datatype));
     store(w, id, SlotWord::Bytes, len);
     store(w, id, SlotWord::Chunk, first);
     store(w, id, SlotWord::Kind, kind as u32);
@@ -1617,7 +1544,7 @@ fn claim<W: SendWords>(w: &Core, i: u32, words: &W) -> Step {
     store(w, id, SlotWord::Context, mode_word >> CONTEXT_SHIFT);
     // Every message, hashed or not: no old hash survives the slot's reuse.
     #[cfg(feature = "views")]
-    store(w, id, SlotWord::Signature, words.signature());
+    store(w, id, SlotWord::Signature, send_word!(held, w, i, wanted));
     store(w, id, SlotWord::Link, LINK_PENDING);
     store(w, id, SlotWord::State, SlotState::Queued.word(dest));
     // Release pairs with the receiver's Acquire swap in `drain`: the header
