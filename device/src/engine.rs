@@ -657,6 +657,7 @@ fn run_words(
             RecordState::RecvMatch => mode & MODE_MASK == 0,
             _ => false,
         };
+    let mut polled = false;
     if direct {
         let buffer = if inline { inline_area(w, i) as u64 } else { word };
         let step = if state.is_send() {
@@ -675,17 +676,15 @@ fn run_words(
         } else {
             receive_alone(base, rank, i, peer, tag, datatype, len, buffer, mode)
         };
-        match step {
-            Step::Complete => return i as u64,
-            // Moved: what follows waits for the peer (a synchronous send's
-            // slot, a rendezvous's copy), which cannot have come yet: give
-            // way first, as a wait does between its first poll, which
-            // moved, and its second.
-            Step::Moved => Backoff::new().snooze(),
-            Step::Idle => {}
+        if matches!(step, Step::Complete) {
+            return i as u64;
         }
+        // The try was the wait's first poll: the wait gives way before its
+        // next (what follows a move waits for the peer, a synchronous
+        // send's slot or a rendezvous's copy, which cannot have come yet).
+        polled = true;
     }
-    let r = crate::polling::wait_core(w, what, |b| {
+    let r = crate::polling::wait_core_polled(w, what, polled, |b| {
         if progress_in::<true>(w) {
             b.progressed();
         }

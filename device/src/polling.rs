@@ -239,6 +239,21 @@ pub(crate) fn wait_core<T>(
     wait_recorded(c, what, poll)
 }
 
+/// [`wait_core`] for a call that has polled once already, out of the loop
+/// (`polled`; see `engine::run_words`): the loop starts as after a failed
+/// first poll (the wait recorded, one snooze), so the same search does not
+/// run twice before the first snooze.
+#[inline(always)]
+pub(crate) fn wait_core_polled<T>(
+    c: &Core,
+    what: WaitFor,
+    polled: bool,
+    poll: impl FnMut(&mut Backoff) -> Option<Result<T, Error>>,
+) -> Result<T, Error> {
+    c.note_progress();
+    wait_from(c, what, polled, poll)
+}
+
 /// [`wait_core`] for a rank whose [`Core::record_wait`] since its last
 /// failed non-blocking poll has already done what [`Core::note_progress`]
 /// would (the idle key is 0): the world barrier, which records its wait
@@ -248,21 +263,37 @@ pub(crate) fn wait_core<T>(
 pub(crate) fn wait_recorded<T>(
     c: &Core,
     what: WaitFor,
+    poll: impl FnMut(&mut Backoff) -> Option<Result<T, Error>>,
+) -> Result<T, Error> {
+    wait_from(c, what, false, poll)
+}
+
+/// The loop of [`wait_recorded`]; with `polled`, its first poll is taken
+/// as made and failed ([`wait_core_polled`]).
+#[inline(always)]
+fn wait_from<T>(
+    c: &Core,
+    what: WaitFor,
+    polled: bool,
     mut poll: impl FnMut(&mut Backoff) -> Option<Result<T, Error>>,
 ) -> Result<T, Error> {
     let mut backoff = Backoff::with_max_ns(c.backoff_max_ns());
     let mut start = 0u64;
     let mut polls: u32 = 0;
+    let mut skip = polled;
     // One call site of `poll`, so that it is inlined (a closure called from
     // two places is kept out of line, its captures in local memory).
     loop {
-        if let Some(r) = poll(&mut backoff) {
-            if polls != 0 {
-                c.record_state(STATE_RUNNING);
-                crate::trace::wait_ended(c);
+        if !skip {
+            if let Some(r) = poll(&mut backoff) {
+                if polls != 0 {
+                    c.record_state(STATE_RUNNING);
+                    crate::trace::wait_ended(c);
+                }
+                return r;
             }
-            return r;
         }
+        skip = false;
         if polls == 0 {
             c.record_wait(what);
             if c.timeout_ns() != 0 {
