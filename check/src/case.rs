@@ -59,6 +59,7 @@ macro_rules! for_each_case {
             p2p_non_overtaking_any_tag: "p2p/non_overtaking_any_tag" => p2p::order_any_tag,
             p2p_non_overtaking_any_source: "p2p/non_overtaking_any_source" => p2p::order_any_source,
             p2p_non_overtaking_any_source_by_tag: "p2p/non_overtaking_any_source_by_tag" => p2p::order_any_source_by_tag,
+            p2p_non_overtaking_source_by_tag: "p2p/non_overtaking_source_by_tag" => p2p::order_source_by_tag,
             p2p_datatype_matching: "p2p/datatype_matching" => p2p::types,
             datatypes_ring_column: "datatypes/ring_column" => datatypes::ring_column,
             datatypes_large_streamed: "datatypes/large_streamed" => datatypes::large,

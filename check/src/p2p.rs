@@ -583,7 +583,8 @@ fn order_any_source_case(device: &Device, case: u32) -> Result<(), String> {
         |c, s| {
             let n = s.ranks;
             let job = Job::new(&p2p::SEMANTICS_ORDERING, case, p2p::ordering_stride(case, n, N)).params(N, 0);
-            let spec = if case == p2p::ORDER_ANY_SOURCE_BY_TAG {
+            let by_tag = case == p2p::ORDER_ANY_SOURCE_BY_TAG || case == p2p::ORDER_SOURCE_BY_TAG;
+            let spec = if by_tag {
                 s.spec().slots_per_rank(N)
             } else {
                 s.spec()
@@ -602,12 +603,25 @@ fn order_any_source_case(device: &Device, case: u32) -> Result<(), String> {
                     continue;
                 }
                 let tag = seq % 2;
-                if case == p2p::ORDER_ANY_SOURCE_BY_TAG {
+                if case == p2p::ORDER_SOURCE_BY_TAG {
+                    c.eq(
+                        || format!("receive {j}: source (one sender at a time)"),
+                        src,
+                        1 + j / N,
+                    );
+                    c.eq(
+                        || format!("receive {j}: tag (the sender's tag-1 messages first)"),
+                        tag,
+                        u32::from(j % N < N / 2),
+                    );
+                } else if case == p2p::ORDER_ANY_SOURCE_BY_TAG {
                     c.eq(
                         || format!("receive {j}: tag (all tag-1 messages first)"),
                         tag,
                         u32::from(j < ones),
                     );
+                }
+                if by_tag {
                     // Within one tag, messages of one source arrive in send order.
                     let want = next[src as usize][tag as usize] * 2 + tag;
                     c.eq(
@@ -645,6 +659,10 @@ pub(crate) fn order_any_source(device: &Device) -> Result<(), String> {
 
 pub(crate) fn order_any_source_by_tag(device: &Device) -> Result<(), String> {
     order_any_source_case(device, p2p::ORDER_ANY_SOURCE_BY_TAG)
+}
+
+pub(crate) fn order_source_by_tag(device: &Device) -> Result<(), String> {
+    order_any_source_case(device, p2p::ORDER_SOURCE_BY_TAG)
 }
 
 pub(crate) fn types(device: &Device) -> Result<(), String> {

@@ -21,7 +21,12 @@
 //! (O(slots per rank)), then unlinks it in O(1) with the links it loaded
 //! while matching. A blocking receive alone in the active list looks at
 //! the inbox in the same batch as its scan and takes it only when the scan
-//! found nothing (`progress_in`). The receiver reads the envelope with the
+//! found nothing, matching each message as the walk takes it: a message's
+//! link and the words it matches on are one batch, so the walk is no
+//! longer (`drain_matching`). Its first try (`receive_alone`, a call of
+//! its own) loads the whole envelope and the payload's first 8 bytes in
+//! that batch too, so that its match starts without another load. The
+//! receiver reads the envelope with the
 //! payload's first 8 bytes (a small message is copied from registers) and
 //! returns the slot later, in a batch: one Release fence and a
 //! relaxed store of FREE per slot, when half a rank's slots are waiting to
@@ -743,7 +748,7 @@ fn progress_in<const BLOCKING: bool>(w: &Core) -> bool {
                     rec!(w, i, tag),
                     rec!(w, i, mode) >> CONTEXT_SHIFT,
                 );
-                let c = find_taking(w, peer, tag, context, lazy, &mut moved);
+                let c = find_taking::<false>(w, peer, tag, context, lazy, &mut moved);
                 c.id1 != 0 && {
                     unlink(w, &c);
                     trace::matched(w, c.id1 - 1);
@@ -791,23 +796,28 @@ fn progress_in<const BLOCKING: bool>(w: &Core) -> bool {
     moved
 }
 
-/// [`find_in`], and with `look` a second search after taking the inbox if
-/// the first found nothing there (setting `moved`). One call site of
-/// `find_in`, which is inlined.
+/// [`find_in`]; with `look`, if that found nothing and the inbox held
+/// anything, the drain that takes it and matches as it walks
+/// ([`drain_matching`], setting `moved`). One call site of `find_in`,
+/// which is inlined.
 #[inline(always)]
-fn find_taking(w: &Core, peer: i32, tag: i32, context: u32, look: bool, moved: &mut bool) -> Candidate {
-    let mut look = look;
-    loop {
-        let (c, full) = find_in(w, peer, tag, context, look);
-        if c.id1 != 0 || !look {
-            return c;
-        }
-        if !(full && drain(w, true)) {
-            return c;
-        }
-        *moved = true;
-        look = false;
+fn find_taking<const FULL: bool>(
+    w: &Core,
+    peer: i32,
+    tag: i32,
+    context: u32,
+    look: bool,
+    moved: &mut bool,
+) -> Candidate {
+    let (c, full) = find_in::<FULL>(w, peer, tag, context, look);
+    if c.id1 != 0 || !full {
+        return c;
     }
+    // Nothing taken before matches: the message, if any, is among those
+    // the inbox holds, which the drain's walk matches as it takes them.
+    let (_, c) = drain_matching::<true, FULL>(w, true, peer, tag, context);
+    *moved = true;
+    c
 }
 
 #[derive(Clone, Copy)]
@@ -823,12 +833,39 @@ enum Step {
 /// Takes this rank's inbox into its unexpected queue; true if it held
 /// anything. `full`: a look just saw it non-empty.
 fn drain(w: &Core, full: bool) -> bool {
+    drain_matching::<false, false>(w, full, 0, 0, 0).0
+}
+
+/// [`drain`]; with `MATCH`, also the message among those it takes that a
+/// receive from `source` (a world rank, or `ANY_SOURCE`) with `tag` on
+/// context word `context` gets, when none already in the queue matches
+/// (`Candidate::NONE` if none): the oldest that matches, which is the one
+/// [`find`] would give after the drain (one sender's messages are pushed,
+/// and so walked newest first, in the order it sent them). Each message's
+/// tag and context are loaded with its link, in one batch: the walk's
+/// chain of loads is as long as without the match.
+#[inline(always)]
+fn drain_matching<const MATCH: bool, const FULL: bool>(
+    w: &Core,
+    full: bool,
+    source: i32,
+    tag: i32,
+    context: u32,
+) -> (bool, Candidate) {
     let me = w.rank;
     let inbox = w.inbox(me);
+    let mut best = Candidate::NONE;
     // Relaxed: a look before the swap, so that an idle poll writes nothing.
     if !full && inbox.load(Ordering::Relaxed) == LINK_NONE {
-        return false;
+        return (false, best);
     }
+    let (first, slots) = if MATCH && source != ANY_SOURCE {
+        (w.slot_id(source as u32, 0), w.slots_per_rank())
+    } else {
+        (0, u32::MAX)
+    };
+    // The best match's older neighbour is the next node walked.
+    let mut best_is_last = false;
     // Acquire pairs with the senders' Release swaps in `publish` (every
     // push before this swap in the inbox's modification order; see the
     // module docs): their headers and payloads are visible below.
@@ -838,7 +875,29 @@ fn drain(w: &Core, full: bool) -> bool {
     let arrived = SlotState::Arrived.word(me);
     while node != LINK_NONE {
         let id = node - 1;
-        let mut older = load(w, id, SlotWord::Link);
+        let (mut older, found) = if MATCH {
+            let at = w.slot_header(id);
+            let (link, envelope) =
+                shim::independent(|| (load_at(at, SlotWord::Link), Arrived::load_with::<FULL>(w, id)));
+            let found = Candidate {
+                id1: node,
+                link: newer,
+                back: LINK_NONE,
+                arrived: envelope,
+            };
+            (link, found)
+        } else {
+            (load(w, id, SlotWord::Link), Candidate::NONE)
+        };
+        if MATCH {
+            if best_is_last {
+                best.back = node;
+            }
+            best_is_last = id.wrapping_sub(first) < slots && found.matches(tag, context);
+            if best_is_last {
+                best = found;
+            }
+        }
         if older == LINK_PENDING {
             // The sender swapped this slot in and is about to store its link.
             let mut b = Backoff::new();
@@ -858,6 +917,9 @@ fn drain(w: &Core, full: bool) -> bool {
         node = older;
     }
     let tail = mine!(w, queue_tail);
+    if best_is_last {
+        best.back = tail;
+    }
     if newer != LINK_NONE {
         store(w, newer - 1, SlotWord::Back, tail);
         if tail == LINK_NONE {
@@ -867,7 +929,7 @@ fn drain(w: &Core, full: bool) -> bool {
         }
         mine!(w, queue_tail = top);
     }
-    true
+    (true, best)
 }
 
 /// The bytes of a payload that [`Arrived::load`] loads with the envelope:
@@ -880,46 +942,50 @@ const SCAN: u32 = 8;
 /// What matching reads of an arrived slot: the words it matches on and
 /// its links in the unexpected queue, loaded in one batch with its
 /// sequence number ([`Candidate::load`]), so that [`unlink`] waits for
-/// nothing.
+/// nothing. A search with `FULL` loads the whole envelope and first bytes
+/// in that batch too (`arrived`), so that the receive that takes the
+/// message starts without another round trip; without it, only
+/// `arrived`'s tag and context are set. `FULL` costs registers: the
+/// batch's loads are in flight together, each in its own register; the
+/// searches inlined into a kernel (a blocking call's passes with
+/// `inline-engine`) go without.
 #[derive(Clone, Copy)]
 pub(crate) struct Candidate {
     /// Slot id + 1; 0: no message.
     pub(crate) id1: u32,
-    tag: u32,
-    context: u32,
     link: u32,
     back: u32,
+    arrived: Arrived,
 }
 
 impl Candidate {
     const NONE: Candidate = Candidate {
         id1: 0,
-        tag: 0,
-        context: 0,
         link: 0,
         back: 0,
+        arrived: Arrived::NONE,
     };
 
     /// Loads arrived slot `id`'s words in one batch, with its sequence
     /// number.
     #[inline(always)]
-    fn load(w: &Core, id: u32) -> (Candidate, u32) {
+    fn load<const FULL: bool>(w: &Core, id: u32) -> (Candidate, u32) {
         let at = w.slot_header(id);
-        let [tag, context, link, back, sequence] = shim::independent(|| {
-            [
-                load_at(at, SlotWord::Tag),
-                load_at(at, SlotWord::Context),
-                load_at(at, SlotWord::Link),
-                load_at(at, SlotWord::Back),
-                load_at(at, SlotWord::Sequence),
-            ]
+        let ([link, back, sequence], arrived) = shim::independent(|| {
+            (
+                [
+                    load_at(at, SlotWord::Link),
+                    load_at(at, SlotWord::Back),
+                    load_at(at, SlotWord::Sequence),
+                ],
+                Arrived::load_with::<FULL>(w, id),
+            )
         });
         let c = Candidate {
             id1: id + 1,
-            tag,
-            context,
             link,
             back,
+            arrived,
         };
         (c, sequence)
     }
@@ -927,7 +993,14 @@ impl Candidate {
     /// Whether a receive with `tag` on context word `context` takes it.
     #[inline(always)]
     fn matches(&self, tag: i32, context: u32) -> bool {
-        (tag == ANY_TAG || self.tag as i32 == tag) && self.context == context
+        (tag == ANY_TAG || self.arrived.tag as i32 == tag) && self.arrived.context == context
+    }
+
+    /// Its envelope (loaded with `FULL`), the source a rank of the
+    /// communicator of its context.
+    #[inline(always)]
+    pub(crate) fn status(&self, w: &Core) -> Status {
+        self.arrived.status(w)
     }
 }
 
@@ -949,6 +1022,36 @@ pub(crate) struct Arrived {
 }
 
 impl Arrived {
+    const NONE: Arrived = Arrived {
+        id: 0,
+        context: 0,
+        tag: 0,
+        bytes: 0,
+        datatype: 0,
+        kind: 0,
+        head: 0,
+        #[cfg(feature = "views")]
+        signature: 0,
+    };
+
+    /// [`Arrived::load`] with `FULL`; without, only the tag and the
+    /// context (in one batch).
+    #[inline(always)]
+    fn load_with<const FULL: bool>(w: &Core, id: u32) -> Arrived {
+        if FULL {
+            return Arrived::load(w, id);
+        }
+        let at = w.slot_header(id);
+        let [tag, context] =
+            shim::independent(|| [load_at(at, SlotWord::Tag), load_at(at, SlotWord::Context)]);
+        Arrived {
+            id,
+            tag,
+            context,
+            ..Arrived::NONE
+        }
+    }
+
     /// Loads claimed slot `id`'s words in one batch. The slot arrived for
     /// this rank (`drain` made its header and payload visible) and its
     /// sender touches neither until it is returned or told CTS, so the
@@ -997,15 +1100,8 @@ impl Arrived {
     }
 }
 
-/// The envelope of arrived slot `id`, its source a rank of the
-/// communicator of the message's context.
-#[inline]
-pub(crate) fn envelope(w: &Core, id: u32) -> Status {
-    Arrived::load(w, id).status(w)
-}
-
 /// The arrived message a receive from `source` (a world rank) with `tag`
-/// on context word `context` gets now (its [`Arrived`]; `id1` 0: none;
+/// on context word `context` gets now (its [`Candidate`]; `id1` 0: none;
 /// only what `drain` has taken from the inbox counts). Messages of other
 /// contexts are passed over (MPI 3.5: a context separates communicators).
 /// `look`: also look at the inbox, in the first batch; the second result
@@ -1014,8 +1110,9 @@ pub(crate) fn envelope(w: &Core, id: u32) -> Status {
 /// A receive from one source loads the states of the sender's slots
 /// [`SCAN`] at a time, in one batch (`shim::independent`: in flight
 /// together on the GPU), and then each arrived one's words in one batch
-/// ([`Arrived::load`]): two round trips to L2 with up to [`SCAN`] slots per
-/// rank, where a load per word would be a chain of one per slot.
+/// ([`Candidate::load`], with `FULL` its envelope too): two round trips to
+/// L2 with up to [`SCAN`] slots per rank, where a load per word would be a
+/// chain of one per slot.
 ///
 /// Why a message found here is the one MPI says comes next even if the
 /// inbox holds more: the messages of one sender that `drain` took are a
@@ -1023,14 +1120,14 @@ pub(crate) fn envelope(w: &Core, id: u32) -> Status {
 /// come after them; and a receive from any source may take any matching
 /// message (MPI 3.5 orders only one sender's messages).
 #[inline]
-fn find_in(w: &Core, source: i32, tag: i32, context: u32, look: bool) -> (Candidate, bool) {
+fn find_in<const FULL: bool>(w: &Core, source: i32, tag: i32, context: u32, look: bool) -> (Candidate, bool) {
     let inbox = w.inbox(w.rank);
     if source == ANY_SOURCE {
         // Relaxed: a look, as in `drain`.
         let full = look && inbox.load(Ordering::Relaxed) != LINK_NONE;
         let mut node = mine!(w, queue_head);
         while node != LINK_NONE {
-            let (c, _) = Candidate::load(w, node - 1);
+            let (c, _) = Candidate::load::<FULL>(w, node - 1);
             if c.matches(tag, context) {
                 return (c, full);
             }
@@ -1074,7 +1171,7 @@ fn find_in(w: &Core, source: i32, tag: i32, context: u32, look: bool) -> (Candid
         while candidates != 0 {
             let id = base + first + candidates.trailing_zeros();
             candidates &= candidates - 1;
-            let (c, sequence) = Candidate::load(w, id);
+            let (c, sequence) = Candidate::load::<FULL>(w, id);
             if !c.matches(tag, context) {
                 continue;
             }
@@ -1089,10 +1186,10 @@ fn find_in(w: &Core, source: i32, tag: i32, context: u32, look: bool) -> (Candid
 }
 
 /// [`find_in`] without the look at the inbox: the message a receive or
-/// probe gets now among those taken from the inbox.
+/// probe gets now among those taken from the inbox, with its envelope.
 #[inline]
 pub(crate) fn find(w: &Core, source: i32, tag: i32, context: u32) -> Candidate {
-    find_in(w, source, tag, context, false).0
+    find_in::<true>(w, source, tag, context, false).0
 }
 
 /// Takes arrived slot `c` out of the unexpected queue (its links as
@@ -1204,13 +1301,13 @@ fn receive_alone(
         rank,
     };
     let w = &core;
-    let c = find_taking(w, peer, tag, mode >> CONTEXT_SHIFT, true, &mut false);
+    let c = find_taking::<true>(w, peer, tag, mode >> CONTEXT_SHIFT, true, &mut false);
     if c.id1 == 0 {
         return Step::Idle;
     }
     unlink(w, &c);
     trace::matched(w, c.id1 - 1);
-    completed_alone(w, start_receive(w, i, c.id1 - 1, len, datatype, buffer, mode))
+    completed_alone(w, start_receive(w, i, &c.arrived, len, datatype, buffer, mode))
 }
 
 /// `step` of a record alone in the active list; if it completed, what the
@@ -1226,13 +1323,14 @@ fn completed_alone(w: &Core, step: Step) -> Step {
     step
 }
 
-/// [`start_receive`] with the receive's fields loaded from record `i`.
+/// [`start_receive`] of record `i`'s claimed message with the receive's
+/// fields loaded from the record, and the message's envelope from its slot.
 #[inline(always)]
 fn start_receive_record(w: &Core, i: u32) -> Step {
     start_receive(
         w,
         i,
-        rec!(w, i, slot) - 1,
+        &Arrived::load(w, rec!(w, i, slot) - 1),
         rec!(w, i, len),
         rec!(w, i, datatype),
         rec!(w, i, buffer),
@@ -1288,18 +1386,26 @@ fn receive_extends_outlined(typed: u64, datatype: u32, bytes: u32, signature: u3
 /// [`Step::Complete`] when the record completed.
 #[cfg_attr(feature = "inline-engine", inline(always))]
 #[allow(clippy::too_many_arguments)]
-fn start_receive(w: &Core, i: u32, id: u32, capacity: u32, expected: u32, buffer: u64, mode: u32) -> Step {
-    let a = Arrived::load(w, id);
-    let (status, kind) = (a.status(w), a.kind);
-    let (outcome, wanted) =
-        if expected != ID_BYTE && expected != status.datatype && !receive_extends(mode, buffer, expected, &a)
-        {
-            (Outcome::TypeMismatch, 0)
-        } else if status.bytes > capacity {
-            (Outcome::Truncate, capacity)
-        } else {
-            (Outcome::Success, status.bytes)
-        };
+fn start_receive(
+    w: &Core,
+    i: u32,
+    a: &Arrived,
+    capacity: u32,
+    expected: u32,
+    buffer: u64,
+    mode: u32,
+) -> Step {
+    let (id, status, kind) = (a.id, a.status(w), a.kind);
+    let (outcome, wanted) = if expected != ID_BYTE
+        && expected != status.datatype
+        && !receive_extends(mode, buffer, expected, a)
+    {
+        (Outcome::TypeMismatch, 0)
+    } else if status.bytes > capacity {
+        (Outcome::Truncate, capacity)
+    } else {
+        (Outcome::Success, status.bytes)
+    };
     let first = if kind == MessageKind::Stream as u32 {
         load(w, id, SlotWord::Chunk).min(wanted)
     } else {

@@ -266,7 +266,7 @@ fn probe_once(world: &World, ctx: u32, source: i32, tag: i32) -> Option<Status> 
         a if a.id1 == 0 => None,
         a => {
             trace::probed(&world.core(), a.id1 - 1, Call::ImmediateProbe as u32);
-            Some(engine::envelope(&world.core(), a.id1 - 1))
+            Some(a.status(&world.core()))
         }
     }
 }
@@ -347,7 +347,7 @@ fn probe_from(world: &World, ctx: u32, source: i32, tag: i32) -> Result<Status, 
             a if a.id1 == 0 => None,
             a => {
                 trace::probed(&world.core(), a.id1 - 1, Call::Probe as u32);
-                Some(Ok(engine::envelope(&world.core(), a.id1 - 1)))
+                Some(Ok(a.status(&world.core())))
             }
         }
     })
@@ -668,7 +668,7 @@ fn claim_match(world: &World, ctx: u32, source: i32, tag: i32) -> Option<(Messag
                     world: Some(world),
                     slot,
                 },
-                engine::envelope(&world.core(), slot),
+                a.status(&world.core()),
             ))
         }
     }

@@ -510,6 +510,12 @@ pub const ORDER_ANY_SOURCE: u32 = 1;
 /// rank 0 first receives every tag-1 message (any source, tag 1), then the
 /// rest (any source, tag 0). Needs `param` slots per rank.
 pub const ORDER_ANY_SOURCE_BY_TAG: u32 = 2;
+/// `ordering` case: as [`ORDER_ANY_SOURCE_BY_TAG`], but rank 0 receives
+/// from each sender in turn, naming it: first its tag-1 messages, then its
+/// tag-0 ones. Its receives wait while other senders' messages and the
+/// sender's own of the other tag arrive (a blocking receive alone matches
+/// what its inbox holds as it takes it). Needs `param` slots per rank.
+pub const ORDER_SOURCE_BY_TAG: u32 = 3;
 
 /// Words one rank records in an `ordering` case.
 pub fn ordering_stride(case: u32, size: u32, param: u32) -> u32 {
@@ -573,11 +579,17 @@ gpu_mpi_device::kernel! {
             let tag = match args.case {
                 ORDER_ANY_SOURCE_BY_TAG if j < ones => 1,
                 ORDER_ANY_SOURCE_BY_TAG => 0,
+                ORDER_SOURCE_BY_TAG if j % n < n / 2 => 1,
+                ORDER_SOURCE_BY_TAG => 0,
                 _ => ANY_TAG,
             };
             buf[0] = NONE;
             buf[1] = NONE;
-            let r = world.any_process().receive_into_with_tag(&mut buf[..], tag);
+            let r = if args.case == ORDER_SOURCE_BY_TAG {
+                world.process_at_rank((1 + j / n) as i32).receive_into_with_tag(&mut buf[..], tag)
+            } else {
+                world.any_process().receive_into_with_tag(&mut buf[..], tag)
+            };
             rec.status(&r)?;
             rec.words(&[buf[0], buf[1]])?;
         }
