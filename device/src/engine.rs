@@ -263,13 +263,14 @@ unsafe fn move_bytes(
 /// active list (posting order) and returns its index.
 #[inline]
 pub(crate) fn post(w: &Core, scope: u32, p: &Post) -> Result<u32, Error> {
-    post_alone(w, scope, p).map(|(i, _)| i)
+    let i = fill(w, scope, p)?;
+    append(w, i, mine!(w, active_tail));
+    Ok(i)
 }
 
-/// [`post`], and whether the record is alone in the active list (no other
-/// request of this rank is in flight).
+/// [`post`] without the append: takes a free record and fills it.
 #[inline(always)]
-fn post_alone(w: &Core, scope: u32, p: &Post) -> Result<(u32, bool), Error> {
+fn fill(w: &Core, scope: u32, p: &Post) -> Result<u32, Error> {
     let used = mine!(w, records_used);
     let (first, end) = if scope == 0 {
         (0, BLOCKING_RECORDS)
@@ -308,7 +309,13 @@ fn post_alone(w: &Core, scope: u32, p: &Post) -> Result<(u32, bool), Error> {
         unsafe { (area as *mut u64).write(p.data) };
         rec!(w, i, buffer = area as u64);
     }
-    let tail = mine!(w, active_tail);
+    Ok(i)
+}
+
+/// Appends record `i` to the active list, whose tail is `tail` (the
+/// record + 1; 0: empty).
+#[inline(always)]
+fn append(w: &Core, i: u32, tail: u32) {
     if tail == 0 {
         mine!(w, active_head = i + 1);
     } else {
@@ -316,7 +323,6 @@ fn post_alone(w: &Core, scope: u32, p: &Post) -> Result<(u32, bool), Error> {
     }
     mine!(w, active_tail = i + 1);
     trace::posted(w);
-    Ok((i, tail == 0))
 }
 
 /// The bits of a record's `mode` word below its context word: the mode and
@@ -626,12 +632,13 @@ fn run_words(
         #[cfg(not(feature = "views"))]
         signature: Signature::NONE,
     };
-    let (i, alone) = match post_alone(w, 0, &p) {
-        Ok(posted) => posted,
+    let i = match fill(w, 0, &p) {
+        Ok(i) => i,
         Err(Error::RequestLimit { limit }) => return failed(Failure::RequestLimit, limit),
-        // `post` fails with `RequestLimit` only.
+        // `fill` fails with `RequestLimit` only.
         Err(_) => return failed(Failure::RequestLimit, BLOCKING_RECORDS),
     };
+    let tail = mine!(w, active_tail);
     let what = WaitFor {
         operation: if state.is_send() {
             Call::Send
@@ -641,21 +648,24 @@ fn run_words(
         peer,
         tag,
     };
-    // A call alone in the active list (no request of this rank in flight)
-    // first tries once with its own words, held here, instead of loading
-    // them back from its record: a send claims its slot, a receive looks
-    // for its message without a walk of the list. An eager message or a
-    // direct rendezvous that completes so never enters the wait; anything
-    // else (no slot, no message yet, a synchronous send, a stream) goes on
-    // in the wait's passes over the list. Only once: inside the wait's
-    // poll these words would be the poll's captures, in local memory. Not
-    // while tracing: the trace's events come from those passes. A receive
-    // bounded by a send (`MODE_MASK`) is never alone; excluding it means
-    // `start_receive` never waits (`allowed`), so a matched message is
-    // never left unstarted. The try is a call with scalar arguments, one
+    // A call alone (no request of this rank in flight: the active list is
+    // empty) first tries once with its own words, held here, instead of
+    // loading them back from its record: a send claims its slot, a receive
+    // looks for its message without a walk of the list. An eager message
+    // or a direct rendezvous that completes so never enters the wait, nor
+    // the list; anything else (no slot, no message yet, a synchronous
+    // send, a stream) is appended then and goes on in the wait's passes:
+    // appending it and taking it out again would cost a lone call that
+    // completes at once four accesses of its own header. Only once:
+    // inside the wait's poll these words would be the poll's captures, in
+    // local memory. Not while tracing: the trace's events come from those
+    // passes. A receive bounded by a send (`MODE_MASK`) is never alone;
+    // excluding it means `start_receive` never waits (`allowed`), so a
+    // matched message is never left unstarted. The try is a call with
+    // scalar arguments, one
     // per direction: inlined here beside the passes' own copies of the
     // claim and the search, it costs the kernels registers and stack.
-    let direct = alone
+    let direct = tail == 0
         && !trace::on(w)
         && match state {
             RecordState::SendClaim => true,
@@ -663,7 +673,9 @@ fn run_words(
             _ => false,
         };
     let mut polled = false;
-    if direct {
+    if !direct {
+        append(w, i, tail);
+    } else {
         let buffer = if inline { inline_area(w, i) as u64 } else { word };
         let step = if state.is_send() {
             send_alone(
@@ -688,6 +700,10 @@ fn run_words(
         // next (what follows a move waits for the peer, a synchronous
         // send's slot or a rendezvous's copy, which cannot have come yet).
         polled = true;
+        // The list is still empty (the try appends nothing), and nothing
+        // is traced.
+        mine!(w, active_head = i + 1);
+        mine!(w, active_tail = i + 1);
     }
     let r = crate::polling::wait_core_polled(w, what, polled, |b| {
         if progress_in::<true>(w) {
@@ -1239,9 +1255,8 @@ fn start_receive_outlined(base: u64, rank: u32, i: u32) -> Step {
     start_receive_record(&core, i)
 }
 
-/// [`run_words`]'s first try of a send alone in the active list, record
-/// `i` with the words given here: [`claim`]; on [`Step::Complete`] the
-/// record is out of the list ([`completed_alone`]). A call with scalar
+/// [`run_words`]'s first try of a lone send, record `i` (not in the
+/// active list) with the words given here: [`claim`]. A call with scalar
 /// arguments, apart from [`receive_alone`]: the two in one function
 /// raised `pi_p2p` from 64 to 72 registers.
 #[inline(never)]
@@ -1278,11 +1293,10 @@ fn send_alone(
     completed_alone(&core, claim(&core, i, Some(&words)))
 }
 
-/// [`run_words`]'s first try of a receive alone in the active list,
-/// record `i` with the words given here: the search of a pass over the
+/// [`run_words`]'s first try of a lone receive, record `i` (not in the
+/// active list) with the words given here: the search of a pass over the
 /// list (taking the inbox if the first search found nothing), and on a
-/// match its start; [`Step::Idle`] when nothing matched. On
-/// [`Step::Complete`] the record is out of the list.
+/// match its start; [`Step::Idle`] when nothing matched.
 #[inline(never)]
 #[allow(clippy::too_many_arguments)]
 fn receive_alone(
@@ -1310,15 +1324,13 @@ fn receive_alone(
     completed_alone(w, start_receive(w, i, &c.arrived, len, datatype, buffer, mode))
 }
 
-/// `step` of a record alone in the active list; if it completed, what the
-/// wait would have done (`wait_core`: this rank progressed) and the list
-/// empty again.
+/// `step` of a lone call's try (its record not in the active list); if it
+/// completed, what the wait would have done (`wait_core`: this rank
+/// progressed).
 #[inline(always)]
 fn completed_alone(w: &Core, step: Step) -> Step {
     if matches!(step, Step::Complete) {
         w.note_progress();
-        mine!(w, active_head = 0);
-        mine!(w, active_tail = 0);
     }
     step
 }
