@@ -662,9 +662,9 @@ fn run_words(
     // passes. A receive bounded by a send (`MODE_MASK`) is never alone;
     // excluding it means `start_receive` never waits (`allowed`), so a
     // matched message is never left unstarted. The try is a call with
-    // scalar arguments, one
-    // per direction: inlined here beside the passes' own copies of the
-    // claim and the search, it costs the kernels registers and stack.
+    // scalar arguments, one per direction: inlined here beside the
+    // passes' own copies of the claim and the search, it costs the
+    // kernels registers and stack.
     let direct = tail == 0
         && !trace::on(w)
         && match state {
@@ -858,8 +858,9 @@ fn drain(w: &Core, full: bool) -> bool {
 /// (`Candidate::NONE` if none): the oldest that matches, which is the one
 /// [`find`] would give after the drain (one sender's messages are pushed,
 /// and so walked newest first, in the order it sent them). Each message's
-/// tag and context are loaded with its link, in one batch: the walk's
-/// chain of loads is as long as without the match.
+/// tag and context (with `FULL`, its whole envelope: [`Candidate`]) are
+/// loaded with its link, in one batch: the walk's chain of loads is as
+/// long as without the match.
 #[inline(always)]
 fn drain_matching<const MATCH: bool, const FULL: bool>(
     w: &Core,
