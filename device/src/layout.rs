@@ -10,7 +10,7 @@
 //! | header | 512 B | magic, version, [`WorldConfig`], abort flag, [`Layout`] |
 //! | outboxes | `ranks × slots_per_rank × (48 + slot_bytes)` | per sending rank: its slots, each a [`SlotHeader`](crate::records::SlotHeader) and `slot_bytes` of payload (the thesis's sender-side buffering) |
 //! | ranks | `ranks × (72 + records × 64)` | per rank: its [`RankHeader`](crate::records::RankHeader) (inbox, unexpected queue, active list) and `requests_per_rank + 2` [`RequestRecord`](crate::records::RequestRecord)s |
-//! | barrier | `128 + blocks × 64` | the world barrier's [`GridBarrier`](crate::records::GridBarrier) (the blocks' arrival counts and a keyed barrier's keys, a word of each per generation modulo 4; the blocks poll the count); then per block a [`BarrierRecord`](crate::records::BarrierRecord), unused (kept for the layout) |
+//! | barrier | `320 + blocks × 64` | the world barrier's [`GridBarrier`](crate::records::GridBarrier) (the blocks' arrival counts, a word per generation modulo 4, and a keyed barrier's keys, a line per generation; the blocks poll the count); then per block a [`BarrierRecord`](crate::records::BarrierRecord), unused (kept for the layout) |
 //! | broadcast | `2 × collective_bytes` | the root's chunk of a broadcast |
 //! | block scratch | `2 × blocks × collective_bytes` | per block: its partial reduction |
 //! | rank scratch | `2 × ranks × collective_bytes` | per rank: its reduction operand, folded inside the block by warp shuffles (the cells of the warps' first ranks hold the warps' partials when they do not fit the block's shared memory) |
@@ -41,8 +41,10 @@ pub const MAGIC: u32 = 0x494d_5047;
 /// collective state; 11: the world barrier's one arrival counter and
 /// release word, regions from the barrier on 64-byte aligned; 12: the
 /// keys of a keyed world barrier beside the arrival counter; 13: the
-/// ranks' scratch region and `WorldConfig::scratch_bytes`).
-pub const VERSION: u32 = 14;
+/// ranks' scratch region and `WorldConfig::scratch_bytes`; 14: shared
+/// window memory in the blocks' shared memory; 15: a keyed
+/// world barrier's key of several words, a line per generation).
+pub const VERSION: u32 = 15;
 
 /// `flags` bit: never let a receiver copy straight out of the sender's buffer;
 /// stream every large message through a slot (the path a GPU takes for a
@@ -90,7 +92,11 @@ pub const MAX_RECORDS_PER_RANK: u32 = 32;
 pub const BARRIER_STRIDE: usize = 64;
 /// Bytes of the world barrier's record
 /// ([`GridBarrier`](crate::records::GridBarrier)), before the blocks' records.
-pub const GRID_BARRIER_BYTES: usize = 128;
+pub const GRID_BARRIER_BYTES: usize = 320;
+/// Most 32-bit words of a keyed world barrier's key
+/// ([`GridBarrier::keys`](crate::records::GridBarrier)): the argument
+/// agreement's six.
+pub const BARRIER_KEY_WORDS: usize = 6;
 /// Bytes of one rank's wait record.
 pub const RECORD_STRIDE: usize = 16;
 /// Bytes of one rank's result record.

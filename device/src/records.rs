@@ -912,32 +912,35 @@ pub struct ResultRecord {
 }
 
 /// The world barrier's words ([`GRID_BARRIER_BYTES`](crate::layout::GRID_BARRIER_BYTES)),
-/// one line: per generation `g` of the barrier, word `g % 4` of each
-/// array. Its arrival count, which the blocks also poll (as CUDA's grid
-/// synchronisation polls its counter), is complete at `blocks`; the keys
-/// beside it.
+/// five lines: per generation `g` of the barrier, word `g % 4` of the
+/// arrival counts and line `g % 4` of the keys. Its arrival count, which
+/// the blocks also poll (as CUDA's grid synchronisation polls its counter),
+/// is complete at `blocks`.
 ///
-/// The arrival that completes generation `g` zeroes both words `(g + 2)
-/// % 4`. Their last readers (generation `g - 2`) read them before they
-/// arrived at `g - 1`, which that arrival's acquire takes; their next
-/// writers (generation `g + 2`) pass `g + 1` first, which that block's
-/// next arrival, a release after the zeroing, completes. Four words, not
-/// three, so that `g % 4` stays in step when the 32-bit generation wraps.
-/// A count of its own per generation, not one count that grows (complete
-/// at `g × blocks`), so that a poll can only see the arrivals at its own
-/// generation: loom then explores far fewer values per poll.
+/// The arrival that completes generation `g` zeroes count `(g + 2) % 4`
+/// and the keys of that generation. Their last readers (generation `g -
+/// 2`) read them before they arrived at `g - 1`, which that arrival's
+/// acquire takes; their next writers (generation `g + 2`) pass `g + 1`
+/// first, which that block's next arrival, a release after the zeroing,
+/// completes. Four generations, not three, so that `g % 4` stays in step
+/// when the 32-bit generation wraps. A count of its own per generation,
+/// not one count that grows (complete at `g × blocks`), so that a poll can
+/// only see the arrivals at its own generation: loom then explores far
+/// fewer values per poll.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
 pub struct GridBarrier {
     /// Block arrivals at generation `g`, in word `g % 4`.
     pub arrivals: [u32; 4],
-    /// The keys of a keyed world barrier (a broadcast's root) at
-    /// generation `g`, in word `g % 4`: the OR of `key << 32 | !key` over
-    /// the blocks' arrivals, so that every block passed the same key
-    /// exactly when the two halves share no bit.
-    pub keys: [u64; 4],
-    /// Unused.
-    pub reserved: [u32; 20],
+    /// Unused (the rest of the counts' line).
+    pub reserved: [u32; 12],
+    /// The key of a keyed world barrier (a broadcast's root, a
+    /// collective's argument agreement) at generation `g`, in line `g %
+    /// 4`, one word per word of the key: the OR of `k << 32 | !k` over the
+    /// blocks' arrivals, so that every block passed the same word `k`
+    /// exactly when the two halves share no bit. The words past
+    /// [`BARRIER_KEY_WORDS`](crate::layout::BARRIER_KEY_WORDS) are unused.
+    pub keys: [[u64; 8]; 4],
 }
 
 /// One block's barrier record ([`BARRIER_STRIDE`](crate::layout::BARRIER_STRIDE)

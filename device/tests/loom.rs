@@ -402,6 +402,64 @@ fn a_reduce_with_one_dissenting_rank_fails_on_every_rank() {
     });
 }
 
+/// World gathers to rank 0: the first with `counts[rank]` elements per
+/// rank (an erroneous call when they differ), the next two with one. The
+/// agreement's quick round is one keyed barrier on a key of several words
+/// (`World::agree`); the third's key uses the line of the first's, whose
+/// dissenting words the second's completing arrival zeroed. Returns the
+/// first call's class (0: success) and what the root gathered in the
+/// second and third.
+fn gather_counts(w: &World, counts: &[usize]) -> Result<[u32; 5], Error> {
+    let me = w.rank() as usize;
+    let root = w.process_at_rank(0);
+    let part = [10 + me as u32; 2];
+    let n = counts[me];
+    let mut all = [0u32; 4];
+    let first = if me == 0 {
+        root.gather_into_root(&part[..n], &mut all[..2 * n])
+    } else {
+        root.gather_into(&part[..n])
+    };
+    let class = first.err().map_or(0, |e| e.class() as u32);
+    if class != 0 {
+        assert_eq!(all, [0; 4], "a failed gather moves nothing");
+    }
+    let mut gathered = [0u32; 4];
+    for (round, out) in gathered.chunks_mut(2).enumerate() {
+        let v = 20 * (round as u32 + 1) + me as u32;
+        if me == 0 {
+            root.gather_into_root(&v, out)?;
+        } else {
+            root.gather_into(&v)?;
+        }
+    }
+    Ok([class, gathered[0], gathered[1], gathered[2], gathered[3]])
+}
+
+/// (g) A world gather over 2 blocks of 1 whose ranks pass different
+/// counts: both learn it from the agreement's keyed barrier, the full
+/// round gives both `MPI_ERR_COUNT`, nothing moves, and the next two
+/// gathers work.
+#[test]
+fn a_gather_whose_counts_differ_fails_on_both() {
+    check("gather counts 2x1", 3, || {
+        let results = run_world(small_config(2, 1, 1), 0, |w, _| gather_counts(w, &[1, 2]));
+        let count = gpu_mpi_device::ErrorClass::Count as u32;
+        assert_eq!(results, [Ok([count, 20, 21, 40, 41]), Ok([count, 0, 0, 0, 0])]);
+    });
+}
+
+/// (g) The same in 1 block of 2 ranks: the warp's shuffles and vote carry
+/// the key's words.
+#[test]
+fn a_gather_whose_lanes_pass_different_counts_fails_on_both() {
+    check("gather counts 1x2", 2, || {
+        let results = run_world(small_config(2, 2, 1), 0, |w, _| gather_counts(w, &[2, 1]));
+        let count = gpu_mpi_device::ErrorClass::Count as u32;
+        assert_eq!(results, [Ok([count, 20, 21, 40, 41]), Ok([count, 0, 0, 0, 0])]);
+    });
+}
+
 /// (h) The block barrier: 1 block of 2 ranks.
 #[test]
 fn barrier_one_block_of_two() {

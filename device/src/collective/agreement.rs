@@ -11,15 +11,16 @@
 //! therefore never turns into a hang, and no rank returns `Ok` from a
 //! collective another rank found erroneous.
 //!
-//! Cost: two world barriers when every rank passed the same values and no
-//! error ([`World::agree`]'s quick round); otherwise those and one round
-//! of the hierarchical all-reduce (one world barrier and the block trees)
-//! for 48 bytes per rank.
+//! Cost: one keyed world barrier when every rank passed the same values
+//! and no error ([`World::agree`]'s quick round); otherwise that and one
+//! round of the hierarchical all-reduce (one world barrier and the block
+//! trees) for 48 bytes per rank.
 
 use super::operation::UserOperation;
 use crate::communicator::{Communicator, World};
 use crate::datatype::{user_datatype_id, Datatype, Equivalence};
 use crate::error::{saturating_u32, Error, ErrorClass};
+use crate::layout::BARRIER_KEY_WORDS;
 use crate::polling::WaitFor;
 use crate::status::Status;
 use bytemuck::{Pod, Zeroable};
@@ -38,8 +39,6 @@ pub(crate) const ROOT: usize = 1;
 pub(crate) const TYPE: usize = 2;
 /// Slot: a checksum of an array every rank passes alike (counts).
 pub(crate) const CHECK: usize = 3;
-/// Words of [`Agreement::slot_words`].
-const SLOT_WORDS: usize = SLOTS.div_ceil(2);
 /// Slot: a length of which only the maximum matters (bytes of the largest
 /// part, the number of staging rounds follows from it).
 pub(crate) const LEN: usize = 4;
@@ -74,6 +73,9 @@ pub(crate) const AGREEMENT_END: usize = CELL_HEADER + core::mem::size_of::<Agree
 
 // The smallest cell (64 bytes) holds the agreement and an address after it.
 const _: () = assert!(AGREEMENT_END + 8 <= 64);
+
+// The quick round's key: the staged flag and every slot.
+const _: () = assert!(SLOTS + 1 == BARRIER_KEY_WORDS);
 
 fn combine(a: &Agreement, b: &Agreement) -> Agreement {
     let mut r = *a;
@@ -123,12 +125,12 @@ impl Agreement {
         self.staged == 0
     }
 
-    /// The slots' values, two to a word: what the agreement's quick round
-    /// compares (a rank's minimum and maximum of a slot are its value).
-    fn slot_words(&self) -> [u64; SLOT_WORDS] {
-        let pair =
-            |i: usize| u64::from(self.min[i]) | u64::from(self.min.get(i + 1).copied().unwrap_or(0)) << 32;
-        core::array::from_fn(|k| pair(2 * k))
+    /// The quick round's key: the staged flag, then the slots' values
+    /// (a rank's minimum and maximum of a slot are its value); none for a
+    /// rank that found an error of its own.
+    fn key(&self) -> Option<[u32; BARRIER_KEY_WORDS]> {
+        let [a, b, c, d, e] = self.min;
+        (self.class == 0).then_some([self.staged, a, b, c, d, e])
     }
 
     /// Records a local error's class.
@@ -209,48 +211,21 @@ impl World {
     /// All-reduces `mine` over the world: every rank gets the same
     /// [`Agreement`].
     ///
-    /// First the quick round: rank 0 stages its record, a world barrier,
-    /// every rank compares its slots with rank 0's, and a second world
-    /// barrier agrees on a key (that rank's [`direct`](Agreement::direct)
-    /// flag, or a key that agrees with nobody from a rank whose slots
-    /// differ or that found an error of its own). When every rank passed
-    /// the same slots, no error and the same flag, each rank's own record
-    /// is the agreement: two world barriers, where the full round costs a
-    /// world barrier and two block trees of a 48-byte record. Otherwise
-    /// the full round all-reduces the records, for the error every rank
-    /// returns and a varcount form's longest part; it clears this rank's
-    /// published buffer first (published for the quick round's cells,
-    /// which the full round leaves behind) and stages, so that no rank
-    /// copies through an address read from the wrong round.
+    /// First the quick round: one keyed world barrier
+    /// ([`World::world_barrier_agreeing_words`]) on a key of this rank's
+    /// [`direct`](Agreement::direct) flag and its slots, or one that agrees
+    /// with nobody from a rank that found an error of its own. When every
+    /// rank passed the same slots, no error and the same flag, each rank's
+    /// own record is the agreement: one world barrier, where the full
+    /// round costs a world barrier and two block trees of a 48-byte
+    /// record. Otherwise the full round all-reduces the records, for the
+    /// error every rank returns and a varcount form's longest part; it
+    /// clears this rank's published buffer first (published for the quick
+    /// round's cells, which the full round leaves behind) and stages, so
+    /// that no rank copies through an address read from the wrong round.
     pub(crate) fn agree(&self, mut mine: Agreement, what: WaitFor) -> Result<Agreement, Error> {
         self.begin_staging_round();
-        // SAFETY: the data area of rank 0's cell of this round, 8-byte
-        // aligned, `8 × SLOT_WORDS` (24) bytes before `AGREEMENT_END`, inside the
-        // cell; only rank 0 writes it, before the barrier below, and the
-        // next write to it comes two rounds later.
-        let first = unsafe { self.rank_cell(0).add(CELL_HEADER) };
-        // Three scalars, not arrays indexed in loops: those would live in
-        // local memory across the barriers.
-        let [w0, w1, w2] = mine.slot_words();
-        if self.rank == 0 {
-            // SAFETY: as above.
-            unsafe {
-                crate::shim::store_payload_u64(first, w0);
-                crate::shim::store_payload_u64(first.add(8), w1);
-                crate::shim::store_payload_u64(first.add(16), w2);
-            }
-        }
-        self.world_barrier(what)?;
-        // SAFETY: as above; written before the barrier.
-        let theirs = crate::shim::independent(|| unsafe {
-            (
-                crate::shim::load_payload_u64(first),
-                crate::shim::load_payload_u64(first.add(8)),
-                crate::shim::load_payload_u64(first.add(16)),
-            )
-        });
-        let key = (mine.class == 0 && (w0, w1, w2) == theirs).then_some(mine.staged);
-        if self.world_barrier_agreeing_on(what, key)? {
+        if self.world_barrier_agreeing_words(what, mine.key())? {
             return Ok(mine);
         }
         self.publish_buffer(core::ptr::null_mut());

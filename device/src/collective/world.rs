@@ -9,6 +9,7 @@ use crate::buffers::Side;
 use crate::communicator::{Communicator, World};
 use crate::datatype::{BufferMut, Equivalence};
 use crate::error::{saturating_u32, Error, ErrorClass};
+use crate::layout::BARRIER_KEY_WORDS;
 use crate::polling::{Call as WaitCall, WaitFor, STATE_RUNNING};
 use crate::shim::{self, AtomicU32, AtomicU64, Ordering};
 
@@ -45,33 +46,47 @@ struct KeyStage {
     verdict: u32,
     /// Unused.
     reserved: [u32; 3],
-    /// Each warp's key, or [`NO_KEY`] when its lanes' keys differ.
-    warps: [u32; 32],
+    /// Each warp's key (its first words), the first word [`NO_KEY`] when
+    /// its lanes' keys differ.
+    warps: [[u32; BARRIER_KEY_WORDS]; 32],
 }
 
-/// The block's key from its warps' words: theirs when all are equal,
-/// else [`NO_KEY`].
+/// The block's key from its warps' keys: theirs when all are equal, else
+/// with [`NO_KEY`] as its first word.
 ///
 /// # Safety
-/// The stage's first `warps` (at most 32) words written and published by
-/// a block barrier.
+/// The first `N` words of the stage's first `warps` (at most 32) keys
+/// written and published by a block barrier.
 #[inline(always)]
-unsafe fn fold_keys(stage: *const KeyStage, warps: u32) -> u32 {
-    // SAFETY: the caller's contract.
-    let first = unsafe { core::ptr::addr_of!((*stage).warps[0]).read() };
+unsafe fn fold_keys<const N: usize>(stage: *const KeyStage, warps: u32) -> [u32; N] {
+    // SAFETY: the caller's contract; `w < warps <= 32`, `i < N <=
+    // BARRIER_KEY_WORDS` (the arrays' bounds are checked).
+    let word = |w: u32, i: usize| unsafe { core::ptr::addr_of!((*stage).warps[w as usize][i]).read() };
+    let mut first = [0u32; N];
+    for (i, f) in first.iter_mut().enumerate() {
+        *f = word(0, i);
+    }
     let mut w = 1;
     while w < warps {
-        // SAFETY: the caller's contract; `w < warps <= 32`.
-        if unsafe { core::ptr::addr_of!((*stage).warps[w as usize]).read() } != first {
-            return NO_KEY;
+        for (i, &f) in first.iter().enumerate() {
+            if word(w, i) != f {
+                first[0] = NO_KEY;
+                return first;
+            }
         }
         w += 1;
     }
     first
 }
 
-/// A block's key as it is ORed into [`GridBarrier::keys`](crate::records::GridBarrier):
-/// the key in the high half, its complement in the low.
+/// Whether every block's key `N` (at most [`BARRIER_KEY_WORDS`]) words
+/// long fits the stage ([`KeyStage::warps`]) and the keys' line.
+const fn key_fits(n: usize) -> bool {
+    n >= 1 && n <= BARRIER_KEY_WORDS
+}
+
+/// A block's key word as it is ORed into [`GridBarrier::keys`](crate::records::GridBarrier):
+/// the word in the high half, its complement in the low.
 #[inline(always)]
 fn pack_key(key: u32) -> u64 {
     (u64::from(key) << 32) | u64::from(!key)
@@ -84,13 +99,13 @@ fn generation_word(generation: u32) -> usize {
     (generation % 4) as usize
 }
 
-/// Whether the OR of every block's [`pack_key`] comes from one key other
-/// than [`NO_KEY`]: a bit set in both halves is a bit on which two blocks
-/// differ.
+/// Whether the ORs of every block's [`pack_key`]s, word by word, come from
+/// one key whose first word is not [`NO_KEY`]: a bit set in both halves
+/// of a word is a bit on which two blocks differ.
 #[inline(always)]
-fn keys_agree(or: u64) -> bool {
-    let (high, low) = ((or >> 32) as u32, or as u32);
-    high & low == 0 && high != NO_KEY
+fn keys_agree<const N: usize>(or: &[u64; N]) -> bool {
+    let same = or.iter().all(|&w| (w >> 32) as u32 & w as u32 == 0);
+    same && (or[0] >> 32) as u32 != NO_KEY
 }
 
 impl World {
@@ -189,7 +204,7 @@ impl World {
     /// on into a collective's next step alone.
     #[inline(always)]
     pub(super) fn world_barrier(&self, what: WaitFor) -> Result<(), Error> {
-        self.keyed_barrier(what, None).map(|_| ())
+        self.keyed_barrier::<1>(what, None).map(|_| ())
     }
 
     /// The world barrier ([`World::world_barrier`]) that also tells whether
@@ -209,14 +224,16 @@ impl World {
     /// blocks: after one more block barrier the block's first rank folds
     /// the warps' words into the block's key and ORs `key << 32 | !key`
     /// into the generation's [`GridBarrier::keys`](crate::records::GridBarrier)
-    /// word before it arrives; once every block has arrived every block
-    /// reads the same word, and the blocks agreed exactly when its two
-    /// halves share no bit (the record says who zeroes the words, and
-    /// when). In a world of one block the warps' words are the whole
-    /// answer, read after the closing block barrier. Cost over the plain
-    /// barrier: a shuffle and a vote per warp; with several blocks one more
-    /// block barrier, and for the block's first rank a relaxed OR before
-    /// its arrival and a relaxed load after the wait.
+    /// line before it arrives (one word per word of a longer key,
+    /// [`World::world_barrier_agreeing_words`]); once every block has
+    /// arrived every block reads the same words, and the blocks agreed
+    /// exactly when no word's two halves share a bit (the record says who
+    /// zeroes the words, and when). In a world of one block the warps'
+    /// words are the whole answer, read after the closing block barrier.
+    /// Cost over the plain barrier: a shuffle and a vote per warp; with
+    /// several blocks one more block barrier, and for the block's first
+    /// rank a relaxed OR before its arrival and a relaxed load after the
+    /// wait.
     ///
     /// The words live past the head of the shared scratch (which a block
     /// communicator's opening writes before its first block barrier) and
@@ -225,25 +242,37 @@ impl World {
     /// scratch next passes a block barrier first.
     #[inline(always)]
     pub(super) fn world_barrier_agreeing(&self, what: WaitFor, key: u32) -> Result<bool, Error> {
-        self.keyed_barrier(what, Some(key))
+        self.keyed_barrier(what, Some([key]))
     }
 
-    /// [`World::world_barrier_agreeing`] on `key`, or with `None` on a key
-    /// that agrees with nobody (a rank that knows already that the ranks
-    /// disagree).
-    pub(super) fn world_barrier_agreeing_on(&self, what: WaitFor, key: Option<u32>) -> Result<bool, Error> {
-        self.keyed_barrier(what, Some(key.unwrap_or(NO_KEY)))
+    /// [`World::world_barrier_agreeing`] on a key of
+    /// [`BARRIER_KEY_WORDS`] words, or with `None` on one that agrees with
+    /// nobody (a rank that found an error of its own): `Ok(true)` on every
+    /// rank when every rank passed the same words and the first is not
+    /// [`NO_KEY`], else `Ok(false)` on every rank (the argument
+    /// agreement's one round, `World::agree`). Over the one-word key: one more shuffle per word
+    /// and warp, and for each block's first rank one more relaxed OR
+    /// before its arrival and one more load, in the same batch, after
+    /// the wait, per word.
+    pub(super) fn world_barrier_agreeing_words(
+        &self,
+        what: WaitFor,
+        key: Option<[u32; BARRIER_KEY_WORDS]>,
+    ) -> Result<bool, Error> {
+        self.keyed_barrier(what, Some(key.unwrap_or([NO_KEY; BARRIER_KEY_WORDS])))
     }
 
     /// [`World::world_barrier_agreeing`] for a caller that is no
     /// collective (a window's fence).
     pub(crate) fn barrier_agreeing(&self, what: WaitFor, key: u32) -> Result<bool, Error> {
-        self.keyed_barrier(what, Some(key))
+        self.keyed_barrier(what, Some([key]))
     }
 
-    /// [`World::world_barrier`], and with a key [`World::world_barrier_agreeing`].
+    /// [`World::world_barrier`], and with a key of `N` words
+    /// [`World::world_barrier_agreeing`].
     #[inline(always)]
-    fn keyed_barrier(&self, what: WaitFor, key: Option<u32>) -> Result<bool, Error> {
+    fn keyed_barrier<const N: usize>(&self, what: WaitFor, key: Option<[u32; N]>) -> Result<bool, Error> {
+        const { assert!(key_fits(N)) };
         self.record_wait(what);
         let generation = self.barrier_generation.get().wrapping_add(1);
         self.barrier_generation.set(generation);
@@ -258,23 +287,32 @@ impl World {
         // The verdict of a keyed barrier as this rank sees it before the
         // closing block barrier (a block's first rank: the blocks' words).
         let mut agreed = true;
-        let mut block_key = NO_KEY;
+        let keyed = key.is_some();
         if let Some(k) = key {
             if whole {
                 // Every lane of the warp came (the count above), so no
                 // shuffle or vote names a lane that returned.
                 let mask = shim::warp_mask();
-                let first = shim::shfl_sync(mask, k, 0);
-                let same = shim::vote_all_sync(mask, k == first);
+                let mut first = [0u32; N];
+                let mut same = true;
+                for (f, &word) in first.iter_mut().zip(k.iter()) {
+                    *f = shim::shfl_sync(mask, word, 0);
+                    same &= word == *f;
+                }
+                if !shim::vote_all_sync(mask, same) {
+                    first[0] = NO_KEY;
+                }
                 if self.thread.is_multiple_of(32) {
-                    // SAFETY: this warp's word of the stage, past the
+                    // SAFETY: this warp's key in the stage, past the
                     // scratch's head; every rank of the block passed the
                     // opening barrier, so the scratch's previous readers
                     // are done.
-                    unsafe {
-                        core::ptr::addr_of_mut!((*stage()).warps[(self.thread / 32) as usize])
-                            .write(if same { first } else { NO_KEY })
-                    };
+                    let words =
+                        unsafe { core::ptr::addr_of_mut!((*stage()).warps[(self.thread / 32) as usize]) };
+                    for (i, &f) in first.iter().enumerate() {
+                        // SAFETY: as above; `i < N <= BARRIER_KEY_WORDS`.
+                        unsafe { core::ptr::addr_of_mut!((*words)[i]).write(f) };
+                    }
                 }
             }
             if blocks > 1 {
@@ -282,7 +320,15 @@ impl World {
                 shim::block_barrier();
                 if whole && self.thread == 0 {
                     // SAFETY: the warps' words, written before the barrier above.
-                    block_key = unsafe { fold_keys(stage(), warps()) };
+                    let block_key: [u32; N] = unsafe { fold_keys(stage(), warps()) };
+                    // Relaxed: published by this block's arrival below (its
+                    // release half), read by every block after the
+                    // generation completed. Here, so that no word of the
+                    // key is held across a call.
+                    for (i, &k) in block_key.iter().enumerate() {
+                        self.barrier_keys(generation, i)
+                            .or(pack_key(k), Ordering::Relaxed);
+                    }
                 }
             }
         }
@@ -299,13 +345,6 @@ impl World {
             );
         } else if blocks > 1 && self.thread == 0 {
             let arrivals = self.grid_arrivals(generation);
-            if key.is_some() {
-                // Relaxed: published by this block's arrival below (its
-                // release half), read by every block after the generation
-                // completed.
-                self.barrier_keys(generation)
-                    .or(pack_key(block_key), Ordering::Relaxed);
-            }
             // AcqRel. The release carries this block's writes, ordered
             // before this point by the block barrier, to every rank that
             // acquires a later value of the count: the arrivals are one
@@ -315,10 +354,13 @@ impl World {
             let before = arrivals.fetch_add(1, Ordering::AcqRel);
             let r = if before + 1 == blocks {
                 // Generation `g + 2`'s count and keys, as `GridBarrier`
-                // says. Relaxed: published by this rank's next arrival.
+                // says: every word of the key, whatever this barrier's
+                // key is. Relaxed: published by this rank's next arrival.
                 let next = generation.wrapping_add(2);
                 self.grid_arrivals(next).store(0, Ordering::Relaxed);
-                self.barrier_keys(next).store(0, Ordering::Relaxed);
+                for i in 0..BARRIER_KEY_WORDS {
+                    self.barrier_keys(next, i).store(0, Ordering::Relaxed);
+                }
                 Ok(())
             } else {
                 // The record and the idle key were written before the
@@ -340,21 +382,23 @@ impl World {
                     // Consistency Model"; CUDA's grid synchronisation ends
                     // the same way).
                     // (The generation again: not held across the wait.)
-                    let keys = key.map(|_| {
-                        self.barrier_keys(self.barrier_generation.get())
-                            .load(Ordering::Relaxed)
-                    });
+                    if keyed {
+                        let g = self.barrier_generation.get();
+                        let keys = shim::independent(|| {
+                            core::array::from_fn::<u64, N, _>(|i| {
+                                self.barrier_keys(g, i).load(Ordering::Relaxed)
+                            })
+                        });
+                        agreed = keys_agree(&keys);
+                    }
                     // A finished wait marks the rank running; it still
                     // waits for its block. The record's other words are
                     // still `what`'s.
                     self.record_state(crate::polling::STATE_WAITING);
-                    if let Some(v) = keys {
-                        agreed = keys_agree(v);
-                    }
                 }
                 Err(e) => failure = crate::polling::barrier_word(e),
             }
-            if key.is_some() {
+            if keyed {
                 // SAFETY: the stage's verdict word, past the scratch's head;
                 // read by the block after the closing barrier.
                 unsafe { core::ptr::addr_of_mut!((*stage()).verdict).write(agreed as u32) };
@@ -372,23 +416,27 @@ impl World {
             // barrier; the next writer of the scratch passes a block barrier
             // that this rank has not reached.
             Some(_) if blocks > 1 => Ok(unsafe { core::ptr::addr_of!((*stage()).verdict).read() } != 0),
-            Some(k) => {
-                // SAFETY: the warps' words, written before the closing
-                // barrier (as above).
-                let all = unsafe { fold_keys(stage(), warps()) };
-                Ok(all == k && all != NO_KEY)
-            }
+            // Every warp's key equal to the first's and not `NO_KEY`: each
+            // warp's lanes passed its lane 0's key (else its first word is
+            // `NO_KEY`), so every rank passed this one, this rank's too.
+            // SAFETY: the warps' keys, written before the closing barrier
+            // (as above).
+            Some(_) => Ok(unsafe { fold_keys::<N>(stage(), warps()) }[0] != NO_KEY),
         }
     }
 
-    /// The [`GridBarrier::keys`](crate::records::GridBarrier) word of
-    /// barrier generation `generation`.
-    fn barrier_keys(&self, generation: u32) -> &AtomicU64 {
+    /// Word `word` (below [`BARRIER_KEY_WORDS`]) of the
+    /// [`GridBarrier::keys`](crate::records::GridBarrier) of barrier
+    /// generation `generation`.
+    fn barrier_keys(&self, generation: u32, word: usize) -> &AtomicU64 {
         use crate::records::GridBarrier;
-        let at =
-            self.layout.barrier + core::mem::offset_of!(GridBarrier, keys) + 8 * generation_word(generation);
-        // SAFETY: inside the world barrier's record, 8-byte aligned (the
-        // record is 64-byte aligned), accessed only atomically.
+        let at = self.layout.barrier
+            + core::mem::offset_of!(GridBarrier, keys)
+            + 64 * generation_word(generation)
+            + 8 * word;
+        // SAFETY: inside the world barrier's record (`word <
+        // BARRIER_KEY_WORDS <= 8`), 8-byte aligned (the record is 64-byte
+        // aligned), accessed only atomically.
         unsafe { shim::atomic_u64_at(self.base, at) }
     }
 
@@ -591,7 +639,7 @@ impl World {
         }
         // Every rank reads the same verdict, so every rank of the block
         // skips the block barrier below alike.
-        if !self.keyed_barrier(what, key)? {
+        if !self.keyed_barrier(what, key.map(|k| [k]))? {
             return Err(Error::InvalidRoot {
                 root: what.peer,
                 size: self.size(),
