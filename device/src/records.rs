@@ -917,13 +917,16 @@ pub struct ResultRecord {
 /// the blocks also poll (as CUDA's grid synchronisation polls its counter),
 /// is complete at `blocks`.
 ///
-/// The arrival that completes generation `g` zeroes count `(g + 2) % 4`
+/// The arrival that completes generation `g` zeroes count `(g + 3) % 4`
 /// and the keys of that generation. Their last readers (generation `g -
-/// 2`) read them before they arrived at `g - 1`, which that arrival's
-/// acquire takes; their next writers (generation `g + 2`) pass `g + 1`
-/// first, which that block's next arrival, a release after the zeroing,
-/// completes. Four generations, not three, so that `g % 4` stays in step
-/// when the 32-bit generation wraps. A count of its own per generation,
+/// 1`, the blocks that waited there) read them before they arrived at
+/// `g`, which that arrival's acquire takes. Their next writers
+/// (generation `g + 3`) wait at `g + 1` or `g + 2` first, which that
+/// block's next arrivals, releases after the zeroing, complete: a block
+/// may go on from a barrier without waiting
+/// (`World::world_barrier_for_root`), but never from two in a row, so
+/// it waits at one of those two. Four generations, a power of two, so
+/// that `g % 4` stays in step when the 32-bit generation wraps. A count of its own per generation,
 /// not one count that grows (complete at `g × blocks`), so that a poll can
 /// only see the arrivals at its own generation: loom then explores far
 /// fewer values per poll.

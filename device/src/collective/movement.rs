@@ -15,7 +15,8 @@
 //! A world gather or scatter whose root buffer is plain bytes in global
 //! memory stages no data: the root publishes the buffer (and a varcount
 //! root its partition), every rank copies its own part straight into or out
-//! of it, and one world barrier ends the call ([`World::publish_buffer`],
+//! of it, and one world barrier, at which only the root's block waits,
+//! ends the call ([`World::publish_buffer`],
 //! [`CountStage`]). A root buffer no other thread can reach (a stack array
 //! on the GPU, a typed view) goes through the cells, the root copying all
 //! `size × count` elements itself. An all-gather with fixed counts and an
@@ -706,7 +707,8 @@ impl World {
         let direct = self.published_buffer(root as u32);
         if !direct.is_null() && bytes > 0 {
             // Every rank copies its own part into the root's buffer; one
-            // world barrier tells the root they are there.
+            // world barrier tells the root they are there (only the root's
+            // block waits at it).
             let mut walked = true;
             if let Some((side, _, _)) = send {
                 // SAFETY: part `me` of the root's buffer (`n × bytes` plain
@@ -716,7 +718,7 @@ impl World {
                 // root's in-place part (no send) stays where it is.
                 walked = unsafe { side.read(0, direct.add(me as usize * bytes), bytes) };
             }
-            self.world_barrier(what)?;
+            self.world_barrier_for_root(what, root)?;
             return if walked { Ok(()) } else { Err(Error::Intern) };
         }
         let mut walked = true;
@@ -828,8 +830,8 @@ impl World {
         let me = self.rank;
         if let Some(d) = direct.filter(|_| agreed.max(LEN) > 0) {
             // Every rank copies its own part into the root's buffer; one
-            // world barrier tells the root they are there. The in-place
-            // root's part stays where it is.
+            // world barrier tells the root they are there (only the root's
+            // block waits at it). The in-place root's part stays where it is.
             let mut walked = true;
             if let Some((side, _, len)) = send.filter(|s| s.2 > 0) {
                 // SAFETY: we are a rank; our part of the root's buffer
@@ -838,7 +840,7 @@ impl World {
                 // no other rank; our send holds `len` packed bytes.
                 walked = unsafe { side.read(0, d.base.add(d.part(me, size).1), len) };
             }
-            self.world_barrier(what)?;
+            self.world_barrier_for_root(what, root)?;
             return if walked { Ok(()) } else { Err(Error::Intern) };
         }
         let mut walked = true;
@@ -937,7 +939,8 @@ impl World {
         let direct = self.published_buffer(root as u32);
         if !direct.is_null() && bytes > 0 {
             // Every rank copies its own part out of the root's buffer; one
-            // world barrier tells the root that its buffer is free again.
+            // world barrier tells the root that its buffer is free again
+            // (only the root's block waits at it).
             let mut walked = true;
             if let Some(r) = recv {
                 // SAFETY: part `me` of the root's buffer (`n × bytes` plain
@@ -947,7 +950,7 @@ impl World {
                 // root's in-place part (no recv) stays where it is.
                 walked = unsafe { Side::of_mut(r).0.write(0, direct.add(me as usize * bytes), bytes) };
             }
-            self.world_barrier(what)?;
+            self.world_barrier_for_root(what, root)?;
             return if walked { Ok(()) } else { Err(Error::Intern) };
         }
         let mut walked = true;
@@ -1065,7 +1068,8 @@ impl World {
         }
         if let Some(d) = direct.filter(|_| agreed.max(LEN) > 0) {
             // Every rank copies its own part out of the root's buffer; one
-            // world barrier tells the root that its buffer is free again.
+            // world barrier tells the root that its buffer is free again
+            // (only the root's block waits at it).
             // The in-place root's part stays where it is.
             let mut walked = true;
             if let Some((side, len)) = recv.as_mut().map(|r| Side::of_mut(&mut **r)).filter(|r| r.1 > 0) {
@@ -1076,7 +1080,7 @@ impl World {
                 // `len` packed bytes.
                 walked = unsafe { side.write(0, d.base.add(d.part(self.rank, size).1), len) };
             }
-            self.world_barrier(what)?;
+            self.world_barrier_for_root(what, root)?;
             return if walked { Ok(()) } else { Err(Error::Intern) };
         }
         let mut walked = true;

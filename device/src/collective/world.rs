@@ -204,7 +204,22 @@ impl World {
     /// on into a collective's next step alone.
     #[inline(always)]
     pub(super) fn world_barrier(&self, what: WaitFor) -> Result<(), Error> {
-        self.keyed_barrier::<1>(what, None).map(|_| ())
+        self.keyed_barrier::<1>(what, None, true).map(|_| ())
+    }
+
+    /// The world barrier that ends a gather or scatter whose ranks copied
+    /// their parts straight into or out of `root`'s buffer: every block
+    /// arrives, but only the ranks of the root's block wait until every
+    /// other block has (a gather's root needs every part, a scatter's root
+    /// its buffer back). The others go on once their own block has arrived:
+    /// MPI 4.1 §6.5 lets a rank that is not the root return once its part
+    /// is copied, and the native gather ends the same way. Only every
+    /// other world barrier may be one of these (every gather and scatter
+    /// begins with its agreement), which the generations' reset relies on
+    /// ([`GridBarrier`](crate::records::GridBarrier)).
+    pub(super) fn world_barrier_for_root(&self, what: WaitFor, root: i32) -> Result<(), Error> {
+        let waits = root as u32 / self.layout.block_dim == self.block;
+        self.keyed_barrier::<1>(what, None, waits).map(|_| ())
     }
 
     /// The world barrier ([`World::world_barrier`]) that also tells whether
@@ -242,7 +257,7 @@ impl World {
     /// scratch next passes a block barrier first.
     #[inline(always)]
     pub(super) fn world_barrier_agreeing(&self, what: WaitFor, key: u32) -> Result<bool, Error> {
-        self.keyed_barrier(what, Some([key]))
+        self.keyed_barrier(what, Some([key]), true)
     }
 
     /// [`World::world_barrier_agreeing`] on a key of
@@ -259,19 +274,26 @@ impl World {
         what: WaitFor,
         key: Option<[u32; BARRIER_KEY_WORDS]>,
     ) -> Result<bool, Error> {
-        self.keyed_barrier(what, Some(key.unwrap_or([NO_KEY; BARRIER_KEY_WORDS])))
+        self.keyed_barrier(what, Some(key.unwrap_or([NO_KEY; BARRIER_KEY_WORDS])), true)
     }
 
     /// [`World::world_barrier_agreeing`] for a caller that is no
     /// collective (a window's fence).
     pub(crate) fn barrier_agreeing(&self, what: WaitFor, key: u32) -> Result<bool, Error> {
-        self.keyed_barrier(what, Some([key]))
+        self.keyed_barrier(what, Some([key]), true)
     }
 
     /// [`World::world_barrier`], and with a key of `N` words
-    /// [`World::world_barrier_agreeing`].
+    /// [`World::world_barrier_agreeing`]; `waits` false (the same on every
+    /// rank of the block, never with a key): the block arrives and goes on
+    /// ([`World::world_barrier_for_root`]).
     #[inline(always)]
-    fn keyed_barrier<const N: usize>(&self, what: WaitFor, key: Option<[u32; N]>) -> Result<bool, Error> {
+    fn keyed_barrier<const N: usize>(
+        &self,
+        what: WaitFor,
+        key: Option<[u32; N]>,
+        waits: bool,
+    ) -> Result<bool, Error> {
         const { assert!(key_fits(N)) };
         self.record_wait(what);
         let generation = self.barrier_generation.get().wrapping_add(1);
@@ -353,14 +375,16 @@ impl World {
             // earlier arrival's writes, all that the last arrival needs.
             let before = arrivals.fetch_add(1, Ordering::AcqRel);
             let r = if before + 1 == blocks {
-                // Generation `g + 2`'s count and keys, as `GridBarrier`
+                // Generation `g + 3`'s count and keys, as `GridBarrier`
                 // says: every word of the key, whatever this barrier's
-                // key is. Relaxed: published by this rank's next arrival.
-                let next = generation.wrapping_add(2);
+                // key is. Relaxed: published by this rank's next arrivals.
+                let next = generation.wrapping_add(3);
                 self.grid_arrivals(next).store(0, Ordering::Relaxed);
                 for i in 0..BARRIER_KEY_WORDS {
                     self.barrier_keys(next, i).store(0, Ordering::Relaxed);
                 }
+                Ok(())
+            } else if !waits {
                 Ok(())
             } else {
                 // The record and the idle key were written before the
@@ -410,18 +434,20 @@ impl World {
             let word = crate::polling::barrier_failed(self.base as u64, self.rank, failure);
             return Err(crate::polling::barrier_error(word, what));
         }
-        match key {
-            None => Ok(true),
+        if !keyed {
+            Ok(true)
+        } else if blocks > 1 {
             // SAFETY: written by the block's first rank before the closing
             // barrier; the next writer of the scratch passes a block barrier
             // that this rank has not reached.
-            Some(_) if blocks > 1 => Ok(unsafe { core::ptr::addr_of!((*stage()).verdict).read() } != 0),
+            Ok(unsafe { core::ptr::addr_of!((*stage()).verdict).read() } != 0)
+        } else {
             // Every warp's key equal to the first's and not `NO_KEY`: each
             // warp's lanes passed its lane 0's key (else its first word is
             // `NO_KEY`), so every rank passed this one, this rank's too.
             // SAFETY: the warps' keys, written before the closing barrier
             // (as above).
-            Some(_) => Ok(unsafe { fold_keys::<N>(stage(), warps()) }[0] != NO_KEY),
+            Ok(unsafe { fold_keys::<N>(stage(), warps()) }[0] != NO_KEY)
         }
     }
 
@@ -639,7 +665,7 @@ impl World {
         }
         // Every rank reads the same verdict, so every rank of the block
         // skips the block barrier below alike.
-        if !self.keyed_barrier(what, key.map(|k| [k]))? {
+        if !self.keyed_barrier(what, key.map(|k| [k]), true)? {
             return Err(Error::InvalidRoot {
                 root: what.peer,
                 size: self.size(),
