@@ -16,6 +16,7 @@
 
 mod coll;
 mod ddt;
+mod kernels;
 mod limits;
 mod p2p;
 mod pi;
@@ -758,6 +759,10 @@ pub fn run(device: &Device, options: &Options, print: bool) -> Result<Report, St
     }
     emit(print, &progress, &section);
     sections.push(section);
+    // No launch: the build's ptxas report, for the device's SM.
+    let kernels = kernels::section(&KERNELS, device.describe().compute_capability);
+    emit(print, &progress, &kernels);
+    sections.push(kernels);
     progress.inc(1);
     let mut targets = Vec::new();
     let mut model_targets = Vec::new();
