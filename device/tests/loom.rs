@@ -436,28 +436,33 @@ fn gather_counts(w: &World, counts: &[usize]) -> Result<[u32; 5], Error> {
     Ok([class, gathered[0], gathered[1], gathered[2], gathered[3]])
 }
 
+/// [`gather_counts`] in a world of `blocks` blocks of `block_dim` ranks
+/// (two ranks in all) whose ranks pass `counts`: the first gather fails
+/// with `MPI_ERR_COUNT` on both, the next two gather both ranks' values.
+fn gather_counts_fail_on_both(name: &str, preemptions: usize, block_dim: u32, counts: [usize; 2]) {
+    check(name, preemptions, move || {
+        let results = run_world(small_config(2, block_dim, 1), 0, move |w, _| {
+            gather_counts(w, &counts)
+        });
+        let count = gpu_mpi_device::ErrorClass::Count as u32;
+        assert_eq!(results, [Ok([count, 20, 21, 40, 41]), Ok([count, 0, 0, 0, 0])]);
+    });
+}
+
 /// (g) A world gather over 2 blocks of 1 whose ranks pass different
 /// counts: both learn it from the agreement's keyed barrier, the full
 /// round gives both `MPI_ERR_COUNT`, nothing moves, and the next two
 /// gathers work.
 #[test]
 fn a_gather_whose_counts_differ_fails_on_both() {
-    check("gather counts 2x1", 3, || {
-        let results = run_world(small_config(2, 1, 1), 0, |w, _| gather_counts(w, &[1, 2]));
-        let count = gpu_mpi_device::ErrorClass::Count as u32;
-        assert_eq!(results, [Ok([count, 20, 21, 40, 41]), Ok([count, 0, 0, 0, 0])]);
-    });
+    gather_counts_fail_on_both("gather counts 2x1", 3, 1, [1, 2]);
 }
 
 /// (g) The same in 1 block of 2 ranks: the warp's shuffles and vote carry
 /// the key's words.
 #[test]
 fn a_gather_whose_lanes_pass_different_counts_fails_on_both() {
-    check("gather counts 1x2", 2, || {
-        let results = run_world(small_config(2, 2, 1), 0, |w, _| gather_counts(w, &[2, 1]));
-        let count = gpu_mpi_device::ErrorClass::Count as u32;
-        assert_eq!(results, [Ok([count, 20, 21, 40, 41]), Ok([count, 0, 0, 0, 0])]);
-    });
+    gather_counts_fail_on_both("gather counts 1x2", 2, 2, [2, 1]);
 }
 
 /// (h) The block barrier: 1 block of 2 ranks.
