@@ -233,27 +233,26 @@ fn every_suite_runs_and_passes_its_checks() {
         .iter()
         .find(|s| s.suite == "kernels")
         .expect("a kernels table");
-    match bench::KERNELS.built_without {
-        Some(_) => {
-            assert!(kernels.rows.is_empty());
-            assert!(
-                kernels.notes.iter().any(|n| n.starts_with("no ptxas report")),
-                "{:?}",
-                kernels.notes
-            );
-        }
-        None => {
-            let pi = kernels
-                .rows
-                .iter()
-                .find(|r| r[0].1 == "pi_p2p")
-                .expect("the pi_p2p kernel in the kernels table");
-            let ranks = pi
-                .iter()
-                .find(|(k, _)| *k == "ranks_per_sm")
-                .map(|(_, v)| v.as_u64());
-            assert!(matches!(ranks, Some(Some(256..=2048))), "{pi:?}");
-        }
+    // A build without kernels, or one whose ptxas did not run (no driver:
+    // `GPU_MPI_SASS`), has no rows, and says why.
+    if bench::KERNELS.ptxas_report.contains("spill-ld") {
+        let pi = kernels
+            .rows
+            .iter()
+            .find(|r| r[0].1 == "pi_p2p")
+            .expect("the pi_p2p kernel in the kernels table");
+        let ranks = pi
+            .iter()
+            .find(|(k, _)| *k == "ranks_per_sm")
+            .map(|(_, v)| v.as_u64());
+        assert!(matches!(ranks, Some(Some(256..=2048))), "{pi:?}");
+    } else {
+        assert!(kernels.rows.is_empty());
+        assert!(
+            kernels.notes.iter().any(|n| n.starts_with("no ptxas report")),
+            "{:?}",
+            kernels.notes
+        );
     }
 
     // The JSON parses back and has the documented shape, its values those
