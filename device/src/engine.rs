@@ -258,31 +258,60 @@ unsafe fn move_bytes(
     }
 }
 
-/// Takes a free record for `scope` (0: a blocking call, which has
-/// [`BLOCKING_RECORDS`] of its own), fills it from `p`, appends it to the
-/// active list (posting order) and returns its index.
+/// Takes a free record of request scope `scope` (at least 1), fills it
+/// from `p`, appends it to the active list (posting order) and returns its
+/// index.
 #[inline]
 pub(crate) fn post(w: &Core, scope: u32, p: &Post) -> Result<u32, Error> {
-    let i = fill(w, scope, p)?;
+    let i = take_record(w)?;
+    fill(w, i, scope, p);
     append(w, i, mine!(w, active_tail));
     Ok(i)
 }
 
-/// [`post`] without the append: takes a free record and fills it.
+/// [`post`] in blocking record `i` (below [`BLOCKING_RECORDS`]): a
+/// send-receive's two halves.
+#[inline]
+pub(crate) fn post_blocking(w: &Core, i: BlockingRecord, p: &Post) {
+    fill(w, i as u32, 0, p);
+    append(w, i as u32, mine!(w, active_tail));
+}
+
+/// The records kept for blocking calls. A blocking record is in use only
+/// inside the call that filled it: a blocking call, or a send-receive's
+/// wait for its two, collects or cancels them before it returns, and none
+/// runs inside another (a wait progresses requests, it makes no call). So
+/// each call takes its records by name, and the rank's mask of records in
+/// use (`records_used`, the request scopes' records) has no bits for them:
+/// a blocking call reads and writes no mask.
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[repr(u32)]
+pub(crate) enum BlockingRecord {
+    /// A blocking call's, or a send-receive's send.
+    First = 0,
+    /// A send-receive's receive.
+    Second = 1,
+}
+
+const _: () = assert!(BLOCKING_RECORDS == 2);
+
+/// A free record of the request scopes, marked used.
 #[inline(always)]
-fn fill(w: &Core, scope: u32, p: &Post) -> Result<u32, Error> {
+fn take_record(w: &Core) -> Result<u32, Error> {
     let used = mine!(w, records_used);
-    let (first, end) = if scope == 0 {
-        (0, BLOCKING_RECORDS)
-    } else {
-        (BLOCKING_RECORDS, w.records_per_rank())
-    };
+    let (first, end) = (BLOCKING_RECORDS, w.records_per_rank());
     let free = !used & (mask_below(end) & !mask_below(first));
     if free == 0 {
         return Err(Error::RequestLimit { limit: end - first });
     }
     let i = free.trailing_zeros();
     mine!(w, records_used = used | (1 << i));
+    Ok(i)
+}
+
+/// Fills record `i`, of scope `scope` (0: a [`BlockingRecord`]), from `p`.
+#[inline(always)]
+fn fill(w: &Core, i: u32, scope: u32, p: &Post) {
     let r = RequestRecord {
         state: p.state as u32,
         next: 0,
@@ -301,7 +330,8 @@ fn fill(w: &Core, scope: u32, p: &Post) -> Result<u32, Error> {
         message_bytes: saturating_u32(p.len),
         message_datatype: p.datatype,
     };
-    // SAFETY: record `i` is this rank's and now marked used.
+    // SAFETY: record `i` is this rank's, and no other call uses it: a
+    // request's is marked used, a blocking record is its call's.
     unsafe { w.record(i).write(r) };
     if p.inline {
         let area = inline_area(w, i);
@@ -309,7 +339,6 @@ fn fill(w: &Core, scope: u32, p: &Post) -> Result<u32, Error> {
         unsafe { (area as *mut u64).write(p.data) };
         rec!(w, i, buffer = area as u64);
     }
-    Ok(i)
 }
 
 /// Appends record `i` to the active list, whose tail is `tail` (the
@@ -389,9 +418,13 @@ pub(crate) fn collect(w: &Core, i: u32) -> Result<Status, Error> {
     }
 }
 
+/// A request's record back to its scope; nothing for a blocking record,
+/// which its next call fills whole ([`BlockingRecord`]).
 fn free(w: &Core, i: u32) {
-    mine!(w, records_used = mine!(w, records_used) & !(1 << i));
-    rec!(w, i, state = RecordState::Free as u32);
+    if i >= BLOCKING_RECORDS {
+        mine!(w, records_used = mine!(w, records_used) & !(1 << i));
+        rec!(w, i, state = RecordState::Free as u32);
+    }
 }
 
 /// Takes record `i` out of the active list (if it is there) and frees it:
@@ -468,11 +501,11 @@ fn progress_words(base: u64, rank: u32) -> bool {
     progress_in::<false>(&core)
 }
 
-/// A blocking call: posts `p` in one of the records kept for blocking
-/// calls, waits until it is complete (progressing the engine, with the
-/// bounds of `polling::wait_for`), frees it and returns its index: the freed
-/// record keeps its fields (the status, the inline data) until this rank's
-/// next blocking call. All of it in [`run_words`], whose scalar
+/// A blocking call: posts `p` in the first record kept for blocking
+/// calls ([`BlockingRecord`]), waits until it is complete (progressing the
+/// engine, with the bounds of `polling::wait_for`) and returns its index:
+/// the record keeps its fields (the status, the inline data) until this
+/// rank's next blocking call. All of it in [`run_words`], whose scalar
 /// arguments keep the caller's values out of local memory; the errors are
 /// built here, on a cold path, from the few words it returns.
 #[inline(always)]
@@ -508,22 +541,19 @@ pub(crate) fn run(core: Core, p: &Post) -> Finished {
 }
 
 impl Finished {
-    /// A send's outcome, its record freed: sends finish complete, aborted,
-    /// out of records or timed out.
+    /// A send's outcome: sends finish complete, aborted or timed out. A
+    /// send has no outcome but success, and its blocking record needs no
+    /// freeing: nothing to collect.
     #[inline(always)]
-    pub(crate) fn sent(self, core: Core, p: &Post) -> Result<(), Error> {
+    pub(crate) fn sent(self, p: &Post) -> Result<(), Error> {
         let low = self.0 as u32;
         let kind = (self.0 >> 32) as u32;
         if kind == Failure::None as u32 {
-            // A send has no outcome but success: nothing to collect.
-            free(&core, low);
             return Ok(());
         }
         core::hint::cold_path();
         Err(if kind == Failure::Aborted as u32 {
             Error::Aborted { by_rank: low }
-        } else if kind == Failure::RequestLimit as u32 {
-            Error::RequestLimit { limit: low }
         } else {
             Error::Timeout {
                 operation: Call::Send as u32,
@@ -544,8 +574,6 @@ impl Finished {
         core::hint::cold_path();
         Err(if kind == Failure::Aborted as u32 {
             Error::Aborted { by_rank: low }
-        } else if kind == Failure::RequestLimit as u32 {
-            Error::RequestLimit { limit: low }
         } else {
             Error::Timeout {
                 operation: if p.state.is_send() {
@@ -568,10 +596,8 @@ enum Failure {
     None = 0,
     /// Another rank aborted the world (the low half is that rank).
     Aborted = 1,
-    /// No free record (the low half is the limit).
-    RequestLimit = 2,
     /// The wait timed out.
-    Timeout = 3,
+    Timeout = 2,
 }
 
 const fn failed(kind: Failure, low: u32) -> u64 {
@@ -632,12 +658,8 @@ fn run_words(
         #[cfg(not(feature = "views"))]
         signature: Signature::NONE,
     };
-    let i = match fill(w, 0, &p) {
-        Ok(i) => i,
-        Err(Error::RequestLimit { limit }) => return failed(Failure::RequestLimit, limit),
-        // `fill` fails with `RequestLimit` only.
-        Err(_) => return failed(Failure::RequestLimit, BLOCKING_RECORDS),
-    };
+    let i = BlockingRecord::First as u32;
+    fill(w, i, 0, &p);
     let tail = mine!(w, active_tail);
     let what = WaitFor {
         operation: if state.is_send() {

@@ -27,7 +27,7 @@
 use crate::communicator::wait_for;
 use crate::communicator::{AnyProcess, CommInfo, Process, World, ANY_SOURCE, PROC_NULL};
 use crate::datatype::{Buffer, BufferMut, Datatype, Equivalence, TypedBuffer};
-use crate::engine::{self, Post, Signature};
+use crate::engine::{self, BlockingRecord, Post, Signature};
 use crate::error::Error;
 use crate::polling::{Call, WaitFor};
 use crate::records::{RecordState, SendMode};
@@ -419,7 +419,7 @@ fn send_to<B: Buffer + ?Sized>(p: &Process<'_>, buf: &B, tag: i32, mode: SendMod
         data,
         signature: Signature::of(buf.message_signature()),
     };
-    engine::run(w.core(), &post).sent(w.core(), &post)
+    engine::run(w.core(), &post).sent(&post)
 }
 
 /// The bytes of a message of at most 8 bytes as a little-endian word (the
@@ -820,7 +820,10 @@ pub(crate) fn exchange(
     replace: bool,
 ) -> Result<Status, Error> {
     let s = match &send {
-        Some(p) => engine::post(&w.core(), 0, p)?,
+        Some(p) => {
+            engine::post_blocking(&w.core(), BlockingRecord::First, p);
+            BlockingRecord::First as u32
+        }
         None => u32::MAX,
     };
     let (r, what) = match recv {
@@ -833,15 +836,8 @@ pub(crate) fn exchange(
                 peer: p.peer,
                 tag: p.tag,
             };
-            match engine::post(&w.core(), 0, &p) {
-                Ok(r) => (Ok(r), what),
-                Err(e) => {
-                    if s != u32::MAX {
-                        engine::cancel(&w.core(), s);
-                    }
-                    return Err(e);
-                }
-            }
+            engine::post_blocking(&w.core(), BlockingRecord::Second, &p);
+            (Ok(BlockingRecord::Second as u32), what)
         }
         Err(null) => (
             Err(null),
