@@ -3,17 +3,18 @@
 //! can hold (issue 29: "every CUDA thread a rank" holds only for a kernel
 //! at or below 32 registers).
 //!
-//! Ranks per SM follow CUDA's occupancy rules for registers and threads:
-//! a warp's registers are allocated in units of 256 (so a thread's count
-//! is rounded up to a multiple of 8), each of an SM's four register-file
-//! sub-partitions (16 Ki registers) holds whole warps (docs/gpu.md), and
-//! whole blocks of [`gpu_mpi::PREFERRED_BLOCK_DIM`] only, at most as many
-//! threads and blocks as the SM allows. Shared memory is left out (the
-//! collectives' 4 KiB per block binds no SM below 64 blocks), and so is
-//! the driver's own answer, which a launch on a GPU asks for.
+//! Ranks per SM follow the occupancy rules the cuda backend names a
+//! world's bound with (`gpu_mpi::cuda::plan::Bounds`: a warp's registers
+//! are allocated in units of 256, each of an SM's four register-file
+//! sub-partitions holds whole warps, docs/gpu.md), in whole blocks of
+//! [`gpu_mpi::PREFERRED_BLOCK_DIM`], at most as many threads and blocks as
+//! the SM allows. Shared memory is left out (the collectives' 4 KiB per
+//! block binds no SM below 64 blocks), and so is the driver's own answer,
+//! which a launch on a GPU asks for.
 
 use crate::{Row, Section};
-use gpu_mpi::KernelImages;
+use gpu_mpi::cuda::plan::{Bounds, DeviceLimits, KernelResources};
+use gpu_mpi::{KernelImages, Resource};
 
 /// One row of a ptxas report: a kernel built for one SM.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -55,36 +56,28 @@ pub fn parse_report(report: &str) -> Vec<Usage> {
         .collect()
 }
 
-/// What an SM of `arch` holds at most: threads and blocks (CUDA C
-/// Programming Guide, "Compute Capabilities", table of technical
-/// specifications); an SM not listed is taken as sm_90's.
-fn sm_limits(arch: &str) -> (u32, u32) {
-    match arch {
-        "sm_75" => (1024, 16),
-        "sm_86" => (1536, 16),
-        "sm_89" => (1536, 24),
-        _ => (2048, 32),
-    }
-}
-
-/// Registers of one of an SM's four register-file sub-partitions (every
-/// SM from sm_70 on: 64 Ki per SM).
-const PARTITION_REGISTERS: u32 = 16_384;
-
 /// How many ranks of a kernel with `registers` per thread one SM of
-/// `arch` holds in blocks of `block_dim`, and what bounds it
-/// (`"registers"` or `"threads"`).
+/// `arch` (`sm_90`) holds in blocks of `block_dim`, and what bounds it
+/// (`"registers"`, `"threads"` or `"blocks"`): the cuda backend's
+/// occupancy rules ([`Bounds`]) on the SM's tabulated limits
+/// ([`DeviceLimits::of_sm`]), for a kernel without shared memory.
 pub fn ranks_per_sm(registers: u32, block_dim: u32, arch: &str) -> (u32, &'static str) {
-    let (max_threads, max_blocks) = sm_limits(arch);
-    let per_warp = registers.max(1).div_ceil(8) * 8 * 32;
-    let warps = 4 * (PARTITION_REGISTERS / per_warp);
-    let by_registers = warps / block_dim.div_ceil(32);
-    let by_threads = (max_threads / block_dim).min(max_blocks);
-    if by_registers < by_threads {
-        (by_registers * block_dim, "registers")
-    } else {
-        (by_threads * block_dim, "threads")
-    }
+    let cc = arch.trim_start_matches("sm_").parse().unwrap_or(90);
+    let kernel = KernelResources {
+        registers,
+        shared_bytes: 0,
+        dynamic_shared_bytes: 0,
+        max_threads_per_block: 1024,
+        local_bytes: 0,
+    };
+    let (blocks, resource) = Bounds::new(&DeviceLimits::of_sm(cc), &kernel, block_dim).limit();
+    let bound = match resource {
+        Resource::Registers => "registers",
+        Resource::ThreadsPerSm => "threads",
+        Resource::BlocksPerSm => "blocks",
+        _ => "block size",
+    };
+    (blocks * block_dim, bound)
 }
 
 /// The SM whose rows the table shows: `wanted` (a GPU's `sm_XY`) when the
@@ -180,6 +173,8 @@ mod tests {
         assert_eq!(ranks_per_sm(255, 256, "sm_90"), (256, "registers"));
         // sm_86 holds 1536 threads: 6 blocks of 256 at 40 registers.
         assert_eq!(ranks_per_sm(40, 256, "sm_86"), (1536, "threads"));
+        // Blocks of one warp: the SM's 32 block slots bind first.
+        assert_eq!(ranks_per_sm(32, 32, "sm_90"), (1024, "blocks"));
     }
 
     #[test]

@@ -63,6 +63,38 @@ pub struct DeviceLimits {
     pub shared_memory_per_block_optin: u32,
 }
 
+impl DeviceLimits {
+    /// One SM of compute capability `cc` (`major * 10 + minor`) as the
+    /// CUDA C Programming Guide tabulates it ("Compute Capabilities",
+    /// technical specifications), `sms` 1: for what is worked out without
+    /// the device (the bench's kernels table). A capability not listed is
+    /// taken as sm_90's.
+    pub fn of_sm(cc: u32) -> DeviceLimits {
+        // (threads, blocks, shared memory per SM in KiB, opt-in per block in KiB)
+        let (threads, blocks, shared_kib, optin_kib) = match cc {
+            70 => (2048, 32, 96, 96),
+            75 => (1024, 16, 64, 64),
+            80 => (2048, 32, 164, 163),
+            86 => (1536, 16, 100, 99),
+            87 => (2048, 16, 164, 163),
+            89 => (1536, 24, 100, 99),
+            _ => (2048, 32, 228, 227),
+        };
+        DeviceLimits {
+            sms: 1,
+            warp_size: 32,
+            max_threads_per_sm: threads,
+            max_blocks_per_sm: blocks,
+            max_threads_per_block: 1024,
+            registers_per_sm: 65536,
+            registers_per_block: 65536,
+            shared_memory_per_sm: shared_kib * 1024,
+            reserved_shared_memory_per_block: if cc >= 80 { 1024 } else { 0 },
+            shared_memory_per_block_optin: optin_kib * 1024,
+        }
+    }
+}
+
 /// What one kernel uses, from its function attributes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KernelResources {
@@ -511,6 +543,21 @@ pub fn ptx_entries(ptx: &str) -> Vec<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_sm_90_is_what_the_driver_reports_for_an_h100() {
+        let sm = DeviceLimits::of_sm(90);
+        // The H100 SXM's attributes (host/tests/cuda.rs), but its 132 SMs.
+        assert_eq!(
+            (sm.max_threads_per_sm, sm.max_blocks_per_sm, sm.registers_per_sm),
+            (2048, 32, 65536)
+        );
+        assert_eq!(sm.shared_memory_per_sm, 228 * 1024);
+        assert_eq!(sm.shared_memory_per_block_optin, 227 * 1024);
+        assert_eq!(sm.reserved_shared_memory_per_block, 1024);
+        assert_eq!(DeviceLimits::of_sm(75).max_threads_per_sm, 1024);
+        assert_eq!(DeviceLimits::of_sm(75).reserved_shared_memory_per_block, 0);
+    }
 
     #[test]
     fn rounding() {
