@@ -23,7 +23,8 @@
 //! the inbox in the same batch as its scan and takes it only when the scan
 //! found nothing, matching each message as the walk takes it: a message's
 //! link and the words it matches on are one batch, so the walk is no
-//! longer (`drain_matching`). Its first try (`receive_alone`, a call of
+//! longer (`drain_matching`); a lone message that matches is not
+//! queued at all. Its first try (`receive_alone`, a call of
 //! its own) loads the whole envelope and the payload's first 8 bytes in
 //! that batch too, so that its match starts without another load. The
 //! receiver reads the envelope with the
@@ -778,32 +779,35 @@ fn progress_in<const BLOCKING: bool>(w: &Core) -> bool {
             }
         } else if state == RecordState::RecvMatch as u32 || state == RecordState::RecvClaimed as u32 {
             // One call site of `start_receive` (it is inlined once): a
-            // receive that matches now starts at once.
+            // receive that matches now starts at once, from the slot and
+            // the mode the match found and loaded (stored in the record
+            // only if it cannot start).
             let matched = state == RecordState::RecvMatch as u32;
-            let ready = !matched || {
-                let (peer, tag, context) = (
-                    rec!(w, i, peer),
-                    rec!(w, i, tag),
-                    rec!(w, i, mode) >> CONTEXT_SHIFT,
-                );
-                let c = find_taking::<false>(w, peer, tag, context, lazy, &mut moved);
-                c.id1 != 0 && {
+            let mode = rec!(w, i, mode);
+            let id1 = if matched {
+                let (peer, tag) = (rec!(w, i, peer), rec!(w, i, tag));
+                let c = find_taking::<false>(w, peer, tag, mode >> CONTEXT_SHIFT, lazy, &mut moved);
+                if c.id1 != 0 {
                     unlink(w, &c);
                     trace::matched(w, c.id1 - 1);
-                    rec!(w, i, slot = c.id1);
-                    rec!(w, i, state = RecordState::RecvClaimed as u32);
-                    true
                 }
+                c.id1
+            } else {
+                rec!(w, i, slot)
             };
-            if !ready {
+            if id1 == 0 {
                 Step::Idle
             } else {
                 let s = if BLOCKING {
-                    start_receive_record(w, i)
+                    start_receive_words(w, i, id1 - 1, mode)
                 } else {
-                    start_receive_outlined(w.base as u64, w.rank, i)
+                    start_receive_outlined(w.base as u64, w.rank, i, id1 - 1, mode)
                 };
-                if matched {
+                if matched && matches!(s, Step::Idle) {
+                    // Claimed, not started (its bounding send has not
+                    // copied enough out yet): the next pass starts it.
+                    rec!(w, i, slot = id1);
+                    rec!(w, i, state = RecordState::RecvClaimed as u32);
                     Step::Moved
                 } else {
                     s
@@ -815,7 +819,15 @@ fn progress_in<const BLOCKING: bool>(w: &Core) -> bool {
             send_step(w, i, state)
         };
         moved |= !matches!(step, Step::Idle);
-        if rec!(w, i, state) == RecordState::Complete as u32 {
+        // A step that changed nothing left the record as it was, not
+        // complete (a complete record leaves the list in the pass that
+        // completed it); one that completed it says so.
+        let complete = match step {
+            Step::Idle => false,
+            Step::Complete => true,
+            Step::Moved => rec!(w, i, state) == RecordState::Complete as u32,
+        };
+        if complete {
             trace::completed(w, i);
             // Out of the active list; the record waits for its collection.
             if prev == 0 {
@@ -955,6 +967,13 @@ fn drain_matching<const MATCH: bool, const FULL: bool>(
         newer = node;
         node = older;
     }
+    if MATCH && best_is_last && newer == top {
+        // The inbox held one message, and the receive takes it: it never
+        // enters the unexpected queue, which is not touched (`unlink` has
+        // nothing to undo).
+        best.link = LINK_PENDING;
+        return (true, best);
+    }
     let tail = mine!(w, queue_tail);
     if best_is_last {
         best.back = tail;
@@ -992,6 +1011,9 @@ const SCAN: u32 = 8;
 pub(crate) struct Candidate {
     /// Slot id + 1; 0: no message.
     pub(crate) id1: u32,
+    /// Its neighbours in the unexpected queue, as slot id + 1: the next
+    /// (newer) and the one before; `link` is [`LINK_PENDING`] for a message
+    /// that was never queued (see [`unlink`]).
     link: u32,
     back: u32,
     arrived: Arrived,
@@ -1236,6 +1258,10 @@ pub(crate) fn find(w: &Core, source: i32, tag: i32, context: u32) -> Candidate {
 #[inline]
 pub(crate) fn unlink(w: &Core, c: &Candidate) {
     let (next, back) = (c.link, c.back);
+    if next == LINK_PENDING {
+        // Taken as the inbox's only message, never queued (`drain_matching`).
+        return;
+    }
     if back == LINK_NONE {
         mine!(w, queue_head = next);
     } else {
@@ -1270,12 +1296,12 @@ fn allowed(w: &Core, mode: u32) -> u32 {
 /// [`start_receive`] as a call, with scalar arguments (see
 /// [`progress_words`]).
 #[inline(never)]
-fn start_receive_outlined(base: u64, rank: u32, i: u32) -> Step {
+fn start_receive_outlined(base: u64, rank: u32, i: u32, id: u32, mode: u32) -> Step {
     let core = Core {
         base: base as *mut u8,
         rank,
     };
-    start_receive_record(&core, i)
+    start_receive_words(&core, i, id, mode)
 }
 
 /// [`run_words`]'s first try of a lone send, record `i` (not in the
@@ -1358,18 +1384,19 @@ fn completed_alone(w: &Core, step: Step) -> Step {
     step
 }
 
-/// [`start_receive`] of record `i`'s claimed message with the receive's
-/// fields loaded from the record, and the message's envelope from its slot.
+/// [`start_receive`] of record `i`'s message in slot `id`, with the
+/// record's `mode` word given and its other fields loaded from the record,
+/// and the message's envelope from its slot.
 #[inline(always)]
-fn start_receive_record(w: &Core, i: u32) -> Step {
+fn start_receive_words(w: &Core, i: u32, id: u32, mode: u32) -> Step {
     start_receive(
         w,
         i,
-        &Arrived::load(w, rec!(w, i, slot) - 1),
+        &Arrived::load(w, id),
         rec!(w, i, len),
         rec!(w, i, datatype),
         rec!(w, i, buffer),
-        rec!(w, i, mode),
+        mode,
     )
 }
 
