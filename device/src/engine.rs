@@ -729,10 +729,12 @@ fn run_words(
         mine!(w, active_tail = i + 1);
     }
     let r = crate::polling::wait_core_polled(w, what, polled, |b| {
-        if progress_in::<true>(w) {
+        // A pass that moved nothing completed nothing.
+        let moved = progress_in::<true>(w);
+        if moved {
             b.progressed();
         }
-        is_complete(w, i).then_some(Ok(()))
+        (moved && is_complete(w, i)).then_some(Ok(()))
     });
     match r {
         Ok(()) => i as u64,
@@ -762,12 +764,23 @@ fn progress_in<const BLOCKING: bool>(w: &Core) -> bool {
     // whose message is already queued waits for memory once less. Every
     // other pass takes the inbox first, so that all its receives see the
     // same messages and match them in the order they were posted.
-    let lazy = BLOCKING && r != 0 && rec!(w, r - 1, next) == 0;
+    // The first record's `next`, loaded once for `lazy` and the walk.
+    let mut next_of_r = if BLOCKING && r != 0 {
+        rec!(w, r - 1, next)
+    } else {
+        u32::MAX
+    };
+    let lazy = BLOCKING && r != 0 && next_of_r == 0;
     let mut moved = !lazy && drain(w, false);
     let mut send_blocked = false;
     while r != 0 {
         let i = r - 1;
-        let next = rec!(w, i, next);
+        let next = if next_of_r != u32::MAX {
+            next_of_r
+        } else {
+            rec!(w, i, next)
+        };
+        next_of_r = u32::MAX;
         let state = rec!(w, i, state);
         let step = if state == RecordState::SendClaim as u32 {
             if send_blocked {
@@ -1441,6 +1454,50 @@ fn receive_extends_outlined(typed: u64, datatype: u32, bytes: u32, signature: u3
     t.skip == 0 && unsafe { (t.extends)(t, datatype, bytes as u64, signature) }
 }
 
+/// Two adjacent words of a request record that a receive's match sets
+/// together ([`store_pair`]).
+#[derive(Clone, Copy)]
+enum PairAt {
+    /// `peer`, then `tag`: the status's source and tag.
+    PeerTag,
+    /// `message_bytes`, then `message_datatype`: the message's size and type.
+    Message,
+}
+
+const _: () = {
+    use core::mem::offset_of;
+    assert!(offset_of!(RequestRecord, peer) % 8 == 0);
+    assert!(offset_of!(RequestRecord, tag) == offset_of!(RequestRecord, peer) + 4);
+    assert!(offset_of!(RequestRecord, message_bytes) % 8 == 0);
+    assert!(offset_of!(RequestRecord, message_datatype) == offset_of!(RequestRecord, message_bytes) + 4);
+};
+
+/// Stores `first` and `second` into the pair of words `at` of this rank's
+/// record `i`: one 8-byte store, not two.
+#[inline(always)]
+fn store_pair(w: &Core, i: u32, at: PairAt, first: u32, second: u32) {
+    let r = w.record(i);
+    // SAFETY: record `i` is this rank's (`i < records_per_rank`); the pair
+    // is 8-aligned inside it (asserted above: the record is 64-byte aligned).
+    let p = unsafe {
+        match at {
+            PairAt::PeerTag => core::ptr::addr_of_mut!((*r).peer).cast::<u64>(),
+            PairAt::Message => core::ptr::addr_of_mut!((*r).message_bytes).cast::<u64>(),
+        }
+    };
+    crate::records::private(p, true);
+    let v = u64::from(first) | u64::from(second) << 32;
+    // SAFETY: as above; records are private to their rank. The first word
+    // is at the lower address, the low half on a little-endian target.
+    unsafe {
+        p.write(if cfg!(target_endian = "little") {
+            v
+        } else {
+            v.rotate_left(32)
+        })
+    }
+}
+
 /// Starts receiving, for record `i`, the message in slot `id` that it
 /// claimed; `capacity`, `expected`, `buffer` and `mode` are the record's
 /// `len`, `datatype`, `buffer` and `mode` words, passed in so that a
@@ -1476,12 +1533,9 @@ fn start_receive(
     if first > allowed(w, mode) {
         return Step::Idle;
     }
-    rec!(w, i, peer = status.source);
-    rec!(w, i, tag = status.tag);
-    rec!(w, i, message_bytes = status.bytes);
-    rec!(w, i, message_datatype = status.datatype);
+    store_pair(w, i, PairAt::PeerTag, status.source as u32, status.tag as u32);
+    store_pair(w, i, PairAt::Message, status.bytes, status.datatype);
     rec!(w, i, outcome = outcome as u32);
-    rec!(w, i, wanted = wanted);
     let buf = buffer as *mut u8;
     let typed = cfg!(feature = "views") && mode & TYPED_MODE != 0;
     let me = w.rank;
@@ -1519,6 +1573,7 @@ fn start_receive(
             // The slot again: a blocking receive did not store it at its match.
             rec!(w, i, slot = id + 1);
             rec!(w, i, offset = first);
+            rec!(w, i, wanted = wanted);
             rec!(w, i, state = RecordState::RecvStream as u32);
             // Release pairs with the sender's Acquire wait for CTS.
             state.store(SlotState::ClearToSend.word(me), Ordering::Release);
@@ -1722,7 +1777,6 @@ fn claim(w: &Core, i: u32, held: Option<&Held>) -> Step {
     // while it still reads LINK_PENDING.
     store(w, id, SlotWord::Link, before);
     trace::sent(w, id, dest);
-    rec!(w, i, slot = s);
     let next = match kind {
         MessageKind::Eager if mode == SendMode::Synchronous as u32 => RecordState::SendAwaitFree,
         MessageKind::Eager => RecordState::Complete,
@@ -1732,6 +1786,12 @@ fn claim(w: &Core, i: u32, held: Option<&Held>) -> Step {
             RecordState::SendStream
         }
     };
+    if held.is_some() && matches!(next, RecordState::Complete) {
+        // A lone try that completes: its record is read no more (the
+        // blocking call returns; a send has no status to collect).
+        return Step::Complete;
+    }
+    rec!(w, i, slot = s);
     if !matches!(next, RecordState::Complete) {
         mine!(w, held_slots = mine!(w, held_slots) | (1u64 << s));
     }
