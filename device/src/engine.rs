@@ -320,7 +320,11 @@ fn fill(w: &Core, i: u32, scope: u32, p: &Post) {
         tag: p.tag,
         datatype: p.datatype,
         len: saturating_u32(p.len),
-        buffer: p.buffer as u64,
+        buffer: if p.inline {
+            inline_area(w, i) as u64
+        } else {
+            p.buffer as u64
+        },
         slot: p.slot,
         offset: 0,
         wanted: p.signature.get(),
@@ -335,10 +339,8 @@ fn fill(w: &Core, i: u32, scope: u32, p: &Post) {
     // request's is marked used, a blocking record is its call's.
     unsafe { w.record(i).write(r) };
     if p.inline {
-        let area = inline_area(w, i);
         // SAFETY: the inline area is 8 bytes of this rank's record, 8-aligned.
-        unsafe { (area as *mut u64).write(p.data) };
-        rec!(w, i, buffer = area as u64);
+        unsafe { (inline_area(w, i) as *mut u64).write(p.data) };
     }
 }
 
@@ -1383,7 +1385,10 @@ fn receive_alone(
     }
     unlink(w, &c);
     trace::matched(w, c.id1 - 1);
-    completed_alone(w, start_receive(w, i, &c.arrived, len, datatype, buffer, mode))
+    completed_alone(
+        w,
+        start_receive(w, i, &c.arrived, len, datatype, buffer, mode, true),
+    )
 }
 
 /// `step` of a lone call's try (its record not in the active list); if it
@@ -1402,14 +1407,16 @@ fn completed_alone(w: &Core, step: Step) -> Step {
 /// and the message's envelope from its slot.
 #[inline(always)]
 fn start_receive_words(w: &Core, i: u32, id: u32, mode: u32) -> Step {
+    let (datatype, len) = load_pair(w, i, PairAt::DatatypeLen);
     start_receive(
         w,
         i,
         &Arrived::load(w, id),
-        rec!(w, i, len),
-        rec!(w, i, datatype),
+        len,
+        datatype,
         rec!(w, i, buffer),
         mode,
+        false,
     )
 }
 
@@ -1454,12 +1461,14 @@ fn receive_extends_outlined(typed: u64, datatype: u32, bytes: u32, signature: u3
     t.skip == 0 && unsafe { (t.extends)(t, datatype, bytes as u64, signature) }
 }
 
-/// Two adjacent words of a request record that a receive's match sets
-/// together ([`store_pair`]).
+/// Two adjacent words of a request record that the engine loads or
+/// stores together ([`load_pair`], [`store_pair`]).
 #[derive(Clone, Copy)]
 enum PairAt {
-    /// `peer`, then `tag`: the status's source and tag.
+    /// `peer`, then `tag`: a receive's status's source and tag.
     PeerTag,
+    /// `datatype`, then `len`: what a receive takes.
+    DatatypeLen,
     /// `message_bytes`, then `message_datatype`: the message's size and type.
     Message,
 }
@@ -1468,41 +1477,67 @@ const _: () = {
     use core::mem::offset_of;
     assert!(offset_of!(RequestRecord, peer) % 8 == 0);
     assert!(offset_of!(RequestRecord, tag) == offset_of!(RequestRecord, peer) + 4);
+    assert!(offset_of!(RequestRecord, datatype) % 8 == 0);
+    assert!(offset_of!(RequestRecord, len) == offset_of!(RequestRecord, datatype) + 4);
     assert!(offset_of!(RequestRecord, message_bytes) % 8 == 0);
     assert!(offset_of!(RequestRecord, message_datatype) == offset_of!(RequestRecord, message_bytes) + 4);
 };
+
+/// The pair of words `at` of this rank's record `i`, as one 8-byte word.
+#[inline(always)]
+fn pair_at(w: &Core, i: u32, at: PairAt) -> *mut u64 {
+    let r = w.record(i);
+    // SAFETY: record `i` is this rank's (`i < records_per_rank`); only
+    // addresses are formed. Each pair is 8-aligned inside it (asserted
+    // above: the record is 64-byte aligned).
+    unsafe {
+        match at {
+            PairAt::PeerTag => core::ptr::addr_of_mut!((*r).peer).cast::<u64>(),
+            PairAt::DatatypeLen => core::ptr::addr_of_mut!((*r).datatype).cast::<u64>(),
+            PairAt::Message => core::ptr::addr_of_mut!((*r).message_bytes).cast::<u64>(),
+        }
+    }
+}
+
+/// The first word at the lower address: the low half on a little-endian
+/// target.
+#[inline(always)]
+fn pair_word(v: u64) -> u64 {
+    if cfg!(target_endian = "little") {
+        v
+    } else {
+        v.rotate_left(32)
+    }
+}
 
 /// Stores `first` and `second` into the pair of words `at` of this rank's
 /// record `i`: one 8-byte store, not two.
 #[inline(always)]
 fn store_pair(w: &Core, i: u32, at: PairAt, first: u32, second: u32) {
-    let r = w.record(i);
-    // SAFETY: record `i` is this rank's (`i < records_per_rank`); the pair
-    // is 8-aligned inside it (asserted above: the record is 64-byte aligned).
-    let p = unsafe {
-        match at {
-            PairAt::PeerTag => core::ptr::addr_of_mut!((*r).peer).cast::<u64>(),
-            PairAt::Message => core::ptr::addr_of_mut!((*r).message_bytes).cast::<u64>(),
-        }
-    };
+    let p = pair_at(w, i, at);
     crate::records::private(p, true);
-    let v = u64::from(first) | u64::from(second) << 32;
-    // SAFETY: as above; records are private to their rank. The first word
-    // is at the lower address, the low half on a little-endian target.
-    unsafe {
-        p.write(if cfg!(target_endian = "little") {
-            v
-        } else {
-            v.rotate_left(32)
-        })
-    }
+    // SAFETY: an 8-aligned pair of this rank's record; records are private
+    // to their rank.
+    unsafe { p.write(pair_word(u64::from(first) | u64::from(second) << 32)) }
+}
+
+/// The pair of words `at` of this rank's record `i` (first, second): one
+/// 8-byte load, not two.
+#[inline(always)]
+fn load_pair(w: &Core, i: u32, at: PairAt) -> (u32, u32) {
+    let p = pair_at(w, i, at);
+    crate::records::private(p, false);
+    // SAFETY: as in `store_pair`.
+    let v = pair_word(unsafe { p.read() });
+    (v as u32, (v >> 32) as u32)
 }
 
 /// Starts receiving, for record `i`, the message in slot `id` that it
 /// claimed; `capacity`, `expected`, `buffer` and `mode` are the record's
 /// `len`, `datatype`, `buffer` and `mode` words, passed in so that a
-/// blocking receive gives them from registers ([`run_words`]).
-/// [`Step::Complete`] when the record completed.
+/// blocking receive gives them from registers ([`run_words`]); `lone`: a
+/// lone try's ([`receive_alone`]), whose completion the record need not
+/// show. [`Step::Complete`] when the record completed.
 #[cfg_attr(feature = "inline-engine", inline(always))]
 #[allow(clippy::too_many_arguments)]
 fn start_receive(
@@ -1513,6 +1548,7 @@ fn start_receive(
     expected: u32,
     buffer: u64,
     mode: u32,
+    lone: bool,
 ) -> Step {
     let (id, status, kind) = (a.id, a.status(w), a.kind);
     let (outcome, wanted) = if expected != ID_BYTE
@@ -1582,7 +1618,11 @@ fn start_receive(
         // Release pairs with the sender's Acquire wait for DONE.
         state.store(SlotState::Done.word(me), Ordering::Release);
     }
-    rec!(w, i, state = RecordState::Complete as u32);
+    if !lone {
+        // A lone try's record is not in the active list: nothing looks at
+        // its state (the blocking call returns on `Step::Complete`).
+        rec!(w, i, state = RecordState::Complete as u32);
+    }
     Step::Complete
 }
 
