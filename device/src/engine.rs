@@ -725,10 +725,6 @@ fn run_words(
         // next (what follows a move waits for the peer, a synchronous
         // send's slot or a rendezvous's copy, which cannot have come yet).
         polled = true;
-        // The list is still empty (the try appends nothing), and nothing
-        // is traced.
-        mine!(w, active_head = i + 1);
-        mine!(w, active_tail = i + 1);
     }
     let r = crate::polling::wait_core_polled(w, what, polled, |b| {
         // A pass that moved nothing completed nothing.
@@ -759,7 +755,15 @@ fn run_words(
 #[inline(always)]
 fn progress_in<const BLOCKING: bool>(w: &Core) -> bool {
     let mut prev = 0u32;
-    let mut r = mine!(w, active_head);
+    // A blocking call's wait whose list is empty waits for its record
+    // alone, which is not in the list (`run_words`).
+    let head = mine!(w, active_head);
+    let alone = BLOCKING && head == 0;
+    let mut r = if alone {
+        BlockingRecord::First as u32 + 1
+    } else {
+        head
+    };
     // A blocking call alone in the active list takes the inbox only if its
     // receive found nothing among what was taken before, and then looks
     // at the inbox in the first batch of its search (`find_in`): a receive
@@ -767,7 +771,9 @@ fn progress_in<const BLOCKING: bool>(w: &Core) -> bool {
     // other pass takes the inbox first, so that all its receives see the
     // same messages and match them in the order they were posted.
     // The first record's `next`, loaded once for `lazy` and the walk.
-    let mut next_of_r = if BLOCKING && r != 0 {
+    let mut next_of_r = if alone {
+        0
+    } else if BLOCKING && r != 0 {
         rec!(w, r - 1, next)
     } else {
         u32::MAX
@@ -842,7 +848,7 @@ fn progress_in<const BLOCKING: bool>(w: &Core) -> bool {
             Step::Complete => true,
             Step::Moved => rec!(w, i, state) == RecordState::Complete as u32,
         };
-        if complete {
+        if complete && !alone {
             trace::completed(w, i);
             // Out of the active list; the record waits for its collection.
             if prev == 0 {
@@ -1475,11 +1481,15 @@ enum PairAt {
 
 const _: () = {
     use core::mem::offset_of;
-    assert!(offset_of!(RequestRecord, peer) % 8 == 0);
+    // Records start 8-aligned (`Core::record`).
+    assert!(
+        crate::layout::RANK_HEADER_BYTES.is_multiple_of(8) && crate::layout::RECORD_BYTES.is_multiple_of(8)
+    );
+    assert!(offset_of!(RequestRecord, peer).is_multiple_of(8));
     assert!(offset_of!(RequestRecord, tag) == offset_of!(RequestRecord, peer) + 4);
-    assert!(offset_of!(RequestRecord, datatype) % 8 == 0);
+    assert!(offset_of!(RequestRecord, datatype).is_multiple_of(8));
     assert!(offset_of!(RequestRecord, len) == offset_of!(RequestRecord, datatype) + 4);
-    assert!(offset_of!(RequestRecord, message_bytes) % 8 == 0);
+    assert!(offset_of!(RequestRecord, message_bytes).is_multiple_of(8));
     assert!(offset_of!(RequestRecord, message_datatype) == offset_of!(RequestRecord, message_bytes) + 4);
 };
 
@@ -1488,8 +1498,8 @@ const _: () = {
 fn pair_at(w: &Core, i: u32, at: PairAt) -> *mut u64 {
     let r = w.record(i);
     // SAFETY: record `i` is this rank's (`i < records_per_rank`); only
-    // addresses are formed. Each pair is 8-aligned inside it (asserted
-    // above: the record is 64-byte aligned).
+    // addresses are formed. Each pair is 8-aligned (its offset, asserted
+    // above, and the record's start, `Core::record`).
     unsafe {
         match at {
             PairAt::PeerTag => core::ptr::addr_of_mut!((*r).peer).cast::<u64>(),

@@ -43,8 +43,10 @@ pub const MAGIC: u32 = 0x494d_5047;
 /// keys of a keyed world barrier beside the arrival counter; 13: the
 /// ranks' scratch region and `WorldConfig::scratch_bytes`; 14: shared
 /// window memory in the blocks' shared memory; 15: a keyed
-/// world barrier's key of several words, a line per generation).
-pub const VERSION: u32 = 15;
+/// world barrier's key of several words, a line per generation; 16: a
+/// rank header's fields reordered, its two unused words now the start of
+/// its current wait).
+pub const VERSION: u32 = 16;
 
 /// `flags` bit: never let a receiver copy straight out of the sender's buffer;
 /// stream every large message through a slot (the path a GPU takes for a

@@ -278,7 +278,6 @@ fn wait_from<T>(
     mut poll: impl FnMut(&mut Backoff) -> Option<Result<T, Error>>,
 ) -> Result<T, Error> {
     let mut backoff = Backoff::with_max_ns(c.backoff_max_ns());
-    let mut start = 0u64;
     let mut polls: u32 = 0;
     let mut skip = polled;
     // One call site of `poll`, so that it is inlined (a closure called from
@@ -297,7 +296,7 @@ fn wait_from<T>(
         if polls == 0 {
             c.record_wait(what);
             if c.timeout_ns() != 0 {
-                start = shim::clock_ns();
+                mine!(c, wait_since = shim::clock_ns());
             }
             crate::trace::wait_began(c);
         } else if backoff.polls() == 0 {
@@ -321,7 +320,7 @@ fn wait_from<T>(
                 c.record_state(STATE_RUNNING);
                 return Err(Error::Aborted { by_rank });
             }
-            if c.timeout_ns() != 0 && shim::clock_ns().wrapping_sub(start) > c.timeout_ns() {
+            if c.timeout_ns() != 0 && shim::clock_ns().wrapping_sub(mine!(c, wait_since)) > c.timeout_ns() {
                 c.record_state(STATE_TIMED_OUT);
                 c.abort_timed_out();
                 return Err(Error::Timeout {

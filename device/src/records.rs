@@ -250,15 +250,19 @@ pub struct RankHeader {
     pub queue_head: u32,
     /// Private: last slot of the unexpected queue.
     pub queue_tail: u32,
-    /// Unused (zero): keeps the 8-byte fields below at their offsets.
-    pub reserved: u32,
     /// Private: first record of the active list (requests in posting
     /// order; record index + 1).
     pub active_head: u32,
     /// Private: last record of the active list.
     pub active_tail: u32,
-    /// Private: bit `i` set when record `i` is in use.
+    /// Private: bit `i` set when record `i` of a request scope is in use
+    /// (the blocking calls' records are taken by name:
+    /// `engine::BlockingRecord`).
     pub records_used: u32,
+    /// Private: how many received eager slots wait for their return to
+    /// their senders, listed in this rank's own slots'
+    /// [`SlotHeader::deferred`] words (see `slot_return::defer_free`).
+    pub free_count: u32,
     /// Private: bit `s` set once own slot `s` was used and not yet seen
     /// free again (zero at the start: every slot free).
     pub used_slots: u64,
@@ -269,12 +273,11 @@ pub struct RankHeader {
     pub next_sequence: u32,
     /// Private: id of the next request scope this rank opens.
     pub next_scope: u32,
-    /// Unused.
-    pub reserved2: u32,
-    /// Private: how many received eager slots wait for their return to
-    /// their senders, listed in this rank's own slots'
-    /// [`SlotHeader::deferred`] words (see `slot_return::defer_free`).
-    pub free_count: u32,
+    /// Private: the clock ([`crate::shim::clock_ns`]) when this rank's
+    /// current wait began, against the world's timeout (written when a
+    /// wait with a timeout starts, read every 16th poll: kept here, not in
+    /// two registers across the wait's loop).
+    pub wait_since: u64,
 }
 
 /// Bits of [`RequestRecord::mode`] below its context word.
@@ -801,7 +804,9 @@ impl Core {
     /// This rank's request record `index` (`index < records_per_rank`).
     #[inline(always)]
     pub(crate) fn record(&self, index: u32) -> *mut RequestRecord {
-        // SAFETY: inside the world memory, 64-byte aligned.
+        // SAFETY: inside the world memory, 8-byte aligned (the rank headers
+        // start 64-byte aligned, and a header and a record are multiples of
+        // 8 bytes: `Layout::record_of`).
         unsafe { self.base.add(self.layout().record_of(self.rank, index)) as *mut RequestRecord }
     }
 }
