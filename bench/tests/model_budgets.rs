@@ -161,3 +161,22 @@ fn gather_and_scatter_stay_within_their_modelled_budgets() {
         (Suite::Scatter, "scatter", "8-byte scatter, 512 ranks", 3.4225),
     ]);
 }
+
+#[test]
+fn non_blocking_barrier_and_all_reduce_stay_within_their_modelled_budgets() {
+    let report = run(vec![Suite::Ibarrier, Suite::Iallreduce], 1024);
+    let ibarrier = rows(&report, "ibarrier").next().expect("an ibarrier row");
+    Budget {
+        what: "ibarrier + wait, 1024 ranks in 4 blocks",
+        set_from_us: 3.6372,
+    }
+    .check(field(ibarrier, "model_mpi_avg_us"));
+    let iallreduce = rows(&report, "iallreduce")
+        .find(|r| field(r, "bytes") == 8.0)
+        .expect("an 8-byte iallreduce row");
+    Budget {
+        what: "8-byte iallreduce + wait, 1024 ranks in 4 blocks",
+        set_from_us: 5.2081,
+    }
+    .check(field(iallreduce, "model_mpi_avg_us"));
+}

@@ -58,10 +58,8 @@ pub enum Call {
     /// (`crate::collective::immediate`); the peer is its root (-2: none),
     /// the tag its kind.
     TestCollective = 20,
-    /// A non-blocking collective waiting, as it starts, for every rank to
-    /// complete the earlier one that used its staging slot; the tag is the
-    /// slot.
-    CollectiveSlot = 21,
+    // 21 was a non-blocking collective's wait for every rank to complete
+    // its slot's previous use (layout 16 and before); it is not reused.
     /// A lock of a window's target (`crate::window`); the peer is the
     /// target's world rank, the tag the window id.
     WinLock = 22,
@@ -106,7 +104,6 @@ impl Call {
             18 => Call::ReduceScatter,
             19 => Call::Scan,
             20 => Call::TestCollective,
-            21 => Call::CollectiveSlot,
             22 => Call::WinLock,
             23 => Call::WinNotify,
             24 => Call::WinStart,
@@ -185,11 +182,6 @@ impl fmt::Display for WaitDisplay {
                     _ => write!(f, "test of immediate_{kind}(root {p})"),
                 }
             }
-            Some(Call::CollectiveSlot) => write!(
-                f,
-                "immediate collective waiting for every rank to complete the one before in slot {}",
-                self.tag
-            ),
             Some(Call::WinLock) => write!(f, "window lock(target {p}, window {})", self.tag),
             Some(Call::WinNotify) => write!(f, "window notification wait(counter {})", self.tag),
             Some(Call::WinStart) => write!(

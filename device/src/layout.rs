@@ -45,8 +45,9 @@ pub const MAGIC: u32 = 0x494d_5047;
 /// window memory in the blocks' shared memory; 15: a keyed
 /// world barrier's key of several words, a line per generation; 16: a
 /// rank header's fields reordered, its two unused words now the start of
-/// its current wait).
-pub const VERSION: u32 = 16;
+/// its current wait; 17: the non-blocking collectives' node tallies, no
+/// consumption counters).
+pub const VERSION: u32 = 17;
 
 /// `flags` bit: never let a receiver copy straight out of the sender's buffer;
 /// stream every large message through a slot (the path a GPU takes for a

@@ -16,7 +16,7 @@ use crate::layout::{
     IMMEDIATE_SLOTS,
 };
 use crate::polling::{Call, WaitFor};
-use crate::shim::{self, AtomicU32, Ordering};
+use crate::shim::{self, AtomicU32, AtomicU64, Ordering};
 use crate::status::{Status, PROC_NULL};
 
 /// Request indices at or above this name a non-blocking collective's slot
@@ -55,9 +55,8 @@ pub struct SlotRecord {
     /// Blocks whose ranks have all arrived, over all uses (`u × blocks`
     /// once use `u` is complete).
     pub arrived: u32,
-    /// Uses every rank has completed (collected): the world's top node
-    /// adds one per use; a group's members add one each.
-    pub consumed: u32,
+    /// Unused.
+    pub unused: u32,
     /// The verdict of the last completed use: an [`ErrorClass`] code, 0
     /// when the arguments agreed.
     pub verdict: u32,
@@ -73,14 +72,192 @@ pub struct SlotRecord {
 /// (`IMMEDIATE_FANOUT` ranks, or nodes of the level below, per node).
 #[repr(C)]
 pub struct NodeRecord {
-    /// Its children that have arrived, over all uses.
-    pub arrived: u32,
-    /// Its children that have completed their request, over all uses.
-    pub consumed: u32,
-    /// Its verdict of its last use (an [`ErrorClass`] code or 0).
+    /// Unused.
+    pub unused: u32,
+    /// The first local error class of its subtree in rank order, stored
+    /// by its last arriver in a use whose subtree had one (read by the
+    /// parent's last arriver only then: the child's bit in the parent's
+    /// `Tally`).
     pub verdict: u32,
     /// Unused.
-    pub reserved: [u32; 13],
+    pub reserved: [u32; 2],
+    /// The `Tally` of the children that have arrived in the current use:
+    /// the arrival word (`Tally::arrival`: how many, the kinds, the
+    /// children with an error), to which each child adds its own as it
+    /// arrives, then root, datatype and count (`Tally::packed`), into
+    /// which it ORs its own before. The last arriver learns the first
+    /// from its add, reads the others when some child's kind is not the
+    /// barrier, and zeroes them all for the next use.
+    pub tally: [u64; 4],
+    /// Unused.
+    pub spare: [u32; 4],
+}
+
+/// What a set of ranks passed to a non-blocking collective, in a form the
+/// ranks fold into a node's words as they arrive, in any order (the kinds
+/// and errors with the arrival's add, the rest with `red.or`), so that its
+/// last arriver can judge the whole set from the add's result and at most
+/// one batch of loads (instead of each child's arguments one after
+/// another).
+///
+/// A value `v` that must be equal on every rank is kept as
+/// `pack(v) = v << 32 | !v`: ORed over the ranks, a bit set in both
+/// halves is a bit on which two ranks differ. The kinds are a set of
+/// bits (`1 << kind`); ranks with a local error are a set of children
+/// (one bit per child of the node, [`IMMEDIATE_FANOUT`] at most 32).
+/// A barrier's root, count and datatype are fixed by its kind, so a
+/// barrier leaves them out (zero): a rank that started something else
+/// differs in the kinds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Tally {
+    /// `1 << kind` of every rank's [`Kind`].
+    pub(crate) kinds: u32,
+    /// The children (bit `c` for the node's `c`-th child) under which some
+    /// rank found an error in its own arguments.
+    pub(crate) errors: u32,
+    /// The roots, packed.
+    pub(crate) root: u64,
+    /// The datatype ids, packed.
+    pub(crate) datatype: u64,
+    /// The byte counts, packed.
+    pub(crate) bytes: u64,
+}
+
+/// Bits of each field of an arrival word ([`Tally::arrival`]).
+const ARRIVAL_FIELD: u32 = 6;
+/// The largest [`Kind`] code.
+const MAX_KIND: u32 = Kind::AllReduce as u32;
+
+// An arrival word's fields: the count and a count per kind below bit 32,
+// each up to `IMMEDIATE_FANOUT`; a bit per child from bit 32.
+const _: () = assert!(IMMEDIATE_FANOUT < 1 << ARRIVAL_FIELD);
+const _: () = assert!(ARRIVAL_FIELD * (MAX_KIND + 1) <= 32);
+const _: () = assert!(IMMEDIATE_FANOUT <= 32);
+
+/// `v` as a [`Tally`] keeps a value that must be equal everywhere.
+const fn pack(v: u32) -> u64 {
+    (v as u64) << 32 | !v as u64
+}
+
+/// Whether the ranks behind an ORed [`pack`] agree on the value.
+const fn agrees(packed: u64) -> bool {
+    (packed >> 32) as u32 & packed as u32 == 0
+}
+
+impl Tally {
+    /// One rank's arguments, its error (if any) as bit `child`.
+    pub(crate) fn of(a: &Args, child: u32) -> Tally {
+        let kind = a.kind_class & 0xff;
+        let errors = if a.kind_class >> 8 != 0 { 1 << child } else { 0 };
+        if kind == Kind::Barrier as u32 {
+            return Tally {
+                kinds: 1 << kind,
+                errors,
+                ..Tally::default()
+            };
+        }
+        Tally {
+            kinds: 1 << kind,
+            errors,
+            root: pack(a.root as u32),
+            datatype: pack(a.datatype),
+            bytes: pack(a.bytes),
+        }
+    }
+
+    /// Both sets' ranks together.
+    pub(crate) fn merge(&mut self, o: &Tally) {
+        self.kinds |= o.kinds;
+        self.errors |= o.errors;
+        self.root |= o.root;
+        self.datatype |= o.datatype;
+        self.bytes |= o.bytes;
+    }
+
+    /// What a child adds to its node's arrival word, the child being the
+    /// node's `child`-th: one arrival (bits 0..6), one for each of its
+    /// kinds (bits `6 k .. 6 k + 6` for kind `k`), and bit `32 + child`
+    /// if its subtree has an error. Each field counts at most
+    /// [`IMMEDIATE_FANOUT`] children, so no field carries into the next,
+    /// and the error bits are distinct, so their sum is their OR.
+    pub(crate) fn arrival(&self, child: u32) -> u64 {
+        let mut word = 1u64;
+        let mut kinds = self.kinds;
+        while kinds != 0 {
+            word += 1 << (ARRIVAL_FIELD * kinds.trailing_zeros());
+            kinds &= kinds - 1;
+        }
+        if self.errors != 0 {
+            word += 1 << (32 + child);
+        }
+        word
+    }
+
+    /// The arrivals counted in an arrival word.
+    pub(crate) fn arrivals(word: u64) -> u32 {
+        (word & ((1 << ARRIVAL_FIELD) - 1)) as u32
+    }
+
+    /// The kinds and the children with an error of a complete arrival
+    /// word, with the other fields zero.
+    pub(crate) fn of_arrival(word: u64) -> Tally {
+        let mut kinds = 0;
+        for k in 1..=MAX_KIND {
+            if (word >> (ARRIVAL_FIELD * k)) & ((1 << ARRIVAL_FIELD) - 1) != 0 {
+                kinds |= 1 << k;
+            }
+        }
+        Tally {
+            kinds,
+            errors: (word >> 32) as u32,
+            ..Tally::default()
+        }
+    }
+
+    /// Whether some rank of the set started something else than a
+    /// barrier (then its root, datatype and count are in the packed words).
+    pub(crate) fn has_packed(&self) -> bool {
+        self.kinds & !(1 << Kind::Barrier as u32) != 0
+    }
+
+    /// Root, datatype and count, packed, as ORed into a node.
+    pub(crate) fn packed(&self) -> [u64; 3] {
+        [self.root, self.datatype, self.bytes]
+    }
+
+    /// The verdict on the whole set: `first_error` (the first local error
+    /// class in rank order, 0 if none), else the first disagreement in
+    /// the order kind ([`KIND_MISMATCH`] with the two lowest kinds), root
+    /// (`MPI_ERR_ROOT`), datatype (`MPI_ERR_TYPE`), count
+    /// (`MPI_ERR_COUNT`), else 0.
+    pub(crate) fn verdict(&self, first_error: u32) -> u32 {
+        if first_error != 0 {
+            first_error
+        } else if !self.kinds.is_power_of_two() {
+            let one = self.kinds.trailing_zeros();
+            let two = (self.kinds & (self.kinds - 1)).trailing_zeros();
+            KIND_MISMATCH | one << 16 | two << 24
+        } else if !agrees(self.root) {
+            ErrorClass::Root as u32
+        } else if !agrees(self.datatype) {
+            ErrorClass::Type as u32
+        } else if !agrees(self.bytes) {
+            ErrorClass::Count as u32
+        } else {
+            0
+        }
+    }
+
+    /// The arguments every rank passed, when they agree ([`Tally::verdict`]
+    /// 0; a barrier's root, count and datatype read 0).
+    pub(crate) fn agreed(&self) -> Args {
+        Args {
+            kind_class: self.kinds.trailing_zeros(),
+            root: (self.root >> 32) as i32,
+            bytes: (self.bytes >> 32) as u32,
+            datatype: (self.datatype >> 32) as u32,
+        }
+    }
 }
 
 impl Args {
@@ -229,10 +406,6 @@ pub(crate) fn space_of(w: &World, i: u32) -> Space {
 /// [`PendingRecord`] and its [`Args`].
 #[derive(Clone, Copy)]
 pub(crate) struct Pending {
-    /// The owning scope's id; 0: the slot is free for this rank.
-    pub(crate) scope: u32,
-    /// The slot's use this collective is.
-    pub(crate) use_: u32,
     pub(crate) kind: Kind,
     pub(crate) root: i32,
     /// Where the result goes at completion (none: nothing to copy).
@@ -306,21 +479,27 @@ impl World {
         unsafe { (*self.pending_record(sp, slot)).scope }
     }
 
+    /// The use of slot `slot` of `sp` that this rank started last.
+    pub(crate) fn use_of(&self, sp: Space, slot: u32) -> u32 {
+        self.started(sp).wrapping_sub(slot).wrapping_add(1) / IMMEDIATE_SLOTS
+    }
+
     /// What this rank keeps of its collective in slot `slot` of `sp`.
     pub(crate) fn pending(&self, sp: Space, slot: u32) -> Pending {
+        self.pending_of(sp, slot, &self.read_args(sp, slot, sp.member))
+    }
+
+    /// [`World::pending`] with this rank's arguments `args` already read.
+    pub(crate) fn pending_of(&self, sp: Space, slot: u32, args: &Args) -> Pending {
         // SAFETY: as `started`, a plain read of the slot's record.
         let r = unsafe { *self.pending_record(sp, slot) };
-        let args = self.read_args(sp, slot, sp.member);
         let address = (r.out[0] as u64 | (r.out[1] as u64) << 32) as usize;
         let out = match r.out_kind {
             k if k == OutKind::Plain as u32 => Some(Side::Plain(address as *mut u8)),
             k if k == OutKind::Typed as u32 => Some(Side::Typed(address as *const TypedBuffer)),
             _ => None,
         };
-        let n = self.started(sp);
         Pending {
-            scope: r.scope,
-            use_: n.wrapping_sub(slot).wrapping_add(1) / IMMEDIATE_SLOTS,
             kind: kind_of(args.kind_class),
             root: args.root,
             out,
@@ -404,6 +583,16 @@ impl World {
         // SAFETY: as `slot_word`, in node `node`'s record (`node` below
         // the tree's nodes: `Tree` derives it from the layout).
         unsafe { shim::atomic_u32_at(self.base, self.layout.immediate_node(slot, node) + offset) }
+    }
+
+    /// The [`Tally`] words of node `node` in slot `slot`.
+    pub(crate) fn node_tally(&self, slot: u32, node: u32) -> &[AtomicU64; 4] {
+        let at = self.layout.immediate_node(slot, node) + core::mem::offset_of!(NodeRecord, tally);
+        // SAFETY: four 8-aligned words of the node's record (the records
+        // are 64-aligned, the words at offset 16), accessed only
+        // atomically; an array of `repr(transparent)` cells is the words
+        // in a row.
+        unsafe { &*(self.base.add(at) as *const [AtomicU64; 4]) }
     }
 
     pub(crate) fn rank_word(&self, sp: Space, slot: u32, member: u32, offset: usize) -> &AtomicU32 {
@@ -515,13 +704,6 @@ impl Tree {
         first..self.count.min(first + IMMEDIATE_FANOUT)
     }
 
-    /// The first rank under item `c` of the level below.
-    pub(crate) fn first_rank(&self, c: u32) -> u32 {
-        // `c < count` items of `span` ranks each lie inside the world: the
-        // product is below its size, a `u32`.
-        (c as u64 * self.span) as u32
-    }
-
     /// The next level up.
     pub(crate) fn up(self) -> Tree {
         let nodes = self.nodes();
@@ -542,22 +724,19 @@ pub(crate) fn is_immediate(i: u32) -> bool {
 
 /// Whether the collective of request index `i` has completed.
 pub(crate) fn is_complete(w: &World, i: u32) -> bool {
-    let p = pending(w, i);
-    // Acquire: pairs with the Release store of the world's last arriver
-    // (`arrive`): the result cell and the verdict are visible.
-    p.scope != 0
-        && w.slot_word(
-            space_of(w, i),
-            slot_of(i),
-            core::mem::offset_of!(SlotRecord, done),
-        )
-        .load(Ordering::Acquire)
-            == p.use_
+    let (sp, slot) = (space_of(w, i), slot_of(i));
+    // Only the rank's private words: its arguments stay in its cell.
+    w.pending_scope(sp, slot) != 0
+        // Acquire: pairs with the Release store of the world's last
+        // arriver (`arrive`): the result cell and the verdict are visible.
+        && w.slot_word(sp, slot, core::mem::offset_of!(SlotRecord, done))
+            .load(Ordering::Acquire)
+            == w.use_of(sp, slot)
 }
 
 /// Whether request index `i` is an uncollected collective of scope `id`.
 pub(crate) fn owned(w: &World, id: u32, i: u32) -> bool {
-    pending(w, i).scope == id
+    w.pending_scope(space_of(w, i), slot_of(i)) == id
 }
 
 /// The request indices of the rank's collective slots: the world's, then,
@@ -571,7 +750,33 @@ pub(crate) fn indices(w: &World) -> core::ops::Range<u32> {
     IMMEDIATE_INDEX..IMMEDIATE_INDEX + spaces * IMMEDIATE_SLOTS
 }
 
-/// What a wait on request index `i` records.
+/// Waits for the collective of request index `i` and completes it
+/// (`Request::wait`). A collective completes without this rank's
+/// progress: each poll looks at `done` first, so that the poll that finds
+/// it complete returns without a pass of the engine, and what the wait is
+/// for is worked out only once a poll has failed. Out of line: a kernel
+/// that waits for point-to-point requests only carries a call, not a
+/// second wait loop.
+#[inline(never)]
+pub(crate) fn wait(w: &World, i: u32) -> Result<Status, Error> {
+    crate::polling::wait_core_lazy(
+        &w.core(),
+        || what(w, i),
+        |b| {
+            if is_complete(w, i) {
+                return Some(collect(w, i));
+            }
+            if crate::engine::progress(w.core()) {
+                b.progressed();
+            }
+            None
+        },
+    )
+}
+
+/// What a wait on request index `i` records (out of line: a wait's cold
+/// path).
+#[inline(never)]
 pub(crate) fn what(w: &World, i: u32) -> WaitFor {
     let p = pending(w, i);
     WaitFor {
@@ -592,16 +797,24 @@ pub(crate) fn test_what(w: &World, i: u32) -> WaitFor {
 }
 
 /// Completes the collective of request index `i` (complete): its outcome,
-/// the result copied out, the slot consumed.
+/// the result copied out, the slot free for the rank's next use.
+/// Out of line: called once per completion, and inlined it takes the
+/// registers of the wait loop it ends.
+#[inline(never)]
 pub(crate) fn collect(w: &World, i: u32) -> Result<Status, Error> {
     let slot = slot_of(i);
     let sp = space_of(w, i);
-    let p = pending(w, i);
     let word = |o: usize| w.slot_word(sp, slot, o).load(Ordering::Relaxed);
-    // Relaxed: acquired with `done` (`is_complete`).
-    let verdict = word(core::mem::offset_of!(SlotRecord, verdict));
     let r = core::mem::offset_of!(SlotRecord, reference);
-    let (ref_bytes, ref_datatype) = (word(r + 8), word(r + 12));
+    // Relaxed: acquired with `done` (`is_complete`). One batch: this
+    // rank's arguments and the verdict's words, none waiting for another.
+    let (args, [verdict, ref_bytes, ref_datatype]) = shim::independent(|| {
+        (
+            w.read_args(sp, slot, sp.member),
+            [core::mem::offset_of!(SlotRecord, verdict), r + 8, r + 12].map(word),
+        )
+    });
+    let p = w.pending_of(sp, slot, &args);
     let result = match (p.error, verdict) {
         (Some(e), _) => Err(e),
         (None, 0) => {
@@ -619,40 +832,8 @@ pub(crate) fn collect(w: &World, i: u32) -> Result<Status, Error> {
         }
         (None, class) => Err(verdict_error(w, sp, &p, class, ref_bytes, ref_datatype)),
     };
-    if sp.id != 0 {
-        // Release: pairs with the Acquire loads of `start` on every member
-        // that reuses the slot (through this counter's release sequence).
-        w.slot_word(sp, slot, core::mem::offset_of!(SlotRecord, consumed))
-            .add(1, Ordering::Release);
-        w.free_pending(sp, slot);
-        return result;
-    }
-    // Up the arrival tree again: a node's last consumer goes on to its
-    // parent, the top's adds one to the slot's counter.
-    let mut t = Tree::start(w);
-    loop {
-        // AcqRel: releases this rank's reads of the slot (as a node's last
-        // consumer, its children's too) to the node's last consumer, which
-        // acquires every earlier one's.
-        let old = w
-            .node_word(
-                slot,
-                t.base + t.node(),
-                core::mem::offset_of!(NodeRecord, consumed),
-            )
-            .fetch_add(1, Ordering::AcqRel);
-        if old.wrapping_add(1) != p.use_.wrapping_mul(t.children().len() as u32) {
-            break;
-        }
-        if t.nodes() == 1 {
-            // Release: pairs with the Acquire loads of `start` on every
-            // rank that reuses the slot.
-            w.slot_word(sp, slot, core::mem::offset_of!(SlotRecord, consumed))
-                .add(1, Ordering::Release);
-            break;
-        }
-        t = t.up();
-    }
+    // The slot is this rank's to start again: nobody waits for that (see
+    // `collective::immediate`, "Reuse").
     w.free_pending(sp, slot);
     result
 }

@@ -251,7 +251,7 @@ pub(crate) fn wait_core_polled<T>(
     poll: impl FnMut(&mut Backoff) -> Option<Result<T, Error>>,
 ) -> Result<T, Error> {
     c.note_progress();
-    wait_from(c, what, polled, poll)
+    wait_from(c, || what, polled, poll)
 }
 
 /// [`wait_core`] for a rank whose [`Core::record_wait`] since its last
@@ -265,6 +265,19 @@ pub(crate) fn wait_recorded<T>(
     what: WaitFor,
     poll: impl FnMut(&mut Backoff) -> Option<Result<T, Error>>,
 ) -> Result<T, Error> {
+    wait_from(c, || what, false, poll)
+}
+
+/// [`wait_core`] whose [`WaitFor`] is worked out only if the first poll
+/// fails (a non-blocking collective's request reads it from the rank's
+/// cell: a load a wait that succeeds at once does without).
+#[inline(always)]
+pub(crate) fn wait_core_lazy<T>(
+    c: &Core,
+    what: impl Fn() -> WaitFor,
+    poll: impl FnMut(&mut Backoff) -> Option<Result<T, Error>>,
+) -> Result<T, Error> {
+    c.note_progress();
     wait_from(c, what, false, poll)
 }
 
@@ -273,7 +286,7 @@ pub(crate) fn wait_recorded<T>(
 #[inline(always)]
 fn wait_from<T>(
     c: &Core,
-    what: WaitFor,
+    what: impl Fn() -> WaitFor,
     polled: bool,
     mut poll: impl FnMut(&mut Backoff) -> Option<Result<T, Error>>,
 ) -> Result<T, Error> {
@@ -294,7 +307,7 @@ fn wait_from<T>(
         }
         skip = false;
         if polls == 0 {
-            c.record_wait(what);
+            c.record_wait(what());
             if c.timeout_ns() != 0 {
                 mine!(c, wait_since = shim::clock_ns());
             }
@@ -323,6 +336,7 @@ fn wait_from<T>(
             if c.timeout_ns() != 0 && shim::clock_ns().wrapping_sub(mine!(c, wait_since)) > c.timeout_ns() {
                 c.record_state(STATE_TIMED_OUT);
                 c.abort_timed_out();
+                let what = what();
                 return Err(Error::Timeout {
                     operation: what.operation as u32,
                     peer: what.peer,

@@ -817,11 +817,13 @@ fn immediate_collectives_one_block_of_two() {
     });
 }
 
-/// (n) Three non-blocking barriers-with-data in a row over 2 blocks: the
-/// third reuses the first's slot, so it must wait until both ranks
-/// collected the first (the consumption counters), and polls with `test`.
+/// (n) Three non-blocking all-reduces in a row over 2 blocks, polled with
+/// `test`: the third reuses the first's slot, which a rank starts without
+/// waiting for the other to have collected the first (the tally zeroed by
+/// the first's last arriver before it published, the result cell written
+/// again only after both arrived in the third).
 #[test]
-fn immediate_slot_reuse_waits_for_every_rank() {
+fn immediate_slot_reused_without_waiting() {
     check("immediate reuse 2x1", 1, || {
         let results = run_world(small_config(2, 1, 1), 0, |w, _| -> Result<[u32; 3], Error> {
             let r = w.rank() as u32;
@@ -845,8 +847,8 @@ fn immediate_slot_reuse_waits_for_every_rank() {
 
 /// On a warp communicator of a world with the communicators' state: a
 /// non-blocking all-reduce, a broadcast from its rank 1, then an
-/// all-reduce polled with `test` that reuses the first's slot (the
-/// group's consumption counter): the one-level protocol of
+/// all-reduce polled with `test` that reuses the first's slot: the
+/// one-level protocol of
 /// `collective::immediate` on a context (the group's arrival counter, its
 /// last arriver's fold, the release of `done`).
 fn immediate_on_a_communicator(w: &World, _: Scratch) -> Result<[u32; 4], Error> {
@@ -917,6 +919,45 @@ fn immediate_collectives_up_a_tree_of_two_levels() {
             Ok([digits, word, sum])
         });
         assert_eq!(results, [Ok([123, 77, 3]), Ok([123, 77, 3]), Ok([123, 77, 3])]);
+    });
+}
+
+/// (n) The verdict climbs the tree: over 3 ranks in blocks of one (level-0
+/// nodes {0, 1} and {2}), a broadcast where rank 2's buffer is larger than
+/// the slot's cell (its own error, `MPI_ERR_BUFFER`) and rank 1 passes a
+/// `u64` where rank 0 passes a `u32` (a datatype and count disagreement):
+/// the local error wins over the disagreement (`MPI_ERR_TYPE` otherwise),
+/// carried from node {2}'s verdict to the top through its bit in the top's
+/// tally; then an all-reduce succeeds. No preemption, as the tree test
+/// above.
+#[test]
+fn immediate_verdict_of_a_subtree_reaches_every_rank() {
+    check("immediate verdict 3x1", 0, || {
+        let results = run_world(small_config(3, 1, 1), 0, |w, _| -> Result<[u32; 2], Error> {
+            let r = w.rank();
+            let class = |q: Result<gpu_mpi_device::Status, Error>| q.err().map_or(0, |e| e.class() as u32);
+            let mut small = 5u32;
+            let mut wide = 5u64;
+            let mut large = [5u32; 64];
+            let mut sum = 0u32;
+            let bad = request::scope(|scope| -> Result<u32, Error> {
+                let q = match r {
+                    2 => w
+                        .process_at_rank(0)
+                        .immediate_broadcast_into(scope, &mut large[..])?,
+                    1 => w.process_at_rank(0).immediate_broadcast_into(scope, &mut wide)?,
+                    _ => w.process_at_rank(0).immediate_broadcast_into(scope, &mut small)?,
+                };
+                Ok(class(q.wait()))
+            })?;
+            let good = request::scope(|scope| -> Result<u32, Error> {
+                let q = w.immediate_all_reduce_into(scope, &1u32, &mut sum, SystemOperation::sum())?;
+                Ok(class(q.wait()))
+            })?;
+            Ok([bad, good + 100 * sum])
+        });
+        let buffer = gpu_mpi_device::ErrorClass::Buffer as u32;
+        assert_eq!(results, [Ok([buffer, 300]), Ok([buffer, 300]), Ok([buffer, 300])]);
     });
 }
 

@@ -347,7 +347,6 @@ fn operation_name(code: u32) -> &'static str {
         | Some(Call::TestReceive)
         | Some(Call::TestMany)
         | Some(Call::TestCollective) => "test",
-        Some(Call::CollectiveSlot) => "immediate_collective_slot",
         Some(Call::WaitMany) => "wait",
         Some(Call::WinLock) => "window lock",
         Some(Call::WinNotify) => "window notification wait",

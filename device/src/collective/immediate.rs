@@ -31,22 +31,42 @@
 //! (32) children, ranks `32 i .. 32 i + 32` under level-0 node `i`, 32
 //! nodes of the level below under each node above, up to one top node
 //! (three levels for 1,100 ranks, four for a full H100). At each node it
-//! arrives with an acquire-release add; the add that brings the node's
-//! counter to `u × children` makes it the node's last arriver, which
-//! checks its children's arguments (their first ranks') against the
-//! node's first rank and their verdicts, folds their operands (level 0) or
-//! partial results in rank order into the node's cell, stores the node's
-//! verdict and goes on to the parent; the other arrivers are done. The
-//! top node's last arriver folds into the result cell (a broadcast: copies
+//! arrives with its `Tally`: it first ORs its root, datatype and byte
+//! count into three of the node's words (`red.or`, relaxed, each as
+//! `v << 32 | !v`, whose OR has a bit set in both halves where two ranks
+//! differ; a barrier has none to OR), then adds to the node's arrival
+//! word, acquire-release, one arrival, one for its kind and, if it found
+//! an error in its own arguments, its own bit among the node's children.
+//! The add that completes the count makes it the node's last arriver:
+//! the add's result tells it the kinds and the children with an error
+//! of the whole subtree, and one batch of three loads the rest (none for
+//! barriers), instead of each child's arguments one after another. It
+//! zeroes the words for the next use, folds its children's operands
+//! (level 0) or partial results in rank order into the node's cell when
+//! the subtree agrees, stores the subtree's first error (when it has one:
+//! the lowest child's, one load) as the node's verdict and
+//! goes on to the parent with the node's tally as its own; the other
+//! arrivers are done. The top node's last arriver judges the whole world
+//! from the top's tally, folds into the result cell (a broadcast: copies
 //! the root's cell there), writes the verdict and publishes `u` in the
-//! slot's `done` word (release). No rank checks or folds more than 32
-//! children at one node, and at most one node per level. A check loads
-//! its children's argument headers four at a time (one 16-byte vector
-//! load each, the four in one batch) and the child nodes' verdicts eight
-//! at a time: 12 round trips for 32 children, not 160 one after another. A test is one
-//! acquire load of `done`; completion copies the result out (broadcast,
-//! reduce's root, all-reduce) and climbs the tree again on its
-//! consumption counters, the top's last consumer adding one to the slot's.
+//! slot's `done` word (release). No rank folds more than 32 children, and
+//! at most one node per level. A test is one acquire load of `done`;
+//! completion copies the result out (broadcast, reduce's root,
+//! all-reduce) with the verdict's words and the rank's own arguments in
+//! one batch of loads.
+//!
+//! # Reuse
+//! The next use of a slot needs nobody's progress either. A rank starts
+//! use `u + 1` of slot `s` only after it completed use `u` there (else
+//! `MPI_ERR_REQUEST`, below), and use `u` was done: every node's last
+//! arriver had read its children's cells and tally and zeroed the tally
+//! before it climbed, and those climbs happen before `done` (release),
+//! which the rank acquired. What use `u + 1` writes that others read in
+//! use `u` (the result cell, the verdict, the reference, the nodes' cells
+//! and verdicts) is written by last arrivers, after every rank below them
+//! arrived in use `u + 1`, so after each of those ranks completed use
+//! `u`: its reads of them come before its arrival (acquire-release) in
+//! program order.
 //!
 //! # Sub-communicators: one level
 //! On a [`SimpleCommunicator`](crate::SimpleCommunicator) (a world launched with
@@ -60,11 +80,11 @@
 //! result cell and a member cell. A group's record and result are at its
 //! first member's entry, each member's cell at its own (the groups of one
 //! split are disjoint runs of entries). A member writes its cell and
-//! arrives on the group's counter; the group's last arriver checks every
-//! member's arguments against member 0's, folds the operands in member
-//! order into the result cell (a broadcast: copies the root's), and
-//! publishes `done`; completion consumes on the group's counter. The cost
-//! is serial: one rank folds `size` operands. Block and warp
+//! arrives on the group's counter; the group's last arriver reads every
+//! member's arguments (four per batch) into one `Tally`, judges it as
+//! the world's top does, folds the operands in member order into the
+//! result cell (a broadcast: copies the root's), and publishes `done`.
+//! The cost is serial: one rank reads and folds `size` members. Block and warp
 //! communicators take this path too (it needs no rank's progress, so
 //! neither the block barrier nor a shuffle).
 //!
@@ -81,13 +101,6 @@
 //!   `MPI_ERR_REQUEST` ([`Error::ImmediateLimit`]) on that rank, which then
 //!   does not take part (the program is erroneous: the others' collective
 //!   will wait for it).
-//! - The one rule that needs other ranks' progress: a rank starting its
-//!   `n`-th collective waits until every rank has *completed* (waited,
-//!   tested or ended the scope of) its `(n - IMMEDIATE_SLOTS)`-th, whose
-//!   slot it reuses; it progresses its point-to-point requests meanwhile.
-//!   A rank that never completes it leaves the others waiting: on the
-//!   emulator a deadlock report naming `immediate_collective_slot`, on the
-//!   GPU the world's timeout.
 //! - Payload: at most `immediate_bytes - 16` bytes
 //!   ([`WorldConfig::immediate_bytes`](crate::layout::WorldConfig::immediate_bytes),
 //!   48 by default); more fails with `MPI_ERR_BUFFER` on every rank that
@@ -104,22 +117,23 @@
 //! # Errors
 //! Wrong arguments never hang a rank: a rank with a local error (bad root,
 //! too large, bad operation, receive count not the send count) still
-//! arrives, with its error class in its arguments; the verdict (the first
-//! error class in rank order, or a mismatch of kind, root, count or
-//! datatype with rank 0's) reaches every rank when the collective
-//! completes: a rank returns its own local error, or else the verdict's
-//! class (`MPI_ERR_COUNT`, `MPI_ERR_ROOT`, `MPI_ERR_TYPE`, `MPI_ERR_BUFFER`,
-//! `MPI_ERR_OP`; ranks that started different collectives in the same
-//! position get [`Error::CollectiveMismatch`], class `MPI_ERR_COUNT`, as
-//! the blocking collectives' disagreements). Receive buffers are then untouched.
+//! arrives, with its error class in its arguments; the verdict reaches
+//! every rank when the collective completes: the first local error class
+//! in rank order, else the first disagreement in the order kind, root,
+//! datatype, count (`MPI_ERR_ROOT`, `MPI_ERR_TYPE`, `MPI_ERR_COUNT`; ranks
+//! that started different collectives in the same position get
+//! [`Error::CollectiveMismatch`], class `MPI_ERR_COUNT`, as the blocking
+//! collectives' disagreements, naming their own and another kind). A rank
+//! returns its own local error, or else the verdict's class
+//! (`MPI_ERR_BUFFER` and `MPI_ERR_OP` come from other ranks' local
+//! errors). Receive buffers are then untouched.
 
 use super::operation::{Elements, ElementsMut, Operation};
 use crate::buffers::Side;
-use crate::communicator::{wait_for, CommInfo, Communicator, Process, World};
+use crate::communicator::{CommInfo, Communicator, Process, World};
 use crate::datatype::{BufferMut, Equivalence, ID_BYTE};
 use crate::error::{saturating_u32, Error, ErrorClass};
 use crate::layout::IMMEDIATE_SLOTS;
-use crate::polling::{Call, WaitFor};
 use crate::request::{Request, Scope};
 use crate::shim::{self, Ordering};
 use core::marker::PhantomData;
@@ -128,112 +142,28 @@ pub use crate::codes::{kind_name, Kind};
 pub use crate::nonblocking::{
     Args, CommImmediateLocal, ImmediateLocal, NodeRecord, OutKind, PendingRecord, SlotRecord, ARGS_BYTES,
 };
-use crate::nonblocking::{Space, Tree, KIND_MISMATCH};
+use crate::nonblocking::{Space, Tally, Tree};
 
-/// The verdict of `a` against `reference`: its local error class, else a
-/// mismatch class, else 0.
-fn judge(a: &Args, reference: &Args) -> u32 {
-    let class = a.kind_class >> 8;
-    if class != 0 {
-        class
-    } else if a.kind_class != reference.kind_class & 0xff {
-        if reference.kind_class >> 8 != 0 {
-            // The reference's own error decides.
-            reference.kind_class >> 8
-        } else {
-            KIND_MISMATCH | (a.kind_class & 0xff) << 16 | (reference.kind_class & 0xff) << 24
-        }
-    } else if a.root != reference.root {
-        ErrorClass::Root as u32
-    } else if a.datatype != reference.datatype {
-        ErrorClass::Type as u32
-    } else if a.bytes != reference.bytes {
-        ErrorClass::Count as u32
-    } else {
-        0
-    }
-}
-
-/// The first nonzero verdict of the members `member(c)` for `c` in
-/// `items`, in order, against `reference` ([`judge`]), 0 when all agree.
-/// Four members' arguments are one batch of vector loads, so a check of
-/// 32 costs 8 round trips rather than 128 in a row.
-fn judge_members(
-    w: &World,
-    sp: Space,
-    slot: u32,
-    items: core::ops::Range<u32>,
-    member: impl Fn(u32) -> u32,
-    reference: &Args,
-) -> u32 {
+/// The [`Tally`] of the members `items` of `sp`, read four arguments per
+/// batch of vector loads, with the first local error class among them in
+/// member order (0 if none).
+fn tally_members(w: &World, sp: Space, slot: u32, items: core::ops::Range<u32>) -> (Tally, u32) {
+    let mut tally = Tally::default();
+    let mut first_error = 0;
     let mut c = items.start;
     while c < items.end {
-        let at = |k: u32| member((c + k).min(items.end - 1));
+        let at = |k: u32| (c + k).min(items.end - 1);
         let four = w.read_args_x4(sp, slot, [at(0), at(1), at(2), at(3)]);
         for args in four.iter().take((items.end - c).min(4) as usize) {
-            let v = judge(args, reference);
-            if v != 0 {
-                return v;
+            tally.merge(&Tally::of(args, 0));
+            if first_error == 0 {
+                first_error = args.kind_class >> 8;
             }
         }
         c += 4;
     }
-    0
-}
-
-/// A node's last arriver's check of its children, in order: a child
-/// node's own verdict (above level 0) before its first rank's arguments
-/// against `reference`. The verdicts of 8 children are one batch of loads,
-/// their arguments batches of four children (`judge_members`): 12 round
-/// trips for 32 children instead of 160 in a row.
-fn judge_children(
-    w: &World,
-    sp: Space,
-    slot: u32,
-    t: &Tree,
-    children: core::ops::Range<u32>,
-    reference: &Args,
-) -> u32 {
-    let mut c = children.start;
-    while c < children.end {
-        let n = (children.end - c).min(8);
-        if t.span > 1 {
-            let word = |k: u32| {
-                w.node_word(
-                    slot,
-                    t.below + c + k.min(n - 1),
-                    core::mem::offset_of!(NodeRecord, verdict),
-                )
-            };
-            // Relaxed: acquired through the node's arrival add.
-            let verdicts = shim::load_relaxed_batch(
-                [
-                    word(0),
-                    word(1),
-                    word(2),
-                    word(3),
-                    word(4),
-                    word(5),
-                    word(6),
-                    word(7),
-                ],
-                n as usize,
-            );
-            for k in 0..n {
-                if verdicts[k as usize] != 0 {
-                    // The children before `k` agreed: their arguments first.
-                    let v = judge_members(w, sp, slot, c..c + k, |x| t.first_rank(x), reference);
-                    return if v != 0 { v } else { verdicts[k as usize] };
-                }
-            }
-        }
-        let v = judge_members(w, sp, slot, c..c + n, |x| t.first_rank(x), reference);
-        if v != 0 {
-            return v;
-        }
-        c += n;
-    }
-    0
+    tally.errors = 0;
+    (tally, first_error)
 }
 
 /// How the last arrivers combine operands.
@@ -272,42 +202,83 @@ impl<T: Equivalence, O: Operation<T>> Fold for OpFold<'_, T, O> {
     }
 }
 
-/// Arrives in use `use_` of `slot` of `sp` (this rank's cell is written),
-/// and, as the last arriver, checks and folds.
+/// Arrives in use `use_` of `slot` of `sp` with arguments `args` (already
+/// in this rank's cell), and, as the last arriver, judges and folds.
 #[inline(never)]
-fn arrive<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, fold: &F) {
+fn arrive<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, args: &Args, fold: &F) {
     if sp.id == 0 {
-        arrive_world(w, sp, slot, use_, fold)
+        arrive_world(w, sp, slot, use_, args, fold)
     } else {
         arrive_group(w, sp, slot, use_, fold)
     }
 }
 
 /// The world's arrival: up a tree of nodes of `IMMEDIATE_FANOUT` children
-/// (ranks at level 0, nodes above): the last arriver of a node checks its
-/// children's arguments and verdicts and folds their operands (partial
-/// results) in rank order into the node's cell, then arrives at the
-/// node's parent; the top node's last arriver folds into the result cell
-/// and publishes. No fold or check is longer than 32 children.
-fn arrive_world<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, fold: &F) {
+/// (ranks at level 0, nodes above). A child ORs its [`Tally`]'s packed
+/// words into the node's and adds its arrival; the node's last arriver
+/// has the kinds and errors from its add, reads the packed words when
+/// some child is not a barrier (and zeroes them for the next use), folds
+/// its children's operands (partial results) in rank order into the
+/// node's cell when they agree, and arrives at the node's parent with the
+/// node's tally as its own. The top node's last arriver judges the whole
+/// world and publishes. No fold is longer than 32 children.
+fn arrive_world<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, args: &Args, fold: &F) {
     let mut t = Tree::start(w);
+    let mut mine = Tally::of(args, 0);
     loop {
         let node = t.base + t.node();
         let children = t.children();
+        let words = w.node_tally(slot, node);
+        if mine.has_packed() {
+            for (word, v) in words[1..].iter().zip(mine.packed()) {
+                // Relaxed: released by the add below.
+                word.or(v, Ordering::Relaxed);
+            }
+        }
+        let add = mine.arrival(t.item - children.start);
         // AcqRel: releases this rank's cell (arguments and operand or
-        // broadcast data), or as a node's last arriver its node's verdict
-        // and cell, to this node's last arriver, which acquires every
-        // earlier arriver's through this counter's release sequence.
-        let old = w
-            .node_word(slot, node, core::mem::offset_of!(NodeRecord, arrived))
-            .fetch_add(1, Ordering::AcqRel);
-        if old.wrapping_add(1) != use_.wrapping_mul(children.len() as u32) {
+        // broadcast data) and its packed words, or as a node's last
+        // arriver its node's verdict and cell, to this node's last
+        // arriver, which acquires every earlier arriver's through this
+        // word's release sequence.
+        let now = words[0].fetch_add(add, Ordering::AcqRel).wrapping_add(add);
+        if Tally::arrivals(now) != children.len() as u32 {
             return;
         }
-        let reference = w.read_args(sp, slot, t.first_rank(children.start));
-        let verdict = judge_children(w, sp, slot, &t, children.clone(), &reference);
+        // The next use's adds and ORs come after every rank completed this
+        // use, which this rank's own completion (after these stores, and
+        // after a release of its own: the add to the parent or `done`) is
+        // part of.
+        words[0].store(0, Ordering::Relaxed);
+        let mut tally = Tally::of_arrival(now);
+        if tally.has_packed() {
+            // Relaxed: acquired through the add above.
+            let [root, datatype, bytes] =
+                shim::independent(|| [&words[1], &words[2], &words[3]].map(|x| x.load(Ordering::Relaxed)));
+            (tally.root, tally.datatype, tally.bytes) = (root, datatype, bytes);
+            for word in &words[1..] {
+                // Relaxed: as the arrival word's.
+                word.store(0, Ordering::Relaxed);
+            }
+        }
+        // The first error in rank order is under the lowest child with one:
+        // a rank's own class, or the child node's verdict.
+        let first_error = if tally.errors == 0 {
+            0
+        } else {
+            let c = children.start + tally.errors.trailing_zeros();
+            // Relaxed: acquired through the add above.
+            if t.span == 1 {
+                w.rank_word(sp, slot, c, 0).load(Ordering::Relaxed) >> 8
+            } else {
+                w.node_word(slot, t.below + c, core::mem::offset_of!(NodeRecord, verdict))
+                    .load(Ordering::Relaxed)
+            }
+        };
+        let verdict = tally.verdict(first_error);
+        let agreed = tally.agreed();
         let top = t.nodes() == 1;
-        if verdict == 0 && Kind::folds(reference.kind_class) {
+        if verdict == 0 && Kind::folds(agreed.kind_class) {
             let cell = if top {
                 w.result_cell(sp, slot)
             } else {
@@ -320,14 +291,14 @@ fn arrive_world<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, fold: &F) {
                     w.partial_cell(slot, t.below + c)
                 }
             };
-            let bytes = reference.bytes as usize;
+            let bytes = agreed.bytes as usize;
             // SAFETY: the children's operands or partial results were
             // released to us by the add above; this node's cell (the
             // result cell at the top) is written only by its last arriver,
             // and its readers of the previous use (the parent's last
-            // arriver; the ranks' completions) finished before that use
-            // completed, which every rank collected before this use
-            // started (`start`).
+            // arriver, before that use was done; the ranks' completions,
+            // each before its rank arrived in this use, which we acquired)
+            // are finished ("Reuse" in the module docs).
             unsafe {
                 shim::copy_bytes(cell, part(children.start), bytes);
                 for c in children.start + 1..children.end {
@@ -336,22 +307,31 @@ fn arrive_world<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, fold: &F) {
             }
         }
         if top {
+            let reference = if verdict == 0 {
+                agreed
+            } else {
+                w.read_args(sp, slot, 0)
+            };
             copy_root(w, sp, slot, verdict, &reference);
             publish(w, sp, slot, use_, verdict, &reference);
             return;
         }
-        // Relaxed: released by the parent's add.
-        w.node_word(slot, node, core::mem::offset_of!(NodeRecord, verdict))
-            .store(verdict, Ordering::Relaxed);
+        if first_error != 0 {
+            // Relaxed: released by the parent's add.
+            w.node_word(slot, node, core::mem::offset_of!(NodeRecord, verdict))
+                .store(first_error, Ordering::Relaxed);
+        }
+        mine = tally;
+        mine.errors = (first_error != 0) as u32;
         t = t.up();
     }
 }
 
 /// A communicator's arrival (one level): as the group's last arriver,
-/// checks every member's arguments against its first member's, folds the
-/// operands in member order into the result cell (a broadcast: copies the
-/// root's cell there) and publishes. The cost is serial, `size` operands
-/// folded by one rank (docs/limits.md).
+/// judges every member's arguments (their [`Tally`], read four per batch),
+/// folds the operands in member order into the result cell (a broadcast:
+/// copies the root's cell there) and publishes. The cost is serial, `size`
+/// operands folded by one rank (docs/limits.md).
 fn arrive_group<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, fold: &F) {
     // AcqRel: releases this rank's cell (arguments and operand or broadcast
     // data) to the group's last arriver, which acquires every earlier
@@ -362,15 +342,21 @@ fn arrive_group<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, fold: &F) {
     if old.wrapping_add(1) != use_.wrapping_mul(sp.size) {
         return;
     }
-    let reference = w.read_args(sp, slot, 0);
-    let verdict = judge_members(w, sp, slot, 0..sp.size, |m| m, &reference);
+    let (tally, first_error) = tally_members(w, sp, slot, 0..sp.size);
+    let verdict = tally.verdict(first_error);
+    let reference = if verdict == 0 {
+        tally.agreed()
+    } else {
+        w.read_args(sp, slot, 0)
+    };
     copy_root(w, sp, slot, verdict, &reference);
     if verdict == 0 && Kind::folds(reference.kind_class) {
         let out = w.result_cell(sp, slot);
         let bytes = reference.bytes as usize;
         // SAFETY: every member's operand was released to us by the add
-        // above; the result cell's readers of the previous use finished
-        // before this use started (`start`).
+        // above; the result cell's readers of the previous use (the
+        // members' completions) each finished before its member arrived
+        // in this use, which we acquired.
         unsafe {
             shim::copy_bytes(out, w.operand(sp, slot, 0), bytes);
             for m in 1..sp.size {
@@ -387,9 +373,9 @@ fn copy_root(w: &World, sp: Space, slot: u32, verdict: u32, reference: &Args) {
     if verdict == 0 && reference.kind_class == Kind::Broadcast as u32 {
         // SAFETY: the root's cell (`root` checked in range by its own
         // rank, equal on every rank by the verdict) was released to us
-        // (through the last arrivers of the tree's nodes in the world); the result
-        // cell's readers of the previous use finished before this use
-        // started (`start`).
+        // (through the last arrivers of the tree's nodes in the world);
+        // the result cell's readers of the previous use each finished
+        // before its rank arrived in this use, which we acquired.
         unsafe {
             shim::copy_bytes(
                 w.result_cell(sp, slot),
@@ -469,40 +455,17 @@ fn start<'a, 's, F: Fold>(
             limit: capacity as u32,
         });
     }
-    let consumed = w.slot_word(sp, slot, core::mem::offset_of!(SlotRecord, consumed));
-    // The world's top node adds one per use, a group's members one each.
-    let per_use = if sp.id == 0 { 1 } else { sp.size };
-    let previous = (use_ - 1).wrapping_mul(per_use);
-    // Acquire: pairs with the Release adds of `collect`: every rank's reads
-    // of the slot's previous use happen before we write it again.
-    if consumed.load(Ordering::Acquire) != previous {
-        let what = WaitFor {
-            operation: Call::CollectiveSlot,
-            peer: -2,
-            tag: slot as i32,
-        };
-        wait_for(w, what, |b| {
-            if crate::engine::progress(w.core()) {
-                b.progressed();
-            }
-            // Acquire: as above.
-            (consumed.load(Ordering::Acquire) == previous).then_some(Ok(()))
-        })?;
-    }
     let class = s.error.map_or(0, |e| e.class() as u32);
-    w.write_args(
-        sp,
-        slot,
-        &Args {
-            kind_class: s.kind as u32 | class << 8,
-            root: s.root,
-            // Exact where it is compared (`judge`): a start without an
-            // error has `bytes <= capacity`, a `u32` (checked above); one
-            // with an error is judged by its class, not this word.
-            bytes: saturating_u32(s.bytes),
-            datatype: s.datatype,
-        },
-    );
+    let mut args = Args {
+        kind_class: s.kind as u32 | class << 8,
+        root: s.root,
+        // Exact where it is compared (`Tally`): a start without an error
+        // has `bytes <= capacity`, a `u32` (checked above); one with an
+        // error is judged by its class, not this word.
+        bytes: saturating_u32(s.bytes),
+        datatype: s.datatype,
+    };
+    w.write_args(sp, slot, &args);
     if class == 0 {
         if let Some((side, bytes)) = s.data {
             let dst = w.operand(sp, slot, sp.member);
@@ -511,14 +474,13 @@ fn start<'a, 's, F: Fold>(
             // `side` is the caller's borrowed buffer of `bytes` packed bytes.
             if !unsafe { side.read(0, dst, bytes) } {
                 s.error = Some(Error::Intern);
-                w.rank_word(sp, slot, sp.member, 0).store(
-                    s.kind as u32 | (ErrorClass::Intern as u32) << 8,
-                    Ordering::Relaxed,
-                );
+                args.kind_class = s.kind as u32 | (ErrorClass::Intern as u32) << 8;
+                w.rank_word(sp, slot, sp.member, 0)
+                    .store(args.kind_class, Ordering::Relaxed);
             }
         }
     }
-    arrive(w, sp, slot, use_, fold);
+    arrive(w, sp, slot, use_, &args, fold);
     w.set_pending(sp, slot, id, s.size, s.out, s.error);
     w.note_progress();
     Ok(Request::collective(scope, sp.index(slot)))
