@@ -757,13 +757,19 @@ pub(crate) fn indices(w: &World) -> core::ops::Range<u32> {
 /// for is worked out only once a poll has failed. Out of line: a kernel
 /// that waits for point-to-point requests only carries a call, not a
 /// second wait loop.
+/// `closed` runs once the slot is collected (not when the wait itself
+/// fails: a timeout, an abort).
 #[inline(never)]
-pub(crate) fn wait(w: &World, i: u32) -> Result<Status, Error> {
+pub(crate) fn wait(w: &World, i: u32, closed: impl FnOnce()) -> Result<Status, Error> {
+    let mut closed = Some(closed);
     crate::polling::wait_core_lazy(
         &w.core(),
         || what(w, i),
         |b| {
             if is_complete(w, i) {
+                if let Some(f) = closed.take() {
+                    f();
+                }
                 return Some(collect(w, i));
             }
             if crate::engine::progress(w.core()) {

@@ -79,6 +79,10 @@ pub struct Scope<'a> {
     world: Cell<Option<&'a World>>,
     /// This scope's id among the rank's scopes (0 until its first request).
     id: Cell<u32>,
+    /// Its requests not yet completed through a wait or test (a request
+    /// dropped unwaited stays counted): its end has nothing to do, and
+    /// reads nothing, when this is 0.
+    open: Cell<u32>,
     _invariant: PhantomData<Cell<&'a ()>>,
 }
 
@@ -92,6 +96,7 @@ where
     let s = Scope {
         world: Cell::new(None),
         id: Cell::new(0),
+        open: Cell::new(0),
         _invariant: PhantomData,
     };
     let r = f(&s);
@@ -165,6 +170,7 @@ impl<'a> Scope<'a> {
     fn post<'s>(&'s self, world: &'a World, p: &Post) -> Result<Request<'a, 's>, Error> {
         let id = self.attach(world)?;
         let i = engine::post(&world.core(), id, p)?;
+        self.opened();
         world.note_progress();
         engine::progress(world.core());
         Ok(Request {
@@ -174,12 +180,27 @@ impl<'a> Scope<'a> {
         })
     }
 
+    /// Counts a request created in the scope.
+    fn opened(&self) {
+        self.open.set(self.open.get() + 1);
+    }
+
+    /// Counts one of its requests completed (its record or slot freed).
+    fn closed(&self) {
+        self.open.set(self.open.get().wrapping_sub(1));
+    }
+
     /// Waits for every request of the scope still in use and frees it (the
     /// end of [`scope`]).
     fn complete(&self) {
         let Some(w) = self.world.get() else {
             return;
         };
+        // Every request completed through a wait or a test (the usual end):
+        // nothing to do, and nothing to read.
+        if self.open.get() == 0 {
+            return;
+        }
         let id = self.id.get();
         // Every request waited for (the usual end): nothing to do, and
         // nothing progressed.
@@ -259,6 +280,7 @@ impl<'a, 's> Request<'a, 's> {
     /// A request for a non-blocking collective's slot
     /// (`collective::immediate`).
     pub(crate) fn collective(scope: &'s Scope<'a>, index: u32) -> Self {
+        scope.opened();
         Request {
             scope: Some(scope),
             index,
@@ -290,15 +312,23 @@ impl<'a, 's> Request<'a, 's> {
             return Ok(empty());
         };
         let i = self.index;
+        let closed = || {
+            if let Some(s) = self.scope {
+                s.closed();
+            }
+        };
         if immediate::is_immediate(i) {
-            return immediate::wait(w, i);
+            return immediate::wait(w, i, closed);
         }
         let what = engine::what(&w.core(), i);
         wait_for(w, what, |b| {
             if engine::progress(w.core()) {
                 b.progressed();
             }
-            engine::is_complete(&w.core(), i).then(|| engine::collect(&w.core(), i))
+            engine::is_complete(&w.core(), i).then(|| {
+                closed();
+                engine::collect(&w.core(), i)
+            })
         })
     }
 
@@ -373,7 +403,9 @@ fn collect(r: &mut Request<'_, '_>) -> Option<Result<Status, Error>> {
     if !complete(w, r.index) {
         return None;
     }
-    r.scope = None;
+    if let Some(s) = r.scope.take() {
+        s.closed();
+    }
     Some(collect_index(w, r.index))
 }
 
