@@ -409,6 +409,10 @@ impl Ctx<'_> {
             .device
             .launch(kernel, args, spec)
             .map_err(|e| launch_error(kernel.name, spec, e))?;
+        // GPU_MPI_MODEL_LOG (docs/model.md): the logged rank's accesses.
+        if let Some(log) = r.model.as_ref().and_then(|m| m.log.as_ref()) {
+            eprint!("{} on {}: {}", kernel.name, world_size(spec), log.render());
+        }
         Ok(Timed {
             wall: t.elapsed(),
             report: r,
@@ -688,6 +692,8 @@ pub fn run(device: &Device, options: &Options, print: bool) -> Result<Report, St
         Some(p) => {
             timed = Device::cpu_with(CpuOptions {
                 model: Some(p),
+                // GPU_MPI_MODEL_LOG applies to the flag's model too.
+                model_log: CpuOptions::from_env().map_err(|e| e.to_string())?.model_log,
                 ..CpuOptions::default()
             });
             Some(&timed)

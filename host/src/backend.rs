@@ -122,6 +122,8 @@ pub(crate) struct Order<'a> {
     pub(crate) schedule: Option<Schedule>,
     /// Timing mode's profile ([`WorldSpec::model`]).
     pub(crate) model: Option<&'a Profile>,
+    /// Timing mode's logged rank ([`WorldSpec::model_log`]).
+    pub(crate) model_log: Option<u32>,
 }
 
 impl<'a> Order<'a> {
@@ -130,6 +132,7 @@ impl<'a> Order<'a> {
         Order {
             schedule: spec.schedule,
             model: spec.model,
+            model_log: spec.model_log,
         }
     }
 
@@ -138,6 +141,7 @@ impl<'a> Order<'a> {
         Order {
             schedule: Some(schedule),
             model: None,
+            model_log: None,
         }
     }
 }

@@ -66,7 +66,7 @@ pub use error::{
 pub use explore::{explore, Exploration, ExploreOptions, Outcome, OutcomeKind};
 pub use images::{KernelImages, KernelParts};
 pub use launch::{LaunchReport, SyncCounts, SyncProfile, TracedLaunch};
-pub use model::{ModelledTime, Profile, ProfileError, RankTime, TimeCategory};
+pub use model::{AccessLog, LoggedAccess, ModelledTime, Profile, ProfileError, RankTime, TimeCategory};
 pub use report::{BlockedRank, BlockedState, DeadlockReport, Hint, LockHolder, UnreceivedMessage};
 pub use spec::{
     default_block_dim, default_trace_events, trace_path_from_env, BackendKind, ParseBackendKindError,

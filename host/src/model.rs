@@ -448,6 +448,91 @@ pub struct ModelledTime {
     pub kernel_ps: u64,
     /// Per rank, its modelled time.
     pub ranks: Vec<RankTime>,
+    /// The access log of one rank, when the launch asked for one
+    /// ([`WorldSpec::model_log`](crate::WorldSpec::model_log), `GPU_MPI_MODEL_LOG`).
+    pub log: Option<AccessLog>,
+}
+
+/// The accesses one rank made in timing mode, each with its modelled time
+/// and the place in the world memory it touched: where that rank's time
+/// went, access by access (docs/model.md, "Where one rank's time went").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AccessLog {
+    /// The rank.
+    pub rank: u32,
+    /// Its accesses in program order, at most [`AccessLog::MAX_ACCESSES`].
+    pub accesses: Vec<LoggedAccess>,
+    /// Accesses made after the log was full, not in it.
+    pub dropped: u64,
+}
+
+/// One access of an [`AccessLog`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoggedAccess {
+    /// The rank's clock when it made the access, in picoseconds from the
+    /// kernel's start.
+    pub at_ps: u64,
+    /// What the access cost the rank, in picoseconds (waiting for a value
+    /// not yet visible included).
+    pub cost_ps: u64,
+    /// What it was: `load acquire`, `store relaxed`, `rmw acq_rel`,
+    /// `private read 4 B`, `plain write 8 B`, `fence release`,
+    /// `copy 64 B`, `sleep 32 ns`, `batch begin`, `batch end`.
+    pub what: String,
+    /// Where: the place in the world memory (`rank 3 header.free_count`,
+    /// `rank 0 slot 2 payload+8`, `grid barrier+4`), `outside the world`
+    /// (a user buffer, a stack), or empty (a fence, a sleep, a batch).
+    pub place: String,
+}
+
+impl AccessLog {
+    /// The most accesses a log keeps (later ones are counted in
+    /// [`AccessLog::dropped`]).
+    pub const MAX_ACCESSES: usize = 1 << 20;
+
+    /// One line per access: the clock and the cost in nanoseconds, what
+    /// and where; then, per place, how often it was touched and what that
+    /// cost in all, the costliest first.
+    pub fn render(&self) -> String {
+        let mut s = format!(
+            "access log of rank {} ({} accesses{}): at ns, cost ns, access, place\n",
+            self.rank,
+            self.accesses.len(),
+            if self.dropped > 0 {
+                format!(", {} more not kept", self.dropped)
+            } else {
+                String::new()
+            }
+        );
+        for a in &self.accesses {
+            s.push_str(&format!(
+                "{:>12.3} {:>9.3}  {:<18} {}\n",
+                a.at_ps as f64 / 1e3,
+                a.cost_ps as f64 / 1e3,
+                a.what,
+                a.place
+            ));
+        }
+        s.push_str("by place: accesses, cost ns\n");
+        for (place, n, ps) in self.by_place() {
+            s.push_str(&format!("{n:>9} {:>12.3}  {place}\n", ps as f64 / 1e3));
+        }
+        s
+    }
+
+    /// Per place (empty: fences, sleeps and batches), how many accesses and
+    /// their summed cost in picoseconds, the costliest first.
+    pub fn by_place(&self) -> Vec<(String, u64, u64)> {
+        let mut m: std::collections::HashMap<&str, (u64, u64)> = std::collections::HashMap::new();
+        for a in &self.accesses {
+            let e = m.entry(a.place.as_str()).or_default();
+            e.0 += 1;
+            e.1 += a.cost_ps;
+        }
+        let mut v: Vec<_> = m.into_iter().map(|(p, (n, ps))| (p.to_string(), n, ps)).collect();
+        v.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
+        v
+    }
 }
 
 impl ModelledTime {

@@ -147,6 +147,11 @@ pub struct WorldSpec {
     /// [`CpuOptions::model`](crate::CpuOptions::model). The cuda backend
     /// ignores it.
     pub model: Option<&'static Profile>,
+    /// Timing mode: log every access of this rank, with its modelled time
+    /// and the place it touched, into
+    /// [`ModelledTime::log`](crate::ModelledTime::log). `None`:
+    /// [`CpuOptions::model_log`](crate::CpuOptions::model_log).
+    pub model_log: Option<u32>,
     /// Events each rank may record in its trace buffer (0: no trace, the
     /// default; docs/tracing.md). The trace comes back in
     /// [`LaunchReport::trace`](crate::LaunchReport::trace) and from
@@ -213,6 +218,7 @@ impl WorldSpec {
             backoff_max: None,
             schedule: None,
             model: None,
+            model_log: None,
             trace_events: 0,
             trace_events_scaled: false,
             scratch_bytes: 0,
@@ -308,6 +314,13 @@ impl WorldSpec {
     /// (see [`WorldSpec::model`](WorldSpec#structfield.model)).
     pub fn model(mut self, profile: &'static Profile) -> Self {
         self.model = Some(profile);
+        self
+    }
+
+    /// Logs every access of `rank` in timing mode (see
+    /// [`WorldSpec::model_log`](WorldSpec#structfield.model_log)).
+    pub fn model_log(mut self, rank: u32) -> Self {
+        self.model_log = Some(rank);
         self
     }
 

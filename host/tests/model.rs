@@ -198,3 +198,60 @@ fn the_model_overrides_the_schedule_and_the_device_default() {
         .unwrap();
     assert_eq!(h200.profile, Profile::h200().name);
 }
+
+#[test]
+fn an_access_log_says_what_one_rank_did_when_and_where() {
+    let d = timed();
+    let out = d.alloc_zeroed::<u64>(16).unwrap();
+    let spec = WorldSpec::ranks(512).block_dim(256);
+    let plain = d.launch(&PING, &out.slice(), &spec).unwrap().model.unwrap();
+    assert_eq!(plain.log, None, "no log unless asked for");
+    let m = d
+        .launch(&PING, &out.slice(), &spec.model_log(0))
+        .unwrap()
+        .model
+        .unwrap();
+    assert_eq!(m.ranks, plain.ranks, "logging does not change the times");
+    let log = m.log.as_ref().expect("the log asked for");
+    assert_eq!((log.rank, log.dropped), (0, 0));
+    // In program order, none overlapping the next, all before the rank
+    // returned.
+    for w in log.accesses.windows(2) {
+        assert!(w[0].at_ps + w[0].cost_ps <= w[1].at_ps, "{:?}", w);
+    }
+    let last = log.accesses.last().expect("rank 0 made accesses");
+    assert!(last.at_ps + last.cost_ps <= m.ranks[0].end_ps);
+    let costs: u64 = log.accesses.iter().map(|a| a.cost_ps).sum();
+    assert!(costs <= m.ranks[0].end_ps && costs * 2 > m.ranks[0].end_ps);
+    // Sixteen sends push onto the peer's inbox; sixteen receives take
+    // rank 0's own. Each is a read-modify-write of the inbox word.
+    let count = |what: &str, place: &str| {
+        log.accesses
+            .iter()
+            .filter(|a| a.what.starts_with(what) && a.place == place)
+            .count()
+    };
+    assert_eq!(count("rmw", "rank 511 header.inbox"), 16, "{}", log.render());
+    assert!(count("rmw", "rank 0 header.inbox") >= 16, "{}", log.render());
+    // The clock written to `out`, a buffer outside the world memory.
+    assert_eq!(
+        count("plain write 8 B", "outside the world"),
+        1,
+        "{}",
+        log.render()
+    );
+    let by_place = log.by_place();
+    let inbox = by_place
+        .iter()
+        .find(|(p, ..)| p == "rank 511 header.inbox")
+        .expect("the peer's inbox in the summary");
+    assert_eq!(inbox.1, 16);
+    assert!(by_place.windows(2).all(|w| w[0].2 >= w[1].2), "costliest first");
+    // The same run again logs the same accesses.
+    let again = d
+        .launch(&PING, &out.slice(), &spec.model_log(0))
+        .unwrap()
+        .model
+        .unwrap();
+    assert_eq!(again.log, m.log);
+}

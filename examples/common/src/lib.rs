@@ -68,6 +68,9 @@ pub fn write_trace(report: &LaunchReport, title: &str) -> Result<(), String> {
     // GPU_MPI_MODEL, docs/model.md) goes beside it.
     if let Some(m) = &report.model {
         eprint!("{}", m.summary());
+        if let Some(log) = &m.log {
+            eprint!("{}", log.render());
+        }
     }
     let (Some(path), Some(trace)) = (trace_path_from_env(), report.trace()) else {
         return Ok(());

@@ -11,6 +11,7 @@
 mod explore;
 mod memory;
 mod model;
+mod place;
 pub mod scheduler;
 mod stack;
 
@@ -71,6 +72,10 @@ pub struct CpuOptions {
     /// when the launch's [`WorldSpec::model`](crate::WorldSpec::model) is
     /// `None`. Default `None`: no model, no virtual clocks.
     pub model: Option<&'static Profile>,
+    /// Timing mode: the rank whose accesses a launch logs when its
+    /// [`WorldSpec::model_log`](crate::WorldSpec::model_log) is `None`
+    /// ([`crate::ModelledTime::log`]). Default `None`: no log.
+    pub model_log: Option<u32>,
 }
 
 impl Default for CpuOptions {
@@ -86,6 +91,7 @@ impl Default for CpuOptions {
             schedule: Schedule::Parallel,
             local_stacks: false,
             model: None,
+            model_log: None,
         }
     }
 }
@@ -95,12 +101,17 @@ impl Default for CpuOptions {
 /// `K`/`M` suffix KiB/MiB, at least 16 KiB.
 pub const STACK_BYTES_ENV: &str = "GPU_MPI_STACK_BYTES";
 
+/// The environment variable that sets [`CpuOptions::model_log`] for
+/// [`CpuOptions::from_env`]: a rank.
+pub const MODEL_LOG_ENV: &str = "GPU_MPI_MODEL_LOG";
+
 /// Smallest stack [`STACK_BYTES_ENV`] may ask for.
 const MIN_ENV_STACK_BYTES: usize = 16 * 1024;
 
 impl CpuOptions {
     /// The defaults as the environment changes them: `GPU_MPI_MODEL`
-    /// ([`CpuOptions::model`], docs/model.md) and `GPU_MPI_STACK_BYTES`
+    /// ([`CpuOptions::model`], docs/model.md), `GPU_MPI_MODEL_LOG`
+    /// ([`CpuOptions::model_log`], [`MODEL_LOG_ENV`]) and `GPU_MPI_STACK_BYTES`
     /// ([`CpuOptions::stack_bytes`], [`STACK_BYTES_ENV`]). What
     /// `Device::open` gives the cpu backend.
     pub fn from_env() -> Result<CpuOptions, HostError> {
@@ -116,6 +127,16 @@ impl CpuOptions {
                     value: v.clone(),
                     expected: "a stack size in bytes of at least 16384 (or with K or M: 256K, 4M)",
                 })?;
+            }
+        }
+        if let Some(v) = std::env::var_os(MODEL_LOG_ENV) {
+            let v = v.to_string_lossy().into_owned();
+            if !v.trim().is_empty() {
+                o.model_log = Some(v.trim().parse().map_err(|_| OptionError {
+                    variable: MODEL_LOG_ENV,
+                    value: v.clone(),
+                    expected: "a rank (0, 1, ...)",
+                })?);
             }
         }
         Ok(o)
@@ -280,6 +301,7 @@ impl Backend for CpuDevice {
                 schedule: order.schedule.unwrap_or(o.schedule),
                 local_stacks: o.local_stacks,
                 model: order.model.or(o.model),
+                model_log: order.model_log.or(o.model_log),
             }
             .run()
         };

@@ -25,7 +25,9 @@
 //! All times are integer picoseconds, so a run is a function of the
 //! program, the world and the profile.
 
-use crate::model::{Profile, RankTime, TimeCategory};
+use crate::cpu::place::place;
+use crate::model::{AccessLog, LoggedAccess, Profile, RankTime, TimeCategory};
+use gpu_mpi_device::abi::layout::Layout;
 use gpu_mpi_device::abi::shim::runtime::Access;
 use gpu_mpi_device::abi::shim::Ordering;
 use std::cell::{Cell, RefCell};
@@ -94,11 +96,24 @@ pub(crate) struct Model {
     rmw_free: RefCell<HashMap<usize, u64>>,
     /// When the device's copy bandwidth is free again.
     copy_free: Cell<u64>,
+    /// The access log asked for, and the world it names places in.
+    log: Option<(LogOf, RefCell<AccessLog>)>,
+}
+
+/// Which rank's accesses a [`Model`] logs, and the world memory whose
+/// places the log names.
+pub(crate) struct LogOf {
+    /// The rank.
+    pub(crate) rank: u32,
+    /// The address of the world memory's first byte.
+    pub(crate) world: usize,
+    /// Its layout.
+    pub(crate) layout: Layout,
 }
 
 impl Model {
     /// The model of `profile`.
-    pub(crate) fn new(profile: &Profile) -> Model {
+    pub(crate) fn new(profile: &Profile, log: Option<LogOf>) -> Model {
         let p = profile;
         Model {
             name: p.name.clone(),
@@ -126,7 +141,28 @@ impl Model {
             visible: RefCell::new(HashMap::new()),
             rmw_free: RefCell::new(HashMap::new()),
             copy_free: Cell::new(0),
+            log: log.map(|of| {
+                let rank = of.rank;
+                (
+                    of,
+                    RefCell::new(AccessLog {
+                        rank,
+                        accesses: Vec::new(),
+                        dropped: 0,
+                    }),
+                )
+            }),
         }
+    }
+
+    /// The access log, if one was asked for (once).
+    pub(crate) fn take_log(&self) -> Option<AccessLog> {
+        let (of, log) = self.log.as_ref()?;
+        Some(log.replace(AccessLog {
+            rank: of.rank,
+            accesses: Vec::new(),
+            dropped: 0,
+        }))
     }
 
     /// The profile's name.
@@ -165,6 +201,28 @@ impl Model {
     /// Charges `access` by `rank` to its `clock` (whose turn it is: see
     /// [`Clock::must_wait`]).
     pub(crate) fn charge(&self, rank: u32, clock: &Clock, access: Access) {
+        match &self.log {
+            Some((of, log)) if of.rank == rank => {
+                let at = clock.now();
+                self.charge_access(rank, clock, access);
+                let mut log = log.borrow_mut();
+                if log.accesses.len() < AccessLog::MAX_ACCESSES {
+                    let (what, place) = describe(of, &access);
+                    log.accesses.push(LoggedAccess {
+                        at_ps: at,
+                        cost_ps: clock.now() - at,
+                        what,
+                        place,
+                    });
+                } else {
+                    log.dropped += 1;
+                }
+            }
+            _ => self.charge_access(rank, clock, access),
+        }
+    }
+
+    fn charge_access(&self, rank: u32, clock: &Clock, access: Access) {
         let c = &self.costs;
         match access {
             // Batches nest (a batch of vector loads, each a batch of its
@@ -373,6 +431,37 @@ impl Model {
     }
 }
 
+/// What `access` is and where it went, for an [`AccessLog`].
+fn describe(of: &LogOf, access: &Access) -> (String, String) {
+    let order = |o: &Ordering| match o {
+        Ordering::Relaxed => "relaxed",
+        Ordering::Release => "release",
+        Ordering::Acquire => "acquire",
+        Ordering::AcqRel => "acq_rel",
+    };
+    let at = |addr: usize| {
+        addr.checked_sub(of.world)
+            .and_then(|offset| place(&of.layout, offset))
+            .unwrap_or_else(|| "outside the world".to_string())
+    };
+    let rw = |write: bool| if write { "write" } else { "read" };
+    match access {
+        Access::Load { order: o, addr } => (format!("load {}", order(o)), at(*addr)),
+        Access::Store { order: o, addr } => (format!("store {}", order(o)), at(*addr)),
+        Access::Rmw { order: o, addr } => (format!("rmw {}", order(o)), at(*addr)),
+        Access::Reduce { order: o, addr } => (format!("red {}", order(o)), at(*addr)),
+        Access::Fence { order: o } => (format!("fence {}", order(o)), String::new()),
+        Access::Plain { addr, bytes, write } => (format!("plain {} {bytes} B", rw(*write)), at(*addr)),
+        Access::Private { addr, bytes, write } => (format!("private {} {bytes} B", rw(*write)), at(*addr)),
+        Access::Copy { bytes, src, dst, .. } => {
+            (format!("copy {bytes} B"), format!("{} -> {}", at(*src), at(*dst)))
+        }
+        Access::Sleep { ns } => (format!("sleep {ns} ns"), String::new()),
+        Access::BatchBegin => ("batch begin".to_string(), String::new()),
+        Access::BatchEnd => ("batch end".to_string(), String::new()),
+    }
+}
+
 /// Whether `access` touches shared memory, so that it must wait for the
 /// ranks whose clocks are behind.
 pub(crate) fn ordered(access: &Access) -> bool {
@@ -504,7 +593,7 @@ mod tests {
     use super::*;
 
     fn model() -> Model {
-        Model::new(Profile::h100())
+        Model::new(Profile::h100(), None)
     }
 
     #[test]

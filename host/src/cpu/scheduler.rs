@@ -290,6 +290,8 @@ struct Shared<'a> {
     sync: Mutex<Vec<SyncCounts>>,
     /// Timing mode: the profile.
     profile: Option<&'a Profile>,
+    /// Timing mode: the rank whose accesses are logged.
+    model_log: Option<u32>,
     /// Timing mode: the modelled time, written by the worker when every
     /// rank returned.
     modelled: Mutex<Option<ModelledTime>>,
@@ -459,6 +461,9 @@ pub(crate) struct Run<'a, A> {
     /// Timing mode: the profile of the modelled GPU (one worker, the ranks
     /// in the order of their virtual clocks; `schedule` is not used).
     pub model: Option<&'a Profile>,
+    /// Timing mode: the rank whose accesses the model logs
+    /// ([`WorldSpec::model_log`](crate::WorldSpec::model_log)).
+    pub model_log: Option<u32>,
 }
 
 impl<A: Sync + 'static> Run<'_, A> {
@@ -501,6 +506,7 @@ impl<A: Sync + 'static> Run<'_, A> {
             local_stacks: self.local_stacks,
             sync: Mutex::new(vec![SyncCounts::default(); self.layout.ranks as usize]),
             profile: self.model,
+            model_log: self.model_log,
             modelled: Mutex::new(None),
         };
         let args = SendPtr(self.args as *const A);
@@ -598,7 +604,14 @@ impl<'s, 'a> Worker<'s, 'a> {
             .map(|_| vec![0u128; (layout.shared_window_bytes as usize).div_ceil(16)])
             .collect();
         let warps_per_block = block_dim.div_ceil(32) as usize;
-        let model = shared.profile.map(|p| Box::new(Model::new(p)));
+        let model = shared.profile.map(|p| {
+            let log = shared.model_log.map(|rank| model::LogOf {
+                rank,
+                world: shared.world.0 as usize,
+                layout: *layout,
+            });
+            Box::new(Model::new(p, log))
+        });
         let model_ptr: *const Model = model.as_deref().map_or(std::ptr::null(), |m| m as *const Model);
         let ctxs: Box<[RankCtx]> = (0..n as u32)
             .map(|i| {
@@ -1186,6 +1199,7 @@ impl<'s, 'a> Worker<'s, 'a> {
                 profile: model.name().to_string(),
                 kernel_ps: model.kernel_ps(last),
                 ranks,
+                log: model.take_log(),
             });
         }
         self.finish_ranks();
