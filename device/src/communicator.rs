@@ -61,6 +61,17 @@ pub struct World {
     /// Rounds of collectives (broadcast rounds, reduction rounds) this rank
     /// has staged; its parity picks the half of the staging regions.
     pub(crate) staging_round: Cell<u32>,
+    /// True when this rank holds no deferred slot and its idle key is 0
+    /// because nothing could have changed either since its last
+    /// [`World::record_wait`] (which returns the deferred slots and zeroes
+    /// the key): only the engine defers a slot and only a failed
+    /// non-blocking poll sets the key, and every way into either takes
+    /// this world's [`World::core`], which clears the flag. Then a
+    /// collective's `record_wait` writes the wait record alone, without
+    /// reading the deferred count (a load that misses L1 after the
+    /// previous collective's acquire) or writing the key. False at
+    /// attach; false only costs the full `record_wait`.
+    pub(crate) settled: Cell<bool>,
 }
 
 impl World {
@@ -98,11 +109,13 @@ impl World {
             block: c.block,
             barrier_generation: Cell::new(0),
             staging_round: Cell::new(0),
+            settled: Cell::new(false),
         })
     }
 
     /// The same rank's `World` again, from the scalars of one attached by
-    /// [`World::attach`] (`generation` and `staging`: its two counters). An
+    /// [`World::attach`] (`generation`, `staging` and `settled`: its
+    /// counters and its flag). An
     /// out-of-line function that takes these scalars instead of a `&World`
     /// keeps the world in registers on nvptx: a reference, or a struct of
     /// them passed by value, makes the caller store the world in local
@@ -119,6 +132,7 @@ impl World {
         block: u32,
         generation: u32,
         staging: u32,
+        settled: bool,
     ) -> World {
         World {
             base,
@@ -130,6 +144,7 @@ impl World {
             block,
             barrier_generation: Cell::new(generation),
             staging_round: Cell::new(staging),
+            settled: Cell::new(settled),
         }
     }
 
@@ -371,14 +386,26 @@ pub struct AnyProcess<'a> {
 }
 
 impl World {
-    /// The engine's copy of this world's addresses.
-    #[inline(always)]
     /// The largest message a send may carry (`WorldConfig::max_message_bytes`).
+    #[inline(always)]
     pub(crate) fn max_message_bytes(&self) -> u32 {
-        self.core().max_message_bytes()
+        self.core_settled().max_message_bytes()
     }
 
+    /// The engine's copy of this world's addresses, for a call that may
+    /// run the engine or a non-blocking poll: the rank is no longer known
+    /// to be settled ([`World::settled`](World#structfield.settled)).
+    #[inline(always)]
     pub(crate) fn core(&self) -> Core {
+        self.settled.set(false);
+        self.core_settled()
+    }
+
+    /// [`World::core`] for a caller that neither runs the engine nor fails
+    /// a non-blocking poll (it defers no slot and sets no idle key): a
+    /// collective's own waits and records, a look at the layout.
+    #[inline(always)]
+    pub(crate) fn core_settled(&self) -> Core {
         Core {
             base: self.base,
             rank: self.rank,
@@ -399,13 +426,25 @@ impl World {
 }
 
 impl World {
-    /// Writes this rank's wait record (see `Core::record_wait`).
+    /// Writes this rank's wait record (see `Core::record_wait`); a settled
+    /// rank ([`World::settled`](World#structfield.settled)) has nothing
+    /// to return and its idle key is already 0, so it writes the record
+    /// alone.
+    #[inline(always)]
     pub(crate) fn record_wait(&self, w: WaitFor) {
-        self.core().record_wait(w)
+        let c = self.core_settled();
+        if self.settled.get() {
+            c.write_wait_record(w);
+        } else {
+            c.record_wait(w);
+            self.settled.set(true);
+        }
     }
 
+    /// Sets the state word of this rank's wait record.
+    #[inline(always)]
     pub(crate) fn record_state(&self, state: u32) {
-        self.core().record_state(state)
+        self.core_settled().record_state(state)
     }
 
     /// A non-blocking call (a test, an immediate probe) failed: give way as a
@@ -478,7 +517,7 @@ impl World {
         root: i32,
         f: impl FnOnce() -> Result<(), Error>,
     ) -> Result<(), Error> {
-        trace::Span::enter(&self.core(), call as u32, root).leave(f())
+        trace::Span::enter(&self.core_settled(), call as u32, root).leave(f())
     }
 }
 
@@ -662,7 +701,14 @@ impl<'w> CommView<'w> {
         f: impl FnOnce() -> Result<(), Error>,
     ) -> Result<(), Error> {
         let c = self.comm;
-        let span = trace::Span::enter_in(&self.world.core(), call as u32, root, c.id, c.start, c.size);
+        let span = trace::Span::enter_in(
+            &self.world.core_settled(),
+            call as u32,
+            root,
+            c.id,
+            c.start,
+            c.size,
+        );
         span.leave(f())
     }
 }

@@ -49,20 +49,29 @@ impl Core {
     /// Writes this rank's wait record. Every blocking call and every
     /// collective records its wait here first, so entering one is progress: it ends a spin of failed polls
     /// (see [`Core::failed_poll`]), even when it completes without a
-    /// failed poll of its own (a barrier of one block).
+    /// failed poll of its own (a barrier of one block). A collective of a
+    /// settled rank (`World::record_wait`) has no spin to end and no slot
+    /// to return, and writes the record alone.
     pub(crate) fn record_wait(&self, w: WaitFor) {
         mine!(self, idle_key = 0);
         self.write_wait(w);
     }
 
     /// Writes the wait record (see [`Core::record_wait`]) without ending a
-    /// spin: a failed poll's own record. Relaxed: the record is read by the
-    /// host after the ranks stopped (kernel end, or the emulator's
-    /// scheduler lock), never used to synchronise ranks.
+    /// spin: a failed poll's own record.
     fn write_wait(&self, w: WaitFor) {
         // A rank about to wait hands back the slots it received from first:
         // their senders may be waiting for them (`slot_return::defer_free`).
         crate::slot_return::return_deferred(self);
+        self.write_wait_record(w);
+    }
+
+    /// The wait record's words alone: for a rank that holds no deferred
+    /// slot and whose idle key is 0 (`World::record_wait`). Relaxed: the
+    /// record is read by the host after the ranks stopped (kernel end, or
+    /// the emulator's scheduler lock), never used to synchronise ranks.
+    #[inline(always)]
+    pub(crate) fn write_wait_record(&self, w: WaitFor) {
         self.wait_word(WaitWord::Operation)
             .store(w.operation as u32, Ordering::Relaxed);
         self.wait_word(WaitWord::Peer)

@@ -2,14 +2,17 @@
 //! wait bound: emulator only, because only the emulator sees every rank
 //! blocked and reports at once (a GPU ends a deadlock by its wait bound, and
 //! which ranks time out rather than give up depends on its timing); the
-//! programs that finish run on every backend in check/tests/world.rs.
+//! programs that finish run on every backend in check/tests/world.rs. One
+//! exception, which finishes only if the library is right and deadlocks
+//! otherwise: a received slot handed back before a collective, under
+//! several schedules.
 
 use bytemuck::{Pod, Zeroable};
 use gpu_mpi_device::abi::polling::Call;
 use gpu_mpi_device::collective::SystemOperation;
 use gpu_mpi_device::traits::*;
 use gpu_mpi_device::{Error, GlobalSlice, World};
-use gpu_mpi_host::{BlockedState, CpuOptions, Device, HostError, WorldSpec};
+use gpu_mpi_host::{BlockedState, CpuOptions, Device, HostError, Schedule, WorldSpec};
 use std::time::Duration;
 
 fn cpu(workers: usize) -> Device {
@@ -251,5 +254,67 @@ fn a_rank_in_another_world_collective_gives_a_deadlock_report() {
                 "{workers} workers, rank {r}: {rep}"
             );
         }
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// After a barrier, three rounds: rank 1 sends rank 0 a synchronous
+    /// message, which completes only once rank 0 hands its slot back, and
+    /// rank 0 receives it and goes straight into a collective (a barrier,
+    /// an all-reduce, a broadcast) that rank 1 joins only after its send
+    /// completed. Rank 0 must return the slot before the collective's
+    /// block barrier, although its last collective left it with nothing
+    /// to return. Each rank writes the sum of its all-reduces.
+    pub static RETURN_BEFORE_COLLECTIVE = fn return_before_collective(world: &World, out: &GlobalSlice<u64>) -> Result<(), Error> {
+        let me = world.rank();
+        world.barrier()?;
+        let mut total = 0u64;
+        for round in 0..3u64 {
+            if me == 1 {
+                world.process_at_rank(0).synchronous_send_with_tag(&round, 5)?;
+            } else if me == 0 {
+                let mut x = u64::MAX;
+                world.process_at_rank(1).receive_into_with_tag(&mut x, 5)?;
+                if x != round {
+                    return Err(Error::OutOfBounds { index: x as u32, len: round as u32 });
+                }
+            }
+            match round {
+                0 => world.barrier()?,
+                1 => {
+                    let mut sum = 0u64;
+                    world.all_reduce_into(&(me as u64), &mut sum, SystemOperation::sum())?;
+                    total += sum;
+                }
+                _ => {
+                    let mut b = if me == 0 { 7u64 } else { 0 };
+                    world.process_at_rank(0).broadcast_into(&mut b)?;
+                    total += b;
+                }
+            }
+        }
+        out.write(me as usize, total)
+    }
+}
+
+#[test]
+fn a_received_slot_goes_back_before_the_next_collective() {
+    let n = 64u64;
+    let expected = n * (n - 1) / 2 + 7;
+    for (workers, schedule) in [
+        (1, None),
+        (2, None),
+        (1, Some(Schedule::Random { seed: 11 })),
+        (1, Some(Schedule::Random { seed: 12 })),
+    ] {
+        let d = cpu(workers);
+        let out = d.alloc_zeroed::<u64>(n as usize).unwrap();
+        let mut spec = WorldSpec::ranks(n as u32).block_dim(32);
+        if let Some(s) = schedule {
+            spec = spec.schedule(s);
+        }
+        d.launch(&RETURN_BEFORE_COLLECTIVE, &out.slice(), &spec)
+            .unwrap_or_else(|e| panic!("{workers} workers, {schedule:?}: {e}"));
+        assert_eq!(d.download(&out).unwrap(), vec![expected; n as usize]);
     }
 }

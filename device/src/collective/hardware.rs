@@ -114,7 +114,7 @@ fn kind(world: &World, comm: CommInfo) -> CommKind {
     // Relaxed: the kind bits were set by this rank itself (among its
     // lanes, all with the same bits) at the end of the creation.
     let word = world
-        .core()
+        .core_settled()
         .comm_warp_word(comm.id, warp_index(world))
         .load(Ordering::Relaxed);
     WarpWord(word).kind()
@@ -142,7 +142,7 @@ pub(crate) fn store_kind(world: &World, comm: CommInfo) {
         // the same bits, and the arrival counter in the same word is left
         // as it is.
         world
-            .core()
+            .core_settled()
             .comm_warp_word(comm.id, warp_index(world))
             .or(kind as u32, Ordering::Relaxed);
     }

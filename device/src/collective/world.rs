@@ -389,7 +389,7 @@ impl World {
             } else {
                 // The record and the idle key were written before the
                 // opening block barrier (`record_wait` above).
-                crate::polling::wait_recorded(&self.core(), what, |_| {
+                crate::polling::wait_recorded(&self.core_settled(), what, |_| {
                     // Acquire: `blocks` was written by the last arrival, in
                     // the release sequence of every block's arrival (the
                     // Release half above).
@@ -558,6 +558,7 @@ impl World {
             // every block does.
             let combines = root.is_none_or(|r| r as u32 / self.layout.block_dim == self.block);
             let generation = self.barrier_generation.get();
+            let flags = combines as u32 | (self.settled.get() as u32) << 1;
             let word = reduce_step::<T, O>(
                 self.base,
                 self.rank,
@@ -569,13 +570,15 @@ impl World {
                 count,
                 reference,
                 if round == 0 { key } else { None },
-                combines,
+                flags,
                 op,
                 what.operation,
                 what.peer,
             );
-            // A step passes exactly one world barrier, failed or not.
+            // A step passes exactly one world barrier, failed or not, and
+            // records its wait first (`reduce_staged`): the rank is settled.
             self.barrier_generation.set(generation.wrapping_add(1));
+            self.settled.set(true);
             if word != 0 {
                 return Err(step_error(word, count, what, self.size()));
             }
@@ -1009,7 +1012,9 @@ impl World {
 /// results into the cell of the block's first rank. Returns 0, or the
 /// failure as a word for [`step_error`]. The world is passed as
 /// [`World::from_parts`]' scalars and the result as a word, so that the
-/// caller keeps nothing in local memory for the call.
+/// caller keeps nothing in local memory for the call. `flags`: bit 0, this
+/// rank's block combines the block results; bit 1, the world is settled
+/// ([`World::settled`](World#structfield.settled)).
 // Not inlined: a root and its warp-mates reach this through different API
 // calls, and must meet at one copy of its barriers and shuffles
 // (docs/gpu.md, "GPU runs", 2026-11-24: two inlined copies hung).
@@ -1026,13 +1031,13 @@ fn reduce_step<T: Equivalence, O: Operation<T>>(
     count: u32,
     reference: u32,
     key: Option<u32>,
-    combines: bool,
+    flags: u32,
     op: &O,
     operation: WaitCall,
     peer: i32,
 ) -> u64 {
     // SAFETY: the scalars of the caller's attached world.
-    let w = unsafe { World::from_parts(base, rank, thread, block, generation, staging) };
+    let w = unsafe { World::from_parts(base, rank, thread, block, generation, staging, flags & 2 != 0) };
     let what = WaitFor {
         operation,
         peer,
@@ -1043,7 +1048,7 @@ fn reduce_step<T: Equivalence, O: Operation<T>>(
         Err(e) => crate::polling::barrier_word(e),
         Ok(Err(expected)) => (u64::from(expected) << 32) | ErrorClass::Count as u64,
         Ok(Ok(())) => {
-            if combines {
+            if flags & 1 != 0 {
                 w.combine_blocks(w.layout.blocks, k, count, op);
             }
             0
@@ -1093,6 +1098,6 @@ fn block_tree_at<T: Equivalence, O: Operation<T>>(
     op: &O,
 ) {
     // SAFETY: the scalars of the caller's attached world.
-    let w = unsafe { World::from_parts(base, rank, thread, block, 0, staging) };
+    let w = unsafe { World::from_parts(base, rank, thread, block, 0, staging, false) };
     w.block_tree_body::<T, O>(active, k, op);
 }
