@@ -72,6 +72,12 @@ pub struct World {
     /// previous collective's acquire) or writing the key. False at
     /// attach; false only costs the full `record_wait`.
     pub(crate) settled: Cell<bool>,
+    /// False when this rank's idle key is 0: a non-blocking poll of it
+    /// failed since the key was last zeroed (`World::failed_poll`, the
+    /// only way to set it) is what makes it true. A blocking call takes
+    /// it ([`World::take_spinning`]) and notes its progress (a load of the
+    /// key) only when it was true. False at attach.
+    pub(crate) spinning: Cell<bool>,
 }
 
 impl World {
@@ -110,6 +116,7 @@ impl World {
             barrier_generation: Cell::new(0),
             staging_round: Cell::new(0),
             settled: Cell::new(false),
+            spinning: Cell::new(false),
         })
     }
 
@@ -145,6 +152,7 @@ impl World {
             barrier_generation: Cell::new(generation),
             staging_round: Cell::new(staging),
             settled: Cell::new(settled),
+            spinning: Cell::new(true),
         }
     }
 
@@ -439,6 +447,15 @@ impl World {
             c.record_wait(w);
             self.settled.set(true);
         }
+        self.spinning.set(false);
+    }
+
+    /// Whether this rank's idle key may be set ([`World::spinning`](World#structfield.spinning)),
+    /// for a blocking call about to run, which zeroes it if so: the flag
+    /// is false afterwards.
+    #[inline(always)]
+    pub(crate) fn take_spinning(&self) -> bool {
+        self.spinning.replace(false)
     }
 
     /// Sets the state word of this rank's wait record.
@@ -468,6 +485,7 @@ impl World {
     /// every other rank waits can be reported as a livelock. The key and
     /// the count live in the rank's header (private words).
     pub(crate) fn failed_poll(&self, what: WaitFor, extra: usize) {
+        self.spinning.set(true);
         self.core().failed_poll(what, extra)
     }
 
@@ -475,6 +493,7 @@ impl World {
     /// non-blocking call): the next failed non-blocking poll is fresh, and
     /// the wait record of a spin it left is cleared.
     pub(crate) fn note_progress(&self) {
+        self.spinning.set(false);
         self.core().note_progress()
     }
 

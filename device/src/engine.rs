@@ -512,8 +512,8 @@ fn progress_words(base: u64, rank: u32) -> bool {
 /// arguments keep the caller's values out of local memory; the errors are
 /// built here, on a cold path, from the few words it returns.
 #[inline(always)]
-pub(crate) fn run_blocking(core: Core, p: &Post) -> Result<u32, Error> {
-    run(core, p).result(p)
+pub(crate) fn run_blocking(core: Core, p: &Post, spinning: bool) -> Result<u32, Error> {
+    run(core, p, spinning).result(p)
 }
 
 /// How a blocking call ended: [`run_words`]'s result.
@@ -521,15 +521,18 @@ pub(crate) fn run_blocking(core: Core, p: &Post) -> Result<u32, Error> {
 pub(crate) struct Finished(u64);
 
 /// [`run_blocking`] up to the wait's end, for callers that look at the
-/// record before the outcome becomes a `Result`.
+/// record before the outcome becomes a `Result`. `spinning`: the rank's
+/// idle key may be set (`World::take_spinning`); only then does the call
+/// note its progress (`Core::note_progress`, a load of the key).
 #[inline(always)]
-pub(crate) fn run(core: Core, p: &Post) -> Finished {
+pub(crate) fn run(core: Core, p: &Post, spinning: bool) -> Finished {
     // Few argument words: each is a register of the call. The inline data
-    // and the buffer address share one (a record has one or the other).
+    // and the buffer address share one (a record has one or the other),
+    // the state, the inline flag and `spinning` another.
     Finished(run_words(
         core.base as u64,
         core.rank,
-        p.state as u32 | (p.inline as u32) << 4,
+        p.state as u32 | (p.inline as u32) << 4 | (spinning as u32) << 5,
         // The context rides in the mode's high bits, as in the record.
         p.mode | (p.context << CONTEXT_SHIFT),
         p.peer,
@@ -607,8 +610,10 @@ const fn failed(kind: Failure, low: u32) -> u64 {
     ((kind as u64) << 32) | low as u64
 }
 
-/// [`run_blocking`] in scalar arguments (`kind`: the record state and the
-/// inline flag at bit 4; `word`: the inline data or the buffer's address): the record index, or a [`Failure`] in the high half.
+/// [`run_blocking`] in scalar arguments (`kind`: the record state, the
+/// inline flag at bit 4 and `spinning` at bit 5; `word`: the inline data
+/// or the buffer's address): the record index, or a [`Failure`] in the
+/// high half.
 ///
 /// Scalar arguments, because an aggregate (or a reference to one) reaching
 /// a call that is not inlined goes through local memory on nvptx. Called, or
@@ -640,6 +645,7 @@ fn run_words(
     let w = &core;
     let state = RecordState::from_code(kind & 0xf).unwrap_or(RecordState::RecvMatch);
     let inline = kind & 0x10 != 0;
+    let spinning = kind & 0x20 != 0;
     let p = Post {
         state,
         peer,
@@ -719,6 +725,10 @@ fn run_words(
             receive_alone(base, rank, i, peer, tag, datatype, len, buffer, mode)
         };
         if matches!(step, Step::Complete) {
+            // What the wait would have done: this rank progressed.
+            if spinning {
+                w.note_progress();
+            }
             return i as u64;
         }
         // The try was the wait's first poll: the wait gives way before its
@@ -726,7 +736,7 @@ fn run_words(
         // send's slot or a rendezvous's copy, which cannot have come yet).
         polled = true;
     }
-    let r = crate::polling::wait_core_polled(w, what, polled, |b| {
+    let r = crate::polling::wait_core_polled(w, what, polled, spinning, |b| {
         // A pass that moved nothing completed nothing.
         let moved = progress_in::<true>(w);
         if moved {
@@ -1360,7 +1370,7 @@ fn send_alone(
         #[cfg(feature = "views")]
         wanted: signature,
     };
-    completed_alone(&core, claim(&core, i, Some(&words)))
+    claim(&core, i, Some(&words))
 }
 
 /// [`run_words`]'s first try of a lone receive, record `i` (not in the
@@ -1391,21 +1401,7 @@ fn receive_alone(
     }
     unlink(w, &c);
     trace::matched(w, c.id1 - 1);
-    completed_alone(
-        w,
-        start_receive(w, i, &c.arrived, len, datatype, buffer, mode, true),
-    )
-}
-
-/// `step` of a lone call's try (its record not in the active list); if it
-/// completed, what the wait would have done (`wait_core`: this rank
-/// progressed).
-#[inline(always)]
-fn completed_alone(w: &Core, step: Step) -> Step {
-    if matches!(step, Step::Complete) {
-        w.note_progress();
-    }
-    step
+    start_receive(w, i, &c.arrived, len, datatype, buffer, mode, true)
 }
 
 /// [`start_receive`] of record `i`'s message in slot `id`, with the
@@ -1580,8 +1576,16 @@ fn start_receive(
         return Step::Idle;
     }
     store_pair(w, i, PairAt::PeerTag, status.source as u32, status.tag as u32);
-    store_pair(w, i, PairAt::Message, status.bytes, status.datatype);
-    rec!(w, i, outcome = outcome as u32);
+    // `fill` left the capacity and the expected datatype in the status
+    // words and `Success` in the outcome, and nothing wrote them since
+    // (a record starts one receive per fill): a message of exactly the
+    // buffer's size and type, received whole, changes none of them.
+    if (status.bytes, status.datatype) != (capacity, expected) {
+        store_pair(w, i, PairAt::Message, status.bytes, status.datatype);
+    }
+    if outcome != Outcome::Success {
+        rec!(w, i, outcome = outcome as u32);
+    }
     let buf = buffer as *mut u8;
     let typed = cfg!(feature = "views") && mode & TYPED_MODE != 0;
     let me = w.rank;

@@ -251,15 +251,19 @@ pub(crate) fn wait_core<T>(
 /// [`wait_core`] for a call that has polled once already, out of the loop
 /// (`polled`; see `engine::run_words`): the loop starts as after a failed
 /// first poll (the wait recorded, one snooze), so the same search does not
-/// run twice before the first snooze.
+/// run twice before the first snooze. Notes progress only when
+/// `spinning` (the rank's idle key may be set: `World::take_spinning`).
 #[inline(always)]
 pub(crate) fn wait_core_polled<T>(
     c: &Core,
     what: WaitFor,
     polled: bool,
+    spinning: bool,
     poll: impl FnMut(&mut Backoff) -> Option<Result<T, Error>>,
 ) -> Result<T, Error> {
-    c.note_progress();
+    if spinning {
+        c.note_progress();
+    }
     wait_from(c, || what, polled, poll)
 }
 
