@@ -75,9 +75,17 @@ pub struct World {
     /// False when this rank's idle key is 0: a non-blocking poll of it
     /// failed since the key was last zeroed (`World::failed_poll`, the
     /// only way to set it) is what makes it true. A blocking call takes
-    /// it ([`World::take_spinning`]) and notes its progress (a load of the
+    /// it ([`World::known`]) and notes its progress (a load of the
     /// key) only when it was true. False at attach.
     pub(crate) spinning: Cell<bool>,
+    /// Request scopes of this rank that hold a request
+    /// (`request::Scope::attach` counts one in, its end out). While 0 the
+    /// rank's active list is empty: only a scope's requests stay in it
+    /// between calls (a blocking call's own record, and a send-receive's
+    /// two, leave it before the call returns), and a scope's end
+    /// completes or cancels each of its requests. A blocking call then
+    /// need not read the list's tail.
+    pub(crate) scopes: Cell<u32>,
 }
 
 impl World {
@@ -117,6 +125,7 @@ impl World {
             staging_round: Cell::new(0),
             settled: Cell::new(false),
             spinning: Cell::new(false),
+            scopes: Cell::new(0),
         })
     }
 
@@ -153,6 +162,8 @@ impl World {
             staging_round: Cell::new(staging),
             settled: Cell::new(settled),
             spinning: Cell::new(true),
+            // Unknown: the list's tail is read.
+            scopes: Cell::new(1),
         }
     }
 
@@ -450,12 +461,17 @@ impl World {
         self.spinning.set(false);
     }
 
-    /// Whether this rank's idle key may be set ([`World::spinning`](World#structfield.spinning)),
-    /// for a blocking call about to run, which zeroes it if so: the flag
-    /// is false afterwards.
+    /// What a blocking call about to run may take as known
+    /// ([`engine::Known`]): whether the idle key may be set
+    /// ([`World::spinning`](World#structfield.spinning), false
+    /// afterwards: the call zeroes the key if so) and whether the active
+    /// list is empty ([`World::scopes`](World#structfield.scopes)).
     #[inline(always)]
-    pub(crate) fn take_spinning(&self) -> bool {
-        self.spinning.replace(false)
+    pub(crate) fn known(&self) -> crate::engine::Known {
+        crate::engine::Known {
+            spinning: self.spinning.replace(false),
+            list_empty: self.scopes.get() == 0,
+        }
     }
 
     /// Sets the state word of this rank's wait record.

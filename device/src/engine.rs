@@ -512,8 +512,19 @@ fn progress_words(base: u64, rank: u32) -> bool {
 /// arguments keep the caller's values out of local memory; the errors are
 /// built here, on a cold path, from the few words it returns.
 #[inline(always)]
-pub(crate) fn run_blocking(core: Core, p: &Post, spinning: bool) -> Result<u32, Error> {
-    run(core, p, spinning).result(p)
+pub(crate) fn run_blocking(core: Core, p: &Post, known: Known) -> Result<u32, Error> {
+    run(core, p, known).result(p)
+}
+
+/// What the caller of a blocking call knows of its rank's state, so that
+/// the call need not read it (`World::known`).
+#[derive(Clone, Copy)]
+pub(crate) struct Known {
+    /// The rank's idle key may be set: only then does the call note its
+    /// progress (`Core::note_progress`, a load of the key).
+    pub(crate) spinning: bool,
+    /// The active list is empty: the call does not read its tail.
+    pub(crate) list_empty: bool,
 }
 
 /// How a blocking call ended: [`run_words`]'s result.
@@ -521,18 +532,19 @@ pub(crate) fn run_blocking(core: Core, p: &Post, spinning: bool) -> Result<u32, 
 pub(crate) struct Finished(u64);
 
 /// [`run_blocking`] up to the wait's end, for callers that look at the
-/// record before the outcome becomes a `Result`. `spinning`: the rank's
-/// idle key may be set (`World::take_spinning`); only then does the call
-/// note its progress (`Core::note_progress`, a load of the key).
+/// record before the outcome becomes a `Result`.
 #[inline(always)]
-pub(crate) fn run(core: Core, p: &Post, spinning: bool) -> Finished {
+pub(crate) fn run(core: Core, p: &Post, known: Known) -> Finished {
     // Few argument words: each is a register of the call. The inline data
     // and the buffer address share one (a record has one or the other),
-    // the state, the inline flag and `spinning` another.
+    // the state, the inline flag and what is known another.
     Finished(run_words(
         core.base as u64,
         core.rank,
-        p.state as u32 | (p.inline as u32) << 4 | (spinning as u32) << 5,
+        p.state as u32
+            | (p.inline as u32) << 4
+            | (known.spinning as u32) << 5
+            | (known.list_empty as u32) << 6,
         // The context rides in the mode's high bits, as in the record.
         p.mode | (p.context << CONTEXT_SHIFT),
         p.peer,
@@ -611,9 +623,9 @@ const fn failed(kind: Failure, low: u32) -> u64 {
 }
 
 /// [`run_blocking`] in scalar arguments (`kind`: the record state, the
-/// inline flag at bit 4 and `spinning` at bit 5; `word`: the inline data
-/// or the buffer's address): the record index, or a [`Failure`] in the
-/// high half.
+/// inline flag at bit 4, [`Known`]'s `spinning` at bit 5 and `list_empty`
+/// at bit 6; `word`: the inline data or the buffer's address): the record
+/// index, or a [`Failure`] in the high half.
 ///
 /// Scalar arguments, because an aggregate (or a reference to one) reaching
 /// a call that is not inlined goes through local memory on nvptx. Called, or
@@ -669,7 +681,11 @@ fn run_words(
     };
     let i = BlockingRecord::First as u32;
     fill(w, i, 0, &p);
-    let tail = mine!(w, active_tail);
+    let tail = if kind & 0x40 != 0 {
+        0
+    } else {
+        mine!(w, active_tail)
+    };
     let what = WaitFor {
         operation: if state.is_send() {
             Call::Send
@@ -1401,7 +1417,7 @@ fn receive_alone(
     }
     unlink(w, &c);
     trace::matched(w, c.id1 - 1);
-    start_receive(w, i, &c.arrived, len, datatype, buffer, mode, true)
+    start_receive(w, i, &c.arrived, len, datatype, buffer, mode, Some((peer, tag)))
 }
 
 /// [`start_receive`] of record `i`'s message in slot `id`, with the
@@ -1418,7 +1434,7 @@ fn start_receive_words(w: &Core, i: u32, id: u32, mode: u32) -> Step {
         datatype,
         rec!(w, i, buffer),
         mode,
-        false,
+        None,
     )
 }
 
@@ -1542,8 +1558,9 @@ fn load_pair(w: &Core, i: u32, at: PairAt) -> (u32, u32) {
 /// claimed; `capacity`, `expected`, `buffer` and `mode` are the record's
 /// `len`, `datatype`, `buffer` and `mode` words, passed in so that a
 /// blocking receive gives them from registers ([`run_words`]); `lone`: a
-/// lone try's ([`receive_alone`]), whose completion the record need not
-/// show. [`Step::Complete`] when the record completed.
+/// lone try's ([`receive_alone`]) source and tag filters, as its record
+/// holds them; its completion the record need not show. [`Step::Complete`]
+/// when the record completed.
 #[cfg_attr(feature = "inline-engine", inline(always))]
 #[allow(clippy::too_many_arguments)]
 fn start_receive(
@@ -1554,7 +1571,7 @@ fn start_receive(
     expected: u32,
     buffer: u64,
     mode: u32,
-    lone: bool,
+    lone: Option<(i32, i32)>,
 ) -> Step {
     let (id, status, kind) = (a.id, a.status(w), a.kind);
     let (outcome, wanted) = if expected != ID_BYTE
@@ -1575,11 +1592,15 @@ fn start_receive(
     if first > allowed(w, mode) {
         return Step::Idle;
     }
-    store_pair(w, i, PairAt::PeerTag, status.source as u32, status.tag as u32);
-    // `fill` left the capacity and the expected datatype in the status
-    // words and `Success` in the outcome, and nothing wrote them since
-    // (a record starts one receive per fill): a message of exactly the
-    // buffer's size and type, received whole, changes none of them.
+    // `fill` left the filters in the status's source and tag words, the
+    // capacity and the expected datatype in its length and datatype words
+    // and `Success` in the outcome, and nothing wrote them since (a record
+    // starts one receive per fill): a message from the source and with the
+    // tag named, of exactly the buffer's size and type, received whole,
+    // changes none of them. (A pass does not hold the filters: it stores.)
+    if lone != Some((status.source, status.tag)) {
+        store_pair(w, i, PairAt::PeerTag, status.source as u32, status.tag as u32);
+    }
     if (status.bytes, status.datatype) != (capacity, expected) {
         store_pair(w, i, PairAt::Message, status.bytes, status.datatype);
     }
@@ -1632,7 +1653,7 @@ fn start_receive(
         // Release pairs with the sender's Acquire wait for DONE.
         state.store(SlotState::Done.word(me), Ordering::Release);
     }
-    if !lone {
+    if lone.is_none() {
         // A lone try's record is not in the active list: nothing looks at
         // its state (the blocking call returns on `Step::Complete`).
         rec!(w, i, state = RecordState::Complete as u32);

@@ -226,7 +226,7 @@ pub(crate) fn receive_post(
 #[inline(always)]
 fn run(world: &World, p: &Post) -> Result<Status, Error> {
     let core = world.core();
-    let i = engine::run_blocking(core, p, world.take_spinning())?;
+    let i = engine::run_blocking(core, p, world.known())?;
     engine::collect(&core, i)
 }
 
@@ -314,7 +314,7 @@ fn receive_from<B: BufferMut + ?Sized>(
         signature: Signature::NONE,
     };
     let core = world.core();
-    let i = engine::run_blocking(core, &post, world.take_spinning())?;
+    let i = engine::run_blocking(core, &post, world.known())?;
     if inline {
         // The first `n` bytes come from the record, the rest stay: merged in
         // a word and stored whole, so the caller's value keeps to registers.
@@ -419,7 +419,7 @@ fn send_to<B: Buffer + ?Sized>(p: &Process<'_>, buf: &B, tag: i32, mode: SendMod
         data,
         signature: Signature::of(buf.message_signature()),
     };
-    engine::run(w.core(), &post, w.take_spinning()).sent(&post)
+    engine::run(w.core(), &post, w.known()).sent(&post)
 }
 
 /// The bytes of a message of at most 8 bytes as a little-endian word (the
@@ -489,7 +489,7 @@ fn receive_value<T: Equivalence>(
         signature: Signature::NONE,
     };
     let core = world.core();
-    let i = engine::run_blocking(core, &post, world.take_spinning())?;
+    let i = engine::run_blocking(core, &post, world.known())?;
     // SAFETY: the record's inline area holds the 8 bytes the receive wrote
     // (`size` of them are the value); read before the record is freed.
     let raw = unsafe { (engine::inline_area(&core, i) as *const u64).read() };

@@ -252,7 +252,7 @@ pub(crate) fn wait_core<T>(
 /// (`polled`; see `engine::run_words`): the loop starts as after a failed
 /// first poll (the wait recorded, one snooze), so the same search does not
 /// run twice before the first snooze. Notes progress only when
-/// `spinning` (the rank's idle key may be set: `World::take_spinning`).
+/// `spinning` (the rank's idle key may be set: `World::known`).
 #[inline(always)]
 pub(crate) fn wait_core_polled<T>(
     c: &Core,

@@ -159,6 +159,7 @@ impl<'a> Scope<'a> {
                 // past 2^32 scopes, far beyond any scope's life.
                 let id = mine!(world, next_scope).wrapping_add(1).max(1);
                 mine!(world, next_scope = id);
+                world.scopes.set(world.scopes.get() + 1);
                 self.world.set(Some(world));
                 self.id.set(id);
                 Ok(id)
@@ -193,9 +194,14 @@ impl<'a> Scope<'a> {
     /// Waits for every request of the scope still in use and frees it (the
     /// end of [`scope`]).
     fn complete(&self) {
-        let Some(w) = self.world.get() else {
-            return;
-        };
+        if let Some(w) = self.world.get() {
+            self.complete_in(w);
+            w.scopes.set(w.scopes.get() - 1);
+        }
+    }
+
+    /// [`Scope::complete`] of a scope tied to `w`.
+    fn complete_in(&self, w: &World) {
         // Every request completed through a wait or a test (the usual end):
         // nothing to do, and nothing to read.
         if self.open.get() == 0 {

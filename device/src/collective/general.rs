@@ -273,7 +273,7 @@ impl<'a> CommView<'a> {
             let tag = piece_tag(tag, off + n < len);
             let p = self.send_post(to, tag, dt, at.add(off).post_buffer(n, &mut part), n);
             let core = self.world.core();
-            let i = engine::run_blocking(core, &p, self.world.take_spinning())?;
+            let i = engine::run_blocking(core, &p, self.world.known())?;
             engine::collect(&core, i)?;
             off += n;
             if off >= len {
@@ -300,7 +300,7 @@ impl<'a> CommView<'a> {
             // `off + room <= len`, inside the caller's buffer.
             let p = self.receive_post(from, dt, at.add(off).post_buffer(room, &mut part), room);
             let core = self.world.core();
-            let i = engine::run_blocking(core, &p, self.world.take_spinning())?;
+            let i = engine::run_blocking(core, &p, self.world.known())?;
             let (n, more) = piece_of(engine::collect(&core, i), tag)?;
             got += n;
             if !more {
@@ -1153,7 +1153,7 @@ impl<'a> CommView<'a> {
                 // `so + sn <= len`: the rest of this rank's part, untouched.
                 let p = self.send_post(q, tag, dt, p.add(so).post_buffer(sn, &mut part), sn);
                 let core = self.world.core();
-                let i = engine::run_blocking(core, &p, self.world.take_spinning())?;
+                let i = engine::run_blocking(core, &p, self.world.known())?;
                 engine::collect(&core, i)?;
                 so += sn;
                 sending = so < len;
@@ -1163,7 +1163,7 @@ impl<'a> CommView<'a> {
                 // `off + room <= len`, inside the part.
                 let p = self.receive_post(q, dt, p.add(off).post_buffer(room, &mut part), room);
                 let core = self.world.core();
-                let i = engine::run_blocking(core, &p, self.world.take_spinning())?;
+                let i = engine::run_blocking(core, &p, self.world.known())?;
                 let (n, more) = piece_of(engine::collect(&core, i), Tag::AllToAll)?;
                 got += n;
                 receiving = more;
