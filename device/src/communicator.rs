@@ -61,31 +61,90 @@ pub struct World {
     /// Rounds of collectives (broadcast rounds, reduction rounds) this rank
     /// has staged; its parity picks the half of the staging regions.
     pub(crate) staging_round: Cell<u32>,
-    /// True when this rank holds no deferred slot and its idle key is 0
-    /// because nothing could have changed either since its last
-    /// [`World::record_wait`] (which returns the deferred slots and zeroes
-    /// the key): only the engine defers a slot and only a failed
-    /// non-blocking poll sets the key, and every way into either takes
-    /// this world's [`World::core`], which clears the flag. Then a
-    /// collective's `record_wait` writes the wait record alone, without
-    /// reading the deferred count (a load that misses L1 after the
-    /// previous collective's acquire) or writing the key. False at
-    /// attach; false only costs the full `record_wait`.
-    pub(crate) settled: Cell<bool>,
-    /// False when this rank's idle key is 0: a non-blocking poll of it
-    /// failed since the key was last zeroed (`World::failed_poll`, the
-    /// only way to set it) is what makes it true. A blocking call takes
-    /// it ([`World::known`]) and notes its progress (a load of the
-    /// key) only when it was true. False at attach.
-    pub(crate) spinning: Cell<bool>,
-    /// Request scopes of this rank that hold a request
-    /// (`request::Scope::attach` counts one in, its end out). While 0 the
-    /// rank's active list is empty: only a scope's requests stay in it
-    /// between calls (a blocking call's own record, and a send-receive's
-    /// two, leave it before the call returns), and a scope's end
-    /// completes or cancels each of its requests. A blocking call then
-    /// need not read the list's tail.
-    pub(crate) scopes: Cell<u32>,
+    /// What this rank knows of its own private state without reading it
+    /// (one word, so that `World` stays as small as it was).
+    pub(crate) known: RankState,
+}
+
+/// What a rank knows of its own private state without reading it, in one
+/// word: bit 0 `settled`, bit 1 `spinning`, the rest the count of
+/// `scopes`.
+///
+/// - **settled**: the rank holds no deferred slot and its idle key is 0,
+///   because nothing could have changed either since its last
+///   [`World::record_wait`] (which returns the deferred slots and zeroes
+///   the key): only the engine defers a slot and only a failed
+///   non-blocking poll sets the key, and every way into either takes
+///   [`World::core`], which clears it. Then a collective's `record_wait`
+///   writes the wait record alone, without reading the deferred count (a
+///   load that misses L1 after the previous collective's acquire) or
+///   writing the key. Clear at attach; clear only costs the full
+///   `record_wait`.
+/// - **spinning**: the idle key may be non-zero: a non-blocking poll
+///   failed since the key was last zeroed (`World::failed_poll`, the only
+///   way to set it, sets it). A blocking call takes it ([`World::known`])
+///   and notes its progress (a load of the key) only when it was set.
+///   Clear at attach.
+/// - **scopes**: request scopes of the rank that hold a request
+///   (`request::Scope::attach` counts one in, its end out). While 0 the
+///   rank's active list is empty: only a scope's requests stay in it
+///   between calls (a blocking call's own record, and a send-receive's
+///   two, leave it before the call returns), and a scope's end completes
+///   or cancels each of its requests. A blocking call then need not read
+///   the list's tail.
+pub(crate) struct RankState(Cell<u32>);
+
+impl RankState {
+    const SETTLED: u32 = 1;
+    const SPINNING: u32 = 2;
+    const SCOPE: u32 = 4;
+
+    fn with(&self, bit: u32, on: bool) {
+        let v = self.0.get();
+        self.0.set(if on { v | bit } else { v & !bit });
+    }
+
+    /// See the type's docs.
+    #[inline(always)]
+    pub(crate) fn settled(&self) -> bool {
+        self.0.get() & Self::SETTLED != 0
+    }
+
+    #[inline(always)]
+    pub(crate) fn set_settled(&self, on: bool) {
+        self.with(Self::SETTLED, on)
+    }
+
+    /// The spinning bit, cleared (see the type's docs).
+    #[inline(always)]
+    fn take_spinning(&self) -> bool {
+        let v = self.0.get();
+        self.0.set(v & !Self::SPINNING);
+        v & Self::SPINNING != 0
+    }
+
+    #[inline(always)]
+    fn set_spinning(&self, on: bool) {
+        self.with(Self::SPINNING, on)
+    }
+
+    /// Whether no request scope holds a request.
+    #[inline(always)]
+    fn no_scopes(&self) -> bool {
+        self.0.get() < Self::SCOPE
+    }
+
+    /// A scope took its first request.
+    #[inline(always)]
+    pub(crate) fn scope_opened(&self) {
+        self.0.set(self.0.get().wrapping_add(Self::SCOPE))
+    }
+
+    /// A scope that held a request ended.
+    #[inline(always)]
+    pub(crate) fn scope_closed(&self) {
+        self.0.set(self.0.get().wrapping_sub(Self::SCOPE))
+    }
 }
 
 impl World {
@@ -123,9 +182,7 @@ impl World {
             block: c.block,
             barrier_generation: Cell::new(0),
             staging_round: Cell::new(0),
-            settled: Cell::new(false),
-            spinning: Cell::new(false),
-            scopes: Cell::new(0),
+            known: RankState(Cell::new(0)),
         })
     }
 
@@ -160,10 +217,11 @@ impl World {
             block,
             barrier_generation: Cell::new(generation),
             staging_round: Cell::new(staging),
-            settled: Cell::new(settled),
-            spinning: Cell::new(true),
-            // Unknown: the list's tail is read.
-            scopes: Cell::new(1),
+            // Spinning, and one scope: unknown, so the key and the list's
+            // tail are read.
+            known: RankState(Cell::new(
+                (settled as u32 * RankState::SETTLED) | RankState::SPINNING | RankState::SCOPE,
+            )),
         }
     }
 
@@ -413,10 +471,10 @@ impl World {
 
     /// The engine's copy of this world's addresses, for a call that may
     /// run the engine or a non-blocking poll: the rank is no longer known
-    /// to be settled ([`World::settled`](World#structfield.settled)).
+    /// to be settled ([`RankState`](crate::communicator::RankState)).
     #[inline(always)]
     pub(crate) fn core(&self) -> Core {
-        self.settled.set(false);
+        self.known.set_settled(false);
         self.core_settled()
     }
 
@@ -446,31 +504,31 @@ impl World {
 
 impl World {
     /// Writes this rank's wait record (see `Core::record_wait`); a settled
-    /// rank ([`World::settled`](World#structfield.settled)) has nothing
+    /// rank ([`RankState`](crate::communicator::RankState)) has nothing
     /// to return and its idle key is already 0, so it writes the record
     /// alone.
     #[inline(always)]
     pub(crate) fn record_wait(&self, w: WaitFor) {
         let c = self.core_settled();
-        if self.settled.get() {
+        if self.known.settled() {
             c.write_wait_record(w);
         } else {
             c.record_wait(w);
-            self.settled.set(true);
+            self.known.set_settled(true);
         }
-        self.spinning.set(false);
+        self.known.set_spinning(false);
     }
 
     /// What a blocking call about to run may take as known
     /// ([`engine::Known`]): whether the idle key may be set
-    /// ([`World::spinning`](World#structfield.spinning), false
+    /// ([`RankState`]: spinning, false
     /// afterwards: the call zeroes the key if so) and whether the active
-    /// list is empty ([`World::scopes`](World#structfield.scopes)).
+    /// list is empty ([`RankState`]: scopes).
     #[inline(always)]
     pub(crate) fn known(&self) -> crate::engine::Known {
         crate::engine::Known {
-            spinning: self.spinning.replace(false),
-            list_empty: self.scopes.get() == 0,
+            spinning: self.known.take_spinning(),
+            list_empty: self.known.no_scopes(),
         }
     }
 
@@ -501,7 +559,7 @@ impl World {
     /// every other rank waits can be reported as a livelock. The key and
     /// the count live in the rank's header (private words).
     pub(crate) fn failed_poll(&self, what: WaitFor, extra: usize) {
-        self.spinning.set(true);
+        self.known.set_spinning(true);
         self.core().failed_poll(what, extra)
     }
 
@@ -509,7 +567,7 @@ impl World {
     /// non-blocking call): the next failed non-blocking poll is fresh, and
     /// the wait record of a spin it left is cleared.
     pub(crate) fn note_progress(&self) {
-        self.spinning.set(false);
+        self.known.set_spinning(false);
         self.core().note_progress()
     }
 

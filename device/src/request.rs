@@ -159,7 +159,7 @@ impl<'a> Scope<'a> {
                 // past 2^32 scopes, far beyond any scope's life.
                 let id = mine!(world, next_scope).wrapping_add(1).max(1);
                 mine!(world, next_scope = id);
-                world.scopes.set(world.scopes.get() + 1);
+                world.known.scope_opened();
                 self.world.set(Some(world));
                 self.id.set(id);
                 Ok(id)
@@ -196,7 +196,7 @@ impl<'a> Scope<'a> {
     fn complete(&self) {
         if let Some(w) = self.world.get() {
             self.complete_in(w);
-            w.scopes.set(w.scopes.get() - 1);
+            w.known.scope_closed();
         }
     }
 

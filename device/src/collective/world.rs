@@ -558,7 +558,7 @@ impl World {
             // every block does.
             let combines = root.is_none_or(|r| r as u32 / self.layout.block_dim == self.block);
             let generation = self.barrier_generation.get();
-            let flags = combines as u32 | (self.settled.get() as u32) << 1;
+            let flags = combines as u32 | (self.known.settled() as u32) << 1;
             let word = reduce_step::<T, O>(
                 self.base,
                 self.rank,
@@ -578,7 +578,7 @@ impl World {
             // A step passes exactly one world barrier, failed or not, and
             // records its wait first (`reduce_staged`): the rank is settled.
             self.barrier_generation.set(generation.wrapping_add(1));
-            self.settled.set(true);
+            self.known.set_settled(true);
             if word != 0 {
                 return Err(step_error(word, count, what, self.size()));
             }
@@ -1014,7 +1014,7 @@ impl World {
 /// [`World::from_parts`]' scalars and the result as a word, so that the
 /// caller keeps nothing in local memory for the call. `flags`: bit 0, this
 /// rank's block combines the block results; bit 1, the world is settled
-/// ([`World::settled`](World#structfield.settled)).
+/// ([`RankState`](crate::communicator::RankState)).
 // Not inlined: a root and its warp-mates reach this through different API
 // calls, and must meet at one copy of its barriers and shuffles
 // (docs/gpu.md, "GPU runs", 2026-11-24: two inlined copies hung).
