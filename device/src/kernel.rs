@@ -64,7 +64,7 @@ pub unsafe fn rank_main<A>(world: *mut u8, args: *const A, body: fn(&World, &A) 
     }
     // Slots this rank received from and has not handed back yet; last, so
     // that nothing of the result is live across the call.
-    crate::slot_return::return_deferred(&w.core());
+    crate::slot_return::return_deferred(&w.core_settled());
 }
 
 /// Defines a kernel once for the GPU and the emulator.
