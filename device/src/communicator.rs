@@ -520,13 +520,13 @@ impl World {
     }
 
     /// What a blocking call about to run may take as known
-    /// ([`engine::Known`]): whether the idle key may be set
+    /// ([`crate::records::Known`]): whether the idle key may be set
     /// ([`RankState`]: spinning, false
     /// afterwards: the call zeroes the key if so) and whether the active
     /// list is empty ([`RankState`]: scopes).
     #[inline(always)]
-    pub(crate) fn known(&self) -> crate::engine::Known {
-        crate::engine::Known {
+    pub(crate) fn known(&self) -> crate::records::Known {
+        crate::records::Known {
             spinning: self.known.take_spinning(),
             list_empty: self.known.no_scopes(),
         }

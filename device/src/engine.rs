@@ -64,9 +64,9 @@ use crate::datatype::{TypedBuffer, ID_BYTE};
 use crate::error::{saturating_u32, Error};
 use crate::layout::{BLOCKING_RECORDS, FLAG_FORCE_STREAMING};
 use crate::polling::{Call, WaitFor};
-use crate::records::Core;
 use crate::records::SendMode;
 use crate::records::CONTEXT_SHIFT;
+use crate::records::{Core, Known};
 use crate::records::{
     MessageKind, Outcome, RankHeader, RecordState, RequestRecord, SlotState, SlotWord, LINK_NONE,
     LINK_PENDING,
@@ -514,17 +514,6 @@ fn progress_words(base: u64, rank: u32) -> bool {
 #[inline(always)]
 pub(crate) fn run_blocking(core: Core, p: &Post, known: Known) -> Result<u32, Error> {
     run(core, p, known).result(p)
-}
-
-/// What the caller of a blocking call knows of its rank's state, so that
-/// the call need not read it (`World::known`).
-#[derive(Clone, Copy)]
-pub(crate) struct Known {
-    /// The rank's idle key may be set: only then does the call note its
-    /// progress (`Core::note_progress`, a load of the key).
-    pub(crate) spinning: bool,
-    /// The active list is empty: the call does not read its tail.
-    pub(crate) list_empty: bool,
 }
 
 /// How a blocking call ended: [`run_words`]'s result.

@@ -984,3 +984,14 @@ pub fn read_result_record(memory: &[u8], layout: &Layout, rank: u32) -> ResultRe
     let at = layout.result(rank);
     bytemuck::pod_read_unaligned(&memory[at..at + core::mem::size_of::<ResultRecord>()])
 }
+
+/// What the caller of a blocking call knows of its rank's state, so that
+/// the call need not read it (`World::known`; used by `engine::run`).
+#[derive(Clone, Copy)]
+pub(crate) struct Known {
+    /// The rank's idle key may be set: only then does the call note its
+    /// progress (`Core::note_progress`, a load of the key).
+    pub(crate) spinning: bool,
+    /// The active list is empty: the call does not read its tail.
+    pub(crate) list_empty: bool,
+}
