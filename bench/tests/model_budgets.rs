@@ -81,8 +81,11 @@ fn rows<'r>(report: &'r Report, suite: &'r str) -> impl Iterator<Item = &'r [(&'
 }
 
 #[test]
-fn latency_barrier_and_all_reduce_stay_within_their_modelled_budgets() {
-    let report = run(vec![Suite::Latency, Suite::Barrier, Suite::Allreduce], 1024);
+fn latency_barrier_and_reductions_stay_within_their_modelled_budgets() {
+    let report = run(
+        vec![Suite::Latency, Suite::Barrier, Suite::Allreduce, Suite::Reduce],
+        1024,
+    );
     let latency = rows(&report, "latency")
         .find(|r| field(r, "bytes") == 8.0 && field(r, "peer_rank") >= 256.0)
         .expect("an 8-byte latency row between blocks");
@@ -102,9 +105,17 @@ fn latency_barrier_and_all_reduce_stay_within_their_modelled_budgets() {
         .expect("an 8-byte all-reduce row");
     Budget {
         what: "8-byte all-reduce, 1024 ranks in 4 blocks",
-        set_from_us: 2.3995,
+        set_from_us: 1.5800,
     }
     .check(field(allreduce, "model_mpi_avg_us"));
+    let reduce = rows(&report, "reduce")
+        .find(|r| field(r, "bytes") == 8.0)
+        .expect("an 8-byte reduce row");
+    Budget {
+        what: "8-byte reduce to rank 0, 1024 ranks in 4 blocks",
+        set_from_us: 1.8688,
+    }
+    .check(field(reduce, "model_mpi_avg_us"));
 }
 
 #[test]

@@ -297,20 +297,20 @@ gpu_mpi_device::kernel! {
     }
 }
 
-/// The world all-reduce's block phases follow the hardware (warp shuffles,
-/// then the warps' partials in shared memory): a rank meets the same 9
-/// block barriers whatever the block size (3 per block phase, 2 in the
-/// world barrier, 1 for the count check), where the earlier tree of
-/// neighbours in global memory took `log2(block_dim) + 1` per phase. Warp
-/// operations, for one 8-byte element (2 words a shuffle): every warp
-/// agrees on its cells' counts (a shuffle and a vote) and folds its lanes
-/// (`2 ceil(log2 32)` shuffles); warp 0 then checks the warps' counts (a
-/// vote) and folds their partials (`2 ceil(log2 warps)`); the phase that
-/// combines the blocks' results repeats this over the `active` ranks that
-/// folded a run of blocks (one here: a single block, or 4 blocks folded by
-/// ranks 0..4 of warp 0, which fold in `2 ceil(log2 4)` shuffles).
+/// The world all-reduce's block phase follows the hardware (warp shuffles,
+/// then the warps' partials in shared memory) and its combination of the
+/// blocks' results is one warp's: a rank meets the same 6 block barriers
+/// whatever the block size (3 in the block phase, 2 in the world barrier,
+/// 1 for the count check), where the earlier tree of neighbours in global
+/// memory took `log2(block_dim) + 1` per phase and the combination a block
+/// tree of its own. Warp operations, for one 8-byte element (2 words a
+/// shuffle): every warp agrees on its ranks' counts (a shuffle and a vote)
+/// and folds its lanes (`2 ceil(log2 32)` shuffles); warp 0 then checks the
+/// warps' counts (a vote) and folds their partials (`2 ceil(log2 warps)`);
+/// then every warp folds the blocks' results, one run of blocks per lane
+/// (`2 ceil(log2 runs)`), and passes lane 0's result to every lane (2).
 #[test]
-fn a_world_all_reduce_meets_nine_block_barriers_whatever_the_block_size() {
+fn a_world_all_reduce_meets_six_block_barriers_whatever_the_block_size() {
     let d = Device::cpu();
     for (blocks, block_dim) in [(1u32, 32u32), (1, 64), (1, 256), (4, 64), (4, 256)] {
         let ranks = blocks * block_dim;
@@ -325,21 +325,21 @@ fn a_world_all_reduce_meets_nine_block_barriers_whatever_the_block_size() {
         let lanes = 2 + 2 * log2(32);
         // Warp 0 also: a vote and the fold of the warps' partials.
         let leader = 1 + 2 * log2(warps);
-        // The combining phase: `active` ranks in warp 0 (the whole of it
-        // here), folding `active` lanes.
-        let active = blocks.div_ceil(blocks.div_ceil(block_dim));
-        let combining_warp0 = 2 + 2 * log2(active) + 1;
+        // Every warp: the fold of the runs of blocks (one block per lane
+        // here), then lane 0's result to every lane.
+        let runs = blocks.div_ceil(blocks.div_ceil(32));
+        let combining = 2 * log2(runs) + 2;
         for r in 0..ranks {
             let c = p.rank(r).unwrap();
             let thread = r % block_dim;
             let expected_warp_ops = if thread < 32 {
-                lanes + leader + combining_warp0
+                lanes + leader + combining
             } else {
-                lanes
+                lanes + combining
             };
             assert_eq!(
                 (c.block_barriers, c.warp_operations),
-                (9, expected_warp_ops),
+                (6, expected_warp_ops),
                 "{blocks}x{block_dim}, rank {r}"
             );
         }

@@ -226,7 +226,7 @@ fn shfl_down_value<T: Equivalence>(mask: u32, value: &T, delta: u32) -> T {
 }
 
 /// `value` of lane `src`, word by word.
-fn shfl_value<T: Equivalence>(mask: u32, value: &T, src: u32) -> T {
+pub(crate) fn shfl_value<T: Equivalence>(mask: u32, value: &T, src: u32) -> T {
     shuffle_value(value, |w| shim::shfl_sync(mask, w, src))
 }
 

@@ -204,7 +204,7 @@ impl World {
     /// on into a collective's next step alone.
     #[inline(always)]
     pub(super) fn world_barrier(&self, what: WaitFor) -> Result<(), Error> {
-        self.keyed_barrier::<1>(what, None, true).map(|_| ())
+        self.keyed_barrier::<1>(what, None, true, false).map(|_| ())
     }
 
     /// The world barrier that ends a gather or scatter whose ranks copied
@@ -219,7 +219,7 @@ impl World {
     /// ([`GridBarrier`](crate::records::GridBarrier)).
     pub(super) fn world_barrier_for_root(&self, what: WaitFor, root: i32) -> Result<(), Error> {
         let waits = root as u32 / self.layout.block_dim == self.block;
-        self.keyed_barrier::<1>(what, None, waits).map(|_| ())
+        self.keyed_barrier::<1>(what, None, waits, false).map(|_| ())
     }
 
     /// The world barrier ([`World::world_barrier`]) that also tells whether
@@ -257,7 +257,7 @@ impl World {
     /// scratch next passes a block barrier first.
     #[inline(always)]
     pub(super) fn world_barrier_agreeing(&self, what: WaitFor, key: u32) -> Result<bool, Error> {
-        self.keyed_barrier(what, Some([key]), true)
+        self.keyed_barrier(what, Some([key]), true, false)
     }
 
     /// [`World::world_barrier_agreeing`] on a key of
@@ -274,28 +274,38 @@ impl World {
         what: WaitFor,
         key: Option<[u32; BARRIER_KEY_WORDS]>,
     ) -> Result<bool, Error> {
-        self.keyed_barrier(what, Some(key.unwrap_or([NO_KEY; BARRIER_KEY_WORDS])), true)
+        self.keyed_barrier(
+            what,
+            Some(key.unwrap_or([NO_KEY; BARRIER_KEY_WORDS])),
+            true,
+            false,
+        )
     }
 
     /// [`World::world_barrier_agreeing`] for a caller that is no
     /// collective (a window's fence).
     pub(crate) fn barrier_agreeing(&self, what: WaitFor, key: u32) -> Result<bool, Error> {
-        self.keyed_barrier(what, Some([key]), true)
+        self.keyed_barrier(what, Some([key]), true, false)
     }
 
     /// [`World::world_barrier`], and with a key of `N` words
     /// [`World::world_barrier_agreeing`]; `waits` false (the same on every
     /// rank of the block, never with a key): the block arrives and goes on
-    /// ([`World::world_barrier_for_root`]).
+    /// ([`World::world_barrier_for_root`]). `recorded`: the caller wrote
+    /// the wait record of `what` since its last call that changed it (a
+    /// reduction before its block tree).
     #[inline(always)]
     fn keyed_barrier<const N: usize>(
         &self,
         what: WaitFor,
         key: Option<[u32; N]>,
         waits: bool,
+        recorded: bool,
     ) -> Result<bool, Error> {
         const { assert!(key_fits(N)) };
-        self.record_wait(what);
+        if !recorded {
+            self.record_wait(what);
+        }
         let generation = self.barrier_generation.get().wrapping_add(1);
         self.barrier_generation.set(generation);
         let present = shim::block_barrier_count(true);
@@ -546,28 +556,53 @@ impl World {
             }
         }
         let is_root = root.is_none_or(|r| r == self.rank());
+        let out = recv.filter(|_| is_root).map(|(p, _)| p);
+        // Reduce: the root's warp combines the block results; all-reduce:
+        // every warp does.
+        let combines = root.is_none_or(|r| {
+            let bd = self.layout.block_dim;
+            r as u32 / bd == self.block && (r as u32 % bd) / 32 == self.thread / 32
+        });
         let rounds = n.div_ceil(per_round).max(1);
         let mut round = 0;
         while round < rounds {
             let lo = round * per_round;
             let hi = (lo + per_round).min(n);
             let k = hi - lo;
-            // SAFETY: `lo <= hi <= n` elements of `send` (the caller's contract).
-            self.stage_operands(unsafe { send.add(lo) }, k, count);
-            // Reduce: the root's block combines the block results; all-reduce:
-            // every block does.
-            let combines = root.is_none_or(|r| r as u32 / self.layout.block_dim == self.block);
+            self.stage_count(count);
+            // The operands go to the tree as they are: one of at most 8
+            // bytes by value (a scalar operand stays in a register: no
+            // pointer to it goes out of line), others by pointer.
+            // SAFETY: `lo <= hi <= n` elements of `send` (the caller's
+            // contract).
+            unsafe {
+                for i in 0..k {
+                    shim::note_global(send.add(lo + i) as *const u8, size, false);
+                }
+            }
+            let alone = n == 1 && size <= 8;
+            // SAFETY: as above; `out` holds `n >= hi` elements (checked above).
+            let (word, src, dst) = unsafe {
+                match (alone, out) {
+                    (true, _) => (to_word(&*send), core::ptr::null(), core::ptr::null_mut()),
+                    (false, Some(p)) => (0, send.add(lo), p.add(lo)),
+                    (false, None) => (0, send.add(lo), core::ptr::null_mut()),
+                }
+            };
             let generation = self.barrier_generation.get();
-            let flags = combines as u32 | (self.known.settled() as u32) << 1;
-            let word = reduce_step::<T, O>(
+            let flags = combines as u32 | (self.known.settled() as u32) << 1 | (out.is_some() as u32) << 2;
+            let (failure, result) = reduce_step::<T, O>(
                 self.base,
                 self.rank,
                 self.thread,
                 self.block,
                 generation,
                 self.staging_round.get(),
-                k,
+                word,
+                src,
                 count,
+                dst,
+                k,
                 reference,
                 if round == 0 { key } else { None },
                 flags,
@@ -579,17 +614,17 @@ impl World {
             // records its wait first (`reduce_staged`): the rank is settled.
             self.barrier_generation.set(generation.wrapping_add(1));
             self.known.set_settled(true);
-            if word != 0 {
-                return Err(step_error(word, count, what, self.size()));
+            if failure != 0 {
+                return Err(step_error(failure, count, what, self.size()));
             }
-            // A rank that gets the result is in a block that combined.
-            if let Some((out, _)) = recv.filter(|_| is_root) {
-                let leader = self.block * self.layout.block_dim;
-                let cell = self.rank_cell(leader);
-                // SAFETY: the leader's cell holds k combined elements,
-                // published by the block tree's closing barrier; `out`
-                // holds `n >= hi` elements (checked above).
-                unsafe { shim::copy_bytes(out.add(lo) as *mut u8, cell.add(CELL_HEADER), k * size) };
+            // The step wrote the elements of `dst`; an operand alone comes
+            // back by value.
+            if let Some(p) = out.filter(|_| alone) {
+                // SAFETY: the one element of `out` (checked above).
+                unsafe {
+                    shim::note_global(p as *const u8, size, true);
+                    core::ptr::write(p, from_word(result));
+                }
             }
             round += 1;
         }
@@ -620,7 +655,9 @@ impl World {
         what: WaitFor,
     ) -> Result<Result<(), u32>, Error> {
         self.stage_operands(part, k, count);
-        self.reduce_staged::<T, O>(k, count, reference, None, op, what)
+        // SAFETY: this rank's cell's data, staged above with `k` elements.
+        let src = unsafe { self.rank_cell(self.rank).add(CELL_HEADER) as *const T };
+        self.reduce_staged::<T, O>(k, 0, src, count, reference, None, op, what)
     }
 
     /// Opens a staging round and copies the `k` elements at `part` into this
@@ -628,47 +665,58 @@ impl World {
     #[inline(always)]
     pub(super) fn stage_operands<T: Equivalence>(&self, part: *const T, k: usize, count: u32) {
         let bytes = k * core::mem::size_of::<T>();
+        self.stage_count(count);
+        let cell = self.rank_cell(self.rank);
+        // SAFETY: our own cell's data: `per_round >= k` elements (checked by
+        // the caller); no other rank touches it before the block barrier of
+        // the round. `part` holds `k` readable elements (the caller's
+        // contract).
+        unsafe { shim::copy_bytes(cell.add(CELL_HEADER), part as *const u8, bytes) };
+    }
+
+    /// Opens a staging round and writes `count` in both count words of this
+    /// rank's cell (the own-count word is what a count mismatch reports of
+    /// the reference rank).
+    #[inline(always)]
+    pub(super) fn stage_count(&self, count: u32) {
         self.begin_staging_round();
         let cell = self.rank_cell(self.rank);
-        // SAFETY: our own cell: combined-count word, own-count word, then
-        // `per_round >= k` elements (checked by the caller); no other rank
-        // touches it before the block barrier of the round. `part` holds `k`
-        // readable elements (the caller's contract).
+        // SAFETY: our own cell: combined-count word, own-count word; no
+        // other rank touches it before the block barrier of the round.
         unsafe {
             core::ptr::write(cell as *mut u32, count);
             core::ptr::write(cell.add(4) as *mut u32, count);
-            shim::copy_bytes(cell.add(CELL_HEADER), part as *const u8, bytes);
         }
     }
 
-    /// The rest of [`World::reduce_round`], once the operands are staged.
-    /// With a `key` (a reduce's root in its first round) the world barrier
+    /// The rest of [`World::reduce_round`]: this rank's `k` operands are at
+    /// `src`, or (`src` null, `k` 1, `T` of at most 8 bytes) in `word`
+    /// ([`to_word`]), its `count` words staged in its cell. The block tree writes the block's
+    /// result straight into the block's cell. With a `key` (a reduce's root in its first round) the world barrier
     /// is [`World::world_barrier_agreeing`], and ranks that passed
     /// different keys all return `Error::InvalidRoot` (naming `what.peer`)
     /// right after it, before the count check.
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)] // the operands, apart
     pub(super) fn reduce_staged<T: Equivalence, O: Operation<T>>(
         &self,
         k: usize,
+        word: u64,
+        src: *const T,
         count: u32,
         reference: u32,
         key: Option<u32>,
         op: &O,
         what: WaitFor,
     ) -> Result<Result<(), u32>, Error> {
-        let bytes = k * core::mem::size_of::<T>();
-        let cell = self.rank_cell(self.rank);
         self.record_wait(what);
-        self.block_tree(self.layout.block_dim, k, op);
-        if self.thread == 0 {
-            // SAFETY: the leader's cell holds the block's result (published by
-            // the block tree's closing barrier); the block's cell is written
-            // only by its leader.
-            unsafe { shim::copy_bytes(self.block_cell(self.block), cell, CELL_HEADER + bytes) };
-        }
+        // The block's cell of this staging half is written only by the
+        // block's first rank, in the tree.
+        let dest = self.block_cell(self.block);
+        self.block_tree(self.layout.block_dim, k, word, src, count, dest, op);
         // Every rank reads the same verdict, so every rank of the block
         // skips the block barrier below alike.
-        if !self.keyed_barrier(what, key.map(|k| [k]), true)? {
+        if !self.keyed_barrier(what, key.map(|k| [k]), true, true)? {
             return Err(Error::InvalidRoot {
                 root: what.peer,
                 size: self.size(),
@@ -702,38 +750,83 @@ impl World {
         Ok(Ok(()))
     }
 
-    /// Combines the data of the cells of this block's first `active` ranks
-    /// (`k` elements each) into the cell of the block's first rank, in rank
-    /// order, with the block's hardware: a shuffle tree per warp
+    /// Combines the operands of this block's first `active` ranks (`k`
+    /// elements each at `src`, or one of at most 8 bytes in `word` when
+    /// `src` is null: [`to_word`]) and their `count` words into `dest` (a cell:
+    /// the count word, then the elements), in rank order, with the block's hardware: a shuffle tree per warp
     /// ([`hardware::warp_fold`]: lower lanes on the left), the warps'
     /// partials in the block's shared scratch ([`BlockStage`]; when `warps ×
     /// k` elements do not fit there, in the cell of each warp's first rank),
     /// and a shuffle tree of the partials in warp 0. Three block barriers
     /// whatever the block size; the thesis's tree of neighbours in global
     /// memory took `log2(active) + 1`, a memory round trip after each. A
-    /// cell whose count word differs from the first cell's (inside a warp,
-    /// or between warps) makes the result's count word `COUNT_MISMATCH`.
-    /// Every rank of the block calls it.
+    /// count word that differs from the first rank's (inside a warp, or
+    /// between warps) makes the result's count word `COUNT_MISMATCH`.
+    /// Every rank of the block calls it; the block's first rank writes
+    /// `dest`, which the closing block barrier publishes to the block.
     ///
     /// The barriers and shuffles are in one out-of-line copy
     /// ([`block_tree_at`]), called with this world's scalars.
     #[inline(always)]
-    pub(super) fn block_tree<T: Equivalence, O: Operation<T>>(&self, active: u32, k: usize, op: &O) {
+    #[allow(clippy::too_many_arguments)] // the operands and the destination
+    pub(super) fn block_tree<T: Equivalence, O: Operation<T>>(
+        &self,
+        active: u32,
+        k: usize,
+        word: u64,
+        src: *const T,
+        count: u32,
+        dest: *mut u8,
+        op: &O,
+    ) {
         block_tree_at::<T, O>(
             self.base,
             self.rank,
             self.thread,
             self.block,
             self.staging_round.get(),
+            word,
+            src,
+            count,
             active,
             k,
+            dest,
             op,
         );
     }
 
+    /// [`World::block_tree`] over the data of the cells of this block's
+    /// ranks (`k` elements each, count word first) into the cell of the
+    /// block's first rank.
+    #[inline(always)]
+    pub(super) fn block_tree_of_cells<T: Equivalence, O: Operation<T>>(&self, active: u32, k: usize, op: &O) {
+        let cell = self.rank_cell(self.rank);
+        // SAFETY: this rank's own cell: its count word, then its elements
+        // (a lane past `active` reads its stale cell, which no lane
+        // combines).
+        let (count, src) = unsafe {
+            (
+                core::ptr::read(cell as *const u32),
+                cell.add(CELL_HEADER) as *const T,
+            )
+        };
+        let leader = self.rank_cell(self.block * self.layout.block_dim);
+        self.block_tree(active, k, 0, src, count, leader, op);
+    }
+
     /// The body of [`World::block_tree`].
     #[inline(always)]
-    pub(super) fn block_tree_body<T: Equivalence, O: Operation<T>>(&self, active: u32, k: usize, op: &O) {
+    #[allow(clippy::too_many_arguments)] // `block_tree`'s
+    pub(super) fn block_tree_body<T: Equivalence, O: Operation<T>>(
+        &self,
+        active: u32,
+        k: usize,
+        word: u64,
+        src: *const T,
+        count: u32,
+        dest: *mut u8,
+        op: &O,
+    ) {
         // Also orders the shared scratch: the ranks' previous collective (a
         // block communicator's) may read it until every rank has come here.
         // A block short of a rank that returned (no shuffle may name it) skips
@@ -766,12 +859,9 @@ impl World {
         let mask = shim::warp_mask();
         if whole && warp < warps {
             let n = (active - 32 * warp).min(32);
-            let cell = self.rank_cell(self.rank);
-            // SAFETY: our own cell, staged by this rank (a lane past `n`
-            // reads its stale cell, which no lane combines).
-            let c = unsafe { core::ptr::read(cell as *const u32) };
-            let first = shim::shfl_sync(mask, c, 0);
-            let differs = shim::vote_any_sync(mask, lane < n && c != first);
+            let c = count;
+            let c0 = shim::shfl_sync(mask, c, 0);
+            let differs = shim::vote_any_sync(mask, lane < n && c != c0);
             if lane == 0 {
                 // SAFETY: this warp's count word of the stage.
                 unsafe {
@@ -783,13 +873,19 @@ impl World {
             if !differs {
                 // Equal count words: the same `k` on every lane of the warp.
                 for i in 0..k {
-                    // SAFETY: element `i < k <= per_round` of our own cell.
-                    let x = unsafe { core::ptr::read((cell.add(CELL_HEADER) as *const T).add(i)) };
+                    let x = if src.is_null() {
+                        from_word(word)
+                    } else {
+                        // SAFETY: element `i < k` of this rank's operands
+                        // (`block_tree`'s contract).
+                        unsafe { core::ptr::read(src.add(i)) }
+                    };
                     let x = hardware::warp_fold(mask, lane, n, x, op);
                     if lane == 0 {
                         // SAFETY: partial `i` of this warp, inside the stage
                         // (`warps × k` elements fit) or in this rank's own cell,
-                        // whose element `i` it read above.
+                        // whose element `i`, where it held this rank's
+                        // operands, was read above.
                         unsafe { core::ptr::write(base.add(warp as usize * stride + i * size) as *mut T, x) };
                     }
                 }
@@ -797,12 +893,13 @@ impl World {
         }
         shim::block_barrier();
         if whole && warp == 0 {
-            let result = self.rank_cell(self.rank);
+            let result = dest;
             // SAFETY: the warps' count words, written before the barrier.
             let (c0, c) = unsafe { (counts.read(), counts.add(lane.min(warps - 1) as usize).read()) };
             if shim::vote_any_sync(mask, c != c0) || c0 == COUNT_MISMATCH {
                 if lane == 0 {
-                    // SAFETY: the block's first cell is this rank's own.
+                    // SAFETY: `dest`, a cell that only the block's first
+                    // rank (this one) writes.
                     unsafe { core::ptr::write(result as *mut u32, COUNT_MISMATCH) };
                 }
             } else {
@@ -813,9 +910,9 @@ impl World {
                     let y = unsafe { core::ptr::read(base.add(from * stride + i * size) as *const T) };
                     let y = hardware::warp_fold(mask, lane, warps, y, op);
                     if lane == 0 {
-                        // SAFETY: element `i` of the block's first cell (our
-                        // own); where the partials live there, every lane read
-                        // element `i` before the shuffles that produced `y`.
+                        // SAFETY: element `i` of `dest` (as above); where the
+                        // partials live there, every lane read element `i`
+                        // before the shuffles that produced `y`.
                         unsafe { core::ptr::write((result.add(CELL_HEADER) as *mut T).add(i), y) };
                     }
                 }
@@ -826,6 +923,68 @@ impl World {
             }
         }
         shim::block_barrier();
+    }
+
+    /// Combines the block results of blocks `0..blocks` (`k` elements each,
+    /// their count words checked; `blocks >= 1`) in block order, in this
+    /// warp alone, every lane of which calls it: lane `l` folds a run of
+    /// consecutive blocks, its loads issued together, then a shuffle tree
+    /// folds the runs, lower lanes on the left (MPI 4.1 §6.9.1), and every
+    /// lane gets the result by a shuffle: element 0 returned, and every
+    /// element written to `out` unless it is null. No block barrier: the
+    /// world barrier published the block cells, and the result reaches the
+    /// lanes in registers. Called after a world barrier that passed, so
+    /// every lane of the warp is here.
+    #[inline(always)]
+    pub(super) fn combine_in_warp<T: Equivalence, O: Operation<T>>(
+        &self,
+        blocks: u32,
+        k: usize,
+        out: *mut T,
+        op: &O,
+    ) -> T {
+        let mask = shim::warp_mask();
+        let lane = self.thread % 32;
+        let per = blocks.div_ceil(mask.count_ones());
+        let runs = blocks.div_ceil(per);
+        let first = lane.min(runs - 1) * per;
+        let end = (first + per).min(blocks);
+        let size = core::mem::size_of::<T>();
+        // SAFETY: a `Pod` is valid zeroed (returned as it is when `k` is 0).
+        let mut result: T = unsafe { core::mem::zeroed() };
+        for i in 0..k {
+            let at = |b: u32| -> *const T {
+                // SAFETY: element `i < k <= per_round` of block `b`'s cell,
+                // inside the block scratch.
+                unsafe { (self.block_cell(b).add(CELL_HEADER) as *const T).add(i) }
+            };
+            let x = shim::independent(|| {
+                shim::note_global(at(first) as *const u8, size, false);
+                // SAFETY: block cells were written before the world barrier;
+                // this half is written again only after the next round's
+                // barrier (`begin_staging_round`).
+                let mut acc = unsafe { core::ptr::read(at(first)) };
+                for b in first + 1..end {
+                    shim::note_global(at(b) as *const u8, size, false);
+                    // SAFETY: as above.
+                    acc = op.apply(&acc, &unsafe { core::ptr::read(at(b)) });
+                }
+                acc
+            });
+            let y = hardware::warp_fold(mask, lane, runs, x, op);
+            let y = hardware::shfl_value(mask, &y, 0);
+            if i == 0 {
+                result = y;
+            }
+            if !out.is_null() {
+                // SAFETY: element `i < k` of `out` (the caller's contract).
+                unsafe {
+                    shim::note_global(out.add(i) as *const u8, size, true);
+                    core::ptr::write(out.add(i), y);
+                }
+            }
+        }
+        result
     }
 
     /// Combines the staged results of blocks `0..blocks` (`k` elements
@@ -868,7 +1027,7 @@ impl World {
                 }
             }
         }
-        self.block_tree(active, k, op);
+        self.block_tree_of_cells(active, k, op);
     }
 
     // Not inlined: a root and its warp-mates reach this through different
@@ -1006,15 +1165,18 @@ impl World {
     }
 }
 
-/// One round of [`World::reduce_impl`] after this rank staged its
-/// operands ([`World::stage_operands`]): the block tree, the world barrier,
-/// the count check and, where `combines`, the combination of the block
-/// results into the cell of the block's first rank. Returns 0, or the
-/// failure as a word for [`step_error`]. The world is passed as
-/// [`World::from_parts`]' scalars and the result as a word, so that the
-/// caller keeps nothing in local memory for the call. `flags`: bit 0, this
-/// rank's block combines the block results; bit 1, the world is settled
-/// ([`RankState`](crate::communicator::RankState)).
+/// One round of [`World::reduce_impl`] after this rank staged its count
+/// ([`World::stage_count`]): the block tree of its operands (at `src`, or
+/// in `word`: [`World::reduce_staged`]), the world
+/// barrier, the count check and, where this rank's warp combines, the
+/// combination of the block results ([`World::combine_in_warp`]), whose
+/// elements go to `out` (null: nowhere). Returns 0 and the result's
+/// first element ([`to_word`]), or the failure as a word for [`step_error`]. The world is
+/// passed as [`World::from_parts`]' scalars and the result by value, so that
+/// the caller keeps nothing in local memory for the call. `flags`: bit 0,
+/// this rank's warp combines the block results; bit 1, the world is
+/// settled ([`RankState`](crate::communicator::RankState)); bit 2, this
+/// rank gets the result.
 // Not inlined: a root and its warp-mates reach this through different API
 // calls, and must meet at one copy of its barriers and shuffles
 // (docs/gpu.md, "GPU runs", 2026-11-24: two inlined copies hung).
@@ -1027,15 +1189,18 @@ fn reduce_step<T: Equivalence, O: Operation<T>>(
     block: u32,
     generation: u32,
     staging: u32,
-    k: usize,
+    word: u64,
+    src: *const T,
     count: u32,
+    out: *mut T,
+    k: usize,
     reference: u32,
     key: Option<u32>,
     flags: u32,
     op: &O,
     operation: WaitCall,
     peer: i32,
-) -> u64 {
+) -> (u64, u64) {
     // SAFETY: the scalars of the caller's attached world.
     let w = unsafe { World::from_parts(base, rank, thread, block, generation, staging, flags & 2 != 0) };
     let what = WaitFor {
@@ -1043,17 +1208,21 @@ fn reduce_step<T: Equivalence, O: Operation<T>>(
         peer,
         tag: -1,
     };
-    match w.reduce_staged::<T, O>(k, count, reference, key, op, what) {
+    let failure = match w.reduce_staged::<T, O>(k, word, src, count, reference, key, op, what) {
         Err(Error::InvalidRoot { .. }) => ErrorClass::Root as u64,
         Err(e) => crate::polling::barrier_word(e),
         Ok(Err(expected)) => (u64::from(expected) << 32) | ErrorClass::Count as u64,
-        Ok(Ok(())) => {
-            if flags & 1 != 0 {
-                w.combine_blocks(w.layout.blocks, k, count, op);
-            }
-            0
+        Ok(Ok(())) if flags & 1 != 0 => {
+            let out = if flags & 4 != 0 {
+                out
+            } else {
+                core::ptr::null_mut()
+            };
+            return (0, to_word(&w.combine_in_warp(w.layout.blocks, k, out, op)));
         }
-    }
+        Ok(Ok(())) => 0,
+    };
+    (failure, 0)
 }
 
 /// The error of a non-zero [`reduce_step`] word of a reduction of `count`
@@ -1093,11 +1262,47 @@ fn block_tree_at<T: Equivalence, O: Operation<T>>(
     thread: u32,
     block: u32,
     staging: u32,
+    word: u64,
+    src: *const T,
+    count: u32,
     active: u32,
     k: usize,
+    dest: *mut u8,
     op: &O,
 ) {
     // SAFETY: the scalars of the caller's attached world.
     let w = unsafe { World::from_parts(base, rank, thread, block, 0, staging, false) };
-    w.block_tree_body::<T, O>(active, k, op);
+    w.block_tree_body::<T, O>(active, k, word, src, count, dest, op);
+}
+
+/// The bytes of `x` in a word (the rest zero): an operand of at most 8
+/// bytes passed by value to a function out of line, so that it stays in a
+/// register (a larger `T`, or a pointer to `x`, would go through local
+/// memory). 0 for a larger `T`.
+#[inline(always)]
+fn to_word<T: Equivalence>(x: &T) -> u64 {
+    let mut w = 0u64;
+    let n = core::mem::size_of::<T>();
+    if n <= 8 {
+        // SAFETY: `n <= 8` bytes of `x` into `w`; `T` is `Pod`.
+        unsafe {
+            core::ptr::copy_nonoverlapping(x as *const T as *const u8, &mut w as *mut u64 as *mut u8, n)
+        };
+    }
+    w
+}
+
+/// The `T` whose bytes [`to_word`] put in `w` (zero for a larger `T`).
+#[inline(always)]
+fn from_word<T: Equivalence>(w: u64) -> T {
+    let mut x = core::mem::MaybeUninit::<T>::zeroed();
+    let n = core::mem::size_of::<T>();
+    if n <= 8 {
+        // SAFETY: `n <= 8` bytes of `w` into `x`.
+        unsafe {
+            core::ptr::copy_nonoverlapping(&w as *const u64 as *const u8, x.as_mut_ptr() as *mut u8, n)
+        };
+    }
+    // SAFETY: a `Pod`, valid for any bytes, zeroed ones included.
+    unsafe { x.assume_init() }
 }
