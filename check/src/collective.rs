@@ -257,10 +257,18 @@ pub(crate) fn mat_product(x: Mat2, y: Mat2) -> Mat2 {
 
 pub(crate) fn user_op(device: &Device) -> Result<(), String> {
     let mut c = Checker::default();
-    let shapes = [COLLECTIVE_SHAPES, &[shape(2, 2), shape(192, 96)]].concat();
+    // 66 blocks of 32 and 40 of 48: a warp folds the blocks' results in
+    // runs of consecutive blocks, 3 per lane over 22 lanes; 2 over 20 in
+    // the first warp of a block of 48, 3 over 14 in its partial warp of
+    // 16 lanes, which holds the last rank (a root below).
+    let many_blocks = [shape(2, 2), shape(192, 96), shape(2112, 32), shape(1920, 48)];
+    let shapes = [COLLECTIVE_SHAPES, &many_blocks].concat();
     c.shapes(&shapes, |c, s| {
         let n = s.ranks;
         let mut roots = vec![coll::ALL_RANKS, 0];
+        if n > 2 {
+            roots.push(n - 1);
+        }
         if n > 2 {
             roots.push(n / 2);
         }
