@@ -691,9 +691,10 @@ impl World {
 
     /// The rest of [`World::reduce_round`]: this rank's `k` operands are at
     /// `src`, or (`src` null, `k` 1, `T` of at most 8 bytes) in `word`
-    /// ([`to_word`]), its `count` words staged in its cell. The block tree writes the block's
-    /// result straight into the block's cell. With a `key` (a reduce's root in its first round) the world barrier
-    /// is [`World::world_barrier_agreeing`], and ranks that passed
+    /// ([`to_word`]), its `count` words staged in its cell. The block tree
+    /// writes the block's result straight into the block's cell. With a
+    /// `key` (a reduce's root in its first round) the world barrier is
+    /// [`World::world_barrier_agreeing`], and ranks that passed
     /// different keys all return `Error::InvalidRoot` (naming `what.peer`)
     /// right after it, before the count check.
     #[inline(always)]
@@ -752,12 +753,13 @@ impl World {
 
     /// Combines the operands of this block's first `active` ranks (`k`
     /// elements each at `src`, or one of at most 8 bytes in `word` when
-    /// `src` is null: [`to_word`]) and their `count` words into `dest` (a cell:
-    /// the count word, then the elements), in rank order, with the block's hardware: a shuffle tree per warp
-    /// ([`hardware::warp_fold`]: lower lanes on the left), the warps'
-    /// partials in the block's shared scratch ([`BlockStage`]; when `warps ×
-    /// k` elements do not fit there, in the cell of each warp's first rank),
-    /// and a shuffle tree of the partials in warp 0. Three block barriers
+    /// `src` is null: [`to_word`]) and their `count` words into `dest` (a
+    /// cell: the count word, then the elements), in rank order, with the
+    /// block's hardware: a shuffle tree per warp ([`hardware::warp_fold`]:
+    /// lower lanes on the left), the warps' partials in the block's shared
+    /// scratch ([`BlockStage`]; when `warps × k` elements do not fit there,
+    /// in the cell of each warp's first rank), and a shuffle tree of the
+    /// partials in warp 0. Three block barriers
     /// whatever the block size; the thesis's tree of neighbours in global
     /// memory took `log2(active) + 1`, a memory round trip after each. A
     /// count word that differs from the first rank's (inside a warp, or
@@ -859,15 +861,14 @@ impl World {
         let mask = shim::warp_mask();
         if whole && warp < warps {
             let n = (active - 32 * warp).min(32);
-            let c = count;
-            let c0 = shim::shfl_sync(mask, c, 0);
-            let differs = shim::vote_any_sync(mask, lane < n && c != c0);
+            let c0 = shim::shfl_sync(mask, count, 0);
+            let differs = shim::vote_any_sync(mask, lane < n && count != c0);
             if lane == 0 {
                 // SAFETY: this warp's count word of the stage.
                 unsafe {
                     counts
                         .add(warp as usize)
-                        .write(if differs { COUNT_MISMATCH } else { c })
+                        .write(if differs { COUNT_MISMATCH } else { count })
                 };
             }
             if !differs {
@@ -893,14 +894,13 @@ impl World {
         }
         shim::block_barrier();
         if whole && warp == 0 {
-            let result = dest;
             // SAFETY: the warps' count words, written before the barrier.
             let (c0, c) = unsafe { (counts.read(), counts.add(lane.min(warps - 1) as usize).read()) };
             if shim::vote_any_sync(mask, c != c0) || c0 == COUNT_MISMATCH {
                 if lane == 0 {
                     // SAFETY: `dest`, a cell that only the block's first
                     // rank (this one) writes.
-                    unsafe { core::ptr::write(result as *mut u32, COUNT_MISMATCH) };
+                    unsafe { core::ptr::write(dest as *mut u32, COUNT_MISMATCH) };
                 }
             } else {
                 for i in 0..k {
@@ -913,12 +913,12 @@ impl World {
                         // SAFETY: element `i` of `dest` (as above); where the
                         // partials live there, every lane read element `i`
                         // before the shuffles that produced `y`.
-                        unsafe { core::ptr::write((result.add(CELL_HEADER) as *mut T).add(i), y) };
+                        unsafe { core::ptr::write((dest.add(CELL_HEADER) as *mut T).add(i), y) };
                     }
                 }
                 if lane == 0 {
                     // SAFETY: as above.
-                    unsafe { core::ptr::write(result as *mut u32, c0) };
+                    unsafe { core::ptr::write(dest as *mut u32, c0) };
                 }
             }
         }
