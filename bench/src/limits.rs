@@ -422,9 +422,13 @@ pub(crate) fn measure(ctx: &mut Ctx) -> Result<(Limits, Section), String> {
     let mut rmws = Vec::new();
     let mut loads = Vec::new();
     let mut batches = Vec::new();
-    let links: Vec<u32> = (0..CHAIN_LINKS * CHAIN_STRIDE)
+    // The links, then 7 lines of zeros that the batches read past the
+    // last link.
+    let links: Vec<u32> = (0..(CHAIN_LINKS + 7) * CHAIN_STRIDE)
         .map(|w| match w % CHAIN_STRIDE {
-            0 => ((w / CHAIN_STRIDE + CHAIN_STEP) % CHAIN_LINKS * CHAIN_STRIDE) as u32,
+            0 if w < CHAIN_LINKS * CHAIN_STRIDE => {
+                ((w / CHAIN_STRIDE + CHAIN_STEP) % CHAIN_LINKS * CHAIN_STRIDE) as u32
+            }
             _ => 0,
         })
         .collect();

@@ -1196,6 +1196,13 @@ gpu_mpi_device::kernel! {
 /// them out: `bench/src/limits.rs`).
 pub const CHAIN_STRIDE: usize = 32;
 
+/// Where the batch's load `k` is from its link's word: word `k` of the
+/// `k`-th line after it.
+#[inline(always)]
+const fn k_offset(k: usize) -> usize {
+    k * (CHAIN_STRIDE + 1)
+}
+
 gpu_mpi_device::kernel! {
     /// One rank follows the chain of [`native_atomic_load_chain`] a batch at
     /// a time: each step loads the link and 7 zero words of 7 other lines as
@@ -1211,7 +1218,6 @@ gpu_mpi_device::kernel! {
         }
         check_len(&args.out, LIMIT_RESULTS)?;
         check_len(&args.flags, 8 * CHAIN_STRIDE)?;
-        let links = args.flags.len() / CHAIN_STRIDE;
         let total = args.warmup + args.iterations;
         let mut start = intrinsics::clock_ns();
         let mut i = 0usize;
@@ -1220,9 +1226,11 @@ gpu_mpi_device::kernel! {
                 start = intrinsics::clock_ns();
             }
             // Word k of the line k links on: zero for k > 0 (the host
-            // stores links at word 0 of a line only).
-            let line = i / CHAIN_STRIDE;
-            let word = |k: usize| atomic_at(&args.flags, (line + k) % links * CHAIN_STRIDE + k);
+            // stores links at word 0 of a line only, and 7 lines of zeros
+            // after the last link, so no index wraps: a run-time modulo
+            // per load, 64-bit division in software, cost more than the
+            // loads).
+            let word = |k: usize| atomic_at(&args.flags, i + k_offset(k));
             let words = [word(0)?, word(1)?, word(2)?, word(3)?, word(4)?, word(5)?, word(6)?, word(7)?];
             let v = gpu_mpi_device::abi::shim::load_relaxed_batch(words, 8);
             i = v.iter().map(|&x| x as usize).sum();
