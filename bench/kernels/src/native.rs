@@ -1177,12 +1177,15 @@ gpu_mpi_device::kernel! {
         check_len(&args.out, LIMIT_RESULTS)?;
         let total = args.warmup + args.iterations;
         let mut start = intrinsics::clock_ns();
+        // A copy in registers: each atomic load may write memory as far as
+        // the compiler knows, so `args.flags` would be loaded again per link.
+        let flags = args.flags;
         let mut i = 0usize;
         for it in 0..total {
             if it == args.warmup {
                 start = intrinsics::clock_ns();
             }
-            i = atomic_at(&args.flags, i)?.load(Ordering::Relaxed) as usize;
+            i = atomic_at(&flags, i)?.load(Ordering::Relaxed) as usize;
         }
         let elapsed = intrinsics::clock_ns().wrapping_sub(start);
         args.out.write(0, elapsed)?;
@@ -1219,6 +1222,9 @@ gpu_mpi_device::kernel! {
         check_len(&args.out, LIMIT_RESULTS)?;
         check_len(&args.flags, 8 * CHAIN_STRIDE)?;
         let total = args.warmup + args.iterations;
+        // In registers, as in `native_atomic_load_chain`: else each word's
+        // address starts with a load of `args.flags`.
+        let flags = args.flags;
         let mut start = intrinsics::clock_ns();
         let mut i = 0usize;
         for it in 0..total {
@@ -1230,7 +1236,7 @@ gpu_mpi_device::kernel! {
             // after the last link, so no index wraps: a run-time modulo
             // per load, 64-bit division in software, cost more than the
             // loads).
-            let word = |k: usize| atomic_at(&args.flags, i + k_offset(k));
+            let word = |k: usize| atomic_at(&flags, i + k_offset(k));
             let words = [word(0)?, word(1)?, word(2)?, word(3)?, word(4)?, word(5)?, word(6)?, word(7)?];
             let v = gpu_mpi_device::abi::shim::load_relaxed_batch(words, 8);
             i = v.iter().map(|&x| x as usize).sum();
