@@ -22,8 +22,8 @@ use gpu_mpi_bench_kernels::exchange::{
 };
 use gpu_mpi_bench_kernels::mpi::{CollArgs, BENCH_ALLREDUCE, BENCH_BARRIER, BENCH_BCAST, BENCH_REDUCE};
 use gpu_mpi_bench_kernels::native::{
-    bcast_bytes, coll_counter_words, reduce_values, NATIVE_ALLREDUCE, NATIVE_BARRIER, NATIVE_BCAST,
-    NATIVE_EMPTY, NATIVE_REDUCE,
+    bcast_bytes, coll_counter_words, reduce_values, NATIVE_ALLREDUCE, NATIVE_BARRIER, NATIVE_BARRIER_VARIANT,
+    NATIVE_BCAST, NATIVE_EMPTY, NATIVE_REDUCE, VARIANT_RECORD_STORES, VARIANT_RETURNING_ADD,
 };
 
 /// The collective a launch measures.
@@ -228,6 +228,22 @@ pub(crate) fn barrier(ctx: &mut Ctx) -> Result<(Vec<Section>, Vec<Target>), Stri
     let mpi = measure(ctx, mpi_k, Op::Barrier, ranks, 0, loops)?;
     let native = measure(ctx, native_k, Op::Barrier, ranks, 0, loops)?;
     let (relaunch_kernel, relaunch_wall) = relaunch(ctx, ranks)?;
+    let mut variants = Vec::new();
+    for (name, bits) in [
+        ("native", 0),
+        ("returning acq_rel add", VARIANT_RETURNING_ADD),
+        ("4 relaxed stores per rank", VARIANT_RECORD_STORES),
+        ("both", VARIANT_RETURNING_ADD | VARIANT_RECORD_STORES),
+    ] {
+        let v = measure(ctx, &NATIVE_BARRIER_VARIANT, Op::Barrier, ranks, bits, loops)?;
+        variants.push(vec![
+            ("variant", name.into()),
+            ("avg_us", v.avg.into()),
+            ("max_us", v.max.into()),
+            ("ratio_native", ratio(v.avg, native.avg).into()),
+            ("ratio_mpi", ratio(v.avg, mpi.avg).into()),
+        ]);
+    }
     let mut row = stats_row(Op::Barrier, ranks, 0, mpi, native);
     row.extend([
         ("relaunch_kernel_us", relaunch_kernel.into()),
@@ -260,6 +276,24 @@ pub(crate) fn barrier(ctx: &mut Ctx) -> Result<(Vec<Section>, Vec<Target>), Stri
             notes: vec![
                 "native: grid barrier as cooperative groups' grid.sync (block barrier, one release atomic per block, acquire spin, block barrier)".into(),
                 "relaunch: an empty kernel on the same world (kernel time; wall = the host's launch call, world set-up included)".into(),
+            ],
+        }, Section {
+            suite: "barrier",
+            title: format!(
+                "barrier variants: the native grid barrier with what the world barrier adds, {ranks} ranks, per-round time over ranks, median of {}",
+                ctx.preset.reps
+            ),
+            columns: vec![
+                ("variant", "variant"),
+                ("avg_us", "avg us"),
+                ("max_us", "max us"),
+                ("ratio_native", "x native"),
+                ("ratio_mpi", "x mpi"),
+            ],
+            rows: variants,
+            notes: vec![
+                "returning acq_rel add: the leader arrives with one acquire-release add whose value it uses, as the world barrier does (native: a fence, then a release add)".into(),
+                "4 relaxed stores per rank: before each barrier every rank stores 4 words of its own, as the world barrier writes its wait record".into(),
             ],
         }],
         vec![Target {

@@ -126,17 +126,34 @@ impl<'a> GridBarrier<'a> {
 
     /// Waits until every rank of the grid has called it as often.
     pub fn sync(&mut self) {
+        self.sync_arriving(false);
+    }
+
+    /// [`GridBarrier::sync`]; with `returning`, the leader arrives as the
+    /// world barrier does: one acquire-release add whose value it uses (the
+    /// last arrival does not spin).
+    pub fn sync_arriving(&mut self, returning: bool) {
         self.round = self.round.wrapping_add(1);
         intrinsics::block_barrier();
         if self.leader {
             let target = self.round.wrapping_mul(self.blocks);
-            // The block barrier ordered the block's writes before this
-            // thread's; the fence makes them visible device-wide (CUDA's
-            // `__threadfence()` before the arrival).
-            intrinsics::fence(Ordering::AcqRel);
-            self.counter.fetch_add(1, Ordering::Release);
+            let last = if returning {
+                // AcqRel: the release half as the fence below, the acquire
+                // half pairs with the earlier leaders' arrivals.
+                reached(
+                    self.counter.fetch_add(1, Ordering::AcqRel).wrapping_add(1),
+                    target,
+                )
+            } else {
+                // The block barrier ordered the block's writes before this
+                // thread's; the fence makes them visible device-wide (CUDA's
+                // `__threadfence()` before the arrival).
+                intrinsics::fence(Ordering::AcqRel);
+                self.counter.fetch_add(1, Ordering::Release);
+                false
+            };
             // Acquire pairs with the other leaders' Release arrivals.
-            if !spin_until(|| reached(self.counter.load(Ordering::Acquire), target)) {
+            if !last && !spin_until(|| reached(self.counter.load(Ordering::Acquire), target)) {
                 self.timeouts += 1;
             }
         }
@@ -706,6 +723,44 @@ gpu_mpi_device::kernel! {
             Ok(())
         })?;
         coll_results(args, world.rank() as usize, elapsed, errors + grid.timeouts())
+    }
+}
+
+/// [`NATIVE_BARRIER_VARIANT`]'s `args.size` bit: the leader arrives with an
+/// acquire-release add whose value it uses ([`GridBarrier::sync_arriving`]).
+pub const VARIANT_RETURNING_ADD: u32 = 1;
+/// [`NATIVE_BARRIER_VARIANT`]'s `args.size` bit: every rank first stores 4
+/// relaxed words of its own, as the world barrier writes a wait record.
+pub const VARIANT_RECORD_STORES: u32 = 2;
+
+gpu_mpi_device::kernel! {
+    /// The native grid barrier with one or both of what the world barrier
+    /// does besides (`args.size`: [`VARIANT_RETURNING_ADD`],
+    /// [`VARIANT_RECORD_STORES`]), to tell on a GPU which of them costs
+    /// the world barrier its step between blocks (docs/model.md). The 4
+    /// words are the rank's two result words, which it writes last.
+    pub static NATIVE_BARRIER_VARIANT = fn native_barrier_variant(world: &World, args: &CollArgs) -> Result<(), Error> {
+        let mut grid = GridBarrier::new(atomic_at(&args.counters, COUNTER_BARRIER)?);
+        let rank = world.rank() as usize;
+        check_len(&args.out, 2 * rank + 2)?;
+        let returning = args.size & VARIANT_RETURNING_ADD != 0;
+        let stores = args.size & VARIANT_RECORD_STORES != 0;
+        let base = args.out.addr() as *mut u8;
+        let mut round = 0u32;
+        let (elapsed, errors) = barrier_loop(world, args, || {
+            if stores {
+                round = round.wrapping_add(1);
+                for k in 0..4 {
+                    // SAFETY: the rank's own 16 bytes of `out` (checked
+                    // above), 4-byte aligned; no other rank touches them.
+                    let w = unsafe { gpu_mpi_device::abi::shim::atomic_u32_at(base, 16 * rank + 4 * k) };
+                    w.store(round, Ordering::Relaxed);
+                }
+            }
+            grid.sync_arriving(returning);
+            Ok(())
+        })?;
+        coll_results(args, rank, elapsed, errors + grid.timeouts())
     }
 }
 
