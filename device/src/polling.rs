@@ -278,7 +278,7 @@ pub(crate) fn wait_recorded<T>(
     what: WaitFor,
     poll: impl FnMut(&mut Backoff) -> Option<Result<T, Error>>,
 ) -> Result<T, Error> {
-    wait_from(c, || what, false, poll)
+    wait_from_recorded(c, || what, false, true, poll)
 }
 
 /// [`wait_core`] whose [`WaitFor`] is worked out only if the first poll
@@ -301,6 +301,23 @@ fn wait_from<T>(
     c: &Core,
     what: impl Fn() -> WaitFor,
     polled: bool,
+    poll: impl FnMut(&mut Backoff) -> Option<Result<T, Error>>,
+) -> Result<T, Error> {
+    wait_from_recorded(c, what, polled, false, poll)
+}
+
+/// [`wait_from`]; `recorded`: the caller wrote the wait record and handed
+/// back its deferred slots just before its first poll (the world barrier,
+/// before the block barrier that opens it), so the first failed poll does
+/// not write them again: on a GPU that costs the load of the rank's own
+/// deferred count, which the poll's acquire has evicted from L1, on the
+/// path of a wait that is about to succeed.
+#[inline(always)]
+fn wait_from_recorded<T>(
+    c: &Core,
+    what: impl Fn() -> WaitFor,
+    polled: bool,
+    recorded: bool,
     mut poll: impl FnMut(&mut Backoff) -> Option<Result<T, Error>>,
 ) -> Result<T, Error> {
     let mut backoff = Backoff::with_max_ns(c.backoff_max_ns());
@@ -320,7 +337,9 @@ fn wait_from<T>(
         }
         skip = false;
         if polls == 0 {
-            c.record_wait(what());
+            if !recorded {
+                c.record_wait(what());
+            }
             if c.timeout_ns() != 0 {
                 mine!(c, wait_since = shim::clock_ns());
             }
