@@ -245,7 +245,7 @@ pub(crate) fn wait_core<T>(
     poll: impl FnMut(&mut Backoff) -> Option<Result<T, Error>>,
 ) -> Result<T, Error> {
     c.note_progress();
-    wait_recorded(c, what, poll)
+    wait_from(c, || what, false, poll)
 }
 
 /// [`wait_core`] for a call that has polled once already, out of the loop
@@ -267,11 +267,12 @@ pub(crate) fn wait_core_polled<T>(
     wait_from(c, || what, polled, poll)
 }
 
-/// [`wait_core`] for a rank whose [`Core::record_wait`] since its last
-/// failed non-blocking poll has already done what [`Core::note_progress`]
-/// would (the idle key is 0): the world barrier, which records its wait
-/// before the block barrier that opens it. It saves a load of the rank's
-/// own record, which the barrier's acquire has evicted from L1.
+/// [`wait_core`] for a rank that has just written its wait record
+/// ([`Core::record_wait`], which also does what [`Core::note_progress`]
+/// would): the world barrier, which records its wait before the block
+/// barrier that opens it. Neither the start nor the first failed poll
+/// writes the record again, which saves loads of the rank's own record
+/// that the barrier's acquire has evicted from L1.
 #[inline(always)]
 pub(crate) fn wait_recorded<T>(
     c: &Core,
