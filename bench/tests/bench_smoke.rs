@@ -502,7 +502,26 @@ fn the_binary_prints_tables_and_writes_json() {
         .iter()
         .filter_map(|s| s["suite"].as_str())
         .collect();
-    assert_eq!(suites, ["limits", "kernels", "barrier", "reduce"]);
+    // The barrier suite's second section: the native barrier's variants.
+    assert_eq!(suites, ["limits", "kernels", "barrier", "barrier", "reduce"]);
+    let variants = &json["sections"][3];
+    assert!(
+        variants["title"].as_str().unwrap().starts_with("barrier variants"),
+        "{variants}"
+    );
+    let names: Vec<&str> = variants["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["variant"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["native", "returning acq_rel add", "4 relaxed stores per rank", "both"]
+    );
+    for r in variants["rows"].as_array().unwrap() {
+        assert!(r["avg_us"].as_f64().unwrap() > 0.0, "{r}");
+    }
     assert_eq!(json["schema"], bench::SCHEMA);
     assert_eq!(json["ranks"], 32);
     assert_eq!(json["options"]["reps"], 1);
