@@ -195,7 +195,7 @@ impl Limits {
     pub fn profile(&self, name: &str, base: &Profile, base_label: &str, header: &[String]) -> WrittenProfile {
         let b = base;
         let load = self.atomic_load_ns - b.issue_ns;
-        let derived: [(&'static str, f64, String); 7] = [
+        let derived: [(&'static str, f64, String); 8] = [
             (
                 "load_ns",
                 load,
@@ -273,6 +273,20 @@ impl Limits {
                 "launch_ns",
                 f64::NAN,
                 String::new(),
+            ),
+            // The model ends a batch of 8 `7 * batch_load_ns` after one
+            // load of the chain when `batch_load_ns >= issue_ns`; below,
+            // the loads' issue bounds it and this gives `issue_ns`, which
+            // models the batch as well.
+            (
+                "batch_load_ns",
+                (self.atomic_load_batch_ns - self.atomic_load_ns) / 7.0,
+                format!(
+                    "a chain of batches of 8 independent relaxed atomic loads, {} ns each, less one load \
+                     of the chain ({} ns), over the 7 loads after the first",
+                    fmt_num(self.atomic_load_batch_ns),
+                    fmt_num(self.atomic_load_ns)
+                ),
             ),
         ];
         // An empty kernel's time is the launch plus its ranks' own entry
@@ -631,7 +645,8 @@ pub(crate) fn measure(ctx: &mut Ctx) -> Result<(Limits, Section), String> {
                 "batch / load latency",
                 limits.atomic_load_batch_ns / limits.atomic_load_ns,
                 "x",
-                "1: the 8 loads fully overlap (what the timing model assumes); 8: they are a chain".into(),
+                "1: the 8 loads fully overlap; 8: they are a chain (the model: batch_load_ns per load after the first)"
+                    .into(),
             ),
             row(
                 "RMW interval, one word",

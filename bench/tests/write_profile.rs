@@ -28,11 +28,12 @@ fn synthetic() -> &'static Profile {
     p.copy_thread_gbps = 0.2;
     p.copy_device_gbps = 400.0;
     p.launch_ns = 8000.0;
+    p.batch_load_ns = 40.0;
     p.leak()
 }
 
-/// The parameters the limits measure.
-const MEASURED: [&str; 7] = [
+/// The parameters the limits measure, in the file's order.
+const MEASURED: [&str; 8] = [
     "load_ns",
     "visible_ns",
     "rmw_ns",
@@ -40,6 +41,7 @@ const MEASURED: [&str; 7] = [
     "copy_thread_gbps",
     "copy_device_gbps",
     "launch_ns",
+    "batch_load_ns",
 ];
 
 const TOLERANCE: f64 = 0.02;
@@ -167,7 +169,7 @@ fn the_binary_writes_a_profile_that_models_the_same_gpu() {
         "{stdout}{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(stdout.contains("7 of its 19 parameters measured"), "{stdout}");
+    assert!(stdout.contains("8 of its 20 parameters measured"), "{stdout}");
     let text = std::fs::read_to_string(&output).unwrap();
     let written = Profile::load(&output).unwrap_or_else(|e| panic!("{e}\n{text}"));
     assert_eq!(written.name, "my card");

@@ -24,3 +24,4 @@ issue_ns = 8              # fitted: the instructions around each access
 library_ns = 87           # fitted on the H200 (the same SMs and clocks): pi point-to-point at 4,096 ranks (docs/bench/h200-2026-11-28)
 copy_wide_gbps = 0.369     # fitted on the H200 (the same SMs; the H100 never ran copy_wide): the 64 KiB one-way MPI latency, 186.4 us, less the 8-byte one
 shared_ns = 17             # public: a shared-memory load ~30 cycles at 1.755 GHz (Luo et al., "Benchmarking and Dissecting the Nvidia Hopper GPU Architecture", 2024); not measured here
+batch_load_ns = 27.6       # measured on the H200 (the same SMs and clocks; no H100 measured it): batches of 8 independent relaxed loads, 349.9 ns, less one dependent load, 156.5 ns, over 7 (docs/bench/h200-2026-11-30)

@@ -1,5 +1,7 @@
 # NVIDIA H200 141 GB HBM3e (132 SMs, sm_90): the timing model's costs.
-# Refitted from the H200 run of docs/bench/h200-2026-11-28 (commit a641fbb).
+# Refitted from the H200 run of docs/bench/h200-2026-11-28 (commit a641fbb);
+# load_ns and batch_load_ns from the limits of docs/bench/h200-2026-11-30
+# (commit 5dd1a39, gpu-limits-5dd1a39.txt).
 # docs/model.md says how each value was obtained; "measured" means that
 # run's `gpu-mpi-bench limits` less the model's other costs of the kernel
 # that measured it (docs/model.md, "Modelling your own card"), "public" a
@@ -8,7 +10,7 @@
 name = "NVIDIA H200"
 
 load_hit_ns = 20          # public: L1 hit ~33 cycles at 1.75 GHz (Chips and Cheese, "Nvidia's H100: Funny L2", 2023)
-load_ns = 173.4           # measured: dependent relaxed atomic loads, 181.4 ns each, less issue_ns
+load_ns = 148.5           # measured (docs/bench/h200-2026-11-30, 5dd1a39): dependent relaxed atomic loads, 156.5 ns each, less issue_ns
 acquire_ns = 40           # fitted on the H100: ld.acquire.gpu's L1 invalidation
 store_ns = 10             # public: a store issues and the thread moves on
 visible_ns = 192.3        # measured: atomic flag one-way 543.7 ns, less load, issue, release, store and acquire
@@ -26,3 +28,4 @@ issue_ns = 8              # fitted on the H100: the instructions around each acc
 library_ns = 87           # fitted: pi point-to-point, 4,096 ranks, 22.35 ms: the library's instructions, per access to a rank's own records
 copy_wide_gbps = 0.369     # fitted: the 64 KiB one-way MPI latency, 186.4 us, less the modelled rest of the message (a direct message, one copy_wide); 1 MiB one pair measured 0.372 GB/s
 shared_ns = 17             # public: a shared-memory load ~30 cycles at 1.755 GHz (Luo et al., "Benchmarking and Dissecting the Nvidia Hopper GPU Architecture", 2024); not measured here
+batch_load_ns = 27.6       # measured (docs/bench/h200-2026-11-30, 5dd1a39): batches of 8 independent relaxed loads, 349.9 ns each, less one dependent load, 156.5 ns, over the 7 loads after the first

@@ -76,11 +76,16 @@ pub struct Profile {
     /// window in it), seen by its thread; also the time until the other
     /// threads of the block see a store.
     pub shared_ns: f64,
+    /// What each load of a batch of independent loads (`shim::independent`)
+    /// after its first adds to the batch's end: the GPU issues them back to
+    /// back, but their values do not all arrive one `load_ns` after the
+    /// first's. A vector load is one load of a batch.
+    pub batch_load_ns: f64,
 }
 
 /// The keys of a profile file, in the order [`Profile`]'s `Display` writes
 /// them (`name` comes first).
-const KEYS: [&str; 19] = [
+const KEYS: [&str; 20] = [
     "load_hit_ns",
     "load_ns",
     "acquire_ns",
@@ -100,6 +105,7 @@ const KEYS: [&str; 19] = [
     "library_ns",
     "copy_wide_gbps",
     "shared_ns",
+    "batch_load_ns",
 ];
 
 /// Profiles are equal when their names and values are, bit for bit (so
@@ -317,6 +323,7 @@ impl Profile {
             library_ns: v[16],
             copy_wide_gbps: v[17],
             shared_ns: v[18],
+            batch_load_ns: v[19],
         })
     }
 
@@ -348,6 +355,7 @@ impl Profile {
             self.library_ns,
             self.copy_wide_gbps,
             self.shared_ns,
+            self.batch_load_ns,
         ]
     }
 }
@@ -367,7 +375,8 @@ impl fmt::Display for Profile {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TimeCategory {
     /// Loads, each waiting for its value: a chain of dependent loads costs
-    /// its full length, a batch of independent ones one latency.
+    /// its full length, a batch of independent ones one latency plus
+    /// `batch_load_ns` per load after the first.
     Loads,
     /// Issuing stores.
     Stores,
@@ -617,7 +626,7 @@ mod tests {
         let unknown = format!("{good}warp_speed = 9\n");
         assert!(matches!(
             Profile::parse(&unknown),
-            Err(ProfileError::UnknownKey { line: 21, .. })
+            Err(ProfileError::UnknownKey { line: 22, .. })
         ));
         let word = good.replace("fence_ns = ", "fence_ns = fast");
         assert!(matches!(Profile::parse(&word), Err(ProfileError::Syntax { .. })));

@@ -1267,8 +1267,8 @@ gpu_mpi_device::kernel! {
     /// one batch of relaxed loads (`load_relaxed_batch`, the engine's way of
     /// scanning slots), then goes to the sum of the 8 values, so each batch
     /// waits for the previous one but its loads do not wait for each other.
-    /// Its time per batch over the chain's time per load says how far the
-    /// GPU overlaps a batch, which the timing model takes as complete
+    /// Its time per batch less the chain's time per load, over the 7 loads
+    /// after the first, is the timing model's `batch_load_ns`
     /// (docs/model.md).
     pub static NATIVE_ATOMIC_LOAD_BATCH = fn native_atomic_load_batch(world: &World, args: &AtomicArgs) -> Result<(), Error> {
         if world.rank() != 0 {

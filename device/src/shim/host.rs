@@ -511,10 +511,15 @@ pub unsafe fn store_head_bytes(dst: *mut u8, value: u64, len: usize) {
     unsafe { core::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, len.min(8)) }
 }
 
-/// Four relaxed loads in one batch ([`super::load_relaxed_x4`]).
+/// Four relaxed loads as one vector load ([`super::load_relaxed_x4`]): a
+/// batch that the timing model counts as one load of any batch around it,
+/// as the GPU's one `ld.v4` instruction is.
 #[inline(always)]
 pub(super) fn load_relaxed_x4(words: &[AtomicU32; 4]) -> [u32; 4] {
-    super::independent(|| core::array::from_fn(|k| words[k].load(Ordering::Relaxed)))
+    timed(Access::BatchBegin { vector: true });
+    let v = core::array::from_fn(|k| words[k].load(Ordering::Relaxed));
+    timed(Access::BatchEnd);
+    v
 }
 
 /// Whether [`super::load_relaxed_batch`] loads its repeated words too:
@@ -524,7 +529,7 @@ pub(super) const LOADS_REPEAT: bool = false;
 /// A batch of independent loads begins or ends (timing mode).
 pub(super) fn batch(begin: bool) {
     timed(if begin {
-        Access::BatchBegin
+        Access::BatchBegin { vector: false }
     } else {
         Access::BatchEnd
     });
@@ -632,8 +637,13 @@ pub mod runtime {
             ns: u32,
         },
         /// Loads that do not depend on one another follow, until
-        /// [`Access::BatchEnd`] (`shim::independent`).
-        BatchBegin,
+        /// [`Access::BatchEnd`] (`shim::independent`); batches nest.
+        BatchBegin {
+            /// The batch's loads are the words of one vector load on the
+            /// GPU (`shim::load_relaxed_x4`): one load of the batch around
+            /// it, not four.
+            vector: bool,
+        },
         /// The batch ends.
         BatchEnd,
     }

@@ -158,8 +158,9 @@ pub unsafe fn atomic_u32x4_at<'a>(base: *mut u8, offset: usize) -> &'a [AtomicU3
 /// Relaxed loads of four consecutive words as one access: on the GPU one
 /// 16-byte vector load (`ld.relaxed.gpu.v4.u32`; each word is read
 /// atomically, the four are not one atomic read) when `words` is 16-byte
-/// aligned, else four loads in one batch ([`independent`]), as on the
-/// emulator and under loom.
+/// aligned, else four loads in one batch ([`independent`]). On the
+/// emulator and under loom four loads, which the timing model counts as one
+/// load of a batch when they are a vector load on the GPU.
 #[inline(always)]
 pub fn load_relaxed_x4(words: &[AtomicU32; 4]) -> [u32; 4] {
     if (words.as_ptr() as usize).is_multiple_of(16) {
@@ -216,7 +217,8 @@ pub const LOOM_LAUNCH_SHARED_BYTES: usize = 1024;
 /// Runs `f`, whose loads do not depend on one another (a scan of records
 /// or slots), as one batch: on the GPU they are in flight together, so the
 /// emulator's timing model (docs/model.md) charges the batch one latency
-/// instead of one per load. On the GPU and under loom this is `f()`.
+/// plus `batch_load_ns` per load after the first, instead of one latency
+/// per load. On the GPU and under loom this is `f()`.
 #[inline(always)]
 pub fn independent<R>(f: impl FnOnce() -> R) -> R {
     imp::batch(true);

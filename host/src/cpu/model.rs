@@ -15,9 +15,10 @@
 //!   other at `rmw_interval_ns` each; all copies share the device's copy
 //!   bandwidth, which bounds when each can end.
 //! - **Independent loads.** Inside `shim::independent` loads are issued
-//!   back to back and the batch waits for the last value once; outside,
-//!   every load waits for its value before the next access (a chain of
-//!   dependent loads costs its full length).
+//!   back to back and the batch waits once, for its last value: one
+//!   latency plus `batch_load_ns` per load after the first (a vector load
+//!   is one load); outside, every load waits for its value before the next
+//!   access (a chain of dependent loads costs its full length).
 //! - **L1.** Plain loads of a 128-byte line the rank loaded before hit L1
 //!   (a few lines per rank); an acquire or a fence invalidates them, as on
 //!   sm_70 and later. Atomic loads always go to L2.
@@ -62,6 +63,7 @@ fn ps(ns: f64) -> u64 {
 struct Costs {
     load_hit: u64,
     load: u64,
+    batch_load: u64,
     acquire: u64,
     store: u64,
     visible: u64,
@@ -120,6 +122,7 @@ impl Model {
             costs: Costs {
                 load_hit: ps(p.load_hit_ns),
                 load: ps(p.load_ns),
+                batch_load: ps(p.batch_load_ns),
                 acquire: ps(p.acquire_ns),
                 store: ps(p.store_ns),
                 visible: ps(p.visible_ns),
@@ -226,16 +229,26 @@ impl Model {
         let c = &self.costs;
         match access {
             // Batches nest (a batch of vector loads, each a batch of its
-            // words on the emulator): the outermost one decides.
-            Access::BatchBegin => {
-                if clock.batch_depth.replace(clock.batch_depth.get() + 1) == 0 {
+            // words on the emulator): the outermost one decides when the
+            // rank waits, and a vector is one load of it.
+            Access::BatchBegin { vector } => {
+                let depth = clock.batch_depth.replace(clock.batch_depth.get() + 1);
+                if depth == 0 {
                     clock.batch.set(Some(clock.now()));
+                    clock.batch_loaded.set(false);
+                }
+                if vector {
+                    clock.vector.set(Some(depth + 1));
+                    clock.vector_loaded.set(false);
                 }
                 return;
             }
             Access::BatchEnd => {
                 let depth = clock.batch_depth.get().saturating_sub(1);
                 clock.batch_depth.set(depth);
+                if clock.vector.get().is_some_and(|v| v > depth) {
+                    clock.vector.set(None);
+                }
                 if depth == 0 {
                     if let Some(done) = clock.batch.take() {
                         clock.until(TimeCategory::Loads, done);
@@ -312,7 +325,7 @@ impl Model {
                 clock.spend(TimeCategory::Copying, own);
                 clock.until(TimeCategory::Waiting, device_end);
             }
-            Access::BatchBegin | Access::BatchEnd | Access::Sleep { .. } => {}
+            Access::BatchBegin { .. } | Access::BatchEnd | Access::Sleep { .. } => {}
         }
     }
 
@@ -377,7 +390,7 @@ impl Model {
             Access::Private { .. }
             | Access::Fence { .. }
             | Access::Sleep { .. }
-            | Access::BatchBegin
+            | Access::BatchBegin { .. }
             | Access::BatchEnd => {}
         }
     }
@@ -418,11 +431,24 @@ impl Model {
     }
 
     /// A load whose value is visible at `ready` and takes `latency`: inside
-    /// a batch it only moves the batch's end; outside, the rank waits.
+    /// a batch it only moves the batch's end, to its value's arrival and,
+    /// after the batch's first load, to `batch_load` past the end so far
+    /// (the GPU does not overlap a batch's loads fully: docs/model.md);
+    /// outside, the rank waits.
     fn load(&self, clock: &Clock, ready: u64, latency: u64) {
         let issue = clock.now();
         match clock.batch.get() {
-            Some(done) => clock.batch.set(Some(done.max(issue.max(ready) + latency))),
+            Some(done) => {
+                let arrives = issue.max(ready) + latency;
+                // A vector's words after its first are the same load.
+                let same_load = clock.vector.get().is_some() && clock.vector_loaded.replace(true);
+                let end = if clock.batch_loaded.replace(true) && !same_load {
+                    (done + self.costs.batch_load).max(arrives)
+                } else {
+                    done.max(arrives)
+                };
+                clock.batch.set(Some(end));
+            }
             None => {
                 clock.until(TimeCategory::Waiting, ready);
                 clock.spend(TimeCategory::Loads, latency);
@@ -457,7 +483,8 @@ fn describe(of: &LogOf, access: &Access) -> (String, String) {
             (format!("copy {bytes} B"), format!("{} -> {}", at(*src), at(*dst)))
         }
         Access::Sleep { ns } => (format!("sleep {ns} ns"), String::new()),
-        Access::BatchBegin => ("batch begin".to_string(), String::new()),
+        Access::BatchBegin { vector: false } => ("batch begin".to_string(), String::new()),
+        Access::BatchBegin { vector: true } => ("vector begin".to_string(), String::new()),
         Access::BatchEnd => ("batch end".to_string(), String::new()),
     }
 }
@@ -467,7 +494,7 @@ fn describe(of: &LogOf, access: &Access) -> (String, String) {
 pub(crate) fn ordered(access: &Access) -> bool {
     !matches!(
         access,
-        Access::BatchBegin
+        Access::BatchBegin { .. }
             | Access::BatchEnd
             | Access::Sleep { .. }
             | Access::Fence { .. }
@@ -486,6 +513,12 @@ pub(crate) struct Clock {
     batch: Cell<Option<u64>>,
     /// How many `shim::independent` calls are open (they nest).
     batch_depth: Cell<u32>,
+    /// Whether the outermost batch has had a load.
+    batch_loaded: Cell<bool>,
+    /// The depth of the open vector load's batch, if one is open.
+    vector: Cell<Option<u32>>,
+    /// Whether the open vector load has had a word.
+    vector_loaded: Cell<bool>,
     /// L1 lines (address >> 7, plus 1; 0 is empty), replaced in turn.
     lines: [Cell<usize>; LINES],
     next_line: Cell<usize>,
@@ -502,6 +535,9 @@ impl Clock {
             spent: Default::default(),
             batch: Cell::new(None),
             batch_depth: Cell::new(0),
+            batch_loaded: Cell::new(false),
+            vector: Cell::new(None),
+            vector_loaded: Cell::new(false),
             lines: Default::default(),
             next_line: Cell::new(0),
             block_shared: Cell::new((0, 0)),
@@ -596,8 +632,15 @@ mod tests {
         Model::new(Profile::h100(), None)
     }
 
+    fn relaxed_load(addr: usize) -> Access {
+        Access::Load {
+            order: Ordering::Relaxed,
+            addr,
+        }
+    }
+
     #[test]
-    fn a_chain_of_loads_costs_its_length_and_a_batch_one_latency() {
+    fn a_chain_of_loads_costs_its_length_and_a_batch_one_latency_and_a_step_per_later_load() {
         let m = model();
         let p = Profile::h100();
         let chain = Clock::new();
@@ -612,7 +655,7 @@ mod tests {
             );
         }
         let batch = Clock::new();
-        m.charge(0, &batch, Access::BatchBegin);
+        m.charge(0, &batch, Access::BatchBegin { vector: false });
         for i in 0..8 {
             m.charge(
                 0,
@@ -625,9 +668,60 @@ mod tests {
         }
         m.charge(0, &batch, Access::BatchEnd);
         assert_eq!(chain.now(), 8 * ps(p.load_ns + p.issue_ns));
-        assert_eq!(batch.now(), 7 * ps(p.issue_ns) + ps(p.issue_ns + p.load_ns));
+        assert_eq!(chain.now(), 1_984_000);
+        // The first value arrives at issue + load; each later load's value
+        // batch_load_ns after the one before (27.6 ns > issue_ns: its issue
+        // is not what holds it back).
+        assert_eq!(batch.now(), ps(p.issue_ns + p.load_ns) + 7 * ps(p.batch_load_ns));
+        assert_eq!(batch.now(), 441_200);
+        assert_eq!(
+            batch.time().spent_ps[index(TimeCategory::Issue)],
+            8 * ps(p.issue_ns)
+        );
         assert_eq!(chain.time().spent_ps.iter().sum::<u64>(), chain.now());
         assert_eq!(batch.time().spent_ps.iter().sum::<u64>(), batch.now());
+    }
+
+    #[test]
+    fn a_vector_load_is_one_load_of_its_batch() {
+        // No issue time: each load's value would arrive one latency after
+        // the batch began, so only batch_load_ns separates them.
+        let mut p = Profile::h100().clone();
+        p.issue_ns = 0.0;
+        let m = Model::new(&p, None);
+        let vector = |c: &Clock, at: usize| {
+            m.charge(0, c, Access::BatchBegin { vector: true });
+            for k in 0..4 {
+                m.charge(0, c, relaxed_load(at + 4 * k));
+            }
+            m.charge(0, c, Access::BatchEnd);
+        };
+        // Alone: one latency.
+        let alone = Clock::new();
+        vector(&alone, 64);
+        assert_eq!(alone.now(), ps(p.load_ns));
+        // A load, a vector and a load in one batch: three loads.
+        let mixed = Clock::new();
+        m.charge(0, &mixed, Access::BatchBegin { vector: false });
+        m.charge(0, &mixed, relaxed_load(0));
+        vector(&mixed, 64);
+        m.charge(0, &mixed, relaxed_load(128));
+        m.charge(0, &mixed, Access::BatchEnd);
+        assert_eq!(mixed.now(), ps(p.load_ns) + 2 * ps(p.batch_load_ns));
+        assert_eq!(mixed.now(), 295_200);
+        // A batch of four loads nested in it instead is four loads.
+        let nested = Clock::new();
+        m.charge(0, &nested, Access::BatchBegin { vector: false });
+        m.charge(0, &nested, relaxed_load(0));
+        m.charge(0, &nested, Access::BatchBegin { vector: false });
+        for k in 0..4 {
+            m.charge(0, &nested, relaxed_load(64 + 4 * k));
+        }
+        m.charge(0, &nested, Access::BatchEnd);
+        m.charge(0, &nested, relaxed_load(128));
+        m.charge(0, &nested, Access::BatchEnd);
+        assert_eq!(nested.now(), ps(p.load_ns) + 5 * ps(p.batch_load_ns));
+        assert_eq!(nested.now(), 378_000);
     }
 
     #[test]
