@@ -506,7 +506,10 @@ fn the_binary_prints_tables_and_writes_json() {
     assert_eq!(suites, ["limits", "kernels", "barrier", "barrier", "reduce"]);
     let variants = &json["sections"][3];
     assert!(
-        variants["title"].as_str().unwrap().starts_with("barrier variants"),
+        variants["title"]
+            .as_str()
+            .unwrap()
+            .starts_with("barrier variants"),
         "{variants}"
     );
     let names: Vec<&str> = variants["rows"]
@@ -517,7 +520,12 @@ fn the_binary_prints_tables_and_writes_json() {
         .collect();
     assert_eq!(
         names,
-        ["native", "returning acq_rel add", "4 relaxed stores per rank", "both"]
+        [
+            "native",
+            "returning acq_rel add",
+            "4 relaxed stores per rank",
+            "both"
+        ]
     );
     for r in variants["rows"].as_array().unwrap() {
         assert!(r["avg_us"].as_f64().unwrap() > 0.0, "{r}");
