@@ -245,7 +245,7 @@ pub(crate) fn wait_core<T>(
     poll: impl FnMut(&mut Backoff) -> Option<Result<T, Error>>,
 ) -> Result<T, Error> {
     c.note_progress();
-    wait_from(c, || what, false, poll)
+    wait_from(c, || what, Start::Fresh, poll)
 }
 
 /// [`wait_core`] for a call that has polled once already, out of the loop
@@ -264,7 +264,12 @@ pub(crate) fn wait_core_polled<T>(
     if spinning {
         c.note_progress();
     }
-    wait_from(c, || what, polled, poll)
+    wait_from(
+        c,
+        || what,
+        if polled { Start::Polled } else { Start::Fresh },
+        poll,
+    )
 }
 
 /// [`wait_core`] for a rank that has just written its wait record
@@ -279,7 +284,7 @@ pub(crate) fn wait_recorded<T>(
     what: WaitFor,
     poll: impl FnMut(&mut Backoff) -> Option<Result<T, Error>>,
 ) -> Result<T, Error> {
-    wait_from_recorded(c, || what, false, true, poll)
+    wait_from(c, || what, Start::Recorded, poll)
 }
 
 /// [`wait_core`] whose [`WaitFor`] is worked out only if the first poll
@@ -292,38 +297,36 @@ pub(crate) fn wait_core_lazy<T>(
     poll: impl FnMut(&mut Backoff) -> Option<Result<T, Error>>,
 ) -> Result<T, Error> {
     c.note_progress();
-    wait_from(c, what, false, poll)
+    wait_from(c, what, Start::Fresh, poll)
 }
 
-/// The loop of [`wait_recorded`]; with `polled`, its first poll is taken
-/// as made and failed ([`wait_core_polled`]).
+/// How a wait loop ([`wait_from`]) starts.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Start {
+    /// It polls first; the first failed poll records the wait.
+    Fresh,
+    /// The caller polled once already, out of the loop, and failed
+    /// ([`wait_core_polled`]): the loop starts as after that poll.
+    Polled,
+    /// The caller wrote the wait record and handed back its deferred
+    /// slots just before ([`wait_recorded`]): no failed poll writes them
+    /// again, which on a GPU would load the rank's own deferred count
+    /// after the poll's acquire evicted it from L1, on the path of a wait
+    /// that is about to succeed.
+    Recorded,
+}
+
+/// The loop of every blocking wait, started as `start` says.
 #[inline(always)]
 fn wait_from<T>(
     c: &Core,
     what: impl Fn() -> WaitFor,
-    polled: bool,
-    poll: impl FnMut(&mut Backoff) -> Option<Result<T, Error>>,
-) -> Result<T, Error> {
-    wait_from_recorded(c, what, polled, false, poll)
-}
-
-/// [`wait_from`]; `recorded`: the caller wrote the wait record and handed
-/// back its deferred slots just before its first poll (the world barrier,
-/// before the block barrier that opens it), so the first failed poll does
-/// not write them again: on a GPU that costs the load of the rank's own
-/// deferred count, which the poll's acquire has evicted from L1, on the
-/// path of a wait that is about to succeed.
-#[inline(always)]
-fn wait_from_recorded<T>(
-    c: &Core,
-    what: impl Fn() -> WaitFor,
-    polled: bool,
-    recorded: bool,
+    start: Start,
     mut poll: impl FnMut(&mut Backoff) -> Option<Result<T, Error>>,
 ) -> Result<T, Error> {
     let mut backoff = Backoff::with_max_ns(c.backoff_max_ns());
     let mut polls: u32 = 0;
-    let mut skip = polled;
+    let mut skip = start == Start::Polled;
     // One call site of `poll`, so that it is inlined (a closure called from
     // two places is kept out of line, its captures in local memory).
     loop {
@@ -338,7 +341,7 @@ fn wait_from_recorded<T>(
         }
         skip = false;
         if polls == 0 {
-            if !recorded {
+            if start != Start::Recorded {
                 c.record_wait(what());
             }
             if c.timeout_ns() != 0 {
