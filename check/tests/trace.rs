@@ -393,9 +393,11 @@ fn a_trace_in_timing_mode_carries_modelled_timestamps() {
             r.rank
         );
         // After its last event (the broadcast's leave) a rank only writes
-        // its results and returns: a few accesses, well under a microsecond.
+        // its results and returns: a few accesses and the reads of the
+        // world's layout their addresses come from, well under two
+        // microseconds.
         assert!(
-            end_ns - last < 1_000,
+            end_ns - last < 2_000,
             "rank {}: {last} ns, ended at {end_ns} ns",
             r.rank
         );

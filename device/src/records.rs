@@ -583,15 +583,25 @@ pub(crate) struct Core {
 }
 
 impl Core {
+    /// The world's layout, for one field's read. Each read is a plain load
+    /// of the world's header on the GPU, and the library makes dozens per
+    /// message: the shim's atomics are `asm!` that may write any memory for
+    /// all the compiler knows, so it reloads every field it uses after
+    /// each of them, and after an acquire (which empties L1) the first
+    /// reload goes to L2. The timing model counts each read
+    /// (`shim::note_descriptor`, docs/model.md).
     #[inline(always)]
     fn layout(&self) -> &Layout {
+        crate::shim::note_descriptor(crate::shim::Descriptor::Layout);
         // SAFETY: the host wrote the layout into the header of every world
         // (`WorldConfig::write_header`); it is never written during a launch.
         unsafe { &*(self.base.add(LAYOUT_OFFSET) as *const Layout) }
     }
 
+    /// The world's configuration, for one field's read (see [`Core::layout`]).
     #[inline(always)]
     fn config(&self) -> &WorldConfig {
+        crate::shim::note_descriptor(crate::shim::Descriptor::Config);
         // SAFETY: as in `layout`; the config is 8-byte aligned at CONFIG_OFFSET.
         unsafe { &*(self.base.add(CONFIG_OFFSET) as *const WorldConfig) }
     }

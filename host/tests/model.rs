@@ -103,10 +103,12 @@ fn modelled_times_repeat_exactly_and_add_up() {
     // 16 round trips take at least 32 one-way trips of an atomic flag.
     let one_way = Profile::h100().release_ns + Profile::h100().load_ns;
     assert!(first.end_ps as f64 / 1e3 > 32.0 * one_way);
-    // clock_ns is the virtual clock, in ns, read before the rank returned.
+    // clock_ns is the virtual clock, in ns, read before the rank returned
+    // (then only its exit: a few accesses and the reads of the world's
+    // layout their addresses come from).
     let end_ns = first.end_ps / 1000;
     assert!(
-        clocks_a[0] <= end_ns && end_ns - clocks_a[0] < 1000,
+        clocks_a[0] <= end_ns && end_ns - clocks_a[0] < 2000,
         "{} {end_ns}",
         clocks_a[0]
     );

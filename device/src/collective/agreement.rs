@@ -240,6 +240,11 @@ impl World {
         // by the block tree's closing barrier and not written again before
         // the next round's world barrier; the data is 8-byte aligned.
         let agreed = unsafe { core::ptr::read(leader.add(CELL_HEADER) as *const Agreement) };
+        crate::shim::note_global(
+            leader.wrapping_add(CELL_HEADER),
+            core::mem::size_of::<Agreement>(),
+            false,
+        );
         Ok(agreed)
     }
 }

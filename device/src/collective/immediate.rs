@@ -189,6 +189,11 @@ struct OpFold<'o, T, O>(&'o O, PhantomData<T>);
 impl<T: Equivalence, O: Operation<T>> Fold for OpFold<'_, T, O> {
     unsafe fn fold(&self, acc: *mut u8, next: *const u8, bytes: usize) {
         let n = bytes / core::mem::size_of::<T>().max(1);
+        // Both cells are world memory that other ranks wrote: plain loads
+        // the timing model must see.
+        shim::note_global(acc, bytes, false);
+        shim::note_global(next, bytes, false);
+        shim::note_global(acc, bytes, true);
         let (acc, next) = (acc as *mut T, next as *const T);
         for i in 0..n {
             // SAFETY: the caller's contract; `i < n` elements of each cell.

@@ -474,6 +474,7 @@ impl World {
             |q: u32, _lo: usize, cell: *const u8, _cb: usize| {
                 // SAFETY: rank q staged its 4-byte count in its cell.
                 let theirs = unsafe { core::ptr::read(cell as *const u32) };
+                crate::shim::note_global(cell, 4, false);
                 let want = counts.get(q as usize).copied().unwrap_or(-1);
                 if want != theirs as i32 && wrong.is_none() {
                     wrong = Some(Error::CountMismatch {
@@ -495,6 +496,11 @@ impl World {
         // (the cell is 64-byte aligned and at least 64 bytes), published by
         // the barrier and not written again before the next round's.
         let theirs = unsafe { core::ptr::read(self.rank_cell(root as u32) as *const CountStage) };
+        crate::shim::note_global(
+            self.rank_cell(root as u32),
+            core::mem::size_of::<CountStage>(),
+            false,
+        );
         // A stage from this round for this collective: the root published
         // it (a stale cell, or a rank in another call, would not match).
         let fresh = theirs.call == call as u32 && theirs.round == self.staging_round.get();
@@ -1555,6 +1561,7 @@ impl World {
             |q, _at, cell, _len| {
                 // SAFETY: rank q staged its count for us there.
                 let theirs = unsafe { core::ptr::read_unaligned(cell as *const i32) };
+                crate::shim::note_global(cell, 4, false);
                 let want = rcounts.get(q as usize).copied().unwrap_or(-1);
                 if theirs != want && wrong.is_none() {
                     wrong = Some(Error::CountMismatch {

@@ -298,7 +298,9 @@ impl World {
                     // (published by the block tree's closing barrier);
                     // `recv` holds `n >= lo + k` elements.
                     unsafe {
-                        let p = core::ptr::read((prefix.add(CELL_HEADER) as *const T).add(i));
+                        let p = (prefix.add(CELL_HEADER) as *const T).add(i);
+                        shim::note_global(p.cast(), core::mem::size_of::<T>(), false);
+                        let p = core::ptr::read(p);
                         let out = recv.add(lo + i);
                         let v = if exclusive && t == 0 {
                             p
@@ -334,6 +336,8 @@ impl World {
                 let l = l.add(CELL_HEADER) as *const T;
                 let r = r.add(CELL_HEADER) as *mut T;
                 for i in 0..k {
+                    shim::note_global(l.add(i).cast(), core::mem::size_of::<T>(), false);
+                    shim::note_global(r.add(i).cast(), core::mem::size_of::<T>(), false);
                     let v = op.apply(&core::ptr::read(l.add(i)), &core::ptr::read(r.add(i)));
                     core::ptr::write(r.add(i), v);
                 }

@@ -733,6 +733,7 @@ impl World {
             // written again only after the next round's barrier
             // (`begin_staging_round`).
             let word = unsafe { core::ptr::read(self.block_cell(block) as *const u32) };
+            shim::note_global(self.block_cell(block), 4, false);
             if word != count || word == COUNT_MISMATCH {
                 mismatch = true;
                 break;
@@ -746,6 +747,7 @@ impl World {
             // the barrier; this half is restaged only after the next round's
             // barrier.
             let expected = unsafe { core::ptr::read(self.rank_cell(reference).add(4) as *const u32) };
+            shim::note_global(self.rank_cell(reference).wrapping_add(4), 4, false);
             return Ok(Err(expected));
         }
         Ok(Ok(()))
@@ -1019,8 +1021,10 @@ impl World {
                 core::ptr::write(cell as *mut u32, count);
                 let out = cell.add(CELL_HEADER) as *mut T;
                 for i in 0..k {
+                    shim::note_global(data(first).add(i).cast(), core::mem::size_of::<T>(), false);
                     let mut acc = core::ptr::read(data(first).add(i));
                     for b in first + 1..end {
+                        shim::note_global(data(b).add(i).cast(), core::mem::size_of::<T>(), false);
                         acc = op.apply(&acc, &core::ptr::read(data(b).add(i)));
                     }
                     core::ptr::write(out.add(i), acc);

@@ -17,7 +17,7 @@
 
 extern crate std;
 
-use super::{Coordinates, Ordering, WarpCall, WarpOp};
+use super::{Coordinates, Descriptor, Ordering, WarpCall, WarpOp};
 use core::cell::UnsafeCell;
 use core::sync::atomic as core_atomic;
 use runtime::count::{self, Kind};
@@ -27,12 +27,20 @@ use runtime::Access;
 #[inline(always)]
 fn timed(access: Access) {
     if runtime::model_on() {
-        runtime::with_current(|rt| {
-            if let Some(rt) = rt {
-                rt.access(access)
-            }
-        })
+        report(access)
     }
+}
+
+/// [`timed`]'s report, out of line: the check stays in the caller, the
+/// call (which the compiler must assume writes memory) does not.
+#[cold]
+#[inline(never)]
+fn report(access: Access) {
+    runtime::with_current(|rt| {
+        if let Some(rt) = rt {
+            rt.access(access)
+        }
+    })
 }
 
 /// Counts a load of ordering `o` (an acquire load if it acquires).
@@ -536,11 +544,24 @@ pub(super) fn batch(begin: bool) {
 }
 
 /// A plain access of global memory (timing mode).
+#[inline(always)]
 pub(super) fn note_global(addr: usize, bytes: usize, write: bool) {
     timed(Access::Plain { addr, bytes, write });
 }
 
-/// A plain access of the rank's own global memory (timing mode).
+/// A read of a world descriptor's field: counted on this OS thread until
+/// the running rank's next access or switch (`runtime::take_descriptor_reads`).
+#[inline(always)]
+pub(super) fn note_descriptor(which: Descriptor) {
+    runtime::DESCRIPTOR_READS.with(|c| {
+        let mut reads = c.get();
+        reads[which as usize] = reads[which as usize].wrapping_add(1);
+        c.set(reads)
+    })
+}
+
+/// A plain access of memory no other rank writes (timing mode).
+#[inline(always)]
 pub(super) fn note_private(addr: usize, bytes: usize, write: bool) {
     timed(Access::Private { addr, bytes, write });
 }
@@ -607,9 +628,10 @@ pub mod runtime {
             /// Stores (else loads).
             write: bool,
         },
-        /// Plain loads or stores of `bytes` bytes at `addr` of the rank's
-        /// own global memory (its header and request records), which no
-        /// other rank touches.
+        /// Plain loads or stores of `bytes` bytes at `addr` of global
+        /// memory no other rank writes during the launch: the rank's own
+        /// header and request records, the world's layout and
+        /// configuration.
         Private {
             /// The first byte's address.
             addr: usize,
@@ -629,6 +651,16 @@ pub mod runtime {
             src: usize,
             /// The destination's first byte.
             dst: usize,
+        },
+        /// `reads` plain reads of fields of the world descriptor at `addr`
+        /// (its layout or its configuration) since the rank's previous
+        /// access: `shim::note_descriptor`'s count, reported by the
+        /// emulator itself.
+        Descriptor {
+            /// The descriptor's first byte.
+            addr: usize,
+            /// How many reads.
+            reads: u32,
         },
         /// A backoff sleep of `ns` nanoseconds (`nanosleep`), before the
         /// rank gives way after a failed poll.
@@ -723,9 +755,25 @@ pub mod runtime {
     }
 
     /// Turns the timing model's reports on or off for this OS thread (the
-    /// emulator's worker, for a run in timing mode).
+    /// emulator's worker, for a run in timing mode), with no descriptor
+    /// reads counted.
     pub fn set_model(on: bool) {
         MODEL.with(|m| m.set(on));
+        let _ = take_descriptor_reads();
+    }
+
+    std::thread_local! {
+        /// Reads of each [`Descriptor`](super::Descriptor) by this OS
+        /// thread's running rank since they were last taken.
+        pub(super) static DESCRIPTOR_READS: Cell<[u32; 2]> = const { Cell::new([0; 2]) };
+    }
+
+    /// The reads of each descriptor (indexed by `Descriptor as usize`)
+    /// counted on this OS thread since the last call, which zeroes them:
+    /// the emulator takes them before each access of a rank in timing mode
+    /// and before it switches ranks.
+    pub fn take_descriptor_reads() -> [u32; 2] {
+        DESCRIPTOR_READS.with(|c| c.replace([0; 2]))
     }
 
     /// Whether this OS thread's ranks run in timing mode.

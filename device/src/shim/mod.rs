@@ -257,13 +257,34 @@ pub fn note_global(addr: *const u8, bytes: usize, write: bool) {
     imp::note_global(addr as usize, bytes, write)
 }
 
-/// Says that the caller accesses `bytes` bytes of its own global memory
-/// (its header, its request records: no other rank touches them) at `addr`
-/// with a plain load or store, for the emulator's timing model. Nothing on
-/// the GPU and under loom.
+/// Says that the caller accesses `bytes` bytes of global memory that no
+/// other rank writes during the launch (its own header and request records;
+/// reads of the world's layout and configuration) at `addr` with a plain
+/// load or store, for the emulator's timing model. Nothing on the GPU and
+/// under loom.
 #[inline(always)]
 pub fn note_private(addr: *const u8, bytes: usize, write: bool) {
     imp::note_private(addr as usize, bytes, write)
+}
+
+/// Which of the world's two descriptors a plain read is of (the timing
+/// model's [`note_descriptor`]). The host writes both before the launch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Descriptor {
+    /// The world's layout (`layout::LAYOUT_OFFSET`).
+    Layout = 0,
+    /// The world's configuration (`layout::CONFIG_OFFSET`).
+    Config = 1,
+}
+
+/// Says that the caller reads a field of one of the world's descriptors
+/// with a plain load, for the emulator's timing model, which prices such
+/// reads at the rank's next access (docs/model.md). Only counted where it
+/// happens: a report per read would cost the emulator time even with the
+/// model off. Nothing on the GPU and under loom.
+#[inline(always)]
+pub fn note_descriptor(which: Descriptor) {
+    imp::note_descriptor(which)
 }
 
 /// The mask of every lane of a full warp.

@@ -277,6 +277,18 @@ impl Model {
                     clock.invalidate_l1();
                 }
             }
+            // As private reads (below), one after another: the first of each
+            // line after an acquire misses L1.
+            Access::Descriptor { addr, reads } => {
+                for k in 0..reads {
+                    if k != 0 {
+                        clock.spend(TimeCategory::Issue, c.issue);
+                    }
+                    clock.spend(TimeCategory::Issue, c.library);
+                    let hit = clock.touch_line(addr, 8);
+                    self.load(clock, 0, if hit { c.load_hit } else { c.load });
+                }
+            }
             Access::Plain { addr, bytes, write } | Access::Private { addr, bytes, write } => {
                 if matches!(access, Access::Private { .. }) {
                     clock.spend(TimeCategory::Issue, c.library);
@@ -388,6 +400,7 @@ impl Model {
                 );
             }
             Access::Private { .. }
+            | Access::Descriptor { .. }
             | Access::Fence { .. }
             | Access::Sleep { .. }
             | Access::BatchBegin { .. }
@@ -483,6 +496,7 @@ fn describe(of: &LogOf, access: &Access) -> (String, String) {
             (format!("copy {bytes} B"), format!("{} -> {}", at(*src), at(*dst)))
         }
         Access::Sleep { ns } => (format!("sleep {ns} ns"), String::new()),
+        Access::Descriptor { addr, reads } => (format!("{reads} descriptor reads"), at(*addr)),
         Access::BatchBegin { vector: false } => ("batch begin".to_string(), String::new()),
         Access::BatchBegin { vector: true } => ("vector begin".to_string(), String::new()),
         Access::BatchEnd => ("batch end".to_string(), String::new()),
@@ -499,6 +513,7 @@ pub(crate) fn ordered(access: &Access) -> bool {
             | Access::Sleep { .. }
             | Access::Fence { .. }
             | Access::Private { .. }
+            | Access::Descriptor { .. }
     )
 }
 

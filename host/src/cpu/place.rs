@@ -3,8 +3,8 @@
 //! field, slot, request record or collective cell an address is.
 
 use gpu_mpi_device::abi::layout::{
-    Layout, ABORT_OFFSET, GRID_BARRIER_BYTES, IMMEDIATE_LOCAL_BYTES, IMMEDIATE_RECORD_BYTES,
-    RANK_HEADER_BYTES, RECORD_BYTES, RECORD_STRIDE, RESULT_STRIDE, SLOT_HEADER_BYTES,
+    Layout, ABORT_OFFSET, CONFIG_OFFSET, GRID_BARRIER_BYTES, IMMEDIATE_LOCAL_BYTES, IMMEDIATE_RECORD_BYTES,
+    LAYOUT_OFFSET, RANK_HEADER_BYTES, RECORD_BYTES, RECORD_STRIDE, RESULT_STRIDE, SLOT_HEADER_BYTES,
 };
 use gpu_mpi_device::abi::records::{RankHeader, RequestRecord, SlotHeader, WaitRecord};
 use std::mem::offset_of;
@@ -49,6 +49,8 @@ pub(crate) fn place(layout: &Layout, offset: usize) -> Option<String> {
     let name = if offset < l.outboxes {
         match offset {
             o if o == ABORT_OFFSET => "world header: abort flag".to_string(),
+            o if o == CONFIG_OFFSET => "world header: config".to_string(),
+            o if o == LAYOUT_OFFSET => "world header: layout".to_string(),
             o => format!("world header+{o}"),
         }
     } else if offset < l.rank_headers {
@@ -163,6 +165,9 @@ mod tests {
             place(&l, ABORT_OFFSET).as_deref(),
             Some("world header: abort flag")
         );
+        assert_eq!(place(&l, CONFIG_OFFSET).as_deref(), Some("world header: config"));
+        assert_eq!(place(&l, LAYOUT_OFFSET).as_deref(), Some("world header: layout"));
+        assert_eq!(place(&l, LAYOUT_OFFSET + 8).as_deref(), Some("world header+264"));
         assert_eq!(place(&l, l.total), None);
     }
 }

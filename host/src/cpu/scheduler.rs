@@ -178,7 +178,7 @@ use crate::report::{BlockedState, DeadlockReport};
 use crate::schedule::Schedule;
 use corosensei::stack::Stack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
-use gpu_mpi_device::abi::layout::Layout;
+use gpu_mpi_device::abi::layout::{Layout, CONFIG_OFFSET, LAYOUT_OFFSET};
 use gpu_mpi_device::abi::shim::runtime::{self, Access, RankRuntime, Suspend, SyncCounts};
 use gpu_mpi_device::abi::shim::{resolve_warp, Coordinates, WarpCall, WarpOp, SHARED_BLOCK_BYTES};
 use std::cell::Cell;
@@ -343,6 +343,8 @@ struct RankCtx {
     /// Timing mode: the worker's model (null otherwise), which outlives
     /// the contexts.
     model: *const Model,
+    /// The world memory's first byte, where its descriptors lie.
+    world: usize,
 }
 
 impl RankCtx {
@@ -353,6 +355,26 @@ impl RankCtx {
     /// Its clock; only in timing mode.
     fn clock(&self) -> &Clock {
         self.clock.as_deref().expect("a timed rank has a clock")
+    }
+
+    /// Timing mode: charges the world descriptor reads the rank made since
+    /// its previous access (`shim::note_descriptor` counts them on the OS
+    /// thread) before anything else moves its clock or another rank runs
+    /// on this thread.
+    fn charge_descriptor_reads(&self) {
+        let Some(clock) = self.clock.as_deref() else {
+            return;
+        };
+        let reads = runtime::take_descriptor_reads();
+        // SAFETY: `model` is set with `clock` and points to the worker's
+        // model, which outlives every context.
+        let model = unsafe { &*self.model };
+        for (offset, reads) in [(LAYOUT_OFFSET, reads[0]), (CONFIG_OFFSET, reads[1])] {
+            if reads != 0 {
+                let addr = self.world + offset;
+                model.charge(self.rank(), clock, Access::Descriptor { addr, reads });
+            }
+        }
     }
 }
 
@@ -373,6 +395,7 @@ impl RankRuntime for RankCtx {
     }
 
     fn suspend(&self, why: Suspend) {
+        self.charge_descriptor_reads();
         let y = self.yielder.get();
         assert!(!y.is_null(), "suspend outside of the rank's coroutine");
         // SAFETY: the runtime is installed only while its worker resumes this
@@ -418,6 +441,7 @@ impl RankRuntime for RankCtx {
         let Some(clock) = self.clock.as_deref() else {
             return;
         };
+        self.charge_descriptor_reads();
         if model::ordered(&access) {
             // Ranks whose clocks are behind access memory first.
             while clock.must_wait() {
@@ -431,6 +455,7 @@ impl RankRuntime for RankCtx {
     }
 
     fn model_ns(&self) -> u64 {
+        self.charge_descriptor_reads();
         self.clock.as_deref().map_or(0, |c| c.now() / 1000)
     }
 }
@@ -639,6 +664,7 @@ impl<'s, 'a> Worker<'s, 'a> {
                         clock
                     }),
                     model: model_ptr,
+                    world: shared.world.0 as usize,
                 }
             })
             .collect();
@@ -667,7 +693,10 @@ impl<'s, 'a> Worker<'s, 'a> {
                         unsafe { (*ctx.0).yielder.set(y) };
                         // SAFETY: `Run::run`'s caller upholds the entry's contract;
                         // `args` points to the caller's `A`, alive for the run.
-                        unsafe { entry(world.0 as *mut u8, args.0) }
+                        unsafe { entry(world.0 as *mut u8, args.0) };
+                        // Its last reads end before it returns.
+                        // SAFETY: as above.
+                        unsafe { (*ctx.0).charge_descriptor_reads() }
                     },
                 ))
             })
@@ -796,6 +825,10 @@ impl<'s, 'a> Worker<'s, 'a> {
         // before anything else runs on this thread.
         unsafe { runtime::set_current(Some(ctx as *const dyn RankRuntime)) };
         let coro = self.coros[i].as_mut().expect("resuming a finished rank");
+        // Descriptor reads counted on this thread belong to the rank that
+        // made them, which charged them before it yielded: any left were
+        // made by the scheduler's own work between resumptions.
+        let _ = runtime::take_descriptor_reads();
         let r = panic::catch_unwind(AssertUnwindSafe(|| coro.resume(())));
         // SAFETY: clearing needs no guarantee.
         unsafe { runtime::set_current(None) };
