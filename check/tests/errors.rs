@@ -454,7 +454,7 @@ fn invalid_world_configuration_is_refused() {
     assert!(matches!(e, HostError::Config(_)), "{e:?}");
     assert_eq!(
         e.to_string(),
-        "invalid world configuration: slot_bytes 100 is not a positive multiple of 64"
+        "invalid world configuration: slot_bytes 100 is not a positive multiple of 64 at most 1073741824"
     );
     let e = device
         .launch(&WHO, &out.slice(), &WorldSpec::ranks(10).block_dim(4))

@@ -108,6 +108,9 @@ pub const RESULT_STRIDE: usize = 32;
 pub const TRACE_HEADER_BYTES: usize = 32;
 /// Bytes of one trace event ([`TraceEvent`](crate::trace::TraceEvent)).
 pub const TRACE_EVENT_BYTES: usize = 32;
+/// Largest payload of a slot (1 GiB): a slot's stride then fits 32 bits
+/// (`Layout::slot_of_id`).
+pub const MAX_SLOT_BYTES: u32 = 1 << 30;
 /// Most events a rank's trace buffer may hold (64 MiB per rank).
 pub const MAX_TRACE_EVENTS: u32 = 1 << 21;
 /// Staging slots of the non-blocking collectives: how many a rank may have
@@ -347,7 +350,7 @@ impl WorldConfig {
         if (self.ranks as u64) * (self.slots_per_rank as u64) >= (u32::MAX - 1) as u64 {
             return Err(ConfigError::TooManyRanks(self.ranks));
         }
-        if self.slot_bytes == 0 || !self.slot_bytes.is_multiple_of(64) {
+        if self.slot_bytes == 0 || !self.slot_bytes.is_multiple_of(64) || self.slot_bytes > MAX_SLOT_BYTES {
             return Err(ConfigError::SlotBytes(self.slot_bytes));
         }
         if self.collective_bytes == 0 || !self.collective_bytes.is_multiple_of(64) {
@@ -381,12 +384,18 @@ impl WorldConfig {
         }
         let ranks = self.ranks as usize;
         let blocks = (self.ranks / self.block_dim) as usize;
+        // An outbox is exactly its slots, one after another, so that slot
+        // `id` lies at `outboxes + id × slot_stride` (`Layout::slot_of_id`):
+        // no division by the slots per rank on the message path. A slot
+        // starts 16-byte aligned (`slot_bytes` is a multiple of 64), and two
+        // slots' payloads never share a 64-byte line (the 48-byte header
+        // lies between them).
         let slot_stride = SLOT_HEADER_BYTES + self.slot_bytes as usize;
-        let outbox_stride = (self.slots_per_rank as usize * slot_stride).next_multiple_of(64);
+        let outbox_stride = self.slots_per_rank as usize * slot_stride;
         let rank_stride = RANK_HEADER_BYTES + self.records_per_rank() as usize * RECORD_BYTES;
         let coll = self.collective_bytes as usize;
         let outboxes = HEADER_BYTES;
-        let rank_headers = outboxes + ranks * outbox_stride;
+        let rank_headers = (outboxes + ranks * outbox_stride).next_multiple_of(64);
         // 64-byte aligned from here on: a barrier record, a collective cell
         // never shares a cache line (or a loom race-tracking line) with another.
         let barrier = (rank_headers + ranks * rank_stride).next_multiple_of(64);
@@ -602,6 +611,13 @@ impl Layout {
     pub fn slot(&self, rank: u32, slot: u32) -> usize {
         self.outbox(rank) + slot as usize * self.slot_stride
     }
+    /// Offset of slot `id` (`rank × slots_per_rank + slot`): the outboxes
+    /// are exactly their slots, one after another. The stride fits 32 bits
+    /// (`MAX_SLOT_BYTES`): one `mul.wide.u32` (a 64-bit multiply cost
+    /// pi_p2p a spill).
+    pub fn slot_of_id(&self, id: u32) -> usize {
+        self.outboxes + (u64::from(id) * u64::from(self.slot_stride as u32)) as usize
+    }
     /// Offset of `rank`'s header.
     pub fn rank_header(&self, rank: u32) -> usize {
         self.rank_headers + rank as usize * self.rank_stride
@@ -762,7 +778,12 @@ impl core::fmt::Display for ConfigError {
                 "requests_per_rank {n} is not in 1..={}",
                 MAX_RECORDS_PER_RANK - BLOCKING_RECORDS
             ),
-            ConfigError::SlotBytes(b) => write!(f, "slot_bytes {b} is not a positive multiple of 64"),
+            ConfigError::SlotBytes(b) => {
+                write!(
+                    f,
+                    "slot_bytes {b} is not a positive multiple of 64 at most {MAX_SLOT_BYTES}"
+                )
+            }
             ConfigError::CollectiveBytes(b) => {
                 write!(f, "collective_bytes {b} is not a positive multiple of 64")
             }
@@ -826,7 +847,11 @@ mod tests {
         assert_eq!(l.slot(1, 0), l.outbox(1));
         assert_eq!(l.record_of(2, 0), l.rank_header(2) + RANK_HEADER_BYTES);
         assert_eq!(l.rank_headers % 64, 0);
-        assert_eq!(l.outbox_stride % 64, 0);
+        assert_eq!(l.outbox_stride, l.slots_per_rank as usize * l.slot_stride);
+        let last = 1024 * l.slots_per_rank - 1;
+        assert_eq!(l.slot_of_id(last), l.slot(1023, l.slots_per_rank - 1));
+        assert_eq!(l.slot_of_id(l.slots_per_rank + 2), l.slot(1, 2));
+        assert!(l.slot_of_id(last) + l.slot_stride <= l.rank_headers);
     }
 
     #[test]
@@ -948,6 +973,8 @@ mod tests {
         let mut c = WorldConfig::new(64, 32);
         c.slot_bytes = 100;
         assert_eq!(c.layout(), Err(ConfigError::SlotBytes(100)));
+        c.slot_bytes = MAX_SLOT_BYTES + 64;
+        assert_eq!(c.layout(), Err(ConfigError::SlotBytes(MAX_SLOT_BYTES + 64)));
         let mut mem = [0u8; 16];
         assert!(matches!(
             WorldConfig::new(64, 32).write_header(&mut mem),

@@ -679,8 +679,7 @@ impl Core {
     /// Offset of slot `id` (`owner * slots_per_rank + slot`).
     #[inline(always)]
     fn slot_offset(&self, id: u32) -> usize {
-        let spr = self.slots_per_rank();
-        self.layout().slot(id / spr, id % spr)
+        self.layout().slot_of_id(id)
     }
 
     /// The id of `owner`'s slot `slot`.
