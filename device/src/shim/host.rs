@@ -560,7 +560,7 @@ pub(super) fn note_descriptor(which: Descriptor) {
     })
 }
 
-/// A plain access of memory no other rank writes (timing mode).
+/// A plain access of the rank's own global memory (timing mode).
 #[inline(always)]
 pub(super) fn note_private(addr: usize, bytes: usize, write: bool) {
     timed(Access::Private { addr, bytes, write });
@@ -628,10 +628,9 @@ pub mod runtime {
             /// Stores (else loads).
             write: bool,
         },
-        /// Plain loads or stores of `bytes` bytes at `addr` of global
-        /// memory no other rank writes during the launch: the rank's own
-        /// header and request records, the world's layout and
-        /// configuration.
+        /// Plain loads or stores of `bytes` bytes at `addr` of the rank's
+        /// own global memory (its header and request records), which no
+        /// other rank touches.
         Private {
             /// The first byte's address.
             addr: usize,

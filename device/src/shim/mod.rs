@@ -257,11 +257,10 @@ pub fn note_global(addr: *const u8, bytes: usize, write: bool) {
     imp::note_global(addr as usize, bytes, write)
 }
 
-/// Says that the caller accesses `bytes` bytes of global memory that no
-/// other rank writes during the launch (its own header and request records;
-/// reads of the world's layout and configuration) at `addr` with a plain
-/// load or store, for the emulator's timing model. Nothing on the GPU and
-/// under loom.
+/// Says that the caller accesses `bytes` bytes of its own global memory
+/// (its header, its request records: no other rank touches them) at `addr`
+/// with a plain load or store, for the emulator's timing model. Nothing on
+/// the GPU and under loom.
 #[inline(always)]
 pub fn note_private(addr: *const u8, bytes: usize, write: bool) {
     imp::note_private(addr as usize, bytes, write)

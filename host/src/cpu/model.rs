@@ -285,8 +285,7 @@ impl Model {
                         clock.spend(TimeCategory::Issue, c.issue);
                     }
                     clock.spend(TimeCategory::Issue, c.library);
-                    let hit = clock.touch_line(addr, 8);
-                    self.load(clock, 0, if hit { c.load_hit } else { c.load });
+                    self.plain_load(clock, addr, 8);
                 }
             }
             Access::Plain { addr, bytes, write } | Access::Private { addr, bytes, write } => {
@@ -296,8 +295,7 @@ impl Model {
                 if write {
                     clock.spend(TimeCategory::Stores, c.store);
                 } else {
-                    let hit = clock.touch_line(addr, bytes);
-                    self.load(clock, 0, if hit { c.load_hit } else { c.load });
+                    self.plain_load(clock, addr, bytes);
                 }
             }
             Access::Store { order, addr } => {
@@ -448,6 +446,13 @@ impl Model {
     /// after the batch's first load, to `batch_load` past the end so far
     /// (the GPU does not overlap a batch's loads fully: docs/model.md);
     /// outside, the rank waits.
+    /// A plain load of `bytes` at `addr`: an L1 hit if its line is one the
+    /// rank holds, else a trip to L2.
+    fn plain_load(&self, clock: &Clock, addr: usize, bytes: usize) {
+        let hit = clock.touch_line(addr, bytes);
+        self.load(clock, 0, if hit { self.costs.load_hit } else { self.costs.load });
+    }
+
     fn load(&self, clock: &Clock, ready: u64, latency: u64) {
         let issue = clock.now();
         match clock.batch.get() {
