@@ -186,7 +186,7 @@ impl<T: Pod> GlobalSlice<T> {
             });
         }
         let at = (self.addr as *mut T).wrapping_add(i);
-        crate::shim::note_global(at as *const u8, core::mem::size_of::<T>(), true);
+        crate::shim::note_volatile(at as *const u8, core::mem::size_of::<T>(), true);
         // SAFETY: `from_raw`'s contract makes element `i < len` valid and aligned.
         unsafe { core::ptr::write_volatile(at, value) };
         Ok(())
@@ -238,7 +238,7 @@ impl<T: Pod> GlobalSlice<T> {
             });
         }
         let at = (self.addr as *const T).wrapping_add(i);
-        crate::shim::note_global(at as *const u8, core::mem::size_of::<T>(), false);
+        crate::shim::note_volatile(at as *const u8, core::mem::size_of::<T>(), false);
         // SAFETY: as in `write`.
         Ok(unsafe { core::ptr::read_volatile(at) })
     }

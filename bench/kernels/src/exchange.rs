@@ -21,6 +21,7 @@ use crate::native::{
     atomic_at, barrier_loop, block_sum, coll_results, reached, reduce_loop, shfl_reduce_round, spin_until,
     GridBarrier, COUNTER_ARRIVALS, COUNTER_BARRIER, COUNTER_BCAST, COUNTER_LAST_FLAGS, COUNTER_RESULT,
 };
+use gpu_mpi_device::abi::shim;
 use gpu_mpi_device::collective::SystemOperation;
 use gpu_mpi_device::intrinsics::{self, Ordering};
 use gpu_mpi_device::request;
@@ -164,20 +165,32 @@ fn wrong_elements(
     it: u32,
 ) -> u64 {
     let mut errors = 0;
-    for (i, &v) in recv.iter().enumerate() {
-        if v != expected(op, rank, ranks, root, count, first + i, it) {
+    for (i, v) in recv.iter().enumerate() {
+        note_plain(v, false);
+        if *v != expected(op, rank, ranks, root, count, first + i, it) {
             errors += 1;
         }
     }
     errors
 }
 
-/// Fills the calling rank's send region for round `it`.
+/// Fills the calling rank's send region for round `it`. A scatter's root
+/// fills `ranks × count` elements, and every other rank's timed round
+/// waits for it: the scatter's figures include this loop.
 #[inline(never)]
 fn fill(send: &mut [f64], rank: u32, it: u32) {
     for (e, v) in send.iter_mut().enumerate() {
+        note_plain(v, true);
         *v = reduce_value(rank, e as u32, it);
     }
+}
+
+/// Reports a plain access of an element of a benchmark's region to the
+/// emulator's timing model, which does not see accesses through Rust
+/// slices (nothing on the GPU).
+#[inline(always)]
+fn note_plain(element: &f64, write: bool) {
+    shim::note_global((element as *const f64).cast(), core::mem::size_of::<f64>(), write)
 }
 
 /// The loop shared by the MPI and the native exchange benchmarks: per

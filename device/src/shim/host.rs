@@ -566,6 +566,12 @@ pub(super) fn note_private(addr: usize, bytes: usize, write: bool) {
     timed(Access::Private { addr, bytes, write });
 }
 
+/// A volatile access of global memory (timing mode).
+#[inline(always)]
+pub(super) fn note_volatile(addr: usize, bytes: usize, write: bool) {
+    timed(Access::Volatile { addr, bytes, write });
+}
+
 pub mod runtime {
     //! The hook through which the CPU emulator runs ranks.
     //!
@@ -619,13 +625,23 @@ pub mod runtime {
             order: Ordering,
         },
         /// Plain loads or stores of `bytes` bytes at `addr` (a payload
-        /// word, a `GlobalSlice` element).
+        /// word, another rank's cell).
         Plain {
             /// The first byte's address.
             addr: usize,
             /// How many bytes.
             bytes: usize,
             /// Stores (else loads).
+            write: bool,
+        },
+        /// A volatile load or store of `bytes` bytes at `addr` (a
+        /// `GlobalSlice` element: `ld.volatile`/`st.volatile` on the GPU).
+        Volatile {
+            /// The first byte's address.
+            addr: usize,
+            /// How many bytes.
+            bytes: usize,
+            /// A store (else a load).
             write: bool,
         },
         /// Plain loads or stores of `bytes` bytes at `addr` of the rank's

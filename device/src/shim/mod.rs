@@ -250,11 +250,23 @@ pub fn load_relaxed_batch<const N: usize>(words: [&AtomicU32; N], n: usize) -> [
 }
 
 /// Says that the caller accesses `bytes` bytes of global memory at `addr`
-/// with plain loads (`write` false) or stores (a [`GlobalSlice`](crate::GlobalSlice)
-/// element), for the emulator's timing model. Nothing on the GPU and under loom.
+/// with plain loads (`write` false) or stores (a payload word, another
+/// rank's cell, a kernel's own plain slice), for the emulator's timing
+/// model. Nothing on the GPU and under loom.
 #[inline(always)]
 pub fn note_global(addr: *const u8, bytes: usize, write: bool) {
     imp::note_global(addr as usize, bytes, write)
+}
+
+/// Says that the caller loads (`write` false) or stores `bytes` bytes of
+/// global memory at `addr` with a volatile access (a
+/// [`GlobalSlice`](crate::GlobalSlice) element), for the emulator's timing
+/// model. On sm_70 and later `ld.volatile` is a strong system-scope load,
+/// which L1 never serves: the model charges it a round trip to L2 where a
+/// plain load may hit L1. Nothing on the GPU and under loom.
+#[inline(always)]
+pub fn note_volatile(addr: *const u8, bytes: usize, write: bool) {
+    imp::note_volatile(addr as usize, bytes, write)
 }
 
 /// Says that the caller accesses `bytes` bytes of its own global memory

@@ -753,4 +753,7 @@ pub(super) fn note_global(_addr: usize, _bytes: usize, _write: bool) {}
 pub(super) fn note_private(_addr: usize, _bytes: usize, _write: bool) {}
 
 #[inline(always)]
+pub(super) fn note_volatile(_addr: usize, _bytes: usize, _write: bool) {}
+
+#[inline(always)]
 pub(super) fn note_descriptor(_which: super::Descriptor) {}

@@ -18,10 +18,12 @@
 //!   back to back and the batch waits once, for its last value: one
 //!   latency plus `batch_load_ns` per load after the first (a vector load
 //!   is one load); outside, every load waits for its value before the next
-//!   access (a chain of dependent loads costs its full length).
+//!   access (a chain of dependent loads costs its full length), except
+//!   that a few volatile loads in a row overlap in the same way (an
+//!   unrolled loop of `GlobalSlice::read`s).
 //! - **L1.** Plain loads of a 128-byte line the rank loaded before hit L1
 //!   (a few lines per rank); an acquire or a fence invalidates them, as on
-//!   sm_70 and later. Atomic loads always go to L2.
+//!   sm_70 and later. Atomic and volatile loads always go to L2.
 //!
 //! All times are integer picoseconds, so a run is a function of the
 //! program, the world and the profile.
@@ -36,6 +38,11 @@ use std::collections::HashMap;
 
 /// L1 lines remembered per rank.
 const LINES: usize = 4;
+/// Volatile loads that overlap when no other access comes between them:
+/// what the compiler issues back to back in a loop it unrolled (LLVM
+/// unrolls `native_pi_p2p_2`'s sum of `GlobalSlice::read`s by 8, and
+/// ptxas issues an unrolled body's loads before its adds).
+const VOLATILE_RUN: u32 = 8;
 /// Bytes of an L1 line.
 const LINE_SHIFT: u32 = 7;
 
@@ -227,6 +234,10 @@ impl Model {
 
     fn charge_access(&self, rank: u32, clock: &Clock, access: Access) {
         let c = &self.costs;
+        let volatile_read = matches!(access, Access::Volatile { write: false, .. });
+        if !volatile_read {
+            self.end_volatile_run(clock);
+        }
         match access {
             // Batches nest (a batch of vector loads, each a batch of its
             // words on the emulator): the outermost one decides when the
@@ -298,6 +309,29 @@ impl Model {
                     self.plain_load(clock, addr, bytes);
                 }
             }
+            // `ld.volatile` is a strong system-scope load, which L1 never
+            // serves on sm_70 and later: a round trip to L2 whatever the
+            // rank loaded before. Volatile loads with nothing between them
+            // overlap, up to `VOLATILE_RUN` (an unrolled loop's loads, issued
+            // before their uses); any other access waits for them first: a
+            // store of the loaded value (an element copy) makes each load
+            // wait alone.
+            Access::Volatile { write, .. } => {
+                if write {
+                    clock.spend(TimeCategory::Stores, c.store);
+                } else {
+                    if clock.batch_depth.get() == 0 {
+                        if clock.volatile_run.get() == VOLATILE_RUN {
+                            self.end_volatile_run(clock);
+                        }
+                        if clock.volatile_run.replace(clock.volatile_run.get() + 1) == 0 {
+                            clock.batch.set(Some(clock.now()));
+                            clock.batch_loaded.set(false);
+                        }
+                    }
+                    self.load(clock, 0, c.load);
+                }
+            }
             Access::Store { order, addr } => {
                 if matches!(order, Ordering::Release | Ordering::AcqRel) {
                     clock.spend(TimeCategory::Fences, c.release);
@@ -360,7 +394,7 @@ impl Model {
                     clock.invalidate_l1();
                 }
             }
-            Access::Plain { addr, write, .. } => {
+            Access::Plain { addr, write, .. } | Access::Volatile { addr, write, .. } => {
                 if write {
                     clock.spend(TimeCategory::Stores, c.store);
                     self.written(addr, clock.now() + c.shared, rank);
@@ -448,6 +482,17 @@ impl Model {
     /// outside, the rank waits.
     /// A plain load of `bytes` at `addr`: an L1 hit if its line is one the
     /// rank holds, else a trip to L2.
+    /// Waits for the values of the rank's run of volatile loads, if one
+    /// is open: before any other access, a clock read, a suspension other
+    /// than giving way, and the rank's return.
+    pub(crate) fn end_volatile_run(&self, clock: &Clock) {
+        if clock.volatile_run.replace(0) != 0 {
+            if let Some(done) = clock.batch.take() {
+                clock.until(TimeCategory::Loads, done);
+            }
+        }
+    }
+
     fn plain_load(&self, clock: &Clock, addr: usize, bytes: usize) {
         let hit = clock.touch_line(addr, bytes);
         self.load(clock, 0, if hit { self.costs.load_hit } else { self.costs.load });
@@ -496,6 +541,7 @@ fn describe(of: &LogOf, access: &Access) -> (String, String) {
         Access::Reduce { order: o, addr } => (format!("red {}", order(o)), at(*addr)),
         Access::Fence { order: o } => (format!("fence {}", order(o)), String::new()),
         Access::Plain { addr, bytes, write } => (format!("plain {} {bytes} B", rw(*write)), at(*addr)),
+        Access::Volatile { addr, bytes, write } => (format!("volatile {} {bytes} B", rw(*write)), at(*addr)),
         Access::Private { addr, bytes, write } => (format!("private {} {bytes} B", rw(*write)), at(*addr)),
         Access::Copy { bytes, src, dst, .. } => {
             (format!("copy {bytes} B"), format!("{} -> {}", at(*src), at(*dst)))
@@ -539,6 +585,9 @@ pub(crate) struct Clock {
     vector: Cell<Option<u32>>,
     /// Whether the open vector load has had a word.
     vector_loaded: Cell<bool>,
+    /// Volatile loads in the open run (`Model::end_volatile_run`), which
+    /// uses `batch` when no `shim::independent` batch is open.
+    volatile_run: Cell<u32>,
     /// L1 lines (address >> 7, plus 1; 0 is empty), replaced in turn.
     lines: [Cell<usize>; LINES],
     next_line: Cell<usize>,
@@ -558,6 +607,7 @@ impl Clock {
             batch_loaded: Cell::new(false),
             vector: Cell::new(None),
             vector_loaded: Cell::new(false),
+            volatile_run: Cell::new(0),
             lines: Default::default(),
             next_line: Cell::new(0),
             block_shared: Cell::new((0, 0)),
@@ -580,7 +630,8 @@ impl Clock {
             | Access::Store { addr, .. }
             | Access::Rmw { addr, .. }
             | Access::Reduce { addr, .. }
-            | Access::Plain { addr, .. } => inside(addr),
+            | Access::Plain { addr, .. }
+            | Access::Volatile { addr, .. } => inside(addr),
             Access::Copy { src, dst, .. } => inside(src) || inside(dst),
             _ => false,
         }
@@ -880,6 +931,95 @@ mod tests {
             },
         );
         assert_eq!(c.now() - t2, ps(p.issue_ns + p.load_ns));
+    }
+
+    #[test]
+    fn volatile_loads_never_hit_l1() {
+        let m = model();
+        let p = Profile::h100();
+        let c = Clock::new();
+        let read = |addr| Access::Volatile {
+            addr,
+            bytes: 8,
+            write: false,
+        };
+        m.charge(0, &c, read(1024));
+        m.end_volatile_run(&c);
+        let t1 = c.now();
+        m.charge(0, &c, read(1032));
+        m.end_volatile_run(&c);
+        assert_eq!(c.now() - t1, ps(p.issue_ns + p.load_ns));
+        let t2 = c.now();
+        m.charge(
+            0,
+            &c,
+            Access::Plain {
+                addr: 1040,
+                bytes: 8,
+                write: false,
+            },
+        );
+        assert_eq!(
+            c.now() - t2,
+            ps(p.issue_ns + p.load_ns),
+            "a volatile load brings no line into L1"
+        );
+        let t3 = c.now();
+        m.charge(
+            0,
+            &c,
+            Access::Volatile {
+                addr: 1024,
+                bytes: 8,
+                write: true,
+            },
+        );
+        assert_eq!(c.now() - t3, ps(p.issue_ns + p.store_ns));
+    }
+
+    #[test]
+    fn volatile_loads_in_a_row_overlap_until_another_access() {
+        let m = model();
+        let p = Profile::h100();
+        let c = Clock::new();
+        let read = |addr| Access::Volatile {
+            addr,
+            bytes: 8,
+            write: false,
+        };
+        for k in 0..VOLATILE_RUN as usize {
+            m.charge(0, &c, read(1024 + 8 * k));
+        }
+        assert_eq!(
+            c.now(),
+            VOLATILE_RUN as u64 * ps(p.issue_ns),
+            "issued, not yet waited for"
+        );
+        m.charge(
+            0,
+            &c,
+            Access::Volatile {
+                addr: 4096,
+                bytes: 8,
+                write: true,
+            },
+        );
+        let run = ps(p.issue_ns) + ps(p.load_ns) + (VOLATILE_RUN as u64 - 1) * ps(p.batch_load_ns);
+        assert_eq!(
+            c.now(),
+            run + ps(p.issue_ns + p.store_ns),
+            "the store waits for the run"
+        );
+        let t = c.now();
+        for k in 0..=VOLATILE_RUN as usize {
+            m.charge(0, &c, read(1024 + 8 * k));
+        }
+        m.end_volatile_run(&c);
+        assert_eq!(
+            c.now() - t,
+            run + ps(p.load_ns),
+            "one more load than a run: a second run"
+        );
     }
 
     #[test]

@@ -376,6 +376,16 @@ impl RankCtx {
             }
         }
     }
+
+    /// Timing mode: the rank waits for its open run of volatile loads
+    /// (`Model::end_volatile_run`) before its clock is read, it waits for
+    /// another rank, or it returns.
+    fn end_volatile_run(&self) {
+        if let Some(clock) = self.clock.as_deref() {
+            // SAFETY: as in `charge_descriptor_reads`.
+            unsafe { &*self.model }.end_volatile_run(clock);
+        }
+    }
 }
 
 /// One block's shared scratch ([`SHARED_BLOCK_BYTES`], 16-byte aligned).
@@ -396,6 +406,9 @@ impl RankRuntime for RankCtx {
 
     fn suspend(&self, why: Suspend) {
         self.charge_descriptor_reads();
+        if why != Suspend::Time {
+            self.end_volatile_run();
+        }
         let y = self.yielder.get();
         assert!(!y.is_null(), "suspend outside of the rank's coroutine");
         // SAFETY: the runtime is installed only while its worker resumes this
@@ -456,6 +469,7 @@ impl RankRuntime for RankCtx {
 
     fn model_ns(&self) -> u64 {
         self.charge_descriptor_reads();
+        self.end_volatile_run();
         self.clock.as_deref().map_or(0, |c| c.now() / 1000)
     }
 }
@@ -696,7 +710,10 @@ impl<'s, 'a> Worker<'s, 'a> {
                         unsafe { entry(world.0 as *mut u8, args.0) };
                         // Its last reads end before it returns.
                         // SAFETY: as above.
-                        unsafe { (*ctx.0).charge_descriptor_reads() }
+                        unsafe {
+                            (*ctx.0).charge_descriptor_reads();
+                            (*ctx.0).end_volatile_run();
+                        }
                     },
                 ))
             })
