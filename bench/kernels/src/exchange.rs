@@ -3,9 +3,10 @@
 //! the non-blocking barrier and all-reduce (osu_ibarrier, osu_iallreduce).
 //!
 //! Every kernel runs [`exchange_loop`]: each round every rank fills its send
-//! region with [`reduce_value`] of (rank, element, round), the collective
-//! alone is timed, then every rank that received something checks every
-//! element against the closed form (untimed) and all meet in a barrier.
+//! region with [`reduce_value`] of (rank, element, round), all meet in a
+//! barrier, the collective alone is timed, then every rank that received
+//! something checks every element against the closed form (untimed) and
+//! all meet in a barrier again.
 //! Data movement (gather, scatter, all-gather, all-to-all) checks that each
 //! element came from the right rank and place; reduce-scatter and scan
 //! check sums with [`reduce_expected`].
@@ -174,9 +175,8 @@ fn wrong_elements(
     errors
 }
 
-/// Fills the calling rank's send region for round `it`. A scatter's root
-/// fills `ranks × count` elements, and every other rank's timed round
-/// waits for it: the scatter's figures include this loop.
+/// Fills the calling rank's send region for round `it` (a scatter's root:
+/// `ranks × count` elements).
 #[inline(never)]
 fn fill(send: &mut [f64], rank: u32, it: u32) {
     for (e, v) in send.iter_mut().enumerate() {
@@ -194,7 +194,8 @@ fn note_plain(element: &f64, write: bool) {
 }
 
 /// The loop shared by the MPI and the native exchange benchmarks: per
-/// round, fill the send region, time `run(send, recv, round)` alone, check
+/// round, fill the send region, meet in `barrier`, time
+/// `run(send, recv, round)` alone, check
 /// the receive region (before the barrier: a native may write it again as
 /// soon as the barrier lets it), meet in `barrier`. A gather's root does
 /// not check the `ranks × count` elements alone (a serial walk that kept
@@ -234,6 +235,10 @@ pub fn exchange_loop(
     let (mut elapsed, mut errors) = (0u64, 0u64);
     for it in 0..total {
         fill(send, rank, it);
+        // Every rank starts its timed round after every fill: a scatter's
+        // root fills `ranks × count` elements, which the other ranks'
+        // rounds would otherwise time.
+        barrier()?;
         let start = intrinsics::clock_ns();
         run(send, recv, it)?;
         let t = intrinsics::clock_ns().wrapping_sub(start);
