@@ -8,10 +8,15 @@ use super::{fmt_num, median, ratio, Ctx, Row, Section};
 use gpu_mpi::{Device, Profile, WorldSpec};
 use gpu_mpi_bench_kernels::mpi::LIMIT_RESULTS;
 use gpu_mpi_bench_kernels::native::{
-    AtomicArgs, ChunkCopyArgs, CopyArgs, CHAIN_STRIDE, NATIVE_ATOMIC_CONTENTION, NATIVE_ATOMIC_LOAD_BATCH,
-    NATIVE_ATOMIC_LOAD_CHAIN, NATIVE_ATOMIC_PING_PONG, NATIVE_ATOMIC_RMW, NATIVE_CHUNK_COPY, NATIVE_COPY,
-    NATIVE_EMPTY,
+    AtomicArgs, ChunkCopyArgs, CopyArgs, ElementCopyArgs, CHAIN_STRIDE, NATIVE_ATOMIC_CONTENTION,
+    NATIVE_ATOMIC_LOAD_BATCH, NATIVE_ATOMIC_LOAD_CHAIN, NATIVE_ATOMIC_PING_PONG, NATIVE_ATOMIC_RMW,
+    NATIVE_BLOCK_BARRIER, NATIVE_CHUNK_COPY, NATIVE_COPY, NATIVE_ELEMENT_COPY, NATIVE_EMPTY,
+    NATIVE_SHUFFLE_CHAIN,
 };
+
+/// Words each lane copies in the element copies (`native_element_copy`:
+/// the native all-gather's loop at 1,024 ranks).
+const ELEMENTS: u32 = 1024;
 
 /// Bytes of the one-way copy that one thread's copy bandwidth is taken from
 /// (the size of docs/bench's 514 µs H100 measurement).
@@ -52,6 +57,17 @@ pub struct Limits {
     /// One batch of 8 independent relaxed atomic loads in a chain of such
     /// batches (`native_atomic_load_batch`), nanoseconds.
     pub atomic_load_batch_ns: f64,
+    /// One warp shuffle in a chain of dependent ones, nanoseconds.
+    pub shuffle_ns: f64,
+    /// One block barrier that every thread of the block reaches at once,
+    /// nanoseconds.
+    pub block_barrier_ns: f64,
+    /// One element of a warp's volatile element copy, the lanes' elements
+    /// side by side (coalesced), nanoseconds.
+    pub element_coalesced_ns: f64,
+    /// The same with the lanes' elements [`ELEMENTS`] words apart (32
+    /// lines per warp access), nanoseconds.
+    pub element_apart_ns: f64,
     /// Kernel time of an empty kernel on the run's world, nanoseconds.
     pub empty_kernel_ns: f64,
     /// Kernel time of every rank adding `contention_adds` times to one word,
@@ -129,6 +145,10 @@ impl serde::Serialize for Limits {
             atomic_rmw_ns: f64,
             atomic_load_ns: f64,
             atomic_load_batch_ns: f64,
+            shuffle_ns: f64,
+            block_barrier_ns: f64,
+            element_coalesced_ns: f64,
+            element_apart_ns: f64,
             empty_kernel_ns: f64,
             contention_kernel_ns: f64,
             contention_ranks: u32,
@@ -153,6 +173,10 @@ impl serde::Serialize for Limits {
             atomic_rmw_ns: self.atomic_rmw_ns,
             atomic_load_ns: self.atomic_load_ns,
             atomic_load_batch_ns: self.atomic_load_batch_ns,
+            shuffle_ns: self.shuffle_ns,
+            block_barrier_ns: self.block_barrier_ns,
+            element_coalesced_ns: self.element_coalesced_ns,
+            element_apart_ns: self.element_apart_ns,
             empty_kernel_ns: self.empty_kernel_ns,
             contention_kernel_ns: self.contention_kernel_ns,
             contention_ranks: self.contention_ranks,
@@ -195,7 +219,7 @@ impl Limits {
     pub fn profile(&self, name: &str, base: &Profile, base_label: &str, header: &[String]) -> WrittenProfile {
         let b = base;
         let load = self.atomic_load_ns - b.issue_ns;
-        let derived: [(&'static str, f64, String); 8] = [
+        let derived: [(&'static str, f64, String); 10] = [
             (
                 "load_ns",
                 load,
@@ -270,6 +294,22 @@ impl Limits {
                 ),
             ),
             (
+                "warp_op_ns",
+                self.shuffle_ns,
+                format!(
+                    "a chain of dependent warp shuffles, {} ns each",
+                    fmt_num(self.shuffle_ns)
+                ),
+            ),
+            (
+                "block_barrier_ns",
+                self.block_barrier_ns,
+                format!(
+                    "block barriers that every thread reaches at once, {} ns each",
+                    fmt_num(self.block_barrier_ns)
+                ),
+            ),
+            (
                 "launch_ns",
                 f64::NAN,
                 String::new(),
@@ -300,7 +340,11 @@ impl Limits {
             .chain([("launch_ns", 0.0)])
             .collect();
         let own = with_values(b, &written).and_then(|p| modelled_kernel_ns(p, self.contention_ranks));
-        derived[6] = (
+        let launch = derived
+            .iter()
+            .position(|(k, _, _)| *k == "launch_ns")
+            .expect("launch_ns is derived");
+        derived[launch] = (
             "launch_ns",
             own.map_or(f64::NAN, |own| self.empty_kernel_ns - own),
             match own {
@@ -511,6 +555,61 @@ pub(crate) fn measure(ctx: &mut Ctx) -> Result<(Limits, Section), String> {
         }
     }
 
+    // A chain of shuffles and a run of block barriers in block 0, and a
+    // warp's element copies, coalesced and not.
+    let (mut shuffles, mut barriers) = (Vec::new(), Vec::new());
+    let (mut coalesced, mut apart) = (Vec::new(), Vec::new());
+    let copy_words = 32 * ELEMENTS as usize;
+    let host: Vec<u64> = (0..copy_words).map(pattern_word).collect();
+    let esrc = ctx.device.upload(&host).map_err(|e| format!("upload: {e}"))?;
+    let mut edst = ctx.alloc::<u64>(copy_words)?;
+    for _ in 0..reps {
+        let args = AtomicArgs {
+            peer: 0,
+            warmup,
+            iterations,
+            reserved: 0,
+            flags: flags.slice(),
+            out: out.slice(),
+        };
+        let total = (warmup + iterations) as u64;
+        for (kernel, times) in [
+            (&NATIVE_SHUFFLE_CHAIN, &mut shuffles),
+            (&NATIVE_BLOCK_BARRIER, &mut barriers),
+        ] {
+            ctx.zero(&mut out)?;
+            ctx.launch(kernel, &args, &ctx.world(n, Some(block_dim)))?;
+            let o = ctx.download(&out)?;
+            if o[1] != 0 || o[2] != total {
+                return Err(format!(
+                    "{}: check failed ({} errors, {} of {total} rounds)",
+                    kernel.name, o[1], o[2]
+                ));
+            }
+            ctx.checked();
+            times.push(o[0] as f64 / iterations as f64);
+        }
+        for (spread, times) in [(0, &mut coalesced), (1, &mut apart)] {
+            ctx.zero(&mut out)?;
+            ctx.zero(&mut edst)?;
+            let args = ElementCopyArgs {
+                elements: ELEMENTS,
+                apart: spread,
+                src: esrc.slice(),
+                dst: edst.slice(),
+                out: out.slice(),
+            };
+            ctx.launch(&NATIVE_ELEMENT_COPY, &args, &ctx.world(n, Some(block_dim)))?;
+            let o = ctx.download(&out)?;
+            if ctx.download(&edst)? != host || o[2] != u64::from(ELEMENTS) {
+                return Err("native_element_copy: the destination differs from the source".into());
+            }
+            ctx.checked();
+            times.push(o[0] as f64 / f64::from(ELEMENTS));
+        }
+    }
+    drop((host, esrc, edst));
+
     // Every rank adds to one word; an empty kernel on the same world.
     let world = ctx.world(ctx.ranks, None);
     let adds = ctx.preset.loops((0, 8), (0, 4)).1;
@@ -575,6 +674,10 @@ pub(crate) fn measure(ctx: &mut Ctx) -> Result<(Limits, Section), String> {
         atomic_rmw_ns: median(&rmws),
         atomic_load_ns: median(&loads),
         atomic_load_batch_ns: median(&batches),
+        shuffle_ns: median(&shuffles),
+        block_barrier_ns: median(&barriers),
+        element_coalesced_ns: median(&coalesced),
+        element_apart_ns: median(&apart),
         empty_kernel_ns: median(&empty),
         contention_kernel_ns: median(&contended),
         contention_ranks: ctx.ranks,
@@ -647,6 +750,30 @@ pub(crate) fn measure(ctx: &mut Ctx) -> Result<(Limits, Section), String> {
                 "x",
                 "1: the 8 loads fully overlap; 8: they are a chain (the model: batch_load_ns per load after the first)"
                     .into(),
+            ),
+            row(
+                "warp shuffle",
+                limits.shuffle_ns,
+                "ns",
+                format!("{iterations} dependent shfl.sync by one warp"),
+            ),
+            row(
+                "block barrier",
+                limits.block_barrier_ns,
+                "ns",
+                format!("{iterations} bar.sync by a block of {block_dim}, every thread arriving at once"),
+            ),
+            row(
+                "element copy, coalesced",
+                limits.element_coalesced_ns,
+                "ns",
+                format!("one warp, {ELEMENTS} elements per lane, each a volatile load and the store of its value; lanes side by side"),
+            ),
+            row(
+                "element copy, lanes apart",
+                limits.element_apart_ns,
+                "ns",
+                format!("the same with the lanes' elements {} KiB apart (32 lines per warp access)", ELEMENTS * 8 / 1024),
             ),
             row(
                 "RMW interval, one word",

@@ -29,15 +29,19 @@ fn synthetic() -> &'static Profile {
     p.copy_device_gbps = 400.0;
     p.launch_ns = 8000.0;
     p.batch_load_ns = 40.0;
+    p.warp_op_ns = 25.0;
+    p.block_barrier_ns = 35.0;
     p.leak()
 }
 
 /// The parameters the limits measure, in the file's order.
-const MEASURED: [&str; 8] = [
+const MEASURED: [&str; 10] = [
     "load_ns",
     "visible_ns",
     "rmw_ns",
     "rmw_interval_ns",
+    "block_barrier_ns",
+    "warp_op_ns",
     "copy_thread_gbps",
     "copy_device_gbps",
     "launch_ns",
@@ -169,7 +173,7 @@ fn the_binary_writes_a_profile_that_models_the_same_gpu() {
         "{stdout}{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(stdout.contains("8 of its 20 parameters measured"), "{stdout}");
+    assert!(stdout.contains("10 of its 20 parameters measured"), "{stdout}");
     let text = std::fs::read_to_string(&output).unwrap();
     let written = Profile::load(&output).unwrap_or_else(|e| panic!("{e}\n{text}"));
     assert_eq!(written.name, "my card");

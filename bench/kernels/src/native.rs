@@ -1322,6 +1322,117 @@ gpu_mpi_device::kernel! {
     }
 }
 
+gpu_mpi_device::kernel! {
+    /// The lanes of block 0's first warp pass values around with
+    /// `iterations` dependent shuffles (each lane's next value is its
+    /// neighbour's plus one): the latency of one warp shuffle, the timing
+    /// model's `warp_op_ns`. Lane 0 checks where its value ended.
+    pub static NATIVE_SHUFFLE_CHAIN = fn native_shuffle_chain(_world: &World, args: &AtomicArgs) -> Result<(), Error> {
+        let c = intrinsics::coordinates();
+        if c.block != 0 || c.thread >= 32 {
+            return Ok(());
+        }
+        check_len(&args.out, LIMIT_RESULTS)?;
+        let mask = intrinsics::warp_mask();
+        let total = args.warmup + args.iterations;
+        let mut start = intrinsics::clock_ns();
+        let mut v = c.thread;
+        for it in 0..total {
+            if it == args.warmup {
+                start = intrinsics::clock_ns();
+            }
+            v = intrinsics::shfl_xor_sync(mask, v, 1).wrapping_add(1);
+        }
+        let elapsed = intrinsics::clock_ns().wrapping_sub(start);
+        if c.thread == 0 {
+            // Lane 0 holds lane (total mod 2)'s start plus one per step.
+            let errors = (v != total % 2 + total) as u64;
+            args.out.write(0, elapsed)?;
+            args.out.write(1, errors)?;
+            args.out.write(2, total as u64)?;
+        }
+        Ok(())
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// Block 0 meets in `iterations` block barriers, every thread arriving
+    /// at once: the cost of one barrier after its last arrival, the timing
+    /// model's `block_barrier_ns`. The last round counts its arrivals.
+    pub static NATIVE_BLOCK_BARRIER = fn native_block_barrier(_world: &World, args: &AtomicArgs) -> Result<(), Error> {
+        let c = intrinsics::coordinates();
+        if c.block != 0 {
+            return Ok(());
+        }
+        check_len(&args.out, LIMIT_RESULTS)?;
+        let total = args.warmup + args.iterations;
+        let mut start = intrinsics::clock_ns();
+        for it in 0..total {
+            if it == args.warmup {
+                start = intrinsics::clock_ns();
+            }
+            intrinsics::block_barrier();
+        }
+        let elapsed = intrinsics::clock_ns().wrapping_sub(start);
+        let arrived = intrinsics::block_barrier_count(true);
+        if c.thread == 0 {
+            args.out.write(0, elapsed)?;
+            args.out.write(1, (arrived != c.block_dim) as u64)?;
+            args.out.write(2, total as u64)?;
+        }
+        Ok(())
+    }
+}
+
+/// Arguments of [`native_element_copy`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct ElementCopyArgs {
+    /// Elements each lane copies.
+    pub elements: u32,
+    /// Whether the lanes' elements lie `elements` apart (each warp access
+    /// touches 32 lines) rather than side by side (one line or two).
+    pub apart: u32,
+    /// Source words, `32 × elements`.
+    pub src: GlobalSlice<u64>,
+    /// Destination words, as many.
+    pub dst: GlobalSlice<u64>,
+    /// `LIMIT_RESULTS` words, as [`AtomicArgs::out`].
+    pub out: GlobalSlice<u64>,
+}
+
+gpu_mpi_device::kernel! {
+    /// Block 0's first warp copies `elements` words per lane, each a
+    /// volatile load and the store of its value (`write(i, read(i))`, the
+    /// native collectives' element loops), with the lanes' words side by
+    /// side or `elements` apart: one dependent load per element, coalesced
+    /// or not. The timing model prices both alike (docs/model.md, "What
+    /// the model cannot see").
+    pub static NATIVE_ELEMENT_COPY = fn native_element_copy(_world: &World, args: &ElementCopyArgs) -> Result<(), Error> {
+        let c = intrinsics::coordinates();
+        if c.block != 0 || c.thread >= 32 {
+            return Ok(());
+        }
+        check_len(&args.out, LIMIT_RESULTS)?;
+        let n = args.elements as usize;
+        check_len(&args.src, 32 * n)?;
+        check_len(&args.dst, 32 * n)?;
+        let lane = c.thread as usize;
+        let at = |i: usize| if args.apart != 0 { lane * n + i } else { i * 32 + lane };
+        let start = intrinsics::clock_ns();
+        for i in 0..n {
+            args.dst.write(at(i), args.src.read(at(i))?)?;
+        }
+        let elapsed = intrinsics::clock_ns().wrapping_sub(start);
+        if lane == 0 {
+            args.out.write(0, elapsed)?;
+            args.out.write(1, 0)?;
+            args.out.write(2, n as u64)?;
+        }
+        Ok(())
+    }
+}
+
 /// Arguments of [`native_chunk_copy`].
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Pod, Zeroable)]
