@@ -556,7 +556,9 @@ pub(crate) fn measure(ctx: &mut Ctx) -> Result<(Limits, Section), String> {
     }
 
     // A chain of shuffles and a run of block barriers in block 0, and a
-    // warp's element copies, coalesced and not.
+    // warp's element copies, coalesced and not. The shuffles and the copies
+    // run on one full warp, whatever the run's world.
+    let warp = ctx.world(32, Some(32));
     let (mut shuffles, mut barriers) = (Vec::new(), Vec::new());
     let (mut coalesced, mut apart) = (Vec::new(), Vec::new());
     let copy_words = 32 * ELEMENTS as usize;
@@ -573,12 +575,12 @@ pub(crate) fn measure(ctx: &mut Ctx) -> Result<(Limits, Section), String> {
             out: out.slice(),
         };
         let total = (warmup + iterations) as u64;
-        for (kernel, times) in [
-            (&NATIVE_SHUFFLE_CHAIN, &mut shuffles),
-            (&NATIVE_BLOCK_BARRIER, &mut barriers),
+        for (kernel, world, times) in [
+            (&NATIVE_SHUFFLE_CHAIN, &warp, &mut shuffles),
+            (&NATIVE_BLOCK_BARRIER, &ctx.world(n, Some(block_dim)), &mut barriers),
         ] {
             ctx.zero(&mut out)?;
-            ctx.launch(kernel, &args, &ctx.world(n, Some(block_dim)))?;
+            ctx.launch(kernel, &args, world)?;
             let o = ctx.download(&out)?;
             if o[1] != 0 || o[2] != total {
                 return Err(format!(
@@ -599,7 +601,7 @@ pub(crate) fn measure(ctx: &mut Ctx) -> Result<(Limits, Section), String> {
                 dst: edst.slice(),
                 out: out.slice(),
             };
-            ctx.launch(&NATIVE_ELEMENT_COPY, &args, &ctx.world(n, Some(block_dim)))?;
+            ctx.launch(&NATIVE_ELEMENT_COPY, &args, &warp)?;
             let o = ctx.download(&out)?;
             if ctx.download(&edst)? != host || o[2] != u64::from(ELEMENTS) {
                 return Err("native_element_copy: the destination differs from the source".into());
