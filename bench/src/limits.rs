@@ -577,7 +577,11 @@ pub(crate) fn measure(ctx: &mut Ctx) -> Result<(Limits, Section), String> {
         let total = (warmup + iterations) as u64;
         for (kernel, world, times) in [
             (&NATIVE_SHUFFLE_CHAIN, &warp, &mut shuffles),
-            (&NATIVE_BLOCK_BARRIER, &ctx.world(n, Some(block_dim)), &mut barriers),
+            (
+                &NATIVE_BLOCK_BARRIER,
+                &ctx.world(n, Some(block_dim)),
+                &mut barriers,
+            ),
         ] {
             ctx.zero(&mut out)?;
             ctx.launch(kernel, &args, world)?;

@@ -40,10 +40,14 @@ pub struct WaitFor {
 
 impl Core {
     fn wait_word(&self, word: WaitWord) -> &shim::AtomicU32 {
-        let off = self.wait_record() + word.offset();
+        self.wait_word_at(self.wait_record(), word)
+    }
+
+    /// Word `word` of the wait record at offset `record` ([`Core::wait_record`]).
+    fn wait_word_at(&self, record: usize, word: WaitWord) -> &shim::AtomicU32 {
         // SAFETY: the record lies inside the world memory, 4-byte aligned, and
         // its words are only accessed atomically.
-        unsafe { shim::atomic_u32_at(self.base, off) }
+        unsafe { shim::atomic_u32_at(self.base, record + word.offset()) }
     }
 
     /// Writes this rank's wait record. Every blocking call and every
@@ -72,13 +76,16 @@ impl Core {
     /// the emulator's scheduler lock), never used to synchronise ranks.
     #[inline(always)]
     pub(crate) fn write_wait_record(&self, w: WaitFor) {
-        self.wait_word(WaitWord::Operation)
+        // The record's offset once: the stores' `asm!` would have the
+        // layout read again before each (a load of the world's header).
+        let record = self.wait_record();
+        self.wait_word_at(record, WaitWord::Operation)
             .store(w.operation as u32, Ordering::Relaxed);
-        self.wait_word(WaitWord::Peer)
+        self.wait_word_at(record, WaitWord::Peer)
             .store(w.peer as u32, Ordering::Relaxed);
-        self.wait_word(WaitWord::Tag)
+        self.wait_word_at(record, WaitWord::Tag)
             .store(w.tag as u32, Ordering::Relaxed);
-        self.wait_word(WaitWord::State)
+        self.wait_word_at(record, WaitWord::State)
             .store(STATE_WAITING, Ordering::Relaxed);
     }
 
@@ -277,7 +284,8 @@ pub(crate) fn wait_core_polled<T>(
 /// would): the world barrier, which records its wait before the block
 /// barrier that opens it. Neither the start nor the first failed poll
 /// writes the record again, which saves loads of the rank's own record
-/// that the barrier's acquire has evicted from L1.
+/// that the barrier's acquire has evicted from L1; nor does the end: the
+/// record says the rank waits until the caller marks it running.
 #[inline(always)]
 pub(crate) fn wait_recorded<T>(
     c: &Core,
@@ -333,7 +341,11 @@ fn wait_from<T>(
         if !skip {
             if let Some(r) = poll(&mut backoff) {
                 if polls != 0 {
-                    c.record_state(STATE_RUNNING);
+                    // A recorded wait's caller still waits (for its block)
+                    // and marks the rank running itself.
+                    if start != Start::Recorded {
+                        c.record_state(STATE_RUNNING);
+                    }
                     crate::trace::wait_ended(c);
                 }
                 return r;

@@ -688,9 +688,16 @@ fn wait_words(base: u64, rank: u32) {
 pub(crate) struct Span {
     base: *mut u8,
     rank: u32,
-    /// The `polling::Call` code (low 16 bits) and the context word (high).
+    /// The `polling::Call` code (low 8 bits), [`SPAN_TRACED`], and the
+    /// context word (high 16 bits).
     call_context: u32,
 }
+
+/// The bit of [`Span::call_context`] that says the rank traces: read once
+/// as the span opens. After the collective the world's configuration is
+/// out of L1 (its acquires emptied it), so a second read would be a round
+/// trip to L2 on every collective's way out.
+const SPAN_TRACED: u32 = 1 << 15;
 
 impl Span {
     /// Enters world collective `call` (a `polling::Call` code) with root
@@ -706,29 +713,26 @@ impl Span {
     /// world).
     #[inline(always)]
     pub(crate) fn enter_in(w: &Core, call: u32, root: i32, id: u32, start: u32, size: u32) -> Span {
-        if on(w) {
+        let traced = on(w);
+        if traced {
             enter_words(w.base as u64, w.rank, call, root, id, start, size);
         }
         Span {
             base: w.base,
             rank: w.rank,
-            call_context: call | ((id << 1) | 1) << 16,
+            call_context: (call & 0xff) | if traced { SPAN_TRACED } else { 0 } | ((id << 1) | 1) << 16,
         }
     }
 
     /// Leaves the collective with result `r`, which it returns.
     #[inline(always)]
     pub(crate) fn leave(self, r: Result<(), Error>) -> Result<(), Error> {
-        let w = Core {
-            base: self.base,
-            rank: self.rank,
-        };
-        if on(&w) {
+        if self.call_context & SPAN_TRACED != 0 {
             let class = match &r {
                 Ok(()) => 0,
                 Err(e) => e.class() as u32,
             };
-            leave_words(w.base as u64, w.rank, self.call_context, class);
+            leave_words(self.base as u64, self.rank, self.call_context, class);
         }
         r
     }
@@ -786,7 +790,7 @@ fn leave_words(base: u64, rank: u32, call_context: u32, class: u32) {
         rank,
         head(
             TraceKind::CollectiveLeave,
-            call_context & 0xffff,
+            call_context & 0xff,
             call_context >> 16,
         ),
         -2,

@@ -425,10 +425,6 @@ impl World {
                         });
                         agreed = keys_agree(&keys);
                     }
-                    // A finished wait marks the rank running; it still
-                    // waits for its block. The record's other words are
-                    // still `what`'s.
-                    self.record_state(crate::polling::STATE_WAITING);
                 }
                 Err(e) => failure = crate::polling::barrier_word(e),
             }
