@@ -219,7 +219,7 @@ impl Limits {
     pub fn profile(&self, name: &str, base: &Profile, base_label: &str, header: &[String]) -> WrittenProfile {
         let b = base;
         let load = self.atomic_load_ns - b.issue_ns;
-        let derived: [(&'static str, f64, String); 10] = [
+        let derived: [(&'static str, f64, String); 11] = [
             (
                 "load_ns",
                 load,
@@ -307,6 +307,20 @@ impl Limits {
                 format!(
                     "block barriers that every thread reaches at once, {} ns each",
                     fmt_num(self.block_barrier_ns)
+                ),
+            ),
+            // Per element the lanes-apart copy's load and store each touch
+            // 32 lines, the side-by-side copy's 2 (32 lanes x 8 bytes):
+            // 2 x 30 further lines between them.
+            (
+                "line_ns",
+                (self.element_apart_ns - self.element_coalesced_ns) / 60.0,
+                format!(
+                    "a warp's element copy with its lanes {} KiB apart, {} ns per element, less the same side by side, \
+                     {} ns, over the 60 further lines of its load and store",
+                    ELEMENTS * 8 / 1024,
+                    fmt_num(self.element_apart_ns),
+                    fmt_num(self.element_coalesced_ns)
                 ),
             ),
             (

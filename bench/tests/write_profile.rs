@@ -31,11 +31,12 @@ fn synthetic() -> &'static Profile {
     p.batch_load_ns = 40.0;
     p.warp_op_ns = 25.0;
     p.block_barrier_ns = 35.0;
+    p.line_ns = 12.0;
     p.leak()
 }
 
 /// The parameters the limits measure, in the file's order.
-const MEASURED: [&str; 10] = [
+const MEASURED: [&str; 11] = [
     "load_ns",
     "visible_ns",
     "rmw_ns",
@@ -46,6 +47,7 @@ const MEASURED: [&str; 10] = [
     "copy_device_gbps",
     "launch_ns",
     "batch_load_ns",
+    "line_ns",
 ];
 
 const TOLERANCE: f64 = 0.02;
@@ -173,7 +175,7 @@ fn the_binary_writes_a_profile_that_models_the_same_gpu() {
         "{stdout}{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(stdout.contains("10 of its 20 parameters measured"), "{stdout}");
+    assert!(stdout.contains("11 of its 21 parameters measured"), "{stdout}");
     let text = std::fs::read_to_string(&output).unwrap();
     let written = Profile::load(&output).unwrap_or_else(|e| panic!("{e}\n{text}"));
     assert_eq!(written.name, "my card");

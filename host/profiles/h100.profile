@@ -25,3 +25,4 @@ library_ns = 26            # fitted (docs/model.md, 44dbb0c on the H200): pi p2p
 copy_wide_gbps = 0.369     # fitted on the H200 (the same SMs; the H100 never ran copy_wide): the 64 KiB one-way MPI latency, 186.4 us, less the 8-byte one
 shared_ns = 17             # public: a shared-memory load ~30 cycles at 1.755 GHz (Luo et al., "Benchmarking and Dissecting the Nvidia Hopper GPU Architecture", 2024); not measured here
 batch_load_ns = 27.6       # measured on the H200 (the same SMs and clocks; no H100 measured it): batches of 8 independent relaxed loads, 349.9 ns, less one dependent load, 156.5 ns, over 7 (docs/bench/h200-2026-11-30)
+line_ns = 7               # fitted (docs/model.md, "Coalescing"): per further 128-byte line of a warp's data access

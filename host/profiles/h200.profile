@@ -29,3 +29,4 @@ library_ns = 26            # fitted (docs/model.md, 44dbb0c on the H200): pi p2p
 copy_wide_gbps = 0.369     # fitted: the 64 KiB one-way MPI latency, 186.4 us, less the modelled rest of the message (a direct message, one copy_wide); 1 MiB one pair measured 0.372 GB/s
 shared_ns = 17             # public: a shared-memory load ~30 cycles at 1.755 GHz (Luo et al., "Benchmarking and Dissecting the Nvidia Hopper GPU Architecture", 2024); not measured here
 batch_load_ns = 27.6       # measured (docs/bench/h200-2026-11-30, 5dd1a39): batches of 8 independent relaxed loads, 349.9 ns each, less one dependent load, 156.5 ns, over the 7 loads after the first
+line_ns = 7               # fitted (docs/model.md, "Coalescing"): per further 128-byte line of a warp's data access

@@ -81,11 +81,17 @@ pub struct Profile {
     /// back, but their values do not all arrive one `load_ns` after the
     /// first's. A vector load is one load of a batch.
     pub batch_load_ns: f64,
+    /// What each 128-byte line beyond the first that one access of a
+    /// warp's lanes touches costs every lane: the further transactions of
+    /// an access whose lanes' addresses lie apart (uncoalesced). Applied to
+    /// data accesses only: plain and volatile loads and stores and the two
+    /// ends of a copy, not atomics or the library's own words.
+    pub line_ns: f64,
 }
 
 /// The keys of a profile file, in the order [`Profile`]'s `Display` writes
 /// them (`name` comes first).
-const KEYS: [&str; 20] = [
+const KEYS: [&str; 21] = [
     "load_hit_ns",
     "load_ns",
     "acquire_ns",
@@ -106,6 +112,7 @@ const KEYS: [&str; 20] = [
     "copy_wide_gbps",
     "shared_ns",
     "batch_load_ns",
+    "line_ns",
 ];
 
 /// Profiles are equal when their names and values are, bit for bit (so
@@ -324,6 +331,7 @@ impl Profile {
             copy_wide_gbps: v[17],
             shared_ns: v[18],
             batch_load_ns: v[19],
+            line_ns: v[20],
         })
     }
 
@@ -356,6 +364,7 @@ impl Profile {
             self.copy_wide_gbps,
             self.shared_ns,
             self.batch_load_ns,
+            self.line_ns,
         ]
     }
 }
@@ -626,7 +635,7 @@ mod tests {
         let unknown = format!("{good}warp_speed = 9\n");
         assert!(matches!(
             Profile::parse(&unknown),
-            Err(ProfileError::UnknownKey { line: 22, .. })
+            Err(ProfileError::UnknownKey { line: 23, .. })
         ));
         let word = good.replace("fence_ns = ", "fence_ns = fast");
         assert!(matches!(Profile::parse(&word), Err(ProfileError::Syntax { .. })));

@@ -24,6 +24,11 @@
 //! - **L1.** Plain loads of a 128-byte line the rank loaded before hit L1
 //!   (a few lines per rank); an acquire or a fence invalidates them, as on
 //!   sm_70 and later. Atomic and volatile loads always go to L2.
+//! - **Coalescing.** The lanes of a warp that make their n-th data access
+//!   (a plain or volatile load or store, a copy's two ends) since they last
+//!   met at a block barrier or warp collective are taken to make it
+//!   together, as one instruction: every 128-byte line it touches beyond
+//!   the first costs each of them `line_ns` ([`Model::coalesce`]).
 //!
 //! All times are integer picoseconds, so a run is a function of the
 //! program, the world and the profile.
@@ -45,6 +50,12 @@ const LINES: usize = 4;
 const VOLATILE_RUN: u32 = 8;
 /// Bytes of an L1 line.
 const LINE_SHIFT: u32 = 7;
+/// Lanes of a warp.
+const LANES: usize = 32;
+/// A warp's data accesses the model keeps for its lanes to meet at: the
+/// lanes that run behind are rarely more than one or two accesses behind
+/// (the scheduler runs the rank whose clock is smallest).
+const WARP_ACCESSES: usize = 8;
 
 /// A category's index in [`RankTime::spent_ps`].
 const fn index(c: TimeCategory) -> usize {
@@ -91,6 +102,7 @@ struct Costs {
     issue: u64,
     library: u64,
     shared: u64,
+    line: u64,
 }
 
 /// What the ranks of a timed run share: the costs and the state of memory
@@ -107,6 +119,36 @@ pub(crate) struct Model {
     copy_free: Cell<u64>,
     /// The access log asked for, and the world it names places in.
     log: Option<(LogOf, RefCell<AccessLog>)>,
+    /// Threads per block: which ranks are lanes of one warp.
+    block_dim: u32,
+    /// Per warp that made a data access (block-major index): what its
+    /// lanes' recent data accesses touched.
+    warps: RefCell<HashMap<u32, Box<Warp>>>,
+}
+
+/// One data access of a warp's lanes, as far as they have made it.
+#[derive(Clone, Copy)]
+struct WarpAccess {
+    /// The lanes' meeting count ([`Warp::met`]) and access number.
+    key: (u32, u32),
+    /// The lanes that made it.
+    lanes: u32,
+    /// The lines it touched (line address + 1), `touched` of them.
+    lines: [usize; LANES],
+    touched: usize,
+}
+
+/// What the model knows of one warp's lanes for [`Model::coalesce`].
+struct Warp {
+    /// Per lane: block barriers and warp collectives it left.
+    met: [u32; LANES],
+    /// Per lane: data accesses since then.
+    accesses: [u32; LANES],
+    /// Per lane: line time it owes, for loads and for stores, paid at its
+    /// next access ([`Model::settle`]).
+    owed: [(u64, u64); LANES],
+    /// The recent accesses, by access number modulo their count.
+    recent: [WarpAccess; WARP_ACCESSES],
 }
 
 /// Which rank's accesses a [`Model`] logs, and the world memory whose
@@ -121,8 +163,8 @@ pub(crate) struct LogOf {
 }
 
 impl Model {
-    /// The model of `profile`.
-    pub(crate) fn new(profile: &Profile, log: Option<LogOf>) -> Model {
+    /// The model of `profile` for a world of blocks of `block_dim` threads.
+    pub(crate) fn new(profile: &Profile, log: Option<LogOf>, block_dim: u32) -> Model {
         let p = profile;
         Model {
             name: p.name.clone(),
@@ -147,10 +189,13 @@ impl Model {
                 issue: ps(p.issue_ns),
                 library: ps(p.library_ns),
                 shared: ps(p.shared_ns),
+                line: ps(p.line_ns),
             },
             visible: RefCell::new(HashMap::new()),
             rmw_free: RefCell::new(HashMap::new()),
             copy_free: Cell::new(0),
+            block_dim: block_dim.max(1),
+            warps: RefCell::new(HashMap::new()),
             log: log.map(|of| {
                 let rank = of.rank;
                 (
@@ -238,6 +283,7 @@ impl Model {
         if !volatile_read {
             self.end_volatile_run(clock);
         }
+        self.settle(rank, clock);
         match access {
             // Batches nest (a batch of vector loads, each a batch of its
             // words on the emulator): the outermost one decides when the
@@ -302,6 +348,8 @@ impl Model {
             Access::Plain { addr, bytes, write } | Access::Private { addr, bytes, write } => {
                 if matches!(access, Access::Private { .. }) {
                     clock.spend(TimeCategory::Issue, c.library);
+                } else {
+                    self.coalesce(rank, addr, write);
                 }
                 if write {
                     clock.spend(TimeCategory::Stores, c.store);
@@ -316,7 +364,8 @@ impl Model {
             // before their uses); any other access waits for them first: a
             // store of the loaded value (an element copy) makes each load
             // wait alone.
-            Access::Volatile { write, .. } => {
+            Access::Volatile { addr, write, .. } => {
+                self.coalesce(rank, addr, write);
                 if write {
                     clock.spend(TimeCategory::Stores, c.store);
                 } else {
@@ -352,10 +401,17 @@ impl Model {
                 clock.spend(TimeCategory::Fences, c.fence);
                 clock.invalidate_l1();
             }
-            Access::Copy { bytes, wide, .. } => {
+            Access::Copy {
+                bytes,
+                wide,
+                src,
+                dst,
+            } => {
                 if bytes == 0 {
                     return;
                 }
+                self.coalesce(rank, src, false);
+                self.coalesce(rank, dst, true);
                 let now = clock.now();
                 let per_byte = if wide {
                     c.wide_ps_per_byte
@@ -490,6 +546,115 @@ impl Model {
             if let Some(done) = clock.batch.take() {
                 clock.until(TimeCategory::Loads, done);
             }
+        }
+    }
+
+    /// The warp and lane of `rank`.
+    fn lane_of(&self, rank: u32) -> (u32, usize) {
+        let (block, thread) = (rank / self.block_dim, rank % self.block_dim);
+        let warp = block * self.block_dim.div_ceil(LANES as u32) + thread / LANES as u32;
+        (warp, (thread % LANES as u32) as usize)
+    }
+
+    /// A data access of `rank` to the line of `addr` (`write`: a store),
+    /// taken to be made by its warp's lanes together: the lanes' n-th data
+    /// access since they last met at a block barrier or a warp collective
+    /// ([`Model::synchronised`]) is one instruction of the warp. Each line
+    /// the instruction touches beyond its first costs every lane that made
+    /// it `line_ns`, owed until its next access ([`Model::settle`]): a lane
+    /// that makes it later owes for the lines before it at once, and a new
+    /// line adds to what every lane in it owes. Lanes in step therefore pay
+    /// what the GPU's lockstep warp pays for an access split into several
+    /// transactions, whichever lane the scheduler ran first. Lanes that are
+    /// not in step (different paths) meet at accesses that are not the same
+    /// instruction: the model charges such a pair as one access of two
+    /// lines, where the GPU runs the two paths in turn (divergence, which
+    /// the model does not see either).
+    fn coalesce(&self, rank: u32, addr: usize, write: bool) {
+        let line = self.costs.line;
+        if line == 0 {
+            return;
+        }
+        let (w, lane) = self.lane_of(rank);
+        let mut warps = self.warps.borrow_mut();
+        let warp = warps.entry(w).or_insert_with(|| {
+            Box::new(Warp {
+                met: [0; LANES],
+                accesses: [0; LANES],
+                owed: [(0, 0); LANES],
+                recent: [WarpAccess {
+                    key: (u32::MAX, 0),
+                    lanes: 0,
+                    lines: [0; LANES],
+                    touched: 0,
+                }; WARP_ACCESSES],
+            })
+        });
+        let key = (warp.met[lane], warp.accesses[lane]);
+        warp.accesses[lane] += 1;
+        let at = &mut warp.recent[key.1 as usize % WARP_ACCESSES];
+        if at.key != key || at.lanes & (1 << lane) != 0 {
+            *at = WarpAccess {
+                key,
+                lanes: 0,
+                lines: [0; LANES],
+                touched: 0,
+            };
+        }
+        let owe = |owed: &mut (u64, u64), ps: u64| {
+            if write {
+                owed.1 += ps;
+            } else {
+                owed.0 += ps;
+            }
+        };
+        if at.touched > 1 {
+            owe(&mut warp.owed[lane], (at.touched as u64 - 1) * line);
+        }
+        at.lanes |= 1 << lane;
+        let tag = (addr >> LINE_SHIFT) + 1;
+        if !at.lines[..at.touched].contains(&tag) {
+            at.lines[at.touched] = tag;
+            at.touched += 1;
+            if at.touched > 1 {
+                for l in 0..LANES {
+                    if at.lanes & (1 << l) != 0 {
+                        owe(&mut warp.owed[l], line);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Pays what `rank` owes for its warp's accesses' further lines
+    /// ([`Model::coalesce`]): before its next access, a clock read, a wait
+    /// for another rank and its return.
+    pub(crate) fn settle(&self, rank: u32, clock: &Clock) {
+        if self.costs.line == 0 {
+            return;
+        }
+        let (w, lane) = self.lane_of(rank);
+        let mut warps = self.warps.borrow_mut();
+        if let Some(warp) = warps.get_mut(&w) {
+            let (loads, stores) = core::mem::take(&mut warp.owed[lane]);
+            clock.spend(TimeCategory::Loads, loads);
+            clock.spend(TimeCategory::Stores, stores);
+        }
+    }
+
+    /// `rank` left a block barrier or warp collective with the other lanes
+    /// of its warp there: their data accesses count from there, and what
+    /// they owed is paid (the barrier waited for the lane that made the
+    /// last access, which owed as much).
+    pub(crate) fn synchronised(&self, rank: u32) {
+        if self.costs.line == 0 {
+            return;
+        }
+        let (w, lane) = self.lane_of(rank);
+        if let Some(warp) = self.warps.borrow_mut().get_mut(&w) {
+            warp.met[lane] += 1;
+            warp.accesses[lane] = 0;
+            warp.owed[lane] = (0, 0);
         }
     }
 
@@ -700,7 +865,7 @@ mod tests {
     use super::*;
 
     fn model() -> Model {
-        Model::new(Profile::h100(), None)
+        Model::new(Profile::h100(), None, 32)
     }
 
     fn relaxed_load(addr: usize) -> Access {
@@ -759,7 +924,7 @@ mod tests {
         // the batch began, so only batch_load_ns separates them.
         let mut p = Profile::h100().clone();
         p.issue_ns = 0.0;
-        let m = Model::new(&p, None);
+        let m = Model::new(&p, None, 32);
         let vector = |c: &Clock, at: usize| {
             m.charge(0, c, Access::BatchBegin { vector: true });
             for k in 0..4 {
@@ -1084,6 +1249,71 @@ mod tests {
             },
         );
         assert_eq!(b.now(), a.now() + ps(p.shared_ns) + ps(p.shared_ns));
+    }
+
+    #[test]
+    fn a_warps_access_costs_each_lane_its_further_lines() {
+        let m = model();
+        let p = Profile::h100();
+        // One load by each of 32 lanes, lanes 8 bytes apart (two lines)
+        // or a line apart (32 lines), each lane settling at its next
+        // access, after every lane made this one (as the scheduler runs
+        // them: smallest clock first).
+        let warp = |stride: usize, base: usize| -> Vec<u64> {
+            let clocks: Vec<Clock> = (0..32).map(|_| Clock::new()).collect();
+            for (lane, c) in clocks.iter().enumerate() {
+                m.charge(
+                    lane as u32,
+                    c,
+                    Access::Plain {
+                        addr: base + lane * stride,
+                        bytes: 8,
+                        write: false,
+                    },
+                );
+            }
+            for (lane, c) in clocks.iter().enumerate() {
+                m.settle(lane as u32, c);
+            }
+            clocks.iter().map(Clock::now).collect()
+        };
+        let access = ps(p.issue_ns + p.load_ns);
+        assert!(warp(8, 1 << 20).iter().all(|&t| t == access + ps(p.line_ns)));
+        // The lanes met no barrier since: their second access is another
+        // instruction, which costs its own lines.
+        assert!(warp(128, 1 << 24)
+            .iter()
+            .all(|&t| t == access + 31 * ps(p.line_ns)));
+        let spent = Clock::new();
+        m.synchronised(0);
+        m.charge(
+            0,
+            &spent,
+            Access::Plain {
+                addr: 0,
+                bytes: 8,
+                write: true,
+            },
+        );
+        m.settle(0, &spent);
+        assert_eq!(
+            spent.now(),
+            ps(p.issue_ns + p.store_ns),
+            "after a barrier, a lane alone touches one line"
+        );
+        // A lane of another warp (block of 32) never shares a line with these.
+        let other = Clock::new();
+        m.charge(
+            32,
+            &other,
+            Access::Plain {
+                addr: (1 << 24) + 4096,
+                bytes: 8,
+                write: false,
+            },
+        );
+        m.settle(32, &other);
+        assert_eq!(other.now(), access);
     }
 
     #[test]

@@ -378,12 +378,15 @@ impl RankCtx {
     }
 
     /// Timing mode: the rank waits for its open run of volatile loads
-    /// (`Model::end_volatile_run`) before its clock is read, it waits for
+    /// (`Model::end_volatile_run`) and pays for its warp's accesses' further
+    /// lines (`Model::settle`) before its clock is read, it waits for
     /// another rank, or it returns.
     fn end_volatile_run(&self) {
         if let Some(clock) = self.clock.as_deref() {
             // SAFETY: as in `charge_descriptor_reads`.
-            unsafe { &*self.model }.end_volatile_run(clock);
+            let model = unsafe { &*self.model };
+            model.end_volatile_run(clock);
+            model.settle(self.rank(), clock);
         }
     }
 }
@@ -649,7 +652,7 @@ impl<'s, 'a> Worker<'s, 'a> {
                 world: shared.world.0 as usize,
                 layout: *layout,
             });
-            Box::new(Model::new(p, log))
+            Box::new(Model::new(p, log, block_dim))
         });
         let model_ptr: *const Model = model.as_deref().map_or(std::ptr::null(), |m| m as *const Model);
         let ctxs: Box<[RankCtx]> = (0..n as u32)
@@ -1273,9 +1276,11 @@ impl<'s, 'a> Worker<'s, 'a> {
             .iter()
             .map(|&j| self.ctxs[j].clock().now())
             .fold(trigger, u64::max);
+        let model = self.model.as_deref().expect("timing mode has a model");
         for j in released.drain(..) {
             let c = self.ctxs[j].clock();
             c.until(crate::model::TimeCategory::Barriers, last + cost);
+            model.synchronised(self.ctxs[j].rank());
             heap.push(Reverse((c.now(), j)));
         }
     }
