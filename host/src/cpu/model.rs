@@ -121,9 +121,10 @@ pub(crate) struct Model {
     log: Option<(LogOf, RefCell<AccessLog>)>,
     /// Threads per block: which ranks are lanes of one warp.
     block_dim: u32,
-    /// Per warp that made a data access (block-major index): what its
-    /// lanes' recent data accesses touched.
-    warps: RefCell<HashMap<u32, Box<Warp>>>,
+    /// Per warp (block-major index): what its lanes' recent data accesses
+    /// touched. Allocated once, off the ranks' stacks (empty when
+    /// `line_ns` is 0).
+    warps: RefCell<Vec<Warp>>,
 }
 
 /// One data access of a warp's lanes, as far as they have made it.
@@ -139,6 +140,7 @@ struct WarpAccess {
 }
 
 /// What the model knows of one warp's lanes for [`Model::coalesce`].
+#[derive(Clone)]
 struct Warp {
     /// Per lane: block barriers and warp collectives it left.
     met: [u32; LANES],
@@ -163,9 +165,27 @@ pub(crate) struct LogOf {
 }
 
 impl Model {
-    /// The model of `profile` for a world of blocks of `block_dim` threads.
-    pub(crate) fn new(profile: &Profile, log: Option<LogOf>, block_dim: u32) -> Model {
+    /// The model of `profile` for a world of `blocks` blocks of
+    /// `block_dim` threads.
+    pub(crate) fn new(profile: &Profile, log: Option<LogOf>, blocks: u32, block_dim: u32) -> Model {
         let p = profile;
+        let block_dim = block_dim.max(1);
+        let warps = if p.line_ns > 0.0 {
+            let empty = Warp {
+                met: [0; LANES],
+                accesses: [0; LANES],
+                owed: [(0, 0); LANES],
+                recent: [WarpAccess {
+                    key: (u32::MAX, 0),
+                    lanes: 0,
+                    lines: [0; LANES],
+                    touched: 0,
+                }; WARP_ACCESSES],
+            };
+            vec![empty; blocks as usize * block_dim.div_ceil(LANES as u32) as usize]
+        } else {
+            Vec::new()
+        };
         Model {
             name: p.name.clone(),
             costs: Costs {
@@ -194,8 +214,8 @@ impl Model {
             visible: RefCell::new(HashMap::new()),
             rmw_free: RefCell::new(HashMap::new()),
             copy_free: Cell::new(0),
-            block_dim: block_dim.max(1),
-            warps: RefCell::new(HashMap::new()),
+            block_dim,
+            warps: RefCell::new(warps),
             log: log.map(|of| {
                 let rank = of.rank;
                 (
@@ -577,29 +597,16 @@ impl Model {
         }
         let (w, lane) = self.lane_of(rank);
         let mut warps = self.warps.borrow_mut();
-        let warp = warps.entry(w).or_insert_with(|| {
-            Box::new(Warp {
-                met: [0; LANES],
-                accesses: [0; LANES],
-                owed: [(0, 0); LANES],
-                recent: [WarpAccess {
-                    key: (u32::MAX, 0),
-                    lanes: 0,
-                    lines: [0; LANES],
-                    touched: 0,
-                }; WARP_ACCESSES],
-            })
-        });
+        let Some(warp) = warps.get_mut(w as usize) else {
+            return;
+        };
         let key = (warp.met[lane], warp.accesses[lane]);
         warp.accesses[lane] += 1;
         let at = &mut warp.recent[key.1 as usize % WARP_ACCESSES];
         if at.key != key || at.lanes & (1 << lane) != 0 {
-            *at = WarpAccess {
-                key,
-                lanes: 0,
-                lines: [0; LANES],
-                touched: 0,
-            };
+            at.key = key;
+            at.lanes = 0;
+            at.touched = 0;
         }
         let owe = |owed: &mut (u64, u64), ps: u64| {
             if write {
@@ -635,7 +642,7 @@ impl Model {
         }
         let (w, lane) = self.lane_of(rank);
         let mut warps = self.warps.borrow_mut();
-        if let Some(warp) = warps.get_mut(&w) {
+        if let Some(warp) = warps.get_mut(w as usize) {
             let (loads, stores) = core::mem::take(&mut warp.owed[lane]);
             clock.spend(TimeCategory::Loads, loads);
             clock.spend(TimeCategory::Stores, stores);
@@ -651,7 +658,7 @@ impl Model {
             return;
         }
         let (w, lane) = self.lane_of(rank);
-        if let Some(warp) = self.warps.borrow_mut().get_mut(&w) {
+        if let Some(warp) = self.warps.borrow_mut().get_mut(w as usize) {
             warp.met[lane] += 1;
             warp.accesses[lane] = 0;
             warp.owed[lane] = (0, 0);
@@ -865,7 +872,7 @@ mod tests {
     use super::*;
 
     fn model() -> Model {
-        Model::new(Profile::h100(), None, 32)
+        Model::new(Profile::h100(), None, 2, 32)
     }
 
     fn relaxed_load(addr: usize) -> Access {
@@ -924,7 +931,7 @@ mod tests {
         // the batch began, so only batch_load_ns separates them.
         let mut p = Profile::h100().clone();
         p.issue_ns = 0.0;
-        let m = Model::new(&p, None, 32);
+        let m = Model::new(&p, None, 2, 32);
         let vector = |c: &Clock, at: usize| {
             m.charge(0, c, Access::BatchBegin { vector: true });
             for k in 0..4 {

@@ -652,7 +652,7 @@ impl<'s, 'a> Worker<'s, 'a> {
                 world: shared.world.0 as usize,
                 layout: *layout,
             });
-            Box::new(Model::new(p, log, block_dim))
+            Box::new(Model::new(p, log, layout.blocks, block_dim))
         });
         let model_ptr: *const Model = model.as_deref().map_or(std::ptr::null(), |m| m as *const Model);
         let ctxs: Box<[RankCtx]> = (0..n as u32)
