@@ -65,7 +65,7 @@ pub struct Limits {
     /// One element of a warp's volatile element copy, the lanes' elements
     /// side by side (coalesced), nanoseconds.
     pub element_coalesced_ns: f64,
-    /// The same with the lanes' elements [`ELEMENTS`] words apart (32
+    /// The same with the lanes' elements 1,024 words apart (32
     /// lines per warp access), nanoseconds.
     pub element_apart_ns: f64,
     /// Kernel time of an empty kernel on the run's world, nanoseconds.
