@@ -882,6 +882,24 @@ mod tests {
         }
     }
 
+    /// A plain 8-byte load or store.
+    fn plain(addr: usize, write: bool) -> Access {
+        Access::Plain {
+            addr,
+            bytes: 8,
+            write,
+        }
+    }
+
+    /// A volatile 8-byte load or store (a `GlobalSlice` element).
+    fn volatile(addr: usize, write: bool) -> Access {
+        Access::Volatile {
+            addr,
+            bytes: 8,
+            write,
+        }
+    }
+
     #[test]
     fn a_chain_of_loads_costs_its_length_and_a_batch_one_latency_and_a_step_per_later_load() {
         let m = model();
@@ -1065,25 +1083,9 @@ mod tests {
         let m = model();
         let p = Profile::h100();
         let c = Clock::new();
-        m.charge(
-            0,
-            &c,
-            Access::Plain {
-                addr: 1024,
-                bytes: 8,
-                write: false,
-            },
-        );
+        m.charge(0, &c, plain(1024, false));
         let t1 = c.now();
-        m.charge(
-            0,
-            &c,
-            Access::Plain {
-                addr: 1032,
-                bytes: 8,
-                write: false,
-            },
-        );
+        m.charge(0, &c, plain(1032, false));
         assert_eq!(c.now() - t1, ps(p.issue_ns + p.load_hit_ns));
         m.charge(
             0,
@@ -1093,15 +1095,7 @@ mod tests {
             },
         );
         let t2 = c.now();
-        m.charge(
-            0,
-            &c,
-            Access::Plain {
-                addr: 1040,
-                bytes: 8,
-                write: false,
-            },
-        );
+        m.charge(0, &c, plain(1040, false));
         assert_eq!(c.now() - t2, ps(p.issue_ns + p.load_ns));
     }
 
@@ -1110,11 +1104,7 @@ mod tests {
         let m = model();
         let p = Profile::h100();
         let c = Clock::new();
-        let read = |addr| Access::Volatile {
-            addr,
-            bytes: 8,
-            write: false,
-        };
+        let read = |addr| volatile(addr, false);
         m.charge(0, &c, read(1024));
         m.end_volatile_run(&c);
         let t1 = c.now();
@@ -1122,30 +1112,14 @@ mod tests {
         m.end_volatile_run(&c);
         assert_eq!(c.now() - t1, ps(p.issue_ns + p.load_ns));
         let t2 = c.now();
-        m.charge(
-            0,
-            &c,
-            Access::Plain {
-                addr: 1040,
-                bytes: 8,
-                write: false,
-            },
-        );
+        m.charge(0, &c, plain(1040, false));
         assert_eq!(
             c.now() - t2,
             ps(p.issue_ns + p.load_ns),
             "a volatile load brings no line into L1"
         );
         let t3 = c.now();
-        m.charge(
-            0,
-            &c,
-            Access::Volatile {
-                addr: 1024,
-                bytes: 8,
-                write: true,
-            },
-        );
+        m.charge(0, &c, volatile(1024, true));
         assert_eq!(c.now() - t3, ps(p.issue_ns + p.store_ns));
     }
 
@@ -1154,11 +1128,7 @@ mod tests {
         let m = model();
         let p = Profile::h100();
         let c = Clock::new();
-        let read = |addr| Access::Volatile {
-            addr,
-            bytes: 8,
-            write: false,
-        };
+        let read = |addr| volatile(addr, false);
         for k in 0..VOLATILE_RUN as usize {
             m.charge(0, &c, read(1024 + 8 * k));
         }
@@ -1167,15 +1137,7 @@ mod tests {
             VOLATILE_RUN as u64 * ps(p.issue_ns),
             "issued, not yet waited for"
         );
-        m.charge(
-            0,
-            &c,
-            Access::Volatile {
-                addr: 4096,
-                bytes: 8,
-                write: true,
-            },
-        );
+        m.charge(0, &c, volatile(4096, true));
         let run = ps(p.issue_ns) + ps(p.load_ns) + (VOLATILE_RUN as u64 - 1) * ps(p.batch_load_ns);
         assert_eq!(
             c.now(),
@@ -1269,15 +1231,7 @@ mod tests {
         let warp = |stride: usize, base: usize| -> Vec<u64> {
             let clocks: Vec<Clock> = (0..32).map(|_| Clock::new()).collect();
             for (lane, c) in clocks.iter().enumerate() {
-                m.charge(
-                    lane as u32,
-                    c,
-                    Access::Plain {
-                        addr: base + lane * stride,
-                        bytes: 8,
-                        write: false,
-                    },
-                );
+                m.charge(lane as u32, c, plain(base + lane * stride, false));
             }
             for (lane, c) in clocks.iter().enumerate() {
                 m.settle(lane as u32, c);
@@ -1293,15 +1247,7 @@ mod tests {
             .all(|&t| t == access + 31 * ps(p.line_ns)));
         let spent = Clock::new();
         m.synchronised(0);
-        m.charge(
-            0,
-            &spent,
-            Access::Plain {
-                addr: 0,
-                bytes: 8,
-                write: true,
-            },
-        );
+        m.charge(0, &spent, plain(0, true));
         m.settle(0, &spent);
         assert_eq!(
             spent.now(),
@@ -1310,15 +1256,7 @@ mod tests {
         );
         // A lane of another warp (block of 32) never shares a line with these.
         let other = Clock::new();
-        m.charge(
-            32,
-            &other,
-            Access::Plain {
-                addr: (1 << 24) + 4096,
-                bytes: 8,
-                write: false,
-            },
-        );
+        m.charge(32, &other, plain((1 << 24) + 4096, false));
         m.settle(32, &other);
         assert_eq!(other.now(), access);
     }
