@@ -369,7 +369,7 @@ impl Model {
                 if matches!(access, Access::Private { .. }) {
                     clock.spend(TimeCategory::Issue, c.library);
                 } else {
-                    self.coalesce(rank, addr, write);
+                    self.coalesce(rank, clock, addr, write);
                 }
                 if write {
                     clock.spend(TimeCategory::Stores, c.store);
@@ -385,7 +385,7 @@ impl Model {
             // store of the loaded value (an element copy) makes each load
             // wait alone.
             Access::Volatile { addr, write, .. } => {
-                self.coalesce(rank, addr, write);
+                self.coalesce(rank, clock, addr, write);
                 if write {
                     clock.spend(TimeCategory::Stores, c.store);
                 } else {
@@ -430,8 +430,8 @@ impl Model {
                 if bytes == 0 {
                     return;
                 }
-                self.coalesce(rank, src, false);
-                self.coalesce(rank, dst, true);
+                self.coalesce(rank, clock, src, false);
+                self.coalesce(rank, clock, dst, true);
                 let now = clock.now();
                 let per_byte = if wide {
                     c.wide_ps_per_byte
@@ -590,9 +590,9 @@ impl Model {
     /// instruction: the model charges such a pair as one access of two
     /// lines, where the GPU runs the two paths in turn (divergence, which
     /// the model does not see either).
-    fn coalesce(&self, rank: u32, addr: usize, write: bool) {
+    fn coalesce(&self, rank: u32, clock: &Clock, addr: usize, write: bool) {
         let line = self.costs.line;
-        if line == 0 {
+        if line == 0 || clock.unlined(addr) {
             return;
         }
         let (w, lane) = self.lane_of(rank);
@@ -766,6 +766,14 @@ pub(crate) struct Clock {
     /// The rank's block's shared window memory: its first byte and the
     /// byte after it (empty: none).
     block_shared: Cell<(usize, usize)>,
+    /// Memory whose accesses [`Model::coalesce`] leaves alone, as ranges
+    /// like `block_shared`: the rank's stack (local memory, which the GPU
+    /// interleaves across a warp's lanes, so that their accesses at one
+    /// offset share lines; the emulator gives each rank a stack of its own)
+    /// and its block's shared scratch (`.shared`: banks, not lines). Both
+    /// lie where the host's allocator put them, so their lines would not
+    /// be the same from one run to the next either.
+    unlined: [Cell<(usize, usize)>; 2],
 }
 
 impl Clock {
@@ -783,7 +791,23 @@ impl Clock {
             lines: Default::default(),
             next_line: Cell::new(0),
             block_shared: Cell::new((0, 0)),
+            unlined: Default::default(),
         }
+    }
+
+    /// Tells the clock where its rank's stack and its block's shared
+    /// scratch are (`Clock::unlined`).
+    pub(crate) fn set_unlined(&self, stack: (usize, usize), scratch: (usize, usize)) {
+        self.unlined[0].set(stack);
+        self.unlined[1].set(scratch);
+    }
+
+    /// Whether `addr` lies in the rank's stack or its block's scratch.
+    fn unlined(&self, addr: usize) -> bool {
+        self.unlined.iter().any(|r| {
+            let (start, end) = r.get();
+            (start..end).contains(&addr)
+        })
     }
 
     /// Tells the clock where its rank's block's shared window memory is

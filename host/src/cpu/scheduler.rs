@@ -695,6 +695,13 @@ impl<'s, 'a> Worker<'s, 'a> {
                 // coroutine is gone before the pool drops (the pool outlives
                 // the scoped workers).
                 let stack = unsafe { shared.stacks.stack((first_rank as usize) + i) };
+                if let Some(clock) = ctxs[i].clock.as_deref() {
+                    let scratch = ctxs[i].shared as usize;
+                    clock.set_unlined(
+                        (Stack::limit(&stack).get(), Stack::base(&stack).get()),
+                        (scratch, scratch + SHARED_BLOCK_BYTES),
+                    );
+                }
                 if shared.local_stacks {
                     ctxs[i]
                         .stack
