@@ -92,10 +92,27 @@ fn messages_do_not_overtake_under_any_source_and_any_tag() {
 }
 
 /// (c) More messages than slots: the sender waits for the receiver to free
-/// its only slot, and the payload of each reuse is intact.
+/// its only slot, and the payload of each reuse is intact. Three messages
+/// (two reuses) at two preemptions, and two (one reuse) at three: about 50
+/// and 20 s on a 2-core machine, where three messages at three preemptions
+/// take 11 minutes, half of CI's loom run (kept, ignored, below).
 #[test]
 fn one_slot_is_reused_for_every_message() {
-    batched_return("slot reuse", 1, 3, 3);
+    batched_return("slot reuse", 1, 3, 2);
+}
+
+/// (c) with one reuse under three preemptions.
+#[test]
+fn one_slot_is_reused_under_three_preemptions() {
+    batched_return("slot reuse, three preemptions", 1, 2, 3);
+}
+
+/// (c) with three messages under three preemptions: 11 minutes on a 2-core
+/// machine; `--ignored` runs it.
+#[test]
+#[ignore = "slow model (11 min); run with --ignored"]
+fn one_slot_is_reused_for_every_message_under_three_preemptions() {
+    batched_return("slot reuse, three messages, three preemptions", 1, 3, 3);
 }
 
 /// (c') `slots` slots, `messages` messages: the receiver returns received
