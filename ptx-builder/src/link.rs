@@ -122,7 +122,9 @@ pub fn link(llvm_bin: &Path, raw_args: Vec<OsString>) -> Result<(), String> {
     let _ = fs::remove_dir_all(&tmp);
     fs::create_dir_all(&tmp).map_err(|e| format!("creating {}: {e}", tmp.display()))?;
     let result = link_in(llvm_bin, &args, &cpu, &output, &tmp);
-    if result.is_ok() {
+    // GPU_MPI_KEEP_LINK_TMP: keep the bitcode (`linked.bc`, `optimized.bc`)
+    // beside the output, for reading the IR the PTX came from (docs/gpu.md).
+    if result.is_ok() && std::env::var_os("GPU_MPI_KEEP_LINK_TMP").is_none() {
         let _ = fs::remove_dir_all(&tmp);
     }
     result
@@ -172,7 +174,10 @@ fn link_in(llvm_bin: &Path, args: &LinkArgs, cpu: &str, output: &Path, tmp: &Pat
     };
     let optimized = tmp.join("optimized.bc");
     let mut cmd = Command::new(llvm_bin.join("opt"));
+    // No sinking of common code, as in rustc's own pipeline (`PtxBuilder`'s
+    // RUSTFLAGS, which say why).
     cmd.arg(format!("-passes=internalize,globaldce,default<O{opt_level}>"))
+        .arg("-simplifycfg-sink-common=false")
         .arg(format!("-internalize-public-api-list={}", args.exports.join(",")))
         .arg("-o")
         .arg(&optimized)
