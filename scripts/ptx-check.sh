@@ -32,9 +32,12 @@ cargo test --quiet -p gpu-mpi-ptx-builder
 # Users' kernels (the examples) are assembled for every SM the builder ships
 # SASS for by default; the project's own (conformance, benchmarks) for sm_90,
 # the GPUs they run on, which is also all their build scripts assemble.
-# The examples come first: the build scripts of a concurrent cargo build
-# (.ci/run) find their SASS in the cache sooner.
-crates=(examples/pi/kernels examples/ring/kernels examples/ping_pong/kernels examples/tutorial/kernels examples/rsmpi/kernels bench/kernels:90 bench/views-kernels:90 check/kernels:90)
+# The conformance kernels come first: their ptxas (sm_90, about half an
+# hour of one core) is the longest single job, and in CI (.ci/run) it ends
+# the run unless it starts early; the examples' SASS, which the build
+# scripts of the concurrent cargo build need, is small, and whichever of
+# the two assembles a PTX first leaves it in the cache for the other.
+crates=(check/kernels:90 examples/pi/kernels examples/ring/kernels examples/ping_pong/kernels examples/tutorial/kernels examples/rsmpi/kernels bench/kernels:90 bench/views-kernels:90)
 out=target/ptx-check
 cargo build --quiet -p gpu-mpi-ptx-builder --bin ptx-check
 mkdir -p "$out"
