@@ -97,6 +97,12 @@ fn store(w: &Core, id: u32, word: SlotWord, v: u32) {
     w.slot_word(id, word).store(v, Ordering::Relaxed)
 }
 
+/// [`store`] to a slot header located once ([`Core::slot_header`]).
+fn store_at(at: SlotAt<'_>, word: SlotWord, v: u32) {
+    // Relaxed: as in `store`.
+    at.word(word).store(v, Ordering::Relaxed)
+}
+
 // ---------------------------------------------------------------------------
 // Posting
 
@@ -265,7 +271,7 @@ unsafe fn move_bytes(
 #[inline]
 pub(crate) fn post(w: &Core, scope: u32, p: &Post) -> Result<u32, Error> {
     let i = take_record(w)?;
-    fill(w, i, scope, p);
+    let _ = fill(w, i, scope, p);
     append(w, i, mine!(w, active_tail));
     Ok(i)
 }
@@ -274,7 +280,7 @@ pub(crate) fn post(w: &Core, scope: u32, p: &Post) -> Result<u32, Error> {
 /// send-receive's two halves.
 #[inline]
 pub(crate) fn post_blocking(w: &Core, i: BlockingRecord, p: &Post) {
-    fill(w, i as u32, 0, p);
+    let _ = fill(w, i as u32, 0, p);
     append(w, i as u32, mine!(w, active_tail));
 }
 
@@ -310,9 +316,16 @@ fn take_record(w: &Core) -> Result<u32, Error> {
     Ok(i)
 }
 
-/// Fills record `i`, of scope `scope` (0: a [`BlockingRecord`]), from `p`.
+/// Fills record `i`, of scope `scope` (0: a [`BlockingRecord`]), from `p`;
+/// returns its `buffer` word (the inline area's address for an inline call).
 #[inline(always)]
-fn fill(w: &Core, i: u32, scope: u32, p: &Post) {
+fn fill(w: &Core, i: u32, scope: u32, p: &Post) -> u64 {
+    // One address for the record and its inline area: plain writes, the
+    // layout is read once.
+    let record = w.record(i);
+    // SAFETY: inside this rank's record `i`.
+    let inline = unsafe { (record as *mut u8).add(core::mem::offset_of!(RequestRecord, slot)) };
+    let buffer = if p.inline { inline as u64 } else { p.buffer as u64 };
     let r = RequestRecord {
         state: p.state as u32,
         next: 0,
@@ -320,11 +333,7 @@ fn fill(w: &Core, i: u32, scope: u32, p: &Post) {
         tag: p.tag,
         datatype: p.datatype,
         len: saturating_u32(p.len),
-        buffer: if p.inline {
-            inline_area(w, i) as u64
-        } else {
-            p.buffer as u64
-        },
+        buffer,
         slot: p.slot,
         offset: 0,
         wanted: p.signature.get(),
@@ -337,11 +346,12 @@ fn fill(w: &Core, i: u32, scope: u32, p: &Post) {
     };
     // SAFETY: record `i` is this rank's, and no other call uses it: a
     // request's is marked used, a blocking record is its call's.
-    unsafe { w.record(i).write(r) };
+    unsafe { record.write(r) };
     if p.inline {
         // SAFETY: the inline area is 8 bytes of this rank's record, 8-aligned.
-        unsafe { (inline_area(w, i) as *mut u64).write(p.data) };
+        unsafe { (inline as *mut u64).write(p.data) };
     }
+    buffer
 }
 
 /// Appends record `i` to the active list, whose tail is `tail` (the
@@ -669,7 +679,7 @@ fn run_words(
         signature: Signature::NONE,
     };
     let i = BlockingRecord::First as u32;
-    fill(w, i, 0, &p);
+    let buffer = fill(w, i, 0, &p);
     let tail = if kind & 0x40 != 0 {
         0
     } else {
@@ -712,7 +722,6 @@ fn run_words(
     if !direct {
         append(w, i, tail);
     } else {
-        let buffer = if inline { inline_area(w, i) as u64 } else { word };
         let step = if state.is_send() {
             send_alone(
                 base,
@@ -962,10 +971,10 @@ fn drain_matching<const MATCH: bool, const FULL: bool>(
     let arrived = SlotState::Arrived.word(me);
     while node != LINK_NONE {
         let id = node - 1;
+        let at = w.slot_header(id);
         let (mut older, found) = if MATCH {
-            let at = w.slot_header(id);
             let (link, envelope) =
-                shim::independent(|| (load_at(at, SlotWord::Link), Arrived::load_with::<FULL>(w, id)));
+                shim::independent(|| (load_at(at, SlotWord::Link), Arrived::load_with::<FULL>(at, id)));
             let found = Candidate {
                 id1: node,
                 link: newer,
@@ -974,7 +983,7 @@ fn drain_matching<const MATCH: bool, const FULL: bool>(
             };
             (link, found)
         } else {
-            (load(w, id, SlotWord::Link), Candidate::NONE)
+            (load_at(at, SlotWord::Link), Candidate::NONE)
         };
         if MATCH {
             if best_is_last {
@@ -990,16 +999,16 @@ fn drain_matching<const MATCH: bool, const FULL: bool>(
             let mut b = Backoff::new();
             while older == LINK_PENDING {
                 b.snooze();
-                older = load(w, id, SlotWord::Link);
+                older = load_at(at, SlotWord::Link);
             }
         }
-        store(w, id, SlotWord::Link, newer);
+        store_at(at, SlotWord::Link, newer);
         if newer != LINK_NONE {
             store(w, newer - 1, SlotWord::Back, node);
         }
         // Relaxed: only this rank acts on ARRIVED (the sender waits for
         // FREE, CTS or DONE).
-        store(w, id, SlotWord::State, arrived);
+        store_at(at, SlotWord::State, arrived);
         newer = node;
         node = older;
     }
@@ -1075,7 +1084,7 @@ impl Candidate {
                     load_at(at, SlotWord::Back),
                     load_at(at, SlotWord::Sequence),
                 ],
-                Arrived::load_with::<FULL>(w, id),
+                Arrived::load_with::<FULL>(at, id),
             )
         });
         let c = Candidate {
@@ -1134,11 +1143,10 @@ impl Arrived {
     /// [`Arrived::load`] with `FULL`; without, only the tag and the
     /// context (in one batch).
     #[inline(always)]
-    fn load_with<const FULL: bool>(w: &Core, id: u32) -> Arrived {
+    fn load_with<const FULL: bool>(at: SlotAt<'_>, id: u32) -> Arrived {
         if FULL {
-            return Arrived::load(w, id);
+            return Arrived::load(at, id);
         }
-        let at = w.slot_header(id);
         let [tag, context] =
             shim::independent(|| [load_at(at, SlotWord::Tag), load_at(at, SlotWord::Context)]);
         Arrived {
@@ -1149,15 +1157,14 @@ impl Arrived {
         }
     }
 
-    /// Loads claimed slot `id`'s words in one batch. The slot arrived for
+    /// Loads the words of claimed slot `id` (its header `at`) in one batch. The slot arrived for
     /// this rank (`drain` made its header and payload visible) and its
     /// sender touches neither until it is returned or told CTS, so the
     /// payload's first word is stable whatever the kind. With the `views`
     /// feature the batch also holds the signature word, which only a
     /// receive of another datatype id reads: no round trip more.
     #[inline(always)]
-    fn load(w: &Core, id: u32) -> Arrived {
-        let at = w.slot_header(id);
+    fn load(at: SlotAt<'_>, id: u32) -> Arrived {
         shim::independent(|| {
             let [context, tag, bytes, datatype, kind] = [
                 load_at(at, SlotWord::Context),
@@ -1218,8 +1225,8 @@ impl Arrived {
 /// message (MPI 3.5 orders only one sender's messages).
 #[inline]
 fn find_in<const FULL: bool>(w: &Core, source: i32, tag: i32, context: u32, look: bool) -> (Candidate, bool) {
-    let inbox = w.inbox(w.rank);
     if source == ANY_SOURCE {
+        let inbox = w.inbox(w.rank);
         // Relaxed: a look, as in `drain`.
         let full = look && inbox.load(Ordering::Relaxed) != LINK_NONE;
         let mut node = mine!(w, queue_head);
@@ -1233,9 +1240,12 @@ fn find_in<const FULL: bool>(w: &Core, source: i32, tag: i32, context: u32, look
         return (Candidate::NONE, full);
     }
     let arrived = SlotState::Arrived.word(w.rank);
-    let slots = w.slots_per_rank();
-    let base = w.slot_id(source as u32, 0);
-    let (states_at, stride) = w.outbox_words(source as u32, SlotWord::State);
+    // The scan's addresses, from one read of the layout.
+    let at = w.places();
+    let inbox = at.inbox(w.rank);
+    let slots = at.slots_per_rank();
+    let base = at.slot_id(source as u32, 0);
+    let (states_at, stride) = at.outbox_words(source as u32, SlotWord::State);
     let mut best = Candidate::NONE;
     let mut best_sequence = 0u32;
     let mut full = false;
@@ -1405,7 +1415,8 @@ fn receive_alone(
         return Step::Idle;
     }
     unlink(w, &c);
-    trace::matched(w, c.id1 - 1);
+    // No `trace::matched`: a lone try runs only while the rank does not
+    // trace (`run_words`).
     start_receive(w, i, &c.arrived, len, datatype, buffer, mode, Some((peer, tag)))
 }
 
@@ -1418,7 +1429,7 @@ fn start_receive_words(w: &Core, i: u32, id: u32, mode: u32) -> Step {
     start_receive(
         w,
         i,
-        &Arrived::load(w, id),
+        &Arrived::load(w.slot_header(id), id),
         len,
         datatype,
         rec!(w, i, buffer),
@@ -1599,7 +1610,8 @@ fn start_receive(
     let buf = buffer as *mut u8;
     let typed = cfg!(feature = "views") && mode & TYPED_MODE != 0;
     let me = w.rank;
-    let state = w.slot_word(id, SlotWord::State);
+    // Not on the eager path, which returns the slot later (`defer_free`).
+    let state = || w.slot_word(id, SlotWord::State);
     if kind == MessageKind::Eager as u32 {
         if !typed && wanted as usize <= HEAD_BYTES {
             // SAFETY: the buffer holds `capacity >= wanted` bytes; the
@@ -1625,7 +1637,7 @@ fn start_receive(
             unsafe { shim::copy_wide(buf, src, wanted as usize) };
         }
         // Release pairs with the sender's Acquire wait for DONE.
-        state.store(SlotState::Done.word(me), Ordering::Release);
+        state().store(SlotState::Done.word(me), Ordering::Release);
     } else {
         // SAFETY: first chunk of `chunk >= first` bytes in the payload.
         unsafe { move_bytes(w, i, typed, false, 0, buf, w.slot_payload(id), first) };
@@ -1636,11 +1648,11 @@ fn start_receive(
             rec!(w, i, wanted = wanted);
             rec!(w, i, state = RecordState::RecvStream as u32);
             // Release pairs with the sender's Acquire wait for CTS.
-            state.store(SlotState::ClearToSend.word(me), Ordering::Release);
+            state().store(SlotState::ClearToSend.word(me), Ordering::Release);
             return Step::Moved;
         }
         // Release pairs with the sender's Acquire wait for DONE.
-        state.store(SlotState::Done.word(me), Ordering::Release);
+        state().store(SlotState::Done.word(me), Ordering::Release);
     }
     if lone.is_none() {
         // A lone try's record is not in the active list: nothing looks at
@@ -1821,26 +1833,34 @@ fn claim(w: &Core, i: u32, held: Option<&Held>) -> Step {
     };
     let sequence = mine!(w, next_sequence);
     mine!(w, next_sequence = sequence.wrapping_add(1));
-    store(w, id, SlotWord::Tag, send_word!(held, w, i, tag) as u32);
-    store(w, id, SlotWord::Datatype, send_word!(held, w, i, datatype));
-    store(w, id, SlotWord::Bytes, len);
-    store(w, id, SlotWord::Chunk, first);
-    store(w, id, SlotWord::Kind, kind as u32);
-    store(w, id, SlotWord::Sequence, sequence);
-    store(w, id, SlotWord::Context, mode_word >> CONTEXT_SHIFT);
+    // The header's address and the inbox's before the first store.
+    let (at, inbox) = {
+        let places = w.places();
+        (places.slot(id), places.inbox(dest))
+    };
+    store_at(at, SlotWord::Tag, send_word!(held, w, i, tag) as u32);
+    store_at(at, SlotWord::Datatype, send_word!(held, w, i, datatype));
+    store_at(at, SlotWord::Bytes, len);
+    store_at(at, SlotWord::Chunk, first);
+    store_at(at, SlotWord::Kind, kind as u32);
+    store_at(at, SlotWord::Sequence, sequence);
+    store_at(at, SlotWord::Context, mode_word >> CONTEXT_SHIFT);
     // Every message, hashed or not: no old hash survives the slot's reuse.
     #[cfg(feature = "views")]
-    store(w, id, SlotWord::Signature, send_word!(held, w, i, wanted));
-    store(w, id, SlotWord::Link, LINK_PENDING);
-    store(w, id, SlotWord::State, SlotState::Queued.word(dest));
+    store_at(at, SlotWord::Signature, send_word!(held, w, i, wanted));
+    store_at(at, SlotWord::Link, LINK_PENDING);
+    store_at(at, SlotWord::State, SlotState::Queued.word(dest));
     // Release pairs with the receiver's Acquire swap in `drain`: the header
     // and payload above are visible to it (and, through the release
     // sequence, to every later taker of this inbox).
-    let before = w.inbox(dest).swap(id + 1, Ordering::Release);
+    let before = inbox.swap(id + 1, Ordering::Release);
     // Relaxed: the receiver reads it after acquiring our push, and waits
     // while it still reads LINK_PENDING.
-    store(w, id, SlotWord::Link, before);
-    trace::sent(w, id, dest);
+    store_at(at, SlotWord::Link, before);
+    // A lone try (`held`) runs only while the rank does not trace.
+    if held.is_none() {
+        trace::sent(w, id, dest);
+    }
     let next = match kind {
         MessageKind::Eager if mode == SendMode::Synchronous as u32 => RecordState::SendAwaitFree,
         MessageKind::Eager => RecordState::Complete,

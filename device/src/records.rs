@@ -109,6 +109,91 @@ impl<'w> SlotAt<'w> {
     }
 }
 
+/// Addresses of this rank's header, its records and the world's slots,
+/// worked out from one read of the layout ([`Core::places`]): for a
+/// straight run of accesses whose addresses are all computed before the
+/// first atomic of the run (after one, the GPU would load the layout's
+/// fields again).
+#[derive(Clone, Copy)]
+pub(crate) struct Places<'w> {
+    base: *mut u8,
+    rank: u32,
+    layout: &'w Layout,
+}
+
+/// This rank's header located once ([`Places::header`]): `mine!` takes it
+/// as it takes a [`Core`].
+#[derive(Clone, Copy)]
+pub(crate) struct HeaderAt(*mut RankHeader);
+
+impl HeaderAt {
+    /// The header.
+    #[inline(always)]
+    pub(crate) fn rank_header(&self) -> *mut RankHeader {
+        self.0
+    }
+}
+
+impl<'w> Places<'w> {
+    /// This rank's header, its address held.
+    #[inline(always)]
+    pub(crate) fn header(&self) -> HeaderAt {
+        HeaderAt(self.rank_header())
+    }
+
+    /// This rank's header (see [`Core::rank_header`]).
+    #[inline(always)]
+    pub(crate) fn rank_header(&self) -> *mut RankHeader {
+        // SAFETY: inside the world memory, 64-byte aligned.
+        unsafe { self.base.add(self.layout.rank_header(self.rank)) as *mut RankHeader }
+    }
+
+    /// The header of slot `id` (see [`Core::slot_header`]).
+    #[inline(always)]
+    pub(crate) fn slot(&self, id: u32) -> SlotAt<'w> {
+        // SAFETY: inside the world memory (see `Core::slot_word`).
+        SlotAt(unsafe { self.base.add(self.layout.slot_of_id(id)) }, PhantomData)
+    }
+
+    /// Slots per outbox.
+    #[inline(always)]
+    pub(crate) fn slots_per_rank(&self) -> u32 {
+        self.layout.slots_per_rank
+    }
+
+    /// The id of `owner`'s slot `slot`.
+    #[inline(always)]
+    pub(crate) fn slot_id(&self, owner: u32, slot: u32) -> u32 {
+        owner * self.layout.slots_per_rank + slot
+    }
+
+    /// The inbox word of `rank` (see [`Core::inbox`]).
+    #[inline(always)]
+    pub(crate) fn inbox(&self, rank: u32) -> &'w crate::shim::AtomicU32 {
+        // SAFETY: as in `Core::inbox`.
+        unsafe { crate::shim::atomic_u32_at(self.base, self.layout.rank_header(rank)) }
+    }
+
+    /// Every slot of the world as one span: the address of word `word` of
+    /// slot 0 and the bytes from one slot to the next (slot `id` is the
+    /// span's `id`th: the outboxes are their slots, one after another).
+    #[inline(always)]
+    pub(crate) fn slot_words(&self, word: SlotWord) -> (*mut u8, usize) {
+        self.outbox_words(0, word)
+    }
+
+    /// `owner`'s slots as a span: the address of word `word` of its slot 0
+    /// and the bytes from one slot to the next, so that a scan of its slots
+    /// computes each address with an add (no division, no reload of the
+    /// layout between its loads).
+    #[inline(always)]
+    pub(crate) fn outbox_words(&self, owner: u32, word: SlotWord) -> (*mut u8, usize) {
+        // SAFETY: `owner < ranks`: its outbox is inside the world memory.
+        let first = unsafe { self.base.add(self.layout.slot(owner, 0) + word.offset()) };
+        (first, self.layout.slot_stride)
+    }
+}
+
 /// Reads a private field of this rank's header.
 macro_rules! mine {
     ($w:expr, $f:ident) => {{
@@ -598,6 +683,17 @@ impl Core {
         unsafe { &*(self.base.add(LAYOUT_OFFSET) as *const Layout) }
     }
 
+    /// The addresses of a straight run of accesses, from one read of the
+    /// layout ([`Places`]).
+    #[inline(always)]
+    pub(crate) fn places(&self) -> Places<'_> {
+        Places {
+            base: self.base,
+            rank: self.rank,
+            layout: self.layout(),
+        }
+    }
+
     /// The world's configuration, for one field's read (see [`Core::layout`]).
     #[inline(always)]
     fn config(&self) -> &WorldConfig {
@@ -706,23 +802,12 @@ impl Core {
         SlotAt(unsafe { self.base.add(self.slot_offset(id)) }, PhantomData)
     }
 
-    /// `owner`'s slots as a span: the address of word `word` of its slot 0
-    /// and the bytes from one slot to the next, so that a scan of its slots
-    /// computes each address with an add (no division, no reload of the
-    /// layout between its loads).
-    #[inline(always)]
-    pub(crate) fn outbox_words(&self, owner: u32, word: SlotWord) -> (*mut u8, usize) {
-        let layout = self.layout();
-        // SAFETY: `owner < ranks`: its outbox is inside the world memory.
-        let first = unsafe { self.base.add(layout.slot(owner, 0) + word.offset()) };
-        (first, layout.slot_stride)
-    }
-
-    /// Word `word` of slot `slot` of a span from [`Core::outbox_words`].
+    /// Word `word` of slot `slot` of a span from [`Places::outbox_words`] (or
+    /// of the world's slot `slot` in a span from [`Places::slot_words`]).
     ///
     /// # Safety
     /// `(first, stride)` came from `outbox_words(owner, word)` and `slot <
-    /// slots_per_rank`.
+    /// slots_per_rank`, or from `slot_words(word)` and `slot` is a slot id.
     #[inline(always)]
     pub(crate) unsafe fn outbox_word<'a>(
         first: *mut u8,

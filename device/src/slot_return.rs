@@ -29,19 +29,26 @@ use crate::shim::{self, Ordering};
 /// receive started (MPI 3.4 sets no bound).
 #[inline(never)]
 pub(crate) fn defer_free(w: &Core, id: u32) {
+    // Every address before the first store: one read of the layout.
+    let at = w.places();
+    let (state, header, slots) = (
+        at.slot(id).word(SlotWord::State),
+        at.header(),
+        at.slots_per_rank(),
+    );
+    let (entries_at, stride) = at.outbox_words(w.rank, SlotWord::Deferred);
     // Relaxed: only this rank acts on RETURNING (a receive from one source
     // passes it over as it does every state but ARRIVED; the sender waits
     // for FREE).
-    w.slot_word(id, SlotWord::State)
-        .store(SlotState::Returning.word(w.rank), Ordering::Relaxed);
-    let n = mine!(w, free_count);
+    state.store(SlotState::Returning.word(w.rank), Ordering::Relaxed);
+    let n = mine!(header, free_count);
     // Relaxed: a word of this rank's own slot `n` that only this rank
     // touches (`SlotHeader::deferred`); `n` is below the flush bound, which
     // is at most `slots_per_rank`.
-    w.slot_word(w.slot_id(w.rank, n), SlotWord::Deferred)
-        .store(id + 1, Ordering::Relaxed);
-    mine!(w, free_count = n + 1);
-    if n + 1 >= (w.slots_per_rank() / 2).max(1) {
+    // SAFETY: a span of this rank's outbox, `n < slots_per_rank`.
+    unsafe { Core::outbox_word(entries_at, stride, n) }.store(id + 1, Ordering::Relaxed);
+    mine!(header, free_count = n + 1);
+    if n + 1 >= (slots / 2).max(1) {
         flush_frees(w);
     }
 }
@@ -63,8 +70,12 @@ const BATCH: u32 = 4;
 /// relaxed store of FREE per slot.
 #[inline(never)]
 fn flush_frees(w: &Core) {
-    let count = mine!(w, free_count);
-    let (entries_at, stride) = w.outbox_words(w.rank, SlotWord::Deferred);
+    // Every address's parts before the fence: one read of the layout.
+    let at = w.places();
+    let header = at.header();
+    let count = mine!(header, free_count);
+    let (entries_at, stride) = at.outbox_words(w.rank, SlotWord::Deferred);
+    let (states_at, slot_stride) = at.slot_words(SlotWord::State);
     // Release: with the relaxed FREE stores below, pairs with the owner's
     // Acquire fence after its reclaim scan (and a synchronous sender's
     // Acquire wait for FREE): our reads of each payload happen before its
@@ -89,11 +100,12 @@ fn flush_frees(w: &Core) {
         for (k, &id1) in ids.iter().enumerate() {
             if (k as u32) < n {
                 // Relaxed: made a release by the fence above.
-                w.slot_word(id1 - 1, SlotWord::State)
+                // SAFETY: a slot id this rank deferred (`defer_free`).
+                unsafe { Core::outbox_word(states_at, slot_stride, id1 - 1) }
                     .store(SlotState::Free.word(0), Ordering::Relaxed);
             }
         }
         first += BATCH;
     }
-    mine!(w, free_count = 0);
+    mine!(header, free_count = 0);
 }
