@@ -69,8 +69,8 @@ pub struct World {
 }
 
 /// What a rank knows of its own private state without reading it, in one
-/// word: bit 0 `settled`, bit 1 `spinning`, the rest the count of
-/// `scopes`.
+/// word: bit 0 `settled`, bit 1 `spinning`, bit 2 `untraced`, the rest the
+/// count of `scopes`.
 ///
 /// - **settled**: the rank holds no deferred slot and its idle key is 0,
 ///   because nothing could have changed either since its last
@@ -87,6 +87,11 @@ pub struct World {
 ///   way to set it, sets it). A blocking call takes it ([`World::known`])
 ///   and notes its progress (a load of the key) only when it was set.
 ///   Clear at attach.
+/// - **untraced**: the world does not trace (its config's trace events
+///   are 0, which no launch changes): a blocking call may try alone
+///   without reading the config ([`World::known`]). Set at attach from
+///   one read of the config; clear in a copy made from parts (unknown:
+///   the call reads it).
 /// - **scopes**: request scopes of the rank that hold a request
 ///   (`request::Scope::attach` counts one in, its end out). While 0 the
 ///   rank's active list is empty: only a scope's requests stay in it
@@ -99,7 +104,8 @@ pub(crate) struct RankState(Cell<u32>);
 impl RankState {
     const SETTLED: u32 = 1;
     const SPINNING: u32 = 2;
-    const SCOPE: u32 = 4;
+    const UNTRACED: u32 = 4;
+    const SCOPE: u32 = 8;
 
     fn with(&self, bit: u32, on: bool) {
         let v = self.0.get();
@@ -184,7 +190,13 @@ impl World {
             block: c.block,
             barrier_generation: Cell::new(0),
             staging_round: Cell::new(0),
-            known: RankState(Cell::new(0)),
+            // One read of the config per launch, for every blocking call's.
+            known: RankState(Cell::new(
+                u32::from(!trace::on(&Core {
+                    base: memory,
+                    rank: 0,
+                })) * RankState::UNTRACED,
+            )),
         })
     }
 
@@ -531,6 +543,7 @@ impl World {
         crate::records::Known {
             spinning: self.known.take_spinning(),
             list_empty: self.known.no_scopes(),
+            untraced: self.known.0.get() & RankState::UNTRACED != 0,
         }
     }
 

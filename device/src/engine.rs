@@ -543,7 +543,8 @@ pub(crate) fn run(core: Core, p: &Post, known: Known) -> Finished {
         p.state as u32
             | (p.inline as u32) << 4
             | (known.spinning as u32) << 5
-            | (known.list_empty as u32) << 6,
+            | (known.list_empty as u32) << 6
+            | (known.untraced as u32) << 7,
         // The context rides in the mode's high bits, as in the record.
         p.mode | (p.context << CONTEXT_SHIFT),
         p.peer,
@@ -622,9 +623,9 @@ const fn failed(kind: Failure, low: u32) -> u64 {
 }
 
 /// [`run_blocking`] in scalar arguments (`kind`: the record state, the
-/// inline flag at bit 4, [`Known`]'s `spinning` at bit 5 and `list_empty`
-/// at bit 6; `word`: the inline data or the buffer's address): the record
-/// index, or a [`Failure`] in the high half.
+/// inline flag at bit 4, [`Known`]'s `spinning` at bit 5, `list_empty`
+/// at bit 6 and `untraced` at bit 7; `word`: the inline data or the
+/// buffer's address): the record index, or a [`Failure`] in the high half.
 ///
 /// Scalar arguments, because an aggregate (or a reference to one) reaching
 /// a call that is not inlined goes through local memory on nvptx. Called, or
@@ -712,7 +713,7 @@ fn run_words(
     // passes' own copies of the claim and the search, it costs the
     // kernels registers and stack.
     let direct = tail == 0
-        && !trace::on(w)
+        && (kind & 0x80 != 0 || !trace::on(w))
         && match state {
             RecordState::SendClaim => true,
             RecordState::RecvMatch => mode & MODE_MASK == 0,
@@ -1157,12 +1158,13 @@ impl Arrived {
         }
     }
 
-    /// Loads the words of claimed slot `id` (its header `at`) in one batch. The slot arrived for
-    /// this rank (`drain` made its header and payload visible) and its
-    /// sender touches neither until it is returned or told CTS, so the
-    /// payload's first word is stable whatever the kind. With the `views`
-    /// feature the batch also holds the signature word, which only a
-    /// receive of another datatype id reads: no round trip more.
+    /// Loads the words of claimed slot `id` (its header `at`) in one
+    /// batch. The slot arrived for this rank (`drain` made its header and
+    /// payload visible) and its sender touches neither until it is
+    /// returned or told CTS, so the payload's first word is stable
+    /// whatever the kind. With the `views` feature the batch also holds
+    /// the signature word, which only a receive of another datatype id
+    /// reads: no round trip more.
     #[inline(always)]
     fn load(at: SlotAt<'_>, id: u32) -> Arrived {
         shim::independent(|| {
@@ -1195,8 +1197,15 @@ impl Arrived {
     /// Its envelope, the source a rank of the communicator of its context.
     #[inline(always)]
     fn status(&self, w: &Core) -> Status {
+        self.status_from(w, self.id / w.slots_per_rank())
+    }
+
+    /// [`Arrived::status`] of a message known to come from world rank
+    /// `sender` (no read of the layout to find the slot's owner).
+    #[inline(always)]
+    fn status_from(&self, w: &Core, sender: u32) -> Status {
         Status {
-            source: w.comm_rank_of(self.context, self.id / w.slots_per_rank()),
+            source: w.comm_rank_of(self.context, sender),
             tag: self.tag as i32,
             bytes: self.bytes,
             datatype: self.datatype,
@@ -1573,7 +1582,12 @@ fn start_receive(
     mode: u32,
     lone: Option<(i32, i32)>,
 ) -> Step {
-    let (id, status, kind) = (a.id, a.status(w), a.kind);
+    // A lone receive from one source matched only that rank's messages.
+    let status = match lone {
+        Some((source, _)) if source != ANY_SOURCE => a.status_from(w, source as u32),
+        _ => a.status(w),
+    };
+    let (id, kind) = (a.id, a.kind);
     let (outcome, wanted) = if expected != ID_BYTE
         && expected != status.datatype
         && !receive_extends(mode, buffer, expected, a)

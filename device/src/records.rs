@@ -1088,4 +1088,7 @@ pub(crate) struct Known {
     pub(crate) spinning: bool,
     /// The active list is empty: the call does not read its tail.
     pub(crate) list_empty: bool,
+    /// The world does not trace: the call does not read the config to
+    /// know whether it may try alone.
+    pub(crate) untraced: bool,
 }
