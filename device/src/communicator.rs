@@ -136,6 +136,12 @@ impl RankState {
         self.with(Self::SPINNING, on)
     }
 
+    /// Whether the world is known not to trace.
+    #[inline(always)]
+    fn untraced(&self) -> bool {
+        self.0.get() & Self::UNTRACED != 0
+    }
+
     /// Whether no request scope holds a request.
     #[inline(always)]
     fn no_scopes(&self) -> bool {
@@ -543,7 +549,7 @@ impl World {
         crate::records::Known {
             spinning: self.known.take_spinning(),
             list_empty: self.known.no_scopes(),
-            untraced: self.known.0.get() & RankState::UNTRACED != 0,
+            untraced: self.known.untraced(),
         }
     }
 

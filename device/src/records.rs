@@ -141,7 +141,7 @@ impl<'w> Places<'w> {
         HeaderAt(self.rank_header())
     }
 
-    /// This rank's header (see [`Core::rank_header`]).
+    /// This rank's header (only its private fields through the pointer).
     #[inline(always)]
     pub(crate) fn rank_header(&self) -> *mut RankHeader {
         // SAFETY: inside the world memory, 64-byte aligned.
@@ -170,7 +170,8 @@ impl<'w> Places<'w> {
     /// The inbox word of `rank` (see [`Core::inbox`]).
     #[inline(always)]
     pub(crate) fn inbox(&self, rank: u32) -> &'w crate::shim::AtomicU32 {
-        // SAFETY: as in `Core::inbox`.
+        // SAFETY: `rank < ranks`; the inbox is the first word of the rank's
+        // header, 4-byte aligned, accessed only atomically.
         unsafe { crate::shim::atomic_u32_at(self.base, self.layout.rank_header(rank)) }
     }
 
@@ -781,7 +782,7 @@ impl Core {
     /// The id of `owner`'s slot `slot`.
     #[inline(always)]
     pub(crate) fn slot_id(&self, owner: u32, slot: u32) -> u32 {
-        owner * self.slots_per_rank() + slot
+        self.places().slot_id(owner, slot)
     }
 
     /// A shared word of the header of slot `id`.
@@ -798,8 +799,7 @@ impl Core {
     /// one address computation for all of them.
     #[inline(always)]
     pub(crate) fn slot_header(&self, id: u32) -> SlotAt<'_> {
-        // SAFETY: inside the world memory (see `slot_word`).
-        SlotAt(unsafe { self.base.add(self.slot_offset(id)) }, PhantomData)
+        self.places().slot(id)
     }
 
     /// Word `word` of slot `slot` of a span from [`Places::outbox_words`] (or
@@ -829,17 +829,14 @@ impl Core {
     /// The inbox word of `rank`.
     #[inline(always)]
     pub(crate) fn inbox(&self, rank: u32) -> &crate::shim::AtomicU32 {
-        // SAFETY: `rank < ranks`; the inbox is the first word of the rank's
-        // header, 4-byte aligned, accessed only atomically.
-        unsafe { crate::shim::atomic_u32_at(self.base, self.layout().rank_header(rank)) }
+        self.places().inbox(rank)
     }
 
     /// This rank's header. Only its private fields may be used through the
     /// pointer (the inbox goes through `Core::inbox`).
     #[inline(always)]
     pub(crate) fn rank_header(&self) -> *mut RankHeader {
-        // SAFETY: inside the world memory, 64-byte aligned.
-        unsafe { self.base.add(self.layout().rank_header(self.rank)) as *mut RankHeader }
+        self.places().rank_header()
     }
 
     /// Communicator tables the world holds.
