@@ -631,7 +631,22 @@ impl World {
         root: i32,
         f: impl FnOnce() -> Result<(), Error>,
     ) -> Result<(), Error> {
-        trace::Span::enter(&self.core_settled(), call as u32, root).leave(f())
+        self.span(call as u32, root).leave(f())
+    }
+
+    /// Enters world collective `call` (a `polling::Call` code) with root
+    /// `root` (-2: none) as a trace span, reading the trace flag only when
+    /// attach did not ([`RankState`]).
+    #[inline(always)]
+    pub(crate) fn span(&self, call: u32, root: i32) -> trace::Span {
+        self.span_in(call, root, 0, 0, 0)
+    }
+
+    /// [`World::span`] on the communicator of context `id`, first table
+    /// entry `start` and size `size` (`trace::Span::enter_in`).
+    #[inline(always)]
+    pub(crate) fn span_in(&self, call: u32, root: i32, id: u32, start: u32, size: u32) -> trace::Span {
+        trace::Span::enter_in(&self.core_settled(), self.known.untraced(), call, root, id, start, size)
     }
 }
 
@@ -815,14 +830,7 @@ impl<'w> CommView<'w> {
         f: impl FnOnce() -> Result<(), Error>,
     ) -> Result<(), Error> {
         let c = self.comm;
-        let span = trace::Span::enter_in(
-            &self.world.core_settled(),
-            call as u32,
-            root,
-            c.id,
-            c.start,
-            c.size,
-        );
+        let span = self.world.span_in(call as u32, root, c.id, c.start, c.size);
         span.leave(f())
     }
 }

@@ -332,7 +332,10 @@ fn wait_from<T>(
     start: Start,
     mut poll: impl FnMut(&mut Backoff) -> Option<Result<T, Error>>,
 ) -> Result<T, Error> {
-    let mut backoff = Backoff::with_max_ns(c.backoff_max_ns());
+    // The bound is read once the first poll failed: a wait that succeeds
+    // at once reads no configuration (after an acquire, a round trip to L2
+    // on the GPU); the first poll never sleeps.
+    let mut backoff = Backoff::new();
     let mut polls: u32 = 0;
     let mut skip = start == Start::Polled;
     // One call site of `poll`, so that it is inlined (a closure called from
@@ -353,6 +356,7 @@ fn wait_from<T>(
         }
         skip = false;
         if polls == 0 {
+            backoff.set_max_ns(c.backoff_max_ns());
             if start != Start::Recorded {
                 c.record_wait(what());
             }

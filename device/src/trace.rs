@@ -700,20 +700,17 @@ pub(crate) struct Span {
 const SPAN_TRACED: u32 = 1 << 15;
 
 impl Span {
-    /// Enters world collective `call` (a `polling::Call` code) with root
-    /// `root` (-2: none).
+    /// Enters collective `call` (a `polling::Call` code) with root `root`
+    /// (in the communicator's numbering; -2: none) on the communicator of
+    /// context `id` (0: the world), first table entry `start` and size
+    /// `size` (ignored for the world). `untraced`: the caller knows that
+    /// the world does not trace (`World::span`), so the configuration is
+    /// not read: on the GPU that read is a round trip to L2 on every
+    /// collective's way in, the previous collective's acquires having
+    /// emptied L1.
     #[inline(always)]
-    pub(crate) fn enter(w: &Core, call: u32, root: i32) -> Span {
-        Span::enter_in(w, call, root, 0, 0, 0)
-    }
-
-    /// Enters collective `call` with root `root` (in the communicator's
-    /// numbering; -2: none) on the communicator of context `id` (0: the
-    /// world), first table entry `start` and size `size` (ignored for the
-    /// world).
-    #[inline(always)]
-    pub(crate) fn enter_in(w: &Core, call: u32, root: i32, id: u32, start: u32, size: u32) -> Span {
-        let traced = on(w);
+    pub(crate) fn enter_in(w: &Core, untraced: bool, call: u32, root: i32, id: u32, start: u32, size: u32) -> Span {
+        let traced = !untraced && on(w);
         if traced {
             enter_words(w.base as u64, w.rank, call, root, id, start, size);
         }

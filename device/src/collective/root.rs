@@ -12,7 +12,6 @@ use crate::communicator::{Communicator, Process};
 use crate::datatype::{Buffer, BufferMut, Equivalence};
 use crate::error::Error;
 use crate::polling::Call as WaitCall;
-use crate::trace;
 
 /// Collectives with a root process (rsmpi's `Root`), called on the root's
 /// [`Process`](crate::communicator::Process) by every rank. A `_root` method is the root's call; a rank
@@ -161,7 +160,7 @@ impl Root for Process<'_> {
                 hardware::broadcast_buffer(&v, self.rank, buf).unwrap_or_else(|| v.broadcast(self.rank, buf))
             });
         }
-        let span = trace::Span::enter(&self.world.core_settled(), WaitCall::Broadcast as u32, self.rank);
+        let span = self.world.span(WaitCall::Broadcast as u32, self.rank);
         span.leave(self.world.broadcast_impl(self.rank, buf))
     }
 
@@ -182,7 +181,7 @@ impl Root for Process<'_> {
                     .unwrap_or_else(|| unsafe { v.reduce(s, n, Some(r), self.rank, &op) })
             });
         }
-        let span = trace::Span::enter(&self.world.core_settled(), WaitCall::Reduce as u32, self.rank);
+        let span = self.world.span(WaitCall::Reduce as u32, self.rank);
         let s = send.elements();
         let recv = if self.rank == self.world.rank() {
             let r = recv.elements_mut();
@@ -212,7 +211,7 @@ impl Root for Process<'_> {
                     .unwrap_or_else(|| unsafe { v.reduce(p as *const T, n, Some((p, n)), self.rank, &op) })
             });
         }
-        let span = trace::Span::enter(&self.world.core_settled(), WaitCall::Reduce as u32, self.rank);
+        let span = self.world.span(WaitCall::Reduce as u32, self.rank);
         let b = buf.elements_mut();
         let (p, n) = (b.as_mut_ptr(), b.len());
         let recv = (self.rank == self.world.rank()).then_some((p, n));
@@ -239,7 +238,7 @@ impl Root for Process<'_> {
                     .unwrap_or_else(|| unsafe { v.reduce(s, n, None, self.rank, &op) })
             });
         }
-        let span = trace::Span::enter(&self.world.core_settled(), WaitCall::Reduce as u32, self.rank);
+        let span = self.world.span(WaitCall::Reduce as u32, self.rank);
         let s = send.elements();
         // SAFETY: a borrowed slice, valid for the call.
         span.leave(unsafe {
@@ -267,7 +266,7 @@ impl Root for Process<'_> {
                 )
             });
         }
-        let span = trace::Span::enter(&self.world.core_settled(), WaitCall::Gather as u32, self.rank);
+        let span = self.world.span(WaitCall::Gather as u32, self.rank);
         span.leave(self.world.gather_impl::<S, [u8]>(self.rank, Some(send), None))
     }
 
@@ -297,7 +296,7 @@ impl Root for Process<'_> {
                 )
             });
         }
-        let span = trace::Span::enter(&self.world.core_settled(), WaitCall::Gather as u32, self.rank);
+        let span = self.world.span(WaitCall::Gather as u32, self.rank);
         let recv = (self.rank == self.world.rank()).then_some(recv);
         span.leave(self.world.gather_impl(self.rank, Some(send), recv))
     }
@@ -339,7 +338,7 @@ impl Root for Process<'_> {
                 }
             });
         }
-        let span = trace::Span::enter(&self.world.core_settled(), WaitCall::Gather as u32, self.rank);
+        let span = self.world.span(WaitCall::Gather as u32, self.rank);
         if self.rank != self.world.rank() {
             // Not the root: `buf` is this rank's contribution.
             let send = movement::Typed::of(buf);
@@ -360,7 +359,7 @@ impl Root for Process<'_> {
                 )
             });
         }
-        let span = trace::Span::enter(&self.world.core_settled(), WaitCall::Gather as u32, self.rank);
+        let span = self.world.span(WaitCall::Gather as u32, self.rank);
         span.leave(
             self.world
                 .gather_varcount_impl::<S, [u8]>(self.rank, Some(send), None),
@@ -388,7 +387,7 @@ impl Root for Process<'_> {
                 v.gather(self.rank, Some(s), Some((rp, rn)), Some(parts), dt)
             });
         }
-        let span = trace::Span::enter(&self.world.core_settled(), WaitCall::Gather as u32, self.rank);
+        let span = self.world.span(WaitCall::Gather as u32, self.rank);
         let recv = (self.rank == self.world.rank()).then_some(recv);
         span.leave(self.world.gather_varcount_impl(self.rank, Some(send), recv))
     }
@@ -409,7 +408,7 @@ impl Root for Process<'_> {
                 v.gather(self.rank, None, Some((rp, rn)), Some(parts), dt)
             });
         }
-        let span = trace::Span::enter(&self.world.core_settled(), WaitCall::Gather as u32, self.rank);
+        let span = self.world.span(WaitCall::Gather as u32, self.rank);
         if self.rank != self.world.rank() {
             // Not the root: `recv.buf` is this rank's contribution.
             let send = movement::Typed::of(&mut *recv.buf);
@@ -437,7 +436,7 @@ impl Root for Process<'_> {
                 v.scatter(self.rank, None, Some(r), None, dt)
             });
         }
-        let span = trace::Span::enter(&self.world.core_settled(), WaitCall::Scatter as u32, self.rank);
+        let span = self.world.span(WaitCall::Scatter as u32, self.rank);
         span.leave(self.world.scatter_impl::<[u8], R>(self.rank, None, Some(recv)))
     }
 
@@ -459,7 +458,7 @@ impl Root for Process<'_> {
                 v.scatter(self.rank, s, Some(r), None, dt)
             });
         }
-        let span = trace::Span::enter(&self.world.core_settled(), WaitCall::Scatter as u32, self.rank);
+        let span = self.world.span(WaitCall::Scatter as u32, self.rank);
         let send = (self.rank == self.world.rank()).then_some(send);
         span.leave(self.world.scatter_impl(self.rank, send, Some(recv)))
     }
@@ -477,7 +476,7 @@ impl Root for Process<'_> {
             });
         }
         // Not the root: no receive buffer, so `MPI_ERR_ROOT` (after taking part).
-        let span = trace::Span::enter(&self.world.core_settled(), WaitCall::Scatter as u32, self.rank);
+        let span = self.world.span(WaitCall::Scatter as u32, self.rank);
         span.leave(self.world.scatter_impl::<S, [u8]>(self.rank, Some(send), None))
     }
 
@@ -489,7 +488,7 @@ impl Root for Process<'_> {
                 v.scatter(self.rank, None, r, Some(Ok(Parts::Even(0))), dt)
             });
         }
-        let span = trace::Span::enter(&self.world.core_settled(), WaitCall::Scatter as u32, self.rank);
+        let span = self.world.span(WaitCall::Scatter as u32, self.rank);
         span.leave(
             self.world
                 .scatter_varcount_impl::<[u8], R>(self.rank, None, Some(recv)),
@@ -512,7 +511,7 @@ impl Root for Process<'_> {
                 v.scatter(self.rank, Some((sp, sn)), r, Some(parts), dt)
             });
         }
-        let span = trace::Span::enter(&self.world.core_settled(), WaitCall::Scatter as u32, self.rank);
+        let span = self.world.span(WaitCall::Scatter as u32, self.rank);
         let send = (self.rank == self.world.rank()).then_some(send);
         span.leave(self.world.scatter_varcount_impl(self.rank, send, Some(recv)))
     }
@@ -533,7 +532,7 @@ impl Root for Process<'_> {
                 v.scatter(self.rank, Some((sp, sn)), None, Some(parts), dt)
             });
         }
-        let span = trace::Span::enter(&self.world.core_settled(), WaitCall::Scatter as u32, self.rank);
+        let span = self.world.span(WaitCall::Scatter as u32, self.rank);
         let root = self.rank == self.world.rank();
         span.leave(
             self.world

@@ -100,6 +100,12 @@ impl Backoff {
         b
     }
 
+    /// Sleeps from now on grow to at most `max_ns` nanoseconds (at least
+    /// 1): for a wait that learns its bound only once its first poll failed.
+    pub(crate) const fn set_max_ns(&mut self, max_ns: u32) {
+        self.max_ns = if max_ns == 0 { 1 } else { max_ns };
+    }
+
     /// Failed polls since the wait began or since the last [`Backoff::progressed`].
     pub const fn polls(&self) -> u32 {
         self.polls
