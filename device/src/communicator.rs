@@ -250,18 +250,45 @@ impl World {
         &self.layout
     }
 
+    /// Ranks per block: the launch's (`%ntid.x` on the GPU), which
+    /// [`World::attach`] checked against the layout's. A special register
+    /// and not a field of the layout because the GPU loads a layout field
+    /// again after every atomic, from L2 after an acquire; so do
+    /// [`World::blocks`] and [`World::ranks`].
+    #[inline(always)]
+    pub(crate) fn block_dim(&self) -> u32 {
+        shim::block_dim()
+    }
+
+    /// Blocks: the launch's (`%nctaid.x`), checked at attach.
+    #[inline(always)]
+    pub(crate) fn blocks(&self) -> u32 {
+        shim::grid_dim()
+    }
+
+    /// Ranks: the launch's threads, since a world's ranks are whole blocks
+    /// (`WorldConfig::layout` refuses a partial one). From `coordinates`,
+    /// whose reads the compiler may merge and hold: read at each use (as
+    /// `block_dim` is), this gave `pi_p2p`, whose loop checks a rank per
+    /// message, a stack frame.
+    #[inline(always)]
+    pub(crate) fn ranks(&self) -> u32 {
+        let c = shim::coordinates();
+        c.block_dim * c.grid_dim
+    }
+
     /// Ranks per block.
     pub fn block_size(&self) -> i32 {
-        self.layout.block_dim as i32
+        self.block_dim() as i32
     }
 
     pub(crate) fn check_rank(&self, r: i32) -> Result<(), Error> {
-        if r >= 0 && r < self.layout.ranks as i32 {
+        if r >= 0 && r < self.ranks() as i32 {
             Ok(())
         } else {
             Err(Error::InvalidRank {
                 rank: r,
-                size: self.layout.ranks as i32,
+                size: self.ranks() as i32,
             })
         }
     }
@@ -416,7 +443,7 @@ impl Communicator for World {
         self.rank as i32
     }
     fn size(&self) -> i32 {
-        self.layout.ranks as i32
+        self.ranks() as i32
     }
     fn process_at_rank(&self, r: i32) -> Process<'_> {
         Process {
@@ -646,7 +673,15 @@ impl World {
     /// entry `start` and size `size` (`trace::Span::enter_in`).
     #[inline(always)]
     pub(crate) fn span_in(&self, call: u32, root: i32, id: u32, start: u32, size: u32) -> trace::Span {
-        trace::Span::enter_in(&self.core_settled(), self.known.untraced(), call, root, id, start, size)
+        trace::Span::enter_in(
+            &self.core_settled(),
+            self.known.untraced(),
+            call,
+            root,
+            id,
+            start,
+            size,
+        )
     }
 }
 
@@ -808,7 +843,7 @@ impl<'w> CommView<'w> {
                 world,
                 comm,
                 rank: world.rank,
-                size: world.layout.ranks,
+                size: world.ranks(),
             };
         }
         CommView {
@@ -837,14 +872,14 @@ impl<'w> CommView<'w> {
 
 /// The colour `split_shared` gives world rank `w`: its block.
 pub(crate) fn block_color(world: &World, w: u32) -> Color {
-    Color(w / world.layout.block_dim)
+    Color(w / world.block_dim())
 }
 
 /// The colour `split_by_warp` gives world rank `w`: its warp (32
 /// consecutive threads of its block; a block whose size is not a multiple
 /// of 32 ends with a partial warp).
 pub(crate) fn warp_color(world: &World, w: u32) -> Color {
-    let bd = world.layout.block_dim;
+    let bd = world.block_dim();
     let warps = bd.div_ceil(32);
     Color((w / bd) * warps + (w % bd) / 32)
 }

@@ -373,7 +373,7 @@ impl Space {
         Space {
             id: 0,
             start: 0,
-            size: w.layout.ranks,
+            size: w.ranks(),
             member: w.rank,
         }
     }
@@ -680,7 +680,7 @@ pub(crate) struct Tree {
 impl Tree {
     pub(crate) fn start(w: &World) -> Tree {
         Tree {
-            count: w.layout.ranks,
+            count: w.ranks(),
             item: w.rank,
             base: 0,
             below: 0,

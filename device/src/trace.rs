@@ -709,7 +709,15 @@ impl Span {
     /// collective's way in, the previous collective's acquires having
     /// emptied L1.
     #[inline(always)]
-    pub(crate) fn enter_in(w: &Core, untraced: bool, call: u32, root: i32, id: u32, start: u32, size: u32) -> Span {
+    pub(crate) fn enter_in(
+        w: &Core,
+        untraced: bool,
+        call: u32,
+        root: i32,
+        id: u32,
+        start: u32,
+        size: u32,
+    ) -> Span {
         let traced = !untraced && on(w);
         if traced {
             enter_words(w.base as u64, w.rank, call, root, id, start, size);

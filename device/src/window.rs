@@ -1754,11 +1754,7 @@ impl<'a, T: Equivalence> Window<'a, T> {
         // follows, so its id may be claimed again.
         if self.rank == 0 {
             if self.parts != 0 {
-                release_parts(
-                    self.world,
-                    self.world.rank / self.world.layout.block_dim,
-                    self.parts,
-                );
+                release_parts(self.world, self.world.rank / self.world.block_dim(), self.parts);
             }
             release_id(self.world, self.id);
         }
@@ -2163,7 +2159,7 @@ const NO_MEMORY: u32 = 2;
 fn agree<C: Communicator + ?Sized>(comm: &C, view: &CommView<'_>, ask: Ask) -> Result<Agreement, Error> {
     let world = view.world;
     let layout = &world.layout;
-    let block = world.rank / layout.block_dim;
+    let block = world.block;
     let available = layout.window_stride - WINDOW_ENTRY_BYTES as u32;
     let end = ask.shared.map_or(0, |(e, _)| {
         crate::error::saturating_u32(usize::try_from(e).unwrap_or(usize::MAX))

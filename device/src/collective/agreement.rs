@@ -234,8 +234,8 @@ impl World {
         // Every rank passes exactly one element, so the round's count check
         // cannot fail; `reduce_round` returns an `Err` only for a failed wait.
         let _ = self.reduce_round(&mine as *const Agreement, 1, 1, 0, &op, what)?;
-        self.combine_blocks(self.layout.blocks, 1, 1, &op);
-        let leader = self.rank_cell(self.block * self.layout.block_dim);
+        self.combine_blocks(self.blocks(), 1, 1, &op);
+        let leader = self.rank_cell(self.block * self.block_dim());
         // SAFETY: the leader's cell holds the combined agreement, published
         // by the block tree's closing barrier and not written again before
         // the next round's world barrier; the data is 8-byte aligned.

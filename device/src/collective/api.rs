@@ -358,7 +358,7 @@ pub trait CommunicatorCollectives: Communicator {
             Route::World(w) => w.traced(Call::ReduceScatter, -2, || {
                 let b = buf.elements_mut();
                 let (p, n) = (b.as_mut_ptr(), b.len());
-                let k = n / (w.layout.ranks as usize);
+                let k = n / (w.ranks() as usize);
                 // SAFETY: one exclusively borrowed slice used only through `p`; the
                 // result (the first `k` elements) is written in reduce_scatter_impl's
                 // in-place order.

@@ -102,7 +102,7 @@ enum Mismatch {
 /// [`WarpWord`] in a communicator table).
 #[inline(always)]
 fn warp_index(world: &World) -> u32 {
-    world.block * world.layout.block_dim.div_ceil(32) + world.thread / 32
+    world.block * world.block_dim().div_ceil(32) + world.thread / 32
 }
 
 /// The kind of the calling rank's communicator `comm` (the world: general).
@@ -124,7 +124,7 @@ fn kind(world: &World, comm: CommInfo) -> CommKind {
 /// rank just joined (after the creation's closing barrier, which published
 /// the member entries it reads: every member reads the same ones).
 pub(crate) fn store_kind(world: &World, comm: CommInfo) {
-    let bd = world.layout.block_dim;
+    let bd = world.block_dim();
     let thread = world.thread;
     let warp_first = thread - thread % 32;
     let lanes = (bd - warp_first).min(32);
@@ -306,7 +306,7 @@ fn block_open(
         unsafe { head.write(mine) };
     }
     let present = shim::block_barrier_count(true);
-    if present != world.layout.block_dim {
+    if present != world.block_dim() {
         return Err(missing_rank(world, mine));
     }
     // SAFETY: written by rank 0 before the barrier above.
@@ -628,7 +628,7 @@ pub(crate) unsafe fn reduce<T: Equivalence, O: Operation<T>>(
     if kind == CommKind::General {
         return None;
     }
-    let warps = v.world.layout.block_dim.div_ceil(32);
+    let warps = v.world.block_dim().div_ceil(32);
     if kind == CommKind::Block && block_round::<T>(warps) == 0 {
         return None;
     }
@@ -718,7 +718,7 @@ unsafe fn reduce_on<T: Equivalence, O: Operation<T>>(
         }
         return Ok(());
     }
-    let warps = v.world.layout.block_dim.div_ceil(32);
+    let warps = v.world.block_dim().div_ceil(32);
     let warp = v.world.thread / 32;
     let lanes = mask.count_ones();
     let k = block_round::<T>(warps);
@@ -1192,7 +1192,7 @@ pub(crate) unsafe fn scan<T: Equivalence, O: Operation<T>>(
     if kind == CommKind::General {
         return None;
     }
-    let warps = v.world.layout.block_dim.div_ceil(32);
+    let warps = v.world.block_dim().div_ceil(32);
     if kind == CommKind::Block && scan_round::<T>(warps) == 0 {
         return None;
     }
@@ -1272,7 +1272,7 @@ unsafe fn block_scan<T: Equivalence, O: Operation<T>>(
     exclusive: bool,
     op: &O,
 ) {
-    let warps = v.world.layout.block_dim.div_ceil(32);
+    let warps = v.world.block_dim().div_ceil(32);
     let warp = v.world.thread / 32;
     let lane = v.world.thread % 32;
     let mask = shim::warp_mask();

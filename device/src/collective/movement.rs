@@ -362,7 +362,7 @@ impl World {
             }
             self.world_barrier(what)?;
             if let Some(t) = take.as_mut() {
-                for q in 0..self.layout.ranks {
+                for q in 0..self.ranks() {
                     t(q, lo, self.rank_cell(q) as *const u8, cb);
                 }
             }
@@ -422,7 +422,7 @@ impl World {
         mut put: impl FnMut(usize, *mut u8, u64) -> bool,
         what: WaitFor,
     ) -> Result<(), Error> {
-        let n = self.layout.ranks as usize;
+        let n = self.ranks() as usize;
         let mut walked = true;
         let mut d0 = 0;
         while d0 < n {
@@ -547,7 +547,7 @@ impl World {
             let lo = round * cb;
             self.begin_staging_round();
             if let Some(g) = give.as_mut() {
-                for q in 0..self.layout.ranks {
+                for q in 0..self.ranks() {
                     g(q, lo, self.rank_cell(q), cb);
                 }
             }
@@ -598,7 +598,7 @@ impl World {
         if m == 0 {
             return Ok(());
         }
-        let n = self.layout.ranks as usize;
+        let n = self.ranks() as usize;
         let cb = self.collective_bytes();
         let rounds = (n * m).div_ceil(cb);
         let p = self.rank as usize;
@@ -657,7 +657,7 @@ impl World {
             peer: root,
             tag: -1,
         };
-        let n = self.layout.ranks as usize;
+        let n = self.ranks() as usize;
         let is_root = root == self.rank();
         let mut local = self.check_root(root);
         let (k, dtype) = match (send, &recv) {
@@ -767,7 +767,7 @@ impl World {
             peer: root,
             tag: -1,
         };
-        let n = self.layout.ranks as usize;
+        let n = self.ranks() as usize;
         let is_root = root == self.rank();
         let in_place = send.is_none();
         let dtype = match (send, &recv) {
@@ -896,7 +896,7 @@ impl World {
             peer: root,
             tag: -1,
         };
-        let n = self.layout.ranks as usize;
+        let n = self.ranks() as usize;
         let is_root = root == self.rank();
         let mut local = self.check_root(root);
         let (k, dtype) = match (&recv, send) {
@@ -1002,7 +1002,7 @@ impl World {
             peer: root,
             tag: -1,
         };
-        let n = self.layout.ranks as usize;
+        let n = self.ranks() as usize;
         let is_root = root == self.rank();
         let in_place = recv.is_none();
         let dtype = match (&recv, send) {
@@ -1133,7 +1133,7 @@ impl World {
             peer: -2,
             tag: -1,
         };
-        let n = self.layout.ranks as usize;
+        let n = self.ranks() as usize;
         let dtype = recv.datatype();
         let size = dtype.size as usize;
         let mut local = None;
@@ -1272,7 +1272,7 @@ impl World {
             peer: -2,
             tag: -1,
         };
-        let n = self.layout.ranks as usize;
+        let n = self.ranks() as usize;
         let dtype = recv.datatype();
         let total = send.count();
         let mut local = None;
@@ -1364,7 +1364,7 @@ impl World {
             peer: -2,
             tag: -1,
         };
-        let n = self.layout.ranks as usize;
+        let n = self.ranks() as usize;
         let dtype = buf.datatype();
         let total = buf.count();
         let mut local = None;
@@ -1409,7 +1409,7 @@ impl World {
         largest: usize,
         what: WaitFor,
     ) -> Result<(), Error> {
-        let n = self.layout.ranks as usize;
+        let n = self.ranks() as usize;
         let cb = self.collective_bytes();
         let p = self.rank as usize;
         let mut walked = true;
@@ -1459,7 +1459,7 @@ impl World {
             peer: -2,
             tag: -1,
         };
-        let n = self.layout.ranks as usize;
+        let n = self.ranks() as usize;
         let dtype = recv.buf.datatype();
         let size = dtype.size as usize;
         let mut local = None;
@@ -1593,7 +1593,7 @@ impl World {
             peer: -2,
             tag: -1,
         };
-        let n = self.layout.ranks as usize;
+        let n = self.ranks() as usize;
         let dtype = buf.buf.datatype();
         let size = dtype.size as usize;
         let mut local = None;

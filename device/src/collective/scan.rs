@@ -104,8 +104,8 @@ impl World {
         };
         op.check()?;
         let per_round = self.elements_per_round::<T>()?;
-        let ranks = self.layout.ranks as usize;
-        let bd = self.layout.block_dim as usize;
+        let ranks = self.ranks() as usize;
+        let bd = self.block_dim() as usize;
         let (rank, block) = (self.rank as usize, self.block as usize);
         let mut local = None;
         let mut mine = Agreement::new();
@@ -177,10 +177,10 @@ impl World {
                 });
             }
             if block_lo < hi && lo < block_hi {
-                self.combine_blocks(self.layout.blocks, k, count, op);
+                self.combine_blocks(self.blocks(), k, count, op);
                 let (a, b) = (lo.max(first), hi.min(first + recv_len));
                 if a < b {
-                    let leader = self.rank_cell(self.block * self.layout.block_dim);
+                    let leader = self.rank_cell(self.block * self.block_dim());
                     // SAFETY: the leader's cell holds the window's `k`
                     // combined elements (published by the block tree's
                     // closing barrier); `a - first + (b - a) <= recv_len`.
@@ -246,7 +246,7 @@ impl World {
         let size = core::mem::size_of::<T>();
         // Below `u32::MAX`: a larger count failed the agreement (`set_count`).
         let count = n as u32;
-        let bd = self.layout.block_dim;
+        let bd = self.block_dim();
         let t = self.thread;
         let rounds = n.div_ceil(per_round);
         for round in 0..rounds {
@@ -322,7 +322,7 @@ impl World {
     /// a block barrier before each step and after the last. Lower ranks are
     /// always the left operand. Every rank of the block calls it.
     fn block_scan<T: Equivalence, O: Operation<T>>(&self, k: usize, op: &O) {
-        let bd = self.layout.block_dim;
+        let bd = self.block_dim();
         let t = self.thread;
         let first = self.block * bd;
         let combine = |left: u32, right: u32| {

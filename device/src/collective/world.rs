@@ -138,7 +138,7 @@ impl World {
 
     pub(super) fn rank_cell(&self, rank: u32) -> *mut u8 {
         let l = &self.layout;
-        let half = self.staging_half() * l.ranks as usize * l.collective_bytes;
+        let half = self.staging_half() * self.ranks() as usize * l.collective_bytes;
         // SAFETY: inside the rank scratch region (two halves of `ranks` cells).
         unsafe {
             self.base
@@ -153,7 +153,7 @@ impl World {
     /// passed).
     pub(super) fn next_rank_cell(&self, rank: u32) -> *mut u8 {
         let l = &self.layout;
-        let half = (1 - self.staging_half()) * l.ranks as usize * l.collective_bytes;
+        let half = (1 - self.staging_half()) * self.ranks() as usize * l.collective_bytes;
         // SAFETY: inside the rank scratch region (two halves of `ranks` cells).
         unsafe {
             self.base
@@ -163,7 +163,7 @@ impl World {
 
     pub(super) fn block_cell(&self, block: u32) -> *mut u8 {
         let l = &self.layout;
-        let half = self.staging_half() * l.blocks as usize * l.collective_bytes;
+        let half = self.staging_half() * self.blocks() as usize * l.collective_bytes;
         // SAFETY: inside the block scratch region (two halves of `blocks` cells).
         unsafe {
             self.base
@@ -218,7 +218,7 @@ impl World {
     /// begins with its agreement), which the generations' reset relies on
     /// ([`GridBarrier`](crate::records::GridBarrier)).
     pub(super) fn world_barrier_for_root(&self, what: WaitFor, root: i32) -> Result<(), Error> {
-        let waits = root as u32 / self.layout.block_dim == self.block;
+        let waits = root as u32 / self.block_dim() == self.block;
         self.keyed_barrier::<1>(what, None, waits, false).map(|_| ())
     }
 
@@ -309,10 +309,10 @@ impl World {
         let generation = self.barrier_generation.get().wrapping_add(1);
         self.barrier_generation.set(generation);
         let present = shim::block_barrier_count(true);
-        let whole = present == self.layout.block_dim;
-        let blocks = self.layout.blocks;
+        let whole = present == self.block_dim();
+        let blocks = self.blocks();
         // Taken again at each use, as the stage below.
-        let warps = || self.layout.block_dim.div_ceil(32);
+        let warps = || self.block_dim().div_ceil(32);
         // Taken again at each use rather than held in two registers across
         // the wait (the base is an out-of-line call).
         let stage = || shim::shared_block::<{ core::mem::size_of::<KeyStage>() }>() as *mut KeyStage;
@@ -556,7 +556,7 @@ impl World {
         // Reduce: the root's warp combines the block results; all-reduce:
         // every warp does.
         let combines = root.is_none_or(|r| {
-            let bd = self.layout.block_dim;
+            let bd = self.block_dim();
             r as u32 / bd == self.block && (r as u32 % bd) / 32 == self.thread / 32
         });
         let rounds = n.div_ceil(per_round).max(1);
@@ -710,7 +710,7 @@ impl World {
         // The block's cell of this staging half is written only by the
         // block's first rank, in the tree.
         let dest = self.block_cell(self.block);
-        self.block_tree(self.layout.block_dim, k, word, src, count, dest, op);
+        self.block_tree(self.block_dim(), k, word, src, count, dest, op);
         // Every rank reads the same verdict, so every rank of the block
         // skips the block barrier below alike.
         if !self.keyed_barrier(what, key.map(|k| [k]), true, true)? {
@@ -722,7 +722,7 @@ impl World {
         // The block's ranks share the check of the block results' count words.
         let mut mismatch = false;
         let mut block = self.thread;
-        while block < self.layout.blocks {
+        while block < self.blocks() {
             // `COUNT_MISMATCH` is never a count that agrees, even with a
             // rank's own saturated count of `u32::MAX` elements or more.
             // SAFETY: block cells were written before the barrier; this half is
@@ -734,7 +734,7 @@ impl World {
                 mismatch = true;
                 break;
             }
-            block += self.layout.block_dim;
+            block += self.block_dim();
         }
         // The block's verdict is the count of its ranks that found a
         // mismatch (`bar.red.popc`): no memory round trip.
@@ -810,7 +810,7 @@ impl World {
                 cell.add(CELL_HEADER) as *const T,
             )
         };
-        let leader = self.rank_cell(self.block * self.layout.block_dim);
+        let leader = self.rank_cell(self.block * self.block_dim());
         self.block_tree(active, k, 0, src, count, leader, op);
     }
 
@@ -831,7 +831,7 @@ impl World {
         // block communicator's) may read it until every rank has come here.
         // A block short of a rank that returned (no shuffle may name it) skips
         // the combination; the world barrier that follows fails it.
-        let whole = shim::block_barrier_count(true) == self.layout.block_dim;
+        let whole = shim::block_barrier_count(true) == self.block_dim();
         let lane = self.thread % 32;
         let warp = self.thread / 32;
         let warps = active.div_ceil(32);
@@ -850,10 +850,7 @@ impl World {
         } else {
             // SAFETY: the data area of the block's first cell; cells of the
             // warps' first ranks are `32 × collective_bytes` apart.
-            let first = unsafe {
-                self.rank_cell(self.block * self.layout.block_dim)
-                    .add(CELL_HEADER)
-            };
+            let first = unsafe { self.rank_cell(self.block * self.block_dim()).add(CELL_HEADER) };
             (first, 32 * self.collective_bytes())
         };
         let mask = shim::warp_mask();
@@ -998,7 +995,7 @@ impl World {
         count: u32,
         op: &O,
     ) {
-        let per_rank = blocks.div_ceil(self.layout.block_dim);
+        let per_rank = blocks.div_ceil(self.block_dim());
         let active = blocks.div_ceil(per_rank);
         if self.thread < active {
             let first = self.thread * per_rank;
@@ -1218,7 +1215,7 @@ fn reduce_step<T: Equivalence, O: Operation<T>>(
             } else {
                 core::ptr::null_mut()
             };
-            return (0, to_word(&w.combine_in_warp(w.layout.blocks, k, out, op)));
+            return (0, to_word(&w.combine_in_warp(w.blocks(), k, out, op)));
         }
         Ok(Ok(())) => 0,
     };

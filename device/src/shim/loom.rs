@@ -239,6 +239,16 @@ pub fn coordinates() -> Coordinates {
     loom_runtime::current_coordinates()
 }
 
+/// Threads per block of the launch (`blockDim.x`).
+pub fn block_dim() -> u32 {
+    coordinates().block_dim
+}
+
+/// Blocks of the launch (`gridDim.x`).
+pub fn grid_dim() -> u32 {
+    coordinates().grid_dim
+}
+
 /// Lane of the calling rank in its warp of 32.
 pub fn lane_id() -> u32 {
     coordinates().thread % 32

@@ -307,6 +307,37 @@ pub fn coordinates() -> Coordinates {
     }
 }
 
+/// Reads one special register afresh at each use: not `pure`, so the
+/// compiler neither merges two reads nor keeps one in a register across
+/// the kernel. With `pure` reads of the launch's dimensions, ptxas (sm_90)
+/// gave the collectives' kernels up to 10 more registers
+/// (docs/performance.md, "The launch's geometry from the special registers").
+macro_rules! special_u32_each_use {
+    ($reg:literal) => {{
+        let v: u32;
+        // SAFETY: reading a special register has no side effects and touches
+        // no memory.
+        unsafe {
+            asm!(
+                concat!("mov.u32 {v}, ", $reg, ";"),
+                v = out(reg32) v,
+                options(nomem, nostack),
+            )
+        };
+        v
+    }};
+}
+
+/// Threads per block of the launch (`blockDim.x`), read at each use.
+pub fn block_dim() -> u32 {
+    special_u32_each_use!("%ntid.x")
+}
+
+/// Blocks of the launch (`gridDim.x`), read at each use.
+pub fn grid_dim() -> u32 {
+    special_u32_each_use!("%nctaid.x")
+}
+
 /// Lane of the calling rank in its warp of 32.
 pub fn lane_id() -> u32 {
     special_u32!("%laneid")
