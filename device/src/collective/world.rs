@@ -108,17 +108,53 @@ fn keys_agree<const N: usize>(or: &[u64; N]) -> bool {
     same && (or[0] >> 32) as u32 != NO_KEY
 }
 
-impl World {
-    /// The world barrier's arrival count of generation `generation`
-    /// ([`GridBarrier`](crate::records::GridBarrier)).
-    pub(super) fn grid_arrivals(&self, generation: u32) -> &AtomicU32 {
-        use crate::records::GridBarrier;
-        let at = self.layout.barrier
-            + core::mem::offset_of!(GridBarrier, arrivals)
-            + 4 * generation_word(generation);
+/// One generation's words of the world barrier's record
+/// ([`World::generation`]).
+struct GenerationWords<'w> {
+    base: *mut u8,
+    /// Offset of the generation's arrival count.
+    arrivals: usize,
+    /// Offset of the generation's first key word.
+    keys: usize,
+    _world: core::marker::PhantomData<&'w World>,
+}
+
+impl<'w> GenerationWords<'w> {
+    /// The generation's arrival count.
+    #[inline(always)]
+    fn arrivals(&self) -> &'w AtomicU32 {
         // SAFETY: inside the world barrier's record at the start of the
-        // barrier region, 4-byte aligned, accessed only atomically.
-        unsafe { shim::atomic_u32_at(self.base, at) }
+        // barrier region, 4-byte aligned, accessed only atomically; the
+        // world outlives `'w`.
+        unsafe { shim::atomic_u32_at(self.base, self.arrivals) }
+    }
+
+    /// Word `word` (below [`BARRIER_KEY_WORDS`]) of the generation's key.
+    #[inline(always)]
+    fn key(&self, word: usize) -> &'w AtomicU64 {
+        // SAFETY: inside the world barrier's record (`word <
+        // BARRIER_KEY_WORDS <= 8`), 8-byte aligned (the record is 64-byte
+        // aligned), accessed only atomically; the world outlives `'w`.
+        unsafe { shim::atomic_u64_at(self.base, self.keys + 8 * word) }
+    }
+}
+
+impl World {
+    /// Generation `generation`'s words of the world barrier's record
+    /// ([`GridBarrier`](crate::records::GridBarrier)), located with one
+    /// read of the layout: their addresses are values, so a run of
+    /// accesses to them reads the layout no more after its first atomic.
+    #[inline(always)]
+    fn generation(&self, generation: u32) -> GenerationWords<'_> {
+        use crate::records::GridBarrier;
+        let record = self.layout.barrier;
+        let g = generation_word(generation);
+        GenerationWords {
+            base: self.base,
+            arrivals: record + core::mem::offset_of!(GridBarrier, arrivals) + 4 * g,
+            keys: record + core::mem::offset_of!(GridBarrier, keys) + 64 * g,
+            _world: core::marker::PhantomData,
+        }
     }
 
     /// Starts a staging round: the next half of the staging regions.
@@ -357,9 +393,9 @@ impl World {
                     // release half), read by every block after the
                     // generation completed. Here, so that no word of the
                     // key is held across a call.
+                    let words = self.generation(generation);
                     for (i, &k) in block_key.iter().enumerate() {
-                        self.barrier_keys(generation, i)
-                            .or(pack_key(k), Ordering::Relaxed);
+                        words.key(i).or(pack_key(k), Ordering::Relaxed);
                     }
                 }
             }
@@ -376,7 +412,7 @@ impl World {
                 what.tag,
             );
         } else if blocks > 1 && self.thread == 0 {
-            let arrivals = self.grid_arrivals(generation);
+            let arrivals = self.generation(generation).arrivals();
             // AcqRel. The release carries this block's writes, ordered
             // before this point by the block barrier, to every rank that
             // acquires a later value of the count: the arrivals are one
@@ -388,10 +424,10 @@ impl World {
                 // Generation `g + 3`'s count and keys, as `GridBarrier`
                 // says: every word of the key, whatever this barrier's
                 // key is. Relaxed: published by this rank's next arrivals.
-                let next = generation.wrapping_add(3);
-                self.grid_arrivals(next).store(0, Ordering::Relaxed);
+                let next = self.generation(generation.wrapping_add(3));
+                next.arrivals().store(0, Ordering::Relaxed);
                 for i in 0..BARRIER_KEY_WORDS {
-                    self.barrier_keys(next, i).store(0, Ordering::Relaxed);
+                    next.key(i).store(0, Ordering::Relaxed);
                 }
                 Ok(())
             } else if !waits {
@@ -417,11 +453,9 @@ impl World {
                     // the same way).
                     // (The generation again: not held across the wait.)
                     if keyed {
-                        let g = self.barrier_generation.get();
+                        let words = self.generation(self.barrier_generation.get());
                         let keys = shim::independent(|| {
-                            core::array::from_fn::<u64, N, _>(|i| {
-                                self.barrier_keys(g, i).load(Ordering::Relaxed)
-                            })
+                            core::array::from_fn::<u64, N, _>(|i| words.key(i).load(Ordering::Relaxed))
                         });
                         agreed = keys_agree(&keys);
                     }
@@ -455,21 +489,6 @@ impl World {
             // (as above).
             Ok(unsafe { fold_keys::<N>(stage(), warps()) }[0] != NO_KEY)
         }
-    }
-
-    /// Word `word` (below [`BARRIER_KEY_WORDS`]) of the
-    /// [`GridBarrier::keys`](crate::records::GridBarrier) of barrier
-    /// generation `generation`.
-    fn barrier_keys(&self, generation: u32, word: usize) -> &AtomicU64 {
-        use crate::records::GridBarrier;
-        let at = self.layout.barrier
-            + core::mem::offset_of!(GridBarrier, keys)
-            + 64 * generation_word(generation)
-            + 8 * word;
-        // SAFETY: inside the world barrier's record (`word <
-        // BARRIER_KEY_WORDS <= 8`), 8-byte aligned (the record is 64-byte
-        // aligned), accessed only atomically.
-        unsafe { shim::atomic_u64_at(self.base, at) }
     }
 
     /// Reduce (`root` given) or all-reduce of the `n` elements at `send`

@@ -311,7 +311,8 @@ pub fn coordinates() -> Coordinates {
 /// compiler neither merges two reads nor keeps one in a register across
 /// the kernel. With `pure` reads of the launch's dimensions, ptxas (sm_90)
 /// gave the collectives' kernels up to 10 more registers
-/// (docs/performance.md, "The launch's geometry from the special registers").
+/// (docs/performance.md, "... the launch's geometry from the special
+/// registers").
 macro_rules! special_u32_each_use {
     ($reg:literal) => {{
         let v: u32;
