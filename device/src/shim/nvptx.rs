@@ -280,9 +280,18 @@ pub fn fence(o: Ordering) {
     }
 }
 
-/// Reads one special register (`%tid.x`, `%ctaid.x`, ...).
+/// Reads one special register (`%tid.x`, `%ctaid.x`, ...): `pure`, so the
+/// compiler may merge reads and hold one; with the options `nomem,
+/// nostack` instead, afresh at each use: the compiler neither merges two
+/// reads nor keeps one in a register across the kernel. With `pure` reads
+/// of the launch's dimensions, ptxas (sm_90) gave the collectives' kernels
+/// up to 10 more registers (docs/performance.md, "... the launch's
+/// geometry from the special registers").
 macro_rules! special_u32 {
-    ($reg:literal) => {{
+    ($reg:literal) => {
+        special_u32!($reg, pure, nomem, nostack)
+    };
+    ($reg:literal, $($option:ident),+) => {{
         let v: u32;
         // SAFETY: reading a special register has no side effects and touches
         // no memory.
@@ -290,7 +299,7 @@ macro_rules! special_u32 {
             asm!(
                 concat!("mov.u32 {v}, ", $reg, ";"),
                 v = out(reg32) v,
-                options(pure, nomem, nostack),
+                options($($option),+),
             )
         };
         v
@@ -307,36 +316,14 @@ pub fn coordinates() -> Coordinates {
     }
 }
 
-/// Reads one special register afresh at each use: not `pure`, so the
-/// compiler neither merges two reads nor keeps one in a register across
-/// the kernel. With `pure` reads of the launch's dimensions, ptxas (sm_90)
-/// gave the collectives' kernels up to 10 more registers
-/// (docs/performance.md, "... the launch's geometry from the special
-/// registers").
-macro_rules! special_u32_each_use {
-    ($reg:literal) => {{
-        let v: u32;
-        // SAFETY: reading a special register has no side effects and touches
-        // no memory.
-        unsafe {
-            asm!(
-                concat!("mov.u32 {v}, ", $reg, ";"),
-                v = out(reg32) v,
-                options(nomem, nostack),
-            )
-        };
-        v
-    }};
-}
-
 /// Threads per block of the launch (`blockDim.x`), read at each use.
 pub fn block_dim() -> u32 {
-    special_u32_each_use!("%ntid.x")
+    special_u32!("%ntid.x", nomem, nostack)
 }
 
 /// Blocks of the launch (`gridDim.x`), read at each use.
 pub fn grid_dim() -> u32 {
-    special_u32_each_use!("%nctaid.x")
+    special_u32!("%nctaid.x", nomem, nostack)
 }
 
 /// Lane of the calling rank in its warp of 32.
