@@ -1754,7 +1754,7 @@ impl<'a, T: Equivalence> Window<'a, T> {
         // follows, so its id may be claimed again.
         if self.rank == 0 {
             if self.parts != 0 {
-                release_parts(self.world, self.world.rank / self.world.block_dim(), self.parts);
+                release_parts(self.world, self.world.block, self.parts);
             }
             release_id(self.world, self.id);
         }
