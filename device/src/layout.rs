@@ -8,9 +8,12 @@
 //! | region | size | contents |
 //! |---|---|---|
 //! | header | 512 B | magic, version, [`WorldConfig`], abort flag, [`Layout`] |
+//! | barrier | 320 B, at [`GRID_BARRIER_OFFSET`] | the world barrier's [`GridBarrier`](crate::records::GridBarrier) (the blocks' arrival counts, a word per generation modulo 4, and a keyed barrier's keys, a line per generation; the blocks poll the count) |
+//! | wait records | `ranks × 16`, at [`WAIT_RECORDS_OFFSET`] | per rank: a [`WaitRecord`](crate::records::WaitRecord): state, operation, peer, tag (what the deadlock report prints) |
+//! | results | `ranks × 32` | per rank: a [`ResultRecord`](crate::records::ResultRecord): the kernel's return value as an [`ErrorClass`](crate::ErrorClass) and four detail words |
+//! | trace | `ranks × (32 + trace_events × 32)`, none when tracing is off | per rank: a [`TraceHeader`](crate::trace::TraceHeader) and its [`TraceEvent`](crate::trace::TraceEvent)s (`crate::trace`) |
 //! | outboxes | `ranks × slots_per_rank × (48 + slot_bytes)` | per sending rank: its slots, each a [`SlotHeader`](crate::records::SlotHeader) and `slot_bytes` of payload (the thesis's sender-side buffering) |
 //! | ranks | `ranks × (72 + records × 64)` | per rank: its [`RankHeader`](crate::records::RankHeader) (inbox, unexpected queue, active list) and `requests_per_rank + 2` [`RequestRecord`](crate::records::RequestRecord)s |
-//! | barrier | `320 + blocks × 64` | the world barrier's [`GridBarrier`](crate::records::GridBarrier) (the blocks' arrival counts, a word per generation modulo 4, and a keyed barrier's keys, a line per generation; the blocks poll the count); then per block a [`BarrierRecord`](crate::records::BarrierRecord), unused (kept for the layout) |
 //! | broadcast | `2 × collective_bytes` | the root's chunk of a broadcast |
 //! | block scratch | `2 × blocks × collective_bytes` | per block: its partial reduction |
 //! | rank scratch | `2 × ranks × collective_bytes` | per rank: its reduction operand, folded inside the block by warp shuffles (the cells of the warps' first ranks hold the warps' partials when they do not fit the block's shared memory) |
@@ -20,9 +23,12 @@
 //! | immediate communicators | `communicators × ranks × (128 + IMMEDIATE_SLOTS × (64 + 2 × immediate_bytes))` with [`FLAG_IMMEDIATE_COMMUNICATORS`], else 0 | per communicator context: per world rank its [`CommImmediateLocal`](crate::collective::immediate::CommImmediateLocal); then per slot and table entry a group record (used at a group's first entry), a result cell and the member's argument and operand cell |
 //! | windows | `64 + windows × ranks × window_stride + shared` (none without windows), `window_stride` = [`WINDOW_ENTRY_BYTES`] + `window_bytes` rounded up to 64, `shared` = `blocks × 8` rounded up to 64 with `shared_window_bytes`, else 0 | the one-sided windows (`crate::window`, MPI 4.1 chapter 12): a header (the mask of window ids in use), then per window id one entry per world rank: its descriptor line (base, size, displacement unit, datatype), its synchronisation line (the passive-target lock word, the notification counters), its region line (the regions attached to a dynamic window) and `window_bytes` of memory for `Window::allocate`; then, with shared window memory, per block the word of the parts of it in use (`Window::allocate_shared`) |
 //! | kernel scratch | `ranks × (64 + scratch_bytes rounded up to 64)`, none when `scratch_bytes` is 0 | per rank, private to it: a 64-byte header (the word that says a [`Scratch`](crate::kernel::Scratch) is taken) and the rank's scratch bytes ([`WorldConfig::scratch_bytes`], `World::scratch`) |
-//! | wait records | `ranks × 16` | per rank: a [`WaitRecord`](crate::records::WaitRecord): state, operation, peer, tag (what the deadlock report prints) |
-//! | results | `ranks × 32` | per rank: a [`ResultRecord`](crate::records::ResultRecord): the kernel's return value as an [`ErrorClass`](crate::ErrorClass) and four detail words |
-//! | trace | `ranks × (32 + trace_events × 32)`, none when tracing is off | per rank: a [`TraceHeader`](crate::trace::TraceHeader) and its [`TraceEvent`](crate::trace::TraceEvent)s (`crate::trace`) |
+//!
+//! The barrier and the wait records lie at fixed offsets, so that a world
+//! barrier's round and a wait's record need no read of the layout (which the
+//! GPU loads again after every atomic, from L2 after an acquire); the host
+//! reads back the header, the wait and result records and the trace
+//! buffers, [`Layout::front`], in one copy.
 //!
 //! The three staging regions come in two halves used by alternate rounds of
 //! the collectives (every rank counts the rounds alike), so that a round's
@@ -46,8 +52,10 @@ pub const MAGIC: u32 = 0x494d_5047;
 /// world barrier's key of several words, a line per generation; 16: a
 /// rank header's fields reordered, its two unused words now the start of
 /// its current wait; 17: the non-blocking collectives' node tallies, no
-/// consumption counters).
-pub const VERSION: u32 = 17;
+/// consumption counters; 18: the world barrier and the wait records at
+/// fixed offsets after the header, then the results and the trace
+/// buffers, the blocks' unused barrier records gone).
+pub const VERSION: u32 = 18;
 
 /// `flags` bit: never let a receiver copy straight out of the sender's buffer;
 /// stream every large message through a slot (the path a GPU takes for a
@@ -91,11 +99,16 @@ pub const MAX_SLOTS_PER_RANK: u32 = 64;
 /// Most request records per rank, `requests_per_rank + BLOCKING_RECORDS`
 /// (a 32-bit mask).
 pub const MAX_RECORDS_PER_RANK: u32 = 32;
-/// Bytes of one block's barrier record.
-pub const BARRIER_STRIDE: usize = 64;
 /// Bytes of the world barrier's record
-/// ([`GridBarrier`](crate::records::GridBarrier)), before the blocks' records.
+/// ([`GridBarrier`](crate::records::GridBarrier)).
 pub const GRID_BARRIER_BYTES: usize = 320;
+/// Offset of the world barrier's record: right after the header, the same
+/// in every world.
+pub const GRID_BARRIER_OFFSET: usize = HEADER_BYTES;
+/// Offset of rank 0's wait record: right after the world barrier's
+/// record, the same in every world (rank `r`'s at `r ×`
+/// [`RECORD_STRIDE`] from it).
+pub const WAIT_RECORDS_OFFSET: usize = GRID_BARRIER_OFFSET + GRID_BARRIER_BYTES;
 /// Most 32-bit words of a keyed world barrier's key
 /// ([`GridBarrier::keys`](crate::records::GridBarrier)): the argument
 /// agreement's six.
@@ -394,12 +407,25 @@ impl WorldConfig {
         let outbox_stride = self.slots_per_rank as usize * slot_stride;
         let rank_stride = RANK_HEADER_BYTES + self.records_per_rank() as usize * RECORD_BYTES;
         let coll = self.collective_bytes as usize;
-        let outboxes = HEADER_BYTES;
-        let rank_headers = (outboxes + ranks * outbox_stride).next_multiple_of(64);
-        // 64-byte aligned from here on: a barrier record, a collective cell
-        // never shares a cache line (or a loom race-tracking line) with another.
-        let barrier = (rank_headers + ranks * rank_stride).next_multiple_of(64);
-        let broadcast = barrier + GRID_BARRIER_BYTES + blocks * BARRIER_STRIDE;
+        // The barrier and the wait records at fixed offsets (the module's
+        // doc), then what the host reads back, then the rest, 64-byte
+        // aligned from the barrier on: a barrier record, a collective cell
+        // never shares a cache line (or a loom race-tracking line) with
+        // another.
+        let barrier = GRID_BARRIER_OFFSET;
+        let records = WAIT_RECORDS_OFFSET;
+        let results = records + ranks * RECORD_STRIDE;
+        let trace = (results + ranks * RESULT_STRIDE).next_multiple_of(64);
+        let trace_stride = match self.trace_events {
+            0 => 0,
+            n => TRACE_HEADER_BYTES + n as usize * TRACE_EVENT_BYTES,
+        };
+        // The outboxes and the rank headers start on a 128-byte line (the
+        // GPU's L1 line), as when the outboxes came first: which words of a
+        // rank's header and records share a line is the same in every world.
+        let outboxes = (trace + ranks * trace_stride).next_multiple_of(128);
+        let rank_headers = (outboxes + ranks * outbox_stride).next_multiple_of(128);
+        let broadcast = (rank_headers + ranks * rank_stride).next_multiple_of(64);
         let block_scratch = broadcast + 2 * coll;
         let rank_scratch = block_scratch + 2 * blocks * coll;
         let comms = rank_scratch + 2 * ranks * coll;
@@ -436,14 +462,7 @@ impl WorldConfig {
             0 => 0,
             n => SCRATCH_HEADER_BYTES + (n as usize).next_multiple_of(64),
         };
-        let records = scratch + ranks * scratch_stride;
-        let results = records + ranks * RECORD_STRIDE;
-        let trace = (results + ranks * RESULT_STRIDE).next_multiple_of(64);
-        let trace_stride = match self.trace_events {
-            0 => 0,
-            n => TRACE_HEADER_BYTES + n as usize * TRACE_EVENT_BYTES,
-        };
-        let total = trace + ranks * trace_stride;
+        let total = scratch + ranks * scratch_stride;
         Ok(Layout {
             ranks: self.ranks,
             block_dim: self.block_dim,
@@ -543,8 +562,8 @@ pub struct Layout {
     pub outboxes: usize,
     /// Offset of the first rank header.
     pub rank_headers: usize,
-    /// Offset of the world barrier's record, followed by the blocks' barrier
-    /// records.
+    /// Offset of the world barrier's record ([`GRID_BARRIER_OFFSET`] in
+    /// every world).
     pub barrier: usize,
     /// Offset of the broadcast area (two halves).
     pub broadcast: usize,
@@ -589,11 +608,12 @@ pub struct Layout {
     /// Bytes of one rank's scratch with its header; 0 when the world has
     /// none ([`WorldConfig::scratch_bytes`] 0).
     pub scratch_stride: usize,
-    /// Offset of the wait records.
+    /// Offset of the wait records ([`WAIT_RECORDS_OFFSET`] in every world).
     pub records: usize,
     /// Offset of the result records.
     pub results: usize,
-    /// Offset of the trace buffers (equal to `total` when tracing is off).
+    /// Offset of the trace buffers (equal to `outboxes` when tracing is
+    /// off).
     pub trace: usize,
     /// Bytes of one rank's trace buffer: a `TraceHeader` and
     /// `trace_events` `TraceEvent`s (0 when tracing is off).
@@ -602,7 +622,23 @@ pub struct Layout {
     pub total: usize,
 }
 
+/// Offset of `rank`'s wait record in every world: no read of the layout.
+pub const fn wait_record_of(rank: u32) -> usize {
+    WAIT_RECORDS_OFFSET + rank as usize * RECORD_STRIDE
+}
+
 impl Layout {
+    /// What the host reads back after a launch, one range from the world's
+    /// start: the header (the abort word), the barrier, the wait and result
+    /// records and the trace buffers.
+    pub fn front(&self) -> core::ops::Range<usize> {
+        0..self.outboxes
+    }
+    /// What a deadlock report adds to [`Layout::front`]: the outboxes (the
+    /// messages left in them) and the rank headers.
+    pub fn messages(&self) -> core::ops::Range<usize> {
+        self.outboxes..self.broadcast
+    }
     /// Offset of `rank`'s outbox.
     pub fn outbox(&self, rank: u32) -> usize {
         self.outboxes + rank as usize * self.outbox_stride
@@ -626,9 +662,9 @@ impl Layout {
     pub fn record_of(&self, rank: u32, index: u32) -> usize {
         self.rank_header(rank) + RANK_HEADER_BYTES + index as usize * RECORD_BYTES
     }
-    /// Offset of `rank`'s wait record.
+    /// Offset of `rank`'s wait record ([`wait_record_of`]).
     pub fn record(&self, rank: u32) -> usize {
-        self.records + rank as usize * RECORD_STRIDE
+        wait_record_of(rank)
     }
     /// Offset of `rank`'s result record.
     pub fn result(&self, rank: u32) -> usize {
@@ -842,8 +878,19 @@ mod tests {
         ] {
             assert_eq!(off % 16, 0, "offset {off} misaligned");
         }
-        assert!(l.outboxes < l.barrier && l.barrier < l.broadcast && l.records < l.results);
-        assert_eq!(l.total, l.results + 1024 * RESULT_STRIDE);
+        // Fixed offsets first, what the host reads back, then the rest.
+        assert_eq!((l.barrier, l.records), (GRID_BARRIER_OFFSET, WAIT_RECORDS_OFFSET));
+        assert_eq!(l.record(5), WAIT_RECORDS_OFFSET + 5 * RECORD_STRIDE);
+        assert!(HEADER_BYTES <= l.barrier && l.barrier + GRID_BARRIER_BYTES <= l.records);
+        assert_eq!(l.results, l.record(1023) + RECORD_STRIDE);
+        assert_eq!(l.trace, l.result(1023) + RESULT_STRIDE);
+        assert_eq!(l.outboxes, l.trace.next_multiple_of(128));
+        assert_eq!((l.outboxes % 128, l.rank_headers % 128), (0, 0));
+        assert_eq!(l.front(), 0..l.outboxes);
+        assert!(l.outboxes < l.rank_headers && l.rank_headers < l.broadcast);
+        assert_eq!(l.messages(), l.outboxes..l.broadcast);
+        assert!(l.record_of(1023, l.records_per_rank - 1) + RECORD_BYTES <= l.broadcast);
+        assert_eq!(l.total, l.scratch);
         assert_eq!(l.slot(1, 0), l.outbox(1));
         assert_eq!(l.record_of(2, 0), l.rank_header(2) + RANK_HEADER_BYTES);
         assert_eq!(l.rank_headers % 64, 0);
@@ -877,13 +924,13 @@ mod tests {
     fn the_communicators_immediate_state_is_opt_in_and_tiles_its_region() {
         let off = WorldConfig::new(96, 32).layout().unwrap();
         assert_eq!(off.immediate_comm_stride, 0);
-        assert_eq!(off.records, off.immediate_comms);
+        assert_eq!(off.total, off.immediate_comms);
         let mut c = WorldConfig::new(96, 32);
         c.flags = FLAG_IMMEDIATE_COMMUNICATORS;
         let on = c.layout().unwrap();
         // 128 + 2 x (64 + 2 x 64) bytes per rank and context.
         assert_eq!(on.immediate_comm_stride, 96 * 512);
-        assert_eq!(on.records, on.immediate_comms + 4 * 96 * 512);
+        assert_eq!(on.total, on.immediate_comms + 4 * 96 * 512);
         assert_eq!(on.immediate_comm_local(1, 0), on.immediate_comms);
         assert_eq!(on.immediate_comm_local(2, 1), on.immediate_comms + 96 * 512 + 128);
         let per_entry = 64 + 2 * 64;
@@ -892,24 +939,24 @@ mod tests {
             on.immediate_comm_entry(1, 1, 95) + per_entry,
             on.immediate_comm_local(2, 0)
         );
-        assert_eq!(on.immediate_comm_entry(4, 1, 95) + per_entry, on.records);
+        assert_eq!(on.immediate_comm_entry(4, 1, 95) + per_entry, on.total);
         for o in [on.immediate_comm_local(3, 5), on.immediate_comm_entry(3, 1, 7)] {
             assert_eq!(o % 64, 0);
         }
     }
 
     #[test]
-    fn the_scratch_is_opt_in_private_per_rank_and_before_the_records() {
+    fn the_scratch_is_opt_in_private_per_rank_and_last() {
         let none = WorldConfig::new(64, 32).layout().unwrap();
-        assert_eq!((none.scratch_stride, none.records), (0, none.scratch));
+        assert_eq!((none.scratch_stride, none.total), (0, none.scratch));
         let mut c = WorldConfig::new(64, 32);
         c.scratch_bytes = 100;
         let l = c.layout().unwrap();
         assert_eq!(l.scratch_stride, 64 + 128);
         assert_eq!(l.scratch % 64, 0);
         assert_eq!(l.scratch_of(1), l.scratch + 192);
-        assert_eq!(l.records, l.scratch_of(63) + 192);
-        assert_eq!(l.total - l.records, none.total - none.records);
+        assert_eq!(l.total, l.scratch_of(63) + 192);
+        assert_eq!(l.scratch, none.scratch);
         c.scratch_bytes = MAX_SCRATCH_BYTES + 1;
         assert_eq!(c.layout(), Err(ConfigError::ScratchBytes(MAX_SCRATCH_BYTES + 1)));
     }

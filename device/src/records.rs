@@ -767,10 +767,11 @@ impl Core {
         unsafe { self.base.add(self.layout().trace_of(self.rank)) }
     }
 
-    /// Offset of this rank's wait record.
+    /// Offset of this rank's wait record: fixed by the rank, no read of
+    /// the layout.
     #[inline(always)]
     pub(crate) fn wait_record(&self) -> usize {
-        self.layout().record(self.rank)
+        crate::layout::wait_record_of(self.rank)
     }
 
     /// Offset of slot `id` (`owner * slots_per_rank + slot`).
@@ -1042,20 +1043,8 @@ pub struct GridBarrier {
     pub keys: [[u64; 8]; 4],
 }
 
-/// One block's barrier record ([`BARRIER_STRIDE`](crate::layout::BARRIER_STRIDE)
-/// bytes, a line of its own).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
-pub struct BarrierRecord {
-    /// Unused: a reduction's count check held its block's verdict here
-    /// until the counting block barrier gave it without memory (layout 14
-    /// keeps the region).
-    pub reserved: [u32; 16],
-}
-
 const _: () = assert!(core::mem::size_of::<WaitRecord>() == crate::layout::RECORD_STRIDE);
 const _: () = assert!(core::mem::size_of::<ResultRecord>() == crate::layout::RESULT_STRIDE);
-const _: () = assert!(core::mem::size_of::<BarrierRecord>() == crate::layout::BARRIER_STRIDE);
 const _: () = assert!(core::mem::size_of::<GridBarrier>() == crate::layout::GRID_BARRIER_BYTES);
 
 /// Decodes `rank`'s wait record from a copy of the memory.

@@ -975,8 +975,11 @@ mod tests {
             TraceEvent::read(&mem, &layout, 0, 3).kind(),
             Some(TraceKind::ReceivePosted)
         );
-        // Nothing written past the buffer: the world ends with it.
-        assert_eq!(layout.trace_of(0) + layout.trace_stride, layout.total);
+        // Nothing written past the buffer: an event past its end would
+        // land first in the padding before the outboxes, still zero.
+        let end = layout.trace_of(0) + layout.trace_stride;
+        assert_eq!(layout.outboxes - end, 96);
+        assert!(mem[end..layout.outboxes].iter().all(|&b| b == 0));
     }
 
     fn events_of(mem: &[u8], layout: &Layout) -> Vec<TraceEvent> {
@@ -1117,7 +1120,7 @@ mod tests {
     fn an_untraced_world_has_no_trace_region() {
         let (mem, layout) = run(0, self_send);
         assert_eq!(layout.trace_stride, 0);
-        assert_eq!(layout.trace, layout.total);
+        assert_eq!(layout.trace, layout.outboxes);
         assert!(TraceHeader::read(&mem, &layout, 0).is_none());
     }
 }

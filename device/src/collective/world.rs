@@ -141,13 +141,12 @@ impl<'w> GenerationWords<'w> {
 
 impl World {
     /// Generation `generation`'s words of the world barrier's record
-    /// ([`GridBarrier`](crate::records::GridBarrier)), located with one
-    /// read of the layout: their addresses are values, so a run of
-    /// accesses to them reads the layout no more after its first atomic.
+    /// ([`GridBarrier`](crate::records::GridBarrier)), which lies at a
+    /// fixed offset: no read of the layout, before or after an atomic.
     #[inline(always)]
     fn generation(&self, generation: u32) -> GenerationWords<'_> {
         use crate::records::GridBarrier;
-        let record = self.layout.barrier;
+        let record = crate::layout::GRID_BARRIER_OFFSET;
         let g = generation_word(generation);
         GenerationWords {
             base: self.base,

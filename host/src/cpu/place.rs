@@ -3,8 +3,8 @@
 //! field, slot, request record or collective cell an address is.
 
 use gpu_mpi_device::abi::layout::{
-    Layout, ABORT_OFFSET, CONFIG_OFFSET, GRID_BARRIER_BYTES, IMMEDIATE_LOCAL_BYTES, IMMEDIATE_RECORD_BYTES,
-    LAYOUT_OFFSET, RANK_HEADER_BYTES, RECORD_BYTES, RECORD_STRIDE, RESULT_STRIDE, SLOT_HEADER_BYTES,
+    Layout, ABORT_OFFSET, CONFIG_OFFSET, IMMEDIATE_LOCAL_BYTES, IMMEDIATE_RECORD_BYTES, LAYOUT_OFFSET,
+    RANK_HEADER_BYTES, RECORD_BYTES, RECORD_STRIDE, RESULT_STRIDE, SLOT_HEADER_BYTES,
 };
 use gpu_mpi_device::abi::records::{RankHeader, RequestRecord, SlotHeader, WaitRecord};
 use std::mem::offset_of;
@@ -46,13 +46,24 @@ pub(crate) fn place(layout: &Layout, offset: usize) -> Option<String> {
         let o = offset - start;
         (o / stride.max(1), o % stride.max(1))
     };
-    let name = if offset < l.outboxes {
+    let name = if offset < l.barrier {
         match offset {
             o if o == ABORT_OFFSET => "world header: abort flag".to_string(),
             o if o == CONFIG_OFFSET => "world header: config".to_string(),
             o if o == LAYOUT_OFFSET => "world header: layout".to_string(),
             o => format!("world header+{o}"),
         }
+    } else if offset < l.records {
+        format!("grid barrier+{}", offset - l.barrier)
+    } else if offset < l.results {
+        let (rank, o) = per_rank(l.records, RECORD_STRIDE);
+        format!("rank {rank} wait record{}", field(WAIT_RECORD, o))
+    } else if offset < l.trace {
+        let (rank, o) = per_rank(l.results, RESULT_STRIDE);
+        format!("rank {rank} result+{o}")
+    } else if offset < l.outboxes {
+        let (rank, o) = per_rank(l.trace, l.trace_stride);
+        format!("rank {rank} trace+{o}")
     } else if offset < l.rank_headers {
         let (rank, o) = per_rank(l.outboxes, l.outbox_stride);
         let (slot, o) = (o / l.slot_stride, o % l.slot_stride);
@@ -61,7 +72,7 @@ pub(crate) fn place(layout: &Layout, offset: usize) -> Option<String> {
         } else {
             format!("rank {rank} slot {slot} payload+{}", o - SLOT_HEADER_BYTES)
         }
-    } else if offset < l.barrier {
+    } else if offset < l.broadcast {
         let (rank, o) = per_rank(l.rank_headers, l.rank_stride);
         if o < RANK_HEADER_BYTES {
             format!("rank {rank} header{}", field(RANK_HEADER, o))
@@ -72,14 +83,6 @@ pub(crate) fn place(layout: &Layout, offset: usize) -> Option<String> {
                 o / RECORD_BYTES,
                 field(REQUEST_RECORD, o % RECORD_BYTES)
             )
-        }
-    } else if offset < l.broadcast {
-        let o = offset - l.barrier;
-        if o < GRID_BARRIER_BYTES {
-            format!("grid barrier+{o}")
-        } else {
-            let o = o - GRID_BARRIER_BYTES;
-            format!("block {} barrier+{}", o / 64, o % 64)
         }
     } else if offset < l.block_scratch {
         format!("broadcast area+{}", offset - l.broadcast)
@@ -114,18 +117,9 @@ pub(crate) fn place(layout: &Layout, offset: usize) -> Option<String> {
         format!("communicators' immediate state+{}", offset - l.immediate_comms)
     } else if offset < l.scratch {
         format!("windows+{}", offset - l.windows)
-    } else if offset < l.records {
+    } else if offset < l.total {
         let (rank, o) = per_rank(l.scratch, l.scratch_stride);
         format!("rank {rank} scratch+{o}")
-    } else if offset < l.results {
-        let (rank, o) = per_rank(l.records, RECORD_STRIDE);
-        format!("rank {rank} wait record{}", field(WAIT_RECORD, o))
-    } else if offset < l.trace {
-        let (rank, o) = per_rank(l.results, RESULT_STRIDE);
-        format!("rank {rank} result+{o}")
-    } else if offset < l.total {
-        let (rank, o) = per_rank(l.trace, l.trace_stride);
-        format!("rank {rank} trace+{o}")
     } else {
         return None;
     };
@@ -153,6 +147,15 @@ mod tests {
         let wait = l.record(9) + offset_of!(WaitRecord, tag);
         assert_eq!(place(&l, wait).as_deref(), Some("rank 9 wait record.tag"));
         assert_eq!(place(&l, l.barrier + 4).as_deref(), Some("grid barrier+4"));
+        assert_eq!(place(&l, l.result(2) + 4).as_deref(), Some("rank 2 result+4"));
+        let mut traced = WorldConfig::new(64, 32);
+        traced.trace_events = 4;
+        let t = traced.layout().unwrap();
+        assert_eq!(place(&t, t.trace_of(1) + 8).as_deref(), Some("rank 1 trace+8"));
+        assert_eq!(
+            place(&t, t.slot(0, 0)).as_deref(),
+            Some("rank 0 slot 0 header.state")
+        );
         assert_eq!(
             place(&l, l.immediate_node(1, 0) + 32).as_deref(),
             Some("immediate slot 1 node 0+32")

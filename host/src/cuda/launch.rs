@@ -278,24 +278,16 @@ impl Backend for CudaDevice {
         let ms = inner.stop.elapsed_ms_since(&inner.start)?;
         let elapsed = Duration::from_secs_f64(f64::from(ms.max(0.0)) / 1e3);
 
-        // Back come the header (the abort word) and the wait and result
-        // records, the last two regions of the world.
-        self.download_locked(&inner, world.ptr(), &mut image[..head])?;
-        self.download_locked(
-            &inner,
-            world.ptr() + layout.records as u64,
-            &mut image[layout.records..layout.total],
-        )?;
+        // Back come the header (the abort word), the wait and result records
+        // and the trace buffers: the world's front, one range.
+        let front = layout.front();
+        self.download_locked(&inner, world.ptr(), &mut image[front])?;
         if report::timed_out(&image, layout) {
             // A deadlock: its report also lists the messages left in the
             // outboxes, as the emulator's does.
-            self.download_locked(
-                &inner,
-                world.ptr() + layout.outboxes as u64,
-                &mut image[layout.outboxes..layout.barrier],
-            )?;
+            let messages = layout.messages();
+            self.download_locked(&inner, world.ptr() + messages.start as u64, &mut image[messages])?;
         }
-        // The trace buffers lie after the result records: downloaded above.
         Ok(Ran {
             world: image,
             outcome: Ok(RunStats {
@@ -406,11 +398,13 @@ impl CudaDevice {
         layout: &Layout,
         image: &mut [u8],
     ) -> Option<DeadlockReport> {
-        let bytes = layout.total - layout.records;
+        // The wait and result records and the trace buffers, up to the
+        // outboxes (`Layout::front`).
+        let bytes = layout.outboxes - layout.records;
         let mut pinned = PinnedMemory::alloc(&self.ctx, bytes).ok()?;
         let dst = pinned.as_mut_ptr();
         // SAFETY: the source range is the records region of the world
-        // allocation; the destination is `bytes` of pinned memory owned by
+        // allocation (`records..outboxes`, inside `total`); the destination is `bytes` of pinned memory owned by
         // `pinned`, which is leaked rather than freed below unless the copy
         // completed.
         let r = unsafe {
