@@ -277,6 +277,13 @@ impl World {
         c.block_dim * c.grid_dim
     }
 
+    /// The world rank of this rank's block's first thread: the block's
+    /// leader in the collectives' block phases.
+    #[inline(always)]
+    pub(crate) fn block_leader(&self) -> u32 {
+        self.block * self.block_dim()
+    }
+
     /// Ranks per block.
     pub fn block_size(&self) -> i32 {
         self.block_dim() as i32

@@ -235,7 +235,7 @@ impl World {
         // cannot fail; `reduce_round` returns an `Err` only for a failed wait.
         let _ = self.reduce_round(&mine as *const Agreement, 1, 1, 0, &op, what)?;
         self.combine_blocks(self.blocks(), 1, 1, &op);
-        let leader = self.rank_cell(self.block * self.block_dim());
+        let leader = self.rank_cell(self.block_leader());
         // SAFETY: the leader's cell holds the combined agreement, published
         // by the block tree's closing barrier and not written again before
         // the next round's world barrier; the data is 8-byte aligned.

@@ -180,7 +180,7 @@ impl World {
                 self.combine_blocks(self.blocks(), k, count, op);
                 let (a, b) = (lo.max(first), hi.min(first + recv_len));
                 if a < b {
-                    let leader = self.rank_cell(self.block * self.block_dim());
+                    let leader = self.rank_cell(self.block_leader());
                     // SAFETY: the leader's cell holds the window's `k`
                     // combined elements (published by the block tree's
                     // closing barrier); `a - first + (b - a) <= recv_len`.

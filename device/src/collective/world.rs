@@ -828,7 +828,7 @@ impl World {
                 cell.add(CELL_HEADER) as *const T,
             )
         };
-        let leader = self.rank_cell(self.block * self.block_dim());
+        let leader = self.rank_cell(self.block_leader());
         self.block_tree(active, k, 0, src, count, leader, op);
     }
 
@@ -868,7 +868,7 @@ impl World {
         } else {
             // SAFETY: the data area of the block's first cell; cells of the
             // warps' first ranks are `32 × collective_bytes` apart.
-            let first = unsafe { self.rank_cell(self.block * self.block_dim()).add(CELL_HEADER) };
+            let first = unsafe { self.rank_cell(self.block_leader()).add(CELL_HEADER) };
             (first, 32 * self.collective_bytes())
         };
         let mask = shim::warp_mask();
