@@ -67,6 +67,9 @@ pub struct SlotRecord {
     pub reserved: [u32; 8],
 }
 
+/// 32-bit words of a [`SlotRecord`].
+pub(crate) const SLOT_RECORD_WORDS: usize = core::mem::size_of::<SlotRecord>() / 4;
+
 /// A node's record in a slot of the world ([`IMMEDIATE_RECORD_BYTES`],
 /// its cell of partial results follows): a node of the arrival tree
 /// (`IMMEDIATE_FANOUT` ranks, or nodes of the level below, per node).
@@ -562,9 +565,18 @@ impl World {
     }
 
     pub(crate) fn slot_word(&self, sp: Space, slot: u32, offset: usize) -> &AtomicU32 {
-        // SAFETY: a word of the slot's record, 4-aligned (the regions are
-        // 64-aligned, the records 64 bytes), accessed only atomically.
-        unsafe { shim::atomic_u32_at(self.base, self.slot_offset(sp, slot) + offset) }
+        &self.slot_record(sp, slot)[offset / 4]
+    }
+
+    /// The words of the slot's record, located with one read of the
+    /// layout: a run of accesses to several of them computes no address
+    /// after its first atomic (the GPU would load the layout again).
+    pub(crate) fn slot_record(&self, sp: Space, slot: u32) -> &[AtomicU32; SLOT_RECORD_WORDS] {
+        // SAFETY: the slot's record, 64-aligned (the regions are 64-aligned,
+        // the records 64 bytes), inside the region, accessed only
+        // atomically; an array of `repr(transparent)` cells is the words in
+        // a row.
+        unsafe { &*(self.base.add(self.slot_offset(sp, slot)) as *const [AtomicU32; SLOT_RECORD_WORDS]) }
     }
 
     /// Offset of member `member`'s cell (arguments, then operand) in slot
@@ -642,15 +654,15 @@ impl World {
     }
 
     pub(crate) fn write_args(&self, sp: Space, slot: u32, a: &Args) {
-        // Relaxed: released by this rank's arrival (see `arrive`).
-        let r = sp.member;
-        self.rank_word(sp, slot, r, 0)
-            .store(a.kind_class, Ordering::Relaxed);
-        self.rank_word(sp, slot, r, 4)
-            .store(a.root as u32, Ordering::Relaxed);
-        self.rank_word(sp, slot, r, 8).store(a.bytes, Ordering::Relaxed);
-        self.rank_word(sp, slot, r, 12)
-            .store(a.datatype, Ordering::Relaxed);
+        // One address for the four stores: the GPU would load the layout
+        // again after each (an `asm!` store may write it, for all the
+        // compiler knows).
+        let words = self.args_words(sp, slot, sp.member);
+        let values = [a.kind_class, a.root as u32, a.bytes, a.datatype];
+        for (word, v) in words.iter().zip(values) {
+            // Relaxed: released by this rank's arrival (see `arrive`).
+            word.store(v, Ordering::Relaxed);
+        }
     }
 }
 
@@ -810,7 +822,8 @@ pub(crate) fn test_what(w: &World, i: u32) -> WaitFor {
 pub(crate) fn collect(w: &World, i: u32) -> Result<Status, Error> {
     let slot = slot_of(i);
     let sp = space_of(w, i);
-    let word = |o: usize| w.slot_word(sp, slot, o).load(Ordering::Relaxed);
+    let record = w.slot_record(sp, slot);
+    let word = |o: usize| record[o / 4].load(Ordering::Relaxed);
     let r = core::mem::offset_of!(SlotRecord, reference);
     // Relaxed: acquired with `done` (`is_complete`). One batch: this
     // rank's arguments and the verdict's words, none waiting for another.

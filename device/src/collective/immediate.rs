@@ -394,8 +394,10 @@ fn copy_root(w: &World, sp: Space, slot: u32, verdict: u32, reference: &Args) {
 /// The last arriver's end: the verdict and the reference arguments, then
 /// `done` (Release).
 fn publish(w: &World, sp: Space, slot: u32, use_: u32, verdict: u32, reference: &Args) {
+    // One address for the record's six stores (`World::slot_record`).
+    let record = w.slot_record(sp, slot);
     // Relaxed: released by the store of `done` below.
-    let put = |o: usize, v: u32| w.slot_word(sp, slot, o).store(v, Ordering::Relaxed);
+    let put = |o: usize, v: u32| record[o / 4].store(v, Ordering::Relaxed);
     put(core::mem::offset_of!(SlotRecord, verdict), verdict);
     let r = core::mem::offset_of!(SlotRecord, reference);
     put(r, reference.kind_class);
@@ -404,8 +406,7 @@ fn publish(w: &World, sp: Space, slot: u32, use_: u32, verdict: u32, reference: 
     put(r + 12, reference.datatype);
     // Release: pairs with the Acquire load of every rank's test
     // (`is_complete`): publishes the result cell and the verdict.
-    w.slot_word(sp, slot, core::mem::offset_of!(SlotRecord, done))
-        .store(use_, Ordering::Release);
+    record[core::mem::offset_of!(SlotRecord, done) / 4].store(use_, Ordering::Release);
 }
 
 /// What one rank brings to a collective.
