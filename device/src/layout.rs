@@ -634,6 +634,12 @@ impl Layout {
     pub fn front(&self) -> core::ops::Range<usize> {
         0..self.outboxes
     }
+    /// The part of [`Layout::front`] that ranks write and only the host
+    /// reads, after the launch or in a deadlock probe while it runs: the
+    /// wait and result records and the trace buffers.
+    pub fn host_records(&self) -> core::ops::Range<usize> {
+        self.records..self.outboxes
+    }
     /// What a deadlock report adds to [`Layout::front`]: the outboxes (the
     /// messages left in them) and the rank headers.
     pub fn messages(&self) -> core::ops::Range<usize> {
@@ -887,6 +893,7 @@ mod tests {
         assert_eq!(l.outboxes, l.trace.next_multiple_of(128));
         assert_eq!((l.outboxes % 128, l.rank_headers % 128), (0, 0));
         assert_eq!(l.front(), 0..l.outboxes);
+        assert_eq!(l.host_records(), l.records..l.outboxes);
         assert!(l.outboxes < l.rank_headers && l.rank_headers < l.broadcast);
         assert_eq!(l.messages(), l.outboxes..l.broadcast);
         assert!(l.record_of(1023, l.records_per_rank - 1) + RECORD_BYTES <= l.broadcast);

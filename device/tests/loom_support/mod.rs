@@ -121,9 +121,10 @@ where
     let bytes = unsafe { std::slice::from_raw_parts_mut(memory.as_mut_ptr() as *mut u8, bytes_len) };
     config.write_header(bytes).expect("header");
     let base = bytes.as_mut_ptr();
-    // The wait and result records and the trace buffers are written by
-    // their rank and read by the host after the launch only: not modelled.
-    let host_only = [(layout.records, layout.outboxes - layout.records)];
+    // Written by their rank and read by the host after the launch only:
+    // not modelled.
+    let records = layout.host_records();
+    let host_only = [(records.start, records.len())];
     // SAFETY: 64-byte aligned, valid for `bytes_len` bytes, and kept alive
     // (`memory`) until every rank is joined and the model dropped below.
     let model =

@@ -398,17 +398,16 @@ impl CudaDevice {
         layout: &Layout,
         image: &mut [u8],
     ) -> Option<DeadlockReport> {
-        // The wait and result records and the trace buffers, up to the
-        // outboxes (`Layout::front`).
-        let bytes = layout.outboxes - layout.records;
+        let records = layout.host_records();
+        let bytes = records.len();
         let mut pinned = PinnedMemory::alloc(&self.ctx, bytes).ok()?;
         let dst = pinned.as_mut_ptr();
         // SAFETY: the source range is the records region of the world
-        // allocation (`records..outboxes`, inside `total`); the destination is `bytes` of pinned memory owned by
-        // `pinned`, which is leaked rather than freed below unless the copy
-        // completed.
+        // allocation (`Layout::host_records`, inside `total`); the
+        // destination is `bytes` of pinned memory owned by `pinned`, which
+        // is leaked rather than freed below unless the copy completed.
         let r = unsafe {
-            driver::copy_to_host_async(dst, world + layout.records as u64, bytes, &inner.probe_stream)
+            driver::copy_to_host_async(dst, world + records.start as u64, bytes, &inner.probe_stream)
         };
         if r.is_err() {
             pinned.leak();
@@ -426,9 +425,9 @@ impl CudaDevice {
             }
         }
         // SAFETY: the copy completed (the probe stream is idle).
-        let records = unsafe { pinned.read() };
+        let copied = unsafe { pinned.read() };
         let n = bytes.min(pinned.len());
-        image[layout.records..layout.records + n].copy_from_slice(&records[..n]);
+        image[records.start..records.start + n].copy_from_slice(&copied[..n]);
         // The context is about to be poisoned: leave the memory to the exit.
         pinned.leak();
         Some(DeadlockReport::from_world(image, layout, |_| false))
