@@ -3,7 +3,8 @@
 //! The host sizes it from a [`WorldConfig`], zeroes it and writes the header
 //! before the launch, so no rank does initialisation work at start-up (the
 //! thesis's `MPI_Init` spent 0.07 ms on it). Layout, in order, each region
-//! 64-byte aligned:
+//! 64-byte aligned but the result records (right after the wait records,
+//! 16-byte aligned; only the host reads them):
 //!
 //! | region | size | contents |
 //! |---|---|---|
@@ -408,10 +409,11 @@ impl WorldConfig {
         let rank_stride = RANK_HEADER_BYTES + self.records_per_rank() as usize * RECORD_BYTES;
         let coll = self.collective_bytes as usize;
         // The barrier and the wait records at fixed offsets (the module's
-        // doc), then what the host reads back, then the rest, 64-byte
-        // aligned from the barrier on: a barrier record, a collective cell
-        // never shares a cache line (or a loom race-tracking line) with
-        // another.
+        // doc), then what the host reads back, then the rest. Every region
+        // the ranks share starts 64-byte aligned: a barrier record, a
+        // collective cell never shares a cache line (or a loom
+        // race-tracking line) with another. The result records follow the
+        // wait records unaligned (host-only, like them).
         let barrier = GRID_BARRIER_OFFSET;
         let records = WAIT_RECORDS_OFFSET;
         let results = records + ranks * RECORD_STRIDE;
