@@ -8,12 +8,13 @@ fn main() {
     // SASS for the GPUs the suite runs on (H100, H200), and only where
     // this machine has one or GPU_MPI_SASS=1 (scripts/gpu-check.sh --build):
     // ptxas on these kernels takes minutes and about 6 GB. CI's ptx-check
-    // assembles them for sm_90 all the same.
+    // assembles them for sm_90 all the same, with ptxas's fast compile.
     gpu_mpi::builder::KernelBuilder::new("kernels")
         .sms(&[90])
         .sass_only_for_a_local_gpu()
         // Test kernels that call every API in one body: their registers and
-        // stacks are tracked in ptx-check's reports (docs/gpu.md), not warned.
+        // stacks are tracked in the ptxas report of a GPU_MPI_SASS=1 build
+        // (docs/gpu.md), not warned.
         .resource_warnings(false)
         .build();
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));

@@ -10,8 +10,9 @@
 #  3. fails if any `atom`/`red` lacks an explicit .relaxed/.acquire/.release/
 #     .acq_rel, or any `.sys`-scope operation appears, or a PTX has no kernel;
 #  4. assembles with `ptxas -v` for sm_70 and sm_80 (from the sm_70 PTX) and
-#     sm_90 (the conformance and benchmark kernels for sm_90 only), failing
-#     on any ptxas error, and prints registers / stack / spills per kernel
+#     sm_90 (the conformance and benchmark kernels for sm_90 only, the
+#     conformance kernels with ptxas's fast compile), failing on any ptxas
+#     error, and prints registers / stack / spills per kernel
 #     (one report per crate in target/ptx-check/<crate>/, all of them
 #     together in target/ptx-check/ptxas_report.txt). ptxas results are
 #     cached by content in target/gpu-mpi-ptx/sass-cache, shared with the
@@ -30,26 +31,31 @@ echo "== ptx-check: checker unit tests"
 cargo test --quiet -p gpu-mpi-ptx-builder
 
 # Users' kernels (the examples) are assembled for every SM the builder ships
-# SASS for by default; the project's own (conformance, benchmarks) for sm_90,
-# the GPUs they run on, which is also all their build scripts assemble.
-# The conformance kernels come first: their ptxas (sm_90, about half an
-# hour of one core) is the longest single job, and in CI (.ci/run) it ends
-# the run unless it starts early; the examples' SASS, which the build
-# scripts of the concurrent cargo build need, is small, and whichever of
-# the two assembles a PTX first leaves it in the cache for the other.
-crates=(check/kernels:90 examples/pi/kernels examples/ring/kernels examples/ping_pong/kernels examples/tutorial/kernels examples/rsmpi/kernels bench/kernels:90 bench/views-kernels:90)
+# SASS for by default, at full optimisation: their registers are budgets
+# (docs/gpu.md). The project's own for sm_90, the GPUs they run on, which is
+# also all their build scripts assemble; the benchmarks at full optimisation
+# (their registers are tracked), the conformance kernels with ptxas's fast
+# compile (`:fast`, `ptx-check --fast-compile`): their 36 MB of PTX took
+# 35-50 minutes of one core at full optimisation, the tail of CI, and about
+# 2 minutes this way; it still fails on any ptxas error, but its registers
+# and stack are not the optimised SASS's (scripts/gpu-check.sh --build
+# assembles that, GPU_MPI_SASS=1). They come first all the same, so that
+# their nvptx64 builds land in the shared target dir before the concurrent
+# cargo builds' build scripts ask for them.
+crates=(check/kernels:90:fast examples/pi/kernels examples/ring/kernels examples/ping_pong/kernels examples/tutorial/kernels examples/rsmpi/kernels bench/kernels:90 bench/views-kernels:90)
 out=target/ptx-check
 cargo build --quiet -p gpu-mpi-ptx-builder --bin ptx-check
 mkdir -p "$out"
 : >"$out/ptxas_report.all"
 status=0
 for entry in "${crates[@]}"; do
-    crate=${entry%%:*}
-    archs=()
-    [[ $entry == *:* ]] && archs=(--check-archs "${entry#*:}")
+    IFS=: read -r crate sms speed <<<"$entry"
+    flags=()
+    [[ -n $sms ]] && flags=(--check-archs "$sms")
+    [[ $speed == fast ]] && flags+=(--fast-compile)
     name=${crate//\//-}
     echo "== ptx-check: build, lint and assemble $crate"
-    if ! "${CARGO_TARGET_DIR:-target}/debug/ptx-check" --kernels "$crate" --out "$out/$name" "${archs[@]}" "$@"; then
+    if ! "${CARGO_TARGET_DIR:-target}/debug/ptx-check" --kernels "$crate" --out "$out/$name" "${flags[@]}" "$@"; then
         status=1
     fi
     { echo "# $crate"; cat "$out/$name/ptxas_report.txt" 2>/dev/null; } >>"$out/ptxas_report.all"

@@ -316,6 +316,31 @@ pub fn parse_ptxas_verbose(text: &str) -> Vec<KernelResources> {
     out
 }
 
+/// How hard ptxas optimises an assembly.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Optimization {
+    /// ptxas's default (`-O3`): what every build script assembles and
+    /// ships, and the resources the register budgets are read from.
+    #[default]
+    Full,
+    /// `-Ofc max` (ptxas fast compile): every kernel is still parsed,
+    /// checked, register-allocated and written out, so ptxas errors and
+    /// resource limits still fail, in a fraction of the time (the
+    /// conformance kernels' 36 MB of PTX: about 2 minutes of one core
+    /// instead of 35-50), but the registers and stack reported are not
+    /// those of the optimised SASS. `ptx-check --fast-compile`.
+    FastCompile,
+}
+
+impl Optimization {
+    fn ptxas_args(self) -> &'static [&'static str] {
+        match self {
+            Optimization::Full => &[],
+            Optimization::FastCompile => &["-Ofc", "max"],
+        }
+    }
+}
+
 /// Result of assembling one PTX file for one architecture.
 #[derive(Clone, Debug)]
 pub struct Assembly {
@@ -323,6 +348,8 @@ pub struct Assembly {
     pub ptx: PathBuf,
     /// `sm_XX` it was assembled for.
     pub arch: String,
+    /// How hard ptxas optimised it.
+    pub optimization: Optimization,
     /// The cubin ptxas wrote ([`cubin_path`]); only meaningful when `error`
     /// is `None`.
     pub cubin: PathBuf,
@@ -398,13 +425,21 @@ pub fn cubin_path(ptx: &Path, arch: &str) -> PathBuf {
 /// Assembles `ptx` for `arch` (`sm_70`) with `ptxas -v`, writing the cubin
 /// next to the PTX ([`cubin_path`]): one ptxas run gives both the SASS and
 /// the report. With a `cache` directory ([`AssemblyCache`]), a PTX text
-/// assembled before by the same ptxas for the same SM is not assembled
-/// again: its cubin and ptxas output come from the cache.
-pub fn assemble(ptxas: &Path, ptx: &Path, arch: &str, cache: Option<&AssemblyCache>) -> Assembly {
+/// assembled before by the same ptxas for the same SM at the same
+/// `optimization` is not assembled again: its cubin and ptxas output come
+/// from the cache.
+pub fn assemble(
+    ptxas: &Path,
+    ptx: &Path,
+    arch: &str,
+    optimization: Optimization,
+    cache: Option<&AssemblyCache>,
+) -> Assembly {
     let cubin = cubin_path(ptx, arch);
     let mut a = Assembly {
         ptx: ptx.to_path_buf(),
         arch: arch.to_string(),
+        optimization,
         cubin,
         kernels: Vec::new(),
         warnings: Vec::new(),
@@ -417,7 +452,7 @@ pub fn assemble(ptxas: &Path, ptx: &Path, arch: &str, cache: Option<&AssemblyCac
             return a;
         }
     };
-    let key = cache.map(|c| c.key(ptxas, arch, &text));
+    let key = cache.map(|c| c.key(ptxas, arch, optimization, &text));
     if let (Some(c), Some(key)) = (cache, &key) {
         if let Some(output) = c.fetch(key, &a.cubin) {
             a.warnings = warnings(&output);
@@ -429,6 +464,7 @@ pub fn assemble(ptxas: &Path, ptx: &Path, arch: &str, cache: Option<&AssemblyCac
         let _slot = cache.map(AssemblyCache::slot);
         Command::new(ptxas)
             .arg(format!("-arch={arch}"))
+            .args(optimization.ptxas_args())
             .arg("-v")
             .arg("-o")
             .arg(&a.cubin)
@@ -477,12 +513,13 @@ fn warnings(ptxas_output: &str) -> Vec<String> {
 pub fn assemble_all(
     ptxas: &Path,
     jobs: &[(PathBuf, String)],
+    optimization: Optimization,
     cache: Option<&AssemblyCache>,
 ) -> Vec<Assembly> {
     std::thread::scope(|s| {
         let handles: Vec<_> = jobs
             .iter()
-            .map(|(ptx, arch)| s.spawn(move || assemble(ptxas, ptx, arch, cache)))
+            .map(|(ptx, arch)| s.spawn(move || assemble(ptxas, ptx, arch, optimization, cache)))
             .collect();
         handles
             .into_iter()
@@ -491,6 +528,7 @@ pub fn assemble_all(
                 h.join().unwrap_or_else(|_| Assembly {
                     ptx: ptx.clone(),
                     arch: arch.clone(),
+                    optimization,
                     cubin: cubin_path(ptx, arch),
                     kernels: Vec::new(),
                     warnings: Vec::new(),
@@ -532,7 +570,7 @@ impl AssemblyCache {
         &self.dir
     }
 
-    fn key(&self, ptxas: &Path, arch: &str, ptx: &[u8]) -> String {
+    fn key(&self, ptxas: &Path, arch: &str, optimization: Optimization, ptx: &[u8]) -> String {
         use std::hash::{Hash, Hasher};
         let mut h = std::collections::hash_map::DefaultHasher::new();
         let ptxas = ptxas.canonicalize().unwrap_or_else(|_| ptxas.to_path_buf());
@@ -542,6 +580,7 @@ impl AssemblyCache {
             m.modified().ok().hash(&mut h);
         }
         arch.hash(&mut h);
+        optimization.hash(&mut h);
         ptx.len().hash(&mut h);
         ptx.hash(&mut h);
         format!("{arch}-{:016x}", h.finish())
@@ -677,6 +716,14 @@ pub fn format_report(
         }
     }
     for a in assemblies {
+        if a.optimization == Optimization::FastCompile {
+            let _ = writeln!(
+                r,
+                "{} ({}): assembled with ptxas -Ofc max (fast compile): checked, but its registers and stack are not the optimised SASS's",
+                a.ptx.display(),
+                a.arch
+            );
+        }
         for warning in &a.warnings {
             let _ = writeln!(r, "{} ({}): {}", a.ptx.display(), a.arch, warning.trim());
         }
@@ -823,7 +870,7 @@ $L__BB0_3: atom.shared.exch.b32 %r1, [%rd1], %r2;
         use std::os::unix::fs::PermissionsExt;
         let p = dir.join("ptxas");
         let script = format!(
-            "#!/bin/sh\necho run >> {runs}\nout=\"\"\nfor a; do [ \"$prev\" = -o ] && out=$a; prev=$a; done\n\
+            "#!/bin/sh\necho \"$*\" >> {runs}\nout=\"\"\nfor a; do [ \"$prev\" = -o ] && out=$a; prev=$a; done\n\
              echo cubin > \"$out\"\n\
              echo \"ptxas info    : Compiling entry function 'k' for 'sm_90'\"\n\
              echo \"ptxas info    : Used 12 registers\"\n",
@@ -847,25 +894,37 @@ $L__BB0_3: atom.shared.exch.b32 %r1, [%rd1], %r2;
         let (a, b) = (dir.join("a").join("k.ptx"), dir.join("b").join("k.ptx"));
         std::fs::write(&a, ".entry k").unwrap();
         std::fs::write(&b, ".entry k").unwrap();
-        let first = assemble(&ptxas, &a, "sm_90", Some(&cache));
+        let first = assemble(&ptxas, &a, "sm_90", Optimization::Full, Some(&cache));
         assert_eq!(
             (first.error.as_deref(), first.kernels.len(), runs()),
             (None, 1, 1)
         );
         // The same text elsewhere (another profile's OUT_DIR): no ptxas run,
         // the cubin and the report all the same.
-        let again = assemble(&ptxas, &b, "sm_90", Some(&cache));
+        let again = assemble(&ptxas, &b, "sm_90", Optimization::Full, Some(&cache));
         assert_eq!((again.kernels[0].registers, runs()), (12, 1));
         assert_eq!(std::fs::read_to_string(&again.cubin).unwrap(), "cubin\n");
         // Another SM, or other text: assembled.
-        assemble(&ptxas, &b, "sm_80", Some(&cache));
+        assemble(&ptxas, &b, "sm_80", Optimization::Full, Some(&cache));
         assert_eq!(runs(), 2);
         std::fs::write(&b, ".entry k2").unwrap();
-        assemble(&ptxas, &b, "sm_90", Some(&cache));
+        assemble(&ptxas, &b, "sm_90", Optimization::Full, Some(&cache));
         assert_eq!(runs(), 3);
-        // Without a cache, always.
-        assemble(&ptxas, &a, "sm_90", None);
+        // Fast compile is not the optimised SASS: assembled, with -Ofc max,
+        // and a build that wants the optimised SASS still gets it from the cache.
+        let fast = assemble(&ptxas, &a, "sm_90", Optimization::FastCompile, Some(&cache));
+        assert_eq!((fast.optimization, runs()), (Optimization::FastCompile, 4));
+        let log = std::fs::read_to_string(dir.join("runs")).unwrap();
+        assert!(
+            log.lines().last().unwrap().starts_with("-arch=sm_90 -Ofc max -v"),
+            "{log}"
+        );
+        assert!(!log.lines().next().unwrap().contains("-Ofc"), "{log}");
+        assemble(&ptxas, &a, "sm_90", Optimization::Full, Some(&cache));
         assert_eq!(runs(), 4);
+        // Without a cache, always.
+        assemble(&ptxas, &a, "sm_90", Optimization::Full, None);
+        assert_eq!(runs(), 5);
         let _ = std::fs::remove_dir_all(&dir);
     }
 

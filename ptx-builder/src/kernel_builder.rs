@@ -361,7 +361,7 @@ impl KernelBuilder {
                 let _ = std::fs::remove_file(check::cubin_path(path, arch));
             }
             let assemblies: Vec<Assembly> = match &ptxas {
-                Some(p) => check::assemble_all(p, &key_jobs, Some(&cache)),
+                Some(p) => check::assemble_all(p, &key_jobs, check::Optimization::Full, Some(&cache)),
                 None => Vec::new(),
             };
             for (a, (sm, _, _)) in assemblies.iter().zip(&jobs) {

@@ -3,9 +3,14 @@
 //!
 //! ```text
 //! ptx-check [--kernels DIR] [--archs 70,90] [--check-archs 70,80,90]
-//!           [--target-dir DIR] [--out DIR] [--toolchain NAME]
+//!           [--target-dir DIR] [--out DIR] [--toolchain NAME] [--fast-compile]
 //! ptx-check --ptx FILE:SM [--ptx FILE:SM ...] [--check-archs ...]
 //! ```
+//!
+//! `--fast-compile` assembles with ptxas `-Ofc max`
+//! ([`check::Optimization::FastCompile`]): every error still fails, but the
+//! report's registers and stack are not the optimised SASS's. CI uses it
+//! for the conformance kernels only (scripts/ptx-check.sh).
 //!
 //! Fails (exit 1) when a PTX has no kernel entry point, when the lint finds an
 //! `atom`/`red` without explicit `.relaxed/.acquire/.release/.acq_rel` or any
@@ -24,10 +29,11 @@ struct Options {
     out: PathBuf,
     toolchain: Option<String>,
     given_ptx: Vec<(u32, PathBuf)>,
+    optimization: check::Optimization,
 }
 
 const USAGE: &str = "usage: ptx-check [--kernels DIR] [--archs 70,90] [--check-archs 70,80,90] \
-[--target-dir DIR] [--out DIR] [--toolchain NAME] | --ptx FILE:SM ...";
+[--target-dir DIR] [--out DIR] [--toolchain NAME] [--fast-compile] | --ptx FILE:SM ...";
 
 fn parse_options() -> Result<Options, String> {
     // The workspace this binary belongs to.
@@ -41,6 +47,7 @@ fn parse_options() -> Result<Options, String> {
         out: workspace.join("target").join("ptx-check"),
         toolchain: None,
         given_ptx: Vec::new(),
+        optimization: check::Optimization::Full,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -52,6 +59,7 @@ fn parse_options() -> Result<Options, String> {
             "--target-dir" => o.target_dir = PathBuf::from(value()?),
             "--out" => o.out = PathBuf::from(value()?),
             "--toolchain" => o.toolchain = Some(value()?),
+            "--fast-compile" => o.optimization = check::Optimization::FastCompile,
             "--ptx" => {
                 let v = value()?;
                 let (file, sm) = v
@@ -179,7 +187,7 @@ fn main() -> ExitCode {
                 })
                 .collect();
             let cache = check::AssemblyCache::new(o.target_dir.join("sass-cache"));
-            assemblies = check::assemble_all(ptxas, &jobs, Some(&cache));
+            assemblies = check::assemble_all(ptxas, &jobs, o.optimization, Some(&cache));
             if assemblies.iter().any(|a| a.error.is_some()) {
                 failed = true;
             }
