@@ -5,12 +5,15 @@
 //! for SASS; then built again on a machine that lacks the nightly toolchain
 //! and may not install it, which must still build and run on the CPU.
 //!
-//! The builds share `target/template-test` (and the nested nvptx64 builds
-//! `target/gpu-mpi-ptx`) so that reruns are incremental.
-//!
 //! A second test follows docs/first-program.md from another copy: each
 //! command the page gives, each edit it asks for, and the output it quotes
-//! (in `target/template-page`, without PTX).
+//! (without PTX).
+//!
+//! Both tests build in `target/template-test` (and the nested nvptx64 builds
+//! in `target/gpu-mpi-ptx`), one after the other ([`TARGET`]): the second
+//! compiles only the copy's own crates, not the library and its
+//! dependencies again (about 2 CPU-minutes of CI), and reruns are
+//! incremental.
 
 use gpu_mpi::builder::check;
 use std::path::{Path, PathBuf};
@@ -68,6 +71,15 @@ fn copy_template(name: &str) -> PathBuf {
 
 fn target_dir() -> PathBuf {
     checkout().join("target").join("template-test")
+}
+
+/// Held by each test for as long as it builds and runs in [`target_dir`]:
+/// both write `release/my-app`.
+static TARGET: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// [`TARGET`], also after the other test failed holding it.
+fn hold_target() -> std::sync::MutexGuard<'static, ()> {
+    TARGET.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// `cargo build --release` of the copy, with `env` added.
@@ -148,6 +160,7 @@ fn paths_in(expression: &str, macro_name: &str) -> Vec<PathBuf> {
 
 #[test]
 fn the_template_builds_runs_and_ships_checked_kernels_from_a_copy() {
+    let _target = hold_target();
     let dir = copy_template("build");
 
     // 1. A normal build: PTX for sm_70 and sm_90, SASS where ptxas is found;
@@ -243,8 +256,8 @@ fn the_template_builds_runs_and_ships_checked_kernels_from_a_copy() {
 }
 
 /// What `cargo run --release --offline -- <args>` in the copy printed and
-/// its exit status; the page's runs share `target/template-page` and build
-/// no PTX (the test above checks it), which changes nothing they print.
+/// its exit status; the page's runs build no PTX (the test above checks
+/// it), which changes nothing they print.
 fn page_run(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (String, String, Option<i32>) {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
@@ -252,10 +265,7 @@ fn page_run(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (String, String,
     cmd.current_dir(dir)
         .args(["run", "--release", "--offline", "--"])
         .args(args)
-        .env(
-            "CARGO_TARGET_DIR",
-            checkout().join("target").join("template-page"),
-        )
+        .env("CARGO_TARGET_DIR", target_dir())
         .env("GPU_MPI_SKIP_PTX", "1")
         .env_remove("GPU_MPI_TRACE")
         .env_remove("GPU_MPI_STACK_BYTES");
@@ -316,6 +326,7 @@ fn block(blocks: &[(String, String)], info: &str, needle: &str) -> String {
 /// it gives, the edits it asks for, and the output it quotes.
 #[test]
 fn the_first_program_page_runs_step_by_step() {
+    let _target = hold_target();
     let dir = copy_template("page");
     let blocks = page_blocks();
     let one_line = |needle: &str| block(&blocks, "text", needle).trim_end().to_string();
