@@ -1734,19 +1734,24 @@ pub(crate) fn discard(w: &Core, id: u32) {
 /// not yet seen free again, so a zeroed world starts with every slot known
 /// free: the first `slots_per_rank` sends pay no fence.
 fn take_slot(w: &Core) -> Option<u32> {
-    let used = mine!(w, used_slots);
-    let all = if w.slots_per_rank() >= 64 {
+    // One read of the layout for the mask's words and the slot count.
+    let places = w.places();
+    let header = places.header();
+    let per_rank = places.slots_per_rank();
+    let used = mine!(header, used_slots);
+    let all = if per_rank >= 64 {
         u64::MAX
     } else {
-        (1u64 << w.slots_per_rank()) - 1
+        (1u64 << per_rank) - 1
     };
     let mut free = !used & all;
     if free == 0 {
-        let held = mine!(w, held_slots);
+        let held = mine!(header, held_slots);
         let me = w.rank;
-        for s in 0..w.slots_per_rank() {
+        for s in 0..per_rank {
             // Relaxed: a FREE seen here is acquired by the fence below.
-            if held & (1u64 << s) == 0 && load(w, w.slot_id(me, s), SlotWord::State) == SlotState::Free as u32
+            if held & (1u64 << s) == 0
+                && load(w, places.slot_id(me, s), SlotWord::State) == SlotState::Free as u32
             {
                 free |= 1u64 << s;
             }
@@ -1760,7 +1765,7 @@ fn take_slot(w: &Core) -> Option<u32> {
         shim::fence(Ordering::Acquire);
     }
     let s = free.trailing_zeros();
-    mine!(w, used_slots = (all & !free) | (1u64 << s));
+    mine!(header, used_slots = (all & !free) | (1u64 << s));
     Some(s)
 }
 
@@ -1810,14 +1815,21 @@ fn claim(w: &Core, i: u32, held: Option<&Held>) -> Step {
         return Step::Idle;
     };
     let me = w.rank;
-    let id = w.slot_id(me, s);
+    // The slot's id, its payload and the payload's size from one read of
+    // the layout ([`Places`]); the header's and the inbox's addresses
+    // from another before the header's stores (located here, they would
+    // stay in registers through the copy: spills in the kernels at their
+    // register cap).
+    let places = w.places();
+    let id = places.slot_id(me, s);
+    let slot_bytes = places.slot_bytes();
+    let payload = places.slot(id).payload();
     let dest = send_word!(held, w, i, peer) as u32;
     let len = send_word!(held, w, i, len);
     let data = send_word!(held, w, i, buffer) as *const u8;
     let mode_word = send_word!(held, w, i, mode);
     let typed = cfg!(feature = "views") && mode_word & TYPED_MODE != 0;
     let mode = mode_word & MODE_MASK;
-    let slot_bytes = w.slot_bytes();
     let kind = if len <= slot_bytes {
         MessageKind::Eager
     } else if !typed
@@ -1829,7 +1841,6 @@ fn claim(w: &Core, i: u32, held: Option<&Held>) -> Step {
     } else {
         MessageKind::Stream
     };
-    let payload = w.slot_payload(id);
     let first = match kind {
         MessageKind::Direct => {
             // SAFETY: the slot is ours and free; its payload holds >= 64

@@ -167,6 +167,12 @@ impl<'w> Places<'w> {
         owner * self.layout.slots_per_rank + slot
     }
 
+    /// Payload bytes per slot.
+    #[inline(always)]
+    pub(crate) fn slot_bytes(&self) -> u32 {
+        self.layout.slot_bytes
+    }
+
     /// The inbox word of `rank` (see [`Core::inbox`]).
     #[inline(always)]
     pub(crate) fn inbox(&self, rank: u32) -> &'w crate::shim::AtomicU32 {
