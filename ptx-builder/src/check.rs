@@ -719,9 +719,10 @@ pub fn format_report(
         if a.optimization == Optimization::FastCompile {
             let _ = writeln!(
                 r,
-                "{} ({}): assembled with ptxas -Ofc max (fast compile): checked, but its registers and stack are not the optimised SASS's",
+                "{} ({}): assembled with ptxas {} (fast compile): checked, but its registers and stack are not the optimised SASS's",
                 a.ptx.display(),
-                a.arch
+                a.arch,
+                a.optimization.ptxas_args().join(" ")
             );
         }
         for warning in &a.warnings {
