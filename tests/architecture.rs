@@ -6,6 +6,9 @@
 //!   a module imports only from layers below its own, never from a sibling
 //!   or from above, so neither crate has an import cycle.
 //! - `cfg(target_arch)` appears only in the device crate's shim.
+//! - The kernel builder links the constant-bank copy of the world's header
+//!   under the name and at the size the device library and the cuda
+//!   backend use.
 //!
 //! An import is any `crate::NAME` path in code (comments and `#[cfg(test)]`
 //! modules left out; `crate::{a, b::c}` counts each name). `KNOWN_UPWARD`
@@ -503,4 +506,11 @@ fn the_scanner_reads_imports_as_rustc_would() {
     ));
     let names: Vec<String> = crate_imports(&code).into_iter().collect();
     assert_eq!(names, ["a", "after", "b", "c", "g", "kept"]);
+}
+
+#[test]
+fn builder_and_library_agree_on_the_descriptors() {
+    use gpu_mpi::device::abi::layout::{DESCRIPTORS_SYMBOL, HEADER_BYTES};
+    assert_eq!(gpu_mpi::builder::DESCRIPTORS_SYMBOL, DESCRIPTORS_SYMBOL);
+    assert_eq!(gpu_mpi::builder::DESCRIPTORS_BYTES, HEADER_BYTES);
 }

@@ -91,7 +91,7 @@ fn latency_barrier_and_reductions_stay_within_their_modelled_budgets() {
         .expect("an 8-byte latency row between blocks");
     Budget {
         what: "8-byte one-way latency between blocks",
-        set_from_us: 5.0232,
+        set_from_us: 3.4792,
     }
     .check(field(latency, "model_mpi_us"));
     let barrier = rows(&report, "barrier").next().expect("a barrier row");
@@ -105,7 +105,7 @@ fn latency_barrier_and_reductions_stay_within_their_modelled_budgets() {
         .expect("an 8-byte all-reduce row");
     Budget {
         what: "8-byte all-reduce, 1024 ranks in 4 blocks",
-        set_from_us: 3.2125,
+        set_from_us: 1.9775,
     }
     .check(field(allreduce, "model_mpi_avg_us"));
     let reduce = rows(&report, "reduce")
@@ -113,7 +113,7 @@ fn latency_barrier_and_reductions_stay_within_their_modelled_budgets() {
         .expect("an 8-byte reduce row");
     Budget {
         what: "8-byte reduce to rank 0, 1024 ranks in 4 blocks",
-        set_from_us: 3.3164,
+        set_from_us: 2.1045,
     }
     .check(field(reduce, "model_mpi_avg_us"));
 }
@@ -130,7 +130,7 @@ fn pi_point_to_point_stays_within_its_modelled_budget_per_message() {
     let per_message_us = field(row, "model_mpi_p2p_ms") * 1e3 / f64::from(ranks - 1);
     Budget {
         what: "pi point-to-point (blocking), 4096 ranks, per message",
-        set_from_us: 2.5774,
+        set_from_us: 1.8945,
     }
     .check(per_message_us);
 }
@@ -154,13 +154,13 @@ fn all_to_all_and_all_gather_stay_within_their_modelled_budgets() {
             Suite::Allgather,
             "allgather",
             "8-byte all-gather, 512 ranks",
-            87.9986,
+            47.1670,
         ),
         (
             Suite::Alltoall,
             "alltoall",
             "8-byte all-to-all, 512 ranks",
-            196.5996,
+            59.7809,
         ),
     ]);
 }
@@ -168,8 +168,8 @@ fn all_to_all_and_all_gather_stay_within_their_modelled_budgets() {
 #[test]
 fn gather_and_scatter_stay_within_their_modelled_budgets() {
     check_eight_byte_rows([
-        (Suite::Gather, "gather", "8-byte gather, 512 ranks", 3.6342),
-        (Suite::Scatter, "scatter", "8-byte scatter, 512 ranks", 3.2795),
+        (Suite::Gather, "gather", "8-byte gather, 512 ranks", 2.5855),
+        (Suite::Scatter, "scatter", "8-byte scatter, 512 ranks", 2.6545),
     ]);
 }
 
@@ -179,7 +179,7 @@ fn non_blocking_barrier_and_all_reduce_stay_within_their_modelled_budgets() {
     let ibarrier = rows(&report, "ibarrier").next().expect("an ibarrier row");
     Budget {
         what: "ibarrier + wait, 1024 ranks in 4 blocks",
-        set_from_us: 5.7834,
+        set_from_us: 3.3071,
     }
     .check(field(ibarrier, "model_mpi_avg_us"));
     let iallreduce = rows(&report, "iallreduce")
@@ -187,7 +187,7 @@ fn non_blocking_barrier_and_all_reduce_stay_within_their_modelled_budgets() {
         .expect("an 8-byte iallreduce row");
     Budget {
         what: "8-byte iallreduce + wait, 1024 ranks in 4 blocks",
-        set_from_us: 33.0419,
+        set_from_us: 23.4249,
     }
     .check(field(iallreduce, "model_mpi_avg_us"));
 }

@@ -30,9 +30,11 @@ use core::cell::Cell;
 
 pub use crate::status::{ANY_SOURCE, PROC_NULL};
 
-/// A pointer to the world's [`Layout`] in its header; dereferences to it.
+/// The world's [`Layout`], read where the shim says the world's descriptors
+/// are ([`shim::descriptors`]: the constant bank on the GPU); holds the
+/// world's memory and dereferences to the layout.
 #[derive(Clone, Copy)]
-pub(crate) struct LayoutRef(*const Layout);
+pub(crate) struct LayoutRef(*mut u8);
 
 impl core::ops::Deref for LayoutRef {
     type Target = Layout;
@@ -40,9 +42,10 @@ impl core::ops::Deref for LayoutRef {
     fn deref(&self) -> &Layout {
         // One read of a field, counted for the timing model as `Core`'s are.
         shim::note_descriptor(shim::Descriptor::Layout);
-        // SAFETY: set by `World::attach` to the layout in the world's header,
-        // valid and unchanged while the world lives (attach's contract).
-        unsafe { &*self.0 }
+        // SAFETY: set by `World::attach` to an attached world's memory, whose
+        // descriptors hold the layout (8-byte aligned at LAYOUT_OFFSET),
+        // unchanged while the world lives (attach's contract).
+        unsafe { &*(shim::descriptors(self.0).add(LAYOUT_OFFSET) as *const Layout) }
     }
 }
 
@@ -181,9 +184,24 @@ impl World {
         if magic != MAGIC || version != VERSION {
             return Err(Error::Intern);
         }
-        // SAFETY: the header holds the layout the host wrote with the config
-        // (`write_header`), 8-byte aligned, never written during the launch.
-        let layout = LayoutRef(unsafe { memory.add(LAYOUT_OFFSET) } as *const Layout);
+        // The descriptors are a copy of the header on the GPU: one the host
+        // did not fill fails here, not later.
+        let descriptors = shim::descriptors(memory);
+        // SAFETY: the descriptors are the header or, on the GPU, the
+        // module's copy of it: `HEADER_BYTES` readable bytes, unchanged during
+        // the launch.
+        let copied = unsafe {
+            (
+                core::ptr::read(descriptors as *const u32),
+                core::ptr::read(descriptors.add(4) as *const u32),
+            )
+        };
+        if copied != (MAGIC, VERSION) {
+            return Err(Error::Intern);
+        }
+        // The header holds the layout the host wrote with the config
+        // (`write_header`), never written during the launch.
+        let layout = LayoutRef(memory);
         let c = shim::coordinates();
         if c.block_dim != layout.block_dim || c.grid_dim != layout.blocks {
             return Err(Error::Intern);
@@ -229,9 +247,8 @@ impl World {
     ) -> World {
         World {
             base,
-            // SAFETY: `base` is an attached world's memory (the caller's
-            // contract), whose header holds the layout.
-            layout: LayoutRef(unsafe { base.add(LAYOUT_OFFSET) } as *const Layout),
+            // `base` is an attached world's memory (the caller's contract).
+            layout: LayoutRef(base),
             rank,
             thread,
             block,

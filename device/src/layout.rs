@@ -74,9 +74,15 @@ pub const DEFAULT_BACKOFF_MAX_NS: u32 = 1024;
 
 /// Bytes of the header region.
 pub const HEADER_BYTES: usize = 512;
+/// The GPU module's constant-bank copy of the header (ptx-builder links
+/// it into every module, `HEADER_BYTES` long), which the cuda backend fills
+/// before each launch: the ranks read the config and the layout there
+/// (`shim::descriptors`).
+pub const DESCRIPTORS_SYMBOL: &str = "gpu_mpi_descriptors";
 /// Offset of the [`Layout`] inside the header: the host writes it, ranks
-/// read its fields from memory when they need them (kept in registers, its
-/// twenty words would cost every kernel as many registers).
+/// read its fields where they need them (kept in registers, its twenty
+/// words would cost every kernel as many registers), from the constant
+/// bank on the GPU ([`DESCRIPTORS_SYMBOL`]).
 pub const LAYOUT_OFFSET: usize = 256;
 /// Offset of the config inside the header.
 pub const CONFIG_OFFSET: usize = 16;

@@ -111,9 +111,9 @@ impl<'w> SlotAt<'w> {
 
 /// Addresses of this rank's header, its records and the world's slots,
 /// worked out from one read of the layout ([`Core::places`]): for a
-/// straight run of accesses whose addresses are all computed before the
-/// first atomic of the run (after one, the GPU would load the layout's
-/// fields again).
+/// straight run of accesses. The model counts one read per run; on the GPU
+/// each field is a constant-bank operand where it is used
+/// ([`crate::shim::descriptors`]).
 #[derive(Clone, Copy)]
 pub(crate) struct Places<'w> {
     base: *mut u8,
@@ -675,19 +675,19 @@ pub(crate) struct Core {
 }
 
 impl Core {
-    /// The world's layout, for one field's read. Each read is a plain load
-    /// of the world's header on the GPU, and the library makes dozens per
-    /// message: the shim's atomics are `asm!` that may write any memory for
-    /// all the compiler knows, so it reloads every field it uses after
-    /// each of them, and after an acquire (which empties L1) the first
-    /// reload goes to L2. The timing model counts each read
-    /// (`shim::note_descriptor`, docs/model.md).
+    /// The world's layout, for one field's read. The library makes dozens
+    /// per message; on the GPU each is a read of the module's constant bank
+    /// (`shim::descriptors`), an operand of the instruction that uses it.
+    /// They were loads of the world's header in global memory, reloaded
+    /// after every `asm!` atomic (which may write any memory for all the
+    /// compiler knows), from L2 after an acquire. The timing model counts
+    /// each read (`shim::note_descriptor`, docs/model.md).
     #[inline(always)]
     fn layout(&self) -> &Layout {
         crate::shim::note_descriptor(crate::shim::Descriptor::Layout);
         // SAFETY: the host wrote the layout into the header of every world
         // (`WorldConfig::write_header`); it is never written during a launch.
-        unsafe { &*(self.base.add(LAYOUT_OFFSET) as *const Layout) }
+        unsafe { &*(crate::shim::descriptors(self.base).add(LAYOUT_OFFSET) as *const Layout) }
     }
 
     /// The addresses of a straight run of accesses, from one read of the
@@ -706,7 +706,7 @@ impl Core {
     fn config(&self) -> &WorldConfig {
         crate::shim::note_descriptor(crate::shim::Descriptor::Config);
         // SAFETY: as in `layout`; the config is 8-byte aligned at CONFIG_OFFSET.
-        unsafe { &*(self.base.add(CONFIG_OFFSET) as *const WorldConfig) }
+        unsafe { &*(crate::shim::descriptors(self.base).add(CONFIG_OFFSET) as *const WorldConfig) }
     }
 
     /// Slots per outbox.

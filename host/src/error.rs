@@ -310,6 +310,24 @@ pub enum CudaError {
         #[source]
         error: DriverFailure,
     },
+    /// The loaded module has no constant-bank copy of the world's header
+    /// (`ptx_builder::DESCRIPTORS_SYMBOL`), or a smaller one: it was not
+    /// linked by this version of the kernel builder.
+    #[error(
+        "the loaded sm_{ptx_sm} {image} has no {symbol} of at least {bytes} bytes for the world's descriptors (found: {found}); rebuild the kernels with this version's gpu_mpi::builder"
+    )]
+    NoDescriptors {
+        /// The symbol looked for.
+        symbol: &'static str,
+        /// The bytes it must hold.
+        bytes: usize,
+        /// What the module has: its size, or the driver's answer.
+        found: String,
+        /// The SM of the loaded image.
+        ptx_sm: u32,
+        /// SASS or PTX.
+        image: crate::images::ImageKind,
+    },
     /// A kernel faulted; the context cannot be used any more.
     #[error(
         "kernel {kernel} failed: {reading}{error} (a rank trapped: a panic in device code, or a bad \

@@ -659,6 +659,21 @@ fn fake_driver_child() {
     }
     std::env::remove_var("FAKE_CUDA_HANG");
 
+    // A module without the constant-bank copy of the world's header is
+    // refused at open, by name (the launches above found the header's copy
+    // there: the fake checks it).
+    std::env::set_var("FAKE_CUDA_NO_DESCRIPTORS", "1");
+    match Device::cuda_with(fake_options(Duration::from_secs(30)), &[("sm_90", FAKE_PTX)]) {
+        Err(HostError::Cuda(m)) => assert!(
+            m.to_string().starts_with(
+                "the loaded sm_90 PTX (JIT) has no gpu_mpi_descriptors of at least 512 bytes for the world's descriptors (found: cuModuleGetGlobal_v2"
+            ),
+            "{m}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    std::env::remove_var("FAKE_CUDA_NO_DESCRIPTORS");
+
     // Options from the environment: a bad one is no usable GPU.
     std::env::set_var("GPU_MPI_MAX_REGISTERS", "7");
     match Device::open_variants(BackendKind::Cuda, &[("sm_90", FAKE_PTX)]) {

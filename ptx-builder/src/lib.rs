@@ -42,6 +42,7 @@ mod kernel_builder;
 mod link;
 
 pub use kernel_builder::{KernelBuilder, AUTO_INSTALL_ENV, GENERATED_FILE, SASS_ARCHS_DEFAULT, SASS_ENV};
+pub use link::{DESCRIPTORS_BYTES, DESCRIPTORS_SYMBOL};
 
 use std::ffi::OsString;
 use std::fmt;

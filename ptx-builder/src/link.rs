@@ -113,6 +113,49 @@ fn default_ptx_feature(cpu: &str) -> Option<String> {
     (sm < 80).then(|| "+ptx70".to_string())
 }
 
+/// The name of the constant-bank copy of a world's header (its config and
+/// layout) in every module the link emits: the host copies the header of the
+/// world it launches there first (`cuModuleGetGlobal`).
+pub const DESCRIPTORS_SYMBOL: &str = "gpu_mpi_descriptors";
+
+/// Bytes of [`DESCRIPTORS_SYMBOL`]: the world header's (the device crate's
+/// `layout::HEADER_BYTES`; the host refuses a module whose copy is smaller).
+pub const DESCRIPTORS_BYTES: usize = 512;
+
+/// Linked into every module: [`DESCRIPTORS_SYMBOL`] in the `.const` state
+/// space (address space 4), and `gpu_mpi_descriptors_address`, its generic
+/// address, which the device library's shim calls (Rust has no way to put a
+/// static in an address space). Once the call is inlined, LLVM infers the
+/// constant space of every load through that address: `ld.const`, served
+/// by the constant cache, which an acquire does not empty (the world's
+/// header in global memory was reloaded after every `asm!` atomic, from L2
+/// after an acquire: docs/performance.md), and which ptxas can fold into
+/// the instruction that uses the value. The address comes from an `asm`
+/// with side effects on no memory the program sees: LLVM knows nothing
+/// writes the constant space, and with the symbol itself it would load
+/// each field once at the kernel's start and hold them all in registers
+/// (spills, measured); from an opaque address, each call's loads are its
+/// own, as they were from global memory (ptxas, which knows the address,
+/// still folds each load into an operand). The descriptors never change
+/// during a launch, so the constant cache, which is not coherent with
+/// global memory, is right. The data layout is rustc's for nvptx64 (LLVM
+/// 22); llvm-link warns if it differs.
+fn descriptors_ir() -> String {
+    format!(
+        r#"target datalayout = "e-p6:32:32-i64:64-i128:128-i256:256-v16:16-v32:32-n16:32:64"
+target triple = "nvptx64-nvidia-cuda"
+@{DESCRIPTORS_SYMBOL} = addrspace(4) externally_initialized global [{DESCRIPTORS_BYTES} x i8] zeroinitializer, align 16
+define ptr @gpu_mpi_descriptors_address() #0 {{
+  %p = call ptr addrspace(4) asm sideeffect "mov.u64 $0, {DESCRIPTORS_SYMBOL};", "=l"() #1
+  %g = addrspacecast ptr addrspace(4) %p to ptr
+  ret ptr %g
+}}
+attributes #0 = {{ alwaysinline nounwind }}
+attributes #1 = {{ nounwind memory(inaccessiblemem: readwrite) }}
+"#
+    )
+}
+
 /// Runs the link: `llvm_bin` holds `llvm-link`, `opt` and `llc`.
 pub fn link(llvm_bin: &Path, raw_args: Vec<OsString>) -> Result<(), String> {
     let args = parse_args(&expand_response_files(raw_args)?)?;
@@ -161,10 +204,15 @@ fn link_in(llvm_bin: &Path, args: &LinkArgs, cpu: &str, output: &Path, tmp: &Pat
         return Err("no bitcode to link".into());
     }
 
-    // 2. One module.
+    // 2. One module, with the world's descriptors in the constant bank
+    // (`descriptors_ir`), after the crate's bitcode so that its data layout
+    // is the module's.
+    let descriptors = tmp.join("descriptors.ll");
+    fs::write(&descriptors, descriptors_ir())
+        .map_err(|e| format!("writing {}: {e}", descriptors.display()))?;
     let linked = tmp.join("linked.bc");
     let mut cmd = Command::new(llvm_bin.join("llvm-link"));
-    cmd.arg("-o").arg(&linked).args(&bitcode);
+    cmd.arg("-o").arg(&linked).args(&bitcode).arg(&descriptors);
     run(cmd)?;
 
     // 3. Keep the kernels, drop the rest, optimize.
@@ -178,7 +226,10 @@ fn link_in(llvm_bin: &Path, args: &LinkArgs, cpu: &str, output: &Path, tmp: &Pat
     // RUSTFLAGS, which say why).
     cmd.arg(format!("-passes=internalize,globaldce,default<O{opt_level}>"))
         .arg("-simplifycfg-sink-common=false")
-        .arg(format!("-internalize-public-api-list={}", args.exports.join(",")))
+        .arg(format!(
+            "-internalize-public-api-list={},{DESCRIPTORS_SYMBOL}",
+            args.exports.join(",")
+        ))
         .arg("-o")
         .arg(&optimized)
         .arg(&linked);
@@ -230,6 +281,16 @@ mod tests {
 
     fn s(v: &[&str]) -> Vec<String> {
         v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn descriptors_are_a_constant_symbol_of_the_header_size() {
+        let ir = descriptors_ir();
+        assert!(ir.contains(&format!(
+            "@{DESCRIPTORS_SYMBOL} = addrspace(4) externally_initialized global [{DESCRIPTORS_BYTES} x i8]"
+        )));
+        assert!(ir.contains(&format!("mov.u64 $0, {DESCRIPTORS_SYMBOL};")));
+        assert!(ir.contains("define ptr @gpu_mpi_descriptors_address()"));
     }
 
     #[test]

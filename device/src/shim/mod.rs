@@ -284,6 +284,19 @@ pub fn note_private(addr: *const u8, bytes: usize, write: bool) {
     imp::note_private(addr as usize, bytes, write)
 }
 
+/// Where a rank reads the world's descriptors (its header: the config and
+/// the layout, which the host writes before the launch and nothing writes
+/// during it), given the world's memory: on the GPU the module's
+/// constant-bank copy of the header, which the host fills before each launch
+/// (ptx-builder's `DESCRIPTORS_SYMBOL`), so that each field's read is an
+/// operand from the constant cache instead of a load of global memory;
+/// elsewhere the world's memory itself. The offsets are the header's
+/// (`layout::LAYOUT_OFFSET`, `layout::CONFIG_OFFSET`).
+#[inline(always)]
+pub fn descriptors(world: *mut u8) -> *const u8 {
+    imp::descriptors(world)
+}
+
 /// Which of the world's two descriptors a plain read is of (the timing
 /// model's [`note_descriptor`]). The host writes both before the launch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

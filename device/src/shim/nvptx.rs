@@ -776,3 +776,18 @@ pub(super) fn note_volatile(_addr: usize, _bytes: usize, _write: bool) {}
 
 #[inline(always)]
 pub(super) fn note_descriptor(_which: super::Descriptor) {}
+
+extern "C" {
+    /// The generic address of the module's constant-bank copy of the world's
+    /// header, defined (and inlined) by ptx-builder's link step
+    /// (`descriptors_ir`): through it LLVM emits `ld.const`, which ptxas
+    /// folds into constant-bank operands.
+    fn gpu_mpi_descriptors_address() -> *const u8;
+}
+
+#[inline(always)]
+pub(super) fn descriptors(_world: *mut u8) -> *const u8 {
+    // SAFETY: a function without arguments or side effects that every
+    // module ptx-builder links defines.
+    unsafe { gpu_mpi_descriptors_address() }
+}

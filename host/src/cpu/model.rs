@@ -354,16 +354,13 @@ impl Model {
                     clock.invalidate_l1();
                 }
             }
-            // As private reads (below), one after another: the first of each
-            // line after an acquire misses L1.
-            Access::Descriptor { addr, reads } => {
-                for k in 0..reads {
-                    if k != 0 {
-                        clock.spend(TimeCategory::Issue, c.issue);
-                    }
-                    clock.spend(TimeCategory::Issue, c.library);
-                    self.plain_load(clock, addr, 8);
-                }
+            // Operands from the constant bank (`shim::descriptors`): an
+            // instruction each (the first's is above), and no load: ptxas
+            // folds the fixed offset into the instruction that uses the
+            // value, or loads it from the constant cache, which an acquire
+            // does not empty.
+            Access::Descriptor { reads, .. } => {
+                clock.spend(TimeCategory::Issue, c.issue * u64::from(reads.saturating_sub(1)));
             }
             Access::Plain { addr, bytes, write } | Access::Private { addr, bytes, write } => {
                 if matches!(access, Access::Private { .. }) {

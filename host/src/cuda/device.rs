@@ -93,6 +93,9 @@ pub(super) struct Inner {
     /// By kernel, block size and dynamic shared memory.
     pub(super) occupancy: HashMap<(String, u32, u32), KernelOccupancy>,
     pub(super) module: Module,
+    /// The module's constant-bank copy of the world's header
+    /// (`layout::DESCRIPTORS_SYMBOL`), filled before each launch.
+    pub(super) descriptors: sys::CUdeviceptr,
 }
 
 /// An NVIDIA GPU.

@@ -335,6 +335,24 @@ impl Module {
         })
     }
 
+    /// `cuModuleGetGlobal_v2`: the device address and size of the module's
+    /// global `name` (`CUDA_ERROR_NOT_FOUND` when it has none).
+    pub(crate) fn global(&self, name: &CStr) -> Result<(sys::CUdeviceptr, usize)> {
+        let mut ptr: sys::CUdeviceptr = 0;
+        let mut bytes = 0usize;
+        // SAFETY: the module is loaded; the name is NUL-terminated and
+        // outlives the call; `ptr` and `bytes` are valid places for the results.
+        unsafe {
+            cu!(cuModuleGetGlobal_v2(
+                &mut ptr,
+                &mut bytes,
+                self.raw,
+                name.as_ptr()
+            ))
+        }?;
+        Ok((ptr, bytes))
+    }
+
     /// `cuModuleGetFunction`: the kernel `name` (`CUDA_ERROR_NOT_FOUND` when
     /// the module has none).
     pub(crate) fn function(&self, name: &CStr) -> Result<Function> {

@@ -189,12 +189,19 @@ impl Backend for CudaDevice {
         let args_bytes = bytemuck::bytes_of(args);
         let stream = &inner.stream;
         world.zero_async(stream)?;
-        // SAFETY: each copy's device range lies in its allocation; the host
+        // SAFETY: each copy's device range lies in its allocation (the
+        // descriptors' in the module's symbol, found at open with at least
+        // HEADER_BYTES >= `head` bytes); the host
         // sources (`image`, `args_bytes`) outlive the copies (pageable
         // sources are staged before the call returns, and the stream is
         // waited for before this function returns in any case).
         unsafe {
             driver::copy_to_device_async(world.ptr(), &image[..head], stream)?;
+            // The ranks read the config and the layout from the module's
+            // constant bank (`shim::descriptors`): the same header there.
+            // Launches of this device are one at a time (the lock held),
+            // so the copy is this launch's until it ends.
+            driver::copy_to_device_async(inner.descriptors, &image[..head], stream)?;
             if !args_bytes.is_empty() {
                 driver::copy_to_device_async(args_memory.ptr(), args_bytes, stream)?;
             }

@@ -9,7 +9,9 @@ use super::plan::{self, DeviceLimits, ImageKind, ImageSet, KernelImage};
 use crate::error::{CudaError, DriverFailure, HostError, NoGpu};
 use crate::images::KernelImages;
 use cudarc::driver::{sys, DriverError};
+use gpu_mpi_device::abi::layout::HEADER_BYTES;
 use std::collections::HashMap;
+use std::ffi::CString;
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -184,6 +186,7 @@ impl CudaDevice {
                 .find(|e| !e.is_empty())
                 .unwrap_or_default(),
         };
+        let descriptors = world_descriptors(&module, &image)?;
         let jit_time = jit_start.elapsed();
         let stream = Stream::non_blocking(&ctx)?;
         let probe_stream = Stream::non_blocking(&ctx)?;
@@ -219,6 +222,7 @@ impl CudaDevice {
                 functions: HashMap::new(),
                 occupancy: HashMap::new(),
                 module,
+                descriptors,
             })),
             ctx,
         };
@@ -231,5 +235,24 @@ impl CudaDevice {
             );
         }
         Ok(device)
+    }
+}
+
+/// The device address of the module's constant-bank copy of the world's
+/// header, which every launch fills first (`layout::DESCRIPTORS_SYMBOL`).
+fn world_descriptors(module: &Module, image: &KernelImage) -> Result<sys::CUdeviceptr, CudaError> {
+    let symbol = gpu_mpi_device::abi::layout::DESCRIPTORS_SYMBOL;
+    let name = CString::new(symbol).expect("the symbol has no NUL");
+    let no = |found: String| CudaError::NoDescriptors {
+        symbol,
+        bytes: HEADER_BYTES,
+        found,
+        ptx_sm: image.sm(),
+        image: image.kind(),
+    };
+    match module.global(&name) {
+        Ok((ptr, bytes)) if bytes >= HEADER_BYTES => Ok(ptr),
+        Ok((_, bytes)) => Err(no(format!("{bytes} bytes"))),
+        Err(e) => Err(no(format!("{}: {}", e.call, e.failure))),
     }
 }

@@ -118,6 +118,18 @@ CUresult cuModuleLoadDataEx(void **m, const void *image, unsigned n, int *option
 }
 CUresult cuModuleUnload(void *m) { return m == &module ? OK : INVALID_VALUE; }
 
+/* The constant-bank copy of the world's header that ptx-builder links into
+ * every module: the launch checks the host filled it. FAKE_CUDA_NO_DESCRIPTORS=1:
+ * the module has none (a module built by another builder). */
+static unsigned char descriptors[512];
+CUresult cuModuleGetGlobal_v2(CUdeviceptr *p, size_t *bytes, void *m, const char *name) {
+    if (m != &module) return INVALID_VALUE;
+    if (strcmp(name, "gpu_mpi_descriptors") != 0 || getenv("FAKE_CUDA_NO_DESCRIPTORS")) return NOT_FOUND;
+    *p = (CUdeviceptr)(uintptr_t)descriptors;
+    *bytes = sizeof descriptors;
+    return OK;
+}
+
 /* Two kernels: "heavy" with 214 registers, "light" with 32. */
 static int heavy, light;
 CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
@@ -193,9 +205,10 @@ CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, void *s) {
     return OK;
 }
 
-/* Checks the world (magic, ranks = grid x block), the dynamic shared memory
- * (at most what cuFuncSetAttribute allowed) and the arguments, then marks
- * every rank exited. */
+/* Checks the world (magic, ranks = grid x block), its header's copy in the
+ * module's descriptors, the dynamic shared memory (at most what
+ * cuFuncSetAttribute allowed) and the arguments, then marks every rank
+ * exited. */
 CUresult cuLaunchCooperativeKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                    unsigned bz, unsigned smem, void *s, void **params) {
     (void)s;
@@ -208,7 +221,8 @@ CUresult cuLaunchCooperativeKernel(void *f, unsigned gx, unsigned gy, unsigned g
     memcpy(&magic, world, 4);
     memcpy(&ranks, world + 16, 4);
     memcpy(&block_dim, world + 20, 4);
-    if (magic != 0x494d5047u || ranks != gx * bx || block_dim != bx || args[0] != 0xC0FFEEu)
+    if (magic != 0x494d5047u || ranks != gx * bx || block_dim != bx || args[0] != 0xC0FFEEu
+        || memcmp(descriptors, world, sizeof descriptors) != 0)
         return INVALID_VALUE;
     const char *r = getenv("FAKE_CUDA_RECORDS");
     if (r && !hang()) {
