@@ -511,7 +511,7 @@ fn progress_words(base: u64, rank: u32) -> bool {
         base: base as *mut u8,
         rank,
     };
-    progress_in::<false>(&core)
+    progress_in::<false>(&core).0
 }
 
 /// A blocking call: posts `p` in the first record kept for blocking
@@ -753,11 +753,11 @@ fn run_words(
     }
     let r = crate::polling::wait_core_polled(w, what, polled, spinning, |b| {
         // A pass that moved nothing completed nothing.
-        let moved = progress_in::<true>(w);
+        let (moved, done) = progress_in::<true>(w);
         if moved {
             b.progressed();
         }
-        (moved && is_complete(w, i)).then_some(Ok(()))
+        done.then_some(Ok(()))
     });
     match r {
         Ok(()) => i as u64,
@@ -777,9 +777,13 @@ fn run_words(
 /// keeps the kernel's values in callee-saved registers); elsewhere
 /// (`progress_words`, already a call) it stays a call, which keeps the
 /// request kernels' register count down.
+/// Returns whether the pass moved anything and, for `BLOCKING`, whether
+/// it completed the blocking call's record (only this rank's passes
+/// complete its records), which the wait then need not read back.
 #[inline(always)]
-fn progress_in<const BLOCKING: bool>(w: &Core) -> bool {
+fn progress_in<const BLOCKING: bool>(w: &Core) -> (bool, bool) {
     let mut prev = 0u32;
+    let mut done = false;
     // A blocking call's wait whose list is empty waits for its record
     // alone, which is not in the list (`run_words`).
     let head = mine!(w, active_head);
@@ -873,6 +877,7 @@ fn progress_in<const BLOCKING: bool>(w: &Core) -> bool {
             Step::Complete => true,
             Step::Moved => rec!(w, i, state) == RecordState::Complete as u32,
         };
+        done |= BLOCKING && complete && i == BlockingRecord::First as u32;
         if complete && !alone {
             trace::completed(w, i);
             // Out of the active list; the record waits for its collection.
@@ -889,7 +894,7 @@ fn progress_in<const BLOCKING: bool>(w: &Core) -> bool {
         }
         r = next;
     }
-    moved
+    (moved, done)
 }
 
 /// [`find_in`]; with `look`, if that found nothing and the inbox held
