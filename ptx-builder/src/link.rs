@@ -136,7 +136,8 @@ pub const DESCRIPTORS_BYTES: usize = 512;
 /// each field once at the kernel's start and hold them all in registers
 /// (spills, measured); from an opaque address, each call's loads are its
 /// own, as they were from global memory (ptxas, which knows the address,
-/// still folds each load into an operand). The descriptors never change
+/// folds the loads into operands, or keeps some in registers across a
+/// path: docs/performance.md). The descriptors never change
 /// during a launch, so the constant cache, which is not coherent with
 /// global memory, is right. The data layout is rustc's for nvptx64 (LLVM
 /// 22); llvm-link warns if it differs.
