@@ -5,7 +5,10 @@
 //!   and no instruction uses `.sys` scope. An unqualified `atom` is what LLVM
 //!   emits for a Rust atomic RMW whatever its ordering (LLVM 22 drops it on
 //!   NVPTX), and `.sys` is what Rust atomics use; both mean device code went
-//!   around the shim.
+//!   around the shim. And no `cvta` of the constant space: the world's
+//!   descriptors (the only constant-space data, `gpu_mpi_descriptors`)
+//!   reached a generic address, where their reads are loads of global
+//!   memory again instead of constant-bank operands.
 //! - [`assemble`]: `ptxas -arch=sm_XX -v` assembles a PTX file and reports
 //!   registers, stack frame and spills per kernel ([`parse_ptxas_verbose`]).
 
@@ -21,6 +24,9 @@ pub enum Problem {
     UnqualifiedAtomic,
     /// A `.sys`-scope operation (the project means `.gpu`).
     SystemScope,
+    /// A `cvta` of the `.const` space: the descriptors behind a generic
+    /// address (passed by reference to a call that was not inlined?).
+    GenericConstant,
 }
 
 /// One lint finding.
@@ -41,6 +47,9 @@ impl fmt::Display for Violation {
                 "atomic without explicit .relaxed/.acquire/.release/.acq_rel (device code bypassed the shim?)"
             }
             Problem::SystemScope => ".sys scope (the world is device memory: use .gpu through the shim)",
+            Problem::GenericConstant => {
+                "the constant space to a generic address (the world's descriptors read as global memory: keep `&Layout` out of calls that are not inlined)"
+            }
         };
         write!(f, "line {}: `{}`: {}", self.line, self.instruction, why)
     }
@@ -64,6 +73,8 @@ pub fn lint(ptx: &str) -> Vec<Violation> {
                 Some(Problem::UnqualifiedAtomic)
             } else if parts.contains(&"sys") {
                 Some(Problem::SystemScope)
+            } else if parts[0] == "cvta" && parts.contains(&"const") {
+                Some(Problem::GenericConstant)
             } else {
                 None
             };
@@ -736,7 +747,7 @@ pub fn format_report(
         if violations.is_empty() {
             let _ = writeln!(
                 r,
-                "lint {}: ok (every atom/red has explicit semantics, no .sys scope)",
+                "lint {}: ok (every atom/red has explicit semantics, no .sys scope, no generic constant address)",
                 path.display()
             );
         } else {
@@ -845,6 +856,21 @@ $L__BB0_3: atom.shared.exch.b32 %r1, [%rd1], %r2;
         );
         let v = lint("  atom.global.add.u32   %r1, [%rd1], %r2;");
         assert_eq!(v[0].instruction, "atom.global.add.u32 %r1, [%rd1], %r2");
+    }
+
+    #[test]
+    fn the_constant_space_to_a_generic_address_fails() {
+        let ptx = "\
+	mov.u64 %rd3, gpu_mpi_descriptors;
+	ld.const.b32 %r76, [%rd3+260];
+	cvta.const.u64 %rd4, %rd3;
+	cvta.to.const.u64 %rd5, %rd4;
+	cvta.global.u64 %rd6, %rd7;
+";
+        assert_eq!(
+            problems(ptx),
+            vec![(3, Problem::GenericConstant), (4, Problem::GenericConstant)]
+        );
     }
 
     #[test]
