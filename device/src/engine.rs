@@ -751,7 +751,30 @@ fn run_words(
         // send's slot or a rendezvous's copy, which cannot have come yet).
         polled = true;
     }
+    // A lone receive that matched nothing polls as it tried, with its
+    // words loaded back from its record in one batch (`receive_polled`):
+    // a message that arrives is matched with its whole envelope and first
+    // bytes in the batch of its link, and the receive starts from them,
+    // where a pass of the list would load the envelope again and the
+    // record's words one by one after the inbox's acquire emptied L1.
+    let mut searching = polled && !state.is_send();
     let r = crate::polling::wait_core_polled(w, what, polled, spinning, |b| {
+        if searching {
+            match receive_polled(base, rank, i) {
+                Step::Idle => return None,
+                Step::Complete => {
+                    b.progressed();
+                    return Some(Ok(()));
+                }
+                Step::Moved => {
+                    // It took only other messages from its inbox, or it
+                    // started a stream, which the passes go on with.
+                    b.progressed();
+                    searching = rec!(w, i, state) == RecordState::RecvMatch as u32;
+                    return None;
+                }
+            }
+        }
         // A pass that moved nothing completed nothing.
         let (moved, done) = progress_in::<true>(w);
         if moved {
@@ -943,9 +966,10 @@ fn drain(w: &Core, full: bool) -> bool {
 /// (`Candidate::NONE` if none): the oldest that matches, which is the one
 /// [`find`] would give after the drain (one sender's messages are pushed,
 /// and so walked newest first, in the order it sent them). Each message's
-/// tag and context (with `FULL`, its whole envelope: [`Candidate`]) are
-/// loaded with its link, in one batch: the walk's chain of loads is as
-/// long as without the match.
+/// tag and context are loaded with its link, in one batch: the walk's
+/// chain of loads is as long as without the match. With `FULL` the match
+/// comes with its whole envelope ([`Candidate`]): the newest message's is
+/// in its batch, any other's is loaded after the walk.
 #[inline(always)]
 fn drain_matching<const MATCH: bool, const FULL: bool>(
     w: &Core,
@@ -979,8 +1003,20 @@ fn drain_matching<const MATCH: bool, const FULL: bool>(
         let id = node - 1;
         let at = w.slot_header(id);
         let (mut older, found) = if MATCH {
-            let (link, envelope) =
-                shim::independent(|| (load_at(at, SlotWord::Link), Arrived::load_with::<FULL>(at, id)));
+            // With `FULL`, the newest message's whole envelope: an inbox
+            // that held one message costs one batch; a longer chain's
+            // batches stay short, and its match, if not the newest, loads
+            // its envelope after the walk.
+            let (link, envelope) = shim::independent(|| {
+                (
+                    load_at(at, SlotWord::Link),
+                    if FULL && node == top {
+                        Arrived::load(at, id)
+                    } else {
+                        Arrived::load_with::<false>(at, id)
+                    },
+                )
+            });
             let found = Candidate {
                 id1: node,
                 link: newer,
@@ -1017,6 +1053,10 @@ fn drain_matching<const MATCH: bool, const FULL: bool>(
         store_at(at, SlotWord::State, arrived);
         newer = node;
         node = older;
+    }
+    if FULL && best.id1 != 0 && best.id1 != top {
+        let id = best.id1 - 1;
+        best.arrived = Arrived::load(w.slot_header(id), id);
     }
     if MATCH && best_is_last && newer == top {
         // The inbox held one message, and the receive takes it: it never
@@ -1405,7 +1445,8 @@ fn send_alone(
 /// [`run_words`]'s first try of a lone receive, record `i` (not in the
 /// active list) with the words given here: the search of a pass over the
 /// list (taking the inbox if the first search found nothing), and on a
-/// match its start; [`Step::Idle`] when nothing matched.
+/// match its start; when nothing matched, [`Step::Idle`], or
+/// [`Step::Moved`] if it took messages from its inbox.
 #[inline(never)]
 #[allow(clippy::too_many_arguments)]
 fn receive_alone(
@@ -1424,14 +1465,47 @@ fn receive_alone(
         rank,
     };
     let w = &core;
-    let c = find_taking::<true>(w, peer, tag, mode >> CONTEXT_SHIFT, true, &mut false);
+    let mut taken = false;
+    let c = find_taking::<true>(w, peer, tag, mode >> CONTEXT_SHIFT, true, &mut taken);
     if c.id1 == 0 {
-        return Step::Idle;
+        return if taken { Step::Moved } else { Step::Idle };
     }
     unlink(w, &c);
     // No `trace::matched`: a lone try runs only while the rank does not
     // trace (`run_words`).
     start_receive(w, i, &c.arrived, len, datatype, buffer, mode, Some((peer, tag)))
+}
+
+/// A poll of the wait of a lone receive, record `i`, that has matched
+/// nothing yet: [`receive_alone`] with the record's words, loaded in one
+/// batch (`run_words` does not hold them across its wait: they would be
+/// the poll's captures, in local memory).
+#[inline(never)]
+fn receive_polled(base: u64, rank: u32, i: u32) -> Step {
+    let core = Core {
+        base: base as *mut u8,
+        rank,
+    };
+    let w = &core;
+    let ((peer, tag), (datatype, len), buffer, mode) = shim::independent(|| {
+        (
+            load_pair(w, i, PairAt::PeerTag),
+            load_pair(w, i, PairAt::DatatypeLen),
+            rec!(w, i, buffer),
+            rec!(w, i, mode),
+        )
+    });
+    receive_alone(
+        base,
+        rank,
+        i,
+        peer as i32,
+        tag as i32,
+        datatype,
+        len,
+        buffer,
+        mode,
+    )
 }
 
 /// [`start_receive`] of record `i`'s message in slot `id`, with the
