@@ -761,18 +761,17 @@ fn run_words(
     let r = crate::polling::wait_core_polled(w, what, polled, spinning, |b| {
         if searching {
             match receive_polled(base, rank, i) {
-                Step::Idle => return None,
-                Step::Complete => {
+                Polled::Nothing => return None,
+                Polled::Taken => {
+                    b.progressed();
+                    return None;
+                }
+                Polled::Complete => {
                     b.progressed();
                     return Some(Ok(()));
                 }
-                Step::Moved => {
-                    // It took only other messages from its inbox, or it
-                    // started a stream, which the passes go on with.
-                    b.progressed();
-                    searching = rec!(w, i, state) == RecordState::RecvMatch as u32;
-                    return None;
-                }
+                // A stream, which the passes go on with.
+                Polled::Started => searching = false,
             }
         }
         // A pass that moved nothing completed nothing.
@@ -1473,39 +1472,87 @@ fn receive_alone(
     unlink(w, &c);
     // No `trace::matched`: a lone try runs only while the rank does not
     // trace (`run_words`).
-    start_receive(w, i, &c.arrived, len, datatype, buffer, mode, Some((peer, tag)))
+    start_receive(
+        w,
+        i,
+        &c.arrived,
+        len,
+        datatype,
+        buffer,
+        mode,
+        Some((peer, tag)),
+        None,
+    )
 }
 
-/// A poll of the wait of a lone receive, record `i`, that has matched
-/// nothing yet: [`receive_alone`] with the record's words, loaded in one
-/// batch (`run_words` does not hold them across its wait: they would be
-/// the poll's captures, in local memory).
+/// What a poll of a lone receive did ([`receive_polled`]).
+enum Polled {
+    /// Nothing: its inbox was empty.
+    Nothing,
+    /// It took messages from its inbox and matched none.
+    Taken,
+    /// It completed.
+    Complete,
+    /// It goes on in the wait's passes: its try or a poll started a stream.
+    Started,
+}
+
+/// A poll of the wait of a lone receive, record `i`, after its first try
+/// ([`receive_alone`]) matched nothing: a look at the inbox in one batch
+/// with the record's words (`run_words` does not hold them across its
+/// wait: they would be the poll's captures, in local memory), and if it
+/// holds anything, the drain that matches as it takes ([`drain_matching`]),
+/// and the start of the receive that matched. Nothing else is searched:
+/// the try searched what had arrived before, and since then only these
+/// polls took messages from the inbox, each matching all it took, so no
+/// message that this receive takes can have been queued without it.
 #[inline(never)]
-fn receive_polled(base: u64, rank: u32, i: u32) -> Step {
+fn receive_polled(base: u64, rank: u32, i: u32) -> Polled {
     let core = Core {
         base: base as *mut u8,
         rank,
     };
     let w = &core;
-    let ((peer, tag), (datatype, len), buffer, mode) = shim::independent(|| {
+    let inbox = w.inbox(rank);
+    let (seen, state, (peer, tag), (datatype, len), buffer, mode, deferred) = shim::independent(|| {
         (
+            // Relaxed: a look, as in `drain`.
+            inbox.load(Ordering::Relaxed) != LINK_NONE,
+            rec!(w, i, state),
             load_pair(w, i, PairAt::PeerTag),
             load_pair(w, i, PairAt::DatatypeLen),
             rec!(w, i, buffer),
             rec!(w, i, mode),
+            // Read again after the drain's acquire, it would come from L2.
+            mine!(w, free_count),
         )
     });
-    receive_alone(
-        base,
-        rank,
+    if state != RecordState::RecvMatch as u32 {
+        return Polled::Started;
+    }
+    if !seen {
+        return Polled::Nothing;
+    }
+    let (peer, tag) = (peer as i32, tag as i32);
+    let (_, c) = drain_matching::<true, true>(w, true, peer, tag, mode >> CONTEXT_SHIFT);
+    if c.id1 == 0 {
+        return Polled::Taken;
+    }
+    unlink(w, &c);
+    match start_receive(
+        w,
         i,
-        peer as i32,
-        tag as i32,
-        datatype,
+        &c.arrived,
         len,
+        datatype,
         buffer,
         mode,
-    )
+        Some((peer, tag)),
+        Some(deferred),
+    ) {
+        Step::Complete => Polled::Complete,
+        _ => Polled::Started,
+    }
 }
 
 /// [`start_receive`] of record `i`'s message in slot `id`, with the
@@ -1522,6 +1569,7 @@ fn start_receive_words(w: &Core, i: u32, id: u32, mode: u32) -> Step {
         datatype,
         rec!(w, i, buffer),
         mode,
+        None,
         None,
     )
 }
@@ -1647,7 +1695,9 @@ fn load_pair(w: &Core, i: u32, at: PairAt) -> (u32, u32) {
 /// `len`, `datatype`, `buffer` and `mode` words, passed in so that a
 /// blocking receive gives them from registers ([`run_words`]); `lone`: a
 /// lone try's ([`receive_alone`]) source and tag filters, as its record
-/// holds them; its completion the record need not show. [`Step::Complete`]
+/// holds them; its completion the record need not show; `deferred`: the
+/// rank's count of deferred slot returns, if the caller loaded it before
+/// the inbox's acquire emptied L1 (see [`defer_free`]). [`Step::Complete`]
 /// when the record completed.
 #[cfg_attr(feature = "inline-engine", inline(always))]
 #[allow(clippy::too_many_arguments)]
@@ -1660,6 +1710,7 @@ fn start_receive(
     buffer: u64,
     mode: u32,
     lone: Option<(i32, i32)>,
+    deferred: Option<u32>,
 ) -> Step {
     // A lone receive from one source matched only that rank's messages.
     let status = match lone {
@@ -1716,7 +1767,7 @@ fn start_receive(
             // slot_bytes` and the buffer holds `capacity >= wanted`.
             unsafe { move_bytes(w, i, typed, false, 0, buf, w.slot_payload(id), wanted) };
         }
-        defer_free(w, id);
+        defer_free(w, id, deferred);
     } else if kind == MessageKind::Direct as u32 {
         // A direct message's payload starts with the address of the
         // sender's buffer (written before its push).
@@ -1797,7 +1848,7 @@ pub(crate) fn discard(w: &Core, id: u32) {
     let kind = load(w, id, SlotWord::Kind);
     let state = w.slot_word(id, SlotWord::State);
     if kind == MessageKind::Eager as u32 {
-        defer_free(w, id);
+        defer_free(w, id, None);
     } else {
         // Release pairs with the sender's Acquire wait for DONE.
         state.store(SlotState::Done.word(w.rank), Ordering::Release);
@@ -1807,17 +1858,19 @@ pub(crate) fn discard(w: &Core, id: u32) {
 // ---------------------------------------------------------------------------
 // Sends
 
-/// A free slot of this rank's outbox; `None` when every slot is in use.
+/// A free slot of this rank's outbox, with what `also` loads in one batch
+/// with the slot mask (loads independent of the slot, which the send needs
+/// once it has one); `None` when every slot is in use.
 ///
 /// The rank's `used_slots` mask has bit `s` set once slot `s` was used and
 /// not yet seen free again, so a zeroed world starts with every slot known
 /// free: the first `slots_per_rank` sends pay no fence.
-fn take_slot(w: &Core) -> Option<u32> {
+fn take_slot<R>(w: &Core, also: impl FnOnce() -> R) -> Option<(u32, R)> {
     // One read of the layout for the mask's words and the slot count.
     let places = w.places();
     let header = places.header();
     let per_rank = places.slots_per_rank();
-    let used = mine!(header, used_slots);
+    let (used, loaded) = shim::independent(|| (mine!(header, used_slots), also()));
     let all = if per_rank >= 64 {
         u64::MAX
     } else {
@@ -1826,14 +1879,29 @@ fn take_slot(w: &Core) -> Option<u32> {
     let mut free = !used & all;
     if free == 0 {
         let held = mine!(header, held_slots);
-        let me = w.rank;
-        for s in 0..per_rank {
-            // Relaxed: a FREE seen here is acquired by the fence below.
-            if held & (1u64 << s) == 0
-                && load(w, places.slot_id(me, s), SlotWord::State) == SlotState::Free as u32
-            {
-                free |= 1u64 << s;
+        let (states_at, stride) = places.outbox_words(w.rank, SlotWord::State);
+        // The states of [`SCAN`] slots in each batch (a load per slot
+        // would be a chain of round trips to L2 every `slots_per_rank`
+        // sends). Relaxed: a FREE seen here is acquired by the fence
+        // below. Past the last slot the batch repeats it.
+        let mut first = 0;
+        while first < per_rank {
+            let n = (per_rank - first).min(SCAN);
+            let states = shim::load_relaxed_batch::<{ SCAN as usize }>(
+                core::array::from_fn(|k| {
+                    let s = first + (k as u32).min(n - 1);
+                    // SAFETY: a span of this rank's outbox, `s < per_rank`.
+                    unsafe { Core::outbox_word(states_at, stride, s) }
+                }),
+                n as usize,
+            );
+            for (k, &state) in states.iter().enumerate() {
+                let s = first + k as u32;
+                if (k as u32) < n && held & (1u64 << s) == 0 && state == SlotState::Free as u32 {
+                    free |= 1u64 << s;
+                }
             }
+            first += SCAN;
         }
         if free == 0 {
             return None;
@@ -1845,7 +1913,7 @@ fn take_slot(w: &Core) -> Option<u32> {
     }
     let s = free.trailing_zeros();
     mine!(header, used_slots = (all & !free) | (1u64 << s));
-    Some(s)
+    Some((s, loaded))
 }
 
 /// Gives own slot `s` back (its last reader is known done).
@@ -1890,7 +1958,22 @@ fn claim_record(w: &Core, i: u32) -> Step {
 /// [`Step::Complete`] when the record completed.
 #[inline(always)]
 fn claim(w: &Core, i: u32, held: Option<&Held>) -> Step {
-    let Some(s) = take_slot(w) else {
+    // A lone send (`held`) of at most `HEAD_BYTES`, not a typed view's,
+    // loads its bytes in the batch of the slot mask and the sequence
+    // number, and stores them as its payload's first word (which the
+    // receiver loads with the envelope, `Arrived::head`), instead of
+    // copying them after.
+    let small = held
+        .filter(|h| !(cfg!(feature = "views") && h.mode & TYPED_MODE != 0) && h.len as usize <= HEAD_BYTES);
+    let Some((s, (sequence, head))) = take_slot(w, || {
+        let sequence = mine!(w, next_sequence);
+        let head = match small {
+            // SAFETY: a send's buffer holds its `len` bytes.
+            Some(h) => unsafe { shim::load_head_bytes(h.buffer as *const u8, h.len as usize) },
+            None => 0,
+        };
+        (sequence, head)
+    }) else {
         return Step::Idle;
     };
     let me = w.rank;
@@ -1929,13 +2012,18 @@ fn claim(w: &Core, i: u32, held: Option<&Held>) -> Step {
         }
         _ => {
             let n = len.min(slot_bytes);
-            // SAFETY: the slot is ours and free; `n <= slot_bytes` and the
-            // buffer holds `len >= n` bytes.
-            unsafe { move_bytes(w, i, typed, true, 0, payload, data, n) };
+            if small.is_some() {
+                // SAFETY: the slot is ours and free; its payload holds >= 64
+                // bytes, 16-byte aligned.
+                unsafe { shim::store_payload_u64(payload, head) };
+            } else {
+                // SAFETY: the slot is ours and free; `n <= slot_bytes` and
+                // the buffer holds `len >= n` bytes.
+                unsafe { move_bytes(w, i, typed, true, 0, payload, data, n) };
+            }
             n
         }
     };
-    let sequence = mine!(w, next_sequence);
     mine!(w, next_sequence = sequence.wrapping_add(1));
     // The header's address and the inbox's before the first store.
     let (at, inbox) = {

@@ -27,8 +27,12 @@ use crate::shim::{self, Ordering};
 /// the slots beyond the batch bound. A synchronous eager send completes
 /// when its slot comes back, so it may complete that much later than the
 /// receive started (MPI 3.4 sets no bound).
+///
+/// `count`: the rank's `free_count`, if the caller holds it (a receive's
+/// poll loads it before its acquire, after which it would be a round trip
+/// to L2).
 #[inline(never)]
-pub(crate) fn defer_free(w: &Core, id: u32) {
+pub(crate) fn defer_free(w: &Core, id: u32, count: Option<u32>) {
     // Every address before the first store: one read of the layout.
     let at = w.places();
     let (state, header, slots) = (
@@ -41,7 +45,10 @@ pub(crate) fn defer_free(w: &Core, id: u32) {
     // passes it over as it does every state but ARRIVED; the sender waits
     // for FREE).
     state.store(SlotState::Returning.word(w.rank), Ordering::Relaxed);
-    let n = mine!(header, free_count);
+    let n = match count {
+        Some(n) => n,
+        None => mine!(header, free_count),
+    };
     // Relaxed: a word of this rank's own slot `n` that only this rank
     // touches (`SlotHeader::deferred`); `n` is below the flush bound, which
     // is at most `slots_per_rank`.

@@ -509,6 +509,28 @@ pub unsafe fn load_payload_u64(ptr: *const u8) -> u64 {
     unsafe { (ptr as *const u64).read() }
 }
 
+/// Loads the first `len` (at most 8) bytes at `src` into a payload's first
+/// word, in memory order, the rest zero: [`store_head_bytes`]'s inverse
+/// (the send of a small message through registers).
+///
+/// # Safety
+/// `src` valid for `len` bytes; ordered as [`copy_bytes`]'s ranges are.
+pub unsafe fn load_head_bytes(src: *const u8, len: usize) -> u64 {
+    let len = len.min(8);
+    if len == 0 {
+        return 0;
+    }
+    timed(Access::Plain {
+        addr: src as usize,
+        bytes: len,
+        write: false,
+    });
+    let mut bytes = [0u8; 8];
+    // SAFETY: forwarded from the caller; `len <= 8`.
+    unsafe { core::ptr::copy_nonoverlapping(src, bytes.as_mut_ptr(), len) };
+    u64::from_le_bytes(bytes)
+}
+
 /// Stores the first `len` (at most 8) bytes of `value` at `dst`: a
 /// payload's first word as [`load_payload_u64`] read it, so its bytes in
 /// memory order (the receive of a small message from registers).

@@ -674,6 +674,27 @@ pub unsafe fn load_payload_u64(ptr: *const u8) -> u64 {
     unsafe { (ptr as *const u64).read() }
 }
 
+/// Loads the first `len` (at most 8) bytes at `src` into a payload's first
+/// word, in memory order, the rest zero: [`store_head_bytes`]'s inverse
+/// (the send of a small message through registers).
+///
+/// # Safety
+/// `src` valid for `len` bytes; ordered as [`copy_bytes`]'s ranges are.
+pub unsafe fn load_head_bytes(src: *const u8, len: usize) -> u64 {
+    if len == 8 && (src as usize).is_multiple_of(8) {
+        // SAFETY: 8 valid, aligned bytes (caller).
+        return unsafe { (src as *const u64).read() };
+    }
+    let mut v = 0u64;
+    let mut k = 0;
+    while k < len && k < 8 {
+        // SAFETY: `k < len` (caller: valid for `len` bytes).
+        v |= u64::from(unsafe { src.add(k).read() }) << (8 * k);
+        k += 1;
+    }
+    v
+}
+
 /// Stores the first `len` (at most 8) bytes of `value` at `dst`: a
 /// payload's first word as [`load_payload_u64`] read it, so its bytes in
 /// memory order (the receive of a small message from registers).
