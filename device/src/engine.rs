@@ -5,11 +5,14 @@
 //!
 //! # One message
 //! A sender takes a free slot of its own outbox (its `used_slots` mask; when
-//! empty, one relaxed scan of the slots' states and one acquire fence for all
-//! it found), writes the header and the payload with plain and relaxed
-//! stores, and pushes the slot on the destination's inbox with one atomic
-//! swap (Release): its only synchronising operation for an eager message.
-//! The swap returns the slot pushed before, which it then links (relaxed).
+//! empty, one relaxed scan of the slots' states, in batches, and one
+//! acquire fence for all it found), writes the header (two 16-byte vector
+//! stores and two words) and the payload with plain and relaxed stores,
+//! and pushes the slot on the destination's inbox with one atomic swap
+//! (Release): its only synchronising operation for an eager message. The
+//! swap returns the slot pushed before, which it then links (relaxed). A
+//! lone send of at most 8 bytes loads them in the batch of its slot mask
+//! and sequence number and stores them as the payload's first word.
 //!
 //! The receiver takes its whole inbox with one swap (Acquire, only when a
 //! relaxed load saw it non-empty), walks the chain (newest first) turning it
@@ -24,18 +27,20 @@
 //! found nothing, matching each message as the walk takes it: a message's
 //! link and the words it matches on are one batch, so the walk is no
 //! longer (`drain_matching`); a lone message that matches is not
-//! queued at all. Its first try (`receive_alone`, a call of
-//! its own) loads the whole envelope and the payload's first 8 bytes in
-//! that batch too, so that its match starts without another load. The
-//! receiver reads the envelope with the
-//! payload's first 8 bytes (a small message is copied from registers) and
-//! returns the slot later, in a batch: one Release fence and a
-//! relaxed store of FREE per slot, when half a rank's slots are waiting to
-//! go back, and before the receiver waits, fails a non-blocking poll or
-//! exits (`defer_free`). A sender whose eager message fits never waits for
-//! that. In the common case an eager message thus costs the sender one
-//! Release swap and the receiver its share of one Acquire swap and of one
-//! fence per batch.
+//! queued at all. Its first try (`receive_alone`, a call of its own)
+//! loads the newest message's whole envelope (two vector loads) and the
+//! payload's first 8 bytes in that batch too, so that its match starts
+//! without another load; if it found nothing, each poll of its wait
+//! (`receive_polled`) only looks at the inbox, in one batch with the
+//! record's words, and takes it the same way. The receiver reads the
+//! envelope with the payload's first 8 bytes (a small message is copied
+//! from registers) and returns the slot later, in a batch: one Release
+//! fence and a relaxed store of FREE per slot, when half a rank's slots
+//! are waiting to go back, and before the receiver waits, fails a
+//! non-blocking poll or exits (`defer_free`). A sender whose eager message
+//! fits never waits for that. In the common case an eager message thus
+//! costs the sender one Release swap and the receiver its share of one
+//! Acquire swap and of one fence per batch.
 //!
 //! # Ordering (MPI 3.5)
 //! One sender's pushes on one inbox follow its program order, and the
@@ -78,7 +83,7 @@ use crate::status::ANY_SOURCE;
 use crate::status::ANY_TAG;
 use crate::trace;
 
-use crate::records::{mine, rec, SlotAt};
+use crate::records::{mine, rec, SlotAt, SlotRow};
 
 fn load(w: &Core, id: u32, word: SlotWord) -> u32 {
     // Relaxed: every use below is ordered by an Acquire operation named there.
@@ -770,8 +775,13 @@ fn run_words(
                     b.progressed();
                     return Some(Ok(()));
                 }
-                // A stream, which the passes go on with.
-                Polled::Started => searching = false,
+                // A stream, which the passes go on with. The poll that
+                // started it wrote (the clear-to-send): progress, whatever
+                // the pass below does.
+                Polled::Started => {
+                    b.progressed();
+                    searching = false;
+                }
             }
         }
         // A pass that moved nothing completed nothing.
@@ -1123,14 +1133,21 @@ impl Candidate {
     fn load<const FULL: bool>(w: &Core, id: u32) -> (Candidate, u32) {
         let at = w.slot_header(id);
         let ([link, back, sequence], arrived) = shim::independent(|| {
-            (
-                [
-                    load_at(at, SlotWord::Link),
-                    load_at(at, SlotWord::Back),
-                    load_at(at, SlotWord::Sequence),
-                ],
-                Arrived::load_with::<FULL>(at, id),
-            )
+            if FULL {
+                // Three vector loads and the payload's first word.
+                let [_, link, back, _] = shim::load_relaxed_x4(at.row(SlotRow::Links));
+                let (arrived, sequence) = Arrived::load_rows(at, id);
+                ([link, back, sequence], arrived)
+            } else {
+                (
+                    [
+                        load_at(at, SlotWord::Link),
+                        load_at(at, SlotWord::Back),
+                        load_at(at, SlotWord::Sequence),
+                    ],
+                    Arrived::load_with::<false>(at, id),
+                )
+            }
         });
         let c = Candidate {
             id1: id + 1,
@@ -1211,20 +1228,23 @@ impl Arrived {
     /// reads: no round trip more.
     #[inline(always)]
     fn load(at: SlotAt<'_>, id: u32) -> Arrived {
+        Arrived::load_rows(at, id).0
+    }
+
+    /// [`Arrived::load`], with the message's sequence number: the
+    /// header's envelope and message rows as two vector loads, and the
+    /// payload's first word.
+    #[inline(always)]
+    fn load_rows(at: SlotAt<'_>, id: u32) -> (Arrived, u32) {
         shim::independent(|| {
-            let [context, tag, bytes, datatype, kind] = [
-                load_at(at, SlotWord::Context),
-                load_at(at, SlotWord::Tag),
-                load_at(at, SlotWord::Bytes),
-                load_at(at, SlotWord::Datatype),
-                load_at(at, SlotWord::Kind),
-            ];
-            #[cfg(feature = "views")]
-            let signature = load_at(at, SlotWord::Signature);
+            let [tag, context, datatype, bytes] = shim::load_relaxed_x4(at.row(SlotRow::Envelope));
+            let [kind, sequence, _, signature] = shim::load_relaxed_x4(at.row(SlotRow::Message));
+            #[cfg(not(feature = "views"))]
+            let _ = signature;
             // SAFETY: a payload holds at least 64 bytes and is 16-aligned;
             // ordered as above.
             let head = unsafe { shim::load_payload_u64(at.payload()) };
-            Arrived {
+            let a = Arrived {
                 id,
                 context,
                 tag,
@@ -1234,7 +1254,8 @@ impl Arrived {
                 head,
                 #[cfg(feature = "views")]
                 signature,
-            }
+            };
+            (a, sequence)
         })
     }
 
@@ -2030,16 +2051,26 @@ fn claim(w: &Core, i: u32, held: Option<&Held>) -> Step {
         let places = w.places();
         (places.slot(id), places.inbox(dest))
     };
-    store_at(at, SlotWord::Tag, send_word!(held, w, i, tag) as u32);
-    store_at(at, SlotWord::Datatype, send_word!(held, w, i, datatype));
-    store_at(at, SlotWord::Bytes, len);
-    store_at(at, SlotWord::Chunk, first);
-    store_at(at, SlotWord::Kind, kind as u32);
-    store_at(at, SlotWord::Sequence, sequence);
-    store_at(at, SlotWord::Context, mode_word >> CONTEXT_SHIFT);
-    // Every message, hashed or not: no old hash survives the slot's reuse.
+    // Two vector stores (the rows only the sender writes). The signature
+    // with every message, hashed or not: no old hash survives the slot's
+    // reuse.
     #[cfg(feature = "views")]
-    store_at(at, SlotWord::Signature, send_word!(held, w, i, wanted));
+    let signature = send_word!(held, w, i, wanted);
+    #[cfg(not(feature = "views"))]
+    let signature = 0;
+    shim::store_relaxed_x4(
+        at.row(SlotRow::Envelope),
+        [
+            send_word!(held, w, i, tag) as u32,
+            mode_word >> CONTEXT_SHIFT,
+            send_word!(held, w, i, datatype),
+            len,
+        ],
+    );
+    shim::store_relaxed_x4(
+        at.row(SlotRow::Message),
+        [kind as u32, sequence, first, signature],
+    );
     store_at(at, SlotWord::Link, LINK_PENDING);
     store_at(at, SlotWord::State, SlotState::Queued.word(dest));
     // Release pairs with the receiver's Acquire swap in `drain`: the header

@@ -55,8 +55,10 @@ pub const MAGIC: u32 = 0x494d_5047;
 /// its current wait; 17: the non-blocking collectives' node tallies, no
 /// consumption counters; 18: the world barrier and the wait records at
 /// fixed offsets after the header, then the results and the trace
-/// buffers, the blocks' unused barrier records gone).
-pub const VERSION: u32 = 18;
+/// buffers, the blocks' unused barrier records gone; 19: a slot header's
+/// words in three 16-byte rows, the links, the envelope and the rest of
+/// the message, for vector accesses).
+pub const VERSION: u32 = 19;
 
 /// `flags` bit: never let a receiver copy straight out of the sender's buffer;
 /// stream every large message through a slot (the path a GPU takes for a

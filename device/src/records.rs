@@ -101,6 +101,15 @@ impl<'w> SlotAt<'w> {
         unsafe { crate::shim::atomic_u32_at(self.0, word.offset()) }
     }
 
+    /// The four words of one of its rows, for a vector access
+    /// ([`crate::shim::load_relaxed_x4`], [`crate::shim::store_relaxed_x4`];
+    /// 16-byte aligned: every slot is, `slot_bytes` being a multiple of 64).
+    #[inline(always)]
+    pub(crate) fn row(self, row: SlotRow) -> &'w [crate::shim::AtomicU32; 4] {
+        // SAFETY: as in `word`, for the four words of the row.
+        unsafe { crate::shim::atomic_u32x4_at(self.0, row.offset()) }
+    }
+
     /// The start of its payload (16-byte aligned, at least 64 bytes).
     #[inline(always)]
     pub(crate) fn payload(self) -> *mut u8 {
@@ -280,7 +289,12 @@ impl MessageKind {
 }
 
 /// The envelope of one outbox slot, before its payload
-/// ([`SLOT_HEADER_BYTES`]). Every field is a shared word.
+/// ([`SLOT_HEADER_BYTES`]). Every field is a shared word. Its three
+/// 16-byte rows ([`SlotRow`]) group the words so that a receive loads the
+/// envelope and a send stores it with vector accesses: the words that move
+/// the slot between ranks and lists first, then the envelope a receive
+/// matches and takes, then the rest of the message's description; the
+/// last two rows are written by the sender alone.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
 pub struct SlotHeader {
@@ -292,37 +306,75 @@ pub struct SlotHeader {
     pub link: u32,
     /// Once arrived: the previous slot of the unexpected queue.
     pub back: u32,
-    /// The message's tag.
-    pub tag: i32,
-    /// The datatype id it was sent with.
-    pub datatype: u32,
-    /// Length of the whole message in bytes.
-    pub bytes: u32,
-    /// Bytes of the message in the payload now (eager: all; stream: this chunk).
-    pub chunk: u32,
-    /// [`MessageKind`] code.
-    pub kind: u32,
-    /// The sender's number for this message (its count of messages sent
-    /// before it): orders one sender's messages.
-    pub sequence: u32,
-    /// The message's context word (MPI 3.5, 7.1.2): `2 × id` for
-    /// point-to-point traffic of communicator context `id` (0: the world),
-    /// `2 × id + 1` for its collectives' traffic. A receive or probe
-    /// matches only messages of its own context word.
-    pub context: u32,
     /// Private to the slot's owner, whatever the slot holds: entry `k` of
     /// the owner's list of received slots whose return it deferred (slot
     /// id + 1, in its slot `k`; see `slot_return::defer_free`), so that a
     /// flush loads the list in one batch instead of walking a chain.
     pub deferred: u32,
+    /// The message's tag.
+    pub tag: i32,
+    /// The message's context word (MPI 3.5, 7.1.2): `2 × id` for
+    /// point-to-point traffic of communicator context `id` (0: the world),
+    /// `2 × id + 1` for its collectives' traffic. A receive or probe
+    /// matches only messages of its own context word.
+    pub context: u32,
+    /// The datatype id it was sent with.
+    pub datatype: u32,
+    /// Length of the whole message in bytes.
+    pub bytes: u32,
+    /// [`MessageKind`] code.
+    pub kind: u32,
+    /// The sender's number for this message (its count of messages sent
+    /// before it): orders one sender's messages.
+    pub sequence: u32,
+    /// Bytes of the message in the payload now (eager: all; stream: this chunk).
+    pub chunk: u32,
     /// With the device crate's `views` feature: the hash of the message's
     /// primitive sequence with bit 31 set (a view of a heterogeneous
     /// type's), or 0, written with every message; a receive of another
     /// datatype id compares it with the hash of its own signature's
     /// prefix (MPI 4.1 §3.3.1; `derived/prefix.rs`). Without the feature,
-    /// unused.
+    /// unused (written 0).
     pub signature: u32,
 }
+
+/// A 16-byte row of a [`SlotHeader`], four words accessed together.
+#[derive(Clone, Copy)]
+pub(crate) enum SlotRow {
+    /// `state`, `link`, `back`, `deferred`.
+    Links,
+    /// `tag`, `context`, `datatype`, `bytes`.
+    Envelope,
+    /// `kind`, `sequence`, `chunk`, `signature`.
+    Message,
+}
+
+impl SlotRow {
+    const fn offset(self) -> usize {
+        match self {
+            SlotRow::Links => core::mem::offset_of!(SlotHeader, state),
+            SlotRow::Envelope => core::mem::offset_of!(SlotHeader, tag),
+            SlotRow::Message => core::mem::offset_of!(SlotHeader, kind),
+        }
+    }
+}
+
+const _: () = {
+    use core::mem::offset_of;
+    assert!(offset_of!(SlotHeader, state) == 0);
+    assert!(offset_of!(SlotHeader, link) == 4);
+    assert!(offset_of!(SlotHeader, back) == 8);
+    assert!(offset_of!(SlotHeader, deferred) == 12);
+    assert!(offset_of!(SlotHeader, tag) == 16);
+    assert!(offset_of!(SlotHeader, context) == 20);
+    assert!(offset_of!(SlotHeader, datatype) == 24);
+    assert!(offset_of!(SlotHeader, bytes) == 28);
+    assert!(offset_of!(SlotHeader, kind) == 32);
+    assert!(offset_of!(SlotHeader, sequence) == 36);
+    assert!(offset_of!(SlotHeader, chunk) == 40);
+    assert!(offset_of!(SlotHeader, signature) == 44);
+    assert!(core::mem::size_of::<SlotHeader>() == SLOT_HEADER_BYTES);
+};
 
 /// One rank's header in the world memory ([`RANK_HEADER_BYTES`]).
 #[repr(C)]
@@ -622,15 +674,12 @@ pub(crate) enum SlotWord {
     Link,
     Back,
     Tag,
-    Datatype,
     Bytes,
     Chunk,
     Kind,
     Sequence,
     Context,
     Deferred,
-    #[cfg(feature = "views")]
-    Signature,
 }
 
 impl SlotWord {
@@ -641,15 +690,12 @@ impl SlotWord {
             SlotWord::Link => offset_of!(SlotHeader, link),
             SlotWord::Back => offset_of!(SlotHeader, back),
             SlotWord::Tag => offset_of!(SlotHeader, tag),
-            SlotWord::Datatype => offset_of!(SlotHeader, datatype),
             SlotWord::Bytes => offset_of!(SlotHeader, bytes),
             SlotWord::Chunk => offset_of!(SlotHeader, chunk),
             SlotWord::Kind => offset_of!(SlotHeader, kind),
             SlotWord::Sequence => offset_of!(SlotHeader, sequence),
             SlotWord::Context => offset_of!(SlotHeader, context),
             SlotWord::Deferred => offset_of!(SlotHeader, deferred),
-            #[cfg(feature = "views")]
-            SlotWord::Signature => offset_of!(SlotHeader, signature),
         }
     }
 }

@@ -562,6 +562,18 @@ pub(super) fn load_relaxed_x4(words: &[AtomicU32; 4]) -> [u32; 4] {
     v
 }
 
+/// Four relaxed stores as one vector store ([`super::store_relaxed_x4`]):
+/// the timing model counts them as one store, as the GPU's one `st.v4`
+/// instruction is.
+#[inline(always)]
+pub(super) fn store_relaxed_x4(words: &[AtomicU32; 4], values: [u32; 4]) {
+    timed(Access::BatchBegin { vector: true });
+    for (w, v) in words.iter().zip(values) {
+        w.store(v, Ordering::Relaxed);
+    }
+    timed(Access::BatchEnd);
+}
+
 /// Whether [`super::load_relaxed_batch`] loads its repeated words too:
 /// only the loads a batch needs: fewer reports to the timing model.
 pub(super) const LOADS_REPEAT: bool = false;
@@ -726,7 +738,8 @@ pub mod runtime {
         BatchBegin {
             /// The batch's loads are the words of one vector load on the
             /// GPU (`shim::load_relaxed_x4`): one load of the batch around
-            /// it, not four.
+            /// it, not four; or its stores the words of one vector store
+            /// (`shim::store_relaxed_x4`): one store.
             vector: bool,
         },
         /// The batch ends.

@@ -1006,6 +1006,14 @@ pub(super) fn load_relaxed_x4(words: &[AtomicU32; 4]) -> [u32; 4] {
     super::independent(|| core::array::from_fn(|k| words[k].load(Ordering::Relaxed)))
 }
 
+/// Four relaxed stores ([`super::store_relaxed_x4`]).
+#[inline(always)]
+pub(super) fn store_relaxed_x4(words: &[AtomicU32; 4], values: [u32; 4]) {
+    for (w, v) in words.iter().zip(values) {
+        w.store(v, Ordering::Relaxed);
+    }
+}
+
 /// Whether [`super::load_relaxed_batch`] loads its repeated words too:
 /// each load is a choice point of the model.
 pub(super) const LOADS_REPEAT: bool = false;

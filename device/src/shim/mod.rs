@@ -176,6 +176,25 @@ pub fn load_relaxed_x4(words: &[AtomicU32; 4]) -> [u32; 4] {
     }
 }
 
+/// Relaxed stores of four consecutive words as one access: on the GPU one
+/// 16-byte vector store (`st.relaxed.gpu.v4.u32`; each word is written
+/// atomically, the four are not one atomic write) when `words` is 16-byte
+/// aligned, else four stores. On the emulator and under loom four stores,
+/// which the timing model counts as one store when they are a vector
+/// store on the GPU.
+#[inline(always)]
+pub fn store_relaxed_x4(words: &[AtomicU32; 4], values: [u32; 4]) {
+    if (words.as_ptr() as usize).is_multiple_of(16) {
+        imp::store_relaxed_x4(words, values)
+    } else {
+        // Written out: a loop over `values` kept them in local memory.
+        words[0].store(values[0], Ordering::Relaxed);
+        words[1].store(values[1], Ordering::Relaxed);
+        words[2].store(values[2], Ordering::Relaxed);
+        words[3].store(values[3], Ordering::Relaxed);
+    }
+}
+
 /// Bytes of the per-block scratch that [`shared_block`] returns: static
 /// block-shared memory on the GPU (one `.shared` array per kernel that uses
 /// it), a buffer of the block's state on the emulator and under loom.

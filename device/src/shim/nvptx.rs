@@ -775,6 +775,27 @@ pub(super) fn load_relaxed_x4(words: &[AtomicU32; 4]) -> [u32; 4] {
     [a, b, c, d]
 }
 
+/// `st.relaxed.gpu.v4.u32` of four 16-byte aligned words
+/// ([`super::store_relaxed_x4`] checked the alignment).
+#[inline(always)]
+pub(super) fn store_relaxed_x4(words: &[AtomicU32; 4], values: [u32; 4]) {
+    let p = words.as_ptr();
+    // SAFETY: `words` are four live atomic words, 16-byte aligned (the
+    // caller checked), only accessed atomically; the instruction only
+    // writes them.
+    unsafe {
+        asm!(
+            "st.relaxed.gpu.v4.u32 [{p}], {{{a}, {b}, {c}, {d}}};",
+            p = in(reg64) p,
+            a = in(reg32) values[0],
+            b = in(reg32) values[1],
+            c = in(reg32) values[2],
+            d = in(reg32) values[3],
+            options(nostack),
+        )
+    }
+}
+
 /// Whether [`super::load_relaxed_batch`] loads its repeated words too:
 /// a repeated load is free and keeps a batch free of branches.
 pub(super) const LOADS_REPEAT: bool = true;

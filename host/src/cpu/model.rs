@@ -402,7 +402,11 @@ impl Model {
                 if matches!(order, Ordering::Release | Ordering::AcqRel) {
                     clock.spend(TimeCategory::Fences, c.release);
                 }
-                clock.spend(TimeCategory::Stores, c.store);
+                // A vector store's words after its first are the same store.
+                let same_store = clock.vector.get().is_some() && clock.vector_loaded.replace(true);
+                if !same_store {
+                    clock.spend(TimeCategory::Stores, c.store);
+                }
                 self.written(addr, clock.now() + c.visible, rank);
             }
             // Performed at L2, where the word's latest value is: it waits
@@ -1004,6 +1008,32 @@ mod tests {
         m.charge(0, &nested, Access::BatchEnd);
         assert_eq!(nested.now(), ps(p.load_ns) + 5 * ps(p.batch_load_ns));
         assert_eq!(nested.now(), 378_000);
+    }
+
+    #[test]
+    fn a_vector_store_is_one_store_and_publishes_every_word() {
+        let mut p = Profile::h100().clone();
+        p.issue_ns = 0.0;
+        let m = Model::new(&p, None, 2, 32);
+        let store = |addr| Access::Store {
+            order: Ordering::Relaxed,
+            addr,
+        };
+        let vector = Clock::new();
+        m.charge(0, &vector, Access::BatchBegin { vector: true });
+        for k in 0..4 {
+            m.charge(0, &vector, store(256 + 4 * k));
+        }
+        m.charge(0, &vector, Access::BatchEnd);
+        assert_eq!(vector.now(), ps(p.store_ns));
+        for k in 0..4 {
+            assert_eq!(m.visible_at(256 + 4 * k, 1), ps(p.store_ns) + ps(p.visible_ns));
+        }
+        let apart = Clock::new();
+        for k in 0..4 {
+            m.charge(0, &apart, store(512 + 4 * k));
+        }
+        assert_eq!(apart.now(), 4 * ps(p.store_ns));
     }
 
     #[test]

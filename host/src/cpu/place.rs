@@ -20,7 +20,7 @@ const RANK_HEADER: &[(&str, usize)] = fields!(RankHeader:
     inbox, idle_count, idle_key, queue_head, queue_tail, active_head, active_tail,
     records_used, free_count, used_slots, held_slots, next_sequence, next_scope, wait_since);
 const SLOT_HEADER: &[(&str, usize)] = fields!(SlotHeader:
-    state, link, back, tag, datatype, bytes, chunk, kind, sequence, context, deferred, signature);
+    state, link, back, deferred, tag, context, datatype, bytes, kind, sequence, chunk, signature);
 const REQUEST_RECORD: &[(&str, usize)] = fields!(RequestRecord:
     state, next, peer, tag, datatype, len, buffer, slot, offset, wanted, mode, scope, outcome,
     message_bytes, message_datatype);
