@@ -91,7 +91,7 @@ fn latency_barrier_and_reductions_stay_within_their_modelled_budgets() {
         .expect("an 8-byte latency row between blocks");
     Budget {
         what: "8-byte one-way latency between blocks",
-        set_from_us: 3.4482,
+        set_from_us: 2.0924,
     }
     .check(field(latency, "model_mpi_us"));
     let barrier = rows(&report, "barrier").next().expect("a barrier row");
@@ -130,7 +130,7 @@ fn pi_point_to_point_stays_within_its_modelled_budget_per_message() {
     let per_message_us = field(row, "model_mpi_p2p_ms") * 1e3 / f64::from(ranks - 1);
     Budget {
         what: "pi point-to-point (blocking), 4096 ranks, per message",
-        set_from_us: 1.8945,
+        set_from_us: 1.7394,
     }
     .check(per_message_us);
 }
