@@ -1333,14 +1333,8 @@ fn find_in<const FULL: bool>(w: &Core, source: i32, tag: i32, context: u32, look
         let n = (slots - first).min(SCAN);
         let (seen, states) = shim::independent(|| {
             let seen = look && inbox.load(Ordering::Relaxed) != LINK_NONE;
-            let states = shim::load_relaxed_batch::<{ SCAN as usize }>(
-                core::array::from_fn(|k| {
-                    let s = first + (k as u32).min(n - 1);
-                    // SAFETY: a span of `source`'s outbox, `s < slots`.
-                    unsafe { Core::outbox_word(states_at, stride, s) }
-                }),
-                n as usize,
-            );
+            // SAFETY: a span of `source`'s outbox, `first + n <= slots`.
+            let states = unsafe { Core::outbox_batch::<{ SCAN as usize }>(states_at, stride, first, n) };
             (seen, states)
         });
         full |= seen;
@@ -1908,14 +1902,8 @@ fn take_slot<R>(w: &Core, also: impl FnOnce() -> R) -> Option<(u32, R)> {
         let mut first = 0;
         while first < per_rank {
             let n = (per_rank - first).min(SCAN);
-            let states = shim::load_relaxed_batch::<{ SCAN as usize }>(
-                core::array::from_fn(|k| {
-                    let s = first + (k as u32).min(n - 1);
-                    // SAFETY: a span of this rank's outbox, `s < per_rank`.
-                    unsafe { Core::outbox_word(states_at, stride, s) }
-                }),
-                n as usize,
-            );
+            // SAFETY: a span of this rank's outbox, `first + n <= per_rank`.
+            let states = unsafe { Core::outbox_batch::<{ SCAN as usize }>(states_at, stride, first, n) };
             for (k, &state) in states.iter().enumerate() {
                 let s = first + k as u32;
                 if (k as u32) < n && held & (1u64 << s) == 0 && state == SlotState::Free as u32 {

@@ -855,6 +855,29 @@ impl Core {
         self.places().slot(id)
     }
 
+    /// Relaxed loads of words `first .. first + n` (`1 <= n <= N`) of a span
+    /// from [`Places::outbox_words`], as one batch
+    /// ([`crate::shim::load_relaxed_batch`]); past the `n`th the batch
+    /// repeats it, and so does the result.
+    ///
+    /// # Safety
+    /// As for [`Core::outbox_word`], for slots `first .. first + n`.
+    #[inline(always)]
+    pub(crate) unsafe fn outbox_batch<const N: usize>(
+        first_word: *mut u8,
+        stride: usize,
+        first: u32,
+        n: u32,
+    ) -> [u32; N] {
+        crate::shim::load_relaxed_batch::<N>(
+            core::array::from_fn(|k| {
+                // SAFETY: `first + min(k, n - 1) < first + n` (caller).
+                unsafe { Core::outbox_word(first_word, stride, first + (k as u32).min(n - 1)) }
+            }),
+            n as usize,
+        )
+    }
+
     /// Word `word` of slot `slot` of a span from [`Places::outbox_words`] (or
     /// of the world's slot `slot` in a span from [`Places::slot_words`]).
     ///

@@ -93,15 +93,9 @@ fn flush_frees(w: &Core) {
         let n = (count - first).min(BATCH);
         // Relaxed: this rank's own words, written by it in `defer_free`.
         // Past the last entry the batch repeats it.
-        let ids = shim::load_relaxed_batch::<{ BATCH as usize }>(
-            core::array::from_fn(|k| {
-                let e = first + (k as u32).min(n - 1);
-                // SAFETY: a span of this rank's outbox, `e < count <=
-                // slots_per_rank`.
-                unsafe { Core::outbox_word(entries_at, stride, e) }
-            }),
-            n as usize,
-        );
+        // SAFETY: a span of this rank's outbox, `first + n <= count <=
+        // slots_per_rank`.
+        let ids = unsafe { Core::outbox_batch::<{ BATCH as usize }>(entries_at, stride, first, n) };
         // Constant indices keep `ids` in registers (a loop to `n` would
         // index it at run time, from local memory on the GPU).
         for (k, &id1) in ids.iter().enumerate() {
