@@ -290,7 +290,7 @@ impl MessageKind {
 
 /// The envelope of one outbox slot, before its payload
 /// ([`SLOT_HEADER_BYTES`]). Every field is a shared word. Its three
-/// 16-byte rows ([`SlotRow`]) group the words so that a receive loads the
+/// 16-byte rows (`SlotRow`) group the words so that a receive loads the
 /// envelope and a send stores it with vector accesses: the words that move
 /// the slot between ranks and lists first, then the envelope a receive
 /// matches and takes, then the rest of the message's description; the
