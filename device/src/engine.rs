@@ -1459,8 +1459,7 @@ fn send_alone(
 /// [`run_words`]'s first try of a lone receive, record `i` (not in the
 /// active list) with the words given here: the search of a pass over the
 /// list (taking the inbox if the first search found nothing), and on a
-/// match its start; when nothing matched, [`Step::Idle`], or
-/// [`Step::Moved`] if it took messages from its inbox.
+/// match its start; [`Step::Idle`] when nothing matched.
 #[inline(never)]
 #[allow(clippy::too_many_arguments)]
 fn receive_alone(
@@ -1479,10 +1478,9 @@ fn receive_alone(
         rank,
     };
     let w = &core;
-    let mut taken = false;
-    let c = find_taking::<true>(w, peer, tag, mode >> CONTEXT_SHIFT, true, &mut taken);
+    let c = find_taking::<true>(w, peer, tag, mode >> CONTEXT_SHIFT, true, &mut false);
     if c.id1 == 0 {
-        return if taken { Step::Moved } else { Step::Idle };
+        return Step::Idle;
     }
     unlink(w, &c);
     // No `trace::matched`: a lone try runs only while the rank does not
