@@ -22,7 +22,7 @@
 
 use crate::error::Error;
 use crate::layout::{Layout, LAYOUT_OFFSET, MAGIC, VERSION};
-use crate::polling::{wait_core, Call, WaitFor};
+use crate::polling::{Call, WaitFor};
 use crate::records::{CommWord, Core};
 use crate::shim::{self, Backoff};
 use crate::trace;
@@ -141,7 +141,7 @@ impl RankState {
 
     /// Whether the world is known not to trace.
     #[inline(always)]
-    fn untraced(&self) -> bool {
+    pub(crate) fn untraced(&self) -> bool {
         self.0.get() & Self::UNTRACED != 0
     }
 
@@ -637,10 +637,13 @@ impl World {
 
     /// This rank did something (a wait, a completed or progressed
     /// non-blocking call): the next failed non-blocking poll is fresh, and
-    /// the wait record of a spin it left is cleared.
+    /// the wait record of a spin it left is cleared. Nothing to do, and
+    /// nothing read, unless a failed poll may have set the idle key since
+    /// it was last zeroed ([`RankState`]: spinning).
     pub(crate) fn note_progress(&self) {
-        self.known.set_spinning(false);
-        self.core().note_progress()
+        if self.known.take_spinning() {
+            self.core().note_progress()
+        }
     }
 
     /// The rank that aborted the world, if any.
@@ -669,7 +672,10 @@ pub(crate) fn wait_for<T>(
     what: WaitFor,
     poll: impl FnMut(&mut Backoff) -> Option<Result<T, Error>>,
 ) -> Result<T, Error> {
-    wait_core(&world.core(), what, poll)
+    // The wait notes progress (`World::note_progress`) only if the idle
+    // key may be set.
+    let spinning = world.known.take_spinning();
+    crate::polling::wait_core_polled(&world.core(), what, false, spinning, poll)
 }
 
 impl World {

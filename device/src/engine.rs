@@ -271,14 +271,78 @@ unsafe fn move_bytes(
 }
 
 /// Takes a free record of request scope `scope` (at least 1), fills it
-/// from `p`, appends it to the active list (posting order) and returns its
-/// index.
+/// from `p` and returns its index and whether it was tried.
+///
+/// A request posted while the active list is empty (no other request of
+/// this rank in flight, so none that MPI 3.5 orders before it) is tried
+/// at once with the words held here, as a lone blocking call is
+/// (`run_words`): an eager send or a receive whose message has arrived
+/// completes without entering the list, which saves the four accesses of
+/// the list's ends that appending it and taking it out again cost, and the
+/// pass of [`progress`] that would load its words back. The try is the
+/// post's round of progress (the caller runs none after it). Anything else
+/// (a request posted behind others, one that did not complete, any while
+/// the world traces: the trace's events come from the passes) is appended
+/// to the active list, in posting order. `untraced`: the world is known
+/// not to trace (`World::known`), else the config is read.
 #[inline]
-pub(crate) fn post(w: &Core, scope: u32, p: &Post) -> Result<u32, Error> {
+pub(crate) fn post(w: &Core, scope: u32, p: &Post, untraced: bool) -> Result<(u32, bool), Error> {
     let i = take_record(w)?;
-    let _ = fill(w, i, scope, p);
-    append(w, i, mine!(w, active_tail));
-    Ok(i)
+    let buffer = fill(w, i, scope, p);
+    let tail = mine!(w, active_tail);
+    let mode = p.mode | (p.context << CONTEXT_SHIFT);
+    let tried = tail == 0 && may_try_alone(p.state, mode) && (untraced || !trace::on(w));
+    if tried {
+        let (base, rank) = (w.base as u64, w.rank);
+        let step = if p.state.is_send() {
+            send_alone(
+                base,
+                rank,
+                i,
+                p.peer,
+                p.tag,
+                p.datatype,
+                saturating_u32(p.len),
+                buffer,
+                mode,
+                p.signature.get(),
+            )
+        } else {
+            receive_alone(
+                base,
+                rank,
+                i,
+                p.peer,
+                p.tag,
+                p.datatype,
+                saturating_u32(p.len),
+                buffer,
+                mode,
+            )
+        };
+        if matches!(step, Step::Complete) {
+            // A lone try leaves a completed record's state alone (its
+            // blocking call returns); a request's wait or test reads it.
+            rec!(w, i, state = RecordState::Complete as u32);
+            return Ok((i, true));
+        }
+    }
+    append(w, i, tail);
+    Ok((i, tried))
+}
+
+/// Whether a call in state `state` with mode word `mode` may try once
+/// alone, before its record enters the active list (`run_words`, [`post`]):
+/// a send's claim, or a receive not bounded by a send (`MODE_MASK`: a
+/// send-receive's receive waits for its send's copy, which a try would
+/// leave matched but unstarted).
+#[inline(always)]
+fn may_try_alone(state: RecordState, mode: u32) -> bool {
+    match state {
+        RecordState::SendClaim => true,
+        RecordState::RecvMatch => mode & MODE_MASK == 0,
+        _ => false,
+    }
 }
 
 /// [`post`] in blocking record `i` (below [`BLOCKING_RECORDS`]): a
@@ -717,13 +781,7 @@ fn run_words(
     // scalar arguments, one per direction: inlined here beside the
     // passes' own copies of the claim and the search, it costs the
     // kernels registers and stack.
-    let direct = tail == 0
-        && (kind & 0x80 != 0 || !trace::on(w))
-        && match state {
-            RecordState::SendClaim => true,
-            RecordState::RecvMatch => mode & MODE_MASK == 0,
-            _ => false,
-        };
+    let direct = tail == 0 && (kind & 0x80 != 0 || !trace::on(w)) && may_try_alone(state, mode);
     let mut polled = false;
     if !direct {
         append(w, i, tail);

@@ -167,13 +167,17 @@ impl<'a> Scope<'a> {
         }
     }
 
-    /// Posts an operation: a record, then one round of progress.
+    /// Posts an operation: a record, then one round of progress (the
+    /// post's own try when the rank had no other request in flight:
+    /// `engine::post`).
     fn post<'s>(&'s self, world: &'a World, p: &Post) -> Result<Request<'a, 's>, Error> {
         let id = self.attach(world)?;
-        let i = engine::post(&world.core(), id, p)?;
+        let (i, tried) = engine::post(&world.core(), id, p, world.known.untraced())?;
         self.opened();
         world.note_progress();
-        engine::progress(world.core());
+        if !tried {
+            engine::progress(world.core());
+        }
         Ok(Request {
             scope: Some(self),
             index: i,
@@ -325,6 +329,13 @@ impl<'a, 's> Request<'a, 's> {
         };
         if immediate::is_immediate(i) {
             return immediate::wait(w, i, closed);
+        }
+        // Complete already (its post or an earlier call progressed it): no
+        // pass of the engine, and no words of the wait record read.
+        if engine::is_complete(&w.core(), i) {
+            closed();
+            w.note_progress();
+            return engine::collect(&w.core(), i);
         }
         let what = engine::what(&w.core(), i);
         wait_for(w, what, |b| {
@@ -492,6 +503,11 @@ fn error_status(e: &Error) -> Status {
 pub fn wait_all(requests: &mut [Request<'_, '_>], statuses: &mut [Status]) -> Result<(), Error> {
     check_statuses(requests.len(), statuses.len())?;
     if let Some(w) = world_of(requests) {
+        // All complete already: no pass of the engine (as `wait_any`).
+        if requests.iter().all(is_done) {
+            w.note_progress();
+            return collect_all(requests, statuses);
+        }
         let what = many(Call::WaitMany, requests.len());
         wait_for(w, what, |b| {
             pump(w, b);
@@ -542,6 +558,14 @@ pub fn wait_any(requests: &mut [Request<'_, '_>]) -> Result<AnyCompletion, Error
     let Some(w) = world_of(requests) else {
         return Ok(AnyCompletion::AllNull);
     };
+    // One that completed already (at its post, or in an earlier call's
+    // pass) is returned without a pass of the engine: MPI 4.1 §3.7.5 asks
+    // for one completion, and the progress a wait owes (§3.7.4) is for the
+    // case where none has come.
+    if let Some(c) = first_done(requests) {
+        w.note_progress();
+        return Ok(c);
+    }
     let what = many(Call::WaitMany, requests.len());
     wait_for(w, what, |b| {
         pump(w, b);
@@ -610,6 +634,12 @@ pub fn wait_some(
     };
     if completions.is_empty() {
         return Err(Error::OutOfBounds { index: 0, len: 0 });
+    }
+    // Those complete already, without a pass of the engine (as `wait_any`).
+    let n = some_done(requests, completions);
+    if n != Some(0) {
+        w.note_progress();
+        return Ok(n);
     }
     let what = many(Call::WaitMany, requests.len());
     wait_for(w, what, |b| {

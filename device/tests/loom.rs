@@ -665,6 +665,44 @@ fn posted_receives_match_in_posting_order() {
     });
 }
 
+/// (o'') Requests posted alone try at once (`engine::post`): rank 1 posts
+/// two sends in one scope with one slot, so the second either finds the
+/// slot returned and completes at its post, or fails its try and enters
+/// the active list, which `wait_all` progresses; rank 0 receives any tag
+/// into a request posted alone, then blocks for the next. In every
+/// interleaving the messages arrive in order (MPI 3.5) and each send's
+/// status is its own envelope.
+#[test]
+fn requests_posted_alone_complete_in_order() {
+    check("requests posted alone", 2, || {
+        let results = run_world(
+            small_config(2, 1, 1),
+            0,
+            |w, _| -> Result<Vec<(i32, u32)>, Error> {
+                if w.rank() == 1 {
+                    let mut statuses = [gpu_mpi_device::Status::empty(); 2];
+                    request::scope(|s| -> Result<(), Error> {
+                        let mut r = [
+                            w.process_at_rank(0).immediate_send_with_tag(s, &11u32, 1)?,
+                            w.process_at_rank(0).immediate_send_with_tag(s, &12u32, 2)?,
+                        ];
+                        request::wait_all(&mut r, &mut statuses)
+                    })?;
+                    return Ok(statuses.iter().map(|s| (s.tag(), 0)).collect());
+                }
+                let (mut a, mut b) = (0u32, 0u32);
+                let sa = request::scope(|s| -> Result<_, Error> {
+                    w.any_process().immediate_receive_into(s, &mut a)?.wait()
+                })?;
+                let sb = w.any_process().receive_into_with_tag(&mut b, ANY_TAG)?;
+                Ok(vec![(sa.tag(), a), (sb.tag(), b)])
+            },
+        );
+        assert_eq!(results[0], Ok(vec![(1, 11), (2, 12)]));
+        assert_eq!(results[1], Ok(vec![(1, 0), (2, 0)]));
+    });
+}
+
 fn warp_ops(w: &World, _: Scratch) -> Result<[u32; 4], Error> {
     let lane = gpu_mpi_device::abi::shim::lane_id();
     let m = gpu_mpi_device::abi::shim::warp_mask();
