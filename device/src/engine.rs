@@ -1117,7 +1117,7 @@ fn drain_matching<const MATCH: bool, const FULL: bool>(
         }
         // Relaxed: only this rank acts on ARRIVED (the sender waits for
         // FREE, CTS or DONE).
-        store_at(at, SlotWord::State, arrived);
+        w.slot_state(id).store(arrived, Ordering::Relaxed);
         newer = node;
         node = older;
     }
@@ -1152,7 +1152,8 @@ fn drain_matching<const MATCH: bool, const FULL: bool>(
 /// an eager message of at most this many is received from registers.
 pub(crate) const HEAD_BYTES: usize = 8;
 
-/// Slots whose states one batch of [`find`] loads together.
+/// Slots whose states one batch of [`find`] loads together
+/// ([`Core::state_batch`]'s eight).
 const SCAN: u32 = 8;
 
 /// What matching reads of an arrived slot: the words it matches on and
@@ -1193,7 +1194,7 @@ impl Candidate {
         let ([link, back, sequence], arrived) = shim::independent(|| {
             if FULL {
                 // Three vector loads and the payload's first word.
-                let [_, link, back, _] = shim::load_relaxed_x4(at.row(SlotRow::Links));
+                let [link, back, _, _] = shim::load_relaxed_x4(at.row(SlotRow::Links));
                 let (arrived, sequence) = Arrived::load_rows(at, id);
                 ([link, back, sequence], arrived)
             } else {
@@ -1377,7 +1378,7 @@ fn find_in<const FULL: bool>(w: &Core, source: i32, tag: i32, context: u32, look
     let inbox = at.inbox(w.rank);
     let slots = at.slots_per_rank();
     let base = at.slot_id(source as u32, 0);
-    let (states_at, stride) = at.outbox_words(source as u32, SlotWord::State);
+    let (states_at, _) = at.states(source as u32);
     let mut best = Candidate::NONE;
     let mut best_sequence = 0u32;
     let mut full = false;
@@ -1392,7 +1393,7 @@ fn find_in<const FULL: bool>(w: &Core, source: i32, tag: i32, context: u32, look
         let (seen, states) = shim::independent(|| {
             let seen = look && inbox.load(Ordering::Relaxed) != LINK_NONE;
             // SAFETY: a span of `source`'s outbox, `first + n <= slots`.
-            let states = unsafe { Core::outbox_batch::<{ SCAN as usize }>(states_at, stride, first, n) };
+            let states = unsafe { Core::state_batch(states_at, first, n, slots % 4 == 0) };
             (seen, states)
         });
         full |= seen;
@@ -1450,7 +1451,8 @@ pub(crate) fn unlink(w: &Core, c: &Candidate) {
 #[inline]
 pub(crate) fn mark_claimed(w: &Core, id: u32) {
     // Relaxed: only this rank acts on the slot until it answers.
-    store(w, id, SlotWord::State, SlotState::Claimed.word(w.rank));
+    w.slot_state(id)
+        .store(SlotState::Claimed.word(w.rank), Ordering::Relaxed);
 }
 
 // ---------------------------------------------------------------------------
@@ -1826,7 +1828,7 @@ fn start_receive(
     let typed = cfg!(feature = "views") && mode & TYPED_MODE != 0;
     let me = w.rank;
     // Not on the eager path, which returns the slot later (`defer_free`).
-    let state = || w.slot_word(id, SlotWord::State);
+    let state = || w.slot_state(id);
     if kind == MessageKind::Eager as u32 {
         if !typed && wanted as usize <= HEAD_BYTES {
             // SAFETY: the buffer holds `capacity >= wanted` bytes; the
@@ -1881,7 +1883,7 @@ fn start_receive(
 fn receive_chunk(w: &Core, i: u32) -> Step {
     let id = rec!(w, i, slot) - 1;
     let me = w.rank;
-    let state = w.slot_word(id, SlotWord::State);
+    let state = w.slot_state(id);
     // Acquire pairs with the sender's Release store of CHUNK.
     if state.load(Ordering::Acquire) != SlotState::Chunk.word(me) {
         return Step::Idle;
@@ -1917,7 +1919,7 @@ fn receive_chunk(w: &Core, i: u32) -> Step {
 #[inline]
 pub(crate) fn discard(w: &Core, id: u32) {
     let kind = load(w, id, SlotWord::Kind);
-    let state = w.slot_word(id, SlotWord::State);
+    let state = w.slot_state(id);
     if kind == MessageKind::Eager as u32 {
         defer_free(w, id, None);
     } else {
@@ -1950,7 +1952,7 @@ fn take_slot<R>(w: &Core, also: impl FnOnce() -> R) -> Option<(u32, R)> {
     let mut free = !used & all;
     if free == 0 {
         let held = mine!(header, held_slots);
-        let (states_at, stride) = places.outbox_words(w.rank, SlotWord::State);
+        let (states_at, _) = places.states(w.rank);
         // The states of [`SCAN`] slots in each batch (a load per slot
         // would be a chain of round trips to L2 every `slots_per_rank`
         // sends). Relaxed: a FREE seen here is acquired by the fence
@@ -1959,7 +1961,7 @@ fn take_slot<R>(w: &Core, also: impl FnOnce() -> R) -> Option<(u32, R)> {
         while first < per_rank {
             let n = (per_rank - first).min(SCAN);
             // SAFETY: a span of this rank's outbox, `first + n <= per_rank`.
-            let states = unsafe { Core::outbox_batch::<{ SCAN as usize }>(states_at, stride, first, n) };
+            let states = unsafe { Core::state_batch(states_at, first, n, per_rank % 4 == 0) };
             for (k, &state) in states.iter().enumerate() {
                 let s = first + k as u32;
                 if (k as u32) < n && held & (1u64 << s) == 0 && state == SlotState::Free as u32 {
@@ -2116,7 +2118,9 @@ fn claim(w: &Core, i: u32, held: Option<&Held>) -> Step {
         [kind as u32, sequence, first, signature],
     );
     store_at(at, SlotWord::Link, LINK_PENDING);
-    store_at(at, SlotWord::State, SlotState::Queued.word(dest));
+    places
+        .state(id)
+        .store(SlotState::Queued.word(dest), Ordering::Relaxed);
     // Release pairs with the receiver's Acquire swap in `drain`: the header
     // and payload above are visible to it (and, through the release
     // sequence, to every later taker of this inbox).
@@ -2158,7 +2162,7 @@ fn claim(w: &Core, i: u32, held: Option<&Held>) -> Step {
 fn send_step(w: &Core, i: u32, state: u32) -> Step {
     let s = rec!(w, i, slot);
     let id = w.slot_id(w.rank, s);
-    let word = w.slot_word(id, SlotWord::State);
+    let word = w.slot_state(id);
     if state == RecordState::SendAwaitFree as u32 {
         // Acquire pairs with the receiver's Release store of FREE after its
         // copy: the receive has started. CLAIMED (a matched probe) is not.

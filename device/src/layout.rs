@@ -14,6 +14,7 @@
 //! | results | `ranks × 32` | per rank: a [`ResultRecord`](crate::records::ResultRecord): the kernel's return value as an [`ErrorClass`](crate::ErrorClass) and four detail words |
 //! | trace | `ranks × (32 + trace_events × 32)`, none when tracing is off | per rank: a [`TraceHeader`](crate::trace::TraceHeader) and its [`TraceEvent`](crate::trace::TraceEvent)s (`crate::trace`) |
 //! | outboxes | `ranks × slots_per_rank × (48 + slot_bytes)` | per sending rank: its slots, each a [`SlotHeader`](crate::records::SlotHeader) and `slot_bytes` of payload (the thesis's sender-side buffering) |
+//! | slot states | `ranks × slots_per_rank × 4` | per slot, in slot-id order, its state word ([`SlotState`](crate::records::SlotState) and the destination): a rank's slots side by side, so that a receive's scan of one sender's slots, or a sender's of its own, loads one line |
 //! | ranks | `ranks × (72 + records × 64)` | per rank: its [`RankHeader`](crate::records::RankHeader) (inbox, unexpected queue, active list) and `requests_per_rank + 2` [`RequestRecord`](crate::records::RequestRecord)s |
 //! | broadcast | `2 × collective_bytes` | the root's chunk of a broadcast |
 //! | block scratch | `2 × blocks × collective_bytes` | per block: its partial reduction |
@@ -57,8 +58,9 @@ pub const MAGIC: u32 = 0x494d_5047;
 /// fixed offsets after the header, then the results and the trace
 /// buffers, the blocks' unused barrier records gone; 19: a slot header's
 /// words in three 16-byte rows, the links, the envelope and the rest of
-/// the message, for vector accesses).
-pub const VERSION: u32 = 19;
+/// the message, for vector accesses; 20: the slots' state words out of
+/// their headers, in a region of their own, a rank's side by side).
+pub const VERSION: u32 = 20;
 
 /// `flags` bit: never let a receiver copy straight out of the sender's buffer;
 /// stream every large message through a slot (the path a GPU takes for a
@@ -94,6 +96,8 @@ pub const ABORT_OFFSET: usize = 128;
 /// Bit of the abort word: the abort was a wait's timeout, not a call of
 /// `World::abort` (the host reports the two apart).
 pub const ABORT_TIMED_OUT: u32 = 1 << 31;
+/// Bytes of a slot's state word (the slot states region).
+pub const SLOT_STATE_BYTES: usize = 4;
 /// Bytes of a slot's header ([`SlotHeader`](crate::records::SlotHeader)), before its payload.
 pub const SLOT_HEADER_BYTES: usize = 48;
 /// Bytes of a rank's header ([`RankHeader`](crate::records::RankHeader)).
@@ -422,7 +426,6 @@ impl WorldConfig {
         // collective cell never shares a cache line (or a loom
         // race-tracking line) with another. The result records follow the
         // wait records unaligned (host-only, like them).
-        let barrier = GRID_BARRIER_OFFSET;
         let records = WAIT_RECORDS_OFFSET;
         let results = records + ranks * RECORD_STRIDE;
         let trace = (results + ranks * RESULT_STRIDE).next_multiple_of(64);
@@ -434,7 +437,11 @@ impl WorldConfig {
         // GPU's L1 line), as when the outboxes came first: which words of a
         // rank's header and records share a line is the same in every world.
         let outboxes = (trace + ranks * trace_stride).next_multiple_of(128);
-        let rank_headers = (outboxes + ranks * outbox_stride).next_multiple_of(128);
+        // The slots' state words apart from their headers, a rank's side by
+        // side: a scan of one outbox's states is one line, not one per slot.
+        let slot_states = (outboxes + ranks * outbox_stride).next_multiple_of(128);
+        let slot_count = ranks * self.slots_per_rank as usize;
+        let rank_headers = (slot_states + slot_count * SLOT_STATE_BYTES).next_multiple_of(128);
         let broadcast = (rank_headers + ranks * rank_stride).next_multiple_of(64);
         let block_scratch = broadcast + 2 * coll;
         let rank_scratch = block_scratch + 2 * blocks * coll;
@@ -486,8 +493,8 @@ impl WorldConfig {
             records_per_rank: self.records_per_rank(),
             collective_bytes: coll,
             outboxes,
+            slot_states,
             rank_headers,
-            barrier,
             broadcast,
             block_scratch,
             rank_scratch,
@@ -570,11 +577,10 @@ pub struct Layout {
     pub collective_bytes: usize,
     /// Offset of the first outbox.
     pub outboxes: usize,
+    /// Offset of the slots' state words (`u32` per slot, in slot-id order).
+    pub slot_states: usize,
     /// Offset of the first rank header.
     pub rank_headers: usize,
-    /// Offset of the world barrier's record ([`GRID_BARRIER_OFFSET`] in
-    /// every world).
-    pub barrier: usize,
     /// Offset of the broadcast area (two halves).
     pub broadcast: usize,
     /// Offset of the per-block scratch (two halves).
@@ -669,6 +675,11 @@ impl Layout {
     /// pi_p2p a spill).
     pub fn slot_of_id(&self, id: u32) -> usize {
         self.outboxes + (u64::from(id) * u64::from(self.slot_stride as u32)) as usize
+    }
+    /// Offset of the state word of slot `id` (`rank × slots_per_rank +
+    /// slot`).
+    pub fn slot_state_of_id(&self, id: u32) -> usize {
+        self.slot_states + id as usize * SLOT_STATE_BYTES
     }
     /// Offset of `rank`'s header.
     pub fn rank_header(&self, rank: u32) -> usize {
@@ -885,7 +896,7 @@ mod tests {
         assert_eq!(l.slot_stride, 48 + 256);
         for off in [
             l.outboxes,
-            l.barrier,
+            GRID_BARRIER_OFFSET,
             l.broadcast,
             l.block_scratch,
             l.rank_scratch,
@@ -895,9 +906,9 @@ mod tests {
             assert_eq!(off % 16, 0, "offset {off} misaligned");
         }
         // Fixed offsets first, what the host reads back, then the rest.
-        assert_eq!((l.barrier, l.records), (GRID_BARRIER_OFFSET, WAIT_RECORDS_OFFSET));
+        assert_eq!(l.records, WAIT_RECORDS_OFFSET);
         assert_eq!(l.record(5), WAIT_RECORDS_OFFSET + 5 * RECORD_STRIDE);
-        assert!(HEADER_BYTES <= l.barrier && l.barrier + GRID_BARRIER_BYTES <= l.records);
+        assert!(HEADER_BYTES <= GRID_BARRIER_OFFSET && GRID_BARRIER_OFFSET + GRID_BARRIER_BYTES <= l.records);
         assert_eq!(l.results, l.record(1023) + RECORD_STRIDE);
         assert_eq!(l.trace, l.result(1023) + RESULT_STRIDE);
         assert_eq!(l.outboxes, l.trace.next_multiple_of(128));
@@ -915,7 +926,13 @@ mod tests {
         let last = 1024 * l.slots_per_rank - 1;
         assert_eq!(l.slot_of_id(last), l.slot(1023, l.slots_per_rank - 1));
         assert_eq!(l.slot_of_id(l.slots_per_rank + 2), l.slot(1, 2));
-        assert!(l.slot_of_id(last) + l.slot_stride <= l.rank_headers);
+        assert!(l.slot_of_id(last) + l.slot_stride <= l.slot_states);
+        assert_eq!(l.slot_states % 128, 0);
+        assert_eq!(
+            l.slot_state_of_id(8) - l.slot_state_of_id(0),
+            8 * SLOT_STATE_BYTES
+        );
+        assert!(l.slot_state_of_id(last) + SLOT_STATE_BYTES <= l.rank_headers);
     }
 
     #[test]
@@ -1016,12 +1033,14 @@ mod tests {
     }
 
     #[test]
-    fn a_full_gpu_world_fits_in_a_gibibyte() {
-        // An H100: 132 SMs x 2048 threads, blocks of 256, default settings.
+    fn a_full_gpu_world_takes_about_a_gibibyte() {
+        // An H100: 132 SMs x 2048 threads, blocks of 256, default settings:
+        // 1,082,091,712 bytes (1.008 GiB; 0.9997 GiB before the slots'
+        // state words moved out of their headers, 4 bytes more per slot).
         let l = WorldConfig::new(270_336, 256).layout().unwrap();
-        assert!(l.total < 1 << 30, "{} bytes", l.total);
+        assert!(l.total < (1 << 30) + (1 << 30) / 64, "{} bytes", l.total);
         let per_rank = (l.total - l.outboxes) / 270_336;
-        assert!((3_888..3_992).contains(&per_rank), "{per_rank} bytes per rank");
+        assert!((3_920..4_024).contains(&per_rank), "{per_rank} bytes per rank");
     }
 
     #[test]

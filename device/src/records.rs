@@ -16,6 +16,7 @@
 
 use crate::layout::{
     Layout, WorldConfig, CONFIG_OFFSET, LAYOUT_OFFSET, RANK_HEADER_BYTES, RECORD_BYTES, SLOT_HEADER_BYTES,
+    SLOT_STATE_BYTES,
 };
 use bytemuck::{Pod, Zeroable};
 use core::marker::PhantomData;
@@ -190,12 +191,27 @@ impl<'w> Places<'w> {
         unsafe { crate::shim::atomic_u32_at(self.base, self.layout.rank_header(rank)) }
     }
 
-    /// Every slot of the world as one span: the address of word `word` of
-    /// slot 0 and the bytes from one slot to the next (slot `id` is the
-    /// span's `id`th: the outboxes are their slots, one after another).
+    /// The state word of slot `id` (see [`Core::slot_state`]).
     #[inline(always)]
-    pub(crate) fn slot_words(&self, word: SlotWord) -> (*mut u8, usize) {
-        self.outbox_words(0, word)
+    pub(crate) fn state(&self, id: u32) -> &'w crate::shim::AtomicU32 {
+        // SAFETY: `id < ranks * slots_per_rank` (see `Core::slot_word`): its
+        // state word lies inside the slot states region, 4-byte aligned,
+        // accessed only atomically.
+        unsafe { crate::shim::atomic_u32_at(self.base, self.layout.slot_state_of_id(id)) }
+    }
+
+    /// `owner`'s slots' state words as a span: the address of its slot 0's
+    /// and the bytes from one to the next (side by side, so that a scan of
+    /// them loads one line). `owner` 0's span is every slot of the world's,
+    /// by slot id.
+    #[inline(always)]
+    pub(crate) fn states(&self, owner: u32) -> (*mut u8, usize) {
+        // SAFETY: `owner < ranks`: its slots' states are inside the region.
+        let first = unsafe {
+            self.base
+                .add(self.layout.slot_state_of_id(self.slot_id(owner, 0)))
+        };
+        (first, SLOT_STATE_BYTES)
     }
 
     /// `owner`'s slots as a span: the address of word `word` of its slot 0
@@ -298,8 +314,6 @@ impl MessageKind {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
 pub struct SlotHeader {
-    /// [`SlotState`] and, above it, the destination rank.
-    pub state: u32,
     /// While queued: the slot pushed on the same inbox before this one
     /// (slot id + 1, [`LINK_PENDING`] for a moment after the push); once
     /// arrived: the next slot of the receiver's unexpected queue.
@@ -311,6 +325,11 @@ pub struct SlotHeader {
     /// id + 1, in its slot `k`; see `slot_return::defer_free`), so that a
     /// flush loads the list in one batch instead of walking a chain.
     pub deferred: u32,
+    /// Unused: keeps the links a 16-byte row. The slot's state word
+    /// ([`SlotState`] and, above it, the destination rank) lies apart, in
+    /// the slot states region ([`Layout::slot_state_of_id`]), beside its
+    /// outbox's other slots' states.
+    pub spare: u32,
     /// The message's tag.
     pub tag: i32,
     /// The message's context word (MPI 3.5, 7.1.2): `2 × id` for
@@ -341,7 +360,7 @@ pub struct SlotHeader {
 /// A 16-byte row of a [`SlotHeader`], four words accessed together.
 #[derive(Clone, Copy)]
 pub(crate) enum SlotRow {
-    /// `state`, `link`, `back`, `deferred`.
+    /// `link`, `back`, `deferred`, `spare`.
     Links,
     /// `tag`, `context`, `datatype`, `bytes`.
     Envelope,
@@ -352,7 +371,7 @@ pub(crate) enum SlotRow {
 impl SlotRow {
     const fn offset(self) -> usize {
         match self {
-            SlotRow::Links => core::mem::offset_of!(SlotHeader, state),
+            SlotRow::Links => core::mem::offset_of!(SlotHeader, link),
             SlotRow::Envelope => core::mem::offset_of!(SlotHeader, tag),
             SlotRow::Message => core::mem::offset_of!(SlotHeader, kind),
         }
@@ -361,10 +380,10 @@ impl SlotRow {
 
 const _: () = {
     use core::mem::offset_of;
-    assert!(offset_of!(SlotHeader, state) == 0);
-    assert!(offset_of!(SlotHeader, link) == 4);
-    assert!(offset_of!(SlotHeader, back) == 8);
-    assert!(offset_of!(SlotHeader, deferred) == 12);
+    assert!(offset_of!(SlotHeader, link) == 0);
+    assert!(offset_of!(SlotHeader, back) == 4);
+    assert!(offset_of!(SlotHeader, deferred) == 8);
+    assert!(offset_of!(SlotHeader, spare) == 12);
     assert!(offset_of!(SlotHeader, tag) == 16);
     assert!(offset_of!(SlotHeader, context) == 20);
     assert!(offset_of!(SlotHeader, datatype) == 24);
@@ -670,7 +689,6 @@ const _: () = assert!(core::mem::size_of::<CommEntry>() == crate::layout::COMM_T
 /// The shared words of a slot header, by field.
 #[derive(Clone, Copy)]
 pub(crate) enum SlotWord {
-    State,
     Link,
     Back,
     Tag,
@@ -686,7 +704,6 @@ impl SlotWord {
     const fn offset(self) -> usize {
         use core::mem::offset_of;
         match self {
-            SlotWord::State => offset_of!(SlotHeader, state),
             SlotWord::Link => offset_of!(SlotHeader, link),
             SlotWord::Back => offset_of!(SlotHeader, back),
             SlotWord::Tag => offset_of!(SlotHeader, tag),
@@ -838,6 +855,16 @@ impl Core {
         self.places().slot_id(owner, slot)
     }
 
+    /// The state word of slot `id` ([`SlotState`] and the destination),
+    /// in the slot states region.
+    #[inline(always)]
+    pub(crate) fn slot_state(&self, id: u32) -> &crate::shim::AtomicU32 {
+        // SAFETY: `id < ranks * slots_per_rank`, as for `slot_word`; the
+        // word is 4-byte aligned inside the world memory and accessed only
+        // atomically.
+        unsafe { crate::shim::atomic_u32_at(self.base, self.layout().slot_state_of_id(id)) }
+    }
+
     /// A shared word of the header of slot `id`.
     #[inline(always)]
     pub(crate) fn slot_word(&self, id: u32, word: SlotWord) -> &crate::shim::AtomicU32 {
@@ -878,12 +905,41 @@ impl Core {
         )
     }
 
-    /// Word `word` of slot `slot` of a span from [`Places::outbox_words`] (or
-    /// of the world's slot `slot` in a span from [`Places::slot_words`]).
+    /// Relaxed loads of the state words of slots `first .. first + n`
+    /// (`1 <= n <= 8`) of a span from [`Places::states`], as one batch:
+    /// with `quads` (the slots per rank a multiple of 4, so that every
+    /// outbox's states start 16-byte aligned and `n` is 4 or 8) as one or
+    /// two vector loads ([`crate::shim::load_relaxed_x4`]), else as
+    /// [`Core::outbox_batch`]. Past the `n`th the result is unspecified.
     ///
     /// # Safety
-    /// `(first, stride)` came from `outbox_words(owner, word)` and `slot <
-    /// slots_per_rank`, or from `slot_words(word)` and `slot` is a slot id.
+    /// As for [`Core::outbox_word`], for slots `first .. first + n`.
+    #[inline(always)]
+    pub(crate) unsafe fn state_batch(first_word: *mut u8, first: u32, n: u32, quads: bool) -> [u32; 8] {
+        if !quads {
+            // SAFETY: the caller's promise.
+            return unsafe { Core::outbox_batch::<8>(first_word, SLOT_STATE_BYTES, first, n) };
+        }
+        let quad = |k: u32| {
+            // SAFETY: slots `k .. k + 4` lie in the span (`n` is 4 or 8),
+            // 16-byte aligned (`quads`).
+            let words = unsafe { crate::shim::atomic_u32x4_at(first_word, k as usize * SLOT_STATE_BYTES) };
+            crate::shim::load_relaxed_x4(words)
+        };
+        crate::shim::independent(|| {
+            let lo = quad(first);
+            let hi = if n > 4 { quad(first + 4) } else { lo };
+            [lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]]
+        })
+    }
+
+    /// Word `word` of slot `slot` of a span from [`Places::outbox_words`] or
+    /// [`Places::states`] (of owner 0's: the world's slot `slot`).
+    ///
+    /// # Safety
+    /// `(first, stride)` came from `outbox_words(owner, word)` or
+    /// `states(owner)` and `slot < slots_per_rank`, or from `states(0)` and
+    /// `slot` is a slot id.
     #[inline(always)]
     pub(crate) unsafe fn outbox_word<'a>(
         first: *mut u8,
@@ -983,6 +1039,9 @@ impl Core {
 pub struct SlotView {
     /// The owner (sender).
     pub owner: u32,
+    /// Its state word ([`SlotState`] and the destination), from the slot
+    /// states region.
+    pub state_word: u32,
     /// Its header.
     pub header: SlotHeader,
 }
@@ -995,20 +1054,26 @@ impl SlotView {
     /// If the slot lies outside `memory`.
     pub fn read(memory: &[u8], layout: &Layout, owner: u32, slot: u32) -> SlotView {
         let at = layout.slot(owner, slot);
+        let state = layout.slot_state_of_id(owner * layout.slots_per_rank + slot);
         SlotView {
             owner,
+            state_word: u32::from_le_bytes(
+                memory[state..state + SLOT_STATE_BYTES]
+                    .try_into()
+                    .expect("a state word is 4 bytes"),
+            ),
             header: bytemuck::pod_read_unaligned(&memory[at..at + SLOT_HEADER_BYTES]),
         }
     }
 
     /// The slot's state (`None`: a code this version never writes).
     pub fn state(&self) -> Option<SlotState> {
-        SlotState::of_word(self.header.state)
+        SlotState::of_word(self.state_word)
     }
 
     /// The destination rank.
     pub fn dest(&self) -> u32 {
-        dest_of_word(self.header.state)
+        dest_of_word(self.state_word)
     }
 
     /// Whether the slot holds a message published and not yet received.

@@ -35,11 +35,7 @@ use crate::shim::{self, Ordering};
 pub(crate) fn defer_free(w: &Core, id: u32, count: Option<u32>) {
     // Every address before the first store: one read of the layout.
     let at = w.places();
-    let (state, header, slots) = (
-        at.slot(id).word(SlotWord::State),
-        at.header(),
-        at.slots_per_rank(),
-    );
+    let (state, header, slots) = (at.state(id), at.header(), at.slots_per_rank());
     let (entries_at, stride) = at.outbox_words(w.rank, SlotWord::Deferred);
     // Relaxed: only this rank acts on RETURNING (a receive from one source
     // passes it over as it does every state but ARRIVED; the sender waits
@@ -82,7 +78,7 @@ fn flush_frees(w: &Core) {
     let header = at.header();
     let count = mine!(header, free_count);
     let (entries_at, stride) = at.outbox_words(w.rank, SlotWord::Deferred);
-    let (states_at, slot_stride) = at.slot_words(SlotWord::State);
+    let (states_at, slot_stride) = at.states(0);
     // Release: with the relaxed FREE stores below, pairs with the owner's
     // Acquire fence after its reclaim scan (and a synchronous sender's
     // Acquire wait for FREE): our reads of each payload happen before its

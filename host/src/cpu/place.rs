@@ -3,8 +3,9 @@
 //! field, slot, request record or collective cell an address is.
 
 use gpu_mpi_device::abi::layout::{
-    Layout, ABORT_OFFSET, CONFIG_OFFSET, IMMEDIATE_LOCAL_BYTES, IMMEDIATE_RECORD_BYTES, LAYOUT_OFFSET,
-    RANK_HEADER_BYTES, RECORD_BYTES, RECORD_STRIDE, RESULT_STRIDE, SLOT_HEADER_BYTES,
+    Layout, ABORT_OFFSET, CONFIG_OFFSET, GRID_BARRIER_OFFSET, IMMEDIATE_LOCAL_BYTES, IMMEDIATE_RECORD_BYTES,
+    LAYOUT_OFFSET, RANK_HEADER_BYTES, RECORD_BYTES, RECORD_STRIDE, RESULT_STRIDE, SLOT_HEADER_BYTES,
+    SLOT_STATE_BYTES,
 };
 use gpu_mpi_device::abi::records::{RankHeader, RequestRecord, SlotHeader, WaitRecord};
 use std::mem::offset_of;
@@ -20,7 +21,7 @@ const RANK_HEADER: &[(&str, usize)] = fields!(RankHeader:
     inbox, idle_count, idle_key, queue_head, queue_tail, active_head, active_tail,
     records_used, free_count, used_slots, held_slots, next_sequence, next_scope, wait_since);
 const SLOT_HEADER: &[(&str, usize)] = fields!(SlotHeader:
-    state, link, back, deferred, tag, context, datatype, bytes, kind, sequence, chunk, signature);
+    link, back, deferred, spare, tag, context, datatype, bytes, kind, sequence, chunk, signature);
 const REQUEST_RECORD: &[(&str, usize)] = fields!(RequestRecord:
     state, next, peer, tag, datatype, len, buffer, slot, offset, wanted, mode, scope, outcome,
     message_bytes, message_datatype);
@@ -46,7 +47,7 @@ pub(crate) fn place(layout: &Layout, offset: usize) -> Option<String> {
         let o = offset - start;
         (o / stride.max(1), o % stride.max(1))
     };
-    let name = if offset < l.barrier {
+    let name = if offset < GRID_BARRIER_OFFSET {
         match offset {
             o if o == ABORT_OFFSET => "world header: abort flag".to_string(),
             o if o == CONFIG_OFFSET => "world header: config".to_string(),
@@ -54,7 +55,7 @@ pub(crate) fn place(layout: &Layout, offset: usize) -> Option<String> {
             o => format!("world header+{o}"),
         }
     } else if offset < l.records {
-        format!("grid barrier+{}", offset - l.barrier)
+        format!("grid barrier+{}", offset - GRID_BARRIER_OFFSET)
     } else if offset < l.results {
         let (rank, o) = per_rank(l.records, RECORD_STRIDE);
         format!("rank {rank} wait record{}", field(WAIT_RECORD, o))
@@ -64,7 +65,7 @@ pub(crate) fn place(layout: &Layout, offset: usize) -> Option<String> {
     } else if offset < l.outboxes {
         let (rank, o) = per_rank(l.trace, l.trace_stride);
         format!("rank {rank} trace+{o}")
-    } else if offset < l.rank_headers {
+    } else if offset < l.slot_states {
         let (rank, o) = per_rank(l.outboxes, l.outbox_stride);
         let (slot, o) = (o / l.slot_stride, o % l.slot_stride);
         if o < SLOT_HEADER_BYTES {
@@ -72,6 +73,10 @@ pub(crate) fn place(layout: &Layout, offset: usize) -> Option<String> {
         } else {
             format!("rank {rank} slot {slot} payload+{}", o - SLOT_HEADER_BYTES)
         }
+    } else if offset < l.rank_headers {
+        let id = (offset - l.slot_states) / SLOT_STATE_BYTES;
+        let spr = l.slots_per_rank.max(1) as usize;
+        format!("rank {} slot {} state", id / spr, id % spr)
     } else if offset < l.broadcast {
         let (rank, o) = per_rank(l.rank_headers, l.rank_stride);
         if o < RANK_HEADER_BYTES {
@@ -138,15 +143,20 @@ mod tests {
         assert_eq!(place(&l, free).as_deref(), Some("rank 3 header.free_count"));
         let idle = l.rank_header(0) + offset_of!(RankHeader, idle_key) + 4;
         assert_eq!(place(&l, idle).as_deref(), Some("rank 0 header.idle_key+4"));
-        let state = l.slot(5, 2) + offset_of!(SlotHeader, state);
-        assert_eq!(place(&l, state).as_deref(), Some("rank 5 slot 2 header.state"));
+        let link = l.slot(5, 2) + offset_of!(SlotHeader, link);
+        assert_eq!(place(&l, link).as_deref(), Some("rank 5 slot 2 header.link"));
+        let state = l.slot_state_of_id(5 * l.slots_per_rank + 2);
+        assert_eq!(place(&l, state).as_deref(), Some("rank 5 slot 2 state"));
         let payload = l.slot(5, 2) + SLOT_HEADER_BYTES + 8;
         assert_eq!(place(&l, payload).as_deref(), Some("rank 5 slot 2 payload+8"));
         let scope = l.record_of(7, 1) + offset_of!(RequestRecord, scope);
         assert_eq!(place(&l, scope).as_deref(), Some("rank 7 request record 1.scope"));
         let wait = l.record(9) + offset_of!(WaitRecord, tag);
         assert_eq!(place(&l, wait).as_deref(), Some("rank 9 wait record.tag"));
-        assert_eq!(place(&l, l.barrier + 4).as_deref(), Some("grid barrier+4"));
+        assert_eq!(
+            place(&l, GRID_BARRIER_OFFSET + 4).as_deref(),
+            Some("grid barrier+4")
+        );
         assert_eq!(place(&l, l.result(2) + 4).as_deref(), Some("rank 2 result+4"));
         let mut traced = WorldConfig::new(64, 32);
         traced.trace_events = 4;
@@ -154,7 +164,7 @@ mod tests {
         assert_eq!(place(&t, t.trace_of(1) + 8).as_deref(), Some("rank 1 trace+8"));
         assert_eq!(
             place(&t, t.slot(0, 0)).as_deref(),
-            Some("rank 0 slot 0 header.state")
+            Some("rank 0 slot 0 header.link")
         );
         assert_eq!(
             place(&l, l.immediate_node(1, 0) + 32).as_deref(),
