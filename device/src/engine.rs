@@ -1032,9 +1032,10 @@ fn drain(w: &Core, full: bool) -> bool {
 /// context word `context` gets, when none already in the queue matches
 /// (`Candidate::NONE` if none): the oldest that matches, which is the one
 /// [`find`] would give after the drain (one sender's messages are pushed,
-/// and so walked newest first, in the order it sent them). Each message's
-/// tag and context are loaded with its link, in one batch: the walk's
-/// chain of loads is as long as without the match. With `FULL` the match
+/// and so walked newest first, in the order it sent them). The tag and
+/// context of each message from `source` are loaded with its link, in one
+/// batch, and nothing but the link of any other's: the walk's chain of
+/// loads is as long as without the match. With `FULL` the match
 /// comes with its whole envelope ([`Candidate`]): the newest message's is
 /// in its batch, any other's is loaded after the walk.
 #[inline(always)]
@@ -1069,6 +1070,11 @@ fn drain_matching<const MATCH: bool, const FULL: bool>(
     while node != LINK_NONE {
         let id = node - 1;
         let at = w.slot_header(id);
+        // A message this receive may take: from its source (any, for
+        // `ANY_SOURCE`). The others' envelopes are not loaded: a long
+        // chain from many senders (pi's rank 0 walks thousands) loads a
+        // link per message and nothing else.
+        let candidate = MATCH && id.wrapping_sub(first) < slots;
         let (mut older, found) = if MATCH {
             // With `FULL`, the newest message's whole envelope: an inbox
             // that held one message costs one batch; a longer chain's
@@ -1079,8 +1085,10 @@ fn drain_matching<const MATCH: bool, const FULL: bool>(
                     load_at(at, SlotWord::Link),
                     if FULL && node == top {
                         Arrived::load(at, id)
-                    } else {
+                    } else if candidate {
                         Arrived::load_with::<false>(at, id)
+                    } else {
+                        Arrived::NONE
                     },
                 )
             });
@@ -1098,7 +1106,7 @@ fn drain_matching<const MATCH: bool, const FULL: bool>(
             if best_is_last {
                 best.back = node;
             }
-            best_is_last = id.wrapping_sub(first) < slots && found.matches(tag, context);
+            best_is_last = candidate && found.matches(tag, context);
             if best_is_last {
                 best = found;
             }
