@@ -1401,7 +1401,7 @@ fn find_in<const FULL: bool>(w: &Core, source: i32, tag: i32, context: u32, look
         let (seen, states) = shim::independent(|| {
             let seen = look && inbox.load(Ordering::Relaxed) != LINK_NONE;
             // SAFETY: a span of `source`'s outbox, `first + n <= slots`.
-            let states = unsafe { Core::state_batch(states_at, first, n, slots % 4 == 0) };
+            let states = unsafe { Core::state_batch(states_at, first, n, slots.is_multiple_of(4)) };
             (seen, states)
         });
         full |= seen;
@@ -1969,7 +1969,7 @@ fn take_slot<R>(w: &Core, also: impl FnOnce() -> R) -> Option<(u32, R)> {
         while first < per_rank {
             let n = (per_rank - first).min(SCAN);
             // SAFETY: a span of this rank's outbox, `first + n <= per_rank`.
-            let states = unsafe { Core::state_batch(states_at, first, n, per_rank % 4 == 0) };
+            let states = unsafe { Core::state_batch(states_at, first, n, per_rank.is_multiple_of(4)) };
             for (k, &state) in states.iter().enumerate() {
                 let s = first + k as u32;
                 if (k as u32) < n && held & (1u64 << s) == 0 && state == SlotState::Free as u32 {
