@@ -114,6 +114,21 @@ pub(crate) fn nb_null_sets(device: &Device) -> Result<(), String> {
                 w.array(),
                 st(OK, PROC_NULL, ANY_TAG, 0),
             );
+            c.eq(
+                || format!("rank {r}: wait_any of a receive from null: its index"),
+                w.take(),
+                1,
+            );
+            c.eq(
+                || format!("rank {r}: wait_any of a receive from null: its status"),
+                w.array(),
+                st(OK, PROC_NULL, ANY_TAG, 0),
+            );
+            c.eq(
+                || format!("rank {r}: test_any, wait_some, test_some of a receive from null"),
+                w.array(),
+                [0, 1, 1],
+            );
         }
         Ok(())
     });

@@ -555,17 +555,22 @@ fn first_done(requests: &mut [Request<'_, '_>]) -> Option<AnyCompletion> {
 /// error is the wait's own (a timeout, an abort).
 #[inline(never)]
 pub fn wait_any(requests: &mut [Request<'_, '_>]) -> Result<AnyCompletion, Error> {
-    let Some(w) = world_of(requests) else {
-        return Ok(AnyCompletion::AllNull);
-    };
+    let world = world_of(requests);
     // One that completed already (at its post, or in an earlier call's
-    // pass) is returned without a pass of the engine: MPI 4.1 §3.7.5 asks
+    // pass; a receive from the null process, which has no world, from the
+    // start) is returned without a pass of the engine: MPI 4.1 §3.7.5 asks
     // for one completion, and the progress a wait owes (§3.7.4) is for the
-    // case where none has come.
+    // case where none has come. All null: `AllNull`.
     if let Some(c) = first_done(requests) {
-        w.note_progress();
+        if let Some(w) = world {
+            w.note_progress();
+        }
         return Ok(c);
     }
+    // Not all null, none complete: one of them has a world.
+    let Some(w) = world else {
+        return Ok(AnyCompletion::AllNull);
+    };
     let what = many(Call::WaitMany, requests.len());
     wait_for(w, what, |b| {
         pump(w, b);
@@ -576,8 +581,10 @@ pub fn wait_any(requests: &mut [Request<'_, '_>]) -> Result<AnyCompletion, Error
 /// Tests for one completed request (`MPI_Testany`): `None` when none
 /// completed yet (a poll), else as [`wait_any`].
 pub fn test_any(requests: &mut [Request<'_, '_>]) -> Option<AnyCompletion> {
+    // No world: every request is null or complete from the start (a
+    // receive from the null process).
     let Some(w) = world_of(requests) else {
-        return Some(AnyCompletion::AllNull);
+        return first_done(requests);
     };
     let progressed = progress_now(w);
     match first_done(requests) {
@@ -629,18 +636,26 @@ pub fn wait_some(
     requests: &mut [Request<'_, '_>],
     completions: &mut [Option<(usize, Result<Status, Error>)>],
 ) -> Result<Option<usize>, Error> {
-    let Some(w) = world_of(requests) else {
+    if requests.iter().all(Request::is_null) {
         return Ok(None);
-    };
+    }
     if completions.is_empty() {
         return Err(Error::OutOfBounds { index: 0, len: 0 });
     }
-    // Those complete already, without a pass of the engine (as `wait_any`).
+    let world = world_of(requests);
+    // Those complete already, without a pass of the engine (as `wait_any`;
+    // a receive from the null process, which has no world, from the start).
     let n = some_done(requests, completions);
     if n != Some(0) {
-        w.note_progress();
+        if let Some(w) = world {
+            w.note_progress();
+        }
         return Ok(n);
     }
+    // None complete, not all null: one of them has a world.
+    let Some(w) = world else {
+        return Ok(None);
+    };
     let what = many(Call::WaitMany, requests.len());
     wait_for(w, what, |b| {
         pump(w, b);
@@ -657,7 +672,11 @@ pub fn test_some(
     requests: &mut [Request<'_, '_>],
     completions: &mut [Option<(usize, Result<Status, Error>)>],
 ) -> Option<usize> {
-    let w = world_of(requests)?;
+    // No world: every request is null or complete from the start (a
+    // receive from the null process).
+    let Some(w) = world_of(requests) else {
+        return some_done(requests, completions);
+    };
     let progressed = progress_now(w);
     let n = some_done(requests, completions);
     if n == Some(0) {

@@ -112,7 +112,7 @@ pub fn nb_stride(case: u32, size: u32) -> u32 {
         NB_WAIT_ANY => 4 * others + 1,
         NB_ALL_TO_ALL => 5 * others,
         NB_SELF_PROBE => 4 + 4 + 2 + 1,
-        NB_NULL_SETS => 6 + 4 + 4 + 1 + 4,
+        NB_NULL_SETS => 6 + 4 + 4 + 1 + 4 + 5 + 3,
         NB_MPROBE => 4 + 6 + 4 + 1 + 7 + 6,
         NB_SSEND => 4,
         NB_ARRAYS => 7,
@@ -278,11 +278,41 @@ fn null_sets(world: &World, rec: &mut Recorder) -> Result<(), Error> {
     rec.status(&null.test().unwrap_or(Err(Error::Intern)))?;
     let x = 5u32;
     let mut y = 77u32;
+    let (mut a, mut b, mut c, mut d) = (0u32, 0u32, 0u32, 0u32);
     request::scope(|scope| -> Result<(), Error> {
         let s = world.null_process().immediate_send(scope, &x)?;
         rec.push(s.is_null() as u32)?;
         let r = world.null_process().immediate_receive_into(scope, &mut y)?;
-        rec.status(&r.wait())
+        rec.status(&r.wait())?;
+        // A receive from the null process is an active request, complete at
+        // once (MPI 4.1 §3.11): the slice calls return it, not "all null",
+        // even when no request of the slice belongs to a world.
+        let mut one = [
+            Request::null(),
+            world.null_process().immediate_receive_into(scope, &mut a)?,
+        ];
+        match request::wait_any(&mut one)? {
+            AnyCompletion::Completed { index, result } => {
+                rec.push(index as u32)?;
+                rec.status(&result)?;
+            }
+            AnyCompletion::AllNull => rec.words(&[NONE; 5])?,
+        }
+        let mut one = [world.null_process().immediate_receive_into(scope, &mut b)?];
+        rec.push(match request::test_any(&mut one) {
+            Some(AnyCompletion::Completed { index, result: Ok(_) }) => index as u32,
+            _ => NONE,
+        })?;
+        let mut one = [world.null_process().immediate_receive_into(scope, &mut c)?];
+        rec.push(match request::wait_some(&mut one, &mut [None]) {
+            Ok(Some(n)) => n as u32,
+            _ => NONE,
+        })?;
+        let mut one = [world.null_process().immediate_receive_into(scope, &mut d)?];
+        rec.push(match request::test_some(&mut one, &mut [None]) {
+            Some(n) => n as u32,
+            None => NONE,
+        })
     })
 }
 
