@@ -1386,7 +1386,7 @@ fn find_in<const FULL: bool>(w: &Core, source: i32, tag: i32, context: u32, look
     let inbox = at.inbox(w.rank);
     let slots = at.slots_per_rank();
     let base = at.slot_id(source as u32, 0);
-    let (states_at, _) = at.states(source as u32);
+    let states_at = at.states(source as u32);
     let mut best = Candidate::NONE;
     let mut best_sequence = 0u32;
     let mut full = false;
@@ -1486,8 +1486,8 @@ fn start_receive_outlined(base: u64, rank: u32, i: u32, id: u32, mode: u32) -> S
     start_receive_words(&core, i, id, mode)
 }
 
-/// [`run_words`]'s first try of a lone send, record `i` (not in the
-/// active list) with the words given here: [`claim`]. A call with scalar
+/// The first try of a lone send ([`run_words`], a request's [`post`]),
+/// record `i` (not in the active list) with the words given here: [`claim`]. A call with scalar
 /// arguments, apart from [`receive_alone`]: the two in one function
 /// raised `pi_p2p` from 64 to 72 registers.
 #[inline(never)]
@@ -1524,8 +1524,8 @@ fn send_alone(
     claim(&core, i, Some(&words))
 }
 
-/// [`run_words`]'s first try of a lone receive, record `i` (not in the
-/// active list) with the words given here: the search of a pass over the
+/// The first try of a lone receive ([`run_words`], a request's [`post`]),
+/// record `i` (not in the active list) with the words given here: the search of a pass over the
 /// list (taking the inbox if the first search found nothing), and on a
 /// match its start; [`Step::Idle`] when nothing matched.
 #[inline(never)]
@@ -1881,7 +1881,8 @@ fn start_receive(
     }
     if lone.is_none() {
         // A lone try's record is not in the active list: nothing looks at
-        // its state (the blocking call returns on `Step::Complete`).
+        // its state (the blocking call returns on `Step::Complete`; a
+        // request's `post` sets it for the wait or test that collects it).
         rec!(w, i, state = RecordState::Complete as u32);
     }
     Step::Complete
@@ -1960,7 +1961,7 @@ fn take_slot<R>(w: &Core, also: impl FnOnce() -> R) -> Option<(u32, R)> {
     let mut free = !used & all;
     if free == 0 {
         let held = mine!(header, held_slots);
-        let (states_at, _) = places.states(w.rank);
+        let states_at = places.states(w.rank);
         // The states of [`SCAN`] slots in each batch (a load per slot
         // would be a chain of round trips to L2 every `slots_per_rank`
         // sends). Relaxed: a FREE seen here is acquired by the fence
@@ -2151,7 +2152,8 @@ fn claim(w: &Core, i: u32, held: Option<&Held>) -> Step {
     };
     if held.is_some() && matches!(next, RecordState::Complete) {
         // A lone try that completes: its record is read no more (the
-        // blocking call returns; a send has no status to collect).
+        // blocking call returns; a send has no status to collect), but for
+        // its state, which a request's `post` sets.
         return Step::Complete;
     }
     rec!(w, i, slot = s);

@@ -200,18 +200,17 @@ impl<'w> Places<'w> {
         unsafe { crate::shim::atomic_u32_at(self.base, self.layout.slot_state_of_id(id)) }
     }
 
-    /// `owner`'s slots' state words as a span: the address of its slot 0's
-    /// and the bytes from one to the next (side by side, so that a scan of
-    /// them loads one line). `owner` 0's span is every slot of the world's,
-    /// by slot id.
+    /// `owner`'s slots' state words as a span: the address of its slot 0's,
+    /// the others following `SLOT_STATE_BYTES` apart (side by side, so that
+    /// a scan of them loads one line). `owner` 0's span is every slot of
+    /// the world's, by slot id.
     #[inline(always)]
-    pub(crate) fn states(&self, owner: u32) -> (*mut u8, usize) {
+    pub(crate) fn states(&self, owner: u32) -> *mut u8 {
         // SAFETY: `owner < ranks`: its slots' states are inside the region.
-        let first = unsafe {
+        unsafe {
             self.base
                 .add(self.layout.slot_state_of_id(self.slot_id(owner, 0)))
-        };
-        (first, SLOT_STATE_BYTES)
+        }
     }
 
     /// `owner`'s slots as a span: the address of word `word` of its slot 0
@@ -392,7 +391,6 @@ const _: () = {
     assert!(offset_of!(SlotHeader, sequence) == 36);
     assert!(offset_of!(SlotHeader, chunk) == 40);
     assert!(offset_of!(SlotHeader, signature) == 44);
-    assert!(core::mem::size_of::<SlotHeader>() == SLOT_HEADER_BYTES);
 };
 
 /// One rank's header in the world memory ([`RANK_HEADER_BYTES`]).
@@ -937,9 +935,9 @@ impl Core {
     /// [`Places::states`] (of owner 0's: the world's slot `slot`).
     ///
     /// # Safety
-    /// `(first, stride)` came from `outbox_words(owner, word)` or
-    /// `states(owner)` and `slot < slots_per_rank`, or from `states(0)` and
-    /// `slot` is a slot id.
+    /// `(first, stride)` came from `outbox_words(owner, word)`, or `first`
+    /// from `states(owner)` with `stride` `SLOT_STATE_BYTES`, and `slot <
+    /// slots_per_rank`; or `first` from `states(0)` and `slot` is a slot id.
     #[inline(always)]
     pub(crate) unsafe fn outbox_word<'a>(
         first: *mut u8,

@@ -2,6 +2,7 @@
 //! of the point-to-point engine that a rank must run whenever a poll fails
 //! and before it exits, below both the engine and the waits.
 
+use crate::layout::SLOT_STATE_BYTES;
 use crate::records::{mine, Core, SlotState, SlotWord};
 use crate::shim::{self, Ordering};
 
@@ -78,7 +79,7 @@ fn flush_frees(w: &Core) {
     let header = at.header();
     let count = mine!(header, free_count);
     let (entries_at, stride) = at.outbox_words(w.rank, SlotWord::Deferred);
-    let (states_at, slot_stride) = at.states(0);
+    let states_at = at.states(0);
     // Release: with the relaxed FREE stores below, pairs with the owner's
     // Acquire fence after its reclaim scan (and a synchronous sender's
     // Acquire wait for FREE): our reads of each payload happen before its
@@ -98,7 +99,7 @@ fn flush_frees(w: &Core) {
             if (k as u32) < n {
                 // Relaxed: made a release by the fence above.
                 // SAFETY: a slot id this rank deferred (`defer_free`).
-                unsafe { Core::outbox_word(states_at, slot_stride, id1 - 1) }
+                unsafe { Core::outbox_word(states_at, SLOT_STATE_BYTES, id1 - 1) }
                     .store(SlotState::Free.word(0), Ordering::Relaxed);
             }
         }
