@@ -272,6 +272,31 @@ pub fn resource_warnings(kernels: &[KernelResources], quiet: &[String]) -> Vec<S
     out
 }
 
+/// One line per kernel of `kernels` (each architecture) that uses more
+/// than `ceiling` registers per thread: what `ptx-check --max-registers`
+/// fails on. The users' kernels (the examples, the tutorial, rsmpi's) are
+/// held to [`WARN_REGISTERS`] so that none needs more than the project's
+/// ceiling; a budget in the crate's manifest
+/// (`[package.metadata.gpu-mpi.max-registers]`) brings one under it.
+pub fn over_register_ceiling(kernels: &[KernelResources], ceiling: u32) -> Vec<String> {
+    kernels
+        .iter()
+        .filter(|k| k.registers > ceiling)
+        .map(|k| {
+            format!(
+                "{} ({}): {} registers, over the ceiling of {ceiling} ({} ranks per SM instead of {}); \
+                 give it `{} = {ceiling}` under [package.metadata.gpu-mpi.max-registers]",
+                k.name,
+                k.arch,
+                k.registers,
+                ranks_per_sm(k.registers),
+                ranks_per_sm(ceiling),
+                k.name
+            )
+        })
+        .collect()
+}
+
 /// The kernels a kernel crate's manifest text quiets:
 /// `kernel = false` lines of its `[package.metadata.gpu-mpi.resource-warnings]`
 /// table.
@@ -1025,6 +1050,31 @@ ptxas info    : Used 40 registers
         assert_eq!(ranks_per_sm(155), 384);
         assert_eq!(ranks_per_sm(255), 256);
         assert_eq!(ranks_per_sm(0), 2048);
+    }
+
+    #[test]
+    fn the_register_ceiling_names_each_kernel_and_architecture_over_it() {
+        let kernels = [
+            resources("at", "sm_90", 128, 0),
+            resources("over", "sm_70", 250, 944),
+            resources("over", "sm_90", 248, 944),
+        ];
+        let lines = over_register_ceiling(&kernels, 128);
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(
+            lines[0].starts_with(
+                "over (sm_70): 250 registers, over the ceiling of 128 (256 ranks per SM instead of 512)"
+            ),
+            "{}",
+            lines[0]
+        );
+        assert!(
+            lines[1].starts_with("over (sm_90): 248 registers"),
+            "{}",
+            lines[1]
+        );
+        assert!(lines[1].contains("`over = 128`"), "{}", lines[1]);
+        assert!(over_register_ceiling(&kernels, 255).is_empty());
     }
 
     #[test]

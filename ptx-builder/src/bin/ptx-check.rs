@@ -4,6 +4,7 @@
 //! ```text
 //! ptx-check [--kernels DIR] [--archs 70,90] [--check-archs 70,80,90]
 //!           [--target-dir DIR] [--out DIR] [--toolchain NAME] [--fast-compile]
+//!           [--max-registers N]
 //! ptx-check --ptx FILE:SM [--ptx FILE:SM ...] [--check-archs ...]
 //! ```
 //!
@@ -11,6 +12,10 @@
 //! ([`check::Optimization::FastCompile`]): every error still fails, but the
 //! report's registers and stack are not the optimised SASS's. CI uses it
 //! for the conformance kernels only (scripts/ptx-check.sh).
+//!
+//! `--max-registers N` fails when a kernel uses more than N registers on
+//! any check architecture ([`check::over_register_ceiling`]): CI holds
+//! the users' kernels (the examples) to 128, the project's ceiling.
 //!
 //! Fails (exit 1) when a PTX has no kernel entry point, when the lint finds an
 //! `atom`/`red` without explicit `.relaxed/.acquire/.release/.acq_rel` or any
@@ -30,10 +35,11 @@ struct Options {
     toolchain: Option<String>,
     given_ptx: Vec<(u32, PathBuf)>,
     optimization: check::Optimization,
+    max_registers: Option<u32>,
 }
 
 const USAGE: &str = "usage: ptx-check [--kernels DIR] [--archs 70,90] [--check-archs 70,80,90] \
-[--target-dir DIR] [--out DIR] [--toolchain NAME] [--fast-compile] | --ptx FILE:SM ...";
+[--target-dir DIR] [--out DIR] [--toolchain NAME] [--fast-compile] [--max-registers N] | --ptx FILE:SM ...";
 
 fn parse_options() -> Result<Options, String> {
     // The workspace this binary belongs to.
@@ -48,6 +54,7 @@ fn parse_options() -> Result<Options, String> {
         toolchain: None,
         given_ptx: Vec::new(),
         optimization: check::Optimization::Full,
+        max_registers: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -60,6 +67,13 @@ fn parse_options() -> Result<Options, String> {
             "--out" => o.out = PathBuf::from(value()?),
             "--toolchain" => o.toolchain = Some(value()?),
             "--fast-compile" => o.optimization = check::Optimization::FastCompile,
+            "--max-registers" => {
+                let v = value()?;
+                let n = v
+                    .parse()
+                    .map_err(|_| format!("--max-registers wants a number of registers, got `{v}`"))?;
+                o.max_registers = Some(n);
+            }
             "--ptx" => {
                 let v = value()?;
                 let (file, sm) = v
@@ -201,6 +215,16 @@ fn main() -> ExitCode {
         &lint,
     );
     println!("{report}");
+    if let Some(ceiling) = o.max_registers {
+        let kernels: Vec<_> = assemblies
+            .iter()
+            .flat_map(|a| a.kernels.iter().cloned())
+            .collect();
+        for line in check::over_register_ceiling(&kernels, ceiling) {
+            eprintln!("ptx-check: FAIL {line}");
+            failed = true;
+        }
+    }
     if o.given_ptx.is_empty() {
         let path = o.out.join("ptxas_report.txt");
         match std::fs::write(&path, &report) {
