@@ -113,7 +113,7 @@ fn latency_barrier_and_reductions_stay_within_their_modelled_budgets() {
         .expect("an 8-byte reduce row");
     Budget {
         what: "8-byte reduce to rank 0, 1024 ranks in 4 blocks",
-        set_from_us: 2.1045,
+        set_from_us: 1.8575,
     }
     .check(field(reduce, "model_mpi_avg_us"));
 }
