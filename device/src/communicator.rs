@@ -69,6 +69,13 @@ pub struct World {
     /// What this rank knows of its own private state without reading it
     /// (one word, so that `World` stays as small as it was).
     pub(crate) known: RankState,
+    /// The request records of this rank's scopes in use: bit `i` for
+    /// record `i` (the blocking calls' records are taken by name,
+    /// `engine::BlockingRecord`). Only this rank takes and frees them, and
+    /// nothing else reads the mask (a wait reads a record's own state), so
+    /// it lives here, not in the rank's header: a request's post and its
+    /// completion read and write no memory for it.
+    pub(crate) records: Cell<u32>,
 }
 
 /// What a rank knows of its own private state without reading it, in one
@@ -221,6 +228,7 @@ impl World {
                     rank: 0,
                 })) * RankState::UNTRACED,
             )),
+            records: Cell::new(0),
         })
     }
 
@@ -259,6 +267,11 @@ impl World {
             known: RankState(Cell::new(
                 (settled as u32 * RankState::SETTLED) | RankState::SPINNING | RankState::SCOPE,
             )),
+            // Unknown: a copy takes no request record (the collectives'
+            // steps, its only users, post none); one it tried to take
+            // would fail with `Error::RequestLimit`, never reuse a record
+            // in use.
+            records: Cell::new(u32::MAX),
         }
     }
 

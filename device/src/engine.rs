@@ -82,6 +82,7 @@ use crate::status::Status;
 use crate::status::ANY_SOURCE;
 use crate::status::ANY_TAG;
 use crate::trace;
+use core::cell::Cell;
 
 use crate::records::{mine, rec, SlotAt, SlotRow};
 
@@ -286,8 +287,14 @@ unsafe fn move_bytes(
 /// to the active list, in posting order. `untraced`: the world is known
 /// not to trace (`World::known`), else the config is read.
 #[inline]
-pub(crate) fn post(w: &Core, scope: u32, p: &Post, untraced: bool) -> Result<(u32, bool), Error> {
-    let i = take_record(w)?;
+pub(crate) fn post(
+    w: &Core,
+    records: &Cell<u32>,
+    scope: u32,
+    p: &Post,
+    untraced: bool,
+) -> Result<(u32, Posted), Error> {
+    let i = take_record(w, records)?;
     let buffer = fill(w, i, scope, p);
     let tail = mine!(w, active_tail);
     let mode = p.mode | (p.context << CONTEXT_SHIFT);
@@ -322,13 +329,26 @@ pub(crate) fn post(w: &Core, scope: u32, p: &Post, untraced: bool) -> Result<(u3
         };
         if matches!(step, Step::Complete) {
             // A lone try leaves a completed record's state alone (its
-            // blocking call returns); a request's wait or test reads it.
+            // blocking call returns); a request's wait or test reads it
+            // unless its handle knows (`Posted::Complete`).
             rec!(w, i, state = RecordState::Complete as u32);
-            return Ok((i, true));
+            return Ok((i, Posted::Complete));
         }
     }
     append(w, i, tail);
-    Ok((i, tried))
+    Ok((i, if tried { Posted::Tried } else { Posted::Queued }))
+}
+
+/// What a request's [`post`] did besides filling its record.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Posted {
+    /// Its try completed it: it is not in the active list, its record's
+    /// state says complete.
+    Complete,
+    /// Its try made what progress it could; it waits in the active list.
+    Tried,
+    /// It waits in the active list, untried: a round of progress is due.
+    Queued,
 }
 
 /// Whether a call in state `state` with mode word `mode` may try once
@@ -371,18 +391,28 @@ pub(crate) enum BlockingRecord {
 
 const _: () = assert!(BLOCKING_RECORDS == 2);
 
-/// A free record of the request scopes, marked used.
+/// A free record of the request scopes, marked used in `records` (the
+/// rank's mask of them, `World::records`).
 #[inline(always)]
-fn take_record(w: &Core) -> Result<u32, Error> {
-    let used = mine!(w, records_used);
+fn take_record(w: &Core, records: &Cell<u32>) -> Result<u32, Error> {
+    let used = records.get();
     let (first, end) = (BLOCKING_RECORDS, w.records_per_rank());
     let free = !used & (mask_below(end) & !mask_below(first));
     if free == 0 {
         return Err(Error::RequestLimit { limit: end - first });
     }
     let i = free.trailing_zeros();
-    mine!(w, records_used = used | (1 << i));
+    records.set(used | (1 << i));
     Ok(i)
+}
+
+/// Marks request record `i` free in `records` (collected or cancelled; a
+/// blocking record, below [`BLOCKING_RECORDS`], has no bit). Its words
+/// stay as they were: nothing reads a record that is not in use, and its
+/// next post fills it whole.
+#[inline(always)]
+pub(crate) fn release(records: &Cell<u32>, i: u32) {
+    records.set(records.get() & !(1u32 << i) & !mask_below(BLOCKING_RECORDS));
 }
 
 /// Fills record `i`, of scope `scope` (0: a [`BlockingRecord`]), from `p`;
@@ -469,12 +499,12 @@ pub(crate) fn inline_received(w: &Core, i: u32) -> usize {
     }
 }
 
-/// The outcome of finished record `i`; frees it.
+/// The outcome of finished record `i` (a request's record goes back to
+/// its scope with [`release`]).
 #[inline]
 pub(crate) fn collect(w: &Core, i: u32) -> Result<Status, Error> {
     // SAFETY: this rank's record.
     let r = unsafe { w.record(i).read() };
-    free(w, i);
     let status = Status {
         source: r.peer,
         tag: r.tag,
@@ -500,18 +530,10 @@ pub(crate) fn collect(w: &Core, i: u32) -> Result<Status, Error> {
     }
 }
 
-/// A request's record back to its scope; nothing for a blocking record,
-/// which its next call fills whole ([`BlockingRecord`]).
-fn free(w: &Core, i: u32) {
-    if i >= BLOCKING_RECORDS {
-        mine!(w, records_used = mine!(w, records_used) & !(1 << i));
-        rec!(w, i, state = RecordState::Free as u32);
-    }
-}
-
-/// Takes record `i` out of the active list (if it is there) and frees it:
-/// a wait given up on an abort or a timeout. A slot the record holds stays
-/// held (the world is being torn down).
+/// Takes record `i` out of the active list (if it is there): a wait given
+/// up on an abort or a timeout (a request's record then goes back to its
+/// scope with [`release`]). A slot the record holds stays held (the world
+/// is being torn down).
 #[inline]
 pub(crate) fn cancel(w: &Core, i: u32) {
     let mut prev = 0u32;
@@ -532,7 +554,6 @@ pub(crate) fn cancel(w: &Core, i: u32) {
         prev = r;
         r = next;
     }
-    free(w, i);
 }
 
 /// What a wait on record `i` records.

@@ -416,10 +416,9 @@ pub struct RankHeader {
     pub active_head: u32,
     /// Private: last record of the active list.
     pub active_tail: u32,
-    /// Private: bit `i` set when record `i` of a request scope is in use
-    /// (the blocking calls' records are taken by name:
-    /// `engine::BlockingRecord`).
-    pub records_used: u32,
+    /// Unused (the mask of request records in use is the rank's
+    /// `World`'s, in a register: `World::records`).
+    pub spare: u32,
     /// Private: how many received eager slots wait for their return to
     /// their senders, listed in this rank's own slots'
     /// [`SlotHeader::deferred`] words (see `slot_return::defer_free`).

@@ -58,7 +58,7 @@
 
 use crate::communicator::wait_for;
 use crate::communicator::{AnyProcess, Process, World};
-use crate::engine::{self, Post};
+use crate::engine::{self, Post, Posted};
 use crate::error::{saturating_u32, Error};
 use crate::nonblocking as immediate;
 use crate::point_to_point::{receive_bytes, receive_post, send_bytes, send_post, Status};
@@ -107,7 +107,7 @@ where
 /// The records of scope `id` in use, as a mask: one read of the rank's
 /// mask of records in use, then the scope of each of those only.
 fn owned_records(w: &World, id: u32) -> u32 {
-    let used = mine!(w, records_used);
+    let used = w.records.get();
     bits(used).fold(0, |owned, i| {
         if rec!(w, i, scope) == id {
             owned | 1 << i
@@ -143,8 +143,15 @@ fn collect_index(w: &World, i: u32) -> Result<Status, Error> {
     if immediate::is_immediate(i) {
         immediate::collect(w, i)
     } else {
-        engine::collect(&w.core(), i)
+        collect_record(w, i)
     }
+}
+
+/// Collects request record `i` (complete) and gives it back to the scopes.
+fn collect_record(w: &World, i: u32) -> Result<Status, Error> {
+    let r = engine::collect(&w.core(), i);
+    engine::release(&w.records, i);
+    r
 }
 
 impl<'a> Scope<'a> {
@@ -172,16 +179,17 @@ impl<'a> Scope<'a> {
     /// `engine::post`).
     fn post<'s>(&'s self, world: &'a World, p: &Post) -> Result<Request<'a, 's>, Error> {
         let id = self.attach(world)?;
-        let (i, tried) = engine::post(&world.core(), id, p, world.known.untraced())?;
+        let (i, posted) = engine::post(&world.core(), &world.records, id, p, world.known.untraced())?;
         self.opened();
         world.note_progress();
-        if !tried {
+        if posted == Posted::Queued {
             engine::progress(world.core());
         }
         Ok(Request {
             scope: Some(self),
             index: i,
             ready: None,
+            done: posted == Posted::Complete,
         })
     }
 
@@ -246,6 +254,7 @@ impl<'a> Scope<'a> {
             } else {
                 engine::cancel(&w.core(), i);
             }
+            engine::release(&w.records, i);
         }
         // A collective still incomplete here (the wait above failed: a
         // timeout, an abort) stays in its slot: the world is aborted.
@@ -270,6 +279,9 @@ pub struct Request<'a, 's> {
     /// A request complete from the start (a receive from the null process)
     /// holds its status here, with no record.
     ready: Option<Status>,
+    /// Its post completed it (`engine::Posted::Complete`): a wait or test
+    /// collects it without reading its record's state.
+    done: bool,
 }
 
 /// The empty status (MPI 3.7.3): source `ANY_SOURCE`, tag `ANY_TAG`, count 0.
@@ -284,6 +296,7 @@ impl<'a, 's> Request<'a, 's> {
             scope: None,
             index: 0,
             ready: None,
+            done: false,
         }
     }
 
@@ -295,6 +308,7 @@ impl<'a, 's> Request<'a, 's> {
             scope: Some(scope),
             index,
             ready: None,
+            done: false,
         }
     }
 
@@ -332,10 +346,10 @@ impl<'a, 's> Request<'a, 's> {
         }
         // Complete already (its post or an earlier call progressed it): no
         // pass of the engine, and no words of the wait record read.
-        if engine::is_complete(&w.core(), i) {
+        if self.done || engine::is_complete(&w.core(), i) {
             closed();
             w.note_progress();
-            return engine::collect(&w.core(), i);
+            return collect_record(w, i);
         }
         let what = engine::what(&w.core(), i);
         wait_for(w, what, |b| {
@@ -344,7 +358,7 @@ impl<'a, 's> Request<'a, 's> {
             }
             engine::is_complete(&w.core(), i).then(|| {
                 closed();
-                engine::collect(&w.core(), i)
+                collect_record(w, i)
             })
         })
     }
@@ -417,7 +431,7 @@ fn collect(r: &mut Request<'_, '_>) -> Option<Result<Status, Error>> {
         return Some(Ok(s));
     }
     let w = r.world()?;
-    if !complete(w, r.index) {
+    if !r.done && !complete(w, r.index) {
         return None;
     }
     if let Some(s) = r.scope.take() {
@@ -429,7 +443,7 @@ fn collect(r: &mut Request<'_, '_>) -> Option<Result<Status, Error>> {
 fn is_done(r: &Request<'_, '_>) -> bool {
     match r.world() {
         None => true,
-        Some(w) => complete(w, r.index),
+        Some(w) => r.done || complete(w, r.index),
     }
 }
 
@@ -820,6 +834,7 @@ macro_rules! impl_immediate_receive {
                         scope: None,
                         index: 0,
                         ready: Some(null),
+                        done: false,
                     }),
                 }
             }
