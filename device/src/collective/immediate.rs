@@ -43,7 +43,8 @@
 //! barriers), instead of each child's arguments one after another. It
 //! zeroes the words for the next use, folds its children's operands
 //! (level 0) or partial results in rank order into the node's cell when
-//! the subtree agrees, stores the subtree's first error (when it has one:
+//! the subtree agrees (each element of eight children loaded in one batch
+//! and combined in registers: `Fold::fold_parts`), stores the subtree's first error (when it has one:
 //! the lowest child's, one load) as the node's verdict and
 //! goes on to the parent with the node's tally as its own; the other
 //! arrivers are done. The top node's last arriver judges the whole world
@@ -92,7 +93,8 @@
 //! x(n-1)`, bracketed by the tree's nodes), as MPI §6.9.1 asks of a
 //! non-commutative operation (associativity is assumed, as for every
 //! reduction); the cost per level is one node's 32 children of `count`
-//! elements, the levels one after another (`ceil(log32(ranks))`).
+//! elements (four batches of loads per element), the levels one after
+//! another (`ceil(log32(ranks))`).
 //!
 //! # Bounds
 //! - At most [`IMMEDIATE_SLOTS`] (2) non-blocking collectives per rank are
@@ -168,41 +170,70 @@ fn tally_members(w: &World, sp: Space, slot: u32, items: core::ops::Range<u32>) 
 
 /// How the last arrivers combine operands.
 trait Fold {
-    /// `acc = acc op next` over `bytes` bytes of elements.
+    /// `cell = part 0 op part 1 op ... op part (parts - 1)`, part `j` at
+    /// `first + j × stride`, over `bytes` bytes of elements, element by
+    /// element, strictly in that order: each element of the parts is
+    /// loaded [`FOLD_BATCH`] parts at a time in one batch of independent
+    /// loads (`shim::load_plain_batch`) and combined in registers; the
+    /// cell is written once per element.
     ///
     /// # Safety
-    /// Both cells hold `bytes` bytes of elements of the fold's type,
-    /// 16-aligned, and nobody else accesses them meanwhile.
-    unsafe fn fold(&self, acc: *mut u8, next: *const u8, bytes: usize);
+    /// `parts >= 1`; every part and the cell hold `bytes` bytes of
+    /// elements of the fold's type, 16-aligned; nobody writes the parts
+    /// meanwhile and nobody else accesses the cell.
+    unsafe fn fold_parts(&self, cell: *mut u8, first: *const u8, stride: usize, parts: u32, bytes: usize);
 }
+
+/// Parts whose element a last arriver loads in one batch: the 32 children
+/// of a node in four round trips instead of 32 (each child's element was
+/// loaded after the previous one was combined, a chain of loads).
+const FOLD_BATCH: usize = 8;
 
 /// Barrier and broadcast: nothing to combine.
 struct NoFold;
 
 impl Fold for NoFold {
-    unsafe fn fold(&self, _: *mut u8, _: *const u8, _: usize) {}
+    unsafe fn fold_parts(&self, _: *mut u8, _: *const u8, _: usize, _: u32, _: usize) {}
 }
 
 /// A reduction's operation on `T`.
 struct OpFold<'o, T, O>(&'o O, PhantomData<T>);
 
 impl<T: Equivalence, O: Operation<T>> Fold for OpFold<'_, T, O> {
-    unsafe fn fold(&self, acc: *mut u8, next: *const u8, bytes: usize) {
-        let n = bytes / core::mem::size_of::<T>().max(1);
-        // Both cells are world memory that other ranks wrote: plain loads
-        // the timing model must see.
-        shim::note_global(acc, bytes, false);
-        shim::note_global(next, bytes, false);
-        shim::note_global(acc, bytes, true);
-        let (acc, next) = (acc as *mut T, next as *const T);
-        for i in 0..n {
-            // SAFETY: the caller's contract; `i < n` elements of each cell.
-            unsafe {
-                let v = self
-                    .0
-                    .apply(&core::ptr::read(acc.add(i)), &core::ptr::read(next.add(i)));
-                core::ptr::write(acc.add(i), v);
+    // Out of line: its batch of values stays out of `arrive`'s registers.
+    #[inline(never)]
+    unsafe fn fold_parts(&self, cell: *mut u8, first: *const u8, stride: usize, parts: u32, bytes: usize) {
+        let size = core::mem::size_of::<T>().max(1);
+        let parts = parts as usize;
+        let mut at = 0;
+        while at + size <= bytes {
+            let mut acc = core::mem::MaybeUninit::<T>::uninit();
+            let mut done = 0;
+            while done < parts {
+                let k = (parts - done).min(FOLD_BATCH);
+                // SAFETY: element `at / size` of parts `done..done + k`
+                // (the caller's contract).
+                let batch: [T; FOLD_BATCH] =
+                    unsafe { shim::load_plain_batch(first.wrapping_add(done * stride + at), stride, k) };
+                for (j, v) in batch.iter().enumerate() {
+                    if j < k {
+                        acc.write(if done + j == 0 {
+                            *v
+                        } else {
+                            // SAFETY: written at part 0, before this one.
+                            self.0.apply(unsafe { acc.assume_init_ref() }, v)
+                        });
+                    }
+                }
+                done += k;
             }
+            // SAFETY: element `at / size` of the cell (the caller's
+            // contract); `acc` holds the fold of `parts >= 1` parts.
+            unsafe {
+                shim::note_global(cell.add(at), size, true);
+                core::ptr::write(cell.add(at) as *mut T, acc.assume_init());
+            }
+            at += size;
         }
     }
 }
@@ -289,13 +320,17 @@ fn arrive_world<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, args: &Args
             } else {
                 w.partial_cell(slot, node)
             };
-            let part = |c: u32| {
+            let part = |c: u32| -> *const u8 {
                 if t.span == 1 {
                     w.operand(sp, slot, c)
                 } else {
                     w.partial_cell(slot, t.below + c)
                 }
             };
+            // The children's cells are evenly spaced (ranks' cells, or the
+            // nodes' records with their cells).
+            let first = part(children.start);
+            let stride = part(children.start + 1).addr().wrapping_sub(first.addr());
             let bytes = agreed.bytes as usize;
             // SAFETY: the children's operands or partial results were
             // released to us by the add above; this node's cell (the
@@ -304,12 +339,7 @@ fn arrive_world<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, args: &Args
             // arriver, before that use was done; the ranks' completions,
             // each before its rank arrived in this use, which we acquired)
             // are finished ("Reuse" in the module docs).
-            unsafe {
-                shim::copy_bytes(cell, part(children.start), bytes);
-                for c in children.start + 1..children.end {
-                    fold.fold(cell, part(c), bytes);
-                }
-            }
+            unsafe { fold.fold_parts(cell, first, stride, children.len() as u32, bytes) };
         }
         if top {
             let reference = if verdict == 0 {
@@ -363,11 +393,12 @@ fn arrive_group<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, fold: &F) {
         // members' completions) each finished before its member arrived
         // in this use, which we acquired.
         unsafe {
-            shim::copy_bytes(out, w.operand(sp, slot, 0), bytes);
-            for m in 1..sp.size {
-                fold.fold(out, w.operand(sp, slot, m), bytes);
-            }
-        }
+            let first = w.operand(sp, slot, 0);
+            // The members' cells are evenly spaced (entries of the
+            // context's table).
+            let stride = w.operand(sp, slot, 1).addr().wrapping_sub(first.addr());
+            fold.fold_parts(out, first, stride, sp.size, bytes)
+        };
     }
     publish(w, sp, slot, use_, verdict, &reference);
 }

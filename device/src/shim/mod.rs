@@ -274,6 +274,37 @@ pub fn load_relaxed_batch<const N: usize>(words: [&AtomicU32; N], n: usize) -> [
     })
 }
 
+/// Plain loads of `n` (1 <= `n` <= `N`) values of `T` at `first`,
+/// `first + stride`, ..., as one batch ([`independent`]), for values
+/// other ranks wrote and an acquire published (a last arriver's children's
+/// operands). On the GPU all `N` loads are issued back to back and
+/// unconditionally, those past `n` repeating the last address (as
+/// [`load_relaxed_batch`]'s), so that the values stay in registers; on
+/// the emulator and under loom only `n` are, and the rest repeat the last
+/// value. The timing model sees each load ([`note_global`]).
+///
+/// # Safety
+/// `first + j × stride` for `j < n` is valid for a read of a `T`,
+/// aligned for it, and nobody writes it meanwhile.
+#[inline(always)]
+pub unsafe fn load_plain_batch<T: Copy, const N: usize>(first: *const u8, stride: usize, n: usize) -> [T; N] {
+    independent(|| {
+        let mut v = [core::mem::MaybeUninit::<T>::uninit(); N];
+        for j in 0..N {
+            let at = first.wrapping_add(j.min(n - 1) * stride);
+            if imp::LOADS_REPEAT || j < n {
+                note_global(at, core::mem::size_of::<T>(), false);
+                // SAFETY: one of the first `n` values (the caller's contract).
+                v[j].write(unsafe { core::ptr::read(at as *const T) });
+            } else {
+                v[j] = v[n - 1];
+            }
+        }
+        // SAFETY: every element was written above (`n >= 1`).
+        v.map(|x| unsafe { x.assume_init() })
+    })
+}
+
 /// Says that the caller accesses `bytes` bytes of global memory at `addr`
 /// with plain loads (`write` false) or stores (a payload word, another
 /// rank's cell, a kernel's own plain slice), for the emulator's timing
