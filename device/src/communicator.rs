@@ -76,6 +76,10 @@ pub struct World {
     /// it lives here, not in the rank's header: a request's post and its
     /// completion read and write no memory for it.
     pub(crate) records: Cell<u32>,
+    /// The id of the last request scope this rank opened (ids start at 1;
+    /// 0 marks a blocking call's record): a count only this rank keeps,
+    /// so it lives here, not in the rank's header.
+    pub(crate) last_scope: Cell<u32>,
 }
 
 /// What a rank knows of its own private state without reading it, in one
@@ -229,6 +233,7 @@ impl World {
                 })) * RankState::UNTRACED,
             )),
             records: Cell::new(0),
+            last_scope: Cell::new(0),
         })
     }
 
@@ -272,6 +277,8 @@ impl World {
             // would fail with `Error::RequestLimit`, never reuse a record
             // in use.
             records: Cell::new(u32::MAX),
+            // A copy opens no scope (see `records`).
+            last_scope: Cell::new(0),
         }
     }
 
@@ -571,12 +578,6 @@ impl World {
             base: self.base,
             rank: self.rank,
         }
-    }
-
-    /// This rank's header (see `Core::rank_header`).
-    #[inline(always)]
-    pub(crate) fn rank_header(&self) -> *mut crate::records::RankHeader {
-        self.core().rank_header()
     }
 
     /// This rank's request record `index`.

@@ -775,7 +775,7 @@ pub(crate) fn indices(w: &World) -> core::ops::Range<u32> {
 pub(crate) fn wait(w: &World, i: u32, closed: impl FnOnce()) -> Result<Status, Error> {
     let mut closed = Some(closed);
     crate::polling::wait_core_lazy(
-        &w.core(),
+        w,
         || what(w, i),
         |b| {
             if is_complete(w, i) {
@@ -784,7 +784,7 @@ pub(crate) fn wait(w: &World, i: u32, closed: impl FnOnce()) -> Result<Status, E
                 }
                 return Some(collect(w, i));
             }
-            if crate::engine::progress(w.core()) {
+            if crate::request::progress_requests(w) {
                 b.progressed();
             }
             None

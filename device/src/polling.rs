@@ -252,7 +252,7 @@ pub(crate) fn wait_core<T>(
     poll: impl FnMut(&mut Backoff) -> Option<Result<T, Error>>,
 ) -> Result<T, Error> {
     c.note_progress();
-    wait_from(c, || what, Start::Fresh, poll)
+    wait_from(c, None, || what, Start::Fresh, poll)
 }
 
 /// [`wait_core`] for a call that has polled once already, out of the loop
@@ -273,6 +273,7 @@ pub(crate) fn wait_core_polled<T>(
     }
     wait_from(
         c,
+        None,
         || what,
         if polled { Start::Polled } else { Start::Fresh },
         poll,
@@ -292,20 +293,24 @@ pub(crate) fn wait_recorded<T>(
     what: WaitFor,
     poll: impl FnMut(&mut Backoff) -> Option<Result<T, Error>>,
 ) -> Result<T, Error> {
-    wait_from(c, || what, Start::Recorded, poll)
+    wait_from(c, None, || what, Start::Recorded, poll)
 }
 
-/// [`wait_core`] whose [`WaitFor`] is worked out only if the first poll
-/// fails (a non-blocking collective's request reads it from the rank's
-/// cell: a load a wait that succeeds at once does without).
+/// [`wait_core`] on world `w` whose [`WaitFor`] is worked out only if the
+/// first poll fails (a non-blocking collective's request reads it from
+/// the rank's cell: a load a wait that succeeds at once does without),
+/// with what the rank knows of itself ([`World::known`]): the idle key is
+/// read only when a failed poll may have set it, and a settled rank's
+/// wait writes its record alone ([`World::record_wait`]) and hands back
+/// no slot after a poll (a poll that runs the engine unsettles it).
 #[inline(always)]
 pub(crate) fn wait_core_lazy<T>(
-    c: &Core,
+    w: &crate::communicator::World,
     what: impl Fn() -> WaitFor,
     poll: impl FnMut(&mut Backoff) -> Option<Result<T, Error>>,
 ) -> Result<T, Error> {
-    c.note_progress();
-    wait_from(c, what, Start::Fresh, poll)
+    w.note_progress();
+    wait_from(&w.core_settled(), Some(w), what, Start::Fresh, poll)
 }
 
 /// How a wait loop ([`wait_from`]) starts.
@@ -328,6 +333,7 @@ enum Start {
 #[inline(always)]
 fn wait_from<T>(
     c: &Core,
+    world: Option<&crate::communicator::World>,
     what: impl Fn() -> WaitFor,
     start: Start,
     mut poll: impl FnMut(&mut Backoff) -> Option<Result<T, Error>>,
@@ -358,7 +364,10 @@ fn wait_from<T>(
         if polls == 0 {
             backoff.set_max_ns(c.backoff_max_ns());
             if start != Start::Recorded {
-                c.record_wait(what());
+                match world {
+                    Some(w) => w.record_wait(what()),
+                    None => c.record_wait(what()),
+                }
             }
             if c.timeout_ns() != 0 {
                 mine!(c, wait_since = shim::clock_ns());
@@ -372,8 +381,11 @@ fn wait_from<T>(
             // wait for. Only progress defers a slot, and a poll that
             // progresses says so (`Backoff::progressed` zeroes the count);
             // after one that did not there is nothing new to return (the
-            // first poll's `record_wait` returned what there was).
-            crate::slot_return::return_deferred(c);
+            // first poll's `record_wait` returned what there was; a
+            // settled rank has none).
+            if world.is_none_or(|w| !w.known.settled()) {
+                crate::slot_return::return_deferred(c);
+            }
         }
         backoff.snooze();
         polls = polls.wrapping_add(1).max(1);

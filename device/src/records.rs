@@ -431,8 +431,9 @@ pub struct RankHeader {
     pub held_slots: u64,
     /// Private: number of this rank's next message.
     pub next_sequence: u32,
-    /// Private: id of the next request scope this rank opens.
-    pub next_scope: u32,
+    /// Unused (the id of the rank's last request scope is its `World`'s,
+    /// in a register: `World::last_scope`).
+    pub spare_scope: u32,
     /// Private: the clock ([`crate::shim::clock_ns`]) when this rank's
     /// current wait began, against the world's timeout (written when a
     /// wait with a timeout starts, read every 16th poll: kept here, not in

@@ -63,7 +63,7 @@ use crate::error::{saturating_u32, Error};
 use crate::nonblocking as immediate;
 use crate::point_to_point::{receive_bytes, receive_post, send_bytes, send_post, Status};
 use crate::polling::{Call, WaitFor};
-use crate::records::{mine, rec, SendMode};
+use crate::records::{rec, SendMode};
 use crate::{Buffer, BufferMut};
 use core::cell::Cell;
 use core::marker::PhantomData;
@@ -164,8 +164,8 @@ impl<'a> Scope<'a> {
             None => {
                 // Ids start at 1 (0 marks a blocking call's record) and wrap
                 // past 2^32 scopes, far beyond any scope's life.
-                let id = mine!(world, next_scope).wrapping_add(1).max(1);
-                mine!(world, next_scope = id);
+                let id = world.last_scope.get().wrapping_add(1).max(1);
+                world.last_scope.set(id);
                 world.known.scope_opened();
                 self.world.set(Some(world));
                 self.id.set(id);
@@ -242,9 +242,7 @@ impl<'a> Scope<'a> {
             // An error here (a timeout, an abort) leaves the world aborted;
             // the requests' own outcomes are discarded (see `scope`).
             let _ = wait_for(w, what, |b| {
-                if engine::progress(w.core()) {
-                    b.progressed();
-                }
+                pump(w, b);
                 (!pending()).then_some(Ok(()))
             });
         }
@@ -376,7 +374,7 @@ impl<'a, 's> Request<'a, 's> {
             return Some(Ok(empty()));
         };
         let i = self.index;
-        let progressed = engine::progress(w.core());
+        let progressed = progress_requests(w);
         if let Some(r) = collect(self) {
             w.note_progress();
             return Some(r);
@@ -449,14 +447,26 @@ fn is_done(r: &Request<'_, '_>) -> bool {
 
 /// One round of progress of `w`'s engine; true if anything moved.
 fn progress_now(w: &World) -> bool {
-    engine::progress(w.core())
+    progress_requests(w)
 }
 
 /// [`progress_now`] inside a wait: tells the backoff.
 fn pump(w: &World, b: &mut crate::shim::Backoff) {
-    if engine::progress(w.core()) {
+    if progress_requests(w) {
         b.progressed();
     }
+}
+
+/// One round of the engine's progress for a wait or test on requests:
+/// none while the rank holds no request record (`World::records` 0),
+/// whose active list is then empty (a blocking call's records leave it
+/// before the call returns), so that a wait or test on non-blocking
+/// collectives alone, which complete without any pass, reads neither the
+/// list nor the inbox at every poll. Messages that arrive meanwhile wait
+/// in the inbox for the next receive, which looks there first; no send
+/// of another rank needs this rank's pass before it posts a receive.
+pub(crate) fn progress_requests(w: &World) -> bool {
+    w.records.get() != 0 && engine::progress(w.core())
 }
 
 fn many(operation: Call, n: usize) -> WaitFor {
