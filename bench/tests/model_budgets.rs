@@ -137,7 +137,7 @@ fn pi_point_to_point_stays_within_its_modelled_budget_per_message() {
     let per_message_us = field(row, "model_mpi_p2p_nb_ms") * 1e3 / f64::from(ranks - 1);
     Budget {
         what: "pi point-to-point (non-blocking), 4096 ranks, per message",
-        set_from_us: 1.7052,
+        set_from_us: 1.5883,
     }
     .check(per_message_us);
 }

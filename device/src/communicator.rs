@@ -83,8 +83,8 @@ pub struct World {
 }
 
 /// What a rank knows of its own private state without reading it, in one
-/// word: bit 0 `settled`, bit 1 `spinning`, bit 2 `untraced`, the rest the
-/// count of `scopes`.
+/// word: bit 0 `settled`, bit 1 `spinning`, bit 2 `untraced`, bit 3
+/// `listed`.
 ///
 /// - **settled**: the rank holds no deferred slot and its idle key is 0,
 ///   because nothing could have changed either since its last
@@ -106,20 +106,24 @@ pub struct World {
 ///   without reading the config ([`World::known`]). Set at attach from
 ///   one read of the config; clear in a copy made from parts (unknown:
 ///   the call reads it).
-/// - **scopes**: request scopes of the rank that hold a request
-///   (`request::Scope::attach` counts one in, its end out). While 0 the
-///   rank's active list is empty: only a scope's requests stay in it
-///   between calls (a blocking call's own record, and a send-receive's
-///   two, leave it before the call returns), and a scope's end completes
-///   or cancels each of its requests. A blocking call then need not read
-///   the list's tail.
+/// - **listed**: the rank's active list may hold a request. Set when a
+///   request's post appends its record (`request::Scope::post`); clear
+///   when the rank knows the list empty: a post that found its tail 0 and
+///   appended nothing, or no request record in use (`World::records` 0:
+///   the last one collected or cancelled). Only a request's record stays
+///   in the list between calls (a blocking call's own record, and a
+///   send-receive's two, leave it before the call returns). While clear,
+///   neither a request's post nor a blocking call reads the list's tail
+///   (a request completed at its post never enters the list: the
+///   non-blocking pi's posts read no tail). Clear at attach; set in a
+///   copy made from parts (unknown: the tail is read).
 pub(crate) struct RankState(Cell<u32>);
 
 impl RankState {
     const SETTLED: u32 = 1;
     const SPINNING: u32 = 2;
     const UNTRACED: u32 = 4;
-    const SCOPE: u32 = 8;
+    const LISTED: u32 = 8;
 
     fn with(&self, bit: u32, on: bool) {
         let v = self.0.get();
@@ -156,22 +160,15 @@ impl RankState {
         self.0.get() & Self::UNTRACED != 0
     }
 
-    /// Whether no request scope holds a request.
+    /// Whether the active list may hold a request (see the type's docs).
     #[inline(always)]
-    fn no_scopes(&self) -> bool {
-        self.0.get() < Self::SCOPE
+    pub(crate) fn listed(&self) -> bool {
+        self.0.get() & Self::LISTED != 0
     }
 
-    /// A scope took its first request.
     #[inline(always)]
-    pub(crate) fn scope_opened(&self) {
-        self.0.set(self.0.get().wrapping_add(Self::SCOPE))
-    }
-
-    /// A scope that held a request ended.
-    #[inline(always)]
-    pub(crate) fn scope_closed(&self) {
-        self.0.set(self.0.get().wrapping_sub(Self::SCOPE))
+    pub(crate) fn set_listed(&self, on: bool) {
+        self.with(Self::LISTED, on)
     }
 }
 
@@ -267,10 +264,10 @@ impl World {
             block,
             barrier_generation: Cell::new(generation),
             staging_round: Cell::new(staging),
-            // Spinning, and one scope: unknown, so the key and the list's
+            // Spinning, and listed: unknown, so the key and the list's
             // tail are read.
             known: RankState(Cell::new(
-                (settled as u32 * RankState::SETTLED) | RankState::SPINNING | RankState::SCOPE,
+                (settled as u32 * RankState::SETTLED) | RankState::SPINNING | RankState::LISTED,
             )),
             // Unknown: a copy takes no request record (the collectives'
             // steps, its only users, post none); one it tried to take
@@ -613,7 +610,7 @@ impl World {
     pub(crate) fn known(&self) -> crate::records::Known {
         crate::records::Known {
             spinning: self.known.take_spinning(),
-            list_empty: self.known.no_scopes(),
+            list_empty: !self.known.listed(),
             untraced: self.known.untraced(),
         }
     }

@@ -292,13 +292,17 @@ pub(crate) fn post(
     records: &Cell<u32>,
     scope: u32,
     p: &Post,
-    untraced: bool,
+    known: Known,
 ) -> Result<(u32, Posted), Error> {
     let i = take_record(w, records)?;
     let buffer = fill(w, i, scope, p);
-    let tail = mine!(w, active_tail);
+    let tail = if known.list_empty {
+        0
+    } else {
+        mine!(w, active_tail)
+    };
     let mode = p.mode | (p.context << CONTEXT_SHIFT);
-    let tried = tail == 0 && may_try_alone(p.state, mode) && (untraced || !trace::on(w));
+    let tried = tail == 0 && may_try_alone(p.state, mode) && (known.untraced || !trace::on(w));
     if tried {
         let (base, rank) = (w.base as u64, w.rank);
         let step = if p.state.is_send() {

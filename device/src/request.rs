@@ -150,8 +150,18 @@ fn collect_index(w: &World, i: u32) -> Result<Status, Error> {
 /// Collects request record `i` (complete) and gives it back to the scopes.
 fn collect_record(w: &World, i: u32) -> Result<Status, Error> {
     let r = engine::collect(&w.core(), i);
-    engine::release(&w.records, i);
+    release_record(w, i);
     r
+}
+
+/// Gives request record `i` (collected or cancelled: out of the active
+/// list) back to the scopes; with none left in use, the list is known
+/// empty (`RankState`: listed).
+fn release_record(w: &World, i: u32) {
+    engine::release(&w.records, i);
+    if w.records.get() == 0 {
+        w.known.set_listed(false);
+    }
 }
 
 impl<'a> Scope<'a> {
@@ -166,7 +176,6 @@ impl<'a> Scope<'a> {
                 // past 2^32 scopes, far beyond any scope's life.
                 let id = world.last_scope.get().wrapping_add(1).max(1);
                 world.last_scope.set(id);
-                world.known.scope_opened();
                 self.world.set(Some(world));
                 self.id.set(id);
                 Ok(id)
@@ -179,7 +188,15 @@ impl<'a> Scope<'a> {
     /// `engine::post`).
     fn post<'s>(&'s self, world: &'a World, p: &Post) -> Result<Request<'a, 's>, Error> {
         let id = self.attach(world)?;
-        let (i, posted) = engine::post(&world.core(), &world.records, id, p, world.known.untraced())?;
+        let known = crate::records::Known {
+            spinning: false,
+            list_empty: !world.known.listed(),
+            untraced: world.known.untraced(),
+        };
+        let (i, posted) = engine::post(&world.core(), &world.records, id, p, known)?;
+        // The record entered the active list unless its post completed it
+        // (then the list was empty: the post found no tail).
+        world.known.set_listed(posted != Posted::Complete);
         self.opened();
         world.note_progress();
         if posted == Posted::Queued {
@@ -208,7 +225,6 @@ impl<'a> Scope<'a> {
     fn complete(&self) {
         if let Some(w) = self.world.get() {
             self.complete_in(w);
-            w.known.scope_closed();
         }
     }
 
@@ -252,7 +268,7 @@ impl<'a> Scope<'a> {
             } else {
                 engine::cancel(&w.core(), i);
             }
-            engine::release(&w.records, i);
+            release_record(w, i);
         }
         // A collective still incomplete here (the wait above failed: a
         // timeout, an abort) stays in its slot: the world is aborted.
