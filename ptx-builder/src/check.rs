@@ -272,6 +272,111 @@ pub fn resource_warnings(kernels: &[KernelResources], quiet: &[String]) -> Vec<S
     out
 }
 
+/// `EIATTR_REGCOUNT`: the attribute of a cubin's `.nv.info` section that
+/// gives a function's registers (its symbol's index, then the count).
+const EIATTR_REGCOUNT: u8 = 0x2f;
+
+/// The registers of every function of `cubin` that records them (a
+/// relocatable cubin, `ptxas -c`, records one per function, each compiled
+/// on its own; a whole-program one only its kernels), highest first:
+/// `(symbol, registers)`. The counts are each function's own under the
+/// call ABI, an upper bound on what it adds to a kernel that calls it
+/// (a whole-program build may specialise it for less), which tells which
+/// function of a kernel over its budget needs the registers.
+pub fn function_registers(cubin: &[u8]) -> Result<Vec<(String, u32)>, String> {
+    let u16_at = |o: usize| cubin.get(o..o + 2).map(|b| u16::from_le_bytes([b[0], b[1]]));
+    let u32_at = |o: usize| {
+        cubin
+            .get(o..o + 4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    let u64_at = |o: usize| {
+        cubin
+            .get(o..o + 8)
+            .map(|b| u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
+    };
+    let bad = || "not a 64-bit little-endian ELF cubin".to_string();
+    if cubin.get(0..6) != Some(&[0x7f, b'E', b'L', b'F', 2, 1][..]) {
+        return Err(bad());
+    }
+    let shoff = u64_at(0x28).ok_or_else(bad)? as usize;
+    let shentsize = u16_at(0x3a).ok_or_else(bad)? as usize;
+    let shnum = u16_at(0x3c).ok_or_else(bad)? as usize;
+    let shstrndx = u16_at(0x3e).ok_or_else(bad)? as usize;
+    // (name offset, type, file offset, size, link) of each section.
+    let mut sections = Vec::with_capacity(shnum);
+    for i in 0..shnum {
+        let h = shoff + i * shentsize;
+        sections.push((
+            u32_at(h).ok_or_else(bad)? as usize,
+            u32_at(h + 4).ok_or_else(bad)?,
+            u64_at(h + 0x18).ok_or_else(bad)? as usize,
+            u64_at(h + 0x20).ok_or_else(bad)? as usize,
+            u32_at(h + 0x28).ok_or_else(bad)? as usize,
+        ));
+    }
+    let c_string = |at: usize| -> Option<String> {
+        let rest = cubin.get(at..)?;
+        let end = rest.iter().position(|&b| b == 0)?;
+        Some(String::from_utf8_lossy(&rest[..end]).into_owned())
+    };
+    let names = sections.get(shstrndx).ok_or_else(bad)?.2;
+    let section_named = |name: &str| {
+        sections
+            .iter()
+            .find(|s| c_string(names + s.0).as_deref() == Some(name))
+            .copied()
+    };
+    const SHT_SYMTAB: u32 = 2;
+    let symtab = sections
+        .iter()
+        .find(|s| s.1 == SHT_SYMTAB)
+        .copied()
+        .ok_or("no symbol table")?;
+    let strtab = sections.get(symtab.4).ok_or_else(bad)?.2;
+    let Some(info) = section_named(".nv.info") else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    let (mut at, end) = (info.2, info.2 + info.3);
+    while at + 2 <= end {
+        let (format, attribute) = (cubin[at], cubin[at + 1]);
+        at += 2;
+        // EIFMT_NVAL (no value), EIFMT_BVAL (a byte), EIFMT_HVAL (two
+        // bytes), EIFMT_SVAL (a 16-bit size, then that many bytes).
+        let size = match format {
+            1 => 0,
+            2 => 1,
+            3 => 2,
+            4 => {
+                let n = u16_at(at).ok_or_else(bad)? as usize;
+                at += 2;
+                n
+            }
+            f => return Err(format!("unknown .nv.info attribute format {f}")),
+        };
+        if format == 4 && attribute == EIATTR_REGCOUNT && size >= 8 {
+            let symbol = u32_at(at).ok_or_else(bad)? as usize;
+            let registers = u32_at(at + 4).ok_or_else(bad)?;
+            let name_at = u32_at(symtab.2 + symbol * 24).ok_or_else(bad)? as usize;
+            out.push((c_string(strtab + name_at).ok_or_else(bad)?, registers));
+        }
+        at += size;
+    }
+    out.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    Ok(out)
+}
+
+/// `ptx` without its `.maxnreg` lines: a relocatable assembly
+/// ([`function_registers`]) fails where a budgeted kernel calls a
+/// function that needs more than its budget.
+pub fn without_register_budgets(ptx: &str) -> String {
+    ptx.lines()
+        .filter(|l| !l.trim_start().starts_with(".maxnreg"))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
 /// One line per kernel of `kernels` (each architecture) that uses more
 /// than `ceiling` registers per thread: what `ptx-check --max-registers`
 /// fails on. The users' kernels (the examples, the tutorial, rsmpi's) are
@@ -1050,6 +1155,59 @@ ptxas info    : Used 40 registers
         assert_eq!(ranks_per_sm(155), 384);
         assert_eq!(ranks_per_sm(255), 256);
         assert_eq!(ranks_per_sm(0), 2048);
+    }
+
+    #[test]
+    fn function_registers_reads_each_regcount_attribute_of_a_cubin() {
+        // A minimal ELF64: null, .shstrtab, .strtab, .symtab, .nv.info.
+        let shstrtab = b"\0.shstrtab\0.strtab\0.symtab\0.nv.info\0".to_vec();
+        let strtab = b"\0kernel\0helper\0".to_vec();
+        let mut symtab = vec![0u8; 24 * 3];
+        symtab[24..28].copy_from_slice(&1u32.to_le_bytes());
+        symtab[48..52].copy_from_slice(&8u32.to_le_bytes());
+        let mut info = Vec::new();
+        info.extend_from_slice(&[1, 0x1b]); // an attribute without a value
+        info.extend_from_slice(&[2, 0x10, 7]); // one with a byte
+        for (symbol, registers) in [(1u32, 40u32), (2, 130)] {
+            info.extend_from_slice(&[4, EIATTR_REGCOUNT, 8, 0]);
+            info.extend_from_slice(&symbol.to_le_bytes());
+            info.extend_from_slice(&registers.to_le_bytes());
+        }
+        info.extend_from_slice(&[4, 0x12, 4, 0, 9, 9, 9, 9]); // another, sized
+        let bodies = [&shstrtab, &strtab, &symtab, &info];
+        let mut elf = vec![0u8; 64];
+        elf[..6].copy_from_slice(&[0x7f, b'E', b'L', b'F', 2, 1]);
+        let mut offsets = Vec::new();
+        for b in bodies {
+            offsets.push(elf.len());
+            elf.extend_from_slice(b);
+        }
+        let shoff = elf.len();
+        elf[0x28..0x30].copy_from_slice(&(shoff as u64).to_le_bytes());
+        elf[0x3a..0x3c].copy_from_slice(&64u16.to_le_bytes());
+        elf[0x3c..0x3e].copy_from_slice(&5u16.to_le_bytes());
+        elf[0x3e..0x40].copy_from_slice(&1u16.to_le_bytes());
+        elf.extend_from_slice(&[0u8; 64]);
+        // (name in .shstrtab, type, body, link)
+        for (k, (name, kind, link)) in [(1u32, 3u32, 0u32), (11, 3, 0), (19, 2, 2), (27, 0x7000_0000, 3)]
+            .into_iter()
+            .enumerate()
+        {
+            let mut h = [0u8; 64];
+            h[0..4].copy_from_slice(&name.to_le_bytes());
+            h[4..8].copy_from_slice(&kind.to_le_bytes());
+            h[0x18..0x20].copy_from_slice(&(offsets[k] as u64).to_le_bytes());
+            h[0x20..0x28].copy_from_slice(&(bodies[k].len() as u64).to_le_bytes());
+            h[0x28..0x2c].copy_from_slice(&link.to_le_bytes());
+            elf.extend_from_slice(&h);
+        }
+        let got = function_registers(&elf).unwrap();
+        assert_eq!(got, vec![("helper".to_string(), 130), ("kernel".to_string(), 40)]);
+        assert!(function_registers(b"not an elf").is_err());
+        assert_eq!(
+            without_register_budgets(".entry k(\n)\n.maxnreg 128\n{\n}\n"),
+            ".entry k(\n)\n{\n}\n"
+        );
     }
 
     #[test]

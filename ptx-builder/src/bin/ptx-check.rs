@@ -4,7 +4,7 @@
 //! ```text
 //! ptx-check [--kernels DIR] [--archs 70,90] [--check-archs 70,80,90]
 //!           [--target-dir DIR] [--out DIR] [--toolchain NAME] [--fast-compile]
-//!           [--max-registers N]
+//!           [--max-registers N] [--functions N]
 //! ptx-check --ptx FILE:SM [--ptx FILE:SM ...] [--check-archs ...]
 //! ```
 //!
@@ -16,6 +16,12 @@
 //! `--max-registers N` fails when a kernel uses more than N registers on
 //! any check architecture ([`check::over_register_ceiling`]): CI holds
 //! the users' kernels (the examples) to 128, the project's ceiling.
+//!
+//! `--functions N` also assembles each PTX with `ptxas -c` (every
+//! function compiled on its own, the kernels' register budgets left out)
+//! and prints the N functions with the most registers
+//! ([`check::function_registers`]): which function of a kernel over its
+//! budget needs them.
 //!
 //! Fails (exit 1) when a PTX has no kernel entry point, when the lint finds an
 //! `atom`/`red` without explicit `.relaxed/.acquire/.release/.acq_rel` or any
@@ -36,10 +42,11 @@ struct Options {
     given_ptx: Vec<(u32, PathBuf)>,
     optimization: check::Optimization,
     max_registers: Option<u32>,
+    functions: Option<usize>,
 }
 
 const USAGE: &str = "usage: ptx-check [--kernels DIR] [--archs 70,90] [--check-archs 70,80,90] \
-[--target-dir DIR] [--out DIR] [--toolchain NAME] [--fast-compile] [--max-registers N] | --ptx FILE:SM ...";
+[--target-dir DIR] [--out DIR] [--toolchain NAME] [--fast-compile] [--max-registers N] [--functions N] | --ptx FILE:SM ...";
 
 fn parse_options() -> Result<Options, String> {
     // The workspace this binary belongs to.
@@ -55,6 +62,7 @@ fn parse_options() -> Result<Options, String> {
         given_ptx: Vec::new(),
         optimization: check::Optimization::Full,
         max_registers: None,
+        functions: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -73,6 +81,13 @@ fn parse_options() -> Result<Options, String> {
                     .parse()
                     .map_err(|_| format!("--max-registers wants a number of registers, got `{v}`"))?;
                 o.max_registers = Some(n);
+            }
+            "--functions" => {
+                let v = value()?;
+                let n = v
+                    .parse()
+                    .map_err(|_| format!("--functions wants a number of functions, got `{v}`"))?;
+                o.functions = Some(n);
             }
             "--ptx" => {
                 let v = value()?;
@@ -215,6 +230,29 @@ fn main() -> ExitCode {
         &lint,
     );
     println!("{report}");
+    if let (Some(n), Some(ptxas)) = (o.functions, &ptxas) {
+        for a in assemblies.iter().filter(|a| a.error.is_none()) {
+            match function_registers(ptxas, &a.ptx, &a.arch) {
+                Ok(list) => {
+                    println!(
+                        "functions of {} ({}), registers each, most first:",
+                        a.ptx.display(),
+                        a.arch
+                    );
+                    for (name, registers) in list.iter().take(n) {
+                        println!("  {registers:>4}  {name}");
+                    }
+                }
+                Err(e) => {
+                    eprintln!(
+                        "ptx-check: FAIL per-function registers of {}: {e}",
+                        a.ptx.display()
+                    );
+                    failed = true;
+                }
+            }
+        }
+    }
     if let Some(ceiling) = o.max_registers {
         let kernels: Vec<_> = assemblies
             .iter()
@@ -239,4 +277,35 @@ fn main() -> ExitCode {
         println!("ptx-check: ok");
         ExitCode::SUCCESS
     }
+}
+
+/// [`check::function_registers`] of `ptx` assembled for `arch` with
+/// `ptxas -c`, its register budgets left out; the relocatable cubin is
+/// written beside the PTX.
+fn function_registers(
+    ptxas: &std::path::Path,
+    ptx: &std::path::Path,
+    arch: &str,
+) -> Result<Vec<(String, u32)>, String> {
+    let text = std::fs::read_to_string(ptx).map_err(|e| format!("reading {}: {e}", ptx.display()))?;
+    let unbudgeted = ptx.with_extension(format!("{arch}.unbudgeted.ptx"));
+    std::fs::write(&unbudgeted, check::without_register_budgets(&text))
+        .map_err(|e| format!("writing {}: {e}", unbudgeted.display()))?;
+    let cubin = ptx.with_extension(format!("{arch}.relocatable.cubin"));
+    let out = std::process::Command::new(ptxas)
+        .arg(format!("-arch={arch}"))
+        .arg("-c")
+        .arg("-o")
+        .arg(&cubin)
+        .arg(&unbudgeted)
+        .output()
+        .map_err(|e| format!("running {}: {e}", ptxas.display()))?;
+    if !out.status.success() {
+        return Err(format!(
+            "ptxas -c failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let bytes = std::fs::read(&cubin).map_err(|e| format!("reading {}: {e}", cubin.display()))?;
+    check::function_registers(&bytes)
 }
