@@ -75,20 +75,8 @@ fn parse_options() -> Result<Options, String> {
             "--out" => o.out = PathBuf::from(value()?),
             "--toolchain" => o.toolchain = Some(value()?),
             "--fast-compile" => o.optimization = check::Optimization::FastCompile,
-            "--max-registers" => {
-                let v = value()?;
-                let n = v
-                    .parse()
-                    .map_err(|_| format!("--max-registers wants a number of registers, got `{v}`"))?;
-                o.max_registers = Some(n);
-            }
-            "--functions" => {
-                let v = value()?;
-                let n = v
-                    .parse()
-                    .map_err(|_| format!("--functions wants a number of functions, got `{v}`"))?;
-                o.functions = Some(n);
-            }
+            "--max-registers" => o.max_registers = Some(number(&a, "registers", value()?)?),
+            "--functions" => o.functions = Some(number(&a, "functions", value()?)?),
             "--ptx" => {
                 let v = value()?;
                 let (file, sm) = v
@@ -105,6 +93,13 @@ fn parse_options() -> Result<Options, String> {
         }
     }
     Ok(o)
+}
+
+/// The value of option `flag`, a number of `what`.
+fn number<T: std::str::FromStr>(flag: &str, what: &str, value: String) -> Result<T, String> {
+    value
+        .parse()
+        .map_err(|_| format!("{flag} wants a number of {what}, got `{value}`"))
 }
 
 fn main() -> ExitCode {
