@@ -774,8 +774,15 @@ pub(crate) fn indices(w: &World) -> core::ops::Range<u32> {
 #[inline(never)]
 pub(crate) fn wait(w: &World, i: u32, closed: impl FnOnce()) -> Result<Status, Error> {
     let mut closed = Some(closed);
+    // What the rank knows of itself: the idle key read only when a failed
+    // poll may have set it; a settled rank's wait record written alone,
+    // and no slot handed back after a poll (a poll that runs the engine
+    // unsettles it).
+    w.note_progress();
     crate::polling::wait_core_lazy(
-        w,
+        &w.core_settled(),
+        |_, what| w.record_wait(what),
+        || !w.known.settled(),
         || what(w, i),
         |b| {
             if is_complete(w, i) {
@@ -784,7 +791,7 @@ pub(crate) fn wait(w: &World, i: u32, closed: impl FnOnce()) -> Result<Status, E
                 }
                 return Some(collect(w, i));
             }
-            if crate::request::progress_requests(w) {
+            if w.progress_requests() {
                 b.progressed();
             }
             None

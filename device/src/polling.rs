@@ -252,7 +252,7 @@ pub(crate) fn wait_core<T>(
     poll: impl FnMut(&mut Backoff) -> Option<Result<T, Error>>,
 ) -> Result<T, Error> {
     c.note_progress();
-    wait_from(c, None, || what, Start::Fresh, poll)
+    wait_from(c, recorded, always, || what, Start::Fresh, poll)
 }
 
 /// [`wait_core`] for a call that has polled once already, out of the loop
@@ -273,7 +273,8 @@ pub(crate) fn wait_core_polled<T>(
     }
     wait_from(
         c,
-        None,
+        recorded,
+        always,
         || what,
         if polled { Start::Polled } else { Start::Fresh },
         poll,
@@ -293,24 +294,37 @@ pub(crate) fn wait_recorded<T>(
     what: WaitFor,
     poll: impl FnMut(&mut Backoff) -> Option<Result<T, Error>>,
 ) -> Result<T, Error> {
-    wait_from(c, None, || what, Start::Recorded, poll)
+    wait_from(c, recorded, always, || what, Start::Recorded, poll)
 }
 
-/// [`wait_core`] on world `w` whose [`WaitFor`] is worked out only if the
-/// first poll fails (a non-blocking collective's request reads it from
-/// the rank's cell: a load a wait that succeeds at once does without),
-/// with what the rank knows of itself ([`World::known`]): the idle key is
-/// read only when a failed poll may have set it, and a settled rank's
-/// wait writes its record alone ([`World::record_wait`]) and hands back
-/// no slot after a poll (a poll that runs the engine unsettles it).
+/// A wait's record as [`Core::record_wait`] writes it (the wrappers but
+/// [`wait_core_lazy`]).
+fn recorded(c: &Core, what: WaitFor) {
+    c.record_wait(what)
+}
+
+/// The rank may hold deferred slots (the wrappers but [`wait_core_lazy`]).
+fn always() -> bool {
+    true
+}
+
+/// [`wait_core`] whose [`WaitFor`] is worked out only if the first poll
+/// fails (a non-blocking collective's request reads it from the rank's
+/// cell: a load a wait that succeeds at once does without), for a caller
+/// that knows more of the rank than its memory says (the `World`'s
+/// `RankState`): `record` writes the wait record at the first failed
+/// poll (a settled rank's alone), and `unsettled` says whether the rank
+/// may hold deferred slots to hand back after a poll that progressed.
+/// The caller notes its progress itself.
 #[inline(always)]
 pub(crate) fn wait_core_lazy<T>(
-    w: &crate::communicator::World,
+    c: &Core,
+    record: impl Fn(&Core, WaitFor),
+    unsettled: impl Fn() -> bool,
     what: impl Fn() -> WaitFor,
     poll: impl FnMut(&mut Backoff) -> Option<Result<T, Error>>,
 ) -> Result<T, Error> {
-    w.note_progress();
-    wait_from(&w.core_settled(), Some(w), what, Start::Fresh, poll)
+    wait_from(c, record, unsettled, what, Start::Fresh, poll)
 }
 
 /// How a wait loop ([`wait_from`]) starts.
@@ -333,7 +347,8 @@ enum Start {
 #[inline(always)]
 fn wait_from<T>(
     c: &Core,
-    world: Option<&crate::communicator::World>,
+    record: impl Fn(&Core, WaitFor),
+    unsettled: impl Fn() -> bool,
     what: impl Fn() -> WaitFor,
     start: Start,
     mut poll: impl FnMut(&mut Backoff) -> Option<Result<T, Error>>,
@@ -364,10 +379,7 @@ fn wait_from<T>(
         if polls == 0 {
             backoff.set_max_ns(c.backoff_max_ns());
             if start != Start::Recorded {
-                match world {
-                    Some(w) => w.record_wait(what()),
-                    None => c.record_wait(what()),
-                }
+                record(c, what());
             }
             if c.timeout_ns() != 0 {
                 mine!(c, wait_since = shim::clock_ns());
@@ -383,7 +395,7 @@ fn wait_from<T>(
             // after one that did not there is nothing new to return (the
             // first poll's `record_wait` returned what there was; a
             // settled rank has none).
-            if world.is_none_or(|w| !w.known.settled()) {
+            if unsettled() {
                 crate::slot_return::return_deferred(c);
             }
         }

@@ -390,7 +390,7 @@ impl<'a, 's> Request<'a, 's> {
             return Some(Ok(empty()));
         };
         let i = self.index;
-        let progressed = progress_requests(w);
+        let progressed = w.progress_requests();
         if let Some(r) = collect(self) {
             w.note_progress();
             return Some(r);
@@ -463,26 +463,14 @@ fn is_done(r: &Request<'_, '_>) -> bool {
 
 /// One round of progress of `w`'s engine; true if anything moved.
 fn progress_now(w: &World) -> bool {
-    progress_requests(w)
+    w.progress_requests()
 }
 
 /// [`progress_now`] inside a wait: tells the backoff.
 fn pump(w: &World, b: &mut crate::shim::Backoff) {
-    if progress_requests(w) {
+    if w.progress_requests() {
         b.progressed();
     }
-}
-
-/// One round of the engine's progress for a wait or test on requests:
-/// none while the rank holds no request record (`World::records` 0),
-/// whose active list is then empty (a blocking call's records leave it
-/// before the call returns), so that a wait or test on non-blocking
-/// collectives alone, which complete without any pass, reads neither the
-/// list nor the inbox at every poll. Messages that arrive meanwhile wait
-/// in the inbox for the next receive, which looks there first; no send
-/// of another rank needs this rank's pass before it posts a receive.
-pub(crate) fn progress_requests(w: &World) -> bool {
-    w.records.get() != 0 && engine::progress(w.core())
 }
 
 fn many(operation: Call, n: usize) -> WaitFor {
