@@ -1144,6 +1144,16 @@ fn drain_matching<const MATCH: bool, const FULL: bool>(
                 older = load_at(at, SlotWord::Link);
             }
         }
+        if MATCH && best_is_last && node == top && older == LINK_NONE {
+            // The inbox held this one message, and the receive takes it:
+            // it never enters the unexpected queue, which is not touched
+            // (`unlink` has nothing to undo), nor are its link and state:
+            // the receive's start writes the state next (only this rank
+            // acts on the slot meanwhile, and no scan for `ARRIVED` runs
+            // before it).
+            best.link = LINK_PENDING;
+            return (true, best);
+        }
         store_at(at, SlotWord::Link, newer);
         if newer != LINK_NONE {
             store(w, newer - 1, SlotWord::Back, node);
@@ -1157,13 +1167,6 @@ fn drain_matching<const MATCH: bool, const FULL: bool>(
     if FULL && best.id1 != 0 && best.id1 != top {
         let id = best.id1 - 1;
         best.arrived = Arrived::load(w.slot_header(id), id);
-    }
-    if MATCH && best_is_last && newer == top {
-        // The inbox held one message, and the receive takes it: it never
-        // enters the unexpected queue, which is not touched (`unlink` has
-        // nothing to undo).
-        best.link = LINK_PENDING;
-        return (true, best);
     }
     let tail = mine!(w, queue_tail);
     if best_is_last {
