@@ -582,20 +582,6 @@ impl World {
     pub(crate) fn record(&self, index: u32) -> *mut crate::records::RequestRecord {
         self.core().record(index)
     }
-
-    /// One round of the engine's progress for a wait or test on requests:
-    /// none while the rank holds no request record (`World::records` 0),
-    /// whose active list is then empty (a blocking call's records leave
-    /// it before the call returns), so that a wait or test on non-blocking
-    /// collectives alone, which complete without any pass, reads neither
-    /// the list nor the inbox at every poll. Messages that arrive
-    /// meanwhile wait in the inbox for the next receive, which looks there
-    /// first; no send of another rank needs this rank's pass before it
-    /// posts a receive.
-    #[inline(always)]
-    pub(crate) fn progress_requests(&self) -> bool {
-        self.records.get() != 0 && crate::engine::progress(self.core())
-    }
 }
 
 impl World {

@@ -729,6 +729,19 @@ impl Tree {
     }
 }
 
+/// One round of the engine's progress for a wait or test on requests:
+/// none while the rank holds no request record (`World::records` 0),
+/// whose active list is then empty (a blocking call's records leave it
+/// before the call returns), so that a wait or test on non-blocking
+/// collectives alone, which complete without any pass, reads neither the
+/// list nor the inbox at every poll. Messages that arrive meanwhile wait
+/// in the inbox for the next receive, which looks there first; no send
+/// of another rank needs this rank's pass before it posts a receive.
+#[inline(always)]
+pub(crate) fn progress_requests(w: &World) -> bool {
+    w.records.get() != 0 && crate::engine::progress(w.core())
+}
+
 /// Whether request index `i` names a non-blocking collective.
 pub(crate) fn is_immediate(i: u32) -> bool {
     i >= IMMEDIATE_INDEX
@@ -791,7 +804,7 @@ pub(crate) fn wait(w: &World, i: u32, closed: impl FnOnce()) -> Result<Status, E
                 }
                 return Some(collect(w, i));
             }
-            if w.progress_requests() {
+            if progress_requests(w) {
                 b.progressed();
             }
             None

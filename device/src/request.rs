@@ -390,7 +390,7 @@ impl<'a, 's> Request<'a, 's> {
             return Some(Ok(empty()));
         };
         let i = self.index;
-        let progressed = w.progress_requests();
+        let progressed = immediate::progress_requests(w);
         if let Some(r) = collect(self) {
             w.note_progress();
             return Some(r);
@@ -463,12 +463,12 @@ fn is_done(r: &Request<'_, '_>) -> bool {
 
 /// One round of progress of `w`'s engine; true if anything moved.
 fn progress_now(w: &World) -> bool {
-    w.progress_requests()
+    immediate::progress_requests(w)
 }
 
 /// [`progress_now`] inside a wait: tells the backoff.
 fn pump(w: &World, b: &mut crate::shim::Backoff) {
-    if w.progress_requests() {
+    if immediate::progress_requests(w) {
         b.progressed();
     }
 }
