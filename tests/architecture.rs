@@ -60,6 +60,7 @@ const HOST_LAYERS: &[&[&str]] = &[
     &["launch"],
     &["backend"],
     &["cpu", "cuda"],
+    &["distributed"],
     &["device"],
     &["pack", "explore"],
 ];

@@ -21,7 +21,7 @@
 //! tag (MPI 3.5 and 7.1.2).
 
 use crate::error::Error;
-use crate::layout::{Layout, LAYOUT_OFFSET, MAGIC, VERSION};
+use crate::layout::{Layout, FLAG_ACROSS_PROCESSES, LAYOUT_OFFSET, MAGIC, VERSION};
 use crate::polling::{Call, WaitFor};
 use crate::records::{CommWord, Core};
 use crate::shim::{self, Backoff};
@@ -555,6 +555,14 @@ impl World {
     #[inline(always)]
     pub(crate) fn max_message_bytes(&self) -> u32 {
         self.core_settled().max_message_bytes()
+    }
+
+    /// Whether the world spreads over processes (docs/distributed.md):
+    /// then its collectives fail with [`Error::AcrossProcesses`] on every
+    /// rank (they read every rank's memory in this one).
+    #[inline(always)]
+    pub(crate) fn across_processes(&self) -> bool {
+        self.core_settled().flags() & FLAG_ACROSS_PROCESSES != 0
     }
 
     /// The engine's copy of this world's addresses, for a call that may

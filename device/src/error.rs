@@ -155,6 +155,9 @@ const WINDOW_ALLOCATION: u32 = 2;
 /// Word 2 of an `MPI_ERR_TYPE` result record that is an
 /// [`Error::RmaType`]: a tag no message has (tags are non-negative).
 const RMA_TYPE: u32 = -3i32 as u32;
+/// Word 2 of an `MPI_ERR_OTHER` result record that is an
+/// [`Error::AcrossProcesses`] (an [`Error::Application`] has 0 there).
+const ACROSS_PROCESSES: u32 = 1;
 /// Word 2 of an `MPI_ERR_WIN` result record that is an
 /// [`Error::WindowMemory`] (a [`Error::WindowLimit`] has 0 there).
 const WINDOW_MEMORY: u32 = 1;
@@ -426,6 +429,15 @@ pub enum Error {
         /// Bytes of the rank's scratch left, before alignment.
         available: u32,
     },
+    /// A world collective, non-blocking collective or communicator
+    /// creation in a world spread over processes (`mpiexec`;
+    /// docs/distributed.md), which does not carry them yet (class
+    /// `MPI_ERR_OTHER`): every rank that enters one gets this error and
+    /// nothing is moved. Point-to-point crosses processes.
+    AcrossProcesses {
+        /// The collective ([`crate::polling::Call`] code).
+        operation: u32,
+    },
     /// [`World::scratch`](crate::World::scratch) while a
     /// [`Scratch`](crate::kernel::Scratch) of the same rank is alive (class
     /// `MPI_ERR_NO_MEM`): a rank has one at a time.
@@ -529,7 +541,7 @@ impl Error {
             Error::Intern => ErrorClass::Intern,
             Error::OutOfBounds { .. } => ErrorClass::Arg,
             Error::RequestLimit { .. } | Error::ImmediateLimit { .. } => ErrorClass::Request,
-            Error::Application { .. } => ErrorClass::Other,
+            Error::Application { .. } | Error::AcrossProcesses { .. } => ErrorClass::Other,
             Error::CommunicatorLimit { .. } => ErrorClass::Comm,
             Error::CollectiveMismatch { .. } => ErrorClass::Count,
             Error::NegativeCount { .. } => ErrorClass::Count,
@@ -581,6 +593,7 @@ impl Error {
             Error::RequestLimit { limit } => [c, limit, 0, 0, 0],
             Error::ImmediateLimit { limit } => [c, limit, IMMEDIATE_LIMIT, 0, 0],
             Error::Application { code } => [c, code, 0, 0, 0],
+            Error::AcrossProcesses { operation } => [c, 0, ACROSS_PROCESSES, operation, 0],
             Error::CommunicatorLimit { limit } => [c, limit, 0, 0, 0],
             Error::ImmediateOnSubCommunicator { context } => [c, context, IMMEDIATE_ON_SUB, 0, 0],
             Error::ScratchExhausted { requested, available } => [c, requested, available, 0, 0],
@@ -674,6 +687,7 @@ impl Error {
             },
             ErrorClass::Request if w[2] == IMMEDIATE_LIMIT => Error::ImmediateLimit { limit: w[1] },
             ErrorClass::Request => Error::RequestLimit { limit: w[1] },
+            ErrorClass::Other if w[2] == ACROSS_PROCESSES => Error::AcrossProcesses { operation: w[3] },
             ErrorClass::Other => Error::Application { code: w[1] },
             ErrorClass::Comm if w[2] == IMMEDIATE_ON_SUB => {
                 Error::ImmediateOnSubCommunicator { context: w[1] }
@@ -766,6 +780,10 @@ impl fmt::Display for Error {
                 "more than {limit} non-blocking collectives outstanding on one communicator: complete one (wait or test) before starting another"
             ),
             Error::Application { code } => write!(f, "the kernel failed with application code {code}"),
+            Error::AcrossProcesses { operation } => match crate::codes::Call::from_code(operation) {
+                Some(call) => write!(f, "{call:?} in a world across processes: collectives do not cross processes yet (docs/distributed.md)"),
+                None => write!(f, "a collective in a world across processes: collectives do not cross processes yet (docs/distributed.md)"),
+            },
             Error::ImmediateOnSubCommunicator { context } => write!(
                 f,
                 "non-blocking collective on sub-communicator context {context}: the world was launched without their state (WorldSpec::immediate_on_communicators)"

@@ -71,6 +71,11 @@ pub const FLAG_FORCE_STREAMING: u32 = 1;
 /// sub-communicators have them too; without it they fail with
 /// `MPI_ERR_COMM`.
 pub const FLAG_IMMEDIATE_COMMUNICATORS: u32 = 2;
+/// `WorldConfig::flags`: the world spreads over processes (`mpiexec`;
+/// docs/distributed.md). Set by the host; the collectives that need every
+/// rank's memory in this process fail with `MPI_ERR_OTHER`
+/// (`Error::AcrossProcesses`) on every rank that enters them.
+pub const FLAG_ACROSS_PROCESSES: u32 = 4;
 
 /// Longest sleep between two polls of a GPU wait when the world's config
 /// says 0 (`WorldConfig::backoff_max_ns`).

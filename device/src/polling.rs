@@ -169,13 +169,15 @@ impl Core {
 /// barrier: an `Error` held there, or returned from an out-of-line
 /// function, lives in local memory on nvptx. A `Timeout` takes its fields
 /// from the barrier's [`WaitFor`] when the word is turned back into an
-/// error ([`barrier_error`]); any other error than `Timeout` and `Aborted`
-/// (none of the barrier's waits returns one) becomes `Intern`.
+/// error ([`barrier_error`]); `AcrossProcesses` (a world barrier across
+/// processes) keeps its operation; any other error than these three (none
+/// of the barrier's waits returns one) becomes `Intern`.
 #[inline(always)]
 pub(crate) fn barrier_word(e: Error) -> u64 {
     match e {
         Error::Timeout { .. } => ErrorClass::Timeout as u64,
         Error::Aborted { by_rank } => (u64::from(by_rank) << 32) | ErrorClass::Aborted as u64,
+        Error::AcrossProcesses { operation } => (u64::from(operation) << 32) | ErrorClass::Other as u64,
         _ => ErrorClass::Intern as u64,
     }
 }
@@ -191,6 +193,9 @@ pub(crate) fn barrier_error(word: u64, what: WaitFor) -> Error {
         },
         Some(ErrorClass::Aborted) => Error::Aborted {
             by_rank: (word >> 32) as u32,
+        },
+        Some(ErrorClass::Other) => Error::AcrossProcesses {
+            operation: (word >> 32) as u32,
         },
         _ => Error::Intern,
     }
@@ -448,6 +453,10 @@ mod tests {
             assert_ne!(w, 0);
             assert_eq!(barrier_error(w, WHAT), Error::Aborted { by_rank });
         }
+        let across = Error::AcrossProcesses {
+            operation: Call::Reduce as u32,
+        };
+        assert_eq!(barrier_error(barrier_word(across), WHAT), across);
     }
 
     #[test]

@@ -168,6 +168,9 @@ pub struct BlockedRank {
     pub rank: u32,
     /// What it was doing.
     pub state: BlockedState,
+    /// The process that ran it: 0 but in a world across processes
+    /// (docs/distributed.md).
+    pub process: u32,
 }
 
 /// A message that was sent and never received: still in its sender's outbox
@@ -577,7 +580,11 @@ impl DeadlockReport {
                     }
                     _ => BlockedState::Running,
                 };
-                BlockedRank { rank, state }
+                BlockedRank {
+                    rank,
+                    state,
+                    process: 0,
+                }
             })
             .collect();
         let unreceived = unreceived_messages(memory, layout);
@@ -894,6 +901,23 @@ impl fmt::Display for DeadlockReport {
         if all.len() > PRINTED_GROUPS {
             let more: u32 = all[PRINTED_GROUPS..].iter().map(|(a, b, _)| b - a + 1).sum();
             write!(f, "; ... and {more} more ranks")?;
+        }
+        if self.ranks.iter().any(|r| r.process != 0) {
+            // Each process runs a contiguous range of ranks.
+            f.write_str("\nprocesses: ")?;
+            let mut first = 0;
+            for (i, r) in self.ranks.iter().enumerate() {
+                let last = self.ranks.get(i + 1).is_none_or(|n| n.process != r.process);
+                if last {
+                    let sep = if first == 0 { "" } else { ", " };
+                    write!(
+                        f,
+                        "{sep}{} runs ranks {}-{}",
+                        r.process, self.ranks[first].rank, r.rank
+                    )?;
+                    first = i + 1;
+                }
+            }
         }
         section(f, "unreceived messages", &self.unreceived)?;
         let receives: Vec<Group> = groups(self.waiting_receives())

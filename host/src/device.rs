@@ -176,8 +176,36 @@ impl Device {
     /// them ([`CpuOptions::from_env`]: `GPU_MPI_MODEL`, the timing mode;
     /// `GPU_MPI_STACK_BYTES`, each rank's stack): what [`Device::open`]
     /// gives for the cpu backend.
+    ///
+    /// With the `distributed` feature, in a program started by `mpiexec`
+    /// with more than one process, its worlds spread over the processes
+    /// (docs/distributed.md; [`Device::process`]).
     pub fn cpu_from_env() -> Result<Device, HostError> {
-        Ok(Device::cpu_with(CpuOptions::from_env()?))
+        let options = CpuOptions::from_env()?;
+        #[cfg(feature = "distributed")]
+        if let Some(processes) = crate::distributed::Processes::from_env()? {
+            return Ok(Device {
+                backend: AnyBackend::Cpu(CpuDevice::spread(
+                    options,
+                    processes as &'static dyn crate::cpu::Spread,
+                )),
+                types: Default::default(),
+            });
+        }
+        Ok(Device::cpu_with(options))
+    }
+
+    /// This process's index among the processes a world spreads over and
+    /// their count: `(0, 1)` but in a program built with the `distributed`
+    /// feature and started by `mpiexec -n P` (docs/distributed.md), where
+    /// process `p` of `P` runs world ranks `p × n .. (p + 1) × n` of each
+    /// launch of `n` ranks per process. What a host program prints once,
+    /// it prints where the index is 0.
+    pub fn process(&self) -> (u32, u32) {
+        match &self.backend {
+            AnyBackend::Cpu(d) => d.process(),
+            AnyBackend::Cuda(_) => (0, 1),
+        }
     }
 
     /// The CPU emulator with these options.
@@ -222,6 +250,20 @@ impl Device {
         kind: BackendKind,
         cuda: impl FnOnce() -> Result<CudaDevice, HostError>,
     ) -> Result<Device, HostError> {
+        // A world across processes runs on the emulator: each process's
+        // kernel on its own GPU, the relay over mapped host memory, is
+        // pending (docs/distributed.md).
+        #[cfg(feature = "distributed")]
+        if kind != BackendKind::Cpu && crate::distributed::Processes::from_env()?.is_some() {
+            if kind == BackendKind::Cuda {
+                return Err(crate::error::DistributedError::Unsupported {
+                    what: "the cuda backend",
+                }
+                .into());
+            }
+            eprintln!("gpu-mpi: a world across processes runs on the cpu backend (the GPU path is pending)");
+            return Device::cpu_from_env();
+        }
         match kind {
             BackendKind::Cpu => Device::cpu_from_env(),
             BackendKind::Cuda => Ok(Device {

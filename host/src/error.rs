@@ -164,6 +164,10 @@ pub enum HostError {
     /// A buffer was used in a way its size or backend does not allow.
     #[error("invalid buffer use: {0}")]
     Buffer(#[from] BufferError),
+    /// A world spread over processes (`mpiexec`) cannot be launched as asked
+    /// (docs/distributed.md).
+    #[error("world across processes: {0}")]
+    Distributed(#[from] DistributedError),
 }
 
 impl fmt::Debug for HostError {
@@ -565,6 +569,32 @@ impl fmt::Display for FailedRanks<'_> {
         }
         Ok(())
     }
+}
+
+/// Why a world spread over processes cannot be launched as asked.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DistributedError {
+    /// MPI could not be started, or a process's part disagrees with the
+    /// others'.
+    #[error("MPI: {0}")]
+    Mpi(String),
+    /// The launch asks for what only a one-process world has (a seeded
+    /// schedule, the timing model).
+    #[error("{what} is not available in a world across processes (docs/distributed.md)")]
+    Unsupported {
+        /// What was asked.
+        what: &'static str,
+    },
+    /// The processes launched different worlds (their sizes or kernels differ).
+    #[error("process {process} launched {theirs}, this one {ours}")]
+    Mismatch {
+        /// The other process.
+        process: u32,
+        /// What it launched.
+        theirs: String,
+        /// What this one launched.
+        ours: String,
+    },
 }
 
 #[cfg(test)]

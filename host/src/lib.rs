@@ -45,6 +45,8 @@ pub mod cuda;
 pub mod datatype;
 mod deadlock;
 mod device;
+#[cfg(feature = "distributed")]
+pub mod distributed;
 mod error;
 pub mod explore;
 mod images;
@@ -60,8 +62,8 @@ pub use cpu::{CpuDevice, CpuOptions, Schedule};
 pub use datatype::{CommittedType, DatatypeError, Order, PackStrategy, Primitive, UserDatatype};
 pub use device::{Device, DeviceBuffer, DeviceDescription};
 pub use error::{
-    AllocError, BufferError, CopyDirection, CudaError, DriverFailure, HostError, NoGpu, OptionError,
-    Resource, StuckReason,
+    AllocError, BufferError, CopyDirection, CudaError, DistributedError, DriverFailure, HostError, NoGpu,
+    OptionError, Resource, StuckReason,
 };
 pub use explore::{explore, Exploration, ExploreOptions, Outcome, OutcomeKind};
 pub use images::{KernelImages, KernelParts};

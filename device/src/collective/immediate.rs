@@ -464,6 +464,10 @@ fn start<'a, 's, F: Fold>(
     mut s: Start,
     fold: &F,
 ) -> Result<Request<'a, 's>, Error> {
+    if w.across_processes() {
+        // Every rank reads the same flag: all fail, none starts.
+        return Err(Error::AcrossProcesses { operation: 0 });
+    }
     let id = scope.attach(w)?;
     if sp.id != 0 {
         // SAFETY: the rank's own record; plain writes of words only it

@@ -338,6 +338,12 @@ impl World {
         recorded: bool,
     ) -> Result<bool, Error> {
         const { assert!(key_fits(N)) };
+        if self.across_processes() {
+            // Every rank reads the same flag: all fail, none arrives.
+            return Err(Error::AcrossProcesses {
+                operation: what.operation as u32,
+            });
+        }
         if !recorded {
             self.record_wait(what);
         }

@@ -19,12 +19,12 @@ pub use crate::schedule::{Schedule, PCT_STEPS_PER_RANK};
 pub use memory::CpuBuffer;
 
 use crate::backend::{self, Backend, Order, Ran, RunStats};
-use crate::error::{AllocError, HostError, OptionError};
+use crate::error::{AllocError, DistributedError, HostError, OptionError};
 use crate::launch::{LaunchReport, TracedLaunch};
 use crate::model::Profile;
 use crate::spec::Residency;
 use bytemuck::Pod;
-use gpu_mpi_device::abi::layout::Layout;
+use gpu_mpi_device::abi::layout::{Layout, FLAG_ACROSS_PROCESSES};
 use gpu_mpi_device::abi::WorldConfig;
 use gpu_mpi_device::Kernel;
 use scheduler::{Outcome, Run};
@@ -160,12 +160,60 @@ fn parse_stack_bytes(v: &str) -> Option<usize> {
 #[derive(Clone, Debug, Default)]
 pub struct CpuDevice {
     options: CpuOptions,
+    /// The processes a world spreads over (`mpiexec`), if more than one.
+    processes: Option<&'static dyn Spread>,
+}
+
+/// What spreads a world over processes (docs/distributed.md): the
+/// `distributed` module's, with the feature of that name; the emulator
+/// runs its share of the blocks with the relay beside, then merges.
+pub(crate) trait Spread: Sync + std::fmt::Debug {
+    /// This process's index.
+    fn index(&self) -> u32;
+    /// How many processes there are.
+    fn count(&self) -> u32;
+    /// The relay of a run whose processes hold `ranks_per_process` ranks.
+    fn relay(&self, ranks_per_process: u32) -> Box<dyn scheduler::Relay + '_>;
+    /// After the run: the processes' parts of the world, exchanged into
+    /// `world`, and how the whole world's run ended (see
+    /// `distributed::merge`).
+    #[allow(clippy::too_many_arguments)]
+    fn merge(
+        &self,
+        layout: &Layout,
+        world: &mut [u8],
+        ranks: std::ops::Range<u32>,
+        outcome: Outcome,
+        parked: &[u64],
+        elapsed: std::time::Duration,
+        stack_bytes: usize,
+    ) -> Result<RunStats, HostError>;
 }
 
 impl CpuDevice {
     /// An emulated device with these options.
     pub fn new(options: CpuOptions) -> CpuDevice {
-        CpuDevice { options }
+        CpuDevice {
+            options,
+            processes: None,
+        }
+    }
+
+    /// An emulated device whose worlds spread over `processes`
+    /// (docs/distributed.md): each launch's world has `processes.count()`
+    /// times the ranks its spec asks for, this process running its share.
+    #[cfg_attr(not(feature = "distributed"), allow(dead_code))]
+    pub(crate) fn spread(options: CpuOptions, processes: &'static dyn Spread) -> CpuDevice {
+        CpuDevice {
+            options,
+            processes: Some(processes),
+        }
+    }
+
+    /// The processes a world spreads over: this one's index and their
+    /// count (`(0, 1)` without `mpiexec`).
+    pub fn process(&self) -> (u32, u32) {
+        self.processes.map_or((0, 1), |p| (p.index(), p.count()))
     }
 
     /// The device's options.
@@ -246,6 +294,30 @@ impl Backend for CpuDevice {
         CpuDevice::residency(self, block_dim)
     }
 
+    /// Each process's device holds its own share of a world across
+    /// processes.
+    fn check_fits(&self, kernel: &str, config: &WorldConfig) -> Result<(), HostError> {
+        let ranks = if config.flags & FLAG_ACROSS_PROCESSES != 0 {
+            config.ranks / self.process().1
+        } else {
+            config.ranks
+        };
+        backend::Backend::kernel_residency(self, kernel, config.block_dim)?.check(ranks)
+    }
+
+    /// A world across processes has every process's ranks.
+    fn complete(&self, config: WorldConfig) -> WorldConfig {
+        let (_, count) = self.process();
+        if count < 2 || config.flags & FLAG_ACROSS_PROCESSES != 0 {
+            return config;
+        }
+        WorldConfig {
+            ranks: config.ranks.saturating_mul(count),
+            flags: config.flags | FLAG_ACROSS_PROCESSES,
+            ..config
+        }
+    }
+
     fn alloc_zeroed(&self, bytes: usize) -> Result<CpuBuffer, HostError> {
         CpuBuffer::zeroed(bytes)
     }
@@ -275,6 +347,13 @@ impl Backend for CpuDevice {
         layout: &Layout,
         order: Order<'_>,
     ) -> Result<Ran<CpuBuffer>, HostError> {
+        let (index, count) = self.process();
+        if count > 1 {
+            across_processes(
+                order.model.or(self.options.model).is_some(),
+                order.schedule.unwrap_or(self.options.schedule),
+            )?;
+        }
         let mut world = CpuBuffer::zeroed(layout.total)?;
         config.write_header(world.as_mut_slice())?;
         let o = &self.options;
@@ -286,10 +365,14 @@ impl Backend for CpuDevice {
         let workers = o.workers.clamp(1, layout.blocks as usize);
         let timeout = (config.timeout_ns != 0).then(|| std::time::Duration::from_nanos(config.timeout_ns));
         let start = Instant::now();
+        let per_process = layout.blocks / count;
+        let blocks = index * per_process..(index + 1) * per_process;
+        let relay = self.processes.map(|p| p.relay(layout.ranks / count));
         // SAFETY: `world` holds `layout.total` bytes laid out for `config`
-        // with the header written, and lives (unused by anything else) until
-        // after `run` returns, which joins every worker.
-        let outcome = unsafe {
+        // with the header written, and lives (unused by anything else but
+        // the relay, which touches it as the ranks do) until after `run`
+        // returns, which joins every worker and the relay.
+        let (outcome, parked) = unsafe {
             Run {
                 entry: kernel.entry,
                 world: world.as_ptr(),
@@ -302,10 +385,26 @@ impl Backend for CpuDevice {
                 local_stacks: o.local_stacks,
                 model: order.model.or(o.model),
                 model_log: order.model_log.or(o.model_log),
+                blocks: blocks.clone(),
+                relay: relay.as_deref(),
             }
-            .run()
+            .run_parked()
         };
         let elapsed = start.elapsed();
+        drop(relay);
+        if let Some(processes) = self.processes {
+            let ranks = blocks.start * layout.block_dim..blocks.end * layout.block_dim;
+            let outcome = processes.merge(
+                layout,
+                world.as_mut_slice(),
+                ranks,
+                outcome,
+                &parked,
+                elapsed,
+                stacks.stack_bytes(),
+            );
+            return Ok(Ran { world, outcome });
+        }
         let outcome = match outcome {
             Outcome::Finished { sync, model } => Ok(RunStats {
                 elapsed,
@@ -316,6 +415,7 @@ impl Backend for CpuDevice {
             Outcome::Panicked { rank, message } => Err(HostError::RankPanicked { rank, message }),
             Outcome::WarpMismatch { rank, message } => Err(HostError::WarpMismatch { rank, message }),
             Outcome::NoThread(source) => Err(AllocError::WorkerThread { source }.into()),
+            Outcome::Remote => unreachable!("only a relay ends a run for another process"),
             Outcome::StackOverflow { rank } => Err(HostError::StackOverflow {
                 rank,
                 stack_bytes: stacks.stack_bytes(),
@@ -327,6 +427,18 @@ impl Backend for CpuDevice {
     fn world_bytes(world: &CpuBuffer) -> &[u8] {
         world.as_slice()
     }
+}
+
+/// Refuses what a world across processes cannot do on the emulator.
+fn across_processes(model: bool, schedule: Schedule) -> Result<(), HostError> {
+    let unsupported = |what| Err(DistributedError::Unsupported { what }.into());
+    if model {
+        return unsupported("the timing model");
+    }
+    if schedule != Schedule::Parallel {
+        return unsupported("a seeded schedule");
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -184,6 +184,7 @@ use gpu_mpi_device::abi::shim::{resolve_warp, Coordinates, WarpCall, WarpOp, SHA
 use std::cell::Cell;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::ops::Range;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::{Condvar, Mutex, MutexGuard};
@@ -252,6 +253,157 @@ pub(crate) enum Outcome {
     },
     /// A worker thread could not be started.
     NoThread(std::io::Error),
+    /// Another process of the world ended its run early (its relay said
+    /// so); the outcome is that process's.
+    #[cfg_attr(not(feature = "distributed"), allow(dead_code))]
+    Remote,
+}
+
+/// What carries messages between this process's world memory and the other
+/// processes' in a world spread over processes (`crate::distributed`): it
+/// serves for the whole run, on a thread of its own, and ends it.
+pub(crate) trait Relay: Sync {
+    /// Moves messages until the whole world (every process) has finished
+    /// or can never progress again, then returns; a run whose ranks can no
+    /// longer progress is ended with [`LocalRun::end_deadlocked`] first.
+    fn serve(&self, local: &LocalRun<'_, '_>);
+}
+
+/// A relay's view of the local run ([`Relay::serve`]).
+pub(crate) struct LocalRun<'s, 'a> {
+    shared: &'s Shared<'a>,
+    blocks: Range<u32>,
+}
+
+/// Where the local run stands ([`LocalRun::state`]).
+#[cfg_attr(not(feature = "distributed"), allow(dead_code))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LocalState {
+    /// A rank may still progress on its own.
+    Busy,
+    /// No local rank can progress until the world memory changes: every
+    /// worker with live ranks sleeps quiet at this epoch (a rank lives).
+    Quiet(u64),
+    /// Every local rank returned.
+    Finished,
+    /// The run ended early (a panic, a stack overflow, a warp mismatch).
+    Ended,
+}
+
+#[cfg_attr(not(feature = "distributed"), allow(dead_code))]
+impl LocalRun<'_, '_> {
+    /// The world memory.
+    pub(crate) fn world(&self) -> *mut u8 {
+        self.shared.world.0 as *mut u8
+    }
+
+    /// Its layout.
+    pub(crate) fn layout(&self) -> &Layout {
+        self.shared.layout
+    }
+
+    /// The ranks this process runs.
+    pub(crate) fn ranks(&self) -> Range<u32> {
+        let d = self.shared.layout.block_dim;
+        self.blocks.start * d..self.blocks.end * d
+    }
+
+    /// The epoch now (SeqCst): read before the relay looks at the world, so
+    /// that [`LocalState::Quiet`] at the same epoch after says no rank
+    /// wrote since.
+    pub(crate) fn epoch(&self) -> u64 {
+        self.shared.epoch.load(SeqCst)
+    }
+
+    /// The relay wrote world memory that a rank may read: progress. The
+    /// epoch moves (SeqCst, after the writes) and sleeping workers wake,
+    /// as after a worker's progressing pass.
+    pub(crate) fn progressed(&self) {
+        let s = self.shared;
+        s.epoch.fetch_add(1, SeqCst);
+        if s.sleepers.load(SeqCst) > 0 {
+            let _g = lock(&s.coord);
+            s.wake.notify_all();
+        }
+    }
+
+    /// Where the local run stands now.
+    pub(crate) fn state(&self) -> LocalState {
+        let s = self.shared;
+        let g = lock(&s.coord);
+        if g.outcome.is_some() || s.stop.load(SeqCst) {
+            return LocalState::Ended;
+        }
+        if g.active.iter().all(|&a| !a) {
+            return LocalState::Finished;
+        }
+        let e = s.epoch.load(SeqCst);
+        // The same rule as a worker's deadlock rule (module documentation),
+        // without its declaration: every worker with live ranks is asleep
+        // quiet at the current epoch.
+        let quiet = (0..g.active.len()).all(|w| !g.active[w] || g.asleep_at[w] == Some(e));
+        if quiet {
+            LocalState::Quiet(e)
+        } else {
+            LocalState::Busy
+        }
+    }
+
+    /// Ends a local run that can never progress (the whole world is
+    /// quiet: the relay knows no message will come): its outcome is a
+    /// deadlock, reported from the local memory (the relay's caller
+    /// replaces it with the whole world's report).
+    pub(crate) fn end_deadlocked(&self) {
+        let s = self.shared;
+        let mut g = lock(&s.coord);
+        if g.outcome.is_none() {
+            let e = s.epoch.load(SeqCst);
+            let quiet = (0..g.active.len()).all(|w| !g.active[w] || g.asleep_at[w] == Some(e));
+            // A relay ends only a quiet run; were it not, the report would
+            // read memory that ranks write.
+            assert!(quiet, "the relay ended a run that is not quiet");
+            // SAFETY: as in `Worker::report`: every worker with live ranks
+            // waits on the condvar, under the lock held here.
+            let memory = unsafe { std::slice::from_raw_parts(s.world.0, s.layout.total) };
+            let report = DeadlockReport::from_world_parked(memory, s.layout, |r| {
+                parked_state(s.parked[r as usize].load(Relaxed))
+            });
+            g.outcome = Some(Outcome::Deadlock(report));
+        }
+        s.stop.store(true, SeqCst);
+        s.wake.notify_all();
+    }
+
+    /// Ends the local run because another process's failed (its outcome
+    /// comes from there).
+    pub(crate) fn end_aborted(&self) {
+        let s = self.shared;
+        let mut g = lock(&s.coord);
+        if g.outcome.is_none() {
+            g.outcome = Some(Outcome::Remote);
+        }
+        s.stop.store(true, SeqCst);
+        s.wake.notify_all();
+    }
+
+    /// The relay itself failed: the run ends with that.
+    fn fail(&self, message: String) {
+        let s = self.shared;
+        let mut g = lock(&s.coord);
+        g.outcome = Some(Outcome::Panicked {
+            rank: self.ranks().start,
+            message,
+        });
+        s.stop.store(true, SeqCst);
+        s.wake.notify_all();
+    }
+}
+
+/// The deadlock report of a world memory, with `parked` the scheduler's
+/// codes for its ranks ([`LocalRun::parked_codes`], whole world).
+#[cfg_attr(not(feature = "distributed"), allow(dead_code))]
+pub(crate) fn report_parked(memory: &[u8], layout: &Layout, parked: &[u64]) -> DeadlockReport {
+    DeadlockReport::from_world_parked(memory, layout, |r| parked_state(parked[r as usize]))
 }
 
 /// A pointer that may cross to the worker threads.
@@ -295,6 +447,9 @@ struct Shared<'a> {
     /// Timing mode: the modelled time, written by the worker when every
     /// rank returned.
     modelled: Mutex<Option<ModelledTime>>,
+    /// Whether a relay shares the world: then a quiet process is not a
+    /// deadlock (a message may still come); the relay declares it.
+    relayed: bool,
 }
 
 /// Coordination state, under `Shared::coord`.
@@ -506,17 +661,28 @@ pub(crate) struct Run<'a, A> {
     /// Timing mode: the rank whose accesses the model logs
     /// ([`WorldSpec::model_log`](crate::WorldSpec::model_log)).
     pub model_log: Option<u32>,
+    /// The blocks this process runs: all of them, or in a world spread
+    /// over processes its share (the others' ranks are its shadows).
+    pub blocks: Range<u32>,
+    /// In a world spread over processes, what carries messages to and from
+    /// the other processes (see "Relays" in the module documentation); it
+    /// runs on a thread of its own for the whole run.
+    pub relay: Option<&'a dyn Relay>,
 }
 
 impl<A: Sync + 'static> Run<'_, A> {
-    /// Runs the world.
+    /// Runs the world; returns how it ended and the scheduler's codes of
+    /// where it parked each rank of `blocks` at the end (for
+    /// [`report_parked`]).
     ///
     /// # Safety
     /// The kernel entry's contract (`gpu_mpi_device::kernel::rank_main`):
     /// `world` points to `layout.total` bytes of a world laid out by
-    /// `layout` with its header written, used by nothing else during the run.
-    pub unsafe fn run(self) -> Outcome {
-        let blocks = self.layout.blocks as usize;
+    /// `layout` with its header written, used by nothing else during the run
+    /// (but the relay).
+    pub unsafe fn run_parked(self) -> (Outcome, Vec<u64>) {
+        let first_block = self.blocks.start as usize;
+        let blocks = self.blocks.len();
         let chooser = if self.model.is_some() {
             None
         } else {
@@ -550,13 +716,34 @@ impl<A: Sync + 'static> Run<'_, A> {
             profile: self.model,
             model_log: self.model_log,
             modelled: Mutex::new(None),
+            relayed: self.relay.is_some(),
         };
         let args = SendPtr(self.args as *const A);
         let entry = self.entry;
         std::thread::scope(|s| {
+            if let Some(relay) = self.relay {
+                let local = LocalRun {
+                    shared: &shared,
+                    blocks: self.blocks.clone(),
+                };
+                let spawned = std::thread::Builder::new()
+                    .name("gpu-mpi-relay".into())
+                    .spawn_scoped(s, move || {
+                        let r = panic::catch_unwind(AssertUnwindSafe(|| relay.serve(&local)));
+                        if let Err(p) = r {
+                            local.fail(format!("relay failed: {}", panic_message(p.as_ref())));
+                        }
+                    });
+                if let Err(e) = spawned {
+                    let mut g = lock(&shared.coord);
+                    g.outcome = Some(Outcome::NoThread(e));
+                    shared.stop.store(true, SeqCst);
+                    return;
+                }
+            }
             for w in 0..workers {
-                let first = (blocks * w / workers) as u32;
-                let end = (blocks * (w + 1) / workers) as u32;
+                let first = (first_block + blocks * w / workers) as u32;
+                let end = (first_block + blocks * (w + 1) / workers) as u32;
                 let shared = &shared;
                 let chooser = chooser.take();
                 let spawned = std::thread::Builder::new()
@@ -593,14 +780,19 @@ impl<A: Sync + 'static> Run<'_, A> {
                 }
             }
         });
+        let d = self.layout.block_dim;
+        let parked = (self.blocks.start * d..self.blocks.end * d)
+            .map(|r| shared.parked[r as usize].load(Relaxed))
+            .collect();
         let sync = shared.sync.into_inner().unwrap_or_else(|e| e.into_inner());
         let model = shared.modelled.into_inner().unwrap_or_else(|e| e.into_inner());
-        shared
+        let outcome = shared
             .coord
             .into_inner()
             .unwrap_or_else(|e| e.into_inner())
             .outcome
-            .unwrap_or(Outcome::Finished { sync, model })
+            .unwrap_or(Outcome::Finished { sync, model });
+        (outcome, parked)
     }
 }
 
@@ -1333,7 +1525,7 @@ impl<'s, 'a> Worker<'s, 'a> {
                 }
             };
             let all_quiet = (0..g.active.len()).all(|w| !g.active[w] || g.asleep_at[w] == Some(e));
-            if settled && all_quiet {
+            if settled && all_quiet && !s.relayed {
                 g.outcome = Some(Outcome::Deadlock(self.report()));
                 s.stop.store(true, SeqCst);
                 s.wake.notify_all();

@@ -1,0 +1,154 @@
+//! Kernels that check point-to-point between the ranks of a world across
+//! processes (docs/distributed.md). Each rank writes what it checked into
+//! `out[rank]`; the host (`src/main.rs`) compares it with what MPI says.
+#![no_std]
+
+use bytemuck::{Pod, Zeroable};
+use gpu_mpi_device::point_to_point::send_receive_into_with_tags;
+use gpu_mpi_device::traits::*;
+use gpu_mpi_device::{Error, GlobalSlice, World};
+
+/// Arguments of every check.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct CheckArgs {
+    /// Messages per rank ([`ORDER`]).
+    pub rounds: u32,
+    /// Padding, zero.
+    pub reserved: u32,
+    /// One word per rank.
+    pub out: GlobalSlice<u64>,
+}
+
+/// Elements of [`LARGE`]'s message: 4,800 bytes, more than a slot's
+/// payload, so it goes by rendezvous (direct, or streamed).
+pub const LARGE_ELEMENTS: usize = 600;
+
+gpu_mpi_device::kernel! {
+    /// Every rank exchanges one message with every other rank, local or
+    /// remote: in step `i` it sends `1000 × rank + dst` to `rank + i` with
+    /// tag `i` and receives from any source with tag `i` (only `rank - i`
+    /// sends it that). `out[rank]`: the steps whose message came from the
+    /// right rank with the right value (all `size - 1`).
+    pub static EXCHANGE = fn exchange(world: &World, args: &CheckArgs) -> Result<(), Error> {
+        let (rank, size) = (world.rank(), world.size());
+        let mut good = 0u64;
+        for i in 1..size {
+            let dst = (rank + i) % size;
+            let src = (rank + size - i) % size;
+            let mine = (1000 * rank + dst) as u64;
+            let mut got = 0u64;
+            let status = send_receive_into_with_tags(
+                &mine,
+                &world.process_at_rank(dst),
+                i,
+                &mut got,
+                &world.any_process(),
+                i,
+            )?;
+            if status.source_rank() == src && status.tag() == i && got == (1000 * src + rank) as u64 {
+                good += 1;
+            }
+        }
+        args.out.write(rank as usize, good)
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// Every rank sends `rounds` messages to its right neighbour, every
+    /// odd-numbered one synchronous, with tags cycling 0, 1, 2, and
+    /// receives as many from any source and any tag: non-overtaking says
+    /// they come in the order sent. Even ranks send first, odd ranks
+    /// receive first (an even world: no cycle of synchronous sends).
+    /// `out[rank]`: the messages received in order from the left
+    /// neighbour (all `rounds`).
+    pub static ORDER = fn order(world: &World, args: &CheckArgs) -> Result<(), Error> {
+        let (rank, size) = (world.rank(), world.size());
+        let right = world.process_at_rank((rank + 1) % size);
+        let left = (rank + size - 1) % size;
+        let send = || -> Result<(), Error> {
+            for k in 0..args.rounds {
+                let v = rank as u64 * 1_000_000 + k as u64;
+                let tag = (k % 3) as i32;
+                if k % 2 == 1 {
+                    right.synchronous_send_with_tag(&v, tag)?;
+                } else {
+                    right.send_with_tag(&v, tag)?;
+                }
+            }
+            Ok(())
+        };
+        let receive = || -> Result<u64, Error> {
+            let mut good = 0u64;
+            for k in 0..args.rounds {
+                let mut v = 0u64;
+                let status = world.any_process().receive_into(&mut v)?;
+                if status.source_rank() == left
+                    && status.tag() == (k % 3) as i32
+                    && v == left as u64 * 1_000_000 + k as u64
+                {
+                    good += 1;
+                }
+            }
+            Ok(good)
+        };
+        let good = if rank % 2 == 0 {
+            send()?;
+            receive()?
+        } else {
+            let good = receive()?;
+            send()?;
+            good
+        };
+        args.out.write(rank as usize, good)
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// A ring shift of [`LARGE_ELEMENTS`] `u64`s (rendezvous): rank `r`
+    /// sends `r × 7919 + i` in element `i` to the right and receives from
+    /// the left. `out[rank]`: the elements that hold the left
+    /// neighbour's values (all of them).
+    pub static LARGE = fn large(world: &World, args: &CheckArgs) -> Result<(), Error> {
+        let (rank, size) = (world.rank(), world.size());
+        let left = (rank + size - 1) % size;
+        let mut mine = [0u64; LARGE_ELEMENTS];
+        for (i, m) in mine.iter_mut().enumerate() {
+            *m = rank as u64 * 7919 + i as u64;
+        }
+        let mut got = [0u64; LARGE_ELEMENTS];
+        send_receive_into_with_tags(
+            &mine[..],
+            &world.process_at_rank((rank + 1) % size),
+            5,
+            &mut got[..],
+            &world.process_at_rank(left),
+            5,
+        )?;
+        let good = got
+            .iter()
+            .enumerate()
+            .filter(|&(i, &g)| g == left as u64 * 7919 + i as u64)
+            .count();
+        args.out.write(rank as usize, good as u64)
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// Every rank first receives from its right neighbour, which does the
+    /// same: a deadlock across processes, which the launch reports.
+    pub static DEADLOCK = fn deadlock(world: &World, _args: &CheckArgs) -> Result<(), Error> {
+        let (rank, size) = (world.rank(), world.size());
+        let mut v = 0u64;
+        world.process_at_rank((rank + 1) % size).receive_into_with_tag(&mut v, 9)?;
+        world.process_at_rank((rank + size - 1) % size).send_with_tag(&v, 9)
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// A world barrier: collectives do not cross processes yet, so every
+    /// rank returns `Error::AcrossProcesses`.
+    pub static BARRIER = fn barrier(world: &World, _args: &CheckArgs) -> Result<(), Error> {
+        world.barrier()
+    }
+}

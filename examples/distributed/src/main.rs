@@ -1,0 +1,273 @@
+//! Checks of one world across processes (docs/distributed.md), run under
+//! `mpiexec`:
+//!
+//! `mpiexec -n 4 target/release/distributed [--ranks N]`
+//!
+//! Every process runs `N` ranks (default 8, in blocks of 4) of each check's
+//! world and checks what its own ranks recorded; process 0 prints one line
+//! per check. Exits non-zero when a check fails on any process.
+
+use gpu_mpi::device::Error as DeviceError;
+use gpu_mpi::device::ErrorClass;
+use gpu_mpi::{BlockedState, Device, HostError, WorldSpec};
+use gpu_mpi_example_distributed_kernels::{
+    CheckArgs, BARRIER, DEADLOCK, EXCHANGE, LARGE, LARGE_ELEMENTS, ORDER,
+};
+use gpu_mpi_example_pi_kernels::{PiArgs, PI_P2P};
+use gpu_mpi_example_ring_kernels::{RingArgs, RING};
+use std::process::ExitCode;
+
+/// The `Call` code of a receive in a wait record (docs/semantics.md).
+const RECEIVE: u32 = 2;
+
+struct Checks {
+    device: Device,
+    /// Ranks per process.
+    n: u32,
+    process: u32,
+    processes: u32,
+    failed: Vec<String>,
+}
+
+impl Checks {
+    fn spec(&self) -> WorldSpec {
+        WorldSpec::ranks(self.n).block_dim(4)
+    }
+
+    fn ranks(&self) -> std::ops::Range<u32> {
+        self.process * self.n..(self.process + 1) * self.n
+    }
+
+    fn say(&self, line: &str) {
+        if self.process == 0 {
+            println!("{line}");
+        }
+    }
+
+    fn check(&mut self, name: &str, ok: Result<(), String>) {
+        match ok {
+            Ok(()) => self.say(&format!("ok   {name}")),
+            Err(why) => {
+                eprintln!("FAIL {name} (process {}): {why}", self.process);
+                self.failed.push(name.to_string());
+            }
+        }
+    }
+
+    /// Runs `kernel` with `rounds` and checks that every local rank wrote
+    /// `expected`.
+    fn per_rank(
+        &mut self,
+        name: &str,
+        kernel: &gpu_mpi::device::Kernel<CheckArgs>,
+        spec: WorldSpec,
+        rounds: u32,
+        expected: u64,
+    ) {
+        let total = self.n * self.processes;
+        let r = (|| -> Result<(), String> {
+            let out = self
+                .device
+                .alloc_zeroed::<u64>(total as usize)
+                .map_err(|e| e.to_string())?;
+            let args = CheckArgs {
+                rounds,
+                reserved: 0,
+                out: out.slice(),
+            };
+            let report = self
+                .device
+                .launch(kernel, &args, &spec)
+                .map_err(|e| e.to_string())?;
+            if report.ranks != total {
+                return Err(format!("a world of {} ranks, not {total}", report.ranks));
+            }
+            let got = self.device.download(&out).map_err(|e| e.to_string())?;
+            for r in self.ranks() {
+                if got[r as usize] != expected {
+                    return Err(format!(
+                        "rank {r} recorded {}, expected {expected}",
+                        got[r as usize]
+                    ));
+                }
+            }
+            Ok(())
+        })();
+        self.check(name, r);
+    }
+}
+
+fn main() -> ExitCode {
+    let mut args = std::env::args().skip(1);
+    let mut n = 8u32;
+    while let Some(a) = args.next() {
+        match (a.as_str(), args.next().and_then(|v| v.parse().ok())) {
+            ("--ranks", Some(v)) if v % 4 == 0 && v > 0 => n = v,
+            _ => {
+                eprintln!("usage: distributed [--ranks N (a multiple of 4)]");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    let device = match Device::cpu_from_env() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("distributed: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let (process, processes) = device.process();
+    let mut c = Checks {
+        device,
+        n,
+        process,
+        processes,
+        failed: Vec::new(),
+    };
+    let total = n * processes;
+    c.say(&format!("{processes} processes x {n} ranks: a world of {total}"));
+    c.per_rank(
+        "exchange: every pair, any source",
+        &EXCHANGE,
+        c.spec(),
+        0,
+        u64::from(total - 1),
+    );
+    c.per_rank(
+        "order: non-overtaking, synchronous sends",
+        &ORDER,
+        c.spec(),
+        24,
+        24,
+    );
+    c.per_rank(
+        "large: direct rendezvous",
+        &LARGE,
+        c.spec(),
+        0,
+        LARGE_ELEMENTS as u64,
+    );
+    c.per_rank(
+        "large: streamed rendezvous",
+        &LARGE,
+        c.spec().force_streaming(true),
+        0,
+        LARGE_ELEMENTS as u64,
+    );
+    c.per_rank(
+        "order: one slot per rank",
+        &ORDER,
+        c.spec().slots_per_rank(1),
+        24,
+        24,
+    );
+    let ring = ring(&c, 3);
+    c.check("ring example, 3 laps", ring);
+    let pi = pi(&c);
+    c.check("pi example, point-to-point", pi);
+    let deadlock = deadlock(&c);
+    c.check("a deadlock across processes, reported", deadlock);
+    let barrier = barrier(&c);
+    c.check("a world barrier fails on every rank", barrier);
+    if c.failed.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+fn ring(c: &Checks, laps: u32) -> Result<(), String> {
+    let result = c.device.alloc_zeroed::<u64>(1).map_err(|e| e.to_string())?;
+    let args = RingArgs {
+        laps,
+        reserved: 0,
+        result: result.slice(),
+    };
+    let report = c
+        .device
+        .launch(&RING, &args, &c.spec())
+        .map_err(|e| e.to_string())?;
+    let n = u64::from(report.ranks);
+    let token = c.device.download(&result).map_err(|e| e.to_string())?[0];
+    // Rank 0, on process 0, writes the token.
+    if c.process == 0 && token != u64::from(laps) * n * (n - 1) / 2 {
+        return Err(format!("token {token} after {laps} laps of {n} ranks"));
+    }
+    Ok(())
+}
+
+fn pi(c: &Checks) -> Result<(), String> {
+    let result = c.device.alloc_zeroed::<f64>(1).map_err(|e| e.to_string())?;
+    let args = PiArgs {
+        intervals_per_rank: 1000,
+        reserved: 0,
+        result: result.slice(),
+    };
+    c.device
+        .launch(&PI_P2P, &args, &c.spec())
+        .map_err(|e| e.to_string())?;
+    let pi = c.device.download(&result).map_err(|e| e.to_string())?[0];
+    if c.process == 0 && (pi - std::f64::consts::PI).abs() > 1e-6 {
+        return Err(format!("pi = {pi}"));
+    }
+    Ok(())
+}
+
+fn deadlock(c: &Checks) -> Result<(), String> {
+    let out = c.device.alloc_zeroed::<u64>(1).map_err(|e| e.to_string())?;
+    let args = CheckArgs {
+        rounds: 0,
+        reserved: 0,
+        out: out.slice(),
+    };
+    match c.device.launch(&DEADLOCK, &args, &c.spec()) {
+        Err(HostError::Deadlock(report)) => {
+            let size = c.n * c.processes;
+            if report.ranks.len() != size as usize {
+                return Err(format!("{} ranks in the report", report.ranks.len()));
+            }
+            for b in &report.ranks {
+                let expected = BlockedState::Waiting {
+                    operation: RECEIVE,
+                    peer: ((b.rank + 1) % size) as i32,
+                    tag: 9,
+                };
+                if b.state != expected || b.process != b.rank / c.n {
+                    return Err(format!(
+                        "rank {} is {:?} on process {}, expected {expected:?}",
+                        b.rank, b.state, b.process
+                    ));
+                }
+            }
+            c.say(&format!("     {}", report.to_string().replace('\n', "\n     ")));
+            Ok(())
+        }
+        Err(e) => Err(format!("not a deadlock: {e}")),
+        Ok(_) => Err("the world finished".into()),
+    }
+}
+
+fn barrier(c: &Checks) -> Result<(), String> {
+    let out = c.device.alloc_zeroed::<u64>(1).map_err(|e| e.to_string())?;
+    let args = CheckArgs {
+        rounds: 0,
+        reserved: 0,
+        out: out.slice(),
+    };
+    match c.device.launch(&BARRIER, &args, &c.spec()) {
+        Err(HostError::RankFailed { errors, ranks }) => {
+            if errors.len() != ranks as usize {
+                return Err(format!("{} of {ranks} ranks failed", errors.len()));
+            }
+            for (rank, e) in &errors {
+                if !matches!(e, DeviceError::AcrossProcesses { .. }) || e.class() != ErrorClass::Other {
+                    return Err(format!("rank {rank}: {e}"));
+                }
+            }
+            Ok(())
+        }
+        Err(e) => Err(format!("not the ranks' errors: {e}")),
+        Ok(_) if c.processes == 1 => Ok(()),
+        Ok(_) => Err("the barrier completed".into()),
+    }
+}

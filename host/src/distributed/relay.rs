@@ -1,0 +1,807 @@
+//! The relay: the thread of each process that carries point-to-point
+//! messages between its world memory and the other processes' over MPI,
+//! propagates an abort, and decides with the other relays when the whole
+//! world has finished or can never progress (docs/distributed.md).
+//!
+//! # A message to a rank of another process
+//! The sending rank runs the engine as for any message: it fills a slot of
+//! its outbox and pushes it on the destination's inbox, which in this
+//! process is a shadow's. The relay takes the shadow's inbox as a receiver
+//! does (one Acquire swap, then the chain of links, newest first, turned
+//! around), and for each message, in the order pushed:
+//! - eager: copies the payload;
+//! - direct (the sender's buffer is shared memory): copies `bytes` from the
+//!   sender's buffer, whose address is the payload's first word;
+//! - streamed: takes the chunks as a receiver does (CLEAR-TO-SEND, wait for
+//!   CHUNK, ...) until it has the whole message;
+//!
+//! and sends it as one MPI message (`DATA`: envelope, sender's slot index,
+//! sequence number, bytes) to the destination's process. The sender's slot
+//! stays as it is (the sender sees no receipt) until that process answers
+//! `RETURN`: then the relay stores FREE (eager) or DONE (rendezvous), as
+//! the receiver would have, so a synchronous send completes only once the
+//! remote receive has started, and a standard one as it would locally.
+//!
+//! # A message from a rank of another process
+//! The relay writes a `DATA` into the same slot of the sender's shadow
+//! outbox (free: the sender holds its own slot, and so sends nothing more
+//! through it, until this one is returned) with the message's envelope and
+//! sequence number, and pushes it on the destination's inbox as the sender
+//! would (a Release swap). A message longer than a slot's payload becomes a
+//! direct message whose buffer is the relay's copy. When the receiver has
+//! returned the slot (FREE, or DONE for a direct one), the relay answers
+//! `RETURN`.
+//!
+//! Every message between two processes goes through their two relays, one
+//! thread each, in order (MPI's non-overtaking between two processes), so
+//! one sender's messages to one destination arrive in the order it sent
+//! them, and their sequence numbers are the sender's own: matching reads
+//! them exactly as a local sender's.
+//!
+//! # When the world is done
+//! A process is *passive* when its relay has nothing to move and no local
+//! rank can progress before the world memory changes (every worker sleeps
+//! quiet at the epoch the relay read before its last look at the inboxes,
+//! [`LocalState::Quiet`]), or every local rank returned. Only a message
+//! from another process (`DATA`, `RETURN`, `ABORT`: the *counted* ones) can
+//! make a passive process active again. Process 0's relay runs waves: it
+//! asks every relay (`PROBE`) for its state, epoch and counts of counted
+//! messages sent and received (`REPORT`). The world is done when two
+//! consecutive waves find every process passive, with the same state,
+//! epoch and counts in both, and as many messages received as sent in all
+//! (Mattern's four counters, 1987): each process was passive throughout
+//! between its two reports, so at the latest first report every process
+//! was passive and, the counts being equal and unchanged, no message was
+//! in flight: nothing could ever wake any of them. Then `END` says how it
+//! ended: every rank returned, or a deadlock (each relay ends its quiet
+//! run, [`LocalRun::end_deadlocked`]), or, as soon as a wave finds a
+//! process whose run ended early (a panic), a failure (the others stop).
+//! Each relay then tells every other how many counted messages it sent it
+//! (`FINAL`) and receives until it has them all, so that no MPI message is
+//! left unmatched.
+
+use super::Processes;
+use crate::cpu::scheduler::{LocalRun, LocalState, Relay};
+use gpu_mpi_device::abi::layout::{Layout, ABORT_OFFSET, SLOT_HEADER_BYTES};
+use gpu_mpi_device::abi::records::{MessageKind, SlotHeader, SlotState, LINK_NONE, LINK_PENDING};
+use mpi::point_to_point::MatchedReceiveVec;
+use mpi::request::{Request, StaticScope};
+use mpi::topology::SimpleCommunicator;
+use mpi::traits::{Communicator, Destination, Source};
+use std::collections::HashMap;
+use std::mem::offset_of;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+/// The MPI tag of every relay message (the relays use MPI's world
+/// communicator alone).
+const TAG: i32 = 0x6770;
+
+/// What a relay message is: its first word.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// A message for a rank of the receiving process.
+    Data = 1,
+    /// The slot of a `DATA` came back: the sender's slot may be returned.
+    Return = 2,
+    /// A rank aborted the world (the abort word follows).
+    Abort = 3,
+    /// Process 0 asks for a report (the wave's number follows).
+    Probe = 4,
+    /// A process's state for a wave.
+    Report = 5,
+    /// The world is done (how: [`Verdict`]).
+    End = 6,
+    /// After `END`: how many counted messages the sender sent the receiver.
+    Final = 7,
+}
+
+impl Kind {
+    fn of(word: u32) -> Option<Kind> {
+        Some(match word {
+            1 => Kind::Data,
+            2 => Kind::Return,
+            3 => Kind::Abort,
+            4 => Kind::Probe,
+            5 => Kind::Report,
+            6 => Kind::End,
+            7 => Kind::Final,
+            _ => return None,
+        })
+    }
+}
+
+/// How the world ended, in `END`.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Verdict {
+    /// Every rank of every process returned.
+    Finished = 0,
+    /// Nothing can ever progress and some rank has not returned.
+    Deadlock = 1,
+    /// A process's run ended early; the others stop.
+    Failure = 2,
+}
+
+/// A process's state in a `REPORT`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Report {
+    /// 0 busy, 1 quiet, 2 finished, 3 ended early.
+    state: u32,
+    /// The epoch it is quiet at (0 unless quiet).
+    epoch: u64,
+    /// Counted messages it sent, in all.
+    sent: u64,
+    /// Counted messages it received, in all.
+    received: u64,
+}
+
+const BUSY: u32 = 0;
+const QUIET: u32 = 1;
+const FINISHED: u32 = 2;
+const ENDED: u32 = 3;
+
+/// Words of a `DATA` before its payload: kind, source, destination, slot,
+/// tag, context, datatype, bytes, sequence, signature.
+const DATA_WORDS: usize = 10;
+
+/// The relay of one process (the [`Relay`] the scheduler runs).
+pub(crate) struct MpiRelay<'p> {
+    pub(crate) processes: &'p Processes,
+    /// World ranks per process.
+    pub(crate) ranks_per_process: u32,
+}
+
+impl Relay for MpiRelay<'_> {
+    fn serve(&self, local: &LocalRun<'_, '_>) {
+        Pump::new(self, local).serve()
+    }
+}
+
+/// The world memory as the relay touches it: shared words atomically, as
+/// the ranks do; payloads with plain copies ordered by them.
+struct Memory {
+    base: *mut u8,
+    layout: Layout,
+}
+
+impl Memory {
+    fn word(&self, offset: usize) -> &AtomicU32 {
+        // SAFETY: every offset passed is a 4-byte aligned shared word of the
+        // world memory (a layout's offset of one), which lives for the run,
+        // and whose every access is atomic.
+        unsafe { AtomicU32::from_ptr(self.base.add(offset).cast::<u32>()) }
+    }
+
+    fn inbox(&self, rank: u32) -> &AtomicU32 {
+        self.word(self.layout.rank_header(rank))
+    }
+
+    fn state(&self, id: u32) -> &AtomicU32 {
+        self.word(self.layout.slot_state_of_id(id))
+    }
+
+    fn slot_word(&self, id: u32, field: usize) -> &AtomicU32 {
+        self.word(self.layout.slot_of_id(id) + field)
+    }
+
+    fn payload(&self, id: u32) -> *mut u8 {
+        // SAFETY: the payload follows the slot's header inside the world.
+        unsafe { self.base.add(self.layout.slot_of_id(id) + SLOT_HEADER_BYTES) }
+    }
+}
+
+/// A streamed message being taken chunk by chunk.
+struct Stream {
+    id: u32,
+    dst: u32,
+    words: [u32; DATA_WORDS],
+    data: Vec<u8>,
+}
+
+/// A message written into a shadow's slot here, until its receiver
+/// returns the slot.
+struct Injected {
+    id: u32,
+    dst: u32,
+    /// The process of its sender.
+    from: u32,
+    /// A direct message's bytes (its payload points here).
+    buffer: Option<Box<[u8]>>,
+}
+
+/// A send in flight and its buffer, leaked until the send completes.
+type InFlight = (Request<'static, [u8], StaticScope>, *mut [u8]);
+
+/// Process 0's termination detection.
+struct Waves {
+    wave: u32,
+    reports: Vec<Option<Report>>,
+    outstanding: bool,
+    previous: Option<Vec<Report>>,
+    next: Instant,
+}
+
+struct Pump<'r, 'l, 's, 'a> {
+    relay: &'r MpiRelay<'r>,
+    local: &'l LocalRun<'s, 'a>,
+    world: SimpleCommunicator,
+    memory: Memory,
+    me: u32,
+    processes: u32,
+    slots_per_rank: u32,
+    slot_bytes: u32,
+    /// Local senders' slots whose messages left, awaiting `RETURN`.
+    forwarded: HashMap<u32, (MessageKind, u32)>,
+    streams: Vec<Stream>,
+    injected: Vec<Injected>,
+    /// Sends in flight, with their leaked buffers.
+    sends: Vec<InFlight>,
+    sent_to: Vec<u64>,
+    received_from: Vec<u64>,
+    abort_sent: bool,
+    probe: Option<u32>,
+    waves: Option<Waves>,
+    verdict: Option<Verdict>,
+}
+
+impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
+    fn new(relay: &'r MpiRelay<'r>, local: &'l LocalRun<'s, 'a>) -> Self {
+        let layout = *local.layout();
+        let processes = relay.processes.count();
+        let me = relay.processes.index();
+        Pump {
+            relay,
+            local,
+            world: relay.processes.world(),
+            memory: Memory {
+                base: local.world(),
+                layout,
+            },
+            me,
+            processes,
+            slots_per_rank: layout.slots_per_rank,
+            slot_bytes: layout.slot_bytes,
+            forwarded: HashMap::new(),
+            streams: Vec::new(),
+            injected: Vec::new(),
+            sends: Vec::new(),
+            sent_to: vec![0; processes as usize],
+            received_from: vec![0; processes as usize],
+            abort_sent: false,
+            probe: None,
+            waves: (me == 0).then(|| Waves {
+                wave: 0,
+                reports: vec![None; processes as usize],
+                outstanding: false,
+                previous: None,
+                next: Instant::now(),
+            }),
+            verdict: None,
+        }
+    }
+
+    fn process_of(&self, rank: u32) -> u32 {
+        rank / self.relay.ranks_per_process
+    }
+
+    fn send(&mut self, to: u32, words: &[u32], payload: &[u8], counted: bool) {
+        let mut v = Vec::with_capacity(words.len() * 4 + payload.len());
+        for w in words {
+            v.extend_from_slice(&w.to_le_bytes());
+        }
+        v.extend_from_slice(payload);
+        let buf: &'static mut [u8] = Box::leak(v.into_boxed_slice());
+        let ptr: *mut [u8] = buf;
+        let req = self
+            .world
+            .process_at_rank(to as i32)
+            .immediate_send_with_tag(StaticScope, &*buf, TAG);
+        self.sends.push((req, ptr));
+        if counted {
+            self.sent_to[to as usize] += 1;
+        }
+    }
+
+    /// Completes the sends that are done; true if none is left.
+    fn test_sends(&mut self) -> bool {
+        let mut i = 0;
+        while i < self.sends.len() {
+            let (req, ptr) = self.sends.swap_remove(i);
+            match req.test() {
+                Ok(_) => {
+                    // SAFETY: `ptr` is the buffer leaked for this send, which
+                    // MPI no longer reads.
+                    drop(unsafe { Box::from_raw(ptr) });
+                }
+                Err(req) => {
+                    self.sends.push((req, ptr));
+                    let last = self.sends.len() - 1;
+                    self.sends.swap(i, last);
+                    i += 1;
+                }
+            }
+        }
+        self.sends.is_empty()
+    }
+
+    fn serve(mut self) {
+        let ranks = self.local.ranks();
+        let total = self.memory.layout.ranks;
+        let remote: Vec<u32> = (0..total).filter(|r| !ranks.contains(r)).collect();
+        let mut idle = Duration::from_micros(20);
+        loop {
+            let e0 = self.local.epoch();
+            let mut work = false;
+            for &r in &remote {
+                // Relaxed: a non-empty inbox is taken with the Acquire swap.
+                if self.memory.inbox(r).load(Ordering::Relaxed) != 0 {
+                    work = true;
+                    self.take_outgoing(r);
+                }
+            }
+            work |= self.advance_streams();
+            work |= self.check_injected();
+            let abort = self.memory.word(ABORT_OFFSET).load(Ordering::Relaxed);
+            if abort != 0 && !self.abort_sent {
+                self.abort_sent = true;
+                work = true;
+                let me = self.me;
+                for q in (0..self.processes).filter(|&q| q != me) {
+                    self.send(q, &[Kind::Abort as u32, abort], &[], true);
+                }
+            }
+            work |= self.receive_all();
+            self.test_sends();
+            if let Some(wave) = self.probe.take() {
+                let report = self.report(work, e0);
+                let words = [
+                    Kind::Report as u32,
+                    wave,
+                    report.state,
+                    report.epoch as u32,
+                    (report.epoch >> 32) as u32,
+                    report.sent as u32,
+                    (report.sent >> 32) as u32,
+                    report.received as u32,
+                    (report.received >> 32) as u32,
+                ];
+                self.send(0, &words, &[], false);
+            }
+            self.run_waves();
+            if let Some(verdict) = self.verdict {
+                self.end(verdict);
+                return;
+            }
+            if work {
+                idle = Duration::from_micros(20);
+            } else {
+                std::thread::sleep(idle);
+                idle = (idle * 2).min(Duration::from_millis(1));
+            }
+        }
+    }
+
+    /// This process's report: passive only if the relay found nothing to
+    /// do in the pass that began at epoch `e0` and the run is still quiet
+    /// at `e0` (no rank wrote since the relay looked at the inboxes).
+    fn report(&self, work: bool, e0: u64) -> Report {
+        let (state, epoch) = match self.local.state() {
+            LocalState::Ended => (ENDED, 0),
+            _ if work || !self.streams.is_empty() => (BUSY, 0),
+            LocalState::Finished => (FINISHED, 0),
+            LocalState::Quiet(e) if e == e0 => (QUIET, e),
+            _ => (BUSY, 0),
+        };
+        Report {
+            state,
+            epoch,
+            sent: self.sent_to.iter().sum(),
+            received: self.received_from.iter().sum(),
+        }
+    }
+
+    /// Process 0: starts waves and judges them.
+    fn run_waves(&mut self) {
+        let Some(w) = self.waves.as_mut() else {
+            return;
+        };
+        if w.outstanding {
+            if w.reports.iter().any(Option::is_none) {
+                return;
+            }
+            w.outstanding = false;
+            let now: Vec<Report> = w.reports.iter().map(|r| r.expect("checked")).collect();
+            w.reports.fill(None);
+            if now.iter().any(|r| r.state == ENDED) {
+                self.announce(Verdict::Failure);
+                return;
+            }
+            let passive = now.iter().all(|r| r.state == QUIET || r.state == FINISHED);
+            let sent: u64 = now.iter().map(|r| r.sent).sum();
+            let received: u64 = now.iter().map(|r| r.received).sum();
+            if passive && sent == received && w.previous.as_ref() == Some(&now) {
+                let finished = now.iter().all(|r| r.state == FINISHED);
+                self.announce(if finished {
+                    Verdict::Finished
+                } else {
+                    Verdict::Deadlock
+                });
+                return;
+            }
+            let w = self.waves.as_mut().expect("process 0");
+            w.next = Instant::now()
+                + if passive {
+                    Duration::ZERO
+                } else {
+                    Duration::from_millis(1)
+                };
+            w.previous = Some(now);
+            return;
+        }
+        if Instant::now() < w.next {
+            return;
+        }
+        w.wave = w.wave.wrapping_add(1);
+        w.outstanding = true;
+        let wave = w.wave;
+        for q in 0..self.processes {
+            self.send(q, &[Kind::Probe as u32, wave], &[], false);
+        }
+    }
+
+    fn announce(&mut self, verdict: Verdict) {
+        for q in 0..self.processes {
+            self.send(q, &[Kind::End as u32, verdict as u32], &[], false);
+        }
+    }
+
+    /// Receives every relay message that has arrived; true if one was
+    /// counted (it changed this process).
+    fn receive_all(&mut self) -> bool {
+        let mut counted = false;
+        while let Some(probed) = self.world.any_process().immediate_matched_probe_with_tag(TAG) {
+            let (v, status) = probed.matched_receive_vec::<u8>();
+            let from = status.source_rank() as u32;
+            counted |= self.handle(from, &v);
+        }
+        counted
+    }
+
+    fn handle(&mut self, from: u32, v: &[u8]) -> bool {
+        let word = |i: usize| u32::from_le_bytes(v[4 * i..4 * i + 4].try_into().expect("4 bytes"));
+        let kind = Kind::of(word(0)).unwrap_or_else(|| panic!("relay message of unknown kind {}", word(0)));
+        match kind {
+            Kind::Data => {
+                self.received_from[from as usize] += 1;
+                let mut words = [0u32; DATA_WORDS];
+                for (i, w) in words.iter_mut().enumerate() {
+                    *w = word(i);
+                }
+                self.inject(from, words, &v[4 * DATA_WORDS..]);
+                true
+            }
+            Kind::Return => {
+                self.received_from[from as usize] += 1;
+                self.returned(word(1));
+                true
+            }
+            Kind::Abort => {
+                self.received_from[from as usize] += 1;
+                // Relaxed, as the ranks' own abort: a flag their polls read.
+                let _ = self.memory.word(ABORT_OFFSET).compare_exchange(
+                    0,
+                    word(1),
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                );
+                // Already sent on: the others have it from its process.
+                self.abort_sent = true;
+                self.local.progressed();
+                true
+            }
+            Kind::Probe => {
+                self.probe = Some(word(1));
+                false
+            }
+            Kind::Report => {
+                let w = self.waves.as_mut().expect("reports go to process 0");
+                if word(1) == w.wave {
+                    let wide = |i: usize| u64::from(word(i)) | (u64::from(word(i + 1)) << 32);
+                    w.reports[from as usize] = Some(Report {
+                        state: word(2),
+                        epoch: wide(3),
+                        sent: wide(5),
+                        received: wide(7),
+                    });
+                }
+                false
+            }
+            Kind::End => {
+                self.verdict = Some(match word(1) {
+                    0 => Verdict::Finished,
+                    1 => Verdict::Deadlock,
+                    _ => Verdict::Failure,
+                });
+                false
+            }
+            Kind::Final => unreachable!("FINAL comes after END"),
+        }
+    }
+
+    /// Takes shadow `dst`'s inbox and sends every message in it on.
+    fn take_outgoing(&mut self, dst: u32) {
+        // Acquire pairs with the senders' Release swaps: their headers and
+        // payloads (and, through the release sequence, every earlier
+        // pusher's) are visible.
+        let mut next = self.memory.inbox(dst).swap(0, Ordering::Acquire);
+        let mut chain = Vec::new();
+        while next != LINK_NONE {
+            let id = next - 1;
+            chain.push(id);
+            let link = self.memory.slot_word(id, offset_of!(SlotHeader, link));
+            // Relaxed: the sender stores the link right after its push.
+            next = loop {
+                let l = link.load(Ordering::Relaxed);
+                if l != LINK_PENDING {
+                    break l;
+                }
+                std::hint::spin_loop();
+            };
+        }
+        for &id in chain.iter().rev() {
+            self.forward(id, dst);
+        }
+    }
+
+    fn header(&self, id: u32, field: usize) -> u32 {
+        // Relaxed: acquired with the inbox (see `take_outgoing`).
+        self.memory.slot_word(id, field).load(Ordering::Relaxed)
+    }
+
+    /// Sends the message in local slot `id` for `dst`, or starts taking its
+    /// chunks.
+    fn forward(&mut self, id: u32, dst: u32) {
+        let src = id / self.slots_per_rank;
+        let words = [
+            Kind::Data as u32,
+            src,
+            dst,
+            id % self.slots_per_rank,
+            self.header(id, offset_of!(SlotHeader, tag)),
+            self.header(id, offset_of!(SlotHeader, context)),
+            self.header(id, offset_of!(SlotHeader, datatype)),
+            self.header(id, offset_of!(SlotHeader, bytes)),
+            self.header(id, offset_of!(SlotHeader, sequence)),
+            self.header(id, offset_of!(SlotHeader, signature)),
+        ];
+        let bytes = words[7] as usize;
+        let kind_word = self.header(id, offset_of!(SlotHeader, kind));
+        let kind = MessageKind::from_code(kind_word)
+            .unwrap_or_else(|| panic!("slot {id} holds a message of unknown kind {kind_word}"));
+        let payload = self.memory.payload(id);
+        match kind {
+            MessageKind::Eager => {
+                // SAFETY: an eager message's `bytes` (at most a slot's
+                // payload) are in the payload, acquired with the inbox.
+                let data = unsafe { std::slice::from_raw_parts(payload, bytes) };
+                self.send(self.process_of(dst), &words, data, true);
+            }
+            MessageKind::Direct => {
+                // SAFETY: a direct message's payload starts with the address
+                // of the sender's buffer, which holds `bytes` bytes and which
+                // the sender keeps unwritten until it sees DONE.
+                let data = unsafe {
+                    let at = payload.cast::<u64>().read() as usize as *const u8;
+                    std::slice::from_raw_parts(at, bytes)
+                };
+                self.send(self.process_of(dst), &words, data, true);
+            }
+            MessageKind::Stream => {
+                let chunk = self.header(id, offset_of!(SlotHeader, chunk)) as usize;
+                // SAFETY: the first chunk's `chunk` bytes are in the payload.
+                let data = unsafe { std::slice::from_raw_parts(payload, chunk.min(bytes)) }.to_vec();
+                self.streams.push(Stream { id, dst, words, data });
+                self.advance_stream_at(self.streams.len() - 1, true);
+            }
+        }
+        self.forwarded.insert(id, (kind, dst));
+    }
+
+    /// Takes the chunks that arrived; true if one did.
+    fn advance_streams(&mut self) -> bool {
+        let mut moved = false;
+        let mut i = 0;
+        while i < self.streams.len() {
+            let before = self.streams.len();
+            moved |= self.advance_stream_at(i, false);
+            if self.streams.len() == before {
+                i += 1;
+            }
+        }
+        moved
+    }
+
+    /// Advances stream `i`: after its first chunk (`first`), or when the
+    /// sender stored the next. Sends it on once whole.
+    fn advance_stream_at(&mut self, i: usize, first: bool) -> bool {
+        let (id, dst) = (self.streams[i].id, self.streams[i].dst);
+        let state = self.memory.state(id);
+        if !first {
+            // Acquire pairs with the sender's Release store of CHUNK.
+            if state.load(Ordering::Acquire) != SlotState::Chunk.word(dst) {
+                return false;
+            }
+            let n = self.header(id, offset_of!(SlotHeader, chunk)) as usize;
+            let s = &mut self.streams[i];
+            let n = n.min(s.words[7] as usize - s.data.len());
+            // SAFETY: a CHUNK slot holds `chunk >= n` bytes in its payload.
+            let chunk = unsafe { std::slice::from_raw_parts(self.memory.payload(id), n) };
+            s.data.extend_from_slice(chunk);
+        }
+        let s = &self.streams[i];
+        if s.data.len() < s.words[7] as usize {
+            // Release pairs with the sender's Acquire wait for CTS: our
+            // reads of the payload are done.
+            state.store(SlotState::ClearToSend.word(dst), Ordering::Release);
+        } else {
+            let s = self.streams.swap_remove(i);
+            self.send(self.process_of(dst), &s.words, &s.data, true);
+        }
+        self.local.progressed();
+        true
+    }
+
+    /// `RETURN` of local slot `id`: hands it back as its receiver would.
+    fn returned(&mut self, id: u32) {
+        let (kind, dst) = self
+            .forwarded
+            .remove(&id)
+            .unwrap_or_else(|| panic!("RETURN of slot {id}, which did not leave"));
+        let state = self.memory.state(id);
+        match kind {
+            // Release pairs with the sender's Acquire wait for FREE (a
+            // synchronous send) or its fence after a scan for free slots.
+            MessageKind::Eager => state.store(SlotState::Free as u32, Ordering::Release),
+            // Release pairs with the sender's Acquire wait for DONE.
+            MessageKind::Direct | MessageKind::Stream => {
+                state.store(SlotState::Done.word(dst), Ordering::Release)
+            }
+        }
+        self.local.progressed();
+    }
+
+    /// Writes a `DATA` from process `from` into its sender's shadow slot
+    /// and pushes it on the destination's inbox.
+    fn inject(&mut self, from: u32, words: [u32; DATA_WORDS], data: &[u8]) {
+        let [_, src, dst, k, tag, context, datatype, bytes, sequence, signature] = words;
+        assert!(
+            k < self.slots_per_rank && self.process_of(src) == from && self.process_of(dst) == self.me,
+            "DATA from process {from} names slot {k} of rank {src} for rank {dst}"
+        );
+        let id = src * self.slots_per_rank + k;
+        // Acquire pairs with the last receiver's Release store of FREE: its
+        // reads of the slot are done before our writes.
+        let now = self.memory.state(id).load(Ordering::Acquire);
+        assert_eq!(
+            now,
+            SlotState::Free as u32,
+            "shadow slot {id} of rank {src} is in use"
+        );
+        let eager = bytes <= self.slot_bytes;
+        let mut buffer = None;
+        let payload = self.memory.payload(id);
+        if eager {
+            // SAFETY: `bytes <= slot_bytes` into the free slot's payload.
+            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), payload, data.len()) };
+        } else {
+            let copy: Box<[u8]> = data.into();
+            // SAFETY: the payload holds at least 64 bytes, 16-byte aligned.
+            unsafe { payload.cast::<u64>().write(copy.as_ptr() as u64) };
+            buffer = Some(copy);
+        }
+        let (kind, chunk) = if eager {
+            (MessageKind::Eager, bytes)
+        } else {
+            (MessageKind::Direct, 0)
+        };
+        let set = |field: usize, v: u32| self.memory.slot_word(id, field).store(v, Ordering::Relaxed);
+        // Relaxed: published by the Release swap below, as a sender's.
+        set(offset_of!(SlotHeader, link), LINK_PENDING);
+        set(offset_of!(SlotHeader, tag), tag);
+        set(offset_of!(SlotHeader, context), context);
+        set(offset_of!(SlotHeader, datatype), datatype);
+        set(offset_of!(SlotHeader, bytes), bytes);
+        set(offset_of!(SlotHeader, kind), kind as u32);
+        set(offset_of!(SlotHeader, sequence), sequence);
+        set(offset_of!(SlotHeader, chunk), chunk);
+        set(offset_of!(SlotHeader, signature), signature);
+        self.memory
+            .state(id)
+            .store(SlotState::Queued.word(dst), Ordering::Relaxed);
+        // Release pairs with the receiver's Acquire swap in its drain.
+        let before = self.memory.inbox(dst).swap(id + 1, Ordering::Release);
+        // Relaxed: the receiver waits while it reads LINK_PENDING.
+        set(offset_of!(SlotHeader, link), before);
+        self.injected.push(Injected {
+            id,
+            dst,
+            from,
+            buffer,
+        });
+        self.local.progressed();
+    }
+
+    /// Answers `RETURN` for every injected slot its receiver handed back.
+    fn check_injected(&mut self) -> bool {
+        let mut any = false;
+        let mut i = 0;
+        while i < self.injected.len() {
+            let inj = &self.injected[i];
+            let state = self.memory.state(inj.id);
+            // Acquire pairs with the receiver's Release store of FREE (its
+            // deferred return) or DONE (its copy out of our buffer).
+            let now = state.load(Ordering::Acquire);
+            let back = match inj.buffer {
+                None => now == SlotState::Free as u32,
+                Some(_) => now == SlotState::Done.word(inj.dst),
+            };
+            if !back {
+                i += 1;
+                continue;
+            }
+            let inj = self.injected.swap_remove(i);
+            if inj.buffer.is_some() {
+                // Relaxed: only the relay takes its shadows' slots.
+                state.store(SlotState::Free as u32, Ordering::Relaxed);
+            }
+            drop(inj.buffer);
+            self.send(inj.from, &[Kind::Return as u32, inj.id], &[], true);
+            any = true;
+        }
+        any
+    }
+
+    /// After `END`: ends the local run as the verdict says, tells every
+    /// other relay how many counted messages it sent it, and receives
+    /// until it has every message sent to it and its own sends are done.
+    fn end(mut self, verdict: Verdict) {
+        match verdict {
+            Verdict::Deadlock => {
+                if matches!(self.local.state(), LocalState::Quiet(_)) {
+                    self.local.end_deadlocked();
+                }
+            }
+            Verdict::Failure => self.local.end_aborted(),
+            Verdict::Finished => {}
+        }
+        let me = self.me;
+        for q in (0..self.processes).filter(|&q| q != me) {
+            let n = self.sent_to[q as usize];
+            self.send(q, &[Kind::Final as u32, n as u32, (n >> 32) as u32], &[], false);
+        }
+        let mut finals: Vec<Option<u64>> = vec![None; self.processes as usize];
+        finals[self.me as usize] = Some(self.received_from[self.me as usize]);
+        loop {
+            while let Some(probed) = self.world.any_process().immediate_matched_probe_with_tag(TAG) {
+                let (v, status) = probed.matched_receive_vec::<u8>();
+                let from = status.source_rank() as usize;
+                let word = |i: usize| u32::from_le_bytes(v[4 * i..4 * i + 4].try_into().expect("4 bytes"));
+                match Kind::of(word(0)) {
+                    Some(Kind::Final) => {
+                        finals[from] = Some(u64::from(word(1)) | (u64::from(word(2)) << 32));
+                    }
+                    Some(Kind::Data | Kind::Return | Kind::Abort) => self.received_from[from] += 1,
+                    _ => {}
+                }
+            }
+            let sends_done = self.test_sends();
+            let all_in = (0..self.processes as usize).all(|q| finals[q] == Some(self.received_from[q]));
+            if sends_done && all_in {
+                return;
+            }
+            std::thread::sleep(Duration::from_micros(50));
+        }
+    }
+}
