@@ -19,6 +19,12 @@ pub const STATE_RUNNING: u32 = 0;
 pub const STATE_WAITING: u32 = 1;
 /// Record state: the rank's kernel function returned.
 pub const STATE_EXITED: u32 = 2;
+/// A wait reads the abort word and the clock once every this many polls
+/// (the others read only what the wait needs): the emulator re-polls a
+/// quiet world this many times after an abort before it calls it a
+/// deadlock (`host/src/cpu/scheduler.rs`).
+pub const RARE_READS_EVERY: u32 = 16;
+
 /// Record state: the rank's wait timed out (it aborted the world).
 pub const STATE_TIMED_OUT: u32 = 3;
 
@@ -409,7 +415,7 @@ fn wait_from<T>(
         // The abort word and the clock are read every 16th poll: each read is
         // a memory round trip on the GPU, on the path of a wait that is
         // about to succeed; giving up 16 polls late costs nothing.
-        if polls.is_multiple_of(16) {
+        if polls.is_multiple_of(RARE_READS_EVERY) {
             if let Some(by_rank) = c.aborted_by() {
                 c.record_state(STATE_RUNNING);
                 return Err(Error::Aborted { by_rank });

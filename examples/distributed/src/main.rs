@@ -11,7 +11,7 @@ use gpu_mpi::device::Error as DeviceError;
 use gpu_mpi::device::ErrorClass;
 use gpu_mpi::{BlockedState, Device, HostError, WorldSpec};
 use gpu_mpi_example_distributed_kernels::{
-    CheckArgs, BARRIER, DEADLOCK, EXCHANGE, LARGE, LARGE_ELEMENTS, ORDER,
+    CheckArgs, ABORT, BARRIER, DEADLOCK, EXCHANGE, LARGE, LARGE_ELEMENTS, ORDER, PANIC,
 };
 use gpu_mpi_example_pi_kernels::{PiArgs, PI_P2P};
 use gpu_mpi_example_ring_kernels::{RingArgs, RING};
@@ -169,6 +169,18 @@ fn main() -> ExitCode {
     c.check("a deadlock across processes, reported", deadlock);
     let barrier = barrier(&c);
     c.check("a world barrier fails on every rank", barrier);
+    let abort = ended(
+        &c,
+        &ABORT,
+        |e| matches!(e, HostError::WorldAborted { by_rank, timed_out: false } if *by_rank == c.n * c.processes - 1),
+    );
+    c.check("an abort on the last process reaches every rank", abort);
+    let panic = ended(
+        &c,
+        &PANIC,
+        |e| matches!(e, HostError::RankPanicked { rank, message } if *rank == c.n * c.processes - 1 && message.contains("stops here")),
+    );
+    c.check("a panic on the last process ends every process's launch", panic);
     if c.failed.is_empty() {
         ExitCode::SUCCESS
     } else {
@@ -243,6 +255,25 @@ fn deadlock(c: &Checks) -> Result<(), String> {
             Ok(())
         }
         Err(e) => Err(format!("not a deadlock: {e}")),
+        Ok(_) => Err("the world finished".into()),
+    }
+}
+
+/// Runs `kernel`, which must fail as `expected` says.
+fn ended(
+    c: &Checks,
+    kernel: &gpu_mpi::device::Kernel<CheckArgs>,
+    expected: impl Fn(&HostError) -> bool,
+) -> Result<(), String> {
+    let out = c.device.alloc_zeroed::<u64>(1).map_err(|e| e.to_string())?;
+    let args = CheckArgs {
+        rounds: 0,
+        reserved: 0,
+        out: out.slice(),
+    };
+    match c.device.launch(kernel, &args, &c.spec()) {
+        Err(e) if expected(&e) => Ok(()),
+        Err(e) => Err(format!("not the expected error: {e}")),
         Ok(_) => Err("the world finished".into()),
     }
 }

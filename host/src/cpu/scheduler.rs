@@ -157,6 +157,15 @@
 //! polls on (`LATE_PASSES` resumptions per rank) before the deadlock is
 //! final.
 //!
+//! # Aborts
+//! A wait reads the world's abort word only every `RARE_READS_EVERY`
+//! (16) polls, so a quiet poll that skipped it does not prove the next
+//! one fails. Once a rank has aborted the world, a quiet world is final
+//! only after every quiet rank polled that many more times on the same
+//! memory (every mode: the parallel workers' late passes, the seeded
+//! worker's re-poll rounds, timing mode's late polls); until then each
+//! waiting rank reads the word and gives up with `Aborted`.
+//!
 //! # Timeouts
 //! With a world timeout the device bounds its own waits by the clock, so a
 //! quiet world is not final: a wait may still time out, mark its record and
@@ -172,13 +181,14 @@
 
 use crate::cpu::explore::Chooser;
 use crate::cpu::model::{self, Clock, Model};
-use crate::cpu::stack::{PoolStack, StackPool};
+use crate::cpu::stack::{AltStack, PoolStack, StackPool};
 use crate::model::{ModelledTime, Profile};
 use crate::report::{BlockedState, DeadlockReport};
 use crate::schedule::Schedule;
 use corosensei::stack::Stack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
-use gpu_mpi_device::abi::layout::{Layout, CONFIG_OFFSET, LAYOUT_OFFSET};
+use gpu_mpi_device::abi::layout::{Layout, ABORT_OFFSET, CONFIG_OFFSET, LAYOUT_OFFSET};
+use gpu_mpi_device::abi::polling::RARE_READS_EVERY;
 use gpu_mpi_device::abi::shim::runtime::{self, Access, RankRuntime, Suspend, SyncCounts};
 use gpu_mpi_device::abi::shim::{resolve_warp, Coordinates, WarpCall, WarpOp, SHARED_BLOCK_BYTES};
 use std::cell::Cell;
@@ -186,7 +196,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::ops::Range;
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -340,8 +350,19 @@ impl LocalRun<'_, '_> {
         let e = s.epoch.load(SeqCst);
         // The same rule as a worker's deadlock rule (module documentation),
         // without its declaration: every worker with live ranks is asleep
-        // quiet at the current epoch.
-        let quiet = (0..g.active.len()).all(|w| !g.active[w] || g.asleep_at[w] == Some(e));
+        // quiet at the current epoch, and, with a timeout or after an
+        // abort, has made its late passes past the deadline.
+        let mut quiet = (0..g.active.len()).all(|w| !g.active[w] || g.asleep_at[w] == Some(e));
+        let aborted = world_aborted(s);
+        if quiet && (s.timeout.is_some() || aborted) {
+            let needed = if s.timeout.is_some() {
+                LATE_PASSES
+            } else {
+                RARE_READS_EVERY
+            };
+            let past = g.deadline.is_some_and(|(de, d)| de == e && Instant::now() >= d);
+            quiet = past && (0..g.active.len()).all(|w| !g.active[w] || g.late_passes[w] >= needed);
+        }
         if quiet {
             LocalState::Quiet(e)
         } else {
@@ -397,6 +418,17 @@ impl LocalRun<'_, '_> {
         s.stop.store(true, SeqCst);
         s.wake.notify_all();
     }
+}
+
+/// Whether a rank aborted the world (its abort word): then a quiet world
+/// is final only after every quiet rank polled [`RARE_READS_EVERY`] more
+/// times, since a wait reads the word only that often.
+fn world_aborted(s: &Shared<'_>) -> bool {
+    // SAFETY: the abort word, 4-byte aligned in the world's header, accessed
+    // only atomically.
+    let word = unsafe { AtomicU32::from_ptr(s.world.0.add(ABORT_OFFSET) as *mut u32) };
+    // Relaxed: a flag, as the ranks read it.
+    word.load(Relaxed) != 0
 }
 
 /// The deadlock report of a world memory, with `parked` the scheduler's
@@ -750,6 +782,8 @@ impl<A: Sync + 'static> Run<'_, A> {
                     .name(format!("gpu-mpi-cpu-{w}"))
                     .spawn_scoped(s, move || {
                         let args = args;
+                        // The overflow reporter runs on it (guard pages only).
+                        let _alt = (shared.stacks.guarded() > 0).then(AltStack::ensure);
                         let r = panic::catch_unwind(AssertUnwindSafe(|| {
                             let worker = Worker::new(w, first, end, shared, entry, args.0);
                             match chooser {
@@ -1199,6 +1233,8 @@ impl<'s, 'a> Worker<'s, 'a> {
         // Timeout mode: the epoch the world went quiet at, when to give up,
         // and the quiet rounds made past that.
         let mut quiet: Option<(u64, Instant, u32)> = None;
+        // After an abort: the epoch of the quiet world and its re-poll rounds.
+        let mut abort_rounds: (u64, u32) = (u64::MAX, 0);
         while live > 0 {
             // Prefer ranks that are not waiting (a waiting rank would fail
             // the same poll again), then ranks that are not stale.
@@ -1211,6 +1247,19 @@ impl<'s, 'a> Worker<'s, 'a> {
                 // the last progress: final, unless a timed wait may still
                 // read the clock past its deadline.
                 let Some(t) = timeout else {
+                    // After an abort, every stale rank polls
+                    // RARE_READS_EVERY more times first (a wait reads the
+                    // abort word only that often).
+                    if self.aborted() {
+                        if abort_rounds.0 != epoch {
+                            abort_rounds = (epoch, 0);
+                        }
+                        if abort_rounds.1 < RARE_READS_EVERY {
+                            abort_rounds.1 += 1;
+                            waiting.append(&mut stale);
+                            continue;
+                        }
+                    }
                     self.finish_with(Outcome::Deadlock(self.report()));
                     break;
                 };
@@ -1322,6 +1371,8 @@ impl<'s, 'a> Worker<'s, 'a> {
         let mut jumped_at: Option<u64> = None;
         // After that, quiet resumptions left before the deadlock is final.
         let mut late_polls = 0usize;
+        // After an abort: the epoch at which the quiet ranks were re-polled.
+        let mut repolled_at: Option<u64> = None;
         let mut released: Vec<usize> = Vec::new();
         runtime::set_model(true);
         while live > 0 {
@@ -1346,6 +1397,13 @@ impl<'s, 'a> Worker<'s, 'a> {
                                     .until(crate::model::TimeCategory::Sleeping, wake);
                                 heap.push(Reverse((wake, i)));
                             }
+                        }
+                        // After an abort, every quiet rank polls
+                        // RARE_READS_EVERY more times first (a wait reads
+                        // the abort word only that often).
+                        _ if !heap.is_empty() && self.aborted() && repolled_at != Some(epoch) => {
+                            repolled_at = Some(epoch);
+                            late_polls = RARE_READS_EVERY as usize * heap.len();
                         }
                         _ => {
                             self.finish_with(Outcome::Deadlock(self.report()));
@@ -1484,6 +1542,11 @@ impl<'s, 'a> Worker<'s, 'a> {
         }
     }
 
+    /// Whether a rank aborted the world ([`world_aborted`]).
+    fn aborted(&self) -> bool {
+        world_aborted(self.shared)
+    }
+
     /// Sleeps while the world stays quiet at `e0`. Returns false when the run
     /// ended (a deadlock, possibly declared here, or another worker's error).
     fn sleep(&self, e0: u64) -> bool {
@@ -1506,12 +1569,17 @@ impl<'s, 'a> Worker<'s, 'a> {
             // re-polled its ranks LATE_PASSES times since: enough for each
             // device wait to read the clock again, however slowly the
             // workers were scheduled.
-            let (settled, my_part_done) = match s.timeout {
-                None => (true, true),
-                Some(t) => {
+            // After an abort, every worker re-polls its ranks
+            // RARE_READS_EVERY times before the quiet is final (the same
+            // late passes, with no deadline).
+            let aborted = self.aborted();
+            let (settled, my_part_done) = match (s.timeout, aborted) {
+                (None, false) => (true, true),
+                (t, _) => {
                     let now = Instant::now();
+                    let grace = t.map_or(Duration::ZERO, |t| t + TIMEOUT_GRACE);
                     if !matches!(g.deadline, Some((de, _)) if de == e) {
-                        g.deadline = Some((e, now + t + TIMEOUT_GRACE));
+                        g.deadline = Some((e, now + grace));
                         g.late_passes.fill(0);
                     }
                     let past = g.deadline.is_some_and(|(_, d)| now >= d);
@@ -1519,7 +1587,12 @@ impl<'s, 'a> Worker<'s, 'a> {
                         g.late_passes[self.index] += 1;
                     }
                     after_pass = false;
-                    let done = |w: usize| !g.active[w] || g.late_passes[w] >= LATE_PASSES;
+                    let needed = if t.is_some() {
+                        LATE_PASSES
+                    } else {
+                        RARE_READS_EVERY
+                    };
+                    let done = |w: usize| !g.active[w] || g.late_passes[w] >= needed;
                     let all_done = (0..g.active.len()).all(done);
                     (past && all_done, done(self.index))
                 }
@@ -1531,7 +1604,7 @@ impl<'s, 'a> Worker<'s, 'a> {
                 s.wake.notify_all();
                 break false;
             }
-            if s.timeout.is_none() {
+            if s.timeout.is_none() && !aborted {
                 g = s.wake.wait(g).unwrap_or_else(|e| e.into_inner());
             } else {
                 let (g2, w) = s

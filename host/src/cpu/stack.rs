@@ -329,10 +329,80 @@ extern "C" fn on_segv(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut li
     }
 }
 
+/// Bytes of the alternate signal stack a worker sets up when its thread has
+/// none ([`AltStack`]).
+const ALT_STACK_BYTES: usize = 64 * 1024;
+
+/// An alternate signal stack for this thread while it lives, where the
+/// thread had none: Rust gives every thread it spawns one only when its own
+/// SIGSEGV handler is installed, which it skips when a library loaded
+/// before `main` installed one first (MPICH's UCX does, with the
+/// `distributed` feature). Without one, the overflow reporter would run on
+/// the overflowed stack and fault again, silently.
+pub struct AltStack(Option<*mut libc::c_void>);
+
+impl AltStack {
+    /// Installs one unless the thread has one.
+    pub fn ensure() -> AltStack {
+        // SAFETY: reads this thread's alternate stack into a zeroed struct.
+        let mut old: libc::stack_t = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        if unsafe { libc::sigaltstack(std::ptr::null(), &mut old) } != 0
+            || old.ss_flags & libc::SS_DISABLE == 0
+        {
+            return AltStack(None);
+        }
+        // SAFETY: a fresh private anonymous mapping, checked below.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                ALT_STACK_BYTES,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return AltStack(None);
+        }
+        let st = libc::stack_t {
+            ss_sp: p,
+            ss_flags: 0,
+            ss_size: ALT_STACK_BYTES,
+        };
+        // SAFETY: `st` describes the mapping above, which lives until drop.
+        if unsafe { libc::sigaltstack(&st, std::ptr::null_mut()) } != 0 {
+            // SAFETY: the mapping above, unused.
+            unsafe { libc::munmap(p, ALT_STACK_BYTES) };
+            return AltStack(None);
+        }
+        AltStack(Some(p))
+    }
+}
+
+impl Drop for AltStack {
+    fn drop(&mut self) {
+        if let Some(p) = self.0 {
+            let off = libc::stack_t {
+                ss_sp: std::ptr::null_mut(),
+                ss_flags: libc::SS_DISABLE,
+                ss_size: 0,
+            };
+            // SAFETY: disables this thread's alternate stack (ours), then
+            // unmaps it; no signal handler runs on it any more.
+            unsafe {
+                libc::sigaltstack(&off, std::ptr::null_mut());
+                libc::munmap(p, ALT_STACK_BYTES);
+            }
+        }
+    }
+}
+
 /// Installs (once per process) a SIGSEGV handler that prints which stack a
 /// fault in a guard page of a [`StackPool`] overflowed, then hands the signal
-/// to the previous handler. It runs on the alternate signal stack that Rust
-/// gives every thread it spawns (the emulator's workers).
+/// to the previous handler. It runs on the alternate signal stack of the
+/// emulator's workers (Rust's, or an [`AltStack`]).
 pub fn install_overflow_reporter() {
     INSTALL.call_once(|| {
         // SAFETY: sigaction with a zeroed struct reads the current handler;

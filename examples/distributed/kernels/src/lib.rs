@@ -152,3 +152,36 @@ gpu_mpi_device::kernel! {
         world.barrier()
     }
 }
+
+gpu_mpi_device::kernel! {
+    /// The last rank aborts the world (`MPI_Abort`); every other rank waits
+    /// for a message from it, gives up with `Aborted` and returns: the
+    /// launch reports the abort on every process.
+    pub static ABORT = fn abort(world: &World, _args: &CheckArgs) -> Result<(), Error> {
+        let (rank, size) = (world.rank(), world.size());
+        if rank == size - 1 {
+            world.abort();
+            return Ok(());
+        }
+        let mut v = 0u64;
+        match world.process_at_rank(size - 1).receive_into_with_tag(&mut v, 3) {
+            Err(Error::Aborted { .. }) => Ok(()),
+            Err(e) => Err(e),
+            Ok(_) => Err(Error::application(1)),
+        }
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// The last rank panics (a trap on the GPU); every other rank waits for
+    /// a message from it: the launch reports the panic on every process.
+    pub static PANIC = fn panic_last(world: &World, _args: &CheckArgs) -> Result<(), Error> {
+        let (rank, size) = (world.rank(), world.size());
+        if rank == size - 1 {
+            panic!("the last rank stops here");
+        }
+        let mut v = 0u64;
+        world.process_at_rank(size - 1).receive_into_with_tag(&mut v, 4)?;
+        Ok(())
+    }
+}
