@@ -7,7 +7,7 @@
 //! backends must give the same report.
 
 use crate::harness::*;
-use gpu_mpi::{BlockedState, Device, HostError, LaunchReport, WorldSpec};
+use gpu_mpi::{BlockedState, Device, HostError, LaunchReport, Profile, Schedule, WorldSpec};
 use gpu_mpi_check_kernels::faults::{
     FAULT_ABORT_HANDLED, FAULT_DEADLOCK_RECEIVE, FAULT_RECEIVE_ANY, FAULT_SEND_SEND, SEMANTICS_FAULTS,
 };
@@ -154,9 +154,10 @@ pub(crate) fn deadlock_abort(device: &Device) -> Result<(), String> {
     c.finish()
 }
 
-/// A world aborted by a timeout or by `World::abort`, whose ranks all
-/// handled the error and returned `Ok`: the launch reports the abort
-/// (`HostError::WorldAborted`) with the rank and the cause, never success.
+/// A world aborted by a timeout or by `World::abort` (with and without a
+/// world timeout), whose ranks all handled the error and returned `Ok`: the
+/// launch reports the abort (`HostError::WorldAborted`) with the rank and
+/// the cause, never success nor a deadlock.
 pub(crate) fn aborted_world_handled(device: &Device) -> Result<(), String> {
     let mut c = Checker::default();
     c.shapes(&[shape(2, 2), shape(3, 1), shape(40, 8)], |c, s| {
@@ -178,6 +179,24 @@ pub(crate) fn aborted_world_handled(device: &Device) -> Result<(), String> {
                     });
                 }
                 other => c.fail(format!("param {param}: expected WorldAborted, got {other:?}")),
+            }
+        }
+        // Without a timeout: the emulator's quiet world after an abort is
+        // final only once every waiting rank has read the abort word (its
+        // waits read it every 16th poll), so they give up, not deadlock.
+        // In every scheduling mode of the emulator (the GPU ignores both).
+        let modes = [
+            ("parallel", s.spec()),
+            ("seeded", s.spec().schedule(Schedule::Random { seed: 3 })),
+            ("timing model", s.spec().model(Profile::h100())),
+        ];
+        for (mode, spec) in modes {
+            match launch_fault(device, FAULT_ABORT_HANDLED, 1, &spec) {
+                Err(HostError::WorldAborted {
+                    by_rank: 0,
+                    timed_out: false,
+                }) => {}
+                other => c.fail(format!("{mode}, no timeout: expected WorldAborted by rank 0, got {other:?}")),
             }
         }
         Ok(())
