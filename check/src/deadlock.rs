@@ -196,7 +196,9 @@ pub(crate) fn aborted_world_handled(device: &Device) -> Result<(), String> {
                     by_rank: 0,
                     timed_out: false,
                 }) => {}
-                other => c.fail(format!("{mode}, no timeout: expected WorldAborted by rank 0, got {other:?}")),
+                other => c.fail(format!(
+                    "{mode}, no timeout: expected WorldAborted by rank 0, got {other:?}"
+                )),
             }
         }
         Ok(())

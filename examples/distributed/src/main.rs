@@ -11,7 +11,7 @@ use gpu_mpi::device::Error as DeviceError;
 use gpu_mpi::device::ErrorClass;
 use gpu_mpi::{BlockedState, Device, HostError, WorldSpec};
 use gpu_mpi_example_distributed_kernels::{
-    CheckArgs, ABORT, BARRIER, DEADLOCK, EXCHANGE, LARGE, LARGE_ELEMENTS, ORDER, PANIC,
+    CheckArgs, ABORT, BARRIER, DEADLOCK, EXCHANGE, LARGE, LARGE_ELEMENTS, ORDER, PANIC, POSTED, REQUESTS,
 };
 use gpu_mpi_example_pi_kernels::{PiArgs, PI_P2P};
 use gpu_mpi_example_ring_kernels::{RingArgs, RING};
@@ -160,6 +160,13 @@ fn main() -> ExitCode {
         c.spec().slots_per_rank(1),
         24,
         24,
+    );
+    c.per_rank(
+        "requests and a matched probe",
+        &REQUESTS,
+        c.spec(),
+        0,
+        POSTED as u64 + 1,
     );
     let ring = ring(&c, 3);
     c.check("ring example, 3 laps", ring);

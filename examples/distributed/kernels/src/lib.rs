@@ -5,6 +5,7 @@
 
 use bytemuck::{Pod, Zeroable};
 use gpu_mpi_device::point_to_point::send_receive_into_with_tags;
+use gpu_mpi_device::request::{self, wait_all};
 use gpu_mpi_device::traits::*;
 use gpu_mpi_device::{Error, GlobalSlice, World};
 
@@ -183,5 +184,53 @@ gpu_mpi_device::kernel! {
         let mut v = 0u64;
         world.process_at_rank(size - 1).receive_into_with_tag(&mut v, 4)?;
         Ok(())
+    }
+}
+
+/// Messages each rank posts at once in [`REQUESTS`].
+pub const POSTED: usize = 4;
+
+gpu_mpi_device::kernel! {
+    /// Non-blocking point-to-point and matched probes across processes:
+    /// every rank posts [`POSTED`] receives from its left neighbour and as
+    /// many sends (`100 × rank + k`, tag `k`) to its right one and waits
+    /// for all; then it sends one more message (tag 7) to the right, takes
+    /// the left one's with a matched probe from any source and receives it
+    /// through the probe's handle. `out[rank]`: the messages that came from
+    /// the left neighbour with the right tag and value (all `POSTED + 1`).
+    pub static REQUESTS = fn requests(world: &World, args: &CheckArgs) -> Result<(), Error> {
+        let (rank, size) = (world.rank(), world.size());
+        let left = (rank + size - 1) % size;
+        let to = world.process_at_rank((rank + 1) % size);
+        let from = world.process_at_rank(left);
+        let mine: [u64; POSTED] = core::array::from_fn(|k| 100 * rank as u64 + k as u64);
+        let mut theirs = [0u64; POSTED];
+        request::scope(|scope| -> Result<(), Error> {
+            let [a, b, c, d] = &mut theirs;
+            let mut requests = [
+                from.immediate_receive_into_with_tag(scope, a, 0)?,
+                from.immediate_receive_into_with_tag(scope, b, 1)?,
+                from.immediate_receive_into_with_tag(scope, c, 2)?,
+                from.immediate_receive_into_with_tag(scope, d, 3)?,
+                to.immediate_send_with_tag(scope, &mine[0], 0)?,
+                to.immediate_send_with_tag(scope, &mine[1], 1)?,
+                to.immediate_send_with_tag(scope, &mine[2], 2)?,
+                to.immediate_send_with_tag(scope, &mine[3], 3)?,
+            ];
+            wait_all(&mut requests, &mut [])
+        })?;
+        let mut good = theirs
+            .iter()
+            .enumerate()
+            .filter(|&(k, &v)| v == 100 * left as u64 + k as u64)
+            .count() as u64;
+        to.send_with_tag(&(rank as u64), 7)?;
+        let (message, status) = world.any_process().matched_probe_with_tag(7)?;
+        let mut v = 0u64;
+        message.matched_receive_into(&mut v)?;
+        if status.source_rank() == left && v == left as u64 {
+            good += 1;
+        }
+        args.out.write(rank as usize, good)
     }
 }
