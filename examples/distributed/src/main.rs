@@ -232,14 +232,23 @@ fn pi(c: &Checks) -> Result<(), String> {
     Ok(())
 }
 
-fn deadlock(c: &Checks) -> Result<(), String> {
+/// Launches `kernel`, which records nothing, on the checks' world; `Err`
+/// only when its output buffer cannot be had.
+fn launch_failing(
+    c: &Checks,
+    kernel: &gpu_mpi::device::Kernel<CheckArgs>,
+) -> Result<Result<gpu_mpi::LaunchReport, HostError>, String> {
     let out = c.device.alloc_zeroed::<u64>(1).map_err(|e| e.to_string())?;
     let args = CheckArgs {
         rounds: 0,
         reserved: 0,
         out: out.slice(),
     };
-    match c.device.launch(&DEADLOCK, &args, &c.spec()) {
+    Ok(c.device.launch(kernel, &args, &c.spec()))
+}
+
+fn deadlock(c: &Checks) -> Result<(), String> {
+    match launch_failing(c, &DEADLOCK)? {
         Err(HostError::Deadlock(report)) => {
             let size = c.n * c.processes;
             if report.ranks.len() != size as usize {
@@ -272,13 +281,7 @@ fn ended(
     kernel: &gpu_mpi::device::Kernel<CheckArgs>,
     expected: impl Fn(&HostError) -> bool,
 ) -> Result<(), String> {
-    let out = c.device.alloc_zeroed::<u64>(1).map_err(|e| e.to_string())?;
-    let args = CheckArgs {
-        rounds: 0,
-        reserved: 0,
-        out: out.slice(),
-    };
-    match c.device.launch(kernel, &args, &c.spec()) {
+    match launch_failing(c, kernel)? {
         Err(e) if expected(&e) => Ok(()),
         Err(e) => Err(format!("not the expected error: {e}")),
         Ok(_) => Err("the world finished".into()),
@@ -286,13 +289,7 @@ fn ended(
 }
 
 fn barrier(c: &Checks) -> Result<(), String> {
-    let out = c.device.alloc_zeroed::<u64>(1).map_err(|e| e.to_string())?;
-    let args = CheckArgs {
-        rounds: 0,
-        reserved: 0,
-        out: out.slice(),
-    };
-    match c.device.launch(&BARRIER, &args, &c.spec()) {
+    match launch_failing(c, &BARRIER)? {
         Err(HostError::RankFailed { errors, ranks }) => {
             if errors.len() != ranks as usize {
                 return Err(format!("{} of {ranks} ranks failed", errors.len()));
