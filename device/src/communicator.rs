@@ -558,8 +558,9 @@ impl World {
     }
 
     /// Whether the world spreads over processes (docs/distributed.md):
-    /// then its collectives fail with [`Error::AcrossProcesses`] on every
-    /// rank (they read every rank's memory in this one).
+    /// then its collectives but the barrier fail with
+    /// [`Error::AcrossProcesses`] on every rank (they read every rank's
+    /// memory in this one).
     #[inline(always)]
     pub(crate) fn across_processes(&self) -> bool {
         self.core_settled().flags() & FLAG_ACROSS_PROCESSES != 0

@@ -429,11 +429,12 @@ pub enum Error {
         /// Bytes of the rank's scratch left, before alignment.
         available: u32,
     },
-    /// A world collective, non-blocking collective or communicator
-    /// creation in a world spread over processes (`mpiexec`;
-    /// docs/distributed.md), which does not carry them yet (class
-    /// `MPI_ERR_OTHER`): every rank that enters one gets this error and
-    /// nothing is moved. Point-to-point crosses processes.
+    /// A world collective other than the barrier, a non-blocking
+    /// collective or a communicator creation in a world spread over
+    /// processes (`mpiexec`; docs/distributed.md), which does not carry
+    /// them yet (class `MPI_ERR_OTHER`): every rank that enters one gets
+    /// this error and nothing is moved. Point-to-point and the world
+    /// barrier cross processes.
     AcrossProcesses {
         /// The collective ([`crate::polling::Call`] code).
         operation: u32,

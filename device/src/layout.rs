@@ -73,7 +73,8 @@ pub const FLAG_FORCE_STREAMING: u32 = 1;
 pub const FLAG_IMMEDIATE_COMMUNICATORS: u32 = 2;
 /// `WorldConfig::flags`: the world spreads over processes (`mpiexec`;
 /// docs/distributed.md). Set by the host; the collectives that need every
-/// rank's memory in this process fail with `MPI_ERR_OTHER`
+/// rank's memory in this process (all but the world barrier, which the
+/// host's relays complete) fail with `MPI_ERR_OTHER`
 /// (`Error::AcrossProcesses`) on every rank that enters them.
 pub const FLAG_ACROSS_PROCESSES: u32 = 4;
 

@@ -338,8 +338,11 @@ impl World {
         recorded: bool,
     ) -> Result<bool, Error> {
         const { assert!(key_fits(N)) };
-        if self.across_processes() {
-            // Every rank reads the same flag: all fail, none arrives.
+        if self.across_processes() && what.operation != WaitCall::Barrier {
+            // Every rank reads the same flag: all fail, none arrives. The
+            // barrier itself crosses: the relays add the other processes'
+            // arrivals (docs/distributed.md); the other collectives read
+            // every rank's cells in this memory after it.
             return Err(Error::AcrossProcesses {
                 operation: what.operation as u32,
             });

@@ -7,18 +7,17 @@
 //! world and checks what its own ranks recorded; process 0 prints one line
 //! per check. Exits non-zero when a check fails on any process.
 
+use gpu_mpi::device::abi::polling::Call;
 use gpu_mpi::device::Error as DeviceError;
 use gpu_mpi::device::ErrorClass;
 use gpu_mpi::{BlockedState, Device, HostError, WorldSpec};
 use gpu_mpi_example_distributed_kernels::{
-    CheckArgs, ABORT, BARRIER, DEADLOCK, EXCHANGE, LARGE, LARGE_ELEMENTS, ORDER, PANIC, POSTED, REQUESTS,
+    CheckArgs, ABORT, BARRIERS, BROADCAST, DEADLOCK, EXCHANGE, LARGE, LARGE_ELEMENTS, ORDER, PANIC, POSTED,
+    REQUESTS, SKIPPED_BARRIER,
 };
 use gpu_mpi_example_pi_kernels::{PiArgs, PI_P2P};
 use gpu_mpi_example_ring_kernels::{RingArgs, RING};
 use std::process::ExitCode;
-
-/// The `Call` code of a receive in a wait record (docs/semantics.md).
-const RECEIVE: u32 = 2;
 
 struct Checks {
     device: Device,
@@ -174,8 +173,11 @@ fn main() -> ExitCode {
     c.check("pi example, point-to-point", pi);
     let deadlock = deadlock(&c);
     c.check("a deadlock across processes, reported", deadlock);
-    let barrier = barrier(&c);
-    c.check("a world barrier fails on every rank", barrier);
+    c.per_rank("world barriers between messages", &BARRIERS, c.spec(), 6, 6);
+    let broadcast = broadcast(&c);
+    c.check("a broadcast fails on every rank", broadcast);
+    let skipped = skipped_barrier(&c);
+    c.check("a barrier the last rank skipped, reported", skipped);
     let abort = ended(
         &c,
         &ABORT,
@@ -247,6 +249,30 @@ fn launch_failing(
     Ok(c.device.launch(kernel, &args, &c.spec()))
 }
 
+fn skipped_barrier(c: &Checks) -> Result<(), String> {
+    let size = c.n * c.processes;
+    match launch_failing(c, &SKIPPED_BARRIER)? {
+        Err(HostError::Deadlock(report)) => {
+            for b in &report.ranks {
+                let ok = if b.rank == size - 1 {
+                    b.state == BlockedState::Exited
+                } else {
+                    matches!(b.state, BlockedState::Waiting { operation, .. } if operation == Call::Barrier as u32)
+                };
+                if !ok || b.process != b.rank / c.n {
+                    return Err(format!(
+                        "rank {} is {:?} on process {}",
+                        b.rank, b.state, b.process
+                    ));
+                }
+            }
+            Ok(())
+        }
+        Err(e) => Err(format!("not a deadlock: {e}")),
+        Ok(_) => Err("the world finished".into()),
+    }
+}
+
 fn deadlock(c: &Checks) -> Result<(), String> {
     match launch_failing(c, &DEADLOCK)? {
         Err(HostError::Deadlock(report)) => {
@@ -256,7 +282,7 @@ fn deadlock(c: &Checks) -> Result<(), String> {
             }
             for b in &report.ranks {
                 let expected = BlockedState::Waiting {
-                    operation: RECEIVE,
+                    operation: Call::Receive as u32,
                     peer: ((b.rank + 1) % size) as i32,
                     tag: 9,
                 };
@@ -288,14 +314,17 @@ fn ended(
     }
 }
 
-fn barrier(c: &Checks) -> Result<(), String> {
-    match launch_failing(c, &BARRIER)? {
+fn broadcast(c: &Checks) -> Result<(), String> {
+    match launch_failing(c, &BROADCAST)? {
         Err(HostError::RankFailed { errors, ranks }) => {
             if errors.len() != ranks as usize {
                 return Err(format!("{} of {ranks} ranks failed", errors.len()));
             }
             for (rank, e) in &errors {
-                if !matches!(e, DeviceError::AcrossProcesses { .. }) || e.class() != ErrorClass::Other {
+                let broadcast = Call::Broadcast as u32;
+                if !matches!(e, DeviceError::AcrossProcesses { operation } if *operation == broadcast)
+                    || e.class() != ErrorClass::Other
+                {
                     return Err(format!("rank {rank}: {e}"));
                 }
             }
@@ -303,6 +332,6 @@ fn barrier(c: &Checks) -> Result<(), String> {
         }
         Err(e) => Err(format!("not the ranks' errors: {e}")),
         Ok(_) if c.processes == 1 => Ok(()),
-        Ok(_) => Err("the barrier completed".into()),
+        Ok(_) => Err("the broadcast completed".into()),
     }
 }

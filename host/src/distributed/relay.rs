@@ -1,7 +1,8 @@
 //! The relay: the thread of each process that carries point-to-point
 //! messages between its world memory and the other processes' over MPI,
-//! propagates an abort, and decides with the other relays when the whole
-//! world has finished or can never progress (docs/distributed.md).
+//! completes world barriers across them, propagates an abort, and decides
+//! with the other relays when the whole world has finished or can never
+//! progress (docs/distributed.md).
 //!
 //! # A message to a rank of another process
 //! The sending rank runs the engine as for any message: it fills a slot of
@@ -38,16 +39,26 @@
 //! them, and their sequence numbers are the sender's own: matching reads
 //! them exactly as a local sender's.
 //!
+//! # A world barrier
+//! The blocks of every process arrive at the barrier record of their own
+//! world memory. Once the count of the current generation equals this
+//! process's blocks, the relay sends `BARRIER` (the generation, the key
+//! words) to every other relay; once every other process's came, it ORs
+//! their key words in, clears generation `g + 3` as the last block to
+//! arrive does in one process, and adds their blocks to the count with a
+//! Release, which the waiting blocks acquire. A barrier's generation is the
+//! same in every process: the other collectives fail before they count one.
+//!
 //! # When the world is done
 //! A process is *passive* when its relay has nothing to move and no local
 //! rank can progress before the world memory changes (every worker sleeps
 //! quiet at the epoch the relay read before its last look at the inboxes,
 //! [`LocalState::Quiet`]), or every local rank returned. Only a message
-//! from another process (`DATA`, `RETURN`, `ABORT`: the *counted* ones) can
-//! make a passive process active again. Process 0's relay runs waves: it
-//! asks every relay (`PROBE`) for its state, epoch and counts of counted
-//! messages sent and received (`REPORT`). The world is done when two
-//! consecutive waves find every process passive, with the same state,
+//! from another process (`DATA`, `RETURN`, `ABORT`, `BARRIER`: the
+//! *counted* ones) can make a passive process active again. Process 0's
+//! relay runs waves: it asks every relay (`PROBE`) for its state, epoch
+//! and counts of counted messages sent and received (`REPORT`). The world
+//! is done when two consecutive waves find every process passive, with the same state,
 //! epoch and counts in both, and as many messages received as sent in all
 //! (Mattern's four counters, 1987): each process was passive throughout
 //! between its two reports, so at the latest first report every process
@@ -62,15 +73,19 @@
 
 use super::Processes;
 use crate::cpu::scheduler::{LocalRun, LocalState, Relay};
-use gpu_mpi_device::abi::layout::{Layout, ABORT_OFFSET, SLOT_HEADER_BYTES};
-use gpu_mpi_device::abi::records::{MessageKind, SlotHeader, SlotState, LINK_NONE, LINK_PENDING};
+use gpu_mpi_device::abi::layout::{
+    Layout, ABORT_OFFSET, BARRIER_KEY_WORDS, GRID_BARRIER_OFFSET, SLOT_HEADER_BYTES,
+};
+use gpu_mpi_device::abi::records::{
+    GridBarrier, MessageKind, SlotHeader, SlotState, LINK_NONE, LINK_PENDING,
+};
 use mpi::point_to_point::MatchedReceiveVec;
 use mpi::request::{Request, StaticScope};
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::{Communicator, Destination, Source};
 use std::collections::HashMap;
 use std::mem::offset_of;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// The MPI tag of every relay message (the relays use MPI's world
@@ -95,6 +110,9 @@ enum Kind {
     End = 6,
     /// After `END`: how many counted messages the sender sent the receiver.
     Final = 7,
+    /// Every block of the sending process arrived at a world barrier (its
+    /// generation and key words follow).
+    Barrier = 8,
 }
 
 impl Kind {
@@ -107,6 +125,7 @@ impl Kind {
             5 => Kind::Report,
             6 => Kind::End,
             7 => Kind::Final,
+            8 => Kind::Barrier,
             _ => return None,
         })
     }
@@ -172,6 +191,19 @@ impl Memory {
         // world memory (a layout's offset of one), which lives for the run,
         // and whose every access is atomic.
         unsafe { AtomicU32::from_ptr(self.base.add(offset).cast::<u32>()) }
+    }
+
+    /// The arrival count of world barrier generation `generation`.
+    fn arrivals(&self, generation: u32) -> &AtomicU32 {
+        self.word(GRID_BARRIER_OFFSET + offset_of!(GridBarrier, arrivals) + 4 * (generation % 4) as usize)
+    }
+
+    /// Key word `i` of world barrier generation `generation`.
+    fn key(&self, generation: u32, i: usize) -> &AtomicU64 {
+        let at = GRID_BARRIER_OFFSET + offset_of!(GridBarrier, keys) + 64 * (generation % 4) as usize + 8 * i;
+        // SAFETY: an 8-byte aligned word of the barrier's record, which
+        // lives for the run and is only accessed atomically.
+        unsafe { AtomicU64::from_ptr(self.base.add(at).cast::<u64>()) }
     }
 
     fn inbox(&self, rank: u32) -> &AtomicU32 {
@@ -244,6 +276,15 @@ struct Pump<'r, 'l, 's, 'a> {
     probe: Option<u32>,
     waves: Option<Waves>,
     verdict: Option<Verdict>,
+    /// The world barrier's generation this process is in (the first is 1).
+    generation: u32,
+    /// Whether its blocks' arrival went to the other processes.
+    arrived: bool,
+    /// Per generation, the other processes' arrivals so far and their keys
+    /// ORed.
+    remote: HashMap<u32, (u32, [u64; BARRIER_KEY_WORDS])>,
+    /// Blocks per process.
+    blocks: u32,
 }
 
 impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
@@ -279,6 +320,10 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
                 next: Instant::now(),
             }),
             verdict: None,
+            generation: 1,
+            arrived: false,
+            remote: HashMap::new(),
+            blocks: layout.blocks / processes,
         }
     }
 
@@ -343,6 +388,7 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
             }
             work |= self.advance_streams();
             work |= self.check_injected();
+            work |= self.advance_barrier();
             let abort = self.memory.word(ABORT_OFFSET).load(Ordering::Relaxed);
             if abort != 0 && !self.abort_sent {
                 self.abort_sent = true;
@@ -526,8 +572,69 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
                 });
                 false
             }
+            Kind::Barrier => {
+                self.received_from[from as usize] += 1;
+                let entry = self.remote.entry(word(1)).or_insert((0, [0; BARRIER_KEY_WORDS]));
+                entry.0 += 1;
+                for (i, k) in entry.1.iter_mut().enumerate() {
+                    *k |= u64::from(word(2 + 2 * i)) | (u64::from(word(3 + 2 * i)) << 32);
+                }
+                true
+            }
             Kind::Final => unreachable!("FINAL comes after END"),
         }
+    }
+
+    /// The world barrier across processes: once every local block arrived
+    /// at the current generation, sends the count's arrival and the key
+    /// words to the other processes; once all of theirs came, ORs their
+    /// keys in and adds their blocks' arrivals, as the last block to arrive
+    /// would (it also clears generation `g + 3`, the words the next
+    /// barriers reuse). True if it did either.
+    fn advance_barrier(&mut self) -> bool {
+        let g = self.generation;
+        let mut moved = false;
+        // Acquire pairs with the blocks' AcqRel arrivals: their key ORs,
+        // made before, are visible.
+        if !self.arrived && self.memory.arrivals(g).load(Ordering::Acquire) == self.blocks {
+            let mut words = vec![Kind::Barrier as u32, g];
+            for i in 0..BARRIER_KEY_WORDS {
+                // Relaxed: after the acquire above.
+                let k = self.memory.key(g, i).load(Ordering::Relaxed);
+                words.extend([k as u32, (k >> 32) as u32]);
+            }
+            let me = self.me;
+            for q in (0..self.processes).filter(|&q| q != me) {
+                self.send(q, &words, &[], true);
+            }
+            self.arrived = true;
+            moved = true;
+        }
+        let complete = self.remote.get(&g).is_some_and(|r| r.0 == self.processes - 1);
+        if self.arrived && complete {
+            let (_, keys) = self.remote.remove(&g).expect("checked");
+            for (i, &k) in keys.iter().enumerate() {
+                // Relaxed: published by the Release add below.
+                self.memory.key(g, i).fetch_or(k, Ordering::Relaxed);
+            }
+            let next = g.wrapping_add(3);
+            // Relaxed: published by the Release add below, which the
+            // blocks acquire before they arrive at generation `g + 3`.
+            self.memory.arrivals(next).store(0, Ordering::Relaxed);
+            for i in 0..BARRIER_KEY_WORDS {
+                self.memory.key(next, i).store(0, Ordering::Relaxed);
+            }
+            // Release pairs with the waiting blocks' Acquire loads of the
+            // count: the keys above are visible to them.
+            self.memory
+                .arrivals(g)
+                .fetch_add(self.blocks * (self.processes - 1), Ordering::Release);
+            self.generation = g.wrapping_add(1);
+            self.arrived = false;
+            self.local.progressed();
+            moved = true;
+        }
+        moved
     }
 
     /// Takes shadow `dst`'s inbox and sends every message in it on.
@@ -792,7 +899,9 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
                     Some(Kind::Final) => {
                         finals[from] = Some(u64::from(word(1)) | (u64::from(word(2)) << 32));
                     }
-                    Some(Kind::Data | Kind::Return | Kind::Abort) => self.received_from[from] += 1,
+                    Some(Kind::Data | Kind::Return | Kind::Abort | Kind::Barrier) => {
+                        self.received_from[from] += 1
+                    }
                     _ => {}
                 }
             }

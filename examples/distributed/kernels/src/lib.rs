@@ -147,9 +147,49 @@ gpu_mpi_device::kernel! {
 }
 
 gpu_mpi_device::kernel! {
-    /// A world barrier: collectives do not cross processes yet, so every
-    /// rank returns `Error::AcrossProcesses`.
-    pub static BARRIER = fn barrier(world: &World, _args: &CheckArgs) -> Result<(), Error> {
+    /// World barriers across processes, with messages between them: in
+    /// each of `rounds` rounds every rank passes a barrier, then sends the
+    /// round's number to its right neighbour and receives its left one's.
+    /// `out[rank]`: the rounds whose message held the round (all of them).
+    pub static BARRIERS = fn barriers(world: &World, args: &CheckArgs) -> Result<(), Error> {
+        let (rank, size) = (world.rank(), world.size());
+        let mut good = 0u64;
+        for k in 0..args.rounds {
+            world.barrier()?;
+            let mut got = u32::MAX;
+            send_receive_into_with_tags(
+                &k,
+                &world.process_at_rank((rank + 1) % size),
+                6,
+                &mut got,
+                &world.process_at_rank((rank + size - 1) % size),
+                6,
+            )?;
+            if got == k {
+                good += 1;
+            }
+        }
+        world.barrier()?;
+        args.out.write(rank as usize, good)
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// A broadcast: collectives that move data do not cross processes yet,
+    /// so every rank returns `Error::AcrossProcesses`.
+    pub static BROADCAST = fn broadcast(world: &World, _args: &CheckArgs) -> Result<(), Error> {
+        let mut v = world.rank() as u64;
+        world.process_at_rank(0).broadcast_into(&mut v)
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// Every rank but the last enters a world barrier; the last returns
+    /// at once: a deadlock in the barrier across processes.
+    pub static SKIPPED_BARRIER = fn skipped_barrier(world: &World, _args: &CheckArgs) -> Result<(), Error> {
+        if world.rank() == world.size() - 1 {
+            return Ok(());
+        }
         world.barrier()
     }
 }
