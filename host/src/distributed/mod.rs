@@ -5,13 +5,13 @@
 //! asks for: process `p` runs world ranks `p·n .. (p+1)·n` (whole blocks)
 //! on its own device, and every process lays out the whole world's memory.
 //! The other processes' ranks are *shadows* there: nobody runs them, and a
-//! relay thread ([`relay`]) carries what crosses between processes over MPI
+//! relay thread (`relay.rs`) carries what crosses between processes over MPI
 //! (MPICH or Open MPI through rsmpi): a local rank's message to a shadow
 //! leaves from the shadow's inbox; a remote rank's message arrives in the
 //! destination's inbox from the sender's shadow outbox, with the same
 //! envelope, sequence number and slot, so matching, ordering and the
 //! deadlock report read it as a message from that rank. After the run the
-//! processes exchange their ranks' records ([`merge`]), so that each one's
+//! processes exchange their ranks' records (`merge.rs`), so that each one's
 //! launch report (results, failed ranks, deadlocks, traces) is the whole
 //! world's.
 //!
