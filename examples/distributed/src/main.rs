@@ -10,7 +10,7 @@
 use gpu_mpi::device::abi::polling::Call;
 use gpu_mpi::device::Error as DeviceError;
 use gpu_mpi::device::ErrorClass;
-use gpu_mpi::{BlockedState, Device, HostError, WorldSpec};
+use gpu_mpi::{BlockedState, Device, DeviceBuffer, HostError, LaunchReport, WorldSpec};
 use gpu_mpi_example_distributed_kernels::{
     CheckArgs, ABORT, BARRIERS, BROADCAST, DEADLOCK, EXCHANGE, LARGE, LARGE_ELEMENTS, ORDER, PANIC, POSTED,
     REQUESTS, SKIPPED_BARRIER,
@@ -65,19 +65,8 @@ impl Checks {
     ) {
         let total = self.n * self.processes;
         let r = (|| -> Result<(), String> {
-            let out = self
-                .device
-                .alloc_zeroed::<u64>(total as usize)
-                .map_err(|e| e.to_string())?;
-            let args = CheckArgs {
-                rounds,
-                reserved: 0,
-                out: out.slice(),
-            };
-            let report = self
-                .device
-                .launch(kernel, &args, &spec)
-                .map_err(|e| e.to_string())?;
+            let (out, report) = launch(self, kernel, &spec, rounds)?;
+            let report = report.map_err(|e| e.to_string())?;
             if report.ranks != total {
                 return Err(format!("a world of {} ranks, not {total}", report.ranks));
             }
@@ -234,19 +223,33 @@ fn pi(c: &Checks) -> Result<(), String> {
     Ok(())
 }
 
-/// Launches `kernel`, which records nothing, on the checks' world; `Err`
-/// only when its output buffer cannot be had.
-fn launch_failing(
+/// Launches `kernel` with `rounds` on `spec`'s world and an output word
+/// per rank; `Err` only when the output buffer cannot be had.
+fn launch(
     c: &Checks,
     kernel: &gpu_mpi::device::Kernel<CheckArgs>,
-) -> Result<Result<gpu_mpi::LaunchReport, HostError>, String> {
-    let out = c.device.alloc_zeroed::<u64>(1).map_err(|e| e.to_string())?;
+    spec: &WorldSpec,
+    rounds: u32,
+) -> Result<(DeviceBuffer<u64>, Result<LaunchReport, HostError>), String> {
+    let out = c
+        .device
+        .alloc_zeroed::<u64>((c.n * c.processes) as usize)
+        .map_err(|e| e.to_string())?;
     let args = CheckArgs {
-        rounds: 0,
+        rounds,
         reserved: 0,
         out: out.slice(),
     };
-    Ok(c.device.launch(kernel, &args, &c.spec()))
+    let report = c.device.launch(kernel, &args, spec);
+    Ok((out, report))
+}
+
+/// [`launch`] of a check that must fail, on the checks' world.
+fn launch_failing(
+    c: &Checks,
+    kernel: &gpu_mpi::device::Kernel<CheckArgs>,
+) -> Result<Result<LaunchReport, HostError>, String> {
+    Ok(launch(c, kernel, &c.spec(), 0)?.1)
 }
 
 fn skipped_barrier(c: &Checks) -> Result<(), String> {

@@ -177,17 +177,22 @@ pub(crate) trait Spread: Sync + std::fmt::Debug {
     /// After the run: the processes' parts of the world, exchanged into
     /// `world`, and how the whole world's run ended (see
     /// `distributed::merge`).
-    #[allow(clippy::too_many_arguments)]
-    fn merge(
-        &self,
-        layout: &Layout,
-        world: &mut [u8],
-        ranks: std::ops::Range<u32>,
-        outcome: Outcome,
-        parked: &[u64],
-        elapsed: std::time::Duration,
-        stack_bytes: usize,
-    ) -> Result<RunStats, HostError>;
+    fn merge(&self, layout: &Layout, world: &mut [u8], local: LocalEnd) -> Result<RunStats, HostError>;
+}
+
+/// How this process's share of a world across processes ended
+/// ([`Spread::merge`]).
+pub(crate) struct LocalEnd {
+    /// The ranks it ran.
+    pub(crate) ranks: std::ops::Range<u32>,
+    /// How its run ended.
+    pub(crate) outcome: Outcome,
+    /// The scheduler's codes of where it parked each of them.
+    pub(crate) parked: Vec<u64>,
+    /// From the first rank's start to the last rank's end.
+    pub(crate) elapsed: std::time::Duration,
+    /// Each rank's stack, which a stack overflow reports.
+    pub(crate) stack_bytes: usize,
 }
 
 impl CpuDevice {
@@ -393,16 +398,14 @@ impl Backend for CpuDevice {
         let elapsed = start.elapsed();
         drop(relay);
         if let Some(processes) = self.processes {
-            let ranks = blocks.start * layout.block_dim..blocks.end * layout.block_dim;
-            let outcome = processes.merge(
-                layout,
-                world.as_mut_slice(),
-                ranks,
+            let local = LocalEnd {
+                ranks: blocks.start * layout.block_dim..blocks.end * layout.block_dim,
                 outcome,
-                &parked,
+                parked,
                 elapsed,
-                stacks.stack_bytes(),
-            );
+                stack_bytes: stacks.stack_bytes(),
+            };
+            let outcome = processes.merge(layout, world.as_mut_slice(), local);
             return Ok(Ran { world, outcome });
         }
         let outcome = match outcome {

@@ -8,11 +8,11 @@
 use super::Processes;
 use crate::backend::RunStats;
 use crate::cpu::scheduler::{report_parked, Outcome};
+use crate::cpu::LocalEnd;
 use crate::error::{AllocError, DistributedError, HostError};
 use gpu_mpi_device::abi::layout::{Layout, ABORT_OFFSET, RECORD_STRIDE, RESULT_STRIDE, SLOT_STATE_BYTES};
 use mpi::datatype::PartitionMut;
 use mpi::traits::CommunicatorCollectives;
-use std::time::Duration;
 
 /// The byte ranges of world memory that belong to `rank`.
 fn regions(layout: &Layout, rank: u32) -> [(usize, usize); 6] {
@@ -54,20 +54,21 @@ fn get(v: &[u8], at: &mut usize) -> u64 {
 }
 
 /// Exchanges the processes' parts of the world (`world`, laid out as
-/// `layout`; this process ran `ranks`) and their outcomes, and returns how
-/// the whole world's run ended. `parked` holds the scheduler's codes of
-/// this process's ranks; `stack_bytes` is what a stack overflow reports.
-#[allow(clippy::too_many_arguments)]
+/// `layout`) and their outcomes (this process's in `local`), and returns
+/// how the whole world's run ended.
 pub(crate) fn merge(
     processes: &Processes,
     layout: &Layout,
     world: &mut [u8],
-    ranks: std::ops::Range<u32>,
-    outcome: Outcome,
-    parked: &[u64],
-    elapsed: Duration,
-    stack_bytes: usize,
+    local: LocalEnd,
 ) -> Result<RunStats, HostError> {
+    let LocalEnd {
+        ranks,
+        outcome,
+        parked,
+        elapsed,
+        stack_bytes,
+    } = local;
     let comm = processes.world();
     let mut mine = Vec::new();
     put(&mut mine, layout.total as u64);

@@ -21,8 +21,8 @@ mod merge;
 mod relay;
 
 use crate::backend::RunStats;
-use crate::cpu::scheduler::{Outcome, Relay};
-use crate::cpu::Spread;
+use crate::cpu::scheduler::Relay;
+use crate::cpu::{LocalEnd, Spread};
 use crate::error::{DistributedError, HostError};
 use gpu_mpi_device::abi::layout::Layout;
 use mpi::environment::Universe;
@@ -126,16 +126,7 @@ impl Spread for Processes {
         })
     }
 
-    fn merge(
-        &self,
-        layout: &Layout,
-        world: &mut [u8],
-        ranks: std::ops::Range<u32>,
-        outcome: Outcome,
-        parked: &[u64],
-        elapsed: std::time::Duration,
-        stack_bytes: usize,
-    ) -> Result<RunStats, HostError> {
-        merge::merge(self, layout, world, ranks, outcome, parked, elapsed, stack_bytes)
+    fn merge(&self, layout: &Layout, world: &mut [u8], local: LocalEnd) -> Result<RunStats, HostError> {
+        merge::merge(self, layout, world, local)
     }
 }
