@@ -182,6 +182,7 @@ pub(crate) trait Spread: Sync + std::fmt::Debug {
 
 /// How this process's share of a world across processes ended
 /// ([`Spread::merge`]).
+#[cfg_attr(not(feature = "distributed"), allow(dead_code))]
 pub(crate) struct LocalEnd {
     /// The ranks it ran.
     pub(crate) ranks: std::ops::Range<u32>,
