@@ -78,6 +78,10 @@ pub enum Call {
     /// A window's fence (on the world: its barrier); the tag is the
     /// window id.
     WinFence = 27,
+    /// A window's creation (its agreement, collective over the
+    /// communicator); never a wait of its own (its collectives record
+    /// theirs), only the operation of an [`Error::AcrossProcesses`](crate::Error::AcrossProcesses).
+    WinCreate = 28,
 }
 
 impl Call {
@@ -110,6 +114,7 @@ impl Call {
             25 => Call::WinPost,
             26 => Call::WinWait,
             27 => Call::WinFence,
+            28 => Call::WinCreate,
             _ => return None,
         })
     }
@@ -196,6 +201,7 @@ impl fmt::Display for WaitDisplay {
             ),
             Some(Call::WinWait) => write!(f, "window wait({} completions missing)", self.tag),
             Some(Call::WinFence) => write!(f, "window fence(window {})", self.tag),
+            Some(Call::WinCreate) => f.write_str("window creation"),
             None => write!(f, "operation {}", self.operation),
         }
     }

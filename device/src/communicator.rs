@@ -513,6 +513,9 @@ impl Communicator for World {
     #[allow(private_interfaces)]
     #[inline(always)]
     fn route(&self) -> Route<'_> {
+        if self.collectives_by_messages() {
+            return Route::Sub(self.view());
+        }
         Route::World(self)
     }
 }
@@ -558,12 +561,23 @@ impl World {
     }
 
     /// Whether the world spreads over processes (docs/distributed.md):
-    /// then its collectives but the barrier fail with
-    /// [`Error::AcrossProcesses`] on every rank (they read every rank's
-    /// memory in this one).
+    /// then what reads or writes other ranks' memory in this process (the
+    /// world's own collective algorithms but the barrier, the non-blocking
+    /// collectives, windows) fails with [`Error::AcrossProcesses`] on
+    /// every rank.
     #[inline(always)]
     pub(crate) fn across_processes(&self) -> bool {
         self.core_settled().flags() & FLAG_ACROSS_PROCESSES != 0
+    }
+
+    /// Whether the world's collectives take the sub-communicators' message
+    /// algorithms (`collective::general`): across processes, in a build
+    /// with the `distributed` feature (docs/distributed.md). Without the
+    /// feature this folds to `false` and kernels carry the world's
+    /// algorithms alone.
+    #[inline(always)]
+    pub(crate) fn collectives_by_messages(&self) -> bool {
+        cfg!(feature = "distributed") && self.across_processes()
     }
 
     /// The engine's copy of this world's addresses, for a call that may

@@ -32,6 +32,7 @@
 //! tag (MPI 3.5 and 7.1.2).
 
 use crate::buffers::Place;
+use crate::collective::general::Tag;
 use crate::communicator::{
     block_color, warp_color, Color, CommInfo, CommView, Communicator, Group, SimpleCommunicator,
 };
@@ -134,14 +135,14 @@ impl<'w> CommView<'w> {
     /// was left (the same on every rank).
     fn new_context(&self) -> Result<u32, Error> {
         let core = self.world.core();
-        let limit = core.communicators();
+        let (end, limit) = core.context_range();
         let mut id = 0u32;
         if self.rank == 0 {
             let counter = core.comm_counter();
             // Relaxed: the number itself publishes nothing; the table the
             // creation writes is published by its own barriers.
             let mut seen = counter.load(Ordering::Relaxed);
-            while seen < limit {
+            while seen < end {
                 // Relaxed, as above.
                 match counter.compare_exchange(seen, seen + 1, Ordering::Relaxed) {
                     Ok(_) => {
@@ -186,6 +187,9 @@ impl<'w> CommView<'w> {
     }
 
     fn split_untraced(&self, color: Color, key: i32) -> Result<Option<SimpleCommunicator<'w>>, Error> {
+        if self.world.collectives_by_messages() {
+            return self.split_by_messages(color, key);
+        }
         let id = self.new_context()?;
         let me = self.rank;
         // Relaxed: published by the barrier below (its messages' Release
@@ -233,6 +237,99 @@ impl<'w> CommView<'w> {
             crate::collective::hardware::store_kind(self.world, c.info);
         }
         Ok(found)
+    }
+}
+
+impl<'w> CommView<'w> {
+    /// [`CommView::split`] in a world across processes
+    /// (docs/distributed.md): each process holds its own copy of the new
+    /// table, so a rank cannot read the others' entries after a barrier.
+    /// Every rank instead sends its entry to every other rank of the parent
+    /// (step `s`: to `rank + s`, from `rank - s`; `n - 1` exchanges of 8
+    /// bytes) and writes each one it gets into its own process's table: the
+    /// (colour, key) pairs, then, once it has computed its place, each
+    /// member's (place, new rank), from which it writes the whole member
+    /// and inverse tables of its process. 2 (n - 1) exchanges per rank
+    /// instead of two barriers; the results are those of the split above.
+    fn split_by_messages(&self, color: Color, key: i32) -> Result<Option<SimpleCommunicator<'w>>, Error> {
+        let id = self.new_context()?;
+        let me = self.rank;
+        self.each_entry([color.0, key as u32], |q, [c, k]| {
+            // Relaxed: every rank of this process that writes the word
+            // writes the same value, and each reads only words it wrote
+            // itself (this exchange is its own copy of the parent's entries).
+            self.word(id, q, CommWord::Color).store(c, Ordering::Relaxed);
+            // Relaxed, as above.
+            self.word(id, q, CommWord::Key).store(k, Ordering::Relaxed);
+        })?;
+        let mut found = None;
+        let mut place = [u32::MAX; 2];
+        if !color.is_undefined() {
+            let (mut start, mut size, mut before) = (0u32, 0u32, 0u32);
+            for q in 0..self.size {
+                // Relaxed: written by this rank above.
+                let c = self.word(id, q, CommWord::Color).load(Ordering::Relaxed);
+                if c == u32::MAX {
+                    continue;
+                }
+                if c < color.0 {
+                    start += 1;
+                } else if c == color.0 {
+                    size += 1;
+                    // Relaxed, as above.
+                    let k = self.word(id, q, CommWord::Key).load(Ordering::Relaxed) as i32;
+                    if k < key || (k == key && q < me) {
+                        before += 1;
+                    }
+                }
+            }
+            place = [start + before, before];
+            found = Some(SimpleCommunicator {
+                world: self.world,
+                info: CommInfo { id, start, size },
+                rank: before,
+            });
+        }
+        let write_place = |q: u32, [at, new_rank]: [u32; 2]| {
+            if at == u32::MAX {
+                return;
+            }
+            let w = self.comm.member(self.world, q);
+            // Relaxed: as the pairs above, every writer of this process
+            // writes the same value.
+            self.word(id, at, CommWord::Member).store(w, Ordering::Relaxed);
+            // Relaxed, as above.
+            self.word(id, w, CommWord::Inverse)
+                .store(new_rank, Ordering::Relaxed);
+        };
+        self.each_entry(place, write_place)?;
+        if let Some(c) = &found {
+            crate::collective::hardware::store_kind(self.world, c.info);
+        }
+        Ok(found)
+    }
+
+    /// Sends `mine` to every other rank of this communicator and calls
+    /// `take(q, entry)` with this rank's own entry and then each other
+    /// rank `q`'s, on the collective context (tag `Creation`).
+    fn each_entry(&self, mine: [u32; 2], mut take: impl FnMut(u32, [u32; 2])) -> Result<(), Error> {
+        let (me, n) = (self.rank, self.size);
+        take(me, mine);
+        for s in 1..n {
+            let mut got = [0u32; 2];
+            self.send_receive(
+                Some((me + s) % n),
+                Place::plain(mine.as_ptr() as *const u8),
+                8,
+                Some((me + n - s) % n),
+                Place::plain(got.as_mut_ptr() as *const u8),
+                8,
+                Tag::Creation,
+                <u32 as crate::Equivalence>::DATATYPE,
+            )?;
+            take((me + n - s) % n, got);
+        }
+        Ok(())
     }
 }
 
@@ -305,6 +402,25 @@ mod tests {
             });
             assert_eq!((on_d, on_w), (8, 7));
         });
+    }
+
+    #[test]
+    fn a_process_draws_contexts_from_its_own_range() {
+        let mut config = WorldConfig::new(1, 1);
+        config.communicators = 6;
+        let layout = config.layout().unwrap();
+        let mut mem: Vec<u64> = vec![0; layout.total.div_ceil(8)];
+        let bytes = bytemuck::cast_slice_mut::<u64, u8>(&mut mem);
+        config.write_header(bytes).unwrap();
+        // The second of three processes: ids 3 and 4.
+        layout.write_context_range(bytes, 2, 2).unwrap();
+        assert_eq!(layout.write_context_range(bytes, 5, 2), None);
+        // SAFETY: initialised world memory that outlives the world.
+        let w = unsafe { World::attach(bytes.as_mut_ptr()) }.unwrap();
+        assert_eq!(w.duplicate().unwrap().context_id(), 3);
+        assert_eq!(w.duplicate().unwrap().context_id(), 4);
+        let e = w.duplicate().map(|_| ()).unwrap_err();
+        assert_eq!(e, Error::CommunicatorLimit { limit: 2 });
     }
 
     #[test]

@@ -429,12 +429,12 @@ pub enum Error {
         /// Bytes of the rank's scratch left, before alignment.
         available: u32,
     },
-    /// A world collective other than the barrier, a non-blocking
-    /// collective or a communicator creation in a world spread over
-    /// processes (`mpiexec`; docs/distributed.md), which does not carry
-    /// them yet (class `MPI_ERR_OTHER`): every rank that enters one gets
-    /// this error and nothing is moved. Point-to-point and the world
-    /// barrier cross processes.
+    /// An operation that does not cross processes yet, in a world spread
+    /// over processes (`mpiexec`; docs/distributed.md; class
+    /// `MPI_ERR_OTHER`): a non-blocking collective, a window's creation,
+    /// and, in a kernel crate built without the device's `distributed`
+    /// feature, a world collective other than the barrier. Every rank
+    /// that enters one gets this error and nothing is moved.
     AcrossProcesses {
         /// The collective ([`crate::polling::Call`] code).
         operation: u32,
@@ -782,15 +782,15 @@ impl fmt::Display for Error {
             ),
             Error::Application { code } => write!(f, "the kernel failed with application code {code}"),
             Error::AcrossProcesses { operation } => match crate::codes::Call::from_code(operation) {
-                Some(call) => write!(f, "{call:?} in a world across processes: collectives do not cross processes yet (docs/distributed.md)"),
-                None => write!(f, "a collective in a world across processes: collectives do not cross processes yet (docs/distributed.md)"),
+                Some(call) => write!(f, "{call:?} in a world across processes: it does not cross processes yet (docs/distributed.md)"),
+                None => write!(f, "a collective in a world across processes: it does not cross processes yet (docs/distributed.md)"),
             },
             Error::ImmediateOnSubCommunicator { context } => write!(
                 f,
                 "non-blocking collective on sub-communicator context {context}: the world was launched without their state (WorldSpec::immediate_on_communicators)"
             ),
             Error::CommunicatorLimit { limit } => {
-                write!(f, "the world holds {limit} communicators and all are in use")
+                write!(f, "the world holds {limit} communicators (across processes: the share of the process of the creation's rank 0) and all are in use")
             }
             Error::ScratchExhausted { requested, available } => write!(
                 f,

@@ -72,10 +72,12 @@ pub const FLAG_FORCE_STREAMING: u32 = 1;
 /// `MPI_ERR_COMM`.
 pub const FLAG_IMMEDIATE_COMMUNICATORS: u32 = 2;
 /// `WorldConfig::flags`: the world spreads over processes (`mpiexec`;
-/// docs/distributed.md). Set by the host; the collectives that need every
-/// rank's memory in this process (all but the world barrier, which the
-/// host's relays complete) fail with `MPI_ERR_OTHER`
-/// (`Error::AcrossProcesses`) on every rank that enters them.
+/// docs/distributed.md). Set by the host; the world's collectives then go
+/// by messages (with the device's `distributed` feature), and what needs
+/// every rank's memory in this process (the non-blocking collectives,
+/// windows; without the feature, the world's collectives but the
+/// barrier, which the host's relays complete) fails with `MPI_ERR_OTHER`
+/// (`Error::AcrossProcesses`) on every rank that enters it.
 pub const FLAG_ACROSS_PROCESSES: u32 = 4;
 
 /// Longest sleep between two polls of a GPU wait when the world's config
@@ -199,9 +201,17 @@ pub const COMM_TABLE_ENTRY_BYTES: usize = 16;
 /// Bytes per warp of one communicator table, after its entries: its
 /// [`WarpWord`](crate::records::WarpWord).
 pub const COMM_WARP_WORD_BYTES: usize = 4;
-/// Bytes of the communicator area's header (the context counter, a line
-/// of its own).
+/// Bytes of the communicator area's header (a line of its own): the
+/// context counter, then the range of context ids this process draws from
+/// ([`Layout::write_context_range`]).
 pub const COMM_HEADER_BYTES: usize = 64;
+/// Offset, in the communicator area's header, of one more than the last
+/// context id this process may hand out (0: no range given, every id up to
+/// [`WorldConfig::communicators`]).
+pub const COMM_RANGE_END_OFFSET: usize = 4;
+/// Offset, in the communicator area's header, of how many context ids
+/// that range holds (the limit a creation that finds it used up reports).
+pub const COMM_RANGE_COUNT_OFFSET: usize = 8;
 /// Bytes before each rank's scratch (a line holding the word that says
 /// the scratch is taken).
 pub const SCRATCH_HEADER_BYTES: usize = 64;
@@ -765,6 +775,22 @@ impl Layout {
         self.immediate_comm_local(id, 0)
             + self.ranks as usize * COMM_IMMEDIATE_LOCAL_BYTES
             + (slot as usize * self.ranks as usize + entry as usize) * per_entry
+    }
+
+    /// Gives the process that owns `memory` (laid out as `self`, header
+    /// written) the context ids `first + 1 ..= first + count` for the
+    /// communicators its ranks create: in a world across processes
+    /// (docs/distributed.md) each process draws from its own range, so
+    /// that no two creations anywhere take the same context. `None` when
+    /// the range is not inside `1 ..= communicators` or `memory` is too
+    /// small.
+    pub fn write_context_range(&self, memory: &mut [u8], first: u32, count: u32) -> Option<()> {
+        let end = first.checked_add(count).filter(|&e| e <= self.communicators)?;
+        let words = memory.get_mut(self.comms..self.comms + COMM_HEADER_BYTES)?;
+        words[0..4].copy_from_slice(&first.to_le_bytes());
+        words[COMM_RANGE_END_OFFSET..COMM_RANGE_END_OFFSET + 4].copy_from_slice(&(end + 1).to_le_bytes());
+        words[COMM_RANGE_COUNT_OFFSET..COMM_RANGE_COUNT_OFFSET + 4].copy_from_slice(&count.to_le_bytes());
+        Some(())
     }
 
     /// Offset of the table of communicator context `id` (`1..=communicators`).

@@ -983,6 +983,29 @@ impl Core {
         unsafe { crate::shim::atomic_u32_at(self.base, self.layout().comms) }
     }
 
+    /// The last context id this process may hand out and how many its
+    /// range holds (`Layout::write_context_range`): `(communicators,
+    /// communicators)` when the host gave no range.
+    #[inline(always)]
+    pub(crate) fn context_range(&self) -> (u32, u32) {
+        let at = |offset| {
+            // SAFETY: words of the communicator area's header line, 4-byte
+            // aligned, written by the host before the launch.
+            unsafe { crate::shim::atomic_u32_at(self.base, self.layout().comms + offset) }
+        };
+        // Relaxed: written by the host before the launch.
+        let end = at(crate::layout::COMM_RANGE_END_OFFSET).load(crate::shim::Ordering::Relaxed);
+        if end == 0 {
+            let all = self.communicators();
+            return (all, all);
+        }
+        // Relaxed, as above.
+        (
+            end - 1,
+            at(crate::layout::COMM_RANGE_COUNT_OFFSET).load(crate::shim::Ordering::Relaxed),
+        )
+    }
+
     /// Word `word` of entry `index` of the table of context `id`.
     #[inline(always)]
     pub(crate) fn comm_word(&self, id: u32, index: u32, word: CommWord) -> &crate::shim::AtomicU32 {

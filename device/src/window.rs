@@ -2158,6 +2158,14 @@ const NO_MEMORY: u32 = 2;
 /// claimed.
 fn agree<C: Communicator + ?Sized>(comm: &C, view: &CommView<'_>, ask: Ask) -> Result<Agreement, Error> {
     let world = view.world;
+    if world.across_processes() {
+        // Every rank reads the same flag: all fail, none takes part. A
+        // window's operations reach into its targets' memory, which across
+        // processes is another process's.
+        return Err(Error::AcrossProcesses {
+            operation: Call::WinCreate as u32,
+        });
+    }
     let layout = &world.layout;
     let block = world.block;
     let available = layout.window_stride - WINDOW_ENTRY_BYTES as u32;

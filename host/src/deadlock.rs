@@ -357,6 +357,7 @@ fn operation_name(code: u32) -> &'static str {
         Some(Call::WinPost) => "window post",
         Some(Call::WinWait) => "window wait",
         Some(Call::WinFence) => "window fence",
+        Some(Call::WinCreate) => "window creation",
         _ => "an unknown operation",
     }
 }

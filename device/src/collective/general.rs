@@ -89,6 +89,9 @@ pub(crate) enum Tag {
     Scatter = 6,
     AllGather = 7,
     AllToAll = 8,
+    /// The entries of a communicator's creation across processes
+    /// (`creation`).
+    Creation = 9,
 }
 
 #[repr(C, align(16))]
@@ -314,7 +317,7 @@ impl<'a> CommView<'a> {
     /// be absent), in pieces of at most `max_message_bytes`; the receive
     /// follows the sender's pieces as [`CommView::receive`] does.
     #[allow(clippy::too_many_arguments)]
-    fn send_receive(
+    pub(crate) fn send_receive(
         &self,
         to: Option<u32>,
         sptr: Place,

@@ -466,7 +466,9 @@ fn start<'a, 's, F: Fold>(
 ) -> Result<Request<'a, 's>, Error> {
     if w.across_processes() {
         // Every rank reads the same flag: all fail, none starts.
-        return Err(Error::AcrossProcesses { operation: 0 });
+        return Err(Error::AcrossProcesses {
+            operation: s.kind.call() as u32,
+        });
     }
     let id = scope.attach(w)?;
     if sp.id != 0 {

@@ -146,10 +146,12 @@ pub trait Root {
 
 impl Process<'_> {
     /// The general algorithms' view of this process's communicator, when
-    /// it is not the world.
+    /// it is not the world or the world's collectives go by messages
+    /// ([`Communicator::route`]).
     #[inline(always)]
     fn sub(&self) -> Option<CommView<'_>> {
-        (self.comm.id != 0).then(|| CommView::of(self.world, self.comm))
+        (self.comm.id != 0 || self.world.collectives_by_messages())
+            .then(|| CommView::of(self.world, self.comm))
     }
 }
 

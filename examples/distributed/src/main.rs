@@ -12,10 +12,11 @@ use gpu_mpi::device::Error as DeviceError;
 use gpu_mpi::device::ErrorClass;
 use gpu_mpi::{BlockedState, Device, DeviceBuffer, HostError, LaunchReport, WorldSpec};
 use gpu_mpi_example_distributed_kernels::{
-    CheckArgs, ABORT, BARRIERS, BROADCAST, DEADLOCK, EXCHANGE, LARGE, LARGE_ELEMENTS, ORDER, PANIC, POSTED,
-    REQUESTS, SKIPPED_BARRIER,
+    CheckArgs, ABORT, BARRIERS, COLLECTIVES, DEADLOCK, EXCHANGE, IMMEDIATE, LARGE, LARGE_ELEMENTS, MAX_WORLD,
+    MISMATCHED_ROOTS, ORDER, PANIC, POSTED, REQUESTS, ROOTED_CHECKS, SKIPPED_BARRIER, SPLIT, SPLIT_CHECKS,
+    UNROOTED_CHECKS, WINDOW,
 };
-use gpu_mpi_example_pi_kernels::{PiArgs, PI_P2P};
+use gpu_mpi_example_pi_kernels::{PiArgs, PI_P2P, PI_REDUCE};
 use gpu_mpi_example_ring_kernels::{RingArgs, RING};
 use std::process::ExitCode;
 
@@ -158,13 +159,47 @@ fn main() -> ExitCode {
     );
     let ring = ring(&c, 3);
     c.check("ring example, 3 laps", ring);
-    let pi = pi(&c);
-    c.check("pi example, point-to-point", pi);
+    let pi_p2p = pi(&c, &PI_P2P);
+    c.check("pi example, point-to-point", pi_p2p);
+    let pi_reduce = pi(&c, &PI_REDUCE);
+    c.check("pi example, reduce", pi_reduce);
     let deadlock = deadlock(&c);
     c.check("a deadlock across processes, reported", deadlock);
     c.per_rank("world barriers between messages", &BARRIERS, c.spec(), 6, 6);
-    let broadcast = broadcast(&c);
-    c.check("a broadcast fails on every rank", broadcast);
+    if total as usize <= MAX_WORLD {
+        c.per_rank(
+            "every collective, every root",
+            &COLLECTIVES,
+            c.spec(),
+            0,
+            ROOTED_CHECKS * u64::from(total) + UNROOTED_CHECKS,
+        );
+        let contexts = 4 * processes;
+        c.per_rank(
+            "communicators split across processes",
+            &SPLIT,
+            c.spec().communicators(contexts),
+            0,
+            SPLIT_CHECKS,
+        );
+    } else {
+        c.say(&format!("--   collectives and splits: at most {MAX_WORLD} ranks"));
+    }
+    let mismatched = every_rank_fails(&c, &MISMATCHED_ROOTS, c.spec(), |e| e.class() == ErrorClass::Root);
+    c.check(
+        "a broadcast with mismatched roots fails on every rank",
+        mismatched,
+    );
+    let across = |call: Call| {
+        move |e: &DeviceError| {
+            matches!(e, DeviceError::AcrossProcesses { operation } if *operation == call as u32)
+                && e.class() == ErrorClass::Other
+        }
+    };
+    let immediate = every_rank_fails(&c, &IMMEDIATE, c.spec(), across(Call::Barrier));
+    c.check("a non-blocking barrier fails on every rank", immediate);
+    let window = every_rank_fails(&c, &WINDOW, c.spec().windows(1), across(Call::WinCreate));
+    c.check("a window's creation fails on every rank", window);
     let skipped = skipped_barrier(&c);
     c.check("a barrier the last rank skipped, reported", skipped);
     let abort = ended(
@@ -206,7 +241,7 @@ fn ring(c: &Checks, laps: u32) -> Result<(), String> {
     Ok(())
 }
 
-fn pi(c: &Checks) -> Result<(), String> {
+fn pi(c: &Checks, kernel: &gpu_mpi::device::Kernel<PiArgs>) -> Result<(), String> {
     let result = c.device.alloc_zeroed::<f64>(1).map_err(|e| e.to_string())?;
     let args = PiArgs {
         intervals_per_rank: 1000,
@@ -214,7 +249,7 @@ fn pi(c: &Checks) -> Result<(), String> {
         result: result.slice(),
     };
     c.device
-        .launch(&PI_P2P, &args, &c.spec())
+        .launch(kernel, &args, &c.spec())
         .map_err(|e| e.to_string())?;
     let pi = c.device.download(&result).map_err(|e| e.to_string())?[0];
     if c.process == 0 && (pi - std::f64::consts::PI).abs() > 1e-6 {
@@ -260,11 +295,15 @@ fn skipped_barrier(c: &Checks) -> Result<(), String> {
                 let ok = if b.rank == size - 1 {
                     b.state == BlockedState::Exited
                 } else {
-                    matches!(b.state, BlockedState::Waiting { operation, .. } if operation == Call::Barrier as u32)
+                    // The world barrier (a kernel crate without the device's
+                    // `distributed` feature: the relays' barrier), or one
+                    // exchange of the barrier by messages (with it).
+                    let barrier = [Call::Barrier as u32, Call::SendReceive as u32];
+                    matches!(b.state, BlockedState::Waiting { operation, .. } if barrier.contains(&operation))
                 };
                 if !ok || b.process != b.rank / c.n {
                     return Err(format!(
-                        "rank {} is {:?} on process {}",
+                        "rank {} is {:?} on process {}\n{report}",
                         b.rank, b.state, b.process
                     ));
                 }
@@ -317,24 +356,29 @@ fn ended(
     }
 }
 
-fn broadcast(c: &Checks) -> Result<(), String> {
-    match launch_failing(c, &BROADCAST)? {
+/// Launches `kernel` on `spec`'s world, which must fail on every rank with
+/// an error that `expected` accepts (in a world of one process, the kernels
+/// that only fail across processes complete: `IMMEDIATE`, `WINDOW`).
+fn every_rank_fails(
+    c: &Checks,
+    kernel: &gpu_mpi::device::Kernel<CheckArgs>,
+    spec: WorldSpec,
+    expected: impl Fn(&DeviceError) -> bool,
+) -> Result<(), String> {
+    match launch(c, kernel, &spec, 0)?.1 {
         Err(HostError::RankFailed { errors, ranks }) => {
             if errors.len() != ranks as usize {
                 return Err(format!("{} of {ranks} ranks failed", errors.len()));
             }
-            for (rank, e) in &errors {
-                let broadcast = Call::Broadcast as u32;
-                if !matches!(e, DeviceError::AcrossProcesses { operation } if *operation == broadcast)
-                    || e.class() != ErrorClass::Other
-                {
-                    return Err(format!("rank {rank}: {e}"));
-                }
+            match errors.iter().find(|(_, e)| !expected(e)) {
+                Some((rank, e)) => Err(format!("rank {rank}: {e}")),
+                None => Ok(()),
             }
-            Ok(())
         }
         Err(e) => Err(format!("not the ranks' errors: {e}")),
-        Ok(_) if c.processes == 1 => Ok(()),
-        Ok(_) => Err("the broadcast completed".into()),
+        Ok(_) if c.processes == 1 && (std::ptr::eq(kernel, &IMMEDIATE) || std::ptr::eq(kernel, &WINDOW)) => {
+            Ok(())
+        }
+        Ok(_) => Err("the launch completed".into()),
     }
 }

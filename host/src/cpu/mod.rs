@@ -362,6 +362,14 @@ impl Backend for CpuDevice {
         }
         let mut world = CpuBuffer::zeroed(layout.total)?;
         config.write_header(world.as_mut_slice())?;
+        if count > 1 {
+            // Each process hands out its own share of the context ids, so
+            // that creations in different processes never take the same one.
+            let share = config.communicators / count;
+            let given = layout.write_context_range(world.as_mut_slice(), index * share, share);
+            // `index < count`, so the share ends at most at `communicators`.
+            debug_assert!(given.is_some());
+        }
         let o = &self.options;
         let guard_pages = config.ranks <= o.guard_page_limit;
         let stacks = StackPool::new(config.ranks as usize, o.stack_bytes, guard_pages)?;

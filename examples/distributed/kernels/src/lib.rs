@@ -4,9 +4,12 @@
 #![no_std]
 
 use bytemuck::{Pod, Zeroable};
+use gpu_mpi_device::collective::{SystemOperation, UserOperation};
+use gpu_mpi_device::communicator::Color;
 use gpu_mpi_device::point_to_point::send_receive_into_with_tags;
 use gpu_mpi_device::request::{self, wait_all};
 use gpu_mpi_device::traits::*;
+use gpu_mpi_device::window::Window;
 use gpu_mpi_device::{Error, GlobalSlice, World};
 
 /// Arguments of every check.
@@ -174,14 +177,217 @@ gpu_mpi_device::kernel! {
     }
 }
 
+/// The largest world [`COLLECTIVES`] and [`SPLIT`] take (their buffers
+/// live on the rank's stack).
+pub const MAX_WORLD: usize = 64;
+
+/// [`COLLECTIVES`]' checks per root (broadcast, reduce, ordered reduce,
+/// gather, scatter).
+pub const ROOTED_CHECKS: u64 = 5;
+/// [`COLLECTIVES`]' checks without a root (barrier, all-reduce,
+/// all-gather, all-to-all, scan, exclusive scan, reduce-scatter-block).
+pub const UNROOTED_CHECKS: u64 = 7;
+
+/// A range of ranks `lo << 32 | hi` joined by an operation that is
+/// associative but not commutative: `[a, b]` then `[b + 1, c]` is `[a,
+/// c]`; anything else (operands out of rank order) is `u64::MAX`, which
+/// absorbs.
+fn join(left: &u64, right: &u64) -> u64 {
+    let (l, r) = (*left, *right);
+    if l == u64::MAX || r == u64::MAX || (l & 0xffff_ffff) + 1 != r >> 32 {
+        return u64::MAX;
+    }
+    (l & !0xffff_ffff) | (r & 0xffff_ffff)
+}
+
+/// `rank`'s operand of [`join`]: the range of itself.
+fn single(rank: i32) -> u64 {
+    ((rank as u64) << 32) | rank as u64
+}
+
 gpu_mpi_device::kernel! {
-    /// A broadcast: collectives that move data do not cross processes yet,
-    /// so every rank returns `Error::AcrossProcesses`.
-    pub static BROADCAST = fn broadcast(world: &World, _args: &CheckArgs) -> Result<(), Error> {
-        let mut v = world.rank() as u64;
-        world.process_at_rank(0).broadcast_into(&mut v)
+    /// Every collective of the world, those with a root from every root,
+    /// each with values that say who sent them; the world's ranks are in
+    /// several processes. `out[rank]`: the checks whose result was right
+    /// on this rank ([`ROOTED_CHECKS`] × size + [`UNROOTED_CHECKS`]).
+    pub static COLLECTIVES = fn collectives(world: &World, args: &CheckArgs) -> Result<(), Error> {
+        let (rank, size) = (world.rank(), world.size());
+        let n = size as usize;
+        if n > MAX_WORLD {
+            return Err(Error::application(2));
+        }
+        let me = rank as u64;
+        let mut good = 0u64;
+        let sum_of_ranks = (n * (n - 1) / 2) as u64;
+        for root in 0..size {
+            let p = world.process_at_rank(root);
+            let at_root = rank == root;
+            let mut v = if at_root { 1000 + root as u64 } else { 0 };
+            p.broadcast_into(&mut v)?;
+            good += u64::from(v == 1000 + root as u64);
+
+            let mut sum = 0u64;
+            if at_root {
+                p.reduce_into_root(&me, &mut sum, SystemOperation::sum())?;
+            } else {
+                p.reduce_into(&me, SystemOperation::sum())?;
+            }
+            good += u64::from(!at_root || sum == sum_of_ranks);
+
+            let mut range = 0u64;
+            if at_root {
+                p.reduce_into_root(&single(rank), &mut range, UserOperation::associative(join))?;
+            } else {
+                p.reduce_into(&single(rank), UserOperation::associative(join))?;
+            }
+            good += u64::from(!at_root || range == single(0) | (size as u64 - 1));
+
+            let mut all = [0u64; MAX_WORLD];
+            let mine = 100 * me + root as u64;
+            if at_root {
+                p.gather_into_root(&mine, &mut all[..n])?;
+            } else {
+                p.gather_into(&mine)?;
+            }
+            good += u64::from(!at_root || (0..n).all(|q| all[q] == 100 * q as u64 + root as u64));
+
+            let mut part = 0u64;
+            if at_root {
+                let parts: [u64; MAX_WORLD] = core::array::from_fn(|q| 7 * q as u64 + root as u64);
+                p.scatter_into_root(&parts[..n], &mut part)?;
+            } else {
+                p.scatter_into(&mut part)?;
+            }
+            good += u64::from(part == 7 * me + root as u64);
+        }
+
+        world.barrier()?;
+        good += 1;
+
+        let mut total = 0u64;
+        world.all_reduce_into(&me, &mut total, SystemOperation::sum())?;
+        good += u64::from(total == sum_of_ranks);
+
+        let mut all = [0u64; MAX_WORLD];
+        world.all_gather_into(&(me * me), &mut all[..n])?;
+        good += u64::from((0..n).all(|q| all[q] == (q * q) as u64));
+
+        let to: [u64; MAX_WORLD] = core::array::from_fn(|q| 1000 * me + q as u64);
+        let mut from = [0u64; MAX_WORLD];
+        world.all_to_all_into(&to[..n], &mut from[..n])?;
+        good += u64::from((0..n).all(|q| from[q] == 1000 * q as u64 + me));
+
+        let mut prefix = 0u64;
+        world.scan_into(&single(rank), &mut prefix, UserOperation::associative(join))?;
+        good += u64::from(prefix == single(0) | me);
+
+        let mut before = 0u64;
+        world.exclusive_scan_into(&me, &mut before, SystemOperation::sum())?;
+        good += u64::from(rank == 0 || before == me * (me - 1) / 2);
+
+        let blocks: [u64; MAX_WORLD] = core::array::from_fn(|q| q as u64 + me);
+        let mut block = 0u64;
+        world.reduce_scatter_block_into(&blocks[..n], &mut block, SystemOperation::sum())?;
+        good += u64::from(block == n as u64 * me + sum_of_ranks);
+
+        args.out.write(rank as usize, good)
     }
 }
+
+gpu_mpi_device::kernel! {
+    /// A broadcast whose ranks name different roots (rank 0 on the even
+    /// ranks, rank 1 on the odd ones): an erroneous call, which fails on
+    /// every rank with `MPI_ERR_ROOT`, whichever process its ranks are in.
+    pub static MISMATCHED_ROOTS = fn mismatched_roots(world: &World, _args: &CheckArgs) -> Result<(), Error> {
+        let mut v = 7u64;
+        world.process_at_rank(world.rank() % 2).broadcast_into(&mut v)
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// A non-blocking barrier: the non-blocking collectives read every
+    /// rank's cells in this process's memory, so across processes every
+    /// rank's start fails with `Error::AcrossProcesses`.
+    pub static IMMEDIATE = fn immediate(world: &World, _args: &CheckArgs) -> Result<(), Error> {
+        request::scope(|scope| -> Result<(), Error> {
+            let r = world.immediate_barrier(scope)?;
+            r.wait().map(|_| ())
+        })
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// A window on the world: its operations would reach into another
+    /// process's memory, so across processes every rank's creation fails
+    /// with `Error::AcrossProcesses` (in one process it is created and
+    /// freed).
+    pub static WINDOW = fn window(world: &World, _args: &CheckArgs) -> Result<(), Error> {
+        Window::<u64>::create_dynamic(world)?.free()
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// Communicators across processes: the world split into the even and
+    /// the odd ranks (ordered by descending world rank), which span every
+    /// process; on each half a ring exchange, a broadcast from its last
+    /// rank, an all-reduce and a duplicate with a barrier; then the world
+    /// split by blocks (`split_shared`, one process's ranks each) with a
+    /// reduce. `out[rank]`: the checks that held (all [`SPLIT_CHECKS`]).
+    pub static SPLIT = fn split(world: &World, args: &CheckArgs) -> Result<(), Error> {
+        let (rank, size) = (world.rank(), world.size());
+        let me = rank as u64;
+        let mut good = 0u64;
+        let half = world
+            .split_by_color_with_key(Color::with_value((rank % 2) as u32), -rank)?
+            .ok_or(Error::application(3))?;
+        let (hr, hn) = (half.rank(), half.size());
+        // Descending world ranks of one parity: half rank r is world rank
+        // `top - 2 r`.
+        let top = size - 1 - ((size - 1 - rank) % 2);
+        good += u64::from(hn == (size + 1 - rank % 2) / 2 && rank == top - 2 * hr);
+
+        let mut got = u64::MAX;
+        send_receive_into_with_tags(
+            &me,
+            &half.process_at_rank((hr + 1) % hn),
+            5,
+            &mut got,
+            &half.process_at_rank((hr + hn - 1) % hn),
+            5,
+        )?;
+        good += u64::from(got == (top - 2 * ((hr + hn - 1) % hn)) as u64);
+
+        let mut v = if hr == hn - 1 { me } else { u64::MAX };
+        half.process_at_rank(hn - 1).broadcast_into(&mut v)?;
+        good += u64::from(v == (top - 2 * (hn - 1)) as u64);
+
+        let mut sum = 0u64;
+        half.all_reduce_into(&me, &mut sum, SystemOperation::sum())?;
+        let expected: u64 = (0..hn).map(|r| (top - 2 * r) as u64).sum();
+        good += u64::from(sum == expected);
+
+        let dup = half.duplicate()?;
+        dup.barrier()?;
+        good += u64::from(dup.size() == hn && dup.rank() == hr);
+
+        let block = world.split_shared()?;
+        let mut total = 0u64;
+        let root = block.process_at_rank(0);
+        if block.rank() == 0 {
+            root.reduce_into_root(&me, &mut total, SystemOperation::sum())?;
+            let first = rank as u64;
+            let n = block.size() as u64;
+            good += u64::from(total == n * first + n * (n - 1) / 2);
+        } else {
+            root.reduce_into(&me, SystemOperation::sum())?;
+            good += 1;
+        }
+        args.out.write(rank as usize, good)
+    }
+}
+
+/// [`SPLIT`]'s checks per rank.
+pub const SPLIT_CHECKS: u64 = 6;
 
 gpu_mpi_device::kernel! {
     /// Every rank but the last enters a world barrier; the last returns
