@@ -565,7 +565,7 @@ fn every_class_round_trips_and_reads_well() {
         (
             Error::CommunicatorLimit { limit: 4 },
             "MPI_ERR_COMM",
-            "the world holds 4 communicators and all are in use",
+            "the world holds 4 communicators (across processes: the share of the process of the creation's rank 0) and all are in use",
         ),
         (
             Error::ImmediateLimit { limit: 2 },
@@ -590,6 +590,13 @@ fn every_class_round_trips_and_reads_well() {
             Error::ScratchInUse,
             "MPI_ERR_NO_MEM",
             "this rank's scratch is already taken (one Scratch per rank at a time)",
+        ),
+        (
+            Error::AcrossProcesses {
+                operation: Call::WinCreate as u32,
+            },
+            "MPI_ERR_OTHER",
+            "WinCreate in a world across processes: it does not cross processes yet (docs/distributed.md)",
         ),
     ];
     for (e, name, detail) in cases {
