@@ -30,14 +30,22 @@ pub trait CommunicatorCollectives: Communicator {
     ///
     /// Standard section: MPI 4.1 §6.3.
     fn barrier(&self) -> Result<(), Error> {
-        match self.route() {
-            Route::World(w) => w.traced(Call::Barrier, -2, || {
+        let world_barrier = |w: &crate::World| {
+            w.traced(Call::Barrier, -2, || {
                 w.world_barrier(WaitFor {
                     operation: Call::Barrier,
                     peer: -2,
                     tag: -1,
                 })
-            }),
+            })
+        };
+        match self.route() {
+            Route::World(w) => world_barrier(w),
+            // A world across processes keeps its own barrier, which the
+            // processes' relays complete (docs/distributed.md): one
+            // exchange between processes, not ceil(log2 n) rounds of
+            // messages.
+            Route::Sub(v) if cfg!(feature = "distributed") && v.comm.id == 0 => world_barrier(v.world),
             Route::Sub(v) => v.traced(Call::Barrier, -2, || {
                 super::hardware::barrier(&v).unwrap_or_else(|| v.barrier())
             }),

@@ -13,8 +13,8 @@ use gpu_mpi::device::ErrorClass;
 use gpu_mpi::{BlockedState, Device, DeviceBuffer, HostError, LaunchReport, WorldSpec};
 use gpu_mpi_example_distributed_kernels::{
     CheckArgs, ABORT, BARRIERS, COLLECTIVES, DEADLOCK, EXCHANGE, IMMEDIATE, LARGE, LARGE_ELEMENTS, MAX_WORLD,
-    MISMATCHED_ROOTS, ORDER, PANIC, POSTED, REQUESTS, ROOTED_CHECKS, SKIPPED_BARRIER, SPLIT, SPLIT_CHECKS,
-    UNROOTED_CHECKS, WINDOW,
+    MISMATCHED_ROOTS, ORDER, PANIC, POSTED, RANK_ERROR, REQUESTS, ROOTED_CHECKS, SKIPPED_BARRIER, SPLIT,
+    SPLIT_CHECKS, UNROOTED_CHECKS, WINDOW,
 };
 use gpu_mpi_example_pi_kernels::{PiArgs, PI_P2P, PI_REDUCE};
 use gpu_mpi_example_ring_kernels::{RingArgs, RING};
@@ -208,6 +208,25 @@ fn main() -> ExitCode {
         |e| matches!(e, HostError::WorldAborted { by_rank, timed_out: false } if *by_rank == c.n * c.processes - 1),
     );
     c.check("an abort on the last process reaches every rank", abort);
+    let error = ended(&c, &RANK_ERROR, |e| {
+        let HostError::Deadlock(report) = e else {
+            return false;
+        };
+        let last = c.n * c.processes - 1;
+        report.ranks.len() == (last + 1) as usize
+            && report.ranks.iter().all(|b| {
+                b.process == b.rank / c.n
+                    && if b.rank == last {
+                        b.state.returned() == Some(DeviceError::application(5))
+                    } else {
+                        b.state.receive() == Some((last as i32, 5))
+                    }
+            })
+    });
+    c.check(
+        "a rank's error on the last process ends every process's launch",
+        error,
+    );
     let panic = ended(
         &c,
         &PANIC,
@@ -295,11 +314,7 @@ fn skipped_barrier(c: &Checks) -> Result<(), String> {
                 let ok = if b.rank == size - 1 {
                     b.state == BlockedState::Exited
                 } else {
-                    // The world barrier (a kernel crate without the device's
-                    // `distributed` feature: the relays' barrier), or one
-                    // exchange of the barrier by messages (with it).
-                    let barrier = [Call::Barrier as u32, Call::SendReceive as u32];
-                    matches!(b.state, BlockedState::Waiting { operation, .. } if barrier.contains(&operation))
+                    matches!(b.state, BlockedState::Waiting { operation, .. } if operation == Call::Barrier as u32)
                 };
                 if !ok || b.process != b.rank / c.n {
                     return Err(format!(

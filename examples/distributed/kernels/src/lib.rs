@@ -420,6 +420,22 @@ gpu_mpi_device::kernel! {
 }
 
 gpu_mpi_device::kernel! {
+    /// The last rank returns an error (application code 5) instead of
+    /// sending; every other rank waits for a message from it: the launch
+    /// ends on every process with a report that names the error and the
+    /// waiting ranks, never a hang.
+    pub static RANK_ERROR = fn rank_error(world: &World, _args: &CheckArgs) -> Result<(), Error> {
+        let (rank, size) = (world.rank(), world.size());
+        if rank == size - 1 {
+            return Err(Error::application(5));
+        }
+        let mut v = 0u64;
+        world.process_at_rank(size - 1).receive_into_with_tag(&mut v, 5)?;
+        Ok(())
+    }
+}
+
+gpu_mpi_device::kernel! {
     /// The last rank panics (a trap on the GPU); every other rank waits for
     /// a message from it: the launch reports the panic on every process.
     pub static PANIC = fn panic_last(world: &World, _args: &CheckArgs) -> Result<(), Error> {
