@@ -174,11 +174,10 @@ fn main() -> ExitCode {
             0,
             ROOTED_CHECKS * u64::from(total) + UNROOTED_CHECKS,
         );
-        let contexts = 4 * processes;
         c.per_rank(
             "communicators split across processes",
             &SPLIT,
-            c.spec().communicators(contexts),
+            c.spec(),
             0,
             SPLIT_CHECKS,
         );

@@ -24,7 +24,7 @@ use crate::launch::{LaunchReport, TracedLaunch};
 use crate::model::Profile;
 use crate::spec::Residency;
 use bytemuck::Pod;
-use gpu_mpi_device::abi::layout::{Layout, FLAG_ACROSS_PROCESSES};
+use gpu_mpi_device::abi::layout::{Layout, FLAG_ACROSS_PROCESSES, MAX_COMMUNICATORS};
 use gpu_mpi_device::abi::WorldConfig;
 use gpu_mpi_device::Kernel;
 use scheduler::{Outcome, Run};
@@ -311,7 +311,10 @@ impl Backend for CpuDevice {
         backend::Backend::kernel_residency(self, kernel, config.block_dim)?.check(ranks)
     }
 
-    /// A world across processes has every process's ranks.
+    /// A world across processes has every process's ranks, and as many
+    /// communicator contexts for each process as the spec asks for (each
+    /// process draws from its own share, `run`), up to
+    /// [`MAX_COMMUNICATORS`] in all.
     fn complete(&self, config: WorldConfig) -> WorldConfig {
         let (_, count) = self.process();
         if count < 2 || config.flags & FLAG_ACROSS_PROCESSES != 0 {
@@ -319,6 +322,7 @@ impl Backend for CpuDevice {
         }
         WorldConfig {
             ranks: config.ranks.saturating_mul(count),
+            communicators: config.communicators.saturating_mul(count).min(MAX_COMMUNICATORS),
             flags: config.flags | FLAG_ACROSS_PROCESSES,
             ..config
         }
