@@ -62,8 +62,14 @@ pub fn spec(cli: &Cli) -> WorldSpec {
 
 /// Writes the launch's trace to the file `GPU_MPI_TRACE` names (Chrome
 /// trace JSON) and the HTML page beside it, and says so on stderr; does
-/// nothing when the variable is unset or the launch was not traced.
-pub fn write_trace(report: &LaunchReport, title: &str) -> Result<(), String> {
+/// nothing when the variable is unset or the launch was not traced, nor on
+/// any process but the first of a world across processes (each holds the
+/// whole world's trace: docs/distributed.md), where they would all write
+/// the same file.
+pub fn write_trace(device: &Device, report: &LaunchReport, title: &str) -> Result<(), String> {
+    if device.process().0 != 0 {
+        return Ok(());
+    }
     // Every example writes its trace; the modelled time (timing mode,
     // GPU_MPI_MODEL, docs/model.md) goes beside it.
     if let Some(m) = &report.model {

@@ -24,7 +24,7 @@ pub fn run_pi(kernel: &gpu_mpi::device::Kernel<gpu_mpi_example_pi_kernels::PiArg
             result: result.slice(),
         };
         let report = device.launch(kernel, &args, &spec(&cli))?;
-        write_trace(&report, kernel.name)?;
+        write_trace(&device, &report, kernel.name)?;
         Ok((device.download(&result)?[0], report, device.process().0))
     };
     let (pi, report, process) = match run() {

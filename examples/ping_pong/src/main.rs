@@ -38,7 +38,7 @@ fn main() -> ExitCode {
             result: result.slice(),
         };
         let report = device.launch(&PING_PONG, &args, &spec)?;
-        common::write_trace(&report, "ping_pong")?;
+        common::write_trace(&device, &report, "ping_pong")?;
         Ok((device.download(&result)?[0], report))
     };
     match run() {

@@ -24,7 +24,7 @@ fn main() -> ExitCode {
             result: result.slice(),
         };
         let report = device.launch(&RING, &args, &common::spec(&cli))?;
-        common::write_trace(&report, "ring")?;
+        common::write_trace(&device, &report, "ring")?;
         Ok((device.download(&result)?[0], report, device.process().0))
     };
     match run() {
