@@ -195,17 +195,19 @@ impl Device {
         Ok(Device::cpu_with(options))
     }
 
-    /// This process's index among the processes a world spreads over and
-    /// their count: `(0, 1)` but in a program built with the `distributed`
-    /// feature and started by `mpiexec -n P` (docs/distributed.md), where
-    /// process `p` of `P` runs world ranks `p × n .. (p + 1) × n` of each
-    /// launch of `n` ranks per process. What a host program prints once,
-    /// it prints where the index is 0.
-    pub fn process(&self) -> (u32, u32) {
-        match &self.backend {
+    /// This process's place among the processes a world spreads over:
+    /// the only one (index 0 of 1) but in a program built with the
+    /// `distributed` feature and started by `mpiexec -n P`
+    /// (docs/distributed.md), where process `p` of `P` runs world ranks
+    /// `p × n .. (p + 1) × n` of each launch of `n` ranks per process.
+    /// What a host program prints once, it prints where
+    /// [`ProcessPlace::is_first`].
+    pub fn process(&self) -> ProcessPlace {
+        let (index, count) = match &self.backend {
             AnyBackend::Cpu(d) => d.process(),
             AnyBackend::Cuda(_) => (0, 1),
-        }
+        };
+        ProcessPlace { index, count }
     }
 
     /// The CPU emulator with these options.
@@ -507,5 +509,24 @@ impl Device {
     /// The world configuration `spec` gives on this device, checked.
     pub fn resolve(&self, spec: &WorldSpec) -> Result<WorldConfig, HostError> {
         with_backend!(self, d => backend::resolve(d, spec))
+    }
+}
+
+/// Where this process stands among the processes a world spreads over
+/// ([`Device::process`]; docs/distributed.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProcessPlace {
+    /// This process's index, below `count`: it runs world ranks `index × n
+    /// .. (index + 1) × n` of a launch of `n` ranks per process.
+    pub index: u32,
+    /// How many processes the world spreads over (1 without `mpiexec`).
+    pub count: u32,
+}
+
+impl ProcessPlace {
+    /// Whether this is the first process (index 0), the one that prints
+    /// what a program prints once.
+    pub fn is_first(&self) -> bool {
+        self.index == 0
     }
 }

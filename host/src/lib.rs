@@ -60,7 +60,7 @@ pub mod trace;
 
 pub use cpu::{CpuDevice, CpuOptions, Schedule};
 pub use datatype::{CommittedType, DatatypeError, Order, PackStrategy, Primitive, UserDatatype};
-pub use device::{Device, DeviceBuffer, DeviceDescription};
+pub use device::{Device, DeviceBuffer, DeviceDescription, ProcessPlace};
 pub use error::{
     AllocError, BufferError, CopyDirection, CudaError, DistributedError, DriverFailure, HostError, NoGpu,
     OptionError, Resource, StuckReason,

@@ -67,7 +67,7 @@ pub fn spec(cli: &Cli) -> WorldSpec {
 /// whole world's trace: docs/distributed.md), where they would all write
 /// the same file.
 pub fn write_trace(device: &Device, report: &LaunchReport, title: &str) -> Result<(), String> {
-    if device.process().0 != 0 {
+    if !device.process().is_first() {
         return Ok(());
     }
     // Every example writes its trace; the modelled time (timing mode,

@@ -105,7 +105,8 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let (process, processes) = device.process();
+    let place = device.process();
+    let (process, processes) = (place.index, place.count);
     let mut c = Checks {
         device,
         n,

@@ -15,23 +15,24 @@ pub fn run_pi(kernel: &gpu_mpi::device::Kernel<gpu_mpi_example_pi_kernels::PiArg
         Ok(c) => c,
         Err(e) => return fail(e),
     };
-    let run = || -> Result<(f64, gpu_mpi::LaunchReport, u32), Box<dyn std::error::Error>> {
-        let device = open(&cli, &KERNELS)?;
-        let result = device.alloc_zeroed::<f64>(1)?;
-        let args = gpu_mpi_example_pi_kernels::PiArgs {
-            intervals_per_rank: cli.count,
-            reserved: 0,
-            result: result.slice(),
+    let run =
+        || -> Result<(f64, gpu_mpi::LaunchReport, gpu_mpi::ProcessPlace), Box<dyn std::error::Error>> {
+            let device = open(&cli, &KERNELS)?;
+            let result = device.alloc_zeroed::<f64>(1)?;
+            let args = gpu_mpi_example_pi_kernels::PiArgs {
+                intervals_per_rank: cli.count,
+                reserved: 0,
+                result: result.slice(),
+            };
+            let report = device.launch(kernel, &args, &spec(&cli))?;
+            write_trace(&device, &report, kernel.name)?;
+            Ok((device.download(&result)?[0], report, device.process()))
         };
-        let report = device.launch(kernel, &args, &spec(&cli))?;
-        write_trace(&device, &report, kernel.name)?;
-        Ok((device.download(&result)?[0], report, device.process().0))
-    };
     let (pi, report, process) = match run() {
         Ok(r) => r,
         Err(e) => return fail(e),
     };
-    if process != 0 {
+    if !process.is_first() {
         // A world across processes (docs/distributed.md): rank 0, on
         // process 0, holds the estimate.
         return ExitCode::SUCCESS;

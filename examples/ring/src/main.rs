@@ -15,22 +15,23 @@ fn main() -> ExitCode {
         Ok(c) => c,
         Err(e) => return common::fail(e),
     };
-    let run = || -> Result<(u64, gpu_mpi::LaunchReport, u32), Box<dyn std::error::Error>> {
-        let device = common::open(&cli, &KERNELS)?;
-        let result = device.alloc_zeroed::<u64>(1)?;
-        let args = RingArgs {
-            laps: cli.count,
-            reserved: 0,
-            result: result.slice(),
+    let run =
+        || -> Result<(u64, gpu_mpi::LaunchReport, gpu_mpi::ProcessPlace), Box<dyn std::error::Error>> {
+            let device = common::open(&cli, &KERNELS)?;
+            let result = device.alloc_zeroed::<u64>(1)?;
+            let args = RingArgs {
+                laps: cli.count,
+                reserved: 0,
+                result: result.slice(),
+            };
+            let report = device.launch(&RING, &args, &common::spec(&cli))?;
+            common::write_trace(&device, &report, "ring")?;
+            Ok((device.download(&result)?[0], report, device.process()))
         };
-        let report = device.launch(&RING, &args, &common::spec(&cli))?;
-        common::write_trace(&device, &report, "ring")?;
-        Ok((device.download(&result)?[0], report, device.process().0))
-    };
     match run() {
         // A world across processes (docs/distributed.md): rank 0, on
         // process 0, holds the token.
-        Ok((_, _, process)) if process != 0 => ExitCode::SUCCESS,
+        Ok((_, _, process)) if !process.is_first() => ExitCode::SUCCESS,
         Ok((token, report, _)) => {
             let n = report.ranks as u64;
             let expected = cli.count as u64 * n * (n - 1) / 2;
