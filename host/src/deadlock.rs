@@ -7,9 +7,11 @@
 //! the public path of these types is [`crate::report`], which also decides
 //! a launch's outcome (`report::check_world`).
 
-use gpu_mpi_device::abi::layout::{Layout, WINDOW_LOCK, WINDOW_LOCK_EXCLUSIVE};
+use gpu_mpi_device::abi::layout::{Layout, RECORD_BYTES, WINDOW_LOCK, WINDOW_LOCK_EXCLUSIVE};
 use gpu_mpi_device::abi::polling::{Call, WaitDisplay, STATE_EXITED, STATE_TIMED_OUT, STATE_WAITING};
-use gpu_mpi_device::abi::records::{read_result_record, read_wait_record, SlotView};
+use gpu_mpi_device::abi::records::{
+    read_result_record, read_wait_record, RequestRecord, SlotView, CONTEXT_SHIFT,
+};
 use gpu_mpi_device::error::ErrorClass;
 use gpu_mpi_device::Error;
 use std::collections::HashMap;
@@ -242,6 +244,19 @@ pub enum Hint {
         /// The ranks that had exited.
         exited: Vec<u32>,
     },
+    /// Ranks returned `Ok` while others wait for a message of a
+    /// collective of a communicator whose collectives go by messages (a
+    /// sub-communicator's, or the world's across processes): its
+    /// blocking call's record names the communicator's collective context.
+    ExitedBeforeCommunicatorCollective {
+        /// The communicator's context id (0: the world).
+        communicator: u32,
+        /// The ranks waiting in one of its collectives.
+        waiting: Vec<u32>,
+        /// The ranks that had exited, members of the communicator or not
+        /// (the report reads no communicator's members).
+        exited: Vec<u32>,
+    },
     /// A rank waits for a message from a rank that exited with no message
     /// left for it (it sent none, or an earlier receive took them all).
     SourceExited {
@@ -420,6 +435,27 @@ impl fmt::Display for Hint {
                 if waiting.len() == 1 { "waits" } else { "wait" },
                 operation_name(*operation)
             ),
+            Hint::ExitedBeforeCommunicatorCollective {
+                communicator,
+                waiting,
+                exited,
+            } => {
+                write!(
+                    f,
+                    "{} {} for the messages of a collective of ",
+                    Ranks(waiting),
+                    if waiting.len() == 1 { "waits" } else { "wait" },
+                )?;
+                match communicator {
+                    0 => f.write_str("the world")?,
+                    id => write!(f, "communicator {id}")?,
+                }
+                write!(
+                    f,
+                    " while {} exited: every rank of a communicator must call the same collectives",
+                    Ranks(exited)
+                )
+            }
             Hint::SourceExited {
                 rank,
                 source,
@@ -510,6 +546,28 @@ pub struct DeadlockReport {
     pub hints: Vec<Hint>,
 }
 
+/// The communicator (context id) whose collective `r` waits in when it
+/// waits for a message of one: a blocking send, receive or send-receive
+/// whose record holds a collective's context word (`2 × id + 1`, in the
+/// high bits of its `mode`). The general algorithms' exchanges are such
+/// calls; a point-to-point call's context word is even.
+fn collective_of(memory: &[u8], layout: &Layout, r: &BlockedRank) -> Option<u32> {
+    let BlockedState::Waiting { operation, .. } = r.state else {
+        return None;
+    };
+    let records = match Call::from_code(operation)? {
+        Call::Send | Call::Receive => 1,
+        Call::SendReceive => 2,
+        _ => return None,
+    };
+    (0..records).find_map(|index| {
+        let at = layout.record_of(r.rank, index);
+        let record: RequestRecord = bytemuck::pod_read_unaligned(&memory[at..at + RECORD_BYTES]);
+        let context = record.mode >> CONTEXT_SHIFT;
+        (record.state != 0 && context % 2 == 1).then_some(context / 2)
+    })
+}
+
 /// The wait record of `rank`: state, operation, peer and tag.
 pub(crate) fn record_words(memory: &[u8], layout: &Layout, rank: u32) -> [u32; 4] {
     let r = read_wait_record(memory, layout, rank);
@@ -594,7 +652,12 @@ impl DeadlockReport {
             unreceived,
             hints: Vec::new(),
         };
-        report.hints = report.recognise(layout.slot_bytes);
+        let in_collectives: HashMap<u32, u32> = report
+            .ranks
+            .iter()
+            .filter_map(|r| Some((r.rank, collective_of(memory, layout, r)?)))
+            .collect();
+        report.hints = report.recognise(layout.slot_bytes, &in_collectives);
         let locks = report.lock_hints(memory, layout);
         report.hints.extend(locks);
         report
@@ -646,7 +709,7 @@ impl DeadlockReport {
     }
 
     /// The hints for the patterns this report shows.
-    fn recognise(&self, slot_bytes: u32) -> Vec<Hint> {
+    fn recognise(&self, slot_bytes: u32, in_collectives: &HashMap<u32, u32>) -> Vec<Hint> {
         let mut hints = Vec::new();
         // Indexed by destination, so that huge worlds stay linear.
         let mut to: HashMap<u32, Vec<&UnreceivedMessage>> = HashMap::new();
@@ -657,6 +720,11 @@ impl DeadlockReport {
             let Some((source, wanted)) = r.state.receive() else {
                 continue;
             };
+            if in_collectives.contains_key(&r.rank) {
+                // A collective's message: the hint below names the
+                // collective instead of its messages.
+                continue;
+            }
             let from_source =
                 |m: &&&UnreceivedMessage| source == gpu_mpi_device::ANY_SOURCE || m.source as i32 == source;
             let mut sent = to.get(&r.rank).into_iter().flatten().filter(from_source);
@@ -747,8 +815,26 @@ impl DeadlockReport {
             hints.push(Hint::ExitedBeforeCollective {
                 operation: op as u32,
                 waiting,
-                exited,
+                exited: exited.clone(),
             });
+        }
+        if !exited.is_empty() {
+            let mut communicators: Vec<u32> = in_collectives.values().copied().collect();
+            communicators.sort_unstable();
+            communicators.dedup();
+            for communicator in communicators {
+                let waiting = self
+                    .ranks
+                    .iter()
+                    .filter(|r| in_collectives.get(&r.rank) == Some(&communicator))
+                    .map(|r| r.rank)
+                    .collect();
+                hints.push(Hint::ExitedBeforeCommunicatorCollective {
+                    communicator,
+                    waiting,
+                    exited: exited.clone(),
+                });
+            }
         }
         hints.extend(self.returned_errors(&hints));
         hints

@@ -188,6 +188,50 @@ fn a_rank_that_exits_before_a_barrier_is_named_in_a_hint() {
 }
 
 gpu_mpi_device::kernel! {
+    /// The world splits into its even and odd ranks; rank 5 returns before
+    /// its half's all-reduce, which the other odd ranks enter; the even
+    /// half completes its own.
+    pub static EXIT_BEFORE_SUB_COLLECTIVE = fn exit_before_sub_collective(world: &World, _a: &u32) -> Result<(), Error> {
+        let half = world
+            .split_by_color(gpu_mpi_device::Color::with_value((world.rank() % 2) as u32))?
+            .ok_or(Error::Intern)?;
+        if world.rank() == 5 {
+            return Ok(());
+        }
+        let mut sum = 0u32;
+        half.all_reduce_into(&1u32, &mut sum, gpu_mpi_device::collective::SystemOperation::sum())
+    }
+}
+
+#[test]
+fn a_rank_that_exits_before_a_sub_communicator_collective_is_named_in_a_hint() {
+    for workers in [1, 2] {
+        let e = cpu(workers)
+            .launch(&EXIT_BEFORE_SUB_COLLECTIVE, &0, &WorldSpec::ranks(8).block_dim(2))
+            .unwrap_err();
+        let rep = deadlock(&e);
+        // The odd half's context (the world's is 0, the split's 1).
+        assert_eq!(
+            rep.hints,
+            vec![Hint::ExitedBeforeCommunicatorCollective {
+                communicator: 1,
+                waiting: vec![1, 3, 7],
+                exited: vec![0, 2, 4, 5, 6],
+            }]
+        );
+        let text = e.to_string();
+        assert!(
+            text.contains(
+                "hint: ranks 1, 3, 7 wait for the messages of a collective of communicator 1 while \
+                 ranks 0, 2, 4-6 exited: every rank of a communicator must call the same collectives"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("no message left"), "{text}");
+    }
+}
+
+gpu_mpi_device::kernel! {
     /// Every rank sends its successor a message with tag 1 and waits for
     /// one with tag 2 from its predecessor.
     pub static RING_OF_WRONG_TAGS = fn ring_of_wrong_tags(world: &World, _a: &u32) -> Result<(), Error> {

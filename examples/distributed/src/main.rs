@@ -10,11 +10,11 @@
 use gpu_mpi::device::abi::polling::Call;
 use gpu_mpi::device::Error as DeviceError;
 use gpu_mpi::device::ErrorClass;
-use gpu_mpi::{BlockedState, Device, DeviceBuffer, HostError, LaunchReport, WorldSpec};
+use gpu_mpi::{BlockedState, Device, DeviceBuffer, Hint, HostError, LaunchReport, WorldSpec};
 use gpu_mpi_example_distributed_kernels::{
     CheckArgs, ABORT, BARRIERS, COLLECTIVES, DEADLOCK, EXCHANGE, IMMEDIATE, LARGE, LARGE_ELEMENTS, MAX_WORLD,
-    MISMATCHED_ROOTS, ORDER, PANIC, POSTED, RANK_ERROR, REQUESTS, ROOTED_CHECKS, SKIPPED_BARRIER, SPLIT,
-    SPLIT_CHECKS, UNROOTED_CHECKS, WINDOW,
+    MISMATCHED_ROOTS, ORDER, PANIC, POSTED, RANK_ERROR, REQUESTS, ROOTED_CHECKS, SKIPPED_ALL_REDUCE,
+    SKIPPED_BARRIER, SPLIT, SPLIT_CHECKS, UNROOTED_CHECKS, WINDOW,
 };
 use gpu_mpi_example_pi_kernels::{PiArgs, PI_P2P, PI_REDUCE};
 use gpu_mpi_example_ring_kernels::{RingArgs, RING};
@@ -202,6 +202,28 @@ fn main() -> ExitCode {
     c.check("a window's creation fails on every rank", window);
     let skipped = skipped_barrier(&c);
     c.check("a barrier the last rank skipped, reported", skipped);
+    let skipped = ended(&c, &SKIPPED_ALL_REDUCE, |e| {
+        let HostError::Deadlock(report) = e else {
+            return false;
+        };
+        let last = c.n * c.processes - 1;
+        let hint = if c.processes == 1 {
+            // In one process the world's own all-reduce: its barrier.
+            Hint::ExitedBeforeCollective {
+                operation: Call::AllReduce as u32,
+                waiting: (0..last).collect(),
+                exited: vec![last],
+            }
+        } else {
+            Hint::ExitedBeforeCommunicatorCollective {
+                communicator: 0,
+                waiting: (0..last).collect(),
+                exited: vec![last],
+            }
+        };
+        report.hints == vec![hint]
+    });
+    c.check("an all-reduce the last rank skipped, reported", skipped);
     let abort = ended(
         &c,
         &ABORT,
