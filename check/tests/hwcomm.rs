@@ -803,9 +803,10 @@ fn a_rank_that_left_fails_every_collective_on_blocks_and_warps(backend: Backend)
                 Err(HostError::Deadlock(report)) => {
                     let text = report.to_string();
                     // In the list of blocked ranks, or (a general
-                    // algorithm's long list, cut short) in the hint.
+                    // algorithm's long list, cut short) in the hint that
+                    // names the communicator's collective.
                     assert!(
-                        text.contains("rank 3: exited") || text.contains("rank 3, which exited"),
+                        text.contains("rank 3: exited") || text.contains("while rank 3 exited"),
                         "{name} on {on}: {text}"
                     );
                 }
