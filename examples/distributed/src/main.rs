@@ -12,9 +12,9 @@ use gpu_mpi::device::Error as DeviceError;
 use gpu_mpi::device::ErrorClass;
 use gpu_mpi::{BlockedState, Device, DeviceBuffer, Hint, HostError, LaunchReport, WorldSpec};
 use gpu_mpi_example_distributed_kernels::{
-    CheckArgs, ABORT, BARRIERS, COLLECTIVES, DEADLOCK, EXCHANGE, IMMEDIATE, LARGE, LARGE_ELEMENTS, MAX_WORLD,
-    MISMATCHED_ROOTS, ORDER, PANIC, POSTED, RANK_ERROR, REQUESTS, ROOTED_CHECKS, SKIPPED_ALL_REDUCE,
-    SKIPPED_BARRIER, SPLIT, SPLIT_CHECKS, UNROOTED_CHECKS, WINDOW,
+    CheckArgs, ABORT, BARRIERS, COLLECTIVES, CONTEXTS, DEADLOCK, EXCHANGE, IMMEDIATE, LARGE, LARGE_ELEMENTS,
+    MAX_WORLD, MISMATCHED_ROOTS, ORDER, PANIC, POSTED, RANK_ERROR, REQUESTS, ROOTED_CHECKS,
+    SKIPPED_ALL_REDUCE, SKIPPED_BARRIER, SPLIT, SPLIT_CHECKS, UNROOTED_CHECKS, WINDOW,
 };
 use gpu_mpi_example_pi_kernels::{PiArgs, PI_P2P, PI_REDUCE};
 use gpu_mpi_example_ring_kernels::{RingArgs, RING};
@@ -178,9 +178,16 @@ fn main() -> ExitCode {
         c.per_rank(
             "communicators split across processes",
             &SPLIT,
-            c.spec(),
+            c.spec().communicators(6),
             0,
             SPLIT_CHECKS,
+        );
+        c.per_rank(
+            "each process draws the spec's communicators",
+            &CONTEXTS,
+            c.spec().communicators(3),
+            0,
+            3,
         );
     } else {
         c.say(&format!("--   collectives and splits: at most {MAX_WORLD} ranks"));

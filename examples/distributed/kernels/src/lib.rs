@@ -5,7 +5,7 @@
 
 use bytemuck::{Pod, Zeroable};
 use gpu_mpi_device::collective::{SystemOperation, UserOperation};
-use gpu_mpi_device::communicator::Color;
+use gpu_mpi_device::communicator::{Color, CommunicatorRelation};
 use gpu_mpi_device::point_to_point::send_receive_into_with_tags;
 use gpu_mpi_device::request::{self, wait_all};
 use gpu_mpi_device::traits::*;
@@ -369,6 +369,34 @@ gpu_mpi_device::kernel! {
         let dup = half.duplicate()?;
         dup.barrier()?;
         good += u64::from(dup.size() == hn && dup.rank() == hr);
+        good += u64::from(dup.compare(&half) == CommunicatorRelation::Congruent);
+
+        // Every third rank outside; the others keep world order.
+        let color = if rank % 3 == 0 {
+            Color::undefined()
+        } else {
+            Color::with_value(0)
+        };
+        let thirds = world.split_by_color(color)?;
+        let outside = (size + 2) / 3;
+        good += u64::from(match &thirds {
+            None => rank % 3 == 0,
+            Some(t) => t.size() == size - outside && t.rank() == rank - rank / 3 - 1,
+        });
+
+        // The group of the world's first and last ranks (first, then last).
+        let ends = [size - 1, 0];
+        let group = world.group();
+        let pair = group.include(&ends)?;
+        let made = world.split_by_subgroup_collective(&pair)?;
+        good += u64::from(match &made {
+            Some(c) => {
+                let mut v = if c.rank() == 0 { me } else { 0 };
+                c.process_at_rank(0).broadcast_into(&mut v)?;
+                ends.contains(&rank) && c.size() == 2 && v == (size - 1) as u64
+            }
+            None => !ends.contains(&rank),
+        });
 
         let block = world.split_shared()?;
         let mut total = 0u64;
@@ -386,8 +414,30 @@ gpu_mpi_device::kernel! {
     }
 }
 
+gpu_mpi_device::kernel! {
+    /// Duplicates of the world until none is left: world rank 0 draws
+    /// every one from its process's share of contexts (the spec's
+    /// `communicators`, whatever the number of processes), and the one
+    /// after fails with `MPI_ERR_COMM` on every rank. `out[rank]`: the
+    /// duplicates made, each checked by a barrier.
+    pub static CONTEXTS = fn contexts(world: &World, args: &CheckArgs) -> Result<(), Error> {
+        let mut made = 0u64;
+        loop {
+            match world.duplicate() {
+                Ok(d) => {
+                    d.barrier()?;
+                    made += 1;
+                }
+                Err(Error::CommunicatorLimit { .. }) => break,
+                Err(e) => return Err(e),
+            }
+        }
+        args.out.write(world.rank() as usize, made)
+    }
+}
+
 /// [`SPLIT`]'s checks per rank.
-pub const SPLIT_CHECKS: u64 = 6;
+pub const SPLIT_CHECKS: u64 = 9;
 
 gpu_mpi_device::kernel! {
     /// Every rank but the last enters a world barrier; the last returns
