@@ -189,15 +189,23 @@ pub struct UnreceivedMessage {
     pub bytes: u32,
     /// Larger than a slot: its sender waits in the send until a receiver takes it.
     pub rendezvous: bool,
+    /// A message of a collective that goes by messages (a
+    /// sub-communicator's, the world's across processes): the
+    /// communicator's context id (0: the world), from the message's
+    /// context word (`2 × id + 1`); its tag is then the algorithm's own.
+    /// `None` for point-to-point.
+    pub collective: Option<u32>,
 }
 
 impl fmt::Display for UnreceivedMessage {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "rank {} -> rank {} (tag {}, {} bytes",
-            self.source, self.dest, self.tag, self.bytes
-        )?;
+        write!(f, "rank {} -> rank {} (", self.source, self.dest)?;
+        match self.collective {
+            None => write!(f, "tag {}", self.tag)?,
+            Some(0) => f.write_str("a collective of the world")?,
+            Some(id) => write!(f, "a collective of communicator {id}")?,
+        }
+        write!(f, ", {} bytes", self.bytes)?;
         if self.rendezvous {
             f.write_str(", rendezvous")?;
         }
@@ -913,6 +921,7 @@ fn unreceived_messages(memory: &[u8], layout: &Layout) -> Vec<UnreceivedMessage>
                     tag: v.header.tag,
                     bytes: v.header.bytes,
                     rendezvous: v.is_rendezvous(),
+                    collective: (v.header.context % 2 == 1).then_some(v.header.context / 2),
                 };
                 (v.header.sequence, m)
             })

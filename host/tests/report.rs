@@ -61,7 +61,8 @@ fn a_wrong_tag_shows_the_unreceived_message_and_the_tag_hint() {
                 dest: 1,
                 tag: 8,
                 bytes: 4,
-                rendezvous: false
+                rendezvous: false,
+                collective: None
             }]
         );
         assert_eq!(
@@ -219,7 +220,15 @@ fn a_rank_that_exits_before_a_sub_communicator_collective_is_named_in_a_hint() {
                 exited: vec![0, 2, 4, 5, 6],
             }]
         );
+        // The opening's messages the waiting ranks sent each other before
+        // the one from rank 5 that never came, named by their collective.
+        assert!(!rep.unreceived.is_empty());
+        assert!(rep.unreceived.iter().all(|m| m.collective == Some(1)));
         let text = e.to_string();
+        assert!(
+            text.contains("(a collective of communicator 1, 44 bytes)"),
+            "{text}"
+        );
         assert!(
             text.contains(
                 "hint: ranks 1, 3, 7 wait for the messages of a collective of communicator 1 while \
@@ -258,7 +267,8 @@ fn every_section_of_a_large_report_is_capped() {
             dest: 0,
             tag: 1,
             bytes: 4,
-            rendezvous: false
+            rendezvous: false,
+            collective: None
         }
     );
     let text = e.to_string();
