@@ -561,10 +561,10 @@ impl World {
     }
 
     /// Whether the world spreads over processes (docs/distributed.md):
-    /// then what reads or writes other ranks' memory in this process (the
-    /// world's own collective algorithms but the barrier, the non-blocking
-    /// collectives, windows) fails with [`Error::AcrossProcesses`] on
-    /// every rank.
+    /// then the world's collectives go by messages and its non-blocking
+    /// ones through the host's relay (with the `distributed` feature),
+    /// and what would read or write another process's ranks' memory fails
+    /// with [`Error::AcrossProcesses`] on every rank.
     #[inline(always)]
     pub(crate) fn across_processes(&self) -> bool {
         self.core_settled().flags() & FLAG_ACROSS_PROCESSES != 0

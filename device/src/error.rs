@@ -431,10 +431,12 @@ pub enum Error {
     },
     /// An operation that does not cross processes yet, in a world spread
     /// over processes (`mpiexec`; docs/distributed.md; class
-    /// `MPI_ERR_OTHER`): a non-blocking collective, a window's creation,
-    /// and, in a kernel crate built without the device's `distributed`
-    /// feature, a world collective other than the barrier. Every rank
-    /// that enters one gets this error and nothing is moved.
+    /// `MPI_ERR_OTHER`): a window's creation, a sub-communicator's
+    /// non-blocking collective, a non-blocking reduction with an operation
+    /// of the program's own, and, in a kernel crate built without the
+    /// device's `distributed` feature, every collective but the world
+    /// barrier. Every rank that enters one gets this error and nothing is
+    /// moved.
     AcrossProcesses {
         /// The collective ([`crate::polling::Call`] code).
         operation: u32,

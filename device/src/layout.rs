@@ -73,10 +73,11 @@ pub const FLAG_FORCE_STREAMING: u32 = 1;
 pub const FLAG_IMMEDIATE_COMMUNICATORS: u32 = 2;
 /// `WorldConfig::flags`: the world spreads over processes (`mpiexec`;
 /// docs/distributed.md). Set by the host; the world's collectives then go
-/// by messages (with the device's `distributed` feature), and what needs
-/// every rank's memory in this process (the non-blocking collectives,
-/// windows; without the feature, the world's collectives but the
-/// barrier, which the host's relays complete) fails with `MPI_ERR_OTHER`
+/// by messages and its non-blocking ones through the host's relays (with
+/// the device's `distributed` feature), and what needs every rank's memory
+/// in this process (windows, a sub-communicator's non-blocking
+/// collectives; without the feature, every collective but the world
+/// barrier, which the relays complete) fails with `MPI_ERR_OTHER`
 /// (`Error::AcrossProcesses`) on every rank that enters it.
 pub const FLAG_ACROSS_PROCESSES: u32 = 4;
 
@@ -203,7 +204,8 @@ pub const COMM_TABLE_ENTRY_BYTES: usize = 16;
 pub const COMM_WARP_WORD_BYTES: usize = 4;
 /// Bytes of the communicator area's header (a line of its own): the
 /// context counter, then the range of context ids this process draws from
-/// ([`Layout::write_context_range`]).
+/// ([`Layout::write_context_range`]) and, in a world across processes, the
+/// ranks it runs ([`Layout::write_process_ranks`]).
 pub const COMM_HEADER_BYTES: usize = 64;
 /// Offset, in the communicator area's header, of one more than the last
 /// context id this process may hand out (0: no range given, every id up to
@@ -212,6 +214,12 @@ pub const COMM_RANGE_END_OFFSET: usize = 4;
 /// Offset, in the communicator area's header, of how many context ids
 /// that range holds (the limit a creation that finds it used up reports).
 pub const COMM_RANGE_COUNT_OFFSET: usize = 8;
+/// Offset, in the communicator area's header, of the first world rank this
+/// process runs ([`Layout::write_process_ranks`]).
+pub const PROCESS_FIRST_OFFSET: usize = 12;
+/// Offset, in the communicator area's header, of how many ranks this
+/// process runs (0: no range given, the whole world).
+pub const PROCESS_RANKS_OFFSET: usize = 16;
 /// Bytes before each rank's scratch (a line holding the word that says
 /// the scratch is taken).
 pub const SCRATCH_HEADER_BYTES: usize = 64;
@@ -790,6 +798,21 @@ impl Layout {
         words[0..4].copy_from_slice(&first.to_le_bytes());
         words[COMM_RANGE_END_OFFSET..COMM_RANGE_END_OFFSET + 4].copy_from_slice(&(end + 1).to_le_bytes());
         words[COMM_RANGE_COUNT_OFFSET..COMM_RANGE_COUNT_OFFSET + 4].copy_from_slice(&count.to_le_bytes());
+        Some(())
+    }
+
+    /// Tells the ranks of the process that owns `memory` (laid out as
+    /// `self`) that it runs world ranks `first .. first + ranks` of a world
+    /// across processes (docs/distributed.md): the non-blocking
+    /// collectives' arrival tree then spans them alone. `None` when the
+    /// range is not inside the world or `memory` is too small.
+    pub fn write_process_ranks(&self, memory: &mut [u8], first: u32, ranks: u32) -> Option<()> {
+        first
+            .checked_add(ranks)
+            .filter(|&e| e <= self.ranks && ranks > 0)?;
+        let words = memory.get_mut(self.comms..self.comms + COMM_HEADER_BYTES)?;
+        words[PROCESS_FIRST_OFFSET..PROCESS_FIRST_OFFSET + 4].copy_from_slice(&first.to_le_bytes());
+        words[PROCESS_RANKS_OFFSET..PROCESS_RANKS_OFFSET + 4].copy_from_slice(&ranks.to_le_bytes());
         Some(())
     }
 

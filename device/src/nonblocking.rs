@@ -55,16 +55,22 @@ pub struct SlotRecord {
     /// Blocks whose ranks have all arrived, over all uses (`u × blocks`
     /// once use `u` is complete).
     pub arrived: u32,
-    /// Unused.
-    pub unused: u32,
+    /// In a world across processes (docs/distributed.md): the last use
+    /// whose process part (its ranks' fold in the result cell) the
+    /// process's top arriver handed to the host's relay (Release), which
+    /// then publishes `done` once every process's part came.
+    pub handed: u32,
     /// The verdict of the last completed use: an [`ErrorClass`] code, 0
     /// when the arguments agreed.
     pub verdict: u32,
     /// Rank 0's arguments of the last completed use (what a mismatch
     /// error reports as expected).
     pub reference: Args,
+    /// With `handed`: the reduction's predefined operation code (0: none),
+    /// which the relay applies to the processes' parts.
+    pub operation: u32,
     /// Unused.
-    pub reserved: [u32; 8],
+    pub reserved: [u32; 7],
 }
 
 /// 32-bit words of a [`SlotRecord`].
@@ -687,16 +693,26 @@ pub(crate) struct Tree {
     pub(crate) below: u32,
     /// Ranks per item of the level below (1 at level 0).
     pub(crate) span: u64,
+    /// The world rank of item 0 at level 0: 0, or in a world across
+    /// processes the first rank of this process, whose ranks alone the
+    /// tree spans (the relay joins the processes' parts).
+    pub(crate) first: u32,
 }
 
 impl Tree {
     pub(crate) fn start(w: &World) -> Tree {
+        let (first, count) = if cfg!(feature = "distributed") && w.across_processes() {
+            w.core_settled().process_ranks()
+        } else {
+            (0, w.ranks())
+        };
         Tree {
-            count: w.ranks(),
-            item: w.rank,
+            count,
+            item: w.rank - first,
             base: 0,
             below: 0,
             span: 1,
+            first,
         }
     }
 
@@ -725,6 +741,7 @@ impl Tree {
             base: self.base + nodes,
             below: self.base,
             span: self.span * IMMEDIATE_FANOUT as u64,
+            first: self.first,
         }
     }
 }

@@ -1006,6 +1006,28 @@ impl Core {
         )
     }
 
+    /// The world ranks this process runs, as `(first, count)`: the whole
+    /// world unless the host gave a range (`Layout::write_process_ranks`,
+    /// a world across processes).
+    #[inline(always)]
+    pub(crate) fn process_ranks(&self) -> (u32, u32) {
+        let at = |offset| {
+            // SAFETY: words of the communicator area's header line, 4-byte
+            // aligned, written by the host before the launch.
+            unsafe { crate::shim::atomic_u32_at(self.base, self.layout().comms + offset) }
+        };
+        // Relaxed: written by the host before the launch.
+        let ranks = at(crate::layout::PROCESS_RANKS_OFFSET).load(crate::shim::Ordering::Relaxed);
+        if ranks == 0 {
+            return (0, self.layout().ranks);
+        }
+        // Relaxed, as above.
+        (
+            at(crate::layout::PROCESS_FIRST_OFFSET).load(crate::shim::Ordering::Relaxed),
+            ranks,
+        )
+    }
+
     /// Word `word` of entry `index` of the table of context `id`.
     #[inline(always)]
     pub(crate) fn comm_word(&self, id: u32, index: u32, word: CommWord) -> &crate::shim::AtomicU32 {

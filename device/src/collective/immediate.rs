@@ -96,6 +96,26 @@
 //! elements (four batches of loads per element), the levels one after
 //! another (`ceil(log32(ranks))`).
 //!
+//! # Across processes
+//! In a world across processes (docs/distributed.md; the device's
+//! `distributed` feature) each process's ranks climb a tree of their own
+//! (`Tree::first`: its first rank is item 0), in this process's copy of
+//! the slot. Its top's last arriver folds them as the world's top would,
+//! then stores the reduction's predefined operation code and the use in
+//! the slot's `handed` word (Release) instead of publishing. The host's
+//! relay sends that part (the process's ranks' arguments, and its fold or
+//! a broadcast root's data) to the other processes; once every process's
+//! part of the use came, it judges every rank's arguments ([`judge`]),
+//! joins the parts in process order, which is rank order (a process runs
+//! consecutive ranks), with the same operation ([`fold_system`]) and
+//! publishes `done` as the top arriver does. Nothing waits at a start: a
+//! rank blocked elsewhere does not hold a collective back, since the relay
+//! completes it. A reduction with an operation of the program's own, and
+//! every non-blocking collective of a sub-communicator, fail at their
+//! start with `Error::AcrossProcesses` on every rank (the relay runs on the
+//! host and applies predefined operations alone; a group's single level
+//! reads every member's cell).
+//!
 //! # Bounds
 //! - At most [`IMMEDIATE_SLOTS`] (2) non-blocking collectives per rank are
 //!   outstanding (started and not yet completed by a wait or test, or by
@@ -168,6 +188,73 @@ fn tally_members(w: &World, sp: Space, slot: u32, items: core::ops::Range<u32>) 
     (tally, first_error)
 }
 
+/// The verdict on a world whose ranks' arguments are `args` (in rank
+/// order) and the reference arguments, as the world's top arriver judges
+/// them: for the host's relay, which joins the processes' parts of a
+/// non-blocking collective across processes (docs/distributed.md).
+#[doc(hidden)]
+pub fn judge(args: impl IntoIterator<Item = Args>) -> (u32, Args) {
+    let mut tally = Tally::default();
+    let mut first_error = 0;
+    let mut first = None;
+    for a in args {
+        tally.merge(&Tally::of(&a, 0));
+        if first_error == 0 {
+            first_error = a.kind_class >> 8;
+        }
+        first.get_or_insert(a);
+    }
+    tally.errors = 0;
+    let verdict = tally.verdict(first_error);
+    let reference = if verdict == 0 {
+        tally.agreed()
+    } else {
+        first.unwrap_or(Args {
+            kind_class: 0,
+            root: 0,
+            bytes: 0,
+            datatype: 0,
+        })
+    };
+    (verdict, reference)
+}
+
+/// `acc = acc op part`, element by element, for the predefined operation
+/// `code` on elements of datatype `datatype` (the device's own
+/// `SystemOperation`); false for a code or datatype it does not take. For
+/// the host's relay (docs/distributed.md).
+#[doc(hidden)]
+pub fn fold_system(code: u32, datatype: u32, acc: &mut [u8], part: &[u8]) -> bool {
+    use super::operation::SystemOperation;
+    fn each<T: bytemuck::Pod>(op: &impl Operation<T>, acc: &mut [u8], part: &[u8]) -> bool {
+        let size = core::mem::size_of::<T>();
+        if acc.len() != part.len() || !acc.len().is_multiple_of(size) {
+            return false;
+        }
+        for (a, b) in acc.chunks_exact_mut(size).zip(part.chunks_exact(size)) {
+            let x: T = bytemuck::pod_read_unaligned(a);
+            let y: T = bytemuck::pod_read_unaligned(b);
+            a.copy_from_slice(bytemuck::bytes_of(&op.apply(&x, &y)));
+        }
+        true
+    }
+    let op = SystemOperation::from_code(code);
+    use crate::datatype::*;
+    match datatype {
+        ID_BYTE => each::<u8>(&op, acc, part),
+        ID_I8 => each::<i8>(&op, acc, part),
+        ID_U16 => each::<u16>(&op, acc, part),
+        ID_I16 => each::<i16>(&op, acc, part),
+        ID_U32 => each::<u32>(&op, acc, part),
+        ID_I32 => each::<i32>(&op, acc, part),
+        ID_U64 => each::<u64>(&op, acc, part),
+        ID_I64 => each::<i64>(&op, acc, part),
+        ID_F32 => each::<f32>(&op, acc, part),
+        ID_F64 => each::<f64>(&op, acc, part),
+        _ => false,
+    }
+}
+
 /// How the last arrivers combine operands.
 trait Fold {
     /// `cell = part 0 op part 1 op ... op part (parts - 1)`, part `j` at
@@ -182,6 +269,10 @@ trait Fold {
     /// elements of the fold's type, 16-aligned; nobody writes the parts
     /// meanwhile and nobody else accesses the cell.
     unsafe fn fold_parts(&self, cell: *mut u8, first: *const u8, stride: usize, parts: u32, bytes: usize);
+
+    /// The predefined operation's code, 0 for none or another
+    /// ([`Operation::system_code`]).
+    fn operation(&self) -> u32;
 }
 
 /// Parts whose element a last arriver loads in one batch: the 32 children
@@ -194,12 +285,20 @@ struct NoFold;
 
 impl Fold for NoFold {
     unsafe fn fold_parts(&self, _: *mut u8, _: *const u8, _: usize, _: u32, _: usize) {}
+
+    fn operation(&self) -> u32 {
+        0
+    }
 }
 
 /// A reduction's operation on `T`.
 struct OpFold<'o, T, O>(&'o O, PhantomData<T>);
 
 impl<T: Equivalence, O: Operation<T>> Fold for OpFold<'_, T, O> {
+    fn operation(&self) -> u32 {
+        self.0.system_code()
+    }
+
     // Out of line: its batch of values stays out of `arrive`'s registers.
     #[inline(never)]
     unsafe fn fold_parts(&self, cell: *mut u8, first: *const u8, stride: usize, parts: u32, bytes: usize) {
@@ -305,7 +404,7 @@ fn arrive_world<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, args: &Args
             let c = children.start + tally.errors.trailing_zeros();
             // Relaxed: acquired through the add above.
             if t.span == 1 {
-                w.rank_word(sp, slot, c, 0).load(Ordering::Relaxed) >> 8
+                w.rank_word(sp, slot, t.first + c, 0).load(Ordering::Relaxed) >> 8
             } else {
                 w.node_word(slot, t.below + c, core::mem::offset_of!(NodeRecord, verdict))
                     .load(Ordering::Relaxed)
@@ -322,7 +421,7 @@ fn arrive_world<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, args: &Args
             };
             let part = |c: u32| -> *const u8 {
                 if t.span == 1 {
-                    w.operand(sp, slot, c)
+                    w.operand(sp, slot, t.first + c)
                 } else {
                     w.partial_cell(slot, t.below + c)
                 }
@@ -340,6 +439,21 @@ fn arrive_world<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, args: &Args
             // each before its rank arrived in this use, which we acquired)
             // are finished ("Reuse" in the module docs).
             unsafe { fold.fold_parts(cell, first, stride, children.len() as u32, bytes) };
+        }
+        if top && cfg!(feature = "distributed") && w.across_processes() {
+            // This process's part is ready (its ranks' fold, when they
+            // agree, in the result cell): the relay joins the processes'
+            // parts and publishes `done` (docs/distributed.md).
+            let record = w.slot_record(sp, slot);
+            // Relaxed: released by the store of `handed` below.
+            record[core::mem::offset_of!(SlotRecord, operation) / 4]
+                .store(fold.operation(), Ordering::Relaxed);
+            // Release: pairs with the relay's Acquire load of `handed`:
+            // this process's ranks' arguments and operands (acquired by
+            // the tree's adds) and the fold in the result cell are
+            // visible to it.
+            record[core::mem::offset_of!(SlotRecord, handed) / 4].store(use_, Ordering::Release);
+            return;
         }
         if top {
             let reference = if verdict == 0 {
@@ -464,8 +578,14 @@ fn start<'a, 's, F: Fold>(
     mut s: Start,
     fold: &F,
 ) -> Result<Request<'a, 's>, Error> {
-    if w.across_processes() {
-        // Every rank reads the same flag: all fail, none starts.
+    let folds = matches!(s.kind, Kind::Reduce | Kind::AllReduce);
+    if w.across_processes()
+        && (!cfg!(feature = "distributed") || sp.id != 0 || (folds && fold.operation() == 0))
+    {
+        // Every rank reads the same flag (and passes the same kind of
+        // operation): all fail, none starts. Across processes only the
+        // world's cross, and a reduction only with a predefined operation,
+        // which the host's relay applies to the processes' parts.
         return Err(Error::AcrossProcesses {
             operation: s.kind.call() as u32,
         });

@@ -14,6 +14,13 @@ pub trait Operation<T> {
     fn check(&self) -> Result<(), Error>;
     /// `left op right`; `left` always holds the lower ranks' values.
     fn apply(&self, left: &T, right: &T) -> T;
+    /// The predefined operation's code ([`SystemOperation::code`]); 0 for
+    /// any other. A non-blocking reduction across processes needs one
+    /// (the host's relay applies it: docs/distributed.md).
+    #[doc(hidden)]
+    fn system_code(&self) -> u32 {
+        0
+    }
 }
 
 /// The predefined operations (`MPI_SUM`, `MPI_PROD`, ...; MPI 6.9.2).
@@ -98,6 +105,11 @@ impl SystemOperation {
     pub const fn code(&self) -> u32 {
         self.0
     }
+    /// The operation of a code ([`SystemOperation::code`]).
+    #[doc(hidden)]
+    pub const fn from_code(code: u32) -> Self {
+        SystemOperation(code)
+    }
     /// The MPI name of an operation code.
     pub fn name_of(code: u32) -> &'static str {
         crate::codes::operation_name(code)
@@ -113,6 +125,9 @@ macro_rules! integer_ops {
                 } else {
                     Err(Error::InvalidOperation { op: self.0, datatype: <$t>::DATATYPE.id })
                 }
+            }
+            fn system_code(&self) -> u32 {
+                self.0
             }
             fn apply(&self, a: &$t, b: &$t) -> $t {
                 let (a, b) = (*a, *b);
@@ -143,6 +158,9 @@ macro_rules! float_ops {
                 } else {
                     Err(Error::InvalidOperation { op: self.0, datatype: <$t>::DATATYPE.id })
                 }
+            }
+            fn system_code(&self) -> u32 {
+                self.0
             }
             fn apply(&self, a: &$t, b: &$t) -> $t {
                 let (a, b) = (*a, *b);

@@ -12,9 +12,10 @@ use gpu_mpi::device::Error as DeviceError;
 use gpu_mpi::device::ErrorClass;
 use gpu_mpi::{BlockedState, Device, DeviceBuffer, Hint, HostError, LaunchReport, WorldSpec};
 use gpu_mpi_example_distributed_kernels::{
-    CheckArgs, ABORT, BARRIERS, COLLECTIVES, CONTEXTS, DEADLOCK, EXCHANGE, IMMEDIATE, LARGE, LARGE_ELEMENTS,
-    MAX_WORLD, MISMATCHED_ROOTS, ORDER, PANIC, POSTED, RANK_ERROR, REQUESTS, ROOTED_CHECKS,
-    SKIPPED_ALL_REDUCE, SKIPPED_BARRIER, SPLIT, SPLIT_CHECKS, UNROOTED_CHECKS, WINDOW,
+    CheckArgs, ABORT, BARRIERS, COLLECTIVES, CONTEXTS, DEADLOCK, EXCHANGE, IMMEDIATE, IMMEDIATE_CHECKS,
+    IMMEDIATE_CHECKS_ROOTED, IMMEDIATE_USER_OP, LARGE, LARGE_ELEMENTS, MAX_WORLD, MISMATCHED_ROOTS, ORDER,
+    PANIC, POSTED, RANK_ERROR, REQUESTS, ROOTED_CHECKS, SKIPPED_ALL_REDUCE, SKIPPED_BARRIER,
+    SKIPPED_IMMEDIATE, SPLIT, SPLIT_CHECKS, UNROOTED_CHECKS, WINDOW,
 };
 use gpu_mpi_example_pi_kernels::{PiArgs, PI_P2P, PI_REDUCE};
 use gpu_mpi_example_ring_kernels::{RingArgs, RING};
@@ -203,8 +204,36 @@ fn main() -> ExitCode {
                 && e.class() == ErrorClass::Other
         }
     };
-    let immediate = every_rank_fails(&c, &IMMEDIATE, c.spec(), across(Call::Barrier));
-    c.check("a non-blocking barrier fails on every rank", immediate);
+    c.per_rank(
+        "non-blocking collectives, every root",
+        &IMMEDIATE,
+        c.spec(),
+        0,
+        IMMEDIATE_CHECKS_ROOTED * u64::from(total) + IMMEDIATE_CHECKS,
+    );
+    let skipped = ended(&c, &SKIPPED_IMMEDIATE, |e| {
+        let HostError::Deadlock(report) = e else {
+            return false;
+        };
+        let last = c.n * c.processes - 1;
+        report.ranks.iter().all(|b| {
+            b.process == b.rank / c.n
+                && if b.rank == last {
+                    b.state == BlockedState::Exited
+                } else {
+                    matches!(b.state, BlockedState::Waiting { .. })
+                }
+        }) || {
+            eprintln!("{report}");
+            false
+        }
+    });
+    c.check("a non-blocking barrier the last rank skipped, reported", skipped);
+    let user_op = every_rank_fails(&c, &IMMEDIATE_USER_OP, c.spec(), across(Call::AllReduce));
+    c.check(
+        "a non-blocking all-reduce with the program's operation fails on every rank",
+        user_op,
+    );
     let window = every_rank_fails(&c, &WINDOW, c.spec().windows(1), across(Call::WinCreate));
     c.check("a window's creation fails on every rank", window);
     let skipped = skipped_barrier(&c);
@@ -402,7 +431,7 @@ fn ended(
 
 /// Launches `kernel` on `spec`'s world, which must fail on every rank with
 /// an error that `expected` accepts (in a world of one process, the kernels
-/// that only fail across processes complete: `IMMEDIATE`, `WINDOW`).
+/// that only fail across processes complete: `IMMEDIATE_USER_OP`, `WINDOW`).
 fn every_rank_fails(
     c: &Checks,
     kernel: &gpu_mpi::device::Kernel<CheckArgs>,
@@ -420,7 +449,10 @@ fn every_rank_fails(
             }
         }
         Err(e) => Err(format!("not the ranks' errors: {e}")),
-        Ok(_) if c.processes == 1 && (std::ptr::eq(kernel, &IMMEDIATE) || std::ptr::eq(kernel, &WINDOW)) => {
+        Ok(_)
+            if c.processes == 1
+                && (std::ptr::eq(kernel, &IMMEDIATE_USER_OP) || std::ptr::eq(kernel, &WINDOW)) =>
+        {
             Ok(())
         }
         Ok(_) => Err("the launch completed".into()),

@@ -6,7 +6,7 @@
 use std::process::Command;
 
 /// The checks every run prints as passed (`ok   ...`).
-const CHECKS: usize = 22;
+const CHECKS: usize = 24;
 
 fn run(processes: Option<u32>, ranks: u32) -> String {
     let exe = env!("CARGO_BIN_EXE_distributed");

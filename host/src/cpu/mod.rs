@@ -373,6 +373,11 @@ impl Backend for CpuDevice {
             let given = layout.write_context_range(world.as_mut_slice(), index * share, share);
             // `index < count`, so the share ends at most at `communicators`.
             debug_assert!(given.is_some());
+            // The ranks it runs: its non-blocking collectives' arrival tree
+            // spans them alone (the relay joins the processes' parts).
+            let per_process = layout.ranks / count;
+            let given = layout.write_process_ranks(world.as_mut_slice(), index * per_process, per_process);
+            debug_assert!(given.is_some());
         }
         let o = &self.options;
         let guard_pages = config.ranks <= o.guard_page_limit;

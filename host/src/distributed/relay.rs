@@ -74,11 +74,16 @@
 use super::Processes;
 use crate::cpu::scheduler::{LocalRun, LocalState, Relay};
 use gpu_mpi_device::abi::layout::{
-    Layout, ABORT_OFFSET, BARRIER_KEY_WORDS, GRID_BARRIER_OFFSET, SLOT_HEADER_BYTES,
+    Layout, ABORT_OFFSET, BARRIER_KEY_WORDS, GRID_BARRIER_OFFSET, IMMEDIATE_RECORD_BYTES, IMMEDIATE_SLOTS,
+    SLOT_HEADER_BYTES,
 };
 use gpu_mpi_device::abi::records::{
     GridBarrier, MessageKind, SlotHeader, SlotState, LINK_NONE, LINK_PENDING,
 };
+use gpu_mpi_device::collective::immediate::{
+    fold_system, judge, Args, Kind as ImmediateKind, SlotRecord, ARGS_BYTES,
+};
+use gpu_mpi_device::error::ErrorClass;
 use mpi::point_to_point::MatchedReceiveVec;
 use mpi::request::{Request, StaticScope};
 use mpi::topology::SimpleCommunicator;
@@ -113,6 +118,9 @@ enum Kind {
     /// Every block of the sending process arrived at a world barrier (its
     /// generation and key words follow).
     Barrier = 8,
+    /// Every rank of the sending process started a use of a world slot of
+    /// the non-blocking collectives: its part ([`ImmediatePart`]).
+    Immediate = 9,
 }
 
 impl Kind {
@@ -126,6 +134,7 @@ impl Kind {
             6 => Kind::End,
             7 => Kind::Final,
             8 => Kind::Barrier,
+            9 => Kind::Immediate,
             _ => return None,
         })
     }
@@ -243,6 +252,16 @@ struct Injected {
     buffer: Option<Box<[u8]>>,
 }
 
+/// One process's part of a use of a world slot of the non-blocking
+/// collectives: its ranks' arguments (four words each, in rank order), the
+/// reduction's operation code, and its bytes: for a broadcast whose root
+/// it runs, the root's data; otherwise its result cell (its ranks' fold).
+struct ImmediatePart {
+    args: Vec<[u32; 4]>,
+    operation: u32,
+    bytes: Vec<u8>,
+}
+
 /// A send in flight and its buffer, leaked until the send completes.
 type InFlight = (Request<'static, [u8], StaticScope>, *mut [u8]);
 
@@ -285,6 +304,11 @@ struct Pump<'r, 'l, 's, 'a> {
     remote: HashMap<u32, (u32, [u64; BARRIER_KEY_WORDS])>,
     /// Blocks per process.
     blocks: u32,
+    /// Per world slot of the non-blocking collectives, the last use this
+    /// process's part went out for.
+    handed: [u32; IMMEDIATE_SLOTS as usize],
+    /// Per (slot, use), the processes' parts so far.
+    parts: HashMap<(u32, u32), Vec<Option<ImmediatePart>>>,
 }
 
 impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
@@ -324,6 +348,8 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
             arrived: false,
             remote: HashMap::new(),
             blocks: layout.blocks / processes,
+            handed: [0; IMMEDIATE_SLOTS as usize],
+            parts: HashMap::new(),
         }
     }
 
@@ -389,6 +415,7 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
             work |= self.advance_streams();
             work |= self.check_injected();
             work |= self.advance_barrier();
+            work |= self.advance_immediate();
             let abort = self.memory.word(ABORT_OFFSET).load(Ordering::Relaxed);
             if abort != 0 && !self.abort_sent {
                 self.abort_sent = true;
@@ -581,6 +608,23 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
                 }
                 true
             }
+            Kind::Immediate => {
+                self.received_from[from as usize] += 1;
+                let (slot, use_, operation, n) = (word(1), word(2), word(3), word(4) as usize);
+                let args = (0..n)
+                    .map(|i| [word(5 + 4 * i), word(6 + 4 * i), word(7 + 4 * i), word(8 + 4 * i)])
+                    .collect();
+                let part = ImmediatePart {
+                    args,
+                    operation,
+                    bytes: v[4 * (5 + 4 * n)..].to_vec(),
+                };
+                let processes = self.processes as usize;
+                self.parts
+                    .entry((slot, use_))
+                    .or_insert_with(|| (0..processes).map(|_| None).collect())[from as usize] = Some(part);
+                true
+            }
             Kind::Final => unreachable!("FINAL comes after END"),
         }
     }
@@ -635,6 +679,166 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
             moved = true;
         }
         moved
+    }
+
+    /// The non-blocking collectives of the world across processes
+    /// (docs/distributed.md): each process's ranks climb an arrival tree
+    /// of their own, whose top arriver folds them and stores the use in
+    /// the slot's `handed` word; the relay sends that part to the other
+    /// processes, and once every process's part of the use came it judges
+    /// every rank's arguments (`immediate::judge`, as the top arriver of
+    /// one process would), joins the parts in process order, which is
+    /// rank order (a broadcast: the root's data; a reduction: the
+    /// predefined operation, `immediate::fold_system`), and publishes the
+    /// use as that arriver does. True if it did either.
+    fn advance_immediate(&mut self) -> bool {
+        let mut moved = false;
+        let layout = self.memory.layout;
+        let ranks = self.local.ranks();
+        for slot in 0..IMMEDIATE_SLOTS {
+            let record = layout.immediate_slot(slot);
+            // Acquire pairs with the top arriver's Release store: its
+            // process's arguments, operands and fold are visible.
+            let handed = self
+                .memory
+                .word(record + offset_of!(SlotRecord, handed))
+                .load(Ordering::Acquire);
+            if handed != self.handed[slot as usize] {
+                self.handed[slot as usize] = handed;
+                // Relaxed: after the acquire above.
+                let operation = self
+                    .memory
+                    .word(record + offset_of!(SlotRecord, operation))
+                    .load(Ordering::Relaxed);
+                let args: Vec<[u32; 4]> = ranks
+                    .clone()
+                    .map(|r| {
+                        let at = layout.immediate_rank(slot, r);
+                        // Relaxed: after the acquire above.
+                        std::array::from_fn(|i| self.memory.word(at + 4 * i).load(Ordering::Relaxed))
+                    })
+                    .collect();
+                let payload = layout.immediate_bytes - ARGS_BYTES;
+                let first = args.first().copied().unwrap_or_default();
+                let (kind, root) = (first[0] & 0xff, first[1] as i32 as i64);
+                let local_root = kind == ImmediateKind::Broadcast as u32
+                    && root >= i64::from(ranks.start)
+                    && root < i64::from(ranks.end);
+                let cell = if local_root {
+                    layout.immediate_rank(slot, root as u32) + ARGS_BYTES
+                } else {
+                    record + IMMEDIATE_RECORD_BYTES
+                };
+                // SAFETY: `payload` bytes of the root's operand or of the
+                // result cell, inside the world memory, which no rank
+                // writes until this use is published (the ranks wait for
+                // `done`; the next use's writers wait for their own ranks'
+                // completion of this one).
+                let bytes =
+                    unsafe { std::slice::from_raw_parts(self.memory.base.add(cell), payload) }.to_vec();
+                let mut words = vec![Kind::Immediate as u32, slot, handed, operation, args.len() as u32];
+                words.extend(args.iter().flatten());
+                let me = self.me;
+                for q in (0..self.processes).filter(|&q| q != me) {
+                    self.send(q, &words, &bytes, true);
+                }
+                let processes = self.processes as usize;
+                self.parts
+                    .entry((slot, handed))
+                    .or_insert_with(|| (0..processes).map(|_| None).collect())[me as usize] =
+                    Some(ImmediatePart {
+                        args,
+                        operation,
+                        bytes,
+                    });
+                moved = true;
+            }
+            let key = (slot, self.handed[slot as usize]);
+            if self
+                .parts
+                .get(&key)
+                .is_some_and(|p| p.iter().all(Option::is_some))
+            {
+                let parts: Vec<ImmediatePart> = self
+                    .parts
+                    .remove(&key)
+                    .expect("checked")
+                    .into_iter()
+                    .flatten()
+                    .collect();
+                self.publish_immediate(slot, key.1, &parts);
+                self.local.progressed();
+                moved = true;
+            }
+        }
+        moved
+    }
+
+    /// Publishes use `use_` of world slot `slot` from every process's part,
+    /// as the world's top arriver does in one process (`immediate::publish`).
+    fn publish_immediate(&self, slot: u32, use_: u32, parts: &[ImmediatePart]) {
+        let layout = self.memory.layout;
+        let record = layout.immediate_slot(slot);
+        let args = parts.iter().flat_map(|p| p.args.iter()).map(|a| Args {
+            kind_class: a[0],
+            root: a[1] as i32,
+            bytes: a[2],
+            datatype: a[3],
+        });
+        let (mut verdict, reference) = judge(args);
+        let bytes = reference.bytes as usize;
+        let kind = reference.kind_class & 0xff;
+        let result = if verdict != 0 || bytes == 0 {
+            None
+        } else if kind == ImmediateKind::Broadcast as u32 {
+            let owner = reference.root as u32 / self.relay.ranks_per_process;
+            Some(parts[owner as usize].bytes[..bytes].to_vec())
+        } else if kind == ImmediateKind::Reduce as u32 || kind == ImmediateKind::AllReduce as u32 {
+            let mut acc = parts[0].bytes[..bytes].to_vec();
+            let operation = parts[0].operation;
+            for p in &parts[1..] {
+                if !fold_system(operation, reference.datatype, &mut acc, &p.bytes[..bytes]) {
+                    // The ranks checked the operation on their datatype at
+                    // start; a process whose part cannot be joined is a
+                    // library error, which every rank reports.
+                    verdict = ErrorClass::Intern as u32;
+                }
+            }
+            Some(acc)
+        } else {
+            None
+        };
+        if let (Some(r), 0) = (&result, verdict) {
+            // SAFETY: the result cell (`immediate_bytes` long, `bytes` no
+            // more than its payload), which no rank reads before `done`
+            // below and no other writer touches in this use.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    r.as_ptr(),
+                    self.memory.base.add(record + IMMEDIATE_RECORD_BYTES),
+                    r.len(),
+                )
+            };
+        }
+        let word = |field: usize| self.memory.word(record + field);
+        // Relaxed: released by the store of `done` below.
+        word(offset_of!(SlotRecord, verdict)).store(verdict, Ordering::Relaxed);
+        let r = offset_of!(SlotRecord, reference);
+        for (i, v) in [
+            reference.kind_class,
+            reference.root as u32,
+            reference.bytes,
+            reference.datatype,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            // Relaxed, as above.
+            word(r + 4 * i).store(v, Ordering::Relaxed);
+        }
+        // Release: pairs with the Acquire load of every rank's test, as the
+        // top arriver's store in one process.
+        word(offset_of!(SlotRecord, done)).store(use_, Ordering::Release);
     }
 
     /// Takes shadow `dst`'s inbox and sends every message in it on.
@@ -899,7 +1103,7 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
                     Some(Kind::Final) => {
                         finals[from] = Some(u64::from(word(1)) | (u64::from(word(2)) << 32));
                     }
-                    Some(Kind::Data | Kind::Return | Kind::Abort | Kind::Barrier) => {
+                    Some(Kind::Data | Kind::Return | Kind::Abort | Kind::Barrier | Kind::Immediate) => {
                         self.received_from[from] += 1
                     }
                     _ => {}

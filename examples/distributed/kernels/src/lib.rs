@@ -304,14 +304,97 @@ gpu_mpi_device::kernel! {
     }
 }
 
+/// [`IMMEDIATE`]'s checks per rank: the barrier with messages inside,
+/// a broadcast, a reduce per root, two all-reduces.
+pub const IMMEDIATE_CHECKS_ROOTED: u64 = 2;
+/// [`IMMEDIATE`]'s checks without a root.
+pub const IMMEDIATE_CHECKS: u64 = 3;
+
 gpu_mpi_device::kernel! {
-    /// A non-blocking barrier: the non-blocking collectives read every
-    /// rank's cells in this process's memory, so across processes every
-    /// rank's start fails with `Error::AcrossProcesses`.
-    pub static IMMEDIATE = fn immediate(world: &World, _args: &CheckArgs) -> Result<(), Error> {
+    /// The world's non-blocking collectives across processes. A barrier
+    /// with a ring exchange between its start and its wait (the exchange
+    /// needs no rank's wait, the wait needs every rank's start); from
+    /// every root a broadcast and a sum reduce; an all-reduce of the
+    /// largest `f64` and one of an `i32` sum, both started before either
+    /// is waited for. `out[rank]`: the checks that held
+    /// ([`IMMEDIATE_CHECKS_ROOTED`] × size + [`IMMEDIATE_CHECKS`]).
+    pub static IMMEDIATE = fn immediate(world: &World, args: &CheckArgs) -> Result<(), Error> {
+        let (rank, size) = (world.rank(), world.size());
+        let me = rank as u64;
+        let mut good = 0u64;
         request::scope(|scope| -> Result<(), Error> {
-            let r = world.immediate_barrier(scope)?;
-            r.wait().map(|_| ())
+            let barrier = world.immediate_barrier(scope)?;
+            let mut got = u64::MAX;
+            send_receive_into_with_tags(
+                &me,
+                &world.process_at_rank((rank + 1) % size),
+                2,
+                &mut got,
+                &world.process_at_rank((rank + size - 1) % size),
+                2,
+            )?;
+            barrier.wait()?;
+            good += u64::from(got == ((rank + size - 1) % size) as u64);
+            Ok(())
+        })?;
+        for root in 0..size {
+            let p = world.process_at_rank(root);
+            let mut v = if rank == root { 500 + root as u64 } else { 0 };
+            request::scope(|scope| p.immediate_broadcast_into(scope, &mut v)?.wait().map(|_| ()))?;
+            good += u64::from(v == 500 + root as u64);
+            let mut sum = 0u64;
+            request::scope(|scope| -> Result<(), Error> {
+                if rank == root {
+                    p.immediate_reduce_into_root(scope, &me, &mut sum, SystemOperation::sum())?.wait()?;
+                } else {
+                    p.immediate_reduce_into(scope, &me, SystemOperation::sum())?.wait()?;
+                }
+                Ok(())
+            })?;
+            let n = size as u64;
+            good += u64::from(rank != root || sum == n * (n - 1) / 2);
+        }
+        let (mut largest, mut total) = (0f64, 0i32);
+        request::scope(|scope| -> Result<(), Error> {
+            let x = 0.5 * rank as f64;
+            let a = world.immediate_all_reduce_into(scope, &x, &mut largest, SystemOperation::max())?;
+            let b = world.immediate_all_reduce_into(scope, &(rank + 1), &mut total, SystemOperation::sum())?;
+            b.wait()?;
+            a.wait()?;
+            Ok(())
+        })?;
+        good += u64::from(largest == 0.5 * (size - 1) as f64);
+        good += u64::from(total == size * (size + 1) / 2);
+        args.out.write(rank as usize, good)
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// Every rank but the last starts a non-blocking barrier and waits for
+    /// it; the last returns at once: a deadlock across processes, which
+    /// the launch reports with every waiting rank.
+    pub static SKIPPED_IMMEDIATE = fn skipped_immediate(world: &World, _args: &CheckArgs) -> Result<(), Error> {
+        if world.rank() == world.size() - 1 {
+            return Ok(());
+        }
+        request::scope(|scope| -> Result<(), Error> {
+            world.immediate_barrier(scope)?.wait()?;
+            Ok(())
+        })
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// A non-blocking all-reduce with an operation of the program's own:
+    /// the processes' parts are joined by the host's relay, which applies
+    /// only predefined operations, so across processes every rank's start
+    /// fails with `Error::AcrossProcesses` (in one process it completes).
+    pub static IMMEDIATE_USER_OP = fn immediate_user_op(world: &World, _args: &CheckArgs) -> Result<(), Error> {
+        let mut sum = 0u32;
+        request::scope(|scope| -> Result<(), Error> {
+            let add = UserOperation::commutative(|a: &u32, b: &u32| a.wrapping_add(*b));
+            world.immediate_all_reduce_into(scope, &1u32, &mut sum, add)?.wait()?;
+            Ok(())
         })
     }
 }
