@@ -1,6 +1,7 @@
 //! The relay: the thread of each process that carries point-to-point
 //! messages between its world memory and the other processes' over MPI,
-//! completes world barriers across them, propagates an abort, and decides
+//! completes world barriers and the world's non-blocking collectives across
+//! them, propagates an abort, and decides
 //! with the other relays when the whole world has finished or can never
 //! progress (docs/distributed.md).
 //!
@@ -47,15 +48,25 @@
 //! their key words in, clears generation `g + 3` as the last block to
 //! arrive does in one process, and adds their blocks to the count with a
 //! Release, which the waiting blocks acquire. A barrier's generation is the
-//! same in every process: the other collectives fail before they count one.
+//! same in every process: the other collectives go by messages (or, in a
+//! kernel crate without the device's `distributed` feature, fail) before
+//! they count one.
+//!
+//! # A non-blocking collective of the world
+//! Each process's ranks climb an arrival tree of their own; its top
+//! arriver stores the use in the slot's `handed` word (Release). The relay
+//! sends that part (`IMMEDIATE`: the process's ranks' arguments, the
+//! operation code, its fold or a broadcast root's data) to every other
+//! relay, and once every process's part of the use came, publishes it as
+//! the top arriver of one process would ([`Pump::advance_immediate`]).
 //!
 //! # When the world is done
 //! A process is *passive* when its relay has nothing to move and no local
 //! rank can progress before the world memory changes (every worker sleeps
 //! quiet at the epoch the relay read before its last look at the inboxes,
 //! [`LocalState::Quiet`]), or every local rank returned. Only a message
-//! from another process (`DATA`, `RETURN`, `ABORT`, `BARRIER`: the
-//! *counted* ones) can make a passive process active again. Process 0's
+//! from another process (`DATA`, `RETURN`, `ABORT`, `BARRIER`,
+//! `IMMEDIATE`: the *counted* ones) can make a passive process active again. Process 0's
 //! relay runs waves: it asks every relay (`PROBE`) for its state, epoch
 //! and counts of counted messages sent and received (`REPORT`). The world
 //! is done when two consecutive waves find every process passive, with the same state,
