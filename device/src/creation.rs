@@ -201,25 +201,9 @@ impl<'w> CommView<'w> {
         self.barrier()?;
         let mut found = None;
         if !color.is_undefined() {
-            let (mut start, mut size, mut before) = (0u32, 0u32, 0u32);
-            for q in 0..self.size {
-                // Relaxed: written before the barrier above, which this
-                // rank passed.
-                let c = self.word(id, q, CommWord::Color).load(Ordering::Relaxed);
-                if c == u32::MAX {
-                    continue;
-                }
-                if c < color.0 {
-                    start += 1;
-                } else if c == color.0 {
-                    size += 1;
-                    // Relaxed, as above.
-                    let k = self.word(id, q, CommWord::Key).load(Ordering::Relaxed) as i32;
-                    if k < key || (k == key && q < me) {
-                        before += 1;
-                    }
-                }
-            }
+            // The pairs were written before the barrier above, which this
+            // rank passed.
+            let (start, size, before) = self.place(id, color, key);
             let w = self.world.rank;
             // Relaxed: published by the closing barrier below.
             self.word(id, start + before, CommWord::Member)
@@ -253,7 +237,6 @@ impl<'w> CommView<'w> {
     /// instead of two barriers; the results are those of the split above.
     fn split_by_messages(&self, color: Color, key: i32) -> Result<Option<SimpleCommunicator<'w>>, Error> {
         let id = self.new_context()?;
-        let me = self.rank;
         self.each_entry([color.0, key as u32], |q, [c, k]| {
             // Relaxed: every rank of this process that writes the word
             // writes the same value, and each reads only words it wrote
@@ -265,24 +248,8 @@ impl<'w> CommView<'w> {
         let mut found = None;
         let mut place = [u32::MAX; 2];
         if !color.is_undefined() {
-            let (mut start, mut size, mut before) = (0u32, 0u32, 0u32);
-            for q in 0..self.size {
-                // Relaxed: written by this rank above.
-                let c = self.word(id, q, CommWord::Color).load(Ordering::Relaxed);
-                if c == u32::MAX {
-                    continue;
-                }
-                if c < color.0 {
-                    start += 1;
-                } else if c == color.0 {
-                    size += 1;
-                    // Relaxed, as above.
-                    let k = self.word(id, q, CommWord::Key).load(Ordering::Relaxed) as i32;
-                    if k < key || (k == key && q < me) {
-                        before += 1;
-                    }
-                }
-            }
+            // The pairs were written by this rank above.
+            let (start, size, before) = self.place(id, color, key);
             place = [start + before, before];
             found = Some(SimpleCommunicator {
                 world: self.world,
@@ -307,6 +274,33 @@ impl<'w> CommView<'w> {
             crate::collective::hardware::store_kind(self.world, c.info);
         }
         Ok(found)
+    }
+
+    /// Where this rank lands in the split `id` by (`color`, `key`), from
+    /// the table's pairs of every rank of this communicator: the first
+    /// entry of its colour's communicator, that communicator's size, and
+    /// its rank there (colour, then key, then rank here).
+    fn place(&self, id: u32, color: Color, key: i32) -> (u32, u32, u32) {
+        let (mut start, mut size, mut before) = (0u32, 0u32, 0u32);
+        for q in 0..self.size {
+            // Relaxed: the caller made every pair visible to this rank (a
+            // barrier after them, or its own writes).
+            let c = self.word(id, q, CommWord::Color).load(Ordering::Relaxed);
+            if c == u32::MAX {
+                continue;
+            }
+            if c < color.0 {
+                start += 1;
+            } else if c == color.0 {
+                size += 1;
+                // Relaxed, as above.
+                let k = self.word(id, q, CommWord::Key).load(Ordering::Relaxed) as i32;
+                if k < key || (k == key && q < self.rank) {
+                    before += 1;
+                }
+            }
+        }
+        (start, size, before)
     }
 
     /// Sends `mine` to every other rank of this communicator and calls

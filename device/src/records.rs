@@ -988,22 +988,23 @@ impl Core {
     /// communicators)` when the host gave no range.
     #[inline(always)]
     pub(crate) fn context_range(&self) -> (u32, u32) {
-        let at = |offset| {
-            // SAFETY: words of the communicator area's header line, 4-byte
-            // aligned, written by the host before the launch.
-            unsafe { crate::shim::atomic_u32_at(self.base, self.layout().comms + offset) }
-        };
-        // Relaxed: written by the host before the launch.
-        let end = at(crate::layout::COMM_RANGE_END_OFFSET).load(crate::shim::Ordering::Relaxed);
+        let end = self.process_word(crate::layout::COMM_RANGE_END_OFFSET);
         if end == 0 {
             let all = self.communicators();
             return (all, all);
         }
-        // Relaxed, as above.
-        (
-            end - 1,
-            at(crate::layout::COMM_RANGE_COUNT_OFFSET).load(crate::shim::Ordering::Relaxed),
-        )
+        (end - 1, self.process_word(crate::layout::COMM_RANGE_COUNT_OFFSET))
+    }
+
+    /// The word at `offset` of the communicator area's header line, which
+    /// the host writes for this process before the launch.
+    #[inline(always)]
+    fn process_word(&self, offset: usize) -> u32 {
+        // SAFETY: a word of the communicator area's header line, 4-byte
+        // aligned, accessed only atomically.
+        let word = unsafe { crate::shim::atomic_u32_at(self.base, self.layout().comms + offset) };
+        // Relaxed: written by the host before the launch.
+        word.load(crate::shim::Ordering::Relaxed)
     }
 
     /// The world ranks this process runs, as `(first, count)`: the whole
@@ -1011,21 +1012,11 @@ impl Core {
     /// a world across processes).
     #[inline(always)]
     pub(crate) fn process_ranks(&self) -> (u32, u32) {
-        let at = |offset| {
-            // SAFETY: words of the communicator area's header line, 4-byte
-            // aligned, written by the host before the launch.
-            unsafe { crate::shim::atomic_u32_at(self.base, self.layout().comms + offset) }
-        };
-        // Relaxed: written by the host before the launch.
-        let ranks = at(crate::layout::PROCESS_RANKS_OFFSET).load(crate::shim::Ordering::Relaxed);
+        let ranks = self.process_word(crate::layout::PROCESS_RANKS_OFFSET);
         if ranks == 0 {
             return (0, self.layout().ranks);
         }
-        // Relaxed, as above.
-        (
-            at(crate::layout::PROCESS_FIRST_OFFSET).load(crate::shim::Ordering::Relaxed),
-            ranks,
-        )
+        (self.process_word(crate::layout::PROCESS_FIRST_OFFSET), ranks)
     }
 
     /// Word `word` of entry `index` of the table of context `id`.
