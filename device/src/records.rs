@@ -1230,6 +1230,15 @@ pub fn read_wait_record(memory: &[u8], layout: &Layout, rank: u32) -> WaitRecord
     bytemuck::pod_read_unaligned(&memory[at..at + core::mem::size_of::<WaitRecord>()])
 }
 
+/// Decodes `rank`'s request record `index` from a copy of the memory.
+///
+/// # Panics
+/// If the record lies outside `memory`.
+pub fn read_request_record(memory: &[u8], layout: &Layout, rank: u32, index: u32) -> RequestRecord {
+    let at = layout.record_of(rank, index);
+    bytemuck::pod_read_unaligned(&memory[at..at + core::mem::size_of::<RequestRecord>()])
+}
+
 /// Decodes `rank`'s result record from a copy of the memory.
 ///
 /// # Panics

@@ -7,10 +7,10 @@
 //! the public path of these types is [`crate::report`], which also decides
 //! a launch's outcome (`report::check_world`).
 
-use gpu_mpi_device::abi::layout::{Layout, RECORD_BYTES, WINDOW_LOCK, WINDOW_LOCK_EXCLUSIVE};
+use gpu_mpi_device::abi::layout::{Layout, WINDOW_LOCK, WINDOW_LOCK_EXCLUSIVE};
 use gpu_mpi_device::abi::polling::{Call, WaitDisplay, STATE_EXITED, STATE_TIMED_OUT, STATE_WAITING};
 use gpu_mpi_device::abi::records::{
-    read_result_record, read_wait_record, RequestRecord, SlotView, CONTEXT_SHIFT,
+    read_request_record, read_result_record, read_wait_record, SlotView, CONTEXT_SHIFT,
 };
 use gpu_mpi_device::error::ErrorClass;
 use gpu_mpi_device::Error;
@@ -569,11 +569,18 @@ fn collective_of(memory: &[u8], layout: &Layout, r: &BlockedRank) -> Option<u32>
         _ => return None,
     };
     (0..records).find_map(|index| {
-        let at = layout.record_of(r.rank, index);
-        let record: RequestRecord = bytemuck::pod_read_unaligned(&memory[at..at + RECORD_BYTES]);
-        let context = record.mode >> CONTEXT_SHIFT;
-        (record.state != 0 && context % 2 == 1).then_some(context / 2)
+        let record = read_request_record(memory, layout, r.rank, index);
+        if record.state == 0 {
+            return None;
+        }
+        communicator_of_collective(record.mode >> CONTEXT_SHIFT)
     })
+}
+
+/// The communicator (context id) of a collective context word (`2 × id +
+/// 1`); `None` for a point-to-point one (`2 × id`).
+fn communicator_of_collective(context: u32) -> Option<u32> {
+    (context % 2 == 1).then_some(context / 2)
 }
 
 /// The wait record of `rank`: state, operation, peer and tag.
@@ -921,7 +928,7 @@ fn unreceived_messages(memory: &[u8], layout: &Layout) -> Vec<UnreceivedMessage>
                     tag: v.header.tag,
                     bytes: v.header.bytes,
                     rendezvous: v.is_rendezvous(),
-                    collective: (v.header.context % 2 == 1).then_some(v.header.context / 2),
+                    collective: communicator_of_collective(v.header.context),
                 };
                 (v.header.sequence, m)
             })

@@ -135,19 +135,29 @@ enum Kind {
 }
 
 impl Kind {
+    const ALL: [Kind; 9] = [
+        Kind::Data,
+        Kind::Return,
+        Kind::Abort,
+        Kind::Probe,
+        Kind::Report,
+        Kind::End,
+        Kind::Final,
+        Kind::Barrier,
+        Kind::Immediate,
+    ];
+
     fn of(word: u32) -> Option<Kind> {
-        Some(match word {
-            1 => Kind::Data,
-            2 => Kind::Return,
-            3 => Kind::Abort,
-            4 => Kind::Probe,
-            5 => Kind::Report,
-            6 => Kind::End,
-            7 => Kind::Final,
-            8 => Kind::Barrier,
-            9 => Kind::Immediate,
-            _ => return None,
-        })
+        Kind::ALL.into_iter().find(|&k| k as u32 == word)
+    }
+
+    /// Whether the termination waves count it: the messages that can make
+    /// a passive process active (module docs, "When the world is done").
+    fn counted(self) -> bool {
+        matches!(
+            self,
+            Kind::Data | Kind::Return | Kind::Abort | Kind::Barrier | Kind::Immediate
+        )
     }
 }
 
@@ -368,7 +378,7 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
         rank / self.relay.ranks_per_process
     }
 
-    fn send(&mut self, to: u32, words: &[u32], payload: &[u8], counted: bool) {
+    fn send(&mut self, to: u32, words: &[u32], payload: &[u8]) {
         let mut v = Vec::with_capacity(words.len() * 4 + payload.len());
         for w in words {
             v.extend_from_slice(&w.to_le_bytes());
@@ -381,7 +391,7 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
             .process_at_rank(to as i32)
             .immediate_send_with_tag(StaticScope, &*buf, TAG);
         self.sends.push((req, ptr));
-        if counted {
+        if Kind::of(words[0]).is_some_and(Kind::counted) {
             self.sent_to[to as usize] += 1;
         }
     }
@@ -433,7 +443,7 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
                 work = true;
                 let me = self.me;
                 for q in (0..self.processes).filter(|&q| q != me) {
-                    self.send(q, &[Kind::Abort as u32, abort], &[], true);
+                    self.send(q, &[Kind::Abort as u32, abort], &[]);
                 }
             }
             work |= self.receive_all();
@@ -451,7 +461,7 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
                     report.received as u32,
                     (report.received >> 32) as u32,
                 ];
-                self.send(0, &words, &[], false);
+                self.send(0, &words, &[]);
             }
             self.run_waves();
             if let Some(verdict) = self.verdict {
@@ -531,13 +541,13 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
         w.outstanding = true;
         let wave = w.wave;
         for q in 0..self.processes {
-            self.send(q, &[Kind::Probe as u32, wave], &[], false);
+            self.send(q, &[Kind::Probe as u32, wave], &[]);
         }
     }
 
     fn announce(&mut self, verdict: Verdict) {
         for q in 0..self.processes {
-            self.send(q, &[Kind::End as u32, verdict as u32], &[], false);
+            self.send(q, &[Kind::End as u32, verdict as u32], &[]);
         }
     }
 
@@ -556,9 +566,11 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
     fn handle(&mut self, from: u32, v: &[u8]) -> bool {
         let word = |i: usize| u32::from_le_bytes(v[4 * i..4 * i + 4].try_into().expect("4 bytes"));
         let kind = Kind::of(word(0)).unwrap_or_else(|| panic!("relay message of unknown kind {}", word(0)));
+        if kind.counted() {
+            self.received_from[from as usize] += 1;
+        }
         match kind {
             Kind::Data => {
-                self.received_from[from as usize] += 1;
                 let mut words = [0u32; DATA_WORDS];
                 for (i, w) in words.iter_mut().enumerate() {
                     *w = word(i);
@@ -567,12 +579,10 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
                 true
             }
             Kind::Return => {
-                self.received_from[from as usize] += 1;
                 self.returned(word(1));
                 true
             }
             Kind::Abort => {
-                self.received_from[from as usize] += 1;
                 // Relaxed, as the ranks' own abort: a flag their polls read.
                 let _ = self.memory.word(ABORT_OFFSET).compare_exchange(
                     0,
@@ -611,7 +621,6 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
                 false
             }
             Kind::Barrier => {
-                self.received_from[from as usize] += 1;
                 let entry = self.remote.entry(word(1)).or_insert((0, [0; BARRIER_KEY_WORDS]));
                 entry.0 += 1;
                 for (i, k) in entry.1.iter_mut().enumerate() {
@@ -620,7 +629,6 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
                 true
             }
             Kind::Immediate => {
-                self.received_from[from as usize] += 1;
                 let (slot, use_, operation, n) = (word(1), word(2), word(3), word(4) as usize);
                 let args = (0..n)
                     .map(|i| [word(5 + 4 * i), word(6 + 4 * i), word(7 + 4 * i), word(8 + 4 * i)])
@@ -630,10 +638,7 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
                     operation,
                     bytes: v[4 * (5 + 4 * n)..].to_vec(),
                 };
-                let processes = self.processes as usize;
-                self.parts
-                    .entry((slot, use_))
-                    .or_insert_with(|| (0..processes).map(|_| None).collect())[from as usize] = Some(part);
+                self.store_part(slot, use_, from, part);
                 true
             }
             Kind::Final => unreachable!("FINAL comes after END"),
@@ -660,7 +665,7 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
             }
             let me = self.me;
             for q in (0..self.processes).filter(|&q| q != me) {
-                self.send(q, &words, &[], true);
+                self.send(q, &words, &[]);
             }
             self.arrived = true;
             moved = true;
@@ -751,17 +756,18 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
                 words.extend(args.iter().flatten());
                 let me = self.me;
                 for q in (0..self.processes).filter(|&q| q != me) {
-                    self.send(q, &words, &bytes, true);
+                    self.send(q, &words, &bytes);
                 }
-                let processes = self.processes as usize;
-                self.parts
-                    .entry((slot, handed))
-                    .or_insert_with(|| (0..processes).map(|_| None).collect())[me as usize] =
-                    Some(ImmediatePart {
+                self.store_part(
+                    slot,
+                    handed,
+                    me,
+                    ImmediatePart {
                         args,
                         operation,
                         bytes,
-                    });
+                    },
+                );
                 moved = true;
             }
             let key = (slot, self.handed[slot as usize]);
@@ -783,6 +789,16 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
             }
         }
         moved
+    }
+
+    /// Keeps `process`'s part of use `use_` of world slot `slot`.
+    fn store_part(&mut self, slot: u32, use_: u32, process: u32, part: ImmediatePart) {
+        let processes = self.processes as usize;
+        let parts = self
+            .parts
+            .entry((slot, use_))
+            .or_insert_with(|| (0..processes).map(|_| None).collect());
+        parts[process as usize] = Some(part);
     }
 
     /// Publishes use `use_` of world slot `slot` from every process's part,
@@ -908,7 +924,7 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
                 // SAFETY: an eager message's `bytes` (at most a slot's
                 // payload) are in the payload, acquired with the inbox.
                 let data = unsafe { std::slice::from_raw_parts(payload, bytes) };
-                self.send(self.process_of(dst), &words, data, true);
+                self.send(self.process_of(dst), &words, data);
             }
             MessageKind::Direct => {
                 // SAFETY: a direct message's payload starts with the address
@@ -918,7 +934,7 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
                     let at = payload.cast::<u64>().read() as usize as *const u8;
                     std::slice::from_raw_parts(at, bytes)
                 };
-                self.send(self.process_of(dst), &words, data, true);
+                self.send(self.process_of(dst), &words, data);
             }
             MessageKind::Stream => {
                 let chunk = self.header(id, offset_of!(SlotHeader, chunk)) as usize;
@@ -969,7 +985,7 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
             state.store(SlotState::ClearToSend.word(dst), Ordering::Release);
         } else {
             let s = self.streams.swap_remove(i);
-            self.send(self.process_of(dst), &s.words, &s.data, true);
+            self.send(self.process_of(dst), &s.words, &s.data);
         }
         self.local.progressed();
         true
@@ -1079,7 +1095,7 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
                 state.store(SlotState::Free as u32, Ordering::Relaxed);
             }
             drop(inj.buffer);
-            self.send(inj.from, &[Kind::Return as u32, inj.id], &[], true);
+            self.send(inj.from, &[Kind::Return as u32, inj.id], &[]);
             any = true;
         }
         any
@@ -1101,7 +1117,7 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
         let me = self.me;
         for q in (0..self.processes).filter(|&q| q != me) {
             let n = self.sent_to[q as usize];
-            self.send(q, &[Kind::Final as u32, n as u32, (n >> 32) as u32], &[], false);
+            self.send(q, &[Kind::Final as u32, n as u32, (n >> 32) as u32], &[]);
         }
         let mut finals: Vec<Option<u64>> = vec![None; self.processes as usize];
         finals[self.me as usize] = Some(self.received_from[self.me as usize]);
@@ -1114,9 +1130,7 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
                     Some(Kind::Final) => {
                         finals[from] = Some(u64::from(word(1)) | (u64::from(word(2)) << 32));
                     }
-                    Some(Kind::Data | Kind::Return | Kind::Abort | Kind::Barrier | Kind::Immediate) => {
-                        self.received_from[from] += 1
-                    }
+                    Some(k) if k.counted() => self.received_from[from] += 1,
                     _ => {}
                 }
             }
