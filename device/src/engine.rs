@@ -34,13 +34,18 @@
 //! (`receive_polled`) only looks at the inbox, in one batch with the
 //! record's words, and takes it the same way. The receiver reads the
 //! envelope with the payload's first 8 bytes (a small message is copied
-//! from registers) and returns the slot later, in a batch: one Release
-//! fence and a relaxed store of FREE per slot, when half a rank's slots
-//! are waiting to go back, and before the receiver waits, fails a
-//! non-blocking poll or exits (`defer_free`). A sender whose eager message
-//! fits never waits for that. In the common case an eager message thus
-//! costs the sender one Release swap and the receiver its share of one
-//! Acquire swap and of one fence per batch.
+//! from registers) and gives the slot back (`slot_return::SlotReturn`).
+//! A receive whose message was there at its first try returns it at once,
+//! with one Release store of FREE: the rank is working through messages
+//! that wait for it, and a batch would be flushed on its own critical
+//! path. Any other returns it later, in a batch: one Release fence and a
+//! relaxed store of FREE per slot, when half a rank's slots are waiting to
+//! go back, and before the receiver waits, fails a non-blocking poll or
+//! exits (`defer_free`), which a rank that waited for its message does
+//! while it waits for the next. A sender whose eager message fits never
+//! waits for either. In the common case an eager message thus costs the
+//! sender one Release swap and the receiver its share of one Acquire swap
+//! and one Release store, or of one fence per batch.
 //!
 //! # Ordering (MPI 3.5)
 //! One sender's pushes on one inbox follow its program order, and the
@@ -77,7 +82,7 @@ use crate::records::{
     LINK_PENDING,
 };
 use crate::shim::{self, Backoff, Ordering};
-use crate::slot_return::defer_free;
+use crate::slot_return::{defer_free, give_back, SlotReturn};
 use crate::status::Status;
 use crate::status::ANY_SOURCE;
 use crate::status::ANY_TAG;
@@ -1590,7 +1595,8 @@ fn receive_alone(
         buffer,
         mode,
         Some((peer, tag)),
-        None,
+        // Its message was there before it waited: see `SlotReturn`.
+        SlotReturn::Now,
     )
 }
 
@@ -1657,7 +1663,7 @@ fn receive_polled(base: u64, rank: u32, i: u32) -> Polled {
         buffer,
         mode,
         Some((peer, tag)),
-        Some(deferred),
+        SlotReturn::Later(Some(deferred)),
     ) {
         Step::Complete => Polled::Complete,
         _ => Polled::Started,
@@ -1679,7 +1685,7 @@ fn start_receive_words(w: &Core, i: u32, id: u32, mode: u32) -> Step {
         rec!(w, i, buffer),
         mode,
         None,
-        None,
+        SlotReturn::Later(None),
     )
 }
 
@@ -1804,10 +1810,9 @@ fn load_pair(w: &Core, i: u32, at: PairAt) -> (u32, u32) {
 /// `len`, `datatype`, `buffer` and `mode` words, passed in so that a
 /// blocking receive gives them from registers ([`run_words`]); `lone`: a
 /// lone try's ([`receive_alone`]) source and tag filters, as its record
-/// holds them; its completion the record need not show; `deferred`: the
-/// rank's count of deferred slot returns, if the caller loaded it before
-/// the inbox's acquire emptied L1 (see [`defer_free`]). [`Step::Complete`]
-/// when the record completed.
+/// holds them; its completion the record need not show; `back`: when an
+/// eager message's slot goes back to its sender ([`SlotReturn`]).
+/// [`Step::Complete`] when the record completed.
 #[cfg_attr(feature = "inline-engine", inline(always))]
 #[allow(clippy::too_many_arguments)]
 fn start_receive(
@@ -1819,7 +1824,7 @@ fn start_receive(
     buffer: u64,
     mode: u32,
     lone: Option<(i32, i32)>,
-    deferred: Option<u32>,
+    back: SlotReturn,
 ) -> Step {
     // A lone receive from one source matched only that rank's messages.
     let status = match lone {
@@ -1876,7 +1881,7 @@ fn start_receive(
             // slot_bytes` and the buffer holds `capacity >= wanted`.
             unsafe { move_bytes(w, i, typed, false, 0, buf, w.slot_payload(id), wanted) };
         }
-        defer_free(w, id, deferred);
+        give_back(w, id, back);
     } else if kind == MessageKind::Direct as u32 {
         // A direct message's payload starts with the address of the
         // sender's buffer (written before its push).

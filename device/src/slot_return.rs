@@ -1,6 +1,7 @@
-//! The deferred return of received eager slots to their senders: the part
-//! of the point-to-point engine that a rank must run whenever a poll fails
-//! and before it exits, below both the engine and the waits.
+//! The return of received eager slots to their senders, at once or
+//! deferred: the part of the point-to-point engine that a rank must run
+//! whenever a poll fails and before it exits, below both the engine and
+//! the waits.
 
 use crate::layout::SLOT_STATE_BYTES;
 use crate::records::{mine, Core, SlotState, SlotWord};
@@ -54,6 +55,44 @@ pub(crate) fn defer_free(w: &Core, id: u32, count: Option<u32>) {
     mine!(header, free_count = n + 1);
     if n + 1 >= (slots / 2).max(1) {
         flush_frees(w);
+    }
+}
+
+/// When a receive gives its eager slot back to the sender.
+///
+/// A deferred return ([`defer_free`]) costs the receiver four accesses to
+/// its own words per message and, per batch, a fence and a batch of loads;
+/// it is cheaper than a Release store of FREE only when the batch is
+/// flushed while the rank waits anyway. A rank that found its message
+/// already there is working through a backlog, and would flush on its own
+/// critical path: it returns the slot at once.
+#[derive(Clone, Copy)]
+pub(crate) enum SlotReturn {
+    /// At once, with a Release store ([`return_now`]).
+    Now,
+    /// In the next batch ([`defer_free`]), with the rank's `free_count` if
+    /// the caller loaded it before an acquire emptied L1.
+    Later(Option<u32>),
+}
+
+/// Gives received eager slot `id` back to its sender now.
+#[inline(always)]
+pub(crate) fn return_now(w: &Core, id: u32) {
+    // Release: pairs with the owner's Acquire fence after its reclaim scan
+    // (and a synchronous sender's Acquire wait for FREE), as the fence of
+    // `flush_frees` does for a batch: our read of the payload happens
+    // before its next writes to it.
+    w.places()
+        .state(id)
+        .store(SlotState::Free.word(0), Ordering::Release);
+}
+
+/// Gives received eager slot `id` back to its sender as `how` says.
+#[inline(always)]
+pub(crate) fn give_back(w: &Core, id: u32, how: SlotReturn) {
+    match how {
+        SlotReturn::Now => return_now(w, id),
+        SlotReturn::Later(count) => defer_free(w, id, count),
     }
 }
 

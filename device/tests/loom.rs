@@ -115,9 +115,11 @@ fn one_slot_is_reused_for_every_message_under_three_preemptions() {
     batched_return("slot reuse, three messages, three preemptions", 1, 3, 3);
 }
 
-/// (c') `slots` slots, `messages` messages: the receiver returns received
-/// slots in batches of `max(1, slots / 2)` (one fence per batch, relaxed
-/// FREE stores) and the rest when it exits; the sender reuses each returned
+/// (c') `slots` slots, `messages` messages: the receiver returns a slot
+/// whose message was there at its receive's first try at once (a Release
+/// store of FREE) and any other in batches of `max(1, slots / 2)` (one
+/// fence per batch, relaxed FREE stores) and the rest when it exits; the
+/// schedules explored take both ways. The sender reuses each returned
 /// slot, and the payload of every reuse is intact (a write of the sender
 /// racing a read of the receiver fails the test).
 fn batched_return(name: &str, slots: u32, messages: u64, preemptions: usize) {

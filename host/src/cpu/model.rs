@@ -339,7 +339,11 @@ impl Model {
             }
             _ => {}
         }
-        clock.spend(TimeCategory::Issue, c.issue);
+        // A vector access is one instruction on the GPU (`ld.v4`, `st.v4`):
+        // its words after the first cost no issue of their own.
+        if clock.vector.get().is_none() || !clock.vector_loaded.get() {
+            clock.spend(TimeCategory::Issue, c.issue);
+        }
         if clock.in_block_shared(&access) {
             self.charge_block_shared(rank, clock, access);
             return;
@@ -1034,6 +1038,38 @@ mod tests {
             m.charge(0, &apart, store(512 + 4 * k));
         }
         assert_eq!(apart.now(), 4 * ps(p.store_ns));
+    }
+
+    #[test]
+    fn a_vector_access_is_one_instruction() {
+        // With issue time: a vector load or store of four words pays
+        // `issue_ns` once, as its first word; four scalar accesses pay it
+        // four times.
+        let p = Profile::h100();
+        let m = Model::new(p, None, 2, 32);
+        let vector = |c: &Clock, access: fn(usize) -> Access, at: usize| {
+            m.charge(0, c, Access::BatchBegin { vector: true });
+            for k in 0..4 {
+                m.charge(0, c, access(at + 4 * k));
+            }
+            m.charge(0, c, Access::BatchEnd);
+        };
+        let load = Clock::new();
+        vector(&load, relaxed_load, 64);
+        assert_eq!(load.now(), ps(p.issue_ns + p.load_ns));
+        assert_eq!(load.time().spent_ps[index(TimeCategory::Issue)], ps(p.issue_ns));
+        let store = Clock::new();
+        let relaxed_store = |addr| Access::Store {
+            order: Ordering::Relaxed,
+            addr,
+        };
+        vector(&store, relaxed_store, 256);
+        assert_eq!(store.now(), ps(p.issue_ns + p.store_ns));
+        let scalar = Clock::new();
+        for k in 0..4 {
+            m.charge(0, &scalar, relaxed_store(512 + 4 * k));
+        }
+        assert_eq!(scalar.now(), 4 * ps(p.issue_ns + p.store_ns));
     }
 
     #[test]
