@@ -60,10 +60,10 @@ pub(crate) fn defer_free(w: &Core, id: u32, count: Option<u32>) {
 
 /// When a receive gives its eager slot back to the sender.
 ///
-/// A deferred return ([`defer_free`]) costs the receiver four accesses to
-/// its own words per message and, per batch, a fence and a batch of loads;
-/// it is cheaper than a Release store of FREE only when the batch is
-/// flushed while the rank waits anyway. A rank that found its message
+/// A deferred return ([`defer_free`]) costs the receiver a store of the
+/// slot's state and three accesses to its own words per message and, per
+/// batch, a fence and a batch of loads; it is cheaper than a Release store
+/// of FREE only when the batch is flushed while the rank waits anyway. A rank that found its message
 /// already there is working through a backlog, and would flush on its own
 /// critical path: it returns the slot at once.
 #[derive(Clone, Copy)]
