@@ -1,7 +1,9 @@
 //! Runs the checks of a world across processes (`src/main.rs`) under
 //! `mpiexec` with 2 and 4 processes, and once without it. MPI (MPICH or
 //! Open MPI) is what this crate builds against, so `mpiexec` must be there:
-//! its absence fails the test.
+//! its absence fails the test. `GPU_MPI_MPIEXEC` names another launcher
+//! (`mpiexec.openmpi` for a build against Open MPI where MPICH's is the
+//! system's `mpiexec`, as in `.ci/run`).
 
 use std::process::Command;
 
@@ -12,7 +14,8 @@ fn run(processes: Option<u32>, ranks: u32) -> String {
     let exe = env!("CARGO_BIN_EXE_distributed");
     let mut cmd = match processes {
         Some(p) => {
-            let mut c = Command::new("mpiexec");
+            let launcher = std::env::var("GPU_MPI_MPIEXEC").unwrap_or_else(|_| "mpiexec".into());
+            let mut c = Command::new(launcher);
             c.args(["-n", &p.to_string(), exe]);
             c
         }

@@ -80,7 +80,11 @@
 //! process whose run ended early (a panic), a failure (the others stop).
 //! Each relay then tells every other how many counted messages it sent it
 //! (`FINAL`) and receives until it has them all, so that no MPI message is
-//! left unmatched.
+//! left unmatched. MPI orders only one sender's messages to one receiver
+//! (MPI 4.1 §3.5), so another relay's `FINAL`, sent once it had process
+//! 0's `END`, may reach a relay before its own `END` does (Open MPI with
+//! four processes did): a relay keeps each `FINAL` it receives and counts
+//! it in when its `END` comes.
 
 use super::Processes;
 use crate::cpu::scheduler::{LocalRun, LocalState, Relay};
@@ -316,6 +320,9 @@ struct Pump<'r, 'l, 's, 'a> {
     probe: Option<u32>,
     waves: Option<Waves>,
     verdict: Option<Verdict>,
+    /// Per process, the count its `FINAL` gave, if it came before this
+    /// relay's `END` (module docs, "When the world is done").
+    finals: Vec<Option<u64>>,
     /// The world barrier's generation this process is in (the first is 1).
     generation: u32,
     /// Whether its blocks' arrival went to the other processes.
@@ -365,6 +372,7 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
                 next: Instant::now(),
             }),
             verdict: None,
+            finals: vec![None; processes as usize],
             generation: 1,
             arrived: false,
             remote: HashMap::new(),
@@ -641,7 +649,11 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
                 self.store_part(slot, use_, from, part);
                 true
             }
-            Kind::Final => unreachable!("FINAL comes after END"),
+            Kind::Final => {
+                // Another relay ended first: kept for `end`.
+                self.finals[from as usize] = Some(u64::from(word(1)) | (u64::from(word(2)) << 32));
+                false
+            }
         }
     }
 
@@ -1119,7 +1131,7 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
             let n = self.sent_to[q as usize];
             self.send(q, &[Kind::Final as u32, n as u32, (n >> 32) as u32], &[]);
         }
-        let mut finals: Vec<Option<u64>> = vec![None; self.processes as usize];
+        let mut finals = std::mem::take(&mut self.finals);
         finals[self.me as usize] = Some(self.received_from[self.me as usize]);
         loop {
             while let Some(probed) = self.world.any_process().immediate_matched_probe_with_tag(TAG) {
