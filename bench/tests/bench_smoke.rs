@@ -83,11 +83,18 @@ fn field<'r>(row: &'r [(&'static str, Value)], key: &str) -> Option<&'r Value> {
 /// freed), `rmws` ordered read-modify-writes at most (the push and at most
 /// one inbox swap; pi's receiver takes many messages per swap), less than
 /// one fence (none for a rank's first `slots_per_rank` sends), nothing else.
-fn check_eager_kinds(kinds: &Value, rmws: f64, fences: std::ops::Range<f64>, what: &str) {
+fn check_eager_kinds(
+    kinds: &Value,
+    rmws: f64,
+    release_stores: std::ops::RangeInclusive<f64>,
+    fences: std::ops::Range<f64>,
+    what: &str,
+) {
     let k = |name: &str| kinds[name].as_f64().unwrap_or(f64::NAN);
-    // The receiver returns slots with relaxed stores after one release
-    // fence per batch, so no release store is left on the eager path.
-    assert_eq!(k("release_stores"), 0.0, "{what}: {kinds}");
+    // The receiver returns a slot whose message was already queued with a
+    // release store, any other with a relaxed store after one release
+    // fence per batch (`slot_return::SlotReturn`).
+    assert!(release_stores.contains(&k("release_stores")), "{what}: {kinds}");
     assert!(
         k("ordered_rmws") > 1.0 && k("ordered_rmws") <= 2.0,
         "{what}: {kinds}"
@@ -187,22 +194,25 @@ fn every_suite_runs_and_passes_its_checks() {
         assert!(num("mpi_p2p_nb_ms").is_some_and(|v| v > 0.0), "{row:?}");
         assert!(num("ratio_p2p_nb").is_some_and(|v| v > 0.0), "{row:?}");
         // Both point-to-point variants pass one eager message per rank but
-        // 0: one push, rank 0's share of an inbox swap and of a fence that
-        // returns a batch of slots (a quarter at the default eight slots).
+        // 0: one push, rank 0's share of an inbox swap, and the slot's
+        // return: a release store for a message rank 0 found queued (all
+        // but those its own receive took from the inbox), a share of a
+        // batch's fence for the others.
         for key in ["mpi_p2p_sync_per_msg", "mpi_p2p_nb_sync_per_msg"] {
             let v = num(key).unwrap_or(f64::NAN);
-            assert!((1.0..2.0).contains(&v), "{key} = {v}");
+            assert!((1.5..2.1).contains(&v), "{key} = {v}");
         }
     }
     for key in ["mpi_p2p_sync_kinds_per_msg", "mpi_p2p_nb_sync_kinds_per_msg"] {
         let row = pi_rows.iter().find(|r| field(r, key).is_some()).unwrap();
-        check_eager_kinds(field(row, key).unwrap(), 1.0, 0.2..1.0, key);
+        check_eager_kinds(field(row, key).unwrap(), 1.0, 0.5..=1.0, 0.0..0.5, key);
     }
 
     // The latency suite counts synchronising operations per message: an
     // eager ping-pong message is one push (release swap), one inbox swap
     // (acquire) and the fence that returns its slot when the receiver next
-    // waits (each rank waits after every message), plus a reclaim fence
+    // waits (each rank waits after every message, and its own receive took
+    // the message from the inbox: no release store), plus a reclaim fence
     // per slots-full of messages.
     let latency = report.sections.iter().find(|s| s.suite == "latency").unwrap();
     for row in &latency.rows {
@@ -211,7 +221,7 @@ fn every_suite_runs_and_passes_its_checks() {
         assert!(total >= 3.0, "{bytes} B: {total} sync ops per message");
         let kinds = field(row, "mpi_sync_kinds_per_msg").unwrap();
         if bytes <= 8 {
-            check_eager_kinds(kinds, 2.0, 1.0..2.0, "latency");
+            check_eager_kinds(kinds, 2.0, 0.0..=0.0, 1.0..2.0, "latency");
             assert!(total <= 4.0, "{bytes} B: {total}");
         }
     }

@@ -35,10 +35,12 @@
 //! record's words, and takes it the same way. The receiver reads the
 //! envelope with the payload's first 8 bytes (a small message is copied
 //! from registers) and gives the slot back (`slot_return::SlotReturn`).
-//! A receive whose message was there at its first try returns it at once,
-//! with one Release store of FREE: the rank is working through messages
-//! that wait for it, and a batch would be flushed on its own critical
-//! path. Any other returns it later, in a batch: one Release fence and a
+//! A lone receive that found its message already queued (taken from the
+//! inbox by an earlier call) returns it at once, with one Release store of
+//! FREE: the rank is working through messages that wait for it, and a
+//! batch would be flushed on its own critical path. Any other (its own
+//! call took the message from the inbox, or it was one of several
+//! requests in a pass) returns it later, in a batch: one Release fence and a
 //! relaxed store of FREE per slot, when half a rank's slots are waiting to
 //! go back, and before the receiver waits, fails a non-blocking poll or
 //! exits (`defer_free`), which a rank that waited for its message does
@@ -954,9 +956,11 @@ fn progress_in<const BLOCKING: bool>(w: &Core) -> (bool, bool) {
             // only if it cannot start).
             let matched = state == RecordState::RecvMatch as u32;
             let mode = rec!(w, i, mode);
+            let mut drained = false;
             let id1 = if matched {
                 let (peer, tag) = (rec!(w, i, peer), rec!(w, i, tag));
-                let c = find_taking::<false>(w, peer, tag, mode >> CONTEXT_SHIFT, lazy, &mut moved);
+                let c = find_taking::<false>(w, peer, tag, mode >> CONTEXT_SHIFT, lazy, &mut drained);
+                moved |= drained;
                 if c.id1 != 0 {
                     unlink(w, &c);
                     trace::matched(w, c.id1 - 1);
@@ -969,7 +973,14 @@ fn progress_in<const BLOCKING: bool>(w: &Core) -> (bool, bool) {
                 Step::Idle
             } else {
                 let s = if BLOCKING {
-                    start_receive_words(w, i, id1 - 1, mode)
+                    // A lone blocking call's pass searches as its try does
+                    // (`receive_alone`), and returns the slot the same way.
+                    let back = if lazy && matched {
+                        SlotReturn::after(drained)
+                    } else {
+                        SlotReturn::Later(None)
+                    };
+                    start_receive_words(w, i, id1 - 1, mode, back)
                 } else {
                     start_receive_outlined(w.base as u64, w.rank, i, id1 - 1, mode)
                 };
@@ -1516,7 +1527,7 @@ fn start_receive_outlined(base: u64, rank: u32, i: u32, id: u32, mode: u32) -> S
         base: base as *mut u8,
         rank,
     };
-    start_receive_words(&core, i, id, mode)
+    start_receive_words(&core, i, id, mode, SlotReturn::Later(None))
 }
 
 /// The first try of a lone send ([`run_words`], a request's [`post`]),
@@ -1579,7 +1590,8 @@ fn receive_alone(
         rank,
     };
     let w = &core;
-    let c = find_taking::<true>(w, peer, tag, mode >> CONTEXT_SHIFT, true, &mut false);
+    let mut drained = false;
+    let c = find_taking::<true>(w, peer, tag, mode >> CONTEXT_SHIFT, true, &mut drained);
     if c.id1 == 0 {
         return Step::Idle;
     }
@@ -1595,8 +1607,7 @@ fn receive_alone(
         buffer,
         mode,
         Some((peer, tag)),
-        // Its message was there before it waited: see `SlotReturn`.
-        SlotReturn::Now,
+        SlotReturn::after(drained),
     )
 }
 
@@ -1674,7 +1685,7 @@ fn receive_polled(base: u64, rank: u32, i: u32) -> Polled {
 /// record's `mode` word given and its other fields loaded from the record,
 /// and the message's envelope from its slot.
 #[inline(always)]
-fn start_receive_words(w: &Core, i: u32, id: u32, mode: u32) -> Step {
+fn start_receive_words(w: &Core, i: u32, id: u32, mode: u32, back: SlotReturn) -> Step {
     let (datatype, len) = load_pair(w, i, PairAt::DatatypeLen);
     start_receive(
         w,
@@ -1685,7 +1696,7 @@ fn start_receive_words(w: &Core, i: u32, id: u32, mode: u32) -> Step {
         rec!(w, i, buffer),
         mode,
         None,
-        SlotReturn::Later(None),
+        back,
     )
 }
 

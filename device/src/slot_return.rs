@@ -63,9 +63,13 @@ pub(crate) fn defer_free(w: &Core, id: u32, count: Option<u32>) {
 /// A deferred return ([`defer_free`]) costs the receiver a store of the
 /// slot's state and three accesses to its own words per message and, per
 /// batch, a fence and a batch of loads; it is cheaper than a Release store
-/// of FREE only when the batch is flushed while the rank waits anyway. A rank that found its message
-/// already there is working through a backlog, and would flush on its own
-/// critical path: it returns the slot at once.
+/// of FREE only when the batch is flushed while the rank waits anyway. A
+/// rank whose receive found its message already queued (taken from the
+/// inbox by an earlier call) is working through a backlog, and would flush
+/// on its own critical path: it returns the slot at once
+/// ([`SlotReturn::after`]). One whose own call had to take the message
+/// from the inbox (a ping-pong's, the first of a burst) defers it, and
+/// flushes while it waits for the next.
 #[derive(Clone, Copy)]
 pub(crate) enum SlotReturn {
     /// At once, with a Release store ([`return_now`]).
@@ -73,6 +77,21 @@ pub(crate) enum SlotReturn {
     /// In the next batch ([`defer_free`]), with the rank's `free_count` if
     /// the caller loaded it before an acquire emptied L1.
     Later(Option<u32>),
+}
+
+impl SlotReturn {
+    /// How a lone receive returns its slot: later if its own call took the
+    /// message from the inbox (`drained`), else at once. The lone call's
+    /// try and its pass (a traced call's, which makes no try) search alike,
+    /// so a run traced or not returns the same slots the same way.
+    #[inline(always)]
+    pub(crate) fn after(drained: bool) -> SlotReturn {
+        if drained {
+            SlotReturn::Later(None)
+        } else {
+            SlotReturn::Now
+        }
+    }
 }
 
 /// Gives received eager slot `id` back to its sender now.

@@ -163,8 +163,8 @@ fn batch(s: u64) -> u64 {
 /// What the engine's module docs promise for `n` eager messages with `s`
 /// slots per rank, whatever the schedule: per message, the sender issues
 /// one Release swap (the push); the receiver returns each slot either at
-/// once, with one Release store (a receive whose message was there at its
-/// first try), or later in a batch, one Release fence per batch of at most
+/// once, with one Release store (a receive whose message was already
+/// queued), or later in a batch, one Release fence per batch of at most
 /// `batch(s)` slots (their FREE stores are relaxed), so the fences are at
 /// least the deferred slots over `batch(s)` and at most one per deferred
 /// slot; the receiver's Acquire swaps take the inbox only when it is not
@@ -223,7 +223,7 @@ fn an_eager_message_costs_one_release_and_one_acquire_in_batches() {
     // sender fills its `s` slots in one resumption (known free: no scan,
     // no fence), then fails to find a free slot; the receiver's receive,
     // which waited, takes all `s` with one swap and defers its own slot;
-    // the `s - 1` receives after it find their messages at their first try
+    // the `s - 1` receives after it find their messages already queued
     // and return each slot at once (one Release store); the next receive
     // waits, and returns the deferred slot first (one fence), as does the
     // rank's exit; the sender's next scan finds all `s` free (one fence),
