@@ -96,7 +96,7 @@ impl SlotReturn {
 
 /// Gives received eager slot `id` back to its sender now.
 #[inline(always)]
-pub(crate) fn return_now(w: &Core, id: u32) {
+fn return_now(w: &Core, id: u32) {
     // Release: pairs with the owner's Acquire fence after its reclaim scan
     // (and a synchronous sender's Acquire wait for FREE), as the fence of
     // `flush_frees` does for a batch: our read of the payload happens

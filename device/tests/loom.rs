@@ -117,13 +117,14 @@ fn one_slot_is_reused_for_every_message_under_three_preemptions() {
 
 /// (c') `slots` slots, `messages` messages: the receiver returns a slot
 /// whose message was already queued when its receive looked at once (a
-/// Release store of FREE) and any other in batches of `max(1, slots / 2)` (one
-/// fence per batch, relaxed FREE stores) and the rest when it exits. With
-/// one slot a receive always takes its message from the inbox itself and
-/// defers; with two, the schedules explored take both ways (a relaxed
-/// store at once fails `slots_returned_with_a_fence_are_reused_intact`). The sender reuses each returned
-/// slot, and the payload of every reuse is intact (a write of the sender
-/// racing a read of the receiver fails the test).
+/// Release store of FREE), and any other in batches of `max(1, slots / 2)`
+/// (one fence per batch, relaxed FREE stores) and the rest when it exits.
+/// With one slot a receive always takes its message from the inbox itself
+/// and defers; with two, the schedules explored take both ways (a relaxed
+/// store at once fails `slots_returned_with_a_fence_are_reused_intact`).
+/// The sender reuses each returned slot, and the payload of every reuse is
+/// intact (a write of the sender racing a read of the receiver fails the
+/// test).
 fn batched_return(name: &str, slots: u32, messages: u64, preemptions: usize) {
     check(name, preemptions, move || {
         let results = run_world(
