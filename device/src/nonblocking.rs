@@ -49,8 +49,9 @@ pub struct Args {
 #[repr(C)]
 pub struct SlotRecord {
     /// The last use of the slot that completed (every rank arrived and the
-    /// result is in the result cell). Stored (Release) by the world's last
-    /// arriver; loaded (Acquire) by every test.
+    /// result is in the result cell), with whether its verdict was clean
+    /// ([`done_word`]). Stored (Release) by the world's last arriver;
+    /// loaded (Acquire) by every test.
     pub done: u32,
     /// Blocks whose ranks have all arrived, over all uses (`u × blocks`
     /// once use `u` is complete).
@@ -75,6 +76,21 @@ pub struct SlotRecord {
 
 /// 32-bit words of a [`SlotRecord`].
 pub(crate) const SLOT_RECORD_WORDS: usize = core::mem::size_of::<SlotRecord>() / 4;
+
+/// The [`SlotRecord::done`] word that publishes use `use_` of a slot with
+/// verdict `verdict`: the use (modulo 2^31) above a bit set when the
+/// verdict is 0, so that a wait that sees its use complete knows from the
+/// same load whether it needs the verdict's words at all (a wait's
+/// completion).
+pub const fn done_word(use_: u32, verdict: u32) -> u32 {
+    use_ << 1 | (verdict == 0) as u32
+}
+
+/// Whether `done`, a [`SlotRecord::done`] word, says that use `use_`
+/// completed.
+const fn done_is(done: u32, use_: u32) -> bool {
+    done >> 1 == use_ & (u32::MAX >> 1)
+}
 
 /// A node's record in a slot of the world ([`IMMEDIATE_RECORD_BYTES`],
 /// its cell of partial results follows): a node of the arrival tree
@@ -319,6 +335,18 @@ pub struct PendingRecord {
     pub details: [u32; 2],
 }
 
+impl PendingRecord {
+    /// Where the result goes (none: nothing to copy).
+    pub(crate) fn destination(&self) -> Option<Side> {
+        let address = (self.out[0] as u64 | (self.out[1] as u64) << 32) as usize;
+        match self.out_kind {
+            k if k == OutKind::Plain as u32 => Some(Side::Plain(address as *mut u8)),
+            k if k == OutKind::Typed as u32 => Some(Side::Typed(address as *const TypedBuffer)),
+            _ => None,
+        }
+    }
+}
+
 /// A rank's private record of its non-blocking collectives in the world
 /// memory ([`IMMEDIATE_LOCAL_BYTES`], at
 /// [`Layout::immediate_local_of`](crate::layout::Layout::immediate_local_of)).
@@ -400,9 +428,11 @@ pub(crate) fn space_of(w: &World, i: u32) -> Space {
     if id == 0 {
         return Space::world(w);
     }
+    let p = w.comm_local(id);
+    crate::records::private(p, false);
     // SAFETY: the rank's own record (`immediate_comm_local`), plain reads
     // of words only it writes.
-    let l = unsafe { *w.comm_local(id) };
+    let l = unsafe { *p };
     Space {
         id,
         start: l.start,
@@ -465,14 +495,19 @@ impl World {
 
     /// Non-blocking collectives this rank started in `sp`.
     pub(crate) fn started(&self, sp: Space) -> u32 {
-        // SAFETY: the record is this rank's alone; a plain read of an
-        // initialised (zeroed by the host) word.
-        unsafe { (*self.immediate_local(sp)).started }
+        // SAFETY: the record is this rank's alone; only an address.
+        let p = unsafe { core::ptr::addr_of!((*self.immediate_local(sp)).started) };
+        crate::records::private(p, false);
+        // SAFETY: a plain read of an initialised (zeroed by the host) word.
+        unsafe { *p }
     }
 
     pub(crate) fn set_started(&self, sp: Space, n: u32) {
+        // SAFETY: as `started`.
+        let p = unsafe { core::ptr::addr_of_mut!((*self.immediate_local(sp)).started) };
+        crate::records::private(p, true);
         // SAFETY: as `started`, a plain write.
-        unsafe { (*self.immediate_local(sp)).started = n }
+        unsafe { *p = n }
     }
 
     /// The record of this rank's slot `slot` in `sp` (`slot < IMMEDIATE_SLOTS`).
@@ -485,7 +520,10 @@ impl World {
     /// The scope owning slot `slot` of this rank in `sp` (0: free).
     pub(crate) fn pending_scope(&self, sp: Space, slot: u32) -> u32 {
         // SAFETY: as `started`, of the slot's record.
-        unsafe { (*self.pending_record(sp, slot)).scope }
+        let p = unsafe { core::ptr::addr_of!((*self.pending_record(sp, slot)).scope) };
+        crate::records::private(p, false);
+        // SAFETY: as `started`.
+        unsafe { *p }
     }
 
     /// The use of slot `slot` of `sp` that this rank started last.
@@ -500,14 +538,8 @@ impl World {
 
     /// [`World::pending`] with this rank's arguments `args` already read.
     pub(crate) fn pending_of(&self, sp: Space, slot: u32, args: &Args) -> Pending {
-        // SAFETY: as `started`, a plain read of the slot's record.
-        let r = unsafe { *self.pending_record(sp, slot) };
-        let address = (r.out[0] as u64 | (r.out[1] as u64) << 32) as usize;
-        let out = match r.out_kind {
-            k if k == OutKind::Plain as u32 => Some(Side::Plain(address as *mut u8)),
-            k if k == OutKind::Typed as u32 => Some(Side::Typed(address as *const TypedBuffer)),
-            _ => None,
-        };
+        let r = self.pending_record_of(sp, slot);
+        let out = r.destination();
         Pending {
             kind: kind_of(args.kind_class),
             root: args.root,
@@ -517,6 +549,14 @@ impl World {
             datatype: args.datatype,
             error: Error::from_words([args.kind_class >> 8, r.details[0], r.details[1], 0, 0]),
         }
+    }
+
+    /// A copy of this rank's record of slot `slot` in `sp`.
+    pub(crate) fn pending_record_of(&self, sp: Space, slot: u32) -> PendingRecord {
+        let p = self.pending_record(sp, slot);
+        crate::records::private(p, false);
+        // SAFETY: as `started`, a plain read of the slot's record.
+        unsafe { *p }
     }
 
     /// Keeps what this rank needs of its collective in slot `slot` (the
@@ -543,14 +583,19 @@ impl World {
             out: [address as u32, (address >> 32) as u32],
             details: [words[1], words[2]],
         };
+        let p = self.pending_record(sp, slot);
+        crate::records::private(p, true);
         // SAFETY: as `started`, a plain write of the slot's record.
-        unsafe { *self.pending_record(sp, slot) = r }
+        unsafe { *p = r }
     }
 
     /// Frees slot `slot` of this rank in `sp`.
     pub(crate) fn free_pending(&self, sp: Space, slot: u32) {
+        // SAFETY: as `started`.
+        let p = unsafe { core::ptr::addr_of_mut!((*self.pending_record(sp, slot)).scope) };
+        crate::records::private(p, true);
         // SAFETY: as `started`, a plain write.
-        unsafe { (*self.pending_record(sp, slot)).scope = 0 }
+        unsafe { *p = 0 }
     }
 }
 
@@ -771,9 +816,11 @@ pub(crate) fn is_complete(w: &World, i: u32) -> bool {
     w.pending_scope(sp, slot) != 0
         // Acquire: pairs with the Release store of the world's last
         // arriver (`arrive`): the result cell and the verdict are visible.
-        && w.slot_word(sp, slot, core::mem::offset_of!(SlotRecord, done))
-            .load(Ordering::Acquire)
-            == w.use_of(sp, slot)
+        && done_is(
+            w.slot_word(sp, slot, core::mem::offset_of!(SlotRecord, done))
+                .load(Ordering::Acquire),
+            w.use_of(sp, slot),
+        )
 }
 
 /// Whether request index `i` is an uncollected collective of scope `id`.
@@ -801,8 +848,32 @@ pub(crate) fn indices(w: &World) -> core::ops::Range<u32> {
 /// second wait loop.
 /// `closed` runs once the slot is collected (not when the wait itself
 /// fails: a timeout, an abort).
+///
+/// What the completion and the wait's record need of the rank's own
+/// words (the use it waits for, where the result goes, its arguments) is
+/// read once, in one
+/// batch, before the first poll: each poll's acquire empties L1, after
+/// which each of those reads would be a trip to L2 of its own. A poll is
+/// then one acquire load of `done`; when it says the verdict was clean
+/// ([`done_word`]) the rank had no error of its own (the verdict is the
+/// first rank's), and the completion copies the result, if any, and loads
+/// nothing else ([`collect_clean`]).
 #[inline(never)]
 pub(crate) fn wait(w: &World, i: u32, closed: impl FnOnce()) -> Result<Status, Error> {
+    let (sp, slot) = (space_of(w, i), slot_of(i));
+    let (use_, kept, args) = shim::independent(|| {
+        (
+            w.use_of(sp, slot),
+            w.pending_record_of(sp, slot),
+            // Relaxed: this rank's own stores, at its start.
+            w.read_args(sp, slot, sp.member),
+        )
+    });
+    // Few values held across the polls (each a register or a word of the
+    // wait's frame): the completion's, and what the wait records.
+    let (out, bytes, what) = (kept.destination(), args.bytes, what_of(&args));
+    let (cell, record) = (w.result_cell(sp, slot), w.pending_record(sp, slot));
+    let done = w.slot_word(sp, slot, core::mem::offset_of!(SlotRecord, done));
     let mut closed = Some(closed);
     // What the rank knows of itself: the idle key read only when a failed
     // poll may have set it; a settled rank's wait record written alone,
@@ -813,13 +884,21 @@ pub(crate) fn wait(w: &World, i: u32, closed: impl FnOnce()) -> Result<Status, E
         &w.core_settled(),
         |_, what| w.record_wait(what),
         || !w.known.settled(),
-        || what(w, i),
+        || what,
         |b| {
-            if is_complete(w, i) {
+            // Acquire: pairs with the Release store of the world's last
+            // arriver (`publish`): the result cell and the verdict are
+            // visible.
+            let word = done.load(Ordering::Acquire);
+            if done_is(word, use_) {
                 if let Some(f) = closed.take() {
                     f();
                 }
-                return Some(collect(w, i));
+                return Some(if word & 1 != 0 {
+                    collect_clean(out, bytes, cell, record)
+                } else {
+                    collect(w, i)
+                });
             }
             if progress_requests(w) {
                 b.progressed();
@@ -829,14 +908,11 @@ pub(crate) fn wait(w: &World, i: u32, closed: impl FnOnce()) -> Result<Status, E
     )
 }
 
-/// What a wait on request index `i` records (out of line: a wait's cold
-/// path).
-#[inline(never)]
-pub(crate) fn what(w: &World, i: u32) -> WaitFor {
-    let p = pending(w, i);
+/// What a wait on a collective whose rank passed `args` records.
+fn what_of(args: &Args) -> WaitFor {
     WaitFor {
-        operation: p.kind.call(),
-        peer: if p.root < 0 { -2 } else { p.root },
+        operation: kind_of(args.kind_class).call(),
+        peer: if args.root < 0 { -2 } else { args.root },
         tag: -1,
     }
 }
@@ -891,6 +967,33 @@ pub(crate) fn collect(w: &World, i: u32) -> Result<Status, Error> {
     // The slot is this rank's to start again: nobody waits for that (see
     // `collective::immediate`, "Reuse").
     w.free_pending(sp, slot);
+    result
+}
+
+/// [`collect`] of a collective whose verdict was clean (`done`'s bit,
+/// [`done_word`]): the rank had no error of its own, and where its result
+/// goes (`out`, `bytes` of it) was read before the wait's acquires; only
+/// the result cell (`cell`) is loaded, by its copy. `record`: the rank's
+/// record of the slot, freed.
+fn collect_clean(
+    out: Option<Side>,
+    bytes: u32,
+    cell: *mut u8,
+    record: *mut PendingRecord,
+) -> Result<Status, Error> {
+    let mut result = Ok(Status::empty());
+    if let Some(out) = out {
+        // SAFETY: as in `collect`: the result cell holds `bytes` bytes,
+        // published by `done`; `out` is the request's borrowed buffer.
+        if !unsafe { out.write(0, cell, bytes as usize) } {
+            result = Err(Error::Intern);
+        }
+    }
+    // SAFETY: the rank's own record (`World::pending_record`); only an address.
+    let scope = unsafe { core::ptr::addr_of_mut!((*record).scope) };
+    crate::records::private(scope, true);
+    // SAFETY: as `World::free_pending`, a plain write.
+    unsafe { *scope = 0 };
     result
 }
 

@@ -50,11 +50,16 @@
 //! arrivers are done. The top node's last arriver judges the whole world
 //! from the top's tally, folds into the result cell (a broadcast: copies
 //! the root's cell there), writes the verdict and publishes `u` in the
-//! slot's `done` word (release). No rank folds more than 32 children, and
-//! at most one node per level. A test is one acquire load of `done`;
-//! completion copies the result out (broadcast, reduce's root,
-//! all-reduce) with the verdict's words and the rank's own arguments in
-//! one batch of loads.
+//! slot's `done` word (release), with a bit that says whether the verdict
+//! was clean (`nonblocking::done_word`). No rank folds more than 32
+//! children, and at most one node per level. A test is one acquire load
+//! of `done`; completion copies the result out (broadcast, reduce's root,
+//! all-reduce). A wait reads the rank's own words it needs (the use, its
+//! private record, its arguments) once, in one batch before its first
+//! poll, so that its polls are the acquire load alone and a clean
+//! completion loads nothing but the result; a test, or a verdict that is
+//! not clean, loads the verdict's words and the rank's arguments in one
+//! batch after the acquire.
 //!
 //! # Reuse
 //! The next use of a slot needs nobody's progress either. A rank starts
@@ -162,7 +167,8 @@ use core::marker::PhantomData;
 
 pub use crate::codes::{kind_name, Kind};
 pub use crate::nonblocking::{
-    Args, CommImmediateLocal, ImmediateLocal, NodeRecord, OutKind, PendingRecord, SlotRecord, ARGS_BYTES,
+    done_word, Args, CommImmediateLocal, ImmediateLocal, NodeRecord, OutKind, PendingRecord, SlotRecord,
+    ARGS_BYTES,
 };
 use crate::nonblocking::{Space, Tally, Tree};
 
@@ -551,7 +557,7 @@ fn publish(w: &World, sp: Space, slot: u32, use_: u32, verdict: u32, reference: 
     put(r + 12, reference.datatype);
     // Release: pairs with the Acquire load of every rank's test
     // (`is_complete`): publishes the result cell and the verdict.
-    record[core::mem::offset_of!(SlotRecord, done) / 4].store(use_, Ordering::Release);
+    record[core::mem::offset_of!(SlotRecord, done) / 4].store(done_word(use_, verdict), Ordering::Release);
 }
 
 /// What one rank brings to a collective.
@@ -592,10 +598,12 @@ fn start<'a, 's, F: Fold>(
     }
     let id = scope.attach(w)?;
     if sp.id != 0 {
+        let l = w.comm_local(sp.id);
+        // Three words of one line: one store to the timing model.
+        crate::records::private(l, true);
         // SAFETY: the rank's own record; plain writes of words only it
         // accesses (`space_of` reads them back).
         unsafe {
-            let l = w.comm_local(sp.id);
             (*l).start = sp.start;
             (*l).size = sp.size;
             (*l).member = sp.member;

@@ -96,7 +96,7 @@ use gpu_mpi_device::abi::records::{
     GridBarrier, MessageKind, SlotHeader, SlotState, LINK_NONE, LINK_PENDING,
 };
 use gpu_mpi_device::collective::immediate::{
-    fold_system, judge, Args, Kind as ImmediateKind, SlotRecord, ARGS_BYTES,
+    done_word, fold_system, judge, Args, Kind as ImmediateKind, SlotRecord, ARGS_BYTES,
 };
 use gpu_mpi_device::error::ErrorClass;
 use mpi::point_to_point::MatchedReceiveVec;
@@ -877,7 +877,7 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
         }
         // Release: pairs with the Acquire load of every rank's test, as the
         // top arriver's store in one process.
-        word(offset_of!(SlotRecord, done)).store(use_, Ordering::Release);
+        word(offset_of!(SlotRecord, done)).store(done_word(use_, verdict), Ordering::Release);
     }
 
     /// Takes shadow `dst`'s inbox and sends every message in it on.
