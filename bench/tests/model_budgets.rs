@@ -91,13 +91,13 @@ fn latency_barrier_and_reductions_stay_within_their_modelled_budgets() {
         .expect("an 8-byte latency row between blocks");
     Budget {
         what: "8-byte one-way latency between blocks",
-        set_from_us: 2.1473,
+        set_from_us: 2.1202,
     }
     .check(field(latency, "model_mpi_us"));
     let barrier = rows(&report, "barrier").next().expect("a barrier row");
     Budget {
         what: "world barrier, 1024 ranks in 4 blocks",
-        set_from_us: 0.7855,
+        set_from_us: 0.7395,
     }
     .check(field(barrier, "model_mpi_avg_us"));
     let allreduce = rows(&report, "allreduce")
@@ -105,7 +105,7 @@ fn latency_barrier_and_reductions_stay_within_their_modelled_budgets() {
         .expect("an 8-byte all-reduce row");
     Budget {
         what: "8-byte all-reduce, 1024 ranks in 4 blocks",
-        set_from_us: 1.9775,
+        set_from_us: 1.9315,
     }
     .check(field(allreduce, "model_mpi_avg_us"));
     let reduce = rows(&report, "reduce")
@@ -113,7 +113,7 @@ fn latency_barrier_and_reductions_stay_within_their_modelled_budgets() {
         .expect("an 8-byte reduce row");
     Budget {
         what: "8-byte reduce to rank 0, 1024 ranks in 4 blocks",
-        set_from_us: 1.8575,
+        set_from_us: 1.8115,
     }
     .check(field(reduce, "model_mpi_avg_us"));
 }
@@ -161,13 +161,13 @@ fn all_to_all_and_all_gather_stay_within_their_modelled_budgets() {
             Suite::Allgather,
             "allgather",
             "8-byte all-gather, 512 ranks",
-            47.1670,
+            47.0750,
         ),
         (
             Suite::Alltoall,
             "alltoall",
             "8-byte all-to-all, 512 ranks",
-            59.7809,
+            59.6889,
         ),
     ]);
 }
@@ -175,8 +175,8 @@ fn all_to_all_and_all_gather_stay_within_their_modelled_budgets() {
 #[test]
 fn gather_and_scatter_stay_within_their_modelled_budgets() {
     check_eight_byte_rows([
-        (Suite::Gather, "gather", "8-byte gather, 512 ranks", 2.5855),
-        (Suite::Scatter, "scatter", "8-byte scatter, 512 ranks", 2.6545),
+        (Suite::Gather, "gather", "8-byte gather, 512 ranks", 2.4935),
+        (Suite::Scatter, "scatter", "8-byte scatter, 512 ranks", 2.5625),
     ]);
 }
 
@@ -186,7 +186,7 @@ fn non_blocking_barrier_and_all_reduce_stay_within_their_modelled_budgets() {
     let ibarrier = rows(&report, "ibarrier").next().expect("an ibarrier row");
     Budget {
         what: "ibarrier + wait, 1024 ranks in 4 blocks",
-        set_from_us: 2.3271,
+        set_from_us: 2.2900,
     }
     .check(field(ibarrier, "model_mpi_avg_us"));
     let iallreduce = rows(&report, "iallreduce")
@@ -194,7 +194,7 @@ fn non_blocking_barrier_and_all_reduce_stay_within_their_modelled_budgets() {
         .expect("an 8-byte iallreduce row");
     Budget {
         what: "8-byte iallreduce + wait, 1024 ranks in 4 blocks",
-        set_from_us: 7.7421,
+        set_from_us: 7.6379,
     }
     .check(field(iallreduce, "model_mpi_avg_us"));
 }

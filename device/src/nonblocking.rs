@@ -705,15 +705,12 @@ impl World {
     }
 
     pub(crate) fn write_args(&self, sp: Space, slot: u32, a: &Args) {
-        // One address for the four stores: the GPU would load the layout
-        // again after each (an `asm!` store may write it, for all the
-        // compiler knows).
-        let words = self.args_words(sp, slot, sp.member);
-        let values = [a.kind_class, a.root as u32, a.bytes, a.datatype];
-        for (word, v) in words.iter().zip(values) {
-            // Relaxed: released by this rank's arrival (see `arrive`).
-            word.store(v, Ordering::Relaxed);
-        }
+        // One vector store (`st.v4`; `read_args` loads them as one):
+        // relaxed, released by this rank's arrival (see `arrive`).
+        shim::store_relaxed_x4(
+            self.args_words(sp, slot, sp.member),
+            [a.kind_class, a.root as u32, a.bytes, a.datatype],
+        );
     }
 }
 

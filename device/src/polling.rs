@@ -82,17 +82,16 @@ impl Core {
     /// the emulator's scheduler lock), never used to synchronise ranks.
     #[inline(always)]
     pub(crate) fn write_wait_record(&self, w: WaitFor) {
-        // The record's offset once: the stores' `asm!` would have the
-        // layout read again before each (a load of the world's header).
-        let record = self.wait_record();
-        self.wait_word_at(record, WaitWord::Operation)
-            .store(w.operation as u32, Ordering::Relaxed);
-        self.wait_word_at(record, WaitWord::Peer)
-            .store(w.peer as u32, Ordering::Relaxed);
-        self.wait_word_at(record, WaitWord::Tag)
-            .store(w.tag as u32, Ordering::Relaxed);
-        self.wait_word_at(record, WaitWord::State)
-            .store(STATE_WAITING, Ordering::Relaxed);
+        // One vector store (`st.v4`) of the record's four words, in
+        // `WaitRecord`'s order (asserted in records.rs).
+        // SAFETY: the record lies inside the world memory, 16-byte aligned
+        // (`layout::wait_record_of`), and its words are only accessed
+        // atomically.
+        let words = unsafe { shim::atomic_u32x4_at(self.base, self.wait_record()) };
+        shim::store_relaxed_x4(
+            words,
+            [STATE_WAITING, w.operation as u32, w.peer as u32, w.tag as u32],
+        );
     }
 
     pub(crate) fn record_state(&self, state: u32) {

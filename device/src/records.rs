@@ -1149,13 +1149,11 @@ pub struct WaitRecord {
     pub tag: i32,
 }
 
-/// The word offsets of a [`WaitRecord`], for its atomic accesses.
+/// The words of a [`WaitRecord`] accessed alone (the others are written
+/// with it, as one row: `Core::write_wait_record`).
 #[derive(Clone, Copy)]
 pub(crate) enum WaitWord {
     State,
-    Operation,
-    Peer,
-    Tag,
 }
 
 impl WaitWord {
@@ -1163,12 +1161,20 @@ impl WaitWord {
         use core::mem::offset_of;
         match self {
             WaitWord::State => offset_of!(WaitRecord, state),
-            WaitWord::Operation => offset_of!(WaitRecord, operation),
-            WaitWord::Peer => offset_of!(WaitRecord, peer),
-            WaitWord::Tag => offset_of!(WaitRecord, tag),
         }
     }
 }
+
+// `Core::write_wait_record` stores the record as one row of four words.
+const _: () = {
+    use core::mem::offset_of;
+    assert!(offset_of!(WaitRecord, state) == 0);
+    assert!(offset_of!(WaitRecord, operation) == 4);
+    assert!(offset_of!(WaitRecord, peer) == 8);
+    assert!(offset_of!(WaitRecord, tag) == 12);
+    assert!(crate::layout::WAIT_RECORDS_OFFSET.is_multiple_of(16));
+    assert!(crate::layout::RECORD_STRIDE.is_multiple_of(16));
+};
 
 /// One rank's result record ([`RESULT_STRIDE`](crate::layout::RESULT_STRIDE)
 /// bytes): its kernel's return value, written once at its end.
