@@ -591,11 +591,7 @@ impl World {
 
     /// Frees slot `slot` of this rank in `sp`.
     pub(crate) fn free_pending(&self, sp: Space, slot: u32) {
-        // SAFETY: as `started`.
-        let p = unsafe { core::ptr::addr_of_mut!((*self.pending_record(sp, slot)).scope) };
-        crate::records::private(p, true);
-        // SAFETY: as `started`, a plain write.
-        unsafe { *p = 0 }
+        free_record(self.pending_record(sp, slot));
     }
 }
 
@@ -848,9 +844,9 @@ pub(crate) fn indices(w: &World) -> core::ops::Range<u32> {
 ///
 /// What the completion and the wait's record need of the rank's own
 /// words (the use it waits for, where the result goes, its arguments) is
-/// read once, in one
-/// batch, before the first poll: each poll's acquire empties L1, after
-/// which each of those reads would be a trip to L2 of its own. A poll is
+/// read once, in one batch, before the first poll: each poll's acquire
+/// empties L1, after which each of those reads would be a trip to L2 of
+/// its own. A poll is
 /// then one acquire load of `done`; when it says the verdict was clean
 /// ([`done_word`]) the rank had no error of its own (the verdict is the
 /// first rank's), and the completion copies the result, if any, and loads
@@ -946,19 +942,7 @@ pub(crate) fn collect(w: &World, i: u32) -> Result<Status, Error> {
     let p = w.pending_of(sp, slot, &args);
     let result = match (p.error, verdict) {
         (Some(e), _) => Err(e),
-        (None, 0) => {
-            let mut result = Ok(Status::empty());
-            if let Some(out) = p.out {
-                // SAFETY: the result cell holds `p.bytes` bytes (the verdict
-                // says every rank passed the same count), published by
-                // `done`; `out` is the buffer borrowed by the request for
-                // its scope, of `p.bytes` packed bytes.
-                if !unsafe { out.write(0, w.result_cell(sp, slot), p.bytes as usize) } {
-                    result = Err(Error::Intern);
-                }
-            }
-            result
-        }
+        (None, 0) => copy_result(p.out, w.result_cell(sp, slot), p.bytes),
         (None, class) => Err(verdict_error(w, sp, &p, class, ref_bytes, ref_datatype)),
     };
     // The slot is this rank's to start again: nobody waits for that (see
@@ -978,20 +962,36 @@ fn collect_clean(
     cell: *mut u8,
     record: *mut PendingRecord,
 ) -> Result<Status, Error> {
-    let mut result = Ok(Status::empty());
-    if let Some(out) = out {
-        // SAFETY: as in `collect`: the result cell holds `bytes` bytes,
-        // published by `done`; `out` is the request's borrowed buffer.
-        if !unsafe { out.write(0, cell, bytes as usize) } {
-            result = Err(Error::Intern);
-        }
-    }
-    // SAFETY: the rank's own record (`World::pending_record`); only an address.
+    let result = copy_result(out, cell, bytes);
+    free_record(record);
+    result
+}
+
+/// Frees the rank's record `record` of a slot ([`World::pending_record`]).
+fn free_record(record: *mut PendingRecord) {
+    // SAFETY: the rank's own record, inside the world memory; only an
+    // address.
     let scope = unsafe { core::ptr::addr_of_mut!((*record).scope) };
     crate::records::private(scope, true);
-    // SAFETY: as `World::free_pending`, a plain write.
-    unsafe { *scope = 0 };
-    result
+    // SAFETY: as above, a plain write of a word only this rank accesses.
+    unsafe { *scope = 0 }
+}
+
+/// A completed collective's result copied from the slot's result `cell`
+/// (`bytes` of it, published by `done`) to where the rank asked (`out`,
+/// none for a barrier): its success, or `Error::Intern` when the copy
+/// failed.
+fn copy_result(out: Option<Side>, cell: *mut u8, bytes: u32) -> Result<Status, Error> {
+    if let Some(out) = out {
+        // SAFETY: the result cell holds `bytes` bytes (the verdict says
+        // every rank passed the same count), published by `done`; `out` is
+        // the buffer borrowed by the request for its scope, of `bytes`
+        // packed bytes.
+        if !unsafe { out.write(0, cell, bytes as usize) } {
+            return Err(Error::Intern);
+        }
+    }
+    Ok(Status::empty())
 }
 
 /// The error a rank without a local error returns for a verdict.
