@@ -30,9 +30,10 @@
 //! queued at all. Its first try (`receive_alone`, a call of its own)
 //! loads the newest message's whole envelope (two vector loads) and the
 //! payload's first 8 bytes in that batch too, so that its match starts
-//! without another load; if it found nothing, each poll of its wait
-//! (`receive_polled`) only looks at the inbox, in one batch with the
-//! record's words, and takes it the same way. The receiver reads the
+//! without another load; if it found nothing, it waits in a loop of its
+//! own (`receive_waiting`, the record's words in registers) whose polls
+//! (`receive_polled`) only look at the inbox, in one batch with the
+//! rank's deferred count, and take it the same way. The receiver reads the
 //! envelope with the payload's first 8 bytes (a small message is copied
 //! from registers) and gives the slot back (`slot_return::SlotReturn`).
 //! A lone receive that found its message already queued (taken from the
@@ -845,35 +846,23 @@ fn run_words(
         // next (what follows a move waits for the peer, a synchronous
         // send's slot or a rendezvous's copy, which cannot have come yet).
         polled = true;
-    }
-    // A lone receive that matched nothing polls as it tried, with its
-    // words loaded back from its record in one batch (`receive_polled`):
-    // a message that arrives is matched with its whole envelope and first
-    // bytes in the batch of its link, and the receive starts from them,
-    // where a pass of the list would load the envelope again and the
-    // record's words one by one after the inbox's acquire emptied L1.
-    let mut searching = polled && !state.is_send();
-    let r = crate::polling::wait_core_polled(w, what, polled, spinning, |b| {
-        if searching {
-            match receive_polled(base, rank, i) {
-                Polled::Nothing => return None,
-                Polled::Taken => {
-                    b.progressed();
-                    return None;
-                }
-                Polled::Complete => {
-                    b.progressed();
-                    return Some(Ok(()));
-                }
-                // A stream, which the passes go on with. The poll that
-                // started it wrote (the clear-to-send): progress, whatever
-                // the pass below does.
-                Polled::Started => {
-                    b.progressed();
-                    searching = false;
+        // A lone receive whose try matched nothing waits for its message
+        // in a loop of its own (`receive_waiting`), with its words held in
+        // registers there; a try that moved started a stream, which the
+        // passes go on with.
+        if !state.is_send() && matches!(step, Step::Idle) {
+            match receive_waiting(base, rank, i, spinning, peer, tag, datatype, len, buffer, mode) {
+                WAITED_COMPLETE => return i as u64,
+                // A poll started a stream: the passes go on at once.
+                WAITED_STARTED => polled = false,
+                code => {
+                    cancel(w, i);
+                    return code;
                 }
             }
         }
+    }
+    let r = crate::polling::wait_core_polled(w, what, polled, spinning, |b| {
         // A pass that moved nothing completed nothing.
         let (moved, done) = progress_in::<true>(w);
         if moved {
@@ -1611,6 +1600,75 @@ fn receive_alone(
     )
 }
 
+/// [`receive_waiting`]: the receive completed.
+const WAITED_COMPLETE: u64 = failed(Failure::None, 0);
+/// [`receive_waiting`]: a poll started a stream, which the wait's passes go
+/// on with (the record is not complete).
+const WAITED_STARTED: u64 = failed(Failure::None, 1);
+
+/// The wait of a lone blocking receive, record `i` filled with these
+/// words, whose try ([`receive_alone`]) matched nothing: it polls as it
+/// tried ([`receive_polled`]), a look at the inbox and nothing of the
+/// record, whose words stay in registers here. A poll loads the inbox's
+/// top and the deferred count; a message that arrives is matched with its
+/// whole envelope and first bytes in the batch of its link, and the
+/// receive starts from them, where a pass of the list would load the
+/// envelope again and the record's words one by one after the inbox's
+/// acquire emptied L1. A loop of its own, out of line, so that the words
+/// are not live across the passes of `run_words`'s wait, which a stream
+/// needs (inlined there, they cost the kernels registers and spills).
+/// Returns [`WAITED_COMPLETE`], [`WAITED_STARTED`] or a failure code of
+/// `run_words` (the caller cancels the record).
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn receive_waiting(
+    base: u64,
+    rank: u32,
+    i: u32,
+    spinning: bool,
+    peer: i32,
+    tag: i32,
+    datatype: u32,
+    len: u32,
+    buffer: u64,
+    mode: u32,
+) -> u64 {
+    let core = Core {
+        base: base as *mut u8,
+        rank,
+    };
+    let what = WaitFor {
+        operation: Call::Receive,
+        peer,
+        tag,
+    };
+    // The try was the wait's first poll (`polled`).
+    let r = crate::polling::wait_core_polled(&core, what, true, spinning, |b| {
+        match receive_polled(base, rank, i, peer, tag, datatype, len, buffer, mode) {
+            Polled::Nothing => None,
+            Polled::Taken => {
+                b.progressed();
+                None
+            }
+            Polled::Complete => {
+                b.progressed();
+                Some(Ok(true))
+            }
+            // The poll that started it wrote (the clear-to-send).
+            Polled::Started => {
+                b.progressed();
+                Some(Ok(false))
+            }
+        }
+    });
+    match r {
+        Ok(true) => WAITED_COMPLETE,
+        Ok(false) => WAITED_STARTED,
+        Err(Error::Aborted { by_rank }) => failed(Failure::Aborted, by_rank),
+        Err(_) => failed(Failure::Timeout, 0),
+    }
+}
+
 /// What a poll of a lone receive did ([`receive_polled`]).
 enum Polled {
     /// Nothing: its inbox was empty.
@@ -1619,47 +1677,52 @@ enum Polled {
     Taken,
     /// It completed.
     Complete,
-    /// It goes on in the wait's passes: its try or a poll started a stream.
+    /// It goes on in the wait's passes: the poll started a stream.
     Started,
 }
 
-/// A poll of the wait of a lone receive, record `i`, after its first try
-/// ([`receive_alone`]) matched nothing: a look at the inbox in one batch
-/// with the record's words (`run_words` does not hold them across its
-/// wait: they would be the poll's captures, in local memory), and if it
-/// holds anything, the drain that matches as it takes ([`drain_matching`]),
-/// and the start of the receive that matched. Nothing else is searched:
-/// the try searched what had arrived before, and since then only these
-/// polls took messages from the inbox, each matching all it took, so no
-/// message that this receive takes can have been queued without it.
+/// A poll of the wait of a lone receive, record `i` with the words its
+/// call filled it with, after its first try ([`receive_alone`]) matched
+/// nothing: a look at the inbox in one batch with the rank's deferred
+/// count, and if it holds anything, the drain that matches as it takes
+/// ([`drain_matching`]), and the start of the receive that matched.
+/// Nothing else is searched: the try searched what had arrived before, and
+/// since then only these polls took messages from the inbox, each matching
+/// all it took, so no message that this receive takes can have been queued
+/// without it. The record's words are the call's, held in registers
+/// across the wait: until a poll matches, nothing writes them (a receive
+/// stores its status at its start), and a poll that starts a stream ends
+/// the polls (`Polled::Started`).
 #[inline(never)]
-fn receive_polled(base: u64, rank: u32, i: u32) -> Polled {
+#[allow(clippy::too_many_arguments)]
+fn receive_polled(
+    base: u64,
+    rank: u32,
+    i: u32,
+    peer: i32,
+    tag: i32,
+    datatype: u32,
+    len: u32,
+    buffer: u64,
+    mode: u32,
+) -> Polled {
     let core = Core {
         base: base as *mut u8,
         rank,
     };
     let w = &core;
     let inbox = w.inbox(rank);
-    let (seen, state, (peer, tag), (datatype, len), buffer, mode, deferred) = shim::independent(|| {
+    let (seen, deferred) = shim::independent(|| {
         (
             // Relaxed: a look, as in `drain`.
             inbox.load(Ordering::Relaxed) != LINK_NONE,
-            rec!(w, i, state),
-            load_pair(w, i, PairAt::PeerTag),
-            load_pair(w, i, PairAt::DatatypeLen),
-            rec!(w, i, buffer),
-            rec!(w, i, mode),
             // Read again after the drain's acquire, it would come from L2.
             mine!(w, free_count),
         )
     });
-    if state != RecordState::RecvMatch as u32 {
-        return Polled::Started;
-    }
     if !seen {
         return Polled::Nothing;
     }
-    let (peer, tag) = (peer as i32, tag as i32);
     let (_, c) = drain_matching::<true, true>(w, true, peer, tag, mode >> CONTEXT_SHIFT);
     if c.id1 == 0 {
         return Polled::Taken;

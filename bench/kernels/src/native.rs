@@ -855,7 +855,10 @@ gpu_mpi_device::kernel! {
 /// then the ranks that got the result check every element against the
 /// closed form and all meet in `barrier`. `reduce` returns whether the
 /// calling rank holds the result in its receive row. Returns the timed
-/// nanoseconds and the errors.
+/// nanoseconds and the errors. Inlined into each kernel, whatever the
+/// size of the reduction inside: kept out of line, its closures reach it
+/// through the kernel's stack (1,408 bytes of frame in `bench_reduce`).
+#[inline(always)]
 pub fn reduce_loop(
     world: &World,
     args: &CollArgs,
