@@ -92,7 +92,7 @@ use crate::status::ANY_TAG;
 use crate::trace;
 use core::cell::Cell;
 
-use crate::records::{mine, rec, SlotAt, SlotRow};
+use crate::records::{load_private_row, mine, rec, store_private_row, PrivateRow, SlotAt, SlotRow};
 
 fn load(w: &Core, id: u32, word: SlotWord) -> u32 {
     // Relaxed: every use below is ordered by an Acquire operation named there.
@@ -1818,10 +1818,7 @@ enum PairAt {
 
 const _: () = {
     use core::mem::offset_of;
-    // Records start 8-aligned (`Core::record`).
-    assert!(
-        crate::layout::RANK_HEADER_BYTES.is_multiple_of(8) && crate::layout::RECORD_BYTES.is_multiple_of(8)
-    );
+    // Records start 16-aligned (`Core::record`; asserted in records.rs).
     assert!(offset_of!(RequestRecord, peer).is_multiple_of(8));
     assert!(offset_of!(RequestRecord, tag) == offset_of!(RequestRecord, peer) + 4);
     assert!(offset_of!(RequestRecord, datatype).is_multiple_of(8));
@@ -2054,12 +2051,18 @@ pub(crate) fn discard(w: &Core, id: u32) {
 /// The rank's `used_slots` mask has bit `s` set once slot `s` was used and
 /// not yet seen free again, so a zeroed world starts with every slot known
 /// free: the first `slots_per_rank` sends pay no fence.
-fn take_slot<R>(w: &Core, also: impl FnOnce() -> R) -> Option<(u32, R)> {
+fn take_slot<R>(w: &Core, also: impl FnOnce() -> R) -> Option<(u32, u32, R)> {
     // One read of the layout for the mask's words and the slot count.
     let places = w.places();
     let header = places.header();
     let per_rank = places.slots_per_rank();
-    let (used, loaded) = shim::independent(|| (mine!(header, used_slots), also()));
+    // The send's row: the slot mask and the next sequence number, one
+    // vector access each way.
+    // SAFETY: only an address is formed, inside this rank's header.
+    let row = unsafe { core::ptr::addr_of_mut!((*header.rank_header()).used_slots) }.cast::<PrivateRow>();
+    // SAFETY: the send's row is 16-byte aligned (asserted in records.rs).
+    let ([low, high, sequence, _], loaded) = shim::independent(|| (unsafe { load_private_row(row) }, also()));
+    let used = u64::from(low) | u64::from(high) << 32;
     let all = if per_rank >= 64 {
         u64::MAX
     } else {
@@ -2095,8 +2098,12 @@ fn take_slot<R>(w: &Core, also: impl FnOnce() -> R) -> Option<(u32, R)> {
         shim::fence(Ordering::Acquire);
     }
     let s = free.trailing_zeros();
-    mine!(header, used_slots = (all & !free) | (1u64 << s));
-    Some((s, loaded))
+    let taken = (all & !free) | (1u64 << s);
+    // A slot taken is a message sent: its sequence number is used.
+    let next = [taken as u32, (taken >> 32) as u32, sequence.wrapping_add(1), 0];
+    // SAFETY: as the load above.
+    unsafe { store_private_row(row, next) };
+    Some((s, sequence, loaded))
 }
 
 /// Gives own slot `s` back (its last reader is known done).
@@ -2148,14 +2155,10 @@ fn claim(w: &Core, i: u32, held: Option<&Held>) -> Step {
     // copying them after.
     let small = held
         .filter(|h| !(cfg!(feature = "views") && h.mode & TYPED_MODE != 0) && h.len as usize <= HEAD_BYTES);
-    let Some((s, (sequence, head))) = take_slot(w, || {
-        let sequence = mine!(w, next_sequence);
-        let head = match small {
-            // SAFETY: a send's buffer holds its `len` bytes.
-            Some(h) => unsafe { shim::load_head_bytes(h.buffer as *const u8, h.len as usize) },
-            None => 0,
-        };
-        (sequence, head)
+    let Some((s, sequence, head)) = take_slot(w, || match small {
+        // SAFETY: a send's buffer holds its `len` bytes.
+        Some(h) => unsafe { shim::load_head_bytes(h.buffer as *const u8, h.len as usize) },
+        None => 0,
     }) else {
         return Step::Idle;
     };
@@ -2207,7 +2210,6 @@ fn claim(w: &Core, i: u32, held: Option<&Held>) -> Step {
             n
         }
     };
-    mine!(w, next_sequence = sequence.wrapping_add(1));
     // The header's address and the inbox's before the first store.
     let (at, inbox) = {
         let places = w.places();

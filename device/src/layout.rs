@@ -15,7 +15,7 @@
 //! | trace | `ranks × (32 + trace_events × 32)`, none when tracing is off | per rank: a [`TraceHeader`](crate::trace::TraceHeader) and its [`TraceEvent`](crate::trace::TraceEvent)s (`crate::trace`) |
 //! | outboxes | `ranks × slots_per_rank × (48 + slot_bytes)` | per sending rank: its slots, each a [`SlotHeader`](crate::records::SlotHeader) and `slot_bytes` of payload (the thesis's sender-side buffering) |
 //! | slot states | `ranks × slots_per_rank × 4` | per slot, in slot-id order, its state word ([`SlotState`](crate::records::SlotState) and the destination): a rank's slots side by side, so that a receive's scan of one sender's slots, or a sender's of its own, loads one line |
-//! | ranks | `ranks × (72 + records × 64)` | per rank: its [`RankHeader`](crate::records::RankHeader) (inbox, unexpected queue, active list) and `requests_per_rank + 2` [`RequestRecord`](crate::records::RequestRecord)s |
+//! | ranks | `ranks × (80 + records × 64)` | per rank: its [`RankHeader`](crate::records::RankHeader) (inbox, unexpected queue, active list) and `requests_per_rank + 2` [`RequestRecord`](crate::records::RequestRecord)s |
 //! | broadcast | `2 × collective_bytes` | the root's chunk of a broadcast |
 //! | block scratch | `2 × blocks × collective_bytes` | per block: its partial reduction |
 //! | rank scratch | `2 × ranks × collective_bytes` | per rank: its reduction operand, folded inside the block by warp shuffles (the cells of the warps' first ranks hold the warps' partials when they do not fit the block's shared memory) |
@@ -59,8 +59,10 @@ pub const MAGIC: u32 = 0x494d_5047;
 /// buffers, the blocks' unused barrier records gone; 19: a slot header's
 /// words in three 16-byte rows, the links, the envelope and the rest of
 /// the message, for vector accesses; 20: the slots' state words out of
-/// their headers, in a region of their own, a rank's side by side).
-pub const VERSION: u32 = 20;
+/// their headers, in a region of their own, a rank's side by side; 21: a
+/// rank header of 80 bytes, its slot mask and next sequence number one
+/// 16-byte row, every rank's header and records 16-byte aligned).
+pub const VERSION: u32 = 21;
 
 /// `flags` bit: never let a receiver copy straight out of the sender's buffer;
 /// stream every large message through a slot (the path a GPU takes for a
@@ -110,7 +112,7 @@ pub const SLOT_STATE_BYTES: usize = 4;
 /// Bytes of a slot's header ([`SlotHeader`](crate::records::SlotHeader)), before its payload.
 pub const SLOT_HEADER_BYTES: usize = 48;
 /// Bytes of a rank's header ([`RankHeader`](crate::records::RankHeader)).
-pub const RANK_HEADER_BYTES: usize = 72;
+pub const RANK_HEADER_BYTES: usize = 80;
 /// Bytes of one request record ([`RequestRecord`](crate::records::RequestRecord)).
 pub const RECORD_BYTES: usize = 64;
 /// Records of each rank kept for blocking calls (a send-receive uses two),

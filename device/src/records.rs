@@ -416,21 +416,23 @@ pub struct RankHeader {
     pub active_head: u32,
     /// Private: last record of the active list.
     pub active_tail: u32,
-    /// Unused (the mask of request records in use is the rank's
-    /// `World`'s, in a register: `World::records`).
+    /// Private: bit `s` set once own slot `s` was used and not yet seen
+    /// free again (zero at the start: every slot free). With
+    /// `next_sequence` and `spare`, the send's 16-byte row: a send that
+    /// takes a slot reads and writes the three as one vector access
+    /// (`engine::take_slot`).
+    pub used_slots: u64,
+    /// Private: number of this rank's next message.
+    pub next_sequence: u32,
+    /// Zero: the rest of the send's row, written with it.
     pub spare: u32,
+    /// Private: bit `s` set when own slot `s` belongs to a send still in
+    /// progress (a reclaim scan leaves it alone).
+    pub held_slots: u64,
     /// Private: how many received eager slots wait for their return to
     /// their senders, listed in this rank's own slots'
     /// [`SlotHeader::deferred`] words (see `slot_return::defer_free`).
     pub free_count: u32,
-    /// Private: bit `s` set once own slot `s` was used and not yet seen
-    /// free again (zero at the start: every slot free).
-    pub used_slots: u64,
-    /// Private: bit `s` set when own slot `s` belongs to a send still in
-    /// progress (a reclaim scan leaves it alone).
-    pub held_slots: u64,
-    /// Private: number of this rank's next message.
-    pub next_sequence: u32,
     /// Unused (the id of the rank's last request scope is its `World`'s,
     /// in a register: `World::last_scope`).
     pub spare_scope: u32,
@@ -439,6 +441,45 @@ pub struct RankHeader {
     /// wait with a timeout starts, read every 16th poll: kept here, not in
     /// two registers across the wait's loop).
     pub wait_since: u64,
+    /// Unused: keeps the header a multiple of 16 bytes, so that every
+    /// rank's header and records start 16-byte aligned.
+    pub spare_tail: u64,
+}
+
+// The send's row: 16-byte aligned in every rank's header (which starts
+// 16-byte aligned: `Layout::rank_header`), its words in this order.
+const _: () = assert!(core::mem::offset_of!(RankHeader, used_slots) == 32);
+const _: () = assert!(core::mem::offset_of!(RankHeader, next_sequence) == 40);
+const _: () = assert!(core::mem::offset_of!(RankHeader, spare) == 44);
+const _: () = assert!(RANK_HEADER_BYTES.is_multiple_of(16) && RECORD_BYTES.is_multiple_of(16));
+
+/// Sixteen bytes of this rank's header or records, 16-byte aligned, read
+/// or written as one access (`ld.v4`/`st.v4` on the GPU, one private access
+/// of the timing model).
+#[repr(C, align(16))]
+#[derive(Clone, Copy)]
+pub(crate) struct PrivateRow(pub(crate) [u32; 4]);
+
+/// Reads the private row at `p`.
+///
+/// # Safety
+/// `p` is a 16-byte aligned row of this rank's header or records.
+#[inline(always)]
+pub(crate) unsafe fn load_private_row(p: *const PrivateRow) -> [u32; 4] {
+    private(p, false);
+    // SAFETY: the caller's; private words are touched only by this rank.
+    unsafe { p.read().0 }
+}
+
+/// Writes the private row at `p`.
+///
+/// # Safety
+/// As [`load_private_row`].
+#[inline(always)]
+pub(crate) unsafe fn store_private_row(p: *mut PrivateRow, v: [u32; 4]) {
+    private(p, true);
+    // SAFETY: as in `load_private_row`.
+    unsafe { p.write(PrivateRow(v)) }
 }
 
 /// Bits of [`RequestRecord::mode`] below its context word.
@@ -1061,9 +1102,9 @@ impl Core {
     /// This rank's request record `index` (`index < records_per_rank`).
     #[inline(always)]
     pub(crate) fn record(&self, index: u32) -> *mut RequestRecord {
-        // SAFETY: inside the world memory, 8-byte aligned (the rank headers
+        // SAFETY: inside the world memory, 16-byte aligned (the rank headers
         // start 64-byte aligned, and a header and a record are multiples of
-        // 8 bytes: `Layout::record_of`).
+        // 16 bytes: `Layout::record_of`).
         unsafe { self.base.add(self.layout().record_of(self.rank, index)) as *mut RequestRecord }
     }
 }

@@ -19,7 +19,7 @@ macro_rules! fields {
 
 const RANK_HEADER: &[(&str, usize)] = fields!(RankHeader:
     inbox, idle_count, idle_key, queue_head, queue_tail, active_head, active_tail,
-    spare, free_count, used_slots, held_slots, next_sequence, spare_scope, wait_since);
+    used_slots, next_sequence, spare, held_slots, free_count, spare_scope, wait_since, spare_tail);
 const SLOT_HEADER: &[(&str, usize)] = fields!(SlotHeader:
     link, back, deferred, spare, tag, context, datatype, bytes, kind, sequence, chunk, signature);
 const REQUEST_RECORD: &[(&str, usize)] = fields!(RequestRecord:
