@@ -223,9 +223,50 @@ impl World {
     /// clears this rank's published buffer first (published for the quick
     /// round's cells, which the full round leaves behind) and stages, so
     /// that no rank copies through an address read from the wrong round.
-    pub(crate) fn agree(&self, mut mine: Agreement, what: WaitFor) -> Result<Agreement, Error> {
+    pub(crate) fn agree(&self, mine: Agreement, what: WaitFor) -> Result<Agreement, Error> {
+        let mut none = None;
+        self.agree_in::<false>(mine, what, None, &mut none)
+    }
+
+    /// [`World::agree`], and for a rooted collective (`root` given: the
+    /// root this rank names, in range) the address the root published
+    /// for this round ([`World::publish_buffer`]) when the quick round
+    /// agreed and the world has more than one block: loaded by each
+    /// block's first rank in the batch of the keys
+    /// ([`World::fetched_with_keys`]), where every rank would otherwise
+    /// load it after the barrier. `None`: load it with
+    /// [`World::published_buffer`].
+    pub(crate) fn agree_fetching(
+        &self,
+        mine: Agreement,
+        what: WaitFor,
+        root: Option<u32>,
+    ) -> Result<(Agreement, Option<u64>), Error> {
+        let mut fetched = None;
+        let agreed = self.agree_in::<true>(mine, what, root, &mut fetched)?;
+        Ok((agreed, fetched))
+    }
+
+    /// [`World::agree`] (without `FETCH`, which compiles the fetch out)
+    /// and [`World::agree_fetching`] (the address in `fetched`), each its
+    /// own copy.
+    #[inline(always)]
+    fn agree_in<const FETCH: bool>(
+        &self,
+        mut mine: Agreement,
+        what: WaitFor,
+        root: Option<u32>,
+        fetched: &mut Option<u64>,
+    ) -> Result<Agreement, Error> {
         self.begin_staging_round();
-        if self.world_barrier_agreeing_words(what, mine.key())? {
+        let fetch = match root {
+            Some(r) if FETCH => self.published_at(r),
+            _ => core::ptr::null(),
+        };
+        if self.world_barrier_agreeing_words::<FETCH>(what, mine.key(), fetch)? {
+            if FETCH && root.is_some() {
+                *fetched = self.fetched_with_keys();
+            }
             return Ok(mine);
         }
         self.publish_buffer(core::ptr::null_mut());

@@ -393,11 +393,21 @@ impl World {
     /// After an agreement that found every rank naming the valid `root` in
     /// the same collective: the address the root published
     /// ([`publish_buffer`](Self::publish_buffer)), or null.
-    fn published_buffer(&self, root: u32) -> *mut u8 {
+    pub(super) fn published_buffer(&self, root: u32) -> *mut u8 {
         // SAFETY: the root's cell of the agreement round (the current one),
         // written before the round's world barrier and not again before the
         // next round's; the agreement does not touch these bytes.
-        unsafe { crate::shim::load_payload_u64(self.rank_cell(root).add(AGREEMENT_END)) as *mut u8 }
+        unsafe { crate::shim::load_payload_u64(self.published_at(root)) as *mut u8 }
+    }
+
+    /// Where `root` (in range) publishes its buffer for the current
+    /// staging round ([`publish_buffer`](Self::publish_buffer) writes it
+    /// one round ahead): 8 bytes of its cell, 8-byte aligned.
+    #[inline(always)]
+    pub(super) fn published_at(&self, root: u32) -> *const u8 {
+        // SAFETY: `AGREEMENT_END + 8 <= 64 <= collective_bytes`: inside the
+        // root's cell.
+        unsafe { self.rank_cell(root).add(AGREEMENT_END) }
     }
 
     /// The data movement of an all-gather or all-to-all whose ranks all
@@ -699,7 +709,9 @@ impl World {
         if is_root {
             self.publish_buffer(reachable(base.filter(|_| local.is_none())));
         }
-        let agreed = self.agree(mine, what)?;
+        // The root's address comes with the agreement's keys (a root out
+        // of range has `local` set, and no address).
+        let (agreed, fetched) = self.agree_fetching(mine, what, local.is_none().then_some(root as u32))?;
         if !agreed.ok() {
             return Err(local.unwrap_or_else(|| agreed.error(self, root, saturating_u32(k), dtype.id)));
         }
@@ -710,7 +722,10 @@ impl World {
             (side, 0, len)
         });
         let me = self.rank;
-        let direct = self.published_buffer(root as u32);
+        let direct = match fetched {
+            Some(address) => address as *mut u8,
+            None => self.published_buffer(root as u32),
+        };
         if !direct.is_null() && bytes > 0 {
             // Every rank copies its own part into the root's buffer; one
             // world barrier tells the root they are there (only the root's
@@ -935,14 +950,18 @@ impl World {
             let base = send.map(|s| Side::of(s).0);
             self.publish_buffer(reachable(base.filter(|_| local.is_none())));
         }
-        let agreed = self.agree(mine, what)?;
+        // As the gather's: the root's address with the keys.
+        let (agreed, fetched) = self.agree_fetching(mine, what, local.is_none().then_some(root as u32))?;
         if !agreed.ok() {
             return Err(local.unwrap_or_else(|| agreed.error(self, root, saturating_u32(k), dtype.id)));
         }
         let bytes = k * dtype.size as usize;
         let in_place = recv.is_none();
         let me = self.rank;
-        let direct = self.published_buffer(root as u32);
+        let direct = match fetched {
+            Some(address) => address as *mut u8,
+            None => self.published_buffer(root as u32),
+        };
         if !direct.is_null() && bytes > 0 {
             // Every rank copies its own part out of the root's buffer; one
             // world barrier tells the root that its buffer is free again

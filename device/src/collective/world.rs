@@ -44,11 +44,22 @@ struct KeyStage {
     head: [u32; 4],
     /// The block's first rank's verdict on every block's key (1: agreed).
     verdict: u32,
-    /// Unused.
-    reserved: [u32; 3],
+    /// 1 when `fetched` holds the word the block's first rank loaded with
+    /// the blocks' keys (`World::fetched_with_keys`), else 0.
+    fetched_valid: u32,
+    /// That word, as two halves (low first).
+    fetched: [u32; 2],
     /// Each warp's key (its first words), the first word [`NO_KEY`] when
     /// its lanes' keys differ.
     warps: [[u32; BARRIER_KEY_WORDS]; 32],
+}
+
+/// The block's [`KeyStage`] in its shared scratch (taken again at each use
+/// rather than held in two registers across a wait: the base is an
+/// out-of-line call).
+#[inline(always)]
+fn key_stage() -> *mut KeyStage {
+    shim::shared_block::<{ core::mem::size_of::<KeyStage>() }>() as *mut KeyStage
 }
 
 /// The block's key from its warps' keys: theirs when all are equal, else
@@ -239,7 +250,8 @@ impl World {
     /// on into a collective's next step alone.
     #[inline(always)]
     pub(super) fn world_barrier(&self, what: WaitFor) -> Result<(), Error> {
-        self.keyed_barrier::<1>(what, None, true, false).map(|_| ())
+        self.keyed_barrier::<1, false>(what, None, true, false, core::ptr::null())
+            .map(|_| ())
     }
 
     /// The world barrier that ends a gather or scatter whose ranks copied
@@ -254,7 +266,8 @@ impl World {
     /// ([`GridBarrier`](crate::records::GridBarrier)).
     pub(super) fn world_barrier_for_root(&self, what: WaitFor, root: i32) -> Result<(), Error> {
         let waits = root as u32 / self.block_dim() == self.block;
-        self.keyed_barrier::<1>(what, None, waits, false).map(|_| ())
+        self.keyed_barrier::<1, false>(what, None, waits, false, core::ptr::null())
+            .map(|_| ())
     }
 
     /// The world barrier ([`World::world_barrier`]) that also tells whether
@@ -292,7 +305,7 @@ impl World {
     /// scratch next passes a block barrier first.
     #[inline(always)]
     pub(super) fn world_barrier_agreeing(&self, what: WaitFor, key: u32) -> Result<bool, Error> {
-        self.keyed_barrier(what, Some([key]), true, false)
+        self.keyed_barrier::<1, false>(what, Some([key]), true, false, core::ptr::null())
     }
 
     /// [`World::world_barrier_agreeing`] on a key of
@@ -304,23 +317,55 @@ impl World {
     /// and warp, and for each block's first rank one more relaxed OR
     /// before its arrival and one more load, in the same batch, after
     /// the wait, per word.
-    pub(super) fn world_barrier_agreeing_words(
+    /// With `FETCH`, `fetch` (unless null) is the address of a word in
+    /// world memory that its writer wrote, if at all, before it arrived (a
+    /// root's published buffer); with more than one block, each block's
+    /// first rank loads it in the batch of the keys after the wait and
+    /// hands it to its block ([`World::fetched_with_keys`]), so that no
+    /// rank loads it in a round trip of its own after the barrier. Without
+    /// `FETCH` the barrier is compiled as if there were none.
+    #[inline(always)]
+    pub(super) fn world_barrier_agreeing_words<const FETCH: bool>(
         &self,
         what: WaitFor,
         key: Option<[u32; BARRIER_KEY_WORDS]>,
+        fetch: *const u8,
     ) -> Result<bool, Error> {
-        self.keyed_barrier(
+        self.keyed_barrier::<BARRIER_KEY_WORDS, FETCH>(
             what,
             Some(key.unwrap_or([NO_KEY; BARRIER_KEY_WORDS])),
             true,
             false,
+            fetch,
         )
+    }
+
+    /// After [`World::world_barrier_agreeing_words`] returned `Ok(true)`
+    /// and before this rank's next block barrier: the word its block's
+    /// first rank loaded at its `fetch` (which every rank of the block
+    /// passed alike: the keys agreed), or `None` with one block or no
+    /// `fetch`.
+    pub(super) fn fetched_with_keys(&self) -> Option<u64> {
+        if self.blocks() == 1 {
+            return None;
+        }
+        let stage = key_stage();
+        // SAFETY: written by the block's first rank before the closing
+        // block barrier of that call, which this rank passed; the next
+        // writer of the scratch passes a block barrier first.
+        let (valid, [low, high]) = unsafe {
+            (
+                core::ptr::addr_of!((*stage).fetched_valid).read(),
+                core::ptr::addr_of!((*stage).fetched).read(),
+            )
+        };
+        (valid != 0).then(|| u64::from(low) | u64::from(high) << 32)
     }
 
     /// [`World::world_barrier_agreeing`] for a caller that is no
     /// collective (a window's fence).
     pub(crate) fn barrier_agreeing(&self, what: WaitFor, key: u32) -> Result<bool, Error> {
-        self.keyed_barrier(what, Some([key]), true, false)
+        self.keyed_barrier::<1, false>(what, Some([key]), true, false, core::ptr::null())
     }
 
     /// [`World::world_barrier`], and with a key of `N` words
@@ -328,14 +373,17 @@ impl World {
     /// rank of the block, never with a key): the block arrives and goes on
     /// ([`World::world_barrier_for_root`]). `recorded`: the caller wrote
     /// the wait record of `what` since its last call that changed it (a
-    /// reduction before its block tree).
+    /// reduction before its block tree). `fetch`: see
+    /// [`World::world_barrier_agreeing_words`] (null: none; only with a
+    /// key).
     #[inline(always)]
-    fn keyed_barrier<const N: usize>(
+    fn keyed_barrier<const N: usize, const FETCH: bool>(
         &self,
         what: WaitFor,
         key: Option<[u32; N]>,
         waits: bool,
         recorded: bool,
+        fetch: *const u8,
     ) -> Result<bool, Error> {
         const { assert!(key_fits(N)) };
         if self.across_processes() && what.operation != WaitCall::Barrier {
@@ -357,9 +405,7 @@ impl World {
         let blocks = self.blocks();
         // Taken again at each use, as the stage below.
         let warps = || self.block_dim().div_ceil(32);
-        // Taken again at each use rather than held in two registers across
-        // the wait (the base is an out-of-line call).
-        let stage = || shim::shared_block::<{ core::mem::size_of::<KeyStage>() }>() as *mut KeyStage;
+        let stage = key_stage;
         // The verdict of a keyed barrier as this rank sees it before the
         // closing block barrier (a block's first rank: the blocks' words).
         let mut agreed = true;
@@ -462,10 +508,28 @@ impl World {
                     // (The generation again: not held across the wait.)
                     if keyed {
                         let words = self.generation(self.barrier_generation.get());
-                        let keys = shim::independent(|| {
-                            core::array::from_fn::<u64, N, _>(|i| words.key(i).load(Ordering::Relaxed))
+                        let (keys, fetched) = shim::independent(|| {
+                            (
+                                core::array::from_fn::<u64, N, _>(|i| words.key(i).load(Ordering::Relaxed)),
+                                // SAFETY: the caller's word, written before
+                                // its writer's arrival, which this rank's
+                                // acquire above took.
+                                (FETCH && !fetch.is_null()).then(|| unsafe { shim::load_payload_u64(fetch) }),
+                            )
                         });
                         agreed = keys_agree(&keys);
+                        if FETCH {
+                            // SAFETY: the stage's words, past the scratch's
+                            // head; read by the block after the closing
+                            // barrier.
+                            unsafe {
+                                let v = fetched.unwrap_or(0);
+                                core::ptr::addr_of_mut!((*stage()).fetched_valid)
+                                    .write(fetched.is_some() as u32);
+                                core::ptr::addr_of_mut!((*stage()).fetched)
+                                    .write([v as u32, (v >> 32) as u32]);
+                            }
+                        }
                     }
                 }
                 Err(e) => failure = crate::polling::barrier_word(e),
@@ -755,14 +819,14 @@ impl World {
         // takes the same branches (and block barriers) below.
         match verify {
             Verify::Nothing => {
-                self.keyed_barrier::<1>(what, None, true, true)?;
+                self.keyed_barrier::<1, false>(what, None, true, true, core::ptr::null())?;
                 return Ok(Ok(()));
             }
             Verify::Counts => {
-                self.keyed_barrier::<1>(what, None, true, true)?;
+                self.keyed_barrier::<1, false>(what, None, true, true, core::ptr::null())?;
             }
             Verify::RootAndCount(key) => {
-                if self.keyed_barrier(what, Some([key, count]), true, true)? {
+                if self.keyed_barrier::<2, false>(what, Some([key, count]), true, true, core::ptr::null())? {
                     // Every rank passed this root and this count, which
                     // is the reference's too; a saturated count is no
                     // count (`COUNT_MISMATCH`).
@@ -777,7 +841,7 @@ impl World {
                 // barrier on the root alone, which every rank passes
                 // (they all read the verdict above); then the counts,
                 // below.
-                if !self.keyed_barrier(what, Some([key]), true, true)? {
+                if !self.keyed_barrier::<1, false>(what, Some([key]), true, true, core::ptr::null())? {
                     return Err(Error::InvalidRoot {
                         root: what.peer,
                         size: self.size(),
