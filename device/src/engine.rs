@@ -724,6 +724,16 @@ const fn failed(kind: Failure, low: u32) -> u64 {
     ((kind as u64) << 32) | low as u64
 }
 
+/// The [`failed`] code of a blocking wait's error (an abort, or else its
+/// timeout: the only errors a wait returns).
+#[inline(always)]
+fn failure_code(e: Error) -> u64 {
+    match e {
+        Error::Aborted { by_rank } => failed(Failure::Aborted, by_rank),
+        _ => failed(Failure::Timeout, 0),
+    }
+}
+
 /// [`run_blocking`] in scalar arguments (`kind`: the record state, the
 /// inline flag at bit 4, [`Known`]'s `spinning` at bit 5, `list_empty`
 /// at bit 6 and `untraced` at bit 7; `word`: the inline data or the
@@ -874,10 +884,7 @@ fn run_words(
         Ok(()) => i as u64,
         Err(e) => {
             cancel(w, i);
-            match e {
-                Error::Aborted { by_rank } => failed(Failure::Aborted, by_rank),
-                _ => failed(Failure::Timeout, 0),
-            }
+            failure_code(e)
         }
     }
 }
@@ -1644,28 +1651,22 @@ fn receive_waiting(
     };
     // The try was the wait's first poll (`polled`).
     let r = crate::polling::wait_core_polled(&core, what, true, spinning, |b| {
-        match receive_polled(base, rank, i, peer, tag, datatype, len, buffer, mode) {
-            Polled::Nothing => None,
-            Polled::Taken => {
-                b.progressed();
-                None
-            }
-            Polled::Complete => {
-                b.progressed();
-                Some(Ok(true))
-            }
-            // The poll that started it wrote (the clear-to-send).
-            Polled::Started => {
-                b.progressed();
-                Some(Ok(false))
-            }
+        let polled = receive_polled(base, rank, i, peer, tag, datatype, len, buffer, mode);
+        // Any poll but an empty look wrote (a stream's start: its
+        // clear-to-send).
+        if !matches!(polled, Polled::Nothing) {
+            b.progressed();
+        }
+        match polled {
+            Polled::Nothing | Polled::Taken => None,
+            Polled::Complete => Some(Ok(true)),
+            Polled::Started => Some(Ok(false)),
         }
     });
     match r {
         Ok(true) => WAITED_COMPLETE,
         Ok(false) => WAITED_STARTED,
-        Err(Error::Aborted { by_rank }) => failed(Failure::Aborted, by_rank),
-        Err(_) => failed(Failure::Timeout, 0),
+        Err(e) => failure_code(e),
     }
 }
 

@@ -393,11 +393,21 @@ impl World {
     /// After an agreement that found every rank naming the valid `root` in
     /// the same collective: the address the root published
     /// ([`publish_buffer`](Self::publish_buffer)), or null.
-    pub(super) fn published_buffer(&self, root: u32) -> *mut u8 {
+    fn published_buffer(&self, root: u32) -> *mut u8 {
         // SAFETY: the root's cell of the agreement round (the current one),
         // written before the round's world barrier and not again before the
         // next round's; the agreement does not touch these bytes.
         unsafe { crate::shim::load_payload_u64(self.published_at(root)) as *mut u8 }
+    }
+
+    /// The root's buffer after a gather's or scatter's agreement
+    /// ([`World::agree_fetching`]): the address that came with its keys,
+    /// or else the one `root` published, loaded now.
+    fn root_buffer(&self, fetched: Option<u64>, root: u32) -> *mut u8 {
+        match fetched {
+            Some(address) => address as *mut u8,
+            None => self.published_buffer(root),
+        }
     }
 
     /// Where `root` (in range) publishes its buffer for the current
@@ -722,10 +732,7 @@ impl World {
             (side, 0, len)
         });
         let me = self.rank;
-        let direct = match fetched {
-            Some(address) => address as *mut u8,
-            None => self.published_buffer(root as u32),
-        };
+        let direct = self.root_buffer(fetched, root as u32);
         if !direct.is_null() && bytes > 0 {
             // Every rank copies its own part into the root's buffer; one
             // world barrier tells the root they are there (only the root's
@@ -958,10 +965,7 @@ impl World {
         let bytes = k * dtype.size as usize;
         let in_place = recv.is_none();
         let me = self.rank;
-        let direct = match fetched {
-            Some(address) => address as *mut u8,
-            None => self.published_buffer(root as u32),
-        };
+        let direct = self.root_buffer(fetched, root as u32);
         if !direct.is_null() && bytes > 0 {
             // Every rank copies its own part out of the root's buffer; one
             // world barrier tells the root that its buffer is free again
