@@ -91,7 +91,7 @@ fn latency_barrier_and_reductions_stay_within_their_modelled_budgets() {
         .expect("an 8-byte latency row between blocks");
     Budget {
         what: "8-byte one-way latency between blocks",
-        set_from_us: 1.8734,
+        set_from_us: 1.5642,
     }
     .check(field(latency, "model_mpi_us"));
     let barrier = rows(&report, "barrier").next().expect("a barrier row");

@@ -14,9 +14,12 @@
 //! lone send of at most 8 bytes loads them in the batch of its slot mask
 //! and sequence number and stores them as the payload's first word.
 //!
-//! The receiver takes its whole inbox with one swap (Acquire, only when a
-//! relaxed load saw it non-empty), walks the chain (newest first) turning it
-//! around, and appends it to its unexpected queue: a doubly linked list of
+//! The receiver takes its whole inbox with one relaxed swap, only when a
+//! load (the look) saw it non-empty, and after an acquire: the look's own
+//! where a waiting receive polls (an Acquire load), else an Acquire fence
+//! after a relaxed look. The swap goes in one batch with the loads of the
+//! slot the look saw on top, where the walk starts. It walks the chain
+//! (newest first) turning it around, and appends it to its unexpected queue: a doubly linked list of
 //! arrived slots in arrival order, kept in the slots' `link`/`back` words and
 //! the rank's private header. A receive from any source walks that queue
 //! (O(messages pending for this rank)); a receive from one source scans
@@ -47,8 +50,10 @@
 //! exits (`defer_free`), which a rank that waited for its message does
 //! while it waits for the next. A sender whose eager message fits never
 //! waits for either. In the common case an eager message thus costs the
-//! sender one Release swap and the receiver its share of one Acquire swap
-//! and one Release store, or of one fence per batch.
+//! sender one Release swap and the receiver its share of one acquire (an
+//! Acquire load or fence; one fence more when a push landed between the
+//! look and the swap) and one relaxed swap, and of one Release store, or of
+//! one fence per batch.
 //!
 //! # Ordering (MPI 3.5)
 //! One sender's pushes on one inbox follow its program order, and the
@@ -67,9 +72,17 @@
 //! the receiver's swap to empty), so each sender's Release swap heads a
 //! release sequence that contains every later write to that inbox (C++
 //! [intro.races], carried over to PTX by the proven mapping of Lustig et
-//! al., ASPLOS 2019). The receiver's Acquire swap therefore synchronises
-//! with every push before it, and every slot it finds through the links,
-//! however late it reads a link, had its header and payload written before.
+//! al., ASPLOS 2019). The look reads some push's value; an Acquire look,
+//! or the Acquire fence after a relaxed one, makes that push, and through
+//! the release sequences every push before it, synchronise with the
+//! receiver ([atomics.order], [atomics.fences]: a load that reads a value
+//! of a release sequence and is, or is sequenced before, an acquire).
+//! Only the receiver empties its inbox, so the chain the look
+//! saw is still there when the swap takes it; if the swap returns a newer
+//! top, pushed after the look, a second Acquire fence does the same for
+//! the value the swap read. Every slot the receiver then finds through the
+//! links, however late it reads a link, had its header and payload written
+//! before.
 
 #[cfg(feature = "views")]
 use crate::datatype::SIGNATURE_BIT;
@@ -926,7 +939,7 @@ fn progress_in<const BLOCKING: bool>(w: &Core) -> (bool, bool) {
         u32::MAX
     };
     let lazy = BLOCKING && r != 0 && next_of_r == 0;
-    let mut moved = !lazy && drain(w, false);
+    let mut moved = !lazy && drain(w);
     let mut send_blocked = false;
     while r != 0 {
         let i = r - 1;
@@ -1037,13 +1050,13 @@ fn find_taking<const FULL: bool>(
     look: bool,
     moved: &mut bool,
 ) -> Candidate {
-    let (c, full) = find_in::<FULL>(w, peer, tag, context, look);
-    if c.id1 != 0 || !full {
+    let (c, seen) = find_in::<FULL>(w, peer, tag, context, look);
+    if c.id1 != 0 || seen == LINK_NONE {
         return c;
     }
     // Nothing taken before matches: the message, if any, is among those
     // the inbox holds, which the drain's walk matches as it takes them.
-    let (_, c) = drain_matching::<true, FULL>(w, true, peer, tag, context);
+    let (_, c) = drain_matching::<true, FULL>(w, Look::Relaxed(seen), peer, tag, context);
     *moved = true;
     c
 }
@@ -1059,9 +1072,21 @@ enum Step {
 }
 
 /// Takes this rank's inbox into its unexpected queue; true if it held
-/// anything. `full`: a look just saw it non-empty.
-fn drain(w: &Core, full: bool) -> bool {
-    drain_matching::<false, false>(w, full, 0, 0, 0).0
+/// anything.
+fn drain(w: &Core) -> bool {
+    drain_matching::<false, false>(w, Look::Here, 0, 0, 0).0
+}
+
+/// What a receiver knows of its inbox before it takes it
+/// ([`drain_matching`]).
+#[derive(Clone, Copy)]
+enum Look {
+    /// Nothing yet: the take looks first (relaxed).
+    Here,
+    /// A relaxed load saw this top ([`LINK_NONE`]: empty).
+    Relaxed(u32),
+    /// An Acquire load saw this top, not [`LINK_NONE`].
+    Acquired(u32),
 }
 
 /// [`drain`]; with `MATCH`, also the message among those it takes that a
@@ -1075,10 +1100,16 @@ fn drain(w: &Core, full: bool) -> bool {
 /// loads is as long as without the match. With `FULL` the match
 /// comes with its whole envelope ([`Candidate`]): the newest message's is
 /// in its batch, any other's is loaded after the walk.
+///
+/// The take: after the look that saw `seen` on top, an Acquire fence
+/// (none when the look acquired), and the swap (relaxed) in one batch with
+/// the loads of `seen`'s slot that the walk starts with: when nothing was
+/// pushed since the look (the swap returns `seen`), the chain's first node
+/// costs no round trip of its own.
 #[inline(always)]
 fn drain_matching<const MATCH: bool, const FULL: bool>(
     w: &Core,
-    full: bool,
+    look: Look,
     source: i32,
     tag: i32,
     context: u32,
@@ -1086,8 +1117,15 @@ fn drain_matching<const MATCH: bool, const FULL: bool>(
     let me = w.rank;
     let inbox = w.inbox(me);
     let mut best = Candidate::NONE;
-    // Relaxed: a look before the swap, so that an idle poll writes nothing.
-    if !full && inbox.load(Ordering::Relaxed) == LINK_NONE {
+    let (seen, acquired) = match look {
+        // Relaxed: a look before the swap, so that an idle pass writes
+        // nothing and acquires nothing; the fence below makes it the
+        // take's acquire.
+        Look::Here => (inbox.load(Ordering::Relaxed), false),
+        Look::Relaxed(top) => (top, false),
+        Look::Acquired(top) => (top, true),
+    };
+    if seen == LINK_NONE {
         return (false, best);
     }
     let (first, slots) = if MATCH && source != ANY_SOURCE {
@@ -1095,49 +1133,85 @@ fn drain_matching<const MATCH: bool, const FULL: bool>(
     } else {
         (0, u32::MAX)
     };
+    // The words the walk loads of node `node` when `top` is the chain's
+    // newest: its link, and with `MATCH` the envelope of a message this
+    // receive may take (from its source, any for `ANY_SOURCE`). The
+    // others' envelopes are not loaded: a long chain from many senders
+    // (pi's rank 0 walks thousands) loads a link per message and nothing
+    // else. With `FULL`, the newest message's whole envelope: an inbox that
+    // held one message costs one batch; a longer chain's batches stay
+    // short, and its match, if not the newest, loads its envelope after
+    // the walk.
+    let node_words = |at: SlotAt<'_>, node: u32, top: u32| -> (u32, Arrived) {
+        let id = node - 1;
+        let candidate = MATCH && id.wrapping_sub(first) < slots;
+        if MATCH {
+            (
+                load_at(at, SlotWord::Link),
+                if FULL && node == top {
+                    Arrived::load(at, id)
+                } else if candidate {
+                    Arrived::load_with::<false>(at, id)
+                } else {
+                    Arrived::NONE
+                },
+            )
+        } else {
+            (load_at(at, SlotWord::Link), Arrived::NONE)
+        }
+    };
+    if !acquired {
+        // Acquire: the look read `seen`, pushed by a sender's Release swap
+        // in `publish`; this fence makes that read synchronise with the
+        // swap and, through its release sequence, with every push before
+        // it (module docs): every slot of the chain from `seen` on is
+        // visible below.
+        shim::fence(Ordering::Acquire);
+    }
+    // The swap last: the loads before it are what the walk waits for
+    // first, and nothing waits for its old value until they are back.
+    // Relaxed: ordered by the acquire before it (the look's, or the fence
+    // above) and, when it reads a newer push, the fence after it.
+    let at_seen = w.slot_header(seen - 1);
+    let (words_of_seen, top) = shim::independent(|| {
+        (
+            node_words(at_seen, seen, seen),
+            inbox.swap(LINK_NONE, Ordering::Relaxed),
+        )
+    });
+    // What the walk loads of `seen` when it gets there from a newer push
+    // (its link, and the tag and context of a message this receive may
+    // take), kept from the words loaded with the swap. Not the whole
+    // envelope: held in registers all the walk, it would cost the kernels
+    // that inline this registers and stack; a match that is not the
+    // newest loads its envelope after the walk anyway.
+    let (seen_link, seen_tag, seen_context) = (words_of_seen.0, words_of_seen.1.tag, words_of_seen.1.context);
+    // The header and words of the node the walk takes next, loaded in
+    // the iteration before it (one live set, as if loaded where they are
+    // used).
+    let (mut at, mut words) = if top == seen {
+        (at_seen, words_of_seen)
+    } else {
+        // Acquire: pairs with the Release swaps of the pushes after the
+        // look, the last of which the swap read.
+        shim::fence(Ordering::Acquire);
+        let at = w.slot_header(top - 1);
+        (at, shim::independent(|| node_words(at, top, top)))
+    };
     // The best match's older neighbour is the next node walked.
     let mut best_is_last = false;
-    // Acquire pairs with the senders' Release swaps in `publish` (every
-    // push before this swap in the inbox's modification order; see the
-    // module docs): their headers and payloads are visible below.
-    let top = inbox.swap(LINK_NONE, Ordering::Acquire);
     let mut newer = LINK_NONE;
     let mut node = top;
     let arrived = SlotState::Arrived.word(me);
     while node != LINK_NONE {
         let id = node - 1;
-        let at = w.slot_header(id);
-        // A message this receive may take: from its source (any, for
-        // `ANY_SOURCE`). The others' envelopes are not loaded: a long
-        // chain from many senders (pi's rank 0 walks thousands) loads a
-        // link per message and nothing else.
         let candidate = MATCH && id.wrapping_sub(first) < slots;
-        let (mut older, found) = if MATCH {
-            // With `FULL`, the newest message's whole envelope: an inbox
-            // that held one message costs one batch; a longer chain's
-            // batches stay short, and its match, if not the newest, loads
-            // its envelope after the walk.
-            let (link, envelope) = shim::independent(|| {
-                (
-                    load_at(at, SlotWord::Link),
-                    if FULL && node == top {
-                        Arrived::load(at, id)
-                    } else if candidate {
-                        Arrived::load_with::<false>(at, id)
-                    } else {
-                        Arrived::NONE
-                    },
-                )
-            });
-            let found = Candidate {
-                id1: node,
-                link: newer,
-                back: LINK_NONE,
-                arrived: envelope,
-            };
-            (link, found)
-        } else {
-            (load_at(at, SlotWord::Link), Candidate::NONE)
+        let (mut older, envelope) = words;
+        let found = Candidate {
+            id1: node,
+            link: newer,
+            back: LINK_NONE,
+            arrived: envelope,
         };
         if MATCH {
             if best_is_last {
@@ -1175,6 +1249,23 @@ fn drain_matching<const MATCH: bool, const FULL: bool>(
         w.slot_state(id).store(arrived, Ordering::Relaxed);
         newer = node;
         node = older;
+        if node == seen {
+            at = w.slot_header(seen - 1);
+            let envelope = if MATCH {
+                Arrived {
+                    id: seen - 1,
+                    tag: seen_tag,
+                    context: seen_context,
+                    ..Arrived::NONE
+                }
+            } else {
+                Arrived::NONE
+            };
+            words = (seen_link, envelope);
+        } else if node != LINK_NONE {
+            at = w.slot_header(node - 1);
+            words = shim::independent(|| node_words(at, node, top));
+        }
     }
     if FULL && best.id1 != 0 && best.id1 != top {
         let id = best.id1 - 1;
@@ -1390,7 +1481,8 @@ impl Arrived {
 /// only what `drain` has taken from the inbox counts). Messages of other
 /// contexts are passed over (MPI 3.5: a context separates communicators).
 /// `look`: also look at the inbox, in the first batch; the second result
-/// says whether it held anything.
+/// is what the look loaded ([`LINK_NONE`]: empty, or no look), the top of
+/// its chain.
 ///
 /// A receive from one source loads the states of the sender's slots
 /// [`SCAN`] at a time, in one batch (`shim::independent`: in flight
@@ -1405,11 +1497,15 @@ impl Arrived {
 /// come after them; and a receive from any source may take any matching
 /// message (MPI 3.5 orders only one sender's messages).
 #[inline]
-fn find_in<const FULL: bool>(w: &Core, source: i32, tag: i32, context: u32, look: bool) -> (Candidate, bool) {
+fn find_in<const FULL: bool>(w: &Core, source: i32, tag: i32, context: u32, look: bool) -> (Candidate, u32) {
     if source == ANY_SOURCE {
         let inbox = w.inbox(w.rank);
         // Relaxed: a look, as in `drain`.
-        let full = look && inbox.load(Ordering::Relaxed) != LINK_NONE;
+        let full = if look {
+            inbox.load(Ordering::Relaxed)
+        } else {
+            LINK_NONE
+        };
         let mut node = mine!(w, queue_head);
         while node != LINK_NONE {
             let (c, _) = Candidate::load::<FULL>(w, node - 1);
@@ -1429,22 +1525,28 @@ fn find_in<const FULL: bool>(w: &Core, source: i32, tag: i32, context: u32, look
     let states_at = at.states(source as u32);
     let mut best = Candidate::NONE;
     let mut best_sequence = 0u32;
-    let mut full = false;
+    let mut full = LINK_NONE;
     let mut first = 0;
     while first < slots {
         // Relaxed (the batch's loads): ARRIVED for this rank was written by
-        // this rank (`drain`), after its Acquire swap made the header
-        // visible. Past the last slot the batch repeats the last slot,
+        // this rank (`drain`), after its take's Acquire fence made the
+        // header visible. Past the last slot the batch repeats the last slot,
         // whose bit is masked off. The first batch also looks at the
         // inbox (relaxed, a look as in `drain`).
         let n = (slots - first).min(SCAN);
         let (seen, states) = shim::independent(|| {
-            let seen = look && inbox.load(Ordering::Relaxed) != LINK_NONE;
+            let seen = if look {
+                inbox.load(Ordering::Relaxed)
+            } else {
+                LINK_NONE
+            };
             // SAFETY: a span of `source`'s outbox, `first + n <= slots`.
             let states = unsafe { Core::state_batch(states_at, first, n, slots.is_multiple_of(4)) };
             (seen, states)
         });
-        full |= seen;
+        if seen != LINK_NONE {
+            full = seen;
+        }
         let mut candidates = 0u32;
         for (k, &state) in states.iter().enumerate() {
             candidates |= u32::from(state == arrived) << k;
@@ -1713,18 +1815,24 @@ fn receive_polled(
     };
     let w = &core;
     let inbox = w.inbox(rank);
-    let (seen, deferred) = shim::independent(|| {
+    let (deferred, seen) = shim::independent(|| {
         (
-            // Relaxed: a look, as in `drain`.
-            inbox.load(Ordering::Relaxed) != LINK_NONE,
-            // Read again after the drain's acquire, it would come from L2.
+            // Read after the look's acquire, it would come from L2.
             mine!(w, free_count),
+            // Acquire, unlike the other looks: every poll of a waiting
+            // receive is on its critical path only when it finds the
+            // message, and then this acquire is the take's (`drain_matching`
+            // needs no fence of its own); an idle poll pays it and no
+            // write. Pairs with the senders' Release swaps in `publish`
+            // (the module docs' release sequence). Last in its batch: the
+            // loads after an acquire wait for it.
+            inbox.load(Ordering::Acquire),
         )
     });
-    if !seen {
+    if seen == LINK_NONE {
         return Polled::Nothing;
     }
-    let (_, c) = drain_matching::<true, true>(w, true, peer, tag, mode >> CONTEXT_SHIFT);
+    let (_, c) = drain_matching::<true, true>(w, Look::Acquired(seen), peer, tag, mode >> CONTEXT_SHIFT);
     if c.id1 == 0 {
         return Polled::Taken;
     }
@@ -2240,7 +2348,8 @@ fn claim(w: &Core, i: u32, held: Option<&Held>) -> Step {
     places
         .state(id)
         .store(SlotState::Queued.word(dest), Ordering::Relaxed);
-    // Release pairs with the receiver's Acquire swap in `drain`: the header
+    // Release pairs with the Acquire fence after the receiver's look or
+    // take in `drain_matching` (the relay's Acquire swap): the header
     // and payload above are visible to it (and, through the release
     // sequence, to every later taker of this inbox).
     let before = inbox.swap(id + 1, Ordering::Release);

@@ -167,9 +167,13 @@ fn batch(s: u64) -> u64 {
 /// queued), or later in a batch, one Release fence per batch of at most
 /// `batch(s)` slots (their FREE stores are relaxed), so the fences are at
 /// least the deferred slots over `batch(s)` and at most one per deferred
-/// slot; the receiver's Acquire swaps take the inbox only when it is not
-/// empty (so at most one per message, and at least one per `s`: the
-/// sender has at most `s` slots in flight); the sender's Acquire fences
+/// slot; the receiver's takes of its inbox (a relaxed swap after an
+/// acquire: the Acquire load of a waiting receive's poll that saw the
+/// inbox non-empty, or an Acquire fence after a relaxed look; a second
+/// fence when the swap finds a push newer than the look) happen only when
+/// it is not empty (so at most one per message, and at least one per `s`:
+/// the sender has at most `s` slots in flight), and each poll of a waiting
+/// receive is one Acquire load, however many it makes; the sender's Acquire fences
 /// come one per reclaim scan that found a free slot: none for its first
 /// `s` messages (a new world's slots are known free), then the first scan
 /// finds all `s`, every later one at least one. Nothing else.
@@ -194,26 +198,28 @@ fn check_bounds(n: u64, s: u64, receiver: SyncCounts, sender: SyncCounts, what: 
     assert_eq!(
         receiver,
         SyncCounts {
+            acquire_loads: receiver.acquire_loads,
             release_stores: receiver.release_stores,
             fences: receiver.fences,
-            acquire_rmws: receiver.acquire_rmws,
+            relaxed_rmws: receiver.relaxed_rmws,
             ..SyncCounts::default()
         },
         "receiver, {what}"
     );
+    let takes = receiver.relaxed_rmws;
+    assert!(
+        (batches..=n).contains(&takes),
+        "receiver takes {takes} not in {batches}..={n}, {what}"
+    );
     // A slot not returned at once went back in a batch.
     assert!(receiver.release_stores <= n, "receiver release stores, {what}");
     let deferred = n - receiver.release_stores;
+    let least = takes.saturating_sub(receiver.acquire_loads) + deferred.div_ceil(batch(s));
+    let most = 2 * takes + deferred;
     assert!(
-        (deferred.div_ceil(batch(s))..=deferred).contains(&receiver.fences),
-        "receiver fences {} not in {}..={deferred}, {what}",
-        receiver.fences,
-        deferred.div_ceil(batch(s))
-    );
-    assert!(
-        (batches..=n).contains(&receiver.acquire_rmws),
-        "receiver swaps {} not in {batches}..={n}, {what}",
-        receiver.acquire_rmws
+        (least..=most).contains(&receiver.fences),
+        "receiver fences {} not in {least}..={most}, {what}",
+        receiver.fences
     );
 }
 
@@ -222,7 +228,8 @@ fn an_eager_message_costs_one_release_and_one_acquire_in_batches() {
     // One block on one worker: passes resume rank 0, then rank 1. The
     // sender fills its `s` slots in one resumption (known free: no scan,
     // no fence), then fails to find a free slot; the receiver's receive,
-    // which waited, takes all `s` with one swap and defers its own slot;
+    // which waited, takes all `s` with one swap after the Acquire load of
+    // the poll that saw them, and defers its own slot;
     // the `s - 1` receives after it find their messages already queued
     // and return each slot at once (one Release store); the next receive
     // waits, and returns the deferred slot first (one fence), as does the
@@ -243,10 +250,14 @@ fn an_eager_message_costs_one_release_and_one_acquire_in_batches() {
             },
             "sender, {n} messages, {s} slots"
         );
+        // Each take: the Acquire load of the waiting receive's poll that
+        // found the batch, and a relaxed swap (the sender is suspended, so
+        // nothing lands between the look and the swap).
         assert_eq!(
             receiver,
             SyncCounts {
-                acquire_rmws: batches,
+                acquire_loads: batches,
+                relaxed_rmws: batches,
                 release_stores: n - batches,
                 fences: batches,
                 ..SyncCounts::default()

@@ -57,7 +57,7 @@ pub(crate) fn run(c: &mut Chapter) -> Result<(), String> {
     );
     say!(
         c,
-        "per message:       release  acquire  release  acquire  fences  all"
+        "per message:       release  relaxed  release  acquire  fences  all"
     );
     say!(c, "                   swaps    swaps    stores   loads");
     for (peer, words, what) in RUNS {
@@ -69,7 +69,7 @@ pub(crate) fn run(c: &mut Chapter) -> Result<(), String> {
             "{:<18} {:>7}  {:>7}  {:>7}  {:>7}  {:>6}  {:>4}",
             what,
             per(t.release_rmws),
-            per(t.acquire_rmws),
+            per(t.relaxed_rmws),
             per(t.release_stores),
             per(t.acquire_loads),
             per(t.fences),

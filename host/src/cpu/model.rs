@@ -17,7 +17,8 @@
 //! - **Independent loads.** Inside `shim::independent` loads are issued
 //!   back to back and the batch waits once, for its last value: one
 //!   latency plus `batch_load_ns` per load after the first (a vector load
-//!   is one load); outside, every load waits for its value before the next
+//!   is one load, and so is a read-modify-write that does not acquire);
+//!   outside, every load waits for its value before the next
 //!   access (a chain of dependent loads costs its full length), except
 //!   that a few volatile loads in a row overlap in the same way (an
 //!   unrolled loop of `GlobalSlice::read`s).
@@ -525,7 +526,8 @@ impl Model {
     /// behind the word's earlier ones (`rmw_interval` apart), its value is
     /// seen by other ranks `seen` after it is performed, and the rank
     /// waits `latency` for its old value (`None`: a `red`, which the rank
-    /// issues as a store and does not wait for).
+    /// issues as a store and does not wait for; inside a batch, one that
+    /// does not acquire waits with the batch's loads).
     fn read_modify_write(
         &self,
         rank: u32,
@@ -543,11 +545,18 @@ impl Model {
         let start = clock.now().max(free);
         self.rmw_free.borrow_mut().insert(addr, start + c.rmw_interval);
         self.written(addr, start + seen, rank);
+        let acquires = matches!(order, Ordering::Acquire | Ordering::AcqRel);
         match latency {
+            // In a batch, one that does not acquire is one of its loads:
+            // the rank issues the batch's later loads without waiting for
+            // its old value (an `atom` whose result is used after them).
+            Some(latency) if !acquires && clock.batch.get().is_some() => {
+                self.load(clock, start, latency);
+            }
             Some(latency) => {
                 clock.until(TimeCategory::Waiting, start);
                 clock.spend(TimeCategory::Atomics, latency);
-                if matches!(order, Ordering::Acquire | Ordering::AcqRel) {
+                if acquires {
                     clock.spend(TimeCategory::Fences, c.acquire);
                     clock.invalidate_l1();
                 }
@@ -970,6 +979,39 @@ mod tests {
         );
         assert_eq!(chain.time().spent_ps.iter().sum::<u64>(), chain.now());
         assert_eq!(batch.time().spent_ps.iter().sum::<u64>(), batch.now());
+    }
+
+    #[test]
+    fn a_relaxed_rmw_in_a_batch_waits_with_its_loads_and_an_acquiring_one_alone() {
+        let p = Profile::h100();
+        let run = |order: Ordering| {
+            let m = model();
+            let clock = Clock::new();
+            m.charge(0, &clock, Access::BatchBegin { vector: false });
+            m.charge(0, &clock, Access::Rmw { order, addr: 1 << 20 });
+            m.charge(
+                0,
+                &clock,
+                Access::Load {
+                    order: Ordering::Relaxed,
+                    addr: 64,
+                },
+            );
+            m.charge(0, &clock, Access::BatchEnd);
+            assert_eq!(clock.time().spent_ps.iter().sum::<u64>(), clock.now());
+            clock.now()
+        };
+        // Relaxed: the load is issued behind the rmw and arrives
+        // batch_load_ns after its value (rmw_ns = load_ns on the H100).
+        assert_eq!(
+            run(Ordering::Relaxed),
+            ps(p.issue_ns + p.rmw_ns) + ps(p.batch_load_ns)
+        );
+        // Acquire: the load waits for the rmw and its acquire.
+        assert_eq!(
+            run(Ordering::Acquire),
+            ps(p.issue_ns + p.rmw_ns + p.acquire_ns) + ps(p.issue_ns + p.load_ns)
+        );
     }
 
     #[test]

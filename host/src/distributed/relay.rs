@@ -9,8 +9,8 @@
 //! The sending rank runs the engine as for any message: it fills a slot of
 //! its outbox and pushes it on the destination's inbox, which in this
 //! process is a shadow's. The relay takes the shadow's inbox as a receiver
-//! does (one Acquire swap, then the chain of links, newest first, turned
-//! around), and for each message, in the order pushed:
+//! does (one swap, Acquire here where the engine fences around a relaxed
+//! one, then the chain of links, newest first, turned around), and for each message, in the order pushed:
 //! - eager: copies the payload;
 //! - direct (the sender's buffer is shared memory): copies `bytes` from the
 //!   sender's buffer, whose address is the payload's first word;
@@ -1070,7 +1070,8 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
         self.memory
             .state(id)
             .store(SlotState::Queued.word(dst), Ordering::Relaxed);
-        // Release pairs with the receiver's Acquire swap in its drain.
+        // Release pairs with the Acquire fence of the receiver's take in
+        // its drain.
         let before = self.memory.inbox(dst).swap(id + 1, Ordering::Release);
         // Relaxed: the receiver waits while it reads LINK_PENDING.
         set(offset_of!(SlotHeader, link), before);
