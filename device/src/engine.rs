@@ -19,9 +19,10 @@
 //! where a waiting receive polls (an Acquire load), else an Acquire fence
 //! after a relaxed look. The swap goes in one batch with the loads of the
 //! slot the look saw on top, where the walk starts. It walks the chain
-//! (newest first) turning it around, and appends it to its unexpected queue: a doubly linked list of
-//! arrived slots in arrival order, kept in the slots' `link`/`back` words and
-//! the rank's private header. A receive from any source walks that queue
+//! (newest first) turning it around, and appends it to its unexpected
+//! queue: a doubly linked list of arrived slots in arrival order, kept in
+//! the slots' `link`/`back` words and the rank's private header. A
+//! receive from any source walks that queue
 //! (O(messages pending for this rank)); a receive from one source scans
 //! that sender's slots for the arrived one with the lowest sequence number
 //! (O(slots per rank)), then unlinks it in O(1) with the links it loaded
@@ -1501,7 +1502,7 @@ fn find_in<const FULL: bool>(w: &Core, source: i32, tag: i32, context: u32, look
     if source == ANY_SOURCE {
         let inbox = w.inbox(w.rank);
         // Relaxed: a look, as in `drain`.
-        let full = if look {
+        let looked = if look {
             inbox.load(Ordering::Relaxed)
         } else {
             LINK_NONE
@@ -1510,11 +1511,11 @@ fn find_in<const FULL: bool>(w: &Core, source: i32, tag: i32, context: u32, look
         while node != LINK_NONE {
             let (c, _) = Candidate::load::<FULL>(w, node - 1);
             if c.matches(tag, context) {
-                return (c, full);
+                return (c, looked);
             }
             node = c.link;
         }
-        return (Candidate::NONE, full);
+        return (Candidate::NONE, looked);
     }
     let arrived = SlotState::Arrived.word(w.rank);
     // The scan's addresses, from one read of the layout.
@@ -1525,7 +1526,7 @@ fn find_in<const FULL: bool>(w: &Core, source: i32, tag: i32, context: u32, look
     let states_at = at.states(source as u32);
     let mut best = Candidate::NONE;
     let mut best_sequence = 0u32;
-    let mut full = LINK_NONE;
+    let mut looked = LINK_NONE;
     let mut first = 0;
     while first < slots {
         // Relaxed (the batch's loads): ARRIVED for this rank was written by
@@ -1545,7 +1546,7 @@ fn find_in<const FULL: bool>(w: &Core, source: i32, tag: i32, context: u32, look
             (seen, states)
         });
         if seen != LINK_NONE {
-            full = seen;
+            looked = seen;
         }
         let mut candidates = 0u32;
         for (k, &state) in states.iter().enumerate() {
@@ -1566,7 +1567,7 @@ fn find_in<const FULL: bool>(w: &Core, source: i32, tag: i32, context: u32, look
         }
         first += SCAN;
     }
-    (best, full)
+    (best, looked)
 }
 
 /// [`find_in`] without the look at the inbox: the message a receive or
