@@ -84,7 +84,8 @@ pub struct World {
 
 /// What a rank knows of its own private state without reading it, in one
 /// word: bit 0 `settled`, bit 1 `spinning`, bit 2 `untraced`, bit 3
-/// `listed`.
+/// `listed`, from bit 4 one `pending` bit per slot of the world's
+/// non-blocking collectives, from bit 8 the `started` count of them.
 ///
 /// - **settled**: the rank holds no deferred slot and its idle key is 0,
 ///   because nothing could have changed either since its last
@@ -117,6 +118,24 @@ pub struct World {
 ///   (a request completed at its post never enters the list: the
 ///   non-blocking pi's posts read no tail). Clear at attach; set in a
 ///   copy made from parts (unknown: the tail is read).
+/// - **pending** (one per slot of the world's non-blocking collectives,
+///   `IMMEDIATE_SLOTS` of them): the rank started a collective of the
+///   world in the slot and has not collected it; the slot's record says
+///   the same (its `scope` word, which a test or the scope's end reads),
+///   and a start reads this bit instead (`MPI_ERR_REQUEST` when set), which
+///   after the previous collective's acquire would be a round trip to L2.
+///   Set by the start, clear when the collective is collected; clear at
+///   attach and in a copy made from parts (a copy starts no non-blocking
+///   collective).
+/// - **started**: how many non-blocking collectives of the world the rank
+///   started in this launch, modulo [`RankState::STARTED_MODULUS`]
+///   (2^24): the count that names each one's slot and use
+///   (`collective::immediate`, "Protocol"; `nonblocking::last_use`),
+///   which a communicator context keeps in its `ImmediateLocal`. Kept
+///   here so that a start and a wait read no memory for it; the modulus
+///   changes nothing, as a use number is only compared for equality with
+///   the same slot's, and every rank counts alike. 0 at attach and in a
+///   copy.
 pub(crate) struct RankState(Cell<u32>);
 
 impl RankState {
@@ -124,6 +143,12 @@ impl RankState {
     const SPINNING: u32 = 2;
     const UNTRACED: u32 = 4;
     const LISTED: u32 = 8;
+    /// The first of the pending bits (see the type's docs).
+    const PENDING: u32 = 16;
+    /// The lowest bit of the started count (see the type's docs).
+    const STARTED_SHIFT: u32 = 8;
+    /// The started count is kept modulo this.
+    pub(crate) const STARTED_MODULUS: u32 = 1 << (32 - Self::STARTED_SHIFT);
 
     fn with(&self, bit: u32, on: bool) {
         let v = self.0.get();
@@ -170,7 +195,39 @@ impl RankState {
     pub(crate) fn set_listed(&self, on: bool) {
         self.with(Self::LISTED, on)
     }
+
+    /// Whether slot `slot` of the world's non-blocking collectives is in
+    /// use (see the type's docs).
+    #[inline(always)]
+    pub(crate) fn pending(&self, slot: u32) -> bool {
+        self.0.get() & (Self::PENDING << slot) != 0
+    }
+
+    #[inline(always)]
+    pub(crate) fn set_pending(&self, slot: u32, on: bool) {
+        self.with(Self::PENDING << slot, on)
+    }
+
+    /// The world's non-blocking collectives started, modulo
+    /// [`RankState::STARTED_MODULUS`] (see the type's docs).
+    #[inline(always)]
+    pub(crate) fn started(&self) -> u32 {
+        self.0.get() >> Self::STARTED_SHIFT
+    }
+
+    /// Sets the started count to `n` modulo [`RankState::STARTED_MODULUS`].
+    #[inline(always)]
+    pub(crate) fn set_started(&self, n: u32) {
+        let low = self.0.get() & ((1 << Self::STARTED_SHIFT) - 1);
+        // The bits of `n` past the modulus are shifted out.
+        self.0.set(low | n << Self::STARTED_SHIFT);
+    }
 }
+
+// The pending bits fit below the count, and the modulus is a multiple of
+// the slots (a count's slot is the same modulo either).
+const _: () = assert!(RankState::PENDING << crate::layout::IMMEDIATE_SLOTS <= 1 << RankState::STARTED_SHIFT);
+const _: () = assert!(RankState::STARTED_MODULUS.is_multiple_of(crate::layout::IMMEDIATE_SLOTS));
 
 impl World {
     /// Attaches the calling rank to the world in `memory`.
@@ -180,6 +237,10 @@ impl World {
     /// (`WorldConfig::write_header` on zeroed memory of `layout().total`
     /// bytes) that stays valid, and is accessed only through this library,
     /// while the returned `World` lives; the launch grid must match its config.
+    /// A rank attaches once per launch: its `World` counts the collectives
+    /// the rank took part in (the world barrier's generations, the
+    /// non-blocking collectives it started), which a second `World` of the
+    /// same rank would not share.
     pub unsafe fn attach(memory: *mut u8) -> Result<World, Error> {
         // SAFETY: the header is at least 512 bytes of initialised memory that no
         // rank writes during the launch (only the abort word, which is not read here).

@@ -8,7 +8,7 @@
 
 use crate::buffers::Side;
 use crate::codes::Kind;
-use crate::communicator::World;
+use crate::communicator::{RankState, World};
 use crate::datatype::TypedBuffer;
 use crate::error::{Error, ErrorClass};
 use crate::layout::{
@@ -90,6 +90,28 @@ pub const fn done_word(use_: u32, verdict: u32) -> u32 {
 /// completed.
 const fn done_is(done: u32, use_: u32) -> bool {
     done >> 1 == use_ & (u32::MAX >> 1)
+}
+
+/// The use a start gives the collective it numbers `n` (counted modulo
+/// some power of two that is a multiple of [`IMMEDIATE_SLOTS`]): the
+/// `n / IMMEDIATE_SLOTS + 1`-th of slot `n mod IMMEDIATE_SLOTS`, never 0
+/// (a slot's words start at 0).
+pub(crate) const fn use_number(n: u32) -> u32 {
+    n / IMMEDIATE_SLOTS + 1
+}
+
+/// The use of slot `slot` that the last of `started` collectives started
+/// there got ([`use_number`]), `started` counted modulo `modulus` (a
+/// power of two, a multiple of [`IMMEDIATE_SLOTS`]; 0 for 2^32), as the
+/// start that numbered it saw its count: across the modulus too, where
+/// the count starts again at 0 while the last one in the slot was
+/// numbered just below the modulus.
+pub(crate) const fn last_use(started: u32, slot: u32, modulus: u32) -> u32 {
+    // The slot's last is `slot + k × IMMEDIATE_SLOTS` for the largest `k`
+    // below the count, whose use is `k + 1`; `started - 1 - slot` is that
+    // plus less than `IMMEDIATE_SLOTS`, and taken modulo `modulus` it stays
+    // below it where the count has wrapped and the slot's last has not.
+    use_number(started.wrapping_sub(1).wrapping_sub(slot) & modulus.wrapping_sub(1))
 }
 
 /// A node's record in a slot of the world ([`IMMEDIATE_RECORD_BYTES`],
@@ -356,7 +378,9 @@ impl PendingRecord {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ImmediateLocal {
     /// Non-blocking collectives this rank started so far; the use of slot
-    /// `s` outstanding is the number of those that took slot `s`.
+    /// `s` outstanding is the number of those that took slot `s`. Kept
+    /// for a communicator context; the world's count lives in the rank's
+    /// `World` (this word stays 0 there).
     pub started: u32,
     /// Unused.
     pub reserved: u32,
@@ -493,8 +517,14 @@ impl World {
         unsafe { self.base.add(self.layout.immediate_local_of(self.rank)) as *mut ImmediateLocal }
     }
 
-    /// Non-blocking collectives this rank started in `sp`.
+    /// Non-blocking collectives this rank started in `sp`, modulo
+    /// [`World::started_modulus`]: the world's count is kept by the
+    /// `World` ([`RankState`](crate::communicator::RankState)'s `started`),
+    /// a communicator context's in its record.
     pub(crate) fn started(&self, sp: Space) -> u32 {
+        if sp.id == 0 {
+            return self.known.started();
+        }
         // SAFETY: the record is this rank's alone; only an address.
         let p = unsafe { core::ptr::addr_of!((*self.immediate_local(sp)).started) };
         crate::records::private(p, false);
@@ -503,11 +533,27 @@ impl World {
     }
 
     pub(crate) fn set_started(&self, sp: Space, n: u32) {
+        if sp.id == 0 {
+            return self.known.set_started(n);
+        }
         // SAFETY: as `started`.
         let p = unsafe { core::ptr::addr_of_mut!((*self.immediate_local(sp)).started) };
         crate::records::private(p, true);
         // SAFETY: as `started`, a plain write.
         unsafe { *p = n }
+    }
+
+    /// Whether slot `slot` of `sp` holds a collective this rank started
+    /// and has not collected (a start's check): for the world, a bit the
+    /// `World` keeps
+    /// ([`RankState::pending`](crate::communicator::RankState::pending)), else the record's scope
+    /// word.
+    pub(crate) fn slot_in_use(&self, sp: Space, slot: u32) -> bool {
+        if sp.id == 0 {
+            self.known.pending(slot)
+        } else {
+            self.pending_scope(sp, slot) != 0
+        }
     }
 
     /// The record of this rank's slot `slot` in `sp` (`slot < IMMEDIATE_SLOTS`).
@@ -526,9 +572,18 @@ impl World {
         unsafe { *p }
     }
 
+    /// What [`World::started`] counts modulo in `sp` (0: 2^32).
+    pub(crate) fn started_modulus(&self, sp: Space) -> u32 {
+        if sp.id == 0 {
+            RankState::STARTED_MODULUS
+        } else {
+            0
+        }
+    }
+
     /// The use of slot `slot` of `sp` that this rank started last.
     pub(crate) fn use_of(&self, sp: Space, slot: u32) -> u32 {
-        self.started(sp).wrapping_sub(slot).wrapping_add(1) / IMMEDIATE_SLOTS
+        last_use(self.started(sp), slot, self.started_modulus(sp))
     }
 
     /// What this rank keeps of its collective in slot `slot` of `sp`.
@@ -587,11 +642,23 @@ impl World {
         crate::records::private(p, true);
         // SAFETY: as `started`, a plain write of the slot's record.
         unsafe { *p = r }
+        if sp.id == 0 {
+            self.known.set_pending(slot, true);
+        }
     }
 
     /// Frees slot `slot` of this rank in `sp`.
     pub(crate) fn free_pending(&self, sp: Space, slot: u32) {
         free_record(self.pending_record(sp, slot));
+        self.slot_collected(sp, slot);
+    }
+
+    /// Notes that the collective in slot `slot` of `sp` was collected (its
+    /// record freed): see [`World::slot_in_use`].
+    fn slot_collected(&self, sp: Space, slot: u32) {
+        if sp.id == 0 {
+            self.known.set_pending(slot, false);
+        }
     }
 }
 
@@ -873,7 +940,7 @@ pub(crate) fn wait(w: &World, i: u32, closed: impl FnOnce()) -> Result<Status, E
     // and no slot handed back after a poll (a poll that runs the engine
     // unsettles it).
     w.note_progress();
-    crate::polling::wait_core_lazy(
+    let r = crate::polling::wait_core_lazy(
         &w.core_settled(),
         |_, what| w.record_wait(what),
         || !w.known.settled(),
@@ -898,7 +965,14 @@ pub(crate) fn wait(w: &World, i: u32, closed: impl FnOnce()) -> Result<Status, E
             }
             None
         },
-    )
+    );
+    // The poll that saw the collective done collected it: the slot is the
+    // rank's to start again. Here rather than in the poll, whose values
+    // are held across the wait.
+    if closed.is_none() {
+        w.slot_collected(sp, slot);
+    }
+    r
 }
 
 /// What a wait on a collective whose rank passed `args` records.
@@ -1039,5 +1113,48 @@ pub(crate) fn verdict_error(
             }
         }
         _ => Error::Intern,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A start numbers its collective from the count it read, and a wait
+    /// or test works the slot's last use out from the count after it: the
+    /// two agree for every slot at every count, across the count's
+    /// modulus too, and a slot's next use always differs from its last
+    /// and from 0 (a slot's words start at 0).
+    #[test]
+    fn a_slots_last_use_is_the_one_its_start_gave_across_the_modulus() {
+        for modulus in [RankState::STARTED_MODULUS, 0, 16] {
+            let mask = modulus.wrapping_sub(1);
+            let mut last: [Option<u32>; IMMEDIATE_SLOTS as usize] = [None; IMMEDIATE_SLOTS as usize];
+            // From a little before the count wraps to a little after.
+            let mut n = mask.wrapping_sub(9);
+            for _ in 0..40 {
+                let slot = (n % IMMEDIATE_SLOTS) as usize;
+                let use_ = use_number(n);
+                assert_ne!(use_, 0, "modulus {modulus}, count {n}");
+                if let Some(before) = last[slot] {
+                    assert_ne!(
+                        use_ & (u32::MAX >> 1),
+                        before & (u32::MAX >> 1),
+                        "modulus {modulus}, count {n}"
+                    );
+                }
+                last[slot] = Some(use_);
+                n = n.wrapping_add(1) & mask;
+                for (s, u) in last.iter().enumerate() {
+                    if let Some(u) = *u {
+                        assert_eq!(
+                            last_use(n, s as u32, modulus),
+                            u,
+                            "modulus {modulus}, count {n}, slot {s}"
+                        );
+                    }
+                }
+            }
+        }
     }
 }

@@ -43,8 +43,9 @@
 //! barriers), instead of each child's arguments one after another. It
 //! zeroes the words for the next use, folds its children's operands
 //! (level 0) or partial results in rank order into the node's cell when
-//! the subtree agrees (each element of eight children loaded in one batch
-//! and combined in registers: `Fold::fold_parts`), stores the subtree's first error (when it has one:
+//! the subtree agrees (each element of 16 children loaded in one batch,
+//! eight for elements over 8 bytes, and combined in registers:
+//! `Fold::fold_parts`), stores the subtree's first error (when it has one:
 //! the lowest child's, one load) as the node's verdict and
 //! goes on to the parent with the node's tally as its own; the other
 //! arrivers are done. The top node's last arriver judges the whole world
@@ -266,9 +267,9 @@ trait Fold {
     /// `cell = part 0 op part 1 op ... op part (parts - 1)`, part `j` at
     /// `first + j × stride`, over `bytes` bytes of elements, element by
     /// element, strictly in that order: each element of the parts is
-    /// loaded [`FOLD_BATCH`] parts at a time in one batch of independent
-    /// loads (`shim::load_plain_batch`) and combined in registers; the
-    /// cell is written once per element.
+    /// loaded a batch of parts at a time ([`fold_batch`]) in one batch of
+    /// independent loads (`shim::load_plain_batch`) and combined in
+    /// registers; the cell is written once per element.
     ///
     /// # Safety
     /// `parts >= 1`; every part and the cell hold `bytes` bytes of
@@ -281,10 +282,32 @@ trait Fold {
     fn operation(&self) -> u32;
 }
 
-/// Parts whose element a last arriver loads in one batch: the 32 children
-/// of a node in four round trips instead of 32 (each child's element was
-/// loaded after the previous one was combined, a chain of loads).
+/// Parts whose element a last arriver loads in one batch, for elements
+/// larger than [`WIDE_FOLD_BYTES`]: the 32 children of a node in four
+/// round trips instead of 32 (each child's element was loaded after the
+/// previous one was combined, a chain of loads).
 const FOLD_BATCH: usize = 8;
+
+/// Elements of at most this many bytes (`f64`, `u64` and smaller) are
+/// loaded [`WIDE_FOLD_BATCH`] parts at a time when there are more than
+/// [`FOLD_BATCH`]: a node's 32 children in two round trips, the batch's
+/// values in 32 registers at most (32 at a time, ptxas spills them:
+/// docs/performance.md).
+const WIDE_FOLD_BYTES: usize = 8;
+
+/// Parts per batch for elements of at most [`WIDE_FOLD_BYTES`]: half a
+/// node of the world's arrival tree.
+const WIDE_FOLD_BATCH: usize = 16;
+
+/// The parts [`Fold::fold_parts`] loads in one batch for elements of
+/// `size` bytes.
+const fn fold_batch(size: usize) -> usize {
+    if size <= WIDE_FOLD_BYTES {
+        WIDE_FOLD_BATCH
+    } else {
+        FOLD_BATCH
+    }
+}
 
 /// Barrier and broadcast: nothing to combine.
 struct NoFold;
@@ -308,38 +331,63 @@ impl<T: Equivalence, O: Operation<T>> Fold for OpFold<'_, T, O> {
     // Out of line: its batch of values stays out of `arrive`'s registers.
     #[inline(never)]
     unsafe fn fold_parts(&self, cell: *mut u8, first: *const u8, stride: usize, parts: u32, bytes: usize) {
-        let size = core::mem::size_of::<T>().max(1);
-        let parts = parts as usize;
-        let mut at = 0;
-        while at + size <= bytes {
-            let mut acc = core::mem::MaybeUninit::<T>::uninit();
-            let mut done = 0;
-            while done < parts {
-                let k = (parts - done).min(FOLD_BATCH);
-                // SAFETY: element `at / size` of parts `done..done + k`
-                // (the caller's contract).
-                let batch: [T; FOLD_BATCH] =
-                    unsafe { shim::load_plain_batch(first.wrapping_add(done * stride + at), stride, k) };
-                for (j, v) in batch.iter().enumerate() {
-                    if j < k {
-                        acc.write(if done + j == 0 {
-                            *v
-                        } else {
-                            // SAFETY: written at part 0, before this one.
-                            self.0.apply(unsafe { acc.assume_init_ref() }, v)
-                        });
-                    }
-                }
-                done += k;
-            }
-            // SAFETY: element `at / size` of the cell (the caller's
-            // contract); `acc` holds the fold of `parts >= 1` parts.
-            unsafe {
-                shim::note_global(cell.add(at), size, true);
-                core::ptr::write(cell.add(at) as *mut T, acc.assume_init());
-            }
-            at += size;
+        // The wide batch for a small type (known at compile time) and more
+        // parts than a narrow batch holds: on the GPU a batch loads its
+        // last part again in place of each missing one.
+        if fold_batch(core::mem::size_of::<T>()) == WIDE_FOLD_BATCH && parts as usize > FOLD_BATCH {
+            // SAFETY: the caller's contract.
+            unsafe { fold_in_batches::<T, O, WIDE_FOLD_BATCH>(self.0, cell, first, stride, parts, bytes) }
+        } else {
+            // SAFETY: the caller's contract.
+            unsafe { fold_in_batches::<T, O, FOLD_BATCH>(self.0, cell, first, stride, parts, bytes) }
         }
+    }
+}
+
+/// [`Fold::fold_parts`] of `op`, `N` parts per batch.
+///
+/// # Safety
+/// As [`Fold::fold_parts`].
+#[inline(always)]
+unsafe fn fold_in_batches<T: Equivalence, O: Operation<T>, const N: usize>(
+    op: &O,
+    cell: *mut u8,
+    first: *const u8,
+    stride: usize,
+    parts: u32,
+    bytes: usize,
+) {
+    let size = core::mem::size_of::<T>().max(1);
+    let parts = parts as usize;
+    let mut at = 0;
+    while at + size <= bytes {
+        let mut acc = core::mem::MaybeUninit::<T>::uninit();
+        let mut done = 0;
+        while done < parts {
+            let k = (parts - done).min(N);
+            // SAFETY: element `at / size` of parts `done..done + k` (the
+            // caller's contract).
+            let batch: [T; N] =
+                unsafe { shim::load_plain_batch(first.wrapping_add(done * stride + at), stride, k) };
+            for (j, v) in batch.iter().enumerate() {
+                if j < k {
+                    acc.write(if done + j == 0 {
+                        *v
+                    } else {
+                        // SAFETY: written at part 0, before this one.
+                        op.apply(unsafe { acc.assume_init_ref() }, v)
+                    });
+                }
+            }
+            done += k;
+        }
+        // SAFETY: element `at / size` of the cell (the caller's contract);
+        // `acc` holds the fold of `parts >= 1` parts.
+        unsafe {
+            shim::note_global(cell.add(at), size, true);
+            core::ptr::write(cell.add(at) as *mut T, acc.assume_init());
+        }
+        at += size;
     }
 }
 
@@ -611,13 +659,13 @@ fn start<'a, 's, F: Fold>(
     }
     let n = w.started(sp);
     let slot = n % IMMEDIATE_SLOTS;
-    if w.pending_scope(sp, slot) != 0 {
+    if w.slot_in_use(sp, slot) {
         return Err(Error::ImmediateLimit {
             limit: IMMEDIATE_SLOTS,
         });
     }
     w.set_started(sp, n.wrapping_add(1));
-    let use_ = n / IMMEDIATE_SLOTS + 1;
+    let use_ = crate::nonblocking::use_number(n);
     let capacity = w.layout.immediate_bytes - ARGS_BYTES;
     if s.error.is_none() && s.bytes > capacity {
         s.error = Some(Error::BufferTooLarge {
