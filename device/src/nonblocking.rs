@@ -519,8 +519,8 @@ impl World {
 
     /// Non-blocking collectives this rank started in `sp`, modulo
     /// [`World::started_modulus`]: the world's count is kept by the
-    /// `World` ([`RankState`](crate::communicator::RankState)'s `started`),
-    /// a communicator context's in its record.
+    /// `World` ([`RankState::started`]), a communicator context's in its
+    /// record.
     pub(crate) fn started(&self, sp: Space) -> u32 {
         if sp.id == 0 {
             return self.known.started();
@@ -545,8 +545,7 @@ impl World {
 
     /// Whether slot `slot` of `sp` holds a collective this rank started
     /// and has not collected (a start's check): for the world, a bit the
-    /// `World` keeps
-    /// ([`RankState::pending`](crate::communicator::RankState::pending)), else the record's scope
+    /// `World` keeps ([`RankState::pending`]), else the record's scope
     /// word.
     pub(crate) fn slot_in_use(&self, sp: Space, slot: u32) -> bool {
         if sp.id == 0 {
@@ -654,7 +653,9 @@ impl World {
     }
 
     /// Notes that the collective in slot `slot` of `sp` was collected (its
-    /// record freed): see [`World::slot_in_use`].
+    /// record freed): see [`World::slot_in_use`]. Clearing twice is
+    /// harmless (a wait's poll may collect through [`collect`], which
+    /// frees the slot itself).
     fn slot_collected(&self, sp: Space, slot: u32) {
         if sp.id == 0 {
             self.known.set_pending(slot, false);

@@ -267,8 +267,9 @@ trait Fold {
     /// `cell = part 0 op part 1 op ... op part (parts - 1)`, part `j` at
     /// `first + j × stride`, over `bytes` bytes of elements, element by
     /// element, strictly in that order: each element of the parts is
-    /// loaded a batch of parts at a time ([`fold_batch`]) in one batch of
-    /// independent loads (`shim::load_plain_batch`) and combined in
+    /// loaded a batch of parts at a time ([`FOLD_BATCH`], or
+    /// [`WIDE_FOLD_BATCH`] for small elements) in one batch of independent
+    /// loads (`shim::load_plain_batch`) and combined in
     /// registers; the cell is written once per element.
     ///
     /// # Safety
@@ -299,16 +300,6 @@ const WIDE_FOLD_BYTES: usize = 8;
 /// node of the world's arrival tree.
 const WIDE_FOLD_BATCH: usize = 16;
 
-/// The parts [`Fold::fold_parts`] loads in one batch for elements of
-/// `size` bytes.
-const fn fold_batch(size: usize) -> usize {
-    if size <= WIDE_FOLD_BYTES {
-        WIDE_FOLD_BATCH
-    } else {
-        FOLD_BATCH
-    }
-}
-
 /// Barrier and broadcast: nothing to combine.
 struct NoFold;
 
@@ -334,7 +325,7 @@ impl<T: Equivalence, O: Operation<T>> Fold for OpFold<'_, T, O> {
         // The wide batch for a small type (known at compile time) and more
         // parts than a narrow batch holds: on the GPU a batch loads its
         // last part again in place of each missing one.
-        if fold_batch(core::mem::size_of::<T>()) == WIDE_FOLD_BATCH && parts as usize > FOLD_BATCH {
+        if core::mem::size_of::<T>() <= WIDE_FOLD_BYTES && parts as usize > FOLD_BATCH {
             // SAFETY: the caller's contract.
             unsafe { fold_in_batches::<T, O, WIDE_FOLD_BATCH>(self.0, cell, first, stride, parts, bytes) }
         } else {
