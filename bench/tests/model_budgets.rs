@@ -198,3 +198,16 @@ fn non_blocking_barrier_and_all_reduce_stay_within_their_modelled_budgets() {
     }
     .check(field(iallreduce, "model_mpi_avg_us"));
 }
+
+#[test]
+fn reduce_scatter_and_scan_stay_within_their_modelled_budgets() {
+    check_eight_byte_rows([
+        (
+            Suite::ReduceScatter,
+            "reduce_scatter",
+            "8-byte reduce-scatter, 512 ranks",
+            56.3490,
+        ),
+        (Suite::Scan, "scan", "8-byte scan, 512 ranks", 10.2549),
+    ]);
+}

@@ -1137,6 +1137,43 @@ fn all_to_all_and_all_gather_direct_two_blocks() {
     });
 }
 
+/// (q) Two reduce-scatters of a non-commutative operation across 2 blocks
+/// of 1 rank whose send buffers are scratch lines (rank `r`'s: line `r`,
+/// two `u32`s): every rank publishes its buffer and folds its element out
+/// of both, rank 0's the left operand. Each rank rewrites its buffer
+/// before the second call, so loom checks that the first call's closing
+/// barrier orders the other rank's reads before that write, and the second
+/// call's agreement the write before the other rank's reads.
+#[test]
+fn reduce_scatter_direct_two_blocks() {
+    check("reduce_scatter direct 2x1", 2, || {
+        let results = run_world(
+            small_config(2, 1, 1),
+            2,
+            |w, scratch| -> Result<[u32; 2], Error> {
+                let r = w.rank() as usize;
+                let op = UserOperation::associative(concat);
+                let mut out = [0u32; 2];
+                for (call, o) in out.iter_mut().enumerate() {
+                    // Element e: 10 r + e + 1 + 4 call (two u32s, little-endian).
+                    let lo = (10 * r + 1 + 4 * call) as u64;
+                    scratch.put(r, lo | (lo + 1) << 32);
+                    // SAFETY: line `r` of the scratch, 64-byte aligned; only
+                    // this rank writes it, and the other rank reads it only
+                    // inside the collective.
+                    let send = unsafe { std::slice::from_raw_parts(scratch.line(r) as *const u32, 2) };
+                    let mut recv = [0u32; 1];
+                    w.reduce_scatter_block_into(send, &mut recv[..], op)?;
+                    *o = recv[0];
+                }
+                Ok(out)
+            },
+        );
+        // Rank e: (e + 1 + 4 call) ∘ (11 + e + 4 call).
+        assert_eq!(results, [Ok([111, 515]), Ok([212, 616])]);
+    });
+}
+
 /// Decimal concatenation of `x` and `y` (`12 ∘ 3 = 123`): associative, not
 /// commutative, so a result shows the order its operands combined in.
 fn concat(x: &u32, y: &u32) -> u32 {

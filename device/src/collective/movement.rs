@@ -24,12 +24,16 @@
 //! is reachable (the agreement tells: [`Agreement::direct`]): every rank
 //! publishes its buffer and copies its parts into the others'
 //! ([`World::push_parts`]); otherwise, and for the varcount and in-place
-//! all-to-all, every rank copies its own result from the cells.
+//! all-to-all, every rank copies its own result from the cells. A
+//! reduce-scatter whose send buffers are all reachable (`scan.rs`) reads
+//! them the other way round: every rank folds its block out of every
+//! rank's buffer ([`World::pull_fold`]).
 
 use super::agreement::{checksum, Agreement, AGREEMENT_END, CHECK, COUNT, LEN, ROOT, TYPE};
+use super::operation::Operation;
 use crate::buffers::Side;
 use crate::communicator::{Communicator, World};
-use crate::datatype::{Buffer, BufferMut, Datatype, TypedBuffer};
+use crate::datatype::{Buffer, BufferMut, Datatype, Equivalence, TypedBuffer};
 use crate::error::{saturating_u32, Error};
 use crate::polling::{Call as WaitCall, WaitFor};
 use core::cell::Cell;
@@ -221,6 +225,9 @@ fn type_error(root: i32, got: Datatype, expected: Datatype) -> Error {
 /// Receive buffers whose addresses [`World::push_parts`] loads in one batch.
 const PUSH_BATCH: usize = 8;
 
+/// Ranks whose send buffers [`World::pull_fold`] reads in one batch.
+const FOLD_BATCH: usize = 16;
+
 /// The rooted collectives of this module, as the agreement's `CHECK` slot
 /// and a published buffer name them: ranks that call different ones never
 /// agree, so never copy into or out of a buffer another collective
@@ -238,7 +245,7 @@ enum Rooted {
 /// memory, which every rank can reach, or null (a buffer in the root's
 /// local memory, a stack array on the GPU; a typed view): the parts are
 /// then staged through the cells and the root copies them alone.
-fn reachable(side: Option<Side>) -> *mut u8 {
+pub(super) fn reachable(side: Option<Side>) -> *mut u8 {
     match side {
         Some(Side::Plain(p)) if crate::shim::is_shared_address(p) => p,
         _ => core::ptr::null_mut(),
@@ -471,6 +478,79 @@ impl World {
         } else {
             Err(Error::Intern)
         }
+    }
+
+    /// The data movement and fold of a reduce-scatter whose ranks all
+    /// published their send buffers (the agreement found them
+    /// [`direct`](Agreement::direct)): this rank reads elements `first ..
+    /// first + len` of every rank's send buffer, folds them in rank order
+    /// (rank 0's element the leftmost operand, MPI 4.1 §6.9.1) into the `len`
+    /// elements at `recv`, and one world barrier then tells every rank that
+    /// no rank reads its send buffer any more. Ranks are taken
+    /// [`FOLD_BATCH`] at a time: their published addresses as one batch of
+    /// independent loads, then for each element the batch's operands as
+    /// another, so that a rank pays two round trips per batch, not two per
+    /// rank; `recv` holds the running result between batches.
+    ///
+    /// # Safety
+    /// After an agreement round in which every rank published a send buffer
+    /// ([`publish_buffer`](Self::publish_buffer)) of `T`s holding at least
+    /// `first + len` elements, unchanged until the closing barrier; `recv`
+    /// writable for `len` elements, apart from every published buffer.
+    pub(super) unsafe fn pull_fold<T: Equivalence, O: Operation<T>>(
+        &self,
+        first: usize,
+        recv: *mut T,
+        len: usize,
+        op: &O,
+        what: WaitFor,
+    ) -> Result<(), Error> {
+        let n = self.ranks() as usize;
+        let size = core::mem::size_of::<T>();
+        let mut q0 = 0;
+        while q0 < n {
+            let mut from = [core::ptr::null::<T>(); FOLD_BATCH];
+            crate::shim::independent(|| {
+                // Past the last rank the batch repeats it: every load is
+                // issued, with no branch between them.
+                for (i, f) in from.iter_mut().enumerate() {
+                    *f = self.published_buffer((q0 + i).min(n - 1) as u32) as *const T;
+                }
+            });
+            let m = FOLD_BATCH.min(n - q0);
+            for e in 0..len {
+                let mut v = [T::zeroed(); FOLD_BATCH];
+                crate::shim::independent(|| {
+                    for (x, f) in v.iter_mut().zip(from.iter()) {
+                        // SAFETY: the caller's contract: `first + e` is an
+                        // element of every published buffer.
+                        *x = unsafe { crate::shim::load_element(f.add(first + e)) };
+                    }
+                });
+                // SAFETY: `e < len` elements of `recv` (the caller's
+                // contract); it holds the fold of ranks `0..q0` when `q0 > 0`.
+                unsafe {
+                    let out = recv.add(e);
+                    let mut acc = if q0 == 0 {
+                        v[0]
+                    } else {
+                        crate::shim::note_global(out.cast(), size, false);
+                        op.apply(&core::ptr::read(out), &v[0])
+                    };
+                    // Constant indices (the loop unrolls), so `v` stays in
+                    // registers; a batch past the last rank stops at it.
+                    for (i, x) in v.iter().enumerate().skip(1) {
+                        if i < m {
+                            acc = op.apply(&acc, x);
+                        }
+                    }
+                    crate::shim::note_global(out.cast(), size, true);
+                    core::ptr::write(out, acc);
+                }
+            }
+            q0 += FOLD_BATCH;
+        }
+        self.world_barrier(what)
     }
 
     /// The counts round of a varcount gather or scatter: every rank stages

@@ -9,10 +9,13 @@
 //! ranks on the left, so a non-commutative operation gets rank order
 //! (MPI 6.9.1), scans included.
 //!
-//! - Reduce-scatter: a round covers a window of the `sum(counts)` elements;
-//!   only the blocks holding ranks whose block of the result meets the
-//!   window combine the block results, and each rank copies its own
-//!   elements.
+//! - Reduce-scatter: when every rank's send buffer is plain global memory
+//!   and no rank is in place, every rank publishes its send buffer in the
+//!   agreement and folds its own block of the result straight out of all
+//!   of them (`World::pull_fold`), one world barrier at the end; otherwise a
+//!   round covers a window of the `sum(counts)` elements; only the blocks
+//!   holding ranks whose block of the result meets the window combine the
+//!   block results, and each rank copies its own elements.
 //! - Scan: inside a block an in-place work-efficient scan over the rank
 //!   cells (Brent–Kung: an up-sweep and a down-sweep of `2 log2(block_dim)`
 //!   block barriers); each rank keeps its in-block prefix in its receive
@@ -23,7 +26,9 @@
 
 use super::agreement::CELL_HEADER;
 use super::agreement::{checksum, Agreement, CHECK, COUNT, ROOT, TYPE};
+use super::movement::reachable;
 use super::operation::{Elements, ElementsMut, Operation};
+use crate::buffers::Side;
 use crate::communicator::World;
 use crate::datatype::Equivalence;
 use crate::error::{saturating_u32, Error};
@@ -156,11 +161,35 @@ impl World {
         if let Some(e) = &local {
             mine.fail(e);
         }
+        // Every rank reads its block of the result straight out of the
+        // others' send buffers when they all can (global memory, and not in
+        // place: an in-place result would overwrite operands that other
+        // ranks still read).
+        let size = core::mem::size_of::<T>();
+        let apart = (recv as usize).saturating_add(recv_len * size) <= send as usize
+            || (send as usize).saturating_add(n * size) <= recv as usize;
+        let published = if apart {
+            reachable(Some(Side::Plain(send as *mut u8)))
+        } else {
+            core::ptr::null_mut()
+        };
+        self.publish_buffer(published);
+        if published.is_null() {
+            mine.stage();
+        }
         let agreed = self.agree(mine, what)?;
         if !agreed.ok() {
             return Err(local.unwrap_or_else(|| agreed.error(self, -1, saturating_u32(n), T::DATATYPE.id)));
         }
-        let size = core::mem::size_of::<T>();
+        if agreed.direct() && n > 0 {
+            // SAFETY: every rank published its send buffer of `n` elements
+            // (agreed), and `first + recv_len <= n` (the counts were checked
+            // and agreed); `recv` is apart from our send buffer (checked),
+            // and a receive buffer that is another rank's send buffer is
+            // the caller's data race, as in the all-to-all that writes into
+            // the ranks' buffers.
+            return unsafe { self.pull_fold(first, recv, recv_len, op, what) };
+        }
         // Below `u32::MAX`: a larger count failed the agreement (`set_count`).
         let count = n as u32;
         let rounds = n.div_ceil(per_round);

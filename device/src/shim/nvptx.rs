@@ -674,6 +674,18 @@ pub unsafe fn load_payload_u64(ptr: *const u8) -> u64 {
     unsafe { (ptr as *const u64).read() }
 }
 
+/// Loads one element of `T` from another rank's buffer in global memory
+/// (a reduce-scatter's operand): a plain load, several of which may be in
+/// flight in a batch ([`super::independent`]).
+///
+/// # Safety
+/// `ptr` valid for reads of one `T` and aligned; ordered against the
+/// element's writes by the protocol's acquire/release operations.
+pub unsafe fn load_element<T: Copy>(ptr: *const T) -> T {
+    // SAFETY: forwarded from the caller.
+    unsafe { ptr.read() }
+}
+
 /// Loads the first `len` (at most 8) bytes at `src` into a payload's first
 /// word, in memory order, the rest zero: [`store_head_bytes`]'s inverse
 /// (the send of a small message through registers).
