@@ -98,6 +98,7 @@ macro_rules! for_each_case {
             collective_all_gather: "collective/all_gather" => chapter6::all_gather,
             collective_all_to_all: "collective/all_to_all" => chapter6::all_to_all_case,
             collective_scan: "collective/scan" => chapter6::scan,
+            collective_scan_long_rounds: "collective/scan_long_rounds" => chapter6::scan_long_rounds,
             collective_reduce_scatter: "collective/reduce_scatter" => chapter6::reduce_scatter,
             collective_reduce_in_place: "collective/reduce_in_place" => chapter6::reduce_in_place,
             errors_collective_arguments: "errors/collective_arguments" => chapter6::collective_arguments,

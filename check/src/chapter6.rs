@@ -264,8 +264,18 @@ fn fold(op: &PrefixOp, ranks: impl Iterator<Item = u32>, j: u32) -> Option<Vec<u
 /// and checks the results (words of the buffer that receives them: the
 /// receive buffer, or the send buffer in place).
 fn prefix_checks(device: &Device, cases: &[u32]) -> Result<(), String> {
+    prefix_checks_on(device, CH6_SHAPES, ch6_counts, cases)
+}
+
+/// [`prefix_checks`] on `shapes`, with `counts(ranks)` elements per part.
+fn prefix_checks_on(
+    device: &Device,
+    shapes: &[Shape],
+    counts: fn(u32) -> &'static [u32],
+    cases: &[u32],
+) -> Result<(), String> {
     let mut c = Checker::default();
-    c.shapes(CH6_SHAPES, |c, s| {
+    c.shapes(shapes, |c, s| {
         let n = s.ranks;
         for op in &PREFIX_OPS {
             if op.words == 4 && n > 1 {
@@ -276,7 +286,7 @@ fn prefix_checks(device: &Device, cases: &[u32]) -> Result<(), String> {
                 });
             }
             for &case in cases {
-                for &k in ch6_counts(n) {
+                for &k in counts(n) {
                     let region = ch6::prefix_region(n, k);
                     let job = Job::new(&ch6::SEMANTICS_PREFIX, case, ch6::CH6_STRIDE)
                         .params(k, op.param2)
@@ -368,6 +378,31 @@ fn prefix_checks(device: &Device, cases: &[u32]) -> Result<(), String> {
 pub(crate) fn scan(device: &Device) -> Result<(), String> {
     prefix_checks(
         device,
+        &[
+            ch6::P_SCAN,
+            ch6::P_SCAN_IN_PLACE,
+            ch6::P_EXSCAN,
+            ch6::P_EXSCAN_IN_PLACE,
+        ],
+    )
+}
+
+/// Scans whose rounds are long: 96 ranks in one block of three warps
+/// staging 4,096 bytes per round, 300 elements. A round's warp totals and
+/// prefixes (five per element) do not fit the block's shared scratch and
+/// go through the rank cells: all of the `u32` sum's one round, and the
+/// first of the matrix product's two (255 and 45 elements; the second
+/// fits).
+pub(crate) fn scan_long_rounds(device: &Device) -> Result<(), String> {
+    const SHAPES: &[Shape] = &[Shape {
+        ranks: 96,
+        block: 96,
+        collective_bytes: 4096,
+    }];
+    prefix_checks_on(
+        device,
+        SHAPES,
+        |_| &[300],
         &[
             ch6::P_SCAN,
             ch6::P_SCAN_IN_PLACE,

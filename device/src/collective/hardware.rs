@@ -1142,7 +1142,7 @@ const EXCLUSIVE_BIT: u32 = 0x100;
 
 /// `value` of lane `lane - delta` (lanes below `delta`: their own), word
 /// by word.
-fn shfl_up_value<T: Equivalence>(mask: u32, value: &T, delta: u32) -> T {
+pub(super) fn shfl_up_value<T: Equivalence>(mask: u32, value: &T, delta: u32) -> T {
     shuffle_value(value, |w| shim::shfl_up_sync(mask, w, delta))
 }
 
@@ -1150,7 +1150,13 @@ fn shfl_up_value<T: Equivalence>(mask: u32, value: &T, delta: u32) -> T {
 /// gets `x_0 ∘ … ∘ x_l`, operands combined in lane order: the lower
 /// lanes' run on the left, MPI 6.9.1); lanes at or past `n` get values of
 /// no meaning. Every lane of `mask` calls it with the same `n`.
-fn warp_scan<T: Equivalence, O: Operation<T>>(mask: u32, lane: u32, n: u32, mut x: T, op: &O) -> T {
+pub(super) fn warp_scan<T: Equivalence, O: Operation<T>>(
+    mask: u32,
+    lane: u32,
+    n: u32,
+    mut x: T,
+    op: &O,
+) -> T {
     let mut d = 1u32;
     while d < n {
         let lower = shfl_up_value(mask, &x, d);

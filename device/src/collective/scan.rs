@@ -1,9 +1,8 @@
 //! Reduce-scatter and scans (MPI 4.1 §6.10, §6.11), and `reduce_local_into`
 //! (§6.9.7).
 //!
-//! Both use the reduction machinery of `reduce_impl`: rounds of
-//! `(collective_bytes - 8) / size_of::<T>()` elements staged in the rank
-//! cells, combined inside each block, block results staged in the block
+//! Both work in rounds of `(collective_bytes - 8) / size_of::<T>()`
+//! elements: combined inside each block, block results staged in the block
 //! cells, one world barrier per round, and the block results folded in
 //! block order (`combine_blocks`). Operands are always combined with lower
 //! ranks on the left, so a non-commutative operation gets rank order
@@ -16,16 +15,18 @@
 //!   round covers a window of the `sum(counts)` elements; only the blocks
 //!   holding ranks whose block of the result meets the window combine the
 //!   block results, and each rank copies its own elements.
-//! - Scan: inside a block an in-place work-efficient scan over the rank
-//!   cells (Brent–Kung: an up-sweep and a down-sweep of `2 log2(block_dim)`
-//!   block barriers); each rank keeps its in-block prefix in its receive
-//!   buffer; the block's last rank stages the block total; after the world
-//!   barrier, the ranks of block `b > 0` fold the totals of blocks `0..b`
-//!   (shared between them, as in all-reduce) and combine that prefix with
-//!   their own.
+//! - Scan: inside a block, shuffle scans in every warp and one over the
+//!   warps' totals (`World::block_prefix`: four block barriers, the totals
+//!   in the block's shared scratch, or in rank cells when a long round's
+//!   do not fit); each rank keeps its in-block prefix in its receive
+//!   buffer and warp 0 stages the block total; after the world barrier,
+//!   the ranks of block `b > 0` fold the totals of blocks `0..b` (shared
+//!   between them, as in all-reduce) and combine that prefix with their
+//!   own.
 
 use super::agreement::CELL_HEADER;
 use super::agreement::{checksum, Agreement, CHECK, COUNT, ROOT, TYPE};
+use super::hardware::{self, STAGE_BYTES};
 use super::movement::reachable;
 use super::operation::{Elements, ElementsMut, Operation};
 use crate::buffers::Side;
@@ -34,6 +35,10 @@ use crate::datatype::Equivalence;
 use crate::error::{saturating_u32, Error};
 use crate::polling::{Call as WaitCall, WaitFor};
 use crate::shim;
+
+/// Where a scan round's stage begins in the block's shared scratch: after
+/// the bytes a block communicator's opening writes (`hardware`'s header).
+const STAGE_HEADER: usize = shim::SHARED_BLOCK_BYTES - STAGE_BYTES;
 
 /// Combines `inbuf` into `inoutbuf` element by element: `inoutbuf[i] =
 /// inbuf[i] op inoutbuf[i]` (`MPI_Reduce_local`; `inbuf` is the left
@@ -229,8 +234,8 @@ impl World {
     /// `MPI_Scan` (`exclusive` false) and `MPI_Exscan` of the `n` elements
     /// at `send` into the `recv_len` (= `n`) elements at `recv`.
     ///
-    /// In place (`recv == send`), a round stages its elements before it
-    /// writes any of them.
+    /// In place (`recv == send`), a rank loads each element before it
+    /// writes it.
     ///
     /// # Safety
     /// As for [`World::reduce_scatter_impl`].
@@ -272,10 +277,8 @@ impl World {
         if !agreed.ok() {
             return Err(local.unwrap_or_else(|| agreed.error(self, -1, saturating_u32(n), T::DATATYPE.id)));
         }
-        let size = core::mem::size_of::<T>();
         // Below `u32::MAX`: a larger count failed the agreement (`set_count`).
         let count = n as u32;
-        let bd = self.block_dim();
         let t = self.thread;
         let rounds = n.div_ceil(per_round);
         for round in 0..rounds {
@@ -283,45 +286,16 @@ impl World {
             let hi = (lo + per_round).min(n);
             let k = hi - lo;
             self.begin_staging_round();
-            let cell = self.rank_cell(self.rank);
-            // SAFETY: our own cell (count word, then `per_round >= k`
-            // elements), untouched by others before the block barrier;
-            // `lo + k <= n` elements of `send`.
-            unsafe {
-                core::ptr::write(cell as *mut u32, count);
-                core::ptr::write(cell.add(4) as *mut u32, count);
-                shim::copy_bytes(cell.add(CELL_HEADER), send.add(lo) as *const u8, k * size);
-            }
             self.record_wait(what);
-            self.block_scan(k, op);
-            // Every cell of the block now holds its rank's in-block
-            // inclusive prefix (published by the scan's closing barrier).
-            if t == bd - 1 {
-                // SAFETY: the block's cell is written only by its last rank;
-                // this half was last read two rounds ago, before the last
-                // world barrier.
-                unsafe { shim::copy_bytes(self.block_cell(self.block), cell, CELL_HEADER + k * size) };
-            }
-            let own = if !exclusive {
-                Some(cell)
-            } else if t > 0 {
-                Some(self.rank_cell(self.rank - 1))
-            } else {
-                None
-            };
-            if let Some(src) = own {
-                // SAFETY: `k` elements of a cell of this block, final after the
-                // scan; `recv` holds `n >= hi` elements. In place, these
-                // elements were staged above.
-                unsafe { shim::copy_bytes(recv.add(lo) as *mut u8, src.add(CELL_HEADER), k * size) };
-            }
+            // SAFETY: `lo + k <= n` elements of `send` and `recv`.
+            unsafe { self.block_prefix(send.add(lo), recv.add(lo), k, count, exclusive, op) };
             self.world_barrier(what)?;
             if self.block > 0 {
                 // Fold the totals of the blocks before ours into our leader's
                 // cell (the rank cells are free: their values are in the
                 // receive buffers, and the world barrier ordered every read).
                 self.combine_blocks(self.block, k, count, op);
-                let prefix = self.rank_cell(self.block * bd);
+                let prefix = self.rank_cell(self.block_leader());
                 for i in 0..k {
                     // SAFETY: the leader's cell holds `k` combined elements
                     // (published by the block tree's closing barrier);
@@ -344,53 +318,150 @@ impl World {
         Ok(())
     }
 
-    /// Inclusive scan of the `k` staged elements of this block's rank cells,
-    /// in place (Brent–Kung): an up-sweep that leaves in cell `t` the
-    /// combination of the `2^j` cells ending at `t` where `t + 1` is a
-    /// multiple of `2^j`, then a down-sweep that completes the others, with
-    /// a block barrier before each step and after the last. Lower ranks are
-    /// always the left operand. Every rank of the block calls it.
-    fn block_scan<T: Equivalence, O: Operation<T>>(&self, k: usize, op: &O) {
+    /// The in-block part of a scan round: this rank's prefix over its
+    /// block of the `k` elements at `send` (inclusive, or exclusive: the
+    /// block's first rank writes nothing) into `recv`, and the block's total
+    /// into its block cell (count words, then `k` elements) for the later
+    /// blocks. Every warp scans with shuffles; the warps' totals go to the
+    /// block's shared scratch (to the cells of the warps' last ranks when
+    /// `warps × k` elements do not fit beside the prefixes), warp 0 scans
+    /// them with shuffles into the prefixes of warps `1..` (in warp 0's
+    /// ranks' cells where the totals are) and the block's total, and every
+    /// rank of warps `1..` combines its warp's prefix on the left. Four
+    /// block barriers: the first counts the block (a block short of a rank
+    /// that returned names no lane in a shuffle: it skips the scan, and the
+    /// world barrier after it fails), the last lets the block's next use of
+    /// the shared scratch (the world barrier's) begin. Lower ranks are
+    /// always the left operand (MPI 4.1 §6.9.1). Every rank of the block
+    /// calls it.
+    ///
+    /// # Safety
+    /// `send` readable and `recv` writable for `k <= per_round` elements
+    /// (they may be the same); the round's staging half begun.
+    unsafe fn block_prefix<T: Equivalence, O: Operation<T>>(
+        &self,
+        send: *const T,
+        recv: *mut T,
+        k: usize,
+        count: u32,
+        exclusive: bool,
+        op: &O,
+    ) {
         let bd = self.block_dim();
-        let t = self.thread;
-        let first = self.block * bd;
-        let combine = |left: u32, right: u32| {
-            let l = self.rank_cell(first + left);
-            let r = self.rank_cell(first + right);
-            // SAFETY: both cells were staged (or updated) before the block
-            // barrier that precedes this step; in a step no cell is both
-            // written (each rank writes only its own) and read; the data
-            // areas are 8-aligned and hold `k` elements.
+        let (lane, warp) = (self.thread % 32, self.thread / 32);
+        let warps = bd.div_ceil(32);
+        let mask = shim::warp_mask();
+        let lanes = mask.count_ones();
+        let size = core::mem::size_of::<T>();
+        // Warp `w`'s total of element `i` at `totals.0 + w × totals.1 + i ×
+        // size`, warp `w + 1`'s prefix at `prefixes.0 + w × prefixes.1 + i ×
+        // size`. In the cells, a warp's total is in its first rank's cell
+        // (ranks `32 w`) and the prefixes in the cells of ranks `1..warps`
+        // (at most 31): no cell holds both, and each is written by one
+        // rank (a warp's last lane, warp 0's lane `w`).
+        let shared = (2 * warps as usize - 1) * k * size <= STAGE_BYTES;
+        let (totals, prefixes) = if shared {
+            // SAFETY: the stage after the scratch's header, `STAGE_BYTES`
+            // long, 16-byte aligned (`T`'s alignment is at most 8:
+            // `elements_per_round`).
+            let stage = unsafe { shim::shared_block::<{ shim::SHARED_BLOCK_BYTES }>().add(STAGE_HEADER) };
+            // SAFETY: `warps × k` totals, then `(warps - 1) × k` prefixes.
+            (
+                (stage, k * size),
+                (unsafe { stage.add(warps as usize * k * size) }, k * size),
+            )
+        } else {
+            let (leader, cb) = (self.block_leader(), self.collective_bytes());
+            // SAFETY: data areas of this block's cells: warp `w`'s first
+            // rank's, and ranks `1..warps` (prefixes are only written and
+            // read when a second warp exists, so these ranks do).
             unsafe {
-                let l = l.add(CELL_HEADER) as *const T;
-                let r = r.add(CELL_HEADER) as *mut T;
-                for i in 0..k {
-                    shim::note_global(l.add(i).cast(), core::mem::size_of::<T>(), false);
-                    shim::note_global(r.add(i).cast(), core::mem::size_of::<T>(), false);
-                    let v = op.apply(&core::ptr::read(l.add(i)), &core::ptr::read(r.add(i)));
-                    core::ptr::write(r.add(i), v);
-                }
+                (
+                    (self.rank_cell(leader).add(CELL_HEADER), 32 * cb),
+                    (self.rank_cell(leader + 1.min(bd - 1)).add(CELL_HEADER), cb),
+                )
             }
         };
-        let mut d = 1;
-        while d < bd {
-            shim::block_barrier();
-            // Reads cell t - d, which no rank writes in this step
-            // ((t - d + 1) is not a multiple of 2d).
-            if (t + 1).is_multiple_of(2 * d) {
-                combine(t - d, t);
+        let at = |(base, stride): (*mut u8, usize), w: u32, i: usize| -> *mut T {
+            // SAFETY: inside the stage or the block's cells (above).
+            unsafe { base.add(w as usize * stride + i * size) as *mut T }
+        };
+        let whole = shim::block_barrier_count(true) == bd;
+        if whole {
+            for i in 0..k {
+                // SAFETY: `i < k` elements of `send` and `recv` (the caller's
+                // contract); element `i` of `send` is read before `recv`'s
+                // is written (in place they are one).
+                unsafe {
+                    let x = shim::load_element(send.add(i));
+                    let y = hardware::warp_scan(mask, lane, lanes, x, op);
+                    if lane == lanes - 1 {
+                        shim::note_global(at(totals, warp, i) as *const u8, size, true);
+                        core::ptr::write(at(totals, warp, i), y);
+                    }
+                    let y = if exclusive {
+                        hardware::shfl_up_value(mask, &y, 1)
+                    } else {
+                        y
+                    };
+                    if !exclusive || lane > 0 {
+                        shim::note_global(recv.add(i) as *const u8, size, true);
+                        core::ptr::write(recv.add(i), y);
+                    }
+                }
             }
-            d *= 2;
         }
-        d /= 4;
-        while d >= 1 {
-            shim::block_barrier();
-            // Cell t - d holds a complete prefix ((t - d + 1) is a multiple
-            // of 2d) and is not written in this step.
-            if t + 1 >= 3 * d && (t + 1) % (2 * d) == d {
-                combine(t - d, t);
+        shim::block_barrier();
+        if whole && warp == 0 {
+            let from = lane.min(warps - 1);
+            for i in 0..k {
+                // SAFETY: warp `from`'s total, written before the barrier;
+                // the prefix and the block cell are written by one lane
+                // each (the block cell by no other rank), after every lane
+                // has read its total.
+                unsafe {
+                    shim::note_global(at(totals, from, i) as *const u8, size, false);
+                    let z = core::ptr::read(at(totals, from, i));
+                    let z = hardware::warp_scan(mask, lane, warps, z, op);
+                    if lane + 1 < warps {
+                        shim::note_global(at(prefixes, lane, i) as *const u8, size, true);
+                        core::ptr::write(at(prefixes, lane, i), z);
+                    } else if lane + 1 == warps {
+                        let total = (self.block_cell(self.block).add(CELL_HEADER) as *mut T).add(i);
+                        shim::note_global(total as *const u8, size, true);
+                        core::ptr::write(total, z);
+                    }
+                }
             }
-            d /= 2;
+            if lane + 1 == warps {
+                // SAFETY: the block cell's count words (`CELL_HEADER` bytes).
+                unsafe {
+                    let cell = self.block_cell(self.block) as *mut u32;
+                    core::ptr::write(cell, count);
+                    core::ptr::write(cell.add(1), count);
+                }
+            }
+        }
+        shim::block_barrier();
+        if whole && warp > 0 {
+            for i in 0..k {
+                // SAFETY: warp `warp - 1`'s prefix from warp 0, written
+                // before the barrier; element `i < k` of `recv`, written
+                // above by this rank (but lane 0's of an exclusive scan).
+                unsafe {
+                    let p = at(prefixes, warp - 1, i);
+                    shim::note_global(p as *const u8, size, false);
+                    let p = core::ptr::read(p);
+                    let out = recv.add(i);
+                    let v = if exclusive && lane == 0 {
+                        p
+                    } else {
+                        op.apply(&p, &core::ptr::read(out))
+                    };
+                    shim::note_global(out as *const u8, size, true);
+                    core::ptr::write(out, v);
+                }
+            }
         }
         shim::block_barrier();
     }
