@@ -1137,24 +1137,26 @@ fn all_to_all_and_all_gather_direct_two_blocks() {
     });
 }
 
-/// (q) Two reduce-scatters of a non-commutative operation across 2 blocks
-/// of 1 rank whose send buffers are scratch lines (rank `r`'s: line `r`,
-/// two `u32`s): every rank publishes its buffer and folds its element out
-/// of both, rank 0's the left operand. Each rank rewrites its buffer
-/// before the second call, so loom checks that the first call's closing
-/// barrier orders the other rank's reads before that write, and the second
-/// call's agreement the write before the other rank's reads.
+/// (q) Three reduce-scatters of a non-commutative operation across 2
+/// blocks of 1 rank whose send buffers are scratch lines (rank `r`'s: line
+/// `r`, two `u32`s): every rank publishes its buffer and folds its element
+/// out of both, rank 0's the left operand. Each rank rewrites its buffer
+/// before the next call, so loom checks that a call's closing barrier
+/// orders the other rank's reads before that write, and the next call's
+/// agreement the write before the other rank's reads. The third call is in
+/// place: rank 1's result overwrites the element rank 0 reads, so loom
+/// checks that it lands only after the closing barrier.
 #[test]
 fn reduce_scatter_direct_two_blocks() {
     check("reduce_scatter direct 2x1", 2, || {
         let results = run_world(
             small_config(2, 1, 1),
             2,
-            |w, scratch| -> Result<[u32; 2], Error> {
+            |w, scratch| -> Result<[u32; 3], Error> {
                 let r = w.rank() as usize;
                 let op = UserOperation::associative(concat);
-                let mut out = [0u32; 2];
-                for (call, o) in out.iter_mut().enumerate() {
+                let mut out = [0u32; 3];
+                for (call, o) in out.iter_mut().enumerate().take(2) {
                     // Element e: 10 r + e + 1 + 4 call (two u32s, little-endian).
                     let lo = (10 * r + 1 + 4 * call) as u64;
                     scratch.put(r, lo | (lo + 1) << 32);
@@ -1166,11 +1168,18 @@ fn reduce_scatter_direct_two_blocks() {
                     w.reduce_scatter_block_into(send, &mut recv[..], op)?;
                     *o = recv[0];
                 }
+                let lo = (10 * r + 9) as u64;
+                scratch.put(r, lo | (lo + 1) << 32);
+                // SAFETY: as above; this rank's only view of its line
+                // during the call.
+                let buf = unsafe { std::slice::from_raw_parts_mut(scratch.line(r) as *mut u32, 2) };
+                w.reduce_scatter_block_in_place(buf, op)?;
+                out[2] = scratch.get(r) as u32;
                 Ok(out)
             },
         );
         // Rank e: (e + 1 + 4 call) ∘ (11 + e + 4 call).
-        assert_eq!(results, [Ok([111, 515]), Ok([212, 616])]);
+        assert_eq!(results, [Ok([111, 515, 919]), Ok([212, 616, 1020])]);
     });
 }
 

@@ -9,9 +9,10 @@
 //! (MPI 6.9.1), scans included.
 //!
 //! - Reduce-scatter: when every rank's send buffer is plain global memory
-//!   and no rank is in place, every rank publishes its send buffer in the
-//!   agreement and folds its own block of the result straight out of all
-//!   of them (`World::pull_fold`), one world barrier at the end; otherwise a
+//!   (and in place, every rank's result fits a cell), every rank publishes
+//!   its send buffer in the agreement and folds its own block of the result
+//!   straight out of all of them (`World::pull_fold`; in place into its
+//!   next staging cell, copied after), one world barrier at the end; otherwise a
 //!   round covers a window of the `sum(counts)` elements; only the blocks
 //!   holding ranks whose block of the result meets the window combine the
 //!   block results, and each rank copies its own elements.
@@ -167,13 +168,16 @@ impl World {
             mine.fail(e);
         }
         // Every rank reads its block of the result straight out of the
-        // others' send buffers when they all can (global memory, and not in
-        // place: an in-place result would overwrite operands that other
-        // ranks still read).
+        // others' send buffers when they all can (global memory). In place
+        // the result would overwrite operands that other ranks still read:
+        // it goes to this rank's cell of the next staging round (free until
+        // that round: its readers finished before the agreement's barrier),
+        // and into the buffer after the closing barrier, when it fits.
         let size = core::mem::size_of::<T>();
         let apart = (recv as usize).saturating_add(recv_len * size) <= send as usize
             || (send as usize).saturating_add(n * size) <= recv as usize;
-        let published = if apart {
+        let via_cell = !apart && core::ptr::eq(recv, send) && recv_len * size <= self.collective_bytes();
+        let published = if apart || via_cell {
             reachable(Some(Side::Plain(send as *mut u8)))
         } else {
             core::ptr::null_mut()
@@ -187,6 +191,18 @@ impl World {
             return Err(local.unwrap_or_else(|| agreed.error(self, -1, saturating_u32(n), T::DATATYPE.id)));
         }
         if agreed.direct() && n > 0 {
+            if via_cell {
+                let cell = self.next_rank_cell(self.rank) as *mut T;
+                // SAFETY: as below, with the cell (64-byte aligned, holding
+                // `recv_len` elements: checked) as the receive buffer: it is
+                // in the world's memory, apart from every send buffer, and
+                // no rank reads or writes it before the next staging round.
+                unsafe { self.pull_fold(first, cell, recv_len, op, what)? };
+                // SAFETY: our own buffer (`recv_len <= n` elements, agreed),
+                // which no rank reads after the closing barrier.
+                unsafe { shim::copy_bytes(recv as *mut u8, cell as *const u8, recv_len * size) };
+                return Ok(());
+            }
             // SAFETY: every rank published its send buffer of `n` elements
             // (agreed), and `first + recv_len <= n` (the counts were checked
             // and agreed); `recv` is apart from our send buffer (checked),
