@@ -191,25 +191,28 @@ impl World {
             return Err(local.unwrap_or_else(|| agreed.error(self, -1, saturating_u32(n), T::DATATYPE.id)));
         }
         if agreed.direct() && n > 0 {
-            if via_cell {
-                let cell = self.next_rank_cell(self.rank) as *mut T;
-                // SAFETY: as below, with the cell (64-byte aligned, holding
-                // `recv_len` elements: checked) as the receive buffer: it is
-                // in the world's memory, apart from every send buffer, and
-                // no rank reads or writes it before the next staging round.
-                unsafe { self.pull_fold(first, cell, recv_len, op, what)? };
-                // SAFETY: our own buffer (`recv_len <= n` elements, agreed),
-                // which no rank reads after the closing barrier.
-                unsafe { shim::copy_bytes(recv as *mut u8, cell as *const u8, recv_len * size) };
-                return Ok(());
-            }
+            // One call site of `pull_fold` (two would keep it out of line,
+            // with the world on the stack).
+            let into = if via_cell {
+                self.next_rank_cell(self.rank) as *mut T
+            } else {
+                recv
+            };
             // SAFETY: every rank published its send buffer of `n` elements
             // (agreed), and `first + recv_len <= n` (the counts were checked
-            // and agreed); `recv` is apart from our send buffer (checked),
-            // and a receive buffer that is another rank's send buffer is
-            // the caller's data race, as in the all-to-all that writes into
-            // the ranks' buffers.
-            return unsafe { self.pull_fold(first, recv, recv_len, op, what) };
+            // and agreed). `into` is `recv`, apart from our send buffer
+            // (checked; a receive buffer that is another rank's send buffer
+            // is the caller's data race, as in the all-to-all that writes
+            // into the ranks' buffers), or our next staging cell (64-byte
+            // aligned, `recv_len` elements: checked), in the world's memory,
+            // which no rank touches before the next staging round.
+            unsafe { self.pull_fold(first, into, recv_len, op, what)? };
+            if via_cell {
+                // SAFETY: our own buffer (`recv_len <= n` elements, agreed),
+                // which no rank reads after the closing barrier.
+                unsafe { shim::copy_bytes(recv as *mut u8, into as *const u8, recv_len * size) };
+            }
+            return Ok(());
         }
         // Below `u32::MAX`: a larger count failed the agreement (`set_count`).
         let count = n as u32;
