@@ -1726,10 +1726,14 @@ const WAITED_STARTED: u64 = failed(Failure::None, 1);
 /// envelope again and the record's words one by one after the inbox's
 /// acquire emptied L1. A loop of its own, out of line, so that the words
 /// are not live across the passes of `run_words`'s wait, which a stream
-/// needs (inlined there, they cost the kernels registers and spills).
+/// needs (inlined there, they cost the kernels registers and spills);
+/// inlined with `inline-engine`, like the rest of the engine there (as a
+/// call it kept the caller's values in callee-saved registers: `pi_p2p`
+/// 92 registers without its budget, 80 inlined).
 /// Returns [`WAITED_COMPLETE`], [`WAITED_STARTED`] or a failure code of
 /// `run_words` (the caller cancels the record).
-#[inline(never)]
+#[cfg_attr(feature = "inline-engine", inline(always))]
+#[cfg_attr(not(feature = "inline-engine"), inline(never))]
 #[allow(clippy::too_many_arguments)]
 fn receive_waiting(
     base: u64,
