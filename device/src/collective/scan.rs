@@ -342,11 +342,12 @@ impl World {
     /// block's first rank writes nothing) into `recv`, and the block's total
     /// into its block cell (count words, then `k` elements) for the later
     /// blocks. Every warp scans with shuffles; the warps' totals go to the
-    /// block's shared scratch (to the cells of the warps' last ranks when
-    /// `warps × k` elements do not fit beside the prefixes), warp 0 scans
-    /// them with shuffles into the prefixes of warps `1..` (in warp 0's
-    /// ranks' cells where the totals are) and the block's total, and every
-    /// rank of warps `1..` combines its warp's prefix on the left. Four
+    /// block's shared scratch (to the cells of the warps' first ranks when
+    /// they and the prefixes, `(2 warps - 1) × k` elements, do not fit),
+    /// warp 0 scans them with shuffles into the prefixes of warps `1..`
+    /// (then in the cells of the block's ranks `1..warps`) and the block's
+    /// total, and every rank of warps `1..` combines its warp's prefix on
+    /// the left. Four
     /// block barriers: the first counts the block (a block short of a rank
     /// that returned names no lane in a shuffle: it skips the scan, and the
     /// world barrier after it fails), the last lets the block's next use of
