@@ -191,6 +191,12 @@ const fn agrees(packed: u64) -> bool {
     (packed >> 32) as u32 & packed as u32 == 0
 }
 
+/// Whether the ranks behind a node's packed words ([`Tally::packed`])
+/// agree on root, datatype and count.
+pub(crate) const fn packed_agree([root, datatype, bytes]: [u64; 3]) -> bool {
+    agrees(root) && agrees(datatype) && agrees(bytes)
+}
+
 impl Tally {
     /// One rank's arguments, its error (if any) as bit `child`.
     pub(crate) fn of(a: &Args, child: u32) -> Tally {

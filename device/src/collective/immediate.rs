@@ -40,7 +40,9 @@
 //! The add that completes the count makes it the node's last arriver:
 //! the add's result tells it the kinds and the children with an error
 //! of the whole subtree, and one batch of three loads the rest (none for
-//! barriers), instead of each child's arguments one after another. It
+//! barriers; for a reduction of elements of at most 8 bytes, in the batch
+//! of the fold's first loads, `Fold::tally_and_fold`), instead of each
+//! child's arguments one after another. It
 //! zeroes the words for the next use, folds its children's operands
 //! (level 0) or partial results in rank order into the node's cell when
 //! the subtree agrees (each element of 16 children loaded in one batch,
@@ -163,7 +165,7 @@ use crate::datatype::{BufferMut, Equivalence, ID_BYTE};
 use crate::error::{saturating_u32, Error, ErrorClass};
 use crate::layout::IMMEDIATE_SLOTS;
 use crate::request::{Request, Scope};
-use crate::shim::{self, Ordering};
+use crate::shim::{self, AtomicU64, Ordering};
 use core::marker::PhantomData;
 
 pub use crate::codes::{kind_name, Kind};
@@ -171,7 +173,7 @@ pub use crate::nonblocking::{
     done_word, Args, CommImmediateLocal, ImmediateLocal, NodeRecord, OutKind, PendingRecord, SlotRecord,
     ARGS_BYTES,
 };
-use crate::nonblocking::{Space, Tally, Tree};
+use crate::nonblocking::{packed_agree, Space, Tally, Tree};
 
 /// The [`Tally`] of the members `items` of `sp`, read four arguments per
 /// batch of vector loads, with the first local error class among them in
@@ -274,13 +276,58 @@ trait Fold {
     ///
     /// # Safety
     /// `parts >= 1`; every part and the cell hold `bytes` bytes of
-    /// elements of the fold's type, 16-aligned; nobody writes the parts
+    /// elements of the fold's type, aligned for it; nobody writes the parts
     /// meanwhile and nobody else accesses the cell.
     unsafe fn fold_parts(&self, cell: *mut u8, first: *const u8, stride: usize, parts: u32, bytes: usize);
+
+    /// Whether [`Fold::tally_and_fold`] loads the first parts with the
+    /// node's packed words (a reduction of small elements).
+    const EARLY: bool;
+
+    /// Bytes of an element (0: nothing to combine).
+    const ELEMENT: usize;
+
+    /// A node's last arriver's packed words and the start of its fold in
+    /// one: loads `words` (the node's packed words, [`Tally::packed`]) in
+    /// one batch with the first element of the first parts (the first
+    /// batch of [`Fold::fold_parts`]), and when the packed words agree
+    /// ([`packed_agree`]) on at least one element, folds the parts' first
+    /// element into `cell`'s as [`Fold::fold_parts`] does (the caller
+    /// folds the others, from [`Fold::ELEMENT`] bytes on); returns the
+    /// packed words. Without it the fold's first batch would wait for the
+    /// packed words' round trip: one round trip less per level of the
+    /// tree on the critical path.
+    ///
+    /// # Safety
+    /// As [`Fold::fold_parts`] with `bytes` at least the size of an
+    /// element, whatever the packed words say (every part holds one
+    /// element of at most [`WIDE_FOLD_BYTES`]: a cell's operand holds
+    /// `immediate_bytes - 16 >= 48` bytes).
+    unsafe fn tally_and_fold(
+        &self,
+        words: &[AtomicU64; 4],
+        cell: *mut u8,
+        first: *const u8,
+        stride: usize,
+        parts: u32,
+    ) -> [u64; 3];
 
     /// The predefined operation's code, 0 for none or another
     /// ([`Operation::system_code`]).
     fn operation(&self) -> u32;
+}
+
+/// The node's packed words, relaxed (acquired through the node's add).
+#[inline(always)]
+fn load_packed(words: &[AtomicU64; 4]) -> [u64; 3] {
+    [&words[1], &words[2], &words[3]].map(|x| x.load(Ordering::Relaxed))
+}
+
+/// `tally` with the node's packed words.
+#[inline(always)]
+fn with_packed(mut tally: Tally, [root, datatype, bytes]: [u64; 3]) -> Tally {
+    (tally.root, tally.datatype, tally.bytes) = (root, datatype, bytes);
+    tally
 }
 
 /// Parts whose element a last arriver loads in one batch, for elements
@@ -305,6 +352,22 @@ struct NoFold;
 
 impl Fold for NoFold {
     unsafe fn fold_parts(&self, _: *mut u8, _: *const u8, _: usize, _: u32, _: usize) {}
+
+    const EARLY: bool = false;
+
+    const ELEMENT: usize = 0;
+
+    unsafe fn tally_and_fold(
+        &self,
+        words: &[AtomicU64; 4],
+        _: *mut u8,
+        _: *const u8,
+        _: usize,
+        _: u32,
+    ) -> [u64; 3] {
+        // Relaxed: as `load_packed` says.
+        shim::independent(|| load_packed(words))
+    }
 
     fn operation(&self) -> u32 {
         0
@@ -333,6 +396,91 @@ impl<T: Equivalence, O: Operation<T>> Fold for OpFold<'_, T, O> {
             unsafe { fold_in_batches::<T, O, FOLD_BATCH>(self.0, cell, first, stride, parts, bytes) }
         }
     }
+
+    const EARLY: bool = core::mem::size_of::<T>() <= WIDE_FOLD_BYTES;
+
+    const ELEMENT: usize = core::mem::size_of::<T>();
+
+    // Out of line, as `fold_parts`.
+    #[inline(never)]
+    unsafe fn tally_and_fold(
+        &self,
+        words: &[AtomicU64; 4],
+        cell: *mut u8,
+        first: *const u8,
+        stride: usize,
+        parts: u32,
+    ) -> [u64; 3] {
+        if parts as usize > FOLD_BATCH {
+            // SAFETY: the caller's contract.
+            unsafe {
+                tally_and_fold_in_batches::<T, O, WIDE_FOLD_BATCH>(self.0, words, cell, first, stride, parts)
+            }
+        } else {
+            // SAFETY: the caller's contract.
+            unsafe {
+                tally_and_fold_in_batches::<T, O, FOLD_BATCH>(self.0, words, cell, first, stride, parts)
+            }
+        }
+    }
+}
+
+/// [`Fold::tally_and_fold`] of `op`, `N` parts per batch.
+///
+/// # Safety
+/// As [`Fold::tally_and_fold`].
+#[inline(always)]
+unsafe fn tally_and_fold_in_batches<T: Equivalence, O: Operation<T>, const N: usize>(
+    op: &O,
+    words: &[AtomicU64; 4],
+    cell: *mut u8,
+    first: *const u8,
+    stride: usize,
+    parts: u32,
+) -> [u64; 3] {
+    let k = (parts as usize).min(N);
+    // Relaxed (the packed words): as `load_packed` says. The parts'
+    // first elements are loaded before the words say whether they are
+    // wanted: they are there whatever the ranks passed (the caller's
+    // contract), released to us by the node's add like the words.
+    let (packed, head) = shim::independent(|| {
+        let packed = load_packed(words);
+        // SAFETY: element 0 of parts `0..k` (the caller's contract).
+        let head: [T; N] = unsafe { shim::load_plain_batch(first, stride, k) };
+        (packed, head)
+    });
+    let bytes = (packed[2] >> 32) as usize;
+    let size = core::mem::size_of::<T>();
+    if !packed_agree(packed) || bytes < size {
+        return packed;
+    }
+    // Element 0: the parts loaded above, then the others `N` at a time.
+    let mut acc = head[0];
+    for (j, v) in head.iter().enumerate().skip(1) {
+        if j < k {
+            acc = op.apply(&acc, v);
+        }
+    }
+    let parts = parts as usize;
+    let mut done = k;
+    while done < parts {
+        let n = (parts - done).min(N);
+        // SAFETY: element 0 of parts `done..done + n` (the caller's
+        // contract).
+        let batch: [T; N] = unsafe { shim::load_plain_batch(first.wrapping_add(done * stride), stride, n) };
+        for (j, v) in batch.iter().enumerate() {
+            if j < n {
+                acc = op.apply(&acc, v);
+            }
+        }
+        done += n;
+    }
+    // SAFETY: element 0 of the cell (the caller's contract).
+    unsafe {
+        shim::note_global(cell, size, true);
+        core::ptr::write(cell as *mut T, acc);
+    }
+    packed
 }
 
 /// [`Fold::fold_parts`] of `op`, `N` parts per batch.
@@ -431,11 +579,45 @@ fn arrive_world<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, args: &Args
         // part of.
         words[0].store(0, Ordering::Relaxed);
         let mut tally = Tally::of_arrival(now);
+        let top = t.nodes() == 1;
+        // This node's cell (the result cell at the top) and its children's
+        // operands or partial results, evenly spaced (ranks' cells, or the
+        // nodes' records with their cells).
+        let cell = || {
+            if top {
+                w.result_cell(sp, slot)
+            } else {
+                w.partial_cell(slot, node)
+            }
+        };
+        let part = |c: u32| -> *const u8 {
+            if t.span == 1 {
+                w.operand(sp, slot, t.first + c)
+            } else {
+                w.partial_cell(slot, t.below + c)
+            }
+        };
+        let spread = || {
+            let first = part(children.start);
+            (first, part(children.start + 1).addr().wrapping_sub(first.addr()))
+        };
         if tally.has_packed() {
-            // Relaxed: acquired through the add above.
-            let [root, datatype, bytes] =
-                shim::independent(|| [&words[1], &words[2], &words[3]].map(|x| x.load(Ordering::Relaxed)));
-            (tally.root, tally.datatype, tally.bytes) = (root, datatype, bytes);
+            if F::EARLY
+                && tally.errors == 0
+                && tally.kinds.is_power_of_two()
+                && Kind::folds(tally.kinds.trailing_zeros())
+            {
+                let (first, stride) = spread();
+                // SAFETY: as for `fold_parts` below; a rank's cell and a
+                // node's hold an element of `F`'s type whatever their
+                // count (`F::EARLY`).
+                let packed =
+                    unsafe { fold.tally_and_fold(words, cell(), first, stride, children.len() as u32) };
+                tally = with_packed(tally, packed);
+            } else {
+                // Relaxed: acquired through the add above.
+                tally = with_packed(tally, shim::independent(|| load_packed(words)));
+            }
             for word in &words[1..] {
                 // Relaxed: as the arrival word's.
                 word.store(0, Ordering::Relaxed);
@@ -457,25 +639,12 @@ fn arrive_world<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, args: &Args
         };
         let verdict = tally.verdict(first_error);
         let agreed = tally.agreed();
-        let top = t.nodes() == 1;
-        if verdict == 0 && Kind::folds(agreed.kind_class) {
-            let cell = if top {
-                w.result_cell(sp, slot)
-            } else {
-                w.partial_cell(slot, node)
-            };
-            let part = |c: u32| -> *const u8 {
-                if t.span == 1 {
-                    w.operand(sp, slot, t.first + c)
-                } else {
-                    w.partial_cell(slot, t.below + c)
-                }
-            };
-            // The children's cells are evenly spaced (ranks' cells, or the
-            // nodes' records with their cells).
-            let first = part(children.start);
-            let stride = part(children.start + 1).addr().wrapping_sub(first.addr());
-            let bytes = agreed.bytes as usize;
+        // With `F::EARLY`, a verdict of 0 on a reduction means a tally with
+        // no error and one kind: `tally_and_fold` folded the first element.
+        let from = if F::EARLY { F::ELEMENT } else { 0 };
+        if verdict == 0 && Kind::folds(agreed.kind_class) && agreed.bytes as usize > from {
+            let (first, stride) = spread();
+            let bytes = agreed.bytes as usize - from;
             // SAFETY: the children's operands or partial results were
             // released to us by the add above; this node's cell (the
             // result cell at the top) is written only by its last arriver,
@@ -483,7 +652,15 @@ fn arrive_world<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, args: &Args
             // arriver, before that use was done; the ranks' completions,
             // each before its rank arrived in this use, which we acquired)
             // are finished ("Reuse" in the module docs).
-            unsafe { fold.fold_parts(cell, first, stride, children.len() as u32, bytes) };
+            unsafe {
+                fold.fold_parts(
+                    cell().wrapping_add(from),
+                    first.wrapping_add(from),
+                    stride,
+                    children.len() as u32,
+                    bytes,
+                )
+            };
         }
         if top && cfg!(feature = "distributed") && w.across_processes() {
             // This process's part is ready (its ranks' fold, when they
