@@ -20,7 +20,7 @@
 //! | block scratch | `2 × blocks × collective_bytes` | per block: its partial reduction |
 //! | rank scratch | `2 × ranks × collective_bytes` | per rank: its reduction operand, folded inside the block by warp shuffles (the cells of the warps' first ranks hold the warps' partials when they do not fit the block's shared memory) |
 //! | communicators | `64 + communicators × (ranks × 16 + warps × 4)` (each table rounded up to 64) | the context counter, then per communicator context one table of `ranks` [`CommEntry`](crate::records::CommEntry)s (members, inverse map, colours and keys of its creation) followed by one [`WarpWord`](crate::records::WarpWord) per warp of the world (its communicator kind and the agreement counter of its warp collectives) |
-//! | immediate | `IMMEDIATE_SLOTS × ((64 + immediate_bytes) × (1 + nodes) + ranks × immediate_bytes)`, `nodes` = [`immediate_tree_nodes`]`(ranks)` | the non-blocking collectives' staging slots (`crate::collective::immediate`): per slot its world record and result cell, per node of its arrival tree its record and partial-result cell, per rank its argument header and operand cell |
+//! | immediate | `IMMEDIATE_SLOTS × ((64 + immediate_bytes) × (1 + nodes) + ranks × immediate_bytes + words)`, `nodes` = [`immediate_tree_nodes`]`(ranks)`, `words` = [`immediate_words`]`(ranks) × 8` rounded up to 64 | the non-blocking collectives' staging slots (`crate::collective::immediate`): per slot its world record and result cell, per node of its arrival tree its record and partial-result cell, per rank its argument header and operand cell, then the ranks' and the nodes' small words side by side (a reduction's first 8 bytes, [`Layout::immediate_word`]) |
 //! | immediate local | `ranks × 64` | per rank, private to it: its [`ImmediateLocal`](crate::collective::immediate::ImmediateLocal) record (how many non-blocking collectives it started, and per slot what it keeps of the one it has outstanding) |
 //! | immediate communicators | `communicators × ranks × (128 + IMMEDIATE_SLOTS × (64 + 2 × immediate_bytes))` with [`FLAG_IMMEDIATE_COMMUNICATORS`], else 0 | per communicator context: per world rank its [`CommImmediateLocal`](crate::collective::immediate::CommImmediateLocal); then per slot and table entry a group record (used at a group's first entry), a result cell and the member's argument and operand cell |
 //! | windows | `64 + windows × ranks × window_stride + shared` (none without windows), `window_stride` = [`WINDOW_ENTRY_BYTES`] + `window_bytes` rounded up to 64, `shared` = `blocks × 8` rounded up to 64 with `shared_window_bytes`, else 0 | the one-sided windows (`crate::window`, MPI 4.1 chapter 12): a header (the mask of window ids in use), then per window id one entry per world rank: its descriptor line (base, size, displacement unit, datatype), its synchronisation line (the passive-target lock word, the notification counters), its region line (the regions attached to a dynamic window) and `window_bytes` of memory for `Window::allocate`; then, with shared window memory, per block the word of the parts of it in use (`Window::allocate_shared`) |
@@ -185,6 +185,15 @@ pub const fn immediate_tree_nodes(ranks: u32) -> u32 {
         count = nodes;
     }
 }
+/// Small words of a slot of the non-blocking collectives over `ranks`
+/// ranks ([`Layout::immediate_word`]): one per rank, `ranks` rounded up
+/// to even, one per node of the arrival tree, and one more, so that a
+/// 16-byte load of two neighbours' words that starts at an even index
+/// stays inside.
+pub const fn immediate_words(ranks: u32) -> u32 {
+    ranks.next_multiple_of(2) + immediate_tree_nodes(ranks) + 1
+}
+
 /// Bytes of each rank's private record of its non-blocking collectives
 /// ([`ImmediateLocal`](crate::collective::immediate::ImmediateLocal)).
 pub const IMMEDIATE_LOCAL_BYTES: usize = 64;
@@ -478,8 +487,9 @@ impl WorldConfig {
         let immediate = comms + COMM_HEADER_BYTES + self.communicators as usize * comm_stride;
         let ib = self.immediate_bytes as usize;
         let immediate_nodes = immediate_tree_nodes(self.ranks);
-        let immediate_slot_stride =
-            (IMMEDIATE_RECORD_BYTES + ib) * (1 + immediate_nodes as usize) + ranks * ib;
+        let immediate_slot_stride = (IMMEDIATE_RECORD_BYTES + ib) * (1 + immediate_nodes as usize)
+            + ranks * ib
+            + (immediate_words(self.ranks) as usize * 8).next_multiple_of(64);
         let immediate_local = immediate + IMMEDIATE_SLOTS as usize * immediate_slot_stride;
         let immediate_comms = immediate_local + ranks * IMMEDIATE_LOCAL_BYTES;
         let immediate_comm_stride = if self.flags & FLAG_IMMEDIATE_COMMUNICATORS != 0 {
@@ -764,6 +774,21 @@ impl Layout {
             + rank as usize * self.immediate_bytes
     }
 
+    /// Offset of small word `index` of slot `slot` (8 bytes; the words
+    /// follow the ranks' cells, 64-aligned): rank `r`'s at index `r`, node
+    /// `n`'s at [`Layout::immediate_node_word`]`(n)`. A reduction of
+    /// elements of at most 8 bytes keeps its operand's first 8 bytes (a
+    /// rank's) or partial result's (a node's) there, so that the node's
+    /// last arriver loads two children's with one 16-byte load.
+    pub fn immediate_word(&self, slot: u32, index: u32) -> usize {
+        self.immediate_rank(slot, self.ranks) + index as usize * 8
+    }
+    /// Index of node `node`'s small word ([`Layout::immediate_word`]):
+    /// after the ranks', from an even index.
+    pub fn immediate_node_word(&self, node: u32) -> u32 {
+        self.ranks.next_multiple_of(2) + node
+    }
+
     /// Offset of rank `rank`'s private record of its non-blocking collectives.
     pub fn immediate_local_of(&self, rank: u32) -> usize {
         self.immediate_local + rank as usize * IMMEDIATE_LOCAL_BYTES
@@ -1008,7 +1033,15 @@ mod tests {
         assert_eq!(l.immediate_nodes, 35 + 2 + 1);
         assert_eq!(l.immediate_node(0, 38), l.immediate_rank(0, 0));
         assert_eq!(l.immediate_rank(1, 0), l.immediate_slot(1) + 39 * 128);
-        assert_eq!(l.immediate_slot(1), l.immediate_rank(0, 0) + 1100 * 64);
+        // The small words: 1100 ranks', 38 nodes' and one more, 9,112
+        // bytes rounded up to 9,152.
+        assert_eq!(l.immediate_word(0, 0), l.immediate_rank(0, 0) + 1100 * 64);
+        assert_eq!(
+            l.immediate_word(0, l.immediate_node_word(0)),
+            l.immediate_word(0, 1100)
+        );
+        assert_eq!(l.immediate_slot(1), l.immediate_word(0, 0) + 9152);
+        assert_eq!(l.immediate_word(0, 0) % 64, 0);
     }
 
     #[test]
@@ -1092,8 +1125,10 @@ mod tests {
     #[test]
     fn a_full_gpu_world_takes_about_a_gibibyte() {
         // An H100: 132 SMs x 2048 threads, blocks of 256, default settings:
-        // 1,082,091,712 bytes (1.008 GiB; 0.9997 GiB before the slots'
-        // state words moved out of their headers, 4 bytes more per slot).
+        // 1,088,719,424 bytes (1.014 GiB; 1,084,254,400 before the
+        // non-blocking collectives' small words, 0.9997 GiB before the
+        // slots' state words moved out of their headers, 4 bytes more per
+        // slot).
         let l = WorldConfig::new(270_336, 256).layout().unwrap();
         assert!(l.total < (1 << 30) + (1 << 30) / 64, "{} bytes", l.total);
         let per_rank = (l.total - l.outboxes) / 270_336;

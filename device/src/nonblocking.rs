@@ -748,6 +748,20 @@ impl World {
         }
     }
 
+    /// World rank `rank`'s small word in world slot `slot`
+    /// ([`Layout::immediate_word`](crate::layout::Layout::immediate_word)).
+    pub(crate) fn rank_small(&self, slot: u32, rank: u32) -> *mut u8 {
+        // SAFETY: a word of the slot's small words, inside the region.
+        unsafe { self.base.add(self.layout.immediate_word(slot, rank)) }
+    }
+
+    /// Node `node`'s small word in world slot `slot`.
+    pub(crate) fn node_small(&self, slot: u32, node: u32) -> *mut u8 {
+        let index = self.layout.immediate_node_word(node);
+        // SAFETY: as `rank_small`.
+        unsafe { self.base.add(self.layout.immediate_word(slot, index)) }
+    }
+
     /// The operand of a member in a slot of `sp` (after its argument header).
     pub(crate) fn operand(&self, sp: Space, slot: u32, member: u32) -> *mut u8 {
         // SAFETY: inside the member's cell of `immediate_bytes >= 64` bytes.

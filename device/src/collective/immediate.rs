@@ -26,8 +26,11 @@
 //! order, §6.12, so they agree on it) in its `u`-th use, `u = n /
 //! IMMEDIATE_SLOTS + 1`. Starting, a rank writes its arguments (kind, root,
 //! byte count, datatype, its local error class) and, for a reduction, its
-//! operand (a broadcast's root: its data) into its own cell of the slot.
-//! It then climbs the slot's arrival tree: nodes of `IMMEDIATE_FANOUT`
+//! operand (a broadcast's root: its data) into its own cell of the slot; a
+//! reduction of elements of at most 8 bytes on the world writes its
+//! operand's first 8 bytes into its small word instead, beside the other
+//! ranks' (`Fold::SMALL`, `Layout::immediate_word`), and the cell only
+//! if more is left. It then climbs the slot's arrival tree: nodes of `IMMEDIATE_FANOUT`
 //! (32) children, ranks `32 i .. 32 i + 32` under level-0 node `i`, 32
 //! nodes of the level below under each node above, up to one top node
 //! (three levels for 1,100 ranks, four for a full H100). At each node it
@@ -47,7 +50,9 @@
 //! (level 0) or partial results in rank order into the node's cell when
 //! the subtree agrees (each element of 16 children loaded in one batch,
 //! eight for elements over 8 bytes, and combined in registers:
-//! `Fold::fold_parts`), stores the subtree's first error (when it has one:
+//! `Fold::fold_parts`; what fits in the small words, 16 children's in one
+//! batch of eight 16-byte loads, into the node's small word:
+//! `Fold::tally_and_fold`), stores the subtree's first error (when it has one:
 //! the lowest child's, one load) as the node's verdict and
 //! goes on to the parent with the node's tally as its own; the other
 //! arrivers are done. The top node's last arriver judges the whole world
@@ -280,35 +285,38 @@ trait Fold {
     /// meanwhile and nobody else accesses the cell.
     unsafe fn fold_parts(&self, cell: *mut u8, first: *const u8, stride: usize, parts: u32, bytes: usize);
 
-    /// Whether [`Fold::tally_and_fold`] loads the first parts with the
-    /// node's packed words (a reduction of small elements).
-    const EARLY: bool;
-
-    /// Bytes of an element (0: nothing to combine).
-    const ELEMENT: usize;
+    /// Bytes of a world reduction's operand that its ranks and the tree's
+    /// nodes keep in their small words
+    /// ([`Layout::immediate_word`](crate::layout::Layout::immediate_word)):
+    /// the elements that fit in 8 bytes; 0 for elements over 8 bytes and
+    /// for nothing to combine (the whole operand stays in the cells).
+    const SMALL: usize;
 
     /// A node's last arriver's packed words and the start of its fold in
-    /// one: loads `words` (the node's packed words, [`Tally::packed`]) in
-    /// one batch with the first element of the first parts (the first
-    /// batch of [`Fold::fold_parts`]), and when the packed words agree
-    /// ([`packed_agree`]) on at least one element, folds the parts' first
-    /// element into `cell`'s as [`Fold::fold_parts`] does (the caller
-    /// folds the others, from [`Fold::ELEMENT`] bytes on); returns the
-    /// packed words. Without it the fold's first batch would wait for the
-    /// packed words' round trip: one round trip less per level of the
-    /// tree on the critical path.
+    /// one (with [`Fold::SMALL`] not 0): loads `words` (the node's packed
+    /// words, [`Tally::packed`]) in one batch with the small words of its
+    /// first 16 children (at `small`, 8 bytes apart; two children's
+    /// with one 16-byte load when `small` is 16-aligned), and when the
+    /// packed words agree ([`packed_agree`]) on at least one element,
+    /// folds the children's elements in the small words, in child order,
+    /// into `out` (the node's small word, or the result cell at the top);
+    /// the caller folds the rest from the cells, from [`Fold::SMALL`]
+    /// bytes on. Returns the packed words. Without it the fold would wait
+    /// for the packed words' round trip and load each child's element on
+    /// its own: per level of the tree, one round trip and half the loads
+    /// less on the critical path.
     ///
     /// # Safety
-    /// As [`Fold::fold_parts`] with `bytes` at least the size of an
-    /// element, whatever the packed words say (every part holds one
-    /// element of at most [`WIDE_FOLD_BYTES`]: a cell's operand holds
-    /// `immediate_bytes - 16 >= 48` bytes).
+    /// `parts` (1 to 32) children's small words at `small`, released to
+    /// the caller like the packed words and written by nobody meanwhile,
+    /// hold [`Fold::SMALL`] bytes of their operands whatever the packed
+    /// words say (a world slot's words exist for every rank and node);
+    /// nobody else accesses `out`'s [`Fold::SMALL`] bytes.
     unsafe fn tally_and_fold(
         &self,
         words: &[AtomicU64; 4],
-        cell: *mut u8,
-        first: *const u8,
-        stride: usize,
+        out: *mut u8,
+        small: *const u8,
         parts: u32,
     ) -> [u64; 3];
 
@@ -353,18 +361,9 @@ struct NoFold;
 impl Fold for NoFold {
     unsafe fn fold_parts(&self, _: *mut u8, _: *const u8, _: usize, _: u32, _: usize) {}
 
-    const EARLY: bool = false;
+    const SMALL: usize = 0;
 
-    const ELEMENT: usize = 0;
-
-    unsafe fn tally_and_fold(
-        &self,
-        words: &[AtomicU64; 4],
-        _: *mut u8,
-        _: *const u8,
-        _: usize,
-        _: u32,
-    ) -> [u64; 3] {
+    unsafe fn tally_and_fold(&self, words: &[AtomicU64; 4], _: *mut u8, _: *const u8, _: u32) -> [u64; 3] {
         // Relaxed: as `load_packed` says.
         shim::independent(|| load_packed(words))
     }
@@ -397,90 +396,172 @@ impl<T: Equivalence, O: Operation<T>> Fold for OpFold<'_, T, O> {
         }
     }
 
-    const EARLY: bool = core::mem::size_of::<T>() <= WIDE_FOLD_BYTES;
-
-    const ELEMENT: usize = core::mem::size_of::<T>();
+    const SMALL: usize = match core::mem::size_of::<T>() {
+        0 => 0,
+        size if size <= WORD_BYTES => WORD_BYTES / size * size,
+        _ => 0,
+    };
 
     // Out of line, as `fold_parts`.
     #[inline(never)]
     unsafe fn tally_and_fold(
         &self,
         words: &[AtomicU64; 4],
-        cell: *mut u8,
-        first: *const u8,
-        stride: usize,
+        out: *mut u8,
+        small: *const u8,
         parts: u32,
     ) -> [u64; 3] {
-        if parts as usize > FOLD_BATCH {
-            // SAFETY: the caller's contract.
-            unsafe {
-                tally_and_fold_in_batches::<T, O, WIDE_FOLD_BATCH>(self.0, words, cell, first, stride, parts)
+        let size = core::mem::size_of::<T>();
+        let parts = parts as usize;
+        let pairs = small.addr().is_multiple_of(16);
+        // Relaxed (the packed words): as `load_packed` says. The children's
+        // words are loaded before the packed words say whether they are
+        // wanted: they are there whatever the ranks passed (the caller's
+        // contract), released to us by the node's add like the words.
+        let (packed, head) = shim::independent(|| {
+            // SAFETY: the first children's words (the caller's contract).
+            (load_packed(words), unsafe { load_small(small, pairs, parts) })
+        });
+        let bytes = (packed[2] >> 32) as usize;
+        if !packed_agree(packed) || bytes < size {
+            return packed;
+        }
+        // Elements of the operand in its small word: at least one.
+        let elements = bytes.min(Self::SMALL) / size;
+        let mut acc = [core::mem::MaybeUninit::<T>::uninit(); WORD_BYTES];
+        // One array for every batch: one fold below, its values in one
+        // place.
+        let mut batch = head;
+        let mut done = 0;
+        loop {
+            fold_small(
+                self.0,
+                &mut acc,
+                &batch,
+                (parts - done).min(SMALL_BATCH),
+                elements,
+                done == 0,
+            );
+            done += SMALL_BATCH;
+            if done >= parts {
+                break;
             }
-        } else {
-            // SAFETY: the caller's contract.
-            unsafe {
-                tally_and_fold_in_batches::<T, O, FOLD_BATCH>(self.0, words, cell, first, stride, parts)
+            let at = small.wrapping_add(done * WORD_BYTES);
+            // SAFETY: children `done..` (the caller's contract).
+            batch = shim::independent(|| unsafe { load_small(at, pairs, parts - done) });
+        }
+        for (e, a) in acc.iter().enumerate().take(WORD_BYTES / size) {
+            if e < elements {
+                // SAFETY: element `e` of `out`'s first `SMALL` bytes (the
+                // caller's contract), folded above (`e < elements`).
+                unsafe {
+                    shim::note_global(out.add(e * size), size, true);
+                    core::ptr::write(out.add(e * size) as *mut T, a.assume_init());
+                }
             }
         }
+        packed
     }
 }
 
-/// [`Fold::tally_and_fold`] of `op`, `N` parts per batch.
+/// Bytes of a small word of the world's tree
+/// ([`Layout::immediate_word`](crate::layout::Layout::immediate_word)).
+const WORD_BYTES: usize = 8;
+
+/// Children whose small words [`Fold::tally_and_fold`] loads in one
+/// batch: half a node (eight 16-byte loads; a node's 32 words at once
+/// would be 64 registers of values).
+const SMALL_BATCH: usize = 16;
+
+/// Two neighbours' small words: one 16-byte load on the GPU.
+#[derive(Clone, Copy)]
+#[repr(C, align(16))]
+struct Pair([u64; 2]);
+
+/// The small words of the first `n` (1 or more; at most [`SMALL_BATCH`]
+/// count) children at `at`, 8 bytes apart, as plain loads of one batch:
+/// two children's per 16-byte load with `pairs` (`at` 16-aligned) and the
+/// last one alone when `n` is odd (its neighbour's word is another
+/// node's, which may be being written), else one per child. Past `n` the
+/// values are 0.
 ///
 /// # Safety
-/// As [`Fold::tally_and_fold`].
+/// The first `n` words at `at` may be read as plain memory (released to
+/// the caller, written by nobody meanwhile); `at` is 16-aligned with
+/// `pairs`.
 #[inline(always)]
-unsafe fn tally_and_fold_in_batches<T: Equivalence, O: Operation<T>, const N: usize>(
-    op: &O,
-    words: &[AtomicU64; 4],
-    cell: *mut u8,
-    first: *const u8,
-    stride: usize,
-    parts: u32,
-) -> [u64; 3] {
-    let k = (parts as usize).min(N);
-    // Relaxed (the packed words): as `load_packed` says. The parts'
-    // first elements are loaded before the words say whether they are
-    // wanted: they are there whatever the ranks passed (the caller's
-    // contract), released to us by the node's add like the words.
-    let (packed, head) = shim::independent(|| {
-        let packed = load_packed(words);
-        // SAFETY: element 0 of parts `0..k` (the caller's contract).
-        let head: [T; N] = unsafe { shim::load_plain_batch(first, stride, k) };
-        (packed, head)
-    });
-    let bytes = (packed[2] >> 32) as usize;
-    let size = core::mem::size_of::<T>();
-    if !packed_agree(packed) || bytes < size {
-        return packed;
+unsafe fn load_small(at: *const u8, pairs: bool, n: usize) -> [u64; SMALL_BATCH] {
+    let n = n.min(SMALL_BATCH);
+    if !pairs {
+        // SAFETY: words `0..n` of the caller's contract.
+        let v: [u64; SMALL_BATCH] = unsafe { shim::load_plain_batch(at, WORD_BYTES, n) };
+        return core::array::from_fn(|j| if j < n { v[j] } else { 0 });
     }
-    // Element 0: the parts loaded above, then the others `N` at a time.
-    let mut acc = head[0];
-    for (j, v) in head.iter().enumerate().skip(1) {
-        if j < k {
-            acc = op.apply(&acc, v);
-        }
-    }
-    let parts = parts as usize;
-    let mut done = k;
-    while done < parts {
-        let n = (parts - done).min(N);
-        // SAFETY: element 0 of parts `done..done + n` (the caller's
-        // contract).
-        let batch: [T; N] = unsafe { shim::load_plain_batch(first.wrapping_add(done * stride), stride, n) };
-        for (j, v) in batch.iter().enumerate() {
-            if j < n {
-                acc = op.apply(&acc, v);
+    let mut v = [0u64; SMALL_BATCH];
+    let whole = n / 2;
+    if whole > 0 {
+        // SAFETY: words `0..2 whole` of the caller's contract, in pairs of
+        // 16 aligned bytes.
+        let p: [Pair; SMALL_BATCH / 2] = unsafe { shim::load_plain_batch(at, 16, whole) };
+        for (i, pair) in p.iter().enumerate() {
+            if i < whole {
+                v[2 * i] = pair.0[0];
+                v[2 * i + 1] = pair.0[1];
             }
         }
-        done += n;
     }
-    // SAFETY: element 0 of the cell (the caller's contract).
-    unsafe {
-        shim::note_global(cell, size, true);
-        core::ptr::write(cell as *mut T, acc);
+    if n % 2 == 1 {
+        // SAFETY: word `n - 1` of the caller's contract.
+        let [last]: [u64; 1] = unsafe { shim::load_plain_batch(at.wrapping_add((n - 1) * WORD_BYTES), 8, 1) };
+        // Constant indices keep `v` in registers (`v[n - 1]` would index
+        // it at run time, from local memory on the GPU).
+        for (j, x) in v.iter_mut().enumerate() {
+            if j == n - 1 {
+                *x = last;
+            }
+        }
     }
-    packed
+    v
+}
+
+/// Folds element `e < elements` of the small words of `n` children
+/// (`words`) into `acc[e]`, in child order; `first`: the first of them is
+/// the fold's first part.
+#[inline(always)]
+fn fold_small<T: Equivalence, O: Operation<T>>(
+    op: &O,
+    acc: &mut [core::mem::MaybeUninit<T>; WORD_BYTES],
+    words: &[u64; SMALL_BATCH],
+    n: usize,
+    elements: usize,
+    first: bool,
+) {
+    let size = core::mem::size_of::<T>();
+    // Element `e` of a word: bytes `e × size ..` (little-endian: the low
+    // bits after the shift), `(e + 1) × size <= 8`.
+    let element = |word: u64, e: usize| -> T {
+        let bits = if e == 0 { word } else { word >> (8 * e * size) };
+        // SAFETY: `size <= 8` bytes of `bits`; every bit pattern is a
+        // value of an `Equivalence` type.
+        unsafe { core::mem::transmute_copy::<u64, T>(&bits) }
+    };
+    for (e, a) in acc.iter_mut().enumerate().take(WORD_BYTES / size) {
+        if e < elements {
+            let mut x = if first {
+                element(words[0], e)
+            } else {
+                // SAFETY: written by the previous batch's fold.
+                unsafe { a.assume_init() }
+            };
+            // Constant indices keep `words` in registers.
+            for (j, word) in words.iter().enumerate() {
+                if j < n && (j > 0 || !first) {
+                    x = op.apply(&x, &element(*word, e));
+                }
+            }
+            a.write(x);
+        }
+    }
 }
 
 /// [`Fold::fold_parts`] of `op`, `N` parts per batch.
@@ -602,17 +683,31 @@ fn arrive_world<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, args: &Args
             (first, part(children.start + 1).addr().wrapping_sub(first.addr()))
         };
         if tally.has_packed() {
-            if F::EARLY
+            if F::SMALL != 0
                 && tally.errors == 0
                 && tally.kinds.is_power_of_two()
                 && Kind::folds(tally.kinds.trailing_zeros())
             {
-                let (first, stride) = spread();
-                // SAFETY: as for `fold_parts` below; a rank's cell and a
-                // node's hold an element of `F`'s type whatever their
-                // count (`F::EARLY`).
-                let packed =
-                    unsafe { fold.tally_and_fold(words, cell(), first, stride, children.len() as u32) };
+                // This node's small word (the result cell at the top) and
+                // its children's, side by side.
+                let out = if top {
+                    w.result_cell(sp, slot)
+                } else {
+                    w.node_small(slot, node)
+                };
+                let small = if t.span == 1 {
+                    w.rank_small(slot, t.first + children.start)
+                } else {
+                    w.node_small(slot, t.below + children.start)
+                };
+                // SAFETY: the children's small words were released to us by
+                // the add above (each rank writes its operand's first
+                // bytes there at its start, each node's last arriver its
+                // partial result's, `F::SMALL` of them whatever the
+                // count); this node's word (the result cell at the top) is
+                // written only by its last arriver and read as a cell is
+                // (below).
+                let packed = unsafe { fold.tally_and_fold(words, out, small, children.len() as u32) };
                 tally = with_packed(tally, packed);
             } else {
                 // Relaxed: acquired through the add above.
@@ -639,9 +734,10 @@ fn arrive_world<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, args: &Args
         };
         let verdict = tally.verdict(first_error);
         let agreed = tally.agreed();
-        // With `F::EARLY`, a verdict of 0 on a reduction means a tally with
-        // no error and one kind: `tally_and_fold` folded the first element.
-        let from = if F::EARLY { F::ELEMENT } else { 0 };
+        // With `F::SMALL` not 0, a verdict of 0 on a reduction means a
+        // tally with no error and one kind: `tally_and_fold` folded the
+        // operands' first `F::SMALL` bytes; the cells hold the rest.
+        let from = (agreed.bytes as usize).min(F::SMALL);
         if verdict == 0 && Kind::folds(agreed.kind_class) && agreed.bytes as usize > from {
             let (first, stride) = spread();
             let bytes = agreed.bytes as usize - from;
@@ -856,10 +952,23 @@ fn start<'a, 's, F: Fold>(
     if class == 0 {
         if let Some((side, bytes)) = s.data {
             let dst = w.operand(sp, slot, sp.member);
-            // SAFETY: `bytes <= capacity` (checked above) fits the cell; the
-            // cell's readers of the previous use are done (the wait above);
-            // `side` is the caller's borrowed buffer of `bytes` packed bytes.
-            if !unsafe { side.read(0, dst, bytes) } {
+            // A world reduction of small elements: the operand's first
+            // bytes in the rank's small word, the cell only for the rest
+            // (`Fold::SMALL`).
+            let small = sp.id == 0 && F::SMALL != 0;
+            // SAFETY: `bytes <= capacity` (checked above) fits the cell, and
+            // at most 8 bytes the small word; their readers of the previous
+            // use are done (the wait above); `side` is the caller's
+            // borrowed buffer of `bytes` packed bytes.
+            let read = unsafe {
+                if small {
+                    side.read(0, w.rank_small(slot, sp.member), bytes.min(8))
+                        && (bytes <= F::SMALL || side.read(0, dst, bytes))
+                } else {
+                    side.read(0, dst, bytes)
+                }
+            };
+            if !read {
                 s.error = Some(Error::Intern);
                 args.kind_class = s.kind as u32 | (ErrorClass::Intern as u32) << 8;
                 w.rank_word(sp, slot, sp.member, 0)

@@ -33,7 +33,9 @@
 //! Non-atomic data (slot payloads, scratch cells, user buffers) is copied with
 //! [`copy_bytes`]. The model keeps one loom `UnsafeCell<()>` per 64-byte line of
 //! the registered world memory (and of ranges registered with
-//! [`loom_runtime::track`]); a copy reads every tracked source line and writes
+//! [`loom_runtime::track`]; per 8-byte word in ranges registered with
+//! `WorldModel::track_words`, whose neighbouring words ranks write
+//! concurrently); a copy reads every tracked source line and writes
 //! every tracked destination line through those cells around the raw copy, so
 //! loom panics with a causality violation when a copy is not ordered after a
 //! conflicting one by the protocol's acquire/release pairs. Lines that nobody
@@ -487,6 +489,9 @@ pub mod loom_runtime {
 
     /// Bytes of one race-tracked line.
     pub const LINE: usize = 64;
+    /// Bytes of one race-tracked word of a range tracked per word
+    /// ([`WorldModel::track_words`]).
+    pub const WORD: usize = 8;
 
     /// Width a word was first used at (bookkeeping only, not modelled).
     const UNUSED: u8 = 0;
@@ -649,9 +654,12 @@ pub mod loom_runtime {
     struct Shared {
         /// Words by address; built before the spawns and never changed.
         words: BTreeMap<usize, Word>,
-        /// Race trackers by line number (address / LINE). A std mutex: it only
-        /// guards the map and is never held across a loom scheduling point.
+        /// Race trackers by the address of their granule (a 64-byte line, or
+        /// an 8-byte word inside `words`). A std mutex: it only guards the
+        /// map and is never held across a loom scheduling point.
         lines: StdMutex<BTreeMap<usize, LoomCell<()>>>,
+        /// Ranges tracked per 8-byte word ([`WorldModel::track_words`]).
+        words_tracked: StdMutex<Vec<core::ops::Range<usize>>>,
         blocks: Vec<BlockBarrier>,
         /// Per block, per warp (block-major).
         warps: Vec<Warp>,
@@ -734,6 +742,7 @@ pub mod loom_runtime {
         let model = WorldModel(Arc::new(Shared {
             words,
             lines: StdMutex::new(BTreeMap::new()),
+            words_tracked: StdMutex::new(Vec::new()),
             blocks: (0..grid_dim)
                 .map(|_| BlockBarrier {
                     state: Mutex::new(BarrierState {
@@ -799,8 +808,48 @@ pub mod loom_runtime {
         /// memory (its send buffer). Already tracked lines are kept.
         pub fn track(&self, ptr: *const u8, len: usize) {
             let mut lines = self.0.lines.lock().unwrap();
-            for line in line_range(ptr as usize, len) {
+            self.granules(ptr as usize, len, |line| {
                 lines.entry(line).or_insert_with(|| LoomCell::new(()));
+            });
+        }
+
+        /// Race-tracks `len` bytes at `ptr` (64-byte aligned, a multiple of
+        /// 64) per 8-byte word from now on, in place of their lines: for
+        /// memory whose neighbouring words different ranks write
+        /// concurrently (the non-blocking collectives' small words), which
+        /// the GPU allows and a per-line tracker would call a race. Call it
+        /// on the model's main thread before the spawns.
+        pub fn track_words(&self, ptr: *const u8, len: usize) {
+            let start = ptr as usize;
+            assert!(
+                start % LINE == 0 && len % LINE == 0,
+                "word tracking is by whole lines"
+            );
+            let mut lines = self.0.lines.lock().unwrap();
+            for line in (start..start + len).step_by(LINE) {
+                lines.remove(&line);
+                for word in (line..line + LINE).step_by(WORD) {
+                    lines.insert(word, LoomCell::new(()));
+                }
+            }
+            self.0.words_tracked.lock().unwrap().push(start..start + len);
+        }
+
+        /// Calls `f` with each granule (its address) that `len` bytes at
+        /// `addr` touch: 8-byte words inside a range given to
+        /// [`WorldModel::track_words`], 64-byte lines elsewhere.
+        fn granules(&self, addr: usize, len: usize, mut f: impl FnMut(usize)) {
+            let words = self.0.words_tracked.lock().unwrap();
+            let mut at = addr;
+            while at < addr + len {
+                let size = if words.iter().any(|r| r.contains(&at)) {
+                    WORD
+                } else {
+                    LINE
+                };
+                let granule = at / size * size;
+                f(granule);
+                at = granule + size;
             }
         }
 
@@ -808,9 +857,9 @@ pub mod loom_runtime {
         /// is freed, so that a later allocation there starts afresh).
         pub fn untrack(&self, ptr: *const u8, len: usize) {
             let mut lines = self.0.lines.lock().unwrap();
-            for line in line_range(ptr as usize, len) {
+            self.granules(ptr as usize, len, |line| {
                 lines.remove(&line);
-            }
+            });
         }
 
         /// Records with loom accesses of tracked lines: `(address, len,
@@ -819,12 +868,12 @@ pub mod loom_runtime {
             let lines = self.0.lines.lock().unwrap();
             let mut wanted: BTreeMap<usize, bool> = BTreeMap::new();
             for &(addr, len, write) in ranges {
-                for line in line_range(addr, len) {
+                self.granules(addr, len, |line| {
                     if lines.contains_key(&line) {
                         let w = wanted.entry(line).or_insert(false);
                         *w |= write;
                     }
-                }
+                });
             }
             let mut guards = AccessGuards {
                 reads: Vec::new(),
@@ -940,14 +989,6 @@ pub mod loom_runtime {
             WIDTH_32 => "32-bit",
             WIDTH_64 => "64-bit",
             _ => "64-bit (upper half)",
-        }
-    }
-
-    fn line_range(addr: usize, len: usize) -> core::ops::Range<usize> {
-        if len == 0 {
-            0..0
-        } else {
-            addr / LINE..(addr + len - 1) / LINE + 1
         }
     }
 

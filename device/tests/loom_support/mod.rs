@@ -5,6 +5,7 @@
 //! allocated and race-tracked here on the model's main thread, before the
 //! spawns; see `gpu_mpi_device::abi::shim::loom_runtime` for why.
 
+use gpu_mpi_device::abi::layout::IMMEDIATE_SLOTS;
 use gpu_mpi_device::abi::shim::loom_runtime::{self, LINE};
 use gpu_mpi_device::abi::WorldConfig;
 use gpu_mpi_device::World;
@@ -129,6 +130,14 @@ where
     // (`memory`) until every rank is joined and the model dropped below.
     let model =
         unsafe { loom_runtime::register_world(base, bytes_len, config.block_dim, layout.blocks, &host_only) };
+    // The non-blocking collectives' small words: each rank writes its own,
+    // beside its neighbours' (`Layout::immediate_word`).
+    for slot in 0..IMMEDIATE_SLOTS {
+        let words = layout.immediate_word(slot, 0);
+        let end = layout.immediate_slot(slot + 1);
+        // SAFETY: inside the world memory registered above.
+        model.track_words(unsafe { base.add(words) }, end - words);
+    }
     let scratch_memory = vec![Line([0; LINE]); scratch_lines.max(1)];
     let scratch = Scratch {
         base: scratch_memory.as_ptr() as usize,

@@ -107,13 +107,23 @@ pub(crate) fn place(layout: &Layout, offset: usize) -> Option<String> {
             format!("immediate slot {slot} world record+{o}")
         } else if o < nodes * cell {
             format!("immediate slot {slot} node {}+{}", o / cell - 1, o % cell)
-        } else {
+        } else if o < nodes * cell + l.ranks as usize * l.immediate_bytes {
             let o = o - nodes * cell;
             format!(
                 "immediate slot {slot} rank {} cell+{}",
                 o / l.immediate_bytes,
                 o % l.immediate_bytes
             )
+        } else {
+            let index = ((o - nodes * cell - l.ranks as usize * l.immediate_bytes) / 8) as u32;
+            let first_node = l.immediate_node_word(0);
+            if index < l.ranks {
+                format!("immediate slot {slot} rank {index} word")
+            } else if index >= first_node && index - first_node < l.immediate_nodes {
+                format!("immediate slot {slot} node {} word", index - first_node)
+            } else {
+                format!("immediate slot {slot} words' padding")
+            }
         }
     } else if offset < l.immediate_comms {
         let (rank, o) = per_rank(l.immediate_local, IMMEDIATE_LOCAL_BYTES);
@@ -173,6 +183,14 @@ mod tests {
         assert_eq!(
             place(&l, l.immediate_rank(0, 2)).as_deref(),
             Some("immediate slot 0 rank 2 cell+0")
+        );
+        assert_eq!(
+            place(&l, l.immediate_word(1, 3)).as_deref(),
+            Some("immediate slot 1 rank 3 word")
+        );
+        assert_eq!(
+            place(&l, l.immediate_word(0, l.immediate_node_word(1)) + 4).as_deref(),
+            Some("immediate slot 0 node 1 word")
         );
         assert_eq!(
             place(&l, ABORT_OFFSET).as_deref(),
