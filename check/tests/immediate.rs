@@ -211,6 +211,14 @@ fn argument_errors_reach_every_rank_and_the_next_collective_works(backend: Backe
                 |_| vec![bad, 0, n],
                 &format!("kind {kind} on {n}/{b} {s:?}"),
             );
+            // The failed collective's slot again, completed by tests: clean.
+            for (r, rec) in got.iter().enumerate() {
+                assert_eq!(
+                    &rec[8..10],
+                    &[0, 2 * n],
+                    "kind {kind} on {n}/{b} {s:?}: rank {r}, the slot again"
+                );
+            }
             if kind == 4 {
                 // Rank 0 started a barrier, the others an all-reduce: each
                 // names its own and the other.

@@ -61,11 +61,12 @@ pub struct SlotRecord {
     /// process's top arriver handed to the host's relay (Release), which
     /// then publishes `done` once every process's part came.
     pub handed: u32,
-    /// The verdict of the last completed use: an [`ErrorClass`] code, 0
-    /// when the arguments agreed.
+    /// The verdict of the last completed use whose verdict was not clean:
+    /// an [`ErrorClass`] code. A clean verdict (the arguments agreed) is
+    /// `done`'s bit alone, and this word is then an earlier use's.
     pub verdict: u32,
-    /// Rank 0's arguments of the last completed use (what a mismatch
-    /// error reports as expected).
+    /// Rank 0's arguments of the last completed use whose verdict was not
+    /// clean (what a mismatch error reports as expected).
     pub reference: Args,
     /// With `handed`: the reduction's predefined operation code (0: none),
     /// which the relay applies to the processes' parts.
@@ -1025,20 +1026,28 @@ pub(crate) fn collect(w: &World, i: u32) -> Result<Status, Error> {
     let sp = space_of(w, i);
     let record = w.slot_record(sp, slot);
     let word = |o: usize| record[o / 4].load(Ordering::Relaxed);
-    let r = core::mem::offset_of!(SlotRecord, reference);
-    // Relaxed: acquired with `done` (`is_complete`). One batch: this
-    // rank's arguments and the verdict's words, none waiting for another.
-    let (args, [verdict, ref_bytes, ref_datatype]) = shim::independent(|| {
+    // Relaxed: acquired with `done` (`is_complete`); `done` is still this
+    // use's (the slot's next use needs this rank's start). One batch: this
+    // rank's arguments and `done`, whose bit says whether the verdict was
+    // clean (then the verdict's words are not this use's: `publish`).
+    let (args, done) = shim::independent(|| {
         (
             w.read_args(sp, slot, sp.member),
-            [core::mem::offset_of!(SlotRecord, verdict), r + 8, r + 12].map(word),
+            word(core::mem::offset_of!(SlotRecord, done)),
         )
     });
     let p = w.pending_of(sp, slot, &args);
-    let result = match (p.error, verdict) {
-        (Some(e), _) => Err(e),
-        (None, 0) => copy_result(p.out, w.result_cell(sp, slot), p.bytes),
-        (None, class) => Err(verdict_error(w, sp, &p, class, ref_bytes, ref_datatype)),
+    let result = match p.error {
+        Some(e) => Err(e),
+        None if done & 1 != 0 => copy_result(p.out, w.result_cell(sp, slot), p.bytes),
+        None => {
+            let r = core::mem::offset_of!(SlotRecord, reference);
+            // Relaxed: as above; a verdict that is not clean (its words
+            // are this use's), in one batch.
+            let [verdict, ref_bytes, ref_datatype] =
+                shim::independent(|| [core::mem::offset_of!(SlotRecord, verdict), r + 8, r + 12].map(word));
+            Err(verdict_error(w, sp, &p, verdict, ref_bytes, ref_datatype))
+        }
     };
     // The slot is this rank's to start again: nobody waits for that (see
     // `collective::immediate`, "Reuse").

@@ -42,7 +42,9 @@ pub const IC_TEST_POLL: u32 = 2;
 /// receive count not the send count at the reduce's root; 6 the root
 /// calls the non-root reduce form. Then an all-reduce (sum of 1) that must
 /// succeed. Records: the class of the bad collective, the class and value
-/// of the good one, the bad one's error words (`Error::to_words`).
+/// of the good one, the bad one's error words (`Error::to_words`), then
+/// the class and value of an all-reduce (sum of 2) in the bad one's slot,
+/// completed by tests.
 pub const IC_ERRORS: u32 = 3;
 /// The outstanding bound: two all-reduces started, a third gives
 /// `MPI_ERR_REQUEST` at once; both are waited, then a third succeeds.
@@ -334,7 +336,20 @@ fn errors(world: &World, kind: u32, rec: &mut Recorder) -> Result<(), Error> {
         Ok(class(&q.wait()))
     })?;
     rec.words(&[bad[0], good, s])?;
-    rec.words(&bad)
+    rec.words(&bad)?;
+    // The first slot again (its verdict word still the failed use's, a
+    // clean verdict being `done`'s bit alone), completed by tests, which
+    // read the record's words.
+    let mut t = 0u32;
+    let again = request::scope(|scope| -> Result<u32, Error> {
+        let mut q = world.immediate_all_reduce_into(scope, &2u32, &mut t, SystemOperation::sum())?;
+        loop {
+            if let Some(r) = q.test() {
+                return Ok(class(&r));
+            }
+        }
+    })?;
+    rec.words(&[again, t])
 }
 
 fn sub_comm(world: &World, param: u32, rec: &mut Recorder) -> Result<(), Error> {

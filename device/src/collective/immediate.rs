@@ -46,20 +46,24 @@
 //! barriers; for a reduction of elements of at most 8 bytes, in the batch
 //! of the fold's first loads, `Fold::tally_and_fold`), instead of each
 //! child's arguments one after another. It
-//! zeroes the words for the next use, folds its children's operands
+//! folds its children's operands
 //! (level 0) or partial results in rank order into the node's cell when
 //! the subtree agrees (each element of 16 children loaded in one batch,
 //! eight for elements over 8 bytes, and combined in registers:
 //! `Fold::fold_parts`; what fits in the small words, 16 children's in one
 //! batch of eight 16-byte loads, into the node's small word:
-//! `Fold::tally_and_fold`), stores the subtree's first error (when it has one:
+//! `Fold::tally_and_fold`), zeroes the tally's words for the next use
+//! (two 16-byte stores, one when only the arrival word was used), stores
+//! the subtree's first error (when it has one:
 //! the lowest child's, one load) as the node's verdict and
 //! goes on to the parent with the node's tally as its own; the other
 //! arrivers are done. The top node's last arriver judges the whole world
 //! from the top's tally, folds into the result cell (a broadcast: copies
-//! the root's cell there), writes the verdict and publishes `u` in the
+//! the root's cell there), writes the verdict and the reference
+//! arguments when the verdict is not clean, and publishes `u` in the
 //! slot's `done` word (release), with a bit that says whether the verdict
-//! was clean (`nonblocking::done_word`). No rank folds more than 32
+//! was clean (`nonblocking::done_word`): a clean verdict is that bit
+//! alone, and no completion reads the verdict's words then. No rank folds more than 32
 //! children, and at most one node per level. A test is one acquire load
 //! of `done`; completion copies the result out (broadcast, reduce's root,
 //! all-reduce). A wait reads the rank's own words it needs (the use, its
@@ -654,11 +658,6 @@ fn arrive_world<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, args: &Args
         if Tally::arrivals(now) != children.len() as u32 {
             return;
         }
-        // The next use's adds and ORs come after every rank completed this
-        // use, which this rank's own completion (after these stores, and
-        // after a release of its own: the add to the parent or `done`) is
-        // part of.
-        words[0].store(0, Ordering::Relaxed);
         let mut tally = Tally::of_arrival(now);
         let top = t.nodes() == 1;
         // This node's cell (the result cell at the top) and its children's
@@ -713,10 +712,18 @@ fn arrive_world<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, args: &Args
                 // Relaxed: acquired through the add above.
                 tally = with_packed(tally, shim::independent(|| load_packed(words)));
             }
-            for word in &words[1..] {
-                // Relaxed: as the arrival word's.
-                word.store(0, Ordering::Relaxed);
-            }
+        }
+        // The words zeroed for the next use, in as few stores as they take
+        // (the packed words were read above). Relaxed: the next use's adds
+        // and ORs come after every rank completed this use, which this
+        // rank's own completion (after these stores, and after a release of
+        // its own: the add to the parent, `handed` or `done`) is part of.
+        if tally.has_packed() {
+            let [low, high] = node_tally_halves(words);
+            shim::store_relaxed_x2_u64(low, [0; 2]);
+            shim::store_relaxed_x2_u64(high, [0; 2]);
+        } else {
+            words[0].store(0, Ordering::Relaxed);
         }
         // The first error in rank order is under the lowest child with one:
         // a rank's own class, or the child node's verdict.
@@ -794,6 +801,14 @@ fn arrive_world<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, args: &Args
     }
 }
 
+/// A node's four tally words as two pairs (each one vector store).
+fn node_tally_halves(words: &[AtomicU64; 4]) -> [&[AtomicU64; 2]; 2] {
+    let first = words.as_ptr() as *const [AtomicU64; 2];
+    // SAFETY: words 0 and 1, and 2 and 3, of four in a row (an array of
+    // `repr(transparent)` cells), borrowed as `words` is.
+    unsafe { [&*first, &*first.add(1)] }
+}
+
 /// A communicator's arrival (one level): as the group's last arriver,
 /// judges every member's arguments (their [`Tally`], read four per batch),
 /// folds the operands in member order into the result cell (a broadcast:
@@ -854,19 +869,29 @@ fn copy_root(w: &World, sp: Space, slot: u32, verdict: u32, reference: &Args) {
     }
 }
 
-/// The last arriver's end: the verdict and the reference arguments, then
-/// `done` (Release).
+/// The last arriver's end: a verdict that is not clean and the reference
+/// arguments, then `done` (Release). A clean verdict is `done`'s bit
+/// alone ([`done_word`]): nobody reads the record's other words then
+/// (`nonblocking::collect`).
 fn publish(w: &World, sp: Space, slot: u32, use_: u32, verdict: u32, reference: &Args) {
-    // One address for the record's six stores (`World::slot_record`).
+    // One address for the record's stores (`World::slot_record`).
     let record = w.slot_record(sp, slot);
-    // Relaxed: released by the store of `done` below.
-    let put = |o: usize, v: u32| record[o / 4].store(v, Ordering::Relaxed);
-    put(core::mem::offset_of!(SlotRecord, verdict), verdict);
-    let r = core::mem::offset_of!(SlotRecord, reference);
-    put(r, reference.kind_class);
-    put(r + 4, reference.root as u32);
-    put(r + 8, reference.bytes);
-    put(r + 12, reference.datatype);
+    if verdict != 0 {
+        // Relaxed: released by the store of `done` below.
+        record[core::mem::offset_of!(SlotRecord, verdict) / 4].store(verdict, Ordering::Relaxed);
+        if let Some(words) = record[core::mem::offset_of!(SlotRecord, reference) / 4..].first_chunk::<4>() {
+            // Relaxed: as the verdict's; one vector store.
+            shim::store_relaxed_x4(
+                words,
+                [
+                    reference.kind_class,
+                    reference.root as u32,
+                    reference.bytes,
+                    reference.datatype,
+                ],
+            );
+        }
+    }
     // Release: pairs with the Acquire load of every rank's test
     // (`is_complete`): publishes the result cell and the verdict.
     record[core::mem::offset_of!(SlotRecord, done) / 4].store(done_word(use_, verdict), Ordering::Release);

@@ -591,6 +591,18 @@ pub(super) fn store_relaxed_x4(words: &[AtomicU32; 4], values: [u32; 4]) {
     timed(Access::BatchEnd);
 }
 
+/// Two relaxed 64-bit stores as one vector store
+/// ([`super::store_relaxed_x2_u64`]): one store to the timing model, as
+/// the GPU's one `st.v2` instruction is.
+#[inline(always)]
+pub(super) fn store_relaxed_x2_u64(words: &[AtomicU64; 2], values: [u64; 2]) {
+    timed(Access::BatchBegin { vector: true });
+    for (w, v) in words.iter().zip(values) {
+        w.store(v, Ordering::Relaxed);
+    }
+    timed(Access::BatchEnd);
+}
+
 /// Whether [`super::load_relaxed_batch`] loads its repeated words too:
 /// only the loads a batch needs: fewer reports to the timing model.
 pub(super) const LOADS_REPEAT: bool = false;

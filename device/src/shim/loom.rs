@@ -1068,6 +1068,14 @@ pub(super) fn store_relaxed_x4(words: &[AtomicU32; 4], values: [u32; 4]) {
     }
 }
 
+/// Two relaxed 64-bit stores ([`super::store_relaxed_x2_u64`]).
+#[inline(always)]
+pub(super) fn store_relaxed_x2_u64(words: &[AtomicU64; 2], values: [u64; 2]) {
+    for (w, v) in words.iter().zip(values) {
+        w.store(v, Ordering::Relaxed);
+    }
+}
+
 /// Whether [`super::load_relaxed_batch`] loads its repeated words too:
 /// each load is a choice point of the model.
 pub(super) const LOADS_REPEAT: bool = false;

@@ -195,6 +195,22 @@ pub fn store_relaxed_x4(words: &[AtomicU32; 4], values: [u32; 4]) {
     }
 }
 
+/// Relaxed stores of two consecutive 64-bit words as one access: on the
+/// GPU one 16-byte vector store (`st.relaxed.gpu.v2.u64`; each word is
+/// written atomically, the two are not one atomic write) when `words` is
+/// 16-byte aligned, else two stores. On the emulator and under loom two
+/// stores, which the timing model counts as one store when they are a
+/// vector store on the GPU.
+#[inline(always)]
+pub fn store_relaxed_x2_u64(words: &[AtomicU64; 2], values: [u64; 2]) {
+    if (words.as_ptr() as usize).is_multiple_of(16) {
+        imp::store_relaxed_x2_u64(words, values)
+    } else {
+        words[0].store(values[0], Ordering::Relaxed);
+        words[1].store(values[1], Ordering::Relaxed);
+    }
+}
+
 /// Bytes of the per-block scratch that [`shared_block`] returns: static
 /// block-shared memory on the GPU (one `.shared` array per kernel that uses
 /// it), a buffer of the block's state on the emulator and under loom.

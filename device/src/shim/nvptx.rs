@@ -808,6 +808,25 @@ pub(super) fn store_relaxed_x4(words: &[AtomicU32; 4], values: [u32; 4]) {
     }
 }
 
+/// `st.relaxed.gpu.v2.u64` of two 16-byte aligned 64-bit words
+/// ([`super::store_relaxed_x2_u64`] checked the alignment).
+#[inline(always)]
+pub(super) fn store_relaxed_x2_u64(words: &[AtomicU64; 2], values: [u64; 2]) {
+    let p = words.as_ptr();
+    // SAFETY: `words` are two live atomic words, 16-byte aligned (the
+    // caller checked), only accessed atomically; the instruction only
+    // writes them.
+    unsafe {
+        asm!(
+            "st.relaxed.gpu.v2.u64 [{p}], {{{a}, {b}}};",
+            p = in(reg64) p,
+            a = in(reg64) values[0],
+            b = in(reg64) values[1],
+            options(nostack),
+        )
+    }
+}
+
 /// Whether [`super::load_relaxed_batch`] loads its repeated words too:
 /// a repeated load is free and keeps a batch free of branches.
 pub(super) const LOADS_REPEAT: bool = true;
