@@ -425,3 +425,46 @@ fn sub_communicators_broadcast_reduce_in_member_order_and_keep_their_own_slots(b
     }
 }
 testgen!(sub_communicators_broadcast_reduce_in_member_order_and_keep_their_own_slots);
+
+fn every_predefined_operation_folds_through_small_words_and_cells(backend: Backend) {
+    // 40 ranks: a level-0 node of 32 children (two batches of small
+    // words) and one of 8; 70: a top of three nodes.
+    for (n, b) in [(5u32, 5u32), (40, 8), (70, 35)] {
+        let got = run(backend, Schedule::Parallel, n, b, IC_OPS, 0);
+        let int_of = |i: u32| (0..n).map(move |r| int_operand(r, i));
+        let mut want = vec![0u32];
+        for op in 0..9 {
+            for i in 0..3 {
+                let mut v = int_of(i);
+                let first = v.next().unwrap();
+                let folded = v.fold(first, |a, x| match op {
+                    0 => a.wrapping_add(x),
+                    1 => a.wrapping_mul(x),
+                    2 => a.min(x),
+                    3 => a.max(x),
+                    4 => a & x,
+                    5 => a | x,
+                    6 => a ^ x,
+                    7 => (a != 0 && x != 0) as i32,
+                    _ => (a != 0 || x != 0) as i32,
+                });
+                want.push(folded as u32);
+            }
+        }
+        for op in 0..4 {
+            for i in 0..2 {
+                let mut v = (0..n).map(|r| float_operand(r, i));
+                let first = v.next().unwrap();
+                let folded = v.fold(first, |a, x| match op {
+                    0 => a + x,
+                    1 => a * x,
+                    2 => a.min(x),
+                    _ => a.max(x),
+                });
+                want.extend([folded.to_bits() as u32, (folded.to_bits() >> 32) as u32]);
+            }
+        }
+        check(&got, |_| want.clone(), &format!("{n}/{b}"));
+    }
+}
+testgen!(every_predefined_operation_folds_through_small_words_and_cells);

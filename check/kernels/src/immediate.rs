@@ -83,6 +83,95 @@ pub const IC_STRIDE: u32 = 48;
 /// waiting ranks got.
 pub const IC_NEVER_ENTERS_OP: u32 = 7;
 
+/// Every predefined operation in a world all-reduce: for each integer
+/// operation ([`INT_OPS`]) an all-reduce of three `i32`
+/// ([`int_operand`]), for each floating one ([`FLOAT_OPS`]) an all-reduce
+/// of two `f64` ([`float_operand`]). The first 8 bytes of each operand
+/// fold through the tree's small words (two `i32`, one `f64`), the rest
+/// through the cells. Records: the OR of the classes, then the 27 `i32`
+/// results, then the 8 `f64` results (each as its low word, then its high
+/// word).
+pub const IC_OPS: u32 = 8;
+
+/// The integer operations of [`IC_OPS`], in its order.
+pub const INT_OPS: [SystemOperation; 9] = [
+    SystemOperation::sum(),
+    SystemOperation::product(),
+    SystemOperation::min(),
+    SystemOperation::max(),
+    SystemOperation::bitwise_and(),
+    SystemOperation::bitwise_or(),
+    SystemOperation::bitwise_xor(),
+    SystemOperation::logical_and(),
+    SystemOperation::logical_or(),
+];
+
+/// The floating operations of [`IC_OPS`], in its order.
+pub const FLOAT_OPS: [SystemOperation; 4] = [
+    SystemOperation::sum(),
+    SystemOperation::product(),
+    SystemOperation::min(),
+    SystemOperation::max(),
+];
+
+/// Element `i` of rank `rank`'s `i32` operand in [`IC_OPS`]: small values
+/// of both signs (element 1 never 0, so that a logical and is 1).
+pub fn int_operand(rank: u32, i: u32) -> i32 {
+    match i {
+        0 => (rank % 7) as i32 - 3,
+        1 => (rank % 5) as i32 + 1,
+        _ => ((rank * 13 + 5) % 17) as i32 - 8,
+    }
+}
+
+/// Element `i` of rank `rank`'s `f64` operand in [`IC_OPS`]: powers of two
+/// from 1/4 to 4 (element 1 negated), so that every sum and product of a
+/// world's operands is exact in any bracketing.
+pub fn float_operand(rank: u32, i: u32) -> f64 {
+    let x = [0.25, 0.5, 1.0, 2.0, 4.0][((rank + 2 * i) % 5) as usize];
+    if i == 1 {
+        -x
+    } else {
+        x
+    }
+}
+
+fn ops(world: &World, rec: &mut Recorder) -> Result<(), Error> {
+    let r = world.rank() as u32;
+    let mut classes = 0;
+    let send: [i32; 3] = core::array::from_fn(|i| int_operand(r, i as u32));
+    let mut ints = [[0i32; 3]; 9];
+    for (op, out) in INT_OPS.iter().zip(ints.iter_mut()) {
+        classes |= request::scope(|scope| -> Result<u32, Error> {
+            Ok(class(
+                &world
+                    .immediate_all_reduce_into(scope, &send[..], &mut out[..], *op)?
+                    .wait(),
+            ))
+        })?;
+    }
+    let send: [f64; 2] = core::array::from_fn(|i| float_operand(r, i as u32));
+    let mut floats = [[0f64; 2]; 4];
+    for (op, out) in FLOAT_OPS.iter().zip(floats.iter_mut()) {
+        classes |= request::scope(|scope| -> Result<u32, Error> {
+            Ok(class(
+                &world
+                    .immediate_all_reduce_into(scope, &send[..], &mut out[..], *op)?
+                    .wait(),
+            ))
+        })?;
+    }
+    rec.push(classes)?;
+    for v in ints.iter().flatten() {
+        rec.push(*v as u32)?;
+    }
+    for v in floats.iter().flatten() {
+        let bits = v.to_bits();
+        rec.words(&[bits as u32, (bits >> 32) as u32])?;
+    }
+    Ok(())
+}
+
 gpu_mpi_device::kernel! {
     /// The `IC_*` cases.
     pub static SEMANTICS_IMMEDIATE = fn semantics_immediate(world: &World, args: &CaseArgs) -> Result<(), Error> {
@@ -96,6 +185,7 @@ gpu_mpi_device::kernel! {
             IC_NEVER_ENTERS => never_enters(world, args.param, &mut rec),
             IC_SUB_COMM => sub_comm(world, args.param, &mut rec),
             IC_NEVER_ENTERS_OP => never_enters_op(world, args.param, &mut rec),
+            IC_OPS => ops(world, &mut rec),
             _ => rec.push(NONE),
         }
     }

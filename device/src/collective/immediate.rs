@@ -430,6 +430,36 @@ impl<T: Equivalence, O: Operation<T>> Fold for OpFold<'_, T, O> {
         if !packed_agree(packed) || bytes < size {
             return packed;
         }
+        if size > WORD_BYTES / 2 {
+            // One element per word: one accumulator, in a register (an
+            // array of them is local memory).
+            let mut acc = element_of::<T>(head[0], 0);
+            let mut batch = head;
+            let mut done = 0;
+            loop {
+                let values: [T; SMALL_BATCH] = core::array::from_fn(|j| element_of(batch[j], 0));
+                acc = self.0.fold_batch(
+                    acc,
+                    &values,
+                    (done == 0) as usize,
+                    (parts - done).min(SMALL_BATCH),
+                );
+                done += SMALL_BATCH;
+                if done >= parts {
+                    break;
+                }
+                let at = small.wrapping_add(done * WORD_BYTES);
+                // SAFETY: children `done..` (the caller's contract).
+                batch = shim::independent(|| unsafe { load_small(at, pairs, parts - done) });
+            }
+            // SAFETY: element 0 of `out`'s first `SMALL` bytes (the
+            // caller's contract).
+            unsafe {
+                shim::note_global(out, size, true);
+                core::ptr::write(out as *mut T, acc);
+            }
+            return packed;
+        }
         // Elements of the operand in its small word: at least one.
         let elements = bytes.min(Self::SMALL) / size;
         let mut acc = [core::mem::MaybeUninit::<T>::uninit(); WORD_BYTES];
@@ -541,31 +571,34 @@ fn fold_small<T: Equivalence, O: Operation<T>>(
     first: bool,
 ) {
     let size = core::mem::size_of::<T>();
-    // Element `e` of a word: bytes `e × size ..` (little-endian: the low
-    // bits after the shift), `(e + 1) × size <= 8`.
-    let element = |word: u64, e: usize| -> T {
-        let bits = if e == 0 { word } else { word >> (8 * e * size) };
-        // SAFETY: `size <= 8` bytes of `bits`; every bit pattern is a
-        // value of an `Equivalence` type.
-        unsafe { core::mem::transmute_copy::<u64, T>(&bits) }
-    };
     for (e, a) in acc.iter_mut().enumerate().take(WORD_BYTES / size) {
         if e < elements {
-            let mut x = if first {
-                element(words[0], e)
+            // Constant indices keep `words` in registers.
+            let values: [T; SMALL_BATCH] = core::array::from_fn(|j| element_of(words[j], e));
+            let x = if first {
+                values[0]
             } else {
                 // SAFETY: written by the previous batch's fold.
                 unsafe { a.assume_init() }
             };
-            // Constant indices keep `words` in registers.
-            for (j, word) in words.iter().enumerate() {
-                if j < n && (j > 0 || !first) {
-                    x = op.apply(&x, &element(*word, e));
-                }
-            }
-            a.write(x);
+            a.write(op.fold_batch(x, &values, first as usize, n));
         }
     }
+}
+
+/// Element `e` of a small word: bytes `e × size ..` of `word`
+/// (little-endian: the low bits after the shift), `(e + 1) × size <= 8`.
+#[inline(always)]
+fn element_of<T: Equivalence>(word: u64, e: usize) -> T {
+    let bits = if e == 0 {
+        word
+    } else {
+        word >> (8 * e * core::mem::size_of::<T>())
+    };
+    // SAFETY: `size_of::<T>() <= 8` bytes of `bits` (the caller's bound,
+    // `Fold::SMALL` not 0); every bit pattern is a value of an
+    // `Equivalence` type.
+    unsafe { core::mem::transmute_copy::<u64, T>(&bits) }
 }
 
 /// [`Fold::fold_parts`] of `op`, `N` parts per batch.
@@ -593,16 +626,13 @@ unsafe fn fold_in_batches<T: Equivalence, O: Operation<T>, const N: usize>(
             // caller's contract).
             let batch: [T; N] =
                 unsafe { shim::load_plain_batch(first.wrapping_add(done * stride + at), stride, k) };
-            for (j, v) in batch.iter().enumerate() {
-                if j < k {
-                    acc.write(if done + j == 0 {
-                        *v
-                    } else {
-                        // SAFETY: written at part 0, before this one.
-                        op.apply(unsafe { acc.assume_init_ref() }, v)
-                    });
-                }
-            }
+            let x = if done == 0 {
+                batch[0]
+            } else {
+                // SAFETY: written by the previous batch's fold.
+                unsafe { acc.assume_init() }
+            };
+            acc.write(op.fold_batch(x, &batch, (done == 0) as usize, k));
             done += k;
         }
         // SAFETY: element `at / size` of the cell (the caller's contract);

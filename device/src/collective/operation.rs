@@ -21,6 +21,38 @@ pub trait Operation<T> {
     fn system_code(&self) -> u32 {
         0
     }
+    /// `acc op values[from] op ... op values[to - 1]` (`to <= N`), in
+    /// order: a batch of operands loaded together. A predefined operation
+    /// picks its arm once for the batch, so that the loop over it unrolls
+    /// and the values stay in registers (a `match` per element kept the
+    /// batch in local memory on the GPU).
+    #[doc(hidden)]
+    #[inline(always)]
+    fn fold_batch<const N: usize>(&self, acc: T, values: &[T; N], from: usize, to: usize) -> T
+    where
+        Self: Sized,
+        T: Copy,
+    {
+        fold_with(acc, values, from, to, |a, b| self.apply(&a, &b))
+    }
+}
+
+/// [`Operation::fold_batch`] with `f` as the operation.
+#[inline(always)]
+fn fold_with<T: Copy, const N: usize>(
+    mut acc: T,
+    values: &[T; N],
+    from: usize,
+    to: usize,
+    f: impl Fn(T, T) -> T,
+) -> T {
+    // Constant indices: the loop unrolls, `values` stays in registers.
+    for (j, v) in values.iter().enumerate() {
+        if from <= j && j < to {
+            acc = f(acc, *v);
+        }
+    }
+    acc
 }
 
 /// The predefined operations (`MPI_SUM`, `MPI_PROD`, ...; MPI 6.9.2).
@@ -143,6 +175,24 @@ macro_rules! integer_ops {
                     _ => ((a != 0) || (b != 0)) as $t,
                 }
             }
+            #[inline(always)]
+            fn fold_batch<const N: usize>(&self, acc: $t, values: &[$t; N], from: usize, to: usize) -> $t
+            where
+                Self: Sized,
+                $t: Copy,
+            {
+                match self.0 {
+                    OP_SUM => fold_with(acc, values, from, to, |a: $t, b: $t| a.wrapping_add(b)),
+                    OP_PRODUCT => fold_with(acc, values, from, to, |a: $t, b: $t| a.wrapping_mul(b)),
+                    OP_MIN => fold_with(acc, values, from, to, |a: $t, b: $t| a.min(b)),
+                    OP_MAX => fold_with(acc, values, from, to, |a: $t, b: $t| a.max(b)),
+                    OP_BAND => fold_with(acc, values, from, to, |a: $t, b: $t| a & b),
+                    OP_BOR => fold_with(acc, values, from, to, |a: $t, b: $t| a | b),
+                    OP_BXOR => fold_with(acc, values, from, to, |a: $t, b: $t| a ^ b),
+                    OP_LAND => fold_with(acc, values, from, to, |a: $t, b: $t| ((a != 0) && (b != 0)) as $t),
+                    _ => fold_with(acc, values, from, to, |a: $t, b: $t| ((a != 0) || (b != 0)) as $t),
+                }
+            }
         }
     )*};
 }
@@ -169,6 +219,19 @@ macro_rules! float_ops {
                     OP_PRODUCT => a * b,
                     OP_MIN => if b < a { b } else { a },
                     _ => if b > a { b } else { a },
+                }
+            }
+            #[inline(always)]
+            fn fold_batch<const N: usize>(&self, acc: $t, values: &[$t; N], from: usize, to: usize) -> $t
+            where
+                Self: Sized,
+                $t: Copy,
+            {
+                match self.0 {
+                    OP_SUM => fold_with(acc, values, from, to, |a: $t, b: $t| a + b),
+                    OP_PRODUCT => fold_with(acc, values, from, to, |a: $t, b: $t| a * b),
+                    OP_MIN => fold_with(acc, values, from, to, |a: $t, b: $t| if b < a { b } else { a }),
+                    _ => fold_with(acc, values, from, to, |a: $t, b: $t| if b > a { b } else { a }),
                 }
             }
         }
