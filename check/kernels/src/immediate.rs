@@ -5,11 +5,12 @@
 
 use super::collectives::user_operand;
 use super::p2p::Mat2;
+use super::rma::OPS;
 use super::{CaseArgs, Recorder, NONE};
-use gpu_mpi_device::collective::{SystemOperation, UserOperation};
+use gpu_mpi_device::collective::{Operation, SystemOperation, UserOperation};
 use gpu_mpi_device::request::{self, wait_all, Request};
 use gpu_mpi_device::traits::*;
-use gpu_mpi_device::{Color, Error, World};
+use gpu_mpi_device::{Color, Equivalence, Error, World};
 
 /// Values, root `param`: broadcast of `[100 root + i; 4]` and an all-reduce
 /// (sum of `[r + 1, 3 r]`) outstanding together,
@@ -84,35 +85,14 @@ pub const IC_STRIDE: u32 = 48;
 pub const IC_NEVER_ENTERS_OP: u32 = 7;
 
 /// Every predefined operation in a world all-reduce: for each integer
-/// operation ([`INT_OPS`]) an all-reduce of three `i32`
-/// ([`int_operand`]), for each floating one ([`FLOAT_OPS`]) an all-reduce
-/// of two `f64` ([`float_operand`]). The first 8 bytes of each operand
+/// operation (the first nine of [`OPS`]: sum to logical or) an all-reduce
+/// of three `i32` ([`int_operand`]), for each floating one (its first
+/// four: sum to max) an all-reduce of two `f64` ([`float_operand`]). The first 8 bytes of each operand
 /// fold through the tree's small words (two `i32`, one `f64`), the rest
 /// through the cells. Records: the OR of the classes, then the 27 `i32`
 /// results, then the 8 `f64` results (each as its low word, then its high
 /// word).
 pub const IC_OPS: u32 = 8;
-
-/// The integer operations of [`IC_OPS`], in its order.
-pub const INT_OPS: [SystemOperation; 9] = [
-    SystemOperation::sum(),
-    SystemOperation::product(),
-    SystemOperation::min(),
-    SystemOperation::max(),
-    SystemOperation::bitwise_and(),
-    SystemOperation::bitwise_or(),
-    SystemOperation::bitwise_xor(),
-    SystemOperation::logical_and(),
-    SystemOperation::logical_or(),
-];
-
-/// The floating operations of [`IC_OPS`], in its order.
-pub const FLOAT_OPS: [SystemOperation; 4] = [
-    SystemOperation::sum(),
-    SystemOperation::product(),
-    SystemOperation::min(),
-    SystemOperation::max(),
-];
 
 /// Element `i` of rank `rank`'s `i32` operand in [`IC_OPS`]: small values
 /// of both signs (element 1 never 0, so that a logical and is 1).
@@ -136,31 +116,38 @@ pub fn float_operand(rank: u32, i: u32) -> f64 {
     }
 }
 
+/// An all-reduce of `[operand(0), operand(1), ...]` with each of `ops`
+/// into the matching row of `outs`, each waited at once: the OR of their
+/// classes.
+fn all_reduce_each<T: Equivalence, const K: usize>(
+    world: &World,
+    ops: &[SystemOperation],
+    operand: impl Fn(u32) -> T,
+    outs: &mut [[T; K]],
+) -> Result<u32, Error>
+where
+    SystemOperation: Operation<T>,
+{
+    let send: [T; K] = core::array::from_fn(|i| operand(i as u32));
+    let mut classes = 0;
+    for (op, out) in ops.iter().zip(outs.iter_mut()) {
+        classes |= request::scope(|scope| -> Result<u32, Error> {
+            Ok(class(
+                &world
+                    .immediate_all_reduce_into(scope, &send[..], &mut out[..], *op)?
+                    .wait(),
+            ))
+        })?;
+    }
+    Ok(classes)
+}
+
 fn ops(world: &World, rec: &mut Recorder) -> Result<(), Error> {
     let r = world.rank() as u32;
-    let mut classes = 0;
-    let send: [i32; 3] = core::array::from_fn(|i| int_operand(r, i as u32));
     let mut ints = [[0i32; 3]; 9];
-    for (op, out) in INT_OPS.iter().zip(ints.iter_mut()) {
-        classes |= request::scope(|scope| -> Result<u32, Error> {
-            Ok(class(
-                &world
-                    .immediate_all_reduce_into(scope, &send[..], &mut out[..], *op)?
-                    .wait(),
-            ))
-        })?;
-    }
-    let send: [f64; 2] = core::array::from_fn(|i| float_operand(r, i as u32));
+    let mut classes = all_reduce_each(world, &OPS[..9], |i| int_operand(r, i), &mut ints)?;
     let mut floats = [[0f64; 2]; 4];
-    for (op, out) in FLOAT_OPS.iter().zip(floats.iter_mut()) {
-        classes |= request::scope(|scope| -> Result<u32, Error> {
-            Ok(class(
-                &world
-                    .immediate_all_reduce_into(scope, &send[..], &mut out[..], *op)?
-                    .wait(),
-            ))
-        })?;
-    }
+    classes |= all_reduce_each(world, &OPS[..4], |i| float_operand(r, i), &mut floats)?;
     rec.push(classes)?;
     for v in ints.iter().flatten() {
         rec.push(*v as u32)?;
