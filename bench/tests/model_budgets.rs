@@ -97,7 +97,7 @@ fn latency_barrier_and_reductions_stay_within_their_modelled_budgets() {
     let barrier = rows(&report, "barrier").next().expect("a barrier row");
     Budget {
         what: "world barrier, 1024 ranks in 4 blocks",
-        set_from_us: 0.7395,
+        set_from_us: 0.7342,
     }
     .check(field(barrier, "model_mpi_avg_us"));
     let allreduce = rows(&report, "allreduce")
@@ -105,7 +105,7 @@ fn latency_barrier_and_reductions_stay_within_their_modelled_budgets() {
         .expect("an 8-byte all-reduce row");
     Budget {
         what: "8-byte all-reduce, 1024 ranks in 4 blocks",
-        set_from_us: 1.9315,
+        set_from_us: 1.9205,
     }
     .check(field(allreduce, "model_mpi_avg_us"));
     let reduce = rows(&report, "reduce")
@@ -113,7 +113,7 @@ fn latency_barrier_and_reductions_stay_within_their_modelled_budgets() {
         .expect("an 8-byte reduce row");
     Budget {
         what: "8-byte reduce to rank 0, 1024 ranks in 4 blocks",
-        set_from_us: 1.8115,
+        set_from_us: 1.7974,
     }
     .check(field(reduce, "model_mpi_avg_us"));
 }
@@ -175,8 +175,8 @@ fn all_to_all_and_all_gather_stay_within_their_modelled_budgets() {
 #[test]
 fn gather_and_scatter_stay_within_their_modelled_budgets() {
     check_eight_byte_rows([
-        (Suite::Gather, "gather", "8-byte gather, 512 ranks", 2.2730),
-        (Suite::Scatter, "scatter", "8-byte scatter, 512 ranks", 2.3420),
+        (Suite::Gather, "gather", "8-byte gather, 512 ranks", 2.1274),
+        (Suite::Scatter, "scatter", "8-byte scatter, 512 ranks", 1.9664),
     ]);
 }
 
@@ -194,7 +194,12 @@ fn non_blocking_barrier_and_all_reduce_stay_within_their_modelled_budgets() {
         .expect("an 8-byte iallreduce row");
     Budget {
         what: "8-byte iallreduce + wait, 1024 ranks in 4 blocks",
-        set_from_us: 4.5529,
+        // Up from 4.5529 when the world barrier between rounds reset its
+        // words in fewer stores: the block that completes it goes on
+        // earlier, so its ranks start the next round earlier and wait
+        // longer in it (docs/performance.md, "A rooted barrier's other
+        // blocks arrive and leave").
+        set_from_us: 4.6055,
     }
     .check(field(iallreduce, "model_mpi_avg_us"));
 }

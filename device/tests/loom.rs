@@ -1065,6 +1065,67 @@ fn gather_and_scatter_direct_two_blocks() {
     });
 }
 
+/// (q) The same, then a world barrier: its generation (the fifth) uses the
+/// words of the first, which only the root's block can reset (at the
+/// gather's closing barrier, the second generation: rank 0's block arrives
+/// there with a release add and leaves without learning whether it
+/// completed the count). Each rank writes a line before the barrier and
+/// reads the other's after it: a count not reset lets a rank through early,
+/// and loom reports the race.
+#[test]
+fn a_barrier_after_direct_gather_and_scatter_finds_its_count_reset() {
+    check("gather+scatter direct, barrier 2x1", 2, || {
+        let results = run_world(
+            small_config(2, 1, 1),
+            4,
+            |w, scratch| -> Result<[u64; 4], Error> {
+                let [a, b, c] = gather_then_scatter(w, scratch)?;
+                let me = w.rank() as usize;
+                scratch.put(2 + me, 300 + me as u64);
+                w.barrier()?;
+                Ok([a, b, c, scratch.get(3 - me)])
+            },
+        );
+        assert_eq!(results, [Ok([0, 0, 50, 301]), Ok([7, 8, 51, 300])]);
+    });
+}
+
+/// (q) A direct gather to rank 1 across 2 blocks of 2 ranks, then three
+/// world barriers: the last (the fifth generation) uses the first's words,
+/// which the gather's closing barrier (the second) left to the root's
+/// block, where rank 0, the root's block-mate, resets them after the block
+/// barrier that follows its first rank's acquire of the count (the root
+/// does not wait for the stores). Each rank writes a line before the last
+/// barrier and reads the next rank's after it. Without preemptions (four
+/// ranks).
+#[test]
+fn a_root_block_mate_resets_the_gather_barrier_count() {
+    check("gather direct, barriers 2x2", 0, || {
+        let results = run_world(small_config(4, 2, 1), 8, |w, scratch| -> Result<u64, Error> {
+            let root = w.process_at_rank(1);
+            let me = w.rank() as usize;
+            let mine = [me as u64 + 7; 8];
+            let mut gathered = 0;
+            if me == 1 {
+                // SAFETY: lines 0 to 3 of the scratch, 64-byte aligned; only
+                // this rank makes a buffer of them, and the others reach them
+                // only inside the gather.
+                let buf = unsafe { std::slice::from_raw_parts_mut(scratch.line(0) as *mut u64, 32) };
+                root.gather_into_root(&mine[..], &mut buf[..])?;
+                gathered = (0..4).map(|k| scratch.get(k)).sum();
+            } else {
+                root.gather_into(&mine[..])?;
+            }
+            w.barrier()?;
+            w.barrier()?;
+            scratch.put(4 + me, 300 + me as u64);
+            w.barrier()?;
+            Ok(gathered * 1000 + scratch.get(4 + (me + 1) % 4))
+        });
+        assert_eq!(results, [Ok(301), Ok(34_302), Ok(303), Ok(300)]);
+    });
+}
+
 /// (q) A varcount gather across 2 blocks of 1 rank into the root's scratch
 /// lines, in reversed order (rank 1's part first): the root publishes its
 /// buffer and partition in the counts round, each rank checks its count

@@ -140,6 +140,23 @@ impl<'w> GenerationWords<'w> {
         unsafe { shim::atomic_u32_at(self.base, self.arrivals) }
     }
 
+    /// Zeroes the generation's count and every word of its key (whatever
+    /// its barrier's key was), as [`GridBarrier`](crate::records::GridBarrier)
+    /// says, in as few stores as they take. Relaxed: published by the
+    /// caller's block's next arrival.
+    #[inline(always)]
+    fn reset(&self) {
+        self.arrivals().store(0, Ordering::Relaxed);
+        for pair in 0..BARRIER_KEY_WORDS / 2 {
+            let first: *const AtomicU64 = self.key(2 * pair);
+            // SAFETY: key words `2 × pair` and the next, in a row (an array
+            // of `repr(transparent)` cells) and 16-byte aligned (the keys
+            // are a 64-byte aligned line of eight words; `2 × pair + 1 <
+            // BARRIER_KEY_WORDS`); the world outlives `'w`.
+            shim::store_relaxed_x2_u64(unsafe { &*(first as *const [AtomicU64; 2]) }, [0; 2]);
+        }
+    }
+
     /// Word `word` (below [`BARRIER_KEY_WORDS`]) of the generation's key.
     #[inline(always)]
     fn key(&self, word: usize) -> &'w AtomicU64 {
@@ -250,7 +267,7 @@ impl World {
     /// on into a collective's next step alone.
     #[inline(always)]
     pub(super) fn world_barrier(&self, what: WaitFor) -> Result<(), Error> {
-        self.keyed_barrier::<1, false>(what, None, true, false, core::ptr::null())
+        self.keyed_barrier::<1, false>(what, None, Arrival::All, false, core::ptr::null())
             .map(|_| ())
     }
 
@@ -258,15 +275,25 @@ impl World {
     /// their parts straight into or out of `root`'s buffer: every block
     /// arrives, but only the ranks of the root's block wait until every
     /// other block has (a gather's root needs every part, a scatter's root
-    /// its buffer back). The others go on once their own block has arrived:
+    /// its buffer back). The others go on once their own block is there:
     /// MPI 4.1 §6.5 lets a rank that is not the root return once its part
-    /// is copied, and the native gather ends the same way. Only every
-    /// other world barrier may be one of these (every gather and scatter
-    /// begins with its agreement), which the generations' reset relies on
+    /// is copied, and the native gather ends the same way. Their first
+    /// rank arrives with a release add whose old value it does not wait
+    /// for, and the block passes no closing block barrier; the root's
+    /// block resets the generation after next's words. Only every other
+    /// world barrier may be one of these (every gather and scatter begins
+    /// with its agreement), which that reset relies on
     /// ([`GridBarrier`](crate::records::GridBarrier)).
     pub(super) fn world_barrier_for_root(&self, what: WaitFor, root: i32) -> Result<(), Error> {
-        let waits = root as u32 / self.block_dim() == self.block;
-        self.keyed_barrier::<1, false>(what, None, waits, false, core::ptr::null())
+        let bd = self.block_dim();
+        let arrival = if root as u32 / bd == self.block {
+            Arrival::Waits {
+                resets: (root as u32 % bd + 1) % bd,
+            }
+        } else {
+            Arrival::Leaves
+        };
+        self.keyed_barrier::<1, false>(what, None, arrival, false, core::ptr::null())
             .map(|_| ())
     }
 
@@ -305,7 +332,7 @@ impl World {
     /// scratch next passes a block barrier first.
     #[inline(always)]
     pub(super) fn world_barrier_agreeing(&self, what: WaitFor, key: u32) -> Result<bool, Error> {
-        self.keyed_barrier::<1, false>(what, Some([key]), true, false, core::ptr::null())
+        self.keyed_barrier::<1, false>(what, Some([key]), Arrival::All, false, core::ptr::null())
     }
 
     /// [`World::world_barrier_agreeing`] on a key of
@@ -334,7 +361,7 @@ impl World {
         self.keyed_barrier::<BARRIER_KEY_WORDS, FETCH>(
             what,
             Some(key.unwrap_or([NO_KEY; BARRIER_KEY_WORDS])),
-            true,
+            Arrival::All,
             false,
             fetch,
         )
@@ -365,13 +392,13 @@ impl World {
     /// [`World::world_barrier_agreeing`] for a caller that is no
     /// collective (a window's fence).
     pub(crate) fn barrier_agreeing(&self, what: WaitFor, key: u32) -> Result<bool, Error> {
-        self.keyed_barrier::<1, false>(what, Some([key]), true, false, core::ptr::null())
+        self.keyed_barrier::<1, false>(what, Some([key]), Arrival::All, false, core::ptr::null())
     }
 
     /// [`World::world_barrier`], and with a key of `N` words
-    /// [`World::world_barrier_agreeing`]; `waits` false (the same on every
-    /// rank of the block, never with a key): the block arrives and goes on
-    /// ([`World::world_barrier_for_root`]). `recorded`: the caller wrote
+    /// [`World::world_barrier_agreeing`]; `arrival` other than
+    /// [`Arrival::All`] (the same on every rank of a block, never with a
+    /// key): [`World::world_barrier_for_root`]. `recorded`: the caller wrote
     /// the wait record of `what` since its last call that changed it (a
     /// reduction before its block tree). `fetch`: see
     /// [`World::world_barrier_agreeing_words`] (null: none; only with a
@@ -381,7 +408,7 @@ impl World {
         &self,
         what: WaitFor,
         key: Option<[u32; N]>,
-        waits: bool,
+        arrival: Arrival,
         recorded: bool,
         fetch: *const u8,
     ) -> Result<bool, Error> {
@@ -465,6 +492,13 @@ impl World {
                 what.peer,
                 what.tag,
             );
+        } else if blocks > 1 && self.thread == 0 && arrival == Arrival::Leaves {
+            // Release: carries this block's accesses, ordered before this
+            // point by the block barrier, to the root's block, whose acquire
+            // of the count (its poll, or its AcqRel add if it completes the
+            // count) reads a value of this add's release sequence. No
+            // acquire: this block reads nothing of the others'.
+            self.generation(generation).arrivals().add(1, Ordering::Release);
         } else if blocks > 1 && self.thread == 0 {
             let arrivals = self.generation(generation).arrivals();
             // AcqRel. The release carries this block's writes, ordered
@@ -475,16 +509,11 @@ impl World {
             // earlier arrival's writes, all that the last arrival needs.
             let before = arrivals.fetch_add(1, Ordering::AcqRel);
             let r = if before + 1 == blocks {
-                // Generation `g + 3`'s count and keys, as `GridBarrier`
-                // says: every word of the key, whatever this barrier's
-                // key is. Relaxed: published by this rank's next arrivals.
-                let next = self.generation(generation.wrapping_add(3));
-                next.arrivals().store(0, Ordering::Relaxed);
-                for i in 0..BARRIER_KEY_WORDS {
-                    next.key(i).store(0, Ordering::Relaxed);
+                // At a rooted barrier a block-mate of the root resets the
+                // words after the closing block barrier (below).
+                if arrival == Arrival::All {
+                    self.generation(generation.wrapping_add(3)).reset();
                 }
-                Ok(())
-            } else if !waits {
                 Ok(())
             } else {
                 // The record and the idle key were written before the
@@ -540,11 +569,29 @@ impl World {
                 unsafe { core::ptr::addr_of_mut!((*stage()).verdict).write(agreed as u32) };
             }
         }
+        if arrival == Arrival::Leaves && whole {
+            // Nobody of the block waited, so nobody failed: no verdict to
+            // share in a closing block barrier.
+            self.record_state(STATE_RUNNING);
+            return Ok(true);
+        }
         let passed = shim::block_barrier_count(failure == 0);
         self.record_state(STATE_RUNNING);
         if failure != 0 || passed != present {
             let word = crate::polling::barrier_failed(self.base as u64, self.rank, failure);
             return Err(crate::polling::barrier_error(word, what));
+        }
+        if let Arrival::Waits { resets } = arrival {
+            if blocks > 1 && self.thread == resets {
+                // The other blocks left without knowing whether their
+                // arrival completed the count, so this block resets the
+                // words (`GridBarrier`): the block's first rank acquired the
+                // complete count before the block barrier above. A
+                // block-mate of the root, so that the root does not wait
+                // for the stores.
+                self.generation(self.barrier_generation.get().wrapping_add(3))
+                    .reset();
+            }
         }
         if !keyed {
             Ok(true)
@@ -819,14 +866,20 @@ impl World {
         // takes the same branches (and block barriers) below.
         match verify {
             Verify::Nothing => {
-                self.keyed_barrier::<1, false>(what, None, true, true, core::ptr::null())?;
+                self.keyed_barrier::<1, false>(what, None, Arrival::All, true, core::ptr::null())?;
                 return Ok(Ok(()));
             }
             Verify::Counts => {
-                self.keyed_barrier::<1, false>(what, None, true, true, core::ptr::null())?;
+                self.keyed_barrier::<1, false>(what, None, Arrival::All, true, core::ptr::null())?;
             }
             Verify::RootAndCount(key) => {
-                if self.keyed_barrier::<2, false>(what, Some([key, count]), true, true, core::ptr::null())? {
+                if self.keyed_barrier::<2, false>(
+                    what,
+                    Some([key, count]),
+                    Arrival::All,
+                    true,
+                    core::ptr::null(),
+                )? {
                     // Every rank passed this root and this count, which
                     // is the reference's too; a saturated count is no
                     // count (`COUNT_MISMATCH`).
@@ -841,7 +894,13 @@ impl World {
                 // barrier on the root alone, which every rank passes
                 // (they all read the verdict above); then the counts,
                 // below.
-                if !self.keyed_barrier::<1, false>(what, Some([key]), true, true, core::ptr::null())? {
+                if !self.keyed_barrier::<1, false>(
+                    what,
+                    Some([key]),
+                    Arrival::All,
+                    true,
+                    core::ptr::null(),
+                )? {
                     return Err(Error::InvalidRoot {
                         root: what.peer,
                         size: self.size(),
@@ -1351,6 +1410,25 @@ fn reduce_step<T: Equivalence, O: Operation<T>>(
     };
     // A failure says which generation the step's barriers reached.
     (failure, u64::from(w.barrier_generation.get()))
+}
+
+/// How a block takes part in a world barrier ([`World::keyed_barrier`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Arrival {
+    /// Every block waits until every block has arrived; the arrival that
+    /// completes the count resets the generation after next's words.
+    All,
+    /// Only this block waits (a rooted barrier's root block): once the
+    /// count is complete, whoever completed it, its rank at thread
+    /// `resets` resets those words after the closing block barrier.
+    Waits {
+        /// The thread (in the block) that resets them.
+        resets: u32,
+    },
+    /// The block arrives without waiting for anyone: its first rank's add
+    /// is a release whose old value nobody waits for, and it passes no
+    /// closing block barrier.
+    Leaves,
 }
 
 /// What a reduction round's world barrier checks besides the arrivals
