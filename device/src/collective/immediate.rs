@@ -434,24 +434,13 @@ impl<T: Equivalence, O: Operation<T>> Fold for OpFold<'_, T, O> {
             // One element per word: one accumulator, in a register (an
             // array of them is local memory).
             let mut acc = element_of::<T>(head[0], 0);
-            let mut batch = head;
-            let mut done = 0;
-            loop {
-                let values: [T; SMALL_BATCH] = core::array::from_fn(|j| element_of(batch[j], 0));
-                acc = self.0.fold_batch(
-                    acc,
-                    &values,
-                    (done == 0) as usize,
-                    (parts - done).min(SMALL_BATCH),
-                );
-                done += SMALL_BATCH;
-                if done >= parts {
-                    break;
-                }
-                let at = small.wrapping_add(done * WORD_BYTES);
-                // SAFETY: children `done..` (the caller's contract).
-                batch = shim::independent(|| unsafe { load_small(at, pairs, parts - done) });
-            }
+            // SAFETY: the children's words (the caller's contract).
+            unsafe {
+                each_small_batch(head, small, pairs, parts, |batch, n, first| {
+                    let values: [T; SMALL_BATCH] = core::array::from_fn(|j| element_of(batch[j], 0));
+                    acc = self.0.fold_batch(acc, &values, first as usize, n);
+                })
+            };
             // SAFETY: element 0 of `out`'s first `SMALL` bytes (the
             // caller's contract).
             unsafe {
@@ -463,27 +452,12 @@ impl<T: Equivalence, O: Operation<T>> Fold for OpFold<'_, T, O> {
         // Elements of the operand in its small word: at least one.
         let elements = bytes.min(Self::SMALL) / size;
         let mut acc = [core::mem::MaybeUninit::<T>::uninit(); WORD_BYTES];
-        // One array for every batch: one fold below, its values in one
-        // place.
-        let mut batch = head;
-        let mut done = 0;
-        loop {
-            fold_small(
-                self.0,
-                &mut acc,
-                &batch,
-                (parts - done).min(SMALL_BATCH),
-                elements,
-                done == 0,
-            );
-            done += SMALL_BATCH;
-            if done >= parts {
-                break;
-            }
-            let at = small.wrapping_add(done * WORD_BYTES);
-            // SAFETY: children `done..` (the caller's contract).
-            batch = shim::independent(|| unsafe { load_small(at, pairs, parts - done) });
-        }
+        // SAFETY: the children's words (the caller's contract).
+        unsafe {
+            each_small_batch(head, small, pairs, parts, |batch, n, first| {
+                fold_small(self.0, &mut acc, batch, n, elements, first)
+            })
+        };
         for (e, a) in acc.iter().enumerate().take(WORD_BYTES / size) {
             if e < elements {
                 // SAFETY: element `e` of `out`'s first `SMALL` bytes (the
@@ -506,6 +480,38 @@ const WORD_BYTES: usize = 8;
 /// batch: half a node (eight 16-byte loads; a node's 32 words at once
 /// would be 64 registers of values).
 const SMALL_BATCH: usize = 16;
+
+/// Calls `fold(batch, n, first)` on the small words of `parts` (1 or
+/// more) children at `small`, [`SMALL_BATCH`] at a time: `head` holds the
+/// first batch (loaded by the caller with the node's words), and each
+/// next batch is loaded after the previous one was folded. `n` is the
+/// batch's count of children, `first` whether it is the first batch.
+///
+/// # Safety
+/// As [`load_small`]'s, for the `parts` children's words at `small`.
+// One batch array for both accumulators of `tally_and_fold`: one fold
+// call, its values in one place.
+#[inline(always)]
+unsafe fn each_small_batch(
+    head: [u64; SMALL_BATCH],
+    small: *const u8,
+    pairs: bool,
+    parts: usize,
+    mut fold: impl FnMut(&[u64; SMALL_BATCH], usize, bool),
+) {
+    let mut batch = head;
+    let mut done = 0;
+    loop {
+        fold(&batch, (parts - done).min(SMALL_BATCH), done == 0);
+        done += SMALL_BATCH;
+        if done >= parts {
+            return;
+        }
+        let at = small.wrapping_add(done * WORD_BYTES);
+        // SAFETY: children `done..` (the caller's contract).
+        batch = shim::independent(|| unsafe { load_small(at, pairs, parts - done) });
+    }
+}
 
 /// Two neighbours' small words: one 16-byte load on the GPU.
 #[derive(Clone, Copy)]

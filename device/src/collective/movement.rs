@@ -531,19 +531,14 @@ impl World {
                 // contract); it holds the fold of ranks `0..q0` when `q0 > 0`.
                 unsafe {
                     let out = recv.add(e);
-                    let mut acc = if q0 == 0 {
+                    let acc = if q0 == 0 {
                         v[0]
                     } else {
                         crate::shim::note_global(out.cast(), size, false);
                         op.apply(&core::ptr::read(out), &v[0])
                     };
-                    // Constant indices (the loop unrolls), so `v` stays in
-                    // registers; a batch past the last rank stops at it.
-                    for (i, x) in v.iter().enumerate().skip(1) {
-                        if i < m {
-                            acc = op.apply(&acc, x);
-                        }
-                    }
+                    // A batch past the last rank stops at it.
+                    let acc = op.fold_batch(acc, &v, 1, m);
                     crate::shim::note_global(out.cast(), size, true);
                     core::ptr::write(out, acc);
                 }
