@@ -1239,8 +1239,8 @@ pub struct ResultRecord {
 /// and the keys of that generation; at a barrier where only the root's
 /// block waits (`World::world_barrier_for_root`: the other blocks arrive
 /// with a release add and go on, not knowing whether theirs completed
-/// the count) the root's block zeroes them once it has seen the count
-/// complete. Their last readers (generation `g - 1`, the blocks that
+/// the count) the root, which makes its block's arrival and waits, zeroes
+/// them once it has seen the count complete. Their last readers (generation `g - 1`, the blocks that
 /// waited there) read them before they arrived at `g`, which the zeroing
 /// rank's acquire takes (its own add's, or its poll's, which reads the end
 /// of every arrival's release sequence). Their next writers (generation

@@ -1066,10 +1066,10 @@ fn gather_and_scatter_direct_two_blocks() {
 }
 
 /// (q) The same, then a world barrier: its generation (the fifth) uses the
-/// words of the first, which only the root's block can reset (at the
-/// gather's closing barrier, the second generation: rank 0's block arrives
-/// there with a release add and leaves without learning whether it
-/// completed the count). Each rank writes a line before the barrier and
+/// words of the first, which only the root can reset (at the gather's
+/// closing barrier, the second generation: rank 0's block arrives there
+/// with a release add and leaves without learning whether it completed
+/// the count). Each rank writes a line before the barrier and
 /// reads the other's after it: a count not reset lets a rank through early,
 /// and loom reports the race.
 #[test]
@@ -1092,14 +1092,14 @@ fn a_barrier_after_direct_gather_and_scatter_finds_its_count_reset() {
 
 /// (q) A direct gather to rank 1 across 2 blocks of 2 ranks, then three
 /// world barriers: the last (the fifth generation) uses the first's words,
-/// which the gather's closing barrier (the second) left to the root's
-/// block, where rank 0, the root's block-mate, resets them after the block
-/// barrier that follows its first rank's acquire of the count (the root
-/// does not wait for the stores). Each rank writes a line before the last
-/// barrier and reads the next rank's after it. Without preemptions (four
-/// ranks).
+/// which the gather's closing barrier (the second) left to the root: rank
+/// 1, not its block's first rank, makes the block's arrival there, waits
+/// and resets them, while rank 0 leaves after the opening block barrier
+/// (so its copy reaches the other block only through the root's release).
+/// Each rank writes a line before the last barrier and reads the next
+/// rank's after it. Without preemptions (four ranks).
 #[test]
-fn a_root_block_mate_resets_the_gather_barrier_count() {
+fn the_root_resets_the_gather_barrier_count_for_its_block() {
     check("gather direct, barriers 2x2", 0, || {
         let results = run_world(small_config(4, 2, 1), 8, |w, scratch| -> Result<u64, Error> {
             let root = w.process_at_rank(1);

@@ -273,22 +273,23 @@ impl World {
 
     /// The world barrier that ends a gather or scatter whose ranks copied
     /// their parts straight into or out of `root`'s buffer: every block
-    /// arrives, but only the ranks of the root's block wait until every
-    /// other block has (a gather's root needs every part, a scatter's root
-    /// its buffer back). The others go on once their own block is there:
-    /// MPI 4.1 §6.5 lets a rank that is not the root return once its part
-    /// is copied, and the native gather ends the same way. Their first
-    /// rank arrives with a release add whose old value it does not wait
-    /// for, and the block passes no closing block barrier; the root's
-    /// block resets the generation after next's words. Only every other
-    /// world barrier may be one of these (every gather and scatter begins
-    /// with its agreement), which that reset relies on
+    /// arrives, but only the root waits until every block has (a gather's
+    /// root needs every part, a scatter's root its buffer back). Every
+    /// other rank goes on once its own block is there (the opening block
+    /// barrier, after its copies): MPI 4.1 §6.5 lets a rank that is not
+    /// the root return once its part is copied, and the native gather ends
+    /// the same way. The first rank of every other block arrives with a
+    /// release add whose old value it does not wait for; the root makes
+    /// its own block's arrival, waits, and resets the generation after
+    /// next's words; no closing block barrier. Only every other world
+    /// barrier may be one of these (every gather and scatter begins with
+    /// its agreement), which that reset relies on
     /// ([`GridBarrier`](crate::records::GridBarrier)).
     pub(super) fn world_barrier_for_root(&self, what: WaitFor, root: i32) -> Result<(), Error> {
         let bd = self.block_dim();
         let arrival = if root as u32 / bd == self.block {
-            Arrival::Waits {
-                resets: (root as u32 % bd + 1) % bd,
+            Arrival::Root {
+                thread: root as u32 % bd,
             }
         } else {
             Arrival::Leaves
@@ -499,7 +500,7 @@ impl World {
             // count) reads a value of this add's release sequence. No
             // acquire: this block reads nothing of the others'.
             self.generation(generation).arrivals().add(1, Ordering::Release);
-        } else if blocks > 1 && self.thread == 0 {
+        } else if blocks > 1 && self.thread == arrival.arriver() {
             let arrivals = self.generation(generation).arrivals();
             // AcqRel. The release carries this block's writes, ordered
             // before this point by the block barrier, to every rank that
@@ -509,8 +510,8 @@ impl World {
             // earlier arrival's writes, all that the last arrival needs.
             let before = arrivals.fetch_add(1, Ordering::AcqRel);
             let r = if before + 1 == blocks {
-                // At a rooted barrier a block-mate of the root resets the
-                // words after the closing block barrier (below).
+                // At a rooted barrier the root resets the words once the
+                // count is complete, whoever completed it (below).
                 if arrival == Arrival::All {
                     self.generation(generation.wrapping_add(3)).reset();
                 }
@@ -525,6 +526,14 @@ impl World {
                     (arrivals.load(Ordering::Acquire) >= blocks).then_some(Ok(()))
                 })
             };
+            if arrival != Arrival::All && r.is_ok() {
+                // The other blocks left without knowing whether their
+                // arrival completed the count, so the one rank that saw it
+                // complete resets the words (`GridBarrier`). (The
+                // generation again: not held across the wait.)
+                self.generation(self.barrier_generation.get().wrapping_add(3))
+                    .reset();
+            }
             match r {
                 Ok(()) => {
                     // Relaxed: after the acquire of every block's arrival,
@@ -569,10 +578,14 @@ impl World {
                 unsafe { core::ptr::addr_of_mut!((*stage()).verdict).write(agreed as u32) };
             }
         }
-        if arrival == Arrival::Leaves && whole {
-            // Nobody of the block waited, so nobody failed: no verdict to
-            // share in a closing block barrier.
+        if arrival != Arrival::All && whole {
+            // At most one rank of the block (the root) waited: no verdict
+            // to share in a closing block barrier, its failure is its own.
             self.record_state(STATE_RUNNING);
+            if failure != 0 {
+                let word = crate::polling::barrier_failed(self.base as u64, self.rank, failure);
+                return Err(crate::polling::barrier_error(word, what));
+            }
             return Ok(true);
         }
         let passed = shim::block_barrier_count(failure == 0);
@@ -580,18 +593,6 @@ impl World {
         if failure != 0 || passed != present {
             let word = crate::polling::barrier_failed(self.base as u64, self.rank, failure);
             return Err(crate::polling::barrier_error(word, what));
-        }
-        if let Arrival::Waits { resets } = arrival {
-            if blocks > 1 && self.thread == resets {
-                // The other blocks left without knowing whether their
-                // arrival completed the count, so this block resets the
-                // words (`GridBarrier`): the block's first rank acquired the
-                // complete count before the block barrier above. A
-                // block-mate of the root, so that the root does not wait
-                // for the stores.
-                self.generation(self.barrier_generation.get().wrapping_add(3))
-                    .reset();
-            }
         }
         if !keyed {
             Ok(true)
@@ -1418,17 +1419,29 @@ enum Arrival {
     /// Every block waits until every block has arrived; the arrival that
     /// completes the count resets the generation after next's words.
     All,
-    /// Only this block waits (a rooted barrier's root block): once the
-    /// count is complete, whoever completed it, its rank at thread
-    /// `resets` resets those words after the closing block barrier.
-    Waits {
-        /// The thread (in the block) that resets them.
-        resets: u32,
+    /// A rooted barrier's root block: the root (thread `thread` of the
+    /// block) makes the block's arrival and waits until every block has
+    /// arrived, then resets those words, whoever completed the count; its
+    /// block-mates leave after the opening block barrier.
+    Root {
+        /// The root's thread in the block.
+        thread: u32,
     },
     /// The block arrives without waiting for anyone: its first rank's add
-    /// is a release whose old value nobody waits for, and it passes no
-    /// closing block barrier.
+    /// is a release whose old value nobody waits for, and its ranks leave
+    /// after the opening block barrier.
     Leaves,
+}
+
+impl Arrival {
+    /// The thread of the block that makes its arrival.
+    #[inline(always)]
+    fn arriver(self) -> u32 {
+        match self {
+            Arrival::Root { thread } => thread,
+            Arrival::All | Arrival::Leaves => 0,
+        }
+    }
 }
 
 /// What a reduction round's world barrier checks besides the arrivals
