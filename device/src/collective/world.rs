@@ -495,10 +495,10 @@ impl World {
             );
         } else if blocks > 1 && self.thread == 0 && arrival == Arrival::Leaves {
             // Release: carries this block's accesses, ordered before this
-            // point by the block barrier, to the root's block, whose acquire
-            // of the count (its poll, or its AcqRel add if it completes the
-            // count) reads a value of this add's release sequence. No
-            // acquire: this block reads nothing of the others'.
+            // point by the block barrier, to the root, whose acquire of the
+            // count (its poll, or its AcqRel add if it completes the count)
+            // reads a value of this add's release sequence. No acquire:
+            // this block reads nothing of the others'.
             self.generation(generation).arrivals().add(1, Ordering::Release);
         } else if blocks > 1 && self.thread == arrival.arriver() {
             let arrivals = self.generation(generation).arrivals();
