@@ -167,6 +167,17 @@ impl<'w> GenerationWords<'w> {
     }
 }
 
+// `GenerationWords::reset`'s 16-byte stores: each generation's keys are a
+// 64-byte aligned line (the record at a line's start, the keys a whole line
+// into it), and the key words they cover come in pairs.
+const _: () = {
+    use crate::records::GridBarrier;
+    assert!(
+        (crate::layout::GRID_BARRIER_OFFSET + core::mem::offset_of!(GridBarrier, keys)).is_multiple_of(64)
+    );
+    assert!(BARRIER_KEY_WORDS.is_multiple_of(2));
+};
+
 impl World {
     /// Generation `generation`'s words of the world barrier's record
     /// ([`GridBarrier`](crate::records::GridBarrier)), which lies at a
