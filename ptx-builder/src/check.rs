@@ -402,6 +402,69 @@ pub fn over_register_ceiling(kernels: &[KernelResources], ceiling: u32) -> Vec<S
         .collect()
 }
 
+/// The register budget (`.maxnreg N`, which the builder puts right after
+/// the entry's parameters) of every kernel of `ptx` that has one.
+pub fn register_budgets(ptx: &str) -> Vec<(String, u32)> {
+    let mut out = Vec::new();
+    let mut entry: Option<String> = None;
+    for line in ptx.lines() {
+        let t = line.trim_start();
+        if let Some(n) = t.strip_prefix(".maxnreg") {
+            if let (Some(name), Ok(n)) = (entry.take(), n.trim().parse()) {
+                out.push((name, n));
+            }
+        } else if t.starts_with('{') {
+            // The body: the entry has no budget.
+            entry = None;
+        } else if let Some(name) = entries(line).pop() {
+            entry = Some(name);
+        }
+    }
+    out
+}
+
+/// One line per kernel of `kernels` assembled for sm_90 that spills at a
+/// register budget below `ceiling`: what `ptx-check --max-registers`
+/// fails on besides the ceiling. A budget under the ceiling is an
+/// occupancy choice (64 registers: 1,024 ranks per SM), made where ptxas
+/// fits the kernel without local memory on the GPUs the project measures
+/// (sm_90); a change that makes it spill there must raise the budget or
+/// say why the spill is worth its ranks, by naming the kernel in
+/// `allowed` ([`budget_spills_allowed`]; the older architectures may
+/// spill a little: docs/gpu.md). `budgets`: [`register_budgets`].
+pub fn spilling_under_ceiling(
+    kernels: &[KernelResources],
+    budgets: &[(String, u32)],
+    ceiling: u32,
+    allowed: &[String],
+) -> Vec<String> {
+    kernels
+        .iter()
+        .filter(|k| k.arch == "sm_90" && k.spill_stores + k.spill_loads > 0)
+        .filter(|k| !allowed.contains(&k.name))
+        .filter_map(|k| {
+            let (_, budget) = budgets.iter().find(|(name, b)| *name == k.name && *b < ceiling)?;
+            Some(format!(
+                "{} ({}): {}/{} bytes of spill stores/loads at its register budget of {budget}, \
+                 under the ceiling of {ceiling}: raise its budget under \
+                 [package.metadata.gpu-mpi.max-registers] until it does not spill",
+                k.name, k.arch, k.spill_stores, k.spill_loads
+            ))
+        })
+        .collect()
+}
+
+/// The kernels whose register budget a kernel crate's manifest text lets
+/// spill ([`spilling_under_ceiling`]): `kernel = true` lines of its
+/// `[package.metadata.gpu-mpi.budget-spills]` table.
+pub fn budget_spills_allowed(manifest: &str) -> Vec<String> {
+    crate::metadata_table(manifest, "budget-spills")
+        .into_iter()
+        .filter(|(_, v)| v == "true")
+        .map(|(k, _)| k)
+        .collect()
+}
+
 /// The kernels a kernel crate's manifest text quiets:
 /// `kernel = false` lines of its `[package.metadata.gpu-mpi.resource-warnings]`
 /// table.
@@ -1233,6 +1296,45 @@ ptxas info    : Used 40 registers
         );
         assert!(lines[1].contains("`over = 128`"), "{}", lines[1]);
         assert!(over_register_ceiling(&kernels, 255).is_empty());
+    }
+
+    #[test]
+    fn budgets_below_the_ceiling_must_not_spill_on_sm_90() {
+        let ptx = ".visible .entry low(\n\t.param .u64 low_param_0\n)  // @low\n.maxnreg 64\n{\n}\n\
+                   .visible .entry free(\n)\n{\n}\n\
+                   .visible .entry high(\n)\n.maxnreg 128\n{\n}\n";
+        let budgets = register_budgets(ptx);
+        assert_eq!(budgets, vec![("low".to_string(), 64), ("high".to_string(), 128)]);
+        let spilling = |name: &str, arch: &str, stores: u32| KernelResources {
+            spill_stores: stores,
+            spill_loads: stores / 2,
+            ..resources(name, arch, 64, 0)
+        };
+        let kernels = [
+            spilling("low", "sm_70", 28),
+            spilling("low", "sm_90", 0),
+            spilling("high", "sm_90", 40),
+            spilling("free", "sm_90", 8),
+        ];
+        // Only a spill on sm_90 under a budget below the ceiling fails.
+        assert!(spilling_under_ceiling(&kernels, &budgets, 128, &[]).is_empty());
+        let kernels = [spilling("low", "sm_90", 12)];
+        let lines = spilling_under_ceiling(&kernels, &budgets, 128, &[]);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(
+            lines[0]
+                .starts_with("low (sm_90): 12/6 bytes of spill stores/loads at its register budget of 64"),
+            "{}",
+            lines[0]
+        );
+        // A budget at the ceiling is the ceiling's business: spills allowed.
+        assert!(spilling_under_ceiling(&kernels, &budgets, 64, &[]).is_empty());
+        // And so is a spill the manifest allows.
+        let manifest = "[package]\nname = \"k\"\n\n[package.metadata.gpu-mpi.budget-spills]\n\
+                        low = true # the thesis's kernel\nother = false\n";
+        let allowed = budget_spills_allowed(manifest);
+        assert_eq!(allowed, vec!["low".to_string()]);
+        assert!(spilling_under_ceiling(&kernels, &budgets, 128, &allowed).is_empty());
     }
 
     #[test]

@@ -15,7 +15,12 @@
 //!
 //! `--max-registers N` fails when a kernel uses more than N registers on
 //! any check architecture ([`check::over_register_ceiling`]): CI holds
-//! the users' kernels (the examples) to 128, the project's ceiling.
+//! the users' kernels (the examples) to 128, the project's ceiling. It
+//! also fails a kernel whose budget is below N and that spills on sm_90
+//! ([`check::spilling_under_ceiling`]): such a budget buys ranks per SM
+//! only where it costs no local memory, unless the crate's manifest says
+//! the spill is worth it (`[package.metadata.gpu-mpi.budget-spills]`,
+//! `kernel = true`).
 //!
 //! `--functions N` also assembles each PTX with `ptxas -c` (every
 //! function compiled on its own, the kernels' register budgets left out)
@@ -254,6 +259,23 @@ fn main() -> ExitCode {
             .flat_map(|a| a.kernels.iter().cloned())
             .collect();
         for line in check::over_register_ceiling(&kernels, ceiling) {
+            eprintln!("ptx-check: FAIL {line}");
+            failed = true;
+        }
+        let budgets: Vec<_> = ptx
+            .iter()
+            .filter_map(|(_, path)| std::fs::read_to_string(path).ok())
+            .flat_map(|text| check::register_budgets(&text))
+            .collect();
+        // Built from a crate: the spills its manifest allows.
+        let allowed = if o.given_ptx.is_empty() {
+            std::fs::read_to_string(o.kernels.join("Cargo.toml"))
+                .map(|m| check::budget_spills_allowed(&m))
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        for line in check::spilling_under_ceiling(&kernels, &budgets, ceiling, &allowed) {
             eprintln!("ptx-check: FAIL {line}");
             failed = true;
         }
