@@ -458,20 +458,22 @@ pub fn spilling_under_ceiling(
 /// spill ([`spilling_under_ceiling`]): `kernel = true` lines of its
 /// `[package.metadata.gpu-mpi.budget-spills]` table.
 pub fn budget_spills_allowed(manifest: &str) -> Vec<String> {
-    crate::metadata_table(manifest, "budget-spills")
-        .into_iter()
-        .filter(|(_, v)| v == "true")
-        .map(|(k, _)| k)
-        .collect()
+    kernels_marked(manifest, "budget-spills", "true")
 }
 
 /// The kernels a kernel crate's manifest text quiets:
 /// `kernel = false` lines of its `[package.metadata.gpu-mpi.resource-warnings]`
 /// table.
 pub fn quiet_kernels(manifest: &str) -> Vec<String> {
-    crate::metadata_table(manifest, "resource-warnings")
+    kernels_marked(manifest, "resource-warnings", "false")
+}
+
+/// The kernels of the `kernel = value` lines of a manifest text's
+/// `[package.metadata.gpu-mpi.<table>]` table whose value is `value`.
+fn kernels_marked(manifest: &str, table: &str, value: &str) -> Vec<String> {
+    crate::metadata_table(manifest, table)
         .into_iter()
-        .filter(|(_, v)| v == "false")
+        .filter(|(_, v)| v == value)
         .map(|(k, _)| k)
         .collect()
 }
