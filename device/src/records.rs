@@ -1235,23 +1235,23 @@ pub struct ResultRecord {
 /// the blocks also poll (as CUDA's grid synchronisation polls its counter),
 /// is complete at `blocks`.
 ///
-/// The arrival that completes generation `g` zeroes count `(g + 3) % 4`
-/// and the keys of that generation; at a barrier where only the root's
-/// block waits (`World::world_barrier_for_root`: the other blocks arrive
-/// with a release add and go on, not knowing whether theirs completed
-/// the count) the root, which makes its block's arrival and waits, zeroes
-/// them once it has seen the count complete. Their last readers (generation `g - 1`, the blocks that
-/// waited there) read them before they arrived at `g`, which the zeroing
-/// rank's acquire takes (its own add's, or its poll's, which reads the end
-/// of every arrival's release sequence). Their next writers (generation
-/// `g + 3`) wait at `g + 1` or `g + 2` first, which the zeroing block's
-/// next arrivals, releases after the zeroing, complete: a block may go on
-/// from a barrier without waiting, but never from two in a row, so it
-/// waits at one of those two. Four generations, a power of two, so
-/// that `g % 4` stays in step when the 32-bit generation wraps. A count of its own per generation,
-/// not one count that grows (complete at `g × blocks`), so that a poll can
-/// only see the arrivals at its own generation: loom then explores far
-/// fewer values per poll.
+/// The arrival that completes generation `g` zeroes count `(g + 3) % 4` and
+/// the keys of that generation; at a barrier where only the root waits
+/// (`World::world_barrier_for_root`: the other blocks arrive with a release
+/// add and go on, not knowing whether theirs completed the count) the root,
+/// which makes its block's arrival and waits, zeroes them once it has seen
+/// the count complete. Their last readers (generation `g - 1`, the blocks
+/// that waited there) read them before they arrived at `g`, which the
+/// zeroing rank's acquire takes (its own add's, or its poll's, which reads
+/// the end of every arrival's release sequence). Their next writers
+/// (generation `g + 3`) wait at `g + 1` or `g + 2` first, which the zeroing
+/// block's next arrivals, releases after the zeroing, complete: a block may
+/// go on from a barrier without waiting, but never from two in a row, so it
+/// waits at one of those two. Four generations, a power of two, so that `g
+/// % 4` stays in step when the 32-bit generation wraps. A count of its own
+/// per generation, not one count that grows (complete at `g × blocks`), so
+/// that a poll can only see the arrivals at its own generation: loom then
+/// explores far fewer values per poll.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
 pub struct GridBarrier {

@@ -156,8 +156,10 @@ fn main() -> ExitCode {
         }
     };
 
-    // 2. Lint, and make sure there is something to check.
+    // 2. Lint, and make sure there is something to check; the kernels'
+    // register budgets (`.maxnreg`), for the check of `--max-registers`.
     let mut lint = Vec::new();
+    let mut budgets = Vec::new();
     for (arch, path) in &ptx {
         let text = match std::fs::read_to_string(path) {
             Ok(t) => t,
@@ -166,6 +168,7 @@ fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
+        budgets.extend(check::register_budgets(&text));
         let entries = check::entries(&text);
         if entries.is_empty() {
             eprintln!(
@@ -262,11 +265,6 @@ fn main() -> ExitCode {
             eprintln!("ptx-check: FAIL {line}");
             failed = true;
         }
-        let budgets: Vec<_> = ptx
-            .iter()
-            .filter_map(|(_, path)| std::fs::read_to_string(path).ok())
-            .flat_map(|text| check::register_budgets(&text))
-            .collect();
         // Built from a crate: the spills its manifest allows.
         let allowed = if o.given_ptx.is_empty() {
             std::fs::read_to_string(o.kernels.join("Cargo.toml"))
