@@ -29,6 +29,7 @@ const DEVICE_LAYERS: &[&[&str]] = &[
     &["status"],
     &["codes"],
     &["error"],
+    &["typemap"],
     &["trace"],
     &["slot_return"],
     &["polling"],

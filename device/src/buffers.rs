@@ -59,7 +59,7 @@ impl Side {
             }
             // SAFETY: forwarded from the caller.
             Side::Typed(t) if cfg!(feature = "views") => unsafe {
-                ((*t).mover)(&*t, true, at as u64, dst, n as u64)
+                crate::typemap::move_typed(&*t, true, at as u64, dst, n as u64)
             },
             Side::Typed(_) => false,
         }
@@ -81,7 +81,7 @@ impl Side {
             }
             // SAFETY: forwarded from the caller.
             Side::Typed(t) if cfg!(feature = "views") => unsafe {
-                ((*t).mover)(&*t, false, at as u64, src as *mut u8, n as u64)
+                crate::typemap::move_typed(&*t, false, at as u64, src as *mut u8, n as u64)
             },
             Side::Typed(_) => false,
         }

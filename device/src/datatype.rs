@@ -220,7 +220,7 @@ pub struct TypedBuffer {
     /// Words of the encoding.
     pub(crate) words_len: usize,
     /// The buffer (for the run of a contiguous receive view moved by
-    /// `derived::move_run`: the run's first byte).
+    /// `typemap::move_typed`: the run's first byte).
     pub(crate) base: *mut u8,
     /// Bytes of the buffer (for such a run: its packed bytes).
     pub(crate) len: usize,
@@ -235,15 +235,9 @@ pub struct TypedBuffer {
     /// view, the offset of a part that the collectives of a
     /// sub-communicator send as one message ([`TypedBuffer::part`]).
     pub(crate) skip: usize,
-    /// The walker (`derived`'s), reached through this pointer so that a
-    /// kernel that makes no view holds no walker code: the engine and the
-    /// collectives never name it, and ptxas counts the registers of every
-    /// function a kernel can call.
-    pub(crate) mover: Mover,
-    /// Whether a message is a prefix of this buffer's signature (MPI 4.1
-    /// §3.3.1); `derived`'s, reached through this pointer for the same
-    /// reason as `mover`.
-    pub(crate) extends: Extends,
+    /// Whether the instances are one run of bytes (`typemap::move_typed`
+    /// copies them in one piece), else walked block by block.
+    pub(crate) run: bool,
 }
 
 impl TypedBuffer {
@@ -258,24 +252,6 @@ impl TypedBuffer {
         }
     }
 }
-
-/// Moves packed bytes `at..at + n` of a typed buffer to (`pack`) or from
-/// `other`; false when the walk failed.
-///
-/// # Safety
-/// The buffer and its encoding are alive (borrowed by their view, the
-/// written side exclusively); `other` is valid for `n` bytes.
-#[doc(hidden)]
-pub type Mover = unsafe fn(&TypedBuffer, bool, u64, *mut u8, u64) -> bool;
-
-/// Whether a message of `bytes` bytes of datatype id `id`, whose slot
-/// header carried the signature word `signature` ([`Buffer::message_signature`]),
-/// is a prefix of a typed buffer's signature.
-///
-/// # Safety
-/// The buffer's encoding is alive (borrowed by its view).
-#[doc(hidden)]
-pub type Extends = unsafe fn(&TypedBuffer, u32, u64, u32) -> bool;
 
 /// The byte size of a primitive datatype id (`MPI_Type_size`), 0 for an
 /// unknown id.

@@ -32,27 +32,38 @@
 //! chunks, which coalesces on the GPU.
 
 mod blocks;
-mod encoding;
 mod pack_kernel;
-mod prefix;
 mod share;
 mod tiles;
-mod typeref;
-mod walk;
 
-pub(crate) use blocks::{aligned, zip_blocks, Blocks, Signature};
+pub use crate::typemap::TypeRef;
+pub use crate::typemap::{pack_into, pack_into_at, pack_size, unpack_from, unpack_from_at};
 #[doc(hidden)]
-pub use encoding::{
+pub use crate::typemap::{
     signature_hash, signature_word, EncodingHeader, Unit, DEFAULT_CHUNK_BYTES, HEADER_WORDS, MAGIC,
     REGULAR_WORDS, UNIT_WORDS,
 };
-pub use encoding::{subarray_2d, vector};
+pub use crate::typemap::{subarray_2d, vector};
+pub(crate) use blocks::{aligned, zip_blocks, Blocks, Signature};
 #[doc(hidden)]
 pub use pack_kernel::{gpu_mpi_pack, PackArgs, PACK, PACK_KERNEL, UNPACK};
 #[doc(hidden)]
 pub use share::{pack_share, unpack_share, Share};
 #[doc(hidden)]
 pub use tiles::{pack_tiles, unpack_tiles, PackPath, TileShape, SECTOR_BYTES, TILE_BYTES, TILE_MAX_LEN};
-pub use typeref::TypeRef;
-pub(crate) use walk::{extends, move_range, move_run};
-pub use walk::{pack_into, pack_into_at, pack_size, unpack_from, unpack_from_at};
+
+use crate::error::Error;
+use crate::kernel::GlobalSlice;
+
+impl<'a> TypeRef<'a> {
+    /// Borrows an encoding the host uploaded to device memory.
+    ///
+    /// # Safety
+    /// Nothing writes the slice's words while the returned reference lives.
+    pub unsafe fn from_global(slice: &GlobalSlice<u64>) -> Result<TypeRef<'a>, Error> {
+        // SAFETY: the caller guarantees the words are not written meanwhile;
+        // `GlobalSlice`'s contract makes them valid and aligned.
+        let words = unsafe { slice.slice(0, slice.len()) }?;
+        TypeRef::new(words)
+    }
+}

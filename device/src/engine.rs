@@ -254,7 +254,7 @@ fn typed_move(base: u64, rank: u32, i: u32, typed: u64, pack: bool, at: u32, oth
     // buffer, that it may read or write.
     let ok = unsafe {
         let t = &*(typed as *const TypedBuffer);
-        (t.mover)(t, pack, at as u64, other as *mut u8, n as u64)
+        crate::typemap::move_typed(t, pack, at as u64, other as *mut u8, n as u64)
     };
     if !ok {
         rec!(&w, i, outcome = Outcome::Intern as u32);
@@ -1915,7 +1915,7 @@ fn receive_extends_outlined(typed: u64, datatype: u32, bytes: u32, signature: u3
     // A part of a view (a collective's piece) starts inside the packed
     // form: its prefix is not the type's; such receives match by id only.
     // SAFETY: as above: the encoding is alive and unwritten.
-    t.skip == 0 && unsafe { (t.extends)(t, datatype, bytes as u64, signature) }
+    t.skip == 0 && unsafe { crate::typemap::extends(t, datatype, bytes as u64, signature) }
 }
 
 /// Two adjacent words of a request record that the engine loads or

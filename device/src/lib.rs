@@ -66,6 +66,7 @@ mod slot_return;
 mod status;
 mod trace;
 pub mod traits;
+mod typemap;
 pub mod view;
 pub mod window;
 

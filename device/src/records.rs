@@ -351,7 +351,7 @@ pub struct SlotHeader {
     /// primitive sequence with bit 31 set (a view of a heterogeneous
     /// type's), or 0, written with every message; a receive of another
     /// datatype id compares it with the hash of its own signature's
-    /// prefix (MPI 4.1 §3.3.1; `derived/prefix.rs`). Without the feature,
+    /// prefix (MPI 4.1 §3.3.1; `typemap/prefix.rs`). Without the feature,
     /// unused (written 0).
     pub signature: u32,
 }

@@ -24,8 +24,8 @@
 //!   holds the address of the view's [`TypedBuffer`], and wherever the
 //!   engine would copy bytes (into its outbox slot, out of the slot, chunk
 //!   by chunk when a message streams) it packs or unpacks those packed
-//!   positions of the type instead (`derived::walk::walk_range`: a binary search
-//!   for the unit, then block by block). No staging buffer, no size limit
+//!   positions of the type instead (`typemap::move_typed`: a binary search for
+//!   the unit, then block by block). No staging buffer, no size limit
 //!   beyond `max_message_bytes`; a message larger than a slot always
 //!   streams through the slot (the receiver cannot read a typed sender's
 //!   buffer directly), so it costs a slot round trip per `slot_bytes`.
@@ -41,7 +41,7 @@
 //! primitive that the view's packed form starts with
 //! ([`TypeRef::starts_with_primitive`]), or one of a heterogeneous view,
 //! whose slot carries a hash of its primitive sequence that equals the
-//! hash of the receive's signature cut to its length (`derived/prefix.rs`;
+//! hash of the receive's signature cut to its length (`typemap/prefix.rs`;
 //! docs/datatypes.md, "Signature prefixes"). A receive into bytes (a view
 //! of an `MPI_BYTE` type, or a `u8` buffer) accepts any message, a message
 //! longer than the view's packed size is `MPI_ERR_TRUNCATE`, and a shorter
@@ -72,7 +72,7 @@ struct Layout {
     signature: u32,
     /// A run (`contiguous`) of a heterogeneous type that a point-to-point
     /// receive still records as typed (`typed` is the run, moved in one
-    /// piece: `derived::move_run`), to reach its encoding.
+    /// piece: `typemap::move_typed`), to reach its encoding.
     receive_typed: bool,
 }
 
@@ -158,8 +158,7 @@ impl Layout {
             count,
             packed,
             skip: 0,
-            mover: crate::derived::move_range,
-            extends: crate::derived::extends,
+            run: false,
         };
         // A heterogeneous signature: its messages carry the hash of their
         // primitive sequence, and a receive of a run is typed too (the
@@ -176,7 +175,7 @@ impl Layout {
                 typed.base = unsafe { base.add(start) };
                 typed.len = packed;
                 typed.origin = 0;
-                typed.mover = crate::derived::move_run;
+                typed.run = true;
                 (Some(0), true)
             }
             c => (c, false),

@@ -131,25 +131,8 @@ fn no_part() -> TypedBuffer {
         count: 0,
         packed: 0,
         skip: 0,
-        mover: unreachable_mover,
-        extends: never_extends,
+        run: false,
     }
-}
-
-/// The `extends` of [`no_part`], never called (as its mover).
-///
-/// # Safety
-/// None needed; it touches nothing.
-unsafe fn never_extends(_: &TypedBuffer, _: u32, _: u64, _: u32) -> bool {
-    false
-}
-
-/// The mover of [`no_part`], never called: a plain record is never typed.
-///
-/// # Safety
-/// None needed; it touches nothing.
-unsafe fn unreachable_mover(_: &TypedBuffer, _: bool, _: u64, _: *mut u8, _: u64) -> bool {
-    false
 }
 
 /// What the message algorithms do with a [`Place`].

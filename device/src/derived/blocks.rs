@@ -5,11 +5,9 @@
 //! piece's addresses over, so that the bytes move directly between the
 //! buffers (no staging buffer); [`Signature`] compares type signatures.
 
-use super::encoding::Unit;
-use super::typeref::{TypeRef, BAD_ENCODING};
-use super::walk::typed_at;
 use crate::datatype::{primitive_size, SIGNATURE_BIT, USER_BIT};
 use crate::error::Error;
+use crate::typemap::{typed_at, TypeRef, Unit, BAD_ENCODING};
 
 /// The contiguous blocks of a buffer in packed order: one run of bytes,
 /// or `count` instances of a type whose buffer address is byte `origin`
@@ -340,7 +338,7 @@ mod tests {
     extern crate std;
     use super::*;
     use crate::datatype::{ID_F64, ID_U32};
-    use crate::derived::encoding::vector;
+    use crate::typemap::vector;
     use std::vec::Vec;
 
     fn blocks(b: &mut Blocks<'_>, base: *mut u8) -> Vec<(usize, usize)> {

@@ -4,10 +4,10 @@
 
 use super::share::{pack_share, unpack_share, Share};
 use super::tiles::{pack_tiles, unpack_tiles, PackPath};
-use super::typeref::TypeRef;
 use crate::communicator::World;
 use crate::error::Error;
 use crate::kernel::GlobalSlice;
+use crate::typemap::TypeRef;
 use bytemuck::{Pod, Zeroable};
 
 /// [`PackArgs::direction`]: pack.

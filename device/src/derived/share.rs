@@ -1,13 +1,13 @@
 //! The cooperative walk: each caller of a [`Share`] packs or unpacks its
 //! chunks of one buffer (consecutive callers, consecutive chunks).
 
-use super::encoding::{ceil_div, Unit};
-use super::typeref::{out_of_bounds, TypeRef, BAD_ENCODING};
-use super::walk::{copy, pack_size, typed_at, Dir};
 use crate::communicator::{Communicator, World};
 use crate::error::Error;
 use crate::kernel::GlobalSlice;
 use crate::shim;
+use crate::typemap::{ceil_div, Unit};
+use crate::typemap::{copy, pack_size, typed_at, Dir};
+use crate::typemap::{out_of_bounds, TypeRef, BAD_ENCODING};
 
 /// The unit that holds chunk `r` of an instance: the last unit whose
 /// `first_chunk <= r` (binary search, units are in chunk order).

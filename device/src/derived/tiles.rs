@@ -2,12 +2,12 @@
 //! through the block's shared scratch ([`TileShape`]), coalesced on both
 //! sides where the direct walk is not.
 
-use super::encoding::{ceil_div, Unit};
-use super::typeref::{out_of_bounds, TypeRef, BAD_ENCODING};
-use super::walk::{pack_size, typed_at, Dir};
 use crate::error::Error;
 use crate::kernel::GlobalSlice;
 use crate::shim;
+use crate::typemap::{ceil_div, Unit};
+use crate::typemap::{out_of_bounds, TypeRef, BAD_ENCODING};
+use crate::typemap::{pack_size, typed_at, Dir};
 
 /// Bytes of the block-shared scratch one tile may use
 /// ([`shim::SHARED_BLOCK_BYTES`]).
@@ -168,7 +168,7 @@ fn tile_slot(r: u64, c: u64, side: u64, len: u64) -> usize {
 /// first error and the walk goes on, so no rank waits for one that left.
 ///
 /// # Safety
-/// As for [`copy`](super::walk::copy); every rank of the calling block calls this with the
+/// As for [`copy`](crate::typemap::copy); every rank of the calling block calls this with the
 /// same arguments (the barriers), the other blocks of the world write other
 /// tiles, and nothing else uses the block's shared scratch meanwhile.
 #[allow(clippy::too_many_arguments)]

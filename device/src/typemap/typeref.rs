@@ -4,25 +4,26 @@
 use super::encoding::{signature_word, EncodingHeader, Unit, HEADER_WORDS, MAGIC, UNIT_WORDS};
 use crate::datatype::{primitive_size, ID_BYTE, SIGNATURE_BIT};
 use crate::error::Error;
-use crate::kernel::GlobalSlice;
 
 /// A committed type's encoding, read in place (in device-global memory or
 /// anywhere else): the words checked once when it is made.
 #[derive(Clone, Copy, Debug)]
 pub struct TypeRef<'a> {
     words: &'a [u64],
-    header: EncodingHeader,
+    // The first words themselves, not a copy: a copy is twelve words a
+    // walk would keep in registers or local memory for the three it reads.
+    header: &'a EncodingHeader,
 }
 
 /// The error a malformed encoding gives (`MPI_ERR_INTERN`: the words are not
 /// what a commit writes).
-pub(super) const BAD_ENCODING: Error = Error::Intern;
+pub(crate) const BAD_ENCODING: Error = Error::Intern;
 
 fn word(words: &[u64], i: usize) -> Result<u64, Error> {
     words.get(i).copied().ok_or(BAD_ENCODING)
 }
 
-pub(super) fn out_of_bounds(index: u64, len: usize) -> Error {
+pub(crate) fn out_of_bounds(index: u64, len: usize) -> Error {
     Error::OutOfBounds {
         index: index.min(u32::MAX as u64) as u32,
         len: (len as u64).min(u32::MAX as u64) as u32,
@@ -32,11 +33,8 @@ pub(super) fn out_of_bounds(index: u64, len: usize) -> Error {
 impl<'a> TypeRef<'a> {
     /// Reads an encoding's header and checks its shape (magic, lengths).
     pub fn new(words: &'a [u64]) -> Result<TypeRef<'a>, Error> {
-        let mut h = [0u64; HEADER_WORDS];
-        for (i, w) in h.iter_mut().enumerate() {
-            *w = word(words, i)?;
-        }
-        let header: EncodingHeader = bytemuck::cast(h);
+        let h: &[u64; HEADER_WORDS] = words.first_chunk().ok_or(BAD_ENCODING)?;
+        let header: &EncodingHeader = bytemuck::cast_ref(h);
         if header.magic != MAGIC || header.chunk_bytes == 0 {
             return Err(BAD_ENCODING);
         }
@@ -52,25 +50,14 @@ impl<'a> TypeRef<'a> {
         Ok(TypeRef { words, header })
     }
 
-    /// Borrows an encoding the host uploaded to device memory.
-    ///
-    /// # Safety
-    /// Nothing writes the slice's words while the returned reference lives.
-    pub unsafe fn from_global(slice: &GlobalSlice<u64>) -> Result<TypeRef<'a>, Error> {
-        // SAFETY: the caller guarantees the words are not written meanwhile;
-        // `GlobalSlice`'s contract makes them valid and aligned.
-        let words = unsafe { slice.slice(0, slice.len()) }?;
-        TypeRef::new(words)
-    }
-
     /// The encoding's words.
     pub fn words(&self) -> &'a [u64] {
         self.words
     }
 
     /// The header.
-    pub fn header(&self) -> &EncodingHeader {
-        &self.header
+    pub fn header(&self) -> &'a EncodingHeader {
+        self.header
     }
 
     /// Bytes of data in one instance.
@@ -95,17 +82,30 @@ impl<'a> TypeRef<'a> {
 
     /// Work unit `i`.
     pub fn unit(&self, i: usize) -> Result<Unit, Error> {
-        let b = HEADER_WORDS + i.checked_mul(UNIT_WORDS).ok_or(BAD_ENCODING)?;
+        let w = self.unit_words(i)?;
         Ok(Unit {
-            disp: word(self.words, b)? as i64,
-            stride: word(self.words, b + 1)? as i64,
-            len: word(self.words, b + 2)?,
-            count: word(self.words, b + 3)?,
-            group_stride: word(self.words, b + 4)? as i64,
-            groups: word(self.words, b + 5)?,
-            packed_off: word(self.words, b + 6)?,
-            first_chunk: word(self.words, b + 7)?,
+            disp: w[0] as i64,
+            stride: w[1] as i64,
+            len: w[2],
+            count: w[3],
+            group_stride: w[4] as i64,
+            groups: w[5],
+            packed_off: w[6],
+            first_chunk: w[7],
         })
+    }
+
+    /// Work unit `i`'s words, in [`Unit::to_words`]'s order: read in place
+    /// by a walk that would rather load a word again than keep all eight.
+    pub(super) fn unit_words(&self, i: usize) -> Result<&'a [u64; UNIT_WORDS], Error> {
+        let b = i
+            .checked_mul(UNIT_WORDS)
+            .and_then(|x| x.checked_add(HEADER_WORDS))
+            .ok_or(BAD_ENCODING)?;
+        self.words
+            .get(b..)
+            .and_then(|w| w.first_chunk())
+            .ok_or(BAD_ENCODING)
     }
 
     /// Signature run `i`: `(datatype id, count)`.
@@ -189,7 +189,7 @@ impl TypeRef<'_> {
     /// (or `count <= 1`); such a buffer goes through the engine as plain
     /// bytes, at the cost of a `Pod` buffer.
     pub fn contiguous_run(&self) -> Option<i64> {
-        let h = &self.header;
+        let h = self.header;
         if h.size == 0 {
             return Some(0);
         }
@@ -240,7 +240,7 @@ impl TypeRef<'_> {
     /// signature runs the rest covers; `None` (`MPI_UNDEFINED`) when the
     /// bytes end inside a primitive.
     pub fn elements_in(&self, bytes: u64) -> Option<u64> {
-        let h = &self.header;
+        let h = self.header;
         if h.size == 0 {
             return (bytes == 0).then_some(0);
         }

@@ -165,7 +165,7 @@ impl TypeRef<'_> {
 mod tests {
     use super::*;
     use crate::datatype::{ID_F64, ID_I32};
-    use crate::derived::encoding::{signature_word, HEADER_WORDS, MAGIC};
+    use crate::typemap::encoding::{signature_word, HEADER_WORDS, MAGIC};
     use std::vec::Vec;
     extern crate std;
 

@@ -117,7 +117,7 @@ pub const fn signature_word(id: u32, count: u64) -> u64 {
     (count << 8) | (id as u64 & 0xff)
 }
 
-pub(super) const fn ceil_div(a: u64, b: u64) -> u64 {
+pub(crate) const fn ceil_div(a: u64, b: u64) -> u64 {
     if b == 0 {
         0
     } else {

@@ -19,14 +19,14 @@ pub fn pack_size(count: usize, ty: &TypeRef<'_>) -> Result<usize, Error> {
 
 /// Direction of a walk.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Dir {
+pub(crate) enum Dir {
     Pack,
     Unpack,
 }
 
 /// Where block bytes of instance `inst` lie in the typed buffer: `origin +
 /// inst * extent + disp`, checked to be a range inside `len` bytes.
-pub(super) fn typed_at(
+pub(crate) fn typed_at(
     origin: usize,
     inst: u64,
     extent: i64,
@@ -52,7 +52,7 @@ pub(super) fn typed_at(
 /// `typed` valid for `typed_len` bytes, `packed` for `packed_len`; the
 /// written side is not read or written by anyone else meanwhile.
 #[allow(clippy::too_many_arguments)]
-pub(super) unsafe fn copy(
+pub(crate) unsafe fn copy(
     dir: Dir,
     typed: *mut u8,
     typed_len: usize,
@@ -193,8 +193,12 @@ pub fn unpack_from_at(
 
 /// The walk of packed bytes `from..from + n` of `count` instances: the bytes
 /// a pack would write at those positions, in `packed[..n]` (or read from
-/// there by an unpack). Starts with a binary search for the unit, then
-/// copies block by block.
+/// there by an unpack). Finds the unit of the first byte once (a binary
+/// search), divides only where it enters a unit (to find its first block
+/// there), then steps from block to block by adding strides: the loop
+/// keeps few values live (the walk is in the call graph of every kernel
+/// that moves a view, and ptxas gives a kernel the registers of its
+/// hungriest function).
 ///
 /// # Safety
 /// As for [`copy`], with `packed` valid for `n` bytes.
@@ -219,9 +223,13 @@ unsafe fn walk_range(
     if n == 0 {
         return Ok(());
     }
-    let mut inst = from / size;
-    let mut r = from % size;
+    // `size > 0`: `n > 0` bytes lie inside `count * size`.
+    let inst = from / size;
+    let r = from % size;
     let units = ty.units();
+    if units == 0 {
+        return Err(BAD_ENCODING);
+    }
     // The last unit whose packed bytes start at or before `r`.
     let (mut lo, mut hi) = (0usize, units);
     while hi - lo > 1 {
@@ -233,58 +241,89 @@ unsafe fn walk_range(
         }
     }
     let mut u = lo;
-    let mut pos = from;
-    while pos < end {
+    // Bytes of unit `u`'s packed form before the walk's next byte.
+    let mut k = r.checked_sub(ty.unit(u)?.packed_off).ok_or(BAD_ENCODING)?;
+    // Where instance `inst` starts in the typed buffer, and the instances
+    // left to the walk (with this one): a guard against an encoding whose
+    // units do not cover the type's size.
+    let mut instance = (inst as i64)
+        .checked_mul(ty.extent())
+        .and_then(|x| x.checked_add(origin as i64))
+        .ok_or(BAD_ENCODING)?;
+    let mut instances = (count as u64).checked_sub(inst).ok_or(BAD_ENCODING)?;
+    let mut at = packed;
+    let mut left = n;
+    loop {
+        // The unit's words in place, one bounds check for all eight.
+        let w = ty.unit_words(u)?;
+        let bytes = w[2]
+            .checked_mul(w[3])
+            .and_then(|x| x.checked_mul(w[5]))
+            .ok_or(BAD_ENCODING)?;
+        if k < bytes {
+            // Block `b = g * count + j` of the unit (words 2 and 3: its
+            // blocks' bytes and count), byte `off` of it.
+            let b = k / w[2];
+            let mut off = k % w[2];
+            let (mut g, mut j) = (b / w[3], b % w[3]);
+            let mut group = (g as i64)
+                .checked_mul(w[4] as i64)
+                .and_then(|x| x.checked_add(w[0] as i64))
+                .and_then(|x| x.checked_add(instance))
+                .ok_or(BAD_ENCODING)?;
+            let mut block = (j as i64)
+                .checked_mul(w[1] as i64)
+                .and_then(|x| x.checked_add(group))
+                .ok_or(BAD_ENCODING)?;
+            loop {
+                let m = (w[2] - off).min(left);
+                let t = block
+                    .checked_add(off as i64)
+                    .filter(|&t| t >= 0)
+                    .ok_or(out_of_bounds(0, typed_len))?;
+                // SAFETY: forwarded from the caller: `at` has `left >= m`
+                // bytes; `copy` checks the typed range.
+                unsafe { copy(dir, typed, typed_len, t as usize, at, m as usize, 0, m as usize) }?;
+                left -= m;
+                if left == 0 {
+                    return Ok(());
+                }
+                // SAFETY: `m < left` bytes of the `n` at `packed` were
+                // walked; the next is inside them.
+                at = unsafe { at.add(m as usize) };
+                off = 0;
+                j += 1;
+                if j < w[3] {
+                    block = block.checked_add(w[1] as i64).ok_or(BAD_ENCODING)?;
+                } else {
+                    g += 1;
+                    if g == w[5] {
+                        break;
+                    }
+                    j = 0;
+                    group = group.checked_add(w[4] as i64).ok_or(BAD_ENCODING)?;
+                    block = group;
+                }
+            }
+            k = 0;
+        } else {
+            // An empty unit (or one a malformed encoding skips): its bytes
+            // are not the walk's.
+            k -= bytes;
+        }
+        u += 1;
         if u >= units {
-            return Err(BAD_ENCODING);
-        }
-        let unit = ty.unit(u)?;
-        let bytes = unit
-            .len
-            .checked_mul(unit.count)
-            .and_then(|x| x.checked_mul(unit.groups))
-            .ok_or(BAD_ENCODING)?;
-        let k = r.checked_sub(unit.packed_off).ok_or(BAD_ENCODING)?;
-        if k >= bytes {
-            u += 1;
-            continue;
-        }
-        let b = k / unit.len;
-        let off = k % unit.len;
-        let (g, j) = (b / unit.count, b % unit.count);
-        let disp = (g as i64)
-            .checked_mul(unit.group_stride)
-            .and_then(|x| x.checked_add((j as i64).checked_mul(unit.stride)?))
-            .and_then(|x| x.checked_add(unit.disp))
-            .and_then(|x| x.checked_add(off as i64))
-            .ok_or(BAD_ENCODING)?;
-        let m = (unit.len - off).min(end - pos);
-        let t = typed_at(origin, inst, ty.extent(), disp, m, typed_len)?;
-        // SAFETY: forwarded from the caller.
-        unsafe {
-            copy(
-                dir,
-                typed,
-                typed_len,
-                t,
-                packed,
-                n as usize,
-                (pos - from) as usize,
-                m as usize,
-            )
-        }?;
-        pos += m;
-        r += m;
-        if r == size {
-            inst += 1;
-            r = 0;
             u = 0;
+            instances -= 1;
+            if instances == 0 {
+                return Err(BAD_ENCODING);
+            }
+            instance = instance.checked_add(ty.extent()).ok_or(BAD_ENCODING)?;
         }
     }
-    Ok(())
 }
 
-/// The [`Extends`](crate::datatype::Extends) of every view: whether a
+/// The signature-prefix check of every typed receive: whether a
 /// message of `bytes` bytes of datatype `id`, whose slot carried
 /// `signature`, is a prefix of `t`'s signature (MPI 4.1 §3.3.1). A message
 /// with a hash ([`HASHED`]: a heterogeneous view's) is compared with the
@@ -296,6 +335,7 @@ unsafe fn walk_range(
 ///
 /// # Safety
 /// `t`'s encoding words are alive and unwritten (borrowed by its view).
+#[cfg_attr(not(feature = "views"), allow(dead_code))]
 pub(crate) unsafe fn extends(t: &TypedBuffer, id: u32, bytes: u64, signature: u32) -> bool {
     // SAFETY: forwarded from the caller.
     let words = unsafe { core::slice::from_raw_parts(t.words, t.words_len) };
@@ -309,7 +349,27 @@ pub(crate) unsafe fn extends(t: &TypedBuffer, id: u32, bytes: u64, signature: u3
     }
 }
 
-/// The [`Mover`](crate::datatype::Mover) of a receive view whose `count`
+/// Moves packed bytes `at..at + n` of a view's typed buffer to (`pack`)
+/// or from `other`; false when the walk failed.
+///
+/// # Safety
+/// The buffer and its encoding are alive (borrowed by their view, the
+/// written side exclusively); `other` is valid for `n` bytes.
+// One copy of the walker in a kernel, not one in every collective that
+// moves a view's bytes.
+#[inline(never)]
+pub(crate) unsafe fn move_typed(t: &TypedBuffer, pack: bool, at: u64, other: *mut u8, n: u64) -> bool {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        if t.run {
+            move_run(t, pack, at, other, n)
+        } else {
+            move_range(t, pack, at, other, n)
+        }
+    }
+}
+
+/// The walk of [`move_typed`] for a receive view whose `count`
 /// instances are one run of bytes (a contiguous heterogeneous type, typed
 /// only so that a receive reaches its encoding: [`extends`]): packed byte
 /// `k` is byte `k` of `t.base[..t.len]`, copied in one piece as a plain
@@ -317,7 +377,7 @@ pub(crate) unsafe fn extends(t: &TypedBuffer, id: u32, bytes: u64, signature: u3
 ///
 /// # Safety
 /// As for [`move_range`].
-pub(crate) unsafe fn move_run(t: &TypedBuffer, pack: bool, at: u64, other: *mut u8, n: u64) -> bool {
+unsafe fn move_run(t: &TypedBuffer, pack: bool, at: u64, other: *mut u8, n: u64) -> bool {
     let at = at + t.skip as u64;
     if at.checked_add(n).is_none_or(|end| end > t.len as u64) {
         return false;
@@ -335,87 +395,145 @@ pub(crate) unsafe fn move_run(t: &TypedBuffer, pack: bool, at: u64, other: *mut 
     true
 }
 
-/// The [`Mover`](crate::datatype::Mover) of every view: packs or unpacks
+/// The walk of [`move_typed`] for a view that is not one run: packs or unpacks
 /// packed bytes `at..at + n` of `t` (bytes `skip + at..` of the whole
 /// form: `t` may be a part).
 ///
 /// # Safety
-/// As for [`TypedBuffer::pack_range`] and [`TypedBuffer::unpack_range`].
-pub(crate) unsafe fn move_range(t: &TypedBuffer, pack: bool, at: u64, other: *mut u8, n: u64) -> bool {
-    let at = at + t.skip as u64;
-    // SAFETY: forwarded from the caller.
+/// `t`'s buffer and encoding are alive (the view's borrow; the buffer
+/// borrowed exclusively when an unpack writes it); `other` is valid for `n`
+/// bytes, written by nobody else when a pack writes it.
+unsafe fn move_range(t: &TypedBuffer, pack: bool, at: u64, other: *mut u8, n: u64) -> bool {
+    let dir = if pack { Dir::Pack } else { Dir::Unpack };
+    // SAFETY: made from a live slice of `words_len` words (the caller
+    // keeps it alive).
+    let words = unsafe { core::slice::from_raw_parts(t.words, t.words_len) };
+    let Ok(ty) = TypeRef::new(words) else {
+        return false;
+    };
+    // SAFETY: forwarded from the caller; a pack only reads the buffer and
+    // an unpack only reads `other`.
     unsafe {
-        if pack {
-            t.pack_range(at, other, n)
-        } else {
-            t.unpack_range(at, other, n)
-        }
+        walk_range(
+            dir,
+            t.base,
+            t.len,
+            t.origin,
+            t.count,
+            &ty,
+            at + t.skip as u64,
+            other,
+            n,
+        )
     }
     .is_ok()
-}
-
-impl TypedBuffer {
-    /// The type of the buffer.
-    ///
-    /// # Safety
-    /// The encoding the buffer was made with is alive and unwritten.
-    unsafe fn ty(&self) -> Result<TypeRef<'_>, Error> {
-        // SAFETY: made from a live slice of `words_len` words (the caller
-        // keeps it alive).
-        let words = unsafe { core::slice::from_raw_parts(self.words, self.words_len) };
-        TypeRef::new(words)
-    }
-
-    /// Packs bytes `from..from + n` of the buffer's packed form into `out`.
-    ///
-    /// # Safety
-    /// The buffer and its encoding are alive (the view's borrow), `out` is
-    /// valid for `n` bytes and written by nobody else.
-    unsafe fn pack_range(&self, from: u64, out: *mut u8, n: u64) -> Result<(), Error> {
-        // SAFETY: forwarded from the caller; a pack only reads the buffer.
-        unsafe {
-            walk_range(
-                Dir::Pack,
-                self.base,
-                self.len,
-                self.origin,
-                self.count,
-                &self.ty()?,
-                from,
-                out,
-                n,
-            )
-        }
-    }
-
-    /// Unpacks `n` bytes at `src` as bytes `from..from + n` of the buffer's
-    /// packed form.
-    ///
-    /// # Safety
-    /// The buffer (borrowed exclusively by its view) and its encoding are
-    /// alive; `src` is valid for `n` bytes.
-    unsafe fn unpack_range(&self, from: u64, src: *const u8, n: u64) -> Result<(), Error> {
-        // SAFETY: forwarded from the caller; an unpack only reads `src`.
-        unsafe {
-            walk_range(
-                Dir::Unpack,
-                self.base,
-                self.len,
-                self.origin,
-                self.count,
-                &self.ty()?,
-                from,
-                src as *mut u8,
-                n,
-            )
-        }
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::derived::encoding::{subarray_2d, vector};
+    use crate::typemap::encoding::{signature_word, subarray_2d, vector, Unit, HEADER_WORDS, MAGIC};
+    extern crate std;
+    use std::vec::Vec;
+
+    /// A type of four units, 16 bytes, extent 40: 3 bytes at 2; two groups
+    /// of three 2-byte blocks (stride 5, groups 20 apart) at 8; an empty
+    /// unit (no commit writes one; the walks skip it); 1 byte at -1.
+    fn four_units() -> Vec<u64> {
+        let unit = |disp: i64,
+                    stride: i64,
+                    len: u64,
+                    count: u64,
+                    group_stride: i64,
+                    groups: u64,
+                    packed_off: u64| Unit {
+            disp,
+            stride,
+            len,
+            count,
+            group_stride,
+            groups,
+            packed_off,
+            first_chunk: 0,
+        };
+        let units = [
+            unit(2, 0, 3, 1, 0, 1, 0),
+            unit(8, 5, 2, 3, 20, 2, 3),
+            unit(0, 0, 4, 0, 0, 1, 15),
+            unit(-1, 0, 1, 1, 0, 1, 15),
+        ];
+        let mut w = std::vec![0u64; HEADER_WORDS];
+        w[0] = MAGIC;
+        w[1] = 16;
+        w[2] = 40;
+        w[6] = units.len() as u64;
+        w[7] = 1;
+        w[8] = 16;
+        w[10] = 16;
+        for u in &units {
+            w.extend(u.to_words());
+        }
+        w.push(signature_word(crate::datatype::ID_BYTE, 16));
+        w
+    }
+
+    #[test]
+    fn every_range_moves_the_bytes_a_whole_walk_moves_there() {
+        let enc = four_units();
+        let ty = TypeRef::new(&enc).unwrap();
+        // Three instances from byte 1 (the last unit's -1 is byte 0).
+        let (origin, count, total) = (1usize, 3usize, 48usize);
+        let src: Vec<u8> = (0..121).map(|i| i as u8).collect();
+        let mut full = [0u8; 48];
+        assert_eq!(pack_into_at(&src, origin, count, &ty, &mut full), Ok(total));
+        // `src[i] == i`: packed byte `p` comes from typed byte `full[p]`.
+        let payload: Vec<u8> = (0..total).map(|p| 0x80 | p as u8).collect();
+        let mut dst = [0u8; 121];
+        let typed = |base: *mut u8, skip: usize| TypedBuffer {
+            words: enc.as_ptr(),
+            words_len: enc.len(),
+            base,
+            len: 121,
+            origin,
+            count,
+            packed: total - skip,
+            skip,
+            run: false,
+        };
+        for from in 0..=total {
+            for n in 0..=total - from {
+                let t = typed(src.as_ptr() as *mut u8, 0);
+                let mut out = [0u8; 48];
+                // SAFETY: `src` and `out` outlive the calls; `out` holds `n`.
+                assert!(unsafe { move_typed(&t, true, from as u64, out.as_mut_ptr(), n as u64) });
+                assert_eq!(out[..n], full[from..from + n], "pack of {from}..{}", from + n);
+                dst.fill(0);
+                let t = typed(dst.as_mut_ptr(), 0);
+                let bytes = payload[from..].as_ptr() as *mut u8;
+                // SAFETY: as above; an unpack only reads `payload`.
+                assert!(unsafe { move_typed(&t, false, from as u64, bytes, n as u64) });
+                let mut want = [0u8; 121];
+                for p in from..from + n {
+                    want[full[p] as usize] = payload[p];
+                }
+                assert_eq!(dst, want, "unpack of {from}..{}", from + n);
+            }
+        }
+        // A part: packed byte 0 of the part is byte 5 of the whole.
+        let t = typed(src.as_ptr() as *mut u8, 5);
+        let mut out = [0u8; 43];
+        // SAFETY: as above.
+        assert!(unsafe { move_typed(&t, true, 0, out.as_mut_ptr(), 43) });
+        assert_eq!(out[..], full[5..]);
+        // Past the packed form, nothing moves.
+        let t = typed(src.as_ptr() as *mut u8, 0);
+        // SAFETY: as above.
+        assert!(!unsafe { move_typed(&t, true, 40, out.as_mut_ptr(), 9) });
+        // A buffer too short for the last instance.
+        let short = TypedBuffer { len: 90, ..t };
+        // SAFETY: as above; the walk checks `len` before any copy.
+        assert!(!unsafe { move_typed(&short, true, 32, out.as_mut_ptr(), 16) });
+    }
 
     #[test]
     fn a_vector_packs_its_blocks() {
