@@ -177,11 +177,13 @@ pub struct KernelResources {
     pub arch: String,
     /// Registers per thread.
     pub registers: u32,
-    /// Stack frame bytes.
+    /// Stack frame bytes (the kernel's own; with its callees': `cumulative_stack`).
     pub stack_frame: u32,
-    /// Spill store bytes.
+    /// Spill store bytes: the kernel's own and those of every function
+    /// ptxas compiled for it (its callees, which spill under the kernel's
+    /// register budget too).
     pub spill_stores: u32,
-    /// Spill load bytes.
+    /// Spill load bytes, counted as `spill_stores`.
     pub spill_loads: u32,
     /// Cumulative stack bytes (frame plus callees), when reported.
     pub cumulative_stack: Option<u32>,
@@ -485,7 +487,10 @@ fn number_before(line: &str, suffix: &str) -> Option<u32> {
 }
 
 /// Parses the stderr of `ptxas -v`: one entry per compiled entry function.
-/// Non-kernel functions' properties are ignored.
+/// ptxas compiles a kernel's callees for each kernel, under its register
+/// budget, and reports each after the kernel's own lines: their spills
+/// are added to the kernel's, their stack frames are in its cumulative
+/// stack already.
 pub fn parse_ptxas_verbose(text: &str) -> Vec<KernelResources> {
     let mut out: Vec<KernelResources> = Vec::new();
     let mut current: Option<usize> = None;
@@ -506,11 +511,12 @@ pub fn parse_ptxas_verbose(text: &str) -> Vec<KernelResources> {
             properties_for = Some(rest.trim().to_string());
         } else if line.contains("bytes stack frame") {
             if let (Some(i), Some(f)) = (current, properties_for.take()) {
-                if out[i].name == f {
-                    out[i].stack_frame = number_before(line, "bytes stack frame").unwrap_or(0);
-                    out[i].spill_stores = number_before(line, "bytes spill stores").unwrap_or(0);
-                    out[i].spill_loads = number_before(line, "bytes spill loads").unwrap_or(0);
+                let k = &mut out[i];
+                if k.name == f {
+                    k.stack_frame = number_before(line, "bytes stack frame").unwrap_or(0);
                 }
+                k.spill_stores += number_before(line, "bytes spill stores").unwrap_or(0);
+                k.spill_loads += number_before(line, "bytes spill loads").unwrap_or(0);
             }
         } else if line.contains("Used ") && line.contains(" registers") {
             if let Some(i) = current {
@@ -1161,6 +1167,8 @@ ptxas info    : Used 91 registers, used 1 barriers, 24 bytes cumulative stack si
 ptxas info    : Compile time = 221.396 ms
 ptxas info    : Function properties for _RNvNtCs_4core9panicking9panic_fmt
     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Function properties for _RNvNtCs_6engine9run_words
+    16 bytes stack frame, 12 bytes spill stores, 16 bytes spill loads
 ptxas info    : Compiling entry function 'pi' for 'sm_90'
 ptxas info    : Function properties for pi
     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
@@ -1175,8 +1183,9 @@ ptxas info    : Used 40 registers
                     arch: "sm_70".into(),
                     registers: 91,
                     stack_frame: 24,
-                    spill_stores: 4,
-                    spill_loads: 8,
+                    // Its own and its callee `run_words`'.
+                    spill_stores: 16,
+                    spill_loads: 24,
                     cumulative_stack: Some(24),
                 },
                 KernelResources {
