@@ -5,9 +5,7 @@ use crate::communicator::{Communicator, World};
 use crate::error::Error;
 use crate::kernel::GlobalSlice;
 use crate::shim;
-use crate::typemap::{ceil_div, Unit};
-use crate::typemap::{copy, pack_size, typed_at, Dir};
-use crate::typemap::{out_of_bounds, TypeRef, BAD_ENCODING};
+use crate::typemap::{ceil_div, copy, out_of_bounds, pack_size, typed_at, Dir, TypeRef, Unit, BAD_ENCODING};
 
 /// The unit that holds chunk `r` of an instance: the last unit whose
 /// `first_chunk <= r` (binary search, units are in chunk order).

@@ -5,9 +5,7 @@
 use crate::error::Error;
 use crate::kernel::GlobalSlice;
 use crate::shim;
-use crate::typemap::{ceil_div, Unit};
-use crate::typemap::{out_of_bounds, TypeRef, BAD_ENCODING};
-use crate::typemap::{pack_size, typed_at, Dir};
+use crate::typemap::{ceil_div, out_of_bounds, pack_size, typed_at, Dir, TypeRef, Unit, BAD_ENCODING};
 
 /// Bytes of the block-shared scratch one tile may use
 /// ([`shim::SHARED_BLOCK_BYTES`]).

@@ -95,8 +95,8 @@ impl<'a> TypeRef<'a> {
         })
     }
 
-    /// Work unit `i`'s words, in [`Unit::to_words`]'s order: read in place
-    /// by a walk that would rather load a word again than keep all eight.
+    /// Work unit `i`'s words, in [`Unit::to_words`]'s order, in place: one
+    /// bounds check for all eight (the range walk reads them so).
     pub(super) fn unit_words(&self, i: usize) -> Result<&'a [u64; UNIT_WORDS], Error> {
         let b = i
             .checked_mul(UNIT_WORDS)
