@@ -94,6 +94,16 @@ fn latency_barrier_and_reductions_stay_within_their_modelled_budgets() {
         set_from_us: 1.5642,
     }
     .check(field(latency, "model_mpi_us"));
+    // No payload: the answer's send reads only its row, which the waiting
+    // receive's take prefetched (`engine::drain_matching`).
+    let empty = rows(&report, "latency")
+        .find(|r| field(r, "bytes") == 0.0 && field(r, "peer_rank") >= 256.0)
+        .expect("a 0-byte latency row between blocks");
+    Budget {
+        what: "0-byte one-way latency between blocks",
+        set_from_us: 1.2640,
+    }
+    .check(field(empty, "model_mpi_us"));
     let barrier = rows(&report, "barrier").next().expect("a barrier row");
     Budget {
         what: "world barrier, 1024 ranks in 4 blocks",

@@ -93,7 +93,7 @@ use crate::layout::{BLOCKING_RECORDS, FLAG_FORCE_STREAMING};
 use crate::polling::{Call, WaitFor};
 use crate::records::SendMode;
 use crate::records::CONTEXT_SHIFT;
-use crate::records::{Core, Known};
+use crate::records::{Core, HeaderAt, Known};
 use crate::records::{
     MessageKind, Outcome, RankHeader, RecordState, RequestRecord, SlotState, SlotWord, LINK_NONE,
     LINK_PENDING,
@@ -1175,6 +1175,13 @@ fn drain_matching<const MATCH: bool, const FULL: bool>(
     // above) and, when it reads a newer push, the fence after it.
     let at_seen = w.slot_header(seen - 1);
     let (words_of_seen, top) = shim::independent(|| {
+        if acquired {
+            // A waiting receive is often answered by a send (a ping-pong,
+            // a ring): the acquire emptied L1, and the send's first read,
+            // its row, would be a round trip to L2 on that critical path.
+            // Fetched with this batch, it is an L1 hit there.
+            shim::prefetch_private(send_row(w) as *const u8, core::mem::size_of::<PrivateRow>());
+        }
         (
             node_words(at_seen, seen, seen),
             inbox.swap(LINK_NONE, Ordering::Relaxed),
@@ -2170,10 +2177,7 @@ fn take_slot<R>(w: &Core, also: impl FnOnce() -> R) -> Option<(u32, u32, R)> {
     let places = w.places();
     let header = places.header();
     let per_rank = places.slots_per_rank();
-    // The send's row: the slot mask and the next sequence number, one
-    // vector access each way.
-    // SAFETY: only an address is formed, inside this rank's header.
-    let row = unsafe { core::ptr::addr_of_mut!((*header.rank_header()).used_slots) }.cast::<PrivateRow>();
+    let row = send_row_of(&header);
     // SAFETY: the send's row is 16-byte aligned (asserted in records.rs).
     let ([low, high, sequence, _], loaded) = shim::independent(|| (unsafe { load_private_row(row) }, also()));
     let used = u64::from(low) | u64::from(high) << 32;
@@ -2218,6 +2222,19 @@ fn take_slot<R>(w: &Core, also: impl FnOnce() -> R) -> Option<(u32, u32, R)> {
     // SAFETY: as the load above.
     unsafe { store_private_row(row, next) };
     Some((s, sequence, loaded))
+}
+
+/// The send's row of this rank's header: the slot mask and the next
+/// sequence number, one vector access each way ([`take_slot`]).
+#[inline(always)]
+fn send_row(w: &Core) -> *mut PrivateRow {
+    send_row_of(&w.places().header())
+}
+
+#[inline(always)]
+fn send_row_of(header: &HeaderAt) -> *mut PrivateRow {
+    // SAFETY: only an address is formed, inside this rank's header.
+    unsafe { core::ptr::addr_of_mut!((*header.rank_header()).used_slots) }.cast::<PrivateRow>()
 }
 
 /// Gives own slot `s` back (its last reader is known done).

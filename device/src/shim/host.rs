@@ -645,6 +645,15 @@ pub(super) fn note_private(addr: usize, bytes: usize, write: bool) {
     timed(Access::Private { addr, bytes, write });
 }
 
+/// A prefetch of the rank's own global memory into L1 (timing mode).
+#[inline(always)]
+pub(super) fn prefetch_private(addr: *const u8, bytes: usize) {
+    timed(Access::Prefetch {
+        addr: addr as usize,
+        bytes,
+    });
+}
+
 /// A volatile access of global memory (timing mode).
 #[inline(always)]
 pub(super) fn note_volatile(addr: usize, bytes: usize, write: bool) {
@@ -733,6 +742,14 @@ pub mod runtime {
             bytes: usize,
             /// Stores (else loads).
             write: bool,
+        },
+        /// A prefetch of `bytes` bytes at `addr` of the rank's own global
+        /// memory into L1 (`shim::prefetch_private`): no value returns.
+        Prefetch {
+            /// The first byte's address.
+            addr: usize,
+            /// How many bytes (in one line).
+            bytes: usize,
         },
         /// A copy of `bytes` bytes by one thread.
         Copy {

@@ -1094,6 +1094,9 @@ pub(super) fn note_global(_addr: usize, _bytes: usize, _write: bool) {}
 pub(super) fn note_private(_addr: usize, _bytes: usize, _write: bool) {}
 
 #[inline(always)]
+pub(super) fn prefetch_private(_addr: *const u8, _bytes: usize) {}
+
+#[inline(always)]
 pub(super) fn note_volatile(_addr: usize, _bytes: usize, _write: bool) {}
 
 /// The world's memory itself: the host's copy of the header is there.

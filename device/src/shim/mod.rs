@@ -350,6 +350,19 @@ pub fn note_private(addr: *const u8, bytes: usize, write: bool) {
     imp::note_private(addr as usize, bytes, write)
 }
 
+/// Asks for the line of the rank's own global memory at `addr` (`bytes`
+/// bytes, in one line) to be brought into L1 without waiting for it: a
+/// private word the rank is about to read after an acquire emptied L1 (the
+/// send's row after a waiting receive's take: `engine::drain_matching`).
+/// `prefetch.L1` on the GPU, a hint the hardware may drop; a load of the
+/// line inside a batch for the emulator's timing model, which the batch's
+/// end waits for (a prefetch outside a batch costs a load's wait there);
+/// nothing under loom. Touches no value: no ordering to pair.
+#[inline(always)]
+pub fn prefetch_private(addr: *const u8, bytes: usize) {
+    imp::prefetch_private(addr, bytes)
+}
+
 /// Where a rank reads the world's descriptors (its header: the config and
 /// the layout, which the host writes before the launch and nothing writes
 /// during it), given the world's memory: on the GPU the module's

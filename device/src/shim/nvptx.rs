@@ -844,6 +844,14 @@ pub(super) fn note_global(_addr: usize, _bytes: usize, _write: bool) {}
 #[inline(always)]
 pub(super) fn note_private(_addr: usize, _bytes: usize, _write: bool) {}
 
+/// `prefetch.L1`: generic addressing (the world's memory is global).
+#[inline(always)]
+pub(super) fn prefetch_private(addr: *const u8, _bytes: usize) {
+    // SAFETY: a prefetch reads and writes no value and cannot fault (PTX
+    // ISA, `prefetch`); it only hints the L1 cache.
+    unsafe { asm!("prefetch.L1 [{a}];", a = in(reg64) addr, options(nostack, readonly, preserves_flags)) }
+}
+
 #[inline(always)]
 pub(super) fn note_volatile(_addr: usize, _bytes: usize, _write: bool) {}
 

@@ -379,6 +379,11 @@ impl Model {
                     self.plain_load(clock, addr, bytes);
                 }
             }
+            // `prefetch.L1` of the rank's own memory: an instruction (above),
+            // and the line arrives as a load's would (inside a batch the batch's end
+            // waits for it, as it would for a load of the line), after which
+            // plain loads of it hit L1.
+            Access::Prefetch { addr, bytes } => self.plain_load(clock, addr, bytes),
             // `ld.volatile` is a strong system-scope load, which L1 never
             // serves on sm_70 and later: a round trip to L2 whatever the
             // rank loaded before. Volatile loads with nothing between them
@@ -514,6 +519,7 @@ impl Model {
                 );
             }
             Access::Private { .. }
+            | Access::Prefetch { .. }
             | Access::Descriptor { .. }
             | Access::Fence { .. }
             | Access::Sleep { .. }
@@ -729,6 +735,7 @@ fn describe(of: &LogOf, access: &Access) -> (String, String) {
         Access::Plain { addr, bytes, write } => (format!("plain {} {bytes} B", rw(*write)), at(*addr)),
         Access::Volatile { addr, bytes, write } => (format!("volatile {} {bytes} B", rw(*write)), at(*addr)),
         Access::Private { addr, bytes, write } => (format!("private {} {bytes} B", rw(*write)), at(*addr)),
+        Access::Prefetch { addr, bytes } => (format!("prefetch {bytes} B"), at(*addr)),
         Access::Copy { bytes, src, dst, .. } => {
             (format!("copy {bytes} B"), format!("{} -> {}", at(*src), at(*dst)))
         }
@@ -750,6 +757,7 @@ pub(crate) fn ordered(access: &Access) -> bool {
             | Access::Sleep { .. }
             | Access::Fence { .. }
             | Access::Private { .. }
+            | Access::Prefetch { .. }
             | Access::Descriptor { .. }
     )
 }
@@ -1225,6 +1233,63 @@ mod tests {
         );
         let t2 = c.now();
         m.charge(0, &c, plain(1040, false));
+        assert_eq!(c.now() - t2, ps(p.issue_ns + p.load_ns));
+    }
+
+    #[test]
+    fn a_prefetch_in_a_batch_is_one_of_its_loads_and_its_line_then_hits_l1() {
+        let m = model();
+        let p = Profile::h100();
+        let c = Clock::new();
+        m.charge(
+            0,
+            &c,
+            Access::Fence {
+                order: Ordering::AcqRel,
+            },
+        );
+        let t0 = c.now();
+        m.charge(0, &c, Access::BatchBegin { vector: false });
+        m.charge(
+            0,
+            &c,
+            Access::Load {
+                order: Ordering::Relaxed,
+                addr: 1 << 20,
+            },
+        );
+        m.charge(
+            0,
+            &c,
+            Access::Prefetch {
+                addr: 1024,
+                bytes: 16,
+            },
+        );
+        m.charge(0, &c, Access::BatchEnd);
+        // Two loads' batch: the prefetch's line is the later arrival.
+        assert_eq!(c.now() - t0, ps(p.issue_ns + p.load_ns) + ps(p.batch_load_ns));
+        let t1 = c.now();
+        m.charge(
+            0,
+            &c,
+            Access::Private {
+                addr: 1040,
+                bytes: 16,
+                write: false,
+            },
+        );
+        assert_eq!(c.now() - t1, ps(p.issue_ns + p.library_ns + p.load_hit_ns));
+        // An acquire empties L1 of it as of any line.
+        m.charge(
+            0,
+            &c,
+            Access::Fence {
+                order: Ordering::AcqRel,
+            },
+        );
+        let t2 = c.now();
+        m.charge(0, &c, plain(1024, false));
         assert_eq!(c.now() - t2, ps(p.issue_ns + p.load_ns));
     }
 
