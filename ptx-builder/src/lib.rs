@@ -37,6 +37,7 @@
 
 mod ar;
 mod build_script;
+pub mod calls;
 pub mod check;
 mod kernel_builder;
 mod link;

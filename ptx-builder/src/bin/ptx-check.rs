@@ -4,8 +4,8 @@
 //! ```text
 //! ptx-check [--kernels DIR] [--archs 70,90] [--check-archs 70,80,90]
 //!           [--target-dir DIR] [--out DIR] [--toolchain NAME] [--fast-compile]
-//!           [--max-registers N] [--functions N]
-//! ptx-check --ptx FILE:SM [--ptx FILE:SM ...] [--check-archs ...]
+//!           [--max-registers N] [--functions N] [--calls KERNEL]
+//! ptx-check --ptx FILE:SM [--ptx FILE:SM ...] [--check-archs ...] [--calls KERNEL]
 //! ```
 //!
 //! `--fast-compile` assembles with ptxas `-Ofc max`
@@ -28,12 +28,19 @@
 //! ([`check::function_registers`]): which function of a kernel over its
 //! budget needs them.
 //!
+//! `--calls KERNEL` (repeatable) prints, per assembly that has the kernel,
+//! what its registers are made of ([`gpu_mpi_ptx_builder::calls`]): its
+//! registers without budgets, its own body's with every function it calls
+//! stubbed, and each function it calls directly through an entry of its
+//! own. A kernel that calls a function needs about the callee's registers
+//! plus its own values live across the call (docs/gpu.md).
+//!
 //! Fails (exit 1) when a PTX has no kernel entry point, when the lint finds an
 //! `atom`/`red` without explicit `.relaxed/.acquire/.release/.acq_rel` or any
 //! `.sys`-scope operation, when ptxas is missing, or when ptxas rejects a PTX
 //! for any of the check architectures. Prints the register/stack report.
 
-use gpu_mpi_ptx_builder::{check, parse_archs, PtxBuilder, DEFAULT_ARCHS, DEFAULT_CHECK_ARCHS};
+use gpu_mpi_ptx_builder::{calls, check, parse_archs, PtxBuilder, DEFAULT_ARCHS, DEFAULT_CHECK_ARCHS};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -48,10 +55,11 @@ struct Options {
     optimization: check::Optimization,
     max_registers: Option<u32>,
     functions: Option<usize>,
+    calls: Vec<String>,
 }
 
 const USAGE: &str = "usage: ptx-check [--kernels DIR] [--archs 70,90] [--check-archs 70,80,90] \
-[--target-dir DIR] [--out DIR] [--toolchain NAME] [--fast-compile] [--max-registers N] [--functions N] | --ptx FILE:SM ...";
+[--target-dir DIR] [--out DIR] [--toolchain NAME] [--fast-compile] [--max-registers N] [--functions N] [--calls KERNEL] | --ptx FILE:SM ...";
 
 fn parse_options() -> Result<Options, String> {
     // The workspace this binary belongs to.
@@ -68,6 +76,7 @@ fn parse_options() -> Result<Options, String> {
         optimization: check::Optimization::Full,
         max_registers: None,
         functions: None,
+        calls: Vec::new(),
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -82,6 +91,7 @@ fn parse_options() -> Result<Options, String> {
             "--fast-compile" => o.optimization = check::Optimization::FastCompile,
             "--max-registers" => o.max_registers = Some(number(&a, "registers", value()?)?),
             "--functions" => o.functions = Some(number(&a, "functions", value()?)?),
+            "--calls" => o.calls.push(value()?),
             "--ptx" => {
                 let v = value()?;
                 let (file, sm) = v
@@ -256,6 +266,22 @@ fn main() -> ExitCode {
             }
         }
     }
+    if let Some(ptxas) = &ptxas {
+        for a in assemblies.iter().filter(|a| a.error.is_none()) {
+            for kernel in o.calls.iter().filter(|k| a.kernels.iter().any(|r| &r.name == *k)) {
+                match calls_report(ptxas, &a.ptx, &a.arch, kernel) {
+                    Ok(text) => print!("{text}"),
+                    Err(e) => {
+                        eprintln!(
+                            "ptx-check: FAIL the calls of {kernel} in {}: {e}",
+                            a.ptx.display()
+                        );
+                        failed = true;
+                    }
+                }
+            }
+        }
+    }
     if let Some(ceiling) = o.max_registers {
         let kernels: Vec<_> = assemblies
             .iter()
@@ -323,4 +349,59 @@ fn function_registers(
     }
     let bytes = std::fs::read(&cubin).map_err(|e| format!("reading {}: {e}", cubin.display()))?;
     check::function_registers(&bytes)
+}
+
+/// The registers of entry `entry` when `text` is assembled for `arch`
+/// (written to `path` first).
+fn entry_registers(
+    ptxas: &std::path::Path,
+    path: &std::path::Path,
+    text: &str,
+    arch: &str,
+    entry: &str,
+) -> Result<u32, String> {
+    std::fs::write(path, text).map_err(|e| format!("writing {}: {e}", path.display()))?;
+    let a = check::assemble(ptxas, path, arch, check::Optimization::Full, None);
+    if let Some(e) = a.error {
+        return Err(e);
+    }
+    a.kernels
+        .iter()
+        .find(|k| k.name == entry)
+        .map(|k| k.registers)
+        .ok_or_else(|| format!("ptxas reported no entry `{entry}`"))
+}
+
+/// What `kernel`'s registers in `ptx` for `arch` are made of
+/// ([`calls`]), as lines to print.
+fn calls_report(
+    ptxas: &std::path::Path,
+    ptx: &std::path::Path,
+    arch: &str,
+    kernel: &str,
+) -> Result<String, String> {
+    let text = std::fs::read_to_string(ptx).map_err(|e| format!("reading {}: {e}", ptx.display()))?;
+    let scratch = ptx.with_extension(format!("{arch}.calls.ptx"));
+    let alone = calls::with_entries_only(&text, Some(kernel));
+    let whole = entry_registers(ptxas, &scratch, &alone, arch, kernel)?;
+    let own = entry_registers(
+        ptxas,
+        &scratch,
+        &calls::with_stubbed_bodies(&alone, |_| true),
+        arch,
+        kernel,
+    )?;
+    let mut out = format!(
+        "calls of {kernel} ({arch}, budgets left out): {whole} registers; its own body, every function it calls stubbed: {own}\n"
+    );
+    for callee in calls::direct_callees(&text, kernel) {
+        let Some(probe) = calls::with_probe_entry(&text, &callee) else {
+            continue;
+        };
+        let n = entry_registers(ptxas, &scratch, &probe, arch, calls::PROBE_ENTRY)?;
+        out.push_str(&format!("  {n:>4}  {callee} (alone, with its callees)\n"));
+    }
+    let _ = std::fs::remove_file(&scratch);
+    let _ = std::fs::remove_file(check::cubin_path(&scratch, arch));
+    Ok(out)
 }
