@@ -254,7 +254,9 @@ unsafe fn walk_range(
     let mut at = packed;
     let mut left = n;
     loop {
-        // The unit's words in place, one bounds check for all eight.
+        // The unit's words in place, one bounds check for all eight. By
+        // index, not as a `Unit` (`ty.unit(u)`): with its named fields
+        // rsmpi's kernels spilled 23,238 -> 27,784 B in all (2026-12-05).
         let w = ty.unit_words(u)?;
         let bytes = w[2]
             .checked_mul(w[3])
