@@ -41,6 +41,13 @@ pub struct Definition {
     pub params: Vec<String>,
 }
 
+/// The PTX symbol `text` starts with (empty if none).
+fn leading_symbol(text: &str) -> String {
+    text.chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '$')
+        .collect()
+}
+
 /// The name after `.entry` or `.func` (and a return declaration) on `line`,
 /// with whether it is an entry.
 fn declared_name(line: &str) -> Option<(String, bool)> {
@@ -61,10 +68,7 @@ fn declared_name(line: &str) -> Option<(String, bool)> {
             } else {
                 rest
             };
-            let name: String = rest
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '$')
-                .collect();
+            let name = leading_symbol(&rest);
             return (!name.is_empty()).then_some((name, entry));
         }
         if !w.starts_with('.') {
@@ -154,10 +158,7 @@ pub fn direct_callees(ptx: &str, func: &str) -> Vec<String> {
         } else {
             rest
         };
-        let name: String = rest
-            .chars()
-            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '$')
-            .collect();
+        let name = leading_symbol(rest);
         if !name.is_empty() && !out.contains(&name) {
             out.push(name);
         }
