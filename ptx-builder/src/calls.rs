@@ -216,10 +216,7 @@ pub fn with_entries_only(ptx: &str, keep: Option<&str>) -> String {
         next = d.close + 1;
     }
     out.extend(&lines[next..]);
-    out.iter()
-        .filter(|l| !l.trim_start().starts_with(".maxnreg"))
-        .map(|l| format!("{l}\n"))
-        .collect()
+    crate::check::without_register_budgets(&(out.join("\n") + "\n"))
 }
 
 /// `ptx` without its entries, plus an entry [`PROBE_ENTRY`] that loads
