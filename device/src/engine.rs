@@ -1187,13 +1187,6 @@ fn drain_matching<const MATCH: bool, const FULL: bool>(
             inbox.swap(LINK_NONE, Ordering::Relaxed),
         )
     });
-    // What the walk loads of `seen` when it gets there from a newer push
-    // (its link, and the tag and context of a message this receive may
-    // take), kept from the words loaded with the swap. Not the whole
-    // envelope: held in registers all the walk, it would cost the kernels
-    // that inline this registers and stack; a match that is not the
-    // newest loads its envelope after the walk anyway.
-    let (seen_link, seen_tag, seen_context) = (words_of_seen.0, words_of_seen.1.tag, words_of_seen.1.context);
     // The header and words of the node the walk takes next, loaded in
     // the iteration before it (one live set, as if loaded where they are
     // used).
@@ -1248,31 +1241,38 @@ fn drain_matching<const MATCH: bool, const FULL: bool>(
             best.link = LINK_PENDING;
             return (true, best);
         }
-        store_at(at, SlotWord::Link, newer);
-        if newer != LINK_NONE {
-            store(w, newer - 1, SlotWord::Back, node);
-        }
-        // Relaxed: only this rank acts on ARRIVED (the sender waits for
-        // FREE, CTS or DONE).
-        w.slot_state(id).store(arrived, Ordering::Relaxed);
+        // The node's place in the queue (its newer and older neighbours;
+        // the oldest's older is the queue's old tail, stored after the
+        // walk) and its state: stored in the batch of the next node's
+        // loads, after them, so that the walk's chain of dependent loads
+        // does not wait for its stores. Their address is computed again
+        // there from the node's id, which is live anyway (`newer`): the
+        // node's link is the one value held for them.
+        let link = newer;
+        let queue_node = |node: u32| {
+            let at = w.slot_header(node - 1);
+            store_at(at, SlotWord::Link, link);
+            if older != LINK_NONE {
+                store_at(at, SlotWord::Back, older);
+            }
+            // Relaxed: only this rank acts on ARRIVED (the sender waits for
+            // FREE, CTS or DONE).
+            w.slot_state(node - 1).store(arrived, Ordering::Relaxed);
+        };
         newer = node;
         node = older;
-        if node == seen {
-            at = w.slot_header(seen - 1);
-            let envelope = if MATCH {
-                Arrived {
-                    id: seen - 1,
-                    tag: seen_tag,
-                    context: seen_context,
-                    ..Arrived::NONE
-                }
-            } else {
-                Arrived::NONE
-            };
-            words = (seen_link, envelope);
-        } else if node != LINK_NONE {
+        // A node pushed since the look (the swap returned a newer top)
+        // reaches `seen`, whose words the walk loads again: held from the
+        // swap's batch, they would be live all the walk for that rare case.
+        if node != LINK_NONE {
             at = w.slot_header(node - 1);
-            words = shim::independent(|| node_words(at, node, top));
+            words = shim::independent(|| {
+                let next = node_words(at, node, top);
+                queue_node(newer);
+                next
+            });
+        } else {
+            queue_node(newer);
         }
     }
     if FULL && best.id1 != 0 && best.id1 != top {

@@ -157,6 +157,27 @@ impl<'w> GenerationWords<'w> {
         }
     }
 
+    /// The first `N` words of the generation's key, in pairs of one vector
+    /// load each (16-byte aligned, as in `reset`); relaxed, as the caller
+    /// says.
+    #[inline(always)]
+    fn keys<const N: usize>(&self) -> [u64; N] {
+        const { assert!(N <= BARRIER_KEY_WORDS) };
+        let mut keys = [0u64; N];
+        for pair in 0..N / 2 {
+            let first: *const AtomicU64 = self.key(2 * pair);
+            // SAFETY: key words `2 × pair` and the next, as in `reset`
+            // (`2 × pair + 1 < N`).
+            let [a, b] = shim::load_relaxed_x2_u64(unsafe { &*(first as *const [AtomicU64; 2]) });
+            keys[2 * pair] = a;
+            keys[2 * pair + 1] = b;
+        }
+        if N % 2 == 1 {
+            keys[N - 1] = self.key(N - 1).load(Ordering::Relaxed);
+        }
+        keys
+    }
+
     /// Word `word` (below [`BARRIER_KEY_WORDS`]) of the generation's key.
     #[inline(always)]
     fn key(&self, word: usize) -> &'w AtomicU64 {
@@ -559,7 +580,7 @@ impl World {
                         let words = self.generation(self.barrier_generation.get());
                         let (keys, fetched) = shim::independent(|| {
                             (
-                                core::array::from_fn::<u64, N, _>(|i| words.key(i).load(Ordering::Relaxed)),
+                                words.keys::<N>(),
                                 // SAFETY: the caller's word, written before
                                 // its writer's arrival, which this rank's
                                 // acquire above took.

@@ -591,6 +591,17 @@ pub(super) fn store_relaxed_x4(words: &[AtomicU32; 4], values: [u32; 4]) {
     timed(Access::BatchEnd);
 }
 
+/// Two relaxed 64-bit loads as one vector load
+/// ([`super::load_relaxed_x2_u64`]): one load of any batch around it to the
+/// timing model, as the GPU's one `ld.v2` instruction is.
+#[inline(always)]
+pub(super) fn load_relaxed_x2_u64(words: &[AtomicU64; 2]) -> [u64; 2] {
+    timed(Access::BatchBegin { vector: true });
+    let v = [words[0].load(Ordering::Relaxed), words[1].load(Ordering::Relaxed)];
+    timed(Access::BatchEnd);
+    v
+}
+
 /// Two relaxed 64-bit stores as one vector store
 /// ([`super::store_relaxed_x2_u64`]): one store to the timing model, as
 /// the GPU's one `st.v2` instruction is.

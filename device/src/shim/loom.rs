@@ -1068,6 +1068,12 @@ pub(super) fn store_relaxed_x4(words: &[AtomicU32; 4], values: [u32; 4]) {
     }
 }
 
+/// Two relaxed 64-bit loads in one batch ([`super::load_relaxed_x2_u64`]).
+#[inline(always)]
+pub(super) fn load_relaxed_x2_u64(words: &[AtomicU64; 2]) -> [u64; 2] {
+    super::independent(|| [words[0].load(Ordering::Relaxed), words[1].load(Ordering::Relaxed)])
+}
+
 /// Two relaxed 64-bit stores ([`super::store_relaxed_x2_u64`]).
 #[inline(always)]
 pub(super) fn store_relaxed_x2_u64(words: &[AtomicU64; 2], values: [u64; 2]) {

@@ -195,6 +195,21 @@ pub fn store_relaxed_x4(words: &[AtomicU32; 4], values: [u32; 4]) {
     }
 }
 
+/// Relaxed loads of two consecutive 64-bit words as one access: on the GPU
+/// one 16-byte vector load (`ld.relaxed.gpu.v2.u64`; each word is read
+/// atomically, the two are not one atomic read) when `words` is 16-byte
+/// aligned, else two loads in one batch ([`independent`]). On the emulator
+/// and under loom two loads, which the timing model counts as one load of a
+/// batch when they are a vector load on the GPU.
+#[inline(always)]
+pub fn load_relaxed_x2_u64(words: &[AtomicU64; 2]) -> [u64; 2] {
+    if (words.as_ptr() as usize).is_multiple_of(16) {
+        imp::load_relaxed_x2_u64(words)
+    } else {
+        independent(|| [words[0].load(Ordering::Relaxed), words[1].load(Ordering::Relaxed)])
+    }
+}
+
 /// Relaxed stores of two consecutive 64-bit words as one access: on the
 /// GPU one 16-byte vector store (`st.relaxed.gpu.v2.u64`; each word is
 /// written atomically, the two are not one atomic write) when `words` is

@@ -808,6 +808,27 @@ pub(super) fn store_relaxed_x4(words: &[AtomicU32; 4], values: [u32; 4]) {
     }
 }
 
+/// `ld.relaxed.gpu.v2.u64` of two 16-byte aligned 64-bit words
+/// ([`super::load_relaxed_x2_u64`] checked the alignment).
+#[inline(always)]
+pub(super) fn load_relaxed_x2_u64(words: &[AtomicU64; 2]) -> [u64; 2] {
+    let p = words.as_ptr();
+    let (a, b): (u64, u64);
+    // SAFETY: `words` are two live atomic words, 16-byte aligned (the
+    // caller checked), only accessed atomically; the instruction only
+    // reads them.
+    unsafe {
+        asm!(
+            "ld.relaxed.gpu.v2.u64 {{{a}, {b}}}, [{p}];",
+            a = out(reg64) a,
+            b = out(reg64) b,
+            p = in(reg64) p,
+            options(nostack),
+        )
+    }
+    [a, b]
+}
+
 /// `st.relaxed.gpu.v2.u64` of two 16-byte aligned 64-bit words
 /// ([`super::store_relaxed_x2_u64`] checked the alignment).
 #[inline(always)]
