@@ -148,27 +148,18 @@ impl<'w> GenerationWords<'w> {
     fn reset(&self) {
         self.arrivals().store(0, Ordering::Relaxed);
         for pair in 0..BARRIER_KEY_WORDS / 2 {
-            let first: *const AtomicU64 = self.key(2 * pair);
-            // SAFETY: key words `2 × pair` and the next, in a row (an array
-            // of `repr(transparent)` cells) and 16-byte aligned (the keys
-            // are a 64-byte aligned line of eight words; `2 × pair + 1 <
-            // BARRIER_KEY_WORDS`); the world outlives `'w`.
-            shim::store_relaxed_x2_u64(unsafe { &*(first as *const [AtomicU64; 2]) }, [0; 2]);
+            shim::store_relaxed_x2_u64(self.pair(pair), [0; 2]);
         }
     }
 
     /// The first `N` words of the generation's key, in pairs of one vector
-    /// load each (16-byte aligned, as in `reset`); relaxed, as the caller
-    /// says.
+    /// load each; relaxed, as the caller says.
     #[inline(always)]
     fn keys<const N: usize>(&self) -> [u64; N] {
         const { assert!(N <= BARRIER_KEY_WORDS) };
         let mut keys = [0u64; N];
         for pair in 0..N / 2 {
-            let first: *const AtomicU64 = self.key(2 * pair);
-            // SAFETY: key words `2 × pair` and the next, as in `reset`
-            // (`2 × pair + 1 < N`).
-            let [a, b] = shim::load_relaxed_x2_u64(unsafe { &*(first as *const [AtomicU64; 2]) });
+            let [a, b] = shim::load_relaxed_x2_u64(self.pair(pair));
             keys[2 * pair] = a;
             keys[2 * pair + 1] = b;
         }
@@ -176,6 +167,18 @@ impl<'w> GenerationWords<'w> {
             keys[N - 1] = self.key(N - 1).load(Ordering::Relaxed);
         }
         keys
+    }
+
+    /// Key words `2 × pair` and the next (`2 × pair + 1 <`
+    /// [`BARRIER_KEY_WORDS`]), for one 16-byte access.
+    #[inline(always)]
+    fn pair(&self, pair: usize) -> &'w [AtomicU64; 2] {
+        let first: *const AtomicU64 = self.key(2 * pair);
+        // SAFETY: the two words are in a row (an array of
+        // `repr(transparent)` cells) and 16-byte aligned (the keys are a
+        // 64-byte aligned line of eight words, checked below, and `2 ×
+        // pair + 1 < BARRIER_KEY_WORDS`); the world outlives `'w`.
+        unsafe { &*(first as *const [AtomicU64; 2]) }
     }
 
     /// Word `word` (below [`BARRIER_KEY_WORDS`]) of the generation's key.
@@ -188,7 +191,7 @@ impl<'w> GenerationWords<'w> {
     }
 }
 
-// `GenerationWords::reset`'s 16-byte stores: each generation's keys are a
+// `GenerationWords::pair`'s 16-byte accesses: each generation's keys are a
 // 64-byte aligned line (the record at a line's start, the keys a whole line
 // into it), and the key words they cover come in pairs.
 const _: () = {
