@@ -219,3 +219,20 @@ fn reduce_scatter_and_scan_stay_within_their_modelled_budgets() {
         (Suite::Scan, "scan", "8-byte scan, 512 ranks", 3.1472),
     ]);
 }
+
+#[test]
+fn rma_fence_stays_within_its_modelled_budget() {
+    let report = run(vec![Suite::Rma], 1024);
+    let fence = rows(&report, "rma")
+        .find(|r| r.iter().any(|(k, _)| *k == "fence_us"))
+        .expect("an rma fence row");
+    // A fence is a keyed world barrier and a look at the rank's own epoch
+    // state: the trace records it makes (none here, untraced) leave the
+    // rank settled, so the next fence writes its wait record alone
+    // (`World::tracing`).
+    Budget {
+        what: "MPI_Win_fence, 1024 ranks in 4 blocks",
+        set_from_us: 1.0420,
+    }
+    .check(field(fence, "model_fence_us"));
+}

@@ -661,6 +661,20 @@ impl World {
         }
     }
 
+    /// [`World::core_settled`] for a trace record, when the world traces:
+    /// `None` without reading the config when attach found it off
+    /// ([`RankState`](crate::communicator::RankState): untraced). A record
+    /// defers no slot and sets no idle key, so the rank stays settled and
+    /// its next collective's wait record is a store alone.
+    #[inline(always)]
+    pub(crate) fn tracing(&self) -> Option<Core> {
+        if self.known.untraced() {
+            return None;
+        }
+        let core = self.core_settled();
+        crate::trace::on(&core).then_some(core)
+    }
+
     /// This rank's request record `index`.
     #[inline(always)]
     pub(crate) fn record(&self, index: u32) -> *mut crate::records::RequestRecord {

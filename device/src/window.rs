@@ -1842,8 +1842,10 @@ impl<T: Equivalence> Window<'_, T> {
     /// typed one: its target datatype's size times its count).
     #[inline(always)]
     fn trace_op_bytes(&self, op: RmaOp, target: i32, disp: usize, bytes: usize) {
-        let core = self.world.core();
-        if trace::on(&core) && target != PROC_NULL {
+        if target == PROC_NULL {
+            return;
+        }
+        if let Some(core) = self.world.tracing() {
             // The operation's target: its descriptor is the latest kept.
             let to = self.target(target).world as i32;
             let bytes = crate::error::saturating_u32(bytes);
@@ -1866,8 +1868,7 @@ impl<T: Equivalence> Window<'_, T> {
     /// `counter`: it becomes `op`.
     #[inline(always)]
     fn trace_notify(&self, op: RmaOp, counter: u32) {
-        let core = self.world.core();
-        if trace::on(&core) {
+        if let Some(core) = self.world.tracing() {
             trace::rma_notify_words(core.base as u64, core.rank, op as u32, counter);
         }
     }
@@ -1876,8 +1877,7 @@ impl<T: Equivalence> Window<'_, T> {
     /// rank, or -2), `bytes` and `arg`.
     #[inline(always)]
     fn trace_event(&self, kind: TraceKind, code: u32, peer: i32, bytes: u32, arg: u64) {
-        let core = self.world.core();
-        if trace::on(&core) {
+        if let Some(core) = self.world.tracing() {
             let head = trace::rma_head(kind, code, self.comm.id);
             trace::record_words(
                 core.base as u64,
@@ -1896,8 +1896,7 @@ impl<T: Equivalence> Window<'_, T> {
     /// reaching `ranks` ranks.
     #[inline(always)]
     fn trace_epoch(&self, kind: TraceKind, epoch: RmaEpoch, target: i32, ranks: u32) {
-        let core = self.world.core();
-        if trace::on(&core) {
+        if let Some(core) = self.world.tracing() {
             let peer = if target >= 0 {
                 self.comm.member(self.world, target as u32) as i32
             } else {
@@ -1913,8 +1912,7 @@ impl<T: Equivalence> Window<'_, T> {
     /// it opened.
     #[inline(always)]
     fn trace_fence(&self, was: u32, open: u32) {
-        let core = self.world.core();
-        if trace::on(&core) {
+        if self.world.tracing().is_some() {
             if was & FENCE_OPEN != 0 {
                 self.trace_event(TraceKind::RmaEpochClose, RmaEpoch::Fence as u32, -2, self.size, 0);
             }
