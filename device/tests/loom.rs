@@ -487,6 +487,51 @@ fn a_gather_whose_lanes_pass_different_counts_fails_on_both() {
     gather_counts_fail_on_both("gather counts 1x2", 2, 2, [2, 1]);
 }
 
+/// World reduces to rank 0 (sum of `rank + 1`, element by element) whose
+/// first passes `counts[rank]` elements (an erroneous call when they
+/// differ) and whose second passes one each. Returns the first call's
+/// class (0: success) and the second's sum at rank 0 (0 elsewhere).
+fn reduce_counts(w: &World, counts: &[usize]) -> Result<[u32; 2], Error> {
+    let me = w.rank();
+    let mine = [me as u32 + 1; 2];
+    let sum = SystemOperation::sum();
+    let root = w.process_at_rank(0);
+    let n = counts[me as usize];
+    let mut out = [0u32; 2];
+    let first = if me == 0 {
+        root.reduce_into_root(&mine[..n], &mut out[..n], sum)
+    } else {
+        root.reduce_into(&mine[..n], sum)
+    };
+    let class = first.err().map_or(0, |e| e.class() as u32);
+    let mut total = 0;
+    if me == 0 {
+        root.reduce_into_root(&mine[0], &mut total, sum)?;
+    } else {
+        root.reduce_into(&mine[0], sum)?;
+    }
+    Ok([class, total])
+}
+
+/// (g) A world reduce over 2 blocks of 2 whose blocks pass different
+/// counts (each block's lanes the same): the keyed barrier's root and
+/// count words are ORed by the block's lanes 0 and 1, and the count's,
+/// lane 1's, reaches the other block only through the warp barrier
+/// before lane 0's arrival. Every rank fails with `MPI_ERR_COUNT`; the
+/// next reduce works. Without preemptions (four ranks, as
+/// `barrier_two_blocks_of_two`).
+#[test]
+fn a_reduce_whose_blocks_pass_different_counts_fails_on_every_rank() {
+    check("reduce counts 2x2", 0, || {
+        let results = run_world(small_config(4, 2, 1), 0, |w, _| reduce_counts(w, &[1, 1, 2, 2]));
+        let count = gpu_mpi_device::ErrorClass::Count as u32;
+        assert_eq!(
+            results,
+            [Ok([count, 10]), Ok([count, 0]), Ok([count, 0]), Ok([count, 0])]
+        );
+    });
+}
+
 /// (h) The block barrier: 1 block of 2 ranks.
 #[test]
 fn barrier_one_block_of_two() {

@@ -501,18 +501,53 @@ impl World {
                 }
             }
             if blocks > 1 {
-                // The warps' words, for the block's first rank.
+                // The warps' words, for the block's first lanes.
                 shim::block_barrier();
-                if whole && self.thread == 0 {
-                    // SAFETY: the warps' words, written before the barrier above.
-                    let block_key: [u32; N] = unsafe { fold_keys(stage(), warps()) };
+                // The first `lanes` lanes fold the block's key, word `i` by
+                // lane `i % lanes`, and OR it into the generation's words:
+                // one `red` each before the first rank's arrival, not `N`
+                // in a row by the first rank.
+                let lanes = (N as u32).min(self.block_dim());
+                if whole && self.thread < lanes {
+                    let mine = |i: usize| i as u32 % lanes == self.thread;
+                    let mask = u32::MAX >> (32 - lanes);
+                    let warps = warps();
+                    // SAFETY: the warps' words, written before the barrier
+                    // above; `w < warps <= 32`, `i < N <= BARRIER_KEY_WORDS`.
+                    let word = |w: u32, i: usize| unsafe {
+                        core::ptr::addr_of!((*stage()).warps[w as usize][i]).read()
+                    };
+                    let mut differs = false;
+                    for i in 0..N {
+                        if mine(i) {
+                            let first = word(0, i);
+                            differs |= (1..warps).any(|w| word(w, i) != first);
+                        }
+                    }
+                    // As `fold_keys`: a word on which warps differ makes the
+                    // block's first word `NO_KEY`. (A lone lane, a key of
+                    // one word or a block of one rank, needs no warp
+                    // instruction.)
+                    let differs = if lanes > 1 {
+                        shim::vote_any_sync(mask, differs)
+                    } else {
+                        differs
+                    };
                     // Relaxed: published by this block's arrival below (its
-                    // release half), read by every block after the
-                    // generation completed. Here, so that no word of the
-                    // key is held across a call.
+                    // release half, after the warp barrier), read by every
+                    // block after the generation completed.
                     let words = self.generation(generation);
-                    for (i, &k) in block_key.iter().enumerate() {
-                        words.key(i).or(pack_key(k), Ordering::Relaxed);
+                    for i in 0..N {
+                        if mine(i) {
+                            let k = if i == 0 && differs { NO_KEY } else { word(0, i) };
+                            words.key(i).or(pack_key(k), Ordering::Relaxed);
+                        }
+                    }
+                    // Orders the other lanes' ORs before the first rank's
+                    // arrival, as the block barrier does the block's
+                    // writes.
+                    if lanes > 1 {
+                        shim::warp_sync(mask);
                     }
                 }
             }
