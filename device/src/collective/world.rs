@@ -351,7 +351,9 @@ impl World {
     /// the warps' words into the block's key and ORs `key << 32 | !key`
     /// into the generation's [`GridBarrier::keys`](crate::records::GridBarrier)
     /// line before it arrives (one word per word of a longer key,
-    /// [`World::world_barrier_agreeing_words`]); once every block has
+    /// [`World::world_barrier_agreeing_words`], each by its own lane of
+    /// the first warp when the block has a rank per word, a warp barrier
+    /// before the arrival); once every block has
     /// arrived every block reads the same words, and the blocks agreed
     /// exactly when no word's two halves share a bit (the record says who
     /// zeroes the words, and when). In a world of one block the warps'
@@ -503,51 +505,42 @@ impl World {
             if blocks > 1 {
                 // The warps' words, for the block's first lanes.
                 shim::block_barrier();
-                // The first `lanes` lanes fold the block's key, word `i` by
-                // lane `i % lanes`, and OR it into the generation's words:
-                // one `red` each before the first rank's arrival, not `N`
-                // in a row by the first rank.
-                let lanes = (N as u32).min(self.block_dim());
-                if whole && self.thread < lanes {
-                    let mine = |i: usize| i as u32 % lanes == self.thread;
-                    let mask = u32::MAX >> (32 - lanes);
-                    let warps = warps();
+                // A key of several words, in a block of at least as many
+                // ranks: lane `i` of the first warp folds word `i` and ORs
+                // it into the generation's words, one `red` each before
+                // the first rank's arrival, not `N` in a row by the first
+                // rank. Otherwise the first rank folds and ORs them all.
+                let spread = N > 1 && self.block_dim() >= N as u32;
+                if whole && spread && self.thread < N as u32 {
+                    let i = self.thread as usize;
+                    let mask = u32::MAX >> (32 - N as u32);
                     // SAFETY: the warps' words, written before the barrier
                     // above; `w < warps <= 32`, `i < N <= BARRIER_KEY_WORDS`.
-                    let word = |w: u32, i: usize| unsafe {
-                        core::ptr::addr_of!((*stage()).warps[w as usize][i]).read()
-                    };
-                    let mut differs = false;
-                    for i in 0..N {
-                        if mine(i) {
-                            let first = word(0, i);
-                            differs |= (1..warps).any(|w| word(w, i) != first);
-                        }
-                    }
+                    let word =
+                        |w: u32| unsafe { core::ptr::addr_of!((*stage()).warps[w as usize][i]).read() };
+                    let first = word(0);
+                    let differs = (1..warps()).any(|w| word(w) != first);
                     // As `fold_keys`: a word on which warps differ makes the
-                    // block's first word `NO_KEY`. (A lone lane, a key of
-                    // one word or a block of one rank, needs no warp
-                    // instruction.)
-                    let differs = if lanes > 1 {
-                        shim::vote_any_sync(mask, differs)
-                    } else {
-                        differs
-                    };
+                    // block's first word `NO_KEY`.
+                    let differs = shim::vote_any_sync(mask, differs);
+                    let k = if i == 0 && differs { NO_KEY } else { first };
                     // Relaxed: published by this block's arrival below (its
                     // release half, after the warp barrier), read by every
                     // block after the generation completed.
-                    let words = self.generation(generation);
-                    for i in 0..N {
-                        if mine(i) {
-                            let k = if i == 0 && differs { NO_KEY } else { word(0, i) };
-                            words.key(i).or(pack_key(k), Ordering::Relaxed);
-                        }
-                    }
+                    self.generation(generation)
+                        .key(i)
+                        .or(pack_key(k), Ordering::Relaxed);
                     // Orders the other lanes' ORs before the first rank's
-                    // arrival, as the block barrier does the block's
-                    // writes.
-                    if lanes > 1 {
-                        shim::warp_sync(mask);
+                    // arrival, as the block barrier does the block's writes.
+                    shim::warp_sync(mask);
+                } else if whole && !spread && self.thread == 0 {
+                    // SAFETY: the warps' words, written before the barrier above.
+                    let block_key: [u32; N] = unsafe { fold_keys(stage(), warps()) };
+                    // Relaxed: as above. Here, so that no word of the key is
+                    // held across a call.
+                    let words = self.generation(generation);
+                    for (i, &k) in block_key.iter().enumerate() {
+                        words.key(i).or(pack_key(k), Ordering::Relaxed);
                     }
                 }
             }
