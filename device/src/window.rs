@@ -1909,16 +1909,14 @@ impl<T: Equivalence> Window<'_, T> {
 
     /// A fence (or `free`) took the epoch flags from `was` to a fence
     /// epoch `open` or not: records the fence epoch it closed and the one
-    /// it opened.
+    /// it opened (`trace_event` asks whether the world traces).
     #[inline(always)]
     fn trace_fence(&self, was: u32, open: u32) {
-        if self.world.tracing().is_some() {
-            if was & FENCE_OPEN != 0 {
-                self.trace_event(TraceKind::RmaEpochClose, RmaEpoch::Fence as u32, -2, self.size, 0);
-            }
-            if open != 0 {
-                self.trace_event(TraceKind::RmaEpochOpen, RmaEpoch::Fence as u32, -2, self.size, 0);
-            }
+        if was & FENCE_OPEN != 0 {
+            self.trace_event(TraceKind::RmaEpochClose, RmaEpoch::Fence as u32, -2, self.size, 0);
+        }
+        if open != 0 {
+            self.trace_event(TraceKind::RmaEpochOpen, RmaEpoch::Fence as u32, -2, self.size, 0);
         }
     }
 }
