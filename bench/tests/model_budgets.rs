@@ -88,9 +88,12 @@ fn latency_barrier_and_reductions_stay_within_their_modelled_budgets() {
     );
     // The 0-byte row: no payload, so the answer's send reads only its row,
     // which the waiting receive's take prefetched (`engine::drain_matching`).
+    // It was 1.2640 before a receive's first scan guessed the sender's
+    // first slot's header (`engine::find_in`), whose loads this row's try,
+    // which finds nothing, pays for.
     for (bytes, what, set_from_us) in [
-        (8.0, "8-byte one-way latency between blocks", 1.5642),
-        (0.0, "0-byte one-way latency between blocks", 1.2640),
+        (8.0, "8-byte one-way latency between blocks", 1.4824),
+        (0.0, "0-byte one-way latency between blocks", 1.2860),
     ] {
         let row = rows(&report, "latency")
             .find(|r| field(r, "bytes") == bytes && field(r, "peer_rank") >= 256.0)
@@ -133,14 +136,14 @@ fn pi_point_to_point_stays_within_its_modelled_budget_per_message() {
     let per_message_us = field(row, "model_mpi_p2p_ms") * 1e3 / f64::from(ranks - 1);
     Budget {
         what: "pi point-to-point (blocking), 4096 ranks, per message",
-        set_from_us: 1.2064,
+        set_from_us: 0.9505,
     }
     .check(per_message_us);
     // Rank 0 keeps 8 receives posted (`wait_any`, then the next rank's).
     let per_message_us = field(row, "model_mpi_p2p_nb_ms") * 1e3 / f64::from(ranks - 1);
     Budget {
         what: "pi point-to-point (non-blocking), 4096 ranks, per message",
-        set_from_us: 1.2593,
+        set_from_us: 1.0033,
     }
     .check(per_message_us);
 }

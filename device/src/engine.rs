@@ -12,7 +12,9 @@
 //! (Release): its only synchronising operation for an eager message. The
 //! swap returns the slot pushed before, which it then links (relaxed). A
 //! lone send of at most 8 bytes loads them in the batch of its slot mask
-//! and sequence number and stores them as the payload's first word.
+//! and sequence number and stores them as its header's `head` word. Every
+//! message of 1 to 8 bytes has them there (a direct message its buffer's
+//! address), a relaxed atomic that a receive loads with the envelope.
 //!
 //! The receiver takes its whole inbox with one relaxed swap, only when a
 //! load (the look) saw it non-empty, and after an acquire: the look's own
@@ -32,14 +34,13 @@
 //! link and the words it matches on are one batch, so the walk is no
 //! longer (`drain_matching`); a lone message that matches is not
 //! queued at all. Its first try (`receive_alone`, a call of its own)
-//! loads the newest message's whole envelope (two vector loads) and the
-//! payload's first 8 bytes in that batch too, so that its match starts
+//! loads the newest message's whole envelope (two vector loads) and its
+//! `head` in that batch too, so that its match starts
 //! without another load; if it found nothing, it waits in a loop of its
 //! own (`receive_waiting`, the record's words in registers) whose polls
 //! (`receive_polled`) only look at the inbox, in one batch with the
 //! rank's deferred count, and take it the same way. The receiver reads the
-//! envelope with the payload's first 8 bytes (a small message is copied
-//! from registers) and gives the slot back (`slot_return::SlotReturn`).
+//! envelope with the `head` (a small message is copied from registers) and gives the slot back (`slot_return::SlotReturn`).
 //! A lone receive that found its message already queued (taken from the
 //! inbox by an earlier call) returns it at once, with one Release store of
 //! FREE: the rank is working through messages that wait for it, and a
@@ -93,6 +94,7 @@ use crate::layout::{BLOCKING_RECORDS, FLAG_FORCE_STREAMING};
 use crate::polling::{Call, WaitFor};
 use crate::records::SendMode;
 use crate::records::CONTEXT_SHIFT;
+use crate::records::{kind_of, kind_sequence};
 use crate::records::{Core, HeaderAt, Known};
 use crate::records::{
     MessageKind, Outcome, RankHeader, RecordState, RequestRecord, SlotState, SlotWord, LINK_NONE,
@@ -1337,19 +1339,23 @@ impl Candidate {
     /// number.
     #[inline(always)]
     fn load<const FULL: bool>(w: &Core, id: u32) -> (Candidate, u32) {
-        let at = w.slot_header(id);
+        Candidate::load_at::<FULL>(w.slot_header(id), id)
+    }
+
+    /// [`Candidate::load`] of the slot whose header is `at`.
+    #[inline(always)]
+    fn load_at<const FULL: bool>(at: SlotAt<'_>, id: u32) -> (Candidate, u32) {
         let ([link, back, sequence], arrived) = shim::independent(|| {
             if FULL {
-                // Three vector loads and the payload's first word.
-                let [link, back, _, _] = shim::load_relaxed_x4(at.row(SlotRow::Links));
-                let (arrived, sequence) = Arrived::load_rows(at, id);
+                // Three vector loads: what a receive takes of the header.
+                let (arrived, sequence, [link, back]) = Arrived::load_header::<true>(at, id);
                 ([link, back, sequence], arrived)
             } else {
                 (
                     [
                         load_at(at, SlotWord::Link),
                         load_at(at, SlotWord::Back),
-                        load_at(at, SlotWord::Sequence),
+                        load_at(at, SlotWord::KindSequence) & !kind_of(u32::MAX),
                     ],
                     Arrived::load_with::<false>(at, id),
                 )
@@ -1379,8 +1385,8 @@ impl Candidate {
 }
 
 /// What a receive reads of its matched slot to start: the envelope, the
-/// kind and the first [`HEAD_BYTES`] of the payload (all of a small eager
-/// message; a direct message's source address), in one batch.
+/// kind and the header's `head` word (all of an eager message of at most
+/// [`HEAD_BYTES`]; a direct message's source address), in one batch.
 #[derive(Clone, Copy)]
 pub(crate) struct Arrived {
     id: u32,
@@ -1428,8 +1434,7 @@ impl Arrived {
     /// Loads the words of claimed slot `id` (its header `at`) in one
     /// batch. The slot arrived for this rank (`drain` made its header and
     /// payload visible) and its sender touches neither until it is
-    /// returned or told CTS, so the payload's first word is stable
-    /// whatever the kind. With the `views` feature the batch also holds
+    /// returned or told CTS, so its header is stable whatever the kind. With the `views` feature the batch also holds
     /// the signature word, which only a receive of another datatype id
     /// reads: no round trip more.
     #[inline(always)]
@@ -1437,31 +1442,43 @@ impl Arrived {
         Arrived::load_rows(at, id).0
     }
 
-    /// [`Arrived::load`], with the message's sequence number: the
-    /// header's envelope and message rows as two vector loads, and the
-    /// payload's first word.
+    /// [`Arrived::load`], with the message's sequence number (shifted as
+    /// in its header's word: compared with `wrapping_sub`, as a whole).
     #[inline(always)]
     fn load_rows(at: SlotAt<'_>, id: u32) -> (Arrived, u32) {
+        let (a, sequence, _) = Arrived::load_header::<false>(at, id);
+        (a, sequence)
+    }
+
+    /// The header's envelope and message rows as two vector loads, and
+    /// with `LINKS` its links row: with the message's sequence number
+    /// (shifted, as in [`Arrived::load_rows`]) and, with `LINKS`, its
+    /// `link` and `back` (else zeros).
+    #[inline(always)]
+    fn load_header<const LINKS: bool>(at: SlotAt<'_>, id: u32) -> (Arrived, u32, [u32; 2]) {
         shim::independent(|| {
+            let [link, back, _, _] = if LINKS {
+                shim::load_relaxed_x4(at.row(SlotRow::Links))
+            } else {
+                [0; 4]
+            };
             let [tag, context, datatype, bytes] = shim::load_relaxed_x4(at.row(SlotRow::Envelope));
-            let [kind, sequence, _, signature] = shim::load_relaxed_x4(at.row(SlotRow::Message));
+            let [kind_sequence, signature, head_low, head_high] =
+                shim::load_relaxed_x4(at.row(SlotRow::Message));
             #[cfg(not(feature = "views"))]
             let _ = signature;
-            // SAFETY: a payload holds at least 64 bytes and is 16-aligned;
-            // ordered as above.
-            let head = unsafe { shim::load_payload_u64(at.payload()) };
             let a = Arrived {
                 id,
                 context,
                 tag,
                 bytes,
                 datatype,
-                kind,
-                head,
+                kind: kind_of(kind_sequence),
+                head: u64::from(head_low) | u64::from(head_high) << 32,
                 #[cfg(feature = "views")]
                 signature,
             };
-            (a, sequence)
+            (a, kind_sequence & !kind_of(u32::MAX), [link, back])
         })
     }
 
@@ -1541,8 +1558,22 @@ fn find_in<const FULL: bool>(w: &Core, source: i32, tag: i32, context: u32, look
         // header visible. Past the last slot the batch repeats the last slot,
         // whose bit is masked off. The first batch also looks at the
         // inbox (relaxed, a look as in `drain`).
+        //
+        // With `FULL` and `look` (a receive's try, not a probe), the first
+        // batch also loads the header of the sender's first slot, the one a
+        // sender whose slots come back between its messages always takes,
+        // before the states say what it holds (a guess): every word of it
+        // is an atomic (the payload is not read), and it is used only if
+        // its state, loaded in the same batch, is ARRIVED for this rank. That value is this rank's own latest
+        // write to the state (`drain`, after the Acquire that made the
+        // sender's header stores visible, all before this batch), so the
+        // loads read those stores or later ones; and the sender writes the
+        // header again only after this rank's Release store of FREE, which
+        // comes after this batch. The guessed header is then exactly what
+        // `Candidate::load` would load after the batch, one round trip
+        // later.
         let n = (slots - first).min(SCAN);
-        let (seen, states) = shim::independent(|| {
+        let (seen, states, guessed) = shim::independent(|| {
             let seen = if look {
                 inbox.load(Ordering::Relaxed)
             } else {
@@ -1550,7 +1581,9 @@ fn find_in<const FULL: bool>(w: &Core, source: i32, tag: i32, context: u32, look
             };
             // SAFETY: a span of `source`'s outbox, `first + n <= slots`.
             let states = unsafe { Core::state_batch(states_at, first, n, slots.is_multiple_of(4)) };
-            (seen, states)
+            let guessed = (FULL && look && first == 0 && shim::guess_headers())
+                .then(|| Candidate::load_at::<true>(at.slot(base), base));
+            (seen, states, guessed)
         });
         if seen != LINK_NONE {
             looked = seen;
@@ -1560,6 +1593,17 @@ fn find_in<const FULL: bool>(w: &Core, source: i32, tag: i32, context: u32, look
             candidates |= u32::from(state == arrived) << k;
         }
         candidates &= (1u32 << n) - 1;
+        // The guess is the first batch's bit 0, the first candidate: taken
+        // here, so that its words are dead before the loop.
+        if let Some((g, sequence)) = guessed {
+            if candidates & 1 != 0 {
+                candidates &= !1;
+                if g.matches(tag, context) {
+                    best = g;
+                    best_sequence = sequence;
+                }
+            }
+        }
         while candidates != 0 {
             let id = base + first + candidates.trailing_zeros();
             candidates &= candidates - 1;
@@ -2063,9 +2107,10 @@ fn start_receive(
     // Not on the eager path, which returns the slot later (`defer_free`).
     let state = || w.slot_state(id);
     if kind == MessageKind::Eager as u32 {
-        if !typed && wanted as usize <= HEAD_BYTES {
+        if !typed && status.bytes as usize <= HEAD_BYTES {
             // SAFETY: the buffer holds `capacity >= wanted` bytes; the
-            // message's bytes are the first `wanted` of `head`.
+            // message's bytes (at most `HEAD_BYTES`) are the first of
+            // `head`, `wanted` of them taken.
             unsafe { shim::store_head_bytes(buf, a.head, wanted as usize) };
         } else {
             // SAFETY: the slot is ours until we free it (arrived for us, its
@@ -2075,8 +2120,8 @@ fn start_receive(
         }
         give_back(w, id, back);
     } else if kind == MessageKind::Direct as u32 {
-        // A direct message's payload starts with the address of the
-        // sender's buffer (written before its push).
+        // A direct message's `head` is the address of the sender's
+        // buffer (written before its push).
         let src = a.head as *const u8;
         if cfg!(feature = "views") && typed {
             // SAFETY: as below; the unpack reads `wanted` bytes at `src`.
@@ -2152,7 +2197,7 @@ fn receive_chunk(w: &Core, i: u32) -> Step {
 /// Discards claimed slot `id` (a dropped `Message`): received as zero bytes.
 #[inline]
 pub(crate) fn discard(w: &Core, id: u32) {
-    let kind = load(w, id, SlotWord::Kind);
+    let kind = kind_of(load(w, id, SlotWord::KindSequence));
     let state = w.slot_state(id);
     if kind == MessageKind::Eager as u32 {
         defer_free(w, id, None);
@@ -2281,9 +2326,9 @@ fn claim_record(w: &Core, i: u32) -> Step {
 fn claim(w: &Core, i: u32, held: Option<&Held>) -> Step {
     // A lone send (`held`) of at most `HEAD_BYTES`, not a typed view's,
     // loads its bytes in the batch of the slot mask and the sequence
-    // number, and stores them as its payload's first word (which the
-    // receiver loads with the envelope, `Arrived::head`), instead of
-    // copying them after.
+    // number, and stores them as its header's `head` (which the receiver
+    // loads with the envelope, `Arrived::head`), instead of copying them
+    // after.
     let small = held
         .filter(|h| !(cfg!(feature = "views") && h.mode & TYPED_MODE != 0) && h.len as usize <= HEAD_BYTES);
     let Some((s, sequence, head)) = take_slot(w, || match small {
@@ -2320,25 +2365,35 @@ fn claim(w: &Core, i: u32, held: Option<&Held>) -> Step {
     } else {
         MessageKind::Stream
     };
-    let first = match kind {
-        MessageKind::Direct => {
-            // SAFETY: the slot is ours and free; its payload holds >= 64
-            // bytes, 16-byte aligned.
-            unsafe { shim::store_payload_u64(payload, data as u64) };
-            0
-        }
+    // The header's `head` word, where a receive (and the relay) takes a
+    // direct message's address and the bytes of one of at most
+    // `HEAD_BYTES` from (`Arrived::head`); none for an empty message.
+    // With views, a typed receive unpacks from the payload, which holds
+    // the bytes too.
+    let (first, head) = match kind {
+        MessageKind::Direct => (0, data as u64),
         _ => {
             let n = len.min(slot_bytes);
             if small.is_some() {
-                // SAFETY: the slot is ours and free; its payload holds >= 64
-                // bytes, 16-byte aligned.
-                unsafe { shim::store_payload_u64(payload, head) };
+                if cfg!(feature = "views") {
+                    // SAFETY: the slot is ours and free; its payload holds
+                    // >= 64 bytes, 16-byte aligned.
+                    unsafe { shim::store_payload_u64(payload, head) };
+                }
+                (n, head)
             } else {
                 // SAFETY: the slot is ours and free; `n <= slot_bytes` and
                 // the buffer holds `len >= n` bytes.
                 unsafe { move_bytes(w, i, typed, true, 0, payload, data, n) };
+                let head = if n != 0 && n as usize <= HEAD_BYTES {
+                    // SAFETY: as above; the payload's first word, just
+                    // written (packed, for a typed view) by this rank.
+                    unsafe { shim::load_payload_u64(payload) }
+                } else {
+                    0
+                };
+                (n, head)
             }
-            n
         }
     };
     // The header's address and the inbox's before the first store.
@@ -2348,11 +2403,7 @@ fn claim(w: &Core, i: u32, held: Option<&Held>) -> Step {
     };
     // Two vector stores (the rows only the sender writes). The signature
     // with every message, hashed or not: no old hash survives the slot's
-    // reuse.
-    #[cfg(feature = "views")]
-    let signature = send_word!(held, w, i, wanted);
-    #[cfg(not(feature = "views"))]
-    let signature = 0;
+    // reuse. A stream's first chunk's size in the fourth row.
     shim::store_relaxed_x4(
         at.row(SlotRow::Envelope),
         [
@@ -2362,10 +2413,22 @@ fn claim(w: &Core, i: u32, held: Option<&Held>) -> Step {
             len,
         ],
     );
+    #[cfg(feature = "views")]
+    let signature = send_word!(held, w, i, wanted);
+    #[cfg(not(feature = "views"))]
+    let signature = 0;
     shim::store_relaxed_x4(
         at.row(SlotRow::Message),
-        [kind as u32, sequence, first, signature],
+        [
+            kind_sequence(kind, sequence),
+            signature,
+            head as u32,
+            (head >> 32) as u32,
+        ],
     );
+    if kind == MessageKind::Stream {
+        store_at(at, SlotWord::Chunk, first);
+    }
     store_at(at, SlotWord::Link, LINK_PENDING);
     places
         .state(id)

@@ -1008,9 +1008,9 @@ mod tests {
                 v.state(),
                 v.dest(),
                 v.header.tag,
-                v.header.kind,
+                v.header.kind(),
                 v.header.bytes,
-                v.header.sequence
+                v.header.sequence()
             ),
             (Some(SlotState::Queued), 0, 9, MessageKind::Eager as u32, 12, 0)
         );

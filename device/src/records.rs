@@ -304,12 +304,14 @@ impl MessageKind {
 }
 
 /// The envelope of one outbox slot, before its payload
-/// ([`SLOT_HEADER_BYTES`]). Every field is a shared word. Its three
-/// 16-byte rows (`SlotRow`) group the words so that a receive loads the
-/// envelope and a send stores it with vector accesses: the words that move
-/// the slot between ranks and lists first, then the envelope a receive
-/// matches and takes, then the rest of the message's description; the
-/// last two rows are written by the sender alone.
+/// ([`SLOT_HEADER_BYTES`], one 64-byte line). Every field is a shared
+/// word. Its first three 16-byte rows (`SlotRow`) group the words so that
+/// a receive loads what it takes and a send stores it with vector
+/// accesses: the words that move the slot between ranks and lists first,
+/// then the envelope a receive matches and takes, then the message's
+/// kind and number, signature and first bytes; the last two rows are
+/// written by the sender alone. The fourth row holds what only a stream
+/// needs, stored and loaded on its own.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
 pub struct SlotHeader {
@@ -340,13 +342,12 @@ pub struct SlotHeader {
     pub datatype: u32,
     /// Length of the whole message in bytes.
     pub bytes: u32,
-    /// [`MessageKind`] code.
-    pub kind: u32,
-    /// The sender's number for this message (its count of messages sent
-    /// before it): orders one sender's messages.
-    pub sequence: u32,
-    /// Bytes of the message in the payload now (eager: all; stream: this chunk).
-    pub chunk: u32,
+    /// The [`MessageKind`] code in its low [`KIND_BITS`] bits, and above
+    /// them the sender's number for this message (its count of messages
+    /// sent before it, modulo 2^30), which orders one sender's messages:
+    /// one word, so that the message row has room for the signature and
+    /// the head ([`SlotHeader::kind`], [`SlotHeader::sequence`]).
+    pub kind_sequence: u32,
     /// With the device crate's `views` feature: the hash of the message's
     /// primitive sequence with bit 31 set (a view of a heterogeneous
     /// type's), or 0, written with every message; a receive of another
@@ -354,6 +355,56 @@ pub struct SlotHeader {
     /// prefix (MPI 4.1 §3.3.1; `typemap/prefix.rs`). Without the feature,
     /// unused (written 0).
     pub signature: u32,
+    /// With `head_high`, a 64-bit word (little-endian): an eager message
+    /// of 1 to 8 bytes has them here, in memory order; a direct message,
+    /// the address of the sender's buffer; any other, nothing that counts.
+    /// Stored with the kind and the number, so that every word a receive
+    /// takes from an arrived slot is in the header's first three rows, all
+    /// atomic: a receive from one source loads the header of the sender's
+    /// first slot in the batch of its scan of the states, before it knows
+    /// what the slot holds (`engine::find_in`), which a plain read of the
+    /// payload (racing with a sender still writing it) could not.
+    pub head_low: u32,
+    /// The high half of the word `head_low` begins.
+    pub head_high: u32,
+    /// A stream's bytes in the payload now (this chunk); written for
+    /// streams only.
+    pub chunk: u32,
+    /// Unused: keeps the header a 64-byte line.
+    pub spare_row: [u32; 3],
+}
+
+/// Bits of [`SlotHeader::kind_sequence`] below the sequence number.
+pub const KIND_BITS: u32 = 2;
+
+impl SlotHeader {
+    /// The [`MessageKind`] code.
+    pub fn kind(&self) -> u32 {
+        kind_of(self.kind_sequence)
+    }
+
+    /// The sender's number for the message, modulo 2^30.
+    pub fn sequence(&self) -> u32 {
+        self.kind_sequence >> KIND_BITS
+    }
+
+    /// The number in the word's top bits, the kind's cleared: one
+    /// sender's messages in flight compare by their wrapping distance on
+    /// it (modulo 2^32), as `engine::find_in` compares them.
+    pub fn order(&self) -> u32 {
+        self.kind_sequence & !kind_of(u32::MAX)
+    }
+}
+
+/// The [`MessageKind`] code of a [`SlotHeader::kind_sequence`] word.
+pub const fn kind_of(kind_sequence: u32) -> u32 {
+    kind_sequence & ((1 << KIND_BITS) - 1)
+}
+
+/// The [`SlotHeader::kind_sequence`] word of a message of `kind` that its
+/// sender numbered `sequence` (modulo 2^30).
+pub const fn kind_sequence(kind: MessageKind, sequence: u32) -> u32 {
+    sequence << KIND_BITS | kind as u32
 }
 
 /// A 16-byte row of a [`SlotHeader`], four words accessed together.
@@ -363,7 +414,7 @@ pub(crate) enum SlotRow {
     Links,
     /// `tag`, `context`, `datatype`, `bytes`.
     Envelope,
-    /// `kind`, `sequence`, `chunk`, `signature`.
+    /// `kind_sequence`, `signature`, `head_low`, `head_high`.
     Message,
 }
 
@@ -372,7 +423,7 @@ impl SlotRow {
         match self {
             SlotRow::Links => core::mem::offset_of!(SlotHeader, link),
             SlotRow::Envelope => core::mem::offset_of!(SlotHeader, tag),
-            SlotRow::Message => core::mem::offset_of!(SlotHeader, kind),
+            SlotRow::Message => core::mem::offset_of!(SlotHeader, kind_sequence),
         }
     }
 }
@@ -387,10 +438,11 @@ const _: () = {
     assert!(offset_of!(SlotHeader, context) == 20);
     assert!(offset_of!(SlotHeader, datatype) == 24);
     assert!(offset_of!(SlotHeader, bytes) == 28);
-    assert!(offset_of!(SlotHeader, kind) == 32);
-    assert!(offset_of!(SlotHeader, sequence) == 36);
-    assert!(offset_of!(SlotHeader, chunk) == 40);
-    assert!(offset_of!(SlotHeader, signature) == 44);
+    assert!(offset_of!(SlotHeader, kind_sequence) == 32);
+    assert!(offset_of!(SlotHeader, signature) == 36);
+    assert!(offset_of!(SlotHeader, head_low) == 40);
+    assert!(offset_of!(SlotHeader, head_high) == 44);
+    assert!(offset_of!(SlotHeader, chunk) == 48);
 };
 
 /// One rank's header in the world memory ([`RANK_HEADER_BYTES`]).
@@ -733,8 +785,7 @@ pub(crate) enum SlotWord {
     Tag,
     Bytes,
     Chunk,
-    Kind,
-    Sequence,
+    KindSequence,
     Context,
     Deferred,
 }
@@ -748,8 +799,7 @@ impl SlotWord {
             SlotWord::Tag => offset_of!(SlotHeader, tag),
             SlotWord::Bytes => offset_of!(SlotHeader, bytes),
             SlotWord::Chunk => offset_of!(SlotHeader, chunk),
-            SlotWord::Kind => offset_of!(SlotHeader, kind),
-            SlotWord::Sequence => offset_of!(SlotHeader, sequence),
+            SlotWord::KindSequence => offset_of!(SlotHeader, kind_sequence),
             SlotWord::Context => offset_of!(SlotHeader, context),
             SlotWord::Deferred => offset_of!(SlotHeader, deferred),
         }
@@ -1161,7 +1211,7 @@ impl SlotView {
 
     /// Whether the message goes by rendezvous (its sender waits for the receiver).
     pub fn is_rendezvous(&self) -> bool {
-        self.header.kind != MessageKind::Eager as u32
+        self.header.kind() != MessageKind::Eager as u32
     }
 }
 

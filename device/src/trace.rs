@@ -616,7 +616,7 @@ fn slot_words(base: u64, rank: u32, id: u32, kind_call: u32, dest: i32) {
         peer,
         word(SlotWord::Tag) as i32,
         word(SlotWord::Bytes),
-        word(SlotWord::Sequence) as u64,
+        (word(SlotWord::KindSequence) >> crate::records::KIND_BITS) as u64,
     );
 }
 

@@ -930,7 +930,7 @@ fn unreceived_messages(memory: &[u8], layout: &Layout) -> Vec<UnreceivedMessage>
                     rendezvous: v.is_rendezvous(),
                     collective: communicator_of_collective(v.header.context),
                 };
-                (v.header.sequence, m)
+                (v.header.order(), m)
             })
             .collect();
         // Sequence numbers of messages in flight are close together; the

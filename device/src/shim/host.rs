@@ -420,6 +420,14 @@ pub fn clock_ns() -> u64 {
     start.elapsed().as_nanos() as u64
 }
 
+/// Whether a receive's scan of one sender's slot states also loads that
+/// sender's first slot's header, before it knows what the slot holds
+/// (`engine::find_in`): always, but under loom.
+#[inline(always)]
+pub const fn guess_headers() -> bool {
+    true
+}
+
 /// Whether another rank can read `ptr` directly (on the GPU: global memory,
 /// not a thread's local stack). On the host every address is shared, but
 /// for an address on the running rank's own stack when the emulator keeps

@@ -369,6 +369,28 @@ pub fn clock_ns() -> u64 {
     loom_runtime::tick_clock()
 }
 
+std::thread_local! {
+    static GUESS_HEADERS: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
+}
+
+/// Whether a receive's scan of one sender's slot states also loads that
+/// sender's first slot's header, before it knows what the slot holds
+/// (`engine::find_in`). The other targets always do; under loom only a
+/// rank that asked ([`set_guess_headers`]): the guess's twelve loads in
+/// every receive's first scan multiply every model's schedules (the
+/// two-message eager model took 66 s instead of a few), so the models
+/// that check the guess ask for it, and the rest check the protocol
+/// without it, which takes the same words after the states.
+pub fn guess_headers() -> bool {
+    GUESS_HEADERS.with(core::cell::Cell::get)
+}
+
+/// Makes [`guess_headers`] `on` for the calling rank (a loom model's
+/// kernel calls it first).
+pub fn set_guess_headers(on: bool) {
+    GUESS_HEADERS.with(|g| g.set(on));
+}
+
 /// Whether another rank can read `ptr` directly: every address is shared, as
 /// on the host.
 pub fn is_shared_address(_ptr: *const u8) -> bool {

@@ -564,6 +564,14 @@ pub fn clock_ns() -> u64 {
     t
 }
 
+/// Whether a receive's scan of one sender's slot states also loads that
+/// sender's first slot's header, before it knows what the slot holds
+/// (`engine::find_in`): always, but under loom.
+#[inline(always)]
+pub const fn guess_headers() -> bool {
+    true
+}
+
 /// Whether another rank can read `ptr` directly: whether the generic address
 /// `ptr` lies in global memory (not in a thread's local stack or a block's
 /// shared memory).

@@ -21,7 +21,7 @@ const RANK_HEADER: &[(&str, usize)] = fields!(RankHeader:
     inbox, idle_count, idle_key, queue_head, queue_tail, active_head, active_tail,
     used_slots, next_sequence, spare, held_slots, free_count, spare_scope, wait_since, spare_tail);
 const SLOT_HEADER: &[(&str, usize)] = fields!(SlotHeader:
-    link, back, deferred, spare, tag, context, datatype, bytes, kind, sequence, chunk, signature);
+    link, back, deferred, spare, tag, context, datatype, bytes, kind_sequence, signature, head_low, head_high, chunk, spare_row);
 const REQUEST_RECORD: &[(&str, usize)] = fields!(RequestRecord:
     state, next, peer, tag, datatype, len, buffer, slot, offset, wanted, mode, scope, outcome,
     message_bytes, message_datatype);

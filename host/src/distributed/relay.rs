@@ -11,9 +11,9 @@
 //! process is a shadow's. The relay takes the shadow's inbox as a receiver
 //! does (one swap, Acquire here where the engine fences around a relaxed
 //! one, then the chain of links, newest first, turned around), and for each message, in the order pushed:
-//! - eager: copies the payload;
+//! - eager: copies the payload (at most 8 bytes: the header's `head`);
 //! - direct (the sender's buffer is shared memory): copies `bytes` from the
-//!   sender's buffer, whose address is the payload's first word;
+//!   sender's buffer, whose address is the header's `head`;
 //! - streamed: takes the chunks as a receiver does (CLEAR-TO-SEND, wait for
 //!   CHUNK, ...) until it has the whole message;
 //!
@@ -93,7 +93,8 @@ use gpu_mpi_device::abi::layout::{
     SLOT_HEADER_BYTES,
 };
 use gpu_mpi_device::abi::records::{
-    GridBarrier, MessageKind, SlotHeader, SlotState, LINK_NONE, LINK_PENDING,
+    kind_of, kind_sequence, GridBarrier, MessageKind, SlotHeader, SlotState, KIND_BITS, LINK_NONE,
+    LINK_PENDING,
 };
 use gpu_mpi_device::collective::immediate::{
     done_word, fold_system, judge, Args, Kind as ImmediateKind, SlotRecord, ARGS_BYTES,
@@ -250,6 +251,19 @@ impl Memory {
 
     fn slot_word(&self, id: u32, field: usize) -> &AtomicU32 {
         self.word(self.layout.slot_of_id(id) + field)
+    }
+
+    /// The 64-bit word of slot `id`'s header that `head_low` begins
+    /// (`SlotHeader::head_low`), as its two words (relaxed: acquired with
+    /// the inbox).
+    fn head(&self, id: u32) -> u64 {
+        let low = self
+            .slot_word(id, offset_of!(SlotHeader, head_low))
+            .load(Ordering::Relaxed);
+        let high = self
+            .slot_word(id, offset_of!(SlotHeader, head_high))
+            .load(Ordering::Relaxed);
+        u64::from(low) | u64::from(high) << 32
     }
 
     fn payload(&self, id: u32) -> *mut u8 {
@@ -914,6 +928,7 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
     /// chunks.
     fn forward(&mut self, id: u32, dst: u32) {
         let src = id / self.slots_per_rank;
+        let kind_sequence = self.header(id, offset_of!(SlotHeader, kind_sequence));
         let words = [
             Kind::Data as u32,
             src,
@@ -923,15 +938,21 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
             self.header(id, offset_of!(SlotHeader, context)),
             self.header(id, offset_of!(SlotHeader, datatype)),
             self.header(id, offset_of!(SlotHeader, bytes)),
-            self.header(id, offset_of!(SlotHeader, sequence)),
+            kind_sequence >> KIND_BITS,
             self.header(id, offset_of!(SlotHeader, signature)),
         ];
         let bytes = words[7] as usize;
-        let kind_word = self.header(id, offset_of!(SlotHeader, kind));
+        let kind_word = kind_of(kind_sequence);
         let kind = MessageKind::from_code(kind_word)
             .unwrap_or_else(|| panic!("slot {id} holds a message of unknown kind {kind_word}"));
         let payload = self.memory.payload(id);
         match kind {
+            MessageKind::Eager if bytes <= 8 => {
+                // A message of at most 8 bytes has them in its header's
+                // head word (`engine::claim`).
+                let head = self.memory.head(id).to_le_bytes();
+                self.send(self.process_of(dst), &words, &head[..bytes]);
+            }
             MessageKind::Eager => {
                 // SAFETY: an eager message's `bytes` (at most a slot's
                 // payload) are in the payload, acquired with the inbox.
@@ -939,11 +960,11 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
                 self.send(self.process_of(dst), &words, data);
             }
             MessageKind::Direct => {
-                // SAFETY: a direct message's payload starts with the address
-                // of the sender's buffer, which holds `bytes` bytes and which
+                // SAFETY: a direct message's head word is the address of
+                // the sender's buffer, which holds `bytes` bytes and which
                 // the sender keeps unwritten until it sees DONE.
                 let data = unsafe {
-                    let at = payload.cast::<u64>().read() as usize as *const u8;
+                    let at = self.memory.head(id) as usize as *const u8;
                     std::slice::from_raw_parts(at, bytes)
                 };
                 self.send(self.process_of(dst), &words, data);
@@ -1042,15 +1063,22 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
         let eager = bytes <= self.slot_bytes;
         let mut buffer = None;
         let payload = self.memory.payload(id);
-        if eager {
+        // The head word, what a receive takes a message of at most 8 bytes
+        // (and a direct one's address) from, as a sender stores it
+        // (`engine::claim`).
+        let head = if eager {
             // SAFETY: `bytes <= slot_bytes` into the free slot's payload.
             unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), payload, data.len()) };
+            let mut word = [0u8; 8];
+            let n = data.len().min(8);
+            word[..n].copy_from_slice(&data[..n]);
+            u64::from_le_bytes(word)
         } else {
             let copy: Box<[u8]> = data.into();
-            // SAFETY: the payload holds at least 64 bytes, 16-byte aligned.
-            unsafe { payload.cast::<u64>().write(copy.as_ptr() as u64) };
+            let at = copy.as_ptr() as u64;
             buffer = Some(copy);
-        }
+            at
+        };
         let (kind, chunk) = if eager {
             (MessageKind::Eager, bytes)
         } else {
@@ -1063,8 +1091,12 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
         set(offset_of!(SlotHeader, context), context);
         set(offset_of!(SlotHeader, datatype), datatype);
         set(offset_of!(SlotHeader, bytes), bytes);
-        set(offset_of!(SlotHeader, kind), kind as u32);
-        set(offset_of!(SlotHeader, sequence), sequence);
+        set(
+            offset_of!(SlotHeader, kind_sequence),
+            kind_sequence(kind, sequence),
+        );
+        set(offset_of!(SlotHeader, head_low), head as u32);
+        set(offset_of!(SlotHeader, head_high), (head >> 32) as u32);
         set(offset_of!(SlotHeader, chunk), chunk);
         set(offset_of!(SlotHeader, signature), signature);
         self.memory
