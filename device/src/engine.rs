@@ -40,7 +40,8 @@
 //! own (`receive_waiting`, the record's words in registers) whose polls
 //! (`receive_polled`) only look at the inbox, in one batch with the
 //! rank's deferred count, and take it the same way. The receiver reads the
-//! envelope with the `head` (a small message is copied from registers) and gives the slot back (`slot_return::SlotReturn`).
+//! envelope with the `head` (a small message is copied from registers)
+//! and gives the slot back (`slot_return::SlotReturn`).
 //! A lone receive that found its message already queued (taken from the
 //! inbox by an earlier call) returns it at once, with one Release store of
 //! FREE: the rank is working through messages that wait for it, and a
@@ -1434,9 +1435,10 @@ impl Arrived {
     /// Loads the words of claimed slot `id` (its header `at`) in one
     /// batch. The slot arrived for this rank (`drain` made its header and
     /// payload visible) and its sender touches neither until it is
-    /// returned or told CTS, so its header is stable whatever the kind. With the `views` feature the batch also holds
-    /// the signature word, which only a receive of another datatype id
-    /// reads: no round trip more.
+    /// returned or told CTS, so its header is stable whatever the kind.
+    /// With the `views` feature the batch also holds the signature word,
+    /// which only a receive of another datatype id reads: no round trip
+    /// more.
     #[inline(always)]
     fn load(at: SlotAt<'_>, id: u32) -> Arrived {
         Arrived::load_rows(at, id).0
@@ -1564,14 +1566,14 @@ fn find_in<const FULL: bool>(w: &Core, source: i32, tag: i32, context: u32, look
         // sender whose slots come back between its messages always takes,
         // before the states say what it holds (a guess): every word of it
         // is an atomic (the payload is not read), and it is used only if
-        // its state, loaded in the same batch, is ARRIVED for this rank. That value is this rank's own latest
-        // write to the state (`drain`, after the Acquire that made the
-        // sender's header stores visible, all before this batch), so the
-        // loads read those stores or later ones; and the sender writes the
-        // header again only after this rank's Release store of FREE, which
-        // comes after this batch. The guessed header is then exactly what
-        // `Candidate::load` would load after the batch, one round trip
-        // later.
+        // its state, loaded in the same batch, is ARRIVED for this rank.
+        // That value is this rank's own latest write to the state
+        // (`drain`, after the Acquire that made the sender's header stores
+        // visible, all before this batch), so the loads read those stores
+        // or later ones; and the sender writes the header again only after
+        // this rank's Release store of FREE, which comes after this batch.
+        // The guessed header is then exactly what `Candidate::load` would
+        // load after the batch, one round trip later.
         let n = (slots - first).min(SCAN);
         let (seen, states, guessed) = shim::independent(|| {
             let seen = if look {
