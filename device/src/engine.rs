@@ -95,7 +95,7 @@ use crate::layout::{BLOCKING_RECORDS, FLAG_FORCE_STREAMING};
 use crate::polling::{Call, WaitFor};
 use crate::records::SendMode;
 use crate::records::CONTEXT_SHIFT;
-use crate::records::{kind_of, kind_sequence};
+use crate::records::{kind_of, kind_sequence, order_of};
 use crate::records::{Core, HeaderAt, Known};
 use crate::records::{
     MessageKind, Outcome, RankHeader, RecordState, RequestRecord, SlotState, SlotWord, LINK_NONE,
@@ -1356,7 +1356,7 @@ impl Candidate {
                     [
                         load_at(at, SlotWord::Link),
                         load_at(at, SlotWord::Back),
-                        load_at(at, SlotWord::KindSequence) & !kind_of(u32::MAX),
+                        order_of(load_at(at, SlotWord::KindSequence)),
                     ],
                     Arrived::load_with::<false>(at, id),
                 )
@@ -1480,7 +1480,7 @@ impl Arrived {
                 #[cfg(feature = "views")]
                 signature,
             };
-            (a, kind_sequence & !kind_of(u32::MAX), [link, back])
+            (a, order_of(kind_sequence), [link, back])
         })
     }
 

@@ -392,13 +392,19 @@ impl SlotHeader {
     /// sender's messages in flight compare by their wrapping distance on
     /// it (modulo 2^32), as `engine::find_in` compares them.
     pub fn order(&self) -> u32 {
-        self.kind_sequence & !kind_of(u32::MAX)
+        order_of(self.kind_sequence)
     }
 }
 
 /// The [`MessageKind`] code of a [`SlotHeader::kind_sequence`] word.
 pub const fn kind_of(kind_sequence: u32) -> u32 {
     kind_sequence & ((1 << KIND_BITS) - 1)
+}
+
+/// The sequence number of a [`SlotHeader::kind_sequence`] word in place,
+/// the kind's bits cleared (see [`SlotHeader::order`]).
+pub const fn order_of(kind_sequence: u32) -> u32 {
+    kind_sequence & !kind_of(u32::MAX)
 }
 
 /// The [`SlotHeader::kind_sequence`] word of a message of `kind` that its
