@@ -232,10 +232,11 @@ fn rma_fence_stays_within_its_modelled_budget() {
     // A fence is a keyed world barrier and a look at the rank's own epoch
     // state: the trace records it makes (none here, untraced) leave the
     // rank settled, so the next fence writes its wait record alone
-    // (`World::tracing`).
+    // (`World::tracing`). Its reasons, all 0 here, are judged from the
+    // barrier's arrival count, with no load of the key words after it.
     Budget {
         what: "MPI_Win_fence, 1024 ranks in 4 blocks",
-        set_from_us: 1.0420,
+        set_from_us: 0.7760,
     }
     .check(field(fence, "model_fence_us"));
 }

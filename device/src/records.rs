@@ -1311,10 +1311,15 @@ pub struct ResultRecord {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
 pub struct GridBarrier {
-    /// Block arrivals at generation `g`, in word `g % 4`.
-    pub arrivals: [u32; 4],
+    /// Block arrivals at generation `g`, in word `g % 4`: the count in the
+    /// low half; in the high half, at a keyed barrier of a one-word key
+    /// (a window's fence), how many of the arriving blocks passed a key
+    /// other than 0, which alone OR theirs into `keys` (so a barrier whose
+    /// keys are all 0, a correct program's fence, is judged from the count
+    /// that its poll loads anyway).
+    pub arrivals: [u64; 4],
     /// Unused (the rest of the counts' line).
-    pub reserved: [u32; 12],
+    pub reserved: [u32; 8],
     /// The key of a keyed world barrier (a broadcast's root, a
     /// collective's argument agreement) at generation `g`, in line `g %
     /// 4`, one word per word of the key: the OR of `k << 32 | !k` over the

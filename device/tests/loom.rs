@@ -1722,6 +1722,69 @@ fn window_fence_completes_the_puts_of_both() {
     });
 }
 
+/// Two fences of a window over 2 blocks of 1 (the world's keyed barrier
+/// on a one-word key, judged from its arrival count): before the first,
+/// rank `r` opens a passive epoch (`lock_all`) if `held[r]`, so that the
+/// first fails on both ranks when either holds one (the reasons differ,
+/// or agree on one other than 0: the keys are then loaded); the second,
+/// at the next generation, after the epoch's end, passes on both. Returns
+/// the first fence's error class (0: none) and the element rank 1 put
+/// into this rank's window between the fences.
+fn fences_with_epochs(held: [bool; 2]) -> Vec<Result<[u32; 2], Error>> {
+    let mut c = small_config(2, 1, 1);
+    c.windows = 1;
+    c.window_bytes = 64;
+    run_world(c, 0, move |w, _| -> Result<[u32; 2], Error> {
+        let me = w.rank() as usize;
+        let win = Window::<u32>::allocate(w, 1)?;
+        if held[me] {
+            win.lock_all()?;
+        }
+        let class = win.fence().err().map_or(0, |e| e.class() as u32);
+        if held[me] {
+            win.unlock_all()?;
+        } else if me == 1 && class == 0 {
+            // In the fence epoch the first fence opened (none if it failed).
+            win.put(&[50], 0, 0)?;
+        }
+        win.fence()?;
+        let mut v = [0u32];
+        win.get(&mut v, w.rank(), 0)?;
+        win.free()?;
+        Ok([class, v[0]])
+    })
+}
+
+/// (w4b) A fence over 2 blocks where no rank holds an epoch: both pass
+/// from the count alone, and rank 1's put between the fences is seen.
+#[test]
+fn window_fence_of_two_blocks_passes_on_reasons_of_zero() {
+    check("window fence 2x1", 3, || {
+        assert_eq!(fences_with_epochs([false, false]), [Ok([0, 50]), Ok([0, 0])]);
+    });
+}
+
+/// (w4c) As above with rank 0 holding an epoch at the first fence: its
+/// block's arrival is flagged, the count tells rank 1 that the reasons
+/// differ, and both fail (MPI_ERR_RMA_SYNC); the second fence passes.
+#[test]
+fn window_fence_of_two_blocks_fails_on_both_when_one_holds_an_epoch() {
+    check("window fence 2x1 held", 3, || {
+        let sync = gpu_mpi_device::ErrorClass::RmaSync as u32;
+        assert_eq!(fences_with_epochs([true, false]), [Ok([sync, 0]), Ok([sync, 0])]);
+    });
+}
+
+/// (w4d) Both ranks hold an epoch: every arrival is flagged, the keys
+/// are loaded and agree on the reason, and both fail with it.
+#[test]
+fn window_fence_of_two_blocks_fails_on_both_when_both_hold_epochs() {
+    check("window fence 2x1 both held", 3, || {
+        let sync = gpu_mpi_device::ErrorClass::RmaSync as u32;
+        assert_eq!(fences_with_epochs([true, true]), [Ok([sync, 0]), Ok([sync, 0])]);
+    });
+}
+
 /// (w5) Dynamic window: rank 0 attaches a line of the scratch (relaxed
 /// stores of its region); the fence orders them before rank 1's put to the
 /// attached address, and the second fence the put before rank 0's get.

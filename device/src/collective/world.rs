@@ -11,7 +11,7 @@ use crate::datatype::{BufferMut, Equivalence};
 use crate::error::{saturating_u32, Error, ErrorClass};
 use crate::layout::BARRIER_KEY_WORDS;
 use crate::polling::{Call as WaitCall, WaitFor, STATE_RUNNING};
-use crate::shim::{self, AtomicU32, AtomicU64, Ordering};
+use crate::shim::{self, AtomicU64, Ordering};
 
 /// Count word of a staged operand or partial result: the counts of the
 /// combined ranks disagreed.
@@ -119,6 +119,25 @@ fn keys_agree<const N: usize>(or: &[u64; N]) -> bool {
     same && (or[0] >> 32) as u32 != NO_KEY
 }
 
+/// What a block adds to its generation's
+/// [`GridBarrier::arrivals`](crate::records::GridBarrier) beyond its 1 when
+/// its key is one word other than 0 (a window's fence in a program that
+/// is not correct): a count of such blocks in the word's high half.
+const FLAGGED: u64 = 1 << 32;
+
+/// The blocks counted in an arrivals word (its low half; see [`FLAGGED`]).
+#[inline(always)]
+const fn arrived(word: u64) -> u32 {
+    word as u32
+}
+
+/// The blocks of a one-word key other than 0 counted in an arrivals word
+/// (its high half, [`FLAGGED`]).
+#[inline(always)]
+const fn flagged(word: u64) -> u32 {
+    (word >> 32) as u32
+}
+
 /// One generation's words of the world barrier's record
 /// ([`World::generation`]).
 struct GenerationWords<'w> {
@@ -131,13 +150,13 @@ struct GenerationWords<'w> {
 }
 
 impl<'w> GenerationWords<'w> {
-    /// The generation's arrival count.
+    /// The generation's arrivals word (see [`arrived`] and [`FLAGGED`]).
     #[inline(always)]
-    fn arrivals(&self) -> &'w AtomicU32 {
+    fn arrivals(&self) -> &'w AtomicU64 {
         // SAFETY: inside the world barrier's record at the start of the
-        // barrier region, 4-byte aligned, accessed only atomically; the
-        // world outlives `'w`.
-        unsafe { shim::atomic_u32_at(self.base, self.arrivals) }
+        // barrier region, 8-byte aligned (the record is 64-byte aligned),
+        // accessed only atomically; the world outlives `'w`.
+        unsafe { shim::atomic_u64_at(self.base, self.arrivals) }
     }
 
     /// Zeroes the generation's count and every word of its key (whatever
@@ -213,7 +232,7 @@ impl World {
         let g = generation_word(generation);
         GenerationWords {
             base: self.base,
-            arrivals: record + core::mem::offset_of!(GridBarrier, arrivals) + 4 * g,
+            arrivals: record + core::mem::offset_of!(GridBarrier, arrivals) + 8 * g,
             keys: record + core::mem::offset_of!(GridBarrier, keys) + 64 * g,
             _world: core::marker::PhantomData,
         }
@@ -475,6 +494,8 @@ impl World {
         // closing block barrier (a block's first rank: the blocks' words).
         let mut agreed = true;
         let keyed = key.is_some();
+        // The block's first rank's [`FLAGGED`] share of its arrival.
+        let mut flag: u64 = 0;
         if let Some(k) = key {
             if whole {
                 // Every lane of the warp came (the count above), so no
@@ -536,11 +557,18 @@ impl World {
                 } else if whole && !spread && self.thread == 0 {
                     // SAFETY: the warps' words, written before the barrier above.
                     let block_key: [u32; N] = unsafe { fold_keys(stage(), warps()) };
-                    // Relaxed: as above. Here, so that no word of the key is
-                    // held across a call.
-                    let words = self.generation(generation);
-                    for (i, &k) in block_key.iter().enumerate() {
-                        words.key(i).or(pack_key(k), Ordering::Relaxed);
+                    // A one-word key of 0 is counted, not ORed: the blocks
+                    // judge such keys from the count (`FLAGGED`).
+                    if N > 1 || block_key[0] != 0 {
+                        if N == 1 {
+                            flag = FLAGGED;
+                        }
+                        // Relaxed: as above. Here, so that no word of the
+                        // key is held across a call.
+                        let words = self.generation(generation);
+                        for (i, &k) in block_key.iter().enumerate() {
+                            words.key(i).or(pack_key(k), Ordering::Relaxed);
+                        }
                     }
                 }
             }
@@ -571,14 +599,14 @@ impl World {
             // release sequence (CUDA's grid synchronisation fences and then
             // adds; this is the same release). The acquire takes every
             // earlier arrival's writes, all that the last arrival needs.
-            let before = arrivals.fetch_add(1, Ordering::AcqRel);
-            let r = if before + 1 == blocks {
+            let before = arrivals.fetch_add(1 + flag, Ordering::AcqRel);
+            let r = if arrived(before) + 1 == blocks {
                 // At a rooted barrier the root resets the words once the
                 // count is complete, whoever completed it (below).
                 if arrival == Arrival::All {
                     self.generation(generation.wrapping_add(3)).reset();
                 }
-                Ok(())
+                Ok(flagged(before + 1 + flag))
             } else {
                 // The record and the idle key were written before the
                 // opening block barrier (`record_wait` above).
@@ -586,7 +614,8 @@ impl World {
                     // Acquire: `blocks` was written by the last arrival, in
                     // the release sequence of every block's arrival (the
                     // Release half above).
-                    (arrivals.load(Ordering::Acquire) >= blocks).then_some(Ok(()))
+                    let now = arrivals.load(Ordering::Acquire);
+                    (arrived(now) >= blocks).then_some(Ok(flagged(now)))
                 })
             };
             if arrival != Arrival::All && r.is_ok() {
@@ -598,7 +627,16 @@ impl World {
                     .reset();
             }
             match r {
-                Ok(()) => {
+                Ok(flagged) => {
+                    // A one-word key: how many blocks passed a key other
+                    // than 0 (`FLAGGED`). None: every block passed 0 (not
+                    // `NO_KEY`), and no key word is loaded, which would be
+                    // a round trip after the acquire. Some but not all:
+                    // they differ from the rest.
+                    let judged = N == 1 && flagged < blocks;
+                    if keyed && judged {
+                        agreed = flagged == 0;
+                    }
                     // Relaxed: after the acquire of every block's arrival,
                     // which its OR preceded. No fence follows: this rank's
                     // acquire and the closing block barrier give the rest
@@ -607,7 +645,7 @@ impl World {
                     // Consistency Model"; CUDA's grid synchronisation ends
                     // the same way).
                     // (The generation again: not held across the wait.)
-                    if keyed {
+                    if keyed && !judged {
                         let words = self.generation(self.barrier_generation.get());
                         let (keys, fetched) = shim::independent(|| {
                             (

@@ -228,9 +228,15 @@ impl Memory {
         unsafe { AtomicU32::from_ptr(self.base.add(offset).cast::<u32>()) }
     }
 
-    /// The arrival count of world barrier generation `generation`.
-    fn arrivals(&self, generation: u32) -> &AtomicU32 {
-        self.word(GRID_BARRIER_OFFSET + offset_of!(GridBarrier, arrivals) + 4 * (generation % 4) as usize)
+    /// The arrivals word of world barrier generation `generation`: the
+    /// count in its low half. Its high half (the blocks of a one-word key
+    /// other than 0) stays 0 here: a keyed barrier (a broadcast's, a
+    /// window's fence) fails across processes before it arrives.
+    fn arrivals(&self, generation: u32) -> &AtomicU64 {
+        let at = GRID_BARRIER_OFFSET + offset_of!(GridBarrier, arrivals) + 8 * (generation % 4) as usize;
+        // SAFETY: an 8-byte aligned word of the barrier's record, which
+        // lives for the run and is only accessed atomically.
+        unsafe { AtomicU64::from_ptr(self.base.add(at).cast::<u64>()) }
     }
 
     /// Key word `i` of world barrier generation `generation`.
@@ -682,7 +688,7 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
         let mut moved = false;
         // Acquire pairs with the blocks' AcqRel arrivals: their key ORs,
         // made before, are visible.
-        if !self.arrived && self.memory.arrivals(g).load(Ordering::Acquire) == self.blocks {
+        if !self.arrived && self.memory.arrivals(g).load(Ordering::Acquire) == u64::from(self.blocks) {
             let mut words = vec![Kind::Barrier as u32, g];
             for i in 0..BARRIER_KEY_WORDS {
                 // Relaxed: after the acquire above.
@@ -714,7 +720,7 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
             // count: the keys above are visible to them.
             self.memory
                 .arrivals(g)
-                .fetch_add(self.blocks * (self.processes - 1), Ordering::Release);
+                .fetch_add(u64::from(self.blocks * (self.processes - 1)), Ordering::Release);
             self.generation = g.wrapping_add(1);
             self.arrived = false;
             self.local.progressed();
