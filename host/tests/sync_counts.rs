@@ -443,11 +443,13 @@ fn a_direct_gather_costs_the_same_barriers_at_any_size() {
 }
 
 gpu_mpi_device::kernel! {
-    /// Every rank takes an 8-byte broadcast from rank 0 (`u64::MAX - 1`);
-    /// a rank that gets another value adds one to element 0.
+    /// Every rank takes an 8-byte broadcast from rank `errors[1]`
+    /// (`u64::MAX - 1`); a rank that gets another value adds one to
+    /// element 0.
     pub static BROADCAST_EIGHT = fn broadcast_eight_kernel(world: &World, errors: &GlobalSlice<u32>) -> Result<(), Error> {
-        let mut x = if world.rank() == 0 { u64::MAX - 1 } else { 0 };
-        world.process_at_rank(0).broadcast_into(&mut x)?;
+        let root = errors.read(1)? as i32;
+        let mut x = if world.rank() == root { u64::MAX - 1 } else { 0 };
+        world.process_at_rank(root).broadcast_into(&mut x)?;
         if x != u64::MAX - 1 {
             let _ = cell(errors, 0).fetch_add(1, Ordering::Relaxed);
         }
@@ -457,49 +459,58 @@ gpu_mpi_device::kernel! {
 
 /// What the 8-byte world broadcast (a headline benchmark) costs each rank,
 /// printed for docs/limits.md and pinned: one round, one world barrier whose
-/// opening checks that every rank named the same root (MPI 4.1 §6.1). In a
-/// world of one block: the barrier's two block barriers and a shuffle and
-/// a vote per warp. With several blocks: one more block barrier (the
-/// warps' keys reach the block's first rank), and for that rank the
+/// opening checks that every rank named the same root (MPI 4.1 §6.1), a
+/// one-word key. From root 0 (a key of 0): the barrier's two block
+/// barriers, the opening one counting the ranks whose key is 0, and no
+/// warp operation; with several blocks, for each block's first rank, the
 /// barrier's acquire-release arrival and its acquire polls of the arrival
-/// count (no fence): root 0 is a key of 0, which a block counts in its
-/// arrival instead of ORing it into the key words (a root other than 0:
-/// one relaxed OR before the arrival and a relaxed load of every block's
-/// after the last one).
+/// count (no fence), which say that every block passed 0. From another
+/// root: the opening counts again (three block barriers) and a shuffle and
+/// a vote per warp; with several blocks one more block barrier (the warps'
+/// keys reach the block's first rank), and for that rank one relaxed OR of
+/// the block's key before its arrival (and a relaxed load of every
+/// block's after the last one).
 #[test]
 fn an_eight_byte_world_broadcast_checks_its_root_in_its_one_world_barrier() {
     let d = Device::cpu();
     let shapes = [(1u32, 32u32), (1, 256), (4, 64), (4, 256)];
-    let mut profiles = Vec::new();
-    for (blocks, block_dim) in shapes {
-        let ranks = blocks * block_dim;
-        let errors = d.alloc_zeroed::<u32>(1).unwrap();
-        let spec = WorldSpec::ranks(ranks).block_dim(block_dim);
-        let rep = d.launch(&BROADCAST_EIGHT, &errors.slice(), &spec).unwrap();
-        assert_eq!(d.download(&errors).unwrap(), [0], "{blocks}x{block_dim}: values");
-        let p = rep.sync_counts.unwrap();
-        let (leader, other) = (p.rank(0).unwrap(), p.rank(1).unwrap());
-        eprintln!("{blocks}x{block_dim}: leader {leader:?}; other {other:?}");
-        profiles.push(p);
-    }
-    for ((blocks, block_dim), p) in shapes.into_iter().zip(profiles) {
-        let ranks = blocks * block_dim;
-        let extra = u64::from(blocks > 1);
-        for r in 0..ranks {
-            let c = p.rank(r).unwrap();
+    for root in [0u32, 1] {
+        let mut profiles = Vec::new();
+        for (blocks, block_dim) in shapes {
+            let ranks = blocks * block_dim;
+            let errors = d.upload(&[0u32, root]).unwrap();
+            let spec = WorldSpec::ranks(ranks).block_dim(block_dim);
+            let rep = d.launch(&BROADCAST_EIGHT, &errors.slice(), &spec).unwrap();
             assert_eq!(
-                (c.block_barriers, c.warp_operations),
-                (2 + extra, 2),
-                "{blocks}x{block_dim}, rank {r}"
+                d.download(&errors).unwrap(),
+                [0, root],
+                "{blocks}x{block_dim}: values"
             );
-            if r % block_dim != 0 || blocks == 1 {
-                assert_eq!(c.total(), 0, "{blocks}x{block_dim}, rank {r}: {c:?}");
-            } else {
+            let p = rep.sync_counts.unwrap();
+            let (leader, other) = (p.rank(0).unwrap(), p.rank(1).unwrap());
+            eprintln!("root {root}, {blocks}x{block_dim}: leader {leader:?}; other {other:?}");
+            profiles.push(p);
+        }
+        for ((blocks, block_dim), p) in shapes.into_iter().zip(profiles) {
+            let ranks = blocks * block_dim;
+            let several = u64::from(blocks > 1);
+            let expected = if root == 0 { (2, 0) } else { (3 + several, 2) };
+            for r in 0..ranks {
+                let c = p.rank(r).unwrap();
                 assert_eq!(
-                    (c.fences, c.acq_rel_rmws, c.relaxed_rmws),
-                    (0, 1, 0),
-                    "{blocks}x{block_dim}, rank {r}: {c:?}"
+                    (c.block_barriers, c.warp_operations),
+                    expected,
+                    "root {root}, {blocks}x{block_dim}, rank {r}"
                 );
+                if r % block_dim != 0 || blocks == 1 {
+                    assert_eq!(c.total(), 0, "root {root}, {blocks}x{block_dim}, rank {r}: {c:?}");
+                } else {
+                    assert_eq!(
+                        (c.fences, c.acq_rel_rmws, c.relaxed_rmws),
+                        (0, 1, u64::from(root != 0)),
+                        "root {root}, {blocks}x{block_dim}, rank {r}: {c:?}"
+                    );
+                }
             }
         }
     }

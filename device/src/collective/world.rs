@@ -377,10 +377,13 @@ impl World {
     /// exactly when no word's two halves share a bit (the record says who
     /// zeroes the words, and when). In a world of one block the warps'
     /// words are the whole answer, read after the closing block barrier.
-    /// Cost over the plain barrier: a shuffle and a vote per warp; with
-    /// several blocks one more block barrier, and for the block's first
-    /// rank a relaxed OR before its arrival and a relaxed load after the
-    /// wait.
+    /// Cost over the plain barrier, for a key of 0 on every rank: none
+    /// (the opening block barrier counts the ranks whose key is 0, and the
+    /// arrivals word's high half the blocks whose key is not). For any
+    /// other key: one more block barrier (the ranks present), a shuffle and
+    /// a vote per warp; with several blocks one more block barrier, and for
+    /// the block's first rank a relaxed OR before its arrival and a relaxed
+    /// load after the wait.
     ///
     /// The words live past the head of the shared scratch (which a block
     /// communicator's opening writes before its first block barrier) and
@@ -484,7 +487,22 @@ impl World {
         }
         let generation = self.barrier_generation.get().wrapping_add(1);
         self.barrier_generation.set(generation);
-        let present = shim::block_barrier_count(true);
+        // A one-word key: the opening block barrier counts the ranks whose
+        // key is 0. All of the block's (so every rank came): the block's
+        // key is 0, with no shuffle, vote or second block barrier below
+        // (a correct program's fence, a broadcast from root 0). Else the
+        // ranks that came are counted again.
+        let zero = N == 1 && key.is_some_and(|k| k[0] == 0);
+        let (present, all_zero) = if N == 1 && key.is_some() {
+            let zeros = shim::block_barrier_count(zero);
+            if zeros == self.block_dim() {
+                (zeros, true)
+            } else {
+                (shim::block_barrier_count(true), false)
+            }
+        } else {
+            (shim::block_barrier_count(true), false)
+        };
         let whole = present == self.block_dim();
         let blocks = self.blocks();
         // Taken again at each use, as the stage below.
@@ -496,7 +514,7 @@ impl World {
         let keyed = key.is_some();
         // The block's first rank's [`FLAGGED`] share of its arrival.
         let mut flag: u64 = 0;
-        if let Some(k) = key {
+        if let Some(k) = key.filter(|_| !all_zero) {
             if whole {
                 // Every lane of the warp came (the count above), so no
                 // shuffle or vote names a lane that returned.
@@ -695,7 +713,7 @@ impl World {
             let word = crate::polling::barrier_failed(self.base as u64, self.rank, failure);
             return Err(crate::polling::barrier_error(word, what));
         }
-        if !keyed {
+        if !keyed || (all_zero && blocks == 1) {
             Ok(true)
         } else if blocks > 1 {
             // SAFETY: written by the block's first rank before the closing
