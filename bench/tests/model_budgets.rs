@@ -117,9 +117,11 @@ fn latency_barrier_and_reductions_stay_within_their_modelled_budgets() {
     let reduce = rows(&report, "reduce")
         .find(|r| field(r, "bytes") == 8.0)
         .expect("an 8-byte reduce row");
+    // One element to root 0: its first round's keyed barrier has a key of
+    // 0 (the count less one), judged from the barrier's counts.
     Budget {
         what: "8-byte reduce to rank 0, 1024 ranks in 4 blocks",
-        set_from_us: 1.7397,
+        set_from_us: 1.4207,
     }
     .check(field(reduce, "model_mpi_avg_us"));
 }

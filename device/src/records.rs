@@ -1312,11 +1312,12 @@ pub struct ResultRecord {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
 pub struct GridBarrier {
     /// Block arrivals at generation `g`, in word `g % 4`: the count in the
-    /// low half; in the high half, at a keyed barrier of a one-word key
-    /// (a window's fence), how many of the arriving blocks passed a key
-    /// other than 0, which alone OR theirs into `keys` (so a barrier whose
-    /// keys are all 0, a correct program's fence, is judged from the count
-    /// that its poll loads anyway).
+    /// low half; in the high half, at a keyed barrier of a key of at most
+    /// two words (a window's fence, a broadcast's root, a reduce's root
+    /// and count), how many of the arriving blocks passed a key not all 0,
+    /// which alone OR theirs into `keys` (so a barrier whose keys are all
+    /// 0, a correct program's fence, is judged from the count that its
+    /// poll loads anyway).
     pub arrivals: [u64; 4],
     /// Unused (the rest of the counts' line).
     pub reserved: [u32; 8],

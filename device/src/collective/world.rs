@@ -121,9 +121,17 @@ fn keys_agree<const N: usize>(or: &[u64; N]) -> bool {
 
 /// What a block adds to its generation's
 /// [`GridBarrier::arrivals`](crate::records::GridBarrier) beyond its 1 when
-/// its key is one word other than 0 (a window's fence in a program that
-/// is not correct): a count of such blocks in the word's high half.
+/// its key, of at most [`ZERO_KEY_WORDS`] words, is not all 0 (a window's
+/// fence in a program that is not correct, a broadcast from a root other
+/// than 0): a count of such blocks in the word's high half. Only such
+/// blocks OR their key into the generation's key words.
 const FLAGGED: u64 = 1 << 32;
+
+/// The longest key a keyed world barrier judges from its counts when it
+/// is 0 ([`FLAGGED`]): a fence's reason, a broadcast's root, a reduce's
+/// root and count. The argument agreement's longer keys are seldom 0, and
+/// would pay the second opening block barrier of a key that is not.
+const ZERO_KEY_WORDS: usize = 2;
 
 /// The blocks counted in an arrivals word (its low half; see [`FLAGGED`]).
 #[inline(always)]
@@ -131,8 +139,8 @@ const fn arrived(word: u64) -> u32 {
     word as u32
 }
 
-/// The blocks of a one-word key other than 0 counted in an arrivals word
-/// (its high half, [`FLAGGED`]).
+/// The blocks of a key not all 0 counted in an arrivals word (its high
+/// half, [`FLAGGED`]).
 #[inline(always)]
 const fn flagged(word: u64) -> u32 {
     (word >> 32) as u32
@@ -487,13 +495,15 @@ impl World {
         }
         let generation = self.barrier_generation.get().wrapping_add(1);
         self.barrier_generation.set(generation);
-        // A one-word key: the opening block barrier counts the ranks whose
-        // key is 0. All of the block's (so every rank came): the block's
-        // key is 0, with no shuffle, vote or second block barrier below
-        // (a correct program's fence, a broadcast from root 0). Else the
-        // ranks that came are counted again.
-        let zero = N == 1 && key.is_some_and(|k| k[0] == 0);
-        let (present, all_zero) = if N == 1 && key.is_some() {
+        // A short key (`ZERO_KEY_WORDS`): the opening block barrier counts
+        // the ranks whose key is all 0. All of the block's (so every rank
+        // came): the block's key is 0, with no shuffle, vote or second
+        // block barrier below (a correct program's fence, a broadcast from
+        // root 0, a one-element reduce to root 0). Else the ranks that came
+        // are counted again.
+        let zeroable = N <= ZERO_KEY_WORDS && !FETCH;
+        let zero = zeroable && key.is_some_and(|k| k.iter().all(|&w| w == 0));
+        let (present, all_zero) = if zeroable && key.is_some() {
             let zeros = shim::block_barrier_count(zero);
             if zeros == self.block_dim() {
                 (zeros, true)
@@ -515,6 +525,11 @@ impl World {
         // The block's first rank's [`FLAGGED`] share of its arrival.
         let mut flag: u64 = 0;
         if let Some(k) = key.filter(|_| !all_zero) {
+            if zeroable && whole && self.thread == 0 {
+                // Some rank of the block passed a key not all 0: the
+                // block's key is that key or `NO_KEY`, not 0.
+                flag = FLAGGED;
+            }
             if whole {
                 // Every lane of the warp came (the count above), so no
                 // shuffle or vote names a lane that returned.
@@ -575,18 +590,11 @@ impl World {
                 } else if whole && !spread && self.thread == 0 {
                     // SAFETY: the warps' words, written before the barrier above.
                     let block_key: [u32; N] = unsafe { fold_keys(stage(), warps()) };
-                    // A one-word key of 0 is counted, not ORed: the blocks
-                    // judge such keys from the count (`FLAGGED`).
-                    if N > 1 || block_key[0] != 0 {
-                        if N == 1 {
-                            flag = FLAGGED;
-                        }
-                        // Relaxed: as above. Here, so that no word of the
-                        // key is held across a call.
-                        let words = self.generation(generation);
-                        for (i, &k) in block_key.iter().enumerate() {
-                            words.key(i).or(pack_key(k), Ordering::Relaxed);
-                        }
+                    // Relaxed: as above. Here, so that no word of the key
+                    // is held across a call.
+                    let words = self.generation(generation);
+                    for (i, &k) in block_key.iter().enumerate() {
+                        words.key(i).or(pack_key(k), Ordering::Relaxed);
                     }
                 }
             }
@@ -646,12 +654,12 @@ impl World {
             }
             match r {
                 Ok(flagged) => {
-                    // A one-word key: how many blocks passed a key other
-                    // than 0 (`FLAGGED`). None: every block passed 0 (not
+                    // A short key: how many blocks passed a key not all 0
+                    // (`FLAGGED`). None: every block passed 0 (not
                     // `NO_KEY`), and no key word is loaded, which would be
                     // a round trip after the acquire. Some but not all:
                     // they differ from the rest.
-                    let judged = N == 1 && flagged < blocks;
+                    let judged = zeroable && flagged < blocks;
                     if keyed && judged {
                         agreed = flagged == 0;
                     }
@@ -993,9 +1001,13 @@ impl World {
                 self.keyed_barrier::<1, false>(what, None, Arrival::All, true, core::ptr::null())?;
             }
             Verify::RootAndCount(key) => {
+                // The count less one: the commonest reduce, one element to
+                // root 0, is then a key of 0, judged from the barrier's
+                // counts with no key word loaded (`FLAGGED`); any other
+                // agrees or differs exactly as the count itself would.
                 if self.keyed_barrier::<2, false>(
                     what,
-                    Some([key, count]),
+                    Some([key, count.wrapping_sub(1)]),
                     Arrival::All,
                     true,
                     core::ptr::null(),

@@ -229,8 +229,8 @@ impl Memory {
     }
 
     /// The arrivals word of world barrier generation `generation`: the
-    /// count in its low half. Its high half (the blocks of a one-word key
-    /// other than 0) stays 0 here: a keyed barrier (a broadcast's, a
+    /// count in its low half. Its high half (the blocks of a short key not
+    /// all 0) stays 0 here: a keyed barrier (a broadcast's, a
     /// window's fence) fails across processes before it arrives.
     fn arrivals(&self, generation: u32) -> &AtomicU64 {
         let at = GRID_BARRIER_OFFSET + offset_of!(GridBarrier, arrivals) + 8 * (generation % 4) as usize;
