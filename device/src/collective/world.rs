@@ -653,15 +653,15 @@ impl World {
                     .reset();
             }
             match r {
-                Ok(flagged) => {
+                Ok(nonzero_blocks) => {
                     // A short key: how many blocks passed a key not all 0
                     // (`FLAGGED`). None: every block passed 0 (not
                     // `NO_KEY`), and no key word is loaded, which would be
                     // a round trip after the acquire. Some but not all:
                     // they differ from the rest.
-                    let judged = zeroable && flagged < blocks;
+                    let judged = zeroable && nonzero_blocks < blocks;
                     if keyed && judged {
-                        agreed = flagged == 0;
+                        agreed = nonzero_blocks == 0;
                     }
                     // Relaxed: after the acquire of every block's arrival,
                     // which its OR preceded. No fence follows: this rank's

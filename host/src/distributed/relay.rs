@@ -233,18 +233,22 @@ impl Memory {
     /// all 0) stays 0 here: a keyed barrier (a broadcast's, a
     /// window's fence) fails across processes before it arrives.
     fn arrivals(&self, generation: u32) -> &AtomicU64 {
-        let at = GRID_BARRIER_OFFSET + offset_of!(GridBarrier, arrivals) + 8 * (generation % 4) as usize;
-        // SAFETY: an 8-byte aligned word of the barrier's record, which
-        // lives for the run and is only accessed atomically.
-        unsafe { AtomicU64::from_ptr(self.base.add(at).cast::<u64>()) }
+        self.word64(GRID_BARRIER_OFFSET + offset_of!(GridBarrier, arrivals) + 8 * (generation % 4) as usize)
     }
 
     /// Key word `i` of world barrier generation `generation`.
     fn key(&self, generation: u32, i: usize) -> &AtomicU64 {
-        let at = GRID_BARRIER_OFFSET + offset_of!(GridBarrier, keys) + 64 * (generation % 4) as usize + 8 * i;
-        // SAFETY: an 8-byte aligned word of the barrier's record, which
-        // lives for the run and is only accessed atomically.
-        unsafe { AtomicU64::from_ptr(self.base.add(at).cast::<u64>()) }
+        self.word64(
+            GRID_BARRIER_OFFSET + offset_of!(GridBarrier, keys) + 64 * (generation % 4) as usize + 8 * i,
+        )
+    }
+
+    /// The 8-byte word at `offset` of the barrier's record.
+    fn word64(&self, offset: usize) -> &AtomicU64 {
+        // SAFETY: every offset passed is an 8-byte aligned word of the
+        // barrier's record, which lives for the run and is only accessed
+        // atomically.
+        unsafe { AtomicU64::from_ptr(self.base.add(offset).cast::<u64>()) }
     }
 
     fn inbox(&self, rank: u32) -> &AtomicU32 {
