@@ -85,7 +85,8 @@ pub struct World {
 /// What a rank knows of its own private state without reading it, in one
 /// word: bit 0 `settled`, bit 1 `spinning`, bit 2 `untraced`, bit 3
 /// `listed`, from bit 4 one `pending` bit per slot of the world's
-/// non-blocking collectives, from bit 8 the `started` count of them.
+/// non-blocking collectives, bit 6 `local`, from bit 8 the `started`
+/// count of them.
 ///
 /// - **settled**: the rank holds no deferred slot and its idle key is 0,
 ///   because nothing could have changed either since its last
@@ -127,6 +128,13 @@ pub struct World {
 ///   Set by the start, clear when the collective is collected; clear at
 ///   attach and in a copy made from parts (a copy starts no non-blocking
 ///   collective).
+/// - **local**: the world lies in this process alone (its config's
+///   `FLAG_ACROSS_PROCESSES` clear, which no launch changes), so a
+///   collective's check of it ([`World::across_processes`]) reads no
+///   config: every world barrier made that read before its opening block
+///   barrier. Set at attach from the same read of the config as
+///   `untraced`; clear in a copy made from parts (unknown: the flag is
+///   read).
 /// - **started**: how many non-blocking collectives of the world the rank
 ///   started in this launch, modulo [`RankState::STARTED_MODULUS`]
 ///   (2^24): the count that names each one's slot and use
@@ -145,6 +153,7 @@ impl RankState {
     const LISTED: u32 = 8;
     /// The first of the pending bits (see the type's docs).
     const PENDING: u32 = 16;
+    const LOCAL: u32 = 64;
     /// The lowest bit of the started count (see the type's docs).
     const STARTED_SHIFT: u32 = 8;
     /// The started count is kept modulo this.
@@ -183,6 +192,13 @@ impl RankState {
     #[inline(always)]
     pub(crate) fn untraced(&self) -> bool {
         self.0.get() & Self::UNTRACED != 0
+    }
+
+    /// Whether the world is known to lie in this process alone (see the
+    /// type's docs).
+    #[inline(always)]
+    pub(crate) fn local(&self) -> bool {
+        self.0.get() & Self::LOCAL != 0
     }
 
     /// Whether the active list may hold a request (see the type's docs).
@@ -224,9 +240,11 @@ impl RankState {
     }
 }
 
-// The pending bits fit below the count, and the modulus is a multiple of
-// the slots (a count's slot is the same modulo either).
-const _: () = assert!(RankState::PENDING << crate::layout::IMMEDIATE_SLOTS <= 1 << RankState::STARTED_SHIFT);
+// The pending bits fit below the local bit, which is below the count, and
+// the modulus is a multiple of the slots (a count's slot is the same
+// modulo either).
+const _: () = assert!(RankState::PENDING << crate::layout::IMMEDIATE_SLOTS <= RankState::LOCAL);
+const _: () = assert!(RankState::LOCAL < 1 << RankState::STARTED_SHIFT);
 const _: () = assert!(RankState::STARTED_MODULUS.is_multiple_of(crate::layout::IMMEDIATE_SLOTS));
 
 impl World {
@@ -283,21 +301,27 @@ impl World {
             block: c.block,
             barrier_generation: Cell::new(0),
             staging_round: Cell::new(0),
-            // One read of the config per launch, for every blocking call's.
-            known: RankState(Cell::new(
-                u32::from(!trace::on(&Core {
+            // One read of the config per launch, for every blocking call's
+            // and every collective's.
+            known: {
+                let core = Core {
                     base: memory,
                     rank: 0,
-                })) * RankState::UNTRACED,
-            )),
+                };
+                RankState(Cell::new(
+                    (u32::from(!trace::on(&core)) * RankState::UNTRACED)
+                        | (u32::from(core.flags() & FLAG_ACROSS_PROCESSES == 0) * RankState::LOCAL),
+                ))
+            },
             records: Cell::new(0),
             last_scope: Cell::new(0),
         })
     }
 
     /// The same rank's `World` again, from the scalars of one attached by
-    /// [`World::attach`] (`generation`, `staging` and `settled`: its
-    /// counters and its flag). An
+    /// [`World::attach`] (`generation`, `staging`, `settled` and `local`:
+    /// its counters and two of its flags, [`RankState`]; `false` where
+    /// unknown). An
     /// out-of-line function that takes these scalars instead of a `&World`
     /// keeps the world in registers on nvptx: a reference, or a struct of
     /// them passed by value, makes the caller store the world in local
@@ -307,6 +331,7 @@ impl World {
     /// `base`, `rank`, `thread` and `block` are those of a `World` that is
     /// alive (its contract holds for the copy).
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)] // scalars, to stay in registers (above)
     pub(crate) unsafe fn from_parts(
         base: *mut u8,
         rank: u32,
@@ -315,6 +340,7 @@ impl World {
         generation: u32,
         staging: u32,
         settled: bool,
+        local: bool,
     ) -> World {
         World {
             base,
@@ -328,7 +354,10 @@ impl World {
             // Spinning, and listed: unknown, so the key and the list's
             // tail are read.
             known: RankState(Cell::new(
-                (settled as u32 * RankState::SETTLED) | RankState::SPINNING | RankState::LISTED,
+                (settled as u32 * RankState::SETTLED)
+                    | (local as u32 * RankState::LOCAL)
+                    | RankState::SPINNING
+                    | RankState::LISTED,
             )),
             // Unknown: a copy takes no request record (the collectives'
             // steps, its only users, post none); one it tried to take
@@ -626,9 +655,11 @@ impl World {
     /// ones through the host's relay (with the `distributed` feature),
     /// and what would read or write another process's ranks' memory fails
     /// with [`Error::AcrossProcesses`] on every rank.
+    /// Known at attach (`RankState`: local), so a collective reads no
+    /// config for it.
     #[inline(always)]
     pub(crate) fn across_processes(&self) -> bool {
-        self.core_settled().flags() & FLAG_ACROSS_PROCESSES != 0
+        !self.known.local() && self.core_settled().flags() & FLAG_ACROSS_PROCESSES != 0
     }
 
     /// Whether the world's collectives take the sub-communicators' message

@@ -852,7 +852,10 @@ impl World {
                 }
             };
             let generation = self.barrier_generation.get();
-            let flags = combines as u32 | (self.known.settled() as u32) << 1 | (out.is_some() as u32) << 2;
+            let flags = combines as u32
+                | (self.known.settled() as u32) << 1
+                | (out.is_some() as u32) << 2
+                | (self.known.local() as u32) << 3;
             let (failure, result) = reduce_step::<T, O>(
                 self.base,
                 self.rank,
@@ -1494,7 +1497,7 @@ impl World {
 /// the caller keeps nothing in local memory for the call. `flags`: bit 0,
 /// this rank's warp combines the block results; bit 1, the world is
 /// settled ([`RankState`](crate::communicator::RankState)); bit 2, this
-/// rank gets the result.
+/// rank gets the result; bit 3, the world is known to be local (the same).
 // Not inlined: a root and its warp-mates reach this through different API
 // calls, and must meet at one copy of its barriers and shuffles
 // (docs/gpu.md, "GPU runs", 2026-11-24: two inlined copies hung).
@@ -1520,7 +1523,18 @@ fn reduce_step<T: Equivalence, O: Operation<T>>(
     peer: i32,
 ) -> (u64, u64) {
     // SAFETY: the scalars of the caller's attached world.
-    let w = unsafe { World::from_parts(base, rank, thread, block, generation, staging, flags & 2 != 0) };
+    let w = unsafe {
+        World::from_parts(
+            base,
+            rank,
+            thread,
+            block,
+            generation,
+            staging,
+            flags & 2 != 0,
+            flags & 8 != 0,
+        )
+    };
     let what = WaitFor {
         operation,
         peer,
@@ -1640,7 +1654,7 @@ fn block_tree_at<T: Equivalence, O: Operation<T>>(
     op: &O,
 ) {
     // SAFETY: the scalars of the caller's attached world.
-    let w = unsafe { World::from_parts(base, rank, thread, block, 0, staging, false) };
+    let w = unsafe { World::from_parts(base, rank, thread, block, 0, staging, false, false) };
     w.block_tree_body::<T, O>(active, k, word, src, count, dest, op);
 }
 
