@@ -5,10 +5,11 @@
 //! releases its ranks together; `clock_ns` reads the virtual clock.
 //! Emulator only: a GPU measures its time.
 
+use gpu_mpi_device::collective::SystemOperation;
 use gpu_mpi_device::intrinsics;
 use gpu_mpi_device::traits::*;
 use gpu_mpi_device::{Error, GlobalSlice, World};
-use gpu_mpi_host::{CpuOptions, Device, HostError, Profile, Schedule, TimeCategory, WorldSpec};
+use gpu_mpi_host::{AccessLog, CpuOptions, Device, HostError, Profile, Schedule, TimeCategory, WorldSpec};
 use std::time::{Duration, Instant};
 
 gpu_mpi_device::kernel! {
@@ -257,4 +258,71 @@ fn an_access_log_says_what_one_rank_did_when_and_where() {
         .model
         .unwrap();
     assert_eq!(again.log, m.log);
+}
+
+gpu_mpi_device::kernel! {
+    /// `out.len()` world barriers, then as many one-element reduces to
+    /// rank 0 (a reduce's step is an out-of-line `World` made from parts).
+    pub static BARRIERS = fn barriers(world: &World, out: &GlobalSlice<u64>) -> Result<(), Error> {
+        let root = world.process_at_rank(0);
+        for _ in 0..out.len() {
+            world.barrier()?;
+        }
+        for _ in 0..out.len() {
+            let x = 1u64;
+            if world.rank() == 0 {
+                let mut sum = 0u64;
+                root.reduce_into_root(&x, &mut sum, SystemOperation::sum())?;
+                if sum != world.size() as u64 {
+                    return Err(Error::OutOfBounds { index: sum as u32, len: 0 });
+                }
+            } else {
+                root.reduce_into(&x, SystemOperation::sum())?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// How many reads of the world's configuration (`world header: config`)
+/// an access log holds.
+fn config_reads(log: &AccessLog) -> u64 {
+    log.accesses
+        .iter()
+        .filter(|a| a.place == "world header: config")
+        .map(|a| {
+            let n = a
+                .what
+                .strip_suffix(" descriptor reads")
+                .expect("a descriptor read");
+            n.parse::<u64>().expect("a count of reads")
+        })
+        .sum()
+}
+
+#[test]
+fn a_collective_reads_no_configuration_after_attach() {
+    // Attach reads the trace flag and whether the world spans processes
+    // once (`RankState`: untraced, local); a barrier or a reduce's step
+    // reads neither again, so the count does not grow with the calls.
+    let d = timed();
+    let spec = WorldSpec::ranks(512).block_dim(256);
+    let reads = |calls: usize, rank: u32| {
+        let out = d.alloc_zeroed::<u64>(calls).unwrap();
+        let m = d
+            .launch(&BARRIERS, &out.slice(), &spec.model_log(rank))
+            .unwrap()
+            .model
+            .unwrap();
+        config_reads(m.log.as_ref().expect("the log asked for"))
+    };
+    for rank in [0, 300] {
+        let one = reads(1, rank);
+        assert!(one > 0, "rank {rank}: attach's read is in the log");
+        assert_eq!(
+            reads(6, rank),
+            one,
+            "rank {rank}: five more barriers and reduces read no config"
+        );
+    }
 }
