@@ -132,9 +132,9 @@ pub struct World {
 ///   `FLAG_ACROSS_PROCESSES` clear, which no launch changes), so a
 ///   collective's check of it ([`World::across_processes`]) reads no
 ///   config: every world barrier made that read before its opening block
-///   barrier. Set at attach from the same read of the config as
-///   `untraced`; in a copy made from parts, as its caller passes it
-///   (clear: unknown, the flag is read).
+///   barrier. Set at attach, which reads the config's flags beside its
+///   trace events (`untraced`); in a copy made from parts, as its caller
+///   passes it (clear: unknown, the flag is read).
 /// - **started**: how many non-blocking collectives of the world the rank
 ///   started in this launch, modulo [`RankState::STARTED_MODULUS`]
 ///   (2^24): the count that names each one's slot and use

@@ -1497,7 +1497,8 @@ impl World {
 /// the caller keeps nothing in local memory for the call. `flags`: bit 0,
 /// this rank's warp combines the block results; bit 1, the world is
 /// settled ([`RankState`](crate::communicator::RankState)); bit 2, this
-/// rank gets the result; bit 3, the world is known to be local (the same).
+/// rank gets the result; bit 3, the world is known to lie in this process
+/// (`RankState`'s `local`).
 // Not inlined: a root and its warp-mates reach this through different API
 // calls, and must meet at one copy of its barriers and shuffles
 // (docs/gpu.md, "GPU runs", 2026-11-24: two inlined copies hung).

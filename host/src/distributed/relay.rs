@@ -243,7 +243,8 @@ impl Memory {
         )
     }
 
-    /// The 8-byte word at `offset` of the barrier's record.
+    /// The 8-byte word at `offset` of the world memory (a word of the
+    /// barrier's record).
     fn word64(&self, offset: usize) -> &AtomicU64 {
         // SAFETY: every offset passed is an 8-byte aligned word of the
         // barrier's record, which lives for the run and is only accessed
