@@ -651,7 +651,7 @@ impl World {
     }
 
     /// Whether the world spreads over processes (docs/distributed.md):
-    /// then the world's collectives go by messages and its non-blocking
+    /// then the world's collectives go by messages and the non-blocking
     /// ones through the host's relay (with the `distributed` feature),
     /// and what would read or write another process's ranks' memory fails
     /// with [`Error::AcrossProcesses`] on every rank.

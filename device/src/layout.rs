@@ -76,9 +76,9 @@ pub const FLAG_IMMEDIATE_COMMUNICATORS: u32 = 2;
 /// `WorldConfig::flags`: the world spreads over processes (`mpiexec`;
 /// docs/distributed.md). Set by the host; the world's collectives then go
 /// by messages and its non-blocking ones through the host's relays (with
-/// the device's `distributed` feature), and what needs every rank's memory
-/// in this process (windows, a sub-communicator's non-blocking
-/// collectives; without the feature, every collective but the world
+/// the device's `distributed` feature, as do a communicator's when its
+/// group spans processes), and what needs every rank's memory in this
+/// process (windows; without the feature, every collective but the world
 /// barrier, which the relays complete) fails with `MPI_ERR_OTHER`
 /// (`Error::AcrossProcesses`) on every rank that enters it.
 pub const FLAG_ACROSS_PROCESSES: u32 = 4;

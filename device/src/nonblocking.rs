@@ -71,8 +71,16 @@ pub struct SlotRecord {
     /// With `handed`: the reduction's predefined operation code (0: none),
     /// which the relay applies to the processes' parts.
     pub operation: u32,
+    /// With `handed`, in a communicator's group that spans processes: the
+    /// group's size (the relay reads its members from the context's table).
+    pub group_size: u32,
+    /// At a communicator context's first entry, in slot 0 only: set (1) in
+    /// this process's memory once any group of the context that spans
+    /// processes handed a use to the relay, which then looks at the
+    /// context's records (docs/distributed.md). Never cleared.
+    pub relayed: u32,
     /// Unused.
-    pub reserved: [u32; 7],
+    pub reserved: [u32; 5],
 }
 
 /// 32-bit words of a [`SlotRecord`].
@@ -412,8 +420,12 @@ pub struct CommImmediateLocal {
     pub size: u32,
     /// This rank's rank in the group.
     pub member: u32,
+    /// In a world across processes: how many of the group's members this
+    /// process runs, counted from the context's table at this rank's first
+    /// non-blocking collective on the context (0: not yet counted).
+    pub local_members: u32,
     /// Unused.
-    pub reserved: [u32; 13],
+    pub reserved: [u32; 12],
     /// Its collectives on the context.
     pub local: ImmediateLocal,
 }

@@ -127,11 +127,26 @@
 //! consecutive ranks), with the same operation ([`fold_system`]) and
 //! publishes `done` as the top arriver does. Nothing waits at a start: a
 //! rank blocked elsewhere does not hold a collective back, since the relay
-//! completes it. A reduction with an operation of the program's own, and
-//! every non-blocking collective of a sub-communicator, fail at their
-//! start with `Error::AcrossProcesses` on every rank (the relay runs on the
-//! host and applies predefined operations alone; a group's single level
-//! reads every member's cell).
+//! completes it.
+//!
+//! A communicator's group whose members span processes keeps its one
+//! level, counted per process: each member counts the members its process
+//! runs (`local_members`: the context's table, read once per rank and
+//! context), arrives on the group's counter in its process's copy, and
+//! the last of them (the counter at `use × local`, never `use × size`)
+//! stores the group's size, the operation code and the use in the group's
+//! record (`handed`, Release) and sets the context's `relayed` flag
+//! (`hand_group`). The relay sends those members' arguments and operands
+//! to the other processes with members; once it has every member's, it
+//! judges them in member order ([`judge`]), folds the operands in member
+//! order ([`fold_system`]) or copies the root's data, and publishes `done`
+//! in its process's copy as the group's last arriver would. A group inside
+//! one process (a block's, `split_shared`'s) runs as in one process. A
+//! reduction with an operation of the program's own on the world, or on a
+//! group that spans processes, fails at its start with
+//! `Error::AcrossProcesses` on every rank (the relay runs on the host and
+//! applies predefined operations alone; every member counts the same
+//! members, so all fail).
 //!
 //! # Bounds
 //! - At most [`IMMEDIATE_SLOTS`] (2) non-blocking collectives per rank are
@@ -857,6 +872,17 @@ fn arrive_group<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, fold: &F) {
     let old = w
         .slot_word(sp, slot, core::mem::offset_of!(SlotRecord, arrived))
         .fetch_add(1, Ordering::AcqRel);
+    let local = local_members(w, sp);
+    if local < sp.size {
+        // The group spans processes: the counter counts this process's
+        // members alone (`use_ × local` once they all started use
+        // `use_`, never `use_ × size`), and its last arriver hands their
+        // cells to the relay, which publishes once every member's came.
+        if old.wrapping_add(1) == use_.wrapping_mul(local) {
+            hand_group(w, sp, slot, use_, fold.operation());
+        }
+        return;
+    }
     if old.wrapping_add(1) != use_.wrapping_mul(sp.size) {
         return;
     }
@@ -884,6 +910,64 @@ fn arrive_group<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, fold: &F) {
         };
     }
     publish(w, sp, slot, use_, verdict, &reference);
+}
+
+/// How many of the members of `sp` (a communicator's group) this process
+/// runs: all of them but in a world across processes (the `distributed`
+/// feature), where they are counted in the context's table at this rank's
+/// first non-blocking collective on the context (`size` loads, once) and
+/// kept in its record. Every member counts the same: the table and the
+/// process's ranks are the same for all.
+fn local_members(w: &World, sp: Space) -> u32 {
+    if sp.id == 0 || !cfg!(feature = "distributed") || !w.across_processes() {
+        return sp.size;
+    }
+    // SAFETY: the rank's own record (`World::comm_local`); only an address.
+    let p = unsafe { core::ptr::addr_of_mut!((*w.comm_local(sp.id)).local_members) };
+    crate::records::private(p, false);
+    // SAFETY: a plain read of a word only this rank accesses (zeroed by
+    // the host).
+    let kept = unsafe { *p };
+    if kept != 0 {
+        return kept;
+    }
+    let core = w.core();
+    let (first, ranks) = core.process_ranks();
+    let mut n = 0;
+    for m in 0..sp.size {
+        // Relaxed: the table was published by the creation's closing
+        // exchange, which this rank passed.
+        let r = core
+            .comm_word(sp.id, sp.start + m, crate::records::CommWord::Member)
+            .load(Ordering::Relaxed);
+        n += u32::from(r.wrapping_sub(first) < ranks);
+    }
+    crate::records::private(p, true);
+    // SAFETY: as above, a plain write; `n >= 1` (this rank is a member).
+    unsafe { *p = n };
+    n
+}
+
+/// The last of this process's members of a group that spans processes to
+/// arrive in use `use_`: hands their cells (acquired through the group's
+/// counter) to the host's relay, which sends them to the other processes
+/// with members, and once it has every member's, judges, folds in member
+/// order with the predefined operation `operation` and publishes `done`
+/// here as a last arriver would (docs/distributed.md).
+fn hand_group(w: &World, sp: Space, slot: u32, use_: u32, operation: u32) {
+    let record = w.slot_record(sp, slot);
+    // Relaxed: released by the store of `handed` below.
+    record[core::mem::offset_of!(SlotRecord, operation) / 4].store(operation, Ordering::Relaxed);
+    record[core::mem::offset_of!(SlotRecord, group_size) / 4].store(sp.size, Ordering::Relaxed);
+    // Relaxed: a flag the relay polls, after which it loads `handed` with
+    // an acquire; it may see it a pass late, never a use too early.
+    let first = Space { start: 0, ..sp };
+    w.slot_word(first, 0, core::mem::offset_of!(SlotRecord, relayed))
+        .store(1, Ordering::Relaxed);
+    // Release: pairs with the relay's Acquire load of `handed`: this
+    // process's members' arguments and operands (acquired by the
+    // counter's adds) are visible to it.
+    record[core::mem::offset_of!(SlotRecord, handed) / 4].store(use_, Ordering::Release);
 }
 
 /// A broadcast's last arriver: copies the root's data into the result cell
@@ -959,12 +1043,14 @@ fn start<'a, 's, F: Fold>(
 ) -> Result<Request<'a, 's>, Error> {
     let folds = matches!(s.kind, Kind::Reduce | Kind::AllReduce);
     if w.across_processes()
-        && (!cfg!(feature = "distributed") || sp.id != 0 || (folds && fold.operation() == 0))
+        && (!cfg!(feature = "distributed")
+            || (folds && fold.operation() == 0 && (sp.id == 0 || local_members(w, sp) < sp.size)))
     {
-        // Every rank reads the same flag (and passes the same kind of
-        // operation): all fail, none starts. Across processes only the
-        // world's cross, and a reduction only with a predefined operation,
-        // which the host's relay applies to the processes' parts.
+        // Every rank reads the same flag, passes the same kind of operation
+        // and counts the same members here: all fail, none starts. A
+        // reduction whose members span processes takes only a predefined
+        // operation, which the host's relay applies to their parts; a
+        // group inside this process folds as in one process.
         return Err(Error::AcrossProcesses {
             operation: s.kind.call() as u32,
         });

@@ -13,9 +13,10 @@ use gpu_mpi::device::ErrorClass;
 use gpu_mpi::{BlockedState, Device, DeviceBuffer, Hint, HostError, LaunchReport, WorldSpec};
 use gpu_mpi_example_distributed_kernels::{
     CheckArgs, ABORT, BARRIERS, COLLECTIVES, CONTEXTS, DEADLOCK, EXCHANGE, IMMEDIATE, IMMEDIATE_CHECKS,
-    IMMEDIATE_CHECKS_ROOTED, IMMEDIATE_USER_OP, LARGE, LARGE_ELEMENTS, MAX_WORLD, MISMATCHED_ROOTS, ORDER,
-    PANIC, POSTED, RANK_ERROR, REQUESTS, ROOTED_CHECKS, SKIPPED_ALL_REDUCE, SKIPPED_BARRIER,
-    SKIPPED_IMMEDIATE, SPLIT, SPLIT_CHECKS, UNROOTED_CHECKS, WINDOW,
+    IMMEDIATE_CHECKS_ROOTED, IMMEDIATE_GROUPS, IMMEDIATE_GROUP_CHECKS, IMMEDIATE_GROUP_CHECKS_ROOTED,
+    IMMEDIATE_USER_OP, LARGE, LARGE_ELEMENTS, MAX_WORLD, MISMATCHED_ROOTS, ORDER, PANIC, POSTED, RANK_ERROR,
+    REQUESTS, ROOTED_CHECKS, SKIPPED_ALL_REDUCE, SKIPPED_BARRIER, SKIPPED_IMMEDIATE, SPLIT, SPLIT_CHECKS,
+    UNROOTED_CHECKS, WINDOW,
 };
 use gpu_mpi_example_pi_kernels::{PiArgs, PI_P2P, PI_REDUCE};
 use gpu_mpi_example_ring_kernels::{RingArgs, RING};
@@ -210,6 +211,13 @@ fn main() -> ExitCode {
         c.spec(),
         0,
         IMMEDIATE_CHECKS_ROOTED * u64::from(total) + IMMEDIATE_CHECKS,
+    );
+    c.per_rank(
+        "non-blocking collectives of communicators, every root",
+        &IMMEDIATE_GROUPS,
+        c.spec().communicators(4).immediate_on_communicators(true),
+        u32::from(processes > 1),
+        IMMEDIATE_GROUP_CHECKS_ROOTED * u64::from(total / 2) + IMMEDIATE_GROUP_CHECKS,
     );
     let skipped = ended(&c, &SKIPPED_IMMEDIATE, |e| {
         let HostError::Deadlock(report) = e else {

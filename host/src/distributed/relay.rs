@@ -60,13 +60,23 @@
 //! relay, and once every process's part of the use came, publishes it as
 //! the top arriver of one process would ([`Pump::advance_immediate`]).
 //!
+//! # A non-blocking collective of a communicator's group
+//! A group whose members span processes counts its arrivals per process;
+//! the last of a process's members to start a use stores it in the group
+//! record's `handed` word (Release) and sets the context's `relayed` flag.
+//! The relay looks at the records of the flagged contexts, sends its
+//! members' arguments and operands or root's data (`GROUP`) to every
+//! other process with members of the group, and once it has every
+//! member's, publishes the use in its process's copy of the record as the
+//! group's last arriver would ([`Pump::advance_groups`]).
+//!
 //! # When the world is done
 //! A process is *passive* when its relay has nothing to move and no local
 //! rank can progress before the world memory changes (every worker sleeps
 //! quiet at the epoch the relay read before its last look at the inboxes,
 //! [`LocalState::Quiet`]), or every local rank returned. Only a message
 //! from another process (`DATA`, `RETURN`, `ABORT`, `BARRIER`,
-//! `IMMEDIATE`: the *counted* ones) can make a passive process active again. Process 0's
+//! `IMMEDIATE`, `GROUP`: the *counted* ones) can make a passive process active again. Process 0's
 //! relay runs waves: it asks every relay (`PROBE`) for its state, epoch
 //! and counts of counted messages sent and received (`REPORT`). The world
 //! is done when two consecutive waves find every process passive, with the same state,
@@ -93,7 +103,7 @@ use gpu_mpi_device::abi::layout::{
     SLOT_HEADER_BYTES,
 };
 use gpu_mpi_device::abi::records::{
-    kind_of, kind_sequence, GridBarrier, MessageKind, SlotHeader, SlotState, KIND_BITS, LINK_NONE,
+    kind_of, kind_sequence, CommEntry, GridBarrier, MessageKind, SlotHeader, SlotState, KIND_BITS, LINK_NONE,
     LINK_PENDING,
 };
 use gpu_mpi_device::collective::immediate::{
@@ -137,10 +147,14 @@ enum Kind {
     /// Every rank of the sending process started a use of a world slot of
     /// the non-blocking collectives: its part ([`ImmediatePart`]).
     Immediate = 9,
+    /// Every member of a communicator's group that the sending process runs
+    /// started a use of one of the context's slots: their arguments and
+    /// operands ([`Pump::advance_groups`]).
+    Group = 10,
 }
 
 impl Kind {
-    const ALL: [Kind; 9] = [
+    const ALL: [Kind; 10] = [
         Kind::Data,
         Kind::Return,
         Kind::Abort,
@@ -150,6 +164,7 @@ impl Kind {
         Kind::Final,
         Kind::Barrier,
         Kind::Immediate,
+        Kind::Group,
     ];
 
     fn of(word: u32) -> Option<Kind> {
@@ -161,7 +176,7 @@ impl Kind {
     fn counted(self) -> bool {
         matches!(
             self,
-            Kind::Data | Kind::Return | Kind::Abort | Kind::Barrier | Kind::Immediate
+            Kind::Data | Kind::Return | Kind::Abort | Kind::Barrier | Kind::Immediate | Kind::Group
         )
     }
 }
@@ -312,6 +327,19 @@ struct ImmediatePart {
     bytes: Vec<u8>,
 }
 
+/// One use of a slot of a communicator's group that spans processes, as
+/// the relays' `GROUP` parts fill it: the predefined operation code and,
+/// per member (in the group's order), its arguments (four words) and the
+/// bytes of its operand or, for a broadcast, the root's data.
+struct GroupUse {
+    operation: u32,
+    members: Vec<Option<([u32; 4], Vec<u8>)>>,
+}
+
+/// Which use of which slot of which group: (context, slot, the group's
+/// first entry in the context's table, use).
+type GroupKey = (u32, u32, u32, u32);
+
 /// A send in flight and its buffer, leaked until the send completes.
 type InFlight = (Request<'static, [u8], StaticScope>, *mut [u8]);
 
@@ -362,6 +390,11 @@ struct Pump<'r, 'l, 's, 'a> {
     handed: [u32; IMMEDIATE_SLOTS as usize],
     /// Per (slot, use), the processes' parts so far.
     parts: HashMap<(u32, u32), Vec<Option<ImmediatePart>>>,
+    /// Per (context, slot, group's first entry), the last use of a group
+    /// that spans processes whose members here went out.
+    group_handed: HashMap<(u32, u32, u32), u32>,
+    /// The uses of groups that span processes with members' parts so far.
+    groups: HashMap<GroupKey, GroupUse>,
 }
 
 impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
@@ -404,6 +437,8 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
             blocks: layout.blocks / processes,
             handed: [0; IMMEDIATE_SLOTS as usize],
             parts: HashMap::new(),
+            group_handed: HashMap::new(),
+            groups: HashMap::new(),
         }
     }
 
@@ -470,6 +505,7 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
             work |= self.check_injected();
             work |= self.advance_barrier();
             work |= self.advance_immediate();
+            work |= self.advance_groups();
             let abort = self.memory.word(ABORT_OFFSET).load(Ordering::Relaxed);
             if abort != 0 && !self.abort_sent {
                 self.abort_sent = true;
@@ -674,6 +710,22 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
                 self.store_part(slot, use_, from, part);
                 true
             }
+            Kind::Group => {
+                let (context, slot, entry, use_) = (word(1), word(2), word(3), word(4));
+                let (operation, size, n) = (word(5), word(6), word(7) as usize);
+                let mut at = 4 * (8 + 6 * n);
+                let members = (0..n)
+                    .map(|i| {
+                        let w = |k: usize| word(8 + 6 * i + k);
+                        let bytes = w(5) as usize;
+                        let data = v[at..at + bytes].to_vec();
+                        at += bytes;
+                        (w(0), [w(1), w(2), w(3), w(4)], data)
+                    })
+                    .collect();
+                self.store_group((context, slot, entry, use_), operation, size, members);
+                true
+            }
             Kind::Final => {
                 // Another relay ended first: kept for `end`.
                 self.finals[from as usize] = Some(u64::from(word(1)) | (u64::from(word(2)) << 32));
@@ -872,9 +924,17 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
         } else {
             None
         };
-        if let (Some(r), 0) = (&result, verdict) {
-            // SAFETY: the result cell (`immediate_bytes` long, `bytes` no
-            // more than its payload), which no rank reads before `done`
+        self.publish_at(record, use_, verdict, &reference, result.as_deref());
+    }
+
+    /// A last arriver's end, at the slot record at `record` (a world
+    /// slot's or a group's): the result into the cell after it when the
+    /// verdict is clean, the verdict and the reference arguments, then
+    /// `done` (Release), as `immediate::publish` does on the device.
+    fn publish_at(&self, record: usize, use_: u32, verdict: u32, reference: &Args, result: Option<&[u8]>) {
+        if let (Some(r), 0) = (result, verdict) {
+            // SAFETY: the result cell (`immediate_bytes` long, `r` no
+            // longer than its payload), which no rank reads before `done`
             // below and no other writer touches in this use.
             unsafe {
                 std::ptr::copy_nonoverlapping(
@@ -901,8 +961,199 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
             word(r + 4 * i).store(v, Ordering::Relaxed);
         }
         // Release: pairs with the Acquire load of every rank's test, as the
-        // top arriver's store in one process.
+        // last arriver's store in one process.
         word(offset_of!(SlotRecord, done)).store(done_word(use_, verdict), Ordering::Release);
+    }
+
+    /// The non-blocking collectives of communicators' groups that span
+    /// processes (docs/distributed.md): the last of a process's members to
+    /// start a use stores it in the group's `handed` word (and sets the
+    /// context's `relayed` flag, so that only contexts with such groups
+    /// are looked at: their records at every entry, both slots). The relay
+    /// sends its members' arguments and operands (`GROUP`) to every other
+    /// process with members of the group, and once it has every member's,
+    /// publishes the use here ([`Pump::publish_group`]). True if it did
+    /// either.
+    fn advance_groups(&mut self) -> bool {
+        let layout = self.memory.layout;
+        if layout.immediate_comm_stride == 0 {
+            return false;
+        }
+        let mut moved = false;
+        for context in 1..=layout.communicators {
+            // Relaxed: a flag; the records are acquired below.
+            let flag = self
+                .memory
+                .word(layout.immediate_comm_entry(context, 0, 0) + offset_of!(SlotRecord, relayed))
+                .load(Ordering::Relaxed);
+            if flag == 0 {
+                continue;
+            }
+            for slot in 0..IMMEDIATE_SLOTS {
+                for entry in 0..layout.ranks {
+                    let record = layout.immediate_comm_entry(context, slot, entry);
+                    // Acquire pairs with the members' last arriver's Release
+                    // store: every local member's cell is visible.
+                    let handed = self
+                        .memory
+                        .word(record + offset_of!(SlotRecord, handed))
+                        .load(Ordering::Acquire);
+                    let seen = self.group_handed.entry((context, slot, entry)).or_insert(0);
+                    if handed == *seen {
+                        continue;
+                    }
+                    *seen = handed;
+                    self.hand_group(context, slot, entry, handed);
+                    moved = true;
+                }
+            }
+        }
+        let complete: Vec<GroupKey> = self
+            .groups
+            .iter()
+            .filter(|(_, g)| g.members.iter().all(Option::is_some))
+            .map(|(&k, _)| k)
+            .collect();
+        for key in complete {
+            let g = self.groups.remove(&key).expect("listed");
+            self.publish_group(key, g);
+            self.local.progressed();
+            moved = true;
+        }
+        moved
+    }
+
+    /// World rank of entry `entry` of context `context`'s table.
+    fn member(&self, context: u32, entry: u32) -> u32 {
+        let at = self.memory.layout.comm_table(context)
+            + entry as usize * std::mem::size_of::<CommEntry>()
+            + offset_of!(CommEntry, member);
+        // Relaxed: written by the creation before any member could start a
+        // collective on the context (its closing exchange), which the
+        // acquire of `handed` took.
+        self.memory.word(at).load(Ordering::Relaxed)
+    }
+
+    /// Sends this process's members' part of use `use_` of the group whose
+    /// record is at entry `entry` of slot `slot` of `context` to the other
+    /// processes with members, and keeps it.
+    fn hand_group(&mut self, context: u32, slot: u32, entry: u32, use_: u32) {
+        let layout = self.memory.layout;
+        let record = layout.immediate_comm_entry(context, slot, entry);
+        // Relaxed: after the acquire of `handed`.
+        let operation = self
+            .memory
+            .word(record + offset_of!(SlotRecord, operation))
+            .load(Ordering::Relaxed);
+        let size = self
+            .memory
+            .word(record + offset_of!(SlotRecord, group_size))
+            .load(Ordering::Relaxed);
+        let ranks = self.local.ranks();
+        let capacity = layout.immediate_bytes - ARGS_BYTES;
+        let mut words = vec![Kind::Group as u32, context, slot, entry, use_, operation, size, 0];
+        let mut payload = Vec::new();
+        let mut members = Vec::new();
+        let mut others = Vec::new();
+        for m in 0..size {
+            let rank = self.member(context, entry + m);
+            if !ranks.contains(&rank) {
+                let q = self.process_of(rank);
+                if !others.contains(&q) {
+                    others.push(q);
+                }
+                continue;
+            }
+            let cell = layout.immediate_comm_entry(context, slot, entry + m)
+                + IMMEDIATE_RECORD_BYTES
+                + layout.immediate_bytes;
+            // Relaxed: after the acquire of `handed`, which the member's
+            // arrival (its cell written before) preceded.
+            let args: [u32; 4] =
+                std::array::from_fn(|i| self.memory.word(cell + 4 * i).load(Ordering::Relaxed));
+            let (kind, class, root) = (args[0] & 0xff, args[0] >> 8, args[1] as i32);
+            let carries = class == 0
+                && match kind {
+                    k if k == ImmediateKind::Broadcast as u32 => root == m as i32,
+                    k => k == ImmediateKind::Reduce as u32 || k == ImmediateKind::AllReduce as u32,
+                };
+            let bytes = if carries {
+                (args[2] as usize).min(capacity)
+            } else {
+                0
+            };
+            // SAFETY: `bytes` of the member's operand, inside its cell, which
+            // it does not write again before this use is published.
+            let data = unsafe { std::slice::from_raw_parts(self.memory.base.add(cell + ARGS_BYTES), bytes) }
+                .to_vec();
+            words.push(m);
+            words.extend(args);
+            words.push(bytes as u32);
+            payload.extend_from_slice(&data);
+            members.push((m, args, data));
+        }
+        words[7] = members.len() as u32;
+        for q in others {
+            self.send(q, &words, &payload);
+        }
+        self.store_group((context, slot, entry, use_), operation, size, members);
+    }
+
+    /// Keeps members' parts of a group's use (`size` members in all).
+    fn store_group(
+        &mut self,
+        key: GroupKey,
+        operation: u32,
+        size: u32,
+        members: Vec<(u32, [u32; 4], Vec<u8>)>,
+    ) {
+        let g = self.groups.entry(key).or_insert_with(|| GroupUse {
+            operation,
+            members: (0..size).map(|_| None).collect(),
+        });
+        for (m, args, data) in members {
+            if let Some(cell) = g.members.get_mut(m as usize) {
+                *cell = Some((args, data));
+            }
+        }
+    }
+
+    /// Publishes a group's use from every member's part, as the group's
+    /// last arriver does in one process: judges the members' arguments in
+    /// member order (`immediate::judge`), and when they agree, copies the
+    /// root's data (a broadcast) or folds the operands in member order
+    /// with the predefined operation (`immediate::fold_system`).
+    fn publish_group(&self, (context, slot, entry, use_): GroupKey, g: GroupUse) {
+        let members: Vec<([u32; 4], Vec<u8>)> = g.members.into_iter().flatten().collect();
+        let (mut verdict, reference) = judge(members.iter().map(|(a, _)| Args {
+            kind_class: a[0],
+            root: a[1] as i32,
+            bytes: a[2],
+            datatype: a[3],
+        }));
+        let bytes = reference.bytes as usize;
+        let kind = reference.kind_class & 0xff;
+        let result = if verdict != 0 || bytes == 0 {
+            None
+        } else if kind == ImmediateKind::Broadcast as u32 {
+            members
+                .get(reference.root as usize)
+                .map(|(_, d)| d[..bytes.min(d.len())].to_vec())
+        } else if kind == ImmediateKind::Reduce as u32 || kind == ImmediateKind::AllReduce as u32 {
+            let mut acc = members[0].1.clone();
+            for (_, d) in &members[1..] {
+                if !fold_system(g.operation, reference.datatype, &mut acc, d) {
+                    // As for the world's parts: every member checked its
+                    // operation on its datatype at start.
+                    verdict = ErrorClass::Intern as u32;
+                }
+            }
+            Some(acc)
+        } else {
+            None
+        };
+        let record = self.memory.layout.immediate_comm_entry(context, slot, entry);
+        self.publish_at(record, use_, verdict, &reference, result.as_deref());
     }
 
     /// Takes shadow `dst`'s inbox and sends every message in it on.

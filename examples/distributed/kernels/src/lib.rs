@@ -399,6 +399,115 @@ gpu_mpi_device::kernel! {
     }
 }
 
+/// [`IMMEDIATE_GROUPS`]'s checks per rank with a root in its half.
+pub const IMMEDIATE_GROUP_CHECKS_ROOTED: u64 = 2;
+/// [`IMMEDIATE_GROUPS`]'s checks per rank without a root.
+pub const IMMEDIATE_GROUP_CHECKS: u64 = 6;
+
+gpu_mpi_device::kernel! {
+    /// Non-blocking collectives of communicators: the world split into the
+    /// even and the odd ranks, ordered by descending world rank (each half
+    /// spans every process, its member order is not the world's). On each
+    /// half: a barrier with a ring exchange between its start and its wait,
+    /// from every root a broadcast and a sum reduce, an all-reduce of the
+    /// largest `f64` and one of an `i64` sum of the members' ranks in the
+    /// half weighted by their world ranks, both started before either is
+    /// waited for; a sum all-reduce with an operation of the program's own,
+    /// which fails on every member with `Error::AcrossProcesses` when the
+    /// half spans processes and completes when it does not; a broadcast
+    /// whose last member names another root, which fails with
+    /// `MPI_ERR_ROOT` on every member. Then the world split by blocks (one
+    /// process's ranks each): an all-reduce with the program's own
+    /// operation, which completes. `out[rank]`: the checks that held
+    /// ([`IMMEDIATE_GROUP_CHECKS_ROOTED`] × its half's size +
+    /// [`IMMEDIATE_GROUP_CHECKS`]).
+    pub static IMMEDIATE_GROUPS = fn immediate_groups(world: &World, args: &CheckArgs) -> Result<(), Error> {
+        let (rank, size) = (world.rank(), world.size());
+        let me = rank as u64;
+        let mut good = 0u64;
+        let half = world
+            .split_by_color_with_key(Color::with_value((rank % 2) as u32), -rank)?
+            .ok_or(Error::application(3))?;
+        let (hr, hn) = (half.rank(), half.size());
+        // Half rank r is world rank `top - 2 r`.
+        let top = size - 1 - ((size - 1 - rank) % 2);
+        let world_of = |r: i32| (top - 2 * r) as u64;
+        request::scope(|scope| -> Result<(), Error> {
+            let barrier = half.immediate_barrier(scope)?;
+            let mut got = u64::MAX;
+            send_receive_into_with_tags(
+                &me,
+                &half.process_at_rank((hr + 1) % hn),
+                6,
+                &mut got,
+                &half.process_at_rank((hr + hn - 1) % hn),
+                6,
+            )?;
+            barrier.wait()?;
+            good += u64::from(got == world_of((hr + hn - 1) % hn));
+            Ok(())
+        })?;
+        for root in 0..hn {
+            let p = half.process_at_rank(root);
+            let mut v = if hr == root { 700 + me } else { 0 };
+            request::scope(|scope| p.immediate_broadcast_into(scope, &mut v)?.wait().map(|_| ()))?;
+            good += u64::from(v == 700 + world_of(root));
+            let mut sum = 0u64;
+            request::scope(|scope| -> Result<(), Error> {
+                if hr == root {
+                    p.immediate_reduce_into_root(scope, &me, &mut sum, SystemOperation::sum())?.wait()?;
+                } else {
+                    p.immediate_reduce_into(scope, &me, SystemOperation::sum())?.wait()?;
+                }
+                Ok(())
+            })?;
+            let expected: u64 = (0..hn).map(world_of).sum();
+            good += u64::from(hr != root || sum == expected);
+        }
+        let (mut largest, mut total) = (0f64, 0i64);
+        request::scope(|scope| -> Result<(), Error> {
+            let x = 0.5 * rank as f64;
+            let weighted = i64::from(hr + 1) * i64::from(rank);
+            let a = half.immediate_all_reduce_into(scope, &x, &mut largest, SystemOperation::max())?;
+            let b = half.immediate_all_reduce_into(scope, &weighted, &mut total, SystemOperation::sum())?;
+            b.wait()?;
+            a.wait()?;
+            Ok(())
+        })?;
+        good += u64::from(largest == 0.5 * top as f64);
+        let weighted: i64 = (0..hn).map(|r| i64::from(r + 1) * world_of(r) as i64).sum();
+        good += u64::from(total == weighted);
+        let add = || UserOperation::commutative(|a: &u64, b: &u64| a.wrapping_add(*b));
+        let mut sum = 0u64;
+        let spans = args.rounds != 0;
+        let own = request::scope(|scope| -> Result<(), Error> {
+            half.immediate_all_reduce_into(scope, &1u64, &mut sum, add())?.wait()?;
+            Ok(())
+        });
+        good += u64::from(match own {
+            Ok(()) => !spans && sum == hn as u64,
+            Err(e) => spans && matches!(e, Error::AcrossProcesses { .. }),
+        });
+        let mut v = 0u64;
+        let wrong = request::scope(|scope| -> Result<(), Error> {
+            let root = if hr == hn - 1 && hn > 1 { 1 } else { 0 };
+            half.process_at_rank(root).immediate_broadcast_into(scope, &mut v)?.wait()?;
+            Ok(())
+        });
+        good += u64::from(hn == 1 || wrong.is_err_and(|e| e.class() == gpu_mpi_device::ErrorClass::Root));
+        let block = world.split_shared()?;
+        let mut sum = 0u64;
+        request::scope(|scope| -> Result<(), Error> {
+            block.immediate_all_reduce_into(scope, &me, &mut sum, add())?.wait()?;
+            Ok(())
+        })?;
+        let n = block.size() as u64;
+        let first = me - block.rank() as u64;
+        good += u64::from(sum == n * first + n * (n - 1) / 2);
+        args.out.write(rank as usize, good)
+    }
+}
+
 gpu_mpi_device::kernel! {
     /// A window on the world: its operations would reach into another
     /// process's memory, so across processes every rank's creation fails
