@@ -15,8 +15,8 @@ use gpu_mpi_example_distributed_kernels::{
     CheckArgs, ABORT, BARRIERS, COLLECTIVES, CONTEXTS, DEADLOCK, EXCHANGE, IMMEDIATE, IMMEDIATE_CHECKS,
     IMMEDIATE_CHECKS_ROOTED, IMMEDIATE_GROUPS, IMMEDIATE_GROUP_CHECKS, IMMEDIATE_GROUP_CHECKS_ROOTED,
     IMMEDIATE_USER_OP, LARGE, LARGE_ELEMENTS, MAX_WORLD, MISMATCHED_ROOTS, ORDER, PANIC, POSTED, RANK_ERROR,
-    REQUESTS, ROOTED_CHECKS, SKIPPED_ALL_REDUCE, SKIPPED_BARRIER, SKIPPED_IMMEDIATE, SPLIT, SPLIT_CHECKS,
-    UNROOTED_CHECKS, WINDOW,
+    REQUESTS, ROOTED_CHECKS, SKIPPED_ALL_REDUCE, SKIPPED_BARRIER, SKIPPED_GROUP_IMMEDIATE, SKIPPED_IMMEDIATE,
+    SPLIT, SPLIT_CHECKS, UNROOTED_CHECKS, WINDOW,
 };
 use gpu_mpi_example_pi_kernels::{PiArgs, PI_P2P, PI_REDUCE};
 use gpu_mpi_example_ring_kernels::{RingArgs, RING};
@@ -237,6 +237,26 @@ fn main() -> ExitCode {
         }
     });
     c.check("a non-blocking barrier the last rank skipped, reported", skipped);
+    let group_spec = c.spec().communicators(4).immediate_on_communicators(true);
+    let skipped = ended_on(&c, &SKIPPED_GROUP_IMMEDIATE, &group_spec, |e| {
+        let HostError::Deadlock(report) = e else {
+            return false;
+        };
+        let last = c.n * c.processes - 1;
+        let waits = |r: u32| r % 2 == last % 2 && r != last;
+        report.ranks.iter().any(|b| waits(b.rank))
+            && report.ranks.iter().all(|b| {
+                b.process == b.rank / c.n && matches!(b.state, BlockedState::Waiting { .. }) == waits(b.rank)
+            })
+            || {
+                eprintln!("{report}");
+                false
+            }
+    });
+    c.check(
+        "a communicator's non-blocking barrier the last rank skipped, reported",
+        skipped,
+    );
     let user_op = every_rank_fails(&c, &IMMEDIATE_USER_OP, c.spec(), across(Call::AllReduce));
     c.check(
         "a non-blocking all-reduce with the program's operation fails on every rank",
@@ -430,7 +450,17 @@ fn ended(
     kernel: &gpu_mpi::device::Kernel<CheckArgs>,
     expected: impl Fn(&HostError) -> bool,
 ) -> Result<(), String> {
-    match launch_failing(c, kernel)? {
+    ended_on(c, kernel, &c.spec(), expected)
+}
+
+/// [`ended`] on `spec`'s world.
+fn ended_on(
+    c: &Checks,
+    kernel: &gpu_mpi::device::Kernel<CheckArgs>,
+    spec: &WorldSpec,
+    expected: impl Fn(&HostError) -> bool,
+) -> Result<(), String> {
+    match launch(c, kernel, spec, 0)?.1 {
         Err(e) if expected(&e) => Ok(()),
         Err(e) => Err(format!("not the expected error: {e}")),
         Ok(_) => Err("the world finished".into()),

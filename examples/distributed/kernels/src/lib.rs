@@ -509,6 +509,27 @@ gpu_mpi_device::kernel! {
 }
 
 gpu_mpi_device::kernel! {
+    /// The world split into halves as in [`IMMEDIATE_GROUPS`]; every rank
+    /// but the world's last starts a non-blocking barrier on its half and
+    /// waits for it, the last returns: its half's other members wait
+    /// forever, a deadlock in a communicator's collective across
+    /// processes, which the launch reports with every waiting rank.
+    pub static SKIPPED_GROUP_IMMEDIATE = fn skipped_group_immediate(world: &World, _args: &CheckArgs) -> Result<(), Error> {
+        let rank = world.rank();
+        let half = world
+            .split_by_color_with_key(Color::with_value((rank % 2) as u32), -rank)?
+            .ok_or(Error::application(3))?;
+        if rank == world.size() - 1 {
+            return Ok(());
+        }
+        request::scope(|scope| -> Result<(), Error> {
+            half.immediate_barrier(scope)?.wait()?;
+            Ok(())
+        })
+    }
+}
+
+gpu_mpi_device::kernel! {
     /// A window on the world: its operations would reach into another
     /// process's memory, so across processes every rank's creation fails
     /// with `Error::AcrossProcesses` (in one process it is created and
