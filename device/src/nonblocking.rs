@@ -74,10 +74,11 @@ pub struct SlotRecord {
     /// With `handed`, in a communicator's group that spans processes: the
     /// group's size (the relay reads its members from the context's table).
     pub group_size: u32,
-    /// At a communicator context's first entry, in slot 0 only: set (1) in
-    /// this process's memory once any group of the context that spans
-    /// processes handed a use to the relay, which then looks at the
-    /// context's records (docs/distributed.md). Never cleared.
+    /// At a communicator context's first entry, in slot 0 only: set (1,
+    /// Release) in this process's memory once any group of the context
+    /// that spans processes handed a use to the relay, which then reads the
+    /// context's table for the groups with members here and looks at their
+    /// records (docs/distributed.md). Never cleared.
     pub relayed: u32,
     /// Unused.
     pub reserved: [u32; 5],

@@ -959,11 +959,13 @@ fn hand_group(w: &World, sp: Space, slot: u32, use_: u32, operation: u32) {
     // Relaxed: released by the store of `handed` below.
     record[core::mem::offset_of!(SlotRecord, operation) / 4].store(operation, Ordering::Relaxed);
     record[core::mem::offset_of!(SlotRecord, group_size) / 4].store(sp.size, Ordering::Relaxed);
-    // Relaxed: a flag the relay polls, after which it loads `handed` with
-    // an acquire; it may see it a pass late, never a use too early.
+    // Release: pairs with the relay's Acquire load of the flag, after which
+    // it reads the context's table (written by the creation, which this
+    // rank passed) to find the groups with members here; it may see the
+    // flag a pass late. Each use's words are published by `handed`.
     let first = Space { start: 0, ..sp };
     w.slot_word(first, 0, core::mem::offset_of!(SlotRecord, relayed))
-        .store(1, Ordering::Relaxed);
+        .store(1, Ordering::Release);
     // Release: pairs with the relay's Acquire load of `handed`: this
     // process's members' arguments and operands (acquired by the
     // counter's adds) are visible to it.

@@ -395,6 +395,9 @@ struct Pump<'r, 'l, 's, 'a> {
     group_handed: HashMap<(u32, u32, u32), u32>,
     /// The uses of groups that span processes with members' parts so far.
     groups: HashMap<GroupKey, GroupUse>,
+    /// Per context whose `relayed` flag was seen, the first entries of its
+    /// groups with a member here (from its table, which never changes).
+    group_starts: HashMap<u32, Vec<u32>>,
 }
 
 impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
@@ -439,6 +442,7 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
             parts: HashMap::new(),
             group_handed: HashMap::new(),
             groups: HashMap::new(),
+            group_starts: HashMap::new(),
         }
     }
 
@@ -969,7 +973,8 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
     /// processes (docs/distributed.md): the last of a process's members to
     /// start a use stores it in the group's `handed` word (and sets the
     /// context's `relayed` flag, so that only contexts with such groups
-    /// are looked at: their records at every entry, both slots). The relay
+    /// are looked at, and there only the records of the groups with a
+    /// member here, both slots: [`Pump::local_group_starts`]). The relay
     /// sends its members' arguments and operands (`GROUP`) to every other
     /// process with members of the group, and once it has every member's,
     /// publishes the use here ([`Pump::publish_group`]). True if it did
@@ -981,16 +986,23 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
         }
         let mut moved = false;
         for context in 1..=layout.communicators {
-            // Relaxed: a flag; the records are acquired below.
+            // Acquire pairs with the Release store of the flag by a member
+            // that passed the context's creation: its table is visible
+            // (`local_group_starts`); the records are acquired below.
             let flag = self
                 .memory
                 .word(layout.immediate_comm_entry(context, 0, 0) + offset_of!(SlotRecord, relayed))
-                .load(Ordering::Relaxed);
+                .load(Ordering::Acquire);
             if flag == 0 {
                 continue;
             }
-            for slot in 0..IMMEDIATE_SLOTS {
-                for entry in 0..layout.ranks {
+            if !self.group_starts.contains_key(&context) {
+                let starts = self.local_group_starts(context);
+                self.group_starts.insert(context, starts);
+            }
+            for i in 0..self.group_starts[&context].len() {
+                let entry = self.group_starts[&context][i];
+                for slot in 0..IMMEDIATE_SLOTS {
                     let record = layout.immediate_comm_entry(context, slot, entry);
                     // Acquire pairs with the members' last arriver's Release
                     // store: every local member's cell is visible.
@@ -1023,15 +1035,42 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
         moved
     }
 
-    /// World rank of entry `entry` of context `context`'s table.
-    fn member(&self, context: u32, entry: u32) -> u32 {
+    /// Word `field` of entry `entry` of context `context`'s table.
+    fn table(&self, context: u32, entry: u32, field: usize) -> u32 {
         let at = self.memory.layout.comm_table(context)
             + entry as usize * std::mem::size_of::<CommEntry>()
-            + offset_of!(CommEntry, member);
+            + field;
         // Relaxed: written by the creation before any member could start a
         // collective on the context (its closing exchange), which the
-        // acquire of `handed` took.
+        // acquire of the context's `relayed` flag took.
         self.memory.word(at).load(Ordering::Relaxed)
+    }
+
+    /// World rank of entry `entry` of context `context`'s table.
+    fn member(&self, context: u32, entry: u32) -> u32 {
+        self.table(context, entry, offset_of!(CommEntry, member))
+    }
+
+    /// The first entries of the groups of `context` that have a member in
+    /// this process: entry `i` holds world rank `m`, which is rank
+    /// `inverse[m]` of its group, so its group starts at `i - inverse[m]`
+    /// (entries past the context's members give starts whose records no
+    /// group uses, whose `handed` stays 0). One pass over the table, once
+    /// per context: a group is made once and never changes.
+    fn local_group_starts(&self, context: u32) -> Vec<u32> {
+        let ranks = self.local.ranks();
+        let mut starts: Vec<u32> = (0..self.memory.layout.ranks)
+            .filter_map(|i| {
+                let m = self.member(context, i);
+                if !ranks.contains(&m) {
+                    return None;
+                }
+                i.checked_sub(self.table(context, m, offset_of!(CommEntry, inverse)))
+            })
+            .collect();
+        starts.sort_unstable();
+        starts.dedup();
+        starts
     }
 
     /// Sends this process's members' part of use `use_` of the group whose
