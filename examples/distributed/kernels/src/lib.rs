@@ -10,7 +10,7 @@ use gpu_mpi_device::point_to_point::send_receive_into_with_tags;
 use gpu_mpi_device::request::{self, wait_all};
 use gpu_mpi_device::traits::*;
 use gpu_mpi_device::window::Window;
-use gpu_mpi_device::{Error, GlobalSlice, World};
+use gpu_mpi_device::{Error, GlobalSlice, SimpleCommunicator, World};
 
 /// Arguments of every check.
 #[repr(C)]
@@ -324,15 +324,7 @@ gpu_mpi_device::kernel! {
         let mut good = 0u64;
         request::scope(|scope| -> Result<(), Error> {
             let barrier = world.immediate_barrier(scope)?;
-            let mut got = u64::MAX;
-            send_receive_into_with_tags(
-                &me,
-                &world.process_at_rank((rank + 1) % size),
-                2,
-                &mut got,
-                &world.process_at_rank((rank + size - 1) % size),
-                2,
-            )?;
+            let got = ring_step(world, me, 2)?;
             barrier.wait()?;
             good += u64::from(got == ((rank + size - 1) % size) as u64);
             Ok(())
@@ -399,6 +391,34 @@ gpu_mpi_device::kernel! {
     }
 }
 
+/// The world split into its even and its odd ranks, each half ordered by
+/// descending world rank (so each spans every process, in an order unlike
+/// the world's): the half, and `top`, its rank 0's world rank (half rank
+/// `r` is world rank `top - 2 r`).
+fn halves(world: &World) -> Result<(SimpleCommunicator<'_>, i32), Error> {
+    let (rank, size) = (world.rank(), world.size());
+    let half = world
+        .split_by_color_with_key(Color::with_value((rank % 2) as u32), -rank)?
+        .ok_or(Error::application(3))?;
+    Ok((half, size - 1 - ((size - 1 - rank) % 2)))
+}
+
+/// One step of a ring on `c` with tag `tag`: sends `me` to the next rank,
+/// returns what the previous one sent.
+fn ring_step<C: Communicator>(c: &C, me: u64, tag: i32) -> Result<u64, Error> {
+    let (r, n) = (c.rank(), c.size());
+    let mut got = u64::MAX;
+    send_receive_into_with_tags(
+        &me,
+        &c.process_at_rank((r + 1) % n),
+        tag,
+        &mut got,
+        &c.process_at_rank((r + n - 1) % n),
+        tag,
+    )?;
+    Ok(got)
+}
+
 /// [`IMMEDIATE_GROUPS`]'s checks per rank with a root in its half.
 pub const IMMEDIATE_GROUP_CHECKS_ROOTED: u64 = 2;
 /// [`IMMEDIATE_GROUPS`]'s checks per rank without a root.
@@ -422,27 +442,15 @@ gpu_mpi_device::kernel! {
     /// ([`IMMEDIATE_GROUP_CHECKS_ROOTED`] × its half's size +
     /// [`IMMEDIATE_GROUP_CHECKS`]).
     pub static IMMEDIATE_GROUPS = fn immediate_groups(world: &World, args: &CheckArgs) -> Result<(), Error> {
-        let (rank, size) = (world.rank(), world.size());
+        let rank = world.rank();
         let me = rank as u64;
         let mut good = 0u64;
-        let half = world
-            .split_by_color_with_key(Color::with_value((rank % 2) as u32), -rank)?
-            .ok_or(Error::application(3))?;
+        let (half, top) = halves(world)?;
         let (hr, hn) = (half.rank(), half.size());
-        // Half rank r is world rank `top - 2 r`.
-        let top = size - 1 - ((size - 1 - rank) % 2);
         let world_of = |r: i32| (top - 2 * r) as u64;
         request::scope(|scope| -> Result<(), Error> {
             let barrier = half.immediate_barrier(scope)?;
-            let mut got = u64::MAX;
-            send_receive_into_with_tags(
-                &me,
-                &half.process_at_rank((hr + 1) % hn),
-                6,
-                &mut got,
-                &half.process_at_rank((hr + hn - 1) % hn),
-                6,
-            )?;
+            let got = ring_step(&half, me, 6)?;
             barrier.wait()?;
             good += u64::from(got == world_of((hr + hn - 1) % hn));
             Ok(())
@@ -515,11 +523,8 @@ gpu_mpi_device::kernel! {
     /// forever, a deadlock in a communicator's collective across
     /// processes, which the launch reports with every waiting rank.
     pub static SKIPPED_GROUP_IMMEDIATE = fn skipped_group_immediate(world: &World, _args: &CheckArgs) -> Result<(), Error> {
-        let rank = world.rank();
-        let half = world
-            .split_by_color_with_key(Color::with_value((rank % 2) as u32), -rank)?
-            .ok_or(Error::application(3))?;
-        if rank == world.size() - 1 {
+        let (half, _) = halves(world)?;
+        if world.rank() == world.size() - 1 {
             return Ok(());
         }
         request::scope(|scope| -> Result<(), Error> {
@@ -550,24 +555,11 @@ gpu_mpi_device::kernel! {
         let (rank, size) = (world.rank(), world.size());
         let me = rank as u64;
         let mut good = 0u64;
-        let half = world
-            .split_by_color_with_key(Color::with_value((rank % 2) as u32), -rank)?
-            .ok_or(Error::application(3))?;
+        let (half, top) = halves(world)?;
         let (hr, hn) = (half.rank(), half.size());
-        // Descending world ranks of one parity: half rank r is world rank
-        // `top - 2 r`.
-        let top = size - 1 - ((size - 1 - rank) % 2);
         good += u64::from(hn == (size + 1 - rank % 2) / 2 && rank == top - 2 * hr);
 
-        let mut got = u64::MAX;
-        send_receive_into_with_tags(
-            &me,
-            &half.process_at_rank((hr + 1) % hn),
-            5,
-            &mut got,
-            &half.process_at_rank((hr + hn - 1) % hn),
-            5,
-        )?;
+        let got = ring_step(&half, me, 5)?;
         good += u64::from(got == (top - 2 * ((hr + hn - 1) % hn)) as u64);
 
         let mut v = if hr == hn - 1 { me } else { u64::MAX };
