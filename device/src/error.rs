@@ -432,8 +432,9 @@ pub enum Error {
     /// An operation that does not cross processes yet, in a world spread
     /// over processes (`mpiexec`; docs/distributed.md; class
     /// `MPI_ERR_OTHER`): a window's creation, a non-blocking reduction
-    /// with an operation of the program's own on the world or on a group
-    /// whose members span processes, and, in a kernel crate built without the
+    /// with an operation of the program's own of more than 8 bytes on the
+    /// world or on a group whose members span processes
+    /// (`collective::immediate`), and, in a kernel crate built without the
     /// device's `distributed` feature, every collective but the world
     /// barrier. Every rank that enters one gets this error and nothing is
     /// moved.

@@ -84,6 +84,54 @@ pub struct SlotRecord {
     pub reserved: [u32; 5],
 }
 
+/// The verdict the host's relay publishes for a reduction with an
+/// operation of the program's own whose members span processes, when
+/// their arguments agree (docs/distributed.md): the parts are in this
+/// process's memory (the other processes' in their shadow ranks' or
+/// members' cells), and each rank joins them itself at its completion
+/// with the operation it kept (`JoinFn`). Not an error class.
+pub const VERDICT_JOIN: u32 = 0xffff_0000;
+
+/// Bytes at the end of a rank's cell in which a rank that starts such a
+/// reduction keeps its `JoinFn` (8 bytes) and its operation (at most 8
+/// bytes, aligned to at most 8: a closure that captures nothing, or one
+/// word), moved there, until its completion; its operand may then fill
+/// the rest of the cell but these (32 bytes of the smallest,
+/// 64-byte cell).
+pub const JOIN_KEEP_BYTES: usize = 16;
+
+/// Where the parts of a join lie: part `i` at `first + i × stride`, but
+/// part `own` (if any) at `own_at`.
+pub(crate) struct JoinParts {
+    pub(crate) first: *const u8,
+    pub(crate) stride: usize,
+    pub(crate) count: u32,
+    pub(crate) own: u32,
+    pub(crate) own_at: *const u8,
+}
+
+impl JoinParts {
+    /// The address of part `i`.
+    pub(crate) fn at(&self, i: u32) -> *const u8 {
+        if i == self.own {
+            self.own_at
+        } else {
+            self.first.wrapping_add(i as usize * self.stride)
+        }
+    }
+}
+
+/// What a rank keeps for a join ([`VERDICT_JOIN`]): with `out` not null,
+/// writes `parts` (each `bytes` of elements) combined element by element
+/// in part order with the operation kept at `keep + 8` into `out`; then,
+/// either way, drops that operation.
+///
+/// # Safety
+/// `keep + 8` holds the operation this function was made for, moved
+/// there and not dropped since; `out` (unless null) is valid for `bytes`
+/// of its elements, and every part for `bytes`, published to the caller.
+pub(crate) type JoinFn = unsafe fn(keep: *mut u8, out: *mut u8, parts: &JoinParts, bytes: usize);
+
 /// 32-bit words of a [`SlotRecord`].
 pub(crate) const SLOT_RECORD_WORDS: usize = core::mem::size_of::<SlotRecord>() / 4;
 
@@ -363,7 +411,8 @@ pub struct PendingRecord {
     pub scope: u32,
     /// Bytes of one element.
     pub size: u32,
-    /// Where the result goes: an [`OutKind`] code.
+    /// Where the result goes: an [`OutKind`] code, with `OUT_KEPT` set
+    /// when the rank kept a `JoinFn` in its cell.
     pub out_kind: u32,
     /// The address of the result buffer (plain bytes or a typed buffer),
     /// low word then high word.
@@ -373,11 +422,22 @@ pub struct PendingRecord {
     pub details: [u32; 2],
 }
 
+/// [`PendingRecord::out_kind`] bit: the rank kept a `JoinFn` and its
+/// operation at the end of its cell (`kept_at`), which its completion
+/// runs or drops.
+pub const OUT_KEPT: u32 = 1 << 8;
+
 impl PendingRecord {
     /// Where the result goes (none: nothing to copy).
     pub(crate) fn destination(&self) -> Option<Side> {
         let address = (self.out[0] as u64 | (self.out[1] as u64) << 32) as usize;
-        match self.out_kind {
+        // Without the `distributed` feature the bit is never set.
+        let kind = if cfg!(feature = "distributed") {
+            self.out_kind & !OUT_KEPT
+        } else {
+            self.out_kind
+        };
+        match kind {
             k if k == OutKind::Plain as u32 => Some(Side::Plain(address as *mut u8)),
             k if k == OutKind::Typed as u32 => Some(Side::Typed(address as *const TypedBuffer)),
             _ => None,
@@ -623,6 +683,17 @@ impl World {
             datatype: args.datatype,
             error: Error::from_words([args.kind_class >> 8, r.details[0], r.details[1], 0, 0]),
         }
+    }
+
+    /// Notes in this rank's record of slot `slot` of `sp` that it kept a
+    /// `JoinFn` in its cell (`OUT_KEPT`).
+    pub(crate) fn set_kept(&self, sp: Space, slot: u32) {
+        let p = self.pending_record(sp, slot);
+        // SAFETY: the rank's own record; only an address.
+        let kind = unsafe { core::ptr::addr_of_mut!((*p).out_kind) };
+        crate::records::private(kind, true);
+        // SAFETY: as `started`, plain accesses of a word only it accesses.
+        unsafe { *kind |= OUT_KEPT };
     }
 
     /// A copy of this rank's record of slot `slot` in `sp`.
@@ -1059,13 +1130,110 @@ pub(crate) fn collect(w: &World, i: u32) -> Result<Status, Error> {
             // are this use's), in one batch.
             let [verdict, ref_bytes, ref_datatype] =
                 shim::independent(|| [core::mem::offset_of!(SlotRecord, verdict), r + 8, r + 12].map(word));
-            Err(verdict_error(w, sp, &p, verdict, ref_bytes, ref_datatype))
+            // Whether this rank kept a `JoinFn` (`OUT_KEPT`): only with the
+            // `distributed` feature, on the cold path of a verdict that is
+            // not clean.
+            let kept =
+                cfg!(feature = "distributed") && w.pending_record_of(sp, slot).out_kind & OUT_KEPT != 0;
+            if kept && verdict == VERDICT_JOIN {
+                join(w, sp, slot, &p)
+            } else {
+                if kept {
+                    // A join's operation kept for nothing: dropped.
+                    run_kept(w, sp, slot, None);
+                }
+                Err(verdict_error(w, sp, &p, verdict, ref_bytes, ref_datatype))
+            }
         }
     };
     // The slot is this rank's to start again: nobody waits for that (see
     // `collective::immediate`, "Reuse").
     w.free_pending(sp, slot);
     result
+}
+
+/// The end of a reduction whose parts the relay left to join
+/// ([`VERDICT_JOIN`]): its parts combined in rank (member) order into
+/// `p`'s result buffer with the operation the rank kept, which is then
+/// dropped (docs/distributed.md). The world's parts are the processes':
+/// this process's ranks' fold in the result cell, each other process's in
+/// its first rank's cell; a group's are its members' operands, each in
+/// its member's cell.
+fn join(w: &World, sp: Space, slot: u32, p: &Pending) -> Result<Status, Error> {
+    let parts = if sp.id == 0 {
+        let (first, n) = w.core().process_ranks();
+        JoinParts {
+            first: w.operand(sp, slot, 0),
+            stride: n as usize * w.layout.immediate_bytes,
+            count: sp.size / n.max(1),
+            own: first / n.max(1),
+            own_at: w.result_cell(sp, slot),
+        }
+    } else {
+        let first = w.operand(sp, slot, 0);
+        JoinParts {
+            first,
+            stride: w.operand(sp, slot, 1).addr().wrapping_sub(first.addr()),
+            count: sp.size,
+            own: u32::MAX,
+            own_at: core::ptr::null(),
+        }
+    };
+    let out = match p.out {
+        Some(Side::Plain(out)) => Some(out),
+        _ => None,
+    };
+    if run_kept(w, sp, slot, out.map(|o| (o, &parts, p.bytes as usize))) {
+        Ok(Status::empty())
+    } else {
+        Err(Error::Intern)
+    }
+}
+
+/// Runs the `JoinFn` this rank kept in its cell of slot `slot` of `sp`
+/// (if any): with `join`, into its buffer; then the operation is dropped
+/// and the function forgotten. False if there was none.
+fn run_kept(w: &World, sp: Space, slot: u32, join: Option<(*mut u8, &JoinParts, usize)>) -> bool {
+    let keep = kept_at(w, sp, slot);
+    // SAFETY: the word at the start of this rank's keep (8-aligned: the
+    // cells are, and `immediate_bytes` is a multiple of 64), which only
+    // this rank accesses, with plain reads and writes.
+    let f = unsafe { (keep as *mut usize).read() };
+    if f == 0 {
+        return false;
+    }
+    // SAFETY: written by this rank's start from a `JoinFn` of this
+    // program (`collective::immediate`'s `start_reduction`), not run since
+    // (it is zeroed below).
+    let f: JoinFn = unsafe { core::mem::transmute::<usize, JoinFn>(f) };
+    // No parts: the function only drops its operation.
+    let none = JoinParts {
+        first: core::ptr::null(),
+        stride: 0,
+        count: 0,
+        own: u32::MAX,
+        own_at: core::ptr::null(),
+    };
+    let (out, parts, bytes) = join.unwrap_or((core::ptr::null_mut(), &none, 0));
+    // SAFETY: the operation `f` was made for is at `keep + 8`, moved there
+    // by the same start; `out` is the buffer the request borrowed for
+    // `bytes` of its elements (the verdict says every rank passed the
+    // same count) and the parts were published by `done`, which the
+    // caller acquired.
+    unsafe { f(keep, out, parts, bytes) };
+    // SAFETY: as the read above.
+    unsafe { (keep as *mut usize).write(0) };
+    true
+}
+
+/// Where this rank keeps a join's function and operation in slot `slot`
+/// of `sp`: the last [`JOIN_KEEP_BYTES`] of its cell.
+pub(crate) fn kept_at(w: &World, sp: Space, slot: u32) -> *mut u8 {
+    // SAFETY: inside the rank's cell of `immediate_bytes >= 64` bytes.
+    unsafe {
+        w.base
+            .add(w.cell_offset(sp, slot, sp.member) + w.layout.immediate_bytes - JOIN_KEEP_BYTES)
+    }
 }
 
 /// [`collect`] of a collective whose verdict was clean (`done`'s bit,

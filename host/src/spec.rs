@@ -111,7 +111,9 @@ pub struct WorldSpec {
     pub communicators: u32,
     /// Bytes of each rank's staging cell of a non-blocking collective (a
     /// multiple of 64): a non-blocking broadcast, reduce or all-reduce moves
-    /// at most `immediate_bytes - 16` bytes (docs/limits.md). The world
+    /// at most `immediate_bytes - 16` bytes (docs/limits.md), one with an
+    /// operation of the program's own across processes at most
+    /// `immediate_bytes - 32` (docs/distributed.md). The world
     /// memory holds two slots of `ranks × immediate_bytes` and a little more.
     pub immediate_bytes: u32,
     /// Give every communicator context the state of non-blocking

@@ -141,12 +141,25 @@
 //! judges them in member order ([`judge`]), folds the operands in member
 //! order ([`fold_system`]) or copies the root's data, and publishes `done`
 //! in its process's copy as the group's last arriver would. A group inside
-//! one process (a block's, `split_shared`'s) runs as in one process. A
-//! reduction with an operation of the program's own on the world, or on a
-//! group that spans processes, fails at its start with
-//! `Error::AcrossProcesses` on every rank (the relay runs on the host and
-//! applies predefined operations alone; every member counts the same
-//! members, so all fail).
+//! one process (a block's, `split_shared`'s) runs as in one process.
+//!
+//! A reduction with an operation of the program's own on the world, or on
+//! a group that spans processes, cannot be folded by the relay (it runs on
+//! the host and applies predefined operations alone), so its ranks join
+//! the parts themselves: each rank's start moves its operation and the
+//! `JoinFn` made for its type (`join_with`) into the last
+//! [`JOIN_KEEP_BYTES`] of its own cell (`start_reduction`); the relay
+//! writes the other processes' parts (the world: each process's fold of
+//! its ranks; a group: each remote member's operand) into their cells
+//! here, which no rank here uses, and publishes [`VERDICT_JOIN`]; each
+//! rank's completion then combines the parts in rank (member) order into
+//! its result buffer, element by element, and drops the operation
+//! (`nonblocking::join`); an error verdict drops it unused. The keep
+//! bounds such a reduction: an operation of at most 8 bytes (a closure
+//! that captures at most one word) and an operand of at most
+//! `immediate_bytes` − 32 bytes (32 of the default 64); beyond them every
+//! rank fails (`Error::AcrossProcesses`, `MPI_ERR_BUFFER`), as a local
+//! error that the verdict carries to all.
 //!
 //! # Bounds
 //! - At most [`IMMEDIATE_SLOTS`] (2) non-blocking collectives per rank are
@@ -195,9 +208,9 @@ use core::marker::PhantomData;
 pub use crate::codes::{kind_name, Kind};
 pub use crate::nonblocking::{
     done_word, Args, CommImmediateLocal, ImmediateLocal, NodeRecord, OutKind, PendingRecord, SlotRecord,
-    ARGS_BYTES,
+    ARGS_BYTES, JOIN_KEEP_BYTES, VERDICT_JOIN,
 };
-use crate::nonblocking::{packed_agree, Space, Tally, Tree};
+use crate::nonblocking::{packed_agree, JoinFn, JoinParts, Space, Tally, Tree};
 
 /// The [`Tally`] of the members `items` of `sp`, read four arguments per
 /// batch of vector loads, with the first local error class among them in
@@ -1043,16 +1056,9 @@ fn start<'a, 's, F: Fold>(
     mut s: Start,
     fold: &F,
 ) -> Result<Request<'a, 's>, Error> {
-    let folds = matches!(s.kind, Kind::Reduce | Kind::AllReduce);
-    if w.across_processes()
-        && (!cfg!(feature = "distributed")
-            || (folds && fold.operation() == 0 && (sp.id == 0 || local_members(w, sp) < sp.size)))
-    {
-        // Every rank reads the same flag, passes the same kind of operation
-        // and counts the same members here: all fail, none starts. A
-        // reduction whose members span processes takes only a predefined
-        // operation, which the host's relay applies to their parts; a
-        // group inside this process folds as in one process.
+    if !cfg!(feature = "distributed") && w.across_processes() {
+        // Every rank reads the same flag: all fail, none starts (the
+        // relays' part needs the device's `distributed` feature).
         return Err(Error::AcrossProcesses {
             operation: s.kind.call() as u32,
         });
@@ -1178,6 +1184,7 @@ fn barrier<'a, 's>(w: &'a World, sp: Space, scope: &'s Scope<'a>) -> Result<Requ
     )
 }
 
+#[inline(always)]
 fn all_reduce<'a, 's, T: Equivalence, O: Operation<T>>(
     w: &'a World,
     sp: Space,
@@ -1185,10 +1192,10 @@ fn all_reduce<'a, 's, T: Equivalence, O: Operation<T>>(
     send: &[T],
     out: Side,
     error: Option<Error>,
-    op: &O,
+    op: O,
 ) -> Result<Request<'a, 's>, Error> {
     let (side, bytes) = plain(send);
-    start(
+    start_reduction(
         w,
         sp,
         scope,
@@ -1202,8 +1209,99 @@ fn all_reduce<'a, 's, T: Equivalence, O: Operation<T>>(
             datatype: T::DATATYPE.id,
             error,
         },
-        &OpFold(op, PhantomData::<T>),
+        op,
     )
+}
+
+/// Starts a reduction with `op` as [`start`] does; where its parts are
+/// joined at each rank's completion ([`VERDICT_JOIN`]: an operation of the
+/// program's own on the world or a group whose members span processes,
+/// which the host's relay cannot apply), this rank's start moves `op` and
+/// its `JoinFn` into the end of its cell, where its completion runs and
+/// drops it (docs/distributed.md).
+#[inline(always)]
+fn start_reduction<'a, 's, T: Equivalence, O: Operation<T>>(
+    w: &'a World,
+    sp: Space,
+    scope: &'s Scope<'a>,
+    mut s: Start,
+    op: O,
+) -> Result<Request<'a, 's>, Error> {
+    if !cfg!(feature = "distributed") {
+        return start(w, sp, scope, s, &OpFold(&op, PhantomData::<T>));
+    }
+    let joins =
+        op.system_code() == 0 && w.across_processes() && (sp.id == 0 || local_members(w, sp) < sp.size);
+    if joins && s.error.is_none() {
+        // The same on every rank but where the counts differ (an error
+        // anyway): the operation's type is the program's.
+        let capacity = w.layout.immediate_bytes - ARGS_BYTES - JOIN_KEEP_BYTES;
+        if core::mem::size_of::<O>() + 8 > JOIN_KEEP_BYTES || core::mem::align_of::<O>() > 8 {
+            s.error = Some(Error::AcrossProcesses {
+                operation: s.kind.call() as u32,
+            });
+        } else if s.bytes > capacity {
+            s.error = Some(Error::BufferTooLarge {
+                bytes: saturating_u32(s.bytes),
+                // Exact: `immediate_bytes` is a `u32` of the configuration.
+                limit: capacity as u32,
+            });
+        }
+    }
+    // The slot `start` takes (it counts the start after this read).
+    let slot = if joins { w.started(sp) % IMMEDIATE_SLOTS } else { 0 };
+    let request = start(w, sp, scope, s, &OpFold(&op, PhantomData::<T>))?;
+    // A start with an error of its own (its class in its arguments, which
+    // it wrote) completes with that error: nothing to keep.
+    if joins && w.read_args(sp, slot, sp.member).kind_class >> 8 == 0 {
+        let keep = crate::nonblocking::kept_at(w, sp, slot);
+        // SAFETY: the last `JOIN_KEEP_BYTES` of this rank's cell, 8-aligned
+        // (cells are, `immediate_bytes` a multiple of 64), which only this
+        // rank accesses (its operand ends before them: the capacity above)
+        // until its completion runs and zeroes the function (`run_kept`);
+        // `O` fits after the function word with its alignment (checked
+        // above). `op` is moved there: dropped by the function.
+        unsafe {
+            keep.add(8).cast::<O>().write(op);
+            (keep as *mut usize).write(join_with::<T, O> as JoinFn as usize);
+        }
+        w.set_kept(sp, slot);
+    }
+    Ok(request)
+}
+
+/// The `JoinFn` of a reduction of `T` with `O`: each element of the
+/// parts loaded in part order and combined in registers, written once.
+///
+/// # Safety
+/// As `JoinFn`.
+unsafe fn join_with<T: Equivalence, O: Operation<T>>(
+    keep: *mut u8,
+    out: *mut u8,
+    parts: &JoinParts,
+    bytes: usize,
+) {
+    let op = keep.wrapping_add(8).cast::<O>();
+    if !out.is_null() {
+        let size = core::mem::size_of::<T>();
+        for e in 0..bytes / size {
+            // SAFETY: every part holds `bytes` of `T` elements (the
+            // caller's contract), read unaligned: a part's cell need not be
+            // aligned for `T`.
+            let part = |i: u32| unsafe { parts.at(i).add(e * size).cast::<T>().read_unaligned() };
+            let mut acc = part(0);
+            for i in 1..parts.count {
+                // SAFETY: the operation at `keep + 8` (the caller's
+                // contract), not dropped before the end.
+                acc = unsafe { &*op }.apply(&acc, &part(i));
+            }
+            // SAFETY: `out` holds `bytes` of `T` elements (the caller's).
+            unsafe { out.cast::<T>().add(e).write_unaligned(acc) };
+        }
+    }
+    // SAFETY: the operation moved there by the start, dropped once: the
+    // caller zeroes the function after this call.
+    unsafe { core::ptr::drop_in_place(op) };
 }
 
 /// The space of this rank's non-blocking collectives on `comm`, or
@@ -1265,7 +1363,7 @@ pub trait ImmediateCollectives: Communicator {
         let recv = recv.elements_mut();
         let error = reduction(&op, send, Some(recv.len()));
         let out = Side::Plain(recv.as_mut_ptr() as *mut u8);
-        all_reduce(v.world, sp, scope, send, out, error, &op)
+        all_reduce(v.world, sp, scope, send, out, error, op)
     }
 
     /// `MPI_Iallreduce` with `MPI_IN_PLACE`: `buf` is this rank's operand
@@ -1288,7 +1386,7 @@ pub trait ImmediateCollectives: Communicator {
         let buf = buf.elements_mut();
         let error = reduction(&op, buf, None);
         let out = Side::Plain(buf.as_mut_ptr() as *mut u8);
-        all_reduce(v.world, sp, scope, buf, out, error, &op)
+        all_reduce(v.world, sp, scope, buf, out, error, op)
     }
 }
 
@@ -1367,7 +1465,7 @@ impl<'w> Process<'w> {
         let recv = recv.elements_mut();
         let out = Side::Plain(recv.as_mut_ptr() as *mut u8);
         let len = recv.len();
-        self.reduce(scope, send.elements(), Some((out, len)), true, &op)
+        self.reduce(scope, send.elements(), Some((out, len)), true, op)
     }
 
     /// `MPI_Ireduce` with `MPI_IN_PLACE`, called by the root: `buf` is its
@@ -1389,7 +1487,7 @@ impl<'w> Process<'w> {
         let buf = buf.elements_mut();
         let out = Side::Plain(buf.as_mut_ptr() as *mut u8);
         let len = buf.len();
-        self.reduce(scope, buf, Some((out, len)), true, &op)
+        self.reduce(scope, buf, Some((out, len)), true, op)
     }
 
     /// Starts a reduce to this process, called by every rank but the root
@@ -1411,7 +1509,7 @@ impl<'w> Process<'w> {
         S: Elements<T> + ?Sized,
         O: Operation<T>,
     {
-        self.reduce(scope, send.elements(), None, false, &op)
+        self.reduce(scope, send.elements(), None, false, op)
     }
 
     fn reduce<'a, 's, T: Equivalence, O: Operation<T>>(
@@ -1420,7 +1518,7 @@ impl<'w> Process<'w> {
         send: &[T],
         recv: Option<(Side, usize)>,
         as_root: bool,
-        op: &O,
+        op: O,
     ) -> Result<Request<'a, 's>, Error>
     where
         'w: 'a,
@@ -1434,10 +1532,10 @@ impl<'w> Process<'w> {
             });
         }
         if error.is_none() {
-            error = reduction(op, send, recv.map(|(_, n)| n));
+            error = reduction(&op, send, recv.map(|(_, n)| n));
         }
         let (side, bytes) = plain(send);
-        start(
+        start_reduction(
             self.world,
             sp,
             scope,
@@ -1451,7 +1549,7 @@ impl<'w> Process<'w> {
                 datatype: T::DATATYPE.id,
                 error,
             },
-            &OpFold(op, PhantomData::<T>),
+            op,
         )
     }
 }

@@ -16,7 +16,7 @@ use gpu_mpi_example_distributed_kernels::{
     IMMEDIATE_CHECKS_ROOTED, IMMEDIATE_GROUPS, IMMEDIATE_GROUP_CHECKS, IMMEDIATE_GROUP_CHECKS_ROOTED,
     IMMEDIATE_USER_OP, LARGE, LARGE_ELEMENTS, MAX_WORLD, MISMATCHED_ROOTS, ORDER, PANIC, POSTED, RANK_ERROR,
     REQUESTS, ROOTED_CHECKS, SKIPPED_ALL_REDUCE, SKIPPED_BARRIER, SKIPPED_GROUP_IMMEDIATE, SKIPPED_IMMEDIATE,
-    SPLIT, SPLIT_CHECKS, UNROOTED_CHECKS, WINDOW,
+    SPLIT, SPLIT_CHECKS, UNROOTED_CHECKS, USER_OP_CHECKS, WINDOW,
 };
 use gpu_mpi_example_pi_kernels::{PiArgs, PI_P2P, PI_REDUCE};
 use gpu_mpi_example_ring_kernels::{RingArgs, RING};
@@ -216,7 +216,7 @@ fn main() -> ExitCode {
         "non-blocking collectives of communicators, every root",
         &IMMEDIATE_GROUPS,
         c.spec().communicators(4).immediate_on_communicators(true),
-        u32::from(processes > 1),
+        0,
         IMMEDIATE_GROUP_CHECKS_ROOTED * u64::from(total / 2) + IMMEDIATE_GROUP_CHECKS,
     );
     let skipped = ended(&c, &SKIPPED_IMMEDIATE, |e| {
@@ -257,10 +257,12 @@ fn main() -> ExitCode {
         "a communicator's non-blocking barrier the last rank skipped, reported",
         skipped,
     );
-    let user_op = every_rank_fails(&c, &IMMEDIATE_USER_OP, c.spec(), across(Call::AllReduce));
-    c.check(
-        "a non-blocking all-reduce with the program's operation fails on every rank",
-        user_op,
+    c.per_rank(
+        "non-blocking reductions with the program's own operation, in rank order",
+        &IMMEDIATE_USER_OP,
+        c.spec(),
+        u32::from(processes > 1),
+        USER_OP_CHECKS,
     );
     let window = every_rank_fails(&c, &WINDOW, c.spec().windows(1), across(Call::WinCreate));
     c.check("a window's creation fails on every rank", window);
@@ -469,7 +471,7 @@ fn ended_on(
 
 /// Launches `kernel` on `spec`'s world, which must fail on every rank with
 /// an error that `expected` accepts (in a world of one process, the kernels
-/// that only fail across processes complete: `IMMEDIATE_USER_OP`, `WINDOW`).
+/// that only fail across processes complete: `WINDOW`).
 fn every_rank_fails(
     c: &Checks,
     kernel: &gpu_mpi::device::Kernel<CheckArgs>,

@@ -70,6 +70,12 @@
 //! member's, publishes the use in its process's copy of the record as the
 //! group's last arriver would ([`Pump::advance_groups`]).
 //!
+//! A reduction with an operation of the program's own (code 0), which the
+//! relay cannot apply: it writes the other processes' parts (a process's
+//! fold, a remote member's operand) into their cells in its process's
+//! memory, which no rank there uses, and publishes `VERDICT_JOIN`; each
+//! rank joins them at its completion with the operation it kept.
+//!
 //! # When the world is done
 //! A process is *passive* when its relay has nothing to move and no local
 //! rank can progress before the world memory changes (every worker sleeps
@@ -107,7 +113,7 @@ use gpu_mpi_device::abi::records::{
     LINK_PENDING,
 };
 use gpu_mpi_device::collective::immediate::{
-    done_word, fold_system, judge, Args, Kind as ImmediateKind, SlotRecord, ARGS_BYTES,
+    done_word, fold_system, judge, Args, Kind as ImmediateKind, SlotRecord, ARGS_BYTES, VERDICT_JOIN,
 };
 use gpu_mpi_device::error::ErrorClass;
 use mpi::point_to_point::MatchedReceiveVec;
@@ -908,12 +914,30 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
         let (mut verdict, reference) = judge(args);
         let bytes = reference.bytes as usize;
         let kind = reference.kind_class & 0xff;
-        let result = if verdict != 0 || bytes == 0 {
+        let folds = kind == ImmediateKind::Reduce as u32 || kind == ImmediateKind::AllReduce as u32;
+        let result = if verdict == 0 && folds && parts[0].operation == 0 {
+            // The program's own operation, which only the ranks can apply:
+            // each other process's fold into its first rank's cell here (a
+            // shadow's, which no rank here uses), and every rank joins them
+            // in process order at its completion (`VERDICT_JOIN`).
+            let n = self.relay.ranks_per_process;
+            for (q, p) in parts.iter().enumerate().filter(|&(q, _)| q as u32 != self.me) {
+                let cell = layout.immediate_rank(slot, q as u32 * n) + ARGS_BYTES;
+                // SAFETY: `bytes` (at most the payload) into a shadow rank's
+                // operand, inside the world memory, which no rank writes
+                // and the ranks read only after `done` below.
+                unsafe { std::ptr::copy_nonoverlapping(p.bytes.as_ptr(), self.memory.base.add(cell), bytes) };
+            }
+            // Even for no bytes: every rank's completion drops the operation
+            // it kept.
+            verdict = VERDICT_JOIN;
+            None
+        } else if verdict != 0 || bytes == 0 {
             None
         } else if kind == ImmediateKind::Broadcast as u32 {
             let owner = reference.root as u32 / self.relay.ranks_per_process;
             Some(parts[owner as usize].bytes[..bytes].to_vec())
-        } else if kind == ImmediateKind::Reduce as u32 || kind == ImmediateKind::AllReduce as u32 {
+        } else if folds {
             let mut acc = parts[0].bytes[..bytes].to_vec();
             let operation = parts[0].operation;
             for p in &parts[1..] {
@@ -1172,13 +1196,39 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
         }));
         let bytes = reference.bytes as usize;
         let kind = reference.kind_class & 0xff;
-        let result = if verdict != 0 || bytes == 0 {
+        let folds = kind == ImmediateKind::Reduce as u32 || kind == ImmediateKind::AllReduce as u32;
+        let result = if verdict == 0 && folds && g.operation == 0 {
+            // The program's own operation: every other process's members'
+            // operands into their cells here (which no rank here uses), and
+            // every member here joins them all in member order at its
+            // completion (`VERDICT_JOIN`).
+            let ranks = self.local.ranks();
+            for (m, (_, d)) in members.iter().enumerate() {
+                if ranks.contains(&self.member(context, entry + m as u32)) {
+                    continue;
+                }
+                let cell = self
+                    .memory
+                    .layout
+                    .immediate_comm_entry(context, slot, entry + m as u32)
+                    + IMMEDIATE_RECORD_BYTES
+                    + self.memory.layout.immediate_bytes
+                    + ARGS_BYTES;
+                // SAFETY: a remote member's operand (`bytes`, at most the
+                // payload) inside the world memory, which no rank here
+                // writes and the members read only after `done` below.
+                unsafe { std::ptr::copy_nonoverlapping(d.as_ptr(), self.memory.base.add(cell), bytes) };
+            }
+            // Even for no bytes, as for the world's.
+            verdict = VERDICT_JOIN;
+            None
+        } else if verdict != 0 || bytes == 0 {
             None
         } else if kind == ImmediateKind::Broadcast as u32 {
             members
                 .get(reference.root as usize)
                 .map(|(_, d)| d[..bytes.min(d.len())].to_vec())
-        } else if kind == ImmediateKind::Reduce as u32 || kind == ImmediateKind::AllReduce as u32 {
+        } else if folds {
             let mut acc = members[0].1.clone();
             for (_, d) in &members[1..] {
                 if !fold_system(g.operation, reference.datatype, &mut acc, d) {

@@ -376,18 +376,79 @@ gpu_mpi_device::kernel! {
     }
 }
 
+/// `a ∘ b` for affine maps of `u32` packed in a `u64` (`x ↦ m x + c`, `m`
+/// in the high half): associative and not commutative, so a reduction's
+/// result says in which order its operands were combined.
+fn compose(a: &u64, b: &u64) -> u64 {
+    let (am, ac) = ((*a >> 32) as u32, *a as u32);
+    let (bm, bc) = ((*b >> 32) as u32, *b as u32);
+    u64::from(am.wrapping_mul(bm)) << 32 | u64::from(am.wrapping_mul(bc).wrapping_add(ac))
+}
+
+/// The map a rank with key `k` contributes to a [`compose`] reduction,
+/// `x ↦ (k + 2) x + k² + 3`: no two of them commute.
+fn map_of(k: u64) -> u64 {
+    (k + 2) << 32 | (k * k + 3)
+}
+
+/// [`IMMEDIATE_USER_OP`]'s checks per rank.
+pub const USER_OP_CHECKS: u64 = 4;
+
 gpu_mpi_device::kernel! {
-    /// A non-blocking all-reduce with an operation of the program's own:
-    /// the processes' parts are joined by the host's relay, which applies
-    /// only predefined operations, so across processes every rank's start
-    /// fails with `Error::AcrossProcesses` (in one process it completes).
-    pub static IMMEDIATE_USER_OP = fn immediate_user_op(world: &World, _args: &CheckArgs) -> Result<(), Error> {
-        let mut sum = 0u32;
+    /// Non-blocking reductions of the world with an operation of the
+    /// program's own, which is not commutative ([`compose`]): an all-reduce
+    /// and a reduce to the last rank, both started before either is waited
+    /// for. Across processes the relay cannot apply the operation: each
+    /// process's ranks fold their own, and every rank joins the processes'
+    /// parts at its completion, keeping the operation meanwhile in 8 bytes
+    /// and its operand in 32 (of the default 64-byte cells): so there (the
+    /// host passes a non-zero `rounds`), an operation that captures 16
+    /// bytes fails on every rank with `Error::AcrossProcesses`, and five
+    /// `u64` with `MPI_ERR_BUFFER`; in one process both complete.
+    /// `out[rank]`: the checks that held (all [`USER_OP_CHECKS`]).
+    pub static IMMEDIATE_USER_OP = fn immediate_user_op(world: &World, args: &CheckArgs) -> Result<(), Error> {
+        let (rank, size) = (world.rank(), world.size());
+        let op = || UserOperation::associative(compose);
+        let expected = (1..size as u64).fold(map_of(0), |acc, r| compose(&acc, &map_of(r)));
+        let mine = map_of(rank as u64);
+        let (mut all, mut rooted) = (0u64, 0u64);
+        let last = world.process_at_rank(size - 1);
         request::scope(|scope| -> Result<(), Error> {
-            let add = UserOperation::commutative(|a: &u32, b: &u32| a.wrapping_add(*b));
-            world.immediate_all_reduce_into(scope, &1u32, &mut sum, add)?.wait()?;
+            let a = world.immediate_all_reduce_into(scope, &mine, &mut all, op())?;
+            let b = if rank == size - 1 {
+                last.immediate_reduce_into_root(scope, &mine, &mut rooted, op())?
+            } else {
+                last.immediate_reduce_into(scope, &mine, op())?
+            };
+            b.wait()?;
+            a.wait()?;
             Ok(())
-        })
+        })?;
+        let mut good = u64::from(all == expected) + u64::from(rank != size - 1 || rooted == expected);
+        let across = args.rounds != 0;
+        let wide = [1u64, rank as u64];
+        let mut sum = 0u64;
+        let captures = request::scope(|scope| -> Result<(), Error> {
+            let op = UserOperation::commutative(move |a: &u64, b: &u64| a.wrapping_add(*b).wrapping_add(wide[0] - 1));
+            world.immediate_all_reduce_into(scope, &wide[1], &mut sum, op)?.wait()?;
+            Ok(())
+        });
+        let n = size as u64;
+        good += u64::from(match captures {
+            Ok(()) => !across && sum == n * (n - 1) / 2,
+            Err(e) => across && matches!(e, Error::AcrossProcesses { .. }),
+        });
+        let mut five = [0u64; 5];
+        let long = request::scope(|scope| -> Result<(), Error> {
+            let op = UserOperation::commutative(|a: &u64, b: &u64| a.wrapping_add(*b));
+            world.immediate_all_reduce_into(scope, &[1u64; 5][..], &mut five[..], op)?.wait()?;
+            Ok(())
+        });
+        good += u64::from(match long {
+            Ok(()) => !across && five == [n; 5],
+            Err(e) => across && e.class() == gpu_mpi_device::ErrorClass::Buffer,
+        });
+        args.out.write(rank as usize, good)
     }
 }
 
@@ -432,9 +493,9 @@ gpu_mpi_device::kernel! {
     /// from every root a broadcast and a sum reduce, an all-reduce of the
     /// largest `f64` and one of an `i64` sum of the members' ranks in the
     /// half weighted by their world ranks, both started before either is
-    /// waited for; a sum all-reduce with an operation of the program's own,
-    /// which fails on every member with `Error::AcrossProcesses` when the
-    /// half spans processes and completes when it does not; a broadcast
+    /// waited for; an all-reduce with an operation of the program's own that
+    /// is not commutative ([`compose`]: the members' parts joined in member
+    /// order at each member's completion when the half spans processes); a broadcast
     /// whose last member names another root, which fails with
     /// `MPI_ERR_ROOT` on every member. Then the world split by blocks (one
     /// process's ranks each): an all-reduce with the program's own
@@ -486,16 +547,14 @@ gpu_mpi_device::kernel! {
         let weighted: i64 = (0..hn).map(|r| i64::from(r + 1) * world_of(r) as i64).sum();
         good += u64::from(total == weighted);
         let add = || UserOperation::commutative(|a: &u64, b: &u64| a.wrapping_add(*b));
-        let mut sum = 0u64;
-        let spans = args.rounds != 0;
-        let own = request::scope(|scope| -> Result<(), Error> {
-            half.immediate_all_reduce_into(scope, &1u64, &mut sum, add())?.wait()?;
+        let mut composed = 0u64;
+        request::scope(|scope| -> Result<(), Error> {
+            let op = UserOperation::associative(compose);
+            half.immediate_all_reduce_into(scope, &map_of(me), &mut composed, op)?.wait()?;
             Ok(())
-        });
-        good += u64::from(match own {
-            Ok(()) => !spans && sum == hn as u64,
-            Err(e) => spans && matches!(e, Error::AcrossProcesses { .. }),
-        });
+        })?;
+        let expected = (1..hn).fold(map_of(world_of(0)), |acc, r| compose(&acc, &map_of(world_of(r))));
+        good += u64::from(composed == expected);
         let mut v = 0u64;
         let wrong = request::scope(|scope| -> Result<(), Error> {
             let root = if hr == hn - 1 && hn > 1 { 1 } else { 0 };
