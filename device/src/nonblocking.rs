@@ -1157,8 +1157,11 @@ pub(crate) fn collect(w: &World, i: u32) -> Result<Status, Error> {
 /// `p`'s result buffer with the operation the rank kept, which is then
 /// dropped (docs/distributed.md). The world's parts are the processes':
 /// this process's ranks' fold in the result cell, each other process's in
-/// its first rank's cell; a group's are its members' operands, each in
-/// its member's cell.
+/// its first rank's cell (a shadow's); a group's are its members'
+/// operands, side by side in a buffer of the relay's whose address is in
+/// the group's result cell (not the members' cells: a member here may
+/// start the slot's next use, and write its cell, before another has
+/// joined this one).
 fn join(w: &World, sp: Space, slot: u32, p: &Pending) -> Result<Status, Error> {
     let parts = if sp.id == 0 {
         let (first, n) = w.core().process_ranks();
@@ -1170,10 +1173,13 @@ fn join(w: &World, sp: Space, slot: u32, p: &Pending) -> Result<Status, Error> {
             own_at: w.result_cell(sp, slot),
         }
     } else {
-        let first = w.operand(sp, slot, 0);
+        // SAFETY: the first 8 bytes of the group's result cell, written by
+        // the relay before `done`, which the caller acquired; the next use
+        // writes them only after this rank started it.
+        let address = unsafe { (w.result_cell(sp, slot) as *const u64).read_unaligned() };
         JoinParts {
-            first,
-            stride: w.operand(sp, slot, 1).addr().wrapping_sub(first.addr()),
+            first: address as usize as *const u8,
+            stride: p.bytes as usize,
             count: sp.size,
             own: u32::MAX,
             own_at: core::ptr::null(),

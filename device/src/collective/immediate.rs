@@ -149,9 +149,11 @@
 //! the parts themselves: each rank's start moves its operation and the
 //! `JoinFn` made for its type (`join_with`) into the last
 //! [`JOIN_KEEP_BYTES`] of its own cell (`start_reduction`); the relay
-//! writes the other processes' parts (the world: each process's fold of
-//! its ranks; a group: each remote member's operand) into their cells
-//! here, which no rank here uses, and publishes [`VERDICT_JOIN`]; each
+//! puts the parts where the ranks here read them (the world: each other
+//! process's fold of its ranks into its first rank's cell, a shadow's,
+//! beside this process's in the result cell; a group: every member's
+//! operand, in member order, in a buffer of its own whose address it
+//! writes into the group's result cell) and publishes [`VERDICT_JOIN`]; each
 //! rank's completion then combines the parts in rank (member) order into
 //! its result buffer, element by element, and drops the operation
 //! (`nonblocking::join`); an error verdict drops it unused. The keep

@@ -71,10 +71,11 @@
 //! group's last arriver would ([`Pump::advance_groups`]).
 //!
 //! A reduction with an operation of the program's own (code 0), which the
-//! relay cannot apply: it writes the other processes' parts (a process's
-//! fold, a remote member's operand) into their cells in its process's
-//! memory, which no rank there uses, and publishes `VERDICT_JOIN`; each
-//! rank joins them at its completion with the operation it kept.
+//! relay cannot apply: it puts the parts where the ranks read them (the
+//! world: each other process's fold into its first rank's cell, a
+//! shadow's; a group: every member's operand in a buffer of the relay's,
+//! its address in the group's result cell) and publishes `VERDICT_JOIN`;
+//! each rank joins them at its completion with the operation it kept.
 //!
 //! # When the world is done
 //! A process is *passive* when its relay has nothing to move and no local
@@ -404,6 +405,10 @@ struct Pump<'r, 'l, 's, 'a> {
     /// Per context whose `relayed` flag was seen, the first entries of its
     /// groups with a member here (from its table, which never changes).
     group_starts: HashMap<u32, Vec<u32>>,
+    /// Per (context, slot, group's first entry), the members' operands of
+    /// its last use joined by the ranks (`VERDICT_JOIN`), which they read
+    /// here ([`Pump::publish_group`]).
+    join_parts: HashMap<(u32, u32, u32), Box<[u8]>>,
 }
 
 impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
@@ -449,6 +454,7 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
             group_handed: HashMap::new(),
             groups: HashMap::new(),
             group_starts: HashMap::new(),
+            join_parts: HashMap::new(),
         }
     }
 
@@ -1186,7 +1192,7 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
     /// member order (`immediate::judge`), and when they agree, copies the
     /// root's data (a broadcast) or folds the operands in member order
     /// with the predefined operation (`immediate::fold_system`).
-    fn publish_group(&self, (context, slot, entry, use_): GroupKey, g: GroupUse) {
+    fn publish_group(&mut self, (context, slot, entry, use_): GroupKey, g: GroupUse) {
         let members: Vec<([u32; 4], Vec<u8>)> = g.members.into_iter().flatten().collect();
         let (mut verdict, reference) = judge(members.iter().map(|(a, _)| Args {
             kind_class: a[0],
@@ -1197,27 +1203,27 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
         let bytes = reference.bytes as usize;
         let kind = reference.kind_class & 0xff;
         let folds = kind == ImmediateKind::Reduce as u32 || kind == ImmediateKind::AllReduce as u32;
+        let record = self.memory.layout.immediate_comm_entry(context, slot, entry);
         let result = if verdict == 0 && folds && g.operation == 0 {
-            // The program's own operation: every other process's members'
-            // operands into their cells here (which no rank here uses), and
-            // every member here joins them all in member order at its
-            // completion (`VERDICT_JOIN`).
-            let ranks = self.local.ranks();
-            for (m, (_, d)) in members.iter().enumerate() {
-                if ranks.contains(&self.member(context, entry + m as u32)) {
-                    continue;
-                }
-                let cell = self
-                    .memory
-                    .layout
-                    .immediate_comm_entry(context, slot, entry + m as u32)
-                    + IMMEDIATE_RECORD_BYTES
-                    + self.memory.layout.immediate_bytes
-                    + ARGS_BYTES;
-                // SAFETY: a remote member's operand (`bytes`, at most the
-                // payload) inside the world memory, which no rank here
-                // writes and the members read only after `done` below.
-                unsafe { std::ptr::copy_nonoverlapping(d.as_ptr(), self.memory.base.add(cell), bytes) };
+            // The program's own operation: every member's operand, in
+            // member order, into a buffer of this relay's, whose address
+            // goes into the group's result cell; every member here joins
+            // them at its completion (`VERDICT_JOIN`). Not the members'
+            // cells: a member here may start the slot's next use, and write
+            // its cell, before another has joined this one. The buffer
+            // lives until the slot's next use is published here, when
+            // every member here has started that use, so completed this.
+            let parts: Box<[u8]> = members
+                .iter()
+                .flat_map(|(_, d)| d[..bytes].iter().copied())
+                .collect();
+            let address = parts.as_ptr() as u64;
+            self.join_parts.insert((context, slot, entry), parts);
+            // Relaxed: released by the store of `done` (`publish_at`).
+            for (i, half) in [address as u32, (address >> 32) as u32].into_iter().enumerate() {
+                self.memory
+                    .word(record + IMMEDIATE_RECORD_BYTES + 4 * i)
+                    .store(half, Ordering::Relaxed);
             }
             // Even for no bytes, as for the world's.
             verdict = VERDICT_JOIN;
@@ -1241,7 +1247,6 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
         } else {
             None
         };
-        let record = self.memory.layout.immediate_comm_entry(context, slot, entry);
         self.publish_at(record, use_, verdict, &reference, result.as_deref());
     }
 

@@ -493,9 +493,10 @@ gpu_mpi_device::kernel! {
     /// from every root a broadcast and a sum reduce, an all-reduce of the
     /// largest `f64` and one of an `i64` sum of the members' ranks in the
     /// half weighted by their world ranks, both started before either is
-    /// waited for; an all-reduce with an operation of the program's own that
-    /// is not commutative ([`compose`]: the members' parts joined in member
-    /// order at each member's completion when the half spans processes); a broadcast
+    /// waited for; three rounds of two all-reduces in flight with an
+    /// operation of the program's own that is not commutative ([`compose`]:
+    /// the members' parts joined in member order at each member's
+    /// completion when the half spans processes); a broadcast
     /// whose last member names another root, which fails with
     /// `MPI_ERR_ROOT` on every member. Then the world split by blocks (one
     /// process's ranks each): an all-reduce with the program's own
@@ -547,14 +548,26 @@ gpu_mpi_device::kernel! {
         let weighted: i64 = (0..hn).map(|r| i64::from(r + 1) * world_of(r) as i64).sum();
         good += u64::from(total == weighted);
         let add = || UserOperation::commutative(|a: &u64, b: &u64| a.wrapping_add(*b));
-        let mut composed = 0u64;
-        request::scope(|scope| -> Result<(), Error> {
-            let op = UserOperation::associative(compose);
-            half.immediate_all_reduce_into(scope, &map_of(me), &mut composed, op)?.wait()?;
-            Ok(())
-        })?;
-        let expected = (1..hn).fold(map_of(world_of(0)), |acc, r| compose(&acc, &map_of(world_of(r))));
-        good += u64::from(composed == expected);
+        // Three rounds of two in flight: a member that completes both may
+        // start the next round, in the same slots, while another still
+        // joins this one.
+        let mut all_right = true;
+        for round in 0..3u64 {
+            let (mut x, mut y) = (0u64, 0u64);
+            request::scope(|scope| -> Result<(), Error> {
+                let op = || UserOperation::associative(compose);
+                let a = half.immediate_all_reduce_into(scope, &map_of(me + round), &mut x, op())?;
+                let b = half.immediate_all_reduce_into(scope, &map_of(me * round), &mut y, op())?;
+                a.wait()?;
+                b.wait()?;
+                Ok(())
+            })?;
+            let expect = |f: &dyn Fn(u64) -> u64| {
+                (1..hn).fold(map_of(f(world_of(0))), |acc, r| compose(&acc, &map_of(f(world_of(r)))))
+            };
+            all_right &= x == expect(&|w| w + round) && y == expect(&|w| w * round);
+        }
+        good += u64::from(all_right);
         let mut v = 0u64;
         let wrong = request::scope(|scope| -> Result<(), Error> {
             let root = if hr == hn - 1 && hn > 1 { 1 } else { 0 };
