@@ -1515,6 +1515,11 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
             Verdict::Failure => self.local.end_aborted(),
             Verdict::Finished => {}
         }
+        if verdict != Verdict::Finished {
+            // A rank of a run that ends early may still be joining from
+            // these buffers: left allocated (once per launch that fails).
+            std::mem::forget(std::mem::take(&mut self.join_parts));
+        }
         let me = self.me;
         for q in (0..self.processes).filter(|&q| q != me) {
             let n = self.sent_to[q as usize];
