@@ -212,10 +212,12 @@ fn main() -> ExitCode {
         0,
         IMMEDIATE_CHECKS_ROOTED * u64::from(total) + IMMEDIATE_CHECKS,
     );
+    // Two creations per kernel: a split, and `split_shared` or nothing.
+    let group_spec = c.spec().communicators(4).immediate_on_communicators(true);
     c.per_rank(
         "non-blocking collectives of communicators, every root",
         &IMMEDIATE_GROUPS,
-        c.spec().communicators(4).immediate_on_communicators(true),
+        group_spec,
         0,
         IMMEDIATE_GROUP_CHECKS_ROOTED * u64::from(total / 2) + IMMEDIATE_GROUP_CHECKS,
     );
@@ -237,7 +239,6 @@ fn main() -> ExitCode {
         }
     });
     c.check("a non-blocking barrier the last rank skipped, reported", skipped);
-    let group_spec = c.spec().communicators(4).immediate_on_communicators(true);
     let skipped = ended_on(&c, &SKIPPED_GROUP_IMMEDIATE, &group_spec, |e| {
         let HostError::Deadlock(report) = e else {
             return false;
