@@ -304,6 +304,12 @@ fn empty() -> Status {
 }
 
 impl<'a, 's> Request<'a, 's> {
+    /// Its index: a record of the rank's engine, or a slot of its
+    /// non-blocking collectives (`nonblocking::slot_of`).
+    pub(crate) fn index(&self) -> u32 {
+        self.index
+    }
+
     /// The null request (`MPI_REQUEST_NULL`).
     pub const fn null() -> Self {
         Request {

@@ -835,15 +835,7 @@ fn arrive_world<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, args: &Args
             // This process's part is ready (its ranks' fold, when they
             // agree, in the result cell): the relay joins the processes'
             // parts and publishes `done` (docs/distributed.md).
-            let record = w.slot_record(sp, slot);
-            // Relaxed: released by the store of `handed` below.
-            record[core::mem::offset_of!(SlotRecord, operation) / 4]
-                .store(fold.operation(), Ordering::Relaxed);
-            // Release: pairs with the relay's Acquire load of `handed`:
-            // this process's ranks' arguments and operands (acquired by
-            // the tree's adds) and the fold in the result cell are
-            // visible to it.
-            record[core::mem::offset_of!(SlotRecord, handed) / 4].store(use_, Ordering::Release);
+            hand(w, sp, slot, use_, fold.operation());
             return;
         }
         if top {
@@ -970,10 +962,9 @@ fn local_members(w: &World, sp: Space) -> u32 {
 /// order with the predefined operation `operation` and publishes `done`
 /// here as a last arriver would (docs/distributed.md).
 fn hand_group(w: &World, sp: Space, slot: u32, use_: u32, operation: u32) {
-    let record = w.slot_record(sp, slot);
-    // Relaxed: released by the store of `handed` below.
-    record[core::mem::offset_of!(SlotRecord, operation) / 4].store(operation, Ordering::Relaxed);
-    record[core::mem::offset_of!(SlotRecord, group_size) / 4].store(sp.size, Ordering::Relaxed);
+    // Relaxed: released by the store of `handed` (`hand`).
+    w.slot_word(sp, slot, core::mem::offset_of!(SlotRecord, group_size))
+        .store(sp.size, Ordering::Relaxed);
     // Release: pairs with the relay's Acquire load of the flag, after which
     // it reads the context's table (written by the creation, which this
     // rank passed) to find the groups with members here; it may see the
@@ -981,9 +972,19 @@ fn hand_group(w: &World, sp: Space, slot: u32, use_: u32, operation: u32) {
     let first = Space { start: 0, ..sp };
     w.slot_word(first, 0, core::mem::offset_of!(SlotRecord, relayed))
         .store(1, Ordering::Release);
-    // Release: pairs with the relay's Acquire load of `handed`: this
-    // process's members' arguments and operands (acquired by the
-    // counter's adds) are visible to it.
+    hand(w, sp, slot, use_, operation);
+}
+
+/// A process's part of use `use_` of a slot of `sp` handed to the host's
+/// relay: the operation code, then the use in `handed`. What the part's
+/// ranks wrote (their arguments and operands, the world's fold in the
+/// result cell) was acquired by the caller's arrival.
+fn hand(w: &World, sp: Space, slot: u32, use_: u32, operation: u32) {
+    let record = w.slot_record(sp, slot);
+    // Relaxed: released by the store of `handed` below.
+    record[core::mem::offset_of!(SlotRecord, operation) / 4].store(operation, Ordering::Relaxed);
+    // Release: pairs with the relay's Acquire load of `handed`: the part
+    // and the words stored before are visible to it.
     record[core::mem::offset_of!(SlotRecord, handed) / 4].store(use_, Ordering::Release);
 }
 
@@ -1250,9 +1251,8 @@ fn start_reduction<'a, 's, T: Equivalence, O: Operation<T>>(
             });
         }
     }
-    // The slot `start` takes (it counts the start after this read).
-    let slot = if joins { w.started(sp) % IMMEDIATE_SLOTS } else { 0 };
     let request = start(w, sp, scope, s, &OpFold(&op, PhantomData::<T>))?;
+    let slot = crate::nonblocking::slot_of(request.index());
     // A start with an error of its own (its class in its arguments, which
     // it wrote) completes with that error: nothing to keep.
     if joins && w.read_args(sp, slot, sp.member).kind_class >> 8 == 0 {
