@@ -651,8 +651,10 @@ impl World {
     }
 
     /// Whether the world spreads over processes (docs/distributed.md):
-    /// then the world's collectives go by messages and the non-blocking
-    /// ones through the host's relay (with the `distributed` feature),
+    /// then the world's collectives go by messages but the barrier,
+    /// broadcast, reduce and all-reduce, whose barriers the host's relay
+    /// completes with what they read, and the non-blocking ones through
+    /// the relay (with the `distributed` feature),
     /// and what would read or write another process's ranks' memory fails
     /// with [`Error::AcrossProcesses`] on every rank.
     /// Known at attach (`RankState`: local), so a collective reads no
@@ -881,6 +883,23 @@ pub(crate) enum Route<'a> {
     /// block or warp where the call has one (`collective/hardware.rs`),
     /// else the message algorithms (`collective/general.rs`).
     Sub(CommView<'a>),
+}
+
+impl<'a> Route<'a> {
+    /// The route of a collective that the world keeps across processes
+    /// (the barrier, broadcast, reduce and all-reduce: their world
+    /// barriers carry what they read, docs/distributed.md): the world's
+    /// own algorithms where the others go by messages. Only the world
+    /// routes itself by messages, and only with the `distributed`
+    /// feature: without it the check folds away, and a communicator's
+    /// calls carry no world algorithm.
+    #[inline(always)]
+    pub(crate) fn kept(self) -> Route<'a> {
+        match self {
+            Route::Sub(v) if cfg!(feature = "distributed") && v.comm.id == 0 => Route::World(v.world),
+            route => route,
+        }
+    }
 }
 
 /// The colour of a split (`MPI_Comm_split`'s `color`): ranks passing the

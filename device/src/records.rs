@@ -1319,8 +1319,13 @@ pub struct GridBarrier {
     /// 0, a correct program's fence, is judged from the count that its
     /// poll loads anyway).
     pub arrivals: [u64; 4],
-    /// Unused (the rest of the counts' line).
-    pub reserved: [u32; 8],
+    /// Across processes only (docs/distributed.md): what the staging
+    /// regions hold at generation `g` that the other processes' ranks read
+    /// after it, in word `g % 4`: the OR of the arriving blocks'
+    /// [`BarrierPayload`]s, which the host's relay reads once its
+    /// process's blocks all arrived and ships with their arrival. Zeroed
+    /// by the relay with the count (in one process nobody writes it).
+    pub payloads: [u64; 4],
     /// The key of a keyed world barrier (a broadcast's root, a
     /// collective's argument agreement) at generation `g`, in line `g %
     /// 4`, one word per word of the key: the OR of `k << 32 | !k` over the
@@ -1328,6 +1333,42 @@ pub struct GridBarrier {
     /// exactly when the two halves share no bit. The words past
     /// [`BARRIER_KEY_WORDS`](crate::layout::BARRIER_KEY_WORDS) are unused.
     pub keys: [[u64; 8]; 4],
+}
+
+/// What one block's arrival at a world barrier across processes asks the
+/// relay to carry to the other processes ([`GridBarrier::payloads`]): the
+/// staging regions' bytes that its process's ranks wrote for the ranks
+/// of every process to read after the barrier, in the current staging
+/// half. The regions lie at the same offsets in every process's copy of
+/// the world memory (docs/distributed.md, "Collectives across processes").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BarrierPayload(pub u64);
+
+impl BarrierPayload {
+    /// The process's blocks' cells (a reduction round's block results).
+    pub const BLOCK_CELLS: u64 = 1;
+    /// The broadcast area (a broadcast's root's chunk).
+    pub const BROADCAST_AREA: u64 = 2;
+    /// The header of the reference rank's cell (the count a reduction's
+    /// count mismatch reports), that rank in the high half.
+    pub const REFERENCE: u64 = 4;
+    /// Set: staging half 1; clear: half 0.
+    pub const HALF: u64 = 8;
+
+    /// Whether any of `bits` is set.
+    pub const fn has(self, bits: u64) -> bool {
+        self.0 & bits != 0
+    }
+
+    /// The staging half the bytes are in (0 or 1).
+    pub const fn half(self) -> usize {
+        self.has(Self::HALF) as usize
+    }
+
+    /// The reference rank (with [`BarrierPayload::REFERENCE`]).
+    pub const fn reference(self) -> u32 {
+        (self.0 >> 32) as u32
+    }
 }
 
 const _: () = assert!(core::mem::size_of::<WaitRecord>() == crate::layout::RECORD_STRIDE);

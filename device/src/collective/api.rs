@@ -39,13 +39,11 @@ pub trait CommunicatorCollectives: Communicator {
                 })
             })
         };
-        match self.route() {
+        // A world across processes keeps its own barrier, which the
+        // processes' relays complete (docs/distributed.md): one exchange
+        // between processes, not ceil(log2 n) rounds of messages.
+        match self.route().kept() {
             Route::World(w) => world_barrier(w),
-            // A world across processes keeps its own barrier, which the
-            // processes' relays complete (docs/distributed.md): one
-            // exchange between processes, not ceil(log2 n) rounds of
-            // messages.
-            Route::Sub(v) if cfg!(feature = "distributed") && v.comm.id == 0 => world_barrier(v.world),
             Route::Sub(v) => v.traced(Call::Barrier, -2, || {
                 super::hardware::barrier(&v).unwrap_or_else(|| v.barrier())
             }),
@@ -62,7 +60,7 @@ pub trait CommunicatorCollectives: Communicator {
         R: ElementsMut<T> + ?Sized,
         O: Operation<T>,
     {
-        match self.route() {
+        match self.route().kept() {
             Route::World(w) => w.traced(Call::AllReduce, -2, || {
                 let (s, r) = (send.elements(), recv.elements_mut());
                 // SAFETY: two distinct borrowed slices, valid for the call.
@@ -88,7 +86,7 @@ pub trait CommunicatorCollectives: Communicator {
         R: ElementsMut<T> + ?Sized,
         O: Operation<T>,
     {
-        match self.route() {
+        match self.route().kept() {
             Route::World(w) => w.traced(Call::AllReduce, -2, || {
                 let b = buf.elements_mut();
                 let (p, n) = (b.as_mut_ptr(), b.len());

@@ -153,11 +153,18 @@ impl Process<'_> {
         (self.comm.id != 0 || self.world.collectives_by_messages())
             .then(|| CommView::of(self.world, self.comm))
     }
+
+    /// [`Process::sub`] for a broadcast or reduce, which the world keeps
+    /// across processes ([`Route::kept`](crate::communicator::Route)).
+    #[inline(always)]
+    fn sub_kept(&self) -> Option<CommView<'_>> {
+        (self.comm.id != 0).then(|| CommView::of(self.world, self.comm))
+    }
 }
 
 impl Root for Process<'_> {
     fn broadcast_into<B: BufferMut + ?Sized>(&self, buf: &mut B) -> Result<(), Error> {
-        if let Some(v) = self.sub() {
+        if let Some(v) = self.sub_kept() {
             return v.traced(WaitCall::Broadcast, self.rank, || {
                 hardware::broadcast_buffer(&v, self.rank, buf).unwrap_or_else(|| v.broadcast(self.rank, buf))
             });
@@ -173,7 +180,7 @@ impl Root for Process<'_> {
         R: ElementsMut<T> + ?Sized,
         O: Operation<T>,
     {
-        if let Some(v) = self.sub() {
+        if let Some(v) = self.sub_kept() {
             return v.traced(WaitCall::Reduce, self.rank, || {
                 let (s, n) = general::elements(send);
                 let r = general::elements_mut(recv);
@@ -204,7 +211,7 @@ impl Root for Process<'_> {
         R: ElementsMut<T> + ?Sized,
         O: Operation<T>,
     {
-        if let Some(v) = self.sub() {
+        if let Some(v) = self.sub_kept() {
             return v.traced(WaitCall::Reduce, self.rank, || {
                 let (p, n) = general::elements_mut(buf);
                 // SAFETY: one slice, each element read before it is written.
@@ -231,7 +238,7 @@ impl Root for Process<'_> {
         S: Elements<T> + ?Sized,
         O: Operation<T>,
     {
-        if let Some(v) = self.sub() {
+        if let Some(v) = self.sub_kept() {
             return v.traced(WaitCall::Reduce, self.rank, || {
                 let (s, n) = general::elements(send);
                 // SAFETY: a borrowed slice, valid for the call.

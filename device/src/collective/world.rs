@@ -11,6 +11,8 @@ use crate::datatype::{BufferMut, Equivalence};
 use crate::error::{saturating_u32, Error, ErrorClass};
 use crate::layout::BARRIER_KEY_WORDS;
 use crate::polling::{Call as WaitCall, WaitFor, STATE_RUNNING};
+#[cfg(feature = "distributed")]
+use crate::records::BarrierPayload;
 use crate::shim::{self, AtomicU64, Ordering};
 
 /// Count word of a staged operand or partial result: the counts of the
@@ -165,6 +167,20 @@ impl<'w> GenerationWords<'w> {
         // barrier region, 8-byte aligned (the record is 64-byte aligned),
         // accessed only atomically; the world outlives `'w`.
         unsafe { shim::atomic_u64_at(self.base, self.arrivals) }
+    }
+
+    /// The generation's payload word ([`GridBarrier::payloads`](crate::records::GridBarrier)),
+    /// as far from its arrivals word as the two arrays' starts.
+    #[cfg(feature = "distributed")]
+    #[inline(always)]
+    fn payloads(&self) -> &'w AtomicU64 {
+        use crate::records::GridBarrier;
+        let from_arrivals =
+            core::mem::offset_of!(GridBarrier, payloads) - core::mem::offset_of!(GridBarrier, arrivals);
+        // SAFETY: inside the world barrier's record, 8-byte aligned (the
+        // record is 64-byte aligned), accessed only atomically; the world
+        // outlives `'w`.
+        unsafe { shim::atomic_u64_at(self.base, self.arrivals + from_arrivals) }
     }
 
     /// Zeroes the generation's count and every word of its key (whatever
@@ -481,11 +497,13 @@ impl World {
         fetch: *const u8,
     ) -> Result<bool, Error> {
         const { assert!(key_fits(N)) };
-        if self.across_processes() && what.operation != WaitCall::Barrier {
+        if self.across_processes() && what.operation != WaitCall::Barrier && !carried(what.operation) {
             // Every rank reads the same flag: all fail, none arrives. The
             // barrier itself crosses: the relays add the other processes'
-            // arrivals (docs/distributed.md); the other collectives read
-            // every rank's cells in this memory after it.
+            // arrivals (docs/distributed.md); so do a broadcast's and a
+            // reduction's, with the bytes they read after it (`carried`);
+            // the other collectives read every rank's cells or buffers in
+            // this memory after it.
             return Err(Error::AcrossProcesses {
                 operation: what.operation as u32,
             });
@@ -619,6 +637,16 @@ impl World {
             self.generation(generation).arrivals().add(1, Ordering::Release);
         } else if blocks > 1 && self.thread == arrival.arriver() {
             let arrivals = self.generation(generation).arrivals();
+            // Compiled only with the feature: kernels for one process
+            // (every PTX build) keep the barrier they had, to the byte.
+            #[cfg(feature = "distributed")]
+            if carried(what.operation) && self.across_processes() {
+                // Relaxed: published by the arrival below (its release
+                // half), which the relay acquires before it reads this.
+                self.generation(generation)
+                    .payloads()
+                    .or(self.barrier_payload(what).0, Ordering::Relaxed);
+            }
             // AcqRel. The release carries this block's writes, ordered
             // before this point by the block barrier, to every rank that
             // acquires a later value of the count: the arrivals are one
@@ -1484,6 +1512,53 @@ impl World {
         // SAFETY: the broadcast region (two halves) lies inside the world memory.
         unsafe { self.base.add(self.layout.broadcast + half) }
     }
+
+    /// What this block's arrival at a world barrier of `what` asks the
+    /// relay to carry to the other processes ([`BarrierPayload`]), in the
+    /// current staging half: a broadcast's root's block, the area it
+    /// filled; a reduction round's every block, its cell (the block
+    /// tree's result), and the reference rank's block (the root, or rank
+    /// 0 when there is no valid root: `World::reduce_impl`'s), that
+    /// rank's cell header.
+    #[cfg(feature = "distributed")]
+    fn barrier_payload(&self, what: WaitFor) -> BarrierPayload {
+        let here = |r: i32| self.check_rank(r).is_ok() && r as u32 / self.block_dim() == self.block;
+        let half = if self.staging_half() == 1 {
+            BarrierPayload::HALF
+        } else {
+            0
+        };
+        BarrierPayload(match what.operation {
+            WaitCall::Broadcast if here(what.peer) => BarrierPayload::BROADCAST_AREA | half,
+            WaitCall::Reduce | WaitCall::AllReduce => {
+                let reference = match what.operation {
+                    WaitCall::Reduce if self.check_rank(what.peer).is_ok() => what.peer,
+                    _ => 0,
+                };
+                let cells = BarrierPayload::BLOCK_CELLS | half;
+                if here(reference) {
+                    cells | BarrierPayload::REFERENCE | (reference as u64) << 32
+                } else {
+                    cells
+                }
+            }
+            _ => 0,
+        })
+    }
+}
+
+/// Whether a world barrier of `operation` crosses processes with the
+/// bytes its ranks read after it (`World::barrier_payload`): the world's
+/// broadcast and reductions stay hierarchical across processes (inside
+/// each process, the relays between them, inside each again;
+/// docs/distributed.md). Only with the `distributed` feature.
+#[inline(always)]
+fn carried(operation: WaitCall) -> bool {
+    cfg!(feature = "distributed")
+        && matches!(
+            operation,
+            WaitCall::Broadcast | WaitCall::Reduce | WaitCall::AllReduce
+        )
 }
 
 /// One round of [`World::reduce_impl`] after this rank staged its count

@@ -14,9 +14,10 @@ use gpu_mpi::{BlockedState, Device, DeviceBuffer, Hint, HostError, LaunchReport,
 use gpu_mpi_example_distributed_kernels::{
     CheckArgs, ABORT, BARRIERS, COLLECTIVES, CONTEXTS, DEADLOCK, EXCHANGE, IMMEDIATE, IMMEDIATE_CHECKS,
     IMMEDIATE_CHECKS_ROOTED, IMMEDIATE_GROUPS, IMMEDIATE_GROUP_CHECKS, IMMEDIATE_GROUP_CHECKS_ROOTED,
-    IMMEDIATE_USER_OP, LARGE, LARGE_ELEMENTS, MAX_WORLD, MISMATCHED_ROOTS, ORDER, PANIC, POSTED, RANK_ERROR,
-    REQUESTS, ROOTED_CHECKS, SKIPPED_ALL_REDUCE, SKIPPED_BARRIER, SKIPPED_GROUP_IMMEDIATE, SKIPPED_IMMEDIATE,
-    SPLIT, SPLIT_CHECKS, UNROOTED_CHECKS, USER_OP_CHECKS, WINDOW,
+    IMMEDIATE_USER_OP, LARGE, LARGE_ELEMENTS, MAX_WORLD, MISMATCHED_COUNTS, MISMATCHED_ROOTS, ORDER, PANIC,
+    POSTED, RANK_ERROR, REQUESTS, ROOTED_CHECKS, ROUND_CHECKS, SKIPPED_ALL_REDUCE, SKIPPED_BARRIER,
+    SKIPPED_GROUP_IMMEDIATE, SKIPPED_IMMEDIATE, SPLIT, SPLIT_CHECKS, UNROOTED_CHECKS, USER_OP_CHECKS, WINDOW,
+    WORLD_ROUNDS,
 };
 use gpu_mpi_example_pi_kernels::{PiArgs, PI_P2P, PI_REDUCE};
 use gpu_mpi_example_ring_kernels::{RingArgs, RING};
@@ -194,6 +195,17 @@ fn main() -> ExitCode {
     } else {
         c.say(&format!("--   collectives and splits: at most {MAX_WORLD} ranks"));
     }
+    c.per_rank(
+        "the world's broadcast and reductions over several staging rounds",
+        &WORLD_ROUNDS,
+        c.spec().collective_bytes(64),
+        0,
+        ROUND_CHECKS,
+    );
+    let counts = every_rank_fails(&c, &MISMATCHED_COUNTS, c.spec(), |e| {
+        matches!(e, DeviceError::CountMismatch { expected: 2, .. })
+    });
+    c.check("a reduce with mismatched counts fails on every rank", counts);
     let mismatched = every_rank_fails(&c, &MISMATCHED_ROOTS, c.spec(), |e| e.class() == ErrorClass::Root);
     c.check(
         "a broadcast with mismatched roots fails on every rank",
@@ -274,19 +286,13 @@ fn main() -> ExitCode {
             return false;
         };
         let last = c.n * c.processes - 1;
-        let hint = if c.processes == 1 {
-            // In one process the world's own all-reduce: its barrier.
-            Hint::ExitedBeforeCollective {
-                operation: Call::AllReduce as u32,
-                waiting: (0..last).collect(),
-                exited: vec![last],
-            }
-        } else {
-            Hint::ExitedBeforeCommunicatorCollective {
-                communicator: 0,
-                waiting: (0..last).collect(),
-                exited: vec![last],
-            }
+        // The world's own all-reduce, in one process or across several
+        // (its barrier crosses with the relays): a world collective, not
+        // a communicator's messages.
+        let hint = Hint::ExitedBeforeCollective {
+            operation: Call::AllReduce as u32,
+            waiting: (0..last).collect(),
+            exited: vec![last],
         };
         report.hints == vec![hint]
     });

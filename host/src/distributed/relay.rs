@@ -43,14 +43,17 @@
 //! # A world barrier
 //! The blocks of every process arrive at the barrier record of their own
 //! world memory. Once the count of the current generation equals this
-//! process's blocks, the relay sends `BARRIER` (the generation, the key
-//! words) to every other relay; once every other process's came, it ORs
-//! their key words in, clears generation `g + 3` as the last block to
-//! arrive does in one process, and adds their blocks to the count with a
-//! Release, which the waiting blocks acquire. A barrier's generation is the
-//! same in every process: the other collectives go by messages (or, in a
-//! kernel crate without the device's `distributed` feature, fail) before
-//! they count one.
+//! process's blocks, the relay sends `BARRIER` (the generation, the
+//! count's word, the key words, and the staging bytes its blocks named in
+//! the generation's payload word: a broadcast's or a reduction's, the
+//! world's own algorithms across processes) to every other relay; once
+//! every other process's came, it writes their bytes at the same offsets
+//! here, ORs their key words in, clears generation `g + 3` as the last
+//! block to arrive does in one process, and adds their counts with a
+//! Release, which the waiting blocks acquire. A barrier's generation is
+//! the same in every process: the collectives that are not the world's
+//! own go by messages (or, in a kernel crate without the device's
+//! `distributed` feature, fail) before they count one.
 //!
 //! # A non-blocking collective of the world
 //! Each process's ranks climb an arrival tree of their own; its top
@@ -110,8 +113,8 @@ use gpu_mpi_device::abi::layout::{
     SLOT_HEADER_BYTES,
 };
 use gpu_mpi_device::abi::records::{
-    kind_of, kind_sequence, CommEntry, GridBarrier, MessageKind, SlotHeader, SlotState, KIND_BITS, LINK_NONE,
-    LINK_PENDING,
+    kind_of, kind_sequence, BarrierPayload, CommEntry, GridBarrier, MessageKind, SlotHeader, SlotState,
+    KIND_BITS, LINK_NONE, LINK_PENDING,
 };
 use gpu_mpi_device::collective::immediate::{
     done_word, fold_system, judge, Args, Kind as ImmediateKind, SlotRecord, ARGS_BYTES, VERDICT_JOIN,
@@ -251,11 +254,16 @@ impl Memory {
     }
 
     /// The arrivals word of world barrier generation `generation`: the
-    /// count in its low half. Its high half (the blocks of a short key not
-    /// all 0) stays 0 here: a keyed barrier (a broadcast's, a
-    /// window's fence) fails across processes before it arrives.
+    /// count in its low half, the blocks of a short key not all 0 in its
+    /// high half (`GridBarrier::arrivals`).
     fn arrivals(&self, generation: u32) -> &AtomicU64 {
         self.word64(GRID_BARRIER_OFFSET + offset_of!(GridBarrier, arrivals) + 8 * (generation % 4) as usize)
+    }
+
+    /// The payload word of world barrier generation `generation`
+    /// (`GridBarrier::payloads`).
+    fn payloads(&self, generation: u32) -> &AtomicU64 {
+        self.word64(GRID_BARRIER_OFFSET + offset_of!(GridBarrier, payloads) + 8 * (generation % 4) as usize)
     }
 
     /// Key word `i` of world barrier generation `generation`.
@@ -303,6 +311,22 @@ impl Memory {
         // SAFETY: the payload follows the slot's header inside the world.
         unsafe { self.base.add(self.layout.slot_of_id(id) + SLOT_HEADER_BYTES) }
     }
+}
+
+/// The other processes' arrivals at one world barrier generation, as
+/// their `BARRIER`s came.
+#[derive(Default)]
+struct RemoteArrivals {
+    /// Processes whose arrival came.
+    processes: u32,
+    /// Their arrivals words added up (each the process's blocks in the low
+    /// half, its blocks of a short key not all 0 in the high half).
+    count: u64,
+    /// Their key words ORed.
+    keys: [u64; BARRIER_KEY_WORDS],
+    /// The staging bytes they carried (`BarrierPayload`), each at its
+    /// offset in the world memory.
+    bytes: Vec<(usize, Vec<u8>)>,
 }
 
 /// A streamed message being taken chunk by chunk.
@@ -387,9 +411,8 @@ struct Pump<'r, 'l, 's, 'a> {
     generation: u32,
     /// Whether its blocks' arrival went to the other processes.
     arrived: bool,
-    /// Per generation, the other processes' arrivals so far and their keys
-    /// ORed.
-    remote: HashMap<u32, (u32, [u64; BARRIER_KEY_WORDS])>,
+    /// Per generation, the other processes' arrivals so far.
+    remote: HashMap<u32, RemoteArrivals>,
     /// Blocks per process.
     blocks: u32,
     /// Per world slot of the non-blocking collectives, the last use this
@@ -706,10 +729,20 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
                 false
             }
             Kind::Barrier => {
-                let entry = self.remote.entry(word(1)).or_insert((0, [0; BARRIER_KEY_WORDS]));
-                entry.0 += 1;
-                for (i, k) in entry.1.iter_mut().enumerate() {
-                    *k |= u64::from(word(2 + 2 * i)) | (u64::from(word(3 + 2 * i)) << 32);
+                let wide = |i: usize| u64::from(word(i)) | (u64::from(word(i + 1)) << 32);
+                let entry = self.remote.entry(word(1)).or_default();
+                entry.processes += 1;
+                entry.count += wide(2);
+                for (i, k) in entry.keys.iter_mut().enumerate() {
+                    *k |= wide(4 + 2 * i);
+                }
+                let ranges = 4 + 2 * BARRIER_KEY_WORDS;
+                let mut at = 4 * (ranges + 1 + 3 * word(ranges) as usize);
+                for r in 0..word(ranges) as usize {
+                    let at_word = ranges + 1 + 3 * r;
+                    let (offset, len) = (wide(at_word) as usize, word(at_word + 2) as usize);
+                    entry.bytes.push((offset, v[at..at + len].to_vec()));
+                    at += len;
                 }
                 true
             }
@@ -751,34 +784,66 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
     }
 
     /// The world barrier across processes: once every local block arrived
-    /// at the current generation, sends the count's arrival and the key
-    /// words to the other processes; once all of theirs came, ORs their
-    /// keys in and adds their blocks' arrivals, as the last block to arrive
-    /// would (it also clears generation `g + 3`, the words the next
-    /// barriers reuse). True if it did either.
+    /// at the current generation, sends the count's arrival (its whole
+    /// word), the key words and the staging bytes its blocks asked for
+    /// ([`Pump::payload_ranges`]) to the other processes; once all of
+    /// theirs came, writes their bytes where they were, ORs their keys in
+    /// and adds their arrivals, as the last block to arrive would (it also
+    /// clears generation `g + 3`, the words the next barriers reuse). True
+    /// if it did either.
     fn advance_barrier(&mut self) -> bool {
         let g = self.generation;
         let mut moved = false;
-        // Acquire pairs with the blocks' AcqRel arrivals: their key ORs,
-        // made before, are visible.
-        if !self.arrived && self.memory.arrivals(g).load(Ordering::Acquire) == u64::from(self.blocks) {
-            let mut words = vec![Kind::Barrier as u32, g];
+        // Acquire pairs with the blocks' AcqRel arrivals: their key and
+        // payload ORs and the staging bytes they wrote, all before, are
+        // visible.
+        let count = self.memory.arrivals(g).load(Ordering::Acquire);
+        if !self.arrived && count as u32 == self.blocks {
+            let mut words = vec![Kind::Barrier as u32, g, count as u32, (count >> 32) as u32];
             for i in 0..BARRIER_KEY_WORDS {
                 // Relaxed: after the acquire above.
                 let k = self.memory.key(g, i).load(Ordering::Relaxed);
                 words.extend([k as u32, (k >> 32) as u32]);
             }
+            // Relaxed: after the acquire above.
+            let payload = BarrierPayload(self.memory.payloads(g).load(Ordering::Relaxed));
+            let ranges = self.payload_ranges(payload);
+            words.push(ranges.len() as u32);
+            let mut bytes = Vec::new();
+            for &(offset, len) in &ranges {
+                words.extend([offset as u32, (offset as u64 >> 32) as u32, len as u32]);
+                // SAFETY: a staging range of this process's ranks inside the
+                // world memory, written before their arrivals (acquired
+                // above) and not again before this generation completes.
+                bytes.extend_from_slice(unsafe {
+                    std::slice::from_raw_parts(self.memory.base.add(offset), len)
+                });
+            }
             let me = self.me;
             for q in (0..self.processes).filter(|&q| q != me) {
-                self.send(q, &words, &[]);
+                self.send(q, &words, &bytes);
             }
             self.arrived = true;
             moved = true;
         }
-        let complete = self.remote.get(&g).is_some_and(|r| r.0 == self.processes - 1);
+        let complete = self
+            .remote
+            .get(&g)
+            .is_some_and(|r| r.processes == self.processes - 1);
         if self.arrived && complete {
-            let (_, keys) = self.remote.remove(&g).expect("checked");
-            for (i, &k) in keys.iter().enumerate() {
+            let remote = self.remote.remove(&g).expect("checked");
+            for (offset, bytes) in &remote.bytes {
+                // SAFETY: another process's staging range, at the same
+                // offset here, inside the world memory: its writers run
+                // there, so here only this relay writes it, and the ranks
+                // read it only after the Release add below; its readers of
+                // the staging half's previous round finished before they
+                // arrived at this generation.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.memory.base.add(*offset), bytes.len())
+                };
+            }
+            for (i, &k) in remote.keys.iter().enumerate() {
                 // Relaxed: published by the Release add below.
                 self.memory.key(g, i).fetch_or(k, Ordering::Relaxed);
             }
@@ -786,20 +851,47 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
             // Relaxed: published by the Release add below, which the
             // blocks acquire before they arrive at generation `g + 3`.
             self.memory.arrivals(next).store(0, Ordering::Relaxed);
+            self.memory.payloads(next).store(0, Ordering::Relaxed);
             for i in 0..BARRIER_KEY_WORDS {
                 self.memory.key(next, i).store(0, Ordering::Relaxed);
             }
             // Release pairs with the waiting blocks' Acquire loads of the
-            // count: the keys above are visible to them.
-            self.memory
-                .arrivals(g)
-                .fetch_add(u64::from(self.blocks * (self.processes - 1)), Ordering::Release);
+            // count: the bytes and keys above are visible to them.
+            self.memory.arrivals(g).fetch_add(remote.count, Ordering::Release);
             self.generation = g.wrapping_add(1);
             self.arrived = false;
             self.local.progressed();
             moved = true;
         }
         moved
+    }
+
+    /// The world memory ranges (offset, length) that `payload` names, as
+    /// this process holds them: its blocks' cells, the broadcast area,
+    /// the reference rank's cell if it runs it; in the payload's staging
+    /// half. Whole cells: the relay need not know their layout.
+    fn payload_ranges(&self, payload: BarrierPayload) -> Vec<(usize, usize)> {
+        let l = &self.memory.layout;
+        let (cell, half) = (l.collective_bytes, payload.half());
+        let mut ranges = Vec::new();
+        if payload.has(BarrierPayload::BLOCK_CELLS) {
+            let first = (half * l.blocks as usize + (self.me * self.blocks) as usize) * cell;
+            ranges.push((l.block_scratch + first, self.blocks as usize * cell));
+        }
+        if payload.has(BarrierPayload::BROADCAST_AREA) {
+            ranges.push((l.broadcast + half * cell, cell));
+        }
+        let reference = payload.reference();
+        if payload.has(BarrierPayload::REFERENCE)
+            && reference < l.ranks
+            && self.process_of(reference) == self.me
+        {
+            ranges.push((
+                l.rank_scratch + (half * l.ranks as usize + reference as usize) * cell,
+                cell,
+            ));
+        }
+        ranges
     }
 
     /// The non-blocking collectives of the world across processes

@@ -294,6 +294,77 @@ gpu_mpi_device::kernel! {
     }
 }
 
+/// Elements of [`WORLD_ROUNDS`]' buffers: 320 bytes, several staging
+/// rounds in a world of 64-byte cells.
+pub const ROUND_ELEMENTS: usize = 40;
+
+/// [`WORLD_ROUNDS`]' checks per rank: a broadcast and a reduce from each
+/// of three roots, an all-reduce in rank order and one in place.
+pub const ROUND_CHECKS: u64 = 8;
+
+/// Element `i` of rank `rank`'s [`join`] operand in [`WORLD_ROUNDS`]: the
+/// range of `rank`, shifted by `i` (every element its own chain).
+fn shifted(rank: i32, i: usize) -> u64 {
+    single(rank + i as i32)
+}
+
+gpu_mpi_device::kernel! {
+    /// The world's broadcast, reduce and all-reduce over buffers that
+    /// take several staging rounds (launched with small cells), each
+    /// round's bytes carried between processes by the relays: broadcasts
+    /// and sums from the first, a middle and the last rank, an all-reduce
+    /// with an operation that is not commutative and one in place.
+    /// `out[rank]`: the checks whose result was right on this rank (all
+    /// [`ROUND_CHECKS`]).
+    pub static WORLD_ROUNDS = fn world_rounds(world: &World, args: &CheckArgs) -> Result<(), Error> {
+        const N: usize = ROUND_ELEMENTS;
+        let (rank, size) = (world.rank(), world.size());
+        let mut good = 0u64;
+        for root in [0, size / 2, size - 1] {
+            let p = world.process_at_rank(root);
+            let mut v: [u64; N] = core::array::from_fn(|i| if rank == root { 1000 * root as u64 + i as u64 } else { 0 });
+            p.broadcast_into(&mut v[..])?;
+            good += u64::from((0..N).all(|i| v[i] == 1000 * root as u64 + i as u64));
+            let mine: [u64; N] = core::array::from_fn(|i| rank as u64 * i as u64 + 1);
+            let mut sum = [0u64; N];
+            if rank == root {
+                p.reduce_into_root(&mine[..], &mut sum[..], SystemOperation::sum())?;
+            } else {
+                p.reduce_into(&mine[..], SystemOperation::sum())?;
+            }
+            let ranks = size as u64 * (size as u64 - 1) / 2;
+            good += u64::from(rank != root || (0..N).all(|i| sum[i] == ranks * i as u64 + size as u64));
+        }
+        let mine: [u64; N] = core::array::from_fn(|i| shifted(rank, i));
+        let mut range = [0u64; N];
+        world.all_reduce_into(&mine[..], &mut range[..], UserOperation::associative(join))?;
+        good += u64::from((0..N).all(|i| range[i] == (shifted(0, i) & !0xffff_ffff) | (size as u64 - 1 + i as u64)));
+        let mut both: [u64; N] = core::array::from_fn(|i| rank as u64 + i as u64);
+        world.all_reduce_in_place(&mut both[..], SystemOperation::max())?;
+        good += u64::from((0..N).all(|i| both[i] == size as u64 - 1 + i as u64));
+        args.out.write(rank as usize, good)
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// A reduce to the last rank whose counts differ: the root passes two
+    /// elements, every other rank one. An erroneous call, which fails on
+    /// every rank with `MPI_ERR_COUNT` and the root's count (the
+    /// reference's cell, in the root's process), whichever process its
+    /// ranks are in.
+    pub static MISMATCHED_COUNTS = fn mismatched_counts(world: &World, _args: &CheckArgs) -> Result<(), Error> {
+        let (rank, size) = (world.rank(), world.size());
+        let root = world.process_at_rank(size - 1);
+        let mine = [rank as u64; 2];
+        if rank == size - 1 {
+            let mut sum = [0u64; 2];
+            root.reduce_into_root(&mine[..], &mut sum[..], SystemOperation::sum())
+        } else {
+            root.reduce_into(&mine[..1], SystemOperation::sum())
+        }
+    }
+}
+
 gpu_mpi_device::kernel! {
     /// A broadcast whose ranks name different roots (rank 0 on the even
     /// ranks, rank 1 on the odd ones): an erroneous call, which fails on
@@ -729,8 +800,8 @@ gpu_mpi_device::kernel! {
 
 gpu_mpi_device::kernel! {
     /// Every rank but the last enters an all-reduce; the last returns at
-    /// once: a deadlock in a collective that goes by messages across
-    /// processes, which the report names.
+    /// once: a deadlock in the world's own all-reduce, whose barrier
+    /// crosses processes, which the report names as in one process.
     pub static SKIPPED_ALL_REDUCE = fn skipped_all_reduce(world: &World, _args: &CheckArgs) -> Result<(), Error> {
         if world.rank() == world.size() - 1 {
             return Ok(());
