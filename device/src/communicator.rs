@@ -651,10 +651,9 @@ impl World {
     }
 
     /// Whether the world spreads over processes (docs/distributed.md):
-    /// then the world's collectives go by messages but the barrier,
-    /// broadcast, reduce and all-reduce, whose barriers the host's relay
-    /// completes with what they read, and the non-blocking ones through
-    /// the relay (with the `distributed` feature),
+    /// then the world's scatters go by messages, its other collectives'
+    /// barriers the host's relay completes with what they read, and the
+    /// non-blocking ones go through the relay (with the `distributed` feature),
     /// and what would read or write another process's ranks' memory fails
     /// with [`Error::AcrossProcesses`] on every rank.
     /// Known at attach (`RankState`: local), so a collective reads no
@@ -887,9 +886,9 @@ pub(crate) enum Route<'a> {
 
 impl<'a> Route<'a> {
     /// The route of a collective that the world keeps across processes
-    /// (the barrier, broadcast, reduce and all-reduce: their world
-    /// barriers carry what they read, docs/distributed.md): the world's
-    /// own algorithms where the others go by messages. Only the world
+    /// (all but the scatters: their world barriers carry what they read,
+    /// docs/distributed.md): the world's own algorithms where the
+    /// scatters go by messages. Only the world
     /// routes itself by messages, and only with the `distributed`
     /// feature: without it the check folds away, and a communicator's
     /// calls carry no world algorithm.

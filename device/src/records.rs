@@ -1354,6 +1354,10 @@ impl BarrierPayload {
     pub const REFERENCE: u64 = 4;
     /// Set: staging half 1; clear: half 0.
     pub const HALF: u64 = 8;
+    /// The process's ranks' cells (what a gather, all-gather, all-to-all,
+    /// scan or reduce-scatter round stages, an agreement's published
+    /// words).
+    pub const RANK_CELLS: u64 = 16;
 
     /// Whether any of `bits` is set.
     pub const fn has(self, bits: u64) -> bool {

@@ -5,6 +5,9 @@
 //! algorithms (`world.rs`, `movement.rs`, `scan.rs`); a communicator
 //! made from it the hardware path of a whole block or warp where the call
 //! has one (`hardware.rs`), else the message algorithms (`general.rs`).
+//! A world across processes keeps its own algorithms for every call here
+//! (`Route::kept`: their world barriers carry what they read,
+//! docs/distributed.md).
 
 use super::agreement::checksum;
 use super::general::{elements, elements_mut, partition_parts, partition_parts_mut, place_of, place_of_mut};
@@ -115,7 +118,7 @@ pub trait CommunicatorCollectives: Communicator {
         S: Buffer + ?Sized,
         R: BufferMut + ?Sized,
     {
-        match self.route() {
+        match self.route().kept() {
             Route::World(w) => w.traced(Call::AllGather, -2, || w.all_gather_impl(Some(send), recv, None)),
             Route::Sub(v) => v.traced(Call::AllGather, -2, || {
                 let (sp, sn) = place_of(send);
@@ -146,7 +149,7 @@ pub trait CommunicatorCollectives: Communicator {
     where
         R: BufferMut + ?Sized,
     {
-        match self.route() {
+        match self.route().kept() {
             Route::World(w) => w.traced(Call::AllGather, -2, || {
                 w.all_gather_impl::<u8, R>(None, buf, None)
             }),
@@ -176,7 +179,7 @@ pub trait CommunicatorCollectives: Communicator {
         S: Buffer + ?Sized,
         R: BufferMut + ?Sized,
     {
-        match self.route() {
+        match self.route().kept() {
             Route::World(w) => w.traced(Call::AllGather, -2, || {
                 let (counts, displs) = (recv.counts, recv.displs);
                 w.all_gather_impl(Some(send), &mut *recv.buf, Some((counts, displs)))
@@ -198,7 +201,7 @@ pub trait CommunicatorCollectives: Communicator {
     where
         R: BufferMut + ?Sized,
     {
-        match self.route() {
+        match self.route().kept() {
             Route::World(w) => w.traced(Call::AllGather, -2, || {
                 let (counts, displs) = (recv.counts, recv.displs);
                 w.all_gather_impl::<u8, R>(None, &mut *recv.buf, Some((counts, displs)))
@@ -223,7 +226,7 @@ pub trait CommunicatorCollectives: Communicator {
         S: Buffer + ?Sized,
         R: BufferMut + ?Sized,
     {
-        match self.route() {
+        match self.route().kept() {
             Route::World(w) => w.traced(Call::AllToAll, -2, || w.all_to_all_impl(send, recv)),
             Route::Sub(v) => v.traced(Call::AllToAll, -2, || {
                 let (sp, sn) = place_of(send);
@@ -256,7 +259,7 @@ pub trait CommunicatorCollectives: Communicator {
     where
         R: BufferMut + ?Sized,
     {
-        match self.route() {
+        match self.route().kept() {
             Route::World(w) => w.traced(Call::AllToAll, -2, || w.all_to_all_in_place_impl(buf)),
             Route::Sub(v) => v.traced(Call::AllToAll, -2, || {
                 let dt = buf.datatype();
@@ -284,7 +287,7 @@ pub trait CommunicatorCollectives: Communicator {
         S: Buffer + ?Sized,
         R: BufferMut + ?Sized,
     {
-        match self.route() {
+        match self.route().kept() {
             Route::World(w) => w.traced(Call::AllToAll, -2, || w.all_to_all_varcount_impl(send, recv)),
             Route::Sub(v) => v.traced(Call::AllToAll, -2, || {
                 let (sparts, sp, _) = partition_parts(send, v.size);
@@ -306,7 +309,7 @@ pub trait CommunicatorCollectives: Communicator {
     where
         R: BufferMut + ?Sized,
     {
-        match self.route() {
+        match self.route().kept() {
             Route::World(w) => w.traced(Call::AllToAll, -2, || w.all_to_all_varcount_in_place_impl(buf)),
             Route::Sub(v) => v.traced(Call::AllToAll, -2, || {
                 let (parts, p, _, dt) = partition_parts_mut(buf, v.size);
@@ -326,7 +329,7 @@ pub trait CommunicatorCollectives: Communicator {
         R: ElementsMut<T> + ?Sized,
         O: Operation<T>,
     {
-        match self.route() {
+        match self.route().kept() {
             Route::World(w) => w.traced(Call::ReduceScatter, -2, || {
                 let (s, r) = (send.elements(), recv.elements_mut());
                 // SAFETY: two distinct borrowed slices, valid for the call.
@@ -360,7 +363,7 @@ pub trait CommunicatorCollectives: Communicator {
         R: ElementsMut<T> + ?Sized,
         O: Operation<T>,
     {
-        match self.route() {
+        match self.route().kept() {
             Route::World(w) => w.traced(Call::ReduceScatter, -2, || {
                 let b = buf.elements_mut();
                 let (p, n) = (b.as_mut_ptr(), b.len());
@@ -399,7 +402,7 @@ pub trait CommunicatorCollectives: Communicator {
         R: ElementsMut<T> + ?Sized,
         O: Operation<T>,
     {
-        match self.route() {
+        match self.route().kept() {
             Route::World(w) => w.traced(Call::ReduceScatter, -2, || {
                 let (s, r) = (send.elements(), recv.elements_mut());
                 // SAFETY: two distinct borrowed slices, valid for the call.
@@ -426,7 +429,7 @@ pub trait CommunicatorCollectives: Communicator {
         R: ElementsMut<T> + ?Sized,
         O: Operation<T>,
     {
-        match self.route() {
+        match self.route().kept() {
             Route::World(w) => w.traced(Call::ReduceScatter, -2, || {
                 let b = buf.elements_mut();
                 let (p, n) = (b.as_mut_ptr(), b.len());
@@ -458,7 +461,7 @@ pub trait CommunicatorCollectives: Communicator {
         R: ElementsMut<T> + ?Sized,
         O: Operation<T>,
     {
-        match self.route() {
+        match self.route().kept() {
             Route::World(w) => w.traced(Call::Scan, -2, || {
                 let (s, r) = (send.elements(), recv.elements_mut());
                 // SAFETY: two distinct borrowed slices, valid for the call.
@@ -483,7 +486,7 @@ pub trait CommunicatorCollectives: Communicator {
         R: ElementsMut<T> + ?Sized,
         O: Operation<T>,
     {
-        match self.route() {
+        match self.route().kept() {
             Route::World(w) => w.traced(Call::Scan, -2, || {
                 let b = buf.elements_mut();
                 let (p, n) = (b.as_mut_ptr(), b.len());
@@ -512,7 +515,7 @@ pub trait CommunicatorCollectives: Communicator {
         R: ElementsMut<T> + ?Sized,
         O: Operation<T>,
     {
-        match self.route() {
+        match self.route().kept() {
             Route::World(w) => w.traced(Call::Scan, -2, || {
                 let (s, r) = (send.elements(), recv.elements_mut());
                 // SAFETY: two distinct borrowed slices, valid for the call.
@@ -537,7 +540,7 @@ pub trait CommunicatorCollectives: Communicator {
         R: ElementsMut<T> + ?Sized,
         O: Operation<T>,
     {
-        match self.route() {
+        match self.route().kept() {
             Route::World(w) => w.traced(Call::Scan, -2, || {
                 let b = buf.elements_mut();
                 let (p, n) = (b.as_mut_ptr(), b.len());

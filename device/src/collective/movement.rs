@@ -241,14 +241,19 @@ enum Rooted {
     ScatterVarcount = 4,
 }
 
-/// The address a root publishes for its buffer: plain bytes in global
-/// memory, which every rank can reach, or null (a buffer in the root's
-/// local memory, a stack array on the GPU; a typed view): the parts are
-/// then staged through the cells and the root copies them alone.
-pub(super) fn reachable(side: Option<Side>) -> *mut u8 {
-    match side {
-        Some(Side::Plain(p)) if crate::shim::is_shared_address(p) => p,
-        _ => core::ptr::null_mut(),
+impl World {
+    /// The address a root publishes for its buffer: plain bytes in global
+    /// memory, which every rank can reach, or null (a buffer in the root's
+    /// local memory, a stack array on the GPU; a typed view; any buffer in
+    /// a world across processes, whose other processes' ranks cannot reach
+    /// it: docs/distributed.md): the parts are then staged through the
+    /// cells and the root copies them alone.
+    pub(super) fn reachable(&self, side: Option<Side>) -> *mut u8 {
+        match side {
+            _ if cfg!(feature = "distributed") && self.across_processes() => core::ptr::null_mut(),
+            Some(Side::Plain(p)) if crate::shim::is_shared_address(p) => p,
+            _ => core::ptr::null_mut(),
+        }
     }
 }
 
@@ -317,7 +322,7 @@ impl CountStage {
     /// The root's stage: `buf`, `counts` and `displs` when all three are
     /// reachable, for the staging round that begins next.
     fn publish(&mut self, world: &World, call: Rooted, buf: Side, counts: &[i32], displs: &[i32]) {
-        let base = reachable(Some(buf));
+        let base = world.reachable(Some(buf));
         let shared = |p: *const i32| crate::shim::is_shared_address(p as *const u8);
         if !base.is_null() && shared(counts.as_ptr()) && shared(displs.as_ptr()) {
             self.call = call as u32;
@@ -383,7 +388,7 @@ impl World {
 
     /// The root's side of a fixed-count gather or scatter, and every
     /// rank's of an all-gather or all-to-all, before the agreement: writes
-    /// the address of its buffer (or null: see [`reachable`]) after the
+    /// the address of its buffer (or null: see [`World::reachable`]) after the
     /// agreement's data in its cell of the round that begins next, the
     /// agreement's, whose world barriers publish it.
     pub(super) fn publish_buffer(&self, buf: *mut u8) {
@@ -792,7 +797,7 @@ impl World {
         }
         let base = recv.map(|r| Side::of_mut(r).0);
         if is_root {
-            self.publish_buffer(reachable(base.filter(|_| local.is_none())));
+            self.publish_buffer(self.reachable(base.filter(|_| local.is_none())));
         }
         // The root's address comes with the agreement's keys (a root out
         // of range has `local` set, and no address).
@@ -1030,7 +1035,7 @@ impl World {
         }
         if is_root {
             let base = send.map(|s| Side::of(s).0);
-            self.publish_buffer(reachable(base.filter(|_| local.is_none())));
+            self.publish_buffer(self.reachable(base.filter(|_| local.is_none())));
         }
         // As the gather's: the root's address with the keys.
         let (agreed, fetched) = self.agree_fetching(mine, what, local.is_none().then_some(root as u32))?;
@@ -1285,7 +1290,7 @@ impl World {
         let base = Side::of_mut(recv).0;
         // The fixed form may copy straight into the other ranks' buffers
         // (a varcount part's place is in each receiver's own displacements).
-        let published = reachable(Some(base).filter(|_| var.is_none()));
+        let published = self.reachable(Some(base).filter(|_| var.is_none()));
         self.publish_buffer(published);
         if published.is_null() {
             mine.stage();
@@ -1392,7 +1397,7 @@ impl World {
         }
         let src = Side::of(send).0;
         let dst = Side::of_mut(recv).0;
-        let published = reachable(Some(dst));
+        let published = self.reachable(Some(dst));
         self.publish_buffer(published);
         if published.is_null() {
             mine.stage();

@@ -147,15 +147,16 @@ pub trait Root {
 impl Process<'_> {
     /// The general algorithms' view of this process's communicator, when
     /// it is not the world or the world's collectives go by messages
-    /// ([`Communicator::route`]).
+    /// ([`Communicator::route`]): the scatters', whose root writes every
+    /// rank's cell (docs/distributed.md).
     #[inline(always)]
     fn sub(&self) -> Option<CommView<'_>> {
         (self.comm.id != 0 || self.world.collectives_by_messages())
             .then(|| CommView::of(self.world, self.comm))
     }
 
-    /// [`Process::sub`] for a broadcast or reduce, which the world keeps
-    /// across processes ([`Route::kept`](crate::communicator::Route)).
+    /// [`Process::sub`] for a broadcast, reduce or gather, which the world
+    /// keeps across processes ([`Route::kept`](crate::communicator::Route)).
     #[inline(always)]
     fn sub_kept(&self) -> Option<CommView<'_>> {
         (self.comm.id != 0).then(|| CommView::of(self.world, self.comm))
@@ -257,7 +258,7 @@ impl Root for Process<'_> {
     }
 
     fn gather_into<S: Buffer + ?Sized>(&self, send: &S) -> Result<(), Error> {
-        if let Some(v) = self.sub() {
+        if let Some(v) = self.sub_kept() {
             return v.traced(WaitCall::Gather, self.rank, || {
                 let (sp, sn) = general::place_of(send);
                 // SAFETY: the send buffer borrowed for the call.
@@ -284,7 +285,7 @@ impl Root for Process<'_> {
         S: Buffer + ?Sized,
         R: BufferMut + ?Sized,
     {
-        if let Some(v) = self.sub() {
+        if let Some(v) = self.sub_kept() {
             return v.traced(WaitCall::Gather, self.rank, || {
                 let dt = send.datatype();
                 let (sp, sn) = general::place_of(send);
@@ -314,7 +315,7 @@ impl Root for Process<'_> {
     where
         R: BufferMut + ?Sized,
     {
-        if let Some(v) = self.sub() {
+        if let Some(v) = self.sub_kept() {
             return v.traced(WaitCall::Gather, self.rank, || {
                 let dt = buf.datatype();
                 let (p, n) = general::place_of_mut(buf);
@@ -357,7 +358,7 @@ impl Root for Process<'_> {
     }
 
     fn gather_varcount_into<S: Buffer + ?Sized>(&self, send: &S) -> Result<(), Error> {
-        if let Some(v) = self.sub() {
+        if let Some(v) = self.sub_kept() {
             return v.traced(WaitCall::Gather, self.rank, || {
                 v.gather(
                     self.rank,
@@ -380,7 +381,7 @@ impl Root for Process<'_> {
         S: Buffer + ?Sized,
         R: BufferMut + ?Sized,
     {
-        if let Some(v) = self.sub() {
+        if let Some(v) = self.sub_kept() {
             return v.traced(WaitCall::Gather, self.rank, || {
                 let s = general::place_of(send);
                 if v.rank as i32 != self.rank {
@@ -405,7 +406,7 @@ impl Root for Process<'_> {
         &self,
         recv: &mut PartitionMut<'_, R>,
     ) -> Result<(), Error> {
-        if let Some(v) = self.sub() {
+        if let Some(v) = self.sub_kept() {
             return v.traced(WaitCall::Gather, self.rank, || {
                 if v.rank as i32 != self.rank {
                     // Not the root: `recv.buf` is this rank's contribution.

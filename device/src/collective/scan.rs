@@ -28,7 +28,6 @@
 use super::agreement::CELL_HEADER;
 use super::agreement::{checksum, Agreement, CHECK, COUNT, ROOT, TYPE};
 use super::hardware::{self, STAGE_BYTES};
-use super::movement::reachable;
 use super::operation::{Elements, ElementsMut, Operation};
 use crate::buffers::Side;
 use crate::communicator::World;
@@ -178,7 +177,7 @@ impl World {
             || (send as usize).saturating_add(n * size) <= recv as usize;
         let via_cell = !apart && core::ptr::eq(recv, send) && recv_len * size <= self.collective_bytes();
         let published = if apart || via_cell {
-            reachable(Some(Side::Plain(send as *mut u8)))
+            self.reachable(Some(Side::Plain(send as *mut u8)))
         } else {
             core::ptr::null_mut()
         };

@@ -1516,10 +1516,14 @@ impl World {
     /// What this block's arrival at a world barrier of `what` asks the
     /// relay to carry to the other processes ([`BarrierPayload`]), in the
     /// current staging half: a broadcast's root's block, the area it
-    /// filled; a reduction round's every block, its cell (the block
+    /// filled; a reduce's or all-reduce's every block, its cell (the block
     /// tree's result), and the reference rank's block (the root, or rank
     /// 0 when there is no valid root: `World::reduce_impl`'s), that
-    /// rank's cell header.
+    /// rank's cell header; the other carried collectives' every block,
+    /// its cell and its ranks' cells (each rank writes only its own, and
+    /// reads any rank's or block's after the barrier: their rounds, the
+    /// argument agreement's two, the reduce-scatter's and scan's block
+    /// results).
     #[cfg(feature = "distributed")]
     fn barrier_payload(&self, what: WaitFor) -> BarrierPayload {
         let here = |r: i32| self.check_rank(r).is_ok() && r as u32 / self.block_dim() == self.block;
@@ -1542,6 +1546,11 @@ impl World {
                     cells
                 }
             }
+            WaitCall::Gather
+            | WaitCall::AllGather
+            | WaitCall::AllToAll
+            | WaitCall::ReduceScatter
+            | WaitCall::Scan => BarrierPayload::BLOCK_CELLS | BarrierPayload::RANK_CELLS | half,
             _ => 0,
         })
     }
@@ -1549,15 +1558,24 @@ impl World {
 
 /// Whether a world barrier of `operation` crosses processes with the
 /// bytes its ranks read after it (`World::barrier_payload`): the world's
-/// broadcast and reductions stay hierarchical across processes (inside
-/// each process, the relays between them, inside each again;
-/// docs/distributed.md). Only with the `distributed` feature.
+/// collectives but the scatters stay hierarchical across processes
+/// (inside each process, the relays between them, inside each again;
+/// docs/distributed.md). A scatter's root writes every rank's cell,
+/// which the relays would have to carry from one process alone: it goes
+/// by messages. Only with the `distributed` feature.
 #[inline(always)]
 fn carried(operation: WaitCall) -> bool {
     cfg!(feature = "distributed")
         && matches!(
             operation,
-            WaitCall::Broadcast | WaitCall::Reduce | WaitCall::AllReduce
+            WaitCall::Broadcast
+                | WaitCall::Reduce
+                | WaitCall::AllReduce
+                | WaitCall::Gather
+                | WaitCall::AllGather
+                | WaitCall::AllToAll
+                | WaitCall::ReduceScatter
+                | WaitCall::Scan
         )
 }
 

@@ -14,10 +14,10 @@ use gpu_mpi::{BlockedState, Device, DeviceBuffer, Hint, HostError, LaunchReport,
 use gpu_mpi_example_distributed_kernels::{
     CheckArgs, ABORT, BARRIERS, COLLECTIVES, CONTEXTS, DEADLOCK, EXCHANGE, IMMEDIATE, IMMEDIATE_CHECKS,
     IMMEDIATE_CHECKS_ROOTED, IMMEDIATE_GROUPS, IMMEDIATE_GROUP_CHECKS, IMMEDIATE_GROUP_CHECKS_ROOTED,
-    IMMEDIATE_USER_OP, LARGE, LARGE_ELEMENTS, MAX_WORLD, MISMATCHED_COUNTS, MISMATCHED_ROOTS, ORDER, PANIC,
-    POSTED, RANK_ERROR, REQUESTS, ROOTED_CHECKS, ROUND_CHECKS, SKIPPED_ALL_REDUCE, SKIPPED_BARRIER,
-    SKIPPED_GROUP_IMMEDIATE, SKIPPED_IMMEDIATE, SPLIT, SPLIT_CHECKS, UNROOTED_CHECKS, USER_OP_CHECKS, WINDOW,
-    WORLD_ROUNDS,
+    IMMEDIATE_USER_OP, LARGE, LARGE_ELEMENTS, MAX_WORLD, MISMATCHED_COUNTS, MISMATCHED_ROOTS,
+    MOVEMENT_CHECKS, MOVEMENT_ROUNDS, ORDER, PANIC, POSTED, RANK_ERROR, REQUESTS, ROOTED_CHECKS,
+    ROUND_CHECKS, SKIPPED_ALL_REDUCE, SKIPPED_BARRIER, SKIPPED_GROUP_IMMEDIATE, SKIPPED_IMMEDIATE, SPLIT,
+    SPLIT_CHECKS, UNROOTED_CHECKS, USER_OP_CHECKS, WINDOW, WORLD_ROUNDS,
 };
 use gpu_mpi_example_pi_kernels::{PiArgs, PI_P2P, PI_REDUCE};
 use gpu_mpi_example_ring_kernels::{RingArgs, RING};
@@ -202,6 +202,15 @@ fn main() -> ExitCode {
         0,
         ROUND_CHECKS,
     );
+    if total as usize <= MAX_WORLD {
+        c.per_rank(
+            "the world's gathers, all-to-all, scan and reduce-scatter over several staging rounds",
+            &MOVEMENT_ROUNDS,
+            c.spec().collective_bytes(64),
+            0,
+            MOVEMENT_CHECKS,
+        );
+    }
     let counts = every_rank_fails(&c, &MISMATCHED_COUNTS, c.spec(), |e| {
         matches!(e, DeviceError::CountMismatch { expected: 2, .. })
     });

@@ -8,7 +8,7 @@
 use std::process::Command;
 
 /// The checks every run prints as passed (`ok   ...`).
-const CHECKS: usize = 28;
+const CHECKS: usize = 29;
 
 fn run(processes: Option<u32>, ranks: u32) -> String {
     let exe = env!("CARGO_BIN_EXE_distributed");

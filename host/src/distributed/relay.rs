@@ -45,8 +45,8 @@
 //! world memory. Once the count of the current generation equals this
 //! process's blocks, the relay sends `BARRIER` (the generation, the
 //! count's word, the key words, and the staging bytes its blocks named in
-//! the generation's payload word: a broadcast's or a reduction's, the
-//! world's own algorithms across processes) to every other relay; once
+//! the generation's payload word: the world's own collectives' cells,
+//! docs/distributed.md) to every other relay; once
 //! every other process's came, it writes their bytes at the same offsets
 //! here, ORs their key words in, clears generation `g + 3` as the last
 //! block to arrive does in one process, and adds their counts with a
@@ -867,9 +867,9 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
     }
 
     /// The world memory ranges (offset, length) that `payload` names, as
-    /// this process holds them: its blocks' cells, the broadcast area,
-    /// the reference rank's cell if it runs it; in the payload's staging
-    /// half. Whole cells: the relay need not know their layout.
+    /// this process holds them: its blocks' cells, its ranks' cells, the
+    /// broadcast area, the reference rank's cell if it runs it; in the
+    /// payload's staging half. Whole cells: the relay need not know their layout.
     fn payload_ranges(&self, payload: BarrierPayload) -> Vec<(usize, usize)> {
         let l = &self.memory.layout;
         let (cell, half) = (l.collective_bytes, payload.half());
@@ -880,6 +880,11 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
         }
         if payload.has(BarrierPayload::BROADCAST_AREA) {
             ranges.push((l.broadcast + half * cell, cell));
+        }
+        if payload.has(BarrierPayload::RANK_CELLS) {
+            let n = self.relay.ranks_per_process as usize;
+            let first = (half * l.ranks as usize + self.me as usize * n) * cell;
+            ranges.push((l.rank_scratch + first, n * cell));
         }
         let reference = payload.reference();
         if payload.has(BarrierPayload::REFERENCE)

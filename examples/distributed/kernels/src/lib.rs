@@ -4,7 +4,7 @@
 #![no_std]
 
 use bytemuck::{Pod, Zeroable};
-use gpu_mpi_device::collective::{SystemOperation, UserOperation};
+use gpu_mpi_device::collective::{PartitionMut, SystemOperation, UserOperation};
 use gpu_mpi_device::communicator::{Color, CommunicatorRelation};
 use gpu_mpi_device::point_to_point::send_receive_into_with_tags;
 use gpu_mpi_device::request::{self, wait_all};
@@ -342,6 +342,86 @@ gpu_mpi_device::kernel! {
         let mut both: [u64; N] = core::array::from_fn(|i| rank as u64 + i as u64);
         world.all_reduce_in_place(&mut both[..], SystemOperation::max())?;
         good += u64::from((0..N).all(|i| both[i] == size as u64 - 1 + i as u64));
+        args.out.write(rank as usize, good)
+    }
+}
+
+/// [`MOVEMENT_ROUNDS`]' elements per rank: 80 bytes, two staging rounds
+/// in 64-byte cells.
+pub const MOVED: usize = 10;
+
+/// [`MOVEMENT_ROUNDS`]' checks per rank: a gather to the last rank, a
+/// varcount gather to rank 0, an all-gather, an all-to-all, a scan in
+/// rank order and a reduce-scatter.
+pub const MOVEMENT_CHECKS: u64 = 6;
+
+gpu_mpi_device::kernel! {
+    /// The world's data-moving collectives over several staging rounds
+    /// (launched with small cells), each round's cells carried between
+    /// processes by the relays. `out[rank]`: the checks whose result was
+    /// right on this rank (all [`MOVEMENT_CHECKS`]; at most
+    /// [`MAX_WORLD`] ranks).
+    pub static MOVEMENT_ROUNDS = fn movement_rounds(world: &World, args: &CheckArgs) -> Result<(), Error> {
+        let (rank, size) = (world.rank(), world.size());
+        let (me, n) = (rank as u64, size as usize);
+        if n > MAX_WORLD {
+            return Err(Error::application(2));
+        }
+        let mut good = 0u64;
+        let mine: [u64; MOVED] = core::array::from_fn(|i| 100 * me + i as u64);
+        let expected = |q: usize, i: usize| 100 * q as u64 + i as u64;
+
+        let last = world.process_at_rank(size - 1);
+        let mut all = [0u64; MOVED * MAX_WORLD];
+        if rank == size - 1 {
+            last.gather_into_root(&mine[..], &mut all[..MOVED * n])?;
+        } else {
+            last.gather_into(&mine[..])?;
+        }
+        good += u64::from(rank != size - 1 || (0..MOVED * n).all(|j| all[j] == expected(j / MOVED, j % MOVED)));
+
+        // Rank q gives q % 3 + 1 elements.
+        let mut counts = [0i32; MAX_WORLD];
+        let mut displs = [0i32; MAX_WORLD];
+        let mut total = 0;
+        for q in 0..n {
+            counts[q] = (q % 3 + 1) as i32;
+            displs[q] = total as i32;
+            total += q % 3 + 1;
+        }
+        let first = world.process_at_rank(0);
+        let mut varied = [0u64; 3 * MAX_WORLD];
+        let k = rank as usize % 3 + 1;
+        if rank == 0 {
+            let mut parts = PartitionMut::new(&mut varied[..total], &counts[..n], &displs[..n]);
+            first.gather_varcount_into_root(&mine[..k], &mut parts)?;
+        } else {
+            first.gather_varcount_into(&mine[..k])?;
+        }
+        good += u64::from(
+            rank != 0 || (0..n).all(|q| (0..q % 3 + 1).all(|i| varied[displs[q] as usize + i] == expected(q, i))),
+        );
+
+        let mut all = [0u64; MOVED * MAX_WORLD];
+        world.all_gather_into(&mine[..], &mut all[..MOVED * n])?;
+        good += u64::from((0..MOVED * n).all(|j| all[j] == expected(j / MOVED, j % MOVED)));
+
+        let to: [u64; 2 * MAX_WORLD] = core::array::from_fn(|j| 1000 * me + 10 * (j / 2) as u64 + (j % 2) as u64);
+        let mut from = [0u64; 2 * MAX_WORLD];
+        world.all_to_all_into(&to[..2 * n], &mut from[..2 * n])?;
+        good += u64::from((0..2 * n).all(|j| from[j] == 1000 * (j / 2) as u64 + 10 * me + (j % 2) as u64));
+
+        let ranges: [u64; MOVED] = core::array::from_fn(|i| shifted(rank, i));
+        let mut prefix = [0u64; MOVED];
+        world.scan_into(&ranges[..], &mut prefix[..], UserOperation::associative(join))?;
+        good += u64::from((0..MOVED).all(|i| prefix[i] == (shifted(0, i) & !0xffff_ffff) | (me + i as u64)));
+
+        let blocks: [u64; 3 * MAX_WORLD] = core::array::from_fn(|j| me + (j / 3) as u64 + (j % 3) as u64);
+        let mut block = [0u64; 3];
+        world.reduce_scatter_block_into(&blocks[..3 * n], &mut block[..], SystemOperation::sum())?;
+        let ranks = (n * (n - 1) / 2) as u64;
+        good += u64::from((0..3).all(|j| block[j] == ranks + n as u64 * (me + j as u64)));
+
         args.out.write(rank as usize, good)
     }
 }
