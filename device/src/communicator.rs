@@ -603,9 +603,8 @@ impl Communicator for World {
     #[allow(private_interfaces)]
     #[inline(always)]
     fn route(&self) -> Route<'_> {
-        if self.collectives_by_messages() {
-            return Route::Sub(self.view());
-        }
+        // Across processes too: the relays carry what its collectives'
+        // world barriers publish (docs/distributed.md).
         Route::World(self)
     }
 }
@@ -651,9 +650,9 @@ impl World {
     }
 
     /// Whether the world spreads over processes (docs/distributed.md):
-    /// then the world's scatters go by messages, its other collectives'
-    /// barriers the host's relay completes with what they read, and the
-    /// non-blocking ones go through the relay (with the `distributed` feature),
+    /// then the host's relay completes the world collectives' barriers
+    /// with what they read, and the non-blocking ones go through the
+    /// relay (with the `distributed` feature),
     /// and what would read or write another process's ranks' memory fails
     /// with [`Error::AcrossProcesses`] on every rank.
     /// Known at attach (`RankState`: local), so a collective reads no
@@ -663,13 +662,13 @@ impl World {
         !self.known.local() && self.core_settled().flags() & FLAG_ACROSS_PROCESSES != 0
     }
 
-    /// Whether the world's collectives take the sub-communicators' message
-    /// algorithms (`collective::general`): across processes, in a build
-    /// with the `distributed` feature (docs/distributed.md). Without the
-    /// feature this folds to `false` and kernels carry the world's
-    /// algorithms alone.
+    /// Whether a split of the world exchanges its colours and keys by
+    /// messages (`SimpleCommunicator::split_by_messages`) rather than
+    /// through one table: across processes, in a build with the
+    /// `distributed` feature (docs/distributed.md). Without the feature
+    /// this folds to `false`.
     #[inline(always)]
-    pub(crate) fn collectives_by_messages(&self) -> bool {
+    pub(crate) fn creation_by_messages(&self) -> bool {
         cfg!(feature = "distributed") && self.across_processes()
     }
 
@@ -882,23 +881,6 @@ pub(crate) enum Route<'a> {
     /// block or warp where the call has one (`collective/hardware.rs`),
     /// else the message algorithms (`collective/general.rs`).
     Sub(CommView<'a>),
-}
-
-impl<'a> Route<'a> {
-    /// The route of a collective that the world keeps across processes
-    /// (all but the scatters: their world barriers carry what they read,
-    /// docs/distributed.md): the world's own algorithms where the
-    /// scatters go by messages. Only the world
-    /// routes itself by messages, and only with the `distributed`
-    /// feature: without it the check folds away, and a communicator's
-    /// calls carry no world algorithm.
-    #[inline(always)]
-    pub(crate) fn kept(self) -> Route<'a> {
-        match self {
-            Route::Sub(v) if cfg!(feature = "distributed") && v.comm.id == 0 => Route::World(v.world),
-            route => route,
-        }
-    }
 }
 
 /// The colour of a split (`MPI_Comm_split`'s `color`): ranks passing the

@@ -187,7 +187,7 @@ impl<'w> CommView<'w> {
     }
 
     fn split_untraced(&self, color: Color, key: i32) -> Result<Option<SimpleCommunicator<'w>>, Error> {
-        if self.world.collectives_by_messages() {
+        if self.world.creation_by_messages() {
             return self.split_by_messages(color, key);
         }
         let id = self.new_context()?;

@@ -74,12 +74,12 @@ pub const FLAG_FORCE_STREAMING: u32 = 1;
 /// `MPI_ERR_COMM`.
 pub const FLAG_IMMEDIATE_COMMUNICATORS: u32 = 2;
 /// `WorldConfig::flags`: the world spreads over processes (`mpiexec`;
-/// docs/distributed.md). Set by the host; the world's collectives then go
-/// by messages and its non-blocking ones through the host's relays (with
-/// the device's `distributed` feature, as do a communicator's when its
-/// group spans processes), and what needs every rank's memory in this
-/// process (windows; without the feature, every collective but the world
-/// barrier, which the relays complete) fails with `MPI_ERR_OTHER`
+/// docs/distributed.md). Set by the host; with the device's `distributed`
+/// feature the host's relays then complete the world collectives'
+/// barriers with the cells they read, and its non-blocking ones (and a
+/// communicator's, when its group spans processes); what needs every
+/// rank's memory in this process (windows; without the feature, every
+/// collective but the world barrier) fails with `MPI_ERR_OTHER`
 /// (`Error::AcrossProcesses`) on every rank that enters it.
 pub const FLAG_ACROSS_PROCESSES: u32 = 4;
 

@@ -1358,6 +1358,9 @@ impl BarrierPayload {
     /// scan or reduce-scatter round stages, an agreement's published
     /// words).
     pub const RANK_CELLS: u64 = 16;
+    /// Every rank's cell (a scatter's round, from the root's block: the
+    /// root wrote them all).
+    pub const ALL_RANK_CELLS: u64 = 32;
 
     /// Whether any of `bits` is set.
     pub const fn has(self, bits: u64) -> bool {

@@ -190,7 +190,7 @@ pub struct UnreceivedMessage {
     /// Larger than a slot: its sender waits in the send until a receiver takes it.
     pub rendezvous: bool,
     /// A message of a collective that goes by messages (a
-    /// sub-communicator's, the world's across processes): the
+    /// sub-communicator's): the
     /// communicator's context id (0: the world), from the message's
     /// context word (`2 × id + 1`); its tag is then the algorithm's own.
     /// `None` for point-to-point.
@@ -254,7 +254,7 @@ pub enum Hint {
     },
     /// Ranks returned `Ok` while others wait for a message of a
     /// collective of a communicator whose collectives go by messages (a
-    /// sub-communicator's, or the world's across processes): its
+    /// sub-communicator's): its
     /// blocking call's record names the communicator's collective context.
     ExitedBeforeCommunicatorCollective {
         /// The communicator's context id (0: the world).

@@ -5,9 +5,8 @@
 //! algorithms (`world.rs`, `movement.rs`, `scan.rs`); a communicator
 //! made from it the hardware path of a whole block or warp where the call
 //! has one (`hardware.rs`), else the message algorithms (`general.rs`).
-//! A world across processes keeps its own algorithms for every call here
-//! (`Route::kept`: their world barriers carry what they read,
-//! docs/distributed.md).
+//! A world across processes keeps its own algorithms (their world
+//! barriers carry what they read, docs/distributed.md).
 
 use super::agreement::checksum;
 use super::general::{elements, elements_mut, partition_parts, partition_parts_mut, place_of, place_of_mut};
@@ -42,10 +41,7 @@ pub trait CommunicatorCollectives: Communicator {
                 })
             })
         };
-        // A world across processes keeps its own barrier, which the
-        // processes' relays complete (docs/distributed.md): one exchange
-        // between processes, not ceil(log2 n) rounds of messages.
-        match self.route().kept() {
+        match self.route() {
             Route::World(w) => world_barrier(w),
             Route::Sub(v) => v.traced(Call::Barrier, -2, || {
                 super::hardware::barrier(&v).unwrap_or_else(|| v.barrier())
@@ -63,7 +59,7 @@ pub trait CommunicatorCollectives: Communicator {
         R: ElementsMut<T> + ?Sized,
         O: Operation<T>,
     {
-        match self.route().kept() {
+        match self.route() {
             Route::World(w) => w.traced(Call::AllReduce, -2, || {
                 let (s, r) = (send.elements(), recv.elements_mut());
                 // SAFETY: two distinct borrowed slices, valid for the call.
@@ -89,7 +85,7 @@ pub trait CommunicatorCollectives: Communicator {
         R: ElementsMut<T> + ?Sized,
         O: Operation<T>,
     {
-        match self.route().kept() {
+        match self.route() {
             Route::World(w) => w.traced(Call::AllReduce, -2, || {
                 let b = buf.elements_mut();
                 let (p, n) = (b.as_mut_ptr(), b.len());
@@ -118,7 +114,7 @@ pub trait CommunicatorCollectives: Communicator {
         S: Buffer + ?Sized,
         R: BufferMut + ?Sized,
     {
-        match self.route().kept() {
+        match self.route() {
             Route::World(w) => w.traced(Call::AllGather, -2, || w.all_gather_impl(Some(send), recv, None)),
             Route::Sub(v) => v.traced(Call::AllGather, -2, || {
                 let (sp, sn) = place_of(send);
@@ -149,7 +145,7 @@ pub trait CommunicatorCollectives: Communicator {
     where
         R: BufferMut + ?Sized,
     {
-        match self.route().kept() {
+        match self.route() {
             Route::World(w) => w.traced(Call::AllGather, -2, || {
                 w.all_gather_impl::<u8, R>(None, buf, None)
             }),
@@ -179,7 +175,7 @@ pub trait CommunicatorCollectives: Communicator {
         S: Buffer + ?Sized,
         R: BufferMut + ?Sized,
     {
-        match self.route().kept() {
+        match self.route() {
             Route::World(w) => w.traced(Call::AllGather, -2, || {
                 let (counts, displs) = (recv.counts, recv.displs);
                 w.all_gather_impl(Some(send), &mut *recv.buf, Some((counts, displs)))
@@ -201,7 +197,7 @@ pub trait CommunicatorCollectives: Communicator {
     where
         R: BufferMut + ?Sized,
     {
-        match self.route().kept() {
+        match self.route() {
             Route::World(w) => w.traced(Call::AllGather, -2, || {
                 let (counts, displs) = (recv.counts, recv.displs);
                 w.all_gather_impl::<u8, R>(None, &mut *recv.buf, Some((counts, displs)))
@@ -226,7 +222,7 @@ pub trait CommunicatorCollectives: Communicator {
         S: Buffer + ?Sized,
         R: BufferMut + ?Sized,
     {
-        match self.route().kept() {
+        match self.route() {
             Route::World(w) => w.traced(Call::AllToAll, -2, || w.all_to_all_impl(send, recv)),
             Route::Sub(v) => v.traced(Call::AllToAll, -2, || {
                 let (sp, sn) = place_of(send);
@@ -259,7 +255,7 @@ pub trait CommunicatorCollectives: Communicator {
     where
         R: BufferMut + ?Sized,
     {
-        match self.route().kept() {
+        match self.route() {
             Route::World(w) => w.traced(Call::AllToAll, -2, || w.all_to_all_in_place_impl(buf)),
             Route::Sub(v) => v.traced(Call::AllToAll, -2, || {
                 let dt = buf.datatype();
@@ -287,7 +283,7 @@ pub trait CommunicatorCollectives: Communicator {
         S: Buffer + ?Sized,
         R: BufferMut + ?Sized,
     {
-        match self.route().kept() {
+        match self.route() {
             Route::World(w) => w.traced(Call::AllToAll, -2, || w.all_to_all_varcount_impl(send, recv)),
             Route::Sub(v) => v.traced(Call::AllToAll, -2, || {
                 let (sparts, sp, _) = partition_parts(send, v.size);
@@ -309,7 +305,7 @@ pub trait CommunicatorCollectives: Communicator {
     where
         R: BufferMut + ?Sized,
     {
-        match self.route().kept() {
+        match self.route() {
             Route::World(w) => w.traced(Call::AllToAll, -2, || w.all_to_all_varcount_in_place_impl(buf)),
             Route::Sub(v) => v.traced(Call::AllToAll, -2, || {
                 let (parts, p, _, dt) = partition_parts_mut(buf, v.size);
@@ -329,7 +325,7 @@ pub trait CommunicatorCollectives: Communicator {
         R: ElementsMut<T> + ?Sized,
         O: Operation<T>,
     {
-        match self.route().kept() {
+        match self.route() {
             Route::World(w) => w.traced(Call::ReduceScatter, -2, || {
                 let (s, r) = (send.elements(), recv.elements_mut());
                 // SAFETY: two distinct borrowed slices, valid for the call.
@@ -363,7 +359,7 @@ pub trait CommunicatorCollectives: Communicator {
         R: ElementsMut<T> + ?Sized,
         O: Operation<T>,
     {
-        match self.route().kept() {
+        match self.route() {
             Route::World(w) => w.traced(Call::ReduceScatter, -2, || {
                 let b = buf.elements_mut();
                 let (p, n) = (b.as_mut_ptr(), b.len());
@@ -402,7 +398,7 @@ pub trait CommunicatorCollectives: Communicator {
         R: ElementsMut<T> + ?Sized,
         O: Operation<T>,
     {
-        match self.route().kept() {
+        match self.route() {
             Route::World(w) => w.traced(Call::ReduceScatter, -2, || {
                 let (s, r) = (send.elements(), recv.elements_mut());
                 // SAFETY: two distinct borrowed slices, valid for the call.
@@ -429,7 +425,7 @@ pub trait CommunicatorCollectives: Communicator {
         R: ElementsMut<T> + ?Sized,
         O: Operation<T>,
     {
-        match self.route().kept() {
+        match self.route() {
             Route::World(w) => w.traced(Call::ReduceScatter, -2, || {
                 let b = buf.elements_mut();
                 let (p, n) = (b.as_mut_ptr(), b.len());
@@ -461,7 +457,7 @@ pub trait CommunicatorCollectives: Communicator {
         R: ElementsMut<T> + ?Sized,
         O: Operation<T>,
     {
-        match self.route().kept() {
+        match self.route() {
             Route::World(w) => w.traced(Call::Scan, -2, || {
                 let (s, r) = (send.elements(), recv.elements_mut());
                 // SAFETY: two distinct borrowed slices, valid for the call.
@@ -486,7 +482,7 @@ pub trait CommunicatorCollectives: Communicator {
         R: ElementsMut<T> + ?Sized,
         O: Operation<T>,
     {
-        match self.route().kept() {
+        match self.route() {
             Route::World(w) => w.traced(Call::Scan, -2, || {
                 let b = buf.elements_mut();
                 let (p, n) = (b.as_mut_ptr(), b.len());
@@ -515,7 +511,7 @@ pub trait CommunicatorCollectives: Communicator {
         R: ElementsMut<T> + ?Sized,
         O: Operation<T>,
     {
-        match self.route().kept() {
+        match self.route() {
             Route::World(w) => w.traced(Call::Scan, -2, || {
                 let (s, r) = (send.elements(), recv.elements_mut());
                 // SAFETY: two distinct borrowed slices, valid for the call.
@@ -540,7 +536,7 @@ pub trait CommunicatorCollectives: Communicator {
         R: ElementsMut<T> + ?Sized,
         O: Operation<T>,
     {
-        match self.route().kept() {
+        match self.route() {
             Route::World(w) => w.traced(Call::Scan, -2, || {
                 let b = buf.elements_mut();
                 let (p, n) = (b.as_mut_ptr(), b.len());

@@ -651,7 +651,7 @@ impl World {
                     g(q, lo, self.rank_cell(q), cb);
                 }
             }
-            self.world_barrier(what)?;
+            self.world_barrier_scattered(what)?;
             if let Some((side, len)) = recv {
                 let m = len.saturating_sub(lo).min(cb);
                 if m > 0 {

@@ -146,26 +146,17 @@ pub trait Root {
 
 impl Process<'_> {
     /// The general algorithms' view of this process's communicator, when
-    /// it is not the world or the world's collectives go by messages
-    /// ([`Communicator::route`]): the scatters', whose root writes every
-    /// rank's cell (docs/distributed.md).
+    /// it is not the world ([`Communicator::route`]: a world across
+    /// processes keeps its own algorithms, docs/distributed.md).
     #[inline(always)]
     fn sub(&self) -> Option<CommView<'_>> {
-        (self.comm.id != 0 || self.world.collectives_by_messages())
-            .then(|| CommView::of(self.world, self.comm))
-    }
-
-    /// [`Process::sub`] for a broadcast, reduce or gather, which the world
-    /// keeps across processes ([`Route::kept`](crate::communicator::Route)).
-    #[inline(always)]
-    fn sub_kept(&self) -> Option<CommView<'_>> {
         (self.comm.id != 0).then(|| CommView::of(self.world, self.comm))
     }
 }
 
 impl Root for Process<'_> {
     fn broadcast_into<B: BufferMut + ?Sized>(&self, buf: &mut B) -> Result<(), Error> {
-        if let Some(v) = self.sub_kept() {
+        if let Some(v) = self.sub() {
             return v.traced(WaitCall::Broadcast, self.rank, || {
                 hardware::broadcast_buffer(&v, self.rank, buf).unwrap_or_else(|| v.broadcast(self.rank, buf))
             });
@@ -181,7 +172,7 @@ impl Root for Process<'_> {
         R: ElementsMut<T> + ?Sized,
         O: Operation<T>,
     {
-        if let Some(v) = self.sub_kept() {
+        if let Some(v) = self.sub() {
             return v.traced(WaitCall::Reduce, self.rank, || {
                 let (s, n) = general::elements(send);
                 let r = general::elements_mut(recv);
@@ -212,7 +203,7 @@ impl Root for Process<'_> {
         R: ElementsMut<T> + ?Sized,
         O: Operation<T>,
     {
-        if let Some(v) = self.sub_kept() {
+        if let Some(v) = self.sub() {
             return v.traced(WaitCall::Reduce, self.rank, || {
                 let (p, n) = general::elements_mut(buf);
                 // SAFETY: one slice, each element read before it is written.
@@ -239,7 +230,7 @@ impl Root for Process<'_> {
         S: Elements<T> + ?Sized,
         O: Operation<T>,
     {
-        if let Some(v) = self.sub_kept() {
+        if let Some(v) = self.sub() {
             return v.traced(WaitCall::Reduce, self.rank, || {
                 let (s, n) = general::elements(send);
                 // SAFETY: a borrowed slice, valid for the call.
@@ -258,7 +249,7 @@ impl Root for Process<'_> {
     }
 
     fn gather_into<S: Buffer + ?Sized>(&self, send: &S) -> Result<(), Error> {
-        if let Some(v) = self.sub_kept() {
+        if let Some(v) = self.sub() {
             return v.traced(WaitCall::Gather, self.rank, || {
                 let (sp, sn) = general::place_of(send);
                 // SAFETY: the send buffer borrowed for the call.
@@ -285,7 +276,7 @@ impl Root for Process<'_> {
         S: Buffer + ?Sized,
         R: BufferMut + ?Sized,
     {
-        if let Some(v) = self.sub_kept() {
+        if let Some(v) = self.sub() {
             return v.traced(WaitCall::Gather, self.rank, || {
                 let dt = send.datatype();
                 let (sp, sn) = general::place_of(send);
@@ -315,7 +306,7 @@ impl Root for Process<'_> {
     where
         R: BufferMut + ?Sized,
     {
-        if let Some(v) = self.sub_kept() {
+        if let Some(v) = self.sub() {
             return v.traced(WaitCall::Gather, self.rank, || {
                 let dt = buf.datatype();
                 let (p, n) = general::place_of_mut(buf);
@@ -358,7 +349,7 @@ impl Root for Process<'_> {
     }
 
     fn gather_varcount_into<S: Buffer + ?Sized>(&self, send: &S) -> Result<(), Error> {
-        if let Some(v) = self.sub_kept() {
+        if let Some(v) = self.sub() {
             return v.traced(WaitCall::Gather, self.rank, || {
                 v.gather(
                     self.rank,
@@ -381,7 +372,7 @@ impl Root for Process<'_> {
         S: Buffer + ?Sized,
         R: BufferMut + ?Sized,
     {
-        if let Some(v) = self.sub_kept() {
+        if let Some(v) = self.sub() {
             return v.traced(WaitCall::Gather, self.rank, || {
                 let s = general::place_of(send);
                 if v.rank as i32 != self.rank {
@@ -406,7 +397,7 @@ impl Root for Process<'_> {
         &self,
         recv: &mut PartitionMut<'_, R>,
     ) -> Result<(), Error> {
-        if let Some(v) = self.sub_kept() {
+        if let Some(v) = self.sub() {
             return v.traced(WaitCall::Gather, self.rank, || {
                 if v.rank as i32 != self.rank {
                     // Not the root: `recv.buf` is this rank's contribution.

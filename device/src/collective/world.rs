@@ -11,7 +11,6 @@ use crate::datatype::{BufferMut, Equivalence};
 use crate::error::{saturating_u32, Error, ErrorClass};
 use crate::layout::BARRIER_KEY_WORDS;
 use crate::polling::{Call as WaitCall, WaitFor, STATE_RUNNING};
-#[cfg(feature = "distributed")]
 use crate::records::BarrierPayload;
 use crate::shim::{self, AtomicU64, Ordering};
 
@@ -171,7 +170,6 @@ impl<'w> GenerationWords<'w> {
 
     /// The generation's payload word ([`GridBarrier::payloads`](crate::records::GridBarrier)),
     /// as far from its arrivals word as the two arrays' starts.
-    #[cfg(feature = "distributed")]
     #[inline(always)]
     fn payloads(&self) -> &'w AtomicU64 {
         use crate::records::GridBarrier;
@@ -345,7 +343,16 @@ impl World {
     /// on into a collective's next step alone.
     #[inline(always)]
     pub(super) fn world_barrier(&self, what: WaitFor) -> Result<(), Error> {
-        self.keyed_barrier::<1, false>(what, None, Arrival::All, false, core::ptr::null())
+        self.keyed_barrier::<1, false>(what, None, Arrival::All, false, core::ptr::null(), Carry::Own)
+            .map(|_| ())
+    }
+
+    /// [`World::world_barrier`] after a scatter's root wrote every rank's
+    /// part into its cell: across processes the root's process carries
+    /// every cell ([`Carry::Root`]).
+    #[inline(always)]
+    pub(super) fn world_barrier_scattered(&self, what: WaitFor) -> Result<(), Error> {
+        self.keyed_barrier::<1, false>(what, None, Arrival::All, false, core::ptr::null(), Carry::Root)
             .map(|_| ())
     }
 
@@ -372,7 +379,7 @@ impl World {
         } else {
             Arrival::Leaves
         };
-        self.keyed_barrier::<1, false>(what, None, arrival, false, core::ptr::null())
+        self.keyed_barrier::<1, false>(what, None, arrival, false, core::ptr::null(), Carry::Own)
             .map(|_| ())
     }
 
@@ -416,7 +423,14 @@ impl World {
     /// scratch next passes a block barrier first.
     #[inline(always)]
     pub(super) fn world_barrier_agreeing(&self, what: WaitFor, key: u32) -> Result<bool, Error> {
-        self.keyed_barrier::<1, false>(what, Some([key]), Arrival::All, false, core::ptr::null())
+        self.keyed_barrier::<1, false>(
+            what,
+            Some([key]),
+            Arrival::All,
+            false,
+            core::ptr::null(),
+            Carry::Own,
+        )
     }
 
     /// [`World::world_barrier_agreeing`] on a key of
@@ -448,6 +462,7 @@ impl World {
             Arrival::All,
             false,
             fetch,
+            Carry::Own,
         )
     }
 
@@ -476,7 +491,14 @@ impl World {
     /// [`World::world_barrier_agreeing`] for a caller that is no
     /// collective (a window's fence).
     pub(crate) fn barrier_agreeing(&self, what: WaitFor, key: u32) -> Result<bool, Error> {
-        self.keyed_barrier::<1, false>(what, Some([key]), Arrival::All, false, core::ptr::null())
+        self.keyed_barrier::<1, false>(
+            what,
+            Some([key]),
+            Arrival::All,
+            false,
+            core::ptr::null(),
+            Carry::Own,
+        )
     }
 
     /// [`World::world_barrier`], and with a key of `N` words
@@ -495,6 +517,7 @@ impl World {
         arrival: Arrival,
         recorded: bool,
         fetch: *const u8,
+        carry: Carry,
     ) -> Result<bool, Error> {
         const { assert!(key_fits(N)) };
         if self.across_processes() && what.operation != WaitCall::Barrier && !carried(what.operation) {
@@ -637,15 +660,14 @@ impl World {
             self.generation(generation).arrivals().add(1, Ordering::Release);
         } else if blocks > 1 && self.thread == arrival.arriver() {
             let arrivals = self.generation(generation).arrivals();
-            // Compiled only with the feature: kernels for one process
-            // (every PTX build) keep the barrier they had, to the byte.
-            #[cfg(feature = "distributed")]
+            // Folds away without the feature: kernels for one process
+            // (every PTX build) keep the barrier they had.
             if carried(what.operation) && self.across_processes() {
                 // Relaxed: published by the arrival below (its release
                 // half), which the relay acquires before it reads this.
                 self.generation(generation)
                     .payloads()
-                    .or(self.barrier_payload(what).0, Ordering::Relaxed);
+                    .or(self.barrier_payload(what, carry).0, Ordering::Relaxed);
             }
             // AcqRel. The release carries this block's writes, ordered
             // before this point by the block barrier, to every rank that
@@ -1025,11 +1047,25 @@ impl World {
         // takes the same branches (and block barriers) below.
         match verify {
             Verify::Nothing => {
-                self.keyed_barrier::<1, false>(what, None, Arrival::All, true, core::ptr::null())?;
+                self.keyed_barrier::<1, false>(
+                    what,
+                    None,
+                    Arrival::All,
+                    true,
+                    core::ptr::null(),
+                    Carry::Own,
+                )?;
                 return Ok(Ok(()));
             }
             Verify::Counts => {
-                self.keyed_barrier::<1, false>(what, None, Arrival::All, true, core::ptr::null())?;
+                self.keyed_barrier::<1, false>(
+                    what,
+                    None,
+                    Arrival::All,
+                    true,
+                    core::ptr::null(),
+                    Carry::Own,
+                )?;
             }
             Verify::RootAndCount(key) => {
                 // The count less one: the commonest reduce, one element to
@@ -1042,6 +1078,7 @@ impl World {
                     Arrival::All,
                     true,
                     core::ptr::null(),
+                    Carry::Own,
                 )? {
                     // Every rank passed this root and this count, which
                     // is the reference's too; a saturated count is no
@@ -1063,6 +1100,7 @@ impl World {
                     Arrival::All,
                     true,
                     core::ptr::null(),
+                    Carry::Own,
                 )? {
                     return Err(Error::InvalidRoot {
                         root: what.peer,
@@ -1523,9 +1561,9 @@ impl World {
     /// its cell and its ranks' cells (each rank writes only its own, and
     /// reads any rank's or block's after the barrier: their rounds, the
     /// argument agreement's two, the reduce-scatter's and scan's block
-    /// results).
-    #[cfg(feature = "distributed")]
-    fn barrier_payload(&self, what: WaitFor) -> BarrierPayload {
+    /// results); a scatter's round (`carry` [`Carry::Root`]), every
+    /// rank's cell from the root's block alone.
+    fn barrier_payload(&self, what: WaitFor, carry: Carry) -> BarrierPayload {
         let here = |r: i32| self.check_rank(r).is_ok() && r as u32 / self.block_dim() == self.block;
         let half = if self.staging_half() == 1 {
             BarrierPayload::HALF
@@ -1533,6 +1571,8 @@ impl World {
             0
         };
         BarrierPayload(match what.operation {
+            _ if carry == Carry::Root && here(what.peer) => BarrierPayload::ALL_RANK_CELLS | half,
+            _ if carry == Carry::Root => 0,
             WaitCall::Broadcast if here(what.peer) => BarrierPayload::BROADCAST_AREA | half,
             WaitCall::Reduce | WaitCall::AllReduce => {
                 let reference = match what.operation {
@@ -1547,6 +1587,7 @@ impl World {
                 }
             }
             WaitCall::Gather
+            | WaitCall::Scatter
             | WaitCall::AllGather
             | WaitCall::AllToAll
             | WaitCall::ReduceScatter
@@ -1557,12 +1598,10 @@ impl World {
 }
 
 /// Whether a world barrier of `operation` crosses processes with the
-/// bytes its ranks read after it (`World::barrier_payload`): the world's
-/// collectives but the scatters stay hierarchical across processes
-/// (inside each process, the relays between them, inside each again;
-/// docs/distributed.md). A scatter's root writes every rank's cell,
-/// which the relays would have to carry from one process alone: it goes
-/// by messages. Only with the `distributed` feature.
+/// bytes its ranks read after it ([`World::barrier_payload`]): the world's
+/// collectives stay hierarchical across processes (inside each process,
+/// the relays between them, inside each again; docs/distributed.md).
+/// Only with the `distributed` feature.
 #[inline(always)]
 fn carried(operation: WaitCall) -> bool {
     cfg!(feature = "distributed")
@@ -1572,6 +1611,7 @@ fn carried(operation: WaitCall) -> bool {
                 | WaitCall::Reduce
                 | WaitCall::AllReduce
                 | WaitCall::Gather
+                | WaitCall::Scatter
                 | WaitCall::AllGather
                 | WaitCall::AllToAll
                 | WaitCall::ReduceScatter
@@ -1650,6 +1690,19 @@ fn reduce_step<T: Equivalence, O: Operation<T>>(
     };
     // A failure says which generation the step's barriers reached.
     (failure, u64::from(w.barrier_generation.get()))
+}
+
+/// Whose cells a world barrier across processes carries to the other
+/// processes ([`World::barrier_payload`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Carry {
+    /// What each process's ranks wrote into their own cells (and its
+    /// blocks into theirs): every collective's barrier but a scatter
+    /// round's.
+    Own,
+    /// Every rank's cell, which the root wrote (a scatter's round,
+    /// [`World::world_barrier_scattered`]): from the root's process alone.
+    Root,
 }
 
 /// How a block takes part in a world barrier ([`World::keyed_barrier`]).

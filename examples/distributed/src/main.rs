@@ -204,7 +204,7 @@ fn main() -> ExitCode {
     );
     if total as usize <= MAX_WORLD {
         c.per_rank(
-            "the world's gathers, all-to-all, scan and reduce-scatter over several staging rounds",
+            "the world's gathers, scatters, all-to-all, scan and reduce-scatter over several staging rounds",
             &MOVEMENT_ROUNDS,
             c.spec().collective_bytes(64),
             0,

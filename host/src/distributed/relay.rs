@@ -51,9 +51,9 @@
 //! here, ORs their key words in, clears generation `g + 3` as the last
 //! block to arrive does in one process, and adds their counts with a
 //! Release, which the waiting blocks acquire. A barrier's generation is
-//! the same in every process: the collectives that are not the world's
-//! own go by messages (or, in a kernel crate without the device's
-//! `distributed` feature, fail) before they count one.
+//! the same in every process: every rank passes the same world
+//! collectives (in a kernel crate without the device's `distributed`
+//! feature, those but the barrier fail before they count one).
 //!
 //! # A non-blocking collective of the world
 //! Each process's ranks climb an arrival tree of their own; its top
@@ -867,9 +867,10 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
     }
 
     /// The world memory ranges (offset, length) that `payload` names, as
-    /// this process holds them: its blocks' cells, its ranks' cells, the
-    /// broadcast area, the reference rank's cell if it runs it; in the
-    /// payload's staging half. Whole cells: the relay need not know their layout.
+    /// this process holds them: its blocks' cells, its ranks' cells (or
+    /// every rank's, a scatter's root wrote them), the broadcast area, the
+    /// reference rank's cell if it runs it; in the payload's staging
+    /// half. Whole cells: the relay need not know their layout.
     fn payload_ranges(&self, payload: BarrierPayload) -> Vec<(usize, usize)> {
         let l = &self.memory.layout;
         let (cell, half) = (l.collective_bytes, payload.half());
@@ -885,6 +886,12 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
             let n = self.relay.ranks_per_process as usize;
             let first = (half * l.ranks as usize + self.me as usize * n) * cell;
             ranges.push((l.rank_scratch + first, n * cell));
+        }
+        if payload.has(BarrierPayload::ALL_RANK_CELLS) {
+            ranges.push((
+                l.rank_scratch + half * l.ranks as usize * cell,
+                l.ranks as usize * cell,
+            ));
         }
         let reference = payload.reference();
         if payload.has(BarrierPayload::REFERENCE)

@@ -4,7 +4,7 @@
 #![no_std]
 
 use bytemuck::{Pod, Zeroable};
-use gpu_mpi_device::collective::{PartitionMut, SystemOperation, UserOperation};
+use gpu_mpi_device::collective::{Partition, PartitionMut, SystemOperation, UserOperation};
 use gpu_mpi_device::communicator::{Color, CommunicatorRelation};
 use gpu_mpi_device::point_to_point::send_receive_into_with_tags;
 use gpu_mpi_device::request::{self, wait_all};
@@ -351,9 +351,10 @@ gpu_mpi_device::kernel! {
 pub const MOVED: usize = 10;
 
 /// [`MOVEMENT_ROUNDS`]' checks per rank: a gather to the last rank, a
-/// varcount gather to rank 0, an all-gather, an all-to-all, a scan in
-/// rank order and a reduce-scatter.
-pub const MOVEMENT_CHECKS: u64 = 6;
+/// varcount gather to rank 0, a scatter from a middle rank, a varcount
+/// scatter from the last, an all-gather, an all-to-all, a scan in rank
+/// order and a reduce-scatter.
+pub const MOVEMENT_CHECKS: u64 = 8;
 
 gpu_mpi_device::kernel! {
     /// The world's data-moving collectives over several staging rounds
@@ -401,6 +402,26 @@ gpu_mpi_device::kernel! {
         good += u64::from(
             rank != 0 || (0..n).all(|q| (0..q % 3 + 1).all(|i| varied[displs[q] as usize + i] == expected(q, i))),
         );
+
+        let middle = world.process_at_rank(size / 2);
+        let parts: [u64; MOVED * MAX_WORLD] = core::array::from_fn(|j| expected(j / MOVED, j % MOVED) + 7);
+        let mut part = [0u64; MOVED];
+        if rank == size / 2 {
+            middle.scatter_into_root(&parts[..MOVED * n], &mut part[..])?;
+        } else {
+            middle.scatter_into(&mut part[..])?;
+        }
+        good += u64::from((0..MOVED).all(|i| part[i] == expected(rank as usize, i) + 7));
+
+        let mut some = [0u64; 3];
+        if rank == size - 1 {
+            let given = Partition::new(&parts[..total], &counts[..n], &displs[..n]);
+            last.scatter_varcount_into_root(&given, &mut some[..k])?;
+        } else {
+            last.scatter_varcount_into(&mut some[..k])?;
+        }
+        let from = displs[rank as usize] as usize;
+        good += u64::from((0..k).all(|i| some[i] == parts[from + i]));
 
         let mut all = [0u64; MOVED * MAX_WORLD];
         world.all_gather_into(&mine[..], &mut all[..MOVED * n])?;
