@@ -523,10 +523,10 @@ impl World {
         if self.across_processes() && what.operation != WaitCall::Barrier && !carried(what.operation) {
             // Every rank reads the same flag: all fail, none arrives. The
             // barrier itself crosses: the relays add the other processes'
-            // arrivals (docs/distributed.md); so do a broadcast's and a
-            // reduction's, with the bytes they read after it (`carried`);
-            // the other collectives read every rank's cells or buffers in
-            // this memory after it.
+            // arrivals (docs/distributed.md); so do the world
+            // collectives', with the cells they read after it (`carried`,
+            // with the `distributed` feature); a window's would need its
+            // targets' memory.
             return Err(Error::AcrossProcesses {
                 operation: what.operation as u32,
             });

@@ -819,6 +819,13 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
                     std::slice::from_raw_parts(self.memory.base.add(offset), len)
                 });
             }
+            // MPI's counts are `int`s (docs/distributed.md, limits): so
+            // are the ranges' lengths above, which this bounds.
+            assert!(
+                4 * words.len() + bytes.len() <= i32::MAX as usize,
+                "a BARRIER of {} bytes of staging cells: over MPI's 2 GiB",
+                bytes.len()
+            );
             let me = self.me;
             for q in (0..self.processes).filter(|&q| q != me) {
                 self.send(q, &words, &bytes);
@@ -833,12 +840,13 @@ impl<'r, 'l, 's, 'a> Pump<'r, 'l, 's, 'a> {
         if self.arrived && complete {
             let remote = self.remote.remove(&g).expect("checked");
             for (offset, bytes) in &remote.bytes {
-                // SAFETY: another process's staging range, at the same
-                // offset here, inside the world memory: its writers run
-                // there, so here only this relay writes it, and the ranks
-                // read it only after the Release add below; its readers of
-                // the staging half's previous round finished before they
-                // arrived at this generation.
+                // SAFETY: a staging range inside the world memory, at the
+                // offset its writers used in their process. In this round
+                // its writers are there alone (a process's own ranks' and
+                // blocks' cells, or a scatter's root's every cell), so no
+                // rank here writes it before the Release add below, after
+                // which they read it; they read this staging half's
+                // previous round before they arrived at this generation.
                 unsafe {
                     std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.memory.base.add(*offset), bytes.len())
                 };
