@@ -347,6 +347,13 @@ impl World {
             .map(|_| ())
     }
 
+    /// [`World::world_barrier`] for a caller that wrote the wait record of
+    /// `what` itself (a reduction, before its block tree).
+    #[inline(always)]
+    fn world_barrier_recorded(&self, what: WaitFor) -> Result<bool, Error> {
+        self.keyed_barrier::<1, false>(what, None, Arrival::All, true, core::ptr::null(), Carry::Own)
+    }
+
     /// [`World::world_barrier`] after a scatter's root wrote every rank's
     /// part into its cell: across processes the root's process carries
     /// every cell ([`Carry::Root`]).
@@ -491,14 +498,7 @@ impl World {
     /// [`World::world_barrier_agreeing`] for a caller that is no
     /// collective (a window's fence).
     pub(crate) fn barrier_agreeing(&self, what: WaitFor, key: u32) -> Result<bool, Error> {
-        self.keyed_barrier::<1, false>(
-            what,
-            Some([key]),
-            Arrival::All,
-            false,
-            core::ptr::null(),
-            Carry::Own,
-        )
+        self.world_barrier_agreeing(what, key)
     }
 
     /// [`World::world_barrier`], and with a key of `N` words
@@ -1047,25 +1047,11 @@ impl World {
         // takes the same branches (and block barriers) below.
         match verify {
             Verify::Nothing => {
-                self.keyed_barrier::<1, false>(
-                    what,
-                    None,
-                    Arrival::All,
-                    true,
-                    core::ptr::null(),
-                    Carry::Own,
-                )?;
+                self.world_barrier_recorded(what)?;
                 return Ok(Ok(()));
             }
             Verify::Counts => {
-                self.keyed_barrier::<1, false>(
-                    what,
-                    None,
-                    Arrival::All,
-                    true,
-                    core::ptr::null(),
-                    Carry::Own,
-                )?;
+                self.world_barrier_recorded(what)?;
             }
             Verify::RootAndCount(key) => {
                 // The count less one: the commonest reduce, one element to
