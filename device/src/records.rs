@@ -1340,7 +1340,7 @@ pub struct GridBarrier {
 /// staging regions' bytes that its process's ranks wrote for the ranks
 /// of every process to read after the barrier, in the current staging
 /// half. The regions lie at the same offsets in every process's copy of
-/// the world memory (docs/distributed.md, "Collectives across processes").
+/// the world memory (docs/distributed.md, "Collectives and communicators").
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct BarrierPayload(pub u64);
 

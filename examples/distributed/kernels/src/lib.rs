@@ -322,9 +322,10 @@ gpu_mpi_device::kernel! {
         let mut good = 0u64;
         for root in [0, size / 2, size - 1] {
             let p = world.process_at_rank(root);
-            let mut v: [u64; N] = core::array::from_fn(|i| if rank == root { 1000 * root as u64 + i as u64 } else { 0 });
+            let given = |i: usize| 1000 * root as u64 + i as u64;
+            let mut v: [u64; N] = core::array::from_fn(|i| if rank == root { given(i) } else { 0 });
             p.broadcast_into(&mut v[..])?;
-            good += u64::from((0..N).all(|i| v[i] == 1000 * root as u64 + i as u64));
+            good += u64::from((0..N).all(|i| v[i] == given(i)));
             let mine: [u64; N] = core::array::from_fn(|i| rank as u64 * i as u64 + 1);
             let mut sum = [0u64; N];
             if rank == root {
@@ -338,7 +339,8 @@ gpu_mpi_device::kernel! {
         let mine: [u64; N] = core::array::from_fn(|i| shifted(rank, i));
         let mut range = [0u64; N];
         world.all_reduce_into(&mine[..], &mut range[..], UserOperation::associative(join))?;
-        good += u64::from((0..N).all(|i| range[i] == (shifted(0, i) & !0xffff_ffff) | (size as u64 - 1 + i as u64)));
+        let whole = |i: usize| (shifted(0, i) & !0xffff_ffff) | (size as u64 - 1 + i as u64);
+        good += u64::from((0..N).all(|i| range[i] == whole(i)));
         let mut both: [u64; N] = core::array::from_fn(|i| rank as u64 + i as u64);
         world.all_reduce_in_place(&mut both[..], SystemOperation::max())?;
         good += u64::from((0..N).all(|i| both[i] == size as u64 - 1 + i as u64));
@@ -400,7 +402,8 @@ gpu_mpi_device::kernel! {
             first.gather_varcount_into(&mine[..k])?;
         }
         good += u64::from(
-            rank != 0 || (0..n).all(|q| (0..q % 3 + 1).all(|i| varied[displs[q] as usize + i] == expected(q, i))),
+            rank != 0
+                || (0..n).all(|q| (0..q % 3 + 1).all(|i| varied[displs[q] as usize + i] == expected(q, i))),
         );
 
         let middle = world.process_at_rank(size / 2);
@@ -427,7 +430,8 @@ gpu_mpi_device::kernel! {
         world.all_gather_into(&mine[..], &mut all[..MOVED * n])?;
         good += u64::from((0..MOVED * n).all(|j| all[j] == expected(j / MOVED, j % MOVED)));
 
-        let to: [u64; 2 * MAX_WORLD] = core::array::from_fn(|j| 1000 * me + 10 * (j / 2) as u64 + (j % 2) as u64);
+        let to: [u64; 2 * MAX_WORLD] =
+            core::array::from_fn(|j| 1000 * me + 10 * (j / 2) as u64 + (j % 2) as u64);
         let mut from = [0u64; 2 * MAX_WORLD];
         world.all_to_all_into(&to[..2 * n], &mut from[..2 * n])?;
         good += u64::from((0..2 * n).all(|j| from[j] == 1000 * (j / 2) as u64 + 10 * me + (j % 2) as u64));
