@@ -11,7 +11,7 @@ use gpu_mpi_bench_kernels::native::{
     AtomicArgs, ChunkCopyArgs, CopyArgs, ElementCopyArgs, CHAIN_STRIDE, NATIVE_ATOMIC_CONTENTION,
     NATIVE_ATOMIC_LOAD_BATCH, NATIVE_ATOMIC_LOAD_CHAIN, NATIVE_ATOMIC_PING_PONG, NATIVE_ATOMIC_RMW,
     NATIVE_BLOCK_BARRIER, NATIVE_CHUNK_COPY, NATIVE_COPY, NATIVE_ELEMENT_COPY, NATIVE_EMPTY,
-    NATIVE_SHUFFLE_CHAIN,
+    NATIVE_MATCH_CHAIN, NATIVE_SHUFFLE_CHAIN,
 };
 
 /// Words each lane copies in the element copies (`native_element_copy`:
@@ -59,6 +59,9 @@ pub struct Limits {
     pub atomic_load_batch_ns: f64,
     /// One warp shuffle in a chain of dependent ones, nanoseconds.
     pub shuffle_ns: f64,
+    /// One `match.all.sync.b64` in a chain of dependent ones, nanoseconds
+    /// (the model prices it as a shuffle).
+    pub match_ns: f64,
     /// One block barrier that every thread of the block reaches at once,
     /// nanoseconds.
     pub block_barrier_ns: f64,
@@ -146,6 +149,7 @@ impl serde::Serialize for Limits {
             atomic_load_ns: f64,
             atomic_load_batch_ns: f64,
             shuffle_ns: f64,
+            match_ns: f64,
             block_barrier_ns: f64,
             element_coalesced_ns: f64,
             element_apart_ns: f64,
@@ -174,6 +178,7 @@ impl serde::Serialize for Limits {
             atomic_load_ns: self.atomic_load_ns,
             atomic_load_batch_ns: self.atomic_load_batch_ns,
             shuffle_ns: self.shuffle_ns,
+            match_ns: self.match_ns,
             block_barrier_ns: self.block_barrier_ns,
             element_coalesced_ns: self.element_coalesced_ns,
             element_apart_ns: self.element_apart_ns,
@@ -573,7 +578,7 @@ pub(crate) fn measure(ctx: &mut Ctx) -> Result<(Limits, Section), String> {
     // warp's element copies, coalesced and not. The shuffles and the copies
     // run on one full warp, whatever the run's world.
     let warp = ctx.world(32, Some(32));
-    let (mut shuffles, mut barriers) = (Vec::new(), Vec::new());
+    let (mut shuffles, mut matches, mut barriers) = (Vec::new(), Vec::new(), Vec::new());
     let (mut coalesced, mut apart) = (Vec::new(), Vec::new());
     let copy_words = 32 * ELEMENTS as usize;
     let host: Vec<u64> = (0..copy_words).map(pattern_word).collect();
@@ -591,6 +596,7 @@ pub(crate) fn measure(ctx: &mut Ctx) -> Result<(Limits, Section), String> {
         let total = (warmup + iterations) as u64;
         for (kernel, world, times) in [
             (&NATIVE_SHUFFLE_CHAIN, &warp, &mut shuffles),
+            (&NATIVE_MATCH_CHAIN, &warp, &mut matches),
             (
                 &NATIVE_BLOCK_BARRIER,
                 &ctx.world(n, Some(block_dim)),
@@ -695,6 +701,7 @@ pub(crate) fn measure(ctx: &mut Ctx) -> Result<(Limits, Section), String> {
         atomic_load_ns: median(&loads),
         atomic_load_batch_ns: median(&batches),
         shuffle_ns: median(&shuffles),
+        match_ns: median(&matches),
         block_barrier_ns: median(&barriers),
         element_coalesced_ns: median(&coalesced),
         element_apart_ns: median(&apart),
@@ -776,6 +783,12 @@ pub(crate) fn measure(ctx: &mut Ctx) -> Result<(Limits, Section), String> {
                 limits.shuffle_ns,
                 "ns",
                 format!("{iterations} dependent shfl.sync by one warp"),
+            ),
+            row(
+                "warp match",
+                limits.match_ns,
+                "ns",
+                format!("{iterations} dependent match.all.sync.b64 by one warp (modelled as a shuffle)"),
             ),
             row(
                 "block barrier",

@@ -30,7 +30,7 @@ fn expected(r: usize, ranks: usize, block: usize) -> Vec<u32> {
         (0..n).filter(|l| l / 3 == lane / 3).fold(0, |a, l| a | 1 << l),
         val(0),
         val((lane + 1) % n),
-        0b11 | if n == 1 { 0b1000 } else { 0 },
+        0b1_0011 | if n == 1 { 0b10_1000 } else { 0 },
         wide as u32,
         (wide >> 32) as u32,
         (b * block..(b * block + block).min(ranks))

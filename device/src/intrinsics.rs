@@ -11,8 +11,8 @@
 
 pub use crate::shim::{
     active_mask, block_barrier, block_barrier_count, clock_ns, coordinates, copy_bytes, copy_wide, fence,
-    lane_id, match_any_sync, shared_block, shfl_down_sync, shfl_down_sync_u64, shfl_sync, shfl_sync_u64,
-    shfl_up_sync, shfl_up_sync_u64, shfl_xor_sync, shfl_xor_sync_u64, sm_id, vote_all_sync, vote_any_sync,
-    vote_ballot_sync, warp_mask, warp_sync, AtomicU32, AtomicU64, Backoff, Coordinates, Ordering, FULL_MASK,
-    SHARED_BLOCK_BYTES,
+    lane_id, match_all_sync, match_all_sync_u64, match_any_sync, shared_block, shfl_down_sync,
+    shfl_down_sync_u64, shfl_sync, shfl_sync_u64, shfl_up_sync, shfl_up_sync_u64, shfl_xor_sync,
+    shfl_xor_sync_u64, sm_id, vote_all_sync, vote_any_sync, vote_ballot_sync, warp_mask, warp_sync,
+    AtomicU32, AtomicU64, Backoff, Coordinates, Ordering, FULL_MASK, SHARED_BLOCK_BYTES,
 };

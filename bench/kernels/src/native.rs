@@ -1359,6 +1359,42 @@ gpu_mpi_device::kernel! {
 }
 
 gpu_mpi_device::kernel! {
+    /// The lanes of block 0's first warp run `iterations` dependent
+    /// `match.all.sync.b64`s on a value they hold alike (each step's value
+    /// is the last one plus 1 when they matched, plus 2 when not): the
+    /// latency of one match, which the timing model prices as a shuffle
+    /// (`warp_op_ns`); the keyed world barrier compares a warp's keys with
+    /// it. Lane 0 checks where its value ended.
+    pub static NATIVE_MATCH_CHAIN = fn native_match_chain(_world: &World, args: &AtomicArgs) -> Result<(), Error> {
+        let c = intrinsics::coordinates();
+        if c.block != 0 || c.thread >= 32 {
+            return Ok(());
+        }
+        check_len(&args.out, LIMIT_RESULTS)?;
+        let mask = intrinsics::warp_mask();
+        let total = args.warmup + args.iterations;
+        let mut start = intrinsics::clock_ns();
+        let mut v = 0u32;
+        for it in 0..total {
+            if it == args.warmup {
+                start = intrinsics::clock_ns();
+            }
+            let same = intrinsics::match_all_sync_u64(mask, u64::from(v) << 32 | 1);
+            v = v.wrapping_add(2 - u32::from(same));
+        }
+        let elapsed = intrinsics::clock_ns().wrapping_sub(start);
+        if c.thread == 0 {
+            // Every step matched: one per step.
+            let errors = (v != total) as u64;
+            args.out.write(0, elapsed)?;
+            args.out.write(1, errors)?;
+            args.out.write(2, total as u64)?;
+        }
+        Ok(())
+    }
+}
+
+gpu_mpi_device::kernel! {
     /// Block 0 meets in `iterations` block barriers, every thread arriving
     /// at once: the cost of one barrier after its last arrival, the timing
     /// model's `block_barrier_ns`. The last round counts its arrivals.

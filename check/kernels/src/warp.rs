@@ -17,7 +17,8 @@ gpu_mpi_device::kernel! {
     /// shfl_down sum at lane 0 (0 elsewhere), shfl_up inclusive prefix,
     /// ballot of odd lanes, match_any of lane / 3, lane 0's value, the next
     /// lane's value, packed votes (all(v > 0), any(last lane), any(false),
-    /// all(even lane)), the low and high halves of a 64-bit broadcast from
+    /// all(even lane), match_all of one 64-bit value, match_all of values
+    /// whose high halves differ on the last lane), the low and high halves of a 64-bit broadcast from
     /// the last lane, the block sum, the active mask, the SM id.
     /// The value of rank `r` is `r + 1`.
     pub static SEMANTICS_WARP = fn semantics_warp(world: &World, args: &CaseArgs) -> Result<(), Error> {
@@ -52,7 +53,9 @@ gpu_mpi_device::kernel! {
         let votes = u32::from(intrinsics::vote_all_sync(m, v > 0))
             | u32::from(intrinsics::vote_any_sync(m, lane + 1 == n)) << 1
             | u32::from(intrinsics::vote_any_sync(m, false)) << 2
-            | u32::from(intrinsics::vote_all_sync(m, lane.is_multiple_of(2))) << 3;
+            | u32::from(intrinsics::vote_all_sync(m, lane.is_multiple_of(2))) << 3
+            | u32::from(intrinsics::match_all_sync_u64(m, 0x1_0000_0003)) << 4
+            | u32::from(intrinsics::match_all_sync_u64(m, u64::from(lane + 1 == n) << 40 | 7)) << 5;
         let wide = intrinsics::shfl_sync_u64(m, (u64::from(v) << 33) | u64::from(lane), n.wrapping_sub(1));
         intrinsics::warp_sync(intrinsics::active_mask() & m);
         // Block sum through the shared scratch: 256 words, so blocks of at

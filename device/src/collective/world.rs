@@ -91,6 +91,38 @@ unsafe fn fold_keys<const N: usize>(stage: *const KeyStage, warps: u32) -> [u32;
     first
 }
 
+/// Whether every lane of `mask` passed this `key`; the same answer on
+/// every lane. A key longer
+/// than [`ZERO_KEY_WORDS`] (the argument agreement's) takes one `match.all`
+/// per two words, where a shuffle of each word from lane 0 and a vote take
+/// a warp collective per word and one more; an odd last word the 32-bit
+/// form, which needs no register pair.
+#[inline(always)]
+fn warp_agrees<const N: usize>(mask: u32, key: &[u32; N]) -> bool {
+    let mut same = true;
+    if N <= ZERO_KEY_WORDS {
+        // A short key (a broadcast's root, a reduce's root and count):
+        // lane 0's words and a vote, as before the match; one or two words
+        // would save one or two warp collectives, not tried for registers.
+        for &word in key.iter() {
+            same &= shim::shfl_sync(mask, word, 0) == word;
+        }
+        same = shim::vote_all_sync(mask, same);
+    } else {
+        // Constant indices, no slice of the key: it stays in registers.
+        for pair in 0..N / 2 {
+            same &= shim::match_all_sync_u64(
+                mask,
+                u64::from(key[2 * pair]) | u64::from(key[2 * pair + 1]) << 32,
+            );
+        }
+        if N % 2 == 1 {
+            same &= shim::match_all_sync(mask, key[N - 1]);
+        }
+    }
+    same
+}
+
 /// Whether every block's key `N` (at most [`BARRIER_KEY_WORDS`]) words
 /// long fits the stage ([`KeyStage::warps`]) and the keys' line.
 const fn key_fits(n: usize) -> bool {
@@ -401,12 +433,13 @@ impl World {
     /// [`World::reduce_staged`]).
     ///
     /// Inside a block: after the opening block barrier (so every lane of
-    /// the warp is there) each warp compares its lanes' keys with lane 0's
-    /// (a shuffle and a vote) and its lane 0 writes the warp's key, or
+    /// the warp is there) each warp compares its lanes' keys (a shuffle
+    /// per word and a vote; the agreement's longer key a `match.all` per
+    /// two words, [`warp_agrees`]) and its lane 0 writes the warp's key, or
     /// `NO_KEY`, to the block's shared scratch ([`KeyStage`]). Across
     /// blocks: after one more block barrier the block's first rank folds
     /// the warps' words into the block's key and ORs `key << 32 | !key`
-    /// into the generation's [`GridBarrier::keys`](crate::records::GridBarrier)
+    /// (a longer key's lanes: each warp's word so packed, ORed) into the generation's [`GridBarrier::keys`](crate::records::GridBarrier)
     /// line before it arrives (one word per word of a longer key,
     /// [`World::world_barrier_agreeing_words`], each by its own lane of
     /// the first warp when the block has a rank per word, a warp barrier
@@ -445,10 +478,11 @@ impl World {
     /// nobody (a rank that found an error of its own): `Ok(true)` on every
     /// rank when every rank passed the same words and the first is not
     /// [`NO_KEY`], else `Ok(false)` on every rank (the argument
-    /// agreement's one round, `World::agree`). Over the one-word key: one more shuffle per word
-    /// and warp, and for each block's first rank one more relaxed OR
-    /// before its arrival and one more load, in the same batch, after
-    /// the wait, per word.
+    /// agreement's one round, `World::agree`). Over the one-word key: a
+    /// `match.all` per two words and warp in place of the shuffle and the
+    /// vote, and per word, by a lane of the block's first warp, one more
+    /// relaxed OR before the arrival, and for the block's first rank one
+    /// more load, in the same batch, after the wait.
     /// With `FETCH`, `fetch` (unless null) is the address of a word in
     /// world memory that its writer wrote, if at all, before it arrived (a
     /// root's published buffer); with more than one block, each block's
@@ -575,15 +609,7 @@ impl World {
                 // Every lane of the warp came (the count above), so no
                 // shuffle or vote names a lane that returned.
                 let mask = shim::warp_mask();
-                let mut first = [0u32; N];
-                let mut same = true;
-                for (f, &word) in first.iter_mut().zip(k.iter()) {
-                    *f = shim::shfl_sync(mask, word, 0);
-                    same &= word == *f;
-                }
-                if !shim::vote_all_sync(mask, same) {
-                    first[0] = NO_KEY;
-                }
+                let same = warp_agrees(mask, &k);
                 if self.thread.is_multiple_of(32) {
                     // SAFETY: this warp's key in the stage, past the
                     // scratch's head; every rank of the block passed the
@@ -591,7 +617,9 @@ impl World {
                     // are done.
                     let words =
                         unsafe { core::ptr::addr_of_mut!((*stage()).warps[(self.thread / 32) as usize]) };
-                    for (i, &f) in first.iter().enumerate() {
+                    for (i, &w) in k.iter().enumerate() {
+                        // A warp whose lanes differ: `NO_KEY` first.
+                        let f = if i == 0 && !same { NO_KEY } else { w };
                         // SAFETY: as above; `i < N <= BARRIER_KEY_WORDS`.
                         unsafe { core::ptr::addr_of_mut!((*words)[i]).write(f) };
                     }
@@ -613,18 +641,15 @@ impl World {
                     // above; `w < warps <= 32`, `i < N <= BARRIER_KEY_WORDS`.
                     let word =
                         |w: u32| unsafe { core::ptr::addr_of!((*stage()).warps[w as usize][i]).read() };
-                    let first = word(0);
-                    let differs = (1..warps()).any(|w| word(w) != first);
-                    // As `fold_keys`: a word on which warps differ makes the
-                    // block's first word `NO_KEY`.
-                    let differs = shim::vote_any_sync(mask, differs);
-                    let k = if i == 0 && differs { NO_KEY } else { first };
+                    // The warps' words packed and ORed, as the blocks' are:
+                    // a word on which two warps differ has a bit set in both
+                    // halves, which fails `keys_agree` as a `NO_KEY` first
+                    // word would, with no vote among the lanes.
+                    let packed = (0..warps()).fold(0, |or, w| or | pack_key(word(w)));
                     // Relaxed: published by this block's arrival below (its
                     // release half, after the warp barrier), read by every
                     // block after the generation completed.
-                    self.generation(generation)
-                        .key(i)
-                        .or(pack_key(k), Ordering::Relaxed);
+                    self.generation(generation).key(i).or(packed, Ordering::Relaxed);
                     // Orders the other lanes' ORs before the first rank's
                     // arrival, as the block barrier does the block's writes.
                     shim::warp_sync(mask);

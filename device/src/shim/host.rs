@@ -346,6 +346,18 @@ pub(super) fn match_any_sync(mask: u32, value: u32) -> u32 {
     warp(WarpOp::MatchAny, mask, value, 0)
 }
 
+/// `match.all.sync.b32` on the emulator (see [`super::match_all_sync`]).
+pub(super) fn match_all_sync(mask: u32, value: u32) -> bool {
+    warp(WarpOp::MatchAll, mask, value, 0) != 0
+}
+
+/// `match.all.sync.b64` on the emulator (see
+/// [`super::match_all_sync_u64`]): the value's halves as the call's value
+/// and operand.
+pub(super) fn match_all_sync_u64(mask: u32, value: u64) -> bool {
+    warp(WarpOp::MatchAll64, mask, value as u32, (value >> 32) as u32) != 0
+}
+
 /// `bar.warp.sync` on the emulator (see [`super::warp_sync`]).
 pub(super) fn warp_sync(mask: u32) {
     warp(WarpOp::Sync, mask, 0, 0);

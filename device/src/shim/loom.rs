@@ -324,6 +324,21 @@ pub(super) fn match_any_sync(mask: u32, value: u32) -> u32 {
     warp(super::WarpOp::MatchAny, mask, value, 0)
 }
 
+/// `match.all.sync.b32` under loom (see [`super::match_all_sync`]).
+pub(super) fn match_all_sync(mask: u32, value: u32) -> bool {
+    warp(super::WarpOp::MatchAll, mask, value, 0) != 0
+}
+
+/// `match.all.sync.b64` under loom (see [`super::match_all_sync_u64`]).
+pub(super) fn match_all_sync_u64(mask: u32, value: u64) -> bool {
+    warp(
+        super::WarpOp::MatchAll64,
+        mask,
+        value as u32,
+        (value >> 32) as u32,
+    ) != 0
+}
+
 /// `bar.warp.sync` under loom (see [`super::warp_sync`]).
 pub(super) fn warp_sync(mask: u32) {
     warp(super::WarpOp::Sync, mask, 0, 0);

@@ -464,11 +464,15 @@ pub enum WarpOp {
     MatchAny,
     /// [`warp_sync`].
     Sync,
+    /// [`match_all_sync`].
+    MatchAll,
+    /// [`match_all_sync_u64`].
+    MatchAll64,
 }
 
 impl WarpOp {
     /// Every operation, in code order ([`WarpOp::code`] is the index).
-    pub const ALL: [WarpOp; 9] = [
+    pub const ALL: [WarpOp; 11] = [
         WarpOp::Shfl,
         WarpOp::ShflUp,
         WarpOp::ShflDown,
@@ -478,6 +482,8 @@ impl WarpOp {
         WarpOp::VoteBallot,
         WarpOp::MatchAny,
         WarpOp::Sync,
+        WarpOp::MatchAll,
+        WarpOp::MatchAll64,
     ];
 
     /// The PTX instruction, e.g. `shfl.sync.idx.b32`.
@@ -492,6 +498,8 @@ impl WarpOp {
             WarpOp::VoteBallot => "vote.sync.ballot.b32",
             WarpOp::MatchAny => "match.any.sync.b32",
             WarpOp::Sync => "bar.warp.sync",
+            WarpOp::MatchAll => "match.all.sync.b32",
+            WarpOp::MatchAll64 => "match.all.sync.b64",
         }
     }
 
@@ -525,8 +533,9 @@ pub struct WarpCall {
     pub mask: u32,
     /// The lane's value (a predicate as 0 or 1).
     pub value: u32,
-    /// Source lane (`Shfl`), delta (`ShflUp`, `ShflDown`) or lane mask
-    /// (`ShflXor`); 0 otherwise.
+    /// Source lane (`Shfl`), delta (`ShflUp`, `ShflDown`), lane mask
+    /// (`ShflXor`) or the value's high half (`MatchAll64`, whose `value`
+    /// is the low half); 0 otherwise.
     pub operand: u32,
 }
 
@@ -565,6 +574,11 @@ pub fn resolve_warp(mask: u32, calls: &[WarpCall; 32]) -> [u32; 32] {
             WarpOp::MatchAny => (0..32u32)
                 .filter(|&l| member(l) && calls[l as usize].value == c.value)
                 .fold(0u32, |b, l| b | (1 << l)),
+            WarpOp::MatchAll | WarpOp::MatchAll64 => u32::from(
+                (0..32u32)
+                    .filter(|&l| member(l))
+                    .all(|l| (calls[l as usize].value, calls[l as usize].operand) == (c.value, c.operand)),
+            ),
             WarpOp::Sync => 0,
         };
     }
@@ -634,6 +648,23 @@ pub fn vote_ballot_sync(mask: u32, predicate: bool) -> u32 {
 #[doc(alias = "__match_any_sync")]
 pub fn match_any_sync(mask: u32, value: u32) -> u32 {
     imp::match_any_sync(mask, value)
+}
+
+/// Whether every lane of `mask` passed the same `value`
+/// (`__match_all_sync`'s predicate; sm_70 or later): one instruction where
+/// comparing with lane 0's value takes a shuffle and a vote. Every lane
+/// gets the same answer.
+#[doc(alias = "match.all.sync.b32")]
+#[doc(alias = "__match_all_sync")]
+pub fn match_all_sync(mask: u32, value: u32) -> bool {
+    imp::match_all_sync(mask, value)
+}
+
+/// [`match_all_sync`] of a 64-bit value, one instruction
+/// (`match.all.sync.b64`), where a shuffle compares 32 bits.
+#[doc(alias = "match.all.sync.b64")]
+pub fn match_all_sync_u64(mask: u32, value: u64) -> bool {
+    imp::match_all_sync_u64(mask, value)
 }
 
 /// Waits until every lane of `mask` has arrived (`__syncwarp`); orders
