@@ -136,6 +136,18 @@ fn count_mismatch_names_the_roots_count(backend: Backend) {
 }
 testgen!(count_mismatch_names_the_roots_count);
 
+/// The mismatching rank is the second warp's last lane in the second of two
+/// blocks: the agreement must fold every warp's key, not only the first's.
+fn gather_count_mismatch_in_a_later_warp_fails_every_rank(backend: Backend) {
+    let (errors, text) = failed(fault(backend, FAULT_GATHER_COUNT, 0, world(128).block_dim(64)));
+    assert_eq!(errors.len(), 128, "{text}");
+    for (i, (rank, e)) in errors.iter().enumerate() {
+        assert_eq!(*rank, i as u32);
+        assert_eq!(e.class(), ErrorClass::Count, "{text}");
+    }
+}
+testgen!(gather_count_mismatch_in_a_later_warp_fails_every_rank);
+
 fn buffer_too_large(backend: Backend) {
     let (errors, text) = failed(fault(
         backend,

@@ -465,8 +465,8 @@ gpu_mpi_device::kernel! {
 /// warp operation; with several blocks, for each block's first rank, the
 /// barrier's acquire-release arrival and its acquire polls of the arrival
 /// count (no fence), which say that every block passed 0. From another
-/// root: the opening counts again (three block barriers) and a shuffle and
-/// a vote per warp; with several blocks one more block barrier (the warps'
+/// root: the opening counts again (three block barriers) and a
+/// `match.all` per warp; with several blocks one more block barrier (the warps'
 /// keys reach the block's first rank), and for that rank one relaxed OR of
 /// the block's key before its arrival (and a relaxed load of every
 /// block's after the last one).
@@ -494,7 +494,7 @@ fn an_eight_byte_world_broadcast_checks_its_root_in_its_one_world_barrier() {
         for ((blocks, block_dim), p) in shapes.into_iter().zip(profiles) {
             let ranks = blocks * block_dim;
             let several = u64::from(blocks > 1);
-            let expected = if root == 0 { (2, 0) } else { (3 + several, 2) };
+            let expected = if root == 0 { (2, 0) } else { (3 + several, 1) };
             for r in 0..ranks {
                 let c = p.rank(r).unwrap();
                 assert_eq!(

@@ -1325,36 +1325,54 @@ gpu_mpi_device::kernel! {
     }
 }
 
+/// Block 0's first warp runs `warmup + iterations` dependent `step`s (the
+/// warp's mask, a lane's value: its next value) from `first` (a lane's
+/// index: its first value) and times the last `iterations`. Lane 0 writes
+/// the time, whether its value ended at `expect` (the step count: lane 0's
+/// last value), and the step count.
+fn warp_chain(
+    args: &AtomicArgs,
+    first: impl Fn(u32) -> u32,
+    step: impl Fn(u32, u32) -> u32,
+    expect: impl Fn(u32) -> u32,
+) -> Result<(), Error> {
+    let c = intrinsics::coordinates();
+    if c.block != 0 || c.thread >= 32 {
+        return Ok(());
+    }
+    check_len(&args.out, LIMIT_RESULTS)?;
+    let mask = intrinsics::warp_mask();
+    let total = args.warmup + args.iterations;
+    let mut start = intrinsics::clock_ns();
+    let mut v = first(c.thread);
+    for it in 0..total {
+        if it == args.warmup {
+            start = intrinsics::clock_ns();
+        }
+        v = step(mask, v);
+    }
+    let elapsed = intrinsics::clock_ns().wrapping_sub(start);
+    if c.thread == 0 {
+        args.out.write(0, elapsed)?;
+        args.out.write(1, (v != expect(total)) as u64)?;
+        args.out.write(2, total as u64)?;
+    }
+    Ok(())
+}
+
 gpu_mpi_device::kernel! {
     /// The lanes of block 0's first warp pass values around with
     /// `iterations` dependent shuffles (each lane's next value is its
     /// neighbour's plus one): the latency of one warp shuffle, the timing
     /// model's `warp_op_ns`. Lane 0 checks where its value ended.
     pub static NATIVE_SHUFFLE_CHAIN = fn native_shuffle_chain(_world: &World, args: &AtomicArgs) -> Result<(), Error> {
-        let c = intrinsics::coordinates();
-        if c.block != 0 || c.thread >= 32 {
-            return Ok(());
-        }
-        check_len(&args.out, LIMIT_RESULTS)?;
-        let mask = intrinsics::warp_mask();
-        let total = args.warmup + args.iterations;
-        let mut start = intrinsics::clock_ns();
-        let mut v = c.thread;
-        for it in 0..total {
-            if it == args.warmup {
-                start = intrinsics::clock_ns();
-            }
-            v = intrinsics::shfl_xor_sync(mask, v, 1).wrapping_add(1);
-        }
-        let elapsed = intrinsics::clock_ns().wrapping_sub(start);
-        if c.thread == 0 {
+        warp_chain(
+            args,
+            |lane| lane,
+            |mask, v| intrinsics::shfl_xor_sync(mask, v, 1).wrapping_add(1),
             // Lane 0 holds lane (total mod 2)'s start plus one per step.
-            let errors = (v != total % 2 + total) as u64;
-            args.out.write(0, elapsed)?;
-            args.out.write(1, errors)?;
-            args.out.write(2, total as u64)?;
-        }
-        Ok(())
+            |total| total % 2 + total,
+        )
     }
 }
 
@@ -1366,31 +1384,16 @@ gpu_mpi_device::kernel! {
     /// (`warp_op_ns`); the keyed world barrier compares a warp's keys with
     /// it. Lane 0 checks where its value ended.
     pub static NATIVE_MATCH_CHAIN = fn native_match_chain(_world: &World, args: &AtomicArgs) -> Result<(), Error> {
-        let c = intrinsics::coordinates();
-        if c.block != 0 || c.thread >= 32 {
-            return Ok(());
-        }
-        check_len(&args.out, LIMIT_RESULTS)?;
-        let mask = intrinsics::warp_mask();
-        let total = args.warmup + args.iterations;
-        let mut start = intrinsics::clock_ns();
-        let mut v = 0u32;
-        for it in 0..total {
-            if it == args.warmup {
-                start = intrinsics::clock_ns();
-            }
-            let same = intrinsics::match_all_sync_u64(mask, u64::from(v) << 32 | 1);
-            v = v.wrapping_add(2 - u32::from(same));
-        }
-        let elapsed = intrinsics::clock_ns().wrapping_sub(start);
-        if c.thread == 0 {
+        warp_chain(
+            args,
+            |_| 0,
+            |mask, v| {
+                let same = intrinsics::match_all_sync_u64(mask, u64::from(v) << 32 | 1);
+                v.wrapping_add(2 - u32::from(same))
+            },
             // Every step matched: one per step.
-            let errors = (v != total) as u64;
-            args.out.write(0, elapsed)?;
-            args.out.write(1, errors)?;
-            args.out.write(2, total as u64)?;
-        }
-        Ok(())
+            |total| total,
+        )
     }
 }
 

@@ -64,6 +64,11 @@ pub const FAULT_ERROR_BEFORE_ALL_TO_ALL: u32 = 17;
 pub const FAULT_IMMEDIATE_LIMIT: u32 = 18;
 /// The odd ranks return `Error::application(param)` (`MPI_ERR_OTHER`).
 pub const FAULT_APPLICATION: u32 = 19;
+/// A gather of one `i32` per rank to rank 0, but the last rank passes 2
+/// (`MPI_ERR_COUNT` on every rank; at most 256 ranks). Launched with the
+/// last rank in a later warp of a later block, it checks that every warp's
+/// key reaches the argument agreement.
+pub const FAULT_GATHER_COUNT: u32 = 20;
 
 gpu_mpi_device::kernel! {
     /// The `FAULT_*` scenarios.
@@ -193,6 +198,18 @@ gpu_mpi_device::kernel! {
                 world.barrier()
             }
             FAULT_APPLICATION if rank % 2 == 1 => Err(Error::application(args.param)),
+            FAULT_GATHER_COUNT => {
+                let n = if rank == size - 1 { 2 } else { 1 };
+                let send = [rank; 2];
+                let send = send.get(..n).unwrap_or(&[]);
+                let root = world.process_at_rank(0);
+                if rank == 0 {
+                    let mut recv = [0i32; 256];
+                    root.gather_into_root(send, recv.get_mut(..size as usize).unwrap_or(&mut []))
+                } else {
+                    root.gather_into(send)
+                }
+            }
             _ => Ok(()),
         }
     }

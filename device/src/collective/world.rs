@@ -92,33 +92,21 @@ unsafe fn fold_keys<const N: usize>(stage: *const KeyStage, warps: u32) -> [u32;
 }
 
 /// Whether every lane of `mask` passed this `key`; the same answer on
-/// every lane. A key longer
-/// than [`ZERO_KEY_WORDS`] (the argument agreement's) takes one `match.all`
-/// per two words, where a shuffle of each word from lane 0 and a vote take
-/// a warp collective per word and one more; an odd last word the 32-bit
-/// form, which needs no register pair.
+/// every lane: one `match.all` per two words (an odd last word the 32-bit
+/// form, which needs no register pair), where a shuffle of each word from
+/// lane 0 and a vote would take a warp collective per word and one more.
 #[inline(always)]
 fn warp_agrees<const N: usize>(mask: u32, key: &[u32; N]) -> bool {
     let mut same = true;
-    if N <= ZERO_KEY_WORDS {
-        // A short key (a broadcast's root, a reduce's root and count):
-        // lane 0's words and a vote, as before the match; one or two words
-        // would save one or two warp collectives, not tried for registers.
-        for &word in key.iter() {
-            same &= shim::shfl_sync(mask, word, 0) == word;
-        }
-        same = shim::vote_all_sync(mask, same);
-    } else {
-        // Constant indices, no slice of the key: it stays in registers.
-        for pair in 0..N / 2 {
-            same &= shim::match_all_sync_u64(
-                mask,
-                u64::from(key[2 * pair]) | u64::from(key[2 * pair + 1]) << 32,
-            );
-        }
-        if N % 2 == 1 {
-            same &= shim::match_all_sync(mask, key[N - 1]);
-        }
+    // Constant indices, no slice of the key: it stays in registers.
+    for pair in 0..N / 2 {
+        same &= shim::match_all_sync_u64(
+            mask,
+            u64::from(key[2 * pair]) | u64::from(key[2 * pair + 1]) << 32,
+        );
+    }
+    if N % 2 == 1 {
+        same &= shim::match_all_sync(mask, key[N - 1]);
     }
     same
 }
@@ -433,26 +421,27 @@ impl World {
     /// [`World::reduce_staged`]).
     ///
     /// Inside a block: after the opening block barrier (so every lane of
-    /// the warp is there) each warp compares its lanes' keys (a shuffle
-    /// per word and a vote; the agreement's longer key a `match.all` per
-    /// two words, [`warp_agrees`]) and its lane 0 writes the warp's key, or
+    /// the warp is there) each warp compares its lanes' keys (a
+    /// `match.all` per two words, [`warp_agrees`]) and its lane 0 writes
+    /// the warp's key, or
     /// `NO_KEY`, to the block's shared scratch ([`KeyStage`]). Across
     /// blocks: after one more block barrier the block's first rank folds
     /// the warps' words into the block's key and ORs `key << 32 | !key`
-    /// (a longer key's lanes: each warp's word so packed, ORed) into the generation's [`GridBarrier::keys`](crate::records::GridBarrier)
+    /// (a longer key's lanes: each warp's word so packed, ORed) into the
+    /// generation's [`GridBarrier::keys`](crate::records::GridBarrier)
     /// line before it arrives (one word per word of a longer key,
     /// [`World::world_barrier_agreeing_words`], each by its own lane of
     /// the first warp when the block has a rank per word, a warp barrier
-    /// before the arrival); once every block has
-    /// arrived every block reads the same words, and the blocks agreed
+    /// before the arrival); once every block has arrived every block
+    /// reads the same words, and the blocks agreed
     /// exactly when no word's two halves share a bit (the record says who
     /// zeroes the words, and when). In a world of one block the warps'
     /// words are the whole answer, read after the closing block barrier.
     /// Cost over the plain barrier, for a key of 0 on every rank: none
     /// (the opening block barrier counts the ranks whose key is 0, and the
     /// arrivals word's high half the blocks whose key is not). For any
-    /// other key: one more block barrier (the ranks present), a shuffle and
-    /// a vote per warp; with several blocks one more block barrier, and for
+    /// other key: one more block barrier (the ranks present), a `match.all`
+    /// per warp; with several blocks one more block barrier, and for
     /// the block's first rank a relaxed OR before its arrival and a relaxed
     /// load after the wait.
     ///
@@ -479,8 +468,8 @@ impl World {
     /// rank when every rank passed the same words and the first is not
     /// [`NO_KEY`], else `Ok(false)` on every rank (the argument
     /// agreement's one round, `World::agree`). Over the one-word key: a
-    /// `match.all` per two words and warp in place of the shuffle and the
-    /// vote, and per word, by a lane of the block's first warp, one more
+    /// `match.all` per two words and warp in place of the one, and per
+    /// word, by a lane of the block's first warp, one more
     /// relaxed OR before the arrival, and for the block's first rank one
     /// more load, in the same batch, after the wait.
     /// With `FETCH`, `fetch` (unless null) is the address of a word in
