@@ -263,12 +263,55 @@ pub struct Target {
     pub bound: f64,
     /// The unit of both.
     pub unit: &'static str,
+    /// Which side of the bound meets the target.
+    pub side: Side,
+}
+
+/// Which side of its bound a [`Target`]'s value must lie on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    /// At most the bound: a time or a ratio of times.
+    AtMost,
+    /// At least the bound: a bandwidth.
+    AtLeast,
 }
 
 impl Target {
-    /// Whether the value is within the bound.
+    /// A target met by a value of at most `bound`.
+    pub fn at_most(name: &'static str, value: f64, bound: f64, unit: &'static str) -> Self {
+        Target {
+            name,
+            value,
+            bound,
+            unit,
+            side: Side::AtMost,
+        }
+    }
+
+    /// A target met by a value of at least `bound`.
+    pub fn at_least(name: &'static str, value: f64, bound: f64, unit: &'static str) -> Self {
+        Target {
+            side: Side::AtLeast,
+            ..Target::at_most(name, value, bound, unit)
+        }
+    }
+
+    /// Whether the value is on the bound's side (a NaN never is).
     pub fn met(&self) -> bool {
-        self.value <= self.bound
+        match self.side {
+            Side::AtMost => self.value <= self.bound,
+            Side::AtLeast => self.value >= self.bound,
+        }
+    }
+}
+
+impl Side {
+    /// How the targets' text and the JSON name the side.
+    pub fn text(self) -> &'static str {
+        match self {
+            Side::AtMost => "at most",
+            Side::AtLeast => "at least",
+        }
     }
 }
 
@@ -279,6 +322,7 @@ impl Serialize for Target {
             name: &'a str,
             value: f64,
             bound: f64,
+            side: &'a str,
             unit: &'a str,
             met: bool,
         }
@@ -286,6 +330,7 @@ impl Serialize for Target {
             name: self.name,
             value: self.value,
             bound: self.bound,
+            side: self.side.text(),
             unit: self.unit,
             met: self.met(),
         }
@@ -1072,10 +1117,11 @@ impl Report {
             for t in targets {
                 let _ = writeln!(
                     out,
-                    "  {:<48} {:>10} {} (bound {} {}): {}",
+                    "  {:<48} {:>10} {} ({} {} {}): {}",
                     t.name,
                     fmt_num(t.value),
                     t.unit,
+                    t.side.text(),
                     fmt_num(t.bound),
                     t.unit,
                     if t.met() { "met" } else { "NOT met" }

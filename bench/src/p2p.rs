@@ -179,12 +179,7 @@ pub(crate) fn latency(ctx: &mut Ctx) -> Result<(Vec<Section>, Vec<Target>), Stri
         }
     }
     let targets = target
-        .map(|v| Target {
-            name: "8-byte one-way latency, other block (SM)",
-            value: v / 1e3,
-            bound: 2.0,
-            unit: "us",
-        })
+        .map(|v| Target::at_most("8-byte one-way latency, other block (SM)", v / 1e3, 1.0, "us"))
         .into_iter()
         .collect();
     Ok((
@@ -281,11 +276,26 @@ pub(crate) fn bandwidth(ctx: &mut Ctx) -> Result<(Vec<Section>, Vec<Target>), St
             },
         ));
     }
+    let mut targets = Vec::new();
     for (test, s) in cases {
         let (mpi_ns, _) = measure(ctx, &BENCH_BW, &s)?;
         let (native_ns, _) = measure(ctx, &NATIVE_BW, &s)?;
         let messages = s.window as f64 * s.iterations as f64 * s.pairs as f64;
         let bytes = messages * s.bytes as f64;
+        // Issue 29's (docs/performance.md, "Targets"): the message rate at
+        // least 0.8x the native ring's, so its time at most 1.25x; one pair
+        // at 1 MiB at least 1 GB/s.
+        if test == "mbw_mr" && s.bytes == 8 {
+            targets.push(Target::at_most(
+                "8-byte message rate, many pairs: time / native",
+                ratio(mpi_ns, native_ns),
+                1.25,
+                "x",
+            ));
+        }
+        if test == "bw" && s.bytes == 1 << 20 {
+            targets.push(Target::at_least("one pair at 1 MiB", bytes / mpi_ns, 1.0, "GB/s"));
+        }
         rows.push(vec![
             ("test", test.into()),
             ("pairs", s.pairs.into()),
@@ -326,6 +336,6 @@ pub(crate) fn bandwidth(ctx: &mut Ctx) -> Result<(Vec<Section>, Vec<Target>), St
                  GB/s counts payload bytes once; ratio = MPI time / native time; copy = the device copy limit (read + write)"
             )],
         }],
-        vec![],
+        targets,
     ))
 }

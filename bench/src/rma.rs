@@ -179,27 +179,22 @@ pub(crate) fn run(ctx: &mut Ctx) -> Result<(Vec<Section>, Vec<Target>), String> 
     let block = block_counter(ctx)?;
     let mut targets = vec![];
     if let Some(v) = notified {
-        targets.push(Target {
-            name: "notified 8-byte put / native flag hand-off",
-            value: v,
-            bound: 1.1,
-            unit: "x",
-        });
+        targets.push(Target::at_most(
+            "notified 8-byte put / native flag hand-off",
+            v,
+            1.1,
+            "x",
+        ));
     }
     if let Some(v) = put_bw {
-        targets.push(Target {
-            name: "put time / native copy time, largest block",
-            value: v,
-            bound: 1.25,
-            unit: "x",
-        });
+        targets.push(Target::at_most(
+            "put time / native copy time, largest block",
+            v,
+            1.25,
+            "x",
+        ));
     }
-    targets.push(Target {
-        name: "fence / world barrier",
-        value: fence_ratio,
-        bound: 1.0,
-        unit: "x",
-    });
+    targets.push(Target::at_most("fence / world barrier", fence_ratio, 1.0, "x"));
     Ok((vec![latency, bandwidth, halo, fence, block], targets))
 }
 

@@ -6,7 +6,7 @@
 
 use gpu_mpi_bench as bench;
 
-use bench::{Options, Suite};
+use bench::{Options, Side, Suite};
 use gpu_mpi::{Device, Profile, RankCount};
 use gpu_mpi_provenance::Provenance;
 use serde_json::Value;
@@ -316,13 +316,77 @@ fn every_suite_runs_and_passes_its_checks() {
             assert_eq!(keys, expected, "{}", section.title);
         }
     }
+    // Issue 29's targets, each from its suite's 8-byte row (the quick run
+    // has no 1 MiB message: no bandwidth target of one pair), the scale
+    // suite's over its worlds; then rma's.
     let targets = json["targets"].as_array().unwrap();
-    assert_eq!(targets.len(), 8, "pi (3), latency, barrier and rma (3) targets");
+    let names: Vec<&str> = report.targets.iter().map(|t| t.name).collect();
+    assert_eq!(
+        names,
+        [
+            "pi reduce / best native (avg over points)",
+            "pi p2p / native two-kernel (avg over points)",
+            "pi p2p non-blocking / native two-kernel (avg over points)",
+            "8-byte one-way latency, other block (SM)",
+            "8-byte message rate, many pairs: time / native",
+            "MPI barrier / native grid barrier",
+            "8-byte broadcast / native",
+            "8-byte reduce / native single pass",
+            "8-byte all-reduce",
+            "8-byte gather / native",
+            "8-byte scatter / native",
+            "8-byte all-gather / native",
+            "8-byte all-to-all / native",
+            "MPI_Ibarrier + wait / native grid barrier",
+            "8-byte MPI_Iallreduce + wait",
+            "barrier / native, worst world",
+            "8-byte broadcast / native, worst world",
+            "8-byte reduce / native, worst world",
+            "8-byte all-reduce, largest world",
+            "8-byte gather / native, worst world",
+            "8-byte scatter / native, worst world",
+            "8-byte all-gather / native, worst world",
+            "8-byte all-to-all / native, worst world",
+            "ibarrier + wait / native, worst world",
+            "8-byte iallreduce + wait, largest world",
+            "notified 8-byte put / native flag hand-off",
+            "put time / native copy time, largest block",
+            "fence / world barrier",
+        ]
+    );
+    assert_eq!(targets.len(), names.len());
     for (t, target) in targets.iter().zip(&report.targets) {
         assert_eq!(t["name"], target.name);
         assert_eq!(t["value"].as_f64(), Some(target.value));
+        assert_eq!(t["bound"].as_f64(), Some(target.bound));
+        assert_eq!(t["side"], target.side.text());
         assert_eq!(t["met"], target.met());
     }
+    // The table's 8-byte broadcast row is the target's value.
+    let bcast = report.sections.iter().find(|s| s.suite == "bcast").unwrap();
+    let num = |row: &[(&'static str, Value)], key: &str| field(row, key).and_then(Value::as_f64);
+    let row = bcast.rows.iter().find(|r| num(r, "bytes") == Some(8.0)).unwrap();
+    assert_eq!(Some(report.targets[6].value), num(row, "ratio"));
+    assert_eq!(
+        (report.targets[6].bound, report.targets[6].side),
+        (1.5, Side::AtMost)
+    );
+    // The scale suite's gather target is its worst world's ratio, its
+    // all-reduce target the largest world's time.
+    let scale = report.sections.iter().find(|s| s.suite == "scale").unwrap();
+    let of = |op: &'static str| {
+        scale
+            .rows
+            .iter()
+            .filter(move |r| field(r, "op").and_then(Value::as_str) == Some(op))
+    };
+    let worst = of("gather").filter_map(|r| num(r, "ratio")).fold(0.0, f64::max);
+    assert_eq!(report.targets[19].name, "8-byte gather / native, worst world");
+    assert_eq!(report.targets[19].value, worst);
+    assert!(of("gather").count() >= 2, "{:?}", scale.rows);
+    let largest = of("allreduce").next_back().and_then(|r| num(r, "mpi_avg_us"));
+    assert_eq!(Some(report.targets[18].value), largest);
+    assert_eq!(report.targets[18].unit, "us");
     let p = &json["provenance"];
     assert_eq!(
         (&p["commit"], &p["program"]),
@@ -433,7 +497,7 @@ fn model_columns_stand_beside_the_wall_ones_positive_and_deterministic() {
     assert_eq!(model["parameters"]["load_ns"], Profile::h100().load_ns);
     assert_eq!(model["launches_per_point"], bench::MODEL_REPS);
     assert!(model["limits"]["atomic_rmw_ns"].as_f64().unwrap() > 0.0);
-    assert_eq!(model["targets"].as_array().unwrap().len(), 8);
+    assert_eq!(model["targets"].as_array().unwrap().len(), 28);
     let latency = json["sections"]
         .as_array()
         .unwrap()
