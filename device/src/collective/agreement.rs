@@ -5,7 +5,9 @@
 //! root it names, its datatype id, a checksum of its counts array, the
 //! largest part it sends or receives), the largest error class any rank
 //! found in its own arguments, and whether some rank's buffer is out of
-//! the others' reach (then the data is staged through the cells). Every
+//! the others' reach (then the data is staged through the cells), and
+//! the count the root (or rank 0) passed, which a count mismatch names.
+//! Every
 //! rank reads the same result, so every rank decides alike whether the data rounds run (their number comes from
 //! the agreed maximum) or everybody returns an error. A wrong argument
 //! therefore never turns into a hang, and no rank returns `Ok` from a
@@ -49,13 +51,21 @@ pub(crate) const LEN: usize = 4;
 pub(crate) struct Agreement {
     min: [u32; SLOTS],
     max: [u32; SLOTS],
-    /// Largest error class found by a rank in its own arguments (0: none).
+    /// Largest error class found by a rank in its own arguments (0: none),
+    /// with [`STAGED`] set when some rank's buffer cannot be reached by
+    /// the other ranks, so that every rank stages the data through the
+    /// cells (clear: every rank may copy straight into the others'
+    /// buffers).
     class: u32,
-    /// 1 when some rank's buffer cannot be reached by the other ranks, so
-    /// that every rank stages the data through the cells (0: every rank
-    /// may copy straight into the others' buffers).
-    staged: u32,
+    /// The reference rank's (the root's, or rank 0's without one) `COUNT`
+    /// slot plus 1, from that rank; 0 from every other rank, so that the
+    /// maximum is the reference's ([`World::agree`]'s full round sets it).
+    reference: u32,
 }
+
+/// [`Agreement`]'s `class` bit: some rank stages (its error class is in
+/// the bits below, a few small codes).
+const STAGED: u32 = 1 << 31;
 
 impl Equivalence for Agreement {
     const DATATYPE: Datatype = Datatype {
@@ -83,8 +93,8 @@ fn combine(a: &Agreement, b: &Agreement) -> Agreement {
         r.min[i] = a.min[i].min(b.min[i]);
         r.max[i] = a.max[i].max(b.max[i]);
     }
-    r.class = a.class.max(b.class);
-    r.staged = a.staged.max(b.staged);
+    r.class = a.error_class().max(b.error_class()) | ((a.class | b.class) & STAGED);
+    r.reference = a.reference.max(b.reference);
     r
 }
 
@@ -110,19 +120,29 @@ impl Agreement {
     pub(crate) fn set_count(&mut self, slot: usize, n: usize) {
         self.set(slot, saturating_u32(n));
         if n >= u32::MAX as usize {
-            self.class = self.class.max(ErrorClass::Count as u32);
+            self.fail_with(ErrorClass::Count);
         }
     }
 
     /// Says that this rank's buffer is out of the other ranks' reach: every
     /// rank then stages the data ([`direct`](Self::direct) is false).
     pub(crate) fn stage(&mut self) {
-        self.staged = 1;
+        self.class |= STAGED;
     }
 
     /// Whether every rank's buffer is in the others' reach.
     pub(crate) fn direct(&self) -> bool {
-        self.staged == 0
+        self.class & STAGED == 0
+    }
+
+    /// The largest error class a rank found in its own arguments (0: none).
+    fn error_class(&self) -> u32 {
+        self.class & !STAGED
+    }
+
+    /// Records an error class of this rank's own.
+    fn fail_with(&mut self, class: ErrorClass) {
+        self.class = self.error_class().max(class as u32) | (self.class & STAGED);
     }
 
     /// The quick round's key: the staged flag, then the slots' values
@@ -130,12 +150,12 @@ impl Agreement {
     /// rank that found an error of its own.
     fn key(&self) -> Option<[u32; BARRIER_KEY_WORDS]> {
         let [a, b, c, d, e] = self.min;
-        (self.class == 0).then_some([self.staged, a, b, c, d, e])
+        (self.error_class() == 0).then_some([u32::from(!self.direct()), a, b, c, d, e])
     }
 
     /// Records a local error's class.
     pub(crate) fn fail(&mut self, e: &Error) {
-        self.class = self.class.max(e.class() as u32);
+        self.fail_with(e.class());
     }
 
     /// Whether every rank passed the same value in `slot`.
@@ -156,22 +176,23 @@ impl Agreement {
     /// Whether the data rounds may run: no rank failed and the `COUNT`,
     /// `ROOT`, `TYPE` and `CHECK` slots agree.
     pub(crate) fn ok(&self) -> bool {
-        self.class == 0 && self.same(COUNT) && self.same(ROOT) && self.same(TYPE) && self.same(CHECK)
+        self.error_class() == 0 && self.same(COUNT) && self.same(ROOT) && self.same(TYPE) && self.same(CHECK)
     }
 
     /// The error of a rank whose own arguments were fine when the
     /// agreement is not [`ok`](Self::ok): a bad or disagreeing root gives
     /// `MPI_ERR_ROOT`, disagreeing datatypes `MPI_ERR_TYPE`, anything else
-    /// `MPI_ERR_COUNT` (`count`: this rank's count; `expected`: the other
-    /// end of the agreed range).
+    /// `MPI_ERR_COUNT` (`count`: this rank's count; `expected`: the root's,
+    /// or rank 0's without a root, as [`Error::CountMismatch`] promises;
+    /// the other end of the agreed range if that rank's never came).
     pub(crate) fn error(&self, world: &World, root: i32, count: u32, datatype: u32) -> Error {
-        if !self.same(ROOT) || self.class == ErrorClass::Root as u32 {
+        if !self.same(ROOT) || self.error_class() == ErrorClass::Root as u32 {
             return Error::InvalidRoot {
                 root,
                 size: world.size(),
             };
         }
-        if !self.same(TYPE) || self.class == ErrorClass::Type as u32 {
+        if !self.same(TYPE) || self.error_class() == ErrorClass::Type as u32 {
             let other = if self.min(TYPE) == datatype {
                 self.max(TYPE)
             } else {
@@ -187,10 +208,10 @@ impl Agreement {
                 expected: datatype,
             };
         }
-        let expected = if self.min(COUNT) == count {
-            self.max(COUNT)
-        } else {
-            self.min(COUNT)
+        let expected = match self.reference {
+            0 if self.min(COUNT) == count => self.max(COUNT),
+            0 => self.min(COUNT),
+            r => r - 1,
         };
         Error::CountMismatch { count, expected }
     }
@@ -278,6 +299,12 @@ impl World {
         }
         self.publish_buffer(core::ptr::null_mut());
         mine.stage();
+        // The reference rank says what it passed, for a count mismatch's
+        // error (`Agreement::error`).
+        let named = mine.min(ROOT);
+        if self.rank() as u32 == if named == u32::MAX { 0 } else { named } {
+            mine.reference = mine.min(COUNT).saturating_add(1);
+        }
         let op = UserOperation::commutative(combine);
         // Every rank passes exactly one element, so the round's count check
         // cannot fail; `reduce_round` returns an `Err` only for a failed wait.
