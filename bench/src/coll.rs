@@ -216,61 +216,39 @@ enum Goal {
 }
 
 /// The target `op`'s 8-byte row is held to, named for its suite's table
-/// (`across`: for the scale suite, the worst world from 32 ranks up);
-/// `None` for the collectives issue 29 gives no bound (reduce-scatter,
-/// scan).
+/// (`across`: for the scale suite, over its worlds from 32 ranks up: the
+/// worst ratio, or the time at the largest world); `None` for the
+/// collectives issue 29 gives no bound (reduce-scatter, scan).
 fn goal(op: Op, across: bool) -> Option<(&'static str, Goal)> {
-    let (one, all, goal) = match op {
-        Op::Barrier => (
-            "MPI barrier / native grid barrier",
-            "barrier / native, worst world",
-            Goal::Ratio(1.0),
-        ),
-        Op::Ibarrier => (
-            "MPI_Ibarrier + wait / native grid barrier",
-            "ibarrier + wait / native, worst world",
-            Goal::Ratio(1.0),
-        ),
-        Op::Bcast => (
-            "8-byte broadcast / native",
-            "8-byte broadcast / native, worst world",
-            Goal::Ratio(1.5),
-        ),
-        Op::Reduce => (
-            "8-byte reduce / native single pass",
-            "8-byte reduce / native, worst world",
-            Goal::Ratio(1.1),
-        ),
-        Op::Allreduce => (
-            "8-byte all-reduce",
-            "8-byte all-reduce, largest world",
-            Goal::Micros(3.0),
-        ),
-        Op::Iallreduce => (
-            "8-byte MPI_Iallreduce + wait",
-            "8-byte iallreduce + wait, largest world",
-            Goal::Micros(3.0),
-        ),
-        Op::Exchange(Exchange::Gather) => (
-            "8-byte gather / native",
-            "8-byte gather / native, worst world",
-            Goal::Ratio(1.5),
-        ),
-        Op::Exchange(Exchange::Scatter) => (
-            "8-byte scatter / native",
-            "8-byte scatter / native, worst world",
-            Goal::Ratio(1.5),
-        ),
-        Op::Exchange(Exchange::AllGather) => (
-            "8-byte all-gather / native",
-            "8-byte all-gather / native, worst world",
-            Goal::Ratio(1.5),
-        ),
-        Op::Exchange(Exchange::AllToAll) => (
-            "8-byte all-to-all / native",
-            "8-byte all-to-all / native, worst world",
-            Goal::Ratio(1.5),
-        ),
+    // A ratio's name, and the scale suite's "worst world" twin of it.
+    macro_rules! ratio {
+        ($name:literal, $bound:expr) => {
+            (
+                ($name, concat!($name, ", worst world")),
+                Goal::Ratio($bound),
+            )
+        };
+    }
+    // A time's name, and the scale suite's "largest world" twin of it.
+    macro_rules! micros {
+        ($name:literal, $bound:expr) => {
+            (
+                ($name, concat!($name, ", largest world")),
+                Goal::Micros($bound),
+            )
+        };
+    }
+    let ((one, all), goal) = match op {
+        Op::Barrier => ratio!("MPI barrier / native grid barrier", 1.0),
+        Op::Ibarrier => ratio!("MPI_Ibarrier + wait / native grid barrier", 1.0),
+        Op::Bcast => ratio!("8-byte broadcast / native", 1.5),
+        Op::Reduce => ratio!("8-byte reduce / native single pass", 1.1),
+        Op::Allreduce => micros!("8-byte all-reduce", 3.0),
+        Op::Iallreduce => micros!("8-byte MPI_Iallreduce + wait", 3.0),
+        Op::Exchange(Exchange::Gather) => ratio!("8-byte gather / native", 1.5),
+        Op::Exchange(Exchange::Scatter) => ratio!("8-byte scatter / native", 1.5),
+        Op::Exchange(Exchange::AllGather) => ratio!("8-byte all-gather / native", 1.5),
+        Op::Exchange(Exchange::AllToAll) => ratio!("8-byte all-to-all / native", 1.5),
         Op::Exchange(Exchange::ReduceScatter | Exchange::Scan) => return None,
     };
     Some((if across { all } else { one }, goal))

@@ -277,39 +277,25 @@ pub(crate) fn run(ctx: &mut Ctx) -> Result<(Vec<Section>, Vec<Target>), String> 
         // Issue 29's bounds (docs/performance.md, "Targets"): at the run's
         // world (on a GPU the largest), and point-to-point at the thesis's
         // 4,096 ranks too.
-        if si == 0 {
+        let (p2p, p2p_nb) = if si == 0 {
             targets.push(Target::at_most(
                 "pi reduce / best native (avg over points)",
                 r_best,
                 1.05,
                 "x",
             ));
-            targets.push(Target::at_most(
+            (
                 "pi p2p / native two-kernel (avg over points)",
-                r_p2p,
-                5.0,
-                "x",
-            ));
-            targets.push(Target::at_most(
                 "pi p2p non-blocking / native two-kernel (avg over points)",
-                r_p2p_nb,
-                1.5,
-                "x",
-            ));
+            )
         } else {
-            targets.push(Target::at_most(
+            (
                 "pi p2p / native two-kernel, thesis scale",
-                r_p2p,
-                5.0,
-                "x",
-            ));
-            targets.push(Target::at_most(
                 "pi p2p non-blocking / native, thesis scale",
-                r_p2p_nb,
-                1.5,
-                "x",
-            ));
-        }
+            )
+        };
+        targets.push(Target::at_most(p2p, r_p2p, 5.0, "x"));
+        targets.push(Target::at_most(p2p_nb, r_p2p_nb, 1.5, "x"));
         sections.push(Section {
             suite: "pi",
             title: format!(
