@@ -226,7 +226,7 @@ fn a_rank_that_exits_before_a_sub_communicator_collective_is_named_in_a_hint() {
         assert!(rep.unreceived.iter().all(|m| m.collective == Some(1)));
         let text = e.to_string();
         assert!(
-            text.contains("(a collective of communicator 1, 44 bytes)"),
+            text.contains("(a collective of communicator 1, 48 bytes)"),
             "{text}"
         );
         assert!(

@@ -376,14 +376,19 @@ const O_TYPE: usize = 3;
 const O_CHECK: usize = 4;
 
 /// The lowest and highest of each [`Opening`] word over the members that
-/// a record has heard from, and the largest class of their own argument
-/// errors: what the opening's messages carry (44 bytes) and combine.
+/// a record has heard from, the largest class of their own argument
+/// errors, and the reference member's count: what the opening's messages
+/// carry (48 bytes) and combine.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
 pub(crate) struct Opened {
     lo: [u32; OPEN_WORDS],
     hi: [u32; OPEN_WORDS],
     class: u32,
+    /// The reference member's (the root's, or member 0's without one)
+    /// count plus 1, from that member; 0 from the others, so that the
+    /// maximum is the reference's (a count mismatch names it).
+    reference: u32,
 }
 
 impl Equivalence for Opened {
@@ -404,7 +409,8 @@ impl Opened {
     /// that its word could not hold ([`Opening::count`] saturated to
     /// `u32::MAX`) is an `MPI_ERR_COUNT` of the member's own, so that
     /// members whose counts differ by a multiple of 2^32 cannot agree.
-    pub(crate) fn of(mine: &Opening, local: Option<&Error>) -> Opened {
+    /// `reference`: this member is the root (member 0 without a root).
+    pub(crate) fn of(mine: &Opening, local: Option<&Error>, reference: bool) -> Opened {
         let w = mine.words();
         let own = local.map_or(0, |e| e.class() as u32);
         let count = if mine.count == u32::MAX {
@@ -416,6 +422,11 @@ impl Opened {
             lo: w,
             hi: w,
             class: own.max(count),
+            reference: if reference {
+                mine.count.saturating_add(1)
+            } else {
+                0
+            },
         }
     }
 
@@ -427,6 +438,7 @@ impl Opened {
             self.hi[i] = self.hi[i].max(other.hi[i]);
         }
         self.class = self.class.max(other.class);
+        self.reference = self.reference.max(other.reference);
     }
 
     /// The verdict of a record that heard from every member (the same on
@@ -457,9 +469,11 @@ impl Opened {
             root: mine.root as i32,
             size: size as i32,
         };
+        // The root's (or member 0's) count, as `Error::CountMismatch`
+        // promises; the other end of the range had it not been heard of.
         let count = Error::CountMismatch {
             count: mine.count,
-            expected: other(O_COUNT),
+            expected: self.reference.checked_sub(1).unwrap_or_else(|| other(O_COUNT)),
         };
         let datatype = Error::TypeMismatch {
             status: Status {
@@ -492,5 +506,54 @@ impl Opened {
             Some(l) if all_same || l.class() == e.class() => l,
             _ => e,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codes::Call;
+    use crate::datatype::ID_U32;
+
+    /// Every member's verdict on `counts` (one per member) when `root`
+    /// (`u32::MAX`: none) is the root they all name.
+    fn verdicts<const N: usize>(call: Call, root: u32, counts: [u32; N]) -> [Result<(), Error>; N] {
+        let opening = |count| Opening {
+            call: call as u32,
+            root,
+            count,
+            datatype: ID_U32,
+            check: 0,
+        };
+        let reference = if root == u32::MAX { 0 } else { root };
+        let mut heard = Opened::of(&opening(counts[0]), None, reference == 0);
+        for (m, &c) in counts.iter().enumerate().skip(1) {
+            heard.combine(&Opened::of(&opening(c), None, m as u32 == reference));
+        }
+        counts.map(|c| heard.verdict(&opening(c), None, N as u32))
+    }
+
+    /// A sub-communicator's count mismatch names this member's count and
+    /// the root's (member 0's without a root) on every member, as
+    /// `Error::CountMismatch` promises, whichever end of the range that is.
+    #[test]
+    fn an_opening_count_mismatch_names_the_roots_count() {
+        let mismatch = |count, expected| Err(Error::CountMismatch { count, expected });
+        assert_eq!(
+            verdicts(Call::Gather, 2, [5, 5, 5, 7]),
+            [mismatch(5, 5), mismatch(5, 5), mismatch(5, 5), mismatch(7, 5)]
+        );
+        assert_eq!(
+            verdicts(Call::Gather, 3, [5, 5, 5, 7]),
+            [mismatch(5, 7), mismatch(5, 7), mismatch(5, 7), mismatch(7, 7)]
+        );
+        assert_eq!(
+            verdicts(Call::AllGather, u32::MAX, [4, 9, 4]),
+            [mismatch(4, 4), mismatch(9, 4), mismatch(4, 4)]
+        );
+        assert_eq!(
+            verdicts(Call::AllGather, u32::MAX, [4, 4, 4]),
+            [Ok(()), Ok(()), Ok(())]
+        );
     }
 }

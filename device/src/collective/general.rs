@@ -9,7 +9,7 @@
 //! cannot mix: one sender's messages arrive in order, MPI 3.5).
 //!
 //! Every collective opens with an *agreement* ([`CommView::open`]): a
-//! dissemination all-reduce of a 44-byte record ([`Opened`]: the lowest
+//! dissemination all-reduce of a 48-byte record ([`Opened`]: the lowest
 //! and highest over the members of the call, root, count, datatype and a
 //! checksum of a counts array every member passes alike, and the worst
 //! class of a member's own argument error), ceil(log2 n) rounds of one
@@ -376,12 +376,13 @@ impl<'a> CommView<'a> {
     /// bound). It is also the barrier.
     pub(crate) fn open(&self, mine: Opening, local: Result<(), Error>) -> Result<(), Error> {
         let local = local.err();
-        let mut heard = Opened::of(&mine, local.as_ref());
         let (r, n) = (self.rank, self.size);
+        let reference = r == if mine.root == u32::MAX { 0 } else { mine.root };
+        let mut heard = Opened::of(&mine, local.as_ref(), reference);
         let bytes = core::mem::size_of::<Opened>();
         let mut k = 1u32;
         while k < n {
-            let mut got = Opened::of(&mine, None);
+            let mut got = Opened::of(&mine, None, false);
             let send = Place::plain(&heard as *const Opened as *const u8);
             let recv = Place::plain(&mut got as *mut Opened as *const u8);
             self.send_receive(
