@@ -7,9 +7,9 @@
 //! found in its own arguments, and whether some rank's buffer is out of
 //! the others' reach (then the data is staged through the cells), and
 //! the count the root (or rank 0) passed, which a count mismatch names.
-//! Every
-//! rank reads the same result, so every rank decides alike whether the data rounds run (their number comes from
-//! the agreed maximum) or everybody returns an error. A wrong argument
+//! Every rank reads the same result, so every rank decides alike whether
+//! the data rounds run (their number comes from the agreed maximum) or
+//! everybody returns an error. A wrong argument
 //! therefore never turns into a hang, and no rank returns `Ok` from a
 //! collective another rank found erroneous.
 //!
