@@ -481,38 +481,40 @@ pub(super) fn match_any_sync(mask: u32, value: u32) -> u32 {
     r
 }
 
+/// `match.all.sync` of `$value` (PTX type `$ty`, register class `$class`)
+/// among the lanes of `$mask`: its predicate, whether every lane passed the
+/// same value (the lanes' mask of equal values is not needed).
+macro_rules! match_all_pred {
+    ($ty:literal, $class:ident, $mask:expr, $value:expr) => {{
+        let r: u32;
+        // SAFETY: as in `vote_pred!`: registers of the lanes of `mask`
+        // only. The predicate and mask registers are local to the braces.
+        unsafe {
+            asm!(
+                concat!(
+                    "{{ .reg .pred %gpu_mpi_mp; .reg .b32 %gpu_mpi_mm; match.all.sync.",
+                    $ty,
+                    " %gpu_mpi_mm|%gpu_mpi_mp, {v}, {m}; selp.u32 {r}, 1, 0, %gpu_mpi_mp; }}"
+                ),
+                r = out(reg32) r,
+                v = in($class) $value,
+                m = in(reg32) $mask,
+                options(nostack),
+            )
+        };
+        r != 0
+    }};
+}
+
 /// `match.all.sync.b32`'s predicate (see [`super::match_all_sync`]; sm_70+).
 pub(super) fn match_all_sync(mask: u32, value: u32) -> bool {
-    let r: u32;
-    // SAFETY: as in `match_all_sync_u64`.
-    unsafe {
-        asm!(
-            "{{ .reg .pred %gpu_mpi_mp; .reg .b32 %gpu_mpi_mm; match.all.sync.b32 %gpu_mpi_mm|%gpu_mpi_mp, {v}, {m}; selp.u32 {r}, 1, 0, %gpu_mpi_mp; }}",
-            r = out(reg32) r,
-            v = in(reg32) value,
-            m = in(reg32) mask,
-            options(nostack),
-        )
-    };
-    r != 0
+    match_all_pred!("b32", reg32, mask, value)
 }
 
 /// `match.all.sync.b64`'s predicate (see [`super::match_all_sync_u64`];
 /// sm_70+).
 pub(super) fn match_all_sync_u64(mask: u32, value: u64) -> bool {
-    let r: u32;
-    // SAFETY: as in `vote_pred!`: registers of the lanes of `mask` only.
-    // The lanes' mask of equal values is not needed, only the predicate.
-    unsafe {
-        asm!(
-            "{{ .reg .pred %gpu_mpi_mp; .reg .b32 %gpu_mpi_mm; match.all.sync.b64 %gpu_mpi_mm|%gpu_mpi_mp, {v}, {m}; selp.u32 {r}, 1, 0, %gpu_mpi_mp; }}",
-            r = out(reg32) r,
-            v = in(reg64) value,
-            m = in(reg32) mask,
-            options(nostack),
-        )
-    };
-    r != 0
+    match_all_pred!("b64", reg64, mask, value)
 }
 
 /// `bar.warp.sync` (see [`super::warp_sync`]).
