@@ -133,6 +133,13 @@ pub const H_ALL_TO_ALL: u32 = 12;
 /// every rank that entered must fail). Records the collective's class.
 pub const H_EXIT_IN: u32 = 13;
 
+/// A count that only the root disagrees on, with root `param % size`: a
+/// broadcast of 2 `u32`s at the root and 1 elsewhere, then a reduce sum
+/// of 2 at the root and 1 elsewhere, then a correct all-reduce sum of
+/// `rank + 1`. Records, for each of the two, the error's class, count and
+/// expected count (zeros for none), then the class and the sum.
+pub const H_ROOT_COUNT: u32 = 14;
+
 /// The collectives of [`H_EXIT_IN`], by index.
 pub const EXIT_OPS: [&str; 10] = [
     "barrier",
@@ -561,6 +568,31 @@ gpu_mpi_device::kernel! {
                     _ => c.exclusive_scan_into(&buf[..2], &mut all[..2], SystemOperation::sum()),
                 };
                 rec.push(class_of(&r))
+            }
+            H_ROOT_COUNT => {
+                let t = args.param as i32 % size;
+                let root = c.process_at_rank(t);
+                let k = if rank == t { 2 } else { 1 };
+                let count_words = |r: &Result<(), Error>| match r {
+                    Ok(()) => [0; 3],
+                    Err(e) => {
+                        let w = e.to_words();
+                        [w[0], w[1], w[2]]
+                    }
+                };
+                let mut buf = [rank as u32 + 1; 2];
+                let r = root.broadcast_into(&mut buf[..k]);
+                rec.words(&count_words(&r))?;
+                let mut sum = [0u32; 2];
+                let r = if rank == t {
+                    root.reduce_into_root(&buf[..k], &mut sum[..k], SystemOperation::sum())
+                } else {
+                    root.reduce_into(&buf[..k], SystemOperation::sum())
+                };
+                rec.words(&count_words(&r))?;
+                let mut s = 0u32;
+                let r = c.all_reduce_into(&(rank as u32 + 1), &mut s, SystemOperation::sum());
+                rec.words(&[class_of(&r), s])
             }
             H_ALL_TO_ALL => {
                 let size = size as usize;

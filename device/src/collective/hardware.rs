@@ -168,10 +168,19 @@ fn compare(mine: &Descriptor, first: &Descriptor) -> u32 {
 
 /// The error every rank returns when some rank found the disagreement
 /// `worst` (the one of highest precedence found anywhere); a rank with an
-/// error of its own of that class (`local`) keeps it.
+/// error of its own of that class (`local`) keeps it. `expected`: the
+/// count of the root (of member 0 without one), which a count mismatch
+/// names.
 #[cold]
 #[inline(never)]
-fn verdict(worst: u32, mine: &Descriptor, first: &Descriptor, size: u32, local: Option<Error>) -> Error {
+fn verdict(
+    worst: u32,
+    mine: &Descriptor,
+    first: &Descriptor,
+    expected: u32,
+    size: u32,
+    local: Option<Error>,
+) -> Error {
     let e = if worst == Mismatch::Call as u32 {
         Error::CollectiveMismatch {
             kind: kind_code(mine.call),
@@ -185,7 +194,7 @@ fn verdict(worst: u32, mine: &Descriptor, first: &Descriptor, size: u32, local: 
     } else if worst == Mismatch::Count as u32 {
         Error::CountMismatch {
             count: mine.count,
-            expected: first.count,
+            expected,
         }
     } else {
         Error::TypeMismatch {
@@ -202,6 +211,40 @@ fn verdict(worst: u32, mine: &Descriptor, first: &Descriptor, size: u32, local: 
         Some(l) if l.class() == e.class() => l,
         _ => e,
     }
+}
+
+/// The member that a count mismatch names: the root, member 0 without
+/// one. Every member agrees on it when the worst disagreement is a count
+/// (a root's takes precedence), so it is `first`'s root; a block's or a
+/// warp's communicator numbers its members as their threads or lanes.
+fn reference_member(first: &Descriptor) -> u32 {
+    if first.root == u32::MAX {
+        0
+    } else {
+        first.root
+    }
+}
+
+/// The count of the block's [`reference_member`], passed through the
+/// shared scratch's stage between two block barriers (every rank of the
+/// block calls it: the opening's verdict is the same on all).
+#[cold]
+#[inline(never)]
+fn block_reference_count(world: &World, mine: &Descriptor, first: &Descriptor) -> u32 {
+    // SAFETY: the stage follows the scratch's header inside the scratch;
+    // nobody else touches it between the opening's barriers and the two
+    // here, and the second keeps the next collective's writes after the
+    // reads.
+    let word = unsafe { shim::shared_block::<SHARED_BLOCK_BYTES>().add(HEADER_BYTES) } as *mut u32;
+    if world.thread == reference_member(first) {
+        // SAFETY: 16-byte aligned, inside the scratch (above).
+        unsafe { word.write(mine.count) };
+    }
+    shim::block_barrier();
+    // SAFETY: written before the barrier above.
+    let count = unsafe { word.read() };
+    shim::block_barrier();
+    count
 }
 
 /// The disagreement of highest precedence among the ranks' `bits`, given
@@ -314,7 +357,12 @@ fn block_open(
     let bits = compare(&mine, &first) | local_bits;
     if shim::block_barrier_count(bits != 0) != 0 {
         let w = worst(|m| shim::block_barrier_count(bits & m != 0) != 0);
-        return Err(verdict(w, &mine, &first, v.size, local));
+        let expected = if w == Mismatch::Count as u32 {
+            block_reference_count(world, &mine, &first)
+        } else {
+            first.count
+        };
+        return Err(verdict(w, &mine, &first, expected, v.size, local));
     }
     Ok(())
 }
@@ -432,7 +480,12 @@ fn warp_open(v: &CommView<'_>, mine: Descriptor, local_bits: u32, local: Option<
     let bits = compare(&mine, &first) | local_bits;
     if shim::vote_ballot_sync(mask, bits != 0) != 0 {
         let w = worst(|m| shim::vote_any_sync(mask, bits & m != 0));
-        return Err(verdict(w, &mine, &first, v.size, local));
+        let expected = if w == Mismatch::Count as u32 {
+            shim::shfl_sync(mask, mine.count, reference_member(&first))
+        } else {
+            first.count
+        };
+        return Err(verdict(w, &mine, &first, expected, v.size, local));
     }
     Ok(())
 }
