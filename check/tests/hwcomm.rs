@@ -343,12 +343,13 @@ testgen!(a_disagreement_fails_on_every_rank_and_the_next_call_works);
 
 /// A count mismatch names the root's count on every rank, whichever
 /// member the root is (MPI 4.1 §6.4, §6.9.1: each rank's type signature
-/// must match the root's; `Error::CountMismatch::expected`).
+/// must match the root's; `Error::CountMismatch::expected`); with a root
+/// that all name but no member is, member 0's.
 fn a_count_mismatch_names_the_roots_count_whichever_member_is_root(backend: Backend) {
     let count = ErrorClass::Count as u32;
     for (ranks, block) in [(45u32, 45u32), (64, 32)] {
         for on in [ON_BLOCK, ON_WARP] {
-            for root in [0u32, 1, 12, 40] {
+            for root in [0u32, 1, 12, 40, NOT_A_MEMBER, NOT_A_MEMBER + 3] {
                 let got = run(
                     backend,
                     WorldSpec::ranks(ranks).block_dim(block),
@@ -361,8 +362,8 @@ fn a_count_mismatch_names_the_roots_count_whichever_member_is_root(backend: Back
                     &got,
                     |w| {
                         let (r, size) = place(w as u32, block, on);
-                        let t = root % size;
-                        let mine = if r == t { 2 } else { 1 };
+                        let odd = if root >= NOT_A_MEMBER { 0 } else { root % size };
+                        let mine = if r == odd { 2 } else { 1 };
                         let mut v = vec![0, r, size];
                         // Bytes of the broadcast, elements of the reduce.
                         v.extend([count, 4 * mine, 8, count, mine, 2]);

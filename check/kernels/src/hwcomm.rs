@@ -136,9 +136,15 @@ pub const H_EXIT_IN: u32 = 13;
 /// A count that only the root disagrees on, with root `param % size`: a
 /// broadcast of 2 `u32`s at the root and 1 elsewhere, then a reduce sum
 /// of 2 at the root and 1 elsewhere, then a correct all-reduce sum of
-/// `rank + 1`. Records, for each of the two, the error's class, count and
-/// expected count (zeros for none), then the class and the sum.
+/// `rank + 1`. With `param` from [`NOT_A_MEMBER`] on, every rank names
+/// root `size + param - NOT_A_MEMBER` (no member) and member 0 passes the
+/// 2. Records, for each of the two, the error's class, count and expected
+/// count (zeros for none), then the class and the sum.
 pub const H_ROOT_COUNT: u32 = 14;
+
+/// [`H_ROOT_COUNT`]'s first `param` that names a root outside the
+/// communicator.
+pub const NOT_A_MEMBER: u32 = 1000;
 
 /// The collectives of [`H_EXIT_IN`], by index.
 pub const EXIT_OPS: [&str; 10] = [
@@ -570,9 +576,12 @@ gpu_mpi_device::kernel! {
                 rec.push(class_of(&r))
             }
             H_ROOT_COUNT => {
-                let t = args.param as i32 % size;
+                let (t, odd) = match args.param.checked_sub(NOT_A_MEMBER) {
+                    Some(past) => (size + past as i32, 0),
+                    None => (args.param as i32 % size, args.param as i32 % size),
+                };
                 let root = c.process_at_rank(t);
-                let k = if rank == t { 2 } else { 1 };
+                let k = if rank == odd { 2 } else { 1 };
                 let count_words = |r: &Result<(), Error>| match r {
                     Ok(()) => [0; 3],
                     Err(e) => {

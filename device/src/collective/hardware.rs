@@ -216,12 +216,14 @@ fn verdict(
 /// The member that a count mismatch names: the root, member 0 without
 /// one. Every member agrees on it when the worst disagreement is a count
 /// (a root's takes precedence), so it is `first`'s root; a block's or a
-/// warp's communicator numbers its members as their threads or lanes.
-fn reference_member(first: &Descriptor) -> u32 {
-    if first.root == u32::MAX {
-        0
-    } else {
+/// warp's communicator numbers its members as their threads or lanes. A
+/// root that all name but that is not a member (`check_root` fails it
+/// after the opening) counts as none.
+fn reference_member(first: &Descriptor, size: u32) -> u32 {
+    if first.root < size {
         first.root
+    } else {
+        0
     }
 }
 
@@ -230,13 +232,13 @@ fn reference_member(first: &Descriptor) -> u32 {
 /// block calls it: the opening's verdict is the same on all).
 #[cold]
 #[inline(never)]
-fn block_reference_count(world: &World, mine: &Descriptor, first: &Descriptor) -> u32 {
+fn block_reference_count(world: &World, mine: &Descriptor, first: &Descriptor, size: u32) -> u32 {
     // SAFETY: the stage follows the scratch's header inside the scratch;
     // nobody else touches it between the opening's barriers and the two
     // here, and the second keeps the next collective's writes after the
     // reads.
     let word = unsafe { shim::shared_block::<SHARED_BLOCK_BYTES>().add(HEADER_BYTES) } as *mut u32;
-    if world.thread == reference_member(first) {
+    if world.thread == reference_member(first, size) {
         // SAFETY: 16-byte aligned, inside the scratch (above).
         unsafe { word.write(mine.count) };
     }
@@ -358,7 +360,7 @@ fn block_open(
     if shim::block_barrier_count(bits != 0) != 0 {
         let w = worst(|m| shim::block_barrier_count(bits & m != 0) != 0);
         let expected = if w == Mismatch::Count as u32 {
-            block_reference_count(world, &mine, &first)
+            block_reference_count(world, &mine, &first, v.size)
         } else {
             first.count
         };
@@ -481,7 +483,7 @@ fn warp_open(v: &CommView<'_>, mine: Descriptor, local_bits: u32, local: Option<
     if shim::vote_ballot_sync(mask, bits != 0) != 0 {
         let w = worst(|m| shim::vote_any_sync(mask, bits & m != 0));
         let expected = if w == Mismatch::Count as u32 {
-            shim::shfl_sync(mask, mine.count, reference_member(&first))
+            shim::shfl_sync(mask, mine.count, reference_member(&first, v.size))
         } else {
             first.count
         };
