@@ -166,6 +166,27 @@ pub fn direct_callees(ptx: &str, func: &str) -> Vec<String> {
     out
 }
 
+/// Every function `func` reaches through calls (its callees, theirs, and
+/// so on), each once, nearest first: direct callees in order of first
+/// call, then theirs.
+pub fn reachable(ptx: &str, func: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut next = 0;
+    let mut frontier = direct_callees(ptx, func);
+    loop {
+        for f in frontier.drain(..) {
+            if f != func && !out.contains(&f) {
+                out.push(f);
+            }
+        }
+        let Some(f) = out.get(next) else {
+            return out;
+        };
+        frontier = direct_callees(ptx, f);
+        next += 1;
+    }
+}
+
 /// A bare body for `d`: returns at once (a scalar return value 0).
 fn stub_body(d: &Definition) -> Vec<String> {
     let mut body = vec!["{".to_string()];
@@ -423,6 +444,51 @@ mod tests {
         assert_eq!(direct_callees(PTX, "kernel"), ["helper", "cold"]);
         assert!(direct_callees(PTX, "helper").is_empty());
         assert!(direct_callees(PTX, "missing").is_empty());
+    }
+
+    /// `kernel` calls `a`; `a` calls `b` then `c`; `b` calls `c` and `a`
+    /// (a cycle); `c` calls nothing.
+    const CHAIN: &str = ".version 7.0
+.target sm_70
+.address_size 64
+
+.visible .entry kernel(
+\t.param .u64 kernel_param_0
+)
+{
+\tcall.uni a, ();
+\tret;
+}
+.func a(
+)
+{
+\tcall.uni b, ();
+\tcall.uni c, ();
+\tret;
+}
+.func b(
+)
+{
+\tcall.uni c, ();
+\tcall.uni a, ();
+\tret;
+}
+.func c(
+)
+{
+\tret;
+}
+";
+
+    #[test]
+    fn reachable_functions_are_named_once_nearest_first() {
+        assert_eq!(reachable(CHAIN, "kernel"), ["a", "b", "c"]);
+        // A function reaches itself through the cycle but is not listed.
+        assert_eq!(reachable(CHAIN, "a"), ["b", "c"]);
+        assert_eq!(reachable(CHAIN, "b"), ["c", "a"]);
+        assert!(reachable(CHAIN, "c").is_empty());
+        assert!(reachable(CHAIN, "missing").is_empty());
+        assert_eq!(reachable(PTX, "kernel"), ["helper", "cold"]);
     }
 
     #[test]

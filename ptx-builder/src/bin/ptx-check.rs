@@ -31,9 +31,12 @@
 //! `--calls KERNEL` (repeatable) prints, per assembly that has the kernel,
 //! what its registers are made of ([`gpu_mpi_ptx_builder::calls`]): its
 //! registers without budgets, its own body's with every function it calls
-//! stubbed, and each function it calls directly through an entry of its
-//! own. A kernel that calls a function needs about the callee's registers
-//! plus its own values live across the call (docs/gpu.md).
+//! stubbed, each function it calls directly through an entry of its
+//! own, and for every function it reaches its registers with that
+//! function's body stubbed (the call whose stub lowers the count is the
+//! one that sets it). A kernel that calls a function needs about the
+//! callee's registers plus its own values live across the call
+//! (docs/gpu.md).
 //!
 //! Fails (exit 1) when a PTX has no kernel entry point, when the lint finds an
 //! `atom`/`red` without explicit `.relaxed/.acquire/.release/.acq_rel` or any
@@ -382,24 +385,40 @@ fn calls_report(
 ) -> Result<String, String> {
     let text = std::fs::read_to_string(ptx).map_err(|e| format!("reading {}: {e}", ptx.display()))?;
     let scratch = ptx.with_extension(format!("{arch}.calls.ptx"));
-    let alone = calls::with_entries_only(&text, Some(kernel));
-    let whole = entry_registers(ptxas, &scratch, &alone, arch, kernel)?;
+    let alone_text = calls::with_entries_only(&text, Some(kernel));
+    let whole = entry_registers(ptxas, &scratch, &alone_text, arch, kernel)?;
     let own = entry_registers(
         ptxas,
         &scratch,
-        &calls::with_stubbed_bodies(&alone, |_| true),
+        &calls::with_stubbed_bodies(&alone_text, |_| true),
         arch,
         kernel,
     )?;
     let mut out = format!(
-        "calls of {kernel} ({arch}, budgets left out): {whole} registers; its own body, every function it calls stubbed: {own}\n"
+        "calls of {kernel} ({arch}, budgets left out): {whole} registers; its own body, every function it calls stubbed: {own}\n\
+         \x20 alone: a direct callee with its callees under an entry that keeps nothing live across the call; \
+         without: the kernel with that function's body stubbed (wherever it is called)\n\
+         \x20alone  without  function\n"
     );
-    for callee in calls::direct_callees(&text, kernel) {
-        let Some(probe) = calls::with_probe_entry(&text, &callee) else {
-            continue;
+    let direct = calls::direct_callees(&text, kernel);
+    for f in calls::reachable(&text, kernel) {
+        let probe = if direct.contains(&f) {
+            calls::with_probe_entry(&text, &f)
+        } else {
+            None
         };
-        let n = entry_registers(ptxas, &scratch, &probe, arch, calls::PROBE_ENTRY)?;
-        out.push_str(&format!("  {n:>4}  {callee} (alone, with its callees)\n"));
+        let alone = match probe {
+            Some(probe) => entry_registers(ptxas, &scratch, &probe, arch, calls::PROBE_ENTRY)?.to_string(),
+            None => "-".to_string(),
+        };
+        let without = entry_registers(
+            ptxas,
+            &scratch,
+            &calls::with_stubbed_bodies(&alone_text, |n| n == f),
+            arch,
+            kernel,
+        )?;
+        out.push_str(&format!("  {alone:>5}  {without:>7}  {f}\n"));
     }
     let _ = std::fs::remove_file(&scratch);
     let _ = std::fs::remove_file(check::cubin_path(&scratch, arch));
