@@ -213,7 +213,12 @@ pub(crate) fn barrier_error(word: u64, what: WaitFor) -> Error {
 /// record and aborting the world) or `Aborted`; without a timeout it
 /// lasts, and the emulator reports the deadlock with this wait. Returns
 /// the [`barrier_word`] of the failure. Scalar arguments and result, so
-/// that the caller keeps nothing in local memory for the call.
+/// that the caller keeps nothing in local memory for the call. Its
+/// callers (the world barrier, a block communicator's opening) recorded
+/// this wait as they opened the barrier (`record_wait`), so it waits as
+/// [`wait_recorded`]: no second record, and no hand-back of deferred
+/// slots, which would put the flush's call (`slot_return::flush_frees`)
+/// and its registers in every kernel with a collective.
 #[cold]
 #[inline(never)]
 pub(crate) fn barrier_wait_forever(base: u64, rank: u32, operation: Call, peer: i32, tag: i32) -> u64 {
@@ -222,7 +227,7 @@ pub(crate) fn barrier_wait_forever(base: u64, rank: u32, operation: Call, peer: 
         rank,
     };
     let what = WaitFor { operation, peer, tag };
-    match wait_core(&c, what, |_| None::<Result<(), Error>>) {
+    match wait_recorded(&c, what, |_| None::<Result<(), Error>>) {
         Err(e) => barrier_word(e),
         // The poll never succeeds.
         Ok(()) => ErrorClass::Intern as u64,
@@ -294,17 +299,23 @@ pub(crate) fn wait_core_polled<T>(
 /// [`wait_core`] for a rank that has just written its wait record
 /// ([`Core::record_wait`], which also does what [`Core::note_progress`]
 /// would): the world barrier, which records its wait before the block
-/// barrier that opens it. Neither the start nor the first failed poll
-/// writes the record again, which saves loads of the rank's own record
-/// that the barrier's acquire has evicted from L1; nor does the end: the
-/// record says the rank waits until the caller marks it running.
+/// barrier that opens it, and [`barrier_wait_forever`]. Neither the start
+/// nor the first failed poll writes the record again, which saves loads
+/// of the rank's own record that the barrier's acquire has evicted from
+/// L1; nor does the end: the record says the rank waits until the caller
+/// marks it running. The record handed back the rank's deferred slots,
+/// and `poll` must not run the engine (a barrier's count, or nothing), so
+/// none is deferred while it waits: the loop hands back none (`never`),
+/// and a kernel with a collective has no call of the flush inside its
+/// wait (docs/performance.md, "The world barrier's waits hand back no
+/// slots").
 #[inline(always)]
 pub(crate) fn wait_recorded<T>(
     c: &Core,
     what: WaitFor,
     poll: impl FnMut(&mut Backoff) -> Option<Result<T, Error>>,
 ) -> Result<T, Error> {
-    wait_from(c, recorded, always, || what, Start::Recorded, poll)
+    wait_from(c, recorded, never, || what, Start::Recorded, poll)
 }
 
 /// A wait's record as [`Core::record_wait`] writes it (the wrappers but
@@ -316,6 +327,12 @@ fn recorded(c: &Core, what: WaitFor) {
 /// The rank may hold deferred slots (the wrappers but [`wait_core_lazy`]).
 fn always() -> bool {
     true
+}
+
+/// The rank holds no deferred slot, and its poll defers none
+/// ([`wait_recorded`]).
+fn never() -> bool {
+    false
 }
 
 /// [`wait_core`] whose [`WaitFor`] is worked out only if the first poll
