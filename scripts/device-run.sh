@@ -84,7 +84,7 @@ bench() {
     # shellcheck disable=SC2086 # EXTRA is a list of options
     step "$limit" "bench-$name" "$bin/gpu-mpi-bench" "${args[@]}" ${EXTRA:-}
     cp "$res/bench-$name.log" "$res/bench/gpu-$name.txt" 2>/dev/null
-    sed -n '/^== targets (modelled\|^== targets/,/^all results/p' "$res/bench-$name.log" 2>/dev/null |
+    sed -n '/^== targets/,/^all results/p' "$res/bench-$name.log" 2>/dev/null |
         grep -v '^all results' | head -n 20
 }
 
