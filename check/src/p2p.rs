@@ -743,7 +743,7 @@ pub(crate) fn arguments(device: &Device) -> Result<(), String> {
         let size = n as i64;
         use ErrorClass::*;
         for r in 0..n {
-            let expected: [(&str, [u32; 5]); 21] = [
+            let expected: [(&str, [u32; 5]); 26] = [
                 ("send to rank size", e(Rank, size, size)),
                 ("send to rank -7", e(Rank, -7, size)),
                 ("receive from rank size + 3", e(Rank, size + 3, size)),
@@ -774,6 +774,11 @@ pub(crate) fn arguments(device: &Device) -> Result<(), String> {
                 ("all_reduce i32 with bitwise or", ok),
                 ("barrier after the errors", ok),
                 ("all_reduce of a 256-byte element", e(Buffer, 256, 248)),
+                ("send to the null process with tag -5", e(Tag, -5, 0)),
+                ("receive from the null process with tag -5", e(Tag, -5, 0)),
+                ("receive of a value from rank size", e(Rank, size, size)),
+                ("send to rank size with tag -5", e(Tag, -5, 0)),
+                ("receive from rank -7 with tag -5", e(Tag, -5, 0)),
             ];
             let mut w = o.rank(r);
             for (what, want) in expected {

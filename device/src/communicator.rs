@@ -741,6 +741,7 @@ impl World {
             spinning: self.known.take_spinning(),
             list_empty: !self.known.listed(),
             untraced: self.known.untraced(),
+            unchecked: false,
         }
     }
 

@@ -663,7 +663,8 @@ pub(crate) fn run(core: Core, p: &Post, known: Known) -> Finished {
             | (p.inline as u32) << 4
             | (known.spinning as u32) << 5
             | (known.list_empty as u32) << 6
-            | (known.untraced as u32) << 7,
+            | (known.untraced as u32) << 7
+            | (known.unchecked as u32) << 8,
         // The context rides in the mode's high bits, as in the record.
         p.mode | (p.context << CONTEXT_SHIFT),
         p.peer,
@@ -691,6 +692,8 @@ impl Finished {
         core::hint::cold_path();
         Err(if kind == Failure::Aborted as u32 {
             Error::Aborted { by_rank: low }
+        } else if let Some(e) = argument_error(kind, low, p) {
+            e
         } else {
             Error::Timeout {
                 operation: Call::Send as u32,
@@ -711,6 +714,8 @@ impl Finished {
         core::hint::cold_path();
         Err(if kind == Failure::Aborted as u32 {
             Error::Aborted { by_rank: low }
+        } else if let Some(e) = argument_error(kind, low, p) {
+            e
         } else {
             Error::Timeout {
                 operation: if p.state.is_send() {
@@ -735,6 +740,32 @@ enum Failure {
     Aborted = 1,
     /// The wait timed out.
     Timeout = 2,
+    /// The peer is not a rank of the world (the low half: the world's size).
+    InvalidRank = 3,
+    /// A send's message is over the world's limit (the low half: the limit).
+    TooLarge = 4,
+    /// The tag is not a tag of a message.
+    InvalidTag = 5,
+}
+
+/// The error of a failure of the call's arguments.
+#[inline(always)]
+fn argument_error(kind: u32, low: u32, p: &Post) -> Option<Error> {
+    if kind == Failure::InvalidRank as u32 {
+        Some(Error::InvalidRank {
+            rank: p.peer,
+            size: low as i32,
+        })
+    } else if kind == Failure::InvalidTag as u32 {
+        Some(Error::InvalidTag { tag: p.tag })
+    } else if kind == Failure::TooLarge as u32 {
+        Some(Error::BufferTooLarge {
+            bytes: saturating_u32(p.len),
+            limit: low,
+        })
+    } else {
+        None
+    }
 }
 
 const fn failed(kind: Failure, low: u32) -> u64 {
@@ -753,8 +784,9 @@ fn failure_code(e: Error) -> u64 {
 
 /// [`run_blocking`] in scalar arguments (`kind`: the record state, the
 /// inline flag at bit 4, [`Known`]'s `spinning` at bit 5, `list_empty`
-/// at bit 6 and `untraced` at bit 7; `word`: the inline data or the
-/// buffer's address): the record index, or a [`Failure`] in the high half.
+/// at bit 6, `untraced` at bit 7 and `unchecked` at bit 8; `word`: the
+/// inline data or the buffer's address): the record index, or a
+/// [`Failure`] in the high half.
 ///
 /// Scalar arguments, because an aggregate (or a reference to one) reaching
 /// a call that is not inlined goes through local memory on nvptx. Called, or
@@ -785,6 +817,30 @@ fn run_words(
     };
     let w = &core;
     let state = RecordState::from_code(kind & 0xf).unwrap_or(RecordState::RecvMatch);
+    // A send's or receive's checks of its tag, its world rank and a
+    // send's size, in the order the wrappers had them (the tag first):
+    // here, not in the caller, whose check of a loop-invariant peer kept
+    // its error's words live across the user's loop (`ring` 126 -> 114
+    // registers, docs/gpu.md).
+    if kind & 0x100 != 0 {
+        let send = state.is_send();
+        if !((0..=crate::status::TAG_UB).contains(&tag) || !send && tag == crate::status::ANY_TAG) {
+            core::hint::cold_path();
+            return failed(Failure::InvalidTag, 0);
+        }
+        // The world's size as `World::ranks` reads it: the launch's
+        // threads, no read of the layout.
+        let c = crate::shim::coordinates();
+        let ranks = c.block_dim * c.grid_dim;
+        if !((peer as u32) < ranks || !send && peer == crate::status::ANY_SOURCE) {
+            core::hint::cold_path();
+            return failed(Failure::InvalidRank, ranks);
+        }
+        if send && len > core.max_message_bytes() {
+            core::hint::cold_path();
+            return failed(Failure::TooLarge, core.max_message_bytes());
+        }
+    }
     let inline = kind & 0x10 != 0;
     let spinning = kind & 0x20 != 0;
     let p = Post {

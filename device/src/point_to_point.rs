@@ -67,7 +67,7 @@ pub trait Source {
     /// Receives one value of `T` with any tag.
     fn receive<T: Equivalence>(&self) -> Result<(T, Status), Error> {
         let w = self.source_world();
-        let source = self.source_comm().world_rank(w, self.source_filter())?;
+        let source = unchecked_peer(w, self.source_comm(), self.source_filter(), ANY_TAG, false)?;
         receive_value(w, self.source_comm().context(), source, ANY_TAG)
     }
     /// Blocking probe with any tag (`MPI_Probe`).
@@ -290,8 +290,8 @@ fn receive_from<B: BufferMut + ?Sized>(
     tag: i32,
 ) -> Result<Status, Error> {
     let datatype = buf.datatype();
-    check_receive(world, source, tag)?;
     if source == PROC_NULL {
+        check_receive_tag(tag)?;
         return Ok(null_status(datatype));
     }
     let (ptr, len, typed) = receive_bytes(buf);
@@ -314,7 +314,7 @@ fn receive_from<B: BufferMut + ?Sized>(
         signature: Signature::NONE,
     };
     let core = world.core();
-    let i = engine::run_blocking(core, &post, world.known())?;
+    let i = engine::run_blocking(core, &post, world.known().unchecked())?;
     if inline {
         // The first `n` bytes come from the record, the rest stay: merged in
         // a word and stored whole, so the caller's value keeps to registers.
@@ -374,6 +374,26 @@ fn immediate_probe_from(world: &World, ctx: u32, source: i32, tag: i32) -> Resul
     }
 }
 
+/// The world rank of `peer` of `comm` for a blocking send or receive that
+/// leaves its argument checks to the engine (`Known::unchecked`: the tag,
+/// then the world rank, then a send's size, the order they had here): the
+/// world's rank as it is; a sub-communicator's checked against the
+/// communicator after the tag, and translated. In the caller, a check of
+/// a loop-invariant peer kept its error's words live across the user's
+/// loop (docs/gpu.md, "What costs registers").
+#[inline(always)]
+fn unchecked_peer(world: &World, comm: CommInfo, peer: i32, tag: i32, send: bool) -> Result<i32, Error> {
+    if comm.id == 0 {
+        return Ok(peer);
+    }
+    if send {
+        check_send_tag(tag)?;
+    } else {
+        check_receive_tag(tag)?;
+    }
+    comm.world_rank(world, peer)
+}
+
 /// Checks a send's arguments to a rank that is not the null process. (Kept
 /// apart from building the record, and returning no value beside the
 /// error: a `Result<Option<Post>, _>` or a `Result<bool, _>` returned by
@@ -393,12 +413,10 @@ fn check_send(world: &World, dest: i32, len: usize) -> Result<(), Error> {
 fn send_to<B: Buffer + ?Sized>(p: &Process<'_>, buf: &B, tag: i32, mode: SendMode) -> Result<(), Error> {
     let w = p.world;
     let (ptr, len, typed) = send_bytes(buf);
-    check_send_tag(tag)?;
     if p.rank == PROC_NULL {
-        return Ok(());
+        return check_send_tag(tag);
     }
-    let dest = p.comm.world_rank(w, p.rank)?;
-    check_send(w, dest, len)?;
+    let dest = unchecked_peer(w, p.comm, p.rank, tag, true)?;
     // A small message travels in the record: its bytes are read here, so
     // the caller's value need not live in (local) memory.
     let inline = typed == 0 && matches!(B::FIXED_BYTES, Some(n) if n <= engine::INLINE_BYTES);
@@ -419,7 +437,7 @@ fn send_to<B: Buffer + ?Sized>(p: &Process<'_>, buf: &B, tag: i32, mode: SendMod
         data,
         signature: Signature::of(buf.message_signature()),
     };
-    engine::run(w.core(), &post, w.known()).sent(&post)
+    engine::run(w.core(), &post, w.known().unchecked()).sent(&post)
 }
 
 /// The bytes of a message of at most 8 bytes as a little-endian word (the
@@ -470,8 +488,8 @@ fn receive_value<T: Equivalence>(
         let s = receive_from(world, ctx, source, &mut v, tag)?;
         return Ok((v, s));
     }
-    check_receive(world, source, tag)?;
     if source == PROC_NULL {
+        check_receive_tag(tag)?;
         return Ok((T::zeroed(), null_status(T::DATATYPE)));
     }
     let post = Post {
@@ -489,7 +507,7 @@ fn receive_value<T: Equivalence>(
         signature: Signature::NONE,
     };
     let core = world.core();
-    let i = engine::run_blocking(core, &post, world.known())?;
+    let i = engine::run_blocking(core, &post, world.known().unchecked())?;
     // SAFETY: the record's inline area holds the 8 bytes the receive wrote
     // (`size` of them are the value); read before the record is freed.
     let raw = unsafe { (engine::inline_area(&core, i) as *const u64).read() };
@@ -521,8 +539,7 @@ macro_rules! impl_source {
                 buf: &mut B,
                 tag: i32,
             ) -> Result<Status, Error> {
-                check_receive_tag(tag)?;
-                let source = self.comm.world_rank(self.world, self.source_filter())?;
+                let source = unchecked_peer(self.world, self.comm, self.source_filter(), tag, false)?;
                 receive_from(self.world, self.comm.context(), source, buf, tag)
             }
             fn probe_with_tag(&self, tag: i32) -> Result<Status, Error> {

@@ -1421,4 +1421,19 @@ pub(crate) struct Known {
     /// The world does not trace: the call does not read the config to
     /// know whether it may try alone.
     pub(crate) untraced: bool,
+    /// The call's tag, its peer (a world rank) and a send's size are not
+    /// checked yet: the engine checks them at its entry.
+    pub(crate) unchecked: bool,
+}
+
+impl Known {
+    /// For a blocking send or receive that leaves its argument checks to
+    /// the engine (`point_to_point::unchecked_peer`).
+    #[inline(always)]
+    pub(crate) fn unchecked(self) -> Known {
+        Known {
+            unchecked: true,
+            ..self
+        }
+    }
 }

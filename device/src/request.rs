@@ -192,6 +192,7 @@ impl<'a> Scope<'a> {
             spinning: false,
             list_empty: !world.known.listed(),
             untraced: world.known.untraced(),
+            unchecked: false,
         };
         let (i, posted) = engine::post(&world.core(), &world.records, id, p, known)?;
         // The record entered the active list unless its post completed it

@@ -716,7 +716,7 @@ gpu_mpi_device::kernel! {
 
 /// Words per rank of [`SEMANTICS_ARGUMENTS`]: 21 results of 5 words, then
 /// the final all-reduce's value.
-pub const ARGUMENTS_STRIDE: u32 = 21 * 5 + 1;
+pub const ARGUMENTS_STRIDE: u32 = 26 * 5 + 1;
 
 /// A 256-byte user datatype: one element is more than a default collective
 /// round (248 bytes of data) can stage.
@@ -753,7 +753,11 @@ gpu_mpi_device::kernel! {
     /// 16. `send_receive_into` with destination `size`; 17. a write past the
     ///     end of `out`; 18. broadcast from the null process; 19. all-reduce
     ///     `i32` with bitwise or (valid); 20. barrier; 21. all-reduce of one
-    ///     256-byte [`Big`] (more than a collective round);
+    ///     256-byte [`Big`] (more than a collective round); 22. send to the
+    ///     null process with tag -5; 23. receive from the null process with
+    ///     tag -5; 24. `receive` of one value from rank `size`; 25. send to
+    ///     rank `size` with tag -5 (the tag is judged first); 26. receive
+    ///     from rank -7 with tag -5;
     /// then the value of an all-reduce sum of 1 (the world still works).
     pub static SEMANTICS_ARGUMENTS = fn semantics_arguments(world: &World, args: &CaseArgs) -> Result<(), Error> {
         let (rank, size) = (world.rank(), world.size());
@@ -797,6 +801,11 @@ gpu_mpi_device::kernel! {
         let mut sum = Big { w: [0; 32] };
         let op = gpu_mpi_device::collective::UserOperation::new(big_add);
         rec.error_words(&world.all_reduce_into(&big, &mut sum, op))?;
+        rec.error_words(&world.null_process().send_with_tag(&1u32, -5))?;
+        rec.error_words(&world.null_process().receive_into_with_tag(&mut x, -5))?;
+        rec.error_words(&world.process_at_rank(size).receive::<u32>())?;
+        rec.error_words(&world.process_at_rank(size).send_with_tag(&1u32, -5))?;
+        rec.error_words(&world.process_at_rank(-7).receive_into_with_tag(&mut x, -5))?;
         let mut total = 0u32;
         world.all_reduce_into(&1u32, &mut total, SystemOperation::sum())?;
         rec.push(total)
