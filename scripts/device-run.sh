@@ -39,13 +39,10 @@ bin=$(mktemp -d)
 mkdir -p "$res/bench" "$out" || exit 1
 trap 'rm -rf "$bin" "$(dirname "$res")"' EXIT
 
-for b in gpu-mpi-check gpu-mpi-bench pi_p2p pi_reduce; do
-    if [[ -f $dir/$b.gz ]]; then
-        gzip -dc "$dir/$b.gz" >"$bin/$b" && chmod +x "$bin/$b"
-    elif [[ -x $dir/$b ]]; then
-        cp "$dir/$b" "$bin/$b"
-    fi
-done
+# shellcheck source=gpu-bins.sh
+source "$(dirname "${BASH_SOURCE[0]}")/gpu-bins.sh" || exit 2
+# A missing binary's steps are skipped (`step`), the others run.
+unpack_bins "$dir" "$bin" gpu-mpi-check gpu-mpi-bench "${PI_EXAMPLES[@]}"
 cp "$dir/BUILD-INFO" "$dir/ptxas_report.txt" "$res/" 2>/dev/null
 
 pack() { tar -C "$(dirname "$res")" -czf "$out/results.tar.gz" res; }
@@ -101,8 +98,8 @@ export GPU_MPI_WATCHDOG_S=30
 step 90 check-"$backend" env GPU_MPI_CUDA_VERBOSE=1 "$bin/gpu-mpi-check" --backend "$backend" --json "$res/check-$backend.json"
 tail -n 2 "$res/check-$backend.log" 2>/dev/null
 if [[ $backend == cuda ]]; then
-    for cap in 0 128; do
-        for ex in pi_p2p pi_reduce; do
+    for cap in "${PI_CAPS[@]}"; do
+        for ex in "${PI_EXAMPLES[@]}"; do
             step 40 "$ex-regs-$cap" env GPU_MPI_MAX_REGISTERS=$cap "$bin/$ex" --backend cuda --ranks max
             grep -E '^[0-9]+ ranks in |^pi=|^error' "$res/$ex-regs-$cap.log" | tail -n 2
         done

@@ -66,6 +66,7 @@ if [[ ${1:-} == --build ]]; then
         echo "gpu-check: no ptxas report found (ptxas missing at build time?)" >&2
     fi
     cp "${BASH_SOURCE[0]}" "$dest/gpu-check.sh"
+    cp "$(dirname "${BASH_SOURCE[0]}")/gpu-bins.sh" "$dest/gpu-bins.sh" || exit 1
     {
         echo "built: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
         echo "commit: $(cd "$root" && git rev-parse --short HEAD 2>/dev/null || echo unknown)"
@@ -77,19 +78,14 @@ fi
 
 [[ $# -eq 1 && -d $1 ]] || usage
 dir=$(cd "$1" && pwd)
+# shellcheck source=gpu-bins.sh
+source "$(dirname "${BASH_SOURCE[0]}")/gpu-bins.sh" || exit 2
 out=${OUT:-$PWD/gpu-check-out}
 mkdir -p "$out" || exit 1
 # The binaries: unpacked into a scratch folder when they come gzipped.
 bin=$(mktemp -d) || exit 1
 trap 'rm -rf "$bin"' EXIT
-for b in gpu-mpi-check pi_p2p pi_reduce; do
-    if [[ -f $dir/$b.gz ]]; then
-        gzip -dc "$dir/$b.gz" >"$bin/$b" && chmod +x "$bin/$b"
-    elif [[ -x $dir/$b ]]; then
-        cp "$dir/$b" "$bin/$b"
-    fi
-    [[ -x $bin/$b ]] || { echo "gpu-check: $dir/$b(.gz) is missing (build with --build)" >&2; exit 2; }
-done
+unpack_bins "$dir" "$bin" gpu-mpi-check "${PI_EXAMPLES[@]}" || exit 2
 
 # A stuck kernel stops its launch after this long instead of the default 120 s.
 export GPU_MPI_WATCHDOG_S=${GPU_MPI_WATCHDOG_S:-60}
@@ -162,16 +158,12 @@ else
     status=1
 fi
 
-for cap in none 128; do
-    for example in pi_p2p pi_reduce; do
+for cap in "${PI_CAPS[@]}"; do
+    for example in "${PI_EXAMPLES[@]}"; do
         name="$example max ranks"
+        ((cap > 0)) && name="$name, regs<=$cap"
         log="$out/$example-regs-$cap.log"
-        if [[ $cap == none ]]; then
-            run 300 "$log" env GPU_MPI_MAX_REGISTERS=0 "$bin/$example" --backend cuda --ranks max
-        else
-            name="$name, regs<=$cap"
-            run 300 "$log" env GPU_MPI_MAX_REGISTERS="$cap" "$bin/$example" --backend cuda --ranks max
-        fi
+        run 300 "$log" env GPU_MPI_MAX_REGISTERS="$cap" "$bin/$example" --backend cuda --ranks max
         rc=$?
         echo "== $name"
         cat "$log"
