@@ -768,6 +768,31 @@ fn argument_error(kind: u32, low: u32, p: &Post) -> Option<Error> {
     }
 }
 
+/// The failure code of a send's or receive's arguments, judged in the
+/// order the wrappers had them: the tag (`ANY_TAG` for a receive only),
+/// the world rank (`ANY_SOURCE` for a receive only; a negative rank wraps
+/// above the size) and a send's size.
+#[inline(always)]
+fn argument_failure(w: &Core, send: bool, peer: i32, tag: i32, len: u32) -> Option<u64> {
+    if !((0..=crate::status::TAG_UB).contains(&tag) || !send && tag == crate::status::ANY_TAG) {
+        return Some(failed(Failure::InvalidTag, 0));
+    }
+    // The world's size as `World::ranks` reads it: the launch's threads,
+    // no read of the layout.
+    let c = crate::shim::coordinates();
+    let ranks = c.block_dim * c.grid_dim;
+    if !((peer as u32) < ranks || !send && peer == crate::status::ANY_SOURCE) {
+        return Some(failed(Failure::InvalidRank, ranks));
+    }
+    if send {
+        let limit = w.max_message_bytes();
+        if len > limit {
+            return Some(failed(Failure::TooLarge, limit));
+        }
+    }
+    None
+}
+
 const fn failed(kind: Failure, low: u32) -> u64 {
     ((kind as u64) << 32) | low as u64
 }
@@ -818,27 +843,19 @@ fn run_words(
     let w = &core;
     let state = RecordState::from_code(kind & 0xf).unwrap_or(RecordState::RecvMatch);
     // A send's or receive's checks of its tag, its world rank and a
-    // send's size, in the order the wrappers had them (the tag first):
-    // here, not in the caller, whose check of a loop-invariant peer kept
-    // its error's words live across the user's loop (`ring` 126 -> 114
-    // registers, docs/gpu.md).
+    // send's size: here, not in the caller, whose check of a
+    // loop-invariant peer kept its error's words live across the user's
+    // loop (`ring` 126 -> 114 registers, docs/gpu.md). The caller took the
+    // rank's spinning bit for this call (`World::known`), so a failed call
+    // notes its progress as a completed one does: entering a blocking call
+    // is progress for the emulator's livelock rule (`World::failed_poll`).
     if kind & 0x100 != 0 {
-        let send = state.is_send();
-        if !((0..=crate::status::TAG_UB).contains(&tag) || !send && tag == crate::status::ANY_TAG) {
+        if let Some(code) = argument_failure(&core, state.is_send(), peer, tag, len) {
             core::hint::cold_path();
-            return failed(Failure::InvalidTag, 0);
-        }
-        // The world's size as `World::ranks` reads it: the launch's
-        // threads, no read of the layout.
-        let c = crate::shim::coordinates();
-        let ranks = c.block_dim * c.grid_dim;
-        if !((peer as u32) < ranks || !send && peer == crate::status::ANY_SOURCE) {
-            core::hint::cold_path();
-            return failed(Failure::InvalidRank, ranks);
-        }
-        if send && len > core.max_message_bytes() {
-            core::hint::cold_path();
-            return failed(Failure::TooLarge, core.max_message_bytes());
+            if kind & 0x20 != 0 {
+                w.note_progress();
+            }
+            return code;
         }
     }
     let inline = kind & 0x10 != 0;
