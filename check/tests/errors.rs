@@ -712,6 +712,21 @@ fn spinning_on_immediate_probe_is_a_livelock_not_a_hang() {
     }
 }
 
+/// A blocking call that fails its argument checks is progress of its
+/// rank (docs/semantics.md, livelocks): the failed probes before it and
+/// after it are not one spin of more than `SPIN_QUIET_AFTER`.
+#[test]
+fn a_failed_blocking_call_between_spins_is_progress() {
+    use gpu_mpi::device::abi::polling::SPIN_QUIET_AFTER;
+    let param = SPIN_QUIET_AFTER / 2 + SPIN_QUIET_AFTER / 4;
+    let r = within(Duration::from_secs(120), move || {
+        launch_fault(&Backend::Cpu.device(), FAULT_SPIN_AROUND_ERROR, param, &world(2))
+    });
+    if let Err(e) = r {
+        panic!("expected the launch to succeed: {e}");
+    }
+}
+
 #[test]
 fn spinning_on_test_is_a_livelock_naming_the_requests() {
     let e = within(Duration::from_secs(120), || {

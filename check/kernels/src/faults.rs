@@ -69,6 +69,13 @@ pub const FAULT_APPLICATION: u32 = 19;
 /// last rank in a later warp of a later block, it checks that every warp's
 /// key reaches the argument agreement.
 pub const FAULT_GATHER_COUNT: u32 = 20;
+/// Rank 1 receives a `u32` from rank 0 with tag 5. Rank 0 fails
+/// `param` immediate probes of rank 1 with tag 9, sends to rank `size`
+/// (`MPI_ERR_RANK`, which it handles: any other result is returned), fails
+/// `param` more of the same probes, then sends to rank 1. With `param`
+/// under `SPIN_QUIET_AFTER` and twice it over, rank 0 turns quiet only if
+/// the failed send does not count as its progress: the launch must succeed.
+pub const FAULT_SPIN_AROUND_ERROR: u32 = 21;
 
 gpu_mpi_device::kernel! {
     /// The `FAULT_*` scenarios.
@@ -208,6 +215,30 @@ gpu_mpi_device::kernel! {
                     root.gather_into_root(send, recv.get_mut(..size as usize).unwrap_or(&mut []))
                 } else {
                     root.gather_into(send)
+                }
+            }
+            FAULT_SPIN_AROUND_ERROR if rank == 0 => {
+                let peer = world.process_at_rank(1);
+                for _ in 0..2 {
+                    for _ in 0..args.param {
+                        if peer.immediate_probe_with_tag(9)?.is_some() {
+                            return Err(Error::Intern);
+                        }
+                    }
+                    match world.process_at_rank(size).send(&1u32) {
+                        Err(Error::InvalidRank { .. }) => {}
+                        other => return other.and(Err(Error::Intern)),
+                    }
+                }
+                peer.send_with_tag(&7u32, 5)
+            }
+            FAULT_SPIN_AROUND_ERROR if rank == 1 => {
+                let mut x = 0u32;
+                world.process_at_rank(0).receive_into_with_tag(&mut x, 5)?;
+                if x == 7 {
+                    Ok(())
+                } else {
+                    Err(Error::Intern)
                 }
             }
             _ => Ok(()),
