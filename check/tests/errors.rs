@@ -713,7 +713,7 @@ fn spinning_on_immediate_probe_is_a_livelock_not_a_hang() {
 }
 
 /// A blocking call that fails its argument checks is progress of its
-/// rank (docs/semantics.md, livelocks): the failed probes before it and
+/// rank (docs/emulator.md, livelocks): the failed probes before it and
 /// after it are not one spin of more than `SPIN_QUIET_AFTER`.
 #[test]
 fn a_failed_blocking_call_between_spins_is_progress() {

@@ -714,7 +714,7 @@ gpu_mpi_device::kernel! {
     }
 }
 
-/// Words per rank of [`SEMANTICS_ARGUMENTS`]: 21 results of 5 words, then
+/// Words per rank of [`SEMANTICS_ARGUMENTS`]: 26 results of 5 words, then
 /// the final all-reduce's value.
 pub const ARGUMENTS_STRIDE: u32 = 26 * 5 + 1;
 
