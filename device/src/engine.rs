@@ -106,6 +106,7 @@ use crate::slot_return::{defer_free, give_back, SlotReturn};
 use crate::status::Status;
 use crate::status::ANY_SOURCE;
 use crate::status::ANY_TAG;
+use crate::status::TAG_UB;
 use crate::trace;
 use core::cell::Cell;
 
@@ -774,14 +775,14 @@ fn argument_error(kind: u32, low: u32, p: &Post) -> Option<Error> {
 /// above the size) and a send's size.
 #[inline(always)]
 fn argument_failure(w: &Core, send: bool, peer: i32, tag: i32, len: u32) -> Option<u64> {
-    if !((0..=crate::status::TAG_UB).contains(&tag) || !send && tag == crate::status::ANY_TAG) {
+    if !((0..=TAG_UB).contains(&tag) || !send && tag == ANY_TAG) {
         return Some(failed(Failure::InvalidTag, 0));
     }
     // The world's size as `World::ranks` reads it: the launch's threads,
     // no read of the layout.
     let c = crate::shim::coordinates();
     let ranks = c.block_dim * c.grid_dim;
-    if !((peer as u32) < ranks || !send && peer == crate::status::ANY_SOURCE) {
+    if !((peer as u32) < ranks || !send && peer == ANY_SOURCE) {
         return Some(failed(Failure::InvalidRank, ranks));
     }
     if send {
