@@ -715,16 +715,25 @@ testgen!(every_predefined_operation_matches_a_sequential_model);
 // ---- synchronisation rules -----------------------------------------------------
 
 fn synchronisation_errors_name_their_reason(backend: Backend) {
-    sync_errors(backend, None);
+    sync_errors(backend, None, false);
 }
 testgen!(synchronisation_errors_name_their_reason);
 
-fn sync_errors(backend: Backend, schedule: Option<Schedule>) {
+/// As above on a duplicate of the world: a sub-communicator's window,
+/// whose fences and free agree on the reasons in the window's own barrier
+/// (every member fails alike, the next fence passes).
+fn a_sub_communicators_window_keeps_the_synchronisation_rules(backend: Backend) {
+    sync_errors(backend, None, true);
+}
+testgen!(a_sub_communicators_window_keeps_the_synchronisation_rules);
+
+/// `dup`: the windows on a duplicate of the world.
+fn sync_errors(backend: Backend, schedule: Option<Schedule>, dup: bool) {
     use RmaSyncReason::*;
     let (ranks, holder) = (12u32, 5);
     let o = Case::new(&RMA_SYNC_ERRORS, ranks, 300)
         .spec(|s| s.block_dim(4).window_bytes(64))
-        .params(holder, 0)
+        .params(holder, dup as u32)
         .schedule(schedule)
         .run(backend);
     let p = ranks as i32;
@@ -1132,7 +1141,8 @@ fn passive_target_and_notifications_hold_in_random_schedules() {
             let s = Some(schedule);
             sub_communicator_windows(Backend::Cpu, SUB_COLOUR, s);
             sub_communicator_windows(Backend::Cpu, SUB_WARP, s);
-            sync_errors(Backend::Cpu, s);
+            sync_errors(Backend::Cpu, s, false);
+            sync_errors(Backend::Cpu, s, true);
             exclusive_counter(Backend::Cpu, s);
             shared_counters(Backend::Cpu, s);
             cas(Backend::Cpu, s);
@@ -1237,6 +1247,36 @@ fn a_fence_a_rank_never_enters_is_reported_as_a_window_fence() {
         text,
         "deadlock: ranks 1-2: window fence(window 0); rank 0: exited"
     );
+}
+
+/// A free, and a sub-communicator's fence and free (the window's own
+/// barrier), that rank 0 never enters: each waiting rank is named in the
+/// operation it waits in.
+#[test]
+fn a_free_or_a_sub_communicators_fence_a_rank_never_enters_is_reported() {
+    for (case, name, call) in [
+        (DEADLOCK_FREE, "window free", Call::WinFree),
+        (DEADLOCK_SUB_FENCE, "window fence", Call::WinFence),
+        (DEADLOCK_SUB_FREE, "window free", Call::WinFree),
+    ] {
+        let (report, text) = deadlock(case, 3);
+        assert_eq!(report.state_of(0), Some(BlockedState::Exited), "{text}");
+        for r in 1..3 {
+            assert_eq!(
+                report.state_of(r),
+                Some(BlockedState::Waiting {
+                    operation: call as u32,
+                    peer: -2,
+                    tag: 0
+                }),
+                "{text}"
+            );
+        }
+        assert_eq!(
+            text,
+            format!("deadlock: ranks 1-2: {name}(window 0); rank 0: exited")
+        );
+    }
 }
 
 #[test]

@@ -75,13 +75,18 @@ pub enum Call {
     /// A window's exposure `wait` for the origins' `complete`; the tag is
     /// the number of completions still missing.
     WinWait = 26,
-    /// A window's fence (on the world: its barrier); the tag is the
+    /// A window's fence (its barrier: on the world the keyed world
+    /// barrier, on a sub-communicator the window's own); the tag is the
     /// window id.
     WinFence = 27,
     /// A window's creation (its agreement, collective over the
     /// communicator); never a wait of its own (its collectives record
     /// theirs), only the operation of an [`Error::AcrossProcesses`](crate::Error::AcrossProcesses).
     WinCreate = 28,
+    /// A window's free (its barrier: on the world the keyed world
+    /// barrier, on a sub-communicator the window's own); the tag is the
+    /// window id.
+    WinFree = 29,
 }
 
 impl Call {
@@ -115,6 +120,7 @@ impl Call {
             26 => Call::WinWait,
             27 => Call::WinFence,
             28 => Call::WinCreate,
+            29 => Call::WinFree,
             _ => return None,
         })
     }
@@ -202,6 +208,7 @@ impl fmt::Display for WaitDisplay {
             Some(Call::WinWait) => write!(f, "window wait({} completions missing)", self.tag),
             Some(Call::WinFence) => write!(f, "window fence(window {})", self.tag),
             Some(Call::WinCreate) => f.write_str("window creation"),
+            Some(Call::WinFree) => write!(f, "window free(window {})", self.tag),
             None => write!(f, "operation {}", self.operation),
         }
     }

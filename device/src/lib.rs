@@ -106,10 +106,11 @@ pub mod abi {
     pub mod trace {
         pub use crate::trace::*;
     }
-    /// The claim of a block's shared window memory (`window.rs`), for
-    /// its loom model.
+    /// The claim of a block's shared window memory and a
+    /// sub-communicator window's barrier (`window.rs`), for their loom
+    /// models.
     pub mod window {
-        pub use crate::window::{claim_parts, release_parts};
+        pub use crate::window::{barrier_words, claim_parts, release_parts, Arrival, BarrierWords};
     }
     /// The whole shim, with the emulator's `runtime` and loom's
     /// `loom_runtime` hooks where they exist.

@@ -17,7 +17,7 @@
 //!
 //! | line | words | written by | read by |
 //! |---|---|---|---|
-//! | descriptor | base address, size in bytes, displacement unit, datatype id | its rank, at creation | every origin, at every operation |
+//! | descriptor | base address, size in bytes, displacement unit, datatype id; on the communicator's rank 0, a sub-communicator's fence barrier (arrivals and generation, the reasons, the verdict) | its rank, at creation; the barrier's words every member | every origin, at every operation; the barrier's, the members |
 //! | synchronisation | the passive-target lock word, [`NOTIFICATIONS`] notification counters | origins (atomic read-modify-writes) | its rank and origins |
 //! | regions | a dynamic window's [`MAX_REGIONS`] attached regions (base, length) | its rank, at attach and detach | every origin, at every operation on a dynamic window (one batch) |
 //!
@@ -51,9 +51,14 @@
 //!   that holds locks fails every rank's fence instead of hanging them;
 //!   the barrier orders memory as a fence pair, and only when the keys
 //!   differ does an all-reduce tell every rank the reason. On any other
-//!   communicator: a fence, an all-reduce of the reasons, a fence. After
-//!   the first fence every rank may access every target until a fence
-//!   with [`Mode::NO_SUCCEED`].
+//!   communicator: the window's own barrier, a counter of arrivals and
+//!   generations in its communicator's rank 0's entry, whose last arrival
+//!   publishes the largest reason (no message: a world window's kernel
+//!   carries none of the message-based collectives, and a sub-communicator's
+//!   fence costs O(size) atomics on one word instead of ceil(log2 size)
+//!   rounds of messages). `free` agrees the same way. After the first fence
+//!   every rank may access every target until a fence with
+//!   [`Mode::NO_SUCCEED`].
 //! - **Passive target** (§12.5.3): the lock word of a target holds either
 //!   the count of shared holders or [`EXCLUSIVE`] with the holder's rank.
 //!   `lock` waits (a bounded wait, named in deadlock reports) until a
@@ -93,7 +98,7 @@
 //! (MPI 4.1 §12.3 with datatypes on either side).
 
 use crate::collective::{CommunicatorCollectives, Operation, Root, SystemOperation};
-use crate::communicator::{CommInfo, CommView, Communicator, Group, SimpleCommunicator, World};
+use crate::communicator::{CommInfo, CommView, Communicator, Group, World};
 use crate::datatype::Equivalence;
 use crate::error::{AttachReason, Error, RmaSyncReason};
 use crate::layout::{Layout, MAX_WINDOWS, WINDOW_ENTRY_BYTES};
@@ -123,6 +128,18 @@ const DYNAMIC: u64 = u64::MAX;
 const DISP_UNIT: usize = 16;
 /// Descriptor line: the datatype id of its elements.
 const DATATYPE: usize = 20;
+/// Descriptor line of the communicator's rank 0's entry, for a window on
+/// a sub-communicator: the fences' and the free's barrier word (`u64`:
+/// the arrivals of the open generation in the low half, the generation
+/// in the high half; [`Window::sub_barrier`]). Every rank's entry has
+/// one; only that rank's is used.
+const BARRIER: usize = 24;
+/// Descriptor line, beside [`BARRIER`]: the largest reason to fail
+/// (an [`RmaSyncReason`]; 0: none) of the open generation's arrivals.
+const REASONS: usize = 32;
+/// Descriptor line, beside [`BARRIER`]: the reasons' maximum of the last
+/// completed generation, which its waiting ranks read.
+const VERDICT: usize = 36;
 /// Synchronisation line: the lock word.
 const LOCK: usize = crate::layout::WINDOW_LOCK;
 /// Synchronisation line: the origins' `complete`s of this rank's
@@ -138,6 +155,7 @@ const POSTS: usize = NOTIFY + 4 * NOTIFICATIONS as usize;
 /// slot).
 const REGIONS: usize = 128;
 
+const _: () = assert!(VERDICT + 4 <= LOCK);
 const _: () = assert!(POSTS + 4 * POST_SLOTS as usize <= REGIONS);
 const _: () = assert!(REGIONS + 16 * MAX_REGIONS as usize <= WINDOW_ENTRY_BYTES);
 const _: () = assert!(MAX_WINDOWS <= 64);
@@ -661,19 +679,6 @@ impl<'a, T: Equivalence> Window<'a, T> {
             comm: self.comm,
             rank: self.rank,
             size: self.size,
-        }
-    }
-
-    /// Runs `f` with the window's communicator.
-    fn with_comm<R>(&self, f: impl FnOnce(&dyn CommunicatorLike) -> R) -> R {
-        if self.comm.id == 0 {
-            f(&WorldComm(self.world))
-        } else {
-            f(&SubComm(SimpleCommunicator {
-                world: self.world,
-                info: self.comm,
-                rank: self.rank,
-            }))
         }
     }
 
@@ -1331,40 +1336,7 @@ impl<'a, T: Equivalence> Window<'a, T> {
     /// Standard section: MPI 4.1 §12.5.1.
     pub fn fence_with(&self, mode: Mode) -> Result<(), Error> {
         let held = self.open_epochs().map_or(0, |r| r as u32);
-        let mut any = 0u32;
-        if self.comm.id == 0 {
-            // The world's keyed barrier: when every rank passed the same
-            // reason (0 in a correct program) each knows it; only when
-            // they differ does the all-reduce run, on every rank alike
-            // (the barrier's verdict is the same on every rank). The
-            // barrier orders memory as a fence pair would: a block
-            // barrier gathers the block's stores, its first rank's AcqRel
-            // arrival releases them, its Acquire poll (or, for the last
-            // arrival, the arrival's acquire half) takes every block's,
-            // and the closing block barrier hands them to the block.
-            let what = WaitFor {
-                operation: Call::WinFence,
-                peer: -2,
-                tag: self.id as i32,
-            };
-            let mut agreed = false;
-            self.world.traced(Call::WinFence, -2, || {
-                agreed = self.world.barrier_agreeing(what, held)?;
-                Ok(())
-            })?;
-            any = held;
-            if !agreed {
-                self.with_comm(|c| c.all_reduce_max(held, &mut any))?;
-            }
-        } else {
-            // Release: this rank's operations before the fence are
-            // complete at their targets before any rank leaves it (pairs
-            // with the Acquire fence every rank issues after the
-            // all-reduce).
-            shim::fence(Ordering::AcqRel);
-            self.with_comm(|c| c.all_reduce_max(held, &mut any))?;
-            shim::fence(Ordering::AcqRel);
-        }
+        let any = self.agree_reasons(Call::WinFence, held)?;
         if any != 0 {
             return Err(Error::RmaSync {
                 target: -2,
@@ -1380,6 +1352,75 @@ impl<'a, T: Equivalence> Window<'a, T> {
         self.set_epoch((was & !FENCE_OPEN) | open);
         self.trace_fence(was, open);
         Ok(())
+    }
+
+    /// The largest of the members' reasons to fail (`held`: this rank's,
+    /// an [`RmaSyncReason`] or 0), with a barrier over the window's
+    /// communicator that orders memory as a fence pair: every member's
+    /// operations on the window before it are complete at their targets
+    /// before any member leaves it. `call` names the wait in deadlock
+    /// reports and the span in traces (`WinFence`, `WinFree`).
+    ///
+    /// On the world: the keyed world barrier, whose key is the reason;
+    /// when every rank passed the same one (0 in a correct program) each
+    /// knows it, and only when they differ does the all-reduce run, on
+    /// every rank alike (the barrier's verdict is the same on every rank).
+    /// The barrier orders memory as a fence pair would: a block barrier
+    /// gathers the block's stores, its first rank's AcqRel arrival
+    /// releases them, its Acquire poll (or, for the last arrival, the
+    /// arrival's acquire half) takes every block's, and the closing block
+    /// barrier hands them to the block. On a sub-communicator:
+    /// [`Window::sub_barrier`], with no message, so that a world window's
+    /// kernel carries none of the message-based collectives.
+    fn agree_reasons(&self, call: Call, held: u32) -> Result<u32, Error> {
+        let what = WaitFor {
+            operation: call,
+            peer: -2,
+            tag: self.id as i32,
+        };
+        let mut any = held;
+        if self.comm.id == 0 {
+            let mut agreed = false;
+            self.world.traced(call, -2, || {
+                agreed = self.world.barrier_agreeing(what, held)?;
+                Ok(())
+            })?;
+            if !agreed {
+                self.world
+                    .all_reduce_into(&held, &mut any, SystemOperation::max())?;
+            }
+        } else {
+            self.view().traced(call, -2, || {
+                any = self.sub_barrier(what, held)?;
+                Ok(())
+            })?;
+        }
+        Ok(any)
+    }
+
+    /// A barrier over the members of a sub-communicator's window that
+    /// returns the largest of their `held`: a counter in the descriptor
+    /// line of the communicator's rank 0's entry ([`BARRIER`]), whose
+    /// last arrival publishes the verdict and opens the next generation.
+    /// O(size) atomics on one word, where the message-based all-reduce it
+    /// replaces sent ceil(log2 size) rounds of messages per rank.
+    ///
+    /// After every completed generation the words are at rest (no
+    /// arrival counted, [`REASONS`] 0), whatever window next takes the id
+    /// and whichever rank is its communicator's rank 0; the world memory
+    /// starts zeroed. A member that never arrives leaves the others
+    /// waiting, a bounded wait named `what` in deadlock reports.
+    fn sub_barrier(&self, what: WaitFor, held: u32) -> Result<u32, Error> {
+        let words = barrier_words(self.world, self.id, self.comm.member(self.world, 0));
+        match words.arrive(self.size, held) {
+            Arrival::Last(any) => {
+                self.world.note_progress();
+                Ok(any)
+            }
+            Arrival::Waiting(generation) => {
+                wait_core(&self.world.core(), what, |_| words.departed(generation).map(Ok))
+            }
+        }
     }
 
     // ---- generalised active target -----------------------------------------
@@ -1739,9 +1780,7 @@ impl<'a, T: Equivalence> Window<'a, T> {
     /// Standard section: MPI 4.1 §12.2.5.
     pub fn free(self) -> Result<(), Error> {
         let held = self.open_epochs().map_or(0, |r| r as u32);
-        let mut any = 0u32;
-        shim::fence(Ordering::AcqRel);
-        self.with_comm(|c| c.all_reduce_max(held, &mut any))?;
+        let any = self.agree_reasons(Call::WinFree, held)?;
         if any != 0 {
             return Err(Error::RmaSync {
                 target: -2,
@@ -2064,26 +2103,6 @@ impl<T: Equivalence> Drop for AccessEpoch<'_, '_, '_, T> {
     }
 }
 
-/// The collectives a window needs of its communicator, whatever its kind.
-trait CommunicatorLike {
-    fn all_reduce_max(&self, value: u32, result: &mut u32) -> Result<(), Error>;
-}
-
-struct WorldComm<'a>(&'a World);
-struct SubComm<'a>(SimpleCommunicator<'a>);
-
-impl CommunicatorLike for WorldComm<'_> {
-    fn all_reduce_max(&self, value: u32, result: &mut u32) -> Result<(), Error> {
-        self.0.all_reduce_into(&value, result, SystemOperation::max())
-    }
-}
-
-impl CommunicatorLike for SubComm<'_> {
-    fn all_reduce_max(&self, value: u32, result: &mut u32) -> Result<(), Error> {
-        self.0.all_reduce_into(&value, result, SystemOperation::max())
-    }
-}
-
 /// Bytes from which a put or get whose two ends are 16-byte aligned
 /// copies with 16-byte vectors, four in flight (`shim::copy_wide`, as a
 /// direct message's payload), instead of one word at a time.
@@ -2240,6 +2259,102 @@ fn agree<C: Communicator + ?Sized>(comm: &C, view: &CommView<'_>, ask: Ask) -> R
             id: decision[0],
             parts: u64::from(decision[2]) | u64::from(decision[3]) << 32,
         }),
+    }
+}
+
+/// The three words of a sub-communicator window's barrier
+/// ([`Window::sub_barrier`]; [`BARRIER`], [`REASONS`], [`VERDICT`] of its
+/// communicator's rank 0's entry). Public for its loom model.
+#[doc(hidden)]
+#[derive(Clone, Copy)]
+pub struct BarrierWords<'a> {
+    /// The arrivals of the open generation (low half) and the generation
+    /// (high half).
+    pub counter: &'a shim::AtomicU64,
+    /// The largest reason to fail of the open generation's arrivals.
+    pub reasons: &'a shim::AtomicU32,
+    /// The largest reason of the last completed generation.
+    pub verdict: &'a shim::AtomicU32,
+}
+
+/// The barrier words of window `id` in world rank `root`'s entry.
+#[doc(hidden)]
+pub fn barrier_words(world: &World, id: u32, root: u32) -> BarrierWords<'_> {
+    let at = world.layout.window_entry(id, root);
+    // SAFETY: the entry lies inside the world memory (`id` below the
+    // world's windows, `root` below its ranks), the offsets are aligned
+    // for their words inside its descriptor line (entries are 64-byte
+    // aligned), and these words are only accessed atomically.
+    unsafe {
+        BarrierWords {
+            counter: shim::atomic_u64_at(world.base, at + BARRIER),
+            reasons: shim::atomic_u32_at(world.base, at + REASONS),
+            verdict: shim::atomic_u32_at(world.base, at + VERDICT),
+        }
+    }
+}
+
+/// What an arrival at [`BarrierWords`] learnt.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arrival {
+    /// The last of the members: the generation is complete, with the
+    /// largest reason (0: none).
+    Last(u32),
+    /// Not the last: wait until the generation (the high half of the
+    /// counter) moves past this one ([`BarrierWords::departed`]).
+    Waiting(u64),
+}
+
+impl BarrierWords<'_> {
+    /// Arrives as one of `size` members with reason `held` (0: none).
+    pub fn arrive(&self, size: u32, held: u32) -> Arrival {
+        if held != 0 {
+            // Relaxed: ordered before the last arriver's read by this
+            // rank's arrival below (its Release half).
+            let mut seen = self.reasons.load(Ordering::Relaxed);
+            while seen < held {
+                match self.reasons.compare_exchange(seen, held, Ordering::Relaxed) {
+                    Ok(_) => break,
+                    Err(now) => seen = now,
+                }
+            }
+        }
+        // AcqRel. Release: this rank's operations on the window and its
+        // reason before the last arriver's Acquire half (the arrivals are
+        // read-modify-writes of one word, so each heads a release
+        // sequence the last one reads from). Acquire: for the last
+        // arriver, every earlier arrival's.
+        let old = self.counter.fetch_add(1, Ordering::AcqRel);
+        let generation = old >> 32;
+        if old as u32 + 1 != size {
+            return Arrival::Waiting(generation);
+        }
+        let any = self.reasons.load(Ordering::Relaxed);
+        if any != 0 {
+            self.reasons.store(0, Ordering::Relaxed);
+        }
+        self.verdict.store(any, Ordering::Relaxed);
+        // Release: the verdict, the words' rest and every arrival's
+        // operations (acquired above) before the waiting members' Acquire
+        // fence in `departed`; no arrival of the next generation precedes
+        // it, since every member is in this one.
+        self.counter
+            .store(generation.wrapping_add(1) << 32, Ordering::Release);
+        Arrival::Last(any)
+    }
+
+    /// The verdict once generation `generation` is complete (a poll: one
+    /// relaxed load, and on success an Acquire fence and the verdict's
+    /// load); `None` while it is open.
+    pub fn departed(&self, generation: u64) -> Option<u32> {
+        let now = self.counter.load(Ordering::Relaxed);
+        (now >> 32 != generation).then(|| {
+            // Acquire: with the relaxed load that saw the next generation,
+            // pairs with the last arriver's Release store in `arrive`.
+            shim::fence(Ordering::Acquire);
+            self.verdict.load(Ordering::Relaxed)
+        })
     }
 }
 

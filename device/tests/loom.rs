@@ -1785,6 +1785,62 @@ fn window_fence_of_two_blocks_fails_on_both_when_both_hold_epochs() {
     });
 }
 
+/// A sub-communicator window's barrier (`Window::sub_barrier`, its
+/// fences and free) on its three words in rank 0's entry, `n` ranks, two
+/// generations. In each a rank writes a line of its own (a plain,
+/// race-checked store) before it arrives and reads every rank's after it
+/// leaves (the arrivals' AcqRel and the last one's Release store, which
+/// the waiters' Acquire fence takes, order them); in the first, rank 1
+/// arrives with a reason (4), and every rank must leave with it; the
+/// second must find the reasons back at 0 (a rank that left the first may
+/// arrive at the second before another saw the generation step).
+fn sub_barrier_twice(name: &str, n: u32, preemptions: usize) {
+    use gpu_mpi_device::abi::window::{barrier_words, Arrival};
+    check(name, preemptions, move || {
+        let mut config = small_config(n, n, 1);
+        config.windows = 1;
+        let results = run_world(config, 2 * n as usize, move |w, scratch| {
+            let me = w.rank() as usize;
+            let words = barrier_words(w, 0, 0);
+            let mut verdicts = [0u32; 2];
+            for (round, verdict) in verdicts.iter_mut().enumerate() {
+                let mine = round * n as usize;
+                scratch.put(mine + me, 100 * round as u64 + me as u64);
+                let held = if round == 0 && me == 1 { 4 } else { 0 };
+                *verdict = match words.arrive(n, held) {
+                    Arrival::Last(any) => any,
+                    Arrival::Waiting(generation) => loop {
+                        if let Some(any) = words.departed(generation) {
+                            break any;
+                        }
+                        loom::thread::yield_now();
+                    },
+                };
+                for k in 0..n as usize {
+                    assert_eq!(scratch.get(mine + k), 100 * round as u64 + k as u64);
+                }
+            }
+            verdicts
+        });
+        assert_eq!(results, vec![[4, 0]; n as usize]);
+    });
+}
+
+/// (w4e) The sub-communicator window's barrier of 2 ranks, two
+/// preemptions.
+#[test]
+fn sub_communicator_window_barrier_of_two_orders_stores_and_agrees_on_reasons() {
+    sub_barrier_twice("window sub-communicator barrier 2", 2, 2);
+}
+
+/// (w4f) The same of 3 ranks (two waiters, a last arrival among three),
+/// without preemptions: one preemption makes the space too large (over
+/// 10 minutes, 2026-12-06).
+#[test]
+fn sub_communicator_window_barrier_of_three_orders_stores_and_agrees_on_reasons() {
+    sub_barrier_twice("window sub-communicator barrier 3", 3, 0);
+}
+
 /// (w5) Dynamic window: rank 0 attaches a line of the scratch (relaxed
 /// stores of its region); the fence orders them before rank 1's put to the
 /// attached address, and the second fence the put before rank 0's get.

@@ -381,6 +381,7 @@ fn operation_name(code: u32) -> &'static str {
         Some(Call::WinWait) => "window wait",
         Some(Call::WinFence) => "window fence",
         Some(Call::WinCreate) => "window creation",
+        Some(Call::WinFree) => "window free",
         _ => "an unknown operation",
     }
 }

@@ -724,100 +724,112 @@ gpu_mpi_device::kernel! {
     /// put in a fence epoch and after `NO_SUCCEED`, locks twice, more than
     /// `MAX_LOCKS` targets, `lock_all` over a lock and the reverse, a
     /// fence while rank `param` holds a lock (then `lock_all`), and a free
-    /// while it holds one; then a new window's id.
+    /// while it holds one; then a new window's id. With `param2` 1 the
+    /// windows are on a duplicate of the world (a sub-communicator of the
+    /// same ranks: its fences and frees take the window's own barrier).
     pub static RMA_SYNC_ERRORS = fn rma_sync_errors(world: &World, args: &RmaArgs) -> Result<(), Error> {
-        let (r, p) = (world.rank(), world.size());
-        let next = (r + 1) % p;
-        let at = |k: i32| (r + k) % p;
-        let holder = args.param as i32;
-        let mut rec = recorder(args, r);
-        let win = Window::<u32>::allocate(world, 4)?;
-        let mut one = [0u32];
-        let sum = SystemOperation::sum();
-        // Before any fence.
-        rec.error_words(&win.put(&[1], next, 0))?;
-        rec.error_words(&win.get(&mut one, next, 0))?;
-        rec.error_words(&win.accumulate(&[1], next, 0, sum))?;
-        rec.error_words(&win.fetch_and_op(&1, &mut one[0], next, 0, sum))?;
-        rec.error_words(&win.compare_and_swap(&1, &0, &mut one[0], next, 0))?;
-        rec.error_words(&win.get_accumulate(&[1], &mut one, next, 0, sum))?;
-        rec.error_words(&win.put_notify(&[1], next, 0, 0))?;
-        rec.error_words(&win.flush(next))?;
-        rec.error_words(&win.flush_all())?;
-        rec.error_words(&win.flush_local(next))?;
-        rec.error_words(&win.flush_local_all())?;
-        rec.error_words(&win.unlock(next))?;
-        rec.error_words(&win.unlock_all())?;
-        // A fence epoch, closed by NO_SUCCEED.
-        rec.error_words(&win.fence_with(Mode::NO_PRECEDE | Mode::NO_STORE))?;
-        rec.error_words(&win.put(&[1], next, 0))?;
-        rec.error_words(&win.flush(next))?;
-        rec.error_words(&win.fence_with(Mode::NO_SUCCEED | Mode::NO_PUT))?;
-        rec.error_words(&win.put(&[1], next, 0))?;
-        rec.error_words(&win.get(&mut one, next, 0))?;
-        // Passive target.
-        rec.error_words(&win.lock(LockType::Exclusive, next))?;
-        rec.error_words(&win.lock(LockType::Shared, next))?;
-        rec.error_words(&win.put(&[2], next, 1))?;
-        rec.error_words(&win.put(&[2], at(2), 1))?;
-        rec.error_words(&win.flush(next))?;
-        rec.error_words(&win.flush(at(2)))?;
-        rec.error_words(&win.flush_local_all())?;
-        rec.error_words(&win.lock_all())?;
-        rec.error_words(&win.unlock(next))?;
-        rec.error_words(&win.unlock(next))?;
-        world.barrier()?;
-        let held = MAX_LOCKS as i32;
-        let mut locked = [Ok(()); MAX_LOCKS as usize];
-        for (k, l) in locked.iter_mut().enumerate() {
-            *l = win.lock(LockType::Shared, at(1 + k as i32));
+        if args.param2 == 1 {
+            sync_steps(&world.duplicate()?, args)
+        } else {
+            sync_steps(world, args)
         }
-        rec.error_words(&first_error(&locked))?;
-        rec.error_words(&win.lock(LockType::Shared, at(1 + held)))?;
-        rec.error_words(&win.lock_all())?;
-        let mut unlocked = [Ok(()); MAX_LOCKS as usize];
-        for (k, u) in unlocked.iter_mut().enumerate() {
-            *u = win.unlock(at(1 + k as i32));
-        }
-        rec.error_words(&first_error(&unlocked))?;
-        world.barrier()?;
-        rec.error_words(&win.lock_all())?;
-        rec.error_words(&win.lock(LockType::Shared, next))?;
-        rec.error_words(&win.unlock(next))?;
-        rec.error_words(&win.put(&[3], next, 2))?;
-        rec.error_words(&win.flush(next))?;
-        rec.error_words(&win.flush_all())?;
-        rec.error_words(&win.lock_all())?;
-        rec.error_words(&win.unlock_all())?;
-        rec.error_words(&win.unlock_all())?;
-        // A fence while rank `holder` holds a lock, then lock_all.
-        if r == holder {
-            win.lock(LockType::Shared, 0)?;
-        }
-        rec.error_words(&win.fence())?;
-        if r == holder {
-            win.unlock(0)?;
-        }
-        rec.error_words(&win.fence())?;
-        if r == holder {
-            win.lock_all()?;
-        }
-        rec.error_words(&win.fence_with(Mode::NO_SUCCEED))?;
-        if r == holder {
-            win.unlock_all()?;
-        }
-        rec.error_words(&win.fence_with(Mode::NO_SUCCEED))?;
-        // A free while rank `holder` holds a lock: every rank fails, and
-        // the window's id stays taken.
-        if r == holder {
-            win.lock(LockType::Exclusive, next)?;
-        }
-        let first = win.id();
-        rec.error_words(&win.free())?;
-        let again = Window::<u32>::allocate(world, 1)?;
-        rec.push((again.id() != first) as u32)?;
-        again.free()
     }
+}
+
+/// [`RMA_SYNC_ERRORS`]'s steps on `world` or a communicator of the same
+/// ranks in the same order.
+fn sync_steps<C: Communicator>(world: &C, args: &RmaArgs) -> Result<(), Error> {
+    let (r, p) = (world.rank(), world.size());
+    let next = (r + 1) % p;
+    let at = |k: i32| (r + k) % p;
+    let holder = args.param as i32;
+    let mut rec = recorder(args, r);
+    let win = Window::<u32>::allocate(world, 4)?;
+    let mut one = [0u32];
+    let sum = SystemOperation::sum();
+    // Before any fence.
+    rec.error_words(&win.put(&[1], next, 0))?;
+    rec.error_words(&win.get(&mut one, next, 0))?;
+    rec.error_words(&win.accumulate(&[1], next, 0, sum))?;
+    rec.error_words(&win.fetch_and_op(&1, &mut one[0], next, 0, sum))?;
+    rec.error_words(&win.compare_and_swap(&1, &0, &mut one[0], next, 0))?;
+    rec.error_words(&win.get_accumulate(&[1], &mut one, next, 0, sum))?;
+    rec.error_words(&win.put_notify(&[1], next, 0, 0))?;
+    rec.error_words(&win.flush(next))?;
+    rec.error_words(&win.flush_all())?;
+    rec.error_words(&win.flush_local(next))?;
+    rec.error_words(&win.flush_local_all())?;
+    rec.error_words(&win.unlock(next))?;
+    rec.error_words(&win.unlock_all())?;
+    // A fence epoch, closed by NO_SUCCEED.
+    rec.error_words(&win.fence_with(Mode::NO_PRECEDE | Mode::NO_STORE))?;
+    rec.error_words(&win.put(&[1], next, 0))?;
+    rec.error_words(&win.flush(next))?;
+    rec.error_words(&win.fence_with(Mode::NO_SUCCEED | Mode::NO_PUT))?;
+    rec.error_words(&win.put(&[1], next, 0))?;
+    rec.error_words(&win.get(&mut one, next, 0))?;
+    // Passive target.
+    rec.error_words(&win.lock(LockType::Exclusive, next))?;
+    rec.error_words(&win.lock(LockType::Shared, next))?;
+    rec.error_words(&win.put(&[2], next, 1))?;
+    rec.error_words(&win.put(&[2], at(2), 1))?;
+    rec.error_words(&win.flush(next))?;
+    rec.error_words(&win.flush(at(2)))?;
+    rec.error_words(&win.flush_local_all())?;
+    rec.error_words(&win.lock_all())?;
+    rec.error_words(&win.unlock(next))?;
+    rec.error_words(&win.unlock(next))?;
+    world.barrier()?;
+    let held = MAX_LOCKS as i32;
+    let mut locked = [Ok(()); MAX_LOCKS as usize];
+    for (k, l) in locked.iter_mut().enumerate() {
+        *l = win.lock(LockType::Shared, at(1 + k as i32));
+    }
+    rec.error_words(&first_error(&locked))?;
+    rec.error_words(&win.lock(LockType::Shared, at(1 + held)))?;
+    rec.error_words(&win.lock_all())?;
+    let mut unlocked = [Ok(()); MAX_LOCKS as usize];
+    for (k, u) in unlocked.iter_mut().enumerate() {
+        *u = win.unlock(at(1 + k as i32));
+    }
+    rec.error_words(&first_error(&unlocked))?;
+    world.barrier()?;
+    rec.error_words(&win.lock_all())?;
+    rec.error_words(&win.lock(LockType::Shared, next))?;
+    rec.error_words(&win.unlock(next))?;
+    rec.error_words(&win.put(&[3], next, 2))?;
+    rec.error_words(&win.flush(next))?;
+    rec.error_words(&win.flush_all())?;
+    rec.error_words(&win.lock_all())?;
+    rec.error_words(&win.unlock_all())?;
+    rec.error_words(&win.unlock_all())?;
+    // A fence while rank `holder` holds a lock, then lock_all.
+    if r == holder {
+        win.lock(LockType::Shared, 0)?;
+    }
+    rec.error_words(&win.fence())?;
+    if r == holder {
+        win.unlock(0)?;
+    }
+    rec.error_words(&win.fence())?;
+    if r == holder {
+        win.lock_all()?;
+    }
+    rec.error_words(&win.fence_with(Mode::NO_SUCCEED))?;
+    if r == holder {
+        win.unlock_all()?;
+    }
+    rec.error_words(&win.fence_with(Mode::NO_SUCCEED))?;
+    // A free while rank `holder` holds a lock: every rank fails, and
+    // the window's id stays taken.
+    if r == holder {
+        win.lock(LockType::Exclusive, next)?;
+    }
+    let first = win.id();
+    rec.error_words(&win.free())?;
+    let again = Window::<u32>::allocate(world, 1)?;
+    rec.push((again.id() != first) as u32)?;
+    again.free()
 }
 
 // ---- bad input -----------------------------------------------------------
@@ -1234,14 +1246,27 @@ pub const DEADLOCK_NOTIFICATION: u32 = 1;
 pub const DEADLOCK_CYCLE: u32 = 2;
 /// [`RMA_DEADLOCK`]: rank 0 returns; the others enter a fence.
 pub const DEADLOCK_FENCE: u32 = 3;
+/// [`RMA_DEADLOCK`]: rank 0 returns; the others free the window.
+pub const DEADLOCK_FREE: u32 = 4;
+/// [`RMA_DEADLOCK`]: as [`DEADLOCK_FENCE`] on a duplicate of the world.
+pub const DEADLOCK_SUB_FENCE: u32 = 5;
+/// [`RMA_DEADLOCK`]: as [`DEADLOCK_FREE`] on a duplicate of the world.
+pub const DEADLOCK_SUB_FREE: u32 = 6;
 
 gpu_mpi_device::kernel! {
     /// One-sided deadlocks for the host's report (`param`:
     /// [`DEADLOCK_LOCK_HELD`], [`DEADLOCK_NOTIFICATION`],
-    /// [`DEADLOCK_CYCLE`], [`DEADLOCK_FENCE`]), on an allocated window of
-    /// one `u32` per rank.
+    /// [`DEADLOCK_CYCLE`], [`DEADLOCK_FENCE`], [`DEADLOCK_FREE`],
+    /// [`DEADLOCK_SUB_FENCE`], [`DEADLOCK_SUB_FREE`]), on an allocated
+    /// window of one `u32` per rank.
     pub static RMA_DEADLOCK = fn rma_deadlock(world: &World, args: &RmaArgs) -> Result<(), Error> {
         let r = world.rank();
+        match args.param {
+            DEADLOCK_FREE => return abandon(world, true),
+            DEADLOCK_SUB_FENCE => return abandon(&world.duplicate()?, false),
+            DEADLOCK_SUB_FREE => return abandon(&world.duplicate()?, true),
+            _ => {}
+        }
         let win = Window::<u32>::allocate(world, 1)?;
         match args.param {
             DEADLOCK_LOCK_HELD => {
@@ -1283,6 +1308,20 @@ gpu_mpi_device::kernel! {
                 Ok(())
             }
         }
+    }
+}
+
+/// A window on `comm` that its rank 0 leaves at once, while the others
+/// fence it (`free`: free it).
+fn abandon<C: Communicator>(comm: &C, free: bool) -> Result<(), Error> {
+    let win = Window::<u32>::allocate(comm, 1)?;
+    if comm.rank() == 0 {
+        return Ok(());
+    }
+    if free {
+        win.free()
+    } else {
+        win.fence()
     }
 }
 
