@@ -86,6 +86,48 @@ impl Side {
             Side::Typed(_) => false,
         }
     }
+
+    /// [`Side::read`] with a plain side's copy in a call of its own, for a
+    /// caller that holds its rounds' values across the copy (a
+    /// broadcast): inlined, the copy's registers add to them.
+    ///
+    /// # Safety
+    /// As for [`Side::read`].
+    #[inline(always)]
+    pub(crate) unsafe fn read_apart(self, at: usize, dst: *mut u8, n: usize) -> bool {
+        match self {
+            // SAFETY: forwarded from the caller.
+            Side::Plain(p) => unsafe { copy_apart(dst, p.add(at), n) },
+            // SAFETY: forwarded from the caller.
+            _ => unsafe { self.read(at, dst, n) },
+        }
+    }
+
+    /// [`Side::write`] with a plain side's copy in a call of its own, as
+    /// [`Side::read_apart`].
+    ///
+    /// # Safety
+    /// As for [`Side::write`].
+    #[inline(always)]
+    pub(crate) unsafe fn write_apart(self, at: usize, src: *const u8, n: usize) -> bool {
+        match self {
+            // SAFETY: forwarded from the caller.
+            Side::Plain(p) => unsafe { copy_apart(p.add(at), src, n) },
+            // SAFETY: forwarded from the caller.
+            _ => unsafe { self.write(at, src, n) },
+        }
+    }
+}
+
+/// [`shim::copy_bytes`] as a call (true, for [`Side::read_apart`]).
+///
+/// # Safety
+/// As for [`shim::copy_bytes`].
+#[inline(never)]
+unsafe fn copy_apart(dst: *mut u8, src: *const u8, n: usize) -> bool {
+    // SAFETY: forwarded from the caller.
+    unsafe { shim::copy_bytes(dst, src, n) };
+    true
 }
 
 /// A collective's buffer from packed byte `at` on: plain bytes, or a view

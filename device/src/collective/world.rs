@@ -367,6 +367,21 @@ impl World {
             .map(|_| ())
     }
 
+    /// [`World::world_barrier_agreeing`] on `key`, or with `None`
+    /// [`World::world_barrier`] (then `Ok(true)`): a collective's rounds
+    /// through one inlined copy of the barrier, the first keyed.
+    #[inline(always)]
+    fn round_barrier(&self, what: WaitFor, key: Option<u32>) -> Result<bool, Error> {
+        self.keyed_barrier::<1, false>(
+            what,
+            key.map(|k| [k]),
+            Arrival::All,
+            false,
+            core::ptr::null(),
+            Carry::Own,
+        )
+    }
+
     /// [`World::world_barrier`] for a caller that wrote the wait record of
     /// `what` itself (a reduction, before its block tree).
     #[inline(always)]
@@ -1446,7 +1461,12 @@ impl World {
         };
         let capacity = self.collective_bytes() - CELL_HEADER;
         let mut offset = 0usize;
-        let mut local_error = None;
+        // The root's header (its length and datatype words) of the first
+        // round, which every round repeats, and what a non-root rank found
+        // wrong with it: the error is built from these after the rounds,
+        // so that its words are not live across them.
+        let mut header = 0u64;
+        let mut mismatch = Mismatch::None;
         loop {
             self.begin_staging_round();
             let area = self.broadcast_area();
@@ -1462,7 +1482,7 @@ impl World {
                     // Saturated: a longer buffer fails every rank above.
                     core::ptr::write(area as *mut u32, saturating_u32(len));
                     core::ptr::write(area.add(4) as *mut u32, datatype.id);
-                    walked &= side.read(offset, area.add(CELL_HEADER), n);
+                    walked &= side.read_apart(offset, area.add(CELL_HEADER), n);
                 }
             }
             // The first round's barrier also checks that every rank named
@@ -1471,21 +1491,19 @@ impl World {
             // copy anything, every one of them with `MPI_ERR_ROOT` (a rank
             // that believed itself the root learns it here too: it passed
             // the same barrier).
-            if offset == 0 {
-                if !self.world_barrier_agreeing(what, key)? {
-                    if too_long {
-                        return Err(Error::BufferTooLarge {
-                            bytes: saturating_u32(len),
-                            limit: u32::MAX,
-                        });
-                    }
-                    return Err(Error::InvalidRoot {
-                        root,
-                        size: self.size(),
+            // One barrier for every round (keyed in the first alone): its
+            // second inlined copy cost the kernels registers.
+            if !self.round_barrier(what, (offset == 0).then_some(key))? {
+                if too_long {
+                    return Err(Error::BufferTooLarge {
+                        bytes: saturating_u32(len),
+                        limit: u32::MAX,
                     });
                 }
-            } else {
-                self.world_barrier(what)?;
+                return Err(Error::InvalidRoot {
+                    root,
+                    size: self.size(),
+                });
             }
             // The header and the first 8 bytes of the chunk in one batch:
             // a broadcast of at most 8 bytes needs no other load.
@@ -1493,7 +1511,7 @@ impl World {
             // >= 64` bytes, all of it the root's or zero, published by the
             // barrier; nobody writes this half until after the next round's
             // barrier.
-            let (header, head) = shim::independent(|| unsafe {
+            let (words, head) = shim::independent(|| unsafe {
                 (
                     shim::load_payload_u64(area),
                     shim::load_payload_u64(area.add(CELL_HEADER)),
@@ -1501,27 +1519,18 @@ impl World {
             });
             // The length word, then the datatype's (little-endian, as
             // every target of this crate).
-            let (total, id) = (header as u32 as usize, (header >> 32) as u32);
-            if !is_root && local_error.is_none() {
-                let status = crate::status::Status {
-                    source: root,
-                    tag: -1,
-                    bytes: total as u32,
-                    datatype: id,
-                };
-                if id != datatype.id && datatype.id != crate::datatype::ID_BYTE {
-                    local_error = Some(Error::TypeMismatch {
-                        status,
-                        expected: datatype.id,
-                    });
+            let (total, id) = (words as u32 as usize, (words >> 32) as u32);
+            if offset == 0 && !is_root {
+                header = words;
+                mismatch = if id != datatype.id && datatype.id != crate::datatype::ID_BYTE {
+                    Mismatch::Type
                 } else if total != len {
-                    local_error = Some(Error::CountMismatch {
-                        count: saturating_u32(len / datatype.size.max(1) as usize),
-                        expected: (total / datatype.size.max(1) as usize) as u32,
-                    });
-                }
+                    Mismatch::Count
+                } else {
+                    Mismatch::None
+                };
             }
-            if !is_root && !matches!(local_error, Some(Error::TypeMismatch { .. })) {
+            if !is_root && mismatch != Mismatch::Type {
                 let n = total.min(len).saturating_sub(offset).min(capacity);
                 match side {
                     // SAFETY: `offset + n <= len` bytes of the buffer, the
@@ -1530,7 +1539,7 @@ impl World {
                         shim::store_head_bytes(p.add(offset), head, n)
                     },
                     // SAFETY: as above; `offset + n <= len`.
-                    _ => walked &= unsafe { side.write(offset, area.add(CELL_HEADER), n) },
+                    _ => walked &= unsafe { side.write_apart(offset, area.add(CELL_HEADER), n) },
                 }
             }
             offset += capacity;
@@ -1538,10 +1547,23 @@ impl World {
                 break;
             }
         }
-        match local_error {
-            Some(e) => Err(e),
-            None if !walked => Err(Error::Intern),
-            None => Ok(()),
+        let (total, id) = (header as u32, (header >> 32) as u32);
+        match mismatch {
+            Mismatch::Type => Err(Error::TypeMismatch {
+                status: crate::status::Status {
+                    source: root,
+                    tag: -1,
+                    bytes: total,
+                    datatype: id,
+                },
+                expected: datatype.id,
+            }),
+            Mismatch::Count => Err(Error::CountMismatch {
+                count: saturating_u32(len / datatype.size.max(1) as usize),
+                expected: total / datatype.size.max(1),
+            }),
+            Mismatch::None if !walked => Err(Error::Intern),
+            Mismatch::None => Ok(()),
         }
     }
 
@@ -1595,6 +1617,15 @@ impl World {
             _ => 0,
         })
     }
+}
+
+/// What a broadcast's non-root rank found wrong with the root's header
+/// (`World::broadcast_impl`): its datatype, or its length.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mismatch {
+    None,
+    Type,
+    Count,
 }
 
 /// Whether a world barrier of `operation` crosses processes with the
