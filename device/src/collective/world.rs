@@ -363,8 +363,7 @@ impl World {
     /// on into a collective's next step alone.
     #[inline(always)]
     pub(super) fn world_barrier(&self, what: WaitFor) -> Result<(), Error> {
-        self.keyed_barrier::<1, false>(what, None, Arrival::All, false, core::ptr::null(), Carry::Own)
-            .map(|_| ())
+        self.round_barrier(what, None).map(|_| ())
     }
 
     /// [`World::world_barrier_agreeing`] on `key`, or with `None`
@@ -467,14 +466,7 @@ impl World {
     /// scratch next passes a block barrier first.
     #[inline(always)]
     pub(super) fn world_barrier_agreeing(&self, what: WaitFor, key: u32) -> Result<bool, Error> {
-        self.keyed_barrier::<1, false>(
-            what,
-            Some([key]),
-            Arrival::All,
-            false,
-            core::ptr::null(),
-            Carry::Own,
-        )
+        self.round_barrier(what, Some(key))
     }
 
     /// [`World::world_barrier_agreeing`] on a key of
