@@ -19,6 +19,7 @@
 //! trees) for 48 bytes per rank.
 
 use super::operation::UserOperation;
+use super::world::Verify;
 use crate::communicator::{Communicator, World};
 use crate::datatype::{user_datatype_id, Datatype, Equivalence};
 use crate::error::{saturating_u32, Error, ErrorClass};
@@ -67,15 +68,9 @@ pub(crate) struct Agreement {
 /// the bits below, a few small codes).
 const STAGED: u32 = 1 << 31;
 
-impl Equivalence for Agreement {
-    const DATATYPE: Datatype = Datatype {
-        id: user_datatype_id("gpu_mpi_device::collective::Agreement"),
-        size: core::mem::size_of::<Agreement>() as u32,
-    };
-}
-
 /// First byte of a cell that the agreement round leaves alone (the round
-/// stages, combines and copies `CELL_HEADER` + one [`Agreement`]): a
+/// stages and combines `CELL_HEADER` + an [`Agreement`]'s bytes, as
+/// words: [`Agreement::write_lowest`]): a
 /// gather's or scatter's root, and every rank of an all-gather or
 /// all-to-all, publishes its buffer's address there, for the ranks to
 /// read after the agreement (`movement`).
@@ -87,15 +82,23 @@ const _: () = assert!(AGREEMENT_END + 8 <= 64);
 // The quick round's key: the staged flag and every slot.
 const _: () = assert!(SLOTS + 1 == BARRIER_KEY_WORDS);
 
-fn combine(a: &Agreement, b: &Agreement) -> Agreement {
-    let mut r = *a;
-    for i in 0..SLOTS {
-        r.min[i] = a.min[i].min(b.min[i]);
-        r.max[i] = a.max[i].max(b.max[i]);
-    }
-    r.class = a.error_class().max(b.error_class()) | ((a.class | b.class) & STAGED);
-    r.reference = a.reference.max(b.reference);
-    r
+/// Words of an [`Agreement`] in its full round's form ([`Agreement::write_lowest`]).
+const LOWEST_WORDS: usize = 2 * SLOTS + 2;
+
+/// The full round's elements: the words in pairs.
+const LOWEST_PAIRS: usize = LOWEST_WORDS / 2;
+
+// The words fill the bytes of a record (`AGREEMENT_END`), in pairs.
+const _: () =
+    assert!(LOWEST_WORDS * 4 == core::mem::size_of::<Agreement>() && LOWEST_WORDS.is_multiple_of(2));
+
+/// The full round's combination of two elements of the lowest form (two
+/// words each): each word's minimum. The round is an element-wise
+/// reduction of plain words, with no record held whole in registers.
+fn lowest(a: &u64, b: &u64) -> u64 {
+    let low = (*a as u32).min(*b as u32);
+    let high = ((*a >> 32) as u32).min((*b >> 32) as u32);
+    u64::from(high) << 32 | u64::from(low)
 }
 
 impl Agreement {
@@ -151,6 +154,46 @@ impl Agreement {
     fn key(&self) -> Option<[u32; BARRIER_KEY_WORDS]> {
         let [a, b, c, d, e] = self.min;
         (self.error_class() == 0).then_some([u32::from(!self.direct()), a, b, c, d, e])
+    }
+
+    /// Writes this record as words whose element-wise minimum over the
+    /// ranks is the agreement's ([`Agreement::from_lowest`]) at `to`: the
+    /// slots' minima as they are, their maxima and the error class and
+    /// the reference complemented (the minimum of complements is the
+    /// complement of the maximum), and the staged flag as 0 (staged) or 1
+    /// in the word of [`LEN`]'s minimum, which nothing reads (only that
+    /// slot's maximum matters).
+    ///
+    /// # Safety
+    /// `to` is valid for writes of [`LOWEST_WORDS`] words, 4-byte aligned.
+    unsafe fn write_lowest(&self, to: *mut u32) {
+        // SAFETY: words below `LOWEST_WORDS` (the caller's contract).
+        unsafe {
+            for i in 0..SLOTS {
+                to.add(i).write(if i == LEN {
+                    u32::from(self.direct())
+                } else {
+                    self.min[i]
+                });
+                to.add(SLOTS + i).write(!self.max[i]);
+            }
+            to.add(2 * SLOTS).write(!self.error_class());
+            to.add(2 * SLOTS + 1).write(!self.reference);
+        }
+    }
+
+    /// The agreement whose [`Agreement::write_lowest`] words' minima over
+    /// the ranks are `w`.
+    fn from_lowest(w: &[u32; LOWEST_WORDS]) -> Agreement {
+        let mut a = Agreement::new();
+        for i in 0..SLOTS {
+            a.min[i] = w[i];
+            a.max[i] = !w[SLOTS + i];
+        }
+        a.min[LEN] = a.max[LEN];
+        a.class = !w[2 * SLOTS] | if w[LEN] == 0 { STAGED } else { 0 };
+        a.reference = !w[2 * SLOTS + 1];
+        a
     }
 
     /// Records a local error's class.
@@ -238,12 +281,17 @@ impl World {
     /// with nobody from a rank that found an error of its own. When every
     /// rank passed the same slots, no error and the same flag, each rank's
     /// own record is the agreement: one world barrier, where the full
-    /// round costs a world barrier and two block trees of a 48-byte
-    /// record. Otherwise the full round all-reduces the records, for the
-    /// error every rank returns and a varcount form's longest part; it
-    /// clears this rank's published buffer first (published for the quick
-    /// round's cells, which the full round leaves behind) and stages, so
-    /// that no rank copies through an address read from the wrong round.
+    /// round costs a world barrier and two block trees of 48 bytes.
+    /// Otherwise the full round all-reduces the records, for the error
+    /// every rank returns and a varcount form's longest part; it clears
+    /// this rank's published buffer first (published for the quick round's
+    /// cells, which the full round leaves behind) and stages, so that no
+    /// rank copies through an address read from the wrong round. The
+    /// records travel as words whose minima are the agreement's
+    /// ([`Agreement::write_lowest`]), reduced element-wise in pairs: a
+    /// block tree of the record whole held two records in registers at
+    /// each step of its shuffles (rsmpi's `scatter` 72 -> 66 registers,
+    /// `scan` 96 -> 86, sm_90; docs/performance.md).
     pub(crate) fn agree(&self, mine: Agreement, what: WaitFor) -> Result<Agreement, Error> {
         let mut none = None;
         self.agree_in::<false>(mine, what, None, &mut none)
@@ -305,22 +353,43 @@ impl World {
         if self.rank() as u32 == if named == u32::MAX { 0 } else { named } {
             mine.reference = mine.min(COUNT).saturating_add(1);
         }
-        let op = UserOperation::commutative(combine);
-        // Every rank passes exactly one element, so the round's count check
-        // cannot fail; `reduce_round` returns an `Err` only for a failed wait.
-        let _ = self.reduce_round(&mine as *const Agreement, 1, 1, 0, &op, what)?;
-        self.combine_blocks(self.blocks(), 1, 1, &op);
+        let op = UserOperation::commutative(lowest);
+        let k = LOWEST_PAIRS as u32;
+        // This rank's words straight into its cell, as `reduce_round`
+        // stages its operands (a copy from an array would put the array
+        // in local memory).
+        self.stage_count(k);
+        // SAFETY: this rank's own cell, whose data holds `LOWEST_WORDS`
+        // words (48 bytes, the smallest cell's 56) and which no other rank
+        // touches before the round's block barrier; 8-byte aligned.
+        let data = unsafe { self.rank_cell(self.rank).add(CELL_HEADER) as *mut u32 };
+        crate::shim::note_global(data as *const u8, LOWEST_WORDS * 4, true);
+        // SAFETY: the cell's data (above).
+        unsafe { mine.write_lowest(data) };
+        // Every rank passes the same number of pairs, so the round's count
+        // check cannot fail; it returns an `Err` only for a failed wait.
+        let _ = self.reduce_staged(
+            LOWEST_PAIRS,
+            0,
+            data as *const u64,
+            k,
+            0,
+            Verify::Counts,
+            &op,
+            what,
+        )?;
+        self.combine_blocks(self.blocks(), LOWEST_PAIRS, k, &op);
         let leader = self.rank_cell(self.block_leader());
-        // SAFETY: the leader's cell holds the combined agreement, published
-        // by the block tree's closing barrier and not written again before
-        // the next round's world barrier; the data is 8-byte aligned.
-        let agreed = unsafe { core::ptr::read(leader.add(CELL_HEADER) as *const Agreement) };
+        // SAFETY: the leader's cell holds the combined words, published by
+        // the block tree's closing barrier and not written again before the
+        // next round's world barrier; the data is 8-byte aligned.
+        let agreed = unsafe { core::ptr::read(leader.add(CELL_HEADER) as *const [u32; LOWEST_WORDS]) };
         crate::shim::note_global(
             leader.wrapping_add(CELL_HEADER),
-            core::mem::size_of::<Agreement>(),
+            core::mem::size_of::<[u32; LOWEST_WORDS]>(),
             false,
         );
-        Ok(agreed)
+        Ok(Agreement::from_lowest(&agreed))
     }
 }
 
