@@ -19,7 +19,6 @@
 //! trees) for 48 bytes per rank.
 
 use super::operation::UserOperation;
-use super::world::Verify;
 use crate::communicator::{Communicator, World};
 use crate::datatype::{user_datatype_id, Datatype, Equivalence};
 use crate::error::{saturating_u32, Error, ErrorClass};
@@ -368,16 +367,7 @@ impl World {
         unsafe { mine.write_lowest(data) };
         // Every rank passes the same number of pairs, so the round's count
         // check cannot fail; it returns an `Err` only for a failed wait.
-        let _ = self.reduce_staged(
-            LOWEST_PAIRS,
-            0,
-            data as *const u64,
-            k,
-            0,
-            Verify::Counts,
-            &op,
-            what,
-        )?;
+        let _ = self.reduce_cell::<u64, _>(LOWEST_PAIRS, k, 0, &op, what)?;
         self.combine_blocks(self.blocks(), LOWEST_PAIRS, k, &op);
         let leader = self.rank_cell(self.block_leader());
         // SAFETY: the leader's cell holds the combined words, published by

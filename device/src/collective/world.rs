@@ -1004,7 +1004,24 @@ impl World {
         what: WaitFor,
     ) -> Result<Result<(), u32>, Error> {
         self.stage_operands(part, k, count);
-        // SAFETY: this rank's cell's data, staged above with `k` elements.
+        self.reduce_cell::<T, O>(k, count, reference, op, what)
+    }
+
+    /// The rest of [`World::reduce_round`] once this rank's `k` elements
+    /// are in its cell's data, after [`World::stage_count`] wrote its
+    /// `count` words: by `stage_operands`, or by a caller that writes them
+    /// there itself (the agreement's full round).
+    #[inline(always)]
+    pub(super) fn reduce_cell<T: Equivalence, O: Operation<T>>(
+        &self,
+        k: usize,
+        count: u32,
+        reference: u32,
+        op: &O,
+        what: WaitFor,
+    ) -> Result<Result<(), u32>, Error> {
+        // SAFETY: this rank's cell's data, staged with `k` elements (the
+        // caller's contract).
         let src = unsafe { self.rank_cell(self.rank).add(CELL_HEADER) as *const T };
         self.reduce_staged::<T, O>(k, 0, src, count, reference, Verify::Counts, op, what)
     }
