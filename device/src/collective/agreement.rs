@@ -47,7 +47,7 @@ pub(crate) const LEN: usize = 4;
 
 /// What one rank passes to the agreement, and what all of them agree on.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Zeroable)]
 pub(crate) struct Agreement {
     min: [u32; SLOTS],
     max: [u32; SLOTS],
@@ -354,7 +354,7 @@ impl World {
         }
         let op = UserOperation::commutative(lowest);
         let k = LOWEST_PAIRS as u32;
-        // This rank's words straight into its cell, as `reduce_round`
+        // This rank's words straight into its cell, as `stage_operands`
         // stages its operands (a copy from an array would put the array
         // in local memory).
         self.stage_count(k);

@@ -222,7 +222,8 @@ impl World {
             let k = hi - lo;
             // SAFETY: `lo < n`: inside `send`.
             let part = unsafe { send.add(lo) };
-            if let Err(expected) = self.reduce_round(part, k, count, 0, op, what)? {
+            self.stage_operands(part, k, count);
+            if let Err(expected) = self.reduce_cell(k, count, 0, op, what)? {
                 return Err(Error::CountMismatch {
                     count: saturating_u32(n),
                     expected,

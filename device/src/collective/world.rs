@@ -989,28 +989,13 @@ impl World {
         }
     }
 
-    /// One round: stage `part`, combine inside the block, stage the block's
-    /// result, meet at the barrier. `Ok(Err(expected))` when the ranks passed
+    /// One round of operands already in this rank's cell (`k` elements,
+    /// after [`World::stage_count`] wrote its `count` words): written by
+    /// [`World::stage_operands`], or by the caller itself (the agreement's
+    /// full round). Combines inside the block, stages the block's result
+    /// and meets at the barrier. `Ok(Err(expected))` when the ranks passed
     /// different counts (every rank reads the same answer), with the count
     /// that rank `reference` (the root, or rank 0) passed.
-    #[inline(always)]
-    pub(super) fn reduce_round<T: Equivalence, O: Operation<T>>(
-        &self,
-        part: *const T,
-        k: usize,
-        count: u32,
-        reference: u32,
-        op: &O,
-        what: WaitFor,
-    ) -> Result<Result<(), u32>, Error> {
-        self.stage_operands(part, k, count);
-        self.reduce_cell::<T, O>(k, count, reference, op, what)
-    }
-
-    /// The rest of [`World::reduce_round`] once this rank's `k` elements
-    /// are in its cell's data, after [`World::stage_count`] wrote its
-    /// `count` words: by `stage_operands`, or by a caller that writes them
-    /// there itself (the agreement's full round).
     #[inline(always)]
     pub(super) fn reduce_cell<T: Equivalence, O: Operation<T>>(
         &self,
@@ -1055,7 +1040,7 @@ impl World {
         }
     }
 
-    /// The rest of [`World::reduce_round`]: this rank's `k` operands are at
+    /// The rest of [`World::reduce_cell`]: this rank's `k` operands are at
     /// `src`, or (`src` null, `k` 1, `T` of at most 8 bytes) in `word`
     /// ([`to_word`]), its `count` words staged in its cell. The block tree
     /// writes the block's result straight into the block's cell. What the
