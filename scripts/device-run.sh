@@ -125,6 +125,7 @@ bench 20 allgather-quick allgather --quick
 bench 20 alltoall-quick alltoall --quick
 bench 20 reduce_scatter-quick reduce_scatter --quick
 bench 20 scan scan
+bench 30 varcount-quick varcount --quick
 bench 40 scale-quick scale --quick
 bench 90 bw bw
 bench 40 rma-quick rma --quick

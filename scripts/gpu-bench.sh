@@ -37,7 +37,7 @@ mkdir -p "$out" || exit 1
 if [[ $# -gt 0 ]]; then
     suites=("$@")
 else
-    suites=(limits pi latency bw barrier bcast reduce allreduce gather scatter allgather alltoall reduce_scatter scan ibarrier iallreduce scale rma)
+    suites=(limits pi latency bw barrier bcast reduce allreduce gather scatter allgather alltoall reduce_scatter scan ibarrier iallreduce varcount scale rma)
 fi
 
 {

@@ -16,9 +16,12 @@
 use super::{median, ratio, Ctx, Row, Section, Target};
 use gpu_mpi::device::Kernel;
 use gpu_mpi_bench_kernels::exchange::{
-    exchange_values, Exchange, BENCH_ALLGATHER, BENCH_ALLTOALL, BENCH_GATHER, BENCH_IALLREDUCE,
-    BENCH_IBARRIER, BENCH_REDUCE_SCATTER, BENCH_SCAN, BENCH_SCATTER, NATIVE_ALLGATHER, NATIVE_ALLREDUCE_SHFL,
-    NATIVE_ALLTOALL, NATIVE_GATHER, NATIVE_REDUCE_SCATTER, NATIVE_REDUCE_SHFL, NATIVE_SCAN, NATIVE_SCATTER,
+    exchange_values, varcount_entries, varcount_entry, Exchange, BENCH_ALLGATHER, BENCH_ALLGATHER_VARCOUNT,
+    BENCH_ALLTOALL, BENCH_ALLTOALL_VARCOUNT, BENCH_GATHER, BENCH_GATHER_VARCOUNT, BENCH_IALLREDUCE,
+    BENCH_IBARRIER, BENCH_REDUCE_SCATTER, BENCH_SCAN, BENCH_SCATTER, BENCH_SCATTER_VARCOUNT,
+    NATIVE_ALLGATHER, NATIVE_ALLGATHER_VARCOUNT, NATIVE_ALLREDUCE_SHFL, NATIVE_ALLTOALL,
+    NATIVE_ALLTOALL_VARCOUNT, NATIVE_GATHER, NATIVE_GATHER_VARCOUNT, NATIVE_REDUCE_SCATTER,
+    NATIVE_REDUCE_SHFL, NATIVE_SCAN, NATIVE_SCATTER, NATIVE_SCATTER_VARCOUNT,
 };
 use gpu_mpi_bench_kernels::mpi::{CollArgs, BENCH_ALLREDUCE, BENCH_BARRIER, BENCH_BCAST, BENCH_REDUCE};
 use gpu_mpi_bench_kernels::native::{
@@ -53,6 +56,10 @@ impl Op {
             Op::Exchange(Exchange::AllToAll) => "alltoall",
             Op::Exchange(Exchange::ReduceScatter) => "reduce_scatter",
             Op::Exchange(Exchange::Scan) => "scan",
+            Op::Exchange(Exchange::GatherVarcount) => "gatherv",
+            Op::Exchange(Exchange::ScatterVarcount) => "scatterv",
+            Op::Exchange(Exchange::AllGatherVarcount) => "allgatherv",
+            Op::Exchange(Exchange::AllToAllVarcount) => "alltoallv",
         }
     }
 
@@ -72,6 +79,10 @@ impl Op {
                 Exchange::AllToAll => (&BENCH_ALLTOALL, &NATIVE_ALLTOALL),
                 Exchange::ReduceScatter => (&BENCH_REDUCE_SCATTER, &NATIVE_REDUCE_SCATTER),
                 Exchange::Scan => (&BENCH_SCAN, &NATIVE_SCAN),
+                Exchange::GatherVarcount => (&BENCH_GATHER_VARCOUNT, &NATIVE_GATHER_VARCOUNT),
+                Exchange::ScatterVarcount => (&BENCH_SCATTER_VARCOUNT, &NATIVE_SCATTER_VARCOUNT),
+                Exchange::AllGatherVarcount => (&BENCH_ALLGATHER_VARCOUNT, &NATIVE_ALLGATHER_VARCOUNT),
+                Exchange::AllToAllVarcount => (&BENCH_ALLTOALL_VARCOUNT, &NATIVE_ALLTOALL_VARCOUNT),
             },
         }
     }
@@ -133,6 +144,13 @@ fn measure(
     let mut counters = ctx.alloc::<u32>(coll_counter_words(blocks))?;
     let mut marks = ctx.alloc::<u32>(ranks as usize)?;
     let mut out = ctx.alloc::<u64>(2 * ranks as usize)?;
+    let parts: Vec<i32> = match op {
+        Op::Exchange(x) if x.is_varcount() => (0..varcount_entries(ranks as usize))
+            .map(|i| varcount_entry(ranks as usize, size as usize, i))
+            .collect(),
+        _ => Vec::new(),
+    };
+    let parts = ctx.upload(&parts)?;
     let args = CollArgs {
         size,
         warmup,
@@ -143,6 +161,7 @@ fn measure(
         counters: counters.slice(),
         marks: marks.slice(),
         out: out.slice(),
+        parts: parts.slice(),
     };
     let spec = ctx.world(ranks, Some(block_dim));
     let (mut mins, mut maxs, mut avgs) = (Vec::new(), Vec::new(), Vec::new());
@@ -250,6 +269,10 @@ fn goal(op: Op, across: bool) -> Option<(&'static str, Goal)> {
         Op::Exchange(Exchange::AllGather) => ratio!("8-byte all-gather / native", 1.5),
         Op::Exchange(Exchange::AllToAll) => ratio!("8-byte all-to-all / native", 1.5),
         Op::Exchange(Exchange::ReduceScatter | Exchange::Scan) => return None,
+        Op::Exchange(Exchange::GatherVarcount) => ratio!("gatherv of 8 and 16 bytes / native", 1.5),
+        Op::Exchange(Exchange::ScatterVarcount) => ratio!("scatterv of 8 and 16 bytes / native", 1.5),
+        Op::Exchange(Exchange::AllGatherVarcount) => ratio!("all-gatherv of 8 and 16 bytes / native", 1.5),
+        Op::Exchange(Exchange::AllToAllVarcount) => ratio!("all-to-allv of 8 and 16 bytes / native", 1.5),
     };
     Some((if across { all } else { one }, goal))
 }
@@ -514,6 +537,10 @@ fn exchange_note(x: Exchange) -> &'static str {
         Exchange::AllToAll => "native: every rank stores part d straight into rank d's buffer, then a grid barrier",
         Exchange::ReduceScatter => "native: a grid barrier publishes the send buffers; rank r sums element r of every rank's buffer (adjacent ranks load adjacent elements)",
         Exchange::Scan => "native: block scan with warp shuffles (shfl.up) and the warps' totals in shared memory; the block's totals published with a release flag; warp 0 of each block acquires the earlier blocks' totals and sums them with shuffles",
+        Exchange::GatherVarcount => "native: the gather's, each part stored at its displacement in the root's buffer",
+        Exchange::ScatterVarcount => "native: the scatter's, each rank loads its part from its displacement in the root's buffer",
+        Exchange::AllGatherVarcount => "native: the all-gather's, each part stored at its displacement in the staging area",
+        Exchange::AllToAllVarcount => "native: the all-to-all's, each part from its displacement in the sender's buffer to the receiver's",
     }
 }
 
@@ -541,6 +568,14 @@ pub(crate) fn exchange(ctx: &mut Ctx, x: Exchange) -> Result<(Vec<Section>, Vec<
     let mut columns = vec![("bytes", "bytes"), ("ranks", "ranks")];
     columns.extend(STATS_COLUMNS);
     let mut notes = vec![exchange_note(x).to_string()];
+    if x.is_varcount() {
+        notes.push(
+            "varcount: an even rank's part is the row's f64 elements, an odd rank's twice as many (all-to-allv: \
+             the receiver's rank decides), packed at their displacements; the counts and displacements are \
+             arrays in global memory"
+                .into(),
+        );
+    }
     if x.is_quadratic() {
         notes.push(format!(
             "memory grows with the square of the world: a row runs on the largest world up to {} ranks whose buffers fit 512 MiB",
@@ -549,13 +584,15 @@ pub(crate) fn exchange(ctx: &mut Ctx, x: Exchange) -> Result<(Vec<Section>, Vec<
     }
     Ok((
         vec![Section {
-            suite: op.name(),
+            suite: if x.is_varcount() { "varcount" } else { op.name() },
             title: format!(
                 "{}: up to {} ranks, bytes = f64 elements × 8 per rank and part{}, each round timed alone, median of {}",
                 op.name(),
                 ctx.ranks,
                 match x {
                     Exchange::Gather | Exchange::Scatter => ", root 0",
+                    Exchange::GatherVarcount | Exchange::ScatterVarcount => " (an even rank's), root 0",
+                    Exchange::AllGatherVarcount | Exchange::AllToAllVarcount => " (an even rank's)",
                     Exchange::ReduceScatter | Exchange::Scan => ", sum",
                     _ => "",
                 },
@@ -567,6 +604,18 @@ pub(crate) fn exchange(ctx: &mut Ctx, x: Exchange) -> Result<(Vec<Section>, Vec<
         }],
         targets,
     ))
+}
+
+/// The varcount forms of gather, scatter, all-gather and all-to-all, one
+/// table each.
+pub(crate) fn varcount(ctx: &mut Ctx) -> Result<(Vec<Section>, Vec<Target>), String> {
+    let (mut sections, mut targets) = (Vec::new(), Vec::new());
+    for x in Exchange::VARCOUNT {
+        let (s, t) = exchange(ctx, x)?;
+        sections.extend(s);
+        targets.extend(t);
+    }
+    Ok((sections, targets))
 }
 
 pub(crate) fn scale(ctx: &mut Ctx) -> Result<(Vec<Section>, Vec<Target>), String> {

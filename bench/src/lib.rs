@@ -101,6 +101,9 @@ pub enum Suite {
     /// osu_iallreduce (`MPI_Iallreduce` + wait) against the native
     /// shuffle all-reduce.
     Iallreduce,
+    /// osu_gatherv, osu_scatterv, osu_allgatherv and osu_alltoallv:
+    /// the varcount forms, parts of two lengths.
+    Varcount,
     /// Each collective from 32 ranks to the largest world.
     Scale,
     /// Whole-GPU pack and unpack of derived datatypes (ddtbench patterns)
@@ -114,7 +117,7 @@ pub enum Suite {
 
 impl Suite {
     /// Every suite, in the order `all` runs them.
-    pub const ALL: [Suite; 18] = [
+    pub const ALL: [Suite; 19] = [
         Suite::Pi,
         Suite::Latency,
         Suite::Bw,
@@ -130,6 +133,7 @@ impl Suite {
         Suite::Scan,
         Suite::Ibarrier,
         Suite::Iallreduce,
+        Suite::Varcount,
         Suite::Scale,
         Suite::Ddt,
         Suite::Rma,
@@ -153,6 +157,7 @@ impl Suite {
             Suite::Scan => "scan",
             Suite::Ibarrier => "ibarrier",
             Suite::Iallreduce => "iallreduce",
+            Suite::Varcount => "varcount",
             Suite::Scale => "scale",
             Suite::Ddt => "ddt",
             Suite::Rma => "rma",
@@ -468,6 +473,15 @@ impl Ctx<'_> {
         self.device
             .alloc_zeroed::<T>(len.max(1))
             .map_err(|e| format!("allocating {} elements: {e}", len.max(1)))
+    }
+
+    /// A device copy of `host` (one element when `host` is empty, as
+    /// [`Ctx::alloc`] gives).
+    pub(crate) fn upload<T: bytemuck::Pod>(&self, host: &[T]) -> Result<DeviceBuffer<T>, String> {
+        if host.is_empty() {
+            return self.alloc(0);
+        }
+        self.device.upload(host).map_err(|e| format!("upload: {e}"))
     }
 
     pub(crate) fn zero<T: bytemuck::Pod>(&self, buf: &mut DeviceBuffer<T>) -> Result<(), String> {
@@ -890,6 +904,7 @@ fn run_suite(ctx: &mut Ctx, suite: Suite) -> Result<(Vec<Section>, Vec<Target>),
         Suite::Scan => coll::exchange(ctx, Exchange::Scan),
         Suite::Ibarrier => coll::ibarrier(ctx),
         Suite::Iallreduce => coll::iallreduce(ctx),
+        Suite::Varcount => coll::varcount(ctx),
         Suite::Scale => coll::scale(ctx),
         Suite::Ddt => ddt::run(ctx),
         Suite::Rma => rma::run(ctx),

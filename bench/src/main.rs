@@ -126,6 +126,7 @@ enum SuiteName {
     Scan,
     Ibarrier,
     Iallreduce,
+    Varcount,
     Scale,
     Ddt,
     Rma,

@@ -458,6 +458,7 @@ fn barrier_like(
     let mut counters = ctx.alloc::<u32>(coll_counter_words(ranks / block_dim))?;
     let mut marks = ctx.alloc::<u32>(ranks as usize)?;
     let mut out = ctx.alloc::<u64>(2 * ranks as usize)?;
+    let parts = ctx.alloc::<i32>(0)?;
     let args = CollArgs {
         size: 0,
         warmup: loops.0,
@@ -468,6 +469,7 @@ fn barrier_like(
         counters: counters.slice(),
         marks: marks.slice(),
         out: out.slice(),
+        parts: parts.slice(),
     };
     let spec = windows(ctx.world(ranks, Some(block_dim)));
     let mut avgs = Vec::new();

@@ -138,6 +138,7 @@ fn every_suite_runs_and_passes_its_checks() {
         "scan",
         "ibarrier",
         "iallreduce",
+        "varcount",
         "scale",
         "ddt",
         "rma",
@@ -339,6 +340,10 @@ fn every_suite_runs_and_passes_its_checks() {
             "8-byte all-to-all / native",
             "MPI_Ibarrier + wait / native grid barrier",
             "8-byte MPI_Iallreduce + wait",
+            "gatherv of 8 and 16 bytes / native",
+            "scatterv of 8 and 16 bytes / native",
+            "all-gatherv of 8 and 16 bytes / native",
+            "all-to-allv of 8 and 16 bytes / native",
             "MPI barrier / native grid barrier, worst world",
             "8-byte broadcast / native, worst world",
             "8-byte reduce / native single pass, worst world",
@@ -381,12 +386,27 @@ fn every_suite_runs_and_passes_its_checks() {
             .filter(move |r| field(r, "op").and_then(Value::as_str) == Some(op))
     };
     let worst = of("gather").filter_map(|r| num(r, "ratio")).fold(0.0, f64::max);
-    assert_eq!(report.targets[19].name, "8-byte gather / native, worst world");
-    assert_eq!(report.targets[19].value, worst);
+    assert_eq!(report.targets[23].name, "8-byte gather / native, worst world");
+    assert_eq!(report.targets[23].value, worst);
     assert!(of("gather").count() >= 2, "{:?}", scale.rows);
     let largest = of("allreduce").next_back().and_then(|r| num(r, "mpi_avg_us"));
-    assert_eq!(Some(report.targets[18].value), largest);
-    assert_eq!(report.targets[18].unit, "us");
+    assert_eq!(Some(report.targets[22].value), largest);
+    assert_eq!(report.targets[22].unit, "us");
+    // The varcount tables: one per form, each target its 8-byte row's ratio.
+    let varcount: Vec<_> = report.sections.iter().filter(|s| s.suite == "varcount").collect();
+    assert_eq!(varcount.len(), 4);
+    for (i, s) in varcount.iter().enumerate() {
+        let row = s.rows.iter().find(|r| num(r, "bytes") == Some(8.0)).unwrap();
+        assert_eq!(
+            Some(report.targets[15 + i].value),
+            num(row, "ratio"),
+            "{}",
+            s.title
+        );
+        assert!(report.targets[15 + i]
+            .name
+            .contains(" of 8 and 16 bytes / native"));
+    }
     let p = &json["provenance"];
     assert_eq!(
         (&p["commit"], &p["program"]),
@@ -497,7 +517,7 @@ fn model_columns_stand_beside_the_wall_ones_positive_and_deterministic() {
     assert_eq!(model["parameters"]["load_ns"], Profile::h100().load_ns);
     assert_eq!(model["launches_per_point"], bench::MODEL_REPS);
     assert!(model["limits"]["atomic_rmw_ns"].as_f64().unwrap() > 0.0);
-    assert_eq!(model["targets"].as_array().unwrap().len(), 28);
+    assert_eq!(model["targets"].as_array().unwrap().len(), 32);
     let latency = json["sections"]
         .as_array()
         .unwrap()

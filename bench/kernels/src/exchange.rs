@@ -23,7 +23,7 @@ use crate::native::{
     GridBarrier, COUNTER_ARRIVALS, COUNTER_BARRIER, COUNTER_BCAST, COUNTER_LAST_FLAGS, COUNTER_RESULT,
 };
 use gpu_mpi_device::abi::shim;
-use gpu_mpi_device::collective::SystemOperation;
+use gpu_mpi_device::collective::{Partition, PartitionMut, SystemOperation};
 use gpu_mpi_device::intrinsics::{self, Ordering};
 use gpu_mpi_device::request;
 use gpu_mpi_device::traits::*;
@@ -47,6 +47,71 @@ pub enum Exchange {
     ReduceScatter,
     /// `MPI_Scan` (inclusive sum of `f64`): `count` elements.
     Scan,
+    /// `MPI_Gatherv` to the root: rank `r`'s part is
+    /// [`varcount_weight`]`(r) × count` elements, at
+    /// [`varcount_displ`]`(r) × count` in the root's buffer.
+    GatherVarcount,
+    /// `MPI_Scatterv` from the root: rank `r`'s part as in
+    /// [`Exchange::GatherVarcount`].
+    ScatterVarcount,
+    /// `MPI_Allgatherv`: rank `r`'s part as in [`Exchange::GatherVarcount`],
+    /// to every rank.
+    AllGatherVarcount,
+    /// `MPI_Alltoallv`: every rank sends rank `d` [`varcount_weight`]`(d) ×
+    /// count` elements, from [`varcount_displ`]`(d) × count` of its send
+    /// buffer; rank `d` receives them from rank `s` at `s ×
+    /// varcount_weight(d) × count`.
+    AllToAllVarcount,
+}
+
+/// A varcount exchange's part of rank `r` in units of `count` elements: 1
+/// for an even rank, 2 for an odd one (parts of two lengths, so that every
+/// rank's counts array is not one number).
+pub const fn varcount_weight(r: usize) -> usize {
+    1 + (r & 1)
+}
+
+/// Where rank `r`'s part starts in a varcount exchange's packed buffer, in
+/// units of `count` elements: the weights of the ranks below `r`.
+pub const fn varcount_displ(r: usize) -> usize {
+    r + r / 2
+}
+
+/// The rank and element of element `i` of a varcount buffer packed by
+/// [`varcount_displ`] (`count` elements per unit of weight): each pair of
+/// ranks holds three units, one of the even rank then two of the odd one.
+const fn varcount_owner(i: usize, count: usize) -> (usize, usize) {
+    let unit = i / count;
+    let pair = unit / 3;
+    if unit.is_multiple_of(3) {
+        (2 * pair, i - 3 * pair * count)
+    } else {
+        (2 * pair + 1, i - (3 * pair + 1) * count)
+    }
+}
+
+/// Entries of the varcount exchanges' counts and displacements
+/// ([`CollArgs::parts`]) for `ranks` ranks.
+pub const fn varcount_entries(ranks: usize) -> usize {
+    6 * ranks
+}
+
+/// Entry `i` of the varcount exchanges' counts and displacements, which the
+/// host writes into [`CollArgs::parts`]: six arrays of `ranks` entries, the
+/// packed parts' counts and displacements ([`varcount_weight`],
+/// [`varcount_displ`]), then an all-to-all receiver's counts and
+/// displacements when its parts are one unit each, then when they are two.
+pub const fn varcount_entry(ranks: usize, count: usize, i: usize) -> i32 {
+    let (array, r) = (i / ranks, i % ranks);
+    let units = match array {
+        0 => varcount_weight(r),
+        1 => varcount_displ(r),
+        2 => 1,
+        3 => r,
+        4 => 2,
+        _ => 2 * r,
+    };
+    (units * count) as i32
 }
 
 impl Exchange {
@@ -60,13 +125,70 @@ impl Exchange {
         Exchange::Scan,
     ];
 
+    /// The varcount exchange benchmarks, in the order the bench runs them.
+    pub const VARCOUNT: [Exchange; 4] = [
+        Exchange::GatherVarcount,
+        Exchange::ScatterVarcount,
+        Exchange::AllGatherVarcount,
+        Exchange::AllToAllVarcount,
+    ];
+
     /// Whether every rank's receive region holds `ranks × count` elements
     /// (or its send region does): memory grows with the square of the world.
     pub const fn is_quadratic(self) -> bool {
         matches!(
             self,
-            Exchange::AllGather | Exchange::AllToAll | Exchange::ReduceScatter
+            Exchange::AllGather
+                | Exchange::AllToAll
+                | Exchange::ReduceScatter
+                | Exchange::AllGatherVarcount
+                | Exchange::AllToAllVarcount
         )
+    }
+
+    /// Whether this is a varcount form (its counts and displacements in
+    /// [`CollArgs::parts`]).
+    pub const fn is_varcount(self) -> bool {
+        matches!(
+            self,
+            Exchange::GatherVarcount
+                | Exchange::ScatterVarcount
+                | Exchange::AllGatherVarcount
+                | Exchange::AllToAllVarcount
+        )
+    }
+
+    /// The fixed form this exchange moves data like.
+    pub const fn fixed(self) -> Exchange {
+        match self {
+            Exchange::GatherVarcount => Exchange::Gather,
+            Exchange::ScatterVarcount => Exchange::Scatter,
+            Exchange::AllGatherVarcount => Exchange::AllGather,
+            Exchange::AllToAllVarcount => Exchange::AllToAll,
+            x => x,
+        }
+    }
+
+    /// Rank `r`'s part of a gather's, scatter's or all-gather's packed
+    /// buffer: its first element and its length.
+    const fn part(self, r: usize, count: usize) -> (usize, usize) {
+        if self.is_varcount() {
+            (varcount_displ(r) * count, varcount_weight(r) * count)
+        } else {
+            (r * count, count)
+        }
+    }
+
+    /// An all-to-all's part from rank `s` to rank `d`: its first element in
+    /// `s`'s send region, its first element in `d`'s receive region, and
+    /// its length.
+    const fn pair(self, s: usize, d: usize, count: usize) -> (usize, usize, usize) {
+        if self.is_varcount() {
+            let len = varcount_weight(d) * count;
+            (varcount_displ(d) * count, s * len, len)
+        } else {
+            (d * count, s * count, count)
+        }
     }
 }
 
@@ -87,35 +209,57 @@ pub struct Regions {
     pub stage: usize,
 }
 
-/// Per-rank send and receive lengths of `op` and whether the send region
-/// (`.0`) or the receive region (`.1`) is the root's alone.
-const fn lengths(op: Exchange, ranks: usize, count: usize) -> (usize, usize, bool, bool) {
+/// The send and receive regions of `op` on `rank`: each one's stride from
+/// rank to rank and this rank's length, then whether the send region
+/// (`.4`) or the receive region (`.5`) is the root's alone (its stride is
+/// then the whole region). A varcount part of weight 1 or 2 gets a stride
+/// of two units.
+const fn lengths(
+    op: Exchange,
+    rank: usize,
+    ranks: usize,
+    count: usize,
+) -> (usize, usize, usize, usize, bool, bool) {
     let all = ranks * count;
+    let packed = varcount_displ(ranks) * count;
+    let (mine, two) = (varcount_weight(rank) * count, 2 * count);
     match op {
-        Exchange::Gather => (count, all, false, true),
-        Exchange::Scatter => (all, count, true, false),
-        Exchange::AllGather => (count, all, false, false),
-        Exchange::AllToAll => (all, all, false, false),
-        Exchange::ReduceScatter => (all, count, false, false),
-        Exchange::Scan => (count, count, false, false),
+        Exchange::Gather => (count, count, all, all, false, true),
+        Exchange::Scatter => (all, all, count, count, true, false),
+        Exchange::AllGather => (count, count, all, all, false, false),
+        Exchange::AllToAll => (all, all, all, all, false, false),
+        Exchange::ReduceScatter => (all, all, count, count, false, false),
+        Exchange::Scan => (count, count, count, count, false, false),
+        Exchange::GatherVarcount => (two, mine, packed, packed, false, true),
+        Exchange::ScatterVarcount => (packed, packed, two, mine, true, false),
+        Exchange::AllGatherVarcount => (two, mine, packed, packed, false, false),
+        Exchange::AllToAllVarcount => (packed, packed, 2 * all, mine * ranks, false, false),
     }
 }
 
 /// The regions of `rank` (the root's region is the only one where a region
 /// is the root's alone; other ranks get it empty).
 pub const fn exchange_regions(op: Exchange, rank: usize, root: usize, ranks: usize, count: usize) -> Regions {
-    let (s, r, send_root, recv_root) = lengths(op, ranks, count);
-    let send_area = if send_root { s } else { ranks * s };
-    let recv_area = if recv_root { r } else { ranks * r };
+    let (send_stride, s, recv_stride, r, send_root, recv_root) = lengths(op, rank, ranks, count);
+    let send_area = if send_root {
+        send_stride
+    } else {
+        ranks * send_stride
+    };
+    let recv_area = if recv_root {
+        recv_stride
+    } else {
+        ranks * recv_stride
+    };
     let (send, send_len) = if send_root {
         (0, if rank == root { s } else { 0 })
     } else {
-        (rank * s, s)
+        (rank * send_stride, s)
     };
     let (recv, recv_len) = if recv_root {
         (send_area, if rank == root { r } else { 0 })
     } else {
-        (send_area + rank * r, r)
+        (send_area + rank * recv_stride, r)
     };
     Regions {
         send,
@@ -131,6 +275,7 @@ pub const fn exchange_values(op: Exchange, ranks: u32, blocks: u32, count: u32) 
     let (ranks, count) = (ranks as usize, count as usize);
     let stage = match op {
         Exchange::AllGather => ranks * count,
+        Exchange::AllGatherVarcount => varcount_displ(ranks) * count,
         Exchange::Scan => blocks as usize * count,
         _ => 0,
     };
@@ -141,12 +286,22 @@ pub const fn exchange_values(op: Exchange, ranks: u32, blocks: u32, count: u32) 
 fn expected(op: Exchange, rank: u32, ranks: u32, root: u32, count: usize, i: usize, it: u32) -> f64 {
     let (part, e) = ((i / count.max(1)) as u32, (i % count.max(1)) as u32);
     let offset = rank * count as u32;
+    let varcount = (varcount_displ(rank as usize) * count) as u32;
     match op {
         Exchange::Gather | Exchange::AllGather => reduce_value(part, e, it),
         Exchange::Scatter => reduce_value(root, offset + i as u32, it),
         Exchange::AllToAll => reduce_value(part, offset + e, it),
         Exchange::ReduceScatter => reduce_expected(ranks, offset + i as u32, it),
         Exchange::Scan => reduce_expected(rank + 1, i as u32, it),
+        Exchange::GatherVarcount | Exchange::AllGatherVarcount => {
+            let (q, e) = varcount_owner(i, count.max(1));
+            reduce_value(q as u32, e as u32, it)
+        }
+        Exchange::ScatterVarcount => reduce_value(root, varcount + i as u32, it),
+        Exchange::AllToAllVarcount => {
+            let len = varcount_weight(rank as usize) * count.max(1);
+            reduce_value((i / len) as u32, varcount + (i % len) as u32, it)
+        }
     }
 }
 
@@ -245,12 +400,13 @@ pub fn exchange_loop(
         if it >= args.warmup {
             elapsed += t;
         }
-        if op != Exchange::Gather {
+        let gather = op.fixed() == Exchange::Gather;
+        if !gather {
             errors += wrong_elements(op, recv, 0, rank, ranks, args.root, count, it);
         }
         barrier()?;
-        if op == Exchange::Gather {
-            errors += gathered_part_errors(args, rank, ranks, it);
+        if gather {
+            errors += gathered_part_errors(args, op, rank, ranks, it);
         }
     }
     Ok((elapsed, errors))
@@ -260,18 +416,54 @@ pub fn exchange_loop(
 /// `it` ([`exchange_loop`] says when it may be read); out of line, like
 /// [`wrong_elements`].
 #[inline(never)]
-fn gathered_part_errors(args: &CollArgs, rank: u32, ranks: u32, it: u32) -> u64 {
+fn gathered_part_errors(args: &CollArgs, op: Exchange, rank: u32, ranks: u32, it: u32) -> u64 {
     let count = args.size as usize;
     let root = args.root as usize;
-    let root_recv = exchange_regions(Exchange::Gather, root, root, ranks as usize, count).recv;
-    let first = rank as usize * count;
+    let root_recv = exchange_regions(op, root, root, ranks as usize, count).recv;
+    let (first, len) = op.part(rank as usize, count);
     // SAFETY: our part of the root's receive region, complete after the
     // round's barrier and not written again before we enter the next
     // gather (`exchange_loop`). The loop checked that the values hold
     // every region.
-    match unsafe { args.values.slice(root_recv + first, count) } {
-        Ok(part) => wrong_elements(Exchange::Gather, part, first, rank, ranks, args.root, count, it),
-        Err(_) => count as u64,
+    match unsafe { args.values.slice(root_recv + first, len) } {
+        Ok(part) => wrong_elements(op, part, first, rank, ranks, args.root, count, it),
+        Err(_) => len as u64,
+    }
+}
+
+/// The varcount exchanges' counts and displacements, written by the host
+/// ([`varcount_entry`]): those of the packed parts, and those of the
+/// calling rank's all-to-all receive buffer. Empty for the fixed forms.
+#[derive(Clone, Copy)]
+struct VarParts<'a> {
+    counts: &'a [i32],
+    displs: &'a [i32],
+    recv_counts: &'a [i32],
+    recv_displs: &'a [i32],
+}
+
+impl<'a> VarParts<'a> {
+    /// The arrays of `op` on the calling rank.
+    fn of(args: &'a CollArgs, op: Exchange, rank: usize, ranks: usize) -> Result<VarParts<'a>, Error> {
+        if !op.is_varcount() {
+            return Ok(VarParts {
+                counts: &[],
+                displs: &[],
+                recv_counts: &[],
+                recv_displs: &[],
+            });
+        }
+        // SAFETY: the host wrote the arrays before the launch; nothing
+        // writes them during it.
+        let all = unsafe { args.parts.slice(0, varcount_entries(ranks))? };
+        let array = |k: usize| all.get(k * ranks..(k + 1) * ranks).unwrap_or(&[]);
+        let own = 2 * varcount_weight(rank);
+        Ok(VarParts {
+            counts: array(0),
+            displs: array(1),
+            recv_counts: array(own),
+            recv_displs: array(own + 1),
+        })
     }
 }
 
@@ -280,11 +472,18 @@ fn mpi_exchange(
     world: &World,
     op: Exchange,
     root: u32,
+    parts: VarParts<'_>,
     send: &mut [f64],
     recv: &mut [f64],
 ) -> Result<(), Error> {
     let root_process = world.process_at_rank(root as i32);
     let is_root = world.rank() as u32 == root;
+    let VarParts {
+        counts,
+        displs,
+        recv_counts,
+        recv_displs,
+    } = parts;
     match op {
         Exchange::Gather if is_root => root_process.gather_into_root(&send[..], &mut recv[..]),
         Exchange::Gather => root_process.gather_into(&send[..]),
@@ -296,6 +495,20 @@ fn mpi_exchange(
             world.reduce_scatter_block_into(&send[..], &mut recv[..], SystemOperation::sum())
         }
         Exchange::Scan => world.scan_into(&send[..], &mut recv[..], SystemOperation::sum()),
+        Exchange::GatherVarcount if is_root => root_process
+            .gather_varcount_into_root(&send[..], &mut PartitionMut::new(&mut recv[..], counts, displs)),
+        Exchange::GatherVarcount => root_process.gather_varcount_into(&send[..]),
+        Exchange::ScatterVarcount if is_root => {
+            root_process.scatter_varcount_into_root(&Partition::new(&send[..], counts, displs), &mut recv[..])
+        }
+        Exchange::ScatterVarcount => root_process.scatter_varcount_into(&mut recv[..]),
+        Exchange::AllGatherVarcount => {
+            world.all_gather_varcount_into(&send[..], &mut PartitionMut::new(&mut recv[..], counts, displs))
+        }
+        Exchange::AllToAllVarcount => world.all_to_all_varcount_into(
+            &Partition::new(&send[..], counts, displs),
+            &mut PartitionMut::new(&mut recv[..], recv_counts, recv_displs),
+        ),
     }
 }
 
@@ -303,11 +516,12 @@ fn mpi_exchange(
 /// alone, a world barrier between rounds.
 #[inline(never)]
 fn mpi_kernel(world: &World, args: &CollArgs, op: Exchange) -> Result<(), Error> {
+    let parts = VarParts::of(args, op, world.rank() as usize, world.size() as usize)?;
     let (elapsed, errors) = exchange_loop(
         world,
         args,
         op,
-        |send, recv, _| mpi_exchange(world, op, args.root, send, recv),
+        |send, recv, _| mpi_exchange(world, op, args.root, parts, send, recv),
         || world.barrier(),
     )?;
     coll_results(args, world.rank() as usize, elapsed, errors)
@@ -353,6 +567,34 @@ gpu_mpi_device::kernel! {
     /// osu_scan inside a kernel: `MPI_Scan` (sum) of `size` `f64`.
     pub static BENCH_SCAN = fn bench_scan(world: &World, args: &CollArgs) -> Result<(), Error> {
         mpi_kernel(world, args, Exchange::Scan)
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// `MPI_Gatherv` of [`Exchange::GatherVarcount`]'s parts to the root.
+    pub static BENCH_GATHER_VARCOUNT = fn bench_gather_varcount(world: &World, args: &CollArgs) -> Result<(), Error> {
+        mpi_kernel(world, args, Exchange::GatherVarcount)
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// `MPI_Scatterv` of [`Exchange::ScatterVarcount`]'s parts from the root.
+    pub static BENCH_SCATTER_VARCOUNT = fn bench_scatter_varcount(world: &World, args: &CollArgs) -> Result<(), Error> {
+        mpi_kernel(world, args, Exchange::ScatterVarcount)
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// `MPI_Allgatherv` of [`Exchange::AllGatherVarcount`]'s parts.
+    pub static BENCH_ALLGATHER_VARCOUNT = fn bench_allgather_varcount(world: &World, args: &CollArgs) -> Result<(), Error> {
+        mpi_kernel(world, args, Exchange::AllGatherVarcount)
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// `MPI_Alltoallv` of [`Exchange::AllToAllVarcount`]'s parts.
+    pub static BENCH_ALLTOALL_VARCOUNT = fn bench_alltoall_varcount(world: &World, args: &CollArgs) -> Result<(), Error> {
+        mpi_kernel(world, args, Exchange::AllToAllVarcount)
     }
 }
 
@@ -472,11 +714,12 @@ fn native_exchange(
     let regions = |r: usize| exchange_regions(op, r, root, ranks, count);
     let mut timeouts = 0u64;
     match op {
-        Exchange::Gather => {
+        Exchange::Gather | Exchange::GatherVarcount => {
             // Every rank stores its part into the root's buffer; a block
             // barrier, one release per block; the root waits for them all.
-            let (at, from) = (regions(root).recv + rank * count, regions(rank).send);
-            for e in 0..count {
+            let (off, len) = op.part(rank, count);
+            let (at, from) = (regions(root).recv + off, regions(rank).send);
+            for e in 0..len {
                 values.write(at + e, values.read(from + e)?)?;
             }
             let arrivals = atomic_at(&args.counters, COUNTER_ARRIVALS)?;
@@ -496,7 +739,7 @@ fn native_exchange(
                 }
             }
         }
-        Exchange::Scatter => {
+        Exchange::Scatter | Exchange::ScatterVarcount => {
             // The root's buffer is global memory: it publishes the round
             // (release), each block's thread 0 waits (acquire), a block
             // barrier, and every rank loads its part.
@@ -509,32 +752,35 @@ fn native_exchange(
             }
             intrinsics::block_barrier();
             intrinsics::fence(Ordering::AcqRel);
-            let (at, to) = (regions(root).send + rank * count, regions(rank).recv);
-            for e in 0..count {
+            let (off, len) = op.part(rank, count);
+            let (at, to) = (regions(root).send + off, regions(rank).recv);
+            for e in 0..len {
                 values.write(to + e, values.read(at + e)?)?;
             }
         }
-        Exchange::AllGather => {
+        Exchange::AllGather | Exchange::AllGatherVarcount => {
             // Each rank stores its part once into a staging area, a grid
             // barrier, each rank loads all parts (adjacent ranks load
             // adjacent elements).
             let (stage, mine) = (regions(rank).stage, regions(rank));
-            for e in 0..count {
-                values.write(stage + rank * count + e, values.read(mine.send + e)?)?;
+            let (off, len) = op.part(rank, count);
+            for e in 0..len {
+                values.write(stage + off + e, values.read(mine.send + e)?)?;
             }
             grid.sync();
-            for i in 0..ranks * count {
+            for i in 0..mine.recv_len {
                 values.write(mine.recv + i, values.read(stage + i)?)?;
             }
         }
-        Exchange::AllToAll => {
+        Exchange::AllToAll | Exchange::AllToAllVarcount => {
             // Each rank stores part d straight into rank d's buffer, then a
             // grid barrier.
             let from = regions(rank).send;
             for d in 0..ranks {
-                let at = regions(d).recv + rank * count;
-                for e in 0..count {
-                    values.write(at + e, values.read(from + d * count + e)?)?;
+                let (off, at, len) = op.pair(rank, d, count);
+                let at = regions(d).recv + at;
+                for e in 0..len {
+                    values.write(at + e, values.read(from + off + e)?)?;
                 }
             }
             grid.sync();
@@ -678,6 +924,34 @@ gpu_mpi_device::kernel! {
 }
 
 gpu_mpi_device::kernel! {
+    /// Native gatherv: the gather's, each part at its displacement.
+    pub static NATIVE_GATHER_VARCOUNT = fn native_gather_varcount(world: &World, args: &CollArgs) -> Result<(), Error> {
+        native_kernel(world, args, Exchange::GatherVarcount)
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// Native scatterv: the scatter's, each part at its displacement.
+    pub static NATIVE_SCATTER_VARCOUNT = fn native_scatter_varcount(world: &World, args: &CollArgs) -> Result<(), Error> {
+        native_kernel(world, args, Exchange::ScatterVarcount)
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// Native all-gatherv: the all-gather's, each part at its displacement.
+    pub static NATIVE_ALLGATHER_VARCOUNT = fn native_allgather_varcount(world: &World, args: &CollArgs) -> Result<(), Error> {
+        native_kernel(world, args, Exchange::AllGatherVarcount)
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// Native all-to-allv: the all-to-all's, each part at its displacements.
+    pub static NATIVE_ALLTOALL_VARCOUNT = fn native_alltoall_varcount(world: &World, args: &CollArgs) -> Result<(), Error> {
+        native_kernel(world, args, Exchange::AllToAllVarcount)
+    }
+}
+
+gpu_mpi_device::kernel! {
     /// Native reduce-scatter: a grid barrier, each rank sums its column of
     /// every rank's send buffer.
     pub static NATIVE_REDUCE_SCATTER = fn native_reduce_scatter(world: &World, args: &CollArgs) -> Result<(), Error> {
@@ -736,7 +1010,7 @@ mod tests {
 
     #[test]
     fn regions_are_disjoint_and_inside_the_values() {
-        for op in Exchange::ALL {
+        for op in Exchange::ALL.into_iter().chain(Exchange::VARCOUNT) {
             for (ranks, count) in [(1usize, 1usize), (5, 3), (64, 2)] {
                 let total = exchange_values(op, ranks as u32, 2, count as u32);
                 let mut owner = vec![None; total];
@@ -749,7 +1023,80 @@ mod tests {
                     }
                 }
                 let used = owner.iter().filter(|o| o.is_some()).count();
-                assert_eq!(used, exchange_regions(op, 0, 0, ranks, count).stage, "{op:?}");
+                let stage = exchange_regions(op, 0, 0, ranks, count).stage;
+                if op.is_varcount() {
+                    // A rank of weight 1 leaves half of its stride unused.
+                    assert!(used <= stage, "{op:?}");
+                } else {
+                    assert_eq!(used, stage, "{op:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_varcount_values_are_what_a_reference_exchange_gives() {
+        use std::vec::Vec;
+        let (ranks, count, root, it) = (7usize, 3usize, 2u32, 5u32);
+        let entry = |array: usize, r: usize| varcount_entry(ranks, count, array * ranks + r) as usize;
+        // The packed counts and displacements, then an all-to-all
+        // receiver's of one unit and of two.
+        let mut at = 0;
+        for r in 0..ranks {
+            assert_eq!(entry(0, r), varcount_weight(r) * count);
+            assert_eq!(entry(1, r), at);
+            at += entry(0, r);
+            for w in 1..=2 {
+                assert_eq!((entry(2 * w, r), entry(2 * w + 1, r)), (w * count, r * w * count));
+            }
+        }
+        assert_eq!(at, varcount_displ(ranks) * count);
+        let packed: Vec<f64> = (0..ranks)
+            .flat_map(|r| (0..varcount_weight(r) * count).map(move |e| reduce_value(r as u32, e as u32, it)))
+            .collect();
+        for (i, v) in packed.iter().enumerate() {
+            for op in [Exchange::GatherVarcount, Exchange::AllGatherVarcount] {
+                assert_eq!(
+                    expected(op, 0, ranks as u32, root, count, i, it),
+                    *v,
+                    "{op:?} {i}"
+                );
+            }
+        }
+        for r in 0..ranks {
+            let first = varcount_displ(r) * count;
+            for i in 0..varcount_weight(r) * count {
+                assert_eq!(
+                    expected(
+                        Exchange::ScatterVarcount,
+                        r as u32,
+                        ranks as u32,
+                        root,
+                        count,
+                        i,
+                        it
+                    ),
+                    reduce_value(root, (first + i) as u32, it)
+                );
+            }
+            // Rank r's all-to-all receive buffer: from each sender its part
+            // for r, which starts at r's displacement in the sender's buffer.
+            let len = varcount_weight(r) * count;
+            for q in 0..ranks {
+                for e in 0..len {
+                    assert_eq!(
+                        expected(
+                            Exchange::AllToAllVarcount,
+                            r as u32,
+                            ranks as u32,
+                            root,
+                            count,
+                            q * len + e,
+                            it
+                        ),
+                        reduce_value(q as u32, (first + e) as u32, it)
+                    );
+                }
             }
         }
     }

@@ -90,6 +90,9 @@ pub struct CollArgs {
     pub marks: GlobalSlice<u32>,
     /// Per rank: `[2r]` timed nanoseconds, `[2r + 1]` errors.
     pub out: GlobalSlice<u64>,
+    /// The varcount exchanges' counts and displacements
+    /// ([`crate::exchange::varcount_entry`]); empty for the others.
+    pub parts: GlobalSlice<i32>,
 }
 
 /// Byte `i` of the message pattern with `seed`.
