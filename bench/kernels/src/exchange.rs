@@ -168,27 +168,29 @@ impl Exchange {
             x => x,
         }
     }
+}
 
-    /// Rank `r`'s part of a gather's, scatter's or all-gather's packed
-    /// buffer: its first element and its length.
-    const fn part(self, r: usize, count: usize) -> (usize, usize) {
-        if self.is_varcount() {
-            (varcount_displ(r) * count, varcount_weight(r) * count)
-        } else {
-            (r * count, count)
-        }
+/// Rank `r`'s part of a gather's, scatter's or all-gather's packed buffer,
+/// of the varcount form (`var`) or the fixed one: its first element and
+/// its length. The kernels pass `var` as a constant, so that a fixed
+/// form's kernel holds no varcount arithmetic.
+const fn part(var: bool, r: usize, count: usize) -> (usize, usize) {
+    if var {
+        (varcount_displ(r) * count, varcount_weight(r) * count)
+    } else {
+        (r * count, count)
     }
+}
 
-    /// An all-to-all's part from rank `s` to rank `d`: its first element in
-    /// `s`'s send region, its first element in `d`'s receive region, and
-    /// its length.
-    const fn pair(self, s: usize, d: usize, count: usize) -> (usize, usize, usize) {
-        if self.is_varcount() {
-            let len = varcount_weight(d) * count;
-            (varcount_displ(d) * count, s * len, len)
-        } else {
-            (d * count, s * count, count)
-        }
+/// An all-to-all's part from rank `s` to rank `d`, as [`part`]: its first
+/// element in `s`'s send region, its first element in `d`'s receive
+/// region, and its length.
+const fn pair(var: bool, s: usize, d: usize, count: usize) -> (usize, usize, usize) {
+    if var {
+        let len = varcount_weight(d) * count;
+        (varcount_displ(d) * count, s * len, len)
+    } else {
+        (d * count, s * count, count)
     }
 }
 
@@ -213,34 +215,54 @@ pub struct Regions {
 /// rank to rank and this rank's length, then whether the send region
 /// (`.4`) or the receive region (`.5`) is the root's alone (its stride is
 /// then the whole region). A varcount part of weight 1 or 2 gets a stride
-/// of two units.
+/// of two units. `var`: `op` is a varcount form ([`part`] says why it is
+/// a parameter).
 const fn lengths(
     op: Exchange,
+    var: bool,
     rank: usize,
     ranks: usize,
     count: usize,
 ) -> (usize, usize, usize, usize, bool, bool) {
     let all = ranks * count;
-    let packed = varcount_displ(ranks) * count;
-    let (mine, two) = (varcount_weight(rank) * count, 2 * count);
+    if var {
+        let packed = varcount_displ(ranks) * count;
+        let (mine, two) = (varcount_weight(rank) * count, 2 * count);
+        return match op {
+            Exchange::GatherVarcount => (two, mine, packed, packed, false, true),
+            Exchange::ScatterVarcount => (packed, packed, two, mine, true, false),
+            Exchange::AllGatherVarcount => (two, mine, packed, packed, false, false),
+            // The all-to-allv.
+            _ => (packed, packed, 2 * all, mine * ranks, false, false),
+        };
+    }
     match op {
         Exchange::Gather => (count, count, all, all, false, true),
         Exchange::Scatter => (all, all, count, count, true, false),
         Exchange::AllGather => (count, count, all, all, false, false),
         Exchange::AllToAll => (all, all, all, all, false, false),
         Exchange::ReduceScatter => (all, all, count, count, false, false),
-        Exchange::Scan => (count, count, count, count, false, false),
-        Exchange::GatherVarcount => (two, mine, packed, packed, false, true),
-        Exchange::ScatterVarcount => (packed, packed, two, mine, true, false),
-        Exchange::AllGatherVarcount => (two, mine, packed, packed, false, false),
-        Exchange::AllToAllVarcount => (packed, packed, 2 * all, mine * ranks, false, false),
+        // The scan.
+        _ => (count, count, count, count, false, false),
     }
 }
 
 /// The regions of `rank` (the root's region is the only one where a region
 /// is the root's alone; other ranks get it empty).
 pub const fn exchange_regions(op: Exchange, rank: usize, root: usize, ranks: usize, count: usize) -> Regions {
-    let (send_stride, s, recv_stride, r, send_root, recv_root) = lengths(op, rank, ranks, count);
+    regions_in(op, op.is_varcount(), rank, root, ranks, count)
+}
+
+/// [`exchange_regions`], `var` as in [`lengths`].
+const fn regions_in(
+    op: Exchange,
+    var: bool,
+    rank: usize,
+    root: usize,
+    ranks: usize,
+    count: usize,
+) -> Regions {
+    let (send_stride, s, recv_stride, r, send_root, recv_root) = lengths(op, var, rank, ranks, count);
     let send_area = if send_root {
         send_stride
     } else {
@@ -283,22 +305,40 @@ pub const fn exchange_values(op: Exchange, ranks: u32, blocks: u32, count: u32) 
 }
 
 /// Whether `recv`'s element `i` is right for `op` on `rank` in round `it`.
+#[cfg(test)]
 fn expected(op: Exchange, rank: u32, ranks: u32, root: u32, count: usize, i: usize, it: u32) -> f64 {
+    if op.is_varcount() {
+        expected_varcount(op, rank, root, count, i, it)
+    } else {
+        expected_fixed(op, rank, ranks, root, count, i, it)
+    }
+}
+
+/// [`expected`] of a fixed form.
+fn expected_fixed(op: Exchange, rank: u32, ranks: u32, root: u32, count: usize, i: usize, it: u32) -> f64 {
     let (part, e) = ((i / count.max(1)) as u32, (i % count.max(1)) as u32);
     let offset = rank * count as u32;
-    let varcount = (varcount_displ(rank as usize) * count) as u32;
     match op {
         Exchange::Gather | Exchange::AllGather => reduce_value(part, e, it),
         Exchange::Scatter => reduce_value(root, offset + i as u32, it),
         Exchange::AllToAll => reduce_value(part, offset + e, it),
         Exchange::ReduceScatter => reduce_expected(ranks, offset + i as u32, it),
-        Exchange::Scan => reduce_expected(rank + 1, i as u32, it),
+        // The scan.
+        _ => reduce_expected(rank + 1, i as u32, it),
+    }
+}
+
+/// [`expected`] of a varcount form.
+fn expected_varcount(op: Exchange, rank: u32, root: u32, count: usize, i: usize, it: u32) -> f64 {
+    let varcount = (varcount_displ(rank as usize) * count) as u32;
+    match op {
         Exchange::GatherVarcount | Exchange::AllGatherVarcount => {
             let (q, e) = varcount_owner(i, count.max(1));
             reduce_value(q as u32, e as u32, it)
         }
         Exchange::ScatterVarcount => reduce_value(root, varcount + i as u32, it),
-        Exchange::AllToAllVarcount => {
+        // The all-to-allv.
+        _ => {
             let len = varcount_weight(rank as usize) * count.max(1);
             reduce_value((i / len) as u32, varcount + (i % len) as u32, it)
         }
@@ -306,11 +346,14 @@ fn expected(op: Exchange, rank: u32, ranks: u32, root: u32, count: usize, i: usi
 }
 
 /// Elements of `recv`, elements `first..` of a receive region, that differ
-/// from what `op` should have delivered. Out of line: the check takes no
-/// registers from the timed loop.
+/// from what `op` should have delivered (`VAR`: `op` is a varcount form).
+/// Out of line: the check takes no registers from the timed loop; and one
+/// copy per form, as ptxas gives a kernel the registers of the callees it
+/// may reach (the varcount check's divisions took a fixed form's native
+/// kernels above 128).
 #[inline(never)]
 #[allow(clippy::too_many_arguments)]
-fn wrong_elements(
+fn wrong_elements<const VAR: bool>(
     op: Exchange,
     recv: &[f64],
     first: usize,
@@ -323,7 +366,13 @@ fn wrong_elements(
     let mut errors = 0;
     for (i, v) in recv.iter().enumerate() {
         note_plain(v, false);
-        if *v != expected(op, rank, ranks, root, count, first + i, it) {
+        if *v
+            != if VAR {
+                expected_varcount(op, rank, root, count, first + i, it)
+            } else {
+                expected_fixed(op, rank, ranks, root, count, first + i, it)
+            }
+        {
             errors += 1;
         }
     }
@@ -357,9 +406,9 @@ fn note_plain(element: &f64, write: bool) {
 /// the full-size suite from finishing): after the barrier every rank
 /// checks its own part of the root's region, complete then and not
 /// rewritten before the rank enters the next gather (by the rank itself,
-/// or by the MPI root after that gather's first world barrier). Returns
-/// the timed nanoseconds and the errors.
-pub fn exchange_loop(
+/// or by the MPI root after that gather's first world barrier). `VAR`:
+/// `op` is a varcount form. Returns the timed nanoseconds and the errors.
+pub fn exchange_loop<const VAR: bool>(
     world: &World,
     args: &CollArgs,
     op: Exchange,
@@ -376,7 +425,7 @@ pub fn exchange_loop(
             len: args.values.len() as u32,
         });
     }
-    let r = exchange_regions(op, rank as usize, args.root as usize, ranks as usize, count);
+    let r = regions_in(op, VAR, rank as usize, args.root as usize, ranks as usize, count);
     // SAFETY: the two regions are disjoint and the calling rank's own; other
     // ranks touch them only inside the collective (MPI, or the native
     // protocol's release/acquire ordering).
@@ -402,11 +451,11 @@ pub fn exchange_loop(
         }
         let gather = op.fixed() == Exchange::Gather;
         if !gather {
-            errors += wrong_elements(op, recv, 0, rank, ranks, args.root, count, it);
+            errors += wrong_elements::<VAR>(op, recv, 0, rank, ranks, args.root, count, it);
         }
         barrier()?;
         if gather {
-            errors += gathered_part_errors(args, op, rank, ranks, it);
+            errors += gathered_part_errors::<VAR>(args, op, rank, ranks, it);
         }
     }
     Ok((elapsed, errors))
@@ -416,17 +465,23 @@ pub fn exchange_loop(
 /// `it` ([`exchange_loop`] says when it may be read); out of line, like
 /// [`wrong_elements`].
 #[inline(never)]
-fn gathered_part_errors(args: &CollArgs, op: Exchange, rank: u32, ranks: u32, it: u32) -> u64 {
+fn gathered_part_errors<const VAR: bool>(
+    args: &CollArgs,
+    op: Exchange,
+    rank: u32,
+    ranks: u32,
+    it: u32,
+) -> u64 {
     let count = args.size as usize;
     let root = args.root as usize;
-    let root_recv = exchange_regions(op, root, root, ranks as usize, count).recv;
-    let (first, len) = op.part(rank as usize, count);
+    let root_recv = regions_in(op, VAR, root, root, ranks as usize, count).recv;
+    let (first, len) = part(VAR, rank as usize, count);
     // SAFETY: our part of the root's receive region, complete after the
     // round's barrier and not written again before we enter the next
     // gather (`exchange_loop`). The loop checked that the values hold
     // every region.
     match unsafe { args.values.slice(root_recv + first, len) } {
-        Ok(part) => wrong_elements(op, part, first, rank, ranks, args.root, count, it),
+        Ok(part) => wrong_elements::<VAR>(op, part, first, rank, ranks, args.root, count, it),
         Err(_) => len as u64,
     }
 }
@@ -443,15 +498,18 @@ struct VarParts<'a> {
 }
 
 impl<'a> VarParts<'a> {
+    /// A fixed form's: none.
+    const NONE: VarParts<'static> = VarParts {
+        counts: &[],
+        displs: &[],
+        recv_counts: &[],
+        recv_displs: &[],
+    };
+
     /// The arrays of `op` on the calling rank.
     fn of(args: &'a CollArgs, op: Exchange, rank: usize, ranks: usize) -> Result<VarParts<'a>, Error> {
         if !op.is_varcount() {
-            return Ok(VarParts {
-                counts: &[],
-                displs: &[],
-                recv_counts: &[],
-                recv_displs: &[],
-            });
+            return Ok(VarParts::NONE);
         }
         // SAFETY: the host wrote the arrays before the launch; nothing
         // writes them during it.
@@ -467,8 +525,37 @@ impl<'a> VarParts<'a> {
     }
 }
 
-/// Runs `op` through the MPI library on the calling rank.
+/// Runs the fixed form `op` through the MPI library on the calling rank.
 fn mpi_exchange(
+    world: &World,
+    op: Exchange,
+    root: u32,
+    send: &mut [f64],
+    recv: &mut [f64],
+) -> Result<(), Error> {
+    let root_process = world.process_at_rank(root as i32);
+    let is_root = world.rank() as u32 == root;
+    match op {
+        Exchange::Gather if is_root => root_process.gather_into_root(&send[..], &mut recv[..]),
+        Exchange::Gather => root_process.gather_into(&send[..]),
+        Exchange::Scatter if is_root => root_process.scatter_into_root(&send[..], &mut recv[..]),
+        Exchange::Scatter => root_process.scatter_into(&mut recv[..]),
+        Exchange::AllGather => world.all_gather_into(&send[..], &mut recv[..]),
+        Exchange::AllToAll => world.all_to_all_into(&send[..], &mut recv[..]),
+        Exchange::ReduceScatter => {
+            world.reduce_scatter_block_into(&send[..], &mut recv[..], SystemOperation::sum())
+        }
+        Exchange::Scan => world.scan_into(&send[..], &mut recv[..], SystemOperation::sum()),
+        // `mpi_varcount`'s.
+        Exchange::GatherVarcount
+        | Exchange::ScatterVarcount
+        | Exchange::AllGatherVarcount
+        | Exchange::AllToAllVarcount => Err(Error::Intern),
+    }
+}
+
+/// Runs the varcount form `op` through the MPI library on the calling rank.
+fn mpi_varcount(
     world: &World,
     op: Exchange,
     root: u32,
@@ -485,16 +572,6 @@ fn mpi_exchange(
         recv_displs,
     } = parts;
     match op {
-        Exchange::Gather if is_root => root_process.gather_into_root(&send[..], &mut recv[..]),
-        Exchange::Gather => root_process.gather_into(&send[..]),
-        Exchange::Scatter if is_root => root_process.scatter_into_root(&send[..], &mut recv[..]),
-        Exchange::Scatter => root_process.scatter_into(&mut recv[..]),
-        Exchange::AllGather => world.all_gather_into(&send[..], &mut recv[..]),
-        Exchange::AllToAll => world.all_to_all_into(&send[..], &mut recv[..]),
-        Exchange::ReduceScatter => {
-            world.reduce_scatter_block_into(&send[..], &mut recv[..], SystemOperation::sum())
-        }
-        Exchange::Scan => world.scan_into(&send[..], &mut recv[..], SystemOperation::sum()),
         Exchange::GatherVarcount if is_root => root_process
             .gather_varcount_into_root(&send[..], &mut PartitionMut::new(&mut recv[..], counts, displs)),
         Exchange::GatherVarcount => root_process.gather_varcount_into(&send[..]),
@@ -509,19 +586,35 @@ fn mpi_exchange(
             &Partition::new(&send[..], counts, displs),
             &mut PartitionMut::new(&mut recv[..], recv_counts, recv_displs),
         ),
+        // `mpi_exchange`'s.
+        _ => Err(Error::Intern),
     }
 }
 
 /// The MPI side of an exchange benchmark: the collective, each round timed
-/// alone, a world barrier between rounds.
+/// alone, a world barrier between rounds. `VAR`: `op` is a varcount form
+/// (a constant, so that each kernel holds only its form's calls).
 #[inline(never)]
-fn mpi_kernel(world: &World, args: &CollArgs, op: Exchange) -> Result<(), Error> {
-    let parts = VarParts::of(args, op, world.rank() as usize, world.size() as usize)?;
-    let (elapsed, errors) = exchange_loop(
+fn mpi_kernel<const VAR: bool>(world: &World, args: &CollArgs, op: Exchange) -> Result<(), Error> {
+    if op.is_varcount() != VAR {
+        return Err(Error::Intern);
+    }
+    let parts = if VAR {
+        VarParts::of(args, op, world.rank() as usize, world.size() as usize)?
+    } else {
+        VarParts::NONE
+    };
+    let (elapsed, errors) = exchange_loop::<VAR>(
         world,
         args,
         op,
-        |send, recv, _| mpi_exchange(world, op, args.root, parts, send, recv),
+        |send, recv, _| {
+            if VAR {
+                mpi_varcount(world, op, args.root, parts, send, recv)
+            } else {
+                mpi_exchange(world, op, args.root, send, recv)
+            }
+        },
         || world.barrier(),
     )?;
     coll_results(args, world.rank() as usize, elapsed, errors)
@@ -530,28 +623,28 @@ fn mpi_kernel(world: &World, args: &CollArgs, op: Exchange) -> Result<(), Error>
 gpu_mpi_device::kernel! {
     /// osu_gather inside a kernel: `MPI_Gather` of `size` `f64` per rank to the root.
     pub static BENCH_GATHER = fn bench_gather(world: &World, args: &CollArgs) -> Result<(), Error> {
-        mpi_kernel(world, args, Exchange::Gather)
+        mpi_kernel::<false>(world, args, Exchange::Gather)
     }
 }
 
 gpu_mpi_device::kernel! {
     /// osu_scatter inside a kernel: `MPI_Scatter` of `size` `f64` per rank from the root.
     pub static BENCH_SCATTER = fn bench_scatter(world: &World, args: &CollArgs) -> Result<(), Error> {
-        mpi_kernel(world, args, Exchange::Scatter)
+        mpi_kernel::<false>(world, args, Exchange::Scatter)
     }
 }
 
 gpu_mpi_device::kernel! {
     /// osu_allgather inside a kernel: `MPI_Allgather` of `size` `f64` per rank.
     pub static BENCH_ALLGATHER = fn bench_allgather(world: &World, args: &CollArgs) -> Result<(), Error> {
-        mpi_kernel(world, args, Exchange::AllGather)
+        mpi_kernel::<false>(world, args, Exchange::AllGather)
     }
 }
 
 gpu_mpi_device::kernel! {
     /// osu_alltoall inside a kernel: `MPI_Alltoall` of `size` `f64` per pair.
     pub static BENCH_ALLTOALL = fn bench_alltoall(world: &World, args: &CollArgs) -> Result<(), Error> {
-        mpi_kernel(world, args, Exchange::AllToAll)
+        mpi_kernel::<false>(world, args, Exchange::AllToAll)
     }
 }
 
@@ -559,42 +652,42 @@ gpu_mpi_device::kernel! {
     /// osu_reduce_scatter inside a kernel: `MPI_Reduce_scatter_block` (sum)
     /// of `size` `f64` per rank.
     pub static BENCH_REDUCE_SCATTER = fn bench_reduce_scatter(world: &World, args: &CollArgs) -> Result<(), Error> {
-        mpi_kernel(world, args, Exchange::ReduceScatter)
+        mpi_kernel::<false>(world, args, Exchange::ReduceScatter)
     }
 }
 
 gpu_mpi_device::kernel! {
     /// osu_scan inside a kernel: `MPI_Scan` (sum) of `size` `f64`.
     pub static BENCH_SCAN = fn bench_scan(world: &World, args: &CollArgs) -> Result<(), Error> {
-        mpi_kernel(world, args, Exchange::Scan)
+        mpi_kernel::<false>(world, args, Exchange::Scan)
     }
 }
 
 gpu_mpi_device::kernel! {
     /// `MPI_Gatherv` of [`Exchange::GatherVarcount`]'s parts to the root.
     pub static BENCH_GATHER_VARCOUNT = fn bench_gather_varcount(world: &World, args: &CollArgs) -> Result<(), Error> {
-        mpi_kernel(world, args, Exchange::GatherVarcount)
+        mpi_kernel::<true>(world, args, Exchange::GatherVarcount)
     }
 }
 
 gpu_mpi_device::kernel! {
     /// `MPI_Scatterv` of [`Exchange::ScatterVarcount`]'s parts from the root.
     pub static BENCH_SCATTER_VARCOUNT = fn bench_scatter_varcount(world: &World, args: &CollArgs) -> Result<(), Error> {
-        mpi_kernel(world, args, Exchange::ScatterVarcount)
+        mpi_kernel::<true>(world, args, Exchange::ScatterVarcount)
     }
 }
 
 gpu_mpi_device::kernel! {
     /// `MPI_Allgatherv` of [`Exchange::AllGatherVarcount`]'s parts.
     pub static BENCH_ALLGATHER_VARCOUNT = fn bench_allgather_varcount(world: &World, args: &CollArgs) -> Result<(), Error> {
-        mpi_kernel(world, args, Exchange::AllGatherVarcount)
+        mpi_kernel::<true>(world, args, Exchange::AllGatherVarcount)
     }
 }
 
 gpu_mpi_device::kernel! {
     /// `MPI_Alltoallv` of [`Exchange::AllToAllVarcount`]'s parts.
     pub static BENCH_ALLTOALL_VARCOUNT = fn bench_alltoall_varcount(world: &World, args: &CollArgs) -> Result<(), Error> {
-        mpi_kernel(world, args, Exchange::AllToAllVarcount)
+        mpi_kernel::<true>(world, args, Exchange::AllToAllVarcount)
     }
 }
 
@@ -697,8 +790,9 @@ fn block_scan(v: f64) -> f64 {
 
 /// One native exchange on the calling rank (the regions as
 /// [`exchange_loop`] gives them; `grid` is the collective's own grid
-/// barrier; `round` counts from 1). Returns the waits that gave up.
-fn native_exchange(
+/// barrier; `round` counts from 1; `VAR`: `op` is a varcount form).
+/// Returns the waits that gave up.
+fn native_exchange<const VAR: bool>(
     world: &World,
     args: &CollArgs,
     op: Exchange,
@@ -711,13 +805,13 @@ fn native_exchange(
     let (rank, ranks) = (world.rank() as usize, world.size() as usize);
     let (count, root) = (args.size as usize, args.root as usize);
     let values = &args.values;
-    let regions = |r: usize| exchange_regions(op, r, root, ranks, count);
+    let regions = |r: usize| regions_in(op, VAR, r, root, ranks, count);
     let mut timeouts = 0u64;
     match op {
         Exchange::Gather | Exchange::GatherVarcount => {
             // Every rank stores its part into the root's buffer; a block
             // barrier, one release per block; the root waits for them all.
-            let (off, len) = op.part(rank, count);
+            let (off, len) = part(VAR, rank, count);
             let (at, from) = (regions(root).recv + off, regions(rank).send);
             for e in 0..len {
                 values.write(at + e, values.read(from + e)?)?;
@@ -752,7 +846,7 @@ fn native_exchange(
             }
             intrinsics::block_barrier();
             intrinsics::fence(Ordering::AcqRel);
-            let (off, len) = op.part(rank, count);
+            let (off, len) = part(VAR, rank, count);
             let (at, to) = (regions(root).send + off, regions(rank).recv);
             for e in 0..len {
                 values.write(to + e, values.read(at + e)?)?;
@@ -763,7 +857,7 @@ fn native_exchange(
             // barrier, each rank loads all parts (adjacent ranks load
             // adjacent elements).
             let (stage, mine) = (regions(rank).stage, regions(rank));
-            let (off, len) = op.part(rank, count);
+            let (off, len) = part(VAR, rank, count);
             for e in 0..len {
                 values.write(stage + off + e, values.read(mine.send + e)?)?;
             }
@@ -777,7 +871,7 @@ fn native_exchange(
             // grid barrier.
             let from = regions(rank).send;
             for d in 0..ranks {
-                let (off, at, len) = op.pair(rank, d, count);
+                let (off, at, len) = pair(VAR, rank, d, count);
                 let at = regions(d).recv + at;
                 for e in 0..len {
                     values.write(at + e, values.read(from + off + e)?)?;
@@ -874,16 +968,19 @@ fn native_scan(
 /// The native side of an exchange benchmark: [`native_exchange`] in
 /// [`exchange_loop`], a grid barrier between rounds.
 #[inline(never)]
-fn native_kernel(world: &World, args: &CollArgs, op: Exchange) -> Result<(), Error> {
+fn native_kernel<const VAR: bool>(world: &World, args: &CollArgs, op: Exchange) -> Result<(), Error> {
+    if op.is_varcount() != VAR {
+        return Err(Error::Intern);
+    }
     let mut between = GridBarrier::new(atomic_at(&args.counters, COUNTER_BARRIER)?);
     let mut inside = GridBarrier::new(atomic_at(&args.counters, COUNTER_RESULT)?);
     let mut timeouts = 0u64;
-    let (elapsed, errors) = exchange_loop(
+    let (elapsed, errors) = exchange_loop::<VAR>(
         world,
         args,
         op,
         |send, recv, it| {
-            timeouts += native_exchange(world, args, op, send, recv, &mut inside, it + 1)?;
+            timeouts += native_exchange::<VAR>(world, args, op, send, recv, &mut inside, it + 1)?;
             Ok(())
         },
         || {
@@ -898,56 +995,56 @@ fn native_kernel(world: &World, args: &CollArgs, op: Exchange) -> Result<(), Err
 gpu_mpi_device::kernel! {
     /// Native gather: direct stores into the root's buffer, one release per block.
     pub static NATIVE_GATHER = fn native_gather(world: &World, args: &CollArgs) -> Result<(), Error> {
-        native_kernel(world, args, Exchange::Gather)
+        native_kernel::<false>(world, args, Exchange::Gather)
     }
 }
 
 gpu_mpi_device::kernel! {
     /// Native scatter: the root publishes its buffer; every rank loads its part.
     pub static NATIVE_SCATTER = fn native_scatter(world: &World, args: &CollArgs) -> Result<(), Error> {
-        native_kernel(world, args, Exchange::Scatter)
+        native_kernel::<false>(world, args, Exchange::Scatter)
     }
 }
 
 gpu_mpi_device::kernel! {
     /// Native all-gather: stores to a staging area, a grid barrier, loads.
     pub static NATIVE_ALLGATHER = fn native_allgather(world: &World, args: &CollArgs) -> Result<(), Error> {
-        native_kernel(world, args, Exchange::AllGather)
+        native_kernel::<false>(world, args, Exchange::AllGather)
     }
 }
 
 gpu_mpi_device::kernel! {
     /// Native all-to-all: direct stores into every destination, a grid barrier.
     pub static NATIVE_ALLTOALL = fn native_alltoall(world: &World, args: &CollArgs) -> Result<(), Error> {
-        native_kernel(world, args, Exchange::AllToAll)
+        native_kernel::<false>(world, args, Exchange::AllToAll)
     }
 }
 
 gpu_mpi_device::kernel! {
     /// Native gatherv: the gather's, each part at its displacement.
     pub static NATIVE_GATHER_VARCOUNT = fn native_gather_varcount(world: &World, args: &CollArgs) -> Result<(), Error> {
-        native_kernel(world, args, Exchange::GatherVarcount)
+        native_kernel::<true>(world, args, Exchange::GatherVarcount)
     }
 }
 
 gpu_mpi_device::kernel! {
     /// Native scatterv: the scatter's, each part at its displacement.
     pub static NATIVE_SCATTER_VARCOUNT = fn native_scatter_varcount(world: &World, args: &CollArgs) -> Result<(), Error> {
-        native_kernel(world, args, Exchange::ScatterVarcount)
+        native_kernel::<true>(world, args, Exchange::ScatterVarcount)
     }
 }
 
 gpu_mpi_device::kernel! {
     /// Native all-gatherv: the all-gather's, each part at its displacement.
     pub static NATIVE_ALLGATHER_VARCOUNT = fn native_allgather_varcount(world: &World, args: &CollArgs) -> Result<(), Error> {
-        native_kernel(world, args, Exchange::AllGatherVarcount)
+        native_kernel::<true>(world, args, Exchange::AllGatherVarcount)
     }
 }
 
 gpu_mpi_device::kernel! {
     /// Native all-to-allv: the all-to-all's, each part at its displacements.
     pub static NATIVE_ALLTOALL_VARCOUNT = fn native_alltoall_varcount(world: &World, args: &CollArgs) -> Result<(), Error> {
-        native_kernel(world, args, Exchange::AllToAllVarcount)
+        native_kernel::<true>(world, args, Exchange::AllToAllVarcount)
     }
 }
 
@@ -955,14 +1052,14 @@ gpu_mpi_device::kernel! {
     /// Native reduce-scatter: a grid barrier, each rank sums its column of
     /// every rank's send buffer.
     pub static NATIVE_REDUCE_SCATTER = fn native_reduce_scatter(world: &World, args: &CollArgs) -> Result<(), Error> {
-        native_kernel(world, args, Exchange::ReduceScatter)
+        native_kernel::<false>(world, args, Exchange::ReduceScatter)
     }
 }
 
 gpu_mpi_device::kernel! {
     /// Native scan: warp-shuffle block scan, block totals with release flags.
     pub static NATIVE_SCAN = fn native_scan_kernel(world: &World, args: &CollArgs) -> Result<(), Error> {
-        native_kernel(world, args, Exchange::Scan)
+        native_kernel::<false>(world, args, Exchange::Scan)
     }
 }
 
@@ -1135,18 +1232,18 @@ mod tests {
         }
         let wrong = [0.5, send(0, 1), send(0, 2)];
         assert_eq!(
-            wrong_elements(Exchange::Scan, &wrong, 0, 0, ranks, root, count, it),
+            wrong_elements::<false>(Exchange::Scan, &wrong, 0, 0, ranks, root, count, it),
             1
         );
         // A gather's part checked by its own rank: elements `first..` of the
         // root's region.
         let part = [send(2, 0), send(2, 1), send(2, 2)];
         assert_eq!(
-            wrong_elements(Exchange::Gather, &part, 2 * count, 2, ranks, root, count, it),
+            wrong_elements::<false>(Exchange::Gather, &part, 2 * count, 2, ranks, root, count, it),
             0
         );
         assert_eq!(
-            wrong_elements(Exchange::Gather, &part, count, 1, ranks, root, count, it),
+            wrong_elements::<false>(Exchange::Gather, &part, count, 1, ranks, root, count, it),
             count as u64
         );
     }
