@@ -1284,6 +1284,60 @@ fn all_to_all_and_all_gather_direct_two_blocks() {
     });
 }
 
+/// (q) Two all-to-allvs across 2 blocks of 1 rank into the ranks' scratch
+/// lines (rank `r`'s buffer: lines `2r` and `2r + 1`, a part in each, as
+/// loom tracks whole lines),
+/// with 128-byte cells: every rank publishes its buffer, counts and
+/// displacements, and stores its parts straight into the others' buffers
+/// after reading the counts and displacements the receiver published, so
+/// loom checks that the agreement orders the publication before those
+/// reads, the closing verdict orders the copies before the owner's reads,
+/// and the owner's reads before the next call's copies into the same line.
+#[test]
+fn all_to_allv_direct_two_blocks() {
+    check("alltoallv direct 2x1", 2, || {
+        let mut config = small_config(2, 1, 1);
+        config.collective_bytes = 128;
+        let results = run_world(config, 4, |w, scratch| -> Result<[u32; 4], Error> {
+            let r = w.rank() as usize;
+            // Rank s sends rank d `1 + s + 2d` elements `base + 100 s + 10 d
+            // + i` from displacement 5d; rank d receives rank q's at 16q.
+            let count = |s: usize, d: usize| (1 + s + 2 * d) as i32;
+            let scounts = [count(r, 0), count(r, 1)];
+            let sdispls = [0, 5];
+            let rcounts = [count(0, r), count(1, r)];
+            let rdispls = [0, 16];
+            let mut out = [0u32; 4];
+            for (call, o) in out.chunks_mut(2).enumerate() {
+                let mut send = [0u32; 12];
+                for d in 0..2 {
+                    for i in 0..scounts[d] as usize {
+                        send[sdispls[d] as usize + i] = (1000 * call + 100 * r + 10 * d + i) as u32;
+                    }
+                }
+                // SAFETY: lines `2r` and `2r + 1` of the scratch, 64-byte
+                // aligned; only this rank makes a buffer of them, and the
+                // other rank reaches them only inside the collectives.
+                let recv = unsafe { std::slice::from_raw_parts_mut(scratch.line(2 * r) as *mut u32, 32) };
+                let send = gpu_mpi_device::collective::Partition::new(&send[..], &scounts, &sdispls);
+                w.all_to_all_varcount_into(&send, &mut PartitionMut::new(&mut recv[..], &rcounts, &rdispls))?;
+                let read = |i: usize| {
+                    // SAFETY: element i of our lines, complete after the call.
+                    let p = unsafe { (scratch.line(2 * r) as *const u32).add(i) };
+                    loom_runtime::read(p as *const u8, 4);
+                    // SAFETY: as above.
+                    unsafe { p.read_volatile() }
+                };
+                // Rank 0's first element for us, and rank 1's last.
+                o[0] = read(0);
+                o[1] = read(16 + rcounts[1] as usize - 1);
+            }
+            Ok(out)
+        });
+        assert_eq!(results, [Ok([0, 101, 1000, 1101]), Ok([10, 113, 1010, 1113])]);
+    });
+}
+
 /// (q) Three reduce-scatters of a non-commutative operation across 2
 /// blocks of 1 rank whose send buffers are scratch lines (rank `r`'s: line
 /// `r`, two `u32`s): every rank publishes its buffer and folds its element

@@ -293,7 +293,18 @@ impl World {
     /// `scan` 96 -> 86, sm_90; docs/performance.md).
     pub(crate) fn agree(&self, mine: Agreement, what: WaitFor) -> Result<Agreement, Error> {
         let mut none = None;
-        self.agree_in::<false>(mine, what, None, &mut none)
+        self.agree_in::<false, true>(mine, what, None, &mut none)
+    }
+
+    /// [`World::agree`] for a collective that reads the agreed maximum of
+    /// [`LEN`] only when it stages: the quick round's key leaves a direct
+    /// rank's `LEN` out, so ranks whose largest parts differ agree in one
+    /// keyed barrier. The result's `LEN` is then this rank's own, and only
+    /// a result that is not [`direct`](Agreement::direct) (a full round,
+    /// of every rank's `LEN`) holds the maximum.
+    pub(crate) fn agree_len_if_staged(&self, mine: Agreement, what: WaitFor) -> Result<Agreement, Error> {
+        let mut none = None;
+        self.agree_in::<false, false>(mine, what, None, &mut none)
     }
 
     /// [`World::agree`], and for a rooted collective (`root` given: the
@@ -318,15 +329,15 @@ impl World {
         root: Option<u32>,
     ) -> Result<(Agreement, Option<u64>), Error> {
         let mut fetched = None;
-        let agreed = self.agree_in::<true>(mine, what, root, &mut fetched)?;
+        let agreed = self.agree_in::<true, true>(mine, what, root, &mut fetched)?;
         Ok((agreed, fetched))
     }
 
     /// [`World::agree`] (without `FETCH`, which compiles the fetch out)
     /// and [`World::agree_fetching`] (the address in `fetched`), each its
-    /// own copy.
+    /// own copy; without `LEN_KEYED`, [`World::agree_len_if_staged`].
     #[inline(always)]
-    fn agree_in<const FETCH: bool>(
+    fn agree_in<const FETCH: bool, const LEN_KEYED: bool>(
         &self,
         mut mine: Agreement,
         what: WaitFor,
@@ -338,7 +349,13 @@ impl World {
             Some(r) if FETCH => self.published_at(r),
             _ => core::ptr::null(),
         };
-        if self.world_barrier_agreeing_words::<FETCH>(what, mine.key(), fetch)? {
+        let key = mine.key().map(|mut k| {
+            if !LEN_KEYED && mine.direct() {
+                k[1 + LEN] = 0;
+            }
+            k
+        });
+        if self.world_barrier_agreeing_words::<FETCH>(what, key, fetch)? {
             if FETCH && root.is_some() {
                 *fetched = self.fetched_with_keys();
             }

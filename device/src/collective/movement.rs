@@ -29,7 +29,7 @@
 //! them the other way round: every rank folds its block out of every
 //! rank's buffer ([`World::pull_fold`]).
 
-use super::agreement::{checksum, Agreement, AGREEMENT_END, CHECK, COUNT, LEN, ROOT, TYPE};
+use super::agreement::{checksum, Agreement, AGREEMENT_END, CHECK, COUNT, LEN, ROOT, TYPE, VARCOUNT_CALL};
 use super::operation::Operation;
 use crate::buffers::Side;
 use crate::communicator::{Communicator, World};
@@ -224,6 +224,11 @@ fn type_error(root: i32, got: Datatype, expected: Datatype) -> Error {
 
 /// Receive buffers whose addresses [`World::push_parts`] loads in one batch.
 const PUSH_BATCH: usize = 8;
+
+/// The end of an all-to-allv's published receive buffer, counts and
+/// displacements in a rank's cell ([`World::publish_partition`]): a world
+/// whose cells are smaller stages the parts.
+const PARTITION_END: usize = AGREEMENT_END + 24;
 
 /// Ranks whose send buffers [`World::pull_fold`] reads in one batch.
 const FOLD_BATCH: usize = 16;
@@ -924,10 +929,17 @@ impl World {
         mine.set(TYPE, dtype.id);
         mine.set(CHECK, Rooted::GatherVarcount as u32);
         mine.set_count(LEN, largest * size);
+        // Only the staging rounds read the agreed longest part: with the
+        // root's buffer published (every rank read the same stage) the
+        // ranks agree on the rest in one keyed barrier, whatever their
+        // counts.
+        if direct.is_none() {
+            mine.stage();
+        }
         if let Some(e) = &local {
             mine.fail(e);
         }
-        let agreed = self.agree(mine, what)?;
+        let agreed = self.agree_len_if_staged(mine, what)?;
         if !agreed.ok() {
             return Err(local.unwrap_or_else(|| agreed.error(self, root, count, dtype.id)));
         }
@@ -936,7 +948,7 @@ impl World {
             (side, 0, len)
         });
         let me = self.rank;
-        if let Some(d) = direct.filter(|_| agreed.max(LEN) > 0) {
+        if let Some(d) = direct {
             // Every rank copies its own part into the root's buffer; one
             // world barrier tells the root they are there (only the root's
             // block waits at it). The in-place root's part stays where it is.
@@ -1168,14 +1180,21 @@ impl World {
         mine.set(TYPE, dtype.id);
         mine.set(CHECK, Rooted::ScatterVarcount as u32);
         mine.set_count(LEN, largest * size);
+        // Only the staging rounds read the agreed longest part: with the
+        // root's buffer published (every rank read the same stage) the
+        // ranks agree on the rest in one keyed barrier, whatever their
+        // counts.
+        if direct.is_none() {
+            mine.stage();
+        }
         if let Some(e) = &local {
             mine.fail(e);
         }
-        let agreed = self.agree(mine, what)?;
+        let agreed = self.agree_len_if_staged(mine, what)?;
         if !agreed.ok() {
             return Err(local.unwrap_or_else(|| agreed.error(self, root, count, dtype.id)));
         }
-        if let Some(d) = direct.filter(|_| agreed.max(LEN) > 0) {
+        if let Some(d) = direct {
             // Every rank copies its own part out of the root's buffer; one
             // world barrier tells the root that its buffer is free again
             // (only the root's block waits at it).
@@ -1578,8 +1597,6 @@ impl World {
             Ok(l) => largest = largest.max(l),
             Err(e) => local = local.or(Some(e)),
         }
-        local = local.or(self.exchange_counts(send.counts, recv.counts, what)?);
-        let longest = self.agree_parts(local, largest * size, dtype, what)?;
         let sparts = Parts::Var {
             counts: send.counts,
             displs: send.displs,
@@ -1592,6 +1609,52 @@ impl World {
         };
         let src = Side::of(send.buf).0;
         let dst = Side::of_mut(&mut *recv.buf).0;
+        // A rank whose arguments are fine publishes its receive buffer and
+        // partition where every rank can reach them; when all did, each
+        // rank stores its parts straight into the receivers' buffers.
+        let published = match local {
+            None => self.publish_partition(dst, recv.counts, recv.displs),
+            Some(_) => false,
+        };
+        let mut mine = Agreement::new();
+        mine.set(ROOT, u32::MAX);
+        mine.set(TYPE, dtype.id);
+        mine.set(CHECK, VARCOUNT_CALL);
+        mine.set_count(LEN, largest * size);
+        if !published {
+            mine.stage();
+        }
+        if let Some(e) = &local {
+            mine.fail(e);
+        }
+        let agreed = self.agree_len_if_staged(mine, what)?;
+        if !agreed.ok() {
+            return Err(local.unwrap_or_else(|| agreed.error(self, -1, 0, dtype.id)));
+        }
+        if agreed.direct() {
+            // SAFETY: every rank published its receive buffer and its
+            // checked partition (agreed direct); our parts are inside
+            // `send` (checked).
+            let (wrong, walked) = unsafe { self.push_varcount_parts(src, send.counts, sparts, size) };
+            // The verdict, and the barrier after which every receive
+            // buffer is complete: a sender that found a count mismatch
+            // makes every rank fail.
+            let mut verdict = Agreement::new();
+            verdict.set(ROOT, u32::MAX);
+            verdict.set(TYPE, dtype.id);
+            verdict.set(CHECK, VARCOUNT_CALL);
+            if let Some(e) = &wrong {
+                verdict.fail(e);
+            }
+            let agreed = self.agree(verdict, what)?;
+            if !agreed.ok() {
+                return Err(wrong.unwrap_or_else(|| agreed.error(self, -1, 0, dtype.id)));
+            }
+            return if walked { Ok(()) } else { Err(Error::Intern) };
+        }
+        // Staged: the counts round and its verdict, then the data rounds.
+        let wrong = self.exchange_counts(send.counts, recv.counts, what)?;
+        let longest = self.agree_parts(wrong, agreed.max(LEN) as usize, dtype, what)?;
         let walked = Cell::new(true);
         let r = self.all_to_all_rounds(
             longest,
@@ -1614,6 +1677,111 @@ impl World {
             what,
         );
         r.and(if walked.get() { Ok(()) } else { Err(Error::Intern) })
+    }
+
+    /// An all-to-allv's receiving side, before its agreement: publishes
+    /// `buf`, `counts` and `displs` (checked) after the agreement's data in
+    /// this rank's cell of the round that begins next, when every rank can
+    /// reach all three and the cell holds them; whether it did.
+    fn publish_partition(&self, buf: Side, counts: &[i32], displs: &[i32]) -> bool {
+        let base = self.reachable(Some(buf));
+        let shared = |p: *const i32| crate::shim::is_shared_address(p as *const u8);
+        if base.is_null()
+            || !shared(counts.as_ptr())
+            || !shared(displs.as_ptr())
+            || self.collective_bytes() < PARTITION_END
+        {
+            return false;
+        }
+        let cell = self.next_rank_cell(self.rank);
+        // SAFETY: our own cell of the next round, `PARTITION_END <=
+        // collective_bytes` bytes, 8-byte aligned; no other rank reads or
+        // writes it before that round's barrier, and the agreement round
+        // writes only the bytes before `AGREEMENT_END`.
+        unsafe {
+            for (i, w) in [base as u64, counts.as_ptr() as u64, displs.as_ptr() as u64]
+                .into_iter()
+                .enumerate()
+            {
+                crate::shim::store_payload_u64(cell.add(AGREEMENT_END + 8 * i), w);
+            }
+        }
+        true
+    }
+
+    /// An all-to-allv's data movement when every rank published its receive
+    /// buffer and partition ([`World::publish_partition`]): for each rank
+    /// `d`, the count and displacement rank `d` expects from us, and our
+    /// part for it stored straight into its buffer when the counts agree.
+    /// Receivers are taken [`PUSH_BATCH`] at a time: their three published
+    /// words as one batch of independent loads, then their entries for us
+    /// as another. Returns the first count mismatch found (that part is not
+    /// sent) and whether every typed walk succeeded.
+    ///
+    /// # Safety
+    /// After an agreement that found every rank direct, whose round's cells
+    /// hold the published words; `sparts` (of `counts` and elements of
+    /// `size` bytes) inside `src`, checked.
+    unsafe fn push_varcount_parts(
+        &self,
+        src: Side,
+        counts: &[i32],
+        sparts: Parts<'_>,
+        size: usize,
+    ) -> (Option<Error>, bool) {
+        let n = self.ranks() as usize;
+        let me = self.rank as usize;
+        let (mut wrong, mut walked) = (None, true);
+        let mut d0 = 0;
+        while d0 < n {
+            let mut to = [[0u64; 3]; PUSH_BATCH];
+            crate::shim::independent(|| {
+                // Past the last rank the batch repeats it: every load is
+                // issued, with no branch between them.
+                for (i, words) in to.iter_mut().enumerate() {
+                    let at = self.published_at((d0 + i).min(n - 1) as u32);
+                    for (k, w) in words.iter_mut().enumerate() {
+                        // SAFETY: the three words rank d published in the
+                        // agreement round's cell (the caller's contract).
+                        *w = unsafe { crate::shim::load_payload_u64(at.add(8 * k)) };
+                    }
+                }
+            });
+            let mut theirs = [(0i32, 0i32); PUSH_BATCH];
+            crate::shim::independent(|| {
+                for (t, [_, c, d]) in theirs.iter_mut().zip(to.iter()) {
+                    // SAFETY: entry `me` of rank d's counts and
+                    // displacements, checked by rank d to have one entry
+                    // per rank, unchanged until the call's verdict.
+                    *t = unsafe {
+                        (
+                            crate::shim::load_element((*c as *const i32).add(me)),
+                            crate::shim::load_element((*d as *const i32).add(me)),
+                        )
+                    };
+                }
+            });
+            for i in 0..PUSH_BATCH.min(n - d0) {
+                let d = d0 + i;
+                let (off, len) = sparts.get(d);
+                let (count, displ) = theirs[i];
+                let ours = counts.get(d).copied().unwrap_or(0);
+                if count != ours {
+                    wrong = wrong.or(Some(Error::CountMismatch {
+                        count: ours as u32,
+                        expected: count as u32,
+                    }));
+                } else if len > 0 {
+                    // SAFETY: rank d's part for us, `len` bytes at its
+                    // checked displacement (`count` of its elements, the
+                    // same type, agreed), which only we write; our part d
+                    // is inside `src` (the caller's contract).
+                    walked &= unsafe { src.read(off, (to[i][0] as *mut u8).add(displ as usize * size), len) };
+                }
+            }
+            d0 += PUSH_BATCH;
+        }
+        (wrong, walked)
     }
 
     /// The agreement of the all-to-allv forms after their counts round:
