@@ -1639,17 +1639,7 @@ impl World {
             // The verdict, and the barrier after which every receive
             // buffer is complete: a sender that found a count mismatch
             // makes every rank fail.
-            let mut verdict = Agreement::new();
-            verdict.set(ROOT, u32::MAX);
-            verdict.set(TYPE, dtype.id);
-            verdict.set(CHECK, VARCOUNT_CALL);
-            if let Some(e) = &wrong {
-                verdict.fail(e);
-            }
-            let agreed = self.agree(verdict, what)?;
-            if !agreed.ok() {
-                return Err(wrong.unwrap_or_else(|| agreed.error(self, -1, 0, dtype.id)));
-            }
+            self.agree_parts(wrong, 0, dtype, what)?;
             return if walked { Ok(()) } else { Err(Error::Intern) };
         }
         // Staged: the counts round and its verdict, then the data rounds.
@@ -1784,10 +1774,11 @@ impl World {
         (wrong, walked)
     }
 
-    /// The agreement of the all-to-allv forms after their counts round:
-    /// no root, the datatype, and the largest part (`largest` bytes at this
-    /// rank); `local` is this rank's own error. The agreed longest part in
-    /// bytes, or the error every rank returns.
+    /// The agreement of the all-to-allv forms after their counts check
+    /// (the staged counts round, or the direct path's pushes): no root, the
+    /// datatype, and the largest part (`largest` bytes at this rank);
+    /// `local` is this rank's own error. The agreed longest part in bytes,
+    /// or the error every rank returns.
     fn agree_parts(
         &self,
         local: Option<Error>,
