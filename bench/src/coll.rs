@@ -1,6 +1,7 @@
 //! Collective suites: osu_barrier, osu_bcast, osu_reduce, osu_allreduce,
 //! osu_gather, osu_scatter, osu_allgather, osu_alltoall,
-//! osu_reduce_scatter, osu_scan, osu_ibarrier and osu_iallreduce inside a
+//! osu_reduce_scatter, osu_scan, osu_ibarrier and osu_iallreduce, and the
+//! varcount forms of the four exchanges (gatherv to alltoallv), inside a
 //! kernel, each against a native kernel doing the same data movement in
 //! the same run (the grid barrier and relaunch, a native broadcast, the
 //! single-pass reductions with warp shuffles and shared memory, direct

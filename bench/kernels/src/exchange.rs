@@ -1,6 +1,8 @@
 //! osu_gather, osu_scatter, osu_allgather, osu_alltoall,
-//! osu_reduce_scatter and osu_scan inside a kernel, MPI and native, and
-//! the non-blocking barrier and all-reduce (osu_ibarrier, osu_iallreduce).
+//! osu_reduce_scatter and osu_scan inside a kernel, MPI and native, the
+//! varcount forms of the first four (parts of two lengths:
+//! [`varcount_weight`]), and the non-blocking barrier and all-reduce
+//! (osu_ibarrier, osu_iallreduce).
 //!
 //! Every kernel runs [`exchange_loop`]: each round every rank fills its send
 //! region with [`reduce_value`] of (rank, element, round), all meet in a
