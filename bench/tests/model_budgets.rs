@@ -193,11 +193,13 @@ fn varcount_collectives_stay_within_their_modelled_budgets() {
     let report = run(vec![Suite::Varcount], 512);
     // The one-element rows (parts of 8 and 16 bytes). Set at 9461316,
     // whose all-to-allv copies straight into the receivers' buffers
-    // (2,560 us before at this size: ~24 ms at 1,024 ranks on the H200
-    // profile) and whose gatherv and scatterv agree in one keyed barrier.
+    // (about 24 ms at 1,024 ranks on the H200 profile before) and whose
+    // gatherv and scatterv agree in one keyed barrier; the gatherv's and
+    // scatterv's raised from 3.3000 and 3.6165 when the model began
+    // charging their loads of the root's entries.
     let budgets = [
-        ("gatherv", "gatherv of 8 and 16 bytes, 512 ranks", 3.3000),
-        ("scatterv", "scatterv of 8 and 16 bytes, 512 ranks", 3.6165),
+        ("gatherv", "gatherv of 8 and 16 bytes, 512 ranks", 3.5755),
+        ("scatterv", "scatterv of 8 and 16 bytes, 512 ranks", 3.8920),
         ("allgatherv", "all-gatherv of 8 and 16 bytes, 512 ranks", 287.8106),
         ("alltoallv", "all-to-allv of 8 and 16 bytes, 512 ranks", 396.5185),
     ];

@@ -285,30 +285,15 @@ struct CountStage {
 
 const _: () = assert!(core::mem::size_of::<CountStage>() <= 64);
 
-/// A root's buffer and partition, published for every rank to copy its part.
+/// A root's buffer, published for every rank to copy its part, and where
+/// this rank's part lies in it.
 #[derive(Clone, Copy)]
 struct Direct {
     base: *mut u8,
-    counts: *const i32,
-    displs: *const i32,
-}
-
-impl Direct {
-    /// Rank `q`'s count and byte offset in the root's buffer.
-    ///
-    /// # Safety
-    /// `q` is a rank of the world (the arrays have one entry per rank).
-    unsafe fn part(&self, q: u32, size: usize) -> (i32, usize) {
-        // SAFETY: entry `q` of the root's arrays, which the root checked have
-        // one entry per rank and does not change during the call.
-        let (c, d) = unsafe {
-            (
-                self.counts.add(q as usize).read(),
-                self.displs.add(q as usize).read(),
-            )
-        };
-        (c, d.max(0) as usize * size)
-    }
+    /// This rank's part: its byte offset in the root's buffer, from the
+    /// root's displacements (loaded once, with the count the counts round
+    /// compares).
+    own: usize,
 }
 
 impl CountStage {
@@ -559,9 +544,10 @@ impl World {
     }
 
     /// The counts round of a varcount gather or scatter: every rank stages
-    /// `stage` (its count; at the root, what it publishes). Returns what
-    /// the root published in this round for `call` (None also when `root`
-    /// is not a rank: the agreement then fails), and a count mismatch this
+    /// `stage` (its count; at the root, what it publishes). Returns the
+    /// buffer the root published in this round for `call`, with where this
+    /// rank's part lies in it (None also when `root` is not a rank: the
+    /// agreement then fails), and a count mismatch this
     /// rank found: with a publication each rank compares its own count with
     /// the root's entry, else the root compares every rank's count with
     /// `root_counts` (its counts, given when it did not publish).
@@ -609,22 +595,30 @@ impl World {
         // A stage from this round for this collective: the root published
         // it (a stale cell, or a rank in another call, would not match).
         let fresh = theirs.call == call as u32 && theirs.round == self.staging_round.get();
-        let direct = (fresh && !theirs.base.is_null()).then_some(Direct {
-            base: theirs.base,
-            counts: theirs.counts,
-            displs: theirs.displs,
-        });
-        if let Some(d) = &direct {
-            // SAFETY: we are a rank of the world.
-            let (want, _) = unsafe { d.part(self.rank, size) };
-            if want != stage.count as i32 {
-                wrong = wrong.or(Some(Error::CountMismatch {
-                    count: stage.count,
-                    expected: want as u32,
-                }));
-            }
+        if !fresh || theirs.base.is_null() {
+            return Ok((None, wrong));
         }
-        Ok((direct, wrong))
+        let me = self.rank as usize;
+        // SAFETY: our entries of the root's counts and displacements, which
+        // the root checked have one entry per rank and does not change
+        // during the call; one batch of two independent loads.
+        let (want, displ) = crate::shim::independent(|| unsafe {
+            (
+                crate::shim::load_element(theirs.counts.add(me)),
+                crate::shim::load_element(theirs.displs.add(me)),
+            )
+        });
+        if want != stage.count as i32 {
+            wrong = wrong.or(Some(Error::CountMismatch {
+                count: stage.count,
+                expected: want as u32,
+            }));
+        }
+        let direct = Direct {
+            base: theirs.base,
+            own: displ.max(0) as usize * size,
+        };
+        Ok((Some(direct), wrong))
     }
 
     /// Staging rounds of a scatter: each round the root's `give(q, offset,
@@ -958,7 +952,7 @@ impl World {
                 // (inside it: the root checked its partition; our count
                 // equals the root's, checked above and agreed), written by
                 // no other rank; our send holds `len` packed bytes.
-                walked = unsafe { side.read(0, d.base.add(d.part(me, size).1), len) };
+                walked = unsafe { side.read(0, d.base.add(d.own), len) };
             }
             self.world_barrier_for_root(what, root)?;
             return if walked { Ok(()) } else { Err(Error::Intern) };
@@ -1206,7 +1200,7 @@ impl World {
                 // equals the root's, checked above and agreed), which the
                 // root does not change before the barrier; `recv` holds
                 // `len` packed bytes.
-                walked = unsafe { side.write(0, d.base.add(d.part(self.rank, size).1), len) };
+                walked = unsafe { side.write(0, d.base.add(d.own), len) };
             }
             self.world_barrier_for_root(what, root)?;
             return if walked { Ok(()) } else { Err(Error::Intern) };
