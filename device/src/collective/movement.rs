@@ -247,6 +247,15 @@ enum Rooted {
 }
 
 impl World {
+    /// [`World::reachable`] for a buffer with its counts and displacements:
+    /// the buffer's address when every rank can reach all three, else
+    /// `None`.
+    fn reachable_partition(&self, buf: Side, counts: &[i32], displs: &[i32]) -> Option<*mut u8> {
+        let base = self.reachable(Some(buf));
+        let shared = |p: *const i32| crate::shim::is_shared_address(p as *const u8);
+        (!base.is_null() && shared(counts.as_ptr()) && shared(displs.as_ptr())).then_some(base)
+    }
+
     /// The address a root publishes for its buffer: plain bytes in global
     /// memory, which every rank can reach, or null (a buffer in the root's
     /// local memory, a stack array on the GPU; a typed view; any buffer in
@@ -312,9 +321,7 @@ impl CountStage {
     /// The root's stage: `buf`, `counts` and `displs` when all three are
     /// reachable, for the staging round that begins next.
     fn publish(&mut self, world: &World, call: Rooted, buf: Side, counts: &[i32], displs: &[i32]) {
-        let base = world.reachable(Some(buf));
-        let shared = |p: *const i32| crate::shim::is_shared_address(p as *const u8);
-        if !base.is_null() && shared(counts.as_ptr()) && shared(displs.as_ptr()) {
+        if let Some(base) = world.reachable_partition(buf, counts, displs) {
             self.call = call as u32;
             self.round = world.staging_round.get().wrapping_add(1);
             self.base = base;
@@ -1668,15 +1675,12 @@ impl World {
     /// this rank's cell of the round that begins next, when every rank can
     /// reach all three and the cell holds them; whether it did.
     fn publish_partition(&self, buf: Side, counts: &[i32], displs: &[i32]) -> bool {
-        let base = self.reachable(Some(buf));
-        let shared = |p: *const i32| crate::shim::is_shared_address(p as *const u8);
-        if base.is_null()
-            || !shared(counts.as_ptr())
-            || !shared(displs.as_ptr())
-            || self.collective_bytes() < PARTITION_END
-        {
+        let Some(base) = self
+            .reachable_partition(buf, counts, displs)
+            .filter(|_| self.collective_bytes() >= PARTITION_END)
+        else {
             return false;
-        }
+        };
         let cell = self.next_rank_cell(self.rank);
         // SAFETY: our own cell of the next round, `PARTITION_END <=
         // collective_bytes` bytes, 8-byte aligned; no other rank reads or
