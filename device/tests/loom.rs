@@ -1284,6 +1284,42 @@ fn all_to_all_and_all_gather_direct_two_blocks() {
     });
 }
 
+/// (q) Two in-place all-to-alls across 2 blocks of 1 rank on the ranks'
+/// scratch lines (rank `r`'s buffer: lines `2r` and `2r + 1`, one 64-byte
+/// part each, its first word `10 r + d` before the first). Every rank
+/// publishes its buffer and rank 0 swaps the pair's parts between the two
+/// buffers (the emulator's addresses are all reachable), so loom checks
+/// that the agreement orders rank 1's writes of its buffer before rank 0's
+/// swap, the closing barrier orders the swap before the owner's reads, and
+/// those reads before the second call's swap of the same lines, which puts
+/// every part back.
+#[test]
+fn all_to_all_in_place_direct_two_blocks() {
+    check("alltoall in place direct 2x1", 2, || {
+        let results = run_world(
+            small_config(2, 1, 1),
+            4,
+            |w, scratch| -> Result<[u64; 4], Error> {
+                let r = w.rank() as usize;
+                let (own, own_next) = (2 * r, 2 * r + 1);
+                scratch.put(own, 10 * r as u64);
+                scratch.put(own_next, 10 * r as u64 + 1);
+                // SAFETY: lines `2r` and `2r + 1` of the scratch, 64-byte
+                // aligned; only this rank makes a buffer of them, and the
+                // other rank reaches them only inside the collective.
+                let buf = unsafe { std::slice::from_raw_parts_mut(scratch.line(own) as *mut u64, 16) };
+                w.all_to_all_in_place(&mut buf[..])?;
+                let swapped = [scratch.get(own), scratch.get(own_next)];
+                // SAFETY: as above; the first call's view of the lines ended with it.
+                let buf = unsafe { std::slice::from_raw_parts_mut(scratch.line(own) as *mut u64, 16) };
+                w.all_to_all_in_place(&mut buf[..])?;
+                Ok([swapped[0], swapped[1], scratch.get(own), scratch.get(own_next)])
+            },
+        );
+        assert_eq!(results, [Ok([0, 10, 0, 1]), Ok([1, 11, 10, 11])]);
+    });
+}
+
 /// (q) Two all-to-allvs across 2 blocks of 1 rank into the ranks' scratch
 /// lines (rank `r`'s buffer: lines `2r` and `2r + 1`, a part in each, as
 /// loom tracks whole lines),

@@ -225,6 +225,10 @@ fn type_error(root: i32, got: Datatype, expected: Datatype) -> Error {
 /// Receive buffers whose addresses [`World::push_parts`] loads in one batch.
 const PUSH_BATCH: usize = 8;
 
+/// Lanes of a warp: the group of ranks an in-place all-to-all's swaps keep
+/// together ([`World::swap_parts`]).
+const WARP: usize = 32;
+
 /// The end of an all-to-allv's published receive buffer, counts and
 /// displacements in a rank's cell ([`World::publish_partition`]): a world
 /// whose cells are smaller stages the parts.
@@ -1478,9 +1482,14 @@ impl World {
         r.and(if walked.get() { Ok(()) } else { Err(Error::Intern) })
     }
 
-    /// `MPI_Alltoall` with `MPI_IN_PLACE`, pairwise: in step `j` rank `p`
+    /// `MPI_Alltoall` with `MPI_IN_PLACE`. Where every rank's buffer is
+    /// plain global memory (the agreement found them all published), each
+    /// pair of ranks swaps its two parts straight between the buffers, one
+    /// rank of the pair doing it ([`swap_parts`](Self::swap_parts)): two
+    /// world barriers in all. Otherwise pairwise: in step `j` rank `p`
     /// exchanges part `q = (j - p) mod size` with rank `q` (whose partner in
-    /// that step is `p`), staging its part before overwriting it.
+    /// that step is `p`), staging its part before overwriting it (`size`
+    /// world barriers at least).
     pub(crate) fn all_to_all_in_place_impl<R: BufferMut + ?Sized>(&self, buf: &mut R) -> Result<(), Error> {
         let what = WaitFor {
             operation: WaitCall::AllToAll,
@@ -1504,14 +1513,142 @@ impl World {
         if let Some(e) = &local {
             mine.fail(e);
         }
+        let base = Side::of_mut(buf).0;
+        let published = self.reachable(Some(base));
+        self.publish_buffer(published);
+        if published.is_null() {
+            mine.stage();
+        }
         let agreed = self.agree(mine, what)?;
         if !agreed.ok() {
             return Err(local.unwrap_or_else(|| agreed.error(self, -1, saturating_u32(total), dtype.id)));
         }
         let m = total / n * dtype.size as usize;
-        let base = Side::of_mut(buf).0;
+        if agreed.direct() && m > 0 {
+            // SAFETY: every rank published its buffer (agreed direct), `n ×
+            // m` packed bytes on every rank (the count agreed), ours at
+            // `published`.
+            return unsafe { self.swap_parts(published, m, what) };
+        }
         // SAFETY: `buf` holds `n × m` packed bytes, borrowed for the call.
         unsafe { self.pairwise_in_place(base, Parts::Even(m), m, what) }
+    }
+
+    /// The data movement of an in-place all-to-all whose ranks all
+    /// published their buffers: part `q` of rank `p`'s buffer and part `p`
+    /// of rank `q`'s trade places, swapped by one rank of the pair, then one
+    /// world barrier tells every rank that its buffer is complete. The
+    /// ranks form groups of 32 (a warp's lanes, where the block's size is a
+    /// multiple of 32); of two groups `d` apart (mod their number `g`) the
+    /// one with `2 d < g` (at `2 d = g`, the lower) swaps all their pairs,
+    /// and inside a group the lower rank: every pair once, about `n / 2`
+    /// pairs a rank. Each location is touched by its pair's swapper alone between the
+    /// agreement's barrier and the closing one, so the swaps need no
+    /// ordering of their own. The ranks of a group go through the partners
+    /// in the same order, from the next group's first rank on, their own
+    /// group last, so that the lanes of a warp that swap with `q` at once
+    /// touch consecutive parts of `q`'s buffer (one line for parts of 8
+    /// bytes: coalesced), and the swaps inside the group, whose number
+    /// differs from lane to lane, come after all the others. [`PUSH_BATCH`] partners at a
+    /// time: their published addresses as one batch of independent loads,
+    /// then, for parts of up to 8 bytes, both sides' words of the pairs
+    /// this rank swaps as another (two round trips per batch of partners,
+    /// not two per partner); longer parts go through this rank's cell of
+    /// the next staging round, three copies per pair.
+    ///
+    /// # Safety
+    /// After an agreement round in which every rank published its buffer
+    /// ([`publish_buffer`](Self::publish_buffer)), ours `base`, each of `n
+    /// × m` bytes, writable for the call.
+    unsafe fn swap_parts(&self, base: *mut u8, m: usize, what: WaitFor) -> Result<(), Error> {
+        let n = self.ranks() as usize;
+        let p = self.rank as usize;
+        // Ranks in groups of a warp's width; the pairs between two groups
+        // go to one group whole, so that a warp's lanes swap with the same
+        // partners (`d`: the groups' distance, every group swapping with
+        // about half of the others); inside a group the lower rank swaps.
+        let (gp, groups) = (p / WARP, n.div_ceil(WARP));
+        let swaps = |q: usize| {
+            let gq = q / WARP;
+            let d = (gq + groups - gp) % groups;
+            if d == 0 {
+                p < q
+            } else {
+                2 * d < groups || (2 * d == groups && gp < gq)
+            }
+        };
+        // The partners from the next group on, this rank's own group last:
+        // the same order on every lane, and the lanes' swaps inside the
+        // group, different in number, after all the others.
+        let first = (gp + 1) % groups * WARP;
+        let partner = |j: usize| (first + j) % n;
+        let mut j0 = 0;
+        while j0 < n {
+            let mut to = [core::ptr::null_mut::<u8>(); PUSH_BATCH];
+            // Past the last partner the batch repeats it: every load is
+            // issued, with no branch between them.
+            crate::shim::independent(|| {
+                for (i, to) in to.iter_mut().enumerate() {
+                    *to = self.published_buffer(partner((j0 + i).min(n - 1)) as u32);
+                }
+            });
+            let k = PUSH_BATCH.min(n - j0);
+            if m <= 8 {
+                // Both sides' words of the batch's pairs as one batch.
+                let (mut ours, mut theirs) = ([0u64; PUSH_BATCH], [0u64; PUSH_BATCH]);
+                crate::shim::independent(|| {
+                    for i in 0..k {
+                        let q = partner(j0 + i);
+                        if swaps(q) {
+                            // SAFETY: part `q` of our buffer and part `p` of
+                            // rank `q`'s, `m` bytes each (the caller's
+                            // contract), which only this rank touches in the
+                            // call.
+                            unsafe {
+                                ours[i] = crate::shim::load_head_bytes(base.add(q * m), m);
+                                theirs[i] = crate::shim::load_head_bytes(to[i].add(p * m), m);
+                            }
+                        }
+                    }
+                });
+                for i in 0..k {
+                    let q = partner(j0 + i);
+                    if swaps(q) {
+                        // SAFETY: as for the loads.
+                        unsafe {
+                            crate::shim::store_head_bytes(base.add(q * m), theirs[i], m);
+                            crate::shim::store_head_bytes(to[i].add(p * m), ours[i], m);
+                        }
+                    }
+                }
+            } else {
+                // Longer parts through our cell of the next round, which
+                // nobody reads before that round's barrier, whole copies of
+                // up to a cell at a time.
+                let cb = self.collective_bytes();
+                let tmp = self.next_rank_cell(self.rank);
+                for (i, &to) in to.iter().enumerate().take(k) {
+                    let q = partner(j0 + i);
+                    let mut at = 0;
+                    while swaps(q) && at < m {
+                        let len = (m - at).min(cb);
+                        // SAFETY: bytes `at .. at + len <= m` of part `q` of
+                        // our buffer and of part `p` of rank `q`'s, which
+                        // only this rank touches in the call, and `len <=
+                        // collective_bytes` of our own next cell.
+                        unsafe {
+                            let (ours, theirs) = (base.add(q * m + at), to.add(p * m + at));
+                            crate::shim::copy_bytes(tmp, ours, len);
+                            crate::shim::copy_bytes(ours, theirs, len);
+                            crate::shim::copy_bytes(theirs, tmp, len);
+                        }
+                        at += cb;
+                    }
+                }
+            }
+            j0 += PUSH_BATCH;
+        }
+        self.world_barrier(what)
     }
 
     /// The pairwise in-place exchange: in step `j` rank `p` swaps part `q =
