@@ -18,10 +18,10 @@ use super::{median, ratio, Ctx, Row, Section, Target};
 use gpu_mpi::device::Kernel;
 use gpu_mpi_bench_kernels::exchange::{
     exchange_values, varcount_entries, varcount_entry, Exchange, BENCH_ALLGATHER, BENCH_ALLGATHER_VARCOUNT,
-    BENCH_ALLTOALL, BENCH_ALLTOALL_VARCOUNT, BENCH_GATHER, BENCH_GATHER_VARCOUNT, BENCH_IALLREDUCE,
-    BENCH_IBARRIER, BENCH_REDUCE_SCATTER, BENCH_SCAN, BENCH_SCATTER, BENCH_SCATTER_VARCOUNT,
-    NATIVE_ALLGATHER, NATIVE_ALLGATHER_VARCOUNT, NATIVE_ALLREDUCE_SHFL, NATIVE_ALLTOALL,
-    NATIVE_ALLTOALL_VARCOUNT, NATIVE_GATHER, NATIVE_GATHER_VARCOUNT, NATIVE_REDUCE_SCATTER,
+    BENCH_ALLTOALL, BENCH_ALLTOALL_IN_PLACE, BENCH_ALLTOALL_VARCOUNT, BENCH_GATHER, BENCH_GATHER_VARCOUNT,
+    BENCH_IALLREDUCE, BENCH_IBARRIER, BENCH_REDUCE_SCATTER, BENCH_SCAN, BENCH_SCATTER,
+    BENCH_SCATTER_VARCOUNT, NATIVE_ALLGATHER, NATIVE_ALLGATHER_VARCOUNT, NATIVE_ALLREDUCE_SHFL,
+    NATIVE_ALLTOALL, NATIVE_ALLTOALL_VARCOUNT, NATIVE_GATHER, NATIVE_GATHER_VARCOUNT, NATIVE_REDUCE_SCATTER,
     NATIVE_REDUCE_SHFL, NATIVE_SCAN, NATIVE_SCATTER, NATIVE_SCATTER_VARCOUNT,
 };
 use gpu_mpi_bench_kernels::mpi::{CollArgs, BENCH_ALLREDUCE, BENCH_BARRIER, BENCH_BCAST, BENCH_REDUCE};
@@ -55,6 +55,7 @@ impl Op {
             Op::Exchange(Exchange::Scatter) => "scatter",
             Op::Exchange(Exchange::AllGather) => "allgather",
             Op::Exchange(Exchange::AllToAll) => "alltoall",
+            Op::Exchange(Exchange::AllToAllInPlace) => "alltoall_in_place",
             Op::Exchange(Exchange::ReduceScatter) => "reduce_scatter",
             Op::Exchange(Exchange::Scan) => "scan",
             Op::Exchange(Exchange::GatherVarcount) => "gatherv",
@@ -78,6 +79,7 @@ impl Op {
                 Exchange::Scatter => (&BENCH_SCATTER, &NATIVE_SCATTER),
                 Exchange::AllGather => (&BENCH_ALLGATHER, &NATIVE_ALLGATHER),
                 Exchange::AllToAll => (&BENCH_ALLTOALL, &NATIVE_ALLTOALL),
+                Exchange::AllToAllInPlace => (&BENCH_ALLTOALL_IN_PLACE, &NATIVE_ALLTOALL),
                 Exchange::ReduceScatter => (&BENCH_REDUCE_SCATTER, &NATIVE_REDUCE_SCATTER),
                 Exchange::Scan => (&BENCH_SCAN, &NATIVE_SCAN),
                 Exchange::GatherVarcount => (&BENCH_GATHER_VARCOUNT, &NATIVE_GATHER_VARCOUNT),
@@ -269,6 +271,7 @@ fn goal(op: Op, across: bool) -> Option<(&'static str, Goal)> {
         Op::Exchange(Exchange::Scatter) => ratio!("8-byte scatter / native", 1.5),
         Op::Exchange(Exchange::AllGather) => ratio!("8-byte all-gather / native", 1.5),
         Op::Exchange(Exchange::AllToAll) => ratio!("8-byte all-to-all / native", 1.5),
+        Op::Exchange(Exchange::AllToAllInPlace) => ratio!("8-byte all-to-all in place / native", 1.5),
         Op::Exchange(Exchange::ReduceScatter | Exchange::Scan) => return None,
         Op::Exchange(Exchange::GatherVarcount) => ratio!("gatherv of 8 and 16 bytes / native", 1.5),
         Op::Exchange(Exchange::ScatterVarcount) => ratio!("scatterv of 8 and 16 bytes / native", 1.5),
@@ -536,6 +539,7 @@ fn exchange_note(x: Exchange) -> &'static str {
         Exchange::Scatter => "native: the root publishes the round (release); block leaders acquire, block barrier, every rank loads its part of the root's buffer",
         Exchange::AllGather => "native: every rank stores its part once into a staging area, grid barrier, every rank loads all parts",
         Exchange::AllToAll => "native: every rank stores part d straight into rank d's buffer, then a grid barrier",
+        Exchange::AllToAllInPlace => "native: the all-to-all's (from a send buffer apart: no native swaps in place)",
         Exchange::ReduceScatter => "native: a grid barrier publishes the send buffers; rank r sums element r of every rank's buffer (adjacent ranks load adjacent elements)",
         Exchange::Scan => "native: block scan with warp shuffles (shfl.up) and the warps' totals in shared memory; the block's totals published with a release flag; warp 0 of each block acquires the earlier blocks' totals and sums them with shuffles",
         Exchange::GatherVarcount => "native: the gather's, each part stored at its displacement in the root's buffer",
@@ -585,7 +589,11 @@ pub(crate) fn exchange(ctx: &mut Ctx, x: Exchange) -> Result<(Vec<Section>, Vec<
     }
     Ok((
         vec![Section {
-            suite: if x.is_varcount() { "varcount" } else { op.name() },
+            suite: match x {
+                _ if x.is_varcount() => "varcount",
+                Exchange::AllToAllInPlace => "alltoall",
+                _ => op.name(),
+            },
             title: format!(
                 "{}: up to {} ranks, bytes = f64 elements × 8 per rank and part{}, each round timed alone, median of {}",
                 op.name(),
@@ -605,6 +613,16 @@ pub(crate) fn exchange(ctx: &mut Ctx, x: Exchange) -> Result<(Vec<Section>, Vec<
         }],
         targets,
     ))
+}
+
+/// The all-to-all, with a separate receive buffer and in place, one table
+/// each.
+pub(crate) fn alltoall(ctx: &mut Ctx) -> Result<(Vec<Section>, Vec<Target>), String> {
+    let (mut sections, mut targets) = exchange(ctx, Exchange::AllToAll)?;
+    let (s, t) = exchange(ctx, Exchange::AllToAllInPlace)?;
+    sections.extend(s);
+    targets.extend(t);
+    Ok((sections, targets))
 }
 
 /// The varcount forms of gather, scatter, all-gather and all-to-all, one

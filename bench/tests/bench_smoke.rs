@@ -338,6 +338,7 @@ fn every_suite_runs_and_passes_its_checks() {
             "8-byte scatter / native",
             "8-byte all-gather / native",
             "8-byte all-to-all / native",
+            "8-byte all-to-all in place / native",
             "MPI_Ibarrier + wait / native grid barrier",
             "8-byte MPI_Iallreduce + wait",
             "gatherv of 8 and 16 bytes / native",
@@ -386,24 +387,24 @@ fn every_suite_runs_and_passes_its_checks() {
             .filter(move |r| field(r, "op").and_then(Value::as_str) == Some(op))
     };
     let worst = of("gather").filter_map(|r| num(r, "ratio")).fold(0.0, f64::max);
-    assert_eq!(report.targets[23].name, "8-byte gather / native, worst world");
-    assert_eq!(report.targets[23].value, worst);
+    assert_eq!(report.targets[24].name, "8-byte gather / native, worst world");
+    assert_eq!(report.targets[24].value, worst);
     assert!(of("gather").count() >= 2, "{:?}", scale.rows);
     let largest = of("allreduce").next_back().and_then(|r| num(r, "mpi_avg_us"));
-    assert_eq!(Some(report.targets[22].value), largest);
-    assert_eq!(report.targets[22].unit, "us");
+    assert_eq!(Some(report.targets[23].value), largest);
+    assert_eq!(report.targets[23].unit, "us");
     // The varcount tables: one per form, each target its 8-byte row's ratio.
     let varcount: Vec<_> = report.sections.iter().filter(|s| s.suite == "varcount").collect();
     assert_eq!(varcount.len(), 4);
     for (i, s) in varcount.iter().enumerate() {
         let row = s.rows.iter().find(|r| num(r, "bytes") == Some(8.0)).unwrap();
         assert_eq!(
-            Some(report.targets[15 + i].value),
+            Some(report.targets[16 + i].value),
             num(row, "ratio"),
             "{}",
             s.title
         );
-        assert!(report.targets[15 + i]
+        assert!(report.targets[16 + i]
             .name
             .contains(" of 8 and 16 bytes / native"));
     }
@@ -517,7 +518,7 @@ fn model_columns_stand_beside_the_wall_ones_positive_and_deterministic() {
     assert_eq!(model["parameters"]["load_ns"], Profile::h100().load_ns);
     assert_eq!(model["launches_per_point"], bench::MODEL_REPS);
     assert!(model["limits"]["atomic_rmw_ns"].as_f64().unwrap() > 0.0);
-    assert_eq!(model["targets"].as_array().unwrap().len(), 32);
+    assert_eq!(model["targets"].as_array().unwrap().len(), 33);
     let latency = json["sections"]
         .as_array()
         .unwrap()

@@ -64,6 +64,10 @@ pub enum Exchange {
     /// buffer; rank `d` receives them from rank `s` at `s ×
     /// varcount_weight(d) × count`.
     AllToAllVarcount,
+    /// `MPI_Alltoall` with `MPI_IN_PLACE`: [`Exchange::AllToAll`]'s parts,
+    /// each rank's receive region filled with its send region's values
+    /// before the round (untimed) and exchanged in place.
+    AllToAllInPlace,
 }
 
 /// A varcount exchange's part of rank `r` in units of `count` elements: 1
@@ -142,6 +146,7 @@ impl Exchange {
             self,
             Exchange::AllGather
                 | Exchange::AllToAll
+                | Exchange::AllToAllInPlace
                 | Exchange::ReduceScatter
                 | Exchange::AllGatherVarcount
                 | Exchange::AllToAllVarcount
@@ -166,7 +171,7 @@ impl Exchange {
             Exchange::GatherVarcount => Exchange::Gather,
             Exchange::ScatterVarcount => Exchange::Scatter,
             Exchange::AllGatherVarcount => Exchange::AllGather,
-            Exchange::AllToAllVarcount => Exchange::AllToAll,
+            Exchange::AllToAllVarcount | Exchange::AllToAllInPlace => Exchange::AllToAll,
             x => x,
         }
     }
@@ -242,7 +247,7 @@ const fn lengths(
         Exchange::Gather => (count, count, all, all, false, true),
         Exchange::Scatter => (all, all, count, count, true, false),
         Exchange::AllGather => (count, count, all, all, false, false),
-        Exchange::AllToAll => (all, all, all, all, false, false),
+        Exchange::AllToAll | Exchange::AllToAllInPlace => (all, all, all, all, false, false),
         Exchange::ReduceScatter => (all, all, count, count, false, false),
         // The scan.
         _ => (count, count, count, count, false, false),
@@ -323,7 +328,7 @@ fn expected_fixed(op: Exchange, rank: u32, ranks: u32, root: u32, count: usize, 
     match op {
         Exchange::Gather | Exchange::AllGather => reduce_value(part, e, it),
         Exchange::Scatter => reduce_value(root, offset + i as u32, it),
-        Exchange::AllToAll => reduce_value(part, offset + e, it),
+        Exchange::AllToAll | Exchange::AllToAllInPlace => reduce_value(part, offset + e, it),
         Exchange::ReduceScatter => reduce_expected(ranks, offset + i as u32, it),
         // The scan.
         _ => reduce_expected(rank + 1, i as u32, it),
@@ -409,8 +414,11 @@ fn note_plain(element: &f64, write: bool) {
 /// checks its own part of the root's region, complete then and not
 /// rewritten before the rank enters the next gather (by the rank itself,
 /// or by the MPI root after that gather's first world barrier). `VAR`:
-/// `op` is a varcount form. Returns the timed nanoseconds and the errors.
-pub fn exchange_loop<const VAR: bool>(
+/// `op` is a varcount form; `IN_PLACE`: it is the in-place all-to-all,
+/// whose receive region is filled with the send region's values too (each
+/// a constant, so that each kernel holds only its form's code). Returns
+/// the timed nanoseconds and the errors.
+pub fn exchange_loop<const VAR: bool, const IN_PLACE: bool>(
     world: &World,
     args: &CollArgs,
     op: Exchange,
@@ -441,6 +449,9 @@ pub fn exchange_loop<const VAR: bool>(
     let (mut elapsed, mut errors) = (0u64, 0u64);
     for it in 0..total {
         fill(send, rank, it);
+        if IN_PLACE {
+            fill(recv, rank, it);
+        }
         // Every rank starts its timed round after every fill: a scatter's
         // root fills `ranks × count` elements, which the other ranks'
         // rounds would otherwise time.
@@ -548,8 +559,9 @@ fn mpi_exchange(
             world.reduce_scatter_block_into(&send[..], &mut recv[..], SystemOperation::sum())
         }
         Exchange::Scan => world.scan_into(&send[..], &mut recv[..], SystemOperation::sum()),
-        // `mpi_varcount`'s.
-        Exchange::GatherVarcount
+        // `mpi_varcount`'s and `mpi_in_place`'s.
+        Exchange::AllToAllInPlace
+        | Exchange::GatherVarcount
         | Exchange::ScatterVarcount
         | Exchange::AllGatherVarcount
         | Exchange::AllToAllVarcount => Err(Error::Intern),
@@ -606,7 +618,7 @@ fn mpi_kernel<const VAR: bool>(world: &World, args: &CollArgs, op: Exchange) -> 
     } else {
         VarParts::NONE
     };
-    let (elapsed, errors) = exchange_loop::<VAR>(
+    let (elapsed, errors) = exchange_loop::<VAR, false>(
         world,
         args,
         op,
@@ -648,6 +660,30 @@ gpu_mpi_device::kernel! {
     pub static BENCH_ALLTOALL = fn bench_alltoall(world: &World, args: &CollArgs) -> Result<(), Error> {
         mpi_kernel::<false>(world, args, Exchange::AllToAll)
     }
+}
+
+gpu_mpi_device::kernel! {
+    /// osu_alltoall with `MPI_IN_PLACE` inside a kernel: `MPI_Alltoall` of
+    /// `size` `f64` per pair, each rank's buffer both sides.
+    pub static BENCH_ALLTOALL_IN_PLACE = fn bench_alltoall_in_place(world: &World, args: &CollArgs) -> Result<(), Error> {
+        mpi_in_place(world, args)
+    }
+}
+
+/// [`mpi_kernel`] of the in-place all-to-all: a function of its own, so
+/// that the in-place call is not in the frame of every fixed form's kernel
+/// (in `mpi_exchange` it took their stacks from 344 to 1,072 bytes and
+/// made `bench_gather` spill).
+#[inline(never)]
+fn mpi_in_place(world: &World, args: &CollArgs) -> Result<(), Error> {
+    let (elapsed, errors) = exchange_loop::<false, true>(
+        world,
+        args,
+        Exchange::AllToAllInPlace,
+        |_, recv, _| world.all_to_all_in_place(&mut recv[..]),
+        || world.barrier(),
+    )?;
+    coll_results(args, world.rank() as usize, elapsed, errors)
 }
 
 gpu_mpi_device::kernel! {
@@ -868,9 +904,10 @@ fn native_exchange<const VAR: bool>(
                 values.write(mine.recv + i, values.read(stage + i)?)?;
             }
         }
-        Exchange::AllToAll | Exchange::AllToAllVarcount => {
+        Exchange::AllToAll | Exchange::AllToAllVarcount | Exchange::AllToAllInPlace => {
             // Each rank stores part d straight into rank d's buffer, then a
-            // grid barrier.
+            // grid barrier (the in-place row's native is this one, from a
+            // send buffer apart).
             let from = regions(rank).send;
             for d in 0..ranks {
                 let (off, at, len) = pair(VAR, rank, d, count);
@@ -977,7 +1014,7 @@ fn native_kernel<const VAR: bool>(world: &World, args: &CollArgs, op: Exchange) 
     let mut between = GridBarrier::new(atomic_at(&args.counters, COUNTER_BARRIER)?);
     let mut inside = GridBarrier::new(atomic_at(&args.counters, COUNTER_RESULT)?);
     let mut timeouts = 0u64;
-    let (elapsed, errors) = exchange_loop::<VAR>(
+    let (elapsed, errors) = exchange_loop::<VAR, false>(
         world,
         args,
         op,
