@@ -650,6 +650,8 @@ pub(crate) fn scale(ctx: &mut Ctx) -> Result<(Vec<Section>, Vec<Target>), String
     let mut targets = Vec::new();
     let mut ops = vec![Op::Barrier, Op::Bcast, Op::Reduce, Op::Allreduce];
     ops.extend(Exchange::ALL.map(Op::Exchange));
+    ops.push(Op::Exchange(Exchange::AllToAllInPlace));
+    ops.extend(Exchange::VARCOUNT.map(Op::Exchange));
     ops.extend([Op::Ibarrier, Op::Iallreduce]);
     for op in ops {
         let loops = if matches!(op, Op::Barrier | Op::Ibarrier) {
@@ -703,7 +705,10 @@ pub(crate) fn scale(ctx: &mut Ctx) -> Result<(Vec<Section>, Vec<Target>), String
                 ("ratio", "x (avg)"),
             ],
             rows,
-            notes: vec!["all-gather, all-to-all, reduce-scatter: only the worlds whose buffers fit 512 MiB (memory grows with the square of the world)".into()],
+            notes: vec![
+                "all-gather, all-to-all, reduce-scatter: only the worlds whose buffers fit 512 MiB (memory grows with the square of the world)".into(),
+                "gatherv, scatterv, all-gatherv, all-to-allv: parts of 8 bytes (an even rank's) and 16 (an odd rank's), as in the varcount tables' one-element rows".into(),
+            ],
         }],
         targets,
     ))

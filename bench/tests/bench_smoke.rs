@@ -353,6 +353,11 @@ fn every_suite_runs_and_passes_its_checks() {
             "8-byte scatter / native, worst world",
             "8-byte all-gather / native, worst world",
             "8-byte all-to-all / native, worst world",
+            "8-byte all-to-all in place / native, worst world",
+            "gatherv of 8 and 16 bytes / native, worst world",
+            "scatterv of 8 and 16 bytes / native, worst world",
+            "all-gatherv of 8 and 16 bytes / native, worst world",
+            "all-to-allv of 8 and 16 bytes / native, worst world",
             "MPI_Ibarrier + wait / native grid barrier, worst world",
             "8-byte MPI_Iallreduce + wait, largest world",
             "notified 8-byte put / native flag hand-off",
@@ -393,6 +398,19 @@ fn every_suite_runs_and_passes_its_checks() {
     let largest = of("allreduce").next_back().and_then(|r| num(r, "mpi_avg_us"));
     assert_eq!(Some(report.targets[23].value), largest);
     assert_eq!(report.targets[23].unit, "us");
+    // The scale suite runs the varcount forms too, each target its worst
+    // world's ratio.
+    let worst_of = |op: &'static str| of(op).filter_map(|r| num(r, "ratio")).fold(0.0, f64::max);
+    for (i, op) in ["gatherv", "scatterv", "allgatherv", "alltoallv"]
+        .into_iter()
+        .enumerate()
+    {
+        assert!(of(op).count() >= 1, "no {op} row in {:?}", scale.rows);
+        assert_eq!(report.targets[29 + i].value, worst_of(op), "{op}");
+        assert!(report.targets[29 + i]
+            .name
+            .ends_with("of 8 and 16 bytes / native, worst world"));
+    }
     // The varcount tables: one per form, each target its 8-byte row's ratio.
     let varcount: Vec<_> = report.sections.iter().filter(|s| s.suite == "varcount").collect();
     assert_eq!(varcount.len(), 4);
@@ -518,7 +536,7 @@ fn model_columns_stand_beside_the_wall_ones_positive_and_deterministic() {
     assert_eq!(model["parameters"]["load_ns"], Profile::h100().load_ns);
     assert_eq!(model["launches_per_point"], bench::MODEL_REPS);
     assert!(model["limits"]["atomic_rmw_ns"].as_f64().unwrap() > 0.0);
-    assert_eq!(model["targets"].as_array().unwrap().len(), 33);
+    assert_eq!(model["targets"].as_array().unwrap().len(), 38);
     let latency = json["sections"]
         .as_array()
         .unwrap()

@@ -457,6 +457,7 @@ pub(crate) fn collective_arguments(device: &Device) -> Result<(), String> {
                     ch6::E_GATHER_BAD_ROOT | ch6::E_SCATTER_BAD_ROOT => ErrorClass::Root as u32,
                     ch6::E_SCATTERV_BOUNDS if r == 0 => ErrorClass::Arg as u32,
                     ch6::E_ALLGATHER_TYPE => ErrorClass::Type as u32,
+                    ch6::E_ALLTOALLV_IN_PLACE_COUNTS if n == 1 => 0,
                     _ => count,
                 };
                 c.eq(

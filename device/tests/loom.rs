@@ -1374,6 +1374,42 @@ fn all_to_allv_direct_two_blocks() {
     });
 }
 
+/// (q) Two in-place all-to-allvs across 2 blocks of 1 rank on the ranks'
+/// scratch lines (rank `r`'s buffer: lines `2r` and `2r + 1` of `u64`s; its
+/// own part one element at 0, its part for the other rank three elements
+/// at 8, the first `100 r + 10`), with 128-byte cells: every rank publishes
+/// its buffer, counts and displacements, and rank 0 checks the pair's
+/// counts and swaps the parts through its next cell, so loom checks that
+/// the agreement orders the publication and rank 1's writes before the
+/// swap, the closing verdict orders the swap before the owner's reads, and
+/// those reads before the second call's swap, which puts the parts back.
+#[test]
+fn all_to_allv_in_place_direct_two_blocks() {
+    check("alltoallv in place direct 2x1", 2, || {
+        let mut config = small_config(2, 1, 1);
+        config.collective_bytes = 128;
+        let results = run_world(config, 4, |w, scratch| -> Result<[u64; 2], Error> {
+            let r = w.rank() as usize;
+            let (own, other) = (2 * r, 2 * r + 1);
+            let counts: [i32; 2] = if r == 0 { [1, 3] } else { [3, 1] };
+            let displs: [i32; 2] = if r == 0 { [0, 8] } else { [8, 0] };
+            scratch.put(own, 100 * r as u64);
+            scratch.put(other, 100 * r as u64 + 10);
+            let mut out = [0u64; 2];
+            for o in out.iter_mut() {
+                // SAFETY: lines `2r` and `2r + 1` of the scratch, 64-byte
+                // aligned; only this rank makes a buffer of them, and the
+                // other rank reaches them only inside the collective.
+                let buf = unsafe { std::slice::from_raw_parts_mut(scratch.line(own) as *mut u64, 16) };
+                w.all_to_all_varcount_in_place(&mut PartitionMut::new(&mut buf[..], &counts, &displs))?;
+                *o = scratch.get(other);
+            }
+            Ok(out)
+        });
+        assert_eq!(results, [Ok([110, 10]), Ok([10, 110])]);
+    });
+}
+
 /// (q) Three reduce-scatters of a non-commutative operation across 2
 /// blocks of 1 rank whose send buffers are scratch lines (rank `r`'s: line
 /// `r`, two `u32`s): every rank publishes its buffer and folds its element

@@ -94,8 +94,12 @@ pub const E_ALLGATHER_TYPE: u32 = 30;
 /// Error case: a scatterv from root 0 whose last count is -1
 /// (`MPI_ERR_COUNT` at the root, as at every other rank).
 pub const E_SCATTERV_NEGATIVE: u32 = 31;
+/// Error case: an in-place alltoallv where rank 0's count for the last
+/// rank differs from the last rank's for rank 0 (on more than one rank; on
+/// one, the case is [`X_ALLTOALLV_IN_PLACE`], which succeeds).
+pub const E_ALLTOALLV_IN_PLACE_COUNTS: u32 = 32;
 /// Every error case of [`SEMANTICS_EXCHANGE`].
-pub const E_CASES: [u32; 12] = [20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31];
+pub const E_CASES: [u32; 13] = [20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32];
 
 /// Word `i` that rank `src` sends to rank `dst`.
 pub fn xval(src: u32, dst: u32, i: u32) -> u32 {
@@ -364,13 +368,17 @@ fn exchange(world: &World, args: &CaseArgs, rank: u32, size: u32) -> Result<(), 
             let s = Partition::new(&send[..], as_i32(sc), as_i32(sd));
             world.all_to_all_varcount_into(&s, &mut PartitionMut::new(&mut recv[..], as_i32(rc), as_i32(rd)))
         }
-        X_ALLTOALLV_IN_PLACE => {
+        X_ALLTOALLV_IN_PLACE | E_ALLTOALLV_IN_PLACE_COUNTS => {
             for q in 0..size {
                 rc[q as usize] = vcs(rank, q, k);
                 rd[q as usize] = displ(q, k, rank);
                 for i in 0..vcs(rank, q, k) {
                     recv[(displ(q, k, rank) + i) as usize] = xval(rank, q, i);
                 }
+            }
+            if args.case == E_ALLTOALLV_IN_PLACE_COUNTS && rank == 0 && size > 1 {
+                let c = &mut rc[n - 1];
+                *c = if *c == 0 { 1 } else { *c - 1 };
             }
             let (rc, rd) = (as_i32(rc), as_i32(rd));
             world.all_to_all_varcount_in_place(&mut PartitionMut::new(&mut recv[..], rc, rd))

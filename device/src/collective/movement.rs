@@ -226,8 +226,88 @@ fn type_error(root: i32, got: Datatype, expected: Datatype) -> Error {
 const PUSH_BATCH: usize = 8;
 
 /// Lanes of a warp: the group of ranks an in-place all-to-all's swaps keep
-/// together ([`World::swap_parts`]).
+/// together ([`SwapOrder`]).
 const WARP: usize = 32;
+
+/// Which pairs of ranks' parts rank `p` swaps in an in-place all-to-all
+/// whose buffers every rank reaches ([`World::swap_parts`],
+/// [`World::swap_varcount_parts`]), and in which order. The ranks form
+/// groups of [`WARP`] (a warp's lanes, where the block's size is a multiple
+/// of 32); of two groups `d` apart (of `g`) the one with `2 d < g` (at `2 d
+/// = g`, the lower) swaps all their pairs, and inside a group the lower
+/// rank: every pair once, about `n / 2` pairs a rank. The ranks of a group
+/// go through the partners in the same order, from the next group's first
+/// rank on, their own group last, so that the lanes of a warp that swap
+/// with `q` at once touch consecutive parts of `q`'s buffer (coalesced),
+/// and the swaps inside the group, whose number differs from lane to lane,
+/// come after all the others.
+#[derive(Clone, Copy)]
+struct SwapOrder {
+    p: usize,
+    n: usize,
+    group: usize,
+    groups: usize,
+}
+
+impl SwapOrder {
+    fn of(p: usize, n: usize) -> Self {
+        SwapOrder {
+            p,
+            n,
+            group: p / WARP,
+            groups: n.div_ceil(WARP),
+        }
+    }
+
+    /// The partner in place `j` (below `n`) of the order.
+    fn partner(self, j: usize) -> usize {
+        ((self.group + 1) % self.groups * WARP + j) % self.n
+    }
+
+    /// Whether this rank swaps its pair with rank `q`.
+    fn swaps(self, q: usize) -> bool {
+        let gq = q / WARP;
+        let d = (gq + self.groups - self.group) % self.groups;
+        if d == 0 {
+            self.p < q
+        } else {
+            2 * d < self.groups || (2 * d == self.groups && self.group < gq)
+        }
+    }
+}
+
+/// Swaps `len` bytes at `ours` and `theirs` (apart): up to 8 through
+/// registers, longer runs through `tmp` (`cb` bytes, the caller's own), a
+/// copy in and two out per run.
+///
+/// # Safety
+/// Both ranges valid for `len` bytes, touched by nobody else for the call;
+/// `tmp` valid for `cb > 0` bytes apart from both.
+unsafe fn swap_bytes(ours: *mut u8, theirs: *mut u8, len: usize, tmp: *mut u8, cb: usize) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        if len <= 8 {
+            let (a, b) = crate::shim::independent(|| {
+                (
+                    crate::shim::load_head_bytes(ours, len),
+                    crate::shim::load_head_bytes(theirs, len),
+                )
+            });
+            crate::shim::store_head_bytes(ours, b, len);
+            crate::shim::store_head_bytes(theirs, a, len);
+            return;
+        }
+        let mut at = 0;
+        while at < len {
+            let m = (len - at).min(cb);
+            let (a, b) = (ours.add(at), theirs.add(at));
+            crate::shim::copy_bytes(tmp, a, m);
+            crate::shim::copy_bytes(a, b, m);
+            crate::shim::copy_bytes(b, tmp, m);
+            at += cb;
+        }
+    }
+}
 
 /// The end of an all-to-allv's published receive buffer, counts and
 /// displacements in a rank's cell ([`World::publish_partition`]): a world
@@ -1536,25 +1616,16 @@ impl World {
 
     /// The data movement of an in-place all-to-all whose ranks all
     /// published their buffers: part `q` of rank `p`'s buffer and part `p`
-    /// of rank `q`'s trade places, swapped by one rank of the pair, then one
-    /// world barrier tells every rank that its buffer is complete. The
-    /// ranks form groups of 32 (a warp's lanes, where the block's size is a
-    /// multiple of 32); of two groups `d` apart (mod their number `g`) the
-    /// one with `2 d < g` (at `2 d = g`, the lower) swaps all their pairs,
-    /// and inside a group the lower rank: every pair once, about `n / 2`
-    /// pairs a rank. Each location is touched by its pair's swapper alone between the
-    /// agreement's barrier and the closing one, so the swaps need no
-    /// ordering of their own. The ranks of a group go through the partners
-    /// in the same order, from the next group's first rank on, their own
-    /// group last, so that the lanes of a warp that swap with `q` at once
-    /// touch consecutive parts of `q`'s buffer (one line for parts of 8
-    /// bytes: coalesced), and the swaps inside the group, whose number
-    /// differs from lane to lane, come after all the others. [`PUSH_BATCH`] partners at a
-    /// time: their published addresses as one batch of independent loads,
-    /// then, for parts of up to 8 bytes, both sides' words of the pairs
-    /// this rank swaps as another (two round trips per batch of partners,
-    /// not two per partner); longer parts go through this rank's cell of
-    /// the next staging round, three copies per pair.
+    /// of rank `q`'s trade places, swapped by one rank of the pair (the
+    /// pairs and their order: [`SwapOrder`]), then one world barrier tells
+    /// every rank that its buffer is complete. Each location is touched by
+    /// its pair's swapper alone between the agreement's barrier and the
+    /// closing one, so the swaps need no ordering of their own.
+    /// [`PUSH_BATCH`] partners at a time: their published addresses as one
+    /// batch of independent loads, then, for parts of up to 8 bytes, both
+    /// sides' words of the pairs this rank swaps as another (two round trips
+    /// per batch of partners, not two per partner); longer parts go through
+    /// this rank's cell of the next staging round, three copies per pair.
     ///
     /// # Safety
     /// After an agreement round in which every rank published its buffer
@@ -1563,25 +1634,10 @@ impl World {
     unsafe fn swap_parts(&self, base: *mut u8, m: usize, what: WaitFor) -> Result<(), Error> {
         let n = self.ranks() as usize;
         let p = self.rank as usize;
-        // Ranks in groups of a warp's width; the pairs between two groups
-        // go to one group whole, so that a warp's lanes swap with the same
-        // partners (`d`: the groups' distance, every group swapping with
-        // about half of the others); inside a group the lower rank swaps.
-        let (gp, groups) = (p / WARP, n.div_ceil(WARP));
-        let swaps = |q: usize| {
-            let gq = q / WARP;
-            let d = (gq + groups - gp) % groups;
-            if d == 0 {
-                p < q
-            } else {
-                2 * d < groups || (2 * d == groups && gp < gq)
-            }
-        };
-        // The partners from the next group on, this rank's own group last:
-        // the same order on every lane, and the lanes' swaps inside the
-        // group, different in number, after all the others.
-        let first = (gp + 1) % groups * WARP;
-        let partner = |j: usize| (first + j) % n;
+        let order = SwapOrder::of(p, n);
+        // Our cell of the next round: nobody reads it before that round's
+        // barrier.
+        let (tmp, cb) = (self.next_rank_cell(self.rank), self.collective_bytes());
         let mut j0 = 0;
         while j0 < n {
             let mut to = [core::ptr::null_mut::<u8>(); PUSH_BATCH];
@@ -1589,7 +1645,7 @@ impl World {
             // issued, with no branch between them.
             crate::shim::independent(|| {
                 for (i, to) in to.iter_mut().enumerate() {
-                    *to = self.published_buffer(partner((j0 + i).min(n - 1)) as u32);
+                    *to = self.published_buffer(order.partner((j0 + i).min(n - 1)) as u32);
                 }
             });
             let k = PUSH_BATCH.min(n - j0);
@@ -1598,8 +1654,8 @@ impl World {
                 let (mut ours, mut theirs) = ([0u64; PUSH_BATCH], [0u64; PUSH_BATCH]);
                 crate::shim::independent(|| {
                     for i in 0..k {
-                        let q = partner(j0 + i);
-                        if swaps(q) {
+                        let q = order.partner(j0 + i);
+                        if order.swaps(q) {
                             // SAFETY: part `q` of our buffer and part `p` of
                             // rank `q`'s, `m` bytes each (the caller's
                             // contract), which only this rank touches in the
@@ -1612,8 +1668,8 @@ impl World {
                     }
                 });
                 for i in 0..k {
-                    let q = partner(j0 + i);
-                    if swaps(q) {
+                    let q = order.partner(j0 + i);
+                    if order.swaps(q) {
                         // SAFETY: as for the loads.
                         unsafe {
                             crate::shim::store_head_bytes(base.add(q * m), theirs[i], m);
@@ -1622,27 +1678,12 @@ impl World {
                     }
                 }
             } else {
-                // Longer parts through our cell of the next round, which
-                // nobody reads before that round's barrier, whole copies of
-                // up to a cell at a time.
-                let cb = self.collective_bytes();
-                let tmp = self.next_rank_cell(self.rank);
                 for (i, &to) in to.iter().enumerate().take(k) {
-                    let q = partner(j0 + i);
-                    let mut at = 0;
-                    while swaps(q) && at < m {
-                        let len = (m - at).min(cb);
-                        // SAFETY: bytes `at .. at + len <= m` of part `q` of
-                        // our buffer and of part `p` of rank `q`'s, which
-                        // only this rank touches in the call, and `len <=
-                        // collective_bytes` of our own next cell.
-                        unsafe {
-                            let (ours, theirs) = (base.add(q * m + at), to.add(p * m + at));
-                            crate::shim::copy_bytes(tmp, ours, len);
-                            crate::shim::copy_bytes(ours, theirs, len);
-                            crate::shim::copy_bytes(theirs, tmp, len);
-                        }
-                        at += cb;
+                    let q = order.partner(j0 + i);
+                    if order.swaps(q) {
+                        // SAFETY: as above, and `tmp` our own next cell of
+                        // `cb` bytes.
+                        unsafe { swap_bytes(base.add(q * m), to.add(p * m), m, tmp, cb) };
                     }
                 }
             }
@@ -1751,7 +1792,7 @@ impl World {
         // partition where every rank can reach them; when all did, each
         // rank stores its parts straight into the receivers' buffers.
         let published = match local {
-            None => self.publish_partition(dst, recv.counts, recv.displs),
+            None => self.publish_partition(dst, recv.counts, recv.displs).is_some(),
             Some(_) => false,
         };
         let mut mine = Agreement::new();
@@ -1807,17 +1848,15 @@ impl World {
         r.and(if walked.get() { Ok(()) } else { Err(Error::Intern) })
     }
 
-    /// An all-to-allv's receiving side, before its agreement: publishes
-    /// `buf`, `counts` and `displs` (checked) after the agreement's data in
-    /// this rank's cell of the round that begins next, when every rank can
-    /// reach all three and the cell holds them; whether it did.
-    fn publish_partition(&self, buf: Side, counts: &[i32], displs: &[i32]) -> bool {
-        let Some(base) = self
+    /// An all-to-allv's receiving side (in place: its buffer), before its
+    /// agreement: publishes `buf`, `counts` and `displs` (checked) after the
+    /// agreement's data in this rank's cell of the round that begins next,
+    /// when every rank can reach all three and the cell holds them; the
+    /// buffer's address if it did.
+    fn publish_partition(&self, buf: Side, counts: &[i32], displs: &[i32]) -> Option<*mut u8> {
+        let base = self
             .reachable_partition(buf, counts, displs)
-            .filter(|_| self.collective_bytes() >= PARTITION_END)
-        else {
-            return false;
-        };
+            .filter(|_| self.collective_bytes() >= PARTITION_END)?;
         let cell = self.next_rank_cell(self.rank);
         // SAFETY: our own cell of the next round, `PARTITION_END <=
         // collective_bytes` bytes, 8-byte aligned; no other rank reads or
@@ -1831,7 +1870,7 @@ impl World {
                 crate::shim::store_payload_u64(cell.add(AGREEMENT_END + 8 * i), w);
             }
         }
-        true
+        Some(base)
     }
 
     /// An all-to-allv's data movement when every rank published its receive
@@ -1975,9 +2014,14 @@ impl World {
     /// `MPI_Alltoallv` with `MPI_IN_PLACE`: part `q` of `buf` (`counts[q]`
     /// elements at `displs[q]`) goes to rank `q` and is replaced by what
     /// rank `q` sent, so rank `q`'s `counts[p]` must equal rank `p`'s
-    /// `counts[q]` (checked by the counts round, as for the `into` form).
-    /// Then pairwise like [`all_to_all_in_place_impl`](Self::all_to_all_in_place_impl),
-    /// every step as long as the longest part of any rank.
+    /// `counts[q]`. When every rank's buffer and partition are plain global
+    /// memory, each pair's parts are swapped straight between the two
+    /// buffers by one rank of the pair, which checks the pair's counts
+    /// ([`swap_varcount_parts`](Self::swap_varcount_parts)), and a second
+    /// agreement carries the verdict. Otherwise the counts round checks them
+    /// (as for the `into` form), then pairwise like
+    /// [`all_to_all_in_place_impl`](Self::all_to_all_in_place_impl), every
+    /// step as long as the longest part of any rank.
     pub(crate) fn all_to_all_varcount_in_place_impl<R>(
         &self,
         buf: &mut PartitionMut<'_, R>,
@@ -1999,17 +2043,139 @@ impl World {
             Ok(l) => largest = l,
             Err(e) => local = Some(e),
         }
-        local = local.or(self.exchange_counts(buf.counts, buf.counts, what)?);
-        let longest = self.agree_parts(local, largest * size, dtype, what)?;
+        let base = Side::of_mut(&mut *buf.buf).0;
+        let published = match local {
+            None => self.publish_partition(base, buf.counts, buf.displs),
+            Some(_) => None,
+        };
+        let mut mine = Agreement::new();
+        mine.set(ROOT, u32::MAX);
+        mine.set(TYPE, dtype.id);
+        mine.set(CHECK, VARCOUNT_CALL);
+        mine.set_count(LEN, largest * size);
+        if published.is_none() {
+            mine.stage();
+        }
+        if let Some(e) = &local {
+            mine.fail(e);
+        }
+        let agreed = self.agree_len_if_staged(mine, what)?;
+        if !agreed.ok() {
+            return Err(local.unwrap_or_else(|| agreed.error(self, -1, 0, dtype.id)));
+        }
+        if let (true, Some(ours)) = (agreed.direct(), published) {
+            // SAFETY: every rank published its buffer and its checked
+            // partition (agreed direct), ours at `ours`.
+            let wrong = unsafe { self.swap_varcount_parts(ours, buf.counts, buf.displs, size) };
+            // The verdict, and the barrier after which every buffer is
+            // complete: a swapper that found a count mismatch makes every
+            // rank fail.
+            self.agree_parts(wrong, 0, dtype, what)?;
+            return Ok(());
+        }
+        // Staged: the counts round and its verdict, then pairwise.
+        let wrong = self.exchange_counts(buf.counts, buf.counts, what)?;
+        let longest = self.agree_parts(wrong, agreed.max(LEN) as usize, dtype, what)?;
         let parts = Parts::Var {
             counts: buf.counts,
             displs: buf.displs,
             size,
         };
-        let base = Side::of_mut(&mut *buf.buf).0;
         // SAFETY: the parts lie inside `buf` (checked, and agreed on by
         // every rank), borrowed for the call.
         unsafe { self.pairwise_in_place(base, parts, longest, what) }
+    }
+
+    /// The data movement of an in-place all-to-allv whose ranks all
+    /// published their buffers and partitions
+    /// ([`World::publish_partition`]): as in
+    /// [`swap_parts`](Self::swap_parts), each pair once by one rank of it
+    /// ([`SwapOrder`]): part `q` of our buffer (`counts[q]` elements at
+    /// `displs[q]`) and part `p` of rank `q`'s (its entries `p`), swapped
+    /// when the two counts agree. [`PUSH_BATCH`] partners at a time: their
+    /// three published words as one batch of independent loads, their
+    /// entries for us as another. Returns the first count mismatch found
+    /// (that pair is not swapped); the caller's verdict closes the call.
+    ///
+    /// # Safety
+    /// After an agreement that found every rank direct, whose round's cells
+    /// hold the published words; our parts (`counts`, `displs`, elements
+    /// of `size` bytes) inside our buffer at `base`, checked.
+    unsafe fn swap_varcount_parts(
+        &self,
+        base: *mut u8,
+        counts: &[i32],
+        displs: &[i32],
+        size: usize,
+    ) -> Option<Error> {
+        let n = self.ranks() as usize;
+        let p = self.rank as usize;
+        let order = SwapOrder::of(p, n);
+        let (tmp, cb) = (self.next_rank_cell(self.rank), self.collective_bytes());
+        let mut wrong = None;
+        let mut j0 = 0;
+        while j0 < n {
+            let mut to = [[0u64; 3]; PUSH_BATCH];
+            crate::shim::independent(|| {
+                // Past the last partner the batch repeats it: every load
+                // is issued, with no branch between them.
+                for (i, words) in to.iter_mut().enumerate() {
+                    let at = self.published_at(order.partner((j0 + i).min(n - 1)) as u32);
+                    for (k, w) in words.iter_mut().enumerate() {
+                        // SAFETY: the three words the partner published in
+                        // the agreement round's cell (the caller's contract).
+                        *w = unsafe { crate::shim::load_payload_u64(at.add(8 * k)) };
+                    }
+                }
+            });
+            let k = PUSH_BATCH.min(n - j0);
+            let mut theirs = [(0i32, 0i32); PUSH_BATCH];
+            crate::shim::independent(|| {
+                for (i, (t, [_, c, d])) in theirs.iter_mut().zip(to.iter()).enumerate().take(k) {
+                    if order.swaps(order.partner(j0 + i)) {
+                        // SAFETY: entry `p` of the partner's counts and
+                        // displacements, checked by it to have one entry per
+                        // rank, unchanged until the call's verdict.
+                        *t = unsafe {
+                            (
+                                crate::shim::load_element((*c as *const i32).add(p)),
+                                crate::shim::load_element((*d as *const i32).add(p)),
+                            )
+                        };
+                    }
+                }
+            });
+            for (i, ([theirs_base, _, _], (count, displ))) in to.iter().zip(theirs).enumerate().take(k) {
+                let q = order.partner(j0 + i);
+                if !order.swaps(q) {
+                    continue;
+                }
+                let ours = counts.get(q).copied().unwrap_or(0);
+                if count != ours {
+                    wrong = wrong.or(Some(Error::CountMismatch {
+                        count: ours as u32,
+                        expected: count as u32,
+                    }));
+                    continue;
+                }
+                let at = displs.get(q).copied().unwrap_or(0) as usize * size;
+                // SAFETY: our part q and the partner's part p, `count`
+                // elements of `size` bytes each at their checked
+                // displacements, which only this rank touches in the call;
+                // `tmp` our own next cell of `cb` bytes.
+                unsafe {
+                    swap_bytes(
+                        base.add(at),
+                        (*theirs_base as *mut u8).add(displ as usize * size),
+                        ours as usize * size,
+                        tmp,
+                        cb,
+                    )
+                };
+            }
+            j0 += PUSH_BATCH;
+        }
+        wrong
     }
 
     /// `None`, or `MPI_ERR_ROOT` for a root outside the world.
