@@ -1,6 +1,6 @@
-//! osu_gather, osu_scatter, osu_allgather, osu_alltoall,
-//! osu_reduce_scatter and osu_scan inside a kernel, MPI and native, the
-//! varcount forms of the first four (parts of two lengths:
+//! osu_gather, osu_scatter, osu_allgather, osu_alltoall (also with
+//! `MPI_IN_PLACE`), osu_reduce_scatter and osu_scan inside a kernel, MPI
+//! and native, the varcount forms of the first four (parts of two lengths:
 //! [`varcount_weight`]), and the non-blocking barrier and all-reduce
 //! (osu_ibarrier, osu_iallreduce).
 //!

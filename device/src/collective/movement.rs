@@ -503,6 +503,22 @@ impl World {
         }
     }
 
+    /// The buffers that ranks `rank(0) .. rank(N - 1)` published
+    /// ([`publish_buffer`](Self::publish_buffer)) in the agreement round
+    /// (the current one), loaded as one batch of independent loads, because
+    /// a chain of `size` dependent loads is what would bound a loop over
+    /// the ranks on a GPU.
+    #[inline(always)]
+    fn published_buffers<const N: usize>(&self, rank: impl Fn(usize) -> usize) -> [*mut u8; N] {
+        let mut at = [core::ptr::null_mut::<u8>(); N];
+        crate::shim::independent(|| {
+            for (i, at) in at.iter_mut().enumerate() {
+                *at = self.published_buffer(rank(i) as u32);
+            }
+        });
+        at
+    }
+
     /// Where `root` (in range) publishes its buffer for the current
     /// staging round ([`publish_buffer`](Self::publish_buffer) writes it
     /// one round ahead): 8 bytes of its cell, 8-byte aligned.
@@ -595,14 +611,11 @@ impl World {
         let size = core::mem::size_of::<T>();
         let mut q0 = 0;
         while q0 < n {
-            let mut from = [core::ptr::null::<T>(); FOLD_BATCH];
-            crate::shim::independent(|| {
-                // Past the last rank the batch repeats it: every load is
-                // issued, with no branch between them.
-                for (i, f) in from.iter_mut().enumerate() {
-                    *f = self.published_buffer((q0 + i).min(n - 1) as u32) as *const T;
-                }
-            });
+            // Past the last rank the batch repeats it: every load is
+            // issued, with no branch between them.
+            let from = self
+                .published_buffers::<FOLD_BATCH>(|i| (q0 + i).min(n - 1))
+                .map(|f| f as *const T);
             let m = FOLD_BATCH.min(n - q0);
             for e in 0..len {
                 let mut v = [T::zeroed(); FOLD_BATCH];
@@ -1640,14 +1653,9 @@ impl World {
         let (tmp, cb) = (self.next_rank_cell(self.rank), self.collective_bytes());
         let mut j0 = 0;
         while j0 < n {
-            let mut to = [core::ptr::null_mut::<u8>(); PUSH_BATCH];
             // Past the last partner the batch repeats it: every load is
             // issued, with no branch between them.
-            crate::shim::independent(|| {
-                for (i, to) in to.iter_mut().enumerate() {
-                    *to = self.published_buffer(order.partner((j0 + i).min(n - 1)) as u32);
-                }
-            });
+            let to = self.published_buffers::<PUSH_BATCH>(|i| order.partner((j0 + i).min(n - 1)));
             let k = PUSH_BATCH.min(n - j0);
             if m <= 8 {
                 // Both sides' words of the batch's pairs as one batch.
