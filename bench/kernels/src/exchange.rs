@@ -121,7 +121,9 @@ pub const fn varcount_entry(ranks: usize, count: usize, i: usize) -> i32 {
 }
 
 impl Exchange {
-    /// Every exchange benchmark, in the order the bench runs them.
+    /// The fixed forms' exchange benchmarks, a suite each, in the order the
+    /// bench runs them (the `alltoall` suite also runs
+    /// [`Exchange::AllToAllInPlace`]).
     pub const ALL: [Exchange; 6] = [
         Exchange::Gather,
         Exchange::Scatter,
