@@ -389,6 +389,22 @@ struct Direct {
     own: usize,
 }
 
+/// What a varcount collective's ranks agree on besides their errors
+/// ([`World::agree_varcount`]).
+#[derive(Clone, Copy)]
+struct VarcountCall {
+    /// The root (-1: none).
+    root: i32,
+    /// The collective ([`Rooted`], or [`VARCOUNT_CALL`] for an all-to-allv).
+    check: u32,
+    /// The datatype's id.
+    datatype: u32,
+    /// This rank's longest part, in bytes.
+    longest: usize,
+    /// Whether this rank's buffers are out of the other ranks' reach.
+    staged: bool,
+}
+
 impl CountStage {
     fn new(count: u32) -> Self {
         CountStage {
@@ -1022,25 +1038,18 @@ impl World {
         let (direct, wrong) =
             self.counts_round(root, Rooted::GatherVarcount, &stage, root_counts, size, what)?;
         local = local.or(wrong);
-        let mut mine = Agreement::new();
-        mine.set(ROOT, root as u32);
-        mine.set(TYPE, dtype.id);
-        mine.set(CHECK, Rooted::GatherVarcount as u32);
-        mine.set_count(LEN, largest * size);
         // Only the staging rounds read the agreed longest part: with the
         // root's buffer published (every rank read the same stage) the
         // ranks agree on the rest in one keyed barrier, whatever their
         // counts.
-        if direct.is_none() {
-            mine.stage();
-        }
-        if let Some(e) = &local {
-            mine.fail(e);
-        }
-        let agreed = self.agree_len_if_staged(mine, what)?;
-        if !agreed.ok() {
-            return Err(local.unwrap_or_else(|| agreed.error(self, root, count, dtype.id)));
-        }
+        let call = VarcountCall {
+            root,
+            check: Rooted::GatherVarcount as u32,
+            datatype: dtype.id,
+            longest: largest * size,
+            staged: direct.is_none(),
+        };
+        let agreed = self.agree_varcount(call, local, count, what)?;
         let send = send.map(|s| {
             let (side, len) = Side::of(s);
             (side, 0, len)
@@ -1273,25 +1282,18 @@ impl World {
         let (direct, wrong) =
             self.counts_round(root, Rooted::ScatterVarcount, &stage, root_counts, size, what)?;
         local = local.or(wrong);
-        let mut mine = Agreement::new();
-        mine.set(ROOT, root as u32);
-        mine.set(TYPE, dtype.id);
-        mine.set(CHECK, Rooted::ScatterVarcount as u32);
-        mine.set_count(LEN, largest * size);
         // Only the staging rounds read the agreed longest part: with the
         // root's buffer published (every rank read the same stage) the
         // ranks agree on the rest in one keyed barrier, whatever their
         // counts.
-        if direct.is_none() {
-            mine.stage();
-        }
-        if let Some(e) = &local {
-            mine.fail(e);
-        }
-        let agreed = self.agree_len_if_staged(mine, what)?;
-        if !agreed.ok() {
-            return Err(local.unwrap_or_else(|| agreed.error(self, root, count, dtype.id)));
-        }
+        let call = VarcountCall {
+            root,
+            check: Rooted::ScatterVarcount as u32,
+            datatype: dtype.id,
+            longest: largest * size,
+            staged: direct.is_none(),
+        };
+        let agreed = self.agree_varcount(call, local, count, what)?;
         if let Some(d) = direct {
             // Every rank copies its own part out of the root's buffer; one
             // world barrier tells the root that its buffer is free again
@@ -1803,21 +1805,14 @@ impl World {
             None => self.publish_partition(dst, recv.counts, recv.displs).is_some(),
             Some(_) => false,
         };
-        let mut mine = Agreement::new();
-        mine.set(ROOT, u32::MAX);
-        mine.set(TYPE, dtype.id);
-        mine.set(CHECK, VARCOUNT_CALL);
-        mine.set_count(LEN, largest * size);
-        if !published {
-            mine.stage();
-        }
-        if let Some(e) = &local {
-            mine.fail(e);
-        }
-        let agreed = self.agree_len_if_staged(mine, what)?;
-        if !agreed.ok() {
-            return Err(local.unwrap_or_else(|| agreed.error(self, -1, 0, dtype.id)));
-        }
+        let call = VarcountCall {
+            root: -1,
+            check: VARCOUNT_CALL,
+            datatype: dtype.id,
+            longest: largest * size,
+            staged: !published,
+        };
+        let agreed = self.agree_varcount(call, local, 0, what)?;
         if agreed.direct() {
             // SAFETY: every rank published its receive buffer and its
             // checked partition (agreed direct); our parts are inside
@@ -1854,6 +1849,38 @@ impl World {
             what,
         );
         r.and(if walked.get() { Ok(()) } else { Err(Error::Intern) })
+    }
+
+    /// The argument agreement of a varcount collective (`MPI_Gatherv`,
+    /// `MPI_Scatterv`, `MPI_Alltoallv` and its in-place form) in one
+    /// [`World::agree_len_if_staged`], with `local`, the error this rank
+    /// found in its own arguments. A disagreement returns `local`, else the
+    /// agreement's error for `count` (this rank's count, where the error
+    /// names one).
+    #[inline(always)]
+    fn agree_varcount(
+        &self,
+        call: VarcountCall,
+        local: Option<Error>,
+        count: u32,
+        what: WaitFor,
+    ) -> Result<Agreement, Error> {
+        let mut mine = Agreement::new();
+        mine.set(ROOT, call.root as u32);
+        mine.set(TYPE, call.datatype);
+        mine.set(CHECK, call.check);
+        mine.set_count(LEN, call.longest);
+        if call.staged {
+            mine.stage();
+        }
+        if let Some(e) = &local {
+            mine.fail(e);
+        }
+        let agreed = self.agree_len_if_staged(mine, what)?;
+        if !agreed.ok() {
+            return Err(local.unwrap_or_else(|| agreed.error(self, call.root, count, call.datatype)));
+        }
+        Ok(agreed)
     }
 
     /// An all-to-allv's receiving side (in place: its buffer), before its
@@ -2056,21 +2083,14 @@ impl World {
             None => self.publish_partition(base, buf.counts, buf.displs),
             Some(_) => None,
         };
-        let mut mine = Agreement::new();
-        mine.set(ROOT, u32::MAX);
-        mine.set(TYPE, dtype.id);
-        mine.set(CHECK, VARCOUNT_CALL);
-        mine.set_count(LEN, largest * size);
-        if published.is_none() {
-            mine.stage();
-        }
-        if let Some(e) = &local {
-            mine.fail(e);
-        }
-        let agreed = self.agree_len_if_staged(mine, what)?;
-        if !agreed.ok() {
-            return Err(local.unwrap_or_else(|| agreed.error(self, -1, 0, dtype.id)));
-        }
+        let call = VarcountCall {
+            root: -1,
+            check: VARCOUNT_CALL,
+            datatype: dtype.id,
+            longest: largest * size,
+            staged: published.is_none(),
+        };
+        let agreed = self.agree_varcount(call, local, 0, what)?;
         if let (true, Some(ours)) = (agreed.direct(), published) {
             // SAFETY: every rank published its buffer and its checked
             // partition (agreed direct), ours at `ours`.
