@@ -376,7 +376,8 @@ struct CountStage {
     displs: *const i32,
 }
 
-const _: () = assert!(core::mem::size_of::<CountStage>() <= 64);
+const _: () =
+    assert!(core::mem::size_of::<CountStage>() == 40 && core::mem::offset_of!(CountStage, base) == 16);
 
 /// A root's buffer, published for every rank to copy its part, and where
 /// this rank's part lies in it.
@@ -416,6 +417,18 @@ impl CountStage {
             counts: core::ptr::null(),
             displs: core::ptr::null(),
         }
+    }
+
+    /// The stage as the 64-bit words of its layout (`repr(C)`, little
+    /// endian), as a cell holds it.
+    fn words(&self) -> [u64; 5] {
+        [
+            u64::from(self.count) | u64::from(self.call) << 32,
+            u64::from(self.round) | u64::from(self._pad) << 32,
+            self.base as u64,
+            self.counts as u64,
+            self.displs as u64,
+        ]
     }
 
     /// The root's stage: `buf`, `counts` and `displs` when all three are
@@ -695,11 +708,26 @@ impl World {
                 }
             }
         });
+        // Our stage straight into our cell of the round that begins next,
+        // the counts round's, in 64-bit stores: the whole stage where the
+        // root published, else the word of its count (the other words of
+        // a cell whose `call` is 0 are read by nobody). Staged as a send,
+        // it was a copy out of local memory, word by word, each load
+        // waiting for the store before it (472 ns of the H200 profile's
+        // 40 bytes, against 5 stores of 18).
+        let cell = self.next_rank_cell(self.rank);
+        let words = stage.words();
+        let n = if stage.call == 0 { 1 } else { words.len() };
+        for (i, &w) in words[..n].iter().enumerate() {
+            // SAFETY: our own cell of the next round, `size_of::<CountStage>()
+            // <= 64 <= collective_bytes` bytes, 64-byte aligned; no other
+            // rank reads or writes it before that round's barrier
+            // (`next_rank_cell`), which `gather_rounds` passes next.
+            unsafe { crate::shim::store_payload_u64(cell.add(8 * i), w) };
+        }
         let len = core::mem::size_of::<CountStage>();
-        let send = Some((Side::Plain(stage as *const CountStage as *mut u8), 0, len));
-        // SAFETY: `stage` lives on the caller's stack for the call; `check`
-        // reads a cell's count.
-        unsafe { self.gather_rounds(send, len, check, what)? };
+        // SAFETY: no send; `check` reads a cell's count.
+        unsafe { self.gather_rounds(None, len, check, what)? };
         if self.check_root(root).is_some() {
             return Ok((None, wrong));
         }
