@@ -212,12 +212,16 @@ fn varcount_collectives_stay_within_their_modelled_budgets() {
     // (about 24 ms at 1,024 ranks on the H200 profile before) and whose
     // gatherv and scatterv agree in one keyed barrier; the gatherv's and
     // scatterv's raised from 3.3000 and 3.6165 when the model began
-    // charging their loads of the root's entries.
+    // charging their loads of the root's entries, and set again (3.5755,
+    // 3.8920, 287.8106 and 396.5185 before) when the model began charging
+    // the partition checks' loads and a gatherv's or scatterv's root that
+    // publishes stopped checking every entry (docs/performance.md, "A
+    // varcount root checks only its arrays' lengths").
     let budgets = [
-        ("gatherv", "gatherv of 8 and 16 bytes, 512 ranks", 3.5755),
-        ("scatterv", "scatterv of 8 and 16 bytes, 512 ranks", 3.8920),
-        ("allgatherv", "all-gatherv of 8 and 16 bytes, 512 ranks", 287.8106),
-        ("alltoallv", "all-to-allv of 8 and 16 bytes, 512 ranks", 396.5185),
+        ("gatherv", "gatherv of 8 and 16 bytes, 512 ranks", 3.0330),
+        ("scatterv", "scatterv of 8 and 16 bytes, 512 ranks", 3.3495),
+        ("allgatherv", "all-gatherv of 8 and 16 bytes, 512 ranks", 319.7979),
+        ("alltoallv", "all-to-allv of 8 and 16 bytes, 512 ranks", 460.6120),
     ];
     for (form, what, set_from_us) in budgets {
         let section = report

@@ -143,7 +143,7 @@ impl Agreement {
     }
 
     /// Records an error class of this rank's own.
-    fn fail_with(&mut self, class: ErrorClass) {
+    pub(crate) fn fail_with(&mut self, class: ErrorClass) {
         self.class = self.error_class().max(class as u32) | (self.class & STAGED);
     }
 

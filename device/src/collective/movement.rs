@@ -34,7 +34,7 @@ use super::operation::Operation;
 use crate::buffers::Side;
 use crate::communicator::{Communicator, World};
 use crate::datatype::{Buffer, BufferMut, Datatype, Equivalence, TypedBuffer};
-use crate::error::{saturating_u32, Error};
+use crate::error::{saturating_u32, Error, ErrorClass};
 use crate::polling::{Call as WaitCall, WaitFor};
 use core::cell::Cell;
 
@@ -176,7 +176,14 @@ pub(crate) fn check_partition(
         });
     }
     let mut largest = 0;
-    for (rank, (&c, &d)) in counts.iter().zip(displs).enumerate() {
+    for (rank, (c, d)) in counts.iter().zip(displs).enumerate() {
+        // Each entry's two loads, which the branches on them wait for: the
+        // check's cost on a GPU, `2 × ranks` loads by one thread.
+        crate::shim::independent(|| {
+            crate::shim::note_global(c as *const i32 as *const u8, 4, false);
+            crate::shim::note_global(d as *const i32 as *const u8, 4, false);
+        });
+        let (c, d) = (*c, *d);
         if c < 0 {
             return Err(Error::NegativeCount {
                 rank: rank as u32,
@@ -193,6 +200,33 @@ pub(crate) fn check_partition(
         largest = largest.max(c as usize);
     }
     Ok(largest)
+}
+
+/// A varcount root's check of its partition (`counts` and `displs` over
+/// `len` elements) before the counts round. Where it publishes them
+/// (`published`: its buffer and both arrays in every rank's reach), only
+/// the arrays' lengths: each rank then checks its own entry
+/// ([`World::counts_round`]), and a root that the agreement finds failed
+/// checks every entry for its own error ([`World::agree_varcount`]).
+/// Otherwise every entry ([`check_partition`]), and the longest part for
+/// the staging rounds (0 where published: only those rounds read it).
+fn root_partition(
+    published: bool,
+    counts: &[i32],
+    displs: &[i32],
+    len: usize,
+    ranks: usize,
+) -> Result<usize, Error> {
+    if !published {
+        return check_partition(counts, displs, len, ranks);
+    }
+    if counts.len() != ranks || displs.len() != ranks {
+        return Err(Error::CountMismatch {
+            count: saturating_u32(counts.len().min(displs.len())),
+            expected: saturating_u32(ranks),
+        });
+    }
+    Ok(0)
 }
 
 /// The in-place root's own count in its partition's `counts` (0 where
@@ -370,14 +404,17 @@ struct CountStage {
     _pad: u32,
     /// The root's buffer, or null.
     base: *mut u8,
-    /// The root's counts (`ranks` entries, checked by the root).
+    /// The root's counts (`ranks` entries).
     counts: *const i32,
-    /// The root's displacements (`ranks` entries, checked by the root).
+    /// The root's displacements (`ranks` entries).
     displs: *const i32,
+    /// The root's buffer's length in elements, for each rank's check of
+    /// its own entry.
+    len: u64,
 }
 
 const _: () =
-    assert!(core::mem::size_of::<CountStage>() == 40 && core::mem::offset_of!(CountStage, base) == 16);
+    assert!(core::mem::size_of::<CountStage>() == 48 && core::mem::offset_of!(CountStage, base) == 16);
 
 /// A root's buffer, published for every rank to copy its part, and where
 /// this rank's part lies in it.
@@ -388,6 +425,18 @@ struct Direct {
     /// root's displacements (loaded once, with the count the counts round
     /// compares).
     own: usize,
+}
+
+/// What a rank found in a varcount gather's or scatter's counts round
+/// ([`World::counts_round`]).
+struct CountsRound {
+    /// The root's published buffer, and where this rank's part lies in it.
+    direct: Option<Direct>,
+    /// A count mismatch this rank found (its own error).
+    wrong: Option<Error>,
+    /// The class of a fault of the root's entry for this rank (the
+    /// root's error: `check_partition`'s for that entry).
+    fault: Option<ErrorClass>,
 }
 
 /// What a varcount collective's ranks agree on besides their errors
@@ -404,6 +453,9 @@ struct VarcountCall {
     longest: usize,
     /// Whether this rank's buffers are out of the other ranks' reach.
     staged: bool,
+    /// The class of a fault this rank found in the root's arguments (its
+    /// entry of the root's partition: [`World::counts_round`]).
+    fault: Option<ErrorClass>,
 }
 
 impl CountStage {
@@ -416,31 +468,41 @@ impl CountStage {
             base: core::ptr::null_mut(),
             counts: core::ptr::null(),
             displs: core::ptr::null(),
+            len: 0,
         }
     }
 
     /// The stage as the 64-bit words of its layout (`repr(C)`, little
     /// endian), as a cell holds it.
-    fn words(&self) -> [u64; 5] {
+    fn words(&self) -> [u64; 6] {
         [
             u64::from(self.count) | u64::from(self.call) << 32,
             u64::from(self.round) | u64::from(self._pad) << 32,
             self.base as u64,
             self.counts as u64,
             self.displs as u64,
+            self.len,
         ]
     }
 
-    /// The root's stage: `buf`, `counts` and `displs` when all three are
-    /// reachable, for the staging round that begins next.
-    fn publish(&mut self, world: &World, call: Rooted, buf: Side, counts: &[i32], displs: &[i32]) {
-        if let Some(base) = world.reachable_partition(buf, counts, displs) {
-            self.call = call as u32;
-            self.round = world.staging_round.get().wrapping_add(1);
-            self.base = base;
-            self.counts = counts.as_ptr();
-            self.displs = displs.as_ptr();
-        }
+    /// The root's stage: its buffer (`base`, reachable with `counts` and
+    /// `displs`: [`World::reachable_partition`]) of `len` elements, for
+    /// the staging round that begins next.
+    fn publish(
+        &mut self,
+        world: &World,
+        call: Rooted,
+        base: *mut u8,
+        counts: &[i32],
+        displs: &[i32],
+        len: usize,
+    ) {
+        self.call = call as u32;
+        self.round = world.staging_round.get().wrapping_add(1);
+        self.base = base;
+        self.counts = counts.as_ptr();
+        self.displs = displs.as_ptr();
+        self.len = len as u64;
     }
 }
 
@@ -680,10 +742,13 @@ impl World {
     /// `stage` (its count; at the root, what it publishes). Returns the
     /// buffer the root published in this round for `call`, with where this
     /// rank's part lies in it (None also when `root` is not a rank: the
-    /// agreement then fails), and a count mismatch this
-    /// rank found: with a publication each rank compares its own count with
-    /// the root's entry, else the root compares every rank's count with
-    /// `root_counts` (its counts, given when it did not publish).
+    /// agreement then fails), a count mismatch this rank found, and a
+    /// fault of the root's entry for this rank: with a publication each
+    /// rank checks its own entry of the root's partition (a count of its
+    /// own, non-negative, and a part inside the root's buffer, which the
+    /// root did not check: [`root_partition`]) and compares it with its own
+    /// count, else the root compares every rank's count with `root_counts`
+    /// (its counts, given when it did not publish, all checked).
     fn counts_round(
         &self,
         root: i32,
@@ -692,7 +757,7 @@ impl World {
         root_counts: Option<&[i32]>,
         size: usize,
         what: WaitFor,
-    ) -> Result<(Option<Direct>, Option<Error>), Error> {
+    ) -> Result<CountsRound, Error> {
         let mut wrong = None;
         let check = root_counts.map(|counts| {
             |q: u32, _lo: usize, cell: *const u8, _cb: usize| {
@@ -720,7 +785,7 @@ impl World {
         let n = if stage.call == 0 { 1 } else { words.len() };
         for (i, &w) in words[..n].iter().enumerate() {
             // SAFETY: our own cell of the next round, `size_of::<CountStage>()
-            // <= 64 <= collective_bytes` bytes, 64-byte aligned; no other
+            // = 48 <= 64 <= collective_bytes` bytes, 64-byte aligned; no other
             // rank reads or writes it before that round's barrier
             // (`next_rank_cell`), which `gather_rounds` passes next.
             unsafe { crate::shim::store_payload_u64(cell.add(8 * i), w) };
@@ -729,7 +794,11 @@ impl World {
         // SAFETY: no send; `check` reads a cell's count.
         unsafe { self.gather_rounds(None, len, check, what)? };
         if self.check_root(root).is_some() {
-            return Ok((None, wrong));
+            return Ok(CountsRound {
+                direct: None,
+                wrong,
+                fault: None,
+            });
         }
         // SAFETY: the root's cell of the round just passed holds its stage
         // (the cell is 64-byte aligned and at least 64 bytes), published by
@@ -744,19 +813,36 @@ impl World {
         // it (a stale cell, or a rank in another call, would not match).
         let fresh = theirs.call == call as u32 && theirs.round == self.staging_round.get();
         if !fresh || theirs.base.is_null() {
-            return Ok((None, wrong));
+            return Ok(CountsRound {
+                direct: None,
+                wrong,
+                fault: None,
+            });
         }
         let me = self.rank as usize;
         // SAFETY: our entries of the root's counts and displacements, which
-        // the root checked have one entry per rank and does not change
-        // during the call; one batch of two independent loads.
+        // the root checked have one entry per rank (`root_partition`) and
+        // does not change during the call; one batch of two independent
+        // loads.
         let (want, displ) = crate::shim::independent(|| unsafe {
             (
                 crate::shim::load_element(theirs.counts.add(me)),
                 crate::shim::load_element(theirs.displs.add(me)),
             )
         });
-        if want != stage.count as i32 {
+        // Our entry as `check_partition` would have judged it at the root:
+        // its fault fails every rank (the agreement), and the root, which
+        // then checks every entry, returns the first one's error.
+        // Only its class travels: the root names the fault.
+        let end = i64::from(displ) + i64::from(want);
+        let fault = if want < 0 {
+            Some(ErrorClass::Count)
+        } else if displ < 0 || end > theirs.len.min(i64::MAX as u64) as i64 {
+            Some(ErrorClass::Arg)
+        } else {
+            None
+        };
+        if fault.is_none() && want != stage.count as i32 {
             wrong = wrong.or(Some(Error::CountMismatch {
                 count: stage.count,
                 expected: want as u32,
@@ -766,7 +852,11 @@ impl World {
             base: theirs.base,
             own: displ.max(0) as usize * size,
         };
-        Ok((Some(direct), wrong))
+        Ok(CountsRound {
+            direct: Some(direct),
+            wrong,
+            fault,
+        })
     }
 
     /// Staging rounds of a scatter: each round the root's `give(q, offset,
@@ -1027,6 +1117,12 @@ impl World {
         let size = dtype.size as usize;
         let mut local = self.check_root(root);
         let mut largest = send.map_or(0, |s| s.count());
+        // The root's buffer, when it and the partition are in every rank's
+        // reach (then published, unless the root finds an error).
+        let reach = match recv.as_mut() {
+            Some(p) if is_root => self.reachable_partition(Side::of_mut(&mut *p.buf).0, p.counts, p.displs),
+            _ => None,
+        };
         if is_root {
             local = local.or(match &recv {
                 None => Some(Error::InvalidRoot {
@@ -1034,7 +1130,7 @@ impl World {
                     size: self.size(),
                 }),
                 Some(p) if p.buf.datatype() != dtype => Some(type_error(root, dtype, p.buf.datatype())),
-                Some(p) => match check_partition(p.counts, p.displs, p.buf.count(), n) {
+                Some(p) => match root_partition(reach.is_some(), p.counts, p.displs, p.buf.count(), n) {
                     Ok(l) => {
                         largest = largest.max(l);
                         None
@@ -1053,17 +1149,18 @@ impl World {
             (None, None) => 0,
         };
         let mut stage = CountStage::new(count);
-        if let (true, None, Some(p)) = (is_root, &local, recv.as_mut()) {
+        if let (true, None, Some(p), Some(base)) = (is_root, &local, recv.as_ref(), reach) {
             stage.publish(
                 self,
                 Rooted::GatherVarcount,
-                Side::of_mut(&mut *p.buf).0,
+                base,
                 p.counts,
                 p.displs,
+                p.buf.count(),
             );
         }
         let root_counts = recv.as_ref().map(|p| p.counts).filter(|_| stage.base.is_null());
-        let (direct, wrong) =
+        let CountsRound { direct, wrong, fault } =
             self.counts_round(root, Rooted::GatherVarcount, &stage, root_counts, size, what)?;
         local = local.or(wrong);
         // Only the staging rounds read the agreed longest part: with the
@@ -1076,8 +1173,9 @@ impl World {
             datatype: dtype.id,
             longest: largest * size,
             staged: direct.is_none(),
+            fault,
         };
-        let agreed = self.agree_varcount(call, local, count, what)?;
+        let agreed = self.agree_varcount(call, local, Some(&stage), count, what)?;
         let send = send.map(|s| {
             let (side, len) = Side::of(s);
             (side, 0, len)
@@ -1264,6 +1362,12 @@ impl World {
         let mut local = self.check_root(root);
         let mut largest = recv.as_ref().map_or(0, |r| r.count());
         let mut valid = None;
+        // The root's buffer, when it and the partition are in every rank's
+        // reach (then published, unless the root finds an error).
+        let reach = match send {
+            Some(p) if is_root => self.reachable_partition(Side::of(p.buf).0, p.counts, p.displs),
+            _ => None,
+        };
         if is_root {
             local = local.or(match send {
                 None => Some(Error::InvalidRoot {
@@ -1271,7 +1375,7 @@ impl World {
                     size: self.size(),
                 }),
                 Some(p) if p.buf.datatype() != dtype => Some(type_error(root, p.buf.datatype(), dtype)),
-                Some(p) => match check_partition(p.counts, p.displs, p.buf.count(), n) {
+                Some(p) => match root_partition(reach.is_some(), p.counts, p.displs, p.buf.count(), n) {
                     Ok(l) => {
                         largest = largest.max(l);
                         valid = Some(p);
@@ -1297,17 +1401,18 @@ impl World {
             (None, None) => 0,
         };
         let mut stage = CountStage::new(count);
-        if let (None, Some(p)) = (&local, valid) {
+        if let (None, Some(p), Some(base)) = (&local, valid, reach) {
             stage.publish(
                 self,
                 Rooted::ScatterVarcount,
-                Side::of(p.buf).0,
+                base,
                 p.counts,
                 p.displs,
+                p.buf.count(),
             );
         }
         let root_counts = valid.map(|p| p.counts).filter(|_| stage.base.is_null());
-        let (direct, wrong) =
+        let CountsRound { direct, wrong, fault } =
             self.counts_round(root, Rooted::ScatterVarcount, &stage, root_counts, size, what)?;
         local = local.or(wrong);
         // Only the staging rounds read the agreed longest part: with the
@@ -1320,8 +1425,9 @@ impl World {
             datatype: dtype.id,
             longest: largest * size,
             staged: direct.is_none(),
+            fault,
         };
-        let agreed = self.agree_varcount(call, local, count, what)?;
+        let agreed = self.agree_varcount(call, local, Some(&stage), count, what)?;
         if let Some(d) = direct {
             // Every rank copies its own part out of the root's buffer; one
             // world barrier tells the root that its buffer is free again
@@ -1839,8 +1945,9 @@ impl World {
             datatype: dtype.id,
             longest: largest * size,
             staged: !published,
+            fault: None,
         };
-        let agreed = self.agree_varcount(call, local, 0, what)?;
+        let agreed = self.agree_varcount(call, local, None, 0, what)?;
         if agreed.direct() {
             // SAFETY: every rank published its receive buffer and its
             // checked partition (agreed direct); our parts are inside
@@ -1882,7 +1989,11 @@ impl World {
     /// The argument agreement of a varcount collective (`MPI_Gatherv`,
     /// `MPI_Scatterv`, `MPI_Alltoallv` and its in-place form) in one
     /// [`World::agree_len_if_staged`], with `local`, the error this rank
-    /// found in its own arguments. A disagreement returns `local`, else the
+    /// found in its own arguments, and `call.fault`, one it found in the
+    /// root's (which fails the call as `local` does, but is the root's to
+    /// return). A disagreement returns `local`, else at a root that
+    /// published its partition in `stage` (and so checked only its arrays'
+    /// lengths: [`root_partition`]) the first fault of it, else the
     /// agreement's error for `count` (this rank's count, where the error
     /// names one).
     #[inline(always)]
@@ -1890,6 +2001,7 @@ impl World {
         &self,
         call: VarcountCall,
         local: Option<Error>,
+        stage: Option<&CountStage>,
         count: u32,
         what: WaitFor,
     ) -> Result<Agreement, Error> {
@@ -1903,10 +2015,28 @@ impl World {
         }
         if let Some(e) = &local {
             mine.fail(e);
+        } else if let Some(class) = call.fault {
+            mine.fail_with(class);
         }
         let agreed = self.agree_len_if_staged(mine, what)?;
         if !agreed.ok() {
-            return Err(local.unwrap_or_else(|| agreed.error(self, call.root, count, call.datatype)));
+            core::hint::cold_path();
+            let root = stage.filter(|s| !s.base.is_null()).and_then(|s| {
+                let n = self.ranks() as usize;
+                // SAFETY: this rank's own counts and displacements, of
+                // `ranks` entries each (checked: `root_partition`),
+                // borrowed for the call.
+                let (counts, displs) = unsafe {
+                    (
+                        core::slice::from_raw_parts(s.counts, n),
+                        core::slice::from_raw_parts(s.displs, n),
+                    )
+                };
+                check_partition(counts, displs, s.len as usize, n).err()
+            });
+            return Err(local
+                .or(root)
+                .unwrap_or_else(|| agreed.error(self, call.root, count, call.datatype)));
         }
         Ok(agreed)
     }
@@ -2117,8 +2247,9 @@ impl World {
             datatype: dtype.id,
             longest: largest * size,
             staged: published.is_none(),
+            fault: None,
         };
-        let agreed = self.agree_varcount(call, local, 0, what)?;
+        let agreed = self.agree_varcount(call, local, None, 0, what)?;
         if let (true, Some(ours)) = (agreed.direct(), published) {
             // SAFETY: every rank published its buffer and its checked
             // partition (agreed direct), ours at `ours`.
