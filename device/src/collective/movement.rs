@@ -831,11 +831,12 @@ impl World {
             )
         });
         // Our entry as `check_partition` would have judged it at the root:
-        // its fault fails every rank (the agreement), and the root, which
-        // then checks every entry, returns the first one's error.
-        // Only its class travels: the root names the fault.
+        // its fault's class fails every rank (the agreement), and the
+        // root, which then checks every entry, names the first fault.
         let end = i64::from(displ) + i64::from(want);
-        let fault = if want < 0 {
+        // A part of `u32::MAX` bytes or more fails as the root's longest
+        // part did in the agreement's 32-bit `LEN` slot (docs/limits.md).
+        let fault = if want < 0 || want as u64 * size as u64 >= u64::from(u32::MAX) {
             Some(ErrorClass::Count)
         } else if displ < 0 || end > theirs.len.min(i64::MAX as u64) as i64 {
             Some(ErrorClass::Arg)
