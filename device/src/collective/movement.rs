@@ -169,12 +169,7 @@ pub(crate) fn check_partition(
     len: usize,
     ranks: usize,
 ) -> Result<usize, Error> {
-    if counts.len() != ranks || displs.len() != ranks {
-        return Err(Error::CountMismatch {
-            count: saturating_u32(counts.len().min(displs.len())),
-            expected: saturating_u32(ranks),
-        });
-    }
+    partition_lengths(counts, displs, ranks)?;
     let mut largest = 0;
     for (rank, (c, d)) in counts.iter().zip(displs).enumerate() {
         // Each entry's two loads, which the branches on them wait for: the
@@ -220,13 +215,18 @@ fn root_partition(
     if !published {
         return check_partition(counts, displs, len, ranks);
     }
+    partition_lengths(counts, displs, ranks).map(|()| 0)
+}
+
+/// A partition's arrays hold one entry per rank.
+fn partition_lengths(counts: &[i32], displs: &[i32], ranks: usize) -> Result<(), Error> {
     if counts.len() != ranks || displs.len() != ranks {
         return Err(Error::CountMismatch {
             count: saturating_u32(counts.len().min(displs.len())),
             expected: saturating_u32(ranks),
         });
     }
-    Ok(0)
+    Ok(())
 }
 
 /// The in-place root's own count in its partition's `counts` (0 where
