@@ -457,6 +457,14 @@ pub(crate) fn collective_arguments(device: &Device) -> Result<(), String> {
                     ch6::E_GATHER_BAD_ROOT | ch6::E_SCATTER_BAD_ROOT => ErrorClass::Root as u32,
                     ch6::E_SCATTERV_BOUNDS if r == 0 => ErrorClass::Arg as u32,
                     ch6::E_ALLGATHER_TYPE => ErrorClass::Type as u32,
+                    // The rank whose partition is at fault names it; the
+                    // others return the agreement's error, as for case 25.
+                    ch6::E_ALLTOALLV_RECV_BOUNDS | ch6::E_ALLTOALLV_IN_PLACE_BOUNDS if r == 0 => {
+                        ErrorClass::Arg as u32
+                    }
+                    ch6::E_ALLTOALLV_SEND_BOUNDS | ch6::E_ALLTOALLV_IN_PLACE_PARTNER_BOUNDS if r == n - 1 => {
+                        ErrorClass::Arg as u32
+                    }
                     ch6::E_ALLTOALLV_IN_PLACE_COUNTS if n == 1 => 0,
                     _ => count,
                 };

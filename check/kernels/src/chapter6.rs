@@ -98,8 +98,23 @@ pub const E_SCATTERV_NEGATIVE: u32 = 31;
 /// rank differs from the last rank's for rank 0 (on more than one rank; on
 /// one, the case is [`X_ALLTOALLV_IN_PLACE`], which succeeds).
 pub const E_ALLTOALLV_IN_PLACE_COUNTS: u32 = 32;
+/// Error case: an alltoallv where rank 0's receive displacement for the
+/// last rank is -1 (`MPI_ERR_ARG` on every rank: the last rank's push
+/// finds it, rank 0 names it).
+pub const E_ALLTOALLV_RECV_BOUNDS: u32 = 33;
+/// Error case: an alltoallv where the last rank's send displacement for
+/// rank 0 is -1 (`MPI_ERR_ARG` on every rank: its own push finds it).
+pub const E_ALLTOALLV_SEND_BOUNDS: u32 = 34;
+/// Error case: an in-place alltoallv where rank 0's displacement for the
+/// last rank is -1 (`MPI_ERR_ARG` on every rank: rank 0 swaps that pair and
+/// finds it in its own entry; on one rank it is the part that stays).
+pub const E_ALLTOALLV_IN_PLACE_BOUNDS: u32 = 35;
+/// Error case: an in-place alltoallv where the last rank's displacement for
+/// rank 0 is -1 (`MPI_ERR_ARG` on every rank: rank 0 swaps that pair and
+/// finds it in its partner's entry).
+pub const E_ALLTOALLV_IN_PLACE_PARTNER_BOUNDS: u32 = 36;
 /// Every error case of [`SEMANTICS_EXCHANGE`].
-pub const E_CASES: [u32; 13] = [20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32];
+pub const E_CASES: [u32; 17] = [20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36];
 
 /// Word `i` that rank `src` sends to rank `dst`.
 pub fn xval(src: u32, dst: u32, i: u32) -> u32 {
@@ -349,7 +364,7 @@ fn exchange(world: &World, args: &CaseArgs, rank: u32, size: u32) -> Result<(), 
             }
             world.all_to_all_in_place(&mut recv[..n * ku])
         }
-        X_ALLTOALLV | E_ALLTOALLV_COUNTS => {
+        X_ALLTOALLV | E_ALLTOALLV_COUNTS | E_ALLTOALLV_RECV_BOUNDS | E_ALLTOALLV_SEND_BOUNDS => {
             for d in 0..size {
                 sc[d as usize] = vcc(rank, d, k);
                 sd[d as usize] = displ(d, k, 0);
@@ -365,10 +380,19 @@ fn exchange(world: &World, args: &CaseArgs, rank: u32, size: u32) -> Result<(), 
                 let c = &mut rc[n - 1];
                 *c = if *c == 0 { 1 } else { *c - 1 };
             }
+            if args.case == E_ALLTOALLV_RECV_BOUNDS && rank == 0 {
+                rd[n - 1] = u32::MAX;
+            }
+            if args.case == E_ALLTOALLV_SEND_BOUNDS && last {
+                sd[0] = u32::MAX;
+            }
             let s = Partition::new(&send[..], as_i32(sc), as_i32(sd));
             world.all_to_all_varcount_into(&s, &mut PartitionMut::new(&mut recv[..], as_i32(rc), as_i32(rd)))
         }
-        X_ALLTOALLV_IN_PLACE | E_ALLTOALLV_IN_PLACE_COUNTS => {
+        X_ALLTOALLV_IN_PLACE
+        | E_ALLTOALLV_IN_PLACE_COUNTS
+        | E_ALLTOALLV_IN_PLACE_BOUNDS
+        | E_ALLTOALLV_IN_PLACE_PARTNER_BOUNDS => {
             for q in 0..size {
                 rc[q as usize] = vcs(rank, q, k);
                 rd[q as usize] = displ(q, k, rank);
@@ -379,6 +403,12 @@ fn exchange(world: &World, args: &CaseArgs, rank: u32, size: u32) -> Result<(), 
             if args.case == E_ALLTOALLV_IN_PLACE_COUNTS && rank == 0 && size > 1 {
                 let c = &mut rc[n - 1];
                 *c = if *c == 0 { 1 } else { *c - 1 };
+            }
+            if args.case == E_ALLTOALLV_IN_PLACE_BOUNDS && rank == 0 {
+                rd[n - 1] = u32::MAX;
+            }
+            if args.case == E_ALLTOALLV_IN_PLACE_PARTNER_BOUNDS && last {
+                rd[0] = u32::MAX;
             }
             let (rc, rd) = (as_i32(rc), as_i32(rd));
             world.all_to_all_varcount_in_place(&mut PartitionMut::new(&mut recv[..], rc, rd))

@@ -229,6 +229,26 @@ fn partition_lengths(counts: &[i32], displs: &[i32], ranks: usize) -> Result<(),
     Ok(())
 }
 
+/// The class of the fault [`check_partition`] would find in one entry of a
+/// partition: `count` elements of `size` bytes at element `displ` of a
+/// buffer of `len` elements. A negative count, or a part of `u32::MAX`
+/// bytes or more (which fails as a longest part does in an agreement's
+/// 32-bit `LEN` slot: docs/limits.md), is `MPI_ERR_COUNT`; a part outside
+/// the buffer `MPI_ERR_ARG`. For the paths that check each entry where
+/// they load it (a varcount rank's own entry of its root's partition,
+/// every entry of an all-to-allv's partitions as its part moves); a rank
+/// whose call fails then checks its own partitions whole for its error.
+fn entry_fault(count: i32, displ: i32, len: u64, size: usize) -> Option<ErrorClass> {
+    let end = i64::from(displ) + i64::from(count);
+    if count < 0 || count as u64 * size as u64 >= u64::from(u32::MAX) {
+        Some(ErrorClass::Count)
+    } else if displ < 0 || end > len.min(i64::MAX as u64) as i64 {
+        Some(ErrorClass::Arg)
+    } else {
+        None
+    }
+}
+
 /// The in-place root's own count in its partition's `counts` (0 where
 /// the entry is missing or negative: `check_partition` fails those).
 fn own_count(counts: &[i32], root: i32) -> u32 {
@@ -343,10 +363,10 @@ unsafe fn swap_bytes(ours: *mut u8, theirs: *mut u8, len: usize, tmp: *mut u8, c
     }
 }
 
-/// The end of an all-to-allv's published receive buffer, counts and
-/// displacements in a rank's cell ([`World::publish_partition`]): a world
+/// The end of an all-to-allv's published receive buffer, counts,
+/// displacements and buffer length in a rank's cell ([`World::publish_partition`]): a world
 /// whose cells are smaller stages the parts.
-const PARTITION_END: usize = AGREEMENT_END + 24;
+const PARTITION_END: usize = AGREEMENT_END + 32;
 
 /// Ranks whose send buffers [`World::pull_fold`] reads in one batch.
 const FOLD_BATCH: usize = 16;
@@ -833,16 +853,7 @@ impl World {
         // Our entry as `check_partition` would have judged it at the root:
         // its fault's class fails every rank (the agreement), and the
         // root, which then checks every entry, names the first fault.
-        let end = i64::from(displ) + i64::from(want);
-        // A part of `u32::MAX` bytes or more fails as the root's longest
-        // part did in the agreement's 32-bit `LEN` slot (docs/limits.md).
-        let fault = if want < 0 || want as u64 * size as u64 >= u64::from(u32::MAX) {
-            Some(ErrorClass::Count)
-        } else if displ < 0 || end > theirs.len.min(i64::MAX as u64) as i64 {
-            Some(ErrorClass::Arg)
-        } else {
-            None
-        };
+        let fault = entry_fault(want, displ, theirs.len, size);
         if fault.is_none() && want != stage.count as i32 {
             wrong = wrong.or(Some(Error::CountMismatch {
                 count: stage.count,
@@ -1176,7 +1187,7 @@ impl World {
             staged: direct.is_none(),
             fault,
         };
-        let agreed = self.agree_varcount(call, local, Some(&stage), count, what)?;
+        let agreed = self.agree_varcount(call, local, || self.stage_fault(&stage), count, what)?;
         let send = send.map(|s| {
             let (side, len) = Side::of(s);
             (side, 0, len)
@@ -1428,7 +1439,7 @@ impl World {
             staged: direct.is_none(),
             fault,
         };
-        let agreed = self.agree_varcount(call, local, Some(&stage), count, what)?;
+        let agreed = self.agree_varcount(call, local, || self.stage_fault(&stage), count, what)?;
         if let Some(d) = direct {
             // Every rank copies its own part out of the root's buffer; one
             // world barrier tells the root that its buffer is free again
@@ -1912,15 +1923,20 @@ impl World {
         if send.buf.datatype() != dtype {
             local = local.or(Some(type_error(-1, send.buf.datatype(), dtype)));
         }
-        let mut largest = 0;
-        match check_partition(send.counts, send.displs, send.buf.count(), n) {
-            Ok(l) => largest = largest.max(l),
-            Err(e) => local = local.or(Some(e)),
-        }
-        match check_partition(recv.counts, recv.displs, recv.buf.count(), n) {
-            Ok(l) => largest = largest.max(l),
-            Err(e) => local = local.or(Some(e)),
-        }
+        // Before the agreement only the arrays' lengths: on the direct path
+        // each entry is checked where a push loads it (every entry of
+        // `2 × ranks` checked here by one thread cost an all-to-allv of
+        // 1,024 ranks a fifth of its time), on the staged path after it.
+        let (slen, rlen) = (send.buf.count(), recv.buf.count());
+        local = local.or(partition_lengths(send.counts, send.displs, n).err());
+        local = local.or(partition_lengths(recv.counts, recv.displs, n).err());
+        // A failed call's own error: the first fault of its partitions,
+        // checked whole, as before any data moved.
+        let recheck = || {
+            check_partition(send.counts, send.displs, slen, n)
+                .and(check_partition(recv.counts, recv.displs, rlen, n))
+                .err()
+        };
         let sparts = Parts::Var {
             counts: send.counts,
             displs: send.displs,
@@ -1937,32 +1953,45 @@ impl World {
         // partition where every rank can reach them; when all did, each
         // rank stores its parts straight into the receivers' buffers.
         let published = match local {
-            None => self.publish_partition(dst, recv.counts, recv.displs).is_some(),
+            None => self
+                .publish_partition(dst, recv.counts, recv.displs, rlen)
+                .is_some(),
             Some(_) => false,
         };
         let call = VarcountCall {
             root: -1,
             check: VARCOUNT_CALL,
             datatype: dtype.id,
-            longest: largest * size,
+            longest: 0,
             staged: !published,
             fault: None,
         };
-        let agreed = self.agree_varcount(call, local, None, 0, what)?;
+        let agreed = self.agree_varcount(call, local, recheck, 0, what)?;
         if agreed.direct() {
-            // SAFETY: every rank published its receive buffer and its
-            // checked partition (agreed direct); our parts are inside
-            // `send` (checked).
-            let (wrong, walked) = unsafe { self.push_varcount_parts(src, send.counts, sparts, size) };
+            // SAFETY: every rank published its receive buffer and a
+            // partition of one entry per rank (agreed direct); our
+            // partition of `send` has one entry per rank (checked).
+            let (wrong, fault, walked) =
+                unsafe { self.push_varcount_parts(src, send.counts, send.displs, slen, size) };
             // The verdict, and the barrier after which every receive
-            // buffer is complete: a sender that found a count mismatch
-            // makes every rank fail.
-            self.agree_parts(wrong, 0, dtype, what)?;
+            // buffer is complete: a sender that found a count mismatch or
+            // a faulty entry makes every rank fail.
+            self.agree_parts(wrong, fault, 0, dtype, what, recheck)?;
             return if walked { Ok(()) } else { Err(Error::Intern) };
         }
-        // Staged: the counts round and its verdict, then the data rounds.
+        // Staged: every entry checked, the counts round, one verdict on
+        // both, then the data rounds.
+        let (mut local, mut largest) = (None, 0);
+        match check_partition(send.counts, send.displs, slen, n) {
+            Ok(l) => largest = l,
+            Err(e) => local = Some(e),
+        }
+        match check_partition(recv.counts, recv.displs, rlen, n) {
+            Ok(l) => largest = largest.max(l),
+            Err(e) => local = local.or(Some(e)),
+        }
         let wrong = self.exchange_counts(send.counts, recv.counts, what)?;
-        let longest = self.agree_parts(wrong, agreed.max(LEN) as usize, dtype, what)?;
+        let longest = self.agree_parts(local.or(wrong), None, largest * size, dtype, what, || None)?;
         let walked = Cell::new(true);
         let r = self.all_to_all_rounds(
             longest,
@@ -1992,17 +2021,17 @@ impl World {
     /// [`World::agree_len_if_staged`], with `local`, the error this rank
     /// found in its own arguments, and `call.fault`, one it found in the
     /// root's (which fails the call as `local` does, but is the root's to
-    /// return). A disagreement returns `local`, else at a root that
-    /// published its partition in `stage` (and so checked only its arrays'
-    /// lengths: [`root_partition`]) the first fault of it, else the
-    /// agreement's error for `count` (this rank's count, where the error
-    /// names one).
+    /// return). A disagreement returns `local`, else `recheck`'s error (the
+    /// first fault of the partitions this rank checked only in part: a
+    /// publishing root's, [`World::stage_fault`]; an all-to-allv's, whose
+    /// entries its pushes check), else the agreement's error for `count`
+    /// (this rank's count, where the error names one).
     #[inline(always)]
     fn agree_varcount(
         &self,
         call: VarcountCall,
         local: Option<Error>,
-        stage: Option<&CountStage>,
+        recheck: impl FnOnce() -> Option<Error>,
         count: u32,
         what: WaitFor,
     ) -> Result<Agreement, Error> {
@@ -2022,32 +2051,39 @@ impl World {
         let agreed = self.agree_len_if_staged(mine, what)?;
         if !agreed.ok() {
             core::hint::cold_path();
-            let root = stage.filter(|s| !s.base.is_null()).and_then(|s| {
-                let n = self.ranks() as usize;
-                // SAFETY: this rank's own counts and displacements, of
-                // `ranks` entries each (checked: `root_partition`),
-                // borrowed for the call.
-                let (counts, displs) = unsafe {
-                    (
-                        core::slice::from_raw_parts(s.counts, n),
-                        core::slice::from_raw_parts(s.displs, n),
-                    )
-                };
-                check_partition(counts, displs, s.len as usize, n).err()
-            });
             return Err(local
-                .or(root)
+                .or_else(recheck)
                 .unwrap_or_else(|| agreed.error(self, call.root, count, call.datatype)));
         }
         Ok(agreed)
     }
 
+    /// The first fault of the partition a varcount root published in
+    /// `stage` (having checked only its arrays' lengths: [`root_partition`]),
+    /// if it published one.
+    fn stage_fault(&self, stage: &CountStage) -> Option<Error> {
+        if stage.base.is_null() {
+            return None;
+        }
+        let n = self.ranks() as usize;
+        // SAFETY: this rank's own counts and displacements, of `ranks`
+        // entries each (checked: `root_partition`), borrowed for the call.
+        let (counts, displs) = unsafe {
+            (
+                core::slice::from_raw_parts(stage.counts, n),
+                core::slice::from_raw_parts(stage.displs, n),
+            )
+        };
+        check_partition(counts, displs, stage.len as usize, n).err()
+    }
+
     /// An all-to-allv's receiving side (in place: its buffer), before its
-    /// agreement: publishes `buf`, `counts` and `displs` (checked) after the
-    /// agreement's data in this rank's cell of the round that begins next,
-    /// when every rank can reach all three and the cell holds them; the
-    /// buffer's address if it did.
-    fn publish_partition(&self, buf: Side, counts: &[i32], displs: &[i32]) -> Option<*mut u8> {
+    /// agreement: publishes `buf`, `counts`, `displs` (one entry per rank,
+    /// checked; the entries are checked by the ranks that load them) and
+    /// `len` (the buffer's elements) after the agreement's data in this
+    /// rank's cell of the round that begins next, when every rank can reach
+    /// all three and the cell holds them; the buffer's address if it did.
+    fn publish_partition(&self, buf: Side, counts: &[i32], displs: &[i32], len: usize) -> Option<*mut u8> {
         let base = self
             .reachable_partition(buf, counts, displs)
             .filter(|_| self.collective_bytes() >= PARTITION_END)?;
@@ -2057,10 +2093,13 @@ impl World {
         // writes it before that round's barrier, and the agreement round
         // writes only the bytes before `AGREEMENT_END`.
         unsafe {
-            for (i, w) in [base as u64, counts.as_ptr() as u64, displs.as_ptr() as u64]
-                .into_iter()
-                .enumerate()
-            {
+            let words = [
+                base as u64,
+                counts.as_ptr() as u64,
+                displs.as_ptr() as u64,
+                len as u64,
+            ];
+            for (i, w) in words.into_iter().enumerate() {
                 crate::shim::store_payload_u64(cell.add(AGREEMENT_END + 8 * i), w);
             }
         }
@@ -2070,89 +2109,117 @@ impl World {
     /// An all-to-allv's data movement when every rank published its receive
     /// buffer and partition ([`World::publish_partition`]): for each rank
     /// `d`, the count and displacement rank `d` expects from us, and our
-    /// part for it stored straight into its buffer when the counts agree.
-    /// Receivers are taken [`PUSH_BATCH`] at a time: their three published
-    /// words as one batch of independent loads, then their entries for us
-    /// as another. Returns the first count mismatch found (that part is not
-    /// sent) and whether every typed walk succeeded.
+    /// part for it stored straight into its buffer when the counts agree
+    /// and both entries are sound ([`entry_fault`]: ours in `send`, of
+    /// `slen` elements, theirs in the buffer whose length rank `d`
+    /// published). Receivers are taken [`PUSH_BATCH`] at a time: their four
+    /// published words as one batch of independent loads, then their entries
+    /// for us with ours as another. Returns the first count mismatch found
+    /// and the class of the first faulty entry (those parts are not sent),
+    /// and whether every typed walk succeeded.
     ///
     /// # Safety
     /// After an agreement that found every rank direct, whose round's cells
-    /// hold the published words; `sparts` (of `counts` and elements of
-    /// `size` bytes) inside `src`, checked.
+    /// hold the published words; `counts` and `displs` of one entry per
+    /// rank, a partition of `src` (elements of `size` bytes) if sound.
     unsafe fn push_varcount_parts(
         &self,
         src: Side,
         counts: &[i32],
-        sparts: Parts<'_>,
+        displs: &[i32],
+        slen: usize,
         size: usize,
-    ) -> (Option<Error>, bool) {
+    ) -> (Option<Error>, Option<ErrorClass>, bool) {
         let n = self.ranks() as usize;
         let me = self.rank as usize;
-        let (mut wrong, mut walked) = (None, true);
+        let (mut wrong, mut fault, mut walked) = (None, None, true);
         let mut d0 = 0;
         while d0 < n {
-            let mut to = [[0u64; 3]; PUSH_BATCH];
+            let mut to = [[0u64; 4]; PUSH_BATCH];
             crate::shim::independent(|| {
                 // Past the last rank the batch repeats it: every load is
                 // issued, with no branch between them.
                 for (i, words) in to.iter_mut().enumerate() {
                     let at = self.published_at((d0 + i).min(n - 1) as u32);
                     for (k, w) in words.iter_mut().enumerate() {
-                        // SAFETY: the three words rank d published in the
+                        // SAFETY: the four words rank d published in the
                         // agreement round's cell (the caller's contract).
                         *w = unsafe { crate::shim::load_payload_u64(at.add(8 * k)) };
                     }
                 }
             });
             let mut theirs = [(0i32, 0i32); PUSH_BATCH];
+            let mut ours = [(0i32, 0i32); PUSH_BATCH];
             crate::shim::independent(|| {
-                for (t, [_, c, d]) in theirs.iter_mut().zip(to.iter()) {
+                for (i, ((t, o), [_, c, d, _])) in
+                    theirs.iter_mut().zip(ours.iter_mut()).zip(to.iter()).enumerate()
+                {
+                    let e = (d0 + i).min(n - 1);
                     // SAFETY: entry `me` of rank d's counts and
-                    // displacements, checked by rank d to have one entry
-                    // per rank, unchanged until the call's verdict.
-                    *t = unsafe {
-                        (
+                    // displacements, of one entry per rank (checked by rank
+                    // d), unchanged until the call's verdict; entry `e` of
+                    // ours (the caller's contract).
+                    unsafe {
+                        *t = (
                             crate::shim::load_element((*c as *const i32).add(me)),
                             crate::shim::load_element((*d as *const i32).add(me)),
-                        )
-                    };
+                        );
+                        *o = (
+                            crate::shim::load_element(counts.as_ptr().add(e)),
+                            crate::shim::load_element(displs.as_ptr().add(e)),
+                        );
+                    }
                 }
             });
             for i in 0..PUSH_BATCH.min(n - d0) {
-                let d = d0 + i;
-                let (off, len) = sparts.get(d);
                 let (count, displ) = theirs[i];
-                let ours = counts.get(d).copied().unwrap_or(0);
-                if count != ours {
+                let (c, at) = ours[i];
+                if count != c {
                     wrong = wrong.or(Some(Error::CountMismatch {
-                        count: ours as u32,
+                        count: c as u32,
                         expected: count as u32,
                     }));
-                } else if len > 0 {
-                    // SAFETY: rank d's part for us, `len` bytes at its
-                    // checked displacement (`count` of its elements, the
-                    // same type, agreed), which only we write; our part d
-                    // is inside `src` (the caller's contract).
-                    walked &= unsafe { src.read(off, (to[i][0] as *mut u8).add(displ as usize * size), len) };
+                    continue;
+                }
+                let f = entry_fault(c, at, slen as u64, size)
+                    .or_else(|| entry_fault(count, displ, to[i][3], size));
+                if f.is_some() {
+                    fault = fault.or(f);
+                } else if c > 0 {
+                    let len = c as usize * size;
+                    // SAFETY: rank d's part for us, `c` of its elements (the
+                    // same type, agreed) at a displacement inside its buffer
+                    // (checked), which only we write; our part d, inside
+                    // `src` (checked).
+                    walked &= unsafe {
+                        src.read(
+                            at as usize * size,
+                            (to[i][0] as *mut u8).add(displ as usize * size),
+                            len,
+                        )
+                    };
                 }
             }
             d0 += PUSH_BATCH;
         }
-        (wrong, walked)
+        (wrong, fault, walked)
     }
 
     /// The agreement of the all-to-allv forms after their counts check
     /// (the staged counts round, or the direct path's pushes): no root, the
     /// datatype, and the largest part (`largest` bytes at this rank);
-    /// `local` is this rank's own error. The agreed longest part in bytes,
-    /// or the error every rank returns.
+    /// `local` is this rank's own error, `fault` the class of one its pushes
+    /// found in an entry (its own or a receiver's). The agreed longest part
+    /// in bytes, or the error every rank returns: `recheck`'s (this rank's
+    /// own partitions, checked whole), else `local`, else the agreement's.
     fn agree_parts(
         &self,
         local: Option<Error>,
+        fault: Option<ErrorClass>,
         largest: usize,
         dtype: Datatype,
         what: WaitFor,
+        recheck: impl FnOnce() -> Option<Error>,
     ) -> Result<usize, Error> {
         let mut mine = Agreement::new();
         mine.set(ROOT, u32::MAX);
@@ -2161,9 +2228,15 @@ impl World {
         if let Some(e) = &local {
             mine.fail(e);
         }
+        if let Some(class) = fault {
+            mine.fail_with(class);
+        }
         let agreed = self.agree(mine, what)?;
         if !agreed.ok() {
-            return Err(local.unwrap_or_else(|| agreed.error(self, -1, 0, dtype.id)));
+            core::hint::cold_path();
+            return Err(recheck()
+                .or(local)
+                .unwrap_or_else(|| agreed.error(self, -1, 0, dtype.id)));
         }
         Ok(agreed.max(LEN) as usize)
     }
@@ -2231,39 +2304,43 @@ impl World {
         let n = self.ranks() as usize;
         let dtype = buf.buf.datatype();
         let size = dtype.size as usize;
-        let mut local = None;
-        let mut largest = 0;
-        match check_partition(buf.counts, buf.displs, buf.buf.count(), n) {
-            Ok(l) => largest = l,
-            Err(e) => local = Some(e),
-        }
+        let len = buf.buf.count();
+        // As the `into` form's: the arrays' lengths now, each entry where
+        // it is loaded (direct) or after the agreement (staged).
+        let local = partition_lengths(buf.counts, buf.displs, n).err();
+        let recheck = || check_partition(buf.counts, buf.displs, len, n).err();
         let base = Side::of_mut(&mut *buf.buf).0;
         let published = match local {
-            None => self.publish_partition(base, buf.counts, buf.displs),
+            None => self.publish_partition(base, buf.counts, buf.displs, len),
             Some(_) => None,
         };
         let call = VarcountCall {
             root: -1,
             check: VARCOUNT_CALL,
             datatype: dtype.id,
-            longest: largest * size,
+            longest: 0,
             staged: published.is_none(),
             fault: None,
         };
-        let agreed = self.agree_varcount(call, local, None, 0, what)?;
+        let agreed = self.agree_varcount(call, local, recheck, 0, what)?;
         if let (true, Some(ours)) = (agreed.direct(), published) {
-            // SAFETY: every rank published its buffer and its checked
-            // partition (agreed direct), ours at `ours`.
-            let wrong = unsafe { self.swap_varcount_parts(ours, buf.counts, buf.displs, size) };
+            // SAFETY: every rank published its buffer and a partition of one
+            // entry per rank (agreed direct), ours at `ours`.
+            let (wrong, fault) = unsafe { self.swap_varcount_parts(ours, buf.counts, buf.displs, len, size) };
             // The verdict, and the barrier after which every buffer is
-            // complete: a swapper that found a count mismatch makes every
-            // rank fail.
-            self.agree_parts(wrong, 0, dtype, what)?;
+            // complete: a swapper that found a count mismatch or a faulty
+            // entry makes every rank fail.
+            self.agree_parts(wrong, fault, 0, dtype, what, recheck)?;
             return Ok(());
         }
-        // Staged: the counts round and its verdict, then pairwise.
+        // Staged: every entry checked, the counts round, one verdict on
+        // both, then pairwise.
+        let (local, largest) = match check_partition(buf.counts, buf.displs, len, n) {
+            Ok(l) => (None, l),
+            Err(e) => (Some(e), 0),
+        };
         let wrong = self.exchange_counts(buf.counts, buf.counts, what)?;
-        let longest = self.agree_parts(wrong, agreed.max(LEN) as usize, dtype, what)?;
+        let longest = self.agree_parts(local.or(wrong), None, largest * size, dtype, what, || None)?;
         let parts = Parts::Var {
             counts: buf.counts,
             displs: buf.displs,
@@ -2279,38 +2356,51 @@ impl World {
     /// ([`World::publish_partition`]): as in
     /// [`swap_parts`](Self::swap_parts), each pair once by one rank of it
     /// ([`SwapOrder`]): part `q` of our buffer (`counts[q]` elements at
-    /// `displs[q]`) and part `p` of rank `q`'s (its entries `p`), swapped
-    /// when the two counts agree. [`PUSH_BATCH`] partners at a time: their
-    /// three published words as one batch of independent loads, their
-    /// entries for us as another. Returns the first count mismatch found
-    /// (that pair is not swapped); the caller's verdict closes the call.
+    /// `displs[q]`, of `len`) and part `p` of rank `q`'s (its entries `p`),
+    /// swapped when the two counts agree and both entries are sound
+    /// ([`entry_fault`]; our own part `p`, which stays, is checked first).
+    /// [`PUSH_BATCH`] partners at a time: their four published words as one
+    /// batch of independent loads, their entries for us with ours as
+    /// another. Returns the first count mismatch found and the class of the
+    /// first faulty entry (those pairs are not swapped); the caller's verdict
+    /// closes the call.
     ///
     /// # Safety
     /// After an agreement that found every rank direct, whose round's cells
-    /// hold the published words; our parts (`counts`, `displs`, elements
-    /// of `size` bytes) inside our buffer at `base`, checked.
+    /// hold the published words; `counts` and `displs` of one entry per
+    /// rank, a partition of our buffer at `base` (elements of `size` bytes)
+    /// if sound.
     unsafe fn swap_varcount_parts(
         &self,
         base: *mut u8,
         counts: &[i32],
         displs: &[i32],
+        len: usize,
         size: usize,
-    ) -> Option<Error> {
+    ) -> (Option<Error>, Option<ErrorClass>) {
         let n = self.ranks() as usize;
         let p = self.rank as usize;
         let order = SwapOrder::of(p, n);
         let (tmp, cb) = (self.next_rank_cell(self.rank), self.collective_bytes());
         let mut wrong = None;
+        // SAFETY: entry `p` of our arrays (the caller's contract).
+        let own = crate::shim::independent(|| unsafe {
+            (
+                crate::shim::load_element(counts.as_ptr().add(p)),
+                crate::shim::load_element(displs.as_ptr().add(p)),
+            )
+        });
+        let mut fault = entry_fault(own.0, own.1, len as u64, size);
         let mut j0 = 0;
         while j0 < n {
-            let mut to = [[0u64; 3]; PUSH_BATCH];
+            let mut to = [[0u64; 4]; PUSH_BATCH];
             crate::shim::independent(|| {
                 // Past the last partner the batch repeats it: every load
                 // is issued, with no branch between them.
                 for (i, words) in to.iter_mut().enumerate() {
                     let at = self.published_at(order.partner((j0 + i).min(n - 1)) as u32);
                     for (k, w) in words.iter_mut().enumerate() {
-                        // SAFETY: the three words the partner published in
+                        // SAFETY: the four words the partner published in
                         // the agreement round's cell (the caller's contract).
                         *w = unsafe { crate::shim::load_payload_u64(at.add(8 * k)) };
                     }
@@ -2318,44 +2408,62 @@ impl World {
             });
             let k = PUSH_BATCH.min(n - j0);
             let mut theirs = [(0i32, 0i32); PUSH_BATCH];
+            let mut ours = [(0i32, 0i32); PUSH_BATCH];
             crate::shim::independent(|| {
-                for (i, (t, [_, c, d])) in theirs.iter_mut().zip(to.iter()).enumerate().take(k) {
-                    if order.swaps(order.partner(j0 + i)) {
+                for (i, ((t, o), [_, c, d, _])) in theirs
+                    .iter_mut()
+                    .zip(ours.iter_mut())
+                    .zip(to.iter())
+                    .enumerate()
+                    .take(k)
+                {
+                    let q = order.partner(j0 + i);
+                    if order.swaps(q) {
                         // SAFETY: entry `p` of the partner's counts and
-                        // displacements, checked by it to have one entry per
-                        // rank, unchanged until the call's verdict.
-                        *t = unsafe {
-                            (
+                        // displacements, of one entry per rank (checked by
+                        // it), unchanged until the call's verdict; entry `q`
+                        // of ours (the caller's contract).
+                        unsafe {
+                            *t = (
                                 crate::shim::load_element((*c as *const i32).add(p)),
                                 crate::shim::load_element((*d as *const i32).add(p)),
-                            )
-                        };
+                            );
+                            *o = (
+                                crate::shim::load_element(counts.as_ptr().add(q)),
+                                crate::shim::load_element(displs.as_ptr().add(q)),
+                            );
+                        }
                     }
                 }
             });
-            for (i, ([theirs_base, _, _], (count, displ))) in to.iter().zip(theirs).enumerate().take(k) {
-                let q = order.partner(j0 + i);
-                if !order.swaps(q) {
+            for (i, ([theirs_base, _, _, their_len], ((count, displ), (c, at)))) in
+                to.iter().zip(theirs.into_iter().zip(ours)).enumerate().take(k)
+            {
+                if !order.swaps(order.partner(j0 + i)) {
                     continue;
                 }
-                let ours = counts.get(q).copied().unwrap_or(0);
-                if count != ours {
+                if count != c {
                     wrong = wrong.or(Some(Error::CountMismatch {
-                        count: ours as u32,
+                        count: c as u32,
                         expected: count as u32,
                     }));
                     continue;
                 }
-                let at = displs.get(q).copied().unwrap_or(0) as usize * size;
-                // SAFETY: our part q and the partner's part p, `count`
-                // elements of `size` bytes each at their checked
-                // displacements, which only this rank touches in the call;
-                // `tmp` our own next cell of `cb` bytes.
+                let f = entry_fault(c, at, len as u64, size)
+                    .or_else(|| entry_fault(count, displ, *their_len, size));
+                if f.is_some() {
+                    fault = fault.or(f);
+                    continue;
+                }
+                // SAFETY: our part q and the partner's part p, `c` elements
+                // of `size` bytes each at displacements inside the two
+                // buffers (checked), which only this rank touches in the
+                // call; `tmp` our own next cell of `cb` bytes.
                 unsafe {
                     swap_bytes(
-                        base.add(at),
+                        base.add(at as usize * size),
                         (*theirs_base as *mut u8).add(displ as usize * size),
-                        ours as usize * size,
+                        c as usize * size,
                         tmp,
                         cb,
                     )
@@ -2363,7 +2471,7 @@ impl World {
             }
             j0 += PUSH_BATCH;
         }
-        wrong
+        (wrong, fault)
     }
 
     /// `None`, or `MPI_ERR_ROOT` for a root outside the world.
