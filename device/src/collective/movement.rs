@@ -2132,42 +2132,67 @@ impl World {
     ) -> (Option<Error>, Option<ErrorClass>, bool) {
         let n = self.ranks() as usize;
         let me = self.rank as usize;
+        let plain = match src {
+            Side::Plain(s) => Some(s as *const u8),
+            Side::Typed(_) => None,
+        };
         let (mut wrong, mut fault, mut walked) = (None, None, true);
         let mut d0 = 0;
         while d0 < n {
             let mut to = [[0u64; 4]; PUSH_BATCH];
+            let mut ours = [(0i32, 0i32); PUSH_BATCH];
             crate::shim::independent(|| {
                 // Past the last rank the batch repeats it: every load is
                 // issued, with no branch between them.
-                for (i, words) in to.iter_mut().enumerate() {
-                    let at = self.published_at((d0 + i).min(n - 1) as u32);
+                for (i, (words, o)) in to.iter_mut().zip(ours.iter_mut()).enumerate() {
+                    let e = (d0 + i).min(n - 1);
+                    let at = self.published_at(e as u32);
                     for (k, w) in words.iter_mut().enumerate() {
                         // SAFETY: the four words rank d published in the
                         // agreement round's cell (the caller's contract).
                         *w = unsafe { crate::shim::load_payload_u64(at.add(8 * k)) };
                     }
-                }
-            });
-            let mut theirs = [(0i32, 0i32); PUSH_BATCH];
-            let mut ours = [(0i32, 0i32); PUSH_BATCH];
-            crate::shim::independent(|| {
-                for (i, ((t, o), [_, c, d, _])) in
-                    theirs.iter_mut().zip(ours.iter_mut()).zip(to.iter()).enumerate()
-                {
-                    let e = (d0 + i).min(n - 1);
-                    // SAFETY: entry `me` of rank d's counts and
-                    // displacements, of one entry per rank (checked by rank
-                    // d), unchanged until the call's verdict; entry `e` of
-                    // ours (the caller's contract).
-                    unsafe {
-                        *t = (
-                            crate::shim::load_element((*c as *const i32).add(me)),
-                            crate::shim::load_element((*d as *const i32).add(me)),
-                        );
-                        *o = (
+                    // SAFETY: entry `e` of our arrays (the caller's contract).
+                    *o = unsafe {
+                        (
                             crate::shim::load_element(counts.as_ptr().add(e)),
                             crate::shim::load_element(displs.as_ptr().add(e)),
-                        );
+                        )
+                    };
+                }
+            });
+            // Their entries for us, and our sound parts of up to 16 plain
+            // bytes, which then travel in registers: one batch, where a copy
+            // per part would wait for each part's load in turn.
+            let mut theirs = [(0i32, 0i32); PUSH_BATCH];
+            let mut heads = [[0u64; 2]; PUSH_BATCH];
+            crate::shim::independent(|| {
+                for (i, ((t, h), [_, c, d, _])) in
+                    theirs.iter_mut().zip(heads.iter_mut()).zip(to.iter()).enumerate()
+                {
+                    // SAFETY: entry `me` of rank d's counts and
+                    // displacements, of one entry per rank (checked by rank
+                    // d), unchanged until the call's verdict.
+                    *t = unsafe {
+                        (
+                            crate::shim::load_element((*c as *const i32).add(me)),
+                            crate::shim::load_element((*d as *const i32).add(me)),
+                        )
+                    };
+                    let (c, at) = ours[i];
+                    let len = c.max(0) as usize * size;
+                    if let Some(s) =
+                        plain.filter(|_| len <= 16 && entry_fault(c, at, slen as u64, size).is_none())
+                    {
+                        // SAFETY: our part d, `len` bytes inside `src`
+                        // (checked just above).
+                        unsafe {
+                            let p = s.add(at as usize * size);
+                            h[0] = crate::shim::load_head_bytes(p, len.min(8));
+                            if len > 8 {
+                                h[1] = crate::shim::load_head_bytes(p.add(8), len - 8);
+                            }
+                        }
                     }
                 }
             });
@@ -2185,19 +2210,24 @@ impl World {
                     .or_else(|| entry_fault(count, displ, to[i][3], size));
                 if f.is_some() {
                     fault = fault.or(f);
-                } else if c > 0 {
-                    let len = c as usize * size;
-                    // SAFETY: rank d's part for us, `c` of its elements (the
-                    // same type, agreed) at a displacement inside its buffer
-                    // (checked), which only we write; our part d, inside
-                    // `src` (checked).
-                    walked &= unsafe {
-                        src.read(
-                            at as usize * size,
-                            (to[i][0] as *mut u8).add(displ as usize * size),
-                            len,
-                        )
-                    };
+                    continue;
+                }
+                let len = c as usize * size;
+                // SAFETY: rank d's part for us, `c` of its elements (the same
+                // type, agreed) at a displacement inside its buffer
+                // (checked), which only we write; our part d, inside `src`
+                // (checked), in `heads[i]` when plain and of at most 16
+                // bytes.
+                unsafe {
+                    let dst = (to[i][0] as *mut u8).add(displ as usize * size);
+                    if plain.is_some() && len <= 16 {
+                        crate::shim::store_head_bytes(dst, heads[i][0], len.min(8));
+                        if len > 8 {
+                            crate::shim::store_head_bytes(dst.add(8), heads[i][1], len - 8);
+                        }
+                    } else if len > 0 {
+                        walked &= src.read(at as usize * size, dst, len);
+                    }
                 }
             }
             d0 += PUSH_BATCH;
