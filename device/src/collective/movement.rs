@@ -445,6 +445,9 @@ struct Direct {
     /// root's displacements (loaded once, with the count the counts round
     /// compares).
     own: usize,
+    /// A gatherv's part of up to 16 plain bytes, loaded with the root's
+    /// entries when the counts round was given it (its `send`).
+    head: [u64; 2],
 }
 
 /// What a rank found in a varcount gather's or scatter's counts round
@@ -768,14 +771,23 @@ impl World {
     /// own, non-negative, and a part inside the root's buffer, which the
     /// root did not check: [`root_partition`]) and compares it with its own
     /// count, else the root compares every rank's count with `root_counts`
-    /// (its counts, given when it did not publish, all checked).
-    fn counts_round(
+    /// (its counts, given when it did not publish, all checked). `send`: a
+    /// gatherv's part of at most 16 bytes of plain memory, loaded into
+    /// [`Direct::head`] in the batch of the root's entries, where its copy
+    /// after the agreement would wait for its load; read only with `HEAD`.
+    // One argument past clippy's bound: `send` is the gatherv's alone, and
+    // `HEAD` keeps the scatterv's copy of this function free of it
+    // (rsmpi's `scatter_varcount` 100 registers and 608 B of stack with one
+    // copy for both, 88 and 440 with two).
+    #[allow(clippy::too_many_arguments)]
+    fn counts_round<const HEAD: bool>(
         &self,
         root: i32,
         call: Rooted,
         stage: &CountStage,
         root_counts: Option<&[i32]>,
         size: usize,
+        send: Option<(*const u8, usize)>,
         what: WaitFor,
     ) -> Result<CountsRound, Error> {
         let mut wrong = None;
@@ -840,14 +852,23 @@ impl World {
             });
         }
         let me = self.rank as usize;
+        let (head_at, head_len) = send.unwrap_or((core::ptr::null(), 0));
         // SAFETY: our entries of the root's counts and displacements, which
         // the root checked have one entry per rank (`root_partition`) and
-        // does not change during the call; one batch of two independent
-        // loads.
-        let (want, displ) = crate::shim::independent(|| unsafe {
+        // does not change during the call, and our part of `send` (the
+        // caller's `len <= 16` bytes); one batch of independent loads.
+        let (want, displ, head) = crate::shim::independent(|| unsafe {
             (
                 crate::shim::load_element(theirs.counts.add(me)),
                 crate::shim::load_element(theirs.displs.add(me)),
+                if HEAD {
+                    [
+                        crate::shim::load_head_bytes(head_at, head_len.min(8)),
+                        crate::shim::load_head_bytes(head_at.wrapping_add(8), head_len.saturating_sub(8)),
+                    ]
+                } else {
+                    [0; 2]
+                },
             )
         });
         // Our entry as `check_partition` would have judged it at the root:
@@ -863,6 +884,7 @@ impl World {
         let direct = Direct {
             base: theirs.base,
             own: displ.max(0) as usize * size,
+            head,
         };
         Ok(CountsRound {
             direct: Some(direct),
@@ -1172,8 +1194,21 @@ impl World {
             );
         }
         let root_counts = recv.as_ref().map(|p| p.counts).filter(|_| stage.base.is_null());
-        let CountsRound { direct, wrong, fault } =
-            self.counts_round(root, Rooted::GatherVarcount, &stage, root_counts, size, what)?;
+        // A part of up to 16 plain bytes travels in registers, loaded in
+        // the counts round.
+        let head = send.and_then(|s| match Side::of(s) {
+            (Side::Plain(p), len) if len > 0 && len <= 16 => Some((p as *const u8, len)),
+            _ => None,
+        });
+        let CountsRound { direct, wrong, fault } = self.counts_round::<true>(
+            root,
+            Rooted::GatherVarcount,
+            &stage,
+            root_counts,
+            size,
+            head,
+            what,
+        )?;
         local = local.or(wrong);
         // Only the staging rounds read the agreed longest part: with the
         // root's buffer published (every rank read the same stage) the
@@ -1200,10 +1235,20 @@ impl World {
             let mut walked = true;
             if let Some((side, _, len)) = send.filter(|s| s.2 > 0) {
                 // SAFETY: we are a rank; our part of the root's buffer
-                // (inside it: the root checked its partition; our count
-                // equals the root's, checked above and agreed), written by
-                // no other rank; our send holds `len` packed bytes.
-                walked = unsafe { side.read(0, d.base.add(d.own), len) };
+                // (inside it: our entry checked in the counts round; our
+                // count equals the root's, checked there and agreed),
+                // written by no other rank; our send holds `len` packed
+                // bytes, the first 16 of them in `d.head` when loaded.
+                unsafe {
+                    let to = d.base.add(d.own);
+                    if head.is_some() {
+                        let [first, second] = d.head;
+                        crate::shim::store_head_bytes(to, first, len.min(8));
+                        crate::shim::store_head_bytes(to.wrapping_add(8), second, len.saturating_sub(8));
+                    } else {
+                        walked = side.read(0, to, len);
+                    }
+                }
             }
             self.world_barrier_for_root(what, root)?;
             return if walked { Ok(()) } else { Err(Error::Intern) };
@@ -1424,8 +1469,15 @@ impl World {
             );
         }
         let root_counts = valid.map(|p| p.counts).filter(|_| stage.base.is_null());
-        let CountsRound { direct, wrong, fault } =
-            self.counts_round(root, Rooted::ScatterVarcount, &stage, root_counts, size, what)?;
+        let CountsRound { direct, wrong, fault } = self.counts_round::<false>(
+            root,
+            Rooted::ScatterVarcount,
+            &stage,
+            root_counts,
+            size,
+            None,
+            what,
+        )?;
         local = local.or(wrong);
         // Only the staging rounds read the agreed longest part: with the
         // root's buffer published (every rank read the same stage) the
