@@ -121,6 +121,32 @@ pub const fn varcount_entry(ranks: usize, count: usize, i: usize) -> i32 {
 }
 
 impl Exchange {
+    /// The exchange whose code (`Exchange::X as u32`) is `code`: a kernel's
+    /// constant ([`mpi_kernel`]); an unknown code is [`Exchange::Gather`].
+    const fn of_code(code: u32) -> Exchange {
+        const CODES: [Exchange; 11] = [
+            Exchange::Gather,
+            Exchange::Scatter,
+            Exchange::AllGather,
+            Exchange::AllToAll,
+            Exchange::ReduceScatter,
+            Exchange::Scan,
+            Exchange::GatherVarcount,
+            Exchange::ScatterVarcount,
+            Exchange::AllGatherVarcount,
+            Exchange::AllToAllVarcount,
+            Exchange::AllToAllInPlace,
+        ];
+        let mut i = 0;
+        while i < CODES.len() {
+            if CODES[i] as u32 == code {
+                return CODES[i];
+            }
+            i += 1;
+        }
+        Exchange::Gather
+    }
+
     /// The fixed forms' exchange benchmarks, a suite each, in the order the
     /// bench runs them (the `alltoall` suite also runs
     /// [`Exchange::AllToAllInPlace`]).
@@ -607,11 +633,15 @@ fn mpi_varcount(
     }
 }
 
-/// The MPI side of an exchange benchmark: the collective, each round timed
-/// alone, a world barrier between rounds. `VAR`: `op` is a varcount form
-/// (a constant, so that each kernel holds only its form's calls).
+/// The MPI side of an exchange benchmark: the collective `OP`
+/// ([`Exchange::of_code`]), each round timed alone, a world barrier between
+/// rounds. `VAR`: `OP` is a varcount form. Both constants, so that each
+/// kernel holds only its own collective's calls (with `op` an argument the
+/// four varcount kernels shared one copy of every varcount path, and each
+/// kernel's frame was the largest path's).
 #[inline(never)]
-fn mpi_kernel<const VAR: bool>(world: &World, args: &CollArgs, op: Exchange) -> Result<(), Error> {
+fn mpi_kernel<const VAR: bool, const OP: u32>(world: &World, args: &CollArgs) -> Result<(), Error> {
+    let op = const { Exchange::of_code(OP) };
     if op.is_varcount() != VAR {
         return Err(Error::Intern);
     }
@@ -639,28 +669,28 @@ fn mpi_kernel<const VAR: bool>(world: &World, args: &CollArgs, op: Exchange) -> 
 gpu_mpi_device::kernel! {
     /// osu_gather inside a kernel: `MPI_Gather` of `size` `f64` per rank to the root.
     pub static BENCH_GATHER = fn bench_gather(world: &World, args: &CollArgs) -> Result<(), Error> {
-        mpi_kernel::<false>(world, args, Exchange::Gather)
+        mpi_kernel::<false, { Exchange::Gather as u32 }>(world, args)
     }
 }
 
 gpu_mpi_device::kernel! {
     /// osu_scatter inside a kernel: `MPI_Scatter` of `size` `f64` per rank from the root.
     pub static BENCH_SCATTER = fn bench_scatter(world: &World, args: &CollArgs) -> Result<(), Error> {
-        mpi_kernel::<false>(world, args, Exchange::Scatter)
+        mpi_kernel::<false, { Exchange::Scatter as u32 }>(world, args)
     }
 }
 
 gpu_mpi_device::kernel! {
     /// osu_allgather inside a kernel: `MPI_Allgather` of `size` `f64` per rank.
     pub static BENCH_ALLGATHER = fn bench_allgather(world: &World, args: &CollArgs) -> Result<(), Error> {
-        mpi_kernel::<false>(world, args, Exchange::AllGather)
+        mpi_kernel::<false, { Exchange::AllGather as u32 }>(world, args)
     }
 }
 
 gpu_mpi_device::kernel! {
     /// osu_alltoall inside a kernel: `MPI_Alltoall` of `size` `f64` per pair.
     pub static BENCH_ALLTOALL = fn bench_alltoall(world: &World, args: &CollArgs) -> Result<(), Error> {
-        mpi_kernel::<false>(world, args, Exchange::AllToAll)
+        mpi_kernel::<false, { Exchange::AllToAll as u32 }>(world, args)
     }
 }
 
@@ -692,42 +722,42 @@ gpu_mpi_device::kernel! {
     /// osu_reduce_scatter inside a kernel: `MPI_Reduce_scatter_block` (sum)
     /// of `size` `f64` per rank.
     pub static BENCH_REDUCE_SCATTER = fn bench_reduce_scatter(world: &World, args: &CollArgs) -> Result<(), Error> {
-        mpi_kernel::<false>(world, args, Exchange::ReduceScatter)
+        mpi_kernel::<false, { Exchange::ReduceScatter as u32 }>(world, args)
     }
 }
 
 gpu_mpi_device::kernel! {
     /// osu_scan inside a kernel: `MPI_Scan` (sum) of `size` `f64`.
     pub static BENCH_SCAN = fn bench_scan(world: &World, args: &CollArgs) -> Result<(), Error> {
-        mpi_kernel::<false>(world, args, Exchange::Scan)
+        mpi_kernel::<false, { Exchange::Scan as u32 }>(world, args)
     }
 }
 
 gpu_mpi_device::kernel! {
     /// `MPI_Gatherv` of [`Exchange::GatherVarcount`]'s parts to the root.
     pub static BENCH_GATHER_VARCOUNT = fn bench_gather_varcount(world: &World, args: &CollArgs) -> Result<(), Error> {
-        mpi_kernel::<true>(world, args, Exchange::GatherVarcount)
+        mpi_kernel::<true, { Exchange::GatherVarcount as u32 }>(world, args)
     }
 }
 
 gpu_mpi_device::kernel! {
     /// `MPI_Scatterv` of [`Exchange::ScatterVarcount`]'s parts from the root.
     pub static BENCH_SCATTER_VARCOUNT = fn bench_scatter_varcount(world: &World, args: &CollArgs) -> Result<(), Error> {
-        mpi_kernel::<true>(world, args, Exchange::ScatterVarcount)
+        mpi_kernel::<true, { Exchange::ScatterVarcount as u32 }>(world, args)
     }
 }
 
 gpu_mpi_device::kernel! {
     /// `MPI_Allgatherv` of [`Exchange::AllGatherVarcount`]'s parts.
     pub static BENCH_ALLGATHER_VARCOUNT = fn bench_allgather_varcount(world: &World, args: &CollArgs) -> Result<(), Error> {
-        mpi_kernel::<true>(world, args, Exchange::AllGatherVarcount)
+        mpi_kernel::<true, { Exchange::AllGatherVarcount as u32 }>(world, args)
     }
 }
 
 gpu_mpi_device::kernel! {
     /// `MPI_Alltoallv` of [`Exchange::AllToAllVarcount`]'s parts.
     pub static BENCH_ALLTOALL_VARCOUNT = fn bench_alltoall_varcount(world: &World, args: &CollArgs) -> Result<(), Error> {
-        mpi_kernel::<true>(world, args, Exchange::AllToAllVarcount)
+        mpi_kernel::<true, { Exchange::AllToAllVarcount as u32 }>(world, args)
     }
 }
 
