@@ -1284,6 +1284,37 @@ fn all_to_all_and_all_gather_direct_two_blocks() {
     });
 }
 
+/// (q) Two all-gathervs across 2 blocks of 1 rank, staged (a varcount
+/// all-gather always is), parts of 4 and 8 bytes: each rank's part goes
+/// through its cell and every rank copies both parts out of the cells, so
+/// loom checks that the round's barrier orders each rank's write of its
+/// cell before the other rank's reads, and those reads before the second
+/// call's writes of the same cells.
+#[test]
+fn all_gatherv_small_parts_two_blocks() {
+    check("allgatherv small parts 2x1", 2, || {
+        let results = run_world(
+            small_config(2, 1, 1),
+            4,
+            |w, _scratch| -> Result<[u32; 6], Error> {
+                let r = w.rank() as u32;
+                let (counts, displs) = ([1i32, 2], [0i32, 1]);
+                let mut out = [0u32; 6];
+                for call in 0..2u32 {
+                    let mine = [100 * call + 10 * r, 100 * call + 10 * r + 1];
+                    let mut recv = [0u32; 3];
+                    let mut p = PartitionMut::new(&mut recv[..], &counts, &displs);
+                    w.all_gather_varcount_into(&mine[..=r as usize], &mut p)?;
+                    out[3 * call as usize..3 * call as usize + 3].copy_from_slice(&recv);
+                }
+                Ok(out)
+            },
+        );
+        let want = [0, 10, 11, 100, 110, 111];
+        assert_eq!(results, [Ok(want), Ok(want)]);
+    });
+}
+
 /// (q) Two in-place all-to-alls across 2 blocks of 1 rank on the ranks'
 /// scratch lines (rank `r`'s buffer: lines `2r` and `2r + 1`, one 64-byte
 /// part each, its first word `10 r + d` before the first). Every rank
