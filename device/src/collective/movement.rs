@@ -229,6 +229,36 @@ fn partition_lengths(counts: &[i32], displs: &[i32], ranks: usize) -> Result<(),
     Ok(())
 }
 
+/// A part of at most 16 plain bytes at `p` as two little-endian words (the
+/// second 0 for a part of at most 8): the varcount paths carry such a part
+/// in registers from the batch that loads it to its stores.
+///
+/// # Safety
+/// `p` readable for `len <= 16` bytes.
+#[inline(always)]
+unsafe fn load_small_part(p: *const u8, len: usize) -> [u64; 2] {
+    // SAFETY: the caller's; each call reads at most the bytes it names.
+    unsafe {
+        [
+            crate::shim::load_head_bytes(p, len.min(8)),
+            crate::shim::load_head_bytes(p.wrapping_add(8), len.saturating_sub(8)),
+        ]
+    }
+}
+
+/// Stores the first `len <= 16` bytes of a [`load_small_part`] at `dst`.
+///
+/// # Safety
+/// `dst` writable for `len` bytes, ordered as the part's copy would be.
+#[inline(always)]
+unsafe fn store_small_part(dst: *mut u8, part: [u64; 2], len: usize) {
+    // SAFETY: the caller's; each call writes at most the bytes it names.
+    unsafe {
+        crate::shim::store_head_bytes(dst, part[0], len.min(8));
+        crate::shim::store_head_bytes(dst.wrapping_add(8), part[1], len.saturating_sub(8));
+    }
+}
+
 /// The class of the fault [`check_partition`] would find in one entry of a
 /// partition: `count` elements of `size` bytes at element `displ` of a
 /// buffer of `len` elements. A negative count, or a part of `u32::MAX`
@@ -862,10 +892,7 @@ impl World {
                 crate::shim::load_element(theirs.counts.add(me)),
                 crate::shim::load_element(theirs.displs.add(me)),
                 if HEAD {
-                    [
-                        crate::shim::load_head_bytes(head_at, head_len.min(8)),
-                        crate::shim::load_head_bytes(head_at.wrapping_add(8), head_len.saturating_sub(8)),
-                    ]
+                    load_small_part(head_at, head_len)
                 } else {
                     [0; 2]
                 },
@@ -1242,9 +1269,7 @@ impl World {
                 unsafe {
                     let to = d.base.add(d.own);
                     if head.is_some() {
-                        let [first, second] = d.head;
-                        crate::shim::store_head_bytes(to, first, len.min(8));
-                        crate::shim::store_head_bytes(to.wrapping_add(8), second, len.saturating_sub(8));
+                        store_small_part(to, d.head, len);
                     } else {
                         walked = side.read(0, to, len);
                     }
@@ -2238,13 +2263,7 @@ impl World {
                     {
                         // SAFETY: our part d, `len` bytes inside `src`
                         // (checked just above).
-                        unsafe {
-                            let p = s.add(at as usize * size);
-                            h[0] = crate::shim::load_head_bytes(p, len.min(8));
-                            if len > 8 {
-                                h[1] = crate::shim::load_head_bytes(p.add(8), len - 8);
-                            }
-                        }
+                        *h = unsafe { load_small_part(s.add(at as usize * size), len) };
                     }
                 }
             });
@@ -2273,10 +2292,7 @@ impl World {
                 unsafe {
                     let dst = (to[i][0] as *mut u8).add(displ as usize * size);
                     if plain.is_some() && len <= 16 {
-                        crate::shim::store_head_bytes(dst, heads[i][0], len.min(8));
-                        if len > 8 {
-                            crate::shim::store_head_bytes(dst.add(8), heads[i][1], len - 8);
-                        }
+                        store_small_part(dst, heads[i], len);
                     } else if len > 0 {
                         walked &= src.read(at as usize * size, dst, len);
                     }
