@@ -18,11 +18,11 @@ use super::{median, ratio, Ctx, Row, Section, Target};
 use gpu_mpi::device::Kernel;
 use gpu_mpi_bench_kernels::exchange::{
     exchange_values, varcount_entries, varcount_entry, Exchange, BENCH_ALLGATHER, BENCH_ALLGATHER_VARCOUNT,
-    BENCH_ALLTOALL, BENCH_ALLTOALL_IN_PLACE, BENCH_ALLTOALL_VARCOUNT, BENCH_GATHER, BENCH_GATHER_VARCOUNT,
-    BENCH_IALLREDUCE, BENCH_IBARRIER, BENCH_REDUCE_SCATTER, BENCH_SCAN, BENCH_SCATTER,
-    BENCH_SCATTER_VARCOUNT, NATIVE_ALLGATHER, NATIVE_ALLGATHER_VARCOUNT, NATIVE_ALLREDUCE_SHFL,
-    NATIVE_ALLTOALL, NATIVE_ALLTOALL_VARCOUNT, NATIVE_GATHER, NATIVE_GATHER_VARCOUNT, NATIVE_REDUCE_SCATTER,
-    NATIVE_REDUCE_SHFL, NATIVE_SCAN, NATIVE_SCATTER, NATIVE_SCATTER_VARCOUNT,
+    BENCH_ALLTOALL, BENCH_ALLTOALL_IN_PLACE, BENCH_ALLTOALL_VARCOUNT, BENCH_ALLTOALL_VARCOUNT_IN_PLACE,
+    BENCH_GATHER, BENCH_GATHER_VARCOUNT, BENCH_IALLREDUCE, BENCH_IBARRIER, BENCH_REDUCE_SCATTER, BENCH_SCAN,
+    BENCH_SCATTER, BENCH_SCATTER_VARCOUNT, NATIVE_ALLGATHER, NATIVE_ALLGATHER_VARCOUNT,
+    NATIVE_ALLREDUCE_SHFL, NATIVE_ALLTOALL, NATIVE_ALLTOALL_VARCOUNT, NATIVE_GATHER, NATIVE_GATHER_VARCOUNT,
+    NATIVE_REDUCE_SCATTER, NATIVE_REDUCE_SHFL, NATIVE_SCAN, NATIVE_SCATTER, NATIVE_SCATTER_VARCOUNT,
 };
 use gpu_mpi_bench_kernels::mpi::{CollArgs, BENCH_ALLREDUCE, BENCH_BARRIER, BENCH_BCAST, BENCH_REDUCE};
 use gpu_mpi_bench_kernels::native::{
@@ -62,6 +62,7 @@ impl Op {
             Op::Exchange(Exchange::ScatterVarcount) => "scatterv",
             Op::Exchange(Exchange::AllGatherVarcount) => "allgatherv",
             Op::Exchange(Exchange::AllToAllVarcount) => "alltoallv",
+            Op::Exchange(Exchange::AllToAllVarcountInPlace) => "alltoallv_in_place",
         }
     }
 
@@ -86,6 +87,9 @@ impl Op {
                 Exchange::ScatterVarcount => (&BENCH_SCATTER_VARCOUNT, &NATIVE_SCATTER_VARCOUNT),
                 Exchange::AllGatherVarcount => (&BENCH_ALLGATHER_VARCOUNT, &NATIVE_ALLGATHER_VARCOUNT),
                 Exchange::AllToAllVarcount => (&BENCH_ALLTOALL_VARCOUNT, &NATIVE_ALLTOALL_VARCOUNT),
+                Exchange::AllToAllVarcountInPlace => {
+                    (&BENCH_ALLTOALL_VARCOUNT_IN_PLACE, &NATIVE_ALLTOALL_VARCOUNT)
+                }
             },
         }
     }
@@ -277,6 +281,9 @@ fn goal(op: Op, across: bool) -> Option<(&'static str, Goal)> {
         Op::Exchange(Exchange::ScatterVarcount) => ratio!("scatterv of 8 and 16 bytes / native", 1.5),
         Op::Exchange(Exchange::AllGatherVarcount) => ratio!("all-gatherv of 8 and 16 bytes / native", 1.5),
         Op::Exchange(Exchange::AllToAllVarcount) => ratio!("all-to-allv of 8 and 16 bytes / native", 1.5),
+        Op::Exchange(Exchange::AllToAllVarcountInPlace) => {
+            ratio!("all-to-allv in place of 8 and 16 bytes / native", 1.5)
+        }
     };
     Some((if across { all } else { one }, goal))
 }
@@ -546,6 +553,7 @@ fn exchange_note(x: Exchange) -> &'static str {
         Exchange::ScatterVarcount => "native: the scatter's, each rank loads its part from its displacement in the root's buffer",
         Exchange::AllGatherVarcount => "native: the all-gather's, each part stored at its displacement in the staging area",
         Exchange::AllToAllVarcount => "native: the all-to-all's, each part from its displacement in the sender's buffer to the receiver's",
+        Exchange::AllToAllVarcountInPlace => "native: the all-to-allv's (from a send buffer apart, the same number of elements a rank: no native swaps in place)",
     }
 }
 
@@ -573,7 +581,13 @@ pub(crate) fn exchange(ctx: &mut Ctx, x: Exchange) -> Result<(Vec<Section>, Vec<
     let mut columns = vec![("bytes", "bytes"), ("ranks", "ranks")];
     columns.extend(STATS_COLUMNS);
     let mut notes = vec![exchange_note(x).to_string()];
-    if x.is_varcount() {
+    if x == Exchange::AllToAllVarcountInPlace {
+        notes.push(
+            "in place: the part two ranks trade is the row's f64 elements where their parities agree, twice as \
+             many where they differ"
+                .into(),
+        );
+    } else if x.is_varcount() {
         notes.push(
             "varcount: an even rank's part is the row's f64 elements, an odd rank's twice as many (all-to-allv: \
              the receiver's rank decides), packed at their displacements; the counts and displacements are \
@@ -602,6 +616,7 @@ pub(crate) fn exchange(ctx: &mut Ctx, x: Exchange) -> Result<(Vec<Section>, Vec<
                     Exchange::Gather | Exchange::Scatter => ", root 0",
                     Exchange::GatherVarcount | Exchange::ScatterVarcount => " (an even rank's), root 0",
                     Exchange::AllGatherVarcount | Exchange::AllToAllVarcount => " (an even rank's)",
+                    Exchange::AllToAllVarcountInPlace => " (between ranks of one parity)",
                     Exchange::ReduceScatter | Exchange::Scan => ", sum",
                     _ => "",
                 },
@@ -625,11 +640,14 @@ pub(crate) fn alltoall(ctx: &mut Ctx) -> Result<(Vec<Section>, Vec<Target>), Str
     Ok((sections, targets))
 }
 
-/// The varcount forms of gather, scatter, all-gather and all-to-all, one
-/// table each.
+/// The varcount forms of gather, scatter, all-gather and all-to-all (the
+/// last also in place), one table each.
 pub(crate) fn varcount(ctx: &mut Ctx) -> Result<(Vec<Section>, Vec<Target>), String> {
     let (mut sections, mut targets) = (Vec::new(), Vec::new());
-    for x in Exchange::VARCOUNT {
+    for x in Exchange::VARCOUNT
+        .into_iter()
+        .chain([Exchange::AllToAllVarcountInPlace])
+    {
         let (s, t) = exchange(ctx, x)?;
         sections.extend(s);
         targets.extend(t);

@@ -101,8 +101,8 @@ pub enum Suite {
     /// osu_iallreduce (`MPI_Iallreduce` + wait) against the native
     /// shuffle all-reduce.
     Iallreduce,
-    /// osu_gatherv, osu_scatterv, osu_allgatherv and osu_alltoallv:
-    /// the varcount forms, parts of two lengths.
+    /// osu_gatherv, osu_scatterv, osu_allgatherv and osu_alltoallv (also
+    /// in place): the varcount forms, parts of two lengths.
     Varcount,
     /// Each collective from 32 ranks to the largest world.
     Scale,

@@ -11,7 +11,7 @@
 //! Suites: limits (only the physical limits, which every run measures
 //! first), pi, latency, bw, barrier, bcast, reduce, allreduce, gather,
 //! scatter, allgather, alltoall, reduce_scatter, scan, ibarrier, iallreduce,
-//! varcount (gatherv, scatterv, allgatherv, alltoallv), scale, ddt, rma, all.
+//! varcount (gatherv, scatterv, allgatherv, alltoallv, alltoallv in place), scale, ddt, rma, all.
 //! Prints a table per measurement group and, with `--json`, writes every
 //! number and the run's provenance to FILE. Exits 1 when a benchmark's own
 //! correctness check fails (the message names it), a launch fails or the

@@ -345,6 +345,7 @@ fn every_suite_runs_and_passes_its_checks() {
             "scatterv of 8 and 16 bytes / native",
             "all-gatherv of 8 and 16 bytes / native",
             "all-to-allv of 8 and 16 bytes / native",
+            "all-to-allv in place of 8 and 16 bytes / native",
             "MPI barrier / native grid barrier, worst world",
             "8-byte broadcast / native, worst world",
             "8-byte reduce / native single pass, worst world",
@@ -392,12 +393,12 @@ fn every_suite_runs_and_passes_its_checks() {
             .filter(move |r| field(r, "op").and_then(Value::as_str) == Some(op))
     };
     let worst = of("gather").filter_map(|r| num(r, "ratio")).fold(0.0, f64::max);
-    assert_eq!(report.targets[24].name, "8-byte gather / native, worst world");
-    assert_eq!(report.targets[24].value, worst);
+    assert_eq!(report.targets[25].name, "8-byte gather / native, worst world");
+    assert_eq!(report.targets[25].value, worst);
     assert!(of("gather").count() >= 2, "{:?}", scale.rows);
     let largest = of("allreduce").next_back().and_then(|r| num(r, "mpi_avg_us"));
-    assert_eq!(Some(report.targets[23].value), largest);
-    assert_eq!(report.targets[23].unit, "us");
+    assert_eq!(Some(report.targets[24].value), largest);
+    assert_eq!(report.targets[24].unit, "us");
     // The scale suite runs the varcount forms too, each target its worst
     // world's ratio.
     let worst_of = |op: &'static str| of(op).filter_map(|r| num(r, "ratio")).fold(0.0, f64::max);
@@ -406,14 +407,14 @@ fn every_suite_runs_and_passes_its_checks() {
         .enumerate()
     {
         assert!(of(op).count() >= 1, "no {op} row in {:?}", scale.rows);
-        assert_eq!(report.targets[29 + i].value, worst_of(op), "{op}");
-        assert!(report.targets[29 + i]
+        assert_eq!(report.targets[30 + i].value, worst_of(op), "{op}");
+        assert!(report.targets[30 + i]
             .name
             .ends_with("of 8 and 16 bytes / native, worst world"));
     }
     // The varcount tables: one per form, each target its 8-byte row's ratio.
     let varcount: Vec<_> = report.sections.iter().filter(|s| s.suite == "varcount").collect();
-    assert_eq!(varcount.len(), 4);
+    assert_eq!(varcount.len(), 5);
     for (i, s) in varcount.iter().enumerate() {
         let row = s.rows.iter().find(|r| num(r, "bytes") == Some(8.0)).unwrap();
         assert_eq!(
@@ -536,7 +537,7 @@ fn model_columns_stand_beside_the_wall_ones_positive_and_deterministic() {
     assert_eq!(model["parameters"]["load_ns"], Profile::h100().load_ns);
     assert_eq!(model["launches_per_point"], bench::MODEL_REPS);
     assert!(model["limits"]["atomic_rmw_ns"].as_f64().unwrap() > 0.0);
-    assert_eq!(model["targets"].as_array().unwrap().len(), 38);
+    assert_eq!(model["targets"].as_array().unwrap().len(), 39);
     let latency = json["sections"]
         .as_array()
         .unwrap()

@@ -68,6 +68,14 @@ pub enum Exchange {
     /// each rank's receive region filled with its send region's values
     /// before the round (untimed) and exchanged in place.
     AllToAllInPlace,
+    /// `MPI_Alltoallv` with `MPI_IN_PLACE`: the part rank `p` and rank `q`
+    /// trade is [`in_place_units`]`(p, q) × count` elements (1 unit where
+    /// the two ranks' parities agree, 2 where they differ: the same for
+    /// both, as an in-place exchange needs), at [`in_place_displ`]`(p, q) ×
+    /// count` of rank `p`'s buffer; each rank's buffer filled as
+    /// [`Exchange::AllToAllInPlace`]'s before the round. A rank moves as
+    /// many elements as in [`Exchange::AllToAllVarcount`].
+    AllToAllVarcountInPlace,
 }
 
 /// A varcount exchange's part of rank `r` in units of `count` elements: 1
@@ -96,17 +104,38 @@ const fn varcount_owner(i: usize, count: usize) -> (usize, usize) {
     }
 }
 
+/// The units of the part ranks `p` and `q` trade in an in-place
+/// all-to-allv ([`Exchange::AllToAllVarcountInPlace`]): 1 when their
+/// parities agree, 2 when they differ.
+pub const fn in_place_units(p: usize, q: usize) -> usize {
+    1 + ((p ^ q) & 1)
+}
+
+/// Where part `q` starts in rank `p`'s buffer of an in-place all-to-allv,
+/// in units: the units of its parts below `q` (for an even `p` the packed
+/// displacement [`varcount_displ`]).
+pub const fn in_place_displ(p: usize, q: usize) -> usize {
+    if p.is_multiple_of(2) {
+        varcount_displ(q)
+    } else {
+        q + q.div_ceil(2)
+    }
+}
+
 /// Entries of the varcount exchanges' counts and displacements
 /// ([`CollArgs::parts`]) for `ranks` ranks.
 pub const fn varcount_entries(ranks: usize) -> usize {
-    6 * ranks
+    8 * ranks
 }
 
 /// Entry `i` of the varcount exchanges' counts and displacements, which the
-/// host writes into [`CollArgs::parts`]: six arrays of `ranks` entries, the
+/// host writes into [`CollArgs::parts`]: eight arrays of `ranks` entries, the
 /// packed parts' counts and displacements ([`varcount_weight`],
 /// [`varcount_displ`]), then an all-to-all receiver's counts and
-/// displacements when its parts are one unit each, then when they are two.
+/// displacements when its parts are one unit each, then when they are two,
+/// then an odd rank's partition of an in-place all-to-allv
+/// ([`in_place_units`], [`in_place_displ`]; an even rank's is the packed
+/// one).
 pub const fn varcount_entry(ranks: usize, count: usize, i: usize) -> i32 {
     let (array, r) = (i / ranks, i % ranks);
     let units = match array {
@@ -115,7 +144,9 @@ pub const fn varcount_entry(ranks: usize, count: usize, i: usize) -> i32 {
         2 => 1,
         3 => r,
         4 => 2,
-        _ => 2 * r,
+        5 => 2 * r,
+        6 => in_place_units(1, r),
+        _ => in_place_displ(1, r),
     };
     (units * count) as i32
 }
@@ -175,6 +206,7 @@ impl Exchange {
                 | Exchange::ReduceScatter
                 | Exchange::AllGatherVarcount
                 | Exchange::AllToAllVarcount
+                | Exchange::AllToAllVarcountInPlace
         )
     }
 
@@ -187,6 +219,7 @@ impl Exchange {
                 | Exchange::ScatterVarcount
                 | Exchange::AllGatherVarcount
                 | Exchange::AllToAllVarcount
+                | Exchange::AllToAllVarcountInPlace
         )
     }
 
@@ -196,7 +229,9 @@ impl Exchange {
             Exchange::GatherVarcount => Exchange::Gather,
             Exchange::ScatterVarcount => Exchange::Scatter,
             Exchange::AllGatherVarcount => Exchange::AllGather,
-            Exchange::AllToAllVarcount | Exchange::AllToAllInPlace => Exchange::AllToAll,
+            Exchange::AllToAllVarcount | Exchange::AllToAllInPlace | Exchange::AllToAllVarcountInPlace => {
+                Exchange::AllToAll
+            }
             x => x,
         }
     }
@@ -264,6 +299,16 @@ const fn lengths(
             Exchange::GatherVarcount => (two, mine, packed, packed, false, true),
             Exchange::ScatterVarcount => (packed, packed, two, mine, true, false),
             Exchange::AllGatherVarcount => (two, mine, packed, packed, false, false),
+            // The in-place all-to-allv: the all-to-allv's strides (its
+            // native runs in them), its buffer the receive region.
+            Exchange::AllToAllVarcountInPlace => (
+                packed,
+                packed,
+                2 * all,
+                in_place_displ(rank, ranks) * count,
+                false,
+                false,
+            ),
             // The all-to-allv.
             _ => (packed, packed, 2 * all, mine * ranks, false, false),
         };
@@ -369,6 +414,16 @@ fn expected_varcount(op: Exchange, rank: u32, root: u32, count: usize, i: usize,
             reduce_value(q as u32, e as u32, it)
         }
         Exchange::ScatterVarcount => reduce_value(root, varcount + i as u32, it),
+        Exchange::AllToAllVarcountInPlace => {
+            let (p, count) = (rank as usize, count.max(1));
+            // The part `i` lies in: three units per pair of ranks (q even,
+            // then odd), one of each parity's for an even `p`, two of the
+            // other's for an odd one.
+            let (pair, unit) = (i / count / 3, i / count % 3);
+            let q = 2 * pair + usize::from(if p.is_multiple_of(2) { unit >= 1 } else { unit >= 2 });
+            let e = i - in_place_displ(p, q) * count;
+            reduce_value(q as u32, (in_place_displ(q, p) * count + e) as u32, it)
+        }
         // The all-to-allv.
         _ => {
             let len = varcount_weight(rank as usize) * count.max(1);
@@ -439,8 +494,8 @@ fn note_plain(element: &f64, write: bool) {
 /// checks its own part of the root's region, complete then and not
 /// rewritten before the rank enters the next gather (by the rank itself,
 /// or by the MPI root after that gather's first world barrier). `VAR`:
-/// `op` is a varcount form; `IN_PLACE`: it is the in-place all-to-all,
-/// whose receive region is filled with the send region's values too (each
+/// `op` is a varcount form; `IN_PLACE`: it is an in-place all-to-all
+/// (fixed or varcount), whose receive region is filled with the send region's values too (each
 /// a constant, so that each kernel holds only its form's code). Returns
 /// the timed nanoseconds and the errors.
 pub fn exchange_loop<const VAR: bool, const IN_PLACE: bool>(
@@ -554,9 +609,15 @@ impl<'a> VarParts<'a> {
         let all = unsafe { args.parts.slice(0, varcount_entries(ranks))? };
         let array = |k: usize| all.get(k * ranks..(k + 1) * ranks).unwrap_or(&[]);
         let own = 2 * varcount_weight(rank);
+        // An odd rank's in-place partition is its own pair of arrays.
+        let packed = if op as u32 == Exchange::AllToAllVarcountInPlace as u32 && rank % 2 == 1 {
+            6
+        } else {
+            0
+        };
         Ok(VarParts {
-            counts: array(0),
-            displs: array(1),
+            counts: array(packed),
+            displs: array(packed + 1),
             recv_counts: array(own),
             recv_displs: array(own + 1),
         })
@@ -589,7 +650,8 @@ fn mpi_exchange(
         | Exchange::GatherVarcount
         | Exchange::ScatterVarcount
         | Exchange::AllGatherVarcount
-        | Exchange::AllToAllVarcount => Err(Error::Intern),
+        | Exchange::AllToAllVarcount
+        | Exchange::AllToAllVarcountInPlace => Err(Error::Intern),
     }
 }
 
@@ -756,6 +818,36 @@ gpu_mpi_device::kernel! {
     pub static BENCH_ALLTOALL_VARCOUNT = fn bench_alltoall_varcount(world: &World, args: &CollArgs) -> Result<(), Error> {
         mpi_kernel::<true, { Exchange::AllToAllVarcount as u32 }>(world, args)
     }
+}
+
+gpu_mpi_device::kernel! {
+    /// `MPI_Alltoallv` with `MPI_IN_PLACE` of
+    /// [`Exchange::AllToAllVarcountInPlace`]'s parts.
+    pub static BENCH_ALLTOALL_VARCOUNT_IN_PLACE = fn bench_alltoall_varcount_in_place(world: &World, args: &CollArgs) -> Result<(), Error> {
+        mpi_varcount_in_place(world, args)
+    }
+}
+
+/// [`mpi_kernel`] of the in-place all-to-allv, a function of its own as
+/// [`mpi_in_place`] is.
+#[inline(never)]
+fn mpi_varcount_in_place(world: &World, args: &CollArgs) -> Result<(), Error> {
+    let op = Exchange::AllToAllVarcountInPlace;
+    let parts = VarParts::of(args, op, world.rank() as usize, world.size() as usize)?;
+    let (elapsed, errors) = exchange_loop::<true, true>(
+        world,
+        args,
+        op,
+        |_, recv, _| {
+            world.all_to_all_varcount_in_place(&mut PartitionMut::new(
+                &mut recv[..],
+                parts.counts,
+                parts.displs,
+            ))
+        },
+        || world.barrier(),
+    )?;
+    coll_results(args, world.rank() as usize, elapsed, errors)
 }
 
 gpu_mpi_device::kernel! {
@@ -933,7 +1025,10 @@ fn native_exchange<const VAR: bool>(
                 values.write(mine.recv + i, values.read(stage + i)?)?;
             }
         }
-        Exchange::AllToAll | Exchange::AllToAllVarcount | Exchange::AllToAllInPlace => {
+        Exchange::AllToAll
+        | Exchange::AllToAllVarcount
+        | Exchange::AllToAllInPlace
+        | Exchange::AllToAllVarcountInPlace => {
             // Each rank stores part d straight into rank d's buffer, then a
             // grid barrier (the in-place row's native is this one, from a
             // send buffer apart).
@@ -1175,7 +1270,12 @@ mod tests {
 
     #[test]
     fn regions_are_disjoint_and_inside_the_values() {
-        for op in Exchange::ALL.into_iter().chain(Exchange::VARCOUNT) {
+        let in_place = [Exchange::AllToAllInPlace, Exchange::AllToAllVarcountInPlace];
+        for op in Exchange::ALL
+            .into_iter()
+            .chain(Exchange::VARCOUNT)
+            .chain(in_place)
+        {
             for (ranks, count) in [(1usize, 1usize), (5, 3), (64, 2)] {
                 let total = exchange_values(op, ranks as u32, 2, count as u32);
                 let mut owner = vec![None; total];
@@ -1261,6 +1361,60 @@ mod tests {
                         ),
                         reduce_value(q as u32, (first + e) as u32, it)
                     );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_in_place_all_to_allv_is_what_a_reference_swap_gives() {
+        use std::vec::Vec;
+        let it = 3u32;
+        for (ranks, count) in [(7usize, 3usize), (8, 1), (1, 2)] {
+            let entry = |array: usize, r: usize| varcount_entry(ranks, count, array * ranks + r) as usize;
+            // Rank p's partition: the packed arrays for an even p, arrays 6
+            // and 7 for an odd one; parts packed in rank order, the part p
+            // and q trade as long on both.
+            let partition = |p: usize| {
+                let first = if p % 2 == 1 { 6 } else { 0 };
+                (0..ranks)
+                    .map(|q| (entry(first, q), entry(first + 1, q)))
+                    .collect::<Vec<_>>()
+            };
+            let buffers: Vec<Vec<f64>> = (0..ranks)
+                .map(|p| {
+                    let len =
+                        exchange_regions(Exchange::AllToAllVarcountInPlace, p, 0, ranks, count).recv_len;
+                    let mut at = 0;
+                    for (q, &(c, d)) in partition(p).iter().enumerate() {
+                        assert_eq!((c, d), (in_place_units(p, q) * count, at), "rank {p} part {q}");
+                        assert_eq!(c, partition(q)[p].0, "parts {p} and {q}");
+                        at += c;
+                    }
+                    assert_eq!(at, len, "rank {p}");
+                    (0..len).map(|i| reduce_value(p as u32, i as u32, it)).collect()
+                })
+                .collect();
+            // The swap: part q of rank p's buffer becomes rank q's part p.
+            for p in 0..ranks {
+                let mine = partition(p);
+                for (q, &(c, d)) in mine.iter().enumerate() {
+                    let theirs = partition(q)[p].1;
+                    for e in 0..c {
+                        assert_eq!(
+                            expected(
+                                Exchange::AllToAllVarcountInPlace,
+                                p as u32,
+                                ranks as u32,
+                                0,
+                                count,
+                                d + e,
+                                it
+                            ),
+                            buffers[q][theirs + e],
+                            "rank {p}, part {q}, element {e}"
+                        );
+                    }
                 }
             }
         }
