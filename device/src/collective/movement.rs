@@ -309,6 +309,10 @@ fn type_error(root: i32, got: Datatype, expected: Datatype) -> Error {
 /// Receive buffers whose addresses [`World::push_parts`] loads in one batch.
 const PUSH_BATCH: usize = 8;
 
+/// Pairs whose parts of up to 16 bytes an in-place all-to-allv's swapper
+/// loads in one batch (both sides: four words a pair in flight).
+const SMALL_SWAPS: usize = 4;
+
 /// Lanes of a warp: the group of ranks an in-place all-to-all's swaps keep
 /// together ([`SwapOrder`]).
 const WARP: usize = 32;
@@ -2459,7 +2463,9 @@ impl World {
     /// ([`entry_fault`]; our own part `p`, which stays, is checked first).
     /// [`PUSH_BATCH`] partners at a time: their four published words as one
     /// batch of independent loads, their entries for us with ours as
-    /// another. Returns the first count mismatch found and the class of the
+    /// another, then the swapped pairs' parts of up to 16 bytes, both
+    /// sides', [`SMALL_SWAPS`] pairs per batch (longer parts three copies
+    /// per pair, as [`swap_bytes`] does). Returns the first count mismatch found and the class of the
     /// first faulty entry (those pairs are not swapped); the caller's verdict
     /// closes the call.
     ///
@@ -2534,7 +2540,11 @@ impl World {
                     }
                 }
             });
-            for (i, ([theirs_base, _, _, their_len], ((count, displ), (c, at)))) in
+            // The checks; then the swapped pairs' parts of up to 16 bytes,
+            // both sides' words of `SMALL_SWAPS` pairs as one batch, where
+            // a swap per pair waited for its own two loads.
+            let mut swap = [false; PUSH_BATCH];
+            for (i, ([_, _, _, their_len], ((count, displ), (c, at)))) in
                 to.iter().zip(theirs.into_iter().zip(ours)).enumerate().take(k)
             {
                 if !order.swaps(order.partner(j0 + i)) {
@@ -2553,19 +2563,50 @@ impl World {
                     fault = fault.or(f);
                     continue;
                 }
-                // SAFETY: our part q and the partner's part p, `c` elements
-                // of `size` bytes each at displacements inside the two
-                // buffers (checked), which only this rank touches in the
-                // call; `tmp` our own next cell of `cb` bytes.
-                unsafe {
-                    swap_bytes(
-                        base.add(at as usize * size),
-                        (*theirs_base as *mut u8).add(displ as usize * size),
-                        c as usize * size,
-                        tmp,
-                        cb,
-                    )
-                };
+                swap[i] = true;
+            }
+            // Our part q and the partner's part p of pair `i`, `c` elements
+            // of `size` bytes each at displacements inside the two buffers
+            // (checked where `swap[i]`), which only this rank touches in the
+            // call.
+            let sides = |i: usize| {
+                let (c, at) = ours[i];
+                let ours_at = base.wrapping_add(at as usize * size);
+                let theirs_at = (to[i][0] as *mut u8).wrapping_add(theirs[i].1 as usize * size);
+                (ours_at, theirs_at, c as usize * size)
+            };
+            let mut h = 0;
+            while h < k {
+                let mut parts = [([0u64; 2], [0u64; 2]); SMALL_SWAPS];
+                crate::shim::independent(|| {
+                    for (j, (a, b)) in parts.iter_mut().enumerate() {
+                        let i = h + j;
+                        if i < k && swap[i] {
+                            let (a_at, b_at, n) = sides(i);
+                            if n <= 16 {
+                                // SAFETY: the pair's two parts (`sides`).
+                                unsafe { (*a, *b) = (load_small_part(a_at, n), load_small_part(b_at, n)) };
+                            }
+                        }
+                    }
+                });
+                for (j, (a, b)) in parts.into_iter().enumerate() {
+                    let i = h + j;
+                    if i < k && swap[i] {
+                        let (a_at, b_at, n) = sides(i);
+                        // SAFETY: the pair's two parts (`sides`); `tmp` our
+                        // own next cell of `cb` bytes.
+                        unsafe {
+                            if n <= 16 {
+                                store_small_part(a_at, b, n);
+                                store_small_part(b_at, a, n);
+                            } else {
+                                swap_bytes(a_at, b_at, n, tmp, cb);
+                            }
+                        }
+                    }
+                }
+                h += SMALL_SWAPS;
             }
             j0 += PUSH_BATCH;
         }
