@@ -670,6 +670,7 @@ pub(crate) fn scale(ctx: &mut Ctx) -> Result<(Vec<Section>, Vec<Target>), String
     ops.extend(Exchange::ALL.map(Op::Exchange));
     ops.push(Op::Exchange(Exchange::AllToAllInPlace));
     ops.extend(Exchange::VARCOUNT.map(Op::Exchange));
+    ops.push(Op::Exchange(Exchange::AllToAllVarcountInPlace));
     ops.extend([Op::Ibarrier, Op::Iallreduce]);
     for op in ops {
         let loops = if matches!(op, Op::Barrier | Op::Ibarrier) {
@@ -725,7 +726,7 @@ pub(crate) fn scale(ctx: &mut Ctx) -> Result<(Vec<Section>, Vec<Target>), String
             rows,
             notes: vec![
                 "all-gather, all-to-all, reduce-scatter: only the worlds whose buffers fit 512 MiB (memory grows with the square of the world)".into(),
-                "gatherv, scatterv, all-gatherv, all-to-allv: parts of 8 bytes (an even rank's) and 16 (an odd rank's), as in the varcount tables' one-element rows".into(),
+                "gatherv, scatterv, all-gatherv, all-to-allv: parts of 8 bytes (an even rank's) and 16 (an odd rank's), as in the varcount tables' one-element rows; all-to-allv in place: 8 bytes between ranks of one parity, 16 between the others".into(),
             ],
         }],
         targets,

@@ -359,6 +359,7 @@ fn every_suite_runs_and_passes_its_checks() {
             "scatterv of 8 and 16 bytes / native, worst world",
             "all-gatherv of 8 and 16 bytes / native, worst world",
             "all-to-allv of 8 and 16 bytes / native, worst world",
+            "all-to-allv in place of 8 and 16 bytes / native, worst world",
             "MPI_Ibarrier + wait / native grid barrier, worst world",
             "8-byte MPI_Iallreduce + wait, largest world",
             "notified 8-byte put / native flag hand-off",
@@ -402,9 +403,15 @@ fn every_suite_runs_and_passes_its_checks() {
     // The scale suite runs the varcount forms too, each target its worst
     // world's ratio.
     let worst_of = |op: &'static str| of(op).filter_map(|r| num(r, "ratio")).fold(0.0, f64::max);
-    for (i, op) in ["gatherv", "scatterv", "allgatherv", "alltoallv"]
-        .into_iter()
-        .enumerate()
+    for (i, op) in [
+        "gatherv",
+        "scatterv",
+        "allgatherv",
+        "alltoallv",
+        "alltoallv_in_place",
+    ]
+    .into_iter()
+    .enumerate()
     {
         assert!(of(op).count() >= 1, "no {op} row in {:?}", scale.rows);
         assert_eq!(report.targets[30 + i].value, worst_of(op), "{op}");
@@ -537,7 +544,7 @@ fn model_columns_stand_beside_the_wall_ones_positive_and_deterministic() {
     assert_eq!(model["parameters"]["load_ns"], Profile::h100().load_ns);
     assert_eq!(model["launches_per_point"], bench::MODEL_REPS);
     assert!(model["limits"]["atomic_rmw_ns"].as_f64().unwrap() > 0.0);
-    assert_eq!(model["targets"].as_array().unwrap().len(), 39);
+    assert_eq!(model["targets"].as_array().unwrap().len(), 40);
     let latency = json["sections"]
         .as_array()
         .unwrap()
