@@ -364,9 +364,10 @@ impl SwapOrder {
     }
 }
 
-/// Swaps `len` bytes at `ours` and `theirs` (apart): up to 8 through
-/// registers, longer runs through `tmp` (`cb` bytes, the caller's own), a
-/// copy in and two out per run.
+/// Swaps `len` bytes at `ours` and `theirs` (apart) through `tmp` (`cb`
+/// bytes, the caller's own), a copy in and two out per run of `cb`: the
+/// swappers' parts too long for their registers (the in-place all-to-all's
+/// above 8 bytes, the all-to-allv's above 16).
 ///
 /// # Safety
 /// Both ranges valid for `len` bytes, touched by nobody else for the call;
@@ -374,17 +375,6 @@ impl SwapOrder {
 unsafe fn swap_bytes(ours: *mut u8, theirs: *mut u8, len: usize, tmp: *mut u8, cb: usize) {
     // SAFETY: the caller's contract.
     unsafe {
-        if len <= 8 {
-            let (a, b) = crate::shim::independent(|| {
-                (
-                    crate::shim::load_head_bytes(ours, len),
-                    crate::shim::load_head_bytes(theirs, len),
-                )
-            });
-            crate::shim::store_head_bytes(ours, b, len);
-            crate::shim::store_head_bytes(theirs, a, len);
-            return;
-        }
         let mut at = 0;
         while at < len {
             let m = (len - at).min(cb);
@@ -2465,9 +2455,9 @@ impl World {
     /// batch of independent loads, their entries for us with ours as
     /// another, then the swapped pairs' parts of up to 16 bytes, both
     /// sides', [`SMALL_SWAPS`] pairs per batch (longer parts three copies
-    /// per pair, as [`swap_bytes`] does). Returns the first count mismatch found and the class of the
-    /// first faulty entry (those pairs are not swapped); the caller's verdict
-    /// closes the call.
+    /// per pair, as [`swap_bytes`] does). Returns the first count mismatch
+    /// found and the class of the first faulty entry (those pairs are not
+    /// swapped); the caller's verdict closes the call.
     ///
     /// # Safety
     /// After an agreement that found every rank direct, whose round's cells
