@@ -495,9 +495,9 @@ fn note_plain(element: &f64, write: bool) {
 /// rewritten before the rank enters the next gather (by the rank itself,
 /// or by the MPI root after that gather's first world barrier). `VAR`:
 /// `op` is a varcount form; `IN_PLACE`: it is an in-place all-to-all
-/// (fixed or varcount), whose receive region is filled with the send region's values too (each
-/// a constant, so that each kernel holds only its form's code). Returns
-/// the timed nanoseconds and the errors.
+/// (fixed or varcount), whose receive region is filled with the send
+/// region's values too (each a constant, so that each kernel holds only
+/// its form's code). Returns the timed nanoseconds and the errors.
 pub fn exchange_loop<const VAR: bool, const IN_PLACE: bool>(
     world: &World,
     args: &CollArgs,
@@ -610,7 +610,7 @@ impl<'a> VarParts<'a> {
         let array = |k: usize| all.get(k * ranks..(k + 1) * ranks).unwrap_or(&[]);
         let own = 2 * varcount_weight(rank);
         // An odd rank's in-place partition is its own pair of arrays.
-        let packed = if op as u32 == Exchange::AllToAllVarcountInPlace as u32 && rank % 2 == 1 {
+        let packed = if op == Exchange::AllToAllVarcountInPlace && rank % 2 == 1 {
             6
         } else {
             0
