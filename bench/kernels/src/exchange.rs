@@ -757,21 +757,38 @@ gpu_mpi_device::kernel! {
     /// osu_alltoall with `MPI_IN_PLACE` inside a kernel: `MPI_Alltoall` of
     /// `size` `f64` per pair, each rank's buffer both sides.
     pub static BENCH_ALLTOALL_IN_PLACE = fn bench_alltoall_in_place(world: &World, args: &CollArgs) -> Result<(), Error> {
-        mpi_in_place(world, args)
+        mpi_in_place::<false>(world, args)
     }
 }
 
-/// [`mpi_kernel`] of the in-place all-to-all: a function of its own, so
-/// that the in-place call is not in the frame of every fixed form's kernel
-/// (in `mpi_exchange` it took their stacks from 344 to 1,072 bytes and
-/// made `bench_gather` spill).
+/// [`mpi_kernel`] of the in-place all-to-all (`VAR`: the all-to-allv, its
+/// partition from [`VarParts`]): a function of its own, so that the
+/// in-place call is not in the frame of every fixed form's kernel (in
+/// `mpi_exchange` it took their stacks from 344 to 1,072 bytes and made
+/// `bench_gather` spill).
 #[inline(never)]
-fn mpi_in_place(world: &World, args: &CollArgs) -> Result<(), Error> {
-    let (elapsed, errors) = exchange_loop::<false, true>(
+fn mpi_in_place<const VAR: bool>(world: &World, args: &CollArgs) -> Result<(), Error> {
+    let op = if VAR {
+        Exchange::AllToAllVarcountInPlace
+    } else {
+        Exchange::AllToAllInPlace
+    };
+    let parts = VarParts::of(args, op, world.rank() as usize, world.size() as usize)?;
+    let (elapsed, errors) = exchange_loop::<VAR, true>(
         world,
         args,
-        Exchange::AllToAllInPlace,
-        |_, recv, _| world.all_to_all_in_place(&mut recv[..]),
+        op,
+        |_, recv, _| {
+            if VAR {
+                world.all_to_all_varcount_in_place(&mut PartitionMut::new(
+                    &mut recv[..],
+                    parts.counts,
+                    parts.displs,
+                ))
+            } else {
+                world.all_to_all_in_place(&mut recv[..])
+            }
+        },
         || world.barrier(),
     )?;
     coll_results(args, world.rank() as usize, elapsed, errors)
@@ -824,30 +841,8 @@ gpu_mpi_device::kernel! {
     /// `MPI_Alltoallv` with `MPI_IN_PLACE` of
     /// [`Exchange::AllToAllVarcountInPlace`]'s parts.
     pub static BENCH_ALLTOALL_VARCOUNT_IN_PLACE = fn bench_alltoall_varcount_in_place(world: &World, args: &CollArgs) -> Result<(), Error> {
-        mpi_varcount_in_place(world, args)
+        mpi_in_place::<true>(world, args)
     }
-}
-
-/// [`mpi_kernel`] of the in-place all-to-allv, a function of its own as
-/// [`mpi_in_place`] is.
-#[inline(never)]
-fn mpi_varcount_in_place(world: &World, args: &CollArgs) -> Result<(), Error> {
-    let op = Exchange::AllToAllVarcountInPlace;
-    let parts = VarParts::of(args, op, world.rank() as usize, world.size() as usize)?;
-    let (elapsed, errors) = exchange_loop::<true, true>(
-        world,
-        args,
-        op,
-        |_, recv, _| {
-            world.all_to_all_varcount_in_place(&mut PartitionMut::new(
-                &mut recv[..],
-                parts.counts,
-                parts.displs,
-            ))
-        },
-        || world.barrier(),
-    )?;
-    coll_results(args, world.rank() as usize, elapsed, errors)
 }
 
 gpu_mpi_device::kernel! {
