@@ -10,8 +10,8 @@ use gpu_mpi_bench_kernels::mpi::LIMIT_RESULTS;
 use gpu_mpi_bench_kernels::native::{
     AtomicArgs, ChunkCopyArgs, CopyArgs, ElementCopyArgs, CHAIN_STRIDE, NATIVE_ATOMIC_CONTENTION,
     NATIVE_ATOMIC_LOAD_BATCH, NATIVE_ATOMIC_LOAD_CHAIN, NATIVE_ATOMIC_PING_PONG, NATIVE_ATOMIC_RMW,
-    NATIVE_BLOCK_BARRIER, NATIVE_CHUNK_COPY, NATIVE_COPY, NATIVE_ELEMENT_COPY, NATIVE_EMPTY,
-    NATIVE_MATCH_CHAIN, NATIVE_SHUFFLE_CHAIN,
+    NATIVE_BLOCK_BARRIER, NATIVE_BLOCK_RMW, NATIVE_BLOCK_RMW_ACQ_REL, NATIVE_CHUNK_COPY, NATIVE_COPY,
+    NATIVE_ELEMENT_COPY, NATIVE_EMPTY, NATIVE_MATCH_CHAIN, NATIVE_SHUFFLE_CHAIN,
 };
 
 /// Words each lane copies in the element copies (`native_element_copy`:
@@ -65,6 +65,12 @@ pub struct Limits {
     /// One block barrier that every thread of the block reaches at once,
     /// nanoseconds.
     pub block_barrier_ns: f64,
+    /// One relaxed block-scope atomic add on a word of the block's shared
+    /// memory in a chain of dependent ones, nanoseconds.
+    pub block_rmw_ns: f64,
+    /// The same with acquire-release ordering (two block-scope fences an
+    /// add), nanoseconds.
+    pub block_rmw_acq_rel_ns: f64,
     /// One element of a warp's volatile element copy, the lanes' elements
     /// side by side (coalesced), nanoseconds.
     pub element_coalesced_ns: f64,
@@ -151,6 +157,8 @@ impl serde::Serialize for Limits {
             shuffle_ns: f64,
             match_ns: f64,
             block_barrier_ns: f64,
+            block_rmw_ns: f64,
+            block_rmw_acq_rel_ns: f64,
             element_coalesced_ns: f64,
             element_apart_ns: f64,
             empty_kernel_ns: f64,
@@ -180,6 +188,8 @@ impl serde::Serialize for Limits {
             shuffle_ns: self.shuffle_ns,
             match_ns: self.match_ns,
             block_barrier_ns: self.block_barrier_ns,
+            block_rmw_ns: self.block_rmw_ns,
+            block_rmw_acq_rel_ns: self.block_rmw_acq_rel_ns,
             element_coalesced_ns: self.element_coalesced_ns,
             element_apart_ns: self.element_apart_ns,
             empty_kernel_ns: self.empty_kernel_ns,
@@ -224,7 +234,7 @@ impl Limits {
     pub fn profile(&self, name: &str, base: &Profile, base_label: &str, header: &[String]) -> WrittenProfile {
         let b = base;
         let load = self.atomic_load_ns - b.issue_ns;
-        let derived: [(&'static str, f64, String); 11] = [
+        let derived: [(&'static str, f64, String); 13] = [
             (
                 "load_ns",
                 load,
@@ -312,6 +322,23 @@ impl Limits {
                 format!(
                     "block barriers that every thread reaches at once, {} ns each",
                     fmt_num(self.block_barrier_ns)
+                ),
+            ),
+            (
+                "shared_ns",
+                self.block_rmw_ns - b.issue_ns,
+                format!(
+                    "a chain of dependent relaxed block-scope adds on a word of the block's shared memory, \
+                     {} ns each, less issue_ns",
+                    fmt_num(self.block_rmw_ns)
+                ),
+            ),
+            (
+                "cta_fence_ns",
+                (self.block_rmw_acq_rel_ns - self.block_rmw_ns) / 2.0,
+                format!(
+                    "the same chain acquire-release, {} ns an add, less the relaxed one, over its two fences",
+                    fmt_num(self.block_rmw_acq_rel_ns)
                 ),
             ),
             // Per element the lanes-apart copy's load and store each touch
@@ -579,6 +606,7 @@ pub(crate) fn measure(ctx: &mut Ctx) -> Result<(Limits, Section), String> {
     // run on one full warp, whatever the run's world.
     let warp = ctx.world(32, Some(32));
     let (mut shuffles, mut matches, mut barriers) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut block_rmws, mut block_acq_rels) = (Vec::new(), Vec::new());
     let (mut coalesced, mut apart) = (Vec::new(), Vec::new());
     let copy_words = 32 * ELEMENTS as usize;
     let host: Vec<u64> = (0..copy_words).map(pattern_word).collect();
@@ -602,6 +630,8 @@ pub(crate) fn measure(ctx: &mut Ctx) -> Result<(Limits, Section), String> {
                 &ctx.world(n, Some(block_dim)),
                 &mut barriers,
             ),
+            (&NATIVE_BLOCK_RMW, &warp, &mut block_rmws),
+            (&NATIVE_BLOCK_RMW_ACQ_REL, &warp, &mut block_acq_rels),
         ] {
             ctx.zero(&mut out)?;
             ctx.launch(kernel, &args, world)?;
@@ -703,6 +733,8 @@ pub(crate) fn measure(ctx: &mut Ctx) -> Result<(Limits, Section), String> {
         shuffle_ns: median(&shuffles),
         match_ns: median(&matches),
         block_barrier_ns: median(&barriers),
+        block_rmw_ns: median(&block_rmws),
+        block_rmw_acq_rel_ns: median(&block_acq_rels),
         element_coalesced_ns: median(&coalesced),
         element_apart_ns: median(&apart),
         empty_kernel_ns: median(&empty),
@@ -795,6 +827,18 @@ pub(crate) fn measure(ctx: &mut Ctx) -> Result<(Limits, Section), String> {
                 limits.block_barrier_ns,
                 "ns",
                 format!("{iterations} bar.sync by a block of {block_dim}, every thread arriving at once"),
+            ),
+            row(
+                "block-scope atomic",
+                limits.block_rmw_ns,
+                "ns",
+                format!("{iterations} dependent relaxed block-scope fetch_add on the block's shared memory by one rank"),
+            ),
+            row(
+                "  acquire-release",
+                limits.block_rmw_acq_rel_ns,
+                "ns",
+                "the same, acquire-release: two block-scope fences an add".into(),
             ),
             row(
                 "element copy, coalesced",

@@ -32,11 +32,13 @@ fn synthetic() -> &'static Profile {
     p.warp_op_ns = 25.0;
     p.block_barrier_ns = 35.0;
     p.line_ns = 12.0;
+    p.shared_ns = 55.0;
+    p.cta_fence_ns = 70.0;
     p.leak()
 }
 
 /// The parameters the limits measure, in the file's order.
-const MEASURED: [&str; 11] = [
+const MEASURED: [&str; 13] = [
     "load_ns",
     "visible_ns",
     "rmw_ns",
@@ -46,8 +48,10 @@ const MEASURED: [&str; 11] = [
     "copy_thread_gbps",
     "copy_device_gbps",
     "launch_ns",
+    "shared_ns",
     "batch_load_ns",
     "line_ns",
+    "cta_fence_ns",
 ];
 
 const TOLERANCE: f64 = 0.02;
@@ -175,7 +179,7 @@ fn the_binary_writes_a_profile_that_models_the_same_gpu() {
         "{stdout}{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(stdout.contains("11 of its 21 parameters measured"), "{stdout}");
+    assert!(stdout.contains("13 of its 22 parameters measured"), "{stdout}");
     let text = std::fs::read_to_string(&output).unwrap();
     let written = Profile::load(&output).unwrap_or_else(|e| panic!("{e}\n{text}"));
     assert_eq!(written.name, "my card");

@@ -21,7 +21,9 @@
 //! tag (MPI 3.5 and 7.1.2).
 
 use crate::error::Error;
-use crate::layout::{Layout, FLAG_ACROSS_PROCESSES, LAYOUT_OFFSET, MAGIC, VERSION};
+use crate::layout::{
+    Layout, FLAG_ACROSS_PROCESSES, IMMEDIATE_BLOCK_NODES, IMMEDIATE_SLOTS, LAYOUT_OFFSET, MAGIC, VERSION,
+};
 use crate::polling::{Call, WaitFor};
 use crate::records::{CommWord, Core};
 use crate::shim::{self, Backoff};
@@ -135,6 +137,15 @@ pub struct World {
 ///   barrier. Set at attach, which reads the config's flags beside its
 ///   trace events (`untraced`); in a copy made from parts, as its caller
 ///   passes it (clear: unknown, the flag is read).
+/// - **block words**: the block's library words
+///   ([`shim::block_words`]) were zeroed at the kernel's start behind a
+///   block barrier, so the world's non-blocking collectives count their
+///   tree's first level there (`collective::immediate`). Set by a
+///   kernel's entry's attach ([`World::attach_kernel`]), or by a loom model,
+///   whose words start at zero ([`World::block_words_zeroed`]); clear at
+///   attach (a rank attached otherwise cannot know that its block's
+///   ranks zeroed them) and in a copy made from parts (a copy starts no
+///   non-blocking collective).
 /// - **started**: how many non-blocking collectives of the world the rank
 ///   started in this launch, modulo [`RankState::STARTED_MODULUS`]
 ///   (2^24): the count that names each one's slot and use
@@ -154,6 +165,7 @@ impl RankState {
     /// The first of the pending bits (see the type's docs).
     const PENDING: u32 = 16;
     const LOCAL: u32 = 64;
+    const BLOCK_WORDS: u32 = 128;
     /// The lowest bit of the started count (see the type's docs).
     const STARTED_SHIFT: u32 = 8;
     /// The started count is kept modulo this.
@@ -201,6 +213,18 @@ impl RankState {
         self.0.get() & Self::LOCAL != 0
     }
 
+    /// Whether the block's library words were zeroed for this launch (see
+    /// the type's docs).
+    #[inline(always)]
+    pub(crate) fn block_words(&self) -> bool {
+        self.0.get() & Self::BLOCK_WORDS != 0
+    }
+
+    #[inline(always)]
+    pub(crate) fn set_block_words(&self) {
+        self.with(Self::BLOCK_WORDS, true)
+    }
+
     /// Whether the active list may hold a request (see the type's docs).
     #[inline(always)]
     pub(crate) fn listed(&self) -> bool {
@@ -244,7 +268,8 @@ impl RankState {
 // the modulus is a multiple of the slots (a count's slot is the same
 // modulo either).
 const _: () = assert!(RankState::PENDING << crate::layout::IMMEDIATE_SLOTS <= RankState::LOCAL);
-const _: () = assert!(RankState::LOCAL < 1 << RankState::STARTED_SHIFT);
+const _: () = assert!(RankState::LOCAL < RankState::BLOCK_WORDS);
+const _: () = assert!(RankState::BLOCK_WORDS < 1 << RankState::STARTED_SHIFT);
 const _: () = assert!(RankState::STARTED_MODULUS.is_multiple_of(crate::layout::IMMEDIATE_SLOTS));
 
 impl World {
@@ -260,6 +285,33 @@ impl World {
     /// non-blocking collectives it started), which a second `World` of the
     /// same rank would not share.
     pub unsafe fn attach(memory: *mut u8) -> Result<World, Error> {
+        // SAFETY: the caller's contract.
+        unsafe { World::attach_zeroing(memory, false) }
+    }
+
+    /// [`World::attach`] for a kernel's entry ([`crate::kernel::rank_main`]):
+    /// once the world is checked, zeroes the block's library words
+    /// ([`shim::block_words`]) together with the block's other ranks,
+    /// behind a block barrier, and notes that they are zero (`RankState`'s
+    /// block words) in the returned `World`.
+    ///
+    /// # Safety
+    /// As for [`World::attach`]; and every rank of the calling block calls
+    /// it, first thing in the kernel (the check before the barrier fails on
+    /// every rank alike; a rank that returned does not hold the barrier).
+    pub(crate) unsafe fn attach_kernel(memory: *mut u8) -> Result<World, Error> {
+        // SAFETY: the caller's contract.
+        unsafe { World::attach_zeroing(memory, true) }
+    }
+
+    /// [`World::attach`], zeroing the block's words with `zero` (see
+    /// [`World::attach_kernel`]).
+    ///
+    /// # Safety
+    /// As for [`World::attach_kernel`] with `zero`, else as for
+    /// [`World::attach`].
+    #[inline(always)]
+    unsafe fn attach_zeroing(memory: *mut u8, zero: bool) -> Result<World, Error> {
         // SAFETY: the header is at least 512 bytes of initialised memory that no
         // rank writes during the launch (only the abort word, which is not read here).
         let (magic, version) = unsafe {
@@ -293,6 +345,27 @@ impl World {
         if c.block_dim != layout.block_dim || c.grid_dim != layout.blocks {
             return Err(Error::Intern);
         }
+        if zero {
+            // Each slot's words that this block's nodes can use, one word a
+            // rank (a block of fewer ranks than words loops).
+            let words = shim::block_words();
+            let used = crate::layout::immediate_block_words(c.block_dim);
+            let mut i = c.thread;
+            while i < IMMEDIATE_SLOTS * used {
+                let word = (i / used * IMMEDIATE_BLOCK_NODES + i % used) as usize;
+                // SAFETY: word `word` of the block's words (below
+                // `IMMEDIATE_SLOTS × IMMEDIATE_BLOCK_NODES`, which fit:
+                // `collective::immediate`), 8-aligned, only accessed
+                // atomically; no rank of the block uses them before the
+                // barrier below (the caller's contract).
+                unsafe { shim::atomic_u64_at(words, 8 * word) }.store(0, shim::Ordering::Relaxed);
+                i += c.block_dim;
+            }
+            // Orders the zeroes before every later access of the block's
+            // ranks to the words (a block barrier orders the block's
+            // memory).
+            shim::block_barrier();
+        }
         Ok(World {
             base: memory,
             layout,
@@ -310,12 +383,26 @@ impl World {
                 };
                 RankState(Cell::new(
                     (u32::from(!trace::on(&core)) * RankState::UNTRACED)
-                        | (u32::from(core.flags() & FLAG_ACROSS_PROCESSES == 0) * RankState::LOCAL),
+                        | (u32::from(core.flags() & FLAG_ACROSS_PROCESSES == 0) * RankState::LOCAL)
+                        | (u32::from(zero) * RankState::BLOCK_WORDS),
                 ))
             },
             records: Cell::new(0),
             last_scope: Cell::new(0),
         })
+    }
+
+    /// Notes that the block's library words are zero though no rank zeroed
+    /// them: for a loom model, whose words start at zero
+    /// ([`shim::block_words`]) and which attaches its ranks itself.
+    ///
+    /// # Safety
+    /// The block's words are zero and no rank of the block has used them
+    /// in this launch; every rank of the block makes the same call before
+    /// its first non-blocking collective, or none does.
+    #[doc(hidden)]
+    pub unsafe fn block_words_zeroed(&self) {
+        self.known.set_block_words();
     }
 
     /// The same rank's `World` again, from the scalars of one attached by

@@ -9,7 +9,8 @@
 //!   emulator.
 //!
 //! Both paths go through [`rank_main`], which attaches the rank to the world,
-//! runs the body and writes its result record.
+//! zeroes the block's library words with the block's other ranks (a block
+//! barrier), runs the body and writes its result record.
 
 use crate::communicator::World;
 use crate::error::Error;
@@ -33,13 +34,15 @@ pub struct Kernel<A: 'static> {
 /// Runs one rank of a kernel and writes its result record.
 ///
 /// # Safety
-/// `world` must satisfy [`World::attach`]; `args` must point to a valid `A`
+/// `world` must satisfy [`World::attach`], and every rank of the block
+/// runs this entry (it attaches with [`World::attach_kernel`], a block
+/// barrier); `args` must point to a valid `A`
 /// that stays valid and unchanged for the whole launch.
 #[inline(always)]
 #[doc(hidden)]
 pub unsafe fn rank_main<A>(world: *mut u8, args: *const A, body: fn(&World, &A) -> Result<(), Error>) {
     // SAFETY: forwarded from the caller.
-    let w = match unsafe { World::attach(world) } {
+    let w = match unsafe { World::attach_kernel(world) } {
         Ok(w) => w,
         // No layout to write into: the host sees the result record untouched
         // (class 0 with the record state still "running") and reports it.

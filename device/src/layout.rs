@@ -170,6 +170,28 @@ pub const IMMEDIATE_FANOUT: u32 = 32;
 #[cfg(loom)]
 pub const IMMEDIATE_FANOUT: u32 = 2;
 
+/// Words a slot of the world's non-blocking collectives has in a block's
+/// library words (`shim::block_words`): the arrival words of the level-0
+/// nodes whose ranks all lie in the block, node `n` at word `n -
+/// floor(s / IMMEDIATE_FANOUT)` of its slot for a block whose first rank
+/// is item `s` of the tree (`collective::immediate`); a node whose word
+/// would lie past them keeps its arrival word in its record.
+pub const IMMEDIATE_BLOCK_NODES: u32 = 32;
+
+/// How many of a slot's [`IMMEDIATE_BLOCK_NODES`] words a block of
+/// `block_dim` ranks can use: a node inside the block is at most word
+/// `floor((block_dim - 1) / IMMEDIATE_FANOUT) + 1` (the block's first
+/// rank need not start a node). A kernel's entry zeroes these alone,
+/// so that a block of one rank stores 2 words, not 64.
+pub const fn immediate_block_words(block_dim: u32) -> u32 {
+    let used = block_dim.saturating_sub(1) / IMMEDIATE_FANOUT + 2;
+    if used < IMMEDIATE_BLOCK_NODES {
+        used
+    } else {
+        IMMEDIATE_BLOCK_NODES
+    }
+}
+
 /// Nodes of the world's arrival tree of the non-blocking collectives over
 /// `ranks` ranks: `ceil(ranks / 32)` at level 0, `ceil` of that `/ 32` at
 /// level 1, and so on up to the single top node (about `ranks / 31`).
@@ -970,6 +992,37 @@ impl core::error::Error for ConfigError {}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every level-0 node whose ranks all lie in one block has its word
+    /// below the block's `immediate_block_words` (what the entry zeroes),
+    /// whatever the block size, the world's size and where the tree's
+    /// items start (a process's first rank), unless that is past the
+    /// slot's words (then the node keeps its record's word).
+    #[test]
+    fn a_block_zeroes_every_word_its_nodes_use() {
+        let f = IMMEDIATE_FANOUT;
+        for bd in (1..=1024).filter(|b| *b <= 70 || b % 31 == 0 || b % 32 == 0 || *b > 990) {
+            let used = immediate_block_words(bd);
+            assert!(used <= IMMEDIATE_BLOCK_NODES, "block of {bd}");
+            for blocks in 1..=3u32 {
+                for end in [blocks * bd, blocks * bd - bd / 2] {
+                    for node in 0..end.div_ceil(f) {
+                        let (first, last) = (node * f, (node * f + f).min(end) - 1);
+                        if first / bd != last / bd {
+                            continue;
+                        }
+                        let index = node - first / bd * bd / f;
+                        if index < IMMEDIATE_BLOCK_NODES {
+                            assert!(
+                                index < used,
+                                "block of {bd}, {end} ranks, node {node}: {index} >= {used}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn regions_are_ordered_aligned_and_sized() {

@@ -991,6 +991,34 @@ fn immediate_slot_reused_without_waiting() {
     });
 }
 
+/// (n) As [`immediate_slot_reused_without_waiting`] over one block of 2
+/// ranks: the level-0 node's arrival word is in the block's words
+/// (`shim::block_words`, block-scope adds), zeroed by the first's last
+/// arriver before it published `done`, and counted from zero again by
+/// the third.
+#[test]
+fn immediate_slot_reused_in_the_block_words() {
+    check("immediate reuse 1x2", 1, || {
+        let results = run_world(small_config(2, 2, 1), 0, |w, _| -> Result<[u32; 3], Error> {
+            let r = w.rank() as u32;
+            let mut out = [0u32; 3];
+            for (k, o) in out.iter_mut().enumerate() {
+                let send = r + 10 * k as u32;
+                request::scope(|scope| -> Result<(), Error> {
+                    let mut q = w.immediate_all_reduce_into(scope, &send, o, SystemOperation::sum())?;
+                    loop {
+                        if let Some(res) = q.test() {
+                            return res.map(|_| ());
+                        }
+                    }
+                })?;
+            }
+            Ok(out)
+        });
+        assert_eq!(results, [Ok([1, 21, 41]), Ok([1, 21, 41])]);
+    });
+}
+
 /// On a warp communicator of a world with the communicators' state: a
 /// non-blocking all-reduce, a broadcast from its rank 1, then an
 /// all-reduce polled with `test` that reuses the first's slot: the

@@ -30,3 +30,4 @@ copy_wide_gbps = 0.369     # fitted: the 64 KiB one-way MPI latency, 186.4 us, l
 shared_ns = 17             # public: a shared-memory load ~30 cycles at 1.755 GHz (Luo et al., "Benchmarking and Dissecting the Nvidia Hopper GPU Architecture", 2024); not measured here
 batch_load_ns = 27.6       # measured (docs/bench/h200-2026-11-30, 5dd1a39): batches of 8 independent relaxed loads, 349.9 ns each, less one dependent load, 156.5 ns, over the 7 loads after the first
 line_ns = 7               # fitted (docs/model.md, "Coalescing"): per further 128-byte line of a warp's data access
+cta_fence_ns = 20         # estimate, not measured: a block-scope (.cta) fence orders a thread's accesses at its SM, as bar.sync does for the block (block_barrier_ns); the limits' shared atomic chain measures it on a GPU

@@ -87,11 +87,16 @@ pub struct Profile {
     /// data accesses only: plain and volatile loads and stores and the two
     /// ends of a copy, not atomics or the library's own words.
     pub line_ns: f64,
+    /// Each half (release, acquire) of a block-scope (`.cta`) atomic's
+    /// ordering (`shim`'s `fetch_add_block`): its fence orders the
+    /// thread's accesses for the ranks of its block alone, which share
+    /// its SM's L1, and invalidates nothing.
+    pub cta_fence_ns: f64,
 }
 
 /// The keys of a profile file, in the order [`Profile`]'s `Display` writes
 /// them (`name` comes first).
-const KEYS: [&str; 21] = [
+const KEYS: [&str; 22] = [
     "load_hit_ns",
     "load_ns",
     "acquire_ns",
@@ -113,6 +118,7 @@ const KEYS: [&str; 21] = [
     "shared_ns",
     "batch_load_ns",
     "line_ns",
+    "cta_fence_ns",
 ];
 
 /// Profiles are equal when their names and values are, bit for bit (so
@@ -332,6 +338,7 @@ impl Profile {
             shared_ns: v[18],
             batch_load_ns: v[19],
             line_ns: v[20],
+            cta_fence_ns: v[21],
         })
     }
 
@@ -365,6 +372,7 @@ impl Profile {
             self.shared_ns,
             self.batch_load_ns,
             self.line_ns,
+            self.cta_fence_ns,
         ]
     }
 }
@@ -635,7 +643,7 @@ mod tests {
         let unknown = format!("{good}warp_speed = 9\n");
         assert!(matches!(
             Profile::parse(&unknown),
-            Err(ProfileError::UnknownKey { line: 23, .. })
+            Err(ProfileError::UnknownKey { line: 24, .. })
         ));
         let word = good.replace("fence_ns = ", "fence_ns = fast");
         assert!(matches!(Profile::parse(&word), Err(ProfileError::Syntax { .. })));

@@ -1426,6 +1426,54 @@ gpu_mpi_device::kernel! {
     }
 }
 
+/// One rank issues `total` dependent block-scope adds with ordering `o`
+/// on the last of its block's library words (which this kernel's
+/// non-blocking collectives, none, would use): the latency of one atomic
+/// of the block's shared memory, with two block-scope fences when `o`
+/// is `AcqRel`.
+fn block_rmw_chain(world: &World, args: &AtomicArgs, o: Ordering) -> Result<(), Error> {
+    if world.rank() != 0 {
+        return Ok(());
+    }
+    check_len(&args.out, LIMIT_RESULTS)?;
+    // SAFETY: the last 8-aligned word of the block's words, zeroed by the
+    // kernel's entry, touched by this rank alone and only atomically.
+    let word =
+        unsafe { intrinsics::atomic_u64_at(intrinsics::block_words(), intrinsics::BLOCK_WORDS_BYTES - 8) };
+    let total = args.warmup + args.iterations;
+    let mut start = intrinsics::clock_ns();
+    let mut v = 0u64;
+    for it in 0..total {
+        if it == args.warmup {
+            start = intrinsics::clock_ns();
+        }
+        // As in `native_atomic_rmw`: each add waits for the previous one.
+        v = word.fetch_add_block(1 + (v >> 63), o);
+    }
+    let elapsed = intrinsics::clock_ns().wrapping_sub(start);
+    let errors =
+        (word.load(Ordering::Relaxed) != u64::from(total) || (total > 0 && v != u64::from(total) - 1)) as u64;
+    args.out.write(0, elapsed)?;
+    args.out.write(1, errors)?;
+    args.out.write(2, u64::from(total))
+}
+
+gpu_mpi_device::kernel! {
+    /// [`block_rmw_chain`] with relaxed adds: the timing model's
+    /// `shared_ns` (with the issue of each).
+    pub static NATIVE_BLOCK_RMW = fn native_block_rmw(world: &World, args: &AtomicArgs) -> Result<(), Error> {
+        block_rmw_chain(world, args, Ordering::Relaxed)
+    }
+}
+
+gpu_mpi_device::kernel! {
+    /// [`block_rmw_chain`] with acquire-release adds: less the relaxed
+    /// chain, two block-scope fences an add (the model's `cta_fence_ns`).
+    pub static NATIVE_BLOCK_RMW_ACQ_REL = fn native_block_rmw_acq_rel(world: &World, args: &AtomicArgs) -> Result<(), Error> {
+        block_rmw_chain(world, args, Ordering::AcqRel)
+    }
+}
+
 /// Arguments of [`native_element_copy`].
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Pod, Zeroable)]

@@ -40,6 +40,15 @@
 //! differ; a barrier has none to OR), then adds to the node's arrival
 //! word, acquire-release, one arrival, one for its kind and, if it found
 //! an error in its own arguments, its own bit among the node's children.
+//! At level 0, where the node's ranks all lie in the rank's block and the
+//! kernel's entry zeroed the block's library words
+//! ([`shim::block_words`], behind a block barrier: `RankState`'s block
+//! words), the arrival word is the node's word there, in the block's
+//! shared memory, and the add has block scope (`fetch_add_block`): the
+//! arrivers are the block's ranks alone, and the release the last arriver
+//! makes next at device scope (its add to the parent, `handed` or `done`)
+//! is cumulative, so it carries their writes on to whoever acquires it.
+//! The node's other words stay in its record.
 //! The add that completes the count makes it the node's last arriver:
 //! the add's result tells it the kinds and the children with an error
 //! of the whole subtree, and one batch of three loads the rest (none for
@@ -78,6 +87,7 @@
 //! use `u + 1` of slot `s` only after it completed use `u` there (else
 //! `MPI_ERR_REQUEST`, below), and use `u` was done: every node's last
 //! arriver had read its children's cells and tally and zeroed the tally
+//! (a level-0 node's arrival word in the block's words among them)
 //! before it climbed, and those climbs happen before `done` (release),
 //! which the rank acquired. What use `u + 1` writes that others read in
 //! use `u` (the result cell, the verdict, the reference, the nodes' cells
@@ -202,7 +212,7 @@ use crate::buffers::Side;
 use crate::communicator::{CommInfo, Communicator, Process, World};
 use crate::datatype::{BufferMut, Equivalence, ID_BYTE};
 use crate::error::{saturating_u32, Error, ErrorClass};
-use crate::layout::IMMEDIATE_SLOTS;
+use crate::layout::{IMMEDIATE_BLOCK_NODES, IMMEDIATE_FANOUT, IMMEDIATE_SLOTS};
 use crate::request::{Request, Scope};
 use crate::shim::{self, AtomicU64, Ordering};
 use core::marker::PhantomData;
@@ -715,12 +725,20 @@ fn arrive_world<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, args: &Args
             }
         }
         let add = mine.arrival(t.item - children.start);
+        let in_block = block_arrival(w, slot, &t);
         // AcqRel: releases this rank's cell (arguments and operand or
         // broadcast data) and its packed words, or as a node's last
         // arriver its node's verdict and cell, to this node's last
         // arriver, which acquires every earlier arriver's through this
-        // word's release sequence.
-        let now = words[0].fetch_add(add, Ordering::AcqRel).wrapping_add(add);
+        // word's release sequence. In the block's words the add has block
+        // scope: every arriver is a rank of the block, and what the last
+        // arriver then releases at device scope (its add to the parent,
+        // `handed` or `done`) is cumulative, so it carries their writes on.
+        let now = match in_block {
+            Some(word) => word.fetch_add_block(add, Ordering::AcqRel),
+            None => words[0].fetch_add(add, Ordering::AcqRel),
+        }
+        .wrapping_add(add);
         if Tally::arrivals(now) != children.len() as u32 {
             return;
         }
@@ -784,11 +802,14 @@ fn arrive_world<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, args: &Args
         // and ORs come after every rank completed this use, which this
         // rank's own completion (after these stores, and after a release of
         // its own: the add to the parent, `handed` or `done`) is part of.
+        if let Some(word) = in_block {
+            word.store(0, Ordering::Relaxed);
+        }
         if tally.has_packed() {
             let [low, high] = node_tally_halves(words);
             shim::store_relaxed_x2_u64(low, [0; 2]);
             shim::store_relaxed_x2_u64(high, [0; 2]);
-        } else {
+        } else if in_block.is_none() {
             words[0].store(0, Ordering::Relaxed);
         }
         // The first error in rank order is under the lowest child with one:
@@ -857,6 +878,40 @@ fn arrive_world<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, args: &Args
         mine.errors = (first_error != 0) as u32;
         t = t.up();
     }
+}
+
+// Every slot's block nodes have a word of the block's words.
+const _: () = assert!((IMMEDIATE_SLOTS * IMMEDIATE_BLOCK_NODES) as usize * 8 <= shim::BLOCK_WORDS_BYTES);
+
+/// The arrival word of the level-0 node `t` reaches in `slot`, when it
+/// lies in the block's words ([`shim::block_words`]): where the block's
+/// kernel entry zeroed them (`RankState`'s block words) and the node's
+/// ranks all lie in this rank's block, word `node - floor(s /
+/// IMMEDIATE_FANOUT)` of the slot's [`IMMEDIATE_BLOCK_NODES`] for the
+/// block's first item `s` (`layout::immediate_block_words`, which the
+/// entry zeroed). Its arrivals then cost the block's shared memory and a
+/// block-scope fence, not a device-scope add to L2 queued behind up to 31
+/// others (docs/performance.md, "A non-blocking collective's first level
+/// in the block's shared memory"); the node's other words stay in its
+/// record.
+#[inline(always)]
+fn block_arrival<'w>(w: &'w World, slot: u32, t: &Tree) -> Option<&'w AtomicU64> {
+    let bd = w.block_dim();
+    let node = t.node();
+    let first = t.first + node * IMMEDIATE_FANOUT;
+    let last = t.first + t.children().end - 1;
+    let index = node.wrapping_sub((w.block * bd).saturating_sub(t.first) / IMMEDIATE_FANOUT);
+    if !w.known.block_words() || t.span != 1 || first / bd != last / bd || index >= IMMEDIATE_BLOCK_NODES {
+        return None;
+    }
+    let word = (slot * IMMEDIATE_BLOCK_NODES + index) as usize;
+    // SAFETY: word `word` of the block's words (below `BLOCK_WORDS_BYTES`,
+    // asserted above), 8-aligned, only accessed atomically, zeroed for
+    // this launch (the block-words bit: `index` is below
+    // `immediate_block_words(bd)`, as a node inside the block is); the
+    // launch's ranks of this block alone reach it, each through the node
+    // whose arrival word it is.
+    Some(unsafe { shim::atomic_u64_at(shim::block_words(), 8 * word) })
 }
 
 /// A node's four tally words as two pairs (each one vector store).

@@ -154,6 +154,18 @@ macro_rules! host_atomic {
                 self.core().fetch_add(v, rmw_ordering(o))
             }
 
+            /// Atomic add, returning the previous value (wrapping), with
+            /// block scope (PTX `.cta`; the host's atomics have one scope,
+            /// the timing model prices its fences as the block's).
+            pub fn fetch_add_block(&self, v: $int, o: Ordering) -> $int {
+                count_rmw(o);
+                timed(Access::BlockRmw {
+                    order: o,
+                    addr: self.addr(),
+                });
+                self.core().fetch_add(v, rmw_ordering(o))
+            }
+
             /// Atomic add whose previous value is not wanted (PTX `red`
             /// for `Relaxed` and `Release`: the rank does not wait for it;
             /// `Acquire` and `AcqRel` read, so they are a `fetch_add`).
@@ -388,13 +400,24 @@ pub(super) fn shared_block_base() -> *mut u8 {
         Some(rt) => rt.shared_block(),
         None => {
             #[repr(align(16))]
-            struct Scratch(core::cell::UnsafeCell<[u8; super::SHARED_BLOCK_BYTES]>);
+            struct Scratch(core::cell::UnsafeCell<[u8; SCRATCH_BYTES]>);
+            const SCRATCH_BYTES: usize = super::SHARED_BLOCK_BYTES + super::BLOCK_WORDS_BYTES;
             std::thread_local! {
-                static SCRATCH: Scratch = const { Scratch(core::cell::UnsafeCell::new([0; super::SHARED_BLOCK_BYTES])) };
+                static SCRATCH: Scratch = const { Scratch(core::cell::UnsafeCell::new([0; SCRATCH_BYTES])) };
             }
             SCRATCH.with(|s| s.0.get() as *mut u8)
         }
     })
+}
+
+/// The block's library words: the [`super::BLOCK_WORDS_BYTES`] after its
+/// shared scratch (the emulator's buffer of the block holds both; so does
+/// a plain host thread's).
+pub(super) fn block_words_base() -> *mut u8 {
+    // SAFETY: the scratch's buffer is `SHARED_BLOCK_BYTES +
+    // BLOCK_WORDS_BYTES` long (the scheduler's `Scratch`, the thread's
+    // below), 16-byte aligned.
+    unsafe { shared_block_base().add(super::SHARED_BLOCK_BYTES) }
 }
 
 /// Gives way after `polls` consecutive failed polls of one wait.
@@ -730,6 +753,14 @@ pub mod runtime {
             /// The word's address.
             addr: usize,
         },
+        /// A read-modify-write of the word at `addr` with block scope
+        /// (`fetch_add_block`): its orderings pair within the block alone.
+        BlockRmw {
+            /// Its ordering.
+            order: Ordering,
+            /// The word's address.
+            addr: usize,
+        },
         /// A read-modify-write of the word at `addr` whose old value the
         /// rank does not wait for (PTX `red`; `Relaxed` or `Release`).
         Reduce {
@@ -867,7 +898,10 @@ pub mod runtime {
         fn warp(&self, call: WarpCall) -> u32;
         /// The rank's block's shared scratch:
         /// [`SHARED_BLOCK_BYTES`](crate::shim::SHARED_BLOCK_BYTES) bytes,
-        /// 16-byte aligned, the same for every rank of the block.
+        /// 16-byte aligned, the same for every rank of the block, followed
+        /// by its [`BLOCK_WORDS_BYTES`](crate::shim::BLOCK_WORDS_BYTES) of
+        /// library words ([`block_words`](crate::shim::block_words)), zeroed
+        /// at launch.
         fn shared_block(&self) -> *mut u8;
         /// The rank's block's launch-sized shared memory: the world's
         /// `shared_window_bytes`, 16-byte aligned, zeroed at launch, the

@@ -194,6 +194,13 @@ macro_rules! loom_shim_atomic {
                 self.with(|a| a.fetch_add(v, rmw_ordering(o)))
             }
 
+            /// Atomic add, returning the previous value, with block scope
+            /// on the GPU: loom's atomics have one scope, so a `fetch_add`
+            /// here (the block's ranks' pairings are a subset of it).
+            pub fn fetch_add_block(&self, v: $int, o: Ordering) -> $int {
+                self.fetch_add(v, o)
+            }
+
             /// Atomic add whose previous value is not wanted (the GPU's
             /// `red`): a `fetch_add` here.
             pub fn add(&self, v: $int, o: Ordering) {
@@ -358,6 +365,13 @@ pub(super) fn sm_id() -> u32 {
 /// Accesses to it are plain and not race-checked by loom.
 pub(super) fn shared_block_base() -> *mut u8 {
     loom_runtime::current().shared_block(coordinates().block)
+}
+
+/// The block's library words: a buffer of the model per block whose
+/// words are loom atomics, as the world memory's are (see
+/// [`loom_runtime::register_world`]), zero when the model starts.
+pub(super) fn block_words_base() -> *mut u8 {
+    loom_runtime::current().block_words(coordinates().block)
 }
 
 /// The block's launch-sized shared memory: the
@@ -688,8 +702,19 @@ pub mod loom_runtime {
     // SAFETY: as above.
     unsafe impl Send for SharedScratch {}
 
+    /// A block's library words ([`crate::shim::block_words`]).
+    #[repr(align(16))]
+    struct BlockWords(core::cell::UnsafeCell<[u8; crate::shim::BLOCK_WORDS_BYTES]>);
+
+    // SAFETY: only accessed atomically, through the loom atomics that model
+    // its words.
+    unsafe impl Sync for BlockWords {}
+    // SAFETY: as above.
+    unsafe impl Send for BlockWords {}
+
     struct Shared {
-        /// Words by address; built before the spawns and never changed.
+        /// Words by address (the world memory's and the blocks' library
+        /// words); built before the spawns and never changed.
         words: BTreeMap<usize, Word>,
         /// Race trackers by the address of their granule (a 64-byte line, or
         /// an 8-byte word inside `words`). A std mutex: it only guards the
@@ -702,6 +727,9 @@ pub mod loom_runtime {
         warps: Vec<Warp>,
         /// Per block, its shared scratch.
         scratch: Vec<SharedScratch>,
+        /// Per block, its library words (their addresses are the keys of
+        /// `words`: the vector's buffer, built before them, never moves).
+        block_words: Vec<BlockWords>,
         block_dim: u32,
         grid_dim: u32,
     }
@@ -776,6 +804,22 @@ pub mod loom_runtime {
                 },
             );
         }
+        let block_words: Vec<BlockWords> = (0..grid_dim)
+            .map(|_| BlockWords(core::cell::UnsafeCell::new([0; crate::shim::BLOCK_WORDS_BYTES])))
+            .collect();
+        for b in &block_words {
+            let at = b.0.get() as usize;
+            for offset in (0..crate::shim::BLOCK_WORDS_BYTES).step_by(4) {
+                words.insert(
+                    at + offset,
+                    Word {
+                        a32: Some(LoomU32::new(0)),
+                        a64: (offset % 8 == 0).then(|| LoomU64::new(0)),
+                        width: AtomicU8::new(UNUSED),
+                    },
+                );
+            }
+        }
         let model = WorldModel(Arc::new(Shared {
             words,
             lines: StdMutex::new(BTreeMap::new()),
@@ -811,6 +855,7 @@ pub mod loom_runtime {
                     ))
                 })
                 .collect(),
+            block_words,
             block_dim,
             grid_dim,
         }));
@@ -979,6 +1024,11 @@ pub mod loom_runtime {
         /// The shared scratch of `block`.
         pub(super) fn shared_block(&self, block: u32) -> *mut u8 {
             self.0.scratch[block as usize].0.get() as *mut u8
+        }
+
+        /// The library words of `block`.
+        pub(super) fn block_words(&self, block: u32) -> *mut u8 {
+            self.0.block_words[block as usize].0.get() as *mut u8
         }
 
         pub(super) fn block_barrier(&self, block: u32, predicate: bool) -> u32 {

@@ -13,8 +13,11 @@
 //!
 //! No other file of the project may use `cfg(target_arch)`.
 //!
-//! All synchronizing operations have device ("gpu") scope: the world lives in
+//! Synchronizing operations have device ("gpu") scope: the world lives in
 //! one GPU's global memory and nothing outside the kernel races with it.
+//! The one exception is [`AtomicU64::fetch_add_block`], block (`.cta`)
+//! scope, for words that only the ranks of one block touch (the
+//! [`block_words`]).
 
 #[cfg(target_arch = "nvptx64")]
 #[path = "nvptx.rs"]
@@ -30,7 +33,8 @@ mod imp;
 
 pub use imp::*;
 
-/// Memory ordering of one synchronizing operation (scope is always the device).
+/// Memory ordering of one synchronizing operation (scope: the device, but for
+/// [`AtomicU64::fetch_add_block`]'s block).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ordering {
     /// No ordering; atomicity only.
@@ -269,6 +273,24 @@ pub fn launch_shared() -> *mut u8 {
 /// Bytes of [`launch_shared`]'s area under loom, whatever the world's
 /// config says (loom models stay small).
 pub const LOOM_LAUNCH_SHARED_BYTES: usize = 1024;
+
+/// Bytes of [`block_words`]' area: 64 words of 8 bytes.
+pub const BLOCK_WORDS_BYTES: usize = 512;
+
+/// The calling block's library words: [`BLOCK_WORDS_BYTES`] of shared
+/// memory, 16-byte aligned, apart from [`shared_block`]'s scratch and
+/// [`launch_shared`]'s area, that keep their values for the whole launch
+/// (no collective uses them as scratch). Their content is undefined at
+/// kernel start (zero on the emulator and under loom): a kernel's entry
+/// ([`kernel::rank_main`](crate::kernel::rank_main)) zeroes them behind a
+/// block barrier before its body runs. The world's non-blocking
+/// collectives keep the arrival words of their tree's first level here
+/// (`collective::immediate`), reached with this shim's atomics: block
+/// scope ([`AtomicU64::fetch_add_block`]) where only the block's ranks
+/// touch a word. A generic address, as `shared_block`'s.
+pub fn block_words() -> *mut u8 {
+    imp::block_words_base()
+}
 
 /// Runs `f`, whose loads do not depend on one another (a scan of records
 /// or slots), as one batch: on the GPU they are in flight together, so the

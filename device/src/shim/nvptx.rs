@@ -65,6 +65,38 @@ macro_rules! atom_sem {
     };
 }
 
+/// [`atom_sem!`] with block (`.cta`) scope: for a word that only the
+/// ranks of one block touch, whose orderings then pair within the block
+/// alone and cost a block-scope fence, not a device-scope one.
+macro_rules! atom_sem_cta {
+    ($o:expr, $op:literal, $ty:literal, $args:literal, $($operands:tt)*) => {
+        match $o {
+            // Relaxed: atomicity only, no ordering.
+            Ordering::Relaxed => asm!(
+                concat!("atom.relaxed.cta.", $op, ".", $ty, " ", $args, ";"),
+                $($operands)*
+            ),
+            // Acquire: pairs with a Release/AcqRel operation of another rank
+            // of the block on this word.
+            Ordering::Acquire => asm!(
+                concat!("atom.acquire.cta.", $op, ".", $ty, " ", $args, ";"),
+                $($operands)*
+            ),
+            // Release: pairs with an Acquire/AcqRel operation of another rank
+            // of the block on this word.
+            Ordering::Release => asm!(
+                concat!("atom.release.cta.", $op, ".", $ty, " ", $args, ";"),
+                $($operands)*
+            ),
+            // AcqRel: both of the above.
+            Ordering::AcqRel => asm!(
+                concat!("atom.acq_rel.cta.", $op, ".", $ty, " ", $args, ";"),
+                $($operands)*
+            ),
+        }
+    };
+}
+
 /// A `red` (an atomic read-modify-write whose old value the thread does
 /// not wait for) with `o`'s semantics; `red` has no acquire form, so
 /// `Acquire` and `AcqRel` evaluate `$reading` (the returning form).
@@ -187,6 +219,23 @@ macro_rules! nvptx_atomic {
                 // that is only accessed atomically. Orderings: see `atom_sem!`.
                 unsafe {
                     atom_sem!(o, "add", $u, "{old}, [{p}], {v}",
+                        old = out($reg) old, p = in(reg64) p, v = in($reg) v, options(nostack))
+                }
+                old
+            }
+
+            /// Atomic add, returning the previous value (wrapping), with
+            /// block scope: the word must be one that only the calling
+            /// block's ranks access (a [`block_words`](super::block_words)
+            /// word), and `o` pairs with their operations alone.
+            pub fn fetch_add_block(&self, v: $int, o: Ordering) -> $int {
+                let p = self.0.get();
+                let old: $int;
+                // SAFETY: `p` points to a live, aligned atomic word (`&self`)
+                // that is only accessed atomically. Orderings: see
+                // `atom_sem_cta!`.
+                unsafe {
+                    atom_sem_cta!(o, "add", $u, "{old}, [{p}], {v}",
                         old = out($reg) old, p = in(reg64) p, v = in($reg) v, options(nostack))
                 }
                 old
@@ -572,6 +621,33 @@ pub(super) fn shared_block_base() -> *mut u8 {
     };
     p as *mut u8
 }
+
+/// The generic address of the block's library words
+/// (see [`super::block_words`]): a `.shared` array of its own, declared
+/// as [`shared_block_base`]'s is (and `#[inline(never)]` for the same
+/// reason), so that a kernel that never touches the scratch does not hold
+/// its 4 KiB.
+#[inline(never)]
+pub(super) fn block_words_base() -> *mut u8 {
+    let p: u64;
+    // SAFETY: declares the block's words and computes their generic
+    // address; no memory is accessed here.
+    unsafe {
+        asm!(
+            concat!(
+                "{{ .shared .align 16 .b8 gpu_mpi_block_words[",
+                "512",
+                "]; cvta.shared.u64 {p}, gpu_mpi_block_words; }}"
+            ),
+            p = out(reg64) p,
+            options(nostack),
+        )
+    };
+    p as *mut u8
+}
+
+// The array above is declared with this size.
+const _: () = assert!(super::BLOCK_WORDS_BYTES == 512);
 
 /// The generic address of the block's launch-sized shared memory
 /// (see [`super::launch_shared`]): rustc's intrinsic declares the one

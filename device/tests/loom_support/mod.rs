@@ -156,6 +156,10 @@ where
                 // SAFETY: the world memory was initialised above and outlives
                 // this thread (joined before it is freed).
                 let world = unsafe { World::attach(base as *mut u8) }.expect("attach");
+                // SAFETY: the model's block words start at zero and no rank
+                // has used them; every rank makes this call (what a
+                // kernel's entry does with its block barrier).
+                unsafe { world.block_words_zeroed() };
                 let result = kernel(&world, scratch);
                 // The rank's thread ends: it no longer holds its block's barrier.
                 model.exit();

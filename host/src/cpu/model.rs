@@ -104,6 +104,7 @@ struct Costs {
     library: u64,
     shared: u64,
     line: u64,
+    cta_fence: u64,
 }
 
 /// What the ranks of a timed run share: the costs and the state of memory
@@ -211,6 +212,7 @@ impl Model {
                 library: ps(p.library_ns),
                 shared: ps(p.shared_ns),
                 line: ps(p.line_ns),
+                cta_fence: ps(p.cta_fence_ns),
             },
             visible: RefCell::new(HashMap::new()),
             rmw_free: RefCell::new(HashMap::new()),
@@ -422,11 +424,16 @@ impl Model {
             // Performed at L2, where the word's latest value is: it waits
             // for the word's earlier read-modify-writes only.
             Access::Rmw { order, addr } => {
-                self.read_modify_write(rank, clock, order, addr, Some(c.rmw), c.visible)
+                self.read_modify_write(rank, clock, order, addr, Some(c.rmw), c.visible, false)
+            }
+            // A block-scope one in global memory: as `Rmw`, with the
+            // block's fences.
+            Access::BlockRmw { order, addr } => {
+                self.read_modify_write(rank, clock, order, addr, Some(c.rmw), c.visible, true)
             }
             // As `Rmw`, but the rank issues it as a store and goes on.
             Access::Reduce { order, addr } => {
-                self.read_modify_write(rank, clock, order, addr, None, c.visible)
+                self.read_modify_write(rank, clock, order, addr, None, c.visible, false)
             }
             Access::Fence { .. } => {
                 clock.spend(TimeCategory::Fences, c.fence);
@@ -465,7 +472,8 @@ impl Model {
     /// ranks that much later; no L2, no device bandwidth. Atomics on one
     /// word queue behind each other as at L2 (`rmw_interval_ns`: no figure
     /// of shared memory's own rate backs another value). Device-scope
-    /// orderings still cost their fences. A copy to or from it is priced
+    /// orderings still cost their fences; a block-scope atomic's cost
+    /// `cta_fence_ns`. A copy to or from it is priced
     /// as if its other end were in registers or L1 (an origin buffer the
     /// rank just wrote): the model does not look at that end.
     fn charge_block_shared(&self, rank: u32, clock: &Clock, access: Access) {
@@ -497,10 +505,13 @@ impl Model {
                 self.written(addr, clock.now() + c.shared, rank);
             }
             Access::Reduce { order, addr } => {
-                self.read_modify_write(rank, clock, order, addr, None, c.shared)
+                self.read_modify_write(rank, clock, order, addr, None, c.shared, false)
             }
             Access::Rmw { order, addr } => {
-                self.read_modify_write(rank, clock, order, addr, Some(c.shared), c.shared)
+                self.read_modify_write(rank, clock, order, addr, Some(c.shared), c.shared, false)
+            }
+            Access::BlockRmw { order, addr } => {
+                self.read_modify_write(rank, clock, order, addr, Some(c.shared), c.shared, true)
             }
             Access::Copy { bytes, wide, src, .. } => {
                 if bytes == 0 {
@@ -533,7 +544,10 @@ impl Model {
     /// seen by other ranks `seen` after it is performed, and the rank
     /// waits `latency` for its old value (`None`: a `red`, which the rank
     /// issues as a store and does not wait for; inside a batch, one that
-    /// does not acquire waits with the batch's loads).
+    /// does not acquire waits with the batch's loads). With `block` its
+    /// orderings have block scope: each half costs `cta_fence`, and its
+    /// acquire leaves L1 alone (the block's ranks share their SM's L1).
+    #[allow(clippy::too_many_arguments)] // one access's fields and its costs
     fn read_modify_write(
         &self,
         rank: u32,
@@ -542,10 +556,11 @@ impl Model {
         addr: usize,
         latency: Option<u64>,
         seen: u64,
+        block: bool,
     ) {
         let c = &self.costs;
         if matches!(order, Ordering::Release | Ordering::AcqRel) {
-            clock.spend(TimeCategory::Fences, c.release);
+            clock.spend(TimeCategory::Fences, if block { c.cta_fence } else { c.release });
         }
         let free = self.rmw_free.borrow().get(&addr).copied().unwrap_or(0);
         let start = clock.now().max(free);
@@ -562,7 +577,9 @@ impl Model {
             Some(latency) => {
                 clock.until(TimeCategory::Waiting, start);
                 clock.spend(TimeCategory::Atomics, latency);
-                if acquires {
+                if acquires && block {
+                    clock.spend(TimeCategory::Fences, c.cta_fence);
+                } else if acquires {
                     clock.spend(TimeCategory::Fences, c.acquire);
                     clock.invalidate_l1();
                 }
@@ -725,11 +742,19 @@ fn describe(of: &LogOf, access: &Access) -> (String, String) {
             .and_then(|offset| place(&of.layout, offset))
             .unwrap_or_else(|| "outside the world".to_string())
     };
+    // A block-scope atomic's word lies in the block's shared memory (the
+    // library words) unless it is one of the world's.
+    let at_block = |addr: usize| {
+        addr.checked_sub(of.world)
+            .and_then(|offset| place(&of.layout, offset))
+            .unwrap_or_else(|| "the block's shared memory".to_string())
+    };
     let rw = |write: bool| if write { "write" } else { "read" };
     match access {
         Access::Load { order: o, addr } => (format!("load {}", order(o)), at(*addr)),
         Access::Store { order: o, addr } => (format!("store {}", order(o)), at(*addr)),
         Access::Rmw { order: o, addr } => (format!("rmw {}", order(o)), at(*addr)),
+        Access::BlockRmw { order: o, addr } => (format!("rmw.cta {}", order(o)), at_block(*addr)),
         Access::Reduce { order: o, addr } => (format!("red {}", order(o)), at(*addr)),
         Access::Fence { order: o } => (format!("fence {}", order(o)), String::new()),
         Access::Plain { addr, bytes, write } => (format!("plain {} {bytes} B", rw(*write)), at(*addr)),
@@ -788,6 +813,8 @@ pub(crate) struct Clock {
     /// The rank's block's shared window memory: its first byte and the
     /// byte after it (empty: none).
     block_shared: Cell<(usize, usize)>,
+    /// The block's library words, as `block_shared`.
+    block_words: Cell<(usize, usize)>,
     /// Memory whose accesses [`Model::coalesce`] leaves alone, as ranges
     /// like `block_shared`: the rank's stack (local memory, which the GPU
     /// interleaves across a warp's lanes, so that their accesses at one
@@ -813,6 +840,7 @@ impl Clock {
             lines: Default::default(),
             next_line: Cell::new(0),
             block_shared: Cell::new((0, 0)),
+            block_words: Cell::new((0, 0)),
             unlined: Default::default(),
         }
     }
@@ -838,15 +866,25 @@ impl Clock {
         self.block_shared.set((start, start + bytes));
     }
 
-    /// Whether `access` is one of the block's shared memory: its address
-    /// (a copy's source or destination) lies in it.
+    /// Tells the clock where its rank's block's library words are
+    /// (`bytes` from `start`: `shim::block_words`), priced as the shared
+    /// window memory is.
+    pub(crate) fn set_block_words(&self, start: usize, bytes: usize) {
+        self.block_words.set((start, start + bytes));
+    }
+
+    /// Whether `access` is one of the block's shared memory (its window
+    /// memory or its library words): its address (a copy's source or
+    /// destination) lies in it.
     fn in_block_shared(&self, access: &Access) -> bool {
         let (start, end) = self.block_shared.get();
-        let inside = |a: usize| (start..end).contains(&a);
+        let (words, words_end) = self.block_words.get();
+        let inside = |a: usize| (start..end).contains(&a) || (words..words_end).contains(&a);
         match *access {
             Access::Load { addr, .. }
             | Access::Store { addr, .. }
             | Access::Rmw { addr, .. }
+            | Access::BlockRmw { addr, .. }
             | Access::Reduce { addr, .. }
             | Access::Plain { addr, .. }
             | Access::Volatile { addr, .. } => inside(addr),

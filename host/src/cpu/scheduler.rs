@@ -190,7 +190,9 @@ use corosensei::{Coroutine, CoroutineResult, Yielder};
 use gpu_mpi_device::abi::layout::{Layout, ABORT_OFFSET, CONFIG_OFFSET, LAYOUT_OFFSET};
 use gpu_mpi_device::abi::polling::RARE_READS_EVERY;
 use gpu_mpi_device::abi::shim::runtime::{self, Access, RankRuntime, Suspend, SyncCounts};
-use gpu_mpi_device::abi::shim::{resolve_warp, Coordinates, WarpCall, WarpOp, SHARED_BLOCK_BYTES};
+use gpu_mpi_device::abi::shim::{
+    resolve_warp, Coordinates, WarpCall, WarpOp, BLOCK_WORDS_BYTES, SHARED_BLOCK_BYTES,
+};
 use std::cell::Cell;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -578,9 +580,10 @@ impl RankCtx {
     }
 }
 
-/// One block's shared scratch ([`SHARED_BLOCK_BYTES`], 16-byte aligned).
+/// One block's shared scratch ([`SHARED_BLOCK_BYTES`], 16-byte aligned),
+/// then its library words ([`BLOCK_WORDS_BYTES`]), zeroed at launch.
 #[repr(C, align(16))]
-struct Scratch(std::cell::UnsafeCell<[u8; SHARED_BLOCK_BYTES]>);
+struct Scratch(std::cell::UnsafeCell<[u8; SHARED_BLOCK_BYTES + BLOCK_WORDS_BYTES]>);
 
 /// One warp's collective in progress: the lanes parked in it and their calls.
 #[derive(Clone, Copy)]
@@ -866,7 +869,11 @@ impl<'s, 'a> Worker<'s, 'a> {
         let first_rank = first_block * block_dim;
         let n = ((end_block - first_block) * block_dim) as usize;
         let scratch: Vec<Scratch> = (first_block..end_block)
-            .map(|_| Scratch(std::cell::UnsafeCell::new([0; SHARED_BLOCK_BYTES])))
+            .map(|_| {
+                Scratch(std::cell::UnsafeCell::new(
+                    [0; SHARED_BLOCK_BYTES + BLOCK_WORDS_BYTES],
+                ))
+            })
             .collect();
         let mut launch_shared: Vec<Vec<u128>> = (first_block..end_block)
             .map(|_| vec![0u128; (layout.shared_window_bytes as usize).div_ceil(16)])
@@ -925,8 +932,9 @@ impl<'s, 'a> Worker<'s, 'a> {
                     let scratch = ctxs[i].shared as usize;
                     clock.set_unlined(
                         (Stack::limit(&stack).get(), Stack::base(&stack).get()),
-                        (scratch, scratch + SHARED_BLOCK_BYTES),
+                        (scratch, scratch + SHARED_BLOCK_BYTES + BLOCK_WORDS_BYTES),
                     );
+                    clock.set_block_words(scratch + SHARED_BLOCK_BYTES, BLOCK_WORDS_BYTES);
                 }
                 if shared.local_stacks {
                     ctxs[i]
