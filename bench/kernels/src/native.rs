@@ -1428,7 +1428,8 @@ gpu_mpi_device::kernel! {
 
 /// One rank issues `total` dependent block-scope adds with ordering `o`
 /// on the last of its block's library words (which this kernel's
-/// non-blocking collectives, none, would use): the latency of one atomic
+/// non-blocking collectives, none, would use, and which its entry in a
+/// block of 32 leaves as it found it): the latency of one atomic
 /// of the block's shared memory, with two block-scope fences when `o`
 /// is `AcqRel`.
 fn block_rmw_chain(world: &World, args: &AtomicArgs, o: Ordering) -> Result<(), Error> {
@@ -1436,10 +1437,13 @@ fn block_rmw_chain(world: &World, args: &AtomicArgs, o: Ordering) -> Result<(), 
         return Ok(());
     }
     check_len(&args.out, LIMIT_RESULTS)?;
-    // SAFETY: the last 8-aligned word of the block's words, zeroed by the
-    // kernel's entry, touched by this rank alone and only atomically.
+    // SAFETY: the last 8-aligned word of the block's words, touched by
+    // this rank alone and only atomically.
     let word =
         unsafe { intrinsics::atomic_u64_at(intrinsics::block_words(), intrinsics::BLOCK_WORDS_BYTES - 8) };
+    // The entry zeroes only the words the block's nodes can use (on the
+    // GPU the others hold what the last kernel left).
+    word.store(0, Ordering::Relaxed);
     let total = args.warmup + args.iterations;
     let mut start = intrinsics::clock_ns();
     let mut v = 0u64;

@@ -282,8 +282,9 @@ pub const BLOCK_WORDS_BYTES: usize = 512;
 /// [`launch_shared`]'s area, that keep their values for the whole launch
 /// (no collective uses them as scratch). Their content is undefined at
 /// kernel start (zero on the emulator and under loom): a kernel's entry
-/// ([`kernel::rank_main`](crate::kernel::rank_main)) zeroes them behind a
-/// block barrier before its body runs. The world's non-blocking
+/// ([`kernel::rank_main`](crate::kernel::rank_main)) zeroes those the
+/// block can use behind a block barrier before its body runs
+/// (`layout::immediate_block_words`). The world's non-blocking
 /// collectives keep the arrival words of their tree's first level here
 /// (`collective::immediate`), reached with this shim's atomics: block
 /// scope ([`AtomicU64::fetch_add_block`]) where only the block's ranks
