@@ -713,6 +713,8 @@ fn arrive<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, args: &Args, fold
 /// world and publishes. No fold is longer than 32 children.
 fn arrive_world<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, args: &Args, fold: &F) {
     let mut t = Tree::start(w);
+    // Level 0's arrival word in the block's words, where it is there.
+    let mut in_block = block_arrival(w, slot, &t);
     let mut mine = Tally::of(args, 0);
     loop {
         let node = t.base + t.node();
@@ -725,7 +727,6 @@ fn arrive_world<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, args: &Args
             }
         }
         let add = mine.arrival(t.item - children.start);
-        let in_block = block_arrival(w, slot, &t);
         // AcqRel: releases this rank's cell (arguments and operand or
         // broadcast data) and its packed words, or as a node's last
         // arriver its node's verdict and cell, to this node's last
@@ -877,13 +878,14 @@ fn arrive_world<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, args: &Args
         mine = tally;
         mine.errors = (first_error != 0) as u32;
         t = t.up();
+        in_block = None;
     }
 }
 
 // Every slot's block nodes have a word of the block's words.
 const _: () = assert!((IMMEDIATE_SLOTS * IMMEDIATE_BLOCK_NODES) as usize * 8 <= shim::BLOCK_WORDS_BYTES);
 
-/// The arrival word of the level-0 node `t` reaches in `slot`, when it
+/// The arrival word of the node that `t` (the tree at level 0) reaches in `slot`, when it
 /// lies in the block's words ([`shim::block_words`]): where the block's
 /// kernel entry zeroed them (`RankState`'s block words) and the node's
 /// ranks all lie in this rank's block, word `node - floor(s /
@@ -901,7 +903,7 @@ fn block_arrival<'w>(w: &'w World, slot: u32, t: &Tree) -> Option<&'w AtomicU64>
     let first = t.first + node * IMMEDIATE_FANOUT;
     let last = t.first + t.children().end - 1;
     let index = node.wrapping_sub((w.block * bd).saturating_sub(t.first) / IMMEDIATE_FANOUT);
-    if !w.known.block_words() || t.span != 1 || first / bd != last / bd || index >= IMMEDIATE_BLOCK_NODES {
+    if !w.known.block_words() || first / bd != last / bd || index >= IMMEDIATE_BLOCK_NODES {
         return None;
     }
     let word = (slot * IMMEDIATE_BLOCK_NODES + index) as usize;
