@@ -963,58 +963,45 @@ fn immediate_collectives_one_block_of_two() {
     });
 }
 
-/// (n) Three non-blocking all-reduces in a row over 2 blocks, polled with
-/// `test`: the third reuses the first's slot, which a rank starts without
-/// waiting for the other to have collected the first (the tally zeroed by
-/// the first's last arriver before it published, the result cell written
+/// Three non-blocking all-reduces in a row, polled with `test`: the third
+/// reuses the first's slot, which a rank starts without waiting for the
+/// other to have collected the first.
+fn three_all_reduces_polled(w: &World, _: Scratch) -> Result<[u32; 3], Error> {
+    let r = w.rank() as u32;
+    let mut out = [0u32; 3];
+    for (k, o) in out.iter_mut().enumerate() {
+        let send = r + 10 * k as u32;
+        request::scope(|scope| -> Result<(), Error> {
+            let mut q = w.immediate_all_reduce_into(scope, &send, o, SystemOperation::sum())?;
+            loop {
+                if let Some(res) = q.test() {
+                    return res.map(|_| ());
+                }
+            }
+        })?;
+    }
+    Ok(out)
+}
+
+/// (n) [`three_all_reduces_polled`] over 2 blocks (the tally zeroed by the
+/// first's last arriver before it published, the result cell written
 /// again only after both arrived in the third).
 #[test]
 fn immediate_slot_reused_without_waiting() {
     check("immediate reuse 2x1", 1, || {
-        let results = run_world(small_config(2, 1, 1), 0, |w, _| -> Result<[u32; 3], Error> {
-            let r = w.rank() as u32;
-            let mut out = [0u32; 3];
-            for (k, o) in out.iter_mut().enumerate() {
-                let send = r + 10 * k as u32;
-                request::scope(|scope| -> Result<(), Error> {
-                    let mut q = w.immediate_all_reduce_into(scope, &send, o, SystemOperation::sum())?;
-                    loop {
-                        if let Some(res) = q.test() {
-                            return res.map(|_| ());
-                        }
-                    }
-                })?;
-            }
-            Ok(out)
-        });
+        let results = run_world(small_config(2, 1, 1), 0, three_all_reduces_polled);
         assert_eq!(results, [Ok([1, 21, 41]), Ok([1, 21, 41])]);
     });
 }
 
-/// (n) As [`immediate_slot_reused_without_waiting`] over one block of 2
-/// ranks: the level-0 node's arrival word is in the block's words
-/// (`shim::block_words`, block-scope adds), zeroed by the first's last
-/// arriver before it published `done`, and counted from zero again by
-/// the third.
+/// (n) [`three_all_reduces_polled`] over one block of 2 ranks: the level-0
+/// node's arrival word is in the block's words (`shim::block_words`,
+/// block-scope adds), zeroed by the first's last arriver before it
+/// published `done`, and counted from zero again by the third.
 #[test]
 fn immediate_slot_reused_in_the_block_words() {
     check("immediate reuse 1x2", 1, || {
-        let results = run_world(small_config(2, 2, 1), 0, |w, _| -> Result<[u32; 3], Error> {
-            let r = w.rank() as u32;
-            let mut out = [0u32; 3];
-            for (k, o) in out.iter_mut().enumerate() {
-                let send = r + 10 * k as u32;
-                request::scope(|scope| -> Result<(), Error> {
-                    let mut q = w.immediate_all_reduce_into(scope, &send, o, SystemOperation::sum())?;
-                    loop {
-                        if let Some(res) = q.test() {
-                            return res.map(|_| ());
-                        }
-                    }
-                })?;
-            }
-            Ok(out)
-        });
+        let results = run_world(small_config(2, 2, 1), 0, three_all_reduces_polled);
         assert_eq!(results, [Ok([1, 21, 41]), Ok([1, 21, 41])]);
     });
 }

@@ -31,69 +31,49 @@ use core::arch::asm;
 use core::cell::UnsafeCell;
 
 /// Dispatches one `asm!` read-modify-write on a `shim::Ordering`, choosing the
-/// PTX semantics qualifier (`.relaxed`, `.acquire`, `.release`, `.acq_rel`) and
-/// always the `.gpu` scope. `$op` and `$ty` complete the opcode
-/// (`atom.<sem>.gpu.<op>.<ty>`); `$operands` is the operand list shared by
-/// every arm.
-macro_rules! atom_sem {
-    ($o:expr, $op:literal, $ty:literal, $args:literal, $($operands:tt)*) => {
+/// PTX semantics qualifier (`.relaxed`, `.acquire`, `.release`, `.acq_rel`)
+/// with scope `$scope` (`"gpu"`; `"cta"` for a word only the ranks of one
+/// block touch, whose orderings then pair within the block alone and cost
+/// a block-scope fence). `$op` and `$ty` complete the opcode
+/// (`atom.<sem>.<scope>.<op>.<ty>`); `$operands` is the operand list shared
+/// by every arm.
+macro_rules! atom_sem_scoped {
+    ($o:expr, $scope:literal, $op:literal, $ty:literal, $args:literal, $($operands:tt)*) => {
         match $o {
             // Relaxed: atomicity only, no ordering.
             Ordering::Relaxed => asm!(
-                concat!("atom.relaxed.gpu.", $op, ".", $ty, " ", $args, ";"),
+                concat!("atom.relaxed.", $scope, ".", $op, ".", $ty, " ", $args, ";"),
                 $($operands)*
             ),
             // Acquire: pairs with a Release/AcqRel store or RMW of another rank
-            // on this word; later accesses of this rank stay after it.
+            // (of the scope) on this word; later accesses of this rank stay
+            // after it.
             Ordering::Acquire => asm!(
-                concat!("atom.acquire.gpu.", $op, ".", $ty, " ", $args, ";"),
+                concat!("atom.acquire.", $scope, ".", $op, ".", $ty, " ", $args, ";"),
                 $($operands)*
             ),
             // Release: pairs with an Acquire/AcqRel load or RMW of another rank
-            // on this word; earlier accesses of this rank stay before it.
+            // (of the scope) on this word; earlier accesses of this rank stay
+            // before it.
             Ordering::Release => asm!(
-                concat!("atom.release.gpu.", $op, ".", $ty, " ", $args, ";"),
+                concat!("atom.release.", $scope, ".", $op, ".", $ty, " ", $args, ";"),
                 $($operands)*
             ),
             // AcqRel: both of the above (e.g. a ticket counter that both
             // publishes this rank's writes and observes the previous holders').
             Ordering::AcqRel => asm!(
-                concat!("atom.acq_rel.gpu.", $op, ".", $ty, " ", $args, ";"),
+                concat!("atom.acq_rel.", $scope, ".", $op, ".", $ty, " ", $args, ";"),
                 $($operands)*
             ),
         }
     };
 }
 
-/// [`atom_sem!`] with block (`.cta`) scope: for a word that only the
-/// ranks of one block touch, whose orderings then pair within the block
-/// alone and cost a block-scope fence, not a device-scope one.
-macro_rules! atom_sem_cta {
-    ($o:expr, $op:literal, $ty:literal, $args:literal, $($operands:tt)*) => {
-        match $o {
-            // Relaxed: atomicity only, no ordering.
-            Ordering::Relaxed => asm!(
-                concat!("atom.relaxed.cta.", $op, ".", $ty, " ", $args, ";"),
-                $($operands)*
-            ),
-            // Acquire: pairs with a Release/AcqRel operation of another rank
-            // of the block on this word.
-            Ordering::Acquire => asm!(
-                concat!("atom.acquire.cta.", $op, ".", $ty, " ", $args, ";"),
-                $($operands)*
-            ),
-            // Release: pairs with an Acquire/AcqRel operation of another rank
-            // of the block on this word.
-            Ordering::Release => asm!(
-                concat!("atom.release.cta.", $op, ".", $ty, " ", $args, ";"),
-                $($operands)*
-            ),
-            // AcqRel: both of the above.
-            Ordering::AcqRel => asm!(
-                concat!("atom.acq_rel.cta.", $op, ".", $ty, " ", $args, ";"),
-                $($operands)*
-            ),
-        }
+/// [`atom_sem_scoped!`] with the device (`.gpu`) scope, that of every
+/// read-modify-write but `fetch_add_block`.
+macro_rules! atom_sem {
+    ($o:expr, $($rest:tt)*) => {
+        atom_sem_scoped!($o, "gpu", $($rest)*)
     };
 }
 
@@ -233,9 +213,9 @@ macro_rules! nvptx_atomic {
                 let old: $int;
                 // SAFETY: `p` points to a live, aligned atomic word (`&self`)
                 // that is only accessed atomically. Orderings: see
-                // `atom_sem_cta!`.
+                // `atom_sem_scoped!`.
                 unsafe {
-                    atom_sem_cta!(o, "add", $u, "{old}, [{p}], {v}",
+                    atom_sem_scoped!(o, "cta", "add", $u, "{old}, [{p}], {v}",
                         old = out($reg) old, p = in(reg64) p, v = in($reg) v, options(nostack))
                 }
                 old
