@@ -368,8 +368,10 @@ pub(super) fn shared_block_base() -> *mut u8 {
 }
 
 /// The block's library words: a buffer of the model per block whose
-/// words are loom atomics, as the world memory's are (see
-/// [`loom_runtime::register_world`]), zero when the model starts.
+/// words the block's nodes can use are loom atomics, as the world
+/// memory's are (see [`loom_runtime::register_world`]), zero when the
+/// model starts; an atomic on another of them panics, as one outside the
+/// world memory does.
 pub(super) fn block_words_base() -> *mut u8 {
     loom_runtime::current().block_words(coordinates().block)
 }
@@ -807,17 +809,26 @@ pub mod loom_runtime {
         let block_words: Vec<BlockWords> = (0..grid_dim)
             .map(|_| BlockWords(core::cell::UnsafeCell::new([0; crate::shim::BLOCK_WORDS_BYTES])))
             .collect();
+        // Only the words a block of `block_dim` ranks can use (each slot's
+        // first `immediate_block_words`, what a kernel's entry zeroes): a
+        // loom atomic per word of all 64 cost every model its objects.
+        let used = crate::layout::immediate_block_words(block_dim) as usize;
         for b in &block_words {
             let at = b.0.get() as usize;
-            for offset in (0..crate::shim::BLOCK_WORDS_BYTES).step_by(4) {
-                words.insert(
-                    at + offset,
-                    Word {
-                        a32: Some(LoomU32::new(0)),
-                        a64: (offset % 8 == 0).then(|| LoomU64::new(0)),
-                        width: AtomicU8::new(UNUSED),
-                    },
-                );
+            for slot in 0..crate::layout::IMMEDIATE_SLOTS as usize {
+                for k in 0..used {
+                    let word = at + 8 * (slot * crate::layout::IMMEDIATE_BLOCK_NODES as usize + k);
+                    for (offset, v64) in [(0, true), (4, false)] {
+                        words.insert(
+                            word + offset,
+                            Word {
+                                a32: Some(LoomU32::new(0)),
+                                a64: v64.then(|| LoomU64::new(0)),
+                                width: AtomicU8::new(UNUSED),
+                            },
+                        );
+                    }
+                }
             }
         }
         let model = WorldModel(Arc::new(Shared {

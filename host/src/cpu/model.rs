@@ -737,18 +737,16 @@ fn describe(of: &LogOf, access: &Access) -> (String, String) {
         Ordering::Acquire => "acquire",
         Ordering::AcqRel => "acq_rel",
     };
-    let at = |addr: usize| {
+    // Where `addr` lies in the world, else `elsewhere`.
+    let at_or = |addr: usize, elsewhere: &str| {
         addr.checked_sub(of.world)
             .and_then(|offset| place(&of.layout, offset))
-            .unwrap_or_else(|| "outside the world".to_string())
+            .unwrap_or_else(|| elsewhere.to_string())
     };
+    let at = |addr: usize| at_or(addr, "outside the world");
     // A block-scope atomic's word lies in the block's shared memory (the
     // library words) unless it is one of the world's.
-    let at_block = |addr: usize| {
-        addr.checked_sub(of.world)
-            .and_then(|offset| place(&of.layout, offset))
-            .unwrap_or_else(|| "the block's shared memory".to_string())
-    };
+    let at_block = |addr: usize| at_or(addr, "the block's shared memory");
     let rw = |write: bool| if write { "write" } else { "read" };
     match access {
         Access::Load { order: o, addr } => (format!("load {}", order(o)), at(*addr)),
