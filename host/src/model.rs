@@ -506,8 +506,10 @@ pub struct LoggedAccess {
     /// `copy 64 B`, `sleep 32 ns`, `batch begin`, `batch end`.
     pub what: String,
     /// Where: the place in the world memory (`rank 3 header.free_count`,
-    /// `rank 0 slot 2 payload+8`, `grid barrier+4`), `outside the world`
-    /// (a user buffer, a stack), or empty (a fence, a sleep, a batch).
+    /// `rank 0 slot 2 payload+8`, `grid barrier+4`), `the block's shared
+    /// memory` (a window's shared memory, the library's block words),
+    /// `outside the world` (a user buffer, a stack), or empty (a fence, a
+    /// sleep, a batch).
     pub place: String,
 }
 

@@ -244,6 +244,15 @@ fn an_access_log_says_what_one_rank_did_when_and_where() {
         "{}",
         log.render()
     );
+    // The kernel's entry zeroes one of the block's words per rank (the
+    // non-blocking collectives' first level): rank 0's store lands in the
+    // block's shared memory, not in a buffer outside the world.
+    assert_eq!(
+        count("store relaxed", "the block's shared memory"),
+        1,
+        "{}",
+        log.render()
+    );
     let by_place = log.by_place();
     let inbox = by_place
         .iter()

@@ -285,7 +285,7 @@ impl Model {
                 self.charge_access(rank, clock, access);
                 let mut log = log.borrow_mut();
                 if log.accesses.len() < AccessLog::MAX_ACCESSES {
-                    let (what, place) = describe(of, &access);
+                    let (what, place) = describe(of, clock, &access);
                     log.accesses.push(LoggedAccess {
                         at_ps: at,
                         cost_ps: clock.now() - at,
@@ -730,29 +730,32 @@ impl Model {
 }
 
 /// What `access` is and where it went, for an [`AccessLog`].
-fn describe(of: &LogOf, access: &Access) -> (String, String) {
+fn describe(of: &LogOf, clock: &Clock, access: &Access) -> (String, String) {
     let order = |o: &Ordering| match o {
         Ordering::Relaxed => "relaxed",
         Ordering::Release => "release",
         Ordering::Acquire => "acquire",
         Ordering::AcqRel => "acq_rel",
     };
-    // Where `addr` lies in the world, else `elsewhere`.
-    let at_or = |addr: usize, elsewhere: &str| {
+    // Where `addr` lies: in the world, the block's shared memory (its
+    // window memory or the library's block words), or elsewhere.
+    let at = |addr: usize| {
         addr.checked_sub(of.world)
             .and_then(|offset| place(&of.layout, offset))
-            .unwrap_or_else(|| elsewhere.to_string())
+            .unwrap_or_else(|| {
+                if clock.is_block_shared(addr) {
+                    "the block's shared memory".to_string()
+                } else {
+                    "outside the world".to_string()
+                }
+            })
     };
-    let at = |addr: usize| at_or(addr, "outside the world");
-    // A block-scope atomic's word lies in the block's shared memory (the
-    // library words) unless it is one of the world's.
-    let at_block = |addr: usize| at_or(addr, "the block's shared memory");
     let rw = |write: bool| if write { "write" } else { "read" };
     match access {
         Access::Load { order: o, addr } => (format!("load {}", order(o)), at(*addr)),
         Access::Store { order: o, addr } => (format!("store {}", order(o)), at(*addr)),
         Access::Rmw { order: o, addr } => (format!("rmw {}", order(o)), at(*addr)),
-        Access::BlockRmw { order: o, addr } => (format!("rmw.cta {}", order(o)), at_block(*addr)),
+        Access::BlockRmw { order: o, addr } => (format!("rmw.cta {}", order(o)), at(*addr)),
         Access::Reduce { order: o, addr } => (format!("red {}", order(o)), at(*addr)),
         Access::Fence { order: o } => (format!("fence {}", order(o)), String::new()),
         Access::Plain { addr, bytes, write } => (format!("plain {} {bytes} B", rw(*write)), at(*addr)),
@@ -875,9 +878,7 @@ impl Clock {
     /// memory or its library words): its address (a copy's source or
     /// destination) lies in it.
     fn in_block_shared(&self, access: &Access) -> bool {
-        let (start, end) = self.block_shared.get();
-        let (words, words_end) = self.block_words.get();
-        let inside = |a: usize| (start..end).contains(&a) || (words..words_end).contains(&a);
+        let inside = |a: usize| self.is_block_shared(a);
         match *access {
             Access::Load { addr, .. }
             | Access::Store { addr, .. }
@@ -889,6 +890,14 @@ impl Clock {
             Access::Copy { src, dst, .. } => inside(src) || inside(dst),
             _ => false,
         }
+    }
+
+    /// Whether `addr` lies in the block's shared memory (its window memory
+    /// or its library words).
+    fn is_block_shared(&self, addr: usize) -> bool {
+        let (start, end) = self.block_shared.get();
+        let (words, words_end) = self.block_words.get();
+        (start..end).contains(&addr) || (words..words_end).contains(&addr)
     }
 
     /// The clock, in picoseconds.
