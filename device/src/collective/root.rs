@@ -155,13 +155,16 @@ impl Process<'_> {
 
     /// `f` on this process's sub-communicator, traced as `call` and out of
     /// line ([`traced_sub`]); `None` for a world process. Each collective
-    /// below is inlined into its caller around this, so that on the world,
-    /// whose communicator id is a constant there, the sub-communicator's
-    /// path (the general algorithms, and through them the point-to-point
-    /// engine) folds away instead of sharing the kernel's registers and
-    /// frame (rsmpi's `gather`, three world gathers: 128 registers, 2,976
-    /// bytes of stack and 2,560 of spills, from that path's spills alone;
-    /// docs/gpu.md, "What costs registers").
+    /// below but the reductions (whose world path is inlined itself: the
+    /// pi example's `pi_reduce` took 2 registers more) is inlined into its
+    /// caller around this, so that on the world, whose communicator id is
+    /// a constant there, the sub-communicator's path (the general
+    /// algorithms, and through them the point-to-point engine) folds away
+    /// instead of sharing the kernel's registers and frame (rsmpi's
+    /// `gather`, three world gathers: 128 registers, 2,976 bytes of stack
+    /// and 2,560 of spills, from that path's spills alone; docs/gpu.md,
+    /// "What costs registers").
+    ///
     /// `f` takes the process's rank as an argument rather than through
     /// `self`: a closure that borrowed the process would keep it in memory
     /// and its communicator id unknown after the first call.
