@@ -259,7 +259,11 @@ fn non_blocking_barrier_and_all_reduce_stay_within_their_modelled_budgets() {
     let ibarrier = rows(&report, "ibarrier").next().expect("an ibarrier row");
     Budget {
         what: "ibarrier + wait, 1024 ranks in 4 blocks",
-        set_from_us: 1.7801,
+        // Down from 1.7801 since the waiters read the top's arrival word
+        // and the last arriver's own wait polls nothing
+        // (docs/performance.md, "An `MPI_Ibarrier`'s waiters read the
+        // top's arrival word").
+        set_from_us: 1.3533,
     }
     .check(field(ibarrier, "model_mpi_avg_us"));
     let iallreduce = rows(&report, "iallreduce")

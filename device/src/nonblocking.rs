@@ -184,19 +184,47 @@ pub struct NodeRecord {
     /// parent's last arriver only then: the child's bit in the parent's
     /// `Tally`).
     pub verdict: u32,
-    /// Unused.
-    pub reserved: [u32; 2],
+    /// At the world's top node, when it counts in rounds
+    /// (`World::top_round`):
+    /// the arrival word of the uses `u` with `u mod 4 = 0`. Unused
+    /// elsewhere.
+    pub round: u64,
     /// The `Tally` of the children that have arrived in the current use:
     /// the arrival word (`Tally::arrival`: how many, the kinds, the
     /// children with an error), to which each child adds its own as it
     /// arrives, then root, datatype and count (`Tally::packed`), into
     /// which it ORs its own before. The last arriver learns the first
     /// from its add, reads the others when some child's kind is not the
-    /// barrier, and zeroes them all for the next use.
+    /// barrier, and zeroes them all for the next use. At the world's top
+    /// node with rounds the first word is the arrival word of the uses
+    /// with `u mod 4 = 1`, which its last arriver does not zero.
     pub tally: [u64; 4],
-    /// Unused.
-    pub spare: [u32; 4],
+    /// At the world's top node with rounds: the arrival words of the uses
+    /// with `u mod 4 = 2` and `3`. Unused elsewhere.
+    pub rounds: [u64; 2],
 }
+
+/// How many arrival words the world's top node keeps, one per use modulo
+/// this ([`World::top_round`]): at least three, since use `u`'s word is
+/// zeroed by use `u + 1`'s last arriver and must not be counted again
+/// before every rank has passed that zeroing (use `u + 3`); four, so that
+/// the rotation stays in step where the use count wraps (at
+/// `RankState::STARTED_MODULUS / IMMEDIATE_SLOTS`, a power of two).
+pub(crate) const TOP_ROUNDS: u32 = 4;
+
+/// Offset in the top node's record of the arrival word of use `use_`
+/// ([`TOP_ROUNDS`]): `round`, `tally[0]`, `rounds[0]`, `rounds[1]`, in
+/// arithmetic (a table would be a load).
+const fn round_offset(use_: u32) -> usize {
+    let i = (use_ % TOP_ROUNDS) as usize;
+    8 + 8 * i + 24 * (i >> 1)
+}
+
+const _: () = assert!(round_offset(0) == core::mem::offset_of!(NodeRecord, round));
+const _: () = assert!(round_offset(1) == core::mem::offset_of!(NodeRecord, tally));
+const _: () = assert!(round_offset(2) == core::mem::offset_of!(NodeRecord, rounds));
+const _: () = assert!(round_offset(3) == core::mem::offset_of!(NodeRecord, rounds) + 8);
+const _: () = assert!(core::mem::size_of::<NodeRecord>() == IMMEDIATE_RECORD_BYTES);
 
 /// What a set of ranks passed to a non-blocking collective, in a form the
 /// ranks fold into a node's words as they arrive, in any order (the kinds
@@ -303,6 +331,12 @@ impl Tally {
         }
         word
     }
+
+    /// What each child of a node adds to its arrival word when every rank
+    /// under it started a barrier and none found an error in its own
+    /// arguments ([`Tally::arrival`]): a node whose word reads `children`
+    /// times this has all its children, and they agree.
+    pub(crate) const CLEAN_BARRIER: u64 = 1 + (1 << (ARRIVAL_FIELD * Kind::Barrier as u32));
 
     /// The arrivals counted in an arrival word.
     pub(crate) fn arrivals(word: u64) -> u32 {
@@ -803,6 +837,44 @@ impl World {
         unsafe { shim::atomic_u32_at(self.base, self.layout.immediate_node(slot, node) + offset) }
     }
 
+    /// The arrival word of use `use_` of slot `slot` at the world's top
+    /// node and how many children that node has, when the top counts its
+    /// arrivals in rounds ([`TOP_ROUNDS`]): a world in one process whose
+    /// top's arrival word is in global memory (not a level-0 node in the
+    /// block's words, `collective::immediate`'s `block_arrival`: a world
+    /// of at most `IMMEDIATE_FANOUT` ranks in one block whose entry zeroed
+    /// the block's words). A waiting rank of a barrier sees its round
+    /// complete in that word, which nobody zeroes until every rank has
+    /// started the slot's next use (`collective::immediate`, "Rounds").
+    #[inline(always)]
+    pub(crate) fn top_round(&self, slot: u32, use_: u32) -> Option<(&AtomicU64, u32)> {
+        let ranks = self.ranks();
+        if (cfg!(feature = "distributed") && self.across_processes())
+            || (ranks <= IMMEDIATE_FANOUT && ranks <= self.block_dim() && self.known.block_words())
+        {
+            return None;
+        }
+        let mut children = ranks;
+        while children > IMMEDIATE_FANOUT {
+            children = children.div_ceil(IMMEDIATE_FANOUT);
+        }
+        Some((
+            self.round_word(slot, self.layout.immediate_nodes - 1, use_),
+            children,
+        ))
+    }
+
+    /// The arrival word of use `use_` of slot `slot` at node `node`, the
+    /// world's top ([`TOP_ROUNDS`]).
+    #[inline(always)]
+    pub(crate) fn round_word(&self, slot: u32, node: u32, use_: u32) -> &AtomicU64 {
+        let at = self.layout.immediate_node(slot, node) + round_offset(use_);
+        // SAFETY: an 8-aligned word of the node's record (the records are
+        // 64-aligned, `round_offset` one of its u64 fields), accessed only
+        // atomically.
+        unsafe { shim::atomic_u64_at(self.base, at) }
+    }
+
     /// The [`Tally`] words of node `node` in slot `slot`.
     pub(crate) fn node_tally(&self, slot: u32, node: u32) -> &[AtomicU64; 4] {
         let at = self.layout.immediate_node(slot, node) + core::mem::offset_of!(NodeRecord, tally);
@@ -1024,9 +1096,19 @@ pub(crate) fn indices(w: &World) -> core::ops::Range<u32> {
 /// ([`done_word`]) the rank had no error of its own (the verdict is the
 /// first rank's), and the completion copies the result, if any, and loads
 /// nothing else ([`collect_clean`]).
+///
+/// `done`: the rank's own start completed it, with a clean verdict and
+/// nothing to copy (`collective::immediate`, "Rounds"): the wait frees
+/// the slot and polls nothing.
 #[inline(never)]
-pub(crate) fn wait(w: &World, i: u32, closed: impl FnOnce()) -> Result<Status, Error> {
+pub(crate) fn wait(w: &World, i: u32, done: bool, closed: impl FnOnce()) -> Result<Status, Error> {
     let (sp, slot) = (space_of(w, i), slot_of(i));
+    if done {
+        closed();
+        w.note_progress();
+        w.free_pending(sp, slot);
+        return Ok(Status::empty());
+    }
     let (use_, kept, args) = shim::independent(|| {
         (
             w.use_of(sp, slot),
@@ -1040,12 +1122,27 @@ pub(crate) fn wait(w: &World, i: u32, closed: impl FnOnce()) -> Result<Status, E
     let (out, bytes, what) = (kept.destination(), args.bytes, what_of(&args));
     let (cell, record) = (w.result_cell(sp, slot), w.pending_record(sp, slot));
     let done = w.slot_word(sp, slot, core::mem::offset_of!(SlotRecord, done));
-    let mut closed = Some(closed);
     // What the rank knows of itself: the idle key read only when a failed
     // poll may have set it; a settled rank's wait record written alone,
     // and no slot handed back after a poll (a poll that runs the engine
     // unsettles it).
     w.note_progress();
+    // A world barrier whose top counts in rounds waits on its round's
+    // word; `done` only when that says the verdict is not clean. Not a
+    // rank holding request records, whose polls run the engine (below):
+    // a second loop with the engine in it cost every kernel with
+    // requests registers and stack.
+    if sp.id == 0 && args.kind_class == Kind::Barrier as u32 && w.records.get() == 0 {
+        if let Some((word, children)) = w.top_round(slot, use_) {
+            if wait_round(w, word, children, what)? {
+                closed();
+                let r = collect_clean(out, bytes, cell, record);
+                w.slot_collected(sp, slot);
+                return r;
+            }
+        }
+    }
+    let mut closed = Some(closed);
     let r = crate::polling::wait_core_lazy(
         &w.core_settled(),
         |_, what| w.record_wait(what),
@@ -1063,7 +1160,7 @@ pub(crate) fn wait(w: &World, i: u32, closed: impl FnOnce()) -> Result<Status, E
                 return Some(if word & 1 != 0 {
                     collect_clean(out, bytes, cell, record)
                 } else {
-                    collect(w, i)
+                    collect(w, i, false)
                 });
             }
             if progress_requests(w) {
@@ -1079,6 +1176,35 @@ pub(crate) fn wait(w: &World, i: u32, closed: impl FnOnce()) -> Result<Status, E
         w.slot_collected(sp, slot);
     }
     r
+}
+
+/// The wait of a world barrier whose top counts in rounds
+/// (`collective::immediate`, "Rounds") on its use's arrival `word` at the
+/// top, of `children` children: true once every child arrived with a
+/// clean barrier, false once every child arrived otherwise (the verdict
+/// is then `done`'s). For a rank holding no request records: its polls
+/// run no pass of the engine ([`progress_requests`] would find nothing).
+/// Out of line, with a loop of its own: the general wait's loop keeps its
+/// registers.
+#[inline(never)]
+fn wait_round(w: &World, word: &AtomicU64, children: u32, what: WaitFor) -> Result<bool, Error> {
+    crate::polling::wait_core_lazy(
+        &w.core_settled(),
+        |_, what| w.record_wait(what),
+        || !w.known.settled(),
+        || what,
+        |_| {
+            // Acquire: pairs with the top's children's AcqRel adds, each the
+            // end of a chain of adds that acquired every rank below it:
+            // every rank's arrival is visible. The word holds this use's
+            // adds alone while this rank waits ("Rounds").
+            let now = word.load(Ordering::Acquire);
+            if now == u64::from(children) * Tally::CLEAN_BARRIER {
+                return Some(Ok(true));
+            }
+            (Tally::arrivals(now) == children).then_some(Ok(false))
+        },
+    )
 }
 
 /// What a wait on a collective whose rank passed `args` records.
@@ -1104,10 +1230,16 @@ pub(crate) fn test_what(w: &World, i: u32) -> WaitFor {
 /// the result copied out, the slot free for the rank's next use.
 /// Out of line: called once per completion, and inlined it takes the
 /// registers of the wait loop it ends.
+///
+/// `done`: as [`wait`]'s: the slot freed, nothing loaded.
 #[inline(never)]
-pub(crate) fn collect(w: &World, i: u32) -> Result<Status, Error> {
+pub(crate) fn collect(w: &World, i: u32, done: bool) -> Result<Status, Error> {
     let slot = slot_of(i);
     let sp = space_of(w, i);
+    if done {
+        w.free_pending(sp, slot);
+        return Ok(Status::empty());
+    }
     let record = w.slot_record(sp, slot);
     let word = |o: usize| record[o / 4].load(Ordering::Relaxed);
     // Relaxed: acquired with `done` (`is_complete`); `done` is still this

@@ -138,10 +138,11 @@ fn complete(w: &World, i: u32) -> bool {
     }
 }
 
-/// Collects request index `i` (complete) and frees it.
-fn collect_index(w: &World, i: u32) -> Result<Status, Error> {
+/// Collects request index `i` (complete; `done`: the request's, for a
+/// collective its start completed) and frees it.
+fn collect_index(w: &World, i: u32, done: bool) -> Result<Status, Error> {
     if immediate::is_immediate(i) {
-        immediate::collect(w, i)
+        immediate::collect(w, i, done)
     } else {
         collect_record(w, i)
     }
@@ -275,7 +276,7 @@ impl<'a> Scope<'a> {
         // timeout, an abort) stays in its slot: the world is aborted.
         for i in immediate::indices(w) {
             if immediate::owned(w, id, i) && immediate::is_complete(w, i) {
-                let _ = immediate::collect(w, i);
+                let _ = immediate::collect(w, i, false);
             }
         }
         w.note_progress();
@@ -294,8 +295,10 @@ pub struct Request<'a, 's> {
     /// A request complete from the start (a receive from the null process)
     /// holds its status here, with no record.
     ready: Option<Status>,
-    /// Its post completed it (`engine::Posted::Complete`): a wait or test
-    /// collects it without reading its record's state.
+    /// Its post completed it (`engine::Posted::Complete`), or its start
+    /// the collective, with nothing to copy (`collective::immediate`): a
+    /// wait or test collects it without reading its record's state or
+    /// polling.
     done: bool,
 }
 
@@ -323,13 +326,13 @@ impl<'a, 's> Request<'a, 's> {
 
     /// A request for a non-blocking collective's slot
     /// (`collective::immediate`).
-    pub(crate) fn collective(scope: &'s Scope<'a>, index: u32) -> Self {
+    pub(crate) fn collective(scope: &'s Scope<'a>, index: u32, done: bool) -> Self {
         scope.opened();
         Request {
             scope: Some(scope),
             index,
             ready: None,
-            done: false,
+            done,
         }
     }
 
@@ -363,7 +366,7 @@ impl<'a, 's> Request<'a, 's> {
             }
         };
         if immediate::is_immediate(i) {
-            return immediate::wait(w, i, closed);
+            return immediate::wait(w, i, self.done, closed);
         }
         // Complete already (its post or an earlier call progressed it): no
         // pass of the engine, and no words of the wait record read.
@@ -458,7 +461,7 @@ fn collect(r: &mut Request<'_, '_>) -> Option<Result<Status, Error>> {
     if let Some(s) = r.scope.take() {
         s.closed();
     }
-    Some(collect_index(w, r.index))
+    Some(collect_index(w, r.index, r.done))
 }
 
 fn is_done(r: &Request<'_, '_>) -> bool {

@@ -1006,6 +1006,84 @@ fn immediate_slot_reused_in_the_block_words() {
     });
 }
 
+/// Five rounds of two waited non-blocking barriers (ten in all, five uses
+/// of each slot, so that slot 0's rounds wrap its top's four arrival
+/// words): every rank writes its scratch line, meets the others, reads
+/// every line, meets them again. Writes before a barrier are visible
+/// after it, reads before one are finished before writes after it,
+/// whether a rank's wait saw the round complete in the top's arrival word
+/// or its own arrival completed it (`collective::immediate`, "Rounds").
+fn immediate_barriers(w: &World, scratch: Scratch) -> Result<(), Error> {
+    immediate_barrier_rounds(w, scratch, 5)
+}
+
+/// [`immediate_barriers`] with `rounds` rounds.
+fn immediate_barrier_rounds(w: &World, scratch: Scratch, rounds: u64) -> Result<(), Error> {
+    let n = w.size() as usize;
+    let me = w.rank() as usize;
+    for round in 0..rounds {
+        scratch.put(me, 1000 * round + me as u64);
+        request::scope(|scope| w.immediate_barrier(scope)?.wait().map(|_| ()))?;
+        for k in 0..n {
+            assert_eq!(
+                scratch.get(k),
+                1000 * round + k as u64,
+                "rank {me} reads line {k}"
+            );
+        }
+        request::scope(|scope| w.immediate_barrier(scope)?.wait().map(|_| ()))?;
+    }
+    Ok(())
+}
+
+/// Ten non-blocking barriers, each started before the one before it is
+/// waited: a rank starts a slot's next use while its other slot's
+/// collective is still outstanding, so that only the completion of the
+/// slot's own previous use orders its arrival after that use's last
+/// arriver's zeroing of an earlier round's word (`collective::immediate`,
+/// "Rounds": why the words suffice).
+fn immediate_barriers_overlapped(w: &World, _: Scratch) -> Result<(), Error> {
+    request::scope(|scope| {
+        let mut previous = w.immediate_barrier(scope)?;
+        for _ in 1..10 {
+            let next = w.immediate_barrier(scope)?;
+            previous.wait()?;
+            previous = next;
+        }
+        previous.wait().map(|_| ())
+    })
+}
+
+/// (n) [`immediate_barriers_overlapped`] over 2 blocks of 1 rank.
+#[test]
+fn immediate_barriers_overlapped_in_rounds() {
+    check("immediate overlapped barriers 2x1", 3, || {
+        let results = run_world(small_config(2, 1, 1), 0, immediate_barriers_overlapped);
+        assert!(results.iter().all(|r| r.is_ok()), "{results:?}");
+    });
+}
+
+/// (n) [`immediate_barriers`] over 2 blocks of 1 rank: the top (level 0
+/// under loom's fan-out of 2) counts in rounds, in global memory.
+#[test]
+fn immediate_barriers_in_rounds() {
+    check("immediate barriers 2x1", 3, || {
+        let results = run_world(small_config(2, 1, 1), 2, immediate_barriers);
+        assert!(results.iter().all(|r| r.is_ok()), "{results:?}");
+    });
+}
+
+/// (n) Two rounds of [`immediate_barriers`] over 3 blocks of 1 rank: a
+/// tree of two levels, whose top (level 1, two children) counts in
+/// rounds. Without preemptions, as `barrier_three_blocks`.
+#[test]
+fn immediate_barriers_in_rounds_of_a_tree() {
+    check("immediate barriers 3x1", 0, || {
+        let results = run_world(small_config(3, 1, 1), 3, |w, s| immediate_barrier_rounds(w, s, 2));
+        assert!(results.iter().all(|r| r.is_ok()), "{results:?}");
+    });
+}
+
 /// On a warp communicator of a world with the communicators' state: a
 /// non-blocking all-reduce, a broadcast from its rank 1, then an
 /// all-reduce polled with `test` that reuses the first's slot: the

@@ -96,6 +96,38 @@
 //! `u`: its reads of them come before its arrival (acquire-release) in
 //! program order.
 //!
+//! # Rounds: the top's arrival word, read by the waiting ranks
+//! In a world in one process whose top node's arrival word is in global
+//! memory (any world but one of at most 32 ranks in one block, whose
+//! top is a level-0 node in the block's words), the top counts each use
+//! in a word of its own, one of `nonblocking::TOP_ROUNDS` by the
+//! use modulo 4 (`World::top_round`). Its last arriver leaves that word
+//! as its add left it and zeroes the previous use's instead. A waiting
+//! rank of a barrier polls its use's word, acquire, and completes when
+//! it reads every child's clean barrier (each child's add is
+//! `Tally::CLEAN_BARRIER` then): the top's children's adds are the ends
+//! of chains of acquire-release adds from every rank, so the read
+//! acquires every rank's arrival, as the native grid barrier's block
+//! leaders see theirs in the counter they add to. It then needs neither
+//! `done` nor the top's release of it, which lie on the critical path of
+//! a barrier otherwise. A word that reads every child but not a clean
+//! barrier (a kind mismatch, an error) sends the wait to `done` for the
+//! verdict; the other kinds wait for `done` as before (their result
+//! cells are written after the top's add).
+//!
+//! Why the words suffice: use `u`'s word holds `u`'s adds alone from
+//! before any rank counts into it until after every rank has read it.
+//! It was zeroed by use `u - 3`'s successor, `u - 2`'s last arriver,
+//! which did so before arriving in use `u - 1`; a rank counts into it in
+//! use `u` after completing use `u - 1`, which acquired that arrival
+//! (through the word of `u - 1` or `done`), so the zeroing comes first.
+//! It is zeroed again only by use `u + 1`'s last arriver, after every
+//! rank arrived in `u + 1`, each after completing `u`. Three words would
+//! do; four keep the rotation in step where the use count wraps (at a
+//! power of two). The last arriver itself knows the collective complete
+//! when its verdict is clean: its start hands back a request that its
+//! wait or test collects without polling, when it has nothing to copy.
+//!
 //! # Sub-communicators: one level
 //! On a [`SimpleCommunicator`](crate::SimpleCommunicator) (a world launched with
 //! [`FLAG_IMMEDIATE_COMMUNICATORS`](crate::layout::FLAG_IMMEDIATE_COMMUNICATORS),
@@ -694,11 +726,15 @@ unsafe fn fold_in_batches<T: Equivalence, O: Operation<T>, const N: usize>(
 /// Arrives in use `use_` of `slot` of `sp` with arguments `args` (already
 /// in this rank's cell), and, as the last arriver, judges and folds.
 #[inline(never)]
-fn arrive<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, args: &Args, fold: &F) {
+/// A rank's arrival; true when it completed the collective itself, with
+/// a clean verdict (the world's top's last arriver in one process: it
+/// published `done`), so that its own completion needs no poll.
+fn arrive<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, args: &Args, fold: &F) -> bool {
     if sp.id == 0 {
         arrive_world(w, sp, slot, use_, args, fold)
     } else {
-        arrive_group(w, sp, slot, use_, fold)
+        arrive_group(w, sp, slot, use_, fold);
+        false
     }
 }
 
@@ -710,8 +746,9 @@ fn arrive<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, args: &Args, fold
 /// its children's operands (partial results) in rank order into the
 /// node's cell when they agree, and arrives at the node's parent with the
 /// node's tally as its own. The top node's last arriver judges the whole
-/// world and publishes. No fold is longer than 32 children.
-fn arrive_world<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, args: &Args, fold: &F) {
+/// world and publishes. No fold is longer than 32 children. True for the
+/// top's last arriver that published a clean verdict.
+fn arrive_world<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, args: &Args, fold: &F) -> bool {
     let mut t = Tree::start(w);
     // Level 0's arrival word in the block's words, where it is there.
     let mut in_block = block_arrival(w, slot, &t);
@@ -720,6 +757,12 @@ fn arrive_world<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, args: &Args
         let node = t.base + t.node();
         let children = t.children();
         let words = w.node_tally(slot, node);
+        let top = t.nodes() == 1;
+        // The top's arrival word of this use, where it counts in rounds
+        // ("Rounds" in the module docs).
+        // (`World::top_round`'s words: a top in the block's words has
+        // none, and in a world across processes the relay publishes.)
+        let rounds = top && in_block.is_none() && !(cfg!(feature = "distributed") && w.across_processes());
         if mine.has_packed() {
             for (word, v) in words[1..].iter().zip(mine.packed()) {
                 // Relaxed: released by the add below.
@@ -737,14 +780,14 @@ fn arrive_world<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, args: &Args
         // `handed` or `done`) is cumulative, so it carries their writes on.
         let now = match in_block {
             Some(word) => word.fetch_add_block(add, Ordering::AcqRel),
+            None if rounds => w.round_word(slot, node, use_).fetch_add(add, Ordering::AcqRel),
             None => words[0].fetch_add(add, Ordering::AcqRel),
         }
         .wrapping_add(add);
         if Tally::arrivals(now) != children.len() as u32 {
-            return;
+            return false;
         }
         let mut tally = Tally::of_arrival(now);
-        let top = t.nodes() == 1;
         // This node's cell (the result cell at the top) and its children's
         // operands or partial results, evenly spaced (ranks' cells, or the
         // nodes' records with their cells).
@@ -803,10 +846,23 @@ fn arrive_world<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, args: &Args
         // and ORs come after every rank completed this use, which this
         // rank's own completion (after these stores, and after a release of
         // its own: the add to the parent, `handed` or `done`) is part of.
+        // A round's word stays as the last add left it, for the waiting
+        // ranks to see; the previous use's is zeroed instead, which no
+        // rank reads any more (every rank has arrived in this use, after
+        // completing that one) and none counts in again before it has
+        // arrived in the slot's next use, after these stores ("Rounds").
         if let Some(word) = in_block {
             word.store(0, Ordering::Relaxed);
         }
-        if tally.has_packed() {
+        if rounds {
+            w.round_word(slot, node, use_.wrapping_sub(1))
+                .store(0, Ordering::Relaxed);
+            if tally.has_packed() {
+                let [_, high] = node_tally_halves(words);
+                words[1].store(0, Ordering::Relaxed);
+                shim::store_relaxed_x2_u64(high, [0; 2]);
+            }
+        } else if tally.has_packed() {
             let [low, high] = node_tally_halves(words);
             shim::store_relaxed_x2_u64(low, [0; 2]);
             shim::store_relaxed_x2_u64(high, [0; 2]);
@@ -858,7 +914,7 @@ fn arrive_world<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, args: &Args
             // agree, in the result cell): the relay joins the processes'
             // parts and publishes `done` (docs/distributed.md).
             hand(w, sp, slot, use_, fold.operation());
-            return;
+            return false;
         }
         if top {
             let reference = if verdict == 0 {
@@ -868,7 +924,7 @@ fn arrive_world<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, args: &Args
             };
             copy_root(w, sp, slot, verdict, &reference);
             publish(w, sp, slot, use_, verdict, &reference);
-            return;
+            return verdict == 0;
         }
         if first_error != 0 {
             // Relaxed: released by the parent's add.
@@ -1191,10 +1247,11 @@ fn start<'a, 's, F: Fold>(
             }
         }
     }
-    arrive(w, sp, slot, use_, &args, fold);
+    // Completed here, with nothing to copy: its wait or test polls nothing.
+    let done = arrive(w, sp, slot, use_, &args, fold) && s.error.is_none() && s.out.is_none();
     w.set_pending(sp, slot, id, s.size, s.out, s.error);
     w.note_progress();
-    Ok(Request::collective(scope, sp.index(slot)))
+    Ok(Request::collective(scope, sp.index(slot), done))
 }
 
 /// A reduction's operand: its pointer, elements and checks.
