@@ -185,9 +185,8 @@ pub struct NodeRecord {
     /// `Tally`).
     pub verdict: u32,
     /// At the world's top node, when it counts in rounds
-    /// (`World::top_round`):
-    /// the arrival word of the uses `u` with `u mod 4 = 0`. Unused
-    /// elsewhere.
+    /// (`World::top_round`): the arrival word of the uses `u` with
+    /// `u mod 4 = 0`. Unused elsewhere.
     pub round: u64,
     /// The `Tally` of the children that have arrived in the current use:
     /// the arrival word (`Tally::arrival`: how many, the kinds, the
@@ -206,9 +205,9 @@ pub struct NodeRecord {
 
 /// How many arrival words the world's top node keeps, one per use modulo
 /// this ([`World::top_round`]): at least three, since use `u`'s word is
-/// zeroed by use `u + 1`'s last arriver and must not be counted again
-/// before every rank has passed that zeroing (use `u + 3`); four, so that
-/// the rotation stays in step where the use count wraps (at
+/// zeroed by use `u + 1`'s last arriver after its add, which ranks of use
+/// `u + 2` need not have seen ordered before theirs; four, so that the
+/// rotation stays in step where the use count wraps (at
 /// `RankState::STARTED_MODULUS / IMMEDIATE_SLOTS`, a power of two).
 pub(crate) const TOP_ROUNDS: u32 = 4;
 

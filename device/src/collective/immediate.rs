@@ -117,14 +117,18 @@
 //!
 //! Why the words suffice: use `u`'s word holds `u`'s adds alone from
 //! before any rank counts into it until after every rank has read it.
-//! It was zeroed by use `u - 3`'s successor, `u - 2`'s last arriver,
-//! which did so before arriving in use `u - 1`; a rank counts into it in
-//! use `u` after completing use `u - 1`, which acquired that arrival
-//! (through the word of `u - 1` or `done`), so the zeroing comes first.
-//! It is zeroed again only by use `u + 1`'s last arriver, after every
-//! rank arrived in `u + 1`, each after completing `u`. Three words would
-//! do; four keep the rotation in step where the use count wraps (at a
-//! power of two). The last arriver itself knows the collective complete
+//! Its last use was `u - 4`, and use `u - 3`'s last arriver zeroed it
+//! before arriving in use `u - 2`; a rank counts into it in use `u` after
+//! completing use `u - 1`, which acquired every rank's arrival in `u - 1`,
+//! each made after completing `u - 2`, which acquired that arrival
+//! (through the word of `u - 2` or `done`): the zeroing comes first. It
+//! is zeroed again only by use `u + 1`'s last arriver, after every rank
+//! arrived in `u + 1`, each after completing `u`. Two words would not do:
+//! a rank that completed `u + 1` from its word may count into `u + 2`'s
+//! before `u + 1`'s last arriver, whose add it saw, has zeroed that word
+//! (`immediate_barriers_overlapped_in_rounds` in the loom tests hangs
+//! then). Three would; four keep the rotation in step where the use
+//! count wraps (at a power of two). The last arriver itself knows the collective complete
 //! when its verdict is clean: its start hands back a request that its
 //! wait or test collects without polling, when it has nothing to copy.
 //!
@@ -724,11 +728,11 @@ unsafe fn fold_in_batches<T: Equivalence, O: Operation<T>, const N: usize>(
 }
 
 /// Arrives in use `use_` of `slot` of `sp` with arguments `args` (already
-/// in this rank's cell), and, as the last arriver, judges and folds.
+/// in this rank's cell), and, as the last arriver, judges and folds. True
+/// when this rank completed the collective itself with a clean verdict
+/// (the world's top's last arriver in one process: it published `done`),
+/// so that its own completion needs no poll.
 #[inline(never)]
-/// A rank's arrival; true when it completed the collective itself, with
-/// a clean verdict (the world's top's last arriver in one process: it
-/// published `done`), so that its own completion needs no poll.
 fn arrive<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, args: &Args, fold: &F) -> bool {
     if sp.id == 0 {
         arrive_world(w, sp, slot, use_, args, fold)
@@ -758,10 +762,9 @@ fn arrive_world<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, args: &Args
         let children = t.children();
         let words = w.node_tally(slot, node);
         let top = t.nodes() == 1;
-        // The top's arrival word of this use, where it counts in rounds
-        // ("Rounds" in the module docs).
-        // (`World::top_round`'s words: a top in the block's words has
-        // none, and in a world across processes the relay publishes.)
+        // Whether the top counts this use in a round's word ("Rounds" in
+        // the module docs, `World::top_round`): not a top in the block's
+        // words, nor in a world across processes (the relay publishes).
         let rounds = top && in_block.is_none() && !(cfg!(feature = "distributed") && w.across_processes());
         if mine.has_packed() {
             for (word, v) in words[1..].iter().zip(mine.packed()) {
