@@ -440,7 +440,10 @@ pub enum OutKind {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PendingRecord {
-    /// The owning scope's id; 0: the slot is free for this rank.
+    /// The owning scope's id; 0: the slot is free for this rank. In the
+    /// world's record, only while the `World` says the slot in use
+    /// (`RankState::pending`): a world slot's completion clears that bit
+    /// alone (`World::free_pending`).
     pub scope: u32,
     /// Bytes of one element.
     pub size: u32,
@@ -677,6 +680,11 @@ impl World {
 
     /// The scope owning slot `slot` of this rank in `sp` (0: free).
     pub(crate) fn pending_scope(&self, sp: Space, slot: u32) -> u32 {
+        // A world slot's record may still name the scope it was collected
+        // in ([`World::free_pending`]).
+        if sp.id == 0 && !self.known.pending(slot) {
+            return 0;
+        }
         // SAFETY: as `started`, of the slot's record.
         let p = unsafe { core::ptr::addr_of!((*self.pending_record(sp, slot)).scope) };
         crate::records::private(p, false);
@@ -770,9 +778,14 @@ impl World {
         }
     }
 
-    /// Frees slot `slot` of this rank in `sp`.
+    /// Frees slot `slot` of this rank in `sp`: in the world, the bit the
+    /// `World` keeps alone (its record is read only while the bit is set:
+    /// [`World::pending_scope`]), which saves a write on the path from a
+    /// barrier's completion to the rank's next start.
     pub(crate) fn free_pending(&self, sp: Space, slot: u32) {
-        free_record(self.pending_record(sp, slot));
+        if sp.id != 0 {
+            free_record(self.pending_record(sp, slot));
+        }
         self.slot_collected(sp, slot);
     }
 
@@ -1098,15 +1111,40 @@ pub(crate) fn indices(w: &World) -> core::ops::Range<u32> {
 ///
 /// `done`: the rank's own start completed it, with a clean verdict and
 /// nothing to copy (`collective::immediate`, "Rounds"): the wait frees
-/// the slot and polls nothing.
+/// the slot and polls nothing. `round`: a world barrier, whose wait may
+/// poll its round's word at the top ([`wait_round`]) before it reads any
+/// other word of its own (those reads are on the round's path when the
+/// rank is its block's last arriver).
 #[inline(never)]
-pub(crate) fn wait(w: &World, i: u32, done: bool, closed: impl FnOnce()) -> Result<Status, Error> {
+pub(crate) fn wait(
+    w: &World,
+    i: u32,
+    done: bool,
+    round: bool,
+    closed: impl FnOnce(),
+) -> Result<Status, Error> {
     let (sp, slot) = (space_of(w, i), slot_of(i));
     if done {
         closed();
         w.note_progress();
         w.free_pending(sp, slot);
         return Ok(Status::empty());
+    }
+    // A world barrier whose top counts in rounds waits on its round's
+    // word, before it reads any word of its own but the use: the wait of
+    // the block's last arriver, just back from the top's add, is on the
+    // round's path. Not a rank holding request records, whose polls run
+    // the engine (below): a second loop with the engine in it cost every
+    // kernel with requests registers and stack.
+    if round && w.records.get() == 0 {
+        if let Some((word, children)) = w.top_round(slot, w.use_of(sp, slot)) {
+            w.note_progress();
+            if wait_round(w, slot, word, children)? {
+                closed();
+                w.free_pending(sp, slot);
+                return Ok(Status::empty());
+            }
+        }
     }
     let (use_, kept, args) = shim::independent(|| {
         (
@@ -1119,28 +1157,19 @@ pub(crate) fn wait(w: &World, i: u32, done: bool, closed: impl FnOnce()) -> Resu
     // Few values held across the polls (each a register or a word of the
     // wait's frame): the completion's, and what the wait records.
     let (out, bytes, what) = (kept.destination(), args.bytes, what_of(&args));
-    let (cell, record) = (w.result_cell(sp, slot), w.pending_record(sp, slot));
+    // A world slot's record is left as it is (`World::free_pending`).
+    let record = if sp.id == 0 {
+        core::ptr::null_mut()
+    } else {
+        w.pending_record(sp, slot)
+    };
+    let cell = w.result_cell(sp, slot);
     let done = w.slot_word(sp, slot, core::mem::offset_of!(SlotRecord, done));
     // What the rank knows of itself: the idle key read only when a failed
     // poll may have set it; a settled rank's wait record written alone,
     // and no slot handed back after a poll (a poll that runs the engine
     // unsettles it).
     w.note_progress();
-    // A world barrier whose top counts in rounds waits on its round's
-    // word; `done` only when that says the verdict is not clean. Not a
-    // rank holding request records, whose polls run the engine (below):
-    // a second loop with the engine in it cost every kernel with
-    // requests registers and stack.
-    if sp.id == 0 && args.kind_class == Kind::Barrier as u32 && w.records.get() == 0 {
-        if let Some((word, children)) = w.top_round(slot, use_) {
-            if wait_round(w, word, children, what)? {
-                closed();
-                let r = collect_clean(out, bytes, cell, record);
-                w.slot_collected(sp, slot);
-                return r;
-            }
-        }
-    }
     let mut closed = Some(closed);
     let r = crate::polling::wait_core_lazy(
         &w.core_settled(),
@@ -1186,23 +1215,32 @@ pub(crate) fn wait(w: &World, i: u32, done: bool, closed: impl FnOnce()) -> Resu
 /// Out of line, with a loop of its own: the general wait's loop keeps its
 /// registers.
 #[inline(never)]
-fn wait_round(w: &World, word: &AtomicU64, children: u32, what: WaitFor) -> Result<bool, Error> {
+fn wait_round(w: &World, slot: u32, word: &AtomicU64, children: u32) -> Result<bool, Error> {
+    let poll = || {
+        // Acquire: pairs with the top's children's AcqRel adds, each the
+        // end of a chain of adds that acquired every rank below it:
+        // every rank's arrival is visible. The word holds this use's
+        // adds alone while this rank waits ("Rounds").
+        let now = word.load(Ordering::Acquire);
+        if now == u64::from(children) * Tally::CLEAN_BARRIER {
+            return Some(true);
+        }
+        (Tally::arrivals(now) == children).then_some(false)
+    };
+    // Once more before the loop, whose first failed poll records the wait
+    // and sleeps: the first poll of a block's last arriver, just back from
+    // the top's add, often meets the other blocks' adds still in flight,
+    // and the poll issued at once after it sees the round complete.
+    if let Some(clean) = poll() {
+        return Ok(clean);
+    }
     crate::polling::wait_core_lazy(
         &w.core_settled(),
         |_, what| w.record_wait(what),
         || !w.known.settled(),
-        || what,
-        |_| {
-            // Acquire: pairs with the top's children's AcqRel adds, each the
-            // end of a chain of adds that acquired every rank below it:
-            // every rank's arrival is visible. The word holds this use's
-            // adds alone while this rank waits ("Rounds").
-            let now = word.load(Ordering::Acquire);
-            if now == u64::from(children) * Tally::CLEAN_BARRIER {
-                return Some(Ok(true));
-            }
-            (Tally::arrivals(now) == children).then_some(Ok(false))
-        },
+        // Relaxed: the rank's own stores, at its start.
+        || what_of(&w.read_args(Space::world(w), slot, w.rank)),
+        |_| poll().map(Ok),
     )
 }
 
@@ -1377,7 +1415,8 @@ pub(crate) fn kept_at(w: &World, sp: Space, slot: u32) -> *mut u8 {
 /// [`done_word`]): the rank had no error of its own, and where its result
 /// goes (`out`, `bytes` of it) was read before the wait's acquires; only
 /// the result cell (`cell`) is loaded, by its copy. `record`: the rank's
-/// record of the slot, freed.
+/// record of the slot, freed (null: a world slot's, which
+/// [`World::free_pending`] leaves as it is).
 fn collect_clean(
     out: Option<Side>,
     bytes: u32,
@@ -1385,7 +1424,9 @@ fn collect_clean(
     record: *mut PendingRecord,
 ) -> Result<Status, Error> {
     let result = copy_result(out, cell, bytes);
-    free_record(record);
+    if !record.is_null() {
+        free_record(record);
+    }
     result
 }
 

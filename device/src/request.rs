@@ -209,6 +209,7 @@ impl<'a> Scope<'a> {
             index: i,
             ready: None,
             done: posted == Posted::Complete,
+            round: false,
         })
     }
 
@@ -300,6 +301,10 @@ pub struct Request<'a, 's> {
     /// wait or test collects it without reading its record's state or
     /// polling.
     done: bool,
+    /// A world barrier's (`collective::immediate`, "Rounds"): its wait may
+    /// see the round complete in the top's arrival word, and needs none of
+    /// the rank's arguments to do so.
+    round: bool,
 }
 
 /// The empty status (MPI 3.7.3): source `ANY_SOURCE`, tag `ANY_TAG`, count 0.
@@ -321,18 +326,20 @@ impl<'a, 's> Request<'a, 's> {
             index: 0,
             ready: None,
             done: false,
+            round: false,
         }
     }
 
     /// A request for a non-blocking collective's slot
     /// (`collective::immediate`).
-    pub(crate) fn collective(scope: &'s Scope<'a>, index: u32, done: bool) -> Self {
+    pub(crate) fn collective(scope: &'s Scope<'a>, index: u32, done: bool, round: bool) -> Self {
         scope.opened();
         Request {
             scope: Some(scope),
             index,
             ready: None,
             done,
+            round,
         }
     }
 
@@ -366,7 +373,7 @@ impl<'a, 's> Request<'a, 's> {
             }
         };
         if immediate::is_immediate(i) {
-            return immediate::wait(w, i, self.done, closed);
+            return immediate::wait(w, i, self.done, self.round, closed);
         }
         // Complete already (its post or an earlier call progressed it): no
         // pass of the engine, and no words of the wait record read.
@@ -859,6 +866,7 @@ macro_rules! impl_immediate_receive {
                         index: 0,
                         ready: Some(null),
                         done: false,
+                        round: false,
                     }),
                 }
             }

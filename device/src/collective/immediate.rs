@@ -77,7 +77,7 @@
 //! of `done`; completion copies the result out (broadcast, reduce's root,
 //! all-reduce). A wait reads the rank's own words it needs (the use, its
 //! private record, its arguments) once, in one batch before its first
-//! poll, so that its polls are the acquire load alone and a clean
+//! poll (a world barrier's reads the use alone: "Rounds"), so that its polls are the acquire load alone and a clean
 //! completion loads nothing but the result; a test, or a verdict that is
 //! not clean, loads the verdict's words and the rank's arguments in one
 //! batch after the acquire.
@@ -113,7 +113,13 @@
 //! a barrier otherwise. A word that reads every child but not a clean
 //! barrier (a kind mismatch, an error) sends the wait to `done` for the
 //! verdict; the other kinds wait for `done` as before (their result
-//! cells are written after the top's add).
+//! cells are written after the top's add). The barrier's request says it
+//! is a world barrier's, so its wait reads none of the rank's own words
+//! but the use before it polls (the arguments only if it comes to record
+//! its wait), and polls twice before the first record and sleep: a
+//! block's last arriver waits straight after its add at the top, its
+//! first poll often meets the other blocks' adds in flight, and the
+//! round's next start waits for this rank's sight of it.
 //!
 //! Why the words suffice: use `u`'s word holds `u`'s adds alone from
 //! before any rank counts into it until after every rank has read it.
@@ -1254,7 +1260,9 @@ fn start<'a, 's, F: Fold>(
     let done = arrive(w, sp, slot, use_, &args, fold) && s.error.is_none() && s.out.is_none();
     w.set_pending(sp, slot, id, s.size, s.out, s.error);
     w.note_progress();
-    Ok(Request::collective(scope, sp.index(slot), done))
+    // A world barrier's wait may take its round from the top's word.
+    let round = sp.id == 0 && s.kind == Kind::Barrier;
+    Ok(Request::collective(scope, sp.index(slot), done, round))
 }
 
 /// A reduction's operand: its pointer, elements and checks.
