@@ -77,10 +77,11 @@
 //! of `done`; completion copies the result out (broadcast, reduce's root,
 //! all-reduce). A wait reads the rank's own words it needs (the use, its
 //! private record, its arguments) once, in one batch before its first
-//! poll (a world barrier's reads the use alone: "Rounds"), so that its polls are the acquire load alone and a clean
-//! completion loads nothing but the result; a test, or a verdict that is
-//! not clean, loads the verdict's words and the rank's arguments in one
-//! batch after the acquire.
+//! poll (a world barrier's reads the use alone: "Rounds"), so that its
+//! polls are the acquire load alone and a clean completion loads nothing
+//! but the result; a test, or a verdict that is not clean, loads the
+//! verdict's words and the rank's arguments in one batch after the
+//! acquire.
 //!
 //! # Reuse
 //! The next use of a slot needs nobody's progress either. A rank starts
