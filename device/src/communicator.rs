@@ -22,7 +22,8 @@
 
 use crate::error::Error;
 use crate::layout::{
-    Layout, FLAG_ACROSS_PROCESSES, IMMEDIATE_BLOCK_NODES, IMMEDIATE_SLOTS, LAYOUT_OFFSET, MAGIC, VERSION,
+    Layout, FLAG_ACROSS_PROCESSES, IMMEDIATE_BLOCK_NODES, IMMEDIATE_BLOCK_NODE_WORDS, IMMEDIATE_SLOTS,
+    LAYOUT_OFFSET, MAGIC, VERSION,
 };
 use crate::polling::{Call, WaitFor};
 use crate::records::{CommWord, Core};
@@ -349,12 +350,14 @@ impl World {
             // Each slot's words that this block's nodes can use, one word a
             // rank (a block of fewer ranks than words loops).
             let words = shim::block_words();
-            let used = crate::layout::immediate_block_words(c.block_dim);
+            let used = crate::layout::immediate_block_words(c.block_dim) * IMMEDIATE_BLOCK_NODE_WORDS;
             let mut i = c.thread;
             while i < IMMEDIATE_SLOTS * used {
-                let word = (i / used * IMMEDIATE_BLOCK_NODES + i % used) as usize;
+                let word =
+                    (i / used * IMMEDIATE_BLOCK_NODES * IMMEDIATE_BLOCK_NODE_WORDS + i % used) as usize;
                 // SAFETY: word `word` of the block's words (below
-                // `IMMEDIATE_SLOTS × IMMEDIATE_BLOCK_NODES`, which fit:
+                // `IMMEDIATE_SLOTS × IMMEDIATE_BLOCK_NODES ×
+                // IMMEDIATE_BLOCK_NODE_WORDS`, which fit:
                 // `collective::immediate`), 8-aligned, only accessed
                 // atomically; no rank of the block uses them before the
                 // barrier below (the caller's contract).

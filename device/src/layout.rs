@@ -170,19 +170,25 @@ pub const IMMEDIATE_FANOUT: u32 = 32;
 #[cfg(loom)]
 pub const IMMEDIATE_FANOUT: u32 = 2;
 
-/// Words a slot of the world's non-blocking collectives has in a block's
-/// library words (`shim::block_words`): the arrival words of the level-0
-/// nodes whose ranks all lie in the block, node `n` at word `n -
-/// floor(s / IMMEDIATE_FANOUT)` of its slot for a block whose first rank
-/// is item `s` of the tree (`collective::immediate`); a node whose word
-/// would lie past them keeps its arrival word in its record.
+/// Nodes a slot of the world's non-blocking collectives has in a block's
+/// library words (`shim::block_words`), each with its
+/// [`IMMEDIATE_BLOCK_NODE_WORDS`] tally words: the level-0 nodes whose
+/// ranks all lie in the block, node `n` at place `n - floor(s /
+/// IMMEDIATE_FANOUT)` of its slot for a block whose first rank is item
+/// `s` of the tree (`collective::immediate`); a node whose place would lie
+/// past them keeps its tally words in its record.
 pub const IMMEDIATE_BLOCK_NODES: u32 = 32;
 
-/// How many of a slot's [`IMMEDIATE_BLOCK_NODES`] words a block of
-/// `block_dim` ranks can use: a node inside the block is at most word
+/// Words of a node's tally in a block's library words, as in its record
+/// (`NodeRecord::tally`): the arrival word and the three packed words its
+/// children OR their root, datatype and byte count into.
+pub const IMMEDIATE_BLOCK_NODE_WORDS: u32 = 4;
+
+/// How many of a slot's [`IMMEDIATE_BLOCK_NODES`] places a block of
+/// `block_dim` ranks can use: a node inside the block is at most place
 /// `floor((block_dim - 1) / IMMEDIATE_FANOUT) + 1` (the block's first
-/// rank need not start a node). A kernel's entry zeroes these alone,
-/// so that a block of one rank stores 2 words, not 64.
+/// rank need not start a node). A kernel's entry zeroes their words
+/// alone, so that a block of one rank stores 16 words, not 256.
 pub const fn immediate_block_words(block_dim: u32) -> u32 {
     let used = block_dim.saturating_sub(1) / IMMEDIATE_FANOUT + 2;
     if used < IMMEDIATE_BLOCK_NODES {
@@ -214,6 +220,23 @@ pub const fn immediate_tree_nodes(ranks: u32) -> u32 {
 /// stays inside.
 pub const fn immediate_words(ranks: u32) -> u32 {
     ranks.next_multiple_of(2) + immediate_tree_nodes(ranks) + 1
+}
+
+/// Bytes of a block's launch-sized shared memory (CUDA's dynamic shared
+/// memory) that hold the small words of the world's non-blocking
+/// collectives' first level (`collective::immediate`) for a block of
+/// `block_dim` ranks: per slot one 8-byte word a rank, rounded up to 64
+/// ([`Layout::block_small_word`]).
+pub const fn immediate_shared_bytes(block_dim: u32) -> u64 {
+    (IMMEDIATE_SLOTS as u64 * block_dim as u64 * 8).next_multiple_of(64)
+}
+
+/// Bytes of each block's launch-sized shared memory (CUDA's dynamic
+/// shared memory, what a launch asks for): its shared window memory
+/// (`shared_window_bytes`) rounded up to 64, then
+/// [`immediate_shared_bytes`]`(block_dim)`.
+pub const fn launch_shared_bytes(shared_window_bytes: u64, block_dim: u32) -> u64 {
+    shared_window_bytes.next_multiple_of(64) + immediate_shared_bytes(block_dim)
 }
 
 /// Bytes of each rank's private record of its non-blocking collectives
@@ -367,11 +390,21 @@ pub struct WorldConfig {
     /// Bytes of each block's shared memory given at launch to the
     /// shared-memory windows of communicators inside one block
     /// (`Window::allocate_shared`; CUDA's dynamic shared memory); 0: none.
-    /// At most [`MAX_SHARED_WINDOW_BYTES`]; only with `windows`.
+    /// At most [`MAX_SHARED_WINDOW_BYTES`]; only with `windows`. The
+    /// launch gives each block [`WorldConfig::launch_shared_bytes`]: this
+    /// and the non-blocking collectives' small words after it.
     pub shared_window_bytes: u64,
 }
 
 impl WorldConfig {
+    /// Bytes of dynamic shared memory a launch of this world gives each
+    /// block ([`launch_shared_bytes`]): its shared window memory and the
+    /// non-blocking collectives' small words
+    /// ([`immediate_shared_bytes`]`(block_dim)`).
+    pub const fn launch_shared_bytes(&self) -> u64 {
+        launch_shared_bytes(self.shared_window_bytes, self.block_dim)
+    }
+
     /// Defaults for `ranks` ranks in blocks of `block_dim`: 8 slots of 256 B,
     /// 8 requests, 1 MiB messages, 256 B collective rounds, no timeout.
     pub const fn new(ranks: u32, block_dim: u32) -> Self {
@@ -805,6 +838,17 @@ impl Layout {
     pub fn immediate_word(&self, slot: u32, index: u32) -> usize {
         self.immediate_rank(slot, self.ranks) + index as usize * 8
     }
+    /// Offset in a block's launch-sized shared memory of the small word of
+    /// the block's rank `thread` in slot `slot`, where a level-0 node of
+    /// the world's non-blocking collectives whose ranks all lie in one
+    /// block keeps them (`collective::immediate`): after the shared
+    /// window memory, rounded up to 64, per slot one word a rank of the
+    /// block, in rank order (inside [`launch_shared_bytes`]).
+    pub fn block_small_word(&self, slot: u32, thread: u32) -> usize {
+        (self.shared_window_bytes as usize).next_multiple_of(64)
+            + (slot * self.block_dim + thread) as usize * 8
+    }
+
     /// Index of node `node`'s small word ([`Layout::immediate_word`]):
     /// after the ranks', from an even index.
     pub fn immediate_node_word(&self, node: u32) -> u32 {
@@ -1019,6 +1063,41 @@ mod tests {
                             );
                         }
                     }
+                }
+            }
+        }
+    }
+
+    /// The small words a block's level-0 nodes keep in its launch-sized
+    /// shared memory lie after its shared window memory and inside what
+    /// the launch gives it, one word a rank and slot, the first of each
+    /// slot 16-aligned where the block's size is even (two neighbours per
+    /// 16-byte load).
+    #[test]
+    fn block_small_words_lie_in_the_launch_shared_memory() {
+        for bd in [1, 2, 31, 32, 33, 256, 1000, 1024] {
+            for window in [0, 16, 100, 4096] {
+                let mut c = WorldConfig::new(bd, bd);
+                if window != 0 {
+                    c.windows = 1;
+                    c.shared_window_bytes = window;
+                }
+                let l = c.layout().unwrap();
+                let total = c.launch_shared_bytes() as usize;
+                assert_eq!(total as u64, launch_shared_bytes(window, bd));
+                let first = l.block_small_word(0, 0);
+                assert!(
+                    first >= window as usize && first.is_multiple_of(64),
+                    "block of {bd}, window {window}"
+                );
+                let last = l.block_small_word(IMMEDIATE_SLOTS - 1, bd - 1);
+                assert!(
+                    last + 8 <= total,
+                    "block of {bd}, window {window}: {last} + 8 > {total}"
+                );
+                assert_eq!(l.block_small_word(1, 0) - l.block_small_word(0, bd - 1), 8);
+                if bd % 2 == 0 {
+                    assert!(l.block_small_word(1, 0).is_multiple_of(16));
                 }
             }
         }

@@ -917,6 +917,19 @@ impl World {
         }
     }
 
+    /// The small word of this block's rank `thread` in world slot `slot`
+    /// in the block's launch-sized shared memory
+    /// ([`Layout::block_small_word`](crate::layout::Layout::block_small_word)):
+    /// where a level-0 node whose tally words lie in the block's words
+    /// keeps its ranks' small words (`collective::immediate`).
+    pub(crate) fn block_small(&self, slot: u32, thread: u32) -> *mut u8 {
+        // Inside the block's launch-sized shared memory wherever it is
+        // used: a node's tally words are in the block's words only in a
+        // launch of the host's (a `kernel!` entry zeroed them), which gives
+        // every block `launch_shared_bytes` of it.
+        shim::launch_shared().wrapping_add(self.layout.block_small_word(slot, thread))
+    }
+
     /// World rank `rank`'s small word in world slot `slot`
     /// ([`Layout::immediate_word`](crate::layout::Layout::immediate_word)).
     pub(crate) fn rank_small(&self, slot: u32, rank: u32) -> *mut u8 {

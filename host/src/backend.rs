@@ -50,8 +50,9 @@ pub(crate) trait Backend {
 
     /// [`kernel_residency`](Self::kernel_residency) for blocks that also
     /// get `shared_window_bytes` of shared window memory each
-    /// (`WorldSpec::shared_window_bytes`; the same unless shared memory
-    /// bounds the backend's blocks).
+    /// (`WorldSpec::shared_window_bytes`) and the non-blocking collectives'
+    /// small words (`WorldConfig::launch_shared_bytes`; the same unless
+    /// shared memory bounds the backend's blocks).
     fn kernel_residency_with_shared(
         &self,
         kernel: &str,

@@ -296,7 +296,7 @@ fn h100_occupancy_with_shared_window_memory() {
     assert_eq!(o.capacity(), 0);
     let d = o.describe();
     assert!(
-        d.contains("+ 228353 B of shared window memory")
+        d.contains("+ 228353 B of dynamic shared memory")
             && d.contains("needs 232449 B of shared memory, 232448 B allowed"),
         "{d}"
     );

@@ -43,12 +43,16 @@
 //! At level 0, where the node's ranks all lie in the rank's block and the
 //! kernel's entry zeroed the block's library words
 //! ([`shim::block_words`], behind a block barrier: `RankState`'s block
-//! words), the arrival word is the node's word there, in the block's
-//! shared memory, and the add has block scope (`fetch_add_block`): the
-//! arrivers are the block's ranks alone, and the release the last arriver
-//! makes next at device scope (its add to the parent, `handed` or `done`)
-//! is cumulative, so it carries their writes on to whoever acquires it.
-//! The node's other words stay in its record.
+//! words), the node's tally words (the arrival word and the three ORed
+//! ones) are its words there, in the block's shared memory, and so are its
+//! ranks' small words (in the block's launch-sized shared memory, which
+//! every launch of the host's gives it: `Layout::block_small_word`); the
+//! add has block scope (`fetch_add_block`): the arrivers are the block's
+//! ranks alone, and the release the last arriver makes next at device
+//! scope (its add to the parent, `handed` or `done`) is cumulative, so it
+//! carries their writes on to whoever acquires it. The node's record and
+//! cell keep the rest (its verdict, its partial result), which ranks of
+//! other blocks read.
 //! The add that completes the count makes it the node's last arriver:
 //! the add's result tells it the kinds and the children with an error
 //! of the whole subtree, and one batch of three loads the rest (none for
@@ -255,7 +259,7 @@ use crate::buffers::Side;
 use crate::communicator::{CommInfo, Communicator, Process, World};
 use crate::datatype::{BufferMut, Equivalence, ID_BYTE};
 use crate::error::{saturating_u32, Error, ErrorClass};
-use crate::layout::{IMMEDIATE_BLOCK_NODES, IMMEDIATE_FANOUT, IMMEDIATE_SLOTS};
+use crate::layout::{IMMEDIATE_BLOCK_NODES, IMMEDIATE_BLOCK_NODE_WORDS, IMMEDIATE_FANOUT, IMMEDIATE_SLOTS};
 use crate::request::{Request, Scope};
 use crate::shim::{self, AtomicU64, Ordering};
 use core::marker::PhantomData;
@@ -761,13 +765,16 @@ fn arrive<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, args: &Args, fold
 /// top's last arriver that published a clean verdict.
 fn arrive_world<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, args: &Args, fold: &F) -> bool {
     let mut t = Tree::start(w);
-    // Level 0's arrival word in the block's words, where it is there.
-    let mut in_block = block_arrival(w, slot, &t);
+    // Level 0's tally words in the block's words, where they are there.
+    let mut in_block = block_tally(w, slot, &t);
     let mut mine = Tally::of(args, 0);
     loop {
         let node = t.base + t.node();
         let children = t.children();
-        let words = w.node_tally(slot, node);
+        let words = match in_block {
+            Some(words) => words,
+            None => w.node_tally(slot, node),
+        };
         let top = t.nodes() == 1;
         // Whether the top counts this use in a round's word ("Rounds" in
         // the module docs, `World::top_round`): not a top in the block's
@@ -788,10 +795,12 @@ fn arrive_world<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, args: &Args
         // scope: every arriver is a rank of the block, and what the last
         // arriver then releases at device scope (its add to the parent,
         // `handed` or `done`) is cumulative, so it carries their writes on.
-        let now = match in_block {
-            Some(word) => word.fetch_add_block(add, Ordering::AcqRel),
-            None if rounds => w.round_word(slot, node, use_).fetch_add(add, Ordering::AcqRel),
-            None => words[0].fetch_add(add, Ordering::AcqRel),
+        let now = if in_block.is_some() {
+            words[0].fetch_add_block(add, Ordering::AcqRel)
+        } else if rounds {
+            w.round_word(slot, node, use_).fetch_add(add, Ordering::AcqRel)
+        } else {
+            words[0].fetch_add(add, Ordering::AcqRel)
         }
         .wrapping_add(add);
         if Tally::arrivals(now) != children.len() as u32 {
@@ -832,7 +841,11 @@ fn arrive_world<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, args: &Args
                 } else {
                     w.node_small(slot, node)
                 };
-                let small = if t.span == 1 {
+                // A node in the block's words has its ranks' small words
+                // in the block's shared memory too (`block_small`).
+                let small = if t.span == 1 && in_block.is_some() {
+                    w.block_small(slot, t.first + children.start - w.block * w.block_dim())
+                } else if t.span == 1 {
                     w.rank_small(slot, t.first + children.start)
                 } else {
                     w.node_small(slot, t.below + children.start)
@@ -861,9 +874,6 @@ fn arrive_world<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, args: &Args
         // rank reads any more (every rank has arrived in this use, after
         // completing that one) and none counts in again before it has
         // arrived in the slot's next use, after these stores ("Rounds").
-        if let Some(word) = in_block {
-            word.store(0, Ordering::Relaxed);
-        }
         if rounds {
             w.round_word(slot, node, use_.wrapping_sub(1))
                 .store(0, Ordering::Relaxed);
@@ -876,7 +886,7 @@ fn arrive_world<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, args: &Args
             let [low, high] = node_tally_halves(words);
             shim::store_relaxed_x2_u64(low, [0; 2]);
             shim::store_relaxed_x2_u64(high, [0; 2]);
-        } else if in_block.is_none() {
+        } else {
             words[0].store(0, Ordering::Relaxed);
         }
         // The first error in rank order is under the lowest child with one:
@@ -948,22 +958,28 @@ fn arrive_world<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, args: &Args
     }
 }
 
-// Every slot's block nodes have a word of the block's words.
-const _: () = assert!((IMMEDIATE_SLOTS * IMMEDIATE_BLOCK_NODES) as usize * 8 <= shim::BLOCK_WORDS_BYTES);
+// Every slot's block nodes have their tally words in the block's words.
+const _: () = assert!(
+    (IMMEDIATE_SLOTS * IMMEDIATE_BLOCK_NODES * IMMEDIATE_BLOCK_NODE_WORDS) as usize * 8
+        <= shim::BLOCK_WORDS_BYTES
+);
 
-/// The arrival word of the node that `t` (the tree at level 0) reaches in `slot`, when it
-/// lies in the block's words ([`shim::block_words`]): where the block's
-/// kernel entry zeroed them (`RankState`'s block words) and the node's
-/// ranks all lie in this rank's block, word `node - floor(s /
-/// IMMEDIATE_FANOUT)` of the slot's [`IMMEDIATE_BLOCK_NODES`] for the
-/// block's first item `s` (`layout::immediate_block_words`, which the
-/// entry zeroed). Its arrivals then cost the block's shared memory and a
-/// block-scope fence, not a device-scope add to L2 queued behind up to 31
-/// others (docs/performance.md, "A non-blocking collective's first level
-/// in the block's shared memory"); the node's other words stay in its
-/// record.
+/// The tally words (arrival word and packed words, as a node record's
+/// `tally`) of the node that `t` (the tree at level 0) reaches in `slot`,
+/// when they lie in the block's words ([`shim::block_words`]): where the
+/// block's kernel entry zeroed them (`RankState`'s block words) and the
+/// node's ranks all lie in this rank's block, the words of node `node -
+/// floor(s / IMMEDIATE_FANOUT)` of the slot's [`IMMEDIATE_BLOCK_NODES`]
+/// for the block's first item `s` (`layout::immediate_block_words`, which
+/// the entry zeroed). Its arrivals then cost the block's shared memory and
+/// a block-scope fence, not a device-scope add to L2 queued behind up to
+/// 31 others (docs/performance.md, "A non-blocking collective's first
+/// level in the block's shared memory"), and its children's ORs and its
+/// last arriver's loads of them the block's shared memory too, not L2's
+/// queue of 32 ORs on each word ("A non-blocking collective's first level
+/// ORs its arguments in the block's shared memory").
 #[inline(always)]
-fn block_arrival<'w>(w: &'w World, slot: u32, t: &Tree) -> Option<&'w AtomicU64> {
+fn block_tally<'w>(w: &'w World, slot: u32, t: &Tree) -> Option<&'w [AtomicU64; 4]> {
     let bd = w.block_dim();
     let node = t.node();
     let first = t.first + node * IMMEDIATE_FANOUT;
@@ -972,14 +988,17 @@ fn block_arrival<'w>(w: &'w World, slot: u32, t: &Tree) -> Option<&'w AtomicU64>
     if !w.known.block_words() || first / bd != last / bd || index >= IMMEDIATE_BLOCK_NODES {
         return None;
     }
-    let word = (slot * IMMEDIATE_BLOCK_NODES + index) as usize;
-    // SAFETY: word `word` of the block's words (below `BLOCK_WORDS_BYTES`,
-    // asserted above), 8-aligned, only accessed atomically, zeroed for
-    // this launch (the block-words bit: `index` is below
+    let word = ((slot * IMMEDIATE_BLOCK_NODES + index) * IMMEDIATE_BLOCK_NODE_WORDS) as usize;
+    // SAFETY: words `word..word + 4` of the block's words (below
+    // `BLOCK_WORDS_BYTES`, asserted above), at a multiple of 32 bytes of
+    // the 16-aligned words (the vector stores of `node_tally_halves` want
+    // 16), only accessed atomically,
+    // zeroed for this launch (the block-words bit: `index` is below
     // `immediate_block_words(bd)`, as a node inside the block is); the
-    // launch's ranks of this block alone reach it, each through the node
-    // whose arrival word it is.
-    Some(unsafe { shim::atomic_u64_at(shim::block_words(), 8 * word) })
+    // launch's ranks of this block alone reach them, each through the
+    // node whose words they are. An array of `repr(transparent)` cells is
+    // the words in a row.
+    Some(unsafe { &*(shim::block_words().add(8 * word) as *const [AtomicU64; 4]) })
 }
 
 /// A node's four tally words as two pairs (each one vector store).
@@ -1243,8 +1262,13 @@ fn start<'a, 's, F: Fold>(
             // borrowed buffer of `bytes` packed bytes.
             let read = unsafe {
                 if small {
-                    side.read(0, w.rank_small(slot, sp.member), bytes.min(8))
-                        && (bytes <= F::SMALL || side.read(0, dst, bytes))
+                    // Where its level-0 node's last arriver will look.
+                    let word = if block_tally(w, slot, &Tree::start(w)).is_some() {
+                        w.block_small(slot, w.thread)
+                    } else {
+                        w.rank_small(slot, sp.member)
+                    };
+                    side.read(0, word, bytes.min(8)) && (bytes <= F::SMALL || side.read(0, dst, bytes))
                 } else {
                     side.read(0, dst, bytes)
                 }

@@ -692,8 +692,9 @@ pub mod loom_runtime {
     }
 
     /// A block's shared scratch, then its launch-sized shared memory
-    /// (16-byte aligned).
-    #[repr(align(16))]
+    /// (64-byte aligned, so that race tracking by word can cover the
+    /// non-blocking collectives' small words there).
+    #[repr(align(64))]
     struct SharedScratch(
         core::cell::UnsafeCell<[u8; crate::shim::SHARED_BLOCK_BYTES + crate::shim::LOOM_LAUNCH_SHARED_BYTES]>,
     );
@@ -810,14 +811,17 @@ pub mod loom_runtime {
             .map(|_| BlockWords(core::cell::UnsafeCell::new([0; crate::shim::BLOCK_WORDS_BYTES])))
             .collect();
         // Only the words a block of `block_dim` ranks can use (each slot's
-        // first `immediate_block_words`, what a kernel's entry zeroes): a
-        // loom atomic per word of all 64 cost every model its objects.
-        let used = crate::layout::immediate_block_words(block_dim) as usize;
+        // first `immediate_block_words` nodes' tally words, what a kernel's
+        // entry zeroes): a loom atomic per word of all 256 cost every model
+        // its objects.
+        let node_words = crate::layout::IMMEDIATE_BLOCK_NODE_WORDS as usize;
+        let used = crate::layout::immediate_block_words(block_dim) as usize * node_words;
         for b in &block_words {
             let at = b.0.get() as usize;
             for slot in 0..crate::layout::IMMEDIATE_SLOTS as usize {
                 for k in 0..used {
-                    let word = at + 8 * (slot * crate::layout::IMMEDIATE_BLOCK_NODES as usize + k);
+                    let word =
+                        at + 8 * (slot * crate::layout::IMMEDIATE_BLOCK_NODES as usize * node_words + k);
                     for (offset, v64) in [(0, true), (4, false)] {
                         words.insert(
                             word + offset,
@@ -1035,6 +1039,15 @@ pub mod loom_runtime {
         /// The shared scratch of `block`.
         pub(super) fn shared_block(&self, block: u32) -> *mut u8 {
             self.0.scratch[block as usize].0.get() as *mut u8
+        }
+
+        /// The launch-sized shared memory of `block`
+        /// ([`LOOM_LAUNCH_SHARED_BYTES`](crate::shim::LOOM_LAUNCH_SHARED_BYTES)),
+        /// for a harness to race-track.
+        pub fn launch_shared(&self, block: u32) -> *mut u8 {
+            // SAFETY: the block's buffer holds the scratch and then the
+            // launch's shared memory.
+            unsafe { self.shared_block(block).add(crate::shim::SHARED_BLOCK_BYTES) }
         }
 
         /// The library words of `block`.

@@ -274,8 +274,8 @@ pub fn launch_shared() -> *mut u8 {
 /// config says (loom models stay small).
 pub const LOOM_LAUNCH_SHARED_BYTES: usize = 1024;
 
-/// Bytes of [`block_words`]' area: 64 words of 8 bytes.
-pub const BLOCK_WORDS_BYTES: usize = 512;
+/// Bytes of [`block_words`]' area: 256 words of 8 bytes.
+pub const BLOCK_WORDS_BYTES: usize = 2048;
 
 /// The calling block's library words: [`BLOCK_WORDS_BYTES`] of shared
 /// memory, 16-byte aligned, apart from [`shared_block`]'s scratch and
@@ -285,7 +285,7 @@ pub const BLOCK_WORDS_BYTES: usize = 512;
 /// ([`kernel::rank_main`](crate::kernel::rank_main)) zeroes those the
 /// block can use behind a block barrier before its body runs
 /// (`layout::immediate_block_words`). The world's non-blocking
-/// collectives keep the arrival words of their tree's first level here
+/// collectives keep the tally words of their tree's first level here
 /// (`collective::immediate`), reached with this shim's atomics: block
 /// scope ([`AtomicU64::fetch_add_block`]) where only the block's ranks
 /// touch a word. A generic address, as `shared_block`'s.

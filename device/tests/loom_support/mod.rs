@@ -5,8 +5,9 @@
 //! allocated and race-tracked here on the model's main thread, before the
 //! spawns; see `gpu_mpi_device::abi::shim::loom_runtime` for why.
 
-use gpu_mpi_device::abi::layout::IMMEDIATE_SLOTS;
+use gpu_mpi_device::abi::layout::{immediate_shared_bytes, IMMEDIATE_SLOTS};
 use gpu_mpi_device::abi::shim::loom_runtime::{self, LINE};
+use gpu_mpi_device::abi::shim::LOOM_LAUNCH_SHARED_BYTES;
 use gpu_mpi_device::abi::WorldConfig;
 use gpu_mpi_device::World;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -137,6 +138,20 @@ where
         let end = layout.immediate_slot(slot + 1);
         // SAFETY: inside the world memory registered above.
         model.track_words(unsafe { base.add(words) }, end - words);
+    }
+    // And those a level-0 node inside a block keeps in the block's
+    // launch-sized shared memory (`Layout::block_small_word`).
+    let (small, small_bytes) = (
+        layout.block_small_word(0, 0),
+        immediate_shared_bytes(config.block_dim) as usize,
+    );
+    assert!(
+        small + small_bytes <= LOOM_LAUNCH_SHARED_BYTES,
+        "the loom launch memory holds the small words"
+    );
+    for block in 0..layout.blocks {
+        // SAFETY: inside the block's launch-sized shared memory (asserted).
+        model.track_words(unsafe { model.launch_shared(block).add(small) }, small_bytes);
     }
     let scratch_memory = vec![Line([0; LINE]); scratch_lines.max(1)];
     let scratch = Scratch {

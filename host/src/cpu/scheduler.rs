@@ -187,7 +187,7 @@ use crate::report::{BlockedState, DeadlockReport};
 use crate::schedule::Schedule;
 use corosensei::stack::Stack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
-use gpu_mpi_device::abi::layout::{Layout, ABORT_OFFSET, CONFIG_OFFSET, LAYOUT_OFFSET};
+use gpu_mpi_device::abi::layout::{launch_shared_bytes, Layout, ABORT_OFFSET, CONFIG_OFFSET, LAYOUT_OFFSET};
 use gpu_mpi_device::abi::polling::RARE_READS_EVERY;
 use gpu_mpi_device::abi::shim::runtime::{self, Access, RankRuntime, Suspend, SyncCounts};
 use gpu_mpi_device::abi::shim::{
@@ -846,7 +846,7 @@ struct Worker<'s, 'a> {
     /// it; the vector is never resized, so its elements never move).
     _scratch: Vec<Scratch>,
     /// Per local block, its launch-sized shared memory
-    /// (`shared_window_bytes`, in 16-byte units).
+    /// (`WorldConfig::launch_shared_bytes`, in 16-byte units).
     _launch_shared: Vec<Vec<u128>>,
     /// Per local warp (block-major), its collective in progress.
     warps: Vec<WarpSlot>,
@@ -875,8 +875,10 @@ impl<'s, 'a> Worker<'s, 'a> {
                 ))
             })
             .collect();
+        let launch_shared_bytes =
+            launch_shared_bytes(u64::from(layout.shared_window_bytes), block_dim) as usize;
         let mut launch_shared: Vec<Vec<u128>> = (first_block..end_block)
-            .map(|_| vec![0u128; (layout.shared_window_bytes as usize).div_ceil(16)])
+            .map(|_| vec![0u128; launch_shared_bytes.div_ceil(16)])
             .collect();
         let warps_per_block = block_dim.div_ceil(32) as usize;
         let model = shared.profile.map(|p| {
@@ -910,7 +912,7 @@ impl<'s, 'a> Worker<'s, 'a> {
                     stack: Cell::new((0, 0)),
                     clock: model.as_ref().map(|_| {
                         let clock = Box::new(Clock::new());
-                        clock.set_block_shared(block_shared as usize, layout.shared_window_bytes as usize);
+                        clock.set_block_shared(block_shared as usize, launch_shared_bytes);
                         clock
                     }),
                     model: model_ptr,

@@ -13,7 +13,7 @@ use crate::launch::{LaunchReport, TracedLaunch};
 use crate::report::{self, DeadlockReport};
 use crate::spec::{Residency, WorldSpec};
 use bytemuck::Pod;
-use gpu_mpi_device::abi::layout::{Layout, ABORT_OFFSET, HEADER_BYTES};
+use gpu_mpi_device::abi::layout::{launch_shared_bytes, Layout, ABORT_OFFSET, HEADER_BYTES};
 use gpu_mpi_device::abi::WorldConfig;
 use gpu_mpi_device::Kernel;
 use std::ffi::c_void;
@@ -87,14 +87,15 @@ impl Backend for CudaDevice {
         CudaDevice::kernel_residency(self, kernel, block_dim)
     }
 
-    /// The driver's occupancy with that much dynamic shared memory.
+    /// The driver's occupancy with the dynamic shared memory a launch gives
+    /// such blocks.
     fn kernel_residency_with_shared(
         &self,
         kernel: &str,
         block_dim: u32,
         shared_window_bytes: u64,
     ) -> Result<Residency, HostError> {
-        let dynamic = u32::try_from(shared_window_bytes).unwrap_or(u32::MAX);
+        let dynamic = u32::try_from(launch_shared_bytes(shared_window_bytes, block_dim)).unwrap_or(u32::MAX);
         let mut inner = self.lock();
         Ok(self
             .occupancy_locked(&mut inner, kernel, block_dim, dynamic)?
@@ -109,7 +110,7 @@ impl Backend for CudaDevice {
     /// uses ([`KernelOccupancy::check`](super::plan::KernelOccupancy::check)).
     fn check_fits(&self, kernel: &str, config: &WorldConfig) -> Result<(), HostError> {
         let mut inner = self.lock();
-        self.occupancy_locked(&mut inner, kernel, config.block_dim, shared_window_bytes(config))?
+        self.occupancy_locked(&mut inner, kernel, config.block_dim, dynamic_shared_bytes(config))?
             .check(config.ranks)
     }
 
@@ -157,7 +158,7 @@ impl Backend for CudaDevice {
         _order: Order<'_>,
     ) -> Result<Ran<Vec<u8>>, HostError> {
         let mut inner = self.lock();
-        let dynamic_shared = shared_window_bytes(config);
+        let dynamic_shared = dynamic_shared_bytes(config);
         let occupancy = self.occupancy_locked(&mut inner, kernel.name, config.block_dim, dynamic_shared)?;
         if self.options.verbose {
             eprintln!(
@@ -441,9 +442,11 @@ impl CudaDevice {
     }
 }
 
-/// The dynamic shared memory a world's blocks get: its shared window
-/// memory (`WorldConfig::layout` has checked it against
-/// `MAX_SHARED_WINDOW_BYTES`, so it fits a `u32`).
-fn shared_window_bytes(config: &WorldConfig) -> u32 {
-    u32::try_from(config.shared_window_bytes).unwrap_or(u32::MAX)
+/// The dynamic shared memory a world's blocks get
+/// (`WorldConfig::launch_shared_bytes`): its shared window memory and the
+/// non-blocking collectives' small words, 16 bytes a rank
+/// (`WorldConfig::layout` has checked the first against
+/// `MAX_SHARED_WINDOW_BYTES` and the block's size, so it fits a `u32`).
+fn dynamic_shared_bytes(config: &WorldConfig) -> u32 {
+    u32::try_from(config.launch_shared_bytes()).unwrap_or(u32::MAX)
 }

@@ -10,8 +10,9 @@
 //! A world's ranks must all run at once (docs/gpu.md, "The co-residency
 //! rule"). On the GPU the number of blocks of one kernel an SM holds at once
 //! comes from the driver (`cuOccupancyMaxActiveBlocksPerMultiprocessor`,
-//! with the world's shared window memory as the block's dynamic shared
-//! memory): that count is authoritative. To say *which*
+//! with the world's shared window memory and the non-blocking collectives'
+//! small words as the block's dynamic shared memory,
+//! `WorldConfig::launch_shared_bytes`): that count is authoritative. To say *which*
 //! resource runs out first, [`Bounds`] recomputes the bound of each resource
 //! with the occupancy rules of sm_70 and later (registers are allocated per
 //! warp in units of 256, each SM's register file is split into 4 equal
@@ -103,7 +104,9 @@ pub struct KernelResources {
     /// Static shared memory per block (`CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES`).
     pub shared_bytes: u32,
     /// Dynamic shared memory per block the launch gives it (the world's
-    /// `shared_window_bytes`; 0 from the driver's attributes).
+    /// `WorldConfig::launch_shared_bytes`: its shared window memory and the
+    /// non-blocking collectives' small words; 0 from the driver's
+    /// attributes).
     pub dynamic_shared_bytes: u32,
     /// The largest block the kernel can be launched with
     /// (`CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK`; fewer than the device's
@@ -293,7 +296,7 @@ impl KernelOccupancy {
         );
         if r.dynamic_shared_bytes != 0 {
             s.push_str(&format!(
-                " (+ {} B of shared window memory, WorldSpec::shared_window_bytes)",
+                " (+ {} B of dynamic shared memory: shared window memory, WorldSpec::shared_window_bytes, and 16 B a rank of the non-blocking collectives' small words)",
                 r.dynamic_shared_bytes
             ));
         }
