@@ -226,7 +226,7 @@ pub const fn immediate_words(ranks: u32) -> u32 {
 /// memory) that hold the small words of the world's non-blocking
 /// collectives' first level (`collective::immediate`) for a block of
 /// `block_dim` ranks: per slot one 8-byte word a rank, rounded up to 64
-/// ([`Layout::block_small_word`]).
+/// ([`block_small_word`]).
 pub const fn immediate_shared_bytes(block_dim: u32) -> u64 {
     (IMMEDIATE_SLOTS as u64 * block_dim as u64 * 8).next_multiple_of(64)
 }
@@ -237,6 +237,23 @@ pub const fn immediate_shared_bytes(block_dim: u32) -> u64 {
 /// [`immediate_shared_bytes`]`(block_dim)`.
 pub const fn launch_shared_bytes(shared_window_bytes: u64, block_dim: u32) -> u64 {
     shared_window_bytes.next_multiple_of(64) + immediate_shared_bytes(block_dim)
+}
+
+/// Offset of the small word of the block's rank `thread` in slot `slot`
+/// in a block's launch-sized shared memory of `len` bytes, where a
+/// level-0 node of the world's non-blocking collectives whose ranks all
+/// lie in one block keeps them (`collective::immediate`): the last
+/// [`immediate_shared_bytes`]`(block_dim)` bytes, per slot one word a rank
+/// in rank order, so after the shared window memory in a launch of the
+/// host's (which gives [`launch_shared_bytes`]). None where `len` cannot
+/// hold them (a launch of another's that gave less): the node then keeps
+/// them in the world memory. Every rank of a block gets the same answer
+/// from the same `len`, so a node's ranks and its last arriver agree.
+pub const fn block_small_word(len: usize, block_dim: u32, slot: u32, thread: u32) -> Option<usize> {
+    match len.checked_sub(immediate_shared_bytes(block_dim) as usize) {
+        Some(first) => Some(first + (slot * block_dim + thread) as usize * 8),
+        None => None,
+    }
 }
 
 /// Bytes of each rank's private record of its non-blocking collectives
@@ -838,15 +855,10 @@ impl Layout {
     pub fn immediate_word(&self, slot: u32, index: u32) -> usize {
         self.immediate_rank(slot, self.ranks) + index as usize * 8
     }
-    /// Offset in a block's launch-sized shared memory of the small word of
-    /// the block's rank `thread` in slot `slot`, where a level-0 node of
-    /// the world's non-blocking collectives whose ranks all lie in one
-    /// block keeps them (`collective::immediate`): after the shared
-    /// window memory, rounded up to 64, per slot one word a rank of the
-    /// block, in rank order (inside [`launch_shared_bytes`]).
-    pub fn block_small_word(&self, slot: u32, thread: u32) -> usize {
-        (self.shared_window_bytes as usize).next_multiple_of(64)
-            + (slot * self.block_dim + thread) as usize * 8
+    /// Bytes of each block's launch-sized shared memory the world asks for
+    /// ([`launch_shared_bytes`]).
+    pub fn launch_shared_bytes(&self) -> u64 {
+        launch_shared_bytes(u64::from(self.shared_window_bytes), self.block_dim)
     }
 
     /// Index of node `node`'s small word ([`Layout::immediate_word`]):
@@ -1069,10 +1081,10 @@ mod tests {
     }
 
     /// The small words a block's level-0 nodes keep in its launch-sized
-    /// shared memory lie after its shared window memory and inside what
-    /// the launch gives it, one word a rank and slot, the first of each
-    /// slot 16-aligned where the block's size is even (two neighbours per
-    /// 16-byte load).
+    /// shared memory lie after its shared window memory in a launch of the
+    /// host's and inside what it gives, one word a rank and slot, the
+    /// first of each slot 16-aligned where the block's size is even (two
+    /// neighbours per 16-byte load); a launch that gave less has none.
     #[test]
     fn block_small_words_lie_in_the_launch_shared_memory() {
         for bd in [1, 2, 31, 32, 33, 256, 1000, 1024] {
@@ -1083,22 +1095,26 @@ mod tests {
                     c.shared_window_bytes = window;
                 }
                 let l = c.layout().unwrap();
-                let total = c.launch_shared_bytes() as usize;
-                assert_eq!(total as u64, launch_shared_bytes(window, bd));
-                let first = l.block_small_word(0, 0);
+                let len = c.launch_shared_bytes() as usize;
+                assert_eq!(len as u64, launch_shared_bytes(window, bd));
+                assert_eq!(l.launch_shared_bytes(), len as u64);
+                let word = |slot, thread| block_small_word(len, bd, slot, thread).unwrap();
+                let first = word(0, 0);
                 assert!(
                     first >= window as usize && first.is_multiple_of(64),
                     "block of {bd}, window {window}"
                 );
-                let last = l.block_small_word(IMMEDIATE_SLOTS - 1, bd - 1);
+                let last = word(IMMEDIATE_SLOTS - 1, bd - 1);
                 assert!(
-                    last + 8 <= total,
-                    "block of {bd}, window {window}: {last} + 8 > {total}"
+                    last + 8 <= len,
+                    "block of {bd}, window {window}: {last} + 8 > {len}"
                 );
-                assert_eq!(l.block_small_word(1, 0) - l.block_small_word(0, bd - 1), 8);
+                assert_eq!(word(1, 0) - word(0, bd - 1), 8);
                 if bd % 2 == 0 {
-                    assert!(l.block_small_word(1, 0).is_multiple_of(16));
+                    assert!(word(1, 0).is_multiple_of(16));
                 }
+                let short = immediate_shared_bytes(bd) as usize - 1;
+                assert_eq!(block_small_word(short, bd, 0, 0), None);
             }
         }
     }

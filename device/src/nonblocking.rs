@@ -918,16 +918,16 @@ impl World {
     }
 
     /// The small word of this block's rank `thread` in world slot `slot`
-    /// in the block's launch-sized shared memory
-    /// ([`Layout::block_small_word`](crate::layout::Layout::block_small_word)):
-    /// where a level-0 node whose tally words lie in the block's words
-    /// keeps its ranks' small words (`collective::immediate`).
-    pub(crate) fn block_small(&self, slot: u32, thread: u32) -> *mut u8 {
-        // Inside the block's launch-sized shared memory wherever it is
-        // used: a node's tally words are in the block's words only in a
-        // launch of the host's (a `kernel!` entry zeroed them), which gives
-        // every block `launch_shared_bytes` of it.
-        shim::launch_shared().wrapping_add(self.layout.block_small_word(slot, thread))
+    /// in the block's launch-sized shared memory, where a level-0 node
+    /// whose tally words lie in the block's words keeps its ranks' small
+    /// words (`collective::immediate`); None where the launch gave too
+    /// little of it ([`block_small_word`](crate::layout::block_small_word)).
+    /// The launch's size and the block's are special registers on the GPU:
+    /// no word of the world is read.
+    pub(crate) fn block_small(&self, slot: u32, thread: u32) -> Option<*mut u8> {
+        let at =
+            crate::layout::block_small_word(shim::launch_shared_bytes(), self.block_dim(), slot, thread)?;
+        Some(shim::launch_shared().wrapping_add(at))
     }
 
     /// World rank `rank`'s small word in world slot `slot`

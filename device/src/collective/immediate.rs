@@ -46,7 +46,7 @@
 //! words), the node's tally words (the arrival word and the three ORed
 //! ones) are its words there, in the block's shared memory, and so are its
 //! ranks' small words (in the block's launch-sized shared memory, which
-//! every launch of the host's gives it: `Layout::block_small_word`); the
+//! every launch of the host's gives it: `layout::block_small_word`); the
 //! add has block scope (`fetch_add_block`): the arrivers are the block's
 //! ranks alone, and the release the last arriver makes next at device
 //! scope (its add to the parent, `handed` or `done`) is cumulative, so it
@@ -842,13 +842,18 @@ fn arrive_world<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, args: &Args
                     w.node_small(slot, node)
                 };
                 // A node in the block's words has its ranks' small words
-                // in the block's shared memory too (`block_small`).
-                let small = if t.span == 1 && in_block.is_some() {
-                    w.block_small(slot, t.first + children.start - w.block * w.block_dim())
-                } else if t.span == 1 {
-                    w.rank_small(slot, t.first + children.start)
-                } else {
-                    w.node_small(slot, t.below + children.start)
+                // in the block's shared memory too, where the launch gave
+                // it room (`World::block_small`).
+                let in_shared = match in_block {
+                    Some(_) if t.span == 1 => {
+                        w.block_small(slot, t.first + children.start - w.block * w.block_dim())
+                    }
+                    _ => None,
+                };
+                let small = match in_shared {
+                    Some(words) => words,
+                    None if t.span == 1 => w.rank_small(slot, t.first + children.start),
+                    None => w.node_small(slot, t.below + children.start),
                 };
                 // SAFETY: the children's small words were released to us by
                 // the add above (each rank writes its operand's first
@@ -1263,11 +1268,9 @@ fn start<'a, 's, F: Fold>(
             let read = unsafe {
                 if small {
                     // Where its level-0 node's last arriver will look.
-                    let word = if block_tally(w, slot, &Tree::start(w)).is_some() {
-                        w.block_small(slot, w.thread)
-                    } else {
-                        w.rank_small(slot, sp.member)
-                    };
+                    let word = block_tally(w, slot, &Tree::start(w))
+                        .and_then(|_| w.block_small(slot, w.thread))
+                        .unwrap_or_else(|| w.rank_small(slot, sp.member));
                     side.read(0, word, bytes.min(8)) && (bytes <= F::SMALL || side.read(0, dst, bytes))
                 } else {
                     side.read(0, dst, bytes)

@@ -387,6 +387,12 @@ pub(super) fn launch_shared_base() -> *mut u8 {
     runtime::with_current(|rt| rt.map_or(core::ptr::null_mut(), |rt| rt.launch_shared()))
 }
 
+/// Bytes of the block's launch-sized shared memory (0 on a plain host
+/// thread).
+pub(super) fn launch_shared_len() -> usize {
+    runtime::with_current(|rt| rt.map_or(0, |rt| rt.launch_shared_bytes()))
+}
+
 /// The emulator's worker thread running the rank (0 on a plain thread).
 pub(super) fn sm_id() -> u32 {
     runtime::with_current(|rt| rt.map_or(0, |r| r.sm_id()))
@@ -904,9 +910,11 @@ pub mod runtime {
         /// at launch.
         fn shared_block(&self) -> *mut u8;
         /// The rank's block's launch-sized shared memory: the world's
-        /// `shared_window_bytes`, 16-byte aligned, zeroed at launch, the
+        /// `launch_shared_bytes`, 16-byte aligned, zeroed at launch, the
         /// same for every rank of the block.
         fn launch_shared(&self) -> *mut u8;
+        /// Bytes of [`launch_shared`](Self::launch_shared)'s memory.
+        fn launch_shared_bytes(&self) -> usize;
         /// The worker running the rank (the emulator's `%smid`).
         fn sm_id(&self) -> u32;
         /// Whether `addr` is in the rank's local memory, which no other

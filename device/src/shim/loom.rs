@@ -387,6 +387,11 @@ pub(super) fn launch_shared_base() -> *mut u8 {
     unsafe { shared_block_base().add(super::SHARED_BLOCK_BYTES) }
 }
 
+/// Bytes of the block's launch-sized shared memory under loom.
+pub(super) fn launch_shared_len() -> usize {
+    super::LOOM_LAUNCH_SHARED_BYTES
+}
+
 /// Gives way after a failed poll: yields the loom thread, which tells loom's
 /// scheduler to run another rank before this one polls again.
 pub(super) fn snooze(_polls: u32, _max_ns: u32) {

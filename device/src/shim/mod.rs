@@ -258,8 +258,9 @@ pub fn shared_block<const N: usize>() -> *mut u8 {
 }
 
 /// The calling block's shared memory sized at launch (CUDA's dynamic
-/// shared memory, `extern __shared__`): `WorldConfig::shared_window_bytes`
-/// bytes, 16-byte aligned, the same area for every rank of the block and
+/// shared memory, `extern __shared__`): `WorldConfig::launch_shared_bytes`
+/// ([`launch_shared_bytes`] says how many the launch gave), 16-byte
+/// aligned, the same area for every rank of the block and
 /// apart from [`shared_block`]'s scratch. Its content is undefined at
 /// kernel start (zero on the emulator). A generic address, like
 /// `shared_block`'s: plain loads and stores and this shim's atomics reach
@@ -268,6 +269,13 @@ pub fn shared_block<const N: usize>() -> *mut u8 {
 #[doc(alias = "extern __shared__")]
 pub fn launch_shared() -> *mut u8 {
     imp::launch_shared_base()
+}
+
+/// Bytes of [`launch_shared`]'s area the launch gave the calling block
+/// (PTX `%dynamic_smem_size`; the emulator's buffer; 0 on a plain host
+/// thread; [`LOOM_LAUNCH_SHARED_BYTES`] under loom).
+pub fn launch_shared_bytes() -> usize {
+    imp::launch_shared_len()
 }
 
 /// Bytes of [`launch_shared`]'s area under loom, whatever the world's

@@ -638,6 +638,16 @@ pub(super) fn launch_shared_base() -> *mut u8 {
     core::intrinsics::gpu::gpu_launch_sized_workgroup_mem::<u128>() as *mut u8
 }
 
+/// Bytes of [`launch_shared_base`]'s array the launch gave the block.
+#[inline(always)]
+pub(super) fn launch_shared_len() -> usize {
+    let n: u32;
+    // SAFETY: reading `%dynamic_smem_size` has no side effects; it is the
+    // same for the whole launch.
+    unsafe { asm!("mov.u32 {n}, %dynamic_smem_size;", n = out(reg32) n, options(pure, nomem, nostack)) };
+    n as usize
+}
+
 /// Gives way after `polls` consecutive failed polls of one wait: sleeps
 /// 32 ns, doubling with each failed poll up to `max_ns`.
 pub(super) fn snooze(polls: u32, max_ns: u32) {

@@ -5,7 +5,7 @@
 //! allocated and race-tracked here on the model's main thread, before the
 //! spawns; see `gpu_mpi_device::abi::shim::loom_runtime` for why.
 
-use gpu_mpi_device::abi::layout::{immediate_shared_bytes, IMMEDIATE_SLOTS};
+use gpu_mpi_device::abi::layout::{block_small_word, immediate_shared_bytes, IMMEDIATE_SLOTS};
 use gpu_mpi_device::abi::shim::loom_runtime::{self, LINE};
 use gpu_mpi_device::abi::shim::LOOM_LAUNCH_SHARED_BYTES;
 use gpu_mpi_device::abi::WorldConfig;
@@ -139,15 +139,14 @@ where
         // SAFETY: inside the world memory registered above.
         model.track_words(unsafe { base.add(words) }, end - words);
     }
-    // And those a level-0 node inside a block keeps in the block's
-    // launch-sized shared memory (`Layout::block_small_word`).
-    let (small, small_bytes) = (
-        layout.block_small_word(0, 0),
-        immediate_shared_bytes(config.block_dim) as usize,
-    );
+    // And those a level-0 node inside a block keeps at the end of the
+    // block's launch-sized shared memory (`layout::block_small_word`).
+    let small_bytes = immediate_shared_bytes(config.block_dim) as usize;
+    let small = block_small_word(LOOM_LAUNCH_SHARED_BYTES, config.block_dim, 0, 0)
+        .expect("the loom launch memory holds the small words");
     assert!(
-        small + small_bytes <= LOOM_LAUNCH_SHARED_BYTES,
-        "the loom launch memory holds the small words"
+        config.shared_window_bytes as usize <= small,
+        "the loom launch memory holds the shared window memory before the small words"
     );
     for block in 0..layout.blocks {
         // SAFETY: inside the block's launch-sized shared memory (asserted).

@@ -187,7 +187,7 @@ use crate::report::{BlockedState, DeadlockReport};
 use crate::schedule::Schedule;
 use corosensei::stack::Stack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
-use gpu_mpi_device::abi::layout::{launch_shared_bytes, Layout, ABORT_OFFSET, CONFIG_OFFSET, LAYOUT_OFFSET};
+use gpu_mpi_device::abi::layout::{Layout, ABORT_OFFSET, CONFIG_OFFSET, LAYOUT_OFFSET};
 use gpu_mpi_device::abi::polling::RARE_READS_EVERY;
 use gpu_mpi_device::abi::shim::runtime::{self, Access, RankRuntime, Suspend, SyncCounts};
 use gpu_mpi_device::abi::shim::{
@@ -522,6 +522,8 @@ struct RankCtx {
     shared: *mut u8,
     /// Its block's launch-sized shared memory (owned by the worker).
     launch_shared: *mut u8,
+    /// Bytes of `launch_shared` (`WorldConfig::launch_shared_bytes`).
+    launch_shared_bytes: usize,
     /// Its worker's index.
     worker: u32,
     /// Its stack's addresses (`limit..base`) when stacks are local memory,
@@ -632,6 +634,10 @@ impl RankRuntime for RankCtx {
 
     fn launch_shared(&self) -> *mut u8 {
         self.launch_shared
+    }
+
+    fn launch_shared_bytes(&self) -> usize {
+        self.launch_shared_bytes
     }
 
     fn sm_id(&self) -> u32 {
@@ -875,8 +881,7 @@ impl<'s, 'a> Worker<'s, 'a> {
                 ))
             })
             .collect();
-        let launch_shared_bytes =
-            launch_shared_bytes(u64::from(layout.shared_window_bytes), block_dim) as usize;
+        let launch_shared_bytes = layout.launch_shared_bytes() as usize;
         let mut launch_shared: Vec<Vec<u128>> = (first_block..end_block)
             .map(|_| vec![0u128; launch_shared_bytes.div_ceil(16)])
             .collect();
@@ -901,6 +906,7 @@ impl<'s, 'a> Worker<'s, 'a> {
                     barrier_count: Cell::new(0),
                     shared: scratch[(i / block_dim) as usize].0.get() as *mut u8,
                     launch_shared: block_shared,
+                    launch_shared_bytes,
                     worker: index as u32,
                     coords: Coordinates {
                         thread: rank % block_dim,
