@@ -982,7 +982,7 @@ const _: () = assert!(
 /// level in the block's shared memory"), and its children's ORs and its
 /// last arriver's loads of them the block's shared memory too, not L2's
 /// queue of 32 ORs on each word ("A non-blocking collective's first level
-/// ORs its arguments in the block's shared memory").
+/// keeps its words in the block's shared memory").
 #[inline(always)]
 fn block_tally<'w>(w: &'w World, slot: u32, t: &Tree) -> Option<&'w [AtomicU64; 4]> {
     let bd = w.block_dim();
@@ -997,8 +997,8 @@ fn block_tally<'w>(w: &'w World, slot: u32, t: &Tree) -> Option<&'w [AtomicU64; 
     // SAFETY: words `word..word + 4` of the block's words (below
     // `BLOCK_WORDS_BYTES`, asserted above), at a multiple of 32 bytes of
     // the 16-aligned words (the vector stores of `node_tally_halves` want
-    // 16), only accessed atomically,
-    // zeroed for this launch (the block-words bit: `index` is below
+    // 16), only accessed atomically, zeroed for this launch (the
+    // block-words bit: `index` is below
     // `immediate_block_words(bd)`, as a node inside the block is); the
     // launch's ranks of this block alone reach them, each through the
     // node whose words they are. An array of `repr(transparent)` cells is
