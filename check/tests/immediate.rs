@@ -148,9 +148,13 @@ testgen!(values_for_every_root_with_non_commutative_in_place_and_zero_length);
 
 /// The world's arrival tree with partial nodes: 40 ranks (two levels:
 /// nodes of 32 and 8 ranks under the top), 1100 (three levels: 35 nodes,
-/// 2, the top) in blocks that do not line up with the nodes.
+/// 2, the top) in blocks that do not line up with the nodes; and with a
+/// level of one node per block (`layout::immediate_block_level`): one
+/// block of 128 (4 level-0 nodes under the block's node, the top, in the
+/// block's shared memory), 17 blocks of 64 (34 level-0 nodes, 17 block
+/// nodes of 2, a top of 17 in global memory).
 fn values_over_arrival_trees_of_two_and_three_levels(backend: Backend) {
-    for (n, b) in [(40u32, 8u32), (1100, 100)] {
+    for (n, b) in [(40u32, 8u32), (1100, 100), (128, 128), (1088, 64)] {
         for (k, root) in [0, 33, n - 1].into_iter().enumerate() {
             let s = SCHEDULES[k];
             let got = run(backend, s, n, b, IC_VALUES, root);

@@ -175,9 +175,58 @@ pub const IMMEDIATE_FANOUT: u32 = 2;
 /// [`IMMEDIATE_BLOCK_NODE_WORDS`] tally words: the level-0 nodes whose
 /// ranks all lie in the block, node `n` at place `n - floor(s /
 /// IMMEDIATE_FANOUT)` of its slot for a block whose first rank is item
-/// `s` of the tree (`collective::immediate`); a node whose place would lie
-/// past them keeps its tally words in its record.
-pub const IMMEDIATE_BLOCK_NODES: u32 = 32;
+/// `s` of the tree (`collective::immediate`), and where level 1 has one
+/// node per block ([`immediate_block_fanout`]), that node at place
+/// `block_dim / IMMEDIATE_FANOUT`, after the block's level-0 nodes; a node
+/// whose place would lie past them keeps its tally words in its record.
+pub const IMMEDIATE_BLOCK_NODES: u32 = 33;
+
+/// Children of a node at level 1 of the world's arrival tree of the
+/// non-blocking collectives over `ranks` ranks in blocks of `block_dim`:
+/// the block's level-0 nodes (`block_dim / IMMEDIATE_FANOUT`: level 1 has
+/// one node per block, inside the block, and the levels above span
+/// blocks) where [`immediate_block_level`] says so, else
+/// [`IMMEDIATE_FANOUT`]. In a world across processes, whose processes'
+/// trees start anywhere, level 1 is as the others (`collective::immediate`).
+pub const fn immediate_block_fanout(ranks: u32, block_dim: u32) -> u32 {
+    if immediate_block_level(ranks, block_dim) {
+        block_dim / IMMEDIATE_FANOUT
+    } else {
+        IMMEDIATE_FANOUT
+    }
+}
+
+/// Whether level 1 of the world's arrival tree over `ranks` ranks in
+/// blocks of `block_dim` has one node per block: the block's size a
+/// multiple of [`IMMEDIATE_FANOUT`], at least twice it, and the tree so
+/// shaped has fewer levels above its first two than the tree of
+/// `IMMEDIATE_FANOUT` children everywhere has above its first: those are
+/// the levels in global memory (device-scope adds, loads from L2), the
+/// first two the block's shared memory. A world of one block (its top
+/// then the block's) and blocks of 32 level-0 nodes (the same shape) take
+/// it too. Else an extra level in the block costs more than it saves
+/// (docs/performance.md, "A level of the non-blocking collectives' tree
+/// for each block").
+pub const fn immediate_block_level(ranks: u32, block_dim: u32) -> bool {
+    let nodes = block_dim / IMMEDIATE_FANOUT;
+    if !block_dim.is_multiple_of(IMMEDIATE_FANOUT) || nodes < 2 {
+        return false;
+    }
+    if ranks <= block_dim || nodes == IMMEDIATE_FANOUT {
+        return true;
+    }
+    levels_above(ranks.div_ceil(block_dim)) < levels_above(ranks.div_ceil(IMMEDIATE_FANOUT))
+}
+
+/// Levels of `IMMEDIATE_FANOUT` children above a level of `nodes` nodes.
+const fn levels_above(mut nodes: u32) -> u32 {
+    let mut levels = 0;
+    while nodes > 1 {
+        nodes = nodes.div_ceil(IMMEDIATE_FANOUT);
+        levels += 1;
+    }
+    levels
+}
 
 /// Words of a node's tally in a block's library words, as in its record
 /// (`NodeRecord::tally`): the arrival word and the three packed words its
@@ -185,10 +234,12 @@ pub const IMMEDIATE_BLOCK_NODES: u32 = 32;
 pub const IMMEDIATE_BLOCK_NODE_WORDS: u32 = 4;
 
 /// How many of a slot's [`IMMEDIATE_BLOCK_NODES`] places a block of
-/// `block_dim` ranks can use: a node inside the block is at most place
-/// `floor((block_dim - 1) / IMMEDIATE_FANOUT) + 1` (the block's first
-/// rank need not start a node). A kernel's entry zeroes their words
-/// alone, so that a block of one rank stores 16 words, not 256.
+/// `block_dim` ranks can use: a level-0 node inside the block is at most
+/// place `floor((block_dim - 1) / IMMEDIATE_FANOUT) + 1` (the block's
+/// first rank need not start a node), the block's level-1 node at place
+/// `block_dim / IMMEDIATE_FANOUT` (where the size is a multiple of the
+/// fanout). A kernel's entry zeroes their words alone, so that a block of
+/// one rank stores 16 words, not 264.
 pub const fn immediate_block_words(block_dim: u32) -> u32 {
     let used = block_dim.saturating_sub(1) / IMMEDIATE_FANOUT + 2;
     if used < IMMEDIATE_BLOCK_NODES {
@@ -199,36 +250,63 @@ pub const fn immediate_block_words(block_dim: u32) -> u32 {
 }
 
 /// Nodes of the world's arrival tree of the non-blocking collectives over
-/// `ranks` ranks: `ceil(ranks / 32)` at level 0, `ceil` of that `/ 32` at
-/// level 1, and so on up to the single top node (about `ranks / 31`).
-pub const fn immediate_tree_nodes(ranks: u32) -> u32 {
-    let mut count = ranks;
+/// `ranks` ranks in blocks of `block_dim`: `ceil(ranks / 32)` at level 0,
+/// `ceil` of that `/` [`immediate_block_fanout`]`(ranks, block_dim)` at
+/// level 1 (one a block where that is the block's level-0 nodes), `ceil` of that
+/// `/ 32` at level 2, and so on up to the single top node. A process's
+/// tree in a world across processes (fanout 32 at every level) has no
+/// more.
+pub const fn immediate_tree_nodes(ranks: u32, block_dim: u32) -> u32 {
+    let (mut count, mut fanout, mut next) =
+        (ranks, IMMEDIATE_FANOUT, immediate_block_fanout(ranks, block_dim));
     let mut total = 0;
     loop {
-        let nodes = count.div_ceil(IMMEDIATE_FANOUT);
+        let nodes = count.div_ceil(fanout);
         total += nodes;
         if nodes <= 1 {
             return total;
         }
-        count = nodes;
+        (count, fanout, next) = (nodes, next, IMMEDIATE_FANOUT);
     }
 }
+
+/// Children of the top node of the world's arrival tree over `ranks`
+/// ranks in blocks of `block_dim` (one process: [`immediate_tree_nodes`]'s
+/// shape).
+pub const fn immediate_top_children(ranks: u32, block_dim: u32) -> u32 {
+    let (mut count, mut fanout, mut next) =
+        (ranks, IMMEDIATE_FANOUT, immediate_block_fanout(ranks, block_dim));
+    while count > fanout {
+        (count, fanout, next) = (count.div_ceil(fanout), next, IMMEDIATE_FANOUT);
+    }
+    count
+}
+
 /// Small words of a slot of the non-blocking collectives over `ranks`
 /// ranks ([`Layout::immediate_word`]): one per rank, `ranks` rounded up
 /// to even, one per node of the arrival tree, and one more, so that a
 /// 16-byte load of two neighbours' words that starts at an even index
 /// stays inside.
-pub const fn immediate_words(ranks: u32) -> u32 {
-    ranks.next_multiple_of(2) + immediate_tree_nodes(ranks) + 1
+pub const fn immediate_words(ranks: u32, block_dim: u32) -> u32 {
+    ranks.next_multiple_of(2) + immediate_tree_nodes(ranks, block_dim) + 1
 }
 
 /// Bytes of a block's launch-sized shared memory (CUDA's dynamic shared
 /// memory) that hold the small words of the world's non-blocking
-/// collectives' first level (`collective::immediate`) for a block of
-/// `block_dim` ranks: per slot one 8-byte word a rank, rounded up to 64
-/// ([`block_small_word`]).
+/// collectives' first levels inside the block (`collective::immediate`)
+/// for a block of `block_dim` ranks: per slot one 8-byte word a rank and
+/// one a place of [`IMMEDIATE_BLOCK_NODES`] (a level-0 node's partial
+/// result), rounded up to 64 ([`block_small_word`]).
 pub const fn immediate_shared_bytes(block_dim: u32) -> u64 {
-    (IMMEDIATE_SLOTS as u64 * block_dim as u64 * 8).next_multiple_of(64)
+    (IMMEDIATE_SLOTS as u64 * block_small_stride(block_dim) as u64 * 8).next_multiple_of(64)
+}
+
+/// Small words of a slot in a block's launch-sized shared memory
+/// ([`block_small_word`]): a rank's and a place's each, rounded up to
+/// even, so that every slot's words start 16-aligned (two neighbours per
+/// 16-byte load).
+const fn block_small_stride(block_dim: u32) -> u32 {
+    (block_dim + IMMEDIATE_BLOCK_NODES).next_multiple_of(2)
 }
 
 /// Bytes of each block's launch-sized shared memory (CUDA's dynamic
@@ -239,19 +317,22 @@ pub const fn launch_shared_bytes(shared_window_bytes: u64, block_dim: u32) -> u6
     shared_window_bytes.next_multiple_of(64) + immediate_shared_bytes(block_dim)
 }
 
-/// Offset of the small word of the block's rank `thread` in slot `slot`
-/// in a block's launch-sized shared memory of `len` bytes, where a
-/// level-0 node of the world's non-blocking collectives whose ranks all
-/// lie in one block keeps them (`collective::immediate`): the last
-/// [`immediate_shared_bytes`]`(block_dim)` bytes, per slot one word a rank
-/// in rank order, so after the shared window memory in a launch of the
-/// host's (which gives [`launch_shared_bytes`]). None where `len` cannot
-/// hold them (a launch of another's that gave less): the node then keeps
-/// them in the world memory. Every rank of a block gets the same answer
-/// from the same `len`, so a node's ranks and its last arriver agree.
-pub const fn block_small_word(len: usize, block_dim: u32, slot: u32, thread: u32) -> Option<usize> {
+/// Offset of small word `index` of slot `slot` in a block's launch-sized
+/// shared memory of `len` bytes, where the world's non-blocking
+/// collectives keep the small words of the nodes inside the block
+/// (`collective::immediate`): index `t < block_dim` the block's rank
+/// `t`'s, `block_dim + p` the partial result of the level-0 node at place
+/// `p`. They are the last [`immediate_shared_bytes`]`(block_dim)` bytes,
+/// per slot `block_dim + IMMEDIATE_BLOCK_NODES` words rounded up to even,
+/// so after the shared
+/// window memory in a launch of the host's (which gives
+/// [`launch_shared_bytes`]). None where `len` cannot hold them (a launch
+/// of another's that gave less): the nodes then keep them in the world
+/// memory. Every rank of a block gets the same answer from the same
+/// `len`, so a node's children and its last arriver agree.
+pub const fn block_small_word(len: usize, block_dim: u32, slot: u32, index: u32) -> Option<usize> {
     match len.checked_sub(immediate_shared_bytes(block_dim) as usize) {
-        Some(first) => Some(first + (slot * block_dim + thread) as usize * 8),
+        Some(first) => Some(first + (slot * block_small_stride(block_dim) + index) as usize * 8),
         None => None,
     }
 }
@@ -558,10 +639,10 @@ impl WorldConfig {
             (ranks * COMM_TABLE_ENTRY_BYTES + warps * COMM_WARP_WORD_BYTES).next_multiple_of(64);
         let immediate = comms + COMM_HEADER_BYTES + self.communicators as usize * comm_stride;
         let ib = self.immediate_bytes as usize;
-        let immediate_nodes = immediate_tree_nodes(self.ranks);
+        let immediate_nodes = immediate_tree_nodes(self.ranks, self.block_dim);
         let immediate_slot_stride = (IMMEDIATE_RECORD_BYTES + ib) * (1 + immediate_nodes as usize)
             + ranks * ib
-            + (immediate_words(self.ranks) as usize * 8).next_multiple_of(64);
+            + (immediate_words(self.ranks, self.block_dim) as usize * 8).next_multiple_of(64);
         let immediate_local = immediate + IMMEDIATE_SLOTS as usize * immediate_slot_stride;
         let immediate_comms = immediate_local + ranks * IMMEDIATE_LOCAL_BYTES;
         let immediate_comm_stride = if self.flags & FLAG_IMMEDIATE_COMMUNICATORS != 0 {
@@ -1080,11 +1161,12 @@ mod tests {
         }
     }
 
-    /// The small words a block's level-0 nodes keep in its launch-sized
-    /// shared memory lie after its shared window memory in a launch of the
-    /// host's and inside what it gives, one word a rank and slot, the
-    /// first of each slot 16-aligned where the block's size is even (two
-    /// neighbours per 16-byte load); a launch that gave less has none.
+    /// The small words a block's nodes keep in its launch-sized shared
+    /// memory (its ranks' and its level-0 nodes' partial results) lie after
+    /// its shared window memory in a launch of the host's and inside what
+    /// it gives, one word a rank and a place in each slot, each slot's
+    /// first 16-aligned (two neighbours per 16-byte load), the slots apart;
+    /// a launch that gave less has none.
     #[test]
     fn block_small_words_lie_in_the_launch_shared_memory() {
         for bd in [1, 2, 31, 32, 33, 256, 1000, 1024] {
@@ -1098,21 +1180,21 @@ mod tests {
                 let len = c.launch_shared_bytes() as usize;
                 assert_eq!(len as u64, launch_shared_bytes(window, bd));
                 assert_eq!(l.launch_shared_bytes(), len as u64);
-                let word = |slot, thread| block_small_word(len, bd, slot, thread).unwrap();
+                let word = |slot, index| block_small_word(len, bd, slot, index).unwrap();
                 let first = word(0, 0);
                 assert!(
                     first >= window as usize && first.is_multiple_of(64),
                     "block of {bd}, window {window}"
                 );
-                let last = word(IMMEDIATE_SLOTS - 1, bd - 1);
+                let places = bd + IMMEDIATE_BLOCK_NODES;
+                let last = word(IMMEDIATE_SLOTS - 1, places - 1);
                 assert!(
                     last + 8 <= len,
                     "block of {bd}, window {window}: {last} + 8 > {len}"
                 );
-                assert_eq!(word(1, 0) - word(0, bd - 1), 8);
-                if bd % 2 == 0 {
-                    assert!(word(1, 0).is_multiple_of(16));
-                }
+                assert_eq!(word(0, bd) - word(0, bd - 1), 8);
+                assert!(word(1, 0) > word(0, places - 1));
+                assert!(word(1, 0).is_multiple_of(16), "block of {bd}");
                 let short = immediate_shared_bytes(bd) as usize - 1;
                 assert_eq!(block_small_word(short, bd, 0, 0), None);
             }
@@ -1175,8 +1257,35 @@ mod tests {
             (1025, 36),
             (270_336, 8448 + 264 + 9 + 1),
         ] {
-            assert_eq!(immediate_tree_nodes(ranks), nodes, "{ranks} ranks");
+            // Blocks of one rank: 32 children at every level.
+            assert_eq!(immediate_tree_nodes(ranks, 1), nodes, "{ranks} ranks");
         }
+        // Blocks of a multiple of 32 ranks: level 1 has a node per block
+        // where that leaves fewer levels above the first two (or one
+        // block, or blocks of 32 level-0 nodes).
+        for (ranks, block_dim, nodes, top) in [
+            (256, 256, 8 + 1, 8),
+            (1024, 256, 32 + 1, 32),
+            (1536, 256, 48 + 6 + 1, 6),
+            (4096, 256, 128 + 16 + 1, 16),
+            (270_336, 256, 8448 + 264 + 9 + 1, 9),
+            (270_336, 1024, 8448 + 264 + 9 + 1, 9),
+            (64, 64, 2 + 1, 2),
+            (96, 32, 3 + 1, 3),
+        ] {
+            assert_eq!(
+                immediate_tree_nodes(ranks, block_dim),
+                nodes,
+                "{ranks} in {block_dim}"
+            );
+            assert_eq!(
+                immediate_top_children(ranks, block_dim),
+                top,
+                "{ranks} in {block_dim}"
+            );
+        }
+        assert_eq!(immediate_top_children(1100, 100), 2);
+        assert_eq!(immediate_top_children(32, 32), 32);
         let l = WorldConfig::new(1100, 100).layout().unwrap();
         assert_eq!(l.immediate_nodes, 35 + 2 + 1);
         assert_eq!(l.immediate_node(0, 38), l.immediate_rank(0, 0));

@@ -12,8 +12,8 @@ use crate::communicator::{RankState, World};
 use crate::datatype::TypedBuffer;
 use crate::error::{Error, ErrorClass};
 use crate::layout::{
-    COMM_IMMEDIATE_LOCAL_BYTES, IMMEDIATE_FANOUT, IMMEDIATE_LOCAL_BYTES, IMMEDIATE_RECORD_BYTES,
-    IMMEDIATE_SLOTS,
+    immediate_block_level, immediate_top_children, COMM_IMMEDIATE_LOCAL_BYTES, IMMEDIATE_FANOUT,
+    IMMEDIATE_LOCAL_BYTES, IMMEDIATE_RECORD_BYTES, IMMEDIATE_SLOTS,
 };
 use crate::polling::{Call, WaitFor};
 use crate::shim::{self, AtomicU32, AtomicU64, Ordering};
@@ -852,27 +852,27 @@ impl World {
     /// The arrival word of use `use_` of slot `slot` at the world's top
     /// node and how many children that node has, when the top counts its
     /// arrivals in rounds ([`TOP_ROUNDS`]): a world in one process whose
-    /// top's arrival word is in global memory (not a level-0 node in the
-    /// block's words, `collective::immediate`'s `block_arrival`: a world
-    /// of at most `IMMEDIATE_FANOUT` ranks in one block whose entry zeroed
-    /// the block's words). A waiting rank of a barrier sees its round
+    /// top's arrival word is in global memory (not a node in the block's
+    /// words, `collective::immediate`'s `block_tally`: a world of one
+    /// block whose entry zeroed the block's words, and whose top is a
+    /// level-0 node of at most `IMMEDIATE_FANOUT` ranks or the block's
+    /// level-1 node). A waiting rank of a barrier sees its round
     /// complete in that word, which nobody zeroes until every rank has
     /// started the slot's next use (`collective::immediate`, "Rounds").
     #[inline(always)]
     pub(crate) fn top_round(&self, slot: u32, use_: u32) -> Option<(&AtomicU64, u32)> {
-        let ranks = self.ranks();
-        if (cfg!(feature = "distributed") && self.across_processes())
-            || (ranks <= IMMEDIATE_FANOUT && ranks <= self.block_dim() && self.known.block_words())
-        {
+        let (ranks, bd) = (self.ranks(), self.block_dim());
+        // A top in the block's words: a level-0 node or a block's level-1
+        // node in a world of one block (`collective::immediate`).
+        let in_block = self.known.block_words()
+            && ranks <= bd
+            && (ranks <= IMMEDIATE_FANOUT || immediate_block_level(ranks, bd));
+        if (cfg!(feature = "distributed") && self.across_processes()) || in_block {
             return None;
-        }
-        let mut children = ranks;
-        while children > IMMEDIATE_FANOUT {
-            children = children.div_ceil(IMMEDIATE_FANOUT);
         }
         Some((
             self.round_word(slot, self.layout.immediate_nodes - 1, use_),
-            children,
+            immediate_top_children(ranks, bd),
         ))
     }
 
@@ -987,6 +987,15 @@ impl World {
 /// [`Error::CollectiveMismatch`].
 pub(crate) const KIND_MISMATCH: u32 = 0x100;
 
+/// Whether level 1 of the rank's arrival tree has one node per block,
+/// inside it: a world in one process whose shape gains by it
+/// ([`immediate_block_level`]).
+#[inline(always)]
+pub(crate) fn block_level(w: &World) -> bool {
+    !(cfg!(feature = "distributed") && w.across_processes())
+        && immediate_block_level(w.ranks(), w.block_dim())
+}
+
 /// One step of a rank's climb of the world's arrival tree: the node it
 /// reaches at some level and where that node's children are.
 #[derive(Clone, Copy)]
@@ -1005,14 +1014,26 @@ pub(crate) struct Tree {
     /// processes the first rank of this process, whose ranks alone the
     /// tree spans (the relay joins the processes' parts).
     pub(crate) first: u32,
+    /// Children of a node at this level.
+    pub(crate) fanout: u32,
+    /// Children of a node at the next level up.
+    next: u32,
 }
 
 impl Tree {
+    /// Level 0 of the rank's climb: nodes of [`IMMEDIATE_FANOUT`] ranks;
+    /// level 1 of `layout::immediate_block_fanout` level-0 nodes in a world in
+    /// one process (one node a block, where that divides), of
+    /// `IMMEDIATE_FANOUT` in a process's tree of a world across processes;
+    /// `IMMEDIATE_FANOUT` above (`layout::immediate_tree_nodes`'s shape).
     pub(crate) fn start(w: &World) -> Tree {
-        let (first, count) = if cfg!(feature = "distributed") && w.across_processes() {
-            w.core_settled().process_ranks()
+        let (first, count, next) = if block_level(w) {
+            (0, w.ranks(), w.block_dim() / IMMEDIATE_FANOUT)
+        } else if cfg!(feature = "distributed") && w.across_processes() {
+            let (first, count) = w.core_settled().process_ranks();
+            (first, count, IMMEDIATE_FANOUT)
         } else {
-            (0, w.ranks())
+            (0, w.ranks(), IMMEDIATE_FANOUT)
         };
         Tree {
             count,
@@ -1021,23 +1042,25 @@ impl Tree {
             below: 0,
             span: 1,
             first,
+            fanout: IMMEDIATE_FANOUT,
+            next,
         }
     }
 
     /// Nodes of this level.
     pub(crate) fn nodes(&self) -> u32 {
-        self.count.div_ceil(IMMEDIATE_FANOUT)
+        self.count.div_ceil(self.fanout)
     }
 
     /// The node reached at this level.
     pub(crate) fn node(&self) -> u32 {
-        self.item / IMMEDIATE_FANOUT
+        self.item / self.fanout
     }
 
     /// The node's children (items of the level below).
     pub(crate) fn children(&self) -> core::ops::Range<u32> {
-        let first = self.node() * IMMEDIATE_FANOUT;
-        first..self.count.min(first + IMMEDIATE_FANOUT)
+        let first = self.node() * self.fanout;
+        first..self.count.min(first + self.fanout)
     }
 
     /// The next level up.
@@ -1048,8 +1071,10 @@ impl Tree {
             item: self.node(),
             base: self.base + nodes,
             below: self.base,
-            span: self.span * IMMEDIATE_FANOUT as u64,
+            span: self.span * self.fanout as u64,
             first: self.first,
+            fanout: self.next,
+            next: IMMEDIATE_FANOUT,
         }
     }
 }

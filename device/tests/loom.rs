@@ -1161,6 +1161,55 @@ fn immediate_collectives_up_a_tree_of_two_levels() {
     });
 }
 
+/// The climb of [`immediate_collectives_up_a_tree_of_two_levels`] by
+/// `ranks` ranks in blocks of `block_dim`: a non-commutative all-reduce
+/// (decimal concatenation), a broadcast from the last rank, a sum.
+fn concatenated(ranks: u32, block_dim: u32) -> Vec<Result<[u32; 3], Error>> {
+    run_world(
+        small_config(ranks, block_dim, 1),
+        0,
+        move |w, _| -> Result<[u32; 3], Error> {
+            let r = w.rank() as u32;
+            let last = w.size() - 1;
+            let mut digits = 0u32;
+            let mut word = if r as i32 == last { 77 } else { 0 };
+            let mut sum = 0u32;
+            request::scope(|scope| -> Result<(), Error> {
+                let op = UserOperation::associative(|x: &u32, y: &u32| {
+                    let mut p = 10;
+                    while p <= *y {
+                        p *= 10;
+                    }
+                    x * p + y
+                });
+                w.immediate_all_reduce_into(scope, &(r + 1), &mut digits, op)?
+                    .wait()?;
+                w.process_at_rank(last)
+                    .immediate_broadcast_into(scope, &mut word)?
+                    .wait()?;
+                w.immediate_all_reduce_into(scope, &r, &mut sum, SystemOperation::sum())?
+                    .wait()?;
+                Ok(())
+            })?;
+            Ok([digits, word, sum])
+        },
+    )
+}
+
+/// (n) A block of 4 ranks (a multiple of the fanout, 2 under loom): level
+/// 1 is the block's node, its tally in the block's words and its level-0
+/// nodes' partial results in the block's launch-sized shared memory, and
+/// it is the top (`layout::immediate_block_level`): the level-0 last
+/// arrivers' block-scope adds at level 1 carry their nodes' partial
+/// results to its last arriver, in rank order. No preemption, as the tree
+/// test above.
+#[test]
+fn immediate_collectives_up_a_block_level() {
+    check("immediate block level 1x4", 0, || {
+        assert_eq!(concatenated(4, 4), vec![Ok([1234, 77, 6]); 4]);
+    });
+}
+
 /// (n) The verdict climbs the tree: over 3 ranks in blocks of one (level-0
 /// nodes {0, 1} and {2}), a broadcast where rank 2's buffer is larger than
 /// the slot's cell (its own error, `MPI_ERR_BUFFER`) and rank 1 passes a

@@ -33,7 +33,12 @@
 //! if more is left. It then climbs the slot's arrival tree: nodes of `IMMEDIATE_FANOUT`
 //! (32) children, ranks `32 i .. 32 i + 32` under level-0 node `i`, 32
 //! nodes of the level below under each node above, up to one top node
-//! (three levels for 1,100 ranks, four for a full H100). At each node it
+//! (three levels for 1,100 ranks, four for a full H100); in a world in
+//! one process whose blocks are a multiple of 32 ranks, level 1 has
+//! instead one node per block over the block's level-0 nodes, where that
+//! leaves fewer levels above the first two
+//! (`layout::immediate_block_level`: 1,025 ranks and more in blocks of
+//! 256, up to 32 blocks; a world of one block; blocks of 1,024). At each node it
 //! arrives with its `Tally`: it first ORs its root, datatype and byte
 //! count into three of the node's words (`red.or`, relaxed, each as
 //! `v << 32 | !v`, whose OR has a bit set in both halves where two ranks
@@ -52,7 +57,12 @@
 //! scope (its add to the parent, `handed` or `done`) is cumulative, so it
 //! carries their writes on to whoever acquires it. The node's record and
 //! cell keep the rest (its verdict, its partial result), which ranks of
-//! other blocks read.
+//! other blocks read. A block's level-1 node does the same one level up:
+//! its tally words in the block's words (`block_node_tally`), its
+//! children's partial small words in the block's launch-sized shared
+//! memory, block-scope adds from its children (the block's level-0 nodes'
+//! last arrivers), and its last arriver's device-scope add to its parent
+//! (or, in a world of one block, its `done`) carries the block's writes on.
 //! The add that completes the count makes it the node's last arriver:
 //! the add's result tells it the kinds and the children with an error
 //! of the whole subtree, and one batch of three loads the rest (none for
@@ -265,11 +275,11 @@ use crate::shim::{self, AtomicU64, Ordering};
 use core::marker::PhantomData;
 
 pub use crate::codes::{kind_name, Kind};
+use crate::nonblocking::{block_level, packed_agree, JoinFn, JoinParts, Space, Tally, Tree};
 pub use crate::nonblocking::{
     done_word, Args, CommImmediateLocal, ImmediateLocal, NodeRecord, OutKind, PendingRecord, SlotRecord,
     ARGS_BYTES, JOIN_KEEP_BYTES, VERDICT_JOIN,
 };
-use crate::nonblocking::{packed_agree, JoinFn, JoinParts, Space, Tally, Tree};
 
 /// The [`Tally`] of the members `items` of `sp`, read four arguments per
 /// batch of vector loads, with the first local error class among them in
@@ -754,7 +764,8 @@ fn arrive<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, args: &Args, fold
 }
 
 /// The world's arrival: up a tree of nodes of `IMMEDIATE_FANOUT` children
-/// (ranks at level 0, nodes above). A child ORs its [`Tally`]'s packed
+/// (ranks at level 0, nodes above; a block's level-0 nodes under its
+/// level-1 node where `Tree` says so). A child ORs its [`Tally`]'s packed
 /// words into the node's and adds its arrival; the node's last arriver
 /// has the kinds and errors from its add, reads the packed words when
 /// some child is not a barrier (and zeroes them for the next use), folds
@@ -836,19 +847,28 @@ fn arrive_world<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, args: &Args
             {
                 // This node's small word (the result cell at the top) and
                 // its children's, side by side.
+                // A level-0 node whose parent is its block's level-1 node
+                // in the block's words leaves its partial result in the
+                // block's shared memory, where the launch gave it room.
+                let block_nodes = w.block * (w.block_dim() / IMMEDIATE_FANOUT);
                 let out = if top {
                     w.result_cell(sp, slot)
+                } else if t.span == 1 && in_block.is_some() && block_level(w) {
+                    w.block_small(slot, w.block_dim() + t.node() - block_nodes)
+                        .unwrap_or_else(|| w.node_small(slot, node))
                 } else {
                     w.node_small(slot, node)
                 };
-                // A node in the block's words has its ranks' small words
-                // in the block's shared memory too, where the launch gave
-                // it room (`World::block_small`).
+                // A node in the block's words has its children's small
+                // words in the block's shared memory too, where the launch
+                // gave it room (`World::block_small`): its ranks' at level
+                // 0, its level-0 nodes' partial results at level 1.
                 let in_shared = match in_block {
                     Some(_) if t.span == 1 => {
                         w.block_small(slot, t.first + children.start - w.block * w.block_dim())
                     }
-                    _ => None,
+                    Some(_) => w.block_small(slot, w.block_dim() + children.start - block_nodes),
+                    None => None,
                 };
                 let small = match in_shared {
                     Some(words) => words,
@@ -958,8 +978,14 @@ fn arrive_world<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, args: &Args
         }
         mine = tally;
         mine.errors = (first_error != 0) as u32;
+        // Level 1's node is its block's, in the block's words, where level
+        // 1 has a node per block.
+        in_block = if t.span == 1 && block_level(w) {
+            block_node_tally(w, slot)
+        } else {
+            None
+        };
         t = t.up();
-        in_block = None;
     }
 }
 
@@ -993,17 +1019,48 @@ fn block_tally<'w>(w: &'w World, slot: u32, t: &Tree) -> Option<&'w [AtomicU64; 
     if !w.known.block_words() || first / bd != last / bd || index >= IMMEDIATE_BLOCK_NODES {
         return None;
     }
-    let word = ((slot * IMMEDIATE_BLOCK_NODES + index) * IMMEDIATE_BLOCK_NODE_WORDS) as usize;
+    // SAFETY: `index` is below `immediate_block_words(bd)` (a node inside
+    // the block is), and the block's words were zeroed for this launch
+    // (the block-words bit).
+    Some(unsafe { block_place(slot, index) })
+}
+
+/// The tally words of the block's level-1 node in `slot`, where level 1
+/// has a node per block ([`block_level`]) and the kernel's entry zeroed
+/// the block's words: place `block_dim / IMMEDIATE_FANOUT` of the slot's
+/// [`IMMEDIATE_BLOCK_NODES`], after the block's level-0 nodes. Its
+/// children, the block's level-0 nodes' last arrivers, are ranks of the
+/// block: their adds have block scope too, and its last arriver's add to
+/// the top carries the block's writes on.
+#[inline(always)]
+fn block_node_tally(w: &World, slot: u32) -> Option<&[AtomicU64; 4]> {
+    if !w.known.block_words() {
+        return None;
+    }
+    // SAFETY: the place is `block_dim / IMMEDIATE_FANOUT <= 32`, below
+    // `immediate_block_words(block_dim)` for a block of a multiple of the
+    // fanout (`block_level`), and the block's words were zeroed for this
+    // launch (the block-words bit).
+    Some(unsafe { block_place(slot, w.block_dim() / IMMEDIATE_FANOUT) })
+}
+
+/// The four tally words of place `place` of `slot` in the block's words.
+///
+/// # Safety
+/// `place` is below `immediate_block_words(block_dim)`, whose words the
+/// kernel's entry zeroed for this launch.
+#[inline(always)]
+unsafe fn block_place<'w>(slot: u32, place: u32) -> &'w [AtomicU64; 4] {
+    let word = ((slot * IMMEDIATE_BLOCK_NODES + place) * IMMEDIATE_BLOCK_NODE_WORDS) as usize;
     // SAFETY: words `word..word + 4` of the block's words (below
-    // `BLOCK_WORDS_BYTES`, asserted above), at a multiple of 32 bytes of
-    // the 16-aligned words (the vector stores of `node_tally_halves` want
-    // 16), only accessed atomically, zeroed for this launch (the
-    // block-words bit: `index` is below
-    // `immediate_block_words(bd)`, as a node inside the block is); the
-    // launch's ranks of this block alone reach them, each through the
+    // `BLOCK_WORDS_BYTES`, asserted above: `place` is below
+    // `IMMEDIATE_BLOCK_NODES`), at a multiple of 32 bytes of the 16-aligned
+    // words (the vector stores of `node_tally_halves` want 16), only
+    // accessed atomically, zeroed for this launch (the caller's contract);
+    // the launch's ranks of this block alone reach them, each through the
     // node whose words they are. An array of `repr(transparent)` cells is
     // the words in a row.
-    Some(unsafe { &*(shim::block_words().add(8 * word) as *const [AtomicU64; 4]) })
+    unsafe { &*(shim::block_words().add(8 * word) as *const [AtomicU64; 4]) }
 }
 
 /// A node's four tally words as two pairs (each one vector store).

@@ -817,7 +817,7 @@ pub mod loom_runtime {
             .collect();
         // Only the words a block of `block_dim` ranks can use (each slot's
         // first `immediate_block_words` nodes' tally words, what a kernel's
-        // entry zeroes): a loom atomic per word of all 256 cost every model
+        // entry zeroes): a loom atomic per word of all 264 cost every model
         // its objects.
         let node_words = crate::layout::IMMEDIATE_BLOCK_NODE_WORDS as usize;
         let used = crate::layout::immediate_block_words(block_dim) as usize * node_words;

@@ -282,8 +282,8 @@ pub fn launch_shared_bytes() -> usize {
 /// config says (loom models stay small).
 pub const LOOM_LAUNCH_SHARED_BYTES: usize = 1024;
 
-/// Bytes of [`block_words`]' area: 256 words of 8 bytes.
-pub const BLOCK_WORDS_BYTES: usize = 2048;
+/// Bytes of [`block_words`]' area: 264 words of 8 bytes.
+pub const BLOCK_WORDS_BYTES: usize = 2112;
 
 /// The calling block's library words: [`BLOCK_WORDS_BYTES`] of shared
 /// memory, 16-byte aligned, apart from [`shared_block`]'s scratch and

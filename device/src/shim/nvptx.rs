@@ -616,7 +616,7 @@ pub(super) fn block_words_base() -> *mut u8 {
         asm!(
             concat!(
                 "{{ .shared .align 16 .b8 gpu_mpi_block_words[",
-                "2048",
+                "2112",
                 "]; cvta.shared.u64 {p}, gpu_mpi_block_words; }}"
             ),
             p = out(reg64) p,
@@ -627,7 +627,7 @@ pub(super) fn block_words_base() -> *mut u8 {
 }
 
 // The array above is declared with this size.
-const _: () = assert!(super::BLOCK_WORDS_BYTES == 2048);
+const _: () = assert!(super::BLOCK_WORDS_BYTES == 2112);
 
 /// The generic address of the block's launch-sized shared memory
 /// (see [`super::launch_shared`]): rustc's intrinsic declares the one
