@@ -296,7 +296,7 @@ impl KernelOccupancy {
         );
         if r.dynamic_shared_bytes != 0 {
             s.push_str(&format!(
-                " (+ {} B of dynamic shared memory: shared window memory, WorldSpec::shared_window_bytes, and 16 B a rank of the non-blocking collectives' small words)",
+                " (+ {} B of dynamic shared memory: shared window memory, WorldSpec::shared_window_bytes, and the non-blocking collectives' small words, 16 B a rank and about 550 B a block)",
                 r.dynamic_shared_bytes
             ));
         }
