@@ -1132,38 +1132,14 @@ fn immediate_collectives_on_a_communicator_of_two() {
 #[test]
 fn immediate_collectives_up_a_tree_of_two_levels() {
     check("immediate tree 3x1", 0, || {
-        let results = run_world(small_config(3, 1, 1), 0, |w, _| -> Result<[u32; 3], Error> {
-            let r = w.rank() as u32;
-            let mut digits = 0u32;
-            let mut word = if r == 2 { 77 } else { 0 };
-            let mut sum = 0u32;
-            request::scope(|scope| -> Result<(), Error> {
-                // Decimal concatenation: associative, not commutative.
-                let op = UserOperation::associative(|x: &u32, y: &u32| {
-                    let mut p = 10;
-                    while p <= *y {
-                        p *= 10;
-                    }
-                    x * p + y
-                });
-                w.immediate_all_reduce_into(scope, &(r + 1), &mut digits, op)?
-                    .wait()?;
-                w.process_at_rank(2)
-                    .immediate_broadcast_into(scope, &mut word)?
-                    .wait()?;
-                w.immediate_all_reduce_into(scope, &r, &mut sum, SystemOperation::sum())?
-                    .wait()?;
-                Ok(())
-            })?;
-            Ok([digits, word, sum])
-        });
-        assert_eq!(results, [Ok([123, 77, 3]), Ok([123, 77, 3]), Ok([123, 77, 3])]);
+        assert_eq!(concatenated(3, 1), vec![Ok([123, 77, 3]); 3]);
     });
 }
 
-/// The climb of [`immediate_collectives_up_a_tree_of_two_levels`] by
-/// `ranks` ranks in blocks of `block_dim`: a non-commutative all-reduce
-/// (decimal concatenation), a broadcast from the last rank, a sum.
+/// A climb of the world's tree by `ranks` ranks in blocks of
+/// `block_dim`: a non-commutative all-reduce (decimal concatenation of
+/// `r + 1`), a broadcast from the last rank, a sum of the ranks (which
+/// reuses the first's slot), each waited.
 fn concatenated(ranks: u32, block_dim: u32) -> Vec<Result<[u32; 3], Error>> {
     run_world(
         small_config(ranks, block_dim, 1),
