@@ -11,7 +11,7 @@ use gpu_mpi_bench_kernels::native::{
     AtomicArgs, ChunkCopyArgs, CopyArgs, ElementCopyArgs, CHAIN_STRIDE, NATIVE_ATOMIC_CONTENTION,
     NATIVE_ATOMIC_LOAD_BATCH, NATIVE_ATOMIC_LOAD_CHAIN, NATIVE_ATOMIC_PING_PONG, NATIVE_ATOMIC_RMW,
     NATIVE_BLOCK_BARRIER, NATIVE_BLOCK_RMW, NATIVE_BLOCK_RMW_ACQ_REL, NATIVE_CHUNK_COPY, NATIVE_COPY,
-    NATIVE_ELEMENT_COPY, NATIVE_EMPTY, NATIVE_MATCH_CHAIN, NATIVE_SHUFFLE_CHAIN,
+    NATIVE_ELEMENT_COPY, NATIVE_EMPTY, NATIVE_MATCH_CHAIN, NATIVE_SHARED_LOAD_BATCH, NATIVE_SHUFFLE_CHAIN,
 };
 
 /// Words each lane copies in the element copies (`native_element_copy`:
@@ -71,6 +71,10 @@ pub struct Limits {
     /// The same with acquire-release ordering (two block-scope fences an
     /// add), nanoseconds.
     pub block_rmw_acq_rel_ns: f64,
+    /// One batch of 8 independent 16-byte loads of the block's shared
+    /// memory in a chain of such batches (`native_shared_load_batch`),
+    /// nanoseconds.
+    pub shared_load_batch_ns: f64,
     /// One element of a warp's volatile element copy, the lanes' elements
     /// side by side (coalesced), nanoseconds.
     pub element_coalesced_ns: f64,
@@ -159,6 +163,7 @@ impl serde::Serialize for Limits {
             block_barrier_ns: f64,
             block_rmw_ns: f64,
             block_rmw_acq_rel_ns: f64,
+            shared_load_batch_ns: f64,
             element_coalesced_ns: f64,
             element_apart_ns: f64,
             empty_kernel_ns: f64,
@@ -190,6 +195,7 @@ impl serde::Serialize for Limits {
             block_barrier_ns: self.block_barrier_ns,
             block_rmw_ns: self.block_rmw_ns,
             block_rmw_acq_rel_ns: self.block_rmw_acq_rel_ns,
+            shared_load_batch_ns: self.shared_load_batch_ns,
             element_coalesced_ns: self.element_coalesced_ns,
             element_apart_ns: self.element_apart_ns,
             empty_kernel_ns: self.empty_kernel_ns,
@@ -234,7 +240,7 @@ impl Limits {
     pub fn profile(&self, name: &str, base: &Profile, base_label: &str, header: &[String]) -> WrittenProfile {
         let b = base;
         let load = self.atomic_load_ns - b.issue_ns;
-        let derived: [(&'static str, f64, String); 13] = [
+        let derived: [(&'static str, f64, String); 14] = [
             (
                 "load_ns",
                 load,
@@ -372,6 +378,19 @@ impl Limits {
                      of the chain ({} ns), over the 7 loads after the first",
                     fmt_num(self.atomic_load_batch_ns),
                     fmt_num(self.atomic_load_ns)
+                ),
+            ),
+            // As `batch_load_ns`, in the block's shared memory: the chain's
+            // first load costs what the block-scope add does (`shared_ns`
+            // and one issue).
+            (
+                "shared_batch_load_ns",
+                (self.shared_load_batch_ns - self.block_rmw_ns) / 7.0,
+                format!(
+                    "a chain of batches of 8 independent loads of the block's shared memory, {} ns each, less \
+                     one block-scope add ({} ns), over the 7 loads after the first",
+                    fmt_num(self.shared_load_batch_ns),
+                    fmt_num(self.block_rmw_ns)
                 ),
             ),
         ];
@@ -606,7 +625,7 @@ pub(crate) fn measure(ctx: &mut Ctx) -> Result<(Limits, Section), String> {
     // run on one full warp, whatever the run's world.
     let warp = ctx.world(32, Some(32));
     let (mut shuffles, mut matches, mut barriers) = (Vec::new(), Vec::new(), Vec::new());
-    let (mut block_rmws, mut block_acq_rels) = (Vec::new(), Vec::new());
+    let (mut block_rmws, mut block_acq_rels, mut shared_batches) = (Vec::new(), Vec::new(), Vec::new());
     let (mut coalesced, mut apart) = (Vec::new(), Vec::new());
     let copy_words = 32 * ELEMENTS as usize;
     let host: Vec<u64> = (0..copy_words).map(pattern_word).collect();
@@ -632,6 +651,7 @@ pub(crate) fn measure(ctx: &mut Ctx) -> Result<(Limits, Section), String> {
             ),
             (&NATIVE_BLOCK_RMW, &warp, &mut block_rmws),
             (&NATIVE_BLOCK_RMW_ACQ_REL, &warp, &mut block_acq_rels),
+            (&NATIVE_SHARED_LOAD_BATCH, &warp, &mut shared_batches),
         ] {
             ctx.zero(&mut out)?;
             ctx.launch(kernel, &args, world)?;
@@ -735,6 +755,7 @@ pub(crate) fn measure(ctx: &mut Ctx) -> Result<(Limits, Section), String> {
         block_barrier_ns: median(&barriers),
         block_rmw_ns: median(&block_rmws),
         block_rmw_acq_rel_ns: median(&block_acq_rels),
+        shared_load_batch_ns: median(&shared_batches),
         element_coalesced_ns: median(&coalesced),
         element_apart_ns: median(&apart),
         empty_kernel_ns: median(&empty),
@@ -839,6 +860,12 @@ pub(crate) fn measure(ctx: &mut Ctx) -> Result<(Limits, Section), String> {
                 limits.block_rmw_acq_rel_ns,
                 "ns",
                 "the same, acquire-release: two block-scope fences an add".into(),
+            ),
+            row(
+                "shared batch of 8 loads",
+                limits.shared_load_batch_ns,
+                "ns",
+                format!("{iterations} dependent batches of 8 independent 16-byte loads of the block's shared memory by one rank"),
             ),
             row(
                 "element copy, coalesced",

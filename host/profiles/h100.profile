@@ -27,3 +27,4 @@ shared_ns = 17             # public: a shared-memory load ~30 cycles at 1.755 GH
 batch_load_ns = 27.6       # measured on the H200 (the same SMs and clocks; no H100 measured it): batches of 8 independent relaxed loads, 349.9 ns, less one dependent load, 156.5 ns, over 7 (docs/bench/h200-2026-11-30)
 line_ns = 7               # fitted (docs/model.md, "Coalescing"): per further 128-byte line of a warp's data access
 cta_fence_ns = 20         # estimate, not measured: a block-scope (.cta) fence orders a thread's accesses at its SM, as bar.sync does for the block (block_barrier_ns); the limits' shared atomic chain measures it on a GPU
+shared_batch_load_ns = 2.3 # estimate, not measured: independent shared-memory loads of one thread issue a few cycles apart, 4 at 1.755 GHz; any value under issue_ns (14 cycles) models alike, the loads' issue bounding the batch; the limits' shared load batch measures it on a GPU

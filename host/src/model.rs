@@ -92,11 +92,17 @@ pub struct Profile {
     /// thread's accesses for the ranks of its block alone, which share
     /// its SM's L1, and invalidates nothing.
     pub cta_fence_ns: f64,
+    /// What each load of a batch after its first adds to the batch's end
+    /// when the load reads the block's shared memory: `batch_load_ns`'s
+    /// counterpart for the SM's own memory, whose loads issue at its
+    /// load/store units' rate rather than queue for L2. As there, a load's
+    /// issue (`issue_ns`) bounds it from below.
+    pub shared_batch_load_ns: f64,
 }
 
 /// The keys of a profile file, in the order [`Profile`]'s `Display` writes
 /// them (`name` comes first).
-const KEYS: [&str; 22] = [
+const KEYS: [&str; 23] = [
     "load_hit_ns",
     "load_ns",
     "acquire_ns",
@@ -119,6 +125,7 @@ const KEYS: [&str; 22] = [
     "batch_load_ns",
     "line_ns",
     "cta_fence_ns",
+    "shared_batch_load_ns",
 ];
 
 /// Profiles are equal when their names and values are, bit for bit (so
@@ -339,6 +346,7 @@ impl Profile {
             batch_load_ns: v[19],
             line_ns: v[20],
             cta_fence_ns: v[21],
+            shared_batch_load_ns: v[22],
         })
     }
 
@@ -373,6 +381,7 @@ impl Profile {
             self.batch_load_ns,
             self.line_ns,
             self.cta_fence_ns,
+            self.shared_batch_load_ns,
         ]
     }
 }
@@ -645,7 +654,7 @@ mod tests {
         let unknown = format!("{good}warp_speed = 9\n");
         assert!(matches!(
             Profile::parse(&unknown),
-            Err(ProfileError::UnknownKey { line: 24, .. })
+            Err(ProfileError::UnknownKey { line: 25, .. })
         ));
         let word = good.replace("fence_ns = ", "fence_ns = fast");
         assert!(matches!(Profile::parse(&word), Err(ProfileError::Syntax { .. })));

@@ -29,7 +29,7 @@
 //! | [`native_barrier`], [`native_bcast`], [`native_reduce`], [`native_allreduce`] | the collectives against [`GridBarrier`] and the single-pass reduction | — |
 //! | [`crate::exchange::NATIVE_REDUCE_SHFL`], [`crate::exchange::NATIVE_ALLREDUCE_SHFL`] | the single-pass reduction with [`block_sum`] ([`shfl_reduce_round`]) | — |
 //! | the natives of [`crate::exchange`] | gather, scatter, all-gather, all-to-all, reduce-scatter, scan | — |
-//! | [`native_copy`], [`native_chunk_copy`], [`native_atomic_ping_pong`], [`native_atomic_rmw`], [`native_atomic_load_chain`], [`native_atomic_load_batch`], [`native_atomic_contention`] | physical limits: copy bandwidth (coalesced, and of concurrent byte copies), atomic flag round trip, dependent atomic latency, dependent load latency, a batch of independent loads, read-modify-writes of one word | — |
+//! | [`native_copy`], [`native_chunk_copy`], [`native_atomic_ping_pong`], [`native_atomic_rmw`], [`native_atomic_load_chain`], [`native_atomic_load_batch`], [`native_atomic_contention`], [`native_block_rmw`], [`native_shared_load_batch`] | physical limits: copy bandwidth (coalesced, and of concurrent byte copies), atomic flag round trip, dependent atomic latency, dependent load latency, a batch of independent loads, read-modify-writes of one word, a block-scope atomic and a batch of loads of the block's shared memory | — |
 
 use crate::mpi::{
     check_full, check_stamp, fill_pattern, reduce_value, stamp, CollArgs, P2pArgs, LIMIT_RESULTS,
@@ -1475,6 +1475,62 @@ gpu_mpi_device::kernel! {
     /// chain, two block-scope fences an add (the model's `cta_fence_ns`).
     pub static NATIVE_BLOCK_RMW_ACQ_REL = fn native_block_rmw_acq_rel(world: &World, args: &AtomicArgs) -> Result<(), Error> {
         block_rmw_chain(world, args, Ordering::AcqRel)
+    }
+}
+
+/// 16 bytes of shared memory, 16-aligned: what one load of a
+/// non-blocking collective's batch of small words reads (a pair of words).
+#[derive(Clone, Copy)]
+#[repr(C, align(16))]
+struct SharedPair([u64; 2]);
+
+/// Pairs [`native_shared_load_batch`] keeps in the block's library words:
+/// a batch of 8 from any of the first 8.
+const SHARED_PAIRS: usize = 16;
+
+gpu_mpi_device::kernel! {
+    /// One rank loads 8 independent 16-byte pairs of its block's shared
+    /// memory as one batch (`load_plain_batch`, the way a non-blocking
+    /// collective's level-0 node reads its ranks' small words), then starts
+    /// the next batch at a pair its sum picks (always the first: the pairs
+    /// hold zeros), so each batch waits for the previous one but its loads
+    /// do not wait for each other. Its time per batch less the block-scope
+    /// atomic chain's per add ([`native_block_rmw`], the model's
+    /// `shared_ns` and one issue), over the 7 loads after the first, is
+    /// the model's `shared_batch_load_ns`. The pairs are the block's
+    /// library words before the last (which [`block_rmw_chain`] uses):
+    /// this kernel starts no non-blocking collective.
+    pub static NATIVE_SHARED_LOAD_BATCH = fn native_shared_load_batch(world: &World, args: &AtomicArgs) -> Result<(), Error> {
+        if world.rank() != 0 {
+            return Ok(());
+        }
+        check_len(&args.out, LIMIT_RESULTS)?;
+        let first = (intrinsics::BLOCK_WORDS_BYTES - 8 - SHARED_PAIRS * 16) & !15;
+        for w in 0..2 * SHARED_PAIRS {
+            // SAFETY: inside the block's words (`first` + 256 <= 2,104),
+            // 8-aligned; this rank alone touches them.
+            unsafe { intrinsics::atomic_u64_at(intrinsics::block_words(), first + 8 * w) }.store(0, Ordering::Relaxed);
+        }
+        let base = intrinsics::block_words().wrapping_add(first) as *const u8;
+        let total = args.warmup + args.iterations;
+        let mut start = intrinsics::clock_ns();
+        let mut i = 0usize;
+        for it in 0..total {
+            if it == args.warmup {
+                start = intrinsics::clock_ns();
+            }
+            // SAFETY: pairs `i..i + 8` with `i < 8`: inside the 16 pairs
+            // zeroed above, 16-aligned (the block's words are), written by
+            // nobody meanwhile.
+            let v: [SharedPair; 8] =
+                unsafe { gpu_mpi_device::abi::shim::load_plain_batch(base.wrapping_add(16 * i), 16, 8) };
+            i = (v.iter().map(|p| p.0[0].wrapping_add(p.0[1])).fold(0u64, u64::wrapping_add) & 7) as usize;
+        }
+        let elapsed = intrinsics::clock_ns().wrapping_sub(start);
+        args.out.write(0, elapsed)?;
+        args.out.write(1, (i != 0) as u64)?;
+        args.out.write(2, u64::from(total))?;
+        args.out.write(3, i as u64)
     }
 }
 

@@ -16,8 +16,10 @@
 //!   bandwidth, which bounds when each can end.
 //! - **Independent loads.** Inside `shim::independent` loads are issued
 //!   back to back and the batch waits once, for its last value: one
-//!   latency plus `batch_load_ns` per load after the first (a vector load
-//!   is one load, and so is a read-modify-write that does not acquire);
+//!   latency plus `batch_load_ns` per load after the first
+//!   (`shared_batch_load_ns` for a load of the block's shared memory; a
+//!   vector load is one load, and so is a read-modify-write that does not
+//!   acquire);
 //!   outside, every load waits for its value before the next
 //!   access (a chain of dependent loads costs its full length), except
 //!   that a few volatile loads in a row overlap in the same way (an
@@ -83,6 +85,7 @@ struct Costs {
     load_hit: u64,
     load: u64,
     batch_load: u64,
+    shared_batch_load: u64,
     acquire: u64,
     store: u64,
     visible: u64,
@@ -194,6 +197,7 @@ impl Model {
                 load_hit: ps(p.load_hit_ns),
                 load: ps(p.load_ns),
                 batch_load: ps(p.batch_load_ns),
+                shared_batch_load: ps(p.shared_batch_load_ns),
                 acquire: ps(p.acquire_ns),
                 store: ps(p.store_ns),
                 visible: ps(p.visible_ns),
@@ -355,7 +359,7 @@ impl Model {
             Access::Load { order, addr } => {
                 let acquire = matches!(order, Ordering::Acquire | Ordering::AcqRel);
                 let ready = self.visible_at(addr, rank);
-                self.load(clock, ready, c.load);
+                self.load(clock, ready, c.load, c.batch_load);
                 if acquire {
                     clock.spend(TimeCategory::Fences, c.acquire);
                     clock.invalidate_l1();
@@ -407,7 +411,7 @@ impl Model {
                             clock.batch_loaded.set(false);
                         }
                     }
-                    self.load(clock, 0, c.load);
+                    self.load(clock, 0, c.load, c.batch_load);
                 }
             }
             Access::Store { order, addr } => {
@@ -469,7 +473,8 @@ impl Model {
 
     /// Charges an access of the block's shared memory: each load, store or
     /// atomic takes `shared_ns` and a store is seen by the block's other
-    /// ranks that much later; no L2, no device bandwidth. Atomics on one
+    /// ranks that much later; a batch's loads follow each other at
+    /// `shared_batch_load_ns`; no L2, no device bandwidth. Atomics on one
     /// word queue behind each other as at L2 (`rmw_interval_ns`: no figure
     /// of shared memory's own rate backs another value). Device-scope
     /// orderings still cost their fences; a block-scope atomic's cost
@@ -483,7 +488,7 @@ impl Model {
         match access {
             Access::Load { order, addr } => {
                 let ready = self.visible_at(addr, rank);
-                self.load(clock, ready, c.shared);
+                self.load(clock, ready, c.shared, c.shared_batch_load);
                 if acquires(order) {
                     clock.spend(TimeCategory::Fences, c.acquire);
                     clock.invalidate_l1();
@@ -494,7 +499,7 @@ impl Model {
                     clock.spend(TimeCategory::Stores, c.store);
                     self.written(addr, clock.now() + c.shared, rank);
                 } else {
-                    self.load(clock, self.visible_at(addr, rank), c.shared);
+                    self.load(clock, self.visible_at(addr, rank), c.shared, c.shared_batch_load);
                 }
             }
             Access::Store { order, addr } => {
@@ -572,7 +577,7 @@ impl Model {
             // the rank issues the batch's later loads without waiting for
             // its old value (an `atom` whose result is used after them).
             Some(latency) if !acquires && clock.batch.get().is_some() => {
-                self.load(clock, start, latency);
+                self.load(clock, start, latency, c.batch_load);
             }
             Some(latency) => {
                 clock.until(TimeCategory::Waiting, start);
@@ -704,10 +709,15 @@ impl Model {
 
     fn plain_load(&self, clock: &Clock, addr: usize, bytes: usize) {
         let hit = clock.touch_line(addr, bytes);
-        self.load(clock, 0, if hit { self.costs.load_hit } else { self.costs.load });
+        let c = &self.costs;
+        self.load(clock, 0, if hit { c.load_hit } else { c.load }, c.batch_load);
     }
 
-    fn load(&self, clock: &Clock, ready: u64, latency: u64) {
+    /// A load whose value is `ready` to be read at that time and arrives
+    /// `latency` after its issue; in a batch, no earlier than `step` after
+    /// the batch's end so far (`batch_load` at L2, `shared_batch_load` in
+    /// the block's shared memory).
+    fn load(&self, clock: &Clock, ready: u64, latency: u64, step: u64) {
         let issue = clock.now();
         match clock.batch.get() {
             Some(done) => {
@@ -715,7 +725,7 @@ impl Model {
                 // A vector's words after its first are the same load.
                 let same_load = clock.vector.get().is_some() && clock.vector_loaded.replace(true);
                 let end = if clock.batch_loaded.replace(true) && !same_load {
-                    (done + self.costs.batch_load).max(arrives)
+                    (done + step).max(arrives)
                 } else {
                     done.max(arrives)
                 };
@@ -1457,6 +1467,32 @@ mod tests {
             },
         );
         assert_eq!(b.now(), a.now() + ps(p.shared_ns) + ps(p.shared_ns));
+    }
+
+    #[test]
+    fn a_batch_of_shared_loads_follows_the_shared_rate() {
+        let run = |shared_batch: f64, base: usize| {
+            let mut p = Profile::h100().clone();
+            p.shared_batch_load_ns = shared_batch;
+            let m = Model::new(p.clone().leak(), None, 2, 32);
+            let c = Clock::new();
+            c.set_block_shared(1 << 16, 256);
+            m.charge(0, &c, Access::BatchBegin { vector: false });
+            for i in 0..8 {
+                m.charge(0, &c, plain(base + 16 * i, false));
+            }
+            m.charge(0, &c, Access::BatchEnd);
+            (p, c.now())
+        };
+        // Above issue_ns the shared rate spaces the values; below it the
+        // loads' issue does; in global memory batch_load_ns does, whatever
+        // the shared rate.
+        let (p, slow) = run(12.0, 1 << 16);
+        assert_eq!(slow, ps(p.issue_ns + p.shared_ns) + 7 * ps(12.0));
+        let (p, fast) = run(2.3, 1 << 16);
+        assert_eq!(fast, 8 * ps(p.issue_ns) + ps(p.shared_ns));
+        let (p, global) = run(2.3, 1 << 20);
+        assert_eq!(global, ps(p.issue_ns + p.load_ns) + 7 * ps(p.batch_load_ns));
     }
 
     #[test]
