@@ -152,9 +152,12 @@ testgen!(values_for_every_root_with_non_commutative_in_place_and_zero_length);
 /// level of one node per block (`layout::immediate_block_level`): one
 /// block of 128 (4 level-0 nodes under the block's node, the top, in the
 /// block's shared memory), 17 blocks of 64 (34 level-0 nodes, 17 block
-/// nodes of 2, a top of 17 in global memory).
+/// nodes of 2, a top of 17 in global memory); and 4 blocks of 256, where
+/// the reductions of small words climb through the blocks' nodes
+/// (`layout::immediate_fold_block_level`) and the barrier and the others
+/// straight from the 32 level-0 nodes to the top, in the same slots.
 fn values_over_arrival_trees_of_two_and_three_levels(backend: Backend) {
-    for (n, b) in [(40u32, 8u32), (1100, 100), (128, 128), (1088, 64)] {
+    for (n, b) in [(40u32, 8u32), (1100, 100), (128, 128), (1088, 64), (1024, 256)] {
         for (k, root) in [0, 33, n - 1].into_iter().enumerate() {
             let s = SCHEDULES[k];
             let got = run(backend, s, n, b, IC_VALUES, root);

@@ -189,11 +189,44 @@ pub const IMMEDIATE_BLOCK_NODES: u32 = 33;
 /// [`IMMEDIATE_FANOUT`]. In a world across processes, whose processes'
 /// trees start anywhere, level 1 is as the others (`collective::immediate`).
 pub const fn immediate_block_fanout(ranks: u32, block_dim: u32) -> u32 {
-    if immediate_block_level(ranks, block_dim) {
+    level_one_fanout(immediate_block_level(ranks, block_dim), block_dim)
+}
+
+/// Children of a node at level 1: the block's level-0 nodes where level 1
+/// has one node per block, else [`IMMEDIATE_FANOUT`].
+const fn level_one_fanout(per_block: bool, block_dim: u32) -> u32 {
+    if per_block {
         block_dim / IMMEDIATE_FANOUT
     } else {
         IMMEDIATE_FANOUT
     }
+}
+
+/// Children whose small words a node's last arriver loads in one batch
+/// (`collective::immediate`): half a node, eight 16-byte loads.
+pub const IMMEDIATE_SMALL_BATCH: u32 = 16;
+
+/// Whether level 1 of the arrival tree of a collective that folds small
+/// words (a world reduction of elements of at most 8 bytes:
+/// `collective::immediate`'s `Fold::SMALL`) has one node per block: where
+/// [`immediate_block_level`] says so, and also where the tree of
+/// `IMMEDIATE_FANOUT` children everywhere would leave its top more
+/// children than one batch loads ([`IMMEDIATE_SMALL_BATCH`]), in blocks of
+/// a multiple of the fanout holding at least two level-0 nodes: 513 to
+/// 1,024 ranks in blocks of 256. The top's last arriver then loads a few
+/// blocks' partial results from L2 instead of two batches of level-0
+/// nodes', and the block's node loads its level-0 nodes' from shared
+/// memory (docs/performance.md, "A folding collective's tree has a level
+/// for each block where its top would load two batches"). A barrier keeps
+/// [`immediate_block_level`]'s shape, for which the level would only add
+/// a block-scope add to its path.
+pub const fn immediate_fold_block_level(ranks: u32, block_dim: u32) -> bool {
+    if immediate_block_level(ranks, block_dim) {
+        return true;
+    }
+    block_dim.is_multiple_of(IMMEDIATE_FANOUT)
+        && block_dim / IMMEDIATE_FANOUT >= 2
+        && top_children(ranks, IMMEDIATE_FANOUT) > IMMEDIATE_SMALL_BATCH
 }
 
 /// Whether level 1 of the world's arrival tree over `ranks` ranks in
@@ -249,16 +282,38 @@ pub const fn immediate_block_words(block_dim: u32) -> u32 {
     }
 }
 
-/// Nodes of the world's arrival tree of the non-blocking collectives over
-/// `ranks` ranks in blocks of `block_dim`: `ceil(ranks / 32)` at level 0,
-/// `ceil` of that `/` [`immediate_block_fanout`]`(ranks, block_dim)` at
-/// level 1 (one a block where that is the block's level-0 nodes), `ceil` of that
-/// `/ 32` at level 2, and so on up to the single top node. A process's
-/// tree in a world across processes (fanout 32 at every level) has no
-/// more.
+/// Node records of a slot of the world's arrival tree of the non-blocking
+/// collectives over `ranks` ranks in blocks of `block_dim`: those of the
+/// tree of a collective that folds small words, `ceil(ranks / 32)` at
+/// level 0, `ceil` of that `/` the level-1 fanout at level 1 (one a block
+/// where [`immediate_fold_block_level`] says so), `ceil` of that `/ 32` at
+/// level 2, and so on up to the single top node. The other collectives'
+/// tree ([`immediate_block_fanout`]'s) has no more: it differs only in
+/// lacking the level of blocks, so its nodes are the first of these
+/// records and its top one of them; every use's top counts its rounds in
+/// the last record's words, whatever its tree (`World::top_round`). A
+/// process's tree in a world across processes (fanout 32 at every level)
+/// has no more either.
 pub const fn immediate_tree_nodes(ranks: u32, block_dim: u32) -> u32 {
-    let (mut count, mut fanout, mut next) =
-        (ranks, IMMEDIATE_FANOUT, immediate_block_fanout(ranks, block_dim));
+    tree_nodes(
+        ranks,
+        level_one_fanout(immediate_fold_block_level(ranks, block_dim), block_dim),
+    )
+}
+
+/// The top node of the arrival tree of the collectives that fold no
+/// small words (a barrier's: [`immediate_block_fanout`]'s shape) over
+/// `ranks` ranks in blocks of `block_dim`: its last node, one of
+/// [`immediate_tree_nodes`]'s records. Its record holds the round words
+/// of every use's top, whatever that use's tree (`World::top_round`).
+pub const fn immediate_top_node(ranks: u32, block_dim: u32) -> u32 {
+    tree_nodes(ranks, immediate_block_fanout(ranks, block_dim)) - 1
+}
+
+/// Nodes of a tree over `ranks` ranks whose level 1 has `next` children
+/// a node and every other level [`IMMEDIATE_FANOUT`].
+const fn tree_nodes(ranks: u32, next: u32) -> u32 {
+    let (mut count, mut fanout, mut next) = (ranks, IMMEDIATE_FANOUT, next);
     let mut total = 0;
     loop {
         let nodes = count.div_ceil(fanout);
@@ -270,12 +325,17 @@ pub const fn immediate_tree_nodes(ranks: u32, block_dim: u32) -> u32 {
     }
 }
 
-/// Children of the top node of the world's arrival tree over `ranks`
-/// ranks in blocks of `block_dim` (one process: [`immediate_tree_nodes`]'s
-/// shape).
+/// Children of the top node of the arrival tree of the collectives that
+/// fold no small words (a barrier's: [`immediate_block_fanout`]'s shape)
+/// over `ranks` ranks in blocks of `block_dim`, in one process.
 pub const fn immediate_top_children(ranks: u32, block_dim: u32) -> u32 {
-    let (mut count, mut fanout, mut next) =
-        (ranks, IMMEDIATE_FANOUT, immediate_block_fanout(ranks, block_dim));
+    top_children(ranks, immediate_block_fanout(ranks, block_dim))
+}
+
+/// Children of the top of a tree over `ranks` ranks whose level 1 has
+/// `next` children a node and every other level [`IMMEDIATE_FANOUT`].
+const fn top_children(ranks: u32, next: u32) -> u32 {
+    let (mut count, mut fanout, mut next) = (ranks, IMMEDIATE_FANOUT, next);
     while count > fanout {
         (count, fanout, next) = (count.div_ceil(fanout), next, IMMEDIATE_FANOUT);
     }
@@ -694,6 +754,7 @@ impl WorldConfig {
             immediate_bytes: ib,
             immediate_slot_stride,
             immediate_nodes,
+            immediate_top: immediate_top_node(self.ranks, self.block_dim),
             immediate_local,
             immediate_comms,
             immediate_comm_stride,
@@ -762,6 +823,10 @@ pub struct Layout {
     pub rank_stride: usize,
     /// Request records per rank.
     pub records_per_rank: u32,
+    /// The node of a slot's arrival tree of the non-blocking collectives
+    /// whose record holds the top's round words ([`immediate_top_node`];
+    /// here, beside a `u32`, where `repr(C)` leaves room).
+    pub immediate_top: u32,
     /// Bytes of one staging cell of a collective round.
     pub collective_bytes: usize,
     /// Offset of the first outbox.
@@ -1262,10 +1327,16 @@ mod tests {
         }
         // Blocks of a multiple of 32 ranks: level 1 has a node per block
         // where that leaves fewer levels above the first two (or one
-        // block, or blocks of 32 level-0 nodes).
+        // block, or blocks of 32 level-0 nodes); for a folding collective
+        // also where the top would have more than 16 children, whose
+        // records the others' tree shares (its top is then a barrier's
+        // `top` children).
         for (ranks, block_dim, nodes, top) in [
             (256, 256, 8 + 1, 8),
-            (1024, 256, 32 + 1, 32),
+            (512, 256, 16 + 1, 16),
+            (768, 256, 24 + 3 + 1, 24),
+            (1024, 256, 32 + 4 + 1, 32),
+            (1024, 128, 32 + 8 + 1, 32),
             (1536, 256, 48 + 6 + 1, 6),
             (4096, 256, 128 + 16 + 1, 16),
             (270_336, 256, 8448 + 264 + 9 + 1, 9),
@@ -1286,6 +1357,37 @@ mod tests {
         }
         assert_eq!(immediate_top_children(1100, 100), 2);
         assert_eq!(immediate_top_children(32, 32), 32);
+        for (ranks, block_dim, barrier, fold) in [
+            (512, 256, false, false),
+            (513, 256, false, true),
+            (1024, 256, false, true),
+            (1025, 256, true, true),
+            (1024, 32, false, false),
+            (1024, 100, false, false),
+            (270_336, 256, false, false),
+            (256, 256, true, true),
+        ] {
+            assert_eq!(
+                immediate_block_level(ranks, block_dim),
+                barrier,
+                "{ranks} in {block_dim}"
+            );
+            assert_eq!(
+                immediate_fold_block_level(ranks, block_dim),
+                fold,
+                "{ranks} in {block_dim}"
+            );
+        }
+        // The rounds' record: a barrier's top, inside the folding tree's
+        // records (37 at 1,024 ranks in blocks of 256, 55 at 1,536).
+        for (ranks, block_dim, top) in [(1024, 256, 32), (768, 256, 24), (1536, 256, 54), (1100, 100, 37)] {
+            assert_eq!(
+                immediate_top_node(ranks, block_dim),
+                top,
+                "{ranks} in {block_dim}"
+            );
+            assert!(top < immediate_tree_nodes(ranks, block_dim));
+        }
         let l = WorldConfig::new(1100, 100).layout().unwrap();
         assert_eq!(l.immediate_nodes, 35 + 2 + 1);
         assert_eq!(l.immediate_node(0, 38), l.immediate_rank(0, 0));

@@ -12,8 +12,8 @@ use crate::communicator::{RankState, World};
 use crate::datatype::TypedBuffer;
 use crate::error::{Error, ErrorClass};
 use crate::layout::{
-    immediate_block_level, immediate_top_children, COMM_IMMEDIATE_LOCAL_BYTES, IMMEDIATE_FANOUT,
-    IMMEDIATE_LOCAL_BYTES, IMMEDIATE_RECORD_BYTES, IMMEDIATE_SLOTS,
+    immediate_block_level, immediate_fold_block_level, immediate_top_children, COMM_IMMEDIATE_LOCAL_BYTES,
+    IMMEDIATE_FANOUT, IMMEDIATE_LOCAL_BYTES, IMMEDIATE_RECORD_BYTES, IMMEDIATE_SLOTS,
 };
 use crate::polling::{Call, WaitFor};
 use crate::shim::{self, AtomicU32, AtomicU64, Ordering};
@@ -850,8 +850,8 @@ impl World {
     }
 
     /// The arrival word of use `use_` of slot `slot` at the world's top
-    /// node and how many children that node has, when the top counts its
-    /// arrivals in rounds ([`TOP_ROUNDS`]): a world in one process whose
+    /// node and how many children a barrier's top has, when the top counts
+    /// its arrivals in rounds ([`TOP_ROUNDS`]): a world in one process whose
     /// top's arrival word is in global memory (not a node in the block's
     /// words, `collective::immediate`'s `block_tally`: a world of one
     /// block whose entry zeroed the block's words, and whose top is a
@@ -871,13 +871,17 @@ impl World {
             return None;
         }
         Some((
-            self.round_word(slot, self.layout.immediate_nodes - 1, use_),
+            self.round_word(slot, self.layout.immediate_top, use_),
             immediate_top_children(ranks, bd),
         ))
     }
 
-    /// The arrival word of use `use_` of slot `slot` at node `node`, the
-    /// world's top ([`TOP_ROUNDS`]).
+    /// The arrival word of use `use_` of slot `slot` in node `node`'s
+    /// record, the world's top's words ([`TOP_ROUNDS`]): node
+    /// [`Layout::immediate_top`](crate::layout::Layout::immediate_top),
+    /// the top of a barrier's tree, also for a use whose tree has a level
+    /// more (a reduction of small words), so that the rounds of every use
+    /// of the slot rotate in the same words.
     #[inline(always)]
     pub(crate) fn round_word(&self, slot: u32, node: u32, use_: u32) -> &AtomicU64 {
         let at = self.layout.immediate_node(slot, node) + round_offset(use_);
@@ -989,11 +993,17 @@ pub(crate) const KIND_MISMATCH: u32 = 0x100;
 
 /// Whether level 1 of the rank's arrival tree has one node per block,
 /// inside it: a world in one process whose shape gains by it
-/// ([`immediate_block_level`]).
+/// ([`immediate_block_level`], or for a collective that folds small
+/// words, `fold`, [`immediate_fold_block_level`]).
 #[inline(always)]
-pub(crate) fn block_level(w: &World) -> bool {
+pub(crate) fn block_level(w: &World, fold: bool) -> bool {
+    let (ranks, bd) = (w.ranks(), w.block_dim());
     !(cfg!(feature = "distributed") && w.across_processes())
-        && immediate_block_level(w.ranks(), w.block_dim())
+        && if fold {
+            immediate_fold_block_level(ranks, bd)
+        } else {
+            immediate_block_level(ranks, bd)
+        }
 }
 
 /// One step of a rank's climb of the world's arrival tree: the node it
@@ -1022,12 +1032,14 @@ pub(crate) struct Tree {
 
 impl Tree {
     /// Level 0 of the rank's climb: nodes of [`IMMEDIATE_FANOUT`] ranks;
-    /// level 1 of `layout::immediate_block_fanout` level-0 nodes in a world in
-    /// one process (one node a block, where that divides), of
-    /// `IMMEDIATE_FANOUT` in a process's tree of a world across processes;
-    /// `IMMEDIATE_FANOUT` above (`layout::immediate_tree_nodes`'s shape).
-    pub(crate) fn start(w: &World) -> Tree {
-        let (first, count, next) = if block_level(w) {
+    /// level 1 of the block's level-0 nodes in a world in one process
+    /// where [`block_level`] says so for a collective that folds small
+    /// words or not (`fold`), of `IMMEDIATE_FANOUT` otherwise and in a
+    /// process's tree of a world across processes; `IMMEDIATE_FANOUT`
+    /// above (`layout::immediate_tree_nodes`'s shape, or the first of its
+    /// records).
+    pub(crate) fn start(w: &World, fold: bool) -> Tree {
+        let (first, count, next) = if block_level(w, fold) {
             (0, w.ranks(), w.block_dim() / IMMEDIATE_FANOUT)
         } else if cfg!(feature = "distributed") && w.across_processes() {
             let (first, count) = w.core_settled().process_ranks();

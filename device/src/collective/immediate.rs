@@ -38,7 +38,13 @@
 //! instead one node per block over the block's level-0 nodes, where that
 //! leaves fewer levels above the first two
 //! (`layout::immediate_block_level`: 1,025 ranks and more in blocks of
-//! 256, up to 32 blocks; a world of one block; blocks of 1,024). At each node it
+//! 256, up to 32 blocks; a world of one block; blocks of 1,024), and for
+//! a reduction of small elements (`Fold::SMALL`) also where the tree of 32
+//! would leave its top more children than one batch of small words loads
+//! (`layout::immediate_fold_block_level`: 513 to 1,024 ranks in blocks of
+//! 256). The slot's node records are the latter tree's; the other
+//! collectives' tree, a level shorter there, uses the first of them, and
+//! every use's top counts its rounds in one record ("Rounds"). At each node it
 //! arrives with its `Tally`: it first ORs its root, datatype and byte
 //! count into three of the node's words (`red.or`, relaxed, each as
 //! `v << 32 | !v`, whose OR has a bit set in both halves where two ranks
@@ -116,7 +122,10 @@
 //! memory (any world but one of at most 32 ranks in one block, whose
 //! top is a level-0 node in the block's words), the top counts each use
 //! in a word of its own, one of `nonblocking::TOP_ROUNDS` by the
-//! use modulo 4 (`World::top_round`). Its last arriver leaves that word
+//! use modulo 4 (`World::top_round`), in the record of a barrier's top
+//! (`Layout::immediate_top`) whatever the use's tree: a reduction's tree
+//! with a level more counts there too, so that the rotation below holds
+//! across every use of the slot. Its last arriver leaves that word
 //! as its add left it and zeroes the previous use's instead. A waiting
 //! rank of a barrier polls its use's word, acquire, and completes when
 //! it reads every child's clean barrier (each child's add is
@@ -269,7 +278,10 @@ use crate::buffers::Side;
 use crate::communicator::{CommInfo, Communicator, Process, World};
 use crate::datatype::{BufferMut, Equivalence, ID_BYTE};
 use crate::error::{saturating_u32, Error, ErrorClass};
-use crate::layout::{IMMEDIATE_BLOCK_NODES, IMMEDIATE_BLOCK_NODE_WORDS, IMMEDIATE_FANOUT, IMMEDIATE_SLOTS};
+use crate::layout::{
+    IMMEDIATE_BLOCK_NODES, IMMEDIATE_BLOCK_NODE_WORDS, IMMEDIATE_FANOUT, IMMEDIATE_SLOTS,
+    IMMEDIATE_SMALL_BATCH,
+};
 use crate::request::{Request, Scope};
 use crate::shim::{self, AtomicU64, Ordering};
 use core::marker::PhantomData;
@@ -576,7 +588,7 @@ const WORD_BYTES: usize = 8;
 /// Children whose small words [`Fold::tally_and_fold`] loads in one
 /// batch: half a node (eight 16-byte loads; a node's 32 words at once
 /// would be 64 registers of values).
-const SMALL_BATCH: usize = 16;
+const SMALL_BATCH: usize = IMMEDIATE_SMALL_BATCH as usize;
 
 /// Calls `fold(batch, n, first)` on the small words of `parts` (1 or
 /// more) children at `small`, [`SMALL_BATCH`] at a time: `head` holds the
@@ -775,7 +787,10 @@ fn arrive<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, args: &Args, fold
 /// world and publishes. No fold is longer than 32 children. True for the
 /// top's last arriver that published a clean verdict.
 fn arrive_world<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, args: &Args, fold: &F) -> bool {
-    let mut t = Tree::start(w);
+    // A reduction of small words climbs a tree of its own shape
+    // (`layout::immediate_fold_block_level`).
+    let fold_shape = F::SMALL != 0;
+    let mut t = Tree::start(w, fold_shape);
     // Level 0's tally words in the block's words, where they are there.
     let mut in_block = block_tally(w, slot, &t);
     let mut mine = Tally::of(args, 0);
@@ -791,6 +806,12 @@ fn arrive_world<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, args: &Args
         // the module docs, `World::top_round`): not a top in the block's
         // words, nor in a world across processes (the relay publishes).
         let rounds = top && in_block.is_none() && !(cfg!(feature = "distributed") && w.across_processes());
+        // The record of its round words, once: the add and the zeroing below.
+        let round_at = if rounds {
+            round_node(w, node, fold_shape)
+        } else {
+            node
+        };
         if mine.has_packed() {
             for (word, v) in words[1..].iter().zip(mine.packed()) {
                 // Relaxed: released by the add below.
@@ -809,7 +830,8 @@ fn arrive_world<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, args: &Args
         let now = if in_block.is_some() {
             words[0].fetch_add_block(add, Ordering::AcqRel)
         } else if rounds {
-            w.round_word(slot, node, use_).fetch_add(add, Ordering::AcqRel)
+            w.round_word(slot, round_at, use_)
+                .fetch_add(add, Ordering::AcqRel)
         } else {
             words[0].fetch_add(add, Ordering::AcqRel)
         }
@@ -853,7 +875,7 @@ fn arrive_world<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, args: &Args
                 let block_nodes = w.block * (w.block_dim() / IMMEDIATE_FANOUT);
                 let out = if top {
                     w.result_cell(sp, slot)
-                } else if t.span == 1 && in_block.is_some() && block_level(w) {
+                } else if t.span == 1 && in_block.is_some() && block_level(w, fold_shape) {
                     w.block_small(slot, w.block_dim() + t.node() - block_nodes)
                         .unwrap_or_else(|| w.node_small(slot, node))
                 } else {
@@ -900,7 +922,7 @@ fn arrive_world<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, args: &Args
         // completing that one) and none counts in again before it has
         // arrived in the slot's next use, after these stores ("Rounds").
         if rounds {
-            w.round_word(slot, node, use_.wrapping_sub(1))
+            w.round_word(slot, round_at, use_.wrapping_sub(1))
                 .store(0, Ordering::Relaxed);
             if tally.has_packed() {
                 let [_, high] = node_tally_halves(words);
@@ -980,12 +1002,26 @@ fn arrive_world<F: Fold>(w: &World, sp: Space, slot: u32, use_: u32, args: &Args
         mine.errors = (first_error != 0) as u32;
         // Level 1's node is its block's, in the block's words, where level
         // 1 has a node per block.
-        in_block = if t.span == 1 && block_level(w) {
+        in_block = if t.span == 1 && block_level(w, fold_shape) {
             block_node_tally(w, slot)
         } else {
             None
         };
         t = t.up();
+    }
+}
+
+/// The node whose record holds the round words of `node`, the top
+/// ("Rounds"): a barrier's top itself (`Layout::immediate_top`); for a
+/// reduction of small words (`fold_shape`), whose tree may have a level
+/// more, the barrier's top too, read from the layout, so that every use of
+/// a slot counts its rounds in the same words.
+#[inline(always)]
+fn round_node(w: &World, node: u32, fold_shape: bool) -> u32 {
+    if fold_shape {
+        w.layout.immediate_top
+    } else {
+        node
     }
 }
 
@@ -1325,7 +1361,7 @@ fn start<'a, 's, F: Fold>(
             let read = unsafe {
                 if small {
                     // Where its level-0 node's last arriver will look.
-                    let word = block_tally(w, slot, &Tree::start(w))
+                    let word = block_tally(w, slot, &Tree::start(w, true))
                         .and_then(|_| w.block_small(slot, w.thread))
                         .unwrap_or_else(|| w.rank_small(slot, sp.member));
                     side.read(0, word, bytes.min(8)) && (bytes <= F::SMALL || side.read(0, dst, bytes))
